@@ -1,0 +1,78 @@
+"""The math functions the IR knows, by canonical name.
+
+``Call.fn`` is a canonical name; the precision comes from the argument types. The frontend
+maps CUDA spellings (``expf``, ``exp``, ``__expf``, ``rsqrtf``...) to these names; the emulator,
+the code generators and the derivative rules each key their own tables by the same names, and a
+test checks that every name here has an entry in each of them.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MathFn:
+    name: str
+    arity: int
+    domain: str  # "float": f32/f64 arguments; "int": integer arguments; "any": float or int
+    returns_bool: bool = False
+
+
+_FLOAT1 = (
+    "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "cbrt",
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+    "erf", "erfc", "fabs", "floor", "ceil", "trunc", "round", "rint", "saturate",
+)
+_FLOAT2 = ("pow", "atan2", "fmin", "fmax", "fmod", "hypot", "copysign", "fdim")
+_FLOAT3 = ("fma",)
+_FLOAT_PRED = ("isnan", "isinf", "isfinite", "signbit")
+
+MATH_FUNCTIONS: dict[str, MathFn] = {}
+for _n in _FLOAT1:
+    MATH_FUNCTIONS[_n] = MathFn(_n, 1, "float")
+for _n in _FLOAT2:
+    MATH_FUNCTIONS[_n] = MathFn(_n, 2, "float")
+for _n in _FLOAT3:
+    MATH_FUNCTIONS[_n] = MathFn(_n, 3, "float")
+for _n in _FLOAT_PRED:
+    MATH_FUNCTIONS[_n] = MathFn(_n, 1, "float", returns_bool=True)
+# Integer helpers: CUDA's min/max/abs on integers (umin/umax/llmin... map here too).
+MATH_FUNCTIONS["min"] = MathFn("min", 2, "int")
+MATH_FUNCTIONS["max"] = MathFn("max", 2, "int")
+MATH_FUNCTIONS["abs"] = MathFn("abs", 1, "int")
+
+
+def _cuda_spellings() -> dict[str, str]:
+    """CUDA/C spelling -> canonical name, float and double variants and fast intrinsics."""
+    table: dict[str, str] = {}
+    for name, fn in MATH_FUNCTIONS.items():
+        if fn.domain != "float":
+            continue
+        table[name] = name
+        table[name + "f"] = name
+        table["__" + name + "f"] = name  # __expf, __logf, __sinf, __powf ... (fast variants)
+    table["fabs"] = "fabs"
+    table["fabsf"] = "fabs"
+    table["saturate"] = "saturate"
+    table["__saturatef"] = "saturate"
+    table["rsqrt"] = "rsqrt"
+    table["rsqrtf"] = "rsqrt"
+    table["__frsqrt_rn"] = "rsqrt"
+    for prefix in ("", "u", "ll", "ull"):
+        table[prefix + "min"] = "min"
+        table[prefix + "max"] = "max"
+    table["abs"] = "abs"
+    table["llabs"] = "abs"
+    table["labs"] = "abs"
+    # std:: overloads and C++ math overloads resolve to the same names (float or double by type).
+    return table
+
+
+CUDA_MATH_NAMES: dict[str, str] = _cuda_spellings()
+
+# Binary arithmetic the frontend accepts as intrinsic calls: __fdividef(a, b) etc.
+CUDA_ARITH_INTRINSICS: dict[str, str] = {
+    "__fdividef": "div", "__fdiv_rn": "div", "__ddiv_rn": "div",
+    "__fadd_rn": "add", "__dadd_rn": "add", "__fsub_rn": "sub", "__dsub_rn": "sub",
+    "__fmul_rn": "mul", "__dmul_rn": "mul",
+}

@@ -1,0 +1,441 @@
+"""Nodes of the polypy IR.
+
+Frozen dataclasses with ``slots``; children are tuples, never lists. Every node carries a
+``loc`` that does not take part in equality, so two structurally equal trees from different
+places compare equal (which is what golden tests and common-subexpression checks want).
+
+Two hierarchies:
+
+* ``Expr`` — side-effect free values, each with a ``type``. Loads are expressions;
+  everything that writes or synchronizes is a statement.
+* ``Stmt`` — declarations, assignments, stores, atomics, barriers, warp operations and
+  structured control flow. There is no ``goto``; loops have ``break``/``continue``.
+
+Names of locals are unique inside a kernel (the frontend renames shadowed variables), so a
+name identifies one variable everywhere in the kernel and passes need no scope tracking.
+
+A kernel has a ``stage``: ``"gpu"`` (implicit threads: ``ThreadIdx`` expressions, ``Barrier``
+statements) or ``"cpu"`` (one block's work with explicit thread loops; see gpu2cpu).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import field
+from typing import Union
+
+from polypy.errors import Loc
+from polypy.ir.types import BOOL, U32, PointerType, ScalarType, normalize_value
+
+_node = dataclasses.dataclass(frozen=True, slots=True)
+
+
+@_node
+class Node:
+    loc: Loc | None = field(default=None, compare=False, kw_only=True, repr=False)
+
+
+# --------------------------------------------------------------------------- expressions
+
+
+@_node
+class Expr(Node):
+    @property
+    def type(self) -> ScalarType:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+
+@_node
+class Const(Expr):
+    """A literal. Integer values are stored wrapped to their type, f32 values rounded to f32."""
+
+    value: int | float | bool
+    ctype: ScalarType
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", normalize_value(self.value, self.ctype))
+
+    @property
+    def type(self) -> ScalarType:
+        return self.ctype
+
+
+@_node
+class Var(Expr):
+    """A local scalar variable or a scalar kernel parameter."""
+
+    name: str
+    vtype: ScalarType
+
+    @property
+    def type(self) -> ScalarType:
+        return self.vtype
+
+
+@_node
+class GpuIndex(Expr):
+    """Base of the four CUDA built-in index registers; ``dim`` is 0, 1, 2 for x, y, z."""
+
+    dim: int
+
+    @property
+    def type(self) -> ScalarType:
+        return U32
+
+
+@_node
+class ThreadIdx(GpuIndex):
+    pass
+
+
+@_node
+class BlockIdx(GpuIndex):
+    pass
+
+
+@_node
+class BlockDim(GpuIndex):
+    pass
+
+
+@_node
+class GridDim(GpuIndex):
+    pass
+
+
+UNARY_OPS = ("neg", "not", "bnot")
+ARITH_OPS = ("add", "sub", "mul", "div", "rem")
+BIT_OPS = ("shl", "shr", "band", "bor", "bxor")
+COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
+LOGIC_OPS = ("land", "lor")  # short-circuit: the right operand is evaluated only when needed
+BINARY_OPS = ARITH_OPS + BIT_OPS + COMPARE_OPS + LOGIC_OPS
+
+
+@_node
+class Unary(Expr):
+    """``neg`` (-x), ``not`` (!x on bool), ``bnot`` (~x on integers)."""
+
+    op: str
+    x: Expr
+
+    @property
+    def type(self) -> ScalarType:
+        return BOOL if self.op == "not" else self.x.type
+
+
+@_node
+class Binary(Expr):
+    """A binary operation. Operands have the same type except for shifts (result: lhs type).
+
+    Comparisons and ``land``/``lor`` produce ``bool``; ``land``/``lor`` take bool operands and
+    evaluate ``b`` only when ``a`` does not decide the result (C's ``&&``/``||``).
+    """
+
+    op: str
+    a: Expr
+    b: Expr
+
+    @property
+    def type(self) -> ScalarType:
+        if self.op in COMPARE_OPS or self.op in LOGIC_OPS:
+            return BOOL
+        return self.a.type
+
+
+@_node
+class Select(Expr):
+    """``cond ? a : b``; only the chosen operand is evaluated (it may load out of bounds otherwise)."""
+
+    cond: Expr
+    a: Expr
+    b: Expr
+
+    @property
+    def type(self) -> ScalarType:
+        return self.a.type
+
+
+@_node
+class Cast(Expr):
+    """C conversion of ``x`` to ``to`` (float→int truncates toward zero; int→bool is ``!= 0``)."""
+
+    to: ScalarType
+    x: Expr
+
+    @property
+    def type(self) -> ScalarType:
+        return self.to
+
+
+@_node
+class Call(Expr):
+    """A pure math function by canonical name (``exp``, ``sqrt``, ``fmin``, ``min``, ...).
+
+    ``fn`` names the operation independently of precision (``expf`` and ``exp`` are both
+    ``exp``); ``rtype`` and the argument types say which precision. See ``polypy.ir.mathfns``.
+    """
+
+    fn: str
+    args: tuple[Expr, ...]
+    rtype: ScalarType
+
+    @property
+    def type(self) -> ScalarType:
+        return self.rtype
+
+
+@_node
+class Load(Expr):
+    """``buffer[index...]``. Pointer parameters take one index; arrays one per dimension."""
+
+    buffer: str
+    index: tuple[Expr, ...]
+    etype: ScalarType
+
+    @property
+    def type(self) -> ScalarType:
+        return self.etype
+
+
+# --------------------------------------------------------------------------- statements
+
+
+@_node
+class Stmt(Node):
+    pass
+
+
+@_node
+class Decl(Stmt):
+    """Declares the local scalar ``name`` (unique in the kernel), optionally initialized."""
+
+    name: str
+    vtype: ScalarType
+    init: Expr | None = None
+
+
+@_node
+class Assign(Stmt):
+    name: str
+    value: Expr
+
+
+@_node
+class Store(Stmt):
+    buffer: str
+    index: tuple[Expr, ...]
+    value: Expr
+
+
+ATOMIC_OPS = ("add", "sub", "max", "min", "exch", "cas", "and", "or", "xor", "inc", "dec")
+
+
+@_node
+class AtomicRMW(Stmt):
+    """An atomic read-modify-write of ``buffer[index]``; the old value goes to ``dest`` if set.
+
+    ``cas``: ``old == compare ? value : old`` is stored. ``inc``/``dec`` are CUDA's wrapping
+    ``atomicInc``/``atomicDec`` with ``value`` as the limit.
+    """
+
+    op: str
+    buffer: str
+    index: tuple[Expr, ...]
+    value: Expr
+    dest: str | None = None
+    compare: Expr | None = None
+
+
+@_node
+class Barrier(Stmt):
+    """``__syncthreads()``: every live thread of the block waits here; memory is then visible."""
+
+
+SHUFFLE_MODES = ("idx", "up", "down", "xor")
+
+
+@_node
+class Shuffle(Stmt):
+    """``dest = __shfl[_mode]_sync(mask, value, lane_or_delta, width)`` over 32-lane warps."""
+
+    dest: str
+    mode: str
+    value: Expr
+    lane: Expr
+    width: Expr
+    mask: Expr
+
+
+VOTE_MODES = ("ballot", "any", "all", "activemask")
+
+
+@_node
+class Vote(Stmt):
+    """``dest = __ballot_sync / __any_sync / __all_sync (mask, pred)`` or ``__activemask()``."""
+
+    dest: str
+    mode: str
+    pred: Expr
+    mask: Expr
+
+
+@_node
+class If(Stmt):
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...] = ()
+
+
+FOR_KINDS = ("serial", "threads")
+
+
+@_node
+class For(Stmt):
+    """``for (vtype var = start; var < stop; var += step) body``.
+
+    ``stop`` and ``step`` do not change inside the loop and ``var`` is not assigned in ``body``
+    (the frontend only builds a ``For`` when that holds; everything else is a ``While``).
+    ``var`` is declared by the loop and scoped to it. ``kind == "threads"`` marks a CPU-form
+    loop over the threads of a block: its iterations are independent.
+    """
+
+    var: str
+    vtype: ScalarType
+    start: Expr
+    stop: Expr
+    step: Expr
+    body: tuple[Stmt, ...]
+    kind: str = "serial"
+
+
+@_node
+class While(Stmt):
+    """``while (cond) { body; update }`` where ``continue`` in ``body`` jumps to ``update``."""
+
+    cond: Expr
+    body: tuple[Stmt, ...]
+    update: tuple[Stmt, ...] = ()
+
+
+@_node
+class Break(Stmt):
+    pass
+
+
+@_node
+class Continue(Stmt):
+    pass
+
+
+@_node
+class Return(Stmt):
+    """Ends the executing thread (kernels only; device functions are inlined)."""
+
+
+# --------------------------------------------------------------------------- kernels and modules
+
+SPACES = ("shared", "local", "constant", "device")
+
+
+@_node
+class Param(Node):
+    name: str
+    ptype: ScalarType | PointerType
+
+
+@_node
+class Buffer(Node):
+    """An array that is not a pointer parameter.
+
+    space ``shared``: one per block (``shape`` None for ``extern __shared__``: sized at launch);
+    ``local``: one per thread; ``constant``/``device``: module globals (``__constant__`` /
+    ``__device__`` arrays), with an optional flat initializer ``init``.
+    Shapes are expressions: constants in GPU form; CPU-form buffers may use ``BlockDim``.
+    """
+
+    name: str
+    elem: ScalarType
+    shape: tuple[Expr, ...] | None
+    space: str
+    init: tuple[int | float, ...] | None = None
+
+
+@_node
+class SourceParam(Node):
+    """How one parameter of the C signature maps to IR parameters.
+
+    A plain parameter maps to itself: ``members == (("", "n"),)``. A struct passed by value
+    maps each scalar member path to one IR parameter: ``((".n", "p_n"), (".dims.x", "p_dims_x"))``.
+    """
+
+    name: str
+    ctype: str
+    members: tuple[tuple[str, str], ...]
+
+
+STAGES = ("gpu", "cpu")
+
+
+@_node
+class Kernel(Node):
+    name: str
+    params: tuple[Param, ...]
+    buffers: tuple[Buffer, ...]
+    body: tuple[Stmt, ...]
+    stage: str = "gpu"
+    source_params: tuple[SourceParam, ...] = ()
+
+    def param(self, name: str) -> Param | None:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+    def buffer(self, name: str) -> Buffer | None:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        return None
+
+    def elem_type(self, buffer: str) -> ScalarType:
+        """Element type of a pointer parameter or array named ``buffer``."""
+        p = self.param(buffer)
+        if p is not None and isinstance(p.ptype, PointerType):
+            return p.ptype.elem
+        b = self.buffer(buffer)
+        if b is None:
+            raise KeyError(buffer)
+        return b.elem
+
+    def space(self, buffer: str) -> str:
+        """``global`` for pointer parameters, else the array's space."""
+        p = self.param(buffer)
+        if p is not None and isinstance(p.ptype, PointerType):
+            return "global"
+        b = self.buffer(buffer)
+        if b is None:
+            raise KeyError(buffer)
+        return b.space
+
+
+@_node
+class Module(Node):
+    """What one source file gives: its kernels, module-level arrays and (optionally) host code."""
+
+    kernels: tuple[Kernel, ...]
+    globals: tuple[Buffer, ...] = ()
+    source: str = ""
+    host: object | None = None  # frontend.host.HostProgram when the file has host code
+
+    def kernel(self, name: str) -> Kernel:
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise KeyError(name)
+
+    def replace_kernel(self, kernel: Kernel) -> Module:
+        kernels = tuple(kernel if k.name == kernel.name else k for k in self.kernels)
+        return dataclasses.replace(self, kernels=kernels)
+
+
+Block = tuple[Stmt, ...]
+AnyNode = Union[Expr, Stmt, Param, Buffer, Kernel, Module]

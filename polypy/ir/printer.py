@@ -1,0 +1,289 @@
+"""Textual form of the IR: C-like expressions, one statement per line, typed declarations.
+
+::
+
+    kernel saxpy(n: i32, a: f32, x: const f32*, y: f32*) {
+      var i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
+      if (i < n) {
+        y[i] = a * x[i] + y[i]
+      }
+    }
+
+Literals carry their type: ``5`` is i32, ``5u`` u32, ``5l`` i64, ``5ul`` u64, ``5:i8`` (any
+other integer type), ``1.5f`` f32, ``1.5`` f64, ``true``. ``polypy.ir.parser`` reads this
+text back, so golden pass tests are written in it. With ``locs=True`` every statement gets a
+``// file:line`` comment.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from polypy.ir import nodes as n
+from polypy.ir.types import PointerType, ScalarType
+
+_DIMS = "xyz"
+
+BINARY_SYMBOLS = {
+    "add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%",
+    "shl": "<<", "shr": ">>", "band": "&", "bor": "|", "bxor": "^",
+    "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
+    "land": "&&", "lor": "||",
+}
+UNARY_SYMBOLS = {"neg": "-", "not": "!", "bnot": "~"}
+
+# C precedence, higher binds tighter.
+PRECEDENCE = {
+    "lor": 1, "land": 2, "bor": 3, "bxor": 4, "band": 5,
+    "eq": 6, "ne": 6, "lt": 7, "le": 7, "gt": 7, "ge": 7,
+    "shl": 8, "shr": 8, "add": 9, "sub": 9, "mul": 10, "div": 10, "rem": 10,
+}
+_SELECT_PREC = 0
+_UNARY_PREC = 11
+_ATOM_PREC = 12
+
+_INT_SUFFIX = {"i32": "", "u32": "u", "i64": "l", "u64": "ul"}
+
+
+def format_const(c: n.Const) -> str:
+    t = c.ctype
+    if t.is_bool:
+        return "true" if c.value else "false"
+    if t.is_int:
+        suffix = _INT_SUFFIX.get(t.name)
+        if suffix is None:
+            return f"{int(c.value)}:{t.name}"
+        return f"{int(c.value)}{suffix}"
+    value = float(c.value)
+    if math.isnan(value):
+        text = "nan"
+    elif math.isinf(value):
+        text = "inf" if value > 0 else "-inf"
+    elif t.name == "f32":
+        text = np.format_float_positional(np.float32(value), unique=True, trim="0") if _plain(value) else \
+            np.format_float_scientific(np.float32(value), unique=True, trim="0")
+    else:
+        text = repr(value)
+    if not any(ch in text for ch in ".eni"):
+        text += ".0"
+    if text.endswith("."):
+        text += "0"
+    return text + ("f" if t.name == "f32" else "")
+
+
+def _plain(value: float) -> bool:
+    return value == 0.0 or 1e-4 <= abs(value) < 1e16
+
+
+def format_type(t: ScalarType | PointerType) -> str:
+    if isinstance(t, PointerType):
+        text = ("const " if t.const else "") + f"{t.elem}*"
+        return text + (" restrict" if t.restrict else "")
+    return t.name
+
+
+def _prec(e: n.Expr) -> int:
+    if isinstance(e, n.Binary):
+        return PRECEDENCE[e.op]
+    if isinstance(e, n.Select):
+        return _SELECT_PREC
+    if isinstance(e, n.Unary) or isinstance(e, n.Cast):
+        return _UNARY_PREC
+    if isinstance(e, n.Const) and not e.ctype.is_bool and _is_negative(e):
+        return _UNARY_PREC
+    return _ATOM_PREC
+
+
+def _is_negative(c: n.Const) -> bool:
+    value = c.value
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and (value < 0 or (isinstance(value, float) and math.copysign(1.0, value) < 0 and value == 0)))
+
+
+def format_expr(e: n.Expr) -> str:
+    if isinstance(e, n.Const):
+        return format_const(e)
+    if isinstance(e, n.Var):
+        return e.name
+    if isinstance(e, n.GpuIndex):
+        return f"{_gpu_name(e)}.{_DIMS[e.dim]}"
+    if isinstance(e, n.Load):
+        return e.buffer + "".join(f"[{format_expr(i)}]" for i in e.index)
+    if isinstance(e, n.Call):
+        return f"{e.fn}({', '.join(format_expr(a) for a in e.args)})"
+    if isinstance(e, n.Unary):
+        inner = format_expr(e.x)
+        # Parenthesize nested unaries and constants so "-(-x)" and "-(5)" read back unambiguously.
+        if _prec(e.x) <= _UNARY_PREC or isinstance(e.x, n.Const):
+            inner = f"({inner})"
+        return UNARY_SYMBOLS[e.op] + inner
+    if isinstance(e, n.Cast):
+        inner = format_expr(e.x)
+        if _prec(e.x) < _ATOM_PREC:
+            inner = f"({inner})"
+        return f"({e.to.name}){inner}"
+    if isinstance(e, n.Binary):
+        p = PRECEDENCE[e.op]
+        left = format_expr(e.a)
+        right = format_expr(e.b)
+        if _prec(e.a) < p:
+            left = f"({left})"
+        if _prec(e.b) <= p:
+            right = f"({right})"
+        return f"{left} {BINARY_SYMBOLS[e.op]} {right}"
+    if isinstance(e, n.Select):
+        parts = []
+        for child in (e.cond, e.a, e.b):
+            text = format_expr(child)
+            if _prec(child) <= _SELECT_PREC:
+                text = f"({text})"
+            parts.append(text)
+        return f"{parts[0]} ? {parts[1]} : {parts[2]}"
+    raise TypeError(f"cannot print {type(e).__name__}")
+
+
+def _gpu_name(e: n.GpuIndex) -> str:
+    return {n.ThreadIdx: "threadIdx", n.BlockIdx: "blockIdx", n.BlockDim: "blockDim", n.GridDim: "gridDim"}[type(e)]
+
+
+class _Printer:
+    def __init__(self, locs: bool, module_globals: frozenset[str] = frozenset()):
+        self.locs = locs
+        self.module_globals = module_globals  # printed at module level, referenced in kernels
+        self.lines: list[str] = []
+
+    def emit(self, depth: int, text: str, node: n.Node | None = None) -> None:
+        line = "  " * depth + text
+        if self.locs and node is not None and node.loc is not None:
+            line += f"  // {node.loc}"
+        self.lines.append(line)
+
+    def block(self, stmts: tuple[n.Stmt, ...], depth: int) -> None:
+        for s in stmts:
+            self.stmt(s, depth)
+
+    def stmt(self, s: n.Stmt, depth: int) -> None:
+        if isinstance(s, n.Decl):
+            init = f" = {format_expr(s.init)}" if s.init is not None else ""
+            self.emit(depth, f"var {s.name}: {s.vtype}{init}", s)
+        elif isinstance(s, n.Assign):
+            self.emit(depth, f"{s.name} = {format_expr(s.value)}", s)
+        elif isinstance(s, n.Store):
+            index = "".join(f"[{format_expr(i)}]" for i in s.index)
+            self.emit(depth, f"{s.buffer}{index} = {format_expr(s.value)}", s)
+        elif isinstance(s, n.AtomicRMW):
+            index = "".join(f"[{format_expr(i)}]" for i in s.index)
+            operands = [f"{s.buffer}{index}"]
+            if s.compare is not None:
+                operands.append(format_expr(s.compare))
+            operands.append(format_expr(s.value))
+            dest = f"{s.dest} = " if s.dest is not None else ""
+            self.emit(depth, f"{dest}atomic.{s.op} {', '.join(operands)}", s)
+        elif isinstance(s, n.Barrier):
+            self.emit(depth, "barrier", s)
+        elif isinstance(s, n.Shuffle):
+            args = ", ".join(format_expr(a) for a in (s.mask, s.value, s.lane, s.width))
+            self.emit(depth, f"{s.dest} = shfl.{s.mode}({args})", s)
+        elif isinstance(s, n.Vote):
+            self.emit(depth, f"{s.dest} = vote.{s.mode}({format_expr(s.mask)}, {format_expr(s.pred)})", s)
+        elif isinstance(s, n.If):
+            self.emit(depth, f"if ({format_expr(s.cond)}) {{", s)
+            self.block(s.then, depth + 1)
+            orelse = s.orelse
+            while len(orelse) == 1 and isinstance(orelse[0], n.If):
+                inner = orelse[0]
+                self.emit(depth, f"}} else if ({format_expr(inner.cond)}) {{", inner)
+                self.block(inner.then, depth + 1)
+                orelse = inner.orelse
+            if orelse:
+                self.emit(depth, "} else {")
+                self.block(orelse, depth + 1)
+            self.emit(depth, "}")
+        elif isinstance(s, n.For):
+            kind = "threads " if s.kind == "threads" else ""
+            self.emit(depth, f"for {kind}{s.var}: {s.vtype} = {format_expr(s.start)} to {format_expr(s.stop)} "
+                             f"step {format_expr(s.step)} {{", s)
+            self.block(s.body, depth + 1)
+            self.emit(depth, "}")
+        elif isinstance(s, n.While):
+            self.emit(depth, f"while ({format_expr(s.cond)}) {{", s)
+            self.block(s.body, depth + 1)
+            if s.update:
+                self.emit(depth, "} update {")
+                self.block(s.update, depth + 1)
+            self.emit(depth, "}")
+        elif isinstance(s, n.Break):
+            self.emit(depth, "break", s)
+        elif isinstance(s, n.Continue):
+            self.emit(depth, "continue", s)
+        elif isinstance(s, n.Return):
+            self.emit(depth, "return", s)
+        else:
+            raise TypeError(f"cannot print {type(s).__name__}")
+
+    def buffer(self, b: n.Buffer, depth: int, with_init: bool = True) -> None:
+        if b.shape is None:
+            shape = "[]"
+            prefix = "extern "
+        else:
+            shape = "".join(f"[{format_expr(d)}]" for d in b.shape)
+            prefix = ""
+        init = ""
+        if b.init is not None and with_init:
+            init = " = {" + ", ".join(_format_init(v, b.elem) for v in b.init) + "}"
+        self.emit(depth, f"{prefix}{b.space} {b.name}: {b.elem}{shape}{init}", b)
+
+    def kernel(self, k: n.Kernel) -> None:
+        params = ", ".join(f"{p.name}: {format_type(p.ptype)}" for p in k.params)
+        stage = " stage cpu" if k.stage == "cpu" else ""
+        self.emit(0, f"kernel {k.name}({params}){stage} {{", k)
+        for sp in k.source_params:
+            if sp.members == (("", sp.name),):
+                continue
+            members = ", ".join(f"{path} = {name}" for path, name in sp.members)
+            self.emit(1, f'source {sp.name}: "{sp.ctype}" ({members})')
+        for b in k.buffers:
+            self.buffer(b, 1, with_init=b.name not in self.module_globals)
+        self.block(k.body, 1)
+        self.emit(0, "}")
+
+
+def _format_init(value: int | float, elem: ScalarType) -> str:
+    return format_const(n.Const(value, elem))
+
+
+def print_kernel(kernel: n.Kernel, *, locs: bool = False) -> str:
+    p = _Printer(locs)
+    p.kernel(kernel)
+    return "\n".join(p.lines) + "\n"
+
+
+def print_module(module: n.Module, *, locs: bool = False) -> str:
+    p = _Printer(locs, frozenset(g.name for g in module.globals))
+    for g in module.globals:
+        p.buffer(g, 0)
+    for i, k in enumerate(module.kernels):
+        if i or module.globals:
+            p.lines.append("")
+        p.kernel(k)
+    return "\n".join(p.lines) + "\n"
+
+
+def print_stmts(stmts: tuple[n.Stmt, ...], *, locs: bool = False) -> str:
+    p = _Printer(locs)
+    p.block(stmts, 0)
+    return "\n".join(p.lines) + "\n"
+
+
+def print_ir(node: n.Node, *, locs: bool = False) -> str:
+    """Any node as text: modules, kernels, statements, expressions."""
+    if isinstance(node, n.Module):
+        return print_module(node, locs=locs)
+    if isinstance(node, n.Kernel):
+        return print_kernel(node, locs=locs)
+    if isinstance(node, n.Stmt):
+        return print_stmts((node,), locs=locs)
+    if isinstance(node, n.Expr):
+        return format_expr(node)
+    raise TypeError(f"cannot print {type(node).__name__}")

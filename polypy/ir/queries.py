@@ -1,0 +1,68 @@
+"""Small read-only questions about IR trees, shared by passes and stages."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable
+
+from polypy.ir import nodes as n
+from polypy.ir.visitor import walk
+
+
+def written_names(node: n.Node | Iterable[n.Node]) -> set[str]:
+    """Local names written by ``Assign`` or as the destination of atomics and warp operations."""
+    out: set[str] = set()
+    for x in _nodes(node):
+        if isinstance(x, n.Assign):
+            out.add(x.name)
+        elif isinstance(x, (n.AtomicRMW, n.Shuffle, n.Vote)) and x.dest is not None:
+            out.add(x.dest)
+    return out
+
+
+def read_names(node: n.Node | Iterable[n.Node]) -> set[str]:
+    """Names read through ``Var`` expressions."""
+    return {x.name for x in _nodes(node) if isinstance(x, n.Var)}
+
+
+def read_counts(node: n.Node | Iterable[n.Node]) -> Counter[str]:
+    return Counter(x.name for x in _nodes(node) if isinstance(x, n.Var))
+
+
+def declared_names(node: n.Node | Iterable[n.Node]) -> set[str]:
+    out: set[str] = set()
+    for x in _nodes(node):
+        if isinstance(x, n.Decl):
+            out.add(x.name)
+        elif isinstance(x, n.For):
+            out.add(x.var)
+    return out
+
+
+def buffers_written(node: n.Node | Iterable[n.Node]) -> set[str]:
+    return {x.buffer for x in _nodes(node) if isinstance(x, (n.Store, n.AtomicRMW))}
+
+
+def buffers_read(node: n.Node | Iterable[n.Node]) -> set[str]:
+    out = {x.buffer for x in _nodes(node) if isinstance(x, n.Load)}
+    out |= {x.buffer for x in _nodes(node) if isinstance(x, n.AtomicRMW)}
+    return out
+
+
+def contains(node: n.Node | Iterable[n.Node], *classes: type) -> bool:
+    return any(isinstance(x, classes) for x in _nodes(node))
+
+
+def has_load(e: n.Expr) -> bool:
+    return contains(e, n.Load)
+
+
+def uses_thread_index(node: n.Node | Iterable[n.Node]) -> bool:
+    return contains(node, n.ThreadIdx)
+
+
+def _nodes(node: n.Node | Iterable[n.Node]) -> Iterable[n.Node]:
+    if isinstance(node, n.Node):
+        yield from walk(node)
+    else:
+        for item in node:
+            yield from walk(item)

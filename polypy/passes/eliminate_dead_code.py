@@ -1,0 +1,72 @@
+"""eliminate_dead_code: remove computations whose results are never used.
+
+Requires: unique local names. Guarantees: same observable behaviour (memory effects, atomics,
+barriers and control flow that may not terminate are kept).
+
+Removes, until nothing changes:
+
+* statements after ``break``/``continue``/``return`` in the same block;
+* ``var`` declarations, assignments, warp shuffles and votes of locals that are never read
+  (the destination of an atomic is dropped, the atomic itself stays);
+* ``if`` statements with two empty branches, and counted ``for`` loops with empty bodies.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from polypy.ir import nodes as n
+from polypy.ir.queries import read_names
+from polypy.ir.visitor import Mutator
+
+_TERMINATORS = (n.Break, n.Continue, n.Return)
+
+
+class _Dce(Mutator):
+    def __init__(self, live: set[str]):
+        self.live = live
+
+    def visit_tuple(self, items):  # type: ignore[override]
+        items = super().visit_tuple(items)
+        for i, s in enumerate(items):
+            if isinstance(s, _TERMINATORS) and i + 1 < len(items):
+                return items[: i + 1]
+        return items
+
+    def visit_Decl(self, s: n.Decl) -> n.Stmt | None:
+        return None if s.name not in self.live else s
+
+    def visit_Assign(self, s: n.Assign) -> n.Stmt | None:
+        return None if s.name not in self.live else s
+
+    def visit_Shuffle(self, s: n.Shuffle) -> n.Stmt | None:
+        return None if s.dest not in self.live else s
+
+    def visit_Vote(self, s: n.Vote) -> n.Stmt | None:
+        return None if s.dest not in self.live else s
+
+    def visit_AtomicRMW(self, s: n.AtomicRMW) -> n.Stmt:
+        if s.dest is not None and s.dest not in self.live:
+            return dataclasses.replace(s, dest=None)
+        return s
+
+    def visit_If(self, s: n.If) -> n.Stmt | None:
+        s = self.generic_visit(s)
+        if not s.then and not s.orelse:
+            return None
+        return s
+
+    def visit_For(self, s: n.For) -> n.Stmt | None:
+        s = self.generic_visit(s)
+        if not s.body and isinstance(s.step, n.Const) and s.step.value > 0:
+            return None
+        return s
+
+
+def eliminate_dead_code(kernel: n.Kernel) -> n.Kernel:
+    """Remove dead locals and unreachable statements (see module docstring)."""
+    while True:
+        live = read_names(kernel.body) | read_names(kernel.buffers)
+        result = _Dce(live).visit(kernel)
+        if result is kernel:
+            return kernel
+        kernel = result

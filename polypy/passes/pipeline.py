@@ -1,0 +1,65 @@
+"""Running a list of passes: verification after each, optional dumps and timings.
+
+A pass is a pure function ``Kernel -> Kernel``. A pipeline is a visible list of ``Pass``
+entries. ``run_pipeline`` verifies the IR after every pass, prints it after the passes named in
+``POLYPY_PRINT_AFTER`` (comma separated, or ``all``), records per-pass time when asked, and
+re-raises a crash inside a pass as an ``InternalError`` that names the pass (a ``UserError``
+passes through unchanged: it is the input's fault and already says where).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from typing import Callable, Sequence
+
+from polypy.errors import InternalError, UserError
+from polypy.ir.nodes import Kernel
+from polypy.ir.printer import print_kernel
+from polypy.ir.verifier import verify_kernel
+
+
+@dataclasses.dataclass(frozen=True)
+class Pass:
+    name: str
+    run: Callable[[Kernel], Kernel]
+
+
+def run_pipeline(
+    kernel: Kernel,
+    passes: Sequence[Pass],
+    *,
+    verify: bool = True,
+    timings: dict[str, float] | None = None,
+    print_after: str | None = None,
+    stream=None,
+) -> Kernel:
+    """Apply ``passes`` in order; see the module docstring."""
+    wanted = print_after if print_after is not None else os.environ.get("POLYPY_PRINT_AFTER", "")
+    dump_names = {w.strip() for w in wanted.split(",") if w.strip()}
+    out = stream if stream is not None else sys.stderr
+    for p in passes:
+        start = time.perf_counter()
+        try:
+            result = p.run(kernel)
+        except UserError:
+            raise
+        except InternalError as exc:
+            raise InternalError(f"in pass {p.name}: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - re-raised with the pass named
+            raise InternalError(f"in pass {p.name} on kernel {kernel.name!r}: {type(exc).__name__}: {exc}") from exc
+        if timings is not None:
+            timings[p.name] = timings.get(p.name, 0.0) + time.perf_counter() - start
+        if not isinstance(result, Kernel):
+            raise InternalError(f"pass {p.name} returned {type(result).__name__}, not a Kernel")
+        if verify:
+            try:
+                verify_kernel(result)
+            except InternalError as exc:
+                raise InternalError(f"after pass {p.name}: {exc}") from exc
+        if p.name in dump_names or "all" in dump_names:
+            print(f"// ----- IR after {p.name} ({kernel.name})", file=out)
+            print(print_kernel(result), file=out, end="")
+        kernel = result
+    return kernel
