@@ -1,0 +1,7 @@
+"""The C/CUDA frontend: libclang → GPU-form polypy IR.
+
+``parse_file(path)`` returns a ``polypy.ir.Module``. Only this package imports ``clang.cindex``.
+"""
+from frontend.module import parse_file
+
+__all__ = ["parse_file"]

@@ -1,0 +1,218 @@
+"""libclang set-up: include paths, compiler flags, diagnostics, and C-API helpers.
+
+The pip wheel of libclang ships no resource directory (no ``stddef.h``), and a machine without
+a CUDA toolkit has no CUDA headers. So the frontend always parses with ``-nostdinc`` and an
+explicit include path:
+
+1. polypy's own CUDA runtime header (``polypy/runtime``) and device prelude (``frontend/include``,
+   force-included), which replace the toolkit's headers;
+2. the system C/C++ compiler's include directories when one is installed (found once by asking
+   ``c++ -E -v``), so ``<vector>`` or ``<iostream>`` in host code parse as they would compile;
+3. otherwise polypy's bundled freestanding headers (``frontend/include/freestanding``): the C
+   and C++ standard headers CUDA programs commonly include, declaring what those programs use.
+
+``POLYPY_HEADERS=bundled`` (or ``system``) forces one of 2/3.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import pathlib
+import shutil
+import subprocess
+
+import clang.cindex as ci
+
+from polypy.errors import Loc, UserError
+
+FRONTEND_DIR = pathlib.Path(__file__).resolve().parent
+PRELUDE_DIR = FRONTEND_DIR / "include"
+PRELUDE = PRELUDE_DIR / "polypy_device.h"
+FREESTANDING_DIR = PRELUDE_DIR / "freestanding"
+RUNTIME_DIR = FRONTEND_DIR.parent / "polypy" / "runtime"
+
+
+@functools.lru_cache(maxsize=None)
+def index() -> ci.Index:
+    return ci.Index.create()
+
+
+@functools.lru_cache(maxsize=None)
+def system_include_dirs(language: str) -> tuple[str, ...]:
+    """The system compiler's ``#include <...>`` search list, or () when there is no compiler."""
+    compiler = shutil.which("c++" if language == "c++" else "cc") or shutil.which("g++" if language == "c++" else "gcc")
+    if compiler is None:
+        return ()
+    try:
+        proc = subprocess.run(
+            [compiler, "-E", "-x", language, "-", "-v"], input="", capture_output=True, text=True, timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    dirs: list[str] = []
+    inside = False
+    for line in proc.stderr.splitlines():
+        if line.startswith("#include <...> search starts here"):
+            inside = True
+            continue
+        if line.startswith("End of search list"):
+            break
+        if inside:
+            path = line.strip().split(" (framework directory)")[0]
+            if os.path.isdir(path):
+                dirs.append(path)
+    return tuple(dirs)
+
+
+def header_mode() -> str:
+    forced = os.environ.get("POLYPY_HEADERS", "").strip().lower()
+    if forced in ("bundled", "system"):
+        return forced
+    return "system" if system_include_dirs("c++") else "bundled"
+
+
+def clang_args(language: str, *, defines: dict[str, str] | None = None,
+               include_dirs: tuple[str, ...] = ()) -> list[str]:
+    """Flags for parsing a ``cuda`` or ``c`` source."""
+    if language == "cuda":
+        args = ["-x", "cuda", "-std=c++17", "-nocudainc", "-nocudalib", "--cuda-host-only",
+                "-D__CUDACC__", "-D__NVCC__", "-nostdinc", "-nostdinc++"]
+    else:
+        args = ["-x", "c", "-std=gnu11", "-nostdinc"]
+    args += ["-Wno-unknown-cuda-version", "-ferror-limit=20"]
+    for d in include_dirs:
+        args += ["-I", str(d)]
+    args += ["-isystem", str(RUNTIME_DIR), "-isystem", str(PRELUDE_DIR)]
+    if header_mode() == "system":
+        for d in system_include_dirs("c++" if language == "cuda" else "c"):
+            args += ["-isystem", d]
+    else:
+        args += ["-isystem", str(FREESTANDING_DIR)]
+    for name, value in (defines or {}).items():
+        args.append(f"-D{name}={value}" if value is not None else f"-D{name}")
+    args += ["-include", str(PRELUDE)]
+    return args
+
+
+def parse_translation_unit(path: str, language: str, *, text: str | None = None,
+                           defines: dict[str, str] | None = None,
+                           include_dirs: tuple[str, ...] = ()) -> ci.TranslationUnit:
+    """Parse ``path`` (or ``text`` under that name); clang errors become a ``UserError``."""
+    args = clang_args(language, defines=defines, include_dirs=include_dirs)
+    unsaved = [(path, text)] if text is not None else None
+    options = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
+    try:
+        tu = index().parse(path, args=args, unsaved_files=unsaved, options=options)
+    except ci.TranslationUnitLoadError as exc:
+        raise UserError(f"cannot parse {path}: {exc}") from None
+    errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
+    if errors:
+        first = errors[0]
+        raise UserError(first.spelling, location_of(first.location),
+                        notes=tuple((d.spelling, location_of(d.location)) for d in errors[1:4]))
+    return tu
+
+
+def location_of(location: ci.SourceLocation) -> Loc | None:
+    if location.file is None:
+        return None
+    return Loc(location.file.name, location.line, location.column)
+
+
+def cursor_loc(cursor: ci.Cursor) -> Loc | None:
+    return location_of(cursor.location)
+
+
+# --------------------------------------------------------------------------- C API extras
+# The Python bindings of libclang 18 do not expose operator kinds or constant evaluation; the
+# shared library does (since LLVM 17 and 13). We bind them here, by spelling, so that the
+# enumeration numbers never appear in our code.
+
+
+@functools.lru_cache(maxsize=None)
+def _lib() -> ctypes.CDLL:
+    lib = ci.conf.lib
+    lib.clang_getCursorBinaryOperatorKind.argtypes = [ci.Cursor]
+    lib.clang_getCursorBinaryOperatorKind.restype = ctypes.c_int
+    lib.clang_getCursorUnaryOperatorKind.argtypes = [ci.Cursor]
+    lib.clang_getCursorUnaryOperatorKind.restype = ctypes.c_int
+    lib.clang_getBinaryOperatorKindSpelling.argtypes = [ctypes.c_int]
+    lib.clang_getBinaryOperatorKindSpelling.restype = ci._CXString
+    lib.clang_getUnaryOperatorKindSpelling.argtypes = [ctypes.c_int]
+    lib.clang_getUnaryOperatorKindSpelling.restype = ci._CXString
+    lib.clang_Cursor_Evaluate.argtypes = [ci.Cursor]
+    lib.clang_Cursor_Evaluate.restype = ctypes.c_void_p
+    lib.clang_EvalResult_getKind.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_getKind.restype = ctypes.c_int
+    lib.clang_EvalResult_isUnsignedInt.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_isUnsignedInt.restype = ctypes.c_uint
+    lib.clang_EvalResult_getAsUnsigned.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_getAsUnsigned.restype = ctypes.c_ulonglong
+    lib.clang_EvalResult_getAsLongLong.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_getAsLongLong.restype = ctypes.c_longlong
+    lib.clang_EvalResult_getAsDouble.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_getAsDouble.restype = ctypes.c_double
+    lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_dispose.restype = None
+    return lib
+
+
+def _spelling(cxstring: ci._CXString) -> str:
+    return ci._CXString.from_result(cxstring)
+
+
+@functools.lru_cache(maxsize=None)
+def _binary_spellings() -> dict[int, str]:
+    lib = _lib()
+    # Kinds 1..33 (PtrMemD .. Comma); the library does not bounds-check, so never ask past them.
+    return {k: _spelling(lib.clang_getBinaryOperatorKindSpelling(k)) for k in range(1, 34)}
+
+
+@functools.lru_cache(maxsize=None)
+def _unary_spellings() -> dict[int, str]:
+    lib = _lib()
+    return {k: _spelling(lib.clang_getUnaryOperatorKindSpelling(k)) for k in range(1, 14)}
+
+
+def binary_operator(cursor: ci.Cursor) -> str:
+    """The operator of a BINARY_OPERATOR / COMPOUND_ASSIGNMENT_OPERATOR cursor: ``+``, ``+=``..."""
+    return _binary_spellings().get(_lib().clang_getCursorBinaryOperatorKind(cursor), "")
+
+
+def unary_operator(cursor: ci.Cursor) -> str:
+    """The operator of a UNARY_OPERATOR cursor: ``++`` (pre/post: see ``is_postfix``), ``-``, ``&``..."""
+    return _unary_spellings().get(_lib().clang_getCursorUnaryOperatorKind(cursor), "")
+
+
+@functools.lru_cache(maxsize=None)
+def _postfix_kinds() -> frozenset[int]:
+    # clang spells post- and pre-increment alike; the C enumeration lists PostInc, PostDec first.
+    return frozenset({1, 2})
+
+
+def is_postfix(cursor: ci.Cursor) -> bool:
+    return _lib().clang_getCursorUnaryOperatorKind(cursor) in _postfix_kinds()
+
+
+_EVAL_INT = 1
+_EVAL_FLOAT = 2
+
+
+def evaluate(cursor: ci.Cursor) -> int | float | None:
+    """Value of a constant expression (literals, ``sizeof``, enumerators...), or None."""
+    lib = _lib()
+    result = lib.clang_Cursor_Evaluate(cursor)
+    if not result:
+        return None
+    try:
+        kind = lib.clang_EvalResult_getKind(result)
+        if kind == _EVAL_INT:
+            if lib.clang_EvalResult_isUnsignedInt(result):
+                return int(lib.clang_EvalResult_getAsUnsigned(result))
+            return int(lib.clang_EvalResult_getAsLongLong(result))
+        if kind == _EVAL_FLOAT:
+            return float(lib.clang_EvalResult_getAsDouble(result))
+        return None
+    finally:
+        lib.clang_EvalResult_dispose(result)

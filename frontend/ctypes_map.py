@@ -1,0 +1,144 @@
+"""C/C++ types (clang) → IR types and aggregate layouts.
+
+The IR is scalar. An aggregate (``float4``, a struct) is seen through its *flat layout*: the
+list of its scalar (or pointer) leaves with their member paths, e.g. ``float4`` →
+``[(".x", f32), (".y", f32), (".z", f32), (".w", f32)]``. A record whose leaves all have one
+scalar type and no padding is *homogeneous*: memory holding such records (a ``float4*``
+parameter, a ``__shared__ float4 s[64]``) is a buffer of that scalar with ``stride`` slots per
+record.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import clang.cindex as ci
+
+from polypy.errors import UserError
+from polypy.ir.types import SCALAR_TYPES, PointerType, ScalarType
+
+TK = ci.TypeKind
+
+_SCALAR_KINDS: dict[TK, str] = {
+    TK.BOOL: "bool",
+    TK.CHAR_S: "i8", TK.SCHAR: "i8", TK.CHAR_U: "u8", TK.UCHAR: "u8",
+    TK.SHORT: "i16", TK.USHORT: "u16",
+    TK.INT: "i32", TK.UINT: "u32",
+    TK.LONG: "i64", TK.ULONG: "u64", TK.LONGLONG: "i64", TK.ULONGLONG: "u64",
+    TK.FLOAT: "f32", TK.DOUBLE: "f64",
+}
+
+
+def canonical(t: ci.Type) -> ci.Type:
+    return t.get_canonical()
+
+
+def scalar_type(t: ci.Type) -> ScalarType | None:
+    """The IR scalar type of ``t`` (enums are their underlying int), or None."""
+    c = canonical(t)
+    if c.kind == TK.ENUM:
+        return scalar_type(c.get_declaration().enum_type)
+    name = _SCALAR_KINDS.get(c.kind)
+    return SCALAR_TYPES[name] if name is not None else None
+
+
+def is_pointer(t: ci.Type) -> bool:
+    return canonical(t).kind == TK.POINTER
+
+
+def is_record(t: ci.Type) -> bool:
+    return canonical(t).kind == TK.RECORD
+
+
+def is_array(t: ci.Type) -> bool:
+    return canonical(t).kind in (TK.CONSTANTARRAY, TK.INCOMPLETEARRAY, TK.VARIABLEARRAY, TK.DEPENDENTSIZEDARRAY)
+
+
+def is_reference(t: ci.Type) -> bool:
+    return canonical(t).kind in (TK.LVALUEREFERENCE, TK.RVALUEREFERENCE)
+
+
+def pointee(t: ci.Type) -> ci.Type:
+    return canonical(t).get_pointee()
+
+
+def strip_reference(t: ci.Type) -> ci.Type:
+    c = canonical(t)
+    return c.get_pointee() if c.kind in (TK.LVALUEREFERENCE, TK.RVALUEREFERENCE) else t
+
+
+@dataclasses.dataclass(frozen=True)
+class Leaf:
+    """One scalar or pointer leaf of an aggregate: member path and type."""
+
+    path: str
+    ctype: ci.Type
+
+    @property
+    def scalar(self) -> ScalarType | None:
+        return scalar_type(self.ctype)
+
+
+def record_fields(t: ci.Type) -> list[tuple[str, ci.Type]]:
+    return [(f.spelling, f.type) for f in canonical(t).get_fields()]
+
+
+def leaves(t: ci.Type, prefix: str = "") -> list[Leaf]:
+    """The flat layout of a scalar, pointer or record type (arrays inside records: one leaf per element)."""
+    c = canonical(t)
+    if c.kind == TK.RECORD:
+        out: list[Leaf] = []
+        for name, ft in record_fields(c):
+            out.extend(leaves(ft, f"{prefix}.{name}"))
+        return out
+    if c.kind == TK.CONSTANTARRAY:
+        out = []
+        for i in range(c.element_count):
+            out.extend(leaves(c.element_type, f"{prefix}[{i}]"))
+        return out
+    return [Leaf(prefix, t)]
+
+
+@dataclasses.dataclass(frozen=True)
+class ElemLayout:
+    """How one element of a buffer of ``ctype`` maps to scalar slots of the buffer.
+
+    ``stride`` slots per element; ``slots`` maps a member path ("" for a scalar element) to its
+    slot offset within the element.
+    """
+
+    scalar: ScalarType
+    stride: int
+    slots: tuple[tuple[str, int], ...]
+    ctype_spelling: str
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.stride == 1 and self.slots == (("", 0),)
+
+
+def elem_layout(t: ci.Type, where=None) -> ElemLayout:
+    """Layout of memory elements of type ``t``: a scalar, or a homogeneous record without padding."""
+    st = scalar_type(t)
+    if st is not None:
+        return ElemLayout(st, 1, (("", 0),), t.spelling)
+    c = canonical(t)
+    if c.kind == TK.RECORD:
+        ls = leaves(c)
+        types = {leaf.scalar for leaf in ls}
+        if len(ls) > 0 and len(types) == 1 and None not in types:
+            scalar = next(iter(types))
+            assert scalar is not None
+            if c.get_size() == len(ls) * scalar.itemsize:
+                return ElemLayout(scalar, len(ls), tuple((leaf.path, i) for i, leaf in enumerate(ls)), t.spelling)
+        raise UserError(
+            f"memory of type '{t.spelling}' is not supported: only scalars and records whose members all "
+            f"have one scalar type and no padding (like float4) can live in device memory", where)
+    raise UserError(f"memory of type '{t.spelling}' is not supported", where)
+
+
+def pointer_param_type(t: ci.Type, where=None) -> tuple[PointerType, ElemLayout]:
+    """IR type of a pointer parameter (``const float* __restrict__`` → ``const f32* restrict``)."""
+    target = pointee(t)
+    layout = elem_layout(target, where)
+    restrict = canonical(t).is_restrict_qualified() or t.is_restrict_qualified()
+    return PointerType(layout.scalar, const=target.is_const_qualified(), restrict=restrict), layout

@@ -1,0 +1,200 @@
+/* polypy's CUDA device prelude, force-included by the frontend before every source file.
+ *
+ * It declares what nvcc's headers would: the execution-space attributes, the built-in index
+ * variables, __syncthreads, atomics, warp intrinsics and the device math library. Nothing here
+ * is ever compiled: the frontend recognizes these declarations by name and maps them to IR.
+ * Host-side types and the runtime API come from polypy's cuda_runtime.h, included below.
+ */
+#ifndef POLYPY_DEVICE_H
+#define POLYPY_DEVICE_H
+
+#ifdef __cplusplus
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __host__ __attribute__((host))
+#define __shared__ __attribute__((shared))
+#define __constant__ __attribute__((constant))
+#define __managed__ __attribute__((managed))
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
+#define POLYPY_OVERLOAD
+#define POLYPY_DEFAULT(v) = v
+#else
+/* C sources: no CUDA mode in clang, so the attributes become annotations the frontend reads. */
+#define __global__ __attribute__((annotate("polypy_global")))
+#define __device__ __attribute__((annotate("polypy_device")))
+#define __host__ __attribute__((annotate("polypy_host")))
+#define __shared__ __attribute__((annotate("polypy_shared")))
+#define __constant__ __attribute__((annotate("polypy_constant")))
+#define __managed__
+#define __launch_bounds__(...)
+#define POLYPY_OVERLOAD __attribute__((overloadable))
+#define POLYPY_DEFAULT(v)
+#endif
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __restrict__ __restrict
+#define __align__(n) __attribute__((aligned(n)))
+
+#ifdef __cplusplus
+#include <cuda_runtime.h>
+#else
+struct uint3 { unsigned int x, y, z; };
+typedef struct uint3 uint3;
+typedef struct uint3 dim3;
+struct float2 { float x, y; }; typedef struct float2 float2;
+struct float4 { float x, y, z, w; } __attribute__((aligned(16))); typedef struct float4 float4;
+#endif
+
+/* The launch machinery clang's CUDA mode expects for `kernel<<<grid, block, shmem, stream>>>`. */
+#ifdef __cplusplus
+extern "C" unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, unsigned long sharedMem = 0,
+                                                void* stream = 0);
+extern "C" int cudaConfigureCall(dim3 gridDim, dim3 blockDim, unsigned long sharedMem = 0, cudaStream_t stream = 0);
+#endif
+
+/* warpSize is a built-in constant in CUDA; an enumerator keeps `prop.warpSize` members working. */
+enum { warpSize = 32 };
+
+/* The built-in index variables. */
+extern const __device__ uint3 threadIdx;
+extern const __device__ uint3 blockIdx;
+extern const __device__ dim3 blockDim;
+extern const __device__ dim3 gridDim;
+
+#define POLYPY_D static __device__ POLYPY_OVERLOAD
+
+/* Synchronization. */
+/* (Not static: clang's CUDA mode already knows some of these as builtins.) */
+__device__ void __syncthreads(void);
+__device__ int __syncthreads_count(int);
+__device__ int __syncthreads_and(int);
+__device__ int __syncthreads_or(int);
+__device__ void __syncwarp(unsigned int mask POLYPY_DEFAULT(0xffffffffu));
+__device__ void __threadfence(void);
+__device__ void __threadfence_block(void);
+
+/* Atomics (the frontend maps them by name; the types follow the CUDA programming guide). */
+#define POLYPY_ATOMIC_ARITH(name, T) POLYPY_D T name(T* address, T val);
+#define POLYPY_ATOMIC_INTS(name) POLYPY_ATOMIC_ARITH(name, int) POLYPY_ATOMIC_ARITH(name, unsigned int) \
+  POLYPY_ATOMIC_ARITH(name, unsigned long long)
+POLYPY_ATOMIC_INTS(atomicAdd)
+POLYPY_ATOMIC_ARITH(atomicAdd, float)
+POLYPY_ATOMIC_ARITH(atomicAdd, double)
+POLYPY_ATOMIC_ARITH(atomicSub, int)
+POLYPY_ATOMIC_ARITH(atomicSub, unsigned int)
+POLYPY_ATOMIC_INTS(atomicExch)
+POLYPY_ATOMIC_ARITH(atomicExch, float)
+POLYPY_ATOMIC_INTS(atomicMin)
+POLYPY_ATOMIC_ARITH(atomicMin, long long)
+POLYPY_ATOMIC_INTS(atomicMax)
+POLYPY_ATOMIC_ARITH(atomicMax, long long)
+POLYPY_ATOMIC_INTS(atomicAnd)
+POLYPY_ATOMIC_INTS(atomicOr)
+POLYPY_ATOMIC_INTS(atomicXor)
+POLYPY_D unsigned int atomicInc(unsigned int* address, unsigned int val);
+POLYPY_D unsigned int atomicDec(unsigned int* address, unsigned int val);
+POLYPY_D int atomicCAS(int* address, int compare, int val);
+POLYPY_D unsigned int atomicCAS(unsigned int* address, unsigned int compare, unsigned int val);
+POLYPY_D unsigned long long atomicCAS(unsigned long long* address, unsigned long long compare, unsigned long long val);
+
+/* Warp intrinsics (32 lanes). */
+#define POLYPY_SHFL(T) \
+  POLYPY_D T __shfl_sync(unsigned int mask, T var, int srcLane, int width POLYPY_DEFAULT(32)); \
+  POLYPY_D T __shfl_up_sync(unsigned int mask, T var, unsigned int delta, int width POLYPY_DEFAULT(32)); \
+  POLYPY_D T __shfl_down_sync(unsigned int mask, T var, unsigned int delta, int width POLYPY_DEFAULT(32)); \
+  POLYPY_D T __shfl_xor_sync(unsigned int mask, T var, int laneMask, int width POLYPY_DEFAULT(32));
+POLYPY_SHFL(int)
+POLYPY_SHFL(unsigned int)
+POLYPY_SHFL(long long)
+POLYPY_SHFL(unsigned long long)
+POLYPY_SHFL(float)
+POLYPY_SHFL(double)
+POLYPY_D unsigned int __ballot_sync(unsigned int mask, int predicate);
+POLYPY_D int __any_sync(unsigned int mask, int predicate);
+POLYPY_D int __all_sync(unsigned int mask, int predicate);
+POLYPY_D unsigned int __activemask(void);
+
+/* Read-only loads. */
+#define POLYPY_LDG(T) POLYPY_D T __ldg(const T* ptr);
+POLYPY_LDG(float) POLYPY_LDG(double) POLYPY_LDG(int) POLYPY_LDG(unsigned int)
+POLYPY_LDG(long long) POLYPY_LDG(unsigned long long)
+
+/* Integer helpers. */
+POLYPY_D int min(int, int);
+POLYPY_D unsigned int min(unsigned int, unsigned int);
+POLYPY_D long long min(long long, long long);
+POLYPY_D unsigned long long min(unsigned long long, unsigned long long);
+POLYPY_D int max(int, int);
+POLYPY_D unsigned int max(unsigned int, unsigned int);
+POLYPY_D long long max(long long, long long);
+POLYPY_D unsigned long long max(unsigned long long, unsigned long long);
+POLYPY_D unsigned int umin(unsigned int, unsigned int);
+POLYPY_D unsigned int umax(unsigned int, unsigned int);
+POLYPY_D long long llmin(long long, long long);
+POLYPY_D long long llmax(long long, long long);
+POLYPY_D unsigned long long ullmin(unsigned long long, unsigned long long);
+POLYPY_D unsigned long long ullmax(unsigned long long, unsigned long long);
+POLYPY_D int abs(int);
+POLYPY_D long long llabs(long long);
+POLYPY_D int __popc(unsigned int);
+POLYPY_D int __popcll(unsigned long long);
+POLYPY_D int __clz(int);
+POLYPY_D int __ffs(int);
+
+/* Device math: float and double overloads of every function (CUDA overloads the double names
+ * for float in C++), the float-suffixed names and the fast intrinsics. */
+#define POLYPY_MATH1(name) POLYPY_D float name##f(float); POLYPY_D double name(double); \
+  POLYPY_D float __##name##f(float);
+#define POLYPY_MATH2(name) POLYPY_D float name##f(float, float); POLYPY_D double name(double, double); \
+  POLYPY_D float __##name##f(float, float);
+#ifdef __cplusplus
+#define POLYPY_MATH1_OVL(name) POLYPY_D float name(float);
+#define POLYPY_MATH2_OVL(name) POLYPY_D float name(float, float);
+#else
+#define POLYPY_MATH1_OVL(name)
+#define POLYPY_MATH2_OVL(name)
+#endif
+#define POLYPY_M1(name) POLYPY_MATH1(name) POLYPY_MATH1_OVL(name)
+#define POLYPY_M2(name) POLYPY_MATH2(name) POLYPY_MATH2_OVL(name)
+POLYPY_M1(exp) POLYPY_M1(exp2) POLYPY_M1(exp10) POLYPY_M1(expm1)
+POLYPY_M1(log) POLYPY_M1(log2) POLYPY_M1(log10) POLYPY_M1(log1p)
+POLYPY_M1(sqrt) POLYPY_M1(rsqrt) POLYPY_M1(cbrt)
+POLYPY_M1(sin) POLYPY_M1(cos) POLYPY_M1(tan) POLYPY_M1(asin) POLYPY_M1(acos) POLYPY_M1(atan)
+POLYPY_M1(sinh) POLYPY_M1(cosh) POLYPY_M1(tanh) POLYPY_M1(asinh) POLYPY_M1(acosh) POLYPY_M1(atanh)
+POLYPY_M1(erf) POLYPY_M1(erfc) POLYPY_M1(fabs) POLYPY_M1(floor) POLYPY_M1(ceil) POLYPY_M1(trunc)
+POLYPY_M1(round) POLYPY_M1(rint)
+POLYPY_M2(pow) POLYPY_M2(atan2) POLYPY_M2(fmin) POLYPY_M2(fmax) POLYPY_M2(fmod) POLYPY_M2(hypot)
+POLYPY_M2(copysign) POLYPY_M2(fdim)
+POLYPY_D float fmaf(float, float, float);
+POLYPY_D double fma(double, double, double);
+POLYPY_D float __saturatef(float);
+POLYPY_D float __fdividef(float, float);
+POLYPY_D float __frsqrt_rn(float);
+POLYPY_D float __fadd_rn(float, float);
+POLYPY_D float __fsub_rn(float, float);
+POLYPY_D float __fmul_rn(float, float);
+POLYPY_D float __fdiv_rn(float, float);
+POLYPY_D double __dadd_rn(double, double);
+POLYPY_D double __dsub_rn(double, double);
+POLYPY_D double __dmul_rn(double, double);
+POLYPY_D double __ddiv_rn(double, double);
+#ifdef __cplusplus
+POLYPY_D float fma(float, float, float);
+POLYPY_D float min(float, float);
+POLYPY_D double min(double, double);
+POLYPY_D float max(float, float);
+POLYPY_D double max(double, double);
+POLYPY_D float abs(float);
+POLYPY_D double abs(double);
+POLYPY_D bool isnan(float);
+POLYPY_D bool isnan(double);
+POLYPY_D bool isinf(float);
+POLYPY_D bool isinf(double);
+POLYPY_D bool isfinite(float);
+POLYPY_D bool isfinite(double);
+POLYPY_D bool signbit(float);
+POLYPY_D bool signbit(double);
+#endif
+
+#undef POLYPY_D
+#endif /* POLYPY_DEVICE_H */

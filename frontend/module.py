@@ -1,0 +1,259 @@
+"""A whole translation unit → ``polypy.ir.Module``: kernels, module globals and host code.
+
+Kernels are the ``__global__`` function definitions of the user's files. Kernel templates are
+instantiated where host code launches them (``scale<256><<<g, b>>>(...)``: clang has already
+instantiated the body; we lower that instance). Host code is recorded as spans to rewrite
+(``polypy.ir.host``), never re-parsed by hand.
+"""
+from __future__ import annotations
+
+import pathlib
+
+import clang.cindex as ci
+
+from polypy.analysis.uniformity import check_barriers
+from polypy.errors import UserError
+from polypy.ir import nodes as n
+from polypy.ir.host import DeviceSpan, HostFile, HostProgram, IncludeSpan, LaunchSite
+
+from frontend.clang_setup import cursor_loc, parse_translation_unit
+from frontend.lower import (
+    CK, KernelBuilder, ModuleContext, decl_key, function_body, has_attr, is_device_decl, is_host_decl,
+    is_kernel_decl, is_prelude_decl, sanitize,
+)
+
+CUDA_HEADERS = frozenset({
+    "cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch_parameters.h", "device_functions.h",
+    "cuda_device_runtime_api.h", "vector_types.h", "vector_functions.h", "math_constants.h", "helper_cuda.h",
+})
+
+_CONTAINERS = (CK.NAMESPACE, CK.LINKAGE_SPEC, CK.UNEXPOSED_DECL)
+
+
+def language_of(path: str) -> str:
+    return "c" if path.endswith(".c") else "cuda"
+
+
+def parse_file(path: str, *, text: str | None = None, defines: dict[str, str] | None = None,
+               include_dirs: tuple[str, ...] = ()) -> n.Module:
+    """Parse a ``.cu``/``.c`` file into GPU-form IR (no optimization yet)."""
+    language = language_of(path)
+    tu = parse_translation_unit(path, language, text=text, defines=defines, include_dirs=include_dirs)
+    return _ModuleBuilder(tu, path, language, text).build()
+
+
+class _ModuleBuilder:
+    def __init__(self, tu: ci.TranslationUnit, path: str, language: str, text: str | None):
+        self.tu = tu
+        self.path = path
+        self.language = language
+        self.main_text = text
+        self.ctx = ModuleContext(language)
+        self.user_files: dict[str, None] = {}
+
+    # -- which cursors are the user's
+    def is_user(self, c: ci.Cursor) -> bool:
+        f = c.location.file
+        if f is None or c.location.is_in_system_header or is_prelude_decl(c):
+            return False
+        return True
+
+    def top_level(self) -> list[ci.Cursor]:
+        out: list[ci.Cursor] = []
+
+        def visit(parent: ci.Cursor) -> None:
+            for c in parent.get_children():
+                if c.kind in _CONTAINERS:
+                    visit(c)
+                elif self.is_user(c):
+                    out.append(c)
+
+        visit(self.tu.cursor)
+        return out
+
+    def build(self) -> n.Module:
+        decls = self.top_level()
+        # Module globals first, so their names are reserved before any kernel names a local.
+        for d in decls:
+            if d.kind == CK.VAR_DECL and (has_attr(d, CK.CUDACONSTANT_ATTR, "polypy_constant")
+                                          or has_attr(d, CK.CUDADEVICE_ATTR, "polypy_device")):
+                self.ctx.global_array(d, cursor_loc(d))
+        kernels: dict[tuple, tuple[ci.Cursor, str]] = {}
+        for d in decls:
+            if d.kind == CK.FUNCTION_DECL and is_kernel_decl(d) and d.is_definition():
+                kernels[decl_key(d)] = (d, d.spelling)
+        launches_by_file: dict[str, list[tuple[ci.Cursor, ci.Cursor]]] = {}
+        host_functions = [d for d in decls if self.is_host_function(d)]
+        for fn in host_functions:
+            for call in fn.walk_preorder():
+                if call.kind == CK.CALL_EXPR and self.launch_config(call) is not None:
+                    target = self.launched_kernel(call)
+                    key = self.kernel_key(target)
+                    if key not in kernels:
+                        kernels[key] = (target, self.instance_name(target, kernels))
+                    launches_by_file.setdefault(call.location.file.name, []).append((call, target))
+        self.ctx.names.taken.update(name for _, name in kernels.values())
+        built: list[n.Kernel] = []
+        names: dict[tuple, str] = {}
+        for key, (cursor, name) in kernels.items():
+            kernel = KernelBuilder(self.ctx, cursor, name).build()
+            check_barriers(kernel)
+            built.append(kernel)
+            names[key] = name
+        has_main = any(d.kind == CK.FUNCTION_DECL and d.spelling == "main" and d.is_definition() for d in decls)
+        host = None
+        if has_main or launches_by_file:
+            host = self.host_program(decls, launches_by_file, names, has_main)
+        return n.Module(tuple(built), tuple(self.ctx.globals.values()), source=self.path, host=host)
+
+    # -- kernels and launches
+    def is_host_function(self, d: ci.Cursor) -> bool:
+        if d.kind not in (CK.FUNCTION_DECL, CK.CXX_METHOD, CK.FUNCTION_TEMPLATE, CK.CONSTRUCTOR):
+            return False
+        if is_kernel_decl(d) or (is_device_decl(d) and not is_host_decl(d)):
+            return False
+        return function_body(d) is not None
+
+    @staticmethod
+    def launch_config(call: ci.Cursor) -> ci.Cursor | None:
+        for ch in call.get_children():
+            if ch.kind == CK.CALL_EXPR and ch.spelling in ("__cudaPushCallConfiguration", "cudaConfigureCall"):
+                return ch
+        return None
+
+    def launched_kernel(self, call: ci.Cursor) -> ci.Cursor:
+        target = call.referenced
+        if target is None or not is_kernel_decl(target):
+            raise UserError("kernel launches through pointers are not supported", cursor_loc(call))
+        definition = target.get_definition() or target
+        if function_body(definition) is None:
+            raise UserError(f"kernel '{target.spelling}' is launched but not defined in this program", cursor_loc(call))
+        return definition
+
+    @staticmethod
+    def kernel_key(cursor: ci.Cursor) -> tuple:
+        args = tuple(_template_args(cursor))
+        return decl_key(cursor) + args
+
+    def instance_name(self, cursor: ci.Cursor, existing: dict) -> str:
+        args = _template_args(cursor)
+        base = cursor.spelling if not args else cursor.spelling + "_" + "_".join(sanitize(a) for a in args)
+        taken = {name for _, name in existing.values()}
+        name, i = base, 0
+        while name in taken:
+            i += 1
+            name = f"{base}_{i}"
+        return name
+
+    # -- host program
+    def host_program(self, decls, launches_by_file, names: dict[tuple, str], has_main: bool) -> HostProgram:
+        files: dict[str, HostFile] = {}
+        by_file: dict[str, list[ci.Cursor]] = {}
+        for d in decls:
+            by_file.setdefault(d.location.file.name, []).append(d)
+        inclusions = [c for c in self.tu.cursor.get_children() if c.kind == CK.INCLUSION_DIRECTIVE]
+        for fname in set(by_file) | set(launches_by_file) | {self.path}:
+            text = self.file_text(fname)
+            conv = _OffsetMap(text)
+            launches = tuple(self.launch_site(call, target, names, text, conv)
+                             for call, target in launches_by_file.get(fname, []))
+            spans = tuple(self.device_span(d, names, conv) for d in by_file.get(fname, [])
+                          if self.device_span(d, names, conv) is not None)
+            includes = tuple(self.include_span(c, conv) for c in inclusions
+                             if c.location.file is not None and c.location.file.name == fname)
+            files[fname] = HostFile(fname, text, launches, spans, includes)  # type: ignore[arg-type]
+        return HostProgram(self.path, files, has_main)
+
+    def file_text(self, fname: str) -> str:
+        if fname == self.path and self.main_text is not None:
+            return self.main_text
+        return pathlib.Path(fname).read_bytes().decode("utf-8", errors="replace")
+
+    def launch_site(self, call: ci.Cursor, target: ci.Cursor, names, text: str, conv: "_OffsetMap") -> LaunchSite:
+        loc = cursor_loc(call)
+        if "<<<" not in [t.spelling for t in call.get_tokens()]:
+            raise UserError("kernel launches written inside macros are not supported", loc)
+        children = list(call.get_children())
+        config = self.launch_config(call)
+        assert config is not None
+        cfg = [ch for ch in list(config.get_children())[1:]]
+        texts: list[str | None] = []
+        for arg in cfg:
+            texts.append(None if _is_default(arg) else conv.slice(arg.extent))
+        args = []
+        for a in children[2:]:
+            if _is_default(a):
+                raise UserError("default arguments of kernels are not supported in launches", cursor_loc(a))
+            args.append(conv.slice(a.extent))
+        grid, block = texts[0], texts[1]
+        if grid is None or block is None:
+            raise UserError("a launch needs a grid and a block shape", loc)
+        return LaunchSite(names[self.kernel_key(target)], conv.char(call.extent.start.offset),
+                          conv.char(call.extent.end.offset), grid, block,
+                          texts[2] if len(texts) > 2 else None, texts[3] if len(texts) > 3 else None,
+                          tuple(args), loc)
+
+    def device_span(self, d: ci.Cursor, names, conv: "_OffsetMap") -> DeviceSpan | None:
+        if d.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
+            if is_kernel_decl(d):
+                kernels = tuple(name for key, name in names.items() if key[:3] == decl_key(d)[:3])
+                return DeviceSpan(conv.char(d.extent.start.offset), conv.char(d.extent.end.offset), "kernel", kernels)
+            if is_device_decl(d) and not is_host_decl(d):
+                return DeviceSpan(conv.char(d.extent.start.offset), conv.char(d.extent.end.offset), "device")
+        return None
+
+    def include_span(self, c: ci.Cursor, conv: "_OffsetMap") -> IncludeSpan:
+        included = c.get_included_file()
+        target = included.name if included is not None else None
+        name = pathlib.PurePath(c.spelling).name
+        if name in CUDA_HEADERS:
+            kind = "cuda"
+        elif target is not None and self.is_user_path(target):
+            kind = "user"
+        else:
+            kind = "system"
+        start = conv.char(c.extent.start.offset)
+        return IncludeSpan(start, conv.char(c.extent.end.offset), target, kind)
+
+    def is_user_path(self, path: str) -> bool:
+        system_dirs = ("/usr/", "/opt/")
+        return not path.startswith(system_dirs) and "polypy" not in pathlib.PurePath(path).parts[-2:-1]
+
+
+def _template_args(cursor: ci.Cursor) -> list[str]:
+    out = []
+    try:
+        count = cursor.get_num_template_arguments()
+    except Exception:  # noqa: BLE001 - libclang raises for non-templates on some versions
+        return out
+    for i in range(max(count, 0)):
+        kind = cursor.get_template_argument_kind(i)
+        if kind == ci.TemplateArgumentKind.INTEGRAL:
+            out.append(str(cursor.get_template_argument_value(i)))
+        elif kind == ci.TemplateArgumentKind.TYPE:
+            out.append(cursor.get_template_argument_type(i).spelling)
+        else:
+            out.append(f"arg{i}")
+    return out
+
+
+def _is_default(arg: ci.Cursor) -> bool:
+    return arg.location.file is None and not list(arg.get_children())
+
+
+class _OffsetMap:
+    """Byte offsets (clang) → character offsets (Python strings) for one file."""
+
+    def __init__(self, text: str):
+        self.text = text
+        data = text.encode("utf-8")
+        self.ascii = len(data) == len(text)
+        self.data = data
+
+    def char(self, byte_offset: int) -> int:
+        if self.ascii:
+            return byte_offset
+        return len(self.data[:byte_offset].decode("utf-8", errors="replace"))
+
+    def slice(self, extent: ci.SourceRange) -> str:
+        return self.text[self.char(extent.start.offset):self.char(extent.end.offset)]

@@ -1,0 +1,1 @@
+"""Analyses shared by the stages (read-only questions about kernels)."""

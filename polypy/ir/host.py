@@ -1,0 +1,64 @@
+"""Host code of a whole CUDA program, as the frontend found it.
+
+polypy keeps host code as written. The frontend records, per source file, the spans the
+translator must rewrite: every ``kernel<<<grid, block, shmem, stream>>>(args)`` launch, the
+definitions of device code (replaced by translated kernels or dropped once inlined), and the
+``#include`` directives of CUDA headers (replaced by polypy's runtime) or of user files
+(inlined, so the output is one self-contained file). Offsets are byte offsets into ``text``.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from polypy.errors import Loc
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchSite:
+    kernel: str  # IR kernel name (template instances: "scale_256")
+    start: int
+    end: int
+    grid: str
+    block: str
+    shmem: str | None
+    stream: str | None
+    args: tuple[str, ...]
+    loc: Loc | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceSpan:
+    """Device code in a file: a kernel (or kernel template) definition, or a device function."""
+
+    start: int
+    end: int
+    kind: str  # "kernel" | "device" | "global-var"
+    kernels: tuple[str, ...] = ()  # the IR kernels a "kernel" span becomes
+
+
+@dataclasses.dataclass(frozen=True)
+class IncludeSpan:
+    start: int
+    end: int
+    target: str | None  # resolved path of the included file
+    kind: str  # "cuda" (a CUDA header: replaced by polypy's runtime) | "user" (inlined) | "system" (kept)
+
+
+@dataclasses.dataclass(frozen=True)
+class HostFile:
+    path: str
+    text: str
+    launches: tuple[LaunchSite, ...]
+    device_spans: tuple[DeviceSpan, ...]
+    includes: tuple[IncludeSpan, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class HostProgram:
+    main: str
+    files: dict[str, HostFile]
+    has_main: bool
+
+    @property
+    def launches(self) -> tuple[LaunchSite, ...]:
+        return tuple(l for f in self.files.values() for l in f.launches)
