@@ -109,9 +109,22 @@ def parse_translation_unit(path: str, language: str, *, text: str | None = None,
     errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
     if errors:
         first = errors[0]
-        raise UserError(first.spelling, location_of(first.location),
+        raise UserError(_explain(first.spelling), location_of(first.location),
                         notes=tuple((d.spelling, location_of(d.location)) for d in errors[1:4]))
     return tu
+
+
+# Clang's wording for device-code calls of host-only C library functions; polypy says why.
+_DEVICE_CALL_ERRORS = {
+    "no matching function for call to 'printf'": "printf in device code is not supported",
+    "no matching function for call to 'malloc'": "dynamic allocation in device code is not supported",
+    "no matching function for call to 'free'": "dynamic allocation in device code is not supported",
+}
+
+
+def _explain(message: str) -> str:
+    ours = _DEVICE_CALL_ERRORS.get(message)
+    return f"{ours} (clang: {message})" if ours is not None else message
 
 
 def location_of(location: ci.SourceLocation) -> Loc | None:

@@ -676,7 +676,7 @@ class KernelBuilder:
         # The pieces must be pure and load-free; otherwise this is a while loop.
         with self.sub_block() as pre:
             bound = self.scalar(bound_c)
-            step = n.Const(1, vt) if step_c == 1 else self.scalar(step_c)
+            step = n.Const(1, vt) if isinstance(step_c, int) else self.scalar(step_c)
             start = convert(self.scalar(start_c), vt)
         if pre or bound.type != vt:
             return None
@@ -774,6 +774,8 @@ class KernelBuilder:
         if st is not None and isinstance(v, (Pointer, VarAddress)):
             raise self.error("pointer-to-number conversions are not supported in device code", c)
         if tm.is_pointer(c.type) and isinstance(v, _ArrayRef):
+            if tm.is_array(tm.pointee(c.type)):
+                return v  # `tile` as a pointer to its rows: indexing it is indexing the array
             return v.decay(self)
         return v
 
@@ -1135,14 +1137,18 @@ class KernelBuilder:
             self.emit(n.If(cond, tuple(a_stmts) + (n.Assign(t.name, a, loc=loc),),
                            tuple(b_stmts) + (n.Assign(t.name, b, loc=loc),), loc=loc))
             return n.Var(t.name, t.type)
-        if isinstance(a, Aggregate) and isinstance(b, Aggregate) and not a_stmts and not b_stmts:
-            fields = {}
-            for k in a.fields:
-                fa, fb = a.fields[k], b.fields[k]
-                if not (isinstance(fa, n.Expr) and isinstance(fb, n.Expr)):
-                    raise self.error("conditional between records holding pointers is not supported", c)
-                fields[k] = n.Select(cond, fa, fb, loc=loc)
-            return Aggregate(fields, a.spelling)
+        if isinstance(a, Aggregate) and isinstance(b, Aggregate) and set(a.fields) == set(b.fields):
+            if not all(isinstance(v, n.Expr) for v in list(a.fields.values()) + list(b.fields.values())):
+                raise self.error("conditional between records holding pointers is not supported", c)
+            if not a_stmts and not b_stmts:
+                return Aggregate({k: n.Select(cond, a.fields[k], b.fields[k], loc=loc)  # type: ignore[arg-type]
+                                  for k in a.fields}, a.spelling)
+            temps = {k: self.temp(v.type, None, "sel", c) for k, v in a.fields.items()}  # type: ignore[union-attr]
+            self.emit(n.If(cond,
+                           tuple(a_stmts) + tuple(n.Assign(t.name, a.fields[k], loc=loc) for k, t in temps.items()),  # type: ignore[arg-type]
+                           tuple(b_stmts) + tuple(n.Assign(t.name, b.fields[k], loc=loc) for k, t in temps.items()),  # type: ignore[arg-type]
+                           loc=loc))
+            return Aggregate({k: n.Var(t.name, t.type) for k, t in temps.items()}, a.spelling)
         if isinstance(a, Pointer) and isinstance(b, Pointer) and not a_stmts and not b_stmts \
                 and a.buffer == b.buffer and a.prefix == b.prefix and a.layout == b.layout:
             oa = a.offset if a.offset is not None else n.Const(0, I32)
@@ -1345,9 +1351,16 @@ class KernelBuilder:
         canonical = CUDA_MATH_NAMES.get(name) or CUDA_MATH_NAMES.get(name.replace("std::", ""))
         if canonical is not None:
             values = [self.arg_value(a, fn, i) for i, a in enumerate(args)]
-            rt = tm.scalar_type(fn.result_type)
+            rt = tm.scalar_type(tm.strip_reference(fn.result_type))  # std::max returns const T&
             if rt is None or not all(isinstance(v, n.Expr) for v in values):
                 raise self.error(f"unsupported use of '{name}'", c)
+            parent = fn.semantic_parent
+            if canonical in ("min", "max") and parent is not None and parent.spelling == "std" and len(values) == 2:
+                # std::min/max are defined by comparison (unlike fmin/fmax for NaN and signed zeros).
+                a_, b_ = values
+                if canonical == "min":
+                    return n.Select(n.Binary("lt", b_, a_, loc=loc), b_, a_, loc=loc)  # type: ignore[arg-type]
+                return n.Select(n.Binary("lt", a_, b_, loc=loc), b_, a_, loc=loc)  # type: ignore[arg-type]
             if canonical in ("min", "max", "abs") and rt.is_float:
                 canonical = {"min": "fmin", "max": "fmax", "abs": "fabs"}[canonical]
             fn_info = MATH_FUNCTIONS[canonical]

@@ -1,0 +1,24 @@
+"""polypy: run CUDA kernels on multicore CPUs and synthesize their gradients.
+
+Public API::
+
+    import polypy
+    module = polypy.load("kernels.cu")                   # GPU-form IR (parsed + simplified)
+    polypy.emulate(module.kernel("saxpy"), grid, block, args)   # reference semantics, NumPy arrays
+"""
+from __future__ import annotations
+
+from polypy.driver import load, parse
+from polypy.errors import InternalError, Loc, PolypyError, UserError
+
+__version__ = "0.1.0"
+
+
+def emulate(kernel, grid, block, args, *, shmem: int = 0, globals=None, check_races: bool = True) -> None:
+    """Run a GPU-form kernel with exact CUDA semantics on NumPy arrays (the reference oracle)."""
+    from polypy.emulator import emulate as _emulate
+
+    _emulate(kernel, grid, block, args, shmem=shmem, globals=globals, check_races=check_races)
+
+
+__all__ = ["load", "parse", "emulate", "UserError", "InternalError", "PolypyError", "Loc", "__version__"]

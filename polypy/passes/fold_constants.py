@@ -133,6 +133,11 @@ class _Folder(Mutator):
         e = self.generic_visit(e)
         if e.x.type == e.to:
             return e.x
+        inner = e.x
+        if isinstance(inner, n.Cast) and inner.x.type == e.to and e.to.is_int and inner.to.is_int \
+                and inner.to.bits == e.to.bits:
+            # (u32)((i32)x) with x: u32 — a same-width reinterpretation and back is the identity.
+            return inner.x
         if isinstance(e.x, n.Const):
             value = eval_cast(e.x.value, e.x.type, e.to)
             if value is not None:

@@ -1,0 +1,111 @@
+"""The ``polypy`` command line.
+
+    polypy translate FILE [-o OUT] [--emit cpp|c|llvm|ir] [--report] [--kernel NAME] [--threads N]
+    polypy grad FILE --kernel K [--wrt p,q] [--const r] [--mode reverse|forward] [--emit cuda|cpp|ir] [-o OUT]
+    polypy run FILE [--emulate] [...]
+
+User errors print ``file:line:col: error: ...`` with the source line and a caret and exit with
+status 1; nothing is written then (outputs are written to a temporary file and renamed).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from typing import Sequence
+
+from polypy.errors import PolypyError, UserError
+
+
+def _defines(values: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in values:
+        name, _, value = v.partition("=")
+        out[name] = value if value else "1"
+    return out
+
+
+def write_output(path: str | None, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (stdout when ``path`` is None)."""
+    if path is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".polypy-", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="CUDA (.cu) or C (.c) source")
+    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
+                   help="define a preprocessor macro")
+    p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
+                   help="add an include directory")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="polypy", description="Run CUDA on multicore CPUs; differentiate kernels.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("translate", help="translate CUDA kernels / programs to CPU code")
+    _add_common(t)
+    t.add_argument("-o", dest="output", help="output file (default: stdout)")
+    t.add_argument("--emit", choices=("cpp", "c", "llvm", "ir"), default="cpp")
+    t.add_argument("--report", action="store_true", help="explain barrier and schedule decisions on stderr")
+    t.add_argument("--kernel", help="only this kernel")
+    t.add_argument("--threads", type=int, default=0, help="CPU threads for the emitted code (0: all cores)")
+    t.add_argument("--check-bounds", action="store_true", help="emit bounds checks on every memory access")
+    t.add_argument("--no-opt", action="store_true", help="skip barrier elimination and forwarding")
+
+    g = sub.add_parser("grad", help="synthesize the gradient of a kernel")
+    _add_common(g)
+    g.add_argument("--kernel", required=True)
+    g.add_argument("--wrt", default="", help="comma-separated active inputs (default: all float inputs)")
+    g.add_argument("--const", default="", help="comma-separated parameters to treat as constants")
+    g.add_argument("--mode", choices=("reverse", "forward"), default="reverse")
+    g.add_argument("--emit", choices=("cuda", "cpp", "ir"), default="cuda")
+    g.add_argument("--report", action="store_true")
+    g.add_argument("-o", dest="output")
+
+    r = sub.add_parser("run", help="run a sample or a whole program")
+    _add_common(r)
+    r.add_argument("--emulate", action="store_true", help="use the reference emulator instead of compiled code")
+    r.add_argument("--threads", type=int, default=0)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "translate":
+            from polypy.commands import translate
+
+            return translate(args)
+        if args.command == "grad":
+            from polypy.commands import grad
+
+            return grad(args)
+        if args.command == "run":
+            from polypy.commands import run
+
+            return run(args)
+    except UserError as exc:
+        print(exc.render(), file=sys.stderr)
+        return 1
+    except PolypyError as exc:
+        print(f"polypy: {exc}", file=sys.stderr)
+        raise
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""Expected-error tests: every construct the frontend refuses, with its message and location."""
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import polypy
+from polypy.errors import UserError
+
+# (name, source, expected message fragment, (line, col) of the diagnostic)
+CASES = [
+    ("recursion",
+     "__device__ int f(int n) { return n <= 0 ? 0 : f(n - 1); }\n"
+     "__global__ void k(int* x) { x[0] = f(3); }\n",
+     "recursive call to 'f'", (1, 47)),
+    ("function-pointer",
+     "typedef float (*op_t)(float);\n"
+     "__device__ float sq(float v) { return v * v; }\n"
+     "__global__ void k(float* x) {\n"
+     "  op_t op = sq;\n"
+     "  x[0] = op(x[0]);\n"
+     "}\n",
+     "function pointers are not supported", (4, 13)),
+    ("goto",
+     "__global__ void k(float* x) {\n"
+     "  int i = 0;\n"
+     "again:\n"
+     "  i++;\n"
+     "  if (i < 3) goto again;\n"
+     "  x[0] = i;\n"
+     "}\n",
+     "goto is not supported", (3, 1)),
+    ("inline-asm",
+     "__global__ void k(unsigned* x) {\n"
+     "  unsigned lane;\n"
+     "  asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(lane));\n"
+     "  x[0] = lane;\n"
+     "}\n",
+     "inline assembly is not supported", (3, 3)),
+    ("texture",
+     "texture<float, 1> tex;\n"
+     "__global__ void k(float* x) { x[threadIdx.x] = tex1Dfetch(tex, threadIdx.x); }\n",
+     "textures and surfaces are not supported", (2, 48)),
+    ("dynamic-parallelism",
+     "__global__ void child(float* x) { x[threadIdx.x] = 1.0f; }\n"
+     "__global__ void parent(float* x) { child<<<1, 32>>>(x); }\n",
+     "dynamic parallelism", (2, 36)),
+    ("divergent-barrier",
+     "__global__ void k(float* x) {\n"
+     "  if (threadIdx.x < 16) {\n"
+     "    x[threadIdx.x] = 0.0f;\n"
+     "    __syncthreads();\n"
+     "  }\n"
+     "}\n",
+     "__syncthreads() under thread-dependent control", (4, 5)),
+    ("barrier-after-divergent-return",
+     "__global__ void k(float* x, int n) {\n"
+     "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+     "  if (i >= n) return;\n"
+     "  x[i] = 1.0f;\n"
+     "  __syncthreads();\n"
+     "}\n",
+     "__syncthreads() under thread-dependent control", (5, 3)),
+    ("barrier-in-divergent-loop",
+     "__global__ void k(float* x) {\n"
+     "  for (int j = 0; j < threadIdx.x; ++j) {\n"
+     "    x[j] += 1.0f;\n"
+     "    __syncthreads();\n"
+     "  }\n"
+     "}\n",
+     "__syncthreads() under thread-dependent control", (4, 5)),
+    ("barrier-after-divergent-break",
+     "__global__ void k(float* x) {\n"
+     "  for (int j = 0; j < 8; ++j) {\n"
+     "    if (x[threadIdx.x] > j) break;\n"
+     "    __syncthreads();\n"
+     "  }\n"
+     "}\n",
+     "__syncthreads() under thread-dependent control", (4, 5)),
+    ("switch",
+     "__global__ void k(int* x) {\n"
+     "  switch (x[0]) { case 0: x[1] = 1; break; default: x[1] = 2; }\n"
+     "}\n",
+     "switch statements are not supported", (2, 3)),
+    ("printf",
+     "#include <cstdio>\n"
+     "__global__ void k(int* x) { printf(\"%d\\n\", x[0]); }\n",
+     "printf in device code is not supported", (2, 29)),
+    ("host-variable",
+     "float scale = 2.0f;\n"
+     "__global__ void k(float* x) { x[0] *= scale; }\n",
+     "host variable", (2, 39)),
+    ("syntax-error",
+     "__global__ void k(float* x) { x[0] = ; }\n",
+     "expected expression", (1, 38)),
+    ("pointer-to-pointer",
+     "__global__ void k(float** x) { x[0][0] = 1.0f; }\n",
+     "pointer-to-pointer parameter 'x' is not supported", (1, 27)),
+    ("heterogeneous-struct-memory",
+     "struct P { float a; double b; };\n"
+     "__global__ void k(P* p) { p[0].a = 1.0f; }\n",
+     "memory of type", (2, 22)),
+    ("threadfence",
+     "__global__ void k(int* x) { x[0] = 1; __threadfence(); }\n",
+     "memory fences", (1, 39)),
+    ("recursion-through-two",
+     "__device__ int g(int n);\n"
+     "__device__ int f(int n) { return n <= 0 ? 0 : g(n - 1); }\n"
+     "__device__ int g(int n) { return f(n); }\n"
+     "__global__ void k(int* x) { x[0] = f(3); }\n",
+     "recursive call to 'f'", (3, 34)),
+]
+
+
+@pytest.mark.parametrize("name,source,message,where", CASES, ids=[c[0] for c in CASES])
+def test_refused(tmp_path: pathlib.Path, name: str, source: str, message: str, where: tuple[int, int]) -> None:
+    path = tmp_path / f"{name}.cu"
+    path.write_text(source)
+    with pytest.raises(UserError) as info:
+        polypy.load(path)
+    err = info.value
+    assert message in err.message
+    assert err.loc is not None
+    assert (err.loc.line, err.loc.col) == where, err.render()
+    rendered = err.render().splitlines()
+    assert rendered[0].startswith(f"{path}:{where[0]}:{where[1]}: error: ")
+    # The source line and a caret under the column.
+    assert rendered[1] == source.splitlines()[where[0] - 1]
+    assert rendered[2] == " " * (where[1] - 1) + "^"
+
+
+def test_cli_reports_error_without_traceback_or_output(tmp_path: pathlib.Path) -> None:
+    src = tmp_path / "bad.cu"
+    src.write_text(CASES[0][1])
+    out = tmp_path / "out.txt"
+    proc = subprocess.run([sys.executable, "-m", "polypy.cli", "translate", str(src), "--emit", "ir", "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"{src}:1:47: error: recursive call to 'f'")
+    assert not out.exists()
