@@ -371,6 +371,13 @@ class KernelBuilder:
         if kind.is_expression():
             self.expr(c, discard=True)
             return
+        if kind == CK.UNEXPOSED_STMT:
+            # An attributed statement (`#pragma unroll` before a loop): the hint does not change
+            # what the loop computes.
+            inner = [ch for ch in c.get_children() if ch.kind.is_statement() or ch.kind.is_expression()]
+            if len(inner) == 1:
+                self.statement(inner[0])
+                return
         if kind in (CK.GOTO_STMT, CK.INDIRECT_GOTO_STMT, CK.LABEL_STMT):
             raise self.error("goto is not supported", c)
         if kind in (CK.ASM_STMT, CK.MS_ASM_STMT):

@@ -35,19 +35,66 @@ def language_of(path: str) -> str:
 
 
 def parse_file(path: str, *, text: str | None = None, defines: dict[str, str] | None = None,
-               include_dirs: tuple[str, ...] = ()) -> n.Module:
-    """Parse a ``.cu``/``.c`` file into GPU-form IR (no optimization yet)."""
+               include_dirs: tuple[str, ...] = (), instantiate: tuple[str, ...] = ()) -> n.Module:
+    """Parse a ``.cu``/``.c`` file into GPU-form IR (no optimization yet).
+
+    Kernel templates become kernels where host code launches them, where the file instantiates
+    them explicitly (``template __global__ void k<128, float>(...);``), and for every entry of
+    ``instantiate`` (``"k<128, float>"``).
+    """
     language = language_of(path)
     tu = parse_translation_unit(path, language, text=text, defines=defines, include_dirs=include_dirs)
+    wanted = list(instantiate) + (explicit_instantiations(tu, path) if language == "cuda" else [])
+    if wanted:
+        # Name each instance in code appended to the file: clang instantiates it, and the
+        # reference leads to the instance's body. Appending keeps every line number valid.
+        original = text if text is not None else pathlib.Path(path).read_bytes().decode("utf-8", errors="replace")
+        refs = "".join(f"\nstatic void* {_INSTANCE_PREFIX}{i} = (void*)&{spec};" for i, spec in enumerate(wanted))
+        tu = parse_translation_unit(path, language, text=original + "\n" + refs + "\n", defines=defines,
+                                    include_dirs=include_dirs)
+        return _ModuleBuilder(tu, path, language, text, original=original).build()
     return _ModuleBuilder(tu, path, language, text).build()
 
 
+_INSTANCE_PREFIX = "__polypy_instance_"
+
+
+def explicit_instantiations(tu: ci.TranslationUnit, path: str) -> list[str]:
+    """``name<args>`` of each explicit kernel-template instantiation in the main file.
+
+    libclang does not list explicit instantiations as cursors, so they are found in clang's token
+    stream: the keyword ``template`` not followed by ``<`` starts one.
+    """
+    tokens = [t for t in tu.get_tokens(extent=tu.cursor.extent)
+              if t.location.file is not None and t.location.file.name == path]
+    found = []
+    for i, t in enumerate(tokens):
+        if t.spelling != "template" or i + 1 >= len(tokens) or tokens[i + 1].spelling == "<":
+            continue
+        j = i + 1
+        while j + 1 < len(tokens) and not (tokens[j].kind == ci.TokenKind.IDENTIFIER and tokens[j + 1].spelling == "<"):
+            if tokens[j].spelling in (";", "{"):
+                break
+            j += 1
+        if j + 1 >= len(tokens) or tokens[j + 1].spelling != "<":
+            continue
+        depth, k = 0, j + 1
+        while k < len(tokens):
+            depth += {"<": 1, ">": -1, ">>": -2}.get(tokens[k].spelling, 0)
+            if depth <= 0:
+                break
+            k += 1
+        found.append(tokens[j].spelling + " ".join(tok.spelling for tok in tokens[j + 1:k + 1]).replace(" ", ""))
+    return found
+
+
 class _ModuleBuilder:
-    def __init__(self, tu: ci.TranslationUnit, path: str, language: str, text: str | None):
+    def __init__(self, tu: ci.TranslationUnit, path: str, language: str, text: str | None,
+                 original: str | None = None):
         self.tu = tu
         self.path = path
         self.language = language
-        self.main_text = text
+        self.main_text = original if original is not None else text
         self.ctx = ModuleContext(language)
         self.user_files: dict[str, None] = {}
 
@@ -82,6 +129,14 @@ class _ModuleBuilder:
         for d in decls:
             if d.kind == CK.FUNCTION_DECL and is_kernel_decl(d) and d.is_definition():
                 kernels[decl_key(d)] = (d, d.spelling)
+        for d in decls:
+            if d.kind == CK.VAR_DECL and d.spelling.startswith(_INSTANCE_PREFIX):
+                for ref in d.walk_preorder():
+                    if ref.kind == CK.DECL_REF_EXPR and ref.referenced is not None and is_kernel_decl(ref.referenced):
+                        target = ref.referenced.get_definition() or ref.referenced
+                        key = self.kernel_key(target)
+                        if key not in kernels:
+                            kernels[key] = (target, self.instance_name(target, kernels))
         launches_by_file: dict[str, list[tuple[ci.Cursor, ci.Cursor]]] = {}
         host_functions = [d for d in decls if self.is_host_function(d)]
         for fn in host_functions:

@@ -1,0 +1,133 @@
+"""Binding launch arguments to IR parameters, the way a CUDA launch would use them.
+
+Every launch path (the emulator, the LLVM JIT, the C launchers) takes arguments as a user of
+numba or CuPy passes them, by position in the C signature or by name.
+
+Pointer parameters take C-contiguous NumPy arrays of exactly the element type (normally 1-D; an
+N-D array is its flat memory, as ``cudaMemcpy`` would see it). They are modified in place, like
+device memory copied back after the kernel. Scalar parameters take numbers, converted to the
+parameter type with C's rules (integers wrap). Anything else is a ``UserError`` naming the
+parameter.
+
+A struct passed by value was split by the frontend into one IR parameter per scalar member
+(``Kernel.source_params``); the caller may pass it whole, by its C name, as a dict of fields
+(nested dicts for nested structs), a NumPy structured scalar, or any object with attributes.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from polypy.errors import UserError
+from polypy.ir import nodes as n
+from polypy.ir.types import PointerType, ScalarType, normalize_value
+
+
+def bind_arguments(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
+    """Checked values for every IR parameter, by name: 1-D views of the caller's arrays for
+    pointer parameters (stores reach the caller), NumPy scalars of the parameter type otherwise.
+
+    ``args`` is positional in the C signature's order (or in IR parameter order), or a mapping
+    from C parameter names (structs whole) or IR parameter names to values.
+    """
+    by_name = _by_ir_name(kernel, args)
+    out: dict[str, Any] = {}
+    for p in kernel.params:
+        if p.name not in by_name:
+            raise UserError(f"missing argument for parameter {_c_name(kernel, p.name)!r} of kernel "
+                            f"{kernel.name!r}", kernel.loc)
+        value = by_name[p.name]
+        if isinstance(p.ptype, PointerType):
+            out[p.name] = _array(kernel, p, p.ptype, value)
+        else:
+            out[p.name] = _scalar(kernel, p, p.ptype, value)
+    return out
+
+
+def _structs(kernel: n.Kernel) -> dict[str, n.SourceParam]:
+    return {sp.name: sp for sp in kernel.source_params if sp.members != (("", sp.name),)}
+
+
+def _c_name(kernel: n.Kernel, ir_name: str) -> str:
+    """``p.alpha`` for the IR parameter holding member ``alpha`` of struct parameter ``p``."""
+    for sp in _structs(kernel).values():
+        for path, name in sp.members:
+            if name == ir_name:
+                return sp.name + path
+    return ir_name
+
+
+def _by_ir_name(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
+    params = kernel.params
+    structs = _structs(kernel)
+    if not isinstance(args, Mapping):
+        values = list(args)
+        c_names = [sp.name for sp in kernel.source_params]
+        covers_all = {name for sp in kernel.source_params for _, name in sp.members} == {p.name for p in params}
+        if structs and covers_all and len(values) == len(c_names):
+            args = dict(zip(c_names, values))  # positional in the C signature's order
+        elif len(values) != len(params):
+            raise UserError(f"kernel {kernel.name!r} takes {len(params)} arguments, got {len(values)}", kernel.loc)
+        else:
+            return {p.name: v for p, v in zip(params, values)}
+    out: dict[str, Any] = {}
+    for key, value in args.items():
+        if kernel.param(key) is not None:
+            out[key] = value
+        elif key in structs:
+            for path, name in structs[key].members:
+                out[name] = _member(kernel, structs[key], value, path)
+        else:
+            raise UserError(f"kernel {kernel.name!r} has no parameter {key!r}", kernel.loc)
+    return out
+
+
+def _member(kernel: n.Kernel, sp: n.SourceParam, value: Any, path: str) -> Any:
+    current = value
+    for field in path.split(".")[1:]:
+        if isinstance(current, Mapping):
+            found = field in current
+            current = current[field] if found else None
+        elif isinstance(current, np.void) and current.dtype.names is not None:
+            found = field in current.dtype.names
+            current = current[field] if found else None
+        else:
+            found = hasattr(current, field)
+            current = getattr(current, field, None)
+        if not found:
+            raise UserError(f"argument {sp.name!r} of kernel {kernel.name!r} ({sp.ctype}) has no field "
+                            f"{sp.name + path!r}", kernel.loc)
+    return current
+
+
+def _array(kernel: n.Kernel, p: n.Param, ptype: PointerType, value: Any) -> np.ndarray:
+    want = ptype.elem.dtype
+    what = f"argument {_c_name(kernel, p.name)!r} of kernel {kernel.name!r} (parameter type {ptype})"
+    if not isinstance(value, np.ndarray):
+        raise UserError(f"{what} must be a numpy array of {want}, got {type(value).__name__}", p.loc)
+    if value.dtype != want:
+        raise UserError(f"{what} must have dtype {want}, got {value.dtype}", p.loc)
+    if not value.flags.c_contiguous:
+        raise UserError(f"{what} must be C-contiguous (pass np.ascontiguousarray(arr))", p.loc)
+    return value.reshape(-1)  # a view: the kernel's stores land in the caller's array
+
+
+def _scalar(kernel: n.Kernel, p: n.Param, ptype: ScalarType, value: Any) -> np.generic:
+    what = f"argument {_c_name(kernel, p.name)!r} of kernel {kernel.name!r} (parameter type {ptype})"
+    if isinstance(value, np.ndarray):
+        if value.ndim != 0:
+            raise UserError(f"{what} must be a number, got an array", p.loc)
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)):
+        value = bool(value)
+    elif isinstance(value, numbers.Integral):
+        value = int(value)
+    elif isinstance(value, numbers.Real):
+        value = float(value)
+        if ptype.is_int and not value.is_integer():
+            raise UserError(f"{what} must be an integer, got {value!r}", p.loc)
+    else:
+        raise UserError(f"{what} must be a number, got {type(value).__name__}", p.loc)
+    return ptype.dtype.type(normalize_value(value, ptype))

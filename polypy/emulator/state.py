@@ -1,0 +1,33 @@
+"""What the evaluator and the executor share while running one chunk of blocks."""
+from __future__ import annotations
+
+import numpy as np
+
+from polypy.emulator.grid import Chunk
+from polypy.emulator.memory import Memory
+from polypy.emulator.races import Sites
+from polypy.errors import InternalError
+from polypy.ir import nodes as n
+
+Value = np.ndarray | np.generic
+
+
+class ChunkState:
+    """The chunk's threads, its buffers, and the variables of its lanes.
+
+    ``env`` maps a variable to a chunk-wide vector (one entry per lane) or, while every lane
+    holds the same value, to a NumPy scalar: parameters, and loop counters such as a tree
+    reduction's ``stride``, stay scalars and cost nothing per lane.
+    """
+
+    def __init__(self, chunk: Chunk, memories: dict[str, Memory], scalars: dict[str, np.generic], sites: Sites):
+        self.chunk = chunk
+        self.memories = memories
+        self.sites = sites
+        self.env: dict[str, Value] = dict(scalars)
+
+    def memory(self, name: str, node: n.Node) -> Memory:
+        mem = self.memories.get(name)
+        if mem is None:
+            raise InternalError(f"emulator: unknown buffer {name!r}", node.loc)
+        return mem
