@@ -165,6 +165,9 @@ POLYPY_M1(erf) POLYPY_M1(erfc) POLYPY_M1(fabs) POLYPY_M1(floor) POLYPY_M1(ceil) 
 POLYPY_M1(round) POLYPY_M1(rint)
 POLYPY_M2(pow) POLYPY_M2(atan2) POLYPY_M2(fmin) POLYPY_M2(fmax) POLYPY_M2(fmod) POLYPY_M2(hypot)
 POLYPY_M2(copysign) POLYPY_M2(fdim)
+POLYPY_D void sincosf(float x, float* s, float* c);
+POLYPY_D void sincos(double x, double* s, double* c);
+POLYPY_D void __sincosf(float x, float* s, float* c);
 POLYPY_D float fmaf(float, float, float);
 POLYPY_D double fma(double, double, double);
 POLYPY_D float __saturatef(float);

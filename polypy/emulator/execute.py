@@ -228,6 +228,8 @@ class Executor:
                 current = self._next_iteration(frame, body)
                 if s.update and current.count:
                     self.run_block(s.update, current)
+                    # A `break` in the update (how a do-while tests its condition) leaves too.
+                    current = self._next_iteration(frame, current)
             raise self._runaway(s)
         finally:
             self.loops.pop()

@@ -94,7 +94,10 @@ class _Flagged:
             rest = self.block(block[i + 1:], in_loop)
             flag = n.Var(self.flag, BOOL)
             if in_loop:
-                out.append(n.If(flag, (n.Break(),)))
+                # A return directly in `s` already broke out of this loop; one inside a loop
+                # nested in `s` only left that loop, so test the flag here.
+                if _returns_from_nested_loop(s):
+                    out.append(n.If(flag, (n.Break(),)))
                 out.extend(rest)
             elif rest:
                 out.append(n.If(n.Unary("not", flag), rest))
@@ -109,6 +112,14 @@ class _Flagged:
         if isinstance(s, n.While):
             return dataclasses.replace(s, body=self.block(s.body, True))
         raise AssertionError(f"return inside {type(s).__name__}")
+
+
+def _returns_from_nested_loop(s: n.Stmt) -> bool:
+    if isinstance(s, (n.For, n.While)):
+        return _has_return(s)
+    if isinstance(s, n.If):
+        return any(_returns_from_nested_loop(x) for x in s.then + s.orelse)
+    return False
 
 
 def remove_returns(block: tuple[n.Stmt, ...], fresh_name: Callable[[str], str]) -> tuple[n.Stmt, ...]:

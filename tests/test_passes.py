@@ -1,0 +1,220 @@
+"""Golden tests of the target-independent passes: IR text in, pass, IR text out.
+
+Each pass is also checked for semantics on a kernel run by the emulator before and after.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from polypy.analysis.uniformity import check_barriers, thread_dependent_names
+from polypy.emulator import emulate
+from polypy.errors import InternalError, UserError
+from polypy.ir import parse_kernel, print_kernel
+from polypy.passes import Pass, eliminate_dead_code, fold_constants, forward_scalars, run_pipeline
+from polypy.passes.eliminate_returns import eliminate_returns
+
+
+def golden(pass_fn, before: str, after: str) -> None:
+    result = pass_fn(parse_kernel(textwrap.dedent(before)))
+    assert print_kernel(result) == textwrap.dedent(after).lstrip("\n")
+
+
+def test_fold_constants_identities_and_c_semantics():
+    golden(fold_constants, """
+    kernel k(n: i32, x: f32*) {
+      x[n + 0] = x[1 * n] * 1.0f + 0.0f
+      x[n - 0 + 2 + 3] = (f32)(7 / -2) + (f32)(-7 % 2)
+      x[0] = (f32)((u32)((i32)threadIdx.x)) + (f32)(5 / 0)
+      if (3 < 4 && n > 0) {
+        x[1] = 1.0f
+      } else {
+        x[1] = 2.0f
+      }
+      var b: bool = false || n > 1
+    }
+    """, """
+    kernel k(n: i32, x: f32*) {
+      x[n] = x[n] + 0.0f
+      x[n + 5] = -4.0f
+      x[0] = (f32)threadIdx.x + (f32)(5 / 0)
+      if (n > 0) {
+        x[1] = 1.0f
+      } else {
+        x[1] = 2.0f
+      }
+      var b: bool = n > 1
+    }
+    """)
+
+
+def test_forward_scalars_forwards_index_arithmetic_only():
+    golden(forward_scalars, """
+    kernel k(n: i32, x: f32*) {
+      var i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
+      var v: f32 = x[i]
+      var w: f32 = exp(v)
+      var j: i32 = i + 1
+      var m: i32 = 0
+      m = 3
+      x[j] = w + v + (f32)m
+    }
+    """, """
+    kernel k(n: i32, x: f32*) {
+      var v: f32 = x[(i32)(blockIdx.x * blockDim.x + threadIdx.x)]
+      var w: f32 = exp(v)
+      var m: i32 = 0
+      m = 3
+      x[(i32)(blockIdx.x * blockDim.x + threadIdx.x) + 1] = w + v + (f32)m
+    }
+    """)
+
+
+def test_eliminate_dead_code():
+    golden(eliminate_dead_code, """
+    kernel k(x: f32*, c: i32*) {
+      var unused: f32 = x[0]
+      var a: i32 = 0
+      a = 5
+      var old: i32
+      old = atomic.add c[0], 1
+      while (true) {
+        break
+        x[1] = 2.0f
+      }
+      if (a > 3) {
+      }
+    }
+    """, """
+    kernel k(x: f32*, c: i32*) {
+      atomic.add c[0], 1
+      while (true) {
+        break
+      }
+    }
+    """)
+
+
+def test_eliminate_returns_restructures_early_exits_without_flags():
+    golden(eliminate_returns, """
+    kernel k(n: i32, x: f32*) {
+      var i: i32 = (i32)threadIdx.x
+      if (i >= n) {
+        return
+      }
+      x[i] = 1.0f
+      if (i == 0) {
+        x[0] = 2.0f
+        return
+      }
+      x[i] = 3.0f
+    }
+    """, """
+    kernel k(n: i32, x: f32*) {
+      var i: i32 = (i32)threadIdx.x
+      if (i >= n) {
+      } else {
+        x[i] = 1.0f
+        if (i == 0) {
+          x[0] = 2.0f
+        } else {
+          x[i] = 3.0f
+        }
+      }
+    }
+    """)
+
+
+RETURN_IN_LOOP = """
+kernel k(n: i32, x: f32*) {
+  var i: i32 = (i32)threadIdx.x
+  for j: i32 = 0 to n step 1 {
+    if (x[j] < 0.0f) {
+      return
+    }
+    x[j] = x[j] + (f32)i
+  }
+  x[i] = -1.0f
+}
+"""
+
+
+def test_eliminate_returns_uses_a_flag_for_returns_in_loops_and_keeps_semantics():
+    k = parse_kernel(RETURN_IN_LOOP)
+    k2 = eliminate_returns(k)
+    text = print_kernel(k2)
+    assert "return" not in text and "var done: bool = false" in text
+    assert "if (done) {" not in text  # the break that sets the flag already left the loop
+    assert "if (!done) {" in text
+    nested = parse_kernel(RETURN_IN_LOOP.replace("for j: i32 = 0 to n step 1 {",
+                                                  "for r: i32 = 0 to 2 step 1 {\n  for j: i32 = 0 to n step 1 {")
+                          .replace("  x[i] = -1.0f", "  }\n  x[i] = -1.0f"))
+    assert "if (done) {" in print_kernel(eliminate_returns(nested))  # the inner break only left the inner loop
+    for kernel in (k, k2, nested, eliminate_returns(nested)):
+        x = np.array([1.0, 2.0, -1.0, 4.0], dtype=np.float32)
+        emulate(kernel, 1, 1, [4, x], check_races=False)
+        np.testing.assert_allclose(x, [1, 2, -1, 4])
+
+
+def test_pipeline_names_the_failing_pass_and_dumps_ir(capsys):
+    def broken(k):
+        raise ValueError("boom")
+
+    k = parse_kernel("kernel k(x: f32*) {\n  x[0] = 1.0f\n}")
+    with pytest.raises(InternalError, match="in pass breaker"):
+        run_pipeline(k, (Pass("breaker", broken),))
+    import io
+
+    out = io.StringIO()
+    timings: dict[str, float] = {}
+    run_pipeline(k, (Pass("fold", fold_constants),), print_after="fold", stream=out, timings=timings)
+    assert "IR after fold" in out.getvalue() and "fold" in timings
+
+
+def test_pipeline_verifies_after_each_pass():
+    def corrupt(k):
+        from polypy.ir import nodes as n
+        import dataclasses
+
+        return dataclasses.replace(k, body=(n.Break(),))
+
+    k = parse_kernel("kernel k(x: f32*) {\n  x[0] = 1.0f\n}")
+    with pytest.raises(InternalError, match="after pass corrupt"):
+        run_pipeline(k, (Pass("corrupt", corrupt),))
+
+
+def test_uniformity_analysis():
+    k = parse_kernel("""kernel k(n: i32, x: f32*) {
+      shared s: f32[64]
+      var t: u32 = threadIdx.x
+      var stride: u32 = blockDim.x / 2u
+      var v: f32 = s[0]
+      var w: f32 = s[t]
+      var flag: i32 = 0
+      if (t < 3u) {
+        flag = 1
+      }
+      while (stride > 0u) {
+        barrier
+      } update {
+        stride = stride >> 1u
+      }
+    }""")
+    names = thread_dependent_names(k)
+    assert {"t", "w", "flag"} <= names
+    assert not {"stride", "v"} & names
+    check_barriers(k)
+    bad = parse_kernel("""kernel k(x: f32*) {
+      var t: u32 = threadIdx.x
+      for j: i32 = 0 to 4 step 1 {
+        if (x[t] > (f32)j) {
+          break
+        }
+        barrier
+      }
+    }""")
+    with pytest.raises(UserError, match="thread-dependent") as info:
+        check_barriers(bad)
+    assert info.value.loc.line == 7
