@@ -1,0 +1,156 @@
+"""Shared-memory dataflow proved per instance: store->load forwarding and dead stores.
+
+Forwarding a load ``L`` from a store ``S`` (same shared array) is exact when, for every
+instance ``l`` of ``L`` in thread ``t``:
+
+1. the last instance ``s`` of ``S`` executed by ``t`` before ``l`` exists and writes exactly
+   the element ``l`` reads (``S`` has an exact domain and both indices are exact);
+2. ``t`` writes no storage that may overlap that element between ``s`` and ``l``;
+3. no other thread of the block writes storage that may overlap it unless that write
+   happens before ``s`` or after ``l`` — which, across threads, means an exact barrier
+   instance lies in between (``relations.Copies.separated``).
+
+Then ``l`` reads the value ``s`` stored, which a local assigned at ``S`` still holds.
+
+A shared store ``S`` is dead when no read can observe its value: every read instance ``r`` of
+possibly overlapping storage either happens before ``s`` (same thread: earlier in time; other
+thread: separated by a barrier), or happens after a later plain store ``w`` of the same
+thread to the same element (``w`` with exact domain and index) that overwrote it. Shared
+memory ends with the block, so values never read are dead.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from polypy.ir import nodes as n
+from polypy.poly.alias import alias_kind
+from polypy.poly.model import Access, Model, build_model
+from polypy.poly.paths import AccessId, StmtPath
+from polypy.poly.relations import Copies
+
+
+@dataclasses.dataclass(frozen=True)
+class Forwarding:
+    """Load ``load`` always reads the value the same thread stored with statement ``store``."""
+
+    load: AccessId
+    store: StmtPath
+
+
+def _model(kernel_or_model: n.Kernel | Model) -> Model:
+    return kernel_or_model if isinstance(kernel_or_model, Model) else build_model(kernel_or_model)
+
+
+def _writes_to(model: Model, a: Access) -> list[Access]:
+    return [w for w in model.accesses
+            if w.writes and alias_kind(model.kernel, w.buffer, a.buffer) is not None]
+
+
+def forwardable_loads(kernel_or_model: n.Kernel | Model) -> list[Forwarding]:
+    """Every shared load that can read a local instead, with the store it reads from."""
+    model = _model(kernel_or_model)
+    c = Copies(model, ("l", "s", "w"))
+    out = []
+    for load in model.accesses:
+        if load.kind != "read" or load.space != "shared" or not load.index_exact:
+            continue
+        stores = [s for s in model.accesses
+                  if s.kind == "write" and s.buffer == load.buffer and s.index_exact and s.domain_exact]
+        # Try the closest store before the load first (program order), then those after it.
+        position = {a.id: i for i, a in enumerate(model.accesses)}
+        here = position[load.id]
+        stores.sort(key=lambda s: (0, here - position[s.id]) if position[s.id] < here else (1, position[s.id]))
+        for store in stores:
+            if _forwards(model, c, store, load):
+                out.append(Forwarding(load.id, store.id.path))
+                break
+    return out
+
+
+def _forwards(model: Model, c: Copies, store: Access, load: Access) -> bool:
+    cand = c.lex_lt(store.time, "s", load.time, "l")
+    if cand.is_empty():
+        return False
+    same = c.same_element(store, "s", load, "l")
+    assert same is not None
+    cand &= c.domain(load, "l") & c.domain(store, "s") & c.same_thread("s", "l") & same
+    if cand.is_empty():
+        return False
+    # 1. s is the last instance of S before l in this thread.
+    later = c.set(store.domain, "w") & c.same_thread("w", "l") \
+        & c.lex_lt(store.time, "s", store.time, "w") & c.lex_lt(store.time, "w", load.time, "l")
+    good = cand - c.eliminate(later, "w")
+    writes = _writes_to(model, load)
+    # 2. no write of this thread to the element in between.
+    for w in writes:
+        if good.is_empty():
+            return False
+        overlap = c.overlap(w, "w", load, "l")
+        assert overlap is not None
+        kill = c.lex_lt(store.time, "s", w.time, "w") & c.lex_lt(w.time, "w", load.time, "l")
+        if kill.is_empty():
+            continue
+        kill &= c.domain(w, "w") & c.same_thread("w", "l") & overlap
+        good = good - c.eliminate(kill, "w")
+    # 3. no write of another thread that may fall between s and l.
+    for w in writes:
+        if good.is_empty():
+            return False
+        overlap = c.overlap(w, "w", load, "l")
+        assert overlap is not None
+        racing = good & c.domain(w, "w") & c.other_thread("w", "l") & overlap
+        if racing.is_empty():
+            continue
+        racing -= c.separated(w.time, "w", store.time, "s", model.barriers)
+        racing -= c.separated(load.time, "l", w.time, "w", model.barriers)
+        good = good - c.eliminate(racing, "w")
+    covered = c.eliminate(good, "s")
+    return (c.domain(load, "l") - covered).is_empty()
+
+
+def dead_shared_stores(kernel_or_model: n.Kernel | Model) -> list[StmtPath]:
+    """Shared-memory stores whose values no read can observe (see module docstring)."""
+    model = _model(kernel_or_model)
+    c = Copies(model, ("s", "r", "w"))
+    out = []
+    for store in model.accesses:
+        if store.kind != "write" or store.space != "shared":
+            continue
+        if _dead(model, c, store):
+            out.append(store.id.path)
+    return out
+
+
+def _dead(model: Model, c: Copies, store: Access) -> bool:
+    overwrites = [w for w in model.accesses if w.kind == "write" and w.buffer == store.buffer
+                  and w.domain_exact and w.index_exact and store.index_exact]
+    for r in model.accesses:
+        if not r.reads or alias_kind(model.kernel, r.buffer, store.buffer) is None:
+            continue
+        overlap = c.overlap(store, "s", r, "r")
+        assert overlap is not None
+        base = c.domain(store, "s") & c.domain(r, "r") & overlap
+        if base.is_empty():
+            continue
+        same = base & c.same_thread("s", "r") & c.lex_lt(store.time, "s", r.time, "r")
+        other = base & c.other_thread("s", "r")
+        if not other.is_empty():
+            other -= c.separated(r.time, "r", store.time, "s", model.barriers)
+        observers = same | other
+        for w in overwrites:
+            if observers.is_empty():
+                break
+            after = c.lex_lt(store.time, "s", w.time, "w")
+            if after.is_empty():
+                continue
+            covers = c.same_element(w, "w", store, "s")
+            assert covers is not None
+            kill = after & c.domain(w, "w") & c.same_thread("w", "s") & covers
+            killed = (kill & c.same_thread("s", "r") & c.lex_lt(w.time, "w", r.time, "r"))
+            other_kill = kill & c.other_thread("s", "r")
+            if not other_kill.is_empty():
+                killed |= other_kill & c.separated(w.time, "w", r.time, "r", model.barriers)
+            observers = observers - c.eliminate(killed, "w")
+        if not observers.is_empty():
+            return False
+    return True

@@ -1,0 +1,248 @@
+"""Which accesses a barrier orders: the exact question behind redundant-barrier elimination.
+
+A barrier ``B`` is needed iff two accesses by *different threads of the same block*, at least
+one of them writing, possibly to the same storage, are ordered by ``B`` and by no other
+remaining barrier. "Ordered by B" means an instance of ``B`` lies between the two instances
+in time; "by no other" means no instance of another barrier (with an exact domain) executed
+by both threads lies between them. Within a loop this covers the wrap-around: an access after
+``B`` in iteration ``k`` and one before ``B`` in iteration ``k + 1`` are ordered by another
+barrier instance only if there is one in between.
+
+Two atomics that commute (the same ``add``/``sub``, ``min``, ``max``, ``and``, ``or`` or
+``xor`` family, neither using the old value) do not conflict: any order gives the same final
+value (for floating-point ``add`` up to rounding, which the GPU does not fix either).
+
+Answers are plain Python: ``Conflict`` describes the first conflicting pair in program order.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable
+
+import islpy as isl
+
+from polypy.errors import Loc
+from polypy.poly.alias import alias_kind, describe_alias
+from polypy.poly.model import THREAD_IDX, Access, Barrier, Model, build_model
+from polypy.poly.paths import StmtPath, format_path
+from polypy.poly.relations import Copies
+
+_COMMUTING = {"add": "add", "sub": "add", "min": "min", "max": "max", "and": "and", "or": "or", "xor": "xor"}
+
+
+def atomics_commute(a: Access, b: Access) -> bool:
+    if a.kind != "atomic" or b.kind != "atomic" or a.atomic_has_result or b.atomic_has_result:
+        return False
+    fa, fb = _COMMUTING.get(a.atomic_op or ""), _COMMUTING.get(b.atomic_op or "")
+    return fa is not None and fa == fb
+
+
+@dataclasses.dataclass(frozen=True)
+class AccessRef:
+    """An access, described for people."""
+
+    id: str
+    buffer: str
+    kind: str  # read / write / atomic
+    text: str
+    loc: Loc | None
+
+    @property
+    def line(self) -> int | None:
+        return self.loc.line if self.loc is not None else None
+
+    @staticmethod
+    def of(a: Access) -> AccessRef:
+        return AccessRef(str(a.id), a.buffer, a.kind, a.text, a.loc)
+
+    def describe(self) -> str:
+        verb = {"read": "read", "write": "write", "atomic": "atomic update"}[self.kind]
+        where = f" (line {self.line})" if self.line is not None else f" ({self.id})"
+        return f"{verb} of {self.text}{where}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Conflict:
+    """Two accesses of different threads of a block that only a given barrier orders."""
+
+    hazard: str  # RAW, WAR or WAW (in program order: first access, then second)
+    first: AccessRef
+    second: AccessRef
+    alias: str  # why two different buffers may be the same storage ("" for one buffer)
+    carried_by: Loc | None  # the loop whose iterations the pair spans, when only across iterations
+    witness: str  # an example: the two threads (and launch parameters isl picked)
+
+    @property
+    def buffers(self) -> tuple[str, ...]:
+        if self.first.buffer == self.second.buffer:
+            return (self.first.buffer,)
+        return (self.first.buffer, self.second.buffer)
+
+    def describe(self) -> str:
+        text = (f"{self.hazard} hazard on {'/'.join(self.buffers)}: {self.first.describe()} "
+                f"and {self.second.describe()} by another thread of the block")
+        if self.carried_by is not None:
+            text += f", across iterations of the loop at line {self.carried_by.line}"
+        if self.alias:
+            text += f"; {self.alias}"
+        if self.witness:
+            text += f" (e.g. {self.witness})"
+        return text
+
+
+def _hazard(first: Access, second: Access) -> str:
+    if first.writes and second.writes:
+        return "WAW"
+    return "RAW" if first.writes else "WAR"
+
+
+class BarrierAnalysis:
+    """Conflict questions about the barriers of one kernel (symbolic launch, one block)."""
+
+    def __init__(self, kernel_or_model):
+        self.model: Model = kernel_or_model if isinstance(kernel_or_model, Model) else build_model(kernel_or_model)
+        self.copies = Copies(self.model, ("1", "2"))
+        self.pairs = self._eligible_pairs()
+        self._base: dict[tuple[int, int, bool], isl.Set] = {}
+
+    @property
+    def barriers(self) -> tuple[Barrier, ...]:
+        return self.model.barriers
+
+    # ------------------------------------------------------------------ pairs
+    def _eligible_pairs(self) -> list[tuple[int, int]]:
+        """Ordered pairs of accesses that conflict if two threads run them unordered."""
+        kernel = self.model.kernel
+        out = []
+        accesses = self.model.accesses
+        for i, a in enumerate(accesses):
+            if a.space in ("local", "constant"):
+                continue
+            for j, b in enumerate(accesses):
+                if b.space in ("local", "constant"):
+                    continue
+                if not (a.writes or b.writes) or atomics_commute(a, b):
+                    continue
+                if alias_kind(kernel, a.buffer, b.buffer) is None:
+                    continue
+                out.append((i, j))
+        # Pairs on one buffer first: they make the clearest explanation of a kept barrier.
+        out.sort(key=lambda ij: accesses[ij[0]].buffer != accesses[ij[1]].buffer)
+        return out
+
+    def _pair_set(self, i: int, j: int, *, elements: bool = True) -> isl.Set:
+        """Instances of access i (thread 1) before access j (thread 2), other threads of one block."""
+        key = (i, j, elements)
+        cached = self._base.get(key)
+        if cached is not None:
+            return cached
+        c = self.copies
+        a, b = self.model.accesses[i], self.model.accesses[j]
+        s = c.lex_lt(a.time, "1", b.time, "2")
+        if not s.is_empty():
+            s &= c.other_thread("1", "2") & c.domain(a, "1") & c.domain(b, "2")
+        if elements and not s.is_empty():
+            overlap = c.overlap(a, "1", b, "2")
+            s = s & overlap if overlap is not None else c.empty
+        self._base[key] = s
+        return s
+
+    def _ordered_by(self, i: int, j: int, barrier: Barrier, *, must: bool) -> isl.Set:
+        a, b = self.model.accesses[i], self.model.accesses[j]
+        return self.copies.between(a.time, "1", b.time, "2", barrier, must=must)
+
+    def _only_by(self, s: isl.Set, i: int, j: int, barrier: Barrier, others: Iterable[Barrier]) -> isl.Set:
+        if s.is_empty():
+            return s
+        s = s & self._ordered_by(i, j, barrier, must=False)
+        for r in others:
+            if s.is_empty():
+                return s
+            if r.exact and r.path != barrier.path:
+                s = s - self._ordered_by(i, j, r, must=True)
+        return s
+
+    # ------------------------------------------------------------------ questions
+    def conflict(self, barrier: StmtPath, remaining: Iterable[StmtPath]) -> Conflict | None:
+        """The first pair (program order) that only ``barrier`` orders, given the other
+        barriers ``remaining``; None if ``barrier`` is removable."""
+        b = self.model.barrier(barrier)
+        others = [self.model.barrier(p) for p in remaining if p != barrier]
+        for i, j in self.pairs:
+            s = self._only_by(self._pair_set(i, j), i, j, b, others)
+            if not s.is_empty():
+                return self._describe(i, j, s, b)
+        return None
+
+    def removal_reason(self, barrier: StmtPath, remaining: Iterable[StmtPath]) -> str:
+        """Why ``barrier`` is removable (call only when ``conflict`` returned None)."""
+        b = self.model.barrier(barrier)
+        others = [self.model.barrier(p) for p in remaining if p != barrier]
+        disjoint: list[str] = []
+        for i, j in self.pairs:
+            s = self._only_by(self._pair_set(i, j, elements=False), i, j, b, others)
+            if not s.is_empty():
+                for a in (self.model.accesses[i], self.model.accesses[j]):
+                    if a.buffer not in disjoint:
+                        disjoint.append(a.buffer)
+        atomics: list[str] = []
+        for i, a in enumerate(self.model.accesses):
+            for j, c in enumerate(self.model.accesses):
+                if atomics_commute(a, c) and alias_kind(self.model.kernel, a.buffer, c.buffer) is not None:
+                    base = self.copies.lex_lt(a.time, "1", c.time, "2") & self.copies.other_thread("1", "2")
+                    if not self._only_by(base, i, j, b, others).is_empty() and a.buffer not in atomics:
+                        atomics.append(a.buffer)
+        parts = []
+        if disjoint:
+            parts.append("threads of a block touch disjoint elements of " + ", ".join(disjoint))
+        if atomics:
+            parts.append("only commuting atomic updates of " + ", ".join(atomics) + " cross it")
+        if parts:
+            return "; ".join(parts)
+        return f"no conflicting accesses between {self._neighbour(b, others, -1)} and {self._neighbour(b, others, 1)}"
+
+    def _neighbour(self, b: Barrier, others: list[Barrier], direction: int) -> str:
+        order = list(self.model.barriers)
+        index = order.index(b)
+        remaining = {o.path for o in others}
+        candidates = order[index + 1:] if direction > 0 else list(reversed(order[:index]))
+        for o in candidates:
+            if o.path in remaining:
+                return f"the barrier at line {o.loc.line}" if o.loc is not None else f"barrier {format_path(o.path)}"
+        return "the kernel exit" if direction > 0 else "the kernel entry"
+
+    def _describe(self, i: int, j: int, s: isl.Set, barrier: Barrier) -> Conflict:
+        a, b = self.model.accesses[i], self.model.accesses[j]
+        alias = describe_alias(self.model.kernel, a.buffer, b.buffer) if a.buffer != b.buffer else ""
+        return Conflict(_hazard(a, b), AccessRef.of(a), AccessRef.of(b), alias,
+                        self._carried_by(s, a, b, barrier), self._witness(s, a, b))
+
+    def _carried_by(self, s: isl.Set, a: Access, b: Access, barrier: Barrier) -> Loc | None:
+        """The innermost loop around the barrier whose iterations the conflict must span."""
+        loops = {lp.dim: lp for lp in self.model.loops}
+        for dim in reversed([t for t in barrier.time if isinstance(t, str)]):
+            if dim in a.time and dim in b.time:
+                same = s & self.copies.dim(dim, "1").eq_set(self.copies.dim(dim, "2"))
+                if same.is_empty():
+                    return loops[dim].loc
+                return None
+        return None
+
+    def _witness(self, s: isl.Set, a: Access, b: Access) -> str:
+        point = s.sample_point()
+        if point.is_void():
+            return ""
+        names = self.copies.names
+
+        def coord(name: str) -> int:
+            return int(point.get_coordinate_val(isl.dim_type.set, names.index(name)).to_python())
+
+        dims = self.model.thread_dims
+        def thread(copy: str) -> str:
+            values = [coord(f"{THREAD_IDX[d]}#{copy}") for d in dims]
+            if len(values) == 1:
+                return f"threadIdx.x={values[0]}"
+            return "threadIdx=(" + ",".join(str(v) for v in values) + ")"
+
+        verb = {"read": "reads", "write": "writes", "atomic": "updates"}
+        return f"{thread('1')} {verb[a.kind]}, then {thread('2')} {verb[b.kind]}"

@@ -1,0 +1,286 @@
+"""Relations between statement instances, built by names in a space of several instance copies.
+
+A question about two (or three) instances — "can thread 1's write and thread 2's read touch
+the same element, with only this barrier between them?" — is a set in a space holding copies
+of the model's instance space: dimension ``threadIdx.x#1`` is thread 1's ``threadIdx.x``,
+``i#2`` is the loop counter ``i`` of the second instance, and so on. A barrier instance in
+between is a further copy ``#v`` of the loop dimensions only (barriers belong to the block).
+Existential quantifiers are applied with ``eliminate``, which keeps the space, so every set of
+one question lives in the same space and can be intersected and subtracted freely.
+
+Happens-before across threads: instance ``p`` of one thread precedes instance ``q`` of
+another thread of the same block iff some barrier instance executed by both lies between
+their times (``separated``), because all threads of a block execute the same barrier
+instances in the same order (CUDA requires it) and a barrier completes only when every
+thread has reached it (or exited). Only barriers with exact domains are used this way.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import islpy as isl
+
+from polypy.poly.alias import alias_kind
+from polypy.poly.model import BLOCK_IDX, CTX, THREAD_IDX, Access, Barrier, Model
+
+Time = tuple[int | str, ...]
+
+
+class Copies:
+    """A space with named copies of the instance space (and a ``v`` copy of loop dimensions)."""
+
+    def __init__(self, model: Model, copies: Iterable[str]):
+        self.model = model
+        self.copies = tuple(copies)
+        names = [f"{d}#{c}" for c in self.copies for d in model.dims]
+        names += [f"{d}#v" for d in model.loop_dims]
+        self.space = isl.Space.create_from_names(CTX, set=names, params=[]).align_params(model.space.params())
+        self.names = tuple(names)
+        self.affs = isl.affs_from_space(self.space)
+        self.universe = isl.Set.universe(self.space)
+        self.empty = isl.Set.empty(self.space)
+        self.zero = isl.PwAff.zero_on_domain(isl.LocalSpace.from_space(self.space))
+        self._pull: dict[tuple[str, bool], isl.MultiAff] = {}
+        self._relations: dict[tuple, isl.Set] = {}
+        self.v_positions = (len(self.copies) * len(model.dims), len(model.loop_dims))
+        self.block_level = {d for d in model.dims if d in BLOCK_IDX} | {bv.name for bv in model.block_values}
+
+    # ------------------------------------------------------------------ embedding
+    def _pullback(self, copy: str, barrier: bool) -> isl.MultiAff:
+        """The map from this space to the model's space that reads copy ``copy``.
+
+        With ``barrier``, loop dimensions are read from the ``v`` copy instead.
+        """
+        key = (copy, barrier)
+        ma = self._pull.get(key)
+        if ma is not None:
+            return ma
+        ls = isl.LocalSpace.from_space(self.space)
+        ma = isl.MultiAff.zero(self.space.map_from_domain_and_range(self.model.space))
+        loops = set(self.model.loop_dims)
+        for i, d in enumerate(self.model.dims):
+            source = f"{d}#v" if barrier and d in loops else f"{d}#{copy}"
+            ma = ma.set_aff(i, isl.Aff.var_on_domain(ls, isl.dim_type.set, self.names.index(source)))
+        self._pull[key] = ma
+        return ma
+
+    def set(self, s: isl.Set, copy: str, *, barrier: bool = False) -> isl.Set:
+        return s.preimage_multi_aff(self._pullback(copy, barrier))
+
+    def aff(self, pa: isl.PwAff, copy: str) -> isl.PwAff:
+        return pa.pullback_multi_aff(self._pullback(copy, False))
+
+    def dim(self, name: str, copy: str) -> isl.PwAff:
+        return self.affs[f"{name}#{copy}"]
+
+    def const(self, value: int) -> isl.PwAff:
+        return self.zero + isl.Val(value)
+
+    def eliminate(self, s: isl.Set, copy: str) -> isl.Set:
+        """``s`` with the dimensions of ``copy`` existentially quantified (kept in the space)."""
+        if copy == "v":
+            start, count = self.v_positions
+        else:
+            start, count = self.copies.index(copy) * len(self.model.dims), len(self.model.dims)
+        if count == 0:
+            return s
+        return s.eliminate(isl.dim_type.set, start, count)
+
+    # ------------------------------------------------------------------ basic relations
+    def coord(self, c: int | str, copy: str) -> isl.PwAff:
+        return self.const(c) if isinstance(c, int) else self.dim(c, copy)
+
+    def lex_lt(self, ta: Time, ca: str, tb: Time, cb: str) -> isl.Set:
+        """Time ``ta`` of copy ``ca`` strictly before time ``tb`` of copy ``cb``."""
+        result = self.empty
+        prefix = self.universe
+        for x, y in zip(ta, tb):
+            if isinstance(x, int) and isinstance(y, int):
+                if x < y:
+                    return result | prefix
+                if x > y:
+                    return result
+                continue
+            ax, ay = self.coord(x, ca), self.coord(y, cb)
+            result = result | (prefix & ax.lt_set(ay))
+            prefix = prefix & ax.eq_set(ay)
+        return result
+
+    def _cached(self, key: tuple, make) -> isl.Set:
+        value = self._relations.get(key)
+        if value is None:
+            value = make()
+            self._relations[key] = value
+        return value
+
+    def same_block(self, a: str, b: str) -> isl.Set:
+        return self._cached(("same_block", a, b), lambda: self._same_block(a, b))
+
+    def same_thread(self, a: str, b: str) -> isl.Set:
+        return self._cached(("same_thread", a, b), lambda: self._same_thread(a, b))
+
+    def other_thread(self, a: str, b: str) -> isl.Set:
+        """Two different threads of the same block."""
+        return self._cached(("other_thread", a, b), lambda: self._other_thread(a, b))
+
+    def _same_block(self, a: str, b: str) -> isl.Set:
+        out = self.universe
+        for name in self.block_level:
+            out &= self.dim(name, a).eq_set(self.dim(name, b))
+        return out
+
+    def _same_thread(self, a: str, b: str) -> isl.Set:
+        out = self.same_block(a, b)
+        for d in range(3):
+            out &= self.dim(THREAD_IDX[d], a).eq_set(self.dim(THREAD_IDX[d], b))
+        return out
+
+    def _other_thread(self, a: str, b: str) -> isl.Set:
+        differ = self.empty
+        for d in self.model.thread_dims:
+            x, y = self.dim(THREAD_IDX[d], a), self.dim(THREAD_IDX[d], b)
+            differ = differ | x.lt_set(y) | x.gt_set(y)
+        return self.same_block(a, b) & differ
+
+    def other_thread_pieces(self, a: str, b: str) -> list[isl.Set]:
+        """``other_thread`` as a list of simple sets (one per dimension and direction)."""
+        same = self.same_block(a, b)
+        out = []
+        for d in self.model.thread_dims:
+            x, y = self.dim(THREAD_IDX[d], a), self.dim(THREAD_IDX[d], b)
+            out += [same & x.lt_set(y), same & x.gt_set(y)]
+        return out
+
+    def other_block_pieces(self, a: str, b: str) -> list[isl.Set]:
+        """Instances of two different blocks, one simple set per dimension and direction.
+
+        Along the dimension ``d`` where the blocks differ, a block value
+        ``blockIdx[d] * c * blockDim[e]`` grows by at least ``c * blockDim[e]`` from one block
+        to the next; nothing is assumed about other block values.
+        """
+        out = []
+        for d in self.model.block_dims:
+            for first, second in ((a, b), (b, a)):
+                lo, hi = self.dim(BLOCK_IDX[d], first), self.dim(BLOCK_IDX[d], second)
+                piece = lo.lt_set(hi)
+                for bv in self.model.block_values:
+                    if bv.stride is not None and bv.stride[0] == d:
+                        _, e, k = bv.stride
+                        step = self._block_dim(e) * isl.Val(k)
+                        piece &= (self.dim(bv.name, second) - self.dim(bv.name, first)).ge_set(step)
+                out.append(piece)
+        return out
+
+    def _block_dim(self, d: int) -> isl.PwAff:
+        model = self.model
+        if model.launch is not None:
+            return self.const(model.launch.block[d])
+        name = f"blockDim.{'xyz'[d]}"
+        if name in self.affs:
+            return self.affs[name]
+        return self.const(1)
+
+    # ------------------------------------------------------------------ accesses
+    def domain(self, a: Access, copy: str) -> isl.Set:
+        return self.set(a.domain, copy)
+
+    def overlap(self, a: Access, ca: str, b: Access, cb: str) -> isl.Set | None:
+        """Where ``a`` (copy ``ca``) and ``b`` (copy ``cb``) may touch the same storage.
+
+        None when the buffers never share storage; the universe when nothing is known.
+        """
+        kind = alias_kind(self.model.kernel, a.buffer, b.buffer)
+        if kind is None:
+            return None
+        if kind == "any":
+            return self.universe
+        if kind == "same":
+            out = self.universe
+            for d in range(len(a.elems)):
+                same = self._dim_equal(a, ca, b, cb, d)
+                if same is not None:
+                    out &= same
+            return out
+        # extern shared arrays: byte ranges intersect
+        ea, eb = a.elems[0], b.elems[0]
+        if ea is None or eb is None:
+            return self.universe
+        sa, sb = a.elem.itemsize, b.elem.itemsize
+        xa, xb = self.aff(ea, ca) * isl.Val(sa), self.aff(eb, cb) * isl.Val(sb)
+        return xa.lt_set(xb + isl.Val(sb)) & xb.lt_set(xa + isl.Val(sa))
+
+    def same_element(self, a: Access, ca: str, b: Access, cb: str) -> isl.Set | None:
+        """Where ``a`` and ``b`` certainly touch the same element of the same buffer (None: never provable)."""
+        if a.buffer != b.buffer:
+            return None
+        out = self.universe
+        for d in range(len(a.elems)):
+            same = self._dim_equal(a, ca, b, cb, d)
+            if same is None:
+                return None
+            out &= same
+        return out
+
+    def _dim_equal(self, a: Access, ca: str, b: Access, cb: str, d: int) -> isl.Set | None:
+        """Where index ``d`` of ``a`` equals index ``d`` of ``b`` (None: cannot be expressed)."""
+        ea, eb = a.elems[d], b.elems[d]
+        if ea is not None and eb is not None:
+            return self.aff(ea, ca).eq_set(self.aff(eb, cb))
+        da = a.delin[d] if a.delin else None
+        db = b.delin[d] if b.delin else None
+        if da is not None and db is not None and da.factor == db.factor:
+            return self.aff(da.outer, ca).eq_set(self.aff(db.outer, cb)) \
+                & self.aff(da.inner, ca).eq_set(self.aff(db.inner, cb))
+        return None
+
+    def differ(self, a: Access, ca: str, b: Access, cb: str) -> isl.Set:
+        """Where ``a`` and ``b`` may touch different elements of the same buffer."""
+        out = self.empty
+        for d in range(len(a.elems)):
+            same = self._dim_equal(a, ca, b, cb, d)
+            if same is None:
+                return self.universe
+            out = out | same.complement()
+        return out
+
+    # ------------------------------------------------------------------ barriers
+    def between(self, t1: Time, c1: str, t2: Time, c2: str, barrier: Barrier, *, must: bool) -> isl.Set:
+        """An instance of ``barrier`` lies between time ``t1`` of ``c1`` and ``t2`` of ``c2``.
+
+        ``must``: the barrier instance is executed by both threads (needs an exact barrier
+        domain to mean "certainly"); otherwise: the block may execute it (over-approximation).
+        The answer depends only on the times, so it is cached by them.
+        """
+        key = ("between", t1, c1, t2, c2, barrier.path, must)
+        cached = self._relations.get(key)
+        if cached is None:
+            cached = self._between(t1, c1, t2, c2, barrier, must)
+            self._relations[key] = cached
+        return cached
+
+    def _between(self, t1: Time, c1: str, t2: Time, c2: str, barrier: Barrier, must: bool) -> isl.Set:
+        if must and barrier.cut is not None:
+            loop, outer = barrier.cut
+            if loop not in t2:
+                return self.empty
+        s = self.lex_lt(t1, c1, barrier.time, "v") & self.lex_lt(barrier.time, "v", t2, c2)
+        if s.is_empty():
+            return s
+        if must and barrier.cut is not None:
+            for dim in outer:  # the later instance is in the same instance of the cut loop
+                s &= self.dim(dim, c2).eq_set(self.dim(dim, "v"))
+        if must:
+            s &= self.set(barrier.domain, c1, barrier=True) & self.set(barrier.domain, c2, barrier=True)
+        else:
+            first_thread = self.model.dims.index(THREAD_IDX[0])
+            anyone = barrier.domain.eliminate(isl.dim_type.set, first_thread, 3)
+            s &= self.set(anyone, c1, barrier=True)
+        return self.eliminate(s, "v")
+
+    def separated(self, t1: Time, c1: str, t2: Time, c2: str, barriers: Iterable[Barrier]) -> isl.Set:
+        """Some exact barrier instance executed by both threads lies between the two times."""
+        out = self.empty
+        for b in barriers:
+            if b.exact:
+                out = out | self.between(t1, c1, t2, c2, b, must=True)
+        return out

@@ -1,0 +1,234 @@
+"""Shared-memory store->load forwarding and dead shared stores.
+
+(The golden files ``tests/golden/barriers/{backprop,forward_*,dead_*}.ir`` check the IR text of
+these passes and re-run the results in the emulator.)
+"""
+from __future__ import annotations
+
+from gpu2cpu.forward_shared import eliminate_dead_shared_stores, forward_shared_stores
+from polypy.ir import parse_kernel, print_kernel, verify_kernel
+from polypy.passes import SIMPLIFY, run_pipeline
+from polypy.poly import dead_shared_stores, forwardable_loads, format_path
+
+GID = "(i32)(blockIdx.x * blockDim.x + threadIdx.x)"
+
+
+def prepare(text: str):
+    return run_pipeline(parse_kernel(text), SIMPLIFY)
+
+
+def kernel(stmts: str, header: str = "") -> str:
+    return (f"kernel k(n: i32, x: const f32* restrict, y: f32* restrict, flag: const i32* restrict) {{\n"
+            f"  shared s: f32[1024]\n{header}{stmts}\n}}\n")
+
+
+def forwarded(text: str) -> list[tuple[str, str]]:
+    return [(str(f.load), format_path(f.store)) for f in forwardable_loads(prepare(text))]
+
+
+def dead(text: str) -> list[str]:
+    return [format_path(p) for p in dead_shared_stores(prepare(text))]
+
+
+# --------------------------------------------------------------------------- forwarding
+
+
+def test_forwarding_across_a_barrier() -> None:
+    text = kernel(f"""  s[threadIdx.x] = x[{GID}]
+  barrier
+  y[{GID}] = s[threadIdx.x] * 2.0f""")
+    assert forwarded(text) == [("body[2]#0", "body[0]")]
+    result = forward_shared_stores(prepare(text))
+    verify_kernel(result)
+    assert print_kernel(result).splitlines()[2:7] == [
+        f"  var s_fwd: f32 = x[{GID}]",
+        "  s[threadIdx.x] = s_fwd",
+        "  barrier",
+        f"  y[{GID}] = s_fwd * 2.0f",
+        "}",
+    ]
+
+
+def test_no_forwarding_when_another_thread_writes_in_between() -> None:
+    text = kernel(f"""  s[threadIdx.x] = x[{GID}]
+  barrier
+  s[(threadIdx.x + 1u) % blockDim.x] = 1.0f
+  barrier
+  y[{GID}] = s[threadIdx.x]""")
+    assert forwarded(text) == [("body[4]#0", "body[2]")] or forwarded(text) == []
+    assert ("body[4]#0", "body[0]") not in forwarded(text)
+
+
+def test_no_forwarding_when_another_thread_may_write_in_the_same_phase() -> None:
+    # No barrier between the other thread's write and the load: it may come before or after.
+    text = kernel(f"""  s[threadIdx.x] = x[{GID}]
+  barrier
+  if (threadIdx.x == 0u) {{
+    s[1] = 5.0f
+  }}
+  y[{GID}] = s[threadIdx.x]""")
+    assert forwarded(text) == []
+
+
+def test_forwarding_when_the_other_write_is_ordered_before_the_store() -> None:
+    text = kernel(f"""  if (threadIdx.x == 0u) {{
+    s[1] = 5.0f
+  }}
+  barrier
+  s[threadIdx.x] = x[{GID}]
+  y[{GID}] = s[threadIdx.x]""")
+    assert forwarded(text) == [("body[3]#0", "body[2]")]
+
+
+def test_no_forwarding_across_a_same_thread_write_to_the_element() -> None:
+    text = kernel(f"""  s[threadIdx.x] = x[{GID}]
+  s[threadIdx.x * 1u] = 3.0f
+  y[{GID}] = s[threadIdx.x]""")
+    # The load reads the second store, which is forwardable instead.
+    assert forwarded(text) == [("body[2]#0", "body[1]")]
+
+
+def test_no_forwarding_from_a_store_under_an_unknown_condition() -> None:
+    text = kernel(f"""  s[threadIdx.x] = 0.0f
+  barrier
+  if (flag[threadIdx.x] > 0) {{
+    s[threadIdx.x] = x[{GID}]
+  }}
+  y[{GID}] = s[threadIdx.x]""")
+    assert forwarded(text) == []
+
+
+def test_no_forwarding_of_another_element() -> None:
+    text = kernel(f"""  s[threadIdx.x] = x[{GID}]
+  barrier
+  y[{GID}] = s[(threadIdx.x + 1u) % blockDim.x]""")
+    assert forwarded(text) == []
+
+
+def test_forwarding_inside_a_loop_declares_the_local_in_the_body() -> None:
+    text = kernel(f"""  var acc: f32 = 0.0f
+  for k: i32 = 0 to n step 1 {{
+    s[threadIdx.x] = x[{GID} + k]
+    barrier
+    acc = acc + s[threadIdx.x]
+    barrier
+  }}
+  y[{GID}] = acc""")
+    result = print_kernel(forward_shared_stores(prepare(text)))
+    assert f"    var s_fwd: f32 = x[{GID} + k]\n    s[threadIdx.x] = s_fwd\n" in result
+    assert "acc = acc + s_fwd" in result
+
+
+def test_forwarding_after_a_loop_needs_a_nonempty_loop() -> None:
+    loop = f"""  for k: i32 = 0 to TRIPS step 1 {{
+    s[threadIdx.x] = x[{GID} + k]
+  }}
+  barrier
+  y[{GID}] = s[threadIdx.x]"""
+    # The last iteration's value reaches the load; the local is declared at the top.
+    result = forward_shared_stores(prepare(kernel(loop.replace("TRIPS", "4"))))
+    verify_kernel(result)
+    text = print_kernel(result)
+    assert text.splitlines()[2] == "  var s_fwd: f32"
+    assert f"    s_fwd = x[{GID} + k]" in text and f"  y[{GID}] = s_fwd" in text
+    # With n iterations the loop may not run: the load may read what was there before.
+    assert forwarded(kernel(loop.replace("TRIPS", "n"))) == []
+
+
+def test_forwarding_through_a_mutable_value_keeps_the_stored_value() -> None:
+    text = kernel(f"""  var v: f32 = x[{GID}]
+  s[threadIdx.x] = v
+  v = 7.0f
+  barrier
+  y[{GID}] = s[threadIdx.x] + v""")
+    result = print_kernel(forward_shared_stores(prepare(text)))
+    assert "  var s_fwd: f32 = v\n  s[threadIdx.x] = s_fwd\n  v = 7.0f\n" in result
+    assert "= s_fwd + v" in result
+
+
+def test_extern_shared_alias_write_blocks_forwarding() -> None:
+    text = f"""kernel k(x: const f32* restrict, y: f32* restrict) {{
+  extern shared a: f32[]
+  extern shared b: i32[]
+  a[threadIdx.x] = x[{GID}]
+  b[threadIdx.x] = 3
+  y[{GID}] = a[threadIdx.x]
+}}
+"""
+    assert forwarded(text) == []
+    # b[t + 1] is a[t + 1]: read by thread t + 1 in the same phase, so still no forwarding.
+    assert forwarded(text.replace("b[threadIdx.x] = 3", "b[threadIdx.x + 1u] = 3")) == []
+    # Beyond any thread's slot of a, b does not interfere.
+    assert forwarded(text.replace("b[threadIdx.x] = 3", "b[threadIdx.x + 1024u] = 3")) == [("body[2]#0", "body[0]")]
+
+
+# --------------------------------------------------------------------------- dead stores
+
+
+def test_store_overwritten_before_anyone_reads_is_dead() -> None:
+    text = kernel(f"""  s[threadIdx.x] = 1.0f
+  s[threadIdx.x] = x[{GID}]
+  barrier
+  y[{GID}] = s[(threadIdx.x + 1u) % blockDim.x]""")
+    assert dead(text) == ["body[0]"]
+    result = print_kernel(eliminate_dead_shared_stores(prepare(text)))
+    assert "s[threadIdx.x] = 1.0f" not in result
+
+
+def test_store_read_by_another_thread_is_live() -> None:
+    text = kernel(f"""  s[threadIdx.x] = 1.0f
+  barrier
+  var v: f32 = s[(threadIdx.x + 1u) % blockDim.x]
+  barrier
+  s[threadIdx.x] = x[{GID}]
+  y[{GID}] = v + s[threadIdx.x]""")
+    assert dead(text) == []
+
+
+def test_store_read_by_an_unordered_thread_is_live() -> None:
+    # Another thread may read s[t] before t overwrites it: no barrier orders them.
+    text = kernel(f"""  s[threadIdx.x] = 1.0f
+  barrier
+  var v: f32 = s[(threadIdx.x + 1u) % blockDim.x]
+  s[threadIdx.x] = x[{GID}]
+  y[{GID}] = v""")
+    assert dead(text) == []
+
+
+def test_store_never_read_is_dead() -> None:
+    text = kernel(f"""  s[threadIdx.x] = x[{GID}]
+  barrier
+  y[{GID}] = 1.0f""")
+    assert dead(text) == ["body[0]"]
+
+
+def test_store_read_by_an_atomic_is_live() -> None:
+    text = """kernel k(y: i32* restrict) {
+  shared c: i32[64]
+  c[threadIdx.x] = 1
+  barrier
+  atomic.add c[0], 1
+  barrier
+  y[threadIdx.x] = c[threadIdx.x]
+}
+"""
+    assert dead(text) == []
+
+
+def test_dead_stores_are_removed_one_at_a_time() -> None:
+    text = kernel(f"""  s[threadIdx.x] = 1.0f
+  s[threadIdx.x] = 2.0f
+  s[threadIdx.x] = x[{GID}]
+  barrier
+  y[{GID}] = s[(threadIdx.x + 1u) % blockDim.x]""")
+    result = print_kernel(eliminate_dead_shared_stores(prepare(text)))
+    assert "1.0f" not in result and "2.0f" not in result
+    assert f"s[threadIdx.x] = x[{GID}]" in result
+
+
+def test_passes_return_the_input_when_nothing_applies() -> None:
+    k = prepare(kernel(f"""  s[threadIdx.x] = x[{GID}]
+  barrier
+  y[{GID}] = s[(threadIdx.x + 1u) % blockDim.x]"""))
+    assert forward_shared_stores(k) is k
+    assert eliminate_dead_shared_stores(k) is k

@@ -1,0 +1,100 @@
+"""Whether a buffer's elements are private to a thread, uniform in a block, or shared."""
+from __future__ import annotations
+
+import pytest
+
+from polypy.ir import parse_kernel
+from polypy.passes import SIMPLIFY, run_pipeline
+from polypy.poly import AccessId, Launch, sharing
+
+GID = "(i32)(blockIdx.x * blockDim.x + threadIdx.x)"
+
+
+def prepare(text: str):
+    return run_pipeline(parse_kernel(text), SIMPLIFY)
+
+
+def test_saxpy_elements_are_private_to_a_thread() -> None:
+    k = prepare(f"""kernel saxpy(n: i32, a: f32, x: const f32*, y: f32*) {{
+  if ({GID} < n) {{
+    y[{GID}] = a * x[{GID}] + y[{GID}]
+  }}
+}}
+""")
+    s = sharing(k, "y")
+    assert s.thread_private and s.block_private and not s.block_uniform
+    assert s.accumulation == "plain"
+
+
+def test_stencil_neighbours_are_shared() -> None:
+    k = prepare(f"""kernel stencil(n: i32, x: const f32*, y: f32*) {{
+  if ({GID} >= 1 && {GID} < n - 1) {{
+    y[{GID}] = x[{GID} - 1] + x[{GID} + 1]
+  }}
+}}
+""")
+    assert sharing(k, "x").accumulation == "atomic"
+    assert not sharing(k, "x").block_private  # blocks share their edges
+    assert sharing(k, "y").thread_private
+    # One access alone: x[i - 1] is still private.
+    assert sharing(k, "x", access=AccessId((("body", 0), ("then", 0)), 0)).thread_private
+    with pytest.raises(KeyError):
+        sharing(k, "x", access=AccessId((("body", 0),), 7))
+
+
+def test_row_major_two_dimensional_index_is_private() -> None:
+    k = prepare("""kernel scale2d(w: i32, h: i32, b: f32*) {
+  var x: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
+  var y: i32 = (i32)(blockIdx.y * blockDim.y + threadIdx.y)
+  if (x < w && y < h) {
+    b[y * w + x] = b[y * w + x] * 2.0f
+  }
+}
+""")
+    assert sharing(k, "b").thread_private
+
+
+def test_block_reduction_target() -> None:
+    k = prepare(f"""kernel partial(n: i32, x: const f32*, out: f32*, total: f32*) {{
+  if ({GID} < n) {{
+    atomic.add out[(i32)blockIdx.x], x[{GID}]
+    atomic.add total[0], x[{GID}]
+  }}
+}}
+""")
+    out = sharing(k, "out")
+    assert out.block_uniform and out.block_private and out.accumulation == "block-reduction"
+    total = sharing(k, "total")
+    assert total.block_uniform and not total.block_private and not total.thread_private
+
+
+def test_data_dependent_index_needs_atomics() -> None:
+    k = prepare(f"""kernel hist(n: i32, x: const i32*, bins: i32*) {{
+  if ({GID} < n) {{
+    atomic.add bins[x[{GID}]], 1
+  }}
+}}
+""")
+    s = sharing(k, "bins")
+    assert not s.thread_private and not s.block_uniform and s.accumulation == "atomic"
+
+
+def test_grid_stride_loop_is_private_for_a_launch() -> None:
+    k = prepare(f"""kernel k(n: i32, y: f32*) {{
+  for j: i32 = {GID} to n step (i32)(blockDim.x * gridDim.x) {{
+    y[j] = y[j] + 1.0f
+  }}
+}}
+""")
+    # Symbolically the stride blockDim.x * gridDim.x makes the loop variable non-affine.
+    assert not sharing(k, "y").thread_private
+    assert sharing(k, "y", launch=Launch.of(4, 64, {})).thread_private
+
+
+def test_threads_reading_one_shared_value() -> None:
+    k = prepare("""kernel k(p: const f32*, y: f32*) {
+  y[threadIdx.x] = p[0]
+}
+""")
+    p = sharing(k, "p")
+    assert not p.thread_private and p.block_uniform
