@@ -36,3 +36,39 @@ def load(path: str | os.PathLike, *, defines: dict[str, str] | None = None,
 def optimize_module(module: n.Module, passes, *, timings: dict[str, float] | None = None) -> n.Module:
     kernels = tuple(run_pipeline(k, passes, timings=timings) for k in module.kernels)
     return dataclasses.replace(module, kernels=kernels)
+
+
+def cpu_pipeline(*, optimize: bool = True, recompute: bool = True, report: list | None = None) -> tuple[Pass, ...]:
+    """GPU form -> CPU form: the passes ``to_cpu`` runs, in order.
+
+    ``optimize``: barrier elimination and shared-memory forwarding first (GPU form, exact with
+    isl); ``recompute``: recompute cheap values that cross thread loops instead of storing them;
+    ``report`` receives every pass's decisions (objects with ``format()``), in order.
+    """
+    import functools
+
+    from gpu2cpu.barriers import eliminate_barriers
+    from gpu2cpu.forward_shared import eliminate_dead_shared_stores, forward_shared_stores
+    from gpu2cpu.lower_block_atomics import lower_block_atomics
+    from gpu2cpu.serialize_threads import serialize_threads
+    from polypy.passes import eliminate_dead_code, fold_constants
+
+    before: tuple[Pass, ...] = ()
+    if optimize:
+        before = (
+            Pass("forward-shared-stores", forward_shared_stores),
+            Pass("eliminate-dead-shared-stores", eliminate_dead_shared_stores),
+            Pass("eliminate-barriers", functools.partial(eliminate_barriers, report=report)),
+        )
+    return before + (
+        Pass("serialize-threads", functools.partial(serialize_threads, recompute=recompute, report=report)),
+        Pass("lower-block-atomics", lower_block_atomics),
+        Pass("fold-constants", fold_constants),
+        Pass("eliminate-dead-code", eliminate_dead_code),
+    )
+
+
+def to_cpu(kernel: n.Kernel, *, optimize: bool = True, recompute: bool = True, report: list | None = None,
+           timings: dict[str, float] | None = None) -> n.Kernel:
+    """A GPU-form kernel (from ``load``) in CPU form: the work of one block, threads as loops."""
+    return run_pipeline(kernel, cpu_pipeline(optimize=optimize, recompute=recompute, report=report), timings=timings)

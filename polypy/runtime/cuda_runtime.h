@@ -5,6 +5,10 @@
  * it into every translated whole program, where it implements the runtime API on host memory:
  * device allocations are ordinary aligned heap blocks, copies are memcpy, every launch and
  * every stream operation completes before it returns (which is one valid CUDA ordering).
+ *
+ * The allocation registry (polypy_rt_register / polypy_rt_find_alloc) is also valid C: kernel
+ * libraries emitted with `--check-bounds` paste this header to check pointer accesses against
+ * the allocation they point into. Everything else is C++ (it is what host code compiles against).
  */
 #ifndef POLYPY_CUDA_RUNTIME_H
 #define POLYPY_CUDA_RUNTIME_H
@@ -48,76 +52,13 @@
 #define __launch_bounds__(...)
 #endif
 
-/* ------------------------------------------------------------------ vector types */
-struct uint3 { unsigned int x, y, z; };
-struct dim3 {
-  unsigned int x, y, z;
-  __host__ __device__ dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
-  __host__ __device__ dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
-  __host__ __device__ operator uint3() const { uint3 t; t.x = x; t.y = y; t.z = z; return t; }
-};
-
-#define POLYPY_VEC2(T, N, A) struct __align__(A) N##2 { T x, y; }; \
-  static __host__ __device__ inline N##2 make_##N##2(T x, T y) { N##2 t; t.x = x; t.y = y; return t; }
-#define POLYPY_VEC3(T, N) struct N##3 { T x, y, z; }; \
-  static __host__ __device__ inline N##3 make_##N##3(T x, T y, T z) { N##3 t; t.x = x; t.y = y; t.z = z; return t; }
-#define POLYPY_VEC4(T, N, A) struct __align__(A) N##4 { T x, y, z, w; }; \
-  static __host__ __device__ inline N##4 make_##N##4(T x, T y, T z, T w) { N##4 t; t.x = x; t.y = y; t.z = z; t.w = w; return t; }
-
-POLYPY_VEC2(float, float, 8) POLYPY_VEC3(float, float) POLYPY_VEC4(float, float, 16)
-POLYPY_VEC2(double, double, 16) POLYPY_VEC3(double, double) POLYPY_VEC4(double, double, 16)
-POLYPY_VEC2(int, int, 8) POLYPY_VEC3(int, int) POLYPY_VEC4(int, int, 16)
-POLYPY_VEC2(unsigned int, uint, 8) POLYPY_VEC4(unsigned int, uint, 16)
-POLYPY_VEC2(short, short, 4) POLYPY_VEC4(short, short, 8)
-POLYPY_VEC2(unsigned char, uchar, 2) POLYPY_VEC4(unsigned char, uchar, 4)
-POLYPY_VEC2(signed char, char, 2) POLYPY_VEC4(signed char, char, 4)
-POLYPY_VEC2(long long, longlong, 16)
-static __host__ __device__ inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z) { uint3 t; t.x = x; t.y = y; t.z = z; return t; }
-
-/* ------------------------------------------------------------------ errors */
-typedef enum cudaError {
-  cudaSuccess = 0,
-  cudaErrorInvalidValue = 1,
-  cudaErrorMemoryAllocation = 2,
-  cudaErrorInvalidDevicePointer = 17,
-  cudaErrorInvalidMemcpyDirection = 21,
-  cudaErrorNotReady = 600
-} cudaError_t;
-
-enum cudaMemcpyKind {
-  cudaMemcpyHostToHost = 0,
-  cudaMemcpyHostToDevice = 1,
-  cudaMemcpyDeviceToHost = 2,
-  cudaMemcpyDeviceToDevice = 3,
-  cudaMemcpyDefault = 4
-};
-
-static inline const char* cudaGetErrorString(cudaError_t e) {
-  switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
-    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
-    default: return "unknown error";
-  }
-}
-static inline const char* cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuccess" : "cudaError"; }
-
-/* The last error: launches in polypy cannot fail asynchronously, so this stays cudaSuccess
- * unless an API call below reports a problem. */
-static inline cudaError_t* polypy_rt_last_error() { static cudaError_t e = cudaSuccess; return &e; }
-static inline cudaError_t polypy_rt_fail(cudaError_t e) { *polypy_rt_last_error() = e; return e; }
-static inline cudaError_t cudaGetLastError(void) { cudaError_t e = *polypy_rt_last_error(); *polypy_rt_last_error() = cudaSuccess; return e; }
-static inline cudaError_t cudaPeekAtLastError(void) { return *polypy_rt_last_error(); }
-
-/* ------------------------------------------------------------------ memory */
+/* ------------------------------------------------------------------ allocation registry (C and C++) */
 /* A small registry of live allocations: the emulator bridge asks it how large the block behind
  * a device pointer is, and cudaFree checks that it frees what cudaMalloc gave. */
 struct polypy_rt_alloc { void* base; size_t size; };
-static inline struct polypy_rt_alloc** polypy_rt_table() { static struct polypy_rt_alloc* t = 0; return &t; }
-static inline size_t* polypy_rt_count() { static size_t n = 0; return &n; }
-static inline size_t* polypy_rt_capacity() { static size_t c = 0; return &c; }
+static inline struct polypy_rt_alloc** polypy_rt_table(void) { static struct polypy_rt_alloc* t = 0; return &t; }
+static inline size_t* polypy_rt_count(void) { static size_t n = 0; return &n; }
+static inline size_t* polypy_rt_capacity(void) { static size_t c = 0; return &c; }
 
 static inline void polypy_rt_register(void* p, size_t size) {
   struct polypy_rt_alloc** table = polypy_rt_table();
@@ -153,6 +94,86 @@ static inline int polypy_rt_find_alloc(const void* p, void** base, size_t* size)
   return 0;
 }
 
+#ifdef __cplusplus
+
+/* ------------------------------------------------------------------ vector types */
+struct uint3 { unsigned int x, y, z; };
+struct dim3 {
+  unsigned int x, y, z;
+  __host__ __device__ dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+  __host__ __device__ dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+  __host__ __device__ operator uint3() const { uint3 t; t.x = x; t.y = y; t.z = z; return t; }
+};
+#define POLYPY_DIM3_DEFINED 1  /* translated kernel files define dim3 themselves only without this header */
+
+#define POLYPY_VEC2(T, N, A) struct __align__(A) N##2 { T x, y; }; \
+  static __host__ __device__ inline N##2 make_##N##2(T x, T y) { N##2 t; t.x = x; t.y = y; return t; }
+#define POLYPY_VEC3(T, N) struct N##3 { T x, y, z; }; \
+  static __host__ __device__ inline N##3 make_##N##3(T x, T y, T z) { N##3 t; t.x = x; t.y = y; t.z = z; return t; }
+#define POLYPY_VEC4(T, N, A) struct __align__(A) N##4 { T x, y, z, w; }; \
+  static __host__ __device__ inline N##4 make_##N##4(T x, T y, T z, T w) { N##4 t; t.x = x; t.y = y; t.z = z; t.w = w; return t; }
+
+POLYPY_VEC2(float, float, 8) POLYPY_VEC3(float, float) POLYPY_VEC4(float, float, 16)
+POLYPY_VEC2(double, double, 16) POLYPY_VEC3(double, double) POLYPY_VEC4(double, double, 16)
+POLYPY_VEC2(int, int, 8) POLYPY_VEC3(int, int) POLYPY_VEC4(int, int, 16)
+POLYPY_VEC2(unsigned int, uint, 8) POLYPY_VEC4(unsigned int, uint, 16)
+POLYPY_VEC2(short, short, 4) POLYPY_VEC4(short, short, 8)
+POLYPY_VEC2(unsigned char, uchar, 2) POLYPY_VEC4(unsigned char, uchar, 4)
+POLYPY_VEC2(signed char, char, 2) POLYPY_VEC4(signed char, char, 4)
+POLYPY_VEC2(long long, longlong, 16)
+static __host__ __device__ inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z) { uint3 t; t.x = x; t.y = y; t.z = z; return t; }
+
+/* ------------------------------------------------------------------ errors */
+typedef enum cudaError {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidDevicePointer = 17,
+  cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorNotReady = 600
+} cudaError_t;
+
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4
+};
+
+static inline const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    default: return "unknown error";
+  }
+}
+static inline const char* cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuccess" : "cudaError"; }
+
+/* The last error: launches in polypy cannot fail asynchronously, so this stays cudaSuccess
+ * unless an API call below reports a problem. */
+static inline cudaError_t* polypy_rt_last_error() { static cudaError_t e = cudaSuccess; return &e; }
+static inline cudaError_t polypy_rt_fail(cudaError_t e) { *polypy_rt_last_error() = e; return e; }
+static inline cudaError_t cudaGetLastError(void) { cudaError_t e = *polypy_rt_last_error(); *polypy_rt_last_error() = cudaSuccess; return e; }
+static inline cudaError_t cudaPeekAtLastError(void) { return *polypy_rt_last_error(); }
+
+/* Whether a launch configuration is one CUDA accepts; otherwise the launch does nothing and
+ * records cudaErrorInvalidConfiguration, as on a device. */
+static inline bool polypy_rt_launch_ok(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                       unsigned int by, unsigned int bz, size_t shmem_bytes) {
+  bool ok = gx >= 1 && gy >= 1 && gz >= 1 && gy <= 65535 && gz <= 65535 && bx >= 1 && by >= 1 && bz >= 1 &&
+            bx <= 1024 && by <= 1024 && bz <= 64 && (unsigned long long)bx * by * bz <= 1024;
+  (void)shmem_bytes;  /* any size: host memory is plentiful */
+  if (!ok) polypy_rt_fail(cudaErrorInvalidConfiguration);
+  return ok;
+}
+
+/* ------------------------------------------------------------------ memory */
 static inline cudaError_t cudaMalloc(void** p, size_t size) {
   size_t rounded = (size + 63) / 64 * 64;
   void* q = aligned_alloc(64, rounded ? rounded : 64);
@@ -251,5 +272,7 @@ static inline cudaError_t cudaGetDevice(int* d) { *d = 0; return cudaSuccess; }
 static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 static inline cudaError_t cudaDeviceReset(void) { return cudaSuccess; }
 static inline cudaError_t cudaThreadSynchronize(void) { return cudaSuccess; }
+
+#endif /* __cplusplus */
 
 #endif /* POLYPY_CUDA_RUNTIME_H */

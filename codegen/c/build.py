@@ -1,0 +1,176 @@
+"""Build emitted kernel code with the system C compiler and launch it from Python (ctypes).
+
+``compile_library(source, cpp=...)`` compiles a kernel library (``codegen.c.emit_kernels``) into a
+shared object with ``cc``/``c++ -O3 -march=native -fopenmp -shared -fPIC``, cached on disk by a
+hash of compiler, flags and source (``$POLYPY_CACHE_DIR``, default ``~/.cache/polypy``).
+``CLibrary`` calls a kernel's launcher on NumPy arrays, binding arguments like the emulator
+(``polypy.arguments``: C-contiguous arrays of the exact element type, modified in
+place; struct parameters passed whole as dicts or member by member).
+
+``-ffp-contract=off`` keeps every float operation separately rounded, as the IR (and the
+emulator) define it; without it ``-march=native`` lets the compiler fuse ``a * b + c``.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import pathlib
+import shutil
+import subprocess
+import tempfile
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from polypy.arguments import bind_arguments
+from polypy.errors import InternalError, UserError
+from polypy.ir import nodes as n
+from polypy.ir.types import PointerType, ScalarType
+
+from codegen.c.module import emit_kernels
+
+FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-ffp-contract=off")
+
+
+class CompilerNotFound(UserError):
+    """No C/C++ compiler on this machine (tests skip on it)."""
+
+
+def find_compiler(cpp: bool) -> str | None:
+    names = ("c++", "g++", "clang++") if cpp else ("cc", "gcc", "clang")
+    env = os.environ.get("CXX" if cpp else "CC")
+    for name in ((env,) if env else ()) + names:
+        path = shutil.which(name)
+        if path is not None:
+            return path
+    return None
+
+
+def cache_dir() -> pathlib.Path:
+    root = os.environ.get("POLYPY_CACHE_DIR")
+    base = pathlib.Path(root) if root else pathlib.Path.home() / ".cache" / "polypy"
+    path = base / "c"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def compile_library(source: str, *, cpp: bool = False, flags: Sequence[str] = FLAGS) -> pathlib.Path:
+    """The path of a shared library built from ``source`` (reused when already built)."""
+    compiler = find_compiler(cpp)
+    if compiler is None:
+        raise CompilerNotFound(f"no {'C++' if cpp else 'C'} compiler found (looked for "
+                               f"{'c++, g++, clang++' if cpp else 'cc, gcc, clang'}; set {'CXX' if cpp else 'CC'})")
+    key = hashlib.sha256("\0".join([compiler, *flags, source]).encode()).hexdigest()[:24]
+    directory = cache_dir()
+    library = directory / f"kernels-{key}.so"
+    if library.exists():
+        return library
+    suffix = ".cpp" if cpp else ".c"
+    with tempfile.TemporaryDirectory(dir=directory) as tmp:
+        src = pathlib.Path(tmp) / f"kernels{suffix}"
+        src.write_text(source, encoding="utf-8")
+        out = pathlib.Path(tmp) / "kernels.so"
+        command = [compiler, *flags, str(src), "-o", str(out), "-lm"]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise InternalError(f"the C compiler rejected polypy's output ({' '.join(command)}):\n"
+                                f"{result.stderr[-4000:]}")
+        os.replace(out, library)  # atomic: concurrent builders of the same source agree
+    return library
+
+
+_CTYPES: dict[str, Any] = {
+    "bool": ctypes.c_bool, "i8": ctypes.c_int8, "u8": ctypes.c_uint8, "i16": ctypes.c_int16,
+    "u16": ctypes.c_uint16, "i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64,
+    "u64": ctypes.c_uint64, "f32": ctypes.c_float, "f64": ctypes.c_double,
+}
+
+
+class Dim3(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
+
+
+def _dims(value: int | Sequence[int], what: str, limits: tuple[int, int, int]) -> tuple[int, int, int]:
+    dims = [value] if isinstance(value, (int, np.integer)) else list(value)
+    if not 1 <= len(dims) <= 3:
+        raise UserError(f"{what} must be an int or 1 to 3 ints, got {value!r}")
+    dims = [int(d) for d in dims] + [1] * (3 - len(dims))
+    for d, limit, axis in zip(dims, limits, "xyz"):
+        if not 1 <= d <= limit:
+            raise UserError(f"{what}.{axis} = {d} is outside CUDA's range [1, {limit}]")
+    return dims[0], dims[1], dims[2]
+
+
+class CLibrary:
+    """A compiled kernel library: ``lib.launch("saxpy", grid, block, args, shmem=0)``."""
+
+    def __init__(self, path: pathlib.Path, kernels: Sequence[n.Kernel], *, cpp: bool, check_bounds: bool,
+                 globals_: Sequence[n.Buffer] = ()):
+        self.path = path
+        self.cpp = cpp
+        self.check_bounds = check_bounds
+        self.kernels = {k.name: k for k in kernels}
+        self.globals = {g.name: g for g in globals_}
+        self.dll = ctypes.CDLL(str(path))
+        self._functions: dict[str, Any] = {}
+
+    def _function(self, kernel: n.Kernel):
+        fn = self._functions.get(kernel.name)
+        if fn is not None:
+            return fn
+        fn = getattr(self.dll, f"{kernel.name}_launch")
+        head = [Dim3, Dim3] if self.cpp else [ctypes.c_uint] * 6
+        params = [ctypes.c_void_p if isinstance(p.ptype, PointerType) else _CTYPES[p.ptype.name]
+                  for p in kernel.params]
+        fn.argtypes = head + [ctypes.c_size_t] + params
+        fn.restype = None
+        self._functions[kernel.name] = fn
+        return fn
+
+    def launch(self, name: str, grid: int | Sequence[int], block: int | Sequence[int],
+               args: Mapping[str, Any] | Sequence[Any], *, shmem: int = 0) -> None:
+        """Run kernel ``name`` on all cores; array arguments are updated in place."""
+        kernel = self.kernels.get(name)
+        if kernel is None:
+            raise UserError(f"no kernel named {name!r} in this library (kernels: {', '.join(self.kernels)})")
+        g, b = _dims(grid, "grid", (2**31 - 1, 65535, 65535)), _dims(block, "block", (1024, 1024, 64))
+        if b[0] * b[1] * b[2] > 1024:
+            raise UserError(f"block of {b[0] * b[1] * b[2]} threads; CUDA allows at most 1024")
+        bound = bind_arguments(kernel, args)
+        arrays = {name: v for name, v in bound.items() if isinstance(v, np.ndarray)}
+        values = [bound[p.name].ctypes.data if isinstance(p.ptype, PointerType) else bound[p.name]
+                  for p in kernel.params]
+        head: list[Any] = [Dim3(*g), Dim3(*b)] if self.cpp else [*g, *b]
+        fn = self._function(kernel)
+        registered = []
+        if self.check_bounds:
+            for a in arrays.values():
+                self.dll.polypy_register_alloc(ctypes.c_void_p(a.ctypes.data), ctypes.c_size_t(a.nbytes))
+                registered.append(a)
+        try:
+            fn(*head, int(shmem), *values)
+        finally:
+            for a in registered:
+                self.dll.polypy_unregister_alloc(ctypes.c_void_p(a.ctypes.data))
+
+    def global_array(self, name: str) -> np.ndarray:
+        """The library's ``__constant__``/``__device__`` array ``name`` as a writable NumPy view."""
+        g = self.globals.get(name)
+        if g is None or g.shape is None:
+            raise UserError(f"no module array named {name!r} in this library")
+        shape = tuple(int(d.value) for d in g.shape)  # type: ignore[attr-defined]
+        ctype = _CTYPES[g.elem.name] * int(np.prod(shape))
+        return np.ctypeslib.as_array(ctype.in_dll(self.dll, name)).view(g.elem.dtype).reshape(shape)
+
+
+def build_library(kernels: Sequence[n.Kernel], globals_: Sequence[n.Buffer] = (), *, cpp: bool = False,
+                  threads: int = 0, check_bounds: bool = False, source: str = "") -> CLibrary:
+    """Emit, compile (cached) and load CPU-form ``kernels`` as one library."""
+    text = emit_kernels(kernels, globals_, source=source, cpp=cpp, threads=threads, check_bounds=check_bounds)
+    path = compile_library(text, cpp=cpp)
+    return CLibrary(path, kernels, cpp=cpp, check_bounds=check_bounds, globals_=globals_)
+
+
+def scalar_ctype(t: ScalarType) -> Any:
+    return _CTYPES[t.name]

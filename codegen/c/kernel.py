@@ -1,0 +1,285 @@
+"""One CPU-form kernel -> its C block function and its OpenMP launcher.
+
+The block function ``K_block`` is the kernel's CPU form rendered as C: the work of one thread
+block, with ``blockIdx``/``blockDim``/``gridDim`` as parameters, the kernel's parameters, and a
+pointer to each of its block-private buffers (shared memory, per-thread values). The launcher
+``K_launch(grid, block, shmem_bytes, params...)`` (``c_launcher.j2``) allocates those buffers
+once per OpenMP worker and spreads the blocks of the grid over the workers::
+
+    #pragma omp parallel
+    {   scratch = polypy_alloc(...)                       (once per worker)
+        #pragma omp for collapse(3) schedule(static)
+        for (bz...) for (by...) for (bx...) K_block({bx, by, bz}, ..., scratch)
+        free(scratch) }
+
+Launcher signatures: kernel libraries (``--emit c``/``cpp`` on a file without host code) take
+the kernel's IR parameters (struct parameters flattened into their members, as the Python
+argument binder passes them); ``extern "C"`` in C++ with ``dim3 grid, dim3 block``, plain C with
+``unsigned int grid_x, ..., block_z``. In a whole program the launcher takes the source
+signature (``Kernel.source_params``: a struct by value stays a struct), so a launch site
+``K<<<g, b, s>>>(args)`` becomes ``K_launch(dim3(g), dim3(b), s, args)``.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from polypy.errors import InternalError
+from polypy.ir import nodes as n
+from polypy.ir.types import PointerType
+from polypy.ir.visitor import walk
+
+from codegen.c.render import C_KEYWORDS, INDENT, MATH, Layout, Renderer, c_type, pointer_decl
+from codegen.c.templates import render_template
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """How to emit: ``cpp`` (C++ rather than C), ``threads`` (OpenMP threads; 0 = runtime default),
+    ``check_bounds`` (check every index), ``program`` (whole-program launcher: source signature,
+    ``static``, configuration checked like a CUDA launch)."""
+
+    cpp: bool = False
+    threads: int = 0
+    check_bounds: bool = False
+    program: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelCode:
+    name: str
+    launcher_name: str
+    prototype: str  # declaration of the launcher
+    text: str  # block function and launcher
+
+
+def _reserved() -> frozenset[str]:
+    spellings = set()
+    for f32, f64 in MATH.values():
+        for s in (f32, f64):
+            if s.isidentifier():
+                spellings.add(s)
+    # names the block functions and launchers themselves use
+    spellings |= {"fmodf", "fmod", "sqrtf", "sqrt", "pow", "bx", "by", "bz", "shmem_bytes", "grid", "block",
+                  "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"}
+    return C_KEYWORDS | spellings
+
+
+RESERVED = _reserved()
+
+
+def c_names(kernel: n.Kernel) -> dict[str, str]:
+    """IR names that cannot be C identifiers here, mapped to safe ones."""
+    names = {p.name for p in kernel.params} | {b.name for b in kernel.buffers}
+    for x in walk(kernel):
+        if isinstance(x, n.Decl):
+            names.add(x.name)
+        elif isinstance(x, n.For):
+            names.add(x.var)
+    out: dict[str, str] = {}
+    for name in sorted(names):
+        if name in RESERVED or name.startswith("polypy_"):
+            new = name + "_"
+            while new in names or new in RESERVED:
+                new += "_"
+            out[name] = new
+    return out
+
+
+def _is_const_shape(shape: tuple[n.Expr, ...]) -> bool:
+    return all(isinstance(d, n.Const) for d in shape)
+
+
+def _dims_suffix(shape: tuple[n.Expr, ...]) -> str:
+    return "".join(f"[{int(d.value)}]" for d in shape[1:])  # type: ignore[attr-defined]
+
+
+class KernelEmitter:
+    def __init__(self, kernel: n.Kernel, options: Options):
+        if kernel.stage != "cpu":
+            raise InternalError(f"the C backend needs CPU-form kernels; {kernel.name!r} is in {kernel.stage!r} form",
+                                kernel.loc)
+        self.kernel = kernel
+        self.options = options
+        self.names = c_names(kernel)
+        self.layouts: dict[str, Layout] = {}
+        self.renderer = Renderer(kernel, self.layouts, check_bounds=options.check_bounds,
+                                 names=self.names)
+        self._layouts()
+
+    def cname(self, name: str) -> str:
+        return self.names.get(name, name)
+
+    # ------------------------------------------------------------------ buffers
+    def _layouts(self) -> None:
+        k = self.kernel
+        for p in k.params:
+            if isinstance(p.ptype, PointerType):
+                self.layouts[p.name] = Layout(self.cname(p.name), "pointer", p.ptype.elem)
+        for b in k.buffers:
+            name = self.cname(b.name)
+            if b.shape is None:
+                self.layouts[b.name] = Layout(name, "flat", b.elem, (f"shmem_bytes / sizeof({c_type(b.elem)})",))
+                continue
+            extents = tuple(self.renderer.expr(d) for d in b.shape)
+            if b.space in ("constant", "device"):
+                one = len(b.shape) == 1 and isinstance(b.shape[0], n.Const) and b.shape[0].value == 1
+                kind = "alias" if (self.options.program and one) else "array"
+                self.layouts[b.name] = Layout(b.name, kind, b.elem, extents)
+            elif _is_const_shape(b.shape):
+                self.layouts[b.name] = Layout(name, "array", b.elem, extents)
+            else:
+                self.layouts[b.name] = Layout(name, "flat", b.elem, extents)
+
+    def scratch_buffers(self) -> list[n.Buffer]:
+        return [b for b in self.kernel.buffers if b.space in ("shared", "local")]
+
+    def scratch_param(self, b: n.Buffer) -> str:
+        """The block function's parameter for a block-private buffer."""
+        t = c_type(b.elem)
+        name = self.cname(b.name)
+        if b.shape is not None and _is_const_shape(b.shape) and len(b.shape) > 1:
+            return f"{t} (*POLYPY_RESTRICT {name}){_dims_suffix(b.shape)}"
+        return f"{t}* POLYPY_RESTRICT {name}"
+
+    # ------------------------------------------------------------------ block function
+    @property
+    def block_name(self) -> str:
+        return f"{self.kernel.name}_block"
+
+    @property
+    def launcher_name(self) -> str:
+        return f"{self.kernel.name}_launch"
+
+    def block_params(self) -> list[str]:
+        out = ["polypy_uint3 blockIdx", "polypy_uint3 blockDim", "polypy_uint3 gridDim", "size_t shmem_bytes"]
+        out += [pointer_decl(p, self.cname(p.name)) for p in self.kernel.params]
+        out += [self.scratch_param(b) for b in self.scratch_buffers()]
+        if self.options.check_bounds:
+            for p in self.pointer_params():
+                out += [f"long long polypy_lo_{self.cname(p.name)}", f"long long polypy_hi_{self.cname(p.name)}"]
+        return out
+
+    def pointer_params(self) -> list[n.Param]:
+        return [p for p in self.kernel.params if isinstance(p.ptype, PointerType)]
+
+    def block_function(self) -> str:
+        k = self.kernel
+        lines: list[str] = []
+        params = (",\n" + INDENT * 2).join(self.block_params())
+        lines.append(f"static void {self.block_name}(")
+        lines.append(INDENT * 2 + params + ")")
+        lines.append("{")
+        lines.append(f"{INDENT}POLYPY_ASSUME(POLYPY_BLOCK_LIMITS(blockDim));")
+        self.renderer.block(k.body, 1, lines)
+        lines.append("}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ launcher
+    def signature(self) -> tuple[str, list[str]]:
+        """(the launcher's declaration, the C expression of each IR parameter inside it)."""
+        k = self.kernel
+        opts = self.options
+        if opts.cpp:
+            head = ["dim3 grid", "dim3 block", "size_t shmem_bytes"]
+        else:
+            head = [f"unsigned int {w}_{d}" for w in ("grid", "block") for d in "xyz"] + ["size_t shmem_bytes"]
+        values: dict[str, str] = {}
+        params: list[str] = []
+        if opts.program:
+            # The C signature: source parameters in source order; a struct whole, by value.
+            structs = {sp.name: sp for sp in k.source_params if sp.members != (("", sp.name),)}
+            member_of = {ir: sp for sp in structs.values() for _, ir in sp.members}
+            covered = {ir for sp in k.source_params for _, ir in sp.members} == {p.name for p in k.params}
+            order = [sp.name for sp in k.source_params] if covered else \
+                list(dict.fromkeys(member_of[p.name].name if p.name in member_of else p.name for p in k.params))
+            for name in order:
+                sp = structs.get(name)
+                if sp is None:
+                    p = k.param(name)
+                    if p is None:
+                        raise InternalError(f"source parameter {name!r} of {k.name!r} has no IR parameter")
+                    params.append(pointer_decl(p, self.cname(p.name)))
+                    values[p.name] = self.cname(p.name)
+                else:
+                    params.append(f"{sp.ctype} {sp.name}")
+                    for path, ir_name in sp.members:
+                        values[ir_name] = sp.name + path
+        else:
+            for p in k.params:
+                params.append(pointer_decl(p, self.cname(p.name)))
+                values[p.name] = self.cname(p.name)
+        linkage = "static inline void" if opts.program else "POLYPY_EXPORT void"
+        decl = f"{linkage} {self.launcher_name}({', '.join(head + params)})"
+        return decl, [values[p.name] for p in k.params]
+
+    def launcher(self) -> str:
+        decl, values = self.signature()
+        opts = self.options
+        if opts.cpp:
+            grid = ("grid.x", "grid.y", "grid.z")
+            block = ("block.x", "block.y", "block.z")
+        else:
+            grid = ("grid_x", "grid_y", "grid_z")
+            block = ("block_x", "block_y", "block_z")
+        prologue: list[str] = []
+        if opts.program:
+            prologue.append(f"if (!polypy_rt_launch_ok({', '.join(grid + block)}, shmem_bytes)) return;")
+        else:
+            prologue.append("if (!polypy_launch_ok(gridDim, blockDim)) return;")
+        arguments = list(values)
+        scratch = []
+        dynamic = False
+        for b in self.scratch_buffers():
+            t = c_type(b.elem)
+            name = self.cname(b.name)
+            if b.shape is None:
+                dynamic = True
+                arguments.append(f"({t}*)polypy_dynamic_shared")
+                continue
+            count = " * ".join(f"(size_t)({self.renderer.expr(d)})" for d in b.shape)
+            if _is_const_shape(b.shape) and len(b.shape) > 1:
+                pointer, cast = f"{t} (*{name}){_dims_suffix(b.shape)}", f"{t} (*){_dims_suffix(b.shape)}"
+            else:
+                pointer, cast = f"{t}* {name}", f"{t}*"
+            scratch.append({"pointer": pointer, "cast": cast, "bytes": f"sizeof({t}) * {count}", "name": name})
+            arguments.append(name)
+        if dynamic:
+            scratch.append({"pointer": "unsigned char* polypy_dynamic_shared", "cast": "unsigned char*",
+                            "bytes": "shmem_bytes", "name": "polypy_dynamic_shared"})
+        if opts.check_bounds:
+            for p in self.pointer_params():
+                name = self.cname(p.name)
+                value = values[_param_index(self.kernel, p.name)]
+                elem = c_type(p.ptype.elem)  # type: ignore[union-attr]
+                prologue += [
+                    f"long long polypy_lo_{name} = 0, polypy_hi_{name} = 0;",
+                    f"{{ void* base; size_t size; if (polypy_rt_find_alloc({value}, &base, &size)) {{ "
+                    f"polypy_lo_{name} = -(long long)(((const char*){value} - (const char*)base) / sizeof({elem})); "
+                    f"polypy_hi_{name} = (long long)(((const char*)base + size - (const char*){value}) / sizeof({elem})); }} }}",
+                ]
+                arguments += [f"polypy_lo_{name}", f"polypy_hi_{name}"]
+        num_threads = f" num_threads({opts.threads})" if opts.threads > 0 else ""
+        return render_template("c_launcher.j2", kernel=self.kernel.name, signature=decl, grid=grid, block=block,
+                               prologue=prologue, num_threads=num_threads, scratch=scratch,
+                               block_function=self.block_name, arguments=arguments)
+
+    def emit(self) -> KernelCode:
+        k = self.kernel
+        where = f" ({k.loc.file}:{k.loc.line})" if k.loc is not None else ""
+        loops = sum(1 for x in walk(k) if isinstance(x, n.For) and x.kind == "threads") // 3
+        header = f"/* ---- kernel {k.name}{where}: {loops} thread loop nest(s) per block ---- */"
+        text = "\n".join([header, self.block_function(), "", self.launcher().rstrip()])
+        decl, _ = self.signature()
+        return KernelCode(k.name, self.launcher_name, decl + ";", text)
+
+
+def _param_index(kernel: n.Kernel, name: str) -> int:
+    for i, p in enumerate(kernel.params):
+        if p.name == name:
+            return i
+    raise KeyError(name)
+
+
+def emit_kernel(kernel: n.Kernel, options: Options) -> KernelCode:
+    """The C/C++ code of one CPU-form kernel: block function and launcher."""
+    return KernelEmitter(kernel, options).emit()

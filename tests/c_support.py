@@ -1,0 +1,58 @@
+"""Shared helpers of the GPU -> CPU and C backend tests: build, run, compare with the emulator."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pytest
+
+from codegen.c import build_library, find_compiler
+from polypy.driver import GPU_PIPELINE, to_cpu
+from polypy.emulator import emulate
+from polypy.ir import Kernel, parse_kernel
+from polypy.passes import run_pipeline
+
+
+def need_compiler(cpp: bool = False) -> None:
+    """Skip the calling test (with the reason) when the machine has no C/C++ compiler."""
+    if find_compiler(cpp) is None:
+        pytest.skip(f"no {'C++ compiler (c++/g++/clang++)' if cpp else 'C compiler (cc/gcc/clang)'} on this machine")
+
+
+def gpu_kernel(text: str) -> Kernel:
+    """IR text -> the GPU form the driver's ``load`` gives (returns eliminated, simplified)."""
+    return run_pipeline(parse_kernel(text), GPU_PIPELINE)
+
+
+def copy_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+
+
+def run_c(kernel: Kernel, grid, block, args: Mapping[str, Any], *, shmem: int = 0, cpp: bool = False,
+          check_bounds: bool = False, optimize: bool = True, globals_=()) -> dict[str, Any]:
+    """``kernel`` (GPU form) lowered, compiled and run on copies of ``args``; the copies."""
+    need_compiler(cpp)
+    lib = build_library([to_cpu(kernel, optimize=optimize)], globals_, cpp=cpp, check_bounds=check_bounds)
+    out = copy_args(args)
+    lib.launch(kernel.name, grid, block, out, shmem=shmem)
+    return out
+
+
+def run_emulated(kernel: Kernel, grid, block, args: Mapping[str, Any], *, shmem: int = 0) -> dict[str, Any]:
+    out = copy_args(args)
+    emulate(kernel, grid, block, out, shmem=shmem)
+    return out
+
+
+def assert_same_as_emulator(kernel: Kernel, grid, block, args: Mapping[str, Any], *, shmem: int = 0,
+                            rtol: float = 0.0, atol: float = 0.0, **options: Any) -> dict[str, Any]:
+    """Run ``kernel`` in the emulator and through the C backend; every array must agree."""
+    want = run_emulated(kernel, grid, block, args, shmem=shmem)
+    got = run_c(kernel, grid, block, args, shmem=shmem, **options)
+    for name, value in want.items():
+        if isinstance(value, np.ndarray):
+            if rtol == 0.0 and atol == 0.0:
+                np.testing.assert_array_equal(got[name], value, err_msg=f"{kernel.name}: {name}")
+            else:
+                np.testing.assert_allclose(got[name], value, rtol=rtol, atol=atol, err_msg=f"{kernel.name}: {name}")
+    return got

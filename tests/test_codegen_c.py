@@ -1,0 +1,386 @@
+"""The C/C++ backend: rendering, exact C semantics of every IR operation (checked against the
+emulator), math functions by precision, atomics, bounds checks, and ``polypy translate``."""
+from __future__ import annotations
+
+import math
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from c_support import assert_same_as_emulator, gpu_kernel, need_compiler, run_c, run_emulated
+from codegen.c import emit_kernel, emit_kernels, find_compiler
+from codegen.c.kernel import Options
+from codegen.c.render import MATH, literal
+from polypy.cli import main
+from polypy.driver import to_cpu
+from polypy.errors import InternalError
+from polypy.ir import F32, F64, I8, I32, I64, U8, U32, U64, nodes as n
+from polypy.ir.mathfns import MATH_FUNCTIONS
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "samples"
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+@pytest.mark.parametrize("const, text", [
+    (n.Const(5, I32), "5"), (n.Const(-7, I32), "-7"), (n.Const(-(1 << 31), I32), "(-2147483647 - 1)"),
+    (n.Const(5, U32), "5u"), (n.Const(-1, I64), "-1LL"), (n.Const(-(1 << 63), I64), "(-9223372036854775807LL - 1LL)"),
+    (n.Const(2**64 - 1, U64), "18446744073709551615ULL"), (n.Const(200, U8), "200"), (n.Const(-3, I8), "-3"),
+    (n.Const(0.1, F32), "0.1f"), (n.Const(1e-10, F64), "1e-10"), (n.Const(float("nan"), F32), "NAN"),
+    (n.Const(float("-inf"), F64), "-(double)INFINITY"), (n.Const(True, n.BOOL), "true"),
+])
+def test_literals(const: n.Const, text: str) -> None:
+    assert literal(const)[0] == text
+
+
+def _c_of(body: str, params: str = "x: u32*, n: i32") -> str:
+    kernel = to_cpu(gpu_kernel(f"kernel k({params}) {{\n{body}\n}}"), optimize=False)
+    return emit_kernel(kernel, Options()).text
+
+
+def test_expressions_are_parenthesized_like_c() -> None:
+    text = _c_of("x[threadIdx.x] = (threadIdx.x & 3u) == 0u ? (threadIdx.x + 1u) << 2u : threadIdx.x ^ 5u | 1u")
+    assert "(tx & 3u) == 0u ? (tx + 1u) << 2u : (tx ^ 5u) | 1u" in text
+    text = _c_of("if (n > 0 && (n < 5 || n == 7)) {\n  x[0] = (u32)(-n)\n}")
+    assert "if (n > 0 && (n < 5 || n == 7)) {" in text and "x[0] = (unsigned int)-n;" in text
+
+
+def test_narrow_arithmetic_is_cast_back_and_done_unsigned() -> None:
+    text = _c_of("a[0] = a[0] * a[1]", params="a: u16*")
+    assert "(unsigned short)((unsigned int)a[0] * a[1])" in text
+
+
+def test_every_math_function_has_a_c_spelling() -> None:
+    for name in MATH_FUNCTIONS:
+        assert name in MATH or name in ("min", "max", "abs"), name
+
+
+def test_source_names_and_lines_are_kept() -> None:
+    text = _c_of("var total: u32 = x[threadIdx.x] * 2u\nx[threadIdx.x] = total")
+    assert "unsigned int total = x[tx] * 2u;" in text
+    assert "// <ir>:2 (threads)" in text and "static void k_block(" in text
+    assert "POLYPY_EXPORT void k_launch(unsigned int grid_x" in text
+
+
+def test_names_that_clash_with_c_are_renamed() -> None:
+    text = _c_of("var expf: f32 = exp((f32)threadIdx.x)\nx[threadIdx.x] = (u32)expf")
+    assert "float expf_ = expf((float)tx);" in text
+
+
+def test_cpu_form_is_required() -> None:
+    with pytest.raises(InternalError, match="CPU-form"):
+        emit_kernel(gpu_kernel("kernel k(x: f32*) {\n  x[0] = 1.0f\n}"), Options())
+
+
+def test_launcher_signatures() -> None:
+    kernel = gpu_kernel("""kernel k(p_a: f32, p_n: i32, x: f32* restrict) {
+      source p: "struct P" (.a = p_a, .n = p_n)
+      x[threadIdx.x] = p_a
+    }""")
+    cpu = to_cpu(kernel)
+    library = emit_kernel(cpu, Options(cpp=True)).prototype
+    assert library == ("POLYPY_EXPORT void k_launch(dim3 grid, dim3 block, size_t shmem_bytes, float p_a, int p_n, "
+                       "float* POLYPY_RESTRICT x);")
+    program = emit_kernel(cpu, Options(cpp=True, program=True))
+    assert program.prototype == ("static inline void k_launch(dim3 grid, dim3 block, size_t shmem_bytes, struct P p, "
+                                 "float* POLYPY_RESTRICT x);")
+    assert "k_block(blockIdx, blockDim, gridDim, shmem_bytes, p.a, p.n, x);" in program.text
+
+
+def test_threads_option_sets_the_openmp_thread_count() -> None:
+    cpu = to_cpu(gpu_kernel("kernel k(x: f32*) {\n  x[threadIdx.x] = 1.0f\n}"))
+    assert "#pragma omp parallel num_threads(3)" in emit_kernels([cpu], threads=3)
+    assert "#pragma omp parallel\n" in emit_kernels([cpu])
+
+
+# --------------------------------------------------------------------------- C semantics vs the emulator
+
+_INT_OPS = ("add", "sub", "mul", "div", "rem", "band", "bor", "bxor", "lt", "le", "gt", "ge", "eq", "ne")
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%", "band": "&", "bor": "|", "bxor": "^",
+           "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+def _operator_kernel(t: str, ops: tuple[str, ...], shifts: bool) -> str:
+    lines = ["  var i: u32 = blockIdx.x * blockDim.x + threadIdx.x", f"  var a: {t} = x[i]", f"  var b: {t} = y[i]"]
+    slot = 0
+    for op in ops:
+        expr = f"a {_SYMBOL[op]} b"
+        if op in ("lt", "le", "gt", "ge", "eq", "ne"):
+            expr = f"({t})({expr})"
+        lines.append(f"  out[i * 32u + {slot}u] = {expr}")
+        slot += 1
+    if shifts:
+        for k in (0, 1, 3, 7):
+            lines.append(f"  out[i * 32u + {slot}u] = a << {k}u")
+            lines.append(f"  out[i * 32u + {slot + 1}u] = a >> {k}u")
+            slot += 2
+    lines.append(f"  out[i * 32u + {slot}u] = -a")
+    lines.append(f"  out[i * 32u + {slot + 1}u] = ~a" if not t.startswith("f") else f"  out[i * 32u + {slot + 1}u] = a")
+    lines.append(f"  out[i * 32u + {slot + 2}u] = (({t})(a > b)) + ({t})(f64)a")
+    return f"kernel ops_{t}(x: const {t}*, y: const {t}*, out: {t}*) {{\n" + "\n".join(lines) + "\n}"
+
+
+@pytest.mark.parametrize("t", ["i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f32", "f64"])
+def test_operators_match_the_emulator(t: str) -> None:
+    """Every arithmetic, bitwise, comparison and conversion operator of each type, bit for bit
+    (signed values kept small: signed overflow is undefined in C and CUDA alike)."""
+    is_float = t.startswith("f")
+    ops = tuple(op for op in _INT_OPS if not (is_float and op in ("rem", "band", "bor", "bxor")))
+    kernel = gpu_kernel(_operator_kernel(t, ops, shifts=not is_float))
+    dtype = np.dtype({"i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": "int32",
+                      "u32": "uint32", "i64": "int64", "u64": "uint64", "f32": "float32", "f64": "float64"}[t])
+    rng = np.random.default_rng(5)
+    count = 64
+    if is_float:
+        x = rng.standard_normal(count).astype(dtype) * 10
+        y = rng.standard_normal(count).astype(dtype) * 10
+    elif dtype.kind == "u":
+        info = np.iinfo(dtype)
+        x = rng.integers(0, info.max, count, dtype=dtype, endpoint=True)
+        y = rng.integers(1, info.max, count, dtype=dtype, endpoint=True)
+    else:
+        limit = 100 if dtype.itemsize <= 2 else 40000
+        x = rng.integers(-limit, limit, count).astype(dtype)
+        y = rng.integers(1, limit, count).astype(dtype) * rng.choice(np.array([-1, 1], dtype=dtype), count)
+    args = {"x": x, "y": y, "out": np.zeros(count * 32, dtype)}
+    assert_same_as_emulator(kernel, 2, 32, args)
+
+
+_DOMAIN = {  # argument ranges where each function is defined (and not wildly ill-conditioned)
+    "log": (0.1, 10), "log2": (0.1, 10), "log10": (0.1, 10), "log1p": (-0.5, 10), "sqrt": (0, 10), "rsqrt": (0.1, 10),
+    "asin": (-0.99, 0.99), "acos": (-0.99, 0.99), "acosh": (1.1, 10), "atanh": (-0.9, 0.9), "exp": (-5, 5),
+    "exp2": (-5, 5), "exp10": (-3, 3), "expm1": (-5, 5), "sinh": (-4, 4), "cosh": (-4, 4), "pow": (0.1, 4),
+}
+
+
+@pytest.mark.parametrize("real", ["f32", "f64"])
+def test_math_functions_match_the_emulator(real: str) -> None:
+    """Each math function in its own precision (``expf`` for f32...), within a few ulps of the
+    correctly rounded result the emulator computes."""
+    lines = ["  var i: u32 = threadIdx.x"]
+    slot = 0
+    names = sorted(MATH_FUNCTIONS)
+    for name in names:
+        fn = MATH_FUNCTIONS[name]
+        if fn.domain == "int":
+            continue
+        lo, hi = _DOMAIN.get(name, (-3, 3))
+        arg = f"x[i] * ({hi - lo:.1f}{'f' if real == 'f32' else ''}) + ({lo:.1f}{'f' if real == 'f32' else ''})"
+        args = ", ".join([arg] + ["y[i] + 0.5" + ("f" if real == "f32" else "")] * (fn.arity - 1))
+        value = f"{name}({args})"
+        if fn.returns_bool:
+            value = f"({real})({value})"
+        lines.append(f"  out[i * 64u + {slot}u] = {value}")
+        slot += 1
+    kernel = gpu_kernel(f"kernel math(x: const {real}*, y: const {real}*, out: {real}*) {{\n" + "\n".join(lines) + "\n}")
+    dtype = np.float32 if real == "f32" else np.float64
+    rng = np.random.default_rng(9)
+    args = {"x": rng.uniform(0, 1, 64).astype(dtype), "y": rng.uniform(0, 1, 64).astype(dtype),
+            "out": np.zeros(64 * 64, dtype)}
+    tol = dict(rtol=2e-6, atol=1e-6) if real == "f32" else dict(rtol=1e-13, atol=1e-14)
+    assert_same_as_emulator(kernel, 1, 64, args, **tol)
+
+
+@pytest.mark.parametrize("t", ["i32", "u32", "i64", "u64", "f32", "f64"])
+def test_global_atomics_match_the_emulator(t: str) -> None:
+    """Order-independent atomics on global memory from all blocks at once (real CPU atomics)."""
+    is_float = t.startswith("f")
+    ops = ["add", "min", "max"] + ([] if is_float else ["and", "or", "xor"])
+    body = ["  var i: u32 = blockIdx.x * blockDim.x + threadIdx.x", f"  var v: {t} = x[i]"]
+    for k, op in enumerate(ops):
+        body.append(f"  atomic.{op} acc[{k}u + i % 2u * 8u], v")
+    if not is_float:
+        body.append(f"  var old: {t}\n  old = atomic.add acc[16], ({t})1\n  out[i] = old")
+        body.append(f"  atomic.inc cnt[i % 3u], 4294967295u" if t == "u32" else "")
+    kernel = gpu_kernel(f"kernel at(x: const {t}*, acc: {t}*, out: {t}*, cnt: u32*) {{\n" + "\n".join(body) + "\n}")
+    dtype = np.dtype({"i32": "int32", "u32": "uint32", "i64": "int64", "u64": "uint64", "f32": "float32",
+                      "f64": "float64"}[t])
+    rng = np.random.default_rng(3)
+    threads = 8 * 128
+    x = (rng.integers(-50, 50, threads) if dtype.kind in "if" else rng.integers(0, 1 << 20, threads)).astype(dtype)
+    args = {"x": x, "acc": np.zeros(24, dtype), "out": np.zeros(threads, dtype), "cnt": np.zeros(3, np.uint32)}
+    args["acc"][[1, 9]] = 10**6  # min
+    got = run_c(kernel, 8, 128, args)
+    want = run_emulated(kernel, 8, 128, args)
+    np.testing.assert_array_equal(got["acc"], want["acc"])  # integer-valued floats: exact in any order
+    np.testing.assert_array_equal(got["cnt"], want["cnt"])
+    if not is_float:
+        assert sorted(got["out"].tolist()) == list(range(threads))  # each thread saw a distinct old value
+
+
+def test_shared_memory_atomics_are_plain_updates_with_cuda_results() -> None:
+    kernel = gpu_kernel("""kernel sh(x: const u32*, out: u32*) {
+      shared h: u32[8]
+      shared m: u32[4]
+      if (threadIdx.x < 8u) {
+        h[threadIdx.x] = 0u
+      }
+      if (threadIdx.x < 4u) {
+        m[threadIdx.x] = 1000u
+      }
+      barrier
+      var v: u32 = x[blockIdx.x * blockDim.x + threadIdx.x]
+      var old: u32
+      old = atomic.inc h[v % 8u], 5u
+      atomic.dec m[0], 3u
+      atomic.min m[1], v
+      atomic.xor m[2], v
+      var c: u32
+      c = atomic.cas m[3], 1000u, v
+      barrier
+      if (threadIdx.x < 8u) {
+        out[blockIdx.x * 12u + threadIdx.x] = h[threadIdx.x]
+      }
+      if (threadIdx.x < 4u) {
+        out[blockIdx.x * 12u + 8u + threadIdx.x] = m[threadIdx.x]
+      }
+    }""")
+    rng = np.random.default_rng(2)
+    args = {"x": rng.integers(0, 1000, 3 * 64).astype(np.uint32), "out": np.zeros(36, np.uint32)}
+    assert_same_as_emulator(kernel, 3, 64, args)  # thread order: the emulator's lane order
+
+
+# --------------------------------------------------------------------------- bounds checks
+
+
+def _run_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+
+
+def test_bounds_checks_abort_with_the_access_and_location() -> None:
+    """A kernel library built with check_bounds stops at the first out-of-bounds index."""
+    need_compiler()
+    result = _run_python("""
+        import numpy as np, sys
+        sys.path.insert(0, "tests")
+        from c_support import gpu_kernel
+        from codegen.c import build_library
+        from polypy.driver import to_cpu
+        k = gpu_kernel('''kernel saxpy(n: i32, a: f32, x: const f32*, y: f32*) {
+          var i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
+          if (i < n) {
+            y[i] = a * x[i] + y[i]
+          }
+        }''')
+        lib = build_library([to_cpu(k)], check_bounds=True)
+        x = np.ones(100, np.float32)
+        lib.launch("saxpy", 1, 128, {"n": 100, "a": 2.0, "x": x, "y": np.ones(100, np.float32)})
+        print("in bounds ok", flush=True)
+        lib.launch("saxpy", 1, 128, {"n": 120, "a": 2.0, "x": x, "y": np.ones(120, np.float32)})
+        print("not reached")
+    """)
+    assert "in bounds ok" in result.stdout and "not reached" not in result.stdout
+    assert result.returncode != 0
+    assert "<ir>:4:16: error: out-of-bounds access x[100] (valid indices 0..99)" in result.stderr
+
+
+def test_whole_program_bounds_checks(tmp_path: pathlib.Path) -> None:
+    need_compiler(cpp=True)
+    source = tmp_path / "oob.cu"
+    source.write_text(textwrap.dedent("""\
+        #include <cstdio>
+        __global__ void shift(const int* in, int* out, int n)
+        {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) out[i] = in[i + 1];
+        }
+        int main()
+        {
+            int *a, *b;
+            cudaMalloc(&a, 64 * sizeof(int));
+            cudaMalloc(&b, 64 * sizeof(int));
+            cudaMemset(a, 0, 64 * sizeof(int));
+            shift<<<1, 64>>>(a, b, 64);
+            printf("done\\n");
+            return 0;
+        }
+        """))
+    out = tmp_path / "oob.cpp"
+    assert main(["translate", str(source), "--check-bounds", "-o", str(out)]) == 0
+    exe = tmp_path / "oob"
+    build = subprocess.run([find_compiler(cpp=True), "-O2", "-fopenmp", str(out), "-o", str(exe), "-lm"],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-2000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "done" not in run.stdout
+    assert f"{source}:5:25: error: out-of-bounds access in[64] (valid indices 0..63)" in run.stderr
+
+
+# --------------------------------------------------------------------------- polypy translate
+
+
+def test_translate_kernels_to_c_and_cpp(tmp_path: pathlib.Path) -> None:
+    need_compiler()
+    need_compiler(cpp=True)
+    for emit, compiler in (("c", find_compiler(False)), ("cpp", find_compiler(True))):
+        out = tmp_path / f"reduce.{emit}"
+        assert main(["translate", str(SAMPLES / "reduce_sum.cu"), "--emit", emit, "-o", str(out)]) == 0
+        text = out.read_text()
+        assert "reduce_sum_launch(" in text and "#pragma omp for collapse(3) schedule(static)" in text
+        result = subprocess.run([compiler, "-O2", "-fopenmp", "-Wall", "-c", str(out), "-o", str(tmp_path / "x.o")],
+                                capture_output=True, text=True)
+        assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
+
+
+def test_translate_report(capsys) -> None:
+    assert main(["translate", str(SAMPLES / "matmul_tiled.cu"), "--report", "-o", "/dev/null"]) == 0
+    err = capsys.readouterr().err
+    assert "matmul_tiled.cu:28:9: barrier kept: RAW hazard on As" in err
+    assert "matmul_tiled: 4 thread loop(s) over the threads of a block" in err
+    assert "'acc' is live across thread loops: kept in per-thread buffer acc_buf" in err
+
+
+def test_translate_errors_leave_no_output(tmp_path: pathlib.Path, capsys) -> None:
+    out = tmp_path / "out.cpp"
+    assert main(["translate", str(SAMPLES / "saxpy.cu"), "--emit", "llvm", "-o", str(out)]) == 1
+    assert "--emit llvm is not available" in capsys.readouterr().err and not out.exists()
+    program = ROOT / "samples" / "programs" / "vecadd_saxpy.cu"
+    assert main(["translate", str(program), "--emit", "c", "-o", str(out)]) == 1
+    assert "use --emit cpp" in capsys.readouterr().err and not out.exists()
+    bad = tmp_path / "divergent_shuffle.cu"
+    bad.write_text(textwrap.dedent("""\
+        __global__ void k(float* x, int n)
+        {
+            float v = x[threadIdx.x];
+            for (int i = threadIdx.x; i < n; i += 7)
+                v += __shfl_down_sync(0xffffffffu, v, 1);
+            x[threadIdx.x] = v;
+        }
+        """))
+    assert main(["translate", str(bad), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}:4:5: error: warp operation inside a loop whose trip count depends on the thread" in err
+    assert not out.exists() and not list(tmp_path.glob(".polypy-*"))
+
+
+def test_translate_one_kernel_of_a_program(tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "one.c"
+    program = ROOT / "samples" / "programs" / "power_iteration.cu"
+    assert main(["translate", str(program), "--kernel", "scale", "--emit", "c", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "scale_launch(" in text and "matvec_norm2" not in text and "int main" not in text
+    assert "float p_factor, int p_n" in text  # a kernel library takes the struct member by member
+
+
+def test_library_globals_are_visible_to_python() -> None:
+    need_compiler()
+    import polypy
+    from codegen.c import build_library
+
+    module = polypy.load(SAMPLES / "constant_coeffs.cu")
+    lib = build_library([to_cpu(k) for k in module.kernels], module.globals)
+    taps = lib.global_array("taps")
+    assert taps.dtype == np.float32 and math.isclose(float(taps.sum()), 1.0, rel_tol=1e-6)
+    taps[:] = 0.0
+    taps[0] = 2.0
+    x = np.arange(10, dtype=np.float32)
+    y = np.zeros(10, np.float32)
+    lib.launch("constant_coeffs", 1, 32, {"x": x, "y": y, "n": 10})
+    np.testing.assert_array_equal(y, 2 * x)
