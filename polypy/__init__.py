@@ -5,9 +5,12 @@ Public API::
     import polypy
     module = polypy.load("kernels.cu")                   # GPU-form IR (parsed + simplified)
     polypy.emulate(module.kernel("saxpy"), grid, block, args)   # reference semantics, NumPy arrays
+    mod = polypy.compile("kernels.cu")                   # JIT for this CPU (all cores), cached on disk
+    mod.saxpy[grid, block](n, 2.0, x, y)                 # NumPy arrays updated in place
 """
 from __future__ import annotations
 
+from polypy.api import compile
 from polypy.driver import load, parse
 from polypy.errors import InternalError, Loc, PolypyError, UserError
 
@@ -21,4 +24,4 @@ def emulate(kernel, grid, block, args, *, shmem: int = 0, globals=None, check_ra
     _emulate(kernel, grid, block, args, shmem=shmem, globals=globals, check_races=check_races)
 
 
-__all__ = ["load", "parse", "emulate", "UserError", "InternalError", "PolypyError", "Loc", "__version__"]
+__all__ = ["compile", "load", "parse", "emulate", "UserError", "InternalError", "PolypyError", "Loc", "__version__"]

@@ -1,0 +1,781 @@
+"""CPU-form kernels -> LLVM IR, with llvmlite's IRBuilder.
+
+Each kernel ``K`` becomes one function that runs a range of K's blocks (see ``KernelABI``)::
+
+    i32 @K_blocks(i64 first, i64 last,
+                  i32 gridDim.x, i32 gridDim.y, i32 gridDim.z,
+                  i32 blockDim.x, i32 blockDim.y, i32 blockDim.z, i64 shmem_bytes,
+                  <K's parameters in order>, ptr <each constant/device buffer K uses>)
+
+    entry:    one alloca per scalar variable (SROA / mem2reg turn them into registers);
+              shared and local buffers: an alloca when their size is a small constant,
+              else one malloc each (a distinct allocation: alias analysis sees them apart)
+    blocks:   for id in [first, last):           (linear block id, x fastest)
+                  blockIdx = (id % gx, id / gx % gy, id / (gx*gy))
+                  <K's body: the work of one block, thread loops included>
+    exit:     free the malloc'ed buffers; return 0 (1: a malloc failed, nothing ran)
+
+C semantics, exactly (the emulator and ``polypy.ir.semantics`` are the reference):
+
+* integers wrap (no ``nsw``/``nuw`` on IR arithmetic); signedness picks ``sdiv``/``udiv``,
+  ``srem``/``urem``, ``ashr``/``lshr``, signed/unsigned compares and extensions;
+* what C leaves undefined never traps or turns into LLVM poison: an integer division by zero
+  divides by 1 instead (x86 would raise SIGFPE and kill the process), ``INT_MIN / -1`` wraps as on
+  GPUs, shift counts are reduced modulo the width, float->int conversions saturate (NaN -> 0) as
+  CUDA's ``cvt.rzi`` does (``llvm.fptosi.sat``);
+* ``Select``/``land``/``lor`` evaluate only the operand they need: an operand that loads or
+  divides is emitted in its own basic block (a phi joins them); cheap pure operands use ``select``;
+* float compares are ordered except ``!=`` (C: NaN != x is true); ``bool`` is ``i1`` in registers
+  and one byte in memory;
+* atomics are seq_cst ``atomicrmw`` where LLVM has the operation, ``cmpxchg`` loops otherwise.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from llvmlite import ir
+
+from codegen.llvm.mathlib import MATH_EMITTERS
+from codegen.llvm.types import I1, I8, I32, I64, PTR, abi_type, int_type_of_width, memory_type, value_type
+from polypy.errors import InternalError, UserError
+from polypy.ir import nodes as n
+from polypy.ir.types import I64 as IR_I64
+from polypy.ir.types import PointerType, ScalarType
+from polypy.ir.verifier import verify_kernel
+from polypy.ir.visitor import Visitor, walk
+
+# Shared/local buffers of constant size live on the worker's stack up to this many bytes in all
+# (worker threads have the platform's default stack, 8 MiB on Linux); larger ones are malloc'ed.
+STACK_SCRATCH_LIMIT = 64 * 1024
+# Heap scratch is rounded up to, and padded by, one cache line.
+_LINE = 64
+
+GLOBAL_SPACES = ("constant", "device")
+SCRATCH_SPACES = ("shared", "local")
+
+# Leading parameters of every K_blocks function, before the kernel's own.
+LAUNCH_PARAMS = ("first", "last", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "shmem")
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelABI:
+    """How to call the compiled function of one kernel.
+
+    Arguments: ``LAUNCH_PARAMS`` (i64, i64, six i32, i64), then ``params`` (pointers as
+    addresses, scalars by value, ``bool`` as a byte), then one pointer per ``globals`` buffer
+    (the storage of a ``constant``/``device`` array). Returns 0, or 1 if scratch allocation failed.
+    """
+
+    kernel: str
+    symbol: str
+    params: tuple[n.Param, ...]
+    globals: tuple[n.Buffer, ...]
+
+
+def kernel_abi(kernel: n.Kernel) -> KernelABI:
+    globals_ = tuple(b for b in kernel.buffers if b.space in GLOBAL_SPACES)
+    return KernelABI(kernel.name, f"{kernel.name}_blocks", kernel.params, globals_)
+
+
+def check_cpu_form(kernel: n.Kernel) -> None:
+    if kernel.stage != "cpu":
+        raise UserError(f"kernel {kernel.name!r} is in {kernel.stage!r} form; the LLVM backend compiles CPU-form "
+                        f"kernels (lower it with polypy.driver.to_cpu first)", kernel.loc)
+
+
+def emit_module(module: n.Module, *, triple: str = "", data_layout: str = "") -> tuple[ir.Module, dict[str, KernelABI]]:
+    """An LLVM module with one ``K_blocks`` function per kernel of ``module`` (all CPU form)."""
+    llmod = ir.Module(name=_module_name(module))
+    if triple:
+        llmod.triple = triple
+    if data_layout:
+        llmod.data_layout = data_layout
+    abis: dict[str, KernelABI] = {}
+    for kernel in module.kernels:
+        check_cpu_form(kernel)
+        verify_kernel(kernel)
+        abi = kernel_abi(kernel)
+        _KernelEmitter(llmod, kernel, abi).emit()
+        abis[kernel.name] = abi
+    return llmod, abis
+
+
+def _module_name(module: n.Module) -> str:
+    for k in module.kernels:
+        if k.loc is not None:
+            return k.loc.file
+    return "polypy"
+
+
+# --------------------------------------------------------------------------- the emitter
+
+
+@dataclasses.dataclass
+class _BufferInfo:
+    base: ir.Value
+    elem: ScalarType
+    dims: list[ir.Value]  # i64 extents; only dims[1:] are used (row-major linearization)
+
+
+@dataclasses.dataclass
+class _Loop:
+    exit: ir.Block
+    cont: ir.Block
+
+
+_SIGNED_MIN = {8: -(1 << 7), 16: -(1 << 15), 32: -(1 << 31), 64: -(1 << 63)}
+
+_ICMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+class _KernelEmitter(Visitor):
+    def __init__(self, llmod: ir.Module, kernel: n.Kernel, abi: KernelABI):
+        self.llmod = llmod
+        self.kernel = kernel
+        self.abi = abi
+        arg_types = [I64, I64] + [I32] * 6 + [I64]
+        for p in kernel.params:
+            arg_types.append(PTR if isinstance(p.ptype, PointerType) else abi_type(p.ptype))
+        arg_types += [PTR] * len(abi.globals)
+        self.fn = ir.Function(llmod, ir.FunctionType(I32, arg_types), name=abi.symbol)
+        self.fn.attributes.add("nounwind")
+        names = list(LAUNCH_PARAMS) + [p.name for p in kernel.params] + [b.name for b in abi.globals]
+        for arg, name in zip(self.fn.args, names):
+            arg.name = name
+        self.entry = self.fn.append_basic_block("entry")
+        self.builder = ir.IRBuilder(self.entry)
+        self.slots: dict[str, ir.Value] = {}     # name -> alloca of a scalar variable
+        self.values: dict[str, ir.Value] = {}    # name -> SSA value of a never-assigned parameter
+        self.buffers: dict[str, _BufferInfo] = {}
+        self.loops: list[_Loop] = []
+        self.risky_cache: dict[int, bool] = {}
+        self.var_types = _variable_types(kernel)
+        self.block_idx: list[ir.Value] = []
+        args = self.fn.args
+        self.grid_dim = list(args[2:5])
+        self.block_dim = list(args[5:8])
+        self.shmem = args[8]
+
+    # -- helpers the math table uses (MathContext)
+    def declare(self, name: str, ret: ir.Type, args: list[ir.Type], *, pure: bool = True) -> ir.Function:
+        existing = self.llmod.globals.get(name)
+        if existing is not None:
+            return existing
+        fn = ir.Function(self.llmod, ir.FunctionType(ret, args), name=name)
+        if not name.startswith("llvm."):
+            fn.attributes.add("nounwind")
+            if pure:
+                fn.attributes.add("readnone")  # libm without errno: LLVM may hoist and CSE it
+        return fn
+
+    def new_block(self, name: str) -> ir.Block:
+        return self.fn.append_basic_block(name)
+
+    def slot(self, name: str, ty: ScalarType) -> ir.Value:
+        """The alloca of variable ``name`` (created in the entry block on first use)."""
+        ptr = self.slots.get(name)
+        if ptr is None:
+            ptr = self.entry_alloca(value_type(ty), name)
+            self.slots[name] = ptr
+        return ptr
+
+    def entry_alloca(self, ty: ir.Type, name: str, align: int | None = None) -> ir.Value:
+        """An alloca at the top of the entry block (where mem2reg/SROA look for them)."""
+        with self.builder.goto_entry_block():
+            self.builder.position_at_start(self.entry)
+            ptr = self.builder.alloca(ty, name=name)
+        ptr.type = PTR  # llvmlite types allocas as typed pointers; LLVM has only opaque ones
+        ptr.align = align
+        return ptr
+
+    # -- the function
+    def emit(self) -> ir.Function:
+        b = self.builder
+        k = self.kernel
+        params = self.fn.args[len(LAUNCH_PARAMS):len(LAUNCH_PARAMS) + len(k.params)]
+        globals_ = self.fn.args[len(LAUNCH_PARAMS) + len(k.params):]
+        assigned = _assigned_names(k)
+        for p, arg in zip(k.params, params):
+            if isinstance(p.ptype, PointerType):
+                if p.ptype.restrict:
+                    arg.add_attribute("noalias")
+                self.buffers[p.name] = _BufferInfo(arg, p.ptype.elem, [])
+            elif p.name not in assigned:
+                self.values[p.name] = self.from_abi(arg, p.ptype)
+        for buf, arg in zip(self.abi.globals, globals_):
+            arg.add_attribute("noalias")  # storage owned by the compiled module, never a user array
+            dims = [ir.Constant(I64, _const_extent(buf, d)) for d in buf.shape or ()]
+            self.buffers[buf.name] = _BufferInfo(arg, buf.elem, dims)
+        where = f" ({k.loc.file}:{k.loc.line})" if k.loc is not None else ""
+        b.comment(f"kernel {k.name}{where}: blocks [first, last) of the grid, one after the other")
+        heap = self.allocate_scratch()
+
+        exit_bb = self.new_block("exit")
+        oom_bb = self.new_block("out_of_memory")
+        if heap:
+            failed = ir.Constant(I1, 0)
+            for ptr in heap:
+                failed = b.or_(failed, b.icmp_unsigned("==", ptr, ir.Constant(PTR, None)))
+            start_bb = self.new_block("start")
+            b.cbranch(failed, oom_bb, start_bb)
+            b.position_at_end(start_bb)
+
+        # for (id = first; id < last; ++id)
+        id_slot = self.slot(".block_id", IR_I64)
+        b.store(self.fn.args[0], id_slot)
+        header = self.new_block("blocks")
+        body = self.new_block("block")
+        latch = self.new_block("next_block")
+        b.branch(header)
+        b.position_at_end(header)
+        block_id = b.load(id_slot, typ=I64)
+        b.cbranch(b.icmp_signed("<", block_id, self.fn.args[1]), body, exit_bb)
+        b.position_at_end(body)
+        gx = b.zext(self.grid_dim[0], I64)
+        gy = b.zext(self.grid_dim[1], I64)
+        rest = b.udiv(block_id, gx)
+        self.block_idx = [b.trunc(b.urem(block_id, gx), I32, name="bx"), b.trunc(b.urem(rest, gy), I32, name="by"),
+                          b.trunc(b.udiv(rest, gy), I32, name="bz")]
+        for p, arg in zip(k.params, params):
+            if not isinstance(p.ptype, PointerType) and p.name in assigned:
+                # A parameter the body assigns starts every block from the argument's value.
+                b.store(self.from_abi(arg, p.ptype), self.slot(p.name, p.ptype))
+        self.block(k.body)
+        b.branch(latch)
+        b.position_at_end(latch)
+        b.store(b.add(b.load(id_slot, typ=I64), ir.Constant(I64, 1)), id_slot)
+        b.branch(header)
+
+        free = self.declare("free", ir.VoidType(), [PTR], pure=False) if heap else None
+        b.position_at_end(exit_bb)
+        for ptr in heap:
+            b.call(free, [ptr])
+        b.ret(ir.Constant(I32, 0))
+        b.position_at_end(oom_bb)
+        for ptr in heap:
+            b.call(free, [ptr])  # free(NULL) is a no-op
+        b.ret(ir.Constant(I32, 1))
+        for block in (exit_bb, oom_bb):  # read top to bottom: the exits come last
+            self.fn.blocks.remove(block)
+            self.fn.blocks.append(block)
+        return self.fn
+
+    def allocate_scratch(self) -> list[ir.Value]:
+        """Pointers of the shared/local buffers; returns the malloc'ed ones (to check and free).
+
+        Constant-size buffers go on the stack while they fit in ``STACK_SCRATCH_LIMIT`` (LLVM can
+        then keep small ones in registers); the others get one malloc each, sized from the
+        launch's block shape. Every ``extern __shared__`` array starts at the same address, as in
+        CUDA: they share one allocation of the launch's dynamic byte count.
+        """
+        b = self.builder
+        heap: list[ir.Value] = []
+        on_stack = 0
+        extern_base: ir.Value | None = None
+        for buf in self.kernel.buffers:
+            if buf.space not in SCRATCH_SPACES:
+                continue
+            size = buf.elem.itemsize
+            if buf.shape is None:
+                dims: list[ir.Value] = [b.udiv(self.shmem, ir.Constant(I64, size))]
+                if extern_base is None:
+                    extern_base = self.malloc(self.shmem, buf.name)
+                    heap.append(extern_base)
+                self.buffers[buf.name] = _BufferInfo(extern_base, buf.elem, dims)
+                continue
+            dims = [self.extent(d) for d in buf.shape]
+            if all(isinstance(d, ir.Constant) for d in dims):
+                count = math.prod(int(d.constant) for d in dims)
+                if on_stack + count * size <= STACK_SCRATCH_LIMIT:
+                    on_stack += count * size
+                    ptr = self.entry_alloca(ir.ArrayType(memory_type(buf.elem), max(count, 1)), buf.name, _LINE)
+                    self.buffers[buf.name] = _BufferInfo(ptr, buf.elem, dims)
+                    continue
+            count = dims[0]
+            for d in dims[1:]:
+                count = b.mul(count, d)
+            ptr = self.malloc(b.mul(count, ir.Constant(I64, size)), buf.name)
+            heap.append(ptr)
+            self.buffers[buf.name] = _BufferInfo(ptr, buf.elem, dims)
+        return heap
+
+    def malloc(self, nbytes: ir.Value, name: str) -> ir.Value:
+        """``malloc`` of ``nbytes`` rounded up to a cache line, plus one (never a 0-byte request)."""
+        b = self.builder
+        fn = self.llmod.globals.get("malloc")
+        if fn is None:
+            fn = self.declare("malloc", PTR, [I64], pure=False)
+            fn.return_value.add_attribute("noalias")
+        padded = b.and_(b.add(nbytes, ir.Constant(I64, 2 * _LINE - 1)), ir.Constant(I64, -_LINE))
+        return b.call(fn, [padded], name=name)
+
+    def extent(self, e: n.Expr) -> ir.Value:
+        """A buffer extent as i64 (constants stay constants, so the size can be static)."""
+        if isinstance(e, n.Const):
+            return ir.Constant(I64, int(e.value))
+        return self.to_i64(self.expr(e), e.type)
+
+    # -- conversions
+    def from_abi(self, arg: ir.Value, ty: ScalarType) -> ir.Value:
+        if ty.is_bool:
+            return self.builder.icmp_unsigned("!=", arg, ir.Constant(I8, 0))
+        return arg
+
+    def to_memory(self, v: ir.Value, ty: ScalarType) -> ir.Value:
+        return self.builder.zext(v, I8) if ty.is_bool else v
+
+    def from_memory(self, v: ir.Value, ty: ScalarType) -> ir.Value:
+        return self.builder.icmp_unsigned("!=", v, ir.Constant(I8, 0)) if ty.is_bool else v
+
+    def to_i64(self, v: ir.Value, ty: ScalarType) -> ir.Value:
+        if ty.is_bool:
+            return self.builder.zext(v, I64)
+        if not ty.is_int:
+            raise InternalError(f"index of type {ty} in kernel {self.kernel.name!r}")
+        if ty.bits == 64:
+            return v
+        return self.builder.sext(v, I64) if ty.is_signed else self.builder.zext(v, I64)
+
+    # -- memory
+    def address(self, buffer: str, index: tuple[n.Expr, ...]) -> tuple[ir.Value, ScalarType]:
+        info = self.buffers.get(buffer)
+        if info is None:
+            raise InternalError(f"unknown buffer {buffer!r} in kernel {self.kernel.name!r}")
+        b = self.builder
+        linear = self.to_i64(self.expr(index[0]), index[0].type)
+        for extent, i in zip(info.dims[1:], index[1:]):
+            # In-bounds accesses never overflow this arithmetic: nsw helps SCEV see the strides.
+            linear = b.add(b.mul(linear, extent, flags=("nsw",)), self.to_i64(self.expr(i), i.type), flags=("nsw",))
+        ptr = b.gep(info.base, [linear], inbounds=True, source_etype=memory_type(info.elem))
+        return ptr, info.elem
+
+    # -- statements
+    def block(self, stmts: tuple[n.Stmt, ...]) -> None:
+        for s in stmts:
+            self.visit(s)
+
+    def visit_Decl(self, s: n.Decl) -> None:
+        ptr = self.slot(s.name, s.vtype)
+        if s.init is not None:
+            self.builder.store(self.expr(s.init), ptr)
+
+    def visit_Assign(self, s: n.Assign) -> None:
+        ty = self.var_types.get(s.name)
+        if ty is None:
+            raise InternalError(f"assignment to undeclared {s.name!r} in kernel {self.kernel.name!r}", s.loc)
+        value = self.expr(s.value)
+        self.builder.store(value, self.slot(s.name, ty))
+
+    def visit_Store(self, s: n.Store) -> None:
+        ptr, elem = self.address(s.buffer, s.index)
+        value = self.expr(s.value)
+        self.builder.store(self.to_memory(value, elem), ptr, align=max(elem.itemsize, 1))
+
+    def visit_AtomicRMW(self, s: n.AtomicRMW) -> None:
+        ptr, elem = self.address(s.buffer, s.index)
+        value = self.expr(s.value)
+        old = self.atomic(s, ptr, elem, value)
+        if s.dest is not None:
+            self.builder.store(old, self.slot(s.dest, elem))
+
+    def atomic(self, s: n.AtomicRMW, ptr: ir.Value, elem: ScalarType, value: ir.Value) -> ir.Value:
+        b = self.builder
+        op = s.op
+        mem_value = self.to_memory(value, elem)
+        if op == "cas":
+            assert s.compare is not None
+            compare = self.to_memory(self.expr(s.compare), elem)
+            it = int_type_of_width(elem)
+            if elem.is_float:  # cmpxchg compares bits; CUDA's atomicCAS does too
+                compare, mem_value = b.bitcast(compare, it), b.bitcast(mem_value, it)
+            pair = b.cmpxchg(ptr, compare, mem_value, "seq_cst", "seq_cst")
+            old = b.extract_value(pair, 0)
+            if elem.is_float:
+                old = b.bitcast(old, memory_type(elem))
+            return self.from_memory(old, elem)
+        rmw = _rmw_operation(op, elem)
+        if rmw is not None:
+            return self.from_memory(b.atomic_rmw(rmw, ptr, mem_value, "seq_cst"), elem)
+        return self.atomic_loop(ptr, elem, lambda old: self.combine(op, old, value, elem))
+
+    def combine(self, op: str, old: ir.Value, value: ir.Value, elem: ScalarType) -> ir.Value:
+        """The value stored by atomic ``op`` given the ``old`` one (CUDA's definitions)."""
+        b = self.builder
+        if op in ("inc", "dec"):
+            one = ir.Constant(old.type, 1)
+            zero = ir.Constant(old.type, 0)
+            if op == "inc":  # old >= limit ? 0 : old + 1
+                return b.select(self.compare("ge", old, value, elem), zero, b.add(old, one))
+            # (old == 0 || old > limit) ? limit : old - 1
+            wrap = b.or_(b.icmp_unsigned("==", old, zero), self.compare("gt", old, value, elem))
+            return b.select(wrap, value, b.sub(old, one))
+        if op in ("min", "max") and elem.is_float:
+            # NaN-propagating, like the emulator's np.minimum / np.maximum.
+            nan = b.fcmp_unordered("uno", old, value)
+            better = b.fcmp_ordered("<" if op == "min" else ">", value, old)
+            return b.select(nan, b.fadd(old, value), b.select(better, value, old))
+        raise InternalError(f"atomic.{op} on {elem} in kernel {self.kernel.name!r}")
+
+    def atomic_loop(self, ptr: ir.Value, elem: ScalarType, combine) -> ir.Value:
+        """A compare-and-swap loop applying ``combine`` atomically; returns the old value."""
+        b = self.builder
+        it = int_type_of_width(elem)
+        mt = memory_type(elem)
+        initial = b.load_atomic(ptr, "monotonic", max(elem.itemsize, 1), typ=it)
+        before = b.block
+        loop = self.new_block("atomic_retry")
+        done = self.new_block("atomic_done")
+        b.branch(loop)
+        b.position_at_end(loop)
+        old_bits = b.phi(it)
+        old_bits.add_incoming(initial, before)
+        old = self.from_memory(b.bitcast(old_bits, mt) if elem.is_float else old_bits, elem)
+        new = self.to_memory(combine(old), elem)
+        new_bits = b.bitcast(new, it) if elem.is_float else new
+        pair = b.cmpxchg(ptr, old_bits, new_bits, "seq_cst", "seq_cst")
+        old_bits.add_incoming(b.extract_value(pair, 0), b.block)
+        b.cbranch(b.extract_value(pair, 1), done, loop)
+        b.position_at_end(done)
+        return old
+
+    def visit_If(self, s: n.If) -> None:
+        b = self.builder
+        cond = self.expr(s.cond)
+        then_bb = self.new_block("then")
+        merge = self.new_block("endif")
+        else_bb = self.new_block("else") if s.orelse else merge
+        b.cbranch(cond, then_bb, else_bb)
+        b.position_at_end(then_bb)
+        self.block(s.then)
+        b.branch(merge)
+        if s.orelse:
+            b.position_at_end(else_bb)
+            self.block(s.orelse)
+            b.branch(merge)
+        b.position_at_end(merge)
+
+    def visit_For(self, s: n.For) -> None:
+        b = self.builder
+        # stop and step do not change inside the loop (an IR invariant): evaluate them once.
+        start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
+        var = self.slot(s.var, s.vtype)
+        b.store(start, var)
+        self.note(s, f"{'thread loop' if s.kind == 'threads' else 'for'} {s.var}")
+        prefix = "threads" if s.kind == "threads" else "for"
+        header = self.new_block(f"{prefix}.{s.var}")
+        body = self.new_block(f"{prefix}.{s.var}.body")
+        latch = self.new_block(f"{prefix}.{s.var}.next")
+        exit_bb = self.new_block(f"{prefix}.{s.var}.end")
+        b.branch(header)
+        b.position_at_end(header)
+        b.cbranch(self.compare("lt", b.load(var, typ=value_type(s.vtype)), stop, s.vtype), body, exit_bb)
+        b.position_at_end(body)
+        self.loops.append(_Loop(exit_bb, latch))
+        self.block(s.body)
+        self.loops.pop()
+        b.branch(latch)
+        b.position_at_end(latch)
+        current = b.load(var, typ=value_type(s.vtype))
+        b.store(b.fadd(current, step) if s.vtype.is_float else b.add(current, step), var)
+        b.branch(header)
+        b.position_at_end(exit_bb)
+
+    def visit_While(self, s: n.While) -> None:
+        b = self.builder
+        self.note(s, "while")
+        header = self.new_block("while")
+        body = self.new_block("while.body")
+        update = self.new_block("while.update")
+        exit_bb = self.new_block("while.end")
+        b.branch(header)
+        b.position_at_end(header)
+        b.cbranch(self.expr(s.cond), body, exit_bb)
+        b.position_at_end(body)
+        self.loops.append(_Loop(exit_bb, update))
+        self.block(s.body)
+        self.loops.pop()
+        b.branch(update)
+        b.position_at_end(update)
+        # The frontend lowers do-while to ``while (true) { body } update { if (!cond) break }``:
+        # a break in the update leaves this loop.
+        self.loops.append(_Loop(exit_bb, header))
+        self.block(s.update)
+        self.loops.pop()
+        b.branch(header)
+        b.position_at_end(exit_bb)
+
+    def visit_Break(self, s: n.Break) -> None:
+        self._jump(self.loops[-1].exit)
+
+    def visit_Continue(self, s: n.Continue) -> None:
+        self._jump(self.loops[-1].cont)
+
+    def note(self, s: n.Stmt, what: str) -> None:
+        """A comment naming the source line of a loop, so the emitted IR can be read."""
+        if s.loc is not None:
+            self.builder.comment(f"{what} ({s.loc.file}:{s.loc.line})")
+
+    def _jump(self, target: ir.Block) -> None:
+        self.builder.branch(target)
+        # Statements after a jump are unreachable; they still need a block to go into.
+        self.builder.position_at_end(self.new_block("dead"))
+
+    def _not_cpu_form(self, node: n.Node) -> None:
+        raise InternalError(f"{type(node).__name__} in CPU-form kernel {self.kernel.name!r}", node.loc)
+
+    visit_Barrier = visit_Shuffle = visit_Vote = visit_Return = visit_ThreadIdx = _not_cpu_form
+
+    def generic_visit(self, node: n.Node) -> None:
+        raise InternalError(f"the LLVM backend cannot emit {type(node).__name__}", node.loc)
+
+    # -- expressions
+    def expr(self, e: n.Expr) -> ir.Value:
+        return self.visit(e)
+
+    def visit_Const(self, e: n.Const) -> ir.Value:
+        t = e.ctype
+        if t.is_bool:
+            return ir.Constant(I1, int(bool(e.value)))
+        if t.is_int:
+            value = int(e.value)
+            if value >= 1 << (t.bits - 1):  # LLVM spells integer constants signed
+                value -= 1 << t.bits
+            return ir.Constant(value_type(t), value)
+        return ir.Constant(value_type(t), float(e.value))
+
+    def visit_Var(self, e: n.Var) -> ir.Value:
+        value = self.values.get(e.name)
+        if value is not None:
+            return value
+        return self.builder.load(self.slot(e.name, e.vtype), typ=value_type(e.vtype))
+
+    def visit_BlockIdx(self, e: n.BlockIdx) -> ir.Value:
+        return self.block_idx[e.dim]
+
+    def visit_BlockDim(self, e: n.BlockDim) -> ir.Value:
+        return self.block_dim[e.dim]
+
+    def visit_GridDim(self, e: n.GridDim) -> ir.Value:
+        return self.grid_dim[e.dim]
+
+    def visit_Load(self, e: n.Load) -> ir.Value:
+        ptr, elem = self.address(e.buffer, e.index)
+        value = self.builder.load(ptr, typ=memory_type(elem), align=max(elem.itemsize, 1))
+        return self.from_memory(value, elem)
+
+    def visit_Unary(self, e: n.Unary) -> ir.Value:
+        b = self.builder
+        x = self.expr(e.x)
+        if e.op == "neg":
+            return b.fneg(x) if e.x.type.is_float else b.neg(x)
+        if e.op in ("not", "bnot"):
+            return b.not_(x)
+        raise InternalError(f"unknown unary operator {e.op!r}", e.loc)
+
+    def visit_Binary(self, e: n.Binary) -> ir.Value:
+        if e.op in n.LOGIC_OPS:
+            return self.logic(e)
+        a = self.expr(e.a)
+        b_ = self.expr(e.b)
+        ty = e.a.type
+        if e.op in n.COMPARE_OPS:
+            return self.compare(e.op, a, b_, ty)
+        if e.op in ("shl", "shr"):
+            return self.shift(e.op, a, b_, ty, e.b.type)
+        return self.arith(e.op, a, b_, ty, e)
+
+    def compare(self, op: str, a: ir.Value, b_: ir.Value, ty: ScalarType) -> ir.Value:
+        b = self.builder
+        if ty.is_float:
+            if op == "ne":
+                return b.fcmp_unordered("!=", a, b_)  # NaN != x is true in C
+            return b.fcmp_ordered(_ICMP[op], a, b_)
+        if ty.is_signed:
+            return b.icmp_signed(_ICMP[op], a, b_)
+        return b.icmp_unsigned(_ICMP[op], a, b_)
+
+    def shift(self, op: str, a: ir.Value, count: ir.Value, ty: ScalarType, count_ty: ScalarType) -> ir.Value:
+        b = self.builder
+        t = value_type(ty)
+        bits = ty.bits
+        if count_ty.bits > bits:
+            count = b.trunc(count, t)
+        elif count_ty.bits < bits:
+            count = b.zext(count, t)
+        # A count outside [0, bits) is undefined in C; reduce it rather than create poison.
+        count = b.and_(count, ir.Constant(t, bits - 1))
+        if op == "shl":
+            return b.shl(a, count)
+        return b.ashr(a, count) if ty.is_signed else b.lshr(a, count)
+
+    def arith(self, op: str, a: ir.Value, b_: ir.Value, ty: ScalarType, e: n.Expr) -> ir.Value:
+        b = self.builder
+        if ty.is_float:
+            fop = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "rem": b.frem}.get(op)
+            if fop is None:
+                raise InternalError(f"{op} on {ty}", e.loc)
+            return fop(a, b_)
+        iop = {"add": b.add, "sub": b.sub, "mul": b.mul, "band": b.and_, "bor": b.or_, "bxor": b.xor}.get(op)
+        if iop is not None:
+            return iop(a, b_)
+        if op in ("div", "rem"):
+            return self.divide(op, a, b_, ty)
+        raise InternalError(f"unknown binary operator {op!r}", e.loc)
+
+    def divide(self, op: str, a: ir.Value, d: ir.Value, ty: ScalarType) -> ir.Value:
+        """Integer ``/`` or ``%`` that never traps: a zero divisor (and INT_MIN / -1) divide by 1.
+
+        x / 1 == x and x % 1 == 0 give INT_MIN / -1 == INT_MIN and INT_MIN % -1 == 0, the wrapped
+        results; a division by zero is undefined in C, and dividing by 1 keeps the process alive.
+        A constant divisor other than 0 and -1 needs no guard.
+        """
+        b = self.builder
+        t = value_type(ty)
+        if ty.is_signed:
+            instruction = b.sdiv if op == "div" else b.srem
+        else:
+            instruction = b.udiv if op == "div" else b.urem
+        if isinstance(d, ir.Constant) and d.constant not in (0, -1):
+            return instruction(a, d)  # a constant divisor that cannot trap: no guard
+        bad = b.icmp_unsigned("==", d, ir.Constant(t, 0))
+        if ty.is_signed:
+            overflow = b.and_(b.icmp_signed("==", d, ir.Constant(t, -1)),
+                              b.icmp_signed("==", a, ir.Constant(t, _SIGNED_MIN[ty.bits])))
+            bad = b.or_(bad, overflow)
+        return instruction(a, b.select(bad, ir.Constant(t, 1), d))
+
+    def logic(self, e: n.Binary) -> ir.Value:
+        b = self.builder
+        a = self.expr(e.a)
+        if not self.risky(e.b):
+            rhs = self.expr(e.b)
+            return b.and_(a, rhs) if e.op == "land" else b.or_(a, rhs)
+        # C's && / ||: evaluate b only when a does not decide.
+        start = b.block
+        rhs_bb = self.new_block(e.op + ".rhs")
+        done = self.new_block(e.op + ".end")
+        if e.op == "land":
+            b.cbranch(a, rhs_bb, done)
+        else:
+            b.cbranch(a, done, rhs_bb)
+        b.position_at_end(rhs_bb)
+        rhs = self.expr(e.b)
+        rhs_end = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        phi = b.phi(I1)
+        phi.add_incoming(ir.Constant(I1, 0 if e.op == "land" else 1), start)
+        phi.add_incoming(rhs, rhs_end)
+        return phi
+
+    def visit_Select(self, e: n.Select) -> ir.Value:
+        b = self.builder
+        cond = self.expr(e.cond)
+        if not (self.risky(e.a) or self.risky(e.b)):
+            return b.select(cond, self.expr(e.a), self.expr(e.b))
+        then_bb = self.new_block("select.true")
+        else_bb = self.new_block("select.false")
+        done = self.new_block("select.end")
+        b.cbranch(cond, then_bb, else_bb)
+        b.position_at_end(then_bb)
+        a = self.expr(e.a)
+        a_end = b.block
+        b.branch(done)
+        b.position_at_end(else_bb)
+        c = self.expr(e.b)
+        c_end = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        phi = b.phi(value_type(e.type))
+        phi.add_incoming(a, a_end)
+        phi.add_incoming(c, c_end)
+        return phi
+
+    def risky(self, e: n.Expr) -> bool:
+        """Whether evaluating ``e`` when C would not may fault or cost: a load or an integer division."""
+        key = id(e)
+        cached = self.risky_cache.get(key)
+        if cached is None:
+            cached = any(isinstance(x, n.Load) or (isinstance(x, n.Binary) and x.op in ("div", "rem")
+                                                   and x.type.is_int) for x in walk(e))
+            self.risky_cache[key] = cached
+        return cached
+
+    def visit_Cast(self, e: n.Cast) -> ir.Value:
+        x = self.expr(e.x)
+        return self.convert(x, e.x.type, e.to)
+
+    def convert(self, x: ir.Value, src: ScalarType, dst: ScalarType) -> ir.Value:
+        b = self.builder
+        if src == dst:
+            return x
+        t = value_type(dst)
+        if dst.is_bool:
+            if src.is_float:
+                return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))  # NaN -> true
+            return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
+        if src.is_bool:
+            return b.uitofp(x, t) if dst.is_float else b.zext(x, t)
+        if src.is_float and dst.is_float:
+            return b.fpext(x, t) if dst.bits > src.bits else b.fptrunc(x, t)
+        if dst.is_float:
+            return b.sitofp(x, t) if src.is_signed else b.uitofp(x, t)
+        if src.is_float:
+            # Saturating, NaN -> 0: CUDA's cvt.rzi (and the emulator); never LLVM poison.
+            kind = "fptosi" if dst.is_signed else "fptoui"
+            fn = self.declare(f"llvm.{kind}.sat.i{dst.bits}.f{src.bits}", t, [x.type])
+            return b.call(fn, [x])
+        if dst.bits < src.bits:
+            return b.trunc(x, t)
+        if dst.bits > src.bits:
+            return b.sext(x, t) if src.is_signed else b.zext(x, t)
+        return x  # same width, other signedness: the same bits
+
+    def visit_Call(self, e: n.Call) -> ir.Value:
+        emit = MATH_EMITTERS.get(e.fn)
+        if emit is None:
+            raise InternalError(f"the LLVM backend has no math function {e.fn!r}", e.loc)
+        args = [self.expr(a) for a in e.args]
+        return emit(self, args, e.args[0].type)
+
+
+def _rmw_operation(op: str, elem: ScalarType) -> str | None:
+    """The ``atomicrmw`` operation for ``op`` on ``elem``, or None (a cmpxchg loop is needed)."""
+    if elem.is_float:
+        return {"add": "fadd", "sub": "fsub", "exch": "xchg"}.get(op)
+    plain = {"add": "add", "sub": "sub", "exch": "xchg", "and": "and", "or": "or", "xor": "xor"}.get(op)
+    if plain is not None:
+        return plain
+    if op in ("min", "max"):
+        return op if elem.is_signed else "u" + op
+    if op in ("inc", "dec") and not elem.is_signed and not elem.is_bool:
+        # LLVM's uinc_wrap / udec_wrap are exactly CUDA's atomicInc / atomicDec.
+        return "uinc_wrap" if op == "inc" else "udec_wrap"
+    return None
+
+
+def _const_extent(buf: n.Buffer, d: n.Expr) -> int:
+    if not isinstance(d, n.Const):
+        raise InternalError(f"module buffer {buf.name!r} has a non-constant extent", buf.loc)
+    return int(d.value)
+
+
+def walk_kernel(kernel: n.Kernel):
+    for s in kernel.body:
+        yield from walk(s)
+
+
+def _assigned_names(kernel: n.Kernel) -> set[str]:
+    return {node.name for node in walk_kernel(kernel) if isinstance(node, n.Assign)}
+
+
+def _variable_types(kernel: n.Kernel) -> dict[str, ScalarType]:
+    types = {p.name: p.ptype for p in kernel.params if isinstance(p.ptype, ScalarType)}
+    for node in walk_kernel(kernel):
+        if isinstance(node, n.Decl):
+            types[node.name] = node.vtype
+        elif isinstance(node, n.For):
+            types[node.var] = node.vtype
+    return types
+

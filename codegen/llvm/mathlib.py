@@ -1,0 +1,179 @@
+"""The math functions of ``polypy.ir.mathfns``, as LLVM IR, keyed by canonical name.
+
+Each entry takes the emitter's ``MathContext``, the already evaluated LLVM arguments and the IR
+type of the first argument, and returns the result. Where an LLVM intrinsic has exactly the C
+meaning it is used (``llvm.sqrt``, ``llvm.minnum`` for ``fmin``, ``llvm.round`` for C's
+round-half-away ``round``...): the optimizer understands intrinsics (constant folding,
+vectorization of the exact ones). Everything else calls libm by its C name (``tanhf`` for f32,
+``tanh`` for f64); the JIT resolves those in the process, where libm is loaded.
+
+No fast-math flags anywhere: results are the IEEE/libm results a C compiler gives at ``-O3``
+without ``-ffast-math``.
+"""
+from __future__ import annotations
+
+from typing import Callable, Protocol
+
+from llvmlite import ir
+
+from codegen.llvm.types import F32, F64, I1, int_type_of_width, value_type
+from polypy.ir.types import ScalarType
+
+
+class MathContext(Protocol):
+    builder: ir.IRBuilder
+
+    def declare(self, name: str, ret: ir.Type, args: list[ir.Type], *, pure: bool = True) -> ir.Function:
+        ...
+
+
+Emit = Callable[[MathContext, list[ir.Value], ScalarType], ir.Value]
+
+
+def _suffix(ty: ScalarType) -> str:
+    return "f32" if ty.name == "f32" else "f64"
+
+
+def _intrinsic(base: str) -> Emit:
+    """``llvm.<base>.f32`` / ``.f64`` on all arguments (same type as the result)."""
+
+    def emit(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+        t = value_type(ty)
+        fn = cx.declare(f"llvm.{base}.{_suffix(ty)}", t, [t] * len(args))
+        return cx.builder.call(fn, args)
+
+    return emit
+
+
+def _libm(name: str) -> Emit:
+    """The C library function: ``name + 'f'`` for f32, ``name`` for f64."""
+
+    def emit(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+        t = value_type(ty)
+        fn = cx.declare(name + ("f" if ty.name == "f32" else ""), t, [t] * len(args))
+        return cx.builder.call(fn, args)
+
+    return emit
+
+
+def _const(ty: ScalarType, value: float) -> ir.Constant:
+    return ir.Constant(value_type(ty), value)
+
+
+def _rsqrt(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+    b = cx.builder
+    x = args[0]
+    if ty.name == "f32":
+        # 1/sqrt in double, rounded once to float: the correctly rounded rsqrtf (almost always),
+        # where 1.0f/sqrtf(x) would round twice.
+        wide = b.fpext(x, F64)
+        sqrt = cx.declare("llvm.sqrt.f64", F64, [F64])
+        r = b.fdiv(ir.Constant(F64, 1.0), b.call(sqrt, [wide]))
+        return b.fptrunc(r, F32)
+    sqrt = cx.declare("llvm.sqrt.f64", F64, [F64])
+    return b.fdiv(ir.Constant(F64, 1.0), b.call(sqrt, [x]))
+
+
+def _saturate(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+    # __saturatef: clamp to [0, 1]; NaN gives 0 (ordered compares are false on NaN).
+    b = cx.builder
+    x = args[0]
+    below_one = b.select(b.fcmp_ordered("<", x, _const(ty, 1.0)), x, _const(ty, 1.0))
+    return b.select(b.fcmp_ordered(">", x, _const(ty, 0.0)), below_one, _const(ty, 0.0))
+
+
+def _fmod(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+    return cx.builder.frem(args[0], args[1])  # LLVM's frem is C's fmod
+
+
+def _fabs(cx: MathContext, x: ir.Value, ty: ScalarType) -> ir.Value:
+    t = value_type(ty)
+    return cx.builder.call(cx.declare(f"llvm.fabs.{_suffix(ty)}", t, [t]), [x])
+
+
+def _isnan(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+    return cx.builder.fcmp_unordered("uno", args[0], args[0])
+
+
+def _isinf(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+    return cx.builder.fcmp_ordered("==", _fabs(cx, args[0], ty), _const(ty, float("inf")))
+
+
+def _isfinite(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+    return cx.builder.fcmp_ordered("!=", _fabs(cx, args[0], ty), _const(ty, float("inf")))
+
+
+def _signbit(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+    b = cx.builder
+    bits = b.bitcast(args[0], int_type_of_width(ty))
+    return b.icmp_signed("<", bits, ir.Constant(bits.type, 0))
+
+
+def _int_minmax(which: str) -> Emit:
+    def emit(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+        t = value_type(ty)
+        name = ("s" if ty.is_signed else "u") + which
+        fn = cx.declare(f"llvm.{name}.i{ty.bits}", t, [t, t])
+        return cx.builder.call(fn, args)
+
+    return emit
+
+
+def _abs(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+    t = value_type(ty)
+    if not ty.is_signed:
+        return args[0]
+    fn = cx.declare(f"llvm.abs.i{ty.bits}", t, [t, I1])
+    return cx.builder.call(fn, [args[0], ir.Constant(I1, 0)])  # abs(INT_MIN) wraps to INT_MIN
+
+
+MATH_EMITTERS: dict[str, Emit] = {
+    "exp": _intrinsic("exp"),
+    "exp2": _intrinsic("exp2"),
+    "exp10": _libm("exp10"),
+    "expm1": _libm("expm1"),
+    "log": _intrinsic("log"),
+    "log2": _intrinsic("log2"),
+    "log10": _intrinsic("log10"),
+    "log1p": _libm("log1p"),
+    "sqrt": _intrinsic("sqrt"),
+    "rsqrt": _rsqrt,
+    "cbrt": _libm("cbrt"),
+    "sin": _intrinsic("sin"),
+    "cos": _intrinsic("cos"),
+    "tan": _libm("tan"),
+    "asin": _libm("asin"),
+    "acos": _libm("acos"),
+    "atan": _libm("atan"),
+    "sinh": _libm("sinh"),
+    "cosh": _libm("cosh"),
+    "tanh": _libm("tanh"),
+    "asinh": _libm("asinh"),
+    "acosh": _libm("acosh"),
+    "atanh": _libm("atanh"),
+    "erf": _libm("erf"),
+    "erfc": _libm("erfc"),
+    "fabs": _intrinsic("fabs"),
+    "floor": _intrinsic("floor"),
+    "ceil": _intrinsic("ceil"),
+    "trunc": _intrinsic("trunc"),
+    "round": _intrinsic("round"),  # half away from zero, as C's round
+    "rint": _intrinsic("rint"),    # the default rounding mode: to nearest even
+    "saturate": _saturate,
+    "pow": _intrinsic("pow"),
+    "atan2": _libm("atan2"),
+    "fmin": _intrinsic("minnum"),  # a NaN operand is ignored, as C's fmin
+    "fmax": _intrinsic("maxnum"),
+    "fmod": _fmod,
+    "hypot": _libm("hypot"),
+    "copysign": _intrinsic("copysign"),
+    "fdim": _libm("fdim"),
+    "fma": _intrinsic("fma"),
+    "isnan": _isnan,
+    "isinf": _isinf,
+    "isfinite": _isfinite,
+    "signbit": _signbit,
+    "min": _int_minmax("min"),
+    "max": _int_minmax("max"),
+    "abs": _abs,
+}

@@ -1,0 +1,333 @@
+"""The public Python API: compile CUDA kernels for this machine's cores and launch them on NumPy.
+
+::
+
+    import polypy
+    mod = polypy.compile("kernels.cu")              # parse + optimize + lower + JIT (cached on disk)
+    mod.saxpy[grid, block](n, 2.0, x, y)            # all cores; x, y are numpy arrays, updated in place
+    mod.reduce[grid, block, shmem_bytes](x, out)    # with dynamic shared memory
+    mod.saxpy.emulate[grid, block](n, 2.0, x, y)    # the reference emulator instead
+
+``grid`` and ``block`` are an int or a tuple of 1 to 3 ints. Arguments come in the order of the
+C signature (a struct parameter whole: dict, NumPy structured scalar or object with attributes),
+or all by name. Arrays must be C-contiguous with exactly the element type of the parameter; an
+N-D array is passed as its flat memory. Scalars are converted to the parameter type with C's
+rules. Before each launch every array is checked against the launch's footprint (the indices the
+kernel touches, computed with isl from the launch shape and integer arguments): a too-small array
+is an error, never an out-of-bounds write. Problems are ``polypy.UserError``.
+
+This module wires stages together (frontend -> GPU pipeline -> gpu2cpu -> codegen.llvm) and so
+imports them inside functions only.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from polypy.errors import InternalError, UserError
+from polypy.ir import nodes as n
+from polypy.ir.types import PointerType
+
+# CUDA's limits, checked as a GPU would (the compiled code itself has none).
+MAX_BLOCK = (1024, 1024, 64)
+MAX_THREADS_PER_BLOCK = 1024
+MAX_GRID = ((1 << 31) - 1, 65535, 65535)
+# Footprints remembered per kernel: launch shape + integer arguments -> per-array index ranges.
+FOOTPRINT_CACHE_SIZE = 64
+
+
+def compile(path: str | os.PathLike, *, defines: dict[str, str] | None = None,
+            include_dirs: Sequence[str] = (), threads: int | None = None, text: str | None = None) -> CompiledModule:
+    """Parse, optimize, lower to CPU form and JIT-compile every kernel of a CUDA file.
+
+    ``threads``: worker threads per launch (default: every core this process may use).
+    Machine code is cached on disk (see ``codegen.llvm.cache``), so compiling the same kernels
+    again skips LLVM entirely.
+    """
+    from polypy import driver
+
+    gpu = driver.load(path, defines=defines, include_dirs=tuple(include_dirs), text=text)
+    return CompiledModule.from_ir(gpu, threads=threads)
+
+
+def _to_cpu(gpu: n.Module) -> n.Module:
+    from polypy.driver import to_cpu
+
+    return dataclasses.replace(gpu, kernels=tuple(to_cpu(k) for k in gpu.kernels))
+
+
+class UnknownKernelError(UserError, AttributeError):
+    """``mod.name`` where the module has no kernel ``name`` (also an AttributeError for hasattr)."""
+
+
+class CompiledModule:
+    """Compiled kernels of one source file; ``mod.<kernel>`` / ``mod["kernel"]`` give launchers.
+
+    ``globals`` holds the module's ``__constant__`` and ``__device__`` arrays (NumPy arrays used
+    in place by every launch, compiled or emulated; assign into them to set constant memory).
+    """
+
+    def __init__(self, gpu: n.Module | None, cpu: n.Module, jit: Any, threads: int | None):
+        self.gpu = gpu
+        self.cpu = cpu
+        self.jit = jit
+        self.threads = threads
+        self.globals: dict[str, np.ndarray] = jit.globals
+        self._kernels: dict[str, CompiledKernel] = {}
+        for k in cpu.kernels:
+            gpu_kernel = None
+            if gpu is not None:
+                try:
+                    gpu_kernel = gpu.kernel(k.name)
+                except KeyError:
+                    gpu_kernel = None
+            self._kernels[k.name] = CompiledKernel(self, k, gpu_kernel, jit.kernels[k.name])
+
+    @classmethod
+    def from_ir(cls, gpu: n.Module | None, cpu: n.Module | None = None, *, threads: int | None = None) -> CompiledModule:
+        """Compile IR directly: a GPU-form module (lowered with ``to_cpu``) and/or its CPU form.
+
+        Without ``gpu`` there is no footprint check and no ``emulate``.
+        """
+        from codegen.llvm import compile_module
+
+        if cpu is None:
+            if gpu is None:
+                raise UserError("CompiledModule.from_ir needs a GPU-form or a CPU-form module")
+            cpu = _to_cpu(gpu)
+        return cls(gpu, cpu, compile_module(cpu), threads)
+
+    @property
+    def threads(self) -> int | None:
+        """Worker threads per launch (None: every core this process may use)."""
+        return self._threads
+
+    @threads.setter
+    def threads(self, value: int | None) -> None:
+        self._threads = _check_threads(value)
+
+    @property
+    def kernels(self) -> tuple[str, ...]:
+        return tuple(self._kernels)
+
+    def __getitem__(self, name: str) -> CompiledKernel:
+        kernel = self._kernels.get(name)
+        if kernel is None:
+            known = ", ".join(self._kernels) or "none"
+            raise UnknownKernelError(f"no kernel named {name!r} in this module (kernels: {known})")
+        return kernel
+
+    def __getattr__(self, name: str) -> CompiledKernel:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self[name]
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self._kernels))
+
+    def __repr__(self) -> str:
+        return f"<polypy.CompiledModule kernels={list(self._kernels)}>"
+
+
+class CompiledKernel:
+    """One compiled kernel: ``kernel[grid, block]`` or ``kernel[grid, block, shmem]`` launches it."""
+
+    def __init__(self, module: CompiledModule, cpu: n.Kernel, gpu: n.Kernel | None, compiled: Any):
+        self.module = module
+        self.name = cpu.name
+        self.cpu = cpu
+        self.gpu = gpu
+        self.compiled = compiled
+        self._footprints: collections.OrderedDict[tuple, dict[str, tuple[int, int]]] = collections.OrderedDict()
+
+    @property
+    def signature(self) -> n.Kernel:
+        """The kernel whose parameters the caller sees (GPU form when known: same parameters)."""
+        return self.gpu if self.gpu is not None else self.cpu
+
+    def __getitem__(self, config: Any) -> Launch:
+        grid, block, shmem = _launch_config(self.name, config)
+        return Launch(self, grid, block, shmem)
+
+    @property
+    def emulate(self) -> _Emulated:
+        """``kernel.emulate[grid, block](...)``: the same launch on the reference emulator."""
+        if self.gpu is None:
+            raise UserError(f"kernel {self.name!r} was compiled from CPU-form IR only; there is nothing to emulate")
+        return _Emulated(self)
+
+    def footprint(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                  ints: dict[str, int]) -> dict[str, tuple[int, int]]:
+        """Per pointer parameter, the (lowest, highest) index this launch certainly touches.
+
+        Only exact ranges are kept: where isl over-approximates (an access guarded by a condition
+        it cannot use, an index loaded from memory) the real accesses may stay in bounds, and a
+        launch is not refused on a guess. Remembered per launch shape and integer arguments.
+        """
+        if self.gpu is None:
+            return {}
+        key = (grid, block, tuple(sorted(ints.items())))
+        cached = self._footprints.get(key)
+        if cached is not None:
+            self._footprints.move_to_end(key)
+            return cached
+        from polypy.poly.footprint import footprint
+
+        try:
+            footprints = footprint(self.gpu, grid, block, ints)
+        except UserError:
+            footprints = {}  # a kernel isl cannot model: nothing to check against
+        result = {}
+        for name, fp in footprints.items():
+            touched = fp.touched
+            if touched is not None and touched.exact and touched.lo is not None and touched.hi is not None:
+                result[name] = (touched.lo, touched.hi)
+        self._footprints[key] = result
+        if len(self._footprints) > FOOTPRINT_CACHE_SIZE:
+            self._footprints.popitem(last=False)
+        return result
+
+    def __repr__(self) -> str:
+        return f"<polypy.CompiledKernel {self.name}>"
+
+
+class Launch:
+    """``kernel[grid, block, shmem]``: call it with the kernel's arguments to run the launch."""
+
+    def __init__(self, kernel: CompiledKernel, grid: tuple[int, int, int], block: tuple[int, int, int], shmem: int):
+        self.kernel = kernel
+        self.grid = grid
+        self.block = block
+        self.shmem = shmem
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        k = self.kernel
+        values = _bind(k.signature, args, kwargs)
+        arrays = {name: v for name, v in values.items() if isinstance(v, np.ndarray)}
+        scalars = {name: v for name, v in values.items() if not isinstance(v, np.ndarray)}
+        _check_arrays(k.signature, arrays, k.module.globals)
+        ints = {name: int(v) for name, v in scalars.items() if isinstance(v, np.integer)}
+        _check_footprints(k.signature, k.footprint(self.grid, self.block, ints), arrays)
+        for p in k.cpu.params:
+            if p.name not in values:
+                raise InternalError(f"CPU-form kernel {k.name!r} has a parameter {p.name!r} the source does not")
+        k.compiled.run(self.grid, self.block, self.shmem, arrays, scalars, threads=k.module.threads)
+
+    def __repr__(self) -> str:
+        return f"<polypy launch {self.kernel.name}[{self.grid}, {self.block}, {self.shmem}]>"
+
+
+class _Emulated:
+    def __init__(self, kernel: CompiledKernel):
+        self.kernel = kernel
+
+    def __getitem__(self, config: Any):
+        grid, block, shmem = _launch_config(self.kernel.name, config)
+        k = self.kernel
+
+        def run(*args: Any, **kwargs: Any) -> None:
+            from polypy.emulator import emulate
+
+            if args and kwargs:
+                raise UserError(f"pass the arguments of kernel {k.name!r} either all by position or all by name")
+            emulate(k.gpu, grid, block, kwargs if kwargs else args, shmem=shmem, globals=k.module.globals)
+
+        return run
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check_threads(threads: int | None) -> int | None:
+    if threads is None:
+        return None
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise UserError(f"threads must be a positive int, got {threads!r}")
+    return int(threads)
+
+
+def _launch_config(kernel: str, config: Any) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+    if not isinstance(config, tuple) or len(config) not in (2, 3):
+        raise UserError(f"launch kernel {kernel!r} as kernel[grid, block] or kernel[grid, block, shmem_bytes], "
+                        f"got kernel[{config!r}]")
+    grid = _dims(config[0], "grid", MAX_GRID)
+    block = _dims(config[1], "block", MAX_BLOCK)
+    if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK:
+        raise UserError(f"block of {block[0] * block[1] * block[2]} threads; CUDA allows at most "
+                        f"{MAX_THREADS_PER_BLOCK}")
+    shmem = config[2] if len(config) == 3 else 0
+    if isinstance(shmem, bool) or not isinstance(shmem, (int, np.integer)) or shmem < 0:
+        raise UserError(f"shared memory must be a non-negative number of bytes, got {shmem!r}")
+    return grid, block, int(shmem)
+
+
+def _dims(value: Any, what: str, limits: tuple[int, int, int]) -> tuple[int, int, int]:
+    dims = [value] if isinstance(value, (int, np.integer)) else value
+    if (not isinstance(dims, (list, tuple)) or not 1 <= len(dims) <= 3
+            or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims)):
+        raise UserError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+    full = [int(d) for d in dims] + [1] * (3 - len(dims))
+    for d, limit, axis in zip(full, limits, "xyz"):
+        if not 1 <= d <= limit:
+            raise UserError(f"{what}.{axis} = {d} is outside CUDA's range [1, {limit}]")
+    return full[0], full[1], full[2]
+
+
+def _bind(kernel: n.Kernel, args: tuple, kwargs: dict) -> dict[str, Any]:
+    from polypy.arguments import bind_arguments
+
+    if args and kwargs:
+        raise UserError(f"pass the arguments of kernel {kernel.name!r} either all by position or all by name",
+                        kernel.loc)
+    return bind_arguments(kernel, kwargs if kwargs else args)
+
+
+def _c_name(kernel: n.Kernel, ir_name: str) -> str:
+    for sp in kernel.source_params:
+        for path, name in sp.members:
+            if name == ir_name:
+                return sp.name + path
+    return ir_name
+
+
+def _check_arrays(kernel: n.Kernel, arrays: Mapping[str, np.ndarray], globals_: Mapping[str, np.ndarray]) -> None:
+    """What the binder does not check but compiled code relies on: alignment, writability, no
+    overlap where the code assumes none (``__restrict__`` pairs, the module's own arrays)."""
+    for p in kernel.params:
+        if not isinstance(p.ptype, PointerType):
+            continue
+        arr = arrays[p.name]
+        what = f"argument {_c_name(kernel, p.name)!r} of kernel {kernel.name!r}"
+        if not arr.flags.aligned:
+            raise UserError(f"{what} is not aligned to its element size (pass a copy: arr.copy())", p.loc)
+        if not p.ptype.const and not arr.flags.writeable:
+            raise UserError(f"{what} is read-only, but the parameter ({p.ptype}) is not const", p.loc)
+        for g, storage in globals_.items():
+            if np.may_share_memory(arr, storage):
+                raise UserError(f"{what} is the module's own __constant__/__device__ array {g!r}; pass a copy", p.loc)
+    pointers = [p for p in kernel.params if isinstance(p.ptype, PointerType)]
+    for i, p in enumerate(pointers):
+        for q in pointers[i + 1:]:
+            if not (p.ptype.restrict or q.ptype.restrict) or (p.ptype.const and q.ptype.const):
+                continue
+            if np.may_share_memory(arrays[p.name], arrays[q.name]):
+                raise UserError(f"arguments {_c_name(kernel, p.name)!r} and {_c_name(kernel, q.name)!r} of kernel "
+                                f"{kernel.name!r} overlap, but one of them is __restrict__", p.loc)
+
+
+def _check_footprints(kernel: n.Kernel, footprints: Mapping[str, tuple[int, int]],
+                      arrays: Mapping[str, np.ndarray]) -> None:
+    for name, (lo, hi) in footprints.items():
+        arr = arrays.get(name)
+        if arr is None:
+            continue
+        what = f"argument {_c_name(kernel, name)!r} of kernel {kernel.name!r}"
+        if lo < 0:
+            raise UserError(f"{what}: this launch accesses index {lo}, before the start of the array")
+        if hi >= arr.size:
+            raise UserError(f"{what} is too small for this launch: it needs {hi + 1} elements (indices up to "
+                            f"{hi}), got an array of {arr.size}")
