@@ -1,0 +1,81 @@
+"""Automatic differentiation of GPU-form kernels (the Enzyme approach, on polypy's structured IR).
+
+``differentiate(kernel, mode="reverse")`` returns ``K_grad``: the forward sweep and then the
+reverse sweep of each thread in one GPU-form kernel, in the calling convention of DESIGN.md.
+``mode="forward"`` returns ``K_fwd`` (tangents). Modules, one job each:
+
+* ``rules``     derivative rules keyed by operation (partials; JVP and VJP derived from them)
+* ``activity``  which parameters, variables and arrays carry derivatives
+* ``normalize`` loops without break/continue/update blocks, ready to be reversed
+* ``program``   statement paths, writers, reaching definitions
+* ``loops``     trip-count bounds, induction variables and their closed forms
+* ``shadows``   the calling convention and shadow arrays
+* ``reverse``   reverse mode (caching vs recomputation, accumulation strategies)
+* ``shuffles``  warp shuffles transposed
+* ``reductions`` block-level reductions of per-thread adjoint sums
+* ``forward``   forward mode
+* ``report``    the decisions ``--report`` prints
+* ``check``     finite-difference and dot-product checks with the emulator
+* ``build``, ``names``  expression builders, fresh names
+
+The pipeline around it (optimize before, simplify after) is ``polypy.gradients``; this package
+only transforms one kernel and never imports other stages.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from autodiff.activity import ActiveParams, analyze_activity, select_active
+from autodiff.forward import forward_kernel
+from autodiff.names import Names
+from autodiff.normalize import normalize_for_ad
+from autodiff.report import Accumulation, Caching, Decision
+from autodiff.reverse import ReverseOptions, reverse_kernel
+from polypy.errors import UserError
+from polypy.ir import nodes as n
+
+Privacy = Callable[[str], "tuple[bool, str]"]
+
+
+def _no_proof(buffer: str) -> tuple[bool, str]:
+    return False, "no proof that the elements are private to a thread"
+
+
+def differentiate(kernel: n.Kernel, *, mode: str = "reverse", wrt: tuple[str, ...] | None = None,
+                  const: tuple[str, ...] = (), name: str | None = None, options: ReverseOptions | None = None,
+                  report: list[Decision] | None = None, privacy: Privacy | None = None) -> n.Kernel:
+    """``K_grad`` (reverse) or ``K_fwd`` (forward) of a GPU-form kernel without ``return``.
+
+    ``privacy(buffer)`` answers whether every element of ``buffer`` is accessed by at most one
+    thread of the grid (with a reason, for the report); without it every accumulation into a
+    shared or global shadow is atomic.
+    """
+    if kernel.stage != "gpu":
+        raise UserError(f"kernel '{kernel.name}' is in {kernel.stage} form; polypy grad differentiates GPU-form "
+                        f"kernels", kernel.loc)
+    if mode not in ("reverse", "forward"):
+        raise UserError(f"unknown differentiation mode '{mode}' (reverse or forward)")
+    active = select_active(kernel, wrt, const)
+    suffix = "_grad" if mode == "reverse" else "_fwd"
+    out_name = name if name is not None else kernel.name + suffix
+    names = Names(kernel, {out_name})
+    if mode == "forward":
+        activity = analyze_activity(kernel, active)
+        return forward_kernel(kernel, active, activity, names, out_name)
+    normalized = normalize_for_ad(kernel, names)
+    activity = analyze_activity(normalized, active)
+    decisions: list[Decision] | None = [] if report is not None else None
+    result = reverse_kernel(normalized, kernel, active, activity, names, options or ReverseOptions(), decisions,
+                            privacy or _no_proof, out_name)
+    if report is not None and decisions is not None:
+        report.extend(sorted(decisions, key=_where))
+    return result
+
+
+def _where(d: Decision) -> tuple:
+    loc = d.loc
+    return (loc.file, loc.line, loc.col) if loc is not None else ("", 0, 0)
+
+
+__all__ = ["differentiate", "ReverseOptions", "ActiveParams", "select_active", "Accumulation", "Caching",
+           "Decision"]

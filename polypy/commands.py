@@ -26,16 +26,134 @@ def _select(module: n.Module, kernel: str | None) -> n.Module:
 
 
 def translate(args: argparse.Namespace) -> int:
+    """CUDA -> CPU code: a whole program (a file with host code) becomes one C++ file; a file of
+    kernels (or ``--kernel K``) becomes C/C++ functions with an OpenMP launcher per kernel."""
+    import sys
+
     module = _select(_load(args), args.kernel)
     if args.emit == "ir":
         write_output(args.output, print_module(module))
         return 0
-    raise UserError(f"--emit {args.emit} is not available yet")
+    if args.emit == "llvm":
+        raise UserError("--emit llvm is not available in this build; use --emit cpp or --emit c")
+    if args.threads < 0:
+        raise UserError(f"--threads must be a positive number of threads (or 0 for all cores), got {args.threads}")
+    whole_program = module.host is not None and args.kernel is None
+    if whole_program and args.emit == "c":
+        raise UserError(f"{module.source} has host code, which polypy keeps as C++: use --emit cpp for the whole "
+                        "program, or --kernel NAME for the C code of one kernel")
+    from polypy.driver import to_cpu
+
+    report: list | None = [] if args.report else None
+    kernels = {k.name: to_cpu(k, optimize=not args.no_opt, report=report) for k in module.kernels}
+    if whole_program:
+        from codegen.c import emit_program
+
+        text = emit_program(module.host, kernels, threads=args.threads, check_bounds=args.check_bounds)
+    else:
+        from codegen.c import emit_kernels
+
+        text = emit_kernels(tuple(kernels.values()), module.globals, source=module.source, cpp=args.emit == "cpp",
+                            threads=args.threads, check_bounds=args.check_bounds)
+    if report is not None:
+        for decision in report:
+            print(decision.format(), file=sys.stderr)
+    write_output(args.output, text)
+    return 0
 
 
 def grad(args: argparse.Namespace) -> int:
-    raise UserError("polypy grad is not available yet")
+    """``polypy grad``: the reverse (``K_grad``) or forward (``K_fwd``) derivative of one kernel."""
+    import sys
+
+    from polypy.gradients import grad_kernel, gradient_cpp, gradient_source
+
+    module = _load(args)
+    wrt = [w.strip() for w in args.wrt.split(",") if w.strip()] or None
+    const = [c.strip() for c in args.const.split(",") if c.strip()]
+    report: list | None = [] if args.report else None
+    gradient = grad_kernel(module, args.kernel, wrt=wrt, const=const, mode=args.mode, report=report)
+    if args.emit == "ir":
+        text = print_module(dataclasses.replace(module, kernels=module.kernels + (gradient,)))
+    elif args.emit == "cuda":
+        text = gradient_source(module, gradient, defines=_defines(args.defines))
+    else:
+        text = gradient_cpp(module, gradient)
+    if report is not None:
+        for decision in report:
+            print(decision.format(), file=sys.stderr)
+    write_output(args.output, text)
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    raise UserError("polypy run is not available yet")
+    """Run a sample (``X.cu`` next to a ``X.py`` describing it) or a whole program."""
+    import pathlib
+
+    path = pathlib.Path(args.file)
+    description = path.with_suffix(".py")
+    if description.exists():
+        return _run_sample(path, description, emulate=args.emulate, threads=args.threads)
+    module = _load(args)
+    if module.host is not None and module.host.has_main:
+        return _run_program(module, args)
+    raise UserError(f"nothing to run: {path} has no main() and no sample description ({description.name})")
+
+
+def _run_sample(path, description, *, emulate: bool, threads: int) -> int:
+    """Every launch shape of the sample, checked against its NumPy reference."""
+    import importlib.util
+    import sys
+
+    import numpy as np
+
+    root = str(description.resolve().parent.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)  # sample descriptions import `samples.spec`
+    spec = importlib.util.spec_from_file_location(f"polypy_run_{path.stem}", description)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sample = getattr(mod, "SAMPLE", None)
+    if sample is None:
+        raise UserError(f"{description} does not define SAMPLE")
+    from polypy.driver import load
+
+    module = load(path, defines=dict(sample.defines))
+    kernel = module.kernel(sample.kernel)
+    launch = _launcher(path, sample, kernel, emulate=emulate, threads=threads)
+    failures = 0
+    for i, case in enumerate(sample.cases):
+        args = sample.make_args(np.random.default_rng(i), case, np.float32)
+        pristine = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+        expected = sample.reference(pristine, case)
+        launch(case, args)
+        worst = 0.0
+        ok = True
+        for out in sample.outputs:
+            got = np.asarray(args[out], dtype=np.float64).reshape(-1)
+            want = np.asarray(expected[out], dtype=np.float64).reshape(-1)
+            ok &= bool(np.allclose(got, want, rtol=sample.rtol, atol=sample.atol))
+            scale = np.maximum(np.abs(want), 1e-30)
+            worst = max(worst, float(np.max(np.abs(got - want) / scale)) if got.size else 0.0)
+        failures += not ok
+        print(f"{sample.name} {case}: {'ok' if ok else 'MISMATCH'} (max relative error {worst:.2e})")
+    return 1 if failures else 0
+
+
+def _launcher(path, sample, kernel, *, emulate: bool, threads: int):
+    if emulate:
+        from polypy.emulator import emulate as run_emulated
+
+        return lambda case, args: run_emulated(kernel, case.grid, case.block, args, shmem=case.shmem)
+    try:
+        from polypy.api import compile as compile_module
+    except ImportError:
+        raise UserError("compiled execution is not available in this build; use --emulate") from None
+    compiled = compile_module(path, defines=dict(sample.defines), threads=threads or None)
+    launchable = getattr(compiled, sample.kernel)
+    return lambda case, args: launchable[case.grid, case.block, case.shmem](**args)
+
+
+def _run_program(module: n.Module, args: argparse.Namespace) -> int:
+    raise UserError("running whole programs is not available yet")

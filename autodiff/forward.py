@@ -1,0 +1,146 @@
+"""Forward mode: a GPU-form kernel ``K`` -> ``K_fwd`` computing tangents next to the values.
+
+Every active value ``x`` gets a tangent ``d_x`` computed right before ``x`` is (re)assigned,
+from the operands' values and tangents through the rules table (JVP). Parameters follow the
+calling convention (``autodiff.shadows``): ``T* d_p`` after an active pointer (on entry the
+tangent of its contents, on return the tangent of its final contents -- every element K writes
+gets its tangent written), ``T d_s`` after an active scalar. Shared and local arrays get
+tangent arrays; barriers, loops and branches stay as they are (no reversal, no caching).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from autodiff import build as b
+from autodiff import rules
+from autodiff.activity import Activity, ActiveParams
+from autodiff.names import Names
+from autodiff.shadows import interleave_dynamic_shared, shadow_buffers, shadow_params
+from polypy.errors import InternalError, UserError
+from polypy.ir import nodes as n
+from polypy.ir.types import ScalarType
+
+
+class ForwardBuilder:
+    def __init__(self, kernel: n.Kernel, active: ActiveParams, activity: Activity, names: Names):
+        self.k = kernel
+        self.act = activity
+        self.names = names
+        self.params, self.param_shadow = shadow_params(kernel, active, names, mode="forward")
+        self.buffers, self.buffer_shadow = shadow_buffers(kernel, activity.buffers, names)
+        self.shadow = {**self.param_shadow, **self.buffer_shadow}
+        self.dynamic = {buf.name: self.shadow[buf.name] for buf in kernel.buffers
+                        if buf.name in self.buffer_shadow and buf.shape is None}
+        self.tangent_var: dict[str, str] = {p: self.param_shadow[p] for p in active.scalars}
+
+    def _tan_name(self, v: str) -> str:
+        name = self.tangent_var.get(v)
+        if name is None:
+            name = self.names.fresh("d_" + v)
+            self.tangent_var[v] = name
+        return name
+
+    # ------------------------------------------------------------------ expressions
+    def tangent(self, e: n.Expr) -> n.Expr | None:
+        if not self.act.expr(e):
+            return None
+        if isinstance(e, n.Var):
+            return n.Var(self._tan_name(e.name), e.vtype)
+        if isinstance(e, n.Load):
+            return n.Load(self.shadow[e.buffer], e.index, e.etype)
+        if isinstance(e, n.Select):
+            ta, tb = self.tangent(e.a), self.tangent(e.b)
+            return b.select(e.cond, ta if ta is not None else b.zero(e.type), tb if tb is not None else b.zero(e.type))
+        if isinstance(e, n.Cast):
+            t = self.tangent(e.x)
+            return None if t is None else b.cast(e.to, t)
+        if isinstance(e, n.Binary) and e.op in ("add", "sub"):
+            ta, tb = self.tangent(e.a), self.tangent(e.b)
+            if tb is None:
+                return ta
+            if e.op == "sub":
+                tb = b.neg(tb)
+            return tb if ta is None else b.add(ta, tb)
+        if isinstance(e, n.Unary) and e.op == "neg":
+            t = self.tangent(e.x)
+            return None if t is None else b.neg(t)
+        args = rules.float_args(e)
+        if not args:
+            raise InternalError(f"tangent: unexpected {type(e).__name__}", e.loc)
+        return rules.jvp(e, args, tuple(self.tangent(a) for a in args))
+
+    def _or_zero(self, t: n.Expr | None, ty: ScalarType) -> n.Expr:
+        return t if t is not None else b.zero(ty)
+
+    # ------------------------------------------------------------------ statements
+    def block(self, stmts: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
+        out: list[n.Stmt] = []
+        for s in stmts:
+            out.extend(self.stmt(s))
+        return tuple(out)
+
+    def stmt(self, s: n.Stmt) -> list[n.Stmt]:
+        act = self.act
+        if isinstance(s, n.Decl):
+            if s.name not in act.variables:
+                return [s]
+            t = self.tangent(s.init) if s.init is not None else None
+            return [n.Decl(self._tan_name(s.name), s.vtype, self._or_zero(t, s.vtype), loc=s.loc), s]
+        if isinstance(s, n.Assign):
+            if s.name not in act.variables:
+                return [s]
+            ty = s.value.type
+            return [n.Assign(self._tan_name(s.name), self._or_zero(self.tangent(s.value), ty), loc=s.loc), s]
+        if isinstance(s, n.Store):
+            shadow = self.shadow.get(s.buffer)
+            if shadow is None:
+                if act.expr(s.value) and self.k.space(s.buffer) in ("device", "constant"):
+                    raise UserError(f"cannot differentiate through the module array '{s.buffer}': an active value "
+                                    f"is stored in it, and module arrays have no shadow", s.loc)
+                return [s]
+            elem = self.k.elem_type(s.buffer)
+            return [n.Store(shadow, s.index, self._or_zero(self.tangent(s.value), elem), loc=s.loc), s]
+        if isinstance(s, n.AtomicRMW):
+            shadow = self.shadow.get(s.buffer)
+            if shadow is None:
+                if act.expr(s.value) and self.k.space(s.buffer) in ("device", "constant"):
+                    raise UserError(f"cannot differentiate through the module array '{s.buffer}': an active value "
+                                    f"is added to it, and module arrays have no shadow", s.loc)
+                return [s]
+            if s.op not in ("add", "sub"):
+                raise UserError(f"no derivative rule for atomic.{s.op} on the active buffer '{s.buffer}' (only "
+                                f"atomicAdd/atomicSub are differentiable)", s.loc)
+            if s.dest is not None and s.dest in act.variables:
+                raise UserError(f"cannot differentiate the value returned by atomic.{s.op} on '{s.buffer}': it "
+                                f"depends on the order in which threads update the element", s.loc)
+            t = self.tangent(s.value)
+            if t is None:
+                return [s]
+            return [n.AtomicRMW(s.op, shadow, s.index, t, loc=s.loc), s]
+        if isinstance(s, n.Shuffle):
+            if s.dest not in act.variables:
+                return [s]
+            ty = s.value.type
+            t = self._or_zero(self.tangent(s.value), ty)
+            tmp = self.names.fresh(s.dest + "_tan")
+            out: list[n.Stmt] = [n.Decl(tmp, ty, t, loc=s.loc)]
+            out.append(n.Shuffle(self._tan_name(s.dest), s.mode, n.Var(tmp, ty), s.lane, s.width, s.mask, loc=s.loc))
+            return out + [s]
+        if isinstance(s, n.If):
+            return [dataclasses.replace(s, then=self.block(s.then), orelse=self.block(s.orelse))]
+        if isinstance(s, n.For):
+            return [dataclasses.replace(s, body=self.block(s.body))]
+        if isinstance(s, n.While):
+            return [dataclasses.replace(s, body=self.block(s.body), update=self.block(s.update))]
+        return [s]
+
+    def build(self, name: str) -> n.Kernel:
+        body = self.block(self.k.body)
+        # Tangents of variables assigned by shuffles and declared without initializer are declared
+        # where their primal is; those only assigned (never declared here) are the parameters'.
+        kernel = n.Kernel(name, self.params, tuple(self.k.buffers) + tuple(self.buffers), body, "gpu", loc=self.k.loc)
+        return interleave_dynamic_shared(kernel, self.dynamic)
+
+
+def forward_kernel(kernel: n.Kernel, active: ActiveParams, activity: Activity, names: Names, name: str) -> n.Kernel:
+    return ForwardBuilder(kernel, active, activity, names).build(name)

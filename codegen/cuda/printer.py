@@ -1,0 +1,313 @@
+"""GPU-form IR -> CUDA C++ source (what ``polypy grad --emit cuda`` writes).
+
+The output is meant to be read and to go back through our own frontend and through ``nvcc -c``:
+one statement per line, the IR's names, C types spelled out, a comment with the source line of
+each kernel. Semantics are those of the IR: narrow integer results are cast back to their type
+(C promotes them to ``int``), float literals carry their precision, math functions get the
+precision-specific CUDA name (``expf`` / ``exp``).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from polypy.errors import UserError
+from polypy.ir import nodes as n
+from polypy.ir.printer import BINARY_SYMBOLS, PRECEDENCE, UNARY_SYMBOLS
+from polypy.ir.types import PointerType, ScalarType
+
+_DIMS = "xyz"
+_GPU = {n.ThreadIdx: "threadIdx", n.BlockIdx: "blockIdx", n.BlockDim: "blockDim", n.GridDim: "gridDim"}
+_SELECT_PREC = 0
+_UNARY_PREC = 11
+_ATOM_PREC = 12
+
+_ATOMICS = {
+    "add": "atomicAdd", "sub": "atomicSub", "max": "atomicMax", "min": "atomicMin", "exch": "atomicExch",
+    "cas": "atomicCAS", "and": "atomicAnd", "or": "atomicOr", "xor": "atomicXor", "inc": "atomicInc",
+    "dec": "atomicDec",
+}
+_SHUFFLES = {"idx": "__shfl_sync", "up": "__shfl_up_sync", "down": "__shfl_down_sync", "xor": "__shfl_xor_sync"}
+_VOTES = {"ballot": "__ballot_sync", "any": "__any_sync", "all": "__all_sync"}
+# Functions whose CUDA spelling does not follow "name" / "namef".
+_PLAIN_NAMES = {"isnan", "isinf", "isfinite", "signbit"}
+_INT_FUNCS = {"min": "min", "max": "max", "abs": "abs"}
+
+
+def c_type(t: ScalarType) -> str:
+    return t.c_name
+
+
+def param_decl(p: n.Param) -> str:
+    if isinstance(p.ptype, PointerType):
+        const = "const " if p.ptype.const else ""
+        restrict = " __restrict__" if p.ptype.restrict else ""
+        return f"{const}{c_type(p.ptype.elem)}*{restrict} {p.name}"
+    return f"{c_type(p.ptype)} {p.name}"
+
+
+def format_const(c: n.Const) -> str:
+    t = c.ctype
+    if t.is_bool:
+        return "true" if c.value else "false"
+    if t.is_int:
+        v = int(c.value)
+        if t.name == "i32":
+            return str(v) if v != -(1 << 31) else "(-2147483647 - 1)"
+        if t.name == "u32":
+            return f"{v}u"
+        if t.name == "i64":
+            return f"{v}ll" if v != -(1 << 63) else "(-9223372036854775807ll - 1)"
+        if t.name == "u64":
+            return f"{v}ull"
+        return f"(({c_type(t)}){v})"
+    value = float(c.value)
+    suffix = "f" if t.name == "f32" else ""
+    if math.isnan(value):
+        return f"({'0.0f' if suffix else '0.0'} / {'0.0f' if suffix else '0.0'})"
+    if math.isinf(value):
+        one = "1.0" + suffix
+        return f"({'-' if value < 0 else ''}{one} / {'0.0' + suffix})"
+    if t.name == "f32":
+        text = np.format_float_scientific(np.float32(value), unique=True, trim="0") \
+            if not (value == 0.0 or 1e-4 <= abs(value) < 1e16) \
+            else np.format_float_positional(np.float32(value), unique=True, trim="0")
+    else:
+        text = repr(value)
+    if not any(ch in text for ch in ".e"):
+        text += ".0"
+    if text.endswith("."):
+        text += "0"
+    return text + suffix
+
+
+def _prec(e: n.Expr) -> int:
+    if isinstance(e, n.Binary):
+        return PRECEDENCE[e.op]
+    if isinstance(e, n.Select):
+        return _SELECT_PREC
+    if isinstance(e, (n.Unary, n.Cast)):
+        return _UNARY_PREC
+    if isinstance(e, n.Const):
+        text = format_const(e)
+        return _UNARY_PREC if text.startswith("-") else _ATOM_PREC
+    return _ATOM_PREC
+
+
+def _narrow(t: ScalarType) -> bool:
+    return t.is_int and t.bits < 32
+
+
+def call_name(e: n.Call) -> str:
+    """The CUDA function for canonical ``e.fn`` at the precision of its arguments."""
+    fn = e.fn
+    ty = e.args[0].type
+    if fn in _INT_FUNCS:
+        if fn == "abs" and ty.bits == 64:
+            return "llabs"
+        return _INT_FUNCS[fn]
+    if fn in _PLAIN_NAMES:
+        return fn
+    if fn == "saturate":
+        return "__saturatef"  # f32 only; f64 is printed as fmin(fmax(x, 0.0), 1.0)
+    return fn + ("f" if ty.name == "f32" else "")
+
+
+def format_expr(e: n.Expr) -> str:
+    if isinstance(e, n.Const):
+        return format_const(e)
+    if isinstance(e, n.Var):
+        return e.name
+    if isinstance(e, n.GpuIndex):
+        return f"{_GPU[type(e)]}.{_DIMS[e.dim]}"
+    if isinstance(e, n.Load):
+        return e.buffer + "".join(f"[{format_expr(i)}]" for i in e.index)
+    if isinstance(e, n.Call):
+        if e.fn == "saturate" and e.args[0].type.name != "f32":
+            x = format_expr(e.args[0])
+            return f"fmin(fmax({x}, 0.0), 1.0)"
+        return f"{call_name(e)}({', '.join(format_expr(a) for a in e.args)})"
+    if isinstance(e, n.Unary):
+        inner = format_expr(e.x)
+        if _prec(e.x) <= _UNARY_PREC:
+            inner = f"({inner})"
+        text = UNARY_SYMBOLS[e.op] + inner
+        if e.op in ("neg", "bnot") and _narrow(e.type):
+            return f"({c_type(e.type)})({text})"
+        return text
+    if isinstance(e, n.Cast):
+        inner = format_expr(e.x)
+        if _prec(e.x) < _ATOM_PREC:
+            inner = f"({inner})"
+        return f"({c_type(e.to)}){inner}"
+    if isinstance(e, n.Binary):
+        if e.op == "rem" and e.type.is_float:  # C has no % on floating types; the IR's is fmod
+            return format_expr(n.Call("fmod", (e.a, e.b), e.type))
+        p = PRECEDENCE[e.op]
+        left, right = format_expr(e.a), format_expr(e.b)
+        if _prec(e.a) < p:
+            left = f"({left})"
+        if _prec(e.b) <= p:
+            right = f"({right})"
+        text = f"{left} {BINARY_SYMBOLS[e.op]} {right}"
+        if _narrow(e.type) and e.op not in n.COMPARE_OPS + n.LOGIC_OPS:
+            return f"({c_type(e.type)})({text})"
+        return text
+    if isinstance(e, n.Select):
+        parts = []
+        for child in (e.cond, e.a, e.b):
+            text = format_expr(child)
+            if _prec(child) <= _SELECT_PREC:
+                text = f"({text})"
+            parts.append(text)
+        return f"{parts[0]} ? {parts[1]} : {parts[2]}"
+    raise UserError(f"cannot print {type(e).__name__} as CUDA", e.loc)
+
+
+_top = format_expr  # an expression where no parentheses are needed around it
+
+
+class _Printer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.labels = 0
+
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append("    " * depth + text)
+
+    def block(self, stmts: tuple[n.Stmt, ...], depth: int, continue_label: str | None = None) -> None:
+        for s in stmts:
+            self.stmt(s, depth, continue_label)
+
+    def stmt(self, s: n.Stmt, depth: int, continue_label: str | None = None) -> None:
+        if isinstance(s, n.Decl):
+            init = f" = {_top(s.init)}" if s.init is not None else ""
+            self.emit(depth, f"{c_type(s.vtype)} {s.name}{init};")
+        elif isinstance(s, n.Assign):
+            self.emit(depth, f"{s.name} = {_top(s.value)};")
+        elif isinstance(s, n.Store):
+            index = "".join(f"[{format_expr(i)}]" for i in s.index)
+            self.emit(depth, f"{s.buffer}{index} = {_top(s.value)};")
+        elif isinstance(s, n.AtomicRMW):
+            index = "".join(f"[{format_expr(i)}]" for i in s.index)
+            args = [f"&{s.buffer}{index}"]
+            if s.compare is not None:
+                args.append(_top(s.compare))
+            args.append(_top(s.value))
+            call = f"{_ATOMICS[s.op]}({', '.join(args)})"
+            self.emit(depth, f"{s.dest} = {call};" if s.dest is not None else f"{call};")
+        elif isinstance(s, n.Barrier):
+            self.emit(depth, "__syncthreads();")
+        elif isinstance(s, n.Shuffle):
+            args = ", ".join(_top(a) for a in (s.mask, s.value, s.lane, s.width))
+            self.emit(depth, f"{s.dest} = {_SHUFFLES[s.mode]}({args});")
+        elif isinstance(s, n.Vote):
+            if s.mode == "activemask":
+                self.emit(depth, f"{s.dest} = __activemask();")
+            else:
+                self.emit(depth, f"{s.dest} = {_VOTES[s.mode]}({_top(s.mask)}, {_top(s.pred)});")
+        elif isinstance(s, n.If):
+            self.emit(depth, f"if ({_top(s.cond)}) {{")
+            self.block(s.then, depth + 1, continue_label)
+            orelse = s.orelse
+            while len(orelse) == 1 and isinstance(orelse[0], n.If):
+                inner = orelse[0]
+                self.emit(depth, f"}} else if ({_top(inner.cond)}) {{")
+                self.block(inner.then, depth + 1, continue_label)
+                orelse = inner.orelse
+            if orelse:
+                self.emit(depth, "} else {")
+                self.block(orelse, depth + 1, continue_label)
+            self.emit(depth, "}")
+        elif isinstance(s, n.For):
+            v = n.Var(s.var, s.vtype)
+            step = f"{s.var}++" if isinstance(s.step, n.Const) and s.step.value == 1 else f"{s.var} += {_top(s.step)}"
+            self.emit(depth, f"for ({c_type(s.vtype)} {s.var} = {_top(s.start)}; "
+                             f"{format_expr(n.Binary('lt', v, s.stop))}; {step}) {{")
+            self.block(s.body, depth + 1)
+            self.emit(depth, "}")
+        elif isinstance(s, n.While):
+            self._while(s, depth)
+        elif isinstance(s, n.Break):
+            self.emit(depth, "break;")
+        elif isinstance(s, n.Continue):
+            self.emit(depth, f"goto {continue_label};" if continue_label else "continue;")
+        elif isinstance(s, n.Return):
+            self.emit(depth, "return;")
+        else:
+            raise UserError(f"cannot print {type(s).__name__} as CUDA", s.loc)
+
+    def _while(self, s: n.While, depth: int) -> None:
+        if not s.update:
+            self.emit(depth, f"while ({_top(s.cond)}) {{")
+            self.block(s.body, depth + 1)
+            self.emit(depth, "}")
+            return
+        if all(isinstance(u, n.Assign) for u in s.update):
+            update = ", ".join(f"{u.name} = {_top(u.value)}" for u in s.update)  # type: ignore[union-attr]
+            self.emit(depth, f"for (; {_top(s.cond)}; {update}) {{")
+            self.block(s.body, depth + 1)
+            self.emit(depth, "}")
+            return
+        # General update block: ``continue`` must still run it.
+        self.labels += 1
+        label = f"polypy_continue_{self.labels}"
+        self.emit(depth, f"while ({_top(s.cond)}) {{")
+        self.block(s.body, depth + 1, continue_label=label)
+        self.emit(depth, f"{label}:;")
+        self.block(s.update, depth + 1)
+        self.emit(depth, "}")
+
+    def buffer(self, b: n.Buffer, depth: int) -> None:
+        if b.space == "shared":
+            if b.shape is None:
+                self.emit(depth, f"extern __shared__ {c_type(b.elem)} {b.name}[];")
+            else:
+                self.emit(depth, f"__shared__ {c_type(b.elem)} {b.name}{_dims(b)};")
+        elif b.space == "local":
+            self.emit(depth, f"{c_type(b.elem)} {b.name}{_dims(b)};")
+
+    def kernel(self, k: n.Kernel) -> None:
+        if k.stage != "gpu":
+            raise UserError(f"kernel '{k.name}' is in {k.stage} form; the CUDA printer needs GPU form", k.loc)
+        if k.loc is not None:
+            self.emit(0, f"// from {k.loc}")
+        params = ", ".join(param_decl(p) for p in k.params)
+        self.emit(0, f"__global__ void {k.name}({params})")
+        self.emit(0, "{")
+        for b in k.buffers:
+            self.buffer(b, 1)
+        self.block(k.body, 1)
+        self.emit(0, "}")
+
+
+def _dims(b: n.Buffer) -> str:
+    return "".join(f"[{format_expr(d)}]" for d in (b.shape or ()))
+
+
+def _global(b: n.Buffer) -> str:
+    qualifier = "__constant__" if b.space == "constant" else "__device__"
+    init = ""
+    if b.init is not None:
+        init = " = {" + ", ".join(format_const(n.Const(v, b.elem)) for v in b.init) + "}"
+    return f"{qualifier} {c_type(b.elem)} {b.name}{_dims(b)}{init};"
+
+
+def print_cuda_kernel(kernel: n.Kernel) -> str:
+    p = _Printer()
+    p.kernel(kernel)
+    return "\n".join(p.lines) + "\n"
+
+
+def print_cuda_module(module: n.Module, kernels: tuple[n.Kernel, ...] | None = None) -> str:
+    """Module arrays and kernels (all of the module's, or ``kernels``) as one CUDA source."""
+    lines = []
+    ks = module.kernels if kernels is None else kernels
+    for g in module.globals:
+        lines.append(_global(g))
+    if module.globals:
+        lines.append("")
+    for k in ks:
+        lines.append(print_cuda_kernel(k))
+    return "\n".join(lines)

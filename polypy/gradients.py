@@ -1,0 +1,186 @@
+"""The gradient pipeline: optimize, differentiate, simplify (``polypy grad`` and the Python API).
+
+::
+
+    K (GPU form, after the driver's GPU pipeline)
+      │  before_ad_passes: shared-memory forwarding and barrier elimination (gpu2cpu, when
+      │             present), loop-invariant code motion (hoist_invariants), SIMPLIFY
+      ▼  autodiff.differentiate   (reverse: K_grad; forward: K_fwd)
+      │  AFTER_AD: constant folding, dead code
+      ▼
+    K_grad
+
+Differentiating the *optimized* kernel is what keeps gradients cheap: a value hoisted out of a
+loop before differentiation is computed, cached and differentiated once, not once per
+iteration (vector normalization: O(n) instead of O(n^2)). Each optimization can be switched
+off (``grad_kernel(..., optimize=False, cache="store", privacy=False, block_reductions=False)``)
+so the benchmark can measure what it buys.
+
+Stages are imported inside the functions that use them (``polypy`` is the only wiring layer).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+
+from polypy.errors import UserError
+from polypy.ir import nodes as n
+from polypy.passes import SIMPLIFY, Pass, fold_constants, run_pipeline
+from polypy.passes.eliminate_dead_code import eliminate_dead_code
+from polypy.passes.hoist_invariants import hoist_invariants
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def before_ad_passes(*, optimize: bool = True) -> tuple[Pass, ...]:
+    """What runs on a kernel before it is differentiated."""
+    if not optimize:
+        return ()
+    passes: list[Pass] = []
+    # Forwarding first: it makes stores dead and then barriers removable (as gpu2cpu orders them).
+    if _module_exists("gpu2cpu.forward_shared"):
+        from gpu2cpu import forward_shared
+
+        for fname, pname in (("forward_shared_stores", "forward-shared-stores"),
+                             ("eliminate_dead_shared_stores", "eliminate-dead-shared-stores")):
+            fn = getattr(forward_shared, fname, None)
+            if fn is not None:
+                passes.append(Pass(pname, fn))
+    if _module_exists("gpu2cpu.barriers"):
+        from gpu2cpu.barriers import eliminate_barriers
+
+        passes.append(Pass("eliminate-barriers", eliminate_barriers))
+    passes.append(Pass("hoist-invariants", lambda k: hoist_invariants(k, assume_noalias=True)))
+    passes.extend(SIMPLIFY)
+    return tuple(passes)
+
+
+# After differentiation: fold and clean up, but keep the generated locals (trip counts, iteration
+# indices, reconstructed loop variables) named rather than forwarded into every use.
+AFTER_AD: tuple[Pass, ...] = (
+    Pass("fold-constants", fold_constants),
+    Pass("eliminate-dead-code", eliminate_dead_code),
+)
+
+
+def privacy_oracle(kernel: n.Kernel):
+    """``buffer -> (private, reason)`` from the polyhedral model (``polypy.poly.sharing``)."""
+    cache: dict[str, tuple[bool, str]] = {}
+
+    def private(buffer: str) -> tuple[bool, str]:
+        got = cache.get(buffer)
+        if got is not None:
+            return got
+        try:
+            from polypy.poly import sharing
+
+            s = sharing(kernel, buffer)
+            if s.thread_private:
+                got = (True, "isl: every element is accessed by at most one thread of the grid")
+            elif s.block_uniform:
+                got = (False, "isl: every thread of a block accesses the same element, and the buffer is "
+                              "written or several blocks share it")
+            else:
+                got = (False, "isl: threads may access the same element")
+        except (UserError, ImportError) as exc:  # unanalysable: the safe answer
+            got = (False, f"no proof ({exc})")
+        except Exception as exc:  # noqa: BLE001 - any failure of the model means "not proved"
+            got = (False, f"no proof (model failed: {type(exc).__name__})")
+        cache[buffer] = got
+        return got
+
+    return private
+
+
+def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = "reverse",
+                report: list | None = None, optimize: bool = True, cache: str = "auto",
+                privacy: bool = True, block_reductions: bool = True, max_tape: int = 1 << 16) -> n.Kernel:
+    """The gradient (``mode="reverse"``: ``<name>_grad``) or tangent (``"forward"``: ``<name>_fwd``)
+    kernel of kernel ``name`` of a GPU-form ``module`` (as ``polypy.load`` returns it).
+
+    ``wrt``: active inputs (default: every floating-point parameter); ``const``: parameters
+    that get no shadow. ``report`` receives ``autodiff.Accumulation``/``autodiff.Caching``
+    decisions. The options switch off one optimization each (for benchmarks): ``optimize``
+    (passes before differentiation), ``cache`` (``auto``/``recompute``/``store``), ``privacy``
+    (isl proofs that allow plain ``+=``), ``block_reductions``.
+
+    Assumes, like Enzyme for duplicated arguments, that distinct pointer arguments do not
+    overlap. Launch the result with the same grid and block as the kernel; a kernel with
+    ``extern __shared__`` memory needs twice its dynamic shared bytes (the shadow is
+    interleaved with the primal array).
+    """
+    from autodiff import ReverseOptions, differentiate
+
+    try:
+        kernel = module.kernel(name)
+    except KeyError:
+        names = ", ".join(k.name for k in module.kernels) or "none"
+        raise UserError(f"no kernel named '{name}' in {module.source or 'the module'} (kernels: {names})") from None
+    if mode not in ("reverse", "forward"):
+        raise UserError(f"unknown mode '{mode}': use reverse or forward")
+    if cache not in ("auto", "recompute", "store"):
+        raise UserError(f"unknown caching strategy '{cache}': use auto, recompute or store")
+    new_name = name + ("_grad" if mode == "reverse" else "_fwd")
+    if any(k.name == new_name for k in module.kernels):
+        raise UserError(f"the module already has a kernel named '{new_name}'", kernel.loc)
+    wrt_t = tuple(wrt) if wrt is not None else None
+    kernel = run_pipeline(kernel, before_ad_passes(optimize=optimize))
+    options = ReverseOptions(cache=cache, privacy=privacy, block_reductions=block_reductions, max_tape=max_tape)
+    result = differentiate(kernel, mode=mode, wrt=wrt_t, const=tuple(const), name=new_name, options=options,
+                           report=report, privacy=privacy_oracle(kernel) if privacy else None)
+    return run_pipeline(result, AFTER_AD)
+
+
+def grad_module(module: n.Module, name: str, **options) -> n.Module:
+    """``module`` with the gradient kernel of ``name`` appended."""
+    g = grad_kernel(module, name, **options)
+    return dataclasses.replace(module, kernels=module.kernels + (g,))
+
+
+def gradient_source(module: n.Module, gradient: n.Kernel, *, defines: dict[str, str] | None = None) -> str:
+    """CUDA source holding the module's kernels and ``gradient`` (``polypy grad --emit cuda``).
+
+    A file without host code is reproduced verbatim (its device functions and comments
+    included), preceded by the ``-D`` macros it was compiled with and followed by the generated
+    kernel; otherwise (a whole program) the module's arrays and kernels are printed from the IR,
+    so the result can be ``#include``d by a host program without a second ``main``.
+    """
+    from codegen.cuda import print_cuda_kernel, print_cuda_module
+
+    origin = module.source or "<input>"
+    head = [f"// Generated by polypy grad from {origin}: {gradient.name}.",
+            "// Launch it with the grid and block of the original kernel (twice its dynamic shared memory",
+            "// if it has extern __shared__ memory)."]
+    original = None
+    if module.host is None and module.source:
+        try:
+            with open(module.source, encoding="utf-8") as f:
+                original = f.read()
+        except OSError:
+            original = None
+    parts = ["\n".join(head), ""]
+    for name, value in (defines or {}).items():
+        parts += [f"#ifndef {name}", f"#define {name} {value}", "#endif"]
+    if original is not None:
+        parts += ["", original.rstrip("\n"), "", f"// ---- generated by polypy grad ----", "",
+                  print_cuda_kernel(gradient)]
+    else:
+        parts += ["", print_cuda_module(module, kernels=module.kernels + (gradient,))]
+    return "\n".join(parts)
+
+
+def gradient_cpp(module: n.Module, gradient: n.Kernel) -> str:
+    """C++/OpenMP source of the module's kernels and ``gradient``, through the C backend."""
+    if not _module_exists("codegen.c"):
+        raise UserError("--emit cpp needs the C++ backend (codegen.c), which is not available in this build; "
+                        "use --emit cuda and translate the result with `polypy translate`")
+    from codegen.c import emit_kernels
+    from polypy.driver import to_cpu
+
+    kernels = tuple(to_cpu(k) for k in module.kernels + (gradient,))
+    return emit_kernels(kernels, module.globals, source=module.source, cpp=True)

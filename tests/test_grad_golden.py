@@ -1,0 +1,94 @@
+"""Golden tests of small gradients: IR in, ``grad_kernel``, IR out (and checked numerically).
+
+Each ``tests/golden/autodiff/*.ir`` file holds, in sections:
+
+    === launch          grid=2 block=32 size=64 n=50   (arrays get ``size`` random elements)
+    === input           the kernel (IR text; SIMPLIFY runs first, as after the frontend)
+    === grad            the expected reverse-mode kernel
+    === fwd             the expected forward-mode kernel
+    === report          the expected ``--report`` lines
+
+Every generated kernel is also checked against finite differences on the launch.
+``POLYPY_UPDATE_GOLDEN=1`` rewrites the expected sections.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+from autodiff.check import check_gradients
+from polypy.gradients import grad_kernel
+from polypy.ir import nodes as n
+from polypy.ir import parse_kernel, print_kernel
+from polypy.ir.types import PointerType
+from polypy.passes import SIMPLIFY, run_pipeline
+
+GOLDEN = pathlib.Path(__file__).parent / "golden" / "autodiff"
+FILES = sorted(GOLDEN.glob("*.ir"))
+UPDATE = os.environ.get("POLYPY_UPDATE_GOLDEN") == "1"
+
+
+def read_sections(path: pathlib.Path) -> tuple[list[str], dict[str, str]]:
+    header: list[str] = []
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in path.read_text().splitlines():
+        if line.startswith("=== "):
+            current = line[4:].strip()
+            sections[current] = []
+        elif current is not None:
+            sections[current].append(line)
+        else:
+            header.append(line)
+    return header, {k: "\n".join(v).strip("\n") + "\n" for k, v in sections.items()}
+
+
+def write_sections(path: pathlib.Path, header: list[str], sections: dict[str, str]) -> None:
+    out = list(header)
+    for name, text in sections.items():
+        out.append(f"=== {name}")
+        out.extend(text.rstrip("\n").split("\n"))
+    path.write_text("\n".join(out) + "\n")
+
+
+def test_there_are_golden_files() -> None:
+    assert len(FILES) >= 4
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_golden_gradient(path: pathlib.Path) -> None:
+    header, sections = read_sections(path)
+    kernel = run_pipeline(parse_kernel(sections["input"], filename=path.name), SIMPLIFY)
+    module = n.Module((kernel,))
+    report: list = []
+    got = {
+        "grad": print_kernel(grad_kernel(module, kernel.name, report=report)),
+        "fwd": print_kernel(grad_kernel(module, kernel.name, mode="forward")),
+        "report": "\n".join(d.format() for d in report) + "\n",
+    }
+    if UPDATE:
+        for name, text in got.items():
+            sections[name] = text
+        write_sections(path, header, sections)
+    for name, text in got.items():
+        assert text == sections.get(name), f"{path.name}: section {name} differs:\n{text}"
+    # numerically right, on the file's launch
+    launch = dict(item.split("=") for item in sections["launch"].split())
+    size = int(launch.pop("size"))
+    grid, block = int(launch.pop("grid")), int(launch.pop("block"))
+    rng = np.random.default_rng(0)
+    args = {}
+    for p in kernel.params:
+        if isinstance(p.ptype, PointerType):
+            args[p.name] = (rng.uniform(0.5, 1.5, size) if p.ptype.elem.is_float
+                            else rng.integers(0, size, size)).astype(p.ptype.elem.dtype)
+        elif p.ptype.is_float:
+            args[p.name] = p.ptype.dtype.type(rng.uniform(0.5, 1.5))
+        else:
+            args[p.name] = p.ptype.dtype.type(int(launch[p.name]))
+    result = check_gradients(kernel, grad_kernel(module, kernel.name), grid, block, args,
+                             k_fwd=grad_kernel(module, kernel.name, mode="forward"))
+    assert result.error() < 1e-6, result
