@@ -7,11 +7,14 @@ Public API::
     polypy.emulate(module.kernel("saxpy"), grid, block, args)   # reference semantics, NumPy arrays
     mod = polypy.compile("kernels.cu")                   # JIT for this CPU (all cores), cached on disk
     mod.saxpy[grid, block](n, 2.0, x, y)                 # NumPy arrays updated in place
+    g = polypy.grad(mod.saxpy, wrt=["x", "y"])           # the launchable gradient kernel
+    g[grid, block](n, 2.0, x, d_x, y, d_y)               # shadows follow their arrays (Enzyme's convention)
 """
 from __future__ import annotations
 
 from polypy.api import compile
 from polypy.driver import load, parse
+from polypy.gradients import grad
 from polypy.errors import InternalError, Loc, PolypyError, UserError
 
 __version__ = "0.1.0"
@@ -24,4 +27,4 @@ def emulate(kernel, grid, block, args, *, shmem: int = 0, globals=None, check_ra
     _emulate(kernel, grid, block, args, shmem=shmem, globals=globals, check_races=check_races)
 
 
-__all__ = ["compile", "load", "parse", "emulate", "UserError", "InternalError", "PolypyError", "Loc", "__version__"]
+__all__ = ["compile", "grad", "load", "parse", "emulate", "UserError", "InternalError", "PolypyError", "Loc", "__version__"]

@@ -59,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("translate", help="translate CUDA kernels / programs to CPU code")
     _add_common(t)
     t.add_argument("-o", dest="output", help="output file (default: stdout)")
-    t.add_argument("--emit", choices=("cpp", "c", "llvm", "ir"), default="cpp")
+    t.add_argument("--emit", choices=("cpp", "c", "llvm", "ir", "cpu-ir"), default="cpp",
+                   help="cpp/c: C++ or C with OpenMP; llvm: optimized LLVM IR; ir: GPU-form polypy IR; "
+                        "cpu-ir: the CPU form that the code generators receive")
     t.add_argument("--report", action="store_true", help="explain barrier and schedule decisions on stderr")
     t.add_argument("--kernel", help="only this kernel")
     t.add_argument("--threads", type=int, default=0, help="CPU threads for the emitted code (0: all cores)")
@@ -73,8 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--const", default="", help="comma-separated parameters to treat as constants")
     g.add_argument("--mode", choices=("reverse", "forward"), default="reverse")
     g.add_argument("--emit", choices=("cuda", "cpp", "ir"), default="cuda")
-    g.add_argument("--report", action="store_true")
+    g.add_argument("--report", action="store_true", help="explain accumulation and caching decisions on stderr")
     g.add_argument("-o", dest="output")
+    g.add_argument("--no-opt", action="store_true", help="differentiate the kernel as written (no optimization first)")
+    g.add_argument("--cache", choices=("auto", "recompute", "store"), default="auto",
+                   help="how the reverse sweep gets values the forward sweep overwrote")
+    g.add_argument("--no-privacy", action="store_true", help="do not use isl privacy proofs (atomics everywhere)")
+    g.add_argument("--no-block-reductions", action="store_true", help="no block-level reductions of adjoints")
 
     r = sub.add_parser("run", help="run a sample or a whole program")
     _add_common(r)

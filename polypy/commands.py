@@ -34,8 +34,6 @@ def translate(args: argparse.Namespace) -> int:
     if args.emit == "ir":
         write_output(args.output, print_module(module))
         return 0
-    if args.emit == "llvm":
-        raise UserError("--emit llvm is not available in this build; use --emit cpp or --emit c")
     if args.threads < 0:
         raise UserError(f"--threads must be a positive number of threads (or 0 for all cores), got {args.threads}")
     whole_program = module.host is not None and args.kernel is None
@@ -46,6 +44,17 @@ def translate(args: argparse.Namespace) -> int:
 
     report: list | None = [] if args.report else None
     kernels = {k.name: to_cpu(k, optimize=not args.no_opt, report=report) for k in module.kernels}
+    if args.emit in ("llvm", "cpu-ir"):
+        cpu_module = dataclasses.replace(module, kernels=tuple(kernels.values()))
+        if args.emit == "llvm":
+            from codegen.llvm import emit_llvm_ir
+
+            text = emit_llvm_ir(cpu_module, optimize=not args.no_opt)
+        else:
+            text = print_module(cpu_module)
+        _print_report(report)
+        write_output(args.output, text)
+        return 0
     if whole_program:
         from codegen.c import emit_program
 
@@ -55,11 +64,16 @@ def translate(args: argparse.Namespace) -> int:
 
         text = emit_kernels(tuple(kernels.values()), module.globals, source=module.source, cpp=args.emit == "cpp",
                             threads=args.threads, check_bounds=args.check_bounds)
-    if report is not None:
-        for decision in report:
-            print(decision.format(), file=sys.stderr)
+    _print_report(report)
     write_output(args.output, text)
     return 0
+
+
+def _print_report(report: list | None) -> None:
+    import sys
+
+    for decision in report or ():
+        print(decision.format(), file=sys.stderr)
 
 
 def grad(args: argparse.Namespace) -> int:
@@ -72,16 +86,16 @@ def grad(args: argparse.Namespace) -> int:
     wrt = [w.strip() for w in args.wrt.split(",") if w.strip()] or None
     const = [c.strip() for c in args.const.split(",") if c.strip()]
     report: list | None = [] if args.report else None
-    gradient = grad_kernel(module, args.kernel, wrt=wrt, const=const, mode=args.mode, report=report)
+    gradient = grad_kernel(module, args.kernel, wrt=wrt, const=const, mode=args.mode, report=report,
+                           optimize=not args.no_opt, cache=args.cache, privacy=not args.no_privacy,
+                           block_reductions=not args.no_block_reductions)
     if args.emit == "ir":
         text = print_module(dataclasses.replace(module, kernels=module.kernels + (gradient,)))
     elif args.emit == "cuda":
         text = gradient_source(module, gradient, defines=_defines(args.defines))
     else:
         text = gradient_cpp(module, gradient)
-    if report is not None:
-        for decision in report:
-            print(decision.format(), file=sys.stderr)
+    _print_report(report)
     write_output(args.output, text)
     return 0
 
@@ -91,12 +105,12 @@ def run(args: argparse.Namespace) -> int:
     import pathlib
 
     path = pathlib.Path(args.file)
-    description = path.with_suffix(".py")
-    if description.exists():
-        return _run_sample(path, description, emulate=args.emulate, threads=args.threads)
     module = _load(args)
     if module.host is not None and module.host.has_main:
         return _run_program(module, args)
+    description = path.with_suffix(".py")
+    if description.exists():
+        return _run_sample(path, description, emulate=args.emulate, threads=args.threads)
     raise UserError(f"nothing to run: {path} has no main() and no sample description ({description.name})")
 
 
@@ -156,4 +170,6 @@ def _launcher(path, sample, kernel, *, emulate: bool, threads: int):
 
 
 def _run_program(module: n.Module, args: argparse.Namespace) -> int:
-    raise UserError("running whole programs is not available yet")
+    from polypy.programs import run_program
+
+    return run_program(module, emulate=args.emulate, threads=args.threads)

@@ -21,7 +21,7 @@ Stages are imported inside the functions that use them (``polypy`` is the only w
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
+from typing import Any
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
@@ -30,34 +30,20 @@ from polypy.passes.eliminate_dead_code import eliminate_dead_code
 from polypy.passes.hoist_invariants import hoist_invariants
 
 
-def _module_exists(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def before_ad_passes(*, optimize: bool = True) -> tuple[Pass, ...]:
     """What runs on a kernel before it is differentiated."""
     if not optimize:
         return ()
-    passes: list[Pass] = []
+    from gpu2cpu.barriers import eliminate_barriers
+    from gpu2cpu.forward_shared import eliminate_dead_shared_stores, forward_shared_stores
+
     # Forwarding first: it makes stores dead and then barriers removable (as gpu2cpu orders them).
-    if _module_exists("gpu2cpu.forward_shared"):
-        from gpu2cpu import forward_shared
-
-        for fname, pname in (("forward_shared_stores", "forward-shared-stores"),
-                             ("eliminate_dead_shared_stores", "eliminate-dead-shared-stores")):
-            fn = getattr(forward_shared, fname, None)
-            if fn is not None:
-                passes.append(Pass(pname, fn))
-    if _module_exists("gpu2cpu.barriers"):
-        from gpu2cpu.barriers import eliminate_barriers
-
-        passes.append(Pass("eliminate-barriers", eliminate_barriers))
-    passes.append(Pass("hoist-invariants", lambda k: hoist_invariants(k, assume_noalias=True)))
-    passes.extend(SIMPLIFY)
-    return tuple(passes)
+    return (
+        Pass("forward-shared-stores", forward_shared_stores),
+        Pass("eliminate-dead-shared-stores", eliminate_dead_shared_stores),
+        Pass("eliminate-barriers", eliminate_barriers),
+        Pass("hoist-invariants", lambda k: hoist_invariants(k, assume_noalias=True)),
+    ) + SIMPLIFY
 
 
 # After differentiation: fold and clean up, but keep the generated locals (trip counts, iteration
@@ -184,3 +170,70 @@ def gradient_cpp(module: n.Module, gradient: n.Kernel) -> str:
 
     kernels = tuple(to_cpu(k) for k in module.kernels + (gradient,))
     return emit_kernels(kernels, module.globals, source=module.source, cpp=True)
+
+
+def grad(kernel: Any, *, wrt=None, const=(), mode: str = "reverse", report: list | None = None, **options: Any):
+    """The launchable gradient of a compiled kernel: ``polypy.grad(mod.saxpy, wrt=["x", "y"])``.
+
+    ``kernel`` is what ``polypy.compile`` gives (``mod.name``). The result launches like it,
+    ``g[grid, block](...)`` with the same grid, block and dynamic shared bytes as the kernel, and
+    takes the arguments of the calling convention (a shadow after each active argument). It shares
+    the module's ``__constant__``/``__device__`` arrays. ``options`` as for ``grad_kernel``.
+    """
+    from polypy.api import CompiledKernel, CompiledModule
+
+    if not isinstance(kernel, CompiledKernel):
+        raise UserError("polypy.grad takes a compiled kernel (mod.<kernel> of polypy.compile(...)), "
+                        f"got {type(kernel).__name__}")
+    source = kernel.module.gpu
+    if source is None or kernel.gpu is None:
+        raise UserError(f"kernel {kernel.name!r} was compiled from CPU-form IR only; there is nothing to differentiate")
+    gradient = grad_kernel(source, kernel.name, wrt=wrt, const=const, mode=mode, report=report, **options)
+    compiled = CompiledModule.from_ir(dataclasses.replace(source, kernels=(gradient,), host=None),
+                                      threads=kernel.module.threads)
+    for name, storage in kernel.module.globals.items():
+        compiled.globals[name] = storage  # one constant/device memory for the kernel and its gradient
+    return _GradientKernel(compiled[gradient.name], doubles_shared=_has_dynamic_shared(gradient))
+
+
+def _has_dynamic_shared(kernel: n.Kernel) -> bool:
+    return any(b.space == "shared" and b.shape is None for b in kernel.buffers)
+
+
+class _GradientKernel:
+    """A compiled gradient kernel launched with the *original* kernel's configuration.
+
+    For ``extern __shared__`` memory the shadow array is interleaved with the primal one, so the
+    gradient needs twice the kernel's dynamic shared bytes; the caller passes the kernel's.
+    """
+
+    def __init__(self, compiled: Any, *, doubles_shared: bool):
+        self.compiled = compiled
+        self.name = compiled.name
+        self.doubles_shared = doubles_shared
+
+    def _config(self, config: Any) -> Any:
+        if self.doubles_shared and isinstance(config, tuple) and len(config) == 3:
+            return config[:2] + (2 * config[2],)
+        return config
+
+    def __getitem__(self, config: Any):
+        return self.compiled[self._config(config)]
+
+    @property
+    def emulate(self):
+        inner = self.compiled.emulate
+        outer = self
+
+        class _Emulated:
+            def __getitem__(self, config: Any):
+                return inner[outer._config(config)]
+
+        return _Emulated()
+
+    @property
+    def gpu(self) -> n.Kernel:
+        return self.compiled.gpu
+
+    def __repr__(self) -> str:
+        return f"<polypy gradient kernel {self.name}>"

@@ -283,3 +283,28 @@ def _param_index(kernel: n.Kernel, name: str) -> int:
 def emit_kernel(kernel: n.Kernel, options: Options) -> KernelCode:
     """The C/C++ code of one CPU-form kernel: block function and launcher."""
     return KernelEmitter(kernel, options).emit()
+
+
+def emulated_launcher(kernel: n.Kernel, index: int, options: Options) -> KernelCode:
+    """A whole-program launcher that hands the launch to polypy's reference emulator.
+
+    The arguments go out in the kernel's IR parameter order (struct members one by one), with
+    the addresses of the ``__constant__``/``__device__`` arrays the kernel uses, through the hook
+    ``polypy_emulate_hook`` that the Python side sets (``polypy run --emulate``).
+    """
+    signature_only = dataclasses.replace(kernel, stage="cpu", body=(),
+                                         buffers=tuple(b for b in kernel.buffers if b.space in ("constant", "device")))
+    emitter = KernelEmitter(signature_only, options)
+    decl, values = emitter.signature()
+    args = ", ".join(f"(void*)&{v}" for v in values) or "0"
+    globals_ = ", ".join(f"(void*)&{b.name}" for b in signature_only.buffers) or "0"
+    text = "\n".join([
+        f"/* ---- kernel {kernel.name}: run by polypy's reference emulator ---- */",
+        decl,
+        "{",
+        f"{INDENT}void* polypy_args[] = {{{args}}};",
+        f"{INDENT}void* polypy_globals[] = {{{globals_}}};",
+        f"{INDENT}polypy_emulate_launch({index}, grid, block, shmem_bytes, polypy_args, polypy_globals);",
+        "}",
+    ])
+    return KernelCode(kernel.name, emitter.launcher_name, decl + ";", text)

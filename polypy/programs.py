@@ -1,0 +1,152 @@
+"""Running whole CUDA programs: natively (translated C++) or with every launch emulated.
+
+``polypy run prog.cu`` translates the program, compiles it with the system C++ compiler and
+runs it. ``polypy run prog.cu --emulate`` keeps the host code native but hands every kernel
+launch to the reference emulator: the program is built as a shared library whose launchers call
+back into Python with the launch configuration, the addresses of the arguments and of the
+module's ``__constant__``/``__device__`` arrays; the callback views the program's device memory
+(allocations the runtime registered in ``cudaMalloc``) as NumPy arrays and emulates the launch
+on them in place. That is the oracle the translated program is compared with.
+"""
+from __future__ import annotations
+
+import ctypes
+import pathlib
+import subprocess
+import sys
+import tempfile
+from typing import Any, Sequence
+
+import numpy as np
+
+from polypy.errors import InternalError, UserError
+from polypy.ir import nodes as n
+from polypy.ir.types import PointerType
+
+_HOOK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+                         ctypes.c_uint, ctypes.c_uint, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
+                         ctypes.POINTER(ctypes.c_void_p))
+
+
+def _compiler() -> str:
+    from codegen.c import find_compiler
+
+    compiler = find_compiler(True)
+    if compiler is None:
+        raise UserError("running a whole program needs a C++ compiler (c++, g++ or clang++; or set CXX)")
+    return compiler
+
+
+def _build(source: str, directory: pathlib.Path, flags: Sequence[str], output: str) -> pathlib.Path:
+    src = directory / "program.cpp"
+    src.write_text(source, encoding="utf-8")
+    out = directory / output
+    command = [_compiler(), *flags, str(src), "-o", str(out), "-lm"]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise InternalError(f"the C++ compiler rejected the translated program ({' '.join(command)}):\n"
+                            f"{result.stderr[-4000:]}")
+    return out
+
+
+def run_program(module: n.Module, *, emulate: bool = False, threads: int = 0, optimize: bool = True,
+                argv: Sequence[str] = ()) -> int:
+    """Run the program of ``module`` (GPU form with host code); returns its exit status."""
+    if module.host is None or not module.host.has_main:
+        raise UserError(f"{module.source} has no main()")
+    from codegen.c import emit_program
+
+    with tempfile.TemporaryDirectory(prefix="polypy-run-") as tmp:
+        directory = pathlib.Path(tmp)
+        if not emulate:
+            from polypy.driver import to_cpu
+
+            kernels = {k.name: to_cpu(k, optimize=optimize) for k in module.kernels}
+            source = emit_program(module.host, kernels, threads=threads)
+            exe = _build(source, directory, ("-O2", "-fopenmp"), "program")
+            sys.stdout.flush()
+            return subprocess.run([str(exe), *argv]).returncode
+        source = emit_program(module.host, {k.name: k for k in module.kernels}, emulate=True)
+        library = _build(source, directory, ("-O1", "-shared", "-fPIC", "-Dmain=polypy_main_impl"),
+                         "program.so")
+        return _run_emulated(ctypes.CDLL(str(library)), module, argv)
+
+
+def _run_emulated(lib: ctypes.CDLL, module: n.Module, argv: Sequence[str]) -> int:
+    find_alloc = lib.polypy_find_alloc
+    find_alloc.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
+    find_alloc.restype = ctypes.c_int
+    kernels = module.kernels
+
+    def launch(index, gx, gy, gz, bx, by, bz, shmem, args, globals_) -> int:
+        try:
+            kernel = kernels[index]
+            values = _arguments(kernel, args, find_alloc)
+            arrays = _globals(kernel, globals_)
+            from polypy.emulator import emulate
+
+            emulate(kernel, (gx, gy, gz), (bx, by, bz), values, shmem=shmem, globals=arrays)
+            return 0
+        except UserError as exc:
+            sys.stdout.flush()
+            print(exc.render(), file=sys.stderr)
+        except BaseException as exc:  # noqa: BLE001 - the C caller cannot take a Python exception
+            sys.stdout.flush()
+            print(f"polypy: internal error while emulating {kernels[index].name}: {type(exc).__name__}: {exc}",
+                  file=sys.stderr)
+        sys.stderr.flush()
+        return 1
+
+    hook = _HOOK(launch)  # kept alive for the whole run
+    ctypes.c_void_p.in_dll(lib, "polypy_emulate_hook").value = ctypes.cast(hook, ctypes.c_void_p).value
+    main = lib.polypy_program_main
+    main.restype = ctypes.c_int
+    main.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    words = [b"program"] + [a.encode() for a in argv]
+    c_argv = (ctypes.c_char_p * (len(words) + 1))(*words, None)
+    sys.stdout.flush()
+    status = main(len(words), c_argv)
+    libc = ctypes.CDLL(None)
+    libc.fflush(None)
+    return status
+
+
+def _arguments(kernel: n.Kernel, args: Any, find_alloc: Any) -> dict[str, Any]:
+    """The launch's arguments, by IR parameter: arrays view the program's device memory."""
+    out: dict[str, Any] = {}
+    for i, p in enumerate(kernel.params):
+        address = args[i]
+        if isinstance(p.ptype, PointerType):
+            pointer = ctypes.c_void_p.from_address(address).value or 0
+            out[p.name] = _device_array(pointer, p, kernel, find_alloc)
+        else:
+            ctype = np.ctypeslib.as_ctypes_type(p.ptype.dtype)
+            out[p.name] = p.ptype.dtype.type(ctype.from_address(address).value)
+    return out
+
+
+def _device_array(pointer: int, p: n.Param, kernel: n.Kernel, find_alloc: Any) -> np.ndarray:
+    dtype = p.ptype.elem.dtype  # type: ignore[union-attr]
+    base, size = ctypes.c_void_p(), ctypes.c_size_t()
+    if not pointer or not find_alloc(pointer, ctypes.byref(base), ctypes.byref(size)):
+        raise UserError(f"argument '{p.name}' of kernel '{kernel.name}' does not point into memory from cudaMalloc",
+                        kernel.loc)
+    offset = pointer - base.value
+    if offset % dtype.itemsize:
+        raise UserError(f"argument '{p.name}' of kernel '{kernel.name}' is not aligned to its element type", kernel.loc)
+    count = (size.value - offset) // dtype.itemsize
+    raw = (ctypes.c_char * (count * dtype.itemsize)).from_address(pointer)
+    return np.frombuffer(raw, dtype=dtype)
+
+
+def _globals(kernel: n.Kernel, addresses: Any) -> dict[str, np.ndarray]:
+    """The program's ``__constant__``/``__device__`` arrays the kernel uses, in place."""
+    out = {}
+    for i, b in enumerate(k for k in kernel.buffers if k.space in ("constant", "device")):
+        count = 1
+        for d in b.shape or ():
+            count *= int(d.value)  # type: ignore[attr-defined]
+        raw = (ctypes.c_char * (count * b.elem.itemsize)).from_address(addresses[i])
+        out[b.name] = np.frombuffer(raw, dtype=b.elem.dtype)
+    return out
+
