@@ -162,9 +162,6 @@ def gradient_source(module: n.Module, gradient: n.Kernel, *, defines: dict[str, 
 
 def gradient_cpp(module: n.Module, gradient: n.Kernel) -> str:
     """C++/OpenMP source of the module's kernels and ``gradient``, through the C backend."""
-    if not _module_exists("codegen.c"):
-        raise UserError("--emit cpp needs the C++ backend (codegen.c), which is not available in this build; "
-                        "use --emit cuda and translate the result with `polypy translate`")
     from codegen.c import emit_kernels
     from polypy.driver import to_cpu
 

@@ -1,0 +1,193 @@
+"""Gradient benchmark: the cost of ``K_grad`` relative to the kernel ``K`` on the CPU.
+
+For every differentiable sample, in float32 through the LLVM JIT (``polypy.compile`` +
+``polypy.grad``), side by side in one run:
+
+* ``fwd``: the kernel itself (the denominator of every ratio);
+* ``grad``: the reverse-mode gradient with every optimization (the default);
+* one column per optimization switched off: ``no-opt`` (differentiate the kernel as written,
+  no barrier elimination / forwarding / invariant hoisting first), ``store`` and ``recompute``
+  (one caching strategy for every value instead of the choice per value), ``no-privacy``
+  (atomics for every adjoint write isl would have proved private), ``no-blockred`` (atomics
+  instead of block-level reductions);
+* ``fd``: what central finite differences would cost for the same full gradient, 2 forward
+  launches per active input element (computed, not timed: it is millions of launches).
+
+Every gradient variant is first checked against the default one (same seeds, same inputs); a
+variant that disagrees is reported WRONG and not timed, one the AD engine refuses is reported
+with its reason. Enzyme reports 2-20x gradient overheads on GPUs, ADBench's hand-written
+gradients 2-7x.
+
+    python -m bench.grad [--quick] [--only saxpy,matmul_tiled] [--repeat N]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import polypy  # noqa: E402
+from bench.sizes import BENCH_SIZES  # noqa: E402
+from bench.timing import Timing, time_interleaved  # noqa: E402
+from samples.spec import Case, Sample, all_samples  # noqa: E402
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "grad": {},
+    "no-opt": {"optimize": False},
+    "store": {"cache": "store"},
+    "recompute": {"cache": "recompute"},
+    "no-privacy": {"privacy": False},
+    "no-blockred": {"block_reductions": False},
+}
+
+
+def bench_case(sample: Sample, *, quick: bool) -> Case:
+    """The launch to time: the benchmark's quick size when the sample has one (gradients are
+    heavier than kernels), otherwise its largest test case."""
+    spec = BENCH_SIZES.get(sample.name)
+    if spec is not None:
+        return spec.quick
+    return max(sample.cases, key=lambda c: math.prod(c.grid) * math.prod(c.block))
+
+
+def shadow_arguments(gradient, args: dict[str, Any], outputs: tuple[str, ...], seed: int) -> dict[str, Any]:
+    """The gradient's arguments: the primal ones, seeds for outputs' shadows, zeros elsewhere."""
+    rng = np.random.default_rng(seed)
+    full: dict[str, Any] = {}
+    for p in gradient.gpu.params:
+        if p.name in args:
+            value = args[p.name]
+            full[p.name] = value.copy() if isinstance(value, np.ndarray) else value
+            continue
+        primal = args.get(p.name[2:])
+        if isinstance(primal, np.ndarray):
+            shadow = rng.standard_normal(primal.shape) if p.name[2:] in outputs else np.zeros(primal.shape)
+            full[p.name] = shadow.astype(primal.dtype)
+        else:  # an active scalar: one accumulated element
+            dtype = np.asarray(primal).dtype if primal is not None else np.float32
+            full[p.name] = np.zeros(1, dtype=dtype)
+    return full
+
+
+def active_inputs(sample: Sample, args: dict[str, Any]) -> int:
+    """Number of scalar inputs the full gradient is taken with respect to."""
+    total = 0
+    for name in sample.wrt:
+        value = args[name]
+        total += value.size if isinstance(value, np.ndarray) else 1
+    return total
+
+
+def bench_sample(sample: Sample, *, quick: bool, repeat: int) -> dict[str, Any]:
+    case = bench_case(sample, quick=quick)
+    defines = {**sample.defines, "REAL": "float"}
+    mod = polypy.compile(sample.source, defines=defines)
+    kernel = getattr(mod, sample.kernel)
+    args = sample.make_args(np.random.default_rng(0), case, np.float32)
+    config = (case.grid, case.block, case.shmem)
+    row: dict[str, Any] = {"kernel": sample.name, "case": str(case), "inputs": active_inputs(sample, args)}
+    runners: dict[str, Any] = {"fwd": (lambda a: kernel[config](**a), {k: (v.copy() if isinstance(v, np.ndarray) else v)
+                                                                      for k, v in args.items()})}
+    reference: dict[str, np.ndarray] | None = None
+    problems: dict[str, str] = {}
+    for name, options in VARIANTS.items():
+        try:
+            gradient = polypy.grad(kernel, wrt=list(sample.wrt), **options)
+        except polypy.UserError as exc:
+            problems[name] = f"refused: {exc.message}"
+            continue
+        full = shadow_arguments(gradient, args, sample.outputs, seed=1)
+        check = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in full.items()}
+        gradient[config](**check)
+        shadows = {k: v for k, v in check.items() if k.startswith("d_")}
+        if reference is None:
+            reference = shadows
+        else:
+            for k, v in shadows.items():
+                scale = max(float(np.max(np.abs(reference[k]))), 1e-20)
+                if not np.allclose(v, reference[k], rtol=1e-3, atol=1e-4 * scale):
+                    problems[name] = f"WRONG ({k} differs from the default gradient)"
+                    break
+        if name not in problems:
+            runners[name] = (lambda a, g=gradient: g[config](**a), full)
+    timings = time_interleaved(runners, repeat=repeat, warmup=1, budget_s=3.0)
+    fwd = timings.get("fwd")
+    if not isinstance(fwd, Timing):
+        row["error"] = f"forward kernel failed: {fwd}"
+        return row
+    row["fwd_ms"] = fwd.best * 1e3
+    for name in VARIANTS:
+        t = timings.get(name)
+        if isinstance(t, Timing):
+            row[name] = t.best / fwd.best
+        elif name in problems:
+            row[name] = problems[name]
+        elif isinstance(t, Exception):
+            row[name] = f"failed: {t}"
+    row["fd"] = 2.0 * row["inputs"]
+    return row
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    columns = ["fwd_ms"] + list(VARIANTS) + ["fd"]
+    header = ["kernel", "case"] + columns
+    lines = []
+    body = []
+    for r in rows:
+        cells = [r["kernel"], r["case"]]
+        for c in columns:
+            v = r.get(c)
+            if isinstance(v, float):
+                cells.append(f"{v:.2f}" if c == "fwd_ms" else (f"{v:.3g}x" if c != "fd" else f"{v:.3g}x"))
+            elif v is None:
+                cells.append("-")
+            else:
+                cells.append(str(v).split(":")[0])
+        body.append(cells)
+    ratios = {c: [r[c] for r in rows if isinstance(r.get(c), float)] for c in VARIANTS}
+    geo = ["geomean", ""] + [""] + [f"{math.exp(sum(map(math.log, v)) / len(v)):.3g}x" if v else "-"
+                                   for v in ratios.values()] + [""]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *body, geo)]
+    for cells in [header, ["-" * w for w in widths], *body, geo]:
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(cells, widths)))
+    notes = [f"{r['kernel']} {c}: {r[c]}" for r in rows for c in VARIANTS
+             if isinstance(r.get(c), str)] + [f"{r['kernel']}: {r['error']}" for r in rows if "error" in r]
+    text = "t_variant / t_fwd (lower is better); fd = 2 forward launches per active input\n" + "\n".join(lines)
+    if notes:
+        text += "\n\nnot timed:\n" + "\n".join("  " + x for x in notes)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="(kept for symmetry; gradients always use quick sizes)")
+    parser.add_argument("--only", default="", help="comma-separated sample names")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    only = {x for x in args.only.split(",") if x}
+    samples = [s for s in all_samples() if s.differentiable and (not only or s.name in only)]
+    rows = []
+    for s in samples:
+        print(f"  {s.name} ...", file=sys.stderr, flush=True)
+        rows.append(bench_sample(s, quick=True, repeat=args.repeat))
+    print(format_table(rows))
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"grad-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(rows, indent=2, default=str))
+    print(f"\nresults written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
