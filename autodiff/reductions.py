@@ -3,11 +3,14 @@
 The adjoint of a scalar parameter (every thread uses it) and of a read-only element that every
 thread of a block reads (``x[blockIdx.x]``) are summed in a register per thread during the
 reverse sweep; at the end of the kernel, where every thread of the block is present, the
-registers are summed over the block in shared memory (a tree that works for any block size)
-and one thread adds the total with a single atomic::
+registers are summed over the block in shared memory and one thread adds the total with a
+single atomic. The tree uses sequential addressing (the active threads and the slots they read
+are contiguous: no bank conflicts on a GPU, a contiguous loop on a CPU after the thread loop's
+guard becomes its bound) and works for any block size::
 
     red[tid] = d_a_sum; barrier
-    for (s = 1; s < nthreads; s *= 2) { if (tid % 2s == 0 && tid + s < nthreads) red[tid] += red[tid + s]; barrier }
+    span = smallest power of two >= nthreads
+    for (s = span / 2; s > 0; s /= 2) { if (tid < s && tid + s < nthreads) red[tid] += red[tid + s]; barrier }
     if (tid == 0) atomicAdd(&d_a[0], red[0])
 """
 from __future__ import annotations
@@ -51,19 +54,20 @@ def block_reductions(items: list[Reduction], names: Names) -> tuple[list[n.Stmt]
             red = names.fresh(f"red_{ty.name}")
             by_type[ty] = red
             buffers.append(n.Buffer(red, ty, (b.const(SLOTS, I32),), "shared"))
+        span = names.fresh("span")
         stride = names.fresh("stride")
-        sv = n.Var(stride, I32)
-        two_s = n.Binary("mul", b.const(2, I32), sv)
-        step_cond = b.land(b.cmp("eq", n.Binary("rem", t, two_s), b.const(0, I32)),
-                           b.cmp("lt", n.Binary("add", t, sv), nt))
+        pv, sv = n.Var(span, I32), n.Var(stride, I32)
+        step_cond = b.land(b.cmp("lt", t, sv), b.cmp("lt", n.Binary("add", t, sv), nt))
         combine = n.Store(red, (t,), n.Binary("add", n.Load(red, (t,), ty),
                                               n.Load(red, (n.Binary("add", t, sv),), ty)))
         out += [
             n.Store(red, (t,), n.Var(item.register, ty)),
             n.Barrier(),
-            n.Decl(stride, I32, b.const(1, I32)),
-            n.While(b.cmp("lt", sv, nt), (n.If(step_cond, (combine,)), n.Barrier(),
-                                          n.Assign(stride, n.Binary("shl", sv, b.const(1, I32))))),
+            n.Decl(span, I32, b.const(1, I32)),
+            n.While(b.cmp("lt", pv, nt), (n.Assign(span, n.Binary("shl", pv, b.const(1, I32))),)),
+            n.Decl(stride, I32, n.Binary("shr", pv, b.const(1, I32))),
+            n.While(b.cmp("gt", sv, b.const(0, I32)), (n.If(step_cond, (combine,)), n.Barrier(),
+                                                        n.Assign(stride, n.Binary("shr", sv, b.const(1, I32))))),
             n.If(b.cmp("eq", t, b.const(0, I32)),
                  (n.AtomicRMW("add", item.target, item.index, n.Load(red, (b.const(0, I32),), ty)),)),
             n.Barrier(),  # red is reused by the next reduction
