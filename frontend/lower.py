@@ -20,7 +20,7 @@ import clang.cindex as ci
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.mathfns import CUDA_ARITH_INTRINSICS, CUDA_MATH_NAMES, MATH_FUNCTIONS
-from polypy.ir.types import BOOL, I32, I64, U32, PointerType, ScalarType
+from polypy.ir.types import BOOL, I32, I64, U32, ScalarType
 from polypy.passes.eliminate_returns import remove_returns
 
 from frontend import ctypes_map as tm

@@ -28,7 +28,6 @@ def _select(module: n.Module, kernel: str | None) -> n.Module:
 def translate(args: argparse.Namespace) -> int:
     """CUDA -> CPU code: a whole program (a file with host code) becomes one C++ file; a file of
     kernels (or ``--kernel K``) becomes C/C++ functions with an OpenMP launcher per kernel."""
-    import sys
 
     module = _select(_load(args), args.kernel)
     if args.emit == "ir":
@@ -78,7 +77,6 @@ def _print_report(report: list | None) -> None:
 
 def grad(args: argparse.Namespace) -> int:
     """``polypy grad``: the reverse (``K_grad``) or forward (``K_fwd``) derivative of one kernel."""
-    import sys
 
     from polypy.gradients import grad_kernel, gradient_cpp, gradient_source
 

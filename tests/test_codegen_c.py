@@ -197,7 +197,7 @@ def test_global_atomics_match_the_emulator(t: str) -> None:
         body.append(f"  atomic.{op} acc[{k}u + i % 2u * 8u], v")
     if not is_float:
         body.append(f"  var old: {t}\n  old = atomic.add acc[16], ({t})1\n  out[i] = old")
-        body.append(f"  atomic.inc cnt[i % 3u], 4294967295u" if t == "u32" else "")
+        body.append("  atomic.inc cnt[i % 3u], 4294967295u" if t == "u32" else "")
     kernel = gpu_kernel(f"kernel at(x: const {t}*, acc: {t}*, out: {t}*, cnt: u32*) {{\n" + "\n".join(body) + "\n}")
     dtype = np.dtype({"i32": "int32", "u32": "uint32", "i64": "int64", "u64": "uint64", "f32": "float32",
                       "f64": "float64"}[t])

@@ -113,7 +113,7 @@ class _Analysis:
         exit_why = self.block(body, why)
         self.block(update, why or exit_why)
         if exit_why is not None and why is None:
-            loop_why = Divergence(f"an early exit taken by only some threads", exit_why.loc)
+            loop_why = Divergence("an early exit taken by only some threads", exit_why.loc)
             self.block(body, loop_why)
             self.block(update, loop_why)
         returns = _returns_inside(body)
