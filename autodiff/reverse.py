@@ -50,7 +50,7 @@ from autodiff.shadows import interleave_dynamic_shared, shadow_buffers, shadow_p
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
-from polypy.ir.queries import read_names
+from polypy.ir.queries import declared_names, read_names
 from polypy.ir.types import I32, I64, PointerType, ScalarType
 from polypy.ir.visitor import Mutator, substitute, walk
 from polypy.poly.paths import StmtPath, format_path
@@ -249,7 +249,7 @@ class ReverseBuilder:
             if known is not None:
                 return n.Var(known, e.vtype)
         written = self.prog.written_in(path)
-        inside = _declared(s)
+        inside = declared_names(s)
         rename = {w: self.names.fresh(w) for w in written}
         before = path  # the point right before the statement
         values: dict[n.Expr, n.Expr] = {}
@@ -484,7 +484,7 @@ class ReverseBuilder:
                     closure |= set(prog.written_in(path)) & written
                     closure |= read_names(s) & written
                     changed = True
-        declared_inside = {v for j in chosen for v in _declared(body[j])}
+        declared_inside = {v for j in chosen for v in declared_names(body[j])}
         loop_stmt = prog.stmt(loop)
         loop_var = loop_stmt.var if isinstance(loop_stmt, n.For) else None
         out: list[n.Stmt] = []
@@ -1037,16 +1037,6 @@ def _loop_base(s: n.Stmt) -> str:
             if isinstance(x, n.Var):
                 return x.name
     return "loop"
-
-
-def _declared(s: n.Stmt) -> set[str]:
-    out = set()
-    for x in walk(s):
-        if isinstance(x, n.Decl):
-            out.add(x.name)
-        elif isinstance(x, n.For):
-            out.add(x.var)
-    return out
 
 
 def _trips(start: n.Expr, stop: n.Expr, step: n.Expr) -> n.Expr:

@@ -19,6 +19,7 @@ import clang.cindex as ci
 
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
+from polypy.ir.names import NameSupply
 from polypy.ir.mathfns import CUDA_ARITH_INTRINSICS, CUDA_MATH_NAMES, MATH_FUNCTIONS
 from polypy.ir.types import BOOL, I32, I64, U32, ScalarType
 from polypy.passes.eliminate_returns import remove_returns
@@ -108,22 +109,12 @@ def sanitize(text: str) -> str:
     return out.strip("_") or "v"
 
 
-class NameAllocator:
-    """Unique local names, derived from source names (``i``, ``i_1``, ...)."""
-
-    def __init__(self, taken: set[str] | None = None):
-        self.taken: set[str] = set(taken or ())
+class NameAllocator(NameSupply):
+    """Unique local names from source spellings (``p.x`` → ``p_x``; ``i``, ``i_1``, ...)."""
 
     def fresh(self, base: str) -> str:
         base = sanitize(base)
-        if base[0].isdigit():
-            base = "v" + base
-        name, i = base, 0
-        while name in self.taken:
-            i += 1
-            name = f"{base}_{i}"
-        self.taken.add(name)
-        return name
+        return super().fresh("v" + base if base[0].isdigit() else base)
 
 
 @dataclasses.dataclass

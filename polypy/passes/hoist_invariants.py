@@ -35,25 +35,15 @@ from __future__ import annotations
 import dataclasses
 
 from polypy.ir import nodes as n
-from polypy.ir.queries import buffers_written, read_names, written_names
+from polypy.ir.queries import buffers_written, declared_names, read_names, written_names
 from polypy.ir.visitor import Mutator, walk
 from polypy.poly.alias import alias_kind
 
 _EFFECTS = (n.Store, n.AtomicRMW, n.Barrier, n.Shuffle, n.Vote, n.Return, n.Break, n.Continue)
 
 
-def _declared(s: n.Stmt) -> set[str]:
-    out = set()
-    for x in walk(s):
-        if isinstance(x, n.Decl):
-            out.add(x.name)
-        elif isinstance(x, n.For):
-            out.add(x.var)
-    return out
-
-
 def _writes(s: n.Stmt) -> set[str]:
-    return written_names(s) | _declared(s)
+    return written_names(s) | declared_names(s)
 
 
 def _leaves_iteration(s: n.Stmt) -> bool:
@@ -106,10 +96,10 @@ class _Hoister(Mutator):
                 candidates.append(j)
         if not candidates:
             return loop
-        variant = written_names(loop) | _declared(loop)
+        variant = written_names(loop) | declared_names(loop)
         chosen = list(candidates)
         while True:
-            owned = set().union(*(_declared(body[j]) for j in chosen)) if chosen else set()
+            owned = set().union(*(declared_names(body[j]) for j in chosen)) if chosen else set()
             stay = [body[j] for j in range(len(body)) if j not in chosen] + (
                 list(loop.update) if isinstance(loop, n.While) else [])
             stay_writes = set().union(*(_writes(st) for st in stay)) if stay else set()
