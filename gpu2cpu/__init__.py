@@ -8,6 +8,13 @@ Passes, in the order ``polypy.driver.cpu_pipeline`` runs them:
   operations, control flow with barriers interchanged outside the thread loops, block-uniform
   values computed once per block, values live across thread loops stored per thread or
   recomputed (``regions``, ``liveness``, ``store_or_recompute``, ``warps``);
+* the CPU schedule (CPU form -> CPU form, ``optimize=True`` only; helpers in ``thread_affine``
+  and ``thread_loops``):
+  ``fuse_thread_loops.fuse_thread_loops`` (adjacent independent thread loops become one, isl),
+  ``tighten_thread_bounds.tighten_thread_bounds`` (guards on the counter become loop bounds,
+  index arithmetic without wrap-around, under run-time checks where needed),
+  ``sink_thread_loops.sink_thread_loops`` (the loop over ``tx`` goes inside uniform serial loops
+  and grid-stride loops, per-thread values expanded), then ``tighten_thread_bounds`` again;
 * ``lower_block_atomics.lower_block_atomics`` (CPU form): atomics on block-private memory
   become plain updates.
 

@@ -42,26 +42,39 @@ def cpu_pipeline(*, optimize: bool = True, recompute: bool = True, report: list 
     """GPU form -> CPU form: the passes ``to_cpu`` runs, in order.
 
     ``optimize``: barrier elimination and shared-memory forwarding first (GPU form, exact with
-    isl); ``recompute``: recompute cheap values that cross thread loops instead of storing them;
-    ``report`` receives every pass's decisions (objects with ``format()``), in order.
+    isl), and after the lowering the CPU schedule (fuse, tighten, sink, tighten: see
+    ``gpu2cpu``); ``recompute``: recompute cheap values that cross thread loops instead of
+    storing them; ``report`` receives every pass's decisions (objects with ``format()``), in order.
     """
     import functools
 
     from gpu2cpu.barriers import eliminate_barriers
     from gpu2cpu.forward_shared import eliminate_dead_shared_stores, forward_shared_stores
+    from gpu2cpu.fuse_thread_loops import fuse_thread_loops
     from gpu2cpu.lower_block_atomics import lower_block_atomics
     from gpu2cpu.serialize_threads import serialize_threads
+    from gpu2cpu.sink_thread_loops import sink_thread_loops
+    from gpu2cpu.tighten_thread_bounds import tighten_thread_bounds
     from polypy.passes import eliminate_dead_code, fold_constants
 
     before: tuple[Pass, ...] = ()
+    schedule: tuple[Pass, ...] = ()
     if optimize:
         before = (
             Pass("forward-shared-stores", forward_shared_stores),
             Pass("eliminate-dead-shared-stores", eliminate_dead_shared_stores),
             Pass("eliminate-barriers", functools.partial(eliminate_barriers, report=report)),
         )
+        schedule = (
+            Pass("fuse-thread-loops", functools.partial(fuse_thread_loops, report=report)),
+            Pass("tighten-thread-bounds", functools.partial(tighten_thread_bounds, report=report)),
+            Pass("eliminate-dead-code", eliminate_dead_code),  # what the ranges without a guard leave dead
+            Pass("sink-thread-loops", functools.partial(sink_thread_loops, report=report)),
+            Pass("tighten-thread-bounds", functools.partial(tighten_thread_bounds, report=report)),
+        )
     return before + (
         Pass("serialize-threads", functools.partial(serialize_threads, recompute=recompute, report=report)),
+    ) + schedule + (
         Pass("lower-block-atomics", lower_block_atomics),
         Pass("fold-constants", fold_constants),
         Pass("eliminate-dead-code", eliminate_dead_code),

@@ -9,6 +9,7 @@ import polypy
 from c_support import assert_same_as_emulator, gpu_kernel
 from gpu2cpu.lower_block_atomics import lower_block_atomics
 from gpu2cpu.serialize_threads import serialize_threads
+from gpu2cpu.thread_affine import counter_dim
 from polypy.driver import to_cpu
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
@@ -23,8 +24,12 @@ def _thread_nests(kernel: n.Kernel) -> list[n.For]:
     return [x for x in walk(kernel) if isinstance(x, n.For) and x.kind == "threads" and x.var.startswith("tz")]
 
 
-def check_cpu_form(kernel: n.Kernel) -> None:
-    """The CPU-form contract of docs/ir.md, beyond what the verifier checks."""
+def check_cpu_form(kernel: n.Kernel, *, scheduled: bool = False) -> None:
+    """The CPU-form contract of docs/ir.md, beyond what the verifier checks.
+
+    ``scheduled``: after the schedule passes (``to_cpu(optimize=True)``), thread loops may have
+    other block-uniform bounds, be split, and contain serial loops between their levels.
+    """
     assert kernel.stage == "cpu"
     for x in walk(kernel):
         assert not isinstance(x, (n.ThreadIdx, n.Barrier, n.Shuffle, n.Vote, n.Return)), x
@@ -34,6 +39,9 @@ def check_cpu_form(kernel: n.Kernel) -> None:
         if b.space in ("shared", "local") and b.shape is not None:
             for d in b.shape:
                 assert all(isinstance(y, (n.Const, n.BlockDim, n.Binary)) for y in walk(d)), b
+    if scheduled:
+        _check_scheduled_thread_loops(kernel.body, 3)
+        return
     for nest in _thread_nests(kernel):
         # tz outermost, tx innermost, u32 counters from 0 to blockDim, one loop inside the other
         (ty,) = nest.body
@@ -44,6 +52,25 @@ def check_cpu_form(kernel: n.Kernel) -> None:
         inner = [x for s in tx.body for x in walk(s)]
         assert not any(isinstance(x, n.For) and x.kind == "threads" for x in inner), "nested thread loops"
         _no_escaping_jumps(tx.body)
+
+
+def _check_scheduled_thread_loops(stmts: tuple[n.Stmt, ...], outer_dim: int) -> None:
+    """Thread loops: u32 counters tx/ty/tz(_N), step 1u; inside a loop over dimension d only
+    loops over lower dimensions; no jump leaves a thread loop."""
+    for s in stmts:
+        if isinstance(s, n.For) and s.kind == "threads":
+            dim = counter_dim(s.var)
+            assert dim is not None and dim < outer_dim, s.var
+            assert s.vtype == U32 and s.step == n.Const(1, U32)
+            _no_escaping_jumps(s.body)
+            _check_scheduled_thread_loops(s.body, dim)
+        elif isinstance(s, n.If):
+            _check_scheduled_thread_loops(s.then, outer_dim)
+            _check_scheduled_thread_loops(s.orelse, outer_dim)
+        elif isinstance(s, n.For):
+            _check_scheduled_thread_loops(s.body, outer_dim)
+        elif isinstance(s, n.While):
+            _check_scheduled_thread_loops(s.body + s.update, outer_dim)
 
 
 def _no_escaping_jumps(stmts: tuple[n.Stmt, ...]) -> None:
@@ -59,7 +86,7 @@ def test_samples_lower_to_the_cpu_form(s) -> None:
     module = polypy.load(s.source, defines=s.defines)
     for k in module.kernels:
         for optimize in (True, False):
-            check_cpu_form(to_cpu(k, optimize=optimize))
+            check_cpu_form(to_cpu(k, optimize=optimize), scheduled=optimize)
 
 
 def _report(kernel: n.Kernel, **options) -> list[str]:

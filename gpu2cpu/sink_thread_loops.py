@@ -1,0 +1,775 @@
+"""sink_thread_loops: the thread loop goes innermost (CPU form -> CPU form).
+
+Requires: a CPU-form kernel (thread counters named ``tx``/``ty``/``tz``, see
+``gpu2cpu.thread_affine``). Guarantees: the same results; a loop over ``tx`` that contains a
+serial loop whose trip count does not depend on ``tx`` (a stencil's taps, matmul's ``k``,
+n-body's ``j``, a row loop) is distributed over that loop's body, so the loop over ``tx`` is
+innermost and its accesses, stride-1 or uniform in ``tx``, vectorize::
+
+    for threads tx {                       acc_x[tx] = 0          (for threads tx)
+      var acc = 0                          for k = 0 to 16 {
+      for k = 0 to 16 {              ==>     for threads tx { acc_x[tx] = acc_x[tx] + As[ty][k] * Bs[k][tx] }
+        acc = acc + As[ty][k] * Bs[k][tx]  }
+      }                                    C[...] = acc_x[tx]     (for threads tx)
+      C[...] = acc
+    }
+
+Legality: the iterations of a thread loop are threads of one barrier interval of a race-free
+kernel; any interleaving that keeps each thread's own order computes the same
+(``gpu2cpu.thread_loops``). Distribution keeps each thread's order; it needs the loop's header
+to be the same for every thread (no ``tx``-dependent bounds, condition or exits: ``break`` and
+``continue`` only under ``tx``-uniform conditions), and is not done when the order between
+threads matters (``order_sensitive`` atomics).
+
+Per-thread locals that live from one part of the distributed body to another are
+
+* *hoisted* when ``tx``-uniform and needed by a header (a ``while`` loop's counter);
+* *recomputed* in each part when defined once by a cheap expression of ``tx``, values from
+  outside the loop and memory the loop does not write (``x = blockIdx.x * 16 + tx``);
+* otherwise *expanded* into a per-thread array ``v_x[blockDim.x]`` (or, for a value loaded from
+  and stored back to its own slot of a per-thread buffer, into that slot).
+
+**Grid-stride and block-stride loops** ``for (i = S + tx; i < E; i += D)`` (``D`` uniform and
+positive) are first given a uniform iteration space, so that consecutive threads touch
+consecutive elements in the inner loop::
+
+    for threads tx {                       for b: i64 = S to E step D {
+      for i = S + tx to E step D {   ==>     for threads tx { if (b + tx < E) { var i = (i32)b + (i32)tx; body } }
+        body                               }
+      }
+    }
+
+(exact: thread ``tx`` runs ``i = S + tx + k*D`` for ``k`` with ``i < E``, in order;
+``tighten_thread_bounds`` then turns the guard into bounds). What that needs beyond the
+interval analysis (``D >= 1``, no wrap-around) is checked at run time, the original loop
+running otherwise.
+
+Cost model: a serial loop is sunk when, among the memory accesses in its body, those that are
+uniform or stride-1 in ``tx`` are at least as many as the others (and there is one), and it is
+not a short loop of constant trip count (at most ``SHORT_LOOP``: compilers unroll those and
+vectorize the loop over ``tx`` with the per-thread values in registers, which beats going
+through memory), unless it contains a guard affine in ``tx`` that depends on its iteration.
+``report`` receives one ``LoweringDecision`` per loop changed.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Union
+
+from gpu2cpu.names import NameSupply
+from gpu2cpu.report import LoweringDecision
+from gpu2cpu.thread_affine import (
+    CounterAnalysis,
+    Linear,
+    Need,
+    Ranges,
+    conjunction,
+    counter_dim,
+    is_check,
+    i64,
+    linear_ir,
+    need_exprs,
+    safe_uniform,
+    split_conjuncts,
+)
+from gpu2cpu.thread_loops import (
+    Renamer,
+    copy_loop,
+    let_definitions,
+    order_sensitive,
+    stem_of,
+    thread_loop,
+)
+from polypy.analysis.uniformity import thread_dependent_names
+from polypy.errors import InternalError
+from polypy.ir import nodes as n
+from polypy.ir.printer import format_expr
+from polypy.ir.queries import declared_names
+from polypy.ir.types import I64, U32
+from polypy.ir.visitor import substitute, walk
+
+# Definitions at most this big (in IR nodes) are recomputed in each part rather than expanded.
+RECOMPUTE_LIMIT = 16
+# Loops with at most this many iterations (a constant) are left to the compiler to unroll.
+SHORT_LOOP = 16
+_CHEAP_CALLS = frozenset({"min", "max", "abs", "fabs", "fmin", "fmax"})
+
+
+def sink_thread_loops(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
+    """Interchange thread loops inwards; see the module docstring."""
+    if kernel.stage != "cpu":
+        raise InternalError("sink_thread_loops expects a CPU-form kernel", kernel.loc)
+    s = _Sink(kernel)
+    body = s.block(kernel.body)
+    if report is not None:
+        report.extend(s.decisions)
+    if body == kernel.body:
+        return kernel
+    return dataclasses.replace(kernel, body=body, buffers=kernel.buffers + tuple(s.buffers))
+
+
+class _Sink:
+    def __init__(self, kernel: n.Kernel):
+        self.kernel = kernel
+        self.names = NameSupply(kernel)
+        self.ranges = Ranges.of_kernel(kernel.body)
+        self.buffers: list[n.Buffer] = []
+        self.decisions: list[LoweringDecision] = []
+        self.enclosing: list[n.For] = []  # thread loops around the current statement
+
+    def note(self, loop: n.Stmt, message: str) -> None:
+        self.decisions.append(LoweringDecision(self.kernel.name, loop.loc, message))
+
+    def block(self, stmts: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
+        out: list[n.Stmt] = []
+        for s in stmts:
+            out.extend(self.stmt(s))
+        return tuple(out)
+
+    def stmt(self, s: n.Stmt) -> list[n.Stmt]:
+        if isinstance(s, n.If):
+            then = self.block(s.then)
+            orelse = s.orelse if _is_check(s.cond) else self.block(s.orelse)  # a fallback stays original
+            return [s if (then == s.then and orelse == s.orelse) else dataclasses.replace(s, then=then, orelse=orelse)]
+        if isinstance(s, n.While):
+            body, update = self.block(s.body), self.block(s.update)
+            return [s if (body == s.body and update == s.update) else dataclasses.replace(s, body=body, update=update)]
+        if isinstance(s, n.For):
+            if s.kind == "threads" and counter_dim(s.var) == 0:
+                return self.loop(s)
+            if s.kind == "threads":
+                self.enclosing.append(s)
+                body = self.block(s.body)
+                self.enclosing.pop()
+            else:
+                body = self.block(s.body)
+            return [s if body == s.body else dataclasses.replace(s, body=body)]
+        return [s]
+
+    # ------------------------------------------------------------------ one loop over tx
+    def loop(self, loop: n.For) -> list[n.Stmt]:
+        if order_sensitive(self.kernel, loop.body):
+            return [loop]
+        notes: list[LoweringDecision] = []
+        normalized, needs = self.normalize_strided(loop, notes)
+        plan = _Plan(self, normalized)
+        if not plan.sunk:
+            return [loop]
+        self.decisions.extend(notes)
+        out = plan.emit()
+        if needs:
+            checks = need_exprs(needs)
+            fallback = copy_loop(loop, self.names)
+            self.note(loop, f"thread loop over {loop.var}: run-time check {format_expr(conjunction(checks))} for the "
+                            f"interchanged loops; the original loop runs otherwise")
+            out = [n.If(conjunction(checks), tuple(out), (fallback,), loc=loop.loc)]
+        return out
+
+    def analysis(self, loop: n.For, upto: int) -> CounterAnalysis:
+        inside = declared_names(loop.body) | {loop.var}
+        return CounterAnalysis(loop.var, 0, lets=let_definitions(loop.body, upto),
+                               available=lambda name: name not in inside, ranges=self.ranges)
+
+    # ------------------------------------------------------------------ grid-stride loops
+    def normalize_strided(self, loop: n.For, notes: list[LoweringDecision]) -> tuple[n.For, list[Need]]:
+        """Top-level ``for i = S + tx to E step D`` loops in ``loop`` with a uniform iteration space."""
+        body = list(loop.body)
+        needs: list[Need] = []
+        changed = False
+        for i, s in enumerate(body):
+            if not (isinstance(s, n.For) and s.kind == "serial" and s.vtype.is_int and s.vtype.bits <= 32):
+                continue
+            if _jumps_to(s.body):
+                continue
+            analysis = self.analysis(loop, i)
+            start = analysis.linear(s.start)
+            stop, step = analysis.uniform(s.stop), analysis.uniform(s.step)
+            if start is None or stop is None or step is None or start[0].coef != 1:
+                continue
+            if not _indexes_with(s.body, s.var):
+                continue
+            lin, start_needs = start
+            step64, stop64 = i64(step), i64(stop)
+            local: list[Need] = list(start_needs)
+            step_lin = analysis.linear(step)
+            stop_lin = analysis.linear(stop)
+            if step_lin is None or stop_lin is None:
+                continue
+            if self.ranges.of(step64)[0] < 1:
+                local.append(Need(step_lin[0], lo=1))
+            if not s.vtype.is_signed:  # i += D must not wrap before the loop ends
+                limit = (1 << s.vtype.bits) - 1
+                bound = stop_lin[0].plus(step_lin[0]).plus(Linear(-1))
+                if not analysis.proved(Need(bound, hi=limit)):
+                    local.append(Need(bound, hi=limit))
+            if any(not _available_need(x, analysis) for x in local):
+                continue
+            b = self.names.fresh(f"{s.var}_base")
+            base = linear_ir(lin.base())
+            t64 = n.Cast(I64, n.Var(loop.var, U32))
+            cur = n.Binary("add", n.Var(b, I64), t64)
+            value = n.Binary("add", n.Cast(s.vtype, n.Var(b, I64)), n.Cast(s.vtype, n.Var(loop.var, U32)))
+            inner = (n.Decl(s.var, s.vtype, value, loc=s.loc),) + s.body
+            guarded = n.If(n.Binary("lt", cur, stop64), inner, loc=s.loc)
+            if self.ranges.of(step64)[0] < 1:  # checked at run time; max() tells the analyses
+                step64 = n.Call("max", (step64, n.Const(1, I64)), I64)
+            new = n.For(b, I64, base, stop64, step64, (guarded,), loc=s.loc)
+            self.ranges.loops[b] = new
+            body[i] = new
+            needs.extend(x for x in local if x not in needs)
+            changed = True
+            notes.append(LoweringDecision(self.kernel.name, s.loc, f"thread loop over {loop.var}: strided loop over '{s.var}' (start {format_expr(s.start)}, "
+                         f"step {format_expr(s.step)}) iterates over its blocks of consecutive elements instead "
+                         f"({b} = {format_expr(base)}, ...; {s.var} = {b} + {loop.var})"))
+        if not changed:
+            return loop, []
+        return dataclasses.replace(loop, body=tuple(body)), needs
+
+
+def _available_need(need: Need, analysis: CounterAnalysis) -> bool:
+    return all(safe_uniform(a, analysis.available) for a, _ in need.value.terms)
+
+
+def _indexes_with(stmts: tuple[n.Stmt, ...], var: str) -> bool:
+    """Whether some memory access in ``stmts`` has ``var`` in an index (worth making it stride-1)."""
+    for s in stmts:
+        for x in walk(s):
+            if isinstance(x, (n.Load, n.Store, n.AtomicRMW)):
+                if any(isinstance(v, n.Var) and v.name == var for i in x.index for v in walk(i)):
+                    return True
+    return False
+
+
+def _jumps_to(stmts: tuple[n.Stmt, ...]) -> bool:
+    """Whether a ``break``/``continue`` in ``stmts`` targets the loop they are the body of."""
+    for s in stmts:
+        if isinstance(s, (n.Break, n.Continue)):
+            return True
+        if isinstance(s, n.If) and (_jumps_to(s.then) or _jumps_to(s.orelse)):
+            return True
+    return False
+
+
+def _is_check(cond: n.Expr) -> bool:
+    return is_check(cond)
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+@dataclasses.dataclass
+class _Piece:
+    """A run of statements that becomes one loop over tx."""
+
+    stmts: list[n.Stmt]
+    loops: tuple[int, ...]  # ids of the sunk loops around it (for recomputation rules)
+
+
+@dataclasses.dataclass
+class _Structure:
+    """A statement kept outside the loops over tx: a sunk loop, a uniform if, a jump, a hoisted write."""
+
+    stmt: n.Stmt
+    children: list[list[_Node]]  # sunk loop: [body] or [body, update]; if: [then, else]
+
+
+_Node = Union[_Piece, _Structure]
+
+
+class _Plan:
+    def __init__(self, sink: _Sink, loop: n.For):
+        self.sink = sink
+        self.loop = loop
+        self.t = loop.var
+        self.kernel = sink.kernel
+        self.full_range = loop.start == n.Const(0, U32) and loop.stop == n.BlockDim(0)
+        self.declared = declared_names(loop.body)
+        fake = dataclasses.replace(self.kernel, stage="gpu",
+                                   body=substitute(loop.body, {n.Var(self.t, U32): n.ThreadIdx(0)}))
+        self.dep = thread_dependent_names(fake) & self.declared
+        self.written_buffers = {x.buffer for s in loop.body for x in walk(s) if isinstance(x, (n.Store, n.AtomicRMW))}
+        self.sunk: set[int] = set()
+        self.hoisted: set[str] = set()
+        self.decide()
+
+    # ------------------------------------------------------------------ deciding
+    def uniform(self, e: n.Expr) -> bool:
+        for x in walk(e):
+            if isinstance(x, n.Var) and (x.name == self.t or x.name in self.dep):
+                return False
+            if isinstance(x, n.Load):
+                if not self.full_range or any(isinstance(v, n.Var) and (v.name == self.t or v.name in self.dep)
+                                              for i in x.index for v in walk(i)):
+                    return False
+                if self.kernel.space(x.buffer) == "local":
+                    return False
+        return True
+
+    def decide(self) -> None:
+        candidates: list[n.Stmt] = []
+        self.find(self.loop.body, candidates)
+        chosen = {id(c) for c in candidates if self.worth(c) and (not self.short(c) or self.exposes_guards(c))}
+        # A loop inside a loop that is not sunk stays inside that loop's part.
+        self.sunk = set()
+        self.select(self.loop.body, chosen)
+        if not self.sunk:
+            return
+        self.hoisted = self.header_vars()
+        if not self.hoisted_writes_ok():
+            self.sunk = set()
+
+    def find(self, stmts: tuple[n.Stmt, ...], out: list[n.Stmt]) -> None:
+        for s in stmts:
+            if isinstance(s, n.For) and s.kind == "serial":
+                if all(self.uniform(e) for e in (s.start, s.stop, s.step)) and s.var not in self.dep \
+                        and self.jumps_uniform(s.body):
+                    out.append(s)
+                    self.find(s.body, out)
+            elif isinstance(s, n.While):
+                if self.uniform(s.cond) and self.jumps_uniform(s.body) and all(
+                        isinstance(u, n.Assign) and u.name not in self.dep and self.uniform(u.value)
+                        and not any(isinstance(x, n.Load) for x in walk(u.value)) for u in s.update):
+                    out.append(s)
+                    self.find(s.body, out)
+            elif isinstance(s, n.If) and self.uniform(s.cond):
+                self.find(s.then, out)
+                self.find(s.orelse, out)
+
+    def jumps_uniform(self, body: tuple[n.Stmt, ...]) -> bool:
+        """Whether every break/continue of the loop with this body is under tx-uniform ifs only."""
+        for s in body:
+            if isinstance(s, n.If):
+                if _jumps_to(s.then) or _jumps_to(s.orelse):
+                    if not self.uniform(s.cond) or not self.jumps_uniform(s.then) or not self.jumps_uniform(s.orelse):
+                        return False
+        return True
+
+    def worth(self, loop: n.Stmt) -> bool:
+        analysis = CounterAnalysis(self.t, 0, lets=let_definitions(self.loop.body, len(self.loop.body)),
+                                   available=lambda name: True, ranges=self.sink.ranges, free_atoms=True)
+        good = bad = 0
+        for x in walk(loop):
+            if not isinstance(x, (n.Load, n.Store, n.AtomicRMW)):
+                continue
+            coefs = []
+            for i in x.index:
+                lin = analysis.linear(i)
+                coefs.append(None if lin is None else lin[0].coef)
+            if all(c == 0 for c in coefs[:-1]) and coefs[-1] in (0, 1, -1):
+                good += 1
+            else:
+                bad += 1
+        return good >= 1 and good >= bad
+
+    def short(self, loop: n.Stmt) -> bool:
+        """A loop with a small constant trip count: compilers unroll it and vectorize the loop
+        over tx with the per-thread values in registers, better than an interchange would."""
+        if not isinstance(loop, n.For):
+            return False
+        a, b, c = (_const_value(e) for e in (loop.start, loop.stop, loop.step))
+        return a is not None and b is not None and c is not None and c > 0 and (b - a + c - 1) // c <= SHORT_LOOP
+
+    def exposes_guards(self, loop: n.Stmt) -> bool:
+        """Whether the loop contains a guard affine in tx that depends on the loop's iteration
+        (only the interchange lets it become the bounds of a loop over tx)."""
+        assert isinstance(loop, n.For)
+        inner_vars = declared_names(loop.body) | {loop.var}
+        analysis = CounterAnalysis(self.t, 0, lets=let_definitions(self.loop.body, len(self.loop.body)),
+                                   available=lambda name: name not in self.declared or name in inner_vars,
+                                   ranges=self.sink.ranges)
+        for x in walk(loop):
+            if isinstance(x, n.If):
+                for atom in split_conjuncts(x.cond):
+                    if analysis.interval(atom) is not None and \
+                            any(isinstance(v, n.Var) and v.name in inner_vars for v in walk(analysis.expand(atom))):
+                        return True
+        return False
+
+    def select(self, stmts: tuple[n.Stmt, ...], chosen: set[int]) -> None:
+        for s in stmts:
+            if id(s) in chosen:
+                self.sunk.add(id(s))
+                self.select(s.body, chosen)  # type: ignore[union-attr]
+            elif isinstance(s, n.If) and self.uniform(s.cond):
+                self.select(s.then, chosen)
+                self.select(s.orelse, chosen)
+
+    def structural_if(self, s: n.If, in_sunk_loop: bool) -> bool:
+        """A uniform if that contains sunk loops, or jumps of the sunk loop it is in."""
+        if not self.uniform(s.cond):
+            return False
+        inner = s.then + s.orelse
+        if any(id(x) in self.sunk for st in inner for x in walk(st)):
+            return True
+        return in_sunk_loop and _jumps_to(inner)
+
+    def header_vars(self) -> set[str]:
+        """Locals of the loop body read by the headers of sunk loops or by structural ifs."""
+        out: set[str] = set()
+
+        def scan(stmts: tuple[n.Stmt, ...], in_loop: bool) -> None:
+            for s in stmts:
+                if id(s) in self.sunk:
+                    if isinstance(s, n.For):
+                        exprs: list[n.Node] = [s.start, s.stop, s.step]
+                        scan(s.body, True)
+                    else:
+                        exprs = [s.cond, *s.update]  # type: ignore[union-attr]
+                        scan(s.body, True)  # type: ignore[union-attr]
+                    out.update(x.name for e in exprs for x in walk(e) if isinstance(x, n.Var))
+                elif isinstance(s, n.If) and self.structural_if(s, in_loop):
+                    out.update(x.name for x in walk(s.cond) if isinstance(x, n.Var))
+                    scan(s.then, in_loop)
+                    scan(s.orelse, in_loop)
+
+        scan(self.loop.body, False)
+        return {v for v in out if v in self.declared and not self.is_sunk_loop_var(v)}
+
+    def is_sunk_loop_var(self, name: str) -> bool:
+        return any(isinstance(x, n.For) and x.var == name and id(x) in self.sunk for x in walk(self.loop))
+
+    def hoisted_writes_ok(self) -> bool:
+        """Hoisted locals are written only by statements that stay outside the loops over tx."""
+        ok_writes: set[int] = set()
+
+        def scan(stmts: tuple[n.Stmt, ...], in_loop: bool) -> None:
+            for s in stmts:
+                if isinstance(s, (n.Decl, n.Assign)) and s.name in self.hoisted:
+                    ok_writes.add(id(s))
+                elif id(s) in self.sunk:
+                    scan(s.body, True)  # type: ignore[union-attr]
+                    if isinstance(s, n.While):
+                        ok_writes.update(id(u) for u in s.update)
+                elif isinstance(s, n.If) and self.structural_if(s, in_loop):
+                    scan(s.then, in_loop)
+                    scan(s.orelse, in_loop)
+
+        scan(self.loop.body, False)
+        for x in walk(self.loop):
+            if isinstance(x, (n.Decl, n.Assign)) and x.name in self.hoisted:
+                value = x.init if isinstance(x, n.Decl) else x.value
+                if id(x) not in ok_writes:
+                    return False
+                if value is not None and (not self.uniform(value) or any(isinstance(y, n.Load) for y in walk(value))):
+                    return False
+            elif isinstance(x, n.AtomicRMW) and x.dest in self.hoisted:
+                return False
+        return True
+
+    # ------------------------------------------------------------------ building
+    def tree(self, stmts: tuple[n.Stmt, ...], loops: tuple[int, ...], in_loop: bool) -> list[_Node]:
+        out: list[_Node] = []
+        run: list[n.Stmt] = []
+
+        def flush() -> None:
+            if run:
+                out.append(_Piece(list(run), loops))
+                run.clear()
+
+        for s in stmts:
+            if id(s) in self.sunk:
+                flush()
+                inner = loops + (id(s),)
+                if isinstance(s, n.For):
+                    out.append(_Structure(s, [self.tree(s.body, inner, True)]))
+                else:
+                    assert isinstance(s, n.While)
+                    out.append(_Structure(s, [self.tree(s.body, inner, True), [_Structure(u, []) for u in s.update]]))
+            elif isinstance(s, n.If) and self.structural_if(s, in_loop):
+                flush()
+                out.append(_Structure(s, [self.tree(s.then, loops, in_loop), self.tree(s.orelse, loops, in_loop)]))
+            elif isinstance(s, (n.Break, n.Continue)) and in_loop or isinstance(s, (n.Decl, n.Assign)) and s.name in self.hoisted:
+                flush()
+                out.append(_Structure(s, []))
+            else:
+                run.append(s)
+        flush()
+        return out
+
+    def emit(self) -> list[n.Stmt]:
+        root = self.tree(self.loop.body, (), False)
+        pieces: list[_Piece] = []
+        _collect(root, pieces)
+        self.classify(root, pieces)
+        body = self.render(root)
+        loops = [s for s in walk(self.loop) if id(s) in self.sunk]
+        described = ", ".join(f"'{getattr(s, 'var', 'while')}'" for s in loops)
+        expanded = ", ".join(f"'{v}'" for v in sorted(self.expanded))
+        recomputed = ", ".join(f"'{v}'" for v in sorted(self.recomputed))
+        message = f"thread loop over {self.t}: interchanged with the serial loop(s) {described}, {self.t} innermost " \
+                  f"({len(pieces)} loop(s) over {self.t})"
+        if self.hoisted:
+            message += f"; {', '.join(repr(v) for v in sorted(self.hoisted))} computed once (the same in every thread)"
+        if recomputed:
+            message += f"; {recomputed} recomputed in each part"
+        if expanded:
+            message += f"; {expanded} kept per thread in " + ", ".join(
+                f"{self.storage[v][0]}[...]" for v in sorted(self.expanded))
+        self.sink.note(self.loop, message)
+        if not self.full_range:  # hoisted code must not run when no thread does
+            cond = n.Binary("lt", self.loop.start, self.loop.stop)
+            return [n.If(cond, tuple(body), loc=self.loop.loc)]
+        return body
+
+    # -- locals across parts
+    def classify(self, root: list[_Node], pieces: list[_Piece]) -> None:
+        users: dict[str, set[int]] = {}
+        for k, p in enumerate(pieces):
+            for s in p.stmts:
+                for x in walk(s):
+                    name = _name_of(x)
+                    if name is not None and name in self.declared and name not in self.hoisted:
+                        users.setdefault(name, set()).add(k)
+        decl_piece: dict[str, int] = {}
+        for k, p in enumerate(pieces):
+            for s in p.stmts:
+                for x in walk(s):
+                    if isinstance(x, n.Decl):
+                        decl_piece.setdefault(x.name, k)
+                    elif isinstance(x, n.For):
+                        decl_piece.setdefault(x.var, k)
+        types = {x.name: x.vtype for x in walk(self.loop) if isinstance(x, n.Decl)}
+        self.types = types
+        sunk_vars = {x.var for x in walk(self.loop) if isinstance(x, n.For) and id(x) in self.sunk}
+        self.cross = {v for v, ks in users.items()
+                      if (len(ks) > 1 or decl_piece.get(v) not in ks) and v not in sunk_vars}
+        lets = self.stable_lets(pieces)
+        self.recomputed = {v: lets[v] for v in self.cross if v in lets}
+        # Recomputation needs the recomputed values' operands: drop those whose operands are expanded.
+        changed = True
+        while changed:
+            changed = False
+            for v, d in list(self.recomputed.items()):
+                if any(isinstance(x, n.Var) and x.name in self.cross and x.name not in self.recomputed for x in walk(d)):
+                    del self.recomputed[v]
+                    changed = True
+        self.expanded = self.cross - set(self.recomputed)
+        self.storage: dict[str, tuple[str, tuple[n.Expr, ...]]] = {}
+        self.slot_stmts: set[int] = set()  # the slot's initial load and final store: not needed twice
+        for v in sorted(self.expanded):
+            self.storage[v] = self.slot_storage(v) or self.new_storage(v)
+
+    def stable_lets(self, pieces: list[_Piece]) -> dict[str, n.Expr]:
+        """Locals written once, at the top of a part, by a cheap expression of values that do not
+        change while the loop runs (tx, names from outside, sunk loop variables, memory the loop
+        does not write, other such locals)."""
+        writes: dict[str, int] = {}
+        for x in walk(self.loop):
+            name = None
+            if isinstance(x, n.Decl):
+                name = x.name if x.init is not None else None
+            elif isinstance(x, n.Assign):
+                name = x.name
+            elif isinstance(x, n.AtomicRMW):
+                name = x.dest
+            elif isinstance(x, n.For) and x is not self.loop:
+                name = x.var
+            if name is not None:
+                writes[name] = writes.get(name, 0) + 1
+        sunk_vars = {x.var for x in walk(self.loop) if isinstance(x, n.For) and id(x) in self.sunk}
+        out: dict[str, n.Expr] = {}
+        for p in pieces:
+            for s in p.stmts:
+                if not (isinstance(s, n.Decl) and s.init is not None and writes.get(s.name) == 1):
+                    continue
+                if sum(1 for _ in walk(s.init)) > RECOMPUTE_LIMIT:
+                    continue
+                ok = True
+                for x in walk(s.init):
+                    if isinstance(x, n.Var):
+                        if not (x.name == self.t or x.name not in self.declared or x.name in out
+                                or x.name in sunk_vars):
+                            ok = False
+                    elif isinstance(x, n.Load) and x.buffer in self.written_buffers or isinstance(x, n.Call) and x.fn not in _CHEAP_CALLS or isinstance(x, n.Binary) and x.op in ("div", "rem") and not isinstance(x.b, n.Const):
+                        ok = False
+                if ok:
+                    out[s.name] = s.init
+        return out
+
+    def slot_storage(self, v: str) -> tuple[str, tuple[n.Expr, ...]] | None:
+        """``v`` starts as this thread's slot of a per-thread buffer and goes back there at the end,
+        the buffer being used for nothing else here: that slot holds ``v`` between the parts."""
+        body = self.loop.body
+        decl = next((s for s in body if isinstance(s, n.Decl) and s.name == v), None)
+        if decl is None or not isinstance(decl.init, n.Load):
+            return None
+        load = decl.init
+        if self.kernel.space(load.buffer) != "local" or len(load.index) != 3:
+            return None
+        counters = [e.var for e in self.sink.enclosing[-2:]]
+        if [i for i in load.index] != [n.Var(c, U32) for c in counters] + [n.Var(self.t, U32)]:
+            return None
+        store_ok = False
+        stores: list[n.Stmt] = []
+        for x in walk(self.loop):
+            if x is load:
+                continue
+            if isinstance(x, n.Load) and x.buffer == load.buffer:
+                return None
+            if isinstance(x, (n.Store, n.AtomicRMW)) and x.buffer == load.buffer:
+                if not (isinstance(x, n.Store) and x.index == load.index and x.value == n.Var(v, decl.vtype)
+                        and x in body):
+                    return None
+                later = body[body.index(x) + 1:]
+                if any(isinstance(y, (n.Assign, n.Decl)) and y.name == v for s in later for y in walk(s)):
+                    return None
+                store_ok = True
+                stores.append(x)
+        if not store_ok:
+            return None
+        self.slot_stmts.update(id(x) for x in stores)
+        self.slot_stmts.add(id(decl))
+        return load.buffer, load.index
+
+    def new_storage(self, v: str) -> tuple[str, tuple[n.Expr, ...]]:
+        name = self.sink.names.fresh(f"{v}_x")
+        self.sink.buffers.append(n.Buffer(name, self.types[v], (n.BlockDim(0),), "local", loc=self.loop.loc))
+        return name, (n.Var(self.t, U32),)
+
+    # -- rendering
+    def render(self, nodes: list[_Node]) -> list[n.Stmt]:
+        out: list[n.Stmt] = []
+        for node in nodes:
+            if isinstance(node, _Piece):
+                loop = self.piece(node)
+                if loop is not None:
+                    out.append(loop)
+                continue
+            s = node.stmt
+            if isinstance(s, n.For) and id(s) in self.sunk:
+                out.append(dataclasses.replace(s, body=tuple(self.render(node.children[0]))))
+            elif isinstance(s, n.While):
+                out.append(dataclasses.replace(s, body=tuple(self.render(node.children[0])),
+                                               update=tuple(self.render(node.children[1]))))
+            elif isinstance(s, n.If):
+                out.append(dataclasses.replace(s, then=tuple(self.render(node.children[0])),
+                                               orelse=tuple(self.render(node.children[1]))))
+            else:
+                out.append(s)
+        return out
+
+    def piece(self, p: _Piece) -> n.Stmt | None:
+        """The loop over tx of one part (None when nothing is left to run in it)."""
+        names = self.sink.names
+        counter = names.fresh("tx")
+        # The final store of a value kept in its own slot writes what the slot already holds.
+        stmts = tuple(s for s in p.stmts if not (isinstance(s, n.Store) and id(s) in self.slot_stmts))
+        if not stmts:
+            return None
+        mentioned = {x for s in stmts for x in _names(s)}
+        declared_here = declared_names(stmts)
+        mapping = {self.t: counter}
+        prologue: list[n.Stmt] = []
+        epilogue: list[n.Stmt] = []
+        # Recomputed values, in definition order (operands first).
+        needed = {v for v in self.recomputed if v in mentioned and v not in declared_here}
+        closure = set(needed)
+        while True:
+            more = {x.name for v in closure for x in walk(self.recomputed[v])
+                    if isinstance(x, n.Var) and x.name in self.recomputed} - closure
+            if not more:
+                break
+            closure |= more
+        for v in self.recomputed:
+            if v in closure:
+                local = names.fresh(stem_of(v))
+                mapping[v] = local
+                prologue.append(n.Decl(local, self.types[v], self.recomputed[v], loc=self.loop.loc))
+        for v in sorted(self.expanded & mentioned):
+            buf, index = self.storage[v]
+            ty = self.types[v]
+            if v not in declared_here:
+                local = names.fresh(stem_of(v))
+                mapping[v] = local
+                init = n.Load(buf, index, ty) if _read_before_write(stmts, v) else None
+                prologue.append(n.Decl(local, ty, init, loc=self.loop.loc))
+            if _writes(stmts, v, skip=self.slot_stmts):
+                epilogue.append(n.Store(buf, index, n.Var(v, ty), loc=self.loop.loc))
+        if (prologue or epilogue) and len(stmts) == 1 and isinstance(stmts[0], n.If) and not stmts[0].orelse \
+                and not (_names_of_expr(stmts[0].cond) & (self.expanded | set(self.recomputed))):
+            # A guarded part: move the copies in and out under the guard (threads that skip it
+            # change nothing, and the guard can become the loop's bounds).
+            guard = stmts[0]
+            body = (dataclasses.replace(guard, then=tuple(prologue) + guard.then + tuple(epilogue)),)
+        else:
+            body = tuple(prologue) + stmts + tuple(epilogue)
+        # Locals declared in this part keep their names; the others' copies get fresh ones.
+        body = Renamer(mapping).visit_block(body)
+        return thread_loop(counter, self.loop.start, self.loop.stop, body, self.loop.loc)
+
+
+def _const_value(e: n.Expr) -> int | None:
+    return int(e.value) if isinstance(e, n.Const) and e.type.is_int else None
+
+
+def _collect(nodes: list[_Node], out: list[_Piece]) -> None:
+    for node in nodes:
+        if isinstance(node, _Piece):
+            out.append(node)
+        else:
+            for child in node.children:
+                _collect(child, out)
+
+
+def _name_of(x: n.Node) -> str | None:
+    if isinstance(x, n.Var):
+        return x.name
+    if isinstance(x, (n.Decl, n.Assign)):
+        return x.name
+    if isinstance(x, n.AtomicRMW):
+        return x.dest
+    return None
+
+
+def _names_of_expr(e: n.Expr) -> set[str]:
+    return {x.name for x in walk(e) if isinstance(x, n.Var)}
+
+
+def _names(s: n.Stmt) -> set[str]:
+    return {name for x in walk(s) if (name := _name_of(x)) is not None}
+
+
+def _writes(stmts: tuple[n.Stmt, ...], v: str, skip: set[int] = frozenset()) -> bool:  # type: ignore[assignment]
+    for s in stmts:
+        for x in walk(s):
+            if isinstance(x, (n.Decl, n.Assign)) and x.name == v and id(x) not in skip:
+                return True
+            if isinstance(x, n.AtomicRMW) and x.dest == v:
+                return True
+    return False
+
+
+def _read_before_write(stmts: tuple[n.Stmt, ...], v: str) -> bool:
+    """Whether ``v`` may be read in ``stmts`` before it is certainly written."""
+    def reads(node: n.Node | None) -> bool:
+        return node is not None and any(isinstance(x, n.Var) and x.name == v for x in walk(node))
+
+    def seq(ss: tuple[n.Stmt, ...]) -> tuple[bool, bool]:  # (read first, certainly written)
+        for s in ss:
+            if isinstance(s, n.Decl):
+                if reads(s.init):
+                    return True, False
+                if s.name == v and s.init is not None:
+                    return False, True
+            elif isinstance(s, n.Assign):
+                if reads(s.value):
+                    return True, False
+                if s.name == v:
+                    return False, True
+            elif isinstance(s, n.If):
+                if reads(s.cond):
+                    return True, False
+                r1, w1 = seq(s.then)
+                r2, w2 = seq(s.orelse)
+                if r1 or r2:
+                    return True, False
+                if w1 and w2:
+                    return False, True
+            elif isinstance(s, (n.For, n.While)):
+                if reads(s):
+                    return True, False
+            elif reads(s):
+                return True, False
+        return False, False
+
+    return seq(stmts)[0]

@@ -1,0 +1,192 @@
+"""Helpers shared by the CPU schedule passes (``tighten_thread_bounds``, ``sink_thread_loops``,
+``fuse_thread_loops``): questions about thread loops and safe ways to copy and split them.
+
+Why reordering the iterations of a thread loop is allowed at all: the iterations of one
+thread-loop nest are the threads of one block between two barriers of a race-free kernel, so no
+two of them touch one element with a write — except atomics, which commute when they are the
+same commutative operation and nobody reads the old value (``order_sensitive`` finds the
+others: floating-point atomics, whose rounding depends on the order, and atomics whose result
+is used). Any interleaving that keeps each thread's own statements in order is therefore
+equivalent to running the threads one after the other.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from gpu2cpu.names import NameSupply
+from gpu2cpu.thread_affine import counter_dim
+from polypy.ir import nodes as n
+from polypy.ir.queries import declared_names
+from polypy.ir.types import U32
+from polypy.ir.visitor import Mutator, walk
+
+_COMMUTING = {"add": "add", "sub": "add", "min": "min", "max": "max", "and": "and", "or": "or", "xor": "xor"}
+
+
+def is_thread_loop(s: n.Stmt) -> bool:
+    return isinstance(s, n.For) and s.kind == "threads"
+
+
+def thread_counters(node: n.Node | Iterable[n.Node]) -> dict[str, int]:
+    """The counter of every thread loop under ``node``, with its dimension."""
+    nodes = [node] if isinstance(node, n.Node) else list(node)
+    out: dict[str, int] = {}
+    for root in nodes:
+        for x in walk(root):
+            if isinstance(x, n.For) and x.kind == "threads":
+                dim = counter_dim(x.var)
+                if dim is not None:
+                    out[x.var] = dim
+    return out
+
+
+def order_sensitive(kernel: n.Kernel, stmts: Iterable[n.Stmt]) -> bool:
+    """Whether the atomics in ``stmts`` give different results when threads run in another order.
+
+    True for an atomic whose old value is used, a floating-point atomic (rounding), and
+    atomics of different operation families on one buffer (``add`` then ``max`` do not commute).
+    """
+    families: dict[str, str] = {}
+    for s in stmts:
+        for x in walk(s):
+            if not isinstance(x, n.AtomicRMW):
+                continue
+            family = _COMMUTING.get(x.op)
+            if x.dest is not None or family is None or kernel.elem_type(x.buffer).is_float:
+                return True
+            if families.setdefault(x.buffer, family) != family:
+                return True
+    return False
+
+
+def names_in(s: n.Stmt) -> set[str]:
+    """Every local name ``s`` reads, writes or declares."""
+    out: set[str] = set()
+    for x in walk(s):
+        if isinstance(x, n.Var) or isinstance(x, (n.Decl, n.Assign)):
+            out.add(x.name)
+        elif isinstance(x, n.For):
+            out.add(x.var)
+        elif isinstance(x, (n.AtomicRMW,)) and x.dest is not None:
+            out.add(x.dest)
+    return out
+
+
+def independent_chunks(body: tuple[n.Stmt, ...]) -> list[tuple[n.Stmt, ...]]:
+    """``body`` cut into consecutive chunks that share no local declared in ``body``.
+
+    Each chunk can then be its own thread loop (loop fission): no value flows between chunks
+    through a per-thread local, and memory written by one thread is read back by the same thread
+    in a later loop, after all threads ran the earlier one.
+    """
+    local = declared_names(body)
+    owner: dict[str, int] = {}
+    parent = list(range(len(body)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, s in enumerate(body):
+        for name in names_in(s) & local:
+            j = owner.setdefault(name, i)
+            parent[find(i)] = find(j)
+    last: dict[int, int] = {}
+    for i in range(len(body)):
+        last[find(i)] = i
+    chunks: list[tuple[n.Stmt, ...]] = []
+    start, end = 0, -1
+    for i in range(len(body)):
+        end = max(end, last[find(i)])
+        if i == end:
+            chunks.append(body[start:i + 1])
+            start = i + 1
+    return chunks
+
+
+def let_definitions(body: tuple[n.Stmt, ...], upto: int) -> dict[str, n.Expr]:
+    """Locals of ``body[:upto]`` (top level) with one definition and no other write anywhere in
+    ``body``: ``var x = e`` or ``var x`` followed by one top-level ``x = e``."""
+    writes: dict[str, int] = {}
+    for s in body:
+        for x in walk(s):
+            if isinstance(x, n.Decl):
+                writes[x.name] = writes.get(x.name, 0) + (1 if x.init is not None else 0)
+            elif isinstance(x, n.Assign):
+                writes[x.name] = writes.get(x.name, 0) + 1
+            elif isinstance(x, n.AtomicRMW) and x.dest is not None:
+                writes[x.dest] = writes.get(x.dest, 0) + 2
+            elif isinstance(x, n.For):
+                writes[x.var] = writes.get(x.var, 0) + 2
+    declared_top = {s.name for s in body[:upto] if isinstance(s, n.Decl)}
+    out: dict[str, n.Expr] = {}
+    for s in body[:upto]:
+        if isinstance(s, n.Decl) and s.init is not None and writes.get(s.name) == 1:
+            out[s.name] = s.init
+        elif isinstance(s, n.Assign) and s.name in declared_top and writes.get(s.name) == 1 and s.name not in out:
+            out[s.name] = s.value
+    return out
+
+
+class Renamer(Mutator):
+    """Renames locals (declarations, loop variables, uses, assignments, atomic destinations)."""
+
+    def __init__(self, mapping: dict[str, str]):
+        self.mapping = mapping
+
+    def visit_Var(self, e: n.Var) -> n.Expr:
+        new = self.mapping.get(e.name)
+        return e if new is None else n.Var(new, e.vtype, loc=e.loc)
+
+    def visit_Decl(self, s: n.Decl) -> n.Stmt:
+        s = self.generic_visit(s)
+        return dataclasses.replace(s, name=self.mapping.get(s.name, s.name))
+
+    def visit_Assign(self, s: n.Assign) -> n.Stmt:
+        s = self.generic_visit(s)
+        return dataclasses.replace(s, name=self.mapping.get(s.name, s.name))
+
+    def visit_For(self, s: n.For) -> n.Stmt:
+        s = self.generic_visit(s)
+        return dataclasses.replace(s, var=self.mapping.get(s.var, s.var))
+
+    def visit_AtomicRMW(self, s: n.AtomicRMW) -> n.Stmt:
+        s = self.generic_visit(s)
+        if s.dest is not None and s.dest in self.mapping:
+            return dataclasses.replace(s, dest=self.mapping[s.dest])
+        return s
+
+
+def freshen(stmts: tuple[n.Stmt, ...], names: NameSupply, extra: Iterable[str] = ()) -> tuple[n.Stmt, ...]:
+    """A copy of ``stmts`` with every local it declares (and ``extra``) renamed to a fresh name,
+    so that the copy can sit next to the original (names are unique in a kernel)."""
+    mapping = {name: names.fresh(stem_of(name)) for name in sorted(declared_names(stmts) | set(extra))}
+    return Renamer(mapping).visit_block(stmts)
+
+
+def stem_of(name: str) -> str:
+    """``acc_3`` -> ``acc``: fresh copies are numbered from the source name."""
+    base, _, suffix = name.rpartition("_")
+    return base if base and suffix.isdigit() else name
+
+
+def thread_loop(var: str, start: n.Expr, stop: n.Expr, body: tuple[n.Stmt, ...], loc) -> n.For:
+    return n.For(var, U32, start, stop, n.Const(1, U32), body, kind="threads", loc=loc)
+
+
+def copy_loop(loop: n.For, names: NameSupply, *, start: n.Expr | None = None, stop: n.Expr | None = None,
+              body: tuple[n.Stmt, ...] | None = None, fresh: bool = True) -> n.For:
+    """``loop`` with other bounds/body; with ``fresh``, its counter and locals renamed."""
+    body = loop.body if body is None else body
+    var = loop.var
+    if fresh:
+        new_var = names.fresh(stem_of(var))
+        body = Renamer({var: new_var}).visit_block(body)
+        body = freshen(body, names)
+        var = new_var
+    return thread_loop(var, loop.start if start is None else start, loop.stop if stop is None else stop, body,
+                       loop.loc)
+

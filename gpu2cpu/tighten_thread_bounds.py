@@ -1,0 +1,734 @@
+"""tighten_thread_bounds: guards on the thread counter become loop bounds (CPU form -> CPU form).
+
+Requires: a CPU-form kernel (thread counters named ``tx``/``ty``/``tz``, see
+``gpu2cpu.thread_affine``). Guarantees: the same results; thread loops whose bodies test the
+thread counter run branch-free over the threads that pass the test, and index arithmetic on the
+counter is free of wrap-around (so that C and LLVM compilers see unit strides and vectorize).
+
+For each thread loop, innermost first:
+
+1. **Fission**: a body made of statements that share no per-thread local is cut into one
+   thread loop per independent part when one of them is a guard (``if (tx < 3) {...}`` after the
+   main work), so the guard can go to that loop's bounds. Not when the order in which threads
+   run matters (``gpu2cpu.thread_loops.order_sensitive``).
+2. **Index-set splitting**: the first top-level ``if`` whose condition is a conjunction of
+   *interval* atoms (affine in the counter, exactly:
+   ``(i32)(blockIdx.x * blockDim.x + tx) < n``, ``tx == 0u``, ``tx >= offset``) and
+   *uniform* atoms (not depending on the counter, no loads) is decided per range of the counter::
+
+       for threads tx = 0 to bdx {          if (uniform) {
+         A                                    for tx = 0 to L   { A; F; B }
+         if (uniform && L <= tx < H) T  ==>   for tx = L to H   { A; T; B }
+         else F                               for tx = H to bdx { A; F; B }
+         B                                  } else { for tx = 0 to bdx { A; F; B } }
+       }
+
+   Ranges with nothing to run are dropped (a plain guard gives one loop ``[L, H)``); atoms that
+   are neither stay as a residual guard inside. Ranges are clamped, so empty ones are empty.
+3. **Conditions constant over the block**: an ``if`` deeper in the body whose condition is
+   affine in the counter and in the variables of short constant loops around it (a stencil's
+   ``x + dx >= 0 && x + dx < width``, a boundary test ``x == 0 || x == nx - 1``) usually has the
+   same value for every thread and iteration of a block. It is computed once
+   (``var tx_c: bool = <value at one corner>``), checked at run time to be constant over the
+   block (below), and the loop is copied once per value of up to two such flags, each copy with
+   the conditions decided::
+
+       for threads tx {                         var tx_c = x0 - 2 >= 0 && x0 + 2 < width
+         for dx = -2 to 3 {               ==>   if (tx_c) { for threads tx { for dx { acc += ... } } }
+           if (x + dx >= 0 && x + dx < width)   else      { for threads tx { for dx { } } }
+             acc += ...
+
+4. **Exact index arithmetic**: an index affine in the counter that contains wrapping arithmetic
+   on it is rewritten as ``(i64)uniform + (i64)tx * c``
+   (``in[(i32)(blockIdx.x * blockDim.x + tx)]`` becomes ``in[(i64)(blockIdx.x * blockDim.x) +
+   (i64)tx]``: compilers then see a unit stride); elsewhere ``(i32)(P + tx)`` becomes
+   ``(i32)P + (i32)tx``.
+5. **Run-time check**: steps 2 to 4 are exact only if the wrapping arithmetic they looked
+   through does not wrap for any thread of the block (``thread_affine.Need``), and step 3 only
+   where its conditions are constant. What the interval analysis cannot prove becomes one
+   block-uniform check; when it fails (launches beyond ``2**31`` threads per dimension, indices
+   at the edge of ``u32``, the blocks on the border of a stencil) the original loop runs::
+
+       if ((i64)(blockIdx.x * blockDim.x) + (i64)blockDim.x - 1l <= 2147483647l) { fast } else { original }
+
+   Conditions of enclosing ``if`` s are known facts: a check already made is not repeated.
+
+Counter-uniform ``if`` s that end up alone in a thread loop are hoisted out of it (unswitching),
+so a guard on ``ty`` inside the ``tx`` loop reaches the ``ty`` loop's bounds, and run-time
+checks move out of the loop nest. ``report`` receives one ``LoweringDecision`` per loop changed.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from gpu2cpu.names import NameSupply
+from gpu2cpu.report import LoweringDecision
+from gpu2cpu.thread_affine import (
+    CounterAnalysis,
+    Facts,
+    Interval,
+    Linear,
+    Need,
+    Ranges,
+    conjunction,
+    const64,
+    counter_dim,
+    facts_of_condition,
+    is_check,
+    i64,
+    linear_ir,
+    need_exprs,
+    split_conjuncts,
+    to_u32,
+)
+from gpu2cpu.thread_loops import (
+    copy_loop,
+    independent_chunks,
+    let_definitions,
+    order_sensitive,
+    stem_of,
+)
+from polypy.errors import InternalError
+from polypy.ir import nodes as n
+from polypy.ir.printer import format_expr
+from polypy.ir.queries import declared_names, written_names
+from polypy.ir.types import BOOL, I64, U32
+from polypy.ir.visitor import Mutator, walk
+from polypy.passes.fold_constants import fold_expr
+
+# Index-set splitting copies the loop body once per range: at most this many splits per loop, and
+# no split that would copy more than this many IR nodes.
+MAX_SPLITS = 3
+MAX_COPIED_NODES = 600
+# A loop known to run at most this many iterations is not split into several loops (a guard
+# still becomes its bounds): there is nothing to vectorize.
+SMALL_TRIP_COUNT = 8
+# Serial loops of at most this many iterations (constant bounds) count as part of the block's
+# "box" when conditions are checked for being constant over the block.
+BOX_LOOP_TRIPS = 16
+# At most this many such block-level conditions get one copy of the loop per combination of values.
+MAX_UNSWITCHED = 2
+
+
+def tighten_thread_bounds(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
+    """Guards on thread counters become bounds; see the module docstring."""
+    if kernel.stage != "cpu":
+        raise InternalError("tighten_thread_bounds expects a CPU-form kernel", kernel.loc)
+    t = _Tighten(kernel)
+    body = t.block(kernel.body, Facts())
+    if report is not None:
+        report.extend(t.decisions)
+    if body == kernel.body:
+        return kernel
+    return dataclasses.replace(kernel, body=body)
+
+
+@dataclasses.dataclass
+class _Split:
+    """A top-level statement of a loop body whose condition decides it per range of the counter."""
+
+    index: int
+    intervals: list[Interval]
+    uniform: list[n.Expr]
+    residual: list[n.Expr]
+    needs: list[Need]
+    true_body: tuple[n.Stmt, ...]
+    false_body: tuple[n.Stmt, ...]
+
+
+class _Tighten:
+    def __init__(self, kernel: n.Kernel):
+        self.kernel = kernel
+        self.names = NameSupply(kernel)
+        self.ranges = Ranges.of_kernel(kernel.body)
+        self.decisions: list[LoweringDecision] = []
+
+    def note(self, loop: n.Stmt, message: str) -> None:
+        self.decisions.append(LoweringDecision(self.kernel.name, loop.loc, message))
+
+    # ------------------------------------------------------------------ walking the kernel
+    def block(self, stmts: tuple[n.Stmt, ...], facts: Facts) -> tuple[n.Stmt, ...]:
+        out: list[n.Stmt] = []
+        for s in stmts:
+            out.extend(self.stmt(s, facts))
+        return tuple(out)
+
+    def stmt(self, s: n.Stmt, facts: Facts) -> list[n.Stmt]:
+        if isinstance(s, n.If):
+            then = self.block(s.then, facts.with_needs(facts_of_condition(s.cond)))
+            # The `else` of a run-time check made by this pass is the original code: left alone.
+            orelse = s.orelse if _is_check(s.cond) else self.block(s.orelse, facts)
+            return [s if (then == s.then and orelse == s.orelse) else dataclasses.replace(s, then=then, orelse=orelse)]
+        if isinstance(s, n.For):
+            body = self.block(s.body, facts)
+            loop = s if body == s.body else dataclasses.replace(s, body=body)
+            if s.kind == "threads" and counter_dim(s.var) is not None:
+                for x in walk(loop):  # new counters and loops appear as loops are copied
+                    if isinstance(x, n.For) and x.kind == "threads" and counter_dim(x.var) is not None:
+                        self.ranges.counters[x.var] = counter_dim(x.var)  # type: ignore[assignment]
+                    elif isinstance(x, n.For) and x.kind == "serial" and x.vtype.is_int:
+                        self.ranges.loops[x.var] = x
+                return self.loop(loop, facts)
+            return [loop]
+        if isinstance(s, n.While):
+            body, update = self.block(s.body, facts), self.block(s.update, facts)
+            return [s if (body == s.body and update == s.update) else dataclasses.replace(s, body=body, update=update)]
+        return [s]
+
+    # ------------------------------------------------------------------ one thread loop
+    def loop(self, loop: n.For, facts: Facts) -> list[n.Stmt]:
+        """The statements replacing ``loop`` (its body already processed)."""
+        needs: list[Need | n.Expr] = []
+        out = self.transform(loop, facts, needs, depth=0)
+        if needs:
+            checks = need_exprs([x for x in needs if isinstance(x, Need)])
+            checks += [x for x in needs if not isinstance(x, Need)]
+            fallback = copy_loop(loop, self.names)
+            self.note(loop, f"thread loop over {loop.var}: run-time check {format_expr(conjunction(checks))} "
+                            f"(no wrap-around, conditions constant over the block); the original loop runs otherwise")
+            out = [n.If(conjunction(checks), tuple(out), (fallback,), loc=loop.loc)]
+        return out
+
+    def transform(self, loop: n.For, facts: Facts, needs: list[Need], depth: int) -> list[n.Stmt]:
+        """``loop`` fissioned, split and rewritten; unproved needs are appended to ``needs``."""
+        body = tuple(_positive(s) for s in loop.body)
+        if body != loop.body:
+            loop = dataclasses.replace(loop, body=body)
+        # An `if` uniform in the counter, alone in the loop: hoist it (unswitching).
+        hoisted = self.unswitch(loop, facts, needs, depth)
+        if hoisted is not None:
+            return hoisted
+        if depth == 0 and len(body) > 1 and not order_sensitive(self.kernel, body):
+            chunks = independent_chunks(body)
+            if len(chunks) > 1 and any(self.find_split(dataclasses.replace(loop, body=c)) is not None
+                                       or self.hoistable_guard(loop, c) for c in chunks):
+                self.note(loop, f"thread loop over {loop.var}: distributed into {len(chunks)} thread loops "
+                                f"(loop fission), so that each guard becomes the bounds of its own loop")
+                out: list[n.Stmt] = []
+                for i, chunk in enumerate(chunks):
+                    part = copy_loop(loop, self.names, body=chunk, fresh=i > 0)
+                    out.extend(self.transform(part, facts, needs, depth + 1))
+                return out
+        split = self.find_split(loop) if depth < MAX_SPLITS + 1 else None
+        if split is not None:
+            return self.apply_split(loop, split, facts, needs, depth)
+        decls: list[n.Stmt] = []
+        boxed = self.box_version(loop, needs, decls)
+        if boxed is not loop:
+            hoisted = self.unswitch(boxed, facts, needs, depth)
+            if hoisted is not None:
+                return decls + hoisted
+            if len(decls) <= MAX_UNSWITCHED:
+                return decls + self.versions(boxed, [d.name for d in decls], facts, needs)  # type: ignore[union-attr]
+            loop = boxed
+        return decls + [self.exact_indices(loop, facts, needs)]
+
+    def versions(self, loop: n.For, flags: list[str], facts: Facts, needs: list) -> list[n.Stmt]:
+        """One copy of ``loop`` per value of the block-level booleans ``flags``, each with the
+        conditions decided (``if (tx_c) {loop, tx_c true} else {loop, tx_c false}``)."""
+        if not flags:
+            return [self.exact_indices(loop, facts, needs)]
+        flag, rest = flags[0], flags[1:]
+        copies = []
+        for value in (True, False):
+            body = _decide(loop.body, flag, value)
+            copy = copy_loop(loop, self.names, body=body, fresh=not value)
+            copies.append(tuple(self.versions(copy, rest, facts, needs)))
+        return [n.If(n.Var(flag, BOOL), copies[0], copies[1], loc=loop.loc)]
+
+    def hoistable_guard(self, loop: n.For, chunk: tuple[n.Stmt, ...]) -> bool:
+        """A chunk that is one ``if`` with a condition part that does not depend on the counter."""
+        if len(chunk) != 1 or not isinstance(chunk[0], n.If) or chunk[0].orelse:
+            return False
+        analysis = self.analysis(dataclasses.replace(loop, body=chunk), 0)
+        return any(analysis.uniform(a) is not None for a in split_conjuncts(chunk[0].cond))
+
+    def unswitch(self, loop: n.For, facts: Facts, needs: list[Need], depth: int) -> list[n.Stmt] | None:
+        if len(loop.body) != 1 or not isinstance(loop.body[0], n.If):
+            return None
+        s = loop.body[0]
+        analysis = self.analysis(loop, 0)
+        atoms = split_conjuncts(s.cond)
+        uniform = [analysis.uniform(a) for a in atoms]
+        if not s.orelse:
+            hoist = [u for u in uniform if u is not None]
+            if not hoist:
+                return None
+            rest = [a for a, u in zip(atoms, uniform) if u is None]
+            inner = s.then if not rest else (n.If(conjunction(rest), s.then, loc=s.loc),)
+            cond = conjunction(hoist)
+            if not _is_check(cond):
+                    self.note(loop, f"thread loop over {loop.var}: condition {format_expr(cond)} does not depend on "
+                                f"{loop.var}: tested once, outside the loop")
+            new = dataclasses.replace(loop, body=inner)
+            inner_facts = facts.with_needs(facts_of_condition(cond))
+            # The loop under the hoisted condition gets its own run-time checks (inside it).
+            return [n.If(cond, tuple(self.loop(new, inner_facts)), loc=s.loc)]
+        if all(u is not None for u in uniform):
+            cond = conjunction(uniform)  # type: ignore[arg-type]
+            if not _is_check(cond):
+                self.note(loop, f"thread loop over {loop.var}: branch on {format_expr(cond)}, which does not depend "
+                                f"on {loop.var}, moved outside the loop")
+            then_loop = dataclasses.replace(loop, body=s.then)
+            else_loop = copy_loop(loop, self.names, body=s.orelse)
+            inner_facts = facts.with_needs(facts_of_condition(cond))
+            return [n.If(cond, tuple(self.loop(then_loop, inner_facts)), tuple(self.loop(else_loop, facts)),
+                         loc=s.loc)]
+        return None
+
+    # ------------------------------------------------------------------ analysis helpers
+    def analysis(self, loop: n.For, upto: int) -> CounterAnalysis:
+        dim = counter_dim(loop.var)
+        assert dim is not None
+        inside = {x.name for s in loop.body for x in walk(s) if isinstance(x, n.Decl)}
+        inside |= {x.var for s in loop.body for x in walk(s) if isinstance(x, n.For)}
+        inside.add(loop.var)
+        return CounterAnalysis(loop.var, dim, lets=let_definitions(loop.body, upto),
+                               available=lambda name: name not in inside, ranges=self.ranges)
+
+    def find_split(self, loop: n.For) -> _Split | None:
+        if counter_dim(loop.var) is None:
+            return None
+        for i, s in enumerate(loop.body):
+            if isinstance(s, n.If):
+                found = self.classify(loop, i, s.cond, s.then, s.orelse)
+                if found is not None:
+                    return found
+        return None
+
+    def classify(self, loop: n.For, i: int, cond: n.Expr, then: tuple[n.Stmt, ...],
+                 orelse: tuple[n.Stmt, ...]) -> _Split | None:
+        analysis = self.analysis(loop, i)
+        intervals: list[Interval] = []
+        uniform: list[n.Expr] = []
+        residual: list[n.Expr] = []
+        needs: list[Need] = []
+        for atom in split_conjuncts(cond):
+            u = analysis.uniform(atom)
+            if u is not None:
+                uniform.append(u)
+                continue
+            found = analysis.interval(atom)
+            if found is None:
+                residual.append(atom)
+                continue
+            intervals.append(found[0])
+            needs.extend(found[1])
+        if not intervals:
+            return None  # uniform-only conditions are unswitched when alone in a loop
+        if residual and orelse:
+            return None
+        body = loop.body
+        if (orelse or len(body) > 1) and self.ranges.of(
+                n.Binary("sub", i64(loop.stop), i64(loop.start)))[1] <= SMALL_TRIP_COUNT:
+            return None
+        if residual:
+            then = (n.If(conjunction(residual), then, loc=body[i].loc),)
+        true_body = body[:i] + then + body[i + 1:]
+        false_body = body[:i] + orelse + body[i + 1:]
+        if false_body and _size(false_body) * 2 + _size(true_body) > MAX_COPIED_NODES:
+            return None
+        return _Split(i, intervals, uniform, residual, needs, true_body, false_body)
+
+    # ------------------------------------------------------------------ splitting
+    def apply_split(self, loop: n.For, split: _Split, facts: Facts, needs: list[Need], depth: int) -> list[n.Stmt]:
+        needs.extend(x for x in split.needs if not facts.implies(x) and x not in needs)
+        inner_facts = facts.with_needs(needs)
+        lows = [iv.lo for iv in split.intervals if iv.lo is not None]
+        highs = [iv.hi for iv in split.intervals if iv.hi is not None]
+        start64, stop64 = i64(loop.start), i64(loop.stop)
+        lo = self.clamp(_fold_max(lows), start64, stop64) if lows else start64
+        hi_floor = lo if (split.false_body and lows) else start64
+        hi = self.clamp(_fold_min(highs), hi_floor, stop64) if highs else stop64
+        decls: list[n.Stmt] = []
+        lo_u = self.named(to_u32(lo), loop, "lo", decls) if lows else loop.start
+        hi_u = self.named(to_u32(hi), loop, "hi", decls) if highs else loop.stop
+        pieces: list[tuple[n.Expr, n.Expr, tuple[n.Stmt, ...]]] = []
+        if lows and split.false_body:
+            pieces.append((loop.start, lo_u, split.false_body))
+        pieces.append((lo_u, hi_u, split.true_body))
+        if highs and split.false_body:
+            pieces.append((hi_u, loop.stop, split.false_body))
+        out: list[n.Stmt] = list(decls)
+        for k, (start, stop, body) in enumerate(pieces):
+            part = copy_loop(loop, self.names, start=start, stop=stop, body=body, fresh=k > 0)
+            out.extend(self.transform(part, inner_facts, needs, depth + 1))
+        bounds = ", ".join(f"[{format_expr(fold_expr(a))}, {format_expr(fold_expr(b))})" for a, b, _ in pieces)
+        if decls:
+            bounds += " with " + ", ".join(f"{d.name} = {format_expr(d.init)}" for d in decls)  # type: ignore[union-attr]
+        cond = conjunction([a for a in split_conjuncts(_split_cond(loop, split))])
+        kind = "guard" if not split.false_body else "condition"
+        self.note(loop, f"thread loop over {loop.var}: {kind} {format_expr(cond)} decided by the range of "
+                        f"{loop.var}: {bounds}")
+        if split.uniform:
+            ucond = conjunction(split.uniform)
+            orelse: tuple[n.Stmt, ...] = ()
+            if split.false_body:
+                orelse = (copy_loop(loop, self.names, body=split.false_body),)
+            return [n.If(ucond, tuple(out), orelse, loc=loop.loc)]
+        return out
+
+    # ------------------------------------------------------------------ conditions constant over the block
+    def box_version(self, loop: n.For, needs: list, decls: list[n.Stmt]) -> n.For:
+        """Conditions in ``loop`` that are affine in the counter and in the variables of constant
+        serial loops around them, and that are constant over all of them in most blocks (a
+        stencil's bounds checks, a boundary test), are computed once per block: the loop then
+        runs with the value at one corner (``var tx_c: bool = ...``) under the run-time check
+        that the value is the same everywhere (appended to ``needs``)."""
+        dim = counter_dim(loop.var)
+        assert dim is not None
+        inside = declared_names(loop.body) | {loop.var}
+        box = {v: r for v, r in self.box_vars(loop.body).items()}
+        analysis = CounterAnalysis(loop.var, dim, lets=let_definitions(loop.body, len(loop.body)),
+                                   available=lambda name: name not in inside or name in box, ranges=self.ranges,
+                                   separate=frozenset(box))
+        lo = i64(loop.start)
+        replaced: dict[int, n.Expr] = {}
+        checks: list[n.Expr] = []
+        new_needs: list[Need] = []
+        for x in _ifs(loop.body):
+            if _is_check(x.cond):
+                continue  # a check of this pass, around other loops
+            found = self.box_condition(x.cond, analysis, box, lo)
+            if found is None:
+                continue
+            corner, atom_checks, atom_needs, varying = found
+            if not varying:
+                continue
+            name = self.names.fresh(f"{stem_of(loop.var)}_c")
+            decls.append(n.Decl(name, BOOL, corner, loc=x.loc))
+            replaced[id(x)] = n.Var(name, BOOL)
+            checks.extend(atom_checks)
+            new_needs.extend(atom_needs)
+        if not replaced:
+            return loop
+        needs.extend(x for x in new_needs if x not in needs)
+        needs.extend(checks)
+        self.note(loop, f"thread loop over {loop.var}: {len(replaced)} condition(s) on {loop.var} and short loops "
+                        f"computed once per block where they do not vary "
+                        f"({', '.join(d.name for d in decls)})")  # type: ignore[union-attr]
+
+        class Replace(Mutator):
+            def visit_If(self, s: n.If) -> n.Stmt:
+                new = replaced.get(id(s))
+                s2 = self.generic_visit(s)
+                return s2 if new is None else dataclasses.replace(s2, cond=new)
+
+        return dataclasses.replace(loop, body=Replace().visit_block(loop.body))
+
+    def box_vars(self, body: tuple[n.Stmt, ...]) -> dict[str, tuple[int, int]]:
+        """Variables of serial loops with constant, short ranges in ``body`` (not their bodies' writes)."""
+        out: dict[str, tuple[int, int]] = {}
+        for s in body:
+            for x in walk(s):
+                if isinstance(x, n.For) and x.kind == "serial" and x.vtype.is_int \
+                        and all(isinstance(e, n.Const) for e in (x.start, x.stop, x.step)) and int(x.step.value) > 0:
+                    a, b, step = int(x.start.value), int(x.stop.value) - 1, int(x.step.value)
+                    if a <= b and (b - a) // step < BOX_LOOP_TRIPS and x.var not in written_names(x.body):
+                        out[x.var] = (a, b)
+        return out
+
+    def box_condition(self, cond: n.Expr, analysis: CounterAnalysis, box: dict[str, tuple[int, int]], lo: n.Expr):
+        """(value at the corner, checks that it is the same everywhere, needs, whether it varies
+        at all) for a condition built of ``&&``, ``||``, ``!`` and affine comparisons."""
+        checks: list[n.Expr] = []
+        needs: list[Need] = []
+        varying = False
+
+        def corner_of(e: n.Expr) -> n.Expr | None:
+            nonlocal varying
+            if isinstance(e, n.Unary) and e.op == "not":
+                inner = corner_of(e.x)
+                return None if inner is None else n.Unary("not", inner)
+            if isinstance(e, n.Binary) and e.op in ("land", "lor"):
+                a, b = corner_of(e.a), corner_of(e.b)
+                return None if a is None or b is None else n.Binary(e.op, a, b)
+            u = analysis.uniform(e)
+            if u is not None and not any(isinstance(v, n.Var) and v.name in box for v in walk(u)):
+                return u  # the same in every thread and iteration already
+            if not (isinstance(e, n.Binary) and e.op in _BOX_OPS and e.a.type.is_int and e.a.type == e.b.type):
+                return None
+            la, lb = analysis.linear(e.a), analysis.linear(e.b)
+            if la is None or lb is None:
+                return None
+            d = la[0].plus(lb[0], -1)
+            if any(_box_atom(a, box) for x in la[1] + lb[1] for a, _ in x.value.terms):
+                return None  # a check that would need a loop variable
+            needs.extend(la[1] + lb[1])
+            fixed = Linear(d.const, tuple((a, k) for a, k in d.terms if not _box_atom(a, box)))
+            low, high, corner = fixed, fixed, fixed
+            for a, k in d.terms:
+                if _box_atom(a, box):
+                    m, mm = box[a.name]  # type: ignore[union-attr]
+                    low = low.plus(Linear(min(k * m, k * mm)))
+                    high = high.plus(Linear(max(k * m, k * mm)))
+                    corner = corner.plus(Linear(k * m))
+            if d.coef:  # over every thread of the block (the check sits outside the loop's bounds)
+                last = Linear(-d.coef, ((n.BlockDim(analysis.dim), d.coef),))
+                low, high = (low, high.plus(last)) if d.coef > 0 else (low.plus(last), high)
+                corner = corner.plus(_lin_of(lo).scale(d.coef))
+            if d.coef == 0 and len(d.terms) == len(fixed.terms):
+                return None  # nothing varies: not a guard of this loop
+            varying = True
+            checks.append(_constant_check(e.op, low, high))
+            return n.Binary(e.op, linear_ir(corner), const64(0))
+
+        corner = corner_of(cond)
+        if corner is None:
+            return None
+        return corner, checks, needs, varying
+
+    def named(self, bound: n.Expr, loop: n.For, what: str, decls: list[n.Stmt]) -> n.Expr:
+        """A computed bound, declared once before the loops that use it (``var tx_hi: u32 = ...``)."""
+        if _simple(bound):
+            return bound
+        name = self.names.fresh(f"{stem_of(loop.var)}_{what}")
+        decls.append(n.Decl(name, U32, bound, loc=loop.loc))
+        self.ranges.lets[name] = bound
+        return n.Var(name, U32)
+
+    def clamp(self, x: n.Expr, lo: n.Expr, hi: n.Expr) -> n.Expr:
+        """``min(max(x, lo), hi)`` in i64, leaving out what the value ranges make useless."""
+        xr, lr, hr = self.ranges.of(x), self.ranges.of(lo), self.ranges.of(hi)
+        if xr[0] < lr[1]:
+            x = n.Call("max", (x, lo), I64)
+            xr = (max(xr[0], lr[0]), max(xr[1], lr[1]))
+        if xr[1] > hr[0]:
+            x = n.Call("min", (x, hi), I64)
+        return x
+
+    # ------------------------------------------------------------------ exact index arithmetic
+    def exact_indices(self, loop: n.For, facts: Facts, needs: list[Need]) -> n.For:
+        dim = counter_dim(loop.var)
+        if dim is None:
+            return loop
+        analysis = CounterAnalysis(loop.var, dim, lets=let_definitions(loop.body, len(loop.body)),
+                                   available=_outside(loop), ranges=self.ranges, free_atoms=True)
+        rewriter = _ExactIndices(analysis, facts, needs)
+        body = rewriter.visit_block(loop.body)
+        if body is loop.body:
+            return loop
+        return dataclasses.replace(loop, body=body)
+
+
+def _outside(loop: n.For):
+    inside = {x.name for s in loop.body for x in walk(s) if isinstance(x, n.Decl)}
+    inside |= {x.var for s in loop.body for x in walk(s) if isinstance(x, n.For)}
+    inside.add(loop.var)
+    return lambda name: name not in inside
+
+
+class _ExactIndices(Mutator):
+    """Wrapping arithmetic on the counter rebuilt without wrap-around (under the recorded needs).
+
+    * a conversion to a signed type of an unsigned value affine in the counter,
+      ``(i32)(blockIdx.x * blockDim.x + tx)``, becomes ``(i32)(blockIdx.x * blockDim.x) + (i32)tx``
+      (types unchanged; signed arithmetic, which compilers may assume does not overflow);
+    * an index affine in the counter with such arithmetic inside, ``s[tx + k]``,
+      ``x[(i32)(blockIdx.x * blockDim.x + tx) * 4 + 1]``, is computed in i64:
+      ``x[(i64)(blockIdx.x * blockDim.x) * 4l + 1l + (i64)tx * 4l]`` (a zero-extended counter
+      plus a loop-invariant part: C compilers see a unit stride, which they do not through
+      ``(int)`` of an unsigned sum).
+    """
+
+    ALL_INDICES = True
+
+    def __init__(self, analysis: CounterAnalysis, facts: Facts, needs: list[Need]):
+        self.analysis = analysis
+        self.facts = facts
+        self.needs = needs
+        self.rewritten = 0
+        self.example = ""
+
+    def exact(self, e: n.Expr) -> tuple[Linear, list[Need]] | None:
+        found = self.analysis.linear(e)
+        if found is None or found[0].coef == 0:
+            return None
+        return found
+
+    def record(self, before: n.Expr, after: n.Expr, needs: list[Need]) -> n.Expr:
+        for x in needs:
+            if not self.facts.implies(x) and x not in self.needs:
+                self.needs.append(x)
+        self.rewritten += 1
+        if not self.example:
+            self.example = f"{format_expr(before)} -> {format_expr(after)}"
+        return after
+
+    def counter_term(self, ty, coef: int) -> n.Expr:
+        t = n.Cast(ty, n.Var(self.analysis.counter, U32))
+        return t if coef == 1 else n.Binary("mul", t, n.Const(coef, ty))
+
+    def visit_Cast(self, e: n.Cast) -> n.Expr:
+        x = e.x
+        if not (e.to.is_int and e.to.is_signed and x.type.is_int and not x.type.is_signed) \
+                or not _wraps_on(x, self.analysis.counter):
+            return self.generic_visit(e)
+        found = self.exact(e)  # the value of the conversion: exact needs included
+        if found is None:
+            return self.generic_visit(e)
+        lin, needs = found
+        base = lin.base()
+        # The counter-free part in the operand's own (modular) type: exact, since its true value
+        # (the operand at counter 0) is in range; then converted, also exactly.
+        parts = [n.Cast(x.type, a) if a.type != x.type else a for a, _ in base.terms]
+        value: n.Expr | None = None
+        for (atom, k), part in zip(base.terms, parts):
+            term = part if k == 1 else n.Binary("mul", part, n.Const(k, x.type))
+            value = term if value is None else n.Binary("add", value, term)
+        if base.const or value is None:
+            c = n.Const(base.const, x.type)
+            value = c if value is None else n.Binary("add", value, c)
+        counter = self.counter_term(e.to, lin.coef)
+        out = counter if (isinstance(value, n.Const) and value.value == 0) else \
+            n.Binary("add", n.Cast(e.to, value), counter)
+        return self.record(e, out, needs)
+
+    def index(self, e: n.Expr) -> n.Expr:
+        if not (e.type.is_int and (self.ALL_INDICES or not e.type.is_signed)):
+            return e
+        if not _wraps_on(self.analysis.expand(e), self.analysis.counter):
+            return e
+        found = self.exact(e)
+        if found is None:
+            return e
+        lin, needs = found
+        term = self.counter_term(I64, lin.coef)
+        base = lin.base()
+        out = term if (not base.terms and base.const == 0) else n.Binary("add", linear_ir(base), term)
+        return self.record(e, out, needs)
+
+    def visit_Load(self, e: n.Load) -> n.Expr:
+        index = tuple(self.index(i) for i in e.index)
+        e = dataclasses.replace(e, index=index) if index != e.index else e
+        return self.generic_visit(e)
+
+    def visit_Store(self, s: n.Store) -> n.Stmt:
+        index = tuple(self.index(i) for i in s.index)
+        s = dataclasses.replace(s, index=index) if index != s.index else s
+        return self.generic_visit(s)
+
+    def visit_AtomicRMW(self, s: n.AtomicRMW) -> n.Stmt:
+        index = tuple(self.index(i) for i in s.index)
+        s = dataclasses.replace(s, index=index) if index != s.index else s
+        return self.generic_visit(s)
+
+    def visit_For(self, s: n.For) -> n.Stmt:
+        if s.kind == "threads":
+            return s  # inner thread loops were handled with their own counter
+        return self.generic_visit(s)
+
+
+def _wraps_on(e: n.Expr, counter: str) -> bool:
+    """Whether ``e`` has a conversion or unsigned arithmetic above a use of ``counter``."""
+    for x in walk(e):
+        if isinstance(x, n.Cast) or (isinstance(x, n.Binary) and x.type.is_int and not x.type.is_signed):
+            if any(isinstance(v, n.Var) and v.name == counter for v in walk(x)):
+                return True
+    return False
+
+
+def _positive(s: n.Stmt) -> n.Stmt:
+    """``if (c) {} else {E}`` as ``if (!c) {E}`` (a guard written as an early exit)."""
+    if isinstance(s, n.If) and not s.then and s.orelse:
+        return n.If(conjunction(split_conjuncts(s.cond, negate=True)), s.orelse, loc=s.loc)
+    return s
+
+
+_BOX_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
+
+
+def _box_atom(a: n.Expr, box: dict[str, tuple[int, int]]) -> bool:
+    return isinstance(a, n.Var) and a.name in box
+
+
+def _lin_of(e: n.Expr) -> Linear:
+    """An i64 bound as a linear form (a constant, or one atom)."""
+    if isinstance(e, n.Const):
+        return Linear(int(e.value))
+    atom = e.x if isinstance(e, n.Cast) and e.x.type.is_int and e.x.type.bits <= 32 else e
+    return Linear(0, ((atom, 1),))
+
+
+def _constant_check(op: str, low: Linear, high: Linear) -> n.Expr:
+    """``d op 0`` has the same value for every d in [low, high] (both i64 linear forms)."""
+    lo, hi = linear_ir(low), linear_ir(high)
+    zero = const64(0)
+
+    def cmp(o: str, a: n.Expr) -> n.Expr:
+        return n.Binary(o, a, zero)
+
+    if op in ("lt", "ge"):  # d < 0 everywhere, or nowhere
+        return n.Binary("lor", cmp("lt", hi), cmp("ge", lo))
+    if op in ("le", "gt"):
+        return n.Binary("lor", cmp("le", hi), cmp("gt", lo))
+    # eq / ne: zero outside [low, high], or the whole range is {0}
+    return n.Binary("lor", n.Binary("lor", cmp("gt", lo), cmp("lt", hi)), n.Binary("land", cmp("ge", lo), cmp("le", hi)))
+
+
+def _decide(stmts: tuple[n.Stmt, ...], flag: str, value: bool) -> tuple[n.Stmt, ...]:
+    """``stmts`` with ``if (flag)`` resolved to the branch that ``flag == value`` takes."""
+
+    class Decide(Mutator):
+        def visit_If(self, s: n.If):
+            s = self.generic_visit(s)
+            if s.cond == n.Var(flag, BOOL):
+                return s.then if value else s.orelse
+            return s
+
+    return Decide().visit_block(stmts)
+
+
+def _ifs(stmts: tuple[n.Stmt, ...]):
+    """The ifs in ``stmts``, outside nested thread loops and the originals kept by checks."""
+    for s in stmts:
+        if isinstance(s, n.For) and s.kind == "threads":
+            continue
+        if isinstance(s, n.If):
+            yield s
+            yield from _ifs(s.then)
+            if not _is_check(s.cond):
+                yield from _ifs(s.orelse)
+        elif isinstance(s, n.For):
+            yield from _ifs(s.body)
+        elif isinstance(s, n.While):
+            yield from _ifs(s.body)
+
+
+def _simple(e: n.Expr) -> bool:
+    """A bound short enough to write inline: a constant, a name, blockDim, or min/max of those."""
+    if isinstance(e, (n.Const, n.Var, n.GpuIndex)):
+        return True
+    return isinstance(e, n.Call) and e.fn in ("min", "max") and all(isinstance(a, (n.Const, n.Var, n.GpuIndex))
+                                                                   for a in e.args)
+
+
+def _is_check(cond: n.Expr) -> bool:
+    """Whether ``cond`` is a run-time check made by this pass: ``&&``/``||`` of comparisons of
+    i64 expressions with constants (its ``else`` is the original code; moving it says nothing)."""
+    return is_check(cond)
+
+
+def _split_cond(loop: n.For, split: _Split) -> n.Expr:
+    s = loop.body[split.index]
+    assert isinstance(s, n.If)
+    return s.cond
+
+
+def _fold_max(xs: list[n.Expr]) -> n.Expr:
+    out = xs[0]
+    for x in xs[1:]:
+        out = n.Call("max", (out, x), I64)
+    return out
+
+
+def _fold_min(xs: list[n.Expr]) -> n.Expr:
+    out = xs[0]
+    for x in xs[1:]:
+        out = n.Call("min", (out, x), I64)
+    return out
+
+
+def _size(stmts: tuple[n.Stmt, ...]) -> int:
+    return sum(1 for s in stmts for _ in walk(s))
+
