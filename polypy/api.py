@@ -16,6 +16,12 @@ rules. Before each launch every array is checked against the launch's footprint 
 kernel touches, computed with isl from the launch shape and integer arguments): a too-small array
 is an error, never an out-of-bounds write. Problems are ``polypy.UserError``.
 
+Each kernel is compiled for the block shape of its launch, on the first launch with that shape
+(``polypy.passes.specialize``: ``blockDim`` becomes constants, so thread loops have constant trip
+counts and per-thread buffers a static size), and the machine code is kept in memory and in the
+disk cache. After ``MAX_SPECIALIZATIONS`` shapes of one kernel, further shapes use the generic
+version (compiled on first need), as does every launch with ``specialize=False``.
+
 This module wires stages together (frontend -> GPU pipeline -> gpu2cpu -> codegen.llvm) and so
 imports them inside functions only.
 """
@@ -38,20 +44,25 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_GRID = ((1 << 31) - 1, 65535, 65535)
 # Footprints remembered per kernel: launch shape + integer arguments -> per-array index ranges.
 FOOTPRINT_CACHE_SIZE = 64
+# Block shapes per kernel compiled as specializations; launches with more shapes use the generic code.
+MAX_SPECIALIZATIONS = 8
 
 
 def compile(path: str | os.PathLike, *, defines: dict[str, str] | None = None,
-            include_dirs: Sequence[str] = (), threads: int | None = None, text: str | None = None) -> CompiledModule:
+            include_dirs: Sequence[str] = (), threads: int | None = None, text: str | None = None,
+            specialize: bool = True) -> CompiledModule:
     """Parse, optimize, lower to CPU form and JIT-compile every kernel of a CUDA file.
 
     ``threads``: worker threads per launch (default: every core this process may use).
+    ``specialize``: compile each kernel for the block shape of its launches (on the first launch
+    of each shape); False: one generic version for every shape.
     Machine code is cached on disk (see ``codegen.llvm.cache``), so compiling the same kernels
     again skips LLVM entirely.
     """
     from polypy import driver
 
     gpu = driver.load(path, defines=defines, include_dirs=tuple(include_dirs), text=text)
-    return CompiledModule.from_ir(gpu, threads=threads)
+    return CompiledModule.from_ir(gpu, threads=threads, specialize=specialize)
 
 
 def _to_cpu(gpu: n.Module) -> n.Module:
@@ -69,14 +80,21 @@ class CompiledModule:
 
     ``globals`` holds the module's ``__constant__`` and ``__device__`` arrays (NumPy arrays used
     in place by every launch, compiled or emulated; assign into them to set constant memory).
+    ``jit`` is the generic machine code of every kernel (compiled when first needed); launches
+    use per-block-shape specializations (``CompiledKernel.for_block``) unless ``specialize`` is
+    False.
     """
 
-    def __init__(self, gpu: n.Module | None, cpu: n.Module, jit: Any, threads: int | None):
+    def __init__(self, gpu: n.Module | None, cpu: n.Module, jit: Any = None, threads: int | None = None, *,
+                 specialize: bool = True):
+        from codegen.llvm import global_storage
+
         self.gpu = gpu
         self.cpu = cpu
-        self.jit = jit
+        self._jit = jit
         self.threads = threads
-        self.globals: dict[str, np.ndarray] = jit.globals
+        self.specialize = specialize
+        self.globals: dict[str, np.ndarray] = jit.globals if jit is not None else global_storage(cpu)
         self._kernels: dict[str, CompiledKernel] = {}
         for k in cpu.kernels:
             gpu_kernel = None
@@ -85,21 +103,37 @@ class CompiledModule:
                     gpu_kernel = gpu.kernel(k.name)
                 except KeyError:
                     gpu_kernel = None
-            self._kernels[k.name] = CompiledKernel(self, k, gpu_kernel, jit.kernels[k.name])
+            self._kernels[k.name] = CompiledKernel(self, k, gpu_kernel)
 
     @classmethod
-    def from_ir(cls, gpu: n.Module | None, cpu: n.Module | None = None, *, threads: int | None = None) -> CompiledModule:
+    def from_ir(cls, gpu: n.Module | None, cpu: n.Module | None = None, *, threads: int | None = None,
+                specialize: bool = True) -> CompiledModule:
         """Compile IR directly: a GPU-form module (lowered with ``to_cpu``) and/or its CPU form.
 
-        Without ``gpu`` there is no footprint check and no ``emulate``.
+        Without ``gpu`` there is no footprint check and no ``emulate``. Machine code is made on
+        the first launch of each block shape (or first use of ``jit``).
         """
-        from codegen.llvm import compile_module
-
         if cpu is None:
             if gpu is None:
                 raise UserError("CompiledModule.from_ir needs a GPU-form or a CPU-form module")
             cpu = _to_cpu(gpu)
-        return cls(gpu, cpu, compile_module(cpu), threads)
+        else:
+            from codegen.llvm.lower import check_cpu_form
+            from polypy.ir.verifier import verify_kernel
+
+            for k in cpu.kernels:  # refuse what the backend would refuse, now rather than at a launch
+                check_cpu_form(k)
+                verify_kernel(k)
+        return cls(gpu, cpu, None, threads, specialize=specialize)
+
+    @property
+    def jit(self) -> Any:
+        """The generic machine code of every kernel (``codegen.llvm.JitModule``), for any block shape."""
+        if self._jit is None:
+            from codegen.llvm import compile_module
+
+            self._jit = compile_module(self.cpu, globals=self.globals)
+        return self._jit
 
     @property
     def threads(self) -> int | None:
@@ -136,13 +170,45 @@ class CompiledModule:
 class CompiledKernel:
     """One compiled kernel: ``kernel[grid, block]`` or ``kernel[grid, block, shmem]`` launches it."""
 
-    def __init__(self, module: CompiledModule, cpu: n.Kernel, gpu: n.Kernel | None, compiled: Any):
+    def __init__(self, module: CompiledModule, cpu: n.Kernel, gpu: n.Kernel | None):
         self.module = module
         self.name = cpu.name
         self.cpu = cpu
         self.gpu = gpu
-        self.compiled = compiled
         self._footprints: collections.OrderedDict[tuple, dict[str, tuple[int, int]]] = collections.OrderedDict()
+        # Block shape -> machine code specialized for it (a cache, filled by for_block).
+        self._specialized: dict[tuple[int, int, int], Any] = {}
+        self._checks = _ArrayChecks(self.signature)
+        known = {p.name for p in self.signature.params}
+        self._unbound = [p.name for p in cpu.params if p.name not in known]
+
+    @property
+    def compiled(self) -> Any:
+        """The generic machine code (``codegen.llvm.JitKernel``), valid for every block shape."""
+        return self.module.jit.kernels[self.name]
+
+    @property
+    def specializations(self) -> tuple[tuple[int, int, int], ...]:
+        """The block shapes this kernel has machine code specialized for, in compilation order."""
+        return tuple(self._specialized)
+
+    def for_block(self, block: tuple[int, int, int]) -> Any:
+        """The machine code launches with block shape ``block`` run (``codegen.llvm.JitKernel``):
+        specialized for that shape (compiled now if new), or the generic code."""
+        compiled = self._specialized.get(block)
+        if compiled is not None:
+            return compiled
+        if not self.module.specialize or len(self._specialized) >= MAX_SPECIALIZATIONS:
+            return self.compiled
+        from codegen.llvm import compile_module
+        from polypy.passes.specialize import specialize_block_shape
+
+        kernel = specialize_block_shape(self.cpu, block=block)
+        cpu = self.module.cpu
+        jit = compile_module(n.Module((kernel,), globals=cpu.globals, source=cpu.source), globals=self.module.globals)
+        compiled = jit.kernels[self.name]
+        self._specialized[block] = compiled
+        return compiled
 
     @property
     def signature(self) -> n.Kernel:
@@ -207,15 +273,22 @@ class Launch:
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         k = self.kernel
         values = _bind(k.signature, args, kwargs)
-        arrays = {name: v for name, v in values.items() if isinstance(v, np.ndarray)}
-        scalars = {name: v for name, v in values.items() if not isinstance(v, np.ndarray)}
-        _check_arrays(k.signature, arrays, k.module.globals)
-        ints = {name: int(v) for name, v in scalars.items() if isinstance(v, np.integer)}
+        arrays = {}
+        scalars = {}
+        ints = {}
+        for name, v in values.items():
+            if isinstance(v, np.ndarray):
+                arrays[name] = v
+            else:
+                scalars[name] = v
+                if isinstance(v, np.integer):
+                    ints[name] = int(v)
+        k._checks.check(arrays, k.module.globals)
         _check_footprints(k.signature, k.footprint(self.grid, self.block, ints), arrays)
-        for p in k.cpu.params:
-            if p.name not in values:
-                raise InternalError(f"CPU-form kernel {k.name!r} has a parameter {p.name!r} the source does not")
-        k.compiled.run(self.grid, self.block, self.shmem, arrays, scalars, threads=k.module.threads)
+        if k._unbound:
+            raise InternalError(f"CPU-form kernel {k.name!r} has a parameter {k._unbound[0]!r} the source does not")
+        compiled = k.for_block(self.block)
+        compiled.run(self.grid, self.block, self.shmem, arrays, scalars, threads=k.module.threads)
 
     def __repr__(self) -> str:
         return f"<polypy launch {self.kernel.name}[{self.grid}, {self.block}, {self.shmem}]>"
@@ -294,40 +367,49 @@ def _c_name(kernel: n.Kernel, ir_name: str) -> str:
     return ir_name
 
 
-def _check_arrays(kernel: n.Kernel, arrays: Mapping[str, np.ndarray], globals_: Mapping[str, np.ndarray]) -> None:
+class _ArrayChecks:
     """What the binder does not check but compiled code relies on: alignment, writability, no
-    overlap where the code assumes none (``__restrict__`` pairs, the module's own arrays)."""
-    for p in kernel.params:
-        if not isinstance(p.ptype, PointerType):
-            continue
-        arr = arrays[p.name]
-        what = f"argument {_c_name(kernel, p.name)!r} of kernel {kernel.name!r}"
-        if not arr.flags.aligned:
-            raise UserError(f"{what} is not aligned to its element size (pass a copy: arr.copy())", p.loc)
-        if not p.ptype.const and not arr.flags.writeable:
-            raise UserError(f"{what} is read-only, but the parameter ({p.ptype}) is not const", p.loc)
-        for g, storage in globals_.items():
-            if np.may_share_memory(arr, storage):
-                raise UserError(f"{what} is the module's own __constant__/__device__ array {g!r}; pass a copy", p.loc)
-    pointers = [p for p in kernel.params if isinstance(p.ptype, PointerType)]
-    for i, p in enumerate(pointers):
-        for q in pointers[i + 1:]:
-            if not (p.ptype.restrict or q.ptype.restrict) or (p.ptype.const and q.ptype.const):
-                continue
+    overlap where the code assumes none (``__restrict__`` pairs, the module's own arrays).
+
+    The pointer parameters and the pairs that must not overlap are worked out once per kernel;
+    messages are built only for a failure (this runs on every launch)."""
+
+    def __init__(self, kernel: n.Kernel):
+        self.kernel = kernel
+        self.pointers = [p for p in kernel.params if isinstance(p.ptype, PointerType)]
+        self.writable = [p for p in self.pointers if not p.ptype.const]
+        self.pairs = [(p, q) for i, p in enumerate(self.pointers) for q in self.pointers[i + 1:]
+                      if (p.ptype.restrict or q.ptype.restrict) and not (p.ptype.const and q.ptype.const)]
+
+    def what(self, p: n.Param) -> str:
+        return f"argument {_c_name(self.kernel, p.name)!r} of kernel {self.kernel.name!r}"
+
+    def check(self, arrays: Mapping[str, np.ndarray], globals_: Mapping[str, np.ndarray]) -> None:
+        for p in self.pointers:
+            arr = arrays[p.name]
+            if not arr.flags.aligned:
+                raise UserError(f"{self.what(p)} is not aligned to its element size (pass a copy: arr.copy())", p.loc)
+            for g, storage in globals_.items():
+                if np.may_share_memory(arr, storage):
+                    raise UserError(f"{self.what(p)} is the module's own __constant__/__device__ array {g!r}; "
+                                    f"pass a copy", p.loc)
+        for p in self.writable:
+            if not arrays[p.name].flags.writeable:
+                raise UserError(f"{self.what(p)} is read-only, but the parameter ({p.ptype}) is not const", p.loc)
+        for p, q in self.pairs:
             if np.may_share_memory(arrays[p.name], arrays[q.name]):
-                raise UserError(f"arguments {_c_name(kernel, p.name)!r} and {_c_name(kernel, q.name)!r} of kernel "
-                                f"{kernel.name!r} overlap, but one of them is __restrict__", p.loc)
+                raise UserError(f"arguments {_c_name(self.kernel, p.name)!r} and {_c_name(self.kernel, q.name)!r} of "
+                                f"kernel {self.kernel.name!r} overlap, but one of them is __restrict__", p.loc)
 
 
 def _check_footprints(kernel: n.Kernel, footprints: Mapping[str, tuple[int, int]],
                       arrays: Mapping[str, np.ndarray]) -> None:
     for name, (lo, hi) in footprints.items():
         arr = arrays.get(name)
-        if arr is None:
+        if arr is None or 0 <= lo and hi < arr.size:
             continue
         what = f"argument {_c_name(kernel, name)!r} of kernel {kernel.name!r}"
         if lo < 0:
             raise UserError(f"{what}: this launch accesses index {lo}, before the start of the array")
-        if hi >= arr.size:
-            raise UserError(f"{what} is too small for this launch: it needs {hi + 1} elements (indices up to "
-                            f"{hi}), got an array of {arr.size}")
+        raise UserError(f"{what} is too small for this launch: it needs {hi + 1} elements (indices up to "
+                        f"{hi}), got an array of {arr.size}")

@@ -22,7 +22,7 @@ import numpy as np
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import PointerType, ScalarType, normalize_value
+from polypy.ir.types import PointerType, ScalarType, normalize_value, wrap_int
 
 
 def bind_arguments(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
@@ -65,8 +65,8 @@ def _by_ir_name(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) -> di
     if not isinstance(args, Mapping):
         values = list(args)
         c_names = [sp.name for sp in kernel.source_params]
-        covers_all = {name for sp in kernel.source_params for _, name in sp.members} == {p.name for p in params}
-        if structs and covers_all and len(values) == len(c_names):
+        if structs and len(values) == len(c_names) and \
+                {name for sp in kernel.source_params for _, name in sp.members} == {p.name for p in params}:
             args = dict(zip(c_names, values))  # positional in the C signature's order
         elif len(values) != len(params):
             raise UserError(f"kernel {kernel.name!r} takes {len(params)} arguments, got {len(values)}", kernel.loc)
@@ -102,23 +102,35 @@ def _member(kernel: n.Kernel, sp: n.SourceParam, value: Any, path: str) -> Any:
     return current
 
 
+def _what(kernel: n.Kernel, p: n.Param, ptype: PointerType | ScalarType) -> str:
+    # Built only for an error message: launches bind arguments on every call.
+    return f"argument {_c_name(kernel, p.name)!r} of kernel {kernel.name!r} (parameter type {ptype})"
+
+
 def _array(kernel: n.Kernel, p: n.Param, ptype: PointerType, value: Any) -> np.ndarray:
     want = ptype.elem.dtype
-    what = f"argument {_c_name(kernel, p.name)!r} of kernel {kernel.name!r} (parameter type {ptype})"
     if not isinstance(value, np.ndarray):
-        raise UserError(f"{what} must be a numpy array of {want}, got {type(value).__name__}", p.loc)
+        raise UserError(f"{_what(kernel, p, ptype)} must be a numpy array of {want}, got {type(value).__name__}",
+                        p.loc)
     if value.dtype != want:
-        raise UserError(f"{what} must have dtype {want}, got {value.dtype}", p.loc)
+        raise UserError(f"{_what(kernel, p, ptype)} must have dtype {want}, got {value.dtype}", p.loc)
     if not value.flags.c_contiguous:
-        raise UserError(f"{what} must be C-contiguous (pass np.ascontiguousarray(arr))", p.loc)
-    return value.reshape(-1)  # a view: the kernel's stores land in the caller's array
+        raise UserError(f"{_what(kernel, p, ptype)} must be C-contiguous (pass np.ascontiguousarray(arr))", p.loc)
+    return value if value.ndim == 1 else value.reshape(-1)  # a view: stores land in the caller's array
 
 
 def _scalar(kernel: n.Kernel, p: n.Param, ptype: ScalarType, value: Any) -> np.generic:
-    what = f"argument {_c_name(kernel, p.name)!r} of kernel {kernel.name!r} (parameter type {ptype})"
+    exact = ptype.dtype.type
+    # The common cases first (this runs for every scalar of every launch).
+    if type(value) is exact:
+        return value
+    if type(value) is int and ptype.is_int:
+        return exact(wrap_int(value, ptype))
+    if type(value) is float and ptype.is_float:
+        return exact(value)  # np.float32(x) rounds as normalize_value does
     if isinstance(value, np.ndarray):
         if value.ndim != 0:
-            raise UserError(f"{what} must be a number, got an array", p.loc)
+            raise UserError(f"{_what(kernel, p, ptype)} must be a number, got an array", p.loc)
         value = value[()]
     if isinstance(value, (bool, np.bool_)):
         value = bool(value)
@@ -127,7 +139,7 @@ def _scalar(kernel: n.Kernel, p: n.Param, ptype: ScalarType, value: Any) -> np.g
     elif isinstance(value, numbers.Real):
         value = float(value)
         if ptype.is_int and not value.is_integer():
-            raise UserError(f"{what} must be an integer, got {value!r}", p.loc)
+            raise UserError(f"{_what(kernel, p, ptype)} must be an integer, got {value!r}", p.loc)
     else:
-        raise UserError(f"{what} must be a number, got {type(value).__name__}", p.loc)
-    return ptype.dtype.type(normalize_value(value, ptype))
+        raise UserError(f"{_what(kernel, p, ptype)} must be a number, got {type(value).__name__}", p.loc)
+    return exact(normalize_value(value, ptype))

@@ -227,6 +227,10 @@ def test_second_compile_loads_object_code_from_the_disk_cache(monkeypatch, tmp_p
     first = _module(text)
     assert not first.jit.from_cache
     assert len(list(tmp_path.glob("*.o"))) == 1
+    x, y = _arrays()
+    y1, y2 = y.copy(), y.copy()
+    first.saxpy[4, 256](1000, 2.0, x, y1)  # compiles the specialization for block (256, 1, 1)
+    assert len(list(tmp_path.glob("*.o"))) == 2
 
     def no_llvm(*args, **kwargs):
         raise AssertionError("LLVM optimization/code generation ran on a cache hit")
@@ -234,10 +238,8 @@ def test_second_compile_loads_object_code_from_the_disk_cache(monkeypatch, tmp_p
     monkeypatch.setattr(target, "compile_to_object", no_llvm)
     second = _module(text)
     assert second.jit.from_cache
-    x, y = _arrays()
-    y1, y2 = y.copy(), y.copy()
-    first.saxpy[4, 256](1000, 2.0, x, y1)
-    second.saxpy[4, 256](1000, 2.0, x, y2)
+    second.saxpy[4, 256](1000, 2.0, x, y2)  # the specialization comes from the cache too
+    assert second.saxpy.for_block((256, 1, 1)).owner.from_cache
     np.testing.assert_array_equal(y1, y2)
     # a different kernel misses the cache
     monkeypatch.undo()

@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from typing import Sequence
+
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType
 from polypy.ir.visitor import walk
+from polypy.passes.specialize import BlockShape, check_block_shape, specialize_block_shape
 
 from codegen.c.render import C_KEYWORDS, INDENT, MATH, Layout, Renderer, c_type, pointer_decl
 from codegen.c.templates import render_template
@@ -94,7 +97,12 @@ def _dims_suffix(shape: tuple[n.Expr, ...]) -> str:
 
 
 class KernelEmitter:
-    def __init__(self, kernel: n.Kernel, options: Options):
+    """The C code of one CPU-form kernel. ``variant`` (e.g. ``b256x1x1``, ``generic``) names a
+    version of it among several (block-shape specializations): its block function and launcher
+    get the suffix and the launcher is ``static``, called by the dispatching launcher."""
+
+    def __init__(self, kernel: n.Kernel, options: Options, *, variant: str = ""):
+        self.variant = variant
         if kernel.stage != "cpu":
             raise InternalError(f"the C backend needs CPU-form kernels; {kernel.name!r} is in {kernel.stage!r} form",
                                 kernel.loc)
@@ -144,11 +152,12 @@ class KernelEmitter:
     # ------------------------------------------------------------------ block function
     @property
     def block_name(self) -> str:
-        return f"{self.kernel.name}_block"
+        # The generic version keeps the plain name: it is the kernel as written.
+        return f"{self.kernel.name}_block" + (f"_{self.variant}" if self.variant not in ("", "generic") else "")
 
     @property
     def launcher_name(self) -> str:
-        return f"{self.kernel.name}_launch"
+        return f"{self.kernel.name}_launch" + (f"_{self.variant}" if self.variant else "")
 
     def block_params(self) -> list[str]:
         out = ["polypy_uint3 blockIdx", "polypy_uint3 blockDim", "polypy_uint3 gridDim", "size_t shmem_bytes"]
@@ -177,12 +186,22 @@ class KernelEmitter:
     # ------------------------------------------------------------------ launcher
     def signature(self) -> tuple[str, list[str]]:
         """(the launcher's declaration, the C expression of each IR parameter inside it)."""
+        decl, values, _ = self._signature()
+        return decl, values
+
+    def forwarded(self) -> list[str]:
+        """The launcher's parameter names, in order (to pass them on to another launcher)."""
+        return self._signature()[2]
+
+    def _signature(self) -> tuple[str, list[str], list[str]]:
         k = self.kernel
         opts = self.options
         if opts.cpp:
             head = ["dim3 grid", "dim3 block", "size_t shmem_bytes"]
+            names = ["grid", "block", "shmem_bytes"]
         else:
             head = [f"unsigned int {w}_{d}" for w in ("grid", "block") for d in "xyz"] + ["size_t shmem_bytes"]
+            names = [f"{w}_{d}" for w in ("grid", "block") for d in "xyz"] + ["shmem_bytes"]
         values: dict[str, str] = {}
         params: list[str] = []
         if opts.program:
@@ -200,17 +219,23 @@ class KernelEmitter:
                         raise InternalError(f"source parameter {name!r} of {k.name!r} has no IR parameter")
                     params.append(pointer_decl(p, self.cname(p.name)))
                     values[p.name] = self.cname(p.name)
+                    names.append(self.cname(p.name))
                 else:
                     params.append(f"{sp.ctype} {sp.name}")
+                    names.append(sp.name)
                     for path, ir_name in sp.members:
                         values[ir_name] = sp.name + path
         else:
             for p in k.params:
                 params.append(pointer_decl(p, self.cname(p.name)))
                 values[p.name] = self.cname(p.name)
-        linkage = "static inline void" if opts.program else "POLYPY_EXPORT void"
+                names.append(self.cname(p.name))
+        if opts.program:
+            linkage = "static inline void"
+        else:
+            linkage = "static void" if self.variant else "POLYPY_EXPORT void"
         decl = f"{linkage} {self.launcher_name}({', '.join(head + params)})"
-        return decl, [values[p.name] for p in k.params]
+        return decl, [values[p.name] for p in k.params], names
 
     def launcher(self) -> str:
         decl, values = self.signature()
@@ -266,11 +291,33 @@ class KernelEmitter:
     def emit(self) -> KernelCode:
         k = self.kernel
         where = f" ({k.loc.file}:{k.loc.line})" if k.loc is not None else ""
-        loops = sum(1 for x in walk(k) if isinstance(x, n.For) and x.kind == "threads") // 3
-        header = f"/* ---- kernel {k.name}{where}: {loops} thread loop nest(s) per block ---- */"
+        version = f", version {self.variant}" if self.variant else ""
+        header = f"/* ---- kernel {k.name}{where}{version}: {_thread_nests(k.body)} thread loop nest(s) per block ---- */"
         text = "\n".join([header, self.block_function(), "", self.launcher().rstrip()])
         decl, _ = self.signature()
         return KernelCode(k.name, self.launcher_name, decl + ";", text)
+
+
+def _thread_nests(stmts: tuple[n.Stmt, ...]) -> int:
+    """Outermost thread loops in ``stmts``."""
+    count = 0
+    for s in stmts:
+        if isinstance(s, n.For) and s.kind == "threads":
+            count += 1
+        else:
+            for block in _child_blocks(s):
+                count += _thread_nests(block)
+    return count
+
+
+def _child_blocks(s: n.Stmt) -> tuple[tuple[n.Stmt, ...], ...]:
+    if isinstance(s, n.If):
+        return (s.then, s.orelse)
+    if isinstance(s, n.For):
+        return (s.body,)
+    if isinstance(s, n.While):
+        return (s.body, s.update)
+    return ()
 
 
 def _param_index(kernel: n.Kernel, name: str) -> int:
@@ -280,9 +327,41 @@ def _param_index(kernel: n.Kernel, name: str) -> int:
     raise KeyError(name)
 
 
-def emit_kernel(kernel: n.Kernel, options: Options) -> KernelCode:
-    """The C/C++ code of one CPU-form kernel: block function and launcher."""
-    return KernelEmitter(kernel, options).emit()
+def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[BlockShape] = ()) -> KernelCode:
+    """The C/C++ code of one CPU-form kernel: block function and launcher.
+
+    With ``block_shapes``, also a version specialized for each of those block shapes
+    (``polypy.passes.specialize``: ``blockDim`` made constants) and a launcher that dispatches on
+    the launch's block shape::
+
+        void K_launch(grid, block, shmem, ...) {
+            if (block == (256, 1, 1)) { K_launch_b256x1x1(grid, block, shmem, ...); return; }
+            K_launch_generic(grid, block, shmem, ...);
+        }
+    """
+    shapes = list(dict.fromkeys(check_block_shape(tuple(s)) for s in block_shapes))
+    if not shapes:
+        return KernelEmitter(kernel, options).emit()
+    main = KernelEmitter(kernel, options)
+    generic = KernelEmitter(kernel, options, variant="generic")
+    versions = [KernelEmitter(specialize_block_shape(kernel, block=shape), options, variant=variant_name(shape))
+                for shape in shapes]
+    decl, _ = main.signature()
+    forward = ", ".join(main.forwarded())
+    block = ("block.x", "block.y", "block.z") if options.cpp else ("block_x", "block_y", "block_z")
+    lines = [f"/* Launch {kernel.name}<<<grid, block, shmem_bytes>>>: the version compiled for the launch's block "
+             f"shape, if any. */", decl, "{"]
+    for shape, version in zip(shapes, versions):
+        test = " && ".join(f"{b} == {d}u" for b, d in zip(block, shape))
+        lines += [f"{INDENT}if ({test}) {{", f"{INDENT * 2}{version.launcher_name}({forward});",
+                  f"{INDENT * 2}return;", f"{INDENT}}}"]
+    lines += [f"{INDENT}{generic.launcher_name}({forward});", "}"]
+    texts = [v.emit().text for v in versions] + [generic.emit().text, "\n".join(lines)]
+    return KernelCode(kernel.name, main.launcher_name, decl + ";", "\n\n".join(texts))
+
+
+def variant_name(shape: BlockShape) -> str:
+    return "b" + "x".join(str(d) for d in shape)
 
 
 def emulated_launcher(kernel: n.Kernel, index: int, options: Options) -> KernelCode:

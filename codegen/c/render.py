@@ -54,6 +54,8 @@ MATH: dict[str, tuple[str, str]] = {
         "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc",
         "fabs", "floor", "ceil", "trunc", "round", "rint", "pow", "atan2", "fmin", "fmax", "fmod",
         "hypot", "copysign", "fdim", "fma")},
+    "fmin": ("polypy_fminf", "polypy_fmin"),
+    "fmax": ("polypy_fmaxf", "polypy_fmax"),
     "exp10": ("polypy_exp10f", "polypy_exp10"),
     "rsqrt": ("(1.0f / sqrtf({}))", "(1.0 / sqrt({}))"),
     "saturate": ("polypy_saturatef", "polypy_saturate"),
@@ -335,8 +337,10 @@ class Renderer:
             incr = f"++{v}"
         else:
             incr = f"{v} += {self.expr(step)}"
-        out.append(f"{ind}for ({c_type(s.vtype)} {v} = {self.expr(s.start)}; {v} < {self.expr(s.stop)}; {incr}) {{")
         threads = s.kind == "threads"
+        if threads:
+            out.append(f"{ind}POLYPY_THREAD_LOOP")
+        out.append(f"{ind}for ({c_type(s.vtype)} {v} = {self.expr(s.start)}; {v} < {self.expr(s.stop)}; {incr}) {{")
         self.in_threads += threads
         self.loops.append(None)
         self.block(s.body, depth + 1, out)

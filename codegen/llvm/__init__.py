@@ -1,16 +1,17 @@
 """The LLVM backend: CPU-form IR -> LLVM IR (llvmlite) -> O3, vectorized, host-CPU machine code,
 JIT-loaded, cached on disk, launched on all cores.
 
-* ``lower``   -- kernels to LLVM IR functions ``K_blocks(first, last, grid, block, shmem, ...)``
+* ``lower``   -- kernels to LLVM IR functions ``K_worker(next, total, chunk, grid, block, shmem, ...)``
+  (and ``K_blocks(first, last, ...)``)
 * ``mathlib`` -- the math functions (intrinsics or libm), keyed by canonical name
 * ``target``  -- host target machine, O3 pipeline, object code
 * ``cache``   -- the on-disk object cache
 * ``jit``     -- ``compile_module`` / ``JitModule`` / ``JitKernel.run``; ``emit_llvm_ir``
-* ``launch``  -- splitting a grid's blocks over worker threads
+* ``launch``  -- running a grid's blocks on worker threads (a persistent pool)
 """
-from codegen.llvm.jit import JitKernel, JitModule, compile_module, emit_llvm_ir
+from codegen.llvm.jit import JitKernel, JitModule, compile_module, emit_llvm_ir, global_storage
 from codegen.llvm.launch import LaunchError, default_threads
 from codegen.llvm.lower import KernelABI, kernel_abi
 
 __all__ = ["JitKernel", "JitModule", "KernelABI", "LaunchError", "compile_module", "default_threads",
-           "emit_llvm_ir", "kernel_abi"]
+           "emit_llvm_ir", "global_storage", "kernel_abi"]

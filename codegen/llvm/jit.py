@@ -6,20 +6,21 @@ Either way the object code is loaded into an MCJIT execution engine with ``add_o
 a cache hit runs no LLVM optimization or code generation at all.
 
 ``JitKernel.run`` launches one kernel: arguments already checked and converted by the caller
-(``polypy.api``) go through ctypes to ``K_blocks``, which ``launch.run_blocks`` spreads over
-threads.
+(``polypy.api``) go through ctypes to ``K_worker``, called once per thread on a shared block
+counter (``launch.run_workers``).
 """
 from __future__ import annotations
 
 import ctypes
 import math
+import time
 from typing import Mapping
 
 import llvmlite.binding as llvm
 import numpy as np
 
 from codegen.llvm import cache, target
-from codegen.llvm.launch import default_threads, run_blocks
+from codegen.llvm.launch import chunk_size, default_threads, run_workers
 from codegen.llvm.lower import GLOBAL_SPACES, KernelABI, emit_module
 from codegen.llvm.types import ctype_of
 from polypy.errors import InternalError
@@ -39,8 +40,15 @@ def _emit(module: n.Module) -> tuple[str, dict[str, KernelABI]]:
     return str(llmod), abis
 
 
-def compile_module(module: n.Module, *, use_cache: bool = True) -> JitModule:
-    """Machine code for every kernel of a CPU-form module, loaded and ready to launch."""
+def compile_module(module: n.Module, *, use_cache: bool = True,
+                   globals: dict[str, np.ndarray] | None = None) -> JitModule:
+    """Machine code for every kernel of a CPU-form module, loaded and ready to launch.
+
+    ``globals``: the storage of the module's constant/device arrays (``global_storage``) when it
+    is shared with other compiled versions of the same module (block-shape specializations);
+    default: new storage.
+    """
+    start = time.perf_counter()
     ir_text, abis = _emit(module)
     key = cache.cache_key(ir_text, target.fingerprint())
     obj = cache.load(key) if use_cache else None
@@ -49,7 +57,9 @@ def compile_module(module: n.Module, *, use_cache: bool = True) -> JitModule:
         obj, _optimized = target.compile_to_object(ir_text)
         if use_cache:
             cache.store(key, obj)
-    return JitModule(module, abis, obj, ir_text=ir_text, from_cache=from_cache)
+    jit = JitModule(module, abis, obj, ir_text=ir_text, from_cache=from_cache, globals=globals)
+    jit.compile_seconds = time.perf_counter() - start
+    return jit
 
 
 class JitModule:
@@ -61,26 +71,29 @@ class JitModule:
     equivalent of ``cudaMemcpyTo/FromSymbol``).
     """
 
-    def __init__(self, module: n.Module, abis: dict[str, KernelABI], obj: bytes, *, ir_text: str, from_cache: bool):
+    def __init__(self, module: n.Module, abis: dict[str, KernelABI], obj: bytes, *, ir_text: str, from_cache: bool,
+                 globals: dict[str, np.ndarray] | None = None):
         self.llvm_ir = ir_text
         self.from_cache = from_cache
         self.object_code = obj
+        self.compile_seconds = 0.0
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target.target_machine())
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self._engine.finalize_object()
-        self.globals: dict[str, np.ndarray] = _global_storage(module)
+        self.globals: dict[str, np.ndarray] = global_storage(module) if globals is None else globals
         self.kernels: dict[str, JitKernel] = {}
         for name, abi in abis.items():
-            address = self._engine.get_function_address(abi.symbol)
+            address = self._engine.get_function_address(abi.worker_symbol)
             if not address:
-                raise InternalError(f"compiled code has no symbol {abi.symbol!r}")
+                raise InternalError(f"compiled code has no symbol {abi.worker_symbol!r}")
             self.kernels[name] = JitKernel(self, abi, address)
 
     def __getitem__(self, name: str) -> JitKernel:
         return self.kernels[name]
 
 
-def _global_storage(module: n.Module) -> dict[str, np.ndarray]:
+def global_storage(module: n.Module) -> dict[str, np.ndarray]:
+    """New storage for the constant/device arrays of ``module`` (see ``JitModule.globals``)."""
     definitions: dict[str, n.Buffer] = {g.name: g for g in module.globals}
     for k in module.kernels:
         for b in k.buffers:
@@ -99,36 +112,67 @@ def _global_storage(module: n.Module) -> dict[str, np.ndarray]:
     return out
 
 
+# A launch whose blocks are expected to take less than this in all runs on the calling thread:
+# waking the pool's helpers costs more than it could save.
+SERIAL_BELOW_SECONDS = 30e-6
+# A parallel launch that took less than this (wall time, or time in native code on all threads
+# together) may have been such a launch: the next launch with the same block shape runs on one
+# thread, once, to measure what its blocks cost alone. That costs at most about as much again.
+PROBE_BELOW_SECONDS = 1e-3
+
+
 class JitKernel:
     def __init__(self, owner: JitModule, abi: KernelABI, address: int):
         self.owner = owner  # keeps the execution engine (and so the code) alive
         self.abi = abi
         self.name = abi.kernel
-        argtypes = [ctypes.c_int64, ctypes.c_int64] + [ctypes.c_uint32] * 6 + [ctypes.c_int64]
+        argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] + [ctypes.c_uint32] * 6 + [ctypes.c_int64]
         for p in abi.params:
             argtypes.append(ctypes.c_void_p if isinstance(p.ptype, PointerType) else ctype_of(p.ptype))
         argtypes += [ctypes.c_void_p] * len(abi.globals)
         self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
+        # Per parameter: (name, is a pointer, is a float): argtypes convert Python numbers.
+        self._params = [(p.name, isinstance(p.ptype, PointerType), not isinstance(p.ptype, PointerType)
+                         and p.ptype.is_float) for p in abi.params]
+        # Per block shape: seconds per block measured on one thread, deciding whether a launch is
+        # worth waking helpers for; and the shapes whose next launch measures that.
+        self._block_seconds: dict[tuple[int, int, int], float] = {}
+        self._probe: set[tuple[int, int, int]] = set()
 
     def run(self, grid: tuple[int, int, int], block: tuple[int, int, int], shmem: int,
             arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np.generic], *,
             threads: int | None = None) -> None:
         """One launch. ``arrays`` (C-contiguous, right dtype) and ``scalars`` (of the parameter
         types) are keyed by IR parameter name; the caller has checked them."""
+        num_blocks = grid[0] * grid[1] * grid[2]
+        if num_blocks <= 0:
+            return
         args: list[object] = []  # the caller keeps the arrays alive for the launch
-        for p in self.abi.params:
-            if isinstance(p.ptype, PointerType):
-                args.append(arrays[p.name].ctypes.data)
+        for name, pointer, is_float in self._params:
+            if pointer:
+                args.append(arrays[name].ctypes.data)
             else:
-                value = scalars[p.name]
-                args.append(ctype_of(p.ptype)(int(value) if not p.ptype.is_float else float(value)))
+                value = scalars[name]
+                args.append(float(value) if is_float else int(value))
         for b in self.abi.globals:
             args.append(self.owner.globals[b.name].ctypes.data)
-        head = (*grid, *block, int(shmem))
+        workers = max(1, min(threads if threads is not None else default_threads(), num_blocks))
+        per_block = self._block_seconds.get(block)
+        if workers > 1 and (block in self._probe or per_block is not None
+                            and per_block * num_blocks < SERIAL_BELOW_SECONDS):
+            workers = 1
+        counter = ctypes.c_int64(0)
+        head = (ctypes.addressof(counter), num_blocks, chunk_size(num_blocks, workers), *grid, *block, int(shmem))
         cfunc = self._cfunc
 
-        def call(first: int, last: int) -> int:
-            return cfunc(first, last, *head, *args)
+        def call() -> int:
+            return cfunc(*head, *args)
 
-        num_blocks = grid[0] * grid[1] * grid[2]
-        run_blocks(call, num_blocks, threads if threads is not None else default_threads())
+        start = time.perf_counter()
+        busy = run_workers(call, workers)
+        elapsed = time.perf_counter() - start
+        if workers == 1:
+            self._block_seconds[block] = elapsed / num_blocks
+            self._probe.discard(block)
+        elif per_block is None and min(elapsed, busy) < PROBE_BELOW_SECONDS:
+            self._probe.add(block)

@@ -1,51 +1,38 @@
 """Running a grid of blocks on all cores.
 
-The compiled ``K_blocks(first, last, ...)`` runs a range of linear block ids. A launch splits
-``[0, num_blocks)`` into chunks of consecutive blocks; worker threads (a persistent pool, plus
-the calling thread) take chunks from a shared counter until none is left, so uneven blocks
-balance out. Each call goes through ctypes, which releases the GIL for the duration of the
-native call: the workers run truly in parallel. Each call allocates its own shared/local
-scratch (once per chunk, reused by every block of the chunk).
+The compiled ``K_worker(next, total, chunk, ...)`` takes chunks of consecutive block ids from the
+counter ``*next`` (an atomic fetch-add) until none is left. A launch calls it once on each of its
+threads -- the calling thread plus helpers from a persistent pool -- with the same counter: one
+native call per thread, scratch memory allocated once per thread, and uneven blocks (or a core
+busy with something else) balance out without going back to Python. Each call goes through
+ctypes, which releases the GIL for the duration of the native call: the threads run truly in
+parallel.
+
+The pool hands work over with one lock pair per helper thread (no futures, no queues): waking
+helpers costs a few microseconds each. A launch that finds the pool busy (another Python thread
+is launching) runs on its calling thread alone -- the counter protocol makes one call enough.
+Launches too small to repay the wake-up run on the calling thread too (``JitKernel.run`` decides,
+from what the blocks of earlier launches of the same kernel and block shape cost: the time spent
+in the native calls, which ``run_workers`` returns).
 """
 from __future__ import annotations
 
-import concurrent.futures
-import itertools
+import functools
 import os
 import threading
+import time
 from typing import Callable
 
 from polypy.errors import UserError
 
-# Chunks per worker: enough to balance uneven blocks, few enough that per-call overhead
-# (a ctypes call, scratch allocation) stays negligible.
-CHUNKS_PER_WORKER = 8
+# Chunks per thread: enough to balance uneven blocks and a core that is busy elsewhere, few
+# enough that the shared counter is not contended (one atomic add per chunk).
+CHUNKS_PER_WORKER = 16
 
 
-class _WorkerPool:
-    """The process-wide worker threads (a cache: created on first use, grown on demand)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
-        self._size = 0
-
-    def submit(self, fn: Callable[[], None], copies: int) -> list[concurrent.futures.Future]:
-        """Run ``copies`` calls of ``fn`` on pool threads (the pool grows to at least ``copies``)."""
-        with self._lock:
-            if self._executor is None or copies > self._size:
-                if self._executor is not None:
-                    self._executor.shutdown(wait=False)  # its idle threads exit; running work finishes
-                self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=copies,
-                                                                       thread_name_prefix="polypy-worker")
-                self._size = copies
-            return [self._executor.submit(fn) for _ in range(copies)]
-
-
-_POOL_CACHE = _WorkerPool()
-
-
+@functools.cache
 def default_threads() -> int:
+    """The cores this process may use (looked up once: every launch asks)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
@@ -61,35 +48,103 @@ class LaunchError(UserError):
         self.status = status
 
 
-def run_blocks(call: Callable[[int, int], int], num_blocks: int, threads: int) -> None:
-    """``call(first, last)`` over ``[0, num_blocks)`` on ``threads`` threads; raise on a status."""
-    if num_blocks <= 0:
-        return
-    workers = max(1, min(threads, num_blocks))
-    if workers == 1:
-        status = call(0, num_blocks)
-        if status:
-            raise LaunchError(status)
-        return
-    chunk = max(1, num_blocks // (workers * CHUNKS_PER_WORKER))
-    starts = itertools.count(0, chunk)  # next() is atomic under the GIL
+def chunk_size(num_blocks: int, workers: int) -> int:
+    """Blocks per chunk for a launch of ``num_blocks`` on ``workers`` threads."""
+    if workers <= 1:
+        return max(1, num_blocks)
+    return max(1, num_blocks // (workers * CHUNKS_PER_WORKER))
+
+
+class _Helper:
+    """One pool thread: ``go`` is released to start ``task``, ``done`` when it has returned."""
+
+    def __init__(self) -> None:
+        self.go = threading.Lock()
+        self.go.acquire()
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.task: Callable[[], None] | None = None
+        self.error: BaseException | None = None
+        threading.Thread(target=self._loop, name="polypy-worker", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            self.go.acquire()
+            try:
+                assert self.task is not None
+                self.task()
+            except BaseException as exc:  # noqa: BLE001 - handed to the launching thread
+                self.error = exc
+            self.done.release()
+
+    def start(self, task: Callable[[], None]) -> None:
+        self.task, self.error = task, None
+        self.go.release()
+
+    def join(self) -> BaseException | None:
+        self.done.acquire()
+        self.task = None
+        return self.error
+
+
+class _WorkerPool:
+    """The process-wide helper threads (a cache: created on first use, grown on demand)."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._busy = threading.Lock()
+        self._helpers: list[_Helper] = []
+
+    def run(self, task: Callable[[], None], helpers: int) -> None:
+        """``task`` on the calling thread and on ``helpers`` pool threads at once; returns when
+        every copy has returned (re-raising the first exception). When the pool is in use by
+        another launch, ``task`` runs on the calling thread only."""
+        if helpers <= 0 or not self._busy.acquire(blocking=False):
+            task()
+            return
+        try:
+            while len(self._helpers) < helpers:
+                self._helpers.append(_Helper())
+            team = self._helpers[:helpers]
+            for h in team:
+                h.start(task)
+            error: BaseException | None = None
+            try:
+                task()
+            except BaseException as exc:  # noqa: BLE001 - re-raised once the helpers are done
+                error = exc
+            for h in team:
+                failure = h.join()
+                if error is None:
+                    error = failure
+            if error is not None:
+                raise error
+        finally:
+            self._busy.release()
+
+
+_POOL_CACHE = _WorkerPool()
+if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's threads
+    os.register_at_fork(after_in_child=_POOL_CACHE._reset)
+
+
+def run_workers(call: Callable[[], int], workers: int) -> float:
+    """``call()`` (one ``K_worker`` call on a launch's counter) on ``workers`` threads; raise on a
+    nonzero status. Returns the seconds spent in ``call`` on all threads together: what the
+    launch's blocks cost, without the time it took to wake the helpers."""
     failures: list[int] = []
+    busy: list[float] = []
 
-    def work() -> None:
-        while not failures:
-            first = next(starts)
-            if first >= num_blocks:
-                return
-            status = call(first, min(first + chunk, num_blocks))
-            if status:
-                failures.append(status)
-                return
+    def task() -> None:
+        start = time.perf_counter()
+        status = call()
+        busy.append(time.perf_counter() - start)
+        if status:
+            failures.append(status)
 
-    futures = _POOL_CACHE.submit(work, workers - 1)
-    try:
-        work()
-    finally:
-        for f in futures:
-            f.result()
+    _POOL_CACHE.run(task, workers - 1)
     if failures:
         raise LaunchError(failures[0])
+    return sum(busy)

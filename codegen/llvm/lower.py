@@ -1,23 +1,33 @@
 """CPU-form kernels -> LLVM IR, with llvmlite's IRBuilder.
 
-Each kernel ``K`` becomes one function that runs a range of K's blocks (see ``KernelABI``)::
+Each kernel ``K`` becomes a function that runs K's blocks, taking chunks of consecutive block
+ids from a counter shared by the workers of a launch (see ``KernelABI``)::
 
-    i32 @K_blocks(i64 first, i64 last,
+    i32 @K_worker(ptr next, i64 total, i64 chunk,
                   i32 gridDim.x, i32 gridDim.y, i32 gridDim.z,
                   i32 blockDim.x, i32 blockDim.y, i32 blockDim.z, i64 shmem_bytes,
                   <K's parameters in order>, ptr <each constant/device buffer K uses>)
 
     entry:    one alloca per scalar variable (SROA / mem2reg turn them into registers);
               shared and local buffers: an alloca when their size is a small constant,
-              else one malloc each (a distinct allocation: alias analysis sees them apart)
-    blocks:   for id in [first, last):           (linear block id, x fastest)
+              else one malloc each (a distinct allocation: alias analysis sees them apart),
+              once per call: every block this worker runs reuses them
+    chunks:   first = atomic fetch-add(*next, chunk); stop when first >= total
+    blocks:   for id in [first, min(first + chunk, total)):   (linear block id, x fastest)
                   blockIdx = (id % gx, id / gx % gy, id / (gx*gy))
                   <K's body: the work of one block, thread loops included>
     exit:     free the malloc'ed buffers; return 0 (1: a malloc failed, nothing ran)
 
+A launch calls ``K_worker`` once on each of its threads with the same counter (one native call
+per thread, however many blocks), so uneven blocks balance out without going back to Python.
+``K_blocks(first, last, <the rest as K_worker>)`` runs one range of blocks (a counter of its
+own, one chunk): the simplest entry point, for tests and single-threaded callers.
+
 C semantics, exactly (the emulator and ``polypy.ir.semantics`` are the reference):
 
-* integers wrap (no ``nsw``/``nuw`` on IR arithmetic); signedness picks ``sdiv``/``udiv``,
+* integers wrap (no ``nsw``/``nuw`` on IR arithmetic), except in the index of a memory access,
+  where signed arithmetic is done in 64 bits (``index64``: C leaves its overflow undefined, and an
+  in-bounds index is its exact value); signedness picks ``sdiv``/``udiv``,
   ``srem``/``urem``, ``ashr``/``lshr``, signed/unsigned compares and extensions;
 * what C leaves undefined never traps or turns into LLVM poison: an integer division by zero
   divides by 1 instead (x86 would raise SIGFPE and kill the process), ``INT_MIN / -1`` wraps as on
@@ -41,6 +51,7 @@ from codegen.llvm.types import I1, I8, I32, I64, PTR, abi_type, int_type_of_widt
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import I64 as IR_I64
+from polypy.ir.types import U32 as IR_U32
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.verifier import verify_kernel
 from polypy.ir.visitor import Visitor, walk
@@ -56,26 +67,31 @@ SCRATCH_SPACES = ("shared", "local")
 
 # Leading parameters of every K_blocks function, before the kernel's own.
 LAUNCH_PARAMS = ("first", "last", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "shmem")
+# Leading parameters of every K_worker function, before the kernel's own.
+WORKER_PARAMS = ("next", "total", "chunk", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "shmem")
 
 
 @dataclasses.dataclass(frozen=True)
 class KernelABI:
     """How to call the compiled function of one kernel.
 
-    Arguments: ``LAUNCH_PARAMS`` (i64, i64, six i32, i64), then ``params`` (pointers as
-    addresses, scalars by value, ``bool`` as a byte), then one pointer per ``globals`` buffer
-    (the storage of a ``constant``/``device`` array). Returns 0, or 1 if scratch allocation failed.
+    ``symbol`` (``K_blocks``) takes ``LAUNCH_PARAMS`` (i64, i64, six i32, i64), ``worker_symbol``
+    (``K_worker``) takes ``WORKER_PARAMS`` (pointer to an i64 counter, i64, i64, six i32, i64);
+    then both take ``params`` (pointers as addresses, scalars by value, ``bool`` as a byte), then
+    one pointer per ``globals`` buffer (the storage of a ``constant``/``device`` array). They
+    return 0, or 1 if scratch allocation failed.
     """
 
     kernel: str
     symbol: str
     params: tuple[n.Param, ...]
     globals: tuple[n.Buffer, ...]
+    worker_symbol: str = ""
 
 
 def kernel_abi(kernel: n.Kernel) -> KernelABI:
     globals_ = tuple(b for b in kernel.buffers if b.space in GLOBAL_SPACES)
-    return KernelABI(kernel.name, f"{kernel.name}_blocks", kernel.params, globals_)
+    return KernelABI(kernel.name, f"{kernel.name}_blocks", kernel.params, globals_, f"{kernel.name}_worker")
 
 
 def check_cpu_form(kernel: n.Kernel) -> None:
@@ -129,20 +145,31 @@ _SIGNED_MIN = {8: -(1 << 7), 16: -(1 << 15), 32: -(1 << 31), 64: -(1 << 63)}
 _ICMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
+class _DistinctMD(ir.values.MDValue):
+    """A ``distinct`` metadata node (a loop ID: its first operand is itself)."""
+
+    def descr(self, buf):
+        buf.append("distinct ")
+        super().descr(buf)
+
+
 class _KernelEmitter(Visitor):
     def __init__(self, llmod: ir.Module, kernel: n.Kernel, abi: KernelABI):
         self.llmod = llmod
         self.kernel = kernel
         self.abi = abi
-        arg_types = [I64, I64] + [I32] * 6 + [I64]
+        self.rest_types = [I32] * 6 + [I64]
         for p in kernel.params:
-            arg_types.append(PTR if isinstance(p.ptype, PointerType) else abi_type(p.ptype))
-        arg_types += [PTR] * len(abi.globals)
-        self.fn = ir.Function(llmod, ir.FunctionType(I32, arg_types), name=abi.symbol)
+            self.rest_types.append(PTR if isinstance(p.ptype, PointerType) else abi_type(p.ptype))
+        self.rest_types += [PTR] * len(abi.globals)
+        self.rest_names = list(WORKER_PARAMS[3:]) + [p.name for p in kernel.params] + [b.name for b in abi.globals]
+        # K_blocks first: it is the entry point a reader looks for (its body comes last).
+        self.range_fn = ir.Function(llmod, ir.FunctionType(I32, [I64, I64] + self.rest_types), name=abi.symbol)
+        self.fn = ir.Function(llmod, ir.FunctionType(I32, [PTR, I64, I64] + self.rest_types), name=abi.worker_symbol)
         self.fn.attributes.add("nounwind")
-        names = list(LAUNCH_PARAMS) + [p.name for p in kernel.params] + [b.name for b in abi.globals]
-        for arg, name in zip(self.fn.args, names):
+        for arg, name in zip(self.fn.args, WORKER_PARAMS[:3] + tuple(self.rest_names)):
             arg.name = name
+        self.fn.args[0].add_attribute("noalias")  # the launch's counter: no kernel data
         self.entry = self.fn.append_basic_block("entry")
         self.builder = ir.IRBuilder(self.entry)
         self.slots: dict[str, ir.Value] = {}     # name -> alloca of a scalar variable
@@ -153,9 +180,9 @@ class _KernelEmitter(Visitor):
         self.var_types = _variable_types(kernel)
         self.block_idx: list[ir.Value] = []
         args = self.fn.args
-        self.grid_dim = list(args[2:5])
-        self.block_dim = list(args[5:8])
-        self.shmem = args[8]
+        self.grid_dim = list(args[3:6])
+        self.block_dim = list(args[6:9])
+        self.shmem = args[9]
 
     # -- helpers the math table uses (MathContext)
     def declare(self, name: str, ret: ir.Type, args: list[ir.Type], *, pure: bool = True) -> ir.Function:
@@ -193,8 +220,8 @@ class _KernelEmitter(Visitor):
     def emit(self) -> ir.Function:
         b = self.builder
         k = self.kernel
-        params = self.fn.args[len(LAUNCH_PARAMS):len(LAUNCH_PARAMS) + len(k.params)]
-        globals_ = self.fn.args[len(LAUNCH_PARAMS) + len(k.params):]
+        params = self.fn.args[len(WORKER_PARAMS):len(WORKER_PARAMS) + len(k.params)]
+        globals_ = self.fn.args[len(WORKER_PARAMS) + len(k.params):]
         assigned = _assigned_names(k)
         for p, arg in zip(k.params, params):
             if isinstance(p.ptype, PointerType):
@@ -208,7 +235,7 @@ class _KernelEmitter(Visitor):
             dims = [ir.Constant(I64, _const_extent(buf, d)) for d in buf.shape or ()]
             self.buffers[buf.name] = _BufferInfo(arg, buf.elem, dims)
         where = f" ({k.loc.file}:{k.loc.line})" if k.loc is not None else ""
-        b.comment(f"kernel {k.name}{where}: blocks [first, last) of the grid, one after the other")
+        b.comment(f"kernel {k.name}{where}: chunks of consecutive blocks taken from *next until none is left")
         heap = self.allocate_scratch()
 
         exit_bb = self.new_block("exit")
@@ -221,22 +248,37 @@ class _KernelEmitter(Visitor):
             b.cbranch(failed, oom_bb, start_bb)
             b.position_at_end(start_bb)
 
-        # for (id = first; id < last; ++id)
+        # for (;;) { first = fetch_add(*next, chunk); if (first >= total) break;
+        #            for (id = first; id < min(first + chunk, total); ++id) <block id> }
+        next_, total, chunk = self.fn.args[0], self.fn.args[1], self.fn.args[2]
         id_slot = self.slot(".block_id", IR_I64)
-        b.store(self.fn.args[0], id_slot)
+        last_slot = self.slot(".last_block", IR_I64)
+        grab = self.new_block("chunk")
         header = self.new_block("blocks")
         body = self.new_block("block")
         latch = self.new_block("next_block")
+        b.branch(grab)
+        b.position_at_end(grab)
+        first = b.atomic_rmw("add", next_, chunk, "monotonic", name="first")
+        in_range = self.new_block("chunk.start")
+        b.cbranch(b.icmp_signed("<", first, total), in_range, exit_bb)
+        b.position_at_end(in_range)
+        end = b.add(first, chunk)
+        b.store(b.select(b.icmp_signed("<", end, total), end, total), last_slot)
+        b.store(first, id_slot)
+        # blockIdx of the chunk's first block (x fastest); the next ones by counting, not dividing.
+        gx = b.zext(self.grid_dim[0], I64)
+        gy = b.zext(self.grid_dim[1], I64)
+        rest = b.udiv(first, gx)
+        idx_slots = [self.slot(f".block_{axis}", IR_U32) for axis in "xyz"]
+        for slot, value in zip(idx_slots, (b.urem(first, gx), b.urem(rest, gy), b.udiv(rest, gy))):
+            b.store(b.trunc(value, I32), slot)
         b.branch(header)
         b.position_at_end(header)
         block_id = b.load(id_slot, typ=I64)
-        b.cbranch(b.icmp_signed("<", block_id, self.fn.args[1]), body, exit_bb)
+        b.cbranch(b.icmp_signed("<", block_id, b.load(last_slot, typ=I64)), body, grab)
         b.position_at_end(body)
-        gx = b.zext(self.grid_dim[0], I64)
-        gy = b.zext(self.grid_dim[1], I64)
-        rest = b.udiv(block_id, gx)
-        self.block_idx = [b.trunc(b.urem(block_id, gx), I32, name="bx"), b.trunc(b.urem(rest, gy), I32, name="by"),
-                          b.trunc(b.udiv(rest, gy), I32, name="bz")]
+        self.block_idx = [b.load(slot, typ=I32, name=name) for slot, name in zip(idx_slots, ("bx", "by", "bz"))]
         for p, arg in zip(k.params, params):
             if not isinstance(p.ptype, PointerType) and p.name in assigned:
                 # A parameter the body assigns starts every block from the argument's value.
@@ -245,6 +287,15 @@ class _KernelEmitter(Visitor):
         b.branch(latch)
         b.position_at_end(latch)
         b.store(b.add(b.load(id_slot, typ=I64), ir.Constant(I64, 1)), id_slot)
+        # (bx, by, bz) += 1 with carries: bx wraps at gridDim.x into by, by at gridDim.y into bz.
+        one, zero = ir.Constant(I32, 1), ir.Constant(I32, 0)
+        bx = b.add(b.load(idx_slots[0], typ=I32), one)
+        wrap_x = b.icmp_unsigned("==", bx, self.grid_dim[0])
+        b.store(b.select(wrap_x, zero, bx), idx_slots[0])
+        by = b.add(b.load(idx_slots[1], typ=I32), b.zext(wrap_x, I32))
+        wrap_y = b.icmp_unsigned("==", by, self.grid_dim[1])
+        b.store(b.select(wrap_y, zero, by), idx_slots[1])
+        b.store(b.add(b.load(idx_slots[2], typ=I32), b.zext(wrap_y, I32)), idx_slots[2])
         b.branch(header)
 
         free = self.declare("free", ir.VoidType(), [PTR], pure=False) if heap else None
@@ -259,7 +310,26 @@ class _KernelEmitter(Visitor):
         for block in (exit_bb, oom_bb):  # read top to bottom: the exits come last
             self.fn.blocks.remove(block)
             self.fn.blocks.append(block)
+        self.emit_range_entry()
         return self.fn
+
+    def emit_range_entry(self) -> None:
+        """``K_blocks(first, last, ...)``: K_worker on a counter of its own, in one chunk."""
+        fn = self.range_fn
+        fn.attributes.add("nounwind")
+        for arg, name in zip(fn.args, LAUNCH_PARAMS[:2] + tuple(self.rest_names)):
+            arg.name = name
+        for arg, mine in zip(fn.args[2:], self.fn.args[3:]):
+            for attribute in mine.attributes:
+                arg.add_attribute(attribute)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        first, last = fn.args[0], fn.args[1]
+        counter = b.alloca(I64, name="next")
+        counter.type = PTR
+        b.store(first, counter)
+        size = b.sub(last, first)
+        chunk = b.select(b.icmp_signed(">", size, ir.Constant(I64, 0)), size, ir.Constant(I64, 1))
+        b.ret(b.call(self.fn, [counter, last, chunk] + list(fn.args[2:])))
 
     def allocate_scratch(self) -> list[ir.Value]:
         """Pointers of the shared/local buffers; returns the malloc'ed ones (to check and free).
@@ -343,12 +413,31 @@ class _KernelEmitter(Visitor):
         if info is None:
             raise InternalError(f"unknown buffer {buffer!r} in kernel {self.kernel.name!r}")
         b = self.builder
-        linear = self.to_i64(self.expr(index[0]), index[0].type)
+        linear = self.index64(index[0])
         for extent, i in zip(info.dims[1:], index[1:]):
             # In-bounds accesses never overflow this arithmetic: nsw helps SCEV see the strides.
-            linear = b.add(b.mul(linear, extent, flags=("nsw",)), self.to_i64(self.expr(i), i.type), flags=("nsw",))
+            linear = b.add(b.mul(linear, extent, flags=("nsw",)), self.index64(i), flags=("nsw",))
         ptr = b.gep(info.base, [linear], inbounds=True, source_etype=memory_type(info.elem))
         return ptr, info.elem
+
+    def index64(self, e: n.Expr) -> ir.Value:
+        """An index expression as i64, its signed ``int``/``long long`` arithmetic done in 64 bits.
+
+        C leaves signed overflow undefined, so wherever C defines ``(y + dy) * width + x`` its
+        value is the exact integer one, which 64-bit arithmetic computes (``nsw``: it cannot
+        overflow either). Computed in 32 bits and sign-extended, the same index would hide its
+        affine form from SCEV, which then needs run-time no-wrap checks to vectorize the thread
+        loop (and gives up beyond a few). Unsigned arithmetic wraps in C: it stays as written.
+        """
+        t = e.type
+        b = self.builder
+        if isinstance(e, n.Binary) and e.op in ("add", "sub", "mul") and t.is_signed and t.bits in (32, 64):
+            x, y = self.index64(e.a), self.index64(e.b)
+            op = {"add": b.add, "sub": b.sub, "mul": b.mul}[e.op]
+            return op(x, y, flags=("nsw",))
+        if isinstance(e, n.Cast) and e.to.is_signed and e.to.bits == 64 and e.x.type.is_signed and e.x.type.is_int:
+            return self.index64(e.x)  # (long long) of signed arithmetic: the same exact value
+        return self.to_i64(self.expr(e), t)
 
     # -- statements
     def block(self, stmts: tuple[n.Stmt, ...]) -> None:
@@ -478,8 +567,24 @@ class _KernelEmitter(Visitor):
         b.position_at_end(latch)
         current = b.load(var, typ=value_type(s.vtype))
         b.store(b.fadd(current, step) if s.vtype.is_float else b.add(current, step), var)
-        b.branch(header)
+        back = b.branch(header)
+        if s.kind == "threads":
+            back.set_metadata("llvm.loop", self.no_unroll())
         b.position_at_end(exit_bb)
+
+    def no_unroll(self) -> ir.Value:
+        """Loop metadata ``llvm.loop.unroll.disable`` for a thread loop.
+
+        Thread loops are what the loop vectorizer should vectorize (consecutive threads touch
+        consecutive elements). With a constant trip count (a specialized block shape), LLVM's
+        full unroller would otherwise flatten a short ``tx`` loop *before* vectorization, and the
+        vectorizer then vectorizes the enclosing ``ty`` loop instead: strided accesses, gathers
+        and scatters (backprop_layerforward: 3x slower). The vectorizer still interleaves.
+        """
+        hint = self.llmod.add_metadata([ir.MetaDataString(self.llmod, "llvm.loop.unroll.disable")])
+        loop_id = _DistinctMD(self.llmod, [], name=str(len(self.llmod.metadata)))
+        loop_id.operands = (loop_id, hint)
+        return loop_id
 
     def visit_While(self, s: n.While) -> None:
         b = self.builder

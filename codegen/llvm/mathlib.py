@@ -16,7 +16,7 @@ from typing import Callable, Protocol
 
 from llvmlite import ir
 
-from codegen.llvm.types import F32, F64, I1, int_type_of_width, value_type
+from codegen.llvm.types import I1, int_type_of_width, value_type
 from polypy.ir.types import ScalarType
 
 
@@ -61,17 +61,13 @@ def _const(ty: ScalarType, value: float) -> ir.Constant:
 
 
 def _rsqrt(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+    # rsqrt is 1/sqrt in the argument's precision: a rounded sqrt, then a rounded division
+    # (polypy.ir.mathfns; CUDA's own rsqrtf is not correctly rounded either).
     b = cx.builder
     x = args[0]
-    if ty.name == "f32":
-        # 1/sqrt in double, rounded once to float: the correctly rounded rsqrtf (almost always),
-        # where 1.0f/sqrtf(x) would round twice.
-        wide = b.fpext(x, F64)
-        sqrt = cx.declare("llvm.sqrt.f64", F64, [F64])
-        r = b.fdiv(ir.Constant(F64, 1.0), b.call(sqrt, [wide]))
-        return b.fptrunc(r, F32)
-    sqrt = cx.declare("llvm.sqrt.f64", F64, [F64])
-    return b.fdiv(ir.Constant(F64, 1.0), b.call(sqrt, [x]))
+    t = value_type(ty)
+    sqrt = cx.declare(f"llvm.sqrt.{'f32' if ty.name == 'f32' else 'f64'}", t, [t])
+    return b.fdiv(ir.Constant(t, 1.0), b.call(sqrt, [x]))
 
 
 def _saturate(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:

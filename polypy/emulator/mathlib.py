@@ -62,6 +62,14 @@ def _saturate(x: Value) -> Value:
     return np.where(np.isnan(x), 0, np.clip(x, 0, 1))  # __saturatef(NaN) is 0
 
 
+def _rsqrt(x: Value) -> Value:
+    """``1 / sqrt(x)`` in the argument's precision: sqrt rounded, then the division rounded."""
+    x = np.asarray(x)
+    one = np.asarray(1.0, dtype=x.dtype)
+    with np.errstate(all="ignore"):
+        return scalar(np.asarray(one / np.sqrt(x)).astype(x.dtype))
+
+
 def _fdim(x: Value, y: Value) -> Value:
     diff = np.subtract(x, y)
     return np.where(np.isnan(x) | np.isnan(y), diff, np.where(x > y, diff, 0))
@@ -135,7 +143,7 @@ MATH_IMPLS: dict[str, Impl] = {
     "log10": _via_f64(np.log10),
     "log1p": _via_f64(np.log1p),
     "sqrt": _via_f64(np.sqrt),  # float64 sqrt rounded to f32 is the correctly rounded sqrtf
-    "rsqrt": _via_f64(lambda x: 1.0 / np.sqrt(x)),
+    "rsqrt": _rsqrt,
     "cbrt": _via_f64(np.cbrt),
     "sin": _via_f64(np.sin),
     "cos": _via_f64(np.cos),

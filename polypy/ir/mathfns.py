@@ -10,6 +10,12 @@ from __future__ import annotations
 import dataclasses
 
 
+# Semantics: each function is the C library function of that precision (f32: ``expf``...), and
+# ``rsqrt`` is ``1 / sqrt(x)`` computed in the argument's precision (a rounded square root, then a
+# rounded division), ``saturate`` clamps to [0, 1], ``exp10`` is ``10^x``. Every backend and the
+# emulator implement exactly these.
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class MathFn:
     name: str

@@ -1,0 +1,277 @@
+"""specialize_block_shape: a kernel compiled for one block shape, ``blockDim`` made constants.
+
+Requires: a verified kernel (CPU form, usually: the pass is a plain substitution and works on the
+GPU form too). Guarantees: for launches whose block shape is ``block`` the result computes exactly
+what ``kernel`` computes; for any other block shape it is wrong, so callers key what they build
+from it by the shape (``polypy.api`` per launch shape, ``codegen.c`` per specialized launcher).
+
+Every ``BlockDim(d)`` becomes the constant ``block[d]`` (``u32``), in statements and in buffer
+shapes, then the kernel is folded, so that the code generators see
+
+* thread loops with constant trip counts (full unrolling, vectorization without remainder loops
+  where the count is a multiple of the vector width);
+* per-thread buffers ``local v: f32[blockDim.z][blockDim.y][blockDim.x]`` of constant size
+  (stack memory, or registers once unrolled);
+* index arithmetic such as ``blockIdx.x * 256u + tx`` with constant strides;
+* block-level values derived from the shape (``s = blockDim.x / 2u``) as constants.
+
+A thread loop of one iteration (``blockDim.y == 1``, ``blockDim.z == 1``) is replaced by its
+body with the counter set to ``0u``, so a 1-D block reads as one loop::
+
+    for threads tz = 0u to 1u {                  for threads tx = 0u to 256u {
+      for threads ty = 0u to 1u {          =>      acc[0u][0u][tx] = ...
+        for threads tx = 0u to 256u {            }
+          acc[tz][ty][tx] = ...
+
+A block-level loop (one that encloses thread loops) whose counter takes a few values known now
+is unrolled, each copy with its counter a constant: the tree reductions of shared memory, whose
+stride starts at ``blockDim.x / 2``, become a fixed sequence of thread loops of constant trip
+counts, and the divisions by the stride (``ty % (2 * stride)``) become masks::
+
+    var s: u32 = 128u                             for threads tx_1 = 0u to 128u { ... sdata[tx_1 + 128u] }
+    while (s > 0u) {                       =>     for threads tx_1_1 = 0u to 64u { ... sdata[tx_1_1 + 64u] }
+      for threads tx_1 = 0u to min(s, 256u) ...   ...   (8 copies; names declared inside are renamed)
+    } update { s = s >> 1 }
+
+Only loops of at most ``MAX_UNROLL_TRIPS`` iterations whose copies stay under
+``MAX_UNROLL_NODES`` IR nodes are unrolled (compile time), and only where the counter is written
+by nothing but the loop itself and no ``break``/``continue`` leaves the loop.
+"""
+from __future__ import annotations
+
+import dataclasses
+import operator
+
+from polypy.errors import UserError
+from polypy.ir import nodes as n
+from polypy.ir.types import U32
+from polypy.ir.names import NameSupply
+from polypy.ir.queries import written_names
+from polypy.ir.visitor import Mutator, substitute, walk
+from polypy.passes.eliminate_dead_code import eliminate_dead_code
+from polypy.passes.fold_constants import fold_constants, fold_expr
+
+BlockShape = tuple[int, int, int]
+
+MAX_UNROLL_TRIPS = 16
+MAX_UNROLL_NODES = 8000
+
+
+class _UnitThreadLoops(Mutator):
+    """Thread loops ``0u to 1u step 1u`` -> their body with the counter replaced by ``0u``."""
+
+    def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
+        s = self.generic_visit(s)
+        if (s.kind == "threads" and _is_u32(s.start, 0) and _is_u32(s.stop, 1) and _is_u32(s.step, 1)
+                and not _jumps_out(s.body)):
+            zero = {n.Var(s.var, s.vtype): n.Const(0, U32)}
+            return tuple(substitute(inner, zero) for inner in s.body)
+        return s
+
+
+def _is_u32(e: n.Expr, value: int) -> bool:
+    return isinstance(e, n.Const) and e.ctype == U32 and e.value == value
+
+
+def _jumps_out(stmts: tuple[n.Stmt, ...]) -> bool:
+    """Whether a ``break``/``continue`` in ``stmts`` targets the loop whose body they are.
+
+    Never true for a thread loop of a well-formed CPU-form kernel; checked anyway, since
+    unwrapping such a loop would change what the jump means.
+    """
+    for s in stmts:
+        if isinstance(s, (n.Break, n.Continue)):
+            return True
+        if isinstance(s, n.If) and (_jumps_out(s.then) or _jumps_out(s.orelse)):
+            return True
+    return False
+
+
+class _FoldIntegerMinMax(Mutator):
+    """``min``/``max`` of integer constants (what a known block shape leaves in loop bounds:
+    ``min(128u, 256u)``) folded; ``fold_constants`` does not evaluate calls."""
+
+    def visit_Call(self, e: n.Call) -> n.Expr:
+        e = self.generic_visit(e)
+        if (e.fn in ("min", "max") and e.rtype.is_int and len(e.args) == 2
+                and all(isinstance(a, n.Const) for a in e.args)):
+            pick = min if e.fn == "min" else max
+            return n.Const(pick(int(e.args[0].value), int(e.args[1].value)), e.rtype, loc=e.loc)
+        return e
+
+
+def _propagate_constants(kernel: n.Kernel) -> n.Kernel:
+    """Locals declared with a constant and never written again, replaced by the constant
+    (``var tx_hi: u32 = 256u`` once the shape is known; the declarations die)."""
+    written = written_names(kernel.body)
+    consts: dict[n.Expr, n.Expr] = {}
+    for s in kernel.body:
+        for x in walk(s):
+            if isinstance(x, n.Decl) and isinstance(x.init, n.Const) and x.name not in written:
+                consts[n.Var(x.name, x.vtype)] = x.init
+    return substitute(kernel, consts) if consts else kernel
+
+
+class _Rename(Mutator):
+    """Local names renamed (declarations and every use) by ``mapping``."""
+
+    def __init__(self, mapping: dict[str, str]):
+        self.mapping = mapping
+
+    def _name(self, name: str | None) -> str | None:
+        return self.mapping.get(name, name) if name is not None else None
+
+    def visit_Var(self, e: n.Var) -> n.Expr:
+        new = self._name(e.name)
+        return e if new == e.name else n.Var(new, e.vtype, loc=e.loc)
+
+    def _renamed(self, s: n.Node, field: str) -> n.Node:
+        s = self.generic_visit(s)
+        old = getattr(s, field)
+        new = self._name(old)
+        return s if new == old else dataclasses.replace(s, **{field: new})
+
+    def visit_Decl(self, s: n.Decl) -> n.Stmt:
+        return self._renamed(s, "name")
+
+    def visit_Assign(self, s: n.Assign) -> n.Stmt:
+        return self._renamed(s, "name")
+
+    def visit_For(self, s: n.For) -> n.Stmt:
+        return self._renamed(s, "var")
+
+    def visit_AtomicRMW(self, s: n.AtomicRMW) -> n.Stmt:
+        return self._renamed(s, "dest")
+
+
+class _UnrollBlockLoops(Mutator):
+    """Unrolls block-level loops whose counter takes few, known values (see the module docstring)."""
+
+    def __init__(self, names: NameSupply):
+        self.names = names  # copies of declarations get fresh names
+        self.in_threads = 0
+
+    def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
+        if s.kind == "threads":
+            self.in_threads += 1
+            try:
+                return self.generic_visit(s)
+            finally:
+                self.in_threads -= 1
+        s = self.generic_visit(s)
+        if self.in_threads or not _encloses_threads(s.body):
+            return s
+        values = _counted_values(s)
+        if values is None or _jumps_out(s.body) or s.var in written_names(s.body):
+            return s
+        return self.copies(s.body, s.var, s.vtype, values) or s
+
+    def visit_tuple(self, items):  # type: ignore[override]
+        items = super().visit_tuple(items)
+        if self.in_threads or not any(isinstance(x, n.While) for x in items):
+            return items
+        out: list = []
+        changed = False
+        for s in items:
+            unrolled = self.unroll_while(s, out) if isinstance(s, n.While) else None
+            if unrolled is None:
+                out.append(s)
+            else:
+                out.extend(unrolled)
+                changed = True
+        return tuple(out) if changed else items
+
+    def unroll_while(self, s: n.While, before: list) -> tuple[n.Stmt, ...] | None:
+        """``var v = c; while (cond(v)) { body } update { v = f(v) }`` with v known before it."""
+        if not _encloses_threads(s.body) or len(s.update) != 1 or not isinstance(s.update[0], n.Assign):
+            return None
+        var = s.update[0].name
+        start = _known_value(var, before)
+        if start is None or var in written_names(s.body) or _jumps_out(s.body):
+            return None
+        counter = n.Var(var, start.ctype)
+        values: list[n.Const] = []
+        current = start
+        while True:
+            cond = fold_expr(substitute(s.cond, {counter: current}))
+            if not isinstance(cond, n.Const):
+                return None
+            if not cond.value:
+                break
+            values.append(current)
+            if len(values) > MAX_UNROLL_TRIPS:
+                return None
+            current = fold_expr(substitute(s.update[0].value, {counter: current}))
+            if not isinstance(current, n.Const):
+                return None
+        body = self.copies(s.body, var, start.ctype, values)
+        if body is None:
+            return None
+        return body + (n.Assign(var, current, loc=s.loc),)  # the counter's value after the loop
+
+    def copies(self, body: tuple[n.Stmt, ...], var: str, vtype, values: list[n.Const]) -> tuple[n.Stmt, ...] | None:
+        size = sum(1 for s in body for _ in walk(s))
+        if len(values) > MAX_UNROLL_TRIPS or size * len(values) > MAX_UNROLL_NODES:
+            return None
+        declared = sorted({x.name for s in body for x in walk(s) if isinstance(x, n.Decl)}
+                          | {x.var for s in body for x in walk(s) if isinstance(x, n.For)})
+        out: list[n.Stmt] = []
+        for k, value in enumerate(values):
+            fixed = {n.Var(var, vtype): n.Const(value.value, vtype)}
+            copy = tuple(substitute(s, fixed) for s in body)
+            if k > 0:  # names stay unique in the kernel
+                rename = _Rename({name: self.names.fresh(name) for name in declared})
+                copy = tuple(rename.visit(s) for s in copy)
+            out.extend(copy)
+        return tuple(out)
+
+
+def _encloses_threads(stmts: tuple[n.Stmt, ...]) -> bool:
+    return any(isinstance(x, n.For) and x.kind == "threads" for s in stmts for x in walk(s))
+
+
+def _counted_values(s: n.For) -> list[n.Const] | None:
+    """The counter's values of ``for v = c0 to c1 step c2`` with integer constants, or None."""
+    if not (isinstance(s.start, n.Const) and isinstance(s.stop, n.Const) and isinstance(s.step, n.Const)
+            and s.vtype.is_int and s.step.value > 0):
+        return None
+    trips = max(0, -(-(int(s.stop.value) - int(s.start.value)) // int(s.step.value)))
+    if trips > MAX_UNROLL_TRIPS:
+        return None
+    return [n.Const(int(s.start.value) + k * int(s.step.value), s.vtype) for k in range(trips)]
+
+
+def _known_value(var: str, before: list) -> n.Const | None:
+    """The constant ``var`` holds after the statements ``before`` (a ``var``/assignment of a
+    constant in this list, written by nothing after it), or None."""
+    for s in reversed(before):
+        if isinstance(s, (n.Decl, n.Assign)) and s.name == var:
+            value = s.init if isinstance(s, n.Decl) else s.value
+            return value if isinstance(value, n.Const) else None
+        if var in written_names(s):
+            return None
+    return None
+
+
+def check_block_shape(block: tuple[int, ...]) -> BlockShape:
+    """``block`` (1 to 3 positive ints) as three ints, missing dimensions 1."""
+    try:
+        dims = tuple(operator.index(d) for d in block if not isinstance(d, bool))
+    except TypeError:
+        dims = ()
+    if len(dims) != len(block) or not 1 <= len(dims) <= 3 or min(dims) < 1:
+        raise UserError(f"a block shape is 1 to 3 positive ints, got {block!r}")
+    return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
+
+
+def specialize_block_shape(kernel: n.Kernel, *, block: BlockShape) -> n.Kernel:
+    """``kernel`` for launches with block shape ``block`` only (see the module docstring)."""
+    block = check_block_shape(block)
+    mapping: dict[n.Expr, n.Expr] = {n.BlockDim(d): n.Const(block[d], U32) for d in range(3)}
+    kernel = fold_constants(substitute(kernel, mapping))  # buffer extents included
+    kernel = _UnitThreadLoops().visit(kernel)
+    kernel = fold_constants(kernel)
+    kernel = dataclasses.replace(kernel, body=_UnrollBlockLoops(NameSupply.for_kernel(kernel)).visit_block(kernel.body))
+    kernel = fold_constants(_FoldIntegerMinMax().visit(fold_constants(kernel)))
+    kernel = fold_constants(_propagate_constants(kernel))
+    return eliminate_dead_code(kernel)
