@@ -21,7 +21,8 @@ BUILD_DIR = BENCH_DIR / "build"
 # fuse either). -fno-math-errno: CUDA math functions never set errno, and without it GCC will not
 # vectorize a loop that calls sqrtf (nbody). Nothing else is relaxed: no -ffast-math, so
 # expf/logf/erfcf are libm's scalar functions, as in polypy's backends.
-CFLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-ffp-contract=off", "-shared", "-fPIC")
+CFLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-ffp-contract=off", "-falign-loops=32", "-shared",
+          "-fPIC")
 LIBS = ("-lm",)
 
 

@@ -5,7 +5,12 @@
   and the footprint check are part of the measured time (microseconds against milliseconds).
 * ``polypy-c``: the C/OpenMP source ``codegen.c`` emits for the kernel, compiled with the same
   compiler flags as the hand-written ports (``bench.build.CFLAGS``), so that "omp" and
-  "polypy-c" differ only in their source; launched through ``codegen.c.CLibrary``.
+  "polypy-c" differ only in their source; launched through ``codegen.c.CLibrary``, which
+  compiles a version specialized for the launch's block shape on the first launch, as the JIT does.
+* ``polypy-noopt``: built exactly as ``polypy-c`` from the *unoptimized* translation,
+  ``to_cpu(kernel, optimize=False)``: no barrier elimination or shared-memory forwarding and no
+  CPU schedule passes (guards as bounds, interchange, fusion) -- what the GPU -> CPU lowering
+  alone gives, for comparison.
 
 A backend that is not there (yet) makes its factory raise ``Skip`` with the reason, and the
 harness runs the rest. Both use ``bench.variants.threads()`` threads.
@@ -32,15 +37,26 @@ def make_polypy_llvm_variant(sample: Sample, case: Case) -> Runner:
 
 
 def make_polypy_c_variant(sample: Sample, case: Case) -> Runner:
-    """Frontend -> ``to_cpu`` -> ``codegen.c.emit_kernels`` -> cc with ``CFLAGS`` -> ctypes."""
+    """Frontend -> ``to_cpu`` -> ``codegen.c.build_library`` (cc with ``CFLAGS``) -> ctypes."""
     try:
-        from codegen.c import CLibrary, compile_library, emit_kernels
+        from codegen.c import build_library
         from polypy.driver import load, to_cpu
     except ImportError as e:
         raise Skip(f"the C/OpenMP backend is not available: {e}") from None
     module = load(sample.source, defines=dict(sample.defines))
     cpu = to_cpu(module.kernel(sample.kernel))
-    text = emit_kernels([cpu], module.globals, source=str(sample.source), threads=threads())
-    library = CLibrary(compile_library(text, flags=CFLAGS), [cpu], cpp=False, check_bounds=False,
-                       globals_=module.globals)
+    library = build_library([cpu], module.globals, source=str(sample.source), threads=threads(), flags=CFLAGS)
+    return lambda args: library.launch(sample.kernel, case.grid, case.block, args, shmem=case.shmem)
+
+
+def make_polypy_noopt_variant(sample: Sample, case: Case) -> Runner:
+    """As ``polypy-c``, for ``to_cpu(kernel, optimize=False)``: the unoptimized translation."""
+    try:
+        from codegen.c import build_library
+        from polypy.driver import load, to_cpu
+    except ImportError as e:
+        raise Skip(f"the C/OpenMP backend is not available: {e}") from None
+    module = load(sample.source, defines=dict(sample.defines))
+    cpu = to_cpu(module.kernel(sample.kernel), optimize=False)
+    library = build_library([cpu], module.globals, source=str(sample.source), threads=threads(), flags=CFLAGS)
     return lambda args: library.launch(sample.kernel, case.grid, case.block, args, shmem=case.shmem)
