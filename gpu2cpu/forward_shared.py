@@ -27,8 +27,8 @@ from __future__ import annotations
 import dataclasses
 
 from polypy.ir import nodes as n
+from polypy.ir.names import NameSupply, kernel_names
 from polypy.ir.queries import written_names
-from polypy.ir.visitor import walk
 from polypy.poly import (
     AccessId, StmtPath, dead_shared_stores, edit_statements, forwardable_loads, replace_loads,
     statement_accesses, statement_at,
@@ -42,7 +42,7 @@ def forward_shared_stores(kernel: n.Kernel) -> n.Kernel:
     forwardings = forwardable_loads(kernel)
     if not forwardings:
         return kernel
-    taken = _names(kernel)
+    names = NameSupply(kernel_names(kernel))
     by_store: dict[StmtPath, list[AccessId]] = {}
     for f in forwardings:
         by_store.setdefault(f.store, []).append(f.load)
@@ -61,7 +61,7 @@ def forward_shared_stores(kernel: n.Kernel) -> n.Kernel:
             # A constant or a never-assigned variable in scope at the store: use it directly.
             replacement: n.Expr = value
         else:
-            name = _fresh(f"{store.buffer}_fwd", taken)
+            name = names.fresh(f"{store.buffer}_fwd")
             store_locals[store_path] = (name, local_here)
             if not local_here:
                 top_decls.append(n.Decl(name, elem, None, loc=store.loc))
@@ -123,21 +123,3 @@ def _load_node(stmt: n.Stmt, index: int) -> n.Load:
     assert isinstance(node, n.Load)
     return node
 
-
-def _names(kernel: n.Kernel) -> set[str]:
-    taken = {p.name for p in kernel.params} | {b.name for b in kernel.buffers}
-    for x in walk(kernel):
-        if isinstance(x, n.Decl):
-            taken.add(x.name)
-        elif isinstance(x, n.For):
-            taken.add(x.var)
-    return taken
-
-
-def _fresh(base: str, taken: set[str]) -> str:
-    name, i = base, 1
-    while name in taken:
-        i += 1
-        name = f"{base}{i}"
-    taken.add(name)
-    return name

@@ -44,7 +44,7 @@ from typing import Union
 from polypy.analysis.uniformity import thread_dependent_names
 from polypy.errors import InternalError, Loc, UserError
 from polypy.ir import nodes as n
-from polypy.ir.queries import written_names
+from polypy.ir.queries import declared_names, written_names
 from polypy.ir.types import BOOL, U32, PointerType
 from polypy.ir.visitor import walk
 
@@ -395,14 +395,7 @@ def _commutes(s: n.Stmt, g: Group) -> bool:
 
 
 def _declared_or_written(stmts) -> set[str]:
-    out = written_names(tuple(stmts))
-    for s in stmts:
-        for x in walk(s):
-            if isinstance(x, n.Decl):
-                out.add(x.name)
-            elif isinstance(x, n.For):
-                out.add(x.var)
-    return out
+    return written_names(tuple(stmts)) | declared_names(tuple(stmts))
 
 
 def split_body(kernel: n.Kernel) -> Structure:
