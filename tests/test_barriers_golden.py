@@ -20,7 +20,6 @@ arguments: the outputs must be identical and the emulator's race detector must s
 """
 from __future__ import annotations
 
-import os
 import pathlib
 
 import numpy as np
@@ -28,14 +27,14 @@ import pytest
 
 from gpu2cpu.barriers import eliminate_barriers
 from gpu2cpu.forward_shared import eliminate_dead_shared_stores, forward_shared_stores
+from golden_files import UPDATE, parse_input, read_sections, write_sections
 from polypy.emulator import emulate
-from polypy.ir import parse_kernel, print_kernel, verify_kernel
+from polypy.ir import print_kernel, verify_kernel
 from polypy.ir.types import PointerType
 from polypy.passes import SIMPLIFY, run_pipeline
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "barriers"
 FILES = sorted(GOLDEN.glob("*.ir"))
-UPDATE = os.environ.get("POLYPY_UPDATE_GOLDEN") == "1"
 
 PASSES = {
     "eliminate_barriers": eliminate_barriers,
@@ -44,34 +43,12 @@ PASSES = {
 }
 
 
-def read_sections(path: pathlib.Path) -> tuple[str, list[tuple[str, str]]]:
-    """The header comment and the ``(name, text)`` sections of a golden file."""
-    header: list[str] = []
-    sections: list[tuple[str, list[str]]] = []
-    for line in path.read_text().splitlines():
-        if line.startswith("=== "):
-            sections.append((line[4:].strip(), []))
-        elif sections:
-            sections[-1][1].append(line)
-        else:
-            header.append(line)
-    return "\n".join(header), [(name, "\n".join(lines).strip("\n") + "\n") for name, lines in sections]
 
 
-def write_sections(path: pathlib.Path, header: str, sections: list[tuple[str, str]]) -> None:
-    text = header.rstrip("\n") + "\n" if header.strip() else ""
-    for name, body in sections:
-        text += f"=== {name}\n{body.rstrip()}\n"
-    path.write_text(text)
 
 
 def input_kernel(path: pathlib.Path, sections: list[tuple[str, str]]):
-    text = dict(sections)["input"]
-    # Locations point into the golden file: the input section starts after its marker line.
-    lines = path.read_text().splitlines()
-    first = lines.index("=== input") + 1
-    kernel = parse_kernel("\n" * first + text, filename=path.name)
-    return run_pipeline(kernel, SIMPLIFY)
+    return run_pipeline(parse_input(path, sections), SIMPLIFY)
 
 
 def run_passes(kernel, names: str, report: list | None = None):

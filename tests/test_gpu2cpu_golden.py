@@ -20,7 +20,6 @@ compiler). ``POLYPY_UPDATE_GOLDEN=1`` rewrites the expected sections.
 """
 from __future__ import annotations
 
-import os
 import pathlib
 
 import numpy as np
@@ -31,14 +30,14 @@ from codegen.c import build_library
 from gpu2cpu.lower_block_atomics import lower_block_atomics
 from gpu2cpu.serialize_threads import serialize_threads
 from polypy.driver import GPU_PIPELINE
+from golden_files import UPDATE, parse_input, read_sections, write_sections
 from polypy.emulator import emulate
-from polypy.ir import parse_kernel, print_kernel, verify_kernel
+from polypy.ir import print_kernel, verify_kernel
 from polypy.ir.types import PointerType
 from polypy.passes import eliminate_dead_code, fold_constants, run_pipeline
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "gpu2cpu"
 FILES = sorted(GOLDEN.glob("*.ir"))
-UPDATE = os.environ.get("POLYPY_UPDATE_GOLDEN") == "1"
 
 PASSES = {
     "serialize_threads": serialize_threads,
@@ -49,31 +48,12 @@ PASSES = {
 }
 
 
-def read_sections(path: pathlib.Path) -> tuple[str, list[tuple[str, str]]]:
-    header: list[str] = []
-    sections: list[tuple[str, list[str]]] = []
-    for line in path.read_text().splitlines():
-        if line.startswith("=== "):
-            sections.append((line[4:].strip(), []))
-        elif sections:
-            sections[-1][1].append(line)
-        else:
-            header.append(line)
-    return "\n".join(header), [(name, "\n".join(lines).strip("\n") + "\n") for name, lines in sections]
 
 
-def write_sections(path: pathlib.Path, header: str, sections: list[tuple[str, str]]) -> None:
-    text = header.rstrip("\n") + "\n" if header.strip() else ""
-    for name, body in sections:
-        text += f"=== {name}\n{body.rstrip()}\n"
-    path.write_text(text)
 
 
 def input_kernel(path: pathlib.Path, sections: list[tuple[str, str]]):
-    text = dict(sections)["input"]
-    lines = path.read_text().splitlines()
-    first = lines.index("=== input") + 1  # locations point into the golden file
-    return run_pipeline(parse_kernel("\n" * first + text, filename=path.name), GPU_PIPELINE)
+    return run_pipeline(parse_input(path, sections), GPU_PIPELINE)
 
 
 def run_passes(kernel, names: str, report: list | None = None):
