@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.printer import BINARY_SYMBOLS, PRECEDENCE, UNARY_SYMBOLS
+from polypy.ir.printer import format_const as ir_format_const
 from polypy.ir.types import PointerType, ScalarType
 
 _DIMS = "xyz"
@@ -69,17 +69,7 @@ def format_const(c: n.Const) -> str:
     if math.isinf(value):
         one = "1.0" + suffix
         return f"({'-' if value < 0 else ''}{one} / {'0.0' + suffix})"
-    if t.name == "f32":
-        text = np.format_float_scientific(np.float32(value), unique=True, trim="0") \
-            if not (value == 0.0 or 1e-4 <= abs(value) < 1e16) \
-            else np.format_float_positional(np.float32(value), unique=True, trim="0")
-    else:
-        text = repr(value)
-    if not any(ch in text for ch in ".e"):
-        text += ".0"
-    if text.endswith("."):
-        text += "0"
-    return text + suffix
+    return ir_format_const(c)  # finite floats are spelled as in the IR text: `1.5f`, `0.1`
 
 
 def _prec(e: n.Expr) -> int:
