@@ -47,6 +47,7 @@ from autodiff.reductions import Reduction, block_reductions
 from autodiff.report import Accumulation, Caching, Decision
 from autodiff.shuffles import transpose_shuffle
 from autodiff.shadows import interleave_dynamic_shared, shadow_buffers, shadow_params, zero_local, zero_shared
+from autodiff.windows import Privatized, Windows
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
@@ -71,6 +72,7 @@ class ReverseOptions:
     cache: str = "auto"  # auto | recompute | store: how overwritten values are recovered
     privacy: bool = True  # use isl proofs of thread privacy (else: atomics for shared shadows)
     block_reductions: bool = True  # register + block reduction for block-uniform reads and scalars
+    windows: bool = True  # block windows in shared memory for read-only inputs read by several threads
     max_tape: int = 1 << 16  # elements per tape array
 
 
@@ -99,7 +101,7 @@ class LoopCtx:
 class ReverseBuilder:
     def __init__(self, kernel: n.Kernel, original: n.Kernel, active: ActiveParams, activity: Activity,
                  names: Names, options: ReverseOptions, report: list[Decision] | None,
-                 privacy: Callable[[str], tuple[bool, str]]):
+                 privacy: Callable[[str], tuple[bool, str]], windows: Callable[[str], object] | None = None):
         self.k = kernel
         self.original = original
         self.prog = Program(kernel)
@@ -125,6 +127,9 @@ class ReverseBuilder:
         self.replays: list[dict[tuple[str, StmtPath], str]] = []  # per reverse block: recomputed values
         self._private: dict[str, tuple[bool, str]] = {}
         self._reported: set[tuple] = set()
+        self.window_oracle = windows
+        self.windows = Windows(names)
+        self._windowed: dict[str, tuple[Privatized | None, str]] = {}
         self.params, self.param_shadow = shadow_params(original, active, names, mode="reverse")
         extra, self.buffer_shadow = shadow_buffers(kernel, activity.buffers, names)
         self.shadow_buffers = extra
@@ -574,6 +579,11 @@ class ReverseBuilder:
                                                        strategy, reason))
         if strategy == "plain":
             return [n.Store(shadow, index, b.add(n.Load(shadow, index, e.etype), ct), loc=e.loc)]
+        if strategy == "window":
+            privatized = self._window(e.buffer)[0]
+            assert privatized is not None
+            coords = tuple(self.avail(c, p) for c in privatized.window.coordinates(e.index))
+            return self.windows.accumulate(privatized, coords, index, ct, e.loc)
         if strategy == "block-reduction":
             key = (e.buffer, index)
             reg = self.deferred.get(key)
@@ -585,6 +595,16 @@ class ReverseBuilder:
         return [n.AtomicRMW("add", shadow, index, ct, loc=e.loc)]
 
     def _strategy(self, e: n.Load) -> tuple[str, str]:
+        strategy, why = self._base_strategy(e)
+        if strategy in ("atomic", "block-reduction"):
+            privatized, reason = self._window(e.buffer)
+            if privatized is not None:
+                return "window", reason
+            if strategy == "atomic" and reason:
+                why = f"{why}; {reason}"
+        return strategy, why
+
+    def _base_strategy(self, e: n.Load) -> tuple[str, str]:
         space = self.k.space(e.buffer)
         if space == "local":
             return "plain", "local array: one per thread"
@@ -595,6 +615,34 @@ class ReverseBuilder:
                 and self._block_invariant(e.index)):
             return "block-reduction", "every thread of a block reads this one element of a read-only buffer"
         return "atomic", why
+
+    def _window(self, buffer: str) -> tuple[Privatized | None, str]:
+        """The block window ``buffer``'s adjoints go through, if any (with the reason either way).
+
+        Only for read-only global buffers with at least one access that would be atomic, and
+        only where the window saves atomics: several contributions of a block to one element,
+        or elements that no other block touches (flushed with plain adds).
+        """
+        got = self._windowed.get(buffer)
+        if got is not None:
+            return got
+        got = (None, "")
+        if (self.opt.windows and self.window_oracle is not None and self.k.space(buffer) == "global"
+                and buffer not in self.prog.written_buffers and buffer in self.shadow):
+            loads = [x for x in walk(self.k) if isinstance(x, n.Load) and x.buffer == buffer]
+            if any(self._base_strategy(x)[0] == "atomic" for x in loads):
+                window = self.window_oracle(buffer)
+                if isinstance(window, str):
+                    got = (None, f"no block window: {window}")
+                elif not (window.exclusive or window.repeats):  # type: ignore[attr-defined]
+                    got = (None, "no block window: each element is read once per block and may be read by "
+                                 "other blocks, so a window would save no atomic")
+                else:
+                    privatized = self.windows.add(buffer, window, self.shadow[buffer],  # type: ignore[arg-type]
+                                                  self.k.elem_type(buffer))
+                    got = (privatized, _describe_window(privatized))
+        self._windowed[buffer] = got
+        return got
 
     def _is_private(self, buffer: str) -> tuple[bool, str]:
         if buffer not in self._private:
@@ -909,7 +957,7 @@ class ReverseBuilder:
         hoisted = []
         for v in sorted(self.hoist):
             hoisted.append(n.Decl(v, self._var_type(v)))
-        body += hoisted + self.top_decls
+        body += hoisted + self.top_decls + self.windows.declarations()
         body += self._zero_shadows()
         body += forward
         for v, adj in self.adjoint.items():
@@ -917,8 +965,10 @@ class ReverseBuilder:
         for reg in self.deferred.values():
             body.append(n.Decl(reg, self.adjoint_type[reg], b.zero(self.adjoint_type[reg])))
         body += reverse
+        body += self.windows.flush()
         body += self._reductions()
         buffers = tuple(self.k.buffers) + tuple(self.shadow_buffers) + tuple(self.tapes) + tuple(self._red_buffers)
+        buffers += tuple(self.windows.buffers)
         body = _BarrierRuns().visit_block(tuple(body))
         while body and isinstance(body[-1], n.Barrier):
             body = body[:-1]  # nothing after it to order
@@ -934,7 +984,9 @@ class ReverseBuilder:
                 shared = True
             elif buf.space == "local":
                 out.append(zero_local(buf, self.names))
-        if shared:
+        windows = self.windows.zero()
+        out += windows
+        if shared or windows:
             out.append(n.Barrier())
         return out
 
@@ -1083,7 +1135,19 @@ class _Rename(Mutator):
         return dataclasses.replace(s, var=self.names.get(s.var, s.var))
 
 
+def _describe_window(p: Privatized) -> str:
+    w = p.window
+    shape = " x ".join(format_expr(d.extent) for d in w.dims)
+    flush = ("plain adds for the elements isl proves no other block reads, atomics for the rest" if w.exclusive
+             else "one atomic per nonzero element")
+    where = "a block-dependent" if any(d.step is not None or not isinstance(d.base, n.Const) for d in w.dims) \
+        else "a fixed"
+    return (f"isl: a block reads a window of {shape} elements at {where} position; its contributions "
+            f"are summed in shared memory, then flushed: {flush}")
+
+
 def reverse_kernel(kernel: n.Kernel, original: n.Kernel, active: ActiveParams, activity: Activity, names: Names,
                    options: ReverseOptions, report: list[Decision] | None,
-                   privacy: Callable[[str], tuple[bool, str]], name: str) -> n.Kernel:
-    return ReverseBuilder(kernel, original, active, activity, names, options, report, privacy).build(name)
+                   privacy: Callable[[str], tuple[bool, str]], name: str,
+                   windows: Callable[[str], object] | None = None) -> n.Kernel:
+    return ReverseBuilder(kernel, original, active, activity, names, options, report, privacy, windows).build(name)

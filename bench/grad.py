@@ -9,7 +9,8 @@ For every differentiable sample, in float32 through the LLVM JIT (``polypy.compi
   no barrier elimination / forwarding / invariant hoisting first), ``store`` and ``recompute``
   (one caching strategy for every value instead of the choice per value), ``no-privacy``
   (atomics for every adjoint write isl would have proved private), ``no-blockred`` (atomics
-  instead of block-level reductions);
+  instead of block-level reductions), ``no-windows`` (atomics instead of block windows: a
+  block's contributions to a read-only input summed in shared memory, then flushed);
 * ``fd``: what central finite differences would cost for the same full gradient, 2 forward
   launches per active input element (computed, not timed: it is millions of launches).
 
@@ -18,7 +19,7 @@ variant that disagrees is reported WRONG and not timed, one the AD engine refuse
 with its reason. Enzyme reports 2-20x gradient overheads on GPUs, ADBench's hand-written
 gradients 2-7x.
 
-    python -m bench.grad [--quick] [--only saxpy,matmul_tiled] [--repeat N]
+    python -m bench.grad [--quick] [--only saxpy,matmul_tiled] [--repeat N] [--variants no-windows,store]
 """
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "recompute": {"cache": "recompute"},
     "no-privacy": {"privacy": False},
     "no-blockred": {"block_reductions": False},
+    "no-windows": {"windows": False},
 }
 
 
@@ -88,7 +90,9 @@ def active_inputs(sample: Sample, args: dict[str, Any]) -> int:
     return total
 
 
-def bench_sample(sample: Sample, *, quick: bool, repeat: int) -> dict[str, Any]:
+def bench_sample(sample: Sample, *, quick: bool, repeat: int, variants: dict[str, dict[str, Any]] | None = None
+                 ) -> dict[str, Any]:
+    variants = VARIANTS if variants is None else variants
     case = bench_case(sample, quick=quick)
     defines = {**sample.defines, "REAL": "float"}
     mod = polypy.compile(sample.source, defines=defines)
@@ -100,7 +104,7 @@ def bench_sample(sample: Sample, *, quick: bool, repeat: int) -> dict[str, Any]:
                                                                       for k, v in args.items()})}
     reference: dict[str, np.ndarray] | None = None
     problems: dict[str, str] = {}
-    for name, options in VARIANTS.items():
+    for name, options in variants.items():
         try:
             gradient = polypy.grad(kernel, wrt=list(sample.wrt), **options)
         except polypy.UserError as exc:
@@ -126,7 +130,7 @@ def bench_sample(sample: Sample, *, quick: bool, repeat: int) -> dict[str, Any]:
         row["error"] = f"forward kernel failed: {fwd}"
         return row
     row["fwd_ms"] = fwd.best * 1e3
-    for name in VARIANTS:
+    for name in variants:
         t = timings.get(name)
         if isinstance(t, Timing):
             row[name] = t.best / fwd.best
@@ -138,8 +142,9 @@ def bench_sample(sample: Sample, *, quick: bool, repeat: int) -> dict[str, Any]:
     return row
 
 
-def format_table(rows: list[dict[str, Any]]) -> str:
-    columns = ["fwd_ms"] + list(VARIANTS) + ["fd"]
+def format_table(rows: list[dict[str, Any]], variants: dict[str, dict[str, Any]] | None = None) -> str:
+    variants = VARIANTS if variants is None else variants
+    columns = ["fwd_ms"] + list(variants) + ["fd"]
     header = ["kernel", "case"] + columns
     lines = []
     body = []
@@ -154,13 +159,13 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             else:
                 cells.append(str(v).split(":")[0])
         body.append(cells)
-    ratios = {c: [r[c] for r in rows if isinstance(r.get(c), float)] for c in VARIANTS}
+    ratios = {c: [r[c] for r in rows if isinstance(r.get(c), float)] for c in variants}
     geo = ["geomean", ""] + [""] + [f"{math.exp(sum(map(math.log, v)) / len(v)):.3g}x" if v else "-"
                                    for v in ratios.values()] + [""]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *body, geo)]
     for cells in [header, ["-" * w for w in widths], *body, geo]:
         lines.append("  ".join(str(c).ljust(w) for c, w in zip(cells, widths)))
-    notes = [f"{r['kernel']} {c}: {r[c]}" for r in rows for c in VARIANTS
+    notes = [f"{r['kernel']} {c}: {r[c]}" for r in rows for c in variants
              if isinstance(r.get(c), str)] + [f"{r['kernel']}: {r['error']}" for r in rows if "error" in r]
     text = "t_variant / t_fwd (lower is better); fd = 2 forward launches per active input\n" + "\n".join(lines)
     if notes:
@@ -173,14 +178,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="(kept for symmetry; gradients always use quick sizes)")
     parser.add_argument("--only", default="", help="comma-separated sample names")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--variants", default="", help="comma-separated columns (default: all; grad is always run)")
     args = parser.parse_args(argv)
     only = {x for x in args.only.split(",") if x}
+    chosen = [x for x in args.variants.split(",") if x]
+    unknown = [x for x in chosen if x not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variants {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
+    variants = {k: v for k, v in VARIANTS.items() if not chosen or k == "grad" or k in chosen}
     samples = [s for s in all_samples() if s.differentiable and (not only or s.name in only)]
     rows = []
     for s in samples:
         print(f"  {s.name} ...", file=sys.stderr, flush=True)
-        rows.append(bench_sample(s, quick=True, repeat=args.repeat))
-    print(format_table(rows))
+        rows.append(bench_sample(s, quick=True, repeat=args.repeat, variants=variants))
+    print(format_table(rows, variants))
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"grad-{time.strftime('%Y%m%d-%H%M%S')}.json"

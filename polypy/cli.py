@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how the reverse sweep gets values the forward sweep overwrote")
     g.add_argument("--no-privacy", action="store_true", help="do not use isl privacy proofs (atomics everywhere)")
     g.add_argument("--no-block-reductions", action="store_true", help="no block-level reductions of adjoints")
+    g.add_argument("--no-windows", action="store_true",
+                   help="no block windows (per-block sums in shared memory) for adjoints of read-only inputs")
 
     r = sub.add_parser("run", help="run a sample or a whole program")
     _add_common(r)

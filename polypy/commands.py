@@ -86,7 +86,7 @@ def grad(args: argparse.Namespace) -> int:
     report: list | None = [] if args.report else None
     gradient = grad_kernel(module, args.kernel, wrt=wrt, const=const, mode=args.mode, report=report,
                            optimize=not args.no_opt, cache=args.cache, privacy=not args.no_privacy,
-                           block_reductions=not args.no_block_reductions)
+                           block_reductions=not args.no_block_reductions, windows=not args.no_windows)
     if args.emit == "ir":
         text = print_module(dataclasses.replace(module, kernels=module.kernels + (gradient,)))
     elif args.emit == "cuda":

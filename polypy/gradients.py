@@ -14,7 +14,7 @@ Differentiating the *optimized* kernel is what keeps gradients cheap: a value ho
 loop before differentiation is computed, cached and differentiated once, not once per
 iteration (vector normalization: O(n) instead of O(n^2)). Each optimization can be switched
 off (``grad_kernel(..., optimize=False, cache="store", privacy=False, block_reductions=False)``)
-so the benchmark can measure what it buys.
+so the benchmark can measure what it buys (``windows=False`` too).
 
 Stages are imported inside the functions that use them (``polypy`` is the only wiring layer).
 """
@@ -83,9 +83,29 @@ def privacy_oracle(kernel: n.Kernel):
     return private
 
 
+def window_oracle(kernel: n.Kernel):
+    """``buffer -> Window | reason`` from the polyhedral model (``polypy.poly.block_window``)."""
+    cache: dict[str, Any] = {}
+
+    def window(buffer: str):
+        got = cache.get(buffer)
+        if got is None:
+            try:
+                from polypy.poly.windows import block_window
+
+                got = block_window(kernel, buffer)
+            except Exception as exc:  # noqa: BLE001 - any failure of the model means "no window"
+                got = f"no proof (model failed: {type(exc).__name__})"
+            cache[buffer] = got
+        return got
+
+    return window
+
+
 def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = "reverse",
                 report: list | None = None, optimize: bool = True, cache: str = "auto",
-                privacy: bool = True, block_reductions: bool = True, max_tape: int = 1 << 16) -> n.Kernel:
+                privacy: bool = True, block_reductions: bool = True, windows: bool = True,
+                max_tape: int = 1 << 16) -> n.Kernel:
     """The gradient (``mode="reverse"``: ``<name>_grad``) or tangent (``"forward"``: ``<name>_fwd``)
     kernel of kernel ``name`` of a GPU-form ``module`` (as ``polypy.load`` returns it).
 
@@ -93,7 +113,8 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
     that get no shadow. ``report`` receives ``autodiff.Accumulation``/``autodiff.Caching``
     decisions. The options switch off one optimization each (for benchmarks): ``optimize``
     (passes before differentiation), ``cache`` (``auto``/``recompute``/``store``), ``privacy``
-    (isl proofs that allow plain ``+=``), ``block_reductions``.
+    (isl proofs that allow plain ``+=``), ``block_reductions``, ``windows`` (block-private
+    accumulation of a read-only input's adjoints in shared memory, ``autodiff.windows``).
 
     Assumes, like Enzyme for duplicated arguments, that distinct pointer arguments do not
     overlap. Launch the result with the same grid and block as the kernel; a kernel with
@@ -116,9 +137,11 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
         raise UserError(f"the module already has a kernel named '{new_name}'", kernel.loc)
     wrt_t = tuple(wrt) if wrt is not None else None
     kernel = run_pipeline(kernel, before_ad_passes(optimize=optimize))
-    options = ReverseOptions(cache=cache, privacy=privacy, block_reductions=block_reductions, max_tape=max_tape)
+    options = ReverseOptions(cache=cache, privacy=privacy, block_reductions=block_reductions, windows=windows,
+                             max_tape=max_tape)
     result = differentiate(kernel, mode=mode, wrt=wrt_t, const=tuple(const), name=new_name, options=options,
-                           report=report, privacy=privacy_oracle(kernel) if privacy else None)
+                           report=report, privacy=privacy_oracle(kernel) if privacy else None,
+                           windows=window_oracle(kernel) if windows else None)
     return run_pipeline(result, AFTER_AD)
 
 

@@ -38,6 +38,18 @@ def test_report_goes_to_stderr(tmp_path, capsys) -> None:
     assert "scalar parameter a: block-reduction" in err
 
 
+def test_stencil_report_shows_block_windows_and_no_windows_switches_them_off(tmp_path, capsys) -> None:
+    stencil = str(sample("stencil1d").source)
+    assert main(["grad", stencil, "--kernel", "stencil1d", "--report", "--emit", "ir"]) == 0
+    captured = capsys.readouterr()
+    assert ": window (isl: a block reads a window of" in captured.err
+    assert "win_" in captured.out
+    assert main(["grad", stencil, "--kernel", "stencil1d", "--report", "--no-windows", "--emit", "ir"]) == 0
+    captured = capsys.readouterr()
+    assert ": window" not in captured.err and ": atomic" in captured.err
+    assert "win_" not in captured.out
+
+
 def test_cpp_output_goes_through_the_c_backend(tmp_path, capsys) -> None:
     out = tmp_path / "g.cpp"
     code = main(["grad", SAXPY, "--kernel", "saxpy", "--emit", "cpp", "-o", str(out)])
