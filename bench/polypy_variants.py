@@ -6,7 +6,10 @@
 * ``polypy-c``: the C/OpenMP source ``codegen.c`` emits for the kernel, compiled with the same
   compiler flags as the hand-written ports (``bench.build.CFLAGS``), so that "omp" and
   "polypy-c" differ only in their source; launched through ``codegen.c.CLibrary``, which
-  compiles a version specialized for the launch's block shape on the first launch, as the JIT does.
+  compiles a version specialized for the launch's block shape on the first launch, as the JIT does,
+  with coarse blocks where the model coarsens (``polypy.driver.block_coarsener``), as the JIT does.
+* ``polypy-fine``: ``polypy-llvm`` without block coarsening (``polypy.compile(..., coarsen=False)``):
+  CUDA's blocks as they are, to show what coarsening buys.
 * ``polypy-noopt``: built exactly as ``polypy-c`` from the *unoptimized* translation,
   ``to_cpu(kernel, optimize=False)``: no barrier elimination or shared-memory forwarding and no
   CPU schedule passes (guards as bounds, interchange, fusion) -- what the GPU -> CPU lowering
@@ -36,6 +39,15 @@ def make_polypy_llvm_variant(sample: Sample, case: Case) -> Runner:
     return lambda args: launch(**args)
 
 
+def make_polypy_fine_variant(sample: Sample, case: Case) -> Runner:
+    """``polypy-llvm`` with ``coarsen=False``: one CPU block function call per CUDA block."""
+    import polypy
+
+    module = polypy.compile(sample.source, defines=dict(sample.defines), threads=threads(), coarsen=False)
+    launch = module[sample.kernel][case.grid, case.block, case.shmem]
+    return lambda args: launch(**args)
+
+
 def make_polypy_c_variant(sample: Sample, case: Case) -> Runner:
     """Frontend -> ``to_cpu`` -> ``codegen.c.build_library`` (cc with ``CFLAGS``) -> ctypes."""
     try:
@@ -43,9 +55,12 @@ def make_polypy_c_variant(sample: Sample, case: Case) -> Runner:
         from polypy.driver import load, to_cpu
     except ImportError as e:
         raise Skip(f"the C/OpenMP backend is not available: {e}") from None
+    from polypy.driver import block_coarsener
+
     module = load(sample.source, defines=dict(sample.defines))
     cpu = to_cpu(module.kernel(sample.kernel))
-    library = build_library([cpu], module.globals, source=str(sample.source), threads=threads(), flags=CFLAGS)
+    library = build_library([cpu], module.globals, source=str(sample.source), threads=threads(), flags=CFLAGS,
+                            coarsen=block_coarsener(module))
     return lambda args: library.launch(sample.kernel, case.grid, case.block, args, shmem=case.shmem)
 
 

@@ -38,15 +38,17 @@ def threads() -> int:
 
 
 def default_variants() -> dict[str, Factory]:
-    """omp, numpy, polypy-llvm, polypy-c, polypy-noopt, in the order the table prints them."""
+    """omp, numpy, polypy-llvm, polypy-fine, polypy-c, polypy-noopt, in the order the table prints them."""
     from bench.numpy_ports import make_numpy_variant
     from bench.omp_ports import make_omp_variant
-    from bench.polypy_variants import make_polypy_c_variant, make_polypy_llvm_variant, make_polypy_noopt_variant
+    from bench.polypy_variants import (make_polypy_c_variant, make_polypy_fine_variant, make_polypy_llvm_variant,
+                                       make_polypy_noopt_variant)
 
     return {
         BASELINE: make_omp_variant,
         "numpy": make_numpy_variant,
         "polypy-llvm": make_polypy_llvm_variant,
+        "polypy-fine": make_polypy_fine_variant,
         "polypy-c": make_polypy_c_variant,
         "polypy-noopt": make_polypy_noopt_variant,
     }

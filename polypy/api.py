@@ -50,19 +50,22 @@ MAX_SPECIALIZATIONS = 8
 
 def compile(path: str | os.PathLike, *, defines: dict[str, str] | None = None,
             include_dirs: Sequence[str] = (), threads: int | None = None, text: str | None = None,
-            specialize: bool = True) -> CompiledModule:
+            specialize: bool = True, coarsen: bool | int = True) -> CompiledModule:
     """Parse, optimize, lower to CPU form and JIT-compile every kernel of a CUDA file.
 
     ``threads``: worker threads per launch (default: every core this process may use).
     ``specialize``: compile each kernel for the block shape of its launches (on the first launch
     of each shape); False: one generic version for every shape.
+    ``coarsen``: run consecutive blocks along x as one coarse block where that is legal and pays
+    (``gpu2cpu.coarsen_blocks``; with ``specialize`` only); an int >= 2 forces that factor on
+    every launch where it is legal (for testing); False: never.
     Machine code is cached on disk (see ``codegen.llvm.cache``), so compiling the same kernels
     again skips LLVM entirely.
     """
     from polypy import driver
 
     gpu = driver.load(path, defines=defines, include_dirs=tuple(include_dirs), text=text)
-    return CompiledModule.from_ir(gpu, threads=threads, specialize=specialize)
+    return CompiledModule.from_ir(gpu, threads=threads, specialize=specialize, coarsen=coarsen)
 
 
 def _to_cpu(gpu: n.Module) -> n.Module:
@@ -86,7 +89,7 @@ class CompiledModule:
     """
 
     def __init__(self, gpu: n.Module | None, cpu: n.Module, jit: Any = None, threads: int | None = None, *,
-                 specialize: bool = True):
+                 specialize: bool = True, coarsen: bool | int = True):
         from codegen.llvm import global_storage
 
         self.gpu = gpu
@@ -94,6 +97,7 @@ class CompiledModule:
         self._jit = jit
         self.threads = threads
         self.specialize = specialize
+        self.coarsen = _check_coarsen(coarsen)
         self.globals: dict[str, np.ndarray] = jit.globals if jit is not None else global_storage(cpu)
         self._kernels: dict[str, CompiledKernel] = {}
         for k in cpu.kernels:
@@ -107,11 +111,12 @@ class CompiledModule:
 
     @classmethod
     def from_ir(cls, gpu: n.Module | None, cpu: n.Module | None = None, *, threads: int | None = None,
-                specialize: bool = True) -> CompiledModule:
+                specialize: bool = True, coarsen: bool | int = True) -> CompiledModule:
         """Compile IR directly: a GPU-form module (lowered with ``to_cpu``) and/or its CPU form.
 
-        Without ``gpu`` there is no footprint check and no ``emulate``. Machine code is made on
-        the first launch of each block shape (or first use of ``jit``).
+        Without ``gpu`` there is no footprint check, no ``emulate`` and no block coarsening
+        (which lowers the GPU form again). Machine code is made on the first launch of each
+        block shape (or first use of ``jit``).
         """
         if cpu is None:
             if gpu is None:
@@ -124,7 +129,7 @@ class CompiledModule:
             for k in cpu.kernels:  # refuse what the backend would refuse, now rather than at a launch
                 check_cpu_form(k)
                 verify_kernel(k)
-        return cls(gpu, cpu, None, threads, specialize=specialize)
+        return cls(gpu, cpu, None, threads, specialize=specialize, coarsen=coarsen)
 
     @property
     def jit(self) -> Any:
@@ -178,6 +183,9 @@ class CompiledKernel:
         self._footprints: collections.OrderedDict[tuple, dict[str, tuple[int, int]]] = collections.OrderedDict()
         # Block shape -> machine code specialized for it (a cache, filled by for_block).
         self._specialized: dict[tuple[int, int, int], Any] = {}
+        # Block shape -> (coarsening factor, machine code for coarse blocks or None until needed);
+        # factor 1: launches of that shape are not coarsened (a cache, filled by for_launch).
+        self._coarse: dict[tuple[int, int, int], tuple[int, Any]] = {}
         self._checks = _ArrayChecks(self.signature)
         known = {p.name for p in self.signature.params}
         self._unbound = [p.name for p in cpu.params if p.name not in known]
@@ -209,6 +217,59 @@ class CompiledKernel:
         compiled = jit.kernels[self.name]
         self._specialized[block] = compiled
         return compiled
+
+    def for_launch(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> Any:
+        """The machine code a launch of ``grid`` and ``block`` runs: the kernel's block function
+        for the shape (``for_block``), or one for coarse blocks of several blocks along x where
+        the module coarsens, the shape allows it and the grid has enough of them
+        (``polypy.coarsening``). Coarse code is compiled on the first launch that uses it."""
+        fine = self.for_block(block)
+        if block not in self._specialized:
+            return fine  # the generic code: no coarsening either
+        factor, coarse = self._coarse.get(block, (None, None))
+        if factor is None:
+            factor = self._coarsening_factor(block)
+            self._coarse[block] = (factor, None)
+        if factor == 1:
+            return fine
+        from codegen.llvm.launch import default_threads
+        from polypy.coarsening import BLOCKS_PER_WORKER, coarsening_pays
+
+        forced = not isinstance(self.module.coarsen, bool)  # a factor asked for: every launch
+        workers = self.module.threads or default_threads()
+        if not coarsening_pays(grid, (factor, 1, 1), workers, blocks_per_worker=0 if forced else BLOCKS_PER_WORKER):
+            return fine
+        if coarse is None:
+            coarse = self._compile_coarse(block, factor)
+            self._coarse[block] = (factor, coarse)
+        return coarse
+
+    def _coarsening_factor(self, block: tuple[int, int, int]) -> int:
+        setting = self.module.coarsen
+        if setting is False or self.gpu is None:
+            return 1
+        from gpu2cpu.coarsen_blocks import plan_coarsening
+
+        return plan_coarsening(self.gpu, block=block, factor=None if setting is True else setting).factor
+
+    def _compile_coarse(self, block: tuple[int, int, int], factor: int) -> Any:
+        from codegen.llvm import compile_module
+        from polypy.driver import coarsen_for_block
+        from polypy.passes.specialize import specialize_block_shape
+
+        assert self.gpu is not None
+        fine = specialize_block_shape(self.cpu, block=block)
+        kernel = coarsen_for_block(self.gpu, block=block, fine=fine, factor=factor)
+        if kernel is None:
+            raise InternalError(f"kernel {self.name!r}: coarsening by {factor} was planned but not done")
+        cpu = self.module.cpu
+        jit = compile_module(n.Module((kernel,), globals=cpu.globals, source=cpu.source), globals=self.module.globals)
+        return jit.kernels[self.name]
+
+    @property
+    def coarsened(self) -> dict[tuple[int, int, int], int]:
+        """Block shape -> coarsening factor, for the shapes launched so far (1: not coarsened)."""
+        return {block: factor for block, (factor, _) in self._coarse.items()}
 
     @property
     def signature(self) -> n.Kernel:
@@ -287,7 +348,7 @@ class Launch:
         _check_footprints(k.signature, k.footprint(self.grid, self.block, ints), arrays)
         if k._unbound:
             raise InternalError(f"CPU-form kernel {k.name!r} has a parameter {k._unbound[0]!r} the source does not")
-        compiled = k.for_block(self.block)
+        compiled = k.for_launch(self.grid, self.block)
         compiled.run(self.grid, self.block, self.shmem, arrays, scalars, threads=k.module.threads)
 
     def __repr__(self) -> str:
@@ -313,6 +374,14 @@ class _Emulated:
 
 
 # --------------------------------------------------------------------------- checks
+
+
+def _check_coarsen(coarsen: bool | int) -> bool | int:
+    if isinstance(coarsen, bool):
+        return coarsen
+    if not isinstance(coarsen, (int, np.integer)) or coarsen < 1:
+        raise UserError(f"coarsen must be True, False or a factor >= 1, got {coarsen!r}")
+    return int(coarsen)
 
 
 def _check_threads(threads: int | None) -> int | None:

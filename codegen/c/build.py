@@ -41,6 +41,7 @@ from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType
 from polypy.passes.specialize import check_block_shape
 
+from codegen.c.kernel import Coarsener
 from codegen.c.module import emit_kernels
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno",
@@ -126,6 +127,7 @@ class _Rebuild:
     threads: int
     source: str
     built_in: frozenset[tuple[str, tuple[int, int, int]]] = frozenset()  # specialized in the library itself
+    coarsen: Coarsener | None = None
 
 
 class CLibrary:
@@ -165,7 +167,8 @@ class CLibrary:
                 or sum(1 for name, _ in self._specialized if name == kernel.name) >= MAX_SPECIALIZATIONS):
             return self
         text = emit_kernels([kernel], source=rebuild.source, cpp=self.cpp, threads=rebuild.threads,
-                            check_bounds=self.check_bounds, block_shapes={kernel.name: [block]})
+                            check_bounds=self.check_bounds, block_shapes={kernel.name: [block]},
+                            coarsen=rebuild.coarsen)
         found = CLibrary(compile_library(text, cpp=self.cpp, flags=rebuild.flags), [kernel], cpp=self.cpp,
                          check_bounds=self.check_bounds)
         self._specialized[key] = found
@@ -227,19 +230,21 @@ class CLibrary:
 def build_library(kernels: Sequence[n.Kernel], globals_: Sequence[n.Buffer] = (), *, cpp: bool = False,
                   threads: int = 0, check_bounds: bool = False, source: str = "", flags: Sequence[str] = FLAGS,
                   block_shapes: Mapping[str, Sequence[tuple[int, ...]]] | None = None,
-                  specialize: bool = True) -> CLibrary:
+                  specialize: bool = True, coarsen: Coarsener | None = None) -> CLibrary:
     """Emit, compile (cached) and load CPU-form ``kernels`` as one library.
 
     ``block_shapes``: per kernel, shapes to compile specialized versions for now, in the library;
     ``specialize``: compile a specialized version on the first launch with any other shape (see
-    the module docstring).
+    the module docstring); ``coarsen``: per specialized shape, a version for coarse blocks too,
+    run by the launches whose grid has enough of them (``polypy.driver.block_coarsener`` makes
+    one from the kernels' GPU form; see ``codegen.c.kernel.emit_kernel``).
     """
     text = emit_kernels(kernels, globals_, source=source, cpp=cpp, threads=threads, check_bounds=check_bounds,
-                        block_shapes=block_shapes)
+                        block_shapes=block_shapes, coarsen=coarsen)
     path = compile_library(text, cpp=cpp, flags=flags)
     built_in = frozenset((name, check_block_shape(tuple(shape)))
                          for name, shapes in (block_shapes or {}).items() for shape in shapes)
-    rebuild = _Rebuild(tuple(flags), threads, source, built_in) if specialize else None
+    rebuild = _Rebuild(tuple(flags), threads, source, built_in, coarsen) if specialize else None
     return CLibrary(path, kernels, cpp=cpp, check_bounds=check_bounds, globals_=globals_, rebuild=rebuild)
 
 

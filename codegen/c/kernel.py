@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from typing import Sequence
+from typing import Callable, Optional, Sequence
 
+from polypy.coarsening import CoarseVersion, pays_in_c
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType
@@ -284,9 +285,16 @@ class KernelEmitter:
                 ]
                 arguments += [f"polypy_lo_{name}", f"polypy_hi_{name}"]
         num_threads = f" num_threads({opts.threads})" if opts.threads > 0 else ""
+        # A coarsened kernel runs for blockIdx = multiples of its factors (Kernel.coarsen).
+        factors = self.kernel.coarsen
+        steps = [f"++b{axis}" if f == 1 else f"b{axis} += {f}u" for axis, f in zip("xyz", factors)]
+        note = ""
+        if factors != (1, 1, 1):
+            note = (f"\n * Coarse blocks: one call of the block function does the work of the blocks from blockIdx "
+                    f"to blockIdx + ({', '.join(map(str, factors))}) - 1 in the grid.")
         return render_template("c_launcher.j2", kernel=self.kernel.name, signature=decl, grid=grid, block=block,
                                prologue=prologue, num_threads=num_threads, scratch=scratch,
-                               block_function=self.block_name, arguments=arguments)
+                               block_function=self.block_name, arguments=arguments, steps=steps, note=note)
 
     def emit(self) -> KernelCode:
         k = self.kernel
@@ -327,7 +335,13 @@ def _param_index(kernel: n.Kernel, name: str) -> int:
     raise KeyError(name)
 
 
-def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[BlockShape] = ()) -> KernelCode:
+# Per block shape, a kernel's block function for coarse blocks (``polypy.coarsening``), or None:
+# called with the kernel (CPU form), the shape and the kernel specialized for that shape.
+Coarsener = Callable[[n.Kernel, BlockShape, n.Kernel], Optional[CoarseVersion]]
+
+
+def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[BlockShape] = (),
+                coarsen: Coarsener | None = None) -> KernelCode:
     """The C/C++ code of one CPU-form kernel: block function and launcher.
 
     With ``block_shapes``, also a version specialized for each of those block shapes
@@ -338,25 +352,51 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[Bl
             if (block == (256, 1, 1)) { K_launch_b256x1x1(grid, block, shmem, ...); return; }
             K_launch_generic(grid, block, shmem, ...);
         }
+
+    ``coarsen`` gives, per shape, a version for coarse blocks (``gpu2cpu.coarsen_blocks``), run
+    by the launches whose grid has enough of them (``polypy.coarsening.coarsening_pays``)::
+
+            if (block == (32, 8, 1)) {
+                if ((grid.x / 4) * grid.y * grid.z >= 8 * workers) { K_launch_b32x8x1_c4x1x1(...); return; }
+                K_launch_b32x8x1(...); return;
+            }
     """
     shapes = list(dict.fromkeys(check_block_shape(tuple(s)) for s in block_shapes))
     if not shapes:
         return KernelEmitter(kernel, options).emit()
     main = KernelEmitter(kernel, options)
     generic = KernelEmitter(kernel, options, variant="generic")
-    versions = [KernelEmitter(specialize_block_shape(kernel, block=shape), options, variant=variant_name(shape))
-                for shape in shapes]
+    versions: list[KernelEmitter] = []
+    coarse_versions: list[tuple[CoarseVersion, KernelEmitter] | None] = []
+    for shape in shapes:
+        fine = specialize_block_shape(kernel, block=shape)
+        versions.append(KernelEmitter(fine, options, variant=variant_name(shape)))
+        coarse = coarsen(kernel, shape, fine) if coarsen is not None else None
+        if coarse is not None:
+            name = f"{variant_name(shape)}_c{'x'.join(map(str, coarse.factor))}"
+            coarse_versions.append((coarse, KernelEmitter(coarse.kernel, options, variant=name)))
+        else:
+            coarse_versions.append(None)
     decl, _ = main.signature()
     forward = ", ".join(main.forwarded())
     block = ("block.x", "block.y", "block.z") if options.cpp else ("block_x", "block_y", "block_z")
+    grid = ("grid.x", "grid.y", "grid.z") if options.cpp else ("grid_x", "grid_y", "grid_z")
+    workers = str(options.threads) if options.threads > 0 else "POLYPY_WORKERS()"
     lines = [f"/* Launch {kernel.name}<<<grid, block, shmem_bytes>>>: the version compiled for the launch's block "
              f"shape, if any. */", decl, "{"]
-    for shape, version in zip(shapes, versions):
+    for shape, version, coarse in zip(shapes, versions, coarse_versions):
         test = " && ".join(f"{b} == {d}u" for b, d in zip(block, shape))
-        lines += [f"{INDENT}if ({test}) {{", f"{INDENT * 2}{version.launcher_name}({forward});",
-                  f"{INDENT * 2}return;", f"{INDENT}}}"]
+        lines.append(f"{INDENT}if ({test}) {{")
+        if coarse is not None:
+            version_, emitter = coarse
+            pays = pays_in_c(grid, version_.factor, workers, version_.blocks_per_worker)
+            lines += [f"{INDENT * 2}if ({pays}) {{", f"{INDENT * 3}{emitter.launcher_name}({forward});",
+                      f"{INDENT * 3}return;", f"{INDENT * 2}}}"]
+        lines += [f"{INDENT * 2}{version.launcher_name}({forward});", f"{INDENT * 2}return;", f"{INDENT}}}"]
     lines += [f"{INDENT}{generic.launcher_name}({forward});", "}"]
-    texts = [v.emit().text for v in versions] + [generic.emit().text, "\n".join(lines)]
+    texts = [v.emit().text for v in versions]
+    texts += [c[1].emit().text for c in coarse_versions if c is not None]
+    texts += [generic.emit().text, "\n".join(lines)]
     return KernelCode(kernel.name, main.launcher_name, decl + ";", "\n\n".join(texts))
 
 

@@ -30,7 +30,7 @@ from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.host import HostFile, HostProgram
 
-from codegen.c.kernel import KernelCode, Options, emit_kernel, emulated_launcher
+from codegen.c.kernel import Coarsener, KernelCode, Options, emit_kernel, emulated_launcher
 from codegen.c.render import c_type, literal
 from codegen.c.templates import prelude, render_template
 
@@ -70,15 +70,17 @@ def _product(dims: Sequence[int]) -> int:
 
 def emit_kernels(kernels: Sequence[n.Kernel], globals_: Sequence[n.Buffer] = (), *, source: str = "",
                  cpp: bool = False, threads: int = 0, check_bounds: bool = False,
-                 block_shapes: Mapping[str, Sequence[tuple[int, ...]]] | None = None) -> str:
+                 block_shapes: Mapping[str, Sequence[tuple[int, ...]]] | None = None,
+                 coarsen: Coarsener | None = None) -> str:
     """A C (or C++) file with a block function and a launcher per CPU-form kernel.
 
     ``block_shapes``: per kernel name, block shapes to compile specialized versions for (the
-    launcher dispatches on the launch's block shape; see ``codegen.c.kernel.emit_kernel``).
+    launcher dispatches on the launch's block shape; see ``codegen.c.kernel.emit_kernel``);
+    ``coarsen``: per such shape, a version for coarse blocks (``emit_kernel``).
     """
     options = Options(cpp=cpp, threads=threads, check_bounds=check_bounds)
     shapes = block_shapes or {}
-    codes = [emit_kernel(k, options, block_shapes=shapes.get(k.name, ())).text for k in kernels]
+    codes = [emit_kernel(k, options, block_shapes=shapes.get(k.name, ()), coarsen=coarsen).text for k in kernels]
     compiler = "c++" if cpp else "cc"
     return render_template(
         "c_kernels.j2", source=source or "<memory>", kernels=codes, language="C++" if cpp else "C",

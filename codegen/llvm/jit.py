@@ -144,7 +144,7 @@ class JitKernel:
             threads: int | None = None) -> None:
         """One launch. ``arrays`` (C-contiguous, right dtype) and ``scalars`` (of the parameter
         types) are keyed by IR parameter name; the caller has checked them."""
-        num_blocks = grid[0] * grid[1] * grid[2]
+        num_blocks = self.abi.block_count(grid)  # coarse blocks, for a coarsened kernel
         if num_blocks <= 0:
             return
         args: list[object] = []  # the caller keeps the arrays alive for the launch

@@ -18,6 +18,10 @@ ids from a counter shared by the workers of a launch (see ``KernelABI``)::
                   <K's body: the work of one block, thread loops included>
     exit:     free the malloc'ed buffers; return 0 (1: a malloc failed, nothing ran)
 
+A coarsened kernel (``Kernel.coarsen``, see ``gpu2cpu.coarsen_blocks``) counts coarse blocks
+instead: ``total`` is ``prod(ceil(gridDim.d / coarsen[d]))`` and block ``id`` has ``blockIdx.d =
+coarsen[d] * (its coordinate d)``; ``gridDim`` stays the launch's grid.
+
 A launch calls ``K_worker`` once on each of its threads with the same counter (one native call
 per thread, however many blocks), so uneven blocks balance out without going back to Python.
 ``K_blocks(first, last, <the rest as K_worker>)`` runs one range of blocks (a counter of its
@@ -87,11 +91,17 @@ class KernelABI:
     params: tuple[n.Param, ...]
     globals: tuple[n.Buffer, ...]
     worker_symbol: str = ""
+    coarsen: tuple[int, int, int] = (1, 1, 1)
+
+    def block_count(self, grid: tuple[int, int, int]) -> int:
+        """How many (coarse) blocks ``first``/``last``/``total`` count for a launch of ``grid``."""
+        return math.prod(-(-g // f) for g, f in zip(grid, self.coarsen))
 
 
 def kernel_abi(kernel: n.Kernel) -> KernelABI:
     globals_ = tuple(b for b in kernel.buffers if b.space in GLOBAL_SPACES)
-    return KernelABI(kernel.name, f"{kernel.name}_blocks", kernel.params, globals_, f"{kernel.name}_worker")
+    return KernelABI(kernel.name, f"{kernel.name}_blocks", kernel.params, globals_, f"{kernel.name}_worker",
+                     kernel.coarsen)
 
 
 def check_cpu_form(kernel: n.Kernel) -> None:
@@ -267,11 +277,15 @@ class _KernelEmitter(Visitor):
         b.store(b.select(b.icmp_signed("<", end, total), end, total), last_slot)
         b.store(first, id_slot)
         # blockIdx of the chunk's first block (x fastest); the next ones by counting, not dividing.
-        gx = b.zext(self.grid_dim[0], I64)
-        gy = b.zext(self.grid_dim[1], I64)
+        # A coarsened kernel counts coarse blocks: ceil(gridDim / coarsen) of them along each
+        # dimension, blockIdx their first block's (multiples of the factors).
+        factors = k.coarsen
+        gx, gy = (self.coarse_count(d) for d in (0, 1))
         rest = b.udiv(first, gx)
         idx_slots = [self.slot(f".block_{axis}", IR_U32) for axis in "xyz"]
-        for slot, value in zip(idx_slots, (b.urem(first, gx), b.urem(rest, gy), b.udiv(rest, gy))):
+        for slot, value, f in zip(idx_slots, (b.urem(first, gx), b.urem(rest, gy), b.udiv(rest, gy)), factors):
+            if f != 1:
+                value = b.mul(value, ir.Constant(I64, f))
             b.store(b.trunc(value, I32), slot)
         b.branch(header)
         b.position_at_end(header)
@@ -289,13 +303,27 @@ class _KernelEmitter(Visitor):
         b.store(b.add(b.load(id_slot, typ=I64), ir.Constant(I64, 1)), id_slot)
         # (bx, by, bz) += 1 with carries: bx wraps at gridDim.x into by, by at gridDim.y into bz.
         one, zero = ir.Constant(I32, 1), ir.Constant(I32, 0)
-        bx = b.add(b.load(idx_slots[0], typ=I32), one)
-        wrap_x = b.icmp_unsigned("==", bx, self.grid_dim[0])
-        b.store(b.select(wrap_x, zero, bx), idx_slots[0])
-        by = b.add(b.load(idx_slots[1], typ=I32), b.zext(wrap_x, I32))
-        wrap_y = b.icmp_unsigned("==", by, self.grid_dim[1])
-        b.store(b.select(wrap_y, zero, by), idx_slots[1])
-        b.store(b.add(b.load(idx_slots[2], typ=I32), b.zext(wrap_y, I32)), idx_slots[2])
+        if factors == (1, 1, 1):
+            bx = b.add(b.load(idx_slots[0], typ=I32), one)
+            wrap_x = b.icmp_unsigned("==", bx, self.grid_dim[0])
+            b.store(b.select(wrap_x, zero, bx), idx_slots[0])
+            by = b.add(b.load(idx_slots[1], typ=I32), b.zext(wrap_x, I32))
+            wrap_y = b.icmp_unsigned("==", by, self.grid_dim[1])
+            b.store(b.select(wrap_y, zero, by), idx_slots[1])
+            b.store(b.add(b.load(idx_slots[2], typ=I32), b.zext(wrap_y, I32)), idx_slots[2])
+        else:
+            # Coarse blocks: bx += fx, wrapping (at or past gridDim.x) into by += fy, and so on.
+            # No u32 overflow: blockIdx < gridDim < 2^31 and factors are small.
+            fx, fy, fz = (ir.Constant(I32, f) for f in factors)
+            bx = b.add(b.load(idx_slots[0], typ=I32), fx)
+            wrap_x = b.icmp_unsigned(">=", bx, self.grid_dim[0])
+            b.store(b.select(wrap_x, zero, bx), idx_slots[0])
+            by = b.load(idx_slots[1], typ=I32)
+            by = b.select(wrap_x, b.add(by, fy), by)
+            wrap_y = b.icmp_unsigned(">=", by, self.grid_dim[1])
+            b.store(b.select(wrap_y, zero, by), idx_slots[1])
+            bz = b.load(idx_slots[2], typ=I32)
+            b.store(b.select(wrap_y, b.add(bz, fz), bz), idx_slots[2])
         b.branch(header)
 
         free = self.declare("free", ir.VoidType(), [PTR], pure=False) if heap else None
@@ -312,6 +340,15 @@ class _KernelEmitter(Visitor):
             self.fn.blocks.append(block)
         self.emit_range_entry()
         return self.fn
+
+    def coarse_count(self, d: int) -> ir.Value:
+        """Blocks (coarse blocks, for a coarsened kernel) along dimension ``d``, as i64."""
+        b = self.builder
+        g = b.zext(self.grid_dim[d], I64)
+        f = self.kernel.coarsen[d]
+        if f == 1:
+            return g
+        return b.udiv(b.add(g, ir.Constant(I64, f - 1)), ir.Constant(I64, f))
 
     def emit_range_entry(self) -> None:
         """``K_blocks(first, last, ...)``: K_worker on a counter of its own, in one chunk."""

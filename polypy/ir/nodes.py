@@ -377,12 +377,20 @@ STAGES = ("gpu", "cpu")
 
 @_node
 class Kernel(Node):
+    """One kernel. ``coarsen`` (CPU form only, ``(1, 1, 1)`` otherwise): the body is the work of
+    a *coarse block*, up to ``coarsen[d]`` consecutive blocks along each dimension ``d``: the
+    launcher runs it once for each ``blockIdx`` whose coordinates are multiples of ``coarsen``
+    (``blockIdx`` is the coarse block's first block; ``gridDim`` and ``blockDim`` keep their
+    meaning), and the body does the work of the blocks of the grid from there (see
+    ``gpu2cpu.coarsen_blocks``, ``docs/ir.md``)."""
+
     name: str
     params: tuple[Param, ...]
     buffers: tuple[Buffer, ...]
     body: tuple[Stmt, ...]
     stage: str = "gpu"
     source_params: tuple[SourceParam, ...] = ()
+    coarsen: tuple[int, int, int] = (1, 1, 1)
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

@@ -152,6 +152,9 @@ class _Parser:
         stage = "gpu"
         if self.accept("stage"):
             stage = self.ident()
+        coarsen = (1, 1, 1)
+        if self.accept("coarsen"):
+            coarsen = self.coarsening()
         self.expect("{")
         source_params = []
         buffers = []
@@ -168,7 +171,22 @@ class _Parser:
         body = self.block_body()
         self.expect("}")
         return n.Kernel(name, tuple(params), tuple(buffers), body, stage=stage,
-                        source_params=tuple(source_params), loc=loc)
+                        source_params=tuple(source_params), coarsen=coarsen, loc=loc)
+
+    def coarsening(self) -> tuple[int, int, int]:
+        """``(4, 1, 1)`` after ``coarsen``: the factor per dimension."""
+        self.expect("(")
+        factors = []
+        for d in range(3):
+            t = self.next()
+            if t.kind != "num" or not t.text.isdigit() or int(t.text) < 1:
+                raise UserError(f"expected a positive coarsening factor, found {t.text!r}",
+                                Loc(self.filename, t.line, t.col))
+            factors.append(int(t.text))
+            if d < 2:
+                self.expect(",")
+        self.expect(")")
+        return factors[0], factors[1], factors[2]
 
     def source_param(self) -> n.SourceParam:
         self.expect("source")

@@ -237,6 +237,8 @@ class _Printer:
     def kernel(self, k: n.Kernel) -> None:
         params = ", ".join(f"{p.name}: {format_type(p.ptype)}" for p in k.params)
         stage = " stage cpu" if k.stage == "cpu" else ""
+        if k.coarsen != (1, 1, 1):
+            stage += " coarsen (" + ", ".join(str(f) for f in k.coarsen) + ")"
         self.emit(0, f"kernel {k.name}({params}){stage} {{", k)
         for sp in k.source_params:
             if sp.members == (("", sp.name),):

@@ -53,6 +53,8 @@ class _Verifier:
         k = self.kernel
         if k.stage not in n.STAGES:
             self.fail(f"unknown stage {k.stage!r}", k)
+        if len(k.coarsen) != 3 or min(k.coarsen) < 1 or (k.stage != "cpu" and k.coarsen != (1, 1, 1)):
+            self.fail(f"coarsening {k.coarsen!r}: three positive factors, and only in CPU form", k)
         for p in k.params:
             if isinstance(p.ptype, PointerType):
                 if p.name in self.declared:

@@ -1,0 +1,51 @@
+"""When a launch runs coarse blocks: the launch-time half of block coarsening, shared by backends.
+
+``gpu2cpu.coarsen_blocks`` builds, per block shape, a block function for *coarse blocks* of
+``factor`` consecutive blocks along x (``Kernel.coarsen``); whether a given launch uses it or the
+kernel's own block function depends on its grid, known only at launch: coarse blocks are fewer,
+and a grid with too few of them would leave workers idle (or, narrower than the factor, run
+nothing but partial coarse blocks). ``polypy.api`` applies ``coarsening_pays`` before each JIT
+launch; ``codegen.c`` renders the same test into its dispatching launcher (``pays_in_c``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from polypy.ir import nodes as n
+
+# Full coarse blocks a launch needs per worker thread to run coarse: enough to balance the load
+# (the launchers hand out blocks in chunks) with a little to spare.
+BLOCKS_PER_WORKER = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class CoarseVersion:
+    """A kernel's block function for coarse blocks (``kernel.coarsen``), for one block shape, and
+    how many full coarse blocks per worker a launch needs to use it (0: every launch does)."""
+
+    kernel: n.Kernel
+    blocks_per_worker: int = BLOCKS_PER_WORKER
+
+    @property
+    def factor(self) -> tuple[int, int, int]:
+        return self.kernel.coarsen
+
+
+def full_coarse_blocks(grid: tuple[int, int, int], factor: tuple[int, int, int]) -> int:
+    return math.prod(g // f for g, f in zip(grid, factor))
+
+
+def coarsening_pays(grid: tuple[int, int, int], factor: tuple[int, int, int], workers: int, *,
+                    blocks_per_worker: int = BLOCKS_PER_WORKER) -> bool:
+    """Whether a launch of ``grid`` on ``workers`` threads should run coarse blocks of ``factor``."""
+    return full_coarse_blocks(grid, factor) >= blocks_per_worker * max(1, workers)
+
+
+def pays_in_c(grid: tuple[str, str, str], factor: tuple[int, int, int], workers: str, blocks_per_worker: int) -> str:
+    """``coarsening_pays`` as a C expression over the C expressions ``grid`` and ``workers``."""
+    if blocks_per_worker <= 0:
+        return "1"
+    full = " * ".join(f"(unsigned long long)({g} / {f}u)" if f != 1 else f"(unsigned long long){g}"
+                      for g, f in zip(grid, factor))
+    return f"{full} >= {blocks_per_worker}ull * (unsigned long long)({workers})"

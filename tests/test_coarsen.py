@@ -1,0 +1,206 @@
+"""Block coarsening (``gpu2cpu.coarsen_blocks``, ``polypy.coarsening``): consecutive blocks along
+x run as one coarse block on the CPU.
+
+Every sample is run with a forced factor (so every launch takes the coarse path, partial coarse
+blocks included: the grids are not multiples of the factor) through the LLVM JIT and the C
+backend, against the emulator; the plan's decisions and refusals, the IR form and the launch
+rule are checked on their own."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from test_llvm_support import isolated_cache
+
+import polypy
+from c_support import copy_args, need_compiler
+from codegen.c import build_library
+from gpu2cpu.coarsen_blocks import coarsen_blocks, join_partial_blocks, plan_coarsening
+from polypy.coarsening import coarsening_pays, pays_in_c
+from polypy.driver import block_coarsener, coarsen_for_block, to_cpu
+from polypy.emulator import emulate
+from polypy.errors import InternalError, UserError
+from polypy.ir import nodes as n
+from polypy.ir import parse_module, print_module
+from polypy.ir.verifier import verify_kernel
+from samples.spec import Sample, all_samples
+
+pytestmark = pytest.mark.usefixtures("isolated_cache")
+assert isolated_cache
+
+SAMPLES = all_samples()
+BY_NAME = {s.name: s for s in SAMPLES}
+
+
+@functools.cache
+def _load(name: str) -> n.Module:
+    s = BY_NAME[name]
+    return polypy.load(s.source, defines=dict(s.defines))
+
+
+def _check_outputs(s: Sample, case, got: dict, emulated: dict, what: str) -> None:
+    for out in s.outputs:
+        np.testing.assert_allclose(np.asarray(got[out], np.float64), np.asarray(emulated[out], np.float64),
+                                   rtol=s.rtol, atol=s.atol, err_msg=f"{s.name} {case} {out}: {what} vs emulator")
+
+
+def _legal(s: Sample, factor: int) -> bool:
+    case = s.cases[0]
+    block = tuple(case.block) + (1,) * (3 - len(case.block))
+    return plan_coarsening(_load(s.name).kernel(s.kernel), block=block, factor=factor).factor == factor
+
+
+@pytest.mark.parametrize("factor", [2, 3])
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_forced_coarsening_through_the_jit(name: str, factor: int) -> None:
+    s = BY_NAME[name]
+    module = polypy.compile(s.source, defines=dict(s.defines), coarsen=factor)
+    for i, case in enumerate(s.cases[:2]):
+        args = s.make_args(np.random.default_rng(77 + i), case, np.float32)
+        emulated, got = copy_args(args), copy_args(args)
+        emulate(_load(name).kernel(s.kernel), case.grid, case.block, emulated, shmem=case.shmem)
+        module[s.kernel][case.grid, case.block, case.shmem](**got)
+        _check_outputs(s, case, got, emulated, f"JIT coarsened by {factor}")
+        block = tuple(case.block) + (1,) * (3 - len(case.block))
+        expected = factor if _legal(s, factor) else 1
+        assert module[s.kernel].coarsened[block] == expected
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_forced_coarsening_through_the_c_backend(name: str) -> None:
+    need_compiler()
+    s = BY_NAME[name]
+    module = _load(name)
+    shapes = {s.kernel: [tuple(c.block) + (1,) * (3 - len(c.block)) for c in s.cases[:2]]}
+    library = build_library([to_cpu(k) for k in module.kernels], module.globals, source=str(s.source),
+                            block_shapes=shapes, coarsen=block_coarsener(module, factor=3), specialize=False)
+    for i, case in enumerate(s.cases[:2]):
+        args = s.make_args(np.random.default_rng(91 + i), case, np.float32)
+        emulated, got = copy_args(args), copy_args(args)
+        emulate(module.kernel(s.kernel), case.grid, case.block, emulated, shmem=case.shmem)
+        library.launch(s.kernel, case.grid, case.block, got, shmem=case.shmem)
+        _check_outputs(s, case, got, emulated, "C coarsened by 3")
+
+
+def test_every_elementwise_sample_can_be_coarsened() -> None:
+    legal = {s.name for s in SAMPLES if _legal(s, 2)}
+    for name in ("saxpy", "blackscholes", "relu3", "jacobi2d", "conv2d", "nbody_step", "matmul_tiled"):
+        assert name in legal, name
+    # extern __shared__ memory is sized by the launch: no slice per sub-block
+    assert "stencil1d" not in legal
+
+
+ELEMENTWISE = """kernel axpy(n: i32, a: f32, x: const f32*, y: f32*) {
+  var i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
+  if (i < n) {
+    y[i] = a * x[i] + y[i]
+  }
+}
+"""
+
+PER_BLOCK = """kernel first(n: i32, x: const f32*, y: f32*) {
+  var i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
+  if (i < n) {
+    y[i] = x[(i32)blockIdx.x] + (f32)threadIdx.x
+  }
+}
+"""
+
+WARPS = """kernel lanes(x: f32*) {
+  var i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
+  var v: f32 = x[i]
+  var t: f32
+  t = shfl.down(4294967295u, v, 1u, 32)
+  x[i] = t
+}
+"""
+
+
+def _kernel(text: str) -> n.Kernel:
+    from polypy.ir import parse_kernel
+    from polypy.passes import SIMPLIFY, run_pipeline
+
+    return run_pipeline(parse_kernel(text), SIMPLIFY)
+
+
+def test_plan_chooses_runs_of_at_least_128_and_1024_threads() -> None:
+    k = _kernel(ELEMENTWISE)
+    assert plan_coarsening(k, block=(256, 1, 1)).factor == 4
+    assert plan_coarsening(k, block=(32, 8, 1)).factor == 4
+    assert plan_coarsening(k, block=(1024, 1, 1)).factor == 1  # large enough already
+    residual = plan_coarsening(k := _kernel(PER_BLOCK), block=(64, 1, 1))
+    assert residual.factor == 1 and "outside blockIdx.x * blockDim.x + threadIdx.x" in residual.why
+    assert plan_coarsening(k, block=(64, 1, 1), factor=2).factor == 2  # exact, only not worth it
+
+
+def test_warp_operations_need_the_original_warps() -> None:
+    k = _kernel(WARPS)
+    refused = plan_coarsening(k, block=(16, 2, 1), factor=2)
+    assert refused.factor == 1 and "warp operations" in refused.why
+    assert plan_coarsening(k, block=(64, 1, 1), factor=2).factor == 2
+
+
+def test_coarse_kernel_prints_parses_and_verifies() -> None:
+    gpu = _kernel(ELEMENTWISE)
+    joined = coarsen_for_block(gpu, block=(64, 1, 1), factor=4)
+    assert joined is not None and joined.coarsen == (4, 1, 1) and joined.stage == "cpu"
+    text = print_module(n.Module((joined,)))
+    assert "coarsen (4, 1, 1)" in text
+    assert parse_module(text).kernels[0] == joined
+    verify_kernel(joined)
+    import dataclasses
+
+    with pytest.raises(InternalError, match="only in CPU form"):
+        verify_kernel(dataclasses.replace(gpu, coarsen=(2, 1, 1)))
+    with pytest.raises(UserError, match="positive coarsening factor"):
+        parse_module(text.replace("coarsen (4, 1, 1)", "coarsen (0, 1, 1)"))
+
+
+def test_coarse_block_does_the_work_of_its_blocks() -> None:
+    gpu = _kernel(ELEMENTWISE)
+    coarse = coarsen_blocks(gpu, block=(32, 1, 1), factor=3)
+    # one GPU-form block of 96 threads at blockIdx.x = 0 does blocks 0, 1 and 2
+    rng = np.random.default_rng(3)
+    args = {"n": 200, "a": np.float32(1.5), "x": rng.standard_normal(224).astype(np.float32),
+            "y": rng.standard_normal(224).astype(np.float32)}
+    fine, merged = copy_args(args), copy_args(args)
+    emulate(gpu, (7, 1, 1), (32, 1, 1), fine)
+    emulate(coarse, (1, 1, 1), (96, 1, 1), merged)
+    np.testing.assert_array_equal(merged["y"][:96], fine["y"][:96])
+    np.testing.assert_array_equal(merged["y"][96:], args["y"][96:])  # nothing beyond its blocks
+
+
+def test_join_refuses_what_it_cannot_join() -> None:
+
+
+    cpu = to_cpu(_kernel(ELEMENTWISE))
+    with pytest.raises(InternalError):
+        join_partial_blocks(cpu, cpu, factor=1)
+
+
+def test_launch_rule() -> None:
+    assert coarsening_pays((64, 1, 1), (4, 1, 1), 2)  # 16 coarse blocks >= 8 per worker
+    assert not coarsening_pays((60, 1, 1), (4, 1, 1), 2)  # 15
+    assert coarsening_pays((3, 1, 1), (4, 1, 1), 2, blocks_per_worker=0)
+    assert pays_in_c(("gx", "gy", "gz"), (4, 1, 1), "w", 8) == \
+        "(unsigned long long)(gx / 4u) * (unsigned long long)gy * (unsigned long long)gz >= 8ull * " \
+        "(unsigned long long)(w)"
+    assert pays_in_c(("gx", "gy", "gz"), (4, 1, 1), "w", 0) == "1"
+
+
+def test_default_module_coarsens_only_launches_with_enough_coarse_blocks() -> None:
+    s = BY_NAME["saxpy"]
+    module = polypy.compile(s.source, defines=dict(s.defines), threads=2)
+    k = module[s.kernel]
+    size = 256 * 80
+    x = np.random.default_rng(1).standard_normal(size).astype(np.float32)
+    y = np.zeros(size, np.float32)
+    args = {p.name: v for p, v in zip(k.signature.params, (size, np.float32(2.0), x, y))}
+    k[80, 256](**args)  # 80 blocks of 256: factor 4, 20 coarse blocks >= 8 per worker
+    assert k.coarsened == {(256, 1, 1): 4}
+    np.testing.assert_allclose(y, 2.0 * x, rtol=1e-6)
+    assert polypy.compile(s.source, defines=dict(s.defines), coarsen=False)[s.kernel] is not None
+    with pytest.raises(UserError, match="coarsen must be"):
+        polypy.compile(s.source, coarsen=0)
