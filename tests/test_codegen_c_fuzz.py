@@ -3,7 +3,8 @@
 Kernels are generated as IR text from segments that each write their own part of the output:
 elementwise integer/float expressions, thread-divergent ifs and loops, shared-memory staging
 across a barrier, barriers in block-uniform loops, tree reductions, global and shared atomics,
-warp shuffles (also under a warp-uniform condition) and votes. Every generated kernel is
+warp shuffles (also under a warp-uniform condition) and votes -- also run in coarse blocks
+(``gpu2cpu.coarsen_blocks``, a forced factor). Every generated kernel is
 race-free by construction (the emulator's race detector checks it), so the C backend must agree
 bit for bit: float expressions use only exactly rounded operations.
 """
@@ -15,7 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from c_support import assert_same_as_emulator, gpu_kernel, need_compiler
-from codegen.c import find_compiler
+from codegen.c import build_library, find_compiler
+from gpu2cpu.coarsen_blocks import plan_coarsening
+from polypy.driver import block_coarsener, to_cpu
+from polypy.emulator import emulate
+from polypy.ir import nodes as n
+from polypy.ir.visitor import walk
 
 pytestmark = pytest.mark.skipif(find_compiler(False) is None, reason="no C compiler (cc/gcc/clang) on this machine")
 
@@ -228,3 +234,43 @@ def test_each_segment_kind_alone(kind: str) -> None:
         assert_same_as_emulator(gpu_kernel(text), 2, 64, args)
 
     run()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_random_kernels_in_coarse_blocks_match_the_emulator(data: st.DataObject) -> None:
+    """The same kernels with blocks merged into coarse blocks (``gpu2cpu.coarsen_blocks``, a forced
+    factor, grids that leave a partial coarse block): still bit for bit the emulator's results,
+    or coarsening refused by the plan (and the kernel run as it is)."""
+    need_compiler()
+    block = data.draw(st.sampled_from([(32, 1), (64, 1), (16, 4), (48, 1), (8, 5)]))
+    block3 = (block[0], block[1], 1)
+    factor = data.draw(st.integers(2, 3))
+    grid = data.draw(st.integers(1, 7))
+    threads = block[0] * block[1]
+    gen = _Gen(data, warps=threads % 32 == 0)
+    kinds = data.draw(st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=4))
+    text = _kernel_text(gen, kinds)
+    kernel = gpu_kernel(text)
+    total = grid * threads
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    args = {
+        "n": total, "a": rng.integers(-1000, 1000, total).astype(np.int32),
+        "b": rng.integers(0, 1 << 32, total, dtype=np.uint64).astype(np.uint32),
+        "f": rng.integers(-64, 64, total).astype(np.float32) / np.float32(8),
+        "out": np.zeros(total * len(kinds), np.uint32), "outf": np.zeros(total * len(kinds), np.float32),
+        "hist": np.zeros(64, np.uint32),
+    }
+    plan = plan_coarsening(kernel, block=block3, factor=factor)
+    if any(isinstance(x, (n.Shuffle, n.Vote)) for s in kernel.body for x in walk(s)) and block[1] > 1:
+        assert plan.factor == 1 and "warp" in plan.why
+    library = build_library([to_cpu(kernel)], block_shapes={kernel.name: [block3]}, specialize=False,
+                            coarsen=block_coarsener(n.Module((kernel,)), factor=factor))
+    want = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+    got = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+    emulate(kernel, grid, block, want)
+    library.launch(kernel.name, grid, block, got)
+    for name, value in want.items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(got[name], value, err_msg=f"{name} (coarsened by {plan.factor}, grid {grid}, "
+                                                                    f"block {block}):\n{text}")
