@@ -637,6 +637,10 @@ class ReverseBuilder:
                 elif not (window.exclusive or window.repeats):  # type: ignore[attr-defined]
                     got = (None, "no block window: each element is read once per block and may be read by "
                                  "other blocks, so a window would save no atomic")
+                elif not self.windows.fits(window, self.k.elem_type(buffer),  # type: ignore[arg-type]
+                                           tuple(self.k.buffers) + tuple(self.shadow_buffers)):
+                    got = (None, "no block window: it would take the kernel's static shared memory past "
+                                 "CUDA's 48 KiB")
                 else:
                     privatized = self.windows.add(buffer, window, self.shadow[buffer],  # type: ignore[arg-type]
                                                   self.k.elem_type(buffer))

@@ -61,6 +61,32 @@ from polypy.ir.types import BOOL, I32, I64, ScalarType
 from polypy.poly.windows import WINDOW_LIMIT, Window
 
 
+# Static shared memory a gradient kernel may use with its windows: CUDA's 48 KiB limit for static
+# ``__shared__`` arrays, less a reserve for the block-reduction buffers and tapes added later.
+SHARED_BUDGET = 48 * 1024
+SHARED_RESERVE = 4 * 1024
+
+
+def static_shared_bytes(buffers) -> int:
+    """Bytes of the fixed-size ``shared`` buffers among ``buffers`` (dynamic ones are sized at launch)."""
+    total = 0
+    for buf in buffers:
+        if buf.space != "shared" or buf.shape is None:
+            continue
+        count = 1
+        for d in buf.shape:
+            if not isinstance(d, n.Const):
+                break
+            count *= int(d.value)
+        else:
+            total += count * buf.elem.itemsize
+    return total
+
+
+def window_bytes(window: Window, elem: ScalarType) -> int:
+    return min(window.max_slots, WINDOW_LIMIT) * elem.itemsize
+
+
 @dataclasses.dataclass
 class Privatized:
     """One shadow accumulated through a block window."""
@@ -94,6 +120,12 @@ class Windows:
                          fresh(f"{primal}_w_slots"), None if static else fresh(f"{primal}_w_fits"))
         self.items[primal] = got
         return got
+
+    def fits(self, window: Window, elem: ScalarType, others) -> bool:
+        """Whether one more window keeps the kernel's static shared memory (``others``: its other
+        buffers) within ``SHARED_BUDGET`` (with ``SHARED_RESERVE`` to spare)."""
+        used = static_shared_bytes(others) + static_shared_bytes(self.buffers)
+        return used + window_bytes(window, elem) <= SHARED_BUDGET - SHARED_RESERVE
 
     @property
     def buffers(self) -> list[n.Buffer]:

@@ -19,7 +19,7 @@ from polypy.gradients import grad_kernel, gradient_source
 from polypy.ir import nodes as n
 from polypy.ir import parse_kernel
 from polypy.ir.types import F32, F64, I8, I32, I64, U32, U64
-from samples.spec import sample
+from samples.spec import all_samples, sample
 
 NVCC = shutil.which("nvcc")
 
@@ -125,9 +125,8 @@ def test_emitted_cuda_reads_back_to_the_same_kernel(tmp_path, name: str, real: s
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
-@pytest.mark.parametrize("name,mode", [("stencil1d", "reverse"), ("warp_reduce", "reverse"),
-                                       ("matmul_tiled", "reverse"), ("softmax_rows", "reverse"),
-                                       ("blackscholes", "forward")])
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+@pytest.mark.parametrize("name", sorted(s.name for s in all_samples() if s.differentiable))
 def test_nvcc_compiles_the_emitted_cuda(tmp_path, name: str, mode: str) -> None:
     s = sample(name)
     module = polypy.load(s.source, defines={"REAL": "double"})

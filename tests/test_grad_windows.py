@@ -152,3 +152,26 @@ def test_no_window_where_it_would_save_nothing() -> None:
     assert "window" not in strategies(report, "x")
     rng = np.random.default_rng(9)
     check(text, 3, 32, {"n": 90, "x": rng.standard_normal(16), "y": np.zeros(96)})
+
+
+def test_no_window_past_the_static_shared_memory_budget() -> None:
+    # 40 KB of the kernel's own shared memory leave no room for an 8 KB window (1026 f64
+    # slots) within CUDA's 48 KiB of static shared memory (less the reserve for reductions).
+    text = f"""kernel staged(n: i32, x: const f64*, out: f64*) {{
+  shared buf: f64[5000]
+  if ({GID} >= 1 && {GID} < n - 1) {{
+    buf[(i32)threadIdx.x] = x[{GID} - 1] * x[{GID} + 1]
+    out[{GID}] = buf[(i32)threadIdx.x] * x[{GID}]
+  }}
+}}
+"""
+    _, g, report = grad(text)
+    assert strategies(report, "x") == {"atomic"}
+    reasons = {d.reason for d in report if isinstance(d, Accumulation) and d.buffer == "x"}
+    assert any("48 KiB" in r for r in reasons)
+    assert not any(b.name.startswith("win_") for b in g.buffers)
+    rng = np.random.default_rng(10)
+    check(text, 3, 32, {"n": 90, "x": rng.standard_normal(96), "out": np.zeros(96)})
+    # Without the big array the same reads get a window.
+    _, _, report2 = grad(text.replace("f64[5000]", "f64[256]"))
+    assert strategies(report2, "x") == {"window"}
