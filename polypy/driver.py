@@ -7,6 +7,7 @@ stages never depend on one another.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 
 from polypy.ir import nodes as n
@@ -100,9 +101,8 @@ def coarsen_for_block(kernel: n.Kernel, *, block: tuple[int, int, int], fine: n.
     The result is CPU form, specialized, with ``Kernel.coarsen == (factor, 1, 1)``.
     ``report`` receives the decision (``gpu2cpu.coarsen_blocks.Coarsening``).
     """
-    import functools
-
     from gpu2cpu.coarsen_blocks import coarsen_blocks, join_partial_blocks, plan_coarsening
+    from polypy.ir.verifier import verify_kernel
     from polypy.passes.specialize import check_block_shape, specialize_block_shape
 
     block = check_block_shape(block)
@@ -118,8 +118,6 @@ def coarsen_for_block(kernel: n.Kernel, *, block: tuple[int, int, int], fine: n.
     if fine is None:
         fine = specialize_block_shape(to_cpu(kernel, optimize=optimize), block=block)
     joined = join_partial_blocks(coarse, fine, factor=plan.factor)
-    from polypy.ir.verifier import verify_kernel
-
     verify_kernel(joined)
     return joined
 

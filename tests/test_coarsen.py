@@ -201,6 +201,11 @@ def test_default_module_coarsens_only_launches_with_enough_coarse_blocks() -> No
     k[80, 256](**args)  # 80 blocks of 256: factor 4, 20 coarse blocks >= 8 per worker
     assert k.coarsened == {(256, 1, 1): 4}
     np.testing.assert_allclose(y, 2.0 * x, rtol=1e-6)
-    assert polypy.compile(s.source, defines=dict(s.defines), coarsen=False)[s.kernel] is not None
+    fine = polypy.compile(s.source, defines=dict(s.defines), threads=2, coarsen=False)[s.kernel]
+    y2 = np.zeros(size, np.float32)
+    fine[80, 256](**{**args, "y": y2})
+    assert fine.coarsened == {(256, 1, 1): 1}
+    np.testing.assert_array_equal(y2, y)
+    k[4, 256](**{**args, "n": 1024})  # 4 blocks: too few coarse blocks for 2 workers, run as they are
     with pytest.raises(UserError, match="coarsen must be"):
         polypy.compile(s.source, coarsen=0)

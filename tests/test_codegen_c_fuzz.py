@@ -15,11 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from c_support import assert_same_as_emulator, gpu_kernel, need_compiler
+from c_support import assert_same_as_emulator, copy_args, gpu_kernel, need_compiler, run_emulated
 from codegen.c import build_library, find_compiler
 from gpu2cpu.coarsen_blocks import plan_coarsening
 from polypy.driver import block_coarsener, to_cpu
-from polypy.emulator import emulate
 from polypy.ir import nodes as n
 from polypy.ir.visitor import walk
 
@@ -189,6 +188,17 @@ def _kernel_text(gen: _Gen, kinds: list[str]) -> str:
             + "\n".join("  " + line for line in "\n".join(body).splitlines()) + "\n}")
 
 
+def _inputs(rng: np.random.Generator, total: int, outputs: int, *, b_max: int = 1 << 32) -> dict:
+    """Arguments of a generated kernel: ``total`` threads' inputs, ``outputs`` output slots."""
+    return {
+        "n": total, "a": rng.integers(-1000, 1000, total).astype(np.int32),
+        "b": rng.integers(0, b_max, total, dtype=np.uint64).astype(np.uint32),
+        "f": rng.integers(-64, 64, total).astype(np.float32) / np.float32(8),
+        "out": np.zeros(outputs, np.uint32), "outf": np.zeros(outputs, np.float32),
+        "hist": np.zeros(64, np.uint32),
+    }
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_random_kernels_match_the_emulator(data: st.DataObject) -> None:
@@ -202,13 +212,7 @@ def test_random_kernels_match_the_emulator(data: st.DataObject) -> None:
     kernel = gpu_kernel(text)
     total = grid * threads
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
-    args = {
-        "n": total, "a": rng.integers(-1000, 1000, total).astype(np.int32),
-        "b": rng.integers(0, 1 << 32, total, dtype=np.uint64).astype(np.uint32),
-        "f": rng.integers(-64, 64, total).astype(np.float32) / np.float32(8),
-        "out": np.zeros(total * len(kinds), np.uint32), "outf": np.zeros(total * len(kinds), np.float32),
-        "hist": np.zeros(64, np.uint32),
-    }
+    args = _inputs(rng, total, total * len(kinds))
     try:
         assert_same_as_emulator(kernel, grid, block, args)
     except AssertionError as exc:  # show the kernel that failed
@@ -227,10 +231,7 @@ def test_each_segment_kind_alone(kind: str) -> None:
         text = _kernel_text(gen, [kind])
         rng = np.random.default_rng(7)
         total = 2 * 64
-        args = {"n": total, "a": rng.integers(-1000, 1000, total).astype(np.int32),
-                "b": rng.integers(0, 1000, total).astype(np.uint32),
-                "f": rng.integers(-64, 64, total).astype(np.float32) / np.float32(8),
-                "out": np.zeros(total, np.uint32), "outf": np.zeros(total, np.float32), "hist": np.zeros(64, np.uint32)}
+        args = _inputs(rng, total, total, b_max=1000)
         assert_same_as_emulator(gpu_kernel(text), 2, 64, args)
 
     run()
@@ -254,21 +255,14 @@ def test_random_kernels_in_coarse_blocks_match_the_emulator(data: st.DataObject)
     kernel = gpu_kernel(text)
     total = grid * threads
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
-    args = {
-        "n": total, "a": rng.integers(-1000, 1000, total).astype(np.int32),
-        "b": rng.integers(0, 1 << 32, total, dtype=np.uint64).astype(np.uint32),
-        "f": rng.integers(-64, 64, total).astype(np.float32) / np.float32(8),
-        "out": np.zeros(total * len(kinds), np.uint32), "outf": np.zeros(total * len(kinds), np.float32),
-        "hist": np.zeros(64, np.uint32),
-    }
+    args = _inputs(rng, total, total * len(kinds))
     plan = plan_coarsening(kernel, block=block3, factor=factor)
     if any(isinstance(x, (n.Shuffle, n.Vote)) for s in kernel.body for x in walk(s)) and block[1] > 1:
         assert plan.factor == 1 and "warp" in plan.why
     library = build_library([to_cpu(kernel)], block_shapes={kernel.name: [block3]}, specialize=False,
                             coarsen=block_coarsener(n.Module((kernel,)), factor=factor))
-    want = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
-    got = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
-    emulate(kernel, grid, block, want)
+    want = run_emulated(kernel, grid, block, args)
+    got = copy_args(args)
     library.launch(kernel.name, grid, block, got)
     for name, value in want.items():
         if isinstance(value, np.ndarray):
