@@ -141,10 +141,14 @@ class JitKernel:
 
     def run(self, grid: tuple[int, int, int], block: tuple[int, int, int], shmem: int,
             arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np.generic], *,
-            threads: int | None = None) -> None:
+            threads: int | None = None, blocks: tuple[int, int] | None = None) -> None:
         """One launch. ``arrays`` (C-contiguous, right dtype) and ``scalars`` (of the parameter
-        types) are keyed by IR parameter name; the caller has checked them."""
-        num_blocks = self.abi.block_count(grid)  # coarse blocks, for a coarsened kernel
+        types) are keyed by IR parameter name; the caller has checked them. ``blocks``: run only
+        the linear (coarse) block ids ``[first, last)`` of the grid (x fastest; ``blockIdx`` and
+        ``gridDim`` as in the full launch); default: every block."""
+        total = self.abi.block_count(grid)  # coarse blocks, for a coarsened kernel
+        first, last = (0, total) if blocks is None else (max(0, blocks[0]), min(total, blocks[1]))
+        num_blocks = last - first
         if num_blocks <= 0:
             return
         args: list[object] = []  # the caller keeps the arrays alive for the launch
@@ -161,8 +165,8 @@ class JitKernel:
         if workers > 1 and (block in self._probe or per_block is not None
                             and per_block * num_blocks < SERIAL_BELOW_SECONDS):
             workers = 1
-        counter = ctypes.c_int64(0)
-        head = (ctypes.addressof(counter), num_blocks, chunk_size(num_blocks, workers), *grid, *block, int(shmem))
+        counter = ctypes.c_int64(first)
+        head = (ctypes.addressof(counter), last, chunk_size(num_blocks, workers), *grid, *block, int(shmem))
         cfunc = self._cfunc
 
         def call() -> int:
