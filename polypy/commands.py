@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from polypy.cli import _defines, write_output
+from polypy.cli import _defines, check_output, write_output
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.printer import print_module
@@ -29,9 +29,10 @@ def translate(args: argparse.Namespace) -> int:
     """CUDA -> CPU code: a whole program (a file with host code) becomes one C++ file; a file of
     kernels (or ``--kernel K``) becomes C/C++ functions with an OpenMP launcher per kernel."""
 
+    check_output(args.output, (args.file,))
     module = _select(_load(args), args.kernel)
     if args.emit == "ir":
-        write_output(args.output, print_module(module))
+        write_output(args.output, print_module(module), (args.file,))
         return 0
     if args.threads < 0:
         raise UserError(f"--threads must be a positive number of threads (or 0 for all cores), got {args.threads}")
@@ -52,7 +53,7 @@ def translate(args: argparse.Namespace) -> int:
         else:
             text = print_module(cpu_module)
         _print_report(report)
-        write_output(args.output, text)
+        write_output(args.output, text, (args.file,))
         return 0
     if whole_program:
         from codegen.c import emit_program
@@ -64,7 +65,7 @@ def translate(args: argparse.Namespace) -> int:
         text = emit_kernels(tuple(kernels.values()), module.globals, source=module.source, cpp=args.emit == "cpp",
                             threads=args.threads, check_bounds=args.check_bounds)
     _print_report(report)
-    write_output(args.output, text)
+    write_output(args.output, text, (args.file,))
     return 0
 
 
@@ -80,6 +81,7 @@ def grad(args: argparse.Namespace) -> int:
 
     from polypy.gradients import grad_kernel, gradient_cpp, gradient_source
 
+    check_output(args.output, (args.file,))
     module = _load(args)
     wrt = [w.strip() for w in args.wrt.split(",") if w.strip()] or None
     const = [c.strip() for c in args.const.split(",") if c.strip()]
@@ -94,7 +96,7 @@ def grad(args: argparse.Namespace) -> int:
     else:
         text = gradient_cpp(module, gradient)
     _print_report(report)
-    write_output(args.output, text)
+    write_output(args.output, text, (args.file,))
     return 0
 
 

@@ -23,7 +23,8 @@ def test_emit_llvm_is_optimized_and_vectorized(tmp_path) -> None:
     assert "x float>" in text  # the thread loop became vector code
 
 
-def test_report_explains_barrier_decisions(capsys) -> None:
-    assert main(["translate", "samples/backprop_layerforward.cu", "--emit", "cpu-ir", "--report", "-o", "/dev/null"]) == 0
+def test_report_explains_barrier_decisions(tmp_path, capsys) -> None:
+    out = tmp_path / "backprop.txt"
+    assert main(["translate", "samples/backprop_layerforward.cu", "--emit", "cpu-ir", "--report", "-o", str(out)]) == 0
     err = capsys.readouterr().err
     assert "barrier removed:" in err and "barrier kept:" in err

@@ -329,8 +329,8 @@ def test_translate_kernels_to_c_and_cpp(tmp_path: pathlib.Path) -> None:
         assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
 
 
-def test_translate_report(capsys) -> None:
-    assert main(["translate", str(SAMPLES / "matmul_tiled.cu"), "--report", "-o", "/dev/null"]) == 0
+def test_translate_report(tmp_path: pathlib.Path, capsys) -> None:
+    assert main(["translate", str(SAMPLES / "matmul_tiled.cu"), "--report", "-o", str(tmp_path / "matmul.cpp")]) == 0
     err = capsys.readouterr().err
     assert "matmul_tiled.cu:28:9: barrier kept: RAW hazard on As" in err
     assert "matmul_tiled: 4 thread loop(s) over the threads of a block" in err
