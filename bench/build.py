@@ -1,7 +1,7 @@
 """Compile the hand-written C (``bench/omp/*.c`` and ``bench/stream.c``) into one shared library.
 
-The library is cached under ``bench/build/`` by a hash of the sources, the compiler and the
-flags, so it is built once and rebuilt only when something changes.
+The library is cached under ``bench/build/`` (or ``$POLYPY_BENCH_BUILD_DIR``) by a hash of the
+sources, the compiler and the flags, so it is built once and rebuilt only when something changes.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import shutil
 import subprocess
 
 BENCH_DIR = pathlib.Path(__file__).resolve().parent
-BUILD_DIR = BENCH_DIR / "build"
+BUILD_DIR = pathlib.Path(os.environ.get("POLYPY_BENCH_BUILD_DIR") or BENCH_DIR / "build")
 
 # The same flags build polypy's emitted C (the "polypy-c" variant), so that the two differ only in
 # their source. -ffp-contract=off: every float operation separately rounded, as polypy's IR
@@ -54,7 +54,7 @@ def build_library(*, verbose: bool = False) -> pathlib.Path:
     target = BUILD_DIR / f"libbench-{digest.hexdigest()[:16]}.so"
     if target.exists():
         return target
-    BUILD_DIR.mkdir(exist_ok=True)
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     cmd = [cc, *CFLAGS, "-o", str(tmp), *map(str, files), *LIBS]
     if verbose:

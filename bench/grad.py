@@ -19,16 +19,19 @@ variant that disagrees is reported WRONG and not timed, one the AD engine refuse
 with its reason. Enzyme reports 2-20x gradient overheads on GPUs, ADBench's hand-written
 gradients 2-7x.
 
-    python -m bench.grad [--quick] [--only saxpy,matmul_tiled] [--repeat N] [--variants no-windows,store]
+    python -m bench.grad [--small] [--only saxpy,matmul_tiled] [--repeat N] [--variants no-windows,store]
+                         [--json PATH] [--quiet]
+
+The table goes to stdout, progress to stderr, and a JSON document (``bench.jsonfile``, kind
+``grad``: per kernel the forward time, per variant its status, time and t_variant / t_fwd) to
+``--json PATH`` or ``bench/results/grad-<timestamp>.json``; ``python -m bench.plot`` draws it.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import pathlib
 import sys
-import time
 from typing import Any
 
 import numpy as np
@@ -38,6 +41,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import polypy  # noqa: E402
+from bench.jsonfile import write_results  # noqa: E402
+from bench.progress import Progress  # noqa: E402
 from bench.sizes import BENCH_SIZES  # noqa: E402
 from bench.timing import Timing, time_interleaved  # noqa: E402
 from samples.spec import Case, Sample, all_samples  # noqa: E402
@@ -53,11 +58,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def bench_case(sample: Sample, *, quick: bool) -> Case:
+def bench_case(sample: Sample, *, quick: bool, small: bool = False) -> Case:
     """The launch to time: the benchmark's quick size when the sample has one (gradients are
-    heavier than kernels), otherwise its largest test case."""
+    heavier than kernels), otherwise -- or with ``small`` -- its largest test case."""
     spec = BENCH_SIZES.get(sample.name)
-    if spec is not None:
+    if spec is not None and not small:
         return spec.quick
     return max(sample.cases, key=lambda c: math.prod(c.grid) * math.prod(c.block))
 
@@ -90,10 +95,13 @@ def active_inputs(sample: Sample, args: dict[str, Any]) -> int:
     return total
 
 
-def bench_sample(sample: Sample, *, quick: bool, repeat: int, variants: dict[str, dict[str, Any]] | None = None
-                 ) -> dict[str, Any]:
+def bench_sample(sample: Sample, *, quick: bool, repeat: int, variants: dict[str, dict[str, Any]] | None = None,
+                 small: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+    """One sample: the row of the table -- ``fwd_ms``, per variant t_variant / t_fwd or why it
+    was not timed, ``fd`` -- plus ``best_s`` (every timed best, in seconds)."""
     variants = VARIANTS if variants is None else variants
-    case = bench_case(sample, quick=quick)
+    progress = progress if progress is not None else Progress(1, enabled=False)
+    case = bench_case(sample, quick=quick, small=small)
     defines = {**sample.defines, "REAL": "float"}
     mod = polypy.compile(sample.source, defines=defines)
     kernel = getattr(mod, sample.kernel)
@@ -105,10 +113,12 @@ def bench_sample(sample: Sample, *, quick: bool, repeat: int, variants: dict[str
     reference: dict[str, np.ndarray] | None = None
     problems: dict[str, str] = {}
     for name, options in variants.items():
+        progress.note(f"{name} ...")
         try:
             gradient = polypy.grad(kernel, wrt=list(sample.wrt), **options)
         except polypy.UserError as exc:
             problems[name] = f"refused: {exc.message}"
+            progress.note("refused,")
             continue
         full = shadow_arguments(gradient, args, sample.outputs, seed=1)
         check = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in full.items()}
@@ -124,12 +134,15 @@ def bench_sample(sample: Sample, *, quick: bool, repeat: int, variants: dict[str
                     break
         if name not in problems:
             runners[name] = (lambda a, g=gradient: g[config](**a), full)
+        progress.note("WRONG," if name in problems else "ok,")
+    progress.note(f"timing {len(runners)} ...")
     timings = time_interleaved(runners, repeat=repeat, warmup=1, budget_s=3.0)
     fwd = timings.get("fwd")
     if not isinstance(fwd, Timing):
         row["error"] = f"forward kernel failed: {fwd}"
         return row
     row["fwd_ms"] = fwd.best * 1e3
+    row["best_s"] = {name: t.best for name, t in timings.items() if isinstance(t, Timing)}
     for name in variants:
         t = timings.get(name)
         if isinstance(t, Timing):
@@ -173,12 +186,75 @@ def format_table(rows: list[dict[str, Any]], variants: dict[str, dict[str, Any]]
     return text
 
 
+def _status(value: Any) -> str:
+    if isinstance(value, float):
+        return "ok"
+    text = str(value)
+    return "refused" if text.startswith("refused") else "wrong" if text.startswith("WRONG") else "error"
+
+
+def to_json(rows: list[dict[str, Any]], variants: dict[str, dict[str, Any]], *, size: str) -> dict[str, Any]:
+    """The rows as a JSON document of kind ``grad``: per kernel the forward time and, per
+    variant, its status, best time and ``ratio_vs_fwd`` = t_variant / t_fwd."""
+    from bench.harness import machine_info
+    from bench.report import geomean
+
+    kernels = []
+    for r in rows:
+        best = r.get("best_s", {})
+        entry: dict[str, Any] = {"kernel": r["kernel"], "case": r["case"], "inputs": r["inputs"],
+                                 "fwd_s": best.get("fwd"), "fd_ratio": r.get("fd"), "variants": {}}
+        if "error" in r:
+            entry["error"] = r["error"]
+        for name in variants:
+            if name not in r:
+                continue
+            value = r[name]
+            status = _status(value)
+            entry["variants"][name] = {"status": status, "ratio_vs_fwd": value if status == "ok" else None,
+                                       "best_s": best.get(name), "message": "" if status == "ok" else str(value)}
+        kernels.append(entry)
+    return {
+        "kind": "grad",
+        "size": size,
+        "machine": machine_info(),
+        "variants": list(variants),
+        "geomean_ratio_vs_fwd": {name: geomean([r[name] for r in rows if isinstance(r.get(name), float)])
+                                 for name in variants},
+        "kernels": kernels,
+    }
+
+
+def run_grad(samples: list[Sample], *, repeat: int, variants: dict[str, dict[str, Any]], small: bool,
+             progress: Progress) -> list[dict[str, Any]]:
+    """Every sample's row, one progress step each."""
+    rows = []
+    for s in samples:
+        progress.start(f"{s.name} (gradient)")
+        row = bench_sample(s, quick=True, repeat=repeat, variants=variants, small=small, progress=progress)
+        progress.end("failed" if "error" in row else "done")
+        rows.append(row)
+    return rows
+
+
+def differentiable_samples(only: set[str]) -> list[Sample]:
+    """The differentiable samples (those named in ``only``, when it is not empty)."""
+    samples = [s for s in all_samples() if s.differentiable]
+    unknown = only - {s.name for s in samples}
+    if unknown:
+        raise KeyError(f"no differentiable sample {', '.join(sorted(unknown))}")
+    return [s for s in samples if not only or s.name in only]
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.grad", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="(kept for symmetry; gradients always use quick sizes)")
-    parser.add_argument("--only", default="", help="comma-separated sample names")
+    parser.add_argument("--small", action="store_true", help="each sample's largest test case: seconds, a smoke run")
+    parser.add_argument("--only", "--kernels", dest="only", default="", help="comma-separated sample names")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--variants", default="", help="comma-separated columns (default: all; grad is always run)")
+    parser.add_argument("--json", type=pathlib.Path, help="where to write the results (default: bench/results/)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     only = {x for x in args.only.split(",") if x}
     chosen = [x for x in args.variants.split(",") if x]
@@ -186,16 +262,16 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown variants {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
     variants = {k: v for k, v in VARIANTS.items() if not chosen or k == "grad" or k in chosen}
-    samples = [s for s in all_samples() if s.differentiable and (not only or s.name in only)]
-    rows = []
-    for s in samples:
-        print(f"  {s.name} ...", file=sys.stderr, flush=True)
-        rows.append(bench_sample(s, quick=True, repeat=args.repeat, variants=variants))
+    try:
+        samples = differentiable_samples(only)
+    except KeyError as e:
+        parser.error(e.args[0])
+    progress = Progress(len(samples), enabled=not args.quiet)
+    rows = run_grad(samples, repeat=args.repeat, variants=variants, small=args.small, progress=progress)
     print(format_table(rows, variants))
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"grad-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(rows, indent=2, default=str))
+    size = "small" if args.small else "quick"
+    path = write_results(to_json(rows, variants, size=size), args.json, prefix="grad",
+                         suffix="-small" if args.small else "")
     print(f"\nresults written to {path}")
     return 0
 

@@ -7,10 +7,15 @@ once on a fresh copy of the inputs and compare with the expected outputs under t
 tolerances -- a variant that is wrong is reported WRONG and never timed -- and time the correct
 ones best-of-N, interleaved (``bench.timing``). A STREAM triad measured in the same run, before
 every kernel and after the last, gives the bandwidth yardstick.
+
+Sizes: ``full`` (the benchmark), ``quick`` (about an eighth of the work, ``--quick``) or ``small``
+(the sample's largest test case and a small STREAM, ``--small``: seconds in all; its times say
+little, it exists to exercise the whole machinery, as the tests do).
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import platform
 import subprocess
@@ -20,6 +25,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from bench.build import CFLAGS, compiler
+from bench.progress import Progress
 from bench.references import SCALABLE_REFERENCES
 from bench.sizes import BENCH_SIZES, BenchSpec
 from bench.timing import Timing, time_interleaved
@@ -28,6 +34,9 @@ from samples.spec import Case, Sample, all_samples
 
 STREAM_ELEMENTS = 8 << 20  # doubles per STREAM array: 3 x 64 MiB
 STREAM_RUNS = 20
+SMALL_STREAM_ELEMENTS = 1 << 20  # --small: 3 x 8 MiB, 3 runs (beyond the caches of most machines)
+SMALL_STREAM_RUNS = 3
+SIZES = ("full", "quick", "small")
 SEED = 20240601
 
 
@@ -40,11 +49,14 @@ class TimingOptions:
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
-    """One variant on one kernel: "ok" (timed), "wrong", "skip" or "error"."""
+    """One variant on one kernel: "ok" (timed), "wrong", "skip" or "error".
+
+    ``correct``: the correctness gate's verdict (None where the variant never got that far)."""
 
     status: str
     timing: Timing | None = None
     message: str = ""
+    correct: bool | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +80,7 @@ class StreamResult:
 class BenchReport:
     stream: StreamResult
     threads: int
-    quick: bool
+    size: str  # one of SIZES
     machine: dict[str, Any]
     results: tuple[KernelResult, ...]
     variants: tuple[str, ...]
@@ -86,6 +98,15 @@ def bench_samples(only: list[str] | None = None) -> list[Sample]:
     if unknown:
         raise KeyError(f"no benchmark for {', '.join(unknown)} (have: {', '.join(samples)})")
     return [samples[name] for name in only]
+
+
+def bench_case(sample: Sample, spec: BenchSpec, size: str) -> Case:
+    """The launch for ``size``: the benchmark's full or quick one, or the sample's largest test case."""
+    if size == "small":
+        return max(sample.cases, key=lambda c: (math.prod(c.grid) * math.prod(c.block), sorted(c.sizes.items())))
+    if size not in SIZES:
+        raise ValueError(f"size {size!r} is not one of {', '.join(SIZES)}")
+    return spec.case(quick=size == "quick")
 
 
 def bench_reference(sample: Sample) -> Callable[[dict[str, Any], Case], dict[str, np.ndarray]]:
@@ -133,63 +154,78 @@ def prepare_variant(factory: Factory, sample: Sample, case: Case, pristine: Mapp
         return Outcome("error", message=f"{type(e).__name__}: {e}")
     wrong = mismatch(sample, args, expected)
     if wrong is not None:
-        return Outcome("wrong", message=wrong)
+        return Outcome("wrong", message=wrong, correct=False)
     return run, args
 
 
-def run_kernel(sample: Sample, spec: BenchSpec, variants: Mapping[str, Factory], *, quick: bool,
-               options: TimingOptions, progress: Callable[[str], None]) -> KernelResult:
+def run_kernel(sample: Sample, spec: BenchSpec, variants: Mapping[str, Factory], *, size: str,
+               options: TimingOptions, progress: Progress) -> KernelResult:
     """One kernel: inputs, expected outputs, every variant checked, the correct ones timed."""
-    case = spec.case(quick=quick)
+    case = bench_case(sample, spec, size)
     pristine = sample.make_args(np.random.default_rng(SEED), case, np.float32)
     expected = bench_reference(sample)(fresh(pristine), case)
     outcomes: dict[str, Outcome] = {}
     runners: dict[str, tuple[Runner, dict[str, Any]]] = {}
-    for name, factory in variants.items():
+    for i, (name, factory) in enumerate(variants.items()):
+        progress.note(f"{name} ...")
         prepared = prepare_variant(factory, sample, case, pristine, expected)
         if isinstance(prepared, Outcome):
             outcomes[name] = prepared
         else:
             runners[name] = prepared
+        shown = NOT_TIMED.get(prepared.status, prepared.status) if isinstance(prepared, Outcome) else "ok"
+        progress.note(shown + ("," if i < len(variants) - 1 else ";"))
+    progress.note(f"timing {len(runners)} ...")
     timings = time_interleaved(runners, repeat=options.repeat, warmup=options.warmup, budget_s=options.budget_s)
     for name, timing in timings.items():
-        outcomes[name] = (Outcome("ok", timing=timing) if isinstance(timing, Timing)
-                          else Outcome("error", message=f"while timing: {type(timing).__name__}: {timing}"))
+        outcomes[name] = (Outcome("ok", timing=timing, correct=True) if isinstance(timing, Timing)
+                          else Outcome("error", message=f"while timing: {type(timing).__name__}: {timing}",
+                                       correct=True))
     outcomes = {name: outcomes[name] for name in variants}  # the table's column order
-    for name, o in outcomes.items():
-        shown = f"{o.timing.best * 1e3:.3f} ms" if o.timing is not None else f"{o.status}: {o.message}"
-        progress(f"  {sample.name:<22} {name:<12} {shown}")
+    timed = sum(o.status == "ok" for o in outcomes.values())
+    progress.end(f"done, {timed} of {len(outcomes)} timed")
     return KernelResult(sample.name, case, spec.bytes(pristine, case),
                         spec.flops(pristine, case) if spec.flops else None, spec.memory_bound, outcomes)
 
 
-def measure_stream() -> float:
+NOT_TIMED = {"wrong": "WRONG", "skip": "skip", "error": "ERROR"}
+
+
+def stream_size(size: str) -> tuple[int, int]:
+    """(doubles per STREAM array, runs) for a run at ``size``."""
+    return (SMALL_STREAM_ELEMENTS, SMALL_STREAM_RUNS) if size == "small" else (STREAM_ELEMENTS, STREAM_RUNS)
+
+
+def measure_stream(size: str = "full") -> float:
     from bench.omp_ports import measure_stream as triad
 
-    gbs, _ = triad(STREAM_ELEMENTS, STREAM_RUNS)
+    gbs, _ = triad(*stream_size(size))
     return gbs
 
 
-def run_benchmarks(samples: list[Sample], variants: Mapping[str, Factory], *, quick: bool = False,
+def run_benchmarks(samples: list[Sample], variants: Mapping[str, Factory], *, size: str = "full",
                    options: TimingOptions = TimingOptions(),
-                   progress: Callable[[str], None] = print) -> BenchReport:
+                   progress: Progress | None = None) -> BenchReport:
     """Everything: each kernel under each variant, with a STREAM triad before every kernel and
     after the last; the best triad is the yardstick (on a shared machine the bandwidth available
     varies over a run, and the best figure is the one closest to what the hardware can do)."""
     from bench.omp_ports import set_threads
 
+    if progress is None:
+        progress = Progress(len(samples), enabled=False)
     set_threads(threads())
     machine = machine_info()
     stream: list[float] = []
     results = []
     for s in samples:
-        stream.append(measure_stream())
-        progress(f"STREAM triad: {stream[-1]:.1f} GB/s")
-        results.append(run_kernel(s, BENCH_SIZES[s.name], variants, quick=quick, options=options, progress=progress))
-    stream.append(measure_stream())
-    progress(f"STREAM triad: {stream[-1]:.1f} GB/s")
+        progress.start(s.name)
+        stream.append(measure_stream(size))
+        progress.note(f"stream {stream[-1]:.1f} GB/s;")
+        results.append(run_kernel(s, BENCH_SIZES[s.name], variants, size=size, options=options, progress=progress))
+    stream.append(measure_stream(size))
+    progress.line(f"STREAM triad after the last kernel: {stream[-1]:.1f} GB/s")
     machine["loadavg_end"] = os.getloadavg()
-    return BenchReport(StreamResult(max(stream), tuple(stream), STREAM_ELEMENTS), threads(), quick, machine,
+    return BenchReport(StreamResult(max(stream), tuple(stream), stream_size(size)[0]), threads(), size, machine,
                        tuple(results), tuple(variants))
 
 

@@ -10,17 +10,15 @@ check, not timed), skip, ERROR; the reasons follow the tables.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import pathlib
-import time
 from typing import Any
 
-from bench.harness import BenchReport, KernelResult, Outcome
+from bench.harness import NOT_TIMED, BenchReport, KernelResult, Outcome
+from bench.jsonfile import write_results
 from bench.variants import BASELINE
 
-RESULTS_DIR = pathlib.Path(__file__).resolve().parent / "results"
-_NOT_TIMED = {"wrong": "WRONG", "skip": "skip", "error": "ERROR"}
+NUMPY = "numpy"  # the second yardstick: ratios t_numpy / t_variant
 
 
 def _size(result: KernelResult) -> str:
@@ -31,7 +29,7 @@ def _cell(outcome: Outcome | None, value: float | None, fmt: str) -> str:
     if outcome is None:
         return "-"
     if outcome.status != "ok":
-        return _NOT_TIMED[outcome.status]
+        return NOT_TIMED[outcome.status]
     return fmt.format(value) if value is not None else "-"
 
 
@@ -53,9 +51,9 @@ def _ms(outcome: Outcome | None) -> float | None:
     return best * 1e3 if best is not None else None
 
 
-def speedup(result: KernelResult, variant: str) -> float | None:
-    """t_omp / t_variant, when both were timed."""
-    base, mine = _best(result.outcomes.get(BASELINE)), _best(result.outcomes.get(variant))
+def speedup(result: KernelResult, variant: str, baseline: str = BASELINE) -> float | None:
+    """t_baseline / t_variant (default t_omp / t_variant), when both were timed."""
+    base, mine = _best(result.outcomes.get(baseline)), _best(result.outcomes.get(variant))
     return base / mine if base is not None and mine is not None else None
 
 
@@ -126,42 +124,51 @@ def _notes(report: BenchReport) -> list[str]:
                 reasons.setdefault((o.status, o.message), []).append(r.sample)
         for (status, message), kernels in reasons.items():
             where = "all kernels" if len(kernels) == len(report.results) else ", ".join(kernels)
-            lines.append(f"  {v} [{_NOT_TIMED[status]}] on {where}: {message}")
+            lines.append(f"  {v} [{NOT_TIMED[status]}] on {where}: {message}")
     return lines
 
 
 def to_json(report: BenchReport) -> dict[str, Any]:
+    """The report as a JSON document (``bench.jsonfile``): machine, STREAM, and per kernel per
+    variant the gate's verdict, every timed run, and the ratios t_omp / t_variant and
+    t_numpy / t_variant (above 1: the variant is faster)."""
     kernels = []
     for r in report.results:
         variants = {}
         for v, o in r.outcomes.items():
-            entry: dict[str, Any] = {"status": o.status, "message": o.message}
+            entry: dict[str, Any] = {"status": o.status, "correct": o.correct, "message": o.message}
             if o.timing is not None:
                 best = o.timing.best
                 entry.update(best_s=best, median_s=o.timing.median, runs_s=list(o.timing.runs),
                              gb_per_s=r.bytes / best / 1e9, stream_fraction=r.bytes / best / 1e9 / report.stream.gbs,
-                             gflop_per_s=(r.flops / best / 1e9) if r.flops else None, speedup_vs_omp=speedup(r, v))
+                             gflop_per_s=(r.flops / best / 1e9) if r.flops else None,
+                             ratio_vs_omp=speedup(r, v), ratio_vs_numpy=speedup(r, v, NUMPY))
             variants[v] = entry
         kernels.append({"kernel": r.sample, "grid": list(r.case.grid), "block": list(r.case.block),
                         "shmem": r.case.shmem, "sizes": dict(r.case.sizes), "bytes": r.bytes, "flops": r.flops,
                         "memory_bound": r.memory_bound, "variants": variants})
-    others = [v for v in report.variants if v != BASELINE]
+
+    def means(baseline: str) -> dict[str, float | None]:
+        return {v: geomean([s for r in report.results if (s := speedup(r, v, baseline)) is not None])
+                for v in report.variants if v != baseline}
+
     return {
-        "stream": dataclasses.asdict(report.stream),
+        "kind": "bench",
+        "size": report.size,
         "threads": report.threads,
-        "quick": report.quick,
-        "machine": report.machine,
+        "machine": {**report.machine, "stream_gbs": report.stream.gbs},
+        "stream": dataclasses.asdict(report.stream),
         "variants": list(report.variants),
-        "geomean_speedup_vs_omp": {v: geomean([s for r in report.results if (s := speedup(r, v)) is not None])
-                                   for v in others},
+        "baseline": BASELINE,
+        "geomean_ratio_vs_omp": means(BASELINE),
+        "geomean_ratio_vs_numpy": means(NUMPY) if NUMPY in report.variants else {},
         "kernels": kernels,
     }
 
 
-def write_json(report: BenchReport, path: pathlib.Path | None = None) -> pathlib.Path:
-    """Write the report (default: ``bench/results/<timestamp>.json``) and return the path."""
-    if path is None:
-        RESULTS_DIR.mkdir(exist_ok=True)
-        path = RESULTS_DIR / f"bench-{time.strftime('%Y%m%d-%H%M%S')}{'-quick' if report.quick else ''}.json"
-    path.write_text(json.dumps(to_json(report), indent=2) + "\n", encoding="utf-8")
-    return path
+def write_json(report: BenchReport, path: pathlib.Path | None = None, *,
+               extra: dict[str, Any] | None = None) -> pathlib.Path:
+    """Write the report (default: ``bench/results/bench-<timestamp>.json``), with ``extra``
+    sections (``grad``) merged in, and return the path."""
+    suffix = "" if report.size == "full" else f"-{report.size}"
+    return write_results({**to_json(report), **(extra or {})}, path, prefix="bench", suffix=suffix)
