@@ -187,14 +187,18 @@ class KernelEmitter:
     # ------------------------------------------------------------------ launcher
     def signature(self) -> tuple[str, list[str]]:
         """(the launcher's declaration, the C expression of each IR parameter inside it)."""
-        decl, values, _ = self._signature()
+        decl, values, _, _ = self._signature()
         return decl, values
+
+    def addressable(self) -> list[str]:
+        """An lvalue holding each IR parameter inside the launcher (``p.n``, ``a``), in order."""
+        return self._signature()[3]
 
     def forwarded(self) -> list[str]:
         """The launcher's parameter names, in order (to pass them on to another launcher)."""
         return self._signature()[2]
 
-    def _signature(self) -> tuple[str, list[str], list[str]]:
+    def _signature(self) -> tuple[str, list[str], list[str], list[str]]:
         k = self.kernel
         opts = self.options
         if opts.cpp:
@@ -204,7 +208,9 @@ class KernelEmitter:
             head = [f"unsigned int {w}_{d}" for w in ("grid", "block") for d in "xyz"] + ["size_t shmem_bytes"]
             names = [f"{w}_{d}" for w in ("grid", "block") for d in "xyz"] + ["shmem_bytes"]
         values: dict[str, str] = {}
+        lvalues: dict[str, str] = {}  # an lvalue holding each IR parameter (the emulated launcher takes addresses)
         params: list[str] = []
+        source_types = {sp.name: sp.ctype for sp in k.source_params if sp.members == (("", sp.name),)}
         if opts.program:
             # The C signature: source parameters in source order; a struct whole, by value.
             structs = {sp.name: sp for sp in k.source_params if sp.members != (("", sp.name),)}
@@ -218,25 +224,41 @@ class KernelEmitter:
                     p = k.param(name)
                     if p is None:
                         raise InternalError(f"source parameter {name!r} of {k.name!r} has no IR parameter")
-                    params.append(pointer_decl(p, self.cname(p.name)))
-                    values[p.name] = self.cname(p.name)
-                    names.append(self.cname(p.name))
+                    cname = self.cname(p.name)
+                    source = source_types.get(p.name)
+                    if source is not None and isinstance(p.ptype, PointerType) and \
+                            source not in _plain_pointer_spellings(p.ptype):
+                        # `float4* a`, `const Particle* q`: the host passes that type; the block
+                        # function sees the buffer of scalars the frontend flattened it into.
+                        params.append(f"{source} {cname}")
+                        values[p.name] = f"({_pointer_type(p.ptype)}){cname}"
+                    else:
+                        params.append(pointer_decl(p, cname))
+                        values[p.name] = cname
+                    lvalues[p.name] = cname
+                    names.append(cname)
                 else:
                     params.append(f"{sp.ctype} {sp.name}")
                     names.append(sp.name)
                     for path, ir_name in sp.members:
-                        values[ir_name] = sp.name + path
+                        lvalues[ir_name] = sp.name + path
+                        ir_param = k.param(ir_name)
+                        if ir_param is not None and isinstance(ir_param.ptype, PointerType):
+                            # A pointer member may point to vectors or records too.
+                            values[ir_name] = f"({_pointer_type(ir_param.ptype)})({sp.name}{path})"
+                        else:
+                            values[ir_name] = sp.name + path
         else:
             for p in k.params:
                 params.append(pointer_decl(p, self.cname(p.name)))
-                values[p.name] = self.cname(p.name)
+                values[p.name] = lvalues[p.name] = self.cname(p.name)
                 names.append(self.cname(p.name))
         if opts.program:
             linkage = "static inline void"
         else:
             linkage = "static void" if self.variant else "POLYPY_EXPORT void"
         decl = f"{linkage} {self.launcher_name}({', '.join(head + params)})"
-        return decl, [values[p.name] for p in k.params], names
+        return decl, [values[p.name] for p in k.params], names, [lvalues[p.name] for p in k.params]
 
     def launcher(self) -> str:
         decl, values = self.signature()
@@ -304,6 +326,19 @@ class KernelEmitter:
         text = "\n".join([header, self.block_function(), "", self.launcher().rstrip()])
         decl, _ = self.signature()
         return KernelCode(k.name, self.launcher_name, decl + ";", text)
+
+
+def _pointer_type(t: PointerType) -> str:
+    """``const float*``: the C type of a pointer parameter of the block function, for a cast."""
+    return f"{'const ' if t.const else ''}{c_type(t.elem)}*"
+
+
+def _plain_pointer_spellings(t: PointerType) -> frozenset[str]:
+    """How clang spells a source pointer type that converts to ``t`` by itself (``const float *``);
+    any other spelling (``float4 *``, ``const Particle *``, a typedef) is cast."""
+    elem = c_type(t.elem)
+    bases = {f"{elem} *", f"const {elem} *"} if t.const else {f"{elem} *"}
+    return frozenset(b + r for b in bases for r in ("", "__restrict__", "__restrict"))
 
 
 def _thread_nests(stmts: tuple[n.Stmt, ...]) -> int:
@@ -414,8 +449,8 @@ def emulated_launcher(kernel: n.Kernel, index: int, options: Options) -> KernelC
     signature_only = dataclasses.replace(kernel, stage="cpu", body=(),
                                          buffers=tuple(b for b in kernel.buffers if b.space in ("constant", "device")))
     emitter = KernelEmitter(signature_only, options)
-    decl, values = emitter.signature()
-    args = ", ".join(f"(void*)&{v}" for v in values) or "0"
+    decl, _ = emitter.signature()
+    args = ", ".join(f"(void*)&{v}" for v in emitter.addressable()) or "0"
     globals_ = ", ".join(f"(void*)&{b.name}" for b in signature_only.buffers) or "0"
     text = "\n".join([
         f"/* ---- kernel {kernel.name}: run by polypy's reference emulator ---- */",
