@@ -1,0 +1,343 @@
+"""One launch's blocks as tasks on a Dask cluster.
+
+::
+
+    from distributed import Client, LocalCluster
+    import polypy.distributed as pd
+
+    client = Client(LocalCluster(n_workers=2, threads_per_worker=1))
+    mod = pd.compile(client, "jacobi2d.cu")          # compiled here too: footprints, checks
+    mod.jacobi2d[grid, block](inp, out, nx, ny)      # blocks run on the workers; out is updated
+    pd.launch(mod.jacobi2d, grid, block, 0, inp, out, nx, ny, tasks=8)
+
+A launch's grid is cut into ``tasks`` ranges of blocks along its slowest dimension
+(``polypy.poly.block_footprint``). isl computes, per range and array, the interval of indices
+the range reads and the interval it writes; the launch is refused (``UserError`` naming the
+array) where ranges write overlapping intervals, where one range reads what another writes, or
+where a written interval is unbounded. Atomics are accepted only on elements one range alone
+touches. Each task gets the slices it reads (plus the slice it writes, unless isl proves every
+element of it is written), runs the kernel's compiled blocks of its range on the worker
+(``blockIdx``/``gridDim`` those of the full grid) and sends the written slices back, which are
+copied into the caller's arrays once every task has finished.
+
+On the worker the arrays are full-size buffers of which only the shipped slices are filled
+(``np.zeros``: pages nobody touches are never allocated), so the kernel's indices need no
+rebasing; the price is one zero-filled page per touched page, which a rebased pointer would
+avoid. Workers compile the kernel themselves from the source text (the disk cache makes that
+cheap) and keep it per worker process. Scalars pass through; the module's ``__constant__`` and
+``__device__`` arrays are shipped with every task, and a kernel that writes them is refused
+(their updates would stay on the workers).
+
+The scheduler of the cluster decides where tasks run; use ``threads`` (per task, default 1)
+and ``tasks`` (default: the cluster's threads) together with the workers' thread counts.
+This module needs nothing from ``distributed`` itself: it uses the client it is given.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import os
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+
+from polypy.errors import UserError
+from polypy.ir.types import PointerType
+from polypy.poly.block_footprint import BlockPlan, BlockRange, plan_block_ranges
+
+# Plans remembered per kernel: launch shape + integer arguments + task count -> BlockPlan.
+PLAN_CACHE_SIZE = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """What a worker needs to compile the module again: the text and the options."""
+
+    path: str
+    text: str
+    defines: tuple[tuple[str, str], ...]
+    include_dirs: tuple[str, ...]
+    specialize: bool
+    coarsen: bool | int
+
+
+def compile(client: Any, path: str | os.PathLike, *, defines: dict[str, str] | None = None,
+            include_dirs: Sequence[str] = (), text: str | None = None, tasks: int | None = None,
+            threads: int = 1, specialize: bool = True, coarsen: bool | int = True) -> DistributedModule:
+    """Compile a CUDA file here (for footprints and argument checks) and launch its kernels on
+    the cluster of ``client`` (a ``distributed.Client``).
+
+    ``tasks``: block ranges per launch (default: the threads of the cluster's workers when a
+    launch starts); ``threads``: threads each task runs its blocks on. The other options are
+    those of ``polypy.compile``; the workers compile with the same ones.
+    """
+    from polypy.api import compile as compile_here
+
+    if text is None:
+        try:
+            text = _read_text(path)
+        except OSError as exc:
+            raise UserError(f"cannot read {os.fspath(path)!r}: {exc.strerror}") from None
+    source = Source(os.fspath(path), text, tuple(sorted((defines or {}).items())), tuple(include_dirs),
+                    specialize, coarsen)
+    module = compile_here(path, defines=defines, include_dirs=include_dirs, text=text, threads=threads,
+                          specialize=specialize, coarsen=coarsen)
+    return DistributedModule(client, source, module, tasks=tasks, threads=threads)
+
+
+def _read_text(path: str | os.PathLike) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def launch(kernel: DistributedKernel, grid: Any, block: Any, shmem: int, *args: Any, tasks: int | None = None,
+           **kwargs: Any) -> None:
+    """``kernel[grid, block, shmem](*args)`` with ``tasks`` block ranges instead of the module's
+    default."""
+    kernel[grid, block, shmem](*args, _tasks=tasks, **kwargs)
+
+
+class DistributedModule:
+    """``polypy.compile``'s module whose launches run on a Dask cluster: ``mod.<kernel>[grid, block](...)``."""
+
+    def __init__(self, client: Any, source: Source, module: Any, *, tasks: int | None, threads: int):
+        if tasks is not None and (isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1):
+            raise UserError(f"tasks must be a positive int, got {tasks!r}")
+        self.client = client
+        self.source = source
+        self.local = module  # the polypy.CompiledModule of this process
+        self.tasks = tasks
+        self.threads = threads
+        self._kernels = {name: DistributedKernel(self, module[name]) for name in module.kernels}
+
+    @property
+    def globals(self) -> dict[str, np.ndarray]:
+        """The module's ``__constant__``/``__device__`` arrays, shipped with every launch."""
+        return self.local.globals
+
+    @property
+    def kernels(self) -> tuple[str, ...]:
+        return tuple(self._kernels)
+
+    def __getitem__(self, name: str) -> DistributedKernel:
+        kernel = self._kernels.get(name)
+        if kernel is None:
+            self.local[name]  # raises the API's error, naming the kernels there are
+        return self._kernels[name]
+
+    def __getattr__(self, name: str) -> DistributedKernel:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self[name]
+
+    def default_tasks(self) -> int:
+        if self.tasks is not None:
+            return self.tasks
+        return max(1, sum(self.client.nthreads().values()))
+
+    def __repr__(self) -> str:
+        return f"<polypy.distributed.DistributedModule kernels={list(self._kernels)}>"
+
+
+class DistributedKernel:
+    """One kernel of a ``DistributedModule``; ``kernel[grid, block(, shmem)](...)`` launches it."""
+
+    def __init__(self, module: DistributedModule, local: Any):
+        self.module = module
+        self.local = local  # polypy.api.CompiledKernel
+        self.name = local.name
+        self._plans: dict[tuple, BlockPlan] = {}
+
+    def __getitem__(self, config: Any) -> DistributedLaunch:
+        from polypy.api import _launch_config
+
+        grid, block, shmem = _launch_config(self.name, config)
+        return DistributedLaunch(self, grid, block, shmem)
+
+    def plan(self, grid: tuple[int, int, int], block: tuple[int, int, int], ints: dict[str, int],
+             tasks: int) -> BlockPlan:
+        """The block ranges of a launch and their footprints (remembered per launch)."""
+        key = (grid, block, tuple(sorted(ints.items())), tasks)
+        plan = self._plans.get(key)
+        if plan is None:
+            if self.local.gpu is None:
+                raise UserError(f"kernel {self.name!r} has no GPU form to compute footprints from")
+            plan = plan_block_ranges(self.local.gpu, grid, block, ints, tasks)
+            if len(self._plans) >= PLAN_CACHE_SIZE:
+                self._plans.pop(next(iter(self._plans)))
+            self._plans[key] = plan
+        return plan
+
+    def __repr__(self) -> str:
+        return f"<polypy.distributed.DistributedKernel {self.name}>"
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+    """Everything one task needs: the module's source, the launch, its block range, the arrays'
+    sizes and shipped slices, what to send back."""
+
+    source: Source
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shmem: int
+    blocks: BlockRange
+    scalars: dict[str, Any]
+    arrays: dict[str, tuple[int, str]]  # name -> (size, dtype)
+    pieces: dict[str, tuple[int, np.ndarray]]  # name -> (first index, contents)
+    outputs: dict[str, tuple[int, int]]  # name -> (lo, hi) inclusive, sent back
+    globals: dict[str, np.ndarray]
+    threads: int
+
+
+class DistributedLaunch:
+    def __init__(self, kernel: DistributedKernel, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 shmem: int):
+        self.kernel = kernel
+        self.grid = grid
+        self.block = block
+        self.shmem = shmem
+
+    def __call__(self, *args: Any, _tasks: int | None = None, **kwargs: Any) -> None:
+        from polypy.api import _bind, _check_footprints
+
+        dk = self.kernel
+        k = dk.local
+        mod = dk.module
+        values = _bind(k.signature, args, kwargs)
+        arrays: dict[str, np.ndarray] = {}
+        scalars: dict[str, Any] = {}
+        ints: dict[str, int] = {}
+        for name, v in values.items():
+            if isinstance(v, np.ndarray):
+                arrays[name] = v
+            else:
+                scalars[name] = v
+                if isinstance(v, np.integer):
+                    ints[name] = int(v)
+        k._checks.check(arrays, mod.globals)
+        _check_footprints(k.signature, k.footprint(self.grid, self.block, ints), arrays)
+        tasks = mod.default_tasks() if _tasks is None else _tasks
+        if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
+            raise UserError(f"tasks must be a positive int, got {tasks!r}")
+        plan = dk.plan(self.grid, self.block, ints, tasks)
+        _check_no_aliasing(k.signature, plan, arrays)
+        specs = [self._spec(r, f, arrays, scalars, mod) for r, f in zip(plan.ranges, plan.footprints)]
+        futures = [mod.client.submit(run_task, spec, pure=False) for spec in specs]
+        results = mod.client.gather(futures)
+        # Merged only now: no task is still reading a caller's array while it changes.
+        for spec, written in zip(specs, results):
+            for name, (lo, hi) in spec.outputs.items():
+                arrays[name][lo:hi + 1] = written[name]
+
+    def _spec(self, r: BlockRange, footprints: dict, arrays: dict[str, np.ndarray], scalars: dict[str, Any],
+              mod: DistributedModule) -> TaskSpec:
+        sizes: dict[str, tuple[int, str]] = {}
+        pieces: dict[str, tuple[int, np.ndarray]] = {}
+        outputs: dict[str, tuple[int, int]] = {}
+        for name, arr in arrays.items():
+            sizes[name] = (arr.size, arr.dtype.str)
+            f = footprints.get(name)
+            if f is None:  # not a pointer parameter of the kernel (cannot happen), ship nothing
+                continue
+            needed = []
+            if f.read is not None:
+                needed.append(_clamp(f.read.lo, f.read.hi, arr.size))
+            if f.write is not None:
+                out = _clamp(f.write.lo, f.write.hi, arr.size)
+                if out[0] <= out[1]:
+                    outputs[name] = out
+                    if not f.covered:  # elements it may leave alone keep the caller's values
+                        needed.append(out)
+            needed = [iv for iv in needed if iv[0] <= iv[1]]
+            if needed:
+                lo = min(iv[0] for iv in needed)
+                hi = max(iv[1] for iv in needed)
+                pieces[name] = (lo, arr[lo:hi + 1])
+        return TaskSpec(mod.source, self.kernel.name, self.grid, self.block, self.shmem, r, dict(scalars), sizes,
+                        pieces, outputs, dict(mod.globals), mod.threads)
+
+    def __repr__(self) -> str:
+        return f"<polypy distributed launch {self.kernel.name}[{self.grid}, {self.block}, {self.shmem}]>"
+
+
+def _clamp(lo: int | None, hi: int | None, size: int) -> tuple[int, int]:
+    """An interval of indices, unknown bounds widened to the array (out-of-bounds accesses are
+    undefined behaviour, and the launch's footprint check has refused the ones isl proves)."""
+    return (0 if lo is None else max(0, lo)), (size - 1 if hi is None else min(size - 1, hi))
+
+
+def _check_no_aliasing(kernel: Any, plan: BlockPlan, arrays: dict[str, np.ndarray]) -> None:
+    """Two arguments sharing memory, one of them written: slices shipped apart would not see
+    each other's writes."""
+    from polypy.api import _c_name
+
+    written = {name for f in plan.footprints for name, fp in f.items() if fp.write is not None}
+    names = [p.name for p in kernel.params if isinstance(p.ptype, PointerType) and p.name in arrays]
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if (a in written or b in written) and np.may_share_memory(arrays[a], arrays[b]):
+                raise UserError(f"arguments {_c_name(kernel, a)!r} and {_c_name(kernel, b)!r} of kernel "
+                                f"{kernel.name!r} share memory and one of them is written; a distributed launch "
+                                f"needs separate arrays")
+
+
+# --------------------------------------------------------------------------- on the worker
+
+# Source -> polypy.CompiledModule, per worker process (a cache: compiling is done once).
+_WORKER_MODULE_CACHE: dict[Source, Any] = {}
+_WORKER_LOCK = threading.Lock()
+_GLOBALS_LOCK = threading.Lock()
+
+
+def worker_module(source: Source) -> Any:
+    """The compiled module for ``source`` in this process (compiled on first use)."""
+    with _WORKER_LOCK:
+        module = _WORKER_MODULE_CACHE.get(source)
+        if module is None:
+            from polypy.api import compile as compile_here
+
+            module = compile_here(source.path, defines=dict(source.defines), include_dirs=source.include_dirs,
+                                  text=source.text, threads=1, specialize=source.specialize,
+                                  coarsen=source.coarsen)
+            _WORKER_MODULE_CACHE[source] = module
+        return module
+
+
+def run_task(spec: TaskSpec) -> dict[str, np.ndarray]:
+    """Run one block range of a launch (on a worker) and return the written slices."""
+    module = worker_module(spec.source)
+    kernel = module[spec.kernel]
+    arrays = {}
+    for name, (size, dtype) in spec.arrays.items():
+        buf = np.zeros(size, dtype=np.dtype(dtype))
+        piece = spec.pieces.get(name)
+        if piece is not None:
+            buf[piece[0]:piece[0] + piece[1].size] = piece[1]
+        arrays[name] = buf
+    compiled, ids = block_range_code(kernel, spec.grid, spec.block, spec.blocks)
+    # Tasks in one process share the module's constant/device arrays: set them and run one at a time.
+    with _GLOBALS_LOCK if module.globals else contextlib.nullcontext():
+        for name, value in spec.globals.items():
+            module.globals[name][...] = value
+        compiled.run(spec.grid, spec.block, spec.shmem, arrays, spec.scalars, threads=spec.threads, blocks=ids)
+    return {name: arrays[name][lo:hi + 1].copy() for name, (lo, hi) in spec.outputs.items()}
+
+
+def block_range_code(kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                     r: BlockRange) -> tuple[Any, tuple[int, int]]:
+    """The machine code for the blocks of ``r`` and the linear ids ``[first, last)`` it counts
+    them by: coarse blocks where the launch's code is coarsened and ``r`` starts and ends at
+    coarse-block boundaries, else the code for single blocks."""
+    compiled = kernel.for_launch(grid, block)
+    f = compiled.abi.coarsen
+    d = r.dim
+    if r.lo % f[d] or (r.hi % f[d] and r.hi != grid[d]):
+        compiled = kernel.for_block(block)
+        f = compiled.abi.coarsen
+    counts = [-(-g // c) for g, c in zip(grid, f)]
+    inner = math.prod(counts[:d])
+    return compiled, (r.lo // f[d] * inner, -(-r.hi // f[d]) * inner)
