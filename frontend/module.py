@@ -16,7 +16,7 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.host import DeviceSpan, HostFile, HostProgram, IncludeSpan, LaunchSite
 
-from frontend.clang_setup import cursor_loc, parse_translation_unit
+from frontend.clang_setup import cursor_loc, evaluate, parse_translation_unit
 from frontend.lower import (
     CK, KernelBuilder, ModuleContext, decl_key, function_body, has_attr, is_device_decl, is_host_decl,
     is_kernel_decl, is_prelude_decl, sanitize,
@@ -246,7 +246,7 @@ class _ModuleBuilder:
         return LaunchSite(names[self.kernel_key(target)], conv.char(call.extent.start.offset),
                           conv.char(call.extent.end.offset), grid, block,
                           texts[2] if len(texts) > 2 else None, texts[3] if len(texts) > 3 else None,
-                          tuple(args), loc)
+                          tuple(args), loc, _constant_shape(cfg[0]), _constant_shape(cfg[1]))
 
     def device_span(self, d: ci.Cursor, names, conv: "_OffsetMap") -> DeviceSpan | None:
         if d.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
@@ -290,6 +290,33 @@ def _template_args(cursor: ci.Cursor) -> list[str]:
         else:
             out.append(f"arg{i}")
     return out
+
+
+def _constant_shape(arg: ci.Cursor) -> tuple[int, int, int] | None:
+    """A launch's ``dim3`` argument as (x, y, z) when clang can evaluate its components, else None.
+
+    The argument is a ``dim3`` constructor call (``dim3(32, 8)``, or the conversion of ``128``),
+    possibly wrapped in casts; a copy of a ``dim3`` variable is not a constant.
+    """
+    node = arg
+    while node.kind in (CK.UNEXPOSED_EXPR, CK.CXX_FUNCTIONAL_CAST_EXPR, CK.PAREN_EXPR) or \
+            (node.kind == CK.CALL_EXPR and node.spelling == "dim3" and _one_dim3_child(node)):
+        children = [c for c in node.get_children() if c.kind != CK.TYPE_REF]
+        if len(children) != 1:
+            break
+        node = children[0]
+    if node.kind != CK.CALL_EXPR or node.spelling != "dim3":
+        return None
+    values = [evaluate(c) for c in node.get_children() if c.kind != CK.TYPE_REF]
+    if not 1 <= len(values) <= 3 or not all(isinstance(v, int) and v >= 1 for v in values):
+        return None
+    return tuple(values + [1] * (3 - len(values)))  # type: ignore[return-value]
+
+
+def _one_dim3_child(call: ci.Cursor) -> bool:
+    """A ``dim3`` copy or conversion wrapping another ``dim3`` expression."""
+    children = [c for c in call.get_children() if c.kind != CK.TYPE_REF]
+    return len(children) == 1 and children[0].type.get_canonical().spelling.endswith("dim3")
 
 
 def _is_default(arg: ci.Cursor) -> bool:

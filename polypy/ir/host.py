@@ -24,6 +24,10 @@ class LaunchSite:
     stream: str | None
     args: tuple[str, ...]
     loc: Loc | None = None
+    # The shapes as (x, y, z) when they are constant expressions (``dim3(32, 8)``, ``128``, a
+    # ``const int``), else None (a ``dim3`` variable, a size computed at run time).
+    grid_shape: tuple[int, int, int] | None = None
+    block_shape: tuple[int, int, int] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
