@@ -202,7 +202,7 @@ class DistributedLaunch:
         self.shmem = shmem
 
     def __call__(self, *args: Any, _tasks: int | None = None, **kwargs: Any) -> None:
-        from polypy.api import _bind, _check_footprints
+        from polypy.api import _bind
 
         dk = self.kernel
         k = dk.local
@@ -219,7 +219,7 @@ class DistributedLaunch:
                 if isinstance(v, np.integer):
                     ints[name] = int(v)
         k._checks.check(arrays, mod.globals)
-        _check_footprints(k.signature, k.footprint(self.grid, self.block, ints), arrays)
+        _check_sizes(k, k.footprint(self.grid, self.block, ints), arrays)
         tasks = mod.default_tasks() if _tasks is None else _tasks
         if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
             raise UserError(f"tasks must be a positive int, got {tasks!r}")
@@ -268,6 +268,21 @@ def _clamp(lo: int | None, hi: int | None, size: int) -> tuple[int, int]:
     """An interval of indices, unknown bounds widened to the array (out-of-bounds accesses are
     undefined behaviour, and the launch's footprint check has refused the ones isl proves)."""
     return (0 if lo is None else max(0, lo)), (size - 1 if hi is None else min(size - 1, hi))
+
+
+def _check_sizes(kernel: Any, footprint: dict[str, tuple[int, int]], arrays: dict[str, np.ndarray]) -> None:
+    """Refuse an array that the launch's exact footprint (isl, whole grid) proves too small."""
+    from polypy.api import _c_name
+
+    for name, (lo, hi) in footprint.items():
+        arr = arrays.get(name)
+        if arr is None or 0 <= lo and hi < arr.size:
+            continue
+        what = f"argument {_c_name(kernel.signature, name)!r} of kernel {kernel.name!r}"
+        if lo < 0:
+            raise UserError(f"{what}: this launch accesses index {lo}, before the start of the array")
+        raise UserError(f"{what} is too small for this launch: it needs {hi + 1} elements (indices up to {hi}), "
+                        f"got an array of {arr.size}")
 
 
 def _check_no_aliasing(kernel: Any, plan: BlockPlan, arrays: dict[str, np.ndarray]) -> None:

@@ -1,0 +1,242 @@
+"""``polypy.distributed``: one launch's block ranges as tasks on a Dask LocalCluster.
+
+Every distributed launch is compared bitwise with the same launch in this process
+(``polypy.compile``): jacobi2d, stencil1d (dynamic shared memory), matmul_tiled over their
+sample shapes, coarse blocks forced, fewer blocks than tasks, inputs read through loaded indices
+(spmv), writes under data-dependent conditions (the old contents of unwritten elements survive),
+atomics on elements one range alone touches, constant memory set by the caller. Launches whose
+ranges cannot run apart are refused with an error naming the array: overlapping writes,
+histogram-style atomics on shared bins, one block reading what another writes, writes isl
+cannot bound. The block-range footprints themselves are checked against the sets a brute-force
+run of the emulator touches.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed", reason="polypy.distributed needs Dask: pip install -e '.[distributed]'")
+
+import polypy  # noqa: E402
+import polypy.distributed as pd  # noqa: E402
+from polypy.errors import UserError  # noqa: E402
+from polypy.poly.block_footprint import BlockRange, split_grid  # noqa: E402
+from samples.spec import sample  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cache_dir(tmp_path_factory):
+    # compiled code goes to this module's temporary directory (the workers inherit the variable)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("POLYPY_CACHE_DIR", str(tmp_path_factory.mktemp("polypy-cache")))
+        yield
+
+
+@pytest.fixture(scope="module")
+def client(_cache_dir):
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                           dashboard_address=None)
+    c = Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _copy(args: dict) -> dict:
+    return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
+
+
+def _same(name: str, here: polypy.CompiledModule, there: pd.DistributedModule, grid, block, shmem, args: dict,
+          *, tasks: int) -> dict:
+    """Launch in this process and on the cluster; every array ends bitwise equal. Returns the
+    distributed launch's arguments."""
+    local = _copy(args)
+    here[name][grid, block, shmem](**local)
+    remote = _copy(args)
+    pd.launch(there[name], grid, block, shmem, tasks=tasks, **remote)
+    for key, value in local.items():
+        if isinstance(value, np.ndarray):
+            assert np.array_equal(value, remote[key], equal_nan=True), f"{name}: {key} differs"
+    return remote
+
+
+@pytest.mark.parametrize("name", ["jacobi2d", "stencil1d", "matmul_tiled"])
+def test_samples_match_single_process(client, name):
+    s = sample(name)
+    here = polypy.compile(s.source, defines=s.defines)
+    there = pd.compile(client, s.source, defines=s.defines)
+    rng = np.random.default_rng(13)
+    for case, tasks in zip(s.cases, (2, 3, 5)):
+        args = s.make_args(rng, case, np.float32)
+        out = _same(name, here, there, case.grid, case.block, case.shmem, args, tasks=tasks)
+        ref = s.reference(args, case)
+        for o in s.outputs:  # and the launch did the work (not two untouched arrays)
+            np.testing.assert_allclose(out[o], ref[o], rtol=s.rtol, atol=s.atol)
+
+
+def test_coarse_blocks_and_more_tasks_than_blocks(client):
+    s = sample("stencil1d")
+    here = polypy.compile(s.source)
+    there = pd.compile(client, s.source, coarsen=4)  # ranges of 3 blocks: some not coarse-aligned
+    rng = np.random.default_rng(5)
+    n, b = 3000, 64
+    case = type(s.cases[0])(grid=(-(-n // b),), block=(b,), sizes={"n": n}, shmem=(b + 6) * 8)
+    args = s.make_args(rng, case, np.float32)
+    _same("stencil1d", here, there, case.grid, case.block, case.shmem, args, tasks=7)
+    # 3 blocks, 8 tasks: three ranges of one block each
+    assert split_grid((3, 1, 1), 8) == tuple(BlockRange(0, i, i + 1) for i in range(3))
+    small = type(case)(grid=(3,), block=(b,), sizes={"n": 150}, shmem=(b + 6) * 8)
+    args = s.make_args(rng, small, np.float32)
+    _same("stencil1d", here, there, small.grid, small.block, small.shmem, args, tasks=8)
+
+
+def test_grid_is_split_along_its_slowest_dimension():
+    assert split_grid((4, 7, 1), 3) == (BlockRange(1, 0, 2), BlockRange(1, 2, 4), BlockRange(1, 4, 7))
+    assert split_grid((4, 7, 2), 3) == (BlockRange(2, 0, 1), BlockRange(2, 1, 2))
+    assert split_grid((1, 1, 1), 4) == (BlockRange(0, 0, 1),)
+    with pytest.raises(UserError, match="tasks"):
+        split_grid((4, 1, 1), 0)
+
+
+def test_inputs_through_loaded_indices(client):
+    s = sample("spmv_csr")  # x[col[j]]: isl cannot bound the read, the whole of x is shipped
+    here = polypy.compile(s.source)
+    there = pd.compile(client, s.source)
+    case = s.cases[0]
+    args = s.make_args(np.random.default_rng(3), case, np.float32)
+    _same("spmv_csr", here, there, case.grid, case.block, case.shmem, args, tasks=3)
+
+
+CONDITIONAL = r"""
+__global__ void keep_positive(const float* x, float* out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && x[i] > 0.0f)
+        out[i] = x[i];
+}
+
+__global__ void block_sums(const int* x, int* sums, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        atomicAdd(&sums[blockIdx.x], x[i]);
+}
+"""
+
+
+def test_partial_writes_and_private_atomics(client, tmp_path):
+    path = tmp_path / "cond.cu"
+    here = polypy.compile(path, text=CONDITIONAL)
+    there = pd.compile(client, path, text=CONDITIONAL)
+    rng = np.random.default_rng(7)
+    n = 1000
+    x = rng.uniform(-1, 1, n).astype(np.float32)
+    old = rng.uniform(5, 6, n).astype(np.float32)  # kept where x <= 0: shipped in, sent back unchanged
+    out = _same("keep_positive", here, there, 8, 128, 0, {"x": x, "out": old, "n": np.int32(n)}, tasks=3)
+    assert np.array_equal(out["out"], np.where(x > 0, x, old))
+    with pytest.raises(UserError, match=r"argument 'x' of kernel 'keep_positive' is too small"):
+        there.keep_positive[8, 128](x[:500], old, np.int32(n))
+    xi = rng.integers(-100, 100, n).astype(np.int32)
+    sums = rng.integers(0, 10, 8).astype(np.int32)  # each block's bin is its own: atomics allowed
+    out = _same("block_sums", here, there, 8, 128, 0, {"x": xi, "sums": sums, "n": np.int32(n)}, tasks=4)
+    padded = np.concatenate([xi, np.zeros(24, np.int32)])
+    assert np.array_equal(out["sums"], sums + padded.reshape(8, 128).sum(axis=1))
+
+
+def test_constant_memory_set_by_the_caller(client):
+    s = sample("constant_coeffs")
+    here = polypy.compile(s.source)
+    there = pd.compile(client, s.source)
+    taps = np.arange(1, 9, dtype=np.float32) / 10
+    here.globals["taps"][:] = taps
+    there.globals["taps"][:] = taps
+    case = s.cases[0]
+    args = s.make_args(np.random.default_rng(1), case, np.float32)
+    out = _same("constant_coeffs", here, there, case.grid, case.block, case.shmem, args, tasks=3)
+    x = args["x"].astype(np.float64)
+    expect = sum(taps[k] * np.concatenate([np.zeros(k), x[:x.size - k]]) for k in range(8))
+    np.testing.assert_allclose(out["y"], expect, rtol=1e-5, atol=1e-5)
+
+
+REFUSED = r"""
+__global__ void last_wins(const float* x, float* out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[0] = x[i];
+}
+
+__global__ void shift_left(float* x, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i + 1 < n)
+        x[i] = x[i + 1];
+}
+
+__global__ void scatter(const int* idx, const float* x, float* out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[idx[i]] = x[i];
+}
+"""
+
+
+def test_ranges_that_share_memory_are_refused(client, tmp_path):
+    path = tmp_path / "refused.cu"
+    there = pd.compile(client, path, text=REFUSED)
+    n = 512
+    x = np.ones(n, np.float32)
+    out = np.zeros(n, np.float32)
+    with pytest.raises(UserError, match=r"writes of 'out' .* may overlap") as err:
+        there.last_wins[4, 128](x, out, np.int32(n))
+    assert err.value.loc is not None and err.value.loc.line == 2
+    with pytest.raises(UserError, match=r"read indices .* of 'x'"):
+        there.shift_left[4, 128](x, np.int32(n))
+    with pytest.raises(UserError, match=r"cannot bound the indices of 'out'"):
+        there.scatter[4, 128](np.arange(n, dtype=np.int32), x, out, np.int32(n))
+    assert not out.any() and (x == 1).all()  # nothing ran, nothing merged
+    # one task: nothing to overlap with
+    there.last_wins[4, 128](x, out, np.int32(n), _tasks=1)
+    assert out[0] == 1
+
+
+def test_histogram_atomics_on_shared_bins_are_refused(client):
+    s = sample("histogram")
+    there = pd.compile(client, s.source)
+    case = s.cases[0]
+    args = s.make_args(np.random.default_rng(2), case, np.float32)
+    with pytest.raises(UserError, match=r"atomic updates of 'bins'"):
+        pd.launch(there.histogram, case.grid, case.block, case.shmem, tasks=2, **args)
+    # the same launch as one task is fine
+    here = polypy.compile(s.source)
+    _same("histogram", here, there, case.grid, case.block, case.shmem, args, tasks=1)
+
+
+def test_range_footprints_are_the_indices_the_blocks_touch():
+    """jacobi2d, per range of block rows: the intervals are exactly the smallest and largest
+    index the range's threads read and write (counted here point by point), and the written
+    interval is written everywhere."""
+    from polypy.poly.block_footprint import plan_block_ranges
+
+    s = sample("jacobi2d")
+    mod = polypy.compile(s.source)
+    nx, ny, bx, by = 50, 37, 16, 8
+    plan = plan_block_ranges(mod.jacobi2d.gpu, (4, 5, 1), (bx, by, 1), {"nx": nx, "ny": ny}, 3)
+    assert [(r.dim, r.lo, r.hi) for r in plan.ranges] == [(1, 0, 1), (1, 1, 3), (1, 3, 5)]
+    for r, f in zip(plan.ranges, plan.footprints):
+        written, read = set(), set()
+        for y in range(r.lo * by, min(r.hi * by, ny)):
+            for x in range(nx):
+                c = y * nx + x
+                written.add(c)
+                if x in (0, nx - 1) or y in (0, ny - 1):
+                    read.add(c)
+                else:
+                    read |= {c - 1, c + 1, c - nx, c + nx}
+        assert (f["out"].write.lo, f["out"].write.hi) == (min(written), max(written))
+        assert f["out"].covered and len(written) == max(written) - min(written) + 1
+        assert (f["in"].read.lo, f["in"].read.hi) == (min(read), max(read))
+        assert f["out"].read is None and f["in"].write is None and not f["out"].atomic
