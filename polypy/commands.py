@@ -44,6 +44,10 @@ def translate(args: argparse.Namespace) -> int:
 
     report: list | None = [] if args.report else None
     kernels = {k.name: to_cpu(k, optimize=not args.no_opt, report=report) for k in module.kernels}
+    if report is not None:  # warnings for stores that two threads of a launch race on
+        from polypy.poly.write_conflicts import race_report
+
+        report.extend(race_report(module))
     if args.emit in ("llvm", "cpu-ir"):
         cpu_module = dataclasses.replace(module, kernels=tuple(kernels.values()))
         if args.emit == "llvm":

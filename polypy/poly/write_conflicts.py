@@ -1,0 +1,290 @@
+"""Write-write races on global memory: two threads of one launch that store to the same element.
+
+CUDA allows such a program (one of the stores wins), but the result depends on the schedule;
+the CPU translation silently picks one legal answer. ``write_conflicts`` proves with isl, for
+each plain (non-atomic) store to a pointer parameter, whether two distinct threads of one launch
+can write the same element with no barrier ordering them::
+
+    copies 1 and 2 of the instance space
+    { (i1, i2) : i1 in dom(store A), i2 in dom(store B), elem_A(i1) = elem_B(i2),
+                 (same block, other thread, no barrier instance of both threads between them)
+              or (other block) }
+
+and gives an example pair from isl's sample point.
+
+Launch shapes. With a known block shape the model is built for it (``polypy.poly.model.Launch``),
+so a dimension the kernel never reads counts too: with ``block (32, 8)`` a kernel that reads only
+``threadIdx.x`` runs every store twice per ``threadIdx.y``, a race. An unknown grid is taken as
+2 blocks along each dimension the kernel reads (a race among blocks 0 and 1 happens in every
+larger grid, as long as the kernel does not read ``gridDim``). With an unknown block shape the
+model is symbolic (dimensions the kernel never reads are 1) and the race must happen for *every*
+extent of the launch dimensions from 2 up to CUDA's limit.
+
+Sizes. The race must also happen for *every* value from 1024 to 2**20 of each integer scalar
+parameter (``n``): a launch shape and sizes that do not fit each other are the caller's mistake,
+not a race in the kernel (``partial_sums[by * hid + bx * 16 + tx]``, written for ``grid = hid /
+16``, races for a larger grid), while ``y[blockIdx.x] = v`` by every thread, or ``y[i / 2]``, is
+reported.
+
+No false warnings: only exact accesses are judged (a store whose domain or index depends on
+data is never reported, the model over-approximates those), and two different blocks are
+compared only where the model knows their block values exactly (blocks 0 and 1 along one
+dimension), so every warning is a real race.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import islpy as isl
+
+from polypy.errors import Loc, format_diagnostic
+from polypy.ir import nodes as n
+from polypy.ir.host import LaunchSite
+from polypy.ir.types import ScalarType
+from polypy.ir.visitor import walk
+from polypy.poly.affine import int_range
+from polypy.poly.model import (
+    BLOCK_DIM, BLOCK_IDX, GRID_DIM, MAX_BLOCK_DIM, MAX_GRID_DIM, THREAD_IDX, Access, Launch, Model, build_model,
+)
+from polypy.poly.relations import Copies
+
+Shape = tuple[int, int, int]
+
+# The values of integer scalar parameters (sizes) a race must happen for, all of them.
+SCALAR_RANGE = (1 << 10, 1 << 20)
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteConflict:
+    """Two threads of one launch of ``kernel`` may both store to one element of ``buffer``.
+
+    ``first``/``second``: an example pair, as ``(("tx", 0), ("ty", 1), ("bx", 0))``;
+    ``other``: the location of the second store when it is another statement.
+    """
+
+    kernel: str
+    buffer: str
+    text: str
+    loc: Loc | None
+    first: tuple[tuple[str, int], ...]
+    second: tuple[tuple[str, int], ...]
+    other: Loc | None = None
+
+    def message(self) -> str:
+        def thread(values: tuple[tuple[str, int], ...]) -> str:
+            return "(" + ", ".join(f"{k}={v}" for k, v in values) + ")"
+        return (f"threads {thread(self.first)} and {thread(self.second)} both write '{self.text}' without an "
+                f"atomic in kernel {self.kernel}")
+
+
+def write_conflicts(kernel: n.Kernel, *, block: Shape | None = None, grid: Shape | None = None) -> list[WriteConflict]:
+    """The plain global stores of GPU-form ``kernel`` that two threads of one launch can race on.
+
+    ``block``/``grid``: the launch shape where it is known (see the module docstring for what
+    an unknown one means). At most one conflict per store, in source order.
+    """
+    model = build_model(kernel, launch=_launch(kernel, block, grid))
+    stores = [a for a in model.accesses if a.space == "global" and a.kind == "write" and a.exact]
+    writes = [a for a in model.accesses if a.space == "global" and a.writes and a.exact]
+    q = _Question(model, block)
+    out: list[WriteConflict] = []
+    for a in stores:
+        for b in writes:
+            found = q.conflict(a, b) if b.buffer == a.buffer else None
+            if found is not None:
+                out.append(found)
+                break
+    return out
+
+
+def _launch(kernel: n.Kernel, block: Shape | None, grid: Shape | None) -> Launch | None:
+    """The launch to build the model for: the known block shape, and the known grid or 2 blocks
+    along each grid dimension the kernel reads (None: symbolic)."""
+    if block is None:
+        return None
+    reads_block = [False, False, False]
+    reads_grid = False
+    for x in walk(kernel):
+        if isinstance(x, n.BlockIdx):
+            reads_block[x.dim] = True
+        elif isinstance(x, n.GridDim):
+            reads_grid = True
+    if grid is None:
+        if reads_grid:
+            return None  # how many blocks there are matters: stay symbolic
+        grid = tuple(2 if reads_block[d] or d == 0 else 1 for d in range(3))  # type: ignore[assignment]
+    return Launch(grid, block)  # type: ignore[arg-type]
+
+
+class _Question:
+    """Race questions about one model; ``block``: a known block shape the model is symbolic in."""
+
+    def __init__(self, model: Model, block: Shape | None):
+        self.model = model
+        self.c = c = Copies(model, ("1", "2"))
+        self.fixed = c.universe  # the known launch shape, on the model's blockDim parameters
+        every = c.universe  # the generic range of the unknown launch extents and the scalar parameters
+        example = c.universe  # one point of it, for the example pair
+        self.universal: set[str] = set()
+        for names, limits, pick, known in ((BLOCK_DIM, MAX_BLOCK_DIM, (32, 2, 2), block),
+                                           (GRID_DIM, MAX_GRID_DIM, (2, 2, 2), None)):
+            for d, name in enumerate(names):
+                if name not in c.affs:
+                    continue
+                p = c.affs[name]
+                if known is not None:
+                    self.fixed &= p.eq_set(c.const(known[d]))
+                    continue
+                every &= p.ge_set(c.const(2)) & p.le_set(c.const(limits[d]))
+                example &= p.eq_set(c.const(pick[d]))
+                self.universal.add(name)
+        for param in model.kernel.params:
+            if param.name in c.affs and isinstance(param.ptype, ScalarType) and not param.ptype.is_float:
+                lo, hi = int_range(param.ptype)
+                lo, hi = max(lo, SCALAR_RANGE[0]), min(hi, SCALAR_RANGE[1])
+                if lo > hi:
+                    continue  # a narrow type (a flag, a char): left existential
+                p = c.affs[param.name]
+                every &= p.ge_set(c.const(lo)) & p.le_set(c.const(hi))
+                example &= p.eq_set(c.const(lo))
+                self.universal.add(param.name)
+        self.every = every.params()
+        self.example = example
+        self.pieces = c.other_thread_pieces("1", "2")
+        self.block_pieces = self._block_pieces()
+
+    def _block_pieces(self) -> list[isl.Set]:
+        """Instances of blocks 0 and 1 along one grid dimension (equal elsewhere), where every
+        block value is known exactly; dimensions a value of unknown stride depends on are left out."""
+        c, model = self.c, self.model
+        out = []
+        for d in model.block_dims:
+            if any(bv.stride is None and d in bv.block_dims for bv in model.block_values):
+                continue
+            for first, second in (("1", "2"), ("2", "1")):
+                piece = c.dim(BLOCK_IDX[d], first).eq_set(c.const(0)) & c.dim(BLOCK_IDX[d], second).eq_set(c.const(1))
+                for e in range(3):
+                    if e != d:
+                        piece &= c.dim(BLOCK_IDX[e], "1").eq_set(c.dim(BLOCK_IDX[e], "2"))
+                for bv in model.block_values:
+                    if bv.stride is not None and bv.stride[0] == d:
+                        _, e, k = bv.stride  # blockIdx[d] * k * blockDim[e]: 0 and k * blockDim[e]
+                        piece &= c.dim(bv.name, first).eq_set(c.const(0))
+                        piece &= c.dim(bv.name, second).eq_set(c._block_dim(e) * isl.Val(k))
+                    else:
+                        piece &= c.dim(bv.name, "1").eq_set(c.dim(bv.name, "2"))
+                out.append(piece)
+        return out
+
+    def decide(self, s: isl.Set) -> dict[str, int] | None:
+        """An example pair of threads in ``s`` (``{"threadIdx.x#1": 0, ...}``) if ``s`` is non-empty
+        for every unknown launch extent and every scalar argument of the generic range, else None."""
+        s = s & self.fixed
+        if s.is_empty():
+            return None
+        params = s.params()
+        for i in reversed(range(params.dim(isl.dim_type.param))):
+            if params.get_dim_name(isl.dim_type.param, i) not in self.universal:
+                params = params.eliminate(isl.dim_type.param, i, 1)
+        if not self.every.is_subset(params):
+            return None
+        example = s & self.example
+        if example.is_empty():
+            example = s
+        # Only the thread and block coordinates, smallest first: the easiest pair to read.
+        keep = [f"{d}#{copy}" for copy in ("1", "2") for d in BLOCK_IDX + THREAD_IDX]
+        for i in reversed(range(len(self.c.names))):
+            if self.c.names[i] not in keep:
+                example = example.project_out(isl.dim_type.set, i, 1)
+        example = example.project_out(isl.dim_type.param, 0, example.dim(isl.dim_type.param))
+        point = example.lexmin().sample_point()
+        names = [name for name in self.c.names if name in keep]
+        return {name: int(point.get_coordinate_val(isl.dim_type.set, i).to_python()) for i, name in enumerate(names)}
+
+    def conflict(self, a: Access, b: Access) -> WriteConflict | None:
+        c, model = self.c, self.model
+        same = c.same_element(a, "1", b, "2")
+        if same is None:
+            return None
+        base = c.domain(a, "1") & c.domain(b, "2") & same & self.fixed
+        if base.is_empty():
+            return None
+        ordered = c.separated(a.time, "1", b.time, "2", model.barriers) | \
+            c.separated(b.time, "2", a.time, "1", model.barriers)
+        race = c.empty
+        for piece in self.pieces:
+            race = race | ((base & piece) - ordered)
+        for piece in self.block_pieces:
+            race = race | (base & piece)
+        point = self.decide(race)
+        if point is None:
+            return None
+        first, second = _values(model, point, "1"), _values(model, point, "2")
+        other = b.loc if b.loc != a.loc else None
+        return WriteConflict(model.kernel.name, a.buffer, _element(a), a.loc, first, second, other)
+
+
+def _values(model: Model, point: dict[str, int], copy: str) -> tuple[tuple[str, int], ...]:
+    """``(("tx", 3), ("bx", 0))``: the thread and block of ``copy`` in ``point`` (dimensions that vary)."""
+    out: list[tuple[str, int]] = []
+    for prefix, names, dims in (("t", THREAD_IDX, model.thread_dims), ("b", BLOCK_IDX, model.block_dims)):
+        for d in sorted(set(dims) | {0}):
+            out.append((prefix + "xyz"[d], point[f"{names[d]}#{copy}"]))
+    return tuple(out)
+
+
+def _element(a: Access) -> str:
+    """``y[...]``: the store's text up to the assignment."""
+    text = a.text.split("=")[0].strip() if "=" in a.text else a.text
+    return text or f"{a.buffer}[...]"
+
+
+# --------------------------------------------------------------------------- reports
+
+
+@dataclasses.dataclass(frozen=True)
+class RaceWarning:
+    """One race diagnostic, for ``translate --report`` (``format()`` like the other report entries)."""
+
+    text: str
+
+    def format(self) -> str:
+        return self.text
+
+
+def race_report(module: n.Module) -> list[RaceWarning]:
+    """``race_warnings`` as report entries."""
+    return [RaceWarning(text) for text in race_warnings(module)]
+
+
+def race_warnings(module: n.Module) -> list[str]:
+    """``FILE:LINE:COL: warning: ...`` diagnostics for the races of the kernels of ``module``.
+
+    A whole program's kernels are judged per launch shape of their launch sites (a shape that
+    is not a constant is symbolic); other kernels with a symbolic launch. Each store is reported
+    once, with a note naming the launch that races when it is a launch site of the program.
+    """
+    sites: dict[str, list[LaunchSite]] = {}
+    if module.host is not None:
+        for site in module.host.launches:
+            sites.setdefault(site.kernel, []).append(site)
+    out: list[str] = []
+    seen: set[tuple[str, Loc | None]] = set()
+    for kernel in module.kernels:
+        launches: list[LaunchSite | None] = list(sites.get(kernel.name, ())) or [None]
+        shapes: dict[tuple[Shape | None, Shape | None], LaunchSite | None] = {}
+        for site in launches:
+            key = (site.block_shape, site.grid_shape) if site is not None else (None, None)
+            shapes.setdefault(key, site)
+        for (block, grid), site in shapes.items():
+            for conflict in write_conflicts(kernel, block=block, grid=grid):
+                if (kernel.name, conflict.loc) in seen:
+                    continue
+                seen.add((kernel.name, conflict.loc))
+                notes: list[tuple[str, Loc | None]] = []
+                if conflict.other is not None:
+                    notes.append(("the other store", conflict.other))
+                if site is not None and block is not None:
+                    notes.append((f"launched here with block ({', '.join(map(str, block))})", site.loc))
+                out.append(format_diagnostic("warning", conflict.message(), conflict.loc, notes=tuple(notes)))
+    return out

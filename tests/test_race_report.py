@@ -1,0 +1,150 @@
+"""``translate --report`` warns about stores that two threads of one launch race on (issue 10 item 5).
+
+The question is answered with isl (``polypy.poly.write_conflicts``): for a whole program with the
+launch shape of each launch site where it is a constant, else symbolically. A warning names the
+store's location, an example pair of threads and the launch; no sample may get one.
+"""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from polypy.cli import main
+from polypy.driver import load
+from polypy.poly.write_conflicts import race_warnings, write_conflicts
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+MVT = """#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void mvt(const float* A, const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float s = 0.0f;
+        for (int j = 0; j < n; ++j)
+            s += A[i * n + j] * x[j];
+        STORE
+    }
+}
+int main()
+{
+    const int n = 256;
+    float *A, *x, *y;
+    cudaMalloc(&A, n * n * sizeof(float));
+    cudaMalloc(&x, n * sizeof(float));
+    cudaMalloc(&y, n * sizeof(float));
+    mvt<<<dim3((n + 31) / 32), BLOCK>>>(A, x, y, n);
+    printf("done\\n");
+    return 0;
+}
+"""
+
+
+def _program(tmp_path: pathlib.Path, store: str, block: str = "dim3(32, 8)") -> pathlib.Path:
+    src = tmp_path / "mvt.cu"
+    src.write_text(MVT.replace("STORE", store).replace("BLOCK", block))
+    return src
+
+
+def _translate_report(src: pathlib.Path, capsys) -> str:
+    out = src.with_suffix(".cpp")
+    assert main(["translate", str(src), "--report", "-o", str(out)]) == 0
+    assert out.exists()  # a warning, not an error: the program is still translated
+    return capsys.readouterr().err
+
+
+def test_mvt_with_an_unused_block_dimension_is_a_race_with_a_location(tmp_path, capsys) -> None:
+    src = _program(tmp_path, "y[i] = s;")
+    err = _translate_report(src, capsys)
+    assert (f"{src}:10:9: warning: threads (tx=0, ty=0, bx=0) and (tx=0, ty=1, bx=0) both write "
+            f"'y[(i32)(blockIdx.x * blockDim.x + threadIdx.x)]' without an atomic in kernel mvt") in err
+    assert f"{src}:20:5: note: launched here with block (32, 8, 1)" in err
+    assert err.count("warning:") == 1
+
+
+def test_no_warning_without_report(tmp_path, capsys) -> None:
+    src = _program(tmp_path, "y[i] = s;")
+    assert main(["translate", str(src), "-o", str(tmp_path / "out.cpp")]) == 0
+    assert ": warning:" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("store, block", [
+    ("if (threadIdx.y == 0) y[i] = s;", "dim3(32, 8)"),  # one row of threads stores
+    ("atomicAdd(&y[i], s);", "dim3(32, 8)"),  # racing atomics are fine
+    ("y[i] = s;", "dim3(32)"),  # the shape the kernel was written for
+    ("y[i] = s;", "32"),
+])
+def test_no_warning_for_race_free_launches(tmp_path, capsys, store: str, block: str) -> None:
+    err = _translate_report(_program(tmp_path, store, block), capsys)
+    assert ": warning:" not in err
+
+
+def test_a_launch_shape_held_in_a_variable_is_symbolic(tmp_path) -> None:
+    # `dim3 block(32, 8)` might change before the launch: the model stays symbolic (block.y
+    # taken as 1 since the kernel never reads it), so nothing is claimed.
+    src = tmp_path / "mvt.cu"
+    src.write_text(MVT.replace("STORE", "y[i] = s;").replace("mvt<<<", "dim3 block(32, 8);\n    mvt<<<")
+                   .replace("BLOCK", "block"))
+    module = load(src)
+    assert [s.block_shape for s in module.host.launches] == [None]
+    assert race_warnings(module) == []
+
+
+def _kernel(tmp_path: pathlib.Path, body: str, params: str = "const float* x, float* y, int n"):
+    src = tmp_path / "k.cu"
+    src.write_text(f"__global__ void k({params})\n{{\n{body}\n}}\n")
+    return load(src).kernels[0]
+
+
+def test_symbolic_races_every_launch_has(tmp_path) -> None:
+    # Every thread of a block stores to the block's element.
+    k = _kernel(tmp_path, "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[blockIdx.x] = x[i];")
+    [c] = write_conflicts(k)
+    assert c.loc.line == 4 and c.buffer == "y"
+    assert dict(c.first)["bx"] == dict(c.second)["bx"] and dict(c.first)["tx"] != dict(c.second)["tx"]
+    # Every block stores to the same elements.
+    k = _kernel(tmp_path, "    y[threadIdx.x] = x[threadIdx.x];")
+    [c] = write_conflicts(k)
+    assert dict(c.first)["tx"] == dict(c.second)["tx"] and {dict(c.first)["bx"], dict(c.second)["bx"]} == {0, 1}
+    # Two threads per element.
+    k = _kernel(tmp_path, "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i / 2] = x[i];")
+    assert len(write_conflicts(k)) == 1
+
+
+def test_no_symbolic_warning_where_there_is_no_race(tmp_path) -> None:
+    cases = [
+        # one element per thread
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = 2.0f * x[i];",
+        # a second store to another thread's element, ordered by a barrier
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    y[i] = x[i];\n    __syncthreads();\n"
+        "    if (threadIdx.x == 0) y[i + 1] = 0.0f;",
+        # one thread per block stores the block's element
+        "    if (threadIdx.x == 0) y[blockIdx.x] = x[blockIdx.x];",
+        # data-dependent index: the model cannot decide, so nothing is said
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[(int)x[i]] = 1.0f;",
+        # a grid-stride loop
+        "    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) y[i] = x[i];",
+    ]
+    for body in cases:
+        assert write_conflicts(_kernel(tmp_path, body)) == [], body
+
+
+def test_known_shapes_decide_what_a_symbolic_launch_cannot(tmp_path) -> None:
+    # Written for blocks of 16 threads: races only when blockDim.x > 16.
+    body = "    int col = blockIdx.x * 16 + threadIdx.x;\n    if (col < n) y[col] = x[col];"
+    k = _kernel(tmp_path, body)
+    assert write_conflicts(k) == []
+    assert write_conflicts(k, block=(16, 1, 1)) == []
+    [c] = write_conflicts(k, block=(32, 1, 1))
+    assert dict(c.first)["bx"] != dict(c.second)["bx"]
+
+
+SAMPLES = sorted((ROOT / "samples").glob("*.cu")) + sorted((ROOT / "samples" / "programs").glob("*.cu")) \
+    + sorted((ROOT / "tests" / "programs").glob("*.cu"))
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
+def test_no_sample_gets_a_race_warning(path: pathlib.Path) -> None:
+    assert race_warnings(load(path)) == []
