@@ -139,6 +139,11 @@ def test_known_shapes_decide_what_a_symbolic_launch_cannot(tmp_path) -> None:
     assert write_conflicts(k, block=(16, 1, 1)) == []
     [c] = write_conflicts(k, block=(32, 1, 1))
     assert dict(c.first)["bx"] != dict(c.second)["bx"]
+    # Every block writes the same elements: no race in a grid of one block.
+    k = _kernel(tmp_path, "    y[threadIdx.x] = x[threadIdx.x];")
+    assert write_conflicts(k, grid=(1, 1, 1)) == []
+    assert len(write_conflicts(k, grid=(3, 1, 1))) == 1
+    assert write_conflicts(k, grid=(1, 1, 1), block=(64, 1, 1)) == []
 
 
 SAMPLES = sorted((ROOT / "samples").glob("*.cu")) + sorted((ROOT / "samples" / "programs").glob("*.cu")) \

@@ -86,7 +86,7 @@ def write_conflicts(kernel: n.Kernel, *, block: Shape | None = None, grid: Shape
     model = build_model(kernel, launch=_launch(kernel, block, grid))
     stores = [a for a in model.accesses if a.space == "global" and a.kind == "write" and a.exact]
     writes = [a for a in model.accesses if a.space == "global" and a.writes and a.exact]
-    q = _Question(model, block)
+    q = _Question(model, block, grid)
     out: list[WriteConflict] = []
     for a in stores:
         for b in writes:
@@ -117,17 +117,18 @@ def _launch(kernel: n.Kernel, block: Shape | None, grid: Shape | None) -> Launch
 
 
 class _Question:
-    """Race questions about one model; ``block``: a known block shape the model is symbolic in."""
+    """Race questions about one model; ``block``/``grid``: known shapes (used where the model is
+    symbolic in them)."""
 
-    def __init__(self, model: Model, block: Shape | None):
+    def __init__(self, model: Model, block: Shape | None, grid: Shape | None):
         self.model = model
         self.c = c = Copies(model, ("1", "2"))
-        self.fixed = c.universe  # the known launch shape, on the model's blockDim parameters
+        self.fixed = c.universe  # the known launch shape, on the model's blockDim/gridDim parameters
         every = c.universe  # the generic range of the unknown launch extents and the scalar parameters
         example = c.universe  # one point of it, for the example pair
         self.universal: set[str] = set()
         for names, limits, pick, known in ((BLOCK_DIM, MAX_BLOCK_DIM, (32, 2, 2), block),
-                                           (GRID_DIM, MAX_GRID_DIM, (2, 2, 2), None)):
+                                           (GRID_DIM, MAX_GRID_DIM, (2, 2, 2), grid)):
             for d, name in enumerate(names):
                 if name not in c.affs:
                     continue
