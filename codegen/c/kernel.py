@@ -28,6 +28,7 @@ from typing import Callable, Optional, Sequence
 from polypy.coarsening import CoarseVersion, pays_in_c
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
+from polypy.ir.cexpr import ATOM
 from polypy.ir.types import PointerType
 from polypy.ir.visitor import walk
 from polypy.passes.specialize import BlockShape, check_block_shape, specialize_block_shape
@@ -127,9 +128,9 @@ class KernelEmitter:
         for b in k.buffers:
             name = self.cname(b.name)
             if b.shape is None:
-                self.layouts[b.name] = Layout(name, "flat", b.elem, (f"shmem_bytes / sizeof({c_type(b.elem)})",))
+                self.layouts[b.name] = Layout(name, "flat", b.elem, (f"(shmem_bytes / sizeof({c_type(b.elem)}))",))
                 continue
-            extents = tuple(self.renderer.expr(d) for d in b.shape)
+            extents = tuple(self.renderer.expr(d, ATOM) for d in b.shape)  # Layout wants atoms
             if b.space in ("constant", "device"):
                 one = len(b.shape) == 1 and isinstance(b.shape[0], n.Const) and b.shape[0].value == 1
                 kind = "alias" if (self.options.program and one) else "array"

@@ -25,23 +25,14 @@ import os
 
 from polypy.errors import InternalError, Loc
 from polypy.ir import nodes as n
+from polypy.ir.cexpr import (
+    ADDITIVE, ATOM, BINARY_PREC, BINARY_SYMBOLS, MULTIPLICATIVE, UNARY, CExprPrinter, parenthesize, right_operand,
+)
 from polypy.ir.printer import format_const
 from polypy.ir.types import PointerType, ScalarType
 
 INDENT = "    "
 
-# C precedence, higher binds tighter.
-_PREC = {
-    "lor": 4, "land": 5, "bor": 6, "bxor": 7, "band": 8, "eq": 9, "ne": 9,
-    "lt": 10, "le": 10, "gt": 10, "ge": 10, "shl": 11, "shr": 11, "add": 12, "sub": 12,
-    "mul": 13, "div": 13, "rem": 13,
-}
-_SYMBOL = {
-    "add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%", "shl": "<<", "shr": ">>",
-    "band": "&", "bor": "|", "bxor": "^", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
-    "eq": "==", "ne": "!=", "land": "&&", "lor": "||",
-}
-_SELECT, _UNARY, _ATOM = 3, 14, 16
 # Operators whose binary operands get parentheses unless they are the same operator (keeps
 # `-Wparentheses` quiet and the intent obvious: `(a + b) << 2`, `(a ^ b) | c`).
 _FUSSY = {"band", "bor", "bxor", "shl", "shr"}
@@ -87,35 +78,35 @@ def short_loc(loc: Loc | None) -> str:
 
 
 def literal(c: n.Const) -> tuple[str, int]:
-    """A C literal of ``c``'s type and its precedence."""
+    """A C literal of ``c``'s type and its level (``polypy.ir.cexpr``)."""
     t = c.ctype
     if t.is_bool:
-        return ("true" if c.value else "false"), _ATOM
+        return ("true" if c.value else "false"), ATOM
     if t.is_float:
         v = float(c.value)
         suffix = "f" if t.name == "f32" else ""
         if math.isnan(v):
-            return ("NAN" if suffix else "(double)NAN"), (_ATOM if suffix else _UNARY)
+            return ("NAN" if suffix else "(double)NAN"), (ATOM if suffix else UNARY)
         if math.isinf(v):
             text = "INFINITY" if suffix else "(double)INFINITY"
-            return (text, _ATOM if suffix else _UNARY) if v > 0 else ("-" + text, _UNARY)
+            return (text, ATOM if suffix else UNARY) if v > 0 else ("-" + text, UNARY)
         text = format_const(c)
-        return text, (_UNARY if text.startswith("-") else _ATOM)
+        return text, (UNARY if text.startswith("-") else ATOM)
     v = int(c.value)
     if t.name == "i32":
         if v == -(1 << 31):
-            return "(-2147483647 - 1)", _ATOM
-        return str(v), (_UNARY if v < 0 else _ATOM)
+            return "(-2147483647 - 1)", ATOM
+        return str(v), (UNARY if v < 0 else ATOM)
     if t.name == "u32":
-        return f"{v}u", _ATOM
+        return f"{v}u", ATOM
     if t.name == "i64":
         if v == -(1 << 63):
-            return "(-9223372036854775807LL - 1LL)", _ATOM
-        return f"{v}LL", (_UNARY if v < 0 else _ATOM)
+            return "(-9223372036854775807LL - 1LL)", ATOM
+        return f"{v}LL", (UNARY if v < 0 else ATOM)
     if t.name == "u64":
-        return f"{v}ULL", _ATOM
+        return f"{v}ULL", ATOM
     # i8/u8/i16/u16: C computes with them as int anyway, and every use converts back.
-    return str(v), (_UNARY if v < 0 else _ATOM)
+    return str(v), (UNARY if v < 0 else ATOM)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,7 +116,8 @@ class Layout:
     ``kind``: ``pointer`` (a pointer parameter, one index), ``array`` (C array or pointer to
     arrays with constant inner extents: ``a[i][j]``), ``flat`` (extents known at run time:
     ``a[(i * d1 + j) * d2 + k]``), ``alias`` (a module global that host code may have declared as
-    a scalar: ``((T*)&g)[i]``). ``extents`` are C expressions (for flattening and checks).
+    a scalar: ``((T*)&g)[i]``). ``extents`` are C expressions for flattening and checks, each an
+    atom (a name, a literal, a call or in parentheses) so that it can go anywhere in an expression.
     """
 
     name: str
@@ -134,7 +126,7 @@ class Layout:
     extents: tuple[str, ...] = ()
 
 
-class Renderer:
+class Renderer(CExprPrinter):
     """Renders statements and expressions of one CPU-form kernel."""
 
     def __init__(self, kernel: n.Kernel, layouts: dict[str, Layout], *, check_bounds: bool,
@@ -152,96 +144,74 @@ class Renderer:
         return self.names.get(ir_name, ir_name)
 
     # ------------------------------------------------------------------ expressions
-    def expr(self, e: n.Expr) -> str:
-        return self._expr(e)[0]
-
-    def _wrap(self, e: n.Expr, parent_prec: int, *, right: bool = False, parent_op: str | None = None) -> str:
-        text, prec = self._expr(e)
-        need = prec < parent_prec or (right and prec == parent_prec)
-        if parent_op is not None and isinstance(e, n.Binary) and prec < _ATOM and e.op != parent_op:
-            if parent_op in _FUSSY or (parent_op == "lor" and e.op == "land"):
-                need = True
-        return f"({text})" if need else text
-
-    def _expr(self, e: n.Expr) -> tuple[str, int]:
-        if isinstance(e, n.Const):
-            return self.const(e)
-        if isinstance(e, n.Var):
-            return self.name(e.name), _ATOM
-        if isinstance(e, n.GpuIndex):
-            base = {n.BlockIdx: "blockIdx", n.BlockDim: "blockDim", n.GridDim: "gridDim"}.get(type(e))
-            if base is None:
-                raise InternalError("threadIdx in CPU-form code given to the C backend", e.loc)
-            return f"{base}.{'xyz'[e.dim]}", _ATOM
-        if isinstance(e, n.Load):
-            return self.access(e.buffer, e.index, e.loc), _ATOM
-        if isinstance(e, n.Unary):
-            return self.unary(e)
-        if isinstance(e, n.Binary):
-            return self.binary(e)
-        if isinstance(e, n.Select):
-            c = self._wrap(e.cond, _SELECT + 1)
-            a = self._wrap(e.a, _SELECT + 1)
-            b = self._wrap(e.b, _SELECT)
-            return f"{c} ? {a} : {b}", _SELECT
-        if isinstance(e, n.Cast):
-            if e.to == e.x.type:
-                return self._expr(e.x)
-            return f"({c_type(e.to)}){self._wrap(e.x, _UNARY)}", _UNARY
-        if isinstance(e, n.Call):
-            return self.call(e), _ATOM
+    # `expr(e, level)` and the parenthesization rule come from CExprPrinter; these spell leaves
+    # and the C-specific conversions.
+    def unknown(self, e: n.Expr) -> tuple[str, int]:
         raise InternalError(f"cannot render {type(e).__name__} as C", e.loc)
+
+    def extra_parens(self, child: n.Expr, text: str, level: int, parent: n.Expr) -> bool:
+        if isinstance(parent, n.Binary):
+            return (isinstance(child, n.Binary) and level < ATOM and child.op != parent.op
+                    and (parent.op in _FUSSY or (parent.op == "lor" and child.op == "land")))
+        if isinstance(parent, n.Unary) and parent.op != "not":
+            return isinstance(child, n.Unary) or (isinstance(child, n.Const) and text.startswith("-"))
+        return False
 
     def const(self, c: n.Const) -> tuple[str, int]:
         return literal(c)
 
+    def var(self, e: n.Var) -> tuple[str, int]:
+        return self.name(e.name), ATOM
+
+    def gpu_index(self, e: n.GpuIndex) -> tuple[str, int]:
+        if isinstance(e, n.ThreadIdx):
+            raise InternalError("threadIdx in CPU-form code given to the C backend", e.loc)
+        return super().gpu_index(e)
+
+    def load(self, e: n.Load) -> tuple[str, int]:
+        return self.access(e.buffer, e.index, e.loc), ATOM
+
+    def cast(self, e: n.Cast) -> tuple[str, int]:
+        if e.to == e.x.type:
+            return self.render(e.x)
+        return super().cast(e)
+
     def unary(self, e: n.Unary) -> tuple[str, int]:
-        t = e.type
-        if e.op == "not":
-            return "!" + self._wrap(e.x, _UNARY), _UNARY
-        sym = "-" if e.op == "neg" else "~"
-        inner = self._wrap(e.x, _UNARY)
-        if isinstance(e.x, n.Unary) or (isinstance(e.x, n.Const) and inner.startswith("-")):
-            inner = f"({inner})"
-        text = sym + inner
-        if t.name in _NARROW:
-            return f"({c_type(t)})({text})", _UNARY
-        return text, _UNARY
+        text, level = super().unary(e)
+        if e.op != "not" and e.type.name in _NARROW:
+            return f"({c_type(e.type)})({text})", UNARY
+        return text, level
 
     def binary(self, e: n.Binary) -> tuple[str, int]:
         op = e.op
         t = e.a.type
         if op == "rem" and t.is_float:
             fn = "fmodf" if t.name == "f32" else "fmod"
-            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
-        p = _PREC[op]
-        widen = t.name in ("u8", "u16") and op in ("add", "sub", "mul", "shl")
-        if widen:
-            a = f"(unsigned int){self._wrap(e.a, _UNARY)}"
-            b = self._wrap(e.b, p, right=True, parent_op=op)
+            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", ATOM
+        if t.name in ("u8", "u16") and op in ("add", "sub", "mul", "shl"):
+            # Done in `unsigned int`: C would promote to `int`, where `u16 * u16` can overflow.
+            a = f"(unsigned int){self.expr(e.a, UNARY)}"
+            text, level = f"{a} {BINARY_SYMBOLS[op]} {self.operand(e.b, right_operand(op), e)}", BINARY_PREC[op]
         else:
-            a = self._wrap(e.a, p, parent_op=op)
-            b = self._wrap(e.b, p, right=True, parent_op=op)
-        text = f"{a} {_SYMBOL[op]} {b}"
-        result = e.type
-        if result.name in _NARROW and op not in ("land", "lor") and op not in n.COMPARE_OPS:
-            return f"({c_type(result)})({text})", _UNARY
-        return text, p
+            text, level = super().binary(e)
+        if e.type.name in _NARROW and op not in ("land", "lor") and op not in n.COMPARE_OPS:
+            return f"({c_type(e.type)})({text})", UNARY
+        return text, level
 
-    def call(self, e: n.Call) -> str:
+    def call(self, e: n.Call) -> tuple[str, int]:
         args = [self.expr(a) for a in e.args]
         if e.fn in _INT_MATH:
-            return f"polypy_{e.fn}_{e.rtype.name}({', '.join(args)})"
+            return f"polypy_{e.fn}_{e.rtype.name}({', '.join(args)})", ATOM
         spelling = MATH.get(e.fn)
         if spelling is None:
             raise InternalError(f"no C spelling for math function {e.fn!r}", e.loc)
         arg_type = e.args[0].type
         text = spelling[0] if arg_type.name == "f32" else spelling[1]
         if "{}" in text:
-            return text.format(*args)
+            return text.format(*args), ATOM
         if text.startswith("(bool)"):
-            return f"({text}({', '.join(args)}))"
-        return f"{text}({', '.join(args)})"
+            return f"({text}({', '.join(args)}))", ATOM
+        return f"{text}({', '.join(args)})", ATOM
 
     # ------------------------------------------------------------------ memory
     def access(self, buffer: str, index: tuple[n.Expr, ...], loc: Loc | None) -> str:
@@ -249,18 +219,19 @@ class Renderer:
         if layout is None:
             raise InternalError(f"no layout for buffer {buffer!r}", loc)
         where = str(loc) if loc is not None else self.kernel.name
-        parts = [self.expr(i) for i in index]
         if self.check_bounds:
             if layout.kind == "pointer":
-                parts = [f"polypy_check_index({parts[0]}, polypy_lo_{layout.name}, polypy_hi_{layout.name}, "
-                         f"\"{layout.name}\", \"{where}\")"]
+                parts = [(f"polypy_check_index({self.expr(index[0])}, polypy_lo_{layout.name}, "
+                          f"polypy_hi_{layout.name}, \"{layout.name}\", \"{where}\")", ATOM)]
             else:
-                parts = [f"polypy_check_index({p}, 0, (long long)({ext}), \"{layout.name}\", \"{where}\")"
-                         for p, ext in zip(parts, layout.extents)]
+                parts = [(f"polypy_check_index({self.expr(i)}, 0, (long long){ext}, \"{layout.name}\", \"{where}\")",
+                          ATOM) for i, ext in zip(index, layout.extents)]
+        else:
+            parts = [self.render(i) for i in index]
         if layout.kind == "pointer":
-            return f"{layout.name}[{parts[0]}]"
+            return f"{layout.name}[{parts[0][0]}]"
         if layout.kind == "array":
-            return layout.name + "".join(f"[{p}]" for p in parts)
+            return layout.name + "".join(f"[{text}]" for text, _ in parts)
         if layout.kind == "alias":
             return f"(({c_type(layout.elem)}*)&{layout.name})[{_flat(parts, layout.extents)}]"
         return f"{layout.name}[{_flat(parts, layout.extents)}]"
@@ -340,7 +311,8 @@ class Renderer:
         threads = s.kind == "threads"
         if threads:
             out.append(f"{ind}POLYPY_THREAD_LOOP")
-        out.append(f"{ind}for ({c_type(s.vtype)} {v} = {self.expr(s.start)}; {v} < {self.expr(s.stop)}; {incr}) {{")
+        stop = self.expr(s.stop, right_operand("lt"))  # `v < (0 < q ? q : 0)`
+        out.append(f"{ind}for ({c_type(s.vtype)} {v} = {self.expr(s.start)}; {v} < {stop}; {incr}) {{")
         self.in_threads += threads
         self.loops.append(None)
         self.block(s.body, depth + 1, out)
@@ -366,23 +338,20 @@ class Renderer:
         out.append(f"{ind}}}")
 
 
-def _flat(parts: list[str], extents: tuple[str, ...]) -> str:
-    """Row-major ``((size_t)i0 * e1 + i1) * e2 + i2`` (the first extent is not needed).
+def _flat(parts: list[tuple[str, int]], extents: tuple[str, ...]) -> str:
+    """Row-major ``((size_t)i0 * e1 + i1) * e2 + i2`` of indices given as (text, level); the
+    extents are atoms and the first one is not needed.
 
     In ``size_t``: 32-bit unsigned offsets could wrap, which stops the compiler from seeing
     the access as affine in the thread counter (and from vectorizing the thread loop).
     """
     if len(parts) == 1:
-        return parts[0]
-    text = f"(size_t){_paren(parts[0])}"
-    for p, ext in zip(parts[1:], extents[1:]):
-        text = f"({text} * {_paren(ext)} + {_paren(p)})"
-    return text[1:-1]
-
-
-def _paren(text: str) -> str:
-    simple = text.replace(".", "").replace("_", "").replace("[", "").replace("]", "")
-    return text if simple.isalnum() else f"({text})"
+        return parts[0][0]
+    text, level = f"(size_t){parenthesize(*parts[0], UNARY)}", UNARY
+    for (p, p_level), ext in zip(parts[1:], extents[1:]):
+        text = f"{parenthesize(text, level, MULTIPLICATIVE)} * {ext} + {parenthesize(p, p_level, ADDITIVE + 1)}"
+        level = ADDITIVE
+    return text
 
 
 def _continues(stmts: tuple[n.Stmt, ...]) -> bool:

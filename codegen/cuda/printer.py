@@ -13,15 +13,9 @@ import math
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
-from polypy.ir.printer import BINARY_SYMBOLS, PRECEDENCE, UNARY_SYMBOLS
+from polypy.ir.cexpr import ATOM, UNARY, CExprPrinter, right_operand
 from polypy.ir.printer import format_const as ir_format_const
 from polypy.ir.types import PointerType, ScalarType
-
-_DIMS = "xyz"
-_GPU = {n.ThreadIdx: "threadIdx", n.BlockIdx: "blockIdx", n.BlockDim: "blockDim", n.GridDim: "gridDim"}
-_SELECT_PREC = 0
-_UNARY_PREC = 11
-_ATOM_PREC = 12
 
 _ATOMICS = {
     "add": "atomicAdd", "sub": "atomicSub", "max": "atomicMax", "min": "atomicMin", "exch": "atomicExch",
@@ -72,19 +66,6 @@ def format_const(c: n.Const) -> str:
     return ir_format_const(c)  # finite floats are spelled as in the IR text: `1.5f`, `0.1`
 
 
-def _prec(e: n.Expr) -> int:
-    if isinstance(e, n.Binary):
-        return PRECEDENCE[e.op]
-    if isinstance(e, n.Select):
-        return _SELECT_PREC
-    if isinstance(e, (n.Unary, n.Cast)):
-        return _UNARY_PREC
-    if isinstance(e, n.Const):
-        text = format_const(e)
-        return _UNARY_PREC if text.startswith("-") else _ATOM_PREC
-    return _ATOM_PREC
-
-
 def _narrow(t: ScalarType) -> bool:
     return t.is_int and t.bits < 32
 
@@ -104,58 +85,48 @@ def call_name(e: n.Call) -> str:
     return fn + ("f" if ty.name == "f32" else "")
 
 
-def format_expr(e: n.Expr) -> str:
-    if isinstance(e, n.Const):
-        return format_const(e)
-    if isinstance(e, n.Var):
-        return e.name
-    if isinstance(e, n.GpuIndex):
-        return f"{_GPU[type(e)]}.{_DIMS[e.dim]}"
-    if isinstance(e, n.Load):
-        return e.buffer + "".join(f"[{format_expr(i)}]" for i in e.index)
-    if isinstance(e, n.Call):
+class CudaExprPrinter(CExprPrinter):
+    """Expressions in CUDA C++. Operands of unary operators and casts are parenthesized unless
+    they are atoms (``-(-x)``, ``(int)(-x)``); a ``?:`` inside a ``?:`` is parenthesized."""
+
+    def const(self, c: n.Const) -> tuple[str, int]:
+        text = format_const(c)
+        return text, (UNARY if text.startswith("-") else ATOM)
+
+    def unknown(self, e: n.Expr) -> tuple[str, int]:
+        raise UserError(f"cannot print {type(e).__name__} as CUDA", e.loc)
+
+    def extra_parens(self, child: n.Expr, text: str, level: int, parent: n.Expr) -> bool:
+        if isinstance(parent, (n.Unary, n.Cast)):
+            return level <= UNARY
+        return isinstance(parent, n.Select) and isinstance(child, n.Select)
+
+    def call(self, e: n.Call) -> tuple[str, int]:
         if e.fn == "saturate" and e.args[0].type.name != "f32":
-            x = format_expr(e.args[0])
-            return f"fmin(fmax({x}, 0.0), 1.0)"
-        return f"{call_name(e)}({', '.join(format_expr(a) for a in e.args)})"
-    if isinstance(e, n.Unary):
-        inner = format_expr(e.x)
-        if _prec(e.x) <= _UNARY_PREC:
-            inner = f"({inner})"
-        text = UNARY_SYMBOLS[e.op] + inner
+            return f"fmin(fmax({self.expr(e.args[0])}, 0.0), 1.0)", ATOM
+        return self.call_text(call_name(e), e.args), ATOM
+
+    def unary(self, e: n.Unary) -> tuple[str, int]:
+        text, level = super().unary(e)
         if e.op in ("neg", "bnot") and _narrow(e.type):
-            return f"({c_type(e.type)})({text})"
-        return text
-    if isinstance(e, n.Cast):
-        inner = format_expr(e.x)
-        if _prec(e.x) < _ATOM_PREC:
-            inner = f"({inner})"
-        return f"({c_type(e.to)}){inner}"
-    if isinstance(e, n.Binary):
+            return f"({c_type(e.type)})({text})", UNARY  # C promotes narrow operands to int
+        return text, level
+
+    def binary(self, e: n.Binary) -> tuple[str, int]:
         if e.op == "rem" and e.type.is_float:  # C has no % on floating types; the IR's is fmod
-            return format_expr(n.Call("fmod", (e.a, e.b), e.type))
-        p = PRECEDENCE[e.op]
-        left, right = format_expr(e.a), format_expr(e.b)
-        if _prec(e.a) < p:
-            left = f"({left})"
-        if _prec(e.b) <= p:
-            right = f"({right})"
-        text = f"{left} {BINARY_SYMBOLS[e.op]} {right}"
+            return self.call(n.Call("fmod", (e.a, e.b), e.type))
+        text, level = super().binary(e)
         if _narrow(e.type) and e.op not in n.COMPARE_OPS + n.LOGIC_OPS:
-            return f"({c_type(e.type)})({text})"
-        return text
-    if isinstance(e, n.Select):
-        parts = []
-        for child in (e.cond, e.a, e.b):
-            text = format_expr(child)
-            if _prec(child) <= _SELECT_PREC:
-                text = f"({text})"
-            parts.append(text)
-        return f"{parts[0]} ? {parts[1]} : {parts[2]}"
-    raise UserError(f"cannot print {type(e).__name__} as CUDA", e.loc)
+            return f"({c_type(e.type)})({text})", UNARY
+        return text, level
 
 
-_top = format_expr  # an expression where no parentheses are needed around it
+_EXPR = CudaExprPrinter()
+_top = _EXPR.expr  # an expression in a position that takes any expression but a comma
+
+
+def format_expr(e: n.Expr) -> str:
+    return _EXPR.expr(e)
 
 
 class _Printer:
@@ -211,10 +182,9 @@ class _Printer:
                 self.block(orelse, depth + 1, continue_label)
             self.emit(depth, "}")
         elif isinstance(s, n.For):
-            v = n.Var(s.var, s.vtype)
             step = f"{s.var}++" if isinstance(s.step, n.Const) and s.step.value == 1 else f"{s.var} += {_top(s.step)}"
             self.emit(depth, f"for ({c_type(s.vtype)} {s.var} = {_top(s.start)}; "
-                             f"{format_expr(n.Binary('lt', v, s.stop))}; {step}) {{")
+                             f"{s.var} < {_EXPR.expr(s.stop, right_operand('lt'))}; {step}) {{")
             self.block(s.body, depth + 1)
             self.emit(depth, "}")
         elif isinstance(s, n.While):

@@ -10,8 +10,9 @@ import re
 
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
+from polypy.ir.cexpr import BINARY_PREC as PRECEDENCE
+from polypy.ir.cexpr import BINARY_SYMBOLS
 from polypy.ir.mathfns import MATH_FUNCTIONS
-from polypy.ir.printer import BINARY_SYMBOLS, PRECEDENCE
 from polypy.ir.types import BOOL, I32, SCALAR_TYPES, PointerType, ScalarType, normalize_value, wrap_int
 
 _TOKEN = re.compile(

@@ -21,27 +21,13 @@ import math
 import numpy as np
 
 from polypy.ir import nodes as n
+from polypy.ir.cexpr import BINARY_SYMBOLS, UNARY_SYMBOLS  # noqa: F401 (re-exported)
+from polypy.ir.cexpr import ATOM, BINARY_PREC, UNARY, CExprPrinter
 from polypy.ir.types import PointerType, ScalarType
 
-_DIMS = "xyz"
-
-BINARY_SYMBOLS = {
-    "add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%",
-    "shl": "<<", "shr": ">>", "band": "&", "bor": "|", "bxor": "^",
-    "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
-    "land": "&&", "lor": "||",
-}
-UNARY_SYMBOLS = {"neg": "-", "not": "!", "bnot": "~"}
-
-# C precedence, higher binds tighter.
-PRECEDENCE = {
-    "lor": 1, "land": 2, "bor": 3, "bxor": 4, "band": 5,
-    "eq": 6, "ne": 6, "lt": 7, "le": 7, "gt": 7, "ge": 7,
-    "shl": 8, "shr": 8, "add": 9, "sub": 9, "mul": 10, "div": 10, "rem": 10,
-}
-_SELECT_PREC = 0
-_UNARY_PREC = 11
-_ATOM_PREC = 12
+# The grammar (precedence table, symbols) is C's and lives in polypy.ir.cexpr; these names are
+# kept for the parser and older imports.
+PRECEDENCE = BINARY_PREC
 
 _INT_SUFFIX = {"i32": "", "u32": "u", "i64": "l", "u64": "ul"}
 
@@ -83,68 +69,40 @@ def format_type(t: ScalarType | PointerType) -> str:
     return t.name
 
 
-def _prec(e: n.Expr) -> int:
-    if isinstance(e, n.Binary):
-        return PRECEDENCE[e.op]
-    if isinstance(e, n.Select):
-        return _SELECT_PREC
-    if isinstance(e, n.Unary) or isinstance(e, n.Cast):
-        return _UNARY_PREC
-    if isinstance(e, n.Const) and not e.ctype.is_bool and _is_negative(e):
-        return _UNARY_PREC
-    return _ATOM_PREC
-
-
 def _is_negative(c: n.Const) -> bool:
     value = c.value
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and (value < 0 or (isinstance(value, float) and math.copysign(1.0, value) < 0 and value == 0)))
 
 
+class IrExprPrinter(CExprPrinter):
+    """Expressions of the IR text form: C syntax with IR type names and typed literals.
+
+    Operands of unary operators and casts are parenthesized unless they are atoms, and so is a
+    non-negative literal under a unary operator: ``-(5)`` is ``neg`` of ``5`` where ``-5`` is one
+    literal, which is how ``polypy.ir.parser`` tells them apart. A ``?:`` inside a ``?:`` is
+    parenthesized.
+    """
+
+    def type_name(self, t: ScalarType) -> str:
+        return t.name
+
+    def const(self, c: n.Const) -> tuple[str, int]:
+        return format_const(c), (UNARY if not c.ctype.is_bool and _is_negative(c) else ATOM)
+
+    def extra_parens(self, child: n.Expr, text: str, level: int, parent: n.Expr) -> bool:
+        if isinstance(parent, n.Unary):
+            return level <= UNARY or isinstance(child, n.Const)
+        if isinstance(parent, n.Cast):
+            return level <= UNARY
+        return isinstance(parent, n.Select) and isinstance(child, n.Select)
+
+
+_EXPR = IrExprPrinter()
+
+
 def format_expr(e: n.Expr) -> str:
-    if isinstance(e, n.Const):
-        return format_const(e)
-    if isinstance(e, n.Var):
-        return e.name
-    if isinstance(e, n.GpuIndex):
-        return f"{_gpu_name(e)}.{_DIMS[e.dim]}"
-    if isinstance(e, n.Load):
-        return e.buffer + "".join(f"[{format_expr(i)}]" for i in e.index)
-    if isinstance(e, n.Call):
-        return f"{e.fn}({', '.join(format_expr(a) for a in e.args)})"
-    if isinstance(e, n.Unary):
-        inner = format_expr(e.x)
-        # Parenthesize nested unaries and constants so "-(-x)" and "-(5)" read back unambiguously.
-        if _prec(e.x) <= _UNARY_PREC or isinstance(e.x, n.Const):
-            inner = f"({inner})"
-        return UNARY_SYMBOLS[e.op] + inner
-    if isinstance(e, n.Cast):
-        inner = format_expr(e.x)
-        if _prec(e.x) < _ATOM_PREC:
-            inner = f"({inner})"
-        return f"({e.to.name}){inner}"
-    if isinstance(e, n.Binary):
-        p = PRECEDENCE[e.op]
-        left = format_expr(e.a)
-        right = format_expr(e.b)
-        if _prec(e.a) < p:
-            left = f"({left})"
-        if _prec(e.b) <= p:
-            right = f"({right})"
-        return f"{left} {BINARY_SYMBOLS[e.op]} {right}"
-    if isinstance(e, n.Select):
-        parts = []
-        for child in (e.cond, e.a, e.b):
-            text = format_expr(child)
-            if _prec(child) <= _SELECT_PREC:
-                text = f"({text})"
-            parts.append(text)
-        return f"{parts[0]} ? {parts[1]} : {parts[2]}"
-    raise TypeError(f"cannot print {type(e).__name__}")
-
-
-def _gpu_name(e: n.GpuIndex) -> str:
-    return {n.ThreadIdx: "threadIdx", n.BlockIdx: "blockIdx", n.BlockDim: "blockDim", n.GridDim: "gridDim"}[type(e)]
+    return _EXPR.expr(e)
 
 
 class _Printer:
