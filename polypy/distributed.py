@@ -35,6 +35,7 @@ This module needs nothing from ``distributed`` itself: it uses the client it is 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import math
 import os
@@ -149,6 +150,8 @@ class DistributedKernel:
         self.local = local  # polypy.api.CompiledKernel
         self.name = local.name
         self._plans: dict[tuple, BlockPlan] = {}
+        # Bytes of array slices the last launch sent to its tasks and got back from them.
+        self.last_transfer: tuple[int, int] = (0, 0)
 
     def __getitem__(self, config: Any) -> DistributedLaunch:
         from polypy.api import _launch_config
@@ -186,7 +189,7 @@ class TaskSpec:
     shmem: int
     blocks: BlockRange
     scalars: dict[str, Any]
-    arrays: dict[str, tuple[int, str]]  # name -> (size, dtype)
+    windows: dict[str, tuple[int, int, str]]  # name -> (lo, hi) inclusive: every index accessed; dtype
     pieces: dict[str, tuple[int, np.ndarray]]  # name -> (first index, contents)
     outputs: dict[str, tuple[int, int]]  # name -> (lo, hi) inclusive, sent back
     globals: dict[str, np.ndarray]
@@ -226,8 +229,13 @@ class DistributedLaunch:
         plan = dk.plan(self.grid, self.block, ints, tasks)
         _check_no_aliasing(k.signature, plan, arrays)
         specs = [self._spec(r, f, arrays, scalars, mod) for r, f in zip(plan.ranges, plan.footprints)]
-        futures = [mod.client.submit(run_task, spec, pure=False) for spec in specs]
+        # Scattered first: the slices go straight to the workers (not through the scheduler as
+        # part of the task graph), one task's data to each in turn, and its task runs there.
+        shipped = mod.client.scatter(specs, hash=False)
+        futures = [mod.client.submit(run_task, spec, pure=False) for spec in shipped]
         results = mod.client.gather(futures)
+        dk.last_transfer = (sum(p.nbytes for spec in specs for _, p in spec.pieces.values()),
+                            sum(a.nbytes for written in results for a in written.values()))
         # Merged only now: no task is still reading a caller's array while it changes.
         for spec, written in zip(specs, results):
             for name, (lo, hi) in spec.outputs.items():
@@ -235,29 +243,32 @@ class DistributedLaunch:
 
     def _spec(self, r: BlockRange, footprints: dict, arrays: dict[str, np.ndarray], scalars: dict[str, Any],
               mod: DistributedModule) -> TaskSpec:
-        sizes: dict[str, tuple[int, str]] = {}
+        windows: dict[str, tuple[int, int, str]] = {}
         pieces: dict[str, tuple[int, np.ndarray]] = {}
         outputs: dict[str, tuple[int, int]] = {}
         for name, arr in arrays.items():
-            sizes[name] = (arr.size, arr.dtype.str)
             f = footprints.get(name)
-            if f is None:  # not a pointer parameter of the kernel (cannot happen), ship nothing
+            if f is None:
                 continue
-            needed = []
+            accessed, shipped = [], []
             if f.read is not None:
-                needed.append(_clamp(f.read.lo, f.read.hi, arr.size))
+                accessed.append(_clamp(f.read.lo, f.read.hi, arr.size))
+                shipped.append(accessed[-1])
             if f.write is not None:
                 out = _clamp(f.write.lo, f.write.hi, arr.size)
                 if out[0] <= out[1]:
                     outputs[name] = out
+                    accessed.append(out)
                     if not f.covered:  # elements it may leave alone keep the caller's values
-                        needed.append(out)
-            needed = [iv for iv in needed if iv[0] <= iv[1]]
-            if needed:
-                lo = min(iv[0] for iv in needed)
-                hi = max(iv[1] for iv in needed)
+                        shipped.append(out)
+            accessed = [iv for iv in accessed if iv[0] <= iv[1]]
+            if accessed:
+                windows[name] = (min(iv[0] for iv in accessed), max(iv[1] for iv in accessed), arr.dtype.str)
+            shipped = [iv for iv in shipped if iv[0] <= iv[1]]
+            if shipped:
+                lo, hi = min(iv[0] for iv in shipped), max(iv[1] for iv in shipped)
                 pieces[name] = (lo, arr[lo:hi + 1])
-        return TaskSpec(mod.source, self.kernel.name, self.grid, self.block, self.shmem, r, dict(scalars), sizes,
+        return TaskSpec(mod.source, self.kernel.name, self.grid, self.block, self.shmem, r, dict(scalars), windows,
                         pieces, outputs, dict(mod.globals), mod.threads)
 
     def __repr__(self) -> str:
@@ -326,20 +337,40 @@ def run_task(spec: TaskSpec) -> dict[str, np.ndarray]:
     """Run one block range of a launch (on a worker) and return the written slices."""
     module = worker_module(spec.source)
     kernel = module[spec.kernel]
-    arrays = {}
-    for name, (size, dtype) in spec.arrays.items():
-        buf = np.zeros(size, dtype=np.dtype(dtype))
+    windows: dict[str, np.ndarray] = {}
+    rebased: dict[str, np.ndarray] = {}
+    for name, (lo, hi, dtype) in spec.windows.items():
         piece = spec.pieces.get(name)
-        if piece is not None:
-            buf[piece[0]:piece[0] + piece[1].size] = piece[1]
-        arrays[name] = buf
+        if piece is not None and piece[0] == lo and piece[1].size == hi - lo + 1 and piece[1].flags.writeable:
+            buf = piece[1]  # what was shipped is the whole window: used in place
+        else:
+            buf = np.zeros(hi - lo + 1, dtype=np.dtype(dtype))
+            if piece is not None:
+                buf[piece[0] - lo:piece[0] - lo + piece[1].size] = piece[1]
+        windows[name] = buf
+        rebased[name] = _rebased(buf, lo)
     compiled, ids = block_range_code(kernel, spec.grid, spec.block, spec.blocks)
+    for p in compiled.abi.params:  # arrays the range never accesses: any valid address
+        if isinstance(p.ptype, PointerType) and p.name not in rebased:
+            rebased[p.name] = np.zeros(1, dtype=np.uint8)
     # Tasks in one process share the module's constant/device arrays: set them and run one at a time.
     with _GLOBALS_LOCK if module.globals else contextlib.nullcontext():
         for name, value in spec.globals.items():
             module.globals[name][...] = value
-        compiled.run(spec.grid, spec.block, spec.shmem, arrays, spec.scalars, threads=spec.threads, blocks=ids)
-    return {name: arrays[name][lo:hi + 1].copy() for name, (lo, hi) in spec.outputs.items()}
+        compiled.run(spec.grid, spec.block, spec.shmem, rebased, spec.scalars, threads=spec.threads, blocks=ids)
+    return {name: windows[name][lo - spec.windows[name][0]:hi - spec.windows[name][0] + 1]
+            for name, (lo, hi) in spec.outputs.items()}
+
+
+def _rebased(window: np.ndarray, lo: int) -> np.ndarray:
+    """An array header whose element 0 lies ``lo`` elements before ``window``'s first element.
+
+    The fast compiled code uses nothing of an array but its address (``ctypes.data``) and adds
+    the kernel's own indices to it, so indices ``lo..`` land in ``window``, which holds every
+    index the task accesses (its footprint). The header's memory is never read or written
+    through NumPy; ``window`` stays alive in the caller of this function."""
+    address = window.ctypes.data - lo * window.itemsize
+    return np.frombuffer((ctypes.c_char * window.itemsize).from_address(address), dtype=window.dtype)
 
 
 def block_range_code(kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
