@@ -92,6 +92,34 @@ def test_a_launch_shape_held_in_a_variable_is_symbolic(tmp_path) -> None:
     assert race_warnings(module) == []
 
 
+def test_constant_launch_shapes_are_evaluated(tmp_path, capsys) -> None:
+    src = tmp_path / "shapes.cu"
+    src.write_text("""#define RB 64
+__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }
+int main() {
+  int n = 100; const int T = 32;
+  dim3 block(256);
+  float* d; cudaMalloc(&d, 4096);
+  k<<<n, block>>>(d);
+  k<<<(n + 127) / 128, 128>>>(d);
+  k<<<dim3(4, 2), dim3(32, 8)>>>(d);
+  k<<<dim3(n), dim3(RB)>>>(d);
+  k<<<2, T * 2>>>(d);
+  k<<<dim3(2, 2, 2), dim3(T, 4, 1), 0>>>(d);
+  return 0;
+}
+""")
+    sites = load(src).host.launches
+    assert [(s.grid_shape, s.block_shape) for s in sites] == [
+        (None, None), (None, (128, 1, 1)), ((4, 2, 1), (32, 8, 1)), (None, (64, 1, 1)), ((2, 1, 1), (64, 1, 1)),
+        ((2, 2, 2), (32, 4, 1))]
+    # The C++ of the program has a version of k specialized for each constant block shape (at most 4).
+    out = tmp_path / "shapes.cpp"
+    assert main(["translate", str(src), "-o", str(out)]) == 0
+    text = out.read_text()
+    assert all(f"k_launch_{v}(" in text for v in ("b128x1x1", "b32x8x1", "b64x1x1", "b32x4x1", "generic"))
+
+
 def _kernel(tmp_path: pathlib.Path, body: str, params: str = "const float* x, float* y, int n"):
     src = tmp_path / "k.cu"
     src.write_text(f"__global__ void k({params})\n{{\n{body}\n}}\n")

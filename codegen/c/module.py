@@ -128,20 +128,19 @@ MAX_PROGRAM_SPECIALIZATIONS = 4
 
 
 def launch_block_shapes(host: HostProgram) -> dict[str, list[tuple[int, int, int]]]:
-    """Per kernel, the block shapes its launch sites spell as an integer literal (``<<<g, 256>>>``).
+    """Per kernel, the block shapes of its launch sites that are constants (``<<<g, 256>>>``,
+    ``dim3(16, 16)``, ``dim3(ROW_BLOCK)``: ``LaunchSite.block_shape``).
 
     A kernel launched with such shapes gets a version specialized for each of them (see
-    ``emit_kernel``); launches with other shapes run its generic version. Shapes spelled any
-    other way (``dim3(16, 16)``, a variable, a macro) would need the frontend to evaluate the
-    launch configuration; they use the generic version.
+    ``emit_kernel``); launches with other shapes (a ``dim3`` variable, a size computed at run
+    time) run its generic version.
     """
     out: dict[str, list[tuple[int, int, int]]] = {}
     for site in host.launches:
-        text = site.block.strip()
-        if not text.isdigit() or not 1 <= int(text) <= 1024:
+        shape = site.block_shape
+        if shape is None or not 1 <= shape[0] * shape[1] * shape[2] <= 1024 or shape[2] > 64:
             continue
         shapes = out.setdefault(site.kernel, [])
-        shape = (int(text), 1, 1)
         if shape not in shapes and len(shapes) < MAX_PROGRAM_SPECIALIZATIONS:
             shapes.append(shape)
     return out
