@@ -136,6 +136,12 @@ def test_symbolic_races_every_launch_has(tmp_path) -> None:
     k = _kernel(tmp_path, "    y[threadIdx.x] = x[threadIdx.x];")
     [c] = write_conflicts(k)
     assert dict(c.first)["tx"] == dict(c.second)["tx"] and {dict(c.first)["bx"], dict(c.second)["bx"]} == {0, 1}
+    # A __device__ array is global memory too.
+    src = tmp_path / "d.cu"
+    src.write_text("__device__ float last[4];\n__global__ void k(const float* x) {\n"
+                   "    last[threadIdx.x % 4] = x[threadIdx.x];\n}\n")
+    [c] = write_conflicts(load(src).kernels[0])
+    assert c.buffer == "last" and c.loc.line == 3
     # Two threads per element.
     k = _kernel(tmp_path, "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i / 2] = x[i];")
     assert len(write_conflicts(k)) == 1

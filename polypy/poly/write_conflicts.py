@@ -2,7 +2,7 @@
 
 CUDA allows such a program (one of the stores wins), but the result depends on the schedule;
 the CPU translation silently picks one legal answer. ``write_conflicts`` proves with isl, for
-each plain (non-atomic) store to a pointer parameter, whether two distinct threads of one launch
+each plain (non-atomic) store to global memory, whether two distinct threads of one launch
 can write the same element with no barrier ordering them::
 
     copies 1 and 2 of the instance space
@@ -84,8 +84,9 @@ def write_conflicts(kernel: n.Kernel, *, block: Shape | None = None, grid: Shape
     an unknown one means). At most one conflict per store, in source order.
     """
     model = build_model(kernel, launch=_launch(kernel, block, grid))
-    stores = [a for a in model.accesses if a.space == "global" and a.kind == "write" and a.exact]
-    writes = [a for a in model.accesses if a.space == "global" and a.writes and a.exact]
+    # Global memory: pointer parameters and the module's __device__ arrays.
+    stores = [a for a in model.accesses if a.space in ("global", "device") and a.kind == "write" and a.exact]
+    writes = [a for a in model.accesses if a.space in ("global", "device") and a.writes and a.exact]
     q = _Question(model, block, grid)
     out: list[WriteConflict] = []
     for a in stores:
