@@ -103,6 +103,7 @@ def panels(documents: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[
                 if panel is not None:
                     out.append(panel)
             if "grad" in doc:
+                context[-1] += f"; gradients at {doc['grad'].get('size', 'quick')} sizes"
                 out.append(grad_panel(doc["grad"]))
         else:
             context.append(f"python -m bench.grad ({doc.get('size', 'quick')} sizes): {where}, {machine.get('time', '')}")
@@ -175,7 +176,8 @@ def _bars(ax: Any, panel: dict[str, Any]) -> None:
     ax.axvline(len(groups) - 1.5, color="grey", linewidth=0.5)
     ax.set_ylabel(panel["ylabel"])
     ax.set_title(panel["title"], fontsize=10)
-    ax.grid(axis="y", which="both", alpha=0.3)
+    ax.grid(axis="y", which="major", alpha=0.4)
+    ax.grid(axis="y", which="minor", alpha=0.12)
     ax.legend(fontsize=7, ncol=min(n, 7), loc="upper left")
 
 
