@@ -48,7 +48,7 @@ FOOTPRINT_CACHE_SIZE = 64
 MAX_SPECIALIZATIONS = 8
 
 
-def compile(path: str | os.PathLike, *, defines: dict[str, str] | None = None,
+def compile(path: str | os.PathLike | None, *, defines: dict[str, str] | None = None,
             include_dirs: Sequence[str] = (), threads: int | None = None, text: str | None = None,
             specialize: bool = True, coarsen: bool | int = True) -> CompiledModule:
     """Parse, optimize, lower to CPU form and JIT-compile every kernel of a CUDA file.
@@ -60,7 +60,8 @@ def compile(path: str | os.PathLike, *, defines: dict[str, str] | None = None,
     (``gpu2cpu.coarsen_blocks``; with ``specialize`` only); an int >= 2 forces that factor on
     every launch where it is legal (for testing); False: never.
     Machine code is cached on disk (see ``codegen.llvm.cache``), so compiling the same kernels
-    again skips LLVM entirely.
+    again skips LLVM entirely. ``text``: the source itself; with ``path`` None, diagnostics name
+    it ``<string>``.
     """
     from polypy import driver
 
@@ -278,7 +279,7 @@ class CompiledKernel:
 
     def __getitem__(self, config: Any) -> Launch:
         grid, block, shmem = _launch_config(self.name, config)
-        return Launch(self, grid, block, shmem)
+        return (_EmptyLaunch if 0 in grid else Launch)(self, grid, block, shmem)
 
     @property
     def emulate(self) -> _Emulated:
@@ -355,6 +356,17 @@ class Launch:
         return f"<polypy launch {self.kernel.name}[{self.grid}, {self.block}, {self.shmem}]>"
 
 
+
+class _EmptyLaunch(Launch):
+    """A launch of a grid with no blocks (a 0 in ``grid``): it does nothing, as in a CUDA program
+    that does not check the launch's error; the arguments are still checked."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        k = self.kernel
+        values = _bind(k.signature, args, kwargs)
+        k._checks.check({name: v for name, v in values.items() if isinstance(v, np.ndarray)}, k.module.globals)
+
+
 class _Emulated:
     def __init__(self, kernel: CompiledKernel):
         self.kernel = kernel
@@ -396,7 +408,7 @@ def _launch_config(kernel: str, config: Any) -> tuple[tuple[int, int, int], tupl
     if not isinstance(config, tuple) or len(config) not in (2, 3):
         raise UserError(f"launch kernel {kernel!r} as kernel[grid, block] or kernel[grid, block, shmem_bytes], "
                         f"got kernel[{config!r}]")
-    grid = _dims(config[0], "grid", MAX_GRID)
+    grid = _dims(config[0], "grid", MAX_GRID, lowest=0)  # no blocks: a launch that does nothing
     block = _dims(config[1], "block", MAX_BLOCK)
     if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK:
         raise UserError(f"block of {block[0] * block[1] * block[2]} threads; CUDA allows at most "
@@ -407,15 +419,15 @@ def _launch_config(kernel: str, config: Any) -> tuple[tuple[int, int, int], tupl
     return grid, block, int(shmem)
 
 
-def _dims(value: Any, what: str, limits: tuple[int, int, int]) -> tuple[int, int, int]:
+def _dims(value: Any, what: str, limits: tuple[int, int, int], *, lowest: int = 1) -> tuple[int, int, int]:
     dims = [value] if isinstance(value, (int, np.integer)) else value
     if (not isinstance(dims, (list, tuple)) or not 1 <= len(dims) <= 3
             or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims)):
         raise UserError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
     full = [int(d) for d in dims] + [1] * (3 - len(dims))
     for d, limit, axis in zip(full, limits, "xyz"):
-        if not 1 <= d <= limit:
-            raise UserError(f"{what}.{axis} = {d} is outside CUDA's range [1, {limit}]")
+        if not lowest <= d <= limit:
+            raise UserError(f"{what}.{axis} = {d} is outside CUDA's range [{lowest}, {limit}]")
     return full[0], full[1], full[2]
 
 

@@ -97,6 +97,18 @@ def _replace(path: str, text: str, mode: int | None) -> None:
         raise
 
 
+def version() -> str:
+    """polypy's version as installed (package metadata), else the one the source says."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("polypy")
+    except metadata.PackageNotFoundError:
+        from polypy import __version__
+
+        return __version__
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="CUDA (.cu) or C (.c) source")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
@@ -107,6 +119,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="polypy", description="Run CUDA on multicore CPUs; differentiate kernels.")
+    parser.add_argument("--version", action="version", version=f"polypy {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("translate", help="translate CUDA kernels / programs to CPU code")

@@ -16,6 +16,20 @@ def _load(args: argparse.Namespace) -> n.Module:
     return load(args.file, defines=_defines(args.defines), include_dirs=tuple(args.include_dirs))
 
 
+def _warn_without_kernels(module: n.Module, path: str) -> None:
+    """A file with no kernel is translated (or run) all the same, but it is probably not the
+    file that was meant: say so on stderr."""
+    import sys
+
+    if module.kernels:
+        return
+    if module.host is not None:
+        what = "only its host code is translated"
+    else:
+        what = "the output has no kernel functions"
+    print(f"{path}: warning: no kernel (__global__ function) in this file; {what}", file=sys.stderr)
+
+
 def _select(module: n.Module, kernel: str | None) -> n.Module:
     if kernel is None:
         return module
@@ -31,6 +45,7 @@ def translate(args: argparse.Namespace) -> int:
 
     check_output(args.output, (args.file,))
     module = _select(_load(args), args.kernel)
+    _warn_without_kernels(module, args.file)
     if args.emit == "ir":
         write_output(args.output, print_module(module), (args.file,))
         return 0
@@ -111,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     path = pathlib.Path(args.file)
     module = _load(args)
     if module.host is not None and module.host.has_main:
+        _warn_without_kernels(module, args.file)
         return _run_program(module, args)
     description = path.with_suffix(".py")
     if description.exists():

@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import os
 
+from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.passes import SIMPLIFY, Pass, run_pipeline
 from polypy.passes.eliminate_returns import eliminate_returns
@@ -18,15 +19,38 @@ from polypy.passes.eliminate_returns import eliminate_returns
 GPU_PIPELINE: tuple[Pass, ...] = (Pass("eliminate-returns", eliminate_returns),) + SIMPLIFY
 
 
-def parse(path: str | os.PathLike, *, defines: dict[str, str] | None = None,
+# The file name diagnostics give source text that comes without a path (``compile(None, text=...)``).
+TEXT_NAME = "<string>"
+
+
+def source_path(path: str | os.PathLike | None, text: str | None) -> str:
+    """The name the frontend parses under: ``path``, which must exist unless ``text`` is given,
+    or ``TEXT_NAME`` for text alone."""
+    if path is None:
+        if text is None:
+            raise UserError("nothing to parse: give a source file or the source text (text=...)")
+        return TEXT_NAME
+    if not isinstance(path, (str, os.PathLike)):
+        raise UserError(f"the source file must be a path (str or os.PathLike), got {type(path).__name__}")
+    name = os.fspath(path)
+    if text is None:
+        if os.path.isdir(name):
+            raise UserError(f"{name} is a directory, not a source file")
+        if not os.path.exists(name):
+            raise UserError(f"no such file: {name}")
+    return name
+
+
+def parse(path: str | os.PathLike | None, *, defines: dict[str, str] | None = None,
           include_dirs: tuple[str, ...] = (), text: str | None = None) -> n.Module:
-    """The frontend alone: GPU-form IR exactly as the source says."""
+    """The frontend alone: GPU-form IR exactly as the source says. Without ``path``, ``text`` is
+    parsed as CUDA under the name ``<string>``."""
     from frontend import parse_file
 
-    return parse_file(os.fspath(path), text=text, defines=defines, include_dirs=tuple(include_dirs))
+    return parse_file(source_path(path, text), text=text, defines=defines, include_dirs=tuple(include_dirs))
 
 
-def load(path: str | os.PathLike, *, defines: dict[str, str] | None = None,
+def load(path: str | os.PathLike | None, *, defines: dict[str, str] | None = None,
          include_dirs: tuple[str, ...] = (), text: str | None = None,
          timings: dict[str, float] | None = None) -> n.Module:
     """Parse and simplify: the GPU-form module every other stage starts from."""

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from polypy.errors import InternalError, UserError
+from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType
 
@@ -37,15 +37,23 @@ def _compiler() -> str:
     return compiler
 
 
-def _build(source: str, directory: pathlib.Path, flags: Sequence[str], output: str) -> pathlib.Path:
+# Lines of the compiler's complaint shown when it rejects a generated program.
+COMPILER_LINES_SHOWN = 12
+
+
+def _build(source: str, directory: pathlib.Path, flags: Sequence[str], output: str, *, name: str) -> pathlib.Path:
+    """Compile the generated ``source`` of the program ``name``; a rejection is a ``UserError``
+    showing the compiler's first lines (the host code is the user's, passed through as written)."""
     src = directory / "program.cpp"
     src.write_text(source, encoding="utf-8")
     out = directory / output
     command = [_compiler(), *flags, str(src), "-o", str(out), "-lm"]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        raise InternalError(f"the C++ compiler rejected the translated program ({' '.join(command)}):\n"
-                            f"{result.stderr[-4000:]}")
+        lines = result.stderr.replace(str(directory) + "/", "").splitlines()
+        shown = "\n".join(lines[:COMPILER_LINES_SHOWN] + (["..."] if len(lines) > COMPILER_LINES_SHOWN else []))
+        raise UserError(f"the C++ compiler rejected the generated code for {name}:\n{shown}\n"
+                        f"(see it with: polypy translate {name} -o program.cpp)")
     return out
 
 
@@ -63,12 +71,15 @@ def run_program(module: n.Module, *, emulate: bool = False, threads: int = 0, op
 
             kernels = {k.name: to_cpu(k, optimize=optimize) for k in module.kernels}
             source = emit_program(module.host, kernels, threads=threads)
-            exe = _build(source, directory, ("-O2", "-fopenmp"), "program")
+            exe = _build(source, directory, ("-O2", "-fopenmp"), "program", name=module.source)
             sys.stdout.flush()
             return subprocess.run([str(exe), *argv]).returncode
         source = emit_program(module.host, {k.name: k for k in module.kernels}, emulate=True)
-        library = _build(source, directory, ("-O1", "-shared", "-fPIC", "-Dmain=polypy_main_impl"),
-                         "program.so")
+        # The program's entry point (``polypy_program_main``) calls its ``main`` through the name
+        # ``polypy_main_impl``; ``main`` keeps its own name, so a ``main`` that ends without
+        # ``return`` still returns 0, as C++ says (a renamed one would run off its end).
+        library = _build(source, directory, ("-O1", "-shared", "-fPIC", "-Dpolypy_main_impl=main"),
+                         "program.so", name=module.source)
         return _run_emulated(ctypes.CDLL(str(library)), module, argv)
 
 

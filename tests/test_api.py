@@ -205,7 +205,7 @@ def test_launch_configuration_errors(mod):
     _error(lambda: mod.saxpy[4](1000, 2.0, x, y), "kernel[grid, block]")
     _error(lambda: mod.saxpy[4, 2048](1000, 2.0, x, y), "block.x = 2048")
     _error(lambda: mod.saxpy[4, (32, 32, 2)](1000, 2.0, x, y), "2048 threads")
-    _error(lambda: mod.saxpy[0, 32](1000, 2.0, x, y), "grid.x = 0")
+    _error(lambda: mod.saxpy[-1, 32](1000, 2.0, x, y), "grid.x = -1")  # grid.x = 0: a launch that does nothing
     _error(lambda: mod.saxpy[(1, 2, 3, 4), 32](1000, 2.0, x, y), "grid must be")
     _error(lambda: mod.saxpy[4, 32, -1](1000, 2.0, x, y), "non-negative")
 

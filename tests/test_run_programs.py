@@ -5,6 +5,8 @@ by the reference emulator on the program's own device memory.
 """
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 
@@ -71,3 +73,58 @@ def test_run_of_a_kernel_sample_checks_every_launch_shape() -> None:
     result = _run("samples/saxpy.cu", "--emulate")
     assert result.returncode == 0, result.stderr
     assert result.stdout.count(": ok") == 3
+
+
+EMPTY_GRID_NO_RETURN = """#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void fill(float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = 1.0f;
+}
+int main() {
+  float* d;
+  cudaMalloc(&d, 4 * sizeof(float));
+  cudaMemset(d, 0, 4 * sizeof(float));
+  int n = 0;
+  fill<<<(n + 255) / 256, 256>>>(d, n);   // no blocks: nothing happens
+  fill<<<dim3(4, 0), 256>>>(d, 4);        // no blocks either
+  float h[4];
+  cudaMemcpy(h, d, 4 * sizeof(float), cudaMemcpyDeviceToHost);
+  printf("%g %g\\n", h[0], h[3]);
+  fill<<<1, 256>>>(d, 4);
+  cudaMemcpy(h, d, 4 * sizeof(float), cudaMemcpyDeviceToHost);
+  printf("%g %g\\n", h[0], h[3]);
+}
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--emulate",)], ids=["native", "emulated"])
+def test_empty_grids_do_nothing_and_main_without_return_returns_0(tmp_path, mode) -> None:
+    need_compiler(cpp=True)
+    src = tmp_path / "empty.cu"
+    src.write_text(EMPTY_GRID_NO_RETURN)
+    result = _run(str(src), *mode)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "0 0\n1 1\n", "")
+
+
+def test_a_program_the_cxx_compiler_rejects_is_a_clean_error(tmp_path) -> None:
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("needs g++ (the program is valid for clang, which the frontend uses, and not for g++)")
+    src = tmp_path / "rejected.cu"
+    src.write_text("""#include <cstdio>
+__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }
+#ifndef __clang__
+static int broken = not_declared_anywhere;
+#endif
+int main() { printf("never\\n"); return 0; }
+""")
+    env = dict(os.environ, CXX=gxx)
+    for mode in ((), ("--emulate",)):
+        result = subprocess.run([sys.executable, "-m", "polypy.cli", "run", str(src), *mode], capture_output=True,
+                                text=True, timeout=600, env=env)
+        assert result.returncode == 1 and result.stdout == ""
+        lines = result.stderr.splitlines()
+        assert lines[0] == f"polypy: error: the C++ compiler rejected the generated code for {src}:"
+        assert "not_declared_anywhere" in lines[1] and "error" in lines[1]
+        assert "Traceback" not in result.stderr

@@ -142,6 +142,7 @@ class Evaluator:
         mem = self.state.memory(e.buffer, e)
         try:
             flat = mem.address(index, lanes, self.state.chunk, "load from")
+            mem.check_written(flat, index, "load from")
         except LaneFault as fault:
             raise self.fault(fault, lanes, e) from None
         if mem.records is not None:

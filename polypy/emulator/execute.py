@@ -147,6 +147,7 @@ class Executor:
             except RaceFound as race:
                 raise self.ev.race(race, mem, index, lanes, s, "write") from None
         mem.storage[flat] = value
+        mem.mark_written(flat)
 
     def _atomic(self, s: n.AtomicRMW, lanes: LaneSet) -> None:
         index = [self.ev.eval(i, lanes) for i in s.index]
@@ -154,6 +155,11 @@ class Executor:
         compare = self.ev.eval(s.compare, lanes) if s.compare is not None else None
         mem = self.state.memory(s.buffer, s)
         flat = self._address(mem, index, lanes, s, f"atomic.{s.op} on")
+        if s.op != "exch":  # every other atomic reads the old value
+            try:
+                mem.check_written(flat, index, f"atomic.{s.op} on")
+            except LaneFault as fault:
+                raise self.ev.fault(fault, lanes, s) from None
         if not mem.writable:
             raise UserError(f"atomic.{s.op} on {s.buffer}, whose array is read-only", s.loc)
         if mem.records is not None:
@@ -162,6 +168,7 @@ class Executor:
             except RaceFound as race:
                 raise self.ev.race(race, mem, index, lanes, s, f"atomic.{s.op}") from None
         old = atomic_rmw(s.op, mem.storage, np.ascontiguousarray(flat), value, compare, s.dest is not None)
+        mem.mark_written(flat)
         if s.dest is not None:
             assert old is not None
             self.assign(s.dest, mem.elem.dtype, lanes, old)

@@ -55,7 +55,9 @@ def emulate(kernel: n.Kernel, grid: int | Sequence[int], block: int | Sequence[i
         raise UserError(f"kernel {kernel.name!r} is in {kernel.stage!r} form; the emulator runs GPU-form kernels",
                         kernel.loc)
     verify_kernel(kernel)
-    geometry = Geometry(_dims(grid, "grid", _MAX_GRID), _dims(block, "block", _MAX_BLOCK))
+    # A grid with no blocks is a launch that does nothing (CUDA refuses its configuration, and a
+    # program that does not check the launch's error sees no effect); its arguments are still checked.
+    geometry = Geometry(_dims(grid, "grid", _MAX_GRID, lowest=0), _dims(block, "block", _MAX_BLOCK))
     if geometry.threads_per_block > 1024:
         raise UserError(f"block of {geometry.threads_per_block} threads; CUDA allows at most 1024")
     if geometry.num_blocks * geometry.threads_per_block >= 1 << 31:
@@ -64,6 +66,8 @@ def emulate(kernel: n.Kernel, grid: int | Sequence[int], block: int | Sequence[i
         raise UserError(f"shmem must be a non-negative number of bytes, got {shmem!r}")
     shmem = int(shmem)
     arrays, scalars = bind_arguments(kernel, args)
+    if geometry.num_blocks == 0:
+        return
     with np.errstate(all="ignore"):
         sites = Sites()
         memories = pointer_memories(kernel, arrays, check_races)
@@ -76,14 +80,15 @@ def emulate(kernel: n.Kernel, grid: int | Sequence[int], block: int | Sequence[i
             Executor(ChunkState(chunk, chunk_mems, scalars, sites)).run(kernel.body)
 
 
-def _dims(value: int | Sequence[int], what: str, limits: tuple[int, int, int]) -> tuple[int, int, int]:
+def _dims(value: int | Sequence[int], what: str, limits: tuple[int, int, int], *,
+          lowest: int = 1) -> tuple[int, int, int]:
     dims = [value] if isinstance(value, (int, np.integer)) else list(value)
     if not 1 <= len(dims) <= 3 or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
         raise UserError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
     dims = [int(d) for d in dims] + [1] * (3 - len(dims))
     for d, limit, axis in zip(dims, limits, "xyz"):
-        if not 1 <= d <= limit:
-            raise UserError(f"{what}.{axis} = {d} is outside CUDA's range [1, {limit}]")
+        if not lowest <= d <= limit:
+            raise UserError(f"{what}.{axis} = {d} is outside CUDA's range [{lowest}, {limit}]")
     return dims[0], dims[1], dims[2]
 
 

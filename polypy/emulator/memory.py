@@ -64,6 +64,10 @@ class Memory:
     record_offset: int = 0  # where this buffer starts inside its records (aliased pointers)
     is_pointer: bool = False
     space: str = "global"  # for messages: global, shared, local, constant, device
+    # Shared memory: which storage elements some thread has stored to (None: not tracked).
+    # ``extern`` buffers share one byte array and so one mask of bytes, ``written_unit`` per element.
+    written: np.ndarray | None = None
+    written_unit: int = 1
 
     def address(self, index: list[np.ndarray | np.generic], lanes: LaneSet, chunk: Chunk,
                 access: str) -> np.ndarray:
@@ -81,6 +85,37 @@ class Memory:
         if self.scope == "thread":
             return lanes.ids * self.stride + flat
         return np.broadcast_to(flat, (lanes.count,)) if np.ndim(flat) == 0 else flat
+
+    def check_written(self, flat: np.ndarray, index: list[np.ndarray | np.generic], access: str) -> None:
+        """Refuse to read elements no thread of the block has stored to (``flat`` from ``address``).
+
+        CUDA leaves shared memory uninitialized at the start of each block, so such a read sees
+        whatever the previous block left there: undefined, and a kernel bug.
+        """
+        if self.written is None or len(flat) == 0:
+            return
+        done = self._written_positions(flat)
+        ok = self.written[done[0]]
+        for more in done[1:]:
+            ok = ok & self.written[more]
+        if bool(np.all(ok)):
+            return
+        p = first_true(np.logical_not(ok))
+        shown = self.format_index(index, p)
+        raise LaneFault(f"{access} uninitialized shared memory {shown}: no thread of the block has stored to it "
+                        f"({self.space} buffer {self.name}{_shape_text(self.shape)})", p)
+
+    def mark_written(self, flat: np.ndarray) -> None:
+        if self.written is None:
+            return
+        for positions in self._written_positions(flat):
+            self.written[positions] = True
+
+    def _written_positions(self, flat: np.ndarray) -> list[np.ndarray]:
+        if self.written_unit == 1:
+            return [flat]
+        base = flat * self.written_unit
+        return [base + k for k in range(self.written_unit)]
 
     def _bounds_message(self, index: list[np.ndarray | np.generic], p: int, dim: int, access: str) -> str:
         shown = self.format_index(index, p)
@@ -234,22 +269,26 @@ def chunk_memories(kernel: n.Kernel, chunk: Chunk, shmem: int, track: bool) -> d
     nb = chunk.num_blocks
     stride_bytes = _round_up(shmem, 8)
     dynamic = None
+    dynamic_written: np.ndarray | None = None
     extern_records: dict[np.dtype, AccessRecords] = {}
     for b in kernel.buffers:
         if b.space == "shared" and b.shape is None:
             if dynamic is None:
                 dynamic = garbage_bytes(nb * stride_bytes)
+                dynamic_written = np.zeros(nb * stride_bytes, dtype=bool)
             stride = stride_bytes // b.elem.itemsize
             records = None
             if track:
                 records = extern_records.setdefault(b.elem.dtype, AccessRecords(nb * stride))
             out[b.name] = Memory(b.name, b.elem, (shmem // b.elem.itemsize,), "block",
-                                 dynamic.view(b.elem.dtype), stride=stride, records=records, space="shared")
+                                 dynamic.view(b.elem.dtype), stride=stride, records=records, space="shared",
+                                 written=dynamic_written, written_unit=b.elem.itemsize)
         elif b.space == "shared":
             shape = tuple(static_extent(d, geometry, b) for d in b.shape)
             size = int(np.prod(shape, dtype=np.int64))
             out[b.name] = Memory(b.name, b.elem, shape, "block", garbage(b.elem.dtype, nb * size), stride=size,
-                                 records=AccessRecords(nb * size) if track else None, space="shared")
+                                 records=AccessRecords(nb * size) if track else None, space="shared",
+                                 written=np.zeros(nb * size, dtype=bool))
         elif b.space == "local":
             shape = tuple(static_extent(d, geometry, b) for d in (b.shape or ()))
             size = int(np.prod(shape, dtype=np.int64)) if shape else 1

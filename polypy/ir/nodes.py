@@ -23,7 +23,7 @@ import dataclasses
 from dataclasses import field
 from typing import Union
 
-from polypy.errors import Loc
+from polypy.errors import Loc, UserError
 from polypy.ir.types import BOOL, U32, PointerType, ScalarType, normalize_value
 
 _node = dataclasses.dataclass(frozen=True, slots=True)
@@ -425,6 +425,15 @@ class Kernel(Node):
         return b.space
 
 
+class UnknownKernel(UserError, KeyError):
+    """``Module.kernel(name)`` with no such kernel: a user error, and a ``KeyError`` for callers
+    that look kernels up like dictionary keys."""
+
+    def __init__(self, message: str, name: str):
+        super().__init__(message)
+        self.name = name
+
+
 @_node
 class Module(Node):
     """What one source file gives: its kernels, module-level arrays and (optionally) host code."""
@@ -435,10 +444,13 @@ class Module(Node):
     host: object | None = None  # frontend.host.HostProgram when the file has host code
 
     def kernel(self, name: str) -> Kernel:
+        """The kernel called ``name``; ``UnknownKernel`` (a ``UserError`` and a ``KeyError``) names
+        the kernels there are when there is none."""
         for k in self.kernels:
             if k.name == name:
                 return k
-        raise KeyError(name)
+        known = ", ".join(k.name for k in self.kernels) or "none"
+        raise UnknownKernel(f"no kernel named '{name}' in {self.source or 'the module'} (kernels: {known})", name)
 
     def replace_kernel(self, kernel: Kernel) -> Module:
         kernels = tuple(kernel if k.name == kernel.name else k for k in self.kernels)
