@@ -278,7 +278,7 @@ class CompiledKernel:
         return self.gpu if self.gpu is not None else self.cpu
 
     def __getitem__(self, config: Any) -> Launch:
-        grid, block, shmem = _launch_config(self.name, config)
+        grid, block, shmem = _launch_config(self.name, config, empty_grid=True)
         return (_EmptyLaunch if 0 in grid else Launch)(self, grid, block, shmem)
 
     @property
@@ -372,7 +372,7 @@ class _Emulated:
         self.kernel = kernel
 
     def __getitem__(self, config: Any):
-        grid, block, shmem = _launch_config(self.kernel.name, config)
+        grid, block, shmem = _launch_config(self.kernel.name, config, empty_grid=True)
         k = self.kernel
 
         def run(*args: Any, **kwargs: Any) -> None:
@@ -404,11 +404,14 @@ def _check_threads(threads: int | None) -> int | None:
     return int(threads)
 
 
-def _launch_config(kernel: str, config: Any) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+def _launch_config(kernel: str, config: Any, *,
+                   empty_grid: bool = False) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+    """``(grid, block, shmem)`` of ``kernel[config]``; ``empty_grid``: a 0 in ``grid`` is allowed
+    (the caller runs such a launch as one that does nothing)."""
     if not isinstance(config, tuple) or len(config) not in (2, 3):
         raise UserError(f"launch kernel {kernel!r} as kernel[grid, block] or kernel[grid, block, shmem_bytes], "
                         f"got kernel[{config!r}]")
-    grid = _dims(config[0], "grid", MAX_GRID, lowest=0)  # no blocks: a launch that does nothing
+    grid = _dims(config[0], "grid", MAX_GRID, lowest=0 if empty_grid else 1)
     block = _dims(config[1], "block", MAX_BLOCK)
     if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK:
         raise UserError(f"block of {block[0] * block[1] * block[2]} threads; CUDA allows at most "
