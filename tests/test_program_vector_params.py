@@ -103,3 +103,18 @@ def test_plain_pointers_are_passed_without_a_cast(tmp_path: pathlib.Path) -> Non
     text = out.read_text()
     assert "k_launch(dim3 grid, dim3 block, size_t shmem_bytes, const float* POLYPY_RESTRICT a, float* b)" in text
     assert "shmem_bytes, a, b);" in text
+
+
+def test_a_pointer_to_a_record_of_mixed_types_is_a_located_error(tmp_path: pathlib.Path) -> None:
+    # The frontend keeps device memory as buffers of one scalar type: `const Mixed*` is refused at
+    # the parameter (never a C++ program that does not compile).
+    src = tmp_path / "mixed.cu"
+    src.write_text("struct Mixed { int id; float w; };\n"
+                   "__global__ void k(const Mixed* p, float* out) { out[threadIdx.x] = p[threadIdx.x].w; }\n"
+                   "int main() { Mixed* d; float* o; cudaMalloc(&d, 80); cudaMalloc(&o, 40); k<<<1, 10>>>(d, o); "
+                   "return 0; }\n")
+    out = tmp_path / "mixed.cpp"
+    result = _polypy("translate", str(src), "-o", str(out))
+    assert result.returncode == 1 and not out.exists()
+    assert f"{src}:2:32: error: memory of type 'const Mixed' is not supported" in result.stderr
+    assert "Traceback" not in result.stderr
