@@ -40,6 +40,7 @@ import dataclasses
 import math
 import os
 import threading
+import time
 from typing import Any, Sequence
 
 import numpy as np
@@ -150,8 +151,10 @@ class DistributedKernel:
         self.local = local  # polypy.api.CompiledKernel
         self.name = local.name
         self._plans: dict[tuple, BlockPlan] = {}
-        # Bytes of array slices the last launch sent to its tasks and got back from them.
+        # Bytes of array slices the last launch sent to its tasks and got back from them, and
+        # the seconds each of its tasks spent running blocks (the rest is shipping and merging).
         self.last_transfer: tuple[int, int] = (0, 0)
+        self.last_task_seconds: tuple[float, ...] = ()
 
     def __getitem__(self, config: Any) -> DistributedLaunch:
         from polypy.api import _launch_config
@@ -234,10 +237,11 @@ class DistributedLaunch:
         shipped = mod.client.scatter(specs, hash=False)
         futures = [mod.client.submit(run_task, spec, pure=False) for spec in shipped]
         results = mod.client.gather(futures)
+        dk.last_task_seconds = tuple(seconds for _, seconds in results)
         dk.last_transfer = (sum(p.nbytes for spec in specs for _, p in spec.pieces.values()),
-                            sum(a.nbytes for written in results for a in written.values()))
+                            sum(a.nbytes for written, _ in results for a in written.values()))
         # Merged only now: no task is still reading a caller's array while it changes.
-        for spec, written in zip(specs, results):
+        for spec, (written, _) in zip(specs, results):
             for name, (lo, hi) in spec.outputs.items():
                 arrays[name][lo:hi + 1] = written[name]
 
@@ -333,8 +337,9 @@ def worker_module(source: Source) -> Any:
         return module
 
 
-def run_task(spec: TaskSpec) -> dict[str, np.ndarray]:
-    """Run one block range of a launch (on a worker) and return the written slices."""
+def run_task(spec: TaskSpec) -> tuple[dict[str, np.ndarray], float]:
+    """Run one block range of a launch (on a worker); return the written slices and the seconds
+    the blocks took."""
     module = worker_module(spec.source)
     kernel = module[spec.kernel]
     windows: dict[str, np.ndarray] = {}
@@ -357,9 +362,11 @@ def run_task(spec: TaskSpec) -> dict[str, np.ndarray]:
     with _GLOBALS_LOCK if module.globals else contextlib.nullcontext():
         for name, value in spec.globals.items():
             module.globals[name][...] = value
+        start = time.perf_counter()
         compiled.run(spec.grid, spec.block, spec.shmem, rebased, spec.scalars, threads=spec.threads, blocks=ids)
+        seconds = time.perf_counter() - start
     return {name: windows[name][lo - spec.windows[name][0]:hi - spec.windows[name][0] + 1]
-            for name, (lo, hi) in spec.outputs.items()}
+            for name, (lo, hi) in spec.outputs.items()}, seconds
 
 
 def _rebased(window: np.ndarray, lo: int) -> np.ndarray:

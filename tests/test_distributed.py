@@ -90,6 +90,10 @@ def test_coarse_blocks_and_more_tasks_than_blocks(client):
     small = type(case)(grid=(3,), block=(b,), sizes={"n": 150}, shmem=(b + 6) * 8)
     args = s.make_args(rng, small, np.float32)
     _same("stencil1d", here, there, small.grid, small.block, small.shmem, args, tasks=8)
+    assert len(there.stencil1d.last_task_seconds) == 3
+    # shipped: in[0..66], in[61..130], in[125..149] (halos) and w three times; out is written
+    # everywhere, so only sent back: 150 floats
+    assert there.stencil1d.last_transfer == ((67 + 70 + 25 + 3 * 7) * 4, 150 * 4)
 
 
 def test_grid_is_split_along_its_slowest_dimension():
