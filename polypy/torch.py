@@ -500,7 +500,7 @@ class KernelFunction:
         args.update(params)
         for shadow, primal in self._shadow_of.items():
             ptype = self._ptypes[primal]
-            dtype = _torch_dtype(ptype.elem.dtype)
+            dtype = _torch_dtype((ptype.elem if isinstance(ptype, PointerType) else ptype).dtype)
             if primal in seeds:
                 seed = seeds[primal]
                 if seed is None:
