@@ -187,3 +187,39 @@ SAMPLES = sorted((ROOT / "samples").glob("*.cu")) + sorted((ROOT / "samples" / "
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
 def test_no_sample_gets_a_race_warning(path: pathlib.Path) -> None:
     assert race_warnings(load(path)) == []
+
+
+# Each warning must be a race the emulator sees too, for sizes in the generic range (n = 1024).
+EMULATED = [
+    ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = x[i];", (32, 8, 1), (2, 1, 1), True),
+    ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n && threadIdx.y == 0) y[i] = x[i];",
+     (32, 8, 1), (2, 1, 1), False),
+    ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = x[i];", (64, 1, 1), (2, 2, 1), True),
+    ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i / 2] = x[i];", (64, 1, 1), (2, 1, 1), True),
+    ("    int col = blockIdx.x * 16 + threadIdx.x;\n    if (col < n) y[col] = x[col];", (32, 1, 1), (2, 1, 1), True),
+    ("    int col = blockIdx.x * 16 + threadIdx.x;\n    if (col < n) y[col] = x[col];", (16, 1, 1), (4, 1, 1), False),
+    ("    y[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f;\n    __syncthreads();\n"
+     "    if (threadIdx.x == 0) y[blockIdx.x * blockDim.x + 1] = 2.0f;", (32, 1, 1), (2, 1, 1), False),
+    ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) atomicAdd(&y[i % 7], x[i]);", (32, 1, 1), (2, 1, 1),
+     False),
+]
+
+
+@pytest.mark.parametrize("body, block, grid, racy", EMULATED)
+def test_warnings_agree_with_the_emulator(tmp_path, body: str, block, grid, racy: bool) -> None:
+    import numpy as np
+
+    from polypy.emulator import emulate
+    from polypy.errors import UserError
+
+    kernel = _kernel(tmp_path, body)
+    conflicts = write_conflicts(kernel, block=block, grid=grid)
+    assert bool(conflicts) == racy
+    args = {"x": np.arange(1024, dtype=np.float32), "y": np.zeros(1024, dtype=np.float32), "n": np.int32(1024)}
+    try:
+        emulate(kernel, grid, block, args)
+        emulated_race = False
+    except UserError as exc:
+        assert "race" in str(exc), exc
+        emulated_race = True
+    assert emulated_race == racy
