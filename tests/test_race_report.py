@@ -142,6 +142,11 @@ def test_symbolic_races_every_launch_has(tmp_path) -> None:
                    "    last[threadIdx.x % 4] = x[threadIdx.x];\n}\n")
     [c] = write_conflicts(load(src).kernels[0])
     assert c.buffer == "last" and c.loc.line == 3
+    # Two stores of neighbouring threads: reported once, with the other store.
+    k = _kernel(tmp_path, "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) {\n"
+                          "        y[2 * i] = 1.0f;\n        y[2 * i + 2] = 2.0f;\n    }")
+    [c] = write_conflicts(k)
+    assert (c.loc.line, c.other.line) == (5, 6)
     # Two threads per element.
     k = _kernel(tmp_path, "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i / 2] = x[i];")
     assert len(write_conflicts(k)) == 1

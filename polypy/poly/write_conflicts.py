@@ -89,11 +89,15 @@ def write_conflicts(kernel: n.Kernel, *, block: Shape | None = None, grid: Shape
     writes = [a for a in model.accesses if a.space in ("global", "device") and a.writes and a.exact]
     q = _Question(model, block, grid)
     out: list[WriteConflict] = []
+    reported: set[tuple] = set()  # (store, other store): each pair of statements once
     for a in stores:
         for b in writes:
-            found = q.conflict(a, b) if b.buffer == a.buffer else None
+            if b.buffer != a.buffer or (b.id, a.id) in reported:
+                continue
+            found = q.conflict(a, b)
             if found is not None:
                 out.append(found)
+                reported.add((a.id, b.id))
                 break
     return out
 
