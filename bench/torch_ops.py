@@ -4,7 +4,7 @@ For layernorm (``samples/layernorm.cu`` vs ``torch.nn.functional.layer_norm``) a
 (``samples/softmax_rows.cu`` vs ``torch.softmax(x, -1)``), in float32 on the same tensors:
 
 * ``fwd``: the forward alone (``torch.no_grad()``); polypy's time includes the wrapper (checks,
-  zero-filled output allocation);
+  output allocation, uninitialized as PyTorch's are: ``zero_outputs=False``);
 * ``bwd``: the backward alone (``torch.autograd.grad`` on a graph kept with ``retain_graph``):
   polypy launches the synthesized ``K_grad`` (which also repeats the kernel's effect), PyTorch
   its hand-written backward kernel;
@@ -82,14 +82,16 @@ def make_op(name: str, rows: int, cols: int) -> Op:
     if name == "layernorm":
         mod = polypy.compile(ROOT / "samples" / "layernorm.cu")
         fn = pt.function(mod.layernorm, inputs=["x", "gamma", "beta"], outputs={"y": "x"},
-                         params={"cols": lambda x: x.shape[-1], "eps": EPS}, grid=_rows, block=BLOCK)
+                         params={"cols": lambda x: x.shape[-1], "eps": EPS}, grid=_rows, block=BLOCK,
+                         zero_outputs=False)  # the kernel writes every element, as torch's own op does
         gamma = torch.rand(cols, generator=g) + 0.5
         beta = torch.rand(cols, generator=g) - 0.5
         return Op(fn, lambda x, gamma, beta: F.layer_norm(x, (x.shape[-1],), gamma, beta, eps=EPS), [x, gamma, beta])
     if name == "softmax":
         mod = polypy.compile(ROOT / "samples" / "softmax_rows.cu")
         fn = pt.function(mod.softmax_rows, inputs=["x"], outputs={"y": "x"},
-                         params={"cols": lambda x: x.shape[-1]}, grid=_rows, block=BLOCK)
+                         params={"cols": lambda x: x.shape[-1]}, grid=_rows, block=BLOCK,
+                         zero_outputs=False)
         return Op(fn, lambda x: torch.softmax(x, dim=-1), [x])
     raise SystemExit(f"unknown op {name!r} (ops: {', '.join(SIZES)})")
 

@@ -17,7 +17,8 @@ Every kernel parameter is exactly one of: an *input* (a tensor passed to the fun
 number / one-element tensor for a scalar parameter), an *output* (a pointer parameter the
 wrapper allocates, zero-filled, and returns), both (an in/out buffer such as saxpy's ``y``: the
 kernel runs on a copy of the input tensor, which is never modified, and the copy is returned),
-or a *param* (a constant, or a callable of the inputs: sizes, ``eps``). ``grid``, ``block``,
+or a *param* (a constant, or a callable of the inputs: sizes, ``eps``). ``zero_outputs=False``
+leaves allocated outputs uninitialized, for kernels that write every element. ``grid``, ``block``,
 ``shmem``, output shapes and params may be callables; they are called with the inputs their
 signature names (``lambda x: x.shape[0]``; ``**kw`` receives them all).
 
@@ -175,7 +176,8 @@ class _TorchLauncher:
 
 def function(kernel: Any, *, inputs: Sequence[str], outputs: Mapping[str, Any] | Sequence[str],
              grid: Any, block: Any, params: Mapping[str, Any] | None = None, shmem: Any = 0,
-             wrt: Sequence[str] | None = None, grad_options: Mapping[str, Any] | None = None) -> KernelFunction:
+             wrt: Sequence[str] | None = None, grad_options: Mapping[str, Any] | None = None,
+             zero_outputs: bool = True) -> KernelFunction:
     """A compiled kernel as a differentiable PyTorch function (see the module docstring).
 
     ``inputs``: the parameters passed as arguments, in call order. ``outputs``: parameter name
@@ -183,11 +185,13 @@ def function(kernel: Any, *, inputs: Sequence[str], outputs: Mapping[str, Any] |
     or a list of names of in/out parameters (also in ``inputs``). ``params``: every other
     parameter -> a value or a callable of the inputs. ``grid``/``block``/``shmem``: values or
     callables of the inputs. ``wrt``: the inputs to differentiate (default: every
-    floating-point one). ``grad_options``: passed to ``polypy.grad``.
+    floating-point one). ``grad_options``: passed to ``polypy.grad``. ``zero_outputs``: False
+    leaves the outputs the wrapper allocates uninitialized (``torch.empty``, as PyTorch's own
+    operators do), which saves a pass over memory where the kernel writes every element.
     """
     _torch()
     return KernelFunction(kernel, inputs=inputs, outputs=outputs, grid=grid, block=block, params=params,
-                          shmem=shmem, wrt=wrt, grad_options=grad_options)
+                          shmem=shmem, wrt=wrt, grad_options=grad_options, zero_outputs=zero_outputs)
 
 
 class _Derived:
@@ -248,7 +252,8 @@ class KernelFunction:
 
     def __init__(self, kernel: Any, *, inputs: Sequence[str], outputs: Mapping[str, Any] | Sequence[str],
                  grid: Any, block: Any, params: Mapping[str, Any] | None = None, shmem: Any = 0,
-                 wrt: Sequence[str] | None = None, grad_options: Mapping[str, Any] | None = None):
+                 wrt: Sequence[str] | None = None, grad_options: Mapping[str, Any] | None = None,
+                 zero_outputs: bool = True):
         from polypy.api import CompiledKernel
 
         if not isinstance(kernel, CompiledKernel):
@@ -264,6 +269,7 @@ class KernelFunction:
         self.outputs = tuple(out_specs)
         params = dict(params or {})
         self._grad_options = dict(grad_options or {})
+        self.zero_outputs = bool(zero_outputs)
         c_params = [sp.name for sp in sig.source_params] or [p.name for p in sig.params]
         self._ptypes: dict[str, PointerType | ScalarType] = {}
         for name in c_params:
@@ -443,7 +449,8 @@ class KernelFunction:
             if name in self.inouts:
                 outs[name] = prepared[name].clone(memory_format=torch.contiguous_format)
             else:
-                outs[name] = torch.zeros(shapes[name], dtype=_torch_dtype(self._ptypes[name].elem.dtype))
+                alloc = torch.zeros if self.zero_outputs else torch.empty
+                outs[name] = alloc(shapes[name], dtype=_torch_dtype(self._ptypes[name].elem.dtype))
         self.kernel[config](**self._launch_args(prepared, outs, params))
         state = {"prepared": prepared, "config": config, "params": params, "shapes": shapes}
         return [outs[name] for name in self.outputs], state
@@ -495,8 +502,9 @@ class KernelFunction:
             else:
                 args[name] = _array(v)
         for name in self.outputs:
-            if name not in self.inouts:
-                args[name] = _array(torch.zeros(shapes[name], dtype=_torch_dtype(self._ptypes[name].elem.dtype)))
+            if name not in self.inouts:  # scratch: K_grad repeats the kernel's writes, nobody reads them after
+                alloc = torch.zeros if self.zero_outputs else torch.empty
+                args[name] = _array(alloc(shapes[name], dtype=_torch_dtype(self._ptypes[name].elem.dtype)))
         args.update(params)
         for shadow, primal in self._shadow_of.items():
             ptype = self._ptypes[primal]

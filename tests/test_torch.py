@@ -216,6 +216,17 @@ def test_non_contiguous_inputs_are_copied(softmax) -> None:
     torch.testing.assert_close(x.grad, torch.zeros_like(x), atol=1e-14, rtol=0)
 
 
+def test_outputs_are_zero_filled_unless_asked_otherwise() -> None:
+    mod = _compile("relu3")
+    x = torch.tensor([-1.0, 0.5, 2.0], dtype=F64)
+    spec = dict(inputs=["x"], outputs={"y": lambda x: x.numel() + 4}, params={"n": lambda x: x.numel()},
+                grid=1, block=32)
+    y = pt.function(mod.relu3, **spec)(x)  # the kernel writes y[0:3] only
+    torch.testing.assert_close(y, torch.tensor([0.0, 0.125, 4.0, 0, 0, 0, 0], dtype=F64))
+    y = pt.function(mod.relu3, zero_outputs=False, **spec)(x)  # torch.empty: only y[0:3] is defined
+    torch.testing.assert_close(y[:3], torch.tensor([0.0, 0.125, 4.0], dtype=F64))
+
+
 # --------------------------------------------------------------------------- zero copy
 
 
