@@ -60,7 +60,7 @@ def measure(name: str, case: Case, workers: tuple[int, ...], repeat: int) -> lis
              "")]
     for w in workers:
         with LocalCluster(n_workers=w, processes=True, threads_per_worker=1, host="127.0.0.1",
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+                          dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
             there = pd.compile(client, s.source, defines=s.defines, tasks=w, threads=1)
             remote = _copy(args)
             seconds = _best(lambda: there[name][case.grid, case.block, case.shmem](**remote), repeat)

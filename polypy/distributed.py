@@ -98,7 +98,10 @@ def launch(kernel: DistributedKernel, grid: Any, block: Any, shmem: int, *args: 
            **kwargs: Any) -> None:
     """``kernel[grid, block, shmem](*args)`` with ``tasks`` block ranges instead of the module's
     default."""
-    kernel[grid, block, shmem](*args, _tasks=tasks, **kwargs)
+    from polypy.api import _launch_config
+
+    grid3, block3, shmem = _launch_config(kernel.name, (grid, block, shmem))
+    DistributedLaunch(kernel, grid3, block3, shmem, tasks=tasks)(*args, **kwargs)
 
 
 class DistributedModule:
@@ -194,20 +197,25 @@ class TaskSpec:
     scalars: dict[str, Any]
     windows: dict[str, tuple[int, int, str]]  # name -> (lo, hi) inclusive: every index accessed; dtype
     pieces: dict[str, tuple[int, np.ndarray]]  # name -> (first index, contents)
-    outputs: dict[str, tuple[int, int]]  # name -> (lo, hi) inclusive, sent back
+    outputs: dict[str, tuple[tuple[int, int], ...]]  # name -> intervals (lo, hi inclusive) sent back
     globals: dict[str, np.ndarray]
     threads: int
 
 
 class DistributedLaunch:
+    """``kernel[grid, block, shmem]`` of a ``DistributedKernel``: call it with the kernel's
+    arguments (as for ``polypy``'s launches) to run the launch on the cluster; ``tasks`` block
+    ranges (None: the module's default)."""
+
     def __init__(self, kernel: DistributedKernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-                 shmem: int):
+                 shmem: int, *, tasks: int | None = None):
         self.kernel = kernel
         self.grid = grid
         self.block = block
         self.shmem = shmem
+        self.tasks = tasks
 
-    def __call__(self, *args: Any, _tasks: int | None = None, **kwargs: Any) -> None:
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
         from polypy.api import _bind
 
         dk = self.kernel
@@ -226,7 +234,7 @@ class DistributedLaunch:
                     ints[name] = int(v)
         k._checks.check(arrays, mod.globals)
         _check_sizes(k, k.footprint(self.grid, self.block, ints), arrays)
-        tasks = mod.default_tasks() if _tasks is None else _tasks
+        tasks = mod.default_tasks() if self.tasks is None else self.tasks
         if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
             raise UserError(f"tasks must be a positive int, got {tasks!r}")
         plan = dk.plan(self.grid, self.block, ints, tasks)
@@ -242,14 +250,17 @@ class DistributedLaunch:
                             sum(a.nbytes for written, _ in results for a in written.values()))
         # Merged only now: no task is still reading a caller's array while it changes.
         for spec, (written, _) in zip(specs, results):
-            for name, (lo, hi) in spec.outputs.items():
-                arrays[name][lo:hi + 1] = written[name]
+            for name, pieces in spec.outputs.items():
+                data, at = written[name], 0
+                for lo, hi in pieces:
+                    arrays[name][lo:hi + 1] = data[at:at + hi - lo + 1]
+                    at += hi - lo + 1
 
     def _spec(self, r: BlockRange, footprints: dict, arrays: dict[str, np.ndarray], scalars: dict[str, Any],
               mod: DistributedModule) -> TaskSpec:
         windows: dict[str, tuple[int, int, str]] = {}
         pieces: dict[str, tuple[int, np.ndarray]] = {}
-        outputs: dict[str, tuple[int, int]] = {}
+        outputs: dict[str, tuple[tuple[int, int], ...]] = {}
         for name, arr in arrays.items():
             f = footprints.get(name)
             if f is None:
@@ -258,13 +269,13 @@ class DistributedLaunch:
             if f.read is not None:
                 accessed.append(_clamp(f.read.lo, f.read.hi, arr.size))
                 shipped.append(accessed[-1])
-            if f.write is not None:
-                out = _clamp(f.write.lo, f.write.hi, arr.size)
-                if out[0] <= out[1]:
-                    outputs[name] = out
-                    accessed.append(out)
-                    if not f.covered:  # elements it may leave alone keep the caller's values
-                        shipped.append(out)
+            back = [_clamp(lo, hi, arr.size) for lo, hi in f.pieces]
+            back = [iv for iv in back if iv[0] <= iv[1]]
+            if back:
+                outputs[name] = tuple(back)
+                accessed.append((back[0][0], back[-1][1]))
+                if not f.covered:  # elements it may leave alone keep the caller's values
+                    shipped.append(accessed[-1])
             accessed = [iv for iv in accessed if iv[0] <= iv[1]]
             if accessed:
                 windows[name] = (min(iv[0] for iv in accessed), max(iv[1] for iv in accessed), arr.dtype.str)
@@ -365,8 +376,12 @@ def run_task(spec: TaskSpec) -> tuple[dict[str, np.ndarray], float]:
         start = time.perf_counter()
         compiled.run(spec.grid, spec.block, spec.shmem, rebased, spec.scalars, threads=spec.threads, blocks=ids)
         seconds = time.perf_counter() - start
-    return {name: windows[name][lo - spec.windows[name][0]:hi - spec.windows[name][0] + 1]
-            for name, (lo, hi) in spec.outputs.items()}, seconds
+    written = {}
+    for name, pieces in spec.outputs.items():
+        base = spec.windows[name][0]
+        slices = [windows[name][lo - base:hi - base + 1] for lo, hi in pieces]
+        written[name] = slices[0] if len(slices) == 1 else np.concatenate(slices)
+    return written, seconds
 
 
 def _rebased(window: np.ndarray, lo: int) -> np.ndarray:

@@ -37,7 +37,7 @@ def client(_cache_dir):
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-                           dashboard_address=None)
+                           dashboard_address="127.0.0.1:0")
     c = Client(cluster)
     yield c
     c.close()
@@ -121,6 +121,12 @@ __global__ void keep_positive(const float* x, float* out, int n)
         out[i] = x[i];
 }
 
+__global__ void twice_strided(const float* x, float* y, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        y[i] = 2.0f * x[i];
+}
+
 __global__ void block_sums(const int* x, int* sums, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -142,6 +148,10 @@ def test_partial_writes_and_private_atomics(client, tmp_path):
     assert np.array_equal(out["out"], np.where(x > 0, x, old))
     with pytest.raises(UserError, match=r"argument 'x' of kernel 'keep_positive' is too small"):
         there.keep_positive[8, 128](x[:500], old, np.int32(n))
+    # a grid-stride loop: each range writes 8 strided pieces of 64 elements, merged piece by piece
+    out = _same("twice_strided", here, there, 4, 32, 0, {"x": x, "y": old, "n": np.int32(n)}, tasks=2)
+    assert np.array_equal(out["y"], 2 * x)
+    assert there.twice_strided.last_transfer == (2 * 1000 * 4 - 64 * 4 - 40 * 4, 1000 * 4)
     xi = rng.integers(-100, 100, n).astype(np.int32)
     sums = rng.integers(0, 10, 8).astype(np.int32)  # each block's bin is its own: atomics allowed
     out = _same("block_sums", here, there, 8, 128, 0, {"x": xi, "sums": sums, "n": np.int32(n)}, tasks=4)
@@ -179,6 +189,15 @@ __global__ void shift_left(float* x, int n)
         x[i] = x[i + 1];
 }
 
+__device__ int hits[1];
+
+__global__ void count_positive(const float* x, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && x[i] > 0.0f)
+        atomicAdd(&hits[0], 1);
+}
+
 __global__ void scatter(const int* idx, const float* x, float* out, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -201,9 +220,11 @@ def test_ranges_that_share_memory_are_refused(client, tmp_path):
         there.shift_left[4, 128](x, np.int32(n))
     with pytest.raises(UserError, match=r"cannot bound the indices of 'out'"):
         there.scatter[4, 128](np.arange(n, dtype=np.int32), x, out, np.int32(n))
+    with pytest.raises(UserError, match=r"writes the module's __device__ array 'hits'"):
+        there.count_positive[4, 128](x, np.int32(n))
     assert not out.any() and (x == 1).all()  # nothing ran, nothing merged
     # one task: nothing to overlap with
-    there.last_wins[4, 128](x, out, np.int32(n), _tasks=1)
+    pd.launch(there.last_wins, 4, 128, 0, x, out, np.int32(n), tasks=1)
     assert out[0] == 1
 
 
@@ -244,3 +265,18 @@ def test_range_footprints_are_the_indices_the_blocks_touch():
         assert f["out"].covered and len(written) == max(written) - min(written) + 1
         assert (f["in"].read.lo, f["in"].read.hi) == (min(read), max(read))
         assert f["out"].read is None and f["in"].write is None and not f["out"].atomic
+
+
+def test_threads_in_one_process():
+    """Workers as threads of this process: the slices are this process's own memory (no
+    serialization), tasks share one compiled module per process."""
+    from distributed import Client, LocalCluster
+
+    s = sample("jacobi2d")
+    here = polypy.compile(s.source)
+    with LocalCluster(n_workers=2, processes=False, threads_per_worker=1, protocol="tcp://", host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as c:
+        there = pd.compile(c, s.source)
+        case = s.cases[1]
+        args = s.make_args(np.random.default_rng(4), case, np.float32)
+        _same("jacobi2d", here, there, case.grid, case.block, case.shmem, args, tasks=4)

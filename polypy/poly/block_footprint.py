@@ -13,12 +13,15 @@ into contiguous ranges of blocks along its slowest-varying dimension (z, else y,
 
 so that each range is one interval of linear block ids (x fastest), which the JIT runs directly.
 ``plan_block_ranges`` adds each range as constraints on ``blockIdx`` to the launch's polyhedral
-model and answers, per range and pointer parameter, the interval of indices read and the
-interval written (``RangeFootprint``), then checks that the ranges can run apart and be merged
-back: the written intervals of different ranges are disjoint, and no range reads what another
-writes (blocks may communicate only through atomics, and those only where the ranges' elements
-are disjoint: then each range's atomics are plain updates of elements nobody else touches).
-Anything else is a ``UserError`` naming the array.
+model and answers, per range and pointer parameter, the interval of indices read, the interval
+written and the pieces to merge back (``RangeFootprint``): the maximal intervals of the exact
+write set where isl has it (a grid-stride loop writes many strided pieces), else the whole
+written interval, whose old contents then travel with the task so that elements it leaves alone
+come back unchanged. Then it checks with isl that the ranges can run apart: what two ranges
+merge back is disjoint, and no range reads what another may write (blocks may communicate only
+through atomics, and those only where the ranges' elements are disjoint: then each range's
+atomics are plain updates of elements nobody else touches). Anything else is a ``UserError``
+naming the array.
 """
 from __future__ import annotations
 
@@ -75,8 +78,10 @@ class RangeFootprint:
     """What one block range does to one pointer parameter.
 
     ``read``/``write``: intervals holding every index read / written (sound over-approximations;
-    None: never). ``covered``: every index of ``write`` is certainly written (the write set is
-    exact and has no holes), so its old contents are not needed. ``atomic``: some access is an
+    None: never). ``pieces``: disjoint intervals, in order, that hold every index written -- the
+    slices to merge back. ``covered``: every index of ``pieces`` is certainly written (the write
+    set is exact), so their old contents are not needed; otherwise ``pieces`` is the single
+    interval ``write``, to be shipped in and sent back whole. ``atomic``: some access is an
     atomic read-modify-write.
     """
 
@@ -85,6 +90,7 @@ class RangeFootprint:
     write: Interval | None
     covered: bool
     atomic: bool
+    pieces: tuple[tuple[int, int], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +99,11 @@ class BlockPlan:
 
     ranges: tuple[BlockRange, ...]
     footprints: tuple[dict[str, RangeFootprint], ...]
+
+
+# An exact write set of more intervals than this is merged back as its hull instead (shipped in
+# and sent back whole): enumerating and copying very many small pieces costs more than it saves.
+MAX_PIECES = 4096
 
 
 def split_grid(grid: tuple[int, int, int], tasks: int) -> tuple[BlockRange, ...]:
@@ -113,14 +124,30 @@ def plan_block_ranges(kernel: n.Kernel, grid: tuple[int, int, int], block: tuple
     their footprints; raise ``UserError`` (naming the array) if they cannot run apart."""
     ranges = split_grid(grid, tasks)
     model = build_model(kernel, launch=Launch.of(grid, block, scalars))
-    footprints = tuple(range_footprints(model, r) for r in ranges)
-    plan = BlockPlan(ranges, footprints)
-    check_independent(kernel, plan)
-    return plan
+    for a in model.accesses:
+        if a.writes and a.space == "device":
+            raise UserError(f"kernel {kernel.name!r} writes the module's __device__ array {a.buffer!r}; in a "
+                            f"distributed launch its updates would stay on the workers", a.loc)
+    sets = [_range_sets(model, r) for r in ranges]
+    _check_independent(kernel, ranges, sets)
+    footprints = tuple({name: _footprint(name, acc) for name, acc in per_range.items()} for per_range in sets)
+    return BlockPlan(ranges, footprints)
 
 
-def range_footprints(model: Model, r: BlockRange) -> dict[str, RangeFootprint]:
-    """Per pointer parameter of the model's kernel, its footprint for the blocks of ``r``."""
+@dataclasses.dataclass
+class _Accessed:
+    """The isl sets of one array in one range (1-D, no parameters): indices read (``None``:
+    none), written (over-approximated), merged back (the exact write set, or its hull)."""
+
+    read: isl.Set | None
+    write: isl.Set | None
+    merged: isl.Set | None
+    exact: bool
+    pieces: tuple[tuple[int, int], ...]
+    atomic: bool
+
+
+def _range_sets(model: Model, r: BlockRange) -> dict[str, _Accessed]:
     affs = isl.affs_from_space(model.space)
     b = affs[BLOCK_IDX[r.dim]]
     blocks = b.ge_set(affs[0] + r.lo) & b.lt_set(affs[0] + r.hi)
@@ -129,43 +156,42 @@ def range_footprints(model: Model, r: BlockRange) -> dict[str, RangeFootprint]:
         if not isinstance(p.ptype, PointerType):
             continue
         accesses = model.accesses_of(p.name)
-        reads = [a for a in accesses if a.reads]
-        writes = [a for a in accesses if a.writes]
-        read, _ = _interval(reads, blocks)
-        write, covered = _interval(writes, blocks)
-        out[p.name] = RangeFootprint(p.name, read, write, covered, any(a.kind == "atomic" for a in accesses))
+        read, _ = _union([a for a in accesses if a.reads], blocks)
+        write, exact = _union([a for a in accesses if a.writes], blocks)
+        merged, pieces = write, ()
+        if write is not None and _bounded(write):
+            pieces = _intervals(write) if exact else None
+            if pieces is None:
+                exact = False
+                lo, hi = _value(write.dim_min_val(0)), _value(write.dim_max_val(0))
+                merged, pieces = _box(write.get_ctx(), lo, hi), ((lo, hi),)  # type: ignore[arg-type]
+        out[p.name] = _Accessed(read, write, merged, exact, pieces or (), any(a.kind == "atomic" for a in accesses))
     return out
 
 
-def _interval(accesses: list[Access], blocks: isl.Set) -> tuple[Interval | None, bool]:
-    """The interval holding the indices ``accesses`` touch in ``blocks`` (None: none), and
-    whether every index of it is certainly touched."""
-    sets = []
+def _union(accesses: list[Access], blocks: isl.Set) -> tuple[isl.Set | None, bool]:
+    """The indices ``accesses`` may touch in ``blocks`` (None: none), and whether that set is
+    exact (every one of them is certainly touched)."""
+    ctx = blocks.get_ctx()
+    union = None
+    exact = True
     for a in accesses:
         e = a.elems[0]
-        if e is None:  # an index isl cannot follow: anything
-            return Interval(None, None), False
         dom = a.domain & blocks.align_params(a.domain.space.params())
         if dom.is_empty():
             continue
-        s = isl.Map.from_pw_aff(e).intersect_domain(dom).range()
-        sets.append((s.set_dim_name(isl.dim_type.set, 0, "i").reset_tuple_id(), a))
-    if not sets:
+        if e is None:  # an index isl cannot follow: anything
+            s = isl.Set.universe(isl.Space.create_from_names(ctx, set=["i"]))
+            exact = False
+        else:
+            s = isl.Map.from_pw_aff(e).intersect_domain(dom).range()
+            s = s.set_dim_name(isl.dim_type.set, 0, "i").reset_tuple_id()
+            exact = exact and a.exact and not _has_params(s, a)
+            s = s.project_out_all_params()
+        union = s if union is None else union | s
+    if union is None or union.is_empty():
         return None, False
-    union = sets[0][0].project_out_all_params()
-    for s, _ in sets[1:]:
-        union = union | s.project_out_all_params()
-    if union.is_empty():
-        return None, False
-    lo, hi = _value(union.dim_min_val(0)), _value(union.dim_max_val(0))
-    interval = Interval(lo, hi)
-    if lo is None or hi is None:
-        return interval, False
-    exact = all(a.exact and not _has_params(s, a) for s, a in sets)
-    if not exact:
-        return interval, False
-    box = isl.Set(f"{{ [i] : {lo} <= i <= {hi} }}", context=union.get_ctx())
-    return interval, union.is_equal(box)
+    return union.coalesce(), exact
 
 
 def _has_params(s: isl.Set, a: Access) -> bool:
@@ -184,33 +210,70 @@ def _value(v: isl.Val) -> int | None:
     return int(v.to_python())
 
 
-def check_independent(kernel: n.Kernel, plan: BlockPlan) -> None:
-    """Refuse a plan whose ranges share written memory: two ranges writing the same interval,
-    or one range reading what another writes (atomics included: they may only update elements
-    no other range touches)."""
-    params = {p.name: p for p in kernel.params}
-    for name, p in params.items():
+def _bounded(s: isl.Set) -> bool:
+    return _value(s.dim_min_val(0)) is not None and _value(s.dim_max_val(0)) is not None
+
+
+def _box(ctx: isl.Context, lo: int | None, hi: int | None) -> isl.Set:
+    lower = "" if lo is None else f"{lo} <= "
+    upper = "" if hi is None else f" <= {hi}"
+    return isl.Set(f"{{ [i] : {lower}i{upper} }}", context=ctx)
+
+
+def _intervals(s: isl.Set) -> tuple[tuple[int, int], ...] | None:
+    """The maximal intervals of a bounded 1-D set, in order; None if more than ``MAX_PIECES``."""
+    ctx = s.get_ctx()
+    starts = s - s.apply(isl.Map("{ [i] -> [i + 1] }", context=ctx))
+    ends = s - s.apply(isl.Map("{ [i] -> [i - 1] }", context=ctx))
+    if starts.count_val().to_python() > MAX_PIECES:
+        return None
+    return tuple(zip(_points(starts), _points(ends)))
+
+
+def _points(s: isl.Set) -> list[int]:
+    out: list[int] = []
+    s.foreach_point(lambda p: out.append(int(p.get_coordinate_val(isl.dim_type.set, 0).to_python())))
+    return sorted(out)
+
+
+def _interval(s: isl.Set | None) -> Interval | None:
+    if s is None:
+        return None
+    return Interval(_value(s.dim_min_val(0)), _value(s.dim_max_val(0)))
+
+
+def _footprint(name: str, acc: _Accessed) -> RangeFootprint:
+    return RangeFootprint(name, _interval(acc.read), _interval(acc.write), acc.exact, acc.atomic, acc.pieces)
+
+
+def _check_independent(kernel: n.Kernel, ranges: tuple[BlockRange, ...], sets: list[dict[str, _Accessed]]) -> None:
+    """Refuse ranges that share written memory: what two ranges merge back overlaps, or one range
+    reads what another writes (atomics included: they may only update elements no other range
+    touches)."""
+    for p in kernel.params:
         if not isinstance(p.ptype, PointerType):
             continue
-        for i, fi in enumerate(plan.footprints):
-            f = fi[name]
+        name = p.name
+        for i, si in enumerate(sets):
+            f = si[name]
             if f.write is None:
                 continue
-            if not f.write.bounded:
+            if f.merged is None or not _bounded(f.merged):
                 raise UserError(f"kernel {kernel.name!r}: isl cannot bound the indices of {name!r} the blocks with "
-                                f"{plan.ranges[i]} write, so their writes cannot be merged back", p.loc)
-            for j, fj in enumerate(plan.footprints):
+                                f"{ranges[i]} write, so their writes cannot be merged back", p.loc)
+            what = "atomic updates" if f.atomic else "writes"
+            for j, sj in enumerate(sets):
                 if j == i:
                     continue
-                g = fj[name]
-                what = "atomic updates" if f.atomic else "writes"
-                if j > i and g.write is not None and f.write.overlaps(g.write):
+                g = sj[name]
+                if j > i and g.merged is not None and not (f.merged & g.merged).is_empty():
                     raise UserError(
-                        f"kernel {kernel.name!r}: {what} of {name!r} by the blocks with {plan.ranges[i]} (indices "
-                        f"{f.write}) and by those with {plan.ranges[j]} (indices {g.write}) may overlap; the "
-                        f"ranges cannot run as separate tasks", p.loc)
-                if g.read is not None and f.write.overlaps(g.read):
+                        f"kernel {kernel.name!r}: {what} of {name!r} by the blocks with {ranges[i]} (indices "
+                        f"{_interval(f.merged)}) and by those with {ranges[j]} (indices {_interval(g.merged)}) may "
+                        f"overlap; the ranges cannot run as separate tasks", p.loc)
+                if g.read is not None and not (f.write & g.read).is_empty():
                     raise UserError(
-                        f"kernel {kernel.name!r}: the blocks with {plan.ranges[j]} read indices {g.read} of {name!r}, "
-                        f"which may overlap what the blocks with {plan.ranges[i]} write ({f.write}); blocks "
-                        f"that communicate through memory cannot run as separate tasks", p.loc)
+                        f"kernel {kernel.name!r}: the blocks with {ranges[j]} read indices {_interval(g.read)} of "
+                        f"{name!r}, which may overlap what the blocks with {ranges[i]} write "
+                        f"({_interval(f.write)}); blocks that communicate through memory cannot run as separate "
+                        f"tasks", p.loc)
