@@ -10,8 +10,8 @@ JIT-loaded, cached on disk, launched on all cores.
 * ``launch``  -- running a grid's blocks on worker threads (a persistent pool)
 """
 from codegen.llvm.jit import JitKernel, JitModule, compile_module, emit_llvm_ir, global_storage
-from codegen.llvm.launch import LaunchError, default_threads
+from codegen.llvm.launch import BoundsError, LaunchError, default_threads
 from codegen.llvm.lower import KernelABI, kernel_abi
 
-__all__ = ["JitKernel", "JitModule", "KernelABI", "LaunchError", "compile_module", "default_threads",
+__all__ = ["BoundsError", "JitKernel", "JitModule", "KernelABI", "LaunchError", "compile_module", "default_threads",
            "emit_llvm_ir", "global_storage", "kernel_abi"]

@@ -7,7 +7,9 @@ a cache hit runs no LLVM optimization or code generation at all.
 
 ``JitKernel.run`` launches one kernel: arguments already checked and converted by the caller
 (``polypy.api``) go through ctypes to ``K_worker``, called once per thread on a shared block
-counter (``launch.run_workers``).
+counter (``launch.run_workers``). A bounds-checked kernel (``compile_module(..., checked=...)``)
+also gets the extent of each array and a fault record; after a fault it raises
+``launch.BoundsError`` naming the kernel, the array, the index and the source line.
 """
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from codegen.llvm import cache, target
-from codegen.llvm.launch import chunk_size, default_threads, run_workers
-from codegen.llvm.lower import GLOBAL_SPACES, KernelABI, emit_module
+from codegen.llvm.launch import BoundsError, LaunchError, chunk_size, default_threads, run_workers
+from codegen.llvm.lower import FAULT_WORDS, GLOBAL_SPACES, KernelABI, emit_module
 from codegen.llvm.types import ctype_of
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
@@ -34,22 +36,24 @@ def emit_llvm_ir(module: n.Module, *, optimize: bool = False) -> str:
     return target.optimized_ir(text) if optimize else text
 
 
-def _emit(module: n.Module) -> tuple[str, dict[str, KernelABI]]:
+def _emit(module: n.Module, checked: Mapping[str, frozenset[str]] | None = None) -> tuple[str, dict[str, KernelABI]]:
     triple, _, _ = target.host()
-    llmod, abis = emit_module(module, triple=triple, data_layout=target.data_layout())
+    llmod, abis = emit_module(module, triple=triple, data_layout=target.data_layout(), checked=checked)
     return str(llmod), abis
 
 
 def compile_module(module: n.Module, *, use_cache: bool = True,
-                   globals: dict[str, np.ndarray] | None = None) -> JitModule:
+                   globals: dict[str, np.ndarray] | None = None,
+                   checked: Mapping[str, frozenset[str]] | None = None) -> JitModule:
     """Machine code for every kernel of a CPU-form module, loaded and ready to launch.
 
     ``globals``: the storage of the module's constant/device arrays (``global_storage``) when it
     is shared with other compiled versions of the same module (block-shape specializations);
-    default: new storage.
+    default: new storage. ``checked``: kernel name -> the arrays (pointer parameters, shared
+    arrays) whose every access that kernel bounds-checks (see ``lower``).
     """
     start = time.perf_counter()
-    ir_text, abis = _emit(module)
+    ir_text, abis = _emit(module, checked)
     key = cache.cache_key(ir_text, target.fingerprint())
     obj = cache.load(key) if use_cache else None
     from_cache = obj is not None
@@ -130,6 +134,8 @@ class JitKernel:
         for p in abi.params:
             argtypes.append(ctypes.c_void_p if isinstance(p.ptype, PointerType) else ctype_of(p.ptype))
         argtypes += [ctypes.c_void_p] * len(abi.globals)
+        if abi.bounds_checked:  # the fault record, then each pointer parameter's element count
+            argtypes += [ctypes.c_void_p] + [ctypes.c_int64] * sum(isinstance(p.ptype, PointerType) for p in abi.params)
         self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
         # Per parameter: (name, is a pointer, is a float): argtypes convert Python numbers.
         self._params = [(p.name, isinstance(p.ptype, PointerType), not isinstance(p.ptype, PointerType)
@@ -160,6 +166,11 @@ class JitKernel:
                 args.append(float(value) if is_float else int(value))
         for b in self.abi.globals:
             args.append(self.owner.globals[b.name].ctypes.data)
+        fault = None
+        if self.abi.bounds_checked:
+            fault = np.zeros(FAULT_WORDS, dtype=np.int64)
+            args.append(fault.ctypes.data)
+            args += [arrays[name].size for name, pointer, _ in self._params if pointer]
         workers = max(1, min(threads if threads is not None else default_threads(), num_blocks))
         per_block = self._block_seconds.get(block)
         if workers > 1 and (block in self._probe or per_block is not None
@@ -173,10 +184,32 @@ class JitKernel:
             return cfunc(*head, *args)
 
         start = time.perf_counter()
-        busy = run_workers(call, workers)
+        try:
+            busy = run_workers(call, workers)
+        except LaunchError:
+            if fault is not None and fault[0]:
+                raise self._bounds_error(fault, shmem) from None
+            raise
         elapsed = time.perf_counter() - start
         if workers == 1:
             self._block_seconds[block] = elapsed / num_blocks
             self._probe.discard(block)
         elif per_block is None and min(elapsed, busy) < PROBE_BELOW_SECONDS:
             self._probe.add(block)
+
+    def _bounds_error(self, fault: np.ndarray, shmem: int) -> BoundsError:
+        """The error for the fault record of a bounds-checked launch (see ``lower``)."""
+        site = self.abi.sites[int(fault[0]) - 1]
+        index, extent = int(fault[1]), int(fault[2])
+        block = tuple(int(v) for v in fault[3:6])
+        verb = "read" if site.kind == "read" else "wrote"
+        if site.space == "global":
+            what = "array"
+        else:
+            what = "dynamic shared array" if site.dynamic else "shared array"
+        message = f"kernel {self.name} {verb} index {index} of {what} '{site.buffer}' of {extent} elements"
+        if site.dynamic:
+            message += f" (launched with {shmem} bytes of dynamic shared memory)"
+        message += f", in block ({block[0]}, {block[1]}, {block[2]}); the launch was stopped there"
+        return BoundsError(message, site.loc, kernel=self.name, buffer=site.buffer, index=index, extent=extent,
+                           kind=site.kind)

@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Callable
 
-from polypy.errors import UserError
+from polypy.errors import Loc, UserError
 
 # Chunks per thread: enough to balance uneven blocks and a core that is busy elsewhere, few
 # enough that the shared counter is not contended (one atomic add per chunk).
@@ -46,6 +46,19 @@ class LaunchError(UserError):
         what = "out of memory allocating its shared/local memory" if status == 1 else f"failed with status {status}"
         super().__init__(f"kernel launch {what}")
         self.status = status
+
+
+class BoundsError(UserError):
+    """A bounds-checked launch stopped at an access outside its array (nothing was touched there)."""
+
+    def __init__(self, message: str, loc: Loc | None = None, *, kernel: str, buffer: str, index: int, extent: int,
+                 kind: str):
+        super().__init__(message, loc)
+        self.kernel = kernel
+        self.buffer = buffer
+        self.index = index
+        self.extent = extent
+        self.kind = kind
 
 
 def chunk_size(num_blocks: int, workers: int) -> int:

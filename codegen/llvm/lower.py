@@ -42,17 +42,31 @@ C semantics, exactly (the emulator and ``polypy.ir.semantics`` are the reference
 * float compares are ordered except ``!=`` (C: NaN != x is true); ``bool`` is ``i1`` in registers
   and one byte in memory;
 * atomics are seq_cst ``atomicrmw`` where LLVM has the operation, ``cmpxchg`` loops otherwise.
+
+Bounds-checked variant (``emit_module(..., checked={K: buffers})``): every load, store and atomic
+of the named buffers (pointer parameters, shared arrays) first compares its linear index with
+the buffer's extent -- a pointer parameter's element count is passed at launch, after the
+globals, following a pointer to the *fault record*::
+
+    i32 @K_worker(<as above>, ptr fault, i64 <extent of each pointer parameter>...)
+
+An index outside ``[0, extent)`` touches nothing: the first faulting access of the launch writes
+``fault = {site + 1, index, extent, blockIdx.x, .y, .z}`` (a compare-and-swap on ``fault[0]``
+picks one among racing workers; ``site`` indexes ``KernelABI.sites``), sets the launch's block
+counter to ``total`` so that no worker starts another chunk, and the worker returns 2.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Mapping
 
 from llvmlite import ir
 
 from codegen.llvm.mathlib import MATH_EMITTERS
 from codegen.llvm.types import I1, I8, I32, I64, PTR, abi_type, int_type_of_width, memory_type, value_type
-from polypy.errors import InternalError, UserError
+
+from polypy.errors import InternalError, Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import I64 as IR_I64
 from polypy.ir.types import U32 as IR_U32
@@ -71,6 +85,22 @@ SCRATCH_SPACES = ("shared", "local")
 
 # Leading parameters of every K_blocks function, before the kernel's own.
 LAUNCH_PARAMS = ("first", "last", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "shmem")
+# K_worker's status codes.
+STATUS_OUT_OF_MEMORY = 1
+STATUS_BOUNDS_FAULT = 2
+# i64 words of a bounds-checked kernel's fault record (see the module docstring).
+FAULT_WORDS = 6
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckSite:
+    """One bounds-checked access of a kernel: the buffer, how it is accessed, where in the source."""
+
+    buffer: str
+    kind: str  # "read" | "write" | "atomic"
+    space: str  # "global" (a pointer parameter) | "shared"
+    dynamic: bool  # the ``extern __shared__`` array, sized by the launch's dynamic shared bytes
+    loc: Loc | None
 # Leading parameters of every K_worker function, before the kernel's own.
 WORKER_PARAMS = ("next", "total", "chunk", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "shmem")
 
@@ -82,8 +112,9 @@ class KernelABI:
     ``symbol`` (``K_blocks``) takes ``LAUNCH_PARAMS`` (i64, i64, six i32, i64), ``worker_symbol``
     (``K_worker``) takes ``WORKER_PARAMS`` (pointer to an i64 counter, i64, i64, six i32, i64);
     then both take ``params`` (pointers as addresses, scalars by value, ``bool`` as a byte), then
-    one pointer per ``globals`` buffer (the storage of a ``constant``/``device`` array). They
-    return 0, or 1 if scratch allocation failed.
+    one pointer per ``globals`` buffer (the storage of a ``constant``/``device`` array); a
+    ``bounds_checked`` one then takes the fault record and the extent of each pointer
+    parameter. They return 0, 1 if scratch allocation failed, 2 after a bounds fault.
     """
 
     kernel: str
@@ -92,16 +123,22 @@ class KernelABI:
     globals: tuple[n.Buffer, ...]
     worker_symbol: str = ""
     coarsen: tuple[int, int, int] = (1, 1, 1)
+    # Bounds-checked variant: the buffers checked and the checked accesses (fault site numbers).
+    bounds_checked: bool = False
+    checked: frozenset[str] = frozenset()
+    sites: tuple[CheckSite, ...] = ()
 
     def block_count(self, grid: tuple[int, int, int]) -> int:
         """How many (coarse) blocks ``first``/``last``/``total`` count for a launch of ``grid``."""
         return math.prod(-(-g // f) for g, f in zip(grid, self.coarsen))
 
 
-def kernel_abi(kernel: n.Kernel) -> KernelABI:
+def kernel_abi(kernel: n.Kernel, checked: frozenset[str] | None = None) -> KernelABI:
+    """The ABI of ``kernel`` (``checked``: of its variant bounds-checking those buffers; the
+    sites are filled in by the emitter)."""
     globals_ = tuple(b for b in kernel.buffers if b.space in GLOBAL_SPACES)
     return KernelABI(kernel.name, f"{kernel.name}_blocks", kernel.params, globals_, f"{kernel.name}_worker",
-                     kernel.coarsen)
+                     kernel.coarsen, bounds_checked=checked is not None, checked=frozenset(checked or ()))
 
 
 def check_cpu_form(kernel: n.Kernel) -> None:
@@ -110,8 +147,13 @@ def check_cpu_form(kernel: n.Kernel) -> None:
                         f"kernels (lower it with polypy.driver.to_cpu first)", kernel.loc)
 
 
-def emit_module(module: n.Module, *, triple: str = "", data_layout: str = "") -> tuple[ir.Module, dict[str, KernelABI]]:
-    """An LLVM module with one ``K_blocks`` function per kernel of ``module`` (all CPU form)."""
+def emit_module(module: n.Module, *, triple: str = "", data_layout: str = "",
+                checked: Mapping[str, frozenset[str]] | None = None) -> tuple[ir.Module, dict[str, KernelABI]]:
+    """An LLVM module with one ``K_blocks`` function per kernel of ``module`` (all CPU form).
+
+    ``checked``: kernel name -> the buffers whose accesses that kernel bounds-checks (its
+    bounds-checked variant, see the module docstring); other kernels are emitted as usual.
+    """
     llmod = ir.Module(name=_module_name(module))
     if triple:
         llmod.triple = triple
@@ -121,8 +163,11 @@ def emit_module(module: n.Module, *, triple: str = "", data_layout: str = "") ->
     for kernel in module.kernels:
         check_cpu_form(kernel)
         verify_kernel(kernel)
-        abi = kernel_abi(kernel)
-        _KernelEmitter(llmod, kernel, abi).emit()
+        abi = kernel_abi(kernel, None if checked is None else checked.get(kernel.name))
+        emitter = _KernelEmitter(llmod, kernel, abi)
+        emitter.emit()
+        if abi.bounds_checked:
+            abi = dataclasses.replace(abi, sites=tuple(emitter.sites))
         abis[kernel.name] = abi
     return llmod, abis
 
@@ -142,6 +187,7 @@ class _BufferInfo:
     base: ir.Value
     elem: ScalarType
     dims: list[ir.Value]  # i64 extents; only dims[1:] are used (row-major linearization)
+    extent: ir.Value | None = None  # i64 element count, for bounds checks
 
 
 @dataclasses.dataclass
@@ -173,6 +219,13 @@ class _KernelEmitter(Visitor):
             self.rest_types.append(PTR if isinstance(p.ptype, PointerType) else abi_type(p.ptype))
         self.rest_types += [PTR] * len(abi.globals)
         self.rest_names = list(WORKER_PARAMS[3:]) + [p.name for p in kernel.params] + [b.name for b in abi.globals]
+        self.pointer_params = [p for p in kernel.params if isinstance(p.ptype, PointerType)]
+        if abi.bounds_checked:
+            self.rest_types += [PTR] + [I64] * len(self.pointer_params)
+            self.rest_names += ["fault"] + [f"{p.name}.extent" for p in self.pointer_params]
+        self.sites: list[CheckSite] = []
+        self.fault_bb: ir.Block | None = None
+        self.fault_phis: tuple[ir.Value, ir.Value, ir.Value] | None = None
         # K_blocks first: it is the entry point a reader looks for (its body comes last).
         self.range_fn = ir.Function(llmod, ir.FunctionType(I32, [I64, I64] + self.rest_types), name=abi.symbol)
         self.fn = ir.Function(llmod, ir.FunctionType(I32, [PTR, I64, I64] + self.rest_types), name=abi.worker_symbol)
@@ -231,13 +284,20 @@ class _KernelEmitter(Visitor):
         b = self.builder
         k = self.kernel
         params = self.fn.args[len(WORKER_PARAMS):len(WORKER_PARAMS) + len(k.params)]
-        globals_ = self.fn.args[len(WORKER_PARAMS) + len(k.params):]
+        after_params = len(WORKER_PARAMS) + len(k.params)
+        globals_ = self.fn.args[after_params:after_params + len(self.abi.globals)]
+        extents = {}
+        if self.abi.bounds_checked:
+            self.fault_record = self.fn.args[after_params + len(self.abi.globals)]
+            self.fault_record.add_attribute("noalias")
+            extent_args = self.fn.args[after_params + len(self.abi.globals) + 1:]
+            extents = {p.name: arg for p, arg in zip(self.pointer_params, extent_args)}
         assigned = _assigned_names(k)
         for p, arg in zip(k.params, params):
             if isinstance(p.ptype, PointerType):
                 if p.ptype.restrict:
                     arg.add_attribute("noalias")
-                self.buffers[p.name] = _BufferInfo(arg, p.ptype.elem, [])
+                self.buffers[p.name] = _BufferInfo(arg, p.ptype.elem, [], extents.get(p.name))
             elif p.name not in assigned:
                 self.values[p.name] = self.from_abi(arg, p.ptype)
         for buf, arg in zip(self.abi.globals, globals_):
@@ -283,6 +343,7 @@ class _KernelEmitter(Visitor):
         gx, gy = (self.coarse_count(d) for d in (0, 1))
         rest = b.udiv(first, gx)
         idx_slots = [self.slot(f".block_{axis}", IR_U32) for axis in "xyz"]
+        self.idx_slots = idx_slots
         for slot, value, f in zip(idx_slots, (b.urem(first, gx), b.urem(rest, gy), b.udiv(rest, gy)), factors):
             if f != 1:
                 value = b.mul(value, ir.Constant(I64, f))
@@ -334,12 +395,64 @@ class _KernelEmitter(Visitor):
         b.position_at_end(oom_bb)
         for ptr in heap:
             b.call(free, [ptr])  # free(NULL) is a no-op
-        b.ret(ir.Constant(I32, 1))
-        for block in (exit_bb, oom_bb):  # read top to bottom: the exits come last
+        b.ret(ir.Constant(I32, STATUS_OUT_OF_MEMORY))
+        exits = [exit_bb, oom_bb]
+        if self.fault_bb is not None:
+            exits += self.emit_fault(heap, free)
+        for block in exits:  # read top to bottom: the exits come last
             self.fn.blocks.remove(block)
             self.fn.blocks.append(block)
         self.emit_range_entry()
         return self.fn
+
+    def emit_fault(self, heap: list[ir.Value], free: ir.Function | None) -> list[ir.Block]:
+        """The end of the fault block: record the fault (first one only), stop the launch, free
+        the scratch memory, return ``STATUS_BOUNDS_FAULT``. Returns its blocks."""
+        assert self.fault_bb is not None and self.fault_phis is not None
+        b = self.builder
+        b.position_at_end(self.fault_bb)
+        site, index, extent = self.fault_phis
+        record = self.fault_record
+        pair = b.cmpxchg(record, ir.Constant(I64, 0), site, "seq_cst", "seq_cst")
+        first_bb = self.new_block("bounds_fault.first")
+        stop_bb = self.new_block("bounds_fault.stop")
+        b.cbranch(b.extract_value(pair, 1), first_bb, stop_bb)
+        b.position_at_end(first_bb)
+        words = [index, extent] + [b.zext(b.load(slot, typ=I32), I64) for slot in self.idx_slots]
+        for i, word in enumerate(words, start=1):
+            b.store(word, b.gep(record, [ir.Constant(I64, i)], inbounds=True, source_etype=I64))
+        b.branch(stop_bb)
+        b.position_at_end(stop_bb)
+        # No worker starts another chunk of blocks: the counter is past the end.
+        b.atomic_rmw("xchg", self.fn.args[0], self.fn.args[1], "seq_cst")
+        for ptr in heap:
+            b.call(free, [ptr])
+        b.ret(ir.Constant(I32, STATUS_BOUNDS_FAULT))
+        return [self.fault_bb, first_bb, stop_bb]
+
+    def bounds_check(self, buffer: str, info: _BufferInfo, linear: ir.Value, node: n.Node, kind: str) -> None:
+        """Branch to the fault block unless ``0 <= linear < extent`` (one unsigned compare)."""
+        b = self.builder
+        if info.extent is None:
+            raise InternalError(f"no extent for bounds-checked buffer {buffer!r}", node.loc)
+        if self.fault_bb is None:
+            self.fault_bb = self.new_block("bounds_fault")
+            with b.goto_block(self.fault_bb):
+                self.fault_phis = (b.phi(I64, name="fault_site"), b.phi(I64, name="fault_index"),
+                                   b.phi(I64, name="fault_extent"))
+        assert self.fault_phis is not None
+        space = "global" if self.kernel.param(buffer) is not None else "shared"
+        decl = self.kernel.buffer(buffer)
+        self.sites.append(CheckSite(buffer, kind, space, decl is not None and decl.shape is None, node.loc))
+        ok = b.icmp_unsigned("<", linear, info.extent)
+        here = b.block
+        inside = self.new_block("in_bounds")
+        b.cbranch(ok, inside, self.fault_bb)
+        site, index, extent = self.fault_phis
+        site.add_incoming(ir.Constant(I64, len(self.sites)), here)
+        index.add_incoming(linear, here)
+        extent.add_incoming(info.extent, here)
+        b.position_at_end(inside)
 
     def coarse_count(self, d: int) -> ir.Value:
         """Blocks (coarse blocks, for a coarsened kernel) along dimension ``d``, as i64."""
@@ -389,7 +502,7 @@ class _KernelEmitter(Visitor):
                 if extern_base is None:
                     extern_base = self.malloc(self.shmem, buf.name)
                     heap.append(extern_base)
-                self.buffers[buf.name] = _BufferInfo(extern_base, buf.elem, dims)
+                self.buffers[buf.name] = _BufferInfo(extern_base, buf.elem, dims, dims[0])
                 continue
             dims = [self.extent(d) for d in buf.shape]
             if all(isinstance(d, ir.Constant) for d in dims):
@@ -397,14 +510,14 @@ class _KernelEmitter(Visitor):
                 if on_stack + count * size <= STACK_SCRATCH_LIMIT:
                     on_stack += count * size
                     ptr = self.entry_alloca(ir.ArrayType(memory_type(buf.elem), max(count, 1)), buf.name, _LINE)
-                    self.buffers[buf.name] = _BufferInfo(ptr, buf.elem, dims)
+                    self.buffers[buf.name] = _BufferInfo(ptr, buf.elem, dims, ir.Constant(I64, count))
                     continue
             count = dims[0]
             for d in dims[1:]:
                 count = b.mul(count, d)
             ptr = self.malloc(b.mul(count, ir.Constant(I64, size)), buf.name)
             heap.append(ptr)
-            self.buffers[buf.name] = _BufferInfo(ptr, buf.elem, dims)
+            self.buffers[buf.name] = _BufferInfo(ptr, buf.elem, dims, count)
         return heap
 
     def malloc(self, nbytes: ir.Value, name: str) -> ir.Value:
@@ -445,7 +558,9 @@ class _KernelEmitter(Visitor):
         return self.builder.sext(v, I64) if ty.is_signed else self.builder.zext(v, I64)
 
     # -- memory
-    def address(self, buffer: str, index: tuple[n.Expr, ...]) -> tuple[ir.Value, ScalarType]:
+    def address(self, buffer: str, index: tuple[n.Expr, ...], node: n.Node | None = None,
+                kind: str = "read") -> tuple[ir.Value, ScalarType]:
+        """The address of ``buffer[index]`` (bounds-checked first where the ABI says so)."""
         info = self.buffers.get(buffer)
         if info is None:
             raise InternalError(f"unknown buffer {buffer!r} in kernel {self.kernel.name!r}")
@@ -454,6 +569,8 @@ class _KernelEmitter(Visitor):
         for extent, i in zip(info.dims[1:], index[1:]):
             # In-bounds accesses never overflow this arithmetic: nsw helps SCEV see the strides.
             linear = b.add(b.mul(linear, extent, flags=("nsw",)), self.index64(i), flags=("nsw",))
+        if buffer in self.abi.checked and node is not None and not _within(index, info.extent):
+            self.bounds_check(buffer, info, linear, node, kind)
         ptr = b.gep(info.base, [linear], inbounds=True, source_etype=memory_type(info.elem))
         return ptr, info.elem
 
@@ -494,12 +611,12 @@ class _KernelEmitter(Visitor):
         self.builder.store(value, self.slot(s.name, ty))
 
     def visit_Store(self, s: n.Store) -> None:
-        ptr, elem = self.address(s.buffer, s.index)
+        ptr, elem = self.address(s.buffer, s.index, s, "write")
         value = self.expr(s.value)
         self.builder.store(self.to_memory(value, elem), ptr, align=max(elem.itemsize, 1))
 
     def visit_AtomicRMW(self, s: n.AtomicRMW) -> None:
-        ptr, elem = self.address(s.buffer, s.index)
+        ptr, elem = self.address(s.buffer, s.index, s, "atomic")
         value = self.expr(s.value)
         old = self.atomic(s, ptr, elem, value)
         if s.dest is not None:
@@ -702,7 +819,7 @@ class _KernelEmitter(Visitor):
         return self.grid_dim[e.dim]
 
     def visit_Load(self, e: n.Load) -> ir.Value:
-        ptr, elem = self.address(e.buffer, e.index)
+        ptr, elem = self.address(e.buffer, e.index, e, "read")
         value = self.builder.load(ptr, typ=memory_type(elem), align=max(elem.itemsize, 1))
         return self.from_memory(value, elem)
 
@@ -895,6 +1012,31 @@ def _rmw_operation(op: str, elem: ScalarType) -> str | None:
         # LLVM's uinc_wrap / udec_wrap are exactly CUDA's atomicInc / atomicDec.
         return "uinc_wrap" if op == "inc" else "udec_wrap"
     return None
+
+
+def _within(index: tuple[n.Expr, ...], extent: ir.Value | None) -> bool:
+    """Whether a 1-D index is in ``[0, extent)`` by its type alone (``local[data[i]]`` with
+    ``unsigned char`` data and 256 elements): such an access needs no bounds check."""
+    if len(index) != 1 or not isinstance(extent, ir.Constant):
+        return False
+    bounds = _value_range(index[0])
+    return bounds is not None and bounds[0] >= 0 and bounds[1] < int(extent.constant)
+
+
+def _value_range(e: n.Expr) -> tuple[int, int] | None:
+    """Bounds of an integer expression from its constants and the types of its casts."""
+    t = e.type
+    if not (t.is_int or t.is_bool):
+        return None
+    full = (0, 1) if t.is_bool else ((-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.is_signed
+                                     else (0, (1 << t.bits) - 1))
+    if isinstance(e, n.Const):
+        return int(e.value), int(e.value)
+    if isinstance(e, n.Cast):
+        inner = _value_range(e.x)
+        if inner is not None and full[0] <= inner[0] and inner[1] <= full[1]:
+            return inner  # a widening conversion keeps the value
+    return full
 
 
 def _const_extent(buf: n.Buffer, d: n.Expr) -> int:
