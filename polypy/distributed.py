@@ -12,18 +12,24 @@
 
 A launch's grid is cut into ``tasks`` ranges of blocks along its slowest dimension
 (``polypy.poly.block_footprint``). isl computes, per range and array, the interval of indices
-the range reads and the interval it writes; the launch is refused (``UserError`` naming the
-array) where ranges write overlapping intervals, where one range reads what another writes, or
-where a written interval is unbounded. Atomics are accepted only on elements one range alone
-touches. Each task gets the slices it reads (plus the slice it writes, unless isl proves every
-element of it is written), runs the kernel's compiled blocks of its range on the worker
-(``blockIdx``/``gridDim`` those of the full grid) and sends the written slices back, which are
-copied into the caller's arrays once every task has finished.
+the range reads, and the pieces it writes (the maximal intervals of the exact write set, or one
+interval holding every index it may write); the launch is refused (``UserError`` naming the
+array) where what two ranges write back overlaps, where one range reads what another may write,
+or where a write cannot be bounded. Atomics are accepted only on elements one range alone
+touches. Each task gets the slice it reads (plus the slice it may write, unless isl proves
+every element of its pieces is written: then elements it leaves alone come back unchanged),
+runs the compiled blocks of its range on the worker (``blockIdx``/``gridDim`` those of the full
+grid) and sends the written pieces back; they are copied into the caller's arrays once every
+task has finished (with worker processes, a failing task leaves the caller's arrays as they were).
 
-On the worker the arrays are full-size buffers of which only the shipped slices are filled
-(``np.zeros``: pages nobody touches are never allocated), so the kernel's indices need no
-rebasing; the price is one zero-filled page per touched page, which a rebased pointer would
-avoid. Workers compile the kernel themselves from the source text (the disk cache makes that
+On the worker each array is a *window*: one buffer holding the indices the task accesses, lo to
+hi, passed to the compiled code as an address ``lo`` elements before the buffer (rebased), so
+the kernel's own indices land in it. A task's memory is its footprint, not the arrays' size,
+and a shipped slice that is the whole window is used where it arrived, without a copy. (The
+simpler alternative, full-size buffers with only the slices filled, needs no address
+arithmetic but copies every slice once more on the worker.) With workers in the caller's
+process (``LocalCluster(processes=False)``) the slices are the caller's own memory, written in
+place. Workers compile the kernel themselves from the source text (the disk cache makes that
 cheap) and keep it per worker process. Scalars pass through; the module's ``__constant__`` and
 ``__device__`` arrays are shipped with every task, and a kernel that writes them is refused
 (their updates would stay on the workers).
