@@ -11,7 +11,8 @@ For layernorm (``samples/layernorm.cu`` vs ``torch.nn.functional.layer_norm``) a
 * ratios are PyTorch's time over polypy's: above 1, the translated CUDA kernel is faster.
 
 Before anything is timed, polypy's outputs and gradients are compared with PyTorch's (the
-``max err`` column: largest absolute difference). Best of ``--repeat`` runs, interleaved.
+``max err`` column: over the output and each gradient, the largest difference relative to the
+largest magnitude of PyTorch's result). Best of ``--repeat`` runs, interleaved.
 PyTorch runs with ``torch.get_num_threads()`` threads, polypy on every core this process may use.
 
     python -m bench.torch_ops [--small] [--repeat N] [--only layernorm,softmax]
@@ -47,7 +48,7 @@ class Row:
     torch_fwd: float
     polypy_bwd: float
     torch_bwd: float
-    max_error: float  # largest |polypy - torch| over outputs and gradients
+    max_error: float  # largest max|polypy - torch| / max|torch| over the output and the gradients
 
     @property
     def fwd_ratio(self) -> float:
@@ -109,9 +110,13 @@ def measure(name: str, rows: int, cols: int, *, repeat: int, budget_s: float = 1
         return torch.autograd.grad(graphs[impl], leaves[impl], grad_outputs=seed, retain_graph=True)
 
     # correctness first (this also compiles the gradient kernel)
-    error = float((graphs["polypy"] - graphs["torch"]).detach().abs().max())
+    def rel_error(ours: Any, theirs: Any) -> float:
+        ours, theirs = ours.detach().double(), theirs.detach().double()
+        return float((ours - theirs).abs().max() / theirs.abs().max().clamp_min(1e-30))
+
+    error = rel_error(graphs["polypy"], graphs["torch"])
     for ours, theirs in zip(backward("polypy"), backward("torch")):
-        error = max(error, float((ours - theirs).abs().max()))
+        error = max(error, rel_error(ours, theirs))
 
     def forward_runner(impl: str):
         def run(_: Any) -> None:

@@ -348,6 +348,6 @@ def test_bench_small_prints_rows() -> None:
     text = buf.getvalue()
     assert [r.op for r in rows] == ["softmax"] and rows[0].shape == torch_ops.SMALL["softmax"]
     for r in rows:
-        assert r.max_error < 1e-3, r  # the polypy results agree with torch's before anything is timed
+        assert r.max_error < 1e-4, r  # the polypy results agree with torch's before anything is timed
         assert r.polypy_fwd > 0 and r.torch_fwd > 0 and r.polypy_bwd > 0 and r.torch_bwd > 0
     assert "softmax" in text and "fwd ratio" in text and "bwd ratio" in text
