@@ -201,7 +201,7 @@ class TaskSpec:
     shmem: int
     blocks: BlockRange
     scalars: dict[str, Any]
-    windows: dict[str, tuple[int, int, str]]  # name -> (lo, hi) inclusive: every index accessed; dtype
+    windows: dict[str, tuple[int, int, int, str]]  # name -> (lo, hi) inclusive: every index accessed; size, dtype
     pieces: dict[str, tuple[int, np.ndarray]]  # name -> (first index, contents)
     outputs: dict[str, tuple[tuple[int, int], ...]]  # name -> intervals (lo, hi inclusive) sent back
     globals: dict[str, np.ndarray]
@@ -264,7 +264,7 @@ class DistributedLaunch:
 
     def _spec(self, r: BlockRange, footprints: dict, arrays: dict[str, np.ndarray], scalars: dict[str, Any],
               mod: DistributedModule) -> TaskSpec:
-        windows: dict[str, tuple[int, int, str]] = {}
+        windows: dict[str, tuple[int, int, int, str]] = {}
         pieces: dict[str, tuple[int, np.ndarray]] = {}
         outputs: dict[str, tuple[tuple[int, int], ...]] = {}
         for name, arr in arrays.items():
@@ -284,7 +284,8 @@ class DistributedLaunch:
                     shipped.append(accessed[-1])
             accessed = [iv for iv in accessed if iv[0] <= iv[1]]
             if accessed:
-                windows[name] = (min(iv[0] for iv in accessed), max(iv[1] for iv in accessed), arr.dtype.str)
+                windows[name] = (min(iv[0] for iv in accessed), max(iv[1] for iv in accessed), arr.size,
+                                 arr.dtype.str)
             shipped = [iv for iv in shipped if iv[0] <= iv[1]]
             if shipped:
                 lo, hi = min(iv[0] for iv in shipped), max(iv[1] for iv in shipped)
@@ -361,7 +362,7 @@ def run_task(spec: TaskSpec) -> tuple[dict[str, np.ndarray], float]:
     kernel = module[spec.kernel]
     windows: dict[str, np.ndarray] = {}
     rebased: dict[str, np.ndarray] = {}
-    for name, (lo, hi, dtype) in spec.windows.items():
+    for name, (lo, hi, size, dtype) in spec.windows.items():
         piece = spec.pieces.get(name)
         if piece is not None and piece[0] == lo and piece[1].size == hi - lo + 1 and piece[1].flags.writeable:
             buf = piece[1]  # what was shipped is the whole window: used in place
@@ -370,7 +371,7 @@ def run_task(spec: TaskSpec) -> tuple[dict[str, np.ndarray], float]:
             if piece is not None:
                 buf[piece[0] - lo:piece[0] - lo + piece[1].size] = piece[1]
         windows[name] = buf
-        rebased[name] = _rebased(buf, lo)
+        rebased[name] = _rebased(buf, lo, size)
     compiled, ids = block_range_code(kernel, spec.grid, spec.block, spec.blocks)
     for p in compiled.abi.params:  # arrays the range never accesses: any valid address
         if isinstance(p.ptype, PointerType) and p.name not in rebased:
@@ -390,15 +391,16 @@ def run_task(spec: TaskSpec) -> tuple[dict[str, np.ndarray], float]:
     return written, seconds
 
 
-def _rebased(window: np.ndarray, lo: int) -> np.ndarray:
-    """An array header whose element 0 lies ``lo`` elements before ``window``'s first element.
+def _rebased(window: np.ndarray, lo: int, size: int) -> np.ndarray:
+    """An array header of the caller's array's ``size`` whose element 0 lies ``lo`` elements
+    before ``window``'s first element.
 
-    The fast compiled code uses nothing of an array but its address (``ctypes.data``) and adds
-    the kernel's own indices to it, so indices ``lo..`` land in ``window``, which holds every
-    index the task accesses (its footprint). The header's memory is never read or written
-    through NumPy; ``window`` stays alive in the caller of this function."""
+    The compiled code uses nothing of an array but its address (``ctypes.data``) and size, and
+    adds the kernel's own indices to the address, so indices ``lo..`` land in ``window``, which
+    holds every index the task accesses (its footprint). The header's memory is never read or
+    written through NumPy; ``window`` stays alive in the caller of this function."""
     address = window.ctypes.data - lo * window.itemsize
-    return np.frombuffer((ctypes.c_char * window.itemsize).from_address(address), dtype=window.dtype)
+    return np.frombuffer((ctypes.c_char * (size * window.itemsize)).from_address(address), dtype=window.dtype)
 
 
 def block_range_code(kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
