@@ -12,9 +12,18 @@
 C signature (a struct parameter whole: dict, NumPy structured scalar or object with attributes),
 or all by name. Arrays must be C-contiguous with exactly the element type of the parameter; an
 N-D array is passed as its flat memory. Scalars are converted to the parameter type with C's
-rules. Before each launch every array is checked against the launch's footprint (the indices the
-kernel touches, computed with isl from the launch shape and integer arguments): a too-small array
-is an error, never an out-of-bounds write. Problems are ``polypy.UserError``.
+rules. Problems are ``polypy.UserError``.
+
+Launches never corrupt memory. Before each launch, every array -- each pointer argument, each
+``__shared__`` array, the ``extern __shared__`` one sized by ``shmem_bytes`` -- is compared with
+the launch's footprint (the indices the kernel touches, computed with isl from the launch shape
+and integer arguments, ``polypy.poly.footprint``): inside the array, the launch runs the fast
+code; certainly outside (a too-small array, too little dynamic shared memory, a static shared
+array smaller than the block uses), the launch is refused before it starts; where isl cannot
+tell (a guard it cannot model, an index loaded from memory), the launch runs a bounds-checked
+version of the kernel (compiled on first need), which stops at the first access outside its
+array, touching nothing there, and raises a ``UserError`` naming the kernel, the array, the
+index and the source line. Writes made before that point stay, as they would on a GPU.
 
 Each kernel is compiled for the block shape of its launch, on the first launch with that shape
 (``polypy.passes.specialize``: ``blockDim`` becomes constants, so thread loops have constant trip
@@ -181,7 +190,11 @@ class CompiledKernel:
         self.name = cpu.name
         self.cpu = cpu
         self.gpu = gpu
-        self._footprints: collections.OrderedDict[tuple, dict[str, tuple[int, int]]] = collections.OrderedDict()
+        # Launch shape + integer arguments -> what isl says about each array (a cache).
+        self._footprints: collections.OrderedDict[tuple, _Proof] = collections.OrderedDict()
+        # (block shape or None for the generic code, arrays checked) -> bounds-checked machine
+        # code (a cache, filled by checked_for).
+        self._checked: dict[tuple[tuple[int, int, int] | None, frozenset[str]], Any] = {}
         # Block shape -> machine code specialized for it (a cache, filled by for_block).
         self._specialized: dict[tuple[int, int, int], Any] = {}
         # Block shape -> (coarsening factor, machine code for coarse blocks or None until needed);
@@ -198,8 +211,15 @@ class CompiledKernel:
 
     @property
     def specializations(self) -> tuple[tuple[int, int, int], ...]:
-        """The block shapes this kernel has machine code specialized for, in compilation order."""
-        return tuple(self._specialized)
+        """The block shapes this kernel has machine code specialized for (fast or bounds-checked)."""
+        shapes = dict.fromkeys(self._specialized)
+        shapes.update(dict.fromkeys(block for block, _ in self._checked if block is not None))
+        return tuple(shapes)
+
+    def _may_specialize(self, block: tuple[int, int, int]) -> bool:
+        if not self.module.specialize:
+            return False
+        return block in self.specializations or len(self.specializations) < MAX_SPECIALIZATIONS
 
     def for_block(self, block: tuple[int, int, int]) -> Any:
         """The machine code launches with block shape ``block`` run (``codegen.llvm.JitKernel``):
@@ -207,7 +227,7 @@ class CompiledKernel:
         compiled = self._specialized.get(block)
         if compiled is not None:
             return compiled
-        if not self.module.specialize or len(self._specialized) >= MAX_SPECIALIZATIONS:
+        if not self._may_specialize(block):
             return self.compiled
         from codegen.llvm import compile_module
         from polypy.passes.specialize import specialize_block_shape
@@ -268,6 +288,35 @@ class CompiledKernel:
         return jit.kernels[self.name]
 
     @property
+    def bounds_checked(self) -> tuple[tuple[tuple[int, int, int] | None, frozenset[str]], ...]:
+        """The bounds-checked versions compiled so far: (block shape, or None for the generic
+        code; the arrays they check), in compilation order."""
+        return tuple(self._checked)
+
+    def checked_for(self, block: tuple[int, int, int], arrays: frozenset[str]) -> Any:
+        """Machine code for launches of ``block`` that bounds-checks every access of ``arrays``
+        (pointer parameters and shared arrays by IR name): specialized for the block shape like
+        ``for_block``, never coarsened; compiled on first need."""
+        shape = block if block in self._specialized or self._may_specialize(block) else None
+        key = (shape, arrays)
+        compiled = self._checked.get(key)
+        if compiled is not None:
+            return compiled
+        from codegen.llvm import compile_module
+
+        kernel = self.cpu
+        if shape is not None:
+            from polypy.passes.specialize import specialize_block_shape
+
+            kernel = specialize_block_shape(self.cpu, block=shape)
+        cpu = self.module.cpu
+        jit = compile_module(n.Module((kernel,), globals=cpu.globals, source=cpu.source), globals=self.module.globals,
+                             checked={self.name: arrays})
+        compiled = jit.kernels[self.name]
+        self._checked[key] = compiled
+        return compiled
+
+    @property
     def coarsened(self) -> dict[tuple[int, int, int], int]:
         """Block shape -> coarsening factor, for the shapes launched so far (1: not coarsened)."""
         return {block: factor for block, (factor, _) in self._coarse.items()}
@@ -293,31 +342,25 @@ class CompiledKernel:
         """Per pointer parameter, the (lowest, highest) index this launch certainly touches.
 
         Only exact ranges are kept: where isl over-approximates (an access guarded by a condition
-        it cannot use, an index loaded from memory) the real accesses may stay in bounds, and a
-        launch is not refused on a guess. Remembered per launch shape and integer arguments.
+        it cannot use, an index loaded from memory) the real accesses may stay in bounds.
+        Remembered per launch shape and integer arguments.
         """
-        if self.gpu is None:
-            return {}
+        proof = self._proof(grid, block, ints)
+        return {a.name: (a.lo, a.hi) for a in proof.arrays if a.space == "global" and a.exact}  # type: ignore[misc]
+
+    def _proof(self, grid: tuple[int, int, int], block: tuple[int, int, int], ints: dict[str, int]) -> _Proof:
+        """What isl says about each array of a launch (see ``_Proof``), remembered per launch
+        shape and integer arguments."""
         key = (grid, block, tuple(sorted(ints.items())))
         cached = self._footprints.get(key)
         if cached is not None:
             self._footprints.move_to_end(key)
             return cached
-        from polypy.poly.footprint import footprint
-
-        try:
-            footprints = footprint(self.gpu, grid, block, ints)
-        except UserError:
-            footprints = {}  # a kernel isl cannot model: nothing to check against
-        result = {}
-        for name, fp in footprints.items():
-            touched = fp.touched
-            if touched is not None and touched.exact and touched.lo is not None and touched.hi is not None:
-                result[name] = (touched.lo, touched.hi)
-        self._footprints[key] = result
+        proof = _Proof.of(self, grid, block, ints)
+        self._footprints[key] = proof
         if len(self._footprints) > FOOTPRINT_CACHE_SIZE:
             self._footprints.popitem(last=False)
-        return result
+        return proof
 
     def __repr__(self) -> str:
         return f"<polypy.CompiledKernel {self.name}>"
@@ -346,10 +389,13 @@ class Launch:
                 if isinstance(v, np.integer):
                     ints[name] = int(v)
         k._checks.check(arrays, k.module.globals)
-        _check_footprints(k.signature, k.footprint(self.grid, self.block, ints), arrays)
+        unproven = k._proof(self.grid, self.block, ints).check(self, arrays)
         if k._unbound:
             raise InternalError(f"CPU-form kernel {k.name!r} has a parameter {k._unbound[0]!r} the source does not")
-        compiled = k.for_launch(self.grid, self.block)
+        if unproven:
+            compiled = k.checked_for(self.block, unproven)
+        else:
+            compiled = k.for_launch(self.grid, self.block)
         compiled.run(self.grid, self.block, self.shmem, arrays, scalars, threads=k.module.threads)
 
     def __repr__(self) -> str:
@@ -486,14 +532,119 @@ class _ArrayChecks:
                                 f"kernel {self.kernel.name!r} overlap, but one of them is __restrict__", p.loc)
 
 
-def _check_footprints(kernel: n.Kernel, footprints: Mapping[str, tuple[int, int]],
-                      arrays: Mapping[str, np.ndarray]) -> None:
-    for name, (lo, hi) in footprints.items():
-        arr = arrays.get(name)
-        if arr is None or 0 <= lo and hi < arr.size:
-            continue
-        what = f"argument {_c_name(kernel, name)!r} of kernel {kernel.name!r}"
-        if lo < 0:
-            raise UserError(f"{what}: this launch accesses index {lo}, before the start of the array")
-        raise UserError(f"{what} is too small for this launch: it needs {hi + 1} elements (indices up to "
-                        f"{hi}), got an array of {arr.size}")
+@dataclasses.dataclass(frozen=True)
+class _ArrayProof:
+    """What isl says about the accesses of one array in one launch.
+
+    ``lo``/``hi``: sound bounds of every index used (None: unbounded); ``exact``: both are
+    certainly used; ``certain``: accesses that certainly use their range's bounds (each one
+    ``(lo, hi, kind, loc)``), which prove a launch wrong when they fall outside the array.
+    ``extent``: the array's element count when it does not depend on the arguments (a static
+    shared array); ``itemsize`` for the dynamic shared one (extent ``shmem // itemsize``).
+    """
+
+    name: str
+    space: str  # "global" | "shared" | "dynamic" (the extern __shared__ array)
+    lo: int | None
+    hi: int | None
+    exact: bool
+    certain: tuple[tuple[int, int, str, Any], ...]
+    extent: int | None = None
+    itemsize: int = 1
+
+    def size(self, arrays: Mapping[str, np.ndarray], shmem: int) -> int | None:
+        if self.space == "global":
+            arr = arrays.get(self.name)
+            return None if arr is None else arr.size
+        if self.space == "dynamic":
+            return shmem // self.itemsize
+        return self.extent
+
+
+@dataclasses.dataclass(frozen=True)
+class _Proof:
+    """Per array (pointer parameters, shared arrays) of a launch shape and integer arguments,
+    what ``check`` needs to prove a launch in bounds, prove it out of bounds, or leave it to the
+    bounds-checked code. ``arrays`` None: isl could not model the kernel (check everything)."""
+
+    arrays: tuple[_ArrayProof, ...] | None
+    everything: frozenset[str]  # what the bounds-checked code checks when nothing is proven
+    # The arrays isl modelled (touched or not); an array of the CPU form outside it (one
+    # gpu2cpu renamed, say) is never proven.
+    modeled: frozenset[str] = frozenset()
+
+    @staticmethod
+    def of(kernel: CompiledKernel, grid: tuple[int, int, int], block: tuple[int, int, int],
+           ints: dict[str, int]) -> _Proof:
+        cpu = kernel.cpu
+        everything = frozenset([p.name for p in cpu.params if isinstance(p.ptype, PointerType)]
+                               + [b.name for b in cpu.buffers if b.space == "shared"])
+        if kernel.gpu is None:
+            return _Proof(None, everything)
+        from polypy.poly.footprint import footprint
+
+        try:
+            footprints = footprint(kernel.gpu, grid, block, ints, shared=True)
+        except UserError:
+            return _Proof(None, everything)  # a kernel isl cannot model: check every access
+        arrays = []
+        for name, fp in footprints.items():
+            t = fp.touched
+            if t is None:
+                continue
+            certain = tuple((a.range.lo, a.range.hi, a.kind, a.loc) for a in fp.accesses if a.range.exact)
+            space, extent, itemsize = fp.space, None, 1
+            buf = kernel.gpu.buffer(name)
+            if space == "shared" and buf is not None:
+                itemsize = buf.elem.itemsize
+                if buf.shape is None:
+                    space = "dynamic"
+                elif all(isinstance(d, n.Const) for d in buf.shape):
+                    extent = 1
+                    for d in buf.shape:
+                        extent *= int(d.value)  # type: ignore[attr-defined]
+            arrays.append(_ArrayProof(name, space, t.lo, t.hi, t.exact, certain, extent, itemsize))
+        return _Proof(tuple(arrays), everything, frozenset(footprints))
+
+    def check(self, launch: Launch, arrays: Mapping[str, np.ndarray]) -> frozenset[str]:
+        """The arrays this launch must bounds-check (empty: it is proven in bounds); raises a
+        ``UserError`` before the launch if isl proves an access outside its array."""
+        if self.arrays is None:
+            return self.everything
+        unproven = []
+        for a in self.arrays:
+            size = a.size(arrays, launch.shmem)
+            if size is None:
+                unproven.append(a.name)
+                continue
+            if a.lo is not None and a.hi is not None and 0 <= a.lo and a.hi < size:
+                continue
+            for lo, hi, kind, loc in a.certain:
+                if lo < 0 or hi >= size:
+                    _refuse(launch, a, size, lo if lo < 0 else hi, kind, loc)
+            unproven.append(a.name)
+        if not set(unproven) <= self.everything:  # names the CPU form does not have: check all
+            return self.everything
+        return frozenset(unproven) | (self.everything - self.modeled)
+
+
+def _refuse(launch: Launch, a: _ArrayProof, size: int, index: int, kind: str, loc: Any) -> None:
+    """Raise the error for a launch isl proves to access ``index`` of ``a`` (of ``size`` elements)."""
+    kernel = launch.kernel.signature
+    verb = "reads" if kind == "read" else "writes"
+    if a.space == "global":
+        what = f"argument {_c_name(kernel, a.name)!r} of kernel {kernel.name!r}"
+        if index < 0:
+            raise UserError(f"{what}: this launch accesses index {index}, before the start of the array", loc)
+        hi = a.hi if a.exact and a.hi is not None else index
+        at_least = "" if a.exact else "at least "
+        raise UserError(f"{what} is too small for this launch: it needs {at_least}{hi + 1} elements (indices up "
+                        f"to {hi}), got an array of {size}", loc)
+    if a.space == "dynamic" and index >= 0:
+        exact = a.exact and a.hi is not None
+        need = ((a.hi if exact else index) + 1) * a.itemsize  # type: ignore[operator]
+        raise UserError(f"kernel {kernel.name} uses {'' if exact else 'at least '}{need} bytes of dynamic shared "
+                        f"memory (it {verb} index {index} of '{a.name}'), launched with {launch.shmem}", loc)
+    what = "dynamic shared array" if a.space == "dynamic" else "shared array"
+    raise UserError(f"kernel {kernel.name} {verb} index {index} of {what} '{a.name}' of {size} elements "
+                    f"with block {launch.block}", loc)
