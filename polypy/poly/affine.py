@@ -69,6 +69,14 @@ class Scope(Protocol):
     def uniform_value(self, e: n.Expr) -> isl.PwAff | None: ...
 
 
+
+def _val(value: int) -> isl.Val:
+    """``value`` as an isl value: ``isl.Val(int)`` takes a C long only, so u64 values (``2**64 - 1``,
+    the modulus ``2**64``) go through their decimal form."""
+    value = int(value)
+    return isl.Val(value) if -(1 << 63) <= value < (1 << 63) else isl.Val(str(value))
+
+
 class Converter:
     """Converts IR expressions in the context of a ``Scope`` (see module docstring)."""
 
@@ -79,7 +87,7 @@ class Converter:
 
     # ------------------------------------------------------------------ helpers
     def const(self, value: int) -> isl.PwAff:
-        return self.zero + isl.Val(int(value))
+        return self.zero + _val(value)
 
     @staticmethod
     def constant_value(pa: isl.PwAff) -> int | None:
@@ -105,11 +113,11 @@ class Converter:
         if self.fits(pa, ty, ctx):
             return pa
         modulus = 1 << ty.bits
-        m = pa.mod_val(isl.Val(modulus))
+        m = pa.mod_val(_val(modulus))
         if not ty.is_signed:
             return m
         half = self.const(1 << (ty.bits - 1))
-        high = (m - isl.Val(modulus)).intersect_domain(m.ge_set(half))
+        high = (m - _val(modulus)).intersect_domain(m.ge_set(half))
         low = m.intersect_domain(m.lt_set(half))
         return high.union_add(low)
 
@@ -137,7 +145,7 @@ class Converter:
             x = self.int_expr(e.x, ctx)
             if x is None or e.op == "not":
                 return None
-            value = -x if e.op == "neg" else -x - isl.Val(1)
+            value = -x if e.op == "neg" else -x - _val(1)
             return value if ty.is_signed else self.wrap(value, ty, ctx)
         if isinstance(e, n.Binary):
             if ty.is_bool:
@@ -195,9 +203,9 @@ class Converter:
             result = a - b
         elif op == "mul":
             if cb is not None:
-                result = a * isl.Val(cb)
+                result = a * _val(cb)
             elif ca is not None:
-                result = b * isl.Val(ca)
+                result = b * _val(ca)
             else:
                 return None
         elif op in ("div", "rem"):
@@ -208,7 +216,7 @@ class Converter:
         elif op == "shl":
             if cb is None or not 0 <= cb < ty.bits:
                 return None
-            result = a * isl.Val(1 << cb)
+            result = a * _val(1 << cb)
         elif op == "shr":
             if cb is None or not 0 <= cb < ty.bits:
                 return None
@@ -217,7 +225,7 @@ class Converter:
             mask, other = (cb, a) if cb is not None else (ca, b)
             if mask is None or mask < 0 or (mask + 1) & mask:
                 return None
-            return other.mod_val(isl.Val(mask + 1))
+            return other.mod_val(_val(mask + 1))
         else:
             return None
         return result if ty.is_signed else self.wrap(result, ty, ctx)
