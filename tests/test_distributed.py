@@ -1,14 +1,16 @@
 """``polypy.distributed``: one launch's block ranges as tasks on a Dask LocalCluster.
 
 Every distributed launch is compared bitwise with the same launch in this process
-(``polypy.compile``): jacobi2d, stencil1d (dynamic shared memory), matmul_tiled over their
-sample shapes, coarse blocks forced, fewer blocks than tasks, inputs read through loaded indices
-(spmv), writes under data-dependent conditions (the old contents of unwritten elements survive),
-atomics on elements one range alone touches, constant memory set by the caller. Launches whose
-ranges cannot run apart are refused with an error naming the array: overlapping writes,
-histogram-style atomics on shared bins, one block reading what another writes, writes isl
-cannot bound. The block-range footprints themselves are checked against the sets a brute-force
-run of the emulator touches.
+(``polypy.compile``): jacobi2d, stencil1d (dynamic shared memory), matmul_tiled, grid3d (split
+along z) over their sample shapes, coarse blocks forced, fewer blocks than tasks, inputs read
+through loaded indices (spmv), writes under data-dependent conditions (the old contents of
+unwritten elements survive), grid-stride loops (strided pieces merged back), atomics on
+elements one range alone touches, constant memory set by the caller, workers as threads of this
+process. Launches whose ranges cannot run apart are refused with an error naming the array:
+overlapping writes, histogram-style atomics on shared bins, one block reading what another
+writes, writes isl cannot bound, writes to a __device__ array. The block-range footprints are
+checked against the indices counted point by point (jacobi2d) and the strided pieces of a
+grid-stride loop, and the bytes a launch ships against its halos.
 """
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ def _same(name: str, here: polypy.CompiledModule, there: pd.DistributedModule, g
     return remote
 
 
-@pytest.mark.parametrize("name", ["jacobi2d", "stencil1d", "matmul_tiled"])
+@pytest.mark.parametrize("name", ["jacobi2d", "stencil1d", "matmul_tiled", "grid3d"])
 def test_samples_match_single_process(client, name):
     s = sample(name)
     here = polypy.compile(s.source, defines=s.defines)
@@ -102,6 +104,20 @@ def test_grid_is_split_along_its_slowest_dimension():
     assert split_grid((1, 1, 1), 4) == (BlockRange(0, 0, 1),)
     with pytest.raises(UserError, match="tasks"):
         split_grid((4, 1, 1), 0)
+
+
+def test_strided_writes_are_merged_as_pieces(tmp_path):
+    """A grid-stride loop: each range's exact write set is many strided intervals; they are
+    the pieces merged back (their hulls overlap, the sets do not)."""
+    from polypy.poly.block_footprint import plan_block_ranges
+
+    mod = polypy.compile(tmp_path / "strided.cu", text=CONDITIONAL)
+    plan = plan_block_ranges(mod.twice_strided.gpu, (4, 1, 1), (32, 1, 1), {"n": 1000}, 2)
+    first, second = (f["y"] for f in plan.footprints)
+    assert first.covered and second.covered
+    assert first.pieces == tuple((k * 128, k * 128 + 63) for k in range(8))
+    assert second.pieces == tuple((k * 128 + 64, min(k * 128 + 127, 999)) for k in range(8))
+    assert (first.read, second.read) == (None, None) and first.write.overlaps(second.write)
 
 
 def test_inputs_through_loaded_indices(client):
