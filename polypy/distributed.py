@@ -206,6 +206,7 @@ class TaskSpec:
     outputs: dict[str, tuple[tuple[int, int], ...]]  # name -> intervals (lo, hi inclusive) sent back
     globals: dict[str, np.ndarray]
     threads: int
+    checked: frozenset[str] = frozenset()  # arrays whose accesses are bounds-checked
 
 
 class DistributedLaunch:
@@ -222,7 +223,7 @@ class DistributedLaunch:
         self.tasks = tasks
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
-        from polypy.api import _bind
+        from polypy.api import Launch, _bind
 
         dk = self.kernel
         k = dk.local
@@ -239,13 +240,15 @@ class DistributedLaunch:
                 if isinstance(v, np.integer):
                     ints[name] = int(v)
         k._checks.check(arrays, mod.globals)
-        _check_sizes(k, k.footprint(self.grid, self.block, ints), arrays)
+        # As a local launch: refused if isl proves an access outside its array; the arrays it
+        # cannot prove in bounds are bounds-checked on the workers.
+        checked = k._proof(self.grid, self.block, ints).check(Launch(k, self.grid, self.block, self.shmem), arrays)
         tasks = mod.default_tasks() if self.tasks is None else self.tasks
         if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
             raise UserError(f"tasks must be a positive int, got {tasks!r}")
         plan = dk.plan(self.grid, self.block, ints, tasks)
         _check_no_aliasing(k.signature, plan, arrays)
-        specs = [self._spec(r, f, arrays, scalars, mod) for r, f in zip(plan.ranges, plan.footprints)]
+        specs = [self._spec(r, f, arrays, scalars, mod, checked) for r, f in zip(plan.ranges, plan.footprints)]
         # Scattered first: the slices go straight to the workers (not through the scheduler as
         # part of the task graph), one task's data to each in turn, and its task runs there.
         shipped = mod.client.scatter(specs, hash=False)
@@ -263,7 +266,7 @@ class DistributedLaunch:
                     at += hi - lo + 1
 
     def _spec(self, r: BlockRange, footprints: dict, arrays: dict[str, np.ndarray], scalars: dict[str, Any],
-              mod: DistributedModule) -> TaskSpec:
+              mod: DistributedModule, checked: frozenset[str]) -> TaskSpec:
         windows: dict[str, tuple[int, int, int, str]] = {}
         pieces: dict[str, tuple[int, np.ndarray]] = {}
         outputs: dict[str, tuple[tuple[int, int], ...]] = {}
@@ -291,7 +294,7 @@ class DistributedLaunch:
                 lo, hi = min(iv[0] for iv in shipped), max(iv[1] for iv in shipped)
                 pieces[name] = (lo, arr[lo:hi + 1])
         return TaskSpec(mod.source, self.kernel.name, self.grid, self.block, self.shmem, r, dict(scalars), windows,
-                        pieces, outputs, dict(mod.globals), mod.threads)
+                        pieces, outputs, dict(mod.globals), mod.threads, checked)
 
     def __repr__(self) -> str:
         return f"<polypy distributed launch {self.kernel.name}[{self.grid}, {self.block}, {self.shmem}]>"
@@ -301,21 +304,6 @@ def _clamp(lo: int | None, hi: int | None, size: int) -> tuple[int, int]:
     """An interval of indices, unknown bounds widened to the array (out-of-bounds accesses are
     undefined behaviour, and the launch's footprint check has refused the ones isl proves)."""
     return (0 if lo is None else max(0, lo)), (size - 1 if hi is None else min(size - 1, hi))
-
-
-def _check_sizes(kernel: Any, footprint: dict[str, tuple[int, int]], arrays: dict[str, np.ndarray]) -> None:
-    """Refuse an array that the launch's exact footprint (isl, whole grid) proves too small."""
-    from polypy.api import _c_name
-
-    for name, (lo, hi) in footprint.items():
-        arr = arrays.get(name)
-        if arr is None or 0 <= lo and hi < arr.size:
-            continue
-        what = f"argument {_c_name(kernel.signature, name)!r} of kernel {kernel.name!r}"
-        if lo < 0:
-            raise UserError(f"{what}: this launch accesses index {lo}, before the start of the array")
-        raise UserError(f"{what} is too small for this launch: it needs {hi + 1} elements (indices up to {hi}), "
-                        f"got an array of {arr.size}")
 
 
 def _check_no_aliasing(kernel: Any, plan: BlockPlan, arrays: dict[str, np.ndarray]) -> None:
@@ -357,7 +345,19 @@ def worker_module(source: Source) -> Any:
 
 def run_task(spec: TaskSpec) -> tuple[dict[str, np.ndarray], float]:
     """Run one block range of a launch (on a worker); return the written slices and the seconds
-    the blocks took."""
+    the blocks took. A ``UserError`` (a bounds-checked access outside its array, say) comes back
+    to the caller as a plain ``UserError`` with the same message and location: subclasses with
+    extra constructor arguments do not survive pickling."""
+    try:
+        return _run_task(spec)
+    except UserError as exc:
+        if type(exc) is UserError:
+            raise
+        note = (f"in the distributed task running the blocks with {spec.blocks}", None)
+        raise UserError(exc.message, exc.loc, notes=exc.notes + (note,)) from None
+
+
+def _run_task(spec: TaskSpec) -> tuple[dict[str, np.ndarray], float]:
     module = worker_module(spec.source)
     kernel = module[spec.kernel]
     windows: dict[str, np.ndarray] = {}
@@ -372,7 +372,7 @@ def run_task(spec: TaskSpec) -> tuple[dict[str, np.ndarray], float]:
                 buf[piece[0] - lo:piece[0] - lo + piece[1].size] = piece[1]
         windows[name] = buf
         rebased[name] = _rebased(buf, lo, size)
-    compiled, ids = block_range_code(kernel, spec.grid, spec.block, spec.blocks)
+    compiled, ids = block_range_code(kernel, spec.grid, spec.block, spec.blocks, checked=spec.checked)
     for p in compiled.abi.params:  # arrays the range never accesses: any valid address
         if isinstance(p.ptype, PointerType) and p.name not in rebased:
             rebased[p.name] = np.zeros(1, dtype=np.uint8)
@@ -403,12 +403,13 @@ def _rebased(window: np.ndarray, lo: int, size: int) -> np.ndarray:
     return np.frombuffer((ctypes.c_char * (size * window.itemsize)).from_address(address), dtype=window.dtype)
 
 
-def block_range_code(kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
-                     r: BlockRange) -> tuple[Any, tuple[int, int]]:
+def block_range_code(kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], r: BlockRange, *,
+                     checked: frozenset[str] = frozenset()) -> tuple[Any, tuple[int, int]]:
     """The machine code for the blocks of ``r`` and the linear ids ``[first, last)`` it counts
     them by: coarse blocks where the launch's code is coarsened and ``r`` starts and ends at
-    coarse-block boundaries, else the code for single blocks."""
-    compiled = kernel.for_launch(grid, block)
+    coarse-block boundaries, else the code for single blocks; with ``checked``, the code that
+    bounds-checks the accesses of those arrays (never coarsened)."""
+    compiled = kernel.checked_for(block, checked) if checked else kernel.for_launch(grid, block)
     f = compiled.abi.coarsen
     d = r.dim
     if r.lo % f[d] or (r.hi % f[d] and r.hi != grid[d]):

@@ -143,6 +143,13 @@ __global__ void twice_strided(const float* x, float* y, int n)
         y[i] = 2.0f * x[i];
 }
 
+__global__ void gather(const int* idx, const float* x, float* out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = x[idx[i]];
+}
+
 __global__ void block_sums(const int* x, int* sums, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -168,6 +175,15 @@ def test_partial_writes_and_private_atomics(client, tmp_path):
     out = _same("twice_strided", here, there, 4, 32, 0, {"x": x, "y": old, "n": np.int32(n)}, tasks=2)
     assert np.array_equal(out["y"], 2 * x)
     assert there.twice_strided.last_transfer == (2 * 1000 * 4 - 64 * 4 - 40 * 4, 1000 * 4)
+    # x[idx[i]]: isl cannot prove it in bounds, so the workers run the bounds-checked code
+    idx = rng.integers(0, n, n).astype(np.int32)
+    out = _same("gather", here, there, 8, 128, 0, {"idx": idx, "x": x, "out": old, "n": np.int32(n)}, tasks=3)
+    assert np.array_equal(out["out"], x[idx])
+    idx[700] = 10 ** 6
+    kept = old.copy()
+    with pytest.raises(UserError, match=r"read index 1000000 of array 'x' of 1000 elements") as err:
+        pd.launch(there.gather, 8, 128, 0, idx, x, kept, np.int32(n), tasks=3)
+    assert err.value.loc is not None and np.array_equal(kept, old)  # a failed launch merges nothing
     xi = rng.integers(-100, 100, n).astype(np.int32)
     sums = rng.integers(0, 10, 8).astype(np.int32)  # each block's bin is its own: atomics allowed
     out = _same("block_sums", here, there, 8, 128, 0, {"x": xi, "sums": sums, "n": np.int32(n)}, tasks=4)
