@@ -5,16 +5,18 @@
 
 For each workload: the launch in this process on one thread (``polypy.compile(threads=1)``),
 then on a LocalCluster of 1 and of 2 worker processes with one thread each (one task per
-worker, each running its blocks on one thread). Every distributed result is first compared
-bitwise with the single-process one. Times are the best of ``--repeat`` launches after one
-warm-up launch (which compiles the kernel on the workers); ``MB in/out`` is what one launch
-ships to its tasks and gets back, ``in task`` the seconds the slowest task of the last launch spent
-running its blocks (the rest of the time is shipping, scheduling and merging). Nothing is
-asserted: this prints figures.
+worker, each running its blocks on one thread). Every distributed result is compared bitwise
+with the single-process one. Times are the best of ``--repeat`` launches after one warm-up
+launch (which compiles the kernel on the workers), the variants taking turns; ``MB in/out`` is
+what one launch ships to its tasks and gets back, ``in task`` the seconds the slowest task of
+the last launch spent running its blocks (the rest of the time is shipping, scheduling and
+merging). Nothing is asserted: this prints figures.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import sys
 import time
 from typing import Any, Callable
@@ -33,21 +35,13 @@ WORKLOADS: dict[str, tuple[Case, Case]] = {
 }
 
 
-def _best(run: Callable[[], None], repeat: int) -> float:
-    run()  # warm-up: compiles (here or on the workers), faults the pages in
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def _copy(args: dict[str, Any]) -> dict[str, Any]:
     return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
 
 
 def measure(name: str, case: Case, workers: tuple[int, ...], repeat: int) -> list[tuple[str, float, str]]:
+    """Rows (variant, best seconds, details). The clusters are all started first and the
+    variants timed round-robin, so that a change in machine load falls on all of them alike."""
     from distributed import Client, LocalCluster
 
     import polypy.distributed as pd
@@ -56,22 +50,41 @@ def measure(name: str, case: Case, workers: tuple[int, ...], repeat: int) -> lis
     args = s.make_args(np.random.default_rng(0), case, np.float32)
     here = polypy.compile(s.source, defines=s.defines, threads=1)
     single = _copy(args)
-    rows = [("1 process, 1 thread", _best(lambda: here[name][case.grid, case.block, case.shmem](**single), repeat),
-             "")]
-    for w in workers:
-        with LocalCluster(n_workers=w, processes=True, threads_per_worker=1, host="127.0.0.1",
-                          dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
+    variants: list[tuple[str, Callable[[], None], Any, dict[str, Any]]] = [
+        ("1 process, 1 thread", lambda: here[name][case.grid, case.block, case.shmem](**single), None, single)]
+    with contextlib.ExitStack() as stack:
+        for w in workers:
+            cluster = stack.enter_context(LocalCluster(n_workers=w, processes=True, threads_per_worker=1,
+                                                       host="127.0.0.1", dashboard_address="127.0.0.1:0"))
+            client = stack.enter_context(Client(cluster))
             there = pd.compile(client, s.source, defines=s.defines, tasks=w, threads=1)
             remote = _copy(args)
-            seconds = _best(lambda: there[name][case.grid, case.block, case.shmem](**remote), repeat)
+            label = f"LocalCluster {w} worker{'s' if w > 1 else ''} x 1 thread"
+            variants.append((label, functools.partial(_launch, there[name], case, remote), there[name], remote))
+        for _, run, _, _ in variants:
+            run()  # warm-up: compiles (here or on the workers), faults the pages in
+        best = [float("inf")] * len(variants)
+        for _ in range(repeat):
+            for i, (_, run, _, _) in enumerate(variants):
+                start = time.perf_counter()
+                run()
+                best[i] = min(best[i], time.perf_counter() - start)
+        rows = []
+        for (label, _, kernel, out), seconds in zip(variants, best):
+            if kernel is None:
+                rows.append((label, seconds, ""))
+                continue
             for o in s.outputs:
-                if not np.array_equal(remote[o], single[o]):
+                if not np.array_equal(out[o], single[o]):
                     raise SystemExit(f"{name}: distributed {o} differs from the single-process result")
-            sent, got = there[name].last_transfer
-            busy = max(there[name].last_task_seconds)
-            rows.append((f"LocalCluster {w} worker{'s' if w > 1 else ''} x 1 thread", seconds,
-                         f"{busy:9.4f}  {sent / 1e6:.1f} / {got / 1e6:.1f}"))
+            sent, got = kernel.last_transfer
+            busy = max(kernel.last_task_seconds)
+            rows.append((label, seconds, f"{busy:9.4f}  {sent / 1e6:.1f} / {got / 1e6:.1f}"))
     return rows
+
+
+def _launch(kernel: Any, case: Case, args: dict[str, Any]) -> None:
+    kernel[case.grid, case.block, case.shmem](**args)
 
 
 def main(argv: list[str] | None = None) -> int:
