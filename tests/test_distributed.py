@@ -120,6 +120,30 @@ def test_strided_writes_are_merged_as_pieces(tmp_path):
     assert (first.read, second.read) == (None, None) and first.write.overlaps(second.write)
 
 
+BLOCK_IDS = r"""
+__global__ void block_ids(int* out)
+{
+    if (threadIdx.x == 0 && threadIdx.y == 0)
+        out[blockIdx.y * gridDim.x + blockIdx.x] = 1000 * gridDim.y + 100 * gridDim.x + 10 * blockIdx.y + blockIdx.x;
+}
+"""
+
+
+def test_jit_runs_a_range_of_block_ids(tmp_path):
+    """``JitKernel.run(..., blocks=(first, last))`` runs the blocks with those linear ids (x
+    fastest) and nothing else, with ``blockIdx``/``gridDim`` of the whole grid."""
+    mod = polypy.compile(tmp_path / "ids.cu", text=BLOCK_IDS)
+    code = mod.block_ids.for_block((2, 2, 1))
+    out = np.full(12, -1, dtype=np.int32)
+    code.run((4, 3, 1), (2, 2, 1), 0, {"out": out}, {}, threads=2, blocks=(5, 10))
+    expect = np.array([1000 * 3 + 100 * 4 + 10 * (i // 4) + i % 4 for i in range(12)], dtype=np.int32)
+    assert np.array_equal(out[5:10], expect[5:10])
+    assert (out[:5] == -1).all() and (out[10:] == -1).all()
+    code.run((4, 3, 1), (2, 2, 1), 0, {"out": out}, {}, blocks=(0, 5))
+    code.run((4, 3, 1), (2, 2, 1), 0, {"out": out}, {}, blocks=(10, 99))  # clipped to the grid
+    assert np.array_equal(out, expect)
+
+
 def test_inputs_through_loaded_indices(client):
     s = sample("spmv_csr")  # x[col[j]]: isl cannot bound the read, the whole of x is shipped
     here = polypy.compile(s.source)
