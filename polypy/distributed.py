@@ -17,11 +17,13 @@ interval holding every index it may write); the launch is refused (``UserError``
 array) where what two ranges write back overlaps, where one range reads what another may write,
 or where a write cannot be bounded. Atomics are accepted only on elements one range alone
 touches. As for a local launch, a launch isl proves out of bounds is refused before anything
-is shipped, and the arrays it cannot prove in bounds are bounds-checked on the workers. Each task gets the slice it reads (plus the slice it may write, unless isl proves
-every element of its pieces is written: then elements it leaves alone come back unchanged),
-runs the compiled blocks of its range on the worker (``blockIdx``/``gridDim`` those of the full
-grid) and sends the written pieces back; they are copied into the caller's arrays once every
-task has finished (with worker processes, a failing task leaves the caller's arrays as they were).
+is shipped, and the arrays it cannot prove in bounds are bounds-checked on the workers.
+
+Each task gets the slice it reads (plus the slice it may write, unless isl proves every element
+of its pieces is written: then elements it leaves alone come back unchanged), runs the compiled
+blocks of its range on the worker (``blockIdx``/``gridDim`` those of the full grid) and sends
+the written pieces back; they are copied into the caller's arrays once every task has finished
+(with worker processes, a failing task leaves the caller's arrays as they were).
 
 On the worker each array is a *window*: one buffer holding the indices the task accesses, lo to
 hi, passed to the compiled code as an address ``lo`` elements before the buffer (rebased), so
