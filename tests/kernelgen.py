@@ -185,6 +185,7 @@ class _Gen:
         self.flocals: list[FExpr] = []
         self.shared: list[str] = []  # declarations at the top of the kernel
         self.functions: list[tuple[str, IntType, int, int]] = []  # __device__ (name, type, range)
+        self.stage_arrays: list[tuple[str, IntType]] = []  # shared arrays segments may reuse
         self.definitions: list[str] = []
 
     def device_function(self) -> None:
@@ -541,10 +542,12 @@ class _Gen:
 
     def seg_guard(self, slot: str) -> list[str]:
         c1 = self.r.choice([f"tx < {self.r.randint(0, 40)}", f"tid % {self.r.randint(2, 5)}u == 1u",
-                            f"threadIdx.y == {self.r.randint(0, 3)}u", self.cond(1)[1:-1]])
+                            f"threadIdx.y == {self.r.randint(0, 3)}u", self.cond(1)[1:-1], self.affine_cond(),
+                            self.affine_cond()])
         lines = [f"if ({c1}) {{"] + self.store(slot, "  ")
         if self.chance(0.6):
-            lines += [f"}} else if ({self.cond(1)[1:-1]}) {{"] + self.store(slot, "  ", guard=False)
+            c2 = self.affine_cond() if self.chance(0.5) else self.cond(1)[1:-1]
+            lines += [f"}} else if ({c2}) {{"] + self.store(slot, "  ", guard=False)
         if self.chance(0.6):
             lines += ["} else {"]
             self.declare(lines, "  ")
@@ -556,15 +559,47 @@ class _Gen:
         self.shared.append(f"__shared__ {t} {name}[{size}];")
         return name
 
+    def affine_cond(self) -> str:
+        """A condition affine in the thread and block indices and the parameters (what isl reads
+        exactly: tighten-thread-bounds turns such guards into thread-loop bounds)."""
+        terms = [f"{self.r.choice([1, 1, 2, 3, -1])} * {self.r.choice(['tx', 'ty', '(int)tid', 'by', '(int)blockIdx.x'])}"
+                 for _ in range(self.r.randint(1, 2))]
+        rhs = self.r.choice([str(self.r.randint(-3, 40)), "m", f"m + {self.r.randint(0, 20)}", "n - g",
+                             f"(int)nt - {self.r.randint(1, 5)}", f"{self.r.randint(1, 3)} * by + 2"])
+        c = f"{' + '.join(terms)} {self.r.choice(['<', '<=', '>', '>=', '==', '!='])} {rhs}"
+        if self.chance(0.3):
+            c = f"({c}) {self.r.choice(['&&', '||'])} ({self.affine_cond()})"
+        return c
+
+    def stage_array(self, t: IntType, lines: list[str]) -> str:
+        """A shared array of type ``t``: one used by an earlier segment (after a barrier, so
+        that its last readers are done) or a new one."""
+        old = [name for name, tt in self.stage_arrays if tt == t]
+        if old and self.chance(0.6):
+            lines.append("__syncthreads();")
+            return self.r.choice(old)
+        name = self.shared_array(t.c, MAX_THREADS)
+        self.stage_arrays.append((name, t))
+        return name
+
     def seg_stage(self, slot: str) -> list[str]:
         t = self.r.choice([INT, UINT, LL, SHORT, UCHAR])
-        sh = self.shared_array(t.c, MAX_THREADS)
+        lines: list[str] = []
+        sh = self.stage_array(t, lines)
         e = self.iexpr(1)
-        lines = [f"{sh}[tid] = ({t.c})({e.text});", "__syncthreads();"]
         lo, hi = convert(e, t)
+        lines.append(f"{sh}[tid] = ({t.c})({e.text});")
+        if self.chance(0.3):  # a thread reads back its own element: no barrier needed, forwardable
+            own = self.fresh("v")
+            lines.append(f"{t.c} {own} = {sh}[tid];")
+            self.locals.append(IExpr(own, t, lo, hi))
+        lines.append("__syncthreads();")
+        if self.chance(0.15):
+            lines.append("__syncthreads();")  # redundant
         c = self.r.randint(1, MAX_THREADS)
         src = self.r.choice([f"(tid + {c}u) % nt", "nt - 1u - tid", f"(tid * {self.r.choice([3, 5, 7])}u) % nt",
-                             "(tid ^ 1u) < nt ? (tid ^ 1u) : tid"])
+                             "(tid ^ 1u) < nt ? (tid ^ 1u) : tid", "tid",
+                             f"(unsigned)({self.iexpr(2).text}) % nt"])
         v = self.fresh("v")
         lines.append(f"{t.c} {v} = {sh}[{src}];")
         self.locals.append(IExpr(v, t, lo, hi))
@@ -584,7 +619,8 @@ class _Gen:
                                "by + 1"])
         lines = [f"unsigned {v} = {self.cast(self.iexpr(1), UINT).text};",
                  f"for (int {r} = 0; {r} < {bound}; ++{r}) {{", f"  {sh}[tid] = {v};", "  __syncthreads();",
-                 f"  {v} = {v} + {sh}[(tid + 1u) % nt] * (unsigned)({r} + 1);", "  __syncthreads();", "}"]
+                 f"  {v} = {v} + {sh}[(tid + (unsigned){r} + 1u) % nt] * (unsigned)({r} + 1);", "  __syncthreads();",
+                 "}"]
         if self.chance(0.5):  # a barrier under a block-uniform branch
             cond = self.r.choice(["blockIdx.x % 2u == 0u", "m > 0", "by == 0", "s % 3u != 1u"])
             lines += [f"if ({cond}) {{", f"  {sh}[nt - 1u - tid] = {v} ^ 5u;", "  __syncthreads();",
