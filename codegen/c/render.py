@@ -25,9 +25,7 @@ import os
 
 from polypy.errors import InternalError, Loc
 from polypy.ir import nodes as n
-from polypy.ir.cexpr import (
-    ADDITIVE, ATOM, BINARY_PREC, BINARY_SYMBOLS, MULTIPLICATIVE, UNARY, CExprPrinter, parenthesize, right_operand,
-)
+from polypy.ir.cexpr import ADDITIVE, ATOM, MULTIPLICATIVE, UNARY, CExprPrinter, parenthesize, right_operand
 from polypy.ir.printer import format_const
 from polypy.ir.types import PointerType, ScalarType
 
@@ -129,6 +127,8 @@ class Layout:
 class Renderer(CExprPrinter):
     """Renders statements and expressions of one CPU-form kernel."""
 
+    promoted = frozenset(_NARROW)
+
     def __init__(self, kernel: n.Kernel, layouts: dict[str, Layout], *, check_bounds: bool,
                  names: dict[str, str], comments: bool = True):
         self.comments = comments  # `// file:line` before block-level statements and thread loops
@@ -176,27 +176,12 @@ class Renderer(CExprPrinter):
             return self.render(e.x)
         return super().cast(e)
 
-    def unary(self, e: n.Unary) -> tuple[str, int]:
-        text, level = super().unary(e)
-        if e.op != "not" and e.type.name in _NARROW:
-            return f"({c_type(e.type)})({text})", UNARY
-        return text, level
-
     def binary(self, e: n.Binary) -> tuple[str, int]:
-        op = e.op
         t = e.a.type
-        if op == "rem" and t.is_float:
+        if e.op == "rem" and t.is_float:
             fn = "fmodf" if t.name == "f32" else "fmod"
             return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", ATOM
-        if t.name in ("u8", "u16") and op in ("add", "sub", "mul", "shl"):
-            # Done in `unsigned int`: C would promote to `int`, where `u16 * u16` can overflow.
-            a = f"(unsigned int){self.expr(e.a, UNARY)}"
-            text, level = f"{a} {BINARY_SYMBOLS[op]} {self.operand(e.b, right_operand(op), e)}", BINARY_PREC[op]
-        else:
-            text, level = super().binary(e)
-        if e.type.name in _NARROW and op not in ("land", "lor") and op not in n.COMPARE_OPS:
-            return f"({c_type(e.type)})({text})", UNARY
-        return text, level
+        return super().binary(e)
 
     def call(self, e: n.Call) -> tuple[str, int]:
         args = [self.expr(a) for a in e.args]

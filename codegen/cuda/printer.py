@@ -66,10 +66,6 @@ def format_const(c: n.Const) -> str:
     return ir_format_const(c)  # finite floats are spelled as in the IR text: `1.5f`, `0.1`
 
 
-def _narrow(t: ScalarType) -> bool:
-    return t.is_int and t.bits < 32
-
-
 def call_name(e: n.Call) -> str:
     """The CUDA function for canonical ``e.fn`` at the precision of its arguments."""
     fn = e.fn
@@ -89,6 +85,8 @@ class CudaExprPrinter(CExprPrinter):
     """Expressions in CUDA C++. Operands of unary operators and casts are parenthesized unless
     they are atoms (``-(-x)``, ``(int)(-x)``); a ``?:`` inside a ``?:`` is parenthesized."""
 
+    promoted = frozenset({"i8", "u8", "i16", "u16"})  # bool `&`, `|`, `^` give 0 or 1, as bool would
+
     def const(self, c: n.Const) -> tuple[str, int]:
         text = format_const(c)
         return text, (UNARY if text.startswith("-") else ATOM)
@@ -106,19 +104,10 @@ class CudaExprPrinter(CExprPrinter):
             return f"fmin(fmax({self.expr(e.args[0])}, 0.0), 1.0)", ATOM
         return self.call_text(call_name(e), e.args), ATOM
 
-    def unary(self, e: n.Unary) -> tuple[str, int]:
-        text, level = super().unary(e)
-        if e.op in ("neg", "bnot") and _narrow(e.type):
-            return f"({c_type(e.type)})({text})", UNARY  # C promotes narrow operands to int
-        return text, level
-
     def binary(self, e: n.Binary) -> tuple[str, int]:
         if e.op == "rem" and e.type.is_float:  # C has no % on floating types; the IR's is fmod
             return self.call(n.Call("fmod", (e.a, e.b), e.type))
-        text, level = super().binary(e)
-        if _narrow(e.type) and e.op not in n.COMPARE_OPS + n.LOGIC_OPS:
-            return f"({c_type(e.type)})({text})", UNARY
-        return text, level
+        return super().binary(e)
 
 
 _EXPR = CudaExprPrinter()

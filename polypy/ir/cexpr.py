@@ -66,7 +66,14 @@ class CExprPrinter:
     ``render(e)`` gives ``(text, level)``; ``expr(e, required)`` gives text that parses as ``e``
     where ``required`` is needed. Node methods return ``(text, level)`` and print their children
     through ``operand`` so that every child goes through the one parenthesization rule.
+
+    With ``promoted`` (the types C promotes to ``int``: set by the C and CUDA printers, empty for
+    the IR text, whose operators work in their own type), arithmetic of those types gets C's
+    promotion undone: the result is cast back (``(short)(a + b)``), and ``u8``/``u16`` ``+ - * <<``
+    are done in ``unsigned int``, where ``int`` could overflow (``65535 * 65535``).
     """
+
+    promoted: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------------ entry points
     def expr(self, e: n.Expr, required: int = TOP) -> str:
@@ -122,12 +129,20 @@ class CExprPrinter:
         # `- -x` must not become the decrement token `--x`.
         if level < UNARY or self.extra_parens(e.x, text, level, e) or (sym == "-" and text.startswith("-")):
             text = f"({text})"
+        if e.op != "not" and e.type.name in self.promoted:
+            return f"({self.type_name(e.type)})({sym}{text})", UNARY
         return sym + text, UNARY
 
     def binary(self, e: n.Binary) -> tuple[str, int]:
-        a = self.operand(e.a, left_operand(e.op), e)
-        b = self.operand(e.b, right_operand(e.op), e)
-        return f"{a} {BINARY_SYMBOLS[e.op]} {b}", BINARY_PREC[e.op]
+        op = e.op
+        if e.a.type.name in ("u8", "u16") and op in ("add", "sub", "mul", "shl") and e.a.type.name in self.promoted:
+            a = "(unsigned int)" + self.expr(e.a, UNARY)
+        else:
+            a = self.operand(e.a, left_operand(op), e)
+        text = f"{a} {BINARY_SYMBOLS[op]} {self.operand(e.b, right_operand(op), e)}"
+        if e.type.name in self.promoted and op not in n.COMPARE_OPS and op not in n.LOGIC_OPS:
+            return f"({self.type_name(e.type)})({text})", UNARY
+        return text, BINARY_PREC[op]
 
     def select(self, e: n.Select) -> tuple[str, int]:
         # C: logical-OR-expression ? expression : conditional-expression. The middle operand
