@@ -182,7 +182,12 @@ class DistributedKernel:
         if plan is None:
             if self.local.gpu is None:
                 raise UserError(f"kernel {self.name!r} has no GPU form to compute footprints from")
-            plan = plan_block_ranges(self.local.gpu, grid, block, ints, tasks)
+            # Ranges along x keep the coarse blocks of the launch's code whole, where there are
+            # enough of them for every task (else ranges of single blocks run uncoarsened code).
+            align = self.local._coarsening_factor(block) if self.local.module.specialize else 1
+            if -(-grid[0] // align) < tasks:
+                align = 1
+            plan = plan_block_ranges(self.local.gpu, grid, block, ints, tasks, align_x=align)
             if len(self._plans) >= PLAN_CACHE_SIZE:
                 self._plans.pop(next(iter(self._plans)))
             self._plans[key] = plan
@@ -411,11 +416,14 @@ def block_range_code(kernel: Any, grid: tuple[int, int, int], block: tuple[int, 
     """The machine code for the blocks of ``r`` and the linear ids ``[first, last)`` it counts
     them by: coarse blocks where the launch's code is coarsened and ``r`` starts and ends at
     coarse-block boundaries, else the code for single blocks; with ``checked``, the code that
-    bounds-checks the accesses of those arrays (never coarsened)."""
-    compiled = kernel.checked_for(block, checked) if checked else kernel.for_launch(grid, block)
+    bounds-checks the accesses of those arrays (coarsened like the launch's)."""
+    compiled = kernel.checked_for(grid, block, checked) if checked else kernel.for_launch(grid, block)
     f = compiled.abi.coarsen
     d = r.dim
     if r.lo % f[d] or (r.hi % f[d] and r.hi != grid[d]):
+        if checked:  # ranges are aligned to coarse blocks where there are enough of them
+            raise UserError(f"kernel {kernel.name!r}: the bounds-checked code of this launch runs coarse blocks of "
+                            f"{f[d]} blocks along x; the blocks with {r} split one (use fewer tasks)")
         compiled = kernel.for_block(block)
         f = compiled.abi.coarsen
     counts = [-(-g // c) for g, c in zip(grid, f)]

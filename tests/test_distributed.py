@@ -78,19 +78,38 @@ def test_samples_match_single_process(client, name):
             np.testing.assert_allclose(out[o], ref[o], rtol=s.rtol, atol=s.atol)
 
 
-def test_coarse_blocks_and_more_tasks_than_blocks(client):
+def test_coarse_blocks(client):
+    """Coarse blocks (4 blocks along x as one): ranges along x are cut at coarse-block
+    boundaries, and the workers run the coarse code over coarse-block ids."""
+    from polypy.distributed import block_range_code
+
+    s = sample("constant_coeffs")
+    here = polypy.compile(s.source)
+    there = pd.compile(client, s.source, coarsen=4)
+    n, b = 3000, 64
+    case = type(s.cases[0])(grid=(-(-n // b),), block=(b,), sizes={"n": n})
+    args = s.make_args(np.random.default_rng(5), case, np.float32)
+    _same("constant_coeffs", here, there, case.grid, case.block, case.shmem, args, tasks=7)
+    plan = there.constant_coeffs.plan((47, 1, 1), (b, 1, 1), {"n": n}, 7)
+    assert all(r.lo % 4 == 0 for r in plan.ranges) and plan.ranges[-1].hi == 47
+    k = there.constant_coeffs.local
+    code, ids = block_range_code(k, (47, 1, 1), (b, 1, 1), BlockRange(0, 8, 20))
+    assert code.abi.coarsen == (4, 1, 1) and ids == (2, 5)
+    code, ids = block_range_code(k, (47, 1, 1), (b, 1, 1), BlockRange(0, 44, 47))  # the partial coarse block
+    assert code.abi.coarsen == (4, 1, 1) and ids == (11, 12)
+    code, ids = block_range_code(k, (47, 1, 1), (b, 1, 1), BlockRange(0, 9, 20))  # not aligned: single blocks
+    assert code.abi.coarsen == (1, 1, 1) and ids == (9, 20)
+
+
+def test_more_tasks_than_blocks(client):
     s = sample("stencil1d")
     here = polypy.compile(s.source)
-    there = pd.compile(client, s.source, coarsen=4)  # ranges of 3 blocks: some not coarse-aligned
-    rng = np.random.default_rng(5)
-    n, b = 3000, 64
-    case = type(s.cases[0])(grid=(-(-n // b),), block=(b,), sizes={"n": n}, shmem=(b + 6) * 8)
-    args = s.make_args(rng, case, np.float32)
-    _same("stencil1d", here, there, case.grid, case.block, case.shmem, args, tasks=7)
+    there = pd.compile(client, s.source)
+    b = 64
     # 3 blocks, 8 tasks: three ranges of one block each
     assert split_grid((3, 1, 1), 8) == tuple(BlockRange(0, i, i + 1) for i in range(3))
-    small = type(case)(grid=(3,), block=(b,), sizes={"n": 150}, shmem=(b + 6) * 8)
-    args = s.make_args(rng, small, np.float32)
+    small = type(s.cases[0])(grid=(3,), block=(b,), sizes={"n": 150}, shmem=(b + 6) * 8)
+    args = s.make_args(np.random.default_rng(5), small, np.float32)
     _same("stencil1d", here, there, small.grid, small.block, small.shmem, args, tasks=8)
     assert len(there.stencil1d.last_task_seconds) == 3
     # shipped: in[0..66], in[61..130], in[125..149] (halos) and w three times; out is written
@@ -102,6 +121,8 @@ def test_grid_is_split_along_its_slowest_dimension():
     assert split_grid((4, 7, 1), 3) == (BlockRange(1, 0, 2), BlockRange(1, 2, 4), BlockRange(1, 4, 7))
     assert split_grid((4, 7, 2), 3) == (BlockRange(2, 0, 1), BlockRange(2, 1, 2))
     assert split_grid((1, 1, 1), 4) == (BlockRange(0, 0, 1),)
+    assert split_grid((10, 1, 1), 3, align_x=4) == (BlockRange(0, 0, 4), BlockRange(0, 4, 8), BlockRange(0, 8, 10))
+    assert split_grid((4, 3, 1), 3, align_x=4) == tuple(BlockRange(1, i, i + 1) for i in range(3))
     with pytest.raises(UserError, match="tasks"):
         split_grid((4, 1, 1), 0)
 

@@ -106,23 +106,27 @@ class BlockPlan:
 MAX_PIECES = 4096
 
 
-def split_grid(grid: tuple[int, int, int], tasks: int) -> tuple[BlockRange, ...]:
+def split_grid(grid: tuple[int, int, int], tasks: int, *, align_x: int = 1) -> tuple[BlockRange, ...]:
     """At most ``tasks`` ranges of nearly equal size along the slowest dimension of more than
-    one block (x for a grid of one block): fewer where that dimension has fewer blocks."""
+    one block (x for a grid of one block): fewer where that dimension has fewer blocks. Ranges
+    along x start at multiples of ``align_x`` (coarse blocks of that many blocks stay whole)."""
     if tasks < 1:
         raise UserError(f"tasks must be a positive int, got {tasks!r}")
     dim = next((d for d in (2, 1) if grid[d] > 1), 0)
+    unit = max(1, align_x) if dim == 0 else 1
     extent = grid[dim]
-    count = min(tasks, extent)
-    bounds = [extent * i // count for i in range(count + 1)]
+    units = -(-extent // unit)
+    count = min(tasks, units)
+    bounds = [min(extent, unit * (units * i // count)) for i in range(count + 1)]
     return tuple(BlockRange(dim, lo, hi) for lo, hi in zip(bounds, bounds[1:]))
 
 
 def plan_block_ranges(kernel: n.Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-                      scalars: Mapping[str, object], tasks: int) -> BlockPlan:
-    """Cut a launch of the GPU-form ``kernel`` into at most ``tasks`` block ranges and compute
-    their footprints; raise ``UserError`` (naming the array) if they cannot run apart."""
-    ranges = split_grid(grid, tasks)
+                      scalars: Mapping[str, object], tasks: int, *, align_x: int = 1) -> BlockPlan:
+    """Cut a launch of the GPU-form ``kernel`` into at most ``tasks`` block ranges (see
+    ``split_grid``) and compute their footprints; raise ``UserError`` (naming the array) if they
+    cannot run apart."""
+    ranges = split_grid(grid, tasks, align_x=align_x)
     model = build_model(kernel, launch=Launch.of(grid, block, scalars))
     for a in model.accesses:
         if a.writes and a.space == "device":
