@@ -192,9 +192,9 @@ class CompiledKernel:
         self.gpu = gpu
         # Launch shape + integer arguments -> what isl says about each array (a cache).
         self._footprints: collections.OrderedDict[tuple, _Proof] = collections.OrderedDict()
-        # (block shape or None for the generic code, arrays checked) -> bounds-checked machine
-        # code (a cache, filled by checked_for).
-        self._checked: dict[tuple[tuple[int, int, int] | None, frozenset[str]], Any] = {}
+        # (block shape or None for the generic code, arrays checked, coarsening factor) ->
+        # bounds-checked machine code (a cache, filled by checked_for).
+        self._checked: dict[tuple[tuple[int, int, int] | None, frozenset[str], int], Any] = {}
         # Block shape -> machine code specialized for it (a cache, filled by for_block).
         self._specialized: dict[tuple[int, int, int], Any] = {}
         # Block shape -> (coarsening factor, machine code for coarse blocks or None until needed);
@@ -213,7 +213,7 @@ class CompiledKernel:
     def specializations(self) -> tuple[tuple[int, int, int], ...]:
         """The block shapes this kernel has machine code specialized for (fast or bounds-checked)."""
         shapes = dict.fromkeys(self._specialized)
-        shapes.update(dict.fromkeys(block for block, _ in self._checked if block is not None))
+        shapes.update(dict.fromkeys(block for block, _, _ in self._checked if block is not None))
         return tuple(shapes)
 
     def _may_specialize(self, block: tuple[int, int, int]) -> bool:
@@ -291,30 +291,78 @@ class CompiledKernel:
     def bounds_checked(self) -> tuple[tuple[tuple[int, int, int] | None, frozenset[str]], ...]:
         """The bounds-checked versions compiled so far: (block shape, or None for the generic
         code; the arrays they check), in compilation order."""
-        return tuple(self._checked)
+        return tuple(dict.fromkeys((block, arrays) for block, arrays, _ in self._checked))
 
-    def checked_for(self, block: tuple[int, int, int], arrays: frozenset[str]) -> Any:
-        """Machine code for launches of ``block`` that bounds-checks every access of ``arrays``
-        (pointer parameters and shared arrays by IR name): specialized for the block shape like
-        ``for_block``, never coarsened; compiled on first need."""
+    def checked_for(self, grid: tuple[int, int, int], block: tuple[int, int, int], arrays: frozenset[str]) -> Any:
+        """Machine code for a launch of ``grid`` and ``block`` that bounds-checks every access of
+        ``arrays`` (pointer parameters and shared arrays by IR name): specialized for the block
+        shape and coarsened like ``for_launch`` (a coarse kernel checks its shared arrays slice by
+        slice, and its own copies of them for the partial coarse block); compiled on first need."""
         shape = block if block in self._specialized or self._may_specialize(block) else None
-        key = (shape, arrays)
+        factor = 1
+        if shape is not None:
+            factor, coarse = self._coarse.get(block, (None, None))
+            if factor is None:
+                factor = self._coarsening_factor(block)
+                self._coarse[block] = (factor, None)
+            if factor > 1:
+                from codegen.llvm.launch import default_threads
+                from polypy.coarsening import BLOCKS_PER_WORKER, coarsening_pays
+
+                forced = not isinstance(self.module.coarsen, bool)
+                workers = self.module.threads or default_threads()
+                if not coarsening_pays(grid, (factor, 1, 1), workers, blocks_per_worker=0 if forced else BLOCKS_PER_WORKER):
+                    factor = 1
+        key = (shape, arrays, factor)
         compiled = self._checked.get(key)
         if compiled is not None:
             return compiled
         from codegen.llvm import compile_module
 
         kernel = self.cpu
+        sliced: frozenset[str] = frozenset()
         if shape is not None:
             from polypy.passes.specialize import specialize_block_shape
 
             kernel = specialize_block_shape(self.cpu, block=shape)
+        if factor > 1:
+            kernel, arrays, sliced = self._coarse_checked(block, factor, kernel, arrays)
         cpu = self.module.cpu
         jit = compile_module(n.Module((kernel,), globals=cpu.globals, source=cpu.source), globals=self.module.globals,
-                             checked={self.name: arrays})
+                             checked={self.name: arrays}, sliced={self.name: sliced})
         compiled = jit.kernels[self.name]
+        if factor > 1:  # the copies of the partial coarse block are named after the originals
+            sites = tuple(dataclasses.replace(site, buffer=_original_name(site.buffer, self.cpu))
+                          for site in compiled.abi.sites)
+            compiled.abi = dataclasses.replace(compiled.abi, sites=sites)
         self._checked[key] = compiled
         return compiled
+
+    def _coarse_checked(self, block: tuple[int, int, int], factor: int, fine: n.Kernel,
+                        arrays: frozenset[str]) -> tuple[n.Kernel, frozenset[str], frozenset[str]]:
+        """The coarse kernel for ``block`` and what its checked variant checks: the pointer
+        parameters of ``arrays``; where ``arrays`` has shared ones, every shared array of the coarse
+        kernel -- the sliced ones (one slice per sub-block) slice by slice."""
+        from polypy.driver import coarsen_for_block
+
+        assert self.gpu is not None
+        kernel = coarsen_for_block(self.gpu, block=block, fine=fine, factor=factor)
+        if kernel is None:
+            raise InternalError(f"kernel {self.name!r}: coarsening by {factor} was planned but not done")
+        fine_shared = {b.name: b for b in fine.buffers if b.space == "shared"}
+        checked = {name for name in arrays if name not in fine_shared}
+        sliced = set()
+        if any(name in fine_shared for name in arrays):
+            for b in kernel.buffers:
+                if b.space != "shared":
+                    continue
+                checked.add(b.name)
+                original = fine_shared.get(b.name)
+                if (original is not None and original.shape is not None and b.shape is not None
+                        and tuple(b.shape[1:]) == tuple(original.shape)
+                        and isinstance(b.shape[0], n.Const) and int(b.shape[0].value) == factor):
+                    sliced.add(b.name)
+        return kernel, frozenset(checked), frozenset(sliced)
 
     @property
     def coarsened(self) -> dict[tuple[int, int, int], int]:
@@ -393,7 +441,7 @@ class Launch:
         if k._unbound:
             raise InternalError(f"CPU-form kernel {k.name!r} has a parameter {k._unbound[0]!r} the source does not")
         if unproven:
-            compiled = k.checked_for(self.block, unproven)
+            compiled = k.checked_for(self.grid, self.block, unproven)
         else:
             compiled = k.for_launch(self.grid, self.block)
         compiled.run(self.grid, self.block, self.shmem, arrays, scalars, threads=k.module.threads)
@@ -530,6 +578,17 @@ class _ArrayChecks:
             if np.may_share_memory(arrays[p.name], arrays[q.name]):
                 raise UserError(f"arguments {_c_name(self.kernel, p.name)!r} and {_c_name(self.kernel, q.name)!r} of "
                                 f"kernel {self.kernel.name!r} overlap, but one of them is __restrict__", p.loc)
+
+
+def _original_name(name: str, kernel: n.Kernel) -> str:
+    """The shared array of ``kernel`` that ``name`` (a buffer of its coarse kernel: the
+    partial block's copy ``s_1`` of ``s``) stands for; ``name`` itself when there is none."""
+    if kernel.buffer(name) is not None:
+        return name
+    base, _, suffix = name.rpartition("_")
+    if suffix.isdigit() and base and kernel.buffer(base) is not None:
+        return base
+    return name
 
 
 @dataclasses.dataclass(frozen=True)

@@ -207,6 +207,17 @@ __global__ void fixed(const int* idx, int* out)
     __syncthreads();
     out[threadIdx.x] = s[threadIdx.x % 64];
 }
+
+__global__ void per_block(const int* idx, int* out)
+{
+    __shared__ int t[64];
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    t[threadIdx.x % 64] = 0;
+    __syncthreads();
+    t[idx[g]] = 1;
+    __syncthreads();
+    out[g] = t[threadIdx.x % 64];
+}
 """
 
 
@@ -304,3 +315,42 @@ def test_footprint_of_shared_arrays_and_narrow_data_dependent_indices():
     assert (t.lo, t.hi, t.exact) == (0, 255, True)
     # Without shared=True only pointer parameters are described.
     assert set(footprint(gpu, 4, 128, {"n": 1000})) == {"data", "bins"}
+
+
+@pytest.mark.parametrize("bad_block,bad", [(0, 69), (2, 64), (1, -1)])
+def test_coarse_blocks_check_shared_arrays_slice_by_slice(tmp_path, bad_block, bad):
+    # Coarsened by 2, blocks 0-1 run as one coarse block whose shared array has one 64-element
+    # slice per block: index 69 of block 0 is inside the coarse array, but outside block 0's
+    # array, and must fault as in the fine kernel. Block 2 (of 3) runs alone, in the fine copy.
+    path = tmp_path / "shared.cu"
+    path.write_text(SHARED)
+    mod = polypy.compile(path, coarsen=2)
+    idx = np.tile(np.arange(64, dtype=np.int32), 3)
+    idx[bad_block * 64 + 10] = bad
+    whole, out = _padded(np.zeros(192, np.int32), -9)
+    with pytest.raises(polypy.UserError) as info:
+        mod.per_block[3, 64](idx, out)
+    e = info.value
+    assert f"kernel per_block wrote index {bad} of shared array 't' of 64 elements" in str(e)
+    assert e.loc is not None and e.loc.line == _line(path, "t[idx[g]] = 1")
+    assert mod.per_block.coarsened[(64, 1, 1)] == 2
+    _untouched(whole, -9)
+    idx[bad_block * 64 + 10] = 10
+    mod.per_block[3, 64](idx, out)
+    assert (out == 1).all()
+    _untouched(whole, -9)
+
+
+def test_coarse_blocks_check_pointer_arguments(tmp_path):
+    path = tmp_path / "scatter.cu"
+    path.write_text(SCATTER)
+    mod = polypy.compile(path, coarsen=4)
+    n = 1000
+    idx = np.arange(n, dtype=np.int32)
+    idx[999] = 1000
+    whole, out = _padded(np.zeros(n, np.float32), -1.5)
+    with pytest.raises(polypy.UserError) as info:
+        mod.scatter[8, 128](idx, np.ones(n, np.float32), out, n)
+    assert "kernel scatter wrote index 1000 of array 'out' of 1000 elements" in str(info.value)
+    assert mod.scatter.coarsened[(128, 1, 1)] == 4
+    _untouched(whole, -1.5)

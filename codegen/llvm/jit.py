@@ -36,24 +36,28 @@ def emit_llvm_ir(module: n.Module, *, optimize: bool = False) -> str:
     return target.optimized_ir(text) if optimize else text
 
 
-def _emit(module: n.Module, checked: Mapping[str, frozenset[str]] | None = None) -> tuple[str, dict[str, KernelABI]]:
+def _emit(module: n.Module, checked: Mapping[str, frozenset[str]] | None = None,
+          sliced: Mapping[str, frozenset[str]] | None = None) -> tuple[str, dict[str, KernelABI]]:
     triple, _, _ = target.host()
-    llmod, abis = emit_module(module, triple=triple, data_layout=target.data_layout(), checked=checked)
+    llmod, abis = emit_module(module, triple=triple, data_layout=target.data_layout(), checked=checked,
+                              sliced=sliced)
     return str(llmod), abis
 
 
 def compile_module(module: n.Module, *, use_cache: bool = True,
                    globals: dict[str, np.ndarray] | None = None,
-                   checked: Mapping[str, frozenset[str]] | None = None) -> JitModule:
+                   checked: Mapping[str, frozenset[str]] | None = None,
+                   sliced: Mapping[str, frozenset[str]] | None = None) -> JitModule:
     """Machine code for every kernel of a CPU-form module, loaded and ready to launch.
 
     ``globals``: the storage of the module's constant/device arrays (``global_storage``) when it
     is shared with other compiled versions of the same module (block-shape specializations);
     default: new storage. ``checked``: kernel name -> the arrays (pointer parameters, shared
-    arrays) whose every access that kernel bounds-checks (see ``lower``).
+    arrays) whose every access that kernel bounds-checks, ``sliced``: those checked per slice of
+    a coarse block (see ``lower.emit_module``).
     """
     start = time.perf_counter()
-    ir_text, abis = _emit(module, checked)
+    ir_text, abis = _emit(module, checked, sliced)
     key = cache.cache_key(ir_text, target.fingerprint())
     obj = cache.load(key) if use_cache else None
     from_cache = obj is not None

@@ -127,18 +127,23 @@ class KernelABI:
     bounds_checked: bool = False
     checked: frozenset[str] = frozenset()
     sites: tuple[CheckSite, ...] = ()
+    # Checked shared arrays of a coarse kernel that have one slice per sub-block (a leading
+    # dimension of the coarsening factor): each access is checked against its slice.
+    sliced: frozenset[str] = frozenset()
 
     def block_count(self, grid: tuple[int, int, int]) -> int:
         """How many (coarse) blocks ``first``/``last``/``total`` count for a launch of ``grid``."""
         return math.prod(-(-g // f) for g, f in zip(grid, self.coarsen))
 
 
-def kernel_abi(kernel: n.Kernel, checked: frozenset[str] | None = None) -> KernelABI:
-    """The ABI of ``kernel`` (``checked``: of its variant bounds-checking those buffers; the
-    sites are filled in by the emitter)."""
+def kernel_abi(kernel: n.Kernel, checked: frozenset[str] | None = None,
+               sliced: frozenset[str] = frozenset()) -> KernelABI:
+    """The ABI of ``kernel`` (``checked``: of its variant bounds-checking those buffers, ``sliced``
+    those of them checked per slice; the sites are filled in by the emitter)."""
     globals_ = tuple(b for b in kernel.buffers if b.space in GLOBAL_SPACES)
     return KernelABI(kernel.name, f"{kernel.name}_blocks", kernel.params, globals_, f"{kernel.name}_worker",
-                     kernel.coarsen, bounds_checked=checked is not None, checked=frozenset(checked or ()))
+                     kernel.coarsen, bounds_checked=checked is not None, checked=frozenset(checked or ()),
+                     sliced=frozenset(sliced) & frozenset(checked or ()))
 
 
 def check_cpu_form(kernel: n.Kernel) -> None:
@@ -148,11 +153,15 @@ def check_cpu_form(kernel: n.Kernel) -> None:
 
 
 def emit_module(module: n.Module, *, triple: str = "", data_layout: str = "",
-                checked: Mapping[str, frozenset[str]] | None = None) -> tuple[ir.Module, dict[str, KernelABI]]:
+                checked: Mapping[str, frozenset[str]] | None = None,
+                sliced: Mapping[str, frozenset[str]] | None = None) -> tuple[ir.Module, dict[str, KernelABI]]:
     """An LLVM module with one ``K_blocks`` function per kernel of ``module`` (all CPU form).
 
     ``checked``: kernel name -> the buffers whose accesses that kernel bounds-checks (its
     bounds-checked variant, see the module docstring); other kernels are emitted as usual.
+    ``sliced``: kernel name -> those of its checked shared arrays that hold one slice per
+    sub-block of a coarse block (``coarsen_blocks``: leading dimension = the factor): an access
+    is checked against its slice (the indices after the first), as in the fine kernel.
     """
     llmod = ir.Module(name=_module_name(module))
     if triple:
@@ -163,7 +172,8 @@ def emit_module(module: n.Module, *, triple: str = "", data_layout: str = "",
     for kernel in module.kernels:
         check_cpu_form(kernel)
         verify_kernel(kernel)
-        abi = kernel_abi(kernel, None if checked is None else checked.get(kernel.name))
+        abi = kernel_abi(kernel, None if checked is None else checked.get(kernel.name),
+                         frozenset() if sliced is None else sliced.get(kernel.name, frozenset()))
         emitter = _KernelEmitter(llmod, kernel, abi)
         emitter.emit()
         if abi.bounds_checked:
@@ -518,6 +528,13 @@ class _KernelEmitter(Visitor):
             ptr = self.malloc(b.mul(count, ir.Constant(I64, size)), buf.name)
             heap.append(ptr)
             self.buffers[buf.name] = _BufferInfo(ptr, buf.elem, dims, count)
+        for name in self.abi.sliced:  # checked per slice: the extent of one slice
+            info = self.buffers[name]
+            if len(info.dims) > 1:
+                extent = info.dims[1]
+                for d in info.dims[2:]:
+                    extent = b.mul(extent, d)
+                info.extent = extent
         return heap
 
     def malloc(self, nbytes: ir.Value, name: str) -> ir.Value:
@@ -569,7 +586,13 @@ class _KernelEmitter(Visitor):
         for extent, i in zip(info.dims[1:], index[1:]):
             # In-bounds accesses never overflow this arithmetic: nsw helps SCEV see the strides.
             linear = b.add(b.mul(linear, extent, flags=("nsw",)), self.index64(i), flags=("nsw",))
-        if buffer in self.abi.checked and node is not None and not _within(index, info.extent):
+        if buffer in self.abi.sliced and node is not None and len(index) > 1:
+            # One slice per sub-block: the index within the slice, against the slice's size.
+            within = self.index64(index[1])
+            for extent, i in zip(info.dims[2:], index[2:]):
+                within = b.add(b.mul(within, extent, flags=("nsw",)), self.index64(i), flags=("nsw",))
+            self.bounds_check(buffer, info, within, node, kind)
+        elif buffer in self.abi.checked and node is not None and not _within(index, info.extent):
             self.bounds_check(buffer, info, linear, node, kind)
         ptr = b.gep(info.base, [linear], inbounds=True, source_etype=memory_type(info.elem))
         return ptr, info.elem
