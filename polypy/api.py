@@ -124,8 +124,9 @@ class CompiledModule:
                 specialize: bool = True, coarsen: bool | int = True) -> CompiledModule:
         """Compile IR directly: a GPU-form module (lowered with ``to_cpu``) and/or its CPU form.
 
-        Without ``gpu`` there is no footprint check, no ``emulate`` and no block coarsening
-        (which lowers the GPU form again). Machine code is made on the first launch of each
+        Without ``gpu`` nothing is proven about a launch's accesses (every launch runs the
+        bounds-checked code), and there is no ``emulate`` and no block coarsening (which lowers
+        the GPU form again). Machine code is made on the first launch of each
         block shape (or first use of ``jit``).
         """
         if cpu is None:

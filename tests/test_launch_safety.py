@@ -354,3 +354,29 @@ def test_coarse_blocks_check_pointer_arguments(tmp_path):
     assert "kernel scatter wrote index 1000 of array 'out' of 1000 elements" in str(info.value)
     assert mod.scatter.coarsened[(128, 1, 1)] == 4
     _untouched(whole, -1.5)
+
+
+def test_module_without_gpu_form_runs_bounds_checked_code():
+    from test_llvm_support import cpu_form, gpu_kernel
+
+    from polypy.api import CompiledModule
+    from polypy.ir import nodes as n
+
+    k = cpu_form(gpu_kernel("""
+        kernel scatter(n: i32, idx: const i32*, out: f32*) {
+          var i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
+          if (i < n) {
+            out[idx[i]] = 1.0f
+          }
+        }
+    """))
+    mod = CompiledModule.from_ir(None, n.Module((k,)))
+    whole, out = _padded(np.zeros(8, np.float32), 2.5)
+    idx = np.arange(8, dtype=np.int32)
+    mod.scatter[1, 8](8, idx, out)
+    assert (out == 1.0).all()
+    idx[3] = -100
+    with pytest.raises(polypy.UserError, match=r"kernel scatter wrote index -100 of array 'out' of 8 elements"):
+        mod.scatter[1, 8](8, idx, out)
+    _untouched(whole, 2.5)
+    assert mod.scatter.bounds_checked == (((8, 1, 1), frozenset({"idx", "out"})),)
