@@ -380,3 +380,20 @@ def test_module_without_gpu_form_runs_bounds_checked_code():
         mod.scatter[1, 8](8, idx, out)
     _untouched(whole, 2.5)
     assert mod.scatter.bounds_checked == (((8, 1, 1), frozenset({"idx", "out"})),)
+
+
+def test_faults_in_many_blocks_on_several_threads(tmp_path):
+    # Every block faults; workers race for the fault record, the first one wins, nobody writes
+    # outside the array, and the launch stops early (later chunks are not started).
+    path = tmp_path / "scatter.cu"
+    path.write_text(SCATTER)
+    mod = polypy.compile(path, threads=4, coarsen=False)
+    n = 64 * 256
+    idx = np.arange(n, dtype=np.int32) % 100
+    whole, out = _padded(np.zeros(90, np.float32), -1.5)
+    for _ in range(3):  # the first launches may run on one thread, to measure the blocks
+        with pytest.raises(polypy.UserError) as info:
+            mod.scatter[64, 256](idx, np.ones(n, np.float32), out, n)
+        m = re.search(r"wrote index (\d+) of array 'out' of 90 elements, in block \((\d+), 0, 0\)", str(info.value))
+        assert m is not None and 90 <= int(m.group(1)) < 100 and 0 <= int(m.group(2)) < 64
+        _untouched(whole, -1.5)
