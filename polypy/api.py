@@ -248,23 +248,32 @@ class CompiledKernel:
         fine = self.for_block(block)
         if block not in self._specialized:
             return fine  # the generic code: no coarsening either
-        factor, coarse = self._coarse.get(block, (None, None))
+        factor = self._launch_factor(grid, block)
+        if factor == 1:
+            return fine
+        coarse = self._coarse[block][1]
+        if coarse is None:
+            coarse = self._compile_coarse(block, factor)
+            self._coarse[block] = (factor, coarse)
+        return coarse
+
+    def _launch_factor(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> int:
+        """The coarsening factor of a launch (1: fine blocks): the one planned for the block
+        shape (remembered in ``_coarse``), where the grid has enough coarse blocks."""
+        factor, _ = self._coarse.get(block, (None, None))
         if factor is None:
             factor = self._coarsening_factor(block)
             self._coarse[block] = (factor, None)
         if factor == 1:
-            return fine
+            return 1
         from codegen.llvm.launch import default_threads
         from polypy.coarsening import BLOCKS_PER_WORKER, coarsening_pays
 
         forced = not isinstance(self.module.coarsen, bool)  # a factor asked for: every launch
         workers = self.module.threads or default_threads()
         if not coarsening_pays(grid, (factor, 1, 1), workers, blocks_per_worker=0 if forced else BLOCKS_PER_WORKER):
-            return fine
-        if coarse is None:
-            coarse = self._compile_coarse(block, factor)
-            self._coarse[block] = (factor, coarse)
-        return coarse
+            return 1
+        return factor
 
     def _coarsening_factor(self, block: tuple[int, int, int]) -> int:
         setting = self.module.coarsen
@@ -300,20 +309,7 @@ class CompiledKernel:
         shape and coarsened like ``for_launch`` (a coarse kernel checks its shared arrays slice by
         slice, and its own copies of them for the partial coarse block); compiled on first need."""
         shape = block if block in self._specialized or self._may_specialize(block) else None
-        factor = 1
-        if shape is not None:
-            factor, coarse = self._coarse.get(block, (None, None))
-            if factor is None:
-                factor = self._coarsening_factor(block)
-                self._coarse[block] = (factor, None)
-            if factor > 1:
-                from codegen.llvm.launch import default_threads
-                from polypy.coarsening import BLOCKS_PER_WORKER, coarsening_pays
-
-                forced = not isinstance(self.module.coarsen, bool)
-                workers = self.module.threads or default_threads()
-                if not coarsening_pays(grid, (factor, 1, 1), workers, blocks_per_worker=0 if forced else BLOCKS_PER_WORKER):
-                    factor = 1
+        factor = 1 if shape is None else self._launch_factor(grid, block)
         key = (shape, arrays, factor)
         compiled = self._checked.get(key)
         if compiled is not None:
