@@ -438,7 +438,11 @@ class _Gen:
 
     def compound(self, lines: list[str]) -> None:
         """``v op= e`` (or ``++v``) on a local: computed in the promoted type, converted back."""
-        v = self.r.choice(self.locals)
+        # not an element of a local array: another name of the same element would keep an old range
+        names = [v for v in self.locals if "[" not in v.text]
+        if not names:
+            return
+        v = self.r.choice(names)
         if self.chance(0.25):
             op = self.r.choice(["++", "--"])
             e = self.arith(op[0], v, IExpr("1", INT, 1, 1))
@@ -523,6 +527,11 @@ class _Gen:
         upd = [f"{acc} = {acc} * 3u + (unsigned)({x.text});",
                f"{acc} ^= (unsigned){read};",
                f"{facc} = {facc} * 0.5f + af[(unsigned)(g * 3 + {outer[0].text}) % (unsigned)total];"]
+        if self.chance(0.3):  # leave the innermost loop early (continue only in for loops: it skips a
+            # while loop's increment)
+            jump = "continue" if not closers[-1] and self.chance(0.5) else "break"
+            lines.append(f"{indent}if ({self.cond(2)[1:-1]}) {{")
+            lines += [f"{indent}  {jump};", f"{indent}}}"]
         # narrow types are promoted to int: a small operand keeps that from overflowing
         upd.append(f"{nacc} {self.r.choice(['+', '-', '*', '^', '|'])}= {self.small(-100, 100, 2).text};")
         if self.chance(0.5):
@@ -539,6 +548,29 @@ class _Gen:
         self.locals = [v for v in self.locals if v not in outer]
         self.locals.append(IExpr(acc, UINT, 0, UINT.hi))
         return lines + [f"if (g < n) {{", f"  outf[{slot}] = {facc};", "}"] + self.store(slot)
+
+    def seg_local_array(self, slot: str) -> list[str]:
+        """A per-thread array with a partial initializer, updated at computed indices in a loop."""
+        t = self.r.choice([INT, UINT, UCHAR, SHORT, ULL])
+        arr, j = self.fresh("loc"), self.fresh("j")
+        size = self.r.randint(2, 6)
+        init = ", ".join(str(self.r.randint(0, 300)) for _ in range(self.r.randint(0, size)))
+        lines = [f"{t.c} {arr}[{size}] = {{{init}}};" if init else f"{t.c} {arr}[{size}] = {{}};"]
+        loop_var = IExpr(j, INT, 0, 7)
+        lines.append(f"for (int {j} = 0; {j} < {self.small(0, 7).text}; ++{j}) {{")
+        self.locals.append(loop_var)
+        ops = ["+", "-"] if t == INT else ["+", "-", "*", "^", "|"]
+        for _ in range(self.r.randint(1, 2)):
+            index = self.cast(self.iexpr(2), UINT).text
+            lines.append(f"  {arr}[{index} % {size}u] {self.r.choice(ops)}= {self.small(-100, 100, 2).text};")
+        lines.append("}")
+        self.locals.remove(loop_var)
+        lo, hi = (-1100, 1100) if t == INT else (t.lo, t.hi)
+        for k in range(size):
+            self.locals.append(IExpr(f"{arr}[{k}]", t, lo, hi))
+        if self.chance(0.5):
+            self.locals.append(IExpr(f"{arr}[{self.cast(self.iexpr(2), UINT).text} % {size}u]", t, lo, hi))
+        return lines + self.store(slot)
 
     def seg_guard(self, slot: str) -> list[str]:
         c1 = self.r.choice([f"tx < {self.r.randint(0, 40)}", f"tid % {self.r.randint(2, 5)}u == 1u",
@@ -686,9 +718,10 @@ class _Gen:
 SEGMENTS: dict[str, Callable] = {
     "expr": _Gen.seg_expr, "loops": _Gen.seg_loops, "guard": _Gen.seg_guard, "stage": _Gen.seg_stage,
     "uniform_loop": _Gen.seg_uniform_loop, "reduce": _Gen.seg_reduce, "tile": _Gen.seg_tile,
-    "atomics": _Gen.seg_atomics,
+    "atomics": _Gen.seg_atomics, "local_array": _Gen.seg_local_array,
 }
-_WEIGHTS = {"expr": 3, "loops": 3, "guard": 2, "stage": 2, "uniform_loop": 1, "reduce": 1, "tile": 1, "atomics": 2}
+_WEIGHTS = {"expr": 3, "loops": 3, "guard": 2, "stage": 2, "uniform_loop": 1, "reduce": 1, "tile": 1, "atomics": 2,
+            "local_array": 1}
 
 
 def generate(seed: int, *, shapes: int = 3) -> RandomKernel:
@@ -702,10 +735,12 @@ def generate(seed: int, *, shapes: int = 3) -> RandomKernel:
         kinds.append("return")  # an early return, after the last barrier
     body: list[str] = []
     for k, kind in enumerate(kinds):
-        gen.locals = []
         slot = f"{k} * total + g"
         body.append(f"// segment {k}: {kind}")
+        before = list(gen.locals)
         body += (SEGMENTS[kind] if kind != "return" else _Gen.seg_return)(gen, slot)
+        if kind == "guard":  # its locals are declared inside a branch; the others stay in scope
+            gen.locals = [v for v in gen.locals if v.text in {b.text for b in before}]
     name = f"rk{seed}"
     head = [
         "int tx = threadIdx.x;",
