@@ -16,9 +16,11 @@ every thread of the block to reach it, and polypy never guesses.
 from __future__ import annotations
 
 import dataclasses
+from typing import Container
 
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
+from polypy.ir.jumps import first_escaping_jump
 from polypy.ir.visitor import walk
 
 
@@ -40,14 +42,7 @@ class _Analysis:
 
     # -- expressions
     def expr_divergent(self, e: n.Expr) -> bool:
-        for x in walk(e):
-            if isinstance(x, n.ThreadIdx):
-                return True
-            if isinstance(x, n.Var) and x.name in self.divergent:
-                return True
-            if isinstance(x, n.Load) and x.buffer in self.local_buffers:
-                return True
-        return False
+        return not thread_uniform(e, self.divergent, self.local_buffers)
 
     def mark(self, name: str) -> None:
         if name not in self.divergent:
@@ -116,19 +111,26 @@ class _Analysis:
             loop_why = Divergence("an early exit taken by only some threads", exit_why.loc)
             self.block(body, loop_why)
             self.block(update, loop_why)
-        returns = _returns_inside(body)
+        returns = first_escaping_jump(body, n.Return)
         if returns is not None and (why is not None or exit_why is not None):
             # A divergent return inside the loop leaves the kernel for some threads only.
             return Divergence("a thread-dependent return", returns.loc)
         return None
 
 
-def _returns_inside(body: tuple[n.Stmt, ...]) -> n.Return | None:
-    for s in body:
-        for x in walk(s):
-            if isinstance(x, n.Return):
-                return x
-    return None
+def thread_uniform(e: n.Expr, divergent: Container[str], local_buffers: Container[str] = ()) -> bool:
+    """Whether ``e`` has one value in every thread of a block, given the names that may differ
+    between threads (``divergent``) and the per-thread arrays (``local_buffers``): no
+    ``threadIdx``, no divergent name, no load of a per-thread array. Loads of shared or global
+    memory count as uniform when their indices are (see the module docstring)."""
+    for x in walk(e):
+        if isinstance(x, n.ThreadIdx):
+            return False
+        if isinstance(x, n.Var) and x.name in divergent:
+            return False
+        if isinstance(x, n.Load) and x.buffer in local_buffers:
+            return False
+    return True
 
 
 def _run(kernel: n.Kernel) -> _Analysis:
@@ -149,12 +151,7 @@ def thread_dependent_names(kernel: n.Kernel) -> frozenset[str]:
 def is_thread_dependent(kernel: n.Kernel, e: n.Expr, names: frozenset[str] | None = None) -> bool:
     names = thread_dependent_names(kernel) if names is None else names
     local = {b.name for b in kernel.buffers if b.space == "local"}
-    for x in walk(e):
-        if isinstance(x, n.ThreadIdx) or (isinstance(x, n.Var) and x.name in names):
-            return True
-        if isinstance(x, n.Load) and x.buffer in local:
-            return True
-    return False
+    return not thread_uniform(e, names, local)
 
 
 def check_barriers(kernel: n.Kernel) -> None:

@@ -1,0 +1,138 @@
+"""Small rewriting helpers shared by the passes of every stage.
+
+- ``rename_locals``: one renaming of local scalars (every place a local name appears);
+- ``rename_buffers``: one renaming of the buffers that loads, stores and atomics name;
+- integer expression builders that fold what is obvious (``x + 0``, ``2 + 3``, ``x + -4`` ->
+  ``x - 4``, ``x * 1``) so that index and bound arithmetic built by passes stays readable;
+- ``fold_min`` / ``fold_max``: a left fold of the two-argument ``min``/``max`` calls.
+
+Every helper returns its argument itself (``is``) when it changes nothing.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping, Sequence
+
+from polypy.ir import nodes as n
+from polypy.ir.types import ScalarType
+from polypy.ir.visitor import Mutator
+
+
+# --------------------------------------------------------------------------- renaming
+
+
+class _RenameLocals(Mutator):
+    """Renames a local everywhere it appears: uses (``Var``), declarations, assignments, loop
+    variables and the destinations of atomics and warp operations."""
+
+    def __init__(self, mapping: Mapping[str, str]):
+        self.mapping = mapping
+
+    def visit_Var(self, e: n.Var) -> n.Expr:
+        new = self.mapping.get(e.name)
+        return e if new is None or new == e.name else n.Var(new, e.vtype, loc=e.loc)
+
+    def _renamed(self, s: Any, field: str) -> Any:
+        s = self.generic_visit(s)
+        old = getattr(s, field)
+        new = self.mapping.get(old, old) if old is not None else None
+        return s if new == old else dataclasses.replace(s, **{field: new})
+
+    def visit_Decl(self, s: n.Decl) -> n.Stmt:
+        return self._renamed(s, "name")
+
+    def visit_Assign(self, s: n.Assign) -> n.Stmt:
+        return self._renamed(s, "name")
+
+    def visit_For(self, s: n.For) -> n.Stmt:
+        return self._renamed(s, "var")
+
+    def visit_AtomicRMW(self, s: n.AtomicRMW) -> n.Stmt:
+        return self._renamed(s, "dest")
+
+    def visit_Shuffle(self, s: n.Shuffle) -> n.Stmt:
+        return self._renamed(s, "dest")
+
+    def visit_Vote(self, s: n.Vote) -> n.Stmt:
+        return self._renamed(s, "dest")
+
+
+def rename_locals(node: Any, mapping: Mapping[str, str]) -> Any:
+    """``node`` (a node or a tuple of statements) with the locals named in ``mapping`` renamed
+    everywhere; buffers and parameters of pointer type are not locals and keep their names."""
+    if not mapping:
+        return node
+    r = _RenameLocals(mapping)
+    return r.visit_block(node) if isinstance(node, tuple) else r.visit(node)
+
+
+class _RenameBuffers(Mutator):
+    def __init__(self, mapping: Mapping[str, str]):
+        self.mapping = mapping
+
+    def _renamed(self, s: Any) -> Any:
+        s = self.generic_visit(s)
+        new = self.mapping.get(s.buffer)
+        return s if new is None or new == s.buffer else dataclasses.replace(s, buffer=new)
+
+    visit_Load = visit_Store = visit_AtomicRMW = _renamed
+
+
+def rename_buffers(node: Any, mapping: Mapping[str, str]) -> Any:
+    """``node`` (a node or a tuple of statements) with every load, store and atomic of a buffer
+    named in ``mapping`` reading or writing the new name instead (declarations not touched)."""
+    if not mapping:
+        return node
+    r = _RenameBuffers(mapping)
+    return r.visit_block(node) if isinstance(node, tuple) else r.visit(node)
+
+
+# --------------------------------------------------------------------------- integer builders
+
+
+def int_add(a: n.Expr, b: n.Expr) -> n.Expr:
+    """``a + b`` on integers: ``x + 0`` -> ``x``, constants added, ``x + -4`` -> ``x - 4``."""
+    if isinstance(b, n.Const) and b.value == 0:
+        return a
+    if isinstance(a, n.Const) and a.value == 0:
+        return b
+    if isinstance(a, n.Const) and isinstance(b, n.Const):
+        return n.Const(int(a.value) + int(b.value), a.type)
+    if isinstance(b, n.Const) and b.value < 0:
+        return n.Binary("sub", a, n.Const(-int(b.value), b.type))
+    return n.Binary("add", a, b)
+
+
+def int_sub(a: n.Expr, b: n.Expr) -> n.Expr:
+    """``a - b`` on integers; a constant ``b`` goes through ``int_add`` (``x - 0`` -> ``x``)."""
+    if isinstance(b, n.Const):
+        return int_add(a, n.Const(-int(b.value), b.type))
+    return n.Binary("sub", a, b)
+
+
+def int_scale(a: n.Expr, k: int) -> n.Expr:
+    """``a * k`` on integers: ``x * 1`` -> ``x``, a constant ``a`` multiplied out."""
+    if k == 1:
+        return a
+    if isinstance(a, n.Const):
+        return n.Const(int(a.value) * k, a.type)
+    return n.Binary("mul", a, n.Const(k, a.type))
+
+
+def fold_min(xs: Sequence[n.Expr], ty: ScalarType) -> n.Expr:
+    """``min(min(x0, x1), x2) ...`` (left fold; one operand: itself)."""
+    return _fold("min", xs, ty)
+
+
+def fold_max(xs: Sequence[n.Expr], ty: ScalarType) -> n.Expr:
+    """``max(max(x0, x1), x2) ...`` (left fold; one operand: itself)."""
+    return _fold("max", xs, ty)
+
+
+def _fold(fn: str, xs: Sequence[n.Expr], ty: ScalarType) -> n.Expr:
+    if not xs:
+        raise ValueError(f"{fn} of no operands")
+    out = xs[0]
+    for x in xs[1:]:
+        out = n.Call(fn, (out, x), ty)
+    return out

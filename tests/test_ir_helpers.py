@@ -1,0 +1,135 @@
+"""The shared IR helper library: jumps (polypy/ir/jumps.py), renaming and folding builders
+(polypy/ir/rewrite.py), thread uniformity (polypy/analysis/uniformity.py)."""
+from __future__ import annotations
+
+import pytest
+
+from polypy.analysis.uniformity import thread_uniform
+from polypy.ir import nodes as n
+from polypy.ir import parse_kernel, print_kernel
+from polypy.ir.jumps import escape_kinds, escaping_jumps, first_escaping_jump, jumps_out
+from polypy.ir.rewrite import fold_max, fold_min, int_add, int_scale, int_sub, rename_buffers, rename_locals
+from polypy.ir.types import F32, I32, I64, U32
+
+LOOP = """kernel k(n: i32, x: f32*) {
+  for i: i32 = 0 to n step 1 {
+    if (i > 3) {
+      continue
+    } else {
+      if (i > 5) {
+        break
+      }
+    }
+    for j: i32 = 0 to n step 1 {
+      if (j > 2) {
+        break
+      }
+      if (j > 7) {
+        return
+      }
+    }
+    while (n > 2) {
+      continue
+    }
+  }
+}"""
+
+
+def _loop_body() -> tuple[n.Stmt, ...]:
+    loop = parse_kernel(LOOP).body[0]
+    assert isinstance(loop, n.For)
+    return loop.body
+
+
+def test_jumps_of_a_loop_body_nested_loops_own_their_break_and_continue():
+    body = _loop_body()
+    found = list(escaping_jumps(body))
+    assert [type(s) for s in found] == [n.Continue, n.Break, n.Return]  # source order
+    assert [s.loc.line for s in found] == [4, 7, 15]
+    assert escape_kinds(body) == {"break", "continue", "return"}
+    assert jumps_out(body, n.Break) and jumps_out(body, n.Continue)
+    assert first_escaping_jump(body, n.Return).loc.line == 15
+    # the inner loop alone: its break and continue stay inside it, only the return leaves
+    inner = body[1]
+    assert escape_kinds(inner) == {"return"}
+    assert not jumps_out(inner, n.Break, n.Continue)
+    assert escape_kinds(body[2]) == set()
+    # a jump statement alone leaves itself; a block without jumps leaves nothing
+    assert first_escaping_jump(n.Break()) is not None
+    assert list(escaping_jumps(())) == []
+    assert escape_kinds(body[0].then) == {"continue"}
+
+
+def test_rename_locals_renames_every_place_a_local_name_stands():
+    k = parse_kernel("""kernel k(n: i32, x: i32*) {
+  var a: i32 = n
+  a = a + 1
+  for i: i32 = 0 to a step 1 {
+    b = atomic.add x[i], a
+  }
+  c = shfl.idx(4294967295u, a, 0, 32)
+  d = vote.any(4294967295u, a > 0)
+}""")
+    out = rename_locals(k, {"a": "a2", "i": "i2", "b": "b2", "c": "c2", "d": "d2", "x": "not_a_local"})
+    assert print_kernel(out) == print_kernel(parse_kernel("""kernel k(n: i32, x: i32*) {
+  var a2: i32 = n
+  a2 = a2 + 1
+  for i2: i32 = 0 to a2 step 1 {
+    b2 = atomic.add x[i2], a2
+  }
+  c2 = shfl.idx(4294967295u, a2, 0, 32)
+  d2 = vote.any(4294967295u, a2 > 0)
+}"""))
+    # unchanged: the same object, also for a tuple of statements
+    assert rename_locals(k, {"zz": "yy"}) is k
+    assert rename_locals(k.body, {"zz": "yy"}) is k.body
+    assert rename_locals(k, {}) is k
+    assert rename_locals(k.body, {"a": "q"})[0].name == "q"
+
+
+def test_rename_buffers_renames_loads_stores_and_atomics_only():
+    k = parse_kernel("""kernel k(x: f32*, y: f32*) {
+  var t: u32 = threadIdx.x
+  y[t] = x[t] + y[t]
+  atomic.add x[0u], 1.0f
+}""")
+    out = rename_buffers(k, {"x": "x_copy"})
+    text = print_kernel(out)
+    assert "x_copy[t]" in text and "atomic.add x_copy[0u]" in text and "y[t] = " in text
+    assert "x: f32*" in text  # parameters are not touched
+    assert rename_buffers(k, {"z": "w"}) is k
+    assert rename_buffers(k.body, {"z": "w"}) is k.body
+
+
+def test_integer_builders_fold_the_obvious():
+    x = n.Var("x", I64)
+    c = lambda v: n.Const(v, I64)  # noqa: E731
+    assert int_add(x, c(0)) is x and int_add(c(0), x) is x
+    assert int_add(c(2), c(3)) == c(5)
+    assert int_add(x, c(-4)) == n.Binary("sub", x, c(4))
+    assert int_add(x, c(4)) == n.Binary("add", x, c(4))
+    assert int_sub(x, c(4)) == n.Binary("sub", x, c(4))
+    assert int_sub(x, c(-4)) == n.Binary("add", x, c(4))
+    assert int_sub(x, c(0)) is x
+    assert int_sub(c(7), x) == n.Binary("sub", c(7), x)
+    assert int_scale(x, 1) is x
+    assert int_scale(c(6), 3) == c(18)
+    assert int_scale(x, 3) == n.Binary("mul", x, c(3))
+    y, z = n.Var("y", I64), n.Var("z", I64)
+    assert fold_max([x], I64) is x
+    assert fold_max([x, y, z], I64) == n.Call("max", (n.Call("max", (x, y), I64), z), I64)
+    assert fold_min([x, y], I32) == n.Call("min", (x, y), I32)
+    with pytest.raises(ValueError):
+        fold_min([], I64)
+
+
+def test_thread_uniform():
+    t = n.ThreadIdx(0)
+    v, w = n.Var("v", U32), n.Var("w", U32)
+    assert thread_uniform(n.Binary("add", v, n.BlockIdx(0)), divergent={"w"})
+    assert not thread_uniform(n.Binary("add", v, t), divergent=set())
+    assert not thread_uniform(n.Binary("add", v, w), divergent={"w"})
+    shared = n.Load("s", (v,), F32)
+    assert thread_uniform(shared, divergent=set(), local_buffers={"p"})
+    assert not thread_uniform(n.Load("p", (v,), F32), divergent=set(), local_buffers={"p"})
+    assert not thread_uniform(n.Load("s", (t,), F32), divergent=set())
