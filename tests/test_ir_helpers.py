@@ -85,6 +85,10 @@ def test_rename_locals_renames_every_place_a_local_name_stands():
     assert rename_locals(k.body, {"zz": "yy"}) is k.body
     assert rename_locals(k, {}) is k
     assert rename_locals(k.body, {"a": "q"})[0].name == "q"
+    # values: other reads replaced in the same walk, the replacement not renamed again
+    a, n_ = n.Var("a", I32), n.Var("n", I32)
+    out = rename_locals(k.body[:2], {"a": "a2"}, values={n_: n.Binary("add", a, a)})
+    assert out[0].init == n.Binary("add", a, a) and out[1].value == n.Binary("add", n.Var("a2", I32), n.Const(1, I32))
 
 
 def test_rename_buffers_renames_loads_stores_and_atomics_only():

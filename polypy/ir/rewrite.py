@@ -25,12 +25,15 @@ class _RenameLocals(Mutator):
     """Renames a local everywhere it appears: uses (``Var``), declarations, assignments, loop
     variables and the destinations of atomics and warp operations."""
 
-    def __init__(self, mapping: Mapping[str, str]):
+    def __init__(self, mapping: Mapping[str, str], values: Mapping[n.Expr, n.Expr]):
         self.mapping = mapping
+        self.values = values
 
     def visit_Var(self, e: n.Var) -> n.Expr:
         new = self.mapping.get(e.name)
-        return e if new is None or new == e.name else n.Var(new, e.vtype, loc=e.loc)
+        if new is None:
+            return self.values.get(e, e)
+        return e if new == e.name else n.Var(new, e.vtype, loc=e.loc)
 
     def _renamed(self, s: Any, field: str) -> Any:
         s = self.generic_visit(s)
@@ -57,12 +60,15 @@ class _RenameLocals(Mutator):
         return self._renamed(s, "dest")
 
 
-def rename_locals(node: Any, mapping: Mapping[str, str]) -> Any:
+def rename_locals(node: Any, mapping: Mapping[str, str], values: Mapping[n.Expr, n.Expr] | None = None) -> Any:
     """``node`` (a node or a tuple of statements) with the locals named in ``mapping`` renamed
-    everywhere; buffers and parameters of pointer type are not locals and keep their names."""
-    if not mapping:
+    everywhere; buffers and parameters of pointer type are not locals and keep their names.
+
+    ``values``: reads (``Var`` keys) of names not in ``mapping`` replaced by an expression, in
+    the same walk (a replacement is not renamed again)."""
+    if not mapping and not values:
         return node
-    r = _RenameLocals(mapping)
+    r = _RenameLocals(mapping, values or {})
     return r.visit_block(node) if isinstance(node, tuple) else r.visit(node)
 
 
