@@ -34,6 +34,9 @@ from collections.abc import Callable, Mapping
 
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
+from polypy.ir.rewrite import int_add as add
+from polypy.ir.rewrite import int_scale as mul
+from polypy.ir.rewrite import int_sub as sub
 from polypy.ir.types import BOOL, I64, U32, ScalarType
 from polypy.ir.visitor import walk
 
@@ -298,32 +301,6 @@ def i64(e: n.Expr) -> n.Expr:
 
 def const64(v: int) -> n.Expr:
     return n.Const(v, I64)
-
-
-def add(a: n.Expr, b: n.Expr) -> n.Expr:
-    if isinstance(b, n.Const) and b.value == 0:
-        return a
-    if isinstance(a, n.Const) and a.value == 0:
-        return b
-    if isinstance(a, n.Const) and isinstance(b, n.Const):
-        return n.Const(int(a.value) + int(b.value), a.type)
-    if isinstance(b, n.Const) and b.value < 0:
-        return n.Binary("sub", a, n.Const(-int(b.value), b.type))
-    return n.Binary("add", a, b)
-
-
-def sub(a: n.Expr, b: n.Expr) -> n.Expr:
-    if isinstance(b, n.Const):
-        return add(a, n.Const(-int(b.value), b.type))
-    return n.Binary("sub", a, b)
-
-
-def mul(a: n.Expr, k: int) -> n.Expr:
-    if k == 1:
-        return a
-    if isinstance(a, n.Const):
-        return n.Const(int(a.value) * k, a.type)
-    return n.Binary("mul", a, n.Const(k, a.type))
 
 
 def linear_ir(lin: Linear) -> n.Expr:
