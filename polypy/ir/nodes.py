@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import field
-from typing import Union
+from typing import ClassVar, Union
 
 from polypy.errors import Loc, UserError
 from polypy.ir.types import BOOL, U32, PointerType, ScalarType, normalize_value
@@ -31,6 +31,15 @@ _node = dataclasses.dataclass(frozen=True, slots=True)
 
 @_node
 class Node:
+    """Base of every IR node.
+
+    ``CHILDREN`` (a class attribute, not a field) names, in evaluation order, the fields that
+    hold nodes or tuples of nodes (``None`` allowed): the ``Visitor`` and ``Mutator`` walk
+    exactly these. Every class with child fields lists them; the others inherit ``()``.
+    """
+
+    CHILDREN: ClassVar[tuple[str, ...]] = ()
+
     loc: Loc | None = field(default=None, compare=False, kw_only=True, repr=False)
 
 
@@ -114,6 +123,8 @@ BINARY_OPS = ARITH_OPS + BIT_OPS + COMPARE_OPS + LOGIC_OPS
 class Unary(Expr):
     """``neg`` (-x), ``not`` (!x on bool), ``bnot`` (~x on integers)."""
 
+    CHILDREN = ("x",)
+
     op: str
     x: Expr
 
@@ -130,6 +141,8 @@ class Binary(Expr):
     evaluate ``b`` only when ``a`` does not decide the result (C's ``&&``/``||``).
     """
 
+    CHILDREN = ("a", "b")
+
     op: str
     a: Expr
     b: Expr
@@ -145,6 +158,8 @@ class Binary(Expr):
 class Select(Expr):
     """``cond ? a : b``; only the chosen operand is evaluated (it may load out of bounds otherwise)."""
 
+    CHILDREN = ("cond", "a", "b")
+
     cond: Expr
     a: Expr
     b: Expr
@@ -157,6 +172,8 @@ class Select(Expr):
 @_node
 class Cast(Expr):
     """C conversion of ``x`` to ``to`` (float→int truncates toward zero; int→bool is ``!= 0``)."""
+
+    CHILDREN = ("x",)
 
     to: ScalarType
     x: Expr
@@ -174,6 +191,8 @@ class Call(Expr):
     ``exp``); ``rtype`` and the argument types say which precision. See ``polypy.ir.mathfns``.
     """
 
+    CHILDREN = ("args",)
+
     fn: str
     args: tuple[Expr, ...]
     rtype: ScalarType
@@ -186,6 +205,8 @@ class Call(Expr):
 @_node
 class Load(Expr):
     """``buffer[index...]``. Pointer parameters take one index; arrays one per dimension."""
+
+    CHILDREN = ("index",)
 
     buffer: str
     index: tuple[Expr, ...]
@@ -208,6 +229,8 @@ class Stmt(Node):
 class Decl(Stmt):
     """Declares the local scalar ``name`` (unique in the kernel), optionally initialized."""
 
+    CHILDREN = ("init",)
+
     name: str
     vtype: ScalarType
     init: Expr | None = None
@@ -215,12 +238,16 @@ class Decl(Stmt):
 
 @_node
 class Assign(Stmt):
+    CHILDREN = ("value",)
+
     name: str
     value: Expr
 
 
 @_node
 class Store(Stmt):
+    CHILDREN = ("index", "value")
+
     buffer: str
     index: tuple[Expr, ...]
     value: Expr
@@ -236,6 +263,8 @@ class AtomicRMW(Stmt):
     ``cas``: ``old == compare ? value : old`` is stored. ``inc``/``dec`` are CUDA's wrapping
     ``atomicInc``/``atomicDec`` with ``value`` as the limit.
     """
+
+    CHILDREN = ("index", "value", "compare")
 
     op: str
     buffer: str
@@ -257,6 +286,8 @@ SHUFFLE_MODES = ("idx", "up", "down", "xor")
 class Shuffle(Stmt):
     """``dest = __shfl[_mode]_sync(mask, value, lane_or_delta, width)`` over 32-lane warps."""
 
+    CHILDREN = ("value", "lane", "width", "mask")
+
     dest: str
     mode: str
     value: Expr
@@ -272,6 +303,8 @@ VOTE_MODES = ("ballot", "any", "all", "activemask")
 class Vote(Stmt):
     """``dest = __ballot_sync / __any_sync / __all_sync (mask, pred)`` or ``__activemask()``."""
 
+    CHILDREN = ("pred", "mask")
+
     dest: str
     mode: str
     pred: Expr
@@ -280,6 +313,8 @@ class Vote(Stmt):
 
 @_node
 class If(Stmt):
+    CHILDREN = ("cond", "then", "orelse")
+
     cond: Expr
     then: tuple[Stmt, ...]
     orelse: tuple[Stmt, ...] = ()
@@ -298,6 +333,8 @@ class For(Stmt):
     loop over the threads of a block: its iterations are independent.
     """
 
+    CHILDREN = ("start", "stop", "step", "body")
+
     var: str
     vtype: ScalarType
     start: Expr
@@ -310,6 +347,8 @@ class For(Stmt):
 @_node
 class While(Stmt):
     """``while (cond) { body; update }`` where ``continue`` in ``body`` jumps to ``update``."""
+
+    CHILDREN = ("cond", "body", "update")
 
     cond: Expr
     body: tuple[Stmt, ...]
@@ -352,6 +391,8 @@ class Buffer(Node):
     Shapes are expressions: constants in GPU form; CPU-form buffers may use ``BlockDim``.
     """
 
+    CHILDREN = ("shape",)
+
     name: str
     elem: ScalarType
     shape: tuple[Expr, ...] | None
@@ -383,6 +424,8 @@ class Kernel(Node):
     (``blockIdx`` is the coarse block's first block; ``gridDim`` and ``blockDim`` keep their
     meaning), and the body does the work of the blocks of the grid from there (see
     ``gpu2cpu.coarsen_blocks``, ``docs/ir.md``)."""
+
+    CHILDREN = ("params", "buffers", "body", "source_params")
 
     name: str
     params: tuple[Param, ...]
@@ -437,6 +480,8 @@ class UnknownKernel(UserError, KeyError):
 @_node
 class Module(Node):
     """What one source file gives: its kernels, module-level arrays and (optionally) host code."""
+
+    CHILDREN = ("kernels", "globals")
 
     kernels: tuple[Kernel, ...]
     globals: tuple[Buffer, ...] = ()

@@ -1,13 +1,35 @@
 """One generic ``Visitor`` and one ``Mutator`` for the IR.
 
-Both dispatch on ``visit_<ClassName>`` (looked up once per class and cached) and fall back to
-``generic_visit``, which walks the child fields found from the dataclass definition. No pass
-walks children by hand.
+Both dispatch on ``visit_<ClassName>`` (looked up once per class, most specific class first,
+and cached) and fall back to ``generic_visit``, which walks the node's ``CHILDREN`` (the child
+field names each node class lists in ``polypy.ir.nodes``). No pass walks children by hand.
 
 The ``Mutator`` rebuilds a node only when a child changed (``result is node`` means "no
 change"), so sharing is preserved and a pass can tell cheaply whether it did anything. In a
 statement list a ``visit_*`` may return one statement, a tuple of statements (spliced in place)
 or ``None`` (deleted).
+
+Scoped hooks (both classes), so that passes keep loop stacks and facts without recursing by
+hand; each is optional and costs nothing when absent:
+
+* ``enter_<ClassName>(node)`` / ``exit_<ClassName>(node)``: run around the whole visit of a
+  node of that class (most specific class first, like ``visit_*``), whether the node is handled
+  by ``generic_visit`` or by an overriding ``visit_<ClassName>``; ``exit_*`` gets the original
+  node and runs even when the visit raises.
+* ``enter_field(node, name)`` / ``exit_field(node, name)``: run by ``generic_visit`` around the
+  visit of each child field, e.g. to assume ``cond`` inside ``If.then`` and ``!cond`` inside
+  ``If.orelse``, or to know that ``For.var`` is in scope in ``body`` but not in ``stop``.
+
+Order for ``for (...) { s }`` visited by a ``Mutator`` with every hook::
+
+    enter_For(loop)
+      enter_field(loop, "start") ... exit_field(loop, "start")    (likewise stop, step)
+      enter_field(loop, "body")  enter_<S>(s) ... exit_<S>(s)  exit_field(loop, "body")
+    exit_For(loop)
+
+``rebuild(node, **fields)`` is the identity-preserving ``dataclasses.replace`` for passes that
+rebuild a node themselves: it returns ``node`` when every new value is the old one (tuples:
+item by item).
 """
 from __future__ import annotations
 
@@ -16,28 +38,14 @@ from typing import Any, Callable, Iterator
 
 from polypy.ir.nodes import Expr, Node, Stmt
 
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
-
 
 def child_fields(cls: type) -> tuple[str, ...]:
-    """Names of the fields of ``cls`` that hold nodes or tuples of nodes."""
-    cached = _CHILD_FIELDS.get(cls)
-    if cached is not None:
-        return cached
-    names = []
-    for f in dataclasses.fields(cls):
-        if f.name == "loc":
-            continue
-        annotation = str(f.type)
-        if any(word in annotation for word in ("Expr", "Stmt", "Param", "Buffer", "Kernel", "SourceParam")):
-            names.append(f.name)
-    result = tuple(names)
-    _CHILD_FIELDS[cls] = result
-    return result
+    """Names of the fields of ``cls`` that hold nodes or tuples of nodes (``cls.CHILDREN``)."""
+    return cls.CHILDREN  # type: ignore[attr-defined]
 
 
 def iter_children(node: Node) -> Iterator[Node]:
-    for name in child_fields(type(node)):
+    for name in node.CHILDREN:
         value = getattr(node, name)
         if isinstance(value, Node):
             yield value
@@ -47,26 +55,91 @@ def iter_children(node: Node) -> Iterator[Node]:
                     yield item
 
 
-class Visitor:
-    """Read-only traversal. Override ``visit_<ClassName>``; call ``generic_visit`` to recurse."""
+def _same(old: Any, new: Any) -> bool:
+    if new is old:
+        return True
+    if isinstance(old, tuple) and isinstance(new, tuple) and len(old) == len(new):
+        return all(a is b for a, b in zip(old, new))
+    return False
 
-    _dispatch_cache: dict[tuple[type, type], Callable[..., Any]]
+
+def rebuild(node: Node, **fields: Any) -> Any:
+    """``dataclasses.replace(node, **fields)``, or ``node`` itself when nothing changed.
+
+    A value counts as unchanged when it *is* the old one, or is a tuple of the very same items
+    (so ``tuple(f(x) for x in old)`` with ``f`` changing nothing keeps ``node``).
+    """
+    changes = {name: value for name, value in fields.items() if not _same(getattr(node, name), value)}
+    if not changes:
+        return node
+    return dataclasses.replace(node, **changes)
+
+
+class _Traversal:
+    """Dispatch and hooks shared by ``Visitor`` and ``Mutator``."""
+
+    # (type(self), type(node)) -> (visit method, enter hook or None, exit hook or None)
+    _dispatch_cache: dict[tuple[type, type], tuple[Callable[..., Any], Any, Any]]
+    _field_hooks: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._dispatch_cache = {}
+        cls._field_hooks = (getattr(cls, "enter_field") is not _Traversal.enter_field
+                            or getattr(cls, "exit_field") is not _Traversal.exit_field)
+
+    def _methods(self, cls: type) -> tuple[Callable[..., Any], Any, Any]:
+        key = (type(self), cls)
+        found = self._dispatch_cache.get(key)
+        if found is None:
+            found = (_find_method(type(self), cls, "visit_", "generic_visit"),
+                     _find_method(type(self), cls, "enter_", None),
+                     _find_method(type(self), cls, "exit_", None))
+            self._dispatch_cache[key] = found
+        return found
 
     def visit(self, node: Node) -> Any:
-        cls = type(node)
-        method = self._dispatch_cache.get((type(self), cls))
-        if method is None:
-            method = _find_method(type(self), cls, "generic_visit")
-            self._dispatch_cache[(type(self), cls)] = method
-        return method(self, node)
+        method, enter, exit_ = self._methods(type(node))
+        if enter is None and exit_ is None:
+            return method(self, node)
+        if enter is not None:
+            enter(self, node)
+        if exit_ is None:
+            return method(self, node)
+        try:
+            return method(self, node)
+        finally:
+            exit_(self, node)
+
+    def enter_field(self, node: Node, name: str) -> None:
+        """Called before ``generic_visit`` visits child field ``name`` of ``node``."""
+
+    def exit_field(self, node: Node, name: str) -> None:
+        """Called after ``generic_visit`` visited child field ``name`` of ``node``."""
+
+
+_Traversal._dispatch_cache = {}
+
+
+class Visitor(_Traversal):
+    """Read-only traversal. Override ``visit_<ClassName>``; call ``generic_visit`` to recurse."""
 
     def generic_visit(self, node: Node) -> None:
-        for child in iter_children(node):
-            self.visit(child)
+        hooks = self._field_hooks
+        for name in node.CHILDREN:
+            value = getattr(node, name)
+            if value is None:
+                continue
+            if hooks:
+                self.enter_field(node, name)
+            if isinstance(value, Node):
+                self.visit(value)
+            else:
+                for item in value:
+                    if isinstance(item, Node):
+                        self.visit(item)
+            if hooks:
+                self.exit_field(node, name)
 
     def visit_all(self, nodes: tuple[Node, ...]) -> None:
         for n in nodes:
@@ -76,36 +149,29 @@ class Visitor:
 Visitor._dispatch_cache = {}
 
 
-class Mutator:
+class Mutator(_Traversal):
     """Rebuilding traversal; see the module docstring for the statement-list protocol."""
 
-    _dispatch_cache: dict[tuple[type, type], Callable[..., Any]]
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._dispatch_cache = {}
-
-    def visit(self, node: Node) -> Any:
-        cls = type(node)
-        method = self._dispatch_cache.get((type(self), cls))
-        if method is None:
-            method = _find_method(type(self), cls, "generic_visit")
-            self._dispatch_cache[(type(self), cls)] = method
-        return method(self, node)
-
     def generic_visit(self, node: Node) -> Node:
-        changes: dict[str, Any] = {}
-        for name in child_fields(type(node)):
+        changes: dict[str, Any] | None = None
+        hooks = self._field_hooks
+        for name in node.CHILDREN:
             old = getattr(node, name)
+            if old is None:
+                continue
+            if hooks:
+                self.enter_field(node, name)
             if isinstance(old, Node):
                 new = self.visit(old)
-                if new is not old:
-                    changes[name] = new
-            elif isinstance(old, tuple):
-                new_tuple = self.visit_tuple(old)
-                if new_tuple is not old:
-                    changes[name] = new_tuple
-        if not changes:
+            else:
+                new = self.visit_tuple(old)
+            if hooks:
+                self.exit_field(node, name)
+            if new is not old:
+                if changes is None:
+                    changes = {}
+                changes[name] = new
+        if changes is None:
             return node
         return dataclasses.replace(node, **changes)
 
@@ -137,15 +203,15 @@ class Mutator:
 Mutator._dispatch_cache = {}
 
 
-def _find_method(visitor_cls: type, node_cls: type, fallback: str) -> Callable[..., Any]:
+def _find_method(visitor_cls: type, node_cls: type, prefix: str, fallback: str | None) -> Any:
     # Most specific class first: visit_ThreadIdx before visit_GpuIndex before generic_visit.
     for klass in node_cls.__mro__:
-        method = getattr(visitor_cls, "visit_" + klass.__name__, None)
+        method = getattr(visitor_cls, prefix + klass.__name__, None)
         if method is not None:
             return method
         if klass is Node:
             break
-    return getattr(visitor_cls, fallback)
+    return getattr(visitor_cls, fallback) if fallback is not None else None
 
 
 # --------------------------------------------------------------------------- small helpers

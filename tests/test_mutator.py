@@ -1,0 +1,276 @@
+"""The Visitor/Mutator contract: explicit child lists, scoped hooks, identity when nothing changes.
+
+* every node class lists the fields that hold nodes (``CHILDREN``), and only those;
+* ``enter_*``/``exit_*`` and ``enter_field``/``exit_field`` hooks fire in order and nest;
+* a Mutator that changes nothing returns the very same object, for every sample kernel in GPU
+  and CPU form;
+* every pass of the driver's pipelines that has nothing (more) to do returns its input object:
+  each pass is applied a second time to its own output, and where that second run gives a
+  structurally equal kernel it must be the same object (``is``), not a rebuilt copy.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import textwrap
+import typing
+
+import pytest
+
+from polypy.ir import nodes as n
+from polypy.ir import parse_kernel
+from polypy.ir.visitor import Mutator, Visitor, rebuild, walk
+from samples.spec import all_samples
+
+SAMPLES = all_samples()
+
+
+def _node_classes() -> list[type]:
+    return [c for c in vars(n).values() if isinstance(c, type) and issubclass(c, n.Node)]
+
+
+def _holds_nodes(hint: object) -> bool:
+    if isinstance(hint, type):
+        return issubclass(hint, n.Node)
+    return any(_holds_nodes(a) for a in typing.get_args(hint) if a is not Ellipsis)
+
+
+@pytest.mark.parametrize("cls", _node_classes(), ids=lambda c: c.__name__)
+def test_children_are_exactly_the_node_fields(cls):
+    hints = typing.get_type_hints(cls, vars(n))
+    fields = [f.name for f in dataclasses.fields(cls) if f.name != "loc"]
+    expected = tuple(name for name in fields if _holds_nodes(hints[name]))
+    assert cls.CHILDREN == expected  # in field (evaluation) order
+    assert "CHILDREN" not in {f.name for f in dataclasses.fields(cls)}
+
+
+KERNEL = """
+kernel k(n: i32, x: f32*) {
+  for i: i32 = 0 to n step 1 {
+    if (i < 3) {
+      x[i] = 1.0f
+    } else {
+      for j: i32 = 0 to i step 1 {
+        x[j] = 2.0f
+      }
+    }
+  }
+}
+"""
+
+
+class _Recorder(Mutator):
+    """Keeps a loop stack and a fact list with hooks only; records what each store saw."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.loops: list[str] = []
+        self.facts: list[str] = []
+        self.seen: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
+
+    def enter_For(self, s: n.For) -> None:
+        self.events.append(f"enter for {s.var}")
+
+    def exit_For(self, s: n.For) -> None:
+        self.events.append(f"exit for {s.var}")
+
+    def enter_field(self, node: n.Node, name: str) -> None:
+        if isinstance(node, n.For) and name == "body":
+            self.loops.append(node.var)
+        if isinstance(node, n.If) and name in ("then", "orelse"):
+            self.facts.append(("" if name == "then" else "!") + "cond")
+
+    def exit_field(self, node: n.Node, name: str) -> None:
+        if isinstance(node, n.For) and name == "body":
+            assert self.loops.pop() == node.var
+        if isinstance(node, n.If) and name in ("then", "orelse"):
+            self.facts.pop()
+
+    def enter_Stmt(self, s: n.Stmt) -> None:  # the most specific hook wins: not For
+        self.events.append(f"enter {type(s).__name__}")
+
+    def visit_Store(self, s: n.Store) -> n.Stmt:
+        index = s.index[0]
+        assert isinstance(index, n.Var)
+        self.seen.append((index.name, tuple(self.loops), tuple(self.facts)))
+        return self.generic_visit(s)
+
+
+def test_hooks_fire_in_order_with_scopes():
+    kernel = parse_kernel(textwrap.dedent(KERNEL))
+    r = _Recorder()
+    assert r.visit(kernel) is kernel
+    assert r.events == ["enter for i", "enter If", "enter Store", "enter for j", "enter Store",
+                        "exit for j", "exit for i"]
+    assert r.seen == [("i", ("i",), ("cond",)), ("j", ("i", "j"), ("!cond",))]
+    assert r.loops == [] and r.facts == []
+
+
+def test_loop_variable_is_not_in_scope_in_its_bounds():
+    kernel = parse_kernel(textwrap.dedent(KERNEL))
+
+    class Bounds(Visitor):
+        def __init__(self) -> None:
+            self.loops: list[str] = []
+            self.seen: list[tuple[str, tuple[str, ...]]] = []
+
+        def enter_field(self, node, name):
+            if isinstance(node, n.For) and name == "body":
+                self.loops.append(node.var)
+
+        def exit_field(self, node, name):
+            if isinstance(node, n.For) and name == "body":
+                self.loops.pop()
+
+        def visit_Var(self, e: n.Var) -> None:
+            self.seen.append((e.name, tuple(self.loops)))
+
+    b = Bounds()
+    b.visit(kernel)
+    # `j < i` is read in i's body but outside j's; x[j] inside both.
+    assert ("n", ()) in b.seen and ("i", ("i",)) in b.seen and ("j", ("i", "j")) in b.seen
+    assert all(not (name == "j" and "j" not in loops) for name, loops in b.seen)
+
+
+def test_exit_hook_runs_when_the_visit_raises():
+    kernel = parse_kernel(textwrap.dedent(KERNEL))
+
+    class Fails(Visitor):
+        def __init__(self) -> None:
+            self.depth = 0
+
+        def enter_For(self, s):
+            self.depth += 1
+
+        def exit_For(self, s):
+            self.depth -= 1
+
+        def visit_Store(self, s):
+            raise ValueError("stop")
+
+    f = Fails()
+    with pytest.raises(ValueError):
+        f.visit(kernel)
+    assert f.depth == 0
+
+
+def test_hooks_wrap_an_overriding_visit_method():
+    kernel = parse_kernel(textwrap.dedent(KERNEL))
+
+    class Count(Mutator):
+        def __init__(self) -> None:
+            self.stack: list[str] = []
+            self.max_depth = 0
+
+        def enter_For(self, s):
+            self.stack.append(s.var)
+            self.max_depth = max(self.max_depth, len(self.stack))
+
+        def exit_For(self, s):
+            self.stack.pop()
+
+        def visit_For(self, s):  # handled by hand, hooks still fire around it
+            assert self.stack[-1] == s.var
+            return self.generic_visit(s)
+
+    c = Count()
+    assert c.visit(kernel) is kernel
+    assert c.max_depth == 2 and c.stack == []
+
+
+def test_mutator_rebuilds_only_the_changed_path():
+    kernel = parse_kernel(textwrap.dedent(KERNEL))
+
+    class Twos(Mutator):
+        def visit_Const(self, e: n.Const) -> n.Expr:
+            return n.Const(3.0, e.ctype) if e.value == 2.0 else e
+
+    out = Twos().visit(kernel)
+    assert out is not kernel and out != kernel
+    loop = out.body[0]
+    assert loop.start is kernel.body[0].start and loop.stop is kernel.body[0].stop
+    assert loop.body[0].then is kernel.body[0].body[0].then  # untouched branch shared
+    assert loop.body[0].orelse is not kernel.body[0].body[0].orelse
+
+
+def test_rebuild_keeps_the_node_when_nothing_changed():
+    kernel = parse_kernel(textwrap.dedent(KERNEL))
+    loop = kernel.body[0]
+    assert rebuild(loop, body=tuple(loop.body), stop=loop.stop) is loop
+    assert rebuild(loop, body=loop.body + ()) is loop
+    equal_copy = n.Var(loop.var, loop.vtype)
+    changed = rebuild(loop, start=equal_copy)  # equal is not the same: rebuilt
+    assert changed is not loop and changed.start is equal_copy and changed.body is loop.body
+
+
+# --------------------------------------------------------------------------- over every sample
+
+
+@functools.cache
+def _gpu_kernels(name: str) -> tuple[n.Kernel, ...]:
+    from frontend import parse_file
+
+    from polypy.driver import GPU_PIPELINE
+    from polypy.passes import run_pipeline
+
+    s = next(s for s in SAMPLES if s.name == name)
+    module = parse_file(str(s.source), defines=dict(s.defines))
+    return tuple(run_pipeline(k, GPU_PIPELINE) for k in module.kernels)
+
+
+class _Nothing(Mutator):
+    pass
+
+
+class _HooksOnly(Mutator):
+    def __init__(self) -> None:
+        self.depth = 0
+
+    def enter_Stmt(self, s):
+        self.depth += 1
+
+    def exit_Stmt(self, s):
+        self.depth -= 1
+
+    def enter_field(self, node, name):
+        pass
+
+
+@pytest.mark.parametrize("name", [s.name for s in SAMPLES])
+def test_a_mutator_that_changes_nothing_returns_the_same_objects(name):
+    from polypy.driver import to_cpu
+
+    for kernel in _gpu_kernels(name):
+        cpu = to_cpu(kernel)
+        for k in (kernel, cpu):
+            assert _Nothing().visit(k) is k
+            hooks = _HooksOnly()
+            assert hooks.visit(k) is k and hooks.depth == 0
+            for node in walk(k):
+                assert _Nothing().visit(node) is node
+
+
+def _pipeline_passes():
+    from polypy.driver import GPU_PIPELINE, cpu_pipeline
+
+    return list(GPU_PIPELINE), list(cpu_pipeline(report=[]))
+
+
+@pytest.mark.parametrize("name", [s.name for s in SAMPLES])
+def test_every_pass_with_nothing_left_to_do_returns_its_input(name):
+    """Each pass runs again on its own output (same stage): an unchanged result is the input."""
+    from frontend import parse_file
+
+    s = next(s for s in SAMPLES if s.name == name)
+    gpu_passes, cpu_passes = _pipeline_passes()
+    checked = set()
+    for kernel in parse_file(str(s.source), defines=dict(s.defines)).kernels:
+        for p in gpu_passes + cpu_passes:
+            out = p.run(kernel)
+            if out.stage == kernel.stage:  # serialize-threads changes the stage: no second run
+                again = p.run(out)
+                if again == out:
+                    assert again is out, f"pass {p.name} rebuilt {kernel.name} without changing it"
+                    checked.add(p.name)
+            kernel = out
+    assert checked  # at least the simplifications have nothing left to do on their own output
