@@ -40,8 +40,10 @@ def test_children_are_exactly_the_node_fields(cls):
     hints = typing.get_type_hints(cls, vars(n))
     fields = [f.name for f in dataclasses.fields(cls) if f.name != "loc"]
     expected = tuple(name for name in fields if _holds_nodes(hints[name]))
-    assert cls.CHILDREN == expected  # in field (evaluation) order
-    assert "CHILDREN" not in {f.name for f in dataclasses.fields(cls)}
+    assert cls.CHILDREN == expected  # in field order
+    blocks = tuple(name for name in expected if hints[name] == tuple[n.Stmt, ...])
+    assert cls.BLOCKS == blocks
+    assert not {"CHILDREN", "BLOCKS"} & {f.name for f in dataclasses.fields(cls)}
 
 
 KERNEL = """
@@ -191,6 +193,38 @@ def test_mutator_rebuilds_only_the_changed_path():
     assert loop.start is kernel.body[0].start and loop.stop is kernel.body[0].stop
     assert loop.body[0].then is kernel.body[0].body[0].then  # untouched branch shared
     assert loop.body[0].orelse is not kernel.body[0].body[0].orelse
+
+
+def test_visit_block_sees_every_statement_list_with_its_field():
+    kernel = parse_kernel(textwrap.dedent(KERNEL))
+
+    class Blocks(Visitor):
+        def __init__(self) -> None:
+            self.fields: list[str] = ["body"]
+            self.blocks: list[tuple[str, int]] = []
+
+        def enter_field(self, node, name):
+            self.fields.append(name)
+
+        def exit_field(self, node, name):
+            self.fields.pop()
+
+        def visit_block(self, block):
+            self.blocks.append((self.fields[-1], len(block)))
+            super().visit_block(block)
+
+    b = Blocks()
+    b.visit_block(kernel.body)
+    assert b.blocks == [("body", 1), ("body", 1), ("then", 1), ("orelse", 1), ("body", 1)]
+
+    class Doubler(Mutator):  # a block-level rewrite: every store twice
+        def visit_block(self, block):
+            out = super().visit_block(block)
+            return tuple(x for s in out for x in ((s, s) if isinstance(s, n.Store) else (s,)))
+
+    doubled = Doubler().visit(kernel)
+    assert len(doubled.body[0].body[0].then) == 2 and len(doubled.body[0].body[0].orelse[0].body) == 2
+    assert doubled.body[0].start is kernel.body[0].start
 
 
 def test_rebuild_keeps_the_node_when_nothing_changed():

@@ -33,12 +33,15 @@ _node = dataclasses.dataclass(frozen=True, slots=True)
 class Node:
     """Base of every IR node.
 
-    ``CHILDREN`` (a class attribute, not a field) names, in evaluation order, the fields that
-    hold nodes or tuples of nodes (``None`` allowed): the ``Visitor`` and ``Mutator`` walk
-    exactly these. Every class with child fields lists them; the others inherit ``()``.
+    ``CHILDREN`` (a class attribute, not a field) names, in field order, the fields that hold
+    nodes or tuples of nodes (``None`` allowed): the ``Visitor`` and ``Mutator`` walk exactly
+    these. ``BLOCKS`` names those among them that are statement lists (``If.then``, ``For.body``,
+    ...), which the traversals hand to ``visit_block``. Every class with child fields lists
+    them; the others inherit ``()``.
     """
 
     CHILDREN: ClassVar[tuple[str, ...]] = ()
+    BLOCKS: ClassVar[tuple[str, ...]] = ()
 
     loc: Loc | None = field(default=None, compare=False, kw_only=True, repr=False)
 
@@ -314,6 +317,7 @@ class Vote(Stmt):
 @_node
 class If(Stmt):
     CHILDREN = ("cond", "then", "orelse")
+    BLOCKS = ("then", "orelse")
 
     cond: Expr
     then: tuple[Stmt, ...]
@@ -334,6 +338,7 @@ class For(Stmt):
     """
 
     CHILDREN = ("start", "stop", "step", "body")
+    BLOCKS = ("body",)
 
     var: str
     vtype: ScalarType
@@ -349,6 +354,7 @@ class While(Stmt):
     """``while (cond) { body; update }`` where ``continue`` in ``body`` jumps to ``update``."""
 
     CHILDREN = ("cond", "body", "update")
+    BLOCKS = ("body", "update")
 
     cond: Expr
     body: tuple[Stmt, ...]
@@ -426,6 +432,7 @@ class Kernel(Node):
     ``gpu2cpu.coarsen_blocks``, ``docs/ir.md``)."""
 
     CHILDREN = ("params", "buffers", "body", "source_params")
+    BLOCKS = ("body",)
 
     name: str
     params: tuple[Param, ...]

@@ -27,6 +27,11 @@ Order for ``for (...) { s }`` visited by a ``Mutator`` with every hook::
       enter_field(loop, "body")  enter_<S>(s) ... exit_<S>(s)  exit_field(loop, "body")
     exit_For(loop)
 
+Statement lists (the fields a node class names in ``BLOCKS``: ``If.then``/``orelse``,
+``For.body``, ``While.body``/``update``, ``Kernel.body``) go through ``visit_block``, which a pass
+overrides to rewrite a statement together with its siblings (e.g. ``if (c) {A; return} B``);
+with ``enter_field`` it knows which field the block is.
+
 ``rebuild(node, **fields)`` is the identity-preserving ``dataclasses.replace`` for passes that
 rebuild a node themselves: it returns ``node`` when every new value is the old one (tuples:
 item by item).
@@ -126,6 +131,7 @@ class Visitor(_Traversal):
 
     def generic_visit(self, node: Node) -> None:
         hooks = self._field_hooks
+        blocks = node.BLOCKS
         for name in node.CHILDREN:
             value = getattr(node, name)
             if value is None:
@@ -134,12 +140,19 @@ class Visitor(_Traversal):
                 self.enter_field(node, name)
             if isinstance(value, Node):
                 self.visit(value)
+            elif name in blocks:
+                self.visit_block(value)
             else:
                 for item in value:
                     if isinstance(item, Node):
                         self.visit(item)
             if hooks:
                 self.exit_field(node, name)
+
+    def visit_block(self, block: tuple[Stmt, ...]) -> None:
+        """A statement list (a field in ``BLOCKS``); override to see statements with siblings."""
+        for s in block:
+            self.visit(s)
 
     def visit_all(self, nodes: tuple[Node, ...]) -> None:
         for n in nodes:
@@ -155,6 +168,7 @@ class Mutator(_Traversal):
     def generic_visit(self, node: Node) -> Node:
         changes: dict[str, Any] | None = None
         hooks = self._field_hooks
+        blocks = node.BLOCKS
         for name in node.CHILDREN:
             old = getattr(node, name)
             if old is None:
@@ -163,6 +177,8 @@ class Mutator(_Traversal):
                 self.enter_field(node, name)
             if isinstance(old, Node):
                 new = self.visit(old)
+            elif name in blocks:
+                new = self.visit_block(old)
             else:
                 new = self.visit_tuple(old)
             if hooks:
@@ -197,6 +213,8 @@ class Mutator(_Traversal):
         return tuple(out) if changed else items
 
     def visit_block(self, block: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+        """A statement list (a field in ``BLOCKS``, or called directly); override to rewrite a
+        statement together with its siblings. Returns ``block`` itself when nothing changed."""
         return self.visit_tuple(block)
 
 
