@@ -52,10 +52,11 @@ def make_polypy_c_variant(sample: Sample, case: Case) -> Runner:
     """Frontend -> ``to_cpu`` -> ``codegen.c.build_library`` (cc with ``CFLAGS``) -> ctypes."""
     try:
         from codegen.c import build_library
-        from polypy.driver import load, to_cpu
+        from polypy.driver.pipelines import to_cpu
+        from polypy.driver.source import load
     except ImportError as e:
         raise Skip(f"the C/OpenMP backend is not available: {e}") from None
-    from polypy.driver import block_coarsener
+    from polypy.driver.coarsen import block_coarsener
 
     module = load(sample.source, defines=dict(sample.defines))
     cpu = to_cpu(module.kernel(sample.kernel))
@@ -68,7 +69,8 @@ def make_polypy_noopt_variant(sample: Sample, case: Case) -> Runner:
     """As ``polypy-c``, for ``to_cpu(kernel, optimize=False)``: the unoptimized translation."""
     try:
         from codegen.c import build_library
-        from polypy.driver import load, to_cpu
+        from polypy.driver.pipelines import to_cpu
+        from polypy.driver.source import load
     except ImportError as e:
         raise Skip(f"the C/OpenMP backend is not available: {e}") from None
     module = load(sample.source, defines=dict(sample.defines))

@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import polypy  # noqa: E402
-from polypy.driver import to_cpu  # noqa: E402
+from polypy.driver.pipelines import to_cpu  # noqa: E402
 from polypy.ir import nodes as n  # noqa: E402
 from polypy.ir.visitor import walk  # noqa: E402
 from samples.spec import all_samples  # noqa: E402

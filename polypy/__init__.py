@@ -13,7 +13,7 @@ Public API::
 from __future__ import annotations
 
 from polypy.api import compile
-from polypy.driver import load, parse
+from polypy.driver.source import load, parse
 from polypy.gradients import grad
 from polypy.errors import InternalError, Loc, PolypyError, UserError
 

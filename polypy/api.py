@@ -72,16 +72,16 @@ def compile(path: str | os.PathLike | None, *, defines: dict[str, str] | None = 
     again skips LLVM entirely. ``text``: the source itself; with ``path`` None, diagnostics name
     it ``<string>``.
     """
-    from polypy import driver
+    from polypy.driver import source
 
-    gpu = driver.load(path, defines=defines, include_dirs=tuple(include_dirs), text=text)
+    gpu = source.load(path, defines=defines, include_dirs=tuple(include_dirs), text=text)
     return CompiledModule.from_ir(gpu, threads=threads, specialize=specialize, coarsen=coarsen)
 
 
 def _to_cpu(gpu: n.Module) -> n.Module:
-    from polypy.driver import to_cpu
+    from polypy.driver.pipelines import lower_and_emit
 
-    return dataclasses.replace(gpu, kernels=tuple(to_cpu(k) for k in gpu.kernels))
+    return lower_and_emit(gpu, "cpu")
 
 
 class UnknownKernelError(UserError, AttributeError):
@@ -285,7 +285,7 @@ class CompiledKernel:
 
     def _compile_coarse(self, block: tuple[int, int, int], factor: int) -> Any:
         from codegen.llvm import compile_module
-        from polypy.driver import coarsen_for_block
+        from polypy.driver.coarsen import coarsen_for_block
         from polypy.passes.specialize import specialize_block_shape
 
         assert self.gpu is not None
@@ -340,7 +340,7 @@ class CompiledKernel:
         """The coarse kernel for ``block`` and what its checked variant checks: the pointer
         parameters of ``arrays``; where ``arrays`` has shared ones, every shared array of the coarse
         kernel -- the sliced ones (one slice per sub-block) slice by slice."""
-        from polypy.driver import coarsen_for_block
+        from polypy.driver.coarsen import coarsen_for_block
 
         assert self.gpu is not None
         kernel = coarsen_for_block(self.gpu, block=block, fine=fine, factor=factor)

@@ -11,7 +11,7 @@ from polypy.ir.printer import print_module
 
 
 def _load(args: argparse.Namespace) -> n.Module:
-    from polypy.driver import load
+    from polypy.driver.source import load
 
     return load(args.file, defines=_defines(args.defines), include_dirs=tuple(args.include_dirs))
 
@@ -55,34 +55,15 @@ def translate(args: argparse.Namespace) -> int:
     if whole_program and args.emit == "c":
         raise UserError(f"{module.source} has host code, which polypy keeps as C++: use --emit cpp for the whole "
                         "program, or --kernel NAME for the C code of one kernel")
-    from polypy.driver import to_cpu
+    from polypy.driver.pipelines import lower_and_emit
 
     report: list | None = [] if args.report else None
-    kernels = {k.name: to_cpu(k, optimize=not args.no_opt, report=report) for k in module.kernels}
+    text = lower_and_emit(module, args.emit, optimize=not args.no_opt, report=report, program=whole_program,
+                          threads=args.threads, check_bounds=args.check_bounds)
     if report is not None:  # warnings for stores that two threads of a launch race on
         from polypy.poly.write_conflicts import race_report
 
         report.extend(race_report(module))
-    if args.emit in ("llvm", "cpu-ir"):
-        cpu_module = dataclasses.replace(module, kernels=tuple(kernels.values()))
-        if args.emit == "llvm":
-            from codegen.llvm import emit_llvm_ir
-
-            text = emit_llvm_ir(cpu_module, optimize=not args.no_opt)
-        else:
-            text = print_module(cpu_module)
-        _print_report(report)
-        write_output(args.output, text, (args.file,))
-        return 0
-    if whole_program:
-        from codegen.c import emit_program
-
-        text = emit_program(module.host, kernels, threads=args.threads, check_bounds=args.check_bounds)
-    else:
-        from codegen.c import emit_kernels
-
-        text = emit_kernels(tuple(kernels.values()), module.globals, source=module.source, cpp=args.emit == "cpp",
-                            threads=args.threads, check_bounds=args.check_bounds)
     _print_report(report)
     write_output(args.output, text, (args.file,))
     return 0
@@ -151,7 +132,7 @@ def _run_sample(path, description, *, emulate: bool, threads: int) -> int:
     sample = getattr(mod, "SAMPLE", None)
     if sample is None:
         raise UserError(f"{description} does not define SAMPLE")
-    from polypy.driver import load
+    from polypy.driver.source import load
 
     module = load(path, defines=dict(sample.defines))
     kernel = module.kernel(sample.kernel)

@@ -3,10 +3,10 @@
 ::
 
     K (GPU form, after the driver's GPU pipeline)
-      │  before_ad_passes: shared-memory forwarding and barrier elimination (gpu2cpu, when
-      │             present), loop-invariant code motion (hoist_invariants), SIMPLIFY
+      │  pipelines.BEFORE_AD: shared-memory forwarding and barrier elimination (gpu2cpu),
+      │             loop-invariant code motion (hoist-invariants), SIMPLIFY
       ▼  autodiff.differentiate   (reverse: K_grad; forward: K_fwd)
-      │  AFTER_AD: constant folding, dead code
+      │  pipelines.AFTER_AD: constant folding, dead code
       ▼
     K_grad
 
@@ -25,33 +25,8 @@ from typing import Any
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
-from polypy.passes import SIMPLIFY, Pass, fold_constants, run_pipeline
-from polypy.passes.eliminate_dead_code import eliminate_dead_code
-from polypy.passes.hoist_invariants import hoist_invariants
-
-
-def before_ad_passes(*, optimize: bool = True) -> tuple[Pass, ...]:
-    """What runs on a kernel before it is differentiated."""
-    if not optimize:
-        return ()
-    from gpu2cpu.barriers import eliminate_barriers
-    from gpu2cpu.forward_shared import eliminate_dead_shared_stores, forward_shared_stores
-
-    # Forwarding first: it makes stores dead and then barriers removable (as gpu2cpu orders them).
-    return (
-        Pass("forward-shared-stores", forward_shared_stores),
-        Pass("eliminate-dead-shared-stores", eliminate_dead_shared_stores),
-        Pass("eliminate-barriers", eliminate_barriers),
-        Pass("hoist-invariants", lambda k: hoist_invariants(k, assume_noalias=True)),
-    ) + SIMPLIFY
-
-
-# After differentiation: fold and clean up, but keep the generated locals (trip counts, iteration
-# indices, reconstructed loop variables) named rather than forwarded into every use.
-AFTER_AD: tuple[Pass, ...] = (
-    Pass("fold-constants", fold_constants),
-    Pass("eliminate-dead-code", eliminate_dead_code),
-)
+from polypy.driver.pipelines import after_ad_pipeline, before_ad_pipeline
+from polypy.passes import run_pipeline
 
 
 def privacy_oracle(kernel: n.Kernel):
@@ -136,13 +111,13 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
     if any(k.name == new_name for k in module.kernels):
         raise UserError(f"the module already has a kernel named '{new_name}'", kernel.loc)
     wrt_t = tuple(wrt) if wrt is not None else None
-    kernel = run_pipeline(kernel, before_ad_passes(optimize=optimize))
+    kernel = run_pipeline(kernel, before_ad_pipeline(optimize=optimize))
     options = ReverseOptions(cache=cache, privacy=privacy, block_reductions=block_reductions, windows=windows,
                              max_tape=max_tape)
     result = differentiate(kernel, mode=mode, wrt=wrt_t, const=tuple(const), name=new_name, options=options,
                            report=report, privacy=privacy_oracle(kernel) if privacy else None,
                            windows=window_oracle(kernel) if windows else None)
-    return run_pipeline(result, AFTER_AD)
+    return run_pipeline(result, after_ad_pipeline())
 
 
 def grad_module(module: n.Module, name: str, **options) -> n.Module:
@@ -185,11 +160,9 @@ def gradient_source(module: n.Module, gradient: n.Kernel, *, defines: dict[str, 
 
 def gradient_cpp(module: n.Module, gradient: n.Kernel) -> str:
     """C++/OpenMP source of the module's kernels and ``gradient``, through the C backend."""
-    from codegen.c import emit_kernels
-    from polypy.driver import to_cpu
+    from polypy.driver.pipelines import lower_and_emit
 
-    kernels = tuple(to_cpu(k) for k in module.kernels + (gradient,))
-    return emit_kernels(kernels, module.globals, source=module.source, cpp=True)
+    return lower_and_emit(dataclasses.replace(module, kernels=module.kernels + (gradient,)), "cpp", program=False)
 
 
 def grad(kernel: Any, *, wrt=None, const=(), mode: str = "reverse", report: list | None = None, **options: Any):

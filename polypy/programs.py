@@ -67,10 +67,9 @@ def run_program(module: n.Module, *, emulate: bool = False, threads: int = 0, op
     with tempfile.TemporaryDirectory(prefix="polypy-run-") as tmp:
         directory = pathlib.Path(tmp)
         if not emulate:
-            from polypy.driver import to_cpu
+            from polypy.driver.pipelines import lower_and_emit
 
-            kernels = {k.name: to_cpu(k, optimize=optimize) for k in module.kernels}
-            source = emit_program(module.host, kernels, threads=threads)
+            source = lower_and_emit(module, "cpp", optimize=optimize, program=True, threads=threads)
             exe = _build(source, directory, ("-O2", "-fopenmp"), "program", name=module.source)
             sys.stdout.flush()
             return subprocess.run([str(exe), *argv]).returncode

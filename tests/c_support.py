@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from codegen.c import build_library, find_compiler
-from polypy.driver import GPU_PIPELINE, to_cpu
+from polypy.driver.pipelines import GPU_PIPELINE, to_cpu
 from polypy.emulator import emulate
 from polypy.ir import Kernel, parse_kernel
 from polypy.passes import run_pipeline

@@ -19,7 +19,8 @@ from c_support import copy_args, need_compiler
 from codegen.c import build_library
 from gpu2cpu.coarsen_blocks import coarsen_blocks, join_partial_blocks, plan_coarsening
 from polypy.coarsening import coarsening_pays, pays_in_c
-from polypy.driver import block_coarsener, coarsen_for_block, to_cpu
+from polypy.driver.coarsen import block_coarsener, coarsen_for_block
+from polypy.driver.pipelines import to_cpu
 from polypy.emulator import emulate
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n

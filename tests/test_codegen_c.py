@@ -16,7 +16,7 @@ from codegen.c import emit_kernel, emit_kernels, find_compiler
 from codegen.c.kernel import Options
 from codegen.c.render import MATH, literal
 from polypy.cli import main
-from polypy.driver import to_cpu
+from polypy.driver.pipelines import to_cpu
 from polypy.errors import InternalError
 from polypy.ir import F32, F64, I8, I32, I64, U8, U32, U64, nodes as n
 from polypy.ir.mathfns import MATH_FUNCTIONS
@@ -262,7 +262,7 @@ def test_bounds_checks_abort_with_the_access_and_location() -> None:
         sys.path.insert(0, "tests")
         from c_support import gpu_kernel
         from codegen.c import build_library
-        from polypy.driver import to_cpu
+        from polypy.driver.pipelines import to_cpu
         k = gpu_kernel('''kernel saxpy(n: i32, a: f32, x: const f32*, y: f32*) {
           var i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
           if (i < n) {

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from c_support import assert_same_as_emulator, copy_args, gpu_kernel, need_compiler, run_emulated
 from codegen.c import build_library, find_compiler
 from gpu2cpu.coarsen_blocks import plan_coarsening
-from polypy.driver import block_coarsener, to_cpu
+from polypy.driver.coarsen import block_coarsener
+from polypy.driver.pipelines import to_cpu
 from polypy.ir import nodes as n
 from polypy.ir.visitor import walk
 

@@ -10,7 +10,7 @@ from c_support import assert_same_as_emulator, gpu_kernel
 from gpu2cpu.lower_block_atomics import lower_block_atomics
 from gpu2cpu.serialize_threads import serialize_threads
 from gpu2cpu.thread_affine import counter_dim
-from polypy.driver import to_cpu
+from polypy.driver.pipelines import to_cpu
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import U32

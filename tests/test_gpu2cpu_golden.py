@@ -29,7 +29,7 @@ from c_support import need_compiler
 from codegen.c import build_library
 from gpu2cpu.lower_block_atomics import lower_block_atomics
 from gpu2cpu.serialize_threads import serialize_threads
-from polypy.driver import GPU_PIPELINE
+from polypy.driver.pipelines import GPU_PIPELINE
 from golden_files import UPDATE, parse_input, read_sections, write_sections
 from polypy.emulator import emulate
 from polypy.ir import print_kernel, verify_kernel

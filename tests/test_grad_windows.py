@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from autodiff import Accumulation
-from polypy.gradients import before_ad_passes
+from polypy.driver.pipelines import before_ad_pipeline
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.visitor import walk
@@ -41,7 +41,7 @@ GATHER = f"""kernel gather(n: i32, idx: const i32*, x: const f64*, y: f64*) {{
 
 
 def window_of(text: str, buffer: str):
-    kernel = run_pipeline(module_of(text).kernels[0], before_ad_passes(optimize=True))
+    kernel = run_pipeline(module_of(text).kernels[0], before_ad_pipeline(optimize=True))
     return block_window(kernel, buffer)
 
 

@@ -334,7 +334,8 @@ C_SAMPLES = ("reduce_sum", "backprop_layerforward", "matmul_tiled", "prefix_scan
 def test_c_specialized_launchers_are_bit_identical_to_the_generic(name: str):
     need_compiler()
     from codegen.c import build_library
-    from polypy.driver import load, to_cpu
+    from polypy.driver.pipelines import to_cpu
+    from polypy.driver.source import load
 
     s = SAMPLES[name]
     module = load(s.source, defines=dict(s.defines))
@@ -360,7 +361,8 @@ def test_c_specialized_launchers_are_bit_identical_to_the_generic(name: str):
 def test_c_library_dispatches_on_block_shapes_given_in_advance():
     need_compiler()
     from codegen.c import build_library, emit_kernels
-    from polypy.driver import load, to_cpu
+    from polypy.driver.pipelines import to_cpu
+    from polypy.driver.source import load
 
     s = SAMPLES["reduce_sum"]
     cpu = to_cpu(load(s.source).kernel("reduce_sum"))
@@ -381,7 +383,8 @@ def test_c_library_dispatches_on_block_shapes_given_in_advance():
 def test_c_kernels_with_module_arrays_keep_the_generic_launcher():
     need_compiler()
     from codegen.c import build_library
-    from polypy.driver import load, to_cpu
+    from polypy.driver.pipelines import to_cpu
+    from polypy.driver.source import load
 
     s = SAMPLES["constant_coeffs"]
     module = load(s.source, defines=dict(s.defines))

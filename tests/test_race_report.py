@@ -11,7 +11,7 @@ import pathlib
 import pytest
 
 from polypy.cli import main
-from polypy.driver import load
+from polypy.driver.source import load
 from polypy.poly.write_conflicts import race_warnings, write_conflicts
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

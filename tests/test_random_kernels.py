@@ -34,7 +34,8 @@ from c_support import copy_args, need_compiler
 from codegen.c import build_library
 from codegen.cuda import print_cuda_module
 from polypy.api import CompiledModule
-from polypy.driver import load, to_cpu
+from polypy.driver.pipelines import to_cpu
+from polypy.driver.source import load
 from polypy.emulator import emulate
 from polypy.ir import nodes as n
 

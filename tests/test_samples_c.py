@@ -16,7 +16,7 @@ import pytest
 import polypy
 from c_support import copy_args, need_compiler
 from codegen.c import CLibrary, build_library
-from polypy.driver import to_cpu
+from polypy.driver.pipelines import to_cpu
 from polypy.emulator import emulate
 from samples.spec import Sample, all_samples
 

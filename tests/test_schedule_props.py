@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from codegen.c import build_library
 from gpu2cpu.thread_affine import counter_dim
-from polypy.driver import to_cpu
+from polypy.driver.pipelines import to_cpu
 from polypy.emulator import emulate
 from polypy.ir import nodes as n
 from polypy.ir.visitor import walk

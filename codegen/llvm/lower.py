@@ -149,7 +149,7 @@ def kernel_abi(kernel: n.Kernel, checked: frozenset[str] | None = None,
 def check_cpu_form(kernel: n.Kernel) -> None:
     if kernel.stage != "cpu":
         raise UserError(f"kernel {kernel.name!r} is in {kernel.stage!r} form; the LLVM backend compiles CPU-form "
-                        f"kernels (lower it with polypy.driver.to_cpu first)", kernel.loc)
+                        f"kernels (lower it with polypy.driver.pipelines.to_cpu first)", kernel.loc)
 
 
 def emit_module(module: n.Module, *, triple: str = "", data_layout: str = "",

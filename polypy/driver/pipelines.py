@@ -1,0 +1,246 @@
+"""The named passes and the pipelines built from them: the one place pass lists live.
+
+Every pass the driver runs is registered here under a kebab-case name (``serialize-threads``),
+with the function that implements it (``"gpu2cpu.serialize_threads:serialize_threads"``, imported
+on first use, so registering costs nothing and the stages stay unimported until a pipeline
+runs). A pass's *options* are the keyword-only parameters of its function (``recompute``,
+``report``, ...). The pipelines are visible lists of names::
+
+    GPU_PASSES      frontend output -> simplified GPU form            (``load``)
+    CPU_OPTIMIZE    GPU form, exact with isl, before the lowering     (``to_cpu``, optimize=True)
+    CPU_LOWERING    GPU form -> CPU form
+    CPU_SCHEDULE    the CPU schedule after the lowering               (optimize=True)
+    CPU_FINISH      what every CPU-form kernel goes through last
+    BEFORE_AD       before differentiation                             (``polypy.driver.gradients``)
+    AFTER_AD        after differentiation
+
+``make_pass(name, **options)`` gives a ``polypy.passes.Pass`` ready for ``run_pipeline``;
+``parse_pipeline("a+b{recompute=false}")`` a list of them (the golden tests' sections);
+``check_pass_name`` validates ``--dump-after NAME``. ``lower_and_emit`` is the one "GPU form ->
+CPU form -> code" path the commands, the gradients, the programs, the API and the benchmarks use.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import inspect
+import re
+from typing import Any, Callable
+
+from polypy.errors import UserError
+from polypy.ir import nodes as n
+from polypy.passes import Pass, run_pipeline
+
+
+@dataclasses.dataclass(frozen=True)
+class RegisteredPass:
+    """A named pass: ``target`` is ``"package.module:function"``, imported when first used."""
+
+    name: str
+    target: str
+    doc: str = ""
+
+    @functools.cached_property
+    def function(self) -> Callable[..., n.Kernel]:
+        module, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The keyword-only parameters of the pass function."""
+        params = inspect.signature(self.function).parameters.values()
+        return tuple(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+PASSES: dict[str, RegisteredPass] = {}
+_KEBAB = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+
+
+def register_pass(name: str, target: str, *, doc: str = "") -> RegisteredPass:
+    """Register ``target`` (``"module:function"``, a pure ``Kernel -> Kernel`` function whose
+    options are keyword-only) under the kebab-case ``name``."""
+    if not _KEBAB.fullmatch(name):
+        raise ValueError(f"pass names are kebab-case: {name!r}")
+    if name in PASSES and PASSES[name].target != target:
+        raise ValueError(f"pass {name!r} is already registered for {PASSES[name].target}")
+    entry = RegisteredPass(name, target, doc)
+    PASSES[name] = entry
+    return entry
+
+
+def pass_names() -> tuple[str, ...]:
+    return tuple(sorted(PASSES))
+
+
+def check_pass_name(name: str) -> str:
+    """``name`` if a pass is registered under it, else a ``UserError`` listing the names."""
+    if name not in PASSES:
+        raise UserError(f"unknown pass '{name}' (passes: {', '.join(pass_names())})")
+    return name
+
+
+def make_pass(name: str, *, report: list | None = None, **options: Any) -> Pass:
+    """The registered pass ``name`` with ``options`` bound; ``report`` goes to the passes that
+    take one and is ignored by the others."""
+    entry = PASSES[check_pass_name(name)]
+    takes = entry.options
+    unknown = sorted(set(options) - set(takes))
+    if unknown:
+        raise UserError(f"pass '{name}' has no option {', '.join(unknown)} (options: {', '.join(takes) or 'none'})")
+    if report is not None and "report" in takes:
+        options["report"] = report
+    run = functools.partial(entry.function, **options) if options else entry.function
+    return Pass(name, run)
+
+
+def passes(names, *, report: list | None = None) -> tuple[Pass, ...]:
+    """``make_pass`` for each name of ``names`` (no options)."""
+    return tuple(make_pass(name, report=report) for name in names)
+
+
+_OPTION_VALUES = {"true": True, "false": False, "none": None}
+
+
+def parse_pipeline(spec: str, *, report: list | None = None) -> tuple[Pass, ...]:
+    """Passes from text: names joined by ``+``, each with optional ``{option=value,...}``
+    (``true``/``false``/``none``/integers), e.g. ``serialize-threads{recompute=false}+fold-constants``."""
+    out = []
+    for item in spec.split("+"):
+        item = item.strip()
+        name, brace, rest = item.partition("{")
+        options: dict[str, Any] = {}
+        if brace:
+            if not rest.endswith("}"):
+                raise UserError(f"bad pass options in '{item}': expected name{{option=value,...}}")
+            for pair in filter(None, (p.strip() for p in rest[:-1].split(","))):
+                key, eq, value = pair.partition("=")
+                if not eq:
+                    raise UserError(f"bad pass option '{pair}' in '{item}': expected option=value")
+                value = value.strip()
+                options[key.strip()] = _OPTION_VALUES[value] if value in _OPTION_VALUES else int(value)
+        out.append(make_pass(name.strip(), report=report, **options))
+    return tuple(out)
+
+
+# ---- the registry ----------------------------------------------------------------------------
+for _name, _target in (
+    # polypy/passes: target independent
+    ("eliminate-returns", "polypy.passes.eliminate_returns:eliminate_returns"),
+    ("fold-constants", "polypy.passes.fold_constants:fold_constants"),
+    ("forward-scalars", "polypy.passes.forward_scalars:forward_scalars"),
+    ("eliminate-dead-code", "polypy.passes.eliminate_dead_code:eliminate_dead_code"),
+    ("hoist-invariants", "polypy.passes.hoist_invariants:hoist_invariants"),
+    ("specialize-block-shape", "polypy.passes.specialize:specialize_block_shape"),
+    # gpu2cpu: GPU form, exact with isl
+    ("forward-shared-stores", "gpu2cpu.forward_shared:forward_shared_stores"),
+    ("eliminate-dead-shared-stores", "gpu2cpu.forward_shared:eliminate_dead_shared_stores"),
+    ("eliminate-barriers", "gpu2cpu.barriers:eliminate_barriers"),
+    ("coarsen-blocks", "gpu2cpu.coarsen_blocks:coarsen_blocks"),
+    # gpu2cpu: GPU form -> CPU form, and the CPU schedule
+    ("serialize-threads", "gpu2cpu.serialize_threads:serialize_threads"),
+    ("fuse-thread-loops", "gpu2cpu.fuse_thread_loops:fuse_thread_loops"),
+    ("tighten-thread-bounds", "gpu2cpu.tighten_thread_bounds:tighten_thread_bounds"),
+    ("sink-thread-loops", "gpu2cpu.sink_thread_loops:sink_thread_loops"),
+    ("lower-block-atomics", "gpu2cpu.lower_block_atomics:lower_block_atomics"),
+):
+    register_pass(_name, _target)
+
+# ---- the pipelines (lists of names) ----------------------------------------------------------
+SIMPLIFY: tuple[str, ...] = ("fold-constants", "forward-scalars", "fold-constants", "eliminate-dead-code")
+GPU_PASSES: tuple[str, ...] = ("eliminate-returns",) + SIMPLIFY
+# Forwarding first: it makes stores dead and then barriers removable.
+CPU_OPTIMIZE: tuple[str, ...] = ("forward-shared-stores", "eliminate-dead-shared-stores", "eliminate-barriers")
+CPU_LOWERING: tuple[str, ...] = ("serialize-threads",)
+CPU_SCHEDULE: tuple[str, ...] = (
+    "fuse-thread-loops",
+    "tighten-thread-bounds",
+    "eliminate-dead-code",  # what the ranges without a guard leave dead
+    "sink-thread-loops",
+    "tighten-thread-bounds",
+)
+CPU_FINISH: tuple[str, ...] = ("lower-block-atomics", "fold-constants", "eliminate-dead-code")
+BEFORE_AD: tuple[str, ...] = CPU_OPTIMIZE + ("hoist-invariants",) + SIMPLIFY
+# After differentiation: fold and clean up, but keep the generated locals (trip counts, iteration
+# indices, reconstructed loop variables) named rather than forwarded into every use.
+AFTER_AD: tuple[str, ...] = ("fold-constants", "eliminate-dead-code")
+
+# What every kernel goes through right after the frontend (GPU form in, GPU form out).
+GPU_PIPELINE: tuple[Pass, ...] = passes(GPU_PASSES)
+
+
+def cpu_pipeline(*, optimize: bool = True, recompute: bool = True, report: list | None = None) -> tuple[Pass, ...]:
+    """GPU form -> CPU form: the passes ``to_cpu`` runs, in order.
+
+    ``optimize``: ``CPU_OPTIMIZE`` first (barrier elimination and shared-memory forwarding, GPU
+    form, exact with isl) and ``CPU_SCHEDULE`` after the lowering (see ``gpu2cpu``);
+    ``recompute``: recompute cheap values that cross thread loops instead of storing them;
+    ``report`` receives every pass's decisions (objects with ``format()``), in order.
+    """
+    before = passes(CPU_OPTIMIZE, report=report) if optimize else ()
+    lowering = tuple(make_pass(name, report=report, **({"recompute": recompute} if name == "serialize-threads" else {}))
+                     for name in CPU_LOWERING)
+    schedule = passes(CPU_SCHEDULE, report=report) if optimize else ()
+    return before + lowering + schedule + passes(CPU_FINISH, report=report)
+
+
+def before_ad_pipeline(*, optimize: bool = True) -> tuple[Pass, ...]:
+    """What runs on a kernel before it is differentiated (nothing without ``optimize``)."""
+    if not optimize:
+        return ()
+    return tuple(make_pass(name, **({"assume_noalias": True} if name == "hoist-invariants" else {}))
+                 for name in BEFORE_AD)
+
+
+def after_ad_pipeline() -> tuple[Pass, ...]:
+    return passes(AFTER_AD)
+
+
+def optimize_module(module: n.Module, pipeline, *, timings: dict[str, float] | None = None) -> n.Module:
+    kernels = tuple(run_pipeline(k, pipeline, timings=timings) for k in module.kernels)
+    return dataclasses.replace(module, kernels=kernels)
+
+
+def to_cpu(kernel: n.Kernel, *, optimize: bool = True, recompute: bool = True, report: list | None = None,
+           timings: dict[str, float] | None = None) -> n.Kernel:
+    """A GPU-form kernel (from ``load``) in CPU form: the work of one block, threads as loops."""
+    return run_pipeline(kernel, cpu_pipeline(optimize=optimize, recompute=recompute, report=report), timings=timings)
+
+
+TARGETS = ("cpu", "cpu-ir", "llvm", "c", "cpp")
+
+
+def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, report: list | None = None,
+                   program: bool | None = None, threads: int = 0, check_bounds: bool = False,
+                   timings: dict[str, float] | None = None) -> Any:
+    """A GPU-form module (from ``load``) lowered with ``to_cpu`` and emitted for ``target``:
+
+    ``cpu``: the CPU-form ``Module`` (for the JIT); ``cpu-ir``: its text; ``llvm``: optimized
+    LLVM IR text; ``c``/``cpp``: C or C++ with OpenMP -- a whole program (``codegen.c.
+    emit_program``, C++ only) where ``program`` (default: the module has host code), else the
+    kernels with a launcher each. ``threads``/``check_bounds`` as for ``codegen.c``.
+    """
+    if target not in TARGETS:
+        raise UserError(f"unknown target '{target}' (targets: {', '.join(TARGETS)})")
+    kernels = tuple(to_cpu(k, optimize=optimize, report=report, timings=timings) for k in module.kernels)
+    cpu = dataclasses.replace(module, kernels=kernels)
+    if target == "cpu":
+        return cpu
+    if target == "cpu-ir":
+        from polypy.ir.printer import print_module
+
+        return print_module(cpu)
+    if target == "llvm":
+        from codegen.llvm import emit_llvm_ir
+
+        return emit_llvm_ir(cpu, optimize=optimize)
+    if program is None:
+        program = module.host is not None
+    if program:
+        from codegen.c import emit_program
+
+        return emit_program(module.host, {k.name: k for k in kernels}, threads=threads, check_bounds=check_bounds)
+    from codegen.c import emit_kernels
+
+    return emit_kernels(kernels, module.globals, source=module.source, cpp=target == "cpp", threads=threads,
+                        check_bounds=check_bounds)

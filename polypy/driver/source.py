@@ -1,0 +1,48 @@
+"""From source to the GPU-form module every other stage starts from: ``parse`` (the frontend
+alone) and ``load`` (parse, then ``pipelines.GPU_PIPELINE``)."""
+from __future__ import annotations
+
+import os
+
+from polypy.errors import UserError
+from polypy.ir import nodes as n
+
+# The file name diagnostics give source text that comes without a path (``compile(None, text=...)``).
+TEXT_NAME = "<string>"
+
+
+def source_path(path: str | os.PathLike | None, text: str | None) -> str:
+    """The name the frontend parses under: ``path``, which must exist unless ``text`` is given,
+    or ``TEXT_NAME`` for text alone."""
+    if path is None:
+        if text is None:
+            raise UserError("nothing to parse: give a source file or the source text (text=...)")
+        return TEXT_NAME
+    if not isinstance(path, (str, os.PathLike)):
+        raise UserError(f"the source file must be a path (str or os.PathLike), got {type(path).__name__}")
+    name = os.fspath(path)
+    if text is None:
+        if os.path.isdir(name):
+            raise UserError(f"{name} is a directory, not a source file")
+        if not os.path.exists(name):
+            raise UserError(f"no such file: {name}")
+    return name
+
+
+def parse(path: str | os.PathLike | None, *, defines: dict[str, str] | None = None,
+          include_dirs: tuple[str, ...] = (), text: str | None = None) -> n.Module:
+    """The frontend alone: GPU-form IR exactly as the source says. Without ``path``, ``text`` is
+    parsed as CUDA under the name ``<string>``."""
+    from frontend import parse_file
+
+    return parse_file(source_path(path, text), text=text, defines=defines, include_dirs=tuple(include_dirs))
+
+
+def load(path: str | os.PathLike | None, *, defines: dict[str, str] | None = None,
+         include_dirs: tuple[str, ...] = (), text: str | None = None,
+         timings: dict[str, float] | None = None) -> n.Module:
+    """Parse and simplify: the GPU-form module every other stage starts from."""
+    from polypy.driver.pipelines import GPU_PIPELINE, optimize_module
+
+    module = parse(path, defines=defines, include_dirs=include_dirs, text=text)
+    return optimize_module(module, GPU_PIPELINE, timings=timings)
