@@ -69,11 +69,12 @@ from polypy.analysis.uniformity import check_barriers
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.queries import declared_names, written_names
+from polypy.ir.rewrite import rename_buffers, rename_locals
 from polypy.ir.types import U32
 from polypy.ir.visitor import Mutator, substitute, walk
 
 from gpu2cpu.names import NameSupply
-from gpu2cpu.thread_loops import Renamer, stem_of
+from gpu2cpu.thread_loops import stem_of
 
 BlockShape = tuple[int, int, int]
 
@@ -274,7 +275,7 @@ def join_partial_blocks(coarse: n.Kernel, fine: n.Kernel, *, factor: int) -> n.K
     global_names = {b.name for b in coarse.buffers if b.space in ("constant", "device")}
     scratch = [b for b in fine.buffers if b.name not in global_names]
     buffer_names = {b.name: names.fresh(b.name) for b in scratch}
-    body = _RenameBuffers(buffer_names).visit_block(Renamer(mapping).visit_block(fine.body))
+    body = rename_buffers(rename_locals(fine.body, mapping), buffer_names)
     buffers = coarse.buffers + tuple(dataclasses.replace(b, name=buffer_names[b.name]) for b in scratch)
 
     loc = coarse.loc
@@ -287,7 +288,7 @@ def join_partial_blocks(coarse: n.Kernel, fine: n.Kernel, *, factor: int) -> n.K
     assigned = sorted(written_names(body) & set(params))
     if assigned:
         renamed = {name: names.fresh(name + "_blk") for name in assigned}
-        body = Renamer(renamed).visit_block(body)
+        body = rename_locals(body, renamed)
         copies = [n.Decl(renamed[name], params[name].ptype, n.Var(name, params[name].ptype), loc=loc)
                   for name in assigned]
     partial = n.For(block, U32, n.BlockIdx(0, loc=loc), n.GridDim(0, loc=loc), n.Const(1, U32),
@@ -296,15 +297,3 @@ def join_partial_blocks(coarse: n.Kernel, fine: n.Kernel, *, factor: int) -> n.K
     full = n.Binary("ge", left, n.Const(factor, U32), loc=loc)
     joined = n.If(full, coarse.body, (partial,), loc=loc)
     return dataclasses.replace(coarse, buffers=buffers, body=(joined,), coarsen=(factor, 1, 1))
-
-
-class _RenameBuffers(Mutator):
-    def __init__(self, mapping: dict[str, str]):
-        self.mapping = mapping
-
-    def renamed(self, s):
-        s = self.generic_visit(s)
-        new = self.mapping.get(s.buffer)
-        return s if new is None else dataclasses.replace(s, buffer=new)
-
-    visit_Load = visit_Store = visit_AtomicRMW = renamed

@@ -11,15 +11,15 @@ equivalent to running the threads one after the other.
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 
 from gpu2cpu.names import NameSupply
 from gpu2cpu.thread_affine import counter_dim
 from polypy.ir import nodes as n
 from polypy.ir.queries import declared_names
+from polypy.ir.rewrite import RenameLocals, rename_locals
 from polypy.ir.types import U32
-from polypy.ir.visitor import Mutator, walk
+from polypy.ir.visitor import walk
 
 _COMMUTING = {"add": "add", "sub": "add", "min": "min", "max": "max", "and": "and", "or": "or", "xor": "xor"}
 
@@ -131,40 +131,16 @@ def let_definitions(body: tuple[n.Stmt, ...], upto: int) -> dict[str, n.Expr]:
     return out
 
 
-class Renamer(Mutator):
-    """Renames locals (declarations, loop variables, uses, assignments, atomic destinations)."""
-
-    def __init__(self, mapping: dict[str, str]):
-        self.mapping = mapping
-
-    def visit_Var(self, e: n.Var) -> n.Expr:
-        new = self.mapping.get(e.name)
-        return e if new is None else n.Var(new, e.vtype, loc=e.loc)
-
-    def visit_Decl(self, s: n.Decl) -> n.Stmt:
-        s = self.generic_visit(s)
-        return dataclasses.replace(s, name=self.mapping.get(s.name, s.name))
-
-    def visit_Assign(self, s: n.Assign) -> n.Stmt:
-        s = self.generic_visit(s)
-        return dataclasses.replace(s, name=self.mapping.get(s.name, s.name))
-
-    def visit_For(self, s: n.For) -> n.Stmt:
-        s = self.generic_visit(s)
-        return dataclasses.replace(s, var=self.mapping.get(s.var, s.var))
-
-    def visit_AtomicRMW(self, s: n.AtomicRMW) -> n.Stmt:
-        s = self.generic_visit(s)
-        if s.dest is not None and s.dest in self.mapping:
-            return dataclasses.replace(s, dest=self.mapping[s.dest])
-        return s
+# The one renaming of locals; sink_thread_loops and fuse_thread_loops still spell
+# it ``Renamer(mapping).visit_block(stmts)`` (``rename_locals(stmts, mapping)`` is the same).
+Renamer = RenameLocals
 
 
 def freshen(stmts: tuple[n.Stmt, ...], names: NameSupply, extra: Iterable[str] = ()) -> tuple[n.Stmt, ...]:
     """A copy of ``stmts`` with every local it declares (and ``extra``) renamed to a fresh name,
     so that the copy can sit next to the original (names are unique in a kernel)."""
     mapping = {name: names.fresh(stem_of(name)) for name in sorted(declared_names(stmts) | set(extra))}
-    return Renamer(mapping).visit_block(stmts)
+    return rename_locals(stmts, mapping)
 
 
 def stem_of(name: str) -> str:
@@ -184,7 +160,7 @@ def copy_loop(loop: n.For, names: NameSupply, *, start: n.Expr | None = None, st
     var = loop.var
     if fresh:
         new_var = names.fresh(stem_of(var))
-        body = Renamer({var: new_var}).visit_block(body)
+        body = rename_locals(body, {var: new_var})
         body = freshen(body, names)
         var = new_var
     return thread_loop(var, loop.start if start is None else start, loop.stop if stop is None else stop, body,

@@ -21,13 +21,13 @@ from polypy.ir.visitor import Mutator
 # --------------------------------------------------------------------------- renaming
 
 
-class _RenameLocals(Mutator):
+class RenameLocals(Mutator):
     """Renames a local everywhere it appears: uses (``Var``), declarations, assignments, loop
     variables and the destinations of atomics and warp operations."""
 
-    def __init__(self, mapping: Mapping[str, str], values: Mapping[n.Expr, n.Expr]):
+    def __init__(self, mapping: Mapping[str, str], values: Mapping[n.Expr, n.Expr] | None = None):
         self.mapping = mapping
-        self.values = values
+        self.values = values or {}
 
     def visit_Var(self, e: n.Var) -> n.Expr:
         new = self.mapping.get(e.name)
@@ -68,7 +68,7 @@ def rename_locals(node: Any, mapping: Mapping[str, str], values: Mapping[n.Expr,
     the same walk (a replacement is not renamed again)."""
     if not mapping and not values:
         return node
-    r = _RenameLocals(mapping, values or {})
+    r = RenameLocals(mapping, values or {})
     return r.visit_block(node) if isinstance(node, tuple) else r.visit(node)
 
 
