@@ -48,22 +48,9 @@ class ForwardBuilder:
             return n.Var(self._tan_name(e.name), e.vtype)
         if isinstance(e, n.Load):
             return n.Load(self.shadow[e.buffer], e.index, e.etype)
-        if isinstance(e, n.Select):
-            ta, tb = self.tangent(e.a), self.tangent(e.b)
-            return b.select(e.cond, ta if ta is not None else b.zero(e.type), tb if tb is not None else b.zero(e.type))
-        if isinstance(e, n.Cast):
-            t = self.tangent(e.x)
-            return None if t is None else b.cast(e.to, t)
-        if isinstance(e, n.Binary) and e.op in ("add", "sub"):
-            ta, tb = self.tangent(e.a), self.tangent(e.b)
-            if tb is None:
-                return ta
-            if e.op == "sub":
-                tb = b.neg(tb)
-            return tb if ta is None else b.add(ta, tb)
-        if isinstance(e, n.Unary) and e.op == "neg":
-            t = self.tangent(e.x)
-            return None if t is None else b.neg(t)
+        linear = rules.linear_rule(e)
+        if linear is not None:
+            return linear.jvp(e, tuple(self.tangent(x) for x in linear.operands(e)))
         args = rules.float_args(e)
         if not args:
             raise InternalError(f"tangent: unexpected {type(e).__name__}", e.loc)

@@ -696,29 +696,13 @@ class ReverseBuilder:
             return self.accumulate_var(e, ct)
         if isinstance(e, n.Load):
             return self.accumulate_load(e, ct, p)
-        if isinstance(e, n.Select):
-            pre, ct = self._bind(ct, "ct", both=self.act.expr(e.a) and self.act.expr(e.b))
-            cond = self.avail(e.cond, p)
-            then, pre_then = self._collect(lambda: self.propagate(e.a, ct, p))
-            orelse, pre_else = self._collect(lambda: self.propagate(e.b, ct, p))
-            then, orelse = pre_then + then, pre_else + orelse
-            if not then and not orelse:
-                return pre
-            if not then:
-                return pre + [n.If(b.lnot(cond), tuple(orelse))]
-            return pre + [n.If(cond, tuple(then), tuple(orelse))]
-        if isinstance(e, n.Cast):
-            return self.propagate(e.x, b.cast(e.x.type, ct), p)
+        linear = rules.linear_rule(e)
+        if linear is not None:
+            return self._transpose(linear, e, ct, p)
         args = rules.float_args(e)
         if not args:
             raise InternalError(f"propagate: unexpected {type(e).__name__}", e.loc)
         active = tuple(self.act.expr(a) for a in args)
-        if isinstance(e, n.Binary) and e.op in ("add", "sub"):
-            pre, ct = self._bind(ct, "ct", both=all(active))
-            out = list(pre) + self.propagate(e.a, ct, p)
-            return out + self.propagate(e.b, b.neg(ct) if e.op == "sub" else ct, p)
-        if isinstance(e, n.Unary) and e.op == "neg":
-            return self.propagate(e.x, b.neg(ct), p)
         if isinstance(e, n.Binary) and e.op == "mul" and e.a == e.b:
             # x * x: one contribution 2 x ct instead of two
             twice = b.mul(b.const(2.0, e.type), self.avail(e.a, p))
@@ -770,6 +754,27 @@ class ReverseBuilder:
             child_ct = b.cast(args[i].type, b.mul(ct, substitute(part, mapping)))
             out.extend(self.propagate(args[i], child_ct, p, result=results.get(i)))
         return out
+
+    def _transpose(self, linear: rules.LinearRule, e: n.Expr, ct: n.Expr, p: Point) -> list[n.Stmt]:
+        """A linear operation: its transpose sends ``ct`` to the operands (bound once if shared)."""
+        operands = linear.operands(e)
+        pre, ct = self._bind(ct, "ct", both=sum(self.act.expr(x) for x in operands) > 1)
+        cts = linear.transpose(e, ct)
+        if linear.branch is None:
+            out = list(pre)
+            for x, x_ct in zip(operands, cts):
+                out += self.propagate(x, x_ct, p)
+            return out
+        # select: the first operand's cotangent flows where the condition holds, the second's elsewhere
+        cond = self.avail(linear.branch(e), p)
+        then, pre_then = self._collect(lambda: self.propagate(operands[0], cts[0], p))
+        orelse, pre_else = self._collect(lambda: self.propagate(operands[1], cts[1], p))
+        then, orelse = pre_then + then, pre_else + orelse
+        if not then and not orelse:
+            return pre
+        if not then:
+            return pre + [n.If(b.lnot(cond), tuple(orelse))]
+        return pre + [n.If(cond, tuple(then), tuple(orelse))]
 
     def _bind(self, ct: n.Expr, base: str, *, both: bool) -> tuple[list[n.Stmt], n.Expr]:
         if not both or isinstance(ct, (n.Var, n.Const)):

@@ -15,8 +15,12 @@ with the reason; every name in ``polypy.ir.mathfns.MATH_FUNCTIONS`` is in exactl
 operation in neither is a ``UserError`` naming the operation and its source location — never
 a silent zero.
 
-Two operations are structural rather than partials: ``select`` (the tangent/cotangent is
-routed to the chosen operand) and ``cast`` between float types (the value converted).
+Linear operations (``add``, ``sub``, ``neg``, ``select`` in its value operands, ``cast``
+between float types) have a second, exact form in ``LINEAR_RULES``, as in JAX's ``ad.py``: a
+linear op's JVP is the op itself applied to the tangents, and its VJP is its *transpose*
+applied to the cotangent. Both modes use these first (no partials multiplied by 1 or -1, and
+``select`` routes the cotangent to the chosen operand under the same condition instead of
+multiplying by an indicator).
 """
 from __future__ import annotations
 
@@ -175,6 +179,74 @@ ARITH_RULES: dict[str, Rule] = {
     # C's fmod semantics for float %: a - trunc(a/b) * b
     "rem": Rule("rem", 2, _fmod),
 }
+
+# ------------------------------------------------------------------ linear operations
+
+Tangents = tuple["n.Expr | None", ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class LinearRule:
+    """A linear operation ``y = L(x1, ..., xk)`` in its ``operands`` (``None`` tangent: zero).
+
+    ``jvp(e, tangents)`` is ``L`` applied to the operands' tangents (``None`` when all are zero);
+    ``transpose(e, ct)`` is ``L^T`` applied to the result's cotangent: one cotangent per operand.
+    ``branch(e)``, when present, is a condition under which only the first operand's cotangent
+    flows (the second's where it is false): ``select``'s transpose is
+    ``(c ? ct : 0, c ? 0 : ct)``, which the reverse sweep emits as an ``if``/``else``.
+    """
+
+    name: str
+    operands: Callable[[n.Expr], tuple[n.Expr, ...]]
+    jvp: Callable[[n.Expr, Tangents], "n.Expr | None"]
+    transpose: Callable[[n.Expr, n.Expr], tuple[n.Expr, ...]]
+    branch: Callable[[n.Expr], n.Expr] | None = None
+
+
+def _add_jvp(e: n.Expr, tangents: Tangents) -> n.Expr | None:
+    ta, tb = tangents
+    if tb is None:
+        return ta
+    if e.op == "sub":  # type: ignore[attr-defined]
+        tb = b.neg(tb)
+    return tb if ta is None else b.add(ta, tb)
+
+
+def _select_jvp(e: n.Expr, tangents: Tangents) -> n.Expr:
+    assert isinstance(e, n.Select)
+    ta, tb = tangents
+    return b.select(e.cond, ta if ta is not None else b.zero(e.type), tb if tb is not None else b.zero(e.type))
+
+
+def _map_jvp(f: Callable[[n.Expr, n.Expr], n.Expr]) -> Callable[[n.Expr, Tangents], "n.Expr | None"]:
+    def jvp(e: n.Expr, tangents: Tangents) -> n.Expr | None:
+        return None if tangents[0] is None else f(e, tangents[0])
+    return jvp
+
+
+LINEAR_RULES: dict[str, LinearRule] = {
+    "add": LinearRule("add", lambda e: (e.a, e.b), _add_jvp, lambda e, ct: (ct, ct)),  # type: ignore[attr-defined]
+    "sub": LinearRule("sub", lambda e: (e.a, e.b), _add_jvp,  # type: ignore[attr-defined]
+                      lambda e, ct: (ct, b.neg(ct))),
+    "neg": LinearRule("neg", lambda e: (e.x,), _map_jvp(lambda e, t: b.neg(t)),  # type: ignore[attr-defined]
+                      lambda e, ct: (b.neg(ct),)),
+    "select": LinearRule("select", lambda e: (e.a, e.b), _select_jvp,  # type: ignore[attr-defined]
+                         lambda e, ct: (ct, ct), branch=lambda e: e.cond),  # type: ignore[attr-defined]
+    "cast": LinearRule("cast", lambda e: (e.x,), _map_jvp(lambda e, t: b.cast(e.to, t)),  # type: ignore[attr-defined]
+                       lambda e, ct: (b.cast(e.x.type, ct),)),  # type: ignore[attr-defined]
+}
+
+
+def linear_rule(e: n.Expr) -> LinearRule | None:
+    """The linear rule of ``e`` (``add``/``sub``/``neg``/``select``/``cast``), if it has one."""
+    if isinstance(e, n.Select):
+        return LINEAR_RULES["select"]
+    if isinstance(e, n.Cast):
+        return LINEAR_RULES["cast"]
+    if isinstance(e, (n.Unary, n.Binary)):
+        return LINEAR_RULES.get(e.op)
+    return None
+
 
 # Everything else produces a bool or an integer: never active, so never differentiated.
 NON_FLOAT_OPS: dict[str, str] = {
