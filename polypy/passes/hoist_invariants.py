@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 
 from polypy.ir import nodes as n
+from polypy.ir.jumps import jumps_out
 from polypy.ir.queries import buffers_written, declared_names, read_names, written_names
 from polypy.ir.visitor import Mutator, walk
 from polypy.poly.alias import alias_kind
@@ -44,17 +45,6 @@ _EFFECTS = (n.Store, n.AtomicRMW, n.Barrier, n.Shuffle, n.Vote, n.Return, n.Brea
 
 def _writes(s: n.Stmt) -> set[str]:
     return written_names(s) | declared_names(s)
-
-
-def _leaves_iteration(s: n.Stmt) -> bool:
-    """Whether ``s`` may ``break``/``continue`` the loop whose body it is in (or return)."""
-    if isinstance(s, (n.Break, n.Continue, n.Return)):
-        return True
-    if isinstance(s, n.If):
-        return any(_leaves_iteration(c) for c in s.then + s.orelse)
-    if isinstance(s, (n.For, n.While)):
-        return any(isinstance(x, n.Return) for x in walk(s))
-    return False
 
 
 class _Hoister(Mutator):
@@ -90,7 +80,7 @@ class _Hoister(Mutator):
     def _hoist(self, loop: n.For | n.While, body: tuple[n.Stmt, ...], entry: n.Expr):
         candidates: list[int] = []
         for j, stmt in enumerate(body):
-            if _leaves_iteration(stmt):
+            if jumps_out(stmt):  # may break/continue the loop whose body it is in (or return)
                 break
             if self._pure(stmt):
                 candidates.append(j)

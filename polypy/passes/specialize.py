@@ -3,7 +3,7 @@
 Requires: a verified kernel (CPU form, usually: the pass is a plain substitution and works on the
 GPU form too). Guarantees: for launches whose block shape is ``block`` the result computes exactly
 what ``kernel`` computes; for any other block shape it is wrong, so callers key what they build
-from it by the shape (``polypy.api`` per launch shape, ``codegen.c`` per specialized launcher).
+from it by the shape (``polypy.driver.api`` per launch shape, ``codegen.c`` per specialized launcher).
 
 Every ``BlockDim(d)`` becomes the constant ``block[d]`` (``u32``), in statements and in buffer
 shapes, then the kernel is folded, so that the code generators see
@@ -46,7 +46,9 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import U32
 from polypy.ir.names import NameSupply
-from polypy.ir.queries import written_names
+from polypy.ir.jumps import jumps_out
+from polypy.ir.queries import declared_names, written_names
+from polypy.ir.rewrite import rename_locals
 from polypy.ir.visitor import Mutator, substitute, walk
 from polypy.passes.eliminate_dead_code import eliminate_dead_code
 from polypy.passes.fold_constants import fold_constants, fold_expr
@@ -63,7 +65,7 @@ class _UnitThreadLoops(Mutator):
     def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         s = self.generic_visit(s)
         if (s.kind == "threads" and _is_u32(s.start, 0) and _is_u32(s.stop, 1) and _is_u32(s.step, 1)
-                and not _jumps_out(s.body)):
+                and not jumps_out(s.body, n.Break, n.Continue)):
             zero = {n.Var(s.var, s.vtype): n.Const(0, U32)}
             return tuple(substitute(inner, zero) for inner in s.body)
         return s
@@ -71,20 +73,6 @@ class _UnitThreadLoops(Mutator):
 
 def _is_u32(e: n.Expr, value: int) -> bool:
     return isinstance(e, n.Const) and e.ctype == U32 and e.value == value
-
-
-def _jumps_out(stmts: tuple[n.Stmt, ...]) -> bool:
-    """Whether a ``break``/``continue`` in ``stmts`` targets the loop whose body they are.
-
-    Never true for a thread loop of a well-formed CPU-form kernel; checked anyway, since
-    unwrapping such a loop would change what the jump means.
-    """
-    for s in stmts:
-        if isinstance(s, (n.Break, n.Continue)):
-            return True
-        if isinstance(s, n.If) and (_jumps_out(s.then) or _jumps_out(s.orelse)):
-            return True
-    return False
 
 
 class _FoldIntegerMinMax(Mutator):
@@ -112,38 +100,6 @@ def _propagate_constants(kernel: n.Kernel) -> n.Kernel:
     return substitute(kernel, consts) if consts else kernel
 
 
-class _Rename(Mutator):
-    """Local names renamed (declarations and every use) by ``mapping``."""
-
-    def __init__(self, mapping: dict[str, str]):
-        self.mapping = mapping
-
-    def _name(self, name: str | None) -> str | None:
-        return self.mapping.get(name, name) if name is not None else None
-
-    def visit_Var(self, e: n.Var) -> n.Expr:
-        new = self._name(e.name)
-        return e if new == e.name else n.Var(new, e.vtype, loc=e.loc)
-
-    def _renamed(self, s: n.Node, field: str) -> n.Node:
-        s = self.generic_visit(s)
-        old = getattr(s, field)
-        new = self._name(old)
-        return s if new == old else dataclasses.replace(s, **{field: new})
-
-    def visit_Decl(self, s: n.Decl) -> n.Stmt:
-        return self._renamed(s, "name")
-
-    def visit_Assign(self, s: n.Assign) -> n.Stmt:
-        return self._renamed(s, "name")
-
-    def visit_For(self, s: n.For) -> n.Stmt:
-        return self._renamed(s, "var")
-
-    def visit_AtomicRMW(self, s: n.AtomicRMW) -> n.Stmt:
-        return self._renamed(s, "dest")
-
-
 class _UnrollBlockLoops(Mutator):
     """Unrolls block-level loops whose counter takes few, known values (see the module docstring)."""
 
@@ -162,7 +118,7 @@ class _UnrollBlockLoops(Mutator):
         if self.in_threads or not _encloses_threads(s.body):
             return s
         values = _counted_values(s)
-        if values is None or _jumps_out(s.body) or s.var in written_names(s.body):
+        if values is None or jumps_out(s.body, n.Break, n.Continue) or s.var in written_names(s.body):
             return s
         return self.copies(s.body, s.var, s.vtype, values) or s
 
@@ -187,7 +143,7 @@ class _UnrollBlockLoops(Mutator):
             return None
         var = s.update[0].name
         start = _known_value(var, before)
-        if start is None or var in written_names(s.body) or _jumps_out(s.body):
+        if start is None or var in written_names(s.body) or jumps_out(s.body, n.Break, n.Continue):
             return None
         counter = n.Var(var, start.ctype)
         values: list[n.Const] = []
@@ -213,15 +169,13 @@ class _UnrollBlockLoops(Mutator):
         size = sum(1 for s in body for _ in walk(s))
         if len(values) > MAX_UNROLL_TRIPS or size * len(values) > MAX_UNROLL_NODES:
             return None
-        declared = sorted({x.name for s in body for x in walk(s) if isinstance(x, n.Decl)}
-                          | {x.var for s in body for x in walk(s) if isinstance(x, n.For)})
+        declared = sorted(declared_names(body))
         out: list[n.Stmt] = []
         for k, value in enumerate(values):
             fixed = {n.Var(var, vtype): n.Const(value.value, vtype)}
             copy = tuple(substitute(s, fixed) for s in body)
             if k > 0:  # names stay unique in the kernel
-                rename = _Rename({name: self.names.fresh(name) for name in declared})
-                copy = tuple(rename.visit(s) for s in copy)
+                copy = rename_locals(copy, {name: self.names.fresh(name) for name in declared})
             out.extend(copy)
         return tuple(out)
 

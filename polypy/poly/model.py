@@ -58,6 +58,7 @@ import islpy as isl
 
 from polypy.errors import InternalError, Loc
 from polypy.ir import nodes as n
+from polypy.ir.jumps import escape_kinds, jumps_out
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import written_names
 from polypy.ir.types import PointerType, ScalarType
@@ -553,7 +554,7 @@ class _Builder:
                                              tprefix + ((pos, 1),), in_loop)
         after_else, exact_else = self._block(s.orelse, path, "orelse", 0, dom & c.false, branch_exact,
                                              tprefix + ((pos, 2),), in_loop)
-        kinds = _escape_kinds(s.then) | _escape_kinds(s.orelse)
+        kinds = escape_kinds(s.then) | escape_kinds(s.orelse)
         if not kinds:
             return dom, exact
         level = min(exact_then, exact_else, branch_exact)
@@ -600,9 +601,9 @@ class _Builder:
         self.loops.append(Loop(dim, path, s.loc, isinstance(s, n.For) and path not in self.state.abstract_fors,
                                trips))
         self._record(s, path, header_dom, False, lambda sub: self._time(tprefix, pos, dim, sub))
-        body_exact = exact if loop_exact and not _returns(s) else INEXACT
+        body_exact = exact if loop_exact and not jumps_out(s, n.Return) else INEXACT
         outer_cut = self.cut
-        if _breaks(s.body) and body_exact > INEXACT:
+        if jumps_out(s.body, n.Break) and body_exact > INEXACT:
             # Iterations after a break do not run. A barrier of this loop still certainly ran
             # before any later instance of the same loop instance (the break is block-uniform
             # when the loop contains barriers), which is all ``Barrier.cut`` promises.
@@ -618,7 +619,7 @@ class _Builder:
             self._block(s.update, path, "update", len(s.body), body_dom, body_exact, inner, True)
         self.loop_stack.pop()
         self.cut = outer_cut
-        if _returns(s):
+        if jumps_out(s, n.Return):
             return dom, INEXACT
         return dom, exact
 
@@ -755,38 +756,6 @@ def _strip(e: n.Expr) -> n.Expr:
     while isinstance(e, n.Cast) and e.to.is_int and e.x.type.is_int:
         e = e.x
     return e
-
-
-def _escape_kinds(block: tuple[n.Stmt, ...]) -> set[str]:
-    """How executing ``block`` may leave it early: ``return``, or ``break``/``continue`` of the
-    loop around it."""
-    out: set[str] = set()
-    for s in block:
-        if isinstance(s, n.Return):
-            out.add("return")
-        elif isinstance(s, n.Break):
-            out.add("break")
-        elif isinstance(s, n.Continue):
-            out.add("continue")
-        elif isinstance(s, n.If):
-            out |= _escape_kinds(s.then) | _escape_kinds(s.orelse)
-        elif isinstance(s, (n.For, n.While)) and _returns(s):
-            out.add("return")
-    return out
-
-
-def _breaks(block: tuple[n.Stmt, ...]) -> bool:
-    """Whether ``block`` contains a ``break`` of the loop it is the body of."""
-    for s in block:
-        if isinstance(s, n.Break):
-            return True
-        if isinstance(s, n.If) and (_breaks(s.then) or _breaks(s.orelse)):
-            return True
-    return False
-
-
-def _returns(s: n.Node) -> bool:
-    return any(isinstance(x, n.Return) for x in walk(s))
 
 
 _MODEL_CACHE: dict[tuple[int, Launch | None], tuple[n.Kernel, Model]] = {}
