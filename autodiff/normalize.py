@@ -19,18 +19,13 @@ import dataclasses
 from autodiff.names import Names
 from polypy.errors import UserError
 from polypy.ir import nodes as n
+from polypy.ir.jumps import jumps_out
 from polypy.ir.types import BOOL
 
 
 def _exits(stmt: n.Stmt | tuple[n.Stmt, ...], cls: type) -> bool:
     """Whether ``stmt`` contains ``cls`` (Break/Continue) that leaves the loop being processed."""
-    if isinstance(stmt, tuple):
-        return any(_exits(s, cls) for s in stmt)
-    if isinstance(stmt, cls):
-        return True
-    if isinstance(stmt, n.If):
-        return _exits(stmt.then, cls) or _exits(stmt.orelse, cls)
-    return False  # nested loops own their break/continue
+    return jumps_out(stmt, cls)  # nested loops own their break/continue
 
 
 class _SkipRest:

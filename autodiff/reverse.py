@@ -52,6 +52,7 @@ from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import declared_names, read_names
+from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import I32, I64, PointerType, ScalarType
 from polypy.ir.visitor import Mutator, substitute, walk
 from polypy.poly.paths import StmtPath, format_path
@@ -268,7 +269,7 @@ class ReverseBuilder:
         for x in walk(s):
             if isinstance(x, n.Var) and x.name not in written:
                 values[x] = self.avail(x, before, tape=True)
-        copy = _Rename(rename, values).visit_block((s,))
+        copy = rename_locals((s,), rename, values)
         self.pending += init + list(copy)
         if self.replays:
             for w in written - inside:
@@ -520,9 +521,8 @@ class ReverseBuilder:
             vtype = loop_stmt.vtype  # type: ignore[union-attr]
             rename[loop_var] = self.names.fresh(loop_var)
             replay.append(n.Decl(rename[loop_var], vtype, _affine(start, n.Var(q, I32), step, vtype)))
-        renamer = _Rename(rename, values)
         for j in sorted(chosen):
-            replay.extend(renamer.visit_block((body[j],)))
+            replay.extend(rename_locals((body[j],), rename, values))
         out.append(n.For(q, I32, b.const(0, I32), n.Var(ctx.index, I32), b.const(1, I32), tuple(replay)))
         return out
 
@@ -1117,31 +1117,6 @@ def _affine(start: n.Expr, i: n.Expr, step: n.Expr, ty: ScalarType) -> n.Expr:
     wide = I64
     value = n.Binary("add", b.cast(wide, start), b.mul(b.cast(wide, i), b.cast(wide, step)))
     return b.cast(ty, value)
-
-
-class _Rename(Mutator):
-    """Renames variables (declarations, assignments, loop variables, uses); replaces other reads."""
-
-    def __init__(self, names: dict[str, str], values: dict[n.Expr, n.Expr]):
-        self.names = names
-        self.values = values
-
-    def visit_Var(self, e: n.Var) -> n.Expr:
-        if e.name in self.names:
-            return n.Var(self.names[e.name], e.vtype)
-        return self.values.get(e, e)
-
-    def visit_Decl(self, s: n.Decl) -> n.Stmt:
-        s = self.generic_visit(s)
-        return dataclasses.replace(s, name=self.names.get(s.name, s.name))
-
-    def visit_Assign(self, s: n.Assign) -> n.Stmt:
-        s = self.generic_visit(s)
-        return dataclasses.replace(s, name=self.names.get(s.name, s.name))
-
-    def visit_For(self, s: n.For) -> n.Stmt:
-        s = self.generic_visit(s)
-        return dataclasses.replace(s, var=self.names.get(s.var, s.var))
 
 
 def _describe_window(p: Privatized) -> str:
