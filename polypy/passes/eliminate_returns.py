@@ -21,12 +21,12 @@ thread is done"), which gives the polyhedral model plain guarded code instead of
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable
 
 from polypy.ir import nodes as n
-from polypy.ir.queries import contains
+from polypy.ir.queries import contains, declared_names
 from polypy.ir.types import BOOL
+from polypy.ir.visitor import Mutator, rebuild, walk
 
 
 def _has_return(s: n.Stmt | tuple[n.Stmt, ...]) -> bool:
@@ -35,13 +35,13 @@ def _has_return(s: n.Stmt | tuple[n.Stmt, ...]) -> bool:
 
 def _strip_tail(block: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
     """Drop returns in tail position: falling off the end does the same."""
-    if not block:
-        return block
-    last = block[-1]
-    if isinstance(last, n.Return):
-        return _strip_tail(block[:-1])
-    if isinstance(last, n.If) and _has_return(last):
-        return block[:-1] + (dataclasses.replace(last, then=_strip_tail(last.then), orelse=_strip_tail(last.orelse)),)
+    while block and isinstance(block[-1], n.Return):
+        block = block[:-1]
+    if block and isinstance(block[-1], n.If) and _has_return(block[-1]):
+        last = block[-1]
+        new = rebuild(last, then=_strip_tail(last.then), orelse=_strip_tail(last.orelse))
+        if new is not last:
+            block = block[:-1] + (new,)
     return block
 
 
@@ -49,88 +49,96 @@ def _ends_with_return(block: tuple[n.Stmt, ...]) -> bool:
     return bool(block) and isinstance(block[-1], n.Return)
 
 
-def _restructure(block: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
-    """``if (c) {A; return} B`` → ``if (c) {A} else {B}`` (and the mirror), recursively."""
-    out: list[n.Stmt] = []
-    for i, s in enumerate(block):
-        if isinstance(s, n.If) and _has_return(s):
-            then = _restructure(s.then)
-            orelse = _restructure(s.orelse)
-            rest = block[i + 1:]
+class _Restructure(Mutator):
+    """``if (c) {A; return} B`` → ``if (c) {A} else {B}`` (and the mirror), in the branches of
+    ifs at any depth; loops keep their returns (the flag handles those)."""
+
+    def visit_Expr(self, e: n.Expr) -> n.Expr:
+        return e
+
+    def visit_For(self, s: n.For) -> n.Stmt:
+        return s
+
+    def visit_While(self, s: n.While) -> n.Stmt:
+        return s
+
+    def visit_block(self, block: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
+        for i, s in enumerate(block):
+            if not (isinstance(s, n.If) and _has_return(s)):
+                continue
+            new = self.visit(s)  # restructures both branches
+            then, orelse, rest = new.then, new.orelse, block[i + 1:]
             if _ends_with_return(then) and not _has_return(then[:-1]):
-                new = n.If(s.cond, then[:-1], _restructure(orelse + rest), loc=s.loc)
-                out.append(new)
-                return tuple(out)
+                return block[:i] + (n.If(s.cond, then[:-1], self.visit_block(orelse + rest), loc=s.loc),)
             if _ends_with_return(orelse) and not _has_return(orelse[:-1]):
-                new = n.If(s.cond, _restructure(then + rest), orelse[:-1], loc=s.loc)
-                out.append(new)
-                return tuple(out)
-            out.append(dataclasses.replace(s, then=then, orelse=orelse))
-            continue
-        out.append(s)
-    return tuple(out)
+                return block[:i] + (n.If(s.cond, self.visit_block(then + rest), orelse[:-1], loc=s.loc),)
+            if new is not s:
+                block = block[:i] + (new,) + block[i + 1:]
+        return block
 
 
-class _Flagged:
+class _Flagged(Mutator):
     """Remove the remaining returns with a ``done`` flag and ``break``s out of loops."""
 
     def __init__(self, flag: str):
         self.flag = flag
         self.used = False
+        self.loops = 0  # loops around the block being rewritten
 
-    def block(self, block: tuple[n.Stmt, ...], in_loop: bool) -> tuple[n.Stmt, ...]:
-        out: list[n.Stmt] = []
+    def enter_field(self, node: n.Node, name: str) -> None:
+        if isinstance(node, (n.For, n.While)):
+            self.loops += 1
+
+    def exit_field(self, node: n.Node, name: str) -> None:
+        if isinstance(node, (n.For, n.While)):
+            self.loops -= 1
+
+    def visit_Expr(self, e: n.Expr) -> n.Expr:
+        return e
+
+    def visit_Stmt(self, s: n.Stmt) -> n.Stmt:
+        return self.generic_visit(s) if _has_return(s) else s
+
+    def visit_block(self, block: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
+        in_loop = self.loops > 0
         for i, s in enumerate(block):
             if isinstance(s, n.Return):
                 self.used = True
-                out.append(n.Assign(self.flag, n.Const(True, BOOL), loc=s.loc))
+                out: tuple[n.Stmt, ...] = (n.Assign(self.flag, n.Const(True, BOOL), loc=s.loc),)
                 if in_loop:
-                    out.append(n.Break(loc=s.loc))
-                return tuple(out)
+                    out += (n.Break(loc=s.loc),)
+                return block[:i] + out
             if not _has_return(s):
-                out.append(s)
                 continue
-            out.append(self.stmt(s, in_loop))
-            rest = self.block(block[i + 1:], in_loop)
+            out = block[:i] + (self.visit(s),)
+            rest = self.visit_block(block[i + 1:])
             flag = n.Var(self.flag, BOOL)
             if in_loop:
                 # A return directly in `s` already broke out of this loop; one inside a loop
                 # nested in `s` only left that loop, so test the flag here.
                 if _returns_from_nested_loop(s):
-                    out.append(n.If(flag, (n.Break(),)))
-                out.extend(rest)
+                    out += (n.If(flag, (n.Break(),)),)
+                out += rest
             elif rest:
-                out.append(n.If(n.Unary("not", flag), rest))
-            return tuple(out)
-        return tuple(out)
-
-    def stmt(self, s: n.Stmt, in_loop: bool) -> n.Stmt:
-        if isinstance(s, n.If):
-            return dataclasses.replace(s, then=self.block(s.then, in_loop), orelse=self.block(s.orelse, in_loop))
-        if isinstance(s, n.For):
-            return dataclasses.replace(s, body=self.block(s.body, True))
-        if isinstance(s, n.While):
-            return dataclasses.replace(s, body=self.block(s.body, True))
-        raise AssertionError(f"return inside {type(s).__name__}")
+                out += (n.If(n.Unary("not", flag), rest),)
+            return out
+        return block
 
 
 def _returns_from_nested_loop(s: n.Stmt) -> bool:
-    if isinstance(s, (n.For, n.While)):
-        return _has_return(s)
-    if isinstance(s, n.If):
-        return any(_returns_from_nested_loop(x) for x in s.then + s.orelse)
-    return False
+    """Whether a ``return`` in ``s`` is inside a loop (``s`` itself or one nested in it)."""
+    return any(isinstance(x, (n.For, n.While)) and _has_return(x) for x in walk(s))
 
 
 def remove_returns(block: tuple[n.Stmt, ...], fresh_name: Callable[[str], str]) -> tuple[n.Stmt, ...]:
     """``block`` with every ``Return`` (meaning: leave ``block``) replaced by structured flow."""
     if not _has_return(block):
         return block
-    block = _strip_tail(_restructure(block))
+    block = _strip_tail(_Restructure().visit_block(block))
     if not _has_return(block):
         return block
     flagged = _Flagged(fresh_name("done"))
-    body = flagged.block(block, in_loop=False)
+    body = flagged.visit_block(block)
     return (n.Decl(flagged.flag, BOOL, n.Const(False, BOOL)),) + body
 
 
@@ -139,8 +147,6 @@ def eliminate_returns(kernel: n.Kernel) -> n.Kernel:
     if not _has_return(kernel.body):
         return kernel
     taken = {p.name for p in kernel.params} | {b.name for b in kernel.buffers}
-    from polypy.ir.queries import declared_names
-
     taken |= declared_names(kernel.body)
 
     def fresh(base: str) -> str:
@@ -151,4 +157,4 @@ def eliminate_returns(kernel: n.Kernel) -> n.Kernel:
         taken.add(name)
         return name
 
-    return dataclasses.replace(kernel, body=remove_returns(kernel.body, fresh))
+    return rebuild(kernel, body=remove_returns(kernel.body, fresh))
