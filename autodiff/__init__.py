@@ -19,7 +19,7 @@ reverse sweep of each thread in one GPU-form kernel, in the calling convention o
 * ``check``     finite-difference and dot-product checks with the emulator
 * ``build``, ``names``  expression builders, fresh names
 
-The pipeline around it (optimize before, simplify after) is ``polypy.gradients``; this package
+The pipeline around it (optimize before, simplify after) is ``polypy.driver.gradients``; this package
 only transforms one kernel and never imports other stages.
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@
 ``factor`` consecutive blocks along x (``Kernel.coarsen``); whether a given launch uses it or the
 kernel's own block function depends on its grid, known only at launch: coarse blocks are fewer,
 and a grid with too few of them would leave workers idle (or, narrower than the factor, run
-nothing but partial coarse blocks). ``polypy.api`` applies ``coarsening_pays`` before each JIT
+nothing but partial coarse blocks). ``polypy.driver.api`` applies ``coarsening_pays`` before each JIT
 launch; ``codegen.c`` renders the same test into its dispatching launcher (``pays_in_c``).
 """
 from __future__ import annotations

@@ -84,7 +84,7 @@ def compile(client: Any, path: str | os.PathLike, *, defines: dict[str, str] | N
     launch starts); ``threads``: threads each task runs its blocks on. The other options are
     those of ``polypy.compile``; the workers compile with the same ones.
     """
-    from polypy.api import compile as compile_here
+    from polypy.driver.api import compile as compile_here
 
     if text is None:
         try:
@@ -107,7 +107,7 @@ def launch(kernel: DistributedKernel, grid: Any, block: Any, shmem: int, *args: 
            **kwargs: Any) -> None:
     """``kernel[grid, block, shmem](*args)`` with ``tasks`` block ranges instead of the module's
     default."""
-    from polypy.api import _launch_config
+    from polypy.driver.api import _launch_config
 
     grid3, block3, shmem = _launch_config(kernel.name, (grid, block, shmem))
     DistributedLaunch(kernel, grid3, block3, shmem, tasks=tasks)(*args, **kwargs)
@@ -160,7 +160,7 @@ class DistributedKernel:
 
     def __init__(self, module: DistributedModule, local: Any):
         self.module = module
-        self.local = local  # polypy.api.CompiledKernel
+        self.local = local  # polypy.driver.api.CompiledKernel
         self.name = local.name
         self._plans: dict[tuple, BlockPlan] = {}
         # Bytes of array slices the last launch sent to its tasks and got back from them, and
@@ -169,7 +169,7 @@ class DistributedKernel:
         self.last_task_seconds: tuple[float, ...] = ()
 
     def __getitem__(self, config: Any) -> DistributedLaunch:
-        from polypy.api import _launch_config
+        from polypy.driver.api import _launch_config
 
         grid, block, shmem = _launch_config(self.name, config)
         return DistributedLaunch(self, grid, block, shmem)
@@ -231,7 +231,7 @@ class DistributedLaunch:
         self.tasks = tasks
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
-        from polypy.api import Launch, _bind
+        from polypy.driver.api import Launch, _bind
 
         dk = self.kernel
         k = dk.local
@@ -317,7 +317,7 @@ def _clamp(lo: int | None, hi: int | None, size: int) -> tuple[int, int]:
 def _check_no_aliasing(kernel: Any, plan: BlockPlan, arrays: dict[str, np.ndarray]) -> None:
     """Two arguments sharing memory, one of them written: slices shipped apart would not see
     each other's writes."""
-    from polypy.api import _c_name
+    from polypy.driver.api import _c_name
 
     written = {name for f in plan.footprints for name, fp in f.items() if fp.write is not None}
     names = [p.name for p in kernel.params if isinstance(p.ptype, PointerType) and p.name in arrays]
@@ -342,7 +342,7 @@ def worker_module(source: Source) -> Any:
     with _WORKER_LOCK:
         module = _WORKER_MODULE_CACHE.get(source)
         if module is None:
-            from polypy.api import compile as compile_here
+            from polypy.driver.api import compile as compile_here
 
             module = compile_here(source.path, defines=dict(source.defines), include_dirs=source.include_dirs,
                                   text=source.text, threads=1, specialize=source.specialize,

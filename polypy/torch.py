@@ -254,7 +254,7 @@ class KernelFunction:
                  grid: Any, block: Any, params: Mapping[str, Any] | None = None, shmem: Any = 0,
                  wrt: Sequence[str] | None = None, grad_options: Mapping[str, Any] | None = None,
                  zero_outputs: bool = True):
-        from polypy.api import CompiledKernel
+        from polypy.driver.api import CompiledKernel
 
         if not isinstance(kernel, CompiledKernel):
             raise UserError("polypy.torch.function takes a compiled kernel (mod.<kernel> of polypy.compile(...)), "
@@ -354,7 +354,7 @@ class KernelFunction:
     def gradient(self) -> Any:
         """The reverse-mode gradient kernel (``polypy.grad``), compiled on first use."""
         if self._gradient is None:
-            from polypy.gradients import grad
+            from polypy.driver.gradients import grad
 
             active = list(self.wrt) + [name for name in self.inouts
                                        if name not in self.wrt and _is_float(self._ptypes[name])]

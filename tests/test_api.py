@@ -1,8 +1,8 @@
-"""The public launch API (``polypy.compile`` / ``polypy.api``): launch syntax, argument checks,
+"""The public launch API (``polypy.compile`` / ``polypy.driver.api``): launch syntax, argument checks,
 footprint checks, the disk cache, threads, and the emulator path.
 
 Most modules are built from IR (GPU form for footprints and the emulator, CPU form for the JIT)
-with ``polypy.api.CompiledModule.from_ir``, so these tests do not depend on the GPU->CPU lowering;
+with ``polypy.driver.api.CompiledModule.from_ir``, so these tests do not depend on the GPU->CPU lowering;
 ``test_compile_a_cuda_file_end_to_end`` goes through the whole pipeline.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from test_llvm_support import cpu_form, gpu_kernel, ir, isolated_cache
 
 import polypy
-from polypy.api import CompiledModule, UnknownKernelError
+from polypy.driver.api import CompiledModule, UnknownKernelError
 from polypy.ir import nodes as n
 from polypy.ir import parse_module
 

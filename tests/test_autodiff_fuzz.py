@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autodiff.check import check_gradients
-from polypy.gradients import grad_kernel
+from polypy.driver.gradients import grad_kernel
 from polypy.ir import nodes as n
 from polypy.ir import parse_kernel
 from polypy.passes import SIMPLIFY, run_pipeline

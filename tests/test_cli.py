@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import polypy
-from polypy.cli import main
+from polypy.driver.cli import main
 from polypy.ir.parser import parse_module
 from polypy.ir.verifier import verify_module
 

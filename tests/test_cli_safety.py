@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from polypy.cli import main
+from polypy.driver.cli import main
 
 SAXPY = pathlib.Path(__file__).resolve().parents[1] / "samples" / "saxpy.cu"
 

@@ -15,7 +15,7 @@ from c_support import assert_same_as_emulator, gpu_kernel, need_compiler, run_c,
 from codegen.c import emit_kernel, emit_kernels, find_compiler
 from codegen.c.kernel import Options
 from codegen.c.render import MATH, literal
-from polypy.cli import main
+from polypy.driver.cli import main
 from polypy.driver.pipelines import to_cpu
 from polypy.errors import InternalError
 from polypy.ir import F32, F64, I8, I32, I64, U8, U32, U64, nodes as n

@@ -14,9 +14,9 @@ import pytest
 
 import polypy
 from codegen.cuda import format_const, format_expr, print_cuda_kernel
-from polypy.cli import main
+from polypy.driver.cli import main
 from polypy.emulator import emulate
-from polypy.gradients import grad_kernel, gradient_source
+from polypy.driver.gradients import grad_kernel, gradient_source
 from polypy.ir import nodes as n
 from polypy.ir import parse_kernel
 from polypy.ir.types import F32, F64, I8, I32, I64, U32, U64

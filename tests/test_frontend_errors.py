@@ -151,7 +151,7 @@ def test_cli_reports_error_without_traceback_or_output(tmp_path: pathlib.Path) -
     src = tmp_path / "bad.cu"
     src.write_text(CASES[0][1])
     out = tmp_path / "out.txt"
-    proc = subprocess.run([sys.executable, "-m", "polypy.cli", "translate", str(src), "--emit", "ir", "-o", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "--emit", "ir", "-o", str(out)],
                           capture_output=True, text=True)
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr

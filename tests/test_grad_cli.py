@@ -5,7 +5,7 @@ import importlib.util
 
 import pytest
 
-from polypy.cli import main
+from polypy.driver.cli import main
 from samples.spec import sample
 
 SAXPY = str(sample("saxpy").source)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from autodiff.check import check_gradients
-from polypy.gradients import grad_kernel
+from polypy.driver.gradients import grad_kernel
 from polypy.ir import nodes as n
 from polypy.ir import parse_kernel, print_kernel
 from polypy.ir.types import PointerType

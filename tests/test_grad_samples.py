@@ -1,7 +1,7 @@
 """Every differentiable sample: reverse and forward mode against finite differences (float64).
 
 Each sample marked ``differentiable`` is compiled with ``REAL=double``; its gradient kernel
-(``K_grad``) and tangent kernel (``K_fwd``) come from ``polypy.gradients.grad_kernel`` (the
+(``K_grad``) and tangent kernel (``K_fwd``) come from ``polypy.driver.gradients.grad_kernel`` (the
 full pipeline: optimize, differentiate, simplify). On the sample's smallest launch and its
 random inputs, along random directions ``v`` (inputs) and ``w`` (outputs):
 
@@ -18,7 +18,7 @@ import pytest
 
 import polypy
 from autodiff.check import check_gradients
-from polypy.gradients import grad_kernel
+from polypy.driver.gradients import grad_kernel
 from samples.spec import all_samples
 
 SAMPLES = [s for s in all_samples() if s.differentiable]

@@ -10,7 +10,7 @@ from autodiff import Accumulation, Caching
 from autodiff.check import check_gradients, shadow_pairs
 from polypy.emulator import emulate
 from polypy.errors import UserError
-from polypy.gradients import grad_kernel
+from polypy.driver.gradients import grad_kernel
 from polypy.ir import nodes as n
 from polypy.ir import parse_kernel
 from polypy.ir.visitor import walk

@@ -19,7 +19,7 @@ import pytest
 import polypy
 from autodiff.check import check_gradients
 from polypy.emulator import emulate
-from polypy.gradients import grad_kernel
+from polypy.driver.gradients import grad_kernel
 from polypy.ir import nodes as n
 from polypy.ir.types import I64, PointerType
 from polypy.ir.visitor import Mutator, walk

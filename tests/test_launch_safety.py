@@ -1,4 +1,4 @@
-"""Launch-time memory safety (``polypy.api``): a launch either is proven in bounds by isl (the fast
+"""Launch-time memory safety (``polypy.driver.api``): a launch either is proven in bounds by isl (the fast
 code runs), is proven out of bounds (a ``UserError`` before anything runs), or runs a
 bounds-checked version of the kernel that stops at the first access outside its array and raises a
 ``UserError`` naming the kernel, the array, the index and the source line -- never touching memory
@@ -41,11 +41,11 @@ def _untouched(whole: np.ndarray, sentinel) -> None:
 
 
 @functools.cache
-def _sample(name: str) -> polypy.api.CompiledModule:
+def _sample(name: str) -> polypy.driver.api.CompiledModule:
     return polypy.compile(SAMPLES / f"{name}.cu")
 
 
-def _compile(tmp_path: pathlib.Path, name: str, source: str) -> tuple[polypy.api.CompiledModule, pathlib.Path]:
+def _compile(tmp_path: pathlib.Path, name: str, source: str) -> tuple[polypy.driver.api.CompiledModule, pathlib.Path]:
     path = tmp_path / f"{name}.cu"
     path.write_text(source)
     return polypy.compile(path), path
@@ -359,7 +359,7 @@ def test_coarse_blocks_check_pointer_arguments(tmp_path):
 def test_module_without_gpu_form_runs_bounds_checked_code():
     from test_llvm_support import cpu_form, gpu_kernel
 
-    from polypy.api import CompiledModule
+    from polypy.driver.api import CompiledModule
     from polypy.ir import nodes as n
 
     k = cpu_form(gpu_kernel("""

@@ -1,5 +1,5 @@
 """Block-shape specialization (``polypy.passes.specialize``) and what uses it: the JIT's per-shape
-machine code (``polypy.api``), the C backend's specialized launchers (``codegen.c``), and the
+machine code (``polypy.driver.api``), the C backend's specialized launchers (``codegen.c``), and the
 launch path (worker pool, small launches). Structure and results, never timings.
 
 Specialized code must compute exactly what the generic code computes: every sample, on each of
@@ -20,7 +20,7 @@ from c_support import need_compiler
 from test_llvm_support import cpu_form, gpu_kernel, ir, isolated_cache
 
 import polypy
-from polypy.api import MAX_SPECIALIZATIONS, CompiledModule
+from polypy.driver.api import MAX_SPECIALIZATIONS, CompiledModule
 from polypy.emulator import emulate
 from polypy.errors import UserError
 from polypy.ir import nodes as n
@@ -397,7 +397,7 @@ def test_c_kernels_with_module_arrays_keep_the_generic_launcher():
 
 def test_whole_programs_specialize_launches_with_literal_block_sizes(tmp_path):
     need_compiler(cpp=True)
-    from polypy.cli import main
+    from polypy.driver.cli import main
 
     source = tmp_path / "p.cu"
     source.write_text("""

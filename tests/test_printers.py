@@ -22,7 +22,7 @@ from codegen.c import find_compiler
 from codegen.c.render import Layout, Renderer
 from codegen.cuda.printer import CudaExprPrinter
 from codegen.cuda.printer import _Printer as CudaStmtPrinter
-from polypy.cli import main
+from polypy.driver.cli import main
 from polypy.ir import cexpr
 from polypy.ir import nodes as n
 from polypy.ir import parse_kernel

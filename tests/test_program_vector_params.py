@@ -55,7 +55,7 @@ EXPECTED = {"vector_params": _vector_params_expected, "particles": _particles_ex
 
 
 def _polypy(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "polypy.cli", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "polypy.driver.cli", *args], capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -16,7 +16,7 @@ import pytest
 
 from c_support import need_compiler
 from codegen.c import find_compiler
-from polypy.cli import main
+from polypy.driver.cli import main
 from samples.spec import ProgramSample, all_programs
 
 PROGRAMS = all_programs()

@@ -10,7 +10,7 @@ import pathlib
 
 import pytest
 
-from polypy.cli import main
+from polypy.driver.cli import main
 from polypy.driver.source import load
 from polypy.poly.write_conflicts import race_warnings, write_conflicts
 

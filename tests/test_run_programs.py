@@ -20,7 +20,7 @@ PROGRAMS = all_programs()
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "polypy.cli", "run", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", *args], capture_output=True, text=True,
                           timeout=600)
 
 
@@ -121,7 +121,7 @@ int main() { printf("never\\n"); return 0; }
 """)
     env = dict(os.environ, CXX=gxx)
     for mode in ((), ("--emulate",)):
-        result = subprocess.run([sys.executable, "-m", "polypy.cli", "run", str(src), *mode], capture_output=True,
+        result = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", str(src), *mode], capture_output=True,
                                 text=True, timeout=600, env=env)
         assert result.returncode == 1 and result.stdout == ""
         lines = result.stderr.splitlines()

@@ -23,7 +23,7 @@ SAMPLES = all_samples()
 
 
 @functools.cache
-def _compiled(name: str, real: type) -> polypy.api.CompiledModule:
+def _compiled(name: str, real: type) -> polypy.driver.api.CompiledModule:
     s = next(s for s in SAMPLES if s.name == name)
     defines = dict(s.defines)
     if real is np.float64:

@@ -34,7 +34,7 @@ from gpu2cpu.lower_block_atomics import lower_block_atomics
 from gpu2cpu.serialize_threads import serialize_threads
 from gpu2cpu.sink_thread_loops import sink_thread_loops
 from gpu2cpu.tighten_thread_bounds import tighten_thread_bounds
-from polypy.api import CompiledModule
+from polypy.driver.api import CompiledModule
 from polypy.driver.pipelines import GPU_PIPELINE
 from golden_files import UPDATE, parse_input, read_sections, write_sections
 from polypy.emulator import emulate

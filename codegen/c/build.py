@@ -7,7 +7,7 @@ hash of compiler, flags and source (``$POLYPY_CACHE_DIR``, default ``~/.cache/po
 (``polypy.arguments``: C-contiguous arrays of the exact element type, modified in
 place; struct parameters passed whole as dicts or member by member).
 
-Block shapes, as in the JIT (``polypy.api``): a library from ``build_library`` compiles, on the
+Block shapes, as in the JIT (``polypy.driver.api``): a library from ``build_library`` compiles, on the
 first launch of a kernel with a new block shape, a version of that kernel specialized for the
 shape (``blockDim`` made constants; one more small library, cached on disk like the first) and
 runs later launches of that shape with it. Kernels that use ``__constant__``/``__device__``

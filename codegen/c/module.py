@@ -23,9 +23,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
+from importlib import resources
 from typing import Mapping, Sequence
 
-import polypy
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.host import HostFile, HostProgram
@@ -34,11 +34,10 @@ from codegen.c.kernel import Coarsener, KernelCode, Options, emit_kernel, emulat
 from codegen.c.render import c_type, literal
 from codegen.c.templates import prelude, render_template
 
-RUNTIME_HEADER = pathlib.Path(polypy.__file__).resolve().parent / "runtime" / "cuda_runtime.h"
-
 
 def runtime_header() -> str:
-    return RUNTIME_HEADER.read_text(encoding="utf-8")
+    """polypy's CUDA runtime header (package data ``polypy/runtime/cuda_runtime.h``)."""
+    return resources.files("polypy.runtime").joinpath("cuda_runtime.h").read_text(encoding="utf-8")
 
 
 def global_definition(b: n.Buffer) -> str:

@@ -6,7 +6,7 @@ Either way the object code is loaded into an MCJIT execution engine with ``add_o
 a cache hit runs no LLVM optimization or code generation at all.
 
 ``JitKernel.run`` launches one kernel: arguments already checked and converted by the caller
-(``polypy.api``) go through ctypes to ``K_worker``, called once per thread on a shared block
+(``polypy.driver.api``) go through ctypes to ``K_worker``, called once per thread on a shared block
 counter (``launch.run_workers``). A bounds-checked kernel (``compile_module(..., checked=...)``)
 also gets the extent of each array and a fault record; after a fault it raises
 ``launch.BoundsError`` naming the kernel, the array, the index and the source line.

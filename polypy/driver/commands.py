@@ -1,13 +1,23 @@
-"""What each ``polypy`` sub-command does (argument parsing lives in ``polypy.cli``)."""
+"""What each ``polypy`` sub-command does (argument parsing lives in ``polypy.driver.cli``, which
+calls these; nothing here imports it)."""
 from __future__ import annotations
 
 import argparse
 import dataclasses
+from typing import Sequence
 
-from polypy.cli import _defines, check_output, write_output
+from polypy.driver.output import check_output, write_output
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.printer import print_module
+
+
+def _defines(values: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in values:
+        name, _, value = v.partition("=")
+        out[name] = value if value else "1"
+    return out
 
 
 def _load(args: argparse.Namespace) -> n.Module:
@@ -79,7 +89,7 @@ def _print_report(report: list | None) -> None:
 def grad(args: argparse.Namespace) -> int:
     """``polypy grad``: the reverse (``K_grad``) or forward (``K_fwd``) derivative of one kernel."""
 
-    from polypy.gradients import grad_kernel, gradient_cpp, gradient_source
+    from polypy.driver.gradients import grad_kernel, gradient_cpp, gradient_source
 
     check_output(args.output, (args.file,))
     module = _load(args)
@@ -162,7 +172,7 @@ def _launcher(path, sample, kernel, *, emulate: bool, threads: int):
 
         return lambda case, args: run_emulated(kernel, case.grid, case.block, args, shmem=case.shmem)
     try:
-        from polypy.api import compile as compile_module
+        from polypy.driver.api import compile as compile_module
     except ImportError:
         raise UserError("compiled execution is not available in this build; use --emulate") from None
     compiled = compile_module(path, defines=dict(sample.defines), threads=threads or None)
@@ -171,6 +181,6 @@ def _launcher(path, sample, kernel, *, emulate: bool, threads: int):
 
 
 def _run_program(module: n.Module, args: argparse.Namespace) -> int:
-    from polypy.programs import run_program
+    from polypy.driver.programs import run_program
 
     return run_program(module, emulate=args.emulate, threads=args.threads)

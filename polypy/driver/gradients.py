@@ -173,7 +173,7 @@ def grad(kernel: Any, *, wrt=None, const=(), mode: str = "reverse", report: list
     takes the arguments of the calling convention (a shadow after each active argument). It shares
     the module's ``__constant__``/``__device__`` arrays. ``options`` as for ``grad_kernel``.
     """
-    from polypy.api import CompiledKernel, CompiledModule
+    from polypy.driver.api import CompiledKernel, CompiledModule
 
     if not isinstance(kernel, CompiledKernel):
         raise UserError("polypy.grad takes a compiled kernel (mod.<kernel> of polypy.compile(...)), "
