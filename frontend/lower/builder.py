@@ -1,0 +1,169 @@
+"""``KernelBuilder``: lowers one kernel; its parts live in the sibling modules (one job each)."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import Iterator
+
+import clang.cindex as ci
+from polypy.errors import Loc, UserError
+from polypy.ir import nodes as n
+from polypy.ir.types import I32, ScalarType
+
+from frontend import ctypes_map as tm
+from frontend.clang_setup import binary_operator, cursor_loc, unary_operator
+from frontend.values import AggLV, ArrayBinding, Binding, LValue, Pointer, PtrVarLV, VarLV
+from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body
+from frontend.lower.statements import StatementLowering
+from frontend.lower.declarations import DeclarationLowering
+from frontend.lower.loops import LoopLowering
+from frontend.lower.expressions import ExpressionLowering
+from frontend.lower.places import PlaceLowering
+from frontend.lower.calls import CallLowering
+from frontend.lower.inlining import InliningLowering
+
+
+class KernelBuilder(StatementLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
+                    PlaceLowering, CallLowering, InliningLowering):
+    """Lowers one kernel; see the module docstring."""
+
+    def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str):
+        self.ctx = ctx
+        self.cursor = cursor
+        self.kernel_name = name
+        self.names = NameAllocator(set(ctx.names.taken))
+        self.params: list[n.Param] = []
+        self.source_params: list[n.SourceParam] = []
+        self.buffers: dict[str, n.Buffer] = {}
+        self.shared: dict[tuple, ArrayBinding] = {}
+        self.dynamic_shared: ArrayBinding | None = None
+        self.frames: list[Frame] = []
+        self.block: list[n.Stmt] = []
+        self.mutated_cache: dict[tuple, set[tuple]] = {}
+        self.loop_depth = 0
+
+    # ------------------------------------------------------------------ utilities
+    def error(self, message: str, cursor: ci.Cursor | None) -> UserError:
+        return UserError(message, cursor_loc(cursor) if cursor is not None else None)
+
+    def loc(self, cursor: ci.Cursor) -> Loc | None:
+        return cursor_loc(cursor)
+
+    def emit(self, stmt: n.Stmt) -> None:
+        self.block.append(stmt)
+
+    @contextlib.contextmanager
+    def sub_block(self) -> Iterator[list[n.Stmt]]:
+        saved = self.block
+        self.block = []
+        try:
+            yield self.block
+        finally:
+            self.block = saved
+
+    @property
+    def frame(self) -> Frame:
+        return self.frames[-1]
+
+    def bind(self, decl: ci.Cursor, binding: Binding) -> None:
+        self.frame.env[decl_key(decl)] = binding
+
+    def temp(self, ty: ScalarType, init: n.Expr | None, base: str, cursor: ci.Cursor | None) -> VarLV:
+        name = self.names.fresh(base)
+        self.emit(n.Decl(name, ty, init, loc=self.loc(cursor) if cursor is not None else None))
+        return VarLV(name, ty)
+
+    # ------------------------------------------------------------------ kernel entry
+    def build(self) -> n.Kernel:
+        body = function_body(self.cursor)
+        if body is None:
+            raise self.error(f"kernel '{self.cursor.spelling}' has no body", self.cursor)
+        self.frames.append(Frame(decl_key(self.cursor), self.cursor, {}, is_kernel=True))
+        mutated = self.assigned_decls(self.cursor)
+        for p in self.cursor.get_arguments():
+            self.kernel_param(p, mutated)
+        self.statement(body)
+        stmts = tuple(self.block)
+        self.frames.pop()
+        buffers = tuple(self.buffers.values())
+        return n.Kernel(self.kernel_name, tuple(self.params), buffers, stmts, stage="gpu",
+                        source_params=tuple(self.source_params), loc=self.loc(self.cursor))
+
+    def kernel_param(self, p: ci.Cursor, mutated: set[tuple]) -> None:
+        name = p.spelling or f"arg{len(self.params)}"
+        where = self.loc(p)
+        t = p.type
+        if tm.is_reference(t) or tm.is_array(t):
+            raise UserError(f"kernel parameter '{name}' of type '{t.spelling}' is not supported", where)
+        self.names.taken.add(name)
+        st = tm.scalar_type(t)
+        if st is not None:
+            self.params.append(n.Param(name, st, loc=where))
+            self.source_params.append(n.SourceParam(name, t.spelling, (("", name),)))
+            self.bind(p, VarLV(name, st))
+            if decl_key(p) in mutated:
+                # Assigned in the kernel: work on a local copy so the parameter itself stays read-only.
+                copy = self.temp(st, n.Var(name, st), name, p)
+                self.bind(p, copy)
+            return
+        if tm.is_pointer(t):
+            binding = self.pointer_param(name, t, where)
+            self.source_params.append(n.SourceParam(name, t.spelling, (("", name),)))
+            self.bind(p, self.pointer_binding(binding, decl_key(p) in mutated, name, p))
+            return
+        if tm.is_record(t):
+            members: list[tuple[str, str]] = []
+            fields: dict[str, LValue] = {}
+            for leaf in tm.leaves(t):
+                pname = self.names.fresh(name + leaf.path)
+                members.append((leaf.path, pname))
+                lst = leaf.scalar
+                if lst is not None:
+                    self.params.append(n.Param(pname, lst, loc=where))
+                    fields[leaf.path] = VarLV(pname, lst)
+                elif tm.is_pointer(leaf.ctype):
+                    fields[leaf.path] = PtrVarLV(self.pointer_param(pname, leaf.ctype, where), None)
+                else:
+                    raise UserError(f"member '{leaf.path}' of type '{leaf.ctype.spelling}' in kernel parameter "
+                                    f"'{name}' is not supported", where)
+            self.source_params.append(n.SourceParam(name, t.spelling, tuple(members)))
+            self.bind(p, AggLV(fields, t.spelling))
+            return
+        raise UserError(f"kernel parameter '{name}' of type '{t.spelling}' is not supported", where)
+
+    def pointer_param(self, name: str, t: ci.Type, where: Loc | None) -> Pointer:
+        target = tm.pointee(t)
+        if tm.is_pointer(target):
+            raise UserError(f"pointer-to-pointer parameter '{name}' is not supported", where)
+        ptype, layout = tm.pointer_param_type(t, where)
+        self.params.append(n.Param(name, ptype, loc=where))
+        return Pointer(name, (), None, layout)
+
+    def pointer_binding(self, base: Pointer, mutable: bool, name: str, cursor: ci.Cursor) -> PtrVarLV:
+        if not mutable:
+            return PtrVarLV(base, None)
+        init = base.offset if base.offset is not None else n.Const(0, I32)
+        var = self.temp(init.type, init, name + "_off", cursor)
+        return PtrVarLV(dataclasses.replace(base, offset=None), var)
+
+    def assigned_decls(self, fn: ci.Cursor) -> set[tuple]:
+        """Declarations of variables that ``fn`` assigns (``p = q``, ``p += k``, ``p++``)."""
+        key = decl_key(fn)
+        cached = self.mutated_cache.get(key)
+        if cached is not None:
+            return cached
+        out: set[tuple] = set()
+        for c in fn.walk_preorder():
+            target = None
+            if c.kind in (CK.BINARY_OPERATOR, CK.COMPOUND_ASSIGNMENT_OPERATOR):
+                op = binary_operator(c)
+                if op.endswith("=") and op not in ("==", "!=", "<=", ">="):
+                    target = next(iter(c.get_children()), None)
+            elif c.kind == CK.UNARY_OPERATOR and unary_operator(c) in ("++", "--"):
+                target = next(iter(c.get_children()), None)
+            while target is not None and target.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR):
+                target = next(iter(target.get_children()), None)
+            if target is not None and target.kind == CK.DECL_REF_EXPR and target.referenced is not None:
+                out.add(decl_key(target.referenced))
+        self.mutated_cache[key] = out
+        return out

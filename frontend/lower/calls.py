@@ -1,0 +1,201 @@
+"""Calls: math functions and CUDA intrinsics, atomics, warp shuffles and votes, refused calls;
+calls of device functions go to ``inlining``."""
+from __future__ import annotations
+
+import clang.cindex as ci
+from polypy.ir import nodes as n
+from polypy.ir.mathfns import CUDA_ARITH_INTRINSICS, CUDA_MATH_NAMES, MATH_FUNCTIONS
+from polypy.ir.types import BOOL, I32, U32
+
+from frontend import ctypes_map as tm
+from frontend.arith import convert, truth
+from frontend.values import Aggregate, MemLV, Value
+from frontend.lower.context import CK, function_body
+from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
+
+
+_ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomicMin": "min", "atomicMax": "max",
+            "atomicAnd": "and", "atomicOr": "or", "atomicXor": "xor", "atomicInc": "inc", "atomicDec": "dec",
+            "atomicCAS": "cas"}
+_SHUFFLES = {"__shfl_sync": "idx", "__shfl_up_sync": "up", "__shfl_down_sync": "down", "__shfl_xor_sync": "xor"}
+_VOTES = {"__ballot_sync": "ballot", "__any_sync": "any", "__all_sync": "all", "__activemask": "activemask"}
+_REFUSED_CALLS = {
+    "printf": "printf in device code is not supported",
+    "__syncthreads_count": "__syncthreads_count is not supported",
+    "__syncthreads_and": "__syncthreads_and is not supported",
+    "__syncthreads_or": "__syncthreads_or is not supported",
+    "__syncwarp": "__syncwarp is not supported (warp-synchronous code outside shuffles and votes)",
+    "__threadfence": "memory fences (__threadfence) are not supported",
+    "__threadfence_block": "memory fences (__threadfence_block) are not supported",
+    "malloc": "dynamic allocation in device code is not supported",
+    "free": "dynamic allocation in device code is not supported",
+    "assert": "assert in device code is not supported",
+    "__assert_fail": "assert in device code is not supported",
+}
+
+
+class CallLowering:
+    """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
+
+    # ------------------------------------------------------------------ calls
+    def call(self, c: ci.Cursor, discard: bool) -> Value | None:
+        fn = c.referenced
+        children = list(c.get_children())
+        if any(ch.kind == CK.CALL_EXPR and ch.spelling in ("__cudaPushCallConfiguration", "cudaConfigureCall")
+               for ch in children):
+            raise self.error("kernel launches from device code (dynamic parallelism) are not supported", c)
+        if fn is None:
+            raise self.error("calls through function pointers are not supported", c)
+        if fn.kind == CK.CONSTRUCTOR:
+            return self.constructor(c, fn, children)
+        if fn.spelling.startswith("operator"):
+            # An overloaded operator (clang lists the operands around the operator's name).
+            operands = [ch for ch in children
+                        if not (_strip(ch).kind == CK.DECL_REF_EXPR and _strip(ch).spelling == fn.spelling)]
+            if fn.kind == CK.CXX_METHOD and fn.spelling == "operator=" and \
+                    (fn.is_copy_assignment_operator_method() or fn.is_move_assignment_operator_method()):
+                lv = self.lvalue(operands[0])
+                self.assign(lv, self.expr(operands[1]), c)
+                return None if discard else self.read(lv, c)
+            if fn.kind == CK.FUNCTION_DECL:
+                return self.inline(fn.get_definition() or fn, operands, c, discard)
+            raise self.error(f"'{fn.spelling}' as a member function is not supported in device code", c)
+        if fn.kind not in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
+            if fn.kind == CK.CXX_METHOD:
+                raise self.error("member functions are not supported in device code", c)
+            raise self.error("calls through function pointers are not supported", c)
+        callee = children[0] if children else None
+        if callee is not None and _strip(callee).kind not in (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF) and \
+                _strip(callee).kind != CK.MEMBER_REF_EXPR:
+            raise self.error("calls through function pointers are not supported", c)
+        args = children[1:]
+        name = fn.spelling
+        base = name[len("__builtin_"):] if name.startswith("__builtin_") else name
+        if base in _REFUSED_CALLS:
+            raise self.error(_REFUSED_CALLS[base], c)
+        if base.startswith("tex") or base.startswith("surf"):
+            raise self.error("textures and surfaces are not supported", c)
+        body = function_body(fn.get_definition() or fn)
+        if body is None or (fn.location.is_in_system_header and base in CUDA_MATH_NAMES):
+            # Declared by the prelude or the C library: a CUDA built-in, mapped by name.
+            return self.intrinsic(base, fn, args, c, discard)
+        return self.inline(fn.get_definition() or fn, args, c, discard)
+
+    def constructor(self, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor]) -> Value:
+        args = [ch for ch in children if ch.kind.is_expression()]
+        rt = c.type
+        if len(args) == 1 and (fn.is_copy_constructor() or fn.is_move_constructor()):
+            return self.record_value(args[0], rt)
+        if tm.is_record(rt) and rt.get_canonical().spelling in ("dim3",):
+            values = [self.scalar(a) for a in args]
+            vals = [convert(v, U32) for v in values] + [n.Const(1, U32)] * (3 - len(values))
+            return Aggregate({".x": vals[0], ".y": vals[1], ".z": vals[2]}, "dim3")
+        if tm.is_record(rt) and not args:
+            return Aggregate({leaf.path: n.Const(0, leaf.scalar) for leaf in tm.leaves(rt) if leaf.scalar}, rt.spelling)
+        raise self.error(f"constructor of '{rt.spelling}' is not supported in device code", c)
+
+    def intrinsic(self, name: str, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -> Value | None:
+        loc = self.loc(c)
+        if name == "__syncthreads":
+            if not discard:
+                raise self.error("__syncthreads() has no value", c)
+            self.emit(n.Barrier(loc=loc))
+            return None
+        if name in _ATOMICS:
+            return self.atomic(_ATOMICS[name], args, c, discard)
+        if name in _SHUFFLES:
+            return self.shuffle(_SHUFFLES[name], fn, args, c)
+        if name in _VOTES:
+            return self.vote(_VOTES[name], args, c)
+        if name == "__ldg":
+            ptr = self.expr(args[0])
+            return self.read(self.deref(ptr if not isinstance(ptr, _ArrayRef) else ptr.decay(self), c), c)
+        if name in CUDA_ARITH_INTRINSICS:
+            a, b = (self.scalar(x) for x in args)
+            return n.Binary(CUDA_ARITH_INTRINSICS[name], a, b, loc=loc)
+        canonical = CUDA_MATH_NAMES.get(name) or CUDA_MATH_NAMES.get(name.replace("std::", ""))
+        if canonical is not None:
+            values = [self.arg_value(a, fn, i) for i, a in enumerate(args)]
+            rt = tm.scalar_type(tm.strip_reference(fn.result_type))  # std::max returns const T&
+            if rt is None or not all(isinstance(v, n.Expr) for v in values):
+                raise self.error(f"unsupported use of '{name}'", c)
+            parent = fn.semantic_parent
+            if canonical in ("min", "max") and parent is not None and parent.spelling == "std" and len(values) == 2:
+                # std::min/max are defined by comparison (unlike fmin/fmax for NaN and signed zeros).
+                a_, b_ = values
+                if canonical == "min":
+                    return n.Select(n.Binary("lt", b_, a_, loc=loc), b_, a_, loc=loc)  # type: ignore[arg-type]
+                return n.Select(n.Binary("lt", a_, b_, loc=loc), b_, a_, loc=loc)  # type: ignore[arg-type]
+            if canonical in ("min", "max", "abs") and rt.is_float:
+                canonical = {"min": "fmin", "max": "fmax", "abs": "fabs"}[canonical]
+            fn_info = MATH_FUNCTIONS[canonical]
+            if fn_info.domain == "float" and not all(v.type.is_float for v in values):  # type: ignore[union-attr]
+                raise self.error(f"'{name}' on integers is not supported", c)
+            if len(values) != fn_info.arity:
+                raise self.error(f"'{name}' takes {fn_info.arity} argument(s)", c)
+            return convert(n.Call(canonical, tuple(values), BOOL if fn_info.returns_bool else values[0].type, loc=loc), rt)  # type: ignore[union-attr,arg-type]
+        if name in ("sincosf", "sincos", "__sincosf"):
+            x = self.scalar(args[0])
+            for target_c, fname in ((args[1], "sin"), (args[2], "cos")):
+                target = self.expr(target_c)
+                lv = self.deref(target, c)
+                self.assign(lv, n.Call(fname, (x,), x.type, loc=loc), c)
+            return None
+        if name in ("__popc", "__popcll", "__clz", "__ffs"):
+            raise self.error(f"'{name}' is not supported yet", c)
+        raise self.error(f"call to '{name}', which has no definition polypy can translate", c)
+
+    def arg_value(self, a: ci.Cursor, fn: ci.Cursor, i: int) -> Value | None:
+        v = self.expr(a)
+        if v is _DEFAULT:
+            params = list(fn.get_arguments())
+            default = [ch for ch in params[i].get_children() if ch.kind.is_expression()]
+            if not default:
+                raise self.error("missing argument", a)
+            v = self.expr(default[-1])
+            st = tm.scalar_type(params[i].type)
+            if st is not None and isinstance(v, n.Expr):
+                v = convert(v, st)
+        return v
+
+    def atomic(self, op: str, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -> Value | None:
+        ptr = self.expr(args[0])
+        if isinstance(ptr, _ArrayRef):
+            ptr = ptr.decay(self)
+        lv = self.deref(ptr, c)
+        if not isinstance(lv, MemLV):
+            raise self.error("atomics need an address in global or shared memory", c)
+        self.check_writable(lv.buffer, c)
+        compare = None
+        if op == "cas":
+            compare = convert(self.scalar(args[1]), lv.type)
+            value = convert(self.scalar(args[2]), lv.type)
+        else:
+            value = convert(self.scalar(args[1]), lv.type)
+        dest = None
+        if not discard:
+            dest = self.temp(lv.type, None, "old", c)
+        self.emit(n.AtomicRMW(op, lv.buffer, lv.index, value, dest.name if dest else None, compare, loc=self.loc(c)))
+        return n.Var(dest.name, dest.type) if dest is not None else None
+
+    def shuffle(self, mode: str, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
+        values = [self.arg_value(a, fn, i) for i, a in enumerate(args)]
+        mask, value, lane, width = values  # type: ignore[misc]
+        for v in values:
+            if not isinstance(v, n.Expr):
+                raise self.error("warp shuffles take numbers", c)
+        dest = self.temp(value.type, None, "shfl", c)  # type: ignore[union-attr]
+        self.emit(n.Shuffle(dest.name, mode, value, lane, width, mask, loc=self.loc(c)))  # type: ignore[arg-type]
+        return n.Var(dest.name, dest.type)
+
+    def vote(self, mode: str, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
+        if mode == "activemask":
+            mask: n.Expr = n.Const(0xFFFFFFFF, U32)
+            pred: n.Expr = n.Const(True, BOOL)
+        else:
+            mask = convert(self.scalar(args[0]), U32)
+            pred = truth(self.scalar(args[1]))
+        dt = U32 if mode in ("ballot", "activemask") else I32
+        dest = self.temp(dt, None, "vote", c)
+        self.emit(n.Vote(dest.name, mode, pred, mask, loc=self.loc(c)))
+        return n.Var(dest.name, dt)

@@ -1,0 +1,168 @@
+"""The module being lowered and small questions about clang cursors: which declarations are
+kernels, device or host functions, the names a kernel may use, global and file-scope arrays."""
+from __future__ import annotations
+
+import dataclasses
+
+import clang.cindex as ci
+from polypy.errors import Loc, UserError
+from polypy.ir import nodes as n
+from polypy.ir.names import NameSupply
+from polypy.ir.types import I32
+
+from frontend import ctypes_map as tm
+from frontend.clang_setup import cursor_loc, evaluate
+from frontend.values import ArrayBinding, Binding, LValue
+
+
+CK = ci.CursorKind
+GPU_BUILTINS = {"threadIdx": n.ThreadIdx, "blockIdx": n.BlockIdx, "blockDim": n.BlockDim, "gridDim": n.GridDim}
+
+
+def is_prelude_decl(cursor: ci.Cursor) -> bool:
+    """Declared by polypy's device prelude or runtime header (not by the user)."""
+    f = cursor.location.file
+    if f is None:
+        return False
+    name = f.name.replace("\\", "/")
+    return name.endswith("polypy_device.h") or name.endswith("polypy/runtime/cuda_runtime.h")
+
+
+def has_attr(cursor: ci.Cursor, kind: ci.CursorKind, annotation: str) -> bool:
+    for c in cursor.get_children():
+        if c.kind == kind:
+            return True
+        if c.kind == CK.ANNOTATE_ATTR and c.spelling == annotation:
+            return True
+    return False
+
+
+def is_kernel_decl(cursor: ci.Cursor) -> bool:
+    return has_attr(cursor, CK.CUDAGLOBAL_ATTR, "polypy_global")
+
+
+def is_device_decl(cursor: ci.Cursor) -> bool:
+    return has_attr(cursor, CK.CUDADEVICE_ATTR, "polypy_device")
+
+
+def is_host_decl(cursor: ci.Cursor) -> bool:
+    return has_attr(cursor, CK.CUDAHOST_ATTR, "polypy_host")
+
+
+def function_body(cursor: ci.Cursor) -> ci.Cursor | None:
+    for c in cursor.get_children():
+        if c.kind == CK.COMPOUND_STMT:
+            return c
+    return None
+
+
+def decl_key(cursor: ci.Cursor) -> tuple:
+    """A key identifying a declaration across the cursors that refer to it."""
+    loc = cursor.location
+    return (loc.file.name if loc.file else "", loc.offset, cursor.spelling, cursor.kind.value)
+
+
+def sanitize(text: str) -> str:
+    out = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in text)
+    while "__" in out:
+        out = out.replace("__", "_")
+    return out.strip("_") or "v"
+
+
+class NameAllocator(NameSupply):
+    """Unique local names from source spellings (``p.x`` → ``p_x``; ``i``, ``i_1``, ...)."""
+
+    def fresh(self, base: str) -> str:
+        base = sanitize(base)
+        return super().fresh("v" + base if base[0].isdigit() else base)
+
+
+@dataclasses.dataclass
+class Frame:
+    """One function being lowered: the kernel or an inlined device function."""
+
+    key: tuple
+    cursor: ci.Cursor
+    env: dict[tuple, Binding]
+    result: LValue | None = None  # where `return e` stores e (device functions)
+    is_kernel: bool = False
+
+
+class ModuleContext:
+    """What kernels of one translation unit share: module-level arrays and constants."""
+
+    def __init__(self, language: str):
+        self.language = language
+        self.globals: dict[tuple, n.Buffer] = {}
+        self.global_layouts: dict[tuple, ArrayBinding] = {}
+        self.names = NameAllocator()
+
+    def global_array(self, decl: ci.Cursor, where: Loc | None) -> ArrayBinding:
+        key = decl_key(decl)
+        if key in self.global_layouts:
+            return self.global_layouts[key]
+        space = "constant" if has_attr(decl, CK.CUDACONSTANT_ATTR, "polypy_constant") else "device"
+        dims, elem = _array_dims(decl.type)
+        layout = tm.elem_layout(elem, where)
+        shape = _buffer_shape(dims, layout, where, decl.spelling)
+        init = _constant_initializer(decl, layout, shape)
+        name = self.names.fresh(decl.spelling)
+        buffer = n.Buffer(name, layout.scalar, shape, space, init=init, loc=cursor_loc(decl))
+        self.globals[key] = buffer
+        binding = ArrayBinding(name, dims, layout)
+        self.global_layouts[key] = binding
+        return binding
+
+
+def _array_dims(t: ci.Type) -> tuple[tuple[int | None, ...], ci.Type]:
+    dims: list[int | None] = []
+    c = t.get_canonical()
+    while c.kind in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY):
+        dims.append(c.element_count if c.kind == ci.TypeKind.CONSTANTARRAY else None)
+        c = c.element_type.get_canonical()
+    if c.kind in (ci.TypeKind.VARIABLEARRAY, ci.TypeKind.DEPENDENTSIZEDARRAY):
+        dims.append(-1)
+    return tuple(dims), c
+
+
+def _buffer_shape(dims: tuple[int | None, ...], layout: tm.ElemLayout, where: Loc | None,
+                  name: str) -> tuple[n.Expr, ...] | None:
+    if any(d == -1 for d in dims):
+        raise UserError(f"variable-length array '{name}' is not supported", where)
+    if not dims:  # a scalar (or record) variable: one element
+        dims = (1,)
+    if dims[0] is None:
+        return None
+    shape = list(dims)
+    shape[-1] = shape[-1] * layout.stride  # records occupy `stride` slots of the last dimension
+    return tuple(n.Const(d, I32) for d in shape)
+
+
+def initializer_of(d: ci.Cursor) -> ci.Cursor | None:
+    """The initializer of a variable declaration. Array sizes are expression children too, so
+    for arrays only a brace list counts."""
+    exprs = [ch for ch in d.get_children() if ch.kind.is_expression()]
+    if tm.is_array(d.type):
+        lists = [ch for ch in exprs if ch.kind == CK.INIT_LIST_EXPR]
+        return lists[-1] if lists else None
+    return exprs[-1] if exprs else None
+
+
+def _constant_initializer(decl: ci.Cursor, layout: tm.ElemLayout, shape) -> tuple | None:
+    init = initializer_of(decl)
+    if init is None:
+        return None
+    values: list[int | float] = []
+
+    def collect(c: ci.Cursor) -> None:
+        if c.kind == CK.INIT_LIST_EXPR:
+            for ch in c.get_children():
+                collect(ch)
+            return
+        v = evaluate(c)
+        if v is None:
+            raise UserError("initializers of __constant__/__device__ arrays must be constants", cursor_loc(c))
+        values.append(v)
+
+    collect(init)
+    return tuple(values)

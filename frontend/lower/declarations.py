@@ -1,0 +1,180 @@
+"""Declarations: local scalars, pointers and references, shared and per-thread arrays and their
+initializers."""
+from __future__ import annotations
+
+import dataclasses
+
+import clang.cindex as ci
+from polypy.errors import UserError
+from polypy.ir import nodes as n
+from polypy.ir.types import I32
+
+from frontend import ctypes_map as tm
+from frontend.arith import convert, plus, scale
+from frontend.values import (
+    AggLV, ArrayBinding, LValue, MemLV, Pointer, PtrVarLV, RefBinding, VarAddress, VarLV,
+)
+from frontend.lower.context import CK, _array_dims, _buffer_shape, decl_key, has_attr, initializer_of
+from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _zero_of
+
+
+class DeclarationLowering:
+    """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
+
+    def decl_stmt(self, c: ci.Cursor) -> None:
+        for d in c.get_children():
+            if d.kind == CK.VAR_DECL:
+                self.var_decl(d)
+            elif d.kind in (CK.TYPEDEF_DECL, CK.TYPE_ALIAS_DECL, CK.STRUCT_DECL, CK.ENUM_DECL, CK.STATIC_ASSERT):
+                continue
+            else:
+                raise self.error(f"unsupported declaration ({d.kind.name.lower()})", d)
+
+    def initializer(self, d: ci.Cursor) -> ci.Cursor | None:
+        return initializer_of(d)
+
+    def var_decl(self, d: ci.Cursor) -> None:
+        where = self.loc(d)
+        t = d.type
+        name = d.spelling
+        if has_attr(d, CK.CUDASHARED_ATTR, "polypy_shared"):
+            self.bind(d, self.shared_array(d))
+            if self.initializer(d) is not None:
+                raise UserError(f"__shared__ variable '{name}' cannot have an initializer", where)
+            return
+        if d.storage_class == ci.StorageClass.STATIC:
+            raise UserError(f"static local variable '{name}' is not supported", where)
+        init = self.initializer(d)
+        if tm.is_reference(t):
+            if init is None:
+                raise UserError(f"reference '{name}' without initializer", where)
+            self.bind(d, RefBinding(self.lvalue(init)))
+            return
+        if tm.is_array(t):
+            self.bind(d, self.local_array(d, init))
+            return
+        st = tm.scalar_type(t)
+        if st is not None:
+            value = convert(self.scalar(init), st) if init is not None else None
+            var = self.names.fresh(name)
+            self.emit(n.Decl(var, st, value, loc=where))
+            self.bind(d, VarLV(var, st))
+            return
+        if tm.is_pointer(t):
+            if init is None:
+                raise UserError(f"pointer variable '{name}' must be initialized where it is declared", where)
+            value = self.expr(init)
+            if isinstance(value, VarAddress):
+                self.bind(d, value)
+                return
+            if not isinstance(value, Pointer):
+                raise UserError(f"cannot tell which buffer pointer '{name}' points into", where)
+            mutable = decl_key(d) in self.assigned_decls(self.frame.cursor)
+            if mutable:
+                init_off = value.offset if value.offset is not None else n.Const(0, I32)
+                var = self.temp(init_off.type, init_off, name + "_off", d)
+                self.bind(d, PtrVarLV(dataclasses.replace(value, offset=None), var))
+            else:
+                self.bind(d, PtrVarLV(value, None))
+            return
+        if tm.is_record(t):
+            fields: dict[str, LValue] = {}
+            for leaf in tm.leaves(t):
+                lst = leaf.scalar
+                if lst is None:
+                    raise UserError(f"local variable '{name}' has a member of type '{leaf.ctype.spelling}', "
+                                    "which is not supported", where)
+                var = self.names.fresh(name + leaf.path)
+                self.emit(n.Decl(var, lst, None, loc=where))
+                fields[leaf.path] = VarLV(var, lst)
+            lv = AggLV(fields, t.spelling)
+            self.bind(d, lv)
+            if init is not None and not _is_trivial_construction(init):
+                self.assign(lv, self.record_value(init, t), d)
+            return
+        raise UserError(f"local variable '{name}' of type '{t.spelling}' is not supported", where)
+
+    def shared_array(self, d: ci.Cursor) -> ArrayBinding:
+        where = self.loc(d)
+        key = decl_key(d)
+        if key in self.shared:
+            return self.shared[key]
+        dims, elem = _array_dims(d.type)
+        layout = tm.elem_layout(elem, where)
+        if d.storage_class == ci.StorageClass.EXTERN or (dims and dims[0] is None):
+            if self.dynamic_shared is not None:
+                if self.dynamic_shared.layout.scalar != layout.scalar or layout.stride != 1 \
+                        or self.dynamic_shared.layout.stride != 1:
+                    raise UserError("extern __shared__ arrays of different element types are not supported "
+                                    "(they would alias one another)", where)
+                self.shared[key] = self.dynamic_shared
+                return self.dynamic_shared
+            if len(dims) != 1:
+                raise UserError("multi-dimensional extern __shared__ arrays are not supported", where)
+            name = self.names.fresh(d.spelling)
+            self.buffers[name] = n.Buffer(name, layout.scalar, None, "shared", loc=where)
+            binding = ArrayBinding(name, (None,), layout)
+            self.dynamic_shared = binding
+            self.shared[key] = binding
+            return binding
+        shape = _buffer_shape(dims, layout, where, d.spelling)
+        name = self.names.fresh(d.spelling)
+        self.buffers[name] = n.Buffer(name, layout.scalar, shape, "shared", loc=where)
+        binding = ArrayBinding(name, dims or (1,), layout)
+        if not dims:  # a shared scalar or record: element 0 of a one-element array
+            scalar = _ScalarArray(binding)
+            self.shared[key] = scalar  # type: ignore[assignment]
+            return scalar  # type: ignore[return-value]
+        self.shared[key] = binding
+        return binding
+
+    def local_array(self, d: ci.Cursor, init: ci.Cursor | None) -> ArrayBinding:
+        where = self.loc(d)
+        dims, elem = _array_dims(d.type)
+        layout = tm.elem_layout(elem, where)
+        shape = _buffer_shape(dims, layout, where, d.spelling)
+        if shape is None:
+            raise UserError(f"local array '{d.spelling}' needs a constant size", where)
+        name = self.names.fresh(d.spelling)
+        self.buffers[name] = n.Buffer(name, layout.scalar, shape, "local", loc=where)
+        binding = ArrayBinding(name, dims, layout)
+        if init is not None:
+            self.array_initializer(binding, init, d)
+        return binding
+
+    def array_initializer(self, binding: ArrayBinding, init: ci.Cursor, d: ci.Cursor) -> None:
+        if init.kind != CK.INIT_LIST_EXPR:
+            raise self.error("array initializers must be brace lists", init)
+        dims = binding.dims
+
+        def fill(c: ci.Cursor | None, prefix: tuple[int, ...]) -> None:
+            depth = len(prefix)
+            if depth == len(dims):
+                lv = self.element_lv(binding, tuple(n.Const(i, I32) for i in prefix), c or d)
+                if c is None:
+                    self.assign(lv, _zero_of(lv), d)
+                elif isinstance(lv, AggLV):
+                    self.assign(lv, self.record_value(c, None, lv), c)
+                else:
+                    self.assign(lv, self.scalar(c), c)
+                return
+            items = list(c.get_children()) if c is not None and c.kind == CK.INIT_LIST_EXPR else []
+            if c is not None and c.kind != CK.INIT_LIST_EXPR:
+                raise self.error("nested array initializers must be brace lists", c)
+            for i in range(dims[depth] or 0):
+                fill(items[i] if i < len(items) else None, prefix + (i,))
+
+        fill(init, ())
+
+    def element_lv(self, binding: ArrayBinding, index: tuple[n.Expr, ...], where: ci.Cursor) -> LValue:
+        """The lvalue of element ``index`` (one index per C dimension) of an array."""
+        layout = binding.layout
+        last = index[-1]
+        if layout.stride > 1:
+            last = scale(last, layout.stride)
+        prefix = index[:-1]
+        if layout.is_scalar:
+            return MemLV(binding.buffer, prefix + (last,), layout.scalar)
+        fields = {path: MemLV(binding.buffer, prefix + (plus(last, slot),), layout.scalar)
+                  for path, slot in layout.slots}
+        return AggLV(fields, layout.ctype_spelling)

@@ -1,0 +1,477 @@
+"""Expressions: literals, names, operators, conditionals, casts. An expression with side
+effects emits them into the current block before the statement that uses its value."""
+from __future__ import annotations
+
+import dataclasses
+
+import clang.cindex as ci
+from polypy.ir import nodes as n
+from polypy.ir.types import BOOL, I32, I64
+
+from frontend import ctypes_map as tm
+from frontend.arith import add_offsets, convert, promote, truth, usual_arithmetic
+from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
+from frontend.values import (
+    Aggregate, AggLV, ArrayBinding, Binding, ConstBinding, LValue, MemLV, Pointer, PtrVarLV, RefBinding,
+    Value, VarAddress, VarLV,
+)
+from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
+from frontend.lower.helpers import (
+    _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip_parens,
+)
+
+
+_CASTS = (CK.CSTYLE_CAST_EXPR, CK.CXX_STATIC_CAST_EXPR, CK.CXX_FUNCTIONAL_CAST_EXPR, CK.CXX_CONST_CAST_EXPR,
+          CK.CXX_REINTERPRET_CAST_EXPR)
+_BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "rem", "<<": "shl", ">>": "shr",
+           "&": "band", "|": "bor", "^": "bxor", "<": "lt", ">": "gt", "<=": "le", ">=": "ge",
+           "==": "eq", "!=": "ne"}
+
+
+class ExpressionLowering:
+    """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, c: ci.Cursor, *, discard: bool = False) -> Value | None:
+        handler = _EXPR_HANDLERS.get(c.kind)
+        if handler is None:
+            if c.kind in (CK.CXX_NULL_PTR_LITERAL_EXPR, CK.GNU_NULL_EXPR):
+                raise self.error("null pointers are not supported in device code", c)
+            if c.kind == CK.LAMBDA_EXPR:
+                raise self.error("lambdas are not supported in device code", c)
+            if c.kind == CK.CXX_THIS_EXPR:
+                raise self.error("member functions are not supported in device code", c)
+            if c.kind == CK.STRING_LITERAL:
+                raise self.error("string literals are not supported in device code", c)
+            raise self.error(f"unsupported expression ({c.kind.name.lower()})", c)
+        return getattr(self, handler)(c, discard)
+
+    def scalar(self, c: ci.Cursor) -> n.Expr:
+        """A scalar rvalue, of the IR type of ``c``'s C type."""
+        v = self.expr(c)
+        if not isinstance(v, n.Expr):
+            raise self.error(f"expected a number here, found a {_describe(v)}", c)
+        st = tm.scalar_type(c.type)
+        if st is not None:
+            v = convert(v, st)
+        return v
+
+    def condition(self, c: ci.Cursor) -> n.Expr:
+        if tm.is_pointer(c.type):
+            raise self.error("pointer tests are not supported in device code", c)
+        return truth(self.scalar(c))
+
+    def literal(self, c: ci.Cursor, discard: bool) -> n.Expr:
+        st = tm.scalar_type(c.type)
+        value = evaluate(c)
+        if value is None:
+            tokens = [t.spelling for t in c.get_tokens()]
+            if c.kind == CK.CXX_BOOL_LITERAL_EXPR and tokens:
+                value = tokens[0] == "true"
+            else:
+                raise self.error("cannot evaluate this literal", c)
+        if st is None:
+            raise self.error(f"literal of type '{c.type.spelling}' is not supported", c)
+        return n.Const(value, st, loc=self.loc(c))
+
+    def paren(self, c: ci.Cursor, discard: bool) -> Value | None:
+        return self.expr(next(iter(c.get_children())), discard=discard)
+
+    def unexposed(self, c: ci.Cursor, discard: bool) -> Value | None:
+        children = list(c.get_children())
+        if not children:
+            return _DEFAULT  # a default argument or an implicit zero: the caller knows which
+        if len(children) > 1:
+            raise self.error("unsupported expression", c)
+        v = self.expr(children[0], discard=discard)
+        if discard:
+            return v
+        return self.implicit_conversion(v, c)
+
+    def implicit_conversion(self, v: Value | None, c: ci.Cursor) -> Value | None:
+        st = tm.scalar_type(c.type)
+        if st is not None and isinstance(v, n.Expr):
+            return convert(v, st)
+        if st is not None and v is _DEFAULT:
+            return v
+        if st is not None and isinstance(v, (Pointer, VarAddress)):
+            raise self.error("pointer-to-number conversions are not supported in device code", c)
+        if tm.is_pointer(c.type) and isinstance(v, _ArrayRef):
+            if tm.is_array(tm.pointee(c.type)):
+                return v  # `tile` as a pointer to its rows: indexing it is indexing the array
+            return v.decay(self)
+        return v
+
+    def decl_ref(self, c: ci.Cursor, discard: bool) -> Value:
+        r = c.referenced
+        if r is None:
+            # A substituted template argument (`BLOCK` in an instance of template <int BLOCK>).
+            inner = [ch for ch in c.get_children() if ch.kind.is_expression()]
+            if len(inner) == 1:
+                return self.implicit_conversion(self.expr(inner[0]), c)
+            value = evaluate(c)
+            st = tm.scalar_type(c.type)
+            if value is not None and st is not None:
+                return n.Const(value, st, loc=self.loc(c))
+            raise self.error(f"unsupported reference to '{c.spelling}'", c)
+        if r.kind == CK.ENUM_CONSTANT_DECL:
+            st = tm.scalar_type(c.type) or I32
+            return n.Const(r.enum_value, st, loc=self.loc(c))
+        if r.kind == CK.FUNCTION_DECL:
+            raise self.error(f"function '{r.spelling}' used as a value (function pointers are not supported)", c)
+        if r.kind == CK.VAR_DECL and r.spelling in GPU_BUILTINS and is_prelude_decl(r):
+            cls = GPU_BUILTINS[r.spelling]
+            loc = self.loc(c)
+            return Aggregate({".x": cls(0, loc=loc), ".y": cls(1, loc=loc), ".z": cls(2, loc=loc)}, r.type.spelling)
+        binding = self.lookup(r, c)
+        return self.binding_value(binding, c)
+
+    def lookup(self, r: ci.Cursor, c: ci.Cursor) -> Binding:
+        key = decl_key(r)
+        binding = self.frame.env.get(key)
+        if binding is not None:
+            return binding
+        if key in self.shared:
+            return self.shared[key]
+        if r.kind == CK.VAR_DECL and r.semantic_parent is not None and \
+                r.semantic_parent.kind in (CK.TRANSLATION_UNIT, CK.NAMESPACE):
+            return self.global_binding(r, c)
+        if r.kind == CK.VAR_DECL and r.storage_class == ci.StorageClass.STATIC and \
+                r.type.is_const_qualified():
+            return self.global_binding(r, c)
+        raise self.error(f"'{r.spelling}' is not visible here (unsupported use of a variable)", c)
+
+    def global_binding(self, r: ci.Cursor, c: ci.Cursor) -> Binding:
+        if has_attr(r, CK.CUDASHARED_ATTR, "polypy_shared"):
+            return self.shared_array(r)
+        if has_attr(r, CK.CUDACONSTANT_ATTR, "polypy_constant") or has_attr(r, CK.CUDADEVICE_ATTR, "polypy_device"):
+            binding = self.ctx.global_array(r, self.loc(r))
+            buffer = self.ctx.globals[decl_key(r)]
+            self.buffers.setdefault(buffer.name, buffer)
+            self.names.taken.add(buffer.name)
+            if not tm.is_array(r.type):
+                return _ScalarArray(binding)
+            return binding
+        if r.type.is_const_qualified() and tm.scalar_type(r.type) is not None:
+            init = self.initializer(r)
+            value = evaluate(init) if init is not None else None
+            if value is None:
+                raise self.error(f"'{r.spelling}' is a host variable; device code can only read constants", c)
+            return ConstBinding(n.Const(value, tm.scalar_type(r.type), loc=self.loc(c)))
+        raise self.error(f"'{r.spelling}' is a host variable and cannot be used in device code "
+                         "(declare it __constant__ or __device__)", c)
+
+    def binding_value(self, b: Binding, c: ci.Cursor) -> Value:
+        if isinstance(b, ConstBinding):
+            return b.value
+        if isinstance(b, RefBinding):
+            return self.read(b.target, c)
+        if isinstance(b, ArrayBinding):
+            return _ArrayRef(b, ())
+        if isinstance(b, _ScalarArray):
+            return self.read(self.element_lv(b.binding, (n.Const(0, I32),), c), c)
+        if isinstance(b, VarAddress):
+            return b
+        return self.read(b, c)
+
+    def read(self, lv: LValue, c: ci.Cursor) -> Value:
+        loc = self.loc(c)
+        if isinstance(lv, VarLV):
+            return n.Var(lv.name, lv.type, loc=loc)
+        if isinstance(lv, MemLV):
+            return n.Load(lv.buffer, lv.index, lv.type, loc=loc)
+        if isinstance(lv, AggLV):
+            return Aggregate({k: self.read(v, c) for k, v in lv.fields.items()}, lv.spelling)
+        if isinstance(lv, PtrVarLV):
+            if lv.offset_var is None:
+                return lv.base
+            return dataclasses.replace(lv.base, offset=n.Var(lv.offset_var.name, lv.offset_var.type, loc=loc))
+        raise AssertionError(lv)
+
+
+    # -- operators
+    def array_subscript(self, c: ci.Cursor, discard: bool) -> Value:
+        lv = self.lvalue(c)
+        if isinstance(lv, _ArrayRef):
+            return lv
+        return self.read(lv, c)
+
+    def member_ref(self, c: ci.Cursor, discard: bool) -> Value:
+        base_c = next(iter(c.get_children()), None)
+        if base_c is None:
+            raise self.error("member functions are not supported in device code", c)
+        if tm.is_pointer(base_c.type):
+            return self.read(self.member_lv(self.deref(self.expr(base_c), c), c.spelling, c), c)
+        base = self.expr(base_c)
+        if not isinstance(base, Aggregate):
+            raise self.error(f"'.{c.spelling}' of a {_describe(base)}", c)
+        return _select_member(base.fields, c.spelling, c, lambda fields, sp: Aggregate(fields, sp), self)
+
+    def unary(self, c: ci.Cursor, discard: bool) -> Value | None:
+        op = unary_operator(c)
+        operand = next(iter(c.get_children()))
+        loc = self.loc(c)
+        if op in ("++", "--"):
+            lv = self.lvalue(operand)
+            return self.increment(lv, op, is_postfix(c), c, discard)
+        if op == "&":
+            return self.address_of(operand, c)
+        if op == "*":
+            return self.read(self.deref(self.expr(operand), c), c)
+        if op in ("+", "__extension__"):
+            return self.expr(operand, discard=discard)
+        if op == "-":
+            return n.Unary("neg", self.scalar(operand), loc=loc)
+        if op == "~":
+            return n.Unary("bnot", self.scalar(operand), loc=loc)
+        if op == "!":
+            result = n.Unary("not", self.condition(operand), loc=loc)
+            st = tm.scalar_type(c.type)
+            return convert(result, st) if st is not None else result
+        raise self.error(f"unsupported operator '{op}'", c)
+
+    def address_of(self, operand: ci.Cursor, c: ci.Cursor) -> Value:
+        inner = _strip_parens(operand)
+        if inner.kind == CK.ARRAY_SUBSCRIPT_EXPR:
+            base_c, index_c = list(inner.get_children())
+            if tm.scalar_type(base_c.type) is not None and not tm.is_pointer(base_c.type):
+                base_c, index_c = index_c, base_c
+            base = self.expr(base_c)
+            index = self.scalar(index_c)
+            if isinstance(base, _ArrayRef):
+                if len(base.prefix) + 1 < len(base.binding.dims):
+                    return base.index(self, index, c).decay(self)  # address of a row
+                return Pointer(base.binding.buffer, base.prefix, index, base.binding.layout)
+            if isinstance(base, Pointer):
+                return dataclasses.replace(base, offset=add_offsets(base.offset, index))
+            raise self.error(f"cannot take the address of an element of a {_describe(base)}", c)
+        if inner.kind == CK.UNARY_OPERATOR and unary_operator(inner) == "*":
+            return self.expr(next(iter(inner.get_children())))
+        if inner.kind == CK.DECL_REF_EXPR:
+            r = inner.referenced
+            b = self.lookup(r, inner) if r is not None else None
+            if isinstance(b, ArrayBinding):
+                return _ArrayRef(b, ()).decay(self)
+            if isinstance(b, _ScalarArray):
+                return Pointer(b.binding.buffer, (), None, b.binding.layout)
+            if isinstance(b, RefBinding):
+                b = b.target
+            if isinstance(b, MemLV):
+                return Pointer(b.buffer, b.index[:-1], b.index[-1], tm.ElemLayout(b.type, 1, (("", 0),), b.type.c_name))
+            if isinstance(b, (VarLV, AggLV)):
+                return VarAddress(b)
+        raise self.error("unsupported address-of expression", c)
+
+    def increment(self, lv: LValue, op: str, postfix: bool, c: ci.Cursor, discard: bool) -> Value | None:
+        if isinstance(lv, PtrVarLV):
+            if lv.offset_var is None:
+                raise self.error("pointer is not assignable here", c)
+            var = lv.offset_var
+            delta = n.Const(1 if op == "++" else -1, var.type)
+            self.emit(n.Assign(var.name, n.Binary("add", n.Var(var.name, var.type), delta), loc=self.loc(c)))
+            return None if discard else self.read(lv, c)
+        if not isinstance(lv, (VarLV, MemLV)):
+            raise self.error("++/-- of this kind of value is not supported", c)
+        old = self.read(lv, c)
+        assert isinstance(old, n.Expr)
+        saved: n.Expr | None = None
+        if postfix and not discard:
+            saved = n.Var(self.temp(lv.type, old, "old", c).name, lv.type)
+        ct = promote(lv.type)
+        one = n.Const(1, ct)
+        new = convert(n.Binary("add" if op == "++" else "sub", convert(old, ct), one, loc=self.loc(c)), lv.type)
+        self.store(lv, new, c)
+        if discard:
+            return None
+        return saved if saved is not None else self.read(lv, c)
+
+    def binary(self, c: ci.Cursor, discard: bool) -> Value | None:
+        op = binary_operator(c)
+        lhs_c, rhs_c = list(c.get_children())
+        loc = self.loc(c)
+        if op == "=":
+            lv = self.lvalue(lhs_c)
+            value = self.expr(rhs_c)
+            self.assign(lv, value, c)
+            return None if discard else self.read(lv, c)
+        if op.endswith("=") and op not in ("==", "!=", "<=", ">="):
+            return self.compound_assign(c, op[:-1], lhs_c, rhs_c, discard)
+        if op == ",":
+            self.expr(lhs_c, discard=True)
+            return self.expr(rhs_c, discard=discard)
+        if op in ("&&", "||"):
+            return self.logical(op, lhs_c, rhs_c, c)
+        if op not in _BINARY:
+            raise self.error(f"unsupported operator '{op}'", c)
+        a = self.expr(lhs_c)
+        b = self.expr(rhs_c)
+        if isinstance(a, _ArrayRef):
+            a = a.decay(self)
+        if isinstance(b, _ArrayRef):
+            b = b.decay(self)
+        if isinstance(a, Pointer) or isinstance(b, Pointer):
+            return self.pointer_arith(op, a, b, c)
+        if not isinstance(a, n.Expr) or not isinstance(b, n.Expr):
+            raise self.error(f"operator '{op}' on a {_describe(a if not isinstance(a, n.Expr) else b)}", c)
+        result = n.Binary(_BINARY[op], a, b, loc=loc)
+        if result.op not in ("shl", "shr") and a.type != b.type:
+            raise self.error(f"operands of '{op}' have different types", c)
+        st = tm.scalar_type(c.type)
+        return convert(result, st) if st is not None else result
+
+    def pointer_arith(self, op: str, a: Value | None, b: Value | None, c: ci.Cursor) -> Value:
+        if op == "+" and isinstance(a, Pointer) and isinstance(b, n.Expr):
+            return dataclasses.replace(a, offset=add_offsets(a.offset, b))
+        if op == "+" and isinstance(b, Pointer) and isinstance(a, n.Expr):
+            return dataclasses.replace(b, offset=add_offsets(b.offset, a))
+        if op == "-" and isinstance(a, Pointer) and isinstance(b, n.Expr):
+            return dataclasses.replace(a, offset=add_offsets(a.offset, n.Unary("neg", b)))
+        raise self.error(f"pointer operation '{op}' is not supported in device code", c)
+
+    def logical(self, op: str, lhs_c: ci.Cursor, rhs_c: ci.Cursor, c: ci.Cursor) -> n.Expr:
+        loc = self.loc(c)
+        a = self.condition(lhs_c)
+        with self.sub_block() as rhs_stmts:
+            b = self.condition(rhs_c)
+        st = tm.scalar_type(c.type) or BOOL
+        if not rhs_stmts:
+            return convert(n.Binary("land" if op == "&&" else "lor", a, b, loc=loc), st)
+        # The right operand has side effects: evaluate it only when C would.
+        t = self.temp(BOOL, a, "cond", c)
+        test = n.Var(t.name, BOOL) if op == "&&" else n.Unary("not", n.Var(t.name, BOOL))
+        self.emit(n.If(test, tuple(rhs_stmts) + (n.Assign(t.name, b, loc=loc),), loc=loc))
+        return convert(n.Var(t.name, BOOL), st)
+
+    def compound_assign(self, c, op: str, lhs_c, rhs_c, discard: bool) -> Value | None:
+        lv = self.lvalue(lhs_c)
+        rhs = self.expr(rhs_c)
+        if isinstance(lv, PtrVarLV):
+            if op not in ("+", "-") or not isinstance(rhs, n.Expr) or lv.offset_var is None:
+                raise self.error("unsupported pointer update", c)
+            var = lv.offset_var
+            delta = convert(rhs if op == "+" else n.Unary("neg", rhs), var.type)
+            self.emit(n.Assign(var.name, n.Binary("add", n.Var(var.name, var.type), delta), loc=self.loc(c)))
+            return None if discard else self.read(lv, c)
+        if isinstance(lv, AggLV) or not isinstance(rhs, n.Expr):
+            raise self.error(f"'{op}=' on records is not supported", c)
+        old = self.read(lv, c)
+        assert isinstance(old, n.Expr)
+        ct = promote(lv.type) if op in ("<<", ">>") else usual_arithmetic(lv.type, rhs.type)
+        if op in ("<<", ">>"):
+            rhs_ct = rhs
+        else:
+            rhs_ct = convert(rhs, ct)
+        new = convert(n.Binary(_BINARY[op], convert(old, ct), rhs_ct, loc=self.loc(c)), lv.type)
+        self.store(lv, new, c)
+        return None if discard else self.read(lv, c)
+
+    def conditional(self, c: ci.Cursor, discard: bool) -> Value:
+        cond_c, a_c, b_c = list(c.get_children())
+        cond = self.condition(cond_c)
+        with self.sub_block() as a_stmts:
+            a = self.expr(a_c)
+        with self.sub_block() as b_stmts:
+            b = self.expr(b_c)
+        loc = self.loc(c)
+        if isinstance(a, _ArrayRef):
+            a = a.decay(self)
+        if isinstance(b, _ArrayRef):
+            b = b.decay(self)
+        st = tm.scalar_type(c.type)
+        if isinstance(a, n.Expr) and isinstance(b, n.Expr):
+            if st is not None:
+                a, b = convert(a, st), convert(b, st)
+            if not a_stmts and not b_stmts:
+                return n.Select(cond, a, b, loc=loc)
+            t = self.temp(a.type, None, "sel", c)
+            self.emit(n.If(cond, tuple(a_stmts) + (n.Assign(t.name, a, loc=loc),),
+                           tuple(b_stmts) + (n.Assign(t.name, b, loc=loc),), loc=loc))
+            return n.Var(t.name, t.type)
+        if isinstance(a, Aggregate) and isinstance(b, Aggregate) and set(a.fields) == set(b.fields):
+            if not all(isinstance(v, n.Expr) for v in list(a.fields.values()) + list(b.fields.values())):
+                raise self.error("conditional between records holding pointers is not supported", c)
+            if not a_stmts and not b_stmts:
+                return Aggregate({k: n.Select(cond, a.fields[k], b.fields[k], loc=loc)  # type: ignore[arg-type]
+                                  for k in a.fields}, a.spelling)
+            temps = {k: self.temp(v.type, None, "sel", c) for k, v in a.fields.items()}  # type: ignore[union-attr]
+            self.emit(n.If(cond,
+                           tuple(a_stmts) + tuple(n.Assign(t.name, a.fields[k], loc=loc) for k, t in temps.items()),  # type: ignore[arg-type]
+                           tuple(b_stmts) + tuple(n.Assign(t.name, b.fields[k], loc=loc) for k, t in temps.items()),  # type: ignore[arg-type]
+                           loc=loc))
+            return Aggregate({k: n.Var(t.name, t.type) for k, t in temps.items()}, a.spelling)
+        if isinstance(a, Pointer) and isinstance(b, Pointer) and not a_stmts and not b_stmts \
+                and a.buffer == b.buffer and a.prefix == b.prefix and a.layout == b.layout:
+            oa = a.offset if a.offset is not None else n.Const(0, I32)
+            ob = b.offset if b.offset is not None else n.Const(0, I32)
+            if oa.type != ob.type:
+                oa, ob = convert(oa, I64), convert(ob, I64)
+            return dataclasses.replace(a, offset=n.Select(cond, oa, ob, loc=loc))
+        raise self.error("this conditional expression is not supported in device code "
+                         "(both sides must be numbers, or records, or pointers into one buffer)", c)
+
+    def cast(self, c: ci.Cursor, discard: bool) -> Value | None:
+        operand = [ch for ch in c.get_children() if ch.kind.is_expression()]
+        if not operand:
+            raise self.error("unsupported cast", c)
+        v = self.expr(operand[-1], discard=discard)
+        if discard:
+            return None
+        if isinstance(v, _ArrayRef):
+            v = v.decay(self)
+        st = tm.scalar_type(c.type)
+        if st is not None:
+            if not isinstance(v, n.Expr):
+                raise self.error(f"cannot convert a {_describe(v)} to a number", c)
+            return convert(v, st)
+        if tm.is_pointer(c.type):
+            if isinstance(v, Pointer):
+                target = tm.pointee(c.type)
+                if target.get_canonical().kind == ci.TypeKind.VOID:
+                    return v
+                layout = tm.elem_layout(target, self.loc(c))
+                if layout.scalar != v.layout.scalar:
+                    raise self.error("pointer casts between different element types are not supported", c)
+                if layout.stride == v.layout.stride:
+                    return dataclasses.replace(v, layout=layout)
+                if v.offset is None and v.layout.stride == 1:
+                    return dataclasses.replace(v, layout=layout)  # e.g. reinterpret_cast<float4*>(x)
+                raise self.error("this pointer reinterpretation is not supported (only whole buffers can be "
+                                 "viewed as vectors)", c)
+            if isinstance(v, VarAddress):
+                return v
+        if tm.is_record(c.type) and isinstance(v, Aggregate):
+            return v
+        if c.type.get_canonical().kind == ci.TypeKind.VOID:
+            return None
+        raise self.error(f"unsupported conversion to '{c.type.spelling}'", c)
+
+    def sizeof(self, c: ci.Cursor, discard: bool) -> n.Expr:
+        value = evaluate(c)
+        st = tm.scalar_type(c.type)
+        if value is None or st is None:
+            raise self.error("unsupported expression (only sizeof/alignof of types are supported)", c)
+        return n.Const(value, st, loc=self.loc(c))
+
+    def init_list(self, c: ci.Cursor, discard: bool) -> Value:
+        return self.record_value(c, c.type)
+
+
+_EXPR_HANDLERS = {
+    CK.INTEGER_LITERAL: "literal",
+    CK.FLOATING_LITERAL: "literal",
+    CK.CHARACTER_LITERAL: "literal",
+    CK.CXX_BOOL_LITERAL_EXPR: "literal",
+    CK.PAREN_EXPR: "paren",
+    CK.UNEXPOSED_EXPR: "unexposed",
+    CK.DECL_REF_EXPR: "decl_ref",
+    CK.MEMBER_REF_EXPR: "member_ref",
+    CK.ARRAY_SUBSCRIPT_EXPR: "array_subscript",
+    CK.UNARY_OPERATOR: "unary",
+    CK.BINARY_OPERATOR: "binary",
+    CK.COMPOUND_ASSIGNMENT_OPERATOR: "binary",
+    CK.CONDITIONAL_OPERATOR: "conditional",
+    CK.CALL_EXPR: "call",
+    CK.CXX_UNARY_EXPR: "sizeof",
+    CK.INIT_LIST_EXPR: "init_list",
+    **{k: "cast" for k in _CASTS},
+}

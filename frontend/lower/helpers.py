@@ -1,0 +1,102 @@
+"""Small values and cursor helpers shared by the parts of ``KernelBuilder``."""
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import clang.cindex as ci
+from polypy.errors import UserError
+from polypy.ir import nodes as n
+
+from frontend.values import Aggregate, AggLV, ArrayBinding, LValue, MemLV, Pointer, Value, VarAddress, VarLV
+from frontend.lower.context import CK
+
+if TYPE_CHECKING:
+    from frontend.lower.builder import KernelBuilder
+
+
+class _Default:
+    """Placeholder for an argument clang fills in from a default (no cursor children)."""
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+_DEFAULT = _Default()
+
+
+@dataclasses.dataclass(frozen=True)
+class _ScalarArray:
+    """A scalar (or record) variable that lives in a one-element buffer (``__shared__ float s;``)."""
+
+    binding: ArrayBinding
+
+
+@dataclasses.dataclass(frozen=True)
+class _ArrayRef:
+    """A C array, possibly partly indexed (``tile`` or ``tile[ty]`` of ``float tile[16][16]``)."""
+
+    binding: ArrayBinding
+    prefix: tuple[n.Expr, ...]
+
+    def index(self, builder: KernelBuilder, i: n.Expr, c: ci.Cursor) -> LValue | "_ArrayRef":
+        prefix = self.prefix + (i,)
+        if len(prefix) < len(self.binding.dims):
+            return _ArrayRef(self.binding, prefix)
+        return builder.element_lv(self.binding, prefix, c)
+
+    def decay(self, builder: KernelBuilder) -> Pointer:
+        if len(self.prefix) + 1 != len(self.binding.dims):
+            raise UserError("pointers to rows of arrays with more than two dimensions are not supported")
+        return Pointer(self.binding.buffer, self.prefix, None, self.binding.layout)
+
+
+def _select_member(fields: dict, member: str, c: ci.Cursor, make, builder: KernelBuilder):
+    key = "." + member
+    if key in fields:
+        return fields[key]
+    sub = {k[len(key):]: v for k, v in fields.items() if k.startswith(key + ".") or k.startswith(key + "[")}
+    if not sub:
+        raise builder.error(f"no member '{member}'", c)
+    return make(sub, c.type.spelling)
+
+
+def _is_trivial_construction(init: ci.Cursor) -> bool:
+    """``T t;`` of a record: clang shows a call of the default constructor; C leaves t unset."""
+    init = _strip(init)
+    return init.kind == CK.CALL_EXPR and init.referenced is not None and \
+        init.referenced.kind == CK.CONSTRUCTOR and not any(ch.kind.is_expression() for ch in init.get_children())
+
+
+def _zero_of(lv: LValue) -> Value:
+    if isinstance(lv, AggLV):
+        return Aggregate({k: _zero_of(v) for k, v in lv.fields.items()}, lv.spelling)
+    assert isinstance(lv, (VarLV, MemLV))
+    return n.Const(0, lv.type)
+
+
+def _describe(v: object) -> str:
+    if isinstance(v, Aggregate):
+        return "record"
+    if isinstance(v, (Pointer, _ArrayRef)):
+        return "pointer"
+    if isinstance(v, VarAddress):
+        return "address of a local variable"
+    if v is None:
+        return "void value"
+    return "value"
+
+
+def _strip(c: ci.Cursor) -> ci.Cursor:
+    while c.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR):
+        children = list(c.get_children())
+        if len(children) != 1:
+            break
+        c = children[0]
+    return c
+
+
+def _strip_parens(c: ci.Cursor) -> ci.Cursor:
+    while c.kind == CK.PAREN_EXPR:
+        c = next(iter(c.get_children()))
+    return c

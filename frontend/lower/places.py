@@ -1,0 +1,161 @@
+"""Places: lvalues (variables, array elements, pointer targets, members), records and stores."""
+from __future__ import annotations
+
+import clang.cindex as ci
+from polypy.ir import nodes as n
+from polypy.ir.types import I32
+
+from frontend import ctypes_map as tm
+from frontend.arith import add_offsets, convert, plus, scale
+from frontend.clang_setup import unary_operator
+from frontend.values import (
+    Aggregate, AggLV, LValue, MemLV, Pointer, PtrVarLV, RefBinding, Value, VarAddress, VarLV,
+)
+from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
+from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
+
+
+class PlaceLowering:
+    """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
+
+    # -- lvalues
+    def lvalue(self, c: ci.Cursor) -> LValue:
+        kind = c.kind
+        if kind in (CK.PAREN_EXPR, CK.UNEXPOSED_EXPR):
+            children = list(c.get_children())
+            if len(children) == 1:
+                return self.lvalue(children[0])
+        if kind == CK.DECL_REF_EXPR:
+            r = c.referenced
+            if r is not None and r.kind == CK.VAR_DECL and r.spelling in GPU_BUILTINS and is_prelude_decl(r):
+                raise self.error(f"'{r.spelling}' is read-only", c)
+            b = self.lookup(r, c) if r is not None else None
+            if isinstance(b, RefBinding):
+                return b.target
+            if isinstance(b, _ScalarArray):
+                return self.element_lv(b.binding, (n.Const(0, I32),), c)
+            if isinstance(b, (VarLV, MemLV, AggLV, PtrVarLV)):
+                return b
+            raise self.error(f"cannot assign to '{c.spelling}'", c)
+        if kind == CK.ARRAY_SUBSCRIPT_EXPR:
+            base_c, index_c = list(c.get_children())
+            if tm.scalar_type(base_c.type) is not None and not tm.is_pointer(base_c.type):
+                base_c, index_c = index_c, base_c
+            base = self.expr(base_c)
+            index = self.scalar(index_c)
+            return self.subscript(base, index, c)
+        if kind == CK.UNARY_OPERATOR and unary_operator(c) == "*":
+            ptr = self.expr(next(iter(c.get_children())))
+            return self.deref(ptr, c)
+        if kind == CK.MEMBER_REF_EXPR:
+            base_c = next(iter(c.get_children()), None)
+            if base_c is None:
+                raise self.error("member functions are not supported in device code", c)
+            if tm.is_pointer(base_c.type):
+                base_lv = self.deref(self.expr(base_c), c)
+            else:
+                base_lv = self.lvalue(base_c)
+            return self.member_lv(base_lv, c.spelling, c)
+        raise self.error("expression is not assignable here", c)
+
+    def subscript(self, base: Value | None, index: n.Expr, c: ci.Cursor) -> LValue | "_ArrayRef":
+        if isinstance(base, _ArrayRef):
+            return base.index(self, index, c)
+        if isinstance(base, Pointer):
+            return self.pointer_element(base, index, c)
+        if isinstance(base, VarAddress):
+            if isinstance(index, n.Const) and index.value == 0:
+                return base.target
+            raise self.error("only element 0 of the address of a local variable can be accessed", c)
+        raise self.error(f"cannot index a {_describe(base)}", c)
+
+    def pointer_element(self, ptr: Pointer, j: n.Expr | None, c: ci.Cursor) -> LValue:
+        off = add_offsets(ptr.offset, j)
+        layout = ptr.layout
+        if layout.is_scalar:
+            return MemLV(ptr.buffer, ptr.prefix + (off,), layout.scalar)
+        base = scale(off, layout.stride)
+        fields = {path: MemLV(ptr.buffer, ptr.prefix + (plus(base, slot),), layout.scalar) for path, slot in layout.slots}
+        return AggLV(fields, layout.ctype_spelling)
+
+    def deref(self, ptr: Value | None, c: ci.Cursor) -> LValue:
+        if isinstance(ptr, _ArrayRef):
+            ptr = ptr.decay(self)
+        if isinstance(ptr, Pointer):
+            return self.pointer_element(ptr, None, c)
+        if isinstance(ptr, VarAddress):
+            return ptr.target
+        raise self.error(f"cannot dereference a {_describe(ptr)}", c)
+
+    def member_lv(self, base: LValue, member: str, c: ci.Cursor) -> LValue:
+        if not isinstance(base, AggLV):
+            raise self.error(f"'.{member}' of something that is not a record", c)
+        return _select_member(base.fields, member, c, lambda fields, sp: AggLV(fields, sp), self)
+
+
+    # ------------------------------------------------------------------ records
+    def record_value(self, c: ci.Cursor, t: ci.Type | None, target: AggLV | None = None) -> Aggregate:
+        """The value of a record-typed expression (init lists included)."""
+        if c.kind == CK.INIT_LIST_EXPR:
+            rt = t if t is not None else c.type
+            layout = tm.leaves(rt)
+            items = [ch for ch in c.get_children()]
+            values: dict[str, Value] = {}
+            flat: list[Value] = []
+            for item in items:
+                if tm.is_record(item.type):
+                    flat.extend(self.record_value(item, item.type).fields.values())
+                else:
+                    flat.append(self.scalar(item))
+            for i, leaf in enumerate(layout):
+                lst = leaf.scalar
+                if i < len(flat):
+                    v = flat[i]
+                    values[leaf.path] = convert(v, lst) if isinstance(v, n.Expr) and lst is not None else v
+                elif lst is not None:
+                    values[leaf.path] = n.Const(0, lst)
+            return Aggregate(values, rt.spelling)
+        v = self.expr(c)
+        if not isinstance(v, Aggregate):
+            raise self.error(f"expected a record value, found a {_describe(v)}", c)
+        return v
+
+    # ------------------------------------------------------------------ stores
+    def assign(self, lv: LValue, value: Value | None, c: ci.Cursor) -> None:
+        if isinstance(lv, AggLV):
+            if not isinstance(value, Aggregate):
+                raise self.error(f"cannot assign a {_describe(value)} to a record", c)
+            for path, field_lv in lv.fields.items():
+                if path not in value.fields:
+                    raise self.error(f"record value has no member '{path}'", c)
+                self.assign(field_lv, value.fields[path], c)
+            return
+        if isinstance(lv, PtrVarLV):
+            if isinstance(value, _ArrayRef):
+                value = value.decay(self)
+            if not isinstance(value, Pointer) or value.buffer != lv.base.buffer or value.prefix != lv.base.prefix:
+                raise self.error("a pointer variable may only be re-pointed within the buffer it was first "
+                                 "pointed into", c)
+            if lv.offset_var is None:
+                raise self.error("this pointer cannot be reassigned here", c)
+            off = value.offset if value.offset is not None else n.Const(0, lv.offset_var.type)
+            self.emit(n.Assign(lv.offset_var.name, convert(off, lv.offset_var.type), loc=self.loc(c)))
+            return
+        if not isinstance(value, n.Expr):
+            raise self.error(f"cannot store a {_describe(value)} here", c)
+        self.store(lv, convert(value, lv.type), c)
+
+    def store(self, lv: LValue, value: n.Expr, c: ci.Cursor) -> None:
+        loc = self.loc(c)
+        if isinstance(lv, VarLV):
+            self.emit(n.Assign(lv.name, value, loc=loc))
+        elif isinstance(lv, MemLV):
+            self.check_writable(lv.buffer, c)
+            self.emit(n.Store(lv.buffer, lv.index, value, loc=loc))
+        else:
+            raise self.error("unsupported assignment", c)
+
+    def check_writable(self, buffer: str, c: ci.Cursor) -> None:
+        b = self.buffers.get(buffer)
+        if b is not None and b.space == "constant":
+            raise self.error(f"__constant__ memory '{buffer}' is read-only in device code", c)

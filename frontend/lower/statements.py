@@ -1,0 +1,90 @@
+"""Statements: dispatch, blocks, ``if``, ``break``/``continue``/``return``."""
+from __future__ import annotations
+
+import clang.cindex as ci
+from polypy.ir import nodes as n
+
+from frontend.lower.context import CK
+
+
+class StatementLowering:
+    """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
+
+    # ------------------------------------------------------------------ statements
+    def statement(self, c: ci.Cursor) -> None:
+        kind = c.kind
+        handler = _STMT_HANDLERS.get(kind)
+        if handler is not None:
+            getattr(self, handler)(c)
+            return
+        if kind.is_expression():
+            self.expr(c, discard=True)
+            return
+        if kind == CK.UNEXPOSED_STMT:
+            # An attributed statement (`#pragma unroll` before a loop): the hint does not change
+            # what the loop computes.
+            inner = [ch for ch in c.get_children() if ch.kind.is_statement() or ch.kind.is_expression()]
+            if len(inner) == 1:
+                self.statement(inner[0])
+                return
+        if kind in (CK.GOTO_STMT, CK.INDIRECT_GOTO_STMT, CK.LABEL_STMT):
+            raise self.error("goto is not supported", c)
+        if kind in (CK.ASM_STMT, CK.MS_ASM_STMT):
+            raise self.error("inline assembly is not supported", c)
+        if kind == CK.SWITCH_STMT:
+            raise self.error("switch statements are not supported in device code; use if/else", c)
+        raise self.error(f"unsupported statement ({kind.name.lower()})", c)
+
+    def compound(self, c: ci.Cursor) -> None:
+        for child in c.get_children():
+            self.statement(child)
+
+    def null_stmt(self, c: ci.Cursor) -> None:
+        return None
+
+
+    def if_stmt(self, c: ci.Cursor) -> None:
+        children = list(c.get_children())
+        if children and children[0].kind in (CK.DECL_STMT, CK.VAR_DECL):
+            raise self.error("declarations in if conditions are not supported", children[0])
+        cond = self.condition(children[0])
+        with self.sub_block() as then:
+            self.statement(children[1])
+        orelse: list[n.Stmt] = []
+        if len(children) > 2:
+            with self.sub_block() as orelse:
+                self.statement(children[2])
+        self.emit(n.If(cond, tuple(then), tuple(orelse), loc=self.loc(c)))
+
+
+    def break_stmt(self, c: ci.Cursor) -> None:
+        if self.loop_depth == 0:
+            raise self.error("break outside a loop is not supported", c)
+        self.emit(n.Break(loc=self.loc(c)))
+
+    def continue_stmt(self, c: ci.Cursor) -> None:
+        self.emit(n.Continue(loc=self.loc(c)))
+
+    def return_stmt(self, c: ci.Cursor) -> None:
+        children = list(c.get_children())
+        frame = self.frame
+        if children and frame.result is not None:
+            value = self.expr(children[0])
+            self.assign(frame.result, value, children[0])
+        elif children:
+            self.expr(children[0], discard=True)
+        self.emit(n.Return(loc=self.loc(c)))
+
+
+_STMT_HANDLERS = {
+    CK.COMPOUND_STMT: "compound",
+    CK.DECL_STMT: "decl_stmt",
+    CK.IF_STMT: "if_stmt",
+    CK.FOR_STMT: "for_stmt",
+    CK.WHILE_STMT: "while_stmt",
+    CK.DO_STMT: "do_stmt",
+    CK.BREAK_STMT: "break_stmt",
+    CK.CONTINUE_STMT: "continue_stmt",
+    CK.RETURN_STMT: "return_stmt",
+    CK.NULL_STMT: "null_stmt",
+}
