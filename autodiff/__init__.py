@@ -4,13 +4,17 @@
 reverse sweep of each thread in one GPU-form kernel, in the calling convention of DESIGN.md.
 ``mode="forward"`` returns ``K_fwd`` (tangents). Modules, one job each:
 
-* ``rules``     derivative rules keyed by operation (partials; JVP and VJP derived from them)
+* ``rules``     derivative rules keyed by operation (partials, and linear rules with transposes)
 * ``activity``  which parameters, variables and arrays carry derivatives
 * ``normalize`` loops without break/continue/update blocks, ready to be reversed
 * ``program``   statement paths, writers, reaching definitions
 * ``loops``     trip-count bounds, induction variables and their closed forms
 * ``shadows``   the calling convention and shadow arrays
-* ``reverse``   reverse mode (caching vs recomputation, accumulation strategies)
+* ``reverse``   reverse mode: ``ReverseBuilder`` combining the four parts below
+* ``sweeps``    the forward sweep, and the reverse sweep (statements backwards, cotangents)
+* ``accumulation`` where cotangents are added (plain, window, block reduction, atomic)
+* ``availability`` forward values in the reverse sweep (read, recomputed, replayed)
+* ``tapes``     values stored by the forward sweep per loop iteration
 * ``shuffles``  warp shuffles transposed
 * ``reductions`` block-level reductions of per-thread adjoint sums
 * ``windows``   block windows: a block's contributions to a read-only input summed in shared memory

@@ -230,3 +230,23 @@ def trip_count_expr(start: n.Expr, stop: n.Expr, step: n.Expr) -> n.Expr:
     s, e, d = (b.cast(I64, x) for x in (start, stop, step))
     count = n.Binary("div", n.Binary("sub", n.Binary("add", n.Binary("sub", e, s), d), b.const(1, I64)), d)
     return b.select(b.cmp("lt", start, stop), count, b.const(0, I64))
+
+
+def loop_base(s: n.Stmt) -> str:
+    """A readable base for names derived from a loop (its variable, or the first one its condition reads)."""
+    if isinstance(s, n.For):
+        return s.var
+    if isinstance(s, n.While):
+        for x in walk(s.cond):
+            if isinstance(x, n.Var):
+                return x.name
+    return "loop"
+
+
+def affine_value(start: n.Expr, i: n.Expr, step: n.Expr, ty: ScalarType) -> n.Expr:
+    """``start + i * step`` in type ``ty`` (computed in 64 bits unless everything is small and constant)."""
+    if isinstance(start, n.Const) and isinstance(step, n.Const) and ty.bits <= 32:
+        return b.add(start, b.mul(b.cast(ty, i), step)) if not b.is_const(start, 0) else b.mul(b.cast(ty, i), step)
+    wide = I64
+    value = n.Binary("add", b.cast(wide, start), b.mul(b.cast(wide, i), b.cast(wide, step)))
+    return b.cast(ty, value)

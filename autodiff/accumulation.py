@@ -1,0 +1,176 @@
+"""Adjoint accumulation: where the cotangent reaching a variable or a load is added.
+
+* a variable ``v``: its adjoint register ``d_v`` (``take_adjoint`` consumes it at ``v``'s
+  assignment);
+* a load ``X[i]``: ``d_X[i] += ct`` -- plain where the buffer's elements are proved private to
+  a thread (``polypy.poly.sharing``), through a block window in shared memory where isl finds one
+  (``autodiff.windows``), summed per block where every thread of a block reads one element of a
+  read-only buffer (``autodiff.reductions``), atomic otherwise.
+
+``AdjointAccumulation`` is one part of ``autodiff.reverse.ReverseBuilder`` (which owns the state).
+"""
+from __future__ import annotations
+
+from autodiff import build as b
+from autodiff.reductions import Reduction, block_reductions
+from autodiff.report import Accumulation
+from autodiff.windows import Privatized
+from polypy.ir import nodes as n
+from polypy.ir.printer import format_expr
+from polypy.ir.types import I32, ScalarType
+from polypy.ir.visitor import walk
+from polypy.poly.paths import StmtPath
+
+Point = StmtPath
+
+
+class AdjointAccumulation:
+    """Adjoint registers and accumulation strategies (part of ``ReverseBuilder``)."""
+
+    # ================================================================== adjoint accumulation
+    def _adj(self, v: str, ty: ScalarType) -> str:
+        name = self.adjoint.get(v)
+        if name is None:
+            name = self.names.fresh("d_" + v)
+            self.adjoint[v] = name
+            self.adjoint_type[v] = ty
+        return name
+
+    def accumulate_var(self, v: n.Var, ct: n.Expr) -> list[n.Stmt]:
+        name = self._adj(v.name, v.vtype)
+        return [n.Assign(name, b.add(n.Var(name, v.vtype), ct))]
+
+    def take_adjoint(self, v: str, ty: ScalarType, loc) -> tuple[list[n.Stmt], n.Var]:
+        """``ct = d_v; d_v = 0``: the adjoint of an assignment's result, consumed."""
+        name = self._adj(v, ty)
+        ct = self.names.fresh(v + "_ct")
+        return [n.Decl(ct, ty, n.Var(name, ty), loc=loc), n.Assign(name, b.zero(ty), loc=loc)], n.Var(ct, ty)
+
+    def accumulate_load(self, e: n.Load, ct: n.Expr, p: Point) -> list[n.Stmt]:
+        shadow = self.shadow[e.buffer]
+        index = tuple(self.avail(i, p) for i in e.index)
+        strategy, reason = self._strategy(e)
+        self._note(("acc", e.buffer, e), Accumulation(e.buffer, format_expr(e), e.loc or self._loc_at(p),
+                                                       strategy, reason))
+        if strategy == "plain":
+            return [n.Store(shadow, index, b.add(n.Load(shadow, index, e.etype), ct), loc=e.loc)]
+        if strategy == "window":
+            privatized = self._window(e.buffer)[0]
+            assert privatized is not None
+            coords = tuple(self.avail(c, p) for c in privatized.window.coordinates(e.index))
+            return self.windows.accumulate(privatized, coords, index, ct, e.loc)
+        if strategy == "block-reduction":
+            key = (e.buffer, index)
+            reg = self.deferred.get(key)
+            if reg is None:
+                reg = self.names.fresh(f"d_{e.buffer}_sum")
+                self.deferred[key] = reg
+                self.adjoint_type[reg] = e.etype
+            return [n.Assign(reg, b.add(n.Var(reg, e.etype), ct), loc=e.loc)]
+        return [n.AtomicRMW("add", shadow, index, ct, loc=e.loc)]
+
+    def _strategy(self, e: n.Load) -> tuple[str, str]:
+        strategy, why = self._base_strategy(e)
+        if strategy in ("atomic", "block-reduction"):
+            privatized, reason = self._window(e.buffer)
+            if privatized is not None:
+                return "window", reason
+            if strategy == "atomic" and reason:
+                why = f"{why}; {reason}"
+        return strategy, why
+
+    def _base_strategy(self, e: n.Load) -> tuple[str, str]:
+        space = self.k.space(e.buffer)
+        if space == "local":
+            return "plain", "local array: one per thread"
+        private, why = self._is_private(e.buffer)
+        if private:
+            return "plain", why
+        if (self.opt.block_reductions and space == "global" and e.buffer not in self.prog.written_buffers
+                and self._block_invariant(e.index)):
+            return "block-reduction", "every thread of a block reads this one element of a read-only buffer"
+        return "atomic", why
+
+    def _window(self, buffer: str) -> tuple[Privatized | None, str]:
+        """The block window ``buffer``'s adjoints go through, if any (with the reason either way).
+
+        Only for read-only global buffers with at least one access that would be atomic, and
+        only where the window saves atomics: several contributions of a block to one element,
+        or elements that no other block touches (flushed with plain adds).
+        """
+        got = self._windowed.get(buffer)
+        if got is not None:
+            return got
+        got = (None, "")
+        if (self.opt.windows and self.window_oracle is not None and self.k.space(buffer) == "global"
+                and buffer not in self.prog.written_buffers and buffer in self.shadow):
+            loads = [x for x in walk(self.k) if isinstance(x, n.Load) and x.buffer == buffer]
+            if any(self._base_strategy(x)[0] == "atomic" for x in loads):
+                window = self.window_oracle(buffer)
+                if isinstance(window, str):
+                    got = (None, f"no block window: {window}")
+                elif not (window.exclusive or window.repeats):  # type: ignore[attr-defined]
+                    got = (None, "no block window: each element is read once per block and may be read by "
+                                 "other blocks, so a window would save no atomic")
+                elif not self.windows.fits(window, self.k.elem_type(buffer),  # type: ignore[arg-type]
+                                           tuple(self.k.buffers) + tuple(self.shadow_buffers)):
+                    got = (None, "no block window: it would take the kernel's static shared memory past "
+                                 "CUDA's 48 KiB")
+                else:
+                    privatized = self.windows.add(buffer, window, self.shadow[buffer],  # type: ignore[arg-type]
+                                                  self.k.elem_type(buffer))
+                    got = (privatized, _describe_window(privatized))
+        self._windowed[buffer] = got
+        return got
+
+    def _is_private(self, buffer: str) -> tuple[bool, str]:
+        if buffer not in self._private:
+            if not self.opt.privacy:
+                self._private[buffer] = (False, "privacy proofs disabled")
+            else:
+                self._private[buffer] = self.privacy(buffer)
+        return self._private[buffer]
+
+    def _block_invariant(self, index: tuple[n.Expr, ...]) -> bool:
+        """Same value in every thread of a block and every loop iteration, and valid at the end."""
+        def ok(e: n.Expr, depth: int = 0) -> bool:
+            for x in walk(e):
+                if isinstance(x, (n.ThreadIdx, n.Load)):
+                    return False
+                if isinstance(x, n.Var):
+                    if x.name in self.prog.params and x.name not in self.prog.writers:
+                        continue
+                    writers = self.prog.writers.get(x.name, [])
+                    if len(writers) != 1 or len(writers[0]) != 1 or depth > 8:
+                        return False
+                    s = self.prog.stmt(writers[0])
+                    if not (isinstance(s, n.Decl) and s.init is not None and ok(s.init, depth + 1)):
+                        return False
+            return True
+        return all(ok(i) for i in index)
+
+    def _reductions(self) -> list[n.Stmt]:
+        items: list[Reduction] = []
+        for p in self.k.params:
+            if p.name in self.active.scalars:
+                reg = self.adjoint[p.name]
+                items.append(Reduction(reg, p.ptype, self.param_shadow[p.name], (b.const(0, I32),)))  # type: ignore[arg-type]
+                self._note(("acc", p.name), Accumulation(p.name, f"scalar parameter {p.name}", p.loc,
+                                                         "block-reduction",
+                                                         "every thread contributes: summed in a register, reduced "
+                                                         "over the block, one atomic per block"))
+        for (buffer, index), reg in self.deferred.items():
+            items.append(Reduction(reg, self.adjoint_type[reg], self.shadow[buffer], index))
+        stmts, self._red_buffers = block_reductions(items, self.names)
+        return stmts
+
+
+def _describe_window(p: Privatized) -> str:
+    w = p.window
+    shape = " x ".join(format_expr(d.extent) for d in w.dims)
+    flush = ("plain adds for the elements isl proves no other block reads, atomics for the rest" if w.exclusive
+             else "one atomic per nonzero element")
+    where = "a block-dependent" if any(d.step is not None or not isinstance(d.base, n.Const) for d in w.dims) \
+        else "a fixed"
+    return (f"isl: a block reads a window of {shape} elements at {where} position; its contributions "
+            f"are summed in shared memory, then flushed: {flush}")

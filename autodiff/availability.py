@@ -1,0 +1,401 @@
+"""Values the reverse sweep needs, made available at a point of the forward sweep.
+
+``avail(e, p)`` is ``e`` as it was at point ``p`` of the forward sweep, as an expression the
+reverse sweep can evaluate: a variable not assigned after ``p`` is read directly; a value the
+forward sweep overwrites is recomputed from its unique reaching definition when cheap,
+computed in closed form for induction variables, or stored in a tape (``autodiff.tapes``).
+For loops with unknown trip counts there are two recomputation schemes instead of tapes:
+shared arrays filled at the top of the iteration are filled again at the top of the reversed
+iteration, and loop-carried scalars are recomputed from the loop entry (quadratic in the trip
+count; reported).
+
+``Availability`` is one part of ``autodiff.reverse.ReverseBuilder`` (which owns the state).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from autodiff import build as b
+from autodiff import rules
+from autodiff.loops import affine_value, closed_form, induction, trip_bound
+from autodiff.program import Ambiguous, Def, Entry, IterStart, body_start, point_after
+from autodiff.report import Caching
+from polypy.errors import InternalError, UserError
+from polypy.ir import nodes as n
+from polypy.ir.printer import format_expr
+from polypy.ir.queries import declared_names, read_names
+from polypy.ir.rewrite import rename_locals
+from polypy.ir.types import I32, PointerType, ScalarType
+from polypy.ir.visitor import walk
+from polypy.poly.paths import StmtPath
+
+Point = StmtPath
+
+# Calls cheap enough to recompute in the reverse sweep under the "auto" caching policy.
+CHEAP_CALLS = frozenset({"fabs", "fmin", "fmax", "floor", "ceil", "trunc", "round", "rint", "min", "max", "abs",
+                         "copysign", "fdim", "saturate", "isnan", "isinf", "isfinite", "signbit", "fma"})
+CHEAP_NODES = 24
+RECOMPUTE_LIMIT = 24  # nodes of a recomputed value with every definition expanded (x = x * x chains double)
+
+
+class NeedTape(Exception):
+    """A value is not recomputable without a tape (raised where tapes are not allowed)."""
+
+
+class CannotTape(Exception):
+    def __init__(self, loop: StmtPath | None, reason: str):
+        super().__init__(reason)
+        self.loop = loop
+        self.reason = reason
+
+
+@dataclasses.dataclass
+class LoopCtx:
+    path: StmtPath
+    index: str  # forward iteration number of the current reverse iteration (i32)
+    var: str | None  # reconstructed loop variable of a for loop
+    carried: dict[str, str] = dataclasses.field(default_factory=dict)  # loop-carried var -> replay copy
+    values: list[n.Stmt] = dataclasses.field(default_factory=list)  # per-iteration values (closed forms)
+    named: dict[str, str] = dataclasses.field(default_factory=dict)  # var -> its per-iteration value
+    shared: list[str] = dataclasses.field(default_factory=list)  # shared arrays refilled per iteration
+
+
+class Availability:
+    """``avail`` and the recomputation schemes (part of ``ReverseBuilder``)."""
+
+    # ================================================================== values in the reverse sweep
+    def avail(self, e: n.Expr, p: Point, *, tape: bool = True) -> n.Expr:
+        key = (e, p, tape)
+        got = self.memo.get(key)
+        if got is None:
+            emitted = len(self.pending)
+            got = self._avail(e, p, tape)
+            if len(self.pending) == emitted:  # results that need statements are scoped: not reused
+                self.memo[key] = got
+        return got
+
+    def _avail(self, e: n.Expr, p: Point, tape: bool) -> n.Expr:
+        if isinstance(e, (n.Const, n.GpuIndex)):
+            return e
+        if isinstance(e, n.Var):
+            return self._avail_var(e, p, tape)
+        if isinstance(e, n.Load):
+            index = tuple(self.avail(i, p, tape=tape) for i in e.index)
+            if e.buffer not in self.prog.written_buffers:
+                return dataclasses.replace(e, index=index)
+            loop = self._shared_replay_loop(e.buffer, p)
+            if loop is not None:
+                ctx = self.ctx[loop]
+                if e.buffer not in ctx.shared:
+                    ctx.shared.append(e.buffer)
+                    self._note(("replay-shared", e.buffer, loop), Caching(
+                        e.buffer, self.prog.stmt(loop).loc, "replay-shared",
+                        f"the stores to {e.buffer} at the top of the loop run again at the top of each reversed "
+                        f"iteration"))
+                return dataclasses.replace(e, index=index)
+            return self._tape_or_fail(e, p, tape, why=f"{e.buffer} is written by the kernel")
+        if isinstance(e, n.Select):
+            cond = self.avail(e.cond, p, tape=tape)
+            try:
+                return dataclasses.replace(e, cond=cond, a=self.avail(e.a, p, tape=False),
+                                           b=self.avail(e.b, p, tape=False))
+            except NeedTape:
+                return self._tape_or_fail(e, p, tape, why="operand of a conditional expression")
+        if isinstance(e, n.Binary) and e.op in ("land", "lor"):
+            a = self.avail(e.a, p, tape=tape)
+            try:
+                return dataclasses.replace(e, a=a, b=self.avail(e.b, p, tape=False))
+            except NeedTape:
+                return self._tape_or_fail(e, p, tape, why="operand of && / ||")
+        if isinstance(e, n.Cast):
+            return dataclasses.replace(e, x=self.avail(e.x, p, tape=tape))
+        if isinstance(e, (n.Unary, n.Binary, n.Call)):
+            args = tuple(self.avail(a, p, tape=tape) for a in rules.float_args(e))
+            return rules.rebuild(e, args)
+        raise InternalError(f"avail: unexpected {type(e).__name__}", e.loc)
+
+    def _avail_var(self, e: n.Var, p: Point, tape: bool) -> n.Expr:
+        v = e.name
+        prog = self.prog
+        for loop in reversed(prog.loops_around(p)):
+            s = prog.stmt(loop)
+            if isinstance(s, n.For) and s.var == v:
+                ctx = self.ctx.get(loop)
+                if ctx is None or ctx.var is None:
+                    raise InternalError(f"loop variable {v} needed outside its reversed loop")
+                return n.Var(ctx.var, e.vtype)
+        if v not in prog.writers:
+            if v in prog.params:
+                return e
+            raise InternalError(f"variable {v!r} has no declaration", e.loc)
+        if not prog.overwritten_after(v, p):
+            self._hoist(v)
+            return e
+        rd = prog.reaching_def(v, p)
+        if isinstance(rd, Def):
+            if self._recompute_ok(rd.value):
+                got = self.avail(rd.value, rd.path, tape=tape)
+                if _size(got) <= RECOMPUTE_LIMIT or self.opt.cache == "recompute":
+                    self._note(("recompute", v, rd.path), Caching(v, prog.stmt(rd.path).loc, "recompute",
+                                                                  f"{v} = {format_expr(rd.value)}"))
+                    return got
+            try:
+                return self.tape(e, point_after(rd.path), tape=tape, what=v)
+            except CannotTape:
+                return self.avail(rd.value, rd.path, tape=tape)
+        if isinstance(rd, IterStart):
+            return self._iter_start(e, rd.loop, p, tape)
+        if isinstance(rd, Entry):
+            if v in prog.params:
+                return self._entry_copy(e)
+            self._hoist(v)
+            return e  # an uninitialized local: any value is as good as the forward's
+        assert isinstance(rd, Ambiguous)
+        try:
+            return self.tape(e, p, tape=tape, what=v)
+        except CannotTape as exc:
+            return self._replay_statement(e, rd.path, p, tape, exc.reason)
+
+    def _replay_statement(self, e: n.Var, path: StmtPath, p: Point, tape: bool, why: str) -> n.Expr:
+        """Recompute ``e`` by running a copy of the (pure, local) statement that last assigned it."""
+        if not tape:
+            raise NeedTape()
+        s = self.prog.stmt(path)
+        for x in walk(s):
+            bad = None
+            if isinstance(x, (n.Store, n.AtomicRMW, n.Barrier, n.Shuffle, n.Vote)):
+                bad = "it has side effects"
+            elif isinstance(x, n.Load) and x.buffer in self.prog.written_buffers:
+                bad = f"it reads {x.buffer}, which the kernel writes"
+            if bad is not None:
+                raise self._cannot(e, p, f"{e.name} is assigned by the statement at line "
+                                         f"{s.loc.line if s.loc else '?'}, which cannot run again because {bad}; "
+                                         f"and it cannot be stored: {why}")
+        for scope in reversed(self.replays):
+            known = scope.get((e.name, path))
+            if known is not None:
+                return n.Var(known, e.vtype)
+        written = self.prog.written_in(path)
+        inside = declared_names(s)
+        rename = {w: self.names.fresh(w) for w in written}
+        before = path  # the point right before the statement
+        values: dict[n.Expr, n.Expr] = {}
+        init: list[n.Stmt] = []
+        for w in sorted(written - inside):
+            ty = self._var_type(w)
+            if w in read_names(s):
+                init.append(n.Decl(rename[w], ty, self.avail(n.Var(w, ty), before, tape=True)))
+            else:
+                init.append(n.Decl(rename[w], ty))
+        for x in walk(s):
+            if isinstance(x, n.Var) and x.name not in written:
+                values[x] = self.avail(x, before, tape=True)
+        copy = rename_locals((s,), rename, values)
+        self.pending += init + list(copy)
+        if self.replays:
+            for w in written - inside:
+                self.replays[-1][(w, path)] = rename[w]
+        self._note(("replay", e.name, path), Caching(e.name, s.loc, "recompute",
+                                                     f"the statement at line {s.loc.line if s.loc else '?'} runs "
+                                                     f"again in the reverse sweep ({why})"))
+        return n.Var(rename[e.name], e.vtype)
+
+    def _recompute_ok(self, value: n.Expr) -> bool:
+        if self.opt.cache == "recompute":
+            return True
+        trivial = isinstance(value, (n.Const, n.Var, n.GpuIndex)) or not value.type.is_float
+        if self.opt.cache == "store":
+            return trivial
+        if trivial:
+            return True
+        nodes = list(walk(value))
+        if len(nodes) > CHEAP_NODES:
+            return False
+        return all(not isinstance(x, n.Call) or x.fn in CHEAP_CALLS for x in nodes)
+
+    def _entry_copy(self, e: n.Var) -> n.Expr:
+        name = self.entry_copies.get(e.name)
+        if name is None:
+            name = self.names.fresh(e.name + "_in")
+            self.entry_copies[e.name] = name
+            self.top_decls.append(n.Decl(name, e.vtype, e))
+        return n.Var(name, e.vtype)
+
+    def _hoist(self, v: str) -> None:
+        if v in self.prog.params or self.prog.is_top_level(v):
+            return
+        path = self.prog.decl.get(v)
+        if path is not None and isinstance(self.prog.stmt(path), n.For):
+            raise InternalError(f"loop variable {v!r} read after its loop")
+        self.hoist.add(v)
+
+    def _iter_start(self, e: n.Var, loop: StmtPath, p: Point, tape: bool) -> n.Expr:
+        ind = induction(self.prog, loop, e.name)
+        ctx = self.ctx[loop]
+        if ind is not None:
+            name = ctx.named.get(e.name)
+            if name is None:
+                v0 = self.avail(e, loop, tape=tape)
+                self._note(("closed-form", e.name, loop), Caching(
+                    e.name, self.prog.stmt(loop).loc, "closed-form", f"induction variable ({ind.op} {ind.amount})"))
+                name = self.names.fresh(e.name)
+                ctx.named[e.name] = name
+                ctx.values.append(n.Decl(name, e.vtype, closed_form(ind, v0, n.Var(ctx.index, I32))))
+            return n.Var(name, e.vtype)
+        try:
+            return self.tape(e, body_start(loop), tape=tape, what=e.name)
+        except CannotTape:
+            pass  # recompute from the loop entry in each reversed iteration instead
+        name = ctx.carried.get(e.name)
+        if name is None:
+            name = self.names.fresh(e.name + "_rp")
+            ctx.carried[e.name] = name
+        return n.Var(name, e.vtype)
+
+    def _tape_or_fail(self, e: n.Expr, p: Point, tape: bool, *, why: str) -> n.Expr:
+        try:
+            return self.tape(e, p, tape=tape, what=format_expr(e))
+        except CannotTape as exc:
+            raise self._cannot(e, p, f"{why}; {exc.reason}") from None
+
+    def _cannot(self, e: n.Expr, p: Point, reason: str) -> UserError:
+        loc = e.loc or self._loc_at(p)
+        return UserError(f"cannot recover the value of {format_expr(e)} for the reverse sweep: {reason}", loc)
+
+    def _loc_at(self, p: Point):
+        for k in range(len(p), 0, -1):
+            s = self.prog.stmts.get(p[:k])
+            if s is not None and s.loc is not None:
+                return s.loc
+        return self.k.loc
+
+    # ------------------------------------------------------------------ shared arrays refilled per iteration
+    def _shared_replay_loop(self, buffer: str, p: Point) -> StmtPath | None:
+        if self.k.space(buffer) != "shared" or self.opt.cache == "store":
+            return None
+        writers = [path for path, s in self.prog.stmts.items()
+                   if isinstance(s, (n.Store, n.AtomicRMW)) and s.buffer == buffer]
+        if not writers or any(not isinstance(self.prog.stmt(w), n.Store) for w in writers):
+            return None
+        loop = writers[0][:-1]
+        if not loop or any(w[:-1] != loop or w[-1][0] != "body" for w in writers):
+            return None
+        if not isinstance(self.prog.stmt(loop), (n.For, n.While)) or loop not in self.prog.loops_around(p):
+            return None
+        bound_known = all(trip_bound(self.prog, lp) is not None for lp in self.prog.loops_around(p))
+        if bound_known and self.opt.cache != "recompute":
+            return None  # a tape is simpler when it can be sized
+        written = self.prog.written_in(loop)
+        for w in writers:
+            store = self.prog.stmt(w)
+            for i in store.index:  # type: ignore[union-attr]
+                for x in walk(i):
+                    if isinstance(x, n.Var) and x.name in written:
+                        return None
+                    if isinstance(x, n.Load) and x.buffer in self.prog.written_buffers:
+                        return None
+        last_store = max(w[-1][1] for w in writers)
+        use = self.prog.top_index(loop, p)
+        body = self.prog.block(loop, "body")
+        if not any(isinstance(body[j], n.Barrier) for j in range(last_store + 1, use)):
+            return None
+        return loop
+
+    def _shared_replay_code(self, ctx: LoopCtx) -> list[n.Stmt]:
+        out: list[n.Stmt] = []
+        for buffer in ctx.shared:
+            for path, s in self.prog.stmts.items():
+                if isinstance(s, n.Store) and s.buffer == buffer and path[:-1] == ctx.path:
+                    index = tuple(self.avail(i, path) for i in s.index)
+                    value = self.avail(s.value, path)
+                    out.append(n.Store(buffer, index, value, loc=s.loc))
+        if out:
+            out.append(n.Barrier())
+        return out
+
+    # ------------------------------------------------------------------ loop-carried values from the loop entry
+    def _carried_replay_code(self, ctx: LoopCtx, start: n.Expr | None, step: n.Expr | None) -> list[n.Stmt]:
+        loop = ctx.path
+        prog = self.prog
+        body = prog.block(loop, "body")
+        written = prog.written_in(loop)
+        closure = set(ctx.carried)
+        chosen: set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            for j, s in enumerate(body):
+                if j in chosen:
+                    continue
+                path = loop + (("body", j),)
+                if prog.written_in(path) & closure:
+                    self._check_replayable(s, path, closure)
+                    chosen.add(j)
+                    closure |= set(prog.written_in(path)) & written
+                    closure |= read_names(s) & written
+                    changed = True
+        declared_inside = {v for j in chosen for v in declared_names(body[j])}
+        loop_stmt = prog.stmt(loop)
+        loop_var = loop_stmt.var if isinstance(loop_stmt, n.For) else None
+        out: list[n.Stmt] = []
+        rename: dict[str, str] = {}
+        for v in sorted(closure - declared_inside - ({loop_var} if loop_var else set())):
+            name = ctx.carried.get(v)
+            if name is None:
+                name = self.names.fresh(v + "_rp")
+                ctx.carried[v] = name
+            rename[v] = name
+            ty = self._var_type(v)
+            out.append(n.Decl(name, ty, self.avail(n.Var(v, ty), loop, tape=True)))
+            self._note(("replay-loop", v, loop), Caching(v, loop_stmt.loc, "replay-loop",
+                                                         "recomputed from the loop entry in each reversed iteration "
+                                                         "(quadratic in the trip count: the trip count is not known "
+                                                         "statically)"))
+        for v in declared_inside:
+            rename[v] = self.names.fresh(v)
+        q = self.names.fresh("q")
+        values: dict[n.Expr, n.Expr] = {}
+        for j in sorted(chosen):
+            for x in walk(body[j]):
+                if isinstance(x, n.Var) and x.name not in rename and x.name != loop_var and x.name not in written:
+                    values[x] = self.avail(x, loop, tape=True)
+        replay: list[n.Stmt] = []
+        if loop_var is not None:
+            assert start is not None and step is not None
+            vtype = loop_stmt.vtype  # type: ignore[union-attr]
+            rename[loop_var] = self.names.fresh(loop_var)
+            replay.append(n.Decl(rename[loop_var], vtype, affine_value(start, n.Var(q, I32), step, vtype)))
+        for j in sorted(chosen):
+            replay.extend(rename_locals((body[j],), rename, values))
+        out.append(n.For(q, I32, b.const(0, I32), n.Var(ctx.index, I32), b.const(1, I32), tuple(replay)))
+        return out
+
+    def _check_replayable(self, s: n.Stmt, path: StmtPath, closure: set[str]) -> None:
+        for x in walk(s):
+            bad = None
+            if isinstance(x, (n.Store, n.AtomicRMW)):
+                bad = "it writes memory"
+            elif isinstance(x, (n.Barrier, n.Shuffle, n.Vote)):
+                bad = "it synchronizes threads"
+            elif isinstance(x, n.Load) and x.buffer in self.prog.written_buffers:
+                bad = f"it reads {x.buffer}, which the kernel writes"
+            if bad is not None:
+                loop = self.prog.stmt(path[:-1])
+                line = f" at line {loop.loc.line}" if loop.loc is not None else ""
+                names = ", ".join(sorted(closure))
+                raise UserError(f"cannot differentiate: the loop{line} has no static trip count and its "
+                                f"loop-carried values ({names}) cannot be recomputed from the loop entry because "
+                                f"{bad}", s.loc)
+
+    def _var_type(self, v: str) -> ScalarType:
+        path = self.prog.decl.get(v)
+        if path is not None:
+            s = self.prog.stmt(path)
+            return s.vtype  # type: ignore[union-attr]
+        p = self.k.param(v)
+        assert p is not None and not isinstance(p.ptype, PointerType)
+        return p.ptype
+
+
+def _size(e: n.Expr) -> int:
+    return sum(1 for _ in walk(e))

@@ -1,0 +1,395 @@
+"""The two sweeps of ``K_grad``: the forward sweep (K's body plus tape stores and counters) and
+the reverse sweep (K's statements backwards, each replaced by its adjoint).
+
+Reverse sweep, per statement (``d_x`` is the adjoint of ``x``):
+
+* ``v = e``: ``ct = d_v; d_v = 0``, then ``ct`` flows into ``e``'s active operands through the
+  rules table (``autodiff.rules``: linear operations by their transpose, others by partials);
+* ``X[i] = e``: ``ct = d_X[i]; d_X[i] = 0`` (the element's seed is consumed), then into ``e``;
+* a load ``X[i]`` receiving ``ct``: accumulated (``autodiff.accumulation``);
+* ``atomicAdd(X[i], e)``: ``ct = d_X[i]`` (the seed stays), into ``e``;
+* ``__syncthreads()`` stays where it is, mirrored; warp shuffles are transposed;
+* ``if``: the same condition (recomputed or recorded); loops run backwards: ``for`` loops by
+  their trip count, ``while`` loops by an iteration count recorded in the forward sweep.
+
+``Sweeps`` is one part of ``autodiff.reverse.ReverseBuilder`` (which owns the state).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from autodiff import build as b
+from autodiff import rules
+from autodiff.availability import LoopCtx
+from autodiff.loops import affine_value, loop_base, trip_count_expr
+from autodiff.program import point_after
+from autodiff.shuffles import transpose_shuffle
+from polypy.errors import InternalError, UserError
+from polypy.ir import nodes as n
+from polypy.ir.types import I32
+from polypy.ir.visitor import Mutator, substitute, walk
+from polypy.poly.paths import StmtPath
+
+Point = StmtPath
+
+
+class Sweeps:
+    """Propagation through expressions, statements backwards, the forward sweep (part of ``ReverseBuilder``)."""
+
+    # ================================================================== propagation through expressions
+    def _result_hint(self, v: str, path: StmtPath) -> n.Expr | None:
+        """``v`` itself as the value of the expression just assigned to it, if still available."""
+        after = point_after(path)
+        if self.prog.overwritten_after(v, after):
+            return None
+        self._hoist(v)
+        return n.Var(v, self._var_type(v))
+
+    def propagate(self, e: n.Expr, ct: n.Expr, p: Point, *, result: n.Expr | None = None) -> list[n.Stmt]:
+        if not self.act.expr(e):
+            return []
+        if isinstance(e, n.Var):
+            return self.accumulate_var(e, ct)
+        if isinstance(e, n.Load):
+            return self.accumulate_load(e, ct, p)
+        linear = rules.linear_rule(e)
+        if linear is not None:
+            return self._transpose(linear, e, ct, p)
+        args = rules.float_args(e)
+        if not args:
+            raise InternalError(f"propagate: unexpected {type(e).__name__}", e.loc)
+        active = tuple(self.act.expr(a) for a in args)
+        if isinstance(e, n.Binary) and e.op == "mul" and e.a == e.b:
+            # x * x: one contribution 2 x ct instead of two
+            twice = b.mul(b.const(2.0, e.type), self.avail(e.a, p))
+            return self.propagate(e.a, b.mul(ct, twice), p)
+        # General rule: partials built on placeholders, then only the needed values made available.
+        holders = tuple(n.Var(f"\0arg{i}", a.type) for i, a in enumerate(args))
+        result_holder = n.Var("\0result", e.type)
+        parts = rules.partials(e, holders, result_holder)
+        needed = [(i, part) for i, part in enumerate(parts) if active[i] and part is not None]
+        if not needed:
+            return []
+        used = {x.name for _, part in needed for x in walk(part) if isinstance(x, n.Var)}
+        out: list[n.Stmt] = []
+        mapping: dict[n.Expr, n.Expr] = {}
+        avail_args: dict[int, n.Expr] = {}
+
+        def arg(i: int) -> n.Expr:
+            if i not in avail_args:
+                avail_args[i] = self.avail(args[i], p)
+            return avail_args[i]
+
+        for i, holder in enumerate(holders):
+            if holder.name in used:
+                mapping[holder] = arg(i)
+        if result_holder.name in used:
+            mapping[result_holder] = result if result is not None else \
+                rules.rebuild(e, tuple(arg(i) for i in range(len(args))))
+        # Bind values used more than once (or expensive) to locals.
+        counts: dict[str, int] = {}
+        for _, part in needed:
+            for x in walk(part):
+                if isinstance(x, n.Var) and x.name.startswith("\0"):
+                    counts[x.name] = counts.get(x.name, 0) + 1
+        results: dict[int, n.Expr] = {}
+        for holder, value in list(mapping.items()):
+            if isinstance(value, (n.Var, n.Const, n.GpuIndex)):
+                continue
+            i = holders.index(holder) if holder is not result_holder else -1
+            reused = i >= 0 and active[i] and any(isinstance(x, n.Call) for x in walk(value))
+            if counts.get(holder.name, 0) > 1 or reused:
+                name = self.names.fresh("r" if holder is result_holder else "a")
+                out.append(n.Decl(name, value.type, value))
+                mapping[holder] = n.Var(name, value.type)
+                if reused:
+                    results[i] = mapping[holder]
+        pre, ct = self._bind(ct, "ct", both=len(needed) > 1)
+        out = list(pre) + out
+        for i, part in needed:
+            child_ct = b.cast(args[i].type, b.mul(ct, substitute(part, mapping)))
+            out.extend(self.propagate(args[i], child_ct, p, result=results.get(i)))
+        return out
+
+    def _transpose(self, linear: rules.LinearRule, e: n.Expr, ct: n.Expr, p: Point) -> list[n.Stmt]:
+        """A linear operation: its transpose sends ``ct`` to the operands (bound once if shared)."""
+        operands = linear.operands(e)
+        pre, ct = self._bind(ct, "ct", both=sum(self.act.expr(x) for x in operands) > 1)
+        cts = linear.transpose(e, ct)
+        if linear.branch is None:
+            out = list(pre)
+            for x, x_ct in zip(operands, cts):
+                out += self.propagate(x, x_ct, p)
+            return out
+        # select: the first operand's cotangent flows where the condition holds, the second's elsewhere
+        cond = self.avail(linear.branch(e), p)
+        then, pre_then = self._collect(lambda: self.propagate(operands[0], cts[0], p))
+        orelse, pre_else = self._collect(lambda: self.propagate(operands[1], cts[1], p))
+        then, orelse = pre_then + then, pre_else + orelse
+        if not then and not orelse:
+            return pre
+        if not then:
+            return pre + [n.If(b.lnot(cond), tuple(orelse))]
+        return pre + [n.If(cond, tuple(then), tuple(orelse))]
+
+    def _bind(self, ct: n.Expr, base: str, *, both: bool) -> tuple[list[n.Stmt], n.Expr]:
+        if not both or isinstance(ct, (n.Var, n.Const)):
+            return [], ct
+        name = self.names.fresh(base)
+        return [n.Decl(name, ct.type, ct)], n.Var(name, ct.type)
+
+    # ================================================================== statements, backwards
+    def rev_block(self, parent: StmtPath, field: str) -> list[n.Stmt]:
+        block = self.prog.block(parent, field)
+        out: list[n.Stmt] = []
+        self.replays.append({})
+        try:
+            for j in range(len(block) - 1, -1, -1):
+                out.extend(self.rev_stmt(block[j], parent + ((field, j),)))
+        finally:
+            self.replays.pop()
+        return out
+
+    def rev_stmt(self, s: n.Stmt, path: StmtPath) -> list[n.Stmt]:
+        out, pre = self._collect(lambda: self._rev_stmt(s, path))
+        return pre + out
+
+    def _collect(self, fn):
+        """Run ``fn``; also return the recomputation statements it asked for (to put before)."""
+        saved = self.pending
+        self.pending = []
+        self.replays.append({})
+        try:
+            out = fn()
+            return out, self.pending
+        finally:
+            self.pending = saved
+            self.replays.pop()
+
+    def _rev_stmt(self, s: n.Stmt, path: StmtPath) -> list[n.Stmt]:
+        act = self.act
+        if isinstance(s, (n.Decl, n.Assign)):
+            ty = s.vtype if isinstance(s, n.Decl) else s.value.type
+            value = s.init if isinstance(s, n.Decl) else s.value
+            if s.name not in act.variables:
+                return []
+            if value is not None and isinstance(s, n.Assign):
+                rest = _increment(value, lambda x: isinstance(x, n.Var) and x.name == s.name)
+                if rest is not None:
+                    # v = v + e: the adjoint of v passes through unchanged; e receives it.
+                    adj = n.Var(self._adj(s.name, ty), ty)
+                    pre, ct = self._bind(adj, "ct", both=True)
+                    return pre + self.propagate(rest[0], ct if rest[1] > 0 else b.neg(ct), path)
+            if (value is None or not act.expr(value)) and isinstance(s, n.Decl) and not self.prog.loops_around(path):
+                return []  # nothing reads this adjoint afterwards
+            out, ct = self.take_adjoint(s.name, ty, s.loc)
+            if value is not None:
+                out += self.propagate(value, ct, path, result=self._result_hint(s.name, path))
+            return out
+        if isinstance(s, n.Store):
+            return self._rev_store(s, path)
+        if isinstance(s, n.AtomicRMW):
+            return self._rev_atomic(s, path)
+        if isinstance(s, n.Barrier):
+            return [n.Barrier(loc=s.loc)]
+        if isinstance(s, n.Shuffle):
+            return self._rev_shuffle(s, path)
+        if isinstance(s, n.Vote):
+            return []
+        if isinstance(s, n.If):
+            then = self.rev_block(path, "then")
+            orelse = self.rev_block(path, "orelse")
+            if not then and not orelse:
+                return []
+            if _only_barriers(then) and _only_barriers(orelse):
+                return [n.Barrier(loc=s.loc)]  # a block-uniform branch that only synchronizes
+            cond = self.avail(s.cond, path)
+            if not then:
+                return [n.If(b.lnot(cond), tuple(orelse), loc=s.loc)]
+            return [n.If(cond, tuple(then), tuple(orelse), loc=s.loc)]
+        if isinstance(s, (n.For, n.While)):
+            return self._rev_loop(s, path)
+        raise UserError(f"polypy grad cannot reverse a {type(s).__name__} statement", s.loc)
+
+    def _rev_store(self, s: n.Store, path: StmtPath) -> list[n.Stmt]:
+        value_active = self.act.expr(s.value)
+        shadow = self.shadow.get(s.buffer)
+        if shadow is None:
+            if value_active and self.k.space(s.buffer) in ("device", "constant"):
+                raise UserError(f"cannot differentiate through the module array '{s.buffer}': an active value is "
+                                f"stored in it, and module arrays have no shadow", s.loc)
+            return []
+        index = tuple(self.avail(i, path) for i in s.index)
+        elem = self.k.elem_type(s.buffer)
+        rest = _increment(s.value, lambda x: isinstance(x, n.Load) and x.buffer == s.buffer and x.index == s.index)
+        if rest is not None:
+            # X[i] = X[i] + e: the element's adjoint stays (as for atomicAdd); e receives it.
+            ct = self.names.fresh(s.buffer + "_ct")
+            out = [n.Decl(ct, elem, n.Load(shadow, index, elem), loc=s.loc)]
+            seed: n.Expr = n.Var(ct, elem)
+            return out + self.propagate(rest[0], seed if rest[1] > 0 else b.neg(seed), path)
+        zero = n.Store(shadow, index, b.zero(elem), loc=s.loc)
+        if not value_active:
+            return [zero]
+        ct = self.names.fresh(s.buffer + "_ct")
+        out: list[n.Stmt] = [n.Decl(ct, elem, n.Load(shadow, index, elem), loc=s.loc), zero]
+        return out + self.propagate(s.value, n.Var(ct, elem), path)
+
+    def _rev_atomic(self, s: n.AtomicRMW, path: StmtPath) -> list[n.Stmt]:
+        shadow = self.shadow.get(s.buffer)
+        value_active = self.act.expr(s.value)
+        if shadow is None:
+            if value_active and self.k.space(s.buffer) in ("device", "constant"):
+                raise UserError(f"cannot differentiate through the module array '{s.buffer}': an active value is "
+                                f"added to it, and module arrays have no shadow", s.loc)
+            return []
+        elem = self.k.elem_type(s.buffer)
+        if s.op not in ("add", "sub"):
+            raise UserError(f"no derivative rule for atomic.{s.op} on the active buffer '{s.buffer}' (only "
+                            f"atomicAdd/atomicSub are differentiable)", s.loc)
+        if s.dest is not None and s.dest in self.act.variables:
+            raise UserError(f"cannot differentiate the value returned by atomic.{s.op} on '{s.buffer}': it depends on "
+                            f"the order in which threads update the element", s.loc)
+        if not value_active:
+            return []
+        index = tuple(self.avail(i, path) for i in s.index)
+        ct = self.names.fresh(s.buffer + "_ct")
+        seed: n.Expr = n.Var(ct, elem)
+        out: list[n.Stmt] = [n.Decl(ct, elem, n.Load(shadow, index, elem), loc=s.loc)]
+        return out + self.propagate(s.value, seed if s.op == "add" else b.neg(seed), path)
+
+    def _rev_shuffle(self, s: n.Shuffle, path: StmtPath) -> list[n.Stmt]:
+        if s.dest not in self.act.variables:
+            return []
+        ty = s.value.type
+        out, ct = self.take_adjoint(s.dest, ty, s.loc)
+        if not self.act.expr(s.value):
+            return out
+        lane_arg = self.avail(s.lane, path)
+        width = self.avail(s.width, path)
+        mask = self.avail(s.mask, path)
+        stmts, got = transpose_shuffle(s.mode, ct, lane_arg, width, mask, self.names, s.loc)
+        return out + stmts + self.propagate(s.value, got, path)
+
+    def _rev_loop(self, s: n.For | n.While, path: StmtPath) -> list[n.Stmt]:
+        base = loop_base(s)
+        index = self.names.fresh(base + "_i")
+        start = step = value = None
+        var = None
+        if isinstance(s, n.For):
+            start = self.avail(s.start, path)
+            stop = self.avail(s.stop, path)
+            step = self.avail(s.step, path)
+            value = affine_value(start, n.Var(index, I32), step, s.vtype)
+            var = value.name if isinstance(value, n.Var) else self.names.fresh(s.var)
+        ctx = LoopCtx(path, index, var)
+        self.ctx[path] = ctx
+        body = self.rev_block(path, "body")
+        if not body:
+            return []
+        if _only_barriers(body) and not ctx.shared and not ctx.carried:
+            # Nothing to reverse but synchronization: one barrier orders what comes before and after
+            # (the loop contains barriers, so every thread of the block reaches this point).
+            return [n.Barrier(loc=s.loc)]
+        trips = _trips(start, stop, step) if isinstance(s, n.For) else self._while_trips(path)
+        prologue, pre = self._collect(lambda: self._shared_replay_code(ctx))
+        prologue = pre + prologue
+        if ctx.carried:
+            carried, pre = self._collect(lambda: self._carried_replay_code(ctx, start, step))
+            prologue = pre + carried + prologue
+        head: list[n.Stmt] = []
+        if ctx.shared:
+            head.append(n.Barrier(loc=s.loc))  # every thread has finished the forward loop
+        count_name = self.names.fresh(base + "_n")
+        head.append(n.Decl(count_name, I32, trips, loc=s.loc))
+        r = self.names.fresh(base + "_r")
+        count = n.Var(count_name, I32)
+        inner: list[n.Stmt] = [n.Decl(index, I32, n.Binary("sub", n.Binary("sub", count, b.const(1, I32)),
+                                                           n.Var(r, I32)))]
+        if isinstance(s, n.For) and var != index:
+            assert var is not None and value is not None
+            inner.append(n.Decl(var, s.vtype, value))
+        inner += ctx.values
+        loop = n.For(r, I32, b.const(0, I32), count, b.const(1, I32), tuple(_dedup_barriers(inner + prologue + body)),
+                     loc=s.loc)
+        return head + [loop]
+
+    # ================================================================== the forward sweep
+    def _emit_forward(self, parent: StmtPath, field: str, block: tuple[n.Stmt, ...]) -> list[n.Stmt]:
+        out: list[n.Stmt] = []
+        for j, s in enumerate(block):
+            path = parent + ((field, j),)
+            out += self.before.get(path, [])
+            out += self._forward_stmt(s, path)
+        out += self.before.get(parent + ((field, len(block)),), [])
+        return out
+
+    def _forward_stmt(self, s: n.Stmt, path: StmtPath) -> list[n.Stmt]:
+        if isinstance(s, n.Decl) and s.name in self.hoist:
+            return [n.Assign(s.name, s.init, loc=s.loc)] if s.init is not None else []
+        if isinstance(s, n.Store) and s.buffer in self.dynamic:
+            # Shadow of extern shared memory: zeroed where the primal element is written.
+            zero = n.Store(self.dynamic[s.buffer], s.index, b.zero(self.k.elem_type(s.buffer)), loc=s.loc)
+            return [zero, s]
+        if isinstance(s, n.If):
+            return [dataclasses.replace(s, then=tuple(self._emit_forward(path, "then", s.then)),
+                                        orelse=tuple(self._emit_forward(path, "orelse", s.orelse)))]
+        if isinstance(s, (n.For, n.While)):
+            body = self.loop_prologue.get(path, []) + self._emit_forward(path, "body", s.body)
+            return [dataclasses.replace(s, body=tuple(body))]
+        return [s]
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _increment(e: n.Expr, is_self: Callable[[n.Expr], bool]) -> tuple[n.Expr, int] | None:
+    """``self + rest`` / ``rest + self`` / ``self - rest`` -> (rest, +1/-1) when ``rest`` does not read self."""
+    if not (isinstance(e, n.Binary) and e.op in ("add", "sub") and e.type.is_float):
+        return None
+    candidates = [(e.a, e.b, 1 if e.op == "add" else -1)]
+    if e.op == "add":
+        candidates.append((e.b, e.a, 1))
+    for this, rest, sign in candidates:
+        if is_self(this) and not any(is_self(x) for x in walk(rest) if isinstance(x, n.Expr)):
+            return rest, sign
+    return None
+
+
+class _BarrierRuns(Mutator):
+    """Two barriers in a row are one barrier."""
+
+    def visit_tuple(self, items):  # type: ignore[override]
+        items = super().visit_tuple(items)
+        if not any(isinstance(a, n.Barrier) and isinstance(c, n.Barrier) for a, c in zip(items, items[1:])):
+            return items
+        return tuple(_dedup_barriers(list(items)))
+
+
+def merge_barrier_runs(block: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
+    """``block`` with every run of consecutive barriers (at any depth) merged into one."""
+    return _BarrierRuns().visit_block(block)
+
+
+def _only_barriers(stmts: list[n.Stmt]) -> bool:
+    return all(isinstance(s, n.Barrier) for s in stmts)
+
+
+def _dedup_barriers(stmts: list[n.Stmt]) -> list[n.Stmt]:
+    out: list[n.Stmt] = []
+    for s in stmts:
+        if isinstance(s, n.Barrier) and out and isinstance(out[-1], n.Barrier):
+            continue
+        out.append(s)
+    return out
+
+
+def _trips(start: n.Expr, stop: n.Expr, step: n.Expr) -> n.Expr:
+    if all(isinstance(x, n.Const) for x in (start, stop, step)) and step.value > 0:  # type: ignore[union-attr]
+        count = max(0, -(-(int(stop.value) - int(start.value)) // int(step.value)))  # type: ignore[union-attr]
+        return b.const(count, I32)
+    if b.is_const(step, 1) and start.type == I32:
+        span = stop if b.is_const(start, 0) else n.Binary("sub", stop, start)
+        return b.select(b.cmp("lt", start, stop), span, b.const(0, I32))
+    return b.cast(I32, trip_count_expr(start, stop, step))
