@@ -30,8 +30,8 @@ Per-thread locals that live from one part of the distributed body to another are
   and stored back to its own slot of a per-thread buffer, into that slot).
 
 **Grid-stride and block-stride loops** ``for (i = S + tx; i < E; i += D)`` (``D`` uniform and
-positive) are first given a uniform iteration space, so that consecutive threads touch
-consecutive elements in the inner loop::
+positive) are first given a uniform iteration space (``gpu2cpu.normalize_grid_stride``), so that
+consecutive threads touch consecutive elements in the inner loop::
 
     for threads tx {                       for b: i64 = S to E step D {
       for i = S + tx to E step D {   ==>     for threads tx { if (b + tx < E) { var i = (i32)b + (i32)tx; body } }
@@ -39,10 +39,9 @@ consecutive elements in the inner loop::
       }
     }
 
-(exact: thread ``tx`` runs ``i = S + tx + k*D`` for ``k`` with ``i < E``, in order;
-``tighten_thread_bounds`` then turns the guard into bounds). What that needs beyond the
-interval analysis (``D >= 1``, no wrap-around) is checked at run time, the original loop
-running otherwise.
+(``tighten_thread_bounds`` then turns the guard into bounds). The normalization is kept only
+where the loop over ``tx`` is then interchanged; what it needs beyond the interval analysis
+(``D >= 1``, no wrap-around) is checked at run time, the original loop running otherwise.
 
 Cost model: a serial loop is sunk when, among the memory accesses in its body, those that are
 uniform or stride-1 in ``tx`` are at least as many as the others (and there is one), and it is
@@ -57,19 +56,15 @@ import dataclasses
 from typing import Union
 
 from gpu2cpu.names import NameSupply
+from gpu2cpu.normalize_grid_stride import normalize_strided_loops
 from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_affine import (
     CounterAnalysis,
-    Linear,
-    Need,
     Ranges,
     conjunction,
     counter_dim,
     is_check,
-    i64,
-    linear_ir,
     need_exprs,
-    safe_uniform,
     split_conjuncts,
 )
 from gpu2cpu.thread_loops import (
@@ -85,7 +80,7 @@ from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import declared_names
-from polypy.ir.types import I64, U32
+from polypy.ir.types import U32
 from polypy.ir.visitor import substitute, walk
 
 # Definitions at most this big (in IR nodes) are recomputed in each part rather than expanded.
@@ -150,8 +145,8 @@ class _Sink:
     def loop(self, loop: n.For) -> list[n.Stmt]:
         if order_sensitive(self.kernel, loop.body):
             return [loop]
-        notes: list[LoweringDecision] = []
-        normalized, needs = self.normalize_strided(loop, notes)
+        normalized, needs, notes = normalize_strided_loops(loop, kernel_name=self.kernel.name, names=self.names,
+                                                           ranges=self.ranges)
         plan = _Plan(self, normalized)
         if not plan.sunk:
             return [loop]
@@ -164,80 +159,6 @@ class _Sink:
                             f"interchanged loops; the original loop runs otherwise")
             out = [n.If(conjunction(checks), tuple(out), (fallback,), loc=loop.loc)]
         return out
-
-    def analysis(self, loop: n.For, upto: int) -> CounterAnalysis:
-        inside = declared_names(loop.body) | {loop.var}
-        return CounterAnalysis(loop.var, 0, lets=let_definitions(loop.body, upto),
-                               available=lambda name: name not in inside, ranges=self.ranges)
-
-    # ------------------------------------------------------------------ grid-stride loops
-    def normalize_strided(self, loop: n.For, notes: list[LoweringDecision]) -> tuple[n.For, list[Need]]:
-        """Top-level ``for i = S + tx to E step D`` loops in ``loop`` with a uniform iteration space."""
-        body = list(loop.body)
-        needs: list[Need] = []
-        changed = False
-        for i, s in enumerate(body):
-            if not (isinstance(s, n.For) and s.kind == "serial" and s.vtype.is_int and s.vtype.bits <= 32):
-                continue
-            if _jumps_to(s.body):
-                continue
-            analysis = self.analysis(loop, i)
-            start = analysis.linear(s.start)
-            stop, step = analysis.uniform(s.stop), analysis.uniform(s.step)
-            if start is None or stop is None or step is None or start[0].coef != 1:
-                continue
-            if not _indexes_with(s.body, s.var):
-                continue
-            lin, start_needs = start
-            step64, stop64 = i64(step), i64(stop)
-            local: list[Need] = list(start_needs)
-            step_lin = analysis.linear(step)
-            stop_lin = analysis.linear(stop)
-            if step_lin is None or stop_lin is None:
-                continue
-            if self.ranges.of(step64)[0] < 1:
-                local.append(Need(step_lin[0], lo=1))
-            if not s.vtype.is_signed:  # i += D must not wrap before the loop ends
-                limit = (1 << s.vtype.bits) - 1
-                bound = stop_lin[0].plus(step_lin[0]).plus(Linear(-1))
-                if not analysis.proved(Need(bound, hi=limit)):
-                    local.append(Need(bound, hi=limit))
-            if any(not _available_need(x, analysis) for x in local):
-                continue
-            b = self.names.fresh(f"{s.var}_base")
-            base = linear_ir(lin.base())
-            t64 = n.Cast(I64, n.Var(loop.var, U32))
-            cur = n.Binary("add", n.Var(b, I64), t64)
-            value = n.Binary("add", n.Cast(s.vtype, n.Var(b, I64)), n.Cast(s.vtype, n.Var(loop.var, U32)))
-            inner = (n.Decl(s.var, s.vtype, value, loc=s.loc),) + s.body
-            guarded = n.If(n.Binary("lt", cur, stop64), inner, loc=s.loc)
-            if self.ranges.of(step64)[0] < 1:  # checked at run time; max() tells the analyses
-                step64 = n.Call("max", (step64, n.Const(1, I64)), I64)
-            new = n.For(b, I64, base, stop64, step64, (guarded,), loc=s.loc)
-            self.ranges.loops[b] = new
-            body[i] = new
-            needs.extend(x for x in local if x not in needs)
-            changed = True
-            notes.append(LoweringDecision(self.kernel.name, s.loc, f"thread loop over {loop.var}: strided loop over '{s.var}' (start {format_expr(s.start)}, "
-                         f"step {format_expr(s.step)}) iterates over its blocks of consecutive elements instead "
-                         f"({b} = {format_expr(base)}, ...; {s.var} = {b} + {loop.var})"))
-        if not changed:
-            return loop, []
-        return dataclasses.replace(loop, body=tuple(body)), needs
-
-
-def _available_need(need: Need, analysis: CounterAnalysis) -> bool:
-    return all(safe_uniform(a, analysis.available) for a, _ in need.value.terms)
-
-
-def _indexes_with(stmts: tuple[n.Stmt, ...], var: str) -> bool:
-    """Whether some memory access in ``stmts`` has ``var`` in an index (worth making it stride-1)."""
-    for s in stmts:
-        for x in walk(s):
-            if isinstance(x, (n.Load, n.Store, n.AtomicRMW)):
-                if any(isinstance(v, n.Var) and v.name == var for i in x.index for v in walk(i)):
-                    return True
-    return False
 
 
 def _jumps_to(stmts: tuple[n.Stmt, ...]) -> bool:

@@ -7,10 +7,11 @@ counter is free of wrap-around (so that C and LLVM compilers see unit strides an
 
 For each thread loop, innermost first:
 
-1. **Fission**: a body made of statements that share no per-thread local is cut into one
-   thread loop per independent part when one of them is a guard (``if (tx < 3) {...}`` after the
-   main work), so the guard can go to that loop's bounds. Not when the order in which threads
-   run matters (``gpu2cpu.thread_loops.order_sensitive``).
+1. **Fission** (``gpu2cpu.distribute_thread_loops``): a body made of statements that share no
+   per-thread local is cut into one thread loop per independent part when one of them is a
+   guard (``if (tx < 3) {...}`` after the main work), so the guard can go to that loop's
+   bounds. Not when the order in which threads run matters
+   (``gpu2cpu.thread_loops.order_sensitive``).
 2. **Index-set splitting**: the first top-level ``if`` whose condition is a conjunction of
    *interval* atoms (affine in the counter, exactly:
    ``(i32)(blockIdx.x * blockDim.x + tx) < n``, ``tx == 0u``, ``tx >= offset``) and
@@ -25,7 +26,7 @@ For each thread loop, innermost first:
 
    Ranges with nothing to run are dropped (a plain guard gives one loop ``[L, H)``); atoms that
    are neither stay as a residual guard inside. Ranges are clamped, so empty ones are empty.
-3. **Conditions constant over the block**: an ``if`` deeper in the body whose condition is
+3. **Conditions constant over the block** (versioning, ``gpu2cpu.version_thread_loops``): an ``if`` deeper in the body whose condition is
    affine in the counter and in the variables of short constant loops around it (a stencil's
    ``x + dx >= 0 && x + dx < width``, a boundary test ``x == 0 || x == nx - 1``) usually has the
    same value for every thread and iteration of a block. It is computed once
@@ -61,6 +62,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from gpu2cpu.distribute_thread_loops import fission_chunks, fission_parts
 from gpu2cpu.names import NameSupply
 from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_affine import (
@@ -71,7 +73,6 @@ from gpu2cpu.thread_affine import (
     Need,
     Ranges,
     conjunction,
-    const64,
     counter_dim,
     facts_of_condition,
     is_check,
@@ -83,17 +84,15 @@ from gpu2cpu.thread_affine import (
 )
 from gpu2cpu.thread_loops import (
     copy_loop,
-    independent_chunks,
     let_definitions,
-    order_sensitive,
     stem_of,
 )
+from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, box_version, version_loop
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
-from polypy.ir.queries import declared_names, written_names
-from polypy.ir.types import BOOL, I64, U32
-from polypy.ir.visitor import Mutator, walk
+from polypy.ir.types import I64, U32
+from polypy.ir.visitor import Mutator, rebuild, walk
 from polypy.passes.fold_constants import fold_expr
 
 # Index-set splitting copies the loop body once per range: at most this many splits per loop, and
@@ -103,12 +102,6 @@ MAX_COPIED_NODES = 600
 # A loop known to run at most this many iterations is not split into several loops (a guard
 # still becomes its bounds): there is nothing to vectorize.
 SMALL_TRIP_COUNT = 8
-# Serial loops of at most this many iterations (constant bounds) count as part of the block's
-# "box" when conditions are checked for being constant over the block.
-BOX_LOOP_TRIPS = 16
-# At most this many such block-level conditions get one copy of the loop per combination of values.
-MAX_UNSWITCHED = 2
-
 
 def tighten_thread_bounds(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
     """Guards on thread counters become bounds; see the module docstring."""
@@ -191,50 +184,34 @@ class _Tighten:
 
     def transform(self, loop: n.For, facts: Facts, needs: list[Need], depth: int) -> list[n.Stmt]:
         """``loop`` fissioned, split and rewritten; unproved needs are appended to ``needs``."""
-        body = tuple(_positive(s) for s in loop.body)
-        if body != loop.body:
-            loop = dataclasses.replace(loop, body=body)
+        loop = rebuild(loop, body=tuple(_positive(s) for s in loop.body))
         # An `if` uniform in the counter, alone in the loop: hoist it (unswitching).
         hoisted = self.unswitch(loop, facts, needs, depth)
         if hoisted is not None:
             return hoisted
-        if depth == 0 and len(body) > 1 and not order_sensitive(self.kernel, body):
-            chunks = independent_chunks(body)
-            if len(chunks) > 1 and any(self.find_split(dataclasses.replace(loop, body=c)) is not None
-                                       or self.hoistable_guard(loop, c) for c in chunks):
-                self.note(loop, f"thread loop over {loop.var}: distributed into {len(chunks)} thread loops "
-                                f"(loop fission), so that each guard becomes the bounds of its own loop")
-                out: list[n.Stmt] = []
-                for i, chunk in enumerate(chunks):
-                    part = copy_loop(loop, self.names, body=chunk, fresh=i > 0)
-                    out.extend(self.transform(part, facts, needs, depth + 1))
-                return out
+        chunks = fission_chunks(self.kernel, loop) if depth == 0 else []
+        if chunks and any(self.find_split(dataclasses.replace(loop, body=c)) is not None
+                          or self.hoistable_guard(loop, c) for c in chunks):
+            self.note(loop, f"thread loop over {loop.var}: distributed into {len(chunks)} thread loops "
+                            f"(loop fission), so that each guard becomes the bounds of its own loop")
+            out: list[n.Stmt] = []
+            for part in fission_parts(loop, chunks, self.names):
+                out.extend(self.transform(part, facts, needs, depth + 1))
+            return out
         split = self.find_split(loop) if depth < MAX_SPLITS + 1 else None
         if split is not None:
             return self.apply_split(loop, split, facts, needs, depth)
         decls: list[n.Stmt] = []
-        boxed = self.box_version(loop, needs, decls)
+        boxed = box_version(loop, names=self.names, ranges=self.ranges, needs=needs, decls=decls, note=self.note)
         if boxed is not loop:
             hoisted = self.unswitch(boxed, facts, needs, depth)
             if hoisted is not None:
                 return decls + hoisted
             if len(decls) <= MAX_UNSWITCHED:
-                return decls + self.versions(boxed, [d.name for d in decls], facts, needs)  # type: ignore[union-attr]
+                return decls + version_loop(boxed, [d.name for d in decls], names=self.names,  # type: ignore[union-attr]
+                                            finish=lambda copy: self.exact_indices(copy, facts, needs))
             loop = boxed
         return decls + [self.exact_indices(loop, facts, needs)]
-
-    def versions(self, loop: n.For, flags: list[str], facts: Facts, needs: list) -> list[n.Stmt]:
-        """One copy of ``loop`` per value of the block-level booleans ``flags``, each with the
-        conditions decided (``if (tx_c) {loop, tx_c true} else {loop, tx_c false}``)."""
-        if not flags:
-            return [self.exact_indices(loop, facts, needs)]
-        flag, rest = flags[0], flags[1:]
-        copies = []
-        for value in (True, False):
-            body = _decide(loop.body, flag, value)
-            copy = copy_loop(loop, self.names, body=body, fresh=not value)
-            copies.append(tuple(self.versions(copy, rest, facts, needs)))
-        return [n.If(n.Var(flag, BOOL), copies[0], copies[1], loc=loop.loc)]
 
     def hoistable_guard(self, loop: n.For, chunk: tuple[n.Stmt, ...]) -> bool:
         """A chunk that is one ``if`` with a condition part that does not depend on the counter."""
@@ -369,115 +346,6 @@ class _Tighten:
         return out
 
     # ------------------------------------------------------------------ conditions constant over the block
-    def box_version(self, loop: n.For, needs: list, decls: list[n.Stmt]) -> n.For:
-        """Conditions in ``loop`` that are affine in the counter and in the variables of constant
-        serial loops around them, and that are constant over all of them in most blocks (a
-        stencil's bounds checks, a boundary test), are computed once per block: the loop then
-        runs with the value at one corner (``var tx_c: bool = ...``) under the run-time check
-        that the value is the same everywhere (appended to ``needs``)."""
-        dim = counter_dim(loop.var)
-        assert dim is not None
-        inside = declared_names(loop.body) | {loop.var}
-        box = {v: r for v, r in self.box_vars(loop.body).items()}
-        analysis = CounterAnalysis(loop.var, dim, lets=let_definitions(loop.body, len(loop.body)),
-                                   available=lambda name: name not in inside or name in box, ranges=self.ranges,
-                                   separate=frozenset(box))
-        lo = i64(loop.start)
-        replaced: dict[int, n.Expr] = {}
-        checks: list[n.Expr] = []
-        new_needs: list[Need] = []
-        for x in _ifs(loop.body):
-            if _is_check(x.cond):
-                continue  # a check of this pass, around other loops
-            found = self.box_condition(x.cond, analysis, box, lo)
-            if found is None:
-                continue
-            corner, atom_checks, atom_needs, varying = found
-            if not varying:
-                continue
-            name = self.names.fresh(f"{stem_of(loop.var)}_c")
-            decls.append(n.Decl(name, BOOL, corner, loc=x.loc))
-            replaced[id(x)] = n.Var(name, BOOL)
-            checks.extend(atom_checks)
-            new_needs.extend(atom_needs)
-        if not replaced:
-            return loop
-        needs.extend(x for x in new_needs if x not in needs)
-        needs.extend(checks)
-        self.note(loop, f"thread loop over {loop.var}: {len(replaced)} condition(s) on {loop.var} and short loops "
-                        f"computed once per block where they do not vary "
-                        f"({', '.join(d.name for d in decls)})")  # type: ignore[union-attr]
-
-        class Replace(Mutator):
-            def visit_If(self, s: n.If) -> n.Stmt:
-                new = replaced.get(id(s))
-                s2 = self.generic_visit(s)
-                return s2 if new is None else dataclasses.replace(s2, cond=new)
-
-        return dataclasses.replace(loop, body=Replace().visit_block(loop.body))
-
-    def box_vars(self, body: tuple[n.Stmt, ...]) -> dict[str, tuple[int, int]]:
-        """Variables of serial loops with constant, short ranges in ``body`` (not their bodies' writes)."""
-        out: dict[str, tuple[int, int]] = {}
-        for s in body:
-            for x in walk(s):
-                if isinstance(x, n.For) and x.kind == "serial" and x.vtype.is_int \
-                        and all(isinstance(e, n.Const) for e in (x.start, x.stop, x.step)) and int(x.step.value) > 0:
-                    a, b, step = int(x.start.value), int(x.stop.value) - 1, int(x.step.value)
-                    if a <= b and (b - a) // step < BOX_LOOP_TRIPS and x.var not in written_names(x.body):
-                        out[x.var] = (a, b)
-        return out
-
-    def box_condition(self, cond: n.Expr, analysis: CounterAnalysis, box: dict[str, tuple[int, int]], lo: n.Expr):
-        """(value at the corner, checks that it is the same everywhere, needs, whether it varies
-        at all) for a condition built of ``&&``, ``||``, ``!`` and affine comparisons."""
-        checks: list[n.Expr] = []
-        needs: list[Need] = []
-        varying = False
-
-        def corner_of(e: n.Expr) -> n.Expr | None:
-            nonlocal varying
-            if isinstance(e, n.Unary) and e.op == "not":
-                inner = corner_of(e.x)
-                return None if inner is None else n.Unary("not", inner)
-            if isinstance(e, n.Binary) and e.op in ("land", "lor"):
-                a, b = corner_of(e.a), corner_of(e.b)
-                return None if a is None or b is None else n.Binary(e.op, a, b)
-            u = analysis.uniform(e)
-            if u is not None and not any(isinstance(v, n.Var) and v.name in box for v in walk(u)):
-                return u  # the same in every thread and iteration already
-            if not (isinstance(e, n.Binary) and e.op in _BOX_OPS and e.a.type.is_int and e.a.type == e.b.type):
-                return None
-            la, lb = analysis.linear(e.a), analysis.linear(e.b)
-            if la is None or lb is None:
-                return None
-            d = la[0].plus(lb[0], -1)
-            if any(_box_atom(a, box) for x in la[1] + lb[1] for a, _ in x.value.terms):
-                return None  # a check that would need a loop variable
-            needs.extend(la[1] + lb[1])
-            fixed = Linear(d.const, tuple((a, k) for a, k in d.terms if not _box_atom(a, box)))
-            low, high, corner = fixed, fixed, fixed
-            for a, k in d.terms:
-                if _box_atom(a, box):
-                    m, mm = box[a.name]  # type: ignore[union-attr]
-                    low = low.plus(Linear(min(k * m, k * mm)))
-                    high = high.plus(Linear(max(k * m, k * mm)))
-                    corner = corner.plus(Linear(k * m))
-            if d.coef:  # over every thread of the block (the check sits outside the loop's bounds)
-                last = Linear(-d.coef, ((n.BlockDim(analysis.dim), d.coef),))
-                low, high = (low, high.plus(last)) if d.coef > 0 else (low.plus(last), high)
-                corner = corner.plus(_lin_of(lo).scale(d.coef))
-            if d.coef == 0 and len(d.terms) == len(fixed.terms):
-                return None  # nothing varies: not a guard of this loop
-            varying = True
-            checks.append(_constant_check(e.op, low, high))
-            return n.Binary(e.op, linear_ir(corner), const64(0))
-
-        corner = corner_of(cond)
-        if corner is None:
-            return None
-        return corner, checks, needs, varying
-
     def named(self, bound: n.Expr, loop: n.For, what: str, decls: list[n.Stmt]) -> n.Expr:
         """A computed bound, declared once before the loops that use it (``var tx_hi: u32 = ...``)."""
         if _simple(bound):
@@ -633,66 +501,6 @@ def _positive(s: n.Stmt) -> n.Stmt:
     if isinstance(s, n.If) and not s.then and s.orelse:
         return n.If(conjunction(split_conjuncts(s.cond, negate=True)), s.orelse, loc=s.loc)
     return s
-
-
-_BOX_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
-
-
-def _box_atom(a: n.Expr, box: dict[str, tuple[int, int]]) -> bool:
-    return isinstance(a, n.Var) and a.name in box
-
-
-def _lin_of(e: n.Expr) -> Linear:
-    """An i64 bound as a linear form (a constant, or one atom)."""
-    if isinstance(e, n.Const):
-        return Linear(int(e.value))
-    atom = e.x if isinstance(e, n.Cast) and e.x.type.is_int and e.x.type.bits <= 32 else e
-    return Linear(0, ((atom, 1),))
-
-
-def _constant_check(op: str, low: Linear, high: Linear) -> n.Expr:
-    """``d op 0`` has the same value for every d in [low, high] (both i64 linear forms)."""
-    lo, hi = linear_ir(low), linear_ir(high)
-    zero = const64(0)
-
-    def cmp(o: str, a: n.Expr) -> n.Expr:
-        return n.Binary(o, a, zero)
-
-    if op in ("lt", "ge"):  # d < 0 everywhere, or nowhere
-        return n.Binary("lor", cmp("lt", hi), cmp("ge", lo))
-    if op in ("le", "gt"):
-        return n.Binary("lor", cmp("le", hi), cmp("gt", lo))
-    # eq / ne: zero outside [low, high], or the whole range is {0}
-    return n.Binary("lor", n.Binary("lor", cmp("gt", lo), cmp("lt", hi)), n.Binary("land", cmp("ge", lo), cmp("le", hi)))
-
-
-def _decide(stmts: tuple[n.Stmt, ...], flag: str, value: bool) -> tuple[n.Stmt, ...]:
-    """``stmts`` with ``if (flag)`` resolved to the branch that ``flag == value`` takes."""
-
-    class Decide(Mutator):
-        def visit_If(self, s: n.If):
-            s = self.generic_visit(s)
-            if s.cond == n.Var(flag, BOOL):
-                return s.then if value else s.orelse
-            return s
-
-    return Decide().visit_block(stmts)
-
-
-def _ifs(stmts: tuple[n.Stmt, ...]):
-    """The ifs in ``stmts``, outside nested thread loops and the originals kept by checks."""
-    for s in stmts:
-        if isinstance(s, n.For) and s.kind == "threads":
-            continue
-        if isinstance(s, n.If):
-            yield s
-            yield from _ifs(s.then)
-            if not _is_check(s.cond):
-                yield from _ifs(s.orelse)
-        elif isinstance(s, n.For):
-            yield from _ifs(s.body)
-        elif isinstance(s, n.While):
-            yield from _ifs(s.body)
 
 
 def _simple(e: n.Expr) -> bool:
