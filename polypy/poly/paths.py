@@ -17,7 +17,7 @@ import dataclasses
 from typing import Callable, Iterator
 
 from polypy.ir import nodes as n
-from polypy.ir.visitor import Mutator, Visitor
+from polypy.ir.visitor import Mutator, Visitor, rebuild
 
 StmtPath = tuple[tuple[str, int], ...]
 
@@ -38,14 +38,28 @@ class AccessId:
 
 
 def child_blocks(stmt: n.Stmt) -> tuple[tuple[str, tuple[n.Stmt, ...]], ...]:
-    """The statement lists nested in ``stmt`` with their field names, in execution order."""
-    if isinstance(stmt, n.If):
-        return (("then", stmt.then), ("orelse", stmt.orelse))
-    if isinstance(stmt, n.For):
-        return (("body", stmt.body),)
-    if isinstance(stmt, n.While):
-        return (("body", stmt.body), ("update", stmt.update))
-    return ()
+    """The statement lists nested in ``stmt`` with their field names, in execution order
+    (the node class's ``BLOCKS``)."""
+    return tuple((name, getattr(stmt, name)) for name in stmt.BLOCKS)
+
+
+class _PathTracker:
+    """Mixin for a ``Visitor``/``Mutator``: ``self.path`` is the path of the statement being
+    visited, kept by ``visit_block`` (the index) and ``enter_field`` (the field name)."""
+
+    def __init__(self, prefix: StmtPath = (), field: str = "body"):
+        self.prefix: list[tuple[str, int]] = list(prefix)
+        self.fields: list[str] = [field]
+
+    @property
+    def path(self) -> StmtPath:
+        return tuple(self.prefix)
+
+    def enter_field(self, node: n.Node, name: str) -> None:
+        self.fields.append(name)
+
+    def exit_field(self, node: n.Node, name: str) -> None:
+        self.fields.pop()
 
 
 # Expression fields a statement evaluates itself, in the order the model numbers their loads.
@@ -137,14 +151,29 @@ def statement_accesses(stmt: n.Stmt) -> tuple[RawAccess, ...]:
     return tuple(out)
 
 
+class _Statements(_PathTracker, Visitor):
+    def __init__(self, prefix: StmtPath, field: str):
+        super().__init__(prefix, field)
+        self.found: list[tuple[StmtPath, n.Stmt]] = []
+
+    def visit_Expr(self, e: n.Expr) -> None:
+        pass  # statements only
+
+    def visit_block(self, block: tuple[n.Stmt, ...]) -> None:
+        field = self.fields[-1]
+        for i, stmt in enumerate(block):
+            self.prefix.append((field, i))
+            self.found.append((self.path, stmt))
+            self.visit(stmt)
+            self.prefix.pop()
+
+
 def iter_statements(body: tuple[n.Stmt, ...], prefix: StmtPath = (), field: str = "body"
                     ) -> Iterator[tuple[StmtPath, n.Stmt]]:
     """Every statement under ``body`` with its path, in program (pre-)order."""
-    for i, stmt in enumerate(body):
-        path = prefix + ((field, i),)
-        yield path, stmt
-        for child_field, block in child_blocks(stmt):
-            yield from iter_statements(block, path, child_field)
+    collector = _Statements(prefix, field)
+    collector.visit_block(body)
+    return iter(collector.found)
 
 
 def statement_at(kernel: n.Kernel, path: StmtPath) -> n.Stmt:
@@ -172,32 +201,39 @@ def edit_statements(kernel: n.Kernel, edits: dict[StmtPath, Edit]) -> n.Kernel:
     """
     if not edits:
         return kernel
+    return _Editor(edits).visit(kernel)
 
-    def rebuild(block: tuple[n.Stmt, ...], prefix: StmtPath, field: str) -> tuple[n.Stmt, ...]:
+
+class _Editor(_PathTracker, Mutator):
+    def __init__(self, edits: dict[StmtPath, Edit]):
+        super().__init__()
+        self.edits = edits
+
+    def visit_Expr(self, e: n.Expr) -> n.Expr:
+        return e
+
+    def visit_Param(self, p: n.Param) -> n.Param:
+        return p
+
+    def visit_Buffer(self, b: n.Buffer) -> n.Buffer:
+        return b
+
+    def visit_block(self, block: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
+        field = self.fields[-1]
         out: list[n.Stmt] = []
         changed = False
         for i, stmt in enumerate(block):
-            path = prefix + ((field, i),)
-            new = stmt
-            changes = {}
-            for child_field, child in child_blocks(stmt):
-                rebuilt = rebuild(child, path, child_field)
-                if rebuilt is not child:
-                    changes[child_field] = rebuilt
-            if changes:
-                new = dataclasses.replace(stmt, **changes)
-            edit = edits.get(path)
+            self.prefix.append((field, i))
+            new = self.visit(stmt)  # nested statements first
+            edit = self.edits.get(self.path)
+            self.prefix.pop()
             if edit is not None:
-                replacement = edit(new)
-                out.extend(replacement)
+                out.extend(edit(new))
                 changed = True
             else:
                 out.append(new)
                 changed = changed or new is not stmt
         return tuple(out) if changed else block
-
-    body = rebuild(kernel.body, (), "body")
-    return kernel if body is kernel.body else dataclasses.replace(kernel, body=body)
 
 
 class _LoadReplacer(Mutator):
@@ -221,14 +257,10 @@ def replace_loads(stmt: n.Stmt, mapping: dict[int, n.Expr]) -> n.Stmt:
     """``stmt`` with its own loads number ``i`` replaced by ``mapping[i]``."""
     replacer = _LoadReplacer(mapping)
     changes = {}
-    for name in _HEADER_FIELDS.get(type(stmt), ()):
+    for name in _HEADER_FIELDS.get(type(stmt), ()):  # in the numbering's order
         value = getattr(stmt, name)
         if isinstance(value, n.Expr):
-            new = replacer.visit(value)
-            if new is not value:
-                changes[name] = new
+            changes[name] = replacer.visit(value)
         elif isinstance(value, tuple):
-            new_tuple = tuple(replacer.visit(v) for v in value)
-            if any(a is not b for a, b in zip(new_tuple, value)):
-                changes[name] = new_tuple
-    return dataclasses.replace(stmt, **changes) if changes else stmt
+            changes[name] = tuple(replacer.visit(v) for v in value)
+    return rebuild(stmt, **changes)
