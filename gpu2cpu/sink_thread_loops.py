@@ -455,7 +455,9 @@ class _Plan:
         self.cross = {v for v, ks in users.items()
                       if (len(ks) > 1 or decl_piece.get(v) not in ks) and v not in sunk_vars}
         lets = self.stable_lets(pieces)
-        self.recomputed = {v: lets[v] for v in self.cross if v in lets}
+        # In definition order (``lets`` is in program order): each part declares them in this
+        # order, operands first, the same on every run.
+        self.recomputed = {v: e for v, e in lets.items() if v in self.cross}
         # Recomputation needs the recomputed values' operands: drop those whose operands are expanded.
         changed = True
         while changed:
