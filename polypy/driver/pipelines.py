@@ -142,6 +142,11 @@ for _name, _target in (
     ("fuse-thread-loops", "gpu2cpu.fuse_thread_loops:fuse_thread_loops"),
     ("tighten-thread-bounds", "gpu2cpu.tighten_thread_bounds:tighten_thread_bounds"),
     ("sink-thread-loops", "gpu2cpu.sink_thread_loops:sink_thread_loops"),
+    # gpu2cpu: steps of the schedule passes, as passes of their own (fission and versioning are
+    # steps of tighten-thread-bounds, grid-stride normalization a step of sink-thread-loops)
+    ("distribute-thread-loops", "gpu2cpu.distribute_thread_loops:distribute_thread_loops"),
+    ("version-thread-loops", "gpu2cpu.version_thread_loops:version_thread_loops"),
+    ("normalize-grid-stride", "gpu2cpu.normalize_grid_stride:normalize_grid_stride"),
     ("lower-block-atomics", "gpu2cpu.lower_block_atomics:lower_block_atomics"),
 ):
     register_pass(_name, _target)

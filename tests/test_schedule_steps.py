@@ -1,0 +1,160 @@
+"""The steps of the CPU schedule passes as passes of their own: ``distribute-thread-loops``
+(fission), ``version-thread-loops`` (versioning on block-constant conditions) and
+``normalize-grid-stride``, each taken from the registry, applied to a lowered kernel
+(``serialize-threads``), compiled with the C backend and compared with the emulator on the GPU
+form, over launches that take the fast path and launches whose run-time check sends them to the
+original loop. A pass with nothing to do returns its input, the very same object.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from c_support import copy_args, need_compiler
+
+from codegen.c import build_library
+from polypy.driver.pipelines import make_pass
+from polypy.driver.source import load
+from polypy.emulator import emulate
+from polypy.ir import nodes as n
+from polypy.ir import print_kernel, verify_kernel
+from polypy.ir.types import PointerType
+from polypy.ir.visitor import walk
+
+GRID_STRIDE = """
+__global__ void scale(int n, const float* x, float* y) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+    y[i] = 2.0f * x[i] + 1.0f;
+}
+"""
+
+STENCIL = """
+__global__ void blur(int n, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float acc = 0.0f;
+    for (int d = -2; d <= 2; d++) {
+      if (i + d >= 0 && i + d < n) acc += x[i + d];
+    }
+    y[i] = acc;
+  }
+}
+"""
+
+TWO_PARTS = """
+__global__ void two(int n, const float* x, float* y, float* z) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = x[i];
+  if (i < n) y[i] = 2.0f * v;
+  if (threadIdx.x < 3) z[blockIdx.x * 3 + threadIdx.x] = 1.0f;
+}
+"""
+
+# (source, pass, something the result must contain, launches (grid, block, n); size of arrays)
+CASES = {
+    "normalize-grid-stride": (GRID_STRIDE, "i_base", [(2, 32, 200), (3, 64, 1000), (1, 32, 7)]),
+    "version-thread-loops": (STENCIL, "tx_c", [(4, 32, 128), (3, 32, 70), (1, 32, 5)]),
+    "distribute-thread-loops": (TWO_PARTS, None, [(2, 32, 64), (3, 32, 50)]),
+}
+SIZE = 1200
+
+
+def lowered(source: str) -> tuple[n.Kernel, n.Kernel]:
+    gpu = load(None, text=source).kernels[0]
+    return gpu, make_pass("serialize-threads").run(gpu)
+
+
+def thread_loops(kernel: n.Kernel) -> int:
+    return sum(1 for x in walk(kernel) if isinstance(x, n.For) and x.kind == "threads")
+
+
+def run_both(gpu: n.Kernel, cpu: n.Kernel, grid: int, block: int, size: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    args: dict = {}
+    for p in gpu.params:
+        if isinstance(p.ptype, PointerType):
+            args[p.name] = rng.integers(-8, 8, SIZE).astype(np.float32)
+        else:
+            args[p.name] = size
+    expected = copy_args(args)
+    emulate(gpu, (grid, 1, 1), (block, 1, 1), expected)
+    got = copy_args(args)
+    build_library([cpu]).launch(cpu.name, (grid, 1, 1), (block, 1, 1), got)
+    for name, value in expected.items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(got[name], value, err_msg=f"{name}, grid {grid}, block {block}, n {size}")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_step_transforms_and_agrees_with_emulator(name: str) -> None:
+    need_compiler()
+    source, marker, launches = CASES[name]
+    gpu, cpu = lowered(source)
+    report: list = []
+    out = make_pass(name, report=report).run(cpu)
+    verify_kernel(out)
+    assert out is not cpu and report, "the pass did nothing"
+    text = print_kernel(out)
+    if marker is not None:
+        assert marker in text
+    else:
+        assert thread_loops(out) > thread_loops(cpu)
+    for grid, block, size in launches:
+        run_both(gpu, out, grid, block, size, seed=grid)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_step_with_nothing_to_do_returns_its_input(name: str) -> None:
+    # A kernel without strided loops, block-constant conditions or independent parts ...
+    _, plain = lowered("__global__ void cp(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x]; }")
+    assert make_pass(name).run(plain) is plain
+    # ... and a kernel the pass already transformed.
+    _, cpu = lowered(CASES[name][0])
+    once = make_pass(name).run(cpu)
+    assert make_pass(name).run(once) is once
+
+
+def test_grid_stride_needs_checked_at_run_time() -> None:
+    """With an unsigned counter and a step that may be 0, the original loop is kept as the fallback."""
+    need_compiler()
+    source = """
+__global__ void fill(unsigned n, unsigned step, float* y) {
+  for (unsigned i = threadIdx.x; i < n; i += step) y[i] = 1.0f + i;
+}
+"""
+    gpu, cpu = lowered(source)
+    out = make_pass("normalize-grid-stride").run(cpu)
+    text = print_kernel(out)
+    assert "i_base" in text and "else" in text
+    for step, size in ((32, 100), (40, 1000), (0, 0)):
+        args = {"n": size, "step": step, "y": np.zeros(SIZE, np.float32)}
+        expected = copy_args(args)
+        emulate(gpu, (1, 1, 1), (32, 1, 1), expected)
+        got = copy_args(args)
+        build_library([out]).launch(out.name, (1, 1, 1), (32, 1, 1), got)
+        np.testing.assert_array_equal(got["y"], expected["y"], err_msg=f"step {step}, n {size}")
+
+
+def test_schedule_is_the_same_under_any_string_hash_seed(tmp_path) -> None:
+    """The CPU form does not depend on set order: ``sink_thread_loops`` declared the values it
+    recomputes in each part (``p_x``, ``p_y``, ``p_z`` of n-body) in the order of a set of names."""
+    script = (
+        "import pathlib, sys\n"
+        "from polypy.driver.pipelines import to_cpu\n"
+        "from polypy.driver.source import load\n"
+        "from polypy.ir import print_kernel\n"
+        "module = load(sys.argv[1])\n"
+        "sys.stdout.write(''.join(print_kernel(to_cpu(k)) for k in module.kernels))\n"
+    )
+    sample = pathlib.Path(__file__).resolve().parent.parent / "samples" / "nbody_step.cu"
+    outputs = set()
+    for seed in ("1", "2", "7"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        done = subprocess.run([sys.executable, "-c", script, str(sample)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, check=True)
+        outputs.add(done.stdout)
+    assert len(outputs) == 1
