@@ -2,7 +2,9 @@
 JIT-loaded, cached on disk, launched on all cores.
 
 * ``lower``   -- kernels to LLVM IR functions ``K_worker(next, total, chunk, grid, block, shmem, ...)``
-  (and ``K_blocks(first, last, ...)``)
+  (and ``K_blocks(first, last, ...)``), with one module per part of the emitter:
+  ``abi`` (how a compiled kernel is called), ``function`` (the kernel's function: scratch, block
+  loop, addresses, bounds checks), ``statements``, ``expressions``
 * ``mathlib`` -- the math functions (intrinsics or libm), keyed by canonical name
 * ``target``  -- host target machine, O3 pipeline, object code
 * ``cache``   -- the on-disk object cache
@@ -11,7 +13,7 @@ JIT-loaded, cached on disk, launched on all cores.
 """
 from codegen.llvm.jit import JitKernel, JitModule, compile_module, emit_llvm_ir, global_storage
 from codegen.llvm.launch import BoundsError, LaunchError, default_threads
-from codegen.llvm.lower import KernelABI, kernel_abi
+from codegen.llvm.abi import KernelABI, kernel_abi
 
 __all__ = ["BoundsError", "JitKernel", "JitModule", "KernelABI", "LaunchError", "compile_module", "default_threads",
            "emit_llvm_ir", "global_storage", "kernel_abi"]

@@ -22,8 +22,9 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from codegen.llvm import cache, target
+from codegen.llvm.abi import FAULT_WORDS, GLOBAL_SPACES, KernelABI
 from codegen.llvm.launch import BoundsError, LaunchError, chunk_size, default_threads, run_workers
-from codegen.llvm.lower import FAULT_WORDS, GLOBAL_SPACES, KernelABI, emit_module
+from codegen.llvm.lower import emit_module
 from codegen.llvm.types import ctype_of
 from polypy.errors import InternalError
 from polypy.ir import nodes as n

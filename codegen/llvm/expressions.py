@@ -1,0 +1,232 @@
+"""Expressions -> LLVM IR with C semantics (see ``codegen.llvm.lower``): wrapping integers, no
+traps on division, ordered float compares, operands that load or divide evaluated only when needed."""
+from __future__ import annotations
+
+from llvmlite import ir
+from codegen.llvm.mathlib import MATH_EMITTERS
+from codegen.llvm.types import I1, memory_type, value_type
+
+from polypy.errors import InternalError
+from polypy.ir import nodes as n
+from polypy.ir.types import ScalarType
+from polypy.ir.visitor import walk
+
+
+_SIGNED_MIN = {8: -(1 << 7), 16: -(1 << 15), 32: -(1 << 31), 64: -(1 << 63)}
+
+_ICMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+
+class ExpressionEmitter:
+    """Expression visitors of the kernel emitter (see ``codegen.llvm.lower``)."""
+
+    # -- expressions
+    def expr(self, e: n.Expr) -> ir.Value:
+        return self.visit(e)
+
+    def visit_Const(self, e: n.Const) -> ir.Value:
+        t = e.ctype
+        if t.is_bool:
+            return ir.Constant(I1, int(bool(e.value)))
+        if t.is_int:
+            value = int(e.value)
+            if value >= 1 << (t.bits - 1):  # LLVM spells integer constants signed
+                value -= 1 << t.bits
+            return ir.Constant(value_type(t), value)
+        return ir.Constant(value_type(t), float(e.value))
+
+    def visit_Var(self, e: n.Var) -> ir.Value:
+        value = self.values.get(e.name)
+        if value is not None:
+            return value
+        return self.builder.load(self.slot(e.name, e.vtype), typ=value_type(e.vtype))
+
+    def visit_BlockIdx(self, e: n.BlockIdx) -> ir.Value:
+        return self.block_idx[e.dim]
+
+    def visit_BlockDim(self, e: n.BlockDim) -> ir.Value:
+        return self.block_dim[e.dim]
+
+    def visit_GridDim(self, e: n.GridDim) -> ir.Value:
+        return self.grid_dim[e.dim]
+
+    def visit_Load(self, e: n.Load) -> ir.Value:
+        ptr, elem = self.address(e.buffer, e.index, e, "read")
+        value = self.builder.load(ptr, typ=memory_type(elem), align=max(elem.itemsize, 1))
+        return self.from_memory(value, elem)
+
+    def visit_Unary(self, e: n.Unary) -> ir.Value:
+        b = self.builder
+        x = self.expr(e.x)
+        if e.op == "neg":
+            return b.fneg(x) if e.x.type.is_float else b.neg(x)
+        if e.op in ("not", "bnot"):
+            return b.not_(x)
+        raise InternalError(f"unknown unary operator {e.op!r}", e.loc)
+
+    def visit_Binary(self, e: n.Binary) -> ir.Value:
+        if e.op in n.LOGIC_OPS:
+            return self.logic(e)
+        a = self.expr(e.a)
+        b_ = self.expr(e.b)
+        ty = e.a.type
+        if e.op in n.COMPARE_OPS:
+            return self.compare(e.op, a, b_, ty)
+        if e.op in ("shl", "shr"):
+            return self.shift(e.op, a, b_, ty, e.b.type)
+        return self.arith(e.op, a, b_, ty, e)
+
+    def compare(self, op: str, a: ir.Value, b_: ir.Value, ty: ScalarType) -> ir.Value:
+        b = self.builder
+        if ty.is_float:
+            if op == "ne":
+                return b.fcmp_unordered("!=", a, b_)  # NaN != x is true in C
+            return b.fcmp_ordered(_ICMP[op], a, b_)
+        if ty.is_signed:
+            return b.icmp_signed(_ICMP[op], a, b_)
+        return b.icmp_unsigned(_ICMP[op], a, b_)
+
+    def shift(self, op: str, a: ir.Value, count: ir.Value, ty: ScalarType, count_ty: ScalarType) -> ir.Value:
+        b = self.builder
+        t = value_type(ty)
+        bits = ty.bits
+        if count_ty.bits > bits:
+            count = b.trunc(count, t)
+        elif count_ty.bits < bits:
+            count = b.zext(count, t)
+        # A count outside [0, bits) is undefined in C; reduce it rather than create poison.
+        count = b.and_(count, ir.Constant(t, bits - 1))
+        if op == "shl":
+            return b.shl(a, count)
+        return b.ashr(a, count) if ty.is_signed else b.lshr(a, count)
+
+    def arith(self, op: str, a: ir.Value, b_: ir.Value, ty: ScalarType, e: n.Expr) -> ir.Value:
+        b = self.builder
+        if ty.is_float:
+            fop = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "rem": b.frem}.get(op)
+            if fop is None:
+                raise InternalError(f"{op} on {ty}", e.loc)
+            return fop(a, b_)
+        iop = {"add": b.add, "sub": b.sub, "mul": b.mul, "band": b.and_, "bor": b.or_, "bxor": b.xor}.get(op)
+        if iop is not None:
+            return iop(a, b_)
+        if op in ("div", "rem"):
+            return self.divide(op, a, b_, ty)
+        raise InternalError(f"unknown binary operator {op!r}", e.loc)
+
+    def divide(self, op: str, a: ir.Value, d: ir.Value, ty: ScalarType) -> ir.Value:
+        """Integer ``/`` or ``%`` that never traps: a zero divisor (and INT_MIN / -1) divide by 1.
+
+        x / 1 == x and x % 1 == 0 give INT_MIN / -1 == INT_MIN and INT_MIN % -1 == 0, the wrapped
+        results; a division by zero is undefined in C, and dividing by 1 keeps the process alive.
+        A constant divisor other than 0 and -1 needs no guard.
+        """
+        b = self.builder
+        t = value_type(ty)
+        if ty.is_signed:
+            instruction = b.sdiv if op == "div" else b.srem
+        else:
+            instruction = b.udiv if op == "div" else b.urem
+        if isinstance(d, ir.Constant) and d.constant not in (0, -1):
+            return instruction(a, d)  # a constant divisor that cannot trap: no guard
+        bad = b.icmp_unsigned("==", d, ir.Constant(t, 0))
+        if ty.is_signed:
+            overflow = b.and_(b.icmp_signed("==", d, ir.Constant(t, -1)),
+                              b.icmp_signed("==", a, ir.Constant(t, _SIGNED_MIN[ty.bits])))
+            bad = b.or_(bad, overflow)
+        return instruction(a, b.select(bad, ir.Constant(t, 1), d))
+
+    def logic(self, e: n.Binary) -> ir.Value:
+        b = self.builder
+        a = self.expr(e.a)
+        if not self.risky(e.b):
+            rhs = self.expr(e.b)
+            return b.and_(a, rhs) if e.op == "land" else b.or_(a, rhs)
+        # C's && / ||: evaluate b only when a does not decide.
+        start = b.block
+        rhs_bb = self.new_block(e.op + ".rhs")
+        done = self.new_block(e.op + ".end")
+        if e.op == "land":
+            b.cbranch(a, rhs_bb, done)
+        else:
+            b.cbranch(a, done, rhs_bb)
+        b.position_at_end(rhs_bb)
+        rhs = self.expr(e.b)
+        rhs_end = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        phi = b.phi(I1)
+        phi.add_incoming(ir.Constant(I1, 0 if e.op == "land" else 1), start)
+        phi.add_incoming(rhs, rhs_end)
+        return phi
+
+    def visit_Select(self, e: n.Select) -> ir.Value:
+        b = self.builder
+        cond = self.expr(e.cond)
+        if not (self.risky(e.a) or self.risky(e.b)):
+            return b.select(cond, self.expr(e.a), self.expr(e.b))
+        then_bb = self.new_block("select.true")
+        else_bb = self.new_block("select.false")
+        done = self.new_block("select.end")
+        b.cbranch(cond, then_bb, else_bb)
+        b.position_at_end(then_bb)
+        a = self.expr(e.a)
+        a_end = b.block
+        b.branch(done)
+        b.position_at_end(else_bb)
+        c = self.expr(e.b)
+        c_end = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        phi = b.phi(value_type(e.type))
+        phi.add_incoming(a, a_end)
+        phi.add_incoming(c, c_end)
+        return phi
+
+    def risky(self, e: n.Expr) -> bool:
+        """Whether evaluating ``e`` when C would not may fault or cost: a load or an integer division."""
+        key = id(e)
+        cached = self.risky_cache.get(key)
+        if cached is None:
+            cached = any(isinstance(x, n.Load) or (isinstance(x, n.Binary) and x.op in ("div", "rem")
+                                                   and x.type.is_int) for x in walk(e))
+            self.risky_cache[key] = cached
+        return cached
+
+    def visit_Cast(self, e: n.Cast) -> ir.Value:
+        x = self.expr(e.x)
+        return self.convert(x, e.x.type, e.to)
+
+    def convert(self, x: ir.Value, src: ScalarType, dst: ScalarType) -> ir.Value:
+        b = self.builder
+        if src == dst:
+            return x
+        t = value_type(dst)
+        if dst.is_bool:
+            if src.is_float:
+                return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))  # NaN -> true
+            return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
+        if src.is_bool:
+            return b.uitofp(x, t) if dst.is_float else b.zext(x, t)
+        if src.is_float and dst.is_float:
+            return b.fpext(x, t) if dst.bits > src.bits else b.fptrunc(x, t)
+        if dst.is_float:
+            return b.sitofp(x, t) if src.is_signed else b.uitofp(x, t)
+        if src.is_float:
+            # Saturating, NaN -> 0: CUDA's cvt.rzi (and the emulator); never LLVM poison.
+            kind = "fptosi" if dst.is_signed else "fptoui"
+            fn = self.declare(f"llvm.{kind}.sat.i{dst.bits}.f{src.bits}", t, [x.type])
+            return b.call(fn, [x])
+        if dst.bits < src.bits:
+            return b.trunc(x, t)
+        if dst.bits > src.bits:
+            return b.sext(x, t) if src.is_signed else b.zext(x, t)
+        return x  # same width, other signedness: the same bits
+
+    def visit_Call(self, e: n.Call) -> ir.Value:
+        emit = MATH_EMITTERS.get(e.fn)
+        if emit is None:
+            raise InternalError(f"the LLVM backend has no math function {e.fn!r}", e.loc)
+        args = [self.expr(a) for a in e.args]
+        return emit(self, args, e.args[0].type)

@@ -1,0 +1,236 @@
+"""Statements -> LLVM IR: locals, stores, atomics (``atomicrmw`` or a ``cmpxchg`` loop), if,
+loops (with their loop metadata), break/continue."""
+from __future__ import annotations
+
+from llvmlite import ir
+from codegen.llvm.types import int_type_of_width, memory_type, value_type
+
+from polypy.errors import InternalError
+from polypy.ir import nodes as n
+from polypy.ir.types import ScalarType
+
+from codegen.llvm.function import _Loop
+
+
+
+class _DistinctMD(ir.values.MDValue):
+    """A ``distinct`` metadata node (a loop ID: its first operand is itself)."""
+
+    def descr(self, buf):
+        buf.append("distinct ")
+        super().descr(buf)
+
+
+
+class StatementEmitter:
+    """Statement visitors of the kernel emitter (see ``codegen.llvm.lower``)."""
+
+    # -- statements
+    def block(self, stmts: tuple[n.Stmt, ...]) -> None:
+        for s in stmts:
+            self.visit(s)
+
+    def visit_Decl(self, s: n.Decl) -> None:
+        ptr = self.slot(s.name, s.vtype)
+        if s.init is not None:
+            self.builder.store(self.expr(s.init), ptr)
+
+    def visit_Assign(self, s: n.Assign) -> None:
+        ty = self.var_types.get(s.name)
+        if ty is None:
+            raise InternalError(f"assignment to undeclared {s.name!r} in kernel {self.kernel.name!r}", s.loc)
+        value = self.expr(s.value)
+        self.builder.store(value, self.slot(s.name, ty))
+
+    def visit_Store(self, s: n.Store) -> None:
+        ptr, elem = self.address(s.buffer, s.index, s, "write")
+        value = self.expr(s.value)
+        self.builder.store(self.to_memory(value, elem), ptr, align=max(elem.itemsize, 1))
+
+    def visit_AtomicRMW(self, s: n.AtomicRMW) -> None:
+        ptr, elem = self.address(s.buffer, s.index, s, "atomic")
+        value = self.expr(s.value)
+        old = self.atomic(s, ptr, elem, value)
+        if s.dest is not None:
+            self.builder.store(old, self.slot(s.dest, elem))
+
+    def atomic(self, s: n.AtomicRMW, ptr: ir.Value, elem: ScalarType, value: ir.Value) -> ir.Value:
+        b = self.builder
+        op = s.op
+        mem_value = self.to_memory(value, elem)
+        if op == "cas":
+            assert s.compare is not None
+            compare = self.to_memory(self.expr(s.compare), elem)
+            it = int_type_of_width(elem)
+            if elem.is_float:  # cmpxchg compares bits; CUDA's atomicCAS does too
+                compare, mem_value = b.bitcast(compare, it), b.bitcast(mem_value, it)
+            pair = b.cmpxchg(ptr, compare, mem_value, "seq_cst", "seq_cst")
+            old = b.extract_value(pair, 0)
+            if elem.is_float:
+                old = b.bitcast(old, memory_type(elem))
+            return self.from_memory(old, elem)
+        rmw = _rmw_operation(op, elem)
+        if rmw is not None:
+            return self.from_memory(b.atomic_rmw(rmw, ptr, mem_value, "seq_cst"), elem)
+        return self.atomic_loop(ptr, elem, lambda old: self.combine(op, old, value, elem))
+
+    def combine(self, op: str, old: ir.Value, value: ir.Value, elem: ScalarType) -> ir.Value:
+        """The value stored by atomic ``op`` given the ``old`` one (CUDA's definitions)."""
+        b = self.builder
+        if op in ("inc", "dec"):
+            one = ir.Constant(old.type, 1)
+            zero = ir.Constant(old.type, 0)
+            if op == "inc":  # old >= limit ? 0 : old + 1
+                return b.select(self.compare("ge", old, value, elem), zero, b.add(old, one))
+            # (old == 0 || old > limit) ? limit : old - 1
+            wrap = b.or_(b.icmp_unsigned("==", old, zero), self.compare("gt", old, value, elem))
+            return b.select(wrap, value, b.sub(old, one))
+        if op in ("min", "max") and elem.is_float:
+            # NaN-propagating, like the emulator's np.minimum / np.maximum.
+            nan = b.fcmp_unordered("uno", old, value)
+            better = b.fcmp_ordered("<" if op == "min" else ">", value, old)
+            return b.select(nan, b.fadd(old, value), b.select(better, value, old))
+        raise InternalError(f"atomic.{op} on {elem} in kernel {self.kernel.name!r}")
+
+    def atomic_loop(self, ptr: ir.Value, elem: ScalarType, combine) -> ir.Value:
+        """A compare-and-swap loop applying ``combine`` atomically; returns the old value."""
+        b = self.builder
+        it = int_type_of_width(elem)
+        mt = memory_type(elem)
+        initial = b.load_atomic(ptr, "monotonic", max(elem.itemsize, 1), typ=it)
+        before = b.block
+        loop = self.new_block("atomic_retry")
+        done = self.new_block("atomic_done")
+        b.branch(loop)
+        b.position_at_end(loop)
+        old_bits = b.phi(it)
+        old_bits.add_incoming(initial, before)
+        old = self.from_memory(b.bitcast(old_bits, mt) if elem.is_float else old_bits, elem)
+        new = self.to_memory(combine(old), elem)
+        new_bits = b.bitcast(new, it) if elem.is_float else new
+        pair = b.cmpxchg(ptr, old_bits, new_bits, "seq_cst", "seq_cst")
+        old_bits.add_incoming(b.extract_value(pair, 0), b.block)
+        b.cbranch(b.extract_value(pair, 1), done, loop)
+        b.position_at_end(done)
+        return old
+
+    def visit_If(self, s: n.If) -> None:
+        b = self.builder
+        cond = self.expr(s.cond)
+        then_bb = self.new_block("then")
+        merge = self.new_block("endif")
+        else_bb = self.new_block("else") if s.orelse else merge
+        b.cbranch(cond, then_bb, else_bb)
+        b.position_at_end(then_bb)
+        self.block(s.then)
+        b.branch(merge)
+        if s.orelse:
+            b.position_at_end(else_bb)
+            self.block(s.orelse)
+            b.branch(merge)
+        b.position_at_end(merge)
+
+    def visit_For(self, s: n.For) -> None:
+        b = self.builder
+        # stop and step do not change inside the loop (an IR invariant): evaluate them once.
+        start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
+        var = self.slot(s.var, s.vtype)
+        b.store(start, var)
+        self.note(s, f"{'thread loop' if s.kind == 'threads' else 'for'} {s.var}")
+        prefix = "threads" if s.kind == "threads" else "for"
+        header = self.new_block(f"{prefix}.{s.var}")
+        body = self.new_block(f"{prefix}.{s.var}.body")
+        latch = self.new_block(f"{prefix}.{s.var}.next")
+        exit_bb = self.new_block(f"{prefix}.{s.var}.end")
+        b.branch(header)
+        b.position_at_end(header)
+        b.cbranch(self.compare("lt", b.load(var, typ=value_type(s.vtype)), stop, s.vtype), body, exit_bb)
+        b.position_at_end(body)
+        self.loops.append(_Loop(exit_bb, latch))
+        self.block(s.body)
+        self.loops.pop()
+        b.branch(latch)
+        b.position_at_end(latch)
+        current = b.load(var, typ=value_type(s.vtype))
+        b.store(b.fadd(current, step) if s.vtype.is_float else b.add(current, step), var)
+        back = b.branch(header)
+        if s.kind == "threads":
+            back.set_metadata("llvm.loop", self.no_unroll())
+        b.position_at_end(exit_bb)
+
+    def no_unroll(self) -> ir.Value:
+        """Loop metadata ``llvm.loop.unroll.disable`` for a thread loop.
+
+        Thread loops are what the loop vectorizer should vectorize (consecutive threads touch
+        consecutive elements). With a constant trip count (a specialized block shape), LLVM's
+        full unroller would otherwise flatten a short ``tx`` loop *before* vectorization, and the
+        vectorizer then vectorizes the enclosing ``ty`` loop instead: strided accesses, gathers
+        and scatters (backprop_layerforward: 3x slower). The vectorizer still interleaves.
+        """
+        hint = self.llmod.add_metadata([ir.MetaDataString(self.llmod, "llvm.loop.unroll.disable")])
+        loop_id = _DistinctMD(self.llmod, [], name=str(len(self.llmod.metadata)))
+        loop_id.operands = (loop_id, hint)
+        return loop_id
+
+    def visit_While(self, s: n.While) -> None:
+        b = self.builder
+        self.note(s, "while")
+        header = self.new_block("while")
+        body = self.new_block("while.body")
+        update = self.new_block("while.update")
+        exit_bb = self.new_block("while.end")
+        b.branch(header)
+        b.position_at_end(header)
+        b.cbranch(self.expr(s.cond), body, exit_bb)
+        b.position_at_end(body)
+        self.loops.append(_Loop(exit_bb, update))
+        self.block(s.body)
+        self.loops.pop()
+        b.branch(update)
+        b.position_at_end(update)
+        # The frontend lowers do-while to ``while (true) { body } update { if (!cond) break }``:
+        # a break in the update leaves this loop.
+        self.loops.append(_Loop(exit_bb, header))
+        self.block(s.update)
+        self.loops.pop()
+        b.branch(header)
+        b.position_at_end(exit_bb)
+
+    def visit_Break(self, s: n.Break) -> None:
+        self._jump(self.loops[-1].exit)
+
+    def visit_Continue(self, s: n.Continue) -> None:
+        self._jump(self.loops[-1].cont)
+
+    def note(self, s: n.Stmt, what: str) -> None:
+        """A comment naming the source line of a loop, so the emitted IR can be read."""
+        if s.loc is not None:
+            self.builder.comment(f"{what} ({s.loc.file}:{s.loc.line})")
+
+    def _jump(self, target: ir.Block) -> None:
+        self.builder.branch(target)
+        # Statements after a jump are unreachable; they still need a block to go into.
+        self.builder.position_at_end(self.new_block("dead"))
+
+    def _not_cpu_form(self, node: n.Node) -> None:
+        raise InternalError(f"{type(node).__name__} in CPU-form kernel {self.kernel.name!r}", node.loc)
+
+    visit_Barrier = visit_Shuffle = visit_Vote = visit_Return = visit_ThreadIdx = _not_cpu_form
+
+    def generic_visit(self, node: n.Node) -> None:
+        raise InternalError(f"the LLVM backend cannot emit {type(node).__name__}", node.loc)
+
+
+def _rmw_operation(op: str, elem: ScalarType) -> str | None:
+    """The ``atomicrmw`` operation for ``op`` on ``elem``, or None (a cmpxchg loop is needed)."""
+    if elem.is_float:
+        return {"add": "fadd", "sub": "fsub", "exch": "xchg"}.get(op)
+    plain = {"add": "add", "sub": "sub", "exch": "xchg", "and": "and", "or": "or", "xor": "xor"}.get(op)
+    if plain is not None:
+        return plain
+    if op in ("min", "max"):
+        return op if elem.is_signed else "u" + op
+    if op in ("inc", "dec") and not elem.is_signed and not elem.is_bool:
+        # LLVM's uinc_wrap / udec_wrap are exactly CUDA's atomicInc / atomicDec.
+        return "uinc_wrap" if op == "inc" else "udec_wrap"
+    return None
