@@ -42,8 +42,8 @@ def fuse_thread_loops(kernel: n.Kernel, *, report: list[LoweringDecision] | None
     if kernel.stage != "cpu":
         raise InternalError("fuse_thread_loops expects a CPU-form kernel", kernel.loc)
     f = _Fuse(kernel)
-    body = f.block(kernel.body)
-    if body == kernel.body:
+    body = f.visit_block(kernel.body)
+    if body is kernel.body:
         return kernel
     out = dataclasses.replace(kernel, body=body)
     out = _drop_unread_buffers(out, f.forwarded)
@@ -68,35 +68,34 @@ def nest_counters(s: n.Stmt) -> tuple[n.For, n.For, n.For] | None:
     return loops[0], loops[1], loops[2]
 
 
-class _Fuse:
+class _Fuse(Mutator):
+    """Fuses in every statement list outside the thread loops (block-level code)."""
+
     def __init__(self, kernel: n.Kernel):
         self.kernel = kernel
         self.decisions: list[LoweringDecision] = []
         self.forwarded: set[str] = set()
 
-    def block(self, stmts: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
+    def visit_Expr(self, e: n.Expr) -> n.Expr:
+        return e
+
+    def visit_For(self, s: n.For) -> n.Stmt:
+        return s if s.kind == "threads" else self.generic_visit(s)  # nests are fused whole
+
+    def visit_block(self, stmts: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
         out: list[n.Stmt] = []
+        changed = False
         for s in stmts:
-            s = self.inner(s)
-            if out and nest_counters(out[-1]) is not None and nest_counters(s) is not None:
-                fused = self.fuse(out[-1], s)
+            new = self.visit(s)
+            changed = changed or new is not s
+            if out and nest_counters(out[-1]) is not None and nest_counters(new) is not None:
+                fused = self.fuse(out[-1], new)
                 if fused is not None:
                     out[-1] = fused
+                    changed = True
                     continue
-            out.append(s)
-        return tuple(out)
-
-    def inner(self, s: n.Stmt) -> n.Stmt:
-        if isinstance(s, n.If):
-            then, orelse = self.block(s.then), self.block(s.orelse)
-            return s if (then == s.then and orelse == s.orelse) else dataclasses.replace(s, then=then, orelse=orelse)
-        if isinstance(s, n.For) and s.kind == "serial":
-            body = self.block(s.body)
-            return s if body == s.body else dataclasses.replace(s, body=body)
-        if isinstance(s, n.While):
-            body, update = self.block(s.body), self.block(s.update)
-            return s if (body == s.body and update == s.update) else dataclasses.replace(s, body=body, update=update)
-        return s
+            out.append(new)
+        return tuple(out) if changed else stmts
 
     def fuse(self, first: n.Stmt, second: n.Stmt) -> n.Stmt | None:
         a, b = nest_counters(first), nest_counters(second)
