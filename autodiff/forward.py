@@ -9,8 +9,6 @@ tangent arrays; barriers, loops and branches stay as they are (no reversal, no c
 """
 from __future__ import annotations
 
-import dataclasses
-
 from autodiff import build as b
 from autodiff import rules
 from autodiff.activity import Activity, ActiveParams
@@ -19,9 +17,14 @@ from autodiff.shadows import interleave_dynamic_shared, shadow_buffers, shadow_p
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
+from polypy.ir.visitor import Mutator
 
 
-class ForwardBuilder:
+class ForwardBuilder(Mutator):
+    """Each statement that assigns an active value gets its tangent statement right before it;
+    ``if``/``for``/``while`` are walked by ``Mutator.generic_visit`` (a statement with nothing
+    active inside comes back as the very same object)."""
+
     def __init__(self, kernel: n.Kernel, active: ActiveParams, activity: Activity, names: Names):
         self.k = kernel
         self.act = activity
@@ -53,6 +56,7 @@ class ForwardBuilder:
             return linear.jvp(e, tuple(self.tangent(x) for x in linear.operands(e)))
         args = rules.float_args(e)
         if not args:
+            rules.rule_for(e)  # no rule for this kind of expression: a UserError naming it
             raise InternalError(f"tangent: unexpected {type(e).__name__}", e.loc)
         return rules.jvp(e, args, tuple(self.tangent(a) for a in args))
 
@@ -60,69 +64,61 @@ class ForwardBuilder:
         return t if t is not None else b.zero(ty)
 
     # ------------------------------------------------------------------ statements
-    def block(self, stmts: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
-        out: list[n.Stmt] = []
-        for s in stmts:
-            out.extend(self.stmt(s))
-        return tuple(out)
+    def visit_Expr(self, e: n.Expr) -> n.Expr:
+        return e  # tangents are built per statement, from whole expressions
 
-    def stmt(self, s: n.Stmt) -> list[n.Stmt]:
-        act = self.act
-        if isinstance(s, n.Decl):
-            if s.name not in act.variables:
-                return [s]
-            t = self.tangent(s.init) if s.init is not None else None
-            return [n.Decl(self._tan_name(s.name), s.vtype, self._or_zero(t, s.vtype), loc=s.loc), s]
-        if isinstance(s, n.Assign):
-            if s.name not in act.variables:
-                return [s]
-            ty = s.value.type
-            return [n.Assign(self._tan_name(s.name), self._or_zero(self.tangent(s.value), ty), loc=s.loc), s]
-        if isinstance(s, n.Store):
-            shadow = self.shadow.get(s.buffer)
-            if shadow is None:
-                if act.expr(s.value) and self.k.space(s.buffer) in ("device", "constant"):
-                    raise UserError(f"cannot differentiate through the module array '{s.buffer}': an active value "
-                                    f"is stored in it, and module arrays have no shadow", s.loc)
-                return [s]
-            elem = self.k.elem_type(s.buffer)
-            return [n.Store(shadow, s.index, self._or_zero(self.tangent(s.value), elem), loc=s.loc), s]
-        if isinstance(s, n.AtomicRMW):
-            shadow = self.shadow.get(s.buffer)
-            if shadow is None:
-                if act.expr(s.value) and self.k.space(s.buffer) in ("device", "constant"):
-                    raise UserError(f"cannot differentiate through the module array '{s.buffer}': an active value "
-                                    f"is added to it, and module arrays have no shadow", s.loc)
-                return [s]
-            if s.op not in ("add", "sub"):
-                raise UserError(f"no derivative rule for atomic.{s.op} on the active buffer '{s.buffer}' (only "
-                                f"atomicAdd/atomicSub are differentiable)", s.loc)
-            if s.dest is not None and s.dest in act.variables:
-                raise UserError(f"cannot differentiate the value returned by atomic.{s.op} on '{s.buffer}': it "
-                                f"depends on the order in which threads update the element", s.loc)
-            t = self.tangent(s.value)
-            if t is None:
-                return [s]
-            return [n.AtomicRMW(s.op, shadow, s.index, t, loc=s.loc), s]
-        if isinstance(s, n.Shuffle):
-            if s.dest not in act.variables:
-                return [s]
-            ty = s.value.type
-            t = self._or_zero(self.tangent(s.value), ty)
-            tmp = self.names.fresh(s.dest + "_tan")
-            out: list[n.Stmt] = [n.Decl(tmp, ty, t, loc=s.loc)]
-            out.append(n.Shuffle(self._tan_name(s.dest), s.mode, n.Var(tmp, ty), s.lane, s.width, s.mask, loc=s.loc))
-            return out + [s]
-        if isinstance(s, n.If):
-            return [dataclasses.replace(s, then=self.block(s.then), orelse=self.block(s.orelse))]
-        if isinstance(s, n.For):
-            return [dataclasses.replace(s, body=self.block(s.body))]
-        if isinstance(s, n.While):
-            return [dataclasses.replace(s, body=self.block(s.body), update=self.block(s.update))]
-        return [s]
+    def visit_Decl(self, s: n.Decl) -> n.Stmt | tuple[n.Stmt, ...]:
+        if s.name not in self.act.variables:
+            return s
+        t = self.tangent(s.init) if s.init is not None else None
+        return n.Decl(self._tan_name(s.name), s.vtype, self._or_zero(t, s.vtype), loc=s.loc), s
+
+    def visit_Assign(self, s: n.Assign) -> n.Stmt | tuple[n.Stmt, ...]:
+        if s.name not in self.act.variables:
+            return s
+        ty = s.value.type
+        return n.Assign(self._tan_name(s.name), self._or_zero(self.tangent(s.value), ty), loc=s.loc), s
+
+    def _module_array(self, s: n.Store | n.AtomicRMW, how: str) -> None:
+        if self.act.expr(s.value) and self.k.space(s.buffer) in ("device", "constant"):
+            raise UserError(f"cannot differentiate through the module array '{s.buffer}': an active value "
+                            f"is {how} it, and module arrays have no shadow", s.loc)
+
+    def visit_Store(self, s: n.Store) -> n.Stmt | tuple[n.Stmt, ...]:
+        shadow = self.shadow.get(s.buffer)
+        if shadow is None:
+            self._module_array(s, "stored in")
+            return s
+        elem = self.k.elem_type(s.buffer)
+        return n.Store(shadow, s.index, self._or_zero(self.tangent(s.value), elem), loc=s.loc), s
+
+    def visit_AtomicRMW(self, s: n.AtomicRMW) -> n.Stmt | tuple[n.Stmt, ...]:
+        shadow = self.shadow.get(s.buffer)
+        if shadow is None:
+            self._module_array(s, "added to")
+            return s
+        if s.op not in ("add", "sub"):
+            raise UserError(f"no derivative rule for atomic.{s.op} on the active buffer '{s.buffer}' (only "
+                            f"atomicAdd/atomicSub are differentiable)", s.loc)
+        if s.dest is not None and s.dest in self.act.variables:
+            raise UserError(f"cannot differentiate the value returned by atomic.{s.op} on '{s.buffer}': it "
+                            f"depends on the order in which threads update the element", s.loc)
+        t = self.tangent(s.value)
+        if t is None:
+            return s
+        return n.AtomicRMW(s.op, shadow, s.index, t, loc=s.loc), s
+
+    def visit_Shuffle(self, s: n.Shuffle) -> n.Stmt | tuple[n.Stmt, ...]:
+        if s.dest not in self.act.variables:
+            return s
+        ty = s.value.type
+        t = self._or_zero(self.tangent(s.value), ty)
+        tmp = self.names.fresh(s.dest + "_tan")
+        return (n.Decl(tmp, ty, t, loc=s.loc),
+                n.Shuffle(self._tan_name(s.dest), s.mode, n.Var(tmp, ty), s.lane, s.width, s.mask, loc=s.loc), s)
 
     def build(self, name: str) -> n.Kernel:
-        body = self.block(self.k.body)
+        body = self.visit_block(self.k.body)
         # Tangents of variables assigned by shuffles and declared without initializer are declared
         # where their primal is; those only assigned (never declared here) are the parameters'.
         kernel = n.Kernel(name, self.params, tuple(self.k.buffers) + tuple(self.buffers), body, "gpu", loc=self.k.loc)

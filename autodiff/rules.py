@@ -240,9 +240,9 @@ LINEAR_RULES: dict[str, LinearRule] = {
 def linear_rule(e: n.Expr) -> LinearRule | None:
     """The linear rule of ``e`` (``add``/``sub``/``neg``/``select``/``cast``), if it has one."""
     if isinstance(e, n.Select):
-        return LINEAR_RULES["select"]
+        return LINEAR_RULES.get("select")
     if isinstance(e, n.Cast):
-        return LINEAR_RULES["cast"]
+        return LINEAR_RULES.get("cast")
     if isinstance(e, (n.Unary, n.Binary)):
         return LINEAR_RULES.get(e.op)
     return None

@@ -58,6 +58,7 @@ class Sweeps:
             return self._transpose(linear, e, ct, p)
         args = rules.float_args(e)
         if not args:
+            rules.rule_for(e)  # no rule for this kind of expression: a UserError naming it
             raise InternalError(f"propagate: unexpected {type(e).__name__}", e.loc)
         active = tuple(self.act.expr(a) for a in args)
         if isinstance(e, n.Binary) and e.op == "mul" and e.a == e.b:
