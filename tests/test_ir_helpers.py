@@ -8,6 +8,7 @@ from polypy.analysis.uniformity import thread_uniform
 from polypy.ir import nodes as n
 from polypy.ir import parse_kernel, print_kernel
 from polypy.ir.jumps import escape_kinds, escaping_jumps, first_escaping_jump, jumps_out
+from polypy.ir.queries import local_types
 from polypy.ir.rewrite import fold_max, fold_min, int_add, int_scale, int_sub, rename_buffers, rename_locals
 from polypy.ir.types import F32, I32, I64, U32
 
@@ -137,3 +138,14 @@ def test_thread_uniform():
     assert thread_uniform(shared, divergent=set(), local_buffers={"p"})
     assert not thread_uniform(n.Load("p", (v,), F32), divergent=set(), local_buffers={"p"})
     assert not thread_uniform(n.Load("s", (t,), F32), divergent=set())
+
+
+def test_local_types_of_declarations_and_loop_variables():
+    k = parse_kernel("""kernel k(n: i32, x: f32*) {
+  var a: f32 = 1.0f
+  for i: i64 = 0 to 4 step 1 {
+    var b: u32 = 2u
+  }
+}""")
+    assert local_types(k.body) == {"a": F32, "i": I64, "b": U32}
+    assert local_types(k.body[1]) == {"i": I64, "b": U32}

@@ -3,6 +3,7 @@ traps on division, ordered float compares, operands that load or divide evaluate
 from __future__ import annotations
 
 from llvmlite import ir
+
 from codegen.llvm.mathlib import MATH_EMITTERS
 from codegen.llvm.types import I1, memory_type, value_type
 

@@ -7,19 +7,20 @@ import dataclasses
 import math
 
 from llvmlite import ir
-from codegen.llvm.types import I1, I8, I32, I64, PTR, abi_type, memory_type, value_type
-
-from polypy.errors import InternalError
-from polypy.ir import nodes as n
-from polypy.ir.types import I64 as IR_I64
-from polypy.ir.types import U32 as IR_U32
-from polypy.ir.types import PointerType, ScalarType
-from polypy.ir.visitor import Visitor, walk
 
 from codegen.llvm.abi import (
     CheckSite, KernelABI, LAUNCH_PARAMS, SCRATCH_SPACES, STATUS_BOUNDS_FAULT, STATUS_OUT_OF_MEMORY,
     WORKER_PARAMS,
 )
+from codegen.llvm.types import I1, I8, I32, I64, PTR, abi_type, memory_type, value_type
+
+from polypy.errors import InternalError
+from polypy.ir import nodes as n
+from polypy.ir.queries import local_types
+from polypy.ir.types import I64 as IR_I64
+from polypy.ir.types import U32 as IR_U32
+from polypy.ir.types import PointerType, ScalarType
+from polypy.ir.visitor import Visitor, walk
 
 
 # Shared/local buffers of constant size live on the worker's stack up to this many bytes in all
@@ -487,9 +488,5 @@ def _assigned_names(kernel: n.Kernel) -> set[str]:
 
 def _variable_types(kernel: n.Kernel) -> dict[str, ScalarType]:
     types = {p.name: p.ptype for p in kernel.params if isinstance(p.ptype, ScalarType)}
-    for node in walk_kernel(kernel):
-        if isinstance(node, n.Decl):
-            types[node.name] = node.vtype
-        elif isinstance(node, n.For):
-            types[node.var] = node.vtype
+    types.update(local_types(kernel.body))
     return types

@@ -62,14 +62,14 @@ from typing import Mapping
 
 from llvmlite import ir
 
+from codegen.llvm.abi import KernelABI, kernel_abi
+from codegen.llvm.expressions import ExpressionEmitter
+from codegen.llvm.function import KernelFunction
+from codegen.llvm.statements import StatementEmitter
+
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.verifier import verify_kernel
-
-from codegen.llvm.abi import KernelABI, kernel_abi
-from codegen.llvm.function import KernelFunction
-from codegen.llvm.statements import StatementEmitter
-from codegen.llvm.expressions import ExpressionEmitter
 
 
 def check_cpu_form(kernel: n.Kernel) -> None:

@@ -3,14 +3,13 @@ loops (with their loop metadata), break/continue."""
 from __future__ import annotations
 
 from llvmlite import ir
+
+from codegen.llvm.function import _Loop
 from codegen.llvm.types import int_type_of_width, memory_type, value_type
 
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
-
-from codegen.llvm.function import _Loop
-
 
 
 class _DistinctMD(ir.values.MDValue):

@@ -5,6 +5,7 @@ from collections import Counter
 from typing import Iterable
 
 from polypy.ir import nodes as n
+from polypy.ir.types import ScalarType
 from polypy.ir.visitor import walk
 
 
@@ -35,6 +36,17 @@ def declared_names(node: n.Node | Iterable[n.Node]) -> set[str]:
             out.add(x.name)
         elif isinstance(x, n.For):
             out.add(x.var)
+    return out
+
+
+def local_types(node: n.Node | Iterable[n.Node]) -> dict[str, ScalarType]:
+    """The type of every local declared in ``node``: ``Decl`` names and loop variables."""
+    out: dict[str, ScalarType] = {}
+    for x in _nodes(node):
+        if isinstance(x, n.Decl):
+            out[x.name] = x.vtype
+        elif isinstance(x, n.For):
+            out[x.var] = x.vtype
     return out
 
 
