@@ -106,7 +106,7 @@ class ReverseBuilder(Sweeps, AdjointAccumulation, Tapes, Availability):
     # ================================================================== the whole kernel
     def build(self, name: str) -> n.Kernel:
         reverse = self.rev_block((), "body")
-        forward = self._emit_forward((), "body", self.k.body)
+        forward = self.forward_sweep()
         body: list[n.Stmt] = []
         hoisted = []
         for v in sorted(self.hoist):

@@ -16,7 +16,6 @@ Reverse sweep, per statement (``d_x`` is the adjoint of ``x``):
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable
 
 from autodiff import build as b
@@ -317,29 +316,71 @@ class Sweeps:
         return head + [loop]
 
     # ================================================================== the forward sweep
-    def _emit_forward(self, parent: StmtPath, field: str, block: tuple[n.Stmt, ...]) -> list[n.Stmt]:
-        out: list[n.Stmt] = []
+    def forward_sweep(self) -> tuple[n.Stmt, ...]:
+        """K's body with what the reverse sweep asked of the forward sweep (tapes, counters)."""
+        return _ForwardSweep(self.before, self.loop_prologue, self.hoist, self.dynamic, self.k).visit_block(self.k.body)
+
+
+class _ForwardSweep(Mutator):
+    """K's body as the forward sweep of ``K_grad`` runs it.
+
+    * ``before[point]`` (tape stores, counter resets) is inserted at its point, and
+      ``prologue[loop]`` (counter increments) at the top of the loop's body;
+    * declarations hoisted to the top of the kernel become assignments;
+    * the shadow of extern shared memory is zeroed where its primal element is written.
+
+    Statement paths (``body[2].then[0]``) are tracked with the field hooks: the path of the
+    statement being visited and, per statement list, its parent and field.
+    """
+
+    def __init__(self, before: dict[Point, list[n.Stmt]], prologue: dict[StmtPath, list[n.Stmt]], hoist: set[str],
+                 dynamic: dict[str, str], kernel: n.Kernel):
+        self.before = before
+        self.prologue = prologue
+        self.hoist = hoist
+        self.dynamic = dynamic
+        self.k = kernel
+        self.paths: list[StmtPath] = []  # the statements being visited, outermost first
+        self.blocks: list[tuple[StmtPath, str]] = [((), "body")]  # (parent, field) of each open list
+
+    def visit_Expr(self, e: n.Expr) -> n.Expr:
+        return e
+
+    def enter_field(self, node: n.Node, name: str) -> None:
+        self.blocks.append((self.paths[-1], name))
+
+    def exit_field(self, node: n.Node, name: str) -> None:
+        self.blocks.pop()
+
+    def visit_block(self, block: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
+        parent, field = self.blocks[-1]
+        out: list[n.Stmt] = list(self.prologue.get(parent, ())) if parent and field == "body" else []
         for j, s in enumerate(block):
             path = parent + ((field, j),)
-            out += self.before.get(path, [])
-            out += self._forward_stmt(s, path)
-        out += self.before.get(parent + ((field, len(block)),), [])
-        return out
+            out += self.before.get(path, ())
+            self.paths.append(path)
+            try:
+                new = self.visit(s)
+            finally:
+                self.paths.pop()
+            if isinstance(new, tuple):
+                out += new
+            elif new is not None:
+                out.append(new)
+        out += self.before.get(parent + ((field, len(block)),), ())
+        return block if len(out) == len(block) and all(a is c for a, c in zip(out, block)) else tuple(out)
 
-    def _forward_stmt(self, s: n.Stmt, path: StmtPath) -> list[n.Stmt]:
-        if isinstance(s, n.Decl) and s.name in self.hoist:
-            return [n.Assign(s.name, s.init, loc=s.loc)] if s.init is not None else []
-        if isinstance(s, n.Store) and s.buffer in self.dynamic:
-            # Shadow of extern shared memory: zeroed where the primal element is written.
-            zero = n.Store(self.dynamic[s.buffer], s.index, b.zero(self.k.elem_type(s.buffer)), loc=s.loc)
-            return [zero, s]
-        if isinstance(s, n.If):
-            return [dataclasses.replace(s, then=tuple(self._emit_forward(path, "then", s.then)),
-                                        orelse=tuple(self._emit_forward(path, "orelse", s.orelse)))]
-        if isinstance(s, (n.For, n.While)):
-            body = self.loop_prologue.get(path, []) + self._emit_forward(path, "body", s.body)
-            return [dataclasses.replace(s, body=tuple(body))]
-        return [s]
+    def visit_Decl(self, s: n.Decl) -> n.Stmt | None:
+        if s.name not in self.hoist:
+            return s
+        return n.Assign(s.name, s.init, loc=s.loc) if s.init is not None else None
+
+    def visit_Store(self, s: n.Store) -> n.Stmt | tuple[n.Stmt, ...]:
+        shadow = self.dynamic.get(s.buffer)
+        if shadow is None:
+            return s
+        # Shadow of extern shared memory: zeroed where the primal element is written.
+        return n.Store(shadow, s.index, b.zero(self.k.elem_type(s.buffer)), loc=s.loc), s
 
 
 # ---------------------------------------------------------------------- helpers

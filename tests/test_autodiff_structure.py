@@ -5,7 +5,8 @@ passes on the Mutator that return their input object when they have nothing to d
   random points (``select`` on both branches);
 * both modes take ``select``/``cast``/``add``/``sub``/``neg`` from ``rules.LINEAR_RULES``:
   without the ``select`` entry neither mode can differentiate a conditional expression;
-* ``normalize_for_ad`` and the forward-mode builder keep statements they do not change (``is``).
+* ``normalize_for_ad``, the forward-mode builder and reverse mode's forward sweep keep the
+  statements they do not change (``is``).
 """
 from __future__ import annotations
 
@@ -131,6 +132,8 @@ def test_passes_keep_what_they_do_not_change(tmp_path) -> None:
     fwd = ForwardBuilder(kernel, active, analyze_activity(kernel, active), names)
     body = fwd.visit_block(kernel.body)
     assert any(s is loops[0] for s in body)
+    # reverse mode's forward sweep keeps it too (nothing recorded inside it)
+    assert any(s is loops[0] for s in differentiate(kernel).body)
     # nothing to normalize: the very same kernel comes back
     assert normalize_for_ad(normalized, Names(normalized)) is normalized
 
