@@ -156,8 +156,8 @@ class RandomKernel:
             "ah": rng.integers(0, 1 << 16, total).astype(np.uint16),
             "al": rng.integers(-10**6, 10**6 + 1, total).astype(np.int64),
             "af": (rng.integers(-64, 65, total) / 8).astype(np.float32),
-            "out": np.zeros(self.segments * total, np.uint64),
-            "outf": np.zeros(self.segments * total, np.float32),
+            "out": np.zeros(2 * self.segments * total, np.uint64),
+            "outf": np.zeros(2 * self.segments * total, np.float32),
             "hist": np.zeros(HIST, np.int32),
             "histu": np.zeros(HIST, np.uint32),
             "histf": np.zeros(HIST, np.float32),
@@ -711,6 +711,33 @@ class _Gen:
         ]
         return lines + self.store(slot)
 
+    def seg_blockstride(self, slot: str) -> list[str]:
+        """A shared array filled by a block-stride loop (element i by thread i % nt), read after a
+        barrier at a computed index; then a grid-stride loop over the segment's two slots."""
+        t = self.r.choice([INT, UINT, USHORT])
+        lines: list[str] = []
+        sh = self.stage_array(t, lines)
+        i, j, v = self.fresh("i"), self.fresh("j"), self.fresh("v")
+        iv = IExpr(i, UINT, 0, MAX_THREADS - 1)
+        self.locals.append(iv)
+        e = self.iexpr(1)
+        self.locals.remove(iv)
+        lo, hi = convert(e, t)
+        lines += [f"for (unsigned {i} = tid; {i} < {MAX_THREADS}u; {i} += nt) {{", f"  {sh}[{i}] = ({t.c})({e.text});",
+                  "}", "__syncthreads();",
+                  f"{t.c} {v} = {sh}[(tid * {self.r.choice([1, 3, 7, 11])}u + (unsigned)({self.iexpr(2).text})) % "
+                  f"{MAX_THREADS}u];"]
+        self.locals.append(IExpr(v, t, lo, hi))
+        base = slot.split(" * total")[0]
+        jv = IExpr(j, INT, 0, 2 * MAX_TOTAL)
+        self.locals.append(jv)
+        value = self.iexpr(1)
+        self.locals.remove(jv)
+        end = self.r.choice(["2 * total", "2 * total - (m & 7)", "n + total", "total + (int)(s % 5u)"])
+        lines += [f"for (int {j} = g; {j} < {end}; {j} += total) {{",
+                  f"  out[{base} * total + {j}] = (unsigned long long)({value.text});", "}"]
+        return lines
+
     def seg_return(self, slot: str) -> list[str]:
         return [f"if ({self.cond(1)[1:-1]}) {{", "  return;", "}"] + self.store(slot)
 
@@ -718,10 +745,10 @@ class _Gen:
 SEGMENTS: dict[str, Callable] = {
     "expr": _Gen.seg_expr, "loops": _Gen.seg_loops, "guard": _Gen.seg_guard, "stage": _Gen.seg_stage,
     "uniform_loop": _Gen.seg_uniform_loop, "reduce": _Gen.seg_reduce, "tile": _Gen.seg_tile,
-    "atomics": _Gen.seg_atomics, "local_array": _Gen.seg_local_array,
+    "atomics": _Gen.seg_atomics, "local_array": _Gen.seg_local_array, "blockstride": _Gen.seg_blockstride,
 }
 _WEIGHTS = {"expr": 3, "loops": 3, "guard": 2, "stage": 2, "uniform_loop": 1, "reduce": 1, "tile": 1, "atomics": 2,
-            "local_array": 1}
+            "local_array": 1, "blockstride": 1}
 
 
 def generate(seed: int, *, shapes: int = 3) -> RandomKernel:
@@ -735,7 +762,7 @@ def generate(seed: int, *, shapes: int = 3) -> RandomKernel:
         kinds.append("return")  # an early return, after the last barrier
     body: list[str] = []
     for k, kind in enumerate(kinds):
-        slot = f"{k} * total + g"
+        slot = f"{2 * k} * total + g"  # segment k owns out[2k * total, (2k + 2) * total)
         body.append(f"// segment {k}: {kind}")
         before = list(gen.locals)
         body += (SEGMENTS[kind] if kind != "return" else _Gen.seg_return)(gen, slot)
