@@ -30,6 +30,7 @@ from frontend.lower.context import (
     is_prelude_decl, sanitize,
 )
 
+
 __all__ = [
     "CK", "KernelBuilder", "ModuleContext", "decl_key", "function_body", "has_attr", "is_device_decl",
     "is_host_decl", "is_kernel_decl", "is_prelude_decl", "sanitize",

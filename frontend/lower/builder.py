@@ -6,21 +6,22 @@ import dataclasses
 from typing import Iterator
 
 import clang.cindex as ci
+
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import I32, ScalarType
 
 from frontend import ctypes_map as tm
 from frontend.clang_setup import binary_operator, cursor_loc, unary_operator
-from frontend.values import AggLV, ArrayBinding, Binding, LValue, Pointer, PtrVarLV, VarLV
-from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body
-from frontend.lower.statements import StatementLowering
-from frontend.lower.declarations import DeclarationLowering
-from frontend.lower.loops import LoopLowering
-from frontend.lower.expressions import ExpressionLowering
-from frontend.lower.places import PlaceLowering
 from frontend.lower.calls import CallLowering
+from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body
+from frontend.lower.declarations import DeclarationLowering
+from frontend.lower.expressions import ExpressionLowering
 from frontend.lower.inlining import InliningLowering
+from frontend.lower.loops import LoopLowering
+from frontend.lower.places import PlaceLowering
+from frontend.lower.statements import StatementLowering
+from frontend.values import AggLV, ArrayBinding, Binding, LValue, Pointer, PtrVarLV, VarLV
 
 
 class KernelBuilder(StatementLowering, DeclarationLowering, LoopLowering, ExpressionLowering,

@@ -3,15 +3,16 @@ calls of device functions go to ``inlining``."""
 from __future__ import annotations
 
 import clang.cindex as ci
+
 from polypy.ir import nodes as n
 from polypy.ir.mathfns import CUDA_ARITH_INTRINSICS, CUDA_MATH_NAMES, MATH_FUNCTIONS
 from polypy.ir.types import BOOL, I32, U32
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
-from frontend.values import Aggregate, MemLV, Value
 from frontend.lower.context import CK, function_body
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
+from frontend.values import Aggregate, MemLV, Value
 
 
 _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomicMin": "min", "atomicMax": "max",

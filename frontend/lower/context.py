@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import clang.cindex as ci
+
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.names import NameSupply

@@ -5,17 +5,18 @@ from __future__ import annotations
 import dataclasses
 
 import clang.cindex as ci
+
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import I32
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, plus, scale
+from frontend.lower.context import CK, _array_dims, _buffer_shape, decl_key, has_attr, initializer_of
+from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _zero_of
 from frontend.values import (
     AggLV, ArrayBinding, LValue, MemLV, Pointer, PtrVarLV, RefBinding, VarAddress, VarLV,
 )
-from frontend.lower.context import CK, _array_dims, _buffer_shape, decl_key, has_attr, initializer_of
-from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _zero_of
 
 
 class DeclarationLowering:

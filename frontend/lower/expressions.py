@@ -5,19 +5,20 @@ from __future__ import annotations
 import dataclasses
 
 import clang.cindex as ci
+
 from polypy.ir import nodes as n
 from polypy.ir.types import BOOL, I32, I64
 
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, promote, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
-from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, Binding, ConstBinding, LValue, MemLV, Pointer, PtrVarLV, RefBinding,
-    Value, VarAddress, VarLV,
-)
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
 from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip_parens,
+)
+from frontend.values import (
+    Aggregate, AggLV, ArrayBinding, Binding, ConstBinding, LValue, MemLV, Pointer, PtrVarLV, RefBinding,
+    Value, VarAddress, VarLV,
 )
 
 

@@ -5,11 +5,12 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 import clang.cindex as ci
+
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 
-from frontend.values import Aggregate, AggLV, ArrayBinding, LValue, MemLV, Pointer, Value, VarAddress, VarLV
 from frontend.lower.context import CK
+from frontend.values import Aggregate, AggLV, ArrayBinding, LValue, MemLV, Pointer, Value, VarAddress, VarLV
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder

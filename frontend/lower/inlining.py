@@ -3,17 +3,18 @@ and references); ``return`` becomes an assignment to a result local plus structu
 from __future__ import annotations
 
 import clang.cindex as ci
+
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.passes.eliminate_returns import remove_returns
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
+from frontend.lower.context import Frame, decl_key, function_body, is_kernel_decl
+from frontend.lower.helpers import _ArrayRef, _strip
 from frontend.values import (
     Aggregate, AggLV, Binding, LValue, Pointer, PtrVarLV, RefBinding, Value, VarAddress,
 )
-from frontend.lower.context import Frame, decl_key, function_body, is_kernel_decl
-from frontend.lower.helpers import _ArrayRef, _strip
 
 
 class InliningLowering:

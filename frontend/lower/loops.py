@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import clang.cindex as ci
+
 from polypy.ir import nodes as n
 from polypy.ir.types import BOOL
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.clang_setup import binary_operator, unary_operator
-from frontend.values import VarLV
 from frontend.lower.context import CK, decl_key
 from frontend.lower.helpers import _strip, _strip_parens
+from frontend.values import VarLV
 
 
 class LoopLowering:

@@ -2,17 +2,18 @@
 from __future__ import annotations
 
 import clang.cindex as ci
+
 from polypy.ir import nodes as n
 from polypy.ir.types import I32
 
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, plus, scale
 from frontend.clang_setup import unary_operator
+from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
+from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
 from frontend.values import (
     Aggregate, AggLV, LValue, MemLV, Pointer, PtrVarLV, RefBinding, Value, VarAddress, VarLV,
 )
-from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
-from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
 
 
 class PlaceLowering:

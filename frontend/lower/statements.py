@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import clang.cindex as ci
+
 from polypy.ir import nodes as n
 
 from frontend.lower.context import CK
