@@ -23,7 +23,8 @@ import numpy as np  # noqa: E402
 from bench.harness import SEED, bench_reference, bench_samples, fresh, mismatch  # noqa: E402
 from bench.references import SCALABLE_REFERENCES  # noqa: E402
 from bench.sizes import BENCH_SIZES  # noqa: E402
-from bench.variants import Factory, Skip, default_variants  # noqa: E402
+from bench.runner import Factory, Skip  # noqa: E402
+from bench.variants import default_variants  # noqa: E402
 from samples.spec import Case, Sample  # noqa: E402
 
 

@@ -29,7 +29,7 @@ from bench.progress import Progress
 from bench.references import SCALABLE_REFERENCES
 from bench.sizes import BENCH_SIZES, BenchSpec
 from bench.timing import Timing, time_interleaved
-from bench.variants import Factory, Runner, Skip, threads
+from bench.runner import Factory, Runner, Skip, threads
 from samples.spec import Case, Sample, all_samples
 
 STREAM_ELEMENTS = 8 << 20  # doubles per STREAM array: 3 x 64 MiB

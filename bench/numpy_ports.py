@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from bench.references import nbody_accelerations
-from bench.variants import Runner, Skip
+from bench.runner import Runner, Skip
 from samples.spec import Case, Sample
 
 Args = dict[str, Any]

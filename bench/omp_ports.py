@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from bench.build import load_library
-from bench.variants import Runner, Skip
+from bench.runner import Runner, Skip
 from samples.spec import Case, Sample
 
 # Parameter kinds: a pointer to elements of a NumPy dtype ("f32*"), or a scalar ("i32", "f32").

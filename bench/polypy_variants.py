@@ -11,17 +11,17 @@
 * ``polypy-fine``: ``polypy-llvm`` without block coarsening (``polypy.compile(..., coarsen=False)``):
   CUDA's blocks as they are, to show what coarsening buys.
 * ``polypy-noopt``: built exactly as ``polypy-c`` from the *unoptimized* translation,
-  ``to_cpu(kernel, optimize=False)``: no barrier elimination or shared-memory forwarding and no
+  ``lower_and_emit(module, "cpu", optimize=False)``: no barrier elimination or shared-memory forwarding and no
   CPU schedule passes (guards as bounds, interchange, fusion) -- what the GPU -> CPU lowering
   alone gives, for comparison.
 
 A backend that is not there (yet) makes its factory raise ``Skip`` with the reason, and the
-harness runs the rest. Both use ``bench.variants.threads()`` threads.
+harness runs the rest. Both use ``bench.runner.threads()`` threads.
 """
 from __future__ import annotations
 
 from bench.build import CFLAGS
-from bench.variants import Runner, Skip, threads
+from bench.runner import Runner, Skip, threads
 from samples.spec import Case, Sample
 
 
@@ -49,31 +49,38 @@ def make_polypy_fine_variant(sample: Sample, case: Case) -> Runner:
 
 
 def make_polypy_c_variant(sample: Sample, case: Case) -> Runner:
-    """Frontend -> ``to_cpu`` -> ``codegen.c.build_library`` (cc with ``CFLAGS``) -> ctypes."""
+    """Frontend -> ``lower_and_emit(..., "cpu")`` -> ``codegen.c.build_library`` (cc with ``CFLAGS``) -> ctypes."""
     try:
         from codegen.c import build_library
-        from polypy.driver.pipelines import to_cpu
+        from polypy.driver.pipelines import lower_and_emit
         from polypy.driver.source import load
     except ImportError as e:
         raise Skip(f"the C/OpenMP backend is not available: {e}") from None
     from polypy.driver.coarsen import block_coarsener
 
     module = load(sample.source, defines=dict(sample.defines))
-    cpu = to_cpu(module.kernel(sample.kernel))
+    cpu = lower_and_emit(_only(module, sample.kernel), "cpu").kernel(sample.kernel)
     library = build_library([cpu], module.globals, source=str(sample.source), threads=threads(), flags=CFLAGS,
                             coarsen=block_coarsener(module))
     return lambda args: library.launch(sample.kernel, case.grid, case.block, args, shmem=case.shmem)
 
 
 def make_polypy_noopt_variant(sample: Sample, case: Case) -> Runner:
-    """As ``polypy-c``, for ``to_cpu(kernel, optimize=False)``: the unoptimized translation."""
+    """As ``polypy-c``, lowered with ``optimize=False``: the unoptimized translation."""
     try:
         from codegen.c import build_library
-        from polypy.driver.pipelines import to_cpu
+        from polypy.driver.pipelines import lower_and_emit
         from polypy.driver.source import load
     except ImportError as e:
         raise Skip(f"the C/OpenMP backend is not available: {e}") from None
     module = load(sample.source, defines=dict(sample.defines))
-    cpu = to_cpu(module.kernel(sample.kernel), optimize=False)
+    cpu = lower_and_emit(_only(module, sample.kernel), "cpu", optimize=False).kernel(sample.kernel)
     library = build_library([cpu], module.globals, source=str(sample.source), threads=threads(), flags=CFLAGS)
     return lambda args: library.launch(sample.kernel, case.grid, case.block, args, shmem=case.shmem)
+
+
+def _only(module, kernel: str):
+    """``module`` with kernel ``kernel`` alone (the one the sample launches)."""
+    import dataclasses
+
+    return dataclasses.replace(module, kernels=(module.kernel(kernel),))

@@ -6,7 +6,7 @@ import statistics
 import time
 from typing import Any, Mapping
 
-from bench.variants import Runner
+from bench.runner import Runner
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,7 +5,8 @@ sample's kernel on ``args`` (the dict from ``sample.make_args``, arrays updated 
 returns nothing. The factory does the one-time work (compiling, loading, binding) and is never
 timed; the harness checks ``run``'s result against the sample's reference, then times ``run``.
 
-A factory that cannot run a sample raises ``Skip(reason)``; the harness reports the reason and
+A factory that cannot run a sample raises ``Skip(reason)`` (``bench.runner``, with ``Runner``,
+``Factory`` and ``threads``); the harness reports the reason and
 goes on. Threads: every variant must use ``threads()`` threads; the harness exports it as
 ``OMP_NUM_THREADS`` before any runtime is loaded, so OpenMP code follows it without being told,
 and a variant with its own thread pool sizes the pool from ``threads()``.
@@ -15,26 +16,10 @@ and a variant with its own thread pool sizes the pool from ``threads()``.
 """
 from __future__ import annotations
 
-import os
-from typing import Any, Callable
-
-Runner = Callable[[dict[str, Any]], None]
-Factory = Callable[..., Runner]  # (sample: Sample, case: Case) -> Runner
+from bench.runner import Factory
 
 # Ratios in the report are t_omp / t_variant: the hand-written OpenMP port is the yardstick.
 BASELINE = "omp"
-
-
-class Skip(Exception):
-    """A variant does not (yet) run this sample; the message says why."""
-
-
-def threads() -> int:
-    """The thread count every variant uses: ``OMP_NUM_THREADS``, else all usable cores."""
-    value = os.environ.get("OMP_NUM_THREADS")
-    if value:
-        return int(value.split(",")[0])
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def default_variants() -> dict[str, Factory]:

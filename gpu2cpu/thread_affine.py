@@ -39,10 +39,8 @@ from polypy.ir.rewrite import int_scale as mul
 from polypy.ir.rewrite import int_sub as sub
 from polypy.ir.types import BOOL, I64, U32, ScalarType
 from polypy.ir.visitor import walk
+from polypy.launch import MAX_BLOCK, MAX_GRID  # CUDA's launch limits (the launchers refuse anything larger)
 
-# CUDA's launch limits (the launchers refuse anything larger).
-MAX_BLOCK = (1024, 1024, 64)
-MAX_GRID = ((1 << 31) - 1, 65535, 65535)
 # Linear forms whose atoms can exceed this are refused: bounds arithmetic stays far from i64 overflow.
 _MAGNITUDE = 1 << 48
 

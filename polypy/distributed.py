@@ -56,6 +56,7 @@ import numpy as np
 
 from polypy.errors import UserError
 from polypy.ir.types import PointerType
+from polypy.launch import c_name, launch_config
 from polypy.poly.block_footprint import BlockPlan, BlockRange, plan_block_ranges
 
 # Plans remembered per kernel: launch shape + integer arguments + task count -> BlockPlan.
@@ -107,9 +108,7 @@ def launch(kernel: DistributedKernel, grid: Any, block: Any, shmem: int, *args: 
            **kwargs: Any) -> None:
     """``kernel[grid, block, shmem](*args)`` with ``tasks`` block ranges instead of the module's
     default."""
-    from polypy.driver.api import _launch_config
-
-    grid3, block3, shmem = _launch_config(kernel.name, (grid, block, shmem))
+    grid3, block3, shmem = launch_config(kernel.name, (grid, block, shmem))
     DistributedLaunch(kernel, grid3, block3, shmem, tasks=tasks)(*args, **kwargs)
 
 
@@ -169,9 +168,7 @@ class DistributedKernel:
         self.last_task_seconds: tuple[float, ...] = ()
 
     def __getitem__(self, config: Any) -> DistributedLaunch:
-        from polypy.driver.api import _launch_config
-
-        grid, block, shmem = _launch_config(self.name, config)
+        grid, block, shmem = launch_config(self.name, config)
         return DistributedLaunch(self, grid, block, shmem)
 
     def plan(self, grid: tuple[int, int, int], block: tuple[int, int, int], ints: dict[str, int],
@@ -317,14 +314,12 @@ def _clamp(lo: int | None, hi: int | None, size: int) -> tuple[int, int]:
 def _check_no_aliasing(kernel: Any, plan: BlockPlan, arrays: dict[str, np.ndarray]) -> None:
     """Two arguments sharing memory, one of them written: slices shipped apart would not see
     each other's writes."""
-    from polypy.driver.api import _c_name
-
     written = {name for f in plan.footprints for name, fp in f.items() if fp.write is not None}
     names = [p.name for p in kernel.params if isinstance(p.ptype, PointerType) and p.name in arrays]
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             if (a in written or b in written) and np.may_share_memory(arrays[a], arrays[b]):
-                raise UserError(f"arguments {_c_name(kernel, a)!r} and {_c_name(kernel, b)!r} of kernel "
+                raise UserError(f"arguments {c_name(kernel, a)!r} and {c_name(kernel, b)!r} of kernel "
                                 f"{kernel.name!r} share memory and one of them is written; a distributed launch "
                                 f"needs separate arrays")
 

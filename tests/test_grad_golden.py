@@ -13,13 +13,13 @@ Every generated kernel is also checked against finite differences on the launch.
 """
 from __future__ import annotations
 
-import os
 import pathlib
 
 import numpy as np
 import pytest
 
 from autodiff.check import check_gradients
+from golden_files import check_all, read_sections
 from polypy.driver.gradients import grad_kernel
 from polypy.ir import nodes as n
 from polypy.ir import parse_kernel, print_kernel
@@ -28,30 +28,6 @@ from polypy.passes import SIMPLIFY, run_pipeline
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "autodiff"
 FILES = sorted(GOLDEN.glob("*.ir"))
-UPDATE = os.environ.get("POLYPY_UPDATE_GOLDEN") == "1"
-
-
-def read_sections(path: pathlib.Path) -> tuple[list[str], dict[str, str]]:
-    header: list[str] = []
-    sections: dict[str, list[str]] = {}
-    current = None
-    for line in path.read_text().splitlines():
-        if line.startswith("=== "):
-            current = line[4:].strip()
-            sections[current] = []
-        elif current is not None:
-            sections[current].append(line)
-        else:
-            header.append(line)
-    return header, {k: "\n".join(v).strip("\n") + "\n" for k, v in sections.items()}
-
-
-def write_sections(path: pathlib.Path, header: list[str], sections: dict[str, str]) -> None:
-    out = list(header)
-    for name, text in sections.items():
-        out.append(f"=== {name}")
-        out.extend(text.rstrip("\n").split("\n"))
-    path.write_text("\n".join(out) + "\n")
 
 
 def test_there_are_golden_files() -> None:
@@ -60,7 +36,8 @@ def test_there_are_golden_files() -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_golden_gradient(path: pathlib.Path) -> None:
-    header, sections = read_sections(path)
+    header, listed = read_sections(path)
+    sections = dict(listed)
     kernel = run_pipeline(parse_kernel(sections["input"], filename=path.name), SIMPLIFY)
     module = n.Module((kernel,))
     report: list = []
@@ -69,12 +46,7 @@ def test_golden_gradient(path: pathlib.Path) -> None:
         "fwd": print_kernel(grad_kernel(module, kernel.name, mode="forward")),
         "report": "\n".join(d.format() for d in report) + "\n",
     }
-    if UPDATE:
-        for name, text in got.items():
-            sections[name] = text
-        write_sections(path, header, sections)
-    for name, text in got.items():
-        assert text == sections.get(name), f"{path.name}: section {name} differs:\n{text}"
+    check_all(path, header, listed, got)
     # numerically right, on the file's launch
     launch = dict(item.split("=") for item in sections["launch"].split())
     size = int(launch.pop("size"))

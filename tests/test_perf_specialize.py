@@ -27,7 +27,8 @@ from polypy.ir import nodes as n
 from polypy.ir import parse_kernel, print_kernel
 from polypy.ir.verifier import verify_kernel
 from polypy.ir.visitor import walk
-from polypy.passes.specialize import check_block_shape, specialize_block_shape
+from polypy.launch import check_block_shape
+from polypy.passes.specialize import specialize_block_shape
 from samples.spec import all_samples
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")

@@ -2,18 +2,19 @@
 ``gpu2cpu.tighten_thread_bounds``, ``gpu2cpu.sink_thread_loops``), re-run through the C backend.
 
 Each file in ``tests/golden/schedule/`` holds an input kernel in GPU form (run through
-``GPU_PIPELINE`` and lowered with ``serialize_threads``, as ``to_cpu`` does), one or more launch
-lines, and one section per pass sequence (pass names joined with ``+``, applied after the
-lowering) with the expected CPU-form IR text; ``report: ...`` sections hold the decisions::
+``GPU_PIPELINE`` and lowered with ``serialize-threads``, as ``to_cpu`` does), one or more launch
+lines, and one section per pass sequence (passes of the driver's registry joined with ``+``, see
+``golden_files``, applied after the lowering) with the expected CPU-form IR text; ``report: ...``
+sections hold the decisions of the sequence (not of the lowering)::
 
     === launch
     grid=2 block=64 n=100 size=256
     grid=3 block=32 n=-5
     === input
     kernel ...
-    === tighten_thread_bounds
+    === tighten-thread-bounds
     kernel ... stage cpu
-    === report: tighten_thread_bounds+sink_thread_loops
+    === report: tighten-thread-bounds+sink-thread-loops
     ...
 
 Every result is compiled with the C backend and run against the emulator on the input, on
@@ -29,34 +30,20 @@ import pytest
 from c_support import need_compiler
 
 from codegen.c import build_library
-from gpu2cpu.fuse_thread_loops import fuse_thread_loops
-from gpu2cpu.lower_block_atomics import lower_block_atomics
-from gpu2cpu.serialize_threads import serialize_threads
-from gpu2cpu.sink_thread_loops import sink_thread_loops
-from gpu2cpu.tighten_thread_bounds import tighten_thread_bounds
+from golden_files import (cases, check, format_report, launches, make_args, parse_input, pipeline_sections,
+                          read_sections, report_pipeline)
+from golden_files import run_passes as run_named
 from polypy.driver.api import CompiledModule
-from polypy.driver.pipelines import GPU_PIPELINE
-from golden_files import UPDATE, parse_input, read_sections, write_sections
+from polypy.driver.pipelines import GPU_PIPELINE, make_pass, parse_pipeline
 from polypy.emulator import emulate
 from polypy.ir import nodes as n
-from polypy.ir import print_kernel, verify_kernel
-from polypy.ir.types import PointerType
-from polypy.passes import eliminate_dead_code, fold_constants, run_pipeline
+from polypy.ir import print_kernel
+from polypy.passes import run_pipeline
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "schedule"
 FILES = sorted(GOLDEN.glob("*.ir"))
-
-PASSES = {
-    "fuse_thread_loops": fuse_thread_loops,
-    "tighten_thread_bounds": tighten_thread_bounds,
-    "sink_thread_loops": sink_thread_loops,
-    "fold_constants": lambda k, report=None: fold_constants(k),
-    "eliminate_dead_code": lambda k, report=None: eliminate_dead_code(k),
-}
-
-
-
-
+# The passes these files test (every pipeline section uses at least one of them).
+TESTED = {"fuse-thread-loops", "tighten-thread-bounds", "sink-thread-loops"}
 
 
 def input_kernel(path: pathlib.Path, sections: list[tuple[str, str]]):
@@ -64,88 +51,35 @@ def input_kernel(path: pathlib.Path, sections: list[tuple[str, str]]):
 
 
 def run_passes(gpu, names: str, report: list | None = None):
-    kernel = serialize_threads(gpu)
-    for name in names.split("+"):
-        kernel = PASSES[name](kernel, report=report)
-        verify_kernel(kernel)
-    return kernel
-
-
-def launches(sections: list[tuple[str, str]]) -> list[dict]:
-    out = []
-    for line in dict(sections)["launch"].splitlines():
-        spec: dict = {}
-        for item in line.split():
-            key, value = item.split("=")
-            spec[key] = tuple(int(v) for v in value.split(",")) if key in ("grid", "block") else int(value)
-        out.append(spec)
-    return out
-
-
-def make_args(kernel, spec: dict, seed: int) -> dict:
-    rng = np.random.default_rng(seed)
-    size = spec.get("size", 1024)
-    args = {}
-    for p in kernel.params:
-        if isinstance(p.ptype, PointerType):
-            dtype = p.ptype.elem.dtype
-            if p.ptype.elem.is_float:
-                args[p.name] = rng.integers(-8, 8, size).astype(dtype)  # exact sums in any order
-            else:
-                args[p.name] = rng.integers(0, 64, size).astype(dtype)
-        else:
-            args[p.name] = spec.get(p.name, 3)
-    return args
-
-
-def _sections_of(kind: str) -> list:
-    cases = []
-    for path in FILES:
-        _, sections = read_sections(path)
-        for name, _ in sections:
-            if kind == "passes" and name not in ("input", "launch") and not name.startswith("report"):
-                cases.append(pytest.param(path, name, id=f"{path.stem}-{name}"))
-            if kind == "report" and name.startswith("report:"):
-                cases.append(pytest.param(path, name, id=f"{path.stem}-{name.split(':', 1)[1].strip()}"))
-    return cases
+    """The lowering (``serialize-threads``, its decisions not reported), then ``names``."""
+    return run_named(run_named(gpu, "serialize-threads"), names, report)
 
 
 def _last_section(path: pathlib.Path) -> str:
     _, sections = read_sections(path)
-    return [name for name, _ in sections if name not in ("input", "launch") and not name.startswith("report")][-1]
+    return pipeline_sections(sections)[-1]
 
 
-@pytest.mark.parametrize("path,passes", _sections_of("passes"))
+@pytest.mark.parametrize("path,passes", cases(FILES, "passes"))
 def test_golden_ir(path: pathlib.Path, passes: str) -> None:
     header, sections = read_sections(path)
-    result = print_kernel(run_passes(input_kernel(path, sections), passes))
-    expected = dict(sections)[passes]
-    if UPDATE and result != expected:
-        write_sections(path, header, [(n, result if n == passes else t) for n, t in sections])
-        return
-    assert result == expected
+    check(path, header, sections, passes, print_kernel(run_passes(input_kernel(path, sections), passes)))
 
 
-@pytest.mark.parametrize("path,section", _sections_of("report"))
+@pytest.mark.parametrize("path,section", cases(FILES, "report"))
 def test_golden_report(path: pathlib.Path, section: str) -> None:
     header, sections = read_sections(path)
     report: list = []
-    run_passes(input_kernel(path, sections), section.split(":", 1)[1].strip(), report)
-    result = "\n".join(d.format() for d in report) + "\n"
-    expected = dict(sections)[section]
-    if UPDATE and result != expected:
-        write_sections(path, header, [(n, result if n == section else t) for n, t in sections])
-        return
-    assert result == expected
+    run_passes(input_kernel(path, sections), report_pipeline(section), report)
+    check(path, header, sections, section, format_report(report))
 
 
-@pytest.mark.parametrize("path,passes", _sections_of("passes"))
+@pytest.mark.parametrize("path,passes", cases(FILES, "passes"))
 def test_c_backend_agrees_with_emulator(path: pathlib.Path, passes: str) -> None:
-    """The scheduled kernel, compiled, computes exactly what the emulator computes on the input."""
     need_compiler()
     _, sections = read_sections(path)
     before = input_kernel(path, sections)
-    after = lower_block_atomics(run_passes(before, passes))
+    after = make_pass("lower-block-atomics").run(run_passes(before, passes))
     lib = build_library([after])
     for spec in launches(sections):
         for seed in (0, 1):
@@ -158,13 +92,12 @@ def test_c_backend_agrees_with_emulator(path: pathlib.Path, passes: str) -> None
                     np.testing.assert_array_equal(got[name], value, err_msg=f"buffer {name}, launch {spec}")
 
 
-@pytest.mark.parametrize("path,passes", [p for p in _sections_of("passes")
+@pytest.mark.parametrize("path,passes", [p for p in cases(FILES, "passes")
                                          if p.values[1] == _last_section(p.values[0])])
 def test_llvm_backend_agrees_with_emulator(path: pathlib.Path, passes: str) -> None:
-    """The last schedule of each file, through the LLVM JIT (generic and block-specialized)."""
     _, sections = read_sections(path)
     before = input_kernel(path, sections)
-    after = lower_block_atomics(run_passes(before, passes))
+    after = make_pass("lower-block-atomics").run(run_passes(before, passes))
     module = CompiledModule.from_ir(n.Module((before,)), n.Module((after,)), threads=2)
     for spec in launches(sections):
         expected = make_args(before, spec, 0)
@@ -182,4 +115,7 @@ def test_every_golden_file_has_a_launch_and_a_schedule() -> None:
         _, sections = read_sections(path)
         names = [n for n, _ in sections]
         assert "input" in names and "launch" in names, path.name
-        assert any(n in PASSES or "+" in n for n in names), path.name
+        pipelines = pipeline_sections(sections)
+        assert pipelines, path.name
+        for name in pipelines:
+            assert {p.name for p in parse_pipeline(name)} & TESTED, f"{path.name}: {name}"

@@ -4,7 +4,7 @@
 shared object with ``cc``/``c++ -O3 -march=native -fopenmp -shared -fPIC``, cached on disk by a
 hash of compiler, flags and source (``$POLYPY_CACHE_DIR``, default ``~/.cache/polypy``).
 ``CLibrary`` calls a kernel's launcher on NumPy arrays, binding arguments like the emulator
-(``polypy.arguments``: C-contiguous arrays of the exact element type, modified in
+(``polypy.launch``: C-contiguous arrays of the exact element type, modified in
 place; struct parameters passed whole as dicts or member by member).
 
 Block shapes, as in the JIT (``polypy.driver.api``): a library from ``build_library`` compiles, on the
@@ -35,11 +35,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from polypy.arguments import bind_arguments
+from polypy.launch import bind_arguments, block_shape, check_block_shape, grid_shape
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType
-from polypy.passes.specialize import check_block_shape
 
 from codegen.c.kernel import Coarsener
 from codegen.c.module import emit_kernels
@@ -106,17 +105,6 @@ _CTYPES: dict[str, Any] = {
 
 class Dim3(ctypes.Structure):
     _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
-
-
-def _dims(value: int | Sequence[int], what: str, limits: tuple[int, int, int]) -> tuple[int, int, int]:
-    dims = [value] if isinstance(value, (int, np.integer)) else list(value)
-    if not 1 <= len(dims) <= 3:
-        raise UserError(f"{what} must be an int or 1 to 3 ints, got {value!r}")
-    dims = [int(d) for d in dims] + [1] * (3 - len(dims))
-    for d, limit, axis in zip(dims, limits, "xyz"):
-        if not 1 <= d <= limit:
-            raise UserError(f"{what}.{axis} = {d} is outside CUDA's range [1, {limit}]")
-    return dims[0], dims[1], dims[2]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,9 +181,7 @@ class CLibrary:
         kernel = self.kernels.get(name)
         if kernel is None:
             raise UserError(f"no kernel named {name!r} in this library (kernels: {', '.join(self.kernels)})")
-        g, b = _dims(grid, "grid", (2**31 - 1, 65535, 65535)), _dims(block, "block", (1024, 1024, 64))
-        if b[0] * b[1] * b[2] > 1024:
-            raise UserError(f"block of {b[0] * b[1] * b[2]} threads; CUDA allows at most 1024")
+        g, b = grid_shape(grid), block_shape(block)
         version = self._version(kernel, b)
         if version is not self:
             version.launch(name, g, b, args, shmem=shmem)

@@ -31,7 +31,8 @@ from polypy.ir import nodes as n
 from polypy.ir.cexpr import ATOM
 from polypy.ir.types import PointerType
 from polypy.ir.visitor import walk
-from polypy.passes.specialize import BlockShape, check_block_shape, specialize_block_shape
+from polypy.launch import check_block_shape
+from polypy.passes.specialize import BlockShape, specialize_block_shape
 
 from codegen.c.render import C_KEYWORDS, INDENT, MATH, Layout, Renderer, c_type, pointer_decl
 from codegen.c.templates import render_template

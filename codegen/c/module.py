@@ -29,6 +29,7 @@ from typing import Mapping, Sequence
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.host import HostFile, HostProgram
+from polypy.launch import MAX_BLOCK, MAX_THREADS_PER_BLOCK
 
 from codegen.c.kernel import Coarsener, KernelCode, Options, emit_kernel, emulated_launcher
 from codegen.c.render import c_type, literal
@@ -137,7 +138,7 @@ def launch_block_shapes(host: HostProgram) -> dict[str, list[tuple[int, int, int
     out: dict[str, list[tuple[int, int, int]]] = {}
     for site in host.launches:
         shape = site.block_shape
-        if shape is None or not 1 <= shape[0] * shape[1] * shape[2] <= 1024 or shape[2] > 64:
+        if shape is None or not 1 <= shape[0] * shape[1] * shape[2] <= MAX_THREADS_PER_BLOCK or shape[2] > MAX_BLOCK[2]:
             continue
         shapes = out.setdefault(site.kernel, [])
         if shape not in shapes and len(shapes) < MAX_PROGRAM_SPECIALIZATIONS:

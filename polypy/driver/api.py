@@ -46,11 +46,8 @@ import numpy as np
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType
+from polypy.launch import bind_arguments, c_name, launch_config
 
-# CUDA's limits, checked as a GPU would (the compiled code itself has none).
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS_PER_BLOCK = 1024
-MAX_GRID = ((1 << 31) - 1, 65535, 65535)
 # Footprints remembered per kernel: launch shape + integer arguments -> per-array index ranges.
 FOOTPRINT_CACHE_SIZE = 64
 # Block shapes per kernel compiled as specializations; launches with more shapes use the generic code.
@@ -372,7 +369,7 @@ class CompiledKernel:
         return self.gpu if self.gpu is not None else self.cpu
 
     def __getitem__(self, config: Any) -> Launch:
-        grid, block, shmem = _launch_config(self.name, config, empty_grid=True)
+        grid, block, shmem = launch_config(self.name, config, empty_grid=True)
         return (_EmptyLaunch if 0 in grid else Launch)(self, grid, block, shmem)
 
     @property
@@ -463,7 +460,7 @@ class _Emulated:
         self.kernel = kernel
 
     def __getitem__(self, config: Any):
-        grid, block, shmem = _launch_config(self.kernel.name, config, empty_grid=True)
+        grid, block, shmem = launch_config(self.kernel.name, config, empty_grid=True)
         k = self.kernel
 
         def run(*args: Any, **kwargs: Any) -> None:
@@ -495,51 +492,11 @@ def _check_threads(threads: int | None) -> int | None:
     return int(threads)
 
 
-def _launch_config(kernel: str, config: Any, *,
-                   empty_grid: bool = False) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
-    """``(grid, block, shmem)`` of ``kernel[config]``; ``empty_grid``: a 0 in ``grid`` is allowed
-    (the caller runs such a launch as one that does nothing)."""
-    if not isinstance(config, tuple) or len(config) not in (2, 3):
-        raise UserError(f"launch kernel {kernel!r} as kernel[grid, block] or kernel[grid, block, shmem_bytes], "
-                        f"got kernel[{config!r}]")
-    grid = _dims(config[0], "grid", MAX_GRID, lowest=0 if empty_grid else 1)
-    block = _dims(config[1], "block", MAX_BLOCK)
-    if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK:
-        raise UserError(f"block of {block[0] * block[1] * block[2]} threads; CUDA allows at most "
-                        f"{MAX_THREADS_PER_BLOCK}")
-    shmem = config[2] if len(config) == 3 else 0
-    if isinstance(shmem, bool) or not isinstance(shmem, (int, np.integer)) or shmem < 0:
-        raise UserError(f"shared memory must be a non-negative number of bytes, got {shmem!r}")
-    return grid, block, int(shmem)
-
-
-def _dims(value: Any, what: str, limits: tuple[int, int, int], *, lowest: int = 1) -> tuple[int, int, int]:
-    dims = [value] if isinstance(value, (int, np.integer)) else value
-    if (not isinstance(dims, (list, tuple)) or not 1 <= len(dims) <= 3
-            or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims)):
-        raise UserError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
-    full = [int(d) for d in dims] + [1] * (3 - len(dims))
-    for d, limit, axis in zip(full, limits, "xyz"):
-        if not lowest <= d <= limit:
-            raise UserError(f"{what}.{axis} = {d} is outside CUDA's range [{lowest}, {limit}]")
-    return full[0], full[1], full[2]
-
-
 def _bind(kernel: n.Kernel, args: tuple, kwargs: dict) -> dict[str, Any]:
-    from polypy.arguments import bind_arguments
-
     if args and kwargs:
         raise UserError(f"pass the arguments of kernel {kernel.name!r} either all by position or all by name",
                         kernel.loc)
     return bind_arguments(kernel, kwargs if kwargs else args)
-
-
-def _c_name(kernel: n.Kernel, ir_name: str) -> str:
-    for sp in kernel.source_params:
-        for path, name in sp.members:
-            if name == ir_name:
-                return sp.name + path
-    return ir_name
 
 
 class _ArrayChecks:
@@ -557,7 +514,7 @@ class _ArrayChecks:
                       if (p.ptype.restrict or q.ptype.restrict) and not (p.ptype.const and q.ptype.const)]
 
     def what(self, p: n.Param) -> str:
-        return f"argument {_c_name(self.kernel, p.name)!r} of kernel {self.kernel.name!r}"
+        return f"argument {c_name(self.kernel, p.name)!r} of kernel {self.kernel.name!r}"
 
     def check(self, arrays: Mapping[str, np.ndarray], globals_: Mapping[str, np.ndarray]) -> None:
         for p in self.pointers:
@@ -573,7 +530,7 @@ class _ArrayChecks:
                 raise UserError(f"{self.what(p)} is read-only, but the parameter ({p.ptype}) is not const", p.loc)
         for p, q in self.pairs:
             if np.may_share_memory(arrays[p.name], arrays[q.name]):
-                raise UserError(f"arguments {_c_name(self.kernel, p.name)!r} and {_c_name(self.kernel, q.name)!r} of "
+                raise UserError(f"arguments {c_name(self.kernel, p.name)!r} and {c_name(self.kernel, q.name)!r} of "
                                 f"kernel {self.kernel.name!r} overlap, but one of them is __restrict__", p.loc)
 
 
@@ -689,7 +646,7 @@ def _refuse(launch: Launch, a: _ArrayProof, size: int, index: int, kind: str, lo
     kernel = launch.kernel.signature
     verb = "reads" if kind == "read" else "writes"
     if a.space == "global":
-        what = f"argument {_c_name(kernel, a.name)!r} of kernel {kernel.name!r}"
+        what = f"argument {c_name(kernel, a.name)!r} of kernel {kernel.name!r}"
         if index < 0:
             raise UserError(f"{what}: this launch accesses index {index}, before the start of the array", loc)
         hi = a.hi if a.exact and a.hi is not None else index

@@ -1,7 +1,9 @@
 """The ``polypy`` command line.
 
     polypy translate FILE [-o OUT] [--emit cpp|c|llvm|ir] [--report] [--kernel NAME] [--threads N]
+                          [--dump-after PASS]
     polypy grad FILE --kernel K [--wrt p,q] [--const r] [--mode reverse|forward] [--emit cuda|cpp|ir] [-o OUT]
+                     [--dump-after PASS]
     polypy run FILE [--emulate] [...]
 
 User errors print ``file:line:col: error: ...`` with the source line and a caret and exit with
@@ -38,6 +40,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="add an include directory")
 
 
+def _add_dump_after(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dump-after", metavar="NAME",
+                   help="print the IR after each run of the named pass on stderr (a pass of "
+                        "polypy.driver.pipelines, e.g. serialize-threads)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="polypy", description="Run CUDA on multicore CPUs; differentiate kernels.")
     parser.add_argument("--version", action="version", version=f"polypy {version()}")
@@ -54,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--threads", type=int, default=0, help="CPU threads for the emitted code (0: all cores)")
     t.add_argument("--check-bounds", action="store_true", help="emit bounds checks on every memory access")
     t.add_argument("--no-opt", action="store_true", help="skip barrier elimination and forwarding")
+    _add_dump_after(t)
 
     g = sub.add_parser("grad", help="synthesize the gradient of a kernel")
     _add_common(g)
@@ -71,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-block-reductions", action="store_true", help="no block-level reductions of adjoints")
     g.add_argument("--no-windows", action="store_true",
                    help="no block windows (per-block sums in shared memory) for adjoints of read-only inputs")
+    _add_dump_after(g)
 
     r = sub.add_parser("run", help="run a sample or a whole program")
     _add_common(r)

@@ -23,7 +23,8 @@ def coarsen_for_block(kernel: n.Kernel, *, block: tuple[int, int, int], fine: n.
     from gpu2cpu.coarsen_blocks import join_partial_blocks, plan_coarsening
     from polypy.driver.pipelines import SIMPLIFY, make_pass, passes, to_cpu
     from polypy.ir.verifier import verify_kernel
-    from polypy.passes.specialize import check_block_shape, specialize_block_shape
+    from polypy.launch import check_block_shape
+    from polypy.passes.specialize import specialize_block_shape
 
     block = check_block_shape(block)
     plan = plan_coarsening(kernel, block=block, factor=factor)

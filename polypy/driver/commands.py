@@ -49,10 +49,27 @@ def _select(module: n.Module, kernel: str | None) -> n.Module:
     return dataclasses.replace(module, kernels=tuple(k for k in module.kernels if k.name == kernel))
 
 
+def _dumping(args: argparse.Namespace):
+    """``--dump-after NAME``: the pipelines print the IR after pass NAME (checked against the
+    registry first: an unknown name is an error listing the names)."""
+    from polypy.passes.pipeline import printing_after
+
+    name = getattr(args, "dump_after", None)
+    if name is not None:
+        from polypy.driver.pipelines import check_pass_name
+
+        check_pass_name(name)
+    return printing_after(name)
+
+
 def translate(args: argparse.Namespace) -> int:
     """CUDA -> CPU code: a whole program (a file with host code) becomes one C++ file; a file of
     kernels (or ``--kernel K``) becomes C/C++ functions with an OpenMP launcher per kernel."""
+    with _dumping(args):
+        return _translate(args)
 
+
+def _translate(args: argparse.Namespace) -> int:
     check_output(args.output, (args.file,))
     module = _select(_load(args), args.kernel)
     _warn_without_kernels(module, args.file)
@@ -88,7 +105,11 @@ def _print_report(report: list | None) -> None:
 
 def grad(args: argparse.Namespace) -> int:
     """``polypy grad``: the reverse (``K_grad``) or forward (``K_fwd``) derivative of one kernel."""
+    with _dumping(args):
+        return _grad(args)
 
+
+def _grad(args: argparse.Namespace) -> int:
     from polypy.driver.gradients import grad_kernel, gradient_cpp, gradient_source
 
     check_output(args.output, (args.file,))

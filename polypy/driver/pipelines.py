@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
+from polypy.passes import SIMPLIFY as _SIMPLIFY
 from polypy.passes import Pass, run_pipeline
 
 
@@ -152,7 +153,8 @@ for _name, _target in (
     register_pass(_name, _target)
 
 # ---- the pipelines (lists of names) ----------------------------------------------------------
-SIMPLIFY: tuple[str, ...] = ("fold-constants", "forward-scalars", "fold-constants", "eliminate-dead-code")
+# ``polypy.passes.SIMPLIFY`` (the ground floor's list, which autodiff runs too), by name.
+SIMPLIFY: tuple[str, ...] = tuple(p.name for p in _SIMPLIFY)
 GPU_PASSES: tuple[str, ...] = ("eliminate-returns",) + SIMPLIFY
 # Forwarding first: it makes stores dead and then barriers removable.
 CPU_OPTIMIZE: tuple[str, ...] = ("forward-shared-stores", "eliminate-dead-shared-stores", "eliminate-barriers")

@@ -1,11 +1,11 @@
-"""The emulator's view of launch arguments: arrays and scalars apart (see ``polypy.arguments``)."""
+"""The emulator's view of launch arguments: arrays and scalars apart (see ``polypy.launch``)."""
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from polypy.arguments import bind_arguments as _bind
+from polypy.launch import bind_arguments as _bind
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType
 

@@ -22,14 +22,12 @@ from polypy.emulator.state import ChunkState
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.verifier import verify_kernel
+from polypy.launch import block_shape, grid_shape
 
 # Lanes per chunk: 2**20 runs a 1M-thread launch (saxpy over 1M elements) as one chunk.
 LANE_BUDGET = 1 << 20
 # Bytes of per-chunk storage (lane vectors, shared and local memory, their race records).
 MEMORY_BUDGET = 1 << 28
-
-_MAX_BLOCK = (1024, 1024, 64)
-_MAX_GRID = ((1 << 31) - 1, 65535, 65535)
 
 
 def emulate(kernel: n.Kernel, grid: int | Sequence[int], block: int | Sequence[int],
@@ -57,9 +55,7 @@ def emulate(kernel: n.Kernel, grid: int | Sequence[int], block: int | Sequence[i
     verify_kernel(kernel)
     # A grid with no blocks is a launch that does nothing (CUDA refuses its configuration, and a
     # program that does not check the launch's error sees no effect); its arguments are still checked.
-    geometry = Geometry(_dims(grid, "grid", _MAX_GRID, lowest=0), _dims(block, "block", _MAX_BLOCK))
-    if geometry.threads_per_block > 1024:
-        raise UserError(f"block of {geometry.threads_per_block} threads; CUDA allows at most 1024")
+    geometry = Geometry(grid_shape(grid, empty=True), block_shape(block))
     if geometry.num_blocks * geometry.threads_per_block >= 1 << 31:
         raise UserError("launch of 2**31 threads or more is beyond the emulator")
     if not isinstance(shmem, (int, np.integer)) or isinstance(shmem, bool) or shmem < 0:
@@ -78,18 +74,6 @@ def emulate(kernel: n.Kernel, grid: int | Sequence[int], block: int | Sequence[i
             chunk_mems = dict(memories)
             chunk_mems.update(chunk_memories(kernel, chunk, shmem, check_races))
             Executor(ChunkState(chunk, chunk_mems, scalars, sites)).run(kernel.body)
-
-
-def _dims(value: int | Sequence[int], what: str, limits: tuple[int, int, int], *,
-          lowest: int = 1) -> tuple[int, int, int]:
-    dims = [value] if isinstance(value, (int, np.integer)) else list(value)
-    if not 1 <= len(dims) <= 3 or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
-        raise UserError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
-    dims = [int(d) for d in dims] + [1] * (3 - len(dims))
-    for d, limit, axis in zip(dims, limits, "xyz"):
-        if not lowest <= d <= limit:
-            raise UserError(f"{what}.{axis} = {d} is outside CUDA's range [{lowest}, {limit}]")
-    return dims[0], dims[1], dims[2]
 
 
 def _blocks_per_chunk(kernel: n.Kernel, geometry: Geometry, shmem: int) -> int:

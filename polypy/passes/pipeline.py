@@ -2,12 +2,15 @@
 
 A pass is a pure function ``Kernel -> Kernel``. A pipeline is a visible list of ``Pass``
 entries. ``run_pipeline`` verifies the IR after every pass, prints it after the passes named in
-``POLYPY_PRINT_AFTER`` (comma separated, or ``all``), records per-pass time when asked, and
+``POLYPY_PRINT_AFTER`` (comma separated, or ``all``) or by ``printing_after`` (``polypy translate
+--dump-after NAME``), records per-pass time when asked, and
 re-raises a crash inside a pass as an ``InternalError`` that names the pass (a ``UserError``
 passes through unchanged: it is the input's fault and already says where).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import os
 import sys
@@ -26,6 +29,22 @@ class Pass:
     run: Callable[[Kernel], Kernel]
 
 
+# The passes whose output ``run_pipeline`` prints, set for a block of code by ``printing_after``.
+_PRINT_AFTER: contextvars.ContextVar[str | None] = contextvars.ContextVar("polypy_print_after", default=None)
+
+
+@contextlib.contextmanager
+def printing_after(names: str | None):
+    """Within the block, every ``run_pipeline`` prints the IR after the passes ``names`` (comma
+    separated, as ``POLYPY_PRINT_AFTER``; None: no change)."""
+    token = _PRINT_AFTER.set(names) if names is not None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _PRINT_AFTER.reset(token)
+
+
 def run_pipeline(
     kernel: Kernel,
     passes: Sequence[Pass],
@@ -36,7 +55,9 @@ def run_pipeline(
     stream=None,
 ) -> Kernel:
     """Apply ``passes`` in order; see the module docstring."""
-    wanted = print_after if print_after is not None else os.environ.get("POLYPY_PRINT_AFTER", "")
+    wanted = print_after if print_after is not None else _PRINT_AFTER.get()
+    if wanted is None:
+        wanted = os.environ.get("POLYPY_PRINT_AFTER", "")
     dump_names = {w.strip() for w in wanted.split(",") if w.strip()}
     out = stream if stream is not None else sys.stderr
     for p in passes:

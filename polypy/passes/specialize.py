@@ -40,9 +40,7 @@ by nothing but the loop itself and no ``break``/``continue`` leaves the loop.
 from __future__ import annotations
 
 import dataclasses
-import operator
 
-from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import U32
 from polypy.ir.names import NameSupply
@@ -51,6 +49,7 @@ from polypy.ir.queries import declared_names, written_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.visitor import Mutator, substitute, walk
 from polypy.passes.eliminate_dead_code import eliminate_dead_code
+from polypy.launch import check_block_shape
 from polypy.passes.fold_constants import fold_constants, fold_expr
 
 BlockShape = tuple[int, int, int]
@@ -205,17 +204,6 @@ def _known_value(var: str, before: list) -> n.Const | None:
         if var in written_names(s):
             return None
     return None
-
-
-def check_block_shape(block: tuple[int, ...]) -> BlockShape:
-    """``block`` (1 to 3 positive ints) as three ints, missing dimensions 1."""
-    try:
-        dims = tuple(operator.index(d) for d in block if not isinstance(d, bool))
-    except TypeError:
-        dims = ()
-    if len(dims) != len(block) or not 1 <= len(dims) <= 3 or min(dims) < 1:
-        raise UserError(f"a block shape is 1 to 3 positive ints, got {block!r}")
-    return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
 
 
 def specialize_block_shape(kernel: n.Kernel, *, block: BlockShape) -> n.Kernel:

@@ -63,6 +63,7 @@ from polypy.ir.printer import format_expr
 from polypy.ir.queries import written_names
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import walk
+from polypy.launch import MAX_BLOCK, MAX_GRID
 from polypy.poly.affine import Converter, expression_key, int_range
 from polypy.poly.paths import AccessId, StmtPath, child_blocks, statement_accesses
 
@@ -73,9 +74,9 @@ THREAD_IDX = tuple(f"threadIdx.{d}" for d in DIMS)
 BLOCK_DIM = tuple(f"blockDim.{d}" for d in DIMS)
 GRID_DIM = tuple(f"gridDim.{d}" for d in DIMS)
 
-# CUDA limits on launch shapes (compute capability >= 3.0).
-MAX_BLOCK_DIM = (1024, 1024, 64)
-MAX_GRID_DIM = ((1 << 31) - 1, 65535, 65535)
+# CUDA limits on launch shapes (compute capability >= 3.0), from polypy.launch's table.
+MAX_BLOCK_DIM = MAX_BLOCK
+MAX_GRID_DIM = MAX_GRID
 INDEX_LIMIT = (1 << 31) - 1
 
 

@@ -1,13 +1,21 @@
-"""Binding launch arguments to IR parameters, the way a CUDA launch would use them.
+"""Launches, as every launch path sees them: CUDA's limits, launch shapes and arguments.
 
-Every launch path (the emulator, the LLVM JIT, the C launchers) takes arguments as a user of
-numba or CuPy passes them, by position in the C signature or by name.
+The one place for what the emulator, the LLVM JIT (``polypy.driver.api``), the C launchers
+(``codegen.c``), the polyhedral model and ``polypy.distributed`` agree on:
 
-Pointer parameters take C-contiguous NumPy arrays of exactly the element type (normally 1-D; an
-N-D array is its flat memory, as ``cudaMemcpy`` would see it). They are modified in place, like
-device memory copied back after the kernel. Scalar parameters take numbers, converted to the
-parameter type with C's rules (integers wrap). Anything else is a ``UserError`` naming the
-parameter.
+* ``MAX_BLOCK``, ``MAX_THREADS_PER_BLOCK``, ``MAX_GRID``: CUDA's limits on a launch's shape;
+* ``dims`` / ``grid_shape`` / ``block_shape`` / ``launch_config``: an int or a tuple of 1 to 3
+  ints as ``(x, y, z)``, checked against those limits (a grid may have no blocks where the
+  caller runs such a launch as one that does nothing); ``check_block_shape``: a block shape of
+  1 to 3 positive ints, without CUDA's limits (for specializations);
+* ``bind_arguments``: launch arguments bound to IR parameters, the way a CUDA launch uses them.
+
+Every launch path takes arguments as a user of numba or CuPy passes them, by position in the C
+signature or by name. Pointer parameters take C-contiguous NumPy arrays of exactly the element
+type (normally 1-D; an N-D array is its flat memory, as ``cudaMemcpy`` would see it). They are
+modified in place, like device memory copied back after the kernel. Scalar parameters take
+numbers, converted to the parameter type with C's rules (integers wrap). Anything else is a
+``UserError`` naming the parameter.
 
 A struct passed by value was split by the frontend into one IR parameter per scalar member
 (``Kernel.source_params``); the caller may pass it whole, by its C name, as a dict of fields
@@ -16,6 +24,7 @@ A struct passed by value was split by the frontend into one IR parameter per sca
 from __future__ import annotations
 
 import numbers
+import operator
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -23,6 +32,71 @@ import numpy as np
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType, normalize_value, wrap_int
+
+Dim3 = tuple[int, int, int]
+
+# CUDA's limits, checked as a GPU would (the compiled code itself has none).
+MAX_BLOCK: Dim3 = (1024, 1024, 64)
+MAX_THREADS_PER_BLOCK = 1024
+MAX_GRID: Dim3 = ((1 << 31) - 1, 65535, 65535)
+
+
+def dims(value: Any, what: str, limits: Dim3, *, lowest: int = 1) -> Dim3:
+    """``value`` (an int or a sequence of 1 to 3 ints) as ``(x, y, z)``, missing dimensions 1,
+    each in ``[lowest, limit]``."""
+    if isinstance(value, (int, np.integer)):
+        ds = [value]
+    else:
+        try:
+            ds = list(value)
+        except TypeError:
+            ds = []
+    if not 1 <= len(ds) <= 3 or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in ds):
+        raise UserError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+    full = [int(d) for d in ds] + [1] * (3 - len(ds))
+    for d, limit, axis in zip(full, limits, "xyz"):
+        if not lowest <= d <= limit:
+            raise UserError(f"{what}.{axis} = {d} is outside CUDA's range [{lowest}, {limit}]")
+    return full[0], full[1], full[2]
+
+
+def grid_shape(value: Any, *, empty: bool = False) -> Dim3:
+    """A launch's grid; ``empty``: a 0 is allowed (the caller runs the launch as a no-op)."""
+    return dims(value, "grid", MAX_GRID, lowest=0 if empty else 1)
+
+
+def block_shape(value: Any) -> Dim3:
+    """A launch's block, at most ``MAX_THREADS_PER_BLOCK`` threads."""
+    block = dims(value, "block", MAX_BLOCK)
+    threads = block[0] * block[1] * block[2]
+    if threads > MAX_THREADS_PER_BLOCK:
+        raise UserError(f"block of {threads} threads; CUDA allows at most {MAX_THREADS_PER_BLOCK}")
+    return block
+
+
+def launch_config(kernel: str, config: Any, *, empty_grid: bool = False) -> tuple[Dim3, Dim3, int]:
+    """``(grid, block, shmem)`` of ``kernel[config]``; ``empty_grid``: a 0 in ``grid`` is allowed
+    (the caller runs such a launch as one that does nothing)."""
+    if not isinstance(config, tuple) or len(config) not in (2, 3):
+        raise UserError(f"launch kernel {kernel!r} as kernel[grid, block] or kernel[grid, block, shmem_bytes], "
+                        f"got kernel[{config!r}]")
+    grid = grid_shape(config[0], empty=empty_grid)
+    block = block_shape(config[1])
+    shmem = config[2] if len(config) == 3 else 0
+    if isinstance(shmem, bool) or not isinstance(shmem, (int, np.integer)) or shmem < 0:
+        raise UserError(f"shared memory must be a non-negative number of bytes, got {shmem!r}")
+    return grid, block, int(shmem)
+
+
+def check_block_shape(block: tuple[int, ...]) -> Dim3:
+    """``block`` (1 to 3 positive ints) as three ints, missing dimensions 1."""
+    try:
+        ds = tuple(operator.index(d) for d in block if not isinstance(d, bool))
+    except TypeError:
+        ds = ()
+    if len(ds) != len(block) or not 1 <= len(ds) <= 3 or min(ds) < 1:
+        raise UserError(f"a block shape is 1 to 3 positive ints, got {block!r}")
+    return (*ds, *(1,) * (3 - len(ds)))  # type: ignore[return-value]
 
 
 def bind_arguments(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
@@ -36,7 +110,7 @@ def bind_arguments(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) ->
     out: dict[str, Any] = {}
     for p in kernel.params:
         if p.name not in by_name:
-            raise UserError(f"missing argument for parameter {_c_name(kernel, p.name)!r} of kernel "
+            raise UserError(f"missing argument for parameter {c_name(kernel, p.name)!r} of kernel "
                             f"{kernel.name!r}", kernel.loc)
         value = by_name[p.name]
         if isinstance(p.ptype, PointerType):
@@ -50,7 +124,7 @@ def _structs(kernel: n.Kernel) -> dict[str, n.SourceParam]:
     return {sp.name: sp for sp in kernel.source_params if sp.members != (("", sp.name),)}
 
 
-def _c_name(kernel: n.Kernel, ir_name: str) -> str:
+def c_name(kernel: n.Kernel, ir_name: str) -> str:
     """``p.alpha`` for the IR parameter holding member ``alpha`` of struct parameter ``p``."""
     for sp in _structs(kernel).values():
         for path, name in sp.members:
@@ -104,7 +178,7 @@ def _member(kernel: n.Kernel, sp: n.SourceParam, value: Any, path: str) -> Any:
 
 def _what(kernel: n.Kernel, p: n.Param, ptype: PointerType | ScalarType) -> str:
     # Built only for an error message: launches bind arguments on every call.
-    return f"argument {_c_name(kernel, p.name)!r} of kernel {kernel.name!r} (parameter type {ptype})"
+    return f"argument {c_name(kernel, p.name)!r} of kernel {kernel.name!r} (parameter type {ptype})"
 
 
 def _array(kernel: n.Kernel, p: n.Param, ptype: PointerType, value: Any) -> np.ndarray:
