@@ -7,7 +7,7 @@
   compiler flags as the hand-written ports (``bench.build.CFLAGS``), so that "omp" and
   "polypy-c" differ only in their source; launched through ``codegen.c.CLibrary``, which
   compiles a version specialized for the launch's block shape on the first launch, as the JIT does,
-  with coarse blocks where the model coarsens (``polypy.driver.block_coarsener``), as the JIT does.
+  with coarse blocks where the model coarsens (``polypy.driver.coarsen.block_coarsener``), as the JIT does.
 * ``polypy-fine``: ``polypy-llvm`` without block coarsening (``polypy.compile(..., coarsen=False)``):
   CUDA's blocks as they are, to show what coarsening buys.
 * ``polypy-noopt``: built exactly as ``polypy-c`` from the *unoptimized* translation,

@@ -1,6 +1,6 @@
 """GPU form -> CPU form (``docs/ir.md``): the work of one thread block as explicit thread loops.
 
-Passes, in the order ``polypy.driver.cpu_pipeline`` runs them:
+Passes, in the order ``polypy.driver.pipelines.cpu_pipeline`` runs them:
 
 * ``barriers.eliminate_barriers``, ``forward_shared.forward_shared_stores`` /
   ``eliminate_dead_shared_stores`` (GPU form -> GPU form): fewer barriers, exactly (isl);

@@ -17,7 +17,7 @@ runs over ``C * bx`` consecutive values in ONE thread loop::
                                                     for b in blockIdx.x .. gx:
                                                       <the block function of block b>
 
-Three steps, wired by ``polypy.driver.coarsen_for_block`` (after ``specialize_block_shape``,
+Three steps, wired by ``polypy.driver.coarsen.coarsen_for_block`` (after ``specialize_block_shape``,
 since the factor depends on the block shape):
 
 * ``coarsen_blocks`` (GPU form -> GPU form): the kernel as one block of ``(C * bx, by, bz)``

@@ -1,6 +1,6 @@
 """serialize_threads: GPU form -> CPU form (the work of one block, threads as explicit loops).
 
-Requires: a GPU-form kernel after ``polypy.driver.GPU_PIPELINE`` (no ``return``; barriers only
+Requires: a GPU-form kernel after ``polypy.driver.pipelines.GPU_PIPELINE`` (no ``return``; barriers only
 under block-uniform control, which the frontend checks). Guarantees: a CPU-form kernel
 (``docs/ir.md``) computing, for every block, what the block's threads compute in CUDA, for
 every kernel that is race-free under CUDA's rules.

@@ -222,7 +222,7 @@ def build_library(kernels: Sequence[n.Kernel], globals_: Sequence[n.Buffer] = ()
     ``block_shapes``: per kernel, shapes to compile specialized versions for now, in the library;
     ``specialize``: compile a specialized version on the first launch with any other shape (see
     the module docstring); ``coarsen``: per specialized shape, a version for coarse blocks too,
-    run by the launches whose grid has enough of them (``polypy.driver.block_coarsener`` makes
+    run by the launches whose grid has enough of them (``polypy.driver.coarsen.block_coarsener`` makes
     one from the kernels' GPU form; see ``codegen.c.kernel.emit_kernel``).
     """
     text = emit_kernels(kernels, globals_, source=source, cpp=cpp, threads=threads, check_bounds=check_bounds,
