@@ -26,7 +26,7 @@ from polypy.ir.printer import format_expr
 from polypy.ir.queries import declared_names, read_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import I32, PointerType, ScalarType
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import rebuild, walk
 from polypy.poly.paths import StmtPath
 
 Point = StmtPath
@@ -82,7 +82,7 @@ class Availability:
         if isinstance(e, n.Load):
             index = tuple(self.avail(i, p, tape=tape) for i in e.index)
             if e.buffer not in self.prog.written_buffers:
-                return dataclasses.replace(e, index=index)
+                return rebuild(e, index=index)
             loop = self._shared_replay_loop(e.buffer, p)
             if loop is not None:
                 ctx = self.ctx[loop]
@@ -92,23 +92,23 @@ class Availability:
                         e.buffer, self.prog.stmt(loop).loc, "replay-shared",
                         f"the stores to {e.buffer} at the top of the loop run again at the top of each reversed "
                         f"iteration"))
-                return dataclasses.replace(e, index=index)
+                return rebuild(e, index=index)
             return self._tape_or_fail(e, p, tape, why=f"{e.buffer} is written by the kernel")
         if isinstance(e, n.Select):
             cond = self.avail(e.cond, p, tape=tape)
             try:
-                return dataclasses.replace(e, cond=cond, a=self.avail(e.a, p, tape=False),
+                return rebuild(e, cond=cond, a=self.avail(e.a, p, tape=False),
                                            b=self.avail(e.b, p, tape=False))
             except NeedTape:
                 return self._tape_or_fail(e, p, tape, why="operand of a conditional expression")
         if isinstance(e, n.Binary) and e.op in ("land", "lor"):
             a = self.avail(e.a, p, tape=tape)
             try:
-                return dataclasses.replace(e, a=a, b=self.avail(e.b, p, tape=False))
+                return rebuild(e, a=a, b=self.avail(e.b, p, tape=False))
             except NeedTape:
                 return self._tape_or_fail(e, p, tape, why="operand of && / ||")
         if isinstance(e, n.Cast):
-            return dataclasses.replace(e, x=self.avail(e.x, p, tape=tape))
+            return rebuild(e, x=self.avail(e.x, p, tape=tape))
         if isinstance(e, (n.Unary, n.Binary, n.Call)):
             args = tuple(self.avail(a, p, tape=tape) for a in rules.float_args(e))
             return rules.rebuild(e, args)

@@ -32,6 +32,7 @@ from autodiff import build as b
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
+from polypy.ir.visitor import rebuild as rebuild_node
 
 Partials = tuple["n.Expr | None", ...]
 PartialRule = Callable[[tuple[n.Expr, ...], n.Expr], Partials]
@@ -306,13 +307,13 @@ def float_args(e: n.Expr) -> tuple[n.Expr, ...]:
 
 
 def rebuild(e: n.Expr, args: tuple[n.Expr, ...]) -> n.Expr:
-    """``e`` with its operands replaced by ``args`` (same order as ``float_args``)."""
+    """``e`` with its operands replaced by ``args`` (same order as ``float_args``; ``e`` itself if the same)."""
     if isinstance(e, n.Call):
-        return dataclasses.replace(e, args=tuple(args))
+        return rebuild_node(e, args=tuple(args))
     if isinstance(e, n.Unary):
-        return dataclasses.replace(e, x=args[0])
+        return rebuild_node(e, x=args[0])
     if isinstance(e, n.Binary):
-        return dataclasses.replace(e, a=args[0], b=args[1])
+        return rebuild_node(e, a=args[0], b=args[1])
     raise TypeError(type(e).__name__)
 
 
