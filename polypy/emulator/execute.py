@@ -25,6 +25,7 @@ from polypy.emulator.races import RaceFound
 from polypy.emulator.state import ChunkState
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
+from polypy.ir.jumps import jumps_out
 from polypy.ir.types import I32, U32
 
 Value = np.ndarray | np.generic
@@ -84,7 +85,7 @@ class Executor:
     def _may_exit(self, s: n.Stmt) -> bool:
         got = self._exits.get(id(s))
         if got is None:
-            got = _exits(s, nested_loop=False)
+            got = jumps_out(s)  # lanes may skip the statements after it in the same list
             self._exits[id(s)] = got
         return got
 
@@ -309,18 +310,3 @@ class Executor:
         ids = lanes.ids
         chunk.returned[ids] = True
         chunk.live -= np.bincount(chunk.lane_block[ids], minlength=chunk.num_blocks)
-
-
-def _exits(s: n.Stmt, nested_loop: bool) -> bool:
-    """Can executing ``s`` make lanes skip the statements after it in the same list?"""
-    if isinstance(s, n.Return):
-        return True
-    if isinstance(s, (n.Break, n.Continue)):
-        return not nested_loop
-    if isinstance(s, n.If):
-        return any(_exits(c, nested_loop) for c in s.then + s.orelse)
-    if isinstance(s, n.For):
-        return any(_exits(c, True) for c in s.body)
-    if isinstance(s, n.While):
-        return any(_exits(c, True) for c in s.body + s.update)
-    return False
