@@ -1,0 +1,156 @@
+"""What a polyhedral model holds (see ``polypy.poly.model``): accesses, barriers, loops,
+block-uniform values, and the ``Model`` that gathers them."""
+from __future__ import annotations
+
+import dataclasses
+
+import islpy as isl
+
+from polypy.errors import Loc
+from polypy.ir import nodes as n
+from polypy.ir.types import ScalarType
+from polypy.poly.paths import AccessId, StmtPath
+from polypy.poly.space import Launch
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockValue:
+    """A non-affine value that is the same for all threads of a block (a set dimension).
+
+    ``stride`` is ``(d, e, c)`` when the value is ``blockIdx[d] * c * blockDim[e]`` (c > 0),
+    which lets grid-wide questions tell blocks apart.
+    """
+
+    name: str
+    vtype: ScalarType
+    block_dims: tuple[int, ...]
+    stride: tuple[int, int, int] | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Delinearized:
+    """An index ``outer * P + inner`` with ``0 <= inner < P`` on the access's domain.
+
+    ``P`` is a grid-uniform value that is not a constant (``w`` in ``y * w + x``): the product
+    is not affine, but two indices with the same ``P`` are equal exactly when their ``outer``
+    and ``inner`` parts are (the classic delinearization of a row-major 2-D index).
+    """
+
+    factor: str
+    outer: isl.PwAff
+    inner: isl.PwAff
+
+
+@dataclasses.dataclass
+class Access:
+    id: AccessId
+    kind: str  # "read" | "write" | "atomic"
+    buffer: str
+    space: str  # "global" (pointer parameters) | "shared" | "local" | "constant" | "device"
+    elem: ScalarType
+    loc: Loc | None
+    text: str
+    elems: tuple[isl.PwAff | None, ...]  # per index dimension; None: unknown
+    domain: isl.Set
+    time: tuple[int | str, ...]
+    domain_exact: bool
+    atomic_op: str | None = None
+    atomic_has_result: bool = False
+    delin: tuple[Delinearized | None, ...] = ()  # per index dimension whose ``elems`` is None
+
+    @property
+    def index_exact(self) -> bool:
+        return all(e is not None or (d is not None)
+                   for e, d in zip(self.elems, self.delin or (None,) * len(self.elems)))
+
+    @property
+    def exact(self) -> bool:
+        return self.domain_exact and self.index_exact
+
+    @property
+    def writes(self) -> bool:
+        return self.kind in ("write", "atomic")
+
+    @property
+    def reads(self) -> bool:
+        return self.kind in ("read", "atomic")
+
+    @property
+    def line(self) -> int | None:
+        return self.loc.line if self.loc is not None else None
+
+
+@dataclasses.dataclass
+class Barrier:
+    """A ``__syncthreads()`` statement.
+
+    ``exact``: its domain is exact, so a thread that executes an instance after the barrier's
+    time certainly executed the barrier instances of its domain in between. With ``cut =
+    (loop, outer loops)`` that holds only for instances inside the same instance of ``loop``
+    (same iterations of the ``outer loops``): the loop has a ``break``, so its iterations may
+    stop early.
+    """
+
+    path: StmtPath
+    loc: Loc | None
+    time: tuple[int | str, ...]
+    domain: isl.Set
+    exact: bool
+    cut: tuple[str, tuple[str, ...]] | None = None
+
+
+@dataclasses.dataclass
+class Loop:
+    dim: str
+    path: StmtPath
+    loc: Loc | None
+    exact: bool  # the dimension is the loop variable (else an abstract iteration counter)
+    trips: str | None  # parameter bounding an abstract top-level loop
+
+
+@dataclasses.dataclass
+class Model:
+    kernel: n.Kernel
+    launch: Launch | None
+    space: isl.Space
+    dims: tuple[str, ...]
+    block_values: tuple[BlockValue, ...]
+    loops: tuple[Loop, ...]
+    accesses: tuple[Access, ...]
+    barriers: tuple[Barrier, ...]
+    time_len: int
+    assumptions: tuple[str, ...]
+    uniform_params: dict[str, str]  # isl parameter -> what it stands for
+    thread_dims: tuple[int, ...]  # threadIdx dimensions that can be non-zero
+    context: isl.Set  # what the launch assumptions say about the parameters
+    block_dims: tuple[int, ...]  # blockIdx dimensions that can be non-zero
+
+    def access(self, aid: AccessId) -> Access:
+        for a in self.accesses:
+            if a.id == aid:
+                return a
+        raise KeyError(str(aid))
+
+    def barrier(self, path: StmtPath) -> Barrier:
+        for b in self.barriers:
+            if b.path == path:
+                return b
+        raise KeyError(path)
+
+    def accesses_of(self, buffer: str) -> tuple[Access, ...]:
+        return tuple(a for a in self.accesses if a.buffer == buffer)
+
+    @property
+    def loop_dims(self) -> tuple[str, ...]:
+        return tuple(lp.dim for lp in self.loops)
+
+    def buffer_shape(self, buffer: str) -> tuple[int, ...] | None:
+        b = self.kernel.buffer(buffer)
+        if b is None or b.shape is None:
+            return None
+        out = []
+        for d in b.shape:
+            if not isinstance(d, n.Const):
+                return None
+            out.append(int(d.value))
+        return tuple(out)
