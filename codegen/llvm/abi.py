@@ -17,7 +17,7 @@ LAUNCH_PARAMS = ("first", "last", "grid_x", "grid_y", "grid_z", "block_x", "bloc
 # K_worker's status codes.
 STATUS_OUT_OF_MEMORY = 1
 STATUS_BOUNDS_FAULT = 2
-# i64 words of a bounds-checked kernel's fault record (see the module docstring).
+# i64 words of a bounds-checked kernel's fault record (see the docstring of codegen.llvm.lower).
 FAULT_WORDS = 6
 
 

@@ -26,7 +26,7 @@ from frontend.values import AggLV, ArrayBinding, Binding, LValue, Pointer, PtrVa
 
 class KernelBuilder(StatementLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
                     PlaceLowering, CallLowering, InliningLowering):
-    """Lowers one kernel; see the module docstring."""
+    """Lowers one kernel; see ``frontend.lower``."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str):
         self.ctx = ctx
