@@ -149,3 +149,22 @@ def test_local_types_of_declarations_and_loop_variables():
 }""")
     assert local_types(k.body) == {"a": F32, "i": I64, "b": U32}
     assert local_types(k.body[1]) == {"i": I64, "b": U32}
+
+
+@pytest.mark.parametrize("where", ["frontend.lower.builder:KernelBuilder", "codegen.llvm.lower:_KernelEmitter"])
+def test_each_part_of_a_split_class_defines_its_own_methods(where):
+    """The frontend's KernelBuilder and the LLVM emitter are assembled from one class per job
+    (statements, expressions, ...): a name defined in two parts would silently shadow the other."""
+    import importlib
+
+    module, name = where.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    parts = [c for c in cls.__mro__ if c.__module__.split(".")[0] in ("frontend", "codegen")]
+    assert len(parts) >= 4
+    owner: dict[str, str] = {}
+    for part in parts:
+        for attr, value in vars(part).items():
+            if attr.startswith("__") or not callable(value) and not isinstance(value, property):
+                continue  # per-class caches of the visitor machinery
+            assert attr not in owner, f"{attr} is defined in {owner[attr]} and in {part.__name__}"
+            owner[attr] = part.__name__
