@@ -29,11 +29,13 @@ from polypy.coarsening import CoarseVersion, pays_in_c
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.cexpr import ATOM
+from polypy.ir.names import kernel_names
 from polypy.ir.types import PointerType
 from polypy.ir.visitor import walk
 from polypy.launch import check_block_shape
 from polypy.passes.specialize import BlockShape, specialize_block_shape
 
+from codegen.c.readable import barrier_notes, overflow_flags, thread_axis
 from codegen.c.render import C_KEYWORDS, INDENT, MATH, Layout, Renderer, c_type, pointer_decl
 from codegen.c.templates import render_template
 
@@ -104,7 +106,8 @@ class KernelEmitter:
     version of it among several (block-shape specializations): its block function and launcher
     get the suffix and the launcher is ``static``, called by the dispatching launcher."""
 
-    def __init__(self, kernel: n.Kernel, options: Options, *, variant: str = ""):
+    def __init__(self, kernel: n.Kernel, options: Options, *, variant: str = "",
+                 barriers: Sequence[object] | None = None):
         self.variant = variant
         if kernel.stage != "cpu":
             raise InternalError(f"the C backend needs CPU-form kernels; {kernel.name!r} is in {kernel.stage!r} form",
@@ -113,8 +116,14 @@ class KernelEmitter:
         self.options = options
         self.names = c_names(kernel)
         self.layouts: dict[str, Layout] = {}
+        # Thread counters get new names per nest (codegen.c.readable); their IR names are free.
+        counters = {x.var for x in walk(kernel) if isinstance(x, n.For) and x.kind == "threads"
+                    and thread_axis(x.var) is not None}
+        taken = (kernel_names(kernel) - counters) | set(self.names.values()) | set(RESERVED)
+        self.flags = overflow_flags(kernel, taken)
         self.renderer = Renderer(kernel, self.layouts, check_bounds=options.check_bounds,
-                                 names=self.names)
+                                 names=self.names, flags=self.flags, barriers=barrier_notes(barriers),
+                                 taken=taken)
         self._layouts()
 
     def cname(self, name: str) -> str:
@@ -182,7 +191,15 @@ class KernelEmitter:
         lines.append(INDENT * 2 + params + ")")
         lines.append("{")
         lines.append(f"{INDENT}POLYPY_ASSUME(POLYPY_BLOCK_LIMITS(blockDim));")
+        if self.flags:
+            lines.append(f"{INDENT}// The fast thread loops below compute indices in 64 bits, as if 32-bit arithmetic "
+                         f"did not wrap: exact")
+            lines.append(f"{INDENT}// only where this block's indices fit in 32 bits (else the loops as written run).")
+        for flag in self.flags:
+            lines.append(f"{INDENT}const bool {flag.name} = {self.renderer.unnamed(flag.test)};  "
+                         f"// indices fit in {flag.type_name}")
         self.renderer.block(k.body, 1, lines)
+        self.renderer.note_barriers(None, 1, lines)
         lines.append("}")
         return "\n".join(lines)
 
@@ -378,8 +395,11 @@ Coarsener = Callable[[n.Kernel, BlockShape, n.Kernel], Optional[CoarseVersion]]
 
 
 def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[BlockShape] = (),
-                coarsen: Coarsener | None = None) -> KernelCode:
+                coarsen: Coarsener | None = None, barriers: Sequence[object] | None = None) -> KernelCode:
     """The C/C++ code of one CPU-form kernel: block function and launcher.
+
+    ``barriers``: the decisions of ``gpu2cpu.barriers.eliminate_barriers`` on this kernel (its
+    ``report``); each removed barrier gets a comment where it was (``codegen.c.readable``).
 
     With ``block_shapes``, also a version specialized for each of those block shapes
     (``polypy.passes.specialize``: ``blockDim`` made constants) and a launcher that dispatches on
@@ -400,18 +420,18 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[Bl
     """
     shapes = list(dict.fromkeys(check_block_shape(tuple(s)) for s in block_shapes))
     if not shapes:
-        return KernelEmitter(kernel, options).emit()
+        return KernelEmitter(kernel, options, barriers=barriers).emit()
     main = KernelEmitter(kernel, options)
-    generic = KernelEmitter(kernel, options, variant="generic")
+    generic = KernelEmitter(kernel, options, variant="generic", barriers=barriers)
     versions: list[KernelEmitter] = []
     coarse_versions: list[tuple[CoarseVersion, KernelEmitter] | None] = []
     for shape in shapes:
         fine = specialize_block_shape(kernel, block=shape)
-        versions.append(KernelEmitter(fine, options, variant=variant_name(shape)))
+        versions.append(KernelEmitter(fine, options, variant=variant_name(shape), barriers=barriers))
         coarse = coarsen(kernel, shape, fine) if coarsen is not None else None
         if coarse is not None:
             name = f"{variant_name(shape)}_c{'x'.join(map(str, coarse.factor))}"
-            coarse_versions.append((coarse, KernelEmitter(coarse.kernel, options, variant=name)))
+            coarse_versions.append((coarse, KernelEmitter(coarse.kernel, options, variant=name, barriers=barriers)))
         else:
             coarse_versions.append(None)
     decl, _ = main.signature()

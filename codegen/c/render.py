@@ -22,12 +22,15 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from typing import Sequence
 
 from polypy.errors import InternalError, Loc
 from polypy.ir import nodes as n
 from polypy.ir.cexpr import ADDITIVE, ATOM, MULTIPLICATIVE, UNARY, CExprPrinter, parenthesize, right_operand
 from polypy.ir.printer import format_const
 from polypy.ir.types import PointerType, ScalarType
+
+from codegen.c.readable import BarrierNote, BarrierPlacer, OverflowFlag, thread_axis
 
 INDENT = "    "
 
@@ -130,7 +133,8 @@ class Renderer(CExprPrinter):
     promoted = frozenset(_NARROW)
 
     def __init__(self, kernel: n.Kernel, layouts: dict[str, Layout], *, check_bounds: bool,
-                 names: dict[str, str], comments: bool = True):
+                 names: dict[str, str], comments: bool = True, flags: Sequence[OverflowFlag] = (),
+                 barriers: Sequence[BarrierNote] = (), taken: set[str] | None = None):
         self.comments = comments  # `// file:line` before block-level statements and thread loops
         self.in_threads = 0
         self.kernel = kernel
@@ -139,9 +143,34 @@ class Renderer(CExprPrinter):
         self.names = names  # IR local/param name -> C name (only where they differ)
         self.loops: list[str | None] = []  # per enclosing loop: the label `continue` jumps to
         self.label_count = 0
+        # Readability (codegen.c.readable): overflow tests computed once, by name; removed
+        # barriers still to be noted; thread counters renamed per nest (tz0/ty0/tx0, ...).
+        self.flags = {f.test: f.name for f in flags}
+        self.barriers = BarrierPlacer(barriers, kernel.loc)
+        self.taken = set(taken) if taken is not None else set()
+        self.nests = 0
+        self.counters: list[dict[str, str]] = []  # per enclosing thread loop: IR counter -> C name
 
     def name(self, ir_name: str) -> str:
+        for scope in reversed(self.counters):
+            if ir_name in scope:
+                return scope[ir_name]
         return self.names.get(ir_name, ir_name)
+
+    def render(self, e: n.Expr) -> tuple[str, int]:
+        if self.flags and isinstance(e, n.Binary) and e.op == "le":
+            flag = self.flags.get(e)
+            if flag is not None:
+                return flag, ATOM
+        return super().render(e)
+
+    def unnamed(self, e: n.Expr) -> str:
+        """``e`` spelled out, even where it is an overflow test that has a name."""
+        flags, self.flags = self.flags, {}
+        try:
+            return self.expr(e)
+        finally:
+            self.flags = flags
 
     # ------------------------------------------------------------------ expressions
     # `expr(e, level)` and the parenthesization rule come from CExprPrinter; these spell leaves
@@ -226,12 +255,22 @@ class Renderer(CExprPrinter):
         last = None
         for s in stmts:
             if self.comments and self.in_threads == 0:
+                self.note_barriers(s.loc, depth, out)
                 where = short_loc(s.loc)
                 if where and where != last:
-                    what = " (threads)" if isinstance(s, n.For) and s.kind == "threads" else ""
+                    what = ""
+                    if isinstance(s, n.For) and s.kind == "threads":
+                        what = f" (threads, nest {self.nests})" if self.nests else " (threads)"
                     out.append(f"{INDENT * depth}// {where}{what}")
                     last = where
             self.stmt(s, depth, out)
+
+    def note_barriers(self, loc: Loc | None, depth: int, out: list[str]) -> None:
+        """``// __syncthreads() removed (file:line): why`` for the removed barriers of the source
+        that belong before a statement at ``loc`` (all that are left when ``loc`` is None: the
+        end of the block function)."""
+        for b in self.barriers.before(loc):
+            out.append(f"{INDENT * depth}// __syncthreads() removed ({short_loc(b.loc)}): {b.reason}")
 
     def stmt(self, s: n.Stmt, depth: int, out: list[str]) -> None:
         ind = INDENT * depth
@@ -296,14 +335,40 @@ class Renderer(CExprPrinter):
         threads = s.kind == "threads"
         if threads:
             out.append(f"{ind}POLYPY_THREAD_LOOP")
+        start = self.expr(s.start)
         stop = self.expr(s.stop, right_operand("lt"))  # `v < (0 < q ? q : 0)`
-        out.append(f"{ind}for ({c_type(s.vtype)} {v} = {self.expr(s.start)}; {v} < {stop}; {incr}) {{")
+        if threads:
+            v = self.counter_name(s.var)
+            if v is not None:
+                self.counters.append({s.var: v})
+                incr = f"++{v}" if incr.startswith("++") else f"{v} += {self.expr(step)}"
+            else:
+                v = self.name(s.var)
+                self.counters.append({})
+        out.append(f"{ind}for ({c_type(s.vtype)} {v} = {start}; {v} < {stop}; {incr}) {{")
         self.in_threads += threads
         self.loops.append(None)
         self.block(s.body, depth + 1, out)
         self.loops.pop()
         self.in_threads -= threads
+        if threads:
+            self.counters.pop()
+            if self.in_threads == 0:
+                self.nests += 1
         out.append(f"{ind}}}")
+
+    def counter_name(self, var: str) -> str | None:
+        """The thread counter ``var`` of the current nest, numbered by nest: ``tx`` in the first
+        nest of the block function, ``tx1``, ``tx2``... in the next ones."""
+        axis = thread_axis(var)
+        if axis is None:
+            return None
+        base = f"t{axis}{self.nests or ''}"
+        visible = {c for scope in self.counters for c in scope.values()}
+        name = base
+        while name in self.taken or name in visible:
+            name += "_"
+        return name
 
     def while_loop(self, s: n.While, depth: int, out: list[str]) -> None:
         ind = INDENT * depth

@@ -229,7 +229,11 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
     """
     if target not in TARGETS:
         raise UserError(f"unknown target '{target}' (targets: {', '.join(TARGETS)})")
-    kernels = tuple(to_cpu(k, optimize=optimize, report=report, timings=timings) for k in module.kernels)
+    # Each kernel's decisions, also for the C code's comments on removed barriers.
+    decisions: dict[str, list] = {k.name: [] for k in module.kernels}
+    kernels = tuple(to_cpu(k, optimize=optimize, report=decisions[k.name], timings=timings) for k in module.kernels)
+    if report is not None:
+        report.extend(d for k in module.kernels for d in decisions[k.name])
     cpu = dataclasses.replace(module, kernels=kernels)
     if target == "cpu":
         return cpu
@@ -246,8 +250,9 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
     if program:
         from codegen.c import emit_program
 
-        return emit_program(module.host, {k.name: k for k in kernels}, threads=threads, check_bounds=check_bounds)
+        return emit_program(module.host, {k.name: k for k in kernels}, threads=threads, check_bounds=check_bounds,
+                            barriers=decisions)
     from codegen.c import emit_kernels
 
     return emit_kernels(kernels, module.globals, source=module.source, cpp=target == "cpp", threads=threads,
-                        check_bounds=check_bounds)
+                        check_bounds=check_bounds, barriers=decisions)
