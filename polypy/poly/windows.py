@@ -39,6 +39,7 @@ import islpy as isl
 
 from polypy.ir import nodes as n
 from polypy.ir.queries import buffers_written, written_names
+from polypy.ir.rewrite import int_add, int_scale
 from polypy.ir.types import I64, PointerType
 from polypy.ir.visitor import Mutator, walk
 from polypy.poly.affine import expression_key
@@ -336,12 +337,12 @@ def _block_term(model: Model, name: str, c: int) -> tuple[n.Expr | None, n.Expr 
     if name in BLOCK_IDX:
         d = BLOCK_IDX.index(name)
         step: n.Expr = n.Const(c, I64)
-        return _scaled(n.Cast(I64, n.BlockIdx(d)), c), step, d
+        return int_scale(n.Cast(I64, n.BlockIdx(d)), c), step, d
     bv = next(bv for bv in model.block_values if bv.name == name)
     if bv.stride is None:
         return None, None, None
     d, e, k = bv.stride
-    step = _scaled(n.Cast(I64, n.BlockDim(e)), c * k)
+    step = int_scale(n.Cast(I64, n.BlockDim(e)), c * k)
     return n.Binary("mul", n.Cast(I64, n.BlockIdx(d)), step), step, d
 
 
@@ -435,21 +436,9 @@ def _linear_ir(linear: Linear) -> n.Expr:
     coefs, const = linear
     out: n.Expr | None = None
     for name, c in sorted(coefs.items()):
-        term = _scaled(n.Cast(I64, n.BlockDim(BLOCK_DIM.index(name))), c)
+        term = int_scale(n.Cast(I64, n.BlockDim(BLOCK_DIM.index(name))), c)
         out = term if out is None else n.Binary("add", out, term)
-    return _plus(out, const)
-
-
-def _scaled(e: n.Expr, c: int) -> n.Expr:
-    return e if c == 1 else n.Binary("mul", e, n.Const(c, I64))
-
-
-def _plus(e: n.Expr | None, c: int) -> n.Expr:
-    if e is None:
-        return n.Const(c, I64)
-    if c == 0:
-        return e
-    return n.Binary("add", e, n.Const(c, I64)) if c > 0 else n.Binary("sub", e, n.Const(-c, I64))
+    return n.Const(const, I64) if out is None else int_add(out, n.Const(const, I64))
 
 
 def _i64(e: n.Expr) -> n.Expr:
