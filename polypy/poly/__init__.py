@@ -5,7 +5,9 @@ booleans, integers, strings, small dataclasses). Modules:
 
 * ``paths``     statement paths and access ids; edits of kernels by path (no isl)
 * ``affine``    IR expressions -> quasi-affine functions and conditions
-* ``model``     iteration domains, schedule, access relations, barriers (``build_model``)
+* ``model``     iteration domains, schedule, access relations, barriers (``build_model``), in
+  ``space`` (names of the instance space, CUDA's limits, ``Launch``), ``instances`` (what a
+  model holds) and ``builder`` (how it is built)
 * ``alias``     which buffers may share storage
 * ``relations`` sets over several instance copies: threads, blocks, order, separation
 * ``hazards``   which accesses a barrier orders (``BarrierAnalysis``)
