@@ -8,7 +8,7 @@ Each differentiable operation ``y = f(x1, ..., xk)`` has one rule: its *partials
 * reverse mode (VJP, the transpose of the JVP) builds ``xibar += dy/dxi * ybar``.
 
 A partial of ``None`` means the argument does not influence the result differentiably (the
-condition of a select, the sign source of ``copysign``). Operations whose derivative is zero
+sign source of ``copysign``). Operations whose derivative is zero
 almost everywhere (``floor``, comparisons, integer functions) are listed in ``ZERO_DERIVATIVE``
 with the reason; every name in ``polypy.ir.mathfns.MATH_FUNCTIONS`` is in exactly one of
 ``CALL_RULES`` and ``ZERO_DERIVATIVE`` (a test checks it). Asking for the derivative of an
@@ -16,11 +16,12 @@ operation in neither is a ``UserError`` naming the operation and its source loca
 a silent zero.
 
 Linear operations (``add``, ``sub``, ``neg``, ``select`` in its value operands, ``cast``
-between float types) have a second, exact form in ``LINEAR_RULES``, as in JAX's ``ad.py``: a
+between float types) are rules of their own in ``LINEAR_RULES``, as in JAX's ``ad.py``: a
 linear op's JVP is the op itself applied to the tangents, and its VJP is its *transpose*
-applied to the cotangent. Both modes use these first (no partials multiplied by 1 or -1, and
+applied to the cotangent. Both modes look there first (no partials multiplied by 1 or -1, and
 ``select`` routes the cotangent to the chosen operand under the same condition instead of
-multiplying by an indicator).
+multiplying by an indicator); ``add``/``sub``/``neg`` also keep their constant partials in
+``ARITH_RULES`` for the generic ``jvp``/``vjp`` below.
 """
 from __future__ import annotations
 
