@@ -33,7 +33,7 @@ from gpu2cpu.thread_affine import counter_dim, is_check
 from gpu2cpu.thread_loops import copy_loop, independent_chunks, order_sensitive
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
-from polypy.ir.visitor import Mutator
+from polypy.ir.visitor import Mutator, rebuild
 
 
 def distribute_thread_loops(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
@@ -74,8 +74,7 @@ class _Distribute(Mutator):
     def visit_If(self, s: n.If) -> n.Stmt:
         if not is_check(s.cond):
             return self.generic_visit(s)
-        then = self.visit_block(s.then)  # the `else` of a run-time check is the original code
-        return s if then is s.then else dataclasses.replace(s, then=then)
+        return rebuild(s, then=self.visit_block(s.then))  # the `else` of a run-time check is the original code
 
     def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         loop = self.generic_visit(s)  # inner loops first

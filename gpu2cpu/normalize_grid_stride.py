@@ -48,10 +48,11 @@ from gpu2cpu.thread_affine import (
 from gpu2cpu.thread_loops import copy_loop, let_definitions, order_sensitive
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
+from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import declared_names
 from polypy.ir.types import I64, U32
-from polypy.ir.visitor import Mutator, walk
+from polypy.ir.visitor import Mutator, rebuild, walk
 
 
 def normalize_grid_stride(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
@@ -77,8 +78,7 @@ class _Normalize(Mutator):
     def visit_If(self, s: n.If) -> n.Stmt:
         if not is_check(s.cond):
             return self.generic_visit(s)
-        then = self.visit_block(s.then)  # the `else` of a run-time check is the original code
-        return s if then is s.then else dataclasses.replace(s, then=then)
+        return rebuild(s, then=self.visit_block(s.then))  # the `else` of a run-time check is the original code
 
     def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         if not (s.kind == "threads" and counter_dim(s.var) == 0):
@@ -111,7 +111,7 @@ def normalize_strided_loops(loop: n.For, *, kernel_name: str, names: NameSupply,
     for i, s in enumerate(body):
         if not (isinstance(s, n.For) and s.kind == "serial" and s.vtype.is_int and s.vtype.bits <= 32):
             continue
-        if _jumps_to(s.body):
+        if jumps_out(s.body, n.Break, n.Continue):
             continue
         analysis = _analysis(loop, i, ranges)
         start = analysis.linear(s.start)
@@ -165,16 +165,6 @@ def _analysis(loop: n.For, upto: int, ranges: Ranges) -> CounterAnalysis:
 
 def _available_need(need: Need, analysis: CounterAnalysis) -> bool:
     return all(safe_uniform(a, analysis.available) for a, _ in need.value.terms)
-
-
-def _jumps_to(stmts: tuple[n.Stmt, ...]) -> bool:
-    """Whether a ``break``/``continue`` in ``stmts`` targets the loop they are the body of."""
-    for s in stmts:
-        if isinstance(s, (n.Break, n.Continue)):
-            return True
-        if isinstance(s, n.If) and (_jumps_to(s.then) or _jumps_to(s.orelse)):
-            return True
-    return False
 
 
 def _indexes_with(stmts: tuple[n.Stmt, ...], var: str) -> bool:

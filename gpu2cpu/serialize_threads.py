@@ -42,6 +42,7 @@ import dataclasses
 from polypy.errors import InternalError, Loc
 from polypy.ir import nodes as n
 from polypy.ir.queries import written_names
+from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import BOOL, U32, PointerType, ScalarType
 from polypy.ir.visitor import Mutator, walk
 
@@ -83,21 +84,7 @@ def _copy_written_params(kernel: n.Kernel) -> n.Kernel:
         return kernel
     names = NameSupply(kernel)
     mapping = {p.name: names.fresh(p.name + "_local") for p in params}
-
-    class Rename(Mutator):
-        def visit_Var(self, e: n.Var) -> n.Expr:
-            return n.Var(mapping[e.name], e.vtype, loc=e.loc) if e.name in mapping else e
-
-        def visit_Assign(self, s: n.Assign) -> n.Stmt:
-            s = self.generic_visit(s)
-            return dataclasses.replace(s, name=mapping.get(s.name, s.name))
-
-        def visit_Stmt(self, s: n.Stmt) -> n.Stmt:  # atomics and warp operations with a destination
-            s = self.generic_visit(s)
-            dest = getattr(s, "dest", None)
-            return dataclasses.replace(s, dest=mapping[dest]) if dest in mapping else s
-
-    body = Rename().visit_block(kernel.body)
+    body = rename_locals(kernel.body, mapping)
     copies = tuple(n.Decl(mapping[p.name], p.ptype, n.Var(p.name, p.ptype), loc=p.loc) for p in params)
     return dataclasses.replace(kernel, body=copies + body)
 

@@ -68,7 +68,6 @@ from gpu2cpu.thread_affine import (
     split_conjuncts,
 )
 from gpu2cpu.thread_loops import (
-    Renamer,
     copy_loop,
     let_definitions,
     order_sensitive,
@@ -78,10 +77,12 @@ from gpu2cpu.thread_loops import (
 from polypy.analysis.uniformity import thread_dependent_names
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
+from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import declared_names
+from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
-from polypy.ir.visitor import substitute, walk
+from polypy.ir.visitor import Mutator, rebuild, substitute, walk
 
 # Definitions at most this big (in IR nodes) are recomputed in each part rather than expanded.
 RECOMPUTE_LIMIT = 16
@@ -95,15 +96,15 @@ def sink_thread_loops(kernel: n.Kernel, *, report: list[LoweringDecision] | None
     if kernel.stage != "cpu":
         raise InternalError("sink_thread_loops expects a CPU-form kernel", kernel.loc)
     s = _Sink(kernel)
-    body = s.block(kernel.body)
+    body = s.visit_block(kernel.body)
     if report is not None:
         report.extend(s.decisions)
-    if body == kernel.body:
+    if body is kernel.body:
         return kernel
     return dataclasses.replace(kernel, body=body, buffers=kernel.buffers + tuple(s.buffers))
 
 
-class _Sink:
+class _Sink(Mutator):
     def __init__(self, kernel: n.Kernel):
         self.kernel = kernel
         self.names = NameSupply(kernel)
@@ -115,41 +116,38 @@ class _Sink:
     def note(self, loop: n.Stmt, message: str) -> None:
         self.decisions.append(LoweringDecision(self.kernel.name, loop.loc, message))
 
-    def block(self, stmts: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
-        out: list[n.Stmt] = []
-        for s in stmts:
-            out.extend(self.stmt(s))
-        return tuple(out)
+    # ------------------------------------------------------------------ walking the kernel
+    def visit_Expr(self, e: n.Expr) -> n.Expr:
+        return e  # expressions hold no loops
 
-    def stmt(self, s: n.Stmt) -> list[n.Stmt]:
-        if isinstance(s, n.If):
-            then = self.block(s.then)
-            orelse = s.orelse if _is_check(s.cond) else self.block(s.orelse)  # a fallback stays original
-            return [s if (then == s.then and orelse == s.orelse) else dataclasses.replace(s, then=then, orelse=orelse)]
-        if isinstance(s, n.While):
-            body, update = self.block(s.body), self.block(s.update)
-            return [s if (body == s.body and update == s.update) else dataclasses.replace(s, body=body, update=update)]
-        if isinstance(s, n.For):
-            if s.kind == "threads" and counter_dim(s.var) == 0:
-                return self.loop(s)
-            if s.kind == "threads":
-                self.enclosing.append(s)
-                body = self.block(s.body)
-                self.enclosing.pop()
-            else:
-                body = self.block(s.body)
-            return [s if body == s.body else dataclasses.replace(s, body=body)]
-        return [s]
+    def visit_If(self, s: n.If) -> n.Stmt:
+        if not is_check(s.cond):
+            return self.generic_visit(s)
+        return rebuild(s, then=self.visit_block(s.then))  # the fallback of a run-time check stays original
+
+    def enter_For(self, s: n.For) -> None:
+        if s.kind == "threads" and counter_dim(s.var) != 0:
+            self.enclosing.append(s)
+
+    def exit_For(self, s: n.For) -> None:
+        if s.kind == "threads" and counter_dim(s.var) != 0:
+            self.enclosing.pop()
+
+    def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
+        if s.kind == "threads" and counter_dim(s.var) == 0:
+            return self.loop(s)
+        return self.generic_visit(s)
 
     # ------------------------------------------------------------------ one loop over tx
-    def loop(self, loop: n.For) -> list[n.Stmt]:
+    def loop(self, loop: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
+        """What replaces the loop over tx ``loop`` (itself when it stays)."""
         if order_sensitive(self.kernel, loop.body):
-            return [loop]
+            return loop
         normalized, needs, notes = normalize_strided_loops(loop, kernel_name=self.kernel.name, names=self.names,
                                                            ranges=self.ranges)
         plan = _Plan(self, normalized)
         if not plan.sunk:
-            return [loop]
+            return loop
         self.decisions.extend(notes)
         out = plan.emit()
         if needs:
@@ -158,21 +156,7 @@ class _Sink:
             self.note(loop, f"thread loop over {loop.var}: run-time check {format_expr(conjunction(checks))} for the "
                             f"interchanged loops; the original loop runs otherwise")
             out = [n.If(conjunction(checks), tuple(out), (fallback,), loc=loop.loc)]
-        return out
-
-
-def _jumps_to(stmts: tuple[n.Stmt, ...]) -> bool:
-    """Whether a ``break``/``continue`` in ``stmts`` targets the loop they are the body of."""
-    for s in stmts:
-        if isinstance(s, (n.Break, n.Continue)):
-            return True
-        if isinstance(s, n.If) and (_jumps_to(s.then) or _jumps_to(s.orelse)):
-            return True
-    return False
-
-
-def _is_check(cond: n.Expr) -> bool:
-    return is_check(cond)
+        return tuple(out)
 
 
 # --------------------------------------------------------------------------- the plan
@@ -260,7 +244,7 @@ class _Plan:
         """Whether every break/continue of the loop with this body is under tx-uniform ifs only."""
         for s in body:
             if isinstance(s, n.If):
-                if _jumps_to(s.then) or _jumps_to(s.orelse):
+                if jumps_out(s.then + s.orelse, n.Break, n.Continue):
                     if not self.uniform(s.cond) or not self.jumps_uniform(s.then) or not self.jumps_uniform(s.orelse):
                         return False
         return True
@@ -322,7 +306,7 @@ class _Plan:
         inner = s.then + s.orelse
         if any(id(x) in self.sunk for st in inner for x in walk(st)):
             return True
-        return in_sunk_loop and _jumps_to(inner)
+        return in_sunk_loop and jumps_out(inner, n.Break, n.Continue)
 
     def header_vars(self) -> set[str]:
         """Locals of the loop body read by the headers of sunk loops or by structural ifs."""
@@ -617,7 +601,7 @@ class _Plan:
         else:
             body = tuple(prologue) + stmts + tuple(epilogue)
         # Locals declared in this part keep their names; the others' copies get fresh ones.
-        body = Renamer(mapping).visit_block(body)
+        body = rename_locals(body, mapping)
         return thread_loop(counter, self.loop.start, self.loop.stop, body, self.loop.loc)
 
 

@@ -91,6 +91,7 @@ from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, box_version, version_lo
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
+from polypy.ir.rewrite import fold_max, fold_min
 from polypy.ir.types import I64, U32
 from polypy.ir.visitor import Mutator, rebuild, walk
 from polypy.passes.fold_constants import fold_expr
@@ -108,10 +109,10 @@ def tighten_thread_bounds(kernel: n.Kernel, *, report: list[LoweringDecision] | 
     if kernel.stage != "cpu":
         raise InternalError("tighten_thread_bounds expects a CPU-form kernel", kernel.loc)
     t = _Tighten(kernel)
-    body = t.block(kernel.body, Facts())
+    body = t.visit_block(kernel.body)
     if report is not None:
         report.extend(t.decisions)
-    if body == kernel.body:
+    if body is kernel.body:
         return kernel
     return dataclasses.replace(kernel, body=body)
 
@@ -129,44 +130,43 @@ class _Split:
     false_body: tuple[n.Stmt, ...]
 
 
-class _Tighten:
+class _Tighten(Mutator):
     def __init__(self, kernel: n.Kernel):
         self.kernel = kernel
         self.names = NameSupply(kernel)
         self.ranges = Ranges.of_kernel(kernel.body)
         self.decisions: list[LoweringDecision] = []
+        self.facts: list[Facts] = [Facts()]
 
     def note(self, loop: n.Stmt, message: str) -> None:
         self.decisions.append(LoweringDecision(self.kernel.name, loop.loc, message))
 
     # ------------------------------------------------------------------ walking the kernel
-    def block(self, stmts: tuple[n.Stmt, ...], facts: Facts) -> tuple[n.Stmt, ...]:
-        out: list[n.Stmt] = []
-        for s in stmts:
-            out.extend(self.stmt(s, facts))
-        return tuple(out)
+    # ``facts``: what the conditions of the enclosing ``if`` s tell (innermost last).
+    def visit_Expr(self, e: n.Expr) -> n.Expr:
+        return e  # expressions hold no loops
 
-    def stmt(self, s: n.Stmt, facts: Facts) -> list[n.Stmt]:
-        if isinstance(s, n.If):
-            then = self.block(s.then, facts.with_needs(facts_of_condition(s.cond)))
-            # The `else` of a run-time check made by this pass is the original code: left alone.
-            orelse = s.orelse if _is_check(s.cond) else self.block(s.orelse, facts)
-            return [s if (then == s.then and orelse == s.orelse) else dataclasses.replace(s, then=then, orelse=orelse)]
-        if isinstance(s, n.For):
-            body = self.block(s.body, facts)
-            loop = s if body == s.body else dataclasses.replace(s, body=body)
-            if s.kind == "threads" and counter_dim(s.var) is not None:
-                for x in walk(loop):  # new counters and loops appear as loops are copied
-                    if isinstance(x, n.For) and x.kind == "threads" and counter_dim(x.var) is not None:
-                        self.ranges.counters[x.var] = counter_dim(x.var)  # type: ignore[assignment]
-                    elif isinstance(x, n.For) and x.kind == "serial" and x.vtype.is_int:
-                        self.ranges.loops[x.var] = x
-                return self.loop(loop, facts)
-            return [loop]
-        if isinstance(s, n.While):
-            body, update = self.block(s.body, facts), self.block(s.update, facts)
-            return [s if (body == s.body and update == s.update) else dataclasses.replace(s, body=body, update=update)]
-        return [s]
+    def visit_If(self, s: n.If) -> n.Stmt:
+        self.facts.append(self.facts[-1].with_needs(facts_of_condition(s.cond)))
+        try:
+            then = self.visit_block(s.then)
+        finally:
+            self.facts.pop()
+        # The `else` of a run-time check made by this pass is the original code: left alone.
+        orelse = s.orelse if is_check(s.cond) else self.visit_block(s.orelse)
+        return rebuild(s, then=then, orelse=orelse)
+
+    def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
+        loop = self.generic_visit(s)  # inner loops first
+        if not (s.kind == "threads" and counter_dim(s.var) is not None):
+            return loop
+        for x in walk(loop):  # new counters and loops appear as loops are copied
+            if isinstance(x, n.For) and x.kind == "threads" and counter_dim(x.var) is not None:
+                self.ranges.counters[x.var] = counter_dim(x.var)  # type: ignore[assignment]
+            elif isinstance(x, n.For) and x.kind == "serial" and x.vtype.is_int:
+                self.ranges.loops[x.var] = x
+        out = self.loop(loop, self.facts[-1])
+        return loop if len(out) == 1 and out[0] is loop else tuple(out)
 
     # ------------------------------------------------------------------ one thread loop
     def loop(self, loop: n.For, facts: Facts) -> list[n.Stmt]:
@@ -234,7 +234,7 @@ class _Tighten:
             rest = [a for a, u in zip(atoms, uniform) if u is None]
             inner = s.then if not rest else (n.If(conjunction(rest), s.then, loc=s.loc),)
             cond = conjunction(hoist)
-            if not _is_check(cond):
+            if not is_check(cond):
                     self.note(loop, f"thread loop over {loop.var}: condition {format_expr(cond)} does not depend on "
                                 f"{loop.var}: tested once, outside the loop")
             new = dataclasses.replace(loop, body=inner)
@@ -243,7 +243,7 @@ class _Tighten:
             return [n.If(cond, tuple(self.loop(new, inner_facts)), loc=s.loc)]
         if all(u is not None for u in uniform):
             cond = conjunction(uniform)  # type: ignore[arg-type]
-            if not _is_check(cond):
+            if not is_check(cond):
                 self.note(loop, f"thread loop over {loop.var}: branch on {format_expr(cond)}, which does not depend "
                                 f"on {loop.var}, moved outside the loop")
             then_loop = dataclasses.replace(loop, body=s.then)
@@ -314,9 +314,9 @@ class _Tighten:
         lows = [iv.lo for iv in split.intervals if iv.lo is not None]
         highs = [iv.hi for iv in split.intervals if iv.hi is not None]
         start64, stop64 = i64(loop.start), i64(loop.stop)
-        lo = self.clamp(_fold_max(lows), start64, stop64) if lows else start64
+        lo = self.clamp(fold_max(lows, I64), start64, stop64) if lows else start64
         hi_floor = lo if (split.false_body and lows) else start64
-        hi = self.clamp(_fold_min(highs), hi_floor, stop64) if highs else stop64
+        hi = self.clamp(fold_min(highs, I64), hi_floor, stop64) if highs else stop64
         decls: list[n.Stmt] = []
         lo_u = self.named(to_u32(lo), loop, "lo", decls) if lows else loop.start
         hi_u = self.named(to_u32(hi), loop, "hi", decls) if highs else loop.stop
@@ -464,21 +464,22 @@ class _ExactIndices(Mutator):
         term = self.counter_term(I64, lin.coef)
         base = lin.base()
         out = term if (not base.terms and base.const == 0) else n.Binary("add", linear_ir(base), term)
-        return self.record(e, out, needs)
+        out = self.record(e, out, needs)
+        return e if out == e else out  # already in this form (a second run): the node itself
 
     def visit_Load(self, e: n.Load) -> n.Expr:
         index = tuple(self.index(i) for i in e.index)
-        e = dataclasses.replace(e, index=index) if index != e.index else e
+        e = rebuild(e, index=index)
         return self.generic_visit(e)
 
     def visit_Store(self, s: n.Store) -> n.Stmt:
         index = tuple(self.index(i) for i in s.index)
-        s = dataclasses.replace(s, index=index) if index != s.index else s
+        s = rebuild(s, index=index)
         return self.generic_visit(s)
 
     def visit_AtomicRMW(self, s: n.AtomicRMW) -> n.Stmt:
         index = tuple(self.index(i) for i in s.index)
-        s = dataclasses.replace(s, index=index) if index != s.index else s
+        s = rebuild(s, index=index)
         return self.generic_visit(s)
 
     def visit_For(self, s: n.For) -> n.Stmt:
@@ -511,30 +512,10 @@ def _simple(e: n.Expr) -> bool:
                                                                    for a in e.args)
 
 
-def _is_check(cond: n.Expr) -> bool:
-    """Whether ``cond`` is a run-time check made by this pass: ``&&``/``||`` of comparisons of
-    i64 expressions with constants (its ``else`` is the original code; moving it says nothing)."""
-    return is_check(cond)
-
-
 def _split_cond(loop: n.For, split: _Split) -> n.Expr:
     s = loop.body[split.index]
     assert isinstance(s, n.If)
     return s.cond
-
-
-def _fold_max(xs: list[n.Expr]) -> n.Expr:
-    out = xs[0]
-    for x in xs[1:]:
-        out = n.Call("max", (out, x), I64)
-    return out
-
-
-def _fold_min(xs: list[n.Expr]) -> n.Expr:
-    out = xs[0]
-    for x in xs[1:]:
-        out = n.Call("min", (out, x), I64)
-    return out
 
 
 def _size(stmts: tuple[n.Stmt, ...]) -> int:

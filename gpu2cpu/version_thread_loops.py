@@ -51,7 +51,7 @@ from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import declared_names, written_names
 from polypy.ir.types import BOOL
-from polypy.ir.visitor import Mutator, walk
+from polypy.ir.visitor import Mutator, rebuild, walk
 
 # Serial loops of at most this many iterations (constant bounds) count as part of the block's
 # "box" when conditions are checked for being constant over the block.
@@ -86,8 +86,7 @@ class _Version(Mutator):
     def visit_If(self, s: n.If) -> n.Stmt:
         if not is_check(s.cond):
             return self.generic_visit(s)
-        then = self.visit_block(s.then)  # the `else` of a run-time check is the original code
-        return s if then is s.then else dataclasses.replace(s, then=then)
+        return rebuild(s, then=self.visit_block(s.then))  # the `else` of a run-time check is the original code
 
     def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         loop = self.generic_visit(s)  # inner loops first
