@@ -112,7 +112,7 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
 
     ``emulate``: ``kernels`` are GPU form and every launch goes to polypy's reference emulator
     through ``polypy_emulate_hook`` (the file is then built as a shared library whose ``main`` the
-    Python side calls; see ``polypy.programs``).
+    Python side calls; see ``polypy.driver.programs``).
     """
     options = Options(cpp=True, threads=threads, check_bounds=check_bounds, program=True)
     if emulate:
