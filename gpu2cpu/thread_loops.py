@@ -17,7 +17,7 @@ from gpu2cpu.names import NameSupply
 from gpu2cpu.thread_affine import counter_dim
 from polypy.ir import nodes as n
 from polypy.ir.queries import declared_names
-from polypy.ir.rewrite import RenameLocals, rename_locals
+from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
 from polypy.ir.visitor import walk
 
@@ -129,11 +129,6 @@ def let_definitions(body: tuple[n.Stmt, ...], upto: int) -> dict[str, n.Expr]:
         elif isinstance(s, n.Assign) and s.name in declared_top and writes.get(s.name) == 1 and s.name not in out:
             out[s.name] = s.value
     return out
-
-
-# The one renaming of locals; sink_thread_loops and fuse_thread_loops still spell
-# it ``Renamer(mapping).visit_block(stmts)`` (``rename_locals(stmts, mapping)`` is the same).
-Renamer = RenameLocals
 
 
 def freshen(stmts: tuple[n.Stmt, ...], names: NameSupply, extra: Iterable[str] = ()) -> tuple[n.Stmt, ...]:
