@@ -28,10 +28,11 @@ from __future__ import annotations
 import dataclasses
 
 from gpu2cpu.report import LoweringDecision
-from gpu2cpu.thread_loops import Renamer, order_sensitive
+from gpu2cpu.thread_loops import order_sensitive
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.queries import declared_names
+from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
 from polypy.ir.visitor import Mutator, substitute, walk
 from polypy.poly import BarrierAnalysis
@@ -108,7 +109,7 @@ class _Fuse(Mutator):
         if not self.independent(a, b):
             return None
         rename = {b[d].var: a[d].var for d in range(3)}
-        body = body1 + Renamer(rename).visit_block(body2)
+        body = body1 + rename_locals(body2, rename)
         body, forwarded = _forward_slots(body, (n.Var(a[0].var, U32), n.Var(a[1].var, U32), n.Var(a[2].var, U32)),
                                          self.kernel)
         self.forwarded |= forwarded

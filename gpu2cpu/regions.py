@@ -41,9 +41,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Union
 
-from polypy.analysis.uniformity import thread_dependent_names
+from polypy.analysis.uniformity import thread_dependent_names, thread_uniform
 from polypy.errors import InternalError, Loc, UserError
 from polypy.ir import nodes as n
+from polypy.ir.jumps import first_escaping_jump, jumps_out
 from polypy.ir.queries import declared_names, written_names
 from polypy.ir.types import BOOL, U32, PointerType
 from polypy.ir.visitor import walk
@@ -128,18 +129,6 @@ def has_sync(node: n.Node) -> bool:
     return any(isinstance(x, (n.Barrier, n.Shuffle, n.Vote)) for x in walk(node))
 
 
-def escaping_jump(s: n.Stmt) -> n.Stmt | None:
-    """A ``break``/``continue`` in ``s`` that leaves ``s`` (targets an enclosing loop)."""
-    if isinstance(s, (n.Break, n.Continue)):
-        return s
-    if isinstance(s, n.If):
-        for inner in s.then + s.orelse:
-            found = escaping_jump(inner)
-            if found is not None:
-                return found
-    return None  # loops capture the jumps in their bodies
-
-
 def linear_tid() -> n.Expr:
     """``(threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x`` (GPU form)."""
     z = n.Binary("mul", n.Binary("add", n.Binary("mul", n.ThreadIdx(2), n.BlockDim(1)), n.ThreadIdx(1)), n.BlockDim(0))
@@ -164,6 +153,11 @@ class _Ctx:
 
 
 class _Builder:
+    """Builds the ``Item`` tree of one body. Not a ``Mutator``: it translates IR into another
+    structure, and recurses only into control flow that contains synchronization (``region`` ->
+    ``structural``/``predicated_branches`` -> ``region``), with the region's context passed
+    down; everything else is handed whole to a group or to block level."""
+
     def __init__(self, kernel: n.Kernel, block_vars: frozenset[str], top_divergent: frozenset[str]):
         self.kernel = kernel
         self.names = NameSupply(kernel)
@@ -183,14 +177,7 @@ class _Builder:
         return name in self.block_vars or name in self.readonly_params
 
     def uniform(self, e: n.Expr, ctx: _Ctx) -> bool:
-        for x in walk(e):
-            if isinstance(x, n.ThreadIdx):
-                return False
-            if isinstance(x, n.Var) and x.name in ctx.divergent:
-                return False
-            if isinstance(x, n.Load) and x.buffer in self.local_arrays:
-                return False
-        return True
+        return thread_uniform(e, ctx.divergent, self.local_arrays)
 
     def hoistable(self, s: n.Stmt, ctx: _Ctx) -> bool:
         """Whether ``s`` only computes block-uniform scalars (and may run once per block)."""
@@ -257,7 +244,7 @@ class _Builder:
                                     "a loop with warp operations; this is not supported", s.loc)
                 close()
                 out.append(BlockStmt(s))
-            elif has_sync(s) or escaping_jump(s) is not None:
+            elif has_sync(s) or jumps_out(s, n.Break, n.Continue):
                 if isinstance(s, n.If) and not self.uniform(s.cond, ctx):
                     masks = self.predicate(s, ctx, group())
                     close()
@@ -306,7 +293,7 @@ class _Builder:
     # -- predication (warp operations under a thread-dependent condition)
     def predicate(self, s: n.If, ctx: _Ctx, g: Group) -> list[str]:
         """Store the branch conditions per thread at the end of the current group."""
-        jump = escaping_jump(s)
+        jump = first_escaping_jump(s, n.Break, n.Continue)
         if jump is not None:
             raise UserError("break/continue under a thread-dependent condition in a loop with warp operations is not "
                             "supported", jump.loc)

@@ -24,13 +24,14 @@ from __future__ import annotations
 from typing import Callable
 
 from polypy.ir import nodes as n
-from polypy.ir.queries import contains, declared_names
+from polypy.ir.jumps import jumps_out
+from polypy.ir.queries import declared_names
 from polypy.ir.types import BOOL
 from polypy.ir.visitor import Mutator, rebuild, walk
 
 
 def _has_return(s: n.Stmt | tuple[n.Stmt, ...]) -> bool:
-    return contains(s if isinstance(s, n.Stmt) else tuple(s), n.Return)
+    return jumps_out(s, n.Return)
 
 
 def _strip_tail(block: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
