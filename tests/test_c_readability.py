@@ -42,9 +42,11 @@ def _nests(body: str) -> list[tuple[int, list[str]]]:
 
 
 def test_thread_counters_are_numbered_per_nest() -> None:
-    body = _block_function(_translate("matmul_tiled"), "matmul_tiled")
+    text = _translate("matmul_tiled")
+    body = _block_function(text, "matmul_tiled")
     nests = _nests(body)
     assert [n for n, _ in nests] == list(range(len(nests))) and len(nests) >= 4
+    assert f"matmul_tiled.cu:11): {len(nests)} thread loop nest(s) per block" in text  # each one labelled
     for number, counters in nests:
         suffix = str(number) if number else ""
         assert counters == [f"tz{suffix}", f"ty{suffix}", f"tx{suffix}"], (number, counters)
@@ -59,6 +61,15 @@ def test_overflow_test_is_named_once() -> None:
     assert definition.rstrip().endswith("// indices fit in int")
     assert "exact" in body.split(definition)[0]  # the comment above says why
     assert body.count("if (fits_i32) {") == 2  # k-tile loads and the store of C
+
+
+def test_every_nest_is_labelled() -> None:
+    # saxpy's fast loop starts after `tx_hi` at the same source line: its label is not merged away.
+    text = _translate("saxpy")
+    body = _block_function(text, "saxpy")
+    nests = _nests(body)
+    assert [n for n, _ in nests] == list(range(len(nests)))
+    assert f"saxpy.cu:8): {len(nests)} thread loop nest(s) per block" in text
 
 
 def test_overflow_test_on_a_local_stays_in_place() -> None:

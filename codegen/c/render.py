@@ -257,9 +257,10 @@ class Renderer(CExprPrinter):
             if self.comments and self.in_threads == 0:
                 self.note_barriers(s.loc, depth, out)
                 where = short_loc(s.loc)
-                if where and where != last:
+                nest = isinstance(s, n.For) and s.kind == "threads"  # always labelled: its number
+                if where and (where != last or nest):
                     what = ""
-                    if isinstance(s, n.For) and s.kind == "threads":
+                    if nest:
                         what = f" (threads, nest {self.nests})" if self.nests else " (threads)"
                     out.append(f"{INDENT * depth}// {where}{what}")
                     last = where
