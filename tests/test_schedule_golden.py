@@ -1,5 +1,7 @@
 """Golden tests of the CPU schedule passes (``gpu2cpu.fuse_thread_loops``,
-``gpu2cpu.tighten_thread_bounds``, ``gpu2cpu.sink_thread_loops``), re-run through the C backend.
+``gpu2cpu.tighten_thread_bounds``, ``gpu2cpu.sink_thread_loops``, and their steps run alone:
+``distribute_thread_loops``, ``version_thread_loops``, ``normalize_grid_stride``), re-run
+through the C backend.
 
 Each file in ``tests/golden/schedule/`` holds an input kernel in GPU form (run through
 ``GPU_PIPELINE`` and lowered with ``serialize-threads``, as ``to_cpu`` does), one or more launch
@@ -43,7 +45,8 @@ from polypy.passes import run_pipeline
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "schedule"
 FILES = sorted(GOLDEN.glob("*.ir"))
 # The passes these files test (every pipeline section uses at least one of them).
-TESTED = {"fuse-thread-loops", "tighten-thread-bounds", "sink-thread-loops"}
+TESTED = {"fuse-thread-loops", "tighten-thread-bounds", "sink-thread-loops",
+          "distribute-thread-loops", "version-thread-loops", "normalize-grid-stride"}
 
 
 def input_kernel(path: pathlib.Path, sections: list[tuple[str, str]]):
