@@ -113,8 +113,8 @@ def test_barrier_notes_keep_decisions_in_order_and_skip_other_reports() -> None:
     assert notes == [BarrierNote(Loc("k.cu", 9, 5), False, "why 9"), BarrierNote(Loc("k.cu", 4, 5), True, "why 4")]
 
 
-@pytest.mark.parametrize("name, axis", [("tx", "x"), ("ty_3", "y"), ("tz_12", "z"), ("txx", None),
-                                        ("tx_a", None), ("t", None), ("row", None)])
+@pytest.mark.parametrize("name, axis", [("tx", "x"), ("ty_3", "y"), ("tz_12", "z"), ("tx_1_2", "x"), ("txx", None),
+                                        ("tx_a", None), ("tx_", None), ("tx_hi", None), ("t", None), ("row", None)])
 def test_thread_axis(name: str, axis: str | None) -> None:
     assert thread_axis(name) == axis
 
@@ -138,3 +138,14 @@ def test_counters_avoid_source_names_and_keep_results() -> None:
     assert re.search(r"\bfloat tx1\b", body)
     x = np.arange(64, dtype=np.float32)
     assert_same_as_emulator(kernel, (1, 1, 1), (64, 1, 1), {"x": x, "n": 64})
+
+
+def test_whole_program_counters_have_no_lowering_names() -> None:
+    # power_iteration's version for 128 threads unrolls its reduction loop: copies of `tx_1`
+    # (`tx_1_1`, `tx_1_2`...) become the counters of nests of their own.
+    text = lower_and_emit(load(SAMPLES / "programs" / "power_iteration.cu"), "cpp")
+    counters = re.findall(r"for \(unsigned int (\w+) = 0u; \1 < ", text)
+    assert counters and all(re.fullmatch(r"t[xyz]\d*", c) for c in counters), counters
+    start = text.index("static void matvec_norm2_block_b128x1x1(")
+    nests = _nests(text[start:text.index("\n}\n", start)])
+    assert len(nests) >= 8 and [n for n, _ in nests] == list(range(len(nests)))

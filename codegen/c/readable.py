@@ -147,9 +147,10 @@ def _key(loc: Loc) -> tuple[str, int, int]:
 
 
 def thread_axis(var: str) -> str | None:
-    """``x``/``y``/``z`` for a thread counter the lowering named (``tx``, ``ty_3``), else None."""
-    stem = var.split("_", 1)[0]
-    if stem in ("tx", "ty", "tz") and (stem == var or var[len(stem) + 1:].isdigit()):
+    """``x``/``y``/``z`` for a thread counter the lowering named (``tx``, ``ty_3``, ``tx_1_2`` for
+    a copy of ``tx_1`` in an unrolled loop), else None."""
+    stem, *numbers = var.split("_")
+    if stem in ("tx", "ty", "tz") and all(x.isdigit() for x in numbers):
         return stem[1]
     return None
 
