@@ -51,7 +51,7 @@ from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import declared_names, written_names
 from polypy.ir.types import BOOL
-from polypy.ir.visitor import Mutator, rebuild, walk
+from polypy.ir.visitor import Mutator, Visitor, rebuild, walk
 
 # Serial loops of at most this many iterations (constant bounds) count as part of the block's
 # "box" when conditions are checked for being constant over the block.
@@ -283,17 +283,30 @@ def _decide(stmts: tuple[n.Stmt, ...], flag: str, value: bool) -> tuple[n.Stmt, 
     return Decide().visit_block(stmts)
 
 
-def _ifs(stmts: tuple[n.Stmt, ...]):
-    """The ifs in ``stmts``, outside nested thread loops and the originals kept by checks."""
-    for s in stmts:
-        if isinstance(s, n.For) and s.kind == "threads":
-            continue
-        if isinstance(s, n.If):
-            yield s
-            yield from _ifs(s.then)
-            if not is_check(s.cond):
-                yield from _ifs(s.orelse)
-        elif isinstance(s, n.For):
-            yield from _ifs(s.body)
-        elif isinstance(s, n.While):
-            yield from _ifs(s.body)
+def _ifs(stmts: tuple[n.Stmt, ...]) -> list[n.If]:
+    """The ifs in ``stmts`` (outer first), outside nested thread loops, ``while`` updates and the
+    originals kept by run-time checks."""
+    finder = _FindIfs()
+    finder.visit_block(stmts)
+    return finder.found
+
+
+class _FindIfs(Visitor):
+    def __init__(self) -> None:
+        self.found: list[n.If] = []
+
+    def visit_Expr(self, e: n.Expr) -> None:
+        pass
+
+    def visit_If(self, s: n.If) -> None:
+        self.found.append(s)
+        self.visit_block(s.then)
+        if not is_check(s.cond):
+            self.visit_block(s.orelse)
+
+    def visit_For(self, s: n.For) -> None:
+        if s.kind != "threads":
+            self.visit_block(s.body)
+
+    def visit_While(self, s: n.While) -> None:
+        self.visit_block(s.body)
