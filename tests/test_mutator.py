@@ -4,14 +4,13 @@
 * ``enter_*``/``exit_*`` and ``enter_field``/``exit_field`` hooks fire in order and nest;
 * a Mutator that changes nothing returns the very same object, for every sample kernel in GPU
   and CPU form;
-* every pass of the driver's pipelines that has nothing (more) to do returns its input object:
-  each pass is applied a second time to its own output, and where that second run gives a
-  structurally equal kernel it must be the same object (``is``), not a rebuilt copy.
+* every registered pass that has nothing (more) to do returns its input object: each pass runs
+  on the kernels of every sample and again on its own output, and where a run gives a kernel
+  structurally equal to its input it must be the input object (``is``), not a rebuilt copy.
 """
 from __future__ import annotations
 
 import dataclasses
-import functools
 import textwrap
 import typing
 
@@ -240,18 +239,6 @@ def test_rebuild_keeps_the_node_when_nothing_changed():
 # --------------------------------------------------------------------------- over every sample
 
 
-@functools.cache
-def _gpu_kernels(name: str) -> tuple[n.Kernel, ...]:
-    from frontend import parse_file
-
-    from polypy.driver import GPU_PIPELINE
-    from polypy.passes import run_pipeline
-
-    s = next(s for s in SAMPLES if s.name == name)
-    module = parse_file(str(s.source), defines=dict(s.defines))
-    return tuple(run_pipeline(k, GPU_PIPELINE) for k in module.kernels)
-
-
 class _Nothing(Mutator):
     pass
 
@@ -270,41 +257,60 @@ class _HooksOnly(Mutator):
         pass
 
 
+def _check_no_op_mutators(k: n.Kernel) -> None:
+    assert _Nothing().visit(k) is k
+    hooks = _HooksOnly()
+    assert hooks.visit(k) is k and hooks.depth == 0
+    for node in walk(k):
+        assert _Nothing().visit(node) is node
+
+
+def _run_twice(p, kernel: n.Kernel, exercised: set[str], *, again: bool = True) -> n.Kernel:
+    """``p`` on ``kernel`` and (``again``) on its own output: whenever a run gives a kernel equal
+    to its input, it must be the input object itself."""
+    out = p.run(kernel)
+    if out == kernel:
+        assert out is kernel, f"pass {p.name} rebuilt {kernel.name} without changing it"
+    if again and out.stage == kernel.stage:  # serialize-threads changes the stage: no second run
+        again = p.run(out)
+        if again == out:
+            assert again is out, f"pass {p.name} rebuilt {kernel.name} (its own output) without changing it"
+    exercised.add(p.name)
+    return out
+
+
 @pytest.mark.parametrize("name", [s.name for s in SAMPLES])
-def test_a_mutator_that_changes_nothing_returns_the_same_objects(name):
-    from polypy.driver import to_cpu
-
-    for kernel in _gpu_kernels(name):
-        cpu = to_cpu(kernel)
-        for k in (kernel, cpu):
-            assert _Nothing().visit(k) is k
-            hooks = _HooksOnly()
-            assert hooks.visit(k) is k and hooks.depth == 0
-            for node in walk(k):
-                assert _Nothing().visit(node) is node
-
-
-def _pipeline_passes():
-    from polypy.driver import GPU_PIPELINE, cpu_pipeline
-
-    return list(GPU_PIPELINE), list(cpu_pipeline(report=[]))
-
-
-@pytest.mark.parametrize("name", [s.name for s in SAMPLES])
-def test_every_pass_with_nothing_left_to_do_returns_its_input(name):
-    """Each pass runs again on its own output (same stage): an unchanged result is the input."""
+def test_every_registered_pass_with_nothing_to_do_returns_its_input(name):
+    """Every pass of the registry, in the driver's pipelines (GPU, CPU, before and after AD)
+    and alone on the form it takes, over every kernel of the sample; and a Mutator that changes
+    nothing (with or without hooks) returns every node of every form as it is."""
     from frontend import parse_file
 
+    from gpu2cpu.coarsen_blocks import plan_coarsening
+    from polypy.driver import pipelines as pl
+
     s = next(s for s in SAMPLES if s.name == name)
-    gpu_passes, cpu_passes = _pipeline_passes()
-    checked = set()
+    block = tuple(s.cases[0].block) + (1,) * (3 - len(s.cases[0].block))
+    exercised: set[str] = set()
     for kernel in parse_file(str(s.source), defines=dict(s.defines)).kernels:
-        for p in gpu_passes + cpu_passes:
-            out = p.run(kernel)
-            if out.stage == kernel.stage:  # serialize-threads changes the stage: no second run
-                again = p.run(out)
-                if again == out:
-                    assert again is out, f"pass {p.name} rebuilt {kernel.name} without changing it"
-                    checked.add(p.name)
-            kernel = out
-    assert checked  # at least the simplifications have nothing left to do on their own output
+        gpu = kernel
+        for p in pl.GPU_PIPELINE:
+            gpu = _run_twice(p, gpu, exercised)
+        cpu = gpu
+        for p in pl.cpu_pipeline(report=[]):
+            cpu = _run_twice(p, cpu, exercised)
+        for k in (kernel, gpu, cpu):  # frontend output, GPU form, CPU form
+            _check_no_op_mutators(k)
+        for p in pl.before_ad_pipeline() + pl.after_ad_pipeline():
+            _run_twice(p, gpu, exercised)
+        lowered = _run_twice(pl.make_pass("serialize-threads"), gpu, exercised)
+        for step in ("distribute-thread-loops", "version-thread-loops", "normalize-grid-stride"):
+            _run_twice(pl.make_pass(step, report=[]), lowered, exercised)
+        _run_twice(pl.make_pass("specialize-block-shape", block=block), cpu, exercised)
+        factor = plan_coarsening(gpu, block=block).factor
+        if factor > 1:
+            # Requires a kernel for which `factor` is legal: its own output is no such kernel.
+            _run_twice(pl.make_pass("coarsen-blocks", block=block, factor=factor), gpu, exercised, again=False)
+        else:
+            exercised.add("coarsen-blocks")  # not legal here: nothing to run (other samples do)
+    assert exercised == set(pl.pass_names())  # a new pass is added to this test

@@ -39,15 +39,13 @@ by nothing but the loop itself and no ``break``/``continue`` leaves the loop.
 """
 from __future__ import annotations
 
-import dataclasses
-
 from polypy.ir import nodes as n
 from polypy.ir.types import U32
 from polypy.ir.names import NameSupply
 from polypy.ir.jumps import jumps_out
 from polypy.ir.queries import declared_names, written_names
 from polypy.ir.rewrite import rename_locals
-from polypy.ir.visitor import Mutator, substitute, walk
+from polypy.ir.visitor import Mutator, rebuild, substitute, walk
 from polypy.passes.eliminate_dead_code import eliminate_dead_code
 from polypy.launch import check_block_shape
 from polypy.passes.fold_constants import fold_constants, fold_expr
@@ -213,7 +211,7 @@ def specialize_block_shape(kernel: n.Kernel, *, block: BlockShape) -> n.Kernel:
     kernel = fold_constants(substitute(kernel, mapping))  # buffer extents included
     kernel = _UnitThreadLoops().visit(kernel)
     kernel = fold_constants(kernel)
-    kernel = dataclasses.replace(kernel, body=_UnrollBlockLoops(NameSupply.for_kernel(kernel)).visit_block(kernel.body))
+    kernel = rebuild(kernel, body=_UnrollBlockLoops(NameSupply.for_kernel(kernel)).visit_block(kernel.body))
     kernel = fold_constants(_FoldIntegerMinMax().visit(fold_constants(kernel)))
     kernel = fold_constants(_propagate_constants(kernel))
     return eliminate_dead_code(kernel)
