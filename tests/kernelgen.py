@@ -554,7 +554,8 @@ class _Gen:
         t = self.r.choice([INT, UINT, UCHAR, SHORT, ULL])
         arr, j = self.fresh("loc"), self.fresh("j")
         size = self.r.randint(2, 6)
-        init = ", ".join(str(self.r.randint(0, 300)) for _ in range(self.r.randint(0, size)))
+        # brace initializers may not narrow: the values fit the element type
+        init = ", ".join(str(self.r.randint(0, min(300, t.hi))) for _ in range(self.r.randint(0, size)))
         lines = [f"{t.c} {arr}[{size}] = {{{init}}};" if init else f"{t.c} {arr}[{size}] = {{}};"]
         loop_var = IExpr(j, INT, 0, 7)
         lines.append(f"for (int {j} = 0; {j} < {self.small(0, 7).text}; ++{j}) {{")

@@ -66,6 +66,7 @@ KNOWN_BUGS = {
     44: "sink-thread-loops (grid-stride regrouping) recomputes a value after the grid-stride loop "
         "without the per-thread scalar it reads: 'v_1' used outside the scope of its declaration "
         "(see test_sink_regrouping_recomputes_what_a_recomputed_value_reads)",
+    177: "the same sink-thread-loops bug ('acc1_1' used outside the scope of its declaration)",
 }
 
 
