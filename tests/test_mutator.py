@@ -236,6 +236,18 @@ def test_rebuild_keeps_the_node_when_nothing_changed():
     assert changed is not loop and changed.start is equal_copy and changed.body is loop.body
 
 
+def test_edit_statements_by_path_keeps_what_no_edit_changes():
+    from polypy.poly.paths import edit_statements, iter_statements
+
+    kernel = parse_kernel(textwrap.dedent(KERNEL))
+    paths = [p for p, _ in iter_statements(kernel.body)]
+    assert edit_statements(kernel, {p: lambda s: (s,) for p in paths}) is kernel
+    inner = paths[-1]  # the store in the inner loop
+    out = edit_statements(kernel, {inner: lambda s: (s, s)})
+    assert out.body[0].body[0].then is kernel.body[0].body[0].then
+    assert len(out.body[0].body[0].orelse[0].body) == 2
+
+
 # --------------------------------------------------------------------------- over every sample
 
 

@@ -228,8 +228,9 @@ class _Editor(_PathTracker, Mutator):
             edit = self.edits.get(self.path)
             self.prefix.pop()
             if edit is not None:
-                out.extend(edit(new))
-                changed = True
+                replacement = tuple(edit(new))
+                out.extend(replacement)
+                changed = changed or len(replacement) != 1 or replacement[0] is not stmt
             else:
                 out.append(new)
                 changed = changed or new is not stmt
