@@ -39,7 +39,6 @@ from polypy.driver.api import CompiledModule
 from polypy.driver.pipelines import to_cpu
 from polypy.driver.source import load
 from polypy.emulator import emulate
-from polypy.errors import InternalError
 from polypy.ir import nodes as n
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
@@ -60,14 +59,10 @@ def kernel_count(config: pytest.Config) -> int:
     return int(env) if env else DEFAULT_KERNELS
 
 
-# Seeds that fail because of a known, reported bug (strict: the test fails once the bug is fixed,
-# so the entry is removed then).
-KNOWN_BUGS = {
-    44: "sink-thread-loops (grid-stride regrouping) recomputes a value after the grid-stride loop "
-        "without the per-thread scalar it reads: 'v_1' used outside the scope of its declaration "
-        "(see test_sink_regrouping_recomputes_what_a_recomputed_value_reads)",
-    177: "the same sink-thread-loops bug ('acc1_1' used outside the scope of its declaration)",
-}
+# Seeds that fail because of a known, reported bug, with the reason (strict xfail: the test fails
+# once the bug is fixed, so the entry is removed then). Seeds 44 and 177 were here until the
+# sink-thread-loops fix (test_sink_regrouping_recomputes_what_a_recomputed_value_reads).
+KNOWN_BUGS: dict[int, str] = {}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -261,7 +256,8 @@ def test_some_kernels_run_in_coarse_blocks() -> None:
 
 # Found by the generator (seed 44): grid-stride regrouping in sink-thread-loops splits the thread
 # loop around the grid-stride loop and recomputes ``w`` after it, but not the per-thread ``v`` that
-# ``w`` reads (declared in the first part only): the CPU form is invalid IR. Minimized by hand.
+# ``w`` reads (declared in the first part only): the CPU form was invalid IR. Minimized by hand
+# (seed 177 showed the same); the stable lets a recomputed value reads are now recomputed with it.
 SINK_RECOMPUTE = """
 __global__ void sink(int n, const unsigned short* ah, unsigned* out, float* outf)
 {
@@ -288,8 +284,6 @@ __global__ void sink(int n, const unsigned short* ah, unsigned* out, float* outf
 """
 
 
-@pytest.mark.xfail(reason="known bug in gpu2cpu/sink_thread_loops.py, reported; see KNOWN_BUGS[44]", strict=True,
-                   raises=InternalError)
 def test_sink_regrouping_recomputes_what_a_recomputed_value_reads() -> None:
     gpu = load("sink.cu", text=SINK_RECOMPUTE).kernel("sink")
     module = CompiledModule.from_ir(n.Module((gpu,)), n.Module((to_cpu(gpu),)), threads=2)
