@@ -439,17 +439,34 @@ class _Plan:
         self.cross = {v for v, ks in users.items()
                       if (len(ks) > 1 or decl_piece.get(v) not in ks) and v not in sunk_vars}
         lets = self.stable_lets(pieces)
-        # In definition order (``lets`` is in program order): each part declares them in this
-        # order, operands first, the same on every run.
-        self.recomputed = {v: e for v, e in lets.items() if v in self.cross}
-        # Recomputation needs the recomputed values' operands: drop those whose operands are expanded.
+
+        def operands(v: str) -> set[str]:
+            return {x.name for x in walk(lets[v]) if isinstance(x, n.Var) and (x.name in lets or x.name in self.cross)}
+
+        def closure(roots: set[str]) -> set[str]:
+            out, todo = set(), list(roots)
+            while todo:
+                v = todo.pop()
+                if v not in out:
+                    out.add(v)
+                    todo.extend(operands(v) & set(lets))
+            return out
+
+        # A local that crosses parts and is a stable let is recomputed in each part that uses it,
+        # and so are the stable lets it reads (they may be declared in one part only) ...
+        recomputed = closure({v for v in lets if v in self.cross})
+        # ... unless it reads a value kept per thread: then it is kept per thread too.
         changed = True
         while changed:
             changed = False
-            for v, d in list(self.recomputed.items()):
-                if any(isinstance(x, n.Var) and x.name in self.cross and x.name not in self.recomputed for x in walk(d)):
-                    del self.recomputed[v]
+            for v in sorted(recomputed):
+                if operands(v) - recomputed:
+                    recomputed.discard(v)
                     changed = True
+        recomputed = closure({v for v in recomputed if v in self.cross})
+        # In definition order (``lets`` is in program order): each part declares them in this
+        # order, operands first, the same on every run.
+        self.recomputed = {v: e for v, e in lets.items() if v in recomputed}
         self.expanded = self.cross - set(self.recomputed)
         self.storage: dict[str, tuple[str, tuple[n.Expr, ...]]] = {}
         self.slot_stmts: set[int] = set()  # the slot's initial load and final store: not needed twice
