@@ -53,6 +53,7 @@ through memory), unless it contains a guard affine in ``tx`` that depends on its
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Union
 
 from gpu2cpu.names import NameSupply
@@ -82,7 +83,7 @@ from polypy.ir.printer import format_expr
 from polypy.ir.queries import declared_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
-from polypy.ir.visitor import Mutator, rebuild, substitute, walk
+from polypy.ir.visitor import Mutator, Visitor, rebuild, substitute, walk
 
 # Definitions at most this big (in IR nodes) are recomputed in each part rather than expanded.
 RECOMPUTE_LIMIT = 16
@@ -312,22 +313,14 @@ class _Plan:
         """Locals of the loop body read by the headers of sunk loops or by structural ifs."""
         out: set[str] = set()
 
-        def scan(stmts: tuple[n.Stmt, ...], in_loop: bool) -> None:
-            for s in stmts:
-                if id(s) in self.sunk:
-                    if isinstance(s, n.For):
-                        exprs: list[n.Node] = [s.start, s.stop, s.step]
-                        scan(s.body, True)
-                    else:
-                        exprs = [s.cond, *s.update]  # type: ignore[union-attr]
-                        scan(s.body, True)  # type: ignore[union-attr]
-                    out.update(x.name for e in exprs for x in walk(e) if isinstance(x, n.Var))
-                elif isinstance(s, n.If) and self.structural_if(s, in_loop):
-                    out.update(x.name for x in walk(s.cond) if isinstance(x, n.Var))
-                    scan(s.then, in_loop)
-                    scan(s.orelse, in_loop)
+        def see(s: n.Stmt, in_loop: bool) -> None:
+            if id(s) in self.sunk:
+                exprs = [s.start, s.stop, s.step] if isinstance(s, n.For) else [s.cond, *s.update]  # type: ignore[union-attr]
+                out.update(x.name for e in exprs for x in walk(e) if isinstance(x, n.Var))
+            elif isinstance(s, n.If) and self.structural_if(s, in_loop):
+                out.update(x.name for x in walk(s.cond) if isinstance(x, n.Var))
 
-        scan(self.loop.body, False)
+        _Skeleton(self, see).visit_block(self.loop.body)
         return {v for v in out if v in self.declared and not self.is_sunk_loop_var(v)}
 
     def is_sunk_loop_var(self, name: str) -> bool:
@@ -337,19 +330,13 @@ class _Plan:
         """Hoisted locals are written only by statements that stay outside the loops over tx."""
         ok_writes: set[int] = set()
 
-        def scan(stmts: tuple[n.Stmt, ...], in_loop: bool) -> None:
-            for s in stmts:
-                if isinstance(s, (n.Decl, n.Assign)) and s.name in self.hoisted:
-                    ok_writes.add(id(s))
-                elif id(s) in self.sunk:
-                    scan(s.body, True)  # type: ignore[union-attr]
-                    if isinstance(s, n.While):
-                        ok_writes.update(id(u) for u in s.update)
-                elif isinstance(s, n.If) and self.structural_if(s, in_loop):
-                    scan(s.then, in_loop)
-                    scan(s.orelse, in_loop)
+        def see(s: n.Stmt, in_loop: bool) -> None:
+            if isinstance(s, (n.Decl, n.Assign)) and s.name in self.hoisted:
+                ok_writes.add(id(s))
+            elif isinstance(s, n.While) and id(s) in self.sunk:
+                ok_writes.update(id(u) for u in s.update)
 
-        scan(self.loop.body, False)
+        _Skeleton(self, see).visit_block(self.loop.body)
         for x in walk(self.loop):
             if isinstance(x, (n.Decl, n.Assign)) and x.name in self.hoisted:
                 value = x.init if isinstance(x, n.Decl) else x.value
@@ -620,6 +607,40 @@ class _Plan:
         # Locals declared in this part keep their names; the others' copies get fresh ones.
         body = rename_locals(body, mapping)
         return thread_loop(counter, self.loop.start, self.loop.stop, body, self.loop.loc)
+
+
+class _Skeleton(Visitor):
+    """The statements of a loop body that stay outside the loops over tx (as ``_Plan.tree``
+    cuts it): ``see(s, in_loop)`` gets each statement of the body's top level, of the bodies of
+    sunk loops (``in_loop``) and of the branches of structural ifs; other statements are not
+    entered."""
+
+    def __init__(self, plan: _Plan, see: Callable[[n.Stmt, bool], None]):
+        self.plan = plan
+        self.see = see
+        self.in_loop = [False]
+
+    def visit_Stmt(self, s: n.Stmt) -> None:
+        self.see(s, self.in_loop[-1])
+
+    def visit_For(self, s: n.For) -> None:
+        self.loop(s)
+
+    def visit_While(self, s: n.While) -> None:
+        self.loop(s)
+
+    def loop(self, s: n.For | n.While) -> None:
+        self.see(s, self.in_loop[-1])
+        if id(s) in self.plan.sunk:
+            self.in_loop.append(True)
+            self.visit_block(s.body)
+            self.in_loop.pop()
+
+    def visit_If(self, s: n.If) -> None:
+        self.see(s, self.in_loop[-1])
+        if self.plan.structural_if(s, self.in_loop[-1]):
+            self.visit_block(s.then)
+            self.visit_block(s.orelse)
 
 
 def _const_value(e: n.Expr) -> int | None:
