@@ -35,7 +35,7 @@ from polypy.ir.visitor import walk
 from polypy.launch import check_block_shape
 from polypy.passes.specialize import BlockShape, specialize_block_shape
 
-from codegen.c.readable import barrier_notes, overflow_flags, thread_axis
+from codegen.c.readable import barrier_notes, overflow_flags, source_local_names, thread_axis
 from codegen.c.render import C_KEYWORDS, INDENT, MATH, Layout, Renderer, c_type, pointer_decl
 from codegen.c.templates import render_template
 
@@ -123,7 +123,7 @@ class KernelEmitter:
         self.flags = overflow_flags(kernel, taken)
         self.renderer = Renderer(kernel, self.layouts, check_bounds=options.check_bounds,
                                  names=self.names, flags=self.flags, barriers=barrier_notes(barriers),
-                                 taken=taken)
+                                 taken=taken, source_locals=source_local_names(kernel, taken))
         self._layouts()
 
     def cname(self, name: str) -> str:
@@ -198,6 +198,7 @@ class KernelEmitter:
         for flag in self.flags:
             lines.append(f"{INDENT}const bool {flag.name} = {self.renderer.unnamed(flag.test)};  "
                          f"// indices fit in {flag.type_name}")
+        self.renderer.name_uniform_locals(1, lines)
         self.renderer.block(k.body, 1, lines)
         self.renderer.note_barriers(None, 1, lines)
         lines.append("}")

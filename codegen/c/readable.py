@@ -15,7 +15,16 @@ and notes that it adds on top, without changing what the code computes:
   ``const bool fits_i32 = ...;`` with a comment saying why, and the ``if`` s test the name;
 * **removed barriers**: a ``// __syncthreads() removed: <reason>`` comment where the barrier was,
   from the decisions of ``gpu2cpu.barriers.eliminate_barriers`` that the driver passes on
-  (objects with ``loc``, ``removed`` and ``reason``; codegen does not import gpu2cpu).
+  (objects with ``loc``, ``removed`` and ``reason``; codegen does not import gpu2cpu);
+* **named source locals**: ``forward_scalars`` substitutes ``int row = blockIdx.y * 16 + ty;``
+  into every use (the polyhedral model needs the expressions) and notes ``(row, i32, value)``
+  in ``Kernel.source_locals``. The renderer names the value again: at the top of each innermost
+  thread-loop body where the value, in that nest's counters (``threadIdx.y`` -> ``ty1``), occurs,
+  ``const int row = (int)(blockIdx.y * 16u + ty1);``, and prints each occurrence as ``row``; a
+  value that no thread index enters is named once at the top of the block function. This is
+  common-subexpression naming, exact whatever the value meant: the value reads no memory, calls
+  nothing but ``min``/``max``/``abs``, divides only by nonzero constants, and reads only names
+  that the body neither declares nor writes (so it is the same at the top as where it is used).
 """
 from __future__ import annotations
 
@@ -25,8 +34,8 @@ from typing import Iterable, Sequence
 from polypy.errors import Loc
 from polypy.ir import nodes as n
 from polypy.ir.queries import written_names
-from polypy.ir.types import I64
-from polypy.ir.visitor import walk
+from polypy.ir.types import I64, ScalarType
+from polypy.ir.visitor import substitute, walk
 
 INT32_MAX = 2**31 - 1
 UINT32_MAX = 2**32 - 1
@@ -140,6 +149,115 @@ class BarrierPlacer:
         else:
             self.last = loc
         return sorted(out, key=lambda b: _key(b.loc))
+
+
+@dataclasses.dataclass(frozen=True)
+class NamedLocal:
+    """A local of the source that ``forward_scalars`` substituted away: its C name (fresh in the
+    block function), type and value (GPU form: ``threadIdx``, not the counters)."""
+
+    name: str
+    type: ScalarType
+    init: n.Expr
+
+    @property
+    def per_thread(self) -> bool:
+        return any(isinstance(x, n.ThreadIdx) for x in walk(self.init))
+
+
+def source_local_names(kernel: n.Kernel, taken: set[str]) -> list[NamedLocal]:
+    """The notes of ``Kernel.source_locals`` whose values may be named again, in source order,
+    each with a fresh C name (added to ``taken``). A name that reads like a thread counter
+    (``tx``, ``ty1``) is left out rather than renamed."""
+    out = []
+    for note in kernel.source_locals:
+        if thread_axis(note.name) is not None or _counter_like(note.name) or not _pure(note.init):
+            continue
+        out.append(NamedLocal(_fresh(note.name, taken), note.vtype, note.init))
+    return out
+
+
+def uniform_source_locals(kernel: n.Kernel, locals_: Sequence[NamedLocal],
+                          skip: Sequence[n.Expr] = ()) -> list[NamedLocal]:
+    """Those of ``locals_`` that can be named once for the whole block function: no thread index,
+    only parameters the kernel never assigns, and used somewhere in ``kernel``'s body."""
+    params = {p.name for p in kernel.params} - written_names(kernel.body)
+    out = []
+    for local in locals_:
+        if local.per_thread:
+            continue
+        if not all(v.name in params for v in walk(local.init) if isinstance(v, n.Var)):
+            continue
+        if occurs(local.init, kernel.body, skip):
+            out.append(local)
+    return out
+
+
+def in_nest(init: n.Expr, counters: dict[int, n.Var]) -> n.Expr | None:
+    """``init`` with ``threadIdx.d`` replaced by the nest's counter for ``d`` (as
+    ``serialize_threads`` does), or None when the nest has no counter for one of them."""
+    dims = {x.dim for x in walk(init) if isinstance(x, n.ThreadIdx)}
+    if not dims <= counters.keys():
+        return None
+    return substitute(init, {n.ThreadIdx(d): counters[d] for d in dims})
+
+
+def stable_in(e: n.Expr, body: Sequence[n.Stmt]) -> bool:
+    """Whether ``e`` has the same value at the top of ``body`` as anywhere in it: ``body``
+    neither declares nor writes a name that ``e`` reads."""
+    reads = {v.name for v in walk(e) if isinstance(v, n.Var)}
+    if not reads:
+        return True
+    changed = written_names(body)
+    for s in body:
+        for x in walk(s):
+            if isinstance(x, n.Decl):
+                changed.add(x.name)
+            elif isinstance(x, n.For):
+                changed.add(x.var)
+    return not (reads & changed)
+
+
+def occurs(e: n.Expr, body: Sequence[n.Node], skip: Sequence[n.Expr] = ()) -> bool:
+    """Whether an expression equal to ``e`` occurs in ``body`` (not counting the inside of the
+    expressions in ``skip``, which the renderer prints by another name)."""
+    stop = set(skip)
+    todo: list[n.Node] = list(body)
+    while todo:
+        x = todo.pop()
+        if isinstance(x, n.Expr):
+            if x == e:
+                return True
+            if x in stop:
+                continue
+        for name in x.CHILDREN:
+            child = getattr(x, name)
+            if isinstance(child, tuple):
+                todo.extend(c for c in child if c is not None)
+            elif child is not None:
+                todo.append(child)
+    return False
+
+
+def _pure(e: n.Expr) -> bool:
+    """No memory, no calls but integer min/max/abs, no division by a value that may be zero:
+    safe to compute ahead of where the source used it."""
+    for x in walk(e):
+        if isinstance(x, n.Load):
+            return False
+        if isinstance(x, n.Call) and x.fn not in ("min", "max", "abs"):
+            return False
+        if isinstance(x, n.Binary) and x.op in ("div", "rem") and not (isinstance(x.b, n.Const) and x.b.value != 0):
+            return False
+        if not isinstance(x, n.Expr):
+            return False
+    return True
+
+
+def _counter_like(name: str) -> bool:
+    """``tx``, ``ty1``, ``tz_``: a name the renderer may give a thread counter."""
+    rest = name[2:].rstrip("_")
+    return name[:2] in ("tx", "ty", "tz") and (rest == "" or rest.isdigit())
 
 
 def _key(loc: Loc) -> tuple[str, int, int]:

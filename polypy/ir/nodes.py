@@ -419,6 +419,16 @@ class SourceParam(Node):
     members: tuple[tuple[str, str], ...]
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class SourceLocal:
+    """A note, not IR (no node, not visited): a local of the source that ``forward_scalars``
+    substituted into its uses, with its value there, for code generators that name it again."""
+
+    name: str
+    vtype: ScalarType
+    init: Expr
+
+
 STAGES = ("gpu", "cpu")
 
 
@@ -441,6 +451,10 @@ class Kernel(Node):
     stage: str = "gpu"
     source_params: tuple[SourceParam, ...] = ()
     coarsen: tuple[int, int, int] = (1, 1, 1)
+    # The named source locals that ``forward_scalars`` substituted away, in source order, for
+    # the C renderer to name their values again (``codegen.c.readable``). A note, not IR: it
+    # takes no part in equality, printing or parsing, and traversals do not visit it.
+    source_locals: tuple[SourceLocal, ...] = field(default=(), compare=False, repr=False)
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

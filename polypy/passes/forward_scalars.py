@@ -14,12 +14,23 @@ recognize affine accesses). A local is forwarded when it is
 
 Values that read memory or compute floats are left alone: forwarding them would repeat work
 (or read memory at a different time).
+
+The IR keeps no trace of the names, but the kernel notes them: each source-named integer local
+forwarded away that every thread declares (not under an ``if``) is recorded as a ``SourceLocal``
+(name, type, value as the later folding spells it) in ``Kernel.source_locals``, which is not
+part of the IR (equality, printing and traversals ignore it), so that the C renderer can write
+``const int row = ...;`` again where the value is used (``codegen.c.readable``). Compiler
+temporaries (``p_off``, ``old``, ``cond``) and trivial values (a constant, a plain name, a cast
+of one) are not recorded.
 """
 from __future__ import annotations
+
+import dataclasses
 
 from polypy.ir import nodes as n
 from polypy.ir.queries import written_names
 from polypy.ir.visitor import Mutator, walk
+from polypy.passes.fold_constants import fold_expr
 
 
 def _stable(e: n.Expr, immutable: set[str]) -> bool:
@@ -42,19 +53,59 @@ def _stable(e: n.Expr, immutable: set[str]) -> bool:
 
 
 class _Forward(Mutator):
-    def __init__(self, immutable: set[str]):
+    def __init__(self, immutable: set[str], every_thread: set[str] = frozenset()):
         self.immutable = immutable
+        self.every_thread = every_thread
         self.values: dict[str, n.Expr] = {}
+        self.named: list[n.SourceLocal] = []
 
     def visit_Var(self, e: n.Var) -> n.Expr:
         return self.values.get(e.name, e)
 
     def visit_Decl(self, s: n.Decl) -> n.Stmt | None:
+        source = s
         s = self.generic_visit(s)
         if s.init is not None and s.name in self.immutable and _stable(s.init, self.immutable):
             self.values[s.name] = s.init
+            if s.name in self.every_thread and _worth_naming(source):
+                # Folded as the simplification after this pass folds its uses.
+                self.named.append(n.SourceLocal(s.name, s.vtype, fold_expr(s.init)))
             return None
         return s
+
+
+# Bases of the frontend's own temporaries that have an initializer (``frontend.lower``: the
+# offset of a local pointer, the old value of a post-increment, a short-circuit condition).
+_TEMP_BASES = ("old", "cond")
+_TEMP_SUFFIXES = ("_off",)
+
+
+def _unconditional_decls(stmts: tuple[n.Stmt, ...]) -> set[str]:
+    """Locals declared where every thread that runs the loops around them runs the declaration:
+    at the top of the kernel or of ``for`` bodies, not under an ``if`` (returns are ``if`` s by
+    now). Only their values may be computed again ahead of their uses in emitted code."""
+    out: set[str] = set()
+    for s in stmts:
+        if isinstance(s, n.Decl):
+            out.add(s.name)
+        elif isinstance(s, n.For):
+            out |= _unconditional_decls(s.body)
+    return out
+
+
+def _worth_naming(s: n.Decl) -> bool:
+    """Whether a forwarded local is a source variable with a value worth a name in emitted code."""
+    if s.init is None or s.init.type != s.vtype or s.vtype.name not in ("i32", "u32", "i64", "u64"):
+        return False
+    stem = s.name
+    while "_" in stem and stem.rsplit("_", 1)[1].isdigit():  # acc_1: a renamed `acc`
+        stem = stem.rsplit("_", 1)[0]
+    if stem in _TEMP_BASES or stem.endswith(_TEMP_SUFFIXES):
+        return False
+    e = s.init
+    while isinstance(e, n.Cast):
+        e = e.x
+    return not isinstance(e, (n.Const, n.Var, n.GpuIndex))
 
 
 def forward_scalars(kernel: n.Kernel) -> n.Kernel:
@@ -67,4 +118,10 @@ def forward_scalars(kernel: n.Kernel) -> n.Kernel:
         elif isinstance(x, n.For):
             names.add(x.var)
     immutable = names - written
-    return _Forward(immutable).visit(kernel)
+    forward = _Forward(immutable, _unconditional_decls(kernel.body))
+    out = forward.visit(kernel)
+    known = {x.name for x in kernel.source_locals}
+    named = tuple(x for x in forward.named if x.name not in known)
+    if not named:
+        return out
+    return dataclasses.replace(out, source_locals=out.source_locals + named)
