@@ -212,34 +212,29 @@ class _Plan:
         return True
 
     def decide(self) -> None:
-        candidates: list[n.Stmt] = []
-        self.find(self.loop.body, candidates)
-        chosen = {id(c) for c in candidates if self.worth(c) and (not self.short(c) or self.exposes_guards(c))}
+        candidates = _Nest(self, self.candidate)
+        candidates.visit_block(self.loop.body)
+        chosen = {id(c) for c in candidates.found if self.worth(c) and (not self.short(c) or self.exposes_guards(c))}
         # A loop inside a loop that is not sunk stays inside that loop's part.
-        self.sunk = set()
-        self.select(self.loop.body, chosen)
+        sunk = _Nest(self, lambda c: id(c) in chosen)
+        sunk.visit_block(self.loop.body)
+        self.sunk = {id(c) for c in sunk.found}
         if not self.sunk:
             return
         self.hoisted = self.header_vars()
         if not self.hoisted_writes_ok():
             self.sunk = set()
 
-    def find(self, stmts: tuple[n.Stmt, ...], out: list[n.Stmt]) -> None:
-        for s in stmts:
-            if isinstance(s, n.For) and s.kind == "serial":
-                if all(self.uniform(e) for e in (s.start, s.stop, s.step)) and s.var not in self.dep \
-                        and self.jumps_uniform(s.body):
-                    out.append(s)
-                    self.find(s.body, out)
-            elif isinstance(s, n.While):
-                if self.uniform(s.cond) and self.jumps_uniform(s.body) and all(
-                        isinstance(u, n.Assign) and u.name not in self.dep and self.uniform(u.value)
-                        and not any(isinstance(x, n.Load) for x in walk(u.value)) for u in s.update):
-                    out.append(s)
-                    self.find(s.body, out)
-            elif isinstance(s, n.If) and self.uniform(s.cond):
-                self.find(s.then, out)
-                self.find(s.orelse, out)
+    def candidate(self, s: n.Stmt) -> bool:
+        """A serial loop whose header is the same for every thread (it may go outside the loop over tx)."""
+        if isinstance(s, n.For):
+            return s.kind == "serial" and all(self.uniform(e) for e in (s.start, s.stop, s.step)) \
+                and s.var not in self.dep and self.jumps_uniform(s.body)
+        if isinstance(s, n.While):
+            return self.uniform(s.cond) and self.jumps_uniform(s.body) and all(
+                isinstance(u, n.Assign) and u.name not in self.dep and self.uniform(u.value)
+                and not any(isinstance(x, n.Load) for x in walk(u.value)) for u in s.update)
+        return False
 
     def jumps_uniform(self, body: tuple[n.Stmt, ...]) -> bool:
         """Whether every break/continue of the loop with this body is under tx-uniform ifs only."""
@@ -290,15 +285,6 @@ class _Plan:
                             any(isinstance(v, n.Var) and v.name in inner_vars for v in walk(analysis.expand(atom))):
                         return True
         return False
-
-    def select(self, stmts: tuple[n.Stmt, ...], chosen: set[int]) -> None:
-        for s in stmts:
-            if id(s) in chosen:
-                self.sunk.add(id(s))
-                self.select(s.body, chosen)  # type: ignore[union-attr]
-            elif isinstance(s, n.If) and self.uniform(s.cond):
-                self.select(s.then, chosen)
-                self.select(s.orelse, chosen)
 
     def structural_if(self, s: n.If, in_sunk_loop: bool) -> bool:
         """A uniform if that contains sunk loops, or jumps of the sunk loop it is in."""
@@ -607,6 +593,26 @@ class _Plan:
         # Locals declared in this part keep their names; the others' copies get fresh ones.
         body = rename_locals(body, mapping)
         return thread_loop(counter, self.loop.start, self.loop.stop, body, self.loop.loc)
+
+
+class _Nest(Visitor):
+    """The loops of a loop body that satisfy ``take``, outer first, reached through tx-uniform
+    ifs and loops taken only (a loop inside one that is not taken stays inside it)."""
+
+    def __init__(self, plan: _Plan, take: Callable[[n.Stmt], bool]):
+        self.plan = plan
+        self.take = take
+        self.found: list[n.Stmt] = []
+
+    def visit_Stmt(self, s: n.Stmt) -> None:
+        if isinstance(s, (n.For, n.While)) and self.take(s):
+            self.found.append(s)
+            self.visit_block(s.body)
+
+    def visit_If(self, s: n.If) -> None:
+        if self.plan.uniform(s.cond):
+            self.visit_block(s.then)
+            self.visit_block(s.orelse)
 
 
 class _Skeleton(Visitor):
