@@ -138,3 +138,25 @@ def test_samples_with_named_locals_match_numpy_and_the_emulator() -> None:
             np.testing.assert_allclose(np.asarray(got[out], dtype=np.float64),
                                        np.asarray(expected[out], dtype=np.float64), rtol=s.rtol, atol=s.atol,
                                        err_msg=f"{s.name}: {out}")
+
+
+# The warp exchange buffer is sized `nt * blockDim.z` (`nt`'s value): the launcher that
+# allocates it spells the value out, since the block function's names are not in scope there.
+SHUFFLE = """kernel k(out: u32*) {
+  var nt: u32 = blockDim.x * blockDim.y
+  var w: u32 = threadIdx.x + nt
+  var t: u32
+  t = shfl.xor(4294967295u, w, 1u, 32)
+  out[blockIdx.x * nt + threadIdx.x] = w + t
+}"""
+
+
+def test_names_stay_in_the_block_function() -> None:
+    kernel = gpu_kernel(SHUFFLE)
+    text = emit_kernel(to_cpu(kernel), Options()).text
+    body = _block_function(text, "k")
+    assert "const unsigned int nt = blockDim.x * blockDim.y;" in body
+    launcher = text[text.index("k_launch("):]
+    assert not re.search(r"\bnt\b", launcher)
+    out = np.zeros(64, np.uint32)
+    assert_same_as_emulator(kernel, (2, 1, 1), (32, 1, 1), {"out": out})

@@ -199,7 +199,10 @@ class KernelEmitter:
             lines.append(f"{INDENT}const bool {flag.name} = {self.renderer.unnamed(flag.test)};  "
                          f"// indices fit in {flag.type_name}")
         self.renderer.name_uniform_locals(1, lines)
-        self.renderer.block(k.body, 1, lines)
+        try:
+            self.renderer.block(k.body, 1, lines)
+        finally:
+            self.renderer.forget_locals()  # declared in the block function only, not the launcher
         self.renderer.note_barriers(None, 1, lines)
         lines.append("}")
         return "\n".join(lines)

@@ -187,6 +187,11 @@ class Renderer(CExprPrinter):
             self.named[local.init] = local.name
             self.uniform.add(local.name)
 
+    def forget_locals(self) -> None:
+        """Spell every value out again (the block function's names are out of scope)."""
+        self.named.clear()
+        self.uniform.clear()
+
     def name_nest_locals(self, body: tuple[n.Stmt, ...], depth: int, out: list[str]) -> list[n.Expr]:
         """At the top of an innermost thread-loop body: ``const int row = ...;`` for each source
         local whose value, in this nest's counters, occurs in ``body`` and is the same all
