@@ -183,7 +183,9 @@ class Availability:
         init: list[n.Stmt] = []
         for w in sorted(written - inside):
             ty = self._var_type(w)
-            if w in read_names(s):
+            # The copy starts from the value before the statement wherever the statement reads it
+            # or may leave it unassigned (an ``if`` that assigns on one branch only).
+            if w in read_names(s) or not _assigns_on_every_path(s, w):
                 init.append(n.Decl(rename[w], ty, self.avail(n.Var(w, ty), before, tape=True)))
             else:
                 init.append(n.Decl(rename[w], ty))
@@ -395,6 +397,16 @@ class Availability:
         p = self.k.param(v)
         assert p is not None and not isinstance(p.ptype, PointerType)
         return p.ptype
+
+
+def _assigns_on_every_path(s: n.Stmt, v: str) -> bool:
+    """Whether every execution of ``s`` that completes assigns ``v`` (conservative: False when unsure)."""
+    if isinstance(s, n.Assign):
+        return s.name == v
+    if isinstance(s, n.If):
+        return (any(_assigns_on_every_path(t, v) for t in s.then)
+                and any(_assigns_on_every_path(t, v) for t in s.orelse))
+    return False
 
 
 def _size(e: n.Expr) -> int:
