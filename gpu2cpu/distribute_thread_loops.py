@@ -24,29 +24,19 @@ uses them (step 1) where a part holds a guard that can become the bounds of its 
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 
 from gpu2cpu.names import NameSupply
 from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_affine import counter_dim, is_check
-from gpu2cpu.thread_loops import copy_loop, independent_chunks, order_sensitive
-from polypy.errors import InternalError
+from gpu2cpu.thread_loops import copy_loop, independent_chunks, order_sensitive, rewrite_cpu_body
 from polypy.ir import nodes as n
 from polypy.ir.visitor import Mutator, rebuild
 
 
 def distribute_thread_loops(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
     """Every thread loop cut into its independent parts; see the module docstring."""
-    if kernel.stage != "cpu":
-        raise InternalError("distribute_thread_loops expects a CPU-form kernel", kernel.loc)
-    m = _Distribute(kernel)
-    body = m.visit_block(kernel.body)
-    if report is not None:
-        report.extend(m.decisions)
-    if body is kernel.body:
-        return kernel
-    return dataclasses.replace(kernel, body=body)
+    return rewrite_cpu_body(kernel, _Distribute, what="distribute_thread_loops", report=report)
 
 
 def fission_chunks(kernel: n.Kernel, loop: n.For) -> list[tuple[n.Stmt, ...]]:

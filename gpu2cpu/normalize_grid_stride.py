@@ -45,8 +45,7 @@ from gpu2cpu.thread_affine import (
     need_exprs,
     safe_uniform,
 )
-from gpu2cpu.thread_loops import copy_loop, let_definitions, order_sensitive
-from polypy.errors import InternalError
+from gpu2cpu.thread_loops import copy_loop, let_definitions, order_sensitive, rewrite_cpu_body
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
@@ -57,15 +56,7 @@ from polypy.ir.visitor import Mutator, rebuild, walk
 
 def normalize_grid_stride(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
     """Every loop over ``tx`` with its strided loops normalized; see the module docstring."""
-    if kernel.stage != "cpu":
-        raise InternalError("normalize_grid_stride expects a CPU-form kernel", kernel.loc)
-    m = _Normalize(kernel)
-    body = m.visit_block(kernel.body)
-    if report is not None:
-        report.extend(m.decisions)
-    if body is kernel.body:
-        return kernel
-    return dataclasses.replace(kernel, body=body)
+    return rewrite_cpu_body(kernel, _Normalize, what="normalize_grid_stride", report=report)
 
 
 class _Normalize(Mutator):

@@ -41,9 +41,9 @@ import dataclasses
 
 from polypy.errors import InternalError, Loc
 from polypy.ir import nodes as n
-from polypy.ir.queries import written_names
+from polypy.ir.queries import local_types, written_names
 from polypy.ir.rewrite import rename_locals
-from polypy.ir.types import BOOL, U32, PointerType, ScalarType
+from polypy.ir.types import BOOL, U32, PointerType
 from polypy.ir.visitor import Mutator, walk
 
 from gpu2cpu.liveness import analyze
@@ -120,16 +120,6 @@ def _writes(kernel: n.Kernel) -> dict[str, _Writes]:
     return out
 
 
-def _var_types(kernel: n.Kernel) -> dict[str, ScalarType]:
-    types: dict[str, ScalarType] = {}
-    for x in walk(kernel):
-        if isinstance(x, n.Decl):
-            types[x.name] = x.vtype
-        elif isinstance(x, n.For):
-            types[x.var] = x.vtype
-    return types
-
-
 @dataclasses.dataclass
 class _GroupState:
     """One group being emitted: its counters and the local that stands for each thread variable."""
@@ -144,7 +134,7 @@ class _Lowering:
         self.kernel = kernel
         self.st = st
         self.names = st.names
-        self.types = _var_types(kernel)
+        self.types = local_types(kernel)
         self.writes = _writes(kernel)
         self.local_arrays = {b.name: b for b in kernel.buffers if b.space == "local"}
         self.readonly_params = {p.name for p in kernel.params if not isinstance(p.ptype, PointerType)}

@@ -36,7 +36,6 @@ from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.rewrite import int_add as add
 from polypy.ir.rewrite import int_scale as mul
-from polypy.ir.rewrite import int_sub as sub
 from polypy.ir.types import BOOL, I64, U32, ScalarType
 from polypy.ir.visitor import walk
 from polypy.launch import MAX_BLOCK, MAX_GRID  # CUDA's launch limits (the launchers refuse anything larger)

@@ -11,17 +11,34 @@ equivalent to running the threads one after the other.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Callable, Iterable
 
 from gpu2cpu.names import NameSupply
 from gpu2cpu.thread_affine import counter_dim
+from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.queries import declared_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import Mutator, walk
 
 _COMMUTING = {"add": "add", "sub": "add", "min": "min", "max": "max", "and": "and", "or": "or", "xor": "xor"}
+
+
+def rewrite_cpu_body(kernel: n.Kernel, make: Callable[[n.Kernel], Mutator], *, what: str,
+                     report: list | None = None) -> n.Kernel:
+    """Run the Mutator ``make(kernel)`` over a CPU-form kernel's body; its ``decisions`` go to
+    ``report``. The kernel itself comes back when nothing changed (the step passes' frame)."""
+    if kernel.stage != "cpu":
+        raise InternalError(f"{what} expects a CPU-form kernel", kernel.loc)
+    m = make(kernel)
+    body = m.visit_block(kernel.body)
+    if report is not None:
+        report.extend(m.decisions)  # type: ignore[attr-defined]
+    if body is kernel.body:
+        return kernel
+    return dataclasses.replace(kernel, body=body)
 
 
 def is_thread_loop(s: n.Stmt) -> bool:

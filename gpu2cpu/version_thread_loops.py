@@ -45,8 +45,7 @@ from gpu2cpu.thread_affine import (
     linear_ir,
     need_exprs,
 )
-from gpu2cpu.thread_loops import copy_loop, let_definitions, stem_of
-from polypy.errors import InternalError
+from gpu2cpu.thread_loops import copy_loop, let_definitions, rewrite_cpu_body, stem_of
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import declared_names, written_names
@@ -62,15 +61,7 @@ MAX_UNSWITCHED = 2
 
 def version_thread_loops(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
     """Every thread loop with its block-constant conditions versioned; see the module docstring."""
-    if kernel.stage != "cpu":
-        raise InternalError("version_thread_loops expects a CPU-form kernel", kernel.loc)
-    m = _Version(kernel)
-    body = m.visit_block(kernel.body)
-    if report is not None:
-        report.extend(m.decisions)
-    if body is kernel.body:
-        return kernel
-    return dataclasses.replace(kernel, body=body)
+    return rewrite_cpu_body(kernel, _Version, what="version_thread_loops", report=report)
 
 
 class _Version(Mutator):

@@ -547,7 +547,7 @@ class _Gen:
         self.locals.append(IExpr(nacc, nt_, nt_.lo, nt_.hi))
         self.locals = [v for v in self.locals if v not in outer]
         self.locals.append(IExpr(acc, UINT, 0, UINT.hi))
-        return lines + [f"if (g < n) {{", f"  outf[{slot}] = {facc};", "}"] + self.store(slot)
+        return lines + ["if (g < n) {", f"  outf[{slot}] = {facc};", "}"] + self.store(slot)
 
     def seg_local_array(self, slot: str) -> list[str]:
         """A per-thread array with a partial initializer, updated at computed indices in a loop."""
@@ -708,7 +708,7 @@ class _Gen:
             f"  atomicAdd(&{shu}[tid % 8u], {self.cast(self.iexpr(1), UINT).text});", "}",
             "__syncthreads();",
             f"for (unsigned {z} = tid; {z} < 16u; {z} += nt) {{", f"  atomicAdd(&hist[32u + {z}], {shi}[{z}]);", "}",
-            f"if (tid < 8u) {{", f"  atomicAdd(&histu[48u + tid], {shu}[tid]);", "}",
+            "if (tid < 8u) {", f"  atomicAdd(&histu[48u + tid], {shu}[tid]);", "}",
         ]
         return lines + self.store(slot)
 
