@@ -228,26 +228,16 @@ class DistributedLaunch:
         self.tasks = tasks
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
-        from polypy.driver.api import Launch, _bind
+        from polypy.driver.api import Launch
 
         dk = self.kernel
         k = dk.local
         mod = dk.module
-        values = _bind(k.signature, args, kwargs)
-        arrays: dict[str, np.ndarray] = {}
-        scalars: dict[str, Any] = {}
-        ints: dict[str, int] = {}
-        for name, v in values.items():
-            if isinstance(v, np.ndarray):
-                arrays[name] = v
-            else:
-                scalars[name] = v
-                if isinstance(v, np.integer):
-                    ints[name] = int(v)
-        k._checks.check(arrays, mod.globals)
+        launch = Launch(k, self.grid, self.block, self.shmem)
+        arrays, scalars, ints = launch.bind(args, kwargs)
         # As a local launch: refused if isl proves an access outside its array; the arrays it
         # cannot prove in bounds are bounds-checked on the workers.
-        checked = k._proof(self.grid, self.block, ints).check(Launch(k, self.grid, self.block, self.shmem), arrays)
+        checked = k._proof(self.grid, self.block, ints).check(launch, arrays)
         tasks = mod.default_tasks() if self.tasks is None else self.tasks
         if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
             raise UserError(f"tasks must be a positive int, got {tasks!r}")

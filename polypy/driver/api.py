@@ -417,12 +417,14 @@ class Launch:
         self.block = block
         self.shmem = shmem
 
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
+    def bind(self, args: tuple, kwargs: dict) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, int]]:
+        """The launch's arguments bound to the kernel's parameters and checked (alignment,
+        writability, overlap): (arrays, scalars, integer scalars as ints), by IR name."""
         k = self.kernel
         values = _bind(k.signature, args, kwargs)
-        arrays = {}
-        scalars = {}
-        ints = {}
+        arrays: dict[str, np.ndarray] = {}
+        scalars: dict[str, Any] = {}
+        ints: dict[str, int] = {}
         for name, v in values.items():
             if isinstance(v, np.ndarray):
                 arrays[name] = v
@@ -431,6 +433,11 @@ class Launch:
                 if isinstance(v, np.integer):
                     ints[name] = int(v)
         k._checks.check(arrays, k.module.globals)
+        return arrays, scalars, ints
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        k = self.kernel
+        arrays, scalars, ints = self.bind(args, kwargs)
         unproven = k._proof(self.grid, self.block, ints).check(self, arrays)
         if k._unbound:
             raise InternalError(f"CPU-form kernel {k.name!r} has a parameter {k._unbound[0]!r} the source does not")
@@ -450,9 +457,7 @@ class _EmptyLaunch(Launch):
     that does not check the launch's error; the arguments are still checked."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
-        k = self.kernel
-        values = _bind(k.signature, args, kwargs)
-        k._checks.check({name: v for name, v in values.items() if isinstance(v, np.ndarray)}, k.module.globals)
+        self.bind(args, kwargs)
 
 
 class _Emulated:
