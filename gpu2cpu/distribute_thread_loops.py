@@ -28,10 +28,9 @@ from collections.abc import Iterator
 
 from gpu2cpu.names import NameSupply
 from gpu2cpu.report import LoweringDecision
-from gpu2cpu.thread_affine import counter_dim, is_check
-from gpu2cpu.thread_loops import copy_loop, independent_chunks, order_sensitive, rewrite_cpu_body
+from gpu2cpu.thread_affine import counter_dim
+from gpu2cpu.thread_loops import copy_loop, independent_chunks, order_sensitive, rewrite_cpu_body, ThreadLoopStep
 from polypy.ir import nodes as n
-from polypy.ir.visitor import Mutator, rebuild
 
 
 def distribute_thread_loops(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
@@ -55,17 +54,7 @@ def fission_parts(loop: n.For, chunks: list[tuple[n.Stmt, ...]], names: NameSupp
         yield copy_loop(loop, names, body=chunk, fresh=i > 0)
 
 
-class _Distribute(Mutator):
-    def __init__(self, kernel: n.Kernel):
-        self.kernel = kernel
-        self.names = NameSupply(kernel)
-        self.decisions: list[LoweringDecision] = []
-
-    def visit_If(self, s: n.If) -> n.Stmt:
-        if not is_check(s.cond):
-            return self.generic_visit(s)
-        return rebuild(s, then=self.visit_block(s.then))  # the `else` of a run-time check is the original code
-
+class _Distribute(ThreadLoopStep):
     def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         loop = self.generic_visit(s)  # inner loops first
         if not (loop.kind == "threads" and counter_dim(loop.var) is not None):
@@ -73,6 +62,5 @@ class _Distribute(Mutator):
         chunks = fission_chunks(self.kernel, loop)
         if not chunks:
             return loop
-        self.decisions.append(LoweringDecision(self.kernel.name, loop.loc, f"thread loop over {loop.var}: "
-                                               f"distributed into {len(chunks)} thread loops (loop fission)"))
+        self.note(loop, f"thread loop over {loop.var}: distributed into {len(chunks)} thread loops (loop fission)")
         return tuple(fission_parts(loop, chunks, self.names))

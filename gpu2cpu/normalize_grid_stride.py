@@ -40,18 +40,17 @@ from gpu2cpu.thread_affine import (
     conjunction,
     counter_dim,
     i64,
-    is_check,
     linear_ir,
     need_exprs,
     safe_uniform,
 )
-from gpu2cpu.thread_loops import copy_loop, let_definitions, order_sensitive, rewrite_cpu_body
+from gpu2cpu.thread_loops import copy_loop, let_definitions, order_sensitive, rewrite_cpu_body, ThreadLoopStep
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import declared_names
 from polypy.ir.types import I64, U32
-from polypy.ir.visitor import Mutator, rebuild, walk
+from polypy.ir.visitor import walk
 
 
 def normalize_grid_stride(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
@@ -59,17 +58,10 @@ def normalize_grid_stride(kernel: n.Kernel, *, report: list[LoweringDecision] | 
     return rewrite_cpu_body(kernel, _Normalize, what="normalize_grid_stride", report=report)
 
 
-class _Normalize(Mutator):
+class _Normalize(ThreadLoopStep):
     def __init__(self, kernel: n.Kernel):
-        self.kernel = kernel
-        self.names = NameSupply(kernel)
+        super().__init__(kernel)
         self.ranges = Ranges.of_kernel(kernel.body)
-        self.decisions: list[LoweringDecision] = []
-
-    def visit_If(self, s: n.If) -> n.Stmt:
-        if not is_check(s.cond):
-            return self.generic_visit(s)
-        return rebuild(s, then=self.visit_block(s.then))  # the `else` of a run-time check is the original code
 
     def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         if not (s.kind == "threads" and counter_dim(s.var) == 0):

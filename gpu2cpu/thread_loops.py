@@ -15,18 +15,19 @@ import dataclasses
 from collections.abc import Callable, Iterable
 
 from gpu2cpu.names import NameSupply
-from gpu2cpu.thread_affine import counter_dim
+from gpu2cpu.report import LoweringDecision
+from gpu2cpu.thread_affine import counter_dim, is_check
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.queries import declared_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
-from polypy.ir.visitor import Mutator, walk
+from polypy.ir.visitor import Mutator, rebuild, walk
 
 _COMMUTING = {"add": "add", "sub": "add", "min": "min", "max": "max", "and": "and", "or": "or", "xor": "xor"}
 
 
-def rewrite_cpu_body(kernel: n.Kernel, make: Callable[[n.Kernel], Mutator], *, what: str,
+def rewrite_cpu_body(kernel: n.Kernel, make: Callable[[n.Kernel], ThreadLoopStep], *, what: str,
                      report: list | None = None) -> n.Kernel:
     """Run the Mutator ``make(kernel)`` over a CPU-form kernel's body; its ``decisions`` go to
     ``report``. The kernel itself comes back when nothing changed (the step passes' frame)."""
@@ -35,10 +36,30 @@ def rewrite_cpu_body(kernel: n.Kernel, make: Callable[[n.Kernel], Mutator], *, w
     m = make(kernel)
     body = m.visit_block(kernel.body)
     if report is not None:
-        report.extend(m.decisions)  # type: ignore[attr-defined]
+        report.extend(m.decisions)
     if body is kernel.body:
         return kernel
     return dataclasses.replace(kernel, body=body)
+
+
+class ThreadLoopStep(Mutator):
+    """The frame of the CPU schedule's step passes (versioning, fission, grid-stride
+    normalization): fresh names, the decisions for ``--report``, and run-time checks' fallbacks
+    left alone -- the ``else`` of an ``if`` made by ``is_check`` is the original code.
+    Subclasses rewrite thread loops in ``visit_For``."""
+
+    def __init__(self, kernel: n.Kernel):
+        self.kernel = kernel
+        self.names = NameSupply(kernel)
+        self.decisions: list[LoweringDecision] = []
+
+    def note(self, loop: n.Stmt, message: str) -> None:
+        self.decisions.append(LoweringDecision(self.kernel.name, loop.loc, message))
+
+    def visit_If(self, s: n.If) -> n.Stmt:
+        if not is_check(s.cond):
+            return self.generic_visit(s)
+        return rebuild(s, then=self.visit_block(s.then))
 
 
 def is_thread_loop(s: n.Stmt) -> bool:

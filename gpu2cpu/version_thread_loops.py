@@ -45,12 +45,12 @@ from gpu2cpu.thread_affine import (
     linear_ir,
     need_exprs,
 )
-from gpu2cpu.thread_loops import copy_loop, let_definitions, rewrite_cpu_body, stem_of
+from gpu2cpu.thread_loops import copy_loop, let_definitions, rewrite_cpu_body, stem_of, ThreadLoopStep
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import declared_names, written_names
 from polypy.ir.types import BOOL
-from polypy.ir.visitor import Mutator, Visitor, rebuild, walk
+from polypy.ir.visitor import Mutator, Visitor, walk
 
 # Serial loops of at most this many iterations (constant bounds) count as part of the block's
 # "box" when conditions are checked for being constant over the block.
@@ -64,20 +64,10 @@ def version_thread_loops(kernel: n.Kernel, *, report: list[LoweringDecision] | N
     return rewrite_cpu_body(kernel, _Version, what="version_thread_loops", report=report)
 
 
-class _Version(Mutator):
+class _Version(ThreadLoopStep):
     def __init__(self, kernel: n.Kernel):
-        self.kernel = kernel
-        self.names = NameSupply(kernel)
+        super().__init__(kernel)
         self.ranges = Ranges.of_kernel(kernel.body)
-        self.decisions: list[LoweringDecision] = []
-
-    def note(self, loop: n.Stmt, message: str) -> None:
-        self.decisions.append(LoweringDecision(self.kernel.name, loop.loc, message))
-
-    def visit_If(self, s: n.If) -> n.Stmt:
-        if not is_check(s.cond):
-            return self.generic_visit(s)
-        return rebuild(s, then=self.visit_block(s.then))  # the `else` of a run-time check is the original code
 
     def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         loop = self.generic_visit(s)  # inner loops first
