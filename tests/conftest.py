@@ -1,12 +1,32 @@
 """Shared pytest configuration: the repository root is importable (for ``samples``)."""
 from __future__ import annotations
 
+import os
 import pathlib
+import shutil
 import sys
+import tempfile
+
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+# Tests write nothing outside temporary directories: not into the checkout, not into the user's
+# cache. One temporary directory of this session holds hypothesis's files (without an example
+# database) and polypy's compiled-code cache (also for subprocesses, through the environment);
+# pytest's own cache is off (addopts in pyproject.toml).
+_SESSION_DIR = tempfile.mkdtemp(prefix="polypy-tests-")
+set_hypothesis_home_dir(os.path.join(_SESSION_DIR, "hypothesis"))
+settings.register_profile("polypy", database=None)
+settings.load_profile("polypy")
+os.environ.setdefault("POLYPY_CACHE_DIR", os.path.join(_SESSION_DIR, "cache"))
+
+
+def pytest_unconfigure(config) -> None:
+    shutil.rmtree(_SESSION_DIR, ignore_errors=True)
 
 
 def pytest_addoption(parser) -> None:
