@@ -14,7 +14,7 @@ from autodiff import rules
 from autodiff.activity import Activity, ActiveParams
 from autodiff.names import Names
 from autodiff.shadows import interleave_dynamic_shared, shadow_buffers, shadow_params
-from polypy.errors import InternalError, UserError
+from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
 from polypy.ir.visitor import Mutator
@@ -79,15 +79,13 @@ class ForwardBuilder(Mutator):
         ty = s.value.type
         return n.Assign(self._tan_name(s.name), self._or_zero(self.tangent(s.value), ty), loc=s.loc), s
 
-    def _module_array(self, s: n.Store | n.AtomicRMW, how: str) -> None:
-        if self.act.expr(s.value) and self.k.space(s.buffer) in ("device", "constant"):
-            raise UserError(f"cannot differentiate through the module array '{s.buffer}': an active value "
-                            f"is {how} it, and module arrays have no shadow", s.loc)
+    def _module_array(self, s: n.Store | n.AtomicRMW) -> None:
+        rules.check_module_array(s, self.act.expr(s.value), self.k.space(s.buffer))
 
     def visit_Store(self, s: n.Store) -> n.Stmt | tuple[n.Stmt, ...]:
         shadow = self.shadow.get(s.buffer)
         if shadow is None:
-            self._module_array(s, "stored in")
+            self._module_array(s)
             return s
         elem = self.k.elem_type(s.buffer)
         return n.Store(shadow, s.index, self._or_zero(self.tangent(s.value), elem), loc=s.loc), s
@@ -95,14 +93,9 @@ class ForwardBuilder(Mutator):
     def visit_AtomicRMW(self, s: n.AtomicRMW) -> n.Stmt | tuple[n.Stmt, ...]:
         shadow = self.shadow.get(s.buffer)
         if shadow is None:
-            self._module_array(s, "added to")
+            self._module_array(s)
             return s
-        if s.op not in ("add", "sub"):
-            raise UserError(f"no derivative rule for atomic.{s.op} on the active buffer '{s.buffer}' (only "
-                            f"atomicAdd/atomicSub are differentiable)", s.loc)
-        if s.dest is not None and s.dest in self.act.variables:
-            raise UserError(f"cannot differentiate the value returned by atomic.{s.op} on '{s.buffer}': it "
-                            f"depends on the order in which threads update the element", s.loc)
+        rules.check_atomic(s, self.act.variables)
         t = self.tangent(s.value)
         if t is None:
             return s

@@ -349,3 +349,26 @@ def vjp(e: n.Expr, args: tuple[n.Expr, ...], ct: n.Expr, active: tuple[bool, ...
 
 def differentiable_type(ty: ScalarType) -> bool:
     return ty.is_float
+
+
+# ------------------------------------------------------------------ memory effects (both modes)
+
+
+def check_module_array(s: n.Store | n.AtomicRMW, active: bool, space: str) -> None:
+    """An active value stored in (or added to) a ``__device__``/``__constant__`` array has nowhere to
+    put its derivative: module arrays have no shadow."""
+    if active and space in ("device", "constant"):
+        how = "stored in" if isinstance(s, n.Store) else "added to"
+        raise UserError(f"cannot differentiate through the module array '{s.buffer}': an active value is {how} "
+                        f"it, and module arrays have no shadow", s.loc)
+
+
+def check_atomic(s: n.AtomicRMW, active_variables) -> None:
+    """Only atomicAdd/atomicSub on an active buffer are differentiable, and only when the old value
+    they return is not used in active computation (it depends on the threads' order)."""
+    if s.op not in ("add", "sub"):
+        raise UserError(f"no derivative rule for atomic.{s.op} on the active buffer '{s.buffer}' (only "
+                        f"atomicAdd/atomicSub are differentiable)", s.loc)
+    if s.dest is not None and s.dest in active_variables:
+        raise UserError(f"cannot differentiate the value returned by atomic.{s.op} on '{s.buffer}': it depends on "
+                        f"the order in which threads update the element", s.loc)

@@ -216,9 +216,7 @@ class Sweeps:
         value_active = self.act.expr(s.value)
         shadow = self.shadow.get(s.buffer)
         if shadow is None:
-            if value_active and self.k.space(s.buffer) in ("device", "constant"):
-                raise UserError(f"cannot differentiate through the module array '{s.buffer}': an active value is "
-                                f"stored in it, and module arrays have no shadow", s.loc)
+            rules.check_module_array(s, value_active, self.k.space(s.buffer))
             return []
         index = tuple(self.avail(i, path) for i in s.index)
         elem = self.k.elem_type(s.buffer)
@@ -240,17 +238,10 @@ class Sweeps:
         shadow = self.shadow.get(s.buffer)
         value_active = self.act.expr(s.value)
         if shadow is None:
-            if value_active and self.k.space(s.buffer) in ("device", "constant"):
-                raise UserError(f"cannot differentiate through the module array '{s.buffer}': an active value is "
-                                f"added to it, and module arrays have no shadow", s.loc)
+            rules.check_module_array(s, value_active, self.k.space(s.buffer))
             return []
         elem = self.k.elem_type(s.buffer)
-        if s.op not in ("add", "sub"):
-            raise UserError(f"no derivative rule for atomic.{s.op} on the active buffer '{s.buffer}' (only "
-                            f"atomicAdd/atomicSub are differentiable)", s.loc)
-        if s.dest is not None and s.dest in self.act.variables:
-            raise UserError(f"cannot differentiate the value returned by atomic.{s.op} on '{s.buffer}': it depends on "
-                            f"the order in which threads update the element", s.loc)
+        rules.check_atomic(s, self.act.variables)
         if not value_active:
             return []
         index = tuple(self.avail(i, path) for i in s.index)

@@ -27,16 +27,16 @@ from polypy.ir.visitor import Mutator, rebuild, walk
 _COMMUTING = {"add": "add", "sub": "add", "min": "min", "max": "max", "and": "and", "or": "or", "xor": "xor"}
 
 
-def rewrite_cpu_body(kernel: n.Kernel, make: Callable[[n.Kernel], ThreadLoopStep], *, what: str,
+def rewrite_cpu_body(kernel: n.Kernel, make: Callable[[n.Kernel], Mutator], *, what: str,
                      report: list | None = None) -> n.Kernel:
-    """Run the Mutator ``make(kernel)`` over a CPU-form kernel's body; its ``decisions`` go to
-    ``report``. The kernel itself comes back when nothing changed (the step passes' frame)."""
+    """Run the Mutator ``make(kernel)`` (one with a ``decisions`` list) over a CPU-form kernel's
+    body; its decisions go to ``report``. The kernel itself comes back when nothing changed (the step passes' frame)."""
     if kernel.stage != "cpu":
         raise InternalError(f"{what} expects a CPU-form kernel", kernel.loc)
     m = make(kernel)
     body = m.visit_block(kernel.body)
     if report is not None:
-        report.extend(m.decisions)
+        report.extend(m.decisions)  # type: ignore[attr-defined]
     if body is kernel.body:
         return kernel
     return dataclasses.replace(kernel, body=body)

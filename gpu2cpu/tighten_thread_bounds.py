@@ -85,10 +85,10 @@ from gpu2cpu.thread_affine import (
 from gpu2cpu.thread_loops import (
     copy_loop,
     let_definitions,
+    rewrite_cpu_body,
     stem_of,
 )
 from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, box_version, version_loop
-from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.rewrite import fold_max, fold_min
@@ -106,15 +106,7 @@ SMALL_TRIP_COUNT = 8
 
 def tighten_thread_bounds(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
     """Guards on thread counters become bounds; see the module docstring."""
-    if kernel.stage != "cpu":
-        raise InternalError("tighten_thread_bounds expects a CPU-form kernel", kernel.loc)
-    t = _Tighten(kernel)
-    body = t.visit_block(kernel.body)
-    if report is not None:
-        report.extend(t.decisions)
-    if body is kernel.body:
-        return kernel
-    return dataclasses.replace(kernel, body=body)
+    return rewrite_cpu_body(kernel, _Tighten, what="tighten_thread_bounds", report=report)
 
 
 @dataclasses.dataclass
