@@ -142,8 +142,9 @@ class KernelEmitter:
                 continue
             extents = tuple(self.renderer.expr(d, ATOM) for d in b.shape)  # Layout wants atoms
             if b.space in ("constant", "device"):
-                one = len(b.shape) == 1 and isinstance(b.shape[0], n.Const) and b.shape[0].value == 1
-                kind = "alias" if (self.options.program and one) else "array"
+                # A whole program keeps the host's declaration (``float x;``, ``float3 f[2]``,
+                # ``float m[4][8]``): the IR's flat scalar slots are addressed through its address.
+                kind = "alias" if self.options.program else "array"
                 self.layouts[b.name] = Layout(b.name, kind, b.elem, extents)
             elif _is_const_shape(b.shape):
                 self.layouts[b.name] = Layout(name, "array", b.elem, extents)
