@@ -80,11 +80,12 @@ CASES = [
      "  }\n"
      "}\n",
      "__syncthreads() under thread-dependent control", (4, 5)),
-    ("switch",
-     "__global__ void k(int* x) {\n"
-     "  switch (x[0]) { case 0: x[1] = 1; break; default: x[1] = 2; }\n"
+    ("switch-duff",
+     "__global__ void k(int* x, int n) {\n"
+     "  int i = 0;\n"
+     "  switch (n % 2) { case 0: do { x[i++] = 1; case 1: x[i++] = 2; } while (i < n); }\n"
      "}\n",
-     "switch statements are not supported", (2, 3)),
+     "case label inside a nested statement of a switch", (3, 45)),
     ("printf",
      "#include <cstdio>\n"
      "__global__ void k(int* x) { printf(\"%d\\n\", x[0]); }\n",

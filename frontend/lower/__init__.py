@@ -17,6 +17,7 @@ construct:
     statements    statement dispatch, blocks, if, break/continue/return
     declarations  locals, pointers, references, shared and per-thread arrays, initializers
     loops         while, do, for (counted loops become ``For``)
+    switch        switch statements, as if/else chains or with a fallthrough flag
     expressions   literals, names, operators, conditionals, casts
     places        lvalues, records, stores
     calls         intrinsics, math functions, atomics, shuffles, votes, refused calls

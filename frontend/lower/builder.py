@@ -21,10 +21,11 @@ from frontend.lower.inlining import InliningLowering
 from frontend.lower.loops import LoopLowering
 from frontend.lower.places import PlaceLowering
 from frontend.lower.statements import StatementLowering
+from frontend.lower.switch import SwitchLowering
 from frontend.values import AggLV, ArrayBinding, Binding, LValue, Pointer, PtrVarLV, VarLV
 
 
-class KernelBuilder(StatementLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
+class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
                     PlaceLowering, CallLowering, InliningLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
@@ -42,6 +43,7 @@ class KernelBuilder(StatementLowering, DeclarationLowering, LoopLowering, Expres
         self.block: list[n.Stmt] = []
         self.mutated_cache: dict[tuple, set[tuple]] = {}
         self.loop_depth = 0
+        self.switch_markers: list[dict[int, n.Return]] = []  # the breaks of the switches being lowered
 
     # ------------------------------------------------------------------ utilities
     def error(self, message: str, cursor: ci.Cursor | None) -> UserError:

@@ -32,8 +32,6 @@ class StatementLowering:
             raise self.error("goto is not supported", c)
         if kind in (CK.ASM_STMT, CK.MS_ASM_STMT):
             raise self.error("inline assembly is not supported", c)
-        if kind == CK.SWITCH_STMT:
-            raise self.error("switch statements are not supported in device code; use if/else", c)
         raise self.error(f"unsupported statement ({kind.name.lower()})", c)
 
     def compound(self, c: ci.Cursor) -> None:
@@ -59,6 +57,12 @@ class StatementLowering:
 
 
     def break_stmt(self, c: ci.Cursor) -> None:
+        if self.loop_depth == 0 and self.switch_markers:
+            # Leaves the innermost switch: a marker the switch lowering replaces (see ``switch``).
+            marker = n.Return(loc=self.loc(c))
+            self.switch_markers[-1][id(marker)] = marker
+            self.emit(marker)
+            return
         if self.loop_depth == 0:
             raise self.error("break outside a loop is not supported", c)
         self.emit(n.Break(loc=self.loc(c)))
@@ -88,4 +92,5 @@ _STMT_HANDLERS = {
     CK.CONTINUE_STMT: "continue_stmt",
     CK.RETURN_STMT: "return_stmt",
     CK.NULL_STMT: "null_stmt",
+    CK.SWITCH_STMT: "switch_stmt",
 }
