@@ -132,7 +132,7 @@ class CallLowering:
             fn_info = MATH_FUNCTIONS[canonical]
             if fn_info.domain == "float" and rt.is_float and not fn_info.returns_bool:
                 # C++'s mixed overloads (`pow(float, int)` from <cmath>) compute in the result type.
-                values = [convert(v, rt) if not v.type.is_float else v for v in values]  # type: ignore[union-attr]
+                values = [convert(v, rt) for v in values]  # type: ignore[arg-type]
             if fn_info.domain == "float" and not all(v.type.is_float for v in values):  # type: ignore[union-attr]
                 raise self.error(f"'{name}' on integers is not supported", c)
             if len(values) != fn_info.arity:
