@@ -16,15 +16,20 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.host import DeviceSpan, HostFile, HostProgram, IncludeSpan, LaunchSite
 
-from frontend.clang_setup import cursor_loc, evaluate, parse_translation_unit
+from frontend.clang_setup import RUNTIME_DIR, cursor_loc, evaluate, parse_translation_unit
+from frontend.launch_shapes import LaunchShapes
 from frontend.lower import (
     CK, KernelBuilder, ModuleContext, decl_key, function_body, has_attr, is_device_decl, is_host_decl,
     is_kernel_decl, is_prelude_decl, sanitize,
 )
 
+# CUDA headers whose every declaration polypy's runtime header and device prelude already hold: in
+# emitted code their includes become a note (the runtime is pasted at the top). polypy's other
+# headers (polypy/runtime: helper_cuda.h, cutil.h, math_constants.h ...) have content of their
+# own: they are inlined like a user's header.
 CUDA_HEADERS = frozenset({
     "cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch_parameters.h", "device_functions.h",
-    "cuda_device_runtime_api.h", "vector_types.h", "vector_functions.h", "math_constants.h", "helper_cuda.h",
+    "cuda_device_runtime_api.h", "vector_types.h", "vector_functions.h", "driver_types.h",
 })
 
 _CONTAINERS = (CK.NAMESPACE, CK.LINKAGE_SPEC, CK.UNEXPOSED_DECL)
@@ -139,6 +144,7 @@ class _ModuleBuilder:
                             kernels[key] = (target, self.instance_name(target, kernels))
         launches_by_file: dict[str, list[tuple[ci.Cursor, ci.Cursor]]] = {}
         host_functions = [d for d in decls if self.is_host_function(d)]
+        self.shapes = LaunchShapes(host_functions, self.file_text)
         for fn in host_functions:
             for call in fn.walk_preorder():
                 if call.kind == CK.CALL_EXPR and self.launch_config(call) is not None:
@@ -207,7 +213,12 @@ class _ModuleBuilder:
         for d in decls:
             by_file.setdefault(d.location.file.name, []).append(d)
         inclusions = [c for c in self.tu.cursor.get_children() if c.kind == CK.INCLUSION_DIRECTIVE]
-        for fname in set(by_file) | set(launches_by_file) | {self.path}:
+        # polypy's headers with content are inlined and rewritten like the user's (their own
+        # includes of other CUDA headers become notes too).
+        runtime_headers = {c.get_included_file().name for c in inclusions
+                           if c.get_included_file() is not None and _is_runtime_header(c.get_included_file().name)
+                           and pathlib.PurePath(c.get_included_file().name).name not in CUDA_HEADERS}
+        for fname in set(by_file) | set(launches_by_file) | {self.path} | runtime_headers:
             text = self.file_text(fname)
             conv = _OffsetMap(text)
             launches = tuple(self.launch_site(call, target, names, text, conv)
@@ -246,7 +257,12 @@ class _ModuleBuilder:
         return LaunchSite(names[self.kernel_key(target)], conv.char(call.extent.start.offset),
                           conv.char(call.extent.end.offset), grid, block,
                           texts[2] if len(texts) > 2 else None, texts[3] if len(texts) > 3 else None,
-                          tuple(args), loc, _constant_shape(cfg[0]), _constant_shape(cfg[1]))
+                          tuple(args), loc, *self.launch_shapes(call, cfg[0], cfg[1]))
+
+    def launch_shapes(self, call: ci.Cursor, grid: ci.Cursor, block: ci.Cursor) -> tuple:
+        """``LaunchSite``'s grid_shape, block_shape, grid_from, block_from (``frontend.launch_shapes``)."""
+        g, b = self.shapes.of(call, grid), self.shapes.of(call, block)
+        return g.shape, b.shape, g.why, b.why
 
     def device_span(self, d: ci.Cursor, names, conv: "_OffsetMap") -> DeviceSpan | None:
         if d.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
@@ -261,8 +277,10 @@ class _ModuleBuilder:
         included = c.get_included_file()
         target = included.name if included is not None else None
         name = pathlib.PurePath(c.spelling).name
-        if name in CUDA_HEADERS:
-            kind = "cuda"
+        if target is not None and _is_runtime_header(target):
+            kind = "cuda" if pathlib.PurePath(target).name in CUDA_HEADERS else "user"
+        elif name in CUDA_HEADERS and (target is None or not self.is_user_path(target)):
+            kind = "cuda"  # a CUDA toolkit's header named with -I: polypy's runtime stands for it
         elif target is not None and self.is_user_path(target):
             kind = "user"
         else:
@@ -273,6 +291,11 @@ class _ModuleBuilder:
     def is_user_path(self, path: str) -> bool:
         system_dirs = ("/usr/", "/opt/")
         return not path.startswith(system_dirs) and "polypy" not in pathlib.PurePath(path).parts[-2:-1]
+
+
+def _is_runtime_header(path: str) -> bool:
+    """A header of polypy's runtime directory (not the user's file of the same name)."""
+    return pathlib.Path(path).resolve().parent == RUNTIME_DIR.resolve()
 
 
 def _template_args(cursor: ci.Cursor) -> list[str]:
@@ -290,33 +313,6 @@ def _template_args(cursor: ci.Cursor) -> list[str]:
         else:
             out.append(f"arg{i}")
     return out
-
-
-def _constant_shape(arg: ci.Cursor) -> tuple[int, int, int] | None:
-    """A launch's ``dim3`` argument as (x, y, z) when clang can evaluate its components, else None.
-
-    The argument is a ``dim3`` constructor call (``dim3(32, 8)``, or the conversion of ``128``),
-    possibly wrapped in casts; a copy of a ``dim3`` variable is not a constant.
-    """
-    node = arg
-    while node.kind in (CK.UNEXPOSED_EXPR, CK.CXX_FUNCTIONAL_CAST_EXPR, CK.PAREN_EXPR) or \
-            (node.kind == CK.CALL_EXPR and node.spelling == "dim3" and _one_dim3_child(node)):
-        children = [c for c in node.get_children() if c.kind != CK.TYPE_REF]
-        if len(children) != 1:
-            break
-        node = children[0]
-    if node.kind != CK.CALL_EXPR or node.spelling != "dim3":
-        return None
-    values = [evaluate(c) for c in node.get_children() if c.kind != CK.TYPE_REF]
-    if not 1 <= len(values) <= 3 or not all(isinstance(v, int) and v >= 1 for v in values):
-        return None
-    return tuple(values + [1] * (3 - len(values)))  # type: ignore[return-value]
-
-
-def _one_dim3_child(call: ci.Cursor) -> bool:
-    """A ``dim3`` copy or conversion wrapping another ``dim3`` expression."""
-    children = [c for c in call.get_children() if c.kind != CK.TYPE_REF]
-    return len(children) == 1 and children[0].type.get_canonical().spelling.endswith("dim3")
 
 
 def _is_default(arg: ci.Cursor) -> bool:

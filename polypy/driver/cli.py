@@ -4,7 +4,7 @@
                           [--dump-after PASS]
     polypy grad FILE --kernel K [--wrt p,q] [--const r] [--mode reverse|forward] [--emit cuda|cpp|ir] [-o OUT]
                      [--dump-after PASS]
-    polypy run FILE [--emulate] [...]
+    polypy run FILE [--emulate] [...] [-- PROGRAM ARGS...]
 
 User errors print ``file:line:col: error: ...`` with the source line and a caret and exit with
 status 1; nothing is written then (see ``polypy.driver.output.write_output``). What each sub-command
@@ -82,15 +82,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="no block windows (per-block sums in shared memory) for adjoints of read-only inputs")
     _add_dump_after(g)
 
-    r = sub.add_parser("run", help="run a sample or a whole program")
+    r = sub.add_parser("run", help="run a sample or a whole program",
+                       epilog="Arguments after -- go to the program: polypy run prog.cu -- 1024 input.txt")
     _add_common(r)
     r.add_argument("--emulate", action="store_true", help="use the reference emulator instead of compiled code")
     r.add_argument("--threads", type=int, default=0)
     return parser
 
 
+def split_program_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``polypy run prog.cu [options] -- ARGS``: polypy's own arguments, and the program's (after
+    the first ``--``, passed through untouched, options included)."""
+    words = list(argv)
+    if words[:1] == ["run"] and "--" in words:
+        at = words.index("--")
+        return words[:at], words[at + 1:]
+    return words, []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    own, program_args = split_program_args(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(own)
+    args.program_args = program_args
     try:
         if args.command == "translate":
             return commands.translate(args)

@@ -13,10 +13,11 @@ from polypy.ir.printer import print_module
 
 
 def _defines(values: Sequence[str]) -> dict[str, str]:
+    """``-D`` flags as the C compiler reads them: ``-DN`` defines N as 1, ``-DN=`` as nothing."""
     out: dict[str, str] = {}
     for v in values:
-        name, _, value = v.partition("=")
-        out[name] = value if value else "1"
+        name, equals, value = v.partition("=")
+        out[name] = value if equals else "1"
     return out
 
 
@@ -92,6 +93,10 @@ def _translate(args: argparse.Namespace) -> int:
 
         report.extend(race_report(module))
     _print_report(report)
+    if whole_program and args.emit == "cpp":
+        from polypy.driver.programs import with_defines
+
+        text = with_defines(text, _defines(args.defines))
     write_output(args.output, text, (args.file,))
     return 0
 
@@ -142,6 +147,9 @@ def run(args: argparse.Namespace) -> int:
         return _run_program(module, args)
     description = path.with_suffix(".py")
     if description.exists():
+        if getattr(args, "program_args", None):
+            raise UserError(f"{path} is a kernel sample, which takes no arguments (the arguments after -- are "
+                            "for a whole program's main)")
         return _run_sample(path, description, emulate=args.emulate, threads=args.threads)
     raise UserError(f"nothing to run: {path} has no main() and no sample description ({description.name})")
 
@@ -204,4 +212,5 @@ def _launcher(path, sample, kernel, *, emulate: bool, threads: int):
 def _run_program(module: n.Module, args: argparse.Namespace) -> int:
     from polypy.driver.programs import run_program
 
-    return run_program(module, emulate=args.emulate, threads=args.threads)
+    return run_program(module, emulate=args.emulate, threads=args.threads, argv=getattr(args, "program_args", ()),
+                       defines=_defines(args.defines), include_dirs=tuple(args.include_dirs))

@@ -15,7 +15,7 @@ import pathlib
 import subprocess
 import sys
 import tempfile
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -57,27 +57,49 @@ def _build(source: str, directory: pathlib.Path, flags: Sequence[str], output: s
     return out
 
 
+def with_defines(source: str, defines: Mapping[str, str] | None) -> str:
+    """A translated program that starts with the ``-D`` definitions its kernels were parsed with.
+
+    The kernels were translated under them; the host code (kept as source) must see the same
+    ones, or it would launch with the defaults of ``#ifndef BS ... #endif`` while the kernels
+    assume the given value. They go first, as the compiler's ``-D`` flags act before any line.
+    """
+    if not defines:
+        return source
+    lines = [f"#define {name} {value}".rstrip() for name, value in defines.items()]
+    return ("/* -D definitions polypy was given: the host code sees what the kernels saw */\n"
+            + "\n".join(lines) + "\n" + source)
+
+
 def run_program(module: n.Module, *, emulate: bool = False, threads: int = 0, optimize: bool = True,
-                argv: Sequence[str] = ()) -> int:
-    """Run the program of ``module`` (GPU form with host code); returns its exit status."""
+                argv: Sequence[str] = (), defines: Mapping[str, str] | None = None,
+                include_dirs: Sequence[str] = ()) -> int:
+    """Run the program of ``module`` (GPU form with host code); returns its exit status.
+
+    ``argv``: the program's arguments (``argv[1:]`` in its ``main``). ``defines``/``include_dirs``:
+    the ``-D``/``-I`` the module was parsed with; the host code is compiled with the same.
+    """
     if module.host is None or not module.host.has_main:
         raise UserError(f"{module.source} has no main()")
     from codegen.c import emit_program
 
+    includes = tuple(f"-I{d}" for d in include_dirs)
     with tempfile.TemporaryDirectory(prefix="polypy-run-") as tmp:
         directory = pathlib.Path(tmp)
         if not emulate:
             from polypy.driver.pipelines import lower_and_emit
 
             source = lower_and_emit(module, "cpp", optimize=optimize, program=True, threads=threads)
-            exe = _build(source, directory, ("-O2", "-fopenmp"), "program", name=module.source)
+            exe = _build(with_defines(source, defines), directory, ("-O2", "-fopenmp", *includes), "program",
+                         name=module.source)
             sys.stdout.flush()
             return subprocess.run([str(exe), *argv]).returncode
         source = emit_program(module.host, {k.name: k for k in module.kernels}, emulate=True)
         # The program's entry point (``polypy_program_main``) calls its ``main`` through the name
         # ``polypy_main_impl``; ``main`` keeps its own name, so a ``main`` that ends without
         # ``return`` still returns 0, as C++ says (a renamed one would run off its end).
-        library = _build(source, directory, ("-O1", "-shared", "-fPIC", "-Dpolypy_main_impl=main"),
+        library = _build(with_defines(source, defines), directory,
+                         ("-O1", "-shared", "-fPIC", "-fopenmp", "-Dpolypy_main_impl=main", *includes),
                          "program.so", name=module.source)
         return _run_emulated(ctypes.CDLL(str(library)), module, argv)
 

@@ -13,6 +13,7 @@
 #ifndef POLYPY_CUDA_RUNTIME_H
 #define POLYPY_CUDA_RUNTIME_H
 
+#include <math.h> /* nvcc's runtime brings the host math library: host code calls ceil, sqrt... without it */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,20 @@ static inline int polypy_rt_find_alloc(const void* p, void** base, size_t* size)
 }
 
 #ifdef __cplusplus
+
+/* ------------------------------------------------------------------ host min/max */
+/* nvcc's headers give host code min and max over the arithmetic types (the device prelude
+ * declares the device ones); mixed float/double calls take the double one, as there. */
+#define POLYPY_MINMAX(T) \
+  static inline __host__ T min(T a, T b) { return b < a ? b : a; } \
+  static inline __host__ T max(T a, T b) { return a < b ? b : a; }
+POLYPY_MINMAX(int) POLYPY_MINMAX(unsigned int) POLYPY_MINMAX(long) POLYPY_MINMAX(unsigned long)
+POLYPY_MINMAX(long long) POLYPY_MINMAX(unsigned long long) POLYPY_MINMAX(float) POLYPY_MINMAX(double)
+#undef POLYPY_MINMAX
+static inline __host__ double min(float a, double b) { return min((double)a, b); }
+static inline __host__ double min(double a, float b) { return min(a, (double)b); }
+static inline __host__ double max(float a, double b) { return max((double)a, b); }
+static inline __host__ double max(double a, float b) { return max(a, (double)b); }
 
 /* ------------------------------------------------------------------ vector types */
 struct uint3 { unsigned int x, y, z; };
