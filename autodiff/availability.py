@@ -17,7 +17,8 @@ import dataclasses
 
 from autodiff import build as b
 from autodiff import rules
-from autodiff.loops import affine_value, closed_form, induction, trip_bound
+from autodiff.checkpoint import advance_code, make_snapshots, snapshot_init
+from autodiff.loops import affine_value, closed_form, induction, loop_base, trip_bound
 from autodiff.program import Ambiguous, Def, Entry, IterStart, body_start, point_after
 from autodiff.report import Caching
 from polypy.errors import InternalError, UserError
@@ -316,7 +317,11 @@ class Availability:
         return out
 
     # ------------------------------------------------------------------ loop-carried values from the loop entry
-    def _carried_replay_code(self, ctx: LoopCtx, start: n.Expr | None, step: n.Expr | None) -> list[n.Stmt]:
+    def _carried_replay_code(self, ctx: LoopCtx, start: n.Expr | None,
+                             step: n.Expr | None) -> tuple[list[n.Stmt], list[n.Stmt]]:
+        """(before the reversed loop, at the top of each reversed iteration): the loop-carried values
+        of the reversed iteration, replayed from the loop entry or, with a checkpoint budget, from
+        the nearest snapshot (``autodiff.checkpoint``)."""
         loop = ctx.path
         prog = self.prog
         body = prog.block(loop, "body")
@@ -349,10 +354,11 @@ class Availability:
             rename[v] = name
             ty = self._var_type(v)
             out.append(n.Decl(name, ty, self.avail(n.Var(v, ty), loop, tape=True)))
-            self._note(("replay-loop", v, loop), Caching(v, loop_stmt.loc, "replay-loop",
-                                                         "recomputed from the loop entry in each reversed iteration "
-                                                         "(quadratic in the trip count: the trip count is not known "
-                                                         "statically)"))
+            if self.opt.checkpoint_budget is None:
+                self._note(("replay-loop", v, loop), Caching(
+                    v, loop_stmt.loc, "replay-loop", "recomputed from the loop entry in each reversed iteration "
+                    "(quadratic in the trip count: the trip count is not known statically)"))
+        state = dict(rename)
         for v in declared_inside:
             rename[v] = self.names.fresh(v)
         q = self.names.fresh("q")
@@ -369,8 +375,22 @@ class Availability:
             replay.append(n.Decl(rename[loop_var], vtype, affine_value(start, n.Var(q, I32), step, vtype)))
         for j in sorted(chosen):
             replay.extend(rename_locals((body[j],), rename, values))
+        budget = self.opt.checkpoint_budget
+        if budget is not None and state:
+            # binomial checkpointing: the state at the loop entry is snapshot 0, the rest on the way
+            snaps = make_snapshots(budget, {v: self._var_type(v) for v in state}, self.names, loop_base(loop_stmt))
+            self.tapes.extend(snaps.buffers())
+            entry = {v: init.init for init in out for v in state if isinstance(init, n.Decl)
+                     and init.name == state[v] and init.init is not None}
+            self.checkpoints.append((loop, snaps))
+            self._note(("checkpoint", loop), Caching(
+                ", ".join(sorted(state)), loop_stmt.loc, "checkpoint",
+                f"binomial checkpointing: {budget} snapshots of {len(state)} values "
+                f"({snaps.elements()} elements per thread, whatever the trip count)"))
+            return snapshot_init(snaps, entry), advance_code(snaps, n.Var(ctx.index, I32), state, replay, q,
+                                                            self.names)
         out.append(n.For(q, I32, b.const(0, I32), n.Var(ctx.index, I32), b.const(1, I32), tuple(replay)))
-        return out
+        return [], out
 
     def _check_replayable(self, s: n.Stmt, path: StmtPath, closure: set[str]) -> None:
         for x in walk(s):

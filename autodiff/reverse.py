@@ -52,6 +52,9 @@ class ReverseOptions:
     block_reductions: bool = True  # register + block reduction for block-uniform reads and scalars
     windows: bool = True  # block windows in shared memory for read-only inputs read by several threads
     max_tape: int = 1 << 16  # elements per tape array
+    # snapshots per loop without a static trip count (binomial checkpointing, autodiff.checkpoint);
+    # None: its loop-carried values are recomputed from the loop entry
+    checkpoint_budget: int | None = None
 
 
 class ReverseBuilder(Sweeps, AdjointAccumulation, Tapes, Availability):
@@ -72,6 +75,7 @@ class ReverseBuilder(Sweeps, AdjointAccumulation, Tapes, Availability):
         self.top_decls: list[n.Stmt] = []
         self.hoist: set[str] = set()
         self.tapes: list[n.Buffer] = []
+        self.checkpoints: list[tuple[StmtPath, object]] = []  # (loop, autodiff.checkpoint.Snapshots)
         self.ctx: dict[StmtPath, LoopCtx] = {}
         self.memo: dict[tuple, n.Expr] = {}
         self.counters: dict[StmtPath, str] = {}

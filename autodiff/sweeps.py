@@ -286,10 +286,14 @@ class Sweeps:
         trips = _trips(start, stop, step) if isinstance(s, n.For) else self._while_trips(path)
         prologue, pre = self._collect(lambda: self._shared_replay_code(ctx))
         prologue = pre + prologue
-        if ctx.carried:
-            carried, pre = self._collect(lambda: self._carried_replay_code(ctx, start, step))
-            prologue = pre + carried + prologue
         head: list[n.Stmt] = []
+        if ctx.carried:
+            (init, carried), pre = self._collect(lambda: self._carried_replay_code(ctx, start, step))
+            if init:  # checkpointed: values at the loop entry are read once, before the reversed loop
+                head += pre + init
+                prologue = carried + prologue
+            else:
+                prologue = pre + carried + prologue
         if ctx.shared:
             head.append(n.Barrier(loc=s.loc))  # every thread has finished the forward loop
         count_name = self.names.fresh(base + "_n")

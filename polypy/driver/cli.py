@@ -80,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-block-reductions", action="store_true", help="no block-level reductions of adjoints")
     g.add_argument("--no-windows", action="store_true",
                    help="no block windows (per-block sums in shared memory) for adjoints of read-only inputs")
+    g.add_argument("--checkpoint-budget", type=int, default=None, metavar="N",
+                   help="binomial checkpointing of loops whose trip count is only known at run time: at most N "
+                        "snapshots of their loop-carried values per thread")
     _add_dump_after(g)
 
     r = sub.add_parser("run", help="run a sample or a whole program",

@@ -124,7 +124,8 @@ def _grad(args: argparse.Namespace) -> int:
     report: list | None = [] if args.report else None
     gradient = grad_kernel(module, args.kernel, wrt=wrt, const=const, mode=args.mode, report=report,
                            optimize=not args.no_opt, cache=args.cache, privacy=not args.no_privacy,
-                           block_reductions=not args.no_block_reductions, windows=not args.no_windows)
+                           block_reductions=not args.no_block_reductions, windows=not args.no_windows,
+                           checkpoint_budget=args.checkpoint_budget)
     if args.emit == "ir":
         text = print_module(dataclasses.replace(module, kernels=module.kernels + (gradient,)))
     elif args.emit == "cuda":

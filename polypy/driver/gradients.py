@@ -80,7 +80,7 @@ def window_oracle(kernel: n.Kernel):
 def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = "reverse",
                 report: list | None = None, optimize: bool = True, cache: str = "auto",
                 privacy: bool = True, block_reductions: bool = True, windows: bool = True,
-                max_tape: int = 1 << 16) -> n.Kernel:
+                max_tape: int = 1 << 16, checkpoint_budget: int | None = None) -> n.Kernel:
     """The gradient (``mode="reverse"``: ``<name>_grad``) or tangent (``"forward"``: ``<name>_fwd``)
     kernel of kernel ``name`` of a GPU-form ``module`` (as ``polypy.load`` returns it).
 
@@ -90,6 +90,9 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
     (passes before differentiation), ``cache`` (``auto``/``recompute``/``store``), ``privacy``
     (isl proofs that allow plain ``+=``), ``block_reductions``, ``windows`` (block-private
     accumulation of a read-only input's adjoints in shared memory, ``autodiff.windows``).
+    ``checkpoint_budget``: snapshots per loop whose trip count is only known at run time (binomial
+    checkpointing, ``autodiff.checkpoint``: memory bounded by the budget, not the trip count);
+    without it such a loop's carried registers are recomputed from the loop entry.
 
     Assumes, like Enzyme for duplicated arguments, that distinct pointer arguments do not
     overlap. Launch the result with the same grid and block as the kernel; a kernel with
@@ -107,13 +110,16 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
         raise UserError(f"unknown mode '{mode}': use reverse or forward")
     if cache not in ("auto", "recompute", "store"):
         raise UserError(f"unknown caching strategy '{cache}': use auto, recompute or store")
+    if checkpoint_budget is not None and (isinstance(checkpoint_budget, bool) or not isinstance(checkpoint_budget, int)
+                                          or checkpoint_budget < 1):
+        raise UserError(f"the checkpoint budget must be a positive number of snapshots, got {checkpoint_budget!r}")
     new_name = name + ("_grad" if mode == "reverse" else "_fwd")
     if any(k.name == new_name for k in module.kernels):
         raise UserError(f"the module already has a kernel named '{new_name}'", kernel.loc)
     wrt_t = tuple(wrt) if wrt is not None else None
     kernel = run_pipeline(kernel, before_ad_pipeline(optimize=optimize))
     options = ReverseOptions(cache=cache, privacy=privacy, block_reductions=block_reductions, windows=windows,
-                             max_tape=max_tape)
+                             max_tape=max_tape, checkpoint_budget=checkpoint_budget)
     result = differentiate(kernel, mode=mode, wrt=wrt_t, const=tuple(const), name=new_name, options=options,
                            report=report, privacy=privacy_oracle(kernel) if privacy else None,
                            windows=window_oracle(kernel) if windows else None)
