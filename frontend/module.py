@@ -269,7 +269,8 @@ class _ModuleBuilder:
                            and pathlib.PurePath(c.get_included_file().name).name not in CUDA_HEADERS}
         for fname in set(by_file) | set(launches_by_file) | {self.path} | runtime_headers:
             text = self.file_text(fname)
-            conv = _OffsetMap(text)
+            conv = _OffsetMap(text, None if fname == self.path and self.main_text is not None
+                              else pathlib.Path(fname).read_bytes())
             launches = tuple(self.launch_site(call, target, names, text, conv)
                              for call, target in launches_by_file.get(fname, []))
             spans = tuple(self.device_span(d, names, conv) for d in by_file.get(fname, [])
@@ -369,11 +370,15 @@ def _is_default(arg: ci.Cursor) -> bool:
 
 
 class _OffsetMap:
-    """Byte offsets (clang) → character offsets (Python strings) for one file."""
+    """Byte offsets (clang) → character offsets (Python strings) for one file.
 
-    def __init__(self, text: str):
+    ``data``: the bytes clang read (a file from disk, which may not be valid UTF-8: ``text`` is
+    then its lenient decoding, one U+FFFD per bad byte); by default ``text`` as UTF-8.
+    """
+
+    def __init__(self, text: str, data: bytes | None = None):
         self.text = text
-        data = text.encode("utf-8")
+        data = text.encode("utf-8") if data is None else data
         self.ascii = len(data) == len(text)
         self.data = data
 

@@ -3,6 +3,7 @@ alone) and ``load`` (parse, then ``pipelines.GPU_PIPELINE``)."""
 from __future__ import annotations
 
 import os
+import pathlib
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
@@ -35,7 +36,25 @@ def parse(path: str | os.PathLike | None, *, defines: dict[str, str] | None = No
     parsed as CUDA under the name ``<string>``."""
     from frontend import parse_file
 
-    return parse_file(source_path(path, text), text=text, defines=defines, include_dirs=tuple(include_dirs))
+    name = source_path(path, text)
+    if text is None:
+        text = lenient_text(name)
+    return parse_file(name, text=text, defines=defines, include_dirs=tuple(include_dirs))
+
+
+def lenient_text(path: str) -> str | None:
+    """The text of a source file that is not valid UTF-8 (a Latin-1 comment, as old sources have),
+    with each bad byte replaced by U+FFFD; None for a UTF-8 file, which the frontend reads itself.
+
+    libclang hands token spellings back as UTF-8, so such a file is parsed from this text: clang's
+    offsets are then offsets into it, and the emitted program carries it (comments keep U+FFFD).
+    """
+    data = pathlib.Path(path).read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace")
+    return None
 
 
 def load(path: str | os.PathLike | None, *, defines: dict[str, str] | None = None,
