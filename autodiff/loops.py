@@ -250,3 +250,63 @@ def affine_value(start: n.Expr, i: n.Expr, step: n.Expr, ty: ScalarType) -> n.Ex
     wide = I64
     value = n.Binary("add", b.cast(wide, start), b.mul(b.cast(wide, i), b.cast(wide, step)))
     return b.cast(ty, value)
+
+
+def launch_uniform(prog: Program, e: n.Expr) -> bool:
+    """Whether ``e`` is a function of the kernel's scalar arguments and launch dimensions only
+    (parameters the kernel never assigns, ``blockDim``/``gridDim``, constants, arithmetic):
+    the driver can evaluate it at launch, before any thread runs."""
+    for x in walk(e):
+        if isinstance(x, n.Var) and (x.name not in prog.params or x.name in prog.writers):
+            return False
+        if isinstance(x, (n.Load, n.ThreadIdx, n.BlockIdx)):
+            return False
+        if isinstance(x, n.Call) and x.fn not in ("min", "max", "abs"):
+            return False
+    return True
+
+
+def runtime_trip_bound(prog: Program, loop: StmtPath) -> n.Expr | None:
+    """An upper bound on the iterations of one execution of ``loop`` as an i32 expression the
+    driver evaluates at launch (``launch_uniform``), for loops without a static bound:
+
+    * ``for (v = start; v < stop; v += c)``, c > 0 constant, start and stop launch-uniform:
+      exactly its trip count;
+    * ``while (... && v < stop && ...)`` with ``v += c`` (c > 0) once per iteration, ``v``
+      starting from a launch-uniform value and ``stop`` launch-uniform (a ``for`` with a
+      ``break``, as ``normalize_for_ad`` leaves it): the trip count of the counted part.
+    """
+    s = prog.stmt(loop)
+    if isinstance(s, n.For):
+        if not (isinstance(s.step, n.Const) and s.step.value > 0):
+            return None
+        if not (launch_uniform(prog, s.start) and launch_uniform(prog, s.stop)):
+            return None
+        return _count_i32(s.start, s.stop, s.step)
+    if not isinstance(s, n.While):
+        return None
+    for term in _conjuncts(s.cond):
+        if not (isinstance(term, n.Binary) and term.op in ("lt", "le") and isinstance(term.a, n.Var)):
+            continue
+        ind = induction(prog, loop, term.a.name)
+        if ind is None or ind.op != "add" or ind.amount <= 0 or not launch_uniform(prog, term.b):
+            continue
+        start = prog.reaching_def(term.a.name, loop)
+        if not (isinstance(start, Def) and launch_uniform(prog, start.value)):
+            continue
+        stop = term.b if term.op == "lt" else n.Binary("add", term.b, b.one(term.b.type))
+        return _count_i32(start.value, stop, b.const(ind.amount, term.a.type))
+    return None
+
+
+def _count_i32(start: n.Expr, stop: n.Expr, step: n.Expr) -> n.Expr:
+    if b.is_const(step, 1) and b.is_const(start, 0) and stop.type == I32:
+        return b.select(b.cmp("lt", start, stop), stop, b.const(0, I32))  # max(stop, 0), readable
+    return b.cast(I32, trip_count_expr(start, stop, step))
+
+
+def _conjuncts(e: n.Expr) -> list[n.Expr]:
+    if isinstance(e, n.Binary) and e.op == "land":
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]
+

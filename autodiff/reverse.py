@@ -36,6 +36,7 @@ from autodiff.shadows import interleave_dynamic_shared, shadow_buffers, shadow_p
 from autodiff.sweeps import Sweeps, merge_barrier_runs
 from autodiff.tapes import Tapes
 from autodiff.windows import Privatized, Windows
+from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
 from polypy.poly.paths import StmtPath
@@ -55,6 +56,9 @@ class ReverseOptions:
     # snapshots per loop without a static trip count (binomial checkpointing, autodiff.checkpoint);
     # None: its loop-carried values are recomputed from the loop entry
     checkpoint_budget: int | None = None
+    # tapes of loops whose trip count is a function of the arguments, sized at launch
+    # (autodiff.tapes.tape_extents): True always, False never, None only where nothing else works
+    runtime_tapes: bool | None = None
 
 
 class ReverseBuilder(Sweeps, AdjointAccumulation, Tapes, Availability):
@@ -153,4 +157,22 @@ def reverse_kernel(kernel: n.Kernel, original: n.Kernel, active: ActiveParams, a
                    options: ReverseOptions, report: list[Decision] | None,
                    privacy: Callable[[str], tuple[bool, str]], name: str,
                    windows: Callable[[str], object] | None = None) -> n.Kernel:
-    return ReverseBuilder(kernel, original, active, activity, names, options, report, privacy, windows).build(name)
+    if options.runtime_tapes is not None:
+        return ReverseBuilder(kernel, original, active, activity, names, options, report, privacy,
+                              windows).build(name)
+    # Static tapes and recomputation first; tapes sized at launch only where they fail (the
+    # second attempt names things afresh: the first one's names are not in the kernel).
+    first: list[Decision] | None = [] if report is not None else None
+    try:
+        result = ReverseBuilder(kernel, original, active, activity, names,
+                                dataclasses.replace(options, runtime_tapes=False), first, privacy, windows).build(name)
+    except UserError as exc:
+        try:
+            return ReverseBuilder(kernel, original, active, activity, Names(kernel, {name}),
+                                  dataclasses.replace(options, runtime_tapes=True), report, privacy,
+                                  windows).build(name)
+        except UserError:
+            raise exc from None
+    if report is not None and first is not None:
+        report.extend(first)
+    return result

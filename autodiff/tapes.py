@@ -10,13 +10,17 @@ also have their iteration count recorded (or computed, when counted or exact).
 """
 from __future__ import annotations
 
+import dataclasses
+
 from autodiff import build as b
 from autodiff.availability import CannotTape, NeedTape
-from autodiff.loops import counted_while, exact_trips, loop_base, trip_bound, trip_count_expr
+from autodiff.loops import counted_while, exact_trips, loop_base, runtime_trip_bound, trip_bound, trip_count_expr
 from autodiff.program import point_after
 from autodiff.report import Caching
 from polypy.errors import UserError
 from polypy.ir import nodes as n
+from polypy.ir.printer import format_expr
+from polypy.ir.semantics import eval_binary, eval_cast, eval_unary
 from polypy.ir.types import I32
 from polypy.poly.paths import StmtPath, format_path
 
@@ -31,18 +35,21 @@ class Tapes:
         if not tape:
             raise NeedTape()
         loops = self.prog.loops_around(p)
-        bounds = []
+        bounds: list[int | n.Expr] = []
         for loop in loops:
-            bound = trip_bound(self.prog, loop)
+            bound: int | n.Expr | None = trip_bound(self.prog, loop)
+            if bound is None and self.opt.runtime_tapes:
+                bound = runtime_trip_bound(self.prog, loop)
             if bound is None:
                 s = self.prog.stmt(loop)
                 line = f" at line {s.loc.line}" if s.loc is not None else f" {format_path(loop)}"
-                raise CannotTape(loop, f"the trip count of the loop{line} is not known statically, so a tape "
+                known = "at launch" if self.opt.runtime_tapes else "statically"
+                raise CannotTape(loop, f"the trip count of the loop{line} is not known {known}, so a tape "
                                        f"cannot be sized")
-            bounds.append(max(bound, 1))
+            bounds.append(max(bound, 1) if isinstance(bound, int) else bound)
         size = 1
         for bound in bounds:
-            size *= bound
+            size *= bound if isinstance(bound, int) else 1
         if size > self.opt.max_tape:
             raise CannotTape(loops[-1], f"a tape of {size} elements is larger than the limit of {self.opt.max_tape}")
         base = _tape_name(e)
@@ -53,12 +60,16 @@ class Tapes:
             self._note(("tape", name), Caching(what, e.loc or self._loc_at(p), "tape", "one register"))
             return n.Var(name, e.type)
         name = self.names.fresh(base + "_tape")
-        shape = tuple(b.const(bound, I32) for bound in bounds)
+        shape = tuple(b.const(bound, I32) if isinstance(bound, int) else bound for bound in bounds)
         self.tapes.append(n.Buffer(name, e.type, shape, "local"))
         fwd = tuple(self._forward_index(loop) for loop in loops)
         self.before.setdefault(p, []).append(n.Store(name, fwd, e, loc=e.loc))
-        self._note(("tape", name), Caching(what, e.loc or self._loc_at(p), "tape",
-                                           f"{size} elements per thread ({name}{''.join(f'[{x}]' for x in bounds)})"))
+        dims = ''.join(f'[{x if isinstance(x, int) else format_expr(x)}]' for x in bounds)
+        if all(isinstance(x, int) for x in bounds):
+            detail = f"{size} elements per thread ({name}{dims})"
+        else:
+            detail = f"sized at launch from the arguments ({name}{dims} per thread)"
+        self._note(("tape", name), Caching(what, e.loc or self._loc_at(p), "tape", detail))
         return n.Load(name, tuple(n.Var(self.ctx[loop].index, I32) for loop in loops), e.type)
 
     def _forward_index(self, loop: StmtPath) -> n.Expr:
@@ -109,3 +120,68 @@ def _tape_name(e: n.Expr) -> str:
     if isinstance(e, n.Load):
         return e.buffer
     return "value"
+
+
+# ---------------------------------------------------------------------- tapes sized at launch
+#
+# A tape of a loop whose trip count is a function of the kernel's arguments has that function as
+# its extent (``local x_tape: f64[max(steps, 0)]``). Before a launch the driver evaluates it
+# (``tape_extents``) and runs a copy of the kernel with constant extents (``size_tapes``):
+# rounded up to a power of two, so that nearby trip counts share one compiled kernel.
+
+
+def runtime_tapes(kernel: n.Kernel) -> tuple[n.Buffer, ...]:
+    """The per-thread buffers of ``kernel`` whose extents depend on its arguments."""
+    return tuple(buf for buf in kernel.buffers if buf.space == "local" and buf.shape is not None
+                 and not all(isinstance(d, n.Const) for d in buf.shape))
+
+
+def tape_extents(kernel: n.Kernel, grid: tuple[int, ...], block: tuple[int, ...],
+                 scalars: dict[str, object]) -> dict[str, tuple[int, ...]]:
+    """The extents each argument-sized buffer of ``kernel`` needs for a launch (by name)."""
+    out = {}
+    for buf in runtime_tapes(kernel):
+        out[buf.name] = tuple(max(1, int(_evaluate(d, grid, block, scalars, buf))) for d in buf.shape or ())
+    return out
+
+
+def size_tapes(kernel: n.Kernel, extents: dict[str, tuple[int, ...]]) -> n.Kernel:
+    """``kernel`` with the named buffers given constant extents."""
+    buffers = tuple(dataclasses.replace(buf, shape=tuple(b.const(x, I32) for x in extents[buf.name]))
+                    if buf.name in extents else buf for buf in kernel.buffers)
+    return dataclasses.replace(kernel, buffers=buffers)
+
+
+def capacity(extent: int) -> int:
+    """The extent a launch needing ``extent`` elements is compiled with (the next power of two)."""
+    return 1 << max(0, extent - 1).bit_length()
+
+
+def _evaluate(e: n.Expr, grid, block, scalars: dict[str, object], buf: n.Buffer):
+    if isinstance(e, n.Const):
+        return e.value
+    if isinstance(e, n.Var):
+        if e.name not in scalars:
+            raise UserError(f"the extent of tape {buf.name!r} reads {e.name!r}, which is not a scalar argument",
+                            buf.loc)
+        return eval_cast(scalars[e.name].item() if hasattr(scalars[e.name], "item") else scalars[e.name],
+                         e.vtype, e.vtype)
+    if isinstance(e, n.BlockDim):
+        return (tuple(block) + (1, 1, 1))[e.dim]
+    if isinstance(e, n.GridDim):
+        return (tuple(grid) + (1, 1, 1))[e.dim]
+    if isinstance(e, n.Cast):
+        return eval_cast(_evaluate(e.x, grid, block, scalars, buf), e.x.type, e.to)
+    if isinstance(e, n.Unary):
+        return eval_unary(e.op, _evaluate(e.x, grid, block, scalars, buf), e.x.type)
+    if isinstance(e, n.Binary):
+        return eval_binary(e.op, _evaluate(e.a, grid, block, scalars, buf), _evaluate(e.b, grid, block, scalars, buf),
+                           e.a.type)
+    if isinstance(e, n.Select):
+        c = _evaluate(e.cond, grid, block, scalars, buf)
+        return _evaluate(e.a if c else e.b, grid, block, scalars, buf)
+    if isinstance(e, n.Call) and e.fn in ("min", "max"):
+        xs = [_evaluate(a, grid, block, scalars, buf) for a in e.args]
+        return min(xs) if e.fn == "min" else max(xs)
+    raise UserError(f"the extent of tape {buf.name!r} cannot be evaluated at launch ({format_expr(e)})", buf.loc)
+

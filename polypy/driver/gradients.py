@@ -23,6 +23,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
+
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.driver.pipelines import after_ad_pipeline, before_ad_pipeline
@@ -188,11 +190,19 @@ def grad(kernel: Any, *, wrt=None, const=(), mode: str = "reverse", report: list
     if source is None or kernel.gpu is None:
         raise UserError(f"kernel {kernel.name!r} was compiled from CPU-form IR only; there is nothing to differentiate")
     gradient = grad_kernel(source, kernel.name, wrt=wrt, const=const, mode=mode, report=report, **options)
-    compiled = CompiledModule.from_ir(dataclasses.replace(source, kernels=(gradient,), host=None),
-                                      threads=kernel.module.threads)
-    for name, storage in kernel.module.globals.items():
-        compiled.globals[name] = storage  # one constant/device memory for the kernel and its gradient
-    return _GradientKernel(compiled[gradient.name], doubles_shared=_has_dynamic_shared(gradient))
+
+    def compile_kernel(k: n.Kernel):
+        compiled = CompiledModule.from_ir(dataclasses.replace(source, kernels=(k,), host=None),
+                                          threads=kernel.module.threads)
+        for name, storage in kernel.module.globals.items():
+            compiled.globals[name] = storage  # one constant/device memory for the kernel and its gradient
+        return compiled[k.name]
+
+    from autodiff.tapes import runtime_tapes
+
+    if runtime_tapes(gradient):
+        return _SizedAtLaunch(gradient, compile_kernel, doubles_shared=_has_dynamic_shared(gradient))
+    return _GradientKernel(compile_kernel(gradient), doubles_shared=_has_dynamic_shared(gradient))
 
 
 def _has_dynamic_shared(kernel: n.Kernel) -> bool:
@@ -236,3 +246,90 @@ class _GradientKernel:
 
     def __repr__(self) -> str:
         return f"<polypy gradient kernel {self.name}>"
+
+    def memory(self, config: Any, *args: Any, **kwargs: Any) -> dict[str, int]:
+        """Elements per thread of the gradient's tapes and checkpoint snapshots for a launch
+        (``autodiff.tapes``, ``autodiff.checkpoint``): {"tape": ..., "checkpoint": ...}."""
+        return _memory(self.gpu, {})
+
+
+def _memory(kernel: n.Kernel, extents: dict[str, tuple[int, ...]]) -> dict[str, int]:
+    """Elements per thread of ``kernel``'s tapes (``*_tape``) and snapshots (``*_snap*``)."""
+    out = {"tape": 0, "checkpoint": 0}
+    for buf in kernel.buffers:
+        if buf.space != "local":
+            continue
+        dims = extents.get(buf.name)
+        if dims is None:
+            dims = tuple(int(d.value) for d in buf.shape or () if isinstance(d, n.Const))
+        size = 1
+        for d in dims:
+            size *= d
+        if "_snap" in buf.name:
+            out["checkpoint"] += size
+        elif "_tape" in buf.name:
+            out["tape"] += size
+    return out
+
+
+class _SizedAtLaunch(_GradientKernel):
+    """A gradient kernel with tapes sized from the launch's arguments (``autodiff.tapes``):
+    each launch evaluates the tapes' extents, rounds them up to powers of two and runs the
+    kernel compiled for those extents (compiled once per distinct set of extents)."""
+
+    def __init__(self, gradient: n.Kernel, compile_kernel, *, doubles_shared: bool):
+        self.gradient = gradient
+        self.compile_kernel = compile_kernel
+        self.name = gradient.name
+        self.doubles_shared = doubles_shared
+        self.variants: dict[tuple, Any] = {}
+        self.compiled = None
+
+    def _extents(self, config: Any, args: tuple, kwargs: dict) -> dict[str, tuple[int, ...]]:
+        from autodiff.tapes import tape_extents
+        from polypy.launch import bind_arguments, launch_config
+
+        grid, block, _ = launch_config(self.name, config, empty_grid=True)
+        if args and kwargs:
+            raise UserError(f"pass the arguments of kernel {self.name!r} either all by position or all by name")
+        values = bind_arguments(self.gradient, kwargs if kwargs else args)
+        scalars = {k: v for k, v in values.items() if not isinstance(v, np.ndarray)}
+        return tape_extents(self.gradient, grid, block, scalars)
+
+    def _variant(self, extents: dict[str, tuple[int, ...]]):
+        from autodiff.tapes import capacity, size_tapes
+
+        sized = {name: tuple(capacity(x) for x in dims) for name, dims in extents.items()}
+        key = tuple(sorted(sized.items()))
+        got = self.variants.get(key)
+        if got is None:
+            got = self.compile_kernel(size_tapes(self.gradient, sized))
+            self.variants[key] = got
+        return got
+
+    def __getitem__(self, config: Any):
+        def launch(*args: Any, **kwargs: Any) -> None:
+            compiled = self._variant(self._extents(config, args, kwargs))
+            compiled[self._config(config)](*args, **kwargs)
+        return launch
+
+    @property
+    def emulate(self):
+        outer = self
+
+        class _Emulated:
+            def __getitem__(self, config: Any):
+                def launch(*args: Any, **kwargs: Any) -> None:
+                    compiled = outer._variant(outer._extents(config, args, kwargs))
+                    compiled.emulate[outer._config(config)](*args, **kwargs)
+                return launch
+
+        return _Emulated()
+
+    @property
+    def gpu(self) -> n.Kernel:
+        return self.gradient
+
+    def memory(self, config: Any, *args: Any, **kwargs: Any) -> dict[str, int]:
+        return _memory(self.gradient, self._extents(config, args, kwargs))
+
