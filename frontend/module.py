@@ -7,6 +7,7 @@ instantiated the body; we lower that instance). Host code is recorded as spans t
 """
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 
 import clang.cindex as ci
@@ -194,14 +195,12 @@ class _ModuleBuilder:
         launches_by_file: dict[str, list[tuple[ci.Cursor, ci.Cursor]]] = {}
         host_functions = [d for d in decls if self.is_host_function(d)]
         self.shapes = LaunchShapes(host_functions, self.file_text)
-        for fn in host_functions:
-            for call in fn.walk_preorder():
-                if call.kind == CK.CALL_EXPR and self.launch_config(call) is not None:
-                    target = self.launched_kernel(call)
-                    key = self.kernel_key(target)
-                    if key not in kernels:
-                        kernels[key] = (target, self.instance_name(target, kernels))
-                    launches_by_file.setdefault(call.location.file.name, []).append((call, target))
+        for call in self.launch_calls(host_functions):
+            target = self.launched_kernel(call)
+            key = self.kernel_key(target)
+            if key not in kernels:
+                kernels[key] = (target, self.instance_name(target, kernels))
+            launches_by_file.setdefault(call.location.file.name, []).append((call, target))
         self.ctx.names.taken.update(name for _, name in kernels.values())
         built: list[n.Kernel] = []
         names: dict[tuple, str] = {}
@@ -230,6 +229,53 @@ class _ModuleBuilder:
             if ch.kind == CK.CALL_EXPR and ch.spelling in ("__cudaPushCallConfiguration", "cudaConfigureCall"):
                 return ch
         return None
+
+    def launch_calls(self, host_functions: list[ci.Cursor]) -> list[ci.Cursor]:
+        """The launches host code makes, each once per kernel it launches.
+
+        A launch inside a host function template (``k<B><<<g, B>>>(...)`` in ``template <int B>
+        void run(...)``) depends on the template's parameters: clang resolves it in each
+        instance's body, which the calls of the instance lead to (``run<128>(...)``). So instance
+        bodies are walked too, and a launch launching different kernels in different instances is
+        listed once per kernel (see ``LaunchSite.when``).
+        """
+        found: list[ci.Cursor] = []
+        seen: set[tuple] = set()
+        dependent: dict[tuple, ci.Cursor] = {}
+        visited: set[tuple] = set()
+        todo = list(host_functions)
+        while todo:
+            fn = todo.pop()
+            for call in fn.walk_preorder():
+                if call.kind != CK.CALL_EXPR:
+                    continue
+                site = (call.location.file.name if call.location.file else "", call.extent.start.offset)
+                if self.launch_config(call) is not None:
+                    target = call.referenced
+                    if fn.kind == CK.FUNCTION_TEMPLATE and (target is None or not is_kernel_decl(target)):
+                        dependent.setdefault(site, call)  # resolved in the instances' bodies
+                        continue
+                    key = site + (self.kernel_key(target) if target is not None else (),)
+                    if key not in seen:
+                        seen.add(key)
+                        found.append(call)
+                    continue
+                callee = call.referenced
+                if callee is None or callee.kind != CK.FUNCTION_DECL or not _template_args(callee):
+                    continue
+                instance = callee.get_definition()
+                if instance is None or not self.is_host_function(instance) or not self.is_user(instance):
+                    continue
+                ikey = self.kernel_key(instance)
+                if ikey not in visited:
+                    visited.add(ikey)
+                    todo.append(instance)
+        covered = {(c.location.file.name if c.location.file else "", c.extent.start.offset) for c in found}
+        for site, call in dependent.items():
+            if site not in covered:
+                raise UserError("kernel launch in a host function template that this program never instantiates "
+                                "(polypy translates the launches of instances)", cursor_loc(call))
+        return found
 
     def launched_kernel(self, call: ci.Cursor) -> ci.Cursor:
         target = call.referenced
@@ -271,8 +317,7 @@ class _ModuleBuilder:
             text = self.file_text(fname)
             conv = _OffsetMap(text, None if fname == self.path and self.main_text is not None
                               else pathlib.Path(fname).read_bytes())
-            launches = tuple(self.launch_site(call, target, names, text, conv)
-                             for call, target in launches_by_file.get(fname, []))
+            launches = self.launch_sites(launches_by_file.get(fname, []), names, text, conv)
             spans = tuple(self.device_span(d, names, conv) for d in by_file.get(fname, [])
                           if self.device_span(d, names, conv) is not None)
             includes = tuple(self.include_span(c, conv) for c in inclusions
@@ -308,6 +353,57 @@ class _ModuleBuilder:
                           conv.char(call.extent.end.offset), grid, block,
                           texts[2] if len(texts) > 2 else None, texts[3] if len(texts) > 3 else None,
                           tuple(args), loc, *self.launch_shapes(call, cfg[0], cfg[1]))
+
+    def launch_sites(self, calls: list[tuple[ci.Cursor, ci.Cursor]], names, text: str,
+                     conv: "_OffsetMap") -> tuple[LaunchSite, ...]:
+        """The launch sites of one file; a site that launches several kernels (from the instances
+        of a host function template) says under which template arguments each one is launched."""
+        by_site: dict[int, list[tuple[ci.Cursor, ci.Cursor]]] = {}
+        for call, target in calls:
+            by_site.setdefault(call.extent.start.offset, []).append((call, target))
+        out: list[LaunchSite] = []
+        for group in by_site.values():
+            sites = [self.launch_site(call, target, names, text, conv) for call, target in group]
+            if len(group) > 1:
+                sites = [dataclasses.replace(site, when=self.instance_condition(call, target))
+                         for site, (call, target) in zip(sites, group)]
+            out.extend(sites)
+        return tuple(out)
+
+    def instance_condition(self, call: ci.Cursor, target: ci.Cursor) -> str:
+        """``(B) == (128) && __is_same(T, float)``: the kernel template arguments as the launch
+        spells them (``k<B, T><<<...>>>``), equal to this instance's."""
+        tokens = [t.spelling for t in call.get_tokens()]
+        name = tokens.index(target.spelling) if target.spelling in tokens else -1
+        if "<<<" not in tokens or name < 0 or tokens[name + 1] != "<":
+            raise UserError("a launch in a host function template must name the kernel's template arguments "
+                            "(k<...><<<grid, block>>>)", cursor_loc(call))
+        written: list[list[str]] = [[]]
+        depth = 0
+        for tok in tokens[name + 2:tokens.index("<<<")]:
+            if tok in ("<", "(", "[", "{"):
+                depth += 1
+            elif tok in (")", "]", "}") or (tok == ">" and depth > 0):
+                depth -= 1
+            elif tok == ">" and depth == 0:
+                break
+            if tok == "," and depth == 0:
+                written.append([])
+            else:
+                written[-1].append(tok)
+        values = _template_args(target)
+        kinds = [target.get_template_argument_kind(i) for i in range(len(values))]
+        if len(written) != len(values):
+            raise UserError("a launch in a host function template must name every template argument of the kernel",
+                            cursor_loc(call))
+        terms = []
+        for toks, value, kind in zip(written, values, kinds):
+            spelled = " ".join(toks)
+            if kind == ci.TemplateArgumentKind.TYPE:
+                terms.append(f"__is_same({spelled}, {value})")
+            else:
+                terms.append(f"({spelled}) == ({value})")
+        return " && ".join(terms)
 
     def launch_shapes(self, call: ci.Cursor, grid: ci.Cursor, block: ci.Cursor) -> tuple:
         """``LaunchSite``'s grid_shape, block_shape, grid_from, block_from (``frontend.launch_shapes``)."""

@@ -223,14 +223,26 @@ def _rewrite(path: str, state: _ProgramState) -> str:
             edits.append((span.start, span.end, text))
         elif span.kind == "device":
             edits.append((span.start, span.end, "/* device function: inlined where it is called */"))
+    sites: dict[tuple[int, int], list] = {}
     for launch in hf.launches:
         if launch.kernel not in state.codes:
             raise InternalError(f"launch of {launch.kernel!r}, which was not translated", launch.loc)
-        shmem = f"(size_t)({launch.shmem})" if launch.shmem is not None else "0"
-        args = "".join(", " + a for a in launch.args)
-        edits.append((launch.start, launch.end,
-                      f"{state.codes[launch.kernel].launcher_name}(dim3({launch.grid}), dim3({launch.block}), "
-                      f"{shmem}{args})"))
+        sites.setdefault((launch.start, launch.end), []).append(launch)
+    for (start, end), group in sites.items():
+        calls = []
+        for launch in group:
+            shmem = f"(size_t)({launch.shmem})" if launch.shmem is not None else "0"
+            args = "".join(", " + a for a in launch.args)
+            calls.append(f"{state.codes[launch.kernel].launcher_name}(dim3({launch.grid}), dim3({launch.block}), "
+                         f"{shmem}{args})")
+        if len(group) == 1:
+            edits.append((start, end, calls[0]))
+            continue
+        # One launch in a host function template, a different kernel per instance: the
+        # template's parameters pick the launcher at compile time (the other branches are
+        # discarded, never instantiated).
+        chain = " else ".join(f"if constexpr ({launch.when}) {call};" for launch, call in zip(group, calls))
+        edits.append((start, end, f"({{ {chain} }})"))
     return _apply(hf.text, edits, path)
 
 
