@@ -38,6 +38,11 @@ class DeviceSpan:
     end: int
     kind: str  # "kernel" | "device" | "global-var"
     kernels: tuple[str, ...] = ()  # the IR kernels a "kernel" span becomes
+    # A launch inside a host function template whose instances launch different kernels
+    # (``k<B, T><<<g, B>>>(...)`` in ``template <int B, class T> void run(...)``): one site per
+    # kernel, all at the same span, each with the C++ condition on the template's parameters
+    # under which it is the one launched (``(B) == (128) && __is_same(T, float)``).
+    when: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
