@@ -25,17 +25,23 @@ from typing import Any
 
 import numpy as np
 
-from polypy.errors import UserError
+from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.driver.pipelines import after_ad_pipeline, before_ad_pipeline
 from polypy.passes import run_pipeline
 
 
 def privacy_oracle(kernel: n.Kernel):
-    """``buffer -> (private, reason)`` from the polyhedral model (``polypy.poly.sharing``)."""
-    cache: dict[str, tuple[bool, str]] = {}
+    """``buffer -> (private, reason[, condition])`` from the polyhedral model (``polypy.poly.sharing``).
 
-    def private(buffer: str) -> tuple[bool, str]:
+    With a third element, the elements are private where ``condition`` (a grid-uniform IR
+    ``bool``) holds: the gradient tests it at run time (a private and an atomic version). A
+    failure of the model is an internal error, never a silent "not proved" (only unsupported
+    input, a ``UserError``, means "no proof").
+    """
+    cache: dict[str, tuple] = {}
+
+    def private(buffer: str) -> tuple:
         got = cache.get(buffer)
         if got is not None:
             return got
@@ -45,6 +51,11 @@ def privacy_oracle(kernel: n.Kernel):
             s = sharing(kernel, buffer)
             if s.thread_private:
                 got = (True, "isl: every element is accessed by at most one thread of the grid")
+            elif s.private_when is not None:
+                from polypy.ir.printer import format_expr
+
+                got = (False, f"isl: every element is accessed by at most one thread of the grid when "
+                              f"{format_expr(s.private_when)}", s.private_when)
             elif s.block_uniform:
                 got = (False, "isl: every thread of a block accesses the same element, and the buffer is "
                               "written or several blocks share it")
@@ -52,8 +63,9 @@ def privacy_oracle(kernel: n.Kernel):
                 got = (False, "isl: threads may access the same element")
         except (UserError, ImportError) as exc:  # unanalysable: the safe answer
             got = (False, f"no proof ({exc})")
-        except Exception as exc:  # noqa: BLE001 - any failure of the model means "not proved"
-            got = (False, f"no proof (model failed: {type(exc).__name__})")
+        except Exception as exc:
+            raise InternalError(f"the privacy proof of {buffer!r} in kernel {kernel.name!r} failed: "
+                                f"{type(exc).__name__}: {exc}", kernel.loc) from exc
         cache[buffer] = got
         return got
 
@@ -71,8 +83,11 @@ def window_oracle(kernel: n.Kernel):
                 from polypy.poly.windows import block_window
 
                 got = block_window(kernel, buffer)
-            except Exception as exc:  # noqa: BLE001 - any failure of the model means "no window"
-                got = f"no proof (model failed: {type(exc).__name__})"
+            except UserError as exc:  # unanalysable: no window
+                got = f"no proof ({exc})"
+            except Exception as exc:
+                raise InternalError(f"the block window of {buffer!r} in kernel {kernel.name!r} failed: "
+                                    f"{type(exc).__name__}: {exc}", kernel.loc) from exc
             cache[buffer] = got
         return got
 
@@ -82,7 +97,8 @@ def window_oracle(kernel: n.Kernel):
 def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = "reverse",
                 report: list | None = None, optimize: bool = True, cache: str = "auto",
                 privacy: bool = True, block_reductions: bool = True, windows: bool = True,
-                max_tape: int = 1 << 16, checkpoint_budget: int | None = None) -> n.Kernel:
+                max_tape: int = 1 << 16, checkpoint_budget: int | None = None,
+                runtime_tapes: bool | None = None) -> n.Kernel:
     """The gradient (``mode="reverse"``: ``<name>_grad``) or tangent (``"forward"``: ``<name>_fwd``)
     kernel of kernel ``name`` of a GPU-form ``module`` (as ``polypy.load`` returns it).
 
@@ -95,6 +111,8 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
     ``checkpoint_budget``: snapshots per loop whose trip count is only known at run time (binomial
     checkpointing, ``autodiff.checkpoint``: memory bounded by the budget, not the trip count);
     without it such a loop's carried registers are recomputed from the loop entry.
+    ``runtime_tapes``: tapes for loops whose trip count is a function of the arguments, sized at
+    launch (True: wherever they are needed; None: only where recomputation fails; False: never).
 
     Assumes, like Enzyme for duplicated arguments, that distinct pointer arguments do not
     overlap. Launch the result with the same grid and block as the kernel; a kernel with
@@ -121,7 +139,7 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
     wrt_t = tuple(wrt) if wrt is not None else None
     kernel = run_pipeline(kernel, before_ad_pipeline(optimize=optimize))
     options = ReverseOptions(cache=cache, privacy=privacy, block_reductions=block_reductions, windows=windows,
-                             max_tape=max_tape, checkpoint_budget=checkpoint_budget)
+                             max_tape=max_tape, checkpoint_budget=checkpoint_budget, runtime_tapes=runtime_tapes)
     result = differentiate(kernel, mode=mode, wrt=wrt_t, const=tuple(const), name=new_name, options=options,
                            report=report, privacy=privacy_oracle(kernel) if privacy else None,
                            windows=window_oracle(kernel) if windows else None)
