@@ -17,7 +17,7 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.host import DeviceSpan, HostFile, HostProgram, IncludeSpan, LaunchSite
 
-from frontend.clang_setup import RUNTIME_DIR, cursor_loc, evaluate, parse_translation_unit
+from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, evaluate, parse_translation_unit
 from frontend.launch_shapes import LaunchShapes
 from frontend.lower import (
     CK, KernelBuilder, ModuleContext, decl_key, function_body, has_attr, is_device_decl, is_host_decl,
@@ -425,6 +425,8 @@ class _ModuleBuilder:
         name = pathlib.PurePath(c.spelling).name
         if target is not None and _is_runtime_header(target):
             kind = "cuda" if pathlib.PurePath(target).name in CUDA_HEADERS else "user"
+        elif target is not None and pathlib.Path(target).resolve().is_relative_to(PRELUDE_DIR.resolve()):
+            kind = "system"  # polypy's stand-in for a system header (omp.h, stdio.h): compiled against the real one
         elif name in CUDA_HEADERS and (target is None or not self.is_user_path(target)):
             kind = "cuda"  # a CUDA toolkit's header named with -I: polypy's runtime stands for it
         elif target is not None and self.is_user_path(target):

@@ -18,6 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__has_include)
+#if __has_include(<unistd.h>)
+#include <unistd.h> /* sysconf: the number of cores, for cudaDeviceProp */
+#define POLYPY_RT_HAVE_SYSCONF 1
+#endif
+#endif
 
 #ifndef __host__
 #define __host__
@@ -139,15 +145,80 @@ POLYPY_VEC2(long long, longlong, 16)
 static __host__ __device__ inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z) { uint3 t; t.x = x; t.y = y; t.z = z; return t; }
 
 /* ------------------------------------------------------------------ errors */
-typedef enum cudaError {
-  cudaSuccess = 0,
-  cudaErrorInvalidValue = 1,
-  cudaErrorMemoryAllocation = 2,
-  cudaErrorInvalidConfiguration = 9,
-  cudaErrorInvalidDevicePointer = 17,
-  cudaErrorInvalidMemcpyDirection = 21,
-  cudaErrorNotReady = 600
-} cudaError_t;
+/* The error codes of the CUDA runtime (CUDA's numbering), with their names and messages: host
+ * code prints them and switches over them. polypy itself reports only a few of them. */
+#define POLYPY_CUDA_ERRORS(X) \
+  X(cudaSuccess, 0, "no error") \
+  X(cudaErrorInvalidValue, 1, "invalid argument") \
+  X(cudaErrorMemoryAllocation, 2, "out of memory") \
+  X(cudaErrorInitializationError, 3, "initialization error") \
+  X(cudaErrorCudartUnloading, 4, "driver shutting down") \
+  X(cudaErrorProfilerDisabled, 5, "profiler disabled while using external profiling tool") \
+  X(cudaErrorProfilerNotInitialized, 6, "profiler not initialized") \
+  X(cudaErrorProfilerAlreadyStarted, 7, "profiler already started") \
+  X(cudaErrorProfilerAlreadyStopped, 8, "profiler already stopped") \
+  X(cudaErrorInvalidConfiguration, 9, "invalid configuration argument") \
+  X(cudaErrorInvalidPitchValue, 12, "invalid pitch argument") \
+  X(cudaErrorInvalidSymbol, 13, "invalid device symbol") \
+  X(cudaErrorInvalidHostPointer, 16, "invalid host pointer") \
+  X(cudaErrorInvalidDevicePointer, 17, "invalid device pointer") \
+  X(cudaErrorInvalidTexture, 18, "invalid texture reference") \
+  X(cudaErrorInvalidTextureBinding, 19, "texture is not bound to a pointer") \
+  X(cudaErrorInvalidChannelDescriptor, 20, "invalid channel descriptor") \
+  X(cudaErrorInvalidMemcpyDirection, 21, "invalid copy direction for memcpy") \
+  X(cudaErrorAddressOfConstant, 22, "invalid address of constant") \
+  X(cudaErrorTextureFetchFailed, 23, "fetch from texture failed") \
+  X(cudaErrorTextureNotBound, 24, "cannot fetch from a texture that is not bound") \
+  X(cudaErrorSynchronizationError, 25, "incorrect use of __syncthreads()") \
+  X(cudaErrorInvalidFilterSetting, 26, "linear filtering not supported for non-float type") \
+  X(cudaErrorInvalidNormSetting, 27, "read as normalized float not supported for 32-bit non float type") \
+  X(cudaErrorMixedDeviceExecution, 28, "device emulation mode and device execution mode cannot be mixed") \
+  X(cudaErrorNotYetImplemented, 31, "function not yet implemented") \
+  X(cudaErrorMemoryValueTooLarge, 32, "memory size or pointer value too large to fit in 32 bit") \
+  X(cudaErrorInsufficientDriver, 35, "CUDA driver version is insufficient for CUDA runtime version") \
+  X(cudaErrorInvalidSurface, 37, "invalid surface reference") \
+  X(cudaErrorDuplicateVariableName, 43, "duplicate global variable looked up by string name") \
+  X(cudaErrorDuplicateTextureName, 44, "duplicate texture looked up by string name") \
+  X(cudaErrorDuplicateSurfaceName, 45, "duplicate surface looked up by string name") \
+  X(cudaErrorDevicesUnavailable, 46, "all CUDA-capable devices are busy or unavailable") \
+  X(cudaErrorIncompatibleDriverContext, 49, "incompatible driver context") \
+  X(cudaErrorMissingConfiguration, 52, "__global__ function call is not configured") \
+  X(cudaErrorPriorLaunchFailure, 53, "unspecified launch failure in prior launch") \
+  X(cudaErrorInvalidDeviceFunction, 98, "invalid device function") \
+  X(cudaErrorNoDevice, 100, "no CUDA-capable device is detected") \
+  X(cudaErrorInvalidDevice, 101, "invalid device ordinal") \
+  X(cudaErrorStartupFailure, 127, "device startup failure") \
+  X(cudaErrorInvalidKernelImage, 200, "device kernel image is invalid") \
+  X(cudaErrorMapBufferObjectFailed, 205, "mapping of buffer object failed") \
+  X(cudaErrorUnmapBufferObjectFailed, 206, "unmapping of buffer object failed") \
+  X(cudaErrorNoKernelImageForDevice, 209, "no kernel image is available for execution on the device") \
+  X(cudaErrorECCUncorrectable, 214, "uncorrectable ECC error encountered") \
+  X(cudaErrorUnsupportedLimit, 215, "limit is not supported on this architecture") \
+  X(cudaErrorDeviceAlreadyInUse, 216, "exclusive-thread device already in use by a different thread") \
+  X(cudaErrorSharedObjectSymbolNotFound, 302, "shared object symbol not found") \
+  X(cudaErrorSharedObjectInitFailed, 303, "shared object initialization failed") \
+  X(cudaErrorInvalidResourceHandle, 400, "invalid resource handle") \
+  X(cudaErrorNotReady, 600, "device not ready") \
+  X(cudaErrorIllegalAddress, 700, "an illegal memory access was encountered") \
+  X(cudaErrorLaunchOutOfResources, 701, "too many resources requested for launch") \
+  X(cudaErrorLaunchTimeout, 702, "the launch timed out and was terminated") \
+  X(cudaErrorPeerAccessAlreadyEnabled, 704, "peer access is already enabled") \
+  X(cudaErrorPeerAccessNotEnabled, 705, "peer access has not been enabled") \
+  X(cudaErrorSetOnActiveProcess, 708, "cannot set while device is active in this process") \
+  X(cudaErrorAssert, 710, "device-side assert triggered") \
+  X(cudaErrorTooManyPeers, 711, "peer mapping resources exhausted") \
+  X(cudaErrorHostMemoryAlreadyRegistered, 712, "part or all of the requested memory range is already mapped") \
+  X(cudaErrorHostMemoryNotRegistered, 713, "pointer does not correspond to a registered memory region") \
+  X(cudaErrorLaunchFailure, 719, "unspecified launch failure") \
+  X(cudaErrorNotSupported, 801, "operation not supported") \
+  X(cudaErrorUnknown, 999, "unknown error") \
+  X(cudaErrorApiFailureBase, 10000, "api failure base")
+
+#define POLYPY_ERROR_ENUM(name, value, message) name = value,
+typedef enum cudaError { POLYPY_CUDA_ERRORS(POLYPY_ERROR_ENUM) } cudaError_t;
+#undef POLYPY_ERROR_ENUM
+/* The driver API's status (<cuda.h>): programs compare runtime results with CUDA_SUCCESS. */
+typedef enum cudaError_enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_OUT_OF_MEMORY = 2 } CUresult;
 
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
@@ -158,17 +229,17 @@ enum cudaMemcpyKind {
 };
 
 static inline const char* cudaGetErrorString(cudaError_t e) {
-  switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
-    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
-    default: return "unknown error";
-  }
+#define POLYPY_ERROR_MESSAGE(name, value, message) case name: return message;
+  switch (e) { POLYPY_CUDA_ERRORS(POLYPY_ERROR_MESSAGE) }
+#undef POLYPY_ERROR_MESSAGE
+  return "unrecognized error code";
 }
-static inline const char* cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuccess" : "cudaError"; }
+static inline const char* cudaGetErrorName(cudaError_t e) {
+#define POLYPY_ERROR_NAME(name, value, message) case name: return #name;
+  switch (e) { POLYPY_CUDA_ERRORS(POLYPY_ERROR_NAME) }
+#undef POLYPY_ERROR_NAME
+  return "cudaErrorUnknown";
+}
 
 /* The last error: launches in polypy cannot fail asynchronously, so this stays cudaSuccess
  * unless an API call below reports a problem. */
@@ -211,12 +282,67 @@ static inline cudaError_t cudaFree(void* p) {
 }
 static inline cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
 
+/* Pinned and mapped host memory is ordinary memory here: the device pointer of a mapped block
+ * is the block itself. */
+#define cudaHostAllocDefault 0x00
+#define cudaHostAllocPortable 0x01
+#define cudaHostAllocMapped 0x02
+#define cudaHostAllocWriteCombined 0x04
+#define cudaHostRegisterDefault 0x00
+#define cudaHostRegisterPortable 0x01
+#define cudaHostRegisterMapped 0x02
+static inline cudaError_t cudaHostAlloc(void** p, size_t size, unsigned int flags) { (void)flags; return cudaMalloc(p, size); }
+template <class T> static inline cudaError_t cudaHostAlloc(T** p, size_t size, unsigned int flags) {
+  return cudaHostAlloc((void**)p, size, flags);
+}
+static inline cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned int flags) {
+  (void)flags;
+  *device = host;
+  return cudaSuccess;
+}
+template <class T> static inline cudaError_t cudaHostGetDevicePointer(T** device, void* host, unsigned int flags) {
+  return cudaHostGetDevicePointer((void**)device, host, flags);
+}
+static inline cudaError_t cudaHostRegister(void* p, size_t size, unsigned int flags) { (void)p; (void)size; (void)flags; return cudaSuccess; }
+static inline cudaError_t cudaHostUnregister(void* p) { (void)p; return cudaSuccess; }
+
+/* Pitched 2D allocations: rows padded to 64 bytes, as a device aligns them. */
+static inline cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
+  *pitch = (width + 63) / 64 * 64;
+  return cudaMalloc(p, *pitch * height);
+}
+template <class T> static inline cudaError_t cudaMallocPitch(T** p, size_t* pitch, size_t width, size_t height) {
+  return cudaMallocPitch((void**)p, pitch, width, height);
+}
+
 static inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
   if ((int)kind < 0 || (int)kind > 4) return polypy_rt_fail(cudaErrorInvalidMemcpyDirection);
   if (count) memmove(dst, src, count);
   return cudaSuccess;
 }
 static inline cudaError_t cudaMemset(void* dst, int value, size_t count) { memset(dst, value, count); return cudaSuccess; }
+static inline cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                       size_t height, enum cudaMemcpyKind kind) {
+  if (width > dpitch || width > spitch) return polypy_rt_fail(cudaErrorInvalidPitchValue);
+  for (size_t row = 0; row < height; ++row) {
+    cudaError_t e = cudaMemcpy((char*)dst + row * dpitch, (const char*)src + row * spitch, width, kind);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+static inline cudaError_t cudaMemset2D(void* dst, size_t pitch, int value, size_t width, size_t height) {
+  for (size_t row = 0; row < height; ++row) memset((char*)dst + row * pitch, value, width);
+  return cudaSuccess;
+}
+
+/* Free and total "device" memory: the machine's, less what the program holds in cudaMalloc. */
+static inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  size_t total = (size_t)1 << 34, used = 0;
+  for (size_t i = 0; i < *polypy_rt_count(); ++i) used += (*polypy_rt_table())[i].size;
+  *total_bytes = total;
+  *free_bytes = used < total ? total - used : 0;
+  return cudaSuccess;
+}
 
 template <class T>
 static inline cudaError_t cudaMemcpyToSymbol(T& symbol, const void* src, size_t count, size_t offset = 0,
@@ -234,7 +360,14 @@ static inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, size_
 }
 
 /* ------------------------------------------------------------------ streams and events */
+/* Every operation completes before it returns, so streams keep their order trivially (they are
+ * one stream) and events record the wall time at which the work before them had finished. */
 typedef struct polypy_rt_stream* cudaStream_t;
+#define cudaStreamDefault 0x00
+#define cudaStreamNonBlocking 0x01
+#define cudaEventDefault 0x00
+#define cudaEventBlockingSync 0x01
+#define cudaEventDisableTiming 0x02
 typedef struct polypy_rt_event { double ms; }* cudaEvent_t;
 
 static inline double polypy_rt_now_ms() {
@@ -246,6 +379,8 @@ static inline double polypy_rt_now_ms() {
 static inline cudaError_t cudaStreamCreate(cudaStream_t* s) { *s = (cudaStream_t)0; return cudaSuccess; }
 static inline cudaError_t cudaStreamDestroy(cudaStream_t s) { (void)s; return cudaSuccess; }
 static inline cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return cudaSuccess; }
+static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int flags) { (void)flags; return cudaStreamCreate(s); }
+static inline cudaError_t cudaStreamQuery(cudaStream_t s) { (void)s; return cudaSuccess; }
 static inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s = 0) { (void)s; return cudaMemcpy(dst, src, count, kind); }
 static inline cudaError_t cudaMemsetAsync(void* dst, int value, size_t count, cudaStream_t s = 0) { (void)s; return cudaMemset(dst, value, count); }
 
@@ -253,19 +388,70 @@ static inline cudaError_t cudaEventCreate(cudaEvent_t* e) { *e = (cudaEvent_t)ma
 static inline cudaError_t cudaEventDestroy(cudaEvent_t e) { free(e); return cudaSuccess; }
 static inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = 0) { (void)s; e->ms = polypy_rt_now_ms(); return cudaSuccess; }
 static inline cudaError_t cudaEventSynchronize(cudaEvent_t e) { (void)e; return cudaSuccess; }
+static inline cudaError_t cudaEventQuery(cudaEvent_t e) { (void)e; return cudaSuccess; }
+static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int flags) { (void)flags; return cudaEventCreate(e); }
+static inline cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags = 0) {
+  (void)s; (void)e; (void)flags;
+  return cudaSuccess;
+}
+template <class T>
+static inline cudaError_t cudaMemcpyToSymbolAsync(T& symbol, const void* src, size_t count, size_t offset = 0,
+                                                  enum cudaMemcpyKind kind = cudaMemcpyHostToDevice, cudaStream_t s = 0) {
+  (void)s;
+  return cudaMemcpyToSymbol(symbol, src, count, offset, kind);
+}
+template <class T>
+static inline cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const T& symbol, size_t count, size_t offset = 0,
+                                                    enum cudaMemcpyKind kind = cudaMemcpyDeviceToHost, cudaStream_t s = 0) {
+  (void)s;
+  return cudaMemcpyFromSymbol(dst, symbol, count, offset, kind);
+}
 static inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) { *ms = (float)(end->ms - start->ms); return cudaSuccess; }
 
 /* ------------------------------------------------------------------ device management */
+/* One device: the CPU. Its properties are those of a recent GPU where programs size their work
+ * by them (warp size, block limits), and the machine's where they describe it (memory, cores). */
+enum cudaComputeMode {
+  cudaComputeModeDefault = 0,
+  cudaComputeModeExclusive = 1,
+  cudaComputeModeProhibited = 2,
+  cudaComputeModeExclusiveProcess = 3
+};
 struct cudaDeviceProp {
   char name[256];
   size_t totalGlobalMem;
   size_t sharedMemPerBlock;
+  int regsPerBlock;
   int warpSize;
+  size_t memPitch;
   int maxThreadsPerBlock;
   int maxThreadsDim[3];
   int maxGridSize[3];
-  int multiProcessorCount;
+  int clockRate;
+  size_t totalConstMem;
   int major, minor;
+  size_t textureAlignment;
+  size_t texturePitchAlignment;
+  int deviceOverlap;
+  int multiProcessorCount;
+  int kernelExecTimeoutEnabled;
+  int integrated;
+  int canMapHostMemory;
+  int computeMode;
+  int concurrentKernels;
+  int ECCEnabled;
+  int pciBusID, pciDeviceID, pciDomainID;
+  int asyncEngineCount;
+  int unifiedAddressing;
+  int memoryClockRate;
+  int memoryBusWidth;
+  int l2CacheSize;
+  int maxThreadsPerMultiProcessor;
+  size_t sharedMemPerMultiprocessor;
+  int regsPerMultiprocessor;
+  int managedMemory;
+  int isMultiGpuBoard;
+  size_t sharedMemPerBlockOptin;
 };
 static inline cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* p, int device) {
   (void)device;
@@ -273,20 +459,81 @@ static inline cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* p, int 
   strcpy(p->name, "polypy CPU");
   p->totalGlobalMem = (size_t)1 << 34;
   p->sharedMemPerBlock = 48 * 1024;
+  p->sharedMemPerBlockOptin = 48 * 1024;
+  p->sharedMemPerMultiprocessor = 96 * 1024;
+  p->regsPerBlock = p->regsPerMultiprocessor = 65536;
   p->warpSize = 32;
+  p->memPitch = (size_t)1 << 31;
   p->maxThreadsPerBlock = 1024;
+  p->maxThreadsPerMultiProcessor = 2048;
   p->maxThreadsDim[0] = 1024; p->maxThreadsDim[1] = 1024; p->maxThreadsDim[2] = 64;
   p->maxGridSize[0] = 2147483647; p->maxGridSize[1] = 65535; p->maxGridSize[2] = 65535;
+  p->clockRate = 1000000; /* kHz */
+  p->memoryClockRate = 1000000;
+  p->memoryBusWidth = 64;
+  p->totalConstMem = 64 * 1024;
+  p->textureAlignment = 512;
+  p->texturePitchAlignment = 32;
+  p->deviceOverlap = 1;
+  p->asyncEngineCount = 1;
+  p->concurrentKernels = 1;
+  p->canMapHostMemory = 1;
+  p->unifiedAddressing = 1;
+  p->managedMemory = 1;
+  p->integrated = 1; /* the "device" shares the host's memory */
+  p->computeMode = cudaComputeModeDefault;
+  p->l2CacheSize = 4 << 20;
   p->multiProcessorCount = 1;
+#ifdef POLYPY_RT_HAVE_SYSCONF
+  if (sysconf(_SC_NPROCESSORS_ONLN) > 1) p->multiProcessorCount = (int)sysconf(_SC_NPROCESSORS_ONLN);
+#endif
   p->major = 8; p->minor = 0;
   return cudaSuccess;
 }
 static inline cudaError_t cudaGetDeviceCount(int* n) { *n = 1; return cudaSuccess; }
+/* Any device number selects the one device (multi-GPU programs pick devices by number). */
 static inline cudaError_t cudaSetDevice(int d) { (void)d; return cudaSuccess; }
 static inline cudaError_t cudaGetDevice(int* d) { *d = 0; return cudaSuccess; }
+static inline cudaError_t cudaChooseDevice(int* d, const struct cudaDeviceProp* p) { (void)p; *d = 0; return cudaSuccess; }
+#define cudaDeviceScheduleAuto 0x00
+#define cudaDeviceScheduleSpin 0x01
+#define cudaDeviceScheduleYield 0x02
+#define cudaDeviceScheduleBlockingSync 0x04
+#define cudaDeviceMapHost 0x08
+static inline cudaError_t cudaSetDeviceFlags(unsigned int flags) { (void)flags; return cudaSuccess; }
 static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 static inline cudaError_t cudaDeviceReset(void) { return cudaSuccess; }
 static inline cudaError_t cudaThreadSynchronize(void) { return cudaSuccess; }
+static inline cudaError_t cudaThreadExit(void) { return cudaSuccess; }
+static inline cudaError_t cudaDriverGetVersion(int* v) { *v = 12000; return cudaSuccess; }
+static inline cudaError_t cudaRuntimeGetVersion(int* v) { *v = 12000; return cudaSuccess; }
+
+/* Cache and shared-memory preferences: nothing to configure on a CPU. The per-kernel ones are
+ * macros: they name the kernel, which a translated program has no function of that name for
+ * (its launchers have their own names), and any template instance works the same. */
+enum cudaFuncCache {
+  cudaFuncCachePreferNone = 0,
+  cudaFuncCachePreferShared = 1,
+  cudaFuncCachePreferL1 = 2,
+  cudaFuncCachePreferEqual = 3
+};
+enum cudaSharedMemConfig {
+  cudaSharedMemBankSizeDefault = 0,
+  cudaSharedMemBankSizeFourByte = 1,
+  cudaSharedMemBankSizeEightByte = 2
+};
+enum cudaLimit { cudaLimitStackSize = 0, cudaLimitPrintfFifoSize = 1, cudaLimitMallocHeapSize = 2 };
+#define cudaFuncSetCacheConfig(func, config) ((void)(config), cudaSuccess)
+#define cudaFuncSetSharedMemConfig(func, config) ((void)(config), cudaSuccess)
+#define cudaFuncSetAttribute(func, attribute, value) ((void)(value), cudaSuccess)
+static inline cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache c) { (void)c; return cudaSuccess; }
+static inline cudaError_t cudaThreadSetCacheConfig(enum cudaFuncCache c) { (void)c; return cudaSuccess; }
+static inline cudaError_t cudaDeviceSetSharedMemConfig(enum cudaSharedMemConfig c) { (void)c; return cudaSuccess; }
+static inline cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) { (void)limit; (void)value; return cudaSuccess; }
+static inline cudaError_t cudaDeviceGetLimit(size_t* value, enum cudaLimit limit) {
+  *value = limit == cudaLimitStackSize ? 1024 : (size_t)8 << 20;
+  return cudaSuccess;
+}
 
 #endif /* __cplusplus */
 
