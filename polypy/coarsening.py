@@ -49,3 +49,36 @@ def pays_in_c(grid: tuple[str, str, str], factor: tuple[int, int, int], workers:
     full = " * ".join(f"(unsigned long long)({g} / {f}u)" if f != 1 else f"(unsigned long long){g}"
                       for g, f in zip(grid, factor))
     return f"{full} >= {blocks_per_worker}ull * (unsigned long long)({workers})"
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchVersion:
+    """Which version of its kernel a launch site of a whole program runs, and why (``polypy
+    translate --report``): the version specialized for its block shape -- coarsened or not --
+    when the shape is known at compile time (``LaunchSite.block_shape``), else the generic one.
+
+    ``coarse``: the coarsening decision for the shape (an object with ``factor`` and ``why``,
+    ``gpu2cpu.coarsen_blocks.Coarsening``), None where none was made."""
+
+    kernel: str
+    loc: object
+    block: tuple[int, int, int] | None
+    block_from: str
+    specialized: bool
+    why: str = ""  # why the generic version (a shape known but not specialized for)
+    coarse: object = None
+
+    def format(self) -> str:
+        where = f"{self.loc}: " if self.loc is not None else ""
+        head = f"{where}launch of {self.kernel}: "
+        if self.block is None:
+            return head + f"block not known at compile time ({self.block_from}) -> generic version"
+        shape = f"block ({','.join(map(str, self.block))}) from {self.block_from}"
+        if not self.specialized:
+            return head + f"{shape} -> generic version: {self.why}"
+        factor = getattr(self.coarse, "factor", 1)
+        if factor > 1:
+            return head + (f"{shape} -> specialized, coarsened x{factor} along x (where the grid has at least "
+                           f"{BLOCKS_PER_WORKER} coarse blocks per worker; else specialized)")
+        why = getattr(self.coarse, "why", "")
+        return head + f"{shape} -> specialized, not coarsened" + (f": {why}" if why else "")

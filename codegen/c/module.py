@@ -106,9 +106,11 @@ class _ProgramState:
 
 def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads: int = 0,
                  check_bounds: bool = False, emulate: bool = False,
-                 barriers: Mapping[str, Sequence[object]] | None = None) -> str:
+                 barriers: Mapping[str, Sequence[object]] | None = None, coarsen: Coarsener | None = None) -> str:
     """The whole program as one C++ file (see the module docstring); ``kernels`` are CPU form.
     ``barriers``: per kernel name, the barrier decisions of its lowering (``emit_kernel``).
+    ``coarsen``: per kernel and block shape of ``launch_block_shapes``, a version for coarse
+    blocks, dispatched to at run time like the specialized ones (``emit_kernel``).
 
     ``emulate``: ``kernels`` are GPU form and every launch goes to polypy's reference emulator
     through ``polypy_emulate_hook`` (the file is then built as a shared library whose ``main`` the
@@ -120,7 +122,8 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
     else:
         shapes = launch_block_shapes(host)
         notes = barriers or {}
-        codes = {name: emit_kernel(k, options, block_shapes=shapes.get(name, ()), barriers=notes.get(name))
+        codes = {name: emit_kernel(k, options, block_shapes=shapes.get(name, ()), barriers=notes.get(name),
+                                   coarsen=coarsen)
                  for name, k in kernels.items()}
     state = _ProgramState(codes, host, {host.main})
     body = _rewrite(host.main, state)

@@ -214,7 +214,102 @@ def to_cpu(kernel: n.Kernel, *, optimize: bool = True, recompute: bool = True, r
     return run_pipeline(kernel, cpu_pipeline(optimize=optimize, recompute=recompute, report=report), timings=timings)
 
 
+# ---- block coarsening (polypy.driver.coarsen re-exports these) ------------------------------------
+
+
+def coarsen_for_block(kernel: n.Kernel, *, block: tuple[int, int, int], fine: n.Kernel | None = None,
+                      factor: int | None = None, optimize: bool = True,
+                      report: list | None = None) -> n.Kernel | None:
+    """The block function of *coarse blocks* for launches of ``kernel`` (GPU form, from ``load``)
+    with block shape ``block``, or None where coarsening is not legal or not worth it.
+
+    ``gpu2cpu.coarsen_blocks``: ``factor`` consecutive blocks along x run as one block (chosen by
+    ``plan_coarsening`` unless given), lowered with ``to_cpu`` and specialized for the coarse
+    shape, then joined with ``fine`` -- the kernel's own block function specialized for
+    ``block`` (made here when not given) -- which runs the blocks of a partial coarse block.
+    The result is CPU form, specialized, with ``Kernel.coarsen == (factor, 1, 1)``.
+    ``report`` receives the decision (``gpu2cpu.coarsen_blocks.Coarsening``).
+    """
+    from gpu2cpu.coarsen_blocks import join_partial_blocks, plan_coarsening
+    from polypy.ir.verifier import verify_kernel
+    from polypy.launch import check_block_shape
+    from polypy.passes.specialize import specialize_block_shape
+
+    block = check_block_shape(block)
+    plan = plan_coarsening(kernel, block=block, factor=factor)
+    if report is not None:
+        report.append(plan)
+    if plan.factor == 1:
+        return None
+    rewrite = (make_pass("coarsen-blocks", block=block, factor=plan.factor),) + passes(SIMPLIFY)
+    coarse_gpu = run_pipeline(kernel, rewrite)
+    coarse = specialize_block_shape(to_cpu(coarse_gpu, optimize=optimize),
+                                    block=(plan.factor * block[0], block[1], block[2]))
+    if fine is None:
+        fine = specialize_block_shape(to_cpu(kernel, optimize=optimize), block=block)
+    joined = join_partial_blocks(coarse, fine, factor=plan.factor)
+    verify_kernel(joined)
+    return joined
+
+
+def block_coarsener(module: n.Module, *, factor: int | None = None, optimize: bool = True,
+                    decisions: dict | None = None):
+    """For ``codegen.c`` (``build_library(..., coarsen=...)``, ``emit_kernels``, ``emit_program``):
+    a function that gives, per kernel and block shape, its version for coarse blocks
+    (``polypy.coarsening.CoarseVersion``) made from ``module``'s GPU form with
+    ``coarsen_for_block``, or None.
+
+    ``factor`` forces that factor wherever it is legal, and the version then runs on every launch
+    (for testing); None: the model chooses and launches with too few coarse blocks run the kernel
+    as it is. ``decisions`` receives, per ``(kernel name, block shape)``, the decision
+    (``gpu2cpu.coarsen_blocks.Coarsening``: factor and why), for the per-launch report.
+    """
+    from polypy.coarsening import BLOCKS_PER_WORKER, CoarseVersion
+
+    def coarsen(kernel: n.Kernel, block: tuple[int, int, int], fine: n.Kernel) -> CoarseVersion | None:
+        try:
+            gpu = module.kernel(kernel.name)
+        except KeyError:
+            return None
+        plans: list = []
+        coarse = coarsen_for_block(gpu, block=block, fine=fine, factor=factor, optimize=optimize, report=plans)
+        if decisions is not None and plans:
+            decisions[(kernel.name, tuple(block))] = plans[-1]
+        if coarse is None:
+            return None
+        return CoarseVersion(coarse, 0 if factor is not None else BLOCKS_PER_WORKER)
+
+    return coarsen
+
+
 TARGETS = ("cpu", "cpu-ir", "llvm", "c", "cpp")
+
+
+def launch_versions(host, shapes: dict, plans: dict) -> list:
+    """Per launch site of the whole program ``host``, the version of its kernel it runs and why
+    (``polypy.coarsening.LaunchVersion``): ``shapes`` are the block shapes each kernel has
+    specialized versions for (``codegen.c.module.launch_block_shapes``), ``plans`` the coarsening
+    decision per (kernel, shape) (``polypy.driver.coarsen.block_coarsener``)."""
+    from polypy.coarsening import LaunchVersion
+    from polypy.launch import MAX_BLOCK, MAX_THREADS_PER_BLOCK
+
+    out = []
+    for site in host.launches:
+        block = site.block_shape
+        if block is None:
+            out.append(LaunchVersion(site.kernel, site.loc, None, site.block_from, False))
+            continue
+        if block in shapes.get(site.kernel, ()):
+            out.append(LaunchVersion(site.kernel, site.loc, block, site.block_from, True,
+                                     coarse=plans.get((site.kernel, block))))
+            continue
+        threads = block[0] * block[1] * block[2]
+        if threads > MAX_THREADS_PER_BLOCK or block[2] > MAX_BLOCK[2]:
+            why = "more threads than a block may have (the launch fails as on a GPU)"
+        else:
+            why = f"{site.kernel} already has {len(shapes.get(site.kernel, ()))} specialized versions"
+        out.append(LaunchVersion(site.kernel, site.loc, block, site.block_from, False, why=why))
+    return out
 
 
 def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, report: list | None = None,
@@ -249,9 +344,17 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
         program = module.host is not None
     if program:
         from codegen.c import emit_program
+        from codegen.c.module import launch_block_shapes
 
-        return emit_program(module.host, {k.name: k for k in kernels}, threads=threads, check_bounds=check_bounds,
-                            barriers=decisions)
+        # Launches whose block shape is known get a version specialized for it and, where legal
+        # and it pays, one for coarse blocks: the decision the API makes per launch (``coarsen``).
+        plans: dict = {}
+        coarsen = block_coarsener(module, optimize=optimize, decisions=plans) if optimize else None
+        text = emit_program(module.host, {k.name: k for k in kernels}, threads=threads, check_bounds=check_bounds,
+                            barriers=decisions, coarsen=coarsen)
+        if report is not None:
+            report.extend(launch_versions(module.host, launch_block_shapes(module.host), plans))
+        return text
     from codegen.c import emit_kernels
 
     return emit_kernels(kernels, module.globals, source=module.source, cpp=target == "cpp", threads=threads,

@@ -28,6 +28,15 @@ class LaunchSite:
     # ``const int``), else None (a ``dim3`` variable, a size computed at run time).
     grid_shape: tuple[int, int, int] | None = None
     block_shape: tuple[int, int, int] | None = None
+    # A launch inside a host function template whose instances launch different kernels
+    # (``k<B, T><<<g, B>>>(...)`` in ``template <int B, class T> void run(...)``): one site per
+    # kernel, all at the same span, each with the C++ condition on the template's parameters
+    # under which it is the one launched (``(B) == (128) && __is_same(T, float)``).
+    when: str | None = None
+    # Where each shape comes from (``dim3 threads(BLOCK_SIZE, BLOCK_SIZE)``), or why it is not
+    # known at compile time (``dimGrid.x = i (line 172) is not a constant``): for ``--report``.
+    grid_from: str = ""
+    block_from: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,11 +47,6 @@ class DeviceSpan:
     end: int
     kind: str  # "kernel" | "device" | "global-var"
     kernels: tuple[str, ...] = ()  # the IR kernels a "kernel" span becomes
-    # A launch inside a host function template whose instances launch different kernels
-    # (``k<B, T><<<g, B>>>(...)`` in ``template <int B, class T> void run(...)``): one site per
-    # kernel, all at the same span, each with the C++ condition on the template's parameters
-    # under which it is the one launched (``(B) == (128) && __is_same(T, float)``).
-    when: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
