@@ -44,7 +44,7 @@ from polypy.ir import nodes as n
 from polypy.ir.queries import local_types, written_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import BOOL, U32, PointerType
-from polypy.ir.visitor import Mutator, walk
+from polypy.ir.visitor import Mutator, iter_children, walk
 
 from gpu2cpu.liveness import analyze
 from gpu2cpu.names import NameSupply
@@ -170,21 +170,30 @@ class _Lowering:
             self.value_buffers[v] = self.names.fresh(f"{v}_buf")
 
     def definition(self, v: str) -> n.Expr | None:
-        """``v``'s initializer if ``v`` can be recomputed from it (its operands being available).
+        """``v``'s final value as an expression if ``v`` can be recomputed from it (its operands
+        being available).
 
-        ``v`` must be written once, by its declaration, with a cheap pure expression (no loads,
-        no expensive calls, no division by a variable) of constants, the thread and block
-        indices, parameters, unchanging block-level values and other thread values.
+        ``v`` must be written once, by its declaration, or by its declaration and assignments
+        that follow it in the same statement list with no barrier or jump in between (a clamp:
+        ``W = tx - 1; W = W < lo ? lo : W``, whose final value is the assignments composed), with
+        cheap pure expressions (no loads, no expensive calls, no division by a variable) of
+        constants, the thread and block indices, parameters, unchanging block-level values and
+        other thread values that never change. Cheap: at most ``RECOMPUTE_LIMIT`` nodes that
+        vary with the thread (block-uniform subexpressions are loop invariants of the thread
+        loops, computed once by the compiler, and count as one).
         """
         if v in self._definitions:
             return self._definitions[v]
-        init = self.writes[v].decl.init if self._written_once(v) else None  # type: ignore[union-attr]
-        if init is not None and sum(1 for _ in walk(init)) <= RECOMPUTE_LIMIT:
+        init = self.writes[v].decl.init if self._written_once(v) else self._composed(v)  # type: ignore[union-attr]
+        if init is not None and self._thread_cost(init) <= RECOMPUTE_LIMIT:
             for x in walk(init):
                 if isinstance(x, n.Load) or (isinstance(x, n.Call) and x.fn not in _CHEAP_CALLS) or \
                         (isinstance(x, n.Binary) and x.op in ("div", "rem") and not isinstance(x.b, n.Const)):
                     init = None
-                elif isinstance(x, n.Var) and x.name not in self.st.thread_vars:
+                elif isinstance(x, n.Var) and x.name in self.st.thread_vars:
+                    if x.name != v and not self._written_once(x.name):
+                        init = None  # its value where v is computed may not be its final value
+                elif isinstance(x, n.Var):
                     bw = self.writes.get(x.name)
                     if x.name in self.st.block_vars:
                         if bw is not None and (bw.count > 1 or (bw.other and not self._is_loop_var(x.name))):
@@ -197,6 +206,39 @@ class _Lowering:
             init = None
         self._definitions[v] = init
         return init
+
+    def _thread_cost(self, e: n.Expr) -> int:
+        """Nodes of ``e`` that vary with the thread; a block-uniform subexpression counts as one."""
+        if not any(isinstance(x, (n.ThreadIdx, n.Load)) or (isinstance(x, n.Var) and x.name in self.st.thread_vars)
+                   for x in walk(e)):
+            return 1
+        return 1 + sum(self._thread_cost(c) for c in iter_children(e) if isinstance(c, n.Expr))
+
+    def _composed(self, v: str) -> n.Expr | None:
+        """``v``'s final value where it is declared and then only assigned in the same statement
+        list, with nothing between that splits thread loops or jumps: the assigned values with
+        each read of ``v`` replaced by its value before (None where ``v`` is written otherwise)."""
+        w = self.writes.get(v)
+        if w is None or w.decl is None or w.decl.init is None:
+            return None
+        assigns = sum(1 for x in walk(self.kernel) if isinstance(x, n.Assign) and x.name == v)
+        if assigns + 1 != w.count:
+            return None  # a loop variable, an atomic's or a warp operation's destination
+        for block in _statement_lists(self.kernel):
+            if not any(s is w.decl for s in block):
+                continue
+            start = next(i for i, s in enumerate(block) if s is w.decl)
+            mine = [i for i, s in enumerate(block) if isinstance(s, n.Assign) and s.name == v]
+            if len(mine) != assigns or any(i < start for i in mine):
+                return None
+            value = w.decl.init
+            for s in block[start + 1:(mine[-1] + 1) if mine else start + 1]:
+                if any(isinstance(x, (n.Barrier, n.Shuffle, n.Vote, n.Break, n.Continue, n.Return)) for x in walk(s)):
+                    return None
+                if isinstance(s, n.Assign) and s.name == v:
+                    value = rename_locals(s.value, {}, {n.Var(v, self.types[v]): value})
+            return value
+        return None
 
     def _operands(self, v: str) -> tuple[str, ...] | None:
         init = self.definition(v)
@@ -359,6 +401,13 @@ class _Lowering:
                 out.append(LoweringDecision(k, b.loc, f"per-thread array '{b.name}' gets one copy per thread "
                                                       f"([blockDim.z][blockDim.y][blockDim.x] in front)"))
         return out
+
+
+def _statement_lists(kernel: n.Kernel):
+    """Every statement list of ``kernel``: its body and the blocks of its statements."""
+    for x in walk(kernel):
+        for field in getattr(x, "BLOCKS", ()):
+            yield getattr(x, field)
 
 
 class _ThreadBody(Mutator):
