@@ -352,7 +352,7 @@ class _ModuleBuilder:
         return LaunchSite(names[self.kernel_key(target)], conv.char(call.extent.start.offset),
                           conv.char(call.extent.end.offset), grid, block,
                           texts[2] if len(texts) > 2 else None, texts[3] if len(texts) > 3 else None,
-                          tuple(args), loc, *self.launch_shapes(call, cfg[0], cfg[1]))
+                          tuple(args), loc, **self.launch_shapes(call, cfg[0], cfg[1]))
 
     def launch_sites(self, calls: list[tuple[ci.Cursor, ci.Cursor]], names, text: str,
                      conv: "_OffsetMap") -> tuple[LaunchSite, ...]:
@@ -405,10 +405,10 @@ class _ModuleBuilder:
                 terms.append(f"({spelled}) == ({value})")
         return " && ".join(terms)
 
-    def launch_shapes(self, call: ci.Cursor, grid: ci.Cursor, block: ci.Cursor) -> tuple:
+    def launch_shapes(self, call: ci.Cursor, grid: ci.Cursor, block: ci.Cursor) -> dict:
         """``LaunchSite``'s grid_shape, block_shape, grid_from, block_from (``frontend.launch_shapes``)."""
         g, b = self.shapes.of(call, grid), self.shapes.of(call, block)
-        return g.shape, b.shape, g.why, b.why
+        return dict(grid_shape=g.shape, block_shape=b.shape, grid_from=g.why, block_from=b.why)
 
     def device_span(self, d: ci.Cursor, names, conv: "_OffsetMap") -> DeviceSpan | None:
         if d.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
