@@ -4,8 +4,10 @@ The pip wheel of libclang ships no resource directory (no ``stddef.h``), and a m
 a CUDA toolkit has no CUDA headers. So the frontend always parses with ``-nostdinc`` and an
 explicit include path:
 
-1. polypy's own CUDA runtime header (``polypy/runtime``) and device prelude (``frontend/include``,
-   force-included), which replace the toolkit's headers;
+1. polypy's own CUDA headers (``polypy/runtime``: ``cuda_runtime.h`` and the toolkit's header
+   names programs include, ``helper_cuda.h``, ``cutil.h`` ...) and device prelude
+   (``frontend/include``, force-included), which replace the toolkit's headers; ``frontend/include``
+   also holds stand-ins for system headers libclang cannot parse (GCC's ``omp.h``), found first;
 2. the system C/C++ compiler's include directories when one is installed (found once by asking
    ``c++ -E -v``), so ``<vector>`` or ``<iostream>`` in host code parse as they would compile;
 3. otherwise polypy's bundled freestanding headers (``frontend/include/freestanding``): the C
@@ -122,8 +124,17 @@ _DEVICE_CALL_ERRORS = {
 }
 
 
+# Headers of CUDA features polypy does not translate: a missing header says which feature it is.
+_UNSUPPORTED_HEADERS = {
+    "'cuda_fp16.h' file not found": "half precision (cuda_fp16.h, __half) is not supported",
+    "'cuda_bf16.h' file not found": "bfloat16 (cuda_bf16.h, __nv_bfloat16) is not supported",
+    "'cooperative_groups.h' file not found": "cooperative groups (cooperative_groups.h) are not supported",
+    "'cuda_gl_interop.h' file not found": "OpenGL interoperability (cuda_gl_interop.h) is not supported",
+}
+
+
 def _explain(message: str) -> str:
-    ours = _DEVICE_CALL_ERRORS.get(message)
+    ours = _DEVICE_CALL_ERRORS.get(message) or _UNSUPPORTED_HEADERS.get(message)
     return f"{ours} (clang: {message})" if ours is not None else message
 
 

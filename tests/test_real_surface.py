@@ -1,0 +1,236 @@
+"""The surface real CUDA programs need (issue 14): headers, host code, runtime API, CLI.
+
+Each program under ``tests/programs/surface/`` (or written here into ``tmp_path``) goes through
+``polypy run`` (the translated C++, compiled and run) and ``polypy run --emulate`` (the oracle:
+host code native, every launch emulated); both must print what NumPy computes. Programs that a
+test must build as a user would (``polypy translate`` then the C/C++ compiler by hand) are built
+in ``tmp_path``.
+"""
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from c_support import need_compiler
+from codegen.c import find_compiler
+from test_programs import outputs_match
+
+SURFACE = pathlib.Path(__file__).resolve().parent / "programs" / "surface"
+
+
+def _polypy(*args: str, cwd: pathlib.Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "polypy.driver.cli", *args], capture_output=True, text=True,
+                          timeout=600, cwd=cwd)
+
+
+def _run_both(*args: str, program_args: tuple[str, ...] = ()) -> tuple[str, str]:
+    """stdout of the translated program and of the emulated one (both must exit with 0)."""
+    tail = ("--", *program_args) if program_args else ()
+    native = _polypy("run", *args, *tail)
+    assert native.returncode == 0, native.stderr[-3000:]
+    emulated = _polypy("run", *args, "--emulate", *tail)
+    assert emulated.returncode == 0, emulated.stderr[-3000:]
+    return native.stdout, emulated.stdout
+
+
+def _check(got: str, want: str, rtol: float = 1e-5) -> None:
+    problem = outputs_match(got, want, rtol)
+    assert problem is None, f"{problem}\n--- got:\n{got}\n--- expected:\n{want}"
+
+
+# --------------------------------------------------------------------------- headers, host math, runtime API
+
+
+def _api_expected() -> str:
+    f32 = np.float32
+    n = 1000
+    i = np.arange(n)
+    x, y = (i % 7).astype(f32), f32(0.5) * (i % 3).astype(f32)
+    z, w = f32(0.25) * (i % 5).astype(f32), (i % 2).astype(f32)
+    pi_f = f32(3.141592654)
+    out = (x * y + z - w) * f32(2.0) + pi_f * f32(0.125)
+    rows, cols = 6, 10
+    m = np.arange(rows * cols, dtype=np.float64).reshape(rows, cols) * 2 + np.arange(rows)[:, None]
+    return "\n".join([
+        "devices 1 warp 32 maxthreads 1024 sm>=1 1 cc>=3 1",
+        "meminfo 1",
+        "host math %d %.4f %.4f %.4f %d %d %.4f %.4f" % (-(-n // 128), 2 ** 0.5, 1.5 ** 3, 2.25, 7, 3, np.e, 0.5),
+        "timing 1 1",
+        "symbol %.4f %.4f polar sum %.3f first %.5f last %.5f threads>=1 1"
+        % (2.0, 0.125, out.astype(np.float64).sum(), out[0], out[-1]),
+        "pitch>=row 1 m[0][0] %.1f m[5][9] %.1f m[3][4] %.1f" % (m[0, 0], m[5, 9], m[3, 4]),
+        "error 1 invalid device pointer | peek 1 | last 1 | cleared 1 | cudaErrorInvalidValue",
+    ]) + "\n"
+
+
+def test_toolkit_headers_helpers_host_math_and_runtime_api() -> None:
+    """cuda.h, vector_types.h, helper_cuda.h, cutil.h, math_constants.h, omp.h ...; ceil/sqrt/pow/max on
+    the host without <math.h>; device properties, events, streams, pinned and pitched memory, symbols,
+    cudaFuncSetCacheConfig, error codes."""
+    need_compiler(cpp=True)
+    native, emulated = _run_both(str(SURFACE / "api.cu"))
+    _check(emulated, _api_expected())
+    _check(native, emulated)
+
+
+def test_translated_program_keeps_the_helper_headers_it_includes(tmp_path) -> None:
+    """polypy's runtime stands in for cuda.h & co. (a note); helper headers with content are inlined
+    once; the user's system includes stay."""
+    out = tmp_path / "api.cpp"
+    result = _polypy("translate", str(SURFACE / "api.cu"), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert "/* #include <cuda.h>: polypy's runtime, above */" in text
+    assert "/* #include <vector_types.h>: polypy's runtime, above */" in text
+    assert text.count("/* ---- #include <helper_cuda.h> ---- */") == 1
+    assert "/* #include <helper_cuda.h>: already included above */" in text  # again, from helper_functions.h
+    assert "#define checkCudaErrors(val)" in text and "#define CUDA_SAFE_CALL(call)" in text
+    assert "\n#include <omp.h>" in text and "\n#include <stdio.h>" in text
+
+
+def test_a_users_own_header_named_like_a_toolkit_header_is_the_users(tmp_path) -> None:
+    """Rodinia ships its own ``cuda.h``-named and ``helper_cuda.h`` headers: they are the program's, not
+    polypy's runtime."""
+    need_compiler(cpp=True)
+    (tmp_path / "helper_cuda.h").write_text("#define LABEL \"own helper\"\nstatic int twice(int v) { return 2 * v; }\n")
+    src = tmp_path / "own.cu"
+    src.write_text('#include <stdio.h>\n#include "helper_cuda.h"\n'
+                   "__global__ void k(int* x) { x[threadIdx.x] = threadIdx.x; }\n"
+                   "int main() {\n  int* d; int h[4];\n  cudaMalloc((void**)&d, sizeof h);\n  k<<<1, 4>>>(d);\n"
+                   "  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n"
+                   '  printf("%s %d\\n", LABEL, twice(h[3]));\n  return 0;\n}\n')
+    native, emulated = _run_both(str(src))
+    assert native == emulated == "own helper 6\n"
+
+
+# --------------------------------------------------------------------------- -D / -I and program arguments
+
+
+def _defines_expected(tile: int, tiles: int, label: str | None) -> str:
+    n = tile * tiles
+    h = np.arange(n, dtype=np.int64) * 7 % 101
+    out = h.reshape(tiles, tile)[:, ::-1].reshape(-1) + 3
+    lines = [f"label {label}"] if label is not None else []
+    lines.append(f"TILE {tile} n {n} sum {out.sum()} weighted {(np.arange(n) * out).sum()}")
+    return "\n".join(lines) + "\n"
+
+
+def test_defines_and_include_dirs_reach_the_host_code_of_a_translated_program(tmp_path) -> None:
+    """``polypy translate x.cu -DTILE=8 -I dir`` then ``c++ x.cpp`` (no -D): the host launches TILE=8
+    blocks, as the kernel was translated for (it used to launch with the header's default 32)."""
+    need_compiler(cpp=True)
+    out = tmp_path / "defines.cpp"
+    result = _polypy("translate", str(SURFACE / "defines.cu"), "-I", str(SURFACE / "include"), "-DTILE=8",
+                     "-DOUTPUT", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    exe = tmp_path / "defines"
+    build = subprocess.run([find_compiler(cpp=True), "-O2", "-fopenmp", str(out), "-o", str(exe), "-lm"],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    run = subprocess.run([str(exe), "5", "hello"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    _check(run.stdout, _defines_expected(8, 5, "hello"))
+
+
+def test_run_passes_defines_include_dirs_and_arguments_to_the_program() -> None:
+    """``polypy run prog.cu -D.. -I.. -- ARGS``: natively and emulated; options after ``--`` are the
+    program's, not polypy's."""
+    need_compiler(cpp=True)
+    native, emulated = _run_both(str(SURFACE / "defines.cu"), "-I", str(SURFACE / "include"), "-DTILE=16",
+                                 "-DOUTPUT", program_args=("3", "--emulate"))
+    want = _defines_expected(16, 3, "--emulate")
+    _check(emulated, want)
+    _check(native, want)
+
+
+def test_defines_without_value_and_with_empty_value_are_as_the_compiler_reads_them(tmp_path) -> None:
+    src = tmp_path / "flags.cu"
+    src.write_text("#include <stdio.h>\n__global__ void k(int* x) { x[0] = ONE + EMPTY 2; }\n"
+                   "int main() { printf(\"%d\\n\", ONE + EMPTY 2); return 0; }\n")
+    out = tmp_path / "flags.cpp"
+    result = _polypy("translate", str(src), "-DONE", "-DEMPTY=", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    head = out.read_text().split("/* Generated by polypy", 1)[0]
+    assert "#define ONE 1\n" in head and "#define EMPTY\n" in head
+
+
+def test_program_arguments_are_refused_for_a_kernel_sample() -> None:
+    result = _polypy("run", "samples/saxpy.cu", "--", "12")
+    assert result.returncode == 1 and "takes no arguments" in result.stderr and "Traceback" not in result.stderr
+
+
+# --------------------------------------------------------------------------- sources that are not UTF-8
+
+LATIN1_HEADER = (b"/* \xe9t\xe9: a Latin-1 comment before device code, whose spans must not shift */\n"
+                 b"__device__ float twice(float v) { return 2.0f * v; }\n"
+                 b"__global__ void scale(float* x) { x[threadIdx.x] = twice(x[threadIdx.x]) + 1.0f; }\n"
+                 b"static void run_scale(float* d) { /* caf\xe9 */ scale<<<1, 8>>>(d); }\n")
+LATIN1_MAIN = (b"#include <stdio.h>\n/* Fran\xe7ois, na\xefve, \xb5s */\n#include \"latin1.cuh\"\n"
+               b"__global__ void add(float* x, float v) { x[threadIdx.x] += v; }\n"
+               b"int main() {\n  float h[8]; for (int i = 0; i < 8; i++) h[i] = i;\n  float* d;\n"
+               b"  cudaMalloc((void**)&d, sizeof h);\n  cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);\n"
+               b"  run_scale(d); /* \xe0 */ add<<<1, 8>>>(d, 0.5f);\n"
+               b"  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n"
+               b"  printf(\"%g %g %g\\n\", h[0], h[3], h[7]);\n  return 0;\n}\n")
+
+
+def test_sources_that_are_not_utf8_translate_with_their_offsets_right(tmp_path) -> None:
+    """A Latin-1 comment in the main file was a traceback (libclang's token spellings are UTF-8);
+    in an included header it shifted the spans rewritten after it."""
+    need_compiler(cpp=True)
+    (tmp_path / "latin1.cuh").write_bytes(LATIN1_HEADER)
+    src = tmp_path / "latin1.cu"
+    src.write_bytes(LATIN1_MAIN)
+    native, emulated = _run_both(str(src))
+    assert emulated == native == "1.5 7.5 15.5\n"
+
+
+def test_errors_in_a_latin1_source_are_located(tmp_path) -> None:
+    src = tmp_path / "bad.cu"
+    src.write_bytes(b"/* \xe9 */\n__global__ void k(float* x) { x[0] = missing_name; }\n")
+    result = _polypy("translate", str(src))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"{src}:2:38: error: use of undeclared identifier 'missing_name'" in result.stderr
+
+
+# --------------------------------------------------------------------------- multi-file programs
+
+
+def test_a_translated_file_links_with_the_programs_other_objects(tmp_path) -> None:
+    """multifile_kernels.cu translated alone (no main), compiled to an object; multifile_main.c
+    compiled by the C compiler; linked: main calls the extern "C" launcher of the .cu file."""
+    need_compiler(cpp=True)
+    need_compiler(cpp=False)
+    cpp = tmp_path / "kernels.cpp"
+    result = _polypy("translate", str(SURFACE / "multifile_kernels.cu"), "-o", str(cpp))
+    assert result.returncode == 0, result.stderr
+    cxx, cc = find_compiler(cpp=True), find_compiler(cpp=False)
+    steps = [[cxx, "-O2", "-fopenmp", "-c", str(cpp), "-o", str(tmp_path / "kernels.o")],
+             [cc, "-O2", "-c", str(SURFACE / "multifile_main.c"), "-o", str(tmp_path / "main.o")],
+             [cxx, "-fopenmp", str(tmp_path / "kernels.o"), str(tmp_path / "main.o"), "-o", str(tmp_path / "prog"),
+              "-lm"]]
+    for step in steps:
+        built = subprocess.run(step, capture_output=True, text=True)
+        assert built.returncode == 0, built.stderr[-3000:]
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    x = 0.5 * np.arange(100, dtype=np.float32) + 2.0
+    _check(run.stdout, "x[0] %.2f x[99] %.2f sum %.2f\n" % (x[0], x[99], x.astype(np.float64).sum()))
+
+
+# --------------------------------------------------------------------------- still refused
+
+
+@pytest.mark.parametrize("header, feature", [("cuda_fp16.h", "half precision"), ("cooperative_groups.h",
+                                                                                  "cooperative groups")])
+def test_headers_of_unsupported_features_are_located_errors_naming_the_feature(tmp_path, header, feature) -> None:
+    src = tmp_path / "feature.cu"
+    src.write_text(f"#include <stdio.h>\n#include <{header}>\n__global__ void k(float* x) {{ x[0] = 1.0f; }}\n")
+    result = _polypy("translate", str(src), "-o", str(tmp_path / "out.cpp"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"{src}:2:10: error: {feature}" in result.stderr and "not supported" in result.stderr
+    assert not (tmp_path / "out.cpp").exists()
