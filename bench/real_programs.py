@@ -1,0 +1,570 @@
+"""Real CUDA suites end to end: translate, build, run and check every program (issues 11, 14).
+
+    python -m bench.real_programs rodinia PATH [--time] [--only a,b] [--json out.json]
+    python -m bench.real_programs polybench PATH [--only GEMM,2MM] [--json out.json]
+
+PATH is a checkout of yuhc/gpu-rodinia (``cuda/<name>``, ``openmp/<name>``) or of
+sgrauerg/polybenchGpu (``CUDA/<NAME>``; the near-duplicate copies under
+``polybenchCodesCudaOpenClHMPPOpenAcc/CUDA`` are run too). Nothing of the suites is in this
+repository: ``bench/real_programs_rodinia.py`` and ``bench/real_programs_polybench.py`` only
+*describe* each program (sources, the -D/-I flags its Makefile passes, command-line arguments,
+a generator of small seeded inputs in the suite's own file formats, how to check its output).
+
+Per program, in a fresh temporary directory:
+
+1. ``polypy translate`` every .cu file of the program (with the Makefile's -D/-I flags);
+2. compile the translated C++ and the program's own .c/.cpp host files with
+   ``-O3 -march=native -fopenmp`` and link;
+3. run it on the generated input with a timeout;
+4. check the output against a reference: Rodinia's own OpenMP version built from
+   ``openmp/<name>`` and run on the same input (numbers in its output compared with a
+   tolerance), or, where there is none, the same program under ``polypy run --emulate``
+   (every launch in the reference emulator) on a tiny input, or the program's own self-check
+   (PolyBench prints how many GPU results differ from its CPU version).
+
+The table has one row per program: translate / compile / run / correct / first blocker (the
+first error line, shortened) / time polypy / time omp / ratio. ``--time`` runs both versions on
+a larger input (same input for both), best of 3 whole-program wall times, and reports the
+geometric mean of t_omp / t_polypy over the programs correct in both.
+
+Not a test: nothing here asserts anything; ``tests/test_real_programs_runner.py`` checks the
+machinery on a tiny suite of its own.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable, Mapping, Sequence
+
+# Lines that hold timings or machine-dependent text, dropped before numbers are compared.
+TIMING_LINES = (r"(?i)\btime", r"(?i)\bsec(ond)?s?\b", r"(?i)\bms\b", r"(?i)exec:", r"(?i)timer", r"(?i)elapsed",
+                r"(?i)device", r"(?i)\bthreads?\b", r"(?i)\bWG size", r"(?i)GPU\b.*name")
+
+CFLAGS = ("-O3", "-march=native", "-fopenmp")
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b", re.IGNORECASE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Build:
+    """How one version of a program is built: sources relative to ``directory`` (itself relative
+    to the suite root). ``cu`` files go through ``polypy translate`` (or, for a reference build,
+    through the C++ compiler as they are); ``c`` files through the C compiler, ``cxx`` files
+    through the C++ compiler. ``flags`` are the -D/-I flags of the Makefile (relative -I paths
+    are relative to ``directory``)."""
+
+    directory: str
+    cu: tuple[str, ...] = ()
+    c: tuple[str, ...] = ()
+    cxx: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    libs: tuple[str, ...] = ("-lm",)
+
+
+@dataclasses.dataclass(frozen=True)
+class Output:
+    """Which numbers of a run are compared: those of ``source`` (``stdout``, ``stderr`` or a file the
+    program writes in its working directory), from the first line matching ``start`` on (the
+    line itself excluded), dropping lines matching any of ``skip`` (and, with ``keep``, lines not
+    matching it); ``last`` keeps only the last that many lines."""
+
+    source: str = "stdout"
+    start: str | None = None
+    skip: tuple[str, ...] = TIMING_LINES
+    last: int | None = None
+    keep: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """How a run is judged. ``kind``: ``omp`` (the reference build, ``Program.omp``, run with
+    ``Program.omp_args``: ``ours`` of our run against ``theirs`` of its run), ``emulate`` (the
+    same program under the emulator: ``ours`` of both), ``self`` (``pattern`` must match our
+    stdout, with its group ``ok`` equal to ``expect``), or ``none``."""
+
+    kind: str = "emulate"
+    ours: Output = Output()
+    theirs: Output | None = None
+    pattern: str | None = None
+    expect: str = "0"
+    absent: str | None = None  # ``self``: a pattern that must not occur in our stdout
+    rtol: float = 1e-3
+    atol: float = 1e-4
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """One program of a suite. ``args`` and ``omp_args`` are templates formatted with the
+    parameters that ``inputs(directory, size)`` returns (``size`` is ``small``, ``tiny`` for an
+    emulated reference, or ``time``; it writes input files into ``directory`` and returns their
+    paths and the sizes, as strings); ``{threads}`` is the OpenMP thread count."""
+
+    name: str
+    build: Build
+    args: tuple[str, ...] = ()
+    inputs: Callable[[pathlib.Path, str], Mapping[str, str]] | None = None
+    check: Check = Check()
+    omp: Build | None = None
+    omp_args: tuple[str, ...] | None = None
+    benchmark: str | None = None  # the suite's benchmark this program counts for (srad: v1 and v2)
+    note: str = ""
+    timeout_s: float = 60.0
+    cwd: str = ""  # run in this subdirectory of the run directory, with ``data`` beside its top
+
+    @property
+    def counted_as(self) -> str:
+        return self.benchmark or self.name
+
+
+@dataclasses.dataclass
+class Row:
+    """What happened to one program."""
+
+    name: str
+    benchmark: str
+    translate: str = "-"
+    compile: str = "-"
+    run: str = "-"
+    correct: str = "-"
+    reference: str = "-"
+    blocker: str = ""
+    t_polypy: float | None = None
+    t_omp: float | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.t_polypy and self.t_omp:
+            return self.t_omp / self.t_polypy
+        return None
+
+    def as_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "ratio": self.ratio}
+
+
+class StepFailed(Exception):
+    """A step failed; ``str()`` is the first error line."""
+
+
+# ---------------------------------------------------------------------------------------------
+# small helpers
+
+def first_error(text: str, *, limit: int = 110) -> str:
+    """The first line of ``text`` that says ``error`` (else its first non-empty line), with the
+    temporary directory's path shortened to the file name and cut to ``limit`` characters."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    chosen = next((line for line in lines if "error" in line.lower()), lines[0] if lines else "")
+    chosen = re.sub(r"(/[^\s:]*/)([^/\s:]+)", r"\2", chosen)
+    return chosen if len(chosen) <= limit else chosen[: limit - 3] + "..."
+
+
+def numbers(text: str, out: Output) -> list[float]:
+    """The numbers of ``text`` that ``out`` selects."""
+    lines = text.splitlines()
+    if out.start is not None:
+        pattern = re.compile(out.start)
+        at = next((i for i, line in enumerate(lines) if pattern.search(line)), None)
+        lines = [] if at is None else lines[at + 1:]
+    skips = [re.compile(s) for s in out.skip]
+    lines = [line for line in lines if line.strip() and not any(s.search(line) for s in skips)]
+    if out.keep is not None:
+        lines = [line for line in lines if re.search(out.keep, line)]
+    if out.last is not None:
+        lines = lines[-out.last:]
+    return [float(tok) for line in lines for tok in NUMBER.findall(line)]
+
+
+def compare(ours: Sequence[float], theirs: Sequence[float], *, rtol: float, atol: float) -> str | None:
+    """None when both lists agree within the tolerance, else what differs."""
+    if not theirs:
+        return "the reference printed no numbers"
+    if len(ours) != len(theirs):
+        return f"{len(ours)} numbers vs {len(theirs)} in the reference"
+    bad = [i for i, (a, b) in enumerate(zip(ours, theirs))
+           if not (a == b or (math.isnan(a) and math.isnan(b)) or abs(a - b) <= atol + rtol * abs(b))]
+    if not bad:
+        return None
+    i = bad[0]
+    return f"{len(bad)} of {len(ours)} numbers differ, first #{i}: {ours[i]:g} vs {theirs[i]:g}"
+
+
+def read_output(run_dir: pathlib.Path, run: subprocess.CompletedProcess, out: Output) -> list[float]:
+    if out.source in ("stdout", "stderr"):
+        return numbers(getattr(run, out.source), out)
+    path = run_dir / out.source
+    if not path.exists():
+        raise StepFailed(f"no output file {out.source}")
+    return numbers(path.read_text(errors="replace"), out)
+
+
+class NoInput(StepFailed):
+    """The program needs an input file that no generator makes."""
+
+
+def _format(template: Sequence[str], params: Mapping[str, str], note: str = "") -> list[str]:
+    try:
+        return [a.format(**params) for a in template]
+    except KeyError as exc:
+        raise NoInput(note or f"no input generator for {exc}") from exc
+
+
+# ---------------------------------------------------------------------------------------------
+# the steps
+
+@dataclasses.dataclass(frozen=True)
+class Tools:
+    """Commands the runner calls (overridable for tests)."""
+
+    polypy: tuple[str, ...] = (sys.executable, "-m", "polypy.driver.cli")
+    cc: str = "gcc"
+    cxx: str = "g++"
+    threads: int = 0
+    translate_timeout_s: float = 300.0
+
+    @property
+    def thread_count(self) -> int:
+        return self.threads or len(os.sched_getaffinity(0))
+
+
+def _run(command: Sequence[str], *, cwd: pathlib.Path, timeout: float, env: Mapping[str, str] | None = None
+         ) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(list(command), cwd=cwd, capture_output=True, text=True, errors="replace",
+                              timeout=timeout, env=None if env is None else {**os.environ, **env})
+    except subprocess.TimeoutExpired as exc:
+        raise StepFailed(f"timed out after {timeout:g} s: {' '.join(pathlib.Path(command[0]).name.split())}") from exc
+
+
+def _flags(build: Build, root: pathlib.Path) -> list[str]:
+    src = root / build.directory
+    out = []
+    for f in build.flags:
+        if f.startswith("-I") and not os.path.isabs(f[2:]):
+            f = "-I" + str((src / f[2:]).resolve())
+        out.append(f)
+    return out
+
+
+def translate(build: Build, root: pathlib.Path, work: pathlib.Path, tools: Tools) -> list[pathlib.Path]:
+    """``polypy translate`` each .cu file into ``work``; returns the C++ files."""
+    src = root / build.directory
+    outputs = []
+    for i, cu in enumerate(build.cu):
+        out = work / f"t{i}_{pathlib.Path(cu).stem}.cpp"
+        r = _run([*tools.polypy, "translate", str(src / cu), "-o", str(out), *_flags(build, root)],
+                 cwd=work, timeout=tools.translate_timeout_s)
+        if r.returncode != 0:
+            raise StepFailed(first_error(r.stderr or r.stdout) or f"exit status {r.returncode}")
+        outputs.append(out)
+    return outputs
+
+
+def compile_program(build: Build, root: pathlib.Path, work: pathlib.Path, tools: Tools, *,
+                    translated: Sequence[pathlib.Path] | None, exe: str) -> pathlib.Path:
+    """Compile and link. ``translated``: the C++ files polypy made from ``build.cu`` (None for a
+    reference build, whose .cu files, if any, go to the C++ compiler as they are)."""
+    src = root / build.directory
+    flags = [*_flags(build, root), f"-I{src.resolve()}"]
+    objects = []
+    jobs: list[tuple[str, pathlib.Path]] = []
+    if translated is not None:
+        jobs += [(tools.cxx, p) for p in translated]
+    else:
+        jobs += [(tools.cxx, src / f) for f in build.cu]
+    jobs += [(tools.cc, src / f) for f in build.c] + [(tools.cxx, src / f) for f in build.cxx]
+    for i, (compiler, path) in enumerate(jobs):
+        obj = work / f"{exe}_{i}_{path.stem}.o"
+        lang = ["-x", "c++"] if compiler == tools.cxx and path.suffix == ".cu" else []
+        r = _run([compiler, *CFLAGS, *flags, "-w", *lang, "-c", str(path), "-o", str(obj)], cwd=work, timeout=300)
+        if r.returncode != 0:
+            raise StepFailed(first_error(r.stderr or r.stdout))
+        objects.append(str(obj))
+    binary = work / exe
+    r = _run([tools.cxx, *CFLAGS, *objects, "-o", str(binary), *build.libs], cwd=work, timeout=300)
+    if r.returncode != 0:
+        raise StepFailed(first_error(r.stderr or r.stdout))
+    return binary
+
+
+def run_directory(base: pathlib.Path, program: Program, inputs: pathlib.Path) -> pathlib.Path:
+    """Where a program runs: ``base``, or for programs that open ``../../data/...`` themselves,
+    that deep below ``base`` with ``base/data`` pointing at the generated ``data``."""
+    base.mkdir(parents=True, exist_ok=True)
+    if not program.cwd:
+        return base
+    link = base / "data"
+    if not link.exists() and (inputs / "data").exists():
+        link.symlink_to((inputs / "data").resolve(), target_is_directory=True)
+    run_dir = base / program.cwd
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def run_binary(binary: pathlib.Path, args: Sequence[str], run_dir: pathlib.Path, *, timeout: float,
+               threads: int) -> tuple[subprocess.CompletedProcess, float]:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    r = _run([str(binary), *args], cwd=run_dir, timeout=timeout, env={"OMP_NUM_THREADS": str(threads)})
+    elapsed = time.perf_counter() - start
+    if r.returncode != 0:
+        tail = [line for line in (r.stderr + r.stdout).splitlines() if line.strip()]
+        what = first_error("\n".join(tail[-3:])) if tail else ""
+        raise StepFailed(f"exit status {r.returncode}" + (f": {what}" if what else ""))
+    return r, elapsed
+
+
+def run_emulated(program: Program, root: pathlib.Path, args: Sequence[str], run_dir: pathlib.Path,
+                 tools: Tools) -> subprocess.CompletedProcess:
+    """The program with every launch in the reference emulator: ``polypy run --emulate FILE
+    [-D.. -I..] -- ARGS`` (single-file programs only)."""
+    build = program.build
+    if len(build.cu) != 1 or build.c or build.cxx:
+        raise StepFailed("no reference: no OpenMP version, and the emulator runs single-file programs only")
+    source = root / build.directory / build.cu[0]
+    flags = [*_flags(build, root), f"-I{(root / build.directory).resolve()}"]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    r = _run([*tools.polypy, "run", "--emulate", str(source), *flags, "--", *args], cwd=run_dir,
+             timeout=max(program.timeout_s, 300), env={"OMP_NUM_THREADS": str(tools.thread_count)})
+    if r.returncode != 0:
+        raise StepFailed("emulated reference failed: " + first_error(r.stderr or r.stdout))
+    return r
+
+
+def _params(program: Program, directory: pathlib.Path, size: str, tools: Tools) -> dict[str, str]:
+    directory.mkdir(parents=True, exist_ok=True)
+    params = dict(program.inputs(directory, size)) if program.inputs is not None else {}
+    params.setdefault("threads", str(tools.thread_count))
+    return params
+
+
+def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Tools, *, timed: bool = False,
+            repeat: int = 3) -> Row:
+    """Every step for one program; the first failure ends it and becomes the blocker. With
+    ``timed``, a correct program (and its OpenMP version) is then timed on the ``time`` input."""
+    row = Row(program.name, program.counted_as)
+    kind = program.check.kind
+    if kind == "omp" and program.omp is None:
+        kind = "emulate"
+    row.reference = {"omp": "openmp", "emulate": "emulator", "self": "self-check", "none": "none"}[kind]
+    step = "translate"
+    try:
+        translated = translate(program.build, root, work, tools)
+        row.translate = "ok"
+        step = "compile"
+        binary = compile_program(program.build, root, work, tools, translated=translated, exe="polypy_prog")
+        row.compile = "ok"
+        step = "run"
+        # the emulator is slow: a tiny input where it is the reference
+        inputs = work / "inputs"
+        params = _params(program, inputs, "tiny" if kind == "emulate" else "small", tools)
+        args = _format(program.args, params, program.note)
+        ours_dir = run_directory(work / "run_polypy", program, inputs)
+        r, _ = run_binary(binary, args, ours_dir, timeout=program.timeout_s, threads=tools.thread_count)
+        row.run = "ok"
+        step = "correct"
+        ours = read_output(ours_dir, r, program.check.ours)
+        ref_binary = None
+        if kind == "self":
+            _self_check(program.check, r.stdout)
+        elif kind in ("omp", "emulate"):
+            step = "reference"
+            if kind == "omp":
+                assert program.omp is not None
+                ref_binary = compile_program(program.omp, root, work, tools, translated=None, exe="omp_prog")
+                ref_dir = run_directory(work / "run_omp", program, inputs)
+                ref_args = _format(program.omp_args if program.omp_args is not None else program.args, params)
+                rr, _ = run_binary(ref_binary, ref_args, ref_dir, timeout=program.timeout_s, threads=tools.thread_count)
+            else:
+                ref_dir = run_directory(work / "run_emulated", program, inputs)
+                rr = run_emulated(program, root, args, ref_dir, tools)
+            step = "correct"
+            theirs = read_output(ref_dir, rr, program.check.theirs or program.check.ours)
+            diff = compare(ours, theirs, rtol=program.check.rtol, atol=program.check.atol)
+            if diff is not None:
+                raise StepFailed(diff)
+        row.correct = "yes" if kind != "none" else "?"
+        if timed:
+            step = "time"
+            big = work / "inputs_time"
+            params = _params(program, big, "time", tools)
+            args = _format(program.args, params, program.note)
+            row.t_polypy = _best(binary, args, run_directory(work / "time_polypy", program, big), program, tools, repeat)
+            if program.omp is not None:
+                if ref_binary is None:
+                    ref_binary = compile_program(program.omp, root, work, tools, translated=None, exe="omp_prog")
+                ref_args = _format(program.omp_args if program.omp_args is not None else program.args, params)
+                row.t_omp = _best(ref_binary, ref_args, run_directory(work / "time_omp", program, big), program,
+                                  tools, repeat)
+    except NoInput as exc:
+        row.run = "n/a"
+        row.blocker = f"input: {exc}"
+    except StepFailed as exc:
+        row.blocker = f"{step}: {exc}"
+        if step == "translate":
+            row.translate = "FAIL"
+        elif step == "compile":
+            row.compile = "FAIL"
+        elif step == "run":
+            row.run = "FAIL"
+        elif step in ("correct", "reference"):
+            row.correct = "NO" if step == "correct" else "?"
+    return row
+
+
+def _self_check(check: Check, stdout: str) -> None:
+    found = list(re.finditer(check.pattern or "$^", stdout))
+    if not found:
+        raise StepFailed("self-check line not printed")
+    bad = [m for m in found if m.group("ok") != check.expect]
+    if bad:
+        raise StepFailed(f"self-check: {bad[0].group(0).strip()}")
+    if check.absent is not None:
+        m = re.search(check.absent, stdout)
+        if m is not None:
+            line = stdout[m.start():].splitlines()[0]
+            raise StepFailed(f"self-check: {line.strip()[:80]}")
+
+
+def _best(binary: pathlib.Path, args: Sequence[str], run_dir: pathlib.Path, program: Program, tools: Tools,
+          repeat: int) -> float:
+    return min(run_binary(binary, args, run_dir, timeout=program.timeout_s, threads=tools.thread_count)[1]
+               for _ in range(repeat))
+
+
+def measure_suite(programs: Sequence[Program], root: pathlib.Path, tools: Tools, *, timed: bool = False,
+                  keep: pathlib.Path | None = None, progress: Callable[[str], None] | None = None) -> list[Row]:
+    rows = []
+    for i, program in enumerate(programs):
+        if progress is not None:
+            progress(f"[{i + 1}/{len(programs)}] {program.name} ... ")
+        start = time.perf_counter()
+        base = keep if keep is not None else pathlib.Path(tempfile.mkdtemp(prefix="polypy-real-"))
+        work = base / program.name.replace("/", "_")
+        if work.exists():
+            shutil.rmtree(work)
+        work.mkdir(parents=True)
+        try:
+            row = measure(program, root, work, tools, timed=timed)
+        finally:
+            if keep is None:
+                shutil.rmtree(base, ignore_errors=True)
+        rows.append(row)
+        if progress is not None:
+            progress(f"{row.correct if row.correct != '-' else 'FAIL'} ({time.perf_counter() - start:.1f} s) "
+                     f"{row.blocker}\n")
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# the table
+
+def geomean(values: Sequence[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def summary(rows: Sequence[Row]) -> dict:
+    """Counts per benchmark: a benchmark counts as correct when every program of it is."""
+    benchmarks: dict[str, list[Row]] = {}
+    for row in rows:
+        benchmarks.setdefault(row.benchmark, []).append(row)
+
+    def count(field: str) -> int:
+        good = {"translate": ("ok",), "compile": ("ok",), "run": ("ok",), "correct": ("yes",)}[field]
+        return sum(all(getattr(r, field) in good for r in rs) for rs in benchmarks.values())
+
+    return {"programs": len(rows), "benchmarks": len(benchmarks),
+            "translate": count("translate"), "compile": count("compile"), "run": count("run"),
+            "correct": count("correct"),
+            "geomean_omp_over_polypy": geomean([r.ratio for r in rows if r.ratio is not None and r.correct == "yes"]),
+            "timed": sum(r.ratio is not None and r.correct == "yes" for r in rows)}
+
+
+def format_table(rows: Sequence[Row], *, timed: bool) -> str:
+    head = ["program", "translate", "compile", "run", "correct", "reference"]
+    if timed:
+        head += ["t polypy (s)", "t omp (s)", "omp/polypy"]
+    head += ["first blocker"]
+    body = []
+    for r in rows:
+        line = [r.name, r.translate, r.compile, r.run, r.correct, r.reference]
+        if timed:
+            line += [_num(r.t_polypy), _num(r.t_omp), _num(r.ratio, "{:.2f}")]
+        line += [r.blocker.replace("|", "\\|")]
+        body.append(line)
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(line) + " |" for line in body]
+    s = summary(rows)
+    out.append("")
+    out.append(f"{s['benchmarks']} benchmarks ({s['programs']} programs): translate {s['translate']}, "
+               f"compile {s['compile']}, run {s['run']}, correct {s['correct']} "
+               f"(a benchmark counts when all its programs do)")
+    if timed:
+        g = s["geomean_omp_over_polypy"]
+        out.append(f"geomean t_omp / t_polypy over {s['timed']} programs correct in both: "
+                   + ("-" if g is None else f"{g:.2f}"))
+    return "\n".join(out)
+
+
+def _num(v: float | None, fmt: str = "{:.3f}") -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+def load_suite(name: str, root: pathlib.Path) -> list[Program]:
+    if name == "rodinia":
+        from bench.real_programs_rodinia import programs
+    elif name == "polybench":
+        from bench.real_programs_polybench import programs
+    else:
+        raise SystemExit(f"unknown suite {name!r} (rodinia, polybench)")
+    return programs(root)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.real_programs", description=__doc__.split("\n\n")[0])
+    p.add_argument("suite", choices=("rodinia", "polybench"))
+    p.add_argument("path", type=pathlib.Path, help="checkout of yuhc/gpu-rodinia or sgrauerg/polybenchGpu")
+    p.add_argument("--time", action="store_true", help="larger inputs, best of 3, polypy vs the OpenMP version")
+    p.add_argument("--only", default="", help="comma-separated program names")
+    p.add_argument("--json", type=pathlib.Path, default=None, help="write the rows and the summary as JSON")
+    p.add_argument("--threads", type=int, default=0, help="OpenMP threads for both versions (0: all usable cores)")
+    p.add_argument("--keep", type=pathlib.Path, default=None, help="keep the work directories under this path")
+    p.add_argument("--list", action="store_true", help="list the programs and exit")
+    args = p.parse_args(argv)
+    root = args.path.resolve()
+    if not root.is_dir():
+        raise SystemExit(f"{args.path}: not a directory")
+    programs = load_suite(args.suite, root)
+    if args.only:
+        wanted = [w.strip() for w in args.only.split(",") if w.strip()]
+        unknown = [w for w in wanted if not any(w in (q.name, q.counted_as) for q in programs)]
+        if unknown:
+            raise SystemExit(f"unknown program(s): {', '.join(unknown)}")
+        programs = [q for q in programs if q.name in wanted or q.counted_as in wanted]
+    if args.list:
+        for q in programs:
+            print(f"{q.name:24} {q.build.directory:32} {' '.join(q.args)}  [{q.check.kind}] {q.note}")
+        return 0
+    tools = Tools(threads=args.threads)
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    rows = measure_suite(programs, root, tools, timed=args.time, keep=args.keep,
+                         progress=lambda s: (sys.stderr.write(s), sys.stderr.flush()))
+    print(format_table(rows, timed=args.time))
+    if args.json is not None:
+        doc = {"kind": "real_programs", "suite": args.suite, "timed": args.time, "date": started,
+               "threads": tools.thread_count, "cflags": list(CFLAGS), "summary": summary(rows),
+               "rows": [r.as_dict() for r in rows]}
+        args.json.write_text(json.dumps(doc, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,61 @@
+"""PolyBench/GPU (sgrauerg/polybenchGpu, ``CUDA/<NAME>``) for ``bench/real_programs.py``.
+
+How they are counted: ``CUDA/`` holds 21 program directories; the tree
+``polybenchCodesCudaOpenClHMPPOpenAcc/CUDA`` holds the same 21 programs again (near-duplicates
+with the sizes hard-coded in the .cu), so there are 21 distinct programs (the issue's "43"
+counts both copies, 42, plus one). Only ``CUDA/`` is run.
+
+Each Makefile is ``nvcc -O3 <name>.cu`` (``common.mk``): no -D/-I flags. Each program runs its
+kernels, then the same computation on the CPU, and prints how many results differ by more than
+0.05 percent ("Non-Matching CPU-GPU Outputs ...: N", DOITGEN and GEMVER "Number of misses: N"):
+that count must be 0. The default sizes (up to 4096x4096, computed serially on the CPU by the
+program itself) are too big for a quick table, so every program gets smaller sizes through its
+header's own switch: ``-DN=...`` turns off the header's size table (``# if !defined(N)``) and
+the other size macros are given with it. No input files.
+"""
+from __future__ import annotations
+
+import pathlib
+
+from bench.real_programs import Build, Check, Program
+
+SELF_CHECK = r"(?:Non-Matching CPU-GPU Outputs[^:]*|Number of misses):\s*(?P<ok>\d+)"
+
+# directory, source, small sizes (-D values; None: the program has no size switch)
+_PROGRAMS: tuple[tuple[str, str, dict[str, int] | None], ...] = (
+    ("2DCONV", "2DConvolution.cu", {"N": 1, "NI": 512, "NJ": 512}),
+    ("2MM", "2mm.cu", {"N": 1, "NI": 256, "NJ": 256, "NK": 256, "NL": 256}),
+    ("3DCONV", "3DConvolution.cu", {"N": 1, "NI": 64, "NJ": 64, "NK": 64}),
+    ("3MM", "3mm.cu", {"N": 1, "NI": 128, "NJ": 128, "NK": 128, "NL": 128, "NM": 128}),
+    ("ADI", "adi.cu", {"N": 256, "TSTEPS": 2}),
+    ("ATAX", "atax.cu", {"N": 1, "NX": 1024, "NY": 1024}),
+    ("BICG", "bicg.cu", {"N": 1, "NX": 1024, "NY": 1024}),
+    ("CORR", "correlation.cu", {"N": 256, "M": 256}),
+    ("COVAR", "covariance.cu", {"N": 256, "M": 256}),
+    ("DOITGEN", "doitgen.cu", None),
+    ("FDTD-2D", "fdtd2d.cu", {"N": 1, "TMAX": 20, "NX": 256, "NY": 256}),
+    ("GEMM", "gemm.cu", {"N": 1, "NI": 256, "NJ": 256, "NK": 256}),
+    ("GEMVER", "gemver.cu", {"N": 1024}),
+    ("GESUMMV", "gesummv.cu", {"N": 1024}),
+    ("GRAMSCHM", "gramschmidt.cu", {"N": 1, "NI": 256, "NJ": 256}),
+    ("JACOBI1D", "jacobi1D.cu", {"N": 1024, "TSTEPS": 100}),
+    ("JACOBI2D", "jacobi2D.cu", {"N": 256, "TSTEPS": 10}),
+    ("LU", "lu.cu", {"N": 256}),
+    ("MVT", "mvt.cu", {"N": 1024}),
+    ("SYR2K", "syr2k.cu", {"N": 1, "NI": 256, "NJ": 256}),
+    ("SYRK", "syrk.cu", {"N": 1, "NI": 256, "NJ": 256}),
+)
+
+
+def programs(root: pathlib.Path) -> list[Program]:
+    """The 21 programs of ``root/CUDA`` that exist in this checkout."""
+    out = []
+    for name, source, sizes in _PROGRAMS:
+        if not (root / "CUDA" / name / source).exists():
+            continue
+        flags = tuple(f"-D{k}={v}" for k, v in (sizes or {}).items())
+        out.append(Program(name=name, build=Build(f"CUDA/{name}", cu=(source,), flags=flags),
+                           check=Check(kind="self", pattern=SELF_CHECK),
+                           note="sizes: " + (", ".join(f"{k}={v}" for k, v in sizes.items() if k != "N" or v > 1)
+                                             if sizes else "the program's own")))
+    return out

@@ -1,0 +1,301 @@
+"""Rodinia 3.1 (yuhc/gpu-rodinia) for ``bench/real_programs.py``: one description per program.
+
+Counting: Rodinia's 24 CUDA benchmark directories (``cuda/<name>``, ``util`` excluded). Three of
+them build two programs each, listed as two rows: srad (``srad_v1``, ``srad_v2``),
+particlefilter (``naive``, ``float``); a benchmark counts as correct when all its rows are. cfd
+is its ``euler3d`` program (the one ``cuda/cfd/run`` runs).
+
+Flags are those of each Makefile and ``common/make.config`` (which defines none): the Makefiles
+pass ``-I$(CUDA_DIR)/include`` (not needed: polypy ships the CUDA headers), ``-I../common``,
+``-DTIMING``/``-DGPU_TIMER`` here and there, ``$(KERNEL_DIM)`` (empty unless set). Where the
+CUDA program only prints its result under a switch its Makefile offers (``make OUTPUT=1`` ->
+``-DOUTPUT``; ``BENCH_PRINT`` and ``TRACEBACK`` are commented-out ``#define``s), that -D is
+passed to both versions so that there is something to compare; the description says so.
+
+Rodinia's ``data/`` directory is not in the checkout: ``inputs(directory, size)`` writes small
+seeded inputs in each program's own format (``size``: ``tiny`` for an emulated reference,
+``small`` for the table, ``time`` for ``--time``) and returns the parameters the argument
+templates use. Programs that open ``../../data/<name>/...`` themselves run from a directory
+that deep, with ``data`` pointing at the generated files.
+"""
+from __future__ import annotations
+
+import pathlib
+import random
+from typing import Callable, Mapping
+
+from bench.real_programs import Build, Check, Output, Program
+
+Inputs = Callable[[pathlib.Path, str], Mapping[str, str]]
+
+
+def _pick(size: str, tiny, small, time):
+    return {"tiny": tiny, "small": small, "time": time}[size]
+
+
+def _write_lines(path: pathlib.Path, values) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{v}\n" for v in values))
+    return str(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# input generators (each seeded: the same size gives the same files)
+
+def _hotspot(directory: pathlib.Path, size: str) -> dict[str, str]:
+    n, iters = _pick(size, (64, 4), (256, 20), (1024, 200))
+    rng = random.Random(1)
+    temp = _write_lines(directory / f"temp_{n}", (f"{323.0 + 20 * rng.random():.6f}" for _ in range(n * n)))
+    power = _write_lines(directory / f"power_{n}", (f"{0.001 * rng.random():.8f}" for _ in range(n * n)))
+    return {"n": str(n), "iters": str(iters), "temp": temp, "power": power, "pyramid": "2"}
+
+
+def _hotspot3d(directory: pathlib.Path, size: str) -> dict[str, str]:
+    n, layers, iters = _pick(size, (32, 4, 4), (64, 8, 20), (256, 8, 100))
+    rng = random.Random(2)
+    count = n * n * layers
+    power = _write_lines(directory / "power", (f"{0.001 * rng.random():.8f}" for _ in range(count)))
+    temp = _write_lines(directory / "temp", (f"{323.0 + 20 * rng.random():.6f}" for _ in range(count)))
+    return {"n": str(n), "layers": str(layers), "iters": str(iters), "power": power, "temp": temp}
+
+
+def _bfs(directory: pathlib.Path, size: str) -> dict[str, str]:
+    """Rodinia's graph format: node count; per node ``start degree``; the source; edge count;
+    per edge ``destination cost``."""
+    nodes = _pick(size, 512, 4096, 1 << 20)
+    rng = random.Random(3)
+    edges: list[list[int]] = [[] for _ in range(nodes)]
+    for v in range(nodes):
+        for _ in range(rng.randint(1, 4)):
+            w = rng.randrange(nodes)
+            edges[v].append(w)
+            edges[w].append(v)
+    lines = [str(nodes)]
+    start = 0
+    for v in range(nodes):
+        lines.append(f"{start} {len(edges[v])}")
+        start += len(edges[v])
+    lines += ["", "0", "", str(start)]
+    lines += [f"{w} {rng.randint(1, 10)}" for v in range(nodes) for w in edges[v]]
+    return {"graph": _write_lines(directory / "graph.txt", lines)}
+
+
+def _nn(directory: pathlib.Path, size: str) -> dict[str, str]:
+    """Hurricane records: fixed-width lines, latitude at column 28, longitude at 33."""
+    records = _pick(size, 256, 4096, 1 << 20)
+    rng = random.Random(4)
+    lines = []
+    for i in range(records):
+        lat, lon = rng.uniform(7, 70), rng.uniform(0, 358)
+        lines.append(f"{1950 + i % 60:4d} {1 + i % 12:2d} {1 + i % 28:2d} {i % 24:2d} {i % 100:2d} "
+                     f"{'STORM':<9s} {lat:5.1f} {lon:5.1f} {rng.randint(10, 160):4d} {rng.randint(900, 1010):4d}")
+    db = _write_lines(directory / "hurricane.db", lines)
+    return {"filelist": _write_lines(directory / "filelist.txt", [db]), "k": "5", "lat": "30", "lng": "90"}
+
+
+def _kmeans(directory: pathlib.Path, size: str) -> dict[str, str]:
+    points, features = _pick(size, (256, 8), (2048, 16), (1 << 17, 34))
+    rng = random.Random(5)
+    lines = [f"{i + 1} " + " ".join(f"{rng.gauss(float(i % 5), 1.0):.4f}" for _ in range(features))
+             for i in range(points)]
+    return {"points": _write_lines(directory / "points.txt", lines)}
+
+
+def _btree(directory: pathlib.Path, size: str) -> dict[str, str]:
+    """``mil.txt``: the key count, then one key a line; ``command.txt``: the queries (``k``:
+    that many single-key searches, ``j``: range searches), as in Rodinia's own files."""
+    keys, queries = _pick(size, (2000, 100), (20000, 1000), (1000000, 10000))
+    rng = random.Random(6)
+    values = rng.sample(range(1, 4 * keys), keys)
+    data = _write_lines(directory / "mil.txt", [str(keys), *map(str, values)])
+    command = directory / "command.txt"
+    command.write_text(f"j {queries} {min(queries, 3000)}\nk {queries}\n")
+    return {"data": data, "command": str(command)}
+
+
+def _cfd(directory: pathlib.Path, size: str) -> dict[str, str]:
+    """A domain file: element count; per element its volume and, for each of 4 faces, the
+    neighbour (1-based; -1, -2 for wall and far-field faces) and the face normal (3 numbers)."""
+    count = _pick(size, 256, 512, 16384)
+    rng = random.Random(7)
+    lines = [str(count)]
+    for i in range(count):
+        parts = [f"{0.5 + rng.random():.6f}"]
+        for j, off in enumerate((1, -1, 16, -16)):
+            k = i + off
+            neighbour = k + 1 if 0 <= k < count else -1 - (j % 2)
+            normal = [rng.uniform(-0.01, 0.01) for _ in range(3)]
+            parts.append(f"{neighbour} " + " ".join(f"{x:.6f}" for x in normal))
+        lines.append(" ".join(parts))
+    return {"domain": _write_lines(directory / "domain.txt", lines)}
+
+
+def _srad_image(directory: pathlib.Path, size: str) -> dict[str, str]:
+    """``data/srad/image.pgm``: an ASCII PGM of Rodinia's 502x458 ultrasound image size (the
+    program reads exactly that size, then resizes it to the rows/columns it is given)."""
+    rng = random.Random(8)
+    rows, cols = 502, 458
+    pixels = (str(min(255, max(0, int(128 + 40 * rng.gauss(0, 1))))) for _ in range(rows * cols))
+    _write_lines(directory / "data" / "srad" / "image.pgm", ["P2", f"{cols} {rows}", "255", *pixels])
+    nr, iters = _pick(size, (32, 2), (128, 10), (502, 100))
+    return {"rows": str(nr), "cols": str(nr), "iters": str(iters)}
+
+
+def _mummer(directory: pathlib.Path, size: str) -> dict[str, str]:
+    length, reads = _pick(size, (2000, 20), (20000, 200), (1000000, 20000))
+    rng = random.Random(9)
+    genome = "".join(rng.choice("ACGT") for _ in range(length))
+    ref = _write_lines(directory / "ref.fna", [">reference", *(genome[i:i + 70] for i in range(0, length, 70))])
+    lines = []
+    for r in range(reads):
+        at = rng.randrange(length - 100)
+        lines += [f">read{r}", genome[at:at + 100]]
+    return {"ref": ref, "query": _write_lines(directory / "query.fna", lines)}
+
+
+def _sizes(**per_size) -> Inputs:
+    """Parameters only (programs that make their own data): ``name=(tiny, small, time)``."""
+    def inputs(directory: pathlib.Path, size: str) -> dict[str, str]:
+        return {k: str(_pick(size, *v)) for k, v in per_size.items()}
+    return inputs
+
+
+# ---------------------------------------------------------------------------------------------
+# the programs
+
+def _c(d: str, **kw) -> Build:
+    return Build(f"cuda/{d}", **kw)
+
+
+def _o(d: str, **kw) -> Build:
+    return Build(f"openmp/{d}", **kw)
+
+
+TEMP_LINES = r"^\s*\d+\s+[-+0-9.eE]+\s*$"
+
+
+def programs(root: pathlib.Path) -> list[Program]:
+    del root  # the table is fixed; a missing directory shows up as a translate failure
+    return [
+        Program("b+tree", _c("b+tree", cu=("kernel/kernel_gpu_cuda_wrapper.cu", "kernel/kernel_gpu_cuda_wrapper_2.cu",
+                                           "util/cuda/cuda.cu"),
+                             c=("main.c", "util/timer/timer.c", "util/num/num.c")),
+                ("file", "{data}", "command", "{command}"), _btree,
+                Check("omp", Output("output.txt")),
+                omp=_o("b+tree", c=("main.c", "kernel/kernel_cpu.c", "kernel/kernel_cpu_2.c", "util/timer/timer.c",
+                                    "util/num/num.c")),
+                omp_args=("core", "{threads}", "file", "{data}", "command", "{command}")),
+        Program("backprop", _c("backprop", cu=("backprop_cuda.cu",), c=("backprop.c", "facetrain.c", "imagenet.c")),
+                ("{n}",), _sizes(n=(1024, 16384, 1 << 21)), Check("none"),
+                omp=_o("backprop", c=("backprop.c", "facetrain.c", "imagenet.c", "backprop_kernel.c")),
+                note="prints no result: checked by neither version (timed only)"),
+        Program("bfs", _c("bfs", cu=("bfs.cu",), flags=("-I../util", "-DTIMING")), ("{graph}",), _bfs,
+                Check("omp", Output("result.txt")),
+                omp=_o("bfs", cxx=("bfs.cpp",), flags=("-DOPEN",)), omp_args=("{threads}", "{graph}")),
+        Program("cfd", _c("cfd", cu=("euler3d.cu",)), ("{domain}",), _cfd,
+                Check("omp", Output("density", start=r"^\s*\d+\s+\d+\s*$"), rtol=1e-3, atol=1e-3),
+                omp=_o("cfd", cxx=("euler3d_cpu.cpp",), flags=("-Dblock_length=1",)),
+                note="2000 iterations are hard-coded; a small mesh"),
+        Program("dwt2d", _c("dwt2d", cu=("main.cu", "dwt.cu", "components.cu", "dwt_cuda/fdwt53.cu",
+                                         "dwt_cuda/fdwt97.cu", "dwt_cuda/common.cu", "dwt_cuda/rdwt97.cu",
+                                         "dwt_cuda/rdwt53.cu"), flags=("-I.", "-DOUTPUT")),
+                ("{image}", "-d", "{n}x{n}", "-f", "-5", "-l", "3"), None, Check("none"),
+                note="needs a .bmp input (no generator yet); no OpenMP version"),
+        Program("gaussian", _c("gaussian", cu=("gaussian.cu",)), ("-s", "{n}"), _sizes(n=(16, 64, 2048)),
+                Check("none"),
+                note="prints no result (its verbose flag is 0 and only -q changes it); no OpenMP version"),
+        Program("heartwall", _c("heartwall", cu=("main.cu",), c=("AVI/avilib.c", "AVI/avimod.c"),
+                                flags=("-I./AVI", "-DOUTPUT")),
+                ("{avi}", "{frames}"), None, Check("none"),
+                omp=_o("heartwall", c=("main.c", "AVI/avilib.c", "AVI/avimod.c"), flags=("-I./AVI",)),
+                note="needs an AVI video (no generator)"),
+        Program("hotspot", _c("hotspot", cu=("hotspot.cu",)),
+                ("{n}", "{pyramid}", "{iters}", "{temp}", "{power}", "output.out"), _hotspot,
+                Check("emulate", Output("output.out")),
+                omp=_o("hotspot", cxx=("hotspot_openmp.cpp",), flags=("-DOUTPUT",)),
+                omp_args=("{n}", "{n}", "{iters}", "{threads}", "{temp}", "{power}", "output.out"),
+                note="the OpenMP version takes a 1000x smaller time step (different numbers, same work): "
+                     "emulator reference, OpenMP timed"),
+        Program("hotspot3D", _c("hotspot3D", cu=("3D.cu",)),
+                ("{n}", "{layers}", "{iters}", "{power}", "{temp}", "output.out"), _hotspot3d,
+                Check("omp", Output("output.out")), omp=_o("hotspot3D", c=("3D.c",))),
+        Program("huffman", _c("huffman", cu=("main_test_cu.cu", "vlc_kernel_sm64huff.cu", "scan.cu", "pack_kernels.cu"),
+                              cxx=("stats_logger.cpp", "cpuencode.cpp")),
+                ("{data}",), None, Check("none"), note="needs Rodinia's input file (no generator); no OpenMP version"),
+        Program("hybridsort", _c("hybridsort", cu=("bucketsort.cu", "mergesort.cu", "main.cu"), flags=("-DVERIFY",)),
+                ("r",), None, Check("self", pattern=r"(?P<ok>GPU iterations)", expect="GPU iterations",
+                                    absent=r"missmatch"),
+                note="random input made by the program, checked by its own -DVERIFY comparison with a CPU sort "
+                     "(no OpenMP version); includes GL/glew.h, which nvcc needs too"),
+        Program("kmeans", _c("kmeans", cu=("kmeans_cuda.cu",),
+                             c=("cluster.c", "getopt.c", "kmeans.c", "kmeans_clustering.c", "rmse.c")),
+                ("-o", "-i", "{points}"), _kmeans,
+                Check("omp", Output(start=r"Centroid Coordinates"), Output(start=r"number of Attributes")),
+                omp=_o("kmeans/kmeans_openmp", c=("cluster.c", "getopt.c", "kmeans.c", "kmeans_clustering.c")),
+                omp_args=("-n", "{threads}", "-i", "{points}")),
+        Program("lavaMD", _c("lavaMD", cu=("kernel/kernel_gpu_cuda_wrapper.cu", "util/device/device.cu"),
+                             c=("main.c", "util/num/num.c", "util/timer/timer.c"), flags=("-DOUTPUT",)),
+                ("-boxes1d", "{boxes}"), _sizes(boxes=(2, 4, 10)),
+                Check("omp", Output("result.txt")),
+                omp=_o("lavaMD", c=("main.c", "kernel/kernel_cpu.c", "util/num/num.c", "util/timer/timer.c"),
+                       flags=("-DOUTPUT",)),
+                omp_args=("-cores", "{threads}", "-boxes1d", "{boxes}")),
+        Program("leukocyte", _c("leukocyte", cu=("CUDA/detect_main.c",)), ("{avi}", "{frames}"), None, Check("none"),
+                note="needs an AVI video (no generator)"),
+        Program("lud", _c("lud/cuda", cu=("lud.cu", "lud_kernel.cu"), c=("../common/common.c",),
+                          flags=("-I../common", "-DGPU_TIMER")),
+                ("-s", "{n}", "-v"), _sizes(n=(64, 256, 2048)),
+                Check("self", pattern=r"(?P<ok>>>>Verify<<<<)", expect=">>>Verify<<<<", absent=r"dismatch"),
+                omp=_o("lud/omp", c=("lud.c", "lud_omp.c", "../common/common.c"), flags=("-I../common",)),
+                omp_args=("-s", "{n}", "-n", "{threads}"),
+                note="-v: the program checks L*U against its input (no 'dismatch' line)"),
+        Program("mummergpu", _c("mummergpu/src", cu=("mummergpu.cu",),
+                                cxx=("mummergpu_gold.cpp", "mummergpu_main.cpp", "suffix-tree.cpp", "PoolMalloc.cpp"),
+                                flags=("-I.", "-DUNIX")),
+                ("{ref}", "{query}"), _mummer, Check("none"),
+                note="openmp/mummergpu is the same CUDA program run with -C (needs nvcc): no reference"),
+        Program("myocyte", _c("myocyte", cu=("main.cu",)), ("{xmax}", "1", "0"), None, Check("none"),
+                note="needs Rodinia's y.txt/params.txt (physiological data, no generator)"),
+        Program("nn", _c("nn", cu=("nn_cuda.cu",)), ("{filelist}", "-r", "{k}", "-lat", "{lat}", "-lng", "{lng}"), _nn,
+                Check("omp", Output(keep=r"-->"), Output("stderr", keep=r"-->")),
+                omp=_o("nn", c=("nn_openmp.c",)), omp_args=("{filelist}", "{k}", "{lat}", "{lng}"),
+                note="nearest records compared by distance"),
+        Program("nw", _c("nw", cu=("needle.cu",), flags=("-DTRACEBACK",)), ("{n}", "10"), _sizes(n=(64, 512, 4096)),
+                Check("emulate", Output("result.txt")),
+                omp=_o("nw", cxx=("needle.cpp",)), omp_args=("{n}", "10", "{threads}"),
+                note="-DTRACEBACK writes result.txt; the OpenMP version prints nothing: emulator reference"),
+        Program("particlefilter_naive", _c("particlefilter", cu=("ex_particle_CUDA_naive_seq.cu",)),
+                ("-x", "{xy}", "-y", "{xy}", "-z", "{frames}", "-np", "{np}"),
+                _sizes(xy=(32, 128, 128), frames=(4, 10, 10), np=(100, 1000, 100000)),
+                Check("omp", Output(start=r"XE:", skip=(r"(?i)time",), last=None), rtol=0.2, atol=2.0),
+                omp=_o("particlefilter", c=("ex_particle_OPENMP_seq.c",)), benchmark="particlefilter",
+                note="seeded from time(0): estimates compared loosely"),
+        Program("particlefilter_float", _c("particlefilter", cu=("ex_particle_CUDA_float_seq.cu",)),
+                ("-x", "{xy}", "-y", "{xy}", "-z", "{frames}", "-np", "{np}"),
+                _sizes(xy=(32, 128, 128), frames=(4, 10, 10), np=(100, 1000, 100000)),
+                Check("omp", Output(start=r"XE:", skip=(r"(?i)time",)), rtol=0.2, atol=2.0),
+                omp=_o("particlefilter", c=("ex_particle_OPENMP_seq.c",)), benchmark="particlefilter",
+                note="seeded from time(0): estimates compared loosely"),
+        Program("pathfinder", _c("pathfinder", cu=("pathfinder.cu",), flags=("-DBENCH_PRINT",)),
+                ("{cols}", "{rows}", "20"), _sizes(cols=(256, 10000, 1000000), rows=(20, 100, 1000)),
+                Check("omp", Output(last=1)), omp=_o("pathfinder", cxx=("pathfinder.cpp",)),
+                omp_args=("{cols}", "{rows}"), note="-DBENCH_PRINT (as the OpenMP version defines it): last line"),
+        Program("srad_v1", _c("srad/srad_v1", cu=("main.cu",)), ("{iters}", "0.5", "{rows}", "{cols}"), _srad_image,
+                Check("omp", Output("image_out.pgm", start=r"^255\s*$"), rtol=1e-3, atol=1.0),
+                omp=_o("srad/srad_v1", c=("main.c",)), omp_args=("{iters}", "0.5", "{rows}", "{cols}", "{threads}"),
+                benchmark="srad", cwd="run/srad/srad_v1", note="opens ../../../data/srad/image.pgm itself"),
+        Program("srad_v2", _c("srad/srad_v2", cu=("srad.cu",), flags=("-DOUTPUT",)),
+                ("{n}", "{n}", "0", "31", "0", "31", "0.5", "{iters}"), _sizes(n=(64, 256, 2048), iters=(2, 10, 100)),
+                Check("omp", Output(last=None, skip=(*_TIMING, r"[A-Za-z]{3,}"))),
+                omp=_o("srad/srad_v2", cxx=("srad.cpp",), flags=("-DOUTPUT", "-DOPEN")),
+                omp_args=("{n}", "{n}", "0", "31", "0", "31", "{threads}", "0.5", "{iters}"), benchmark="srad"),
+        Program("streamcluster", _c("streamcluster", cu=("streamcluster_cuda.cu", "streamcluster_header.cu"),
+                                    cxx=("streamcluster_cuda_cpu.cpp",)),
+                ("10", "20", "{dim}", "{n}", "{n}", "1000", "none", "output.txt", "1"),
+                _sizes(dim=(16, 64, 256), n=(256, 4096, 65536)),
+                Check("omp", Output("output.txt")), omp=_o("streamcluster", cxx=("streamcluster_omp.cpp",)),
+                omp_args=("10", "20", "{dim}", "{n}", "{n}", "1000", "none", "output.txt", "{threads}")),
+    ]
+
+
+_TIMING = (r"(?i)\btime", r"(?i)\bsec", r"(?i)exec:")

@@ -1,0 +1,175 @@
+"""bench/real_programs.py's machinery on a tiny suite of our own, written into tmp_path: one
+program that translates, builds, runs and matches its reference build, one that polypy refuses,
+one whose reference disagrees, one that checks itself. The real suites (Rodinia,
+PolyBench/GPU) are not needed."""
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+import sys
+
+import pytest
+
+from bench.real_programs import (Build, Check, Output, Program, Row, Tools, compare, first_error, format_table,
+                                 main, measure_suite, numbers, summary)
+
+needs_cxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,
+                               reason="needs gcc and g++ to build the translated programs")
+
+# squares n numbers read from a file on the "GPU" and writes them to out.txt
+GOOD_CU = r"""
+#include <cstdio>
+#include <cstdlib>
+__global__ void square(int n, const float *x, float *y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] * x[i];
+}
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]);
+    FILE *f = fopen(argv[2], "r");
+    float *x = (float *)malloc(n * sizeof(float)), *y = (float *)malloc(n * sizeof(float));
+    for (int i = 0; i < n; i++) fscanf(f, "%f", &x[i]);
+    fclose(f);
+    float *dx, *dy;
+    cudaMalloc(&dx, n * sizeof(float));
+    cudaMalloc(&dy, n * sizeof(float));
+    cudaMemcpy(dx, x, n * sizeof(float), cudaMemcpyHostToDevice);
+    square<<<(n + 63) / 64, 64>>>(n, dx, dy);
+    cudaMemcpy(y, dy, n * sizeof(float), cudaMemcpyDeviceToHost);
+    printf("Kernel time: 0.123 ms\n");
+    FILE *o = fopen("out.txt", "w");
+    for (int i = 0; i < n; i++) fprintf(o, "%d %g\n", i, y[i]);
+    fclose(o);
+    printf("RESULT %s\n", y[n - 1] == x[n - 1] * x[n - 1] ? "PASS" : "FAIL");
+    return 0;
+}
+"""
+
+# the hand-written "OpenMP version" of the same program (the reference build)
+REF_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]);
+    FILE *f = fopen(argv[2], "r");
+    FILE *o = fopen("out.txt", "w");
+    for (int i = 0; i < n; i++) { float v; fscanf(f, "%f", &v); fprintf(o, "%d %g\n", i, v * v OFFSET); }
+    fclose(f); fclose(o);
+    printf("done in 0.5 seconds\n");
+    return 0;
+}
+"""
+
+# a kernel polypy must refuse (recursion in device code), with a located error
+BAD_CU = r"""
+__device__ int fact(int n) { return n <= 1 ? 1 : n * fact(n - 1); }
+__global__ void k(int *y) { y[threadIdx.x] = fact(threadIdx.x); }
+int main() {
+    int *d;
+    cudaMalloc(&d, 32 * sizeof(int));
+    k<<<1, 32>>>(d);
+    return 0;
+}
+"""
+
+
+def _inputs(directory: pathlib.Path, size: str) -> dict[str, str]:
+    n = {"tiny": 10, "small": 100, "time": 1000}[size]
+    path = directory / "x.txt"
+    path.write_text("".join(f"{0.5 * i - 7}\n" for i in range(n)))
+    return {"n": str(n), "x": str(path)}
+
+
+def _suite(root: pathlib.Path) -> list[Program]:
+    for name, files in {"good": {"square.cu": GOOD_CU}, "bad": {"fact.cu": BAD_CU},
+                        "ref_ok": {"ref.c": REF_C.replace("OFFSET", "")},
+                        "ref_off": {"ref.c": REF_C.replace("OFFSET", "+ (i == 42 ? 1.0f : 0.0f)")}}.items():
+        (root / name).mkdir(parents=True)
+        for file, text in files.items():
+            (root / name / file).write_text(text)
+    args = ("{n}", "{x}")
+    good = Build("good", cu=("square.cu",))
+    return [
+        Program("square", good, args, _inputs, Check("omp", Output("out.txt")), omp=Build("ref_ok", c=("ref.c",))),
+        Program("fact", Build("bad", cu=("fact.cu",)), (), None, Check("self", pattern="(?P<ok>x)", expect="x")),
+        Program("square_wrong_ref", good, args, _inputs, Check("omp", Output("out.txt")),
+                omp=Build("ref_off", c=("ref.c",))),
+        Program("square_self", good, args, _inputs, Check("self", pattern=r"RESULT (?P<ok>\w+)", expect="PASS")),
+        Program("square_no_input", good, ("{n}", "{video}"), _inputs, Check("none"), note="needs a video"),
+    ]
+
+
+def test_numbers_select_lines_and_drop_timings():
+    text = "header 1 2\nKernel time: 3.5 ms\nstart here\n1 2.5e-3\nExec: 0.4\n-7 nan\n"
+    assert numbers(text, Output()) == pytest.approx([1, 2, 1, 2.5e-3, -7, float("nan")], nan_ok=True)
+    assert numbers(text, Output(start="start here")) == pytest.approx([1, 2.5e-3, -7, float("nan")], nan_ok=True)
+    assert numbers(text, Output(last=1)) == pytest.approx([-7, float("nan")], nan_ok=True)
+
+
+def test_compare_reports_the_first_difference():
+    assert compare([1.0, 2.0], [1.0, 2.0000001], rtol=1e-6, atol=0) is None
+    assert compare([1.0, 2.0, 3.0], [1.0, 2.5, 3.5], rtol=1e-3, atol=0) == "2 of 3 numbers differ, first #1: 2 vs 2.5"
+    assert compare([1.0], [1.0, 2.0], rtol=0, atol=0) == "1 numbers vs 2 in the reference"
+    assert compare([1.0], [], rtol=0, atol=0) == "the reference printed no numbers"
+
+
+def test_first_error_shortens_paths_and_picks_the_error_line():
+    text = "In file included from x\n/tmp/a/b/prog.cu:3:4: error: no member named 'foo'\nnote: y\n"
+    assert first_error(text) == "prog.cu:3:4: error: no member named 'foo'"
+    assert first_error("x" * 300, limit=20) == "x" * 17 + "..."
+
+
+def test_summary_counts_a_benchmark_when_all_its_programs_pass():
+    rows = [Row("a1", "a", "ok", "ok", "ok", "yes", t_polypy=1.0, t_omp=2.0),
+            Row("a2", "a", "ok", "ok", "FAIL", "-"),
+            Row("b", "b", "ok", "ok", "ok", "yes", t_polypy=2.0, t_omp=1.0),
+            Row("c", "c", "ok", "ok", "ok", "NO", t_polypy=1.0, t_omp=8.0)]
+    s = summary(rows)
+    assert (s["benchmarks"], s["translate"], s["run"], s["correct"]) == (3, 3, 2, 1)
+    # geomean over the programs correct in both: a1 (2.0) and b (0.5); c is wrong
+    assert s["geomean_omp_over_polypy"] == pytest.approx(1.0)
+    assert s["timed"] == 2
+
+
+@needs_cxx
+def test_fake_suite_end_to_end(tmp_path):
+    root = tmp_path / "suite"
+    rows = {r.name: r for r in measure_suite(_suite(root), root, Tools(threads=2), timed=True)}
+    good = rows["square"]
+    assert (good.translate, good.compile, good.run, good.correct, good.blocker) == ("ok", "ok", "ok", "yes", "")
+    assert good.t_polypy is not None and good.t_omp is not None and good.ratio is not None
+    bad = rows["fact"]
+    assert (bad.translate, bad.compile, bad.correct) == ("FAIL", "-", "-")
+    assert bad.blocker.startswith("translate: fact.cu:2:")
+    assert "recurs" in bad.blocker
+    wrong = rows["square_wrong_ref"]
+    assert wrong.correct == "NO"
+    assert wrong.blocker == "correct: 1 of 200 numbers differ, first #85: 196 vs 197"
+    assert wrong.t_polypy is None  # a wrong program is not timed
+    assert rows["square_self"].correct == "yes"
+    assert rows["square_no_input"].run == "n/a" and rows["square_no_input"].blocker == "input: needs a video"
+    table = format_table(list(rows.values()), timed=True)
+    assert "| fact | FAIL | - | - | - | self-check | - | - | - | translate: fact.cu:2:" in table
+    assert "5 benchmarks (5 programs): translate 4, compile 4, run 3, correct 2" in table
+    # square_self has no reference build to time against
+    assert "geomean t_omp / t_polypy over 1 programs correct in both" in table
+
+
+@needs_cxx
+def test_command_line_writes_json(tmp_path, monkeypatch, capsys):
+    root = tmp_path / "suite"
+    programs = _suite(root)[:2]
+    monkeypatch.setattr("bench.real_programs.load_suite", lambda name, path: programs)
+    out = tmp_path / "rows.json"
+    assert main(["rodinia", str(root), "--only", "fact", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["suite"] == "rodinia" and [r["name"] for r in doc["rows"]] == ["fact"]
+    assert doc["summary"]["translate"] == 0
+    assert "| fact | FAIL |" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="unknown program"):
+        main(["rodinia", str(root), "--only", "nope"])
+
+
+def test_tools_default_to_this_python():
+    assert Tools().polypy[0] == sys.executable
