@@ -22,6 +22,7 @@ from frontend.lower.loops import LoopLowering
 from frontend.lower.places import PlaceLowering
 from frontend.lower.statements import StatementLowering
 from frontend.lower.switch import SwitchLowering
+from frontend.lower.webs import split_variable_webs
 from frontend.values import AggLV, ArrayBinding, Binding, LValue, Pointer, PtrVarLV, VarLV
 
 
@@ -89,8 +90,9 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         stmts = tuple(self.block)
         self.frames.pop()
         buffers = tuple(self.buffers.values())
-        return n.Kernel(self.kernel_name, tuple(self.params), buffers, stmts, stage="gpu",
-                        source_params=tuple(self.source_params), loc=self.loc(self.cursor))
+        kernel = n.Kernel(self.kernel_name, tuple(self.params), buffers, stmts, stage="gpu",
+                          source_params=tuple(self.source_params), loc=self.loc(self.cursor))
+        return split_variable_webs(kernel, self.names.fresh)
 
     def kernel_param(self, p: ci.Cursor, mutated: set[tuple]) -> None:
         name = p.spelling or f"arg{len(self.params)}"
