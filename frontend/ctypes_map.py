@@ -110,6 +110,7 @@ class ElemLayout:
     stride: int
     slots: tuple[tuple[str, int], ...]
     ctype_spelling: str
+    record: RecordLayout | None = None  # records of mixed member types (then ``slots`` is empty)
 
     @property
     def is_scalar(self) -> bool:
@@ -132,13 +133,102 @@ def elem_layout(t: ci.Type, where=None) -> ElemLayout:
                 return ElemLayout(scalar, len(ls), tuple((leaf.path, i) for i, leaf in enumerate(ls)), t.spelling)
         raise UserError(
             f"memory of type '{t.spelling}' is not supported: only scalars and records whose members all "
-            f"have one scalar type and no padding (like float4) can live in device memory", where)
+            f"have one scalar type and no padding (like float4) can live in arrays (pointer parameters may "
+            f"point to records of mixed member types)", where)
     raise UserError(f"memory of type '{t.spelling}' is not supported", where)
+
+
+def is_homogeneous(t: ci.Type) -> bool:
+    """A scalar, or a record whose leaves all have one scalar type and no padding (``float4``)."""
+    if scalar_type(t) is not None:
+        return True
+    c = canonical(t)
+    if c.kind != TK.RECORD:
+        return False
+    ls = leaves(c)
+    types = {leaf.scalar for leaf in ls}
+    return len(ls) > 0 and len(types) == 1 and None not in types and \
+        c.get_size() == len(ls) * next(iter(types)).itemsize  # type: ignore[union-attr]
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordLayout:
+    """clang's layout of a record of mixed member types in memory (``struct Node { int a; bool b; }``).
+
+    Memory holding such records is seen through one buffer per scalar member type (its *views*,
+    ``p_i32``, ``p_bool``): a member of type ``T`` at byte ``o`` of record ``r`` is element
+    ``r * size / sizeof(T) + o / sizeof(T)`` of the ``T`` view. C's alignment rules make both
+    divisions exact; a packed record that breaks them is refused.
+    """
+
+    spelling: str
+    size: int
+    scalars: tuple[ScalarType, ...]  # the views' element types, in order of first appearance
+    ctype: ci.Type = dataclasses.field(compare=False, repr=False)
+
+
+def member_type(record: ci.Type, name: str) -> ci.Type | None:
+    for fname, ft in record_fields(record):
+        if fname == name:
+            return ft
+    return None
+
+
+def member_offset(record: ci.Type, name: str, where=None) -> int:
+    """Byte offset of member ``name`` of ``record`` (clang's layout)."""
+    bits = canonical(record).get_offset(name)
+    if bits < 0 or bits % 8:
+        raise UserError(f"member '{name}' of '{record.spelling}' has no byte offset (bit-fields are not supported "
+                        "in device memory)", where)
+    return bits // 8
+
+
+def byte_leaves(t: ci.Type, where=None, prefix: str = "", base: int = 0) -> list[tuple[str, ci.Type, int]]:
+    """``leaves(t)`` with each leaf's byte offset: ``[(".a", int, 0), (".b[1]", float, 8), ...]``."""
+    c = canonical(t)
+    if c.kind == TK.RECORD:
+        out: list[tuple[str, ci.Type, int]] = []
+        for name, ft in record_fields(c):
+            out.extend(byte_leaves(ft, where, f"{prefix}.{name}", base + member_offset(c, name, where)))
+        return out
+    if c.kind == TK.CONSTANTARRAY:
+        size = canonical(c.element_type).get_size()
+        out = []
+        for i in range(c.element_count):
+            out.extend(byte_leaves(c.element_type, where, f"{prefix}[{i}]", base + i * size))
+        return out
+    return [(prefix, t, base)]
+
+
+def record_layout(t: ci.Type, where=None) -> RecordLayout:
+    """The layout of records of mixed member types in memory (see ``RecordLayout``)."""
+    c = canonical(t)
+    size = c.get_size()
+    scalars: list[ScalarType] = []
+    for path, lt, offset in byte_leaves(c, where):
+        st = scalar_type(lt)
+        if st is None:
+            if is_pointer(lt):
+                continue  # a pointer member: the record is fine, reading the member is refused
+            raise UserError(f"member '{path[1:]}' of type '{lt.spelling}' of '{t.spelling}' is not supported in "
+                            "device memory", where)
+        if offset % st.itemsize or size % st.itemsize:
+            raise UserError(f"'{t.spelling}' is packed (member '{path[1:]}' is not aligned to its type): not "
+                            "supported in device memory", where)
+        if st not in scalars:
+            scalars.append(st)
+    if not scalars:
+        raise UserError(f"memory of type '{t.spelling}' is not supported: it has no scalar members", where)
+    return RecordLayout(t.spelling, size, tuple(scalars), c)
 
 
 def pointer_param_type(t: ci.Type, where=None) -> tuple[PointerType, ElemLayout]:
     """IR type of a pointer parameter (``const float* __restrict__`` → ``const f32* restrict``)."""
     target = pointee(t)
-    layout = elem_layout(target, where)
+    if is_record(target) and not is_homogeneous(target):
+        record = record_layout(target, where)
+        layout = ElemLayout(record.scalars[0], 1, (), target.spelling, record)
+    else:
+        layout = elem_layout(target, where)
     restrict = canonical(t).is_restrict_qualified() or t.is_restrict_qualified()
     return PointerType(layout.scalar, const=target.is_const_qualified(), restrict=restrict), layout

@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 
 from polypy.ir import nodes as n
-from polypy.ir.types import ScalarType
+from polypy.ir.types import I64, ScalarType
 
-from frontend.ctypes_map import ElemLayout
+from frontend.arith import convert
+from frontend.ctypes_map import ElemLayout, RecordLayout
 
 # --------------------------------------------------------------------------- values
 
@@ -25,18 +26,67 @@ class Aggregate:
 
 
 @dataclasses.dataclass(frozen=True)
+class RecordAddress:
+    """A byte address in memory holding records of mixed member types (``ctypes_map.RecordLayout``):
+    ``sum(e * k for e, k in terms) + const`` bytes from the start, seen through one IR buffer per
+    scalar type (``views``: type → buffer). Every ``k`` and ``const`` is a multiple of the sizes of
+    the types read there, so each view's index is exact and affine where ``e`` is."""
+
+    views: tuple[tuple[ScalarType, str], ...]
+    terms: tuple[tuple[n.Expr, int], ...] = ()
+    const: int = 0
+
+    def plus(self, e: n.Expr | None, bytes_per_unit: int) -> RecordAddress:
+        if e is None or (isinstance(e, n.Const) and e.value == 0):
+            return self
+        if isinstance(e, n.Const):
+            return dataclasses.replace(self, const=self.const + int(e.value) * bytes_per_unit)
+        return dataclasses.replace(self, terms=self.terms + ((e, bytes_per_unit),))
+
+    def shifted(self, nbytes: int) -> RecordAddress:
+        return dataclasses.replace(self, const=self.const + nbytes)
+
+    def view(self, t: ScalarType) -> str | None:
+        for st, name in self.views:
+            if st == t:
+                return name
+        return None
+
+    def index(self, t: ScalarType) -> n.Expr:
+        """The element of the ``t`` view at this address."""
+        size = t.itemsize
+        exprs = [e if k == size else n.Binary("mul", e, n.Const(k // size, e.type), loc=e.loc)
+                 for e, k in self.terms]
+        wide = any(e.type != exprs[0].type for e in exprs) if exprs else False
+        if wide:
+            exprs = [convert(e, I64) for e in exprs]
+        ty = exprs[0].type if exprs else I64
+        total: n.Expr | None = None
+        for e in exprs:
+            total = e if total is None else n.Binary("add", total, e, loc=e.loc)
+        if self.const or total is None:
+            c = n.Const(self.const // size, ty)
+            total = c if total is None else n.Binary("add", total, c, loc=total.loc)
+        return total
+
+
+@dataclasses.dataclass(frozen=True)
 class Pointer:
     """A pointer into a buffer.
 
     Element ``j`` (in units of the pointee type) is at ``prefix + ((offset + j) * stride + slot,)``
     of ``buffer``: ``prefix`` holds the leading indices of a multi-dimensional array (a row
     pointer such as ``tile[ty]``), ``offset`` is None for the start of the buffer/row.
+
+    A pointer to records of mixed member types (``layout.record`` set) has ``record``: element
+    ``j`` is at byte ``record + (offset + j) * layout.record.size``; ``buffer`` names its first view.
     """
 
     buffer: str
     prefix: tuple[n.Expr, ...]
     offset: n.Expr | None
     layout: ElemLayout
+    record: RecordAddress | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +130,15 @@ class PtrVarLV:
     offset_var: VarLV | None
 
 
-LValue = VarLV | MemLV | AggLV | PtrVarLV
+@dataclasses.dataclass(frozen=True)
+class RecLV:
+    """A record of mixed member types in memory: members are found lazily, by clang's layout."""
+
+    address: RecordAddress
+    layout: RecordLayout
+
+
+LValue = VarLV | MemLV | AggLV | PtrVarLV | RecLV
 
 # --------------------------------------------------------------------------- bindings of names
 

@@ -186,6 +186,11 @@ def _array(kernel: n.Kernel, p: n.Param, ptype: PointerType, value: Any) -> np.n
     if not isinstance(value, np.ndarray):
         raise UserError(f"{_what(kernel, p, ptype)} must be a numpy array of {want}, got {type(value).__name__}",
                         p.loc)
+    if value.dtype.names is not None and value.flags.c_contiguous and value.nbytes % want.itemsize == 0 and \
+            any(name == p.name for sp in _structs(kernel).values() for _, name in sp.members):
+        # A pointer to records of mixed member types is one IR parameter per member type (the
+        # frontend's views): each views the records' bytes (a structured array with the C layout).
+        return value.reshape(-1).view(np.uint8).view(want)
     if value.dtype != want:
         raise UserError(f"{_what(kernel, p, ptype)} must have dtype {want}, got {value.dtype}", p.loc)
     if not value.flags.c_contiguous:

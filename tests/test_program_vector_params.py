@@ -105,16 +105,17 @@ def test_plain_pointers_are_passed_without_a_cast(tmp_path: pathlib.Path) -> Non
     assert "shmem_bytes, a, b);" in text
 
 
-def test_a_pointer_to_a_record_of_mixed_types_is_a_located_error(tmp_path: pathlib.Path) -> None:
-    # The frontend keeps device memory as buffers of one scalar type: `const Mixed*` is refused at
-    # the parameter (never a C++ program that does not compile).
+def test_a_pointer_member_of_a_record_in_device_memory_is_a_located_error(tmp_path: pathlib.Path) -> None:
+    # Records of mixed member types live in device memory (tests/test_struct_memory.py), but a
+    # pointer stored in one cannot be followed (never a C++ program that does not compile).
     src = tmp_path / "mixed.cu"
-    src.write_text("struct Mixed { int id; float w; };\n"
-                   "__global__ void k(const Mixed* p, float* out) { out[threadIdx.x] = p[threadIdx.x].w; }\n"
+    src.write_text("struct Mixed { int id; float* w; };\n"
+                   "__global__ void k(const Mixed* p, float* out) { out[threadIdx.x] = p[threadIdx.x].w[0]; }\n"
                    "int main() { Mixed* d; float* o; cudaMalloc(&d, 80); cudaMalloc(&o, 40); k<<<1, 10>>>(d, o); "
                    "return 0; }\n")
     out = tmp_path / "mixed.cpp"
     result = _polypy("translate", str(src), "-o", str(out))
     assert result.returncode == 1 and not out.exists()
-    assert f"{src}:2:32: error: memory of type 'const Mixed' is not supported" in result.stderr
+    assert f"{src}:2:83: error: member 'w' of type 'float *' of a record in device memory cannot be used" \
+        in result.stderr
     assert "Traceback" not in result.stderr

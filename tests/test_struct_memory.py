@@ -70,3 +70,163 @@ def test_members_of_constant_and_device_record_arrays(tmp_path: pathlib.Path) ->
     expected = _struct_symbols_expected()
     assert outputs_match(native, expected, 1e-6) is None, native
     assert outputs_match(emulated, expected, 1e-6) is None, emulated
+
+
+# --------------------------------------------------------------------------- records of mixed types
+
+
+def _struct_records_expected() -> str:
+    n, order_len, threshold = 37, 8, 20
+    i = np.arange(n)
+    num_keys = 1 + i % order_len
+    keys = (i[:, None] * 7 + np.arange(order_len)[None, :] * 13) % 50
+    weight = (i % 5).astype(np.float32)
+    order = (i * 11) % n
+    counts = np.zeros(n, np.int64)
+    total = np.zeros(n, np.int64)
+    leaf = np.ones(n, bool)
+    for bx in range(n):
+        b = order[bx]
+        c = int(((np.arange(order_len) < num_keys[b]) & (keys[b] < threshold)).sum())
+        counts[bx] = c
+        leaf[b] = c == 0
+        weight[b] = weight[b] * np.float32(0.5) + np.float32(c)
+        total[b] = sum((1000 * k + b) * (b - k) for k in range(3))
+    # copy_nodes: dst[n-1-i] takes location + nei[0].x, num_keys, weight and nei[0] from src[i]
+    loc = (101 * i).sum()
+    nei = (2 * i).sum()
+    keys3 = num_keys[n - 4]
+    csum = (counts * (i + 1)).sum()
+    return (f"counts {csum} c[0] {counts[0]} c[5] {counts[5]}\n"
+            + "copy: weight %.2f location %d nei %d keys[3] %d\n" % (weight.astype(np.float64).sum(), loc, nei, keys3)
+            + f"nodes: total {total.sum()} leaves {leaf.sum()}\n")
+
+
+def test_pointers_to_records_of_mixed_member_types_in_a_whole_program(tmp_path: pathlib.Path) -> None:
+    # int/bool/long/float members, an int array member indexed by the thread, a nested array of
+    # records, a pointer member never read, records copied member-wise and whole (a nested one).
+    native, emulated = _translated_and_emulated("struct_records", tmp_path)
+    expected = _struct_records_expected()
+    assert outputs_match(native, expected, 1e-6) is None, native
+    assert outputs_match(emulated, expected, 1e-6) is None, emulated
+
+
+MIXED = """
+struct Item { int id; float w; bool on; long long big; int arr[3]; };
+__global__ void k(const Item* p, Item* q, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float s = p[i].w * (float)p[i].id;
+  if (p[i].on) s += (float)p[i].big;
+  for (int j = 0; j < 3; j++) s += (float)p[i].arr[j];
+  out[i] = s;
+  q[i] = p[i];
+  q[i].w = s;
+  q[i].arr[1] = p->arr[2] + i;
+}
+"""
+
+ITEM = np.dtype({"names": ["id", "w", "on", "big", "arr"],
+                 "formats": [np.int32, np.float32, np.bool_, np.int64, (np.int32, 3)],
+                 "offsets": [0, 4, 8, 16, 24], "itemsize": 40})  # the C layout of `Item`
+
+
+def _items(n: int) -> np.ndarray:
+    p = np.zeros(n, ITEM)
+    i = np.arange(n)
+    p["id"], p["w"], p["on"], p["big"] = i, np.float32(0.5) + (i % 3), i % 2 == 0, (1 << 40) + 7 * i
+    p["arr"] = (np.arange(3 * n) % 11).reshape(n, 3)
+    return p
+
+
+def _check_mixed(p: np.ndarray, q: np.ndarray, out: np.ndarray) -> None:
+    n = len(p)
+    want = (p["w"] * p["id"].astype(np.float32)) + np.where(p["on"], p["big"].astype(np.float32), np.float32(0))
+    want = want + p["arr"].sum(axis=1).astype(np.float32)
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+    for field in ("id", "on", "big"):
+        np.testing.assert_array_equal(q[field], p[field])
+    np.testing.assert_array_equal(q["w"], out)
+    np.testing.assert_array_equal(q["arr"][:, [0, 2]], p["arr"][:, [0, 2]])
+    np.testing.assert_array_equal(q["arr"][:, 1], p["arr"][0, 2] + np.arange(n))
+
+
+def _mixed_kernel(tmp_path: pathlib.Path):
+    from frontend.module import parse_file
+    from polypy.driver.pipelines import GPU_PIPELINE
+    from polypy.passes import run_pipeline
+
+    src = tmp_path / "mixed.cu"
+    src.write_text(MIXED)
+    return src, run_pipeline(parse_file(str(src)).kernel("k"), GPU_PIPELINE)
+
+
+def test_mixed_records_are_one_view_per_member_type(tmp_path: pathlib.Path) -> None:
+    from polypy.ir.types import PointerType
+
+    _, k = _mixed_kernel(tmp_path)
+    views = [(p.name, str(p.ptype)) for p in k.params if isinstance(p.ptype, PointerType)]
+    assert views[:4] == [("p_i32", "i32* const"), ("p_f32", "f32* const"), ("p_bool", "bool* const"),
+                         ("p_i64", "i64* const")]
+    assert [(sp.name, sp.ctype, sp.members) for sp in k.source_params][0] == \
+        ("p", "const Item *", (("", "p_i32"), ("", "p_f32"), ("", "p_bool"), ("", "p_i64")))
+
+
+@pytest.mark.parametrize("backend", ["llvm", "emulator", "c"])
+def test_mixed_records_through_every_backend(backend: str, tmp_path: pathlib.Path) -> None:
+    n = 100
+    p, q, out = _items(n), np.zeros(n, ITEM), np.zeros(n, np.float32)
+    if backend == "llvm":
+        import polypy
+
+        src, _ = _mixed_kernel(tmp_path)
+        polypy.compile(str(src)).k[(n + 31) // 32, 32](p, q, out, n)
+    elif backend == "emulator":
+        from polypy.emulator import emulate
+
+        _, k = _mixed_kernel(tmp_path)
+        emulate(k, (n + 31) // 32, 32, {"p": p, "q": q, "out": out, "n": n})
+    else:
+        from c_support import run_c
+
+        _, k = _mixed_kernel(tmp_path)
+        got = run_c(k, (n + 31) // 32, 32, {"p": p, "q": q, "out": out, "n": n})
+        p, q, out = got["p"], got["q"], got["out"]
+    _check_mixed(p, q, out)
+
+
+def test_a_too_small_array_of_records_is_refused_before_the_launch(tmp_path: pathlib.Path) -> None:
+    import polypy
+    from polypy.errors import UserError
+
+    src, _ = _mixed_kernel(tmp_path)
+    n = 64
+    q = np.zeros(n - 1, ITEM)
+    with pytest.raises(UserError, match="q"):
+        polypy.compile(str(src)).k[2, 32](_items(n), q, np.zeros(n, np.float32), n)
+    assert not q["w"].any()  # nothing was written
+
+
+@pytest.mark.parametrize("body, message, column", [
+    ("struct R { int id; float* w; };\n"
+     "__global__ void k(const R* p, float* out) { out[0] = p[1].w[0]; }\n",
+     "member 'w' of type 'float *' of a record in device memory cannot be used in device code", 59),
+    ("struct R { int id; float* w; };\n"
+     "__global__ void k(const R* p, R* q) { q[0] = p[1]; }\n",
+     "'const R' has a member 'w' of type 'float *': records with such members in device memory can only be "
+     "used member by member", 46),
+    ("struct __attribute__((packed)) R { char c; int id; };\n"
+     "__global__ void k(R* p) { p[0].id = 1; }\n",
+     "'R' is packed (member 'id' is not aligned to its type)", 22),
+    ("struct R { int id; double w; };\n"
+     "__global__ void k(R* p, float* x) { float* f = (float*)p; x[0] = f[0]; }\n",
+     "pointer casts to or from records of mixed member types are not supported", 48),
+])
+def test_what_records_in_device_memory_cannot_do_is_a_located_error(body: str, message: str, column: int,
+                                                                    tmp_path: pathlib.Path) -> None:
+    src = tmp_path / "bad.cu"
+    src.write_text(body)
+    result = _polypy("translate", str(src), "-o", str(tmp_path / "bad.cpp"))
+    assert result.returncode == 1 and not (tmp_path / "bad.cpp").exists()
+    assert f"{src}:2:{column}: error: {message}" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr

@@ -23,7 +23,7 @@ from frontend.lower.places import PlaceLowering
 from frontend.lower.statements import StatementLowering
 from frontend.lower.switch import SwitchLowering
 from frontend.lower.webs import split_variable_webs
-from frontend.values import AggLV, ArrayBinding, Binding, LValue, Pointer, PtrVarLV, VarLV
+from frontend.values import AggLV, ArrayBinding, Binding, LValue, Pointer, PtrVarLV, RecordAddress, VarLV
 
 
 class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
@@ -113,7 +113,8 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
             return
         if tm.is_pointer(t):
             binding = self.pointer_param(name, t, where)
-            self.source_params.append(n.SourceParam(name, t.spelling, (("", name),)))
+            views = binding.record.views if binding.record is not None else ((None, name),)
+            self.source_params.append(n.SourceParam(name, t.spelling, tuple(("", v) for _, v in views)))
             self.bind(p, self.pointer_binding(binding, decl_key(p) in mutated, name, p))
             return
         if tm.is_record(t):
@@ -127,7 +128,11 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
                     self.params.append(n.Param(pname, lst, loc=where))
                     fields[leaf.path] = VarLV(pname, lst)
                 elif tm.is_pointer(leaf.ctype):
-                    fields[leaf.path] = PtrVarLV(self.pointer_param(pname, leaf.ctype, where), None)
+                    ptr = self.pointer_param(pname, leaf.ctype, where)
+                    if ptr.record is not None:  # a record of mixed types: one IR parameter per view
+                        members.pop()
+                        members.extend((leaf.path, v) for _, v in ptr.record.views)
+                    fields[leaf.path] = PtrVarLV(ptr, None)
                 else:
                     raise UserError(f"member '{leaf.path}' of type '{leaf.ctype.spelling}' in kernel parameter "
                                     f"'{name}' is not supported", where)
@@ -141,6 +146,15 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         if tm.is_pointer(target):
             raise UserError(f"pointer-to-pointer parameter '{name}' is not supported", where)
         ptype, layout = tm.pointer_param_type(t, where)
+        if layout.record is not None:
+            # Records of mixed member types: one IR pointer parameter per member scalar type, all
+            # holding the same address (``frontend.values.RecordAddress``).
+            views = []
+            for st in layout.record.scalars:
+                view = self.names.fresh(f"{name}_{st.name}")
+                self.params.append(n.Param(view, dataclasses.replace(ptype, elem=st), loc=where))
+                views.append((st, view))
+            return Pointer(views[0][1], (), None, layout, RecordAddress(tuple(views)))
         self.params.append(n.Param(name, ptype, loc=where))
         return Pointer(name, (), None, layout)
 

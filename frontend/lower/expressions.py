@@ -14,10 +14,10 @@ from frontend.arith import add_offsets, convert, promote, truth, usual_arithmeti
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
 from frontend.lower.helpers import (
-    _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip_parens,
+    _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
 )
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, Binding, ConstBinding, LValue, MemLV, Pointer, PtrVarLV, RefBinding,
+    Aggregate, AggLV, ArrayBinding, Binding, ConstBinding, LValue, MemLV, Pointer, PtrVarLV, RecLV, RefBinding,
     Value, VarAddress, VarLV,
 )
 
@@ -183,6 +183,10 @@ class ExpressionLowering:
             return n.Load(lv.buffer, lv.index, lv.type, loc=loc)
         if isinstance(lv, AggLV):
             return Aggregate({k: self.read(v, c) for k, v in lv.fields.items()}, lv.spelling)
+        if isinstance(lv, RecLV):
+            return self.read(self.expand_record(lv, c), c)
+        if isinstance(lv, Pointer):  # an array member of a record in memory (``places.record_member``)
+            return lv
         if isinstance(lv, PtrVarLV):
             if lv.offset_var is None:
                 return lv.base
@@ -203,10 +207,41 @@ class ExpressionLowering:
             raise self.error("member functions are not supported in device code", c)
         if tm.is_pointer(base_c.type):
             return self.read(self.member_lv(self.deref(self.expr(base_c), c), c.spelling, c), c)
-        base = self.expr(base_c)
+        if self.in_memory(base_c):
+            # `p[i].keys[k]`, `p->nei[k].x`: members of records in memory are found by their place,
+            # not by reading the whole record first.
+            base_lv = self.lvalue(base_c)
+            if isinstance(base_lv, RecLV):
+                return self.read(self.member_lv(base_lv, c.spelling, c), c)
+            base = self.read(base_lv, c)
+        else:
+            base = self.expr(base_c)
         if not isinstance(base, Aggregate):
             raise self.error(f"'.{c.spelling}' of a {_describe(base)}", c)
         return _select_member(base.fields, c.spelling, c, lambda fields, sp: Aggregate(fields, sp), self)
+
+    def in_memory(self, c: ci.Cursor) -> bool:
+        """Whether record expression ``c`` names a place that ``lvalue`` finds with the same
+        evaluation as ``expr`` (an element or member of memory), so that a member of it can be
+        taken without reading the whole record."""
+        while True:
+            c = _strip(c)
+            if c.kind == CK.MEMBER_REF_EXPR:
+                base = next(iter(c.get_children()), None)
+                if base is None:
+                    return False
+                if tm.is_pointer(base.type):
+                    return True
+                c = base
+                continue
+            if c.kind == CK.ARRAY_SUBSCRIPT_EXPR:
+                return True
+            if c.kind == CK.UNARY_OPERATOR and unary_operator(c) == "*":
+                return True
+            if c.kind == CK.DECL_REF_EXPR and c.referenced is not None:
+                # Only names bound in the function (not globals or built-ins: no lookup side effects).
+                return isinstance(self.frame.env.get(decl_key(c.referenced)), (RefBinding, RecLV))
+            return False
 
     def unary(self, c: ci.Cursor, discard: bool) -> Value | None:
         op = unary_operator(c)
@@ -429,6 +464,13 @@ class ExpressionLowering:
                 target = tm.pointee(c.type)
                 if target.get_canonical().kind == ci.TypeKind.VOID:
                     return v
+                if v.layout.record is not None or (tm.is_record(target) and not tm.is_homogeneous(target)):
+                    same = v.layout.record is not None and tm.is_record(target) and \
+                        tm.canonical(target).get_size() == v.layout.record.size and \
+                        tm.canonical(target).get_declaration() == v.layout.record.ctype.get_declaration()
+                    if same:
+                        return v
+                    raise self.error("pointer casts to or from records of mixed member types are not supported", c)
                 layout = tm.elem_layout(target, self.loc(c))
                 if layout.scalar != v.layout.scalar:
                     raise self.error("pointer casts between different element types are not supported", c)

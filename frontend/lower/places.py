@@ -12,7 +12,7 @@ from frontend.clang_setup import unary_operator
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
 from frontend.values import (
-    Aggregate, AggLV, LValue, MemLV, Pointer, PtrVarLV, RefBinding, Value, VarAddress, VarLV,
+    Aggregate, AggLV, LValue, MemLV, Pointer, PtrVarLV, RecLV, RecordAddress, RefBinding, Value, VarAddress, VarLV,
 )
 
 
@@ -35,7 +35,7 @@ class PlaceLowering:
                 return b.target
             if isinstance(b, _ScalarArray):
                 return self.element_lv(b.binding, (n.Const(0, I32),), c)
-            if isinstance(b, (VarLV, MemLV, AggLV, PtrVarLV)):
+            if isinstance(b, (VarLV, MemLV, AggLV, PtrVarLV, RecLV)):
                 return b
             raise self.error(f"cannot assign to '{c.spelling}'", c)
         if kind == CK.ARRAY_SUBSCRIPT_EXPR:
@@ -73,6 +73,9 @@ class PlaceLowering:
     def pointer_element(self, ptr: Pointer, j: n.Expr | None, c: ci.Cursor) -> LValue:
         off = add_offsets(ptr.offset, j)
         layout = ptr.layout
+        if layout.record is not None:
+            assert ptr.record is not None
+            return RecLV(ptr.record.plus(off, layout.record.size), layout.record)
         if layout.is_scalar:
             return MemLV(ptr.buffer, ptr.prefix + (off,), layout.scalar)
         base = scale(off, layout.stride)
@@ -89,10 +92,57 @@ class PlaceLowering:
         raise self.error(f"cannot dereference a {_describe(ptr)}", c)
 
     def member_lv(self, base: LValue, member: str, c: ci.Cursor) -> LValue:
+        if isinstance(base, RecLV):
+            return self.record_member(base, member, c)  # type: ignore[return-value]
         if not isinstance(base, AggLV):
             raise self.error(f"'.{member}' of something that is not a record", c)
         return _select_member(base.fields, member, c, lambda fields, sp: AggLV(fields, sp), self)
 
+    # ------------------------------------------------------------------ records in memory
+    def record_member(self, rec: RecLV, member: str, c: ci.Cursor) -> LValue | Pointer:
+        """Member ``member`` of a record of mixed member types in memory: an element of the view
+        of its type, a nested record, or (an array member) a pointer to its first element."""
+        rt = rec.layout.ctype
+        ft = tm.member_type(rt, member)
+        if ft is None:
+            raise self.error(f"no member '{member}'", c)
+        address = rec.address.shifted(tm.member_offset(rt, member, self.loc(c)))
+        st = tm.scalar_type(ft)
+        if st is not None:
+            return self.record_leaf(address, st, member, c)
+        ct = tm.canonical(ft)
+        if tm.is_record(ft):
+            return RecLV(address, tm.RecordLayout(ft.spelling, ct.get_size(), (), ct))
+        if ct.kind == ci.TypeKind.CONSTANTARRAY:
+            et = ct.element_type
+            est = tm.scalar_type(et)
+            if est is not None:
+                view = self.record_leaf(address, est, member, c)
+                return Pointer(view.buffer, (), view.index[0], tm.ElemLayout(est, 1, (("", 0),), et.spelling))
+            if tm.is_record(et):
+                ect = tm.canonical(et)
+                record = tm.RecordLayout(et.spelling, ect.get_size(), (), ect)
+                return Pointer(address.views[0][1], (), None,
+                               tm.ElemLayout(address.views[0][0], 1, (), et.spelling, record), address)
+        raise self.error(f"member '{member}' of type '{ft.spelling}' of a record in device memory cannot be "
+                         "used in device code", c)
+
+    def record_leaf(self, address: RecordAddress, st, member: str, c: ci.Cursor) -> MemLV:
+        view = address.view(st)
+        if view is None:  # pragma: no cover - the views cover every scalar member type
+            raise self.error(f"member '{member}' has no view of type {st}", c)
+        return MemLV(view, (address.index(st),), st)
+
+    def expand_record(self, rec: RecLV, c: ci.Cursor) -> AggLV:
+        """A whole record in memory as the lvalues of its leaves (for copies to and from it)."""
+        fields: dict[str, LValue] = {}
+        for path, lt, offset in tm.byte_leaves(rec.layout.ctype, self.loc(c)):
+            st = tm.scalar_type(lt)
+            if st is None:
+                raise self.error(f"'{rec.layout.spelling}' has a member '{path[1:]}' of type '{lt.spelling}': "
+                                 "records with such members in device memory can only be used member by member", c)
+            fields[path] = self.record_leaf(rec.address.shifted(offset), st, path[1:], c)
+        return AggLV(fields, rec.layout.spelling)
 
     # ------------------------------------------------------------------ records
     def record_value(self, c: ci.Cursor, t: ci.Type | None, target: AggLV | None = None) -> Aggregate:
@@ -123,6 +173,8 @@ class PlaceLowering:
 
     # ------------------------------------------------------------------ stores
     def assign(self, lv: LValue, value: Value | None, c: ci.Cursor) -> None:
+        if isinstance(lv, RecLV):
+            lv = self.expand_record(lv, c)
         if isinstance(lv, AggLV):
             if not isinstance(value, Aggregate):
                 raise self.error(f"cannot assign a {_describe(value)} to a record", c)

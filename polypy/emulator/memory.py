@@ -186,7 +186,19 @@ def pointer_memories(kernel: n.Kernel, arrays: Mapping[str, np.ndarray], track: 
             groups[-1].append(span)
         else:
             groups.append([span])
+    # Views of records of mixed member types (``frontend``: one IR parameter per member type, all
+    # holding the record pointer) overlap one another but touch disjoint bytes: overlapping views
+    # are checked per element type.
+    views = {name for sp in kernel.source_params if len(sp.members) > 1
+             for path, name in sp.members if sum(1 for q, _ in sp.members if q == path) > 1}
+    split: list[list[tuple[int, int, n.Param]]] = []
     for group in groups:
+        if len(group) > 1 and all(p.name in views for _, _, p in group):
+            for elem in dict.fromkeys(p.ptype.elem for _, _, p in group):
+                split.append([s for s in group if s[2].ptype.elem == elem])
+        else:
+            split.append(group)
+    for group in split:
         base = group[0][0]
         end = max(e for _, e, _ in group)
         elem = group[0][2].ptype.elem
