@@ -27,7 +27,7 @@ from polypy.ir.printer import format_expr
 from polypy.ir.queries import declared_names, read_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import I32, PointerType, ScalarType
-from polypy.ir.visitor import rebuild, walk
+from polypy.ir.visitor import Mutator, rebuild, walk
 from polypy.poly.paths import StmtPath
 
 Point = StmtPath
@@ -153,15 +153,25 @@ class Availability:
             return e  # an uninitialized local: any value is as good as the forward's
         assert isinstance(rd, Ambiguous)
         try:
-            return self.tape(e, p, tape=tape, what=v)
+            return self.tape(e, p, tape=tape, what=v, runtime=False)
         except CannotTape as exc:
-            return self._replay_statement(e, rd.path, p, tape, exc.reason)
+            reason = exc.reason
+        # No tape of static size: run the assigning statement again if it can be (cheaper than a
+        # tape sized at launch: no memory that grows with the trip count), else such a tape.
+        try:
+            return self._replay_statement(e, rd.path, p, tape, reason)
+        except UserError:
+            if not self.opt.runtime_tapes:
+                raise
+        return self.tape(e, p, tape=tape, what=v)
 
     def _replay_statement(self, e: n.Var, path: StmtPath, p: Point, tape: bool, why: str) -> n.Expr:
         """Recompute ``e`` by running a copy of the (pure, local) statement that last assigned it."""
         if not tape:
             raise NeedTape()
-        s = self.prog.stmt(path)
+        # Stores and barriers do not change registers: the copy leaves them out (hotspot's
+        # ``computed = false; if (in range) { computed = true; temp_t[ty][tx] = ... }``).
+        s = _registers_only(self.prog.stmt(path))
         for x in walk(s):
             bad = None
             if isinstance(x, (n.Store, n.AtomicRMW, n.Barrier, n.Shuffle, n.Vote)):
@@ -431,3 +441,23 @@ def _assigns_on_every_path(s: n.Stmt, v: str) -> bool:
 
 def _size(e: n.Expr) -> int:
     return sum(1 for _ in walk(e))
+
+
+class _DropMemoryWrites(Mutator):
+    """Statements without their stores and barriers (they change no register)."""
+
+    def visit_Expr(self, e: n.Expr) -> n.Expr:
+        return e
+
+    def visit_Store(self, s: n.Store) -> None:
+        return None
+
+    def visit_Barrier(self, s: n.Barrier) -> None:
+        return None
+
+
+def _registers_only(s: n.Stmt) -> n.Stmt:
+    if isinstance(s, (n.Store, n.Barrier)):
+        return s  # nothing to replay: the caller refuses it
+    return _DropMemoryWrites().visit(s)
+

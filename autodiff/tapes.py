@@ -30,20 +30,22 @@ Point = StmtPath
 class Tapes:
     """``tape`` and the loop counters it needs (part of ``ReverseBuilder``)."""
 
-    def tape(self, e: n.Expr, p: Point, *, tape: bool, what: str) -> n.Expr:
-        """Store ``e`` (valid at ``p`` in the forward sweep) at ``p``; read it back in reverse."""
+    def tape(self, e: n.Expr, p: Point, *, tape: bool, what: str, runtime: bool | None = None) -> n.Expr:
+        """Store ``e`` (valid at ``p`` in the forward sweep) at ``p``; read it back in reverse.
+        ``runtime``: whether a tape may be sized at launch (default: the options say)."""
         if not tape:
             raise NeedTape()
+        runtime = self.opt.runtime_tapes if runtime is None else runtime and bool(self.opt.runtime_tapes)
         loops = self.prog.loops_around(p)
         bounds: list[int | n.Expr] = []
         for loop in loops:
             bound: int | n.Expr | None = trip_bound(self.prog, loop)
-            if bound is None and self.opt.runtime_tapes:
+            if bound is None and runtime:
                 bound = runtime_trip_bound(self.prog, loop)
             if bound is None:
                 s = self.prog.stmt(loop)
                 line = f" at line {s.loc.line}" if s.loc is not None else f" {format_path(loop)}"
-                known = "at launch" if self.opt.runtime_tapes else "statically"
+                known = "at launch" if runtime else "statically"
                 raise CannotTape(loop, f"the trip count of the loop{line} is not known {known}, so a tape "
                                        f"cannot be sized")
             bounds.append(max(bound, 1) if isinstance(bound, int) else bound)

@@ -157,12 +157,13 @@ def test_hotspot_like_pyramid_with_runtime_iterations(tmp_path) -> None:
     mod = polypy.compile(src)
     report: list = []
     g = polypy.grad(mod.pyramid, wrt=["temp_src", "power"], report=report)
-    assert any(isinstance(d, Caching) and d.strategy == "tape" and "sized at launch" in d.detail for d in report)
+    # the `computed` flag is a function of i, tx, ty: recomputed in the reverse sweep, not taped
+    flag = [d for d in report if isinstance(d, Caching) and d.value == "computed"]
+    assert flag and all(d.strategy == "recompute" for d in flag)
     n, config = 16, ((2, 2), (8, 8))
     rng = np.random.default_rng(3)
     ts, pw, w = rng.uniform(0, 1, n * n), rng.uniform(0, 1, n * n), rng.standard_normal(n * n)
     v = {"temp_src": rng.standard_normal(n * n), "power": rng.standard_normal(n * n)}
-    sizes = []
     for iteration in (0, 1, 2, 3):
         args = {"iteration": np.int32(iteration), "power": pw, "temp_src": ts, "temp_dst": np.zeros(n * n),
                 "n": np.int32(n), "step_div_cap": 0.3, "rx": 0.4, "ry": 0.35}
@@ -170,8 +171,50 @@ def test_hotspot_like_pyramid_with_runtime_iterations(tmp_path) -> None:
         out = _reverse(g, config, args, {"d_temp_dst": w.copy()})
         got = float(out["d_temp_src"] @ v["temp_src"] + out["d_power"] @ v["power"])
         assert abs(got - fd) <= 1e-6 * max(1.0, abs(fd)), (iteration, got, fd)
-        sizes.append(g.memory(config, **out)["tape"])
-    assert sizes == [1, 1, 2, 3]
+        assert g.memory(config, **out) == {"tape": 0, "checkpoint": 0}
+
+
+# Values overwritten in memory each iteration of a loop run `m` times: nothing can recompute
+# them, so they are taped, with a tape sized at each launch from `m`.
+SQUARE_STEPS = """__global__ void square_steps(double* y, int n, int m)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        for (int k = 0; k < m; k++)
+            y[i * 4 + k % 4] = y[i * 4 + k % 4] * y[i * 4 + k % 4];
+}
+"""
+
+
+def test_memory_overwritten_in_a_runtime_loop_is_taped_at_launch_size(tmp_path) -> None:
+    src = tmp_path / "square.cu"
+    src.write_text(SQUARE_STEPS)
+    mod = polypy.compile(src)
+    report: list = []
+    g = polypy.grad(mod.square_steps, report=report)
+    assert any(isinstance(d, Caching) and d.strategy == "tape" and "sized at launch" in d.detail for d in report)
+    n, config = 20, (1, 32)
+    rng = np.random.default_rng(8)
+    y0, w, v = rng.uniform(0.9, 1.1, 4 * n), rng.standard_normal(4 * n), rng.standard_normal(4 * n)
+    sizes = []
+    for m in (0, 1, 5, 9):
+        args = {"y": y0, "n": np.int32(n), "m": np.int32(m)}
+        fd = _fd(mod.square_steps[config], args, {"y": v}, "y", w)
+        for launch in (g, g.emulate):  # compiled (LLVM) and the emulator, each sized for this launch
+            full = {"y": y0.copy(), "d_y": w.copy(), "n": np.int32(n), "m": np.int32(m)}
+            launch[config](**full)
+            assert abs(float(full["d_y"] @ v) - fd) <= 1e-6 * max(1.0, abs(fd)), (m, launch)
+        sizes.append(g.memory(config, **full)["tape"])
+    assert sizes == [1, 1, 5, 9]  # elements per thread: one per iteration (at least one)
+
+
+def test_a_loop_bounded_by_memory_is_still_refused_with_its_location(tmp_path) -> None:
+    src = tmp_path / "bad.cu"
+    src.write_text(SQUARE_STEPS.replace("k < m", "k < (int)y[i * 4 + 3]"))
+    mod = polypy.compile(src)
+    with pytest.raises(polypy.UserError, match="trip count") as info:
+        polypy.grad(mod.square_steps)
+    assert info.value.loc is not None and info.value.loc.line == 6
 
 
 def test_gradient_cuda_compiles_with_nvcc(tmp_path) -> None:

@@ -173,6 +173,8 @@ def gradient_source(module: n.Module, gradient: n.Kernel, *, defines: dict[str, 
                 original = f.read()
         except OSError:
             original = None
+    gradient, capacities = _fixed_capacities(gradient)
+    head += capacities
     parts = ["\n".join(head), ""]
     for name, value in (defines or {}).items():
         parts += [f"#ifndef {name}", f"#define {name} {value}", "#endif"]
@@ -182,6 +184,43 @@ def gradient_source(module: n.Module, gradient: n.Kernel, *, defines: dict[str, 
     else:
         parts += ["", print_cuda_module(module, kernels=module.kernels + (gradient,))]
     return "\n".join(parts)
+
+
+CUDA_TAPE_CAPACITY = 1024  # default extent, in CUDA, of a tape dimension sized at launch elsewhere
+
+
+def _fixed_capacities(gradient: n.Kernel) -> tuple[n.Kernel, list[str]]:
+    """``gradient`` with each extent that depends on the arguments replaced by a macro (CUDA has
+    no per-thread arrays of run-time size), and the comment and ``#define`` lines for them."""
+    from autodiff.tapes import runtime_tapes
+    from polypy.ir.printer import format_expr
+
+    tapes = runtime_tapes(gradient)
+    if not tapes:
+        return gradient, []
+    macros: dict[n.Expr, str] = {}
+    buffers = []
+    for buf in gradient.buffers:
+        if buf not in tapes:
+            buffers.append(buf)
+            continue
+        shape = []
+        for d in buf.shape or ():
+            if isinstance(d, n.Const):
+                shape.append(d)
+                continue
+            name = macros.setdefault(d, f"{gradient.name.upper()}_TRIPS_{len(macros)}")
+            shape.append(n.Var(name, d.type))
+        buffers.append(dataclasses.replace(buf, shape=tuple(shape)))
+    lines = ["// Tapes of loops whose trip count is only known at launch have a fixed capacity here (the",
+             "// Python API sizes them from each launch's arguments): a launch needs"]
+    for expr, name in macros.items():
+        lines.append(f"//   {name} >= ({format_expr(expr)})")
+    lines += ["// (define them larger with -D for longer runs; --checkpoint-budget N bounds the memory of",
+              "// loops that carry only registers instead)."]
+    for name in macros.values():
+        lines += [f"#ifndef {name}", f"#define {name} {CUDA_TAPE_CAPACITY}", "#endif"]
+    return dataclasses.replace(gradient, buffers=tuple(buffers)), lines
 
 
 def gradient_cpp(module: n.Module, gradient: n.Kernel) -> str:
