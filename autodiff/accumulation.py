@@ -3,7 +3,11 @@
 * a variable ``v``: its adjoint register ``d_v`` (``take_adjoint`` consumes it at ``v``'s
   assignment);
 * a load ``X[i]``: ``d_X[i] += ct`` -- plain where the buffer's elements are proved private to
-  a thread (``polypy.poly.sharing``), through a block window in shared memory where isl finds one
+  a thread (``polypy.poly.sharing``), *versioned* where they are private under a run-time
+  condition on the launch and the integer arguments (``c[i * NJ + j]`` with ``j < nj``:
+  ``nj <= NJ``): a ``bool`` evaluated once at the top of the kernel picks the plain ``+=`` or
+  the atomic for every contribution (the condition is grid-uniform, so all threads agree and
+  the two kinds never mix on one element); through a block window in shared memory where isl finds one
   (``autodiff.windows``), summed per block where every thread of a block reads one element of a
   read-only buffer (``autodiff.reductions``), atomic otherwise.
 
@@ -17,7 +21,7 @@ from autodiff.report import Accumulation
 from autodiff.windows import Privatized
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
-from polypy.ir.types import I32, ScalarType
+from polypy.ir.types import BOOL, I32, ScalarType
 from polypy.ir.visitor import walk
 from polypy.poly.paths import StmtPath
 
@@ -54,6 +58,15 @@ class AdjointAccumulation:
                                                        strategy, reason))
         if strategy == "plain":
             return [n.Store(shadow, index, b.add(n.Load(shadow, index, e.etype), ct), loc=e.loc)]
+        if strategy == "versioned":
+            plain = n.Store(shadow, index, b.add(n.Load(shadow, index, e.etype), ct), loc=e.loc)
+            privatized = self._window(e.buffer)[0]
+            if privatized is not None:  # the other version goes through the block window
+                coords = tuple(self.avail(c, p) for c in privatized.window.coordinates(e.index))
+                other = tuple(self.windows.accumulate(privatized, coords, index, ct, e.loc))
+            else:
+                other = (n.AtomicRMW("add", shadow, index, ct, loc=e.loc),)
+            return [n.If(n.Var(self._version_flag(e.buffer), BOOL), (plain,), other, loc=e.loc)]
         if strategy == "window":
             privatized = self._window(e.buffer)[0]
             assert privatized is not None
@@ -73,6 +86,9 @@ class AdjointAccumulation:
         strategy, why = self._base_strategy(e)
         if strategy in ("atomic", "block-reduction"):
             privatized, reason = self._window(e.buffer)
+            if strategy == "atomic" and self._private_when(e.buffer) is not None:
+                other = "through the block window" if privatized is not None else "atomic"
+                return "versioned", f"{why}; tested once per launch: plain += when it holds, {other} otherwise"
             if privatized is not None:
                 return "window", reason
             if strategy == "atomic" and reason:
@@ -128,8 +144,27 @@ class AdjointAccumulation:
             if not self.opt.privacy:
                 self._private[buffer] = (False, "privacy proofs disabled")
             else:
-                self._private[buffer] = self.privacy(buffer)
-        return self._private[buffer]
+                self._private[buffer] = tuple(self.privacy(buffer))  # type: ignore[assignment]
+        got = self._private[buffer]
+        return got[0], got[1]
+
+    def _private_when(self, buffer: str) -> n.Expr | None:
+        """The run-time condition under which ``buffer``'s elements are private, if the oracle gave one."""
+        self._is_private(buffer)
+        got = self._private[buffer]
+        return got[2] if len(got) > 2 else None  # type: ignore[misc]
+
+    def _version_flag(self, buffer: str) -> str:
+        """The kernel-level ``bool`` holding ``buffer``'s privacy condition (declared once, at the top)."""
+        versions: dict[str, str] = self.__dict__.setdefault("_versions", {})  # buffer -> its flag
+        flag = versions.get(buffer)
+        if flag is None:
+            cond = self._private_when(buffer)
+            assert cond is not None
+            flag = self.names.fresh(f"{buffer}_private")
+            versions[buffer] = flag
+            self.top_decls.append(n.Decl(flag, BOOL, cond))
+        return flag
 
     def _block_invariant(self, index: tuple[n.Expr, ...]) -> bool:
         """Same value in every thread of a block and every loop iteration, and valid at the end."""

@@ -2,7 +2,8 @@
 
 * ``Accumulation``: for each load of an active buffer (and each active scalar parameter), how
   its adjoint is added to the shadow: ``plain`` (``+=``, the element is proved private to one
-  thread), ``block-reduction`` (every thread of a block adds to the same element: summed in a
+  thread), ``versioned`` (plain where a run-time condition proved by isl holds, atomic
+  otherwise; the condition is tested once per launch), ``block-reduction`` (every thread of a block adds to the same element: summed in a
   register, reduced over the block at the end, one atomic per block) or ``atomic``.
 * ``Caching``: for each value the reverse sweep needs that the forward sweep overwrites, how it
   is recovered: ``recompute`` (from values still available), ``closed-form`` (an induction
@@ -22,7 +23,7 @@ class Accumulation:
     buffer: str
     access: str
     loc: Loc | None
-    strategy: str  # plain | block-reduction | atomic
+    strategy: str  # plain | versioned | window | block-reduction | atomic
     reason: str
 
     def format(self) -> str:

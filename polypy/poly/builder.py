@@ -15,7 +15,7 @@ from polypy.ir.queries import written_names
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import walk
 from polypy.poly.affine import Converter, expression_key, int_range
-from polypy.poly.instances import Access, Barrier, BlockValue, Delinearized, Loop, Model
+from polypy.poly.instances import Access, Barrier, BlockValue, Delinearized, Loop, Model, Stride
 from polypy.poly.paths import AccessId, StmtPath, child_blocks, statement_accesses
 from polypy.poly.space import (
     BLOCK_DIM, BLOCK_IDX, CTX, GRID_DIM, INDEX_LIMIT, MAX_BLOCK_DIM, MAX_GRID_DIM, THREAD_IDX, Launch,
@@ -34,6 +34,7 @@ class _State:
 
     block_values: dict[str, BlockValue] = dataclasses.field(default_factory=dict)
     abstract_fors: set[StmtPath] = dataclasses.field(default_factory=set)
+    block_exprs: dict[str, n.Expr] = dataclasses.field(default_factory=dict)
 
 
 class _Builder:
@@ -45,6 +46,9 @@ class _Builder:
         self.params = {p.name: p for p in kernel.params}
         self.assumptions: list[str] = []
         self.uniform_params: dict[str, str] = {}
+        self.uniform_exprs: dict[str, n.Expr] = {}
+        self.kernel_expr = state.block_exprs
+        self.strides: list[Stride] = []
         self.bound: dict[str, isl.PwAff] = {}
         self.accesses: list[Access] = []
         self.barriers: list[Barrier] = []
@@ -222,11 +226,13 @@ class _Builder:
         key = expression_key(e)
         if level == 1:
             self.uniform_params[key] = format_expr(e)
+            self.uniform_exprs[key] = e
             return self.universe.param_pw_aff_on_domain_id(isl.Id(key, context=CTX))
         if key in self.affs:
             return self.affs[key]
         block_dims = tuple(sorted({x.dim for x in walk(e) if isinstance(x, n.BlockIdx)}))
         self.state.block_values[key] = BlockValue(key, e.type, block_dims, _stride(e))
+        self.state.block_exprs[key] = e
         raise _Restart()
 
     # ------------------------------------------------------------------ walk
@@ -253,7 +259,22 @@ class _Builder:
             block_values=tuple(self.block_value_list), loops=tuple(self.loops),
             accesses=tuple(self.accesses), barriers=tuple(self.barriers), time_len=self.time_len,
             assumptions=tuple(self.assumptions), uniform_params=dict(self.uniform_params),
+            strides=tuple(self.strides), uniform_exprs=dict(self.uniform_exprs),
+            block_factors=self._block_factors(),
         )
+
+    def _block_factors(self) -> dict[str, tuple[int, isl.PwAff]]:
+        out = {}
+        params = self.space.params()
+        for bv in self.block_value_list:
+            split = _factor(self.kernel_expr.get(bv.name)) if bv.stride is None else None
+            if split is None:
+                continue
+            d, q = split
+            value = self.conv.int_expr(q, self.universe) if self._uniformity(q) == 1 else None
+            if value is not None and Converter.constant_value(value) is None:
+                out[bv.name] = (d, value.align_params(params))
+        return out
 
     def _align_params(self) -> None:
         """Give every isl object of the model the same parameters (those of any of them)."""
@@ -272,6 +293,8 @@ class _Builder:
             a.elems = tuple(e.align_params(params) if e is not None else None for e in a.elems)
         for b in self.barriers:
             b.domain = b.domain.align_params(params)
+        self.strides = [dataclasses.replace(st, start=st.start.align_params(params), step=st.step.align_params(params))
+                        for st in self.strides]
 
     def _time(self, prefix: tuple[tuple[int, int | str], ...], pos: int, inner: int | str = 0,
               sub: int = 0) -> tuple[int | str, ...]:
@@ -343,11 +366,17 @@ class _Builder:
             stop = self.conv.int_expr(s.stop, dom)
             step = self.conv.int_expr(s.step, dom)
             step_value = Converter.constant_value(step) if step is not None else None
-            if start is None or stop is None or step_value is None or step_value <= 0:
+            strided = start is not None and stop is not None and step_value is None and \
+                self._strided(s, step, dom)
+            if not strided and (start is None or stop is None or step_value is None or step_value <= 0):
                 self.state.abstract_fors.add(path)
                 raise _Restart()
             body_dom = free & k.ge_set(start) & k.lt_set(stop)
-            if step_value > 1:
+            if strided:
+                # start <= k < stop only (see ``Stride``): an over-approximation of the iterations
+                self.strides.append(Stride(dim, path, start, step, expression_key(s.step)))
+                loop_exact = False
+            elif step_value > 1:
                 body_dom &= (k - start).mod_val(isl.Val(step_value)).eq_set(c(0))
             header_dom = free
             self.bound[s.var] = k
@@ -388,6 +417,16 @@ class _Builder:
         if jumps_out(s, n.Return):
             return dom, INEXACT
         return dom, exact
+
+    def _strided(self, s: n.For, step: isl.PwAff | None, dom: isl.Set) -> bool:
+        """Whether ``s`` is a strided loop (``Stride``): its step a grid-uniform value >= 1 (on
+        ``dom``), no barrier (an inexact domain would make it useless) and no way out of it."""
+        if step is None or self._uniformity(s.step) != 1:
+            return False
+        if any(isinstance(x, n.Barrier) for x in walk(s)) or jumps_out(s.body, n.Break) \
+                or jumps_out(s, n.Return):
+            return False
+        return (dom & step.lt_set(self.conv.const(1))).is_empty()
 
     # ------------------------------------------------------------------ accesses
     def _record(self, s: n.Stmt, path: StmtPath, dom: isl.Set, exact: bool, time_of) -> None:
@@ -502,6 +541,19 @@ def _stride(e: n.Expr) -> tuple[int, int, int] | None:
             for p, q in ((x, y), (y, x)):
                 if isinstance(p, n.BlockDim) and isinstance(q, n.Const) and int(q.value) > 0:
                     return (a.dim, p.dim, int(q.value))
+    return None
+
+
+def _factor(e: n.Expr | None) -> tuple[int, n.Expr] | None:
+    """``(d, P)`` if ``e`` is the signed product ``blockIdx[d] * P`` (``blockIdx`` possibly cast),
+    ``P`` without ``blockIdx``."""
+    if e is None:
+        return None
+    if not (isinstance(e, n.Binary) and e.op == "mul" and e.type.is_signed):
+        return None
+    for a, b in ((e.a, e.b), (e.b, e.a)):
+        if isinstance(_strip(a), n.BlockIdx) and not any(isinstance(x, n.BlockIdx) for x in walk(b)):
+            return _strip(a).dim, b  # type: ignore[union-attr]
     return None
 
 

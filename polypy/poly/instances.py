@@ -109,6 +109,30 @@ class Loop:
 
 
 @dataclasses.dataclass
+class Stride:
+    """A ``for`` whose step ``S`` is a positive grid-uniform value that is not a constant
+    (``for (c = tid; c < n; c += blockDim.x)``).
+
+    The loop variable is the dimension ``dim``, bounded by ``start <= dim < stop`` only: the
+    domain over-approximates (isl cannot say "``dim - start`` is a multiple of a parameter"),
+    so the loop's body is not exact. What is lost is kept as a pairwise fact: for instances
+    inside two strided loops with the same step ``key``, ``(dim - start)`` of one minus
+    ``(dim - start)`` of the other is a multiple of ``S`` (``Copies.congruence``), which is
+    what proves ``x[c]`` private to a thread when ``start`` is the thread index.
+    """
+
+    dim: str
+    path: StmtPath
+    start: isl.PwAff  # on the model's space
+    step: isl.PwAff  # parameters only, >= 1 on the model's context
+    key: str  # expression_key of the step expression
+
+    def encloses(self, path: StmtPath) -> bool:
+        """Whether the statement at ``path`` is in the loop's body."""
+        return len(path) > len(self.path) and path[:len(self.path)] == self.path
+
+
+@dataclasses.dataclass
 class Model:
     kernel: n.Kernel
     launch: Launch | None
@@ -124,6 +148,11 @@ class Model:
     thread_dims: tuple[int, ...]  # threadIdx dimensions that can be non-zero
     context: isl.Set  # what the launch assumptions say about the parameters
     block_dims: tuple[int, ...]  # blockIdx dimensions that can be non-zero
+    strides: tuple[Stride, ...] = ()  # loops with a grid-uniform, non-constant step
+    # block values ``blockIdx[d] * P`` with ``P`` grid-uniform and not constant (``blockIdx.x * cols``):
+    # name -> (d, P on the model's space); blocks apart along d are >= P apart when P >= 0
+    block_factors: dict[str, tuple[int, isl.PwAff]] = dataclasses.field(default_factory=dict)
+    uniform_exprs: dict[str, n.Expr] = dataclasses.field(default_factory=dict)  # isl parameter -> its IR
 
     def access(self, aid: AccessId) -> Access:
         for a in self.accesses:

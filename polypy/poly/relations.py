@@ -168,6 +168,11 @@ class Copies:
                         _, e, k = bv.stride
                         step = self._block_dim(e) * isl.Val(k)
                         piece &= (self.dim(bv.name, second) - self.dim(bv.name, first)).ge_set(step)
+                for name, (e, factor) in self.model.block_factors.items():
+                    if e == d:  # blockIdx[d] * P: P or more apart unless P < 0
+                        p = self.aff(factor, first)
+                        gap = self.dim(name, second) - self.dim(name, first)
+                        piece &= p.lt_set(self.zero) | gap.ge_set(p)
                 out.append(piece)
         return out
 
@@ -183,6 +188,25 @@ class Copies:
     # ------------------------------------------------------------------ accesses
     def domain(self, a: Access, copy: str) -> isl.Set:
         return self.set(a.domain, copy)
+
+    def congruence(self, a: Access, ca: str, b: Access, cb: str) -> isl.Set:
+        """What strided loops (``Stride``) around ``a`` and ``b`` say about the pair.
+
+        Inside loops with the same step ``S``: ``dim - start`` is a multiple of ``S`` in both,
+        so their difference ``D`` is one too; kept as ``D == 0 or |D| >= S`` (affine, an
+        over-approximation of the multiples of ``S``).
+        """
+        out = self.universe
+        for fa in self.model.strides:
+            if not fa.encloses(a.id.path):
+                continue
+            for fb in self.model.strides:
+                if fb.key != fa.key or not fb.encloses(b.id.path):
+                    continue
+                d = (self.dim(fa.dim, ca) - self.aff(fa.start, ca)) - (self.dim(fb.dim, cb) - self.aff(fb.start, cb))
+                step = self.aff(fa.step, ca)
+                out &= d.eq_set(self.zero) | d.ge_set(step) | d.le_set(-step)
+        return out
 
     def overlap(self, a: Access, ca: str, b: Access, cb: str) -> isl.Set | None:
         """Where ``a`` (copy ``ca``) and ``b`` (copy ``cb``) may touch the same storage.

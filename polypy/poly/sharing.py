@@ -9,7 +9,10 @@ For a buffer (or one access of it), over every launch:
 * ``block_private``: every element is accessed by at most one block (a block reduction can
   then store instead of using an atomic).
 
-Otherwise atomics are needed. The answers are proved with isl on the symbolic model (a
+Otherwise atomics are needed -- or, where the elements are private for *some* launches only
+(``c[i * NJ + j]`` with ``j < nj``: private exactly when ``nj <= NJ``), ``private_when`` is the
+condition on the launch and the integer arguments under which they are (an IR expression, a
+grid-uniform ``bool``), so a gradient can test it once at run time and choose (versioning). The answers are proved with isl on the symbolic model (a
 launch shape may be given to decide kernels that are only analysable for fixed sizes); an
 unknown index makes the corresponding answer False. Accesses through *other* pointer
 parameters that may alias this one are not considered: the question is about this buffer's
@@ -19,7 +22,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import islpy as isl
+
 from polypy.ir import nodes as n
+from polypy.ir.types import I64, ScalarType
+from polypy.ir.visitor import walk
 from polypy.poly.model import Access, Launch, build_model
 from polypy.poly.paths import AccessId
 from polypy.poly.relations import Copies
@@ -31,6 +38,7 @@ class Sharing:
     thread_private: bool
     block_uniform: bool
     block_private: bool
+    private_when: n.Expr | None = None  # thread private exactly... at least where this holds
 
     @property
     def accumulation(self) -> str:
@@ -56,16 +64,152 @@ def sharing(kernel: n.Kernel, buffer: str, *, access: AccessId | None = None,
     thread_private = all(_never_shared(c, a, b, threads) for a, b in pairs)
     block_private = thread_private or all(_never_shared(c, a, b, blocks) for a, b in pairs)
     block_uniform = all(_uniform(c, a, b) for a, b in pairs)
-    return Sharing(buffer, thread_private, block_uniform, block_private)
+    when = None
+    if not thread_private:
+        when = _private_condition(model, c, pairs, threads)
+    return Sharing(buffer, thread_private, block_uniform, block_private, when)
+
+
+def _shared_pairs(c: Copies, a: Access, b: Access) -> isl.Set | None:
+    overlap = c.overlap(a, "1", b, "2")
+    if overlap is None:
+        return None
+    return c.domain(a, "1") & c.domain(b, "2") & overlap & c.congruence(a, "1", b, "2")
 
 
 def _never_shared(c: Copies, a: Access, b: Access, pieces: list) -> bool:
     """No instance pair of ``a`` and ``b`` in one of ``pieces`` touches the same element."""
-    overlap = c.overlap(a, "1", b, "2")
-    if overlap is None:
+    s = _shared_pairs(c, a, b)
+    if s is None:
         return True
-    s = c.domain(a, "1") & c.domain(b, "2") & overlap
     return all((s & piece).is_empty() for piece in pieces)
+
+
+# At most this many constraints in a versioning condition (beyond: not worth a run-time test).
+MAX_CONDITION_TERMS = 6
+
+
+def _private_condition(model, c: Copies, pairs, pieces: list) -> n.Expr | None:
+    """A grid-uniform condition under which no two threads share an element, or None.
+
+    The parameter values where two threads may share one (``bad``, exact up to the model's
+    over-approximations) are projected out of the pairwise question; the condition is the
+    complement of ``bad`` within the launch assumptions, written over the parameters that
+    have an IR meaning (``blockDim``/``gridDim``, integer arguments, grid-uniform values).
+    """
+    bad = None
+    for a, b in pairs:
+        s = _shared_pairs(c, a, b)
+        if s is None:
+            continue
+        for piece in pieces:
+            p = (s & piece).params()
+            bad = p if bad is None else bad | p
+    if bad is None:
+        return None
+    context = model.context.align_params(bad.space)
+    bad = (bad & context).coalesce()
+    if bad.is_empty():
+        return None  # private after all (a union the piecewise test could not see)
+    if context.is_subset(bad):
+        return None  # never private
+    # Each constraint of ``bad`` whose negation alone excludes every parameter value in ``bad``
+    # is a sufficient condition; their disjunction is too (``nj <= NJ || ni <= 1``).
+    cond: n.Expr | None = None
+    terms = 0
+    seen: set[str] = set()
+    for basic in bad.gist(context).get_basic_sets():
+        for con in basic.get_constraints():
+            key = str(con)
+            if key in seen:
+                continue
+            seen.add(key)
+            negated = _negation_set(con, context)
+            if negated is None or _degenerate(negated, con) or not (negated & bad).is_empty():
+                continue
+            expr = _negate(model, con)
+            if expr is None:
+                continue
+            terms += 1
+            cond = expr if cond is None else n.Binary("lor", cond, expr)
+            if terms >= MAX_CONDITION_TERMS:
+                return cond
+    return cond
+
+
+# A condition that holds only where a size or launch dimension it names is below this is not
+# worth a run-time test (``rows <= 1``: the launch is degenerate, the atomics cost nothing).
+TYPICAL_SIZE = 16
+
+
+def _degenerate(negated: isl.Set, con: isl.Constraint) -> bool:
+    """Whether ``negated`` holds only for degenerate values of the parameters ``con`` names."""
+    typical = negated
+    space = con.get_space()
+    for i in range(space.dim(isl.dim_type.param)):
+        if not con.get_coefficient_val(isl.dim_type.param, i).is_zero():
+            name = space.get_dim_name(isl.dim_type.param, i)
+            pos = typical.find_dim_by_name(isl.dim_type.param, name)
+            typical = typical.lower_bound_val(isl.dim_type.param, pos, isl.Val(TYPICAL_SIZE))
+    return typical.is_empty()
+
+
+def _negation_set(con: isl.Constraint, context: isl.Set) -> isl.Set | None:
+    """The parameter values (within ``context``) where ``con`` fails."""
+    if con.get_space().dim(isl.dim_type.div) > 0:
+        return None
+    aff = con.get_aff()
+    below = isl.Set.from_basic_set(isl.BasicSet.from_constraint(
+        isl.Constraint.inequality_from_aff(aff.neg().add_constant_val(isl.Val(-1)))))
+    out = below
+    if con.is_equality():
+        out = out | isl.Set.from_basic_set(isl.BasicSet.from_constraint(
+            isl.Constraint.inequality_from_aff(aff.add_constant_val(isl.Val(-1)))))
+    return out.align_params(context.space) & context
+
+
+def _param_expr(model, name: str) -> n.Expr | None:
+    """The IR of an isl parameter a condition may test: an integer argument, or a grid-uniform
+    value built from them. Conditions naming ``blockDim``/``gridDim`` are not used: relating a
+    size to the launch shape (``n <= blockDim.x - 3``) describes degenerate launches."""
+    p = model.kernel.param(name)
+    if p is not None and isinstance(p.ptype, ScalarType) and p.ptype.is_int:
+        return n.Var(name, p.ptype)
+    e = model.uniform_exprs.get(name)
+    if e is None or any(isinstance(x, (n.BlockDim, n.GridDim)) for x in walk(e)):
+        return None
+    return e
+
+
+def _negate(model, con: isl.Constraint) -> n.Expr | None:
+    """``not (sum coef * param + constant >= 0)`` (or ``== 0``) as an i64 IR condition,
+    written ``sum <= -constant - 1`` (``!= -constant``)."""
+    constant = int(con.get_constant_val().to_python())
+    total: n.Expr | None = None
+    space = con.get_space()
+    for kind in (isl.dim_type.set, isl.dim_type.div):
+        for i in range(space.dim(kind)):
+            if not con.get_coefficient_val(kind, i).is_zero():
+                return None
+    for i in range(space.dim(isl.dim_type.param)):
+        coef = int(con.get_coefficient_val(isl.dim_type.param, i).to_python())
+        if coef == 0:
+            continue
+        x = _param_expr(model, space.get_dim_name(isl.dim_type.param, i))
+        if x is None:
+            return None
+        term: n.Expr = n.Cast(I64, x) if x.type != I64 else x
+        if abs(coef) != 1:
+            term = n.Binary("mul", n.Const(abs(coef), I64), term)
+        if total is None:
+            total = term if coef > 0 else n.Unary("neg", term)
+        else:
+            total = n.Binary("add" if coef > 0 else "sub", total, term)
+    if total is None:
+        return None
+    if con.is_equality():
+        return n.Binary("ne", total, n.Const(-constant, I64))
+    return n.Binary("le", total, n.Const(-constant - 1, I64))
 
 
 def _uniform(c: Copies, a: Access, b: Access) -> bool:

@@ -37,6 +37,7 @@ import itertools
 
 import islpy as isl
 
+from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.queries import buffers_written, written_names
 from polypy.ir.rewrite import int_add, int_scale
@@ -118,8 +119,8 @@ def block_window(kernel: n.Kernel, buffer: str) -> Window | str:
         kernel = _Canonical(buffer, key).visit(kernel)
     try:
         model = build_model(kernel)
-    except Exception as exc:  # noqa: BLE001 - no model: no proof
-        return f"no model ({type(exc).__name__})"
+    except UserError as exc:  # unsupported input: no proof (any other failure is a bug: raised)
+        return f"no model ({exc})"
     coords: list[list[tuple[isl.PwAff, isl.Set]]] = [[] for _ in range(1 if key is None else 2)]
     for a in model.accesses_of(buffer):
         if key is None:
