@@ -138,7 +138,18 @@ class RecLV:
     layout: RecordLayout
 
 
-LValue = VarLV | MemLV | AggLV | PtrVarLV | RecLV
+@dataclasses.dataclass(frozen=True)
+class PendingPtrLV:
+    """A pointer variable declared without initializer (``T* p; ... p = &a[i];``): its buffer is
+    fixed by its first assignment, which rebinds ``key`` to a ``PtrVarLV`` over ``offset_var``
+    (declared where the pointer is, so that it is in scope wherever the pointer is)."""
+
+    key: tuple
+    name: str
+    offset_var: VarLV
+
+
+LValue = VarLV | MemLV | AggLV | PtrVarLV | RecLV | PendingPtrLV
 
 # --------------------------------------------------------------------------- bindings of names
 

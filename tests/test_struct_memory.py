@@ -230,3 +230,73 @@ def test_what_records_in_device_memory_cannot_do_is_a_located_error(body: str, m
     assert result.returncode == 1 and not (tmp_path / "bad.cpp").exists()
     assert f"{src}:2:{column}: error: {message}" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+# --------------------------------------------------------------------------- pointers assigned later
+
+LATER = """
+struct Box { int offset; long long n; double scale; };
+__global__ void k(const Box* boxes, const double* v, double* out, int nboxes) {
+  const Box* b;
+  const double* src;
+  double* dst;
+  b = &boxes[blockIdx.x];
+  src = &v[b->offset];
+  dst = out + b->offset;
+  for (int j = threadIdx.x; j < (int)b->n; j += blockDim.x) {
+    if (j % 2 == 0) {
+      src = &v[b->offset + 1];
+    } else {
+      src = v + b->offset;
+    }
+    dst[j] = b->scale * src[j - (j % 2 == 0 ? 1 : 0)];
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["llvm", "emulator"])
+def test_pointers_declared_without_initializer_take_their_buffer_from_the_first_assignment(
+        backend: str, tmp_path: pathlib.Path) -> None:
+    # Rodinia lavaMD: `FOUR_VECTOR* rA; ... rA = &d_rv_gpu[first_i];`
+    box = np.dtype({"names": ["offset", "n", "scale"], "formats": [np.int32, np.int64, np.float64],
+                    "offsets": [0, 8, 16], "itemsize": 24})
+    boxes = np.zeros(5, box)
+    boxes["n"] = [3, 7, 1, 10, 4]
+    boxes["offset"] = np.concatenate([[0], np.cumsum(boxes["n"])[:-1]])
+    boxes["scale"] = [0.5, 2.0, -1.0, 3.0, 1.5]
+    total = int(boxes["n"].sum())
+    v = np.linspace(-1.0, 2.0, total)
+    out = np.zeros(total)
+    src = tmp_path / "later.cu"
+    src.write_text(LATER)
+    if backend == "llvm":
+        import polypy
+
+        polypy.compile(str(src)).k[5, 4](boxes, v, out, 5)
+    else:
+        from frontend.module import parse_file
+        from polypy.driver.pipelines import GPU_PIPELINE
+        from polypy.emulator import emulate
+        from polypy.passes import run_pipeline
+
+        emulate(run_pipeline(parse_file(str(src)).kernel("k"), GPU_PIPELINE), 5, 4,
+                {"boxes": boxes, "v": v, "out": out, "nboxes": 5})
+    want = np.concatenate([b["scale"] * v[b["offset"]:b["offset"] + b["n"]] for b in boxes])
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("body, message, column", [
+    ("__global__ void k(float* a, float* b) {\n"
+     "  float* p; a[0] = p[0]; p = b; }\n", "pointer 'p' is used before it is assigned", 20),
+    ("__global__ void k(float* a, float* b) {\n"
+     "  float* p; p = a; if (a[0] > 0.0f) p = b; p[1] = 2.0f; }\n",
+     "a pointer variable may only be re-pointed within the buffer it was first pointed into", 37),
+])
+def test_pointers_assigned_later_keep_to_one_buffer(body: str, message: str, column: int,
+                                                    tmp_path: pathlib.Path) -> None:
+    src = tmp_path / "bad.cu"
+    src.write_text(body)
+    result = _polypy("translate", str(src), "-o", str(tmp_path / "bad.cpp"))
+    assert result.returncode == 1, result.stdout
+    assert f"{src}:2:{column}: error: {message}" in result.stderr, result.stderr

@@ -8,14 +8,14 @@ import clang.cindex as ci
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import I32
+from polypy.ir.types import I32, I64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, plus, scale
 from frontend.lower.context import CK, _array_dims, _buffer_shape, decl_key, has_attr, initializer_of
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _zero_of
 from frontend.values import (
-    AggLV, ArrayBinding, LValue, MemLV, Pointer, PtrVarLV, RefBinding, VarAddress, VarLV,
+    AggLV, ArrayBinding, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RefBinding, VarAddress, VarLV,
 )
 
 
@@ -63,7 +63,9 @@ class DeclarationLowering:
             return
         if tm.is_pointer(t):
             if init is None:
-                raise UserError(f"pointer variable '{name}' must be initialized where it is declared", where)
+                # Pointed into a buffer by its first assignment (places.assign_pending).
+                self.bind(d, PendingPtrLV(decl_key(d), name, self.temp(I64, n.Const(0, I64), name + "_off", d)))
+                return
             value = self.expr(init)
             if isinstance(value, VarAddress):
                 self.bind(d, value)

@@ -17,8 +17,8 @@ from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
 )
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, Binding, ConstBinding, LValue, MemLV, Pointer, PtrVarLV, RecLV, RefBinding,
-    Value, VarAddress, VarLV,
+    Aggregate, AggLV, ArrayBinding, Binding, ConstBinding, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV,
+    RefBinding, Value, VarAddress, VarLV,
 )
 
 
@@ -187,6 +187,8 @@ class ExpressionLowering:
             return self.read(self.expand_record(lv, c), c)
         if isinstance(lv, Pointer):  # an array member of a record in memory (``places.record_member``)
             return lv
+        if isinstance(lv, PendingPtrLV):
+            raise self.error(f"pointer '{lv.name}' is used before it is assigned", c)
         if isinstance(lv, PtrVarLV):
             if lv.offset_var is None:
                 return lv.base

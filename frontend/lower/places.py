@@ -1,6 +1,8 @@
 """Places: lvalues (variables, array elements, pointer targets, members), records and stores."""
 from __future__ import annotations
 
+import dataclasses
+
 import clang.cindex as ci
 
 from polypy.ir import nodes as n
@@ -12,7 +14,8 @@ from frontend.clang_setup import unary_operator
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
 from frontend.values import (
-    Aggregate, AggLV, LValue, MemLV, Pointer, PtrVarLV, RecLV, RecordAddress, RefBinding, Value, VarAddress, VarLV,
+    Aggregate, AggLV, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RecordAddress, RefBinding, Value,
+    VarAddress, VarLV,
 )
 
 
@@ -35,7 +38,7 @@ class PlaceLowering:
                 return b.target
             if isinstance(b, _ScalarArray):
                 return self.element_lv(b.binding, (n.Const(0, I32),), c)
-            if isinstance(b, (VarLV, MemLV, AggLV, PtrVarLV, RecLV)):
+            if isinstance(b, (VarLV, MemLV, AggLV, PtrVarLV, RecLV, PendingPtrLV)):
                 return b
             raise self.error(f"cannot assign to '{c.spelling}'", c)
         if kind == CK.ARRAY_SUBSCRIPT_EXPR:
@@ -175,6 +178,8 @@ class PlaceLowering:
     def assign(self, lv: LValue, value: Value | None, c: ci.Cursor) -> None:
         if isinstance(lv, RecLV):
             lv = self.expand_record(lv, c)
+        if isinstance(lv, PendingPtrLV):
+            lv = self.assign_pending(lv, value, c)
         if isinstance(lv, AggLV):
             if not isinstance(value, Aggregate):
                 raise self.error(f"cannot assign a {_describe(value)} to a record", c)
@@ -197,6 +202,19 @@ class PlaceLowering:
         if not isinstance(value, n.Expr):
             raise self.error(f"cannot store a {_describe(value)} here", c)
         self.store(lv, convert(value, lv.type), c)
+
+    def assign_pending(self, lv: PendingPtrLV, value: Value | None, c: ci.Cursor) -> PtrVarLV:
+        """The first assignment of a pointer declared without initializer fixes its buffer."""
+        if isinstance(value, _ArrayRef):
+            value = value.decay(self)
+        if not isinstance(value, Pointer):
+            raise self.error(f"cannot tell which buffer pointer '{lv.name}' points into", c)
+        bound = PtrVarLV(dataclasses.replace(value, offset=None), lv.offset_var)
+        for frame in reversed(self.frames):
+            if lv.key in frame.env:
+                frame.env[lv.key] = bound
+                break
+        return bound
 
     def store(self, lv: LValue, value: n.Expr, c: ci.Cursor) -> None:
         loc = self.loc(c)
