@@ -246,6 +246,75 @@ def differentiable_samples(only: set[str]) -> list[Sample]:
     return [s for s in samples if not only or s.name in only]
 
 
+# Loops with a run-time trip count (``samples/heat_steps.cu``, ``steps`` a kernel argument): the
+# gradient with the carried registers taped (a tape sized at launch), recomputed from the loop
+# entry (the default: quadratic), and checkpointed with a few snapshot budgets (revolve).
+STEPS_VARIANTS: dict[str, dict[str, Any]] = {
+    "taped": {"runtime_tapes": True},
+    "replay": {},
+    "revolve-2": {"checkpoint_budget": 2},
+    "revolve-4": {"checkpoint_budget": 4},
+    "revolve-8": {"checkpoint_budget": 8},
+}
+
+
+def bench_runtime_steps(steps_list: tuple[int, ...] = (16, 128), *, n: int = 4096, repeat: int = 3,
+                        progress: Progress | None = None) -> list[dict[str, Any]]:
+    """heat_steps at each number of steps: per variant t_variant / t_fwd and the per-thread
+    memory the gradient's tapes and snapshots take (elements, ``polypy.grad(...).memory``)."""
+    from samples.spec import sample
+
+    progress = progress if progress is not None else Progress(1, enabled=False)
+    s = sample("heat_steps")
+    mod = polypy.compile(s.source, defines={"REAL": "float"})
+    kernel = mod.heat_steps
+    gradients = {name: polypy.grad(kernel, wrt=list(s.wrt), **options) for name, options in STEPS_VARIANTS.items()}
+    rows = []
+    for steps in steps_list:
+        progress.note(f"steps={steps} ...")
+        case = Case(grid=(-(-n // 128),), block=(128,), sizes={"n": n, "steps": steps})
+        args = s.make_args(np.random.default_rng(0), case, np.float32)
+        config = (case.grid, case.block)
+        runners: dict[str, Any] = {"fwd": (lambda a: kernel[config](**a), dict(args))}
+        row: dict[str, Any] = {"kernel": "heat_steps", "steps": steps, "n": n, "memory": {}}
+        reference = None
+        for name, g in gradients.items():
+            full = shadow_arguments(g, args, s.outputs, seed=1)
+            check = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in full.items()}
+            g[config](**check)
+            got = np.concatenate([check["d_u0"], check["d_k"]])
+            if reference is None:
+                reference = got
+            elif not np.array_equal(got, reference):
+                row[name] = "WRONG (differs from the taped gradient)"
+                continue
+            row["memory"][name] = g.memory(config, **full)
+            runners[name] = (lambda a, g=g: g[config](**a), full)
+        timings = time_interleaved(runners, repeat=repeat, warmup=1, budget_s=3.0)
+        fwd = timings["fwd"]
+        row["fwd_ms"] = fwd.best * 1e3 if isinstance(fwd, Timing) else None
+        for name in gradients:
+            t = timings.get(name)
+            if isinstance(t, Timing) and isinstance(fwd, Timing):
+                row[name] = t.best / fwd.best
+        rows.append(row)
+    return rows
+
+
+def format_steps_table(rows: list[dict[str, Any]]) -> str:
+    """One line per (steps, variant): t/t_fwd and tape / checkpoint elements per thread."""
+    lines = ["heat_steps (run-time steps): t_grad / t_fwd, tape and checkpoint elements per thread",
+             f"{'steps':>6}  {'variant':<10}  {'t/t_fwd':>9}  {'tape':>6}  {'snapshots':>9}"]
+    for r in rows:
+        for name in STEPS_VARIANTS:
+            v = r.get(name)
+            mem = r["memory"].get(name, {})
+            ratio = f"{v:.3g}x" if isinstance(v, float) else str(v)
+            lines.append(f"{r['steps']:>6}  {name:<10}  {ratio:>9}  {mem.get('tape', '-'):>6}  "
+                         f"{mem.get('checkpoint', '-'):>9}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.grad", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="(kept for symmetry; gradients always use quick sizes)")
@@ -255,7 +324,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="", help="comma-separated columns (default: all; grad is always run)")
     parser.add_argument("--json", type=pathlib.Path, help="where to write the results (default: bench/results/)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--runtime-steps", default="", metavar="S1,S2",
+                        help="only the run-time trip count table (heat_steps: taped vs revolve) at these steps")
     args = parser.parse_args(argv)
+    if args.runtime_steps:
+        steps = tuple(int(x) for x in args.runtime_steps.split(",") if x)
+        rows = bench_runtime_steps(steps, n=1024 if args.small else 4096, repeat=args.repeat,
+                                   progress=Progress(1, enabled=not args.quiet))
+        print(format_steps_table(rows))
+        return 0
     only = {x for x in args.only.split(",") if x}
     chosen = [x for x in args.variants.split(",") if x]
     unknown = [x for x in chosen if x not in VARIANTS]
