@@ -114,10 +114,19 @@ POLYPY_D int __any_sync(unsigned int mask, int predicate);
 POLYPY_D int __all_sync(unsigned int mask, int predicate);
 POLYPY_D unsigned int __activemask(void);
 
-/* Read-only loads. */
-#define POLYPY_LDG(T) POLYPY_D T __ldg(const T* ptr);
+/* Read-only and cache-hinted loads and stores (the hints change nothing in what is computed). */
+#define POLYPY_LDG(T) POLYPY_D T __ldg(const T* ptr); POLYPY_D T __ldcg(const T* ptr); \
+  POLYPY_D T __ldca(const T* ptr); POLYPY_D T __ldcs(const T* ptr); POLYPY_D T __ldlu(const T* ptr); \
+  POLYPY_D T __ldcv(const T* ptr); POLYPY_D void __stcg(T* ptr, T value); POLYPY_D void __stcs(T* ptr, T value); \
+  POLYPY_D void __stwb(T* ptr, T value); POLYPY_D void __stwt(T* ptr, T value);
 POLYPY_LDG(float) POLYPY_LDG(double) POLYPY_LDG(int) POLYPY_LDG(unsigned int)
 POLYPY_LDG(long long) POLYPY_LDG(unsigned long long)
+#ifdef __cplusplus
+POLYPY_LDG(short) POLYPY_LDG(unsigned short) POLYPY_LDG(char) POLYPY_LDG(signed char) POLYPY_LDG(unsigned char)
+POLYPY_LDG(long) POLYPY_LDG(unsigned long)
+POLYPY_LDG(float2) POLYPY_LDG(float4) POLYPY_LDG(double2) POLYPY_LDG(int2) POLYPY_LDG(int4)
+POLYPY_LDG(uint2) POLYPY_LDG(uint4)
+#endif
 
 /* Integer helpers. */
 POLYPY_D int min(int, int);
@@ -139,7 +148,15 @@ POLYPY_D long long llabs(long long);
 POLYPY_D int __popc(unsigned int);
 POLYPY_D int __popcll(unsigned long long);
 POLYPY_D int __clz(int);
+POLYPY_D int __clzll(long long);
 POLYPY_D int __ffs(int);
+POLYPY_D int __ffsll(long long);
+POLYPY_D int __mul24(int, int);
+POLYPY_D unsigned int __umul24(unsigned int, unsigned int);
+POLYPY_D int __mulhi(int, int);
+POLYPY_D unsigned int __umulhi(unsigned int, unsigned int);
+POLYPY_D long long __mul64hi(long long, long long);
+POLYPY_D unsigned long long __umul64hi(unsigned long long, unsigned long long);
 
 /* Device math: float and double overloads of every function (CUDA overloads the double names
  * for float in C++), the float-suffixed names and the fast intrinsics. */

@@ -6,7 +6,7 @@ import clang.cindex as ci
 
 from polypy.ir import nodes as n
 from polypy.ir.mathfns import CUDA_ARITH_INTRINSICS, CUDA_MATH_NAMES, MATH_FUNCTIONS
-from polypy.ir.types import BOOL, I32, U32
+from polypy.ir.types import BOOL, I32, I64, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
@@ -20,6 +20,10 @@ _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomi
             "atomicCAS": "cas"}
 _SHUFFLES = {"__shfl_sync": "idx", "__shfl_up_sync": "up", "__shfl_down_sync": "down", "__shfl_xor_sync": "xor"}
 _VOTES = {"__ballot_sync": "ballot", "__any_sync": "any", "__all_sync": "all", "__activemask": "activemask"}
+_CACHED_LOADS = ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv")
+_CACHED_STORES = ("__stcg", "__stcs", "__stwb", "__stwt")
+_BIT_INTRINSICS = ("__popc", "__popcll", "__clz", "__clzll", "__ffs", "__ffsll", "__mul24", "__umul24", "__mulhi",
+                   "__umulhi")
 _REFUSED_CALLS = {
     "printf": "printf in device code is not supported",
     "__syncthreads_count": "__syncthreads_count is not supported",
@@ -108,9 +112,16 @@ class CallLowering:
             return self.shuffle(_SHUFFLES[name], fn, args, c)
         if name in _VOTES:
             return self.vote(_VOTES[name], args, c)
-        if name == "__ldg":
+        if name in _CACHED_LOADS:
             ptr = self.expr(args[0])
             return self.read(self.deref(ptr if not isinstance(ptr, _ArrayRef) else ptr.decay(self), c), c)
+        if name in _CACHED_STORES:
+            ptr = self.expr(args[0])
+            lv = self.deref(ptr if not isinstance(ptr, _ArrayRef) else ptr.decay(self), c)
+            self.assign(lv, self.expr(args[1]), c)
+            return None
+        if name in _BIT_INTRINSICS:
+            return self.bit_intrinsic(name, [self.scalar(a) for a in args], c)
         if name in CUDA_ARITH_INTRINSICS:
             a, b = (self.scalar(x) for x in args)
             return n.Binary(CUDA_ARITH_INTRINSICS[name], a, b, loc=loc)
@@ -145,9 +156,54 @@ class CallLowering:
                 lv = self.deref(target, c)
                 self.assign(lv, n.Call(fname, (x,), x.type, loc=loc), c)
             return None
-        if name in ("__popc", "__popcll", "__clz", "__ffs"):
-            raise self.error(f"'{name}' is not supported yet", c)
         raise self.error(f"call to '{name}', which has no definition polypy can translate", c)
+
+    def bit_intrinsic(self, name: str, args: list[n.Expr], c: ci.Cursor) -> n.Expr:
+        """CUDA's integer intrinsics, written with shifts, masks and multiplications (exact,
+        including the wrapping of the 24-bit products)."""
+        loc = self.loc(c)
+
+        def let(e: n.Expr, base: str) -> n.Expr:
+            v = self.temp(e.type, e, base, c)
+            return n.Var(v.name, v.type, loc=loc)
+
+        def b(op: str, x: n.Expr, y: n.Expr | int) -> n.Expr:
+            return n.Binary(op, x, y if isinstance(y, n.Expr) else n.Const(y, x.type), loc=loc)
+
+        def popcount(x: n.Expr) -> n.Expr:
+            # Bits summed in pairs, nibbles, bytes; the multiplication adds the bytes up.
+            wide = x.type.bits == 64
+            ones = 0x5555555555555555 if wide else 0x55555555
+            twos = 0x3333333333333333 if wide else 0x33333333
+            nibbles = 0x0F0F0F0F0F0F0F0F if wide else 0x0F0F0F0F
+            bytes_ = 0x0101010101010101 if wide else 0x01010101
+            x = let(b("sub", x, b("band", b("shr", x, 1), ones)), "popc")
+            x = let(b("add", b("band", x, twos), b("band", b("shr", x, 2), twos)), "popc")
+            x = b("band", b("add", x, b("shr", x, 4)), nibbles)
+            return convert(b("shr", b("mul", x, bytes_), 56 if wide else 24), I32)
+
+        if name in ("__mul24", "__umul24"):
+            # The low 24 bits of each operand (sign-extended for __mul24), the low 32 bits of the product.
+            if name == "__umul24":
+                x, y = (b("band", convert(a, U32), 0xFFFFFF) for a in args)
+                return b("mul", x, y)
+            x, y = (b("shr", convert(b("shl", convert(a, U32), 8), I32), 8) for a in args)
+            return convert(b("mul", convert(x, U32), convert(y, U32)), I32)
+        if name in ("__mulhi", "__umulhi"):
+            wide = I64 if name == "__mulhi" else U64
+            x, y = (convert(a, wide) for a in args)
+            return convert(b("shr", b("mul", x, y), 32), I32 if name == "__mulhi" else U32)
+        unsigned = U64 if name.endswith("ll") else U32
+        x = let(convert(args[0], unsigned), "bits")
+        if name in ("__popc", "__popcll"):
+            return popcount(x)
+        if name in ("__clz", "__clzll"):
+            # Every bit below the highest set one set too; the zeros left are the leading zeros.
+            for shift in (1, 2, 4, 8, 16, 32)[:6 if unsigned.bits == 64 else 5]:
+                x = let(b("bor", x, b("shr", x, shift)), "bits")
+            return b("sub", n.Const(unsigned.bits, I32), popcount(x))
+        # __ffs: 1 + the index of the lowest set bit (x ^ (x - 1) sets it and every bit below), 0 for 0.
+        return n.Select(b("eq", x, 0), n.Const(0, I32), popcount(b("bxor", x, b("sub", x, 1))), loc=loc)
 
     def arg_value(self, a: ci.Cursor, fn: ci.Cursor, i: int) -> Value | None:
         v = self.expr(a)

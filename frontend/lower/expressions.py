@@ -10,7 +10,7 @@ from polypy.ir import nodes as n
 from polypy.ir.types import BOOL, I32, I64
 
 from frontend import ctypes_map as tm
-from frontend.arith import add_offsets, convert, promote, truth, usual_arithmetic
+from frontend.arith import add_offsets, convert, promote, scale, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
 from frontend.lower.helpers import (
@@ -478,10 +478,16 @@ class ExpressionLowering:
                     raise self.error("pointer casts between different element types are not supported", c)
                 if layout.stride == v.layout.stride:
                     return dataclasses.replace(v, layout=layout)
-                if v.offset is None and v.layout.stride == 1:
+                if v.offset is None:
                     return dataclasses.replace(v, layout=layout)  # e.g. reinterpret_cast<float4*>(x)
-                raise self.error("this pointer reinterpretation is not supported (only whole buffers can be "
-                                 "viewed as vectors)", c)
+                # A view at an offset (`reinterpret_cast<float4*>(x + 4 * k)`): the offset in
+                # scalars must be a whole number of the new elements, as CUDA's alignment rules
+                # require of vector accesses.
+                offset = _exact_quotient(scale(v.offset, v.layout.stride), layout.stride)
+                if offset is None:
+                    raise self.error(f"this pointer reinterpretation is not supported: polypy cannot tell that the "
+                                     f"offset is a multiple of {layout.stride} elements", c)
+                return dataclasses.replace(v, offset=offset, layout=layout)
             if isinstance(v, VarAddress):
                 return v
         if tm.is_record(c.type) and isinstance(v, Aggregate):
@@ -499,6 +505,31 @@ class ExpressionLowering:
 
     def init_list(self, c: ci.Cursor, discard: bool) -> Value:
         return self.record_value(c, c.type)
+
+
+def _exact_quotient(e: n.Expr, k: int) -> n.Expr | None:
+    """``e / k`` when ``e`` is visibly a multiple of ``k`` (constants, products with such a
+    constant, sums of multiples), else None."""
+    if k == 1:
+        return e
+    if isinstance(e, n.Const) and isinstance(e.value, int):
+        return n.Const(e.value // k, e.type, loc=e.loc) if e.value % k == 0 else None
+    if isinstance(e, n.Cast) and e.type.is_int and e.x.type.is_int and e.type.bits >= e.x.type.bits and \
+            (e.type.is_signed == e.x.type.is_signed or not e.x.type.is_signed):  # widening keeps the value
+        inner = _exact_quotient(e.x, k)
+        return None if inner is None else convert(inner, e.type)
+    if isinstance(e, n.Binary) and e.op in ("add", "sub"):
+        a, b = _exact_quotient(e.a, k), _exact_quotient(e.b, k)
+        return None if a is None or b is None else n.Binary(e.op, a, b, loc=e.loc)
+    if isinstance(e, n.Binary) and e.op == "mul":
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            q = _exact_quotient(x, k)
+            if q is not None:
+                return n.Binary("mul", q, y, loc=e.loc)
+    if isinstance(e, n.Unary) and e.op == "neg":
+        q = _exact_quotient(e.x, k)
+        return None if q is None else n.Unary("neg", q, loc=e.loc)
+    return None
 
 
 _EXPR_HANDLERS = {
