@@ -167,6 +167,11 @@ def reverse_kernel(kernel: n.Kernel, original: n.Kernel, active: ActiveParams, a
         result = ReverseBuilder(kernel, original, active, activity, names,
                                 dataclasses.replace(options, runtime_tapes=False), first, privacy, windows).build(name)
     except UserError as exc:
+        if options.checkpoint_budget is not None:
+            # a budget promises memory independent of the trip count: no tape sized at launch
+            raise UserError(f"{exc.message} (checkpointing snapshots only the registers a loop carries; without a "
+                            f"checkpoint budget a tape sized at launch would hold these values)", exc.loc,
+                            notes=exc.notes) from None
         try:
             return ReverseBuilder(kernel, original, active, activity, Names(kernel, {name}),
                                   dataclasses.replace(options, runtime_tapes=True), report, privacy,

@@ -208,6 +208,15 @@ def test_memory_overwritten_in_a_runtime_loop_is_taped_at_launch_size(tmp_path) 
     assert sizes == [1, 1, 5, 9]  # elements per thread: one per iteration (at least one)
 
 
+def test_a_checkpoint_budget_refuses_loops_that_carry_memory(tmp_path) -> None:
+    src = tmp_path / "square.cu"
+    src.write_text(SQUARE_STEPS)
+    mod = polypy.compile(src)
+    with pytest.raises(polypy.UserError, match="checkpointing snapshots only the registers") as info:
+        polypy.grad(mod.square_steps, checkpoint_budget=4)
+    assert info.value.loc is not None and info.value.loc.line == 6  # the load of y the loop overwrites
+
+
 def test_a_loop_bounded_by_memory_is_still_refused_with_its_location(tmp_path) -> None:
     src = tmp_path / "bad.cu"
     src.write_text(SQUARE_STEPS.replace("k < m", "k < (int)y[i * 4 + 3]"))
