@@ -51,6 +51,7 @@ TIMING_LINES = (r"(?i)\btime", r"(?i)\bsec(ond)?s?\b", r"(?i)\bms\b", r"(?i)exec
                 r"(?i)device", r"(?i)\bthreads?\b", r"(?i)\bWG size", r"(?i)GPU\b.*name")
 
 CFLAGS = ("-O3", "-march=native", "-fopenmp")
+CUDA_HEADERS = pathlib.Path(__file__).resolve().parents[1] / "polypy" / "runtime"  # polypy's cuda.h & co.
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b", re.IGNORECASE)
 
 
@@ -75,13 +76,17 @@ class Output:
     """Which numbers of a run are compared: those of ``source`` (``stdout``, ``stderr`` or a file the
     program writes in its working directory), from the first line matching ``start`` on (the
     line itself excluded), dropping lines matching any of ``skip`` (and, with ``keep``, lines not
-    matching it); ``last`` keeps only the last that many lines."""
+    matching it); ``last`` keeps only the last that many lines; ``after``: only the numbers after
+    this pattern in each line; ``sort``: compared as a sorted list (an order the program leaves
+    open)."""
 
     source: str = "stdout"
     start: str | None = None
     skip: tuple[str, ...] = TIMING_LINES
     last: int | None = None
     keep: str | None = None
+    after: str | None = None
+    sort: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,7 +184,10 @@ def numbers(text: str, out: Output) -> list[float]:
         lines = [line for line in lines if re.search(out.keep, line)]
     if out.last is not None:
         lines = lines[-out.last:]
-    return [float(tok) for line in lines for tok in NUMBER.findall(line)]
+    if out.after is not None:
+        lines = [re.split(out.after, line, maxsplit=1)[-1] for line in lines]
+    values = [float(tok) for line in lines for tok in NUMBER.findall(line)]
+    return sorted(values) if out.sort else values
 
 
 def compare(ours: Sequence[float], theirs: Sequence[float], *, rtol: float, atol: float) -> str | None:
@@ -273,6 +281,9 @@ def compile_program(build: Build, root: pathlib.Path, work: pathlib.Path, tools:
     reference build, whose .cu files, if any, go to the C++ compiler as they are)."""
     src = root / build.directory
     flags = [*_flags(build, root), f"-I{src.resolve()}"]
+    if translated is not None:
+        # the Makefiles' -I$(CUDA_DIR)/include, for host files that include <cuda.h> themselves
+        flags.append(f"-I{CUDA_HEADERS}")
     objects = []
     jobs: list[tuple[str, pathlib.Path]] = []
     if translated is not None:
@@ -294,6 +305,13 @@ def compile_program(build: Build, root: pathlib.Path, work: pathlib.Path, tools:
     return binary
 
 
+def omp_environment(threads: int) -> dict[str, str]:
+    """The same OpenMP settings for both versions. Passive waiting: on a loaded machine (more
+    busy threads than cores) spinning threads make every barrier cost milliseconds, and
+    programs that launch thousands of short kernels (cfd) take 50x longer for both."""
+    return {"OMP_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "passive"}
+
+
 def run_directory(base: pathlib.Path, program: Program, inputs: pathlib.Path) -> pathlib.Path:
     """Where a program runs: ``base``, or for programs that open ``../../data/...`` themselves,
     that deep below ``base`` with ``base/data`` pointing at the generated ``data``."""
@@ -312,8 +330,10 @@ def run_binary(binary: pathlib.Path, args: Sequence[str], run_dir: pathlib.Path,
                threads: int) -> tuple[subprocess.CompletedProcess, float]:
     run_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    r = _run([str(binary), *args], cwd=run_dir, timeout=timeout, env={"OMP_NUM_THREADS": str(threads)})
+    r = _run([str(binary), *args], cwd=run_dir, timeout=timeout, env=omp_environment(threads))
     elapsed = time.perf_counter() - start
+    (run_dir / ".stdout").write_text(r.stdout)  # kept with --keep, for a look at what differed
+    (run_dir / ".stderr").write_text(r.stderr)
     if r.returncode != 0:
         tail = [line for line in (r.stderr + r.stdout).splitlines() if line.strip()]
         what = first_error("\n".join(tail[-3:])) if tail else ""
@@ -332,7 +352,7 @@ def run_emulated(program: Program, root: pathlib.Path, args: Sequence[str], run_
     flags = [*_flags(build, root), f"-I{(root / build.directory).resolve()}"]
     run_dir.mkdir(parents=True, exist_ok=True)
     r = _run([*tools.polypy, "run", "--emulate", str(source), *flags, "--", *args], cwd=run_dir,
-             timeout=max(program.timeout_s, 300), env={"OMP_NUM_THREADS": str(tools.thread_count)})
+             timeout=max(program.timeout_s, 300), env=omp_environment(tools.thread_count))
     if r.returncode != 0:
         raise StepFailed("emulated reference failed: " + first_error(r.stderr or r.stdout))
     return r
