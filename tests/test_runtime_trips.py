@@ -208,6 +208,63 @@ def test_memory_overwritten_in_a_runtime_loop_is_taped_at_launch_size(tmp_path) 
     assert sizes == [1, 1, 5, 9]  # elements per thread: one per iteration (at least one)
 
 
+# HeCBench-style Adam, run for `steps` steps per thread: p, m and v are overwritten in place each
+# step; a nested loop with two run-time trip counts (a two-dimensional tape).
+ADAM_STEPS = """__global__ void adam_steps(double* p, double* m, double* v, const double* g, int n, int steps,
+                           double b1, double b2, double lr, double eps)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    for (int t = 0; t < steps; t++) {
+        double gi = g[i] + 0.1 * p[i];
+        m[i] = b1 * m[i] + (1.0 - b1) * gi;
+        v[i] = b2 * v[i] + (1.0 - b2) * gi * gi;
+        p[i] = p[i] - lr * m[i] / (sqrt(v[i]) + eps);
+    }
+}
+__global__ void nested(double* y, int n, int steps, int m)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        for (int s = 0; s < steps; s++)
+            for (int j = 1; j <= m; j += 2)
+                y[i * 4 + (s + j) % 4] = y[i * 4 + (s + j) % 4] * y[i * 4 + j % 4] * 0.9;
+}
+"""
+
+
+def _check_all(kernel, g, config, args: dict, outs: list[str], ins: list[str], seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    v = {k: rng.standard_normal(args[k].shape) for k in ins}
+    w = {k: rng.standard_normal(args[k].shape) for k in outs}
+    fd = sum(_fd(kernel[config], args, v, k, w[k]) for k in outs)  # linear in w: one output at a time
+    out = _reverse(g, config, args, {"d_" + k: w[k].copy() for k in outs})
+    got = sum(float(out["d_" + k] @ v[k]) for k in ins)
+    assert abs(got - fd) <= 1e-6 * max(1.0, abs(fd)), (got, fd)
+    return g.memory(config, **out)
+
+
+def test_adam_steps_and_nested_runtime_loops(tmp_path) -> None:
+    src = tmp_path / "adam.cu"
+    src.write_text(ADAM_STEPS)
+    mod = polypy.compile(src)
+    rng = np.random.default_rng(1)
+    n = 40
+    g = polypy.grad(mod.adam_steps, wrt=["p", "m", "v", "g"])
+    tapes = []
+    for steps in (0, 3, 8):
+        args = {"p": rng.uniform(-1, 1, n), "m": rng.uniform(0, 0.1, n), "v": rng.uniform(0.1, 0.2, n),
+                "g": rng.uniform(-1, 1, n), "n": np.int32(n), "steps": np.int32(steps), "b1": 0.9, "b2": 0.99,
+                "lr": 0.01, "eps": 1e-8}
+        tapes.append(_check_all(mod.adam_steps, g, (2, 32), args, ["p", "m", "v"], ["p", "m", "v", "g"])["tape"])
+    assert tapes == [3, 9, 24]  # p, m, v before each step
+    g = polypy.grad(mod.nested)
+    for steps, m in ((0, 3), (3, 5)):
+        args = {"y": rng.uniform(0.9, 1.1, 4 * n), "n": np.int32(n), "steps": np.int32(steps), "m": np.int32(m)}
+        assert _check_all(mod.nested, g, (2, 32), args, ["y"], ["y"])["tape"] == 2 * max(steps, 1) * max(
+            (m + 1) // 2, 1)
+
+
 def test_a_checkpoint_budget_refuses_loops_that_carry_memory(tmp_path) -> None:
     src = tmp_path / "square.cu"
     src.write_text(SQUARE_STEPS)
@@ -241,6 +298,14 @@ def test_gradient_cuda_compiles_with_nvcc(tmp_path) -> None:
     text = out.read_text()
     assert "__global__ void heat_steps_grad(" in text and "s_snap_it[3]" in text
     subprocess.run([nvcc, "-c", str(out), "-o", str(tmp_path / "heat_grad.o")], check=True, cwd=tmp_path)
+    # tapes sized at launch elsewhere: a capacity macro per trip count in CUDA
+    src = tmp_path / "adam.cu"
+    src.write_text(ADAM_STEPS)
+    out = tmp_path / "nested_grad.cu"
+    assert main(["grad", str(src), "--kernel", "nested", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "#define NESTED_GRAD_TRIPS_0 1024" in text and "NESTED_GRAD_TRIPS_1" in text
+    subprocess.run([nvcc, "-c", str(out), "-o", str(tmp_path / "nested_grad.o")], check=True, cwd=tmp_path)
 
 
 def test_budget_must_be_positive() -> None:
