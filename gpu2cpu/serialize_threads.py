@@ -215,11 +215,12 @@ class _Lowering:
         return 1 + sum(self._thread_cost(c) for c in iter_children(e) if isinstance(c, n.Expr))
 
     def _composed(self, v: str) -> n.Expr | None:
-        """``v``'s final value where it is declared and then only assigned in the same statement
-        list, with nothing between that splits thread loops or jumps: the assigned values with
-        each read of ``v`` replaced by its value before (None where ``v`` is written otherwise)."""
+        """``v``'s final value where it is declared (with or without a value) and then only
+        assigned in the same statement list, with nothing between that splits thread loops or
+        jumps: the assigned values with each read of ``v`` replaced by its value before (None
+        where ``v`` is written otherwise)."""
         w = self.writes.get(v)
-        if w is None or w.decl is None or w.decl.init is None:
+        if w is None or w.decl is None:
             return None
         assigns = sum(1 for x in walk(self.kernel) if isinstance(x, n.Assign) and x.name == v)
         if assigns + 1 != w.count:
@@ -236,7 +237,12 @@ class _Lowering:
                 if any(isinstance(x, (n.Barrier, n.Shuffle, n.Vote, n.Break, n.Continue, n.Return)) for x in walk(s)):
                     return None
                 if isinstance(s, n.Assign) and s.name == v:
-                    value = rename_locals(s.value, {}, {n.Var(v, self.types[v]): value})
+                    if value is None:  # declared without a value: the first assignment gives it one
+                        if any(isinstance(x, n.Var) and x.name == v for x in walk(s.value)):
+                            return None
+                        value = s.value
+                    else:
+                        value = rename_locals(s.value, {}, {n.Var(v, self.types[v]): value})
             return value
         return None
 

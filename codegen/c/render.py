@@ -29,7 +29,7 @@ from polypy.ir import nodes as n
 from polypy.ir.cexpr import ADDITIVE, ATOM, MULTIPLICATIVE, UNARY, CExprPrinter, parenthesize, right_operand
 from polypy.ir.printer import format_const
 from polypy.ir.types import PointerType, ScalarType
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import walk, walk_block
 
 from codegen.c.readable import (BarrierNote, BarrierPlacer, OverflowFlag, NamedLocal, in_nest, occurs, stable_in,
                                  thread_axis, uniform_source_locals)
@@ -383,7 +383,9 @@ class Renderer(CExprPrinter):
             incr = f"{v} += {self.expr(step)}"
         threads = s.kind == "threads"
         if threads:
-            out.append(f"{ind}POLYPY_THREAD_LOOP")
+            # An innermost thread loop whose iterations provably touch different elements: a
+            # vector loop without the compiler's run-time alias checks (see ``independent_lanes``).
+            out.append(f"{ind}#pragma omp simd" if independent_lanes(s) else f"{ind}POLYPY_THREAD_LOOP")
         start = self.expr(s.start)
         stop = self.expr(s.stop, right_operand("lt"))  # `v < (0 < q ? q : 0)`
         if threads:
@@ -476,3 +478,64 @@ def pointer_decl(p: n.Param, name: str) -> str:
         restrict = " POLYPY_RESTRICT" if t.restrict else ""
         return f"{const}{c_type(t.elem)}*{restrict} {name}"
     return f"{c_type(t)} {name}"
+
+
+# Nodes through which a thread counter keeps a constant, nonzero stride (``affine_in``).
+_AFFINE_OPS = frozenset({"add", "sub"})
+_WIDE_INTS = frozenset({"i32", "u32", "i64", "u64"})
+
+
+def independent_lanes(loop: n.For) -> bool:
+    """Whether ``#pragma omp simd`` is exact on the thread loop ``loop``: no iteration reads what
+    another one writes, so running several in lockstep changes nothing.
+
+    Distinct CUDA threads never touch one element between two barriers unless one of them only
+    reads it or they use atomics (anything else is a data race, undefined in CUDA), so what is
+    left to prove is that the plain updates ``lower_block_atomics`` made of block atomics, and
+    writes to values declared outside the loop, do not collide: ``loop`` is innermost (no loop
+    inside it), assigns only locals it declares, and each store's index moves with the counter
+    at a constant nonzero stride (``a[row * n + tx]``, ``s[ty][tx]``, never ``s[0]``, ``h[bin]``
+    or ``s[tx * k]``), so two iterations never store to the same element.
+    """
+    declared = {x.name for x in walk_block(loop.body) if isinstance(x, n.Decl)}
+    for x in walk_block(loop.body):
+        if isinstance(x, (n.For, n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return)):
+            return False
+        if isinstance(x, n.Assign) and x.name not in declared:
+            return False
+        if isinstance(x, n.Store):
+            if not any(affine_in(i, loop.var) for i in x.index):
+                return False
+            if any(isinstance(y, (n.Load, n.Call)) or (isinstance(y, n.Var) and y.name in declared)
+                   for i in x.index for y in walk(i)):
+                return False
+    return True
+
+
+def affine_in(e: n.Expr, var: str) -> bool:
+    """``e`` is ``c * var + rest`` with ``c`` a nonzero constant and ``var`` not in ``rest``
+    (sums, differences, products by constants and widening casts)."""
+    if isinstance(e, n.Var):
+        return e.name == var
+    if isinstance(e, n.Cast):
+        return e.to.name in _WIDE_INTS and e.x.type.name in _WIDE_INTS and affine_in(e.x, var)
+    if isinstance(e, n.Binary):
+        a_has, b_has = _mentions(e.a, var), _mentions(e.b, var)
+        if e.op in _AFFINE_OPS:
+            if a_has and b_has:
+                return False
+            return affine_in(e.a, var) if a_has else (b_has and affine_in(e.b, var))
+        if e.op == "mul":
+            if a_has and _nonzero_int(e.b):
+                return affine_in(e.a, var)
+            if b_has and _nonzero_int(e.a):
+                return affine_in(e.b, var)
+    return False
+
+
+def _nonzero_int(e: n.Expr) -> bool:
+    return isinstance(e, n.Const) and e.type.name in _WIDE_INTS and e.value != 0
+
+
+def _mentions(e: n.Expr, var: str) -> bool:
+    return any(isinstance(x, n.Var) and x.name == var for x in walk(e))

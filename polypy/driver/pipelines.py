@@ -149,6 +149,7 @@ for _name, _target in (
     ("version-thread-loops", "gpu2cpu.version_thread_loops:version_thread_loops"),
     ("normalize-grid-stride", "gpu2cpu.normalize_grid_stride:normalize_grid_stride"),
     ("lower-block-atomics", "gpu2cpu.lower_block_atomics:lower_block_atomics"),
+    ("promote-accumulators", "gpu2cpu.promote_accumulators:promote_accumulators"),
 ):
     register_pass(_name, _target)
 
@@ -165,6 +166,7 @@ CPU_SCHEDULE: tuple[str, ...] = (
     "eliminate-dead-code",  # what the ranges without a guard leave dead
     "sink-thread-loops",
     "tighten-thread-bounds",
+    "promote-accumulators",  # elements updated in serial loops kept in registers
 )
 CPU_FINISH: tuple[str, ...] = ("lower-block-atomics", "fold-constants", "eliminate-dead-code")
 BEFORE_AD: tuple[str, ...] = CPU_OPTIMIZE + ("hoist-invariants",) + SIMPLIFY

@@ -1,0 +1,274 @@
+"""Issue 11, fast inner loops: cheap thread-index values recomputed instead of stored, accumulators
+kept in registers, vector-friendly thread loops -- each checked for its structure (what the CPU
+IR or the emitted C++ holds) and for exact results against the emulator."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from c_support import assert_same_as_emulator
+from polypy.driver.pipelines import to_cpu
+from polypy.driver.source import load
+from polypy.ir import nodes as n
+from polypy.ir.visitor import walk
+
+# A pathfinder-style sweep (Rodinia's dynproc kernel, written anew and smaller): the west/east
+# neighbour indices are clamped once, before the loop with barriers, and read in every step.
+PYRAMID = r"""
+#define BS 64
+__global__ void pyramid(const int* wall, const int* src, int* dst, int cols, int steps, int border)
+{
+    __shared__ int prev[BS];
+    __shared__ int next[BS];
+    int tx = threadIdx.x;
+    int small = BS - steps * 2;
+    int x0 = small * (int)blockIdx.x - border;
+    int lo = x0 < 0 ? -x0 : 0;
+    int hi = x0 + BS - 1 > cols - 1 ? BS - 1 - (x0 + BS - cols) : BS - 1;
+    int W = tx - 1;
+    int E = tx + 1;
+    W = W < lo ? lo : W;
+    E = E > hi ? hi : E;
+    int x = x0 + tx;
+    if (x >= 0 && x < cols)
+        prev[tx] = src[x];
+    __syncthreads();
+    for (int i = 0; i < steps; i++) {
+        bool on = tx >= i + 1 && tx <= BS - i - 2 && tx >= lo && tx <= hi;
+        if (on) {
+            int m = min(prev[W], prev[tx]);
+            next[tx] = min(m, prev[E]) + wall[i * cols + x];
+        }
+        __syncthreads();
+        if (on)
+            prev[tx] = next[tx];
+        __syncthreads();
+    }
+    if (tx >= steps && tx < BS - steps && x >= 0 && x < cols)
+        dst[x] = prev[tx];
+}
+"""
+
+# W is assigned under a thread-dependent condition: not straight-line code, so neither W nor the
+# clamp computed from it is recomputed (they stay in a buffer), and the results stay exact.
+REASSIGNED = r"""
+__global__ void reassigned(const int* a, int* out, int n)
+{
+    __shared__ int s[64];
+    int W = (int)threadIdx.x - 1;
+    if (threadIdx.x % 3 == 1)
+        W = W + 7;
+    W = W < 0 ? 0 : (W > 63 ? 63 : W);
+    s[threadIdx.x] = a[blockIdx.x * 64 + threadIdx.x];
+    __syncthreads();
+    out[blockIdx.x * 64 + threadIdx.x] = s[W];
+}
+"""
+
+
+def _kernel(text: str, name: str) -> n.Kernel:
+    return load(None, text=text).kernel(name)
+
+
+def _local_buffers(kernel: n.Kernel) -> set[str]:
+    return {b.name for b in kernel.buffers if b.space == "local"}
+
+
+def test_clamped_neighbour_indices_are_recomputed_not_stored():
+    cpu = to_cpu(_kernel(PYRAMID, "pyramid"))
+    buffers = _local_buffers(cpu)
+    assert not any(b.startswith(("W_", "E_")) for b in buffers), buffers
+    # ... and no thread loop reads a per-thread buffer to index prev with
+    gathers = [x for x in walk(cpu) if isinstance(x, n.Load) and x.buffer == "prev"
+               and any(isinstance(y, n.Load) for i in x.index for y in walk(i))]
+    assert not gathers
+
+
+def test_clamped_neighbour_indices_recomputed_exactly():
+    kernel = _kernel(PYRAMID, "pyramid")
+    rng = np.random.default_rng(7)
+    for cols, steps in ((150, 1), (150, 3), (61, 2)):
+        small = 64 - 2 * steps
+        grid = (cols + small - 1) // small
+        args = dict(wall=rng.integers(0, 10, size=steps * cols).astype(np.int32),
+                    src=rng.integers(0, 10, size=cols).astype(np.int32),
+                    dst=np.full(cols, -1, np.int32), cols=cols, steps=steps, border=steps)
+        assert_same_as_emulator(kernel, (grid, 1, 1), (64, 1, 1), args, cpp=True)
+
+
+def test_value_reassigned_after_a_barrier_stays_stored_and_exact():
+    kernel = _kernel(REASSIGNED, "reassigned")
+    cpu = to_cpu(kernel)
+    assert any(b.startswith("W_") for b in _local_buffers(cpu)), _local_buffers(cpu)
+    rng = np.random.default_rng(3)
+    args = dict(a=rng.integers(-50, 50, size=3 * 64).astype(np.int32), out=np.zeros(3 * 64, np.int32), n=3 * 64)
+    assert_same_as_emulator(kernel, (3, 1, 1), (64, 1, 1), args)
+
+
+# ---- #pragma omp simd on thread loops whose iterations touch different elements -------------
+
+def _emitted_cpp(path: str) -> str:
+    from polypy.driver.pipelines import lower_and_emit
+
+    return lower_and_emit(load(path), "cpp", program=False)
+
+
+def _loop_after(text: str, marker: str) -> str:
+    """The pragma line just before the first `for` line that contains ``marker``'s statement."""
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if marker in line)
+    loop = max(i for i in range(at) if lines[i].lstrip().startswith("for ("))
+    return lines[loop - 1].strip()
+
+
+def test_stencil_and_saxpy_thread_loops_are_simd():
+    from samples.spec import all_samples
+
+    paths = {s.name: str(s.source) for s in all_samples()}
+    jacobi = _emitted_cpp(paths["jacobi2d"])
+    assert _loop_after(jacobi, "= 0.25f * (") == "#pragma omp simd"
+    saxpy = _emitted_cpp(paths["saxpy"])
+    assert "#pragma omp simd" in saxpy
+
+
+def test_lowered_block_atomic_loop_is_not_simd():
+    from samples.spec import all_samples
+
+    dp = _emitted_cpp(next(str(s.source) for s in all_samples() if s.name == "dp_sweep"))
+    # atomicMin on the shared row minimum became a plain update of row_min[0]: every thread
+    # updates the same element, so that loop must stay scalar
+    assert _loop_after(dp, "row_min[0] = row_min_old") == "POLYPY_THREAD_LOOP"
+    assert _loop_after(dp, "row_min[0] = 2147483647") == "POLYPY_THREAD_LOOP"
+
+
+STRIDED_ATOMIC = r"""
+__global__ void strided(const int* a, int* out, int k)
+{
+    __shared__ int s[64];
+    s[threadIdx.x] = 0;
+    __syncthreads();
+    atomicAdd(&s[threadIdx.x * k], a[blockIdx.x * 64 + threadIdx.x]);
+    atomicAdd(&s[(threadIdx.x + 1) % 64], 1);
+    __syncthreads();
+    out[blockIdx.x * 64 + threadIdx.x] = s[threadIdx.x];
+}
+"""
+
+
+@pytest.mark.parametrize("k", [0, 1])
+def test_strided_block_atomics_stay_scalar_and_exact(k):
+    from codegen.c.render import independent_lanes
+
+    cpu = to_cpu(_kernel(STRIDED_ATOMIC, "strided"))
+    # the loops holding the plain updates the atomics became: a load of s, then a store to s
+    loops = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "threads"
+             and any(isinstance(y, n.Load) and y.buffer == "s" for y in walk(x))
+             and any(isinstance(y, n.Store) and y.buffer == "s" for y in walk(x))]
+    assert loops and not any(independent_lanes(x) for x in loops)
+    rng = np.random.default_rng(k)
+    args = dict(a=rng.integers(-9, 9, size=2 * 64).astype(np.int32), out=np.zeros(2 * 64, np.int32), k=k)
+    assert_same_as_emulator(_kernel(STRIDED_ATOMIC, "strided"), (2, 1, 1), (64, 1, 1), args, cpp=True)
+
+
+def test_affine_strides():
+    from codegen.c.render import affine_in
+    from polypy.ir.types import I32, U32
+
+    tx, k = n.Var("tx", U32), n.Var("k", I32)
+    c = lambda v, t=U32: n.Const(v, t)  # noqa: E731
+    assert affine_in(n.Binary("add", n.Binary("mul", k, k), n.Cast(I32, tx)), "tx")
+    assert affine_in(n.Binary("mul", c(4), n.Binary("sub", c(7), tx)), "tx")
+    assert not affine_in(n.Binary("mul", tx, n.Cast(U32, k)), "tx")  # stride known only at run time
+    assert not affine_in(n.Binary("mul", tx, c(0)), "tx")
+    assert not affine_in(n.Binary("rem", tx, c(16)), "tx")
+    assert not affine_in(n.Binary("sub", tx, tx), "tx")
+    assert not affine_in(c(3), "tx")
+
+
+# ---- accumulators in registers (gpu2cpu.promote_accumulators) --------------------------------
+
+GEMM = r"""
+__global__ void gemm(int ni, int nj, int nk, float alpha, float beta, float* RESTRICT_A a,
+                     float* RESTRICT_B b, float* RESTRICT_C c)
+{
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i < ni && j < nj) {
+        c[i * nj + j] *= beta;
+        int k;
+        for (k = 0; k < nk; k++)
+            c[i * nj + j] += alpha * a[i * nk + k] * b[k * nj + j];
+    }
+}
+"""
+
+
+def _gemm(restrict: bool) -> n.Kernel:
+    word = "__restrict__" if restrict else ""
+    text = GEMM.replace("RESTRICT_A", word).replace("RESTRICT_B", word).replace("RESTRICT_C", word)
+    return _kernel(text, "gemm")
+
+
+def _serial_loops(kernel: n.Kernel) -> list[n.Stmt]:
+    """Serial loops not containing thread loops (per-thread code)."""
+    return [x for x in walk(kernel) if (isinstance(x, n.While) or (isinstance(x, n.For) and x.kind == "serial"))
+            and not any(isinstance(y, n.For) and y.kind == "threads" for y in walk(x))]
+
+
+@pytest.mark.parametrize("restrict", [False, True])
+def test_gemm_accumulator_is_not_reloaded_in_the_k_loop(restrict):
+    cpu = to_cpu(_gemm(restrict))
+    loops = _serial_loops(cpu)
+    assert loops
+    for loop in loops:
+        assert not any(isinstance(x, n.Load) and x.buffer == "c" for x in walk(loop))
+        stores = [x for x in walk(loop) if isinstance(x, n.Store) and x.buffer == "c"]
+        # with a and b possibly aliasing c, memory is kept current in each iteration; with
+        # __restrict__ the element is stored once, after the loop
+        assert bool(stores) != restrict
+
+
+@pytest.mark.parametrize("restrict", [False, True])
+@pytest.mark.parametrize("block", [(8, 4, 1), (16, 16, 1), (5, 3, 1)])
+def test_gemm_accumulator_exact(restrict, block):
+    rng = np.random.default_rng(11)
+    ni, nj, nk = 13, 19, 7
+    args = dict(ni=ni, nj=nj, nk=nk, alpha=np.float32(1.5), beta=np.float32(0.5),
+                a=rng.standard_normal(ni * nk).astype(np.float32), b=rng.standard_normal(nk * nj).astype(np.float32),
+                c=rng.standard_normal(ni * nj).astype(np.float32))
+    grid = (-(-nj // block[0]), -(-ni // block[1]), 1)
+    assert_same_as_emulator(_gemm(restrict), grid, block, args, cpp=True)
+
+
+SELF_ALIAS = r"""
+__global__ void running(const float* a, float* c, int n)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int k = 0; k < n; k++)
+        c[t] = c[t] * 0.5f + a[k % 2];
+}
+"""
+
+
+def test_accumulator_exact_when_a_load_aliases_it():
+    """a and c are one array, one thread: every other iteration reads, through a, the value c[0]
+    got in the iteration before (more threads would race on the array)."""
+    from c_support import need_compiler
+    from codegen.c import build_library
+    from polypy.emulator import emulate
+
+    need_compiler(cpp=True)
+    kernel = _kernel(SELF_ALIAS, "running")
+    cpu = to_cpu(kernel)
+    (loop,) = _serial_loops(cpu)
+    assert not any(isinstance(x, n.Load) and x.buffer == "c" for x in walk(loop))
+    base = np.random.default_rng(5).standard_normal(4).astype(np.float32)
+    want = base.copy()
+    emulate(kernel, (1, 1, 1), (1, 1, 1), {"a": want, "c": want, "n": 9})
+    got = base.copy()
+    build_library([cpu], cpp=True).launch("running", (1, 1, 1), (1, 1, 1), {"a": got, "c": got, "n": 9})
+    np.testing.assert_array_equal(got, want)
+    # the aliasing mattered: with separate arrays the result differs
+    apart = base.copy()
+    emulate(kernel, (1, 1, 1), (1, 1, 1), {"a": base.copy(), "c": apart, "n": 9})
+    assert not np.array_equal(apart, want)
