@@ -216,15 +216,16 @@ POLYPY_D bool signbit(float);
 POLYPY_D bool signbit(double);
 #endif
 
-/* Textures and surfaces: declared so that programs using them parse; the frontend refuses them. */
+/* Textures (the reference type is the runtime's): tex1Dfetch of a texture reference bound to
+ * linear memory reads the bound buffer; the others are declared so that programs using them parse,
+ * and the frontend refuses them by name. */
 #ifdef __cplusplus
-typedef unsigned long long cudaTextureObject_t;
-template <class T, int dim = 1, int mode = 0> struct texture { int unused; };
-template <class T> static __device__ T tex1Dfetch(texture<T, 1, 0> t, int x);
+template <class T, enum cudaTextureReadMode M> static __device__ T tex1Dfetch(texture<T, 1, M> t, int x);
 template <class T> static __device__ T tex1Dfetch(cudaTextureObject_t t, int x);
-template <class T> static __device__ T tex1D(texture<T, 1, 0> t, float x);
-template <class T> static __device__ T tex2D(texture<T, 2, 0> t, float x, float y);
+template <class T, enum cudaTextureReadMode M> static __device__ T tex1D(texture<T, 1, M> t, float x);
+template <class T, enum cudaTextureReadMode M> static __device__ T tex2D(texture<T, 2, M> t, float x, float y);
 template <class T> static __device__ T tex2D(cudaTextureObject_t t, float x, float y);
+template <class T, enum cudaTextureReadMode M> static __device__ T tex3D(texture<T, 3, M> t, float x, float y, float z);
 #endif
 
 #undef POLYPY_D

@@ -6,13 +6,13 @@ import clang.cindex as ci
 
 from polypy.ir import nodes as n
 from polypy.ir.mathfns import CUDA_ARITH_INTRINSICS, CUDA_MATH_NAMES, MATH_FUNCTIONS
-from polypy.ir.types import BOOL, I32, I64, U32, U64
+from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
 from frontend.lower.context import CK, function_body
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
-from frontend.values import Aggregate, MemLV, Value
+from frontend.values import Aggregate, MemLV, Pointer, Value
 
 
 _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomicMin": "min", "atomicMax": "max",
@@ -78,8 +78,12 @@ class CallLowering:
         base = name[len("__builtin_"):] if name.startswith("__builtin_") else name
         if base in _REFUSED_CALLS:
             raise self.error(_REFUSED_CALLS[base], c)
+        if base == "tex1Dfetch":
+            return self.texture_fetch(args, c)
         if base.startswith("tex") or base.startswith("surf"):
-            raise self.error("textures and surfaces are not supported", c)
+            what = {"tex1D": "filtered texture reads (tex1D)", "tex2D": "2-D textures (tex2D)",
+                    "tex3D": "3-D textures (tex3D)"}.get(base, "surfaces" if base.startswith("surf") else "this texture read")
+            raise self.error(f"{what}: textures are only supported as tex1Dfetch of a texture reference", c)
         body = function_body(fn.get_definition() or fn)
         if body is None or (fn.location.is_in_system_header and base in CUDA_MATH_NAMES):
             # Declared by the prelude or the C library: a CUDA built-in, mapped by name.
@@ -157,6 +161,36 @@ class CallLowering:
                 self.assign(lv, n.Call(fname, (x,), x.type, loc=loc), c)
             return None
         raise self.error(f"call to '{name}', which has no definition polypy can translate", c)
+
+    def texture_fetch(self, args: list[ci.Cursor], c: ci.Cursor) -> Value:
+        """``tex1Dfetch(t, i)`` of a file-scope ``texture<T, 1, cudaReadModeElementType> t`` bound to
+        linear memory: element ``i`` of the bound buffer, which the kernel receives as a hidden
+        read-only pointer parameter named after the texture (launches pass ``t``'s binding)."""
+        # The argument is a copy of the reference (texture<...> is passed by value): find the name.
+        refs = [r for r in args[0].walk_preorder() if r.kind == CK.DECL_REF_EXPR]
+        decl = refs[0].referenced if len(refs) == 1 else None
+        if decl is None or decl.kind != CK.VAR_DECL or tm.is_pointer(decl.type) or \
+                decl.type.get_canonical().spelling.split("<")[0].split("::")[-1] != "texture":
+            raise self.error("texture objects are not supported: textures are only supported as tex1Dfetch of "
+                             "a texture reference", args[0])
+        t = decl.type.get_canonical()
+        if t.get_num_template_arguments() != 3:
+            raise self.error("textures: unexpected texture type", args[0])
+        # The read mode, as clang spells the type (defaults left out): element reads only.
+        spelled = t.spelling[t.spelling.index("<") + 1:t.spelling.rindex(">")]
+        if spelled.count(",") >= 2 and spelled.rsplit(",", 1)[1].strip() not in ("cudaReadModeElementType", "0"):
+            raise self.error("textures with cudaReadModeNormalizedFloat are not supported", args[0])
+        kernel_textures = self.ctx.textures.setdefault(self.kernel_name, [])
+        pname = next((p for p, host, _ in kernel_textures if host == decl.spelling), None)
+        elem = t.get_template_argument_type(0)
+        layout = tm.elem_layout(elem, self.loc(decl))
+        if pname is None:
+            pname = self.names.fresh(decl.spelling)
+            self.params.append(n.Param(pname, PointerType(layout.scalar, const=True), loc=self.loc(decl)))
+            self.source_params.append(n.SourceParam(pname, f"const {elem.spelling} *", (("", pname),)))
+            kernel_textures.append((pname, decl.spelling, elem.spelling))
+        index = self.scalar(args[1])
+        return self.read(self.pointer_element(Pointer(pname, (), None, layout), index, c), c)
 
     def bit_intrinsic(self, name: str, args: list[n.Expr], c: ci.Cursor) -> n.Expr:
         """CUDA's integer intrinsics, written with shifts, masks and multiplications (exact,

@@ -97,6 +97,10 @@ class ModuleContext:
         self.globals: dict[tuple, n.Buffer] = {}
         self.global_layouts: dict[tuple, ArrayBinding] = {}
         self.names = NameAllocator()
+        # Per kernel, the texture references it reads, in the order of their hidden parameters:
+        # (parameter name, the texture's name in host code, its element type). A launch passes
+        # each one's binding.
+        self.textures: dict[str, list[tuple[str, str, str]]] = {}
 
     def global_array(self, decl: ci.Cursor, where: Loc | None) -> ArrayBinding:
         key = decl_key(decl)
