@@ -387,6 +387,10 @@ class _SizedAtLaunch(_GradientKernel):
     def gpu(self) -> n.Kernel:
         return self.gradient
 
+    @property
+    def signature(self) -> n.Kernel:
+        return self.gradient
+
     def memory(self, config: Any, *args: Any, **kwargs: Any) -> dict[str, int]:
         return _memory(self.gradient, self._extents(config, args, kwargs))
 
