@@ -314,13 +314,13 @@ def omp_environment(threads: int) -> dict[str, str]:
 
 def run_directory(base: pathlib.Path, program: Program, inputs: pathlib.Path) -> pathlib.Path:
     """Where a program runs: ``base``, or for programs that open ``../../data/...`` themselves,
-    that deep below ``base`` with ``base/data`` pointing at the generated ``data``."""
+    that deep below ``base`` with a copy of the generated ``data`` in ``base`` (a copy: some
+    write their output next to their input)."""
     base.mkdir(parents=True, exist_ok=True)
     if not program.cwd:
         return base
-    link = base / "data"
-    if not link.exists() and (inputs / "data").exists():
-        link.symlink_to((inputs / "data").resolve(), target_is_directory=True)
+    if not (base / "data").exists() and (inputs / "data").exists():
+        shutil.copytree(inputs / "data", base / "data")
     run_dir = base / program.cwd
     run_dir.mkdir(parents=True, exist_ok=True)
     return run_dir

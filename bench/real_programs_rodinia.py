@@ -153,6 +153,25 @@ def _mummer(directory: pathlib.Path, size: str) -> dict[str, str]:
     return {"ref": ref, "query": _write_lines(directory / "query.fna", lines)}
 
 
+def _dwt2d(directory: pathlib.Path, size: str) -> dict[str, str]:
+    """``data/dwt2d/rgb.bmp``: the program reads width*height*3 raw bytes from it (no header)."""
+    n = _pick(size, 64, 192, 1024)
+    rng = random.Random(10)
+    path = directory / "data" / "dwt2d" / "rgb.bmp"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(bytes(min(255, int(abs(rng.gauss(100, 40)))) for _ in range(n * n * 3)))
+    return {"image": "rgb.bmp", "n": str(n)}
+
+
+def _huffman(directory: pathlib.Path, size: str) -> dict[str, str]:
+    """Any bytes (the program encodes the file); skewed so that the codes differ in length."""
+    count = _pick(size, 1 << 14, 1 << 18, 1 << 24)
+    rng = random.Random(11)
+    path = directory / "input.bin"
+    path.write_bytes(bytes(min(255, int(rng.expovariate(1 / 20))) for _ in range(count)))
+    return {"data": str(path)}
+
+
 def _sizes(**per_size) -> Inputs:
     """Parameters only (programs that make their own data): ``name=(tiny, small, time)``."""
     def inputs(directory: pathlib.Path, size: str) -> dict[str, str]:
@@ -199,8 +218,8 @@ def programs(root: pathlib.Path) -> list[Program]:
         Program("dwt2d", _c("dwt2d", cu=("main.cu", "dwt.cu", "components.cu", "dwt_cuda/fdwt53.cu",
                                          "dwt_cuda/fdwt97.cu", "dwt_cuda/common.cu", "dwt_cuda/rdwt97.cu",
                                          "dwt_cuda/rdwt53.cu"), flags=("-I.", "-DOUTPUT")),
-                ("{image}", "-d", "{n}x{n}", "-f", "-5", "-l", "3"), None, Check("none"),
-                note="needs a .bmp input (no generator yet); no OpenMP version"),
+                ("{image}", "-d", "{n}x{n}", "-f", "-5", "-l", "3"), _dwt2d, Check("none"), cwd="run/dwt2d",
+                note="opens ../../data/dwt2d/<image> itself; no OpenMP version, several .cu files: no reference"),
         Program("gaussian", _c("gaussian", cu=("gaussian.cu",)), ("-s", "{n}"), _sizes(n=(16, 64, 2048)),
                 Check("none"),
                 note="prints no result (its verbose flag is 0 and only -q changes it); no OpenMP version"),
@@ -221,7 +240,9 @@ def programs(root: pathlib.Path) -> list[Program]:
                 Check("omp", Output("output.out")), omp=_o("hotspot3D", c=("3D.c",))),
         Program("huffman", _c("huffman", cu=("main_test_cu.cu", "vlc_kernel_sm64huff.cu", "scan.cu", "pack_kernels.cu"),
                               cxx=("stats_logger.cpp", "cpuencode.cpp")),
-                ("{data}",), None, Check("none"), note="needs Rodinia's input file (no generator); no OpenMP version"),
+                ("{data}",), _huffman,
+                Check("self", pattern=r"(?P<ok>PASS|FAIL)! vectors are", expect="PASS"),
+                note="its own comparison with a CPU encoder; no OpenMP version"),
         Program("hybridsort", _c("hybridsort", cu=("bucketsort.cu", "mergesort.cu", "main.cu"), flags=("-DVERIFY",)),
                 ("r",), None, Check("self", pattern=r"(?P<ok>GPU iterations)", expect="GPU iterations",
                                     absent=r"missmatch"),
