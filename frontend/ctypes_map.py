@@ -131,6 +131,11 @@ def elem_layout(t: ci.Type, where=None) -> ElemLayout:
             assert scalar is not None
             if c.get_size() == len(ls) * scalar.itemsize:
                 return ElemLayout(scalar, len(ls), tuple((leaf.path, i) for i, leaf in enumerate(ls)), t.spelling)
+        held = next((leaf for leaf in ls if is_pointer(leaf.ctype)), None)
+        if held is not None:
+            raise UserError(f"memory of type '{t.spelling}' is not supported: it holds pointers (member "
+                            f"'{held.path[1:]}' of type '{held.ctype.spelling}'), and pointers stored in "
+                            f"__constant__, __device__, shared or local arrays are not supported", where)
         raise UserError(
             f"memory of type '{t.spelling}' is not supported: only scalars and records whose members all "
             f"have one scalar type and no padding (like float4) can live in arrays (pointer parameters may "

@@ -300,3 +300,15 @@ def test_pointers_assigned_later_keep_to_one_buffer(body: str, message: str, col
     result = _polypy("translate", str(src), "-o", str(tmp_path / "bad.cpp"))
     assert result.returncode == 1, result.stdout
     assert f"{src}:2:{column}: error: {message}" in result.stderr, result.stderr
+
+
+def test_a_constant_record_holding_pointers_is_a_located_error(tmp_path: pathlib.Path) -> None:
+    # Rodinia heartwall: `__constant__ params_common_change d_common_change;` holds device pointers.
+    src = tmp_path / "held.cu"
+    src.write_text("struct Change { float* d_frame; int frame_no; };\n"
+                   "__constant__ Change d_change;\n"
+                   "__global__ void k(float* out) { out[0] = d_change.d_frame[d_change.frame_no]; }\n")
+    result = _polypy("translate", str(src), "-o", str(tmp_path / "held.cpp"))
+    assert result.returncode == 1
+    assert (f"{src}:2:21: error: memory of type 'Change' is not supported: it holds pointers (member 'd_frame' of "
+            "type 'float *')") in result.stderr, result.stderr
