@@ -82,10 +82,12 @@ def test_no_warning_for_race_free_launches(tmp_path, capsys, store: str, block: 
 
 
 def test_a_launch_shape_held_in_a_variable_is_symbolic(tmp_path) -> None:
-    # `dim3 block(32, 8)` might change before the launch: the model stays symbolic (block.y
-    # taken as 1 since the kernel never reads it), so nothing is claimed.
+    # `dim3 block(32, 8)` changed in an `if` before the launch: the shape is not known at compile
+    # time, the model stays symbolic (block.y taken as 1 since the kernel never reads it), so
+    # nothing is claimed.
     src = tmp_path / "mvt.cu"
-    src.write_text(MVT.replace("STORE", "y[i] = s;").replace("mvt<<<", "dim3 block(32, 8);\n    mvt<<<")
+    src.write_text(MVT.replace("STORE", "y[i] = s;")
+                   .replace("mvt<<<", "dim3 block(32, 8);\n    if (n > 300) block.y = 4;\n    mvt<<<")
                    .replace("BLOCK", "block"))
     module = load(src)
     assert [s.block_shape for s in module.host.launches] == [None]
@@ -110,14 +112,18 @@ int main() {
 }
 """)
     sites = load(src).host.launches
+    # n and block are never written after their declarations: their values are known
+    # (frontend.launch_shapes).
     assert [(s.grid_shape, s.block_shape) for s in sites] == [
-        (None, None), (None, (128, 1, 1)), ((4, 2, 1), (32, 8, 1)), (None, (64, 1, 1)), ((2, 1, 1), (64, 1, 1)),
-        ((2, 2, 2), (32, 4, 1))]
-    # The C++ of the program has a version of k specialized for each constant block shape (at most 4).
+        ((100, 1, 1), (256, 1, 1)), ((1, 1, 1), (128, 1, 1)), ((4, 2, 1), (32, 8, 1)), ((100, 1, 1), (64, 1, 1)),
+        ((2, 1, 1), (64, 1, 1)), ((2, 2, 2), (32, 4, 1))]
+    # The C++ of the program has a version of k specialized for each constant block shape, at most
+    # 4 (the first four; the launch with the fifth runs the generic version).
     out = tmp_path / "shapes.cpp"
     assert main(["translate", str(src), "-o", str(out)]) == 0
     text = out.read_text()
-    assert all(f"k_launch_{v}(" in text for v in ("b128x1x1", "b32x8x1", "b64x1x1", "b32x4x1", "generic"))
+    assert all(f"k_launch_{v}(" in text for v in ("b256x1x1", "b128x1x1", "b32x8x1", "b64x1x1", "generic"))
+    assert "k_launch_b32x4x1(" not in text
 
 
 def _kernel(tmp_path: pathlib.Path, body: str, params: str = "const float* x, float* y, int n"):
