@@ -111,3 +111,32 @@ def test_model_failure_in_grad_is_an_internal_error(monkeypatch) -> None:
     monkeypatch.setattr(polypy.poly, "sharing", broken)
     with pytest.raises(InternalError, match="privacy proof of 'x'.*TypeError"):
         grad(ROWS)
+
+
+SIZE_T_ROWS = """#include <stddef.h>
+__global__ void rows_sz(const double* x, double* y, size_t cols)
+{
+    for (size_t c = threadIdx.x; c < cols; c += blockDim.x)
+        y[blockIdx.x * cols + c] = 2.0 * x[blockIdx.x * cols + c] * x[blockIdx.x * cols + c];
+}
+"""
+
+
+def test_size_t_loop_gradient_has_no_model_failure(tmp_path) -> None:
+    # u64 constants (2**64 - 1, the modulus 2**64) reached isl.Val as C longs: a TypeError that
+    # grad used to swallow ("model failed"), falling back to atomics without a word
+    import polypy
+    from autodiff.check import check_gradients
+    from polypy.driver.gradients import grad_kernel
+
+    src = tmp_path / "rows_sz.cu"
+    src.write_text(SIZE_T_ROWS)
+    module = polypy.load(str(src))
+    report: list = []
+    g = grad_kernel(module, "rows_sz", report=report)
+    assert not any("model failed" in d.reason for d in decisions(report, "x"))
+    rng = np.random.default_rng(3)
+    rows, cols = 3, 21
+    args = {"x": rng.standard_normal(rows * cols), "y": np.zeros(rows * cols), "cols": np.uint64(cols)}
+    result = check_gradients(module.kernel("rows_sz"), g, rows, 8, args)
+    assert abs(result.finite_difference) > 1e-8 and result.error() < 1e-6, result

@@ -14,7 +14,7 @@ from polypy.ir.printer import format_expr
 from polypy.ir.queries import written_names
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import walk
-from polypy.poly.affine import Converter, expression_key, int_range
+from polypy.poly.affine import Converter, _val, expression_key, int_range
 from polypy.poly.instances import Access, Barrier, BlockValue, Delinearized, Loop, Model, Stride
 from polypy.poly.paths import AccessId, StmtPath, child_blocks, statement_accesses
 from polypy.poly.space import (
@@ -165,7 +165,7 @@ class _Builder:
                 continue
             # blockIdx[d] * step with step >= 1; grid-wide questions add the pairwise facts.
             d, e, k = bv.stride
-            step = self._extent("block", e) * isl.Val(k)
+            step = self._extent("block", e) * _val(k)
             dom &= u.ge_set(self.affs[BLOCK_IDX[d]]) & (u + step).le_set(c(INDEX_LIMIT))
         for dim in self.loop_dim.values():
             dom &= self.affs[dim].eq_set(c(0))
@@ -377,7 +377,7 @@ class _Builder:
                 self.strides.append(Stride(dim, path, start, step, expression_key(s.step)))
                 loop_exact = False
             elif step_value > 1:
-                body_dom &= (k - start).mod_val(isl.Val(step_value)).eq_set(c(0))
+                body_dom &= (k - start).mod_val(_val(step_value)).eq_set(c(0))
             header_dom = free
             self.bound[s.var] = k
         else:
@@ -502,9 +502,9 @@ class _Builder:
                 return None
             c = Converter.constant_value(value)
             if c is not None:
-                rest = rest * isl.Val(c)
+                rest = rest * _val(c)
             elif Converter.constant_value(rest) is not None:
-                rest = value * isl.Val(Converter.constant_value(rest))
+                rest = value * _val(Converter.constant_value(rest))
             else:
                 return None
         return uniform[0], rest

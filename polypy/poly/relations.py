@@ -20,6 +20,7 @@ from typing import Iterable
 
 import islpy as isl
 
+from polypy.poly.affine import _val
 from polypy.poly.alias import alias_kind
 from polypy.poly.model import BLOCK_IDX, CTX, THREAD_IDX, Access, Barrier, Model
 
@@ -74,7 +75,7 @@ class Copies:
         return self.affs[f"{name}#{copy}"]
 
     def const(self, value: int) -> isl.PwAff:
-        return self.zero + isl.Val(value)
+        return self.zero + _val(value)
 
     def eliminate(self, s: isl.Set, copy: str) -> isl.Set:
         """``s`` with the dimensions of ``copy`` existentially quantified (kept in the space)."""
@@ -166,7 +167,7 @@ class Copies:
                 for bv in self.model.block_values:
                     if bv.stride is not None and bv.stride[0] == d:
                         _, e, k = bv.stride
-                        step = self._block_dim(e) * isl.Val(k)
+                        step = self._block_dim(e) * _val(k)
                         piece &= (self.dim(bv.name, second) - self.dim(bv.name, first)).ge_set(step)
                 for name, (e, factor) in self.model.block_factors.items():
                     if e == d:  # blockIdx[d] * P: P or more apart unless P < 0
@@ -230,8 +231,8 @@ class Copies:
         if ea is None or eb is None:
             return self.universe
         sa, sb = a.elem.itemsize, b.elem.itemsize
-        xa, xb = self.aff(ea, ca) * isl.Val(sa), self.aff(eb, cb) * isl.Val(sb)
-        return xa.lt_set(xb + isl.Val(sb)) & xb.lt_set(xa + isl.Val(sa))
+        xa, xb = self.aff(ea, ca) * _val(sa), self.aff(eb, cb) * _val(sb)
+        return xa.lt_set(xb + _val(sb)) & xb.lt_set(xa + _val(sa))
 
     def same_element(self, a: Access, ca: str, b: Access, cb: str) -> isl.Set | None:
         """Where ``a`` and ``b`` certainly touch the same element of the same buffer (None: never provable)."""

@@ -43,7 +43,7 @@ from polypy.ir.queries import buffers_written, written_names
 from polypy.ir.rewrite import int_add, int_scale
 from polypy.ir.types import I64, PointerType
 from polypy.ir.visitor import Mutator, walk
-from polypy.poly.affine import expression_key
+from polypy.poly.affine import _val, expression_key
 from polypy.poly.model import BLOCK_DIM, BLOCK_IDX, MAX_BLOCK_DIM, Model, build_model
 from polypy.poly.relations import Copies
 
@@ -296,7 +296,7 @@ def _window_dim(model: Model, pieces: list[tuple[isl.PwAff, isl.Set]]) -> Window
         offset = pa
         for name, c in coefs.items():
             var = isl.PwAff.from_aff(isl.Aff.var_on_domain(ls, isl.dim_type.set, model.dims.index(name)))
-            offset = offset - var * isl.Val(c)
+            offset = offset - var * _val(c)
         s = isl.Map.from_pw_aff(offset.intersect_domain(dom)).range()
         values = s if values is None else values.union(s)
     assert values is not None
@@ -359,8 +359,8 @@ def _block_dim_box(space: isl.Space) -> isl.Set:
     for i in range(ctx.dim(isl.dim_type.param)):
         name = ctx.get_dim_name(isl.dim_type.param, i)
         limit = MAX_BLOCK_DIM[BLOCK_DIM.index(name)]
-        ctx = ctx.lower_bound_val(isl.dim_type.param, i, isl.Val(1)).upper_bound_val(isl.dim_type.param, i,
-                                                                                          isl.Val(limit))
+        ctx = ctx.lower_bound_val(isl.dim_type.param, i, _val(1)).upper_bound_val(isl.dim_type.param, i,
+                                                                                          _val(limit))
     return ctx
 
 
@@ -410,12 +410,12 @@ def _linear(aff: isl.Aff) -> Linear | None:
 
 def _pw_aff(linear: Linear, space: isl.Space) -> isl.PwAff | None:
     ls = isl.LocalSpace.from_space(space)
-    aff = isl.Aff.zero_on_domain(ls) + isl.Val(linear[1])
+    aff = isl.Aff.zero_on_domain(ls) + _val(linear[1])
     for name, c in linear[0].items():
         pos = space.find_dim_by_name(isl.dim_type.param, name)
         if pos < 0:
             return None
-        aff = aff + isl.Aff.var_on_domain(ls, isl.dim_type.param, pos) * isl.Val(c)
+        aff = aff + isl.Aff.var_on_domain(ls, isl.dim_type.param, pos) * _val(c)
     return isl.PwAff.from_aff(aff)
 
 
