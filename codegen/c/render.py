@@ -29,7 +29,7 @@ from polypy.ir import nodes as n
 from polypy.ir.cexpr import ADDITIVE, ATOM, MULTIPLICATIVE, UNARY, CExprPrinter, parenthesize, right_operand
 from polypy.ir.printer import format_const
 from polypy.ir.types import PointerType, ScalarType
-from polypy.ir.visitor import walk, walk_block
+from polypy.ir.visitor import substitute, walk, walk_block
 
 from codegen.c.readable import (BarrierNote, BarrierPlacer, OverflowFlag, NamedLocal, in_nest, occurs, stable_in,
                                  thread_axis, uniform_source_locals)
@@ -385,7 +385,8 @@ class Renderer(CExprPrinter):
         if threads:
             # An innermost thread loop whose iterations provably touch different elements: a
             # vector loop without the compiler's run-time alias checks (see ``independent_lanes``).
-            out.append(f"{ind}#pragma omp simd" if independent_lanes(s) else f"{ind}POLYPY_THREAD_LOOP")
+            private = {b.name for b in self.kernel.buffers if b.space in ("shared", "local")}
+            out.append(f"{ind}#pragma omp simd" if independent_lanes(s, private) else f"{ind}POLYPY_THREAD_LOOP")
         start = self.expr(s.start)
         stop = self.expr(s.stop, right_operand("lt"))  # `v < (0 < q ? q : 0)`
         if threads:
@@ -485,7 +486,7 @@ _AFFINE_OPS = frozenset({"add", "sub"})
 _WIDE_INTS = frozenset({"i32", "u32", "i64", "u64"})
 
 
-def independent_lanes(loop: n.For) -> bool:
+def independent_lanes(loop: n.For, private: frozenset[str] | set[str]) -> bool:
     """Whether ``#pragma omp simd`` is exact on the thread loop ``loop``: no iteration reads what
     another one writes, so running several in lockstep changes nothing.
 
@@ -493,23 +494,38 @@ def independent_lanes(loop: n.For) -> bool:
     reads it or they use atomics (anything else is a data race, undefined in CUDA), so what is
     left to prove is that the plain updates ``lower_block_atomics`` made of block atomics, and
     writes to values declared outside the loop, do not collide: ``loop`` is innermost (no loop
-    inside it), assigns only locals it declares, and each store's index moves with the counter
-    at a constant nonzero stride (``a[row * n + tx]``, ``s[ty][tx]``, never ``s[0]``, ``h[bin]``
-    or ``s[tx * k]``), so two iterations never store to the same element.
+    inside it), assigns only locals it declares, each store's index moves with the counter at a
+    constant nonzero stride (``a[row * n + tx]``, ``s[ty][tx]``, never ``s[0]``, ``h[bin]`` or
+    ``s[tx * k]``), and a block-private buffer (``private``: shared and per-thread memory, where
+    atomics became plain updates) it stores to it accesses at that one index only, so no two
+    iterations touch the same element of what the loop writes.
     """
     declared = {x.name for x in walk_block(loop.body) if isinstance(x, n.Decl)}
+    assigned = {x.name for x in walk_block(loop.body) if isinstance(x, n.Assign)}
+    # Locals the loop declares with a value and never assigns (``c = base + tx``) stand for it.
+    values = {n.Var(x.name, x.vtype): x.init for x in walk_block(loop.body)
+              if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
     for x in walk_block(loop.body):
         if isinstance(x, (n.For, n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return)):
             return False
         if isinstance(x, n.Assign) and x.name not in declared:
             return False
         if isinstance(x, n.Store):
-            if not any(affine_in(i, loop.var) for i in x.index):
+            index = tuple(_expand(i, values) for i in x.index)
+            if not any(affine_in(i, loop.var) for i in index):
                 return False
             if any(isinstance(y, (n.Load, n.Call)) or (isinstance(y, n.Var) and y.name in declared)
-                   for i in x.index for y in walk(i)):
+                   for i in index for y in walk(i)):
                 return False
-    return True
+    # Two atomics on one shared array at different offsets (s[tx], s[tx + 1]) are legal CUDA: a
+    # block-private buffer the loop stores to (where lowered atomics live) is accessed at one
+    # index only, so each iteration touches its own element.
+    indices: dict[str, set[tuple[n.Expr, ...]]] = {}
+    for x in walk_block(loop.body):
+        if isinstance(x, (n.Load, n.Store)):
+            indices.setdefault(x.buffer, set()).add(x.index)
+    stored = {x.buffer for x in walk_block(loop.body) if isinstance(x, n.Store)}
+    return all(len(indices[b]) == 1 for b in stored if b in private)
 
 
 def affine_in(e: n.Expr, var: str) -> bool:
@@ -531,6 +547,15 @@ def affine_in(e: n.Expr, var: str) -> bool:
             if b_has and _nonzero_int(e.a):
                 return affine_in(e.b, var)
     return False
+
+
+def _expand(e: n.Expr, values: dict[n.Expr, n.Expr], depth: int = 4) -> n.Expr:
+    """``e`` with the locals of ``values`` replaced by their values (a few levels deep)."""
+    for _ in range(depth):
+        if not any(isinstance(x, n.Var) and x in values for x in walk(e)):
+            break
+        e = substitute(e, values)
+    return e
 
 
 def _nonzero_int(e: n.Expr) -> bool:
