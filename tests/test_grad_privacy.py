@@ -113,30 +113,56 @@ def test_model_failure_in_grad_is_an_internal_error(monkeypatch) -> None:
         grad(ROWS)
 
 
-SIZE_T_ROWS = """#include <stddef.h>
+SIZE_T = """#include <stddef.h>
 __global__ void rows_sz(const double* x, double* y, size_t cols)
 {
     for (size_t c = threadIdx.x; c < cols; c += blockDim.x)
         y[blockIdx.x * cols + c] = 2.0 * x[blockIdx.x * cols + c] * x[blockIdx.x * cols + c];
 }
+
+__global__ void grid_stride(const double* x, double* y, size_t n)
+{
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)blockDim.x * gridDim.x)
+        y[i] = x[i] * x[i] - x[i];
+}
 """
+
+
+def cuda_grad(tmp_path, kernel: str):
+    import polypy
+    from polypy.driver.gradients import grad_kernel
+
+    src = tmp_path / "size_t.cu"
+    src.write_text(SIZE_T)
+    module = polypy.load(str(src))
+    report: list = []
+    return module.kernel(kernel), grad_kernel(module, kernel, report=report), report
+
+
+def check_cuda(k, g, grid, block, args) -> None:
+    from autodiff.check import check_gradients
+
+    result = check_gradients(k, g, grid, block, args)
+    assert abs(result.finite_difference) > 1e-8 and result.error() < 1e-6, result
+    assert result.forward_effect_error < 1e-12, result
 
 
 def test_size_t_loop_gradient_has_no_model_failure(tmp_path) -> None:
     # u64 constants (2**64 - 1, the modulus 2**64) reached isl.Val as C longs: a TypeError that
     # grad used to swallow ("model failed"), falling back to atomics without a word
-    import polypy
-    from autodiff.check import check_gradients
-    from polypy.driver.gradients import grad_kernel
-
-    src = tmp_path / "rows_sz.cu"
-    src.write_text(SIZE_T_ROWS)
-    module = polypy.load(str(src))
-    report: list = []
-    g = grad_kernel(module, "rows_sz", report=report)
-    assert not any("model failed" in d.reason for d in decisions(report, "x"))
+    k, g, report = cuda_grad(tmp_path, "rows_sz")
+    assert decisions(report, "x") and not any("model failed" in d.reason for d in decisions(report, "x"))
     rng = np.random.default_rng(3)
     rows, cols = 3, 21
     args = {"x": rng.standard_normal(rows * cols), "y": np.zeros(rows * cols), "cols": np.uint64(cols)}
-    result = check_gradients(module.kernel("rows_sz"), g, rows, 8, args)
-    assert abs(result.finite_difference) > 1e-8 and result.error() < 1e-6, result
+    check_cuda(k, g, rows, 8, args)
+
+
+def test_grid_stride_loop_elements_are_private(tmp_path) -> None:
+    # i = gid + k * (blockDim.x * gridDim.x) with 0 <= gid < blockDim.x * gridDim.x
+    k, g, report = cuda_grad(tmp_path, "grid_stride")
+    assert {d.strategy for d in decisions(report, "x")} == {"plain"}, [d.format() for d in report]
+    assert atomics_into(g, "d_x") == 0
+    rng = np.random.default_rng(4)
+    n_ = 83  # 3 blocks of 8 threads: each thread visits 3 or 4 elements
+    check_cuda(k, g, 3, 8, {"x": rng.standard_normal(n_), "y": np.zeros(n_), "n": np.uint64(n_)})

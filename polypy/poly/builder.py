@@ -374,7 +374,8 @@ class _Builder:
             body_dom = free & k.ge_set(start) & k.lt_set(stop)
             if strided:
                 # start <= k < stop only (see ``Stride``): an over-approximation of the iterations
-                self.strides.append(Stride(dim, path, start, step, expression_key(s.step)))
+                self.strides.append(Stride(dim, path, start, step, expression_key(s.step),  # type: ignore[arg-type]
+                                           _grid_stride(s.start, s.step)))
                 loop_exact = False
             elif step_value > 1:
                 body_dom &= (k - start).mod_val(_val(step_value)).eq_set(c(0))
@@ -426,7 +427,7 @@ class _Builder:
         if any(isinstance(x, n.Barrier) for x in walk(s)) or jumps_out(s.body, n.Break) \
                 or jumps_out(s, n.Return):
             return False
-        return (dom & step.lt_set(self.conv.const(1))).is_empty()
+        return _grid_stride(s.start, s.step) or (dom & step.lt_set(self.conv.const(1))).is_empty()
 
     # ------------------------------------------------------------------ accesses
     def _record(self, s: n.Stmt, path: StmtPath, dom: isl.Set, exact: bool, time_of) -> None:
@@ -542,6 +543,26 @@ def _stride(e: n.Expr) -> tuple[int, int, int] | None:
                 if isinstance(p, n.BlockDim) and isinstance(q, n.Const) and int(q.value) > 0:
                     return (a.dim, p.dim, int(q.value))
     return None
+
+
+def _grid_stride(start: n.Expr, step: n.Expr) -> bool:
+    """``start`` is ``blockIdx[d] * blockDim[e] + threadIdx[e]`` and ``step`` is ``blockDim[e] *
+    gridDim[d]`` (up to integer casts): a grid-stride loop, ``0 <= start < step``. Both sums are
+    below ``2**31`` by the model's assumption, so the casts change no value."""
+    start, step = _strip(start), _strip(step)
+    if not (isinstance(start, n.Binary) and start.op == "add" and isinstance(step, n.Binary) and step.op == "mul"):
+        return False
+    for a, b in ((start.a, start.b), (start.b, start.a)):
+        a, b = _strip(a), _strip(b)
+        if not (isinstance(b, n.ThreadIdx) and isinstance(a, n.Binary) and a.op == "mul"):
+            continue
+        for x, y in ((a.a, a.b), (a.b, a.a)):
+            x, y = _strip(x), _strip(y)
+            if isinstance(x, n.BlockIdx) and isinstance(y, n.BlockDim) and y.dim == b.dim:
+                factors = {(type(_strip(f)), getattr(_strip(f), "dim", None)) for f in (step.a, step.b)}
+                if factors == {(n.BlockDim, b.dim), (n.GridDim, x.dim)}:
+                    return True
+    return False
 
 
 def _factor(e: n.Expr | None) -> tuple[int, n.Expr] | None:

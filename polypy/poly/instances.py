@@ -126,6 +126,9 @@ class Stride:
     start: isl.PwAff  # on the model's space
     step: isl.PwAff  # parameters only, >= 1 on the model's context
     key: str  # expression_key of the step expression
+    # grid-stride loops (start = blockIdx * blockDim + threadIdx, step = blockDim * gridDim):
+    # 0 <= start < step, which isl cannot derive (a product of parameters)
+    start_below_step: bool = False
 
     def encloses(self, path: StmtPath) -> bool:
         """Whether the statement at ``path`` is in the loop's body."""

@@ -207,6 +207,10 @@ class Copies:
                 d = (self.dim(fa.dim, ca) - self.aff(fa.start, ca)) - (self.dim(fb.dim, cb) - self.aff(fb.start, cb))
                 step = self.aff(fa.step, ca)
                 out &= d.eq_set(self.zero) | d.ge_set(step) | d.le_set(-step)
+                for f, copy in ((fa, ca), (fb, cb)):
+                    if f.start_below_step:
+                        start = self.aff(f.start, copy)
+                        out &= start.ge_set(self.zero) & start.lt_set(step)
         return out
 
     def overlap(self, a: Access, ca: str, b: Access, cb: str) -> isl.Set | None:
