@@ -252,14 +252,15 @@ def affine_value(start: n.Expr, i: n.Expr, step: n.Expr, ty: ScalarType) -> n.Ex
     return b.cast(ty, value)
 
 
-def launch_uniform(prog: Program, e: n.Expr) -> bool:
+def launch_uniform(prog: Program, e: n.Expr, *, per_thread: bool = False) -> bool:
     """Whether ``e`` is a function of the kernel's scalar arguments and launch dimensions only
     (parameters the kernel never assigns, ``blockDim``/``gridDim``, constants, arithmetic):
-    the driver can evaluate it at launch, before any thread runs."""
+    the driver can evaluate it at launch, before any thread runs. ``per_thread``: the thread and
+    block indices are allowed too (the driver then takes the largest value over the launch)."""
     for x in walk(e):
         if isinstance(x, n.Var) and (x.name not in prog.params or x.name in prog.writers):
             return False
-        if isinstance(x, (n.Load, n.ThreadIdx, n.BlockIdx)):
+        if isinstance(x, n.Load) or (isinstance(x, (n.ThreadIdx, n.BlockIdx)) and not per_thread):
             return False
         if isinstance(x, n.Call) and x.fn not in ("min", "max", "abs"):
             return False
@@ -275,12 +276,15 @@ def runtime_trip_bound(prog: Program, loop: StmtPath) -> n.Expr | None:
     * ``while (... && v < stop && ...)`` with ``v += c`` (c > 0) once per iteration, ``v``
       starting from a launch-uniform value and ``stop`` launch-uniform (a ``for`` with a
       ``break``, as ``normalize_for_ad`` leaves it): the trip count of the counted part.
+
+    A ``for`` whose bounds also read ``threadIdx``/``blockIdx`` gets its per-thread trip count:
+    the tape is sized by its largest value over the launch (``polypy.poly.trips``, isl).
     """
     s = prog.stmt(loop)
     if isinstance(s, n.For):
         if not (isinstance(s.step, n.Const) and s.step.value > 0):
             return None
-        if not (launch_uniform(prog, s.start) and launch_uniform(prog, s.stop)):
+        if not (launch_uniform(prog, s.start, per_thread=True) and launch_uniform(prog, s.stop, per_thread=True)):
             return None
         return _count_i32(s.start, s.stop, s.step)
     if not isinstance(s, n.While):

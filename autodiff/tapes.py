@@ -21,7 +21,8 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.semantics import eval_binary, eval_cast, eval_unary
-from polypy.ir.types import I32
+from polypy.ir.types import I32, PointerType
+from polypy.ir.visitor import walk
 from polypy.poly.paths import StmtPath, format_path
 
 Point = StmtPath
@@ -143,8 +144,21 @@ def tape_extents(kernel: n.Kernel, grid: tuple[int, ...], block: tuple[int, ...]
     """The extents each argument-sized buffer of ``kernel`` needs for a launch (by name)."""
     out = {}
     for buf in runtime_tapes(kernel):
-        out[buf.name] = tuple(max(1, int(_evaluate(d, grid, block, scalars, buf))) for d in buf.shape or ())
+        out[buf.name] = tuple(max(1, _extent(kernel, d, grid, block, scalars, buf)) for d in buf.shape or ())
     return out
+
+
+def _extent(kernel: n.Kernel, d: n.Expr, grid, block, scalars: dict[str, object], buf: n.Buffer) -> int:
+    if not any(isinstance(x, (n.ThreadIdx, n.BlockIdx)) for x in walk(d)):
+        return int(_evaluate(d, grid, block, scalars, buf))
+    from polypy.poly.trips import max_over_threads  # the longest run over the launch's threads
+
+    types = {p.name: p.ptype for p in kernel.params if not isinstance(p.ptype, PointerType)}
+    got = max_over_threads(d, grid, block, scalars, types)
+    if got is None:
+        raise UserError(f"the extent of tape {buf.name!r} ({format_expr(d)}) cannot be bounded over the threads of "
+                        f"this launch", buf.loc)
+    return got
 
 
 def size_tapes(kernel: n.Kernel, extents: dict[str, tuple[int, ...]]) -> n.Kernel:

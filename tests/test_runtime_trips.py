@@ -265,6 +265,32 @@ def test_adam_steps_and_nested_runtime_loops(tmp_path) -> None:
             (m + 1) // 2, 1)
 
 
+# Trip counts that depend on the thread: the tape is as long as the longest run in the launch
+# (isl maximizes the count over the threads, the arguments known).
+PER_THREAD_TRIPS = """__global__ void strided(double* y, const double* x, int n, int m)
+{
+    int t = threadIdx.x;
+    int row = blockIdx.x;
+    double acc = x[row * 64 + t];
+    for (int j = t; j < m; j += 8)
+        acc = acc * 0.5 + sin(acc) * x[row * 64 + j % 64];
+    for (int k = 0; k < n - t; k++)
+        y[row * 16 + t] = y[row * 16 + t] * y[row * 16 + t] + acc * 0.01;
+}
+"""
+
+
+def test_thread_dependent_trip_counts_size_the_tape_by_the_longest_run(tmp_path) -> None:
+    src = tmp_path / "strided.cu"
+    src.write_text(PER_THREAD_TRIPS)
+    mod = polypy.compile(src)
+    g = polypy.grad(mod.strided)
+    rng = np.random.default_rng(4)
+    for n, m, tape in ((3, 20, 3 + 3), (0, 5, 1 + 1), (6, 40, 6 + 5)):  # max(n - t) + ceil(m / 8)
+        args = {"y": rng.uniform(0.5, 0.9, 32), "x": rng.uniform(-1, 1, 128), "n": np.int32(n), "m": np.int32(m)}
+        assert _check_all(mod.strided, g, (2, 16), args, ["y"], ["y", "x"])["tape"] == tape
+
+
 def test_a_checkpoint_budget_refuses_loops_that_carry_memory(tmp_path) -> None:
     src = tmp_path / "square.cu"
     src.write_text(SQUARE_STEPS)

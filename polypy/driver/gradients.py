@@ -213,7 +213,7 @@ def _fixed_capacities(gradient: n.Kernel) -> tuple[n.Kernel, list[str]]:
             shape.append(n.Var(name, d.type))
         buffers.append(dataclasses.replace(buf, shape=tuple(shape)))
     lines = ["// Tapes of loops whose trip count is only known at launch have a fixed capacity here (the",
-             "// Python API sizes them from each launch's arguments): a launch needs"]
+             "// Python API sizes them from each launch's arguments): a launch needs, for every thread,"]
     for expr, name in macros.items():
         lines.append(f"//   {name} >= ({format_expr(expr)})")
     lines += ["// (define them larger with -D for longer runs; --checkpoint-budget N bounds the memory of",
