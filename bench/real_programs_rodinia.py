@@ -62,7 +62,7 @@ def _hotspot3d(directory: pathlib.Path, size: str) -> dict[str, str]:
 def _bfs(directory: pathlib.Path, size: str) -> dict[str, str]:
     """Rodinia's graph format: node count; per node ``start degree``; the source; edge count;
     per edge ``destination cost``."""
-    nodes = _pick(size, 512, 4096, 1 << 20)
+    nodes = _pick(size, 512, 4096, 1 << 18)
     rng = random.Random(3)
     edges: list[list[int]] = [[] for _ in range(nodes)]
     for v in range(nodes):
@@ -172,6 +172,16 @@ def _huffman(directory: pathlib.Path, size: str) -> dict[str, str]:
     return {"data": str(path)}
 
 
+def _myocyte(directory: pathlib.Path, size: str) -> dict[str, str]:
+    """``data/myocyte/y.txt`` (91 initial values) and ``params.txt`` (18 parameters): seeded
+    values in [0, 1), not Rodinia's physiological ones (the run checks the translation, not
+    the model)."""
+    rng = random.Random(12)
+    _write_lines(directory / "data" / "myocyte" / "y.txt", (f"{rng.random():.6f}" for _ in range(91)))
+    _write_lines(directory / "data" / "myocyte" / "params.txt", (f"{rng.random():.6f}" for _ in range(18)))
+    return {"xmax": str(_pick(size, 1, 10, 100))}
+
+
 def _sizes(**per_size) -> Inputs:
     """Parameters only (programs that make their own data): ``name=(tiny, small, time)``."""
     def inputs(directory: pathlib.Path, size: str) -> dict[str, str]:
@@ -205,7 +215,7 @@ def programs(root: pathlib.Path) -> list[Program]:
                                     "util/num/num.c")),
                 omp_args=("core", "{threads}", "file", "{data}", "command", "{command}")),
         Program("backprop", _c("backprop", cu=("backprop_cuda.cu",), c=("backprop.c", "facetrain.c", "imagenet.c")),
-                ("{n}",), _sizes(n=(1024, 16384, 1 << 21)), Check("none"),
+                ("{n}",), _sizes(n=(1024, 16384, 65536)), Check("none"),
                 omp=_o("backprop", c=("backprop.c", "facetrain.c", "imagenet.c", "backprop_kernel.c")),
                 note="prints no result: checked by neither version (timed only)"),
         Program("bfs", _c("bfs", cu=("bfs.cu",), flags=("-I../util", "-DTIMING")), ("{graph}",), _bfs,
@@ -275,8 +285,9 @@ def programs(root: pathlib.Path) -> list[Program]:
                                 flags=("-I.", "-DUNIX")),
                 ("{ref}", "{query}"), _mummer, Check("none"),
                 note="openmp/mummergpu is the same CUDA program run with -C (needs nvcc): no reference"),
-        Program("myocyte", _c("myocyte", cu=("main.cu",)), ("{xmax}", "1", "0"), None, Check("none"),
-                note="needs Rodinia's y.txt/params.txt (physiological data, no generator)"),
+        Program("myocyte", _c("myocyte", cu=("main.cu",)), ("{xmax}", "1", "0"), _myocyte,
+                Check("emulate", Output("output.txt")), cwd="run/myocyte",
+                note="opens ../../data/myocyte/*.txt itself; the OpenMP version prints nothing: emulator reference"),
         Program("nn", _c("nn", cu=("nn_cuda.cu",)), ("{filelist}", "-r", "{k}", "-lat", "{lat}", "-lng", "{lng}"), _nn,
                 Check("omp", Output(keep=r"-->", after="-->", sort=True),
                       Output("stderr", keep=r"-->", after="-->", sort=True)),
