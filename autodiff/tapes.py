@@ -168,6 +168,59 @@ def size_tapes(kernel: n.Kernel, extents: dict[str, tuple[int, ...]]) -> n.Kerne
     return dataclasses.replace(kernel, buffers=buffers)
 
 
+def uniform_extents(kernel: n.Kernel) -> n.Kernel:
+    """``kernel`` with each tape extent that reads ``threadIdx``/``blockIdx`` replaced by a bound
+    that holds for every thread (interval arithmetic over the index ranges): for backends that
+    size per-thread arrays once per launch (the C/OpenMP code)."""
+    buffers = []
+    for buf in kernel.buffers:
+        if buf in runtime_tapes(kernel) and any(isinstance(x, (n.ThreadIdx, n.BlockIdx)) for d in buf.shape or ()
+                                                for x in walk(d)):
+            shape = []
+            for d in buf.shape or ():
+                hi = _interval(d)[1] if any(isinstance(x, (n.ThreadIdx, n.BlockIdx)) for x in walk(d)) else d
+                if hi is None:
+                    raise UserError(f"the extent of tape {buf.name!r} ({format_expr(d)}) has no bound that holds "
+                                    f"for every thread", buf.loc)
+                shape.append(hi)
+            buf = dataclasses.replace(buf, shape=tuple(shape))
+        buffers.append(buf)
+    return dataclasses.replace(kernel, buffers=tuple(buffers))
+
+
+def _interval(e: n.Expr) -> tuple[n.Expr | None, n.Expr | None]:
+    """(lowest, highest) value of integer ``e`` over the threads of a launch, as expressions of the
+    arguments and launch dimensions (None: unknown)."""
+    if isinstance(e, (n.Const, n.Var, n.BlockDim, n.GridDim)):
+        return e, e
+    if isinstance(e, (n.ThreadIdx, n.BlockIdx)):
+        extent = n.BlockDim(e.dim) if isinstance(e, n.ThreadIdx) else n.GridDim(e.dim)
+        return b.zero(e.type), n.Binary("sub", extent, b.one(e.type))
+    if isinstance(e, n.Cast) and e.to.is_int and e.x.type.is_int:
+        lo, hi = _interval(e.x)
+        return (None if lo is None else b.cast(e.to, lo)), (None if hi is None else b.cast(e.to, hi))
+    if isinstance(e, n.Binary) and e.op in ("add", "sub") and e.type.is_signed:
+        (alo, ahi), (blo, bhi) = _interval(e.a), _interval(e.b)
+        if e.op == "add":
+            return _both("add", alo, blo), _both("add", ahi, bhi)
+        return _both("sub", alo, bhi), _both("sub", ahi, blo)
+    if isinstance(e, n.Binary) and e.op in ("mul", "div") and isinstance(e.b, n.Const) and e.b.value > 0 \
+            and e.type.is_signed:
+        lo, hi = _interval(e.a)
+        return _both(e.op, lo, e.b), _both(e.op, hi, e.b)
+    if isinstance(e, n.Select):
+        # the larger of both branches is an upper bound, the smaller a lower one
+        (alo, ahi), (blo, bhi) = _interval(e.a), _interval(e.b)
+        lo = None if alo is None or blo is None else b.select(b.cmp("lt", alo, blo), alo, blo)
+        hi = None if ahi is None or bhi is None else b.select(b.cmp("gt", ahi, bhi), ahi, bhi)
+        return lo, hi
+    return None, None
+
+
+def _both(op: str, x: n.Expr | None, y: n.Expr | None) -> n.Expr | None:
+    return None if x is None or y is None else n.Binary(op, x, y)
+
+
 def capacity(extent: int) -> int:
     """The extent a launch needing ``extent`` elements is compiled with (the next power of two)."""
     return 1 << max(0, extent - 1).bit_length()

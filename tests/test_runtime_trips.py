@@ -11,6 +11,7 @@ from autodiff import Caching
 from autodiff.check import check_gradients
 from autodiff.checkpoint import simulate
 from polypy.driver.gradients import grad_kernel
+from polypy.ir.visitor import walk
 from samples.spec import sample
 
 HEAT = sample("heat_steps")
@@ -332,6 +333,35 @@ def test_gradient_cuda_compiles_with_nvcc(tmp_path) -> None:
     text = out.read_text()
     assert "#define NESTED_GRAD_TRIPS_0 1024" in text and "NESTED_GRAD_TRIPS_1" in text
     subprocess.run([nvcc, "-c", str(out), "-o", str(tmp_path / "nested_grad.o")], check=True, cwd=tmp_path)
+
+
+def test_thread_dependent_tapes_in_cpp_are_bounded_for_every_thread(tmp_path) -> None:
+    import shutil
+    import subprocess
+
+    from autodiff.tapes import runtime_tapes, uniform_extents
+    from polypy.ir import nodes as n
+
+    src = tmp_path / "strided.cu"
+    src.write_text(PER_THREAD_TRIPS)
+    module = polypy.load(src)
+    g = grad_kernel(module, "strided")
+    bounded = uniform_extents(g)
+    assert len(runtime_tapes(bounded)) == 2
+    assert not any(isinstance(x, (n.ThreadIdx, n.BlockIdx)) for buf in runtime_tapes(bounded)
+                   for d in buf.shape for x in walk(d))
+    # the bound holds for every thread: evaluated, it is the largest per-thread count
+    from autodiff.tapes import tape_extents
+    assert tape_extents(bounded, (2,), (16,), {"n": 6, "m": 40}) == tape_extents(g, (2,), (16,), {"n": 6, "m": 40})
+    cxx = shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no C++ compiler: the emitted C++ cannot be compiled here")
+    from polypy.driver.cli import main
+
+    out = tmp_path / "strided_grad.cpp"
+    assert main(["grad", str(src), "--kernel", "strided", "--emit", "cpp", "-o", str(out)]) == 0
+    subprocess.run([cxx, "-O1", "-fopenmp", "-c", str(out), "-o", str(tmp_path / "strided_grad.o")], check=True,
+                   cwd=tmp_path)
 
 
 def test_budget_must_be_positive() -> None:

@@ -225,8 +225,10 @@ def _fixed_capacities(gradient: n.Kernel) -> tuple[n.Kernel, list[str]]:
 
 def gradient_cpp(module: n.Module, gradient: n.Kernel) -> str:
     """C++/OpenMP source of the module's kernels and ``gradient``, through the C backend."""
+    from autodiff.tapes import uniform_extents
     from polypy.driver.pipelines import lower_and_emit
 
+    gradient = uniform_extents(gradient)  # per-thread arrays are allocated once per launch there
     return lower_and_emit(dataclasses.replace(module, kernels=module.kernels + (gradient,)), "cpp", program=False)
 
 
