@@ -332,6 +332,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = bench_runtime_steps(steps, n=1024 if args.small else 4096, repeat=args.repeat,
                                    progress=Progress(1, enabled=not args.quiet))
         print(format_steps_table(rows))
+        if args.json is not None:
+            from bench.harness import machine_info
+
+            doc = {"kind": "grad-steps", "machine": machine_info(), "variants": list(STEPS_VARIANTS), "rows": rows}
+            print(f"\nresults written to {write_results(doc, args.json, prefix='grad-steps')}")
         return 0
     only = {x for x in args.only.split(",") if x}
     chosen = [x for x in args.variants.split(",") if x]
