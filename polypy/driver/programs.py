@@ -90,7 +90,7 @@ def run_program(module: n.Module, *, emulate: bool = False, threads: int = 0, op
             from polypy.driver.pipelines import lower_and_emit
 
             source = lower_and_emit(module, "cpp", optimize=optimize, program=True, threads=threads)
-            exe = _build(with_defines(source, defines), directory, ("-O2", "-fopenmp", *includes), "program",
+            exe = _build(with_defines(source, defines), directory, ("-O3", "-march=native", "-fopenmp", *includes), "program",
                          name=module.source)
             sys.stdout.flush()
             return subprocess.run([str(exe), *argv]).returncode
