@@ -227,6 +227,35 @@ def record_layout(t: ci.Type, where=None) -> RecordLayout:
     return RecordLayout(t.spelling, size, tuple(scalars), c)
 
 
+def array_layout(t: ci.Type, where=None) -> ElemLayout:
+    """Layout of the elements of a C array (shared, local, ``__constant__``, ``__device__``):
+    ``elem_layout``, or records of mixed member types without pointer members (``layout.record``:
+    the array is one buffer per member type, see ``RecordLayout``)."""
+    if is_record(t) and not is_homogeneous(t) and not any(is_pointer(leaf.ctype) for leaf in leaves(t)):
+        record = record_layout(t, where)
+        return ElemLayout(record.scalars[0], 1, (), t.spelling, record)
+    return elem_layout(t, where)
+
+
+def view_length(count: int, record: RecordLayout, st: ScalarType) -> int:
+    """Elements of the ``st`` view of ``count`` records."""
+    return count * record.size // st.itemsize
+
+
+def view_initializer(values: list, count: int, record: RecordLayout, st: ScalarType) -> tuple:
+    """The ``st`` view's part of a flat initializer of ``count`` records (leaf values in order)."""
+    from polypy.ir.types import normalize_value
+
+    leaves_ = byte_leaves(record.ctype)
+    out: list = [normalize_value(0, st)] * view_length(count, record, st)
+    for e in range(count):
+        for i, (_, lt, offset) in enumerate(leaves_):
+            k = e * len(leaves_) + i
+            if k < len(values) and scalar_type(lt) == st:
+                out[(e * record.size + offset) // st.itemsize] = normalize_value(values[k], st)
+    return tuple(out)
+
+
 def pointer_param_type(t: ci.Type, where=None) -> tuple[PointerType, ElemLayout]:
     """IR type of a pointer parameter (``const float* __restrict__`` → ``const f32* restrict``)."""
     target = pointee(t)

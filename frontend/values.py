@@ -156,11 +156,33 @@ LValue = VarLV | MemLV | AggLV | PtrVarLV | RecLV | PendingPtrLV
 
 @dataclasses.dataclass(frozen=True)
 class ArrayBinding:
-    """A C array (shared, local, constant or device): its IR buffer and C dimensions."""
+    """A C array (shared, local, constant or device): its IR buffer and C dimensions.
+
+    An array of records of mixed member types (``layout.record``) is one buffer per member type:
+    ``record`` is the address of its first element (``buffer`` names the first view).
+    """
 
     buffer: str
     dims: tuple[int | None, ...]
     layout: ElemLayout
+    record: RecordAddress | None = None
+
+    def address(self, index: tuple[n.Expr, ...]) -> RecordAddress:
+        """Where the row or element ``index`` (leading C indices) of an array of records starts."""
+        assert self.record is not None and self.layout.record is not None
+        address = self.record
+        for m, i in enumerate(index):
+            row = self.layout.record.size
+            for d in self.dims[m + 1:]:
+                row *= d or 1
+            address = address.plus(i, row)
+        return address
+
+    def pointer(self, prefix: tuple[n.Expr, ...], offset: n.Expr | None) -> Pointer:
+        """A pointer to element ``offset`` of row ``prefix``."""
+        if self.record is None:
+            return Pointer(self.buffer, prefix, offset, self.layout)
+        return Pointer(self.buffer, (), offset, self.layout, self.address(prefix))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -101,7 +101,7 @@ CASES = [
      "__global__ void k(float** x) { x[0][0] = 1.0f; }\n",
      "pointer-to-pointer parameter 'x' is not supported", (1, 27)),
     ("heterogeneous-struct-memory",
-     "struct P { float a; double b; };\n"
+     "struct P { float a; double* b; };\n"
      "__global__ void k(float* x) { __shared__ P s[4]; s[0].a = x[0]; }\n",
      "memory of type", (2, 44)),
     ("threadfence",

@@ -312,3 +312,76 @@ def test_a_constant_record_holding_pointers_is_a_located_error(tmp_path: pathlib
     assert result.returncode == 1
     assert (f"{src}:2:21: error: memory of type 'Change' is not supported: it holds pointers (member 'd_frame' of "
             "type 'float *')") in result.stderr, result.stderr
+
+
+# --------------------------------------------------------------------------- module and block arrays of records
+
+PARAMS = np.dtype({"names": ["n", "alpha", "flip", "beta", "tags"],
+                   "formats": [np.int32, np.float32, np.bool_, np.float64, (np.int16, 3)],
+                   "offsets": [0, 4, 8, 16, 24], "itemsize": 32})  # the C layout of `Params`
+
+
+def _record_symbols_reference(params: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What kernel `mix` of tests/programs/record_symbols.cu computes: (out, results)."""
+    f32 = np.float32
+    table = np.array([(1, 2.0, True, 3.0, (4, 5, 6)), (7, 8.0, False, 9.0, (10, 11, 12))], PARAMS)
+    p = params[0]
+    sh = np.zeros(4, PARAMS)
+    for i in range(4):
+        sh[i] = (p["n"] + i, 0.0, i % 2 == 1, p["beta"] * i, (i, table[i % 2]["tags"][i % 3], 2 * i))
+    loc0 = lambda i: table[1]["alpha"] if i % 2 == 0 else f32(0.5)  # noqa: E731 - loc[0].alpha of thread i
+    out = np.array([p["alpha"] * f32(sh[3 - i]["n"]) + f32(1.0 if p["flip"] else 0.0) + f32(sh[3 - i]["beta"])
+                    + f32(sh[3 - i]["tags"][1]) + loc0(i) for i in range(4)], f32)
+    results = sh.copy()
+    results["alpha"] = out
+    return out, results
+
+
+def test_records_of_mixed_types_in_constant_device_shared_and_local_arrays(tmp_path: pathlib.Path) -> None:
+    native, emulated = _translated_and_emulated("record_symbols", tmp_path)
+    params = np.array([(10, 0.25, True, 1.5, (0, 0, 0))], PARAMS)
+    out, r = _record_symbols_reference(params)
+    expected = "".join(f"{out[i]:.3f} n {r[i]['n']} beta {r[i]['beta']:.2f} tags {r[i]['tags'][0]} {r[i]['tags'][1]} "
+                       f"{r[i]['tags'][2]} flip {int(r[i]['flip'])} alpha {r[i]['alpha']:.3f}\n" for i in range(4))
+    assert outputs_match(native, expected, 1e-6) is None, native
+    assert outputs_match(emulated, expected, 1e-6) is None, emulated
+
+
+@pytest.mark.parametrize("backend", ["llvm", "emulator"])
+def test_module_records_through_the_api_share_one_storage(backend: str, tmp_path: pathlib.Path) -> None:
+    # The views of `params` (params_i32, params_f32, ...) are one storage: writing the record
+    # through any of them sets every member; the brace initializer of `table` lands in place.
+    import polypy
+
+    src = tmp_path / "records.cu"
+    src.write_text((PROGRAMS / "record_symbols.cu").read_text().split("int main")[0])
+    mod = polypy.compile(str(src))
+    assert {"params_i32", "params_f32", "params_bool", "params_f64", "params_i16"} <= set(mod.globals)
+    table = mod.globals["table_f64"].view(np.uint8).view(PARAMS)
+    np.testing.assert_array_equal(table["tags"], [[4, 5, 6], [10, 11, 12]])
+    assert table["flip"].tolist() == [True, False] and table["beta"].tolist() == [3.0, 9.0]
+    params = np.array([(-3, 1.75, False, -0.5, (1, 2, 3))], PARAMS)
+    mod.globals["params_i32"].view(np.uint8).view(PARAMS)[:] = params
+    out = np.zeros(4, np.float32)
+    if backend == "llvm":
+        mod.mix[1, 4](out)
+    else:
+        mod.mix.emulate[1, 4](out)
+    want_out, want = _record_symbols_reference(params)
+    np.testing.assert_allclose(out, want_out, rtol=1e-6)
+    got = mod.globals["results_f32"].view(np.uint8).view(PARAMS)
+    for field in PARAMS.names:
+        np.testing.assert_allclose(got[field], want[field], rtol=1e-6)
+
+
+def test_views_of_a_module_record_print_and_parse_back(tmp_path: pathlib.Path) -> None:
+    from frontend.module import parse_file
+    from polypy.ir import parse_module, print_module
+
+    src = tmp_path / "records.cu"
+    src.write_text((PROGRAMS / "record_symbols.cu").read_text().split("int main")[0])
+    module = parse_file(str(src))
+    text = print_module(module)
+    assert "constant params_f32: f32[8] in params" in text
+    assert "device results_i16: i16[64] in results" in text
+    assert parse_module(text).globals == module.globals

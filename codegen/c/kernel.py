@@ -144,8 +144,10 @@ class KernelEmitter:
             if b.space in ("constant", "device"):
                 # A whole program keeps the host's declaration (``float x;``, ``float3 f[2]``,
                 # ``float m[4][8]``): the IR's flat scalar slots are addressed through its address.
-                kind = "alias" if self.options.program else "array"
-                self.layouts[b.name] = Layout(b.name, kind, b.elem, extents)
+                if self.options.program:  # records of mixed types: each view aliases the source variable
+                    self.layouts[b.name] = Layout(b.symbol or b.name, "alias", b.elem, extents)
+                else:
+                    self.layouts[b.name] = Layout(b.name, "array", b.elem, extents)
             elif _is_const_shape(b.shape):
                 self.layouts[b.name] = Layout(name, "array", b.elem, extents)
             else:
@@ -478,7 +480,7 @@ def emulated_launcher(kernel: n.Kernel, index: int, options: Options) -> KernelC
     emitter = KernelEmitter(signature_only, options)
     decl, _ = emitter.signature()
     args = ", ".join(f"(void*)&{v}" for v in emitter.addressable()) or "0"
-    globals_ = ", ".join(f"(void*)&{b.name}" for b in signature_only.buffers) or "0"
+    globals_ = ", ".join(f"(void*)&{b.symbol or b.name}" for b in signature_only.buffers) or "0"
     text = "\n".join([
         f"/* ---- kernel {kernel.name}: run by polypy's reference emulator ---- */",
         decl,

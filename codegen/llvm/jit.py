@@ -109,14 +109,24 @@ def global_storage(module: n.Module) -> dict[str, np.ndarray]:
             if b.space in GLOBAL_SPACES:
                 definitions.setdefault(b.name, b)
     out = {}
+    symbols: dict[str, np.ndarray] = {}  # views of one C variable (``Buffer.symbol``) share its bytes
     for name, b in definitions.items():
         shape = tuple(int(d.value) for d in b.shape or () if isinstance(d, n.Const))
         if b.shape is None or len(shape) != len(b.shape):
             raise InternalError(f"module array {name!r} has a non-constant shape", b.loc)
-        storage = np.zeros(math.prod(shape), dtype=b.elem.dtype)
+        if b.symbol is None:
+            storage = np.zeros(math.prod(shape), dtype=b.elem.dtype)
+        else:
+            nbytes = math.prod(shape) * b.elem.itemsize
+            raw = symbols.setdefault(b.symbol, np.zeros(nbytes, dtype=np.uint8))
+            storage = raw[:nbytes].view(b.elem.dtype)
         if b.init is not None:
-            storage[:len(b.init)] = np.asarray(b.init, dtype=np.float64 if b.elem.is_float else object).astype(
-                b.elem.dtype)
+            values = np.asarray(b.init, dtype=np.float64 if b.elem.is_float else object).astype(b.elem.dtype)
+            if b.symbol is None:
+                storage[:len(values)] = values
+            else:  # a view holds its own members only: the others' slots are zeros in its initializer
+                where = np.flatnonzero(values)
+                storage[where] = values[where]
         out[name] = storage
     return out
 

@@ -13,7 +13,7 @@ from polypy.ir.types import I32
 
 from frontend import ctypes_map as tm
 from frontend.clang_setup import cursor_loc, evaluate
-from frontend.values import ArrayBinding, Binding, LValue
+from frontend.values import ArrayBinding, Binding, LValue, RecordAddress
 
 
 CK = ci.CursorKind
@@ -108,7 +108,9 @@ class ModuleContext:
             return self.global_layouts[key]
         space = "constant" if has_attr(decl, CK.CUDACONSTANT_ATTR, "polypy_constant") else "device"
         dims, elem = _array_dims(decl.type)
-        layout = tm.elem_layout(elem, where)
+        layout = tm.array_layout(elem, where)
+        if layout.record is not None:
+            return self.record_global(decl, dims, layout, space, where)
         shape = _buffer_shape(dims, layout, where, decl.spelling)
         init = _constant_initializer(decl, layout, shape)
         name = self.names.fresh(decl.spelling)
@@ -117,6 +119,43 @@ class ModuleContext:
         binding = ArrayBinding(name, dims, layout)
         self.global_layouts[key] = binding
         return binding
+
+
+    def record_global(self, decl: ci.Cursor, dims: tuple[int | None, ...], layout: tm.ElemLayout, space: str,
+                      where: Loc | None) -> ArrayBinding:
+        """A module array of records of mixed member types: one buffer per member type, each viewing
+        the source variable (``Buffer.symbol``), with its part of the initializer."""
+        assert layout.record is not None
+        key = decl_key(decl)
+        if _buffer_shape(dims, layout, where, decl.spelling) is None:
+            raise UserError(f"'{decl.spelling}' needs a constant size", where)
+        count = 1
+        for d in dims:
+            count *= d or 1
+        found = initializer_of(decl)
+        if found is not None and found.kind != CK.INIT_LIST_EXPR:
+            if found.kind == CK.CALL_EXPR and not any(ch.kind.is_expression() for ch in found.get_children()):
+                found = None  # `Params p;`: clang shows the implicit default construction
+            else:
+                raise UserError(f"'{decl.spelling}' must be initialized with a brace list of constants", where)
+        init = _constant_initializer(decl, layout, None) if found is not None else None
+        views = []
+        for st in layout.record.scalars:
+            name = self.names.fresh(f"{decl.spelling}_{st.name}")
+            length = tm.view_length(count, layout.record, st)
+            values = tm.view_initializer(list(init), count, layout.record, st) if init is not None else None
+            self.globals[key + (st.name,)] = n.Buffer(name, st, (n.Const(length, I32),), space, init=values,
+                                                      symbol=decl.spelling, loc=cursor_loc(decl))
+            views.append((st, name))
+        binding = ArrayBinding(views[0][1], dims or (1,), layout, RecordAddress(tuple(views)))
+        self.global_layouts[key] = binding
+        return binding
+
+    def global_buffers(self, binding: ArrayBinding) -> list[n.Buffer]:
+        """The module buffers of a module array (one per view for records of mixed member types)."""
+        names = [v for _, v in binding.record.views] if binding.record is not None else [binding.buffer]
+        by_name = {b.name: b for b in self.globals.values()}
+        return [by_name[name] for name in names]
 
 
 def _array_dims(t: ci.Type) -> tuple[tuple[int | None, ...], ci.Type]:

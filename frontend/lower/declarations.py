@@ -15,7 +15,7 @@ from frontend.arith import convert, plus, scale
 from frontend.lower.context import CK, _array_dims, _buffer_shape, decl_key, has_attr, initializer_of
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _zero_of
 from frontend.values import (
-    AggLV, ArrayBinding, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RefBinding, VarAddress, VarLV,
+    AggLV, ArrayBinding, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, VarAddress, VarLV,
 )
 
 
@@ -103,8 +103,10 @@ class DeclarationLowering:
         if key in self.shared:
             return self.shared[key]
         dims, elem = _array_dims(d.type)
-        layout = tm.elem_layout(elem, where)
+        layout = tm.array_layout(elem, where)
         if d.storage_class == ci.StorageClass.EXTERN or (dims and dims[0] is None):
+            if layout.record is not None:
+                raise UserError("extern __shared__ arrays of records of mixed member types are not supported", where)
             if self.dynamic_shared is not None:
                 if self.dynamic_shared.layout.scalar != layout.scalar or layout.stride != 1 \
                         or self.dynamic_shared.layout.stride != 1:
@@ -120,10 +122,14 @@ class DeclarationLowering:
             self.dynamic_shared = binding
             self.shared[key] = binding
             return binding
-        shape = _buffer_shape(dims, layout, where, d.spelling)
-        name = self.names.fresh(d.spelling)
-        self.buffers[name] = n.Buffer(name, layout.scalar, shape, "shared", loc=where)
-        binding = ArrayBinding(name, dims or (1,), layout)
+        if layout.record is not None:
+            _buffer_shape(dims, layout, where, d.spelling)  # refuses variable-length arrays
+            binding = self.record_array(d.spelling, dims, layout, "shared", where)
+        else:
+            shape = _buffer_shape(dims, layout, where, d.spelling)
+            name = self.names.fresh(d.spelling)
+            self.buffers[name] = n.Buffer(name, layout.scalar, shape, "shared", loc=where)
+            binding = ArrayBinding(name, dims or (1,), layout)
         if not dims:  # a shared scalar or record: element 0 of a one-element array
             scalar = _ScalarArray(binding)
             self.shared[key] = scalar  # type: ignore[assignment]
@@ -134,13 +140,16 @@ class DeclarationLowering:
     def local_array(self, d: ci.Cursor, init: ci.Cursor | None) -> ArrayBinding:
         where = self.loc(d)
         dims, elem = _array_dims(d.type)
-        layout = tm.elem_layout(elem, where)
+        layout = tm.array_layout(elem, where)
         shape = _buffer_shape(dims, layout, where, d.spelling)
         if shape is None:
             raise UserError(f"local array '{d.spelling}' needs a constant size", where)
-        name = self.names.fresh(d.spelling)
-        self.buffers[name] = n.Buffer(name, layout.scalar, shape, "local", loc=where)
-        binding = ArrayBinding(name, dims, layout)
+        if layout.record is not None:
+            binding = self.record_array(d.spelling, dims, layout, "local", where)
+        else:
+            name = self.names.fresh(d.spelling)
+            self.buffers[name] = n.Buffer(name, layout.scalar, shape, "local", loc=where)
+            binding = ArrayBinding(name, dims, layout)
         if init is not None:
             self.array_initializer(binding, init, d)
         return binding
@@ -154,6 +163,8 @@ class DeclarationLowering:
             depth = len(prefix)
             if depth == len(dims):
                 lv = self.element_lv(binding, tuple(n.Const(i, I32) for i in prefix), c or d)
+                if isinstance(lv, RecLV):
+                    lv = self.expand_record(lv, c or d)
                 if c is None:
                     self.assign(lv, _zero_of(lv), d)
                 elif isinstance(lv, AggLV):
@@ -172,6 +183,8 @@ class DeclarationLowering:
     def element_lv(self, binding: ArrayBinding, index: tuple[n.Expr, ...], where: ci.Cursor) -> LValue:
         """The lvalue of element ``index`` (one index per C dimension) of an array."""
         layout = binding.layout
+        if layout.record is not None:
+            return RecLV(binding.address(index), layout.record)
         last = index[-1]
         if layout.stride > 1:
             last = scale(last, layout.stride)

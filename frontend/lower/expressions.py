@@ -147,9 +147,9 @@ class ExpressionLowering:
             return self.shared_array(r)
         if has_attr(r, CK.CUDACONSTANT_ATTR, "polypy_constant") or has_attr(r, CK.CUDADEVICE_ATTR, "polypy_device"):
             binding = self.ctx.global_array(r, self.loc(r))
-            buffer = self.ctx.globals[decl_key(r)]
-            self.buffers.setdefault(buffer.name, buffer)
-            self.names.taken.add(buffer.name)
+            for buffer in self.ctx.global_buffers(binding):  # records of mixed types: one per view
+                self.buffers.setdefault(buffer.name, buffer)
+                self.names.taken.add(buffer.name)
             if not tm.is_array(r.type):
                 return _ScalarArray(binding)
             return binding
@@ -241,8 +241,12 @@ class ExpressionLowering:
             if c.kind == CK.UNARY_OPERATOR and unary_operator(c) == "*":
                 return True
             if c.kind == CK.DECL_REF_EXPR and c.referenced is not None:
-                # Only names bound in the function (not globals or built-ins: no lookup side effects).
-                return isinstance(self.frame.env.get(decl_key(c.referenced)), (RefBinding, RecLV))
+                r = c.referenced
+                b = self.frame.env.get(decl_key(r))
+                if b is None and r.kind == CK.VAR_DECL and not is_prelude_decl(r) and tm.is_record(r.type):
+                    b = self.lookup(r, c)  # a module record (what `expr` would look up too; not a built-in)
+                return isinstance(b, (RefBinding, RecLV)) or \
+                    (isinstance(b, _ScalarArray) and b.binding.layout.record is not None)
             return False
 
     def unary(self, c: ci.Cursor, discard: bool) -> Value | None:
@@ -279,7 +283,7 @@ class ExpressionLowering:
             if isinstance(base, _ArrayRef):
                 if len(base.prefix) + 1 < len(base.binding.dims):
                     return base.index(self, index, c).decay(self)  # address of a row
-                return Pointer(base.binding.buffer, base.prefix, index, base.binding.layout)
+                return base.binding.pointer(base.prefix, index)
             if isinstance(base, Pointer):
                 return dataclasses.replace(base, offset=add_offsets(base.offset, index))
             raise self.error(f"cannot take the address of an element of a {_describe(base)}", c)
@@ -291,7 +295,7 @@ class ExpressionLowering:
             if isinstance(b, ArrayBinding):
                 return _ArrayRef(b, ()).decay(self)
             if isinstance(b, _ScalarArray):
-                return Pointer(b.binding.buffer, (), None, b.binding.layout)
+                return b.binding.pointer((), None)
             if isinstance(b, RefBinding):
                 b = b.target
             if isinstance(b, MemLV):

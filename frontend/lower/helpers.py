@@ -49,7 +49,7 @@ class _ArrayRef:
     def decay(self, builder: KernelBuilder) -> Pointer:
         if len(self.prefix) + 1 != len(self.binding.dims):
             raise UserError("pointers to rows of arrays with more than two dimensions are not supported")
-        return Pointer(self.binding.buffer, self.prefix, None, self.binding.layout)
+        return self.binding.pointer(self.prefix, None)
 
 
 def _select_member(fields: dict, member: str, c: ci.Cursor, make, builder: KernelBuilder):

@@ -14,8 +14,8 @@ from frontend.clang_setup import unary_operator
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
 from frontend.values import (
-    Aggregate, AggLV, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RecordAddress, RefBinding, Value,
-    VarAddress, VarLV,
+    Aggregate, AggLV, ArrayBinding, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RecordAddress, RefBinding,
+    Value, VarAddress, VarLV,
 )
 
 
@@ -129,6 +129,21 @@ class PlaceLowering:
                                tm.ElemLayout(address.views[0][0], 1, (), et.spelling, record), address)
         raise self.error(f"member '{member}' of type '{ft.spelling}' of a record in device memory cannot be "
                          "used in device code", c)
+
+    def record_array(self, base: str, dims: tuple[int | None, ...], layout: tm.ElemLayout, space: str,
+                     where) -> ArrayBinding:
+        """A shared or local array of records of mixed member types: one buffer per member type."""
+        assert layout.record is not None
+        count = 1
+        for d in dims:
+            count *= d or 1
+        views = []
+        for st in layout.record.scalars:
+            name = self.names.fresh(f"{base}_{st.name}")
+            length = tm.view_length(count, layout.record, st)
+            self.buffers[name] = n.Buffer(name, st, (n.Const(length, I32),), space, loc=where)
+            views.append((st, name))
+        return ArrayBinding(views[0][1], dims or (1,), layout, RecordAddress(tuple(views)))
 
     def record_leaf(self, address: RecordAddress, st, member: str, c: ci.Cursor) -> MemLV:
         view = address.view(st)

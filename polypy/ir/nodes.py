@@ -395,6 +395,9 @@ class Buffer(Node):
     ``local``: one per thread; ``constant``/``device``: module globals (``__constant__`` /
     ``__device__`` arrays), with an optional flat initializer ``init``.
     Shapes are expressions: constants in GPU form; CPU-form buffers may use ``BlockDim``.
+    ``symbol`` (module globals only): the C variable whose storage this buffer views, when it is
+    not ``name`` -- a ``__constant__`` array of records of mixed member types is one buffer per
+    member type (``params_i32``, ``params_f32``), each viewing the source's ``params``.
     """
 
     CHILDREN = ("shape",)
@@ -404,6 +407,7 @@ class Buffer(Node):
     shape: tuple[Expr, ...] | None
     space: str
     init: tuple[int | float, ...] | None = None
+    symbol: str | None = None
 
 
 @_node

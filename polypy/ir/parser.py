@@ -241,7 +241,8 @@ class _Parser:
                     break
             self.expect("}")
             init = tuple(values)
-        return n.Buffer(name, elem, shape, space, init=init, loc=loc)
+        symbol = self.ident() if self.accept("in") else None
+        return n.Buffer(name, elem, shape, space, init=init, symbol=symbol, loc=loc)
 
     # -- statements
     def block_body(self) -> tuple[n.Stmt, ...]:
