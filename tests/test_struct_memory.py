@@ -385,3 +385,58 @@ def test_views_of_a_module_record_print_and_parse_back(tmp_path: pathlib.Path) -
     assert "constant params_f32: f32[8] in params" in text
     assert "device results_i16: i16[64] in results" in text
     assert parse_module(text).globals == module.globals
+
+
+DEVICE_FUNCTIONS = """
+struct Cell { int count; float mass; long long id; float pos[3]; };
+__device__ float weigh(const Cell& c) { return c.mass * (float)c.count; }
+__device__ float first(const float* p) { return p[0] + p[2]; }
+__device__ void bump(Cell* c, float m) { c->mass += m; c->count++; }
+__device__ Cell copy(Cell c) { c.count += 100; return c; }
+__global__ void k(const Cell* cells, Cell* out, int* hist, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const Cell& c = cells[i];
+  float w = weigh(c) + first(c.pos) + first(cells[i].pos);
+  bump(&out[i], w);
+  out[i].pos[1] = (float)c.id;
+  Cell t = copy(cells[i]);
+  out[i].id = t.count;
+  atomicAdd(&hist[c.count % 4], 1);
+  atomicAdd(&out[n].count, 1);
+  atomicAdd(&out[n].mass, 0.5f);
+}
+"""
+
+CELL = np.dtype({"names": ["count", "mass", "id", "pos"],
+                 "formats": [np.int32, np.float32, np.int64, (np.float32, 3)],
+                 "offsets": [0, 4, 8, 16], "itemsize": 32})
+
+
+@pytest.mark.parametrize("backend", ["llvm", "emulator"])
+def test_records_in_memory_through_device_functions_references_and_atomics(backend: str,
+                                                                            tmp_path: pathlib.Path) -> None:
+    import polypy
+
+    src = tmp_path / "cells.cu"
+    src.write_text(DEVICE_FUNCTIONS)
+    n = 90
+    i = np.arange(n)
+    cells = np.zeros(n, CELL)
+    cells["count"], cells["mass"], cells["id"] = i % 7, np.float32(0.25) * (i % 5), 1000 + i
+    cells["pos"] = (np.arange(3 * n) % 9).reshape(n, 3)
+    out, hist = np.zeros(n + 1, CELL), np.zeros(4, np.int32)
+    out["mass"][:n], out["count"][:n] = 1.0, 2
+    want = out.copy()
+    launch = polypy.compile(str(src)).k
+    (launch if backend == "llvm" else launch.emulate)[(n + 31) // 32, 32](cells, out, hist, n)
+    f32 = np.float32
+    w = cells["mass"] * cells["count"].astype(f32) + 2 * (cells["pos"][:, 0] + cells["pos"][:, 2])
+    want["mass"][:n] += w
+    want["count"][:n] += 1
+    want["pos"][:n, 1] = cells["id"].astype(f32)
+    want["id"][:n] = cells["count"] + 100
+    want["count"][n], want["mass"][n] = n, 0.5 * n
+    for field in CELL.names:
+        np.testing.assert_allclose(out[field], want[field], rtol=1e-6)
+    np.testing.assert_array_equal(hist, np.bincount(cells["count"] % 4, minlength=4))

@@ -289,6 +289,16 @@ class ExpressionLowering:
             raise self.error(f"cannot take the address of an element of a {_describe(base)}", c)
         if inner.kind == CK.UNARY_OPERATOR and unary_operator(inner) == "*":
             return self.expr(next(iter(inner.get_children())))
+        if inner.kind == CK.MEMBER_REF_EXPR:  # `&p[i].count` (atomicAdd), `&rec.x`
+            lv = self.lvalue(inner)
+            if isinstance(lv, MemLV):
+                return Pointer(lv.buffer, lv.index[:-1], lv.index[-1], tm.ElemLayout(lv.type, 1, (("", 0),), lv.type.c_name))
+            if isinstance(lv, RecLV):
+                view = lv.address.views[0]
+                layout = tm.ElemLayout(view[0], 1, (), lv.layout.spelling, lv.layout)
+                return Pointer(view[1], (), None, layout, lv.address)
+            if isinstance(lv, (VarLV, AggLV)):
+                return VarAddress(lv)
         if inner.kind == CK.DECL_REF_EXPR:
             r = inner.referenced
             b = self.lookup(r, inner) if r is not None else None
