@@ -78,7 +78,8 @@ class Output:
     line itself excluded), dropping lines matching any of ``skip`` (and, with ``keep``, lines not
     matching it); ``last`` keeps only the last that many lines; ``after``: only the numbers after
     this pattern in each line; ``sort``: compared as a sorted list (an order the program leaves
-    open)."""
+    open); ``drop_last``: that many final numbers are not compared (values a program computes
+    from memory it never initialized)."""
 
     source: str = "stdout"
     start: str | None = None
@@ -87,6 +88,7 @@ class Output:
     keep: str | None = None
     after: str | None = None
     sort: bool = False
+    drop_last: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,6 +189,8 @@ def numbers(text: str, out: Output) -> list[float]:
     if out.after is not None:
         lines = [re.split(out.after, line, maxsplit=1)[-1] for line in lines]
     values = [float(tok) for line in lines for tok in NUMBER.findall(line)]
+    if out.drop_last:
+        values = values[:-out.drop_last]
     return sorted(values) if out.sort else values
 
 
@@ -280,7 +284,9 @@ def compile_program(build: Build, root: pathlib.Path, work: pathlib.Path, tools:
     """Compile and link. ``translated``: the C++ files polypy made from ``build.cu`` (None for a
     reference build, whose .cu files, if any, go to the C++ compiler as they are)."""
     src = root / build.directory
-    flags = [*_flags(build, root), f"-I{src.resolve()}"]
+    # quoted includes of translated files are found next to their .cu source (-iquote: a
+    # program's own unistd.h, as kmeans has, must not hide the system's <unistd.h>)
+    flags = [*_flags(build, root), "-iquote", str(src.resolve())]
     if translated is not None:
         # the Makefiles' -I$(CUDA_DIR)/include, for host files that include <cuda.h> themselves
         flags.append(f"-I{CUDA_HEADERS}")
