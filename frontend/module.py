@@ -192,15 +192,15 @@ class _ModuleBuilder:
                         key = self.kernel_key(target)
                         if key not in kernels:
                             kernels[key] = (target, self.instance_name(target, kernels))
-        launches_by_file: dict[str, list[tuple[ci.Cursor, ci.Cursor]]] = {}
+        launches_by_file: dict[str, list[tuple[ci.Cursor, ci.Cursor, ci.Cursor | None]]] = {}
         host_functions = [d for d in decls if self.is_host_function(d)]
         self.shapes = LaunchShapes(host_functions, self.file_text)
-        for call in self.launch_calls(host_functions):
+        for call, instance in self.launch_calls(host_functions):
             target = self.launched_kernel(call)
             key = self.kernel_key(target)
             if key not in kernels:
                 kernels[key] = (target, self.instance_name(target, kernels))
-            launches_by_file.setdefault(call.location.file.name, []).append((call, target))
+            launches_by_file.setdefault(call.location.file.name, []).append((call, target, instance))
         self.ctx.names.taken.update(name for _, name in kernels.values())
         built: list[n.Kernel] = []
         names: dict[tuple, str] = {}
@@ -230,22 +230,36 @@ class _ModuleBuilder:
                 return ch
         return None
 
-    def launch_calls(self, host_functions: list[ci.Cursor]) -> list[ci.Cursor]:
-        """The launches host code makes, each once per kernel it launches.
+    def launch_calls(self, host_functions: list[ci.Cursor]) -> list[tuple[ci.Cursor, ci.Cursor | None]]:
+        """The launches host code makes: (launch, the host function template instance it is in,
+        or None outside templates).
 
         A launch inside a host function template (``k<B><<<g, B>>>(...)`` in ``template <int B>
         void run(...)``) depends on the template's parameters: clang resolves it in each
-        instance's body, which the calls of the instance lead to (``run<128>(...)``). So instance
-        bodies are walked too, and a launch launching different kernels in different instances is
-        listed once per kernel (see ``LaunchSite.when``).
+        instance's body, which the calls of the instance lead to (``run<128>(...)``), as do the
+        file's explicit instantiations (``template void run<64>(float*);``). So instance bodies
+        are walked too, and a launch is listed once per instance (see ``LaunchSite.when``).
         """
-        found: list[ci.Cursor] = []
+        found: list[tuple[ci.Cursor, ci.Cursor | None]] = []
         seen: set[tuple] = set()
         dependent: dict[tuple, ci.Cursor] = {}
         visited: set[tuple] = set()
-        todo = list(host_functions)
+        todo: list[tuple[ci.Cursor, ci.Cursor | None]] = [(fn, None) for fn in host_functions]
+        for d in self.top_level():
+            if d.kind == CK.VAR_DECL and d.spelling.startswith(_INSTANCE_PREFIX):
+                todo += [(r.referenced, None) for r in d.walk_preorder() if r.kind == CK.DECL_REF_EXPR]
         while todo:
-            fn = todo.pop()
+            fn, instance = todo.pop()
+            if instance is None and fn.kind == CK.FUNCTION_DECL and _template_args(fn):
+                # An instance reached from an explicit instantiation.
+                fn = fn.get_definition()
+                if fn is None or not self.is_host_function(fn) or not self.is_user(fn):
+                    continue
+                key = self.kernel_key(fn)
+                if key in visited:
+                    continue
+                visited.add(key)
+                instance = fn
             for call in fn.walk_preorder():
                 if call.kind != CK.CALL_EXPR:
                     continue
@@ -255,22 +269,23 @@ class _ModuleBuilder:
                     if fn.kind == CK.FUNCTION_TEMPLATE and (target is None or not is_kernel_decl(target)):
                         dependent.setdefault(site, call)  # resolved in the instances' bodies
                         continue
-                    key = site + (self.kernel_key(target) if target is not None else (),)
+                    key = site + (self.kernel_key(target) if target is not None else (),) + \
+                        (self.kernel_key(instance) if instance is not None else ())
                     if key not in seen:
                         seen.add(key)
-                        found.append(call)
+                        found.append((call, instance))
                     continue
                 callee = call.referenced
                 if callee is None or callee.kind != CK.FUNCTION_DECL or not _template_args(callee):
                     continue
-                instance = callee.get_definition()
-                if instance is None or not self.is_host_function(instance) or not self.is_user(instance):
+                definition = callee.get_definition()
+                if definition is None or not self.is_host_function(definition) or not self.is_user(definition):
                     continue
-                ikey = self.kernel_key(instance)
+                ikey = self.kernel_key(definition)
                 if ikey not in visited:
                     visited.add(ikey)
-                    todo.append(instance)
-        covered = {(c.location.file.name if c.location.file else "", c.extent.start.offset) for c in found}
+                    todo.append((definition, definition))
+        covered = {(c.location.file.name if c.location.file else "", c.extent.start.offset) for c, _ in found}
         for site, call in dependent.items():
             if site not in covered:
                 raise UserError("kernel launch in a host function template that this program never instantiates "
@@ -357,56 +372,51 @@ class _ModuleBuilder:
                           texts[2] if len(texts) > 2 else None, texts[3] if len(texts) > 3 else None,
                           tuple(args), loc, **self.launch_shapes(call, cfg[0], cfg[1]))
 
-    def launch_sites(self, calls: list[tuple[ci.Cursor, ci.Cursor]], names, text: str,
+    def launch_sites(self, calls: list[tuple[ci.Cursor, ci.Cursor, ci.Cursor | None]], names, text: str,
                      conv: "_OffsetMap") -> tuple[LaunchSite, ...]:
-        """The launch sites of one file; a site that launches several kernels (from the instances
-        of a host function template) says under which template arguments each one is launched."""
-        by_site: dict[int, list[tuple[ci.Cursor, ci.Cursor]]] = {}
-        for call, target in calls:
-            by_site.setdefault(call.extent.start.offset, []).append((call, target))
+        """The launch sites of one file. A site in a host function template whose instances launch
+        different kernels is one ``LaunchSite`` per kernel, each with the condition on the
+        template's parameters under which it is the one launched."""
+        by_site: dict[int, dict[str, list[tuple[ci.Cursor, ci.Cursor, ci.Cursor | None]]]] = {}
+        for call, target, instance in calls:
+            kernel = names[self.kernel_key(target)]
+            by_site.setdefault(call.extent.start.offset, {}).setdefault(kernel, []).append((call, target, instance))
         out: list[LaunchSite] = []
-        for group in by_site.values():
-            sites = [self.launch_site(call, target, names, text, conv) for call, target in group]
-            if len(group) > 1:
-                sites = [dataclasses.replace(site, when=self.instance_condition(call, target))
-                         for site, (call, target) in zip(sites, group)]
-            out.extend(sites)
+        for kernels in by_site.values():
+            for group in kernels.values():
+                call, target, _ = group[0]
+                site = self.launch_site(call, target, names, text, conv)
+                if len(kernels) > 1:
+                    when = " || ".join(f"({self.instance_condition(c, i)})" for c, _, i in group)
+                    site = dataclasses.replace(site, when=when)
+                out.append(site)
         return tuple(out)
 
-    def instance_condition(self, call: ci.Cursor, target: ci.Cursor) -> str:
-        """``(B) == (128) && __is_same(T, float)``: the kernel template arguments as the launch
-        spells them (``k<B, T><<<...>>>``), equal to this instance's."""
-        tokens = [t.spelling for t in call.get_tokens()]
-        name = tokens.index(target.spelling) if target.spelling in tokens else -1
-        if "<<<" not in tokens or name < 0 or tokens[name + 1] != "<":
-            raise UserError("a launch in a host function template must name the kernel's template arguments "
-                            "(k<...><<<grid, block>>>)", cursor_loc(call))
-        written: list[list[str]] = [[]]
-        depth = 0
-        for tok in tokens[name + 2:tokens.index("<<<")]:
-            if tok in ("<", "(", "[", "{"):
-                depth += 1
-            elif tok in (")", "]", "}") or (tok == ">" and depth > 0):
-                depth -= 1
-            elif tok == ">" and depth == 0:
-                break
-            if tok == "," and depth == 0:
-                written.append([])
-            else:
-                written[-1].append(tok)
-        values = _template_args(target)
-        kinds = [target.get_template_argument_kind(i) for i in range(len(values))]
-        if len(written) != len(values):
-            raise UserError("a launch in a host function template must name every template argument of the kernel",
-                            cursor_loc(call))
+    def instance_condition(self, call: ci.Cursor, instance: ci.Cursor | None) -> str:
+        """``__is_same(T, float) && (B) == (128)``: the template arguments of the host function
+        template instance ``instance``, as a test on the template's parameters (the launch
+        ``call`` is in the template's body)."""
+        template = next((fn for fn in self.top_level() if fn.kind == CK.FUNCTION_TEMPLATE
+                         and fn.location.file is not None and call.location.file is not None
+                         and fn.location.file.name == call.location.file.name
+                         and fn.extent.start.offset <= call.extent.start.offset < fn.extent.end.offset), None)
+        if template is None or instance is None:
+            raise UserError("this launch launches different kernels from different instances of its function, "
+                            "which polypy cannot tell apart (a member of a class template?)", cursor_loc(call))
+        params = [p for p in template.get_children()
+                  if p.kind in (CK.TEMPLATE_TYPE_PARAMETER, CK.TEMPLATE_NON_TYPE_PARAMETER,
+                                CK.TEMPLATE_TEMPLATE_PARAMETER)]
+        values = _template_args(instance)
+        if len(params) != len(values) or any(p.kind == CK.TEMPLATE_TEMPLATE_PARAMETER for p in params):
+            raise UserError("launches in host function templates with template template parameters or parameter "
+                            "packs are not supported", cursor_loc(call))
         terms = []
-        for toks, value, kind in zip(written, values, kinds):
-            spelled = " ".join(toks)
-            if kind == ci.TemplateArgumentKind.TYPE:
-                terms.append(f"__is_same({spelled}, {value})")
+        for i, (param, value) in enumerate(zip(params, values)):
+            if instance.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE:
+                terms.append(f"__is_same({param.spelling}, {value})")
             else:
-                terms.append(f"({spelled}) == ({value})")
-        return " && ".join(terms)
+                terms.append(f"({param.spelling}) == ({value})")
+        return " && ".join(terms) or "true"
 
     def launch_shapes(self, call: ci.Cursor, grid: ci.Cursor, block: ci.Cursor) -> dict:
         """``LaunchSite``'s grid_shape, block_shape, grid_from, block_from (``frontend.launch_shapes``)."""
