@@ -90,13 +90,35 @@ class Pointer:
 
 
 @dataclasses.dataclass(frozen=True)
+class PointerTable:
+    """A ``T**`` kernel parameter: an array of pointers into one buffer (Rodinia leukocyte's
+    ``float** I_array``). The IR sees the table as 64-bit addresses (``table``), the memory they
+    point into (``pool``, of ``T``) and the pool's address (``base``, a ``u64`` scalar): pointer
+    ``k`` is element ``(table[k] - base) / sizeof(T)`` of ``pool``."""
+
+    table: str
+    pool: str
+    base: str
+    layout: ElemLayout
+
+    def element(self, k: n.Expr) -> Pointer:
+        from polypy.ir.types import U64
+
+        address = n.Load(self.table, (k,), U64, loc=k.loc)
+        diff = convert(n.Binary("sub", address, n.Var(self.base, U64), loc=k.loc), I64)
+        size = self.layout.scalar.itemsize
+        offset = diff if size == 1 else n.Binary("div", diff, n.Const(size, I64), loc=k.loc)
+        return Pointer(self.pool, (), offset, self.layout)
+
+
+@dataclasses.dataclass(frozen=True)
 class VarAddress:
     """``&x`` of a local scalar or record (only usable as ``*p``, ``p[0]`` or ``p->field``)."""
 
     target: "LValue"
 
 
-Value = n.Expr | Aggregate | Pointer | VarAddress
+Value = n.Expr | Aggregate | Pointer | VarAddress | PointerTable
 
 # --------------------------------------------------------------------------- lvalues
 
@@ -199,5 +221,5 @@ class ConstBinding:
     value: n.Expr
 
 
-Binding = LValue | ArrayBinding | RefBinding | ConstBinding | VarAddress
+Binding = LValue | ArrayBinding | RefBinding | ConstBinding | VarAddress | PointerTable
 

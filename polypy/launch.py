@@ -148,7 +148,10 @@ def _by_ir_name(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) -> di
             return {p.name: v for p, v in zip(params, values)}
     out: dict[str, Any] = {}
     for key, value in args.items():
-        if kernel.param(key) is not None:
+        if key in structs and n.TABLE_POOL in dict(structs[key].members) and not isinstance(value, np.ndarray):
+            # a T** given as a list of arrays (an array is its IR table: the table has the C name)
+            out.update(_pointer_table(kernel, structs[key], value))
+        elif kernel.param(key) is not None:
             out[key] = value
         elif key in structs:
             for path, name in structs[key].members:
@@ -156,6 +159,32 @@ def _by_ir_name(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) -> di
         else:
             raise UserError(f"kernel {kernel.name!r} has no parameter {key!r}", kernel.loc)
     return out
+
+
+def _pointer_table(kernel: n.Kernel, sp: n.SourceParam, value: Any) -> dict[str, Any]:
+    """A ``T**`` argument: a list of arrays that all view one C-contiguous array (the pool the
+    frontend's pointer table points into): the table of their addresses, the pool, its address."""
+    names = dict(sp.members)
+    pool_param = kernel.param(names[n.TABLE_POOL])
+    assert pool_param is not None and isinstance(pool_param.ptype, PointerType)
+    want = pool_param.ptype.elem.dtype
+    what = f"argument {sp.name!r} of kernel {kernel.name!r} ({sp.ctype})"
+    arrays = list(value) if isinstance(value, (list, tuple)) else []
+    if not arrays or not all(isinstance(a, np.ndarray) and a.dtype == want for a in arrays):
+        raise UserError(f"{what} must be a non-empty list of numpy arrays of {want} (views of one array)", kernel.loc)
+
+    def root(a: np.ndarray) -> np.ndarray:
+        while isinstance(a.base, np.ndarray):
+            a = a.base
+        return a
+
+    pool = root(arrays[0])
+    if any(root(a) is not pool for a in arrays) or pool.dtype != want or not pool.flags.c_contiguous:
+        raise UserError(f"{what}: the arrays must all be views of one C-contiguous array of {want}", kernel.loc)
+    pool = pool.reshape(-1)
+    table = np.array([a.__array_interface__["data"][0] for a in arrays], dtype=np.uint64)
+    return {names[""]: table, names[n.TABLE_POOL]: pool,
+            names[n.TABLE_BASE]: np.uint64(pool.__array_interface__["data"][0])}
 
 
 def _member(kernel: n.Kernel, sp: n.SourceParam, value: Any, path: str) -> Any:

@@ -98,8 +98,8 @@ CASES = [
      "__global__ void k(float* x) { x[0] = ; }\n",
      "expected expression", (1, 38)),
     ("pointer-to-pointer",
-     "__global__ void k(float** x) { x[0][0] = 1.0f; }\n",
-     "pointer-to-pointer parameter 'x' is not supported", (1, 27)),
+     "__global__ void k(float*** x) { x[0][0][0] = 1.0f; }\n",
+     "pointer-to-pointer parameter 'x' is supported for pointers to scalars only", (1, 28)),
     ("heterogeneous-struct-memory",
      "struct P { float a; double* b; };\n"
      "__global__ void k(float* x) { __shared__ P s[4]; s[0].a = x[0]; }\n",

@@ -440,3 +440,72 @@ def test_records_in_memory_through_device_functions_references_and_atomics(backe
     for field in CELL.names:
         np.testing.assert_allclose(out[field], want[field], rtol=1e-6)
     np.testing.assert_array_equal(hist, np.bincount(cells["count"] % 4, minlength=4))
+
+
+# --------------------------------------------------------------------------- T** parameters
+
+LENS = np.array([10, 30, 5, 40, 15], np.int32)
+
+
+def _pointer_table_reference() -> tuple[np.ndarray, np.ndarray]:
+    values = (np.arange(100) % 7).astype(np.float32)
+    offsets = np.concatenate([[0], np.cumsum(LENS)[:-1]])
+    return np.array([values[o:o + m].sum() for o, m in zip(offsets, LENS)], np.float32), 2 * values
+
+
+def test_a_pointer_to_pointers_parameter_in_a_whole_program(tmp_path: pathlib.Path) -> None:
+    native, emulated = _translated_and_emulated("pointer_table", tmp_path)
+    sums, doubled = _pointer_table_reference()
+    expected = "sums " + " ".join(f"{s:.1f}" for s in sums) + f" doubled {doubled.astype(np.float64).sum():.1f}\n"
+    assert outputs_match(native, expected, 1e-6) is None, native
+    assert outputs_match(emulated, expected, 1e-6) is None, emulated
+
+
+@pytest.mark.parametrize("backend", ["llvm", "emulator"])
+def test_a_pointer_to_pointers_argument_is_a_list_of_views_of_one_array(backend: str, tmp_path: pathlib.Path) -> None:
+    import polypy
+    from polypy.errors import UserError
+
+    src = tmp_path / "table.cu"
+    src.write_text((PROGRAMS / "pointer_table.cu").read_text().split("int main")[0])
+    kernel = polypy.compile(str(src)).rows_sum
+    launch = kernel if backend == "llvm" else kernel.emulate
+    values = (np.arange(100) % 7).astype(np.float32)
+    offsets = np.concatenate([[0], np.cumsum(LENS)[:-1]])
+    rows = [values[o:o + m] for o, m in zip(offsets, LENS)]
+    out = np.zeros(5, np.float32)
+    launch[5, 8](rows, LENS, out)
+    sums, doubled = _pointer_table_reference()
+    np.testing.assert_array_equal(out, sums)
+    np.testing.assert_array_equal(values, doubled)
+    with pytest.raises(UserError, match="views of one C-contiguous array"):
+        launch[5, 8]([np.zeros(10, np.float32), np.zeros(10, np.float32)], LENS, out)
+
+
+@pytest.mark.parametrize("body, message, column", [
+    ("struct R { int a; float b; };\n__global__ void k(R** p) { p[0][0].a = 1; }\n",
+     "pointer-to-pointer parameter 'p' is supported for pointers to scalars only (not 'R')", 23),
+    ("__global__ void k(float** p, float* q) {\n  p = &q; p[0][0] = 1.0f; }\n",
+     "pointer-to-pointer parameter 'p' cannot be reassigned", 27),
+])
+def test_what_pointer_to_pointers_parameters_cannot_do_is_a_located_error(body: str, message: str, column: int,
+                                                                         tmp_path: pathlib.Path) -> None:
+    src = tmp_path / "bad.cu"
+    src.write_text(body)
+    result = _polypy("translate", str(src), "-o", str(tmp_path / "bad.cpp"))
+    assert result.returncode == 1
+    assert f"{src}:{1 if column == 27 else 2}:{column}: error: {message}" in result.stderr, result.stderr
+
+
+def test_dereferencing_a_pointer_to_pointers(tmp_path: pathlib.Path) -> None:
+    import polypy
+
+    src = tmp_path / "deref.cu"
+    src.write_text("__global__ void k(const float* const* rows, float* out) {\n"
+                   "  const float* second = rows[1];\n"
+                   "  out[threadIdx.x] = (*rows)[threadIdx.x] + 10.0f * second[threadIdx.x];\n}\n")
+    pool = np.arange(12, dtype=np.float32)
+    for launch in (polypy.compile(str(src)).k, polypy.compile(str(src)).k.emulate):
+        out = np.zeros(4, np.float32)
+        launch[1, 4]([pool[6:10], pool[1:5]], out)
+        np.testing.assert_array_equal(out, pool[6:10] + 10 * pool[1:5])

@@ -267,6 +267,9 @@ class KernelEmitter:
                     params.append(f"{sp.ctype} {sp.name}")
                     names.append(sp.name)
                     for path, ir_name in sp.members:
+                        if path in (n.TABLE_POOL, n.TABLE_BASE):  # launcher locals (table_locals)
+                            values[ir_name] = lvalues[ir_name] = self.cname(ir_name)
+                            continue
                         lvalues[ir_name] = sp.name + path
                         ir_param = k.param(ir_name)
                         if ir_param is not None and isinstance(ir_param.ptype, PointerType):
@@ -286,6 +289,26 @@ class KernelEmitter:
         decl = f"{linkage} {self.launcher_name}({', '.join(head + params)})"
         return decl, [values[p.name] for p in k.params], names, [lvalues[p.name] for p in k.params]
 
+    def table_locals(self) -> list[str]:
+        """Launcher locals of the ``T**`` parameters of a whole program: the pool (the allocation the
+        table's first pointer points into; that pointer itself if it is no allocation) and its address."""
+        out: list[str] = []
+        if not self.options.program:
+            return out
+        for sp in self.kernel.source_params:
+            paths = dict(sp.members)
+            if n.TABLE_POOL not in paths or n.TABLE_BASE not in paths:
+                continue
+            pool, base = paths[n.TABLE_POOL], paths[n.TABLE_BASE]
+            p = self.kernel.param(pool)
+            assert p is not None and isinstance(p.ptype, PointerType)
+            t = _pointer_type(p.ptype)
+            first = f"({sp.name} ? *(void* const*){sp.name} : (void*)0)"
+            out.append(f"{t} {self.cname(pool)} = ({t})[&]() {{ void* polypy_p = {first}; size_t polypy_n = 0; "
+                       f"polypy_rt_find_alloc(polypy_p, &polypy_p, &polypy_n); return polypy_p; }}();")
+            out.append(f"unsigned long long {self.cname(base)} = (unsigned long long){self.cname(pool)};")
+        return out
+
     def launcher(self) -> str:
         decl, values = self.signature()
         opts = self.options
@@ -298,6 +321,7 @@ class KernelEmitter:
         prologue: list[str] = []
         if opts.program:
             prologue.append(f"if (!polypy_rt_launch_ok({', '.join(grid + block)}, shmem_bytes)) return;")
+            prologue += self.table_locals()
         else:
             prologue.append("if (!polypy_launch_ok(gridDim, blockDim)) return;")
         arguments = list(values)
@@ -485,6 +509,7 @@ def emulated_launcher(kernel: n.Kernel, index: int, options: Options) -> KernelC
         f"/* ---- kernel {kernel.name}: run by polypy's reference emulator ---- */",
         decl,
         "{",
+        *(INDENT + line for line in emitter.table_locals()),
         f"{INDENT}void* polypy_args[] = {{{args}}};",
         f"{INDENT}void* polypy_globals[] = {{{globals_}}};",
         f"{INDENT}polypy_emulate_launch({index}, grid, block, shmem_bytes, polypy_args, polypy_globals);",

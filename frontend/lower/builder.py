@@ -9,7 +9,7 @@ import clang.cindex as ci
 
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import I32, ScalarType
+from polypy.ir.types import I32, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
 from frontend.clang_setup import binary_operator, cursor_loc, unary_operator
@@ -23,7 +23,10 @@ from frontend.lower.places import PlaceLowering
 from frontend.lower.statements import StatementLowering
 from frontend.lower.switch import SwitchLowering
 from frontend.lower.webs import split_variable_webs
-from frontend.values import AggLV, ArrayBinding, Binding, LValue, Pointer, PtrVarLV, RecordAddress, VarLV
+from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
+from frontend.values import (
+    AggLV, ArrayBinding, Binding, LValue, Pointer, PointerTable, PtrVarLV, RecordAddress, VarLV,
+)
 
 
 class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
@@ -111,6 +114,14 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
                 copy = self.temp(st, n.Var(name, st), name, p)
                 self.bind(p, copy)
             return
+        if tm.is_pointer(t) and tm.is_pointer(tm.pointee(t)):
+            table = self.pointer_table(name, t, where)
+            if decl_key(p) in mutated:
+                raise UserError(f"pointer-to-pointer parameter '{name}' cannot be reassigned", where)
+            members = (("", table.table), (TABLE_POOL, table.pool), (TABLE_BASE, table.base))
+            self.source_params.append(n.SourceParam(name, t.spelling, members))
+            self.bind(p, table)
+            return
         if tm.is_pointer(t):
             binding = self.pointer_param(name, t, where)
             views = binding.record.views if binding.record is not None else ((None, name),)
@@ -157,6 +168,20 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
             return Pointer(views[0][1], (), None, layout, RecordAddress(tuple(views)))
         self.params.append(n.Param(name, ptype, loc=where))
         return Pointer(name, (), None, layout)
+
+    def pointer_table(self, name: str, t: ci.Type, where: Loc | None) -> PointerTable:
+        """A ``T**`` parameter (``frontend.values.PointerTable``): its table, pool and pool address."""
+        target = tm.pointee(tm.pointee(t))
+        st = tm.scalar_type(target)
+        if st is None:
+            raise UserError(f"pointer-to-pointer parameter '{name}' is supported for pointers to scalars only "
+                            f"(not '{target.spelling}')", where)
+        self.params.append(n.Param(name, PointerType(U64, const=True), loc=where))
+        pool = self.names.fresh(name + "_pool")
+        self.params.append(n.Param(pool, PointerType(st, const=target.is_const_qualified()), loc=where))
+        base = self.names.fresh(name + "_base")
+        self.params.append(n.Param(base, U64, loc=where))
+        return PointerTable(name, pool, base, tm.ElemLayout(st, 1, (("", 0),), target.spelling))
 
     def pointer_binding(self, base: Pointer, mutable: bool, name: str, cursor: ci.Cursor) -> PtrVarLV:
         if not mutable:

@@ -17,8 +17,8 @@ from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
 )
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, Binding, ConstBinding, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV,
-    RefBinding, Value, VarAddress, VarLV,
+    Aggregate, AggLV, ArrayBinding, Binding, ConstBinding, LValue, MemLV, PendingPtrLV, Pointer, PointerTable,
+    PtrVarLV, RecLV, RefBinding, Value, VarAddress, VarLV,
 )
 
 
@@ -185,7 +185,7 @@ class ExpressionLowering:
             return Aggregate({k: self.read(v, c) for k, v in lv.fields.items()}, lv.spelling)
         if isinstance(lv, RecLV):
             return self.read(self.expand_record(lv, c), c)
-        if isinstance(lv, Pointer):  # an array member of a record in memory (``places.record_member``)
+        if isinstance(lv, (Pointer, PointerTable)):  # an array member of a record in memory; a T** parameter
             return lv
         if isinstance(lv, PendingPtrLV):
             raise self.error(f"pointer '{lv.name}' is used before it is assigned", c)

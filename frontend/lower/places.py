@@ -14,8 +14,8 @@ from frontend.clang_setup import unary_operator
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RecordAddress, RefBinding,
-    Value, VarAddress, VarLV,
+    Aggregate, AggLV, ArrayBinding, LValue, MemLV, PendingPtrLV, Pointer, PointerTable, PtrVarLV, RecLV, RecordAddress,
+    RefBinding, Value, VarAddress, VarLV,
 )
 
 
@@ -65,6 +65,8 @@ class PlaceLowering:
     def subscript(self, base: Value | None, index: n.Expr, c: ci.Cursor) -> LValue | "_ArrayRef":
         if isinstance(base, _ArrayRef):
             return base.index(self, index, c)
+        if isinstance(base, PointerTable):
+            return base.element(index)  # type: ignore[return-value]  # a pointer value, not assignable
         if isinstance(base, Pointer):
             return self.pointer_element(base, index, c)
         if isinstance(base, VarAddress):
@@ -92,6 +94,8 @@ class PlaceLowering:
             return self.pointer_element(ptr, None, c)
         if isinstance(ptr, VarAddress):
             return ptr.target
+        if isinstance(ptr, PointerTable):
+            return ptr.element(n.Const(0, I32))  # type: ignore[return-value]  # a pointer value
         raise self.error(f"cannot dereference a {_describe(ptr)}", c)
 
     def member_lv(self, base: LValue, member: str, c: ci.Cursor) -> LValue:

@@ -410,12 +410,22 @@ class Buffer(Node):
     symbol: str | None = None
 
 
+# Member paths of a ``T**`` parameter's pool and pool address in its ``SourceParam``
+# (``(("", "rows"), (TABLE_POOL, "rows_pool"), (TABLE_BASE, "rows_base"))``): launchers compute them
+# from the table of pointers (the allocation its first pointer points into).
+TABLE_POOL = ".polypy_pool"
+TABLE_BASE = ".polypy_base"
+
+
 @_node
 class SourceParam(Node):
     """How one parameter of the C signature maps to IR parameters.
 
     A plain parameter maps to itself: ``members == (("", "n"),)``. A struct passed by value
     maps each scalar member path to one IR parameter: ``((".n", "p_n"), (".dims.x", "p_dims_x"))``.
+    A pointer to records of mixed member types maps to one pointer per member type, all with
+    path ``""``; a ``T**`` maps to its table (``""``), pool (``TABLE_POOL``) and pool address
+    (``TABLE_BASE``).
     """
 
     name: str
