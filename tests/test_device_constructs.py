@@ -53,6 +53,29 @@ __global__ void sw(const int* x, int* y, int n) {
   y[i] = acc + classify(v);
 }
 
+enum Kind { KA = 1, KB = 5, KC = -2 };
+__global__ void sw2(const int* x, int* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int v = x[i], acc = 0;
+  for (int j = 0; j < 4; j++) {
+    switch ((v + j) % 4) {
+      default: acc += 1;
+      case 1: if (v > 40) continue; acc += 10;
+      case 2: acc += 100; break;
+      case 3:
+        switch (v & 1) { case 0: acc += 1000; break; case 1: acc += 2000; }
+        acc += 5;
+    }
+    acc *= 2;
+  }
+  Kind kd = (v % 3 == 0) ? KA : (v % 3 == 1 ? KB : KC);
+  switch (kd) { case KA: acc += 7; break; case KC: acc -= 7; break; case KB: break; }
+  char ch = (char)('a' + v % 4);
+  switch (ch) { case 'a': case 'c': acc ^= 0x55; break; }
+  y[i] = acc;
+}
+
 #define NT 64
 __global__ void reduce(float* sums, int n) {
   __shared__ float ps[NT];
@@ -210,6 +233,35 @@ def test_switch_with_fallthrough_ranges_default_and_returns(loaded, compiled) ->
     x[:8] = [0, 1, 2, 3, 4, 5, 6, 7]
     for got in run_both(loaded, compiled, "sw", 3, 128, {"x": x, "y": np.zeros_like(x), "n": 300}):
         np.testing.assert_array_equal(got["y"], _switch_ref(x))
+
+
+def _switch2_ref(v: int) -> int:
+    acc = 0
+    for j in range(4):
+        m, skip = (v + j) % 4, False
+        if m == 0:  # default first, falling into case 1
+            acc, m = acc + 1, 1
+        if m == 1:
+            if v > 40:
+                skip = True  # continue: no `acc *= 2` this time
+            else:
+                acc, m = acc + 10, 2
+        if skip:
+            continue
+        if m == 2:
+            acc += 100
+        elif m == 3:
+            acc += (1000 if v % 2 == 0 else 2000) + 5
+        acc *= 2
+    acc += {0: 7, 1: 0, 2: -7}[v % 3]
+    return acc ^ 0x55 if v % 4 in (0, 2) else acc
+
+
+def test_nested_switches_default_first_continue_enums_and_chars(loaded, compiled) -> None:
+    x = np.arange(90, dtype=np.int32)
+    expected = np.array([_switch2_ref(v) for v in range(90)], np.int32)
+    for got in run_both(loaded, compiled, "sw2", 1, 96, {"x": x, "y": np.zeros_like(x), "n": 90}):
+        np.testing.assert_array_equal(got["y"], expected)
 
 
 def test_switch_without_fallthrough_is_an_if_chain(tmp_path) -> None:

@@ -197,6 +197,8 @@ class SwitchLowering:
 
 def _nested_label(c: ci.Cursor) -> ci.Cursor | None:
     """A case/default label inside ``c`` that belongs to the enclosing switch."""
+    if c.kind == CK.SWITCH_STMT:
+        return None  # its labels are its own
     for ch in c.get_children():
         if ch.kind in _LABELS:
             return ch
