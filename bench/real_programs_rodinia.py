@@ -116,7 +116,7 @@ def _btree(directory: pathlib.Path, size: str) -> dict[str, str]:
 def _cfd(directory: pathlib.Path, size: str) -> dict[str, str]:
     """A domain file: element count; per element its volume and, for each of 4 faces, the
     neighbour (1-based; -1, -2 for wall and far-field faces) and the face normal (3 numbers)."""
-    count = _pick(size, 256, 512, 16384)
+    count = _pick(size, 256, 512, 4096)
     rng = random.Random(7)
     lines = [str(count)]
     for i in range(count):
@@ -230,7 +230,7 @@ def programs(root: pathlib.Path) -> list[Program]:
                                          "dwt_cuda/rdwt53.cu"), flags=("-I.", "-DOUTPUT")),
                 ("{image}", "-d", "{n}x{n}", "-f", "-5", "-l", "3"), _dwt2d, Check("none"), cwd="run/dwt2d",
                 note="opens ../../data/dwt2d/<image> itself; no OpenMP version, several .cu files: no reference"),
-        Program("gaussian", _c("gaussian", cu=("gaussian.cu",)), ("-s", "{n}"), _sizes(n=(16, 64, 2048)),
+        Program("gaussian", _c("gaussian", cu=("gaussian.cu",)), ("-s", "{n}"), _sizes(n=(16, 64, 512)),
                 Check("none"),
                 note="prints no result (its verbose flag is 0 and only -q changes it); no OpenMP version"),
         Program("heartwall", _c("heartwall", cu=("main.cu",), c=("AVI/avilib.c", "AVI/avimod.c"),
@@ -275,7 +275,7 @@ def programs(root: pathlib.Path) -> list[Program]:
                 note="needs an AVI video (no generator)"),
         Program("lud", _c("lud/cuda", cu=("lud.cu", "lud_kernel.cu"), c=("../common/common.c",),
                           flags=("-I../common", "-DGPU_TIMER")),
-                ("-s", "{n}", "-v"), _sizes(n=(64, 256, 2048)),
+                ("-s", "{n}", "-v"), _sizes(n=(64, 256, 1024)),
                 Check("self", pattern=r"(?P<ok>>>>Verify<<<<)", expect=">>>Verify<<<<", absent=r"dismatch"),
                 omp=_o("lud/omp", c=("lud.c", "lud_omp.c", "../common/common.c"), flags=("-I../common",)),
                 omp_args=("-s", "{n}", "-n", "{threads}"),
@@ -300,18 +300,18 @@ def programs(root: pathlib.Path) -> list[Program]:
                      "The last traceback value reads referrence[i*max_cols+0], never initialized: not compared"),
         Program("particlefilter_naive", _c("particlefilter", cu=("ex_particle_CUDA_naive_seq.cu",)),
                 ("-x", "{xy}", "-y", "{xy}", "-z", "{frames}", "-np", "{np}"),
-                _sizes(xy=(32, 128, 128), frames=(4, 10, 10), np=(100, 1000, 10000)),
+                _sizes(xy=(32, 128, 128), frames=(4, 10, 10), np=(100, 1000, 2000)),
                 Check("omp", Output(keep=r"^(XE|YE):", last=2), rtol=0.2, atol=2.0),
                 omp=_o("particlefilter", c=("ex_particle_OPENMP_seq.c",)), benchmark="particlefilter",
                 note="seeded from time(0): the final estimate (XE, YE) compared loosely"),
         Program("particlefilter_float", _c("particlefilter", cu=("ex_particle_CUDA_float_seq.cu",)),
                 ("-x", "{xy}", "-y", "{xy}", "-z", "{frames}", "-np", "{np}"),
-                _sizes(xy=(32, 128, 128), frames=(4, 10, 10), np=(100, 1000, 10000)),
+                _sizes(xy=(32, 128, 128), frames=(4, 10, 10), np=(100, 1000, 2000)),
                 Check("omp", Output(keep=r"^(XE|YE):", last=2), rtol=0.2, atol=2.0),
                 omp=_o("particlefilter", c=("ex_particle_OPENMP_seq.c",)), benchmark="particlefilter",
                 note="seeded from time(0): the final estimate (XE, YE) compared loosely"),
         Program("pathfinder", _c("pathfinder", cu=("pathfinder.cu",), flags=("-DBENCH_PRINT",)),
-                ("{cols}", "{rows}", "20"), _sizes(cols=(256, 10000, 1000000), rows=(20, 100, 1000)),
+                ("{cols}", "{rows}", "20"), _sizes(cols=(256, 10000, 200000), rows=(20, 100, 500)),
                 Check("omp", Output(last=1)), omp=_o("pathfinder", cxx=("pathfinder.cpp",)),
                 omp_args=("{cols}", "{rows}"), note="-DBENCH_PRINT (as the OpenMP version defines it): last line"),
         Program("srad_v1", _c("srad/srad_v1", cu=("main.cu",)), ("{iters}", "0.5", "{rows}", "{cols}"), _srad_image,
@@ -319,14 +319,14 @@ def programs(root: pathlib.Path) -> list[Program]:
                 omp=_o("srad/srad_v1", c=("main.c",)), omp_args=("{iters}", "0.5", "{rows}", "{cols}", "{threads}"),
                 benchmark="srad", cwd="run/srad/srad_v1", note="opens ../../../data/srad/image.pgm itself"),
         Program("srad_v2", _c("srad/srad_v2", cu=("srad.cu",), flags=("-DOUTPUT",)),
-                ("{n}", "{n}", "0", "31", "0", "31", "0.5", "{iters}"), _sizes(n=(64, 256, 2048), iters=(2, 10, 100)),
+                ("{n}", "{n}", "0", "31", "0", "31", "0.5", "{iters}"), _sizes(n=(64, 256, 1024), iters=(2, 10, 20)),
                 Check("omp", Output(last=None, skip=(*_TIMING, r"[A-Za-z]{3,}"))),
                 omp=_o("srad/srad_v2", cxx=("srad.cpp",), flags=("-DOUTPUT", "-DOPEN")),
                 omp_args=("{n}", "{n}", "0", "31", "0", "31", "{threads}", "0.5", "{iters}"), benchmark="srad"),
         Program("streamcluster", _c("streamcluster", cu=("streamcluster_cuda.cu", "streamcluster_header.cu"),
                                     cxx=("streamcluster_cuda_cpu.cpp",)),
                 ("10", "20", "{dim}", "{n}", "{n}", "1000", "none", "output.txt", "1"),
-                _sizes(dim=(16, 64, 256), n=(256, 4096, 65536)),
+                _sizes(dim=(16, 64, 64), n=(256, 4096, 16384)),
                 Check("omp", Output("output.txt")), omp=_o("streamcluster", cxx=("streamcluster_omp.cpp",)),
                 omp_args=("10", "20", "{dim}", "{n}", "{n}", "1000", "none", "output.txt", "{threads}")),
     ]
