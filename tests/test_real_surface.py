@@ -234,3 +234,22 @@ def test_headers_of_unsupported_features_are_located_errors_naming_the_feature(t
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"{src}:2:10: error: {feature}" in result.stderr and "not supported" in result.stderr
     assert not (tmp_path / "out.cpp").exists()
+
+
+def test_common_size_macros_from_the_command_line_do_not_break_polypys_headers(tmp_path) -> None:
+    """PolyBench shrinks its sizes with ``-DM=.. -DN=..``: polypy's headers (parsed after the -D
+    definitions, and pasted after them in the output) must not use such names (a template parameter
+    ``M`` of the texture declarations broke every program given -DM)."""
+    need_compiler(cpp=True)
+    src = tmp_path / "sizes.cu"
+    src.write_text("#include <stdio.h>\n#include <cuda.h>\n#include <helper_cuda.h>\n"
+                   "__global__ void fill(float* a) { int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                   "  if (i < M * N) a[i] = (i / N) * 10 + i % N; }\n"
+                   "int main() { float h[M * N]; float* d; checkCudaErrors(cudaMalloc((void**)&d, sizeof h));\n"
+                   "  fill<<<(M * N + 31) / 32, 32>>>(d);\n"
+                   "  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n"
+                   "  printf(\"%d %g %g\\n\", M * N, h[N + 1], h[M * N - 1]); return 0; }\n")
+    result = _polypy("run", str(src), *(f"-D{name}=3" for name in ("M", "NI", "NJ", "NK", "A", "S", "P", "E", "D")),
+                     "-DN=5", "-DBS=8", "-DDATA_TYPE=float")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout == "15 11 24\n"

@@ -220,12 +220,12 @@ POLYPY_D bool signbit(double);
  * linear memory reads the bound buffer; the others are declared so that programs using them parse,
  * and the frontend refuses them by name. */
 #ifdef __cplusplus
-template <class T, enum cudaTextureReadMode M> static __device__ T tex1Dfetch(texture<T, 1, M> t, int x);
+template <class T, enum cudaTextureReadMode PolypyMode> static __device__ T tex1Dfetch(texture<T, 1, PolypyMode> t, int x);
 template <class T> static __device__ T tex1Dfetch(cudaTextureObject_t t, int x);
-template <class T, enum cudaTextureReadMode M> static __device__ T tex1D(texture<T, 1, M> t, float x);
-template <class T, enum cudaTextureReadMode M> static __device__ T tex2D(texture<T, 2, M> t, float x, float y);
+template <class T, enum cudaTextureReadMode PolypyMode> static __device__ T tex1D(texture<T, 1, PolypyMode> t, float x);
+template <class T, enum cudaTextureReadMode PolypyMode> static __device__ T tex2D(texture<T, 2, PolypyMode> t, float x, float y);
 template <class T> static __device__ T tex2D(cudaTextureObject_t t, float x, float y);
-template <class T, enum cudaTextureReadMode M> static __device__ T tex3D(texture<T, 3, M> t, float x, float y, float z);
+template <class T, enum cudaTextureReadMode PolypyMode> static __device__ T tex3D(texture<T, 3, PolypyMode> t, float x, float y, float z);
 #endif
 
 #undef POLYPY_D
