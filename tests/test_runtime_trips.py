@@ -143,6 +143,36 @@ def test_revolve_in_the_emulator_with_forward_mode(budget: int) -> None:
         assert result.forward is not None and abs(result.forward - result.reverse) <= 1e-9 * max(1, abs(result.reverse))
 
 
+EARLY_EXIT = """__global__ void brk(const double* u0, double* u, int n, int steps, double dt)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    double a = u0[i];
+    int hits = 0;
+    for (int s = 0; s < steps; ++s) {
+        a = a + dt * sin(a) * (1.0 + hits);
+        if (a > 1.2) { hits++; }
+        if (a > 1.5) break;
+    }
+    u[i] = a * (1 + hits);
+}
+"""
+
+
+def test_revolve_of_a_loop_with_break_and_an_integer_in_its_state(tmp_path) -> None:
+    src = tmp_path / "brk.cu"
+    src.write_text(EARLY_EXIT)
+    module = polypy.load(src)
+    k = module.kernel("brk")
+    g = grad_kernel(module, "brk", checkpoint_budget=2)
+    assert {b.elem.name for b in g.buffers if "_snap" in b.name} >= {"f64", "i32"}
+    for steps in (0, 30):
+        args = {"u0": np.random.default_rng(2).uniform(0.5, 1.4, 40), "u": np.zeros(40), "n": 37, "steps": steps,
+                "dt": 0.1}
+        result = check_gradients(k, g, 2, 32, args, seed=3)
+        assert result.error() < 1e-6, result
+
+
 def test_binomial_schedule_replays_few_steps() -> None:
     # steps re-run by the schedule, and the snapshots it holds at most
     assert simulate(1, 100) == (100 * 99 // 2, 1)  # the entry only: the plain replay
