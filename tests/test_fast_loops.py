@@ -244,6 +244,25 @@ def test_gemm_accumulator_exact(restrict, block):
     assert_same_as_emulator(_gemm(restrict), grid, block, args, cpp=True)
 
 
+@pytest.mark.parametrize("restrict", [False, True])
+def test_gemm_accumulator_exact_through_llvm(restrict):
+    import polypy
+    from c_support import run_emulated
+
+    word = "__restrict__" if restrict else ""
+    text = GEMM.replace("RESTRICT_A", word).replace("RESTRICT_B", word).replace("RESTRICT_C", word)
+    rng = np.random.default_rng(13)
+    ni, nj, nk = 9, 21, 6
+    args = dict(ni=ni, nj=nj, nk=nk, alpha=np.float32(0.75), beta=np.float32(2.0),
+                a=rng.standard_normal(ni * nk).astype(np.float32), b=rng.standard_normal(nk * nj).astype(np.float32),
+                c=rng.standard_normal(ni * nj).astype(np.float32))
+    want = run_emulated(_kernel(text, "gemm"), (3, 3, 1), (8, 4, 1), args)
+    for specialize in (False, True):
+        got = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+        polypy.compile(None, text=text, specialize=specialize).gemm[(3, 3, 1), (8, 4, 1)](**got)
+        np.testing.assert_array_equal(got["c"], want["c"])
+
+
 SELF_ALIAS = r"""
 __global__ void running(const float* a, float* c, int n)
 {
