@@ -261,8 +261,9 @@ class _Evaluator:
             raise _Unknown(f"{name} is computed at run time")
         var = facts.vars.get(var_key(target))
         if var is None:
-            kind = "a parameter" if target.kind == CK.PARM_DECL else "not a local variable"
-            raise _Unknown(f"{name} is {kind} of the launching function")
+            kinds = {CK.PARM_DECL: "a parameter of the launching function",
+                     CK.TEMPLATE_NON_TYPE_PARAMETER: "a parameter of the launching function's template"}
+            raise _Unknown(f"{name} is {kinds.get(target.kind, 'not a local variable of the launching function')}")
         if target.storage_class == ci.StorageClass.STATIC:
             raise _Unknown(f"{name} is a static variable")
         if facts.has_goto:
@@ -284,7 +285,9 @@ class _Evaluator:
             writes.append((stmt_pos, member, value, stmt))
         writes.sort(key=lambda w: w[0])
         decl_stmt = var.decl
-        init = [c for c in var.decl.get_children() if c.kind != CK.TYPE_REF and c.kind.is_expression()]
+        # The initializer of ``target``, not of ``var.decl``: in a host function template the
+        # launch is an instance's, whose initializer has the template's arguments substituted.
+        init = [c for c in target.get_children() if c.kind != CK.TYPE_REF and c.kind.is_expression()]
         sources: list[str] = []
         current: list[int | None]
         if init:

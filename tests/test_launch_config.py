@@ -210,3 +210,26 @@ def test_without_optimization_launches_are_specialized_but_not_coarsened(capsys,
     report = _report(capsys, flag, out=tmp_path / "noopt.cpp")
     literal = report[_source_line("axpy<<<(N + 255) / 256, 256>>>")]
     assert literal == "axpy: block (256,1,1) from 256 -> specialized, not coarsened"
+
+
+def test_a_dim3_in_a_host_function_template_has_each_instance_value(tmp_path: pathlib.Path) -> None:
+    src = tmp_path / "templated.cu"
+    src.write_text("""template <int B>
+__global__ void k(float* a, int n) { int i = blockIdx.x * B + threadIdx.x; if (i < n) a[i] = i; }
+template <int B>
+void run(float* a, int n) {
+  dim3 b(B);
+  k<B><<<(n + B - 1) / B, b>>>(a, n);
+}
+int main() {
+  float* a;
+  cudaMalloc(&a, 1000 * sizeof(float));
+  run<128>(a, 1000);
+  run<64>(a, 1000);
+  return 0;
+}
+""")
+    sites = parse_file(str(src)).host.launches
+    assert sorted((s.kernel, s.block_shape, s.block_from) for s in sites) == [
+        ("k_128", (128, 1, 1), "dim3 b(B)"), ("k_64", (64, 1, 1), "dim3 b(B)")]
+    assert all(s.grid_shape is None and "n is a parameter" in s.grid_from for s in sites)
