@@ -1,9 +1,10 @@
 """Rodinia 3.1 (yuhc/gpu-rodinia) for ``bench/real_programs.py``: one description per program.
 
-Counting: Rodinia's 24 CUDA benchmark directories (``cuda/<name>``, ``util`` excluded). Three of
-them build two programs each, listed as two rows: srad (``srad_v1``, ``srad_v2``),
-particlefilter (``naive``, ``float``); a benchmark counts as correct when all its rows are. cfd
-is its ``euler3d`` program (the one ``cuda/cfd/run`` runs).
+Counting: Rodinia's "24 CUDA benchmarks" are its 23 directories ``cuda/<name>`` (``util``
+excluded) with srad's two versions, ``srad_v1`` and ``srad_v2`` (separate programs with their
+own Makefiles), counted as two. particlefilter builds two programs from one Makefile
+(``naive``, ``float``): two rows, one benchmark, correct when both are. cfd is its ``euler3d``
+program (the one ``cuda/cfd/run`` runs).
 
 Flags are those of each Makefile and ``common/make.config`` (which defines none): the Makefiles
 pass ``-I$(CUDA_DIR)/include`` (not needed: polypy ships the CUDA headers), ``-I../common``,
@@ -317,12 +318,12 @@ def programs(root: pathlib.Path) -> list[Program]:
         Program("srad_v1", _c("srad/srad_v1", cu=("main.cu",)), ("{iters}", "0.5", "{rows}", "{cols}"), _srad_image,
                 Check("omp", Output("image_out.pgm", start=r"^255\s*$"), rtol=1e-3, atol=1.0),
                 omp=_o("srad/srad_v1", c=("main.c",)), omp_args=("{iters}", "0.5", "{rows}", "{cols}", "{threads}"),
-                benchmark="srad", cwd="run/srad/srad_v1", note="opens ../../../data/srad/image.pgm itself"),
+                cwd="run/srad/srad_v1", note="opens ../../../data/srad/image.pgm itself"),
         Program("srad_v2", _c("srad/srad_v2", cu=("srad.cu",), flags=("-DOUTPUT",)),
                 ("{n}", "{n}", "0", "31", "0", "31", "0.5", "{iters}"), _sizes(n=(64, 256, 1024), iters=(2, 10, 20)),
                 Check("omp", Output(last=None, skip=(*_TIMING, r"[A-Za-z]{3,}"))),
                 omp=_o("srad/srad_v2", cxx=("srad.cpp",), flags=("-DOUTPUT", "-DOPEN")),
-                omp_args=("{n}", "{n}", "0", "31", "0", "31", "{threads}", "0.5", "{iters}"), benchmark="srad"),
+                omp_args=("{n}", "{n}", "0", "31", "0", "31", "{threads}", "0.5", "{iters}")),
         Program("streamcluster", _c("streamcluster", cu=("streamcluster_cuda.cu", "streamcluster_header.cu"),
                                     cxx=("streamcluster_cuda_cpu.cpp",)),
                 ("10", "20", "{dim}", "{n}", "{n}", "1000", "none", "output.txt", "1"),
