@@ -59,6 +59,7 @@ def _api_expected() -> str:
         "devices 1 warp 32 maxthreads 1024 sm>=1 1 cc>=3 1",
         "meminfo 1",
         "host math %d %.4f %.4f %.4f %d %d %.4f %.4f" % (-(-n // 128), 2 ** 0.5, 1.5 ** 3, 2.25, 7, 3, np.e, 0.5),
+        "mixed 5 4 vectors 3 9 -4 16 guards 1 1",
         "timing 1 1",
         "symbol %.4f %.4f polar sum %.3f first %.5f last %.5f threads>=1 1"
         % (2.0, 0.125, out.astype(np.float64).sum(), out[0], out[-1]),

@@ -103,6 +103,13 @@ static inline int polypy_rt_find_alloc(const void* p, void** base, size_t* size)
 
 #ifdef __cplusplus
 
+/* The include guards and version of the toolkit's headers: programs' own copies of the samples'
+ * helper headers test them to enable their runtime-API parts. */
+#define __CUDA_RUNTIME_H__
+#define __DRIVER_TYPES_H__
+#define __VECTOR_TYPES_H__
+#define CUDART_VERSION 12000
+
 /* ------------------------------------------------------------------ host min/max */
 /* nvcc's headers give host code min and max over the arithmetic types (the device prelude
  * declares the device ones); mixed float/double calls take the double one, as there. */
@@ -116,6 +123,15 @@ static inline __host__ double min(float a, double b) { return min((double)a, b);
 static inline __host__ double min(double a, float b) { return min(a, (double)b); }
 static inline __host__ double max(float a, double b) { return max((double)a, b); }
 static inline __host__ double max(double a, float b) { return max(a, (double)b); }
+/* Mixed signedness takes the unsigned type, as CUDA's overloads do. */
+#define POLYPY_MINMAX_MIXED(S, U) \
+  static inline __host__ U min(S a, U b) { return min((U)a, b); } \
+  static inline __host__ U min(U a, S b) { return min(a, (U)b); } \
+  static inline __host__ U max(S a, U b) { return max((U)a, b); } \
+  static inline __host__ U max(U a, S b) { return max(a, (U)b); }
+POLYPY_MINMAX_MIXED(int, unsigned int) POLYPY_MINMAX_MIXED(long, unsigned long)
+POLYPY_MINMAX_MIXED(long long, unsigned long long)
+#undef POLYPY_MINMAX_MIXED
 
 /* ------------------------------------------------------------------ vector types */
 struct uint3 { unsigned int x, y, z; };
@@ -134,14 +150,27 @@ struct dim3 {
 #define POLYPY_VEC4(T, N, A) struct __align__(A) N##4 { T x, y, z, w; }; \
   static __host__ __device__ inline N##4 make_##N##4(T x, T y, T z, T w) { N##4 t; t.x = x; t.y = y; t.z = z; t.w = w; return t; }
 
-POLYPY_VEC2(float, float, 8) POLYPY_VEC3(float, float) POLYPY_VEC4(float, float, 16)
-POLYPY_VEC2(double, double, 16) POLYPY_VEC3(double, double) POLYPY_VEC4(double, double, 16)
-POLYPY_VEC2(int, int, 8) POLYPY_VEC3(int, int) POLYPY_VEC4(int, int, 16)
-POLYPY_VEC2(unsigned int, uint, 8) POLYPY_VEC4(unsigned int, uint, 16)
-POLYPY_VEC2(short, short, 4) POLYPY_VEC4(short, short, 8)
-POLYPY_VEC2(unsigned char, uchar, 2) POLYPY_VEC4(unsigned char, uchar, 4)
-POLYPY_VEC2(signed char, char, 2) POLYPY_VEC4(signed char, char, 4)
-POLYPY_VEC2(long long, longlong, 16)
+#define POLYPY_VEC1(T, N) struct N##1 { T x; }; \
+  static __host__ __device__ inline N##1 make_##N##1(T x) { N##1 t; t.x = x; return t; }
+/* Every vector type of CUDA's vector_types.h, with CUDA's alignments (uint3 is above). */
+POLYPY_VEC1(float, float) POLYPY_VEC2(float, float, 8) POLYPY_VEC3(float, float) POLYPY_VEC4(float, float, 16)
+POLYPY_VEC1(double, double) POLYPY_VEC2(double, double, 16) POLYPY_VEC3(double, double) POLYPY_VEC4(double, double, 16)
+POLYPY_VEC1(int, int) POLYPY_VEC2(int, int, 8) POLYPY_VEC3(int, int) POLYPY_VEC4(int, int, 16)
+POLYPY_VEC1(unsigned int, uint) POLYPY_VEC2(unsigned int, uint, 8) POLYPY_VEC4(unsigned int, uint, 16)
+POLYPY_VEC1(short, short) POLYPY_VEC2(short, short, 4) POLYPY_VEC3(short, short) POLYPY_VEC4(short, short, 8)
+POLYPY_VEC1(unsigned short, ushort) POLYPY_VEC2(unsigned short, ushort, 4) POLYPY_VEC3(unsigned short, ushort)
+POLYPY_VEC4(unsigned short, ushort, 8)
+POLYPY_VEC1(unsigned char, uchar) POLYPY_VEC2(unsigned char, uchar, 2) POLYPY_VEC3(unsigned char, uchar)
+POLYPY_VEC4(unsigned char, uchar, 4)
+POLYPY_VEC1(signed char, char) POLYPY_VEC2(signed char, char, 2) POLYPY_VEC3(signed char, char)
+POLYPY_VEC4(signed char, char, 4)
+POLYPY_VEC1(long, long) POLYPY_VEC2(long, long, 2 * sizeof(long)) POLYPY_VEC3(long, long) POLYPY_VEC4(long, long, 16)
+POLYPY_VEC1(unsigned long, ulong) POLYPY_VEC2(unsigned long, ulong, 2 * sizeof(unsigned long))
+POLYPY_VEC3(unsigned long, ulong) POLYPY_VEC4(unsigned long, ulong, 16)
+POLYPY_VEC1(long long, longlong) POLYPY_VEC2(long long, longlong, 16) POLYPY_VEC3(long long, longlong)
+POLYPY_VEC4(long long, longlong, 16)
+POLYPY_VEC1(unsigned long long, ulonglong) POLYPY_VEC2(unsigned long long, ulonglong, 16)
+POLYPY_VEC3(unsigned long long, ulonglong) POLYPY_VEC4(unsigned long long, ulonglong, 16)
 static __host__ __device__ inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z) { uint3 t; t.x = x; t.y = y; t.z = z; return t; }
 
 /* ------------------------------------------------------------------ errors */

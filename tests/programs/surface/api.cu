@@ -32,6 +32,12 @@ __global__ void rows(float* m, size_t pitch_elems, int cols) {
   if (c < cols) m[r * pitch_elems + c] = m[r * pitch_elems + c] * 2.0f + r;
 }
 
+#ifdef __DRIVER_TYPES_H__
+static int defined_driver_types() { return 1; }
+#else
+static int defined_driver_types() { return 0; }
+#endif
+
 int main(int argc, char** argv) {
   findCudaDevice(argc, (const char**)argv);
   int count = 0;
@@ -49,6 +55,13 @@ int main(int argc, char** argv) {
   int blocks = (int)ceil(N / 128.0);
   printf("host math %d %.4f %.4f %.4f %d %d %.4f %.4f\n", blocks, sqrt(2.0), pow(1.5, 3), fabs(-2.25), max(3, 7),
          min(3, 7), exp(1.0), max(0.5f, 0.25));
+
+  // Mixed signedness (huffman's max(1, n / 2u)), every vector type, the toolkit's include guards.
+  uchar3 u3 = make_uchar3(1, 2, 3);
+  ulonglong2 ull2 = make_ulonglong2(7, 9);
+  short4 s4 = make_short4(-1, -2, -3, -4);
+  printf("mixed %u %u vectors %d %llu %d %d guards %d %d\n", max(3, 5u), min(7u, 4), u3.z, ull2.y, s4.w,
+         (int)sizeof(double2), CUDART_VERSION >= 4000, defined_driver_types());
 
   float4* h_in;
   float* h_out;
