@@ -157,7 +157,7 @@ def split_variable_webs(kernel: n.Kernel, fresh: Callable[[str], str]) -> n.Kern
 
     for at in flow.uses.values():
         for reaching in at.values():
-            first, *rest = sorted(reaching) or [None]
+            first, *rest = list(reaching) or [None]
             for other in rest:
                 parent[find(other)] = find(first)
     seen = {d for at in flow.uses.values() for reaching in at.values() for d in reaching}
@@ -200,7 +200,7 @@ class _Webs:
             p = path + (i,)
             if isinstance(s, n.Decl) and s.name in self.names:
                 self.decl_webs[s.name] = self.find(p) if p in self.seen else None
-            mapping = {name: self.name_of(name, min(defs)) for name, defs in uses.get(p, {}).items() if defs}
+            mapping = {name: self.name_of(name, next(iter(defs))) for name, defs in uses.get(p, {}).items() if defs}
             mapping = {k: v for k, v in mapping.items() if k != v}
             new = s
             if mapping:
