@@ -10,9 +10,9 @@
 #ifndef ROW_BLOCK
 #define ROW_BLOCK 128
 #endif
-#define N 8000
-#define W 100
-#define H 70
+#define N 66000
+#define W 1024
+#define H 64
 
 const int kThreads = 64;
 constexpr int kWide = 256;

@@ -7,8 +7,8 @@ import numpy as np
 
 from samples.spec import ProgramSample
 
-N = 8000
-W, H = 100, 70
+N = 66000
+W, H = 1024, 64
 
 
 def expected_stdout() -> str:
