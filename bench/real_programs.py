@@ -126,6 +126,7 @@ class Program:
     note: str = ""
     timeout_s: float = 60.0
     cwd: str = ""  # run in this subdirectory of the run directory, with ``data`` beside its top
+    time_args: tuple[str, ...] | None = None  # ``args`` for --time (None: the same; lud: without -v)
 
     @property
     def counted_as(self) -> str:
@@ -421,7 +422,7 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
             step = "time"
             big = work / "inputs_time"
             params = _params(program, big, "time", tools)
-            args = _format(program.args, params, program.note)
+            args = _format(program.time_args if program.time_args is not None else program.args, params, program.note)
             row.t_polypy = _best(binary, args, run_directory(work / "time_polypy", program, big), program, tools, repeat)
             if program.omp is not None:
                 if ref_binary is None:
