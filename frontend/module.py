@@ -17,7 +17,7 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.host import DeviceSpan, HostFile, HostProgram, IncludeSpan, LaunchSite
 
-from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, evaluate, parse_translation_unit
+from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, parse_translation_unit
 from frontend.launch_shapes import LaunchShapes
 from frontend.lower import (
     CK, KernelBuilder, ModuleContext, decl_key, function_body, has_attr, is_device_decl, is_host_decl,
