@@ -52,6 +52,7 @@ _ARITH = {
     "/": lambda a, b: a // b, "%": lambda a, b: a % b, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,
 }
 _MAX_DEPTH = 12  # variables defined from variables defined from ...
+_INT_MAX = 2**31 - 1  # values are followed exactly only where every type holds them
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,7 +246,10 @@ class _Evaluator:
             op = binary_operator(node)
             if va < 0 or vb < 0 or (op in "/%" and vb == 0) or (op in ("<<", ">>") and vb > 62):
                 raise _Unknown(f"{self.quote(node)} is not evaluated (negative, or a division by zero)")
-            return _ARITH[op](va, vb), sa + sb
+            value = _ARITH[op](va, vb)
+            if value > _INT_MAX:  # C would wrap or overflow: not followed
+                raise _Unknown(f"{self.quote(node)} is not evaluated (beyond 32-bit int)")
+            return value, sa + sb
         raise _Unknown(f"{self.quote(e)} is computed at run time")
 
     # -- variables
@@ -318,6 +322,8 @@ class _Evaluator:
             sources.append(self.quote(stmt))
         if any(v is None for v in current):
             raise _Unknown(f"{name} is not initialized before the launch")
+        if not dim3 and not _fits(current[0], target.type):
+            raise _Unknown(f"{name} = {current[0]} does not fit its type {target.type.spelling}")
         if dim3:
             return (current[0], current[1], current[2]), sources
         return current[0], sources
@@ -380,6 +386,16 @@ class _Evaluator:
         if parent.kind == CK.VAR_DECL:
             raise _Unknown(f"{name} is bound to the reference {parent.spelling} {where}")
         raise _Unknown(f"{name} is used in `{self.quote(parent)}` {where}, which may modify it")
+
+
+def _fits(value: int, t: ci.Type) -> bool:
+    """Whether an integer variable of type ``t`` holds ``value`` as it is (no truncation)."""
+    bits = 8 * t.get_canonical().get_size()
+    if bits <= 0:
+        return False
+    unsigned = t.get_canonical().kind in (ci.TypeKind.UINT, ci.TypeKind.ULONG, ci.TypeKind.ULONGLONG,
+                                          ci.TypeKind.USHORT, ci.TypeKind.UCHAR, ci.TypeKind.CHAR_U)
+    return 0 <= value < (2 ** bits if unsigned else 2 ** (bits - 1))
 
 
 def _strip_dim3(e: ci.Cursor) -> ci.Cursor:
