@@ -219,18 +219,14 @@ class _Evaluator:
 
     # -- integer expressions
     def integer(self, e: ci.Cursor, at: Pos | None, depth: int) -> tuple[int, list[str]]:
-        if e.location.file is None and not list(e.get_children()):
-            value = evaluate(e)  # a default argument (dim3's sizes default to 1)
-            if isinstance(value, int):
-                return value, []
-        value = evaluate(e)
+        value = evaluate(e)  # a constant expression, or a default argument (dim3's sizes default to 1)
         if isinstance(value, int):
             return value, []
         node = e
         while node.kind in _WRAPPERS or node.kind == CK.CSTYLE_CAST_EXPR and is_integer(node.type):
             children = [c for c in node.get_children() if c.kind != CK.TYPE_REF]
-            if len(children) != 1:
-                break
+            if len(children) != 1 or (is_integer(node.type) and node.type.get_canonical().get_size() < 4):
+                break  # a conversion to a narrower type is not followed
             node = children[0]
         if node.kind == CK.DECL_REF_EXPR and is_integer(node.type):
             return self.variable(node, at, depth)
