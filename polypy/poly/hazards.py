@@ -138,6 +138,9 @@ class BarrierAnalysis:
             return cached
         c = self.copies
         a, b = self.model.accesses[i], self.model.accesses[j]
+        if elements and self._never_meet(a, b):
+            self._base[key] = c.empty
+            return c.empty
         s = c.lex_lt(a.time, "1", b.time, "2")
         if not s.is_empty():
             s &= c.other_thread("1", "2") & c.domain(a, "1") & c.domain(b, "2")
@@ -146,6 +149,19 @@ class BarrierAnalysis:
             s = s & overlap if overlap is not None else c.empty
         self._base[key] = s
         return s
+
+    def _never_meet(self, a: Access, b: Access) -> bool:
+        """Whether two threads of a block never touch one element with ``a`` and ``b``: a cheap
+        test (basic sets, no time order) that spares most pairs the full question, whose
+        answer it does not change (the full set is a subset of this one)."""
+        c = self.copies
+        overlap = c.overlap(a, "1", b, "2")
+        if overlap is None:
+            return True
+        probe = c.domain(a, "1") & c.domain(b, "2") & overlap
+        if probe.is_empty():
+            return True
+        return all((probe & piece).is_empty() for piece in c.other_thread_pieces("1", "2"))
 
     def _ordered_by(self, i: int, j: int, barrier: Barrier, *, must: bool) -> isl.Set:
         a, b = self.model.accesses[i], self.model.accesses[j]
@@ -169,6 +185,8 @@ class BarrierAnalysis:
         b = self.model.barrier(barrier)
         others = [self.model.barrier(p) for p in remaining if p != barrier]
         for i, j in self.pairs:
+            if self._ordered_by(i, j, b, must=False).is_empty():
+                continue  # the barrier cannot lie between them: no need for the pair's set
             s = self._only_by(self._pair_set(i, j), i, j, b, others)
             if not s.is_empty():
                 return self._describe(i, j, s, b)
@@ -180,6 +198,10 @@ class BarrierAnalysis:
         others = [self.model.barrier(p) for p in remaining if p != barrier]
         disjoint: list[str] = []
         for i, j in self.pairs:
+            if self.model.accesses[i].buffer in disjoint and self.model.accesses[j].buffer in disjoint:
+                continue  # the answer could add nothing: both buffers are listed already
+            if self._ordered_by(i, j, b, must=False).is_empty():
+                continue
             s = self._only_by(self._pair_set(i, j, elements=False), i, j, b, others)
             if not s.is_empty():
                 for a in (self.model.accesses[i], self.model.accesses[j]):
@@ -188,7 +210,8 @@ class BarrierAnalysis:
         atomics: list[str] = []
         for i, a in enumerate(self.model.accesses):
             for j, c in enumerate(self.model.accesses):
-                if atomics_commute(a, c) and alias_kind(self.model.kernel, a.buffer, c.buffer) is not None:
+                if a.buffer not in atomics and atomics_commute(a, c) \
+                        and alias_kind(self.model.kernel, a.buffer, c.buffer) is not None:
                     base = self.copies.lex_lt(a.time, "1", c.time, "2") & self.copies.other_thread("1", "2")
                     if not self._only_by(base, i, j, b, others).is_empty() and a.buffer not in atomics:
                         atomics.append(a.buffer)
