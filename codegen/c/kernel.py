@@ -142,9 +142,10 @@ class KernelEmitter:
                 continue
             extents = tuple(self.renderer.expr(d, ATOM) for d in b.shape)  # Layout wants atoms
             if b.space in ("constant", "device"):
-                # A whole program keeps the host's declaration (``float x;``, ``float3 f[2]``,
-                # ``float m[4][8]``): the IR's flat scalar slots are addressed through its address.
-                if self.options.program:  # records of mixed types: each view aliases the source variable
+                one = len(b.shape) == 1 and isinstance(b.shape[0], n.Const) and b.shape[0].value == 1
+                if self.options.program and (b.symbol is not None or one):
+                    # A whole program keeps the host's declaration (``float x;``, ``float3 f[2]``, a
+                    # record array): the IR's flat scalar slots are addressed through its address.
                     self.layouts[b.name] = Layout(b.symbol or b.name, "alias", b.elem, extents)
                 else:
                     self.layouts[b.name] = Layout(b.name, "array", b.elem, extents)

@@ -114,7 +114,9 @@ class ModuleContext:
         shape = _buffer_shape(dims, layout, where, decl.spelling)
         init = _constant_initializer(decl, layout, shape)
         name = self.names.fresh(decl.spelling)
-        buffer = n.Buffer(name, layout.scalar, shape, space, init=init, loc=cursor_loc(decl))
+        # An array of float3 or of records is a flat buffer of scalars viewing the C variable.
+        symbol = decl.spelling if layout.stride > 1 else None
+        buffer = n.Buffer(name, layout.scalar, shape, space, init=init, symbol=symbol, loc=cursor_loc(decl))
         self.globals[key] = buffer
         binding = ArrayBinding(name, dims, layout)
         self.global_layouts[key] = binding
