@@ -582,12 +582,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     tools = Tools(threads=args.threads)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    load_start = os.getloadavg()[0]
     rows = measure_suite(programs, root, tools, timed=args.time, keep=args.keep,
                          progress=lambda s: (sys.stderr.write(s), sys.stderr.flush()))
     print(format_table(rows, timed=args.time))
     if args.json is not None:
         doc = {"kind": "real_programs", "suite": args.suite, "timed": args.time, "date": started,
                "threads": tools.thread_count, "cflags": list(CFLAGS), "summary": summary(rows),
+               "load_average": {"start": load_start, "end": os.getloadavg()[0]},
                "rows": [r.as_dict() for r in rows]}
         args.json.write_text(json.dumps(doc, indent=2) + "\n")
     return 0
