@@ -76,6 +76,10 @@ def _forwards(model: Model, c: Copies, store: Access, load: Access) -> bool:
     cand &= c.domain(load, "l") & c.domain(store, "s") & c.same_thread("s", "l") & same
     if cand.is_empty():
         return False
+    # Every load instance needs a candidate store instance (what survives below is a subset):
+    # most pairs fail here, before the costlier questions.
+    if not (c.domain(load, "l") - c.eliminate(cand, "s")).is_empty():
+        return False
     # 1. s is the last instance of S before l in this thread.
     later = c.set(store.domain, "w") & c.same_thread("w", "l") \
         & c.lex_lt(store.time, "s", store.time, "w") & c.lex_lt(store.time, "w", load.time, "l")
