@@ -46,91 +46,11 @@ import tempfile
 import time
 from typing import Callable, Mapping, Sequence
 
-# Lines that hold timings or machine-dependent text, dropped before numbers are compared.
-TIMING_LINES = (r"(?i)\btime", r"(?i)\bsec(ond)?s?\b", r"(?i)\bms\b", r"(?i)exec:", r"(?i)timer", r"(?i)elapsed",
-                r"(?i)device", r"(?i)\bthreads?\b", r"(?i)\bWG size", r"(?i)GPU\b.*name")
+from bench.real_programs_spec import TIMING_LINES, Build, Check, Output, Program  # noqa: F401 (re-exported)
 
 CFLAGS = ("-O3", "-march=native", "-fopenmp")
 CUDA_HEADERS = pathlib.Path(__file__).resolve().parents[1] / "polypy" / "runtime"  # polypy's cuda.h & co.
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b", re.IGNORECASE)
-
-
-@dataclasses.dataclass(frozen=True)
-class Build:
-    """How one version of a program is built: sources relative to ``directory`` (itself relative
-    to the suite root). ``cu`` files go through ``polypy translate`` (or, for a reference build,
-    through the C++ compiler as they are); ``c`` files through the C compiler, ``cxx`` files
-    through the C++ compiler. ``flags`` are the -D/-I flags of the Makefile (relative -I paths
-    are relative to ``directory``)."""
-
-    directory: str
-    cu: tuple[str, ...] = ()
-    c: tuple[str, ...] = ()
-    cxx: tuple[str, ...] = ()
-    flags: tuple[str, ...] = ()
-    libs: tuple[str, ...] = ("-lm",)
-
-
-@dataclasses.dataclass(frozen=True)
-class Output:
-    """Which numbers of a run are compared: those of ``source`` (``stdout``, ``stderr`` or a file the
-    program writes in its working directory), from the first line matching ``start`` on (the
-    line itself excluded), dropping lines matching any of ``skip`` (and, with ``keep``, lines not
-    matching it); ``last`` keeps only the last that many lines; ``after``: only the numbers after
-    this pattern in each line; ``sort``: compared as a sorted list (an order the program leaves
-    open); ``drop_last``: that many final numbers are not compared (values a program computes
-    from memory it never initialized)."""
-
-    source: str = "stdout"
-    start: str | None = None
-    skip: tuple[str, ...] = TIMING_LINES
-    last: int | None = None
-    keep: str | None = None
-    after: str | None = None
-    sort: bool = False
-    drop_last: int = 0
-
-
-@dataclasses.dataclass(frozen=True)
-class Check:
-    """How a run is judged. ``kind``: ``omp`` (the reference build, ``Program.omp``, run with
-    ``Program.omp_args``: ``ours`` of our run against ``theirs`` of its run), ``emulate`` (the
-    same program under the emulator: ``ours`` of both), ``self`` (``pattern`` must match our
-    stdout, with its group ``ok`` equal to ``expect``), or ``none``."""
-
-    kind: str = "emulate"
-    ours: Output = Output()
-    theirs: Output | None = None
-    pattern: str | None = None
-    expect: str = "0"
-    absent: str | None = None  # ``self``: a pattern that must not occur in our stdout
-    rtol: float = 1e-3
-    atol: float = 1e-4
-
-
-@dataclasses.dataclass(frozen=True)
-class Program:
-    """One program of a suite. ``args`` and ``omp_args`` are templates formatted with the
-    parameters that ``inputs(directory, size)`` returns (``size`` is ``small``, ``tiny`` for an
-    emulated reference, or ``time``; it writes input files into ``directory`` and returns their
-    paths and the sizes, as strings); ``{threads}`` is the OpenMP thread count."""
-
-    name: str
-    build: Build
-    args: tuple[str, ...] = ()
-    inputs: Callable[[pathlib.Path, str], Mapping[str, str]] | None = None
-    check: Check = Check()
-    omp: Build | None = None
-    omp_args: tuple[str, ...] | None = None
-    benchmark: str | None = None  # the suite's benchmark this program counts for (srad: v1 and v2)
-    note: str = ""
-    timeout_s: float = 60.0
-    cwd: str = ""  # run in this subdirectory of the run directory, with ``data`` beside its top
-    time_args: tuple[str, ...] | None = None  # ``args`` for --time (None: the same; lud: without -v)
-
-    @property
-    def counted_as(self) -> str:
-        return self.benchmark or self.name
 
 
 @dataclasses.dataclass

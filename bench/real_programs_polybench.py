@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pathlib
 
-from bench.real_programs import Build, Check, Program
+from bench.real_programs_spec import Build, Check, Program
 
 OLD_TREE = "polybenchCodesCudaOpenClHMPPOpenAcc/CUDA"
 SELF_CHECK = r"(?:Non-Matching CPU-GPU Outputs[^:]*|Number of misses):\s*(?P<ok>\d+)"

@@ -25,7 +25,7 @@ import pathlib
 import random
 from typing import Callable, Mapping
 
-from bench.real_programs import Build, Check, Output, Program
+from bench.real_programs_spec import Build, Check, Output, Program
 
 Inputs = Callable[[pathlib.Path, str], Mapping[str, str]]
 
