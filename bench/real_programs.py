@@ -372,7 +372,9 @@ def _self_check(check: Check, stdout: str) -> None:
         raise StepFailed("self-check line not printed")
     bad = [m for m in found if m.group("ok") != check.expect]
     if bad:
-        raise StepFailed(f"self-check: {bad[0].group(0).strip()}")
+        m = bad[0]
+        line = stdout[stdout.rfind("\n", 0, m.start()) + 1:].splitlines()[0]
+        raise StepFailed(f"self-check: {line.strip()[:100]}")
     if check.absent is not None:
         m = re.search(check.absent, stdout)
         if m is not None:
