@@ -50,31 +50,40 @@ def _ends_with_return(block: tuple[n.Stmt, ...]) -> bool:
     return bool(block) and isinstance(block[-1], n.Return)
 
 
-class _Restructure(Mutator):
+def _always_returns(block: tuple[n.Stmt, ...]) -> bool:
+    """Whether every path through ``block`` ends in a ``return`` (conservatively: a tail return,
+    or a tail ``if`` whose two branches always return)."""
+    if not block:
+        return False
+    last = block[-1]
+    if isinstance(last, n.Return):
+        return True
+    return isinstance(last, n.If) and _always_returns(last.then) and _always_returns(last.orelse)
+
+
+class _Restructure:
     """``if (c) {A; return} B`` → ``if (c) {A} else {B}`` (and the mirror), in the branches of
-    ifs at any depth; loops keep their returns (the flag handles those)."""
+    ifs at any depth; loops keep their returns (the flag handles those).
 
-    def visit_Expr(self, e: n.Expr) -> n.Expr:
-        return e
-
-    def visit_For(self, s: n.For) -> n.Stmt:
-        return s
-
-    def visit_While(self, s: n.While) -> n.Stmt:
-        return s
+    ``visit_block`` rewrites a block whose end leaves the function (the body, or a branch of an
+    ``if`` that is the last statement of such a block): only there may a tail ``return`` go. A
+    branch that falls through to more code is left to the flag."""
 
     def visit_block(self, block: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
         for i, s in enumerate(block):
             if not (isinstance(s, n.If) and _has_return(s)):
                 continue
-            new = self.visit(s)  # restructures both branches
-            then, orelse, rest = new.then, new.orelse, block[i + 1:]
-            if _ends_with_return(then) and not _has_return(then[:-1]):
-                return block[:i] + (n.If(s.cond, then[:-1], self.visit_block(orelse + rest), loc=s.loc),)
-            if _ends_with_return(orelse) and not _has_return(orelse[:-1]):
-                return block[:i] + (n.If(s.cond, self.visit_block(then + rest), orelse[:-1], loc=s.loc),)
-            if new is not s:
-                block = block[:i] + (new,) + block[i + 1:]
+            rest = block[i + 1:]
+            if rest and _always_returns(s.then):
+                s, rest = rebuild(s, orelse=s.orelse + rest), ()
+            elif rest and _always_returns(s.orelse):
+                s, rest = rebuild(s, then=s.then + rest), ()
+            if rest:
+                # A return nested in a branch that goes on to ``rest``: the flag handles it.
+                return block[:i + 1] + self.visit_block(rest)
+            then = _strip_tail(self.visit_block(s.then))
+            orelse = _strip_tail(self.visit_block(s.orelse))
+            return block[:i] + (n.If(s.cond, then, orelse, loc=s.loc),)
         return block
 
 
