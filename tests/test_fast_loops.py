@@ -295,3 +295,21 @@ def test_accumulator_exact_when_a_load_aliases_it():
     apart = base.copy()
     emulate(kernel, (1, 1, 1), (1, 1, 1), {"a": base.copy(), "c": apart, "n": 9})
     assert not np.array_equal(apart, want)
+
+
+def test_thread_loop_around_a_constant_serial_loop_is_simd():
+    """matmul_tiled's `for k < 16` inside the loop over tx: simd on the tx loop (the compiler
+    unrolls k and vectorizes over tx); gemm's k loop runs to a kernel argument: no simd there."""
+    from samples.spec import all_samples
+
+    text = _emitted_cpp(next(str(s.source) for s in all_samples() if s.name == "matmul_tiled"))
+    lines = text.splitlines()
+    k_loop = next(i for i, line in enumerate(lines) if "for (int k = 0; k < 16; ++k)" in line)
+    tx_loop = max(i for i in range(k_loop) if lines[i].lstrip().startswith("for (unsigned int tx"))
+    assert lines[tx_loop - 1].strip() == "#pragma omp simd"
+    from codegen.c.render import independent_lanes
+
+    cpu = to_cpu(_gemm(True))
+    around = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "threads"
+              and any(isinstance(y, n.While) for y in walk(x))]
+    assert around and not any(independent_lanes(x, set()) for x in around)

@@ -493,20 +493,21 @@ def independent_lanes(loop: n.For, private: frozenset[str] | set[str]) -> bool:
     Distinct CUDA threads never touch one element between two barriers unless one of them only
     reads it or they use atomics (anything else is a data race, undefined in CUDA), so what is
     left to prove is that the plain updates ``lower_block_atomics`` made of block atomics, and
-    writes to values declared outside the loop, do not collide: ``loop`` is innermost (no loop
-    inside it), assigns only locals it declares, each store's index moves with the counter at a
+    writes to values declared outside the loop, do not collide: ``loop`` is innermost (inside it
+    at most serial loops with constant bounds), assigns only locals it declares, each store's index moves with the counter at a
     constant nonzero stride (``a[row * n + tx]``, ``s[ty][tx]``, never ``s[0]``, ``h[bin]`` or
     ``s[tx * k]``), and a block-private buffer (``private``: shared and per-thread memory, where
     atomics became plain updates) it stores to it accesses at that one index only, so no two
     iterations touch the same element of what the loop writes.
     """
-    declared = {x.name for x in walk_block(loop.body) if isinstance(x, n.Decl)}
+    declared = {x.name if isinstance(x, n.Decl) else x.var for x in walk_block(loop.body) if isinstance(x, (n.Decl, n.For))}
     assigned = {x.name for x in walk_block(loop.body) if isinstance(x, n.Assign)}
     # Locals the loop declares with a value and never assigns (``c = base + tx``) stand for it.
     values = {n.Var(x.name, x.vtype): x.init for x in walk_block(loop.body)
               if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
     for x in walk_block(loop.body):
-        if isinstance(x, (n.For, n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return)):
+        if isinstance(x, (n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return)) or \
+                (isinstance(x, n.For) and (x.kind == "threads" or not _constant_trip(x))):
             return False
         if isinstance(x, n.Assign) and x.name not in declared:
             return False
@@ -547,6 +548,12 @@ def affine_in(e: n.Expr, var: str) -> bool:
             if b_has and _nonzero_int(e.a):
                 return affine_in(e.b, var)
     return False
+
+
+def _constant_trip(loop: n.For) -> bool:
+    """A serial loop with constant bounds (``for dy = -2 to 3``): the compiler unrolls it and
+    vectorizes the thread loop around it."""
+    return all(isinstance(e, n.Const) for e in (loop.start, loop.stop, loop.step))
 
 
 def _expand(e: n.Expr, values: dict[n.Expr, n.Expr], depth: int = 4) -> n.Expr:
