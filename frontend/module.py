@@ -211,9 +211,25 @@ class _ModuleBuilder:
             names[key] = name
         has_main = any(d.kind == CK.FUNCTION_DECL and d.spelling == "main" and d.is_definition() for d in decls)
         host = None
-        if has_main or launches_by_file:
+        if has_main or launches_by_file or self.defines_host_code(decls, host_functions):
             host = self.host_program(decls, launches_by_file, names, has_main)
         return n.Module(tuple(built), tuple(self.ctx.globals.values()), source=self.path, host=host)
+
+    def defines_host_code(self, decls: list[ci.Cursor], host_functions: list[ci.Cursor]) -> bool:
+        """Whether the main file defines host functions or host variables: a ``.cu`` file of host
+        code alone (Rodinia's ``util/cuda/cuda.cu``: ``checkCUDAError``, ``setdevice``) is a part of
+        a program, linked with its other objects, not a kernel library (which would drop them)."""
+        for d in host_functions:
+            if d.location.file is not None and d.location.file.name == self.path:
+                return True
+        for d in decls:
+            if (d.kind == CK.VAR_DECL and d.location.file is not None and d.location.file.name == self.path
+                    and not d.spelling.startswith(_INSTANCE_PREFIX)
+                    and not has_attr(d, CK.CUDACONSTANT_ATTR, "polypy_constant")
+                    and not has_attr(d, CK.CUDADEVICE_ATTR, "polypy_device")
+                    and not has_attr(d, CK.CUDASHARED_ATTR, "polypy_shared")):
+                return True
+        return False
 
     # -- kernels and launches
     def is_host_function(self, d: ci.Cursor) -> bool:

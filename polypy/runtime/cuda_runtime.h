@@ -62,10 +62,19 @@
 /* ------------------------------------------------------------------ allocation registry (C and C++) */
 /* A small registry of live allocations: the emulator bridge asks it how large the block behind
  * a device pointer is, and cudaFree checks that it frees what cudaMalloc gave. */
+/* The runtime's state (this registry, the last error) lives in inline functions with external
+ * linkage in C++: one copy in the whole program, so translated .cu files linked together share it
+ * (memory cudaMalloc'ed in one file is freed in another; checkCUDAError in util/cuda.cu sees the
+ * error of a launch in another file). */
+#ifdef __cplusplus
+#define POLYPY_RT_STATE inline
+#else
+#define POLYPY_RT_STATE static inline
+#endif
 struct polypy_rt_alloc { void* base; size_t size; };
-static inline struct polypy_rt_alloc** polypy_rt_table(void) { static struct polypy_rt_alloc* t = 0; return &t; }
-static inline size_t* polypy_rt_count(void) { static size_t n = 0; return &n; }
-static inline size_t* polypy_rt_capacity(void) { static size_t c = 0; return &c; }
+POLYPY_RT_STATE struct polypy_rt_alloc** polypy_rt_table(void) { static struct polypy_rt_alloc* t = 0; return &t; }
+POLYPY_RT_STATE size_t* polypy_rt_count(void) { static size_t n = 0; return &n; }
+POLYPY_RT_STATE size_t* polypy_rt_capacity(void) { static size_t c = 0; return &c; }
 
 static inline void polypy_rt_register(void* p, size_t size) {
   struct polypy_rt_alloc** table = polypy_rt_table();
@@ -272,7 +281,7 @@ static inline const char* cudaGetErrorName(cudaError_t e) {
 
 /* The last error: launches in polypy cannot fail asynchronously, so this stays cudaSuccess
  * unless an API call below reports a problem. */
-static inline cudaError_t* polypy_rt_last_error() { static cudaError_t e = cudaSuccess; return &e; }
+POLYPY_RT_STATE cudaError_t* polypy_rt_last_error() { static cudaError_t e = cudaSuccess; return &e; }
 static inline cudaError_t polypy_rt_fail(cudaError_t e) { *polypy_rt_last_error() = e; return e; }
 static inline cudaError_t cudaGetLastError(void) { cudaError_t e = *polypy_rt_last_error(); *polypy_rt_last_error() = cudaSuccess; return e; }
 static inline cudaError_t cudaPeekAtLastError(void) { return *polypy_rt_last_error(); }
