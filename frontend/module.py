@@ -351,6 +351,7 @@ class _ModuleBuilder:
             launches = self.launch_sites(launches_by_file.get(fname, []), names, text, conv)
             spans = tuple(self.device_span(d, names, conv) for d in by_file.get(fname, [])
                           if self.device_span(d, names, conv) is not None)
+            spans += self.symbol_name_spans(by_file.get(fname, []), decls, conv)
             includes = tuple(self.include_span(c, conv) for c in inclusions
                              if c.location.file is not None and c.location.file.name == fname)
             files[fname] = HostFile(fname, text, launches, spans, includes)  # type: ignore[arg-type]
@@ -448,6 +449,41 @@ class _ModuleBuilder:
                 return DeviceSpan(conv.char(d.extent.start.offset), conv.char(d.extent.end.offset), "device")
         return None
 
+    def symbol_name_spans(self, file_decls: list[ci.Cursor], decls: list[ci.Cursor],
+                          conv: "_OffsetMap") -> tuple[DeviceSpan, ...]:
+        """``cudaMemcpyToSymbol("c_clusters", ...)``: the symbol named by a string (CUDA before 5.0;
+        kmeans). The emitted program knows its symbols, so the string becomes the variable itself
+        (a ``"symbol-name"`` span); a string that names no ``__constant__``/``__device__`` variable of
+        the program is a located error (the runtime's template would copy into the string)."""
+        symbols = {d.spelling for d in decls if d.kind == CK.VAR_DECL
+                   and (has_attr(d, CK.CUDACONSTANT_ATTR, "polypy_constant")
+                        or has_attr(d, CK.CUDADEVICE_ATTR, "polypy_device"))}
+        out: list[DeviceSpan] = []
+        for d in file_decls:
+            if not self.is_host_function(d):
+                continue
+            for call in d.walk_preorder():
+                position = _SYMBOL_ARGUMENT.get(call.spelling) if call.kind == CK.CALL_EXPR else None
+                if position is None:
+                    continue
+                args = list(call.get_arguments())
+                if len(args) <= position:
+                    continue
+                literal = _string_literal(args[position])
+                if literal is None:
+                    continue
+                name = literal.spelling[1:-1] if literal.spelling.startswith('"') else None
+                if name is None or name not in symbols:
+                    raise UserError(f"{call.spelling} names its symbol by a string ({literal.spelling}), and this "
+                                    "program has no __constant__ or __device__ variable of that name: pass the "
+                                    "variable itself", cursor_loc(literal))
+                if conv.slice(literal.extent) != literal.spelling:
+                    raise UserError(f"{call.spelling} with a symbol named by a string written in a macro is not "
+                                    "supported: pass the variable itself", cursor_loc(literal))
+                out.append(DeviceSpan(conv.char(literal.extent.start.offset), conv.char(literal.extent.end.offset),
+                                      "symbol-name", (name,)))
+        return tuple(out)
+
     def include_span(self, c: ci.Cursor, conv: "_OffsetMap") -> IncludeSpan:
         included = c.get_included_file()
         target = included.name if included is not None else None
@@ -468,6 +504,21 @@ class _ModuleBuilder:
     def is_user_path(self, path: str) -> bool:
         system_dirs = ("/usr/", "/opt/")
         return not path.startswith(system_dirs) and "polypy" not in pathlib.PurePath(path).parts[-2:-1]
+
+
+# Runtime calls that take a device symbol: the position of the symbol among their arguments.
+_SYMBOL_ARGUMENT = {"cudaMemcpyToSymbol": 0, "cudaMemcpyToSymbolAsync": 0, "cudaMemcpyFromSymbol": 1,
+                    "cudaMemcpyFromSymbolAsync": 1, "cudaGetSymbolAddress": 1, "cudaGetSymbolSize": 1}
+
+
+def _string_literal(arg: ci.Cursor) -> ci.Cursor | None:
+    """The string literal an argument is, through implicit conversions and parentheses."""
+    while arg.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR, CK.CSTYLE_CAST_EXPR):
+        children = [c for c in arg.get_children() if c.kind != CK.TYPE_REF]
+        if len(children) != 1:
+            return None
+        arg = children[0]
+    return arg if arg.kind == CK.STRING_LITERAL else None
 
 
 def _is_runtime_header(path: str) -> bool:

@@ -3,7 +3,9 @@ the style of the construct a Rodinia program needs, checked against NumPy.
 
 * A ``.cu`` file with host code and no kernel (Rodinia's ``util/cuda/cuda.cu``) translated alone
   keeps its functions and globals and links with the program's other objects; the CUDA runtime's
-  state (allocations, last error) is one for the whole program.
+  state (allocations, last error) is one for the whole program, and plain C files can call it.
+* ``cudaMemcpyToSymbol("name", ...)`` (the symbol named by a string, CUDA before 5.0: kmeans) copies
+  to the variable of that name; a name that is no variable is a located error.
 """
 from __future__ import annotations
 
@@ -33,8 +35,10 @@ def _check(got: str, want: str, rtol: float = 1e-5) -> None:
 def test_a_cu_file_of_host_code_only_links_with_the_program_and_shares_the_runtime(tmp_path) -> None:
     """link_util.cu has no kernel: it was emitted as an empty kernel library (b+tree, lavaMD:
     undefined reference to checkCUDAError). Memory allocated in one object is freed in the other,
-    and an error made in one is what cudaGetLastError returns in the other."""
+    and an error made in one is what cudaGetLastError returns in the other. link_host.c, plain C,
+    calls the runtime API by its C names (b+tree's main.c: undefined reference to cudaSetDevice)."""
     need_compiler(cpp=True)
+    need_compiler(cpp=False)
     cxx = find_compiler(cpp=True)
     objects = []
     for name in ("link_util", "link_main"):
@@ -48,6 +52,11 @@ def test_a_cu_file_of_host_code_only_links_with_the_program_and_shares_the_runti
         objects.append(str(obj))
     text = (tmp_path / "link_util.cpp").read_text()
     assert "int util_calls = 0;" in text and "int check_error(const char* where)" in text
+    cc = find_compiler(cpp=False)
+    built = subprocess.run([cc, "-O2", "-c", str(LINK / "link_host.c"), "-o", str(tmp_path / "link_host.o")],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-3000:]
+    objects.append(str(tmp_path / "link_host.o"))
     linked = subprocess.run([cxx, "-fopenmp", *objects, "-o", str(tmp_path / "prog"), "-lm"], capture_output=True,
                             text=True)
     assert linked.returncode == 0, linked.stderr[-3000:]
@@ -57,4 +66,41 @@ def test_a_cu_file_of_host_code_only_links_with_the_program_and_shares_the_runti
     x = np.float32(1.5) * h + np.float32(0.25)
     _check(run.stdout, "error 1 at oversized launch: invalid configuration argument\n"
                        "error 2 at double free: invalid device pointer\n"
+                       "c free 0 17 last 17\nzsum 3000.0\n"
                        "x[0] %.3f x[999] %.3f sum %.3f calls 6\n" % (x[0], x[999], x.astype(np.float64).sum()))
+
+
+def _run_both(path: pathlib.Path) -> tuple[str, str]:
+    native = _polypy("run", str(path))
+    assert native.returncode == 0, native.stderr[-3000:]
+    emulated = _polypy("run", str(path), "--emulate")
+    assert emulated.returncode == 0, emulated.stderr[-3000:]
+    return native.stdout, emulated.stdout
+
+
+def test_a_symbol_named_by_a_string_is_the_variable_of_that_name() -> None:
+    """kmeans: cudaMemcpyToSymbol("c_clusters", ...) bound the runtime's template to the string and
+    copied the centres into it (a segfault: string literals are read-only)."""
+    need_compiler(cpp=True)
+    i = np.arange(500)
+    points = np.stack([(i * 7) % 13, (i * 5) % 11], 1).astype(np.float32)
+    centres = np.array([[0, 0], [10, 0], [0, 10]], np.float32)
+    membership = ((points[:, None, :] - centres[None]) ** 2).sum(-1).argmin(1)  # first of equals, as `<`
+    counts = np.bincount(membership, minlength=3)
+    want = "counts %d %d %d weighted %d centre 10 10\n" % (*counts, (i * membership).sum())
+    native, emulated = _run_both(LINK / "symbol_by_name.cu")
+    _check(emulated, want)
+    _check(native, want)
+
+
+def test_a_string_naming_no_symbol_is_a_located_error(tmp_path) -> None:
+    src = tmp_path / "nosym.cu"
+    src.write_text("#include <cuda_runtime.h>\n__constant__ float c_taps[4];\n"
+                   "__global__ void k(float* x) { x[threadIdx.x] = c_taps[threadIdx.x]; }\n"
+                   "int main() {\n  float h[4] = {1, 2, 3, 4};\n"
+                   "  cudaMemcpyToSymbol(\"c_tap\", h, sizeof h);\n  return 0;\n}\n")
+    out = tmp_path / "nosym.cpp"
+    result = _polypy("translate", str(src), "-o", str(out))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"{src}:6:22: error: cudaMemcpyToSymbol names its symbol by a string (\"c_tap\")" in result.stderr
+    assert not out.exists()

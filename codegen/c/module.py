@@ -226,6 +226,8 @@ def _rewrite(path: str, state: _ProgramState) -> str:
             edits.append((span.start, span.end, text))
         elif span.kind == "device":
             edits.append((span.start, span.end, "/* device function: inlined where it is called */"))
+        elif span.kind == "symbol-name":  # cudaMemcpyToSymbol("c", ...): the variable named
+            edits.append((span.start, span.end, f"{span.kernels[0]} /* {hf.text[span.start:span.end]} */"))
     sites: dict[tuple[int, int], list] = {}
     for launch in hf.launches:
         if launch.kernel not in state.codes:

@@ -45,8 +45,8 @@ class DeviceSpan:
 
     start: int
     end: int
-    kind: str  # "kernel" | "device" | "global-var"
-    kernels: tuple[str, ...] = ()  # the IR kernels a "kernel" span becomes
+    kind: str  # "kernel" | "device" | "global-var" | "symbol-name" (a string naming a device symbol)
+    kernels: tuple[str, ...] = ()  # the IR kernels a "kernel" span becomes; a "symbol-name": the symbol
 
 
 @dataclasses.dataclass(frozen=True)

@@ -639,6 +639,31 @@ cudaError_t cudaMemcpy2DToArray(...) POLYPY_TEXTURE_REFUSED("CUDA arrays (cudaMe
 cudaError_t cudaCreateTextureObject(...) POLYPY_TEXTURE_REFUSED("texture objects (cudaCreateTextureObject)");
 cudaError_t cudaDestroyTextureObject(...) POLYPY_TEXTURE_REFUSED("texture objects (cudaDestroyTextureObject)");
 
+/* ------------------------------------------------------------------ the runtime API for plain C files */
+/* A program's .c files call the runtime too (b+tree's main.c: cudaSetDevice), linked against
+ * libcudart with nvcc. Each translated file defines the common entry points with C linkage under
+ * their C names (weak: every translated file of a program may define them; the functions above
+ * keep their C++ names, so the two do not collide). */
+#define POLYPY_RT_C_ENTRY(ret, name, params, args) \
+  extern "C" __attribute__((weak, used)) ret polypy_c_##name params __asm__(#name); \
+  extern "C" __attribute__((weak, used)) ret polypy_c_##name params { return name args; }
+POLYPY_RT_C_ENTRY(cudaError_t, cudaSetDevice, (int d), (d))
+POLYPY_RT_C_ENTRY(cudaError_t, cudaGetDevice, (int* d), (d))
+POLYPY_RT_C_ENTRY(cudaError_t, cudaGetDeviceCount, (int* count), (count))
+POLYPY_RT_C_ENTRY(cudaError_t, cudaDeviceSynchronize, (void), ())
+POLYPY_RT_C_ENTRY(cudaError_t, cudaThreadSynchronize, (void), ())
+POLYPY_RT_C_ENTRY(cudaError_t, cudaDeviceReset, (void), ())
+POLYPY_RT_C_ENTRY(cudaError_t, cudaThreadExit, (void), ())
+POLYPY_RT_C_ENTRY(cudaError_t, cudaMalloc, (void** p, size_t size), (p, size))
+POLYPY_RT_C_ENTRY(cudaError_t, cudaFree, (void* p), (p))
+POLYPY_RT_C_ENTRY(cudaError_t, cudaMemcpy, (void* dst, const void* src, size_t count, enum cudaMemcpyKind kind),
+                  (dst, src, count, kind))
+POLYPY_RT_C_ENTRY(cudaError_t, cudaMemset, (void* dst, int value, size_t count), (dst, value, count))
+POLYPY_RT_C_ENTRY(cudaError_t, cudaGetLastError, (void), ())
+POLYPY_RT_C_ENTRY(cudaError_t, cudaPeekAtLastError, (void), ())
+POLYPY_RT_C_ENTRY(const char*, cudaGetErrorString, (cudaError_t e), (e))
+#undef POLYPY_RT_C_ENTRY
+
 #endif /* __cplusplus */
 
 #endif /* POLYPY_CUDA_RUNTIME_H */
