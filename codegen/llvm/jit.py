@@ -10,12 +10,22 @@ a cache hit runs no LLVM optimization or code generation at all.
 counter (``launch.run_workers``). A bounds-checked kernel (``compile_module(..., checked=...)``)
 also gets the extent of each array and a fault record; after a fault it raises
 ``launch.BoundsError`` naming the kernel, the array, the index and the source line.
+
+Privatized atomics: for a kernel whose ``private_atomics`` (``gpu2cpu.privatize_atomics``) names
+pointer parameters touched only by atomic adds, a parallel launch where the copies are cheap
+enough (``private_copies``) runs a version of the kernel compiled with plain adds for those
+parameters, each worker thread on its own zeroed copies, and adds the copies into the arrays
+afterwards, worker after worker; a one-thread launch runs that version on the arrays themselves.
+The version is compiled on first use.
 """
 from __future__ import annotations
 
 import ctypes
+import itertools
 import math
+import threading
 import time
+import dataclasses
 from typing import Mapping
 
 import llvmlite.binding as llvm
@@ -29,6 +39,7 @@ from codegen.llvm.types import ctype_of
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType
+from polypy.ir.visitor import Mutator
 
 
 def emit_llvm_ir(module: n.Module, *, optimize: bool = False) -> str:
@@ -67,6 +78,7 @@ def compile_module(module: n.Module, *, use_cache: bool = True,
         if use_cache:
             cache.store(key, obj)
     jit = JitModule(module, abis, obj, ir_text=ir_text, from_cache=from_cache, globals=globals)
+    jit._source = (module, checked, sliced, use_cache)
     jit.compile_seconds = time.perf_counter() - start
     return jit
 
@@ -90,15 +102,60 @@ class JitModule:
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self._engine.finalize_object()
         self.globals: dict[str, np.ndarray] = global_storage(module) if globals is None else globals
+        # What compiled this module (set by ``compile_module``), for the plain-add versions.
+        self._source: tuple | None = None
+        self._plain: dict[str, JitKernel] = {}
+        self._plain_lock = threading.Lock()
+        private = {k.name: k.private_atomics for k in module.kernels}
         self.kernels: dict[str, JitKernel] = {}
         for name, abi in abis.items():
             address = self._engine.get_function_address(abi.worker_symbol)
             if not address:
                 raise InternalError(f"compiled code has no symbol {abi.worker_symbol!r}")
-            self.kernels[name] = JitKernel(self, abi, address)
+            self.kernels[name] = JitKernel(self, abi, address, private=private.get(name, ()))
 
     def __getitem__(self, name: str) -> JitKernel:
         return self.kernels[name]
+
+    def plain_version(self, name: str) -> JitKernel:
+        """Kernel ``name`` compiled with plain adds for its ``private_atomics`` (compiled once,
+        sharing this module's constant/device arrays): for launches that give each worker thread
+        its own copy of those arrays, or that run on one thread."""
+        with self._plain_lock:
+            found = self._plain.get(name)
+            if found is not None:
+                return found
+            if self._source is None:
+                raise InternalError(f"no source kept for the plain-add version of {name!r}")
+            module, checked, sliced, use_cache = self._source
+            kernel = module.kernel(name)
+            plain = _PlainAdds(kernel).visit(kernel)
+            plain = dataclasses.replace(plain, private_atomics=())
+            one = dataclasses.replace(module, kernels=(plain,))
+            pick = (lambda table: None if table is None else {k: v for k, v in table.items() if k == name})
+            jit = compile_module(one, use_cache=use_cache, globals=self.globals, checked=pick(checked),
+                                 sliced=pick(sliced))
+            found = self._plain[name] = jit.kernels[name]
+            return found
+
+
+class _PlainAdds(Mutator):
+    """``atomic.add b[i], v`` -> ``b[i] = b[i] + v`` for the buffers ``names``: right where one
+    thread alone touches the array (a worker's private copy, a one-thread launch), since nothing
+    else in the kernel reads or writes it (``gpu2cpu.privatize_atomics``)."""
+
+    def __init__(self, kernel: n.Kernel):
+        self.kernel = kernel
+        self.names = frozenset(kernel.private_atomics)
+
+    def visit_AtomicRMW(self, s: n.AtomicRMW):
+        if s.buffer not in self.names:
+            return s
+        if s.op != "add" or s.dest is not None:
+            raise InternalError(f"'{s.buffer}' marked for privatization has an atomic {s.op} with its result used",
+                                s.loc)
+        old = n.Load(s.buffer, s.index, self.kernel.elem_type(s.buffer), loc=s.loc)
+        return n.Store(s.buffer, s.index, n.Binary("add", old, s.value, loc=s.loc), loc=s.loc)
 
 
 def global_storage(module: n.Module) -> dict[str, np.ndarray]:
@@ -140,11 +197,35 @@ SERIAL_BELOW_SECONDS = 30e-6
 PROBE_BELOW_SECONDS = 1e-3
 
 
+# Privatized atomics (see the module docstring): the copies of one launch take at most this
+# many bytes, and each array at most this many elements per thread of the launch (summed over
+# its workers' copies): zeroing and adding the copies must stay small next to the launch's work.
+PRIVATE_COPY_BYTES = 64 << 20
+PRIVATE_ELEMS_PER_THREAD = 16
+
+
+def private_copies(sizes: Mapping[str, tuple[int, int]], workers: int, launch_threads: int) -> bool:
+    """Whether a launch on ``workers`` threads with ``launch_threads`` GPU threads gives each
+    worker its own copy of the arrays ``sizes`` (name -> (elements, bytes per element))."""
+    if workers <= 1 or not sizes:
+        return False
+    total = sum(count * itemsize for count, itemsize in sizes.values()) * workers
+    return total <= PRIVATE_COPY_BYTES and all(
+        count * workers <= PRIVATE_ELEMS_PER_THREAD * launch_threads for count, _ in sizes.values())
+
+
+def _overlaps(a: np.ndarray, b: np.ndarray) -> bool:
+    lo_a, lo_b = a.ctypes.data, b.ctypes.data
+    return lo_a < lo_b + b.nbytes and lo_b < lo_a + a.nbytes
+
+
 class JitKernel:
-    def __init__(self, owner: JitModule, abi: KernelABI, address: int):
+    def __init__(self, owner: JitModule, abi: KernelABI, address: int, *, private: tuple[str, ...] = ()):
         self.owner = owner  # keeps the execution engine (and so the code) alive
         self.abi = abi
         self.name = abi.kernel
+        # Pointer parameters a launch may accumulate per worker (``Kernel.private_atomics``).
+        self.private = private
         argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] + [ctypes.c_uint32] * 6 + [ctypes.c_int64]
         for p in abi.params:
             argtypes.append(ctypes.c_void_p if isinstance(p.ptype, PointerType) else ctype_of(p.ptype))
@@ -194,9 +275,25 @@ class JitKernel:
         counter = ctypes.c_int64(first)
         head = (ctypes.addressof(counter), last, chunk_size(num_blocks, workers), *grid, *block, int(shmem))
         cfunc = self._cfunc
+        launch_threads = math.prod(grid) * math.prod(block) * num_blocks // total  # of the blocks run
+        copies = self._private_arrays(arrays, workers, launch_threads)
+        if copies is not None:
+            cfunc = self.owner.plain_version(self.name)._cfunc
+        if copies:  # one argument list per worker thread, each with its own copies
+            where = {name: i for i, (name, pointer, _) in enumerate(self._params)}
+            per_worker = []
+            for w in range(workers):
+                own = list(args)
+                for name, copy in copies.items():
+                    own[where[name]] = copy[w].ctypes.data
+                per_worker.append(own)
+            slots = itertools.count()  # next() on it is atomic under the GIL: one slot per thread
 
-        def call() -> int:
-            return cfunc(*head, *args)
+            def call() -> int:
+                return cfunc(*head, *per_worker[next(slots)])
+        else:
+            def call() -> int:
+                return cfunc(*head, *args)
 
         start = time.perf_counter()
         try:
@@ -205,12 +302,41 @@ class JitKernel:
             if fault is not None and fault[0]:
                 raise self._bounds_error(fault, shmem) from None
             raise
+        if copies:  # worker after worker: the same order of additions for the same worker loads
+            for name, copy in copies.items():
+                out = arrays[name]
+                total = copy[0]
+                for w in range(1, workers):
+                    total += copy[w]
+                if out.dtype.kind == "f":  # an element no worker added to keeps its bits (-0.0)
+                    np.add(out, total, out=out, where=total != 0)
+                else:
+                    out += total
         elapsed = time.perf_counter() - start
         if workers == 1:
             self._block_seconds[block] = elapsed / num_blocks
             self._probe.discard(block)
         elif per_block is None and min(elapsed, busy) < PROBE_BELOW_SECONDS:
             self._probe.add(block)
+
+    def _private_arrays(self, arrays: Mapping[str, np.ndarray], workers: int,
+                        launch_threads: int) -> dict[str, np.ndarray] | None:
+        """None: the launch keeps its atomics. Else the plain-add version runs, on a zeroed copy
+        per worker of each array returned (``{}``: one thread, on the arrays themselves)."""
+        if not self.private:
+            return None
+        if workers == 1:
+            return {}
+        mine = {name: arrays[name] for name in self.private}
+        sizes = {name: (a.size, a.itemsize) for name, a in mine.items()}
+        if not private_copies(sizes, workers, launch_threads):
+            return None
+        # An array that another argument shares bytes with could be read there mid-launch.
+        for name, a in mine.items():
+            for other, pointer, _ in self._params:
+                if pointer and other != name and _overlaps(a, arrays[other]):
+                    return None
+        return {name: np.zeros((workers, a.size), dtype=a.dtype) for name, a in mine.items()}
 
     def _bounds_error(self, fault: np.ndarray, shmem: int) -> BoundsError:
         """The error for the fault record of a bounds-checked launch (see ``lower``)."""

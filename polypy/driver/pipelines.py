@@ -150,6 +150,7 @@ for _name, _target in (
     ("normalize-grid-stride", "gpu2cpu.normalize_grid_stride:normalize_grid_stride"),
     ("lower-block-atomics", "gpu2cpu.lower_block_atomics:lower_block_atomics"),
     ("promote-accumulators", "gpu2cpu.promote_accumulators:promote_accumulators"),
+    ("privatize-atomics", "gpu2cpu.privatize_atomics:privatize_atomics"),
 ):
     register_pass(_name, _target)
 
@@ -168,7 +169,8 @@ CPU_SCHEDULE: tuple[str, ...] = (
     "tighten-thread-bounds",
     "promote-accumulators",  # elements updated in serial loops kept in registers
 )
-CPU_FINISH: tuple[str, ...] = ("lower-block-atomics", "fold-constants", "eliminate-dead-code")
+# privatize-atomics last: it marks buffers by their accesses, which no later pass may change.
+CPU_FINISH: tuple[str, ...] = ("lower-block-atomics", "fold-constants", "eliminate-dead-code", "privatize-atomics")
 BEFORE_AD: tuple[str, ...] = CPU_OPTIMIZE + ("hoist-invariants",) + SIMPLIFY
 # After differentiation: fold and clean up, but keep the generated locals (trip counts, iteration
 # indices, reconstructed loop variables) named rather than forwarded into every use.

@@ -469,6 +469,9 @@ class Kernel(Node):
     # the C renderer to name their values again (``codegen.c.readable``). A note, not IR: it
     # takes no part in equality, printing or parsing, and traversals do not visit it.
     source_locals: tuple[SourceLocal, ...] = field(default=(), compare=False, repr=False)
+    # The pointer parameters ``gpu2cpu.privatize_atomics`` found touched only by atomic adds whose
+    # result is unused: a launcher may accumulate them per CPU worker. A note like the above.
+    private_atomics: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def param(self, name: str) -> Param | None:
         for p in self.params:
