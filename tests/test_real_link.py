@@ -6,6 +6,9 @@ the style of the construct a Rodinia program needs, checked against NumPy.
   state (allocations, last error) is one for the whole program, and plain C files can call it.
 * ``cudaMemcpyToSymbol("name", ...)`` (the symbol named by a string, CUDA before 5.0: kmeans) copies
   to the variable of that name; a name that is no variable is a located error.
+* A C source including <stdlib.h> and <math.h> (leukocyte: "redeclaration of 'abs' must have the
+  'overloadable' attribute") parses, whatever the order of the includes, and its device code's calls
+  of the C library are CUDA's.
 """
 from __future__ import annotations
 
@@ -14,6 +17,9 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
+
+import polypy
 
 from c_support import need_compiler
 from codegen.c import find_compiler
@@ -104,3 +110,28 @@ def test_a_string_naming_no_symbol_is_a_located_error(tmp_path) -> None:
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"{src}:6:22: error: cudaMemcpyToSymbol names its symbol by a string (\"c_tap\")" in result.stderr
     assert not out.exists()
+
+
+C_HEADERS = ("#include <math.h>\n", "#include <stdlib.h>\n", "#include <string.h>\n", "#include <stdio.h>\n")
+
+
+@pytest.mark.parametrize("order", ["as written", "reversed"])
+def test_a_c_source_including_the_c_librarys_headers_parses_in_any_order(tmp_path, order) -> None:
+    text = (LINK / "c_headers.c").read_text()
+    assert all(h in text for h in C_HEADERS)
+    if order == "reversed":
+        for h in C_HEADERS:
+            text = text.replace(h, "")
+        text = "".join(reversed(C_HEADERS)) + text
+    src = tmp_path / "c_headers.c"
+    src.write_text(text)
+    module = polypy.compile(src, threads=2)
+    n = 300
+    x = np.linspace(-3, 3, n).astype(np.float32)
+    k = (np.arange(n) - 150).astype(np.int32)
+    y, m = np.zeros(n, np.float32), np.zeros(n, np.int32)
+    module.c_library_calls[(n + 127) // 128, 128](x, k, y, m, n)
+    a = np.abs(x)
+    want = np.sqrt(a) + np.exp(-x * x) + a * np.float32(0.5) + np.exp(np.float32(0.25) * x) + a ** np.float32(1.5)
+    np.testing.assert_allclose(y, want, rtol=1e-5)
+    np.testing.assert_array_equal(m, 4 * np.abs(k))

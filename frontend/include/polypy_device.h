@@ -62,6 +62,14 @@ extern const __device__ dim3 blockDim;
 extern const __device__ dim3 gridDim;
 
 #define POLYPY_D static __device__ POLYPY_OVERLOAD
+/* The C library's names (abs, sqrt, expf, and glibc's __expf ...): in C they are declared as <stdlib.h> and <math.h>
+ * declare them (extern, not overloadable; clang refuses a redeclaration that differs in that), so
+ * those headers may come before or after this prelude. */
+#ifdef __cplusplus
+#define POLYPY_LIBC POLYPY_D
+#else
+#define POLYPY_LIBC __device__
+#endif
 
 /* Synchronization. */
 /* (Not static: clang's CUDA mode already knows some of these as builtins.) */
@@ -143,8 +151,8 @@ POLYPY_D long long llmin(long long, long long);
 POLYPY_D long long llmax(long long, long long);
 POLYPY_D unsigned long long ullmin(unsigned long long, unsigned long long);
 POLYPY_D unsigned long long ullmax(unsigned long long, unsigned long long);
-POLYPY_D int abs(int);
-POLYPY_D long long llabs(long long);
+POLYPY_LIBC int abs(int);
+POLYPY_LIBC long long llabs(long long);
 POLYPY_D int __popc(unsigned int);
 POLYPY_D int __popcll(unsigned long long);
 POLYPY_D int __clz(int);
@@ -160,10 +168,10 @@ POLYPY_D unsigned long long __umul64hi(unsigned long long, unsigned long long);
 
 /* Device math: float and double overloads of every function (CUDA overloads the double names
  * for float in C++), the float-suffixed names and the fast intrinsics. */
-#define POLYPY_MATH1(name) POLYPY_D float name##f(float); POLYPY_D double name(double); \
-  POLYPY_D float __##name##f(float);
-#define POLYPY_MATH2(name) POLYPY_D float name##f(float, float); POLYPY_D double name(double, double); \
-  POLYPY_D float __##name##f(float, float);
+#define POLYPY_MATH1(name) POLYPY_LIBC float name##f(float); POLYPY_LIBC double name(double); \
+  POLYPY_LIBC float __##name##f(float);
+#define POLYPY_MATH2(name) POLYPY_LIBC float name##f(float, float); POLYPY_LIBC double name(double, double); \
+  POLYPY_LIBC float __##name##f(float, float);
 #ifdef __cplusplus
 #define POLYPY_MATH1_OVL(name) POLYPY_D float name(float);
 #define POLYPY_MATH2_OVL(name) POLYPY_D float name(float, float);
@@ -182,11 +190,11 @@ POLYPY_M1(erf) POLYPY_M1(erfc) POLYPY_M1(fabs) POLYPY_M1(floor) POLYPY_M1(ceil) 
 POLYPY_M1(round) POLYPY_M1(rint)
 POLYPY_M2(pow) POLYPY_M2(atan2) POLYPY_M2(fmin) POLYPY_M2(fmax) POLYPY_M2(fmod) POLYPY_M2(hypot)
 POLYPY_M2(copysign) POLYPY_M2(fdim)
-POLYPY_D void sincosf(float x, float* s, float* c);
-POLYPY_D void sincos(double x, double* s, double* c);
+POLYPY_LIBC void sincosf(float x, float* s, float* c);
+POLYPY_LIBC void sincos(double x, double* s, double* c);
 POLYPY_D void __sincosf(float x, float* s, float* c);
-POLYPY_D float fmaf(float, float, float);
-POLYPY_D double fma(double, double, double);
+POLYPY_LIBC float fmaf(float, float, float);
+POLYPY_LIBC double fma(double, double, double);
 POLYPY_D float __saturatef(float);
 POLYPY_D float __fdividef(float, float);
 POLYPY_D float __frsqrt_rn(float);
