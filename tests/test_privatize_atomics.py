@@ -166,6 +166,19 @@ def test_large_buffer_or_shared_bytes_keep_atomics(source, always_parallel) -> N
     assert always_parallel == [None, None]
 
 
+def test_a_range_of_blocks_keeps_atomics(source, always_parallel) -> None:
+    """``polypy.distributed`` runs block ranges on array headers over windows: nothing outside
+    what the blocks touch may be written, so no copies are added in."""
+    mod = polypy.compile(source, threads=2)
+    code = mod.hist.for_block((32, 1, 1))
+    values = np.arange(128, dtype=np.int32)
+    bins = np.zeros(4, dtype=np.uint32)
+    scalars = {"n": np.int32(128), "nbins": np.int32(4)}
+    code.run((4, 1, 1), (32, 1, 1), 0, {"in": values, "bins": bins}, scalars, threads=2, blocks=(1, 3))
+    assert always_parallel == [] and code.private == ("bins",)  # not even considered
+    np.testing.assert_array_equal(bins, np.bincount(values[32:96] % 4, minlength=4))
+
+
 def test_budget() -> None:
     assert not jit.private_copies({"a": (10, 4)}, 1, 1000)
     assert jit.private_copies({"a": (10, 4)}, 4, 1000)

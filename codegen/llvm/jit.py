@@ -275,8 +275,10 @@ class JitKernel:
         counter = ctypes.c_int64(first)
         head = (ctypes.addressof(counter), last, chunk_size(num_blocks, workers), *grid, *block, int(shmem))
         cfunc = self._cfunc
-        launch_threads = math.prod(grid) * math.prod(block) * num_blocks // total  # of the blocks run
-        copies = self._private_arrays(arrays, workers, launch_threads)
+        # Not for a range of blocks: ``polypy.distributed`` passes array headers over a window of
+        # the caller's array, whose elements outside what the blocks touch must not be written.
+        copies = None if blocks is not None else self._private_arrays(
+            arrays, workers, math.prod(grid) * math.prod(block))
         if copies is not None:
             cfunc = self.owner.plain_version(self.name)._cfunc
         if copies:  # one argument list per worker thread, each with its own copies
