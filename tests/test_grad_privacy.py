@@ -166,3 +166,105 @@ def test_grid_stride_loop_elements_are_private(tmp_path) -> None:
     rng = np.random.default_rng(4)
     n_ = 83  # 3 blocks of 8 threads: each thread visits 3 or 4 elements
     check_cuda(k, g, 3, 8, {"x": rng.standard_normal(n_), "y": np.zeros(n_), "n": np.uint64(n_)})
+
+
+# A hotspot-like kernel (issue 12: its gradient spent minutes searching for a run-time privacy
+# condition): a tile with a halo in shared memory, relaxed a run-time number of times, each
+# point reading its four clamped neighbours, the inner points written back (linear in the loop,
+# like hotspot, so that no tape is sized at launch: the emulator's check needs static extents).
+RELAX = """#define T 8
+__global__ void relax(int sweeps, const double* src, double* dst, int w, int h)
+{
+    __shared__ double cur[T][T];
+    __shared__ double nxt[T][T];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int gx = blockIdx.x * (T - 2) + tx - 1;
+    int gy = blockIdx.y * (T - 2) + ty - 1;
+    bool inside = gx >= 0 && gx < w && gy >= 0 && gy < h;
+    if (inside)
+        cur[ty][tx] = src[gy * w + gx] * src[gy * w + gx];
+    else
+        cur[ty][tx] = 0.0;
+    __syncthreads();
+    int west = tx > 0 ? tx - 1 : 0, east = tx < T - 1 ? tx + 1 : T - 1;
+    int north = ty > 0 ? ty - 1 : 0, south = ty < T - 1 ? ty + 1 : T - 1;
+    bool core = tx >= 1 && tx <= T - 2 && ty >= 1 && ty <= T - 2;
+    for (int s = 0; s < sweeps; s++) {
+        if (core)
+            nxt[ty][tx] = 0.5 * cur[ty][tx]
+                + 0.125 * (cur[ty][west] + cur[ty][east] + cur[north][tx] + cur[south][tx]);
+        __syncthreads();
+        if (core)
+            cur[ty][tx] = nxt[ty][tx];
+        __syncthreads();
+    }
+    if (inside && core)
+        dst[gy * w + gx] = cur[ty][tx];
+}
+"""
+
+
+def relax_grad(tmp_path, monkeypatch):
+    import importlib
+
+    import polypy
+    import polypy.poly
+    from polypy.driver.gradients import grad_kernel
+
+    module_of_sharing = importlib.import_module("polypy.poly.sharing")
+    answers = []
+
+    def recorded(*args, **kwargs):
+        s = module_of_sharing.sharing(*args, **kwargs)
+        answers.append(s)
+        return s
+
+    monkeypatch.setattr(polypy.poly, "sharing", recorded)
+    src = tmp_path / "relax.cu"
+    src.write_text(RELAX)
+    module = polypy.load(str(src))
+    report: list = []
+    g = grad_kernel(module, "relax", report=report)
+    return module.kernel("relax"), g, report, answers, module_of_sharing
+
+
+def test_hotspot_like_condition_search_is_bounded(tmp_path, monkeypatch) -> None:
+    k, g, report, answers, sharing_module = relax_grad(tmp_path, monkeypatch)
+    assert {s.buffer for s in answers} >= {"cur", "src"}
+    for s in answers:  # a bounded number of isl operations per buffer: past the budget it stops
+        assert s.condition_steps <= sharing_module.MAX_CONDITION_STEPS or s.condition_gave_up, s
+        assert s.private_when is None or not s.condition_gave_up
+    cur = [s for s in answers if s.buffer == "cur"]
+    # 4 reads of neighbours + reads/writes of the centre: too many pairs to search at all
+    assert cur and cur[0].condition_gave_up.startswith("no search") and cur[0].condition_steps == 0
+    # the give-up is said in --report, and the adjoint takes the shared (atomic) path
+    got = decisions(report, "cur")
+    assert got and all(d.strategy == "atomic" and "run-time condition" in d.reason for d in got)
+
+
+@pytest.mark.parametrize("sweeps", [0, 2])
+def test_hotspot_like_gradient_matches_finite_differences(tmp_path, monkeypatch, sweeps: int) -> None:
+    k, g, _, _, _ = relax_grad(tmp_path, monkeypatch)
+    rng = np.random.default_rng(sweeps)
+    w, h = 9, 7  # 2 x 2 blocks of 6 x 6 inner points (partial at the right and bottom)
+    args = {"sweeps": sweeps, "src": rng.standard_normal(w * h), "dst": np.zeros(w * h), "w": w, "h": h}
+    check_cuda(k, g, (2, 2), (8, 8), args)
+
+
+def test_condition_search_within_budget_keeps_its_answer_and_past_it_gives_up(monkeypatch) -> None:
+    import importlib
+
+    from polypy.passes import SIMPLIFY, run_pipeline
+    from polypy.ir import parse_kernel
+
+    sharing_module = importlib.import_module("polypy.poly.sharing")
+    k = run_pipeline(parse_kernel(PITCHED), SIMPLIFY)
+    s = sharing_module.sharing(k, "x")
+    assert format_expr(s.private_when) == "(i64)cols <= 16l" and not s.condition_gave_up
+    assert 0 < s.condition_steps <= sharing_module.MAX_CONDITION_STEPS
+    monkeypatch.setattr(sharing_module, "MAX_CONDITION_STEPS", s.condition_steps // 2)
+    small = sharing_module.sharing(k, "x")
+    assert small.private_when is None and "gave up after" in small.condition_gave_up
+    assert small.condition_steps <= s.condition_steps // 2 + 64  # stops at the first step past it
+    monkeypatch.setattr(sharing_module, "MAX_CONDITION_QUESTIONS", 8)
+    assert sharing_module.sharing(k, "x").condition_gave_up.startswith("no search")

@@ -61,6 +61,8 @@ def privacy_oracle(kernel: n.Kernel):
                               "written or several blocks share it")
             else:
                 got = (False, "isl: threads may access the same element")
+            if s.condition_gave_up and not s.thread_private:  # said in --report
+                got = (got[0], f"{got[1]} ({s.condition_gave_up})") + got[2:]
         except (UserError, ImportError) as exc:  # unanalysable: the safe answer
             got = (False, f"no proof ({exc})")
         except Exception as exc:

@@ -39,6 +39,10 @@ class Sharing:
     block_uniform: bool
     block_private: bool
     private_when: n.Expr | None = None  # thread private exactly... at least where this holds
+    # isl operations the search for ``private_when`` took, and why it gave up (if it did: then
+    # ``private_when`` is None, the always-correct shared path)
+    condition_steps: int = 0
+    condition_gave_up: str = ""
 
     @property
     def accumulation(self) -> str:
@@ -64,10 +68,11 @@ def sharing(kernel: n.Kernel, buffer: str, *, access: AccessId | None = None,
     thread_private = all(_never_shared(c, a, b, threads) for a, b in pairs)
     block_private = thread_private or all(_never_shared(c, a, b, blocks) for a, b in pairs)
     block_uniform = all(_uniform(c, a, b) for a, b in pairs)
+    search = _Search()
     when = None
     if not thread_private:
-        when = _private_condition(model, c, pairs, threads)
-    return Sharing(buffer, thread_private, block_uniform, block_private, when)
+        when = _private_condition(model, c, pairs, threads, search)
+    return Sharing(buffer, thread_private, block_uniform, block_private, when, search.steps, search.gave_up)
 
 
 def _shared_pairs(c: Copies, a: Access, b: Access) -> isl.Set | None:
@@ -87,9 +92,31 @@ def _never_shared(c: Copies, a: Access, b: Access, pieces: list) -> bool:
 
 # At most this many constraints in a versioning condition (beyond: not worth a run-time test).
 MAX_CONDITION_TERMS = 6
+# The search for a versioning condition projects one set per (access pair, thread piece) and
+# tests candidate constraints against their union; each projection of a many-dimensional pair
+# set can take a second. Beyond these budgets it gives up (no condition: the shared path, which
+# is always correct): more (pair, piece) questions than this, or more isl operations in all.
+MAX_CONDITION_QUESTIONS = 64
+MAX_CONDITION_STEPS = 256
 
 
-def _private_condition(model, c: Copies, pairs, pieces: list) -> n.Expr | None:
+class _Search:
+    """The budget of one condition search: isl operations counted, and why it gave up."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.gave_up = ""
+
+    def step(self, count: int = 1) -> bool:
+        """Count ``count`` isl operations; False (and gave up) once past the budget."""
+        self.steps += count
+        if self.steps > MAX_CONDITION_STEPS:
+            self.gave_up = f"the search for a run-time condition gave up after {MAX_CONDITION_STEPS} isl operations"
+            return False
+        return True
+
+
+def _private_condition(model, c: Copies, pairs, pieces: list, search: _Search) -> n.Expr | None:
     """A grid-uniform condition under which no two threads share an element, or None.
 
     The parameter values where two threads may share one (``bad``, exact up to the model's
@@ -97,17 +124,31 @@ def _private_condition(model, c: Copies, pairs, pieces: list) -> n.Expr | None:
     complement of ``bad`` within the launch assumptions, written over the parameters that
     have an IR meaning (``blockDim``/``gridDim``, integer arguments, grid-uniform values).
     """
+    if len(pairs) * len(pieces) > MAX_CONDITION_QUESTIONS:
+        search.gave_up = (f"no search for a run-time condition: {len(pairs)} access pairs x {len(pieces)} "
+                          f"thread pieces is more than {MAX_CONDITION_QUESTIONS} questions")
+        return None
     bad = None
+    context = model.context
     for a, b in pairs:
         s = _shared_pairs(c, a, b)
         if s is None:
             continue
         for piece in pieces:
-            p = (s & piece).params()
+            shared = s & piece
+            if not search.step():
+                return None
+            if shared.is_empty():  # (projecting it gives the empty set)
+                continue
+            # a projection costs about one step per basic set (a pair set of a loop with
+            # clamped neighbours has hundreds: a second or more to project)
+            if not search.step(shared.n_basic_set()):
+                return None
+            p = shared.params()
             bad = p if bad is None else bad | p
     if bad is None:
         return None
-    context = model.context.align_params(bad.space)
+    context = context.align_params(bad.space)
     bad = (bad & context).coalesce()
     if bad.is_empty():
         return None  # private after all (a union the piecewise test could not see)
@@ -124,11 +165,17 @@ def _private_condition(model, c: Copies, pairs, pieces: list) -> n.Expr | None:
             if key in seen:
                 continue
             seen.add(key)
-            negated = _negation_set(con, context)
-            if negated is None or _degenerate(negated, con) or not (negated & bad).is_empty():
-                continue
+            # cheapest test first (no isl set operation): the constraint must name only
+            # parameters with an IR meaning
             expr = _negate(model, con)
             if expr is None:
+                continue
+            negated = _negation_set(con, context)
+            if negated is None or _degenerate(negated, con):
+                continue
+            if not search.step():
+                return None
+            if not (negated & bad).is_empty():
                 continue
             terms += 1
             cond = expr if cond is None else n.Binary("lor", cond, expr)
