@@ -223,8 +223,9 @@ class _ModuleBuilder:
             if d.location.file is not None and d.location.file.name == self.path:
                 return True
         for d in decls:
-            if (d.kind == CK.VAR_DECL and d.location.file is not None and d.location.file.name == self.path
-                    and not d.spelling.startswith(_INSTANCE_PREFIX)
+            if (d.kind == CK.VAR_DECL and d.is_definition() and d.location.file is not None
+                    and d.location.file.name == self.path and not d.spelling.startswith(_INSTANCE_PREFIX)
+                    and not d.type.get_canonical().spelling.split("<")[0].endswith("texture")
                     and not has_attr(d, CK.CUDACONSTANT_ATTR, "polypy_constant")
                     and not has_attr(d, CK.CUDADEVICE_ATTR, "polypy_device")
                     and not has_attr(d, CK.CUDASHARED_ATTR, "polypy_shared")):
