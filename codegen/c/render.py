@@ -70,6 +70,18 @@ C_KEYWORDS = frozenset("""
 """.split())
 
 
+def _defined_count(count: n.Expr, t: ScalarType) -> bool:
+    """A shift count for which C's ``<<``/``>>`` on ``t`` (promoted to ``int`` when narrower) is
+    defined, and printed as C's own operator: a constant below the width, or a count masked
+    below it (``s & 31``)."""
+    limit = max(t.bits, 32)
+    if isinstance(count, n.Const):
+        return 0 <= int(count.value) < limit
+    if isinstance(count, n.Binary) and count.op == "band":
+        return any(isinstance(m, n.Const) and 0 <= int(m.value) < limit for m in (count.a, count.b))
+    return False
+
+
 def c_type(t: ScalarType) -> str:
     return t.c_name
 
@@ -258,7 +270,20 @@ class Renderer(CExprPrinter):
         if e.op == "rem" and t.is_float:
             fn = "fmodf" if t.name == "f32" else "fmod"
             return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", ATOM
+        if e.op in ("shl", "shr") and not _defined_count(e.b, t):
+            return self.gpu_shift(e)
         return super().binary(e)
+
+    def gpu_shift(self, e: n.Binary) -> tuple[str, int]:
+        """A shift whose count C may leave undefined (not a constant below the width): the
+        prelude's ``polypy_shl_u32`` etc. give the GPU's result for every count (see there).
+        Types C promotes to ``int`` shift in their promoted type, then are cast back."""
+        t = e.a.type
+        wide = t.name if t.bits >= 32 else ("i32" if t.is_signed else "u32")
+        text = f"polypy_{e.op}_{wide}({self.expr(e.a)}, {self.expr(e.b)})"
+        if wide != t.name:
+            return f"({self.type_name(e.type)}){text}", UNARY
+        return text, ATOM
 
     def call(self, e: n.Call) -> tuple[str, int]:
         args = [self.expr(a) for a in e.args]

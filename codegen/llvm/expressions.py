@@ -92,15 +92,29 @@ class ExpressionEmitter:
         b = self.builder
         t = value_type(ty)
         bits = ty.bits
+        # A count outside [0, bits) is undefined in C; the GPU's shl/shr read it as unsigned and
+        # clamp it to the width (0, or the sign fill for a signed >>), and programs rely on that
+        # (Rodinia's huffman shifts by 32 - bit with bit 0). A constant count below the width
+        # is a plain shift.
+        if isinstance(count, ir.Constant) and isinstance(count.constant, int) and 0 <= count.constant < bits:
+            over = None
+        elif not count_ty.is_signed and (1 << count_ty.bits) <= bits:  # a bool count: always in range
+            over = None
+        else:
+            over = b.icmp_unsigned(">=", count, ir.Constant(count.type, bits))
         if count_ty.bits > bits:
             count = b.trunc(count, t)
         elif count_ty.bits < bits:
             count = b.zext(count, t)
-        # A count outside [0, bits) is undefined in C; reduce it rather than create poison.
-        count = b.and_(count, ir.Constant(t, bits - 1))
+        if over is not None and op == "shr" and ty.is_signed:
+            return b.ashr(a, b.select(over, ir.Constant(t, bits - 1), count))
+        if over is not None:
+            count = b.and_(count, ir.Constant(t, bits - 1))  # no poison in the arm not taken
         if op == "shl":
-            return b.shl(a, count)
-        return b.ashr(a, count) if ty.is_signed else b.lshr(a, count)
+            shifted = b.shl(a, count)
+        else:
+            shifted = b.ashr(a, count) if ty.is_signed else b.lshr(a, count)
+        return shifted if over is None else b.select(over, ir.Constant(t, 0), shifted)
 
     def arith(self, op: str, a: ir.Value, b_: ir.Value, ty: ScalarType, e: n.Expr) -> ir.Value:
         b = self.builder

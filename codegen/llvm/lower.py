@@ -35,7 +35,8 @@ C semantics, exactly (the emulator and ``polypy.ir.semantics`` are the reference
   ``srem``/``urem``, ``ashr``/``lshr``, signed/unsigned compares and extensions;
 * what C leaves undefined never traps or turns into LLVM poison: an integer division by zero
   divides by 1 instead (x86 would raise SIGFPE and kill the process), ``INT_MIN / -1`` wraps as on
-  GPUs, shift counts are reduced modulo the width, float->int conversions saturate (NaN -> 0) as
+  GPUs, a shift count outside [0, width) is clamped to the width as the GPU's ``shl``/``shr``
+  do (0, or the sign fill of a signed ``>>``), float->int conversions saturate (NaN -> 0) as
   CUDA's ``cvt.rzi`` does (``llvm.fptosi.sat``);
 * ``Select``/``land``/``lor`` evaluate only the operand they need: an operand that loads or
   divides is emitted in its own basic block (a phi joins them); cheap pure operands use ``select``;

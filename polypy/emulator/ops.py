@@ -3,11 +3,13 @@
 Values carry exactly the NumPy dtype of their IR type, so NumPy does the typed arithmetic:
 integers wrap to their width, f32 arithmetic rounds to f32, comparisons give bool. What NumPy
 does differently from C is handled here: ``/`` and ``%`` truncate toward zero (``%`` takes the
-dividend's sign), shift counts are checked and converted to the shifted type, float->int
-conversion truncates.
+dividend's sign), shift counts are converted to the shifted type, float->int conversion
+truncates.
 
-Operations whose C result is undefined raise ``LaneFault`` naming the first faulty lane:
-integer division by zero and shifts by a negative count or by at least the type's width.
+Integer division by zero, undefined in C, raises ``LaneFault`` naming the first faulty lane.
+Shifts by a negative count or by at least the type's width, also undefined in C, give what the
+GPU's shift instructions give (the count clamped to the width: 0, or the sign fill for a signed
+``>>``), as the LLVM and C backends do.
 Float->int conversion of NaN or an out-of-range value is also undefined in C; here it saturates
 (NaN -> 0), which is what CUDA's ``cvt.rzi`` instructions do.
 
@@ -94,15 +96,23 @@ def _div_rem(op: str, a: Value, b: Value, ty: ScalarType) -> Value:
 
 
 def _shift(op: str, a: Value, b: Value, ty: ScalarType) -> Value:
-    count = np.asarray(b).astype(np.int64)  # u64 counts >= 2**63 become negative: rejected below
-    bad = (count < 0) | (count >= ty.bits)
-    if np.any(bad):
-        shown = count[first_true(bad)] if count.ndim else count
-        raise LaneFault(f"shift by {int(shown)} bits is undefined for {ty} (C requires 0 <= count < {ty.bits})",
-                        first_true(bad))
-    count = scalar(count.astype(ty.dtype))
+    """C's ``<<``/``>>`` where C defines them; a count that is negative or at least the width, which
+    C leaves undefined, is clamped to the width as the GPU's ``shl``/``shr`` instructions do (PTX:
+    the count is unsigned, amounts above the width are clamped): ``<<`` and an unsigned ``>>`` give
+    0, a signed ``>>`` the sign fill. Programs rely on it (Rodinia's huffman shifts by ``32 - bit``
+    with ``bit`` 0)."""
+    count = np.asarray(b)
+    if count.dtype.kind == "u":
+        over = count >= ty.bits
+    else:
+        over = (count < 0) | (count >= ty.bits)
+    safe = scalar(np.where(over, 0, count).astype(ty.dtype))
     # NumPy's >> is arithmetic on signed and logical on unsigned types: C's behaviour.
-    return np.left_shift(a, count) if op == "shl" else np.right_shift(a, count)
+    shifted = np.left_shift(a, safe) if op == "shl" else np.right_shift(a, safe)
+    if not np.any(over):
+        return shifted
+    fill = np.right_shift(a, ty.dtype.type(ty.bits - 1)) if op == "shr" and ty.is_signed else np.zeros_like(a)
+    return scalar(np.where(over, fill, shifted).astype(ty.dtype))
 
 
 # --------------------------------------------------------------------------- conversions
