@@ -160,7 +160,11 @@ def _arguments(kernel: n.Kernel, args: Any, find_alloc: Any) -> dict[str, Any]:
 def _device_array(pointer: int, p: n.Param, kernel: n.Kernel, find_alloc: Any) -> np.ndarray:
     dtype = p.ptype.elem.dtype  # type: ignore[union-attr]
     base, size = ctypes.c_void_p(), ctypes.c_size_t()
-    if not pointer or not find_alloc(pointer, ctypes.byref(base), ctypes.byref(size)):
+    if not pointer:
+        # a null argument the kernel may leave unused (Rodinia's scan passes 0 for the block sums
+        # it does not store): an empty array, so that any access to it is an out-of-bounds error
+        return np.zeros(0, dtype=dtype)
+    if not find_alloc(pointer, ctypes.byref(base), ctypes.byref(size)):
         raise UserError(f"argument '{p.name}' of kernel '{kernel.name}' does not point into memory from cudaMalloc",
                         kernel.loc)
     offset = pointer - base.value
