@@ -288,7 +288,9 @@ def programs(root: pathlib.Path) -> list[Program]:
                 note="openmp/mummergpu is the same CUDA program run with -C (needs nvcc): no reference"),
         Program("myocyte", _c("myocyte", cu=("main.cu",)), ("{xmax}", "1", "0"), _myocyte,
                 Check("emulate", Output("output.txt")), cwd="run/myocyte",
-                note="opens ../../data/myocyte/*.txt itself; the OpenMP version prints nothing: emulator reference"),
+                note="opens ../../data/myocyte/*.txt itself; the OpenMP version prints nothing: emulator reference, "
+                     "which stops at the program's own race (kernel_cam.cu:348 writes d_finavalu[com_offset], "
+                     "meant d_com, while block 0 writes d_finavalu[0..45])"),
         Program("nn", _c("nn", cu=("nn_cuda.cu",)), ("{filelist}", "-r", "{k}", "-lat", "{lat}", "-lng", "{lng}"), _nn,
                 Check("omp", Output(keep=r"-->", after="-->", sort=True),
                       Output("stderr", keep=r"-->", after="-->", sort=True)),
