@@ -578,7 +578,11 @@ class _Plan:
             if v not in declared_here:
                 local = names.fresh(stem_of(v))
                 mapping[v] = local
-                init = n.Load(buf, index, ty) if _read_before_write(stmts, v) else None
+                read_first, certainly_written = _first_access(stmts, v)
+                # Loaded when the part may read it first, or may store it back without having
+                # written it (a write under an if: the other threads' paths keep the old value).
+                stored_back = _writes(stmts, v, skip=self.slot_stmts)
+                init = n.Load(buf, index, ty) if read_first or (stored_back and not certainly_written) else None
                 prologue.append(n.Decl(local, ty, init, loc=self.loop.loc))
             if _writes(stmts, v, skip=self.slot_stmts):
                 epilogue.append(n.Store(buf, index, n.Var(v, ty), loc=self.loop.loc))
@@ -690,8 +694,9 @@ def _writes(stmts: tuple[n.Stmt, ...], v: str, skip: set[int] = frozenset()) -> 
     return False
 
 
-def _read_before_write(stmts: tuple[n.Stmt, ...], v: str) -> bool:
-    """Whether ``v`` may be read in ``stmts`` before it is certainly written."""
+def _first_access(stmts: tuple[n.Stmt, ...], v: str) -> tuple[bool, bool]:
+    """Whether ``v`` may be read in ``stmts`` before it is certainly written, and whether
+    ``stmts`` certainly write it (on every path, before any read)."""
     def reads(node: n.Node | None) -> bool:
         return node is not None and any(isinstance(x, n.Var) and x.name == v for x in walk(node))
 
@@ -723,4 +728,4 @@ def _read_before_write(stmts: tuple[n.Stmt, ...], v: str) -> bool:
                 return True, False
         return False, False
 
-    return seq(stmts)[0]
+    return seq(stmts)

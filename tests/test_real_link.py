@@ -9,8 +9,9 @@ the style of the construct a Rodinia program needs, checked against NumPy.
 * A C source including <stdlib.h> and <math.h> (leukocyte: "redeclaration of 'abs' must have the
   'overloadable' attribute") parses, whatever the order of the includes, and its device code's calls
   of the C library are CUDA's.
-* kmeans ran and gave wrong clusters: nearest_index.cu (its kernel in small) is wrong in the translated
-  code (a gpu2cpu bug, not in this issue's files: the strict xfail names it).
+* kmeans ran and gave wrong clusters: nearest_index.cu (its kernel in small) was wrong in the translated
+  code (sink-thread-loops did not load a per-thread value back in a part that writes it only under an
+  if; tests/test_sink_conditional.py).
 """
 from __future__ import annotations
 
@@ -139,9 +140,6 @@ def test_a_c_source_including_the_c_librarys_headers_parses_in_any_order(tmp_pat
     np.testing.assert_array_equal(m, 4 * np.abs(k))
 
 
-@pytest.mark.xfail(strict=True, reason="gpu2cpu/sink_thread_loops.py: a value kept per thread across interchanged "
-                   "loops is not loaded back in a part that writes it only under an if (the part's store writes "
-                   "the local's default): kmeans's nearest-centre index")
 def test_an_index_set_under_an_if_in_a_loop_over_centres_is_kept() -> None:
     need_compiler(cpp=True)
     n, nf = 300, 2
