@@ -268,3 +268,34 @@ def test_condition_search_within_budget_keeps_its_answer_and_past_it_gives_up(mo
     assert small.condition_steps <= s.condition_steps // 2 + 64  # stops at the first step past it
     monkeypatch.setattr(sharing_module, "MAX_CONDITION_QUESTIONS", 8)
     assert sharing_module.sharing(k, "x").condition_gave_up.startswith("no search")
+
+
+STAGED = """__global__ void staged(const double* x, double* y)
+{
+    __shared__ double t[64];
+    t[threadIdx.x] = x[blockIdx.x * blockDim.x + threadIdx.x];
+    __syncthreads();
+    y[blockIdx.x * blockDim.x + threadIdx.x] = t[threadIdx.x] * t[threadIdx.x];
+}
+"""
+
+
+def test_shared_array_element_of_one_thread_is_private(tmp_path) -> None:
+    # every block has its own copy of a shared array: blocks never share its elements (the
+    # model compared the indices of two blocks' accesses and found t[3] "shared" by them)
+    import polypy
+    from polypy.driver.gradients import grad_kernel
+    from polypy.poly import sharing
+
+    src = tmp_path / "staged.cu"
+    src.write_text(STAGED)
+    module = polypy.load(str(src))
+    k = module.kernel("staged")
+    s = sharing(k, "t")
+    assert s.thread_private and s.block_private and s.accumulation == "plain"
+    report: list = []
+    g = grad_kernel(module, "staged", report=report)
+    assert {d.strategy for d in decisions(report, "t")} <= {"plain"}
+    assert not any(isinstance(x, n.AtomicRMW) and x.buffer.startswith("d_t") for x in walk(g))
+    rng = np.random.default_rng(5)
+    check_cuda(k, g, 3, 64, {"x": rng.standard_normal(3 * 64), "y": np.zeros(3 * 64)})

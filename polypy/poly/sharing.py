@@ -63,7 +63,8 @@ def sharing(kernel: n.Kernel, buffer: str, *, access: AccessId | None = None,
         raise KeyError(str(access))
     c = Copies(model, ("1", "2"))
     pairs = [(a, b) for i, a in enumerate(accesses) for b in accesses[i:]]  # symmetric questions
-    blocks = c.other_block_pieces("1", "2")
+    # each block has its own copy of a shared array: only threads of one block can share
+    blocks = [] if kernel.space(buffer) == "shared" else c.other_block_pieces("1", "2")
     threads = c.other_thread_pieces("1", "2") + blocks
     thread_private = all(_never_shared(c, a, b, threads) for a, b in pairs)
     block_private = thread_private or all(_never_shared(c, a, b, blocks) for a, b in pairs)
@@ -84,6 +85,8 @@ def _shared_pairs(c: Copies, a: Access, b: Access) -> isl.Set | None:
 
 def _never_shared(c: Copies, a: Access, b: Access, pieces: list) -> bool:
     """No instance pair of ``a`` and ``b`` in one of ``pieces`` touches the same element."""
+    if not pieces:
+        return True
     s = _shared_pairs(c, a, b)
     if s is None:
         return True
