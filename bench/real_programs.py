@@ -89,7 +89,8 @@ def first_error(text: str, *, limit: int = 110) -> str:
     """The first line of ``text`` that says ``error`` (else its first non-empty line), with the
     temporary directory's path shortened to the file name and cut to ``limit`` characters."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    chosen = next((line for line in lines if "error" in line.lower()), lines[0] if lines else "")
+    chosen = next((line for line in lines if "error" in line.lower() or "undefined reference" in line),
+                  lines[0] if lines else "")
     chosen = re.sub(r"(/[^\s:]*/)([^/\s:]+)", r"\2", chosen)
     return chosen if len(chosen) <= limit else chosen[: limit - 3] + "..."
 
@@ -253,11 +254,31 @@ def run_directory(base: pathlib.Path, program: Program, inputs: pathlib.Path) ->
     return run_dir
 
 
+FIXED_TIME_SHIM = """#include <time.h>
+time_t time(time_t *t) { if (t) *t = (time_t)%d; return (time_t)%d; }
+"""
+
+
+def fixed_time_environment(program: Program, work: pathlib.Path, tools: Tools) -> dict[str, str]:
+    """``LD_PRELOAD`` of a shim of our own whose ``time()`` returns ``program.fixed_time``
+    (compiled into ``work``), so that a program seeding rand() from the clock gets the same
+    numbers in both versions; empty when the program keeps the real clock."""
+    if program.fixed_time is None:
+        return {}
+    source, library = work / "fixed_time.c", work / "libfixed_time.so"
+    if not library.exists():
+        source.write_text(FIXED_TIME_SHIM % (program.fixed_time, program.fixed_time))
+        r = _run([tools.cc, "-shared", "-fPIC", "-O2", str(source), "-o", str(library)], cwd=work, timeout=120)
+        if r.returncode != 0:
+            raise StepFailed("fixed-time shim: " + first_error(r.stderr or r.stdout))
+    return {"LD_PRELOAD": str(library)}
+
+
 def run_binary(binary: pathlib.Path, args: Sequence[str], run_dir: pathlib.Path, *, timeout: float,
-               threads: int) -> tuple[subprocess.CompletedProcess, float]:
+               threads: int, env: Mapping[str, str] | None = None) -> tuple[subprocess.CompletedProcess, float]:
     run_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    r = _run([str(binary), *args], cwd=run_dir, timeout=timeout, env=omp_environment(threads))
+    r = _run([str(binary), *args], cwd=run_dir, timeout=timeout, env={**omp_environment(threads), **(env or {})})
     elapsed = time.perf_counter() - start
     (run_dir / ".stdout").write_text(r.stdout)  # kept with --keep, for a look at what differed
     (run_dir / ".stderr").write_text(r.stderr)
@@ -314,7 +335,8 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
         params = _params(program, inputs, "tiny" if kind == "emulate" else "small", tools)
         args = _format(program.args, params, program.note)
         ours_dir = run_directory(work / "run_polypy", program, inputs)
-        r, _ = run_binary(binary, args, ours_dir, timeout=program.timeout_s, threads=tools.thread_count)
+        clock = fixed_time_environment(program, work, tools)
+        r, _ = run_binary(binary, args, ours_dir, timeout=program.timeout_s, threads=tools.thread_count, env=clock)
         row.run = "ok"
         step = "correct"
         ours = read_output(ours_dir, r, program.check.ours)
@@ -328,7 +350,8 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
                 ref_binary = compile_program(program.omp, root, work, tools, translated=None, exe="omp_prog")
                 ref_dir = run_directory(work / "run_omp", program, inputs)
                 ref_args = _format(program.omp_args if program.omp_args is not None else program.args, params)
-                rr, _ = run_binary(ref_binary, ref_args, ref_dir, timeout=program.timeout_s, threads=tools.thread_count)
+                rr, _ = run_binary(ref_binary, ref_args, ref_dir, timeout=program.timeout_s, threads=tools.thread_count,
+                                   env=clock)
             else:
                 ref_dir = run_directory(work / "run_emulated", program, inputs)
                 rr = run_emulated(program, root, args, ref_dir, tools)
@@ -343,13 +366,14 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
             big = work / "inputs_time"
             params = _params(program, big, "time", tools)
             args = _format(program.time_args if program.time_args is not None else program.args, params, program.note)
-            row.t_polypy = _best(binary, args, run_directory(work / "time_polypy", program, big), program, tools, repeat)
+            row.t_polypy = _best(binary, args, run_directory(work / "time_polypy", program, big), program, tools, repeat,
+                                 clock)
             if program.omp is not None:
                 if ref_binary is None:
                     ref_binary = compile_program(program.omp, root, work, tools, translated=None, exe="omp_prog")
                 ref_args = _format(program.omp_args if program.omp_args is not None else program.args, params)
                 row.t_omp = _best(ref_binary, ref_args, run_directory(work / "time_omp", program, big), program,
-                                  tools, repeat)
+                                  tools, repeat, clock)
     except NoInput as exc:
         row.run = "n/a"
         row.blocker = f"input: {exc}"
@@ -383,8 +407,8 @@ def _self_check(check: Check, stdout: str) -> None:
 
 
 def _best(binary: pathlib.Path, args: Sequence[str], run_dir: pathlib.Path, program: Program, tools: Tools,
-          repeat: int) -> float:
-    return min(run_binary(binary, args, run_dir, timeout=program.timeout_s, threads=tools.thread_count)[1]
+          repeat: int, env: Mapping[str, str] | None = None) -> float:
+    return min(run_binary(binary, args, run_dir, timeout=program.timeout_s, threads=tools.thread_count, env=env)[1]
                for _ in range(repeat))
 
 

@@ -84,6 +84,9 @@ class Program:
     timeout_s: float = 60.0
     cwd: str = ""  # run in this subdirectory of the run directory, with ``data`` beside its top
     time_args: tuple[str, ...] | None = None  # ``args`` for --time (None: the same; lud: without -v)
+    # time(): this constant in every run of both versions (a preloaded shim; lavaMD seeds rand()
+    # from time(NULL)); None: the real clock
+    fixed_time: int | None = None
 
     @property
     def counted_as(self) -> str:
