@@ -173,3 +173,26 @@ def test_command_line_writes_json(tmp_path, monkeypatch, capsys):
 
 def test_tools_default_to_this_python():
     assert Tools().polypy[0] == sys.executable
+
+
+@needs_cxx
+def test_fixed_time_pins_the_clock_of_a_run(tmp_path):
+    """Program.fixed_time: the runner's preloaded shim makes time() return that constant (both
+    versions of lavaMD seed rand() from time(NULL)); without it the real clock is seen."""
+    import subprocess
+
+    from bench.real_programs import fixed_time_environment, run_binary
+
+    source = tmp_path / "clock.c"
+    source.write_text('#include <stdio.h>\n#include <time.h>\n'
+                      'int main(void) { time_t t = 0; time_t r = time(&t); printf("%ld %ld\\n", (long)r, (long)t); }\n')
+    binary = tmp_path / "clock"
+    subprocess.run(["gcc", str(source), "-o", str(binary)], check=True)
+    tools = Tools(threads=1)
+    pinned = Program("clock", Build("x"), fixed_time=123456789)
+    env = fixed_time_environment(pinned, tmp_path, tools)
+    r, _ = run_binary(binary, (), tmp_path / "run", timeout=30, threads=1, env=env)
+    assert r.stdout.split() == ["123456789", "123456789"]
+    assert fixed_time_environment(Program("clock", Build("x")), tmp_path, tools) == {}
+    r, _ = run_binary(binary, (), tmp_path / "run", timeout=30, threads=1)
+    assert int(r.stdout.split()[0]) > 1_600_000_000
