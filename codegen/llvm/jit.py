@@ -290,13 +290,14 @@ class JitKernel:
             workers = 1
         counter = ctypes.c_int64(first)
         head = (ctypes.addressof(counter), last, chunk_size(num_blocks, workers), *grid, *block, int(shmem))
-        cfunc = self._cfunc
+        ran = self  # the kernel whose code runs: its sites name a bounds-checked launch's fault
         # Not for a range of blocks: ``polypy.distributed`` passes array headers over a window of
         # the caller's array, whose elements outside what the blocks touch must not be written.
         copies = None if blocks is not None else self._private_arrays(
             arrays, workers, math.prod(grid) * math.prod(block))
         if copies is not None:
-            cfunc = self.owner.plain_version(self.name)._cfunc
+            ran = self.owner.plain_version(self.name)
+        cfunc = ran._cfunc
         if copies:  # one argument list per worker thread, each with its own copies
             where = {name: i for i, (name, pointer, _) in enumerate(self._params)}
             per_worker = []
@@ -318,7 +319,7 @@ class JitKernel:
             busy = run_workers(call, workers)
         except LaunchError:
             if fault is not None and fault[0]:
-                raise self._bounds_error(fault, shmem) from None
+                raise ran._bounds_error(fault, shmem) from None
             raise
         if copies:  # worker after worker: the same order of additions for the same worker loads
             for name, copy in copies.items():
