@@ -142,7 +142,7 @@ def test_a_c_source_including_the_c_librarys_headers_parses_in_any_order(tmp_pat
 
 def test_an_index_set_under_an_if_in_a_loop_over_centres_is_kept() -> None:
     need_compiler(cpp=True)
-    n, nf = 300, 2
+    n = 300
     p = np.arange(n)
     x = np.stack([(p * 7) % 13, (p * 5) % 11], 1).astype(np.float32)
     c = np.array([[0, 0], [10, 0], [0, 10], [10, 10]], np.float32)
