@@ -263,6 +263,41 @@ def test_gemm_accumulator_exact_through_llvm(restrict):
         np.testing.assert_array_equal(got["c"], want["c"])
 
 
+# An array of structs updated in a serial loop (Rodinia lavaMD's force accumulation): the four
+# members of one element are four registers; two elements that may be the same stay in memory.
+AOS = r"""
+__global__ void forces(const double* __restrict__ q, double* __restrict__ f, int n, int other)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int j = 0; j < n; j++) {
+        f[t * 4] += q[j];
+        f[t * 4 + 1] += q[j] * 2.0;
+        f[t * 4 + 2] -= q[j] * q[j];
+        f[t * 4 + 3] += 1.0;
+    }
+    for (int j = 0; j < n; j++) {
+        f[t * 4] += q[j];
+        f[other * 4] += 1.0;
+    }
+}
+"""
+
+
+def test_members_of_one_struct_are_promoted_together_and_exact():
+    kernel = _kernel(AOS, "forces")
+    loops = _serial_loops(to_cpu(kernel))
+    mixed = [loop for loop in loops if any(isinstance(x, n.Var) and x.name == "other" for x in walk(loop))]
+    assert mixed and len(mixed) < len(loops)
+    for loop in loops:
+        stores = sum(isinstance(x, n.Store) and x.buffer == "f" for x in walk(loop))
+        # f[t * 4] and f[other * 4] may be one element: nothing promoted in the second loop
+        assert stores == (2 if loop in mixed else 0)
+    rng = np.random.default_rng(3)
+    for other in (0, 5, 31):  # the thread's own element (a race only with other threads), or another
+        args = dict(q=rng.standard_normal(7), f=rng.standard_normal(4 * 32), n=7, other=other)
+        assert_same_as_emulator(kernel, (1, 1, 1), (1, 1, 1), args, cpp=True)
+
+
 SELF_ALIAS = r"""
 __global__ void running(const float* a, float* c, int n)
 {
@@ -311,5 +346,5 @@ def test_thread_loop_around_a_constant_serial_loop_is_simd():
 
     cpu = to_cpu(_gemm(True))
     around = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "threads"
-              and any(isinstance(y, n.While) for y in walk(x))]
+              and any(isinstance(y, n.While) or (isinstance(y, n.For) and y.kind == "serial") for y in walk(x))]
     assert around and not any(independent_lanes(x, set()) for x in around)

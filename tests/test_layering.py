@@ -67,7 +67,7 @@ def test_third_party_libraries_stay_in_their_stage():
     bad = []
     for path in sorted(ROOT.glob("*/**/*.py")):
         rel = _rel(path)
-        if rel.startswith(("tests/", "bench/", "samples/", ".ci-venv/", "build/")):
+        if rel.startswith(("tests/", "bench/", "samples/", ".ci-venv/", ".venv/", "build/")):
             continue
         for line, name in _imports(path):
             head = name.split(".")[0]

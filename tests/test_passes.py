@@ -97,6 +97,41 @@ def test_eliminate_dead_code():
     """)
 
 
+def test_forward_scalars_forwards_a_local_reset_to_one_stable_value():
+    # lavaMD: ``wtx = tx;`` before each block-stride loop; a different value or a load is kept.
+    golden(forward_scalars, """
+    kernel k(n: i32, x: f32*) {
+      var tx: i32 = (i32)threadIdx.x
+      var w: i32
+      var v: i32
+      var u: i32
+      w = tx
+      v = tx
+      u = (i32)x[0]
+      for a: i32 = w to n step 128 {
+        x[a] = (f32)v
+        w = tx
+        v = n
+        u = (i32)x[1]
+      }
+      x[w] = (f32)(v + u)
+    }
+    """, """
+    kernel k(n: i32, x: f32*) {
+      var v: i32
+      var u: i32
+      v = (i32)threadIdx.x
+      u = (i32)x[0]
+      for a: i32 = (i32)threadIdx.x to n step 128 {
+        x[a] = (f32)v
+        v = n
+        u = (i32)x[1]
+      }
+      x[(i32)threadIdx.x] = (f32)(v + u)
+    }
+    """)
+
+
 def test_eliminate_returns_restructures_early_exits_without_flags():
     golden(eliminate_returns, """
     kernel k(n: i32, x: f32*) {

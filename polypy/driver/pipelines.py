@@ -128,6 +128,7 @@ def parse_pipeline(spec: str, *, report: list | None = None) -> tuple[Pass, ...]
 for _name, _target in (
     # polypy/passes: target independent
     ("eliminate-returns", "polypy.passes.eliminate_returns:eliminate_returns"),
+    ("raise-counted-loops", "polypy.passes.raise_counted_loops:raise_counted_loops"),
     ("fold-constants", "polypy.passes.fold_constants:fold_constants"),
     ("forward-scalars", "polypy.passes.forward_scalars:forward_scalars"),
     ("eliminate-dead-code", "polypy.passes.eliminate_dead_code:eliminate_dead_code"),
@@ -157,7 +158,7 @@ for _name, _target in (
 # ---- the pipelines (lists of names) ----------------------------------------------------------
 # ``polypy.passes.SIMPLIFY`` (the ground floor's list, which autodiff runs too), by name.
 SIMPLIFY: tuple[str, ...] = tuple(p.name for p in _SIMPLIFY)
-GPU_PASSES: tuple[str, ...] = ("eliminate-returns",) + SIMPLIFY
+GPU_PASSES: tuple[str, ...] = ("eliminate-returns", "raise-counted-loops") + SIMPLIFY
 # Forwarding first: it makes stores dead and then barriers removable.
 CPU_OPTIMIZE: tuple[str, ...] = ("forward-shared-stores", "eliminate-dead-shared-stores", "eliminate-barriers")
 CPU_LOWERING: tuple[str, ...] = ("serialize-threads",)

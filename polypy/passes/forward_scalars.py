@@ -12,6 +12,11 @@ recognize affine accesses). A local is forwarded when it is
   registers and other never-written names (parameters included), with no loads; or it is a
   plain copy of such a name or a constant, of any type.
 
+A local declared without an initializer whose every assignment stores the same stable value is
+forwarded too: Rodinia's lavaMD resets its block-stride counter with ``wtx = tx;`` before each
+of its loops, and the loops then read ``threadIdx.x`` itself (a read before any assignment is
+an indeterminate value in C, so giving it the value is allowed).
+
 Values that read memory or compute floats are left alone: forwarding them would repeat work
 (or read memory at a different time).
 
@@ -28,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 
 from polypy.ir import nodes as n
-from polypy.ir.queries import written_names
+from polypy.ir.queries import read_names, written_names
 from polypy.ir.visitor import Mutator, walk
 from polypy.passes.fold_constants import fold_expr
 
@@ -62,9 +67,14 @@ class _Forward(Mutator):
     def visit_Var(self, e: n.Var) -> n.Expr:
         return self.values.get(e.name, e)
 
+    def visit_Assign(self, s: n.Assign) -> n.Stmt | None:
+        return None if s.name in self.values else self.generic_visit(s)
+
     def visit_Decl(self, s: n.Decl) -> n.Stmt | None:
         source = s
         s = self.generic_visit(s)
+        if s.init is None and s.name in self.values:  # a reset local (see the module docstring)
+            return None
         if s.init is not None and s.name in self.immutable and _stable(s.init, self.immutable):
             self.values[s.name] = s.init
             if s.name in self.every_thread and _worth_naming(source):
@@ -108,6 +118,30 @@ def _worth_naming(s: n.Decl) -> bool:
     return not isinstance(e, (n.Const, n.Var, n.GpuIndex))
 
 
+def _reset_values(kernel: n.Kernel, immutable: set[str]) -> dict[str, n.Expr]:
+    """Locals declared without an initializer and written only by assignments of one stable
+    value, with that value."""
+    values: dict[str, set[n.Expr]] = {}
+    other: set[str] = set()
+    for x in walk(kernel):
+        if isinstance(x, n.Assign):
+            values.setdefault(x.name, set()).add(x.value)
+        elif isinstance(x, (n.AtomicRMW, n.Shuffle, n.Vote)) and x.dest is not None:
+            other.add(x.dest)
+        elif isinstance(x, n.Decl) and x.init is not None:
+            other.add(x.name)
+    # Names the value may read: in scope at every use, even one ahead of every assignment.
+    everywhere = {p.name for p in kernel.params}
+    out: dict[str, n.Expr] = {}
+    for name, assigned in values.items():
+        if name in other or len(assigned) != 1:
+            continue
+        (value,) = assigned
+        if _stable(value, immutable) and read_names(value) <= everywhere:
+            out[name] = value
+    return out
+
+
 def forward_scalars(kernel: n.Kernel) -> n.Kernel:
     """Forward stable single-assignment locals (see module docstring)."""
     written = written_names(kernel.body)
@@ -120,6 +154,11 @@ def forward_scalars(kernel: n.Kernel) -> n.Kernel:
     immutable = names - written
     forward = _Forward(immutable, _unconditional_decls(kernel.body))
     out = forward.visit(kernel)
+    reset = _reset_values(out, immutable)  # their values as the first round left them
+    if reset:
+        again = _Forward(immutable)
+        again.values.update(reset)
+        out = again.visit(out)
     known = {x.name for x in kernel.source_locals}
     named = tuple(x for x in forward.named if x.name not in known)
     if not named:
