@@ -112,6 +112,19 @@ def test_a_users_own_header_named_like_a_toolkit_header_is_the_users(tmp_path) -
 # --------------------------------------------------------------------------- -D / -I and program arguments
 
 
+def test_freed_device_blocks_are_reused_and_double_frees_still_fail() -> None:
+    lines = []
+    for it in range(6):
+        n = 1000 if it % 2 else 40000
+        if it == 4:
+            lines.append(f"stale {sum(2 + i % 3 for i in range(n))}")
+        lines.append(f"it {it} sum {sum(it + i % 3 for i in range(n))}")
+    want = "\n".join(lines + ["reused 2", "double free 1"]) + "\n"
+    native, emulated = _run_both(str(SURFACE / "alloc_reuse.cu"))
+    assert native == want
+    assert emulated == want
+
+
 def _defines_expected(tile: int, tiles: int, label: str | None) -> str:
     n = tile * tiles
     h = np.arange(n, dtype=np.int64) * 7 % 101

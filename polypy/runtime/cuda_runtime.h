@@ -98,6 +98,16 @@ static inline int polypy_rt_unregister(void* p) {
   return 0;
 }
 
+/* The size p was registered with (0 when it is not a live allocation's base). */
+static inline size_t polypy_rt_registered_size(const void* p) {
+  struct polypy_rt_alloc* table = *polypy_rt_table();
+  size_t n = *polypy_rt_count();
+  for (size_t i = 0; i < n; ++i) {
+    if (table[i].base == p) return table[i].size;
+  }
+  return 0;
+}
+
 /* The allocation containing p: its base and size; returns 0 if p is not device memory. */
 static inline int polypy_rt_find_alloc(const void* p, void** base, size_t* size) {
   struct polypy_rt_alloc* table = *polypy_rt_table();
@@ -298,9 +308,26 @@ static inline bool polypy_rt_launch_ok(unsigned int gx, unsigned int gy, unsigne
 }
 
 /* ------------------------------------------------------------------ memory */
+/* Freed device blocks are kept for the next cudaMalloc of the same rounded size, as the CUDA
+ * driver's pool keeps them: programs that allocate and free work buffers in every iteration
+ * (Rodinia streamcluster's pgain) would otherwise get fresh pages from the kernel each time and
+ * pay a page fault per 4 KiB when they first touch them. Like device memory from cudaMalloc, a
+ * reused block holds whatever was there. At most POLYPY_RT_CACHED blocks are kept. */
+#define POLYPY_RT_CACHED 32
+struct polypy_rt_cached_block { void* base; size_t bytes; };
+inline polypy_rt_cached_block* polypy_rt_cached(void) { static polypy_rt_cached_block c[POLYPY_RT_CACHED]; return c; }
+inline size_t* polypy_rt_cached_count(void) { static size_t n = 0; return &n; }
+static inline size_t polypy_rt_rounded(size_t size) { return size ? (size + 63) / 64 * 64 : 64; }
+
 static inline cudaError_t cudaMalloc(void** p, size_t size) {
-  size_t rounded = (size + 63) / 64 * 64;
-  void* q = aligned_alloc(64, rounded ? rounded : 64);
+  size_t rounded = polypy_rt_rounded(size);
+  polypy_rt_cached_block* cached = polypy_rt_cached();
+  size_t* n = polypy_rt_cached_count();
+  void* q = 0;
+  for (size_t i = *n; i-- > 0;) {  /* the most recently freed first: still in cache */
+    if (cached[i].bytes == rounded) { q = cached[i].base; cached[i] = cached[--*n]; break; }
+  }
+  if (!q) q = aligned_alloc(64, rounded);
   if (!q) { *p = 0; return polypy_rt_fail(cudaErrorMemoryAllocation); }
   polypy_rt_register(q, size);
   *p = q;
@@ -314,9 +341,20 @@ template <class T> static inline cudaError_t cudaMallocHost(T** p, size_t size) 
 
 static inline cudaError_t cudaFree(void* p) {
   if (!p) return cudaSuccess;
+  size_t rounded = polypy_rt_rounded(polypy_rt_registered_size(p));
   if (!polypy_rt_unregister(p)) return polypy_rt_fail(cudaErrorInvalidDevicePointer);
-  free(p);
+  size_t* n = polypy_rt_cached_count();
+  if (*n < POLYPY_RT_CACHED) {
+    polypy_rt_cached()[(*n)++] = polypy_rt_cached_block{p, rounded};
+  } else {
+    free(p);
+  }
   return cudaSuccess;
+}
+/* Gives the kept blocks back to the C library. */
+static inline void polypy_rt_release_cached(void) {
+  size_t* n = polypy_rt_cached_count();
+  while (*n) free(polypy_rt_cached()[--*n].base);
 }
 static inline cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
 
@@ -540,7 +578,7 @@ static inline cudaError_t cudaChooseDevice(int* d, const struct cudaDeviceProp* 
 #define cudaDeviceMapHost 0x08
 static inline cudaError_t cudaSetDeviceFlags(unsigned int flags) { (void)flags; return cudaSuccess; }
 static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
-static inline cudaError_t cudaDeviceReset(void) { return cudaSuccess; }
+static inline cudaError_t cudaDeviceReset(void) { polypy_rt_release_cached(); return cudaSuccess; }
 static inline cudaError_t cudaThreadSynchronize(void) { return cudaSuccess; }
 static inline cudaError_t cudaThreadExit(void) { return cudaSuccess; }
 static inline cudaError_t cudaDriverGetVersion(int* v) { *v = 12000; return cudaSuccess; }
