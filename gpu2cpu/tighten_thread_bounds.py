@@ -26,6 +26,9 @@ For each thread loop, innermost first:
 
    Ranges with nothing to run are dropped (a plain guard gives one loop ``[L, H)``); atoms that
    are neither stay as a residual guard inside. Ranges are clamped, so empty ones are empty.
+   A top-level store, assignment or declaration of a select that loads from memory
+   (``smem[l] = (g < n) ? in[g] : 0``) is split the same way, as ``if (c) x = a else x = b``:
+   compilers turn the select into a masked load, which costs more than twice a plain one.
 3. **Conditions constant over the block** (versioning, ``gpu2cpu.version_thread_loops``): an ``if`` deeper in the body whose condition is
    affine in the counter and in the variables of short constant loops around it (a stencil's
    ``x + dx >= 0 && x + dx < width``, a boundary test ``x == 0 || x == nx - 1``) usually has the
@@ -259,10 +262,16 @@ class _Tighten(Mutator):
         if counter_dim(loop.var) is None:
             return None
         for i, s in enumerate(loop.body):
+            found = None
             if isinstance(s, n.If):
                 found = self.classify(loop, i, s.cond, s.then, s.orelse)
-                if found is not None:
-                    return found
+            elif (choice := _select_of(s)) is not None and _loads_global(self.kernel, choice):
+                # ``smem[l] = (g < n) ? in[g] : 0``: each range stores one operand (a select
+                # evaluates only the chosen one, as the branches do): no masked loads from memory
+                # left, which cost more than twice the plain ones (stencil1d's halo staging).
+                found = self.classify(loop, i, choice.cond, (_with_value(s, choice.a),), (_with_value(s, choice.b),))
+            if found is not None:
+                return found
         return None
 
     def classify(self, loop: n.For, i: int, cond: n.Expr, then: tuple[n.Stmt, ...],
@@ -504,10 +513,29 @@ def _simple(e: n.Expr) -> bool:
                                                                    for a in e.args)
 
 
+def _select_of(s: n.Stmt) -> n.Select | None:
+    """The select a store, assignment or declaration writes (``x = c ? a : b``), if it is one."""
+    value = s.init if isinstance(s, n.Decl) else s.value if isinstance(s, (n.Store, n.Assign)) else None
+    return value if isinstance(value, n.Select) else None
+
+
+def _loads_global(kernel: n.Kernel, choice: n.Select) -> bool:
+    """Whether an operand of ``choice`` reads memory that is not the block's own (a parameter)."""
+    pointers = {p.name for p in kernel.params}
+    return any(isinstance(x, n.Load) and x.buffer in pointers for e in (choice.a, choice.b) for x in walk(e))
+
+
+def _with_value(s: n.Stmt, value: n.Expr) -> n.Stmt:
+    return dataclasses.replace(s, init=value) if isinstance(s, n.Decl) else dataclasses.replace(s, value=value)
+
+
 def _split_cond(loop: n.For, split: _Split) -> n.Expr:
     s = loop.body[split.index]
-    assert isinstance(s, n.If)
-    return s.cond
+    if isinstance(s, n.If):
+        return s.cond
+    choice = _select_of(s)
+    assert choice is not None
+    return choice.cond
 
 
 def _size(stmts: tuple[n.Stmt, ...]) -> int:

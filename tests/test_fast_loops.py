@@ -348,3 +348,45 @@ def test_thread_loop_around_a_constant_serial_loop_is_simd():
     around = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "threads"
               and any(isinstance(y, n.While) or (isinstance(y, n.For) and y.kind == "serial") for y in walk(x))]
     assert around and not any(independent_lanes(x, set()) for x in around)
+
+
+# ---- selects decided by the range of the counter (tighten_thread_bounds, index-set splitting) ----
+
+HALO = r"""
+#define R 2
+__global__ void halo(const float* in, float* out, int n, float edge)
+{
+    __shared__ float tile[64 + 2 * R];
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    tile[threadIdx.x + R] = (g < n) ? in[g] : edge;
+    if (threadIdx.x < R) {
+        tile[threadIdx.x] = (g - R >= 0) ? in[g - R] : edge;
+        tile[threadIdx.x + blockDim.x + R] = (g + (int)blockDim.x < n) ? in[g + blockDim.x] : edge;
+    }
+    __syncthreads();
+    float t = (threadIdx.x >= 1) ? tile[threadIdx.x] : -1.0f;
+    if (g < n)
+        out[g] = tile[threadIdx.x] + 2.0f * tile[threadIdx.x + R] + tile[threadIdx.x + 2 * R] + t;
+}
+"""
+
+
+def test_a_select_on_the_counter_splits_the_loop_instead_of_masking_loads():
+    """``tile[l] = (g < n) ? in[g] : edge`` (stencil1d, conv2d, tiled matmul): one loop storing
+    ``in[g]`` over the threads below the edge, one storing ``edge`` over the rest (the bulk of
+    the threads copies with plain loads, no masked ones), and every array agrees with the
+    emulator."""
+    report: list = []
+    kernel = _kernel(HALO, "halo")
+    cpu = to_cpu(kernel, report=report)
+    assert any("condition (i32)(blockIdx.x * blockDim.x + tx) < n decided by the range" in d.format() for d in report)
+    fast = [s for s in cpu.body if isinstance(s, n.If) and s.orelse]  # run-time checks: fast path, original
+    loops = [x for check in fast for s in check.then for x in walk(s) if isinstance(x, n.For) and x.kind == "threads"]
+    bulk = [x for x in loops if any(isinstance(y, n.Load) and y.buffer == "in" for y in walk(x))
+            and not any(isinstance(y, n.Select) for y in walk(x))]
+    assert bulk  # the threads inside the array copy in[g] with plain loads
+    rng = np.random.default_rng(7)
+    for nelem, block in ((200, 64), (64, 64), (37, 16), (5, 32)):
+        args = dict(**{"in": rng.standard_normal(nelem).astype(np.float32)}, out=np.zeros(nelem, np.float32),
+                    n=nelem, edge=np.float32(0.5))
+        assert_same_as_emulator(kernel, (-(-nelem // block), 1, 1), (block, 1, 1), args, cpp=True)
