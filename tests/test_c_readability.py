@@ -49,7 +49,10 @@ def test_thread_counters_are_numbered_per_nest() -> None:
     assert f"matmul_tiled.cu:11): {len(nests)} thread loop nest(s) per block" in text  # each one labelled
     for number, counters in nests:
         suffix = str(number) if number else ""
-        assert counters == [f"tz{suffix}", f"ty{suffix}", f"tx{suffix}"], (number, counters)
+        # a nest split by the range of a counter (a tile's copy and its zero fill) has several
+        # loops over one counter: all of them carry the nest's number
+        assert counters[:3] == [f"tz{suffix}", f"ty{suffix}", f"tx{suffix}"], (number, counters)
+        assert set(counters) <= {f"tz{suffix}", f"ty{suffix}", f"tx{suffix}"}, (number, counters)
     assert not re.search(r"\bt[xyz]_\d", body)  # no counter named as the lowering invented it
 
 
