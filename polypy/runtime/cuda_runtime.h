@@ -23,6 +23,12 @@
 #include <unistd.h> /* sysconf: the number of cores, for cudaDeviceProp */
 #define POLYPY_RT_HAVE_SYSCONF 1
 #endif
+#if defined(__linux__) && !defined(__CUDACC__) && __has_include(<sys/mman.h>)
+#include <sys/mman.h> /* madvise: large device allocations on huge pages */
+#ifdef MADV_HUGEPAGE
+#define POLYPY_RT_HUGE_PAGE ((size_t)2 << 20)
+#endif
+#endif
 #endif
 
 #ifndef __host__
@@ -319,6 +325,22 @@ inline polypy_rt_cached_block* polypy_rt_cached(void) { static polypy_rt_cached_
 inline size_t* polypy_rt_cached_count(void) { static size_t n = 0; return &n; }
 static inline size_t polypy_rt_rounded(size_t size) { return size ? (size + 63) / 64 * 64 : 64; }
 
+/* A new block of device memory. From 2 MiB up, on 2 MiB pages where the kernel has transparent
+ * huge pages (as a GPU maps its memory in large pages): a program's first touch of its device
+ * arrays (cudaMemcpy) then takes one page fault per 2 MiB instead of one per 4 KiB, and kernels
+ * sweeping them miss the TLB far less (Rodinia nw, srad, hotspot: hundreds of MiB). */
+static inline void* polypy_rt_device_block(size_t rounded) {
+#ifdef POLYPY_RT_HUGE_PAGE
+  if (rounded >= POLYPY_RT_HUGE_PAGE) {
+    size_t bytes = (rounded + POLYPY_RT_HUGE_PAGE - 1) / POLYPY_RT_HUGE_PAGE * POLYPY_RT_HUGE_PAGE;
+    void* q = aligned_alloc(POLYPY_RT_HUGE_PAGE, bytes);
+    if (q) (void)madvise(q, bytes, MADV_HUGEPAGE);  /* advice only: 4 KiB pages where refused */
+    return q;
+  }
+#endif
+  return aligned_alloc(64, rounded);
+}
+
 static inline cudaError_t cudaMalloc(void** p, size_t size) {
   size_t rounded = polypy_rt_rounded(size);
   polypy_rt_cached_block* cached = polypy_rt_cached();
@@ -327,7 +349,7 @@ static inline cudaError_t cudaMalloc(void** p, size_t size) {
   for (size_t i = *n; i-- > 0;) {  /* the most recently freed first: still in cache */
     if (cached[i].bytes == rounded) { q = cached[i].base; cached[i] = cached[--*n]; break; }
   }
-  if (!q) q = aligned_alloc(64, rounded);
+  if (!q) q = polypy_rt_device_block(rounded);
   if (!q) { *p = 0; return polypy_rt_fail(cudaErrorMemoryAllocation); }
   polypy_rt_register(q, size);
   *p = q;

@@ -1,6 +1,8 @@
 // cudaMalloc/cudaFree in every iteration (Rodinia streamcluster's pgain does this): a freed block
 // is reused by the next allocation of its size, holds what the program last wrote there (as
-// device memory does), and freeing it twice is still an error.
+// device memory does), and freeing it twice is still an error. Large blocks start on a 2 MiB
+// boundary (huge pages, where Linux gives them).
+#include <cstdint>
 #include <cstdio>
 
 __global__ void fill(int* w, int n, int v) {
@@ -41,6 +43,10 @@ int main() {
     cudaFree(w);
   }
   printf("reused %d\n", reused);
+  float* big;
+  cudaMalloc(&big, 5 << 20);
+  printf("big on a 2 MiB boundary %d\n", (int)((uintptr_t)big % (2u << 20) == 0));
+  cudaFree(big);
   printf("double free %d\n", cudaFree(first) == cudaErrorInvalidDevicePointer);
   cudaGetLastError();
   cudaFree(out);
