@@ -19,6 +19,7 @@ from polypy.driver.pipelines import to_cpu
 from polypy.emulator import emulate
 from polypy.ir import parse_kernel, print_kernel
 from polypy.ir import nodes as n
+from polypy.ir.visitor import walk
 from polypy.passes.raise_counted_loops import raise_counted_loops
 from tests.c_support import gpu_kernel, run_c
 
@@ -244,7 +245,7 @@ def gather(tmp_path_factory):
 
 def test_short_loop_stays_inside_the_thread_loop(gather) -> None:
     _, kernel = gather
-    assert not any(isinstance(x, n.While) for x in _walk(kernel.body))
+    assert not any(isinstance(x, n.While) for x in walk(kernel))
     cpu = to_cpu(kernel)
     # No per-thread buffer: the neighbour loop runs inside the loop over the threads.
     assert [b.name for b in cpu.buffers if b.space == "local"] == []
@@ -267,9 +268,3 @@ def test_gather_against_numpy_through_every_backend(gather, n: int, block: int) 
     got = run_c(kernel, grid, block, {"n": n, "nbr": nbr, "v": v, "out": np.zeros(n, np.float32)})
     np.testing.assert_allclose(got["out"], want, rtol=1e-5)
 
-
-def _walk(stmts):
-    from polypy.ir.visitor import walk
-
-    for s in stmts:
-        yield from walk(s)

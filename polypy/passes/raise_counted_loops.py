@@ -16,13 +16,16 @@ from the bounds::
     } update { j = j + 1 }               j = 4            (the counter's value after the loop;
                                                            dead and removed when nothing reads it)
 
-Raised when, exactly as the frontend's own test for ``For`` (``frontend.lower.loops``):
+Raised when, as the frontend's own test for ``For`` (``frontend.lower.loops``) asks:
 
-* the assignment of the start value is the statement right before the loop;
 * the condition is ``v < b``, ``v <= b``, ``b > v`` or ``b >= v`` (``<=`` not on unsigned
   counters) with ``b`` of the counter's type; the update is the single ``v = v + s``;
+  ``while (v < b) { ...; v = v + s }`` (lavaMD's block-stride loops) counts too when no
+  ``continue`` skips that last statement;
 * ``b`` and ``s`` read no memory and no local that the loop writes, ``v`` is written by nothing
   in the body, and no ``break`` leaves the loop (``continue`` goes to the update in both forms);
+* the loop starts from the value assigned to ``v`` right before it (that assignment goes), or
+  else from ``v``'s value on entry (``for v_1 = v to b``);
 * where ``v`` is read after the loop, its final value is computed again from the start and the
   bound (which then must read no memory and nothing the loop writes), for a constant step.
 """
@@ -40,14 +43,9 @@ _FLIPPED = {"gt": "lt", "ge": "le"}
 
 def raise_counted_loops(kernel: n.Kernel) -> n.Kernel:
     """Counted ``While`` loops as ``For`` loops; see the module docstring."""
-    if not any(isinstance(x, n.While) for x in _walk(kernel.body)):
+    if not any(isinstance(x, n.While) for x in walk(kernel)):
         return kernel
     return _Raise(kernel).visit(kernel)
-
-
-def _walk(stmts):
-    for s in stmts:
-        yield from walk(s)
 
 
 class _Raise(Mutator):
