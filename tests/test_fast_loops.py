@@ -385,6 +385,13 @@ def test_a_select_on_the_counter_splits_the_loop_instead_of_masking_loads():
     bulk = [x for x in loops if any(isinstance(y, n.Load) and y.buffer == "in" for y in walk(x))
             and not any(isinstance(y, n.Select) for y in walk(x))]
     assert bulk  # the threads inside the array copy in[g] with plain loads
+    # ... over the whole block where no thread is past the end (bounds a block shape makes constant)
+    whole = [x for check in fast for s in check.then for x in walk(s) if isinstance(x, n.If)
+             and isinstance(x.cond, n.Binary) and x.cond.op == "eq" and isinstance(x.cond.b, n.BlockDim)]
+    assert whole
+    for version in whole:  # no loop bound there depends on where the array ends
+        bounds = [e for s in version.then for y in walk(s) if isinstance(y, n.For) for e in (y.start, y.stop)]
+        assert bounds and not any(isinstance(v, n.Var) and v.name.startswith("tx_hi") for e in bounds for v in walk(e))
     rng = np.random.default_rng(7)
     for nelem, block in ((200, 64), (64, 64), (37, 16), (5, 32)):
         args = dict(**{"in": rng.standard_normal(nelem).astype(np.float32)}, out=np.zeros(nelem, np.float32),
