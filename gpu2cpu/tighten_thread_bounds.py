@@ -272,8 +272,7 @@ class _Tighten(Mutator):
                 found = self.classify(loop, i, s.cond, s.then, s.orelse)
             elif (choice := _select_of(s)) is not None and _loads_global(self.kernel, choice):
                 # ``smem[l] = (g < n) ? in[g] : 0``: each range stores one operand (a select
-                # evaluates only the chosen one, as the branches do): no masked loads from memory
-                # left, which cost more than twice the plain ones (stencil1d's halo staging).
+                # evaluates only the chosen one, as the branches do), instead of masked loads.
                 found = self.classify(loop, i, choice.cond, (_with_value(s, choice.a),), (_with_value(s, choice.b),))
                 found = dataclasses.replace(found, select=True) if found is not None else None
             if found is not None:

@@ -318,11 +318,15 @@ static inline bool polypy_rt_launch_ok(unsigned int gx, unsigned int gy, unsigne
  * driver's pool keeps them: programs that allocate and free work buffers in every iteration
  * (Rodinia streamcluster's pgain) would otherwise get fresh pages from the kernel each time and
  * pay a page fault per 4 KiB when they first touch them. Like device memory from cudaMalloc, a
- * reused block holds whatever was there. At most POLYPY_RT_CACHED blocks are kept. */
+ * reused block holds whatever was there. At most POLYPY_RT_CACHED blocks and
+ * POLYPY_RT_CACHED_BYTES bytes are kept (a program that frees large arrays and allocates others
+ * does not hold both). */
 #define POLYPY_RT_CACHED 32
+#define POLYPY_RT_CACHED_BYTES ((size_t)1 << 30)
 struct polypy_rt_cached_block { void* base; size_t bytes; };
 inline polypy_rt_cached_block* polypy_rt_cached(void) { static polypy_rt_cached_block c[POLYPY_RT_CACHED]; return c; }
 inline size_t* polypy_rt_cached_count(void) { static size_t n = 0; return &n; }
+inline size_t* polypy_rt_cached_bytes(void) { static size_t bytes = 0; return &bytes; }
 static inline size_t polypy_rt_rounded(size_t size) { return size ? (size + 63) / 64 * 64 : 64; }
 
 /* A new block of device memory. From 2 MiB up, on 2 MiB pages where the kernel has transparent
@@ -347,7 +351,12 @@ static inline cudaError_t cudaMalloc(void** p, size_t size) {
   size_t* n = polypy_rt_cached_count();
   void* q = 0;
   for (size_t i = *n; i-- > 0;) {  /* the most recently freed first: still in cache */
-    if (cached[i].bytes == rounded) { q = cached[i].base; cached[i] = cached[--*n]; break; }
+    if (cached[i].bytes == rounded) {
+      q = cached[i].base;
+      *polypy_rt_cached_bytes() -= rounded;
+      cached[i] = cached[--*n];
+      break;
+    }
   }
   if (!q) q = polypy_rt_device_block(rounded);
   if (!q) { *p = 0; return polypy_rt_fail(cudaErrorMemoryAllocation); }
@@ -366,8 +375,10 @@ static inline cudaError_t cudaFree(void* p) {
   size_t rounded = polypy_rt_rounded(polypy_rt_registered_size(p));
   if (!polypy_rt_unregister(p)) return polypy_rt_fail(cudaErrorInvalidDevicePointer);
   size_t* n = polypy_rt_cached_count();
-  if (*n < POLYPY_RT_CACHED) {
+  size_t* bytes = polypy_rt_cached_bytes();
+  if (*n < POLYPY_RT_CACHED && *bytes + rounded <= POLYPY_RT_CACHED_BYTES) {
     polypy_rt_cached()[(*n)++] = polypy_rt_cached_block{p, rounded};
+    *bytes += rounded;
   } else {
     free(p);
   }
@@ -377,6 +388,7 @@ static inline cudaError_t cudaFree(void* p) {
 static inline void polypy_rt_release_cached(void) {
   size_t* n = polypy_rt_cached_count();
   while (*n) free(polypy_rt_cached()[--*n].base);
+  *polypy_rt_cached_bytes() = 0;
 }
 static inline cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
 
