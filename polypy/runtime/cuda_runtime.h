@@ -95,21 +95,18 @@ static inline void polypy_rt_register(void* p, size_t size) {
   ++*n;
 }
 
-static inline int polypy_rt_unregister(void* p) {
+/* Forgets the allocation at p; 0 if p is not a live allocation's base. Its size goes to *size
+ * (when size is not null). */
+static inline int polypy_rt_unregister(void* p, size_t* size) {
   struct polypy_rt_alloc* table = *polypy_rt_table();
   size_t* n = polypy_rt_count();
   for (size_t i = 0; i < *n; ++i) {
-    if (table[i].base == p) { table[i] = table[*n - 1]; --*n; return 1; }
-  }
-  return 0;
-}
-
-/* The size p was registered with (0 when it is not a live allocation's base). */
-static inline size_t polypy_rt_registered_size(const void* p) {
-  struct polypy_rt_alloc* table = *polypy_rt_table();
-  size_t n = *polypy_rt_count();
-  for (size_t i = 0; i < n; ++i) {
-    if (table[i].base == p) return table[i].size;
+    if (table[i].base == p) {
+      if (size) *size = table[i].size;
+      table[i] = table[*n - 1];
+      --*n;
+      return 1;
+    }
   }
   return 0;
 }
@@ -372,8 +369,9 @@ template <class T> static inline cudaError_t cudaMallocHost(T** p, size_t size) 
 
 static inline cudaError_t cudaFree(void* p) {
   if (!p) return cudaSuccess;
-  size_t rounded = polypy_rt_rounded(polypy_rt_registered_size(p));
-  if (!polypy_rt_unregister(p)) return polypy_rt_fail(cudaErrorInvalidDevicePointer);
+  size_t size = 0;
+  if (!polypy_rt_unregister(p, &size)) return polypy_rt_fail(cudaErrorInvalidDevicePointer);
+  size_t rounded = polypy_rt_rounded(size);
   size_t* n = polypy_rt_cached_count();
   size_t* bytes = polypy_rt_cached_bytes();
   if (*n < POLYPY_RT_CACHED && *bytes + rounded <= POLYPY_RT_CACHED_BYTES) {
