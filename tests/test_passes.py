@@ -132,6 +132,19 @@ def test_forward_scalars_forwards_a_local_reset_to_one_stable_value():
     """)
 
 
+def test_forward_scalars_keeps_a_parameter_assigned_one_value():
+    # A parameter holds its argument until it is assigned: only locals declared without a value
+    # are reset locals.
+    text = """
+    kernel k(n: i32, x: f32*) {
+      x[0] = (f32)n
+      n = 5
+      x[1] = (f32)n
+    }
+    """
+    golden(forward_scalars, text, text)
+
+
 def test_eliminate_returns_restructures_early_exits_without_flags():
     golden(eliminate_returns, """
     kernel k(n: i32, x: f32*) {

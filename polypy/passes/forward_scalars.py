@@ -123,18 +123,19 @@ def _reset_values(kernel: n.Kernel, immutable: set[str]) -> dict[str, n.Expr]:
     value, with that value."""
     values: dict[str, set[n.Expr]] = {}
     other: set[str] = set()
+    bare: set[str] = set()  # declared without an initializer (a parameter holds its argument)
     for x in walk(kernel):
         if isinstance(x, n.Assign):
             values.setdefault(x.name, set()).add(x.value)
         elif isinstance(x, (n.AtomicRMW, n.Shuffle, n.Vote)) and x.dest is not None:
             other.add(x.dest)
-        elif isinstance(x, n.Decl) and x.init is not None:
-            other.add(x.name)
+        elif isinstance(x, n.Decl):
+            (bare if x.init is None else other).add(x.name)
     # Names the value may read: in scope at every use, even one ahead of every assignment.
     everywhere = {p.name for p in kernel.params}
     out: dict[str, n.Expr] = {}
     for name, assigned in values.items():
-        if name in other or len(assigned) != 1:
+        if name not in bare or name in other or len(assigned) != 1:
             continue
         (value,) = assigned
         if _stable(value, immutable) and read_names(value) <= everywhere:
