@@ -241,6 +241,47 @@ def test_a_translated_file_links_with_the_programs_other_objects(tmp_path) -> No
 # --------------------------------------------------------------------------- still refused
 
 
+GL_PROGRAM = """#include <stdio.h>
+#include <cuda_gl_interop.h>
+__global__ void twice(float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = 2.0f * x[i] + 1.0f;
+}
+int main() {
+  const int n = 300;
+  float h[n], *d;
+  for (int i = 0; i < n; i++) h[i] = 0.25f * i;
+  cudaMalloc((void**)&d, n * sizeof(float));
+  cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);
+  %s
+  twice<<<(n + 127) / 128, 128>>>(d, n);
+  cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost);
+  printf("x[0] %%.2f x[299] %%.2f\\n", h[0], h[299]);
+  return 0;
+}
+"""
+
+
+def test_a_program_that_includes_the_opengl_interop_header_and_uses_none_of_it_runs(tmp_path) -> None:
+    """Rodinia hybridsort includes <cuda_gl_interop.h> (and GLEW's headers) and calls none of it."""
+    src = tmp_path / "gl.cu"
+    src.write_text(GL_PROGRAM % "")
+    native, emulated = _run_both(str(src))
+    want = "x[0] %.2f x[299] %.2f\n" % (1.0, 2 * 0.25 * 299 + 1)
+    _check(native, want)
+    _check(emulated, want)
+
+
+def test_a_call_of_an_opengl_interop_function_is_a_located_error_naming_it(tmp_path) -> None:
+    src = tmp_path / "gl.cu"
+    src.write_text(GL_PROGRAM % "cudaGLRegisterBufferObject(7u);")
+    result = _polypy("translate", str(src), "-o", str(tmp_path / "out.cpp"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"{src}:13:3: error:" in result.stderr
+    assert "cudaGLRegisterBufferObject is not supported by polypy (OpenGL interoperability)" in result.stderr
+    assert "^" in result.stderr and not (tmp_path / "out.cpp").exists()
+
+
 @pytest.mark.parametrize("header, feature", [("cuda_fp16.h", "half precision"), ("cooperative_groups.h",
                                                                                   "cooperative groups")])
 def test_headers_of_unsupported_features_are_located_errors_naming_the_feature(tmp_path, header, feature) -> None:
