@@ -46,7 +46,7 @@ import tempfile
 import time
 from typing import Callable, Mapping, Sequence
 
-from bench.real_programs_spec import TIMING_LINES, Build, Check, Output, Program  # noqa: F401 (re-exported)
+from bench.real_programs_spec import TIMING_LINES, Build, Check, Output, Probe, Program  # noqa: F401 (re-exported)
 
 CFLAGS = ("-O3", "-march=native", "-fopenmp")
 CUDA_HEADERS = pathlib.Path(__file__).resolve().parents[1] / "polypy" / "runtime"  # polypy's cuda.h & co.
@@ -219,6 +219,12 @@ def compile_program(build: Build, root: pathlib.Path, work: pathlib.Path, tools:
     else:
         jobs += [(tools.cxx, src / f) for f in build.cu]
     jobs += [(tools.cc, src / f) for f in build.c] + [(tools.cxx, src / f) for f in build.cxx]
+    link_flags: list[str] = []
+    if build.probe is not None:
+        probe = work / f"{exe}_probe.c"
+        probe.write_text(build.probe.source)
+        jobs.append((tools.cc, probe))
+        link_flags += [f"-Wl,--wrap={name}" for name in build.probe.wrap]
     for i, (compiler, path) in enumerate(jobs):
         obj = work / f"{exe}_{i}_{path.stem}.o"
         lang = ["-x", "c++"] if compiler == tools.cxx and path.suffix == ".cu" else []
@@ -227,7 +233,7 @@ def compile_program(build: Build, root: pathlib.Path, work: pathlib.Path, tools:
             raise StepFailed(first_error(r.stderr or r.stdout))
         objects.append(str(obj))
     binary = work / exe
-    r = _run([tools.cxx, *CFLAGS, *objects, "-o", str(binary), *build.libs], cwd=work, timeout=300)
+    r = _run([tools.cxx, *CFLAGS, *link_flags, *objects, "-o", str(binary), *build.libs], cwd=work, timeout=300)
     if r.returncode != 0:
         raise StepFailed(first_error(r.stderr or r.stdout))
     return binary

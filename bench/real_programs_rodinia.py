@@ -25,7 +25,7 @@ import pathlib
 import random
 from typing import Callable, Mapping
 
-from bench.real_programs_spec import Build, Check, Output, Program
+from bench.real_programs_spec import Build, Check, Output, Probe, Program
 
 Inputs = Callable[[pathlib.Path, str], Mapping[str, str]]
 
@@ -201,6 +201,81 @@ def _o(d: str, **kw) -> Build:
     return Build(f"openmp/{d}", **kw)
 
 
+# ---------------------------------------------------------------------------------------------
+# probes: results the programs compute but do not print (our C code, linked in with ld --wrap)
+
+# backprop: the network as facetrain.c hands it to bpnn_free (backprop.c), after one training
+# step, and every argument of exp(): the pre-activation sums of the hidden and output units, in
+# the same order in both versions (the CUDA version's host code sums the GPU's partial sums and
+# calls exp itself, as C++: expf for a float; the OpenMP version's squash calls exp). The hidden units themselves are all
+# 1.0f (Rodinia's weights and inputs are uniform in [0, 1], so the sums are in the thousands):
+# the sums are what checks the GPU's reduction. The input-to-hidden weights are not written: the
+# CUDA version adjusts them on the GPU, copies them back into a scratch array and frees it
+# (net->input_weights keeps the old values), while the OpenMP version updates them in place.
+_BACKPROP_PROBE = Probe(("bpnn_free", "exp", "expf"), r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "backprop.h"
+void __real_bpnn_free(BPNN *net);
+double __real_exp(double x);
+float __real_expf(float x);
+/* the OpenMP version calls exp from several threads, in no fixed order: kept, sorted, written */
+enum { CAPACITY = 1 << 16 };
+static double args[CAPACITY];
+static int count;
+static void keep(double x) {
+  int k = __atomic_fetch_add(&count, 1, __ATOMIC_RELAXED);
+  if (k < CAPACITY) args[k] = x;
+}
+double __wrap_exp(double x) { keep(x); return __real_exp(x); }
+float __wrap_expf(float x) { keep(x); return __real_expf(x); }
+static int ascending(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static void row(FILE *f, const char *name, const float *v, int n) {
+  fprintf(f, "%s\n", name);
+  for (int i = 0; i < n; i++) fprintf(f, "%.7g\n", v[i]);
+}
+void __wrap_bpnn_free(BPNN *net) {
+  FILE *f = fopen("probe.txt", "w");
+  int hid = net->hidden_n, out = net->output_n, n = count < CAPACITY ? count : CAPACITY;
+  qsort(args, n, sizeof args[0], ascending);
+  fprintf(f, "exp arguments (sorted)\n");
+  for (int i = 0; i < n; i++) fprintf(f, "%.9g\n", args[i]);
+  row(f, "hidden units", net->hidden_units, hid + 1);
+  row(f, "output units", net->output_units, out + 1);
+  row(f, "output delta", net->output_delta, out + 1);
+  row(f, "hidden delta", net->hidden_delta, hid + 1);
+  for (int j = 0; j <= hid; j++) row(f, "hidden weights", net->hidden_weights[j], out + 1);
+  for (int j = 0; j <= hid; j++) row(f, "hidden prev weights", net->hidden_prev_weights[j], out + 1);
+  fclose(f);
+  __real_bpnn_free(net);
+}
+""")
+
+# kmeans: the cluster centres kmeans_clustering (kmeans_clustering.c) returns to cluster.c. The
+# CUDA version prints them too (-o), the OpenMP version has that printing commented out.
+_KMEANS_PROBE = Probe(("kmeans_clustering",), r"""
+#include <stdio.h>
+float **__real_kmeans_clustering(float **feature, int nfeatures, int npoints, int nclusters, float threshold,
+                                 int *membership);
+float **__wrap_kmeans_clustering(float **feature, int nfeatures, int npoints, int nclusters, float threshold,
+                                 int *membership) {
+  float **centres = __real_kmeans_clustering(feature, nfeatures, npoints, nclusters, threshold, membership);
+  FILE *f = fopen("probe.txt", "a");
+  int k = nclusters < npoints ? nclusters : npoints;
+  for (int i = 0; i < k; i++) {
+    for (int j = 0; j < nfeatures; j++) fprintf(f, "%.7g ", centres[i][j]);
+    fprintf(f, "\n");
+  }
+  for (int i = 0; i < npoints; i++) fprintf(f, "%d\n", membership[i]);
+  fclose(f);
+  return centres;
+}
+""")
+
+
 # meschach_lib/makefile's LIST1-3 and ZLIST1-2 (meschach.a as ./configure --with-all builds it)
 _MESCHACH = tuple(f"../meschach_lib/{name}.c" for name in (
     "copy err matrixio memory vecop matop pxop submat init otherio machine matlab ivecop version meminfo memstat "
@@ -223,10 +298,14 @@ def programs(root: pathlib.Path) -> list[Program]:
                 omp=_o("b+tree", c=("main.c", "kernel/kernel_cpu.c", "kernel/kernel_cpu_2.c", "util/timer/timer.c",
                                     "util/num/num.c")),
                 omp_args=("core", "{threads}", "file", "{data}", "command", "{command}")),
-        Program("backprop", _c("backprop", cu=("backprop_cuda.cu",), c=("backprop.c", "facetrain.c", "imagenet.c")),
-                ("{n}",), _sizes(n=(1024, 16384, 65536)), Check("none"),
-                omp=_o("backprop", c=("backprop.c", "facetrain.c", "imagenet.c", "backprop_kernel.c")),
-                note="prints no result: checked by neither version (timed only)"),
+        Program("backprop", _c("backprop", cu=("backprop_cuda.cu",), c=("backprop.c", "facetrain.c", "imagenet.c"),
+                               probe=_BACKPROP_PROBE),
+                ("{n}",), _sizes(n=(1024, 16384, 65536)), Check("omp", Output("probe.txt")),
+                omp=_o("backprop", c=("backprop.c", "facetrain.c", "imagenet.c", "backprop_kernel.c"),
+                       probe=_BACKPROP_PROBE),
+                note="prints no result: the trained network, as both versions hand it to bpnn_free, written by "
+                     "a probe of ours (ld --wrap) and compared, but for the input weights (the CUDA version "
+                     "discards its GPU update of them)"),
         Program("bfs", _c("bfs", cu=("bfs.cu",), flags=("-I../util", "-DTIMING")), ("{graph}",), _bfs,
                 Check("omp", Output("result.txt")),
                 omp=_o("bfs", cxx=("bfs.cpp",), flags=("-DOPEN",)), omp_args=("{threads}", "{graph}")),
@@ -269,13 +348,16 @@ def programs(root: pathlib.Path) -> list[Program]:
                      "(no OpenMP version); includes GLEW's and GLUT's headers (uses neither): needs them installed, "
                      "as nvcc does (Debian: libglew-dev, freeglut3-dev)"),
         Program("kmeans", _c("kmeans", cu=("kmeans_cuda.cu",),
-                             c=("cluster.c", "getopt.c", "kmeans.c", "kmeans_clustering.c", "rmse.c")),
+                             c=("cluster.c", "getopt.c", "kmeans.c", "kmeans_clustering.c", "rmse.c"),
+                             probe=_KMEANS_PROBE),
                 ("-o", "-i", "{points}"), _kmeans,
-                Check("none"),
-                omp=_o("kmeans/kmeans_openmp", c=("cluster.c", "getopt.c", "kmeans.c", "kmeans_clustering.c")),
+                Check("omp", Output("probe.txt")),
+                omp=_o("kmeans/kmeans_openmp", c=("cluster.c", "getopt.c", "kmeans.c", "kmeans_clustering.c"),
+                       probe=_KMEANS_PROBE),
                 omp_args=("-n", "{threads}", "-i", "{points}"),
-                note="no reference: the OpenMP version's printing of the centres is commented out and it writes "
-                     "no file, and the emulator runs single-file programs only (timed against OpenMP)"),
+                note="the OpenMP version's printing of the centres is commented out: the centres and every "
+                     "point's cluster that kmeans_clustering returns, written by a probe of ours (ld --wrap) "
+                     "in both versions, compared"),
         Program("lavaMD", _c("lavaMD", cu=("kernel/kernel_gpu_cuda_wrapper.cu", "util/device/device.cu"),
                              c=("main.c", "util/num/num.c", "util/timer/timer.c"), flags=("-DOUTPUT",)),
                 ("-boxes1d", "{boxes}"), _sizes(boxes=(2, 4, 10)),

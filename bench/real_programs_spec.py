@@ -13,6 +13,21 @@ TIMING_LINES = (r"(?i)\btime", r"(?i)\bsec(ond)?s?\b", r"(?i)\bms\b", r"(?i)exec
 
 
 @dataclasses.dataclass(frozen=True)
+class Probe:
+    """Results a program computes but never prints, written out by C code of ours linked in with
+    ``ld --wrap``: ``source`` defines ``__wrap_<name>`` for each of ``wrap``, which records what
+    it is given (or what ``__real_<name>`` returns) in a file of the working directory, and
+    calls ``__real_<name>``. Nothing of the program changes; only calls from one of its object
+    files to a function of another are wrapped (as ``--wrap`` does). ``source`` may include the
+    program's own headers (it is compiled with the build's flags, quoted includes found in its
+    directory). The same probe in a program's build and its reference build makes their results
+    comparable."""
+
+    wrap: tuple[str, ...]
+    source: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Build:
     """How one version of a program is built: sources relative to ``directory`` (itself relative
     to the suite root). ``cu`` files go through ``polypy translate`` (or, for a reference build,
@@ -26,6 +41,7 @@ class Build:
     cxx: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
     libs: tuple[str, ...] = ("-lm",)
+    probe: Probe | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -196,3 +196,67 @@ def test_fixed_time_pins_the_clock_of_a_run(tmp_path):
     assert fixed_time_environment(Program("clock", Build("x")), tmp_path, tools) == {}
     r, _ = run_binary(binary, (), tmp_path / "run", timeout=30, threads=1)
     assert int(r.stdout.split()[0]) > 1_600_000_000
+
+
+# a program whose result never leaves memory: main hands it to finish() (another object file)
+PROBED_CU = r"""
+#include <cstdlib>
+extern "C" void finish(const float *y, int n);
+__global__ void cube(int n, float *y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = (float)i * i * i;
+}
+int main() {
+    const int n = 100;
+    float *y = (float *)malloc(n * sizeof(float)), *dy;
+    cudaMalloc(&dy, n * sizeof(float));
+    cube<<<4, 32>>>(n, dy);
+    cudaMemcpy(y, dy, n * sizeof(float), cudaMemcpyDeviceToHost);
+    finish(y, n);
+    return 0;
+}
+"""
+FINISH_C = "#include <stdlib.h>\nvoid finish(const float *y, int n) { (void)n; free((void *)y); }\n"
+PROBED_REF_C = r"""
+#include <stdlib.h>
+void finish(const float *y, int n);
+int main(void) {
+    float *y = malloc(100 * sizeof(float));
+    for (int i = 0; i < 100; i++) y[i] = (float)i * i * i OFFSET;
+    finish(y, 100);
+    return 0;
+}
+"""
+PROBE = r"""
+#include <stdio.h>
+void __real_finish(const float *y, int n);
+void __wrap_finish(const float *y, int n) {
+    FILE *f = fopen("probe.txt", "w");
+    for (int i = 0; i < n; i++) fprintf(f, "%g\n", y[i]);
+    fclose(f);
+    __real_finish(y, n);
+}
+"""
+
+
+@needs_cxx
+def test_a_probe_writes_results_a_program_never_prints_in_both_builds(tmp_path):
+    """Build.probe (Rodinia backprop, kmeans): our C code wraps a function of the program at link
+    time and writes what it is given; both builds' files are compared."""
+    from bench.real_programs import Probe
+
+    root = tmp_path / "suite"
+    for name, files in {"p": {"cube.cu": PROBED_CU, "finish.c": FINISH_C},
+                        "r_ok": {"ref.c": PROBED_REF_C.replace("OFFSET", ""), "finish.c": FINISH_C},
+                        "r_off": {"ref.c": PROBED_REF_C.replace("OFFSET", "+ (i == 7)"), "finish.c": FINISH_C}}.items():
+        (root / name).mkdir(parents=True)
+        for file, text in files.items():
+            (root / name / file).write_text(text)
+    probe = Probe(("finish",), PROBE)
+    ours = Build("p", cu=("cube.cu",), c=("finish.c",), probe=probe)
+    programs = [Program(f"cube_{ref}", ours, (), None, Check("omp", Output("probe.txt"), rtol=1e-6, atol=0),
+                        omp=Build(ref, c=("ref.c", "finish.c"), probe=probe)) for ref in ("r_ok", "r_off")]
+    rows = {r.name: r for r in measure_suite(programs, root, Tools(threads=2))}
+    assert (rows["cube_r_ok"].correct, rows["cube_r_ok"].blocker) == ("yes", "")
+    assert rows["cube_r_off"].correct == "NO"
+    assert rows["cube_r_off"].blocker == "correct: 1 of 100 numbers differ, first #7: 343 vs 344"
