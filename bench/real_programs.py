@@ -296,7 +296,7 @@ def run_binary(binary: pathlib.Path, args: Sequence[str], run_dir: pathlib.Path,
 
 
 def run_emulated(program: Program, root: pathlib.Path, args: Sequence[str], run_dir: pathlib.Path,
-                 tools: Tools) -> subprocess.CompletedProcess:
+                 tools: Tools, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
     """The program with every launch in the reference emulator: ``polypy run --emulate FILE
     [-D.. -I..] -- ARGS`` (single-file programs only)."""
     build = program.build
@@ -306,7 +306,7 @@ def run_emulated(program: Program, root: pathlib.Path, args: Sequence[str], run_
     flags = [*_flags(build, root), f"-I{(root / build.directory).resolve()}"]
     run_dir.mkdir(parents=True, exist_ok=True)
     r = _run([*tools.polypy, "run", "--emulate", str(source), *flags, "--", *args], cwd=run_dir,
-             timeout=max(program.timeout_s, 300), env=omp_environment(tools.thread_count))
+             timeout=max(program.timeout_s, 300), env={**omp_environment(tools.thread_count), **(env or {})})
     if r.returncode != 0:
         raise StepFailed("emulated reference failed: " + first_error(r.stderr or r.stdout))
     return r
@@ -342,7 +342,10 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
         args = _format(program.args, params, program.note)
         ours_dir = run_directory(work / "run_polypy", program, inputs)
         clock = fixed_time_environment(program, work, tools)
-        r, _ = run_binary(binary, args, ours_dir, timeout=program.timeout_s, threads=tools.thread_count, env=clock)
+        # what the device returns to the host, written by polypy's runtime (ours and the emulated run)
+        trace = {"POLYPY_TRACE_COPIES": "copies.txt"} if program.trace_copies else {}
+        r, _ = run_binary(binary, args, ours_dir, timeout=program.timeout_s, threads=tools.thread_count,
+                          env={**clock, **trace})
         row.run = "ok"
         step = "correct"
         ours = read_output(ours_dir, r, program.check.ours)
@@ -360,7 +363,7 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
                                    env=clock)
             else:
                 ref_dir = run_directory(work / "run_emulated", program, inputs)
-                rr = run_emulated(program, root, args, ref_dir, tools)
+                rr = run_emulated(program, root, args, ref_dir, tools, env={**clock, **trace})
             step = "correct"
             theirs = read_output(ref_dir, rr, program.check.theirs or program.check.ours)
             diff = compare(ours, theirs, rtol=program.check.rtol, atol=program.check.atol)

@@ -319,8 +319,9 @@ def programs(root: pathlib.Path) -> list[Program]:
                 ("{image}", "-d", "{n}x{n}", "-f", "-5", "-l", "3"), _dwt2d, Check("none"), cwd="run/dwt2d",
                 note="opens ../../data/dwt2d/<image> itself; no OpenMP version, several .cu files: no reference"),
         Program("gaussian", _c("gaussian", cu=("gaussian.cu",)), ("-s", "{n}"), _sizes(n=(16, 64, 512)),
-                Check("none"),
-                note="prints no result (its verbose flag is 0 and only -q changes it); no OpenMP version"),
+                Check("emulate", Output("copies.txt")), trace_copies=True,
+                note="prints no result (its verbose flag is 0 and only -q changes it) and has no OpenMP version: "
+                     "what the kernels return to the host (m, a, b: POLYPY_TRACE_COPIES) against the emulated run"),
         Program("heartwall", _c("heartwall", cu=("main.cu",), c=("AVI/avilib.c", "AVI/avimod.c"),
                                 flags=("-I./AVI", "-DOUTPUT")),
                 ("{avi}", "{frames}"), None, Check("none"),

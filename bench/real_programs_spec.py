@@ -103,6 +103,9 @@ class Program:
     # time(): this constant in every run of both versions (a preloaded shim; lavaMD seeds rand()
     # from time(NULL)); None: the real clock
     fixed_time: int | None = None
+    # POLYPY_TRACE_COPIES=copies.txt in the checked runs (ours and the emulated reference), for
+    # programs that print nothing of what the device computed: Check("emulate", Output("copies.txt"))
+    trace_copies: bool = False
 
     @property
     def counted_as(self) -> str:

@@ -310,3 +310,55 @@ def test_common_size_macros_from_the_command_line_do_not_break_polypys_headers(t
                      "-DN=5", "-DBS=8", "-DDATA_TYPE=float")
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout == "15 11 24\n"
+
+
+# --------------------------------------------------------------------------- tracing device-to-host copies
+
+TRACE_PROGRAM = r"""
+#include <stdio.h>
+struct pair { int a; float b; };
+__global__ void fill(float* f, double* d, int* i, pair* p, unsigned char* c, int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t < n) { f[t] = 0.5f * t; d[t] = 1.0 / (t + 1); i[t] = -3 * t; p[t].a = t; p[t].b = 2.0f; c[t] = 250 + t; }
+}
+int main() {
+  const int n = 5;
+  float f[n]; double d[n]; int i[n]; pair p[n]; unsigned char c[n];
+  float *df; double *dd; int *di; pair *dp; unsigned char *dc;
+  cudaMalloc((void**)&df, sizeof f); cudaMalloc((void**)&dd, sizeof d); cudaMalloc((void**)&di, sizeof i);
+  cudaMalloc((void**)&dp, sizeof p); cudaMalloc((void**)&dc, sizeof c);
+  fill<<<1, 32>>>(df, dd, di, dp, dc, n);
+  cudaMemcpy(f, df, sizeof f, cudaMemcpyDeviceToHost);
+  cudaMemcpy(d, dd, sizeof d, cudaMemcpyDeviceToHost);
+  cudaMemcpy(i, di, sizeof i, cudaMemcpyDeviceToHost);
+  cudaMemcpy((void*)c, dc, 2, cudaMemcpyDeviceToHost);
+  cudaMemcpy(p, dp, sizeof(pair), cudaMemcpyDeviceToHost);
+  cudaMemcpy(df, f, sizeof f, cudaMemcpyHostToDevice);
+  printf("done %g\n", f[n - 1]);
+  return 0;
+}
+"""
+
+
+def test_trace_copies_writes_what_the_device_returns_typed_by_the_destination(tmp_path) -> None:
+    """POLYPY_TRACE_COPIES=FILE: every device-to-host cudaMemcpy's values, typed where the
+    destination pointer says the type, bytes otherwise; host-to-device copies are not written.
+    The translated and the emulated run write the same file (how the real-programs runner checks
+    programs that print nothing, Rodinia gaussian)."""
+    import os
+
+    src = tmp_path / "trace.cu"
+    src.write_text(TRACE_PROGRAM)
+    pair = np.array([(0, 2.0)], dtype=[("a", "<i4"), ("b", "<f4")]).tobytes()
+    want = "\n".join(["device-to-host copy of 5 float", *("%.9g" % (0.5 * t) for t in range(5)),
+                      "device-to-host copy of 5 double", *("%.17g" % (1.0 / (t + 1)) for t in range(5)),
+                      "device-to-host copy of 5 int", *(str(-3 * t) for t in range(5)),
+                      "device-to-host copy of 2 bytes", "250", "251",
+                      "device-to-host copy of 8 bytes", *(str(b) for b in pair)]) + "\n"
+    for mode in ((), ("--emulate",)):
+        trace = tmp_path / f"copies{len(mode)}.txt"
+        run = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", str(src), *mode], capture_output=True,
+                             text=True, timeout=600, env={**os.environ, "POLYPY_TRACE_COPIES": str(trace)})
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert run.stdout == "done 2\n"
+        assert trace.read_text() == want, mode

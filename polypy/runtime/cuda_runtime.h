@@ -15,6 +15,7 @@
 
 #include <math.h> /* nvcc's runtime brings the host math library: host code calls ceil, sqrt... without it */
 #include <stddef.h>
+#include <stdio.h> /* POLYPY_TRACE_COPIES */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -423,10 +424,79 @@ template <class T> static inline cudaError_t cudaMallocPitch(T** p, size_t* pitc
   return cudaMallocPitch((void**)p, pitch, width, height);
 }
 
-static inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
+/* ------------------------------------------------------------------ tracing what the device returns */
+/* With POLYPY_TRACE_COPIES=FILE in the environment, every cudaMemcpy from device to host writes
+ * what it copied to FILE, as text: a line "device-to-host copy of N TYPE", then the values, one
+ * a line. The type is the destination's where the call site's pointer type says it (float*,
+ * int*...), bytes otherwise. A translated run and a `polypy run --emulate` run of the same
+ * program, compared number by number, check what every kernel computed for the host, also in
+ * programs that print nothing of it (Rodinia gaussian). The type names hold no digits, so that
+ * a reader of numbers sees only the counts and values. */
+enum polypy_rt_elem { polypy_rt_bytes, polypy_rt_float, polypy_rt_double, polypy_rt_int, polypy_rt_unsigned,
+                      polypy_rt_long, polypy_rt_unsigned_long, polypy_rt_short, polypy_rt_unsigned_short };
+template <class T> struct polypy_rt_elem_of { static const int value = polypy_rt_bytes; };
+template <> struct polypy_rt_elem_of<float> { static const int value = polypy_rt_float; };
+template <> struct polypy_rt_elem_of<double> { static const int value = polypy_rt_double; };
+template <> struct polypy_rt_elem_of<int> { static const int value = polypy_rt_int; };
+template <> struct polypy_rt_elem_of<unsigned int> { static const int value = polypy_rt_unsigned; };
+template <> struct polypy_rt_elem_of<long> { static const int value = polypy_rt_long; };
+template <> struct polypy_rt_elem_of<long long> { static const int value = polypy_rt_long; };
+template <> struct polypy_rt_elem_of<unsigned long> { static const int value = polypy_rt_unsigned_long; };
+template <> struct polypy_rt_elem_of<unsigned long long> { static const int value = polypy_rt_unsigned_long; };
+template <> struct polypy_rt_elem_of<short> { static const int value = polypy_rt_short; };
+template <> struct polypy_rt_elem_of<unsigned short> { static const int value = polypy_rt_unsigned_short; };
+inline FILE* polypy_rt_trace_file(void) {
+  static int opened = 0;
+  static FILE* f = 0;
+  if (!opened) {
+    opened = 1;
+    const char* path = getenv("POLYPY_TRACE_COPIES");
+    if (path && *path) f = fopen(path, "w");
+  }
+  return f;
+}
+static inline void polypy_rt_trace_copy(const void* p, size_t count, int elem, size_t elem_size) {
+  FILE* f = polypy_rt_trace_file();
+  if (!f) return;
+  if (elem == polypy_rt_bytes || count % elem_size) elem = polypy_rt_bytes, elem_size = 1;
+  static const char* const names[] = {"bytes", "float", "double", "int", "unsigned", "long", "unsigned long",
+                                      "short", "unsigned short"};
+  size_t n = count / elem_size;
+  fprintf(f, "device-to-host copy of %zu %s\n", n, names[elem]);
+  for (size_t i = 0; i < n; ++i) {
+    switch (elem) {
+      case polypy_rt_float: fprintf(f, "%.9g\n", (double)((const float*)p)[i]); break;
+      case polypy_rt_double: fprintf(f, "%.17g\n", ((const double*)p)[i]); break;
+      case polypy_rt_int: fprintf(f, "%d\n", ((const int*)p)[i]); break;
+      case polypy_rt_unsigned: fprintf(f, "%u\n", ((const unsigned*)p)[i]); break;
+      case polypy_rt_long:
+        fprintf(f, "%lld\n", elem_size == sizeof(long) ? (long long)((const long*)p)[i] : ((const long long*)p)[i]);
+        break;
+      case polypy_rt_unsigned_long:
+        fprintf(f, "%llu\n", elem_size == sizeof(unsigned long) ? (unsigned long long)((const unsigned long*)p)[i]
+                                                                  : ((const unsigned long long*)p)[i]);
+        break;
+      case polypy_rt_short: fprintf(f, "%d\n", ((const short*)p)[i]); break;
+      case polypy_rt_unsigned_short: fprintf(f, "%u\n", ((const unsigned short*)p)[i]); break;
+      default: fprintf(f, "%u\n", ((const unsigned char*)p)[i]); break;
+    }
+  }
+  fflush(f);
+}
+
+static inline cudaError_t polypy_rt_memcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
+                                           int elem, size_t elem_size) {
   if ((int)kind < 0 || (int)kind > 4) return polypy_rt_fail(cudaErrorInvalidMemcpyDirection);
   if (count) memmove(dst, src, count);
+  if (kind == cudaMemcpyDeviceToHost) polypy_rt_trace_copy(dst, count, elem, elem_size);
   return cudaSuccess;
+}
+static inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
+  return polypy_rt_memcpy(dst, src, count, kind, polypy_rt_bytes, 1);
+}
+/* A typed destination (float* ...): the trace knows its element type. */
+template <class T> static inline cudaError_t cudaMemcpy(T* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
+  return polypy_rt_memcpy((void*)dst, src, count, kind, polypy_rt_elem_of<T>::value, sizeof(T));
 }
 static inline cudaError_t cudaMemset(void* dst, int value, size_t count) { memset(dst, value, count); return cudaSuccess; }
 static inline cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
