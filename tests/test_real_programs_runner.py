@@ -260,3 +260,39 @@ def test_a_probe_writes_results_a_program_never_prints_in_both_builds(tmp_path):
     assert (rows["cube_r_ok"].correct, rows["cube_r_ok"].blocker) == ("yes", "")
     assert rows["cube_r_off"].correct == "NO"
     assert rows["cube_r_off"].blocker == "correct: 1 of 100 numbers differ, first #7: 343 vs 344"
+
+
+def test_write_avi_makes_the_riff_layout_avilib_reads(tmp_path):
+    """bench.real_programs_rodinia.write_avi (the video leukocyte reads): RIFF 'AVI ' with hdrl
+    (avih; strl: strh 'vids', strf BITMAPINFOHEADER with the size), movi of '00db' frames, idx1
+    whose offsets (from the movi list's type field) point at those frames."""
+    import struct
+
+    from bench.real_programs_rodinia import write_avi
+
+    frames = [bytes((i * 7 + f) % 256 for i in range(6 * 3)) for f in range(4)]
+    path = tmp_path / "v.avi"
+    write_avi(path, 6, 3, frames)
+    data = path.read_bytes()
+    assert data[:4] == b"RIFF" and data[8:12] == b"AVI " and struct.unpack_from("<I", data, 4)[0] == len(data) - 8
+    chunks, at = {}, 12
+    while at < len(data):
+        tag, size = data[at:at + 4], struct.unpack_from("<I", data, at + 4)[0]
+        key = tag + (data[at + 8:at + 12] if tag == b"LIST" else b"")
+        chunks[key] = (at + 8, size)
+        at += 8 + size + size % 2
+    assert set(chunks) == {b"LISThdrl", b"LISTmovi", b"idx1"}
+    hdrl_at, _ = chunks[b"LISThdrl"]
+    hdrl = data[hdrl_at:]
+    strh = hdrl.index(b"strh")
+    assert hdrl[strh + 8:strh + 12] == b"vids" and struct.unpack_from("<I", hdrl, strh + 8 + 32)[0] == 4
+    strf = hdrl.index(b"strf")
+    assert struct.unpack_from("<iiHH", hdrl, strf + 8 + 4) == (6, 3, 1, 8)
+    movi_at, _ = chunks[b"LISTmovi"]
+    idx_at, idx_size = chunks[b"idx1"]
+    assert idx_size == 16 * len(frames)
+    for k, frame in enumerate(frames):
+        tag, _, offset, length = struct.unpack_from("<4sIII", data, idx_at + 16 * k)
+        assert (tag, length) == (b"00db", len(frame))
+        chunk = movi_at + offset
+        assert data[chunk:chunk + 4] == b"00db" and data[chunk + 8:chunk + 8 + length] == frame
