@@ -140,6 +140,7 @@ for _name, _target in (
     ("eliminate-barriers", "gpu2cpu.barriers:eliminate_barriers"),
     ("coarsen-blocks", "gpu2cpu.coarsen_blocks:coarsen_blocks"),
     # gpu2cpu: GPU form -> CPU form, and the CPU schedule
+    ("collapse-identical-threads", "gpu2cpu.collapse_identical_threads:collapse_identical_threads"),
     ("serialize-threads", "gpu2cpu.serialize_threads:serialize_threads"),
     ("fuse-thread-loops", "gpu2cpu.fuse_thread_loops:fuse_thread_loops"),
     ("tighten-thread-bounds", "gpu2cpu.tighten_thread_bounds:tighten_thread_bounds"),
@@ -161,7 +162,8 @@ SIMPLIFY: tuple[str, ...] = tuple(p.name for p in _SIMPLIFY)
 GPU_PASSES: tuple[str, ...] = ("eliminate-returns", "raise-counted-loops") + SIMPLIFY
 # Forwarding first: it makes stores dead and then barriers removable.
 CPU_OPTIMIZE: tuple[str, ...] = ("forward-shared-stores", "eliminate-dead-shared-stores", "eliminate-barriers")
-CPU_LOWERING: tuple[str, ...] = ("serialize-threads",)
+# Identical threads (an unread threadIdx dimension) run once, before the threads become loops.
+CPU_LOWERING: tuple[str, ...] = ("collapse-identical-threads", "serialize-threads")
 CPU_SCHEDULE: tuple[str, ...] = (
     "fuse-thread-loops",
     "tighten-thread-bounds",
