@@ -454,7 +454,8 @@ def programs(root: pathlib.Path) -> list[Program]:
                                 cxx=("mummergpu_gold.cpp", "mummergpu_main.cpp", "suffix-tree.cpp", "PoolMalloc.cpp"),
                                 flags=("-I.", "-DUNIX")),
                 ("{ref}", "{query}"), _mummer, Check("none"),
-                note="openmp/mummergpu is the same CUDA program run with -C (needs nvcc): no reference"),
+                note="openmp/mummergpu is the same CUDA program run with -C (needs nvcc); refused: its suffix "
+                     "tree is read through 2-D textures on CUDA arrays"),
         Program("myocyte", _c("myocyte", cu=("main.cu",)), ("{xmax}", "1", "0"), _myocyte,
                 Check("emulate", Output("output.txt")), cwd="run/myocyte",
                 note="opens ../../data/myocyte/*.txt itself; the OpenMP version prints nothing: emulator reference, "

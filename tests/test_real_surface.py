@@ -362,3 +362,65 @@ def test_trace_copies_writes_what_the_device_returns_typed_by_the_destination(tm
         assert run.returncode == 0, run.stderr[-3000:]
         assert run.stdout == "done 2\n"
         assert trace.read_text() == want, mode
+
+
+# --------------------------------------------------------------------------- the driver API's device queries
+
+DRIVER_PROGRAM = r"""
+#include <stdio.h>
+#include <cuda.h>
+__global__ void fill(int* x) { x[threadIdx.x] = (int)threadIdx.x * 3; }
+int main() {
+  int count = -1, major = -1, minor = -1;
+  CUdevice dev = -1;
+  printf("before init %d\n", cuDeviceGetCount(&count) == CUDA_ERROR_NOT_INITIALIZED);
+  printf("init %d\n", cuInit(0) == CUDA_SUCCESS);
+  int ok = cuDeviceGetCount(&count) == CUDA_SUCCESS;
+  printf("count %d %d\n", ok, count);
+  ok = cuDeviceGet(&dev, 0) == CUDA_SUCCESS;
+  printf("get %d %d bad %d\n", ok, dev, cuDeviceGet(&dev, 1) == CUDA_ERROR_INVALID_DEVICE);
+  ok = cuDeviceComputeCapability(&major, &minor, 0) == CUDA_SUCCESS;
+  printf("cc %d %d\n", ok, major >= 3);
+  char name[64];
+  ok = cuDeviceGetName(name, sizeof name, 0) == CUDA_SUCCESS;
+  printf("name %d %d\n", ok, name[0] != 0);
+  size_t total = 0, free0 = 0, free1 = 0, total1 = 0;
+  cuDeviceTotalMem(&total, 0);
+  cuMemGetInfo(&free0, &total1);
+  int* d;
+  cudaMalloc((void**)&d, 1 << 20);
+  cuMemGetInfo(&free1, &total1);
+  printf("mem %d %d %d\n", total > 0, total1 == total, free0 - free1 >= (1 << 20));
+  fill<<<1, 32>>>(d);
+  int h[32];
+  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+  printf("x[31] %d sync %d\n", h[31], cuCtxSynchronize() == CUDA_SUCCESS);
+  return 0;
+}
+"""
+
+
+def test_the_driver_apis_device_queries_describe_the_one_device(tmp_path) -> None:
+    """Rodinia mummergpu's CUT_DEVICE_INIT_DRV and cuMemGetInfo: cuInit, the device count, the
+    device, its compute capability, name and memory, with the driver's errors (not initialized,
+    invalid device)."""
+    src = tmp_path / "driver.cu"
+    src.write_text(DRIVER_PROGRAM)
+    want = ("before init 1\ninit 1\ncount 1 1\nget 1 0 bad 1\ncc 1 1\nname 1 1\nmem 1 1 1\nx[31] 93 sync 1\n")
+    native, emulated = _run_both(str(src))
+    assert native == want
+    assert emulated == want
+
+
+@pytest.mark.parametrize("call, feature", [
+    ("CUmodule m; cuModuleLoad(&m, \"k.cubin\");", "cuModuleLoad is not supported by polypy (CUDA driver API)"),
+    ("cudaFreeArray(0);", "CUDA arrays (cudaFreeArray) are not supported by polypy"),
+])
+def test_driver_modules_and_cuda_arrays_are_located_errors_naming_them(tmp_path, call, feature) -> None:
+    src = tmp_path / "refused.cu"
+    src.write_text("#include <cuda.h>\n__global__ void k(float* x) { x[0] = 1.0f; }\nint main() {\n  "
+                   + call + "\n  return 0;\n}\n")
+    result = _polypy("translate", str(src), "-o", str(tmp_path / "out.cpp"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"{src}:4:" in result.stderr and feature in result.stderr
+    assert not (tmp_path / "out.cpp").exists()

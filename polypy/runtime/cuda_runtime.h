@@ -270,7 +270,14 @@ static __host__ __device__ inline uint3 make_uint3(unsigned int x, unsigned int 
 typedef enum cudaError { POLYPY_CUDA_ERRORS(POLYPY_ERROR_ENUM) } cudaError_t;
 #undef POLYPY_ERROR_ENUM
 /* The driver API's status (<cuda.h>): programs compare runtime results with CUDA_SUCCESS. */
-typedef enum cudaError_enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_OUT_OF_MEMORY = 2 } CUresult;
+typedef enum cudaError_enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_DEVICE = 101
+} CUresult;
 
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
@@ -686,6 +693,83 @@ static inline cudaError_t cudaThreadExit(void) { return cudaSuccess; }
 static inline cudaError_t cudaDriverGetVersion(int* v) { *v = 12000; return cudaSuccess; }
 static inline cudaError_t cudaRuntimeGetVersion(int* v) { *v = 12000; return cudaSuccess; }
 
+/* ------------------------------------------------------------------ the driver API's device queries */
+/* What programs ask the driver before they use the runtime API (Rodinia mummergpu's
+ * CUT_DEVICE_INIT_DRV and cuMemGetInfo): one device, as the runtime API above describes it. Modules,
+ * contexts of their own and driver-API launches are not translated: each is refused where it is
+ * called, by name. */
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st* CUcontext;
+typedef struct CUmod_st* CUmodule;
+typedef struct CUfunc_st* CUfunction;
+inline int* polypy_rt_driver_ready(void) { static int ready = 0; return &ready; }
+static inline CUresult cuInit(unsigned int flags) {
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  *polypy_rt_driver_ready() = 1;
+  return CUDA_SUCCESS;
+}
+static inline CUresult cuDriverGetVersion(int* v) {
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  *v = 12000;
+  return CUDA_SUCCESS;
+}
+static inline CUresult cuDeviceGetCount(int* count) {
+  if (!*polypy_rt_driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+static inline CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+  if (!*polypy_rt_driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+static inline CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevice device) {
+  if (!*polypy_rt_driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  struct cudaDeviceProp p;
+  cudaGetDeviceProperties(&p, 0);
+  *major = p.major;
+  *minor = p.minor;
+  return CUDA_SUCCESS;
+}
+static inline CUresult cuDeviceGetName(char* name, int len, CUdevice device) {
+  if (!*polypy_rt_driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  struct cudaDeviceProp p;
+  cudaGetDeviceProperties(&p, 0);
+  strncpy(name, p.name, (size_t)len - 1);
+  name[len - 1] = 0;
+  return CUDA_SUCCESS;
+}
+static inline CUresult cuDeviceTotalMem(size_t* bytes, CUdevice device) {
+  if (!*polypy_rt_driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  size_t free_bytes;
+  cudaMemGetInfo(&free_bytes, bytes);
+  return CUDA_SUCCESS;
+}
+static inline CUresult cuMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  if (!*polypy_rt_driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!free_bytes || !total_bytes) return CUDA_ERROR_INVALID_VALUE;
+  cudaMemGetInfo(free_bytes, total_bytes);
+  return CUDA_SUCCESS;
+}
+static inline CUresult cuCtxSynchronize(void) { return CUDA_SUCCESS; }
+#define POLYPY_DRIVER_REFUSED(what) __attribute__((unavailable(what " is not supported by polypy (CUDA driver API)")))
+CUresult cuCtxCreate(...) POLYPY_DRIVER_REFUSED("cuCtxCreate");
+CUresult cuModuleLoad(...) POLYPY_DRIVER_REFUSED("cuModuleLoad");
+CUresult cuModuleLoadData(...) POLYPY_DRIVER_REFUSED("cuModuleLoadData");
+CUresult cuModuleGetFunction(...) POLYPY_DRIVER_REFUSED("cuModuleGetFunction");
+CUresult cuLaunchKernel(...) POLYPY_DRIVER_REFUSED("cuLaunchKernel");
+CUresult cuMemAlloc(...) POLYPY_DRIVER_REFUSED("cuMemAlloc");
+CUresult cuMemcpyHtoD(...) POLYPY_DRIVER_REFUSED("cuMemcpyHtoD");
+CUresult cuMemcpyDtoH(...) POLYPY_DRIVER_REFUSED("cuMemcpyDtoH");
+
 /* Cache and shared-memory preferences: nothing to configure on a CPU. The per-kernel ones are
  * macros: they name the kernel, which a translated program has no function of that name for
  * (its launchers have their own names), and any template instance works the same. */
@@ -776,6 +860,10 @@ cudaError_t cudaMallocArray(...) POLYPY_TEXTURE_REFUSED("CUDA arrays (cudaMalloc
 cudaError_t cudaMalloc3DArray(...) POLYPY_TEXTURE_REFUSED("CUDA arrays (cudaMalloc3DArray)");
 cudaError_t cudaMemcpyToArray(...) POLYPY_TEXTURE_REFUSED("CUDA arrays (cudaMemcpyToArray)");
 cudaError_t cudaMemcpy2DToArray(...) POLYPY_TEXTURE_REFUSED("CUDA arrays (cudaMemcpy2DToArray)");
+cudaError_t cudaMemcpyFromArray(...) POLYPY_TEXTURE_REFUSED("CUDA arrays (cudaMemcpyFromArray)");
+cudaError_t cudaMemcpy2DFromArray(...) POLYPY_TEXTURE_REFUSED("CUDA arrays (cudaMemcpy2DFromArray)");
+cudaError_t cudaMemcpyArrayToArray(...) POLYPY_TEXTURE_REFUSED("CUDA arrays (cudaMemcpyArrayToArray)");
+cudaError_t cudaFreeArray(...) POLYPY_TEXTURE_REFUSED("CUDA arrays (cudaFreeArray)");
 cudaError_t cudaCreateTextureObject(...) POLYPY_TEXTURE_REFUSED("texture objects (cudaCreateTextureObject)");
 cudaError_t cudaDestroyTextureObject(...) POLYPY_TEXTURE_REFUSED("texture objects (cudaDestroyTextureObject)");
 
