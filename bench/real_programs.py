@@ -359,8 +359,10 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
                 assert program.omp is not None
                 ref_binary = compile_program(program.omp, root, work, tools, translated=None, exe="omp_prog")
                 ref_dir = run_directory(work / "run_omp", program, inputs)
-                ref_args = _format(program.omp_args if program.omp_args is not None else program.args, params)
-                rr, _ = run_binary(ref_binary, ref_args, ref_dir, timeout=program.timeout_s, threads=tools.thread_count,
+                ref_threads = program.reference_threads or tools.thread_count
+                ref_args = _format(program.omp_args if program.omp_args is not None else program.args,
+                                   {**params, "threads": str(ref_threads)})
+                rr, _ = run_binary(ref_binary, ref_args, ref_dir, timeout=program.timeout_s, threads=ref_threads,
                                    env=clock)
             else:
                 ref_dir = run_directory(work / "run_emulated", program, inputs)

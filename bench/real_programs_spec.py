@@ -106,6 +106,9 @@ class Program:
     # POLYPY_TRACE_COPIES=copies.txt in the checked runs (ours and the emulated reference), for
     # programs that print nothing of what the device computed: Check("emulate", Output("copies.txt"))
     trace_copies: bool = False
+    # OpenMP threads of the reference build in the correctness run (None: as many as the timed
+    # runs use); for a reference whose result depends on its thread count (streamcluster)
+    reference_threads: int | None = None
 
     @property
     def counted_as(self) -> str:

@@ -296,3 +296,22 @@ def test_write_avi_makes_the_riff_layout_avilib_reads(tmp_path):
         assert (tag, length) == (b"00db", len(frame))
         chunk = movi_at + offset
         assert data[chunk:chunk + 4] == b"00db" and data[chunk + 8:chunk + 8 + length] == frame
+
+
+@needs_cxx
+def test_reference_threads_sets_the_reference_builds_thread_count_in_the_check(tmp_path):
+    """Program.reference_threads (streamcluster: its OpenMP version's result depends on its thread
+    count): the reference's correctness run gets that many OpenMP threads and {threads}."""
+    root = tmp_path / "suite"
+    (root / "good").mkdir(parents=True)
+    (root / "good" / "square.cu").write_text(GOOD_CU)
+    (root / "ref").mkdir()
+    # squares, but off by one at i == 3 unless it runs on one thread (argument and environment)
+    (root / "ref" / "ref.c").write_text(REF_C.replace(
+        "OFFSET", "+ (i == 3 && (atoi(argv[3]) != 1 || atoi(getenv(\"OMP_NUM_THREADS\")) != 1))"))
+    programs = [Program(f"square_{t}", Build("good", cu=("square.cu",)), ("{n}", "{x}"), _inputs,
+                        Check("omp", Output("out.txt")), omp=Build("ref", c=("ref.c",)),
+                        omp_args=("{n}", "{x}", "{threads}"), reference_threads=t) for t in (1, None)]
+    rows = {r.name: r for r in measure_suite(programs, root, Tools(threads=2))}
+    assert rows["square_1"].correct == "yes"
+    assert rows["square_None"].correct == "NO"
