@@ -1,9 +1,12 @@
 """PolyBench/GPU (sgrauerg/polybenchGpu, ``CUDA/<NAME>``) for ``bench/real_programs.py``.
 
 How they are counted: ``CUDA/`` holds 21 program directories; the tree
-``polybenchCodesCudaOpenClHMPPOpenAcc/CUDA`` holds the same 21 programs again (near-duplicates
-with the sizes hard-coded in the .cu), so there are 21 distinct programs (the issue's "43"
-counts both copies, 42, plus one). Only ``CUDA/`` is run.
+``polybenchCodesCudaOpenClHMPPOpenAcc/CUDA`` holds older versions of the same 21 programs (their
+own sources: one-dimensional arrays, no polybench.h, the sizes hard-coded in the .cu), 42 in all
+(the issue's "43" counts one more). Both trees are run: ``CUDA/<NAME>`` rows with small sizes,
+``old/<NAME>`` rows at each program's own size. ``CUDA/DOITGEN`` does not build (nvcc fails on
+it too, see below), so its row is the older tree's copy, and that copy has no row of its own:
+41 rows.
 
 Each Makefile is ``nvcc -O3 <name>.cu`` (``common.mk``): no -D/-I flags. Each program runs its
 kernels, then the same computation on the CPU, and prints how many results differ by more than
@@ -49,6 +52,28 @@ _PROGRAMS: tuple[tuple[str, str, dict[str, int] | None], ...] = (
 
 
 def programs(root: pathlib.Path) -> list[Program]:
+    """The 21 programs of ``root/CUDA`` and the 20 of the older tree (``old/<NAME>``) that exist
+    in this checkout."""
+    return _new_tree(root) + _old_tree(root)
+
+
+def _old_tree(root: pathlib.Path) -> list[Program]:
+    """``polybenchCodesCudaOpenClHMPPOpenAcc/CUDA``: the older versions of the same programs
+    (one-dimensional arrays, no polybench.h, sizes hard-coded in each .cu: no switch to make them
+    smaller, so each runs at its own size, up to 4096x4096, its CPU version serially). DOITGEN
+    is left out: the ``CUDA/DOITGEN`` row is already built from this tree's copy."""
+    out = []
+    for name, source, _ in _PROGRAMS:
+        directory = f"{OLD_TREE}/{name}"
+        if name == "DOITGEN" or not (root / directory / source).exists():
+            continue
+        out.append(Program(name=f"old/{name}", build=Build(directory, cu=(source,)),
+                           check=Check(kind="self", pattern=SELF_CHECK), timeout_s=900.0,
+                           note="the older tree's version, at the sizes hard-coded in it"))
+    return out
+
+
+def _new_tree(root: pathlib.Path) -> list[Program]:
     """The 21 programs of ``root/CUDA`` that exist in this checkout."""
     out = []
     for name, source, sizes in _PROGRAMS:
