@@ -39,6 +39,8 @@ from polypy.ir import nodes as n
 from polypy.ir.types import U32
 from polypy.ir.visitor import rebuild, walk
 
+from gpu2cpu.report import LoweringDecision
+
 # statements whose effect depends on how many threads execute them, or that must be reached by all
 _COUNTING = (n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier)
 
@@ -55,11 +57,16 @@ def identical_thread_dims(kernel: n.Kernel) -> tuple[int, ...]:
     return tuple(d for d in (0, 1, 2) if d not in read)
 
 
-def collapse_identical_threads(kernel: n.Kernel) -> n.Kernel:
-    """Guard the body with ``threadIdx.d == 0`` for every dimension ``d`` of identical threads."""
+def collapse_identical_threads(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
+    """Guard the body with ``threadIdx.d == 0`` for every dimension ``d`` of identical threads.
+    ``report`` receives one ``LoweringDecision`` when it does."""
     dims = identical_thread_dims(kernel)
     if not dims or not kernel.body:
         return kernel
+    if report is not None:
+        names = ", ".join(f"threadIdx.{'xyz'[d]}" for d in dims)
+        report.append(LoweringDecision(kernel.name, kernel.loc, f"nothing reads {names}: threads that differ only "
+                                                                f"there are identical and run once (the lockstep schedule)"))
     cond: n.Expr | None = None
     for d in dims:
         test = n.Binary("eq", n.ThreadIdx(d), n.Const(0, U32))

@@ -133,3 +133,13 @@ def test_atomics_count_every_thread_of_a_block():
     args = dict(hits=np.zeros(1, np.int32), n=np.int32(n_))
     got = assert_same_as_emulator(_kernel(COUNT, "count"), (2, 1, 1), (32, 4, 1), args)
     assert got["hits"][0] == n_ * 4
+
+
+def test_the_report_says_which_threads_run_once():
+    report: list = []
+    to_cpu(_kernel(MVT, "mvt"), report=report)
+    lines = [d.format() for d in report if "identical" in d.format()]
+    assert len(lines) == 1 and "nothing reads threadIdx.y, threadIdx.z" in lines[0] and "mvt" in lines[0]
+    report = []
+    to_cpu(_kernel(COUNT, "count"), report=report)
+    assert not [d for d in report if "identical" in d.format()]
