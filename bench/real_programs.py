@@ -4,9 +4,9 @@
     python -m bench.real_programs polybench PATH [--only GEMM,2MM] [--json out.json]
 
 PATH is a checkout of yuhc/gpu-rodinia (``cuda/<name>``, ``openmp/<name>``) or of
-sgrauerg/polybenchGpu (``CUDA/<NAME>``; the near-duplicate copies under
-``polybenchCodesCudaOpenClHMPPOpenAcc/CUDA``, the same programs with their sizes hard-coded, are
-not run, but for DOITGEN: see ``bench/real_programs_polybench.py``). Nothing of the suites is in this
+sgrauerg/polybenchGpu (``CUDA/<NAME>``, and the older versions of the same programs under
+``polybenchCodesCudaOpenClHMPPOpenAcc/CUDA`` as ``old/<NAME>``, at the sizes hard-coded in them:
+see ``bench/real_programs_polybench.py``). Nothing of the suites is in this
 repository: ``bench/real_programs_rodinia.py`` and ``bench/real_programs_polybench.py`` only
 *describe* each program (sources, the -D/-I flags its Makefile passes, command-line arguments,
 a generator of small seeded inputs in the suite's own file formats, how to check its output).
