@@ -317,6 +317,7 @@ def test_common_size_macros_from_the_command_line_do_not_break_polypys_headers(t
 TRACE_PROGRAM = r"""
 #include <stdio.h>
 struct pair { int a; float b; };
+struct opaque;  /* a copy into an incomplete type: bytes */
 __global__ void fill(float* f, double* d, int* i, pair* p, unsigned char* c, int n) {
   int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t < n) { f[t] = 0.5f * t; d[t] = 1.0 / (t + 1); i[t] = -3 * t; p[t].a = t; p[t].b = 2.0f; c[t] = 250 + t; }
@@ -333,6 +334,7 @@ int main() {
   cudaMemcpy(i, di, sizeof i, cudaMemcpyDeviceToHost);
   cudaMemcpy((void*)c, dc, 2, cudaMemcpyDeviceToHost);
   cudaMemcpy(p, dp, sizeof(pair), cudaMemcpyDeviceToHost);
+  cudaMemcpy((opaque*)(void*)(c + 2), dc + 2, 1, cudaMemcpyDeviceToHost);
   cudaMemcpy(df, f, sizeof f, cudaMemcpyHostToDevice);
   printf("done %g\n", f[n - 1]);
   return 0;
@@ -354,7 +356,8 @@ def test_trace_copies_writes_what_the_device_returns_typed_by_the_destination(tm
                       "device-to-host copy of 5 double", *("%.17g" % (1.0 / (t + 1)) for t in range(5)),
                       "device-to-host copy of 5 int", *(str(-3 * t) for t in range(5)),
                       "device-to-host copy of 2 bytes", "250", "251",
-                      "device-to-host copy of 8 bytes", *(str(b) for b in pair)]) + "\n"
+                      "device-to-host copy of 8 bytes", *(str(b) for b in pair),
+                      "device-to-host copy of 1 bytes", "252"]) + "\n"
     for mode in ((), ("--emulate",)):
         trace = tmp_path / f"copies{len(mode)}.txt"
         run = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", str(src), *mode], capture_output=True,

@@ -501,8 +501,13 @@ static inline cudaError_t polypy_rt_memcpy(void* dst, const void* src, size_t co
 static inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
   return polypy_rt_memcpy(dst, src, count, kind, polypy_rt_bytes, 1);
 }
-/* A typed destination (float* ...): the trace knows its element type. */
-template <class T> static inline cudaError_t cudaMemcpy(T* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
+/* A destination of one of the scalar types above (float* ...): the trace knows its element type.
+ * Other pointers (structs, incomplete types, char) take the untyped overload. */
+template <bool B> struct polypy_rt_enable_if {};
+template <> struct polypy_rt_enable_if<true> { typedef int type; };
+template <class T>
+static inline cudaError_t cudaMemcpy(T* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
+                                     typename polypy_rt_enable_if<polypy_rt_elem_of<T>::value != polypy_rt_bytes>::type = 0) {
   return polypy_rt_memcpy((void*)dst, src, count, kind, polypy_rt_elem_of<T>::value, sizeof(T));
 }
 static inline cudaError_t cudaMemset(void* dst, int value, size_t count) { memset(dst, value, count); return cudaSuccess; }
