@@ -709,6 +709,11 @@ typedef struct CUctx_st* CUcontext;
 typedef struct CUmod_st* CUmodule;
 typedef struct CUfunc_st* CUfunction;
 inline int* polypy_rt_driver_ready(void) { static int ready = 0; return &ready; }
+/* What every device query checks first: cuInit was called, the device is the one device. */
+static inline CUresult polypy_rt_driver_check(CUdevice device) {
+  if (!*polypy_rt_driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
 static inline CUresult cuInit(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   *polypy_rt_driver_ready() = 1;
@@ -720,21 +725,23 @@ static inline CUresult cuDriverGetVersion(int* v) {
   return CUDA_SUCCESS;
 }
 static inline CUresult cuDeviceGetCount(int* count) {
-  if (!*polypy_rt_driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult e = polypy_rt_driver_check(0);
+  if (e != CUDA_SUCCESS) return e;
   if (!count) return CUDA_ERROR_INVALID_VALUE;
   *count = 1;
   return CUDA_SUCCESS;
 }
 static inline CUresult cuDeviceGet(CUdevice* device, int ordinal) {
-  if (!*polypy_rt_driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult e = polypy_rt_driver_check(ordinal);
+  if (e != CUDA_SUCCESS) return e;
   if (!device) return CUDA_ERROR_INVALID_VALUE;
-  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
   *device = 0;
   return CUDA_SUCCESS;
 }
 static inline CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevice device) {
-  if (!*polypy_rt_driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
-  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  CUresult e = polypy_rt_driver_check(device);
+  if (e != CUDA_SUCCESS) return e;
+  if (!major || !minor) return CUDA_ERROR_INVALID_VALUE;
   struct cudaDeviceProp p;
   cudaGetDeviceProperties(&p, 0);
   *major = p.major;
@@ -742,8 +749,8 @@ static inline CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevic
   return CUDA_SUCCESS;
 }
 static inline CUresult cuDeviceGetName(char* name, int len, CUdevice device) {
-  if (!*polypy_rt_driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
-  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  CUresult e = polypy_rt_driver_check(device);
+  if (e != CUDA_SUCCESS) return e;
   if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   struct cudaDeviceProp p;
   cudaGetDeviceProperties(&p, 0);
@@ -752,14 +759,16 @@ static inline CUresult cuDeviceGetName(char* name, int len, CUdevice device) {
   return CUDA_SUCCESS;
 }
 static inline CUresult cuDeviceTotalMem(size_t* bytes, CUdevice device) {
-  if (!*polypy_rt_driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
-  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  CUresult e = polypy_rt_driver_check(device);
+  if (e != CUDA_SUCCESS) return e;
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
   size_t free_bytes;
   cudaMemGetInfo(&free_bytes, bytes);
   return CUDA_SUCCESS;
 }
 static inline CUresult cuMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
-  if (!*polypy_rt_driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult e = polypy_rt_driver_check(0);
+  if (e != CUDA_SUCCESS) return e;
   if (!free_bytes || !total_bytes) return CUDA_ERROR_INVALID_VALUE;
   cudaMemGetInfo(free_bytes, total_bytes);
   return CUDA_SUCCESS;
