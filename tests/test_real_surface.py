@@ -442,3 +442,40 @@ def test_a_pointer_cast_between_element_types_is_a_located_error(tmp_path) -> No
     assert f"{src}:3:" in result.stderr
     assert "pointer casts between different element types are not supported" in result.stderr
     assert not (tmp_path / "out.cpp").exists()
+
+
+# --------------------------------------------------------------------------- floating-point contraction
+
+CONTRACT_PROGRAM = r"""
+#include <stdio.h>
+__global__ void madd(const float* a, const float* b, const float* c, float* out) {
+  int i = threadIdx.x;
+  out[i] = a[i] * b[i] + c[i];
+}
+int main() {
+  volatile double x = 1.0 + 0x1p-30, y = 1.0 - 0x1p-30, z = -1.0;
+  double host = x * y + z;
+  float h[3 * 32], r[32];
+  for (int i = 0; i < 32; i++) { h[i] = 1.0f + 0x1p-13f; h[32 + i] = 1.0f - 0x1p-13f; h[64 + i] = -1.0f; }
+  float* d;
+  cudaMalloc((void**)&d, sizeof h + sizeof r);
+  cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+  madd<<<1, 32>>>(d, d + 32, d + 64, d + 96);
+  cudaMemcpy(r, d + 96, sizeof r, cudaMemcpyDeviceToHost);
+  printf("host %a kernel %a %a\n", host, (double)r[0], (double)r[31]);
+  return 0;
+}
+"""
+
+
+def test_multiply_adds_are_rounded_twice_in_host_code_and_kernels_as_nvcc_and_the_emulator_do(tmp_path) -> None:
+    """The documented build line has -march=native, with which GCC fuses a * b + c into one
+    multiply-add (rounded once). nvcc builds host code without fusing, and polypy's IR and emulator
+    round every operation: the emitted file turns contraction off itself (old PolyBench FDTD-2D's
+    CPU reference differed in 2 of 4M values without it). Fused, both lines here would be
+    -0x1p-60 and -0x1p-26."""
+    src = tmp_path / "contract.cu"
+    src.write_text(CONTRACT_PROGRAM)
+    native, emulated = _run_both(str(src))
+    assert native == "host 0x0p+0 kernel 0x0p+0 0x0p+0\n"
+    assert emulated == native

@@ -33,7 +33,7 @@ from polypy.launch import MAX_BLOCK, MAX_THREADS_PER_BLOCK
 
 from codegen.c.kernel import Coarsener, KernelCode, Options, emit_kernel, emulated_launcher
 from codegen.c.render import c_type, literal
-from codegen.c.templates import prelude, render_template
+from codegen.c.templates import fp_contract_off, prelude, render_template
 
 
 def runtime_header() -> str:
@@ -89,8 +89,8 @@ def emit_kernels(kernels: Sequence[n.Kernel], globals_: Sequence[n.Buffer] = (),
     return render_template(
         "c_kernels.j2", source=source or "<memory>", kernels=codes, language="C++" if cpp else "C",
         build_hint=f"{compiler} -O3 -march=native -fopenmp -shared -fPIC FILE -o libFILE.so -lm",
-        prelude=prelude().rstrip(), runtime=runtime_header().rstrip() if check_bounds else "",
-        cpp=cpp, globals=[global_definition(g) for g in globals_])
+        fp_contract=fp_contract_off().rstrip(), prelude=prelude().rstrip(),
+        runtime=runtime_header().rstrip() if check_bounds else "", cpp=cpp, globals=[global_definition(g) for g in globals_])
 
 
 # --------------------------------------------------------------------------- whole programs
@@ -131,7 +131,8 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
             f"OpenMP.\n * Build: c++ -O3 -march=native -fopenmp THIS_FILE -o program -lm\n */\n")
     bridge = EMULATE_BRIDGE if emulate else ""
     tail = EMULATE_ENTRY if emulate else ""
-    return head + runtime_header().rstrip() + "\n\n" + prelude().rstrip() + "\n\n" + bridge + body + tail
+    return (head + fp_contract_off() + "\n" + runtime_header().rstrip() + "\n\n" + prelude().rstrip() + "\n\n"
+            + bridge + body + tail)
 
 
 # Block shapes per kernel that a whole program gets specialized versions for, at most.

@@ -20,6 +20,14 @@ def render_template(name: str, **values: object) -> str:
     return _environment().get_template(name).render(**values)
 
 
+def fp_contract_off() -> str:
+    """The pragma that opens every emitted file: no contraction of ``a * b + c`` into a fused
+    multiply-add, whatever the build line (``-march=native`` allows it by default). It comes before
+    any code so that every function of the file, headers included, is compiled the same way (GCC
+    does not inline between functions compiled with different options)."""
+    return render_template("c_fp_contract.h.j2")
+
+
 def prelude() -> str:
     """The kernel support code every emitted file starts with (valid C99 and C++)."""
     return render_template("c_prelude.h.j2")
