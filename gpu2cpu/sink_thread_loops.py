@@ -19,7 +19,8 @@ kernel; any interleaving that keeps each thread's own order computes the same
 (``gpu2cpu.thread_loops``). Distribution keeps each thread's order; it needs the loop's header
 to be the same for every thread (no ``tx``-dependent bounds, condition or exits: ``break`` and
 ``continue`` only under ``tx``-uniform conditions), and is not done when the order between
-threads matters (``order_sensitive`` atomics).
+threads matters (``order_sensitive`` atomics; float atomic adds do not count: CUDA orders no
+atomics, so a sum rounded in another order is one a GPU may give too).
 
 Per-thread locals that live from one part of the distributed body to another are
 
@@ -47,7 +48,9 @@ Cost model: a serial loop is sunk when, among the memory accesses in its body, t
 uniform or stride-1 in ``tx`` are at least as many as the others (and there is one), and it is
 not a short loop of constant trip count (at most ``SHORT_LOOP``: compilers unroll those and
 vectorize the loop over ``tx`` with the per-thread values in registers, which beats going
-through memory), unless it contains a guard affine in ``tx`` that depends on its iteration.
+through memory), unless it contains a guard affine in ``tx`` that depends on its iteration or
+an atomic add (unrolled, those keep the loop over ``tx`` from vectorizing; sunk, one to an
+element the same for every thread becomes a sum, ``gpu2cpu.sum_uniform_atomics``).
 ``report`` receives one ``LoweringDecision`` per loop changed.
 """
 from __future__ import annotations
@@ -83,7 +86,7 @@ from polypy.ir.printer import format_expr
 from polypy.ir.queries import declared_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
-from polypy.ir.visitor import Mutator, Visitor, rebuild, substitute, walk
+from polypy.ir.visitor import Mutator, Visitor, rebuild, substitute, walk, walk_block
 
 # Definitions at most this big (in IR nodes) are recomputed in each part rather than expanded.
 RECOMPUTE_LIMIT = 16
@@ -142,7 +145,7 @@ class _Sink(Mutator):
     # ------------------------------------------------------------------ one loop over tx
     def loop(self, loop: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         """What replaces the loop over tx ``loop`` (itself when it stays)."""
-        if order_sensitive(self.kernel, loop.body):
+        if order_sensitive(self.kernel, loop.body, rounding=False):
             return loop
         normalized, needs, notes = normalize_strided_loops(loop, kernel_name=self.kernel.name, names=self.names,
                                                            ranges=self.ranges)
@@ -214,7 +217,8 @@ class _Plan:
     def decide(self) -> None:
         candidates = _Nest(self, self.candidate)
         candidates.visit_block(self.loop.body)
-        chosen = {id(c) for c in candidates.found if self.worth(c) and (not self.short(c) or self.exposes_guards(c))}
+        chosen = {id(c) for c in candidates.found
+                  if self.worth(c) and (not self.short(c) or self.exposes_guards(c) or self.adds_atomically(c))}
         # A loop inside a loop that is not sunk stays inside that loop's part.
         sunk = _Nest(self, lambda c: id(c) in chosen)
         sunk.visit_block(self.loop.body)
@@ -270,6 +274,13 @@ class _Plan:
         a, b, c = (_const_value(e) for e in (loop.start, loop.stop, loop.step))
         return a is not None and b is not None and c is not None and c > 0 and (b - a + c - 1) // c <= SHORT_LOOP
 
+    def adds_atomically(self, loop: n.Stmt) -> bool:
+        """Whether the loop holds atomic adds: unrolled inside the loop over tx they keep it from
+        vectorizing (one read-modify-write per thread and iteration, colliding between threads);
+        sunk, each runs in a loop over tx of its own, where one to an element the same for every
+        thread becomes a sum (``sum_uniform_atomics``) and others touch an element per thread."""
+        return any(isinstance(x, n.AtomicRMW) and x.op == "add" for x in walk(loop))
+
     def exposes_guards(self, loop: n.Stmt) -> bool:
         """Whether the loop contains a guard affine in tx that depends on the loop's iteration
         (only the interchange lets it become the bounds of a loop over tx)."""
@@ -307,6 +318,15 @@ class _Plan:
                 out.update(x.name for x in walk(s.cond) if isinstance(x, n.Var))
 
         _Skeleton(self, see).visit_block(self.loop.body)
+        # What a hoisted local is computed from is hoisted with it (``dy_1 = -2 + dy_i``: ``dy_i`` too).
+        definitions = [x for x in walk_block(self.loop.body) if isinstance(x, (n.Decl, n.Assign))]
+        while True:
+            more = {y.name for x in definitions if x.name in out
+                    for y in walk((x.init if isinstance(x, n.Decl) else x.value) or n.Const(0, U32))
+                    if isinstance(y, n.Var)} - out
+            if not more:
+                break
+            out |= more
         return {v for v in out if v in self.declared and not self.is_sunk_loop_var(v)}
 
     def is_sunk_loop_var(self, name: str) -> bool:

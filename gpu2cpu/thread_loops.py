@@ -79,11 +79,13 @@ def thread_counters(node: n.Node | Iterable[n.Node]) -> dict[str, int]:
     return out
 
 
-def order_sensitive(kernel: n.Kernel, stmts: Iterable[n.Stmt]) -> bool:
+def order_sensitive(kernel: n.Kernel, stmts: Iterable[n.Stmt], *, rounding: bool = True) -> bool:
     """Whether the atomics in ``stmts`` give different results when threads run in another order.
 
-    True for an atomic whose old value is used, a floating-point atomic (rounding), and
-    atomics of different operation families on one buffer (``add`` then ``max`` do not commute).
+    True for an atomic whose old value is used, a floating-point atomic (rounding; with
+    ``rounding=False`` a float add is not: CUDA orders no atomics, so a sum rounded in another
+    order is one the GPU could give too), and atomics of different operation families on one
+    buffer (``add`` then ``max`` do not commute).
     """
     families: dict[str, str] = {}
     for s in stmts:
@@ -91,7 +93,8 @@ def order_sensitive(kernel: n.Kernel, stmts: Iterable[n.Stmt]) -> bool:
             if not isinstance(x, n.AtomicRMW):
                 continue
             family = _COMMUTING.get(x.op)
-            if x.dest is not None or family is None or kernel.elem_type(x.buffer).is_float:
+            if x.dest is not None or family is None or \
+                    (kernel.elem_type(x.buffer).is_float and (rounding or x.op != "add")):
                 return True
             if families.setdefault(x.buffer, family) != family:
                 return True

@@ -411,7 +411,12 @@ class Renderer(CExprPrinter):
             # An innermost thread loop whose iterations provably touch different elements: a
             # vector loop without the compiler's run-time alias checks (see ``independent_lanes``).
             private = {b.name for b in self.kernel.buffers if b.space in ("shared", "local")}
-            out.append(f"{ind}#pragma omp simd" if independent_lanes(s, private) else f"{ind}POLYPY_THREAD_LOOP")
+            sums = summed_in(s, self.kernel.order_free_sums)
+            if independent_lanes(s, private, sums):
+                reduction = f" reduction(+:{', '.join(self.name(x) for x in sums)})" if sums else ""
+                out.append(f"{ind}#pragma omp simd{reduction}")
+            else:
+                out.append(f"{ind}POLYPY_THREAD_LOOP")
         start = self.expr(s.start)
         stop = self.expr(s.stop, right_operand("lt"))  # `v < (0 < q ? q : 0)`
         if threads:
@@ -511,7 +516,30 @@ _AFFINE_OPS = frozenset({"add", "sub"})
 _WIDE_INTS = frozenset({"i32", "u32", "i64", "u64"})
 
 
-def independent_lanes(loop: n.For, private: frozenset[str] | set[str]) -> bool:
+def summed_in(loop: n.For, sums: Sequence[str]) -> list[str]:
+    """The order-free sums (``Kernel.order_free_sums``) that ``loop`` only adds to: each assigned
+    in it as ``s = s + v`` (``v`` without ``s``) and read nowhere else in it. The additions may be
+    reassociated (``gpu2cpu.sum_uniform_atomics``): a ``reduction(+:s)`` clause."""
+    if not sums:
+        return []
+    wanted = set(sums)
+    adds: dict[str, int] = {}
+    for x in walk_block(loop.body):
+        if isinstance(x, n.Assign) and x.name in wanted:
+            v = x.value
+            if isinstance(v, n.Binary) and v.op == "add" and v.a == n.Var(x.name, v.a.type) \
+                    and not any(isinstance(y, n.Var) and y.name == x.name for y in walk(v.b)):
+                adds[x.name] = adds.get(x.name, 0) + 1
+            else:
+                wanted.discard(x.name)
+    reads: dict[str, int] = {}
+    for x in walk_block(loop.body):
+        if isinstance(x, n.Var) and x.name in adds:
+            reads[x.name] = reads.get(x.name, 0) + 1
+    return [name for name in sums if name in wanted and name in adds and reads.get(name, 0) == adds[name]]
+
+
+def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Sequence[str] = ()) -> bool:
     """Whether ``#pragma omp simd`` is exact on the thread loop ``loop``: no iteration reads what
     another one writes, so running several in lockstep changes nothing.
 
@@ -534,7 +562,7 @@ def independent_lanes(loop: n.For, private: frozenset[str] | set[str]) -> bool:
         if isinstance(x, (n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return)) or \
                 (isinstance(x, n.For) and (x.kind == "threads" or not _constant_trip(x))):
             return False
-        if isinstance(x, n.Assign) and x.name not in declared:
+        if isinstance(x, n.Assign) and x.name not in declared and x.name not in sums:
             return False
         if isinstance(x, n.Store):
             index = tuple(_expand(i, values) for i in x.index)

@@ -39,6 +39,10 @@ class StatementEmitter:
         if ty is None:
             raise InternalError(f"assignment to undeclared {s.name!r} in kernel {self.kernel.name!r}", s.loc)
         value = self.expr(s.value)
+        if s.name in self.kernel.order_free_sums and isinstance(value, ir.Instruction) and value.opname == "fadd":
+            # A sum of atomic adds (``gpu2cpu.sum_uniform_atomics``): CUDA gives them no order, so
+            # the loop vectorizer may reassociate it into a vector reduction.
+            value.flags.append("reassoc")
         self.builder.store(value, self.slot(s.name, ty))
 
     def visit_Store(self, s: n.Store) -> None:

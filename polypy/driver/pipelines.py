@@ -152,6 +152,7 @@ for _name, _target in (
     ("normalize-grid-stride", "gpu2cpu.normalize_grid_stride:normalize_grid_stride"),
     ("lower-block-atomics", "gpu2cpu.lower_block_atomics:lower_block_atomics"),
     ("promote-accumulators", "gpu2cpu.promote_accumulators:promote_accumulators"),
+    ("sum-uniform-atomics", "gpu2cpu.sum_uniform_atomics:sum_uniform_atomics"),
     ("privatize-atomics", "gpu2cpu.privatize_atomics:privatize_atomics"),
 ):
     register_pass(_name, _target)
@@ -171,6 +172,7 @@ CPU_SCHEDULE: tuple[str, ...] = (
     "sink-thread-loops",
     "tighten-thread-bounds",
     "promote-accumulators",  # elements updated in serial loops kept in registers
+    "sum-uniform-atomics",  # every thread's atomic add to one element: a sum in a register
 )
 # privatize-atomics last: it marks buffers by their accesses, which no later pass may change.
 CPU_FINISH: tuple[str, ...] = ("lower-block-atomics", "fold-constants", "eliminate-dead-code", "privatize-atomics")

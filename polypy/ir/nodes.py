@@ -472,6 +472,9 @@ class Kernel(Node):
     # The pointer parameters ``gpu2cpu.privatize_atomics`` found touched only by atomic adds whose
     # result is unused: a launcher may accumulate them per CPU worker. A note like the above.
     private_atomics: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    # Locals that sum the atomic adds of a thread loop (``gpu2cpu.sum_uniform_atomics``): CUDA gives
+    # those adds no order, so a backend may reassociate ``s = s + v`` into them. A note like the above.
+    order_free_sums: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

@@ -1,0 +1,149 @@
+"""sum_uniform_atomics: atomic adds of every thread to one element become a sum in a register.
+
+Requires: a CPU-form kernel. Guarantees: the same sum, added in another order (see below);
+afterwards an innermost thread loop holds no atomic add to an element that is the same for all
+of its threads.
+
+A gradient adds each thread's contribution to a weight's adjoint with an atomic: after the loop
+over ``k`` is interchanged with the loop over threads (``sink_thread_loops``), the loop over
+``tx`` adds to ``win_w[k]`` once per thread. Through memory that is a loop-carried dependence
+(and, on a CPU, one read-modify-write per thread); the loop does not vectorize. Here, per
+innermost loop over threads::
+
+    for threads tx {                             var win_w_sum: f32 = 0.0f
+      ...                                        for threads tx {
+      atomic.add win_w[k], d * t[tx]     ==>       ...
+      ...                                          win_w_sum = win_w_sum + d * t[tx]
+    }                                            }
+                                                 atomic.add win_w[k], win_w_sum
+
+for every ``atomic.add`` with unused old value whose index the loop does not change (built from
+values declared outside it and not assigned in it, no loads) on a buffer the loop touches in no
+other way (no load, no store, no other operation). Atomics under ifs are summed under the same
+ifs; atomics inside serial loops nested in the thread loop are left alone.
+
+Order: CUDA gives atomics of different threads no order, so the sum may be formed in any order;
+``Kernel.order_free_sums`` names the new locals, and the backends let the compiler reassociate
+their additions (``#pragma omp simd reduction(+:...)`` in C, ``reassoc`` on the LLVM ``fadd``),
+which is what lets the loop vectorize. Integer sums are exact in any order; float sums round
+differently from the emulator's thread order, as they would on a GPU. ``report`` receives one
+``LoweringDecision`` per loop changed.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from polypy.errors import InternalError
+from polypy.ir import nodes as n
+from polypy.ir.queries import declared_names, written_names
+from polypy.passes.fold_constants import fold_expr
+from polypy.ir.visitor import Mutator, substitute, walk, walk_block
+
+from gpu2cpu.names import NameSupply
+from gpu2cpu.report import LoweringDecision
+
+
+def sum_uniform_atomics(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
+    """Sum uniform atomic adds of innermost thread loops in registers; see the module docstring."""
+    if kernel.stage != "cpu":
+        raise InternalError("sum_uniform_atomics expects a CPU-form kernel", kernel.loc)
+    m = _Sum(kernel)
+    body = m.visit_block(kernel.body)
+    if report is not None:
+        report.extend(m.decisions)
+    if body is kernel.body:
+        return kernel
+    return dataclasses.replace(kernel, body=body, order_free_sums=kernel.order_free_sums + tuple(m.sums))
+
+
+class _Sum(Mutator):
+    def __init__(self, kernel: n.Kernel):
+        self.kernel = kernel
+        self.names = NameSupply(kernel)
+        self.sums: list[str] = []
+        self.decisions: list[LoweringDecision] = []
+
+    def visit_Expr(self, e: n.Expr) -> n.Expr:
+        return e
+
+    def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
+        s = self.generic_visit(s)
+        if s.kind != "threads" or any(isinstance(x, n.For) and x.kind == "threads" for x in walk_block(s.body)) \
+                or single_iteration(s):
+            return s
+        return self.loop(s)
+
+    def loop(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
+        changed = declared_names(s.body) | written_names(s.body) | {s.var}
+        # Buffers the loop touches other than by an atomic add with unused result.
+        other = {x.buffer for x in walk_block(s.body)
+                 if isinstance(x, (n.Load, n.Store)) or (isinstance(x, n.AtomicRMW) and (x.op != "add" or x.dest))}
+        found: dict[tuple[str, tuple[n.Expr, ...]], str] = {}
+        # Locals the loop declares at its top level from values it does not change, never assigned
+        # (``var k_1: i32 = -3 + k_i``, recomputed in each part by the interchange): their values.
+        lets: dict[n.Expr, n.Expr] = {}
+        assigned = written_names(s.body)
+        for st in s.body:
+            if isinstance(st, n.Decl) and st.init is not None and st.name not in assigned:
+                init = substitute(st.init, lets)
+                if invariant(init, changed):
+                    lets[n.Var(st.name, st.vtype)] = init
+
+        def uniform(index: tuple[n.Expr, ...]) -> tuple[n.Expr, ...] | None:
+            index = tuple(substitute(i, lets) for i in index)
+            return index if all(invariant(i, changed) for i in index) else None
+
+        counter = n.Var(s.var, s.vtype)
+
+        def rewrite(body: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
+            out: list[n.Stmt] = []
+            for st in body:
+                if isinstance(st, n.If) and one_thread(st.cond, counter):
+                    pass  # one thread adds (``if (tx == 0)``): a sum over the loop would only cost
+                elif isinstance(st, n.If):
+                    st = dataclasses.replace(st, then=rewrite(st.then), orelse=rewrite(st.orelse))
+                elif isinstance(st, n.AtomicRMW) and st.op == "add" and st.dest is None and st.buffer not in other \
+                        and self.kernel.space(st.buffer) != "local" and (index := uniform(st.index)) is not None:
+                    key = (st.buffer, index)
+                    if key not in found:
+                        found[key] = self.names.fresh(f"{st.buffer}_sum")
+                    name = found[key]
+                    ty = self.kernel.elem_type(st.buffer)
+                    st = n.Assign(name, n.Binary("add", n.Var(name, ty), st.value), loc=st.loc)
+                out.append(st)
+            return tuple(out)
+
+        body = rewrite(s.body)
+        if not found:
+            return s
+        before: list[n.Stmt] = []
+        after: list[n.Stmt] = []
+        for (buffer, index), name in found.items():
+            ty = self.kernel.elem_type(buffer)
+            before.append(n.Decl(name, ty, n.Const(0, ty), loc=s.loc))
+            after.append(n.AtomicRMW("add", buffer, index, n.Var(name, ty), loc=s.loc))
+            self.sums.append(name)
+        where = ", ".join(sorted({b for b, _ in found}))
+        self.decisions.append(LoweringDecision(self.kernel.name, s.loc,
+                                               f"thread loop over {s.var}: atomic adds to one element of {where} "
+                                               f"summed in registers, one add after the loop"))
+        return (*before, dataclasses.replace(s, body=body), *after)
+
+
+def single_iteration(loop: n.For) -> bool:
+    """The loop runs at most once (``for tx = 0 to 1``, what a guard ``tx == 0`` leaves): nothing to sum."""
+    start, stop = fold_expr(loop.start), fold_expr(loop.stop)
+    return isinstance(start, n.Const) and isinstance(stop, n.Const) and stop.value - start.value <= 1
+
+
+def one_thread(cond: n.Expr, counter: n.Var) -> bool:
+    """``cond`` holds for one value of the counter at most (a conjunct ``tx == e``)."""
+    if isinstance(cond, n.Binary) and cond.op == "land":
+        return one_thread(cond.a, counter) or one_thread(cond.b, counter)
+    return isinstance(cond, n.Binary) and cond.op == "eq" and counter in (cond.a, cond.b)
+
+
+def invariant(e: n.Expr, changed: set[str]) -> bool:
+    """``e`` has the same value in every iteration of a loop that changes the locals ``changed``
+    (and no loads: the loop may store to memory)."""
+    return not any(isinstance(y, n.Load) or (isinstance(y, n.Var) and y.name in changed) for y in walk(e))
