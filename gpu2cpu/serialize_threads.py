@@ -18,7 +18,8 @@ Steps (each in its own module):
    counters from 0 to blockDim, ``threadIdx`` replaced by them); a stored value lives in a
    ``local`` buffer ``v_buf[blockDim.z][blockDim.y][blockDim.x]``, loaded into a local at the
    start of a group and stored back at its end; per-thread ``local`` arrays get the thread
-   dimensions in front.
+   dimensions behind their own (``a[j][tz][ty][tx]``: one element of consecutive threads is
+   contiguous, so a loop over ``tx`` reads it with vector loads, as it reads ``v_buf``).
 
 ::
 
@@ -369,7 +370,7 @@ class _Lowering:
         for b in self.kernel.buffers:
             if b.space == "local":
                 assert b.shape is not None
-                b = dataclasses.replace(b, shape=dims + b.shape)
+                b = dataclasses.replace(b, shape=b.shape + dims)
             out.append(b)
         out.extend(self.st.buffers)
         for v, buf in self.value_buffers.items():
@@ -405,7 +406,8 @@ class _Lowering:
         for b in self.kernel.buffers:
             if b.space == "local":
                 out.append(LoweringDecision(k, b.loc, f"per-thread array '{b.name}' gets one copy per thread "
-                                                      f"([blockDim.z][blockDim.y][blockDim.x] in front)"))
+                                                      f"([blockDim.z][blockDim.y][blockDim.x] behind its own "
+                                                      f"dimensions: consecutive threads' elements are adjacent)"))
         return out
 
 
@@ -436,7 +438,7 @@ class _ThreadBody(Mutator):
     def _index(self, buffer: str, index: tuple[n.Expr, ...]) -> tuple[n.Expr, ...]:
         if buffer in self.local_arrays:
             x, y, z = self.state.counters
-            return (n.Var(z, U32), n.Var(y, U32), n.Var(x, U32)) + index
+            return index + (n.Var(z, U32), n.Var(y, U32), n.Var(x, U32))
         return index
 
     def visit_Decl(self, s: n.Decl) -> n.Stmt:
