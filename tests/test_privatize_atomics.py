@@ -18,6 +18,7 @@ import polypy
 from codegen.llvm import jit
 from gpu2cpu.privatize_atomics import privatizable_atomics
 from polypy.driver.pipelines import to_cpu
+from polypy.driver.source import load
 from samples.spec import all_samples
 
 KERNELS = r"""
@@ -184,6 +185,32 @@ def test_budget() -> None:
     assert jit.private_copies({"a": (10, 4)}, 4, 1000)
     assert not jit.private_copies({"a": (5000, 4)}, 4, 1000)  # 20000 > 16 * 1000
     assert not jit.private_copies({"a": (1 << 22, 8)}, 4, 1 << 30)  # 128 MiB of copies
+    # a thread adding 4 times to the array pays for 4 times the copy
+    assert jit.private_copies({"a": (5000, 4)}, 4, 1000, {"a": 4})
+    assert not jit.private_copies({"a": (5000, 4), "b": (5000, 4)}, 4, 1000, {"a": 4})
+
+
+def test_adds_per_thread_counts_loops_and_takes_one_version_of_a_nest() -> None:
+    """spmv's gradient adds to d_vals and d_x once per nonzero of its row: a loop whose trip count
+    is in the matrix, counted UNKNOWN_TRIPS times; the 5-tap loop of a stencil 5 times."""
+    spmv = next(s for s in all_samples() if s.name == "spmv_csr")
+    g = polypy.grad(getattr(polypy.compile(spmv.source, defines=spmv.defines), spmv.kernel), wrt=list(spmv.wrt))
+    adds = jit.adds_per_thread(to_cpu(g.gpu))
+    # (at least: the loops over the threads split by ranges of rows add up, an overestimate)
+    assert adds["d_vals"] >= jit.UNKNOWN_TRIPS and adds["d_x"] >= jit.UNKNOWN_TRIPS
+    taps = load(None, text=TAPS5).kernel("taps5")
+    assert jit.adds_per_thread(to_cpu(taps)) == {"out": 5}
+
+
+TAPS5 = r"""
+__global__ void taps5(const float* x, float* out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        for (int k = 0; k < 5; k++)
+            atomicAdd(&out[(i + k) % n], x[i]);
+}
+"""
 
 
 SAMPLES = {s.name: s for s in all_samples() if s.name in ("vecnorm", "layernorm")}

@@ -107,12 +107,13 @@ class JitModule:
         self._plain: dict[str, JitKernel] = {}
         self._plain_lock = threading.Lock()
         private = {k.name: k.private_atomics for k in module.kernels}
+        adds = {k.name: adds_per_thread(k) for k in module.kernels if k.private_atomics}
         self.kernels: dict[str, JitKernel] = {}
         for name, abi in abis.items():
             address = self._engine.get_function_address(abi.worker_symbol)
             if not address:
                 raise InternalError(f"compiled code has no symbol {abi.worker_symbol!r}")
-            self.kernels[name] = JitKernel(self, abi, address, private=private.get(name, ()))
+            self.kernels[name] = JitKernel(self, abi, address, private=private.get(name, ()), adds=adds.get(name))
 
     def __getitem__(self, name: str) -> JitKernel:
         return self.kernels[name]
@@ -198,20 +199,62 @@ PROBE_BELOW_SECONDS = 1e-3
 
 
 # Privatized atomics (see the module docstring): the copies of one launch take at most this
-# many bytes, and each array at most this many elements per thread of the launch (summed over
-# its workers' copies): zeroing and adding the copies must stay small next to the launch's work.
+# many bytes, and each array at most this many elements per atomic add the launch makes to it
+# (summed over its workers' copies): zeroing and adding a copy's element is a plain vector
+# operation, a float atomic add a compare-and-swap loop costing about as much as 16 of them.
 PRIVATE_COPY_BYTES = 64 << 20
-PRIVATE_ELEMS_PER_THREAD = 16
+PRIVATE_ELEMS_PER_ADD = 16
+# How many times a loop whose trip count is not a constant is counted on to run (spmv's row loop:
+# its trip count is in the matrix).
+UNKNOWN_TRIPS = 4
 
 
-def private_copies(sizes: Mapping[str, tuple[int, int]], workers: int, launch_threads: int) -> bool:
+def private_copies(sizes: Mapping[str, tuple[int, int]], workers: int, launch_threads: int,
+                   adds: Mapping[str, int] | None = None) -> bool:
     """Whether a launch on ``workers`` threads with ``launch_threads`` GPU threads gives each
-    worker its own copy of the arrays ``sizes`` (name -> (elements, bytes per element))."""
+    worker its own copy of the arrays ``sizes`` (name -> (elements, bytes per element));
+    ``adds``: per array, the atomic adds one thread makes to it (``adds_per_thread``; default 1)."""
     if workers <= 1 or not sizes:
         return False
     total = sum(count * itemsize for count, itemsize in sizes.values()) * workers
+    per = adds or {}
     return total <= PRIVATE_COPY_BYTES and all(
-        count * workers <= PRIVATE_ELEMS_PER_THREAD * launch_threads for count, _ in sizes.values())
+        count * workers <= PRIVATE_ELEMS_PER_ADD * per.get(name, 1) * launch_threads
+        for name, (count, _) in sizes.items())
+
+
+def adds_per_thread(kernel: n.Kernel) -> dict[str, int]:
+    """Per buffer, how many atomic adds one GPU thread of the CPU-form ``kernel`` makes to it, as
+    far as the code tells: constant loops count their trips, other loops ``UNKNOWN_TRIPS``, an if
+    its costlier branch (the versions of a nest are alternatives), thread loops once. Loops over
+    the threads one after the other add up, also where they cover different threads (a loop split
+    by the range of the counter): an estimate, at most that many times too high."""
+    def count(body: tuple[n.Stmt, ...]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for s in body:
+            inner: dict[str, int] = {}
+            if isinstance(s, n.AtomicRMW) and s.op == "add":
+                inner = {s.buffer: 1}
+            elif isinstance(s, n.If):
+                a, b = count(s.then), count(s.orelse)
+                inner = {k: max(a.get(k, 0), b.get(k, 0)) for k in a.keys() | b.keys()}
+            elif isinstance(s, n.For):
+                trips = 1 if s.kind == "threads" else _trips(s)
+                inner = {k: v * trips for k, v in count(s.body).items()}
+            elif isinstance(s, n.While):
+                inner = {k: v * UNKNOWN_TRIPS for k, v in count(s.body + s.update).items()}
+            for k, v in inner.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+    return count(kernel.body)
+
+
+def _trips(loop: n.For) -> int:
+    values = [e.value for e in (loop.start, loop.stop, loop.step) if isinstance(e, n.Const)]
+    if len(values) == 3 and values[2] > 0:
+        return max(1, -(-(values[1] - values[0]) // values[2]))
+    return UNKNOWN_TRIPS
 
 
 # Each worker's copy starts on a line of its own: two workers adding into one cache line (a
@@ -236,12 +279,14 @@ def _overlaps(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 class JitKernel:
-    def __init__(self, owner: JitModule, abi: KernelABI, address: int, *, private: tuple[str, ...] = ()):
+    def __init__(self, owner: JitModule, abi: KernelABI, address: int, *, private: tuple[str, ...] = (),
+                 adds: Mapping[str, int] | None = None):
         self.owner = owner  # keeps the execution engine (and so the code) alive
         self.abi = abi
         self.name = abi.kernel
         # Pointer parameters a launch may accumulate per worker (``Kernel.private_atomics``).
         self.private = private
+        self.adds = dict(adds or {})  # per private parameter, the atomic adds a thread makes to it
         argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] + [ctypes.c_uint32] * 6 + [ctypes.c_int64]
         for p in abi.params:
             argtypes.append(ctypes.c_void_p if isinstance(p.ptype, PointerType) else ctype_of(p.ptype))
@@ -348,7 +393,7 @@ class JitKernel:
             return {}
         mine = {name: arrays[name] for name in self.private}
         sizes = {name: (a.size, a.itemsize) for name, a in mine.items()}
-        if not private_copies(sizes, workers, launch_threads):
+        if not private_copies(sizes, workers, launch_threads, self.adds):
             return None
         # An array that another argument shares bytes with could be read there mid-launch.
         for name, a in mine.items():
