@@ -12,7 +12,7 @@ def _args(s, case):
     return s.make_args(np.random.default_rng(7), case, np.float64)
 
 
-@pytest.mark.parametrize("name", ["saxpy", "stencil1d", "reduce_sum", "conv2d", "matmul_tiled"])
+@pytest.mark.parametrize("name", ["saxpy", "stencil1d", "reduce_sum", "conv2d", "matmul_tiled", "layernorm", "softmax_rows"])
 def test_compiled_gradient_matches_emulated_gradient(name: str) -> None:
     s = sample(name)
     mod = polypy.compile(s.source, defines={**s.defines, "REAL": "double"})

@@ -17,11 +17,11 @@ import pytest
 from c_support import copy_args, need_compiler
 
 from codegen.c import build_library
-from polypy.driver.pipelines import make_pass
+from polypy.driver.pipelines import make_pass, to_cpu
 from polypy.driver.source import load
 from polypy.emulator import emulate
 from polypy.ir import nodes as n
-from polypy.ir import print_kernel, verify_kernel
+from polypy.ir import parse_kernel, print_kernel, verify_kernel
 from polypy.ir.types import PointerType
 from polypy.ir.visitor import walk
 
@@ -137,6 +137,42 @@ __global__ void fill(unsigned n, unsigned step, float* y) {
         got = copy_args(args)
         build_library([out]).launch(out.name, (1, 1, 1), (32, 1, 1), got)
         np.testing.assert_array_equal(got["y"], expected["y"], err_msg=f"step {step}, n {size}")
+
+
+# A block-stride loop run backwards, as a gradient's reverse sweep runs it (``autodiff.sweeps``,
+# which keeps these locals named): each thread visits its elements from the last down to its
+# first, and the running value makes the order visible.
+REVERSED = """
+kernel rev(n: i32, x: const f32*, y: f32*) {
+  var c_n: i32 = (i32)((i32)threadIdx.x < n ? ((i64)n - (i64)((i32)threadIdx.x) + (i64)((i32)blockDim.x) - 1l) / (i64)((i32)blockDim.x) : 0l)
+  var acc: f32 = 0.0f
+  for c_r: i32 = 0 to c_n step 1 {
+    var c_i: i32 = c_n - 1 - c_r
+    var c: i32 = (i32)((i64)((i32)threadIdx.x) + (i64)c_i * (i64)((i32)blockDim.x))
+    acc = acc * 0.5f + x[c] + (f32)c_r
+    y[c] = acc
+  }
+}
+"""
+
+
+def test_reversed_block_stride_loops_get_a_uniform_iteration_space_and_keep_each_threads_order() -> None:
+    need_compiler()
+    gpu = parse_kernel(REVERSED)
+    cpu = make_pass("serialize-threads").run(gpu)
+    report: list = []
+    out = make_pass("normalize-grid-stride", report=report).run(cpu)
+    verify_kernel(out)
+    assert any("reversed strided loop over 'c'" in d.format() for d in report), [d.format() for d in report]
+    assert "c_j" in print_kernel(out)
+    for grid, block, size in ((1, 32, 200), (1, 64, 1000), (1, 32, 7), (1, 32, 0), (1, 48, 100)):
+        run_both(gpu, out, grid, block, size, seed=size)
+    # through the whole CPU pipeline: interchanged with the loop over the threads
+    full = to_cpu(gpu)
+    assert any(isinstance(x, n.For) and x.var.startswith("c_j") and any(
+        isinstance(y, n.For) and y.kind == "threads" for y in walk(x)) for x in walk(full))
+    for grid, block, size in ((1, 32, 200), (1, 64, 1000), (1, 32, 7)):
+        run_both(gpu, full, grid, block, size, seed=size)
 
 
 def test_schedule_is_the_same_under_any_string_hash_seed(tmp_path) -> None:
