@@ -59,7 +59,6 @@ import dataclasses
 from collections.abc import Callable
 from typing import Union
 
-from gpu2cpu.names import NameSupply
 from gpu2cpu.normalize_grid_stride import normalize_strided_loops
 from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_affine import (
@@ -67,26 +66,26 @@ from gpu2cpu.thread_affine import (
     Ranges,
     conjunction,
     counter_dim,
-    is_check,
     need_exprs,
     split_conjuncts,
 )
 from gpu2cpu.thread_loops import (
+    ThreadLoopStep,
     copy_loop,
     let_definitions,
     order_sensitive,
+    rewrite_cpu_body,
     stem_of,
     thread_loop,
 )
 from polypy.analysis.uniformity import thread_dependent_names
-from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import declared_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
-from polypy.ir.visitor import Mutator, Visitor, rebuild, substitute, walk, walk_block
+from polypy.ir.visitor import Visitor, substitute, walk, walk_block
 
 # Definitions at most this big (in IR nodes) are recomputed in each part rather than expanded.
 RECOMPUTE_LIMIT = 16
@@ -97,37 +96,22 @@ _CHEAP_CALLS = frozenset({"min", "max", "abs", "fabs", "fmin", "fmax"})
 
 def sink_thread_loops(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
     """Interchange thread loops inwards; see the module docstring."""
-    if kernel.stage != "cpu":
-        raise InternalError("sink_thread_loops expects a CPU-form kernel", kernel.loc)
-    s = _Sink(kernel)
-    body = s.visit_block(kernel.body)
-    if report is not None:
-        report.extend(s.decisions)
-    if body is kernel.body:
-        return kernel
-    return dataclasses.replace(kernel, body=body, buffers=kernel.buffers + tuple(s.buffers))
+    return rewrite_cpu_body(kernel, _Sink, what="sink_thread_loops", report=report)
 
 
-class _Sink(Mutator):
+class _Sink(ThreadLoopStep):
     def __init__(self, kernel: n.Kernel):
-        self.kernel = kernel
-        self.names = NameSupply(kernel)
+        super().__init__(kernel)
         self.ranges = Ranges.of_kernel(kernel.body)
         self.buffers: list[n.Buffer] = []
-        self.decisions: list[LoweringDecision] = []
         self.enclosing: list[n.For] = []  # thread loops around the current statement
 
-    def note(self, loop: n.Stmt, message: str) -> None:
-        self.decisions.append(LoweringDecision(self.kernel.name, loop.loc, message))
+    def kernel_fields(self) -> dict:
+        return {"buffers": self.kernel.buffers + tuple(self.buffers)}
 
     # ------------------------------------------------------------------ walking the kernel
     def visit_Expr(self, e: n.Expr) -> n.Expr:
         return e  # expressions hold no loops
-
-    def visit_If(self, s: n.If) -> n.Stmt:
-        if not is_check(s.cond):
-            return self.generic_visit(s)
-        return rebuild(s, then=self.visit_block(s.then))  # the fallback of a run-time check stays original
 
     def enter_For(self, s: n.For) -> None:
         if s.kind == "threads" and counter_dim(s.var) != 0:

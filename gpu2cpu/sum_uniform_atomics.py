@@ -33,35 +33,27 @@ from __future__ import annotations
 
 import dataclasses
 
-from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.queries import declared_names, written_names
 from polypy.passes.fold_constants import fold_expr
 from polypy.ir.visitor import Mutator, substitute, walk, walk_block
 
-from gpu2cpu.names import NameSupply
 from gpu2cpu.report import LoweringDecision
+from gpu2cpu.thread_loops import ThreadLoopStep, rewrite_cpu_body
 
 
 def sum_uniform_atomics(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
     """Sum uniform atomic adds of innermost thread loops in registers; see the module docstring."""
-    if kernel.stage != "cpu":
-        raise InternalError("sum_uniform_atomics expects a CPU-form kernel", kernel.loc)
-    m = _Sum(kernel)
-    body = m.visit_block(kernel.body)
-    if report is not None:
-        report.extend(m.decisions)
-    if body is kernel.body:
-        return kernel
-    return dataclasses.replace(kernel, body=body, order_free_sums=kernel.order_free_sums + tuple(m.sums))
+    return rewrite_cpu_body(kernel, _Sum, what="sum_uniform_atomics", report=report)
 
 
-class _Sum(Mutator):
+class _Sum(ThreadLoopStep):
     def __init__(self, kernel: n.Kernel):
-        self.kernel = kernel
-        self.names = NameSupply(kernel)
+        super().__init__(kernel)
         self.sums: list[str] = []
-        self.decisions: list[LoweringDecision] = []
+
+    def kernel_fields(self) -> dict:
+        return {"order_free_sums": self.kernel.order_free_sums + tuple(self.sums)}
 
     def visit_Expr(self, e: n.Expr) -> n.Expr:
         return e
@@ -124,9 +116,8 @@ class _Sum(Mutator):
             after.append(n.AtomicRMW("add", buffer, index, n.Var(name, ty), loc=s.loc))
             self.sums.append(name)
         where = ", ".join(sorted({b for b, _ in found}))
-        self.decisions.append(LoweringDecision(self.kernel.name, s.loc,
-                                               f"thread loop over {s.var}: atomic adds to one element of {where} "
-                                               f"summed in registers, one add after the loop"))
+        self.note(s, f"thread loop over {s.var}: atomic adds to one element of {where} summed in registers, "
+                     f"one add after the loop")
         return (*before, dataclasses.replace(s, body=body), *after)
 
 

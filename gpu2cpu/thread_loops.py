@@ -30,7 +30,8 @@ _COMMUTING = {"add": "add", "sub": "add", "min": "min", "max": "max", "and": "an
 def rewrite_cpu_body(kernel: n.Kernel, make: Callable[[n.Kernel], Mutator], *, what: str,
                      report: list | None = None) -> n.Kernel:
     """Run the Mutator ``make(kernel)`` (one with a ``decisions`` list) over a CPU-form kernel's
-    body; its decisions go to ``report``. The kernel itself comes back when nothing changed (the step passes' frame)."""
+    body; its decisions go to ``report``. The kernel itself comes back when nothing changed (the step passes' frame).
+    A mutator with a ``kernel_fields()`` method also sets those fields of the new kernel (buffers it added, notes)."""
     if kernel.stage != "cpu":
         raise InternalError(f"{what} expects a CPU-form kernel", kernel.loc)
     m = make(kernel)
@@ -39,7 +40,8 @@ def rewrite_cpu_body(kernel: n.Kernel, make: Callable[[n.Kernel], Mutator], *, w
         report.extend(m.decisions)  # type: ignore[attr-defined]
     if body is kernel.body:
         return kernel
-    return dataclasses.replace(kernel, body=body)
+    fields = m.kernel_fields() if hasattr(m, "kernel_fields") else {}
+    return dataclasses.replace(kernel, body=body, **fields)
 
 
 class ThreadLoopStep(Mutator):
