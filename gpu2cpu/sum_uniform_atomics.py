@@ -19,7 +19,8 @@ innermost loop over threads::
 
 for every ``atomic.add`` with unused old value whose index the loop does not change (built from
 values declared outside it and not assigned in it, no loads) on a buffer the loop touches in no
-other way (no load, no store, no other operation). Atomics under ifs are summed under the same
+other way (no load, no store, no other operation), nor any buffer that may share its storage
+(``polypy.poly.alias``: two pointer parameters may). Atomics under ifs are summed under the same
 ifs; atomics inside serial loops nested in the thread loop are left alone.
 
 Order: CUDA gives atomics of different threads no order, so the sum may be formed in any order;
@@ -35,8 +36,9 @@ import dataclasses
 
 from polypy.ir import nodes as n
 from polypy.ir.queries import declared_names, written_names
+from polypy.ir.visitor import substitute, walk, walk_block
 from polypy.passes.fold_constants import fold_expr
-from polypy.ir.visitor import Mutator, substitute, walk, walk_block
+from polypy.poly.alias import alias_kind
 
 from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_loops import ThreadLoopStep, rewrite_cpu_body
@@ -67,9 +69,13 @@ class _Sum(ThreadLoopStep):
 
     def loop(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         changed = declared_names(s.body) | written_names(s.body) | {s.var}
-        # Buffers the loop touches other than by an atomic add with unused result.
-        other = {x.buffer for x in walk_block(s.body)
-                 if isinstance(x, (n.Load, n.Store)) or (isinstance(x, n.AtomicRMW) and (x.op != "add" or x.dest))}
+        # Buffers the loop touches other than by an atomic add with unused result, and every buffer
+        # that may be their storage (pointer parameters may point into each other: a thread would
+        # no longer read its own adds there).
+        touched = {x.buffer for x in walk_block(s.body)
+                   if isinstance(x, (n.Load, n.Store)) or (isinstance(x, n.AtomicRMW) and (x.op != "add" or x.dest))}
+        adds = {x.buffer for x in walk_block(s.body) if isinstance(x, n.AtomicRMW)}
+        other = {b for b in adds if any(alias_kind(self.kernel, b, t) is not None for t in touched)}
         found: dict[tuple[str, tuple[n.Expr, ...]], str] = {}
         # Locals the loop declares at its top level from values it does not change, never assigned
         # (``var k_1: i32 = -3 + k_i``, recomputed in each part by the interchange): their values.

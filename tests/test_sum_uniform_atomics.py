@@ -97,6 +97,30 @@ def test_adds_to_an_element_the_loop_also_reads_are_left_alone():
     assert sum_uniform_atomics(cpu) is cpu
 
 
+TOTAL = r"""
+__global__ void total(const float* RX x, float* RX acc, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        atomicAdd(&acc[0], x[i]);
+}
+"""
+
+
+def test_adds_to_an_array_the_loop_may_also_read_through_another_pointer_are_left_alone():
+    """acc may be x's storage (two plain pointers): a thread reading x[0] after its own add to
+    acc[0] must see it, so the adds stay in the loop; with __restrict__ they become one sum."""
+    plain = to_cpu(_kernel(TOTAL.replace("RX", ""), "total"))
+    assert not plain.order_free_sums
+    restricted = to_cpu(_kernel(TOTAL.replace("RX", "__restrict__"), "total"))
+    assert restricted.order_free_sums
+    n_ = 1000
+    x = np.random.default_rng(2).standard_normal(n_).astype(np.float32)
+    args = dict(x=x, acc=np.zeros(1, np.float32), n=np.int32(n_))
+    got = run_c(_kernel(TOTAL.replace("RX", "__restrict__"), "total"), (8, 1, 1), (128, 1, 1), args)
+    np.testing.assert_allclose(got["acc"][0], x.astype(np.float64).sum(), rtol=1e-5)
+
+
 def test_the_c_output_declares_the_reduction_and_the_llvm_ir_reassociates_it():
     cpu = to_cpu(_kernel(TAPS, "taps"))
     names = cpu.order_free_sums
