@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from c_support import assert_same_as_emulator
+from codegen.c import emit_kernels
 from polypy.driver.pipelines import to_cpu
 from polypy.driver.source import load
 from polypy.ir import nodes as n
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import walk, walk_block
 
 # A pathfinder-style sweep (Rodinia's dynproc kernel, written anew and smaller): the west/east
 # neighbour indices are clamped once, before the loop with barriers, and read in every step.
@@ -397,3 +398,44 @@ def test_a_select_on_the_counter_splits_the_loop_instead_of_masking_loads():
         args = dict(**{"in": rng.standard_normal(nelem).astype(np.float32)}, out=np.zeros(nelem, np.float32),
                     n=nelem, edge=np.float32(0.5))
         assert_same_as_emulator(kernel, (-(-nelem // block), 1, 1), (block, 1, 1), args, cpp=True)
+
+
+# A per-thread array written in a tap loop, then read back in another (a gradient's tape has this
+# shape): written anew for this test.
+PER_THREAD = r"""
+__global__ void taps(const float* x, float* out, int n)
+{
+    float t[5];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i + 4 < n) {
+        for (int k = 0; k < 5; k++)
+            t[k] = x[i + k] * (float)(k + 1);
+        float acc = 0.0f;
+        for (int k = 0; k < 5; k++)
+            acc = acc + t[4 - k] * t[k];
+        out[i] = acc;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("block", [32, 64, 100])
+def test_per_thread_arrays_written_in_a_serial_loop_leave_the_thread_loop_simd(block):
+    """t[k][tz][ty][tx]: each lane writes its own copy whatever k is, so the loop over tx is a
+    vector loop; the store's index mentions the inner counter k, which the general rule refuses."""
+    from codegen.c.render import independent_lanes
+
+    cpu = to_cpu(_kernel(PER_THREAD, "taps"))
+    local = {b.name for b in cpu.buffers if b.space == "local"}
+    private = local | {b.name for b in cpu.buffers if b.space == "shared"}
+    loops = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "threads"
+             and any(isinstance(y, n.Store) and y.buffer == "t" for y in walk(x))
+             and not any(isinstance(y, n.For) and y.kind == "threads" for y in walk_block(x.body))]
+    assert loops and all(independent_lanes(x, private, (), local) for x in loops)
+    assert not any(independent_lanes(x, private) for x in loops)  # without the exemption: not provable
+    assert "#pragma omp simd" in emit_kernels([cpu], cpp=True)
+    rng = np.random.default_rng(block)
+    n_ = 300
+    x = rng.standard_normal(n_).astype(np.float32)
+    args = dict(x=x, out=np.zeros(n_, np.float32), n=np.int32(n_))
+    assert_same_as_emulator(_kernel(PER_THREAD, "taps"), (-(-n_ // block), 1, 1), (block, 1, 1), args, cpp=True)

@@ -412,7 +412,8 @@ class Renderer(CExprPrinter):
             # vector loop without the compiler's run-time alias checks (see ``independent_lanes``).
             private = {b.name for b in self.kernel.buffers if b.space in ("shared", "local")}
             sums = summed_in(s, self.kernel.order_free_sums)
-            if independent_lanes(s, private, sums):
+            local = {b.name for b in self.kernel.buffers if b.space == "local"}
+            if independent_lanes(s, private, sums, local):
                 reduction = f" reduction(+:{', '.join(self.name(x) for x in sums)})" if sums else ""
                 out.append(f"{ind}#pragma omp simd{reduction}")
             else:
@@ -539,7 +540,8 @@ def summed_in(loop: n.For, sums: Sequence[str]) -> list[str]:
     return [name for name in sums if name in wanted and name in adds and reads.get(name, 0) == adds[name]]
 
 
-def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Sequence[str] = ()) -> bool:
+def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Sequence[str] = (),
+                      local: frozenset[str] | set[str] = frozenset()) -> bool:
     """Whether ``#pragma omp simd`` is exact on the thread loop ``loop``: no iteration reads what
     another one writes, so running several in lockstep changes nothing.
 
@@ -551,19 +553,29 @@ def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Seq
     constant nonzero stride (``a[row * n + tx]``, ``s[ty][tx]``, never ``s[0]``, ``h[bin]`` or
     ``s[tx * k]``), and a block-private buffer (``private``: shared and per-thread memory, where
     atomics became plain updates) it stores to it accesses at that one index only, so no two
-    iterations touch the same element of what the loop writes.
+    iterations touch the same element of what the loop writes. A per-thread array (``local``)
+    that the loop accesses only at its lane's copy (the counter as the last index) is exempt from
+    both rules: a gradient's tape ``tape[k][tz][ty][tx]`` written in a tap loop over ``k``.
     """
     declared = {x.name if isinstance(x, n.Decl) else x.var for x in walk_block(loop.body) if isinstance(x, (n.Decl, n.For))}
     assigned = {x.name for x in walk_block(loop.body) if isinstance(x, n.Assign)}
     # Locals the loop declares with a value and never assigns (``c = base + tx``) stand for it.
     values = {n.Var(x.name, x.vtype): x.init for x in walk_block(loop.body)
               if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
+    # Per-thread arrays (``local``) accessed only at the lane's own copy, the loop's counter as
+    # the last index (``tape[k][tz][ty][tx]``, ``v_x[tx]``): lanes never share an element, what
+    # ever the other indices (a tap loop's ``k``) are.
+    counter = n.Var(loop.var, loop.vtype)
+    accesses = [x for x in walk_block(loop.body) if isinstance(x, (n.Load, n.Store)) and x.buffer in local]
+    own = {x.buffer for x in accesses} - {x.buffer for x in accesses if not x.index or x.index[-1] != counter}
     for x in walk_block(loop.body):
         if isinstance(x, (n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return)) or \
                 (isinstance(x, n.For) and (x.kind == "threads" or not _constant_trip(x))):
             return False
         if isinstance(x, n.Assign) and x.name not in declared and x.name not in sums:
             return False
+        if isinstance(x, n.Store) and x.buffer in own:
+            continue
         if isinstance(x, n.Store):
             index = tuple(_expand(i, values) for i in x.index)
             if not any(affine_in(i, loop.var) for i in index):
@@ -579,7 +591,7 @@ def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Seq
         if isinstance(x, (n.Load, n.Store)):
             indices.setdefault(x.buffer, set()).add(x.index)
     stored = {x.buffer for x in walk_block(loop.body) if isinstance(x, n.Store)}
-    return all(len(indices[b]) == 1 for b in stored if b in private)
+    return all(len(indices[b]) == 1 for b in stored if b in private and b not in own)
 
 
 def affine_in(e: n.Expr, var: str) -> bool:
