@@ -162,7 +162,7 @@ __global__ void strided(const int* a, int* out, int k)
 
 @pytest.mark.parametrize("k", [0, 1])
 def test_strided_block_atomics_stay_scalar_and_exact(k):
-    from codegen.c.render import independent_lanes
+    from codegen.lanes import independent_lanes
 
     cpu = to_cpu(_kernel(STRIDED_ATOMIC, "strided"))
     # the loops holding the plain updates the atomics became: a load of s, then a store to s
@@ -176,7 +176,7 @@ def test_strided_block_atomics_stay_scalar_and_exact(k):
 
 
 def test_affine_strides():
-    from codegen.c.render import affine_in
+    from codegen.lanes import affine_in
     from polypy.ir.types import I32, U32
 
     tx, k = n.Var("tx", U32), n.Var("k", I32)
@@ -343,7 +343,7 @@ def test_thread_loop_around_a_constant_serial_loop_is_simd():
     k_loop = next(i for i, line in enumerate(lines) if "for (int k = 0; k < 16; ++k)" in line)
     tx_loop = max(i for i in range(k_loop) if lines[i].lstrip().startswith("for (unsigned int tx"))
     assert lines[tx_loop - 1].strip() == "#pragma omp simd"
-    from codegen.c.render import independent_lanes
+    from codegen.lanes import independent_lanes
 
     cpu = to_cpu(_gemm(True))
     around = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "threads"
@@ -423,7 +423,7 @@ __global__ void taps(const float* x, float* out, int n)
 def test_per_thread_arrays_written_in_a_serial_loop_leave_the_thread_loop_simd(block):
     """t[k][tz][ty][tx]: each lane writes its own copy whatever k is, so the loop over tx is a
     vector loop; the store's index mentions the inner counter k, which the general rule refuses."""
-    from codegen.c.render import independent_lanes
+    from codegen.lanes import independent_lanes
 
     cpu = to_cpu(_kernel(PER_THREAD, "taps"))
     local = {b.name for b in cpu.buffers if b.space == "local"}

@@ -83,3 +83,26 @@ def test_optimized_thread_loops_are_vectorized():
 def test_gpu_form_is_refused():
     with pytest.raises(UserError, match="'gpu' form"):
         emit_llvm_ir(n.Module((gpu_kernel(SAXPY),)))
+
+
+def test_thread_loops_proved_lane_independent_are_parallel_loops_with_their_own_access_group():
+    """What gives `#pragma omp simd` in C (codegen.lanes.independent_lanes) gives
+    llvm.loop.parallel_accesses here: each such loop its own distinct access group, every load
+    and store inside tagged with it; a loop the proof refuses (a uniform store) gets none."""
+    k = cpu_form(gpu_kernel(SAXPY))
+    text = emit_llvm_ir(n.Module((k,)))
+    groups = set(re.findall(r'!"llvm.loop.parallel_accesses", (![0-9]+)', text))
+    assert len(groups) == 1
+    group = groups.pop()
+    assert re.search(rf"^{group} = distinct !\{{\s*\}}", text, re.M)
+    memory = [line for line in text.splitlines() if re.search(r"= load float|store float", line)]
+    assert memory and all(f"!llvm.access.group {group}" in line for line in memory)
+    two = cpu_form(gpu_kernel("""
+    kernel two(x: f32*, y: f32*) {
+      x[threadIdx.x] = 1.0f
+      y[0] = 2.0f
+    }
+"""))
+    # x[tx] alone is parallel; the loop also storing y[0] (every lane, one element) is not
+    text2 = emit_llvm_ir(n.Module((two,)))
+    assert "llvm.loop.parallel_accesses" not in text2 and "llvm.access.group" not in text2

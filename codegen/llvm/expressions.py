@@ -55,6 +55,7 @@ class ExpressionEmitter:
     def visit_Load(self, e: n.Load) -> ir.Value:
         ptr, elem = self.address(e.buffer, e.index, e, "read")
         value = self.builder.load(ptr, typ=memory_type(elem), align=max(elem.itemsize, 1))
+        self.tag_access(value)
         return self.from_memory(value, elem)
 
     def visit_Unary(self, e: n.Unary) -> ir.Value:

@@ -78,6 +78,9 @@ class KernelFunction(Visitor):
         self.values: dict[str, ir.Value] = {}    # name -> SSA value of a never-assigned parameter
         self.buffers: dict[str, _BufferInfo] = {}
         self.loops: list[_Loop] = []
+        # Access groups of the enclosing thread loops proved free of cross-lane dependences
+        # (``StatementEmitter.parallel_group``): every load and store in them is tagged.
+        self.access_groups: list[ir.Value] = []
         self.risky_cache: dict[int, bool] = {}
         self.var_types = _variable_types(kernel)
         self.block_idx: list[ir.Value] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from codegen.lanes import independent_lanes, summed_in
 from codegen.llvm.function import _Loop
 from codegen.llvm.types import int_type_of_width, memory_type, value_type
 
@@ -48,7 +49,7 @@ class StatementEmitter:
     def visit_Store(self, s: n.Store) -> None:
         ptr, elem = self.address(s.buffer, s.index, s, "write")
         value = self.expr(s.value)
-        self.builder.store(self.to_memory(value, elem), ptr, align=max(elem.itemsize, 1))
+        self.tag_access(self.builder.store(self.to_memory(value, elem), ptr, align=max(elem.itemsize, 1)))
 
     def visit_AtomicRMW(self, s: n.AtomicRMW) -> None:
         ptr, elem = self.address(s.buffer, s.index, s, "atomic")
@@ -150,7 +151,12 @@ class StatementEmitter:
         b.cbranch(self.compare("lt", b.load(var, typ=value_type(s.vtype)), stop, s.vtype), body, exit_bb)
         b.position_at_end(body)
         self.loops.append(_Loop(exit_bb, latch))
+        group = self.parallel_group(s) if s.kind == "threads" else None
+        if group is not None:
+            self.access_groups.append(group)
         self.block(s.body)
+        if group is not None:
+            self.access_groups.pop()
         self.loops.pop()
         b.branch(latch)
         b.position_at_end(latch)
@@ -158,10 +164,28 @@ class StatementEmitter:
         b.store(b.fadd(current, step) if s.vtype.is_float else b.add(current, step), var)
         back = b.branch(header)
         if s.kind == "threads":
-            back.set_metadata("llvm.loop", self.no_unroll())
+            back.set_metadata("llvm.loop", self.no_unroll(group))
         b.position_at_end(exit_bb)
 
-    def no_unroll(self) -> ir.Value:
+    def parallel_group(self, s: n.For) -> ir.Value | None:
+        """An access group for the thread loop ``s`` when its iterations provably touch different
+        elements (``codegen.lanes.independent_lanes``, what gives ``#pragma omp simd`` in C): its
+        loads and stores are tagged with it and the loop is marked ``llvm.loop.parallel_accesses``,
+        so the vectorizer needs no dependence analysis or run-time alias checks. None otherwise."""
+        private = {b.name for b in self.kernel.buffers if b.space in ("shared", "local")}
+        local = {b.name for b in self.kernel.buffers if b.space == "local"}
+        if not independent_lanes(s, private, summed_in(s, self.kernel.order_free_sums), local):
+            return None
+        return _DistinctMD(self.llmod, [], name=str(len(self.llmod.metadata)))
+
+    def tag_access(self, instr: ir.Instruction) -> None:
+        """Put a load or store in the access groups of the parallel thread loops around it."""
+        if self.access_groups:
+            groups = self.access_groups
+            instr.set_metadata("llvm.access.group", groups[0] if len(groups) == 1 else
+                               ir.values.MDValue(self.llmod, list(groups), name=str(len(self.llmod.metadata))))
+
+    def no_unroll(self, group: ir.Value | None = None) -> ir.Value:
         """Loop metadata ``llvm.loop.unroll.disable`` for a thread loop.
 
         Thread loops are what the loop vectorizer should vectorize (consecutive threads touch
@@ -173,6 +197,12 @@ class StatementEmitter:
         hint = self.llmod.add_metadata([ir.MetaDataString(self.llmod, "llvm.loop.unroll.disable")])
         loop_id = _DistinctMD(self.llmod, [], name=str(len(self.llmod.metadata)))
         loop_id.operands = (loop_id, hint)
+        if group is not None:  # the loop's accesses carry no cross-iteration dependence
+            # A node of its own (add_metadata would hand back an earlier loop's: access groups
+            # have no operands, so they all compare equal).
+            parallel = ir.values.MDValue(self.llmod, [ir.MetaDataString(self.llmod, "llvm.loop.parallel_accesses"),
+                                                      group], name=str(len(self.llmod.metadata)))
+            loop_id.operands = (loop_id, hint, parallel)
         return loop_id
 
     def visit_While(self, s: n.While) -> None:

@@ -1,0 +1,133 @@
+"""Which thread loops run their iterations as independent vector lanes: the proof behind
+``#pragma omp simd`` in the C backend and ``llvm.loop.parallel_accesses`` in the LLVM backend
+(``independent_lanes``), and the order-free sums such a loop may reassociate (``summed_in``)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from polypy.ir import nodes as n
+from polypy.ir.visitor import substitute, walk, walk_block
+
+_AFFINE_OPS = frozenset({"add", "sub"})
+_WIDE_INTS = frozenset({"i32", "u32", "i64", "u64"})
+
+
+def summed_in(loop: n.For, sums: Sequence[str]) -> list[str]:
+    """The order-free sums (``Kernel.order_free_sums``) that ``loop`` only adds to: each assigned
+    in it as ``s = s + v`` (``v`` without ``s``) and read nowhere else in it. The additions may be
+    reassociated (``gpu2cpu.sum_uniform_atomics``): a ``reduction(+:s)`` clause."""
+    if not sums:
+        return []
+    wanted = set(sums)
+    adds: dict[str, int] = {}
+    for x in walk_block(loop.body):
+        if isinstance(x, n.Assign) and x.name in wanted:
+            v = x.value
+            if isinstance(v, n.Binary) and v.op == "add" and v.a == n.Var(x.name, v.a.type) \
+                    and not any(isinstance(y, n.Var) and y.name == x.name for y in walk(v.b)):
+                adds[x.name] = adds.get(x.name, 0) + 1
+            else:
+                wanted.discard(x.name)
+    reads: dict[str, int] = {}
+    for x in walk_block(loop.body):
+        if isinstance(x, n.Var) and x.name in adds:
+            reads[x.name] = reads.get(x.name, 0) + 1
+    return [name for name in sums if name in wanted and name in adds and reads.get(name, 0) == adds[name]]
+
+
+def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Sequence[str] = (),
+                      local: frozenset[str] | set[str] = frozenset()) -> bool:
+    """Whether ``#pragma omp simd`` is exact on the thread loop ``loop``: no iteration reads what
+    another one writes, so running several in lockstep changes nothing.
+
+    Distinct CUDA threads never touch one element between two barriers unless one of them only
+    reads it or they use atomics (anything else is a data race, undefined in CUDA), so what is
+    left to prove is that the plain updates ``lower_block_atomics`` made of block atomics, and
+    writes to values declared outside the loop, do not collide: ``loop`` is innermost (inside it
+    at most serial loops with constant bounds), assigns only locals it declares, each store's index moves with the counter at a
+    constant nonzero stride (``a[row * n + tx]``, ``s[ty][tx]``, never ``s[0]``, ``h[bin]`` or
+    ``s[tx * k]``), and a block-private buffer (``private``: shared and per-thread memory, where
+    atomics became plain updates) it stores to it accesses at that one index only, so no two
+    iterations touch the same element of what the loop writes. A per-thread array (``local``)
+    that the loop accesses only at its lane's copy (the counter as the last index) is exempt from
+    both rules: a gradient's tape ``tape[k][tz][ty][tx]`` written in a tap loop over ``k``.
+    """
+    declared = {x.name if isinstance(x, n.Decl) else x.var for x in walk_block(loop.body) if isinstance(x, (n.Decl, n.For))}
+    assigned = {x.name for x in walk_block(loop.body) if isinstance(x, n.Assign)}
+    # Locals the loop declares with a value and never assigns (``c = base + tx``) stand for it.
+    values = {n.Var(x.name, x.vtype): x.init for x in walk_block(loop.body)
+              if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
+    # Per-thread arrays (``local``) accessed only at the lane's own copy, the loop's counter as
+    # the last index (``tape[k][tz][ty][tx]``, ``v_x[tx]``): lanes never share an element, what
+    # ever the other indices (a tap loop's ``k``) are.
+    counter = n.Var(loop.var, loop.vtype)
+    accesses = [x for x in walk_block(loop.body) if isinstance(x, (n.Load, n.Store)) and x.buffer in local]
+    own = {x.buffer for x in accesses} - {x.buffer for x in accesses if not x.index or x.index[-1] != counter}
+    for x in walk_block(loop.body):
+        if isinstance(x, (n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return)) or \
+                (isinstance(x, n.For) and (x.kind == "threads" or not _constant_trip(x))):
+            return False
+        if isinstance(x, n.Assign) and x.name not in declared and x.name not in sums:
+            return False
+        if isinstance(x, n.Store) and x.buffer in own:
+            continue
+        if isinstance(x, n.Store):
+            index = tuple(_expand(i, values) for i in x.index)
+            if not any(affine_in(i, loop.var) for i in index):
+                return False
+            if any(isinstance(y, (n.Load, n.Call)) or (isinstance(y, n.Var) and y.name in declared)
+                   for i in index for y in walk(i)):
+                return False
+    # Two atomics on one shared array at different offsets (s[tx], s[tx + 1]) are legal CUDA: a
+    # block-private buffer the loop stores to (where lowered atomics live) is accessed at one
+    # index only, so each iteration touches its own element.
+    indices: dict[str, set[tuple[n.Expr, ...]]] = {}
+    for x in walk_block(loop.body):
+        if isinstance(x, (n.Load, n.Store)):
+            indices.setdefault(x.buffer, set()).add(x.index)
+    stored = {x.buffer for x in walk_block(loop.body) if isinstance(x, n.Store)}
+    return all(len(indices[b]) == 1 for b in stored if b in private and b not in own)
+
+
+def affine_in(e: n.Expr, var: str) -> bool:
+    """``e`` is ``c * var + rest`` with ``c`` a nonzero constant and ``var`` not in ``rest``
+    (sums, differences, products by constants and widening casts)."""
+    if isinstance(e, n.Var):
+        return e.name == var
+    if isinstance(e, n.Cast):
+        return e.to.name in _WIDE_INTS and e.x.type.name in _WIDE_INTS and affine_in(e.x, var)
+    if isinstance(e, n.Binary):
+        a_has, b_has = _mentions(e.a, var), _mentions(e.b, var)
+        if e.op in _AFFINE_OPS:
+            if a_has and b_has:
+                return False
+            return affine_in(e.a, var) if a_has else (b_has and affine_in(e.b, var))
+        if e.op == "mul":
+            if a_has and _nonzero_int(e.b):
+                return affine_in(e.a, var)
+            if b_has and _nonzero_int(e.a):
+                return affine_in(e.b, var)
+    return False
+
+
+def _constant_trip(loop: n.For) -> bool:
+    """A serial loop with constant bounds (``for dy = -2 to 3``): the compiler unrolls it and
+    vectorizes the thread loop around it."""
+    return all(isinstance(e, n.Const) for e in (loop.start, loop.stop, loop.step))
+
+
+def _expand(e: n.Expr, values: dict[n.Expr, n.Expr], depth: int = 4) -> n.Expr:
+    """``e`` with the locals of ``values`` replaced by their values (a few levels deep)."""
+    for _ in range(depth):
+        if not any(isinstance(x, n.Var) and x in values for x in walk(e)):
+            break
+        e = substitute(e, values)
+    return e
+
+
+def _nonzero_int(e: n.Expr) -> bool:
+    return isinstance(e, n.Const) and e.type.name in _WIDE_INTS and e.value != 0
+
+
+def _mentions(e: n.Expr, var: str) -> bool:
+    return any(isinstance(x, n.Var) and x.name == var for x in walk(e))
