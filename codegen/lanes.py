@@ -12,6 +12,16 @@ _AFFINE_OPS = frozenset({"add", "sub"})
 _WIDE_INTS = frozenset({"i32", "u32", "i64", "u64"})
 
 
+def vector_loop(kernel: n.Kernel, loop: n.For) -> list[str] | None:
+    """What both backends ask of a thread loop of ``kernel``: None when its lanes may depend on
+    each other (``independent_lanes``, with the kernel's shared and per-thread buffers), else the
+    order-free sums it may reassociate (``summed_in``; often none)."""
+    local = {b.name for b in kernel.buffers if b.space == "local"}
+    private = local | {b.name for b in kernel.buffers if b.space == "shared"}
+    sums = summed_in(loop, kernel.order_free_sums)
+    return sums if independent_lanes(loop, private, sums, local) else None
+
+
 def summed_in(loop: n.For, sums: Sequence[str]) -> list[str]:
     """The order-free sums (``Kernel.order_free_sums``) that ``loop`` only adds to: each assigned
     in it as ``s = s + v`` (``v`` without ``s``) and read nowhere else in it. The additions may be

@@ -31,7 +31,7 @@ from polypy.ir.printer import format_const
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import walk
 
-from codegen.lanes import independent_lanes, summed_in
+from codegen.lanes import vector_loop
 from codegen.c.readable import (BarrierNote, BarrierPlacer, OverflowFlag, NamedLocal, in_nest, occurs, stable_in,
                                  thread_axis, uniform_source_locals)
 
@@ -410,11 +410,9 @@ class Renderer(CExprPrinter):
         threads = s.kind == "threads"
         if threads:
             # An innermost thread loop whose iterations provably touch different elements: a
-            # vector loop without the compiler's run-time alias checks (see ``independent_lanes``).
-            private = {b.name for b in self.kernel.buffers if b.space in ("shared", "local")}
-            sums = summed_in(s, self.kernel.order_free_sums)
-            local = {b.name for b in self.kernel.buffers if b.space == "local"}
-            if independent_lanes(s, private, sums, local):
+            # vector loop without the compiler's run-time alias checks (see ``codegen.lanes``).
+            sums = vector_loop(self.kernel, s)
+            if sums is not None:
                 reduction = f" reduction(+:{', '.join(self.name(x) for x in sums)})" if sums else ""
                 out.append(f"{ind}#pragma omp simd{reduction}")
             else:

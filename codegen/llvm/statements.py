@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from codegen.lanes import independent_lanes, summed_in
+from codegen.lanes import vector_loop
 from codegen.llvm.function import _Loop
 from codegen.llvm.types import int_type_of_width, memory_type, value_type
 
@@ -169,12 +169,10 @@ class StatementEmitter:
 
     def parallel_group(self, s: n.For) -> ir.Value | None:
         """An access group for the thread loop ``s`` when its iterations provably touch different
-        elements (``codegen.lanes.independent_lanes``, what gives ``#pragma omp simd`` in C): its
+        elements (``codegen.lanes.vector_loop``, what gives ``#pragma omp simd`` in C): its
         loads and stores are tagged with it and the loop is marked ``llvm.loop.parallel_accesses``,
         so the vectorizer needs no dependence analysis or run-time alias checks. None otherwise."""
-        private = {b.name for b in self.kernel.buffers if b.space in ("shared", "local")}
-        local = {b.name for b in self.kernel.buffers if b.space == "local"}
-        if not independent_lanes(s, private, summed_in(s, self.kernel.order_free_sums), local):
+        if vector_loop(self.kernel, s) is None:
             return None
         return _DistinctMD(self.llmod, [], name=str(len(self.llmod.metadata)))
 
