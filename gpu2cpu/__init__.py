@@ -10,6 +10,8 @@ Passes, in the order ``polypy.driver.pipelines.cpu_pipeline`` runs them:
   recomputed (``regions``, ``liveness``, ``store_or_recompute``, ``warps``);
 * the CPU schedule (CPU form -> CPU form, ``optimize=True`` only; helpers in ``thread_affine``
   and ``thread_loops``):
+  ``split_dynamic_shared.split_dynamic_shared`` (an extern shared array addressed ``e * q + c``
+  becomes one array per ``c``: unit-stride thread loops),
   ``fuse_thread_loops.fuse_thread_loops`` (adjacent independent thread loops become one, isl),
   ``tighten_thread_bounds.tighten_thread_bounds`` (guards on the counter become loop bounds,
   index arithmetic without wrap-around, under run-time checks where needed),

@@ -138,7 +138,7 @@ class KernelEmitter:
         for b in k.buffers:
             name = self.cname(b.name)
             if b.shape is None:
-                self.layouts[b.name] = Layout(name, "flat", b.elem, (f"(shmem_bytes / sizeof({c_type(b.elem)}))",))
+                self.layouts[b.name] = Layout(name, "flat", b.elem, (_dynamic_count(b),))
                 continue
             extents = tuple(self.renderer.expr(d, ATOM) for d in b.shape)  # Layout wants atoms
             if b.space in ("constant", "device"):
@@ -328,12 +328,18 @@ class KernelEmitter:
         arguments = list(values)
         scratch = []
         dynamic = False
+        padding = 0  # bytes past the launch's: the parts of a split extern array round N up to q parts
         for b in self.scratch_buffers():
             t = c_type(b.elem)
             name = self.cname(b.name)
             if b.shape is None:
                 dynamic = True
-                arguments.append(f"({t}*)polypy_dynamic_shared")
+                start = ""
+                if b.part is not None:  # part p of q: at p * ceil(N / q) (Buffer.part)
+                    p, q = b.part
+                    start = f" + {p} * ((shmem_bytes / sizeof({t}) + {q - 1}) / {q})" if p else ""
+                    padding = max(padding, q * b.elem.itemsize)
+                arguments.append(f"({t}*)polypy_dynamic_shared{start}")
                 continue
             count = " * ".join(f"(size_t)({self.renderer.expr(d)})" for d in b.shape)
             if _is_const_shape(b.shape) and len(b.shape) > 1:
@@ -344,7 +350,8 @@ class KernelEmitter:
             arguments.append(name)
         if dynamic:
             scratch.append({"pointer": "unsigned char* polypy_dynamic_shared", "cast": "unsigned char*",
-                            "bytes": "shmem_bytes", "name": "polypy_dynamic_shared"})
+                            "bytes": f"shmem_bytes + {padding}" if padding else "shmem_bytes",
+                            "name": "polypy_dynamic_shared"})
         if opts.check_bounds:
             for p in self.pointer_params():
                 name = self.cname(p.name)
@@ -517,3 +524,13 @@ def emulated_launcher(kernel: n.Kernel, index: int, options: Options) -> KernelC
         "}",
     ])
     return KernelCode(kernel.name, emitter.launcher_name, decl + ";", text)
+
+
+def _dynamic_count(b: n.Buffer) -> str:
+    """The element count of an ``extern __shared__`` buffer, in C: the launch's ``N``, or
+    ``ceil((N - p) / q)`` for part ``p`` of ``q`` (``Buffer.part``)."""
+    count = f"(shmem_bytes / sizeof({c_type(b.elem)}))"
+    if b.part is None:
+        return count
+    p, q = b.part
+    return f"(({count} + {q - 1 - p}) / {q})"

@@ -30,6 +30,10 @@ class CheckSite:
     space: str  # "global" (a pointer parameter) | "shared"
     dynamic: bool  # the ``extern __shared__`` array, sized by the launch's dynamic shared bytes
     loc: Loc | None
+    # A part ``(p, q)`` of a split extern array (``Buffer.part``; ``buffer`` names the array):
+    # index ``i`` of the part is index ``i * q + p`` of the array.
+    part: tuple[int, int] | None = None
+    itemsize: int = 0  # of the extern array's elements (for its extent in a message)
 # Leading parameters of every K_worker function, before the kernel's own.
 WORKER_PARAMS = ("next", "total", "chunk", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "shmem")
 
@@ -68,8 +72,11 @@ class KernelABI:
 def kernel_abi(kernel: n.Kernel, checked: frozenset[str] | None = None,
                sliced: frozenset[str] = frozenset()) -> KernelABI:
     """The ABI of ``kernel`` (``checked``: of its variant bounds-checking those buffers, ``sliced``
-    those of them checked per slice; the sites are filled in by the emitter)."""
+    those of them checked per slice; the sites are filled in by the emitter). Checking a split
+    extern shared array (``Buffer.part``, named after the array it views) checks each part."""
     globals_ = tuple(b for b in kernel.buffers if b.space in GLOBAL_SPACES)
+    if checked is not None:
+        checked = frozenset(checked) | {b.name for b in kernel.buffers if b.part is not None and b.symbol in checked}
     return KernelABI(kernel.name, f"{kernel.name}_blocks", kernel.params, globals_, f"{kernel.name}_worker",
                      kernel.coarsen, bounds_checked=checked is not None, checked=frozenset(checked or ()),
                      sliced=frozenset(sliced) & frozenset(checked or ()))

@@ -285,7 +285,10 @@ class KernelFunction(Visitor):
         assert self.fault_phis is not None
         space = "global" if self.kernel.param(buffer) is not None else "shared"
         decl = self.kernel.buffer(buffer)
-        self.sites.append(CheckSite(buffer, kind, space, decl is not None and decl.shape is None, node.loc))
+        part = decl.part if decl is not None else None
+        self.sites.append(CheckSite(buffer if part is None else decl.symbol, kind, space,  # type: ignore[union-attr, arg-type]
+                                    decl is not None and decl.shape is None, node.loc, part,
+                                    0 if decl is None else decl.elem.itemsize))
         ok = b.icmp_unsigned("<", linear, info.extent)
         here = b.block
         inside = self.new_block("in_bounds")
@@ -340,11 +343,21 @@ class KernelFunction(Visitor):
                 continue
             size = buf.elem.itemsize
             if buf.shape is None:
-                dims: list[ir.Value] = [b.udiv(self.shmem, ir.Constant(I64, size))]
+                total = b.udiv(self.shmem, ir.Constant(I64, size))
                 if extern_base is None:
-                    extern_base = self.malloc(self.shmem, buf.name)
+                    nbytes = self.shmem
+                    if buf.part is not None:  # q parts of ceil(N / q) elements
+                        nbytes = b.add(nbytes, ir.Constant(I64, buf.part[1] * size))
+                    extern_base = self.malloc(nbytes, buf.name)
                     heap.append(extern_base)
-                self.buffers[buf.name] = _BufferInfo(extern_base, buf.elem, dims, dims[0])
+                if buf.part is None:
+                    self.buffers[buf.name] = _BufferInfo(extern_base, buf.elem, [total], total)
+                    continue
+                p, q = buf.part
+                count = b.udiv(b.add(total, ir.Constant(I64, q - 1 - p)), ir.Constant(I64, q))  # ceil((N - p) / q)
+                start = b.mul(b.udiv(b.add(total, ir.Constant(I64, q - 1)), ir.Constant(I64, q)), ir.Constant(I64, p))
+                base = b.gep(extern_base, [b.mul(start, ir.Constant(I64, size))], inbounds=True, source_etype=I8)
+                self.buffers[buf.name] = _BufferInfo(base, buf.elem, [count], count)
                 continue
             dims = [self.extent(d) for d in buf.shape]
             if all(isinstance(d, ir.Constant) for d in dims):

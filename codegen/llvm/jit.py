@@ -406,6 +406,9 @@ class JitKernel:
         """The error for the fault record of a bounds-checked launch (see ``lower``)."""
         site = self.abi.sites[int(fault[0]) - 1]
         index, extent = int(fault[1]), int(fault[2])
+        if site.part is not None:  # the split array's own index and extent
+            p, q = site.part
+            index, extent = index * q + p, shmem // site.itemsize
         block = tuple(int(v) for v in fault[3:6])
         verb = "read" if site.kind == "read" else "wrote"
         if site.space == "global":

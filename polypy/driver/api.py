@@ -595,8 +595,10 @@ class _Proof:
     def of(kernel: CompiledKernel, grid: tuple[int, int, int], block: tuple[int, int, int],
            ints: dict[str, int]) -> _Proof:
         cpu = kernel.cpu
+        # A split extern shared array (Buffer.part) is checked by the name of the array it views.
         everything = frozenset([p.name for p in cpu.params if isinstance(p.ptype, PointerType)]
-                               + [b.name for b in cpu.buffers if b.space == "shared"])
+                               + [b.symbol if b.part is not None else b.name for b in cpu.buffers
+                                  if b.space == "shared"])
         if kernel.gpu is None:
             return _Proof(None, everything)
         from polypy.poly.footprint import footprint

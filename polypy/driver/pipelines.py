@@ -145,6 +145,7 @@ for _name, _target in (
     ("fuse-thread-loops", "gpu2cpu.fuse_thread_loops:fuse_thread_loops"),
     ("tighten-thread-bounds", "gpu2cpu.tighten_thread_bounds:tighten_thread_bounds"),
     ("sink-thread-loops", "gpu2cpu.sink_thread_loops:sink_thread_loops"),
+    ("split-dynamic-shared", "gpu2cpu.split_dynamic_shared:split_dynamic_shared"),
     # gpu2cpu: steps of the schedule passes, as passes of their own (fission and versioning are
     # steps of tighten-thread-bounds, grid-stride normalization a step of sink-thread-loops)
     ("distribute-thread-loops", "gpu2cpu.distribute_thread_loops:distribute_thread_loops"),
@@ -166,6 +167,7 @@ CPU_OPTIMIZE: tuple[str, ...] = ("forward-shared-stores", "eliminate-dead-shared
 # Identical threads (an unread threadIdx dimension) run once, before the threads become loops.
 CPU_LOWERING: tuple[str, ...] = ("collapse-identical-threads", "serialize-threads")
 CPU_SCHEDULE: tuple[str, ...] = (
+    "split-dynamic-shared",  # interleaved extern shared records (a gradient's shadow): unit stride
     "fuse-thread-loops",
     "tighten-thread-bounds",
     "eliminate-dead-code",  # what the ranges without a guard leave dead

@@ -398,6 +398,10 @@ class Buffer(Node):
     ``symbol`` (module globals only): the C variable whose storage this buffer views, when it is
     not ``name`` -- a ``__constant__`` array of records of mixed member types is one buffer per
     member type (``params_i32``, ``params_f32``), each viewing the source's ``params``.
+    ``part`` (CPU-form ``extern __shared__`` buffers only): ``(p, q)``, this buffer is part ``p`` of
+    the ``q`` equal parts of the launch's dynamic shared memory (``N`` elements): it starts at
+    element ``p * ceil(N / q)`` and has ``ceil((N - p) / q)`` elements, those ``i`` of the array
+    ``symbol`` that the kernel addressed as ``i * q + p`` (``gpu2cpu.split_dynamic_shared``).
     """
 
     CHILDREN = ("shape",)
@@ -408,6 +412,7 @@ class Buffer(Node):
     space: str
     init: tuple[int | float, ...] | None = None
     symbol: str | None = None
+    part: tuple[int, int] | None = None
 
 
 # Member paths of a ``T**`` parameter's pool and pool address in its ``SourceParam``

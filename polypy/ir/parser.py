@@ -241,8 +241,16 @@ class _Parser:
                     break
             self.expect("}")
             init = tuple(values)
+        part = None
+        if self.accept("part"):
+            which = self.unary()
+            self.expect("/")
+            count = self.unary()
+            if not (isinstance(which, n.Const) and isinstance(count, n.Const)):
+                raise self.error("a buffer part is written 'part p/q' with integer literals")
+            part = (int(which.value), int(count.value))
         symbol = self.ident() if self.accept("in") else None
-        return n.Buffer(name, elem, shape, space, init=init, symbol=symbol, loc=loc)
+        return n.Buffer(name, elem, shape, space, init=init, symbol=symbol, part=part, loc=loc)
 
     # -- statements
     def block_body(self) -> tuple[n.Stmt, ...]:

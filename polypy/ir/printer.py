@@ -190,8 +190,9 @@ class _Printer:
         init = ""
         if b.init is not None and with_init:
             init = " = {" + ", ".join(_format_init(v, b.elem) for v in b.init) + "}"
+        part = f" part {b.part[0]}/{b.part[1]}" if b.part is not None else ""
         view = f" in {b.symbol}" if b.symbol is not None else ""
-        self.emit(depth, f"{prefix}{b.space} {b.name}: {b.elem}{shape}{init}{view}", b)
+        self.emit(depth, f"{prefix}{b.space} {b.name}: {b.elem}{shape}{init}{part}{view}", b)
 
     def kernel(self, k: n.Kernel) -> None:
         params = ", ".join(f"{p.name}: {format_type(p.ptype)}" for p in k.params)

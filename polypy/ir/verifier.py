@@ -72,6 +72,11 @@ class _Verifier:
             rank = 1 if b.shape is None else len(b.shape)
             if b.shape is None and b.space != "shared":
                 self.fail(f"only shared buffers may be sized at launch ({b.name!r})", b)
+            if b.part is not None:
+                p, q = b.part
+                if b.shape is not None or b.symbol is None or not 0 <= p < q:
+                    self.fail(f"buffer {b.name!r}: only an extern shared buffer viewing another may be a part "
+                              f"(0 <= p < q), got part {p}/{q}", b)
             if b.shape is not None:
                 for d in b.shape:
                     self.expr(d)

@@ -9,7 +9,8 @@
   caller may pass the array's address).
 * Distinct static ``__shared__`` arrays never overlap; ``extern __shared__`` arrays all start at
   the base of the block's dynamic shared memory, so element ``i`` of one overlaps the bytes of
-  element ``j`` of another exactly when their byte ranges intersect (``"bytes"``).
+  element ``j`` of another exactly when their byte ranges intersect (``"bytes"``) -- except the
+  parts of one split array (``Buffer.part``), which are disjoint.
 * Distinct ``__device__``/``__constant__`` arrays never overlap; ``local`` arrays belong to one
   thread; different memory spaces never overlap.
 """
@@ -37,6 +38,8 @@ def alias_kind(kernel: n.Kernel, a: str, b: str) -> str | None:
     if ba is None or bb is None:
         return None
     if ba.space == "shared" and bb.space == "shared" and ba.shape is None and bb.shape is None:
+        if ba.part is not None and bb.part is not None and ba.part[1] == bb.part[1] and ba.part[0] != bb.part[0]:
+            return None  # two parts of one split: disjoint ranges of the dynamic shared memory
         return "bytes"
     return None
 
