@@ -49,14 +49,17 @@ def _no_proof(buffer: str) -> tuple[bool, str]:
 def differentiate(kernel: n.Kernel, *, mode: str = "reverse", wrt: tuple[str, ...] | None = None,
                   const: tuple[str, ...] = (), name: str | None = None, options: ReverseOptions | None = None,
                   report: list[Decision] | None = None, privacy: Privacy | None = None,
-                  windows: Callable[[str], object] | None = None) -> n.Kernel:
+                  windows: Callable[[str], object] | None = None,
+                  intervals: Callable[..., tuple[bool, str]] | None = None) -> n.Kernel:
     """``K_grad`` (reverse) or ``K_fwd`` (forward) of a GPU-form kernel without ``return``.
 
     ``privacy(buffer)`` answers whether every element of ``buffer`` is accessed by at most one
     thread of the grid (with a reason, for the report); without it every accumulation into a
     shared or global shadow is atomic. ``windows(buffer)`` gives the block window of a read-only
     buffer (``polypy.poly.block_window``: a ``Window`` or the reason there is none); without it
-    no adjoint is privatized per block.
+    no adjoint is privatized per block. ``intervals(kernel, path, load)`` answers whether no other
+    thread of the block touches the element a shared-array load reads between the same two
+    barriers (``polypy.poly.intervals``); its adjoint is then a plain update.
     """
     if kernel.stage != "gpu":
         raise UserError(f"kernel '{kernel.name}' is in {kernel.stage} form; polypy grad differentiates GPU-form "
@@ -74,7 +77,7 @@ def differentiate(kernel: n.Kernel, *, mode: str = "reverse", wrt: tuple[str, ..
     activity = analyze_activity(normalized, active)
     decisions: list[Decision] | None = [] if report is not None else None
     result = reverse_kernel(normalized, kernel, active, activity, names, options or ReverseOptions(), decisions,
-                            privacy or _no_proof, out_name, windows)
+                            privacy or _no_proof, out_name, windows, intervals if privacy is not None else None)
     if report is not None and decisions is not None:
         report.extend(sorted(decisions, key=_where))
     return result

@@ -3,7 +3,9 @@
 * a variable ``v``: its adjoint register ``d_v`` (``take_adjoint`` consumes it at ``v``'s
   assignment);
 * a load ``X[i]``: ``d_X[i] += ct`` -- plain where the buffer's elements are proved private to
-  a thread (``polypy.poly.sharing``), *versioned* where they are private under a run-time
+  a thread (``polypy.poly.sharing``) or, for a shared array, where no other thread of the block
+  touches the element between the same two barriers (``polypy.poly.intervals``: a tree
+  reduction's reads; the reversed barriers order the other threads' updates), *versioned* where they are private under a run-time
   condition on the launch and the integer arguments (``c[i * NJ + j]`` with ``j < nj``:
   ``nj <= NJ``): a ``bool`` evaluated once at the top of the kernel picks the plain ``+=`` or
   the atomic for every contribution (the condition is grid-uniform, so all threads agree and
@@ -53,7 +55,7 @@ class AdjointAccumulation:
     def accumulate_load(self, e: n.Load, ct: n.Expr, p: Point) -> list[n.Stmt]:
         shadow = self.shadow[e.buffer]
         index = tuple(self.avail(i, p) for i in e.index)
-        strategy, reason = self._strategy(e)
+        strategy, reason = self._strategy(e, p)
         self._note(("acc", e.buffer, e), Accumulation(e.buffer, format_expr(e), e.loc or self._loc_at(p),
                                                        strategy, reason))
         if strategy == "plain":
@@ -82,8 +84,8 @@ class AdjointAccumulation:
             return [n.Assign(reg, b.add(n.Var(reg, e.etype), ct), loc=e.loc)]
         return [n.AtomicRMW("add", shadow, index, ct, loc=e.loc)]
 
-    def _strategy(self, e: n.Load) -> tuple[str, str]:
-        strategy, why = self._base_strategy(e)
+    def _strategy(self, e: n.Load, p: Point | None = None) -> tuple[str, str]:
+        strategy, why = self._base_strategy(e, p)
         if strategy in ("atomic", "block-reduction"):
             privatized, reason = self._window(e.buffer)
             if strategy == "atomic" and self._private_when(e.buffer) is not None:
@@ -95,13 +97,18 @@ class AdjointAccumulation:
                 why = f"{why}; {reason}"
         return strategy, why
 
-    def _base_strategy(self, e: n.Load) -> tuple[str, str]:
+    def _base_strategy(self, e: n.Load, p: Point | None = None) -> tuple[str, str]:
         space = self.k.space(e.buffer)
         if space == "local":
             return "plain", "local array: one per thread"
         private, why = self._is_private(e.buffer)
         if private:
             return "plain", why
+        if space == "shared" and p is not None and self.intervals is not None:
+            # private between barriers: the reversed barriers order the updates of other threads
+            alone, reason = self.intervals(self.k, p, e)
+            if alone:
+                return "plain", reason
         if (self.opt.block_reductions and space == "global" and e.buffer not in self.prog.written_buffers
                 and self._block_invariant(e.index)):
             return "block-reduction", "every thread of a block reads this one element of a read-only buffer"

@@ -61,10 +61,16 @@ class ReverseOptions:
     runtime_tapes: bool | None = None
 
 
+# (kernel, statement path, load) -> (no other thread of the block touches the element the load
+# reads between the same two barriers, reason): ``polypy.poly.intervals.interval_private``.
+Intervals = Callable[[n.Kernel, StmtPath, n.Load], tuple[bool, str]]
+
+
 class ReverseBuilder(Sweeps, AdjointAccumulation, Tapes, Availability):
     def __init__(self, kernel: n.Kernel, original: n.Kernel, active: ActiveParams, activity: Activity,
                  names: Names, options: ReverseOptions, report: list[Decision] | None,
-                 privacy: Callable[[str], tuple[bool, str]], windows: Callable[[str], object] | None = None):
+                 privacy: Callable[[str], tuple[bool, str]], windows: Callable[[str], object] | None = None,
+                 intervals: Intervals | None = None):
         self.k = kernel
         self.original = original
         self.prog = Program(kernel)
@@ -74,6 +80,7 @@ class ReverseBuilder(Sweeps, AdjointAccumulation, Tapes, Availability):
         self.opt = options
         self.report = report
         self.privacy = privacy
+        self.intervals = intervals if options.privacy else None
         self.before: dict[Point, list[n.Stmt]] = {}
         self.loop_prologue: dict[StmtPath, list[n.Stmt]] = {}
         self.top_decls: list[n.Stmt] = []
@@ -156,16 +163,17 @@ class ReverseBuilder(Sweeps, AdjointAccumulation, Tapes, Availability):
 def reverse_kernel(kernel: n.Kernel, original: n.Kernel, active: ActiveParams, activity: Activity, names: Names,
                    options: ReverseOptions, report: list[Decision] | None,
                    privacy: Callable[[str], tuple[bool, str]], name: str,
-                   windows: Callable[[str], object] | None = None) -> n.Kernel:
+                   windows: Callable[[str], object] | None = None, intervals: Intervals | None = None) -> n.Kernel:
     if options.runtime_tapes is not None:
         return ReverseBuilder(kernel, original, active, activity, names, options, report, privacy,
-                              windows).build(name)
+                              windows, intervals).build(name)
     # Static tapes and recomputation first; tapes sized at launch only where they fail (the
     # second attempt names things afresh: the first one's names are not in the kernel).
     first: list[Decision] | None = [] if report is not None else None
     try:
         result = ReverseBuilder(kernel, original, active, activity, names,
-                                dataclasses.replace(options, runtime_tapes=False), first, privacy, windows).build(name)
+                                dataclasses.replace(options, runtime_tapes=False), first, privacy, windows,
+                                intervals).build(name)
     except UserError as exc:
         if options.checkpoint_budget is not None:
             # a budget promises memory independent of the trip count: no tape sized at launch
@@ -175,7 +183,7 @@ def reverse_kernel(kernel: n.Kernel, original: n.Kernel, active: ActiveParams, a
         try:
             return ReverseBuilder(kernel, original, active, activity, Names(kernel, {name}),
                                   dataclasses.replace(options, runtime_tapes=True), report, privacy,
-                                  windows).build(name)
+                                  windows, intervals).build(name)
         except UserError:
             raise exc from None
     if report is not None and first is not None:

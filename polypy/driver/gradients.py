@@ -74,6 +74,33 @@ def privacy_oracle(kernel: n.Kernel):
     return private
 
 
+def interval_oracle():
+    """``(kernel, path, load) -> (private, reason)`` from the polyhedral model
+    (``polypy.poly.intervals``): no other thread of the block touches the element the shared-array
+    load reads between the same two barriers. Unsupported input means "no proof"; a failure of
+    the model is an internal error."""
+    cache: dict[tuple, tuple[bool, str]] = {}
+
+    def private(kernel: n.Kernel, path, load: n.Load) -> tuple[bool, str]:
+        key = (id(kernel), path, id(load))
+        got = cache.get(key)
+        if got is not None:
+            return got
+        try:
+            from polypy.poly.intervals import interval_private
+
+            got = interval_private(kernel, path, load)
+        except UserError as exc:
+            got = (False, f"no proof ({exc})")
+        except Exception as exc:
+            raise InternalError(f"the interval privacy proof of {load.buffer!r} in kernel {kernel.name!r} failed: "
+                                f"{type(exc).__name__}: {exc}", load.loc) from exc
+        cache[key] = got
+        return got
+
+    return private
+
+
 def window_oracle(kernel: n.Kernel):
     """``buffer -> Window | reason`` from the polyhedral model (``polypy.poly.block_window``)."""
     cache: dict[str, Any] = {}
@@ -144,7 +171,8 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
                              max_tape=max_tape, checkpoint_budget=checkpoint_budget, runtime_tapes=runtime_tapes)
     result = differentiate(kernel, mode=mode, wrt=wrt_t, const=tuple(const), name=new_name, options=options,
                            report=report, privacy=privacy_oracle(kernel) if privacy else None,
-                           windows=window_oracle(kernel) if windows else None)
+                           windows=window_oracle(kernel) if windows else None,
+                           intervals=interval_oracle() if privacy else None)
     return run_pipeline(result, after_ad_pipeline())
 
 
