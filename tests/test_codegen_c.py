@@ -332,7 +332,7 @@ def test_translate_kernels_to_c_and_cpp(tmp_path: pathlib.Path) -> None:
 def test_translate_report(tmp_path: pathlib.Path, capsys) -> None:
     assert main(["translate", str(SAMPLES / "matmul_tiled.cu"), "--report", "-o", str(tmp_path / "matmul.cpp")]) == 0
     err = capsys.readouterr().err
-    assert "matmul_tiled.cu:28:9: barrier kept: RAW hazard on As" in err
+    assert "matmul_tiled.cu:28:9: barrier kept: RAW hazard on Bs" in err
     assert "matmul_tiled: 4 thread loop(s) over the threads of a block" in err
     assert "'acc' is live across thread loops: kept in per-thread buffer acc_buf" in err
 
