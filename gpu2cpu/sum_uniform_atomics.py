@@ -18,10 +18,12 @@ innermost loop over threads::
                                                  atomic.add win_w[k], win_w_sum
 
 for every ``atomic.add`` with unused old value whose index the loop does not change (built from
-values declared outside it and not assigned in it, no loads) on a buffer the loop touches in no
-other way (no load, no store, no other operation), nor any buffer that may share its storage
-(``polypy.poly.alias``: two pointer parameters may). Atomics under ifs are summed under the same
-ifs; atomics inside serial loops nested in the thread loop are left alone.
+values declared outside it and not assigned in it, no loads) on a buffer that the loop, through it
+or any buffer that may share its storage (``polypy.poly.alias``: two pointer parameters may),
+writes in no other way (no store, no other operation) and reads only before the add in each
+thread's order (vecnorm's gradient reads ``in[j]`` and adds to ``d_in[j]``: every thread reading
+first and adding afterwards is an order the GPU may pick). Atomics under ifs are summed under the
+same ifs; atomics inside serial loops nested in the thread loop are left alone.
 
 Order: CUDA gives atomics of different threads no order, so the sum may be formed in any order;
 ``Kernel.order_free_sums`` names the new locals, and the backends let the compiler reassociate
@@ -69,13 +71,15 @@ class _Sum(ThreadLoopStep):
 
     def loop(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         changed = declared_names(s.body) | written_names(s.body) | {s.var}
-        # Buffers the loop touches other than by an atomic add with unused result, and every buffer
-        # that may be their storage (pointer parameters may point into each other: a thread would
-        # no longer read its own adds there).
-        touched = {x.buffer for x in walk_block(s.body)
-                   if isinstance(x, (n.Load, n.Store)) or (isinstance(x, n.AtomicRMW) and (x.op != "add" or x.dest))}
+        # Not summed: adds to a buffer that may share storage (pointer parameters may point into
+        # each other) with one the loop writes otherwise, or reads after an add to it in a thread's
+        # order -- the thread would no longer see its own adds there. Reads before the adds are
+        # fine: every thread reading first and adding afterwards is an order the GPU may pick.
+        written = {x.buffer for x in walk_block(s.body)
+                   if isinstance(x, n.Store) or (isinstance(x, n.AtomicRMW) and (x.op != "add" or x.dest))}
         adds = {x.buffer for x in walk_block(s.body) if isinstance(x, n.AtomicRMW)}
-        other = {b for b in adds if any(alias_kind(self.kernel, b, t) is not None for t in touched)}
+        other = {b for b in adds if any(alias_kind(self.kernel, b, t) is not None for t in written)}
+        other |= {b for b in adds - other if self._read_after_add(s.body, b)}
         found: dict[tuple[str, tuple[n.Expr, ...]], str] = {}
         # Locals the loop declares at its top level from values it does not change, never assigned
         # (``var k_1: i32 = -3 + k_i``, recomputed in each part by the interchange): their values.
@@ -125,6 +129,21 @@ class _Sum(ThreadLoopStep):
         self.note(s, f"thread loop over {s.var}: atomic adds to one element of {where} summed in registers, "
                      f"one add after the loop")
         return (*before, dataclasses.replace(s, body=body), *after)
+
+    def _read_after_add(self, body: tuple[n.Stmt, ...], buffer: str) -> bool:
+        return _read_after_add_in(body, buffer, self.kernel)
+
+
+def _read_after_add_in(body: tuple[n.Stmt, ...], buffer: str, kernel: n.Kernel) -> bool:
+    """Whether a load that may read ``buffer``'s storage follows (in program order, outside the
+    add's own operands) an atomic add to ``buffer`` in ``body``."""
+    order = list(walk_block(body))
+    for k, x in enumerate(order):
+        if isinstance(x, n.AtomicRMW) and x.buffer == buffer:
+            own = {id(y) for y in walk(x)}
+            return any(isinstance(y, n.Load) and id(y) not in own and alias_kind(kernel, buffer, y.buffer) is not None
+                       for y in order[k + 1:])
+    return False
 
 
 def single_iteration(loop: n.For) -> bool:

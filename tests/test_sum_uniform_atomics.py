@@ -98,27 +98,43 @@ def test_adds_to_an_element_the_loop_also_reads_are_left_alone():
 
 
 TOTAL = r"""
-__global__ void total(const float* RX x, float* RX acc, int n)
+__global__ void total(const float* RX x, float* RX acc, float* RX twice, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
+    if (i < n) {
         atomicAdd(&acc[0], x[i]);
+        AFTER
+    }
 }
 """
 
 
-def test_adds_to_an_array_the_loop_may_also_read_through_another_pointer_are_left_alone():
-    """acc may be x's storage (two plain pointers): a thread reading x[0] after its own add to
-    acc[0] must see it, so the adds stay in the loop; with __restrict__ they become one sum."""
-    plain = to_cpu(_kernel(TOTAL.replace("RX", ""), "total"))
-    assert not plain.order_free_sums
-    restricted = to_cpu(_kernel(TOTAL.replace("RX", "__restrict__"), "total"))
-    assert restricted.order_free_sums
+def _total(restrict: str, after: str) -> n.Kernel:
+    return _kernel(TOTAL.replace("RX", restrict).replace("AFTER", after), "total")
+
+
+def test_adds_to_an_array_the_loop_may_read_through_another_pointer_after_the_add_are_left_alone():
+    """acc may be x's storage (two plain pointers): a thread that reads x[i] after its own add to
+    acc[0] must see it, so those adds stay in the loop; with __restrict__ they become one sum.
+    Reads before the add do not matter: every thread reading first and adding afterwards is an
+    order the GPU may pick, so a plain-pointer sum is made too."""
+    read_after = "twice[i] = 2.0f * x[i];"
+    assert not to_cpu(_total("", read_after)).order_free_sums
+    assert to_cpu(_total("__restrict__", read_after)).order_free_sums
+    assert to_cpu(_total("", "")).order_free_sums
+    # a store through a pointer that may be acc's storage: it could overwrite an add
+    assert not to_cpu(_total("", "twice[i] = 2.0f;")).order_free_sums
     n_ = 1000
     x = np.random.default_rng(2).standard_normal(n_).astype(np.float32)
-    args = dict(x=x, acc=np.zeros(1, np.float32), n=np.int32(n_))
-    got = run_c(_kernel(TOTAL.replace("RX", "__restrict__"), "total"), (8, 1, 1), (128, 1, 1), args)
-    np.testing.assert_allclose(got["acc"][0], x.astype(np.float64).sum(), rtol=1e-5)
+    for restrict in ("", "__restrict__"):
+        args = dict(x=x, acc=np.zeros(1, np.float32), twice=np.zeros(n_, np.float32), n=np.int32(n_))
+        got = run_c(_total(restrict, "twice[i] = 2.0f * x[i];"), (8, 1, 1), (128, 1, 1), args)
+        np.testing.assert_allclose(got["acc"][0], x.astype(np.float64).sum(), rtol=1e-5)
+        np.testing.assert_array_equal(got["twice"], 2.0 * x)
+        mod = polypy.compile(None, text=TOTAL.replace("RX", restrict).replace("AFTER", ""))
+        acc = np.zeros(1, np.float32)
+        mod.total[8, 128](x, acc, np.zeros(n_, np.float32), n_)
+        np.testing.assert_allclose(acc[0], x.astype(np.float64).sum(), rtol=1e-5)
 
 
 def test_the_c_output_declares_the_reduction_and_the_llvm_ir_reassociates_it():
@@ -164,3 +180,20 @@ def test_the_gradients_it_was_built_for_sum_their_weights_adjoints(name):
     s = sample(name)
     g = polypy.grad(getattr(polypy.compile(s.source, defines={**s.defines, "REAL": "double"}), s.kernel), wrt=list(s.wrt))
     assert to_cpu(g.gpu).order_free_sums
+
+
+def test_vecnorms_gradient_sums_the_adds_of_its_reversed_loop():
+    """vecnorm's gradient: every thread adds d_s * 2 in[j] to d_in[j] for every j, reading in[j]
+    (which may be d_in's storage) before its add: the loop over the threads sums them."""
+    s = sample("vecnorm")
+    mod = polypy.compile(s.source, defines={**s.defines, "REAL": "double"})
+    grad = polypy.grad(mod.vecnorm, wrt=list(s.wrt))
+    assert grad.compiled.cpu.order_free_sums
+    n_ = 300
+    rng = np.random.default_rng(5)
+    x, seed = rng.standard_normal(n_), rng.standard_normal(n_)
+    args = {"in": x, "d_in": np.zeros(n_), "out": np.zeros(n_), "d_out": seed.copy(), "n": n_}
+    grad[(3, 1, 1), (128, 1, 1)](**args)
+    norm = np.sqrt(np.sum(x * x))
+    want = seed / norm - x * np.dot(seed, x) / norm ** 3  # d/dx of <seed, x / |x|>
+    np.testing.assert_allclose(args["d_in"], want, rtol=1e-10, atol=1e-12)
