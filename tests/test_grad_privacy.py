@@ -299,3 +299,27 @@ def test_shared_array_element_of_one_thread_is_private(tmp_path) -> None:
     assert not any(isinstance(x, n.AtomicRMW) and x.buffer.startswith("d_t") for x in walk(g))
     rng = np.random.default_rng(5)
     check_cuda(k, g, 3, 64, {"x": rng.standard_normal(3 * 64), "y": np.zeros(3 * 64)})
+
+
+# x is read row-major with the row length w an argument and the column from the thread: a 2-D
+# index (row, column) only while the block is at most w wide. Wider blocks read into the next
+# row, and two threads then read one element.
+WIDE = """kernel wide(w: i32, x: const f64*, y: f64*) {
+  y[(i32)(blockIdx.x * blockDim.x + threadIdx.x)] = x[(i32)blockIdx.x * w + (i32)threadIdx.x] * x[(i32)blockIdx.x * w + (i32)threadIdx.x]
+}
+"""
+
+
+def test_a_row_major_index_valid_for_narrow_blocks_is_versioned_on_the_block_width() -> None:
+    _, g, report = grad(WIDE)
+    got = decisions(report, "x")
+    assert got and {d.strategy for d in got} == {"versioned"}, [d.format() for d in got]
+    assert "(i64)blockDim.x - (i64)w <= 0l" in got[0].reason, got[0].reason
+
+
+@pytest.mark.parametrize("block", [8, 12, 16])  # narrow (private) and wider than w = 12
+def test_a_gradient_versioned_on_the_block_width_matches_finite_differences(block: int) -> None:
+    rng = np.random.default_rng(block)
+    w, blocks = 12, 4
+    args = {"w": w, "x": rng.standard_normal(blocks * w + block), "y": np.zeros(blocks * block)}
+    check(WIDE, blocks, block, args)

@@ -98,3 +98,28 @@ def test_threads_reading_one_shared_value() -> None:
 """)
     p = sharing(k, "p")
     assert not p.thread_private and p.block_uniform
+
+
+def test_a_row_major_index_private_only_for_some_launches_gets_a_condition() -> None:
+    # backprop's weights[(by * 16 + ty) * hid + bx * 16 + tx]: 2-D (row, column) only while the
+    # column stays below hid -- for blocks at most 16 wide whose columns end before hid. Each
+    # launch dimension is bounded from above; the condition is a conjunction, one term per way
+    # two threads could meet (a wide block, a tall block, columns past hid).
+    from polypy.driver.source import load
+    from polypy.ir.printer import format_expr
+    from polypy.poly.model import build_model
+    from samples.spec import sample
+
+    kernel = load(sample("backprop_layerforward").source).kernel("backprop_layerforward")
+    (access,) = build_model(kernel).accesses_of("weights")
+    (delin,) = access.delin
+    assert delin is not None and delin.valid is not None and not access.index_exact
+    s = sharing(kernel, "weights")
+    assert not s.thread_private and s.private_when is not None
+    text = format_expr(s.private_when)
+    for term in ("(i64)blockDim.x <= 16l", "(i64)blockDim.y <= 16l",
+                 "(i64)blockDim.x + 16l * (i64)gridDim.x - (i64)hid <= 16l"):
+        assert term in text, text
+    assert " || " not in text
+    # one column of blocks (Rodinia's launch) reads each input element in one thread
+    assert "(i64)gridDim.x <= 1l" in format_expr(sharing(kernel, "input").private_when)

@@ -482,10 +482,14 @@ class _Builder:
         p = self.conv.int_expr(factors[key], dom)
         if p is None:
             return None
-        outside = inner.lt_set(self.conv.const(0)) | inner.ge_set(p)
-        if not (outside & dom).is_empty():
+        outside = (inner.lt_set(self.conv.const(0)) | inner.ge_set(p)) & dom
+        if outside.is_empty():
+            return Delinearized(key, outer_value, inner)
+        # valid for the parameter values where no instance has its inner part out of range
+        valid = self.universe.intersect_params(outside.params().complement())
+        if (valid & dom).is_empty():
             return None
-        return Delinearized(key, outer_value, inner)
+        return Delinearized(key, outer_value, inner, valid.coalesce())
 
     def _product(self, term: n.Expr, dom: isl.Set) -> tuple[n.Expr, isl.PwAff] | None:
         """``term`` as ``X * P`` with ``P`` grid-uniform and not constant, ``X`` quasi-affine."""

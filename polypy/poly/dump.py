@@ -89,6 +89,8 @@ def _relation(model: Model, a: Access, context: isl.Set) -> str:
             inner = delin.inner.gist_params(context).coalesce()
             text += f"\n    index {d} = outer * {delin.factor} + inner, 0 <= inner < {delin.factor}: " \
                     f"outer {_pieces(outer)}, inner {_pieces(inner)}"
+            if delin.valid is not None:
+                text += f", where {delin.valid.params().gist(context).coalesce()}"
     return text
 
 

@@ -34,11 +34,17 @@ class Delinearized:
     ``P`` is a grid-uniform value that is not a constant (``w`` in ``y * w + x``): the product
     is not affine, but two indices with the same ``P`` are equal exactly when their ``outer``
     and ``inner`` parts are (the classic delinearization of a row-major 2-D index).
+
+    ``valid``: where ``0 <= inner < P`` holds only for some parameter values (backprop's
+    ``in_row * hid + col`` needs ``col < hid``, true when ``16 * gridDim.x <= hid``), those values:
+    a set over the instance space that constrains parameters only. Elsewhere the index is
+    unknown. None: it holds for all.
     """
 
     factor: str
     outer: isl.PwAff
     inner: isl.PwAff
+    valid: isl.Set | None = None
 
 
 @dataclasses.dataclass
@@ -60,7 +66,7 @@ class Access:
 
     @property
     def index_exact(self) -> bool:
-        return all(e is not None or (d is not None)
+        return all(e is not None or (d is not None and d.valid is None)
                    for e, d in zip(self.elems, self.delin or (None,) * len(self.elems)))
 
     @property

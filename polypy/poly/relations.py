@@ -226,7 +226,7 @@ class Copies:
         if kind == "same":
             out = self.universe
             for d in range(len(a.elems)):
-                same = self._dim_equal(a, ca, b, cb, d)
+                same = self._dim_equal(a, ca, b, cb, d, may=True)
                 if same is not None:
                     out &= same
             return out
@@ -250,16 +250,27 @@ class Copies:
             out &= same
         return out
 
-    def _dim_equal(self, a: Access, ca: str, b: Access, cb: str, d: int) -> isl.Set | None:
-        """Where index ``d`` of ``a`` equals index ``d`` of ``b`` (None: cannot be expressed)."""
+    def _dim_equal(self, a: Access, ca: str, b: Access, cb: str, d: int, *, may: bool = False) -> isl.Set | None:
+        """Where index ``d`` of ``a`` equals index ``d`` of ``b`` (None: cannot be expressed).
+
+        Through a delinearization valid only for some parameter values (``Delinearized.valid``):
+        with ``may``, where they may be equal (everywhere outside those values), else where they
+        certainly are (only inside)."""
         ea, eb = a.elems[d], b.elems[d]
         if ea is not None and eb is not None:
             return self.aff(ea, ca).eq_set(self.aff(eb, cb))
         da = a.delin[d] if a.delin else None
         db = b.delin[d] if b.delin else None
         if da is not None and db is not None and da.factor == db.factor:
-            return self.aff(da.outer, ca).eq_set(self.aff(db.outer, cb)) \
+            equal = self.aff(da.outer, ca).eq_set(self.aff(db.outer, cb)) \
                 & self.aff(da.inner, ca).eq_set(self.aff(db.inner, cb))
+            if da.valid is None and db.valid is None:
+                return equal
+            valid = self.universe
+            for x, copy in ((da, ca), (db, cb)):
+                if x.valid is not None:
+                    valid &= self.set(x.valid, copy)
+            return (equal & valid) | (self.universe - valid) if may else equal & valid
         return None
 
     def differ(self, a: Access, ca: str, b: Access, cb: str) -> isl.Set:

@@ -27,7 +27,7 @@ import islpy as isl
 from polypy.ir import nodes as n
 from polypy.ir.types import I64, ScalarType
 from polypy.ir.visitor import walk
-from polypy.poly.model import Access, Launch, build_model
+from polypy.poly.model import BLOCK_DIM, GRID_DIM, Access, Launch, build_model
 from polypy.poly.paths import AccessId
 from polypy.poly.relations import Copies
 
@@ -162,7 +162,8 @@ def _private_condition(model, c: Copies, pairs, pieces: list, search: _Search) -
     cond: n.Expr | None = None
     terms = 0
     seen: set[str] = set()
-    for basic in bad.gist(context).get_basic_sets():
+    basics = bad.gist(context).get_basic_sets()
+    for basic in basics:
         for con in basic.get_constraints():
             key = str(con)
             if key in seen:
@@ -184,6 +185,47 @@ def _private_condition(model, c: Copies, pairs, pieces: list, search: _Search) -
             cond = expr if cond is None else n.Binary("lor", cond, expr)
             if terms >= MAX_CONDITION_TERMS:
                 return cond
+    if cond is None:
+        cond = _conjunction(model, basics, context, search)
+    return cond
+
+
+def _conjunction(model, basics: list, context: isl.Set, search: _Search) -> n.Expr | None:
+    """A condition excluding each piece of ``bad`` by one of its own constraints, negated:
+    ``blockDim.x <= 16 && 16 * gridDim.x <= hid`` where threads share elements when the block is
+    wider than 16 *or* the blocks' columns run past ``hid`` (backprop's weights). None where a
+    piece has no constraint with an IR meaning, more than ``MAX_CONDITION_TERMS`` terms, or
+    the conjunction holds only for degenerate launches. A piece already excluded by the terms
+    chosen so far adds none."""
+    cond: n.Expr | None = None
+    allowed = context
+    terms = 0
+    for basic in basics:
+        if not search.step():
+            return None
+        if (allowed & isl.Set.from_basic_set(basic).align_params(allowed.space)).is_empty():
+            continue  # excluded already by a term chosen for another piece
+        terms += 1
+        if terms > MAX_CONDITION_TERMS:
+            return None
+        chosen = None
+        for con in basic.get_constraints():
+            expr = _negate(model, con)
+            if expr is None:
+                continue
+            negated = _negation_set(con, context)
+            if negated is None or _degenerate(negated, con):
+                continue
+            if not search.step():
+                return None
+            chosen = (expr, negated)
+            break
+        if chosen is None:
+            return None
+        cond = chosen[0] if cond is None else n.Binary("land", cond, chosen[0])
+        allowed = allowed & chosen[1]
+    if cond is None or not search.step() or _typical(allowed).is_empty():
+        return None
     return cond
 
 
@@ -200,8 +242,20 @@ def _degenerate(negated: isl.Set, con: isl.Constraint) -> bool:
         if not con.get_coefficient_val(isl.dim_type.param, i).is_zero():
             name = space.get_dim_name(isl.dim_type.param, i)
             pos = typical.find_dim_by_name(isl.dim_type.param, name)
-            typical = typical.lower_bound_val(isl.dim_type.param, pos, isl.Val(TYPICAL_SIZE))
+            typical = typical.lower_bound_val(isl.dim_type.param, pos, isl.Val(_typical_size(name)))
     return typical.is_empty()
+
+
+def _typical(s: isl.Set) -> isl.Set:
+    """``s`` where every parameter takes a typical, non-degenerate value."""
+    for i in range(s.dim(isl.dim_type.param)):
+        s = s.lower_bound_val(isl.dim_type.param, i, isl.Val(_typical_size(s.get_dim_name(isl.dim_type.param, i))))
+    return s
+
+
+def _typical_size(name: str) -> int:
+    # a grid of one block along a dimension is an ordinary launch; a size or block of one is not
+    return 1 if name in GRID_DIM else TYPICAL_SIZE
 
 
 def _negation_set(con: isl.Constraint, context: isl.Set) -> isl.Set | None:
@@ -219,9 +273,13 @@ def _negation_set(con: isl.Constraint, context: isl.Set) -> isl.Set | None:
 
 
 def _param_expr(model, name: str) -> n.Expr | None:
-    """The IR of an isl parameter a condition may test: an integer argument, or a grid-uniform
-    value built from them. Conditions naming ``blockDim``/``gridDim`` are not used: relating a
-    size to the launch shape (``n <= blockDim.x - 3``) describes degenerate launches."""
+    """The IR of an isl parameter a condition may test: an integer argument, a launch dimension
+    (``_negate`` lets a condition bound those only from above), or a grid-uniform value built
+    from arguments."""
+    if name in BLOCK_DIM:
+        return n.BlockDim(BLOCK_DIM.index(name))
+    if name in GRID_DIM:
+        return n.GridDim(GRID_DIM.index(name))
     p = model.kernel.param(name)
     if p is not None and isinstance(p.ptype, ScalarType) and p.ptype.is_int:
         return n.Var(name, p.ptype)
@@ -233,7 +291,9 @@ def _param_expr(model, name: str) -> n.Expr | None:
 
 def _negate(model, con: isl.Constraint) -> n.Expr | None:
     """``not (sum coef * param + constant >= 0)`` (or ``== 0``) as an i64 IR condition,
-    written ``sum <= -constant - 1`` (``!= -constant``)."""
+    written ``sum <= -constant - 1`` (``!= -constant``). A launch dimension may only be bounded
+    from above (``blockDim.x <= 16``, ``16 * gridDim.x <= hid``): a size bounded by the launch
+    (``n <= blockDim.x - 3``) describes a degenerate launch."""
     constant = int(con.get_constant_val().to_python())
     total: n.Expr | None = None
     space = con.get_space()
@@ -245,7 +305,10 @@ def _negate(model, con: isl.Constraint) -> n.Expr | None:
         coef = int(con.get_coefficient_val(isl.dim_type.param, i).to_python())
         if coef == 0:
             continue
-        x = _param_expr(model, space.get_dim_name(isl.dim_type.param, i))
+        name = space.get_dim_name(isl.dim_type.param, i)
+        if (name in BLOCK_DIM or name in GRID_DIM) and (coef < 0 or con.is_equality()):
+            return None
+        x = _param_expr(model, name)
         if x is None:
             return None
         term: n.Expr = n.Cast(I64, x) if x.type != I64 else x

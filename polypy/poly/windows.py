@@ -129,7 +129,7 @@ def block_window(kernel: n.Kernel, buffer: str) -> Window | str:
             coords[0].append((a.elems[0], a.domain))
             continue
         delin = a.delin[0] if a.delin else None
-        if delin is None or delin.factor != key:
+        if delin is None or delin.factor != key or delin.valid is not None:
             return f"isl cannot prove 0 <= inner < P for the index {a.text}"
         coords[0].append((delin.outer, a.domain))
         coords[1].append((delin.inner, a.domain))
