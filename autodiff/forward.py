@@ -13,7 +13,7 @@ from autodiff import build as b
 from autodiff import rules
 from autodiff.activity import Activity, ActiveParams
 from autodiff.names import Names
-from autodiff.shadows import interleave_dynamic_shared, shadow_buffers, shadow_params
+from autodiff.shadows import interleave_dynamic_shared, shadow_buffers, shadow_disjoint, shadow_params
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
@@ -114,7 +114,8 @@ class ForwardBuilder(Mutator):
         body = self.visit_block(self.k.body)
         # Tangents of variables assigned by shuffles and declared without initializer are declared
         # where their primal is; those only assigned (never declared here) are the parameters'.
-        kernel = n.Kernel(name, self.params, tuple(self.k.buffers) + tuple(self.buffers), body, "gpu", loc=self.k.loc)
+        kernel = n.Kernel(name, self.params, tuple(self.k.buffers) + tuple(self.buffers), body, "gpu", loc=self.k.loc,
+                          disjoint=shadow_disjoint(self.k, self.param_shadow))
         return interleave_dynamic_shared(kernel, self.dynamic)
 
 

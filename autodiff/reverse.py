@@ -32,7 +32,9 @@ from autodiff.availability import Availability, LoopCtx
 from autodiff.names import Names
 from autodiff.program import Program
 from autodiff.report import Decision
-from autodiff.shadows import interleave_dynamic_shared, shadow_buffers, shadow_params, zero_local, zero_shared
+from autodiff.shadows import (
+    interleave_dynamic_shared, shadow_buffers, shadow_disjoint, shadow_params, zero_local, zero_shared,
+)
 from autodiff.sweeps import Sweeps, merge_barrier_runs
 from autodiff.tapes import Tapes
 from autodiff.windows import Privatized, Windows
@@ -141,7 +143,8 @@ class ReverseBuilder(Sweeps, AdjointAccumulation, Tapes, Availability):
         body = merge_barrier_runs(tuple(body))
         while body and isinstance(body[-1], n.Barrier):
             body = body[:-1]  # nothing after it to order
-        kernel = n.Kernel(name, self.params, buffers, tuple(body), "gpu", loc=self.k.loc)
+        kernel = n.Kernel(name, self.params, buffers, tuple(body), "gpu", loc=self.k.loc,
+                          disjoint=shadow_disjoint(self.original, self.param_shadow))
         return interleave_dynamic_shared(kernel, self.dynamic)
 
     def _zero_shadows(self) -> list[n.Stmt]:

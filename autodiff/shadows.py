@@ -158,3 +158,11 @@ def interleave_dynamic_shared(kernel: n.Kernel, pairs: dict[str, str]) -> n.Kern
     buffers = tuple(buf for buf in kernel.buffers if buf.name not in set(pairs.values()))
     return dataclasses.replace(kernel, body=body, buffers=buffers)
 
+
+def shadow_disjoint(original: n.Kernel, param_shadow: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """``Kernel.disjoint`` of a gradient or tangent kernel: every pointer shadow with every
+    pointer argument of the original kernel (shadows are storage of their own: the calling
+    convention; shadows may share storage with each other as their primals do)."""
+    primal = [p.name for p in original.params if isinstance(p.ptype, PointerType)]
+    shadows = [param_shadow[name] for name in primal if name in param_shadow]
+    return tuple((p, d) for p in primal for d in shadows)

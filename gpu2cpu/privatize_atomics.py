@@ -2,8 +2,9 @@
 
 Requires: a CPU-form kernel (run last: no later pass may add an access). Guarantees: the body is
 unchanged; ``Kernel.private_atomics`` names each pointer parameter that the kernel touches ONLY
-through ``atomic.add`` whose old value is unused -- no plain load or store of it, no other atomic
-operation, no ``T**`` table or record view sharing its bytes with another parameter.
+through ``atomic.add`` whose old value is unused, or plain adds ``b[i] = b[i] + v`` (a versioned
+gradient's private branch; ``v`` not reading ``b``) -- no other load or store of it, no other
+atomic operation, no ``T**`` table or record view sharing its bytes with another parameter.
 
 Why: a read-only input that threads of many blocks read (vecnorm's ``in[j]``, layernorm's
 ``gamma``, matmul's ``A``/``B``) gets an adjoint that the gradient kernel updates with one global
@@ -27,7 +28,7 @@ import dataclasses
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType
-from polypy.ir.visitor import Visitor
+from polypy.ir.visitor import Visitor, walk
 
 from gpu2cpu.report import LoweringDecision
 
@@ -45,8 +46,15 @@ class _Uses(Visitor):
         self.generic_visit(e)
 
     def visit_Store(self, s: n.Store) -> None:
-        self.other.add(s.buffer)
-        self.generic_visit(s)
+        added = _added(s)
+        if added is None:
+            self.other.add(s.buffer)
+            self.generic_visit(s)
+            return
+        # ``b[i] = b[i] + v``: an add too (a versioned gradient's private branch)
+        for e in s.index:
+            self.visit(e)
+        self.visit(added)
 
     def visit_AtomicRMW(self, s: n.AtomicRMW) -> None:
         if s.op == "add" and s.dest is None:
@@ -54,6 +62,18 @@ class _Uses(Visitor):
         else:
             self.other.add(s.buffer)
         self.generic_visit(s)
+
+
+def _added(s: n.Store) -> n.Expr | None:
+    """``v`` where ``s`` is ``b[i] = b[i] + v`` (or ``v + b[i]``) with ``v`` not reading ``b``."""
+    value = s.value
+    if not (isinstance(value, n.Binary) and value.op == "add"):
+        return None
+    for own, other in ((value.a, value.b), (value.b, value.a)):
+        if isinstance(own, n.Load) and own.buffer == s.buffer and own.index == s.index \
+                and not any(isinstance(x, n.Load) and x.buffer == s.buffer for x in walk(other)):
+            return other
+    return None
 
 
 def _shares_bytes(kernel: n.Kernel) -> set[str]:

@@ -17,6 +17,7 @@ import pytest
 import polypy
 from codegen.llvm import jit
 from gpu2cpu.privatize_atomics import privatizable_atomics
+from polypy.analysis.versions import plain_when
 from polypy.driver.pipelines import to_cpu
 from polypy.driver.source import load
 from samples.spec import all_samples
@@ -102,8 +103,8 @@ def always_parallel(monkeypatch) -> list:
     seen: list = []
     original = jit.JitKernel._private_arrays
 
-    def record(self, arrays, workers, launch_threads):
-        copies = original(self, arrays, workers, launch_threads)
+    def record(self, arrays, workers, launch_threads, *rest):
+        copies = original(self, arrays, workers, launch_threads, *rest)
         seen.append(None if copies is None else {k: v.shape for k, v in copies.items()})
         return copies
 
@@ -250,3 +251,62 @@ def test_gradient_matches_finite_differences(name, always_parallel) -> None:
     if name == "vecnorm":
         assert g.compiled.cpu.private_atomics == ("d_in",)
         assert any(c for c in always_parallel), "vecnorm's gradient used no private copies"
+
+
+def _sample_gradient(name: str):
+    s = {x.name: x for x in all_samples()}[name]
+    mod = polypy.compile(s.source, defines={**s.defines, "REAL": "double"}, threads=2)
+    return s, polypy.grad(getattr(mod, s.kernel), wrt=list(s.wrt))
+
+
+def test_versioned_adjoints_are_privatized_only_for_launches_that_run_their_atomics(always_parallel) -> None:
+    """A versioned gradient adds plainly where its privacy condition holds and atomically
+    otherwise (matmul's A: blocks of one column; backprop's weights: blocks at most 16 wide whose
+    columns end before hid). Both kinds of add may go to per-worker copies; a launch that makes
+    the condition true runs no atomic, and gets no copy."""
+    cpu = to_cpu(load(None, text=VERSIONED).kernel("versioned"))
+    assert privatizable_atomics(cpu) == ("acc",)
+    assert "acc" in dict(plain_when(cpu, ("acc",)))
+    s, g = _sample_gradient("backprop_layerforward")
+    assert {"d_weights", "d_input"} <= set(g.compiled.cpu.private_atomics)
+    cpu = g.compiled.cpu
+    assert {"d_weights", "d_input"} <= {name for name, _ in plain_when(cpu, cpu.private_atomics)}
+    rng = np.random.default_rng(3)
+    for case, plain in ((s.cases[0], True), (s.cases[1], False)):
+        args = s.make_args(rng, case, np.float64)
+        grid, block = (tuple(case.grid) + (1, 1))[:3], (tuple(case.block) + (1, 1))[:3]
+        compiled = g.compiled.for_launch(grid, block)
+        free = compiled._atomic_free(grid, block, {k: np.int32(v) for k, v in args.items()
+                                                   if isinstance(v, (int, np.integer))})
+        assert ("d_input" in free) == plain  # gridDim.x <= 1 (Rodinia's launch) or not
+        assert "d_weights" in free  # 16-wide blocks, columns inside hid: every case
+
+
+# One buffer updated plainly under a condition of the launch, atomically otherwise (the shape of
+# a versioned gradient's adjoint; written anew for this test): with n <= m every thread has its
+# own element.
+VERSIONED = r"""
+__global__ void versioned(const float* x, float* acc, int n, int m)
+{
+    bool alone = n <= m;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        if (alone)
+            acc[i] = acc[i] + x[i];
+        else
+            atomicAdd(&acc[i % m], x[i]);
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("m, copies", [(256, None), (64, {"acc": (2, 64)})])
+def test_a_versioned_buffer_gets_copies_only_where_its_atomics_run(always_parallel, m, copies) -> None:
+    mod = polypy.compile(None, text=VERSIONED, threads=2)
+    n_ = 256
+    x = np.random.default_rng(m).standard_normal(n_).astype(np.float32)
+    got, want = np.zeros(m, np.float32), np.zeros(m, np.float32)
+    mod.versioned[4, 64](x, got, n_, m)
+    mod.versioned.emulate[4, 64](x, want, n_, m)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert always_parallel[-1] == copies

@@ -36,10 +36,12 @@ from codegen.llvm.abi import FAULT_WORDS, GLOBAL_SPACES, KernelABI
 from codegen.llvm.launch import BoundsError, LaunchError, chunk_size, default_threads, run_workers
 from codegen.llvm.lower import emit_module
 from codegen.llvm.types import ctype_of
+from polypy.analysis.versions import plain_when
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
-from polypy.ir.types import PointerType
-from polypy.ir.visitor import Mutator
+from polypy.ir.types import U32, PointerType, ScalarType
+from polypy.ir.visitor import Mutator, substitute
+from polypy.passes.fold_constants import fold_expr
 
 
 def emit_llvm_ir(module: n.Module, *, optimize: bool = False) -> str:
@@ -107,13 +109,16 @@ class JitModule:
         self._plain: dict[str, JitKernel] = {}
         self._plain_lock = threading.Lock()
         private = {k.name: k.private_atomics for k in module.kernels}
+        plain = {k.name: (k, conditions) for k in module.kernels if k.private_atomics
+                 and (conditions := dict(plain_when(k, k.private_atomics)))}
         adds = {k.name: adds_per_thread(k) for k in module.kernels if k.private_atomics}
         self.kernels: dict[str, JitKernel] = {}
         for name, abi in abis.items():
             address = self._engine.get_function_address(abi.worker_symbol)
             if not address:
                 raise InternalError(f"compiled code has no symbol {abi.worker_symbol!r}")
-            self.kernels[name] = JitKernel(self, abi, address, private=private.get(name, ()), adds=adds.get(name))
+            self.kernels[name] = JitKernel(self, abi, address, private=private.get(name, ()), adds=adds.get(name),
+                                           plain=plain.get(name))
 
     def __getitem__(self, name: str) -> JitKernel:
         return self.kernels[name]
@@ -263,6 +268,21 @@ def _trips(loop: n.For) -> int:
 ROW_ALIGN = 128
 
 
+def launch_value(e: n.Expr, kernel: n.Kernel, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 scalars: Mapping[str, np.generic]) -> bool | int | float | None:
+    """``e``'s value for a launch: ``blockDim``/``gridDim`` and the integer parameters replaced
+    by the launch's values, then folded (None: it depends on anything else)."""
+    known: dict[n.Expr, n.Expr] = {}
+    for d in range(3):
+        known[n.BlockDim(d)] = n.Const(block[d], U32)
+        known[n.GridDim(d)] = n.Const(grid[d], U32)
+    for p in kernel.params:
+        if p.name in scalars and isinstance(p.ptype, ScalarType) and p.ptype.is_int:
+            known[n.Var(p.name, p.ptype)] = n.Const(int(scalars[p.name]), p.ptype)
+    folded = fold_expr(substitute(e, known))
+    return folded.value if isinstance(folded, n.Const) else None
+
+
 def _worker_rows(workers: int, size: int, dtype: np.dtype) -> np.ndarray:
     """Zeros of shape ``(workers, size)`` whose rows each start on a ``ROW_ALIGN``-byte boundary."""
     itemsize = np.dtype(dtype).itemsize
@@ -280,13 +300,15 @@ def _overlaps(a: np.ndarray, b: np.ndarray) -> bool:
 
 class JitKernel:
     def __init__(self, owner: JitModule, abi: KernelABI, address: int, *, private: tuple[str, ...] = (),
-                 adds: Mapping[str, int] | None = None):
+                 adds: Mapping[str, int] | None = None, plain: tuple[n.Kernel, dict[str, n.Expr]] | None = None):
         self.owner = owner  # keeps the execution engine (and so the code) alive
         self.abi = abi
         self.name = abi.kernel
         # Pointer parameters a launch may accumulate per worker (``Kernel.private_atomics``).
         self.private = private
         self.adds = dict(adds or {})  # per private parameter, the atomic adds a thread makes to it
+        # (kernel, per private parameter: the launch condition under which its adds are plain)
+        self.plain = plain
         argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] + [ctypes.c_uint32] * 6 + [ctypes.c_int64]
         for p in abi.params:
             argtypes.append(ctypes.c_void_p if isinstance(p.ptype, PointerType) else ctype_of(p.ptype))
@@ -339,7 +361,7 @@ class JitKernel:
         # Not for a range of blocks: ``polypy.distributed`` passes array headers over a window of
         # the caller's array, whose elements outside what the blocks touch must not be written.
         copies = None if blocks is not None else self._private_arrays(
-            arrays, workers, math.prod(grid) * math.prod(block))
+            arrays, workers, math.prod(grid) * math.prod(block), self._atomic_free(grid, block, scalars))
         if copies is not None:
             ran = self.owner.plain_version(self.name)
         cfunc = ran._cfunc
@@ -383,15 +405,28 @@ class JitKernel:
         elif per_block is None and min(elapsed, busy) < PROBE_BELOW_SECONDS:
             self._probe.add(block)
 
+    def _atomic_free(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                     scalars: Mapping[str, np.generic]) -> frozenset[str]:
+        """The private parameters this launch adds to with plain adds only: their versioning
+        condition (``polypy.analysis.versions.plain_when``) holds for its shape and arguments."""
+        if self.plain is None:
+            return frozenset()
+        kernel, conditions = self.plain
+        return frozenset(name for name, cond in conditions.items()
+                         if launch_value(cond, kernel, grid, block, scalars) is True)
+
     def _private_arrays(self, arrays: Mapping[str, np.ndarray], workers: int,
-                        launch_threads: int) -> dict[str, np.ndarray] | None:
+                        launch_threads: int, plain: frozenset[str] = frozenset()) -> dict[str, np.ndarray] | None:
         """None: the launch keeps its atomics. Else the plain-add version runs, on a zeroed copy
-        per worker of each array returned (``{}``: one thread, on the arrays themselves)."""
+        per worker of each array returned (``{}``: one thread, on the arrays themselves).
+        ``plain``: private parameters whose atomics this launch never runs (no copy for them)."""
         if not self.private:
             return None
         if workers == 1:
             return {}
-        mine = {name: arrays[name] for name in self.private}
+        mine = {name: arrays[name] for name in self.private if name not in plain}
+        if not mine:
+            return None  # no atomic runs: the code as it is
         sizes = {name: (a.size, a.itemsize) for name, a in mine.items()}
         if not private_copies(sizes, workers, launch_threads, self.adds):
             return None

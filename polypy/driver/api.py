@@ -517,6 +517,9 @@ class _ArrayChecks:
         self.writable = [p for p in self.pointers if not p.ptype.const]
         self.pairs = [(p, q) for i, p in enumerate(self.pointers) for q in self.pointers[i + 1:]
                       if (p.ptype.restrict or q.ptype.restrict) and not (p.ptype.const and q.ptype.const)]
+        # a gradient's shadows and primal arguments (``Kernel.disjoint``): never the same storage
+        named = {p.name: p for p in self.pointers}
+        self.disjoint = [(named[a], named[b]) for a, b in kernel.disjoint if a in named and b in named]
 
     def what(self, p: n.Param) -> str:
         return f"argument {c_name(self.kernel, p.name)!r} of kernel {self.kernel.name!r}"
@@ -537,6 +540,11 @@ class _ArrayChecks:
             if np.may_share_memory(arrays[p.name], arrays[q.name]):
                 raise UserError(f"arguments {c_name(self.kernel, p.name)!r} and {c_name(self.kernel, q.name)!r} of "
                                 f"kernel {self.kernel.name!r} overlap, but one of them is __restrict__", p.loc)
+        for p, q in self.disjoint:
+            if np.may_share_memory(arrays[p.name], arrays[q.name]):
+                raise UserError(f"arguments {c_name(self.kernel, p.name)!r} and {c_name(self.kernel, q.name)!r} of "
+                                f"kernel {self.kernel.name!r} overlap: a gradient's shadow must be storage of its "
+                                f"own, apart from every primal argument", p.loc)
 
 
 def _original_name(name: str, kernel: n.Kernel) -> str:

@@ -480,6 +480,11 @@ class Kernel(Node):
     # Locals that sum the atomic adds of a thread loop (``gpu2cpu.sum_uniform_atomics``): CUDA gives
     # those adds no order, so a backend may reassociate ``s = s + v`` into them. A note like the above.
     order_free_sums: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    # Pairs of pointer parameters that never share storage although neither is ``restrict``: a
+    # gradient's shadows and the primal arguments (the gradient calling convention). The
+    # launcher refuses arguments that overlap; alias analysis (``polypy.poly.alias``) relies on
+    # it. A note like the above (lost in CUDA and IR text, where the pair may alias).
+    disjoint: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

@@ -3,7 +3,8 @@
 * A buffer always aliases itself, element by element (``"same"``).
 * Pointer parameters are global memory that the caller may pass twice, or overlapping:
   two distinct pointer parameters may alias unless one of them is ``restrict`` (C's rule: an
-  object modified through a restrict pointer is accessed through no other pointer). Their
+  object modified through a restrict pointer is accessed through no other pointer) or the pair
+  is in ``Kernel.disjoint`` (a gradient's shadow and a primal argument). Their
   relative offset is unknown, so any element of one may be any element of the other
   (``"any"``). The same holds between a pointer parameter and a ``__device__`` array (the
   caller may pass the array's address).
@@ -33,7 +34,7 @@ def alias_kind(kernel: n.Kernel, a: str, b: str) -> str | None:
             return None
         other = bb if a_ptr else ba
         if a_ptr and b_ptr:
-            return "any"
+            return None if (a, b) in kernel.disjoint or (b, a) in kernel.disjoint else "any"
         return "any" if other is not None and other.space == "device" else None
     if ba is None or bb is None:
         return None
