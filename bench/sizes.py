@@ -77,7 +77,17 @@ def _size(a: Args, name: str) -> int:
     return int(a[name].size)
 
 
+def _gemm(ni: int) -> Case:
+    # the sample's storage is 64 columns wide (samples/gemm.py NJ = NK = 64): tall problems
+    return Case(grid=(2, _cdiv(ni, 8)), block=(32, 8), sizes={"ni": ni, "nj": 64, "nk": 64})
+
+
 BENCH_SIZES: dict[str, BenchSpec] = {
+    # PolyBench-style gemm, 64 wide and tall: 2 * ni * 64 * 64 flops on (2 ni + 64) * 64 floats.
+    "gemm": BenchSpec(_gemm(1 << 15), _gemm(1 << 12),
+                      bytes=lambda a, c: F32 * (_size(a, "a") + _size(a, "b") + 2 * _size(a, "c")),
+                      flops=lambda a, c: 2 * int(a["ni"]) * int(a["nj"]) * int(a["nk"]),
+                      memory_bound=False),
     # 16 Mi elements: read x and y, write y.
     "saxpy": BenchSpec(_vector(1 << 24, 256), _vector(1 << 21, 256),
                        bytes=lambda a, c: 3 * F32 * _size(a, "x")),

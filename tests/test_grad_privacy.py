@@ -367,3 +367,18 @@ def test_a_gradients_shadows_never_share_storage_with_its_arguments() -> None:
     np.testing.assert_allclose(d_b.reshape(n_, n_), A.T @ S, rtol=1e-4, atol=1e-4)
     with pytest.raises(polypy.UserError, match="shadow must be storage of its own"):
         g[config](n_, n_, n_, a, a, b, d_b, np.zeros_like(seed), seed.copy())
+
+
+def test_polybench_gemms_output_adjoint_is_versioned_on_its_column_bound() -> None:
+    """c[i * NJ + j] with j < nj: private exactly when nj <= NJ (issue 12, item 2). Ten access
+    pairs of c over eight thread and block pieces: within the search's budget."""
+    from polypy.driver.gradients import grad_kernel
+    from polypy.driver.source import load
+    from samples.spec import sample
+
+    s = sample("gemm")
+    report: list = []
+    grad_kernel(load(s.source, defines=dict(s.defines)), "gemm", wrt=list(s.wrt), report=report)
+    got = decisions(report, "c")
+    assert got and {d.strategy for d in got} == {"versioned"}, [d.format() for d in got]
+    assert "(i64)nj <= 64l" in got[0].reason

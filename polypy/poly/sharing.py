@@ -99,7 +99,8 @@ MAX_CONDITION_TERMS = 6
 # tests candidate constraints against their union; each projection of a many-dimensional pair
 # set can take a second. Beyond these budgets it gives up (no condition: the shared path, which
 # is always correct): more (pair, piece) questions than this, or more isl operations in all.
-MAX_CONDITION_QUESTIONS = 64
+# (PolyBench's gemm asks 80: c's 10 access pairs over 4 thread and 4 block pieces.)
+MAX_CONDITION_QUESTIONS = 96
 MAX_CONDITION_STEPS = 256
 
 
