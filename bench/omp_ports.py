@@ -62,6 +62,9 @@ PORTS: dict[str, Port] = {
     "layernorm": Port("layernorm_omp", ("f32*", "f32*", "f32*", "f32*", "i32", "i32", "f32"),
                       lambda a, case: (a["x"], a["gamma"], a["beta"], a["y"], case.grid[0], a["cols"],
                                        a["eps"])),
+    "gemm": Port("gemm_omp", ("i32", "i32", "i32", "f32", "f32", "f32*", "f32*", "f32*", "i32", "i32"),
+                 lambda a, case: (a["ni"], a["nj"], a["nk"], a["alpha"], a["beta"], a["a"], a["b"], a["c"],
+                                  a["a"].size // int(a["ni"]), a["c"].size // int(a["ni"]))),
     "blackscholes": Port("blackscholes_omp", ("f32*", "f32*", "f32*", "f32*", "f32*", "f32", "f32", "i32"),
                          _pick("S", "X", "T", "call", "put", "R", "V", "n")),
 }
