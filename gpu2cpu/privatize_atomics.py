@@ -2,8 +2,9 @@
 
 Requires: a CPU-form kernel (run last: no later pass may add an access). Guarantees: the body is
 unchanged; ``Kernel.private_atomics`` names each pointer parameter that the kernel touches ONLY
-through ``atomic.add`` whose old value is unused, or plain adds ``b[i] = b[i] + v`` (a versioned
-gradient's private branch; ``v`` not reading ``b``) -- no other load or store of it, no other
+through ``atomic.add`` whose old value is unused, or plain adds ``b[i] = b[i] + v`` (``v`` not
+reading ``b``) where they are a versioned gradient's private branch on a condition of the launch
+(``polypy.analysis.versions``) -- no other load or store of it, no other
 atomic operation, no ``T**`` table or record view sharing its bytes with another parameter.
 
 Why: a read-only input that threads of many blocks read (vecnorm's ``in[j]``, layernorm's
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from polypy.analysis.versions import plain_when
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType
@@ -39,6 +41,7 @@ class _Uses(Visitor):
 
     def __init__(self) -> None:
         self.other: set[str] = set()
+        self.plain: set[str] = set()  # buffers with plain adds ``b[i] = b[i] + v``
         self.first_add: dict[str, n.AtomicRMW] = {}
 
     def visit_Load(self, e: n.Load) -> None:
@@ -52,6 +55,7 @@ class _Uses(Visitor):
             self.generic_visit(s)
             return
         # ``b[i] = b[i] + v``: an add too (a versioned gradient's private branch)
+        self.plain.add(s.buffer)
         for e in s.index:
             self.visit(e)
         self.visit(added)
@@ -95,9 +99,13 @@ def privatizable_atomics(kernel: n.Kernel) -> tuple[str, ...]:
     uses = _Uses()
     uses.visit_block(kernel.body)
     shared = _shares_bytes(kernel)
-    return tuple(p.name for p in kernel.params
-                 if isinstance(p.ptype, PointerType) and p.name in uses.first_add
-                 and p.name not in uses.other and p.name not in shared)
+    names = tuple(p.name for p in kernel.params
+                  if isinstance(p.ptype, PointerType) and p.name in uses.first_add
+                  and p.name not in uses.other and p.name not in shared)
+    # Plain adds only as a versioned gradient's private branch, on a condition of the launch
+    # (elsewhere -- a block window's flush -- the copies would cost what the plain adds save).
+    versioned = {name for name, _ in plain_when(kernel, names)}
+    return tuple(name for name in names if name not in uses.plain or name in versioned)
 
 
 def privatize_atomics(kernel: n.Kernel, *, report: list | None = None) -> n.Kernel:

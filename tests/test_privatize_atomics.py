@@ -20,6 +20,8 @@ from gpu2cpu.privatize_atomics import privatizable_atomics
 from polypy.analysis.versions import plain_when
 from polypy.driver.pipelines import to_cpu
 from polypy.driver.source import load
+from polypy.ir import nodes as n
+from polypy.ir.visitor import walk
 from samples.spec import all_samples
 
 KERNELS = r"""
@@ -310,3 +312,15 @@ def test_a_versioned_buffer_gets_copies_only_where_its_atomics_run(always_parall
     mod.versioned.emulate[4, 64](x, want, n_, m)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert always_parallel[-1] == copies
+
+
+def test_a_block_windows_flush_is_not_a_version() -> None:
+    """A block window's flush adds plainly where no other block reads the element and atomically
+    elsewhere, element by element: not a condition of the launch, so its plain adds keep the
+    array from per-worker copies (which would cost what the plain adds save)."""
+    s, g = _sample_gradient("constant_coeffs")
+    cpu = g.compiled.cpu
+    flushed = [x for x in walk(cpu) if isinstance(x, n.Store) and x.buffer == "d_x"]
+    assert flushed  # the window's plain adds
+    assert "d_x" not in cpu.private_atomics
+    assert plain_when(cpu, ("d_x",)) == ()

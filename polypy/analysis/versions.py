@@ -14,6 +14,7 @@ copies, ``gpu2cpu.privatize_atomics``, would only cost).
 from __future__ import annotations
 
 from polypy.ir import nodes as n
+from polypy.ir.types import ScalarType
 from polypy.ir.queries import written_names
 from polypy.ir.visitor import walk, walk_block
 from polypy.poly.paths import child_blocks
@@ -23,7 +24,9 @@ def plain_when(kernel: n.Kernel, names: tuple[str, ...] | frozenset[str]) -> tup
     """Per buffer of ``names`` whose every atomic add is the ``else`` of an ``if (c)`` whose
     ``then`` adds to it plainly (a versioned gradient: ``c`` its privacy condition), ``c``:
     where a launch makes it true, no atomic runs and per-worker copies would only cost. ``c`` is
-    the flag's initial value where it is a local declared once and never assigned."""
+    the flag's initial value where it is a local declared once and never assigned; only a ``c``
+    of the launch (``of_the_launch``) counts (a block window's flush picks plain adds or atomics
+    per element: not a version)."""
     assigned = written_names(kernel.body)
     lets = {x.name: x.init for x in walk(kernel) if isinstance(x, n.Decl) and x.init is not None
             and x.name not in assigned}
@@ -51,4 +54,18 @@ def plain_when(kernel: n.Kernel, names: tuple[str, ...] | frozenset[str]) -> tup
                     visit(block, elses)
 
     visit(kernel.body, ())
-    return tuple((name, next(iter(conds))) for name, conds in found.items() if conds and len(conds) == 1)
+    return tuple((name, cond) for name, conds in found.items() if conds and len(conds) == 1
+                 and of_the_launch(cond := next(iter(conds)), kernel))
+
+
+def of_the_launch(e: n.Expr, kernel: n.Kernel) -> bool:
+    """``e`` is a function of the launch shape and the integer arguments only (a launcher can
+    evaluate it): no thread or block index, no load, no local."""
+    for x in walk(e):
+        if isinstance(x, (n.ThreadIdx, n.BlockIdx, n.Load, n.Call)):
+            return False
+        if isinstance(x, n.Var):
+            p = kernel.param(x.name)
+            if p is None or not isinstance(p.ptype, ScalarType) or not p.ptype.is_int:
+                return False
+    return True
