@@ -21,7 +21,7 @@ Stages are imported inside the functions that use them (``polypy`` is the only w
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -31,96 +31,83 @@ from polypy.driver.pipelines import after_ad_pipeline, before_ad_pipeline
 from polypy.passes import run_pipeline
 
 
+def _memoized(compute: Callable[..., Any], unproven: Callable[[Exception], Any], what: str) -> Callable[..., Any]:
+    """``compute`` remembered per arguments (IR nodes by identity). Unsupported input (a
+    ``UserError``; islpy missing) is ``unproven(exc)``, the safe answer; any other failure of
+    the model is an internal error, never a silent "not proved"."""
+    cache: dict[tuple, Any] = {}
+
+    def oracle(*args: Any) -> Any:
+        key = tuple(id(a) if isinstance(a, n.Node) else a for a in args)
+        got = cache.get(key)
+        if got is None:
+            try:
+                got = compute(*args)
+            except (UserError, ImportError) as exc:
+                got = unproven(exc)
+            except Exception as exc:
+                kernel = next((a for a in args if isinstance(a, n.Kernel)), None)
+                subject = next((a.buffer if isinstance(a, n.Load) else a for a in args if isinstance(a, (str, n.Load))),
+                               "?")
+                raise InternalError(f"the {what} of {subject!r} in kernel {kernel.name if kernel else '?'!r} failed: "
+                                    f"{type(exc).__name__}: {exc}", kernel.loc if kernel else None) from exc
+            cache[key] = got
+        return got
+
+    return oracle
+
+
 def privacy_oracle(kernel: n.Kernel):
     """``buffer -> (private, reason[, condition])`` from the polyhedral model (``polypy.poly.sharing``).
 
     With a third element, the elements are private where ``condition`` (a grid-uniform IR
-    ``bool``) holds: the gradient tests it at run time (a private and an atomic version). A
-    failure of the model is an internal error, never a silent "not proved" (only unsupported
-    input, a ``UserError``, means "no proof").
+    ``bool``) holds: the gradient tests it at run time (a private and an atomic version).
     """
-    cache: dict[str, tuple] = {}
+    def private(kernel: n.Kernel, buffer: str) -> tuple:
+        from polypy.poly import sharing
 
-    def private(buffer: str) -> tuple:
-        got = cache.get(buffer)
-        if got is not None:
-            return got
-        try:
-            from polypy.poly import sharing
+        s = sharing(kernel, buffer)
+        if s.thread_private:
+            got: tuple = (True, "isl: every element is accessed by at most one thread of the grid")
+        elif s.private_when is not None:
+            from polypy.ir.printer import format_expr
 
-            s = sharing(kernel, buffer)
-            if s.thread_private:
-                got = (True, "isl: every element is accessed by at most one thread of the grid")
-            elif s.private_when is not None:
-                from polypy.ir.printer import format_expr
-
-                got = (False, f"isl: every element is accessed by at most one thread of the grid when "
-                              f"{format_expr(s.private_when)}", s.private_when)
-            elif s.block_uniform:
-                got = (False, "isl: every thread of a block accesses the same element, and the buffer is "
-                              "written or several blocks share it")
-            else:
-                got = (False, "isl: threads may access the same element")
-            if s.condition_gave_up and not s.thread_private:  # said in --report
-                got = (got[0], f"{got[1]} ({s.condition_gave_up})") + got[2:]
-        except (UserError, ImportError) as exc:  # unanalysable: the safe answer
-            got = (False, f"no proof ({exc})")
-        except Exception as exc:
-            raise InternalError(f"the privacy proof of {buffer!r} in kernel {kernel.name!r} failed: "
-                                f"{type(exc).__name__}: {exc}", kernel.loc) from exc
-        cache[buffer] = got
+            got = (False, f"isl: every element is accessed by at most one thread of the grid when "
+                          f"{format_expr(s.private_when)}", s.private_when)
+        elif s.block_uniform:
+            got = (False, "isl: every thread of a block accesses the same element, and the buffer is "
+                          "written or several blocks share it")
+        else:
+            got = (False, "isl: threads may access the same element")
+        if s.condition_gave_up and not s.thread_private:  # said in --report
+            got = (got[0], f"{got[1]} ({s.condition_gave_up})") + got[2:]
         return got
 
-    return private
+    oracle = _memoized(private, lambda exc: (False, f"no proof ({exc})"), "privacy proof")
+    return lambda buffer: oracle(kernel, buffer)
 
 
 def interval_oracle():
     """``(kernel, path, load) -> (private, reason)`` from the polyhedral model
     (``polypy.poly.intervals``): no other thread of the block touches the element the shared-array
-    load reads between the same two barriers. Unsupported input means "no proof"; a failure of
-    the model is an internal error."""
-    cache: dict[tuple, tuple[bool, str]] = {}
-
+    load reads between the same two barriers."""
     def private(kernel: n.Kernel, path, load: n.Load) -> tuple[bool, str]:
-        key = (id(kernel), path, id(load))
-        got = cache.get(key)
-        if got is not None:
-            return got
-        try:
-            from polypy.poly.intervals import interval_private
+        from polypy.poly.intervals import interval_private
 
-            got = interval_private(kernel, path, load)
-        except UserError as exc:
-            got = (False, f"no proof ({exc})")
-        except Exception as exc:
-            raise InternalError(f"the interval privacy proof of {load.buffer!r} in kernel {kernel.name!r} failed: "
-                                f"{type(exc).__name__}: {exc}", load.loc) from exc
-        cache[key] = got
-        return got
+        return interval_private(kernel, path, load)
 
-    return private
+    return _memoized(private, lambda exc: (False, f"no proof ({exc})"), "interval privacy proof")
 
 
 def window_oracle(kernel: n.Kernel):
     """``buffer -> Window | reason`` from the polyhedral model (``polypy.poly.block_window``)."""
-    cache: dict[str, Any] = {}
+    def window(kernel: n.Kernel, buffer: str):
+        from polypy.poly.windows import block_window
 
-    def window(buffer: str):
-        got = cache.get(buffer)
-        if got is None:
-            try:
-                from polypy.poly.windows import block_window
+        return block_window(kernel, buffer)
 
-                got = block_window(kernel, buffer)
-            except UserError as exc:  # unanalysable: no window
-                got = f"no proof ({exc})"
-            except Exception as exc:
-                raise InternalError(f"the block window of {buffer!r} in kernel {kernel.name!r} failed: "
-                                    f"{type(exc).__name__}: {exc}", kernel.loc) from exc
-            cache[buffer] = got
-        return got
-
-    return window
+    oracle = _memoized(window, lambda exc: f"no proof ({exc})", "block window")
+    return lambda buffer: oracle(kernel, buffer)
 
 
 def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = "reverse",

@@ -170,16 +170,12 @@ def _private_condition(model, c: Copies, pairs, pieces: list, search: _Search) -
             if key in seen:
                 continue
             seen.add(key)
-            # cheapest test first (no isl set operation): the constraint must name only
-            # parameters with an IR meaning
-            expr = _negate(model, con)
-            if expr is None:
-                continue
-            negated = _negation_set(con, context)
-            if negated is None or _degenerate(negated, con):
-                continue
-            if not search.step():
+            term = _term(model, con, context, search)
+            if term is _OUT_OF_STEPS:
                 return None
+            if term is None:
+                continue
+            expr, negated = term
             if not (negated & bad).is_empty():
                 continue
             terms += 1
@@ -211,16 +207,12 @@ def _conjunction(model, basics: list, context: isl.Set, search: _Search) -> n.Ex
             return None
         chosen = None
         for con in basic.get_constraints():
-            expr = _negate(model, con)
-            if expr is None:
-                continue
-            negated = _negation_set(con, context)
-            if negated is None or _degenerate(negated, con):
-                continue
-            if not search.step():
+            term = _term(model, con, context, search)
+            if term is _OUT_OF_STEPS:
                 return None
-            chosen = (expr, negated)
-            break
+            if term is not None:
+                chosen = term
+                break
         if chosen is None:
             return None
         cond = chosen[0] if cond is None else n.Binary("land", cond, chosen[0])
@@ -228,6 +220,24 @@ def _conjunction(model, basics: list, context: isl.Set, search: _Search) -> n.Ex
     if cond is None or not search.step() or _typical(allowed).is_empty():
         return None
     return cond
+
+
+_OUT_OF_STEPS = ("out of steps",)
+
+
+def _term(model, con: isl.Constraint, context: isl.Set, search: _Search):
+    """``(IR condition, parameter set)`` of ``con`` negated, where the negation names only
+    parameters with an IR meaning and holds for some typical launch; None where not;
+    ``_OUT_OF_STEPS`` once the search is past its budget."""
+    expr = _negate(model, con)  # cheapest test first (no isl set operation)
+    if expr is None:
+        return None
+    negated = _negation_set(con, context)
+    if negated is None or _degenerate(negated, con):
+        return None
+    if not search.step():
+        return _OUT_OF_STEPS
+    return expr, negated
 
 
 # A condition that holds only where a size or launch dimension it names is below this is not
