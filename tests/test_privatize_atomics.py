@@ -20,7 +20,7 @@ from gpu2cpu.privatize_atomics import privatizable_atomics
 from polypy.analysis.versions import plain_when
 from polypy.driver.pipelines import to_cpu
 from polypy.driver.source import load
-from polypy.ir import nodes as n
+from polypy.ir import nodes as ir
 from polypy.ir.visitor import walk
 from samples.spec import all_samples
 
@@ -320,7 +320,7 @@ def test_a_block_windows_flush_is_not_a_version() -> None:
     array from per-worker copies (which would cost what the plain adds save)."""
     s, g = _sample_gradient("constant_coeffs")
     cpu = g.compiled.cpu
-    flushed = [x for x in walk(cpu) if isinstance(x, n.Store) and x.buffer == "d_x"]
+    flushed = [x for x in walk(cpu) if isinstance(x, ir.Store) and x.buffer == "d_x"]
     assert flushed  # the window's plain adds
     assert "d_x" not in cpu.private_atomics
     assert plain_when(cpu, ("d_x",)) == ()
