@@ -32,25 +32,22 @@ from polypy.passes import run_pipeline
 
 
 def _memoized(compute: Callable[..., Any], unproven: Callable[[Exception], Any], what: str) -> Callable[..., Any]:
-    """``compute`` remembered per arguments (IR nodes by identity). Unsupported input (a
-    ``UserError``; islpy missing) is ``unproven(exc)``, the safe answer; any other failure of
-    the model is an internal error, never a silent "not proved"."""
+    """``compute(kernel, buffer, *rest)`` remembered per arguments (IR nodes by identity).
+    Unsupported input (a ``UserError``; islpy missing) is ``unproven(exc)``, the safe answer; any
+    other failure of the model is an internal error, never a silent "not proved"."""
     cache: dict[tuple, Any] = {}
 
-    def oracle(*args: Any) -> Any:
-        key = tuple(id(a) if isinstance(a, n.Node) else a for a in args)
+    def oracle(kernel: n.Kernel, buffer: str, *rest: Any) -> Any:
+        key = (id(kernel), buffer) + tuple(id(a) if isinstance(a, n.Node) else a for a in rest)
         got = cache.get(key)
         if got is None:
             try:
-                got = compute(*args)
+                got = compute(kernel, buffer, *rest)
             except (UserError, ImportError) as exc:
                 got = unproven(exc)
             except Exception as exc:
-                kernel = next((a for a in args if isinstance(a, n.Kernel)), None)
-                subject = next((a.buffer if isinstance(a, n.Load) else a for a in args if isinstance(a, (str, n.Load))),
-                               "?")
-                raise InternalError(f"the {what} of {subject!r} in kernel {kernel.name if kernel else '?'!r} failed: "
-                                    f"{type(exc).__name__}: {exc}", kernel.loc if kernel else None) from exc
+                raise InternalError(f"the {what} of {buffer!r} in kernel {kernel.name!r} failed: "
+                                    f"{type(exc).__name__}: {exc}", kernel.loc) from exc
             cache[key] = got
         return got
 
@@ -91,12 +88,13 @@ def interval_oracle():
     """``(kernel, path, load) -> (private, reason)`` from the polyhedral model
     (``polypy.poly.intervals``): no other thread of the block touches the element the shared-array
     load reads between the same two barriers."""
-    def private(kernel: n.Kernel, path, load: n.Load) -> tuple[bool, str]:
+    def private(kernel: n.Kernel, buffer: str, path, load: n.Load) -> tuple[bool, str]:
         from polypy.poly.intervals import interval_private
 
         return interval_private(kernel, path, load)
 
-    return _memoized(private, lambda exc: (False, f"no proof ({exc})"), "interval privacy proof")
+    oracle = _memoized(private, lambda exc: (False, f"no proof ({exc})"), "interval privacy proof")
+    return lambda kernel, path, load: oracle(kernel, load.buffer, path, load)
 
 
 def window_oracle(kernel: n.Kernel):

@@ -39,9 +39,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from polypy.analysis.uniformity import thread_dependent_names
 from polypy.ir import nodes as n
 from polypy.ir.queries import written_names
-from polypy.ir.types import PointerType
 from polypy.ir.visitor import walk, walk_block
 from polypy.poly.model import build_model
 from polypy.poly.paths import StmtPath, statement_accesses, statement_at
@@ -58,7 +58,9 @@ def interval_private(kernel: n.Kernel, path: StmtPath, load: n.Load) -> tuple[bo
     if found is None:
         return False, "not inside a loop"
     loop_path, loop = found
-    body = loop.body + (loop.update if isinstance(loop, n.While) else ())
+    if not isinstance(loop, n.While):
+        return False, "its loop is a counted loop (no halving variable to take as a parameter)"
+    body = loop.body + loop.update
     barriers = [i for i, s in enumerate(loop.body) if isinstance(s, n.Barrier)]
     if len(barriers) != 1 or sum(isinstance(x, n.Barrier) for x in walk_block(body)) != 1:
         return False, "its loop does not hold exactly one barrier, at the top of its body"
@@ -67,8 +69,7 @@ def interval_private(kernel: n.Kernel, path: StmtPath, load: n.Load) -> tuple[bo
     if position[0] != "body" or position[1] >= cut:
         return False, "it does not come before its loop's barrier"
     after = body[cut + 1:]
-    header = (loop.cond,) if isinstance(loop, n.While) else (loop.start, loop.stop, loop.step)
-    if _touches(after, buffer) or any(_touches_expr(e, buffer) for e in header):
+    if _touches(after, buffer) or _touches_expr(loop.cond, buffer):
         return False, "the loop touches the array after its barrier or in its condition"
     if not _interval_starts_before(kernel, loop_path, buffer):
         return False, "no barrier before the loop closes the interval of its first iteration"
@@ -76,8 +77,6 @@ def interval_private(kernel: n.Kernel, path: StmtPath, load: n.Load) -> tuple[bo
     if uniform is None:
         return False, "a variable of the loop is not block-uniform"
     iteration = _iteration_kernel(kernel, loop, loop.body[:cut], uniform)
-    if iteration is None:
-        return False, "the loop is not a while loop with uniform variables"
     target = (("body", len(iteration.body) - 1), ("then", position[1])) + path[len(loop_path) + 1:]
     index = next((raw.index for raw in statement_accesses(statement_at(iteration, target)) if raw.node is load), None)
     if index is None:
@@ -100,7 +99,7 @@ def interval_private(kernel: n.Kernel, path: StmtPath, load: n.Load) -> tuple[bo
                   f"{loop.loc.line if loop.loc is not None else '?'})")
 
 
-def _loop_of(kernel: n.Kernel, path: StmtPath) -> tuple[StmtPath, n.While | n.For] | None:
+def _loop_of(kernel: n.Kernel, path: StmtPath) -> tuple[StmtPath, n.Stmt] | None:
     """The innermost loop enclosing the statement at ``path`` (not the statement itself)."""
     for depth in range(len(path) - 1, 0, -1):
         stmt = statement_at(kernel, path[:depth])
@@ -130,55 +129,30 @@ def _interval_starts_before(kernel: n.Kernel, loop_path: StmtPath, buffer: str) 
     return len(loop_path) == 1
 
 
-def _iteration_uniform(kernel: n.Kernel, loop: n.While | n.For, after: tuple[n.Stmt, ...]) -> set[str] | None:
-    """The variables the loop assigns after its barrier, if each is block-uniform: assigned
-    nowhere else (top-level assignments after the barrier only, of uniform values) and declared
-    outside the loop with a uniform initial value; else None."""
-    if not isinstance(loop, n.While):
-        return None
+def _iteration_uniform(kernel: n.Kernel, loop: n.While, after: tuple[n.Stmt, ...]) -> set[str] | None:
+    """The variables the loop assigns after its barrier, if each has one value for all threads
+    of a block (``polypy.analysis.uniformity``) through the part before the barrier: assigned
+    nowhere else (top-level assignments after the barrier only) and declared outside the loop
+    with an initial value; else None."""
     late = {s.name for s in after if isinstance(s, n.Assign)}
     if written_names(after) - late:
         return None
     decls = {x.name: x for x in walk(kernel) if isinstance(x, n.Decl)}
     in_loop = {x.name for x in walk_block(loop.body + loop.update) if isinstance(x, n.Decl)}
-    params = {p.name for p in kernel.params if not isinstance(p.ptype, PointerType)}
-    written = written_names(kernel.body)
+    divergent = thread_dependent_names(kernel)
     for name in late:
         d = decls.get(name)
-        if d is None or d.init is None or d.vtype.is_float or name in in_loop:
+        if d is None or d.init is None or d.vtype.is_float or name in in_loop or name in divergent:
             return None
-        values = [s.value for s in after if isinstance(s, n.Assign) and s.name == name]
-        if sum(isinstance(x, n.Assign) and x.name == name for x in walk(kernel)) != len(values):
+        values = sum(isinstance(s, n.Assign) and s.name == name for s in after)
+        if sum(isinstance(x, n.Assign) and x.name == name for x in walk(kernel)) != values:
             return None  # assigned before the barrier, or outside the loop
-        if not all(_uniform(v, params, late, written, decls) for v in [d.init] + values):
-            return None
     return late
 
 
-def _uniform(e: n.Expr, params: set[str], loop_vars: set[str], written: set[str], decls: dict[str, n.Decl],
-             seen: frozenset[str] = frozenset()) -> bool:
-    """No thread index, no load; variables: integer parameters, the loop's uniform variables,
-    unassigned locals of uniform initial values."""
-    for x in walk(e):
-        if isinstance(x, (n.ThreadIdx, n.Load)):
-            return False
-        if isinstance(x, n.Var):
-            if x.name in params or x.name in loop_vars:
-                continue
-            d = decls.get(x.name)
-            if x.name in written or x.name in seen or d is None or d.init is None:
-                return False
-            if not _uniform(d.init, params, loop_vars, written, decls, seen | {x.name}):
-                return False
-    return True
-
-
-def _iteration_kernel(kernel: n.Kernel, loop: n.While | n.For, before: tuple[n.Stmt, ...],
-                      uniform: set[str]) -> n.Kernel | None:
+def _iteration_kernel(kernel: n.Kernel, loop: n.While, before: tuple[n.Stmt, ...], uniform: set[str]) -> n.Kernel:
     """``if (cond) { before }`` as a kernel: ``uniform`` as integer parameters; locals declared
     outside the loop kept with their initial value where never assigned, else unknown."""
-    if not isinstance(loop, n.While):
-        return None
     decls = {x.name: x for x in walk(kernel) if isinstance(x, n.Decl)}
     inside = {x.name for x in walk_block(before) if isinstance(x, n.Decl)}
     written = written_names(kernel.body)
