@@ -16,7 +16,10 @@ Passes, in the order ``polypy.driver.pipelines.cpu_pipeline`` runs them:
   ``tighten_thread_bounds.tighten_thread_bounds`` (guards on the counter become loop bounds,
   index arithmetic without wrap-around, under run-time checks where needed),
   ``sink_thread_loops.sink_thread_loops`` (the loop over ``tx`` goes inside uniform serial loops
-  and grid-stride loops, per-thread values expanded), then ``tighten_thread_bounds`` again.
+  and grid-stride loops, per-thread values expanded), then ``tighten_thread_bounds`` again,
+  ``promote_accumulators``, ``sum_uniform_atomics``, and ``divide_in_double.divide_in_double``
+  (32-bit ``/`` and ``%`` by an argument in a thread loop computed exactly in f64, which
+  vectorizes: x86 has no vector integer division).
   Steps of these are passes of their own too (registered; in the CPU pipeline they run inside
   the pass they belong to, which decides where they pay): ``distribute_thread_loops`` (fission into
   independent parts) and ``version_thread_loops`` (one copy per value of block-constant

@@ -537,6 +537,7 @@ class CounterAnalysis:
             return None
         if not (atom.a.type.is_int and atom.a.type == atom.b.type):
             return None
+        atom = self._narrowed(atom)
         la, lb = self.linear(atom.a), self.linear(atom.b)
         if la is None or lb is None:
             return None
@@ -556,6 +557,29 @@ class CounterAnalysis:
         if atom.op == "gt":  # -c*t < base
             return self._solve_lt(-d.coef, base), needs
         return self._solve_lt(-d.coef, base.plus(Linear(1))), needs  # ge: -c*t < base + 1
+
+    def _narrowed(self, atom: n.Binary) -> n.Binary:
+        """``(i64)i < n`` with ``i`` a 32-bit value and ``n`` a 64-bit argument (srad's
+        ``ei < d_Ne``): ``n`` is too large for a linear form, but clamped to
+        ``[-2**31 - 1, 2**32]`` it compares the same with every 32-bit value (beyond that range
+        it is above or below all of them, and so is the clamp), and its range is small."""
+        ty = atom.a.type
+        if ty.bits != 64:
+            return atom
+        sides = [atom.a, atom.b]
+        for k in (0, 1):
+            value, other = sides[k], sides[1 - k]
+            if not (isinstance(value, n.Cast) and value.x.type.is_int and value.x.type.bits <= 32):
+                continue
+            lo, hi = self.ranges.of(other)
+            if max(abs(lo), abs(hi)) <= _MAGNITUDE or self.uniform(other) is None:
+                continue
+            clamped: n.Expr = n.Call("min", (other, n.Const(1 << 32, ty)), ty)
+            if ty.is_signed:
+                clamped = n.Call("max", (clamped, n.Const(-(1 << 31) - 1, ty)), ty)
+            sides[1 - k] = clamped
+            return dataclasses.replace(atom, a=sides[0], b=sides[1])
+        return atom
 
     def _solve_lt(self, c: int, k: Linear) -> Interval:
         """Where ``c * t < k`` (``c != 0``)."""
