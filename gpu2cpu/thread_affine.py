@@ -464,9 +464,12 @@ class CounterAnalysis:
 
     def __init__(self, counter: str, dim: int, *, lets: Mapping[str, n.Expr],
                  available: Callable[[str], bool], ranges: Ranges, free_atoms: bool = False,
-                 separate: frozenset[str] = frozenset()):
+                 separate: frozenset[str] = frozenset(), start: n.Expr | None = None):
         self.counter = counter
         self.dim = dim
+        # The loop's first counter value where it is not 0 (the upper part of an index-set
+        # split, ``[min(16u, blockDim.x), blockDim.x)``): the smallest value needs are taken at.
+        self.start = None if start is None or (isinstance(start, n.Const) and int(start.value) == 0) else start
         self.available = available
         self.ranges = ranges
         self.free_atoms = free_atoms
@@ -669,9 +672,10 @@ class CounterAnalysis:
         """Record that ``lin`` must stay in ``ty``'s range for every counter value."""
         tlo, thi = type_range(ty)
         base = lin.base()
-        # The extreme values over 0 <= t <= blockDim - 1: at t = 0 and at t = blockDim - 1.
+        # The extreme values over start <= t <= blockDim - 1: at t = start and at t = blockDim - 1.
         top = Linear(-lin.coef, ((n.BlockDim(self.dim), lin.coef),)).plus(base) if lin.coef else base
-        low, high = (base, top) if lin.coef >= 0 else (top, base)
+        first = base.plus(Linear(0, ((self.start, lin.coef),))) if lin.coef and self.start is not None else base
+        low, high = (first, top) if lin.coef >= 0 else (top, first)
         needs.append(Need(low, lo=tlo))
         needs.append(Need(high, hi=thi))
 

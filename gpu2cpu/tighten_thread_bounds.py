@@ -412,7 +412,7 @@ class _Tighten(Mutator):
         if dim is None:
             return loop
         analysis = CounterAnalysis(loop.var, dim, lets=let_definitions(loop.body, len(loop.body)),
-                                   available=_outside(loop), ranges=self.ranges, free_atoms=True)
+                                   available=_outside(loop), ranges=self.ranges, free_atoms=True, start=loop.start)
         rewriter = _ExactIndices(analysis, facts, needs)
         body = rewriter.visit_block(loop.body)
         if body is loop.body:

@@ -365,6 +365,10 @@ class KernelEmitter:
                 ]
                 arguments += [f"polypy_lo_{name}", f"polypy_hi_{name}"]
         num_threads = f" num_threads({opts.threads})" if opts.threads > 0 else ""
+        # A grid of one block runs on the calling thread: waking the team for it costs more than
+        # the block (lud's diagonal kernel, launched once per step; with OMP_WAIT_POLICY=passive
+        # a wake-up is tens of microseconds).
+        num_threads += " if((unsigned long long)gridDim.x * gridDim.y * gridDim.z > 1ull)"
         # A coarsened kernel runs for blockIdx = multiples of its factors (Kernel.coarsen).
         factors = self.kernel.coarsen
         steps = [f"++b{axis}" if f == 1 else f"b{axis} += {f}u" for axis, f in zip("xyz", factors)]
