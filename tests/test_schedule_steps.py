@@ -194,3 +194,56 @@ def test_schedule_is_the_same_under_any_string_hash_seed(tmp_path) -> None:
                               capture_output=True, text=True, check=True)
         outputs.add(done.stdout)
     assert len(outputs) == 1
+
+
+# Two halves of a block do different work, the upper half indexing with `threadIdx.x - 16` (the
+# shape of Rodinia lud's perimeter kernel, written anew): the range split gives the upper half a
+# loop from min(16, blockDim.x), whose unsigned `tx - 16u` cannot wrap there.
+HALVES = r"""
+__global__ void halves(const float* a, float* lo, float* hi, int n)
+{
+    int base = blockIdx.x * 16;
+    if (threadIdx.x < 16) {
+        lo[base + threadIdx.x] = a[base + threadIdx.x] * 2.0f;
+    } else {
+        unsigned k = threadIdx.x - 16;
+        hi[base + k] = a[base + k] + 1.0f;
+    }
+}
+"""
+
+
+def test_no_wrap_checks_of_an_upper_split_range_start_at_its_first_thread() -> None:
+    def value(e: n.Expr, env: dict) -> int:  # the checks' integer arithmetic, exactly
+        if isinstance(e, n.Const):
+            return int(e.value)
+        if isinstance(e, (n.BlockDim, n.BlockIdx)):
+            return env[type(e).__name__]
+        if isinstance(e, n.Cast):
+            return value(e.x, env)  # the checks only widen
+        if isinstance(e, n.Call) and e.fn in ("min", "max"):
+            return (min if e.fn == "min" else max)(value(a, env) for a in e.args)
+        a, b = value(e.a, env), value(e.b, env)
+        ops = {"add": a + b, "sub": a - b, "mul": a * b, "lt": a < b, "le": a <= b, "gt": a > b,
+               "ge": a >= b, "eq": a == b, "land": bool(a) and bool(b), "lor": bool(a) or bool(b)}
+        return int(ops[e.op])
+
+    kernel = load(None, text=HALVES).kernel("halves")
+    cpu = to_cpu(kernel)
+    checks = [x.cond for x in walk(cpu) if isinstance(x, n.If) and x.orelse
+              and any(isinstance(y, n.For) and y.kind == "threads" for s in x.orelse for y in walk(s))]
+    assert checks, "no run-time check around the split loops"
+    for cond in checks:  # with blocks of 32 threads every check passes: the split loops run
+        assert value(cond, {"BlockDim": 32, "BlockIdx": 3}) == 1, cond
+    grid, size = 4, 64
+    rng = np.random.default_rng(3)
+    args = {"a": rng.random(size, dtype=np.float32), "lo": np.zeros(size, np.float32),
+            "hi": np.zeros(size, np.float32), "n": size}
+    for block in (32, 24, 8):
+        want = copy_args(args)
+        emulate(kernel, grid, block, want)
+        need_compiler(False)
+        got = copy_args(args)
+        build_library([cpu]).launch("halves", grid, block, got)
+        for name in ("lo", "hi"):
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name}, block {block}")
