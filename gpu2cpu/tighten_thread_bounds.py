@@ -113,7 +113,7 @@ from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.rewrite import fold_max, fold_min
 from polypy.ir.types import I64, U32
-from polypy.ir.visitor import Mutator, rebuild, walk
+from polypy.ir.visitor import Mutator, rebuild, substitute, walk
 from polypy.passes.fold_constants import fold_expr
 
 # Index-set splitting copies the loop body once per range: at most this many splits per loop, and
@@ -507,17 +507,38 @@ class _Tighten(Mutator):
         return x
 
     # ------------------------------------------------------------------ exact index arithmetic
+    def closed_start(self, start: n.Expr) -> n.Expr | None:
+        """The first counter value of a loop, for its no-wrap needs, if it can be evaluated where
+        the needs are checked (``_closed``); None: the needs are taken from 0."""
+        return _closed(start, self.ranges.lets)
+
     def exact_indices(self, loop: n.For, facts: Facts, needs: list[Need]) -> n.For:
         dim = counter_dim(loop.var)
         if dim is None:
             return loop
         analysis = CounterAnalysis(loop.var, dim, lets=let_definitions(loop.body, len(loop.body)),
-                                   available=_outside(loop), ranges=self.ranges, free_atoms=True, start=loop.start)
+                                   available=_outside(loop), ranges=self.ranges, free_atoms=True,
+                                   start=self.closed_start(loop.start))
         rewriter = _ExactIndices(analysis, facts, needs)
         body = rewriter.visit_block(loop.body)
         if body is loop.body:
             return loop
         return dataclasses.replace(loop, body=body)
+
+
+def _closed(e: n.Expr, lets: dict) -> n.Expr | None:
+    """``e`` with the bounds this pass named (``tx_lo``) replaced by their definitions, or None
+    if it still reads a variable: a run-time check made of it is hoisted above those names."""
+    for _ in range(8):
+        if any(isinstance(x, n.Load) for x in walk(e)):
+            return None
+        names = [x for x in walk(e) if isinstance(x, n.Var)]
+        if not names:
+            return e
+        if not all(v.name in lets for v in names):
+            return None
+        e = substitute(e, {v: lets[v.name] for v in names})
+    return None
 
 
 def _outside(loop: n.For):
