@@ -82,6 +82,22 @@ def programs(draw) -> str:
 
 # Found by this test: `a` assigned on one branch of an `if`, then read in a later loop; the reverse
 # sweep re-ran the `if` to get `a` back but started the copy uninitialized (NaN gradients).
+# Found by this test: `a = pow(..)` of a negative base is NaN and dead (`a = b` overwrites it);
+# its zero adjoint times the NaN partial made the whole gradient NaN.
+DEAD_NAN_PARTIAL = """kernel f(n: i32, m: i32, x: const f64*, y: f64*) {
+  if ((i32)(blockIdx.x * blockDim.x + threadIdx.x) < n) {
+    var a: f64 = x[(i32)(blockIdx.x * blockDim.x + threadIdx.x)] * 0.5
+    var b: f64 = x[(i32)(blockIdx.x * blockDim.x + threadIdx.x)] * 0.75
+    var c: f64 = x[(i32)(blockIdx.x * blockDim.x + threadIdx.x)] * 1.0
+    a = ((a + a) + a)
+    a = pow(1.25 + (a * a) * a, 0.5 * a)
+    a = sin(sin(a))
+    a = b
+    y[(i32)(blockIdx.x * blockDim.x + threadIdx.x)] = a + b + c
+  }
+}
+"""
+
 ONE_BRANCH_THEN_LOOP = """kernel f(n: i32, m: i32, x: const f64*, y: f64*) {
   if ((i32)(blockIdx.x * blockDim.x + threadIdx.x) < n) {
     var a: f64 = x[(i32)(blockIdx.x * blockDim.x + threadIdx.x)] * 0.5
@@ -102,6 +118,7 @@ ONE_BRANCH_THEN_LOOP = """kernel f(n: i32, m: i32, x: const f64*, y: f64*) {
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(), st.sampled_from(["auto", "recompute", "store"]))
+@example(DEAD_NAN_PARTIAL, "auto")
 @example(ONE_BRANCH_THEN_LOOP, "auto")
 @example(ONE_BRANCH_THEN_LOOP, "recompute")
 @example(ONE_BRANCH_THEN_LOOP, "store")

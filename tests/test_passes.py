@@ -97,6 +97,50 @@ def test_eliminate_dead_code():
     """)
 
 
+def test_eliminate_dead_code_drops_assignments_overwritten_before_any_read():
+    # `a = sin(sin(a))` is overwritten by `a = b` before anything reads it, and then `a = pow(..)`
+    # too; an assignment before a read, or before an exit of the loop, stays.
+    golden(eliminate_dead_code, """
+    kernel k(x: f64*, n: i32) {
+      var a: f64 = x[0]
+      var b: f64 = x[1]
+      a = pow(a, 0.5)
+      a = sin(sin(a))
+      a = b
+      x[2] = a
+      for i: i32 = 0 to n step 1 {
+        b = b * 2.0
+        if (b > 4.0) {
+          break
+        }
+        b = 1.0
+        x[3] = b
+        b = 3.0
+        b = b + 1.0
+      }
+      x[4] = b
+    }
+    """, """
+    kernel k(x: f64*, n: i32) {
+      var a: f64 = x[0]
+      var b: f64 = x[1]
+      a = b
+      x[2] = a
+      for i: i32 = 0 to n step 1 {
+        b = b * 2.0
+        if (b > 4.0) {
+          break
+        }
+        b = 1.0
+        x[3] = b
+        b = 3.0
+        b = b + 1.0
+      }
+      x[4] = b
+    }
+    """)
+
+
 def test_forward_scalars_forwards_a_local_reset_to_one_stable_value():
     # lavaMD: ``wtx = tx;`` before each block-stride loop; a different value or a load is kept.
     golden(forward_scalars, """

@@ -8,6 +8,7 @@ Removes, until nothing changes:
 * statements after ``break``/``continue``/``return`` in the same block;
 * ``var`` declarations, assignments, warp shuffles and votes of locals that are never read
   (the destination of an atomic is dropped, the atomic itself stays);
+* assignments overwritten later in the same block before anything reads them (``_overwritten``);
 * ``if`` statements with two empty branches, and counted ``for`` loops with empty bodies.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import dataclasses
 
 from polypy.ir import nodes as n
 from polypy.ir.queries import read_names
-from polypy.ir.visitor import Mutator
+from polypy.ir.visitor import Mutator, walk
 
 _TERMINATORS = (n.Break, n.Continue, n.Return)
 
@@ -30,6 +31,10 @@ class _Dce(Mutator):
         for i, s in enumerate(items):
             if isinstance(s, _TERMINATORS) and i + 1 < len(items):
                 return items[: i + 1]
+        if any(isinstance(s, n.Assign) for s in items if isinstance(s, n.Stmt)):
+            dead = [i for i, s in enumerate(items) if isinstance(s, n.Assign) and _overwritten(s.name, items[i + 1:])]
+            if dead:
+                return tuple(s for i, s in enumerate(items) if i not in dead)
         return items
 
     def visit_Decl(self, s: n.Decl) -> n.Stmt | None:
@@ -60,6 +65,22 @@ class _Dce(Mutator):
         if not s.body and isinstance(s.step, n.Const) and s.step.value > 0:
             return None
         return s
+
+
+def _overwritten(name: str, after: tuple) -> bool:
+    """Whether an assignment of ``name`` followed by the statements ``after`` (of the same block)
+    is dead: one of them assigns ``name`` unconditionally before anything reads it, and nothing
+    in between can leave the block (``break``/``continue``/``return``). Reverse mode would
+    otherwise differentiate the dead value, and a NaN partial derivative times its zero adjoint
+    is NaN: ``a = pow(x, y); a = b`` with ``x < 0``."""
+    for s in after:
+        if not isinstance(s, n.Stmt):
+            return False
+        if name in read_names(s) or any(isinstance(x, _TERMINATORS) for x in walk(s)):
+            return False
+        if isinstance(s, n.Assign) and s.name == name:
+            return True
+    return False
 
 
 def eliminate_dead_code(kernel: n.Kernel) -> n.Kernel:
