@@ -55,8 +55,9 @@ def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Seq
     left to prove is that the plain updates ``lower_block_atomics`` made of block atomics, and
     writes to values declared outside the loop, do not collide: ``loop`` is innermost (inside it
     at most serial loops with constant bounds), assigns only locals it declares, each store's index moves with the counter at a
-    constant nonzero stride (``a[row * n + tx]``, ``s[ty][tx]``, never ``s[0]``, ``h[bin]`` or
-    ``s[tx * k]``), and a block-private buffer (``private``: shared and per-thread memory, where
+    constant nonzero stride in one of its indices, whose other terms neither the lanes nor loops
+    inside them vary (``a[row * n + tx]``, ``s[ty][tx]``, ``s[ty + j][tx]`` in a loop over ``j``;
+    never ``s[0]``, ``h[bin]`` or ``s[tx * k]``), and a block-private buffer (``private``: shared and per-thread memory, where
     atomics became plain updates) it stores to it accesses at that one index only, so no two
     iterations touch the same element of what the loop writes. A per-thread array (``local``)
     that the loop accesses only at its lane's copy (the counter as the last index) is exempt from
@@ -82,11 +83,12 @@ def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Seq
         if isinstance(x, n.Store) and x.buffer in own:
             continue
         if isinstance(x, n.Store):
+            # One index moves with the counter and with nothing else the lanes or the loops inside
+            # them vary (``s[ty + j][tx]`` in a tap loop over ``j``): lanes never share an element.
             index = tuple(_expand(i, values) for i in x.index)
-            if not any(affine_in(i, loop.var) for i in index):
-                return False
-            if any(isinstance(y, (n.Load, n.Call)) or (isinstance(y, n.Var) and y.name in declared)
-                   for i in index for y in walk(i)):
+            if not any(affine_in(i, loop.var) and not any(
+                    isinstance(y, (n.Load, n.Call)) or (isinstance(y, n.Var) and y.name in declared) for y in walk(i))
+                    for i in index):
                 return False
     # Two atomics on one shared array at different offsets (s[tx], s[tx + 1]) are legal CUDA: a
     # block-private buffer the loop stores to (where lowered atomics live) is accessed at one

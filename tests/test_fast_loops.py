@@ -11,6 +11,7 @@ from codegen.c import emit_kernels
 from polypy.driver.pipelines import to_cpu
 from polypy.driver.source import load
 from polypy.ir import nodes as n
+from polypy.ir import parse_kernel
 from polypy.ir.visitor import walk, walk_block
 
 # A pathfinder-style sweep (Rodinia's dynproc kernel, written anew and smaller): the west/east
@@ -349,6 +350,32 @@ def test_thread_loop_around_a_constant_serial_loop_is_simd():
     around = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "threads"
               and any(isinstance(y, n.While) or (isinstance(y, n.For) and y.kind == "serial") for y in walk(x))]
     assert around and not any(independent_lanes(x, set()) for x in around)
+
+
+def test_a_tile_row_loop_inside_the_thread_loop_keeps_it_simd():
+    """transpose_tiled's `for j` (rows of the tile) inside the loop over tx stores
+    `tile[ty + j][tx]`: the index moving with tx varies with nothing else, so lanes never share an
+    element (simd); `s[tx + j]`, whose moving index also varies with j, is not."""
+    from codegen.lanes import independent_lanes
+    from samples.spec import all_samples
+
+    source = next(s.source for s in all_samples() if s.name == "transpose_tiled")
+    cpu = to_cpu(load(source).kernel("transpose_tiled"))
+    rows = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "threads" and x.var.startswith("tx")
+            and any(isinstance(y, n.Store) and y.buffer == "tile" for y in walk(x))
+            and any(isinstance(y, n.For) and y.kind == "serial" for y in walk(x))]
+    assert rows and all(independent_lanes(x, {"tile"}) for x in rows)
+    shifted = to_cpu(parse_kernel("""kernel k(x: f32*) {
+  shared s: f32[64]
+  for j: i32 = 0 to 4 step 1 {
+    s[(i32)threadIdx.x + j] = x[(i32)threadIdx.x]
+  }
+  barrier
+  x[(i32)threadIdx.x] = s[(i32)threadIdx.x]
+}"""))
+    loops = [x for x in walk(shifted) if isinstance(x, n.For) and x.kind == "threads"
+             and any(isinstance(y, n.Store) and y.buffer == "s" for y in walk(x))]
+    assert loops and not any(independent_lanes(x, {"s"}) for x in loops)
 
 
 # ---- selects decided by the range of the counter (tighten_thread_bounds, index-set splitting) ----
