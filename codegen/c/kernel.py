@@ -30,7 +30,7 @@ from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.cexpr import ATOM
 from polypy.ir.names import kernel_names
-from polypy.ir.types import PointerType
+from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import walk
 from polypy.launch import check_block_shape
 from polypy.passes.specialize import BlockShape, specialize_block_shape
@@ -326,6 +326,11 @@ class KernelEmitter:
         else:
             prologue.append("if (!polypy_launch_ok(gridDim, blockDim)) return;")
         arguments = list(values)
+        # Sums per worker (``worker_sums``): the blocks add into the worker's own slots, and the
+        # worker adds its sums to the array once, after its share of the grid.
+        sums = [] if opts.check_bounds else self.worker_sums()
+        for index, slot, elem in sums:
+            arguments[index] = f"polypy_sum_{index}"
         scratch = []
         dynamic = False
         padding = 0  # bytes past the launch's: the parts of a split extern array round N up to q parts
@@ -376,9 +381,40 @@ class KernelEmitter:
         if factors != (1, 1, 1):
             note = (f"\n * Coarse blocks: one call of the block function does the work of the blocks from blockIdx "
                     f"to blockIdx + ({', '.join(map(str, factors))}) - 1 in the grid.")
+        worker_sums = [{"array": f"polypy_sum_{index}", "type": c_type(elem), "slots": slot + 1, "slot": slot,
+                        "zero": "-0.0f" if elem.name == "f32" else "-0.0" if elem.name == "f64" else "0",
+                        "target": values[index], "add": f"polypy_atomic_add_{elem.name}"}
+                       for index, slot, elem in sums]
+        if sums:
+            note += ("\n * Sums per worker (" + ", ".join(self.kernel.params[i].name for i, _, _ in sums)
+                     + ": atomic adds to one element only): each worker adds into its own copy and adds"
+                     + "\n * that to the array once (CUDA orders no atomics).")
         return render_template("c_launcher.j2", kernel=self.kernel.name, signature=decl, grid=grid, block=block,
                                prologue=prologue, num_threads=num_threads, scratch=scratch,
-                               block_function=self.block_name, arguments=arguments, steps=steps, note=note)
+                               block_function=self.block_name, arguments=arguments, steps=steps, note=note,
+                               worker_sums=worker_sums)
+
+    def worker_sums(self) -> list[tuple[int, int, ScalarType]]:
+        """(parameter index, element, element type) of each pointer parameter that the kernel only
+        adds to (``Kernel.private_atomics``: ``atomic.add`` without its old value, or a versioned
+        gradient's plain ``b[i] = b[i] + v``), always at one constant element below
+        ``MAX_SUM_SLOT`` (``*out += block_sum``: reduce_sum, a gradient's ``d_alpha[0]``). On a
+        CPU every block's atomic on that element is a compare-and-swap on a cache line all cores
+        fight for; a worker's blocks run one after the other, so they can add into a private
+        copy, added to the array once per worker. The adds are reassociated, as atomics allow."""
+        out = []
+        for name in self.kernel.private_atomics:
+            index = _param_index(self.kernel, name)
+            param = self.kernel.params[index]
+            slots = {x.index for x in walk(self.kernel) if isinstance(x, (n.AtomicRMW, n.Load, n.Store))
+                     and x.buffer == name}
+            if len(slots) != 1:
+                continue
+            (slot,) = slots
+            if len(slot) != 1 or not isinstance(slot[0], n.Const) or not 0 <= int(slot[0].value) < MAX_SUM_SLOT:
+                continue
+            out.append((index, int(slot[0].value), param.ptype.elem))  # type: ignore[union-attr]
+        return out
 
     def emit(self) -> KernelCode:
         k = self.kernel
@@ -388,6 +424,10 @@ class KernelEmitter:
         text = "\n".join([header, self.block_function(), "", self.launcher().rstrip()])
         decl, _ = self.signature()
         return KernelCode(k.name, self.launcher_name, decl + ";", text)
+
+
+# Worker sums (``KernelEmitter.worker_sums``): the element added to is at most this index.
+MAX_SUM_SLOT = 16
 
 
 def _pointer_type(t: PointerType) -> str:
