@@ -7,7 +7,8 @@ pointer to each of its block-private buffers (shared memory, per-thread values).
 once per OpenMP worker and spreads the blocks of the grid over the workers::
 
     #pragma omp parallel
-    {   scratch = polypy_alloc(...)                       (once per worker)
+    {   scratch = polypy_alloc_apart(..., first array read)   (once per worker, 512 bytes
+                                                             modulo 1 KiB away from that array)
         #pragma omp for collapse(3) schedule(static)
         for (bz...) for (by...) for (bx...) K_block({bx, by, bz}, ..., scratch)
         free(scratch) }
@@ -332,6 +333,13 @@ class KernelEmitter:
         for index, slot, elem in sums:
             arguments[index] = f"polypy_sum_{index}"
         scratch = []
+        # Scratch memory goes 512 bytes (mod 1 KiB) away from the first array the kernel reads
+        # (polypy_alloc_apart: 4K aliasing between a tile copy's loads and stores).
+        reads = {x.buffer for x in walk(self.kernel) if isinstance(x, n.Load)}
+        apart = next((values[i] for i, p in enumerate(self.kernel.params)
+                      if isinstance(p.ptype, PointerType) and p.name in reads), None)
+        alloc = (lambda size: f"polypy_alloc_apart({size}, {apart})") if apart is not None else \
+            (lambda size: f"polypy_alloc({size})")
         dynamic = False
         padding = 0  # bytes past the launch's: the parts of a split extern array round N up to q parts
         for b in self.scratch_buffers():
@@ -351,11 +359,11 @@ class KernelEmitter:
                 pointer, cast = f"{t} (*{name}){_dims_suffix(b.shape)}", f"{t} (*){_dims_suffix(b.shape)}"
             else:
                 pointer, cast = f"{t}* {name}", f"{t}*"
-            scratch.append({"pointer": pointer, "cast": cast, "bytes": f"sizeof({t}) * {count}", "name": name})
+            scratch.append({"pointer": pointer, "cast": cast, "alloc": alloc(f"sizeof({t}) * {count}"), "name": name})
             arguments.append(name)
         if dynamic:
             scratch.append({"pointer": "unsigned char* polypy_dynamic_shared", "cast": "unsigned char*",
-                            "bytes": f"shmem_bytes + {padding}" if padding else "shmem_bytes",
+                            "alloc": alloc(f"shmem_bytes + {padding}" if padding else "shmem_bytes"),
                             "name": "polypy_dynamic_shared"})
         if opts.check_bounds:
             for p in self.pointer_params():
