@@ -507,18 +507,13 @@ class _Tighten(Mutator):
         return x
 
     # ------------------------------------------------------------------ exact index arithmetic
-    def closed_start(self, start: n.Expr) -> n.Expr | None:
-        """The first counter value of a loop, for its no-wrap needs, if it can be evaluated where
-        the needs are checked (``_closed``); None: the needs are taken from 0."""
-        return _closed(start, self.ranges.lets)
-
     def exact_indices(self, loop: n.For, facts: Facts, needs: list[Need]) -> n.For:
         dim = counter_dim(loop.var)
         if dim is None:
             return loop
         analysis = CounterAnalysis(loop.var, dim, lets=let_definitions(loop.body, len(loop.body)),
                                    available=_outside(loop), ranges=self.ranges, free_atoms=True,
-                                   start=self.closed_start(loop.start))
+                                   start=_closed(loop.start, self.ranges.lets))
         rewriter = _ExactIndices(analysis, facts, needs)
         body = rewriter.visit_block(loop.body)
         if body is loop.body:
@@ -741,7 +736,7 @@ def _decide_atoms(stmts: tuple[n.Stmt, ...], truth: dict[n.Expr, bool]) -> tuple
             return n.Const(value, e.type) if value is not None else self.generic_visit(e)
 
     def decide(s: n.If) -> tuple[n.Stmt, ...]:
-        cond = _fold_logic(Replace().visit(s.cond))
+        cond = fold_expr(Replace().visit(s.cond))
         orelse = s.orelse
         if len(orelse) == 1 and isinstance(orelse[0], n.If) and not is_check(orelse[0].cond):
             orelse = decide(orelse[0])
@@ -753,22 +748,6 @@ def _decide_atoms(stmts: tuple[n.Stmt, ...], truth: dict[n.Expr, bool]) -> tuple
     for s in stmts:
         out.extend(decide(s) if isinstance(s, n.If) and not is_check(s.cond) else (s,))
     return tuple(out)
-
-
-def _fold_logic(e: n.Expr) -> n.Expr:
-    """``e`` folded, with ``x && false``, ``x || true`` (and the neutral operands) decided too:
-    expressions are pure, so an operand that cannot change the result can go."""
-    if isinstance(e, n.Binary) and e.op in ("land", "lor"):
-        a, b = _fold_logic(e.a), _fold_logic(e.b)
-        absorbing = e.op == "lor"  # true absorbs ||, false absorbs &&
-        for x, y in ((a, b), (b, a)):
-            if isinstance(x, n.Const):
-                return x if bool(x.value) == absorbing else y
-        return dataclasses.replace(e, a=a, b=b)
-    if isinstance(e, n.Unary) and e.op == "not":
-        x = _fold_logic(e.x)
-        return n.Const(not x.value, e.type) if isinstance(x, n.Const) else dataclasses.replace(e, x=x)
-    return fold_expr(e)
 
 
 def _clamped(bound: int, stop: n.Expr) -> n.Expr:

@@ -79,18 +79,19 @@ def _rule_reassociate(e: n.Binary) -> n.Expr | None:
 
 
 def _rule_land(e: n.Binary) -> n.Expr | None:
+    # `x && false` is false too: expressions are pure, and not evaluating `x` (a load) faults nowhere.
     if isinstance(e.a, n.Const):
         return e.b if e.a.value else n.Const(False, e.type, loc=e.loc)
-    if isinstance(e.b, n.Const) and e.b.value:
-        return e.a
+    if isinstance(e.b, n.Const):
+        return e.a if e.b.value else n.Const(False, e.type, loc=e.loc)
     return None
 
 
 def _rule_lor(e: n.Binary) -> n.Expr | None:
     if isinstance(e.a, n.Const):
         return n.Const(True, e.type, loc=e.loc) if e.a.value else e.b
-    if isinstance(e.b, n.Const) and not e.b.value:
-        return e.a
+    if isinstance(e.b, n.Const):
+        return n.Const(True, e.type, loc=e.loc) if e.b.value else e.a
     return None
 
 
