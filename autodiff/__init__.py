@@ -18,6 +18,7 @@ reverse sweep of each thread in one GPU-form kernel, in the calling convention o
 * ``shuffles``  warp shuffles transposed
 * ``reductions`` block-level reductions of per-thread adjoint sums
 * ``windows``   block windows: a block's contributions to a read-only input summed in shared memory
+* ``chunks``    block windows per chunk of a serial loop (and the guards moved into the loop for them)
 * ``forward``   forward mode
 * ``report``    the decisions ``--report`` prints
 * ``check``     finite-difference and dot-product checks with the emulator
@@ -31,6 +32,7 @@ from __future__ import annotations
 from typing import Callable
 
 from autodiff.activity import ActiveParams, analyze_activity, select_active
+from autodiff.chunks import plan_chunks
 from autodiff.forward import forward_kernel
 from autodiff.names import Names
 from autodiff.normalize import normalize_for_ad
@@ -38,6 +40,8 @@ from autodiff.report import Accumulation, Caching, Decision
 from autodiff.reverse import ReverseOptions, reverse_kernel
 from polypy.errors import UserError
 from polypy.ir import nodes as n
+from polypy.ir.queries import buffers_written
+from polypy.ir.types import PointerType
 
 Privacy = Callable[[str], "tuple[bool, str]"]
 
@@ -56,8 +60,10 @@ def differentiate(kernel: n.Kernel, *, mode: str = "reverse", wrt: tuple[str, ..
     ``privacy(buffer)`` answers whether every element of ``buffer`` is accessed by at most one
     thread of the grid (with a reason, for the report); without it every accumulation into a
     shared or global shadow is atomic. ``windows(buffer)`` gives the block window of a read-only
-    buffer (``polypy.poly.block_window``: a ``Window`` or the reason there is none); without it
-    no adjoint is privatized per block. ``intervals(kernel, path, load)`` answers whether no other
+    buffer (``polypy.poly.block_window``: a ``Window`` or the reason there is none), and
+    ``windows(buffer, kernel, chunk)`` the window of one chunk of a serial loop of ``kernel``
+    (``polypy.poly.chunk_window``, ``autodiff.chunks``); without it no adjoint is privatized per
+    block. ``intervals(kernel, path, load)`` answers whether no other
     thread of the block touches the element a shared-array load reads between the same two
     barriers (``polypy.poly.intervals``); its adjoint is then a plain update.
     """
@@ -74,13 +80,30 @@ def differentiate(kernel: n.Kernel, *, mode: str = "reverse", wrt: tuple[str, ..
         activity = analyze_activity(kernel, active)
         return forward_kernel(kernel, active, activity, names, out_name)
     normalized = normalize_for_ad(kernel, names)
+    chunks: dict = {}
+    if windows is not None and (options is None or options.windows):
+        normalized, chunks = _plan_chunks(normalized, active, windows, privacy, names)
     activity = analyze_activity(normalized, active)
     decisions: list[Decision] | None = [] if report is not None else None
     result = reverse_kernel(normalized, kernel, active, activity, names, options or ReverseOptions(), decisions,
-                            privacy or _no_proof, out_name, windows, intervals if privacy is not None else None)
+                            privacy or _no_proof, out_name, windows, intervals if privacy is not None else None,
+                            chunks)
     if report is not None and decisions is not None:
         report.extend(sorted(decisions, key=_where))
     return result
+
+
+def _plan_chunks(kernel: n.Kernel, active: ActiveParams, windows: Callable[..., object],
+                 privacy: Privacy | None, names: Names) -> tuple[n.Kernel, dict]:
+    """Chunked windows (``autodiff.chunks``) for the active read-only inputs that are not private."""
+    written = buffers_written(kernel)
+    candidates = tuple(p.name for p in kernel.params if p.name in active.pointers and p.name not in written
+                       and isinstance(p.ptype, PointerType) and p.ptype.elem.is_float
+                       and not (privacy is not None and privacy(p.name)[0]))
+    if not candidates:
+        return kernel, {}
+    return plan_chunks(kernel, candidates, windows, lambda buffer, k, chunk: windows(buffer, k, chunk),
+                       lambda var: names.fresh(f"{var}_first"))
 
 
 def _where(d: Decision) -> tuple:

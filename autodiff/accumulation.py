@@ -130,6 +130,11 @@ class AdjointAccumulation:
             loads = [x for x in walk(self.k) if isinstance(x, n.Load) and x.buffer == buffer]
             if any(self._base_strategy(x)[0] == "atomic" for x in loads):
                 window = self.window_oracle(buffer)
+                chunk = self.chunks.get(buffer)
+                if isinstance(window, str) and chunk is not None:  # a window per chunk of a serial loop
+                    window = self.window_oracle(buffer, self.k, chunk)
+                else:
+                    chunk = None
                 if isinstance(window, str):
                     got = (None, f"no block window: {window}")
                 elif not (window.exclusive or window.repeats):  # type: ignore[attr-defined]
@@ -141,7 +146,7 @@ class AdjointAccumulation:
                                  "CUDA's 48 KiB")
                 else:
                     privatized = self.windows.add(buffer, window, self.shadow[buffer],  # type: ignore[arg-type]
-                                                  self.k.elem_type(buffer))
+                                                  self.k.elem_type(buffer), chunk)
                     got = (privatized, _describe_window(privatized))
         self._windowed[buffer] = got
         return got
@@ -214,5 +219,10 @@ def _describe_window(p: Privatized) -> str:
              else "one atomic per nonzero element")
     where = "a block-dependent" if any(d.step is not None or not isinstance(d.base, n.Const) for d in w.dims) \
         else "a fixed"
+    if p.chunk is not None:
+        return (f"isl: in {p.chunk.trips} consecutive iterations of its loop, a block reads a window of {shape} "
+                f"elements at a block- and iteration-dependent position; the reverse sweep runs the loop "
+                f"{p.chunk.trips} iterations at a time, summing a chunk's contributions in shared memory, then "
+                f"flushing them: {flush}")
     return (f"isl: a block reads a window of {shape} elements at {where} position; its contributions "
             f"are summed in shared memory, then flushed: {flush}")

@@ -42,6 +42,7 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
 from polypy.poly.paths import StmtPath
+from polypy.poly.windows import Chunk
 
 Point = StmtPath
 
@@ -71,8 +72,8 @@ Intervals = Callable[[n.Kernel, StmtPath, n.Load], tuple[bool, str]]
 class ReverseBuilder(Sweeps, AdjointAccumulation, Tapes, Availability):
     def __init__(self, kernel: n.Kernel, original: n.Kernel, active: ActiveParams, activity: Activity,
                  names: Names, options: ReverseOptions, report: list[Decision] | None,
-                 privacy: Callable[[str], tuple[bool, str]], windows: Callable[[str], object] | None = None,
-                 intervals: Intervals | None = None):
+                 privacy: Callable[[str], tuple[bool, str]], windows: Callable[..., object] | None = None,
+                 intervals: Intervals | None = None, chunks: dict[str, Chunk] | None = None):
         self.k = kernel
         self.original = original
         self.prog = Program(kernel)
@@ -101,6 +102,7 @@ class ReverseBuilder(Sweeps, AdjointAccumulation, Tapes, Availability):
         self._private: dict[str, tuple[bool, str]] = {}
         self._reported: set[tuple] = set()
         self.window_oracle = windows
+        self.chunks = chunks or {}  # buffer -> the chunk of a serial loop its window covers
         self.windows = Windows(names)
         self._windowed: dict[str, tuple[Privatized | None, str]] = {}
         self.params, self.param_shadow = shadow_params(original, active, names, mode="reverse")
@@ -166,17 +168,18 @@ class ReverseBuilder(Sweeps, AdjointAccumulation, Tapes, Availability):
 def reverse_kernel(kernel: n.Kernel, original: n.Kernel, active: ActiveParams, activity: Activity, names: Names,
                    options: ReverseOptions, report: list[Decision] | None,
                    privacy: Callable[[str], tuple[bool, str]], name: str,
-                   windows: Callable[[str], object] | None = None, intervals: Intervals | None = None) -> n.Kernel:
+                   windows: Callable[..., object] | None = None, intervals: Intervals | None = None,
+                   chunks: dict[str, Chunk] | None = None) -> n.Kernel:
     if options.runtime_tapes is not None:
         return ReverseBuilder(kernel, original, active, activity, names, options, report, privacy,
-                              windows, intervals).build(name)
+                              windows, intervals, chunks).build(name)
     # Static tapes and recomputation first; tapes sized at launch only where they fail (the
     # second attempt names things afresh: the first one's names are not in the kernel).
     first: list[Decision] | None = [] if report is not None else None
     try:
         result = ReverseBuilder(kernel, original, active, activity, names,
                                 dataclasses.replace(options, runtime_tapes=False), first, privacy, windows,
-                                intervals).build(name)
+                                intervals, chunks).build(name)
     except UserError as exc:
         if options.checkpoint_budget is not None:
             # a budget promises memory independent of the trip count: no tape sized at launch
@@ -186,7 +189,7 @@ def reverse_kernel(kernel: n.Kernel, original: n.Kernel, active: ActiveParams, a
         try:
             return ReverseBuilder(kernel, original, active, activity, Names(kernel, {name}),
                                   dataclasses.replace(options, runtime_tapes=True), report, privacy,
-                                  windows, intervals).build(name)
+                                  windows, intervals, chunks).build(name)
         except UserError:
             raise exc from None
     if report is not None and first is not None:

@@ -26,7 +26,7 @@ from autodiff.program import point_after
 from autodiff.shuffles import transpose_shuffle
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import I32
+from polypy.ir.types import I32, I64
 from polypy.ir.visitor import Mutator, substitute, walk
 from polypy.poly.paths import StmtPath
 
@@ -308,7 +308,36 @@ class Sweeps:
         inner += ctx.values
         loop = n.For(r, I32, b.const(0, I32), count, b.const(1, I32), tuple(_dedup_barriers(inner + prologue + body)),
                      loc=s.loc)
+        chunked = self.windows.chunked(path)
+        if chunked:
+            assert isinstance(s, n.For) and start is not None and step is not None
+            loop = self._chunked_loop(loop, chunked, base, start, step, count)
         return head + [loop]
+
+    def _chunked_loop(self, loop: n.For, items, base: str, start: n.Expr, step: n.Expr, count: n.Expr) -> n.For:
+        """The reversed loop ``loop`` (``r`` from 0 to ``count``) run a chunk of iterations at a
+        time, each chunk's windows zeroed before and flushed after it (``autodiff.chunks``).
+
+        Every thread of the block runs the chunk loop (its loop was launch-uniform and at the top
+        level), so the barriers are reached by all. Chunk ``rc`` runs the forward iterations
+        ``count - rc - T .. count - rc - 1``, whose loop-variable values lie in ``[first, first +
+        T * step)`` with ``first = start + step * (count - rc - T)``: the chunk isl bounded.
+        A thread zeroes the slots it flushed in the previous chunk, so no barrier is needed
+        between a flush and the next zeroing."""
+        trips = items[0].chunk.trips
+        first = items[0].chunk.first
+        assert all(p.chunk.first == first and p.chunk.trips == trips for p in items)
+        rc = self.names.fresh(base + "_c")
+        rcv = n.Var(rc, I32)
+        step_t = b.const(trips, I32)
+        before = n.Binary("sub", n.Binary("sub", b.cast(I64, count), b.cast(I64, rcv)), b.const(trips, I64))
+        first_value = n.Binary("add", b.cast(I64, start), n.Binary("mul", before, b.cast(I64, step)))
+        end = b.select(b.cmp("gt", n.Binary("sub", count, rcv), step_t), n.Binary("add", rcv, step_t), count)
+        inner = n.For(loop.var, I32, rcv, end, b.const(1, I32), loop.body, loc=loop.loc)
+        body: list[n.Stmt] = [n.Decl(first, I64, first_value)]
+        body += self.windows.declarations(items) + self.windows.zero(items) + [n.Barrier(loc=loop.loc), inner]
+        body += self.windows.flush(items)
+        return n.For(rc, I32, b.const(0, I32), count, step_t, tuple(body), loc=loop.loc)
 
     # ================================================================== the forward sweep
     def forward_sweep(self) -> tuple[n.Stmt, ...]:

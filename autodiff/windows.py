@@ -58,7 +58,7 @@ from autodiff.names import Names
 from autodiff.shadows import block_threads, linear_tid
 from polypy.ir import nodes as n
 from polypy.ir.types import BOOL, I32, I64, ScalarType
-from polypy.poly.windows import WINDOW_LIMIT, Window
+from polypy.poly.windows import WINDOW_LIMIT, Chunk, Window
 
 
 # Static shared memory a gradient kernel may use with its windows: CUDA's 48 KiB limit for static
@@ -99,6 +99,7 @@ class Privatized:
     extent: list[str]  # per dimension: slots (i64)
     slots: str  # total slots (i32)
     fits: str | None  # when the allocation may be too small: the run-time test (bool)
+    chunk: Chunk | None = None  # a window per chunk of this serial loop (``autodiff.chunks``)
 
 
 class Windows:
@@ -108,7 +109,8 @@ class Windows:
         self.names = names
         self.items: dict[str, Privatized] = {}
 
-    def add(self, primal: str, window: Window, shadow: str, elem: ScalarType) -> Privatized:
+    def add(self, primal: str, window: Window, shadow: str, elem: ScalarType, chunk: Chunk | None = None
+            ) -> Privatized:
         got = self.items.get(primal)
         if got is not None:
             return got
@@ -117,7 +119,7 @@ class Windows:
         got = Privatized(window, shadow, elem, fresh(f"win_{primal}"),
                          [fresh(f"{primal}_w_base") for _ in window.dims],
                          [fresh(f"{primal}_w_len") for _ in window.dims],
-                         fresh(f"{primal}_w_slots"), None if static else fresh(f"{primal}_w_fits"))
+                         fresh(f"{primal}_w_slots"), None if static else fresh(f"{primal}_w_fits"), chunk)
         self.items[primal] = got
         return got
 
@@ -136,9 +138,16 @@ class Windows:
         return out
 
     # ------------------------------------------------------------------ the kernel's top
-    def declarations(self) -> list[n.Stmt]:
+    def _whole(self) -> list[Privatized]:
+        return [p for p in self.items.values() if p.chunk is None]
+
+    def chunked(self, loop) -> list[Privatized]:
+        """The windows of the chunks of the serial loop at path ``loop``."""
+        return [p for p in self.items.values() if p.chunk is not None and p.chunk.loop == loop]
+
+    def declarations(self, items: list[Privatized] | None = None) -> list[n.Stmt]:
         out: list[n.Stmt] = []
-        for p in self.items.values():
+        for p in self._whole() if items is None else items:
             total: n.Expr | None = None
             for dim, base, extent in zip(p.window.dims, p.base, p.extent):
                 out.append(n.Decl(base, I64, dim.base))
@@ -151,10 +160,10 @@ class Windows:
             out.append(n.Decl(p.slots, I32, b.cast(I32, total)))
         return out
 
-    def zero(self) -> list[n.Stmt]:
+    def zero(self, items: list[Privatized] | None = None) -> list[n.Stmt]:
         """Every thread of the block zeroes the windows together (a barrier must follow)."""
         out: list[n.Stmt] = []
-        for p in self.items.values():
+        for p in self._whole() if items is None else items:
             z = self.names.fresh("z")
             store = n.Store(p.buffer, (n.Var(z, I32),), b.zero(p.elem))
             out.append(n.For(z, I32, b.cast(I32, linear_tid()), n.Var(p.slots, I32), b.cast(I32, block_threads()),
@@ -177,11 +186,12 @@ class Windows:
         return [n.If(n.Var(p.fits, BOOL), (into_window,), (direct,), loc=loc)]
 
     # ------------------------------------------------------------------ the end of the kernel
-    def flush(self) -> list[n.Stmt]:
+    def flush(self, items: list[Privatized] | None = None) -> list[n.Stmt]:
         """After every contribution (a barrier first): each nonzero slot added to the shadow."""
-        if not self.items:
+        items = self._whole() if items is None else items
+        if not items:
             return []
-        return [n.Barrier()] + [self._flush_one(p) for p in self.items.values()]
+        return [n.Barrier()] + [self._flush_one(p) for p in items]
 
     def _flush_one(self, p: Privatized) -> n.Stmt:
         fresh = self.names.fresh

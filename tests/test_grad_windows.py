@@ -175,3 +175,111 @@ def test_no_window_past_the_static_shared_memory_budget() -> None:
     # Without the big array the same reads get a window.
     _, _, report2 = grad(text.replace("f64[5000]", "f64[256]"))
     assert strategies(report2, "x") == {"window"}
+
+
+# ----------------------------------------------------------------------------- windows per chunk of a loop
+# PolyBench's gemm written anew: row strides fixed (24), bounds from the arguments. What a block
+# reads of a and b grows with nk, so there is no whole-kernel window; 16 iterations of the k loop
+# read a bounded window (issue 12, item 3). The accumulator declared before the loop and read
+# after it is hoisted when the guard moves into the loop.
+GEMM = """kernel gemm(ni: i32, nj: i32, nk: i32, a: const f64*, b: const f64*, c: f64*) {
+  var j: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
+  var i: i32 = (i32)(blockIdx.y * blockDim.y + threadIdx.y)
+  if (i < ni && j < nj) {
+    var acc: f64 = 0.0
+    for k: i32 = 0 to nk step 1 {
+      acc = acc + a[i * 24 + k] * b[k * 24 + j]
+    }
+    c[i * 24 + j] = acc * acc
+  }
+}
+"""
+
+
+def gemm_args(ni: int, nj: int, nk: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    size = 24 * (max(ni, nk) + 2) + nk
+    return {"ni": ni, "nj": nj, "nk": nk, "a": rng.standard_normal(size), "b": rng.standard_normal(size),
+            "c": np.zeros(size)}
+
+
+def test_a_chunk_of_the_serial_loop_has_a_window_where_the_whole_kernel_has_none() -> None:
+    from polypy.poly.paths import iter_statements
+    from polypy.poly.windows import Chunk, chunk_window
+
+    kernel = run_pipeline(module_of(GEMM).kernels[0], before_ad_pipeline(optimize=True))
+    assert "not bounded" in block_window(kernel, "a")
+    loop = next(path for path, s in iter_statements(kernel.body) if isinstance(s, n.For))
+    a = chunk_window(kernel, "a", Chunk(loop, 16, "first"))
+    b = chunk_window(kernel, "b", Chunk(loop, 16, "first"))
+    assert not isinstance(a, str) and not isinstance(b, str), (a, b)
+    # a: the block's rows by 16 columns from `first`; b: 16 rows from `first` by the block's
+    # columns (row-major indices with a constant row length, split in two coordinates)
+    assert [format_expr(d.base) for d in a.dims] == ["(i64)blockIdx.y * (i64)blockDim.y", "first"]
+    assert [format_expr(d.extent) for d in a.dims] == ["(i64)blockDim.y", "16l"]
+    assert [format_expr(d.base) for d in b.dims] == ["first", "(i64)blockIdx.x * (i64)blockDim.x"]
+    assert [format_expr(d.extent) for d in b.dims] == ["16l", "(i64)blockDim.x"]
+    assert format_expr(a.factor) == format_expr(b.factor) == "24"
+    assert a.repeats and b.repeats and not a.exclusive and not b.exclusive
+    # a read outside the loop is not covered by the chunk's window
+    outside = GEMM.replace("c[i * 24 + j] = acc * acc", "c[i * 24 + j] = acc * acc * a[i]")
+    kernel2 = run_pipeline(module_of(outside).kernels[0], before_ad_pipeline(optimize=True))
+    loop2 = next(path for path, s in iter_statements(kernel2.body) if isinstance(s, n.For))
+    assert "outside the loop" in chunk_window(kernel2, "a", Chunk(loop2, 16, "first"))
+    # every thread reads its own elements of a chunk (matmul_tiled's staged tiles): no window
+    own = GEMM.replace("a[i * 24 + k]", "a[i * 24 + k + j]")
+    kernel3 = run_pipeline(module_of(own).kernels[0], before_ad_pipeline(optimize=True))
+    loop3 = next(path for path, s in iter_statements(kernel3.body) if isinstance(s, n.For))
+    assert "every thread index" in chunk_window(kernel3, "a", Chunk(loop3, 16, "first"))
+
+
+@pytest.mark.parametrize("grid,block,sizes", [
+    ((3, 2), (8, 8), (13, 20, 24)),   # one full chunk, one partial one
+    ((2, 3), (16, 4), (11, 20, 5)),   # one partial chunk
+    ((1, 2), (32, 8), (16, 24, 40)),  # three chunks, reads past a row (the storage allows it)
+])
+def test_gemm_gradient_sums_a_chunk_of_iterations_in_shared_memory(grid, block, sizes) -> None:
+    _, g, report = grad(GEMM)
+    assert strategies(report, "a") == {"window"} and strategies(report, "b") == {"window"}
+    reasons = {d.reason for d in report if isinstance(d, Accumulation) and d.buffer in ("a", "b")}
+    assert all("16 iterations at a time" in r for r in reasons), reasons
+    # Into d_a and d_b: the flush, and the fallback for windows past the allocation (blocks of 128+ rows).
+    assert atomics_into(g, "d_b") == 2 and atomics_into(g, "d_a") == 2
+    chunk_loops = [s for s in walk(g) if isinstance(s, n.For) and isinstance(s.step, n.Const) and s.step.value == 16]
+    assert len(chunk_loops) == 1 and sum(isinstance(x, n.Barrier) for x in chunk_loops[0].body) >= 2
+    check(GEMM, grid, block, gemm_args(*sizes, seed=sum(sizes)))
+
+
+def test_chunk_window_too_large_for_the_allocation_falls_back_to_atomics() -> None:
+    # blockDim.y = 256: the window of a is 256 rows by 16 columns (4096 slots > WINDOW_LIMIT)
+    assert WINDOW_LIMIT < 256 * 16
+    check(GEMM, (1, 1), (1, 256), gemm_args(200, 1, 20, seed=3))
+
+
+def test_gemm_gradient_with_and_without_chunk_windows_matches_finite_differences() -> None:
+    args = gemm_args(9, 13, 21, seed=4)
+    with_windows = check(GEMM, (2, 3), (8, 4), dict(args))
+    without = check(GEMM, (2, 3), (8, 4), dict(args), windows=False)
+    assert any(b.name.startswith("win_") for b in with_windows.buffers)
+    assert not any(b.name.startswith("win_") for b in without.buffers)
+
+
+def test_guards_move_into_the_loop_only_when_nothing_changes_their_condition() -> None:
+    from autodiff.chunks import sink_guards
+    from polypy.poly.paths import iter_statements
+
+    def sunk(text: str):
+        kernel = run_pipeline(module_of(text).kernels[0], before_ad_pipeline(optimize=False))
+        loop = next(path for path, s in iter_statements(kernel.body) if isinstance(s, n.For))
+        return sink_guards(kernel, loop)
+
+    got = sunk(GEMM)
+    assert got is not None
+    kernel, loop = got
+    assert len(loop) == 1 and isinstance(kernel.body[loop[0][1]].body[0], n.If)
+    decls = [s for s in kernel.body if isinstance(s, n.Decl)]
+    assert any(d.name == "acc" and d.init is None for d in decls)  # hoisted, assigned under the guard
+    changing = GEMM.replace("acc = acc + a", "if (acc > 1000.0) {\n        i = 0\n      }\n      acc = acc + a")
+    assert sunk(changing) is None
+    loaded = GEMM.replace("if (i < ni && j < nj)", "if (i < ni && c[0] < 1.0)")
+    assert sunk(loaded) is None

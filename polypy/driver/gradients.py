@@ -98,14 +98,19 @@ def interval_oracle():
 
 
 def window_oracle(kernel: n.Kernel):
-    """``buffer -> Window | reason`` from the polyhedral model (``polypy.poly.block_window``)."""
-    def window(kernel: n.Kernel, buffer: str):
-        from polypy.poly.windows import block_window
+    """``buffer -> Window | reason`` from the polyhedral model (``polypy.poly.block_window``);
+    ``(buffer, kernel, chunk) -> Window | reason`` for one chunk of a serial loop of the kernel
+    given (``polypy.poly.chunk_window``)."""
+    def window(kernel: n.Kernel, buffer: str, chunk=None):
+        from polypy.poly.windows import block_window, chunk_window
 
-        return block_window(kernel, buffer)
+        return block_window(kernel, buffer) if chunk is None else chunk_window(kernel, buffer, chunk)
 
     oracle = _memoized(window, lambda exc: f"no proof ({exc})", "block window")
-    return lambda buffer: oracle(kernel, buffer)
+
+    def windows(buffer: str, chunked: n.Kernel | None = None, chunk=None):
+        return oracle(kernel, buffer) if chunked is None else oracle(chunked, buffer, chunk)
+    return windows
 
 
 def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = "reverse",

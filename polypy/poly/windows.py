@@ -41,10 +41,11 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.queries import buffers_written, written_names
 from polypy.ir.rewrite import int_add, int_scale
-from polypy.ir.types import I64, PointerType
+from polypy.ir.types import I64, PointerType, ScalarType
 from polypy.ir.visitor import Mutator, walk
 from polypy.poly.affine import _val, expression_key
-from polypy.poly.model import BLOCK_DIM, BLOCK_IDX, MAX_BLOCK_DIM, Model, build_model
+from polypy.poly.model import BLOCK_DIM, BLOCK_IDX, MAX_BLOCK_DIM, THREAD_IDX, Model, build_model
+from polypy.poly.paths import StmtPath, edit_statements, statement_at
 from polypy.poly.relations import Copies
 
 # Slots of one window at most (elements of shared memory per block, per privatized buffer).
@@ -99,6 +100,111 @@ class Window:
 
 def block_window(kernel: n.Kernel, buffer: str) -> Window | str:
     """The window of the read-only pointer parameter ``buffer``, or why there is none."""
+    return _window(kernel, buffer, None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Chunk:
+    """``trips`` consecutive iterations of a serial ``for`` loop: those whose loop variable lies
+    in ``[first, first + trips * step)``; ``first`` is a block-uniform value the caller names."""
+
+    loop: StmtPath  # the loop in the kernel
+    trips: int
+    first: str  # the name of the i64 variable holding the chunk's first loop-variable value
+
+
+def chunk_window(kernel: n.Kernel, buffer: str, chunk: Chunk) -> Window | str:
+    """The window of the reads of ``buffer`` in one chunk of a serial loop (*a tile along the
+    loop*), or why there is none.
+
+    Every read of ``buffer`` must lie in the loop (``for (k = s; k < e; k += c)``, ``c > 0`` a
+    constant). The window is the one of the kernel whose loop body runs only where ``first <=
+    k < first + trips * c``, with ``first`` a new integer parameter: isl bounds what one block
+    reads in any such chunk, for every value of ``first``. A coordinate ``a * k + ...`` then
+    has its slot 0 at ``a * first`` plus the block's position (``WindowDim.base`` reads the
+    variable ``chunk.first``), so a caller running the iterations of one chunk at a time (a
+    reverse sweep, backwards) sets ``first`` to the chunk's smallest loop-variable value and
+    has a window of ``trips``-bounded size however long the loop runs.
+    """
+    p = kernel.param(buffer)
+    if p is None or not isinstance(p.ptype, PointerType):
+        return f"{buffer} is not a pointer parameter"
+    try:
+        loop = statement_at(kernel, chunk.loop)
+    except (IndexError, KeyError):
+        loop = None
+    if not (isinstance(loop, n.For) and isinstance(loop.step, n.Const) and loop.step.value > 0):
+        return "the chunked loop is not a for loop with a constant positive step"
+    inside = sum(1 for x in walk(loop) if isinstance(x, n.Load) and x.buffer == buffer)
+    if inside != sum(1 for x in walk(kernel) if isinstance(x, n.Load) and x.buffer == buffer):
+        return f"{buffer} is also read outside the loop"
+    if loop.var in written_names(loop.body):
+        return "the loop body assigns the loop variable"
+    k = n.Cast(I64, n.Var(loop.var, loop.vtype)) if loop.vtype != I64 else n.Var(loop.var, I64)
+    first = n.Var(chunk.first, I64)
+    last = n.Binary("add", first, n.Const(chunk.trips * int(loop.step.value), I64))
+    guard = n.Binary("land", n.Binary("ge", k, first), n.Binary("lt", k, last))
+    guarded = dataclasses.replace(loop, body=(n.If(guard, loop.body),))
+    kernel = edit_statements(kernel, {chunk.loop: lambda s: (guarded,)})
+    kernel = dataclasses.replace(kernel, params=kernel.params + (n.Param(chunk.first, I64),))
+    constant = _constant_factor(kernel, buffer)
+    if constant is not None:
+        # Rows of a fixed length (gemm's a[i * NK + k]): two coordinates, (i, k), so that a chunk
+        # of k and the block's rows make a small box, where the flat index would span whole rows.
+        # isl sees the row length as a parameter ``P`` to delinearize; nothing needs 0 <= k < P:
+        # a slot's element is outer * P + inner whatever the parts, and the flush is atomic.
+        split = _window(_symbolic_factor(kernel, buffer, constant, chunk.first + "_p"), buffer,
+                        (loop.var, chunk.first), any_inner=True)
+        if isinstance(split, Window):
+            return dataclasses.replace(split, factor=constant)
+    return _window(kernel, buffer, (loop.var, chunk.first))
+
+
+def _constant_factor(kernel: n.Kernel, buffer: str) -> n.Const | None:
+    """The constant ``P > 1`` that every read of ``buffer`` multiplies one non-constant term by."""
+    found: set[tuple[int, ScalarType]] = set()
+    for x in walk(kernel):
+        if not (isinstance(x, n.Load) and x.buffer == buffer):
+            continue
+        e = x.index[0]
+        if not (e.type.is_int and e.type.is_signed):
+            return None
+        consts = set()
+        for _, term in _terms(e, 1):
+            factors = _factors(term)
+            if len(factors) > 1 and any(not isinstance(f, n.Const) for f in factors):
+                consts |= {(int(f.value), f.type) for f in factors if isinstance(f, n.Const) and int(f.value) > 1}
+        if len(consts) != 1:
+            return None
+        found |= consts
+    if len(found) != 1:
+        return None
+    value, ty = found.pop()
+    return n.Const(value, ty)
+
+
+def _symbolic_factor(kernel: n.Kernel, buffer: str, constant: n.Const, name: str) -> n.Kernel:
+    """``kernel`` with ``constant`` in the reads of ``buffer`` replaced by a new integer parameter."""
+    class Symbolic(Mutator):
+        def visit_Load(self, e: n.Load) -> n.Expr:
+            if e.buffer != buffer:
+                return self.generic_visit(e)
+            return dataclasses.replace(e, index=(_Replace().visit(e.index[0]),))
+
+    class _Replace(Mutator):
+        def visit_Const(self, e: n.Const) -> n.Expr:
+            return n.Var(name, e.type) if e == constant else e
+
+    kernel = Symbolic().visit(kernel)
+    return dataclasses.replace(kernel, params=kernel.params + (n.Param(name, constant.type),))
+
+
+def _window(kernel: n.Kernel, buffer: str, chunk: tuple[str, str] | None, *, any_inner: bool = False
+            ) -> Window | str:
+    """``block_window``; with ``chunk`` = (loop dimension, parameter), slot 0 also moves with the
+    parameter as the coordinates move with the loop dimension (``chunk_window``). ``any_inner``:
+    a split ``outer * P + inner`` is taken without a proof of ``0 <= inner < P`` (two slots may
+    then hold one element, so the window is never exclusive)."""
     p = kernel.param(buffer)
     if p is None or not isinstance(p.ptype, PointerType):
         return f"{buffer} is not a pointer parameter"
@@ -129,13 +235,19 @@ def block_window(kernel: n.Kernel, buffer: str) -> Window | str:
             coords[0].append((a.elems[0], a.domain))
             continue
         delin = a.delin[0] if a.delin else None
-        if delin is None or delin.factor != key or delin.valid is not None:
+        if delin is None or delin.factor != key or (delin.valid is not None and not any_inner):
             return f"isl cannot prove 0 <= inner < P for the index {a.text}"
         coords[0].append((delin.outer, a.domain))
         coords[1].append((delin.inner, a.domain))
+    if chunk is not None:
+        if chunk[0] not in model.dims:
+            return "isl does not model the chunked loop's variable exactly"
+        if not _shared_by_threads(model, coords):
+            return ("an index moves with every thread index: the threads of a block read different elements "
+                    "of a chunk, so a window would save few atomics")
     dims = []
     for pieces in coords:
-        dim = _window_dim(model, pieces)
+        dim = _window_dim(model, pieces, chunk)
         if isinstance(dim, str):
             return dim
         dims.append(dim)
@@ -146,8 +258,23 @@ def block_window(kernel: n.Kernel, buffer: str) -> Window | str:
         least *= _value_at(d.extent_linear, 1)
     if least > WINDOW_LIMIT:
         return f"the window of {buffer} in one block is not bounded by a small function of blockDim"
-    return Window(buffer, tuple(dims), factor, all(e in covered for e in grid_dims), grid_dims,
+    return Window(buffer, tuple(dims), factor, all(e in covered for e in grid_dims) and not any_inner, grid_dims,
                   _repeats(model, buffer))
+
+
+def _shared_by_threads(model: Model, coords: list[list[tuple[isl.PwAff, isl.Set]]]) -> bool:
+    """Whether every access has a thread dimension in use that moves none of its coordinates:
+    the threads along it read the same elements (gemm's ``a[i * NK + k]`` for every ``threadIdx.x``)."""
+    for i in range(len(coords[0])):
+        moving: set[int] = set()
+        for pieces in coords:
+            for _, aff in pieces[i][0].get_pieces():
+                for d in model.thread_dims:
+                    if not aff.get_coefficient_val(isl.dim_type.in_, model.dims.index(THREAD_IDX[d])).is_zero():
+                        moving.add(d)
+        if all(d in moving for d in model.thread_dims):
+            return False
+    return True
 
 
 def _repeats(model: Model, buffer: str) -> bool:
@@ -279,8 +406,9 @@ class _Canonical(Mutator):
 # ---------------------------------------------------------------------------------------- isl
 
 
-def _window_dim(model: Model, pieces: list[tuple[isl.PwAff, isl.Set]]) -> WindowDim | str:
-    """Base, extent and step of one coordinate over all its access instances."""
+def _window_dim(model: Model, pieces: list[tuple[isl.PwAff, isl.Set]],
+                chunk: tuple[str, str] | None = None) -> WindowDim | str:
+    """Base, extent and step of one coordinate over all its access instances (``chunk``: see ``_window``)."""
     block_level = [d for d in BLOCK_IDX if d in model.dims] + [bv.name for bv in model.block_values]
     first_aff = pieces[0][0].get_pieces()[0][1]
     coefs: dict[str, int] = {}
@@ -290,6 +418,12 @@ def _window_dim(model: Model, pieces: list[tuple[isl.PwAff, isl.Set]]) -> Window
             return "the window position is not integral in the block index"
         if int(val.to_python()) != 0:
             coefs[name] = int(val.to_python())
+    along = 0  # the coordinate's coefficient on the chunked loop's variable
+    if chunk is not None:
+        val = first_aff.get_coefficient_val(isl.dim_type.in_, model.dims.index(chunk[0]))
+        if not val.is_int():
+            return "the window position is not integral in the loop variable"
+        along = int(val.to_python())
     ls = isl.LocalSpace.from_space(model.space)
     values: isl.Set | None = None
     for pa, dom in pieces:
@@ -297,6 +431,11 @@ def _window_dim(model: Model, pieces: list[tuple[isl.PwAff, isl.Set]]) -> Window
         for name, c in coefs.items():
             var = isl.PwAff.from_aff(isl.Aff.var_on_domain(ls, isl.dim_type.set, model.dims.index(name)))
             offset = offset - var * _val(c)
+        if along:
+            first = offset.get_domain_space().find_dim_by_name(isl.dim_type.param, chunk[1])
+            if first < 0:
+                return "the chunk's first value is not a parameter of the model"
+            offset = offset - isl.PwAff.from_aff(isl.Aff.var_on_domain(ls, isl.dim_type.param, first)) * _val(along)
         s = isl.Map.from_pw_aff(offset.intersect_domain(dom)).range()
         values = s if values is None else values.union(s)
     assert values is not None
@@ -324,6 +463,9 @@ def _window_dim(model: Model, pieces: list[tuple[isl.PwAff, isl.Set]]) -> Window
         base = term if base is None else n.Binary("add", base, term)
         if len(coefs) == 1 and c > 0:
             step, grid_dim = this_step, this_dim
+    if along:
+        term = int_scale(n.Var(chunk[1], I64), along)
+        base = term if base is None else n.Binary("add", base, term)
     lo_ir = _linear_ir(lo)
     if base is None:
         base = lo_ir
