@@ -187,7 +187,8 @@ def reverse_kernel(kernel: n.Kernel, original: n.Kernel, active: ActiveParams, a
                             f"checkpoint budget a tape sized at launch would hold these values)", exc.loc,
                             notes=exc.notes) from None
         try:
-            return ReverseBuilder(kernel, original, active, activity, Names(kernel, {name}),
+            reserved = {name} | {c.first for c in (chunks or {}).values()}  # chosen before: still ours
+            return ReverseBuilder(kernel, original, active, activity, Names(kernel, reserved),
                                   dataclasses.replace(options, runtime_tapes=True), report, privacy,
                                   windows, intervals, chunks).build(name)
         except UserError:
