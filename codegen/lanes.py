@@ -1,6 +1,7 @@
 """Which thread loops run their iterations as independent vector lanes: the proof behind
 ``#pragma omp simd`` in the C backend and ``llvm.loop.parallel_accesses`` in the LLVM backend
-(``independent_lanes``), and the order-free sums such a loop may reassociate (``summed_in``)."""
+(``independent_lanes``), and the order-free sums such a loop may reassociate (``summed_in``);
+and the thread loops that scatter (``scatter_loop``), which both backends unroll instead."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -20,6 +21,18 @@ def vector_loop(kernel: n.Kernel, loop: n.For) -> list[str] | None:
     private = local | {b.name for b in kernel.buffers if b.space == "shared"}
     sums = summed_in(loop, kernel.order_free_sums)
     return sums if independent_lanes(loop, private, sums, local) else None
+
+
+def scatter_loop(loop: n.For) -> bool:
+    """Whether an innermost thread loop writes memory at an index it reads from memory (a
+    histogram's ``local[data[i]] += 1``): no compiler vectorizes it, and each iteration is a short
+    chain of dependent memory operations, so a few iterations in flight (unrolled by 4: neither
+    compiler unrolls a loop with a run-time trip count by itself here) hide their latency."""
+    nodes = list(walk(loop))
+    if any(isinstance(x, n.For) and x.kind == "threads" for x in nodes[1:]):
+        return False
+    return any(isinstance(x, (n.Store, n.AtomicRMW)) and any(isinstance(y, n.Load) for i in x.index for y in walk(i))
+               for x in nodes)
 
 
 def summed_in(loop: n.For, sums: Sequence[str]) -> list[str]:

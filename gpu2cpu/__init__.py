@@ -19,7 +19,9 @@ Passes, in the order ``polypy.driver.pipelines.cpu_pipeline`` runs them:
   and grid-stride loops, per-thread values expanded), then ``tighten_thread_bounds`` again,
   ``promote_accumulators``, ``sum_uniform_atomics``, and ``divide_in_double.divide_in_double``
   (32-bit ``/`` and ``%`` by an argument in a thread loop computed exactly in f64, which
-  vectorizes: x86 has no vector integer division).
+  vectorizes: x86 has no vector integer division), ``prefetch_grid_stride.prefetch_grid_stride``
+  (a grid-stride loop prefetches the stretch it reads two iterations ahead: one CPU worker runs a
+  block alone, and the hardware prefetchers do not follow a grid's stride).
   Steps of these are passes of their own too (registered; in the CPU pipeline they run inside
   the pass they belong to, which decides where they pay): ``distribute_thread_loops`` (fission into
   independent parts) and ``version_thread_loops`` (one copy per value of block-constant

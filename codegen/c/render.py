@@ -31,7 +31,7 @@ from polypy.ir.printer import format_const
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import walk
 
-from codegen.lanes import vector_loop
+from codegen.lanes import scatter_loop, vector_loop
 from codegen.c.readable import (BarrierNote, BarrierPlacer, OverflowFlag, NamedLocal, in_nest, occurs, stable_in,
                                  thread_axis, uniform_source_locals)
 
@@ -302,12 +302,12 @@ class Renderer(CExprPrinter):
         return f"{text}({', '.join(args)})", ATOM
 
     # ------------------------------------------------------------------ memory
-    def access(self, buffer: str, index: tuple[n.Expr, ...], loc: Loc | None) -> str:
+    def access(self, buffer: str, index: tuple[n.Expr, ...], loc: Loc | None, *, checked: bool = True) -> str:
         layout = self.layouts.get(buffer)
         if layout is None:
             raise InternalError(f"no layout for buffer {buffer!r}", loc)
         where = str(loc) if loc is not None else self.kernel.name
-        if self.check_bounds:
+        if self.check_bounds and checked:
             if layout.kind == "pointer":
                 parts = [(f"polypy_check_index({self.expr(index[0])}, polypy_lo_{layout.name}, "
                           f"polypy_hi_{layout.name}, \"{layout.name}\", \"{where}\")", ATOM)]
@@ -358,6 +358,8 @@ class Renderer(CExprPrinter):
             out.append(f"{ind}{self.access(s.buffer, s.index, s.loc)} = {self.expr(s.value)};")
         elif isinstance(s, n.AtomicRMW):
             out.append(ind + self.atomic(s) + ";")
+        elif isinstance(s, n.Prefetch):
+            out.append(f"{ind}{self.prefetch(s)};")
         elif isinstance(s, n.If):
             self.if_chain(s, depth, out)
         elif isinstance(s, n.For):
@@ -371,6 +373,14 @@ class Renderer(CExprPrinter):
             out.append(f"{ind}goto {label};" if label is not None else f"{ind}continue;")
         else:
             raise InternalError(f"{type(s).__name__} in CPU-form code given to the C backend", s.loc)
+
+    def prefetch(self, s: n.Prefetch) -> str:
+        """The element is not accessed and its index may lie outside the array: no bounds check,
+        and for a pointer the address is computed in integers (no out-of-range pointer)."""
+        layout = self.layouts.get(s.buffer)
+        if layout is not None and layout.kind == "pointer":
+            return f"POLYPY_PREFETCH_AT({layout.name}, {self.expr(s.index[0])})"
+        return f"POLYPY_PREFETCH(&{self.access(s.buffer, s.index, s.loc, checked=False)})"
 
     def atomic(self, s: n.AtomicRMW) -> str:
         ty = self.kernel.elem_type(s.buffer)
@@ -415,6 +425,8 @@ class Renderer(CExprPrinter):
             if sums is not None:
                 reduction = f" reduction(+:{', '.join(self.name(x) for x in sums)})" if sums else ""
                 out.append(f"{ind}#pragma omp simd{reduction}")
+            elif scatter_loop(s):
+                out.append(f"{ind}POLYPY_SCATTER_LOOP")
             else:
                 out.append(f"{ind}POLYPY_THREAD_LOOP")
         start = self.expr(s.start)
@@ -512,3 +524,4 @@ def pointer_decl(p: n.Param, name: str) -> str:
 
 
 # Nodes through which a thread counter keeps a constant, nonzero stride (``affine_in``).
+

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from codegen.lanes import vector_loop
+from codegen.lanes import scatter_loop, vector_loop
 from codegen.llvm.function import _Loop
-from codegen.llvm.types import int_type_of_width, memory_type, value_type
+from codegen.llvm.types import PTR, int_type_of_width, memory_type, value_type
 
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
@@ -50,6 +50,21 @@ class StatementEmitter:
         ptr, elem = self.address(s.buffer, s.index, s, "write")
         value = self.expr(s.value)
         self.tag_access(self.builder.store(self.to_memory(value, elem), ptr, align=max(elem.itemsize, 1)))
+
+    def visit_Prefetch(self, s: n.Prefetch) -> None:
+        """``llvm.prefetch`` (read, high locality, data cache) of the element's address, which may
+        lie outside the buffer: no bounds check, no ``inbounds``."""
+        info = self.buffers.get(s.buffer)
+        if info is None:
+            raise InternalError(f"unknown buffer {s.buffer!r} in kernel {self.kernel.name!r}")
+        b = self.builder
+        linear = self.to_i64(self.expr(s.index[0]), s.index[0].type)
+        for extent, i in zip(info.dims[1:], s.index[1:]):
+            linear = b.add(b.mul(linear, extent), self.to_i64(self.expr(i), i.type))
+        ptr = b.gep(info.base, [linear], source_etype=memory_type(info.elem))
+        i32 = ir.IntType(32)
+        fn = self.declare("llvm.prefetch.p0", ir.VoidType(), [PTR, i32, i32, i32])
+        b.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
 
     def visit_AtomicRMW(self, s: n.AtomicRMW) -> None:
         ptr, elem = self.address(s.buffer, s.index, s, "atomic")
@@ -164,7 +179,7 @@ class StatementEmitter:
         b.store(b.fadd(current, step) if s.vtype.is_float else b.add(current, step), var)
         back = b.branch(header)
         if s.kind == "threads":
-            back.set_metadata("llvm.loop", self.no_unroll(group))
+            back.set_metadata("llvm.loop", self.no_unroll(group, count=4 if group is None and scatter_loop(s) else None))
         b.position_at_end(exit_bb)
 
     def parallel_group(self, s: n.For) -> ir.Value | None:
@@ -183,8 +198,9 @@ class StatementEmitter:
             instr.set_metadata("llvm.access.group", groups[0] if len(groups) == 1 else
                                ir.values.MDValue(self.llmod, list(groups), name=str(len(self.llmod.metadata))))
 
-    def no_unroll(self, group: ir.Value | None = None) -> ir.Value:
-        """Loop metadata ``llvm.loop.unroll.disable`` for a thread loop.
+    def no_unroll(self, group: ir.Value | None = None, count: int | None = None) -> ir.Value:
+        """Loop metadata ``llvm.loop.unroll.disable`` for a thread loop (``llvm.loop.unroll.count``
+        ``count`` instead for a loop that scatters, ``codegen.lanes.scatter_loop``).
 
         Thread loops are what the loop vectorizer should vectorize (consecutive threads touch
         consecutive elements). With a constant trip count (a specialized block shape), LLVM's
@@ -192,7 +208,11 @@ class StatementEmitter:
         vectorizer then vectorizes the enclosing ``ty`` loop instead: strided accesses, gathers
         and scatters (backprop_layerforward: 3x slower). The vectorizer still interleaves.
         """
-        hint = self.llmod.add_metadata([ir.MetaDataString(self.llmod, "llvm.loop.unroll.disable")])
+        if count is not None:
+            hint = self.llmod.add_metadata([ir.MetaDataString(self.llmod, "llvm.loop.unroll.count"),
+                                            ir.Constant(ir.IntType(32), count)])
+        else:
+            hint = self.llmod.add_metadata([ir.MetaDataString(self.llmod, "llvm.loop.unroll.disable")])
         loop_id = _DistinctMD(self.llmod, [], name=str(len(self.llmod.metadata)))
         loop_id.operands = (loop_id, hint)
         if group is not None:  # the loop's accesses carry no cross-iteration dependence

@@ -155,6 +155,7 @@ for _name, _target in (
     ("promote-accumulators", "gpu2cpu.promote_accumulators:promote_accumulators"),
     ("sum-uniform-atomics", "gpu2cpu.sum_uniform_atomics:sum_uniform_atomics"),
     ("divide-in-double", "gpu2cpu.divide_in_double:divide_in_double"),
+    ("prefetch-grid-stride", "gpu2cpu.prefetch_grid_stride:prefetch_grid_stride"),
     ("privatize-atomics", "gpu2cpu.privatize_atomics:privatize_atomics"),
 ):
     register_pass(_name, _target)
@@ -177,6 +178,7 @@ CPU_SCHEDULE: tuple[str, ...] = (
     "promote-accumulators",  # elements updated in serial loops kept in registers
     "sum-uniform-atomics",  # every thread's atomic add to one element: a sum in a register
     "divide-in-double",  # x / n, x % n in thread loops: exact in f64, which vectorizes
+    "prefetch-grid-stride",  # a block's next stretches of a grid-stride loop, ahead of time
 )
 # privatize-atomics last: it marks buffers by their accesses, which no later pass may change.
 CPU_FINISH: tuple[str, ...] = ("lower-block-atomics", "fold-constants", "eliminate-dead-code", "privatize-atomics")

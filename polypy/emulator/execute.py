@@ -57,6 +57,7 @@ class Executor:
             n.Store: self._store,
             n.AtomicRMW: self._atomic,
             n.Barrier: self._barrier,
+            n.Prefetch: lambda s, lanes: None,  # a hint: nothing happens
             n.Shuffle: self._shuffle,
             n.Vote: self._vote,
             n.If: self._if,

@@ -278,6 +278,17 @@ class AtomicRMW(Stmt):
 
 
 @_node
+class Prefetch(Stmt):
+    """A hint that ``buffer[index]`` will be read soon (CPU form only): no effect on the program's
+    meaning. The element is not accessed, so ``index`` may lie outside the buffer."""
+
+    CHILDREN = ("index",)
+
+    buffer: str
+    index: tuple[Expr, ...]
+
+
+@_node
 class Barrier(Stmt):
     """``__syncthreads()``: every live thread of the block waits here; memory is then visible."""
 

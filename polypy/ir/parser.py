@@ -290,6 +290,10 @@ class _Parser:
         if word == "barrier":
             self.next()
             return n.Barrier(loc=loc)
+        if word == "prefetch":
+            self.next()
+            buffer = self.ident()
+            return n.Prefetch(buffer, self.index_list(), loc=loc)
         if word == "break":
             self.next()
             return n.Break(loc=loc)

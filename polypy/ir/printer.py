@@ -140,6 +140,8 @@ class _Printer:
             self.emit(depth, f"{dest}atomic.{s.op} {', '.join(operands)}", s)
         elif isinstance(s, n.Barrier):
             self.emit(depth, "barrier", s)
+        elif isinstance(s, n.Prefetch):
+            self.emit(depth, f"prefetch {s.buffer}{''.join(f'[{format_expr(i)}]' for i in s.index)}", s)
         elif isinstance(s, n.Shuffle):
             args = ", ".join(format_expr(a) for a in (s.mask, s.value, s.lane, s.width))
             self.emit(depth, f"{s.dest} = shfl.{s.mode}({args})", s)

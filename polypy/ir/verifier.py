@@ -114,6 +114,10 @@ class _Verifier:
         elif isinstance(s, n.Barrier):
             if not gpu:
                 self.fail("barrier in CPU form", s)
+        elif isinstance(s, n.Prefetch):
+            if gpu:
+                self.fail("prefetch in GPU form", s)
+            self.access(s.buffer, s.index, s)
         elif isinstance(s, n.Shuffle):
             if not gpu:
                 self.fail("warp shuffle in CPU form", s)
