@@ -378,6 +378,64 @@ def test_a_tile_row_loop_inside_the_thread_loop_keeps_it_simd():
     assert loops and not any(independent_lanes(x, {"s"}) for x in loops)
 
 
+def test_a_column_read_of_a_tile_puts_the_short_row_loop_outside_the_thread_loop():
+    """transpose_tiled's write-back reads `tile[tx][ty + j]` (down a column) in a loop of four rows:
+    GCC does not vectorize the loop over tx around that short loop, so the loop over tx goes inside
+    it (a gather from the tile, stride-1 stores to `out`); the tile-filling loop, whose reads and
+    writes are rows, keeps the short loop inside. Values: through C against the emulator."""
+    from samples.spec import all_samples
+
+    sample = next(s for s in all_samples() if s.name == "transpose_tiled")
+    kernel = load(sample.source).kernel("transpose_tiled")
+    cpu = to_cpu(kernel)
+
+    def column_reads(loop: n.For) -> bool:
+        return any(isinstance(y, n.Load) and y.buffer == "tile" and isinstance(y.index[0], n.Var)
+                   and y.index[0].name == loop.var for y in walk(loop))
+
+    inner = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "threads" and x.var.startswith("tx")
+             and column_reads(x) and not any(isinstance(y, n.For) and y.kind == "serial" for y in walk_block(x.body))]
+    outer = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "serial"
+             and any(isinstance(y, n.For) and y.kind == "threads" and column_reads(y) for y in walk_block(x.body))]
+    assert inner and outer, "the row loop of the write-back is outside the loop over tx"
+    rng = np.random.default_rng(11)
+    for rows, cols, block in ((70, 45, (32, 8)), (33, 64, (32, 8)), (96, 100, (32, 8))):
+        grid = ((cols + 31) // 32, (rows + 31) // 32)
+        args = {"in": rng.standard_normal(rows * cols).astype(np.float32),
+                "out": np.zeros(rows * cols, np.float32), "rows": rows, "cols": cols}
+        got = assert_same_as_emulator(kernel, grid, block, args)
+        np.testing.assert_array_equal(got["out"].reshape(cols, rows), args["in"].reshape(rows, cols).T)
+
+
+def test_short_copy_loops_stay_loops_not_memcpy_calls():
+    """GCC would turn a block's row copies (global -> shared, 128 bytes) into calls of memcpy,
+    each costing more than the copy; the emitted file's opening pragma turns that off for every
+    function in it. Checked on the assembly GCC makes of transpose_tiled and prefix_scan with the
+    documented build line."""
+    import pathlib
+    import subprocess
+    import tempfile
+
+    from c_support import need_compiler
+    from polypy.driver.pipelines import lower_and_emit
+    from samples.spec import all_samples
+
+    need_compiler()
+    for name, block in (("transpose_tiled", (32, 8, 1)), ("prefix_scan", (512, 1, 1))):
+        sample = next(s for s in all_samples() if s.name == name)
+        module = load(sample.source)
+        cpu = lower_and_emit(module, "cpu").kernel(name)
+        text = emit_kernels([cpu], module.globals, source=str(sample.source), block_shapes={name: [block]})
+        assert '#pragma GCC optimize("fp-contract=off", "no-tree-loop-distribute-patterns")' in text
+        with tempfile.TemporaryDirectory() as tmp:
+            src = pathlib.Path(tmp) / f"{name}.c"
+            src.write_text(text)
+            asm = pathlib.Path(tmp) / f"{name}.s"
+            subprocess.run(["cc", "-O3", "-march=native", "-fopenmp", "-S", str(src), "-o", str(asm)], check=True)
+            calls = [line for line in asm.read_text().splitlines() if "call" in line and "mem" in line]
+        assert not [c for c in calls if "memcpy" in c or "memmove" in c], calls
+
+
 # ---- selects decided by the range of the counter (tighten_thread_bounds, index-set splitting) ----
 
 HALO = r"""

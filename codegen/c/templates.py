@@ -22,7 +22,8 @@ def render_template(name: str, **values: object) -> str:
 
 def fp_contract_off() -> str:
     """The pragma that opens every emitted file: no contraction of ``a * b + c`` into a fused
-    multiply-add, whatever the build line (``-march=native`` allows it by default). It comes before
+    multiply-add, whatever the build line (``-march=native`` allows it by default), and for GCC no
+    distribution of short copy loops into memcpy calls. It comes before
     any code so that every function of the file, headers included, is compiled the same way (GCC
     does not inline between functions compiled with different options)."""
     return render_template("c_fp_contract.h.j2")
