@@ -55,7 +55,22 @@ def _emit(module: n.Module, checked: Mapping[str, frozenset[str]] | None = None,
     triple, _, _ = target.host()
     llmod, abis = emit_module(module, triple=triple, data_layout=target.data_layout(), checked=checked,
                               sliced=sliced)
-    return str(llmod), abis
+    return _no_copy_idioms(str(llmod)), abis
+
+
+# Function attributes that keep LLVM's loop idiom recognition from turning a block's short copy and
+# zeroing loops (a tile's row, 128 bytes) into calls of memcpy/memset, each costing more than the
+# loop (the C backend's pragma says the same to GCC). llvmlite knows no string attributes, so
+# they are added to the text of each kernel function's definition.
+_NO_COPY_IDIOMS = ' "no-builtin-memcpy" "no-builtin-memmove" "no-builtin-memset"'
+
+
+def _no_copy_idioms(text: str) -> str:
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("define ") and line.endswith(" nounwind"):
+            lines[i] = line + _NO_COPY_IDIOMS
+    return "\n".join(lines)
 
 
 def compile_module(module: n.Module, *, use_cache: bool = True,
