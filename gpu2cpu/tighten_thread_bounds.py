@@ -32,7 +32,8 @@ For each thread loop, innermost first:
    a tile inside the array), whose trip count a specialized block shape makes constant.
    Compilers turn the select into masked loads; the split copies measured faster (matmul_tiled's
    16x16 tiles on one thread: 1.44x -> 1.66x of the OpenMP port through LLVM, 0.66x -> 1.40x
-   through C).
+   through C). Loads of the block's own arrays count too (a scan's ``(tid >= offset) ?
+   s[tid - offset] : 0``: prefix_scan 0.62x -> 0.76x through C, 0.80x -> 0.92x through LLVM).
 2b. **Peeling boundary threads**: where no single split applies (an ``if``/``else if`` chain too
    large to copy once per condition: srad's ``ty == 0 && tx == 0``, ``tx == 15``, ...), every
    comparison in the top-level chains that holds on a constant range of the counter is decided
@@ -676,9 +677,10 @@ def _select_of(s: n.Stmt) -> n.Select | None:
 
 
 def _loads_global(kernel: n.Kernel, choice: n.Select) -> bool:
-    """Whether an operand of ``choice`` reads memory that is not the block's own (a parameter)."""
-    pointers = {p.name for p in kernel.params}
-    return any(isinstance(x, n.Load) and x.buffer in pointers for e in (choice.a, choice.b) for x in walk(e))
+    """Whether an operand of ``choice`` reads memory: a parameter, or the block's own arrays
+    (a scan's ``(tx >= off) ? s[tx - off] : 0``, masked loads otherwise: prefix_scan through C
+    6.0 -> 4.6 ms)."""
+    return any(isinstance(x, n.Load) for e in (choice.a, choice.b) for x in walk(e))
 
 
 def _with_value(s: n.Stmt, value: n.Expr) -> n.Stmt:
