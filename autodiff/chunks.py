@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
+from autodiff import build as b
 from polypy.ir import nodes as n
 from polypy.ir.queries import read_names, written_names
 from polypy.ir.types import PointerType
@@ -157,8 +158,8 @@ def _sink_one(kernel: n.Kernel, s: n.If, field: str, index: int) -> tuple[list[n
     if read_names((loop.start, loop.stop, loop.step)) & _declared_in(branch):
         return None
     other = s.orelse if field == "then" else s.then
-    guarded = dataclasses.replace(loop, body=(n.If(cond, loop.body, loc=s.loc),) if field == "then"
-                                  else (n.If(n.Unary("lnot", cond), loop.body, loc=s.loc),))
+    taken = cond if field == "then" else b.lnot(cond)  # the condition under which the loop runs
+    guarded = dataclasses.replace(loop, body=(n.If(taken, loop.body, loc=s.loc),))
     out: list[n.Stmt] = list(hoisted)
     head = (tuple(before), other) if field == "then" else (other, tuple(before))
     if head[0] or head[1]:
@@ -166,8 +167,7 @@ def _sink_one(kernel: n.Kernel, s: n.If, field: str, index: int) -> tuple[list[n
     at = len(out)
     out.append(guarded)
     if after:
-        out.append(n.If(cond, tuple(after), loc=s.loc) if field == "then"
-                   else n.If(n.Unary("lnot", cond), tuple(after), loc=s.loc))
+        out.append(n.If(taken, tuple(after), loc=s.loc))
     return out, at
 
 

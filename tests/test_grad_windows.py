@@ -283,3 +283,19 @@ def test_guards_move_into_the_loop_only_when_nothing_changes_their_condition() -
     assert sunk(changing) is None
     loaded = GEMM.replace("if (i < ni && j < nj)", "if (i < ni && c[0] < 1.0)")
     assert sunk(loaded) is None
+
+
+# The loop in the else branch of the guard: the condition moves into the loop negated.
+NEGATED = GEMM.replace("""  if (i < ni && j < nj) {
+    var acc: f64 = 0.0""", """  if (i >= ni || j >= nj) {
+    c[i * 24 + j] = 0.0
+  } else {
+    var acc: f64 = 0.0""")
+
+
+def test_a_loop_in_the_else_branch_gets_the_negated_guard():
+    assert NEGATED != GEMM
+    _, g, report = grad(NEGATED)
+    assert strategies(report, "a") == {"window"} and strategies(report, "b") == {"window"}
+    # the launch covers exactly nj columns, so the rows past ni write elements of their own
+    check(NEGATED, (2, 4), (8, 4), gemm_args(13, 16, 20, seed=5))
