@@ -34,9 +34,10 @@ import dataclasses
 from typing import Callable
 
 from autodiff import build as b
+from autodiff.loops import launch_uniform
+from autodiff.program import Program
 from polypy.ir import nodes as n
 from polypy.ir.queries import read_names, written_names
-from polypy.ir.types import PointerType
 from polypy.ir.visitor import walk
 from polypy.poly.paths import StmtPath, child_blocks, edit_statements, iter_statements, statement_at
 from polypy.poly.windows import Chunk, Window
@@ -90,8 +91,7 @@ def _enclosing_loop(kernel: n.Kernel, buffer: str) -> StmtPath | None:
     loads = sum(1 for x in walk(kernel) if isinstance(x, n.Load) and x.buffer == buffer)
     if not loads:
         return None
-    params = {p.name for p in kernel.params if not isinstance(p.ptype, PointerType)}
-    written = written_names(kernel)
+    prog = Program(kernel)
     for path, s in iter_statements(kernel.body):
         if not isinstance(s, n.For):
             continue
@@ -101,19 +101,10 @@ def _enclosing_loop(kernel: n.Kernel, buffer: str) -> StmtPath | None:
             return None
         if not (isinstance(s.step, n.Const) and s.step.value > 0):
             return None
-        if not all(_uniform(e, params, written) for e in (s.start, s.stop)):
+        if not all(launch_uniform(prog, e) for e in (s.start, s.stop)):
             return None
         return path
     return None
-
-
-def _uniform(e: n.Expr, params: set[str], written: set[str]) -> bool:
-    for x in walk(e):
-        if isinstance(x, n.Var) and (x.name not in params or x.name in written):
-            return False
-        if isinstance(x, (n.Load, n.ThreadIdx, n.BlockIdx)) or (isinstance(x, n.Call) and x.fn not in ("min", "max")):
-            return False
-    return True
 
 
 def sink_guards(kernel: n.Kernel, loop: StmtPath) -> tuple[n.Kernel, StmtPath] | None:
@@ -124,7 +115,7 @@ def sink_guards(kernel: n.Kernel, loop: StmtPath) -> tuple[n.Kernel, StmtPath] |
         parent = statement_at(kernel, parent_path)
         if not isinstance(parent, n.If) or field not in ("then", "orelse"):
             return None
-        sunk = _sink_one(kernel, parent, field, index)
+        sunk = _sink_one(parent, field, index)
         if sunk is None:
             return None
         replacement, at = sunk
@@ -134,7 +125,7 @@ def sink_guards(kernel: n.Kernel, loop: StmtPath) -> tuple[n.Kernel, StmtPath] |
     return kernel, loop
 
 
-def _sink_one(kernel: n.Kernel, s: n.If, field: str, index: int) -> tuple[list[n.Stmt], int] | None:
+def _sink_one(s: n.If, field: str, index: int) -> tuple[list[n.Stmt], int] | None:
     """``s`` (whose branch ``field`` holds the loop at ``index``) as statements: the branch before
     the loop, the loop with the test inside, the branch after it; and the loop's position."""
     cond = s.cond
