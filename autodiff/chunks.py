@@ -37,7 +37,7 @@ from autodiff import build as b
 from autodiff.loops import launch_uniform
 from autodiff.program import Program
 from polypy.ir import nodes as n
-from polypy.ir.queries import read_names, written_names
+from polypy.ir.queries import declared_names, read_names, written_names
 from polypy.ir.visitor import walk
 from polypy.poly.paths import StmtPath, child_blocks, edit_statements, iter_statements, statement_at
 from polypy.poly.windows import Chunk, Window
@@ -131,7 +131,7 @@ def _sink_one(s: n.If, field: str, index: int) -> tuple[list[n.Stmt], int] | Non
     cond = s.cond
     if any(isinstance(x, (n.Load, n.Call)) for x in walk(cond)):
         return None  # only registers and arguments: nothing else is surely unchanged
-    if read_names(cond) & (written_names(s) | _declared(s)):
+    if read_names(cond) & (written_names(s) | declared_names(s)):
         return None
     if any(isinstance(x, n.Barrier) for x in walk(s)):
         return None  # a barrier under a condition: the branch is block-uniform already
@@ -146,7 +146,7 @@ def _sink_one(s: n.If, field: str, index: int) -> tuple[list[n.Stmt], int] | Non
             hoisted.append(n.Decl(stmt.name, stmt.vtype, loc=stmt.loc))
             before[i] = n.Assign(stmt.name, stmt.init, loc=stmt.loc) if stmt.init is not None else None
     before = [x for x in before if x is not None]
-    if read_names((loop.start, loop.stop, loop.step)) & _declared_in(branch):
+    if read_names((loop.start, loop.stop, loop.step)) & declared_names(branch):
         return None
     other = s.orelse if field == "then" else s.then
     taken = cond if field == "then" else b.lnot(cond)  # the condition under which the loop runs
@@ -160,14 +160,6 @@ def _sink_one(s: n.If, field: str, index: int) -> tuple[list[n.Stmt], int] | Non
     if after:
         out.append(n.If(taken, tuple(after), loc=s.loc))
     return out, at
-
-
-def _declared(s: n.Stmt) -> set[str]:
-    return {x.name for x in walk(s) if isinstance(x, n.Decl)}
-
-
-def _declared_in(block: tuple[n.Stmt, ...]) -> set[str]:
-    return {x.name for s in block for x in walk(s) if isinstance(x, n.Decl)}
 
 
 def _splice(kernel: n.Kernel, block_path: StmtPath, field: str, index: int, stmts: list[n.Stmt]) -> n.Kernel:

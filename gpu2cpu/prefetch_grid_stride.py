@@ -38,6 +38,7 @@ from gpu2cpu.thread_loops import ThreadLoopStep, rewrite_cpu_body
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import written_names
+from polypy.ir.rewrite import signed_terms
 from polypy.ir.types import I64, PointerType
 from polypy.ir.visitor import walk
 
@@ -91,9 +92,9 @@ class _Prefetch(ThreadLoopStep):
         p = self.kernel.param(load.buffer)
         if p is None or not isinstance(p.ptype, PointerType) or len(load.index) != 1:
             return None
-        terms = _terms(load.index[0])
-        if terms is None:
+        if load.index[0].type != I64:
             return None
+        terms = signed_terms(load.index[0])
         rest: n.Expr = n.Const(0, I64)
         seen_base = seen_counter = False
         for sign, t in terms:
@@ -123,12 +124,3 @@ def _is_counter(e: n.Expr, counter: str) -> bool:
         e = e.x  # (i64) of the unsigned counter: its value
     return isinstance(e, n.Var) and e.name == counter
 
-
-def _terms(e: n.Expr, sign: int = 1) -> list[tuple[int, n.Expr]] | None:
-    """``e`` (an i64 sum) as signed terms."""
-    if e.type != I64:
-        return None
-    if isinstance(e, n.Binary) and e.op in ("add", "sub"):
-        a, b = _terms(e.a, sign), _terms(e.b, sign if e.op == "add" else -sign)
-        return None if a is None or b is None else a + b
-    return [(sign, e)]

@@ -417,6 +417,7 @@ def test_short_copy_loops_stay_loops_not_memcpy_calls():
     import tempfile
 
     from c_support import need_compiler
+    from codegen.c import find_compiler
     from polypy.driver.pipelines import lower_and_emit
     from samples.spec import all_samples
 
@@ -431,7 +432,8 @@ def test_short_copy_loops_stay_loops_not_memcpy_calls():
             src = pathlib.Path(tmp) / f"{name}.c"
             src.write_text(text)
             asm = pathlib.Path(tmp) / f"{name}.s"
-            subprocess.run(["cc", "-O3", "-march=native", "-fopenmp", "-S", str(src), "-o", str(asm)], check=True)
+            subprocess.run([find_compiler(False), "-O3", "-march=native", "-fopenmp", "-S", str(src), "-o", str(asm)],
+                           check=True)
             calls = [line for line in asm.read_text().splitlines() if "call" in line and "mem" in line]
         assert not [c for c in calls if "memcpy" in c or "memmove" in c], calls
         # LLVM: the kernel functions carry no-builtin-memcpy/-memmove/-memset, so its loop idiom

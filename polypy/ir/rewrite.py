@@ -96,6 +96,16 @@ def rename_buffers(node: Any, mapping: Mapping[str, str]) -> Any:
 # --------------------------------------------------------------------------- integer builders
 
 
+def signed_terms(e: n.Expr, sign: int = 1) -> list[tuple[int, n.Expr]]:
+    """The summands of a chain of ``+``, ``-`` and negations of one type, with their signs
+    (``a - (b + c)``: ``[(1, a), (-1, b), (-1, c)]``)."""
+    if isinstance(e, n.Binary) and e.op in ("add", "sub") and e.type == e.a.type == e.b.type:
+        return signed_terms(e.a, sign) + signed_terms(e.b, sign if e.op == "add" else -sign)
+    if isinstance(e, n.Unary) and e.op == "neg":
+        return signed_terms(e.x, -sign)
+    return [(sign, e)]
+
+
 def int_add(a: n.Expr, b: n.Expr) -> n.Expr:
     """``a + b`` on integers: ``x + 0`` -> ``x``, constants added, ``x + -4`` -> ``x - 4``."""
     if isinstance(b, n.Const) and b.value == 0:

@@ -40,7 +40,7 @@ import islpy as isl
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.queries import buffers_written, written_names
-from polypy.ir.rewrite import int_add, int_scale
+from polypy.ir.rewrite import int_add, int_scale, signed_terms
 from polypy.ir.types import I64, PointerType, ScalarType
 from polypy.ir.visitor import Mutator, walk
 from polypy.poly.affine import _val, expression_key
@@ -170,7 +170,7 @@ def _constant_factor(kernel: n.Kernel, buffer: str) -> n.Const | None:
         if not (e.type.is_int and e.type.is_signed):
             return None
         consts = set()
-        for _, term in _terms(e, 1):
+        for _, term in signed_terms(e, 1):
             factors = _factors(term)
             if len(factors) > 1 and any(not isinstance(f, n.Const) for f in factors):
                 consts |= {(int(f.value), f.type) for f in factors if isinstance(f, n.Const) and int(f.value) > 1}
@@ -314,7 +314,7 @@ def split_index(e: n.Expr, key: str | None, *, kernel: n.Kernel | None = None,
     ty = e.type
     if not (ty.is_int and ty.is_signed):
         return (None, n.Const(0, ty), e) if key is None else None
-    terms = _terms(e, 1)
+    terms = signed_terms(e, 1)
     if key is None:
         for _, term in terms:
             factors = _factors(term)
@@ -349,14 +349,6 @@ def _accumulate(total: n.Expr | None, sign: int, term: n.Expr) -> n.Expr:
     return n.Binary("add" if sign > 0 else "sub", total, term)
 
 
-def _terms(e: n.Expr, sign: int) -> list[tuple[int, n.Expr]]:
-    if isinstance(e, n.Binary) and e.op in ("add", "sub") and e.type == e.a.type == e.b.type:
-        return _terms(e.a, sign) + _terms(e.b, sign if e.op == "add" else -sign)
-    if isinstance(e, n.Unary) and e.op == "neg":
-        return _terms(e.x, -sign)
-    return [(sign, e)]
-
-
 def _factors(e: n.Expr) -> list[n.Expr]:
     if isinstance(e, n.Binary) and e.op == "mul" and e.type == e.a.type == e.b.type:
         return _factors(e.a) + _factors(e.b)
@@ -377,7 +369,7 @@ def _grid_uniform(e: n.Expr, kernel: n.Kernel | None, mutable: set[str] | None) 
 
 
 def _factor_named(e: n.Expr, key: str) -> n.Expr:
-    for _, term in _terms(e, 1):
+    for _, term in signed_terms(e, 1):
         for f in _factors(term):
             if expression_key(f) == key:
                 return f
