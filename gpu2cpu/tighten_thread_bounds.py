@@ -54,6 +54,15 @@ For each thread loop, innermost first:
            if (x + dx >= 0 && x + dx < width)   else      { for threads tx { for dx { } } }
              acc += ...
 
+   In blocks of at least ``RANGE_MIN_THREADS`` threads along the counter's dimension (coarse
+   blocks; a test of ``blockDim`` that specialized versions fold), the flags are decided on a
+   range ``[tx_in, tx_out)`` of the threads instead (``version_thread_loops.box_range``): each
+   comparison varies only on one interval of the counter near the array's border, so a block
+   on the border runs its other threads in the copies without conditions and only the threads
+   near the border with them (``for tx in [0, tx_in) {with}; copies over [tx_in, tx_out);
+   for tx in [tx_out, hi) {with}``). A wide block then keeps its vector loop wherever it lies
+   (jacobi2d, conv2d in coarse blocks of 1024 x 8: see ``gpu2cpu.coarsen_blocks.WIDE_RUN``).
+
 4. **Exact index arithmetic**: an index affine in the counter that contains wrapping arithmetic
    on it is rewritten as ``(i64)uniform + (i64)tx * c``
    (``in[(i32)(blockIdx.x * blockDim.x + tx)]`` becomes ``in[(i64)(blockIdx.x * blockDim.x) +
@@ -109,13 +118,21 @@ from gpu2cpu.thread_loops import (
     rewrite_cpu_body,
     stem_of,
 )
-from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, box_version, version_loop
+from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, box_range, box_version, version_loop
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.rewrite import fold_max, fold_min
 from polypy.ir.types import I64, U32
 from polypy.ir.visitor import Mutator, rebuild, substitute, walk
 from polypy.passes.fold_constants import fold_expr
+
+# Conditions constant over most of a block are decided on a range of the threads (``box_range``)
+# in thread loops that may run at least this many threads (coarse blocks, unknown block
+# shapes); shorter loops decide them for the whole block or not at all. In a loop of 32 (a
+# transpose's tile row) the range's bounds, computed per row, cost more than the few border
+# blocks gain (transpose_tiled 0.57x -> 0.48x of the OpenMP port through LLVM); in a loop of
+# 1024 (a coarse row of a stencil) a border block runs most of its threads in the vector loop.
+RANGE_MIN_THREADS = 256
 
 # Index-set splitting copies the loop body once per range: at most this many splits per loop, and
 # no split that would copy more than this many IR nodes.
@@ -242,6 +259,27 @@ class _Tighten(Mutator):
         peeled = self.peel(loop, facts, needs, depth) if depth < MAX_SPLITS + 1 else None
         if peeled is not None:
             return peeled
+        ranged = box_range(loop, names=self.names, ranges=self.ranges, needs=needs, decls=[], note=self.note)
+        if ranged is None:
+            return self.block_versions(loop, facts, needs, depth)
+        # Wide loops decide on a range, others for the whole block (see RANGE_MIN_THREADS); the
+        # test is on the block shape, which a specialized version folds. It is not shaped like a
+        # run-time check (u32, not i64), so that the later passes see both branches.
+        wide = self.range_versions(loop, facts, needs, depth, *ranged)
+        local: list[Need | n.Expr] = []
+        narrow = self.block_versions(copy_loop(loop, self.names), facts, local, depth)
+        needs.extend(x for x in local if isinstance(x, Need) and x not in needs)
+        checks = [x for x in local if not isinstance(x, Need)]
+        if checks:
+            border = self.exact_indices(copy_loop(loop, self.names), facts, needs)
+            narrow = [n.If(conjunction(checks), tuple(narrow), (border,), loc=loop.loc)]
+        dim = counter_dim(loop.var)
+        is_wide = n.Binary("ge", n.BlockDim(dim, loc=loop.loc), n.Const(RANGE_MIN_THREADS, U32))  # type: ignore[arg-type]
+        return [n.If(is_wide, tuple(wide), tuple(narrow), loc=loop.loc)]
+
+    def block_versions(self, loop: n.For, facts: Facts, needs: list[Need | n.Expr], depth: int) -> list[n.Stmt]:
+        """Step 3 for the whole block (``box_version``): its checks that the conditions are
+        constant over the block are appended to ``needs`` with the no-wrap needs."""
         decls: list[n.Stmt] = []
         boxed = box_version(loop, names=self.names, ranges=self.ranges, needs=needs, decls=decls, note=self.note)
         if boxed is not loop:
@@ -253,6 +291,36 @@ class _Tighten(Mutator):
                                             finish=lambda copy: self.exact_indices(copy, facts, needs))
             loop = boxed
         return decls + [self.exact_indices(loop, facts, needs)]
+
+    def range_versions(self, loop: n.For, facts: Facts, needs: list[Need], depth: int, boxed: n.For,
+                       decls: list[n.Stmt], lo: n.Expr, hi: n.Expr) -> list[n.Stmt]:
+        """Step 3 on a range (``box_range``). Where the range is the whole loop (a block inside
+        the array), ``boxed`` runs over the loop's own bounds, in one copy per value of its
+        flags; elsewhere (a block on the border) the threads before ``lo`` and from ``hi`` on
+        run ``loop`` with its conditions and those between run the copies of ``boxed``. All
+        with exact index arithmetic. The test of the whole range has the shape of a run-time
+        check (``is_check``), so that a second run of the pass leaves the split loops alone."""
+        flags = [d.name for d in decls[2:]]  # type: ignore[union-attr]
+        for d in decls[:2]:
+            self.ranges.lets[d.name] = d.init  # type: ignore[union-attr]
+
+        def versions(copy: n.For) -> list[n.Stmt]:
+            hoisted = self.unswitch(copy, facts, needs, depth)
+            if hoisted is not None:
+                return hoisted
+            if len(flags) <= MAX_UNSWITCHED:
+                return version_loop(copy, flags, names=self.names,
+                                    finish=lambda c: self.exact_indices(c, facts, needs))
+            return [self.exact_indices(copy, facts, needs)]
+
+        whole = versions(boxed)
+        before = self.exact_indices(copy_loop(loop, self.names, stop=lo), facts, needs)
+        middle = versions(copy_loop(boxed, self.names, start=lo, stop=hi))
+        after = self.exact_indices(copy_loop(loop, self.names, start=hi), facts, needs)
+        zero = n.Const(0, I64)
+        is_whole = n.Binary("land", n.Binary("le", n.Binary("sub", i64(lo), i64(loop.start)), zero),
+                            n.Binary("le", n.Binary("sub", i64(loop.stop), i64(hi)), zero))
+        return decls + [n.If(is_whole, tuple(whole), (before, *middle, after), loc=loop.loc)]
 
     # ------------------------------------------------------------------ peeling boundary threads
     def peel(self, loop: n.For, facts: Facts, needs: list[Need], depth: int) -> list[n.Stmt] | None:

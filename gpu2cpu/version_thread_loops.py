@@ -20,6 +20,11 @@ versions; when it fails (the blocks on the border of a stencil) the original loo
 
     if (<the conditions are constant over the block>) { tx_c = ...; versions } else { original loop }
 
+``box_range`` decides the same conditions on the range of the counter where none of them
+varies instead of over the whole block, for wide blocks (``tighten_thread_bounds``,
+``RANGE_MIN_THREADS``): a block on the border of a stencil then runs most of its threads
+without the conditions.
+
 ``box_version`` and ``version_loop`` do the work for one loop: ``tighten_thread_bounds`` calls
 them as step 3 of its loop transformation (where the check joins its own, and each version
 gets exact index arithmetic); ``version_thread_loops`` is the pass on its own.
@@ -49,7 +54,8 @@ from gpu2cpu.thread_loops import copy_loop, let_definitions, rewrite_cpu_body, s
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import declared_names, written_names
-from polypy.ir.types import BOOL
+from polypy.ir.rewrite import fold_max, fold_min
+from polypy.ir.types import BOOL, I64, U32
 from polypy.ir.visitor import Mutator, Visitor, walk
 
 # Serial loops of at most this many iterations (constant bounds) count as part of the block's
@@ -92,12 +98,16 @@ class _Version(ThreadLoopStep):
 
 
 def box_version(loop: n.For, *, names: NameSupply, ranges: Ranges, needs: list, decls: list[n.Stmt],
-                note: Callable[[n.Stmt, str], None]) -> n.For:
+                note: Callable[[n.Stmt, str], None], corner_at: n.Expr | None = None,
+                atoms: list[BoxAtom] | None = None) -> n.For:
     """Conditions in ``loop`` that are affine in the counter and in the variables of constant
     serial loops around them, and that are constant over all of them in most blocks (a
     stencil's bounds checks, a boundary test), are computed once per block: the loop then
     runs with the value at one corner (``var tx_c: bool = ...``) under the run-time check
-    that the value is the same everywhere (appended to ``needs``)."""
+    that the value is the same everywhere (appended to ``needs``).
+
+    ``corner_at`` (i64) is the counter value the corner is taken at (the loop's start by
+    default); ``atoms`` receives each comparison that varies (``box_range``)."""
     dim = counter_dim(loop.var)
     assert dim is not None
     inside = declared_names(loop.body) | {loop.var}
@@ -105,14 +115,14 @@ def box_version(loop: n.For, *, names: NameSupply, ranges: Ranges, needs: list, 
     analysis = CounterAnalysis(loop.var, dim, lets=let_definitions(loop.body, len(loop.body)),
                                available=lambda name: name not in inside or name in box, ranges=ranges,
                                separate=frozenset(box))
-    lo = i64(loop.start)
+    lo = i64(loop.start) if corner_at is None else corner_at
     replaced: dict[int, n.Expr] = {}
     checks: list[n.Expr] = []
     new_needs: list[Need] = []
     for x in _ifs(loop.body):
         if is_check(x.cond):
             continue  # a check of this pass, around other loops
-        found = box_condition(x.cond, analysis, box, lo)
+        found = box_condition(x.cond, analysis, box, lo, atoms)
         if found is None:
             continue
         corner, atom_checks, atom_needs, varying = found
@@ -138,6 +148,86 @@ def box_version(loop: n.For, *, names: NameSupply, ranges: Ranges, needs: list, 
             return s2 if new is None else dataclasses.replace(s2, cond=new)
 
     return dataclasses.replace(loop, body=Replace().visit_block(loop.body))
+
+
+@dataclasses.dataclass(frozen=True)
+class BoxAtom:
+    """A comparison ``d op 0`` of a versioned condition, ``d = coef * counter + v`` with ``v``
+    between ``low`` and ``high`` (counter-free i64 forms) over the box's loop variables."""
+
+    op: str
+    coef: int
+    low: Linear
+    high: Linear
+
+
+def box_range(loop: n.For, *, names: NameSupply, ranges: Ranges, needs: list, decls: list[n.Stmt],
+              note: Callable[[n.Stmt, str], None]) -> tuple[n.For, list[n.Stmt], n.Expr, n.Expr] | None:
+    """``box_version`` decided on a range of the counter instead of the whole block.
+
+    A comparison that varies with the counter (``x + dx >= 0``, ``x == nx - 1``) is constant
+    over the box except on one interval of the counter near the array's edge (``[A, B)``); on
+    each side of it, it is constant. The range ``[lo, hi)`` of the loop's own bounds that
+    avoids every such interval (on the longer side of each, chosen at run time) runs with the
+    conditions decided at its first thread: it is the whole loop in a block inside the array,
+    and most of it in a block on the array's border, so that wide blocks (coarsened ones, a
+    row of a stencil) keep their vector loop. The threads outside it run with the conditions.
+
+    Returns (the loop with the conditions replaced by the flags, declarations of ``lo``,
+    ``hi`` and the flags, ``lo`` and ``hi`` as u32), or None where a comparison's counter
+    coefficient is not +-1 or the loop's step is not 1 (``box_version`` with its whole-block
+    check applies there). Needs of the affine forms are appended to ``needs``."""
+    if not (isinstance(loop.step, n.Const) and int(loop.step.value) == 1):
+        return None
+    stem = stem_of(loop.var)
+    lo_var, hi_var = n.Var(names.fresh(f"{stem}_in"), U32), n.Var(names.fresh(f"{stem}_out"), U32)
+    atoms: list[BoxAtom] = []
+    found: list = []
+    flags: list[n.Stmt] = []
+    boxed = box_version(loop, names=names, ranges=ranges, needs=found, decls=flags, note=note,
+                        corner_at=i64(lo_var), atoms=atoms)
+    if boxed is loop or any(abs(a.coef) > 1 for a in atoms):
+        return None
+    start, stop = i64(loop.start), i64(loop.stop)
+    firsts: list[n.Expr] = [start]
+    lasts: list[n.Expr] = [stop]
+    uniform: list[n.Expr] = []
+    for atom in atoms:
+        if atom.coef == 0:  # the same for every thread: constant over the box, or no range
+            uniform.append(_constant_check(atom.op, atom.low, atom.high))
+            continue
+        a, b = _mixed_interval(atom)
+        after = n.Binary("gt", n.Binary("sub", stop, b), n.Binary("sub", a, start))
+        firsts.append(n.Select(after, b, start))
+        lasts.append(n.Select(after, stop, a))
+    first = n.Call("min", (fold_max(firsts, I64), stop), I64)
+    last = n.Call("max", (fold_min(lasts, I64), i64(lo_var)), I64)
+    if uniform:
+        last = n.Select(conjunction(uniform), last, i64(lo_var))
+    needs.extend(x for x in found if isinstance(x, Need) and x not in needs)
+    decls.append(n.Decl(lo_var.name, U32, n.Cast(U32, first), loc=loop.loc))
+    decls.append(n.Decl(hi_var.name, U32, n.Cast(U32, last), loc=loop.loc))
+    decls.extend(flags)
+    note(loop, f"thread loop over {loop.var}: the conditions are decided on [{lo_var.name}, {hi_var.name}), "
+               f"the threads outside it run with them")
+    return boxed, decls, lo_var, hi_var
+
+
+def _mixed_interval(atom: BoxAtom) -> tuple[n.Expr, n.Expr]:
+    """``[A, B)``: the counter values where ``atom`` is not constant over the box (i64)."""
+    low, high, op = atom.low, atom.high, atom.op
+    if op in ("le", "gt"):  # d <= 0 is d - 1 < 0
+        low, high, op = low.plus(Linear(-1)), high.plus(Linear(-1)), "lt"
+    if op in ("lt", "ge"):
+        if atom.coef > 0:  # t + v < 0 everywhere below -high, nowhere from -low on
+            a, b = high.scale(-1), low.scale(-1)
+        else:  # v - t < 0 everywhere from high + 1 on, nowhere up to low
+            a, b = low.plus(Linear(1)), high.plus(Linear(1))
+    elif atom.coef > 0:  # t + v == 0 nowhere below -high or from 1 - low on
+        a, b = high.scale(-1), Linear(1).plus(low, -1)
+    else:  # v - t == 0 nowhere below low or from high + 1 on
+        a, b = low, high.plus(Linear(1))
+    return linear_ir(a), linear_ir(b)
 
 
 def version_loop(loop: n.For, flags: list[str], *, names: NameSupply,
@@ -169,9 +259,11 @@ def box_vars(body: tuple[n.Stmt, ...]) -> dict[str, tuple[int, int]]:
     return out
 
 
-def box_condition(cond: n.Expr, analysis: CounterAnalysis, box: dict[str, tuple[int, int]], lo: n.Expr):
+def box_condition(cond: n.Expr, analysis: CounterAnalysis, box: dict[str, tuple[int, int]], lo: n.Expr,
+                  atoms: list[BoxAtom] | None = None):
     """(value at the corner, checks that it is the same everywhere, needs, whether it varies
-    at all) for a condition built of ``&&``, ``||``, ``!`` and affine comparisons."""
+    at all) for a condition built of ``&&``, ``||``, ``!`` and affine comparisons; ``atoms``
+    receives the comparisons that vary."""
     checks: list[n.Expr] = []
     needs: list[Need] = []
     varying = False
@@ -204,6 +296,7 @@ def box_condition(cond: n.Expr, analysis: CounterAnalysis, box: dict[str, tuple[
                 low = low.plus(Linear(min(k * m, k * mm)))
                 high = high.plus(Linear(max(k * m, k * mm)))
                 corner = corner.plus(Linear(k * m))
+        over_box = BoxAtom(e.op, d.coef, low, high)
         if d.coef:  # over every thread of the block (the check sits outside the loop's bounds)
             last = Linear(-d.coef, ((n.BlockDim(analysis.dim), d.coef),))
             low, high = (low, high.plus(last)) if d.coef > 0 else (low.plus(last), high)
@@ -211,6 +304,8 @@ def box_condition(cond: n.Expr, analysis: CounterAnalysis, box: dict[str, tuple[
         if d.coef == 0 and len(d.terms) == len(fixed.terms):
             return None  # nothing varies: not a guard of this loop
         varying = True
+        if atoms is not None:
+            atoms.append(over_box)
         checks.append(_constant_check(e.op, low, high))
         return n.Binary(e.op, linear_ir(corner), const64(0))
 
