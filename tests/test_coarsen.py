@@ -109,6 +109,16 @@ PER_BLOCK = """kernel first(n: i32, x: const f32*, y: f32*) {
 }
 """
 
+STAGED = """kernel staged(n: i32, x: const f32*, y: f32*) {
+  shared s: f32[8]
+  var i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
+  s[threadIdx.y] = x[0]
+  if (i < n) {
+    y[i] = s[threadIdx.y]
+  }
+}
+"""
+
 WARPS = """kernel lanes(x: f32*) {
   var i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
   var v: f32 = x[i]
@@ -129,7 +139,12 @@ def _kernel(text: str) -> n.Kernel:
 def test_plan_chooses_runs_of_at_least_128_and_1024_threads() -> None:
     k = _kernel(ELEMENTWISE)
     assert plan_coarsening(k, block=(256, 1, 1)).factor == 4
-    assert plan_coarsening(k, block=(32, 8, 1)).factor == 4
+    # Without shared memory a run along x is at least WIDE_RUN (1024) threads: a 2-D block
+    # covers a long stretch of each of its rows.
+    assert plan_coarsening(k, block=(32, 8, 1)).factor == 32
+    assert plan_coarsening(k, block=(128, 4, 1)).factor == 8
+    # With shared memory, runs of 128: each sub-block has its own slice of the arrays.
+    assert plan_coarsening(_kernel(STAGED), block=(32, 8, 1)).factor == 4
     assert plan_coarsening(k, block=(1024, 1, 1)).factor == 1  # large enough already
     residual = plan_coarsening(k := _kernel(PER_BLOCK), block=(64, 1, 1))
     assert residual.factor == 1 and "outside blockIdx.x * blockDim.x + threadIdx.x" in residual.why
