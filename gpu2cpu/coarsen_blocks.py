@@ -14,8 +14,9 @@ runs over ``C * bx`` consecutive values in ONE thread loop::
           ...                                            i = blockIdx.x * bx + tx
                                                          ...
                                                   else:                                   (partial)
-                                                    for b in blockIdx.x .. gx:
-                                                      <the block function of block b>
+                                                    for ty:
+                                                      for tx in 0 .. (gx - blockIdx.x) * bx:
+                                                        ...
 
 Three steps, wired by ``polypy.driver.coarsen.coarsen_for_block`` (after ``specialize_block_shape``,
 since the factor depends on the block shape):
@@ -31,9 +32,12 @@ since the factor depends on the block shape):
   result goes through the ordinary GPU -> CPU lowering and schedule (``to_cpu``), which turns
   the guards on the global index into bounds of the one long thread loop.
 * ``to_cpu`` and ``specialize_block_shape`` with the coarse shape ``(C * bx, by, bz)``.
-* ``join_partial_blocks`` (CPU form): the coarse block function above for full coarse blocks and
-  the original (fine) block function, block by block, for the last, partial one -- so blocks
-  beyond the grid never run and the full ones carry no guard for them. The result has
+* ``join_partial_blocks`` (CPU form): the coarse block function above for full coarse blocks and,
+  for the last coarse block of a row where fewer than ``C`` blocks are left, the same lowered
+  coarse kernel with ``blockDim.x`` counting the blocks left
+  (``polypy.passes.specialize.specialize_partial_coarse``) -- so blocks beyond the grid never
+  run, the full ones carry no guard for them, and a grid narrower than ``C`` blocks still runs
+  one loop over each whole row. The result has
   ``Kernel.coarsen == (C, 1, 1)``: the launchers run it for ``blockIdx.x = 0, C, 2C, ...``.
 
 Legality. Blocks of a CUDA grid are independent: no order between them is guaranteed and no
@@ -68,10 +72,10 @@ import math
 from polypy.analysis.uniformity import check_barriers
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
-from polypy.ir.queries import declared_names, written_names
+from polypy.ir.queries import declared_names
 from polypy.ir.rewrite import rename_buffers, rename_locals
 from polypy.ir.types import U32
-from polypy.ir.visitor import Mutator, substitute, walk
+from polypy.ir.visitor import Mutator, walk
 
 from gpu2cpu.names import NameSupply
 from gpu2cpu.thread_loops import stem_of
@@ -91,7 +95,7 @@ BlockShape = tuple[int, int, int]
 MIN_RUN = 128
 WIDE_RUN = 1024
 MIN_THREADS = 1024
-MAX_RUN = 4096
+MAX_RUN = 1024
 # A warp: 32 consecutive linear thread ids of a block (``docs/ir.md``).
 WARP = 32
 
@@ -260,46 +264,37 @@ def plan_coarsening(kernel: n.Kernel, *, block: BlockShape, factor: int | None =
 # --------------------------------------------------------------------------- the partial block
 
 
-def join_partial_blocks(coarse: n.Kernel, fine: n.Kernel, *, factor: int) -> n.Kernel:
+def join_partial_blocks(coarse: n.Kernel, partial: n.Kernel, *, factor: int) -> n.Kernel:
     """The block function of coarse blocks of ``factor`` blocks along x (``Kernel.coarsen``).
 
-    Requires: ``coarse`` and ``fine`` CPU form with the same parameters; ``coarse`` does the work
-    of the ``factor`` blocks from ``blockIdx.x`` on (``coarsen_blocks``, lowered), ``fine`` the work
-    of block ``blockIdx.x`` (the kernel's own block function). Guarantees: run for ``blockIdx.x =
+    Requires: ``coarse`` and ``partial`` CPU form with the same parameters; ``coarse`` does the
+    work of the ``factor`` blocks from ``blockIdx.x`` on (``coarsen_blocks``, lowered and
+    specialized), ``partial`` the work of the blocks from ``blockIdx.x`` to the end of the row
+    where fewer are left (the same coarse kernel with ``blockDim.x`` counting them,
+    ``polypy.passes.specialize.specialize_partial_coarse``). Guarantees: run for ``blockIdx.x =
     0, factor, 2 * factor, ...`` the result does the work of every block of the grid, once:
-    ``coarse`` where all ``factor`` blocks exist, else ``fine`` for each block that does.
+    ``coarse`` where all ``factor`` blocks exist, else ``partial`` -- so blocks beyond the grid
+    never run, and a grid narrower than ``factor`` still runs one loop over its whole rows.
     """
-    if coarse.stage != "cpu" or fine.stage != "cpu" or coarse.params != fine.params:
+    if coarse.stage != "cpu" or partial.stage != "cpu" or coarse.params != partial.params:
         raise InternalError("join_partial_blocks expects two CPU-form versions of one kernel", coarse.loc)
-    if coarse.coarsen != (1, 1, 1) or fine.coarsen != (1, 1, 1) or factor < 2:
+    if coarse.coarsen != (1, 1, 1) or partial.coarsen != (1, 1, 1) or factor < 2:
         raise InternalError("join_partial_blocks: already coarsened, or a factor below 2", coarse.loc)
     names = NameSupply(coarse)
-    for b in fine.buffers:
+    for b in partial.buffers:
         names.reserve(b.name)
-    # The fine body sits next to the coarse one: its locals and block-private buffers get fresh names.
-    mapping = {name: names.fresh(stem_of(name)) for name in sorted(declared_names(fine.body))}
-    global_names = {b.name for b in coarse.buffers if b.space in ("constant", "device")}
-    scratch = [b for b in fine.buffers if b.name not in global_names]
+    # The partial body sits next to the full one: its locals get fresh names, and so do its
+    # block-private buffers, except those the full one has as they are (the two never run in
+    # the same block: they share the scratch memory, and the sliced shared arrays keep one name).
+    mapping = {name: names.fresh(stem_of(name)) for name in sorted(declared_names(partial.body))}
+    same = {b.name for b in coarse.buffers} & {b.name for b in partial.buffers if b in coarse.buffers}
+    scratch = [b for b in partial.buffers if b.name not in same]
     buffer_names = {b.name: names.fresh(b.name) for b in scratch}
-    body = rename_buffers(rename_locals(fine.body, mapping), buffer_names)
+    body = rename_buffers(rename_locals(partial.body, mapping), buffer_names)
     buffers = coarse.buffers + tuple(dataclasses.replace(b, name=buffer_names[b.name]) for b in scratch)
 
     loc = coarse.loc
-    block = names.fresh("bx_tail")
-    counter = n.Var(block, U32)
-    body = substitute(body, {n.BlockIdx(0): counter})
-    # A parameter the block function assigns starts each block from the argument's value.
-    copies: list[n.Stmt] = []
-    params = {p.name: p for p in fine.params}
-    assigned = sorted(written_names(body) & set(params))
-    if assigned:
-        renamed = {name: names.fresh(name + "_blk") for name in assigned}
-        body = rename_locals(body, renamed)
-        copies = [n.Decl(renamed[name], params[name].ptype, n.Var(name, params[name].ptype), loc=loc)
-                  for name in assigned]
-    partial = n.For(block, U32, n.BlockIdx(0, loc=loc), n.GridDim(0, loc=loc), n.Const(1, U32),
-                    tuple(copies) + body, loc=loc)
     left = n.Binary("sub", n.GridDim(0, loc=loc), n.BlockIdx(0, loc=loc), loc=loc)  # >= 1: blockIdx.x < gridDim.x
     full = n.Binary("ge", left, n.Const(factor, U32), loc=loc)
-    joined = n.If(full, coarse.body, (partial,), loc=loc)
+    joined = n.If(full, coarse.body, body, loc=loc)
     return dataclasses.replace(coarse, buffers=buffers, body=(joined,), coarsen=(factor, 1, 1))

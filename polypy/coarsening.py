@@ -3,8 +3,8 @@
 ``gpu2cpu.coarsen_blocks`` builds, per block shape, a block function for *coarse blocks* of
 ``factor`` consecutive blocks along x (``Kernel.coarsen``); whether a given launch uses it or the
 kernel's own block function depends on its grid, known only at launch: coarse blocks are fewer,
-and a grid with too few of them would leave workers idle (or, narrower than the factor, run
-nothing but partial coarse blocks). ``polypy.driver.api`` applies ``coarsening_pays`` before each JIT
+and a grid with too few of them would leave workers idle. The last coarse block of a row may be
+partial (fewer blocks left than the factor): it runs as one, over the blocks that are left. ``polypy.driver.api`` applies ``coarsening_pays`` before each JIT
 launch; ``codegen.c`` renders the same test into its dispatching launcher (``pays_in_c``).
 """
 from __future__ import annotations
@@ -32,23 +32,24 @@ class CoarseVersion:
         return self.kernel.coarsen
 
 
-def full_coarse_blocks(grid: tuple[int, int, int], factor: tuple[int, int, int]) -> int:
-    return math.prod(g // f for g, f in zip(grid, factor))
+def coarse_blocks(grid: tuple[int, int, int], factor: tuple[int, int, int]) -> int:
+    """The coarse blocks of a launch, the partial ones included."""
+    return math.prod(-(-g // f) for g, f in zip(grid, factor))
 
 
 def coarsening_pays(grid: tuple[int, int, int], factor: tuple[int, int, int], workers: int, *,
                     blocks_per_worker: int = BLOCKS_PER_WORKER) -> bool:
     """Whether a launch of ``grid`` on ``workers`` threads should run coarse blocks of ``factor``."""
-    return full_coarse_blocks(grid, factor) >= blocks_per_worker * max(1, workers)
+    return coarse_blocks(grid, factor) >= blocks_per_worker * max(1, workers)
 
 
 def pays_in_c(grid: tuple[str, str, str], factor: tuple[int, int, int], workers: str, blocks_per_worker: int) -> str:
     """``coarsening_pays`` as a C expression over the C expressions ``grid`` and ``workers``."""
     if blocks_per_worker <= 0:
         return "1"
-    full = " * ".join(f"(unsigned long long)({g} / {f}u)" if f != 1 else f"(unsigned long long){g}"
-                      for g, f in zip(grid, factor))
-    return f"{full} >= {blocks_per_worker}ull * (unsigned long long)({workers})"
+    count = " * ".join(f"(((unsigned long long){g} + {f - 1}ull) / {f}ull)" if f != 1 else f"(unsigned long long){g}"
+                       for g, f in zip(grid, factor))
+    return f"{count} >= {blocks_per_worker}ull * (unsigned long long)({workers})"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,6 +26,7 @@ from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir import parse_module, print_module
 from polypy.ir.verifier import verify_kernel
+from polypy.ir.visitor import walk
 from samples.spec import Sample, all_samples
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
@@ -188,6 +189,40 @@ def test_coarse_block_does_the_work_of_its_blocks() -> None:
     np.testing.assert_array_equal(merged["y"][96:], args["y"][96:])  # nothing beyond its blocks
 
 
+def test_partial_coarse_block_runs_the_blocks_left_as_one_loop() -> None:
+    """The last coarse block of a row is the coarse kernel with ``blockDim.x`` counting the
+    blocks left: one thread loop over them (no loop over blocks), the shared arrays the full
+    coarse block's (one slice per sub-block, one name)."""
+    joined = coarsen_for_block(_kernel(STAGED), block=(32, 8, 1), factor=4)
+    assert joined is not None
+    split = joined.body[0]
+    assert isinstance(split, n.If) and split.orelse
+    partial = split.orelse
+    assert not any(isinstance(x, n.For) and x.kind == "serial" for s in partial for x in walk(s))
+    loops = [x for s in partial for x in walk(s) if isinstance(x, n.For) and x.kind == "threads"]
+    assert any(isinstance(v, n.GridDim) for x in loops for v in walk(x.stop))
+    shared = [b for b in joined.buffers if b.space == "shared"]
+    assert len(shared) == 1 and shared[0].shape is not None and int(shared[0].shape[0].value) == 4
+
+
+@pytest.mark.parametrize("name", ["jacobi2d", "conv2d", "matmul_tiled"])
+def test_grids_narrower_than_the_factor_run_partial_coarse_blocks(name: str) -> None:
+    """A factor of 16 is wider than these grids: every block runs in a partial coarse block."""
+    need_compiler()
+    s = BY_NAME[name]
+    module = _load(name)
+    shapes = {s.kernel: [tuple(c.block) + (1,) * (3 - len(c.block)) for c in s.cases[:2]]}
+    library = build_library([to_cpu(k) for k in module.kernels], module.globals, source=str(s.source),
+                            block_shapes=shapes, coarsen=block_coarsener(module, factor=16), specialize=False)
+    for i, case in enumerate(s.cases[:2]):
+        assert case.grid[0] < 16
+        args = s.make_args(np.random.default_rng(13 + i), case, np.float32)
+        emulated, got = copy_args(args), copy_args(args)
+        emulate(module.kernel(s.kernel), case.grid, case.block, emulated, shmem=case.shmem)
+        library.launch(s.kernel, case.grid, case.block, got, shmem=case.shmem)
+        _check_outputs(s, case, got, emulated, "C coarsened by 16")
+
+
 def test_join_refuses_what_it_cannot_join() -> None:
 
 
@@ -198,10 +233,12 @@ def test_join_refuses_what_it_cannot_join() -> None:
 
 def test_launch_rule() -> None:
     assert coarsening_pays((64, 1, 1), (4, 1, 1), 2)  # 16 coarse blocks >= 8 per worker
+    assert coarsening_pays((61, 1, 1), (4, 1, 1), 2)  # 15 full ones and a partial one
     assert not coarsening_pays((60, 1, 1), (4, 1, 1), 2)  # 15
+    assert coarsening_pays((3, 16, 1), (32, 1, 1), 2)  # one partial coarse block per row
     assert coarsening_pays((3, 1, 1), (4, 1, 1), 2, blocks_per_worker=0)
     assert pays_in_c(("gx", "gy", "gz"), (4, 1, 1), "w", 8) == \
-        "(unsigned long long)(gx / 4u) * (unsigned long long)gy * (unsigned long long)gz >= 8ull * " \
+        "(((unsigned long long)gx + 3ull) / 4ull) * (unsigned long long)gy * (unsigned long long)gz >= 8ull * " \
         "(unsigned long long)(w)"
     assert pays_in_c(("gx", "gy", "gz"), (4, 1, 1), "w", 0) == "1"
 

@@ -283,11 +283,9 @@ class CompiledKernel:
     def _compile_coarse(self, block: tuple[int, int, int], factor: int) -> Any:
         from codegen.llvm import compile_module
         from polypy.driver.coarsen import coarsen_for_block
-        from polypy.passes.specialize import specialize_block_shape
 
         assert self.gpu is not None
-        fine = specialize_block_shape(self.cpu, block=block)
-        kernel = coarsen_for_block(self.gpu, block=block, fine=fine, factor=factor)
+        kernel = coarsen_for_block(self.gpu, block=block, factor=factor)
         if kernel is None:
             raise InternalError(f"kernel {self.name!r}: coarsening by {factor} was planned but not done")
         cpu = self.module.cpu
@@ -340,7 +338,7 @@ class CompiledKernel:
         from polypy.driver.coarsen import coarsen_for_block
 
         assert self.gpu is not None
-        kernel = coarsen_for_block(self.gpu, block=block, fine=fine, factor=factor)
+        kernel = coarsen_for_block(self.gpu, block=block, factor=factor)
         if kernel is None:
             raise InternalError(f"kernel {self.name!r}: coarsening by {factor} was planned but not done")
         fine_shared = {b.name: b for b in fine.buffers if b.space == "shared"}

@@ -232,23 +232,22 @@ def to_cpu(kernel: n.Kernel, *, optimize: bool = True, recompute: bool = True, r
 # ---- block coarsening (polypy.driver.coarsen re-exports these) ------------------------------------
 
 
-def coarsen_for_block(kernel: n.Kernel, *, block: tuple[int, int, int], fine: n.Kernel | None = None,
-                      factor: int | None = None, optimize: bool = True,
-                      report: list | None = None) -> n.Kernel | None:
+def coarsen_for_block(kernel: n.Kernel, *, block: tuple[int, int, int], factor: int | None = None,
+                      optimize: bool = True, report: list | None = None) -> n.Kernel | None:
     """The block function of *coarse blocks* for launches of ``kernel`` (GPU form, from ``load``)
     with block shape ``block``, or None where coarsening is not legal or not worth it.
 
     ``gpu2cpu.coarsen_blocks``: ``factor`` consecutive blocks along x run as one block (chosen by
-    ``plan_coarsening`` unless given), lowered with ``to_cpu`` and specialized for the coarse
-    shape, then joined with ``fine`` -- the kernel's own block function specialized for
-    ``block`` (made here when not given) -- which runs the blocks of a partial coarse block.
-    The result is CPU form, specialized, with ``Kernel.coarsen == (factor, 1, 1)``.
-    ``report`` receives the decision (``gpu2cpu.coarsen_blocks.Coarsening``).
+    ``plan_coarsening`` unless given), lowered with ``to_cpu`` once, specialized for the coarse
+    shape and, for the last coarse block of a row where fewer blocks are left, for as many
+    blocks as are left (``specialize_partial_coarse``), the two joined. The result is CPU form,
+    specialized, with ``Kernel.coarsen == (factor, 1, 1)``. ``report`` receives the decision
+    (``gpu2cpu.coarsen_blocks.Coarsening``).
     """
     from gpu2cpu.coarsen_blocks import join_partial_blocks, plan_coarsening
     from polypy.ir.verifier import verify_kernel
     from polypy.launch import check_block_shape
-    from polypy.passes.specialize import specialize_block_shape
+    from polypy.passes.specialize import specialize_block_shape, specialize_partial_coarse
 
     block = check_block_shape(block)
     plan = plan_coarsening(kernel, block=block, factor=factor)
@@ -257,12 +256,10 @@ def coarsen_for_block(kernel: n.Kernel, *, block: tuple[int, int, int], fine: n.
     if plan.factor == 1:
         return None
     rewrite = (make_pass("coarsen-blocks", block=block, factor=plan.factor),) + passes(SIMPLIFY)
-    coarse_gpu = run_pipeline(kernel, rewrite)
-    coarse = specialize_block_shape(to_cpu(coarse_gpu, optimize=optimize),
-                                    block=(plan.factor * block[0], block[1], block[2]))
-    if fine is None:
-        fine = specialize_block_shape(to_cpu(kernel, optimize=optimize), block=block)
-    joined = join_partial_blocks(coarse, fine, factor=plan.factor)
+    coarse_cpu = to_cpu(run_pipeline(kernel, rewrite), optimize=optimize)
+    coarse = specialize_block_shape(coarse_cpu, block=(plan.factor * block[0], block[1], block[2]))
+    partial = specialize_partial_coarse(coarse_cpu, block=block, factor=plan.factor)
+    joined = join_partial_blocks(coarse, partial, factor=plan.factor)
     verify_kernel(joined)
     return joined
 
@@ -287,7 +284,7 @@ def block_coarsener(module: n.Module, *, factor: int | None = None, optimize: bo
         except KeyError:
             return None
         plans: list = []
-        coarse = coarsen_for_block(gpu, block=block, fine=fine, factor=factor, optimize=optimize, report=plans)
+        coarse = coarsen_for_block(gpu, block=block, factor=factor, optimize=optimize, report=plans)
         if decisions is not None and plans:
             decisions[(kernel.name, tuple(block))] = plans[-1]
         if coarse is None:

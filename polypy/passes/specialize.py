@@ -39,6 +39,8 @@ by nothing but the loop itself and no ``break``/``continue`` leaves the loop.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from polypy.ir import nodes as n
 from polypy.ir.types import U32
 from polypy.ir.names import NameSupply
@@ -208,7 +210,31 @@ def specialize_block_shape(kernel: n.Kernel, *, block: BlockShape) -> n.Kernel:
     """``kernel`` for launches with block shape ``block`` only (see the module docstring)."""
     block = check_block_shape(block)
     mapping: dict[n.Expr, n.Expr] = {n.BlockDim(d): n.Const(block[d], U32) for d in range(3)}
-    kernel = fold_constants(substitute(kernel, mapping))  # buffer extents included
+    return _specialized(fold_constants(substitute(kernel, mapping)))  # buffer extents included
+
+
+def specialize_partial_coarse(kernel: n.Kernel, *, block: BlockShape, factor: int) -> n.Kernel:
+    """A coarse kernel (CPU form of ``gpu2cpu.coarsen_blocks``: ``factor`` blocks of shape
+    ``block`` along x as one) for the last coarse block of a row of the grid, where fewer than
+    ``factor`` blocks are left: ``blockDim.x`` is ``(gridDim.x - blockIdx.x) * block[0]``, and
+    ``blockDim.y``, ``blockDim.z`` and the buffers' extents are those of the full coarse block.
+
+    Requires: run only where ``gridDim.x - blockIdx.x < factor`` (``join_partial_blocks``); the
+    coarse kernel does the work of its first ``blockDim.x / block[0]`` blocks for any such
+    ``blockDim.x`` (its sub-blocks are independent, and its shared arrays have a slice per
+    sub-block). Guarantees: the work of the blocks from ``blockIdx.x`` to the end of the row."""
+    full = check_block_shape((factor * block[0], block[1], block[2]))
+    const: dict[n.Expr, n.Expr] = {n.BlockDim(d): n.Const(full[d], U32) for d in range(3)}
+    left = n.Binary("sub", n.GridDim(0), n.BlockIdx(0))
+    dynamic = dict(const)
+    dynamic[n.BlockDim(0)] = n.Binary("mul", left, n.Const(block[0], U32))
+    kernel = dataclasses.replace(kernel, buffers=tuple(substitute(b, const) for b in kernel.buffers),
+                                 body=tuple(substitute(s, dynamic) for s in kernel.body))
+    return _specialized(fold_constants(kernel))
+
+
+def _specialized(kernel: n.Kernel) -> n.Kernel:
+    """The clean-up of a kernel whose block shape was substituted (see the module docstring)."""
     kernel = _UnitThreadLoops().visit(kernel)
     kernel = fold_constants(kernel)
     kernel = rebuild(kernel, body=_UnrollBlockLoops(NameSupply.for_kernel(kernel)).visit_block(kernel.body))
