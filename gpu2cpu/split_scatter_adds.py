@@ -60,6 +60,7 @@ def split_scatter_adds(kernel: n.Kernel, *, report: list[LoweringDecision] | Non
         return kernel
     names = NameSupply(kernel)
     buffers = list(kernel.buffers)
+    copies: list[tuple[str, str]] = []
     body: list[n.Stmt] = []
     for s in kernel.body:
         before: list[n.Stmt] = []
@@ -71,6 +72,7 @@ def split_scatter_adds(kernel: n.Kernel, *, report: list[LoweringDecision] | Non
             if split is s:
                 continue
             buffers.append(sub)
+            copies.append((sub.name, array.name))
             size = int(array.shape[0].value)  # type: ignore[index, union-attr]
             before.append(_zero(sub, size, names, s.loc))
             after.append(_merge(array, sub.name, size, names, s.loc))
@@ -82,7 +84,7 @@ def split_scatter_adds(kernel: n.Kernel, *, report: list[LoweringDecision] | Non
         body.extend(before + [s] + after)
     if len(buffers) == len(kernel.buffers):
         return kernel
-    return dataclasses.replace(kernel, buffers=tuple(buffers), body=tuple(body))
+    return dataclasses.replace(kernel, buffers=tuple(buffers), body=tuple(body), copies=kernel.copies + tuple(copies))
 
 
 def _candidates(kernel: n.Kernel, s: n.Stmt) -> list[n.Buffer]:

@@ -54,8 +54,9 @@ For each thread loop, innermost first:
            if (x + dx >= 0 && x + dx < width)   else      { for threads tx { for dx { } } }
              acc += ...
 
-   In blocks of at least ``RANGE_MIN_THREADS`` threads along the counter's dimension (coarse
-   blocks; a test of ``blockDim`` that specialized versions fold), the flags are decided on a
+   In kernels that run in coarse blocks (the pass's ``ranges`` option), for blocks of at least
+   ``RANGE_MIN_THREADS`` threads along the counter's dimension (a test of ``blockDim`` that
+   specialized versions fold), the flags are decided on a
    range ``[tx_in, tx_out)`` of the threads instead (``version_thread_loops.box_range``): each
    comparison varies only on one interval of the counter near the array's border, so a block
    on the border runs its other threads in the copies without conditions and only the threads
@@ -146,9 +147,14 @@ MAX_PEELED_NODES = 4000
 # still becomes its bounds): there is nothing to vectorize.
 SMALL_TRIP_COUNT = 8
 
-def tighten_thread_bounds(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
-    """Guards on thread counters become bounds; see the module docstring."""
-    return rewrite_cpu_body(kernel, _Tighten, what="tighten_thread_bounds", report=report)
+def tighten_thread_bounds(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None,
+                          ranges: bool = False) -> n.Kernel:
+    """Guards on thread counters become bounds; see the module docstring. ``ranges``: the
+    kernel runs in wide blocks (coarse ones, ``polypy.driver.pipelines.coarsen_for_block``):
+    step 3 also decides its conditions on ranges of the threads, for blocks of at least
+    ``RANGE_MIN_THREADS`` along x (elsewhere the extra version would only cost compile time)."""
+    return rewrite_cpu_body(kernel, lambda k: _Tighten(k, ranges=ranges), what="tighten_thread_bounds",
+                            report=report)
 
 
 @dataclasses.dataclass
@@ -166,8 +172,9 @@ class _Split:
 
 
 class _Tighten(Mutator):
-    def __init__(self, kernel: n.Kernel):
+    def __init__(self, kernel: n.Kernel, *, ranges: bool = False):
         self.kernel = kernel
+        self.use_ranges = ranges
         self.names = NameSupply(kernel)
         self.ranges = Ranges.of_kernel(kernel.body)
         self.decisions: list[LoweringDecision] = []
@@ -259,7 +266,9 @@ class _Tighten(Mutator):
         peeled = self.peel(loop, facts, needs, depth) if depth < MAX_SPLITS + 1 else None
         if peeled is not None:
             return peeled
-        ranged = box_range(loop, names=self.names, ranges=self.ranges, needs=needs, decls=[], note=self.note)
+        ranged = None
+        if self.use_ranges:
+            ranged = box_range(loop, names=self.names, ranges=self.ranges, needs=needs, decls=[], note=self.note)
         if ranged is None:
             return self.block_versions(loop, facts, needs, depth)
         # Wide loops decide on a range, others for the whole block (see RANGE_MIN_THREADS); the

@@ -1,5 +1,6 @@
 """Conditions decided on a range of the threads (``gpu2cpu.version_thread_loops.box_range``,
-step 3 of ``tighten_thread_bounds``): in a block on the border of a stencil, the threads away
+step 3 of ``tighten_thread_bounds`` with its ``ranges`` option, which ``to_cpu(..., wide=True)``
+and coarse blocks set): in a block on the border of a stencil, the threads away
 from the border run the loop with its conditions decided (one copy per value), the threads
 near it run the loop with its conditions. Checked through the C backend and the LLVM JIT
 against the emulator on launches whose blocks straddle one border, both borders, or none,
@@ -76,7 +77,7 @@ def _ranged(kernel: n.Kernel) -> bool:
 def _check(texts: list[str], launches: list[tuple]) -> None:
     need_compiler()
     kernels = [gpu_kernel(t) for t in texts]
-    cpu = [to_cpu(k) for k in kernels]
+    cpu = [to_cpu(k, wide=True) for k in kernels]
     assert all(_ranged(k) for k in cpu), "the conditions are not decided on a range of the threads"
     lib = build_library(cpu, specialize=False)
     jit = compile_cpu(*cpu)
@@ -116,11 +117,16 @@ def test_each_comparison_on_a_range_matches_the_emulator(q: int) -> None:
     _check(_cmp_kernels(), launches)
 
 
+def test_only_wide_kernels_get_the_range_version() -> None:
+    """Kernels for any block shape keep the whole-block check alone (compile time)."""
+    assert not _ranged(to_cpu(gpu_kernel(STENCIL)))
+
+
 def test_a_border_block_runs_its_middle_threads_without_the_conditions() -> None:
     """The range version's middle loop tests nothing that depends on its thread (its ``if`` s
     test the flags computed once per row: three here, more than get one copy each), and the
     loops before and after it keep the bounds checks."""
-    cpu = to_cpu(gpu_kernel(STENCIL))
+    cpu = to_cpu(gpu_kernel(STENCIL), wide=True)
     loops = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "threads" and x.var.startswith("tx")]
     middle = [x for x in loops if isinstance(x.start, n.Var) and x.start.name.startswith("tx_in")
               and isinstance(x.stop, n.Var) and x.stop.name.startswith("tx_out")]

@@ -115,3 +115,39 @@ def test_arrays_the_pass_leaves_alone(text: str) -> None:
     cpu = to_cpu(gpu_kernel(text))
     assert not _split(cpu)
     assert split_scatter_adds(cpu) is cpu
+
+
+# 200 bins for byte values: isl cannot prove the adds in bounds, so launches run the
+# bounds-checked code, which checks the copies row by row, as the array they copy.
+SMALL_BINS = r"""
+__global__ void hist(const unsigned char* data, unsigned int* bins, int n)
+{
+    __shared__ unsigned int local[200];
+    for (int b = threadIdx.x; b < 200; b += blockDim.x)
+        local[b] = 0;
+    __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        atomicAdd(&local[data[i]], 1u);
+    __syncthreads();
+    for (int b = threadIdx.x; b < 200; b += blockDim.x)
+        atomicAdd(&bins[b], local[b]);
+}
+"""
+
+
+def test_the_copies_are_bounds_checked_as_the_array_they_copy(tmp_path) -> None:
+    import polypy
+
+    path = tmp_path / "hist.cu"
+    path.write_text(SMALL_BINS)
+    kernel = polypy.compile(str(path)).hist
+    assert any(name.startswith("local_sub") for name in (b.name for b in kernel.cpu.buffers))
+    data = (np.arange(10_000) % 150).astype(np.uint8)
+    bins = np.zeros(200, np.uint32)
+    kernel[4, 64](data, bins, 10_000)
+    np.testing.assert_array_equal(bins, np.bincount(data, minlength=200))
+    checked = dict(kernel.bounds_checked)[(64, 1, 1)]
+    assert "local" in checked and any(name.startswith("local_sub") for name in checked)
+    data[5_000] = 230  # past the 200 bins: inside the copies' storage, outside a row
+    with pytest.raises(polypy.UserError, match=r"read index 230 of shared array 'local' of 200 elements"):
+        kernel[4, 64](data, np.zeros(200, np.uint32), 10_000)

@@ -319,6 +319,9 @@ class JitKernel:
         self.owner = owner  # keeps the execution engine (and so the code) alive
         self.abi = abi
         self.name = abi.kernel
+        # The array a bounds error names, by buffer name, where the code's buffer stands for
+        # another (a copy of a shared array the CPU schedule made: the caller sets it).
+        self.reported_names: dict[str, str] = {}
         # Pointer parameters a launch may accumulate per worker (``Kernel.private_atomics``).
         self.private = private
         self.adds = dict(adds or {})  # per private parameter, the atomic adds a thread makes to it
@@ -401,7 +404,7 @@ class JitKernel:
             busy = run_workers(call, workers)
         except LaunchError:
             if fault is not None and fault[0]:
-                raise ran._bounds_error(fault, shmem) from None
+                raise ran._bounds_error(fault, shmem, self.reported_names) from None
             raise
         if copies:  # worker after worker: the same order of additions for the same worker loads
             for name, copy in copies.items():
@@ -452,9 +455,12 @@ class JitKernel:
                     return None
         return {name: _worker_rows(workers, a.size, a.dtype) for name, a in mine.items()}
 
-    def _bounds_error(self, fault: np.ndarray, shmem: int) -> BoundsError:
-        """The error for the fault record of a bounds-checked launch (see ``lower``)."""
+    def _bounds_error(self, fault: np.ndarray, shmem: int, names: Mapping[str, str] | None = None) -> BoundsError:
+        """The error for the fault record of a bounds-checked launch (see ``lower``); ``names``:
+        the array to name for a buffer that stands for another."""
         site = self.abi.sites[int(fault[0]) - 1]
+        if names and site.buffer in names:
+            site = dataclasses.replace(site, buffer=names[site.buffer])
         index, extent = int(fault[1]), int(fault[2])
         if site.part is not None:  # the split array's own index and extent
             p, q = site.part

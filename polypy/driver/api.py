@@ -319,6 +319,9 @@ class CompiledKernel:
             kernel = specialize_block_shape(self.cpu, block=shape)
         if factor > 1:
             kernel, arrays, sliced = self._coarse_checked(block, factor, kernel, arrays)
+        # Copies of a shared array (Kernel.copies) are checked row by row, as the original.
+        copies = dict(kernel.copies)
+        sliced = sliced | frozenset(copy for copy in copies if copy in arrays)
         cpu = self.module.cpu
         jit = compile_module(n.Module((kernel,), globals=cpu.globals, source=cpu.source), globals=self.module.globals,
                              checked={self.name: arrays}, sliced={self.name: sliced})
@@ -327,6 +330,7 @@ class CompiledKernel:
             sites = tuple(dataclasses.replace(site, buffer=_original_name(site.buffer, self.cpu))
                           for site in compiled.abi.sites)
             compiled.abi = dataclasses.replace(compiled.abi, sites=sites)
+        compiled.reported_names = copies  # a copy's faults name the shared array it copies
         self._checked[key] = compiled
         return compiled
 
@@ -596,6 +600,8 @@ class _Proof:
     # The arrays isl modelled (touched or not); an array of the CPU form outside it (one
     # gpu2cpu renamed, say) is never proven.
     modeled: frozenset[str] = frozenset()
+    # (copy, original) shared arrays of the CPU form (``Kernel.copies``): proven with the original.
+    copies: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
     def of(kernel: CompiledKernel, grid: tuple[int, int, int], block: tuple[int, int, int],
@@ -630,7 +636,7 @@ class _Proof:
                     for d in buf.shape:
                         extent *= int(d.value)  # type: ignore[attr-defined]
             arrays.append(_ArrayProof(name, space, t.lo, t.hi, t.exact, certain, extent, itemsize))
-        return _Proof(tuple(arrays), everything, frozenset(footprints))
+        return _Proof(tuple(arrays), everything, frozenset(footprints), cpu.copies)
 
     def check(self, launch: Launch, arrays: Mapping[str, np.ndarray]) -> frozenset[str]:
         """The arrays this launch must bounds-check (empty: it is proven in bounds); raises a
@@ -651,7 +657,8 @@ class _Proof:
             unproven.append(a.name)
         if not set(unproven) <= self.everything:  # names the CPU form does not have: check all
             return self.everything
-        return frozenset(unproven) | (self.everything - self.modeled)
+        proven = {copy for copy, original in self.copies if original in self.modeled and original not in unproven}
+        return frozenset(unproven) | (self.everything - self.modeled - proven)
 
 
 def _refuse(launch: Launch, a: _ArrayProof, size: int, index: int, kind: str, loc: Any) -> None:

@@ -193,18 +193,23 @@ AFTER_AD: tuple[str, ...] = ("fold-constants", "eliminate-dead-code")
 GPU_PIPELINE: tuple[Pass, ...] = passes(GPU_PASSES)
 
 
-def cpu_pipeline(*, optimize: bool = True, recompute: bool = True, report: list | None = None) -> tuple[Pass, ...]:
+def cpu_pipeline(*, optimize: bool = True, recompute: bool = True, report: list | None = None,
+                 wide: bool = False) -> tuple[Pass, ...]:
     """GPU form -> CPU form: the passes ``to_cpu`` runs, in order.
 
     ``optimize``: ``CPU_OPTIMIZE`` first (barrier elimination and shared-memory forwarding, GPU
     form, exact with isl) and ``CPU_SCHEDULE`` after the lowering (see ``gpu2cpu``);
     ``recompute``: recompute cheap values that cross thread loops instead of storing them;
-    ``report`` receives every pass's decisions (objects with ``format()``), in order.
+    ``report`` receives every pass's decisions (objects with ``format()``), in order;
+    ``wide``: the kernel runs in wide (coarse) blocks: ``tighten-thread-bounds`` decides
+    conditions on ranges of the threads too (its ``ranges`` option).
     """
     before = passes(CPU_OPTIMIZE, report=report) if optimize else ()
     lowering = tuple(make_pass(name, report=report, **({"recompute": recompute} if name == "serialize-threads" else {}))
                      for name in CPU_LOWERING)
-    schedule = passes(CPU_SCHEDULE, report=report) if optimize else ()
+    schedule = tuple(make_pass(name, report=report, **({"ranges": True} if wide and name == "tighten-thread-bounds"
+                                                       else {}))
+                     for name in CPU_SCHEDULE) if optimize else ()
     return before + lowering + schedule + passes(CPU_FINISH, report=report)
 
 
@@ -226,9 +231,11 @@ def optimize_module(module: n.Module, pipeline, *, timings: dict[str, float] | N
 
 
 def to_cpu(kernel: n.Kernel, *, optimize: bool = True, recompute: bool = True, report: list | None = None,
-           timings: dict[str, float] | None = None) -> n.Kernel:
-    """A GPU-form kernel (from ``load``) in CPU form: the work of one block, threads as loops."""
-    return run_pipeline(kernel, cpu_pipeline(optimize=optimize, recompute=recompute, report=report), timings=timings)
+           timings: dict[str, float] | None = None, wide: bool = False) -> n.Kernel:
+    """A GPU-form kernel (from ``load``) in CPU form: the work of one block, threads as loops
+    (``wide``: for wide blocks, see ``cpu_pipeline``)."""
+    return run_pipeline(kernel, cpu_pipeline(optimize=optimize, recompute=recompute, report=report, wide=wide),
+                        timings=timings)
 
 
 # ---- block coarsening (polypy.driver.coarsen re-exports these) ------------------------------------
@@ -258,7 +265,11 @@ def coarsen_for_block(kernel: n.Kernel, *, block: tuple[int, int, int], factor: 
     if plan.factor == 1:
         return None
     rewrite = (make_pass("coarsen-blocks", block=block, factor=plan.factor),) + passes(SIMPLIFY)
-    coarse_cpu = to_cpu(run_pipeline(kernel, rewrite), optimize=optimize)
+    # Coarse blocks of at least RANGE_MIN_THREADS along x decide conditions on ranges of threads.
+    from gpu2cpu.tighten_thread_bounds import RANGE_MIN_THREADS
+
+    wide = plan.factor * block[0] >= RANGE_MIN_THREADS
+    coarse_cpu = to_cpu(run_pipeline(kernel, rewrite), optimize=optimize, wide=wide)
     coarse = specialize_block_shape(coarse_cpu, block=(plan.factor * block[0], block[1], block[2]))
     partial = specialize_partial_coarse(coarse_cpu, block=block, factor=plan.factor)
     joined = join_partial_blocks(coarse, partial, factor=plan.factor)

@@ -496,6 +496,12 @@ class Kernel(Node):
     # launcher refuses arguments that overlap; alias analysis (``polypy.poly.alias``) relies on
     # it. A note like the above (lost in CUDA and IR text, where the pair may alias).
     disjoint: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
+    # Shared arrays the CPU schedule made as copies of another, ``(copy, original)``
+    # (``gpu2cpu.split_scatter_adds``): the copy has a leading dimension of constant extent and
+    # every access of it is one of the original's indices behind a constant, or a sweep of all
+    # its elements, so it is in bounds wherever the original is (``polypy.driver.api`` proves a
+    # launch's copies with their originals). A note like the above.
+    copies: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     def param(self, name: str) -> Param | None:
         for p in self.params:
