@@ -70,20 +70,27 @@ def test_forced_coarsening_through_the_jit(name: str, factor: int) -> None:
         assert module[s.kernel].coarsened[block] == expected
 
 
-@pytest.mark.parametrize("name", sorted(BY_NAME))
-def test_forced_coarsening_through_the_c_backend(name: str) -> None:
+def _check_forced_in_c(name: str, factor: int, seed: int, *, narrower: bool = False) -> None:
+    """The sample's first two cases through the C backend with every launch coarsened by
+    ``factor``, against the emulator (``narrower``: the grids are narrower than the factor)."""
     need_compiler()
     s = BY_NAME[name]
     module = _load(name)
     shapes = {s.kernel: [tuple(c.block) + (1,) * (3 - len(c.block)) for c in s.cases[:2]]}
     library = build_library([to_cpu(k) for k in module.kernels], module.globals, source=str(s.source),
-                            block_shapes=shapes, coarsen=block_coarsener(module, factor=3), specialize=False)
+                            block_shapes=shapes, coarsen=block_coarsener(module, factor=factor), specialize=False)
     for i, case in enumerate(s.cases[:2]):
-        args = s.make_args(np.random.default_rng(91 + i), case, np.float32)
+        assert not narrower or case.grid[0] < factor
+        args = s.make_args(np.random.default_rng(seed + i), case, np.float32)
         emulated, got = copy_args(args), copy_args(args)
         emulate(module.kernel(s.kernel), case.grid, case.block, emulated, shmem=case.shmem)
         library.launch(s.kernel, case.grid, case.block, got, shmem=case.shmem)
-        _check_outputs(s, case, got, emulated, "C coarsened by 3")
+        _check_outputs(s, case, got, emulated, f"C coarsened by {factor}")
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_forced_coarsening_through_the_c_backend(name: str) -> None:
+    _check_forced_in_c(name, 3, 91)
 
 
 def test_every_elementwise_sample_can_be_coarsened() -> None:
@@ -208,19 +215,7 @@ def test_partial_coarse_block_runs_the_blocks_left_as_one_loop() -> None:
 @pytest.mark.parametrize("name", ["jacobi2d", "conv2d", "matmul_tiled"])
 def test_grids_narrower_than_the_factor_run_partial_coarse_blocks(name: str) -> None:
     """A factor of 16 is wider than these grids: every block runs in a partial coarse block."""
-    need_compiler()
-    s = BY_NAME[name]
-    module = _load(name)
-    shapes = {s.kernel: [tuple(c.block) + (1,) * (3 - len(c.block)) for c in s.cases[:2]]}
-    library = build_library([to_cpu(k) for k in module.kernels], module.globals, source=str(s.source),
-                            block_shapes=shapes, coarsen=block_coarsener(module, factor=16), specialize=False)
-    for i, case in enumerate(s.cases[:2]):
-        assert case.grid[0] < 16
-        args = s.make_args(np.random.default_rng(13 + i), case, np.float32)
-        emulated, got = copy_args(args), copy_args(args)
-        emulate(module.kernel(s.kernel), case.grid, case.block, emulated, shmem=case.shmem)
-        library.launch(s.kernel, case.grid, case.block, got, shmem=case.shmem)
-        _check_outputs(s, case, got, emulated, "C coarsened by 16")
+    _check_forced_in_c(name, 16, 13, narrower=True)
 
 
 def test_join_refuses_what_it_cannot_join() -> None:
