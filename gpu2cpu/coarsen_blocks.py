@@ -61,8 +61,8 @@ kernels). Other uses become ``t % bx`` and ``blockIdx.x + t / bx``, which are st
 cost a division per thread and break the vectorizer's view of strides: such kernels are
 coarsened only when asked (``factor=``). The factor makes the run along x at least
 ``MIN_RUN`` threads (``WIDE_RUN`` without shared memory) and the coarse block at least
-``MIN_THREADS`` threads, within ``MAX_RUN`` along x. Whether a launch has enough coarse blocks to keep every worker busy is decided at
-launch (``polypy.coarsening.coarsening_pays``).
+``MIN_THREADS`` threads, within ``MAX_RUN`` along x. Whether a launch has enough coarse blocks
+to keep every worker busy is decided at launch (``polypy.coarsening.coarsening_pays``).
 """
 from __future__ import annotations
 

@@ -169,7 +169,7 @@ class _Split(Mutator):
         unrolled: list[n.Stmt] = []
         for c in range(COPIES):
             tx = n.Binary("add", n.Var(counter, U32), n.Const(c, U32)) if c else n.Var(counter, U32)
-            fresh = {name: self.names.fresh(stem_of(name)) for name in sorted(_declared(s.body))}
+            fresh = {name: self.names.fresh(stem_of(name)) for name in sorted(declared_names(s.body))}
             copy = rename_locals(s.body, fresh, values={n.Var(s.var, U32): tx})
             unrolled.extend(_Retarget(self.array, self.sub, c).visit_block(copy))
         main = n.For(counter, U32, s.start, n.Var(quads, U32), n.Const(COPIES, U32), tuple(unrolled),
@@ -186,10 +186,6 @@ class _Retarget(Mutator):
         if s.buffer != self.array:
             return s
         return dataclasses.replace(s, buffer=self.sub, index=(n.Const(self.copy, U32),) + tuple(s.index))
-
-
-def _declared(stmts: tuple[n.Stmt, ...]) -> set[str]:
-    return set(declared_names(stmts))
 
 
 def _zero(sub: n.Buffer, size: int, names: NameSupply, loc) -> n.Stmt:

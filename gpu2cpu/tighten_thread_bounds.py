@@ -283,7 +283,8 @@ class _Tighten(Mutator):
             border = self.exact_indices(copy_loop(loop, self.names), facts, needs)
             narrow = [n.If(conjunction(checks), tuple(narrow), (border,), loc=loop.loc)]
         dim = counter_dim(loop.var)
-        is_wide = n.Binary("ge", n.BlockDim(dim, loc=loop.loc), n.Const(RANGE_MIN_THREADS, U32))  # type: ignore[arg-type]
+        is_wide = n.Binary("ge", n.BlockDim(dim, loc=loop.loc),  # type: ignore[arg-type]
+                           n.Const(RANGE_MIN_THREADS, U32))
         return [n.If(is_wide, tuple(wide), tuple(narrow), loc=loop.loc)]
 
     def block_versions(self, loop: n.For, facts: Facts, needs: list[Need | n.Expr], depth: int) -> list[n.Stmt]:

@@ -4,8 +4,9 @@
 ``factor`` consecutive blocks along x (``Kernel.coarsen``); whether a given launch uses it or the
 kernel's own block function depends on its grid, known only at launch: coarse blocks are fewer,
 and a grid with too few of them would leave workers idle. The last coarse block of a row may be
-partial (fewer blocks left than the factor): it runs as one, over the blocks that are left. ``polypy.driver.api`` applies ``coarsening_pays`` before each JIT
-launch; ``codegen.c`` renders the same test into its dispatching launcher (``pays_in_c``).
+partial (fewer blocks left than the factor): it runs as one, over the blocks that are left.
+``polypy.driver.api`` applies ``coarsening_pays`` before each JIT launch; ``codegen.c`` renders
+the same test into its dispatching launcher (``pays_in_c``).
 """
 from __future__ import annotations
 

@@ -65,7 +65,8 @@ _EXPRS = {"up": "xx + b - q", "down": "q - xx - b"}
 
 
 def _cmp_kernels() -> list[str]:
-    return [CMP.format(tag=f"{op}_{way}", expr=expr, op=sym) for op, sym in _OPS.items() for way, expr in _EXPRS.items()]
+    return [CMP.format(tag=f"{op}_{way}", expr=expr, op=sym)
+            for op, sym in _OPS.items() for way, expr in _EXPRS.items()]
 
 
 def _ranged(kernel: n.Kernel) -> bool:
