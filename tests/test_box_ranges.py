@@ -9,6 +9,8 @@ serial loop alone (``yy + a < 0``, the same for every thread).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from c_support import copy_args, gpu_kernel, need_compiler
@@ -75,13 +77,18 @@ def _ranged(kernel: n.Kernel) -> bool:
                and x.start.name.startswith("tx_in") for x in walk(kernel))
 
 
-def _check(texts: list[str], launches: list[tuple]) -> None:
-    need_compiler()
+@functools.cache
+def _compiled(texts: tuple[str, ...]):
+    """The kernels (GPU form), compiled once per module run: the C library and the LLVM JIT."""
     kernels = [gpu_kernel(t) for t in texts]
     cpu = [to_cpu(k, wide=True) for k in kernels]
     assert all(_ranged(k) for k in cpu), "the conditions are not decided on a range of the threads"
-    lib = build_library(cpu, specialize=False)
-    jit = compile_cpu(*cpu)
+    return kernels, build_library(cpu, specialize=False), compile_cpu(*cpu)
+
+
+def _check(texts: list[str], launches: list[tuple]) -> None:
+    need_compiler()
+    kernels, lib, jit = _compiled(tuple(texts))
     rng = np.random.default_rng(7)
     for k in kernels:
         for grid, block, scalars in launches:
