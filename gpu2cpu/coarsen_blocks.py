@@ -92,6 +92,8 @@ BlockShape = tuple[int, int, int]
 # from the border (``version_thread_loops.box_range``), which made wide blocks pay. Kernels
 # with shared memory keep short runs: each sub-block gets its own slice of the block's arrays,
 # and 32 slices of a 32 x 33 tile no longer fit the L1 cache (transpose_tiled 0.80x -> 0.65x).
+# So do kernels with atomics (gradients scattering adjoints into their neighbours': the
+# gradient of jacobi2d at 1400^2 took 3.9 ms in wide blocks, 2.8 ms in runs of 128).
 MIN_RUN = 128
 WIDE_RUN = 1024
 MIN_THREADS = 1024
@@ -254,7 +256,8 @@ def plan_coarsening(kernel: n.Kernel, *, block: BlockShape, factor: int | None =
         return decision(1, f"{what} is used outside blockIdx.x * blockDim.x + threadIdx.x{where}: the blocks' "
                            f"thread loops would not merge into one contiguous run")
     threads = block[0] * block[1] * block[2]
-    run = MIN_RUN if any(b.space == "shared" for b in kernel.buffers) else WIDE_RUN
+    atomics = any(isinstance(x, n.AtomicRMW) for s in kernel.body for x in walk(s))
+    run = MIN_RUN if atomics or any(b.space == "shared" for b in kernel.buffers) else WIDE_RUN
     chosen = min(max(math.ceil(run / block[0]), math.ceil(MIN_THREADS / threads)), MAX_RUN // block[0])
     if chosen < 2:
         return decision(1, f"blocks of {threads} threads with runs of {block[0]} along x are large enough")

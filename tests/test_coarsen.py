@@ -117,6 +117,14 @@ PER_BLOCK = """kernel first(n: i32, x: const f32*, y: f32*) {
 }
 """
 
+SCATTER = """kernel scatter(n: i32, x: const f32*, y: f32*) {
+  var i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
+  if (i < n) {
+    atomic.add y[i], x[i]
+  }
+}
+"""
+
 STAGED = """kernel staged(n: i32, x: const f32*, y: f32*) {
   shared s: f32[8]
   var i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
@@ -151,8 +159,10 @@ def test_plan_chooses_runs_of_at_least_128_and_1024_threads() -> None:
     # covers a long stretch of each of its rows.
     assert plan_coarsening(k, block=(32, 8, 1)).factor == 32
     assert plan_coarsening(k, block=(128, 4, 1)).factor == 8
-    # With shared memory, runs of 128: each sub-block has its own slice of the arrays.
+    # With shared memory, runs of 128: each sub-block has its own slice of the arrays; so with
+    # atomics (a gradient's scattered adjoints).
     assert plan_coarsening(_kernel(STAGED), block=(32, 8, 1)).factor == 4
+    assert plan_coarsening(_kernel(SCATTER), block=(32, 8, 1)).factor == 4
     assert plan_coarsening(k, block=(1024, 1, 1)).factor == 1  # large enough already
     residual = plan_coarsening(k := _kernel(PER_BLOCK), block=(64, 1, 1))
     assert residual.factor == 1 and "outside blockIdx.x * blockDim.x + threadIdx.x" in residual.why
