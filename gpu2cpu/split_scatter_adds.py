@@ -45,7 +45,7 @@ from polypy.ir.visitor import Mutator, walk
 
 from gpu2cpu.names import NameSupply
 from gpu2cpu.report import LoweringDecision
-from gpu2cpu.thread_affine import counter_dim
+from gpu2cpu.thread_affine import counter_dim, i64
 from gpu2cpu.thread_loops import stem_of
 
 # Copies of the array: adds in flight. The OpenMP port of the bench's histogram uses four.
@@ -160,7 +160,7 @@ class _Split(Mutator):
         if id(s) not in self.loops:
             return self.generic_visit(s)
         loc = s.loc
-        start, stop = n.Cast(I64, s.start), n.Cast(I64, s.stop)
+        start, stop = i64(s.start), i64(s.stop)
         trips = n.Call("max", (n.Binary("sub", stop, start), n.Const(0, I64)), I64)
         whole = n.Binary("sub", trips, n.Binary("rem", trips, n.Const(COPIES, I64)))
         quads = self.names.fresh(f"{stem_of(s.var)}_q")

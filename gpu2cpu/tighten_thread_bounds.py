@@ -127,9 +127,9 @@ from polypy.ir.types import I64, U32
 from polypy.ir.visitor import Mutator, rebuild, substitute, walk
 from polypy.passes.fold_constants import fold_expr
 
-# Conditions constant over most of a block are decided on a range of the threads (``box_range``)
-# in thread loops that may run at least this many threads (coarse blocks, unknown block
-# shapes); shorter loops decide them for the whole block or not at all. In a loop of 32 (a
+# In kernels for coarse blocks (the ``ranges`` option), conditions constant over most of a block
+# are decided on a range of the threads (``box_range``) in blocks of at least this many threads
+# along the counter's dimension; narrower blocks decide them for the whole block or not at all. In a loop of 32 (a
 # transpose's tile row) the range's bounds, computed per row, cost more than the few border
 # blocks gain (transpose_tiled 0.57x -> 0.48x of the OpenMP port through LLVM); in a loop of
 # 1024 (a coarse row of a stencil) a border block runs most of its threads in the vector loop.
@@ -292,15 +292,21 @@ class _Tighten(Mutator):
         constant over the block are appended to ``needs`` with the no-wrap needs."""
         decls: list[n.Stmt] = []
         boxed = box_version(loop, names=self.names, ranges=self.ranges, needs=needs, decls=decls, note=self.note)
-        if boxed is not loop:
-            hoisted = self.unswitch(boxed, facts, needs, depth)
-            if hoisted is not None:
-                return decls + hoisted
-            if len(decls) <= MAX_UNSWITCHED:
-                return decls + version_loop(boxed, [d.name for d in decls], names=self.names,  # type: ignore[union-attr]
-                                            finish=lambda copy: self.exact_indices(copy, facts, needs))
-            loop = boxed
-        return decls + [self.exact_indices(loop, facts, needs)]
+        if boxed is loop:
+            return [self.exact_indices(loop, facts, needs)]
+        flags = [d.name for d in decls]  # type: ignore[union-attr]
+        return decls + self.flag_versions(boxed, flags, facts, needs, depth)
+
+    def flag_versions(self, boxed: n.For, flags: list[str], facts: Facts, needs: list, depth: int) -> list[n.Stmt]:
+        """``boxed`` (its conditions replaced by the block-level ``flags``) unswitched, or in one
+        copy per value of the flags, or as it is where they are too many; exact indices."""
+        hoisted = self.unswitch(boxed, facts, needs, depth)
+        if hoisted is not None:
+            return hoisted
+        if len(flags) <= MAX_UNSWITCHED:
+            return version_loop(boxed, flags, names=self.names,
+                                finish=lambda copy: self.exact_indices(copy, facts, needs))
+        return [self.exact_indices(boxed, facts, needs)]
 
     def range_versions(self, loop: n.For, facts: Facts, needs: list[Need], depth: int, boxed: n.For,
                        decls: list[n.Stmt], lo: n.Expr, hi: n.Expr) -> list[n.Stmt]:
@@ -313,19 +319,9 @@ class _Tighten(Mutator):
         flags = [d.name for d in decls[2:]]  # type: ignore[union-attr]
         for d in decls[:2]:
             self.ranges.lets[d.name] = d.init  # type: ignore[union-attr]
-
-        def versions(copy: n.For) -> list[n.Stmt]:
-            hoisted = self.unswitch(copy, facts, needs, depth)
-            if hoisted is not None:
-                return hoisted
-            if len(flags) <= MAX_UNSWITCHED:
-                return version_loop(copy, flags, names=self.names,
-                                    finish=lambda c: self.exact_indices(c, facts, needs))
-            return [self.exact_indices(copy, facts, needs)]
-
-        whole = versions(boxed)
+        whole = self.flag_versions(boxed, flags, facts, needs, depth)
         before = self.exact_indices(copy_loop(loop, self.names, stop=lo), facts, needs)
-        middle = versions(copy_loop(boxed, self.names, start=lo, stop=hi))
+        middle = self.flag_versions(copy_loop(boxed, self.names, start=lo, stop=hi), flags, facts, needs, depth)
         after = self.exact_indices(copy_loop(loop, self.names, start=hi), facts, needs)
         zero = n.Const(0, I64)
         is_whole = n.Binary("land", n.Binary("le", n.Binary("sub", i64(lo), i64(loop.start)), zero),
