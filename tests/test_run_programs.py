@@ -128,3 +128,49 @@ int main() { printf("never\\n"); return 0; }
         assert lines[0] == f"polypy: error: the C++ compiler rejected the generated code for {src}:"
         assert "not_declared_anywhere" in lines[1] and "error" in lines[1]
         assert "Traceback" not in result.stderr
+
+
+LARGE_COPIES = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+// Copies and fills of 8 MiB and more run in 2 MiB pieces on all cores: sizes that are not a
+// multiple of a piece, an unaligned start inside a block, a fill, and a device-to-device copy.
+__global__ void touch(unsigned char* d, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) d[i] = (unsigned char)(d[i] + 1);
+}
+int main() {
+  const size_t n = ((size_t)9 << 20) + 12345;
+  unsigned char* h = (unsigned char*)malloc(n);
+  unsigned char* back = (unsigned char*)malloc(n);
+  for (size_t i = 0; i < n; ++i) h[i] = (unsigned char)(i * 7 + i / 4099);
+  unsigned char *a, *b;
+  cudaMalloc(&a, n);
+  cudaMalloc(&b, n + 100);
+  cudaMemset(b, 3, n + 100);
+  cudaMemcpy(a, h, n, cudaMemcpyHostToDevice);
+  touch<<<(64 + 255) / 256, 256>>>(a, 64);
+  cudaMemcpy(b + 17, a, n, cudaMemcpyDeviceToDevice);
+  cudaMemcpy(back, b, n + 17, cudaMemcpyDeviceToHost);
+  size_t bad = 0;
+  for (size_t i = 0; i < 17; ++i) bad += back[i] != 3;
+  for (size_t i = 0; i < n; ++i) bad += back[i + 17] != (unsigned char)(h[i] + (i < 64));
+  cudaMemset(a, 0, n);
+  cudaMemcpy(back, a, n, cudaMemcpyDeviceToHost);
+  for (size_t i = 0; i < n; ++i) bad += back[i] != 0;
+  printf("%zu wrong bytes\n", bad);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_large_copies_and_fills_in_pieces_on_every_core(tmp_path, threads) -> None:
+    need_compiler(cpp=True)
+    src = tmp_path / "copies.cu"
+    src.write_text(LARGE_COPIES)
+    env = dict(os.environ, OMP_NUM_THREADS=threads)
+    result = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", str(src)], capture_output=True,
+                            text=True, timeout=600, env=env)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "0 wrong bytes\n", "")
