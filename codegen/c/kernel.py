@@ -9,9 +9,13 @@ once per OpenMP worker and spreads the blocks of the grid over the workers::
     #pragma omp parallel
     {   scratch = polypy_alloc_apart(..., first array read)   (once per worker, 512 bytes
                                                              modulo 1 KiB away from that array)
-        #pragma omp for collapse(3) schedule(static)
+        #pragma omp for collapse(3) schedule(static) nowait
         for (bz...) for (by...) for (bx...) K_block({bx, by, bz}, ..., scratch)
         free(scratch) }
+
+``nowait``: a worker done with its blocks frees its own scratch and waits once, at the end of the
+parallel region (a second barrier after the loop costs every launch another sleep and wake-up
+under passive waiting: Rodinia nw's 511 launches made 1,535 context switches, 1,024 without it).
 
 Launcher signatures: kernel libraries (``--emit c``/``cpp`` on a file without host code) take
 the kernel's IR parameters (struct parameters flattened into their members, as the Python
