@@ -70,7 +70,8 @@ def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Seq
     at most serial loops with constant bounds), assigns only locals it declares, each store's index moves with the counter at a
     constant nonzero stride in one of its indices, whose other terms neither the lanes nor loops
     inside them vary (``a[row * n + tx]``, ``s[ty][tx]``, ``s[ty + j][tx]`` in a loop over ``j``;
-    never ``s[0]``, ``h[bin]`` or ``s[tx * k]``), and a block-private buffer (``private``: shared and per-thread memory, where
+    never ``s[0]``, ``h[bin]`` or ``s[tx * k]``; in memory outside the block, the counters of
+    those loops may vary it too: ``out[(base + j) * cols + tx]``), and a block-private buffer (``private``: shared and per-thread memory, where
     atomics became plain updates) it stores to it accesses at that one index only, so no two
     iterations touch the same element of what the loop writes. A per-thread array (``local``)
     that the loop accesses only at its lane's copy (the counter as the last index) is exempt from
@@ -87,6 +88,11 @@ def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Seq
     counter = n.Var(loop.var, loop.vtype)
     accesses = [x for x in walk_block(loop.body) if isinstance(x, (n.Load, n.Store)) and x.buffer in local]
     own = {x.buffer for x in accesses} - {x.buffer for x in accesses if not x.index or x.index[-1] != counter}
+    # Counters of the serial loops inside: a store to memory outside the block (no lowered
+    # atomics there) may move with them too (``out[(base + j) * cols + tx]`` in a loop over ``j``):
+    # lanes in lockstep then write different rows at one step, and an element two lanes write at
+    # different steps is an element two CUDA threads write between two barriers, a data race.
+    inner = {x.var for x in walk_block(loop.body) if isinstance(x, n.For)}
     for x in walk_block(loop.body):
         if isinstance(x, (n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return)) or \
                 (isinstance(x, n.For) and (x.kind == "threads" or not _constant_trip(x))):
@@ -99,8 +105,10 @@ def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Seq
             # One index moves with the counter and with nothing else the lanes or the loops inside
             # them vary (``s[ty + j][tx]`` in a tap loop over ``j``): lanes never share an element.
             index = tuple(_expand(i, values) for i in x.index)
+            free = inner if x.buffer not in private else set()
             if not any(affine_in(i, loop.var) and not any(
-                    isinstance(y, (n.Load, n.Call)) or (isinstance(y, n.Var) and y.name in declared) for y in walk(i))
+                    isinstance(y, (n.Load, n.Call)) or (isinstance(y, n.Var) and y.name in declared - free)
+                    for y in walk(i))
                     for i in index):
                 return False
     # Two atomics on one shared array at different offsets (s[tx], s[tx + 1]) are legal CUDA: a

@@ -572,3 +572,41 @@ def test_per_thread_arrays_written_in_a_serial_loop_leave_the_thread_loop_simd(b
     x = rng.standard_normal(n_).astype(np.float32)
     args = dict(x=x, out=np.zeros(n_, np.float32), n=np.int32(n_))
     assert_same_as_emulator(_kernel(PER_THREAD, "taps"), (-(-n_ // block), 1, 1), (block, 1, 1), args, cpp=True)
+
+
+# Rodinia nw's write-back, written anew: a tile goes back to rows of global memory `cols` apart
+# in a short loop over the rows.
+ROWS_BACK = r"""
+#define B 16
+__global__ void rows_back(const int* in, int* out, int cols)
+{
+    __shared__ int tile[B][B];
+    int tx = threadIdx.x;
+    int base = blockIdx.x * B;
+    for (int ty = 0; ty < B; ty++)
+        tile[ty][tx] = in[base + ty * cols + tx] * 3;
+    __syncthreads();
+    for (int ty = 0; ty < B; ty++)
+        out[base + ty * cols + tx] = tile[B - 1 - ty][tx] + ty;
+}
+"""
+
+
+def test_stores_to_rows_of_global_memory_in_a_short_loop_keep_the_thread_loop_simd(tmp_path):
+    """`out[base + ty * cols + tx]` in a loop over ty: lanes write different elements at each step
+    of ty, and an element two lanes would write at different steps is a data race between two
+    threads; simd, and exact against the emulator (rows as wide as the grid's columns, or wider).
+    A shared array's `s[tx + j]` stays scalar
+    (test_a_tile_row_loop_inside_the_thread_loop_keeps_it_simd)."""
+    src = tmp_path / "rows_back.cu"
+    src.write_text(ROWS_BACK)
+    lines = _emitted_cpp(str(src)).splitlines()
+    store = next(i for i, line in enumerate(lines) if "out[" in line)
+    tx_loop = max(i for i in range(store) if lines[i].lstrip().startswith("for (unsigned int tx"))
+    assert lines[tx_loop - 1].strip() == "#pragma omp simd"
+    kernel = _kernel(ROWS_BACK, "rows_back")
+    rng = np.random.default_rng(5)
+    for blocks, cols in ((3, 48), (2, 40), (4, 70)):
+        n_in = (blocks - 1) * 16 + 15 * cols + 16
+        args = {"in": rng.integers(-50, 50, n_in).astype(np.int32), "out": np.zeros(n_in, np.int32), "cols": cols}
+        assert_same_as_emulator(kernel, (blocks,), (16,), args)
