@@ -46,9 +46,10 @@ where the loop over ``tx`` is then interchanged; what it needs beyond the interv
 
 Cost model: a serial loop is sunk when, among the memory accesses in its body, those that are
 uniform or stride-1 in ``tx`` are at least as many as the others (and there is one), and it is
-not a short loop of constant trip count (at most ``SHORT_LOOP``: compilers unroll those and
-vectorize the loop over ``tx`` with the per-thread values in registers, which beats going
-through memory), unless it contains a guard affine in ``tx`` that depends on its iteration,
+not a short loop of constant trip count (at most ``SHORT_LOOP``, the loops inside it constant
+too: compilers unroll those and vectorize the loop over ``tx`` with the per-thread values in
+registers, which beats going through memory; a triangular ``for j < i`` inside is not unrolled
+whole, and the loop over ``tx`` around it stays scalar), unless it contains a guard affine in ``tx`` that depends on its iteration,
 an atomic add, or a read down a column of a block array (``tile[tx][ty + j]``): unrolled, those
 keep the loop over ``tx`` from vectorizing (sunk, an atomic add to one element the same for every
 thread becomes a sum, ``gpu2cpu.sum_uniform_atomics``; a column read becomes a gather).
@@ -258,7 +259,12 @@ class _Plan:
         if not isinstance(loop, n.For):
             return False
         a, b, c = (_const_value(e) for e in (loop.start, loop.stop, loop.step))
-        return a is not None and b is not None and c is not None and c > 0 and (b - a + c - 1) // c <= SHORT_LOOP
+        if not (a is not None and b is not None and c is not None and c > 0 and (b - a + c - 1) // c <= SHORT_LOOP):
+            return False
+        # Only a nest the compiler can unroll whole: a loop inside whose trip count varies (a
+        # triangular solve's `for j < i`) keeps the loop over tx around it scalar.
+        return all(isinstance(x, n.For) and all(_const_value(e) is not None for e in (x.start, x.stop, x.step))
+                   for x in walk_block(loop.body) if isinstance(x, (n.For, n.While)))
 
     def adds_atomically(self, loop: n.Stmt) -> bool:
         """Whether the loop holds atomic adds: unrolled inside the loop over tx they keep it from

@@ -610,3 +610,46 @@ def test_stores_to_rows_of_global_memory_in_a_short_loop_keep_the_thread_loop_si
         n_in = (blocks - 1) * 16 + 15 * cols + 16
         args = {"in": rng.integers(-50, 50, n_in).astype(np.int32), "out": np.zeros(n_in, np.int32), "cols": cols}
         assert_same_as_emulator(kernel, (blocks,), (16,), args)
+
+
+# A forward substitution on a tile, one column per thread (Rodinia lud's perimeter rows, written
+# anew): the loop over rows is short and constant, the one inside it runs to the row.
+TRIANGULAR = r"""
+#define B 16
+__global__ void lower_solve(const float* L, float* X, int n)
+{
+    __shared__ float l[B][B];
+    __shared__ float x[B][B];
+    int tx = threadIdx.x;
+    for (int i = 0; i < B; i++) {
+        l[i][tx] = L[i * B + tx];
+        x[i][tx] = X[i * n + blockIdx.x * B + tx];
+    }
+    __syncthreads();
+    for (int i = 1; i < B; i++)
+        for (int j = 0; j < i; j++)
+            x[i][tx] -= l[i][j] * x[j][tx];
+    __syncthreads();
+    for (int i = 0; i < B; i++)
+        X[i * n + blockIdx.x * B + tx] = x[i][tx];
+}
+"""
+
+
+def test_a_short_loop_around_a_triangular_loop_goes_outside_the_thread_loop(tmp_path):
+    """The row loop has 15 iterations, but the loop inside it runs to the row (`j < i`): no
+    compiler unrolls that nest whole, so the loop over tx would stay scalar around it. It goes
+    inside the `j` loop instead (stride-1 over the tile's columns). Exact against the emulator."""
+    kernel = _kernel(TRIANGULAR, "lower_solve")
+    cpu = to_cpu(kernel)
+    solve = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "threads" and x.var.startswith("tx")
+             and any(isinstance(y, n.Store) and y.buffer == "x" for y in walk(x))
+             and any(isinstance(y, n.Load) and y.buffer == "l" and len(y.index) == 2 for y in walk(x))]
+    assert solve and not any(isinstance(y, n.For) and y.kind != "threads" for s in solve for y in walk_block(s.body)), \
+        "the loop over tx is innermost in the solve"
+    rng = np.random.default_rng(3)
+    lower = np.tril(rng.uniform(-0.2, 0.2, (16, 16))).astype(np.float32)
+    for blocks in (1, 3):
+        n_cols = blocks * 16
+        args = {"L": lower.ravel(), "X": rng.standard_normal(16 * n_cols).astype(np.float32), "n": n_cols}
+        assert_same_as_emulator(kernel, (blocks,), (16,), args)
