@@ -17,6 +17,8 @@ def vector_loop(kernel: n.Kernel, loop: n.For) -> list[str] | None:
     """What both backends ask of a thread loop of ``kernel``: None when its lanes may depend on
     each other (``independent_lanes``, with the kernel's shared and per-thread buffers), else the
     order-free sums it may reassociate (``summed_in``; often none)."""
+    if loop.ordered:  # an iteration may read what an earlier one wrote
+        return None
     local = {b.name for b in kernel.buffers if b.space == "local"}
     private = local | {b.name for b in kernel.buffers if b.space == "shared"}
     sums = summed_in(loop, kernel.order_free_sums)
@@ -77,6 +79,8 @@ def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Seq
     that the loop accesses only at its lane's copy (the counter as the last index) is exempt from
     both rules: a gradient's tape ``tape[k][tz][ty][tx]`` written in a tap loop over ``k``.
     """
+    if loop.ordered:
+        return False
     declared = {x.name if isinstance(x, n.Decl) else x.var for x in walk_block(loop.body) if isinstance(x, (n.Decl, n.For))}
     assigned = {x.name for x in walk_block(loop.body) if isinstance(x, n.Assign)}
     # Locals the loop declares with a value and never assigns (``c = base + tx``) stand for it.

@@ -12,7 +12,9 @@ Passes, in the order ``polypy.driver.pipelines.cpu_pipeline`` runs them:
   and ``thread_loops``):
   ``split_dynamic_shared.split_dynamic_shared`` (an extern shared array addressed ``e * q + c``
   becomes one array per ``c``: unit-stride thread loops),
-  ``fuse_thread_loops.fuse_thread_loops`` (adjacent independent thread loops become one, isl),
+  ``fuse_thread_loops.fuse_thread_loops`` (adjacent independent thread loops become one, isl;
+  also loops whose threads depend only on earlier, or only on later, threads: one ``ordered``
+  loop in that order),
   ``tighten_thread_bounds.tighten_thread_bounds`` (guards on the counter become loop bounds,
   index arithmetic without wrap-around, under run-time checks where needed),
   ``sink_thread_loops.sink_thread_loops`` (the loop over ``tx`` goes inside uniform serial loops

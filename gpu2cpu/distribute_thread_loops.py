@@ -40,8 +40,9 @@ def distribute_thread_loops(kernel: n.Kernel, *, report: list[LoweringDecision] 
 
 def fission_chunks(kernel: n.Kernel, loop: n.For) -> list[tuple[n.Stmt, ...]]:
     """The independent parts of ``loop``'s body, in order; [] when it stays one loop (a single
-    part, or atomics whose results depend on the order of the threads)."""
-    if len(loop.body) < 2 or order_sensitive(kernel, loop.body):
+    part, atomics whose results depend on the order of the threads, or an ``ordered`` loop,
+    whose threads' later parts may read what earlier threads wrote)."""
+    if loop.ordered or len(loop.body) < 2 or order_sensitive(kernel, loop.body):
         return []
     chunks = independent_chunks(loop.body)
     return chunks if len(chunks) > 1 else []

@@ -130,8 +130,9 @@ class _Sink(ThreadLoopStep):
 
     # ------------------------------------------------------------------ one loop over tx
     def loop(self, loop: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
-        """What replaces the loop over tx ``loop`` (itself when it stays)."""
-        if order_sensitive(self.kernel, loop.body, rounding=False):
+        """What replaces the loop over tx ``loop`` (itself when it stays: also an ``ordered`` one,
+        whose iterations an interchange would interleave)."""
+        if loop.ordered or order_sensitive(self.kernel, loop.body, rounding=False):
             return loop
         normalized, needs, notes = normalize_strided_loops(loop, kernel_name=self.kernel.name, names=self.names,
                                                            ranges=self.ranges)

@@ -201,6 +201,7 @@ def copy_loop(loop: n.For, names: NameSupply, *, start: n.Expr | None = None, st
         body = rename_locals(body, {var: new_var})
         body = freshen(body, names)
         var = new_var
-    return thread_loop(var, loop.start if start is None else start, loop.stop if stop is None else stop, body,
+    copy = thread_loop(var, loop.start if start is None else start, loop.stop if stop is None else stop, body,
                        loop.loc)
+    return dataclasses.replace(copy, ordered=True) if loop.ordered else copy
 

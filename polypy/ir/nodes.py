@@ -345,7 +345,11 @@ class For(Stmt):
     ``stop`` and ``step`` do not change inside the loop and ``var`` is not assigned in ``body``
     (the frontend only builds a ``For`` when that holds; everything else is a ``While``).
     ``var`` is declared by the loop and scoped to it. ``kind == "threads"`` marks a CPU-form
-    loop over the threads of a block: its iterations are independent.
+    loop over the threads of a block: its iterations are independent, unless ``ordered``: the
+    loop runs two barrier intervals thread by thread, and a thread's part of the second interval
+    may read what an earlier iteration wrote in the first (``gpu2cpu.fuse_thread_loops``). Its
+    iterations run in order: no pass may distribute, interchange, reverse or vectorize it as if
+    they were independent (splitting its range into consecutive pieces keeps the order).
     """
 
     CHILDREN = ("start", "stop", "step", "body")
@@ -358,6 +362,7 @@ class For(Stmt):
     step: Expr
     body: tuple[Stmt, ...]
     kind: str = "serial"
+    ordered: bool = False
 
 
 @_node

@@ -310,6 +310,10 @@ class _Parser:
         if word == "for":
             self.next()
             kind = "threads" if self.accept("threads") else "serial"
+            ordered = kind == "threads" and self.accept("(")
+            if ordered:
+                self.expect("ordered")
+                self.expect(")")
             var = self.ident()
             self.expect(":")
             vtype = self.scalar_type()
@@ -321,7 +325,7 @@ class _Parser:
             step = self.expr()
             self.vars[var] = vtype
             body = self.braced()
-            return n.For(var, vtype, start, stop, step, body, kind=kind, loc=loc)
+            return n.For(var, vtype, start, stop, step, body, kind=kind, ordered=ordered, loc=loc)
         if word == "while":
             self.next()
             self.expect("(")

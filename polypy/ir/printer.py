@@ -161,7 +161,7 @@ class _Printer:
                 self.block(orelse, depth + 1)
             self.emit(depth, "}")
         elif isinstance(s, n.For):
-            kind = "threads " if s.kind == "threads" else ""
+            kind = ("threads(ordered) " if s.ordered else "threads ") if s.kind == "threads" else ""
             self.emit(depth, f"for {kind}{s.var}: {s.vtype} = {format_expr(s.start)} to {format_expr(s.stop)} "
                              f"step {format_expr(s.step)} {{", s)
             self.block(s.body, depth + 1)

@@ -145,6 +145,8 @@ class _Verifier:
                 self.fail(f"unknown loop kind {s.kind!r}", s)
             if s.kind == "threads" and gpu:
                 self.fail("thread loop in GPU form", s)
+            if s.ordered and s.kind != "threads":
+                self.fail("an ordered loop that is not a thread loop", s)
             for e in (s.start, s.stop, s.step):
                 self.same(self.expr(e), s.vtype, s, "loop bound")
             self.scopes.append({})

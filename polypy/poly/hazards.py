@@ -198,6 +198,41 @@ class BarrierAnalysis:
                 return self._describe(i, j, s, b)
         return None
 
+    def crossing_order(self, barrier: StmtPath) -> str | None:
+        """In which order of the threads a loop over them may run the code on both sides of
+        ``barrier`` (no other barrier counted) thread by thread, each thread's part before the
+        barrier then its part after it: ``"any"`` when no pair of accesses of two threads
+        conflicts across it; ``"ascending"`` when in every pair that does, the thread on the
+        near side comes first in the order ``(threadIdx.z, threadIdx.y, threadIdx.x)``
+        (lexicographic), so that running thread by thread in that order still puts every such
+        access before the one across the barrier; ``"descending"`` when it always comes last;
+        None otherwise. Commuting atomics (see ``atomics_commute``) count as no conflict."""
+        b = self.model.barrier(barrier)
+        c = self.copies
+        earlier, later = c.empty, c.empty
+        prefix = c.universe
+        for d in sorted(self.model.thread_dims, reverse=True):  # z, then y, then x
+            x1, x2 = c.dim(THREAD_IDX[d], "1"), c.dim(THREAD_IDX[d], "2")
+            earlier |= prefix & x1.lt_set(x2)
+            later |= prefix & x1.gt_set(x2)
+            prefix &= x1.eq_set(x2)
+        ascending = descending = True
+        crossing = False
+        for i, j in self.pairs:
+            if self._ordered_by(i, j, b, must=False).is_empty():
+                continue
+            s = self._only_by(self._pair_set(i, j), i, j, b, [])
+            if s.is_empty():
+                continue
+            crossing = True
+            ascending = ascending and (s - earlier).is_empty()
+            descending = descending and (s - later).is_empty()
+            if not (ascending or descending):
+                return None
+        if not crossing:
+            return "any"
+        return "ascending" if ascending else "descending"
+
     def _nearest_first(self, barrier: Barrier) -> list[tuple[int, int]]:
         """The eligible pairs, those on one buffer first, then by the distance of their two
         accesses from ``barrier`` in program order (ties: program order)."""

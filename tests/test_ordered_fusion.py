@@ -1,0 +1,207 @@
+"""Thread loops fused across a barrier in an order of the threads (``gpu2cpu.fuse_thread_loops``
+with ``BarrierAnalysis.crossing_order``): where a thread of the second loop only touches what
+threads before it (or only after it) touched in the first, the two loops run as one, thread by
+thread in that order, and the loop is ``ordered``: no later pass distributes, interchanges or
+vectorizes it as if its iterations were independent. Structure in the CPU IR, values against
+the emulator through C (generic, specialized and coarse versions) and the LLVM JIT.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from c_support import assert_same_as_emulator, copy_args, need_compiler
+from test_llvm_support import compile_cpu, run_compiled
+
+import polypy
+from codegen.c import build_library
+from codegen.lanes import vector_loop
+from gpu2cpu.distribute_thread_loops import fission_chunks
+from polypy.driver.coarsen import block_coarsener
+from polypy.driver.pipelines import to_cpu
+from polypy.emulator import emulate
+from polypy.ir import nodes as n
+from polypy.ir import parse_kernel, print_ir
+from polypy.ir.visitor import walk
+
+# A Hillis-Steele scan of each block's elements, written anew: step `offset` reads the element
+# `offset` places before, then (after a barrier) adds it. The thread reading `s[tid - offset]`
+# comes after the one writing it: the two loops run as one from the last thread to the first.
+SCAN = r"""
+__global__ void scan(const float* in, float* out, int n)
+{
+    __shared__ float s[1024];
+    int tid = threadIdx.x;
+    int i = blockIdx.x * blockDim.x + tid;
+    s[tid] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    for (int offset = 1; offset < blockDim.x; offset *= 2) {
+        float t = tid >= offset ? s[tid - offset] : 0.0f;
+        __syncthreads();
+        s[tid] += t;
+        __syncthreads();
+    }
+    if (i < n)
+        out[i] = s[tid];
+}
+"""
+
+# Thread 0 of each row of the block loads the row's scale; every thread of the row then uses
+# it: the reading threads come after the writing one (ascending order). (Without __restrict__,
+# `y` might be `scale`: a thread's store could then reach what a later thread loads first.)
+ROW_SCALE = r"""
+__global__ void row_scale(const float* __restrict__ scale, const float* __restrict__ x, float* __restrict__ y,
+                          int width)
+{
+    __shared__ float k[32];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * blockDim.y + ty;
+    if (tx == 0)
+        k[ty] = scale[row];
+    __syncthreads();
+    y[row * width + blockIdx.x * blockDim.x + tx] = k[ty] * x[row * width + blockIdx.x * blockDim.x + tx];
+}
+"""
+
+# Each thread reads both neighbours: threads before and after it. No order fits: two loops.
+BOTH_WAYS = r"""
+__global__ void smooth(const float* in, float* out)
+{
+    __shared__ float s[256];
+    int tx = threadIdx.x;
+    s[tx] = in[blockIdx.x * blockDim.x + tx];
+    __syncthreads();
+    float t = s[tx] + (tx > 0 ? s[tx - 1] : 0.0f) + (tx + 1 < blockDim.x ? s[tx + 1] : 0.0f);
+    __syncthreads();
+    s[tx] = t;
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + tx] = s[(tx + 1) % blockDim.x];
+}
+"""
+
+
+def _kernel(text: str, name: str) -> n.Kernel:
+    return polypy.load(None, text=text).kernel(name)
+
+
+def _ordered(kernel: n.Kernel) -> list[n.For]:
+    return [x for x in walk(kernel) if isinstance(x, n.For) and x.ordered]
+
+
+def _report(kernel: n.Kernel) -> str:
+    decisions: list = []
+    to_cpu(kernel, report=decisions)
+    return "\n".join(d.format() for d in decisions)
+
+
+def test_a_scan_step_runs_as_one_loop_from_the_last_thread():
+    kernel = _kernel(SCAN, "scan")
+    cpu = to_cpu(kernel)
+    loops = _ordered(cpu)
+    assert loops, "the scan's two loops per step are fused"
+    # Counted backwards: the body indexes the shared array at blockDim.x - 1 - tx.
+    reversed_x = n.Binary("sub", n.Binary("sub", n.BlockDim(0), n.Const(1, n.U32)), n.Var("tx", n.U32))
+    assert any(x == reversed_x or (isinstance(x, n.Binary) and x.op == "sub" and x.b.type == n.U32
+                                   and isinstance(x.b, n.Var) and x.b.name.startswith("tx")
+                                   and x.a == n.Binary("sub", n.BlockDim(0), n.Const(1, n.U32)))
+               for loop in loops for x in walk(loop))
+    report = _report(kernel)
+    assert "fused, threads in descending order" in report
+    assert "offset >= 1" in report and "blockDim.z == 1u" in report and "tested at run time" in report
+
+
+def test_ordered_loops_are_neither_vectorized_nor_distributed_nor_interchanged():
+    cpu = to_cpu(_kernel(SCAN, "scan"))
+    for loop in _ordered(cpu):
+        assert loop.kind == "threads"
+        assert vector_loop(cpu, loop) is None
+        assert fission_chunks(cpu, loop) == []
+    text = print_ir(cpu)
+    assert "for threads(ordered) " in text
+
+
+def test_ordered_loops_print_and_parse_back():
+    text = """kernel k(x: f32*) {
+  shared s: f32[64]
+  for threads(ordered) tx: u32 = 0u to 64u step 1u {
+    s[63u - tx] = x[tx]
+  }
+}"""
+    kernel = parse_kernel(text)
+    loop = next(x for x in walk(kernel) if isinstance(x, n.For))
+    assert loop.ordered and loop.kind == "threads"
+    assert print_ir(kernel).strip() == text.strip()
+
+
+def _scan_want(x: np.ndarray, block: int) -> np.ndarray:
+    out = np.empty_like(x)
+    for b in range(0, len(x), block):
+        out[b:b + block] = np.cumsum(x[b:b + block], dtype=np.float64).astype(np.float32)
+    return out
+
+
+@pytest.mark.parametrize("block", [32, 64, 256, 1024])
+def test_scan_matches_the_emulator(block):
+    """Specialized versions (one per block shape) fold the run-time test of the fused loops."""
+    kernel = _kernel(SCAN, "scan")
+    rng = np.random.default_rng(1)
+    threads = block
+    for n_items in (3 * threads, 2 * threads + 5):
+        grid = ((n_items + threads - 1) // threads,)
+        x = rng.integers(-4, 5, n_items).astype(np.float32)
+        got = assert_same_as_emulator(kernel, grid, (block,), {"in": x, "out": np.zeros(n_items, np.float32),
+                                                           "n": n_items})
+        np.testing.assert_array_equal(got["out"], _scan_want(x, threads))
+
+
+def test_scan_in_coarse_blocks_and_through_llvm():
+    """Blocks of 32 run coarsened (128 threads, 4 sub-blocks with a slice of `s` each); the last
+    coarse block of a row is partial. And the LLVM JIT runs the ordered loops too."""
+    need_compiler()
+    module = polypy.load(None, text=SCAN)
+    kernel = module.kernel("scan")
+    lib = build_library([to_cpu(kernel)], module.globals, block_shapes={"scan": [(32, 1, 1)]},
+                        coarsen=block_coarsener(module, factor=4), specialize=False)
+    jit = compile_cpu(to_cpu(kernel))
+    rng = np.random.default_rng(2)
+    for n_items in (32 * 9, 32 * 6 + 7):
+        grid = ((n_items + 31) // 32,)
+        args = {"in": rng.integers(-4, 5, n_items).astype(np.float32), "out": np.zeros(n_items, np.float32),
+                "n": n_items}
+        want = copy_args(args)
+        emulate(kernel, grid, (32,), want)
+        got = copy_args(args)
+        lib.launch("scan", grid, (32,), got)
+        np.testing.assert_array_equal(got["out"], want["out"])
+        got = copy_args(args)
+        run_compiled(jit, "scan", grid, (32,), got)
+        np.testing.assert_array_equal(got["out"], want["out"])
+
+
+def test_a_value_one_thread_loads_for_its_row_fuses_in_ascending_order():
+    kernel = _kernel(ROW_SCALE, "row_scale")
+    assert _ordered(to_cpu(kernel))
+    report = _report(kernel)
+    assert "fused, threads in ascending order" in report and "blockDim.z == 1u" in report
+    rng = np.random.default_rng(3)
+    for block in ((16, 8), (32, 4), (8, 2, 2)):
+        rows = 2 * block[1] * (block[2] if len(block) > 2 else 1)
+        width = 3 * block[0]
+        grid = (3, rows // block[1])
+        args = {"scale": rng.standard_normal(rows).astype(np.float32),
+                "x": rng.standard_normal(rows * width).astype(np.float32),
+                "y": np.zeros(rows * width, np.float32), "width": width}
+        if len(block) > 2:
+            continue  # z threads would all write k[ty]: a race in the kernel itself
+        got = assert_same_as_emulator(kernel, grid, block, args)
+        np.testing.assert_array_equal(got["y"].reshape(rows, width),
+                                      args["scale"][:, None] * args["x"].reshape(rows, width))
+
+
+def test_threads_reading_both_neighbours_keep_their_loops_apart():
+    kernel = _kernel(BOTH_WAYS, "smooth")
+    assert not _ordered(to_cpu(kernel))
+    assert " order" not in _report(kernel)
+    rng = np.random.default_rng(4)
+    for block in (32, 256):
+        args = {"in": rng.standard_normal(3 * block).astype(np.float32), "out": np.zeros(3 * block, np.float32)}
+        assert_same_as_emulator(kernel, (3,), (block,), args)
