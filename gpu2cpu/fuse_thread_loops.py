@@ -318,7 +318,8 @@ def _drop_passed_values(body: tuple[n.Stmt, ...], forwarded: set[str], first: n.
             continue
         nest = nest_counters(first)
         assert nest is not None
-        if any(isinstance(s, n.Store) and s.buffer == name for s in nest[2].body):
+        own = tuple(n.Var(nest[d].var, U32) for d in range(3))
+        if any(isinstance(s, n.Store) and s.buffer == name and s.index == own for s in nest[2].body):
             dead.add(name)
     if not dead:
         return body
