@@ -61,7 +61,7 @@ from polypy.ir.queries import declared_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.printer import format_expr
 from polypy.ir.types import U32, ScalarType
-from polypy.ir.visitor import Mutator, substitute, walk
+from polypy.ir.visitor import Mutator, iter_children, substitute, walk
 from polypy.poly import BarrierAnalysis
 
 
@@ -220,19 +220,8 @@ def _uses_counters(stmts: tuple[n.Stmt, ...], counters: set[str], kernel: n.Kern
         if isinstance(node, (n.Load, n.Store)) and kernel.space(node.buffer) == "local":
             rest = (node.value,) if isinstance(node, n.Store) else ()
             return any(uses(x) for x in rest)
-        return any(uses(c) for c in _children(node))
+        return any(uses(c) for c in iter_children(node))
     return any(uses(s) for s in stmts)
-
-
-def _children(node: n.Node) -> list[n.Node]:
-    out: list[n.Node] = []
-    for name in type(node).CHILDREN:
-        value = getattr(node, name)
-        if isinstance(value, n.Node):
-            out.append(value)
-        elif isinstance(value, tuple):
-            out.extend(x for x in value if isinstance(x, n.Node))
-    return out
 
 
 def _thread_order(fake: n.Kernel) -> str | None:
