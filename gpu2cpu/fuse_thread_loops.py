@@ -229,10 +229,7 @@ def _thread_order(fake: n.Kernel) -> str | None:
     model cannot be built."""
     try:
         analysis = BarrierAnalysis(fake)
-        barrier = analysis.barriers[0].path
-        if analysis.conflict(barrier, [barrier]) is None:
-            return "any"
-        return analysis.crossing_order(barrier)
+        return analysis.crossing_order(analysis.barriers[0].path)
     except Exception:  # noqa: BLE001 - a model the analysis cannot build: keep the loops apart
         return None
 
@@ -299,15 +296,15 @@ def _drop_passed_values(body: tuple[n.Stmt, ...], forwarded: set[str], first: n.
     nothing in the kernel but ``second`` does, and ``first`` stores to every thread's slot at its
     top level (so ``second``, which runs only in the other version, never reads what the fused
     body would have stored)."""
+    nest = nest_counters(first)
+    assert nest is not None
+    own = tuple(n.Var(nest[d].var, U32) for d in range(3))
     dead = set()
     for name in forwarded:
         loads = sum(1 for x in walk(kernel) if isinstance(x, n.Load) and x.buffer == name)
         if any(isinstance(x, n.Load) and x.buffer == name for s in body for x in walk(s)) \
                 or loads != sum(1 for x in walk(second) if isinstance(x, n.Load) and x.buffer == name):
             continue
-        nest = nest_counters(first)
-        assert nest is not None
-        own = tuple(n.Var(nest[d].var, U32) for d in range(3))
         if any(isinstance(s, n.Store) and s.buffer == name and s.index == own for s in nest[2].body):
             dead.add(name)
     if not dead:
