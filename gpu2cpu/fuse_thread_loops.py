@@ -134,9 +134,10 @@ class _Fuse(Mutator):
         # two loops' atomics, which matters only if both have some and their order does.
         if _has_atomics(body1) and _has_atomics(body2) and order_sensitive(self.kernel, body1 + body2):
             return None
-        order, assumed = self.crossing_order(a, b)
-        if order is None or (order != "any" and (a[2].ordered or b[2].ordered or _has_atomics(body1)
-                                                 or _has_atomics(body2))):
+        # An order of the threads only for nests without atomics, neither fused in an order before.
+        in_order = not (a[2].ordered or b[2].ordered or _has_atomics(body1) or _has_atomics(body2))
+        order, assumed = self.crossing_order(a, b, in_order=in_order)
+        if order is None or (order != "any" and not in_order):
             return None
         rename = {b[d].var: a[d].var for d in range(3)}
         body = body1 + rename_locals(body2, rename)
@@ -174,7 +175,7 @@ class _Fuse(Mutator):
             return n.If(conjunction(list(assumed)), freshen((fused,), self.names), (first, second), loc=first.loc)
         return fused
 
-    def crossing_order(self, a: tuple[n.For, n.For, n.For], b: tuple[n.For, n.For, n.For]
+    def crossing_order(self, a: tuple[n.For, n.For, n.For], b: tuple[n.For, n.For, n.For], *, in_order: bool = True
                        ) -> tuple[str | None, tuple[n.Expr, ...]]:
         """In which order of the threads the two bodies may run as one loop (isl, exact; see
         ``BarrierAnalysis.crossing_order``): ``"any"`` when a barrier between them would order
@@ -185,12 +186,13 @@ class _Fuse(Mutator):
         may still hold for one row of threads (``blockDim.y == blockDim.z == 1``) and the
         integers the bodies take from around them at least 1 (a scan's ``offset``, the loop
         variable of ``for (offset = 1; offset < blockDim.x; offset *= 2)``, which the model
-        does not bound): then those are the conditions."""
+        does not bound): then those are the conditions. Without ``in_order``, only ``"any"`` or
+        None (the nests cannot run in an order: no second question)."""
         fake = _as_gpu_kernel(self.kernel, a, b)
         if fake is None:
             return None, ()
         order = _thread_order(fake)
-        if order is not None:
+        if order is not None or not in_order:
             return order, ()
         # The dimensions (z, y: nests are (z, y, x)) whose counters the bodies do not use.
         flat = [2 - k for k in (0, 1) if not _uses_counters(a[2].body + b[2].body, {a[k].var, b[k].var}, self.kernel)]
