@@ -167,13 +167,14 @@ class _Fuse(Mutator):
         if forwarded:
             message += f"; per-thread values passed through {', '.join(sorted(forwarded))} directly"
         fused = dataclasses.replace(a[0], body=(y,), ordered=ordered)
-        if assumed:
-            message += f", where {format_expr(conjunction(list(assumed)))} (tested at run time; the loops as " \
-                       f"they were run otherwise)"
+        if not assumed:
+            self.decisions.append(LoweringDecision(self.kernel.name, first.loc, message))
+            return fused
+        test = conjunction(list(assumed))
+        message += f", where {format_expr(test)} (tested at run time; the loops as they were run otherwise)"
         self.decisions.append(LoweringDecision(self.kernel.name, first.loc, message))
-        if assumed:  # the fused nest next to the loops as they were: fresh names
-            return n.If(conjunction(list(assumed)), freshen((fused,), self.names), (first, second), loc=first.loc)
-        return fused
+        # The fused nest next to the loops as they were: fresh names.
+        return n.If(test, freshen((fused,), self.names), (first, second), loc=first.loc)
 
     def crossing_order(self, a: tuple[n.For, n.For, n.For], b: tuple[n.For, n.For, n.For], *, in_order: bool = True
                        ) -> tuple[str | None, tuple[n.Expr, ...]]:

@@ -529,15 +529,15 @@ static inline int polypy_rt_on_huge_pages(const void* dst) {
 static inline void polypy_rt_fill_bytes(void* dst, const void* src, int value, size_t count) {
   char* d = (char*)dst;
   const char* s = (const char*)src;
+  if (s && d < s + count && s < d + count) {
+    memmove(dst, src, count);
+    return;
+  }
   int spread = 0;
 #ifdef _OPENMP
   spread = count >= POLYPY_RT_PARALLEL_BYTES && !omp_in_parallel() && omp_get_max_threads() > 1;
 #endif
   int huge = count >= POLYPY_RT_PIECE_BYTES && polypy_rt_on_huge_pages(dst);
-  if (s && d < s + count && s < d + count) {
-    memmove(dst, src, count);
-    return;
-  }
   if (!spread && !huge) {
     if (s) memcpy(dst, src, count);
     else memset(dst, value, count);
