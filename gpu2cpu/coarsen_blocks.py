@@ -87,17 +87,23 @@ BlockShape = tuple[int, int, int]
 # MIN_THREADS threads in all, but its run is at most MAX_RUN. A kernel without shared memory
 # gets runs of at least WIDE_RUN: a block of a 2-D grid then covers a long stretch of each of
 # its rows, which the hardware prefetchers follow (8 rows of 128 were ten short streams per
-# block: jacobi2d 4096^2 0.75x -> 0.85x of the OpenMP port through C, conv2d 0.68x -> 0.98x).
+# block: jacobi2d 4096^2 0.75x -> 0.85x of the OpenMP port through C, conv2d 0.68x -> 0.98x;
+# runs of 1024 -> 4096, whole rows of a 4096-wide grid: jacobi2d 3.05-3.2 -> 2.72-2.80 ms,
+# conv2d 7.0-7.2 -> 6.7-7.0 ms, against 2.6-2.7 and 6.7-6.8 ms for the OpenMP ports).
 # The blocks on the border of a stencil keep their vector loop on the range of threads away
 # from the border (``version_thread_loops.box_range``), which made wide blocks pay. Kernels
 # with shared memory keep short runs: each sub-block gets its own slice of the block's arrays,
 # and 32 slices of a 32 x 33 tile no longer fit the L1 cache (transpose_tiled 0.80x -> 0.65x).
 # So do kernels with atomics (gradients scattering adjoints into their neighbours': the
-# gradient of jacobi2d at 1400^2 took 3.9 ms in wide blocks, 2.8 ms in runs of 128).
+# gradient of jacobi2d at 1400^2 took 3.9 ms in wide blocks, 2.8 ms in runs of 128). And a
+# kernel whose lowered coarse block keeps per-thread values in memory (``local`` buffers, one
+# element per thread) gets runs of at most SCRATCH_RUN (``polypy.driver.coarsen``): 4096 x 8
+# threads would make each such buffer 128 KiB, past the L1 and L2 caches' share of a block.
 MIN_RUN = 128
-WIDE_RUN = 1024
+WIDE_RUN = 4096
 MIN_THREADS = 1024
-MAX_RUN = 1024
+MAX_RUN = 4096
+SCRATCH_RUN = 1024
 # A warp: 32 consecutive linear thread ids of a block (``docs/ir.md``).
 WARP = 32
 
@@ -233,9 +239,12 @@ def coarsen_blocks(kernel: n.Kernel, *, block: BlockShape, factor: int) -> n.Ker
     return _rewrite(kernel, block, factor)[0]
 
 
-def plan_coarsening(kernel: n.Kernel, *, block: BlockShape, factor: int | None = None) -> Coarsening:
+def plan_coarsening(kernel: n.Kernel, *, block: BlockShape, factor: int | None = None,
+                    max_run: int = MAX_RUN) -> Coarsening:
     """Whether (and by how much) to coarsen launches of ``kernel`` (GPU form) with block shape
-    ``block``: ``factor`` forces that factor where it is legal; None lets the model choose."""
+    ``block``: ``factor`` forces that factor where it is legal; None lets the model choose, with
+    runs along x of at most ``max_run`` threads (``SCRATCH_RUN`` for kernels with per-thread
+    buffers)."""
     _check(kernel, block, 1 if factor is None else factor)
 
     def decision(f: int, why: str) -> Coarsening:
@@ -257,11 +266,14 @@ def plan_coarsening(kernel: n.Kernel, *, block: BlockShape, factor: int | None =
                            f"thread loops would not merge into one contiguous run")
     threads = block[0] * block[1] * block[2]
     atomics = any(isinstance(x, n.AtomicRMW) for s in kernel.body for x in walk(s))
-    run = MIN_RUN if atomics or any(b.space == "shared" for b in kernel.buffers) else WIDE_RUN
-    chosen = min(max(math.ceil(run / block[0]), math.ceil(MIN_THREADS / threads)), MAX_RUN // block[0])
+    run = MIN_RUN if atomics or any(b.space == "shared" for b in kernel.buffers) else min(WIDE_RUN, max_run)
+    chosen = min(max(math.ceil(run / block[0]), math.ceil(MIN_THREADS / threads)), max_run // block[0])
     if chosen < 2:
         return decision(1, f"blocks of {threads} threads with runs of {block[0]} along x are large enough")
-    return decision(chosen, f"one thread loop over {chosen * block[0]} consecutive global indices along x")
+    why = f"one thread loop over {chosen * block[0]} consecutive global indices along x"
+    if max_run < MAX_RUN:
+        why += f" (at most {max_run}: the coarse block keeps per-thread values in memory)"
+    return decision(chosen, why)
 
 
 # --------------------------------------------------------------------------- the partial block

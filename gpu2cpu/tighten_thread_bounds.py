@@ -62,7 +62,7 @@ For each thread loop, innermost first:
    on the border runs its other threads in the copies without conditions and only the threads
    near the border with them (``for tx in [0, tx_in) {with}; copies over [tx_in, tx_out);
    for tx in [tx_out, hi) {with}``). A wide block then keeps its vector loop wherever it lies
-   (jacobi2d, conv2d in coarse blocks of 1024 x 8: see ``gpu2cpu.coarsen_blocks.WIDE_RUN``).
+   (jacobi2d, conv2d in coarse blocks of 4096 x 8: see ``gpu2cpu.coarsen_blocks.WIDE_RUN``).
 
 4. **Exact index arithmetic**: an index affine in the counter that contains wrapping arithmetic
    on it is rewritten as ``(i64)uniform + (i64)tx * c``

@@ -152,21 +152,37 @@ def _kernel(text: str) -> n.Kernel:
     return run_pipeline(parse_kernel(text), SIMPLIFY)
 
 
-def test_plan_chooses_runs_of_at_least_128_and_1024_threads() -> None:
+def test_plan_chooses_runs_of_at_least_128_and_4096_threads() -> None:
     k = _kernel(ELEMENTWISE)
-    assert plan_coarsening(k, block=(256, 1, 1)).factor == 4
-    # Without shared memory a run along x is at least WIDE_RUN (1024) threads: a 2-D block
+    assert plan_coarsening(k, block=(256, 1, 1)).factor == 16
+    # Without shared memory a run along x is at least WIDE_RUN (4096) threads: a 2-D block
     # covers a long stretch of each of its rows.
-    assert plan_coarsening(k, block=(32, 8, 1)).factor == 32
-    assert plan_coarsening(k, block=(128, 4, 1)).factor == 8
+    assert plan_coarsening(k, block=(32, 8, 1)).factor == 128
+    assert plan_coarsening(k, block=(128, 4, 1)).factor == 32
+    assert plan_coarsening(k, block=(32, 8, 1), max_run=1024).factor == 32
     # With shared memory, runs of 128: each sub-block has its own slice of the arrays; so with
     # atomics (a gradient's scattered adjoints).
     assert plan_coarsening(_kernel(STAGED), block=(32, 8, 1)).factor == 4
     assert plan_coarsening(_kernel(SCATTER), block=(32, 8, 1)).factor == 4
-    assert plan_coarsening(k, block=(1024, 1, 1)).factor == 1  # large enough already
+    assert plan_coarsening(k, block=(1024, 1, 1)).factor == 4
+    assert plan_coarsening(k, block=(1024, 1, 1), max_run=1024).factor == 1  # large enough already
     residual = plan_coarsening(k := _kernel(PER_BLOCK), block=(64, 1, 1))
     assert residual.factor == 1 and "outside blockIdx.x * blockDim.x + threadIdx.x" in residual.why
     assert plan_coarsening(k, block=(64, 1, 1), factor=2).factor == 2  # exact, only not worth it
+
+
+def test_per_thread_values_in_memory_keep_runs_of_1024() -> None:
+    # vecnorm's lowered coarse block keeps two values per thread in memory (local buffers): its
+    # run along x stays at SCRATCH_RUN threads, where jacobi2d's (no such buffers) is 4096.
+    plans: list = []
+    coarse = coarsen_for_block(_load("vecnorm").kernel("vecnorm"), block=(256, 1, 1), report=plans)
+    assert coarse is not None and coarse.coarsen == (4, 1, 1)
+    assert {b.space for b in coarse.buffers} == {"local"}
+    assert plans[-1].factor == 4 and "per-thread values in memory" in plans[-1].why
+    plans = []
+    coarse = coarsen_for_block(_load("jacobi2d").kernel("jacobi2d"), block=(32, 8, 1), report=plans)
+    assert coarse is not None and coarse.coarsen == (128, 1, 1) and not coarse.buffers
+    assert "4096 consecutive" in plans[-1].why
 
 
 def test_warp_operations_need_the_original_warps() -> None:
@@ -252,16 +268,16 @@ def test_default_module_coarsens_only_launches_with_enough_coarse_blocks() -> No
     s = BY_NAME["saxpy"]
     module = polypy.compile(s.source, defines=dict(s.defines), threads=2)
     k = module[s.kernel]
-    size = 256 * 80
+    size = 256 * 320
     x = np.random.default_rng(1).standard_normal(size).astype(np.float32)
     y = np.zeros(size, np.float32)
     args = {p.name: v for p, v in zip(k.signature.params, (size, np.float32(2.0), x, y))}
-    k[80, 256](**args)  # 80 blocks of 256: factor 4, 20 coarse blocks >= 8 per worker
-    assert k.coarsened == {(256, 1, 1): 4}
+    k[320, 256](**args)  # 320 blocks of 256: factor 16, 20 coarse blocks >= 8 per worker
+    assert k.coarsened == {(256, 1, 1): 16}
     np.testing.assert_allclose(y, 2.0 * x, rtol=1e-6)
     fine = polypy.compile(s.source, defines=dict(s.defines), threads=2, coarsen=False)[s.kernel]
     y2 = np.zeros(size, np.float32)
-    fine[80, 256](**{**args, "y": y2})
+    fine[320, 256](**{**args, "y": y2})
     assert fine.coarsened == {(256, 1, 1): 1}
     np.testing.assert_array_equal(y2, y)
     k[4, 256](**{**args, "n": 1024})  # 4 blocks: too few coarse blocks for 2 workers, run as they are

@@ -247,29 +247,38 @@ def coarsen_for_block(kernel: n.Kernel, *, block: tuple[int, int, int], factor: 
     with block shape ``block``, or None where coarsening is not legal or not worth it.
 
     ``gpu2cpu.coarsen_blocks``: ``factor`` consecutive blocks along x run as one block (chosen by
-    ``plan_coarsening`` unless given), lowered with ``to_cpu`` once, specialized for the coarse
-    shape and, for the last coarse block of a row where fewer blocks are left, for as many
+    ``plan_coarsening`` unless given; planned again with runs of at most ``SCRATCH_RUN``
+    threads where the lowered coarse block keeps per-thread values in memory), lowered with
+    ``to_cpu``, specialized for the coarse shape and, for the last coarse block of a row where fewer blocks are left, for as many
     blocks as are left (``specialize_partial_coarse``), the two joined. The result is CPU form,
     specialized, with ``Kernel.coarsen == (factor, 1, 1)``. ``report`` receives the decision
     (``gpu2cpu.coarsen_blocks.Coarsening``).
     """
-    from gpu2cpu.coarsen_blocks import join_partial_blocks, plan_coarsening
+    from gpu2cpu.coarsen_blocks import SCRATCH_RUN, join_partial_blocks, plan_coarsening
     from polypy.ir.verifier import verify_kernel
     from polypy.launch import check_block_shape
     from polypy.passes.specialize import specialize_block_shape, specialize_partial_coarse
-
-    block = check_block_shape(block)
-    plan = plan_coarsening(kernel, block=block, factor=factor)
-    if report is not None:
-        report.append(plan)
-    if plan.factor == 1:
-        return None
-    rewrite = (make_pass("coarsen-blocks", block=block, factor=plan.factor),) + passes(SIMPLIFY)
-    # Coarse blocks of at least RANGE_MIN_THREADS along x decide conditions on ranges of threads.
     from gpu2cpu.tighten_thread_bounds import RANGE_MIN_THREADS
 
-    wide = plan.factor * block[0] >= RANGE_MIN_THREADS
-    coarse_cpu = to_cpu(run_pipeline(kernel, rewrite), optimize=optimize, wide=wide)
+    block = check_block_shape(block)
+
+    def lowered(plan):
+        rewrite = (make_pass("coarsen-blocks", block=block, factor=plan.factor),) + passes(SIMPLIFY)
+        # Coarse blocks of at least RANGE_MIN_THREADS along x decide conditions on ranges of threads.
+        wide = plan.factor * block[0] >= RANGE_MIN_THREADS
+        return to_cpu(run_pipeline(kernel, rewrite), optimize=optimize, wide=wide)
+
+    plan = plan_coarsening(kernel, block=block, factor=factor)
+    coarse_cpu = lowered(plan) if plan.factor > 1 else None
+    if (factor is None and coarse_cpu is not None and plan.factor * block[0] > SCRATCH_RUN
+            and any(b.space == "local" for b in coarse_cpu.buffers)):
+        # Per-thread values kept in memory: one element per thread of the coarse block each.
+        plan = plan_coarsening(kernel, block=block, max_run=SCRATCH_RUN)
+        coarse_cpu = lowered(plan) if plan.factor > 1 else None
+    if report is not None:
+        report.append(plan)
+    if coarse_cpu is None:
+        return None
     coarse = specialize_block_shape(coarse_cpu, block=(plan.factor * block[0], block[1], block[2]))
     partial = specialize_partial_coarse(coarse_cpu, block=block, factor=plan.factor)
     joined = join_partial_blocks(coarse, partial, factor=plan.factor)
