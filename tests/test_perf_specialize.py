@@ -148,6 +148,93 @@ def test_loops_are_not_unrolled_when_the_counter_is_unknown_or_the_loop_too_long
     assert "while (s > 0u)" in print_kernel(specialize_block_shape(_cpu(jump), block=(8, 1, 1)))
 
 
+# A tree over the rows of a 2-D block (backprop's): after unrolling, each step's guard selects
+# every 2s-th row, inside the loop over tx.
+TREE_CPU = """
+    kernel tree(in: const f32*, out: f32*) stage cpu {
+      shared w: f32[16][16]
+      for threads ty: u32 = 0u to blockDim.y step 1u {
+        for threads tx: u32 = 0u to blockDim.x step 1u {
+          w[ty][tx] = in[(blockIdx.x * blockDim.y + ty) * blockDim.x + tx]
+        }
+      }
+      var s: i32 = 1
+      while (s < (i32)blockDim.y) {
+        for threads ty_1: u32 = 0u to blockDim.y step 1u {
+          for threads tx_1: u32 = 0u to blockDim.x step 1u {
+            if ((i32)ty_1 % (2 * s) == 0 && (i32)ty_1 + s < (i32)blockDim.y) {
+              w[ty_1][tx_1] = w[ty_1][tx_1] + w[(i32)ty_1 + s][tx_1]
+            }
+          }
+        }
+      } update {
+        s = s * 2
+      }
+      for threads tx_2: u32 = 0u to blockDim.x step 1u {
+        out[blockIdx.x * blockDim.x + tx_2] = w[0][tx_2]
+      }
+    }
+"""
+
+
+def _run_jit(kernel: n.Kernel, grid: int, block: tuple[int, int, int], args: dict) -> dict:
+    from codegen.llvm import compile_module
+
+    out = {k: v.copy() for k, v in args.items()}
+    compile_module(n.Module((kernel,))).kernels[kernel.name].run((grid, 1, 1), block, 0, out, {}, threads=1)
+    return out
+
+
+def test_guards_on_a_counters_residue_become_the_loops_step():
+    k = specialize_block_shape(_cpu(TREE_CPU), block=(4, 8, 1))
+    verify_kernel(k)
+    text = print_kernel(k)
+    assert "%" not in text
+    steps = sorted(int(x.step.value) for x in walk(k) if isinstance(x, n.For) and x.var.startswith("ty_1"))
+    assert steps == [2, 4, 8]
+    # The guard on ty left the loop over tx: the loops over tx run unguarded.
+    assert all(not isinstance(x.body[0], n.If) for x in walk(k) if isinstance(x, n.For) and x.var.startswith("tx_1"))
+    # Exact: the same sums as the generic code, for shapes where the tree is partial too.
+    rng = np.random.default_rng(2)
+    for block in ((4, 8, 1), (16, 16, 1), (3, 6, 1), (5, 1, 1)):
+        x = rng.standard_normal(3 * block[0] * block[1]).astype(np.float32)
+        args = {"in": x, "out": np.zeros(3 * block[0], np.float32)}
+        generic = _run_jit(_cpu(TREE_CPU), 3, block, args)
+        special = _run_jit(specialize_block_shape(_cpu(TREE_CPU), block=block), 3, block, args)
+        np.testing.assert_array_equal(special["out"], generic["out"])
+
+
+@pytest.mark.parametrize("guard,start,step", [
+    ("(i32)ty % 3 == 2", 2, 3),
+    ("(ty & 3u) == 1u", 1, 4),
+    ("tx < 2u && (i32)ty % 2 == 1", 1, 2),
+    ("(i32)ty % 4 == 0 && (i32)blockIdx.x > 0", 0, 4),
+    ("(ty & 5u) == 0u", 0, 1),  # not a power of two minus one: kept as a guard
+    ("ty % 0u == 0u", 0, 1),  # division by zero is left to the code as written
+])
+def test_residue_guards_select_threads_exactly(guard: str, start: int, step: int):
+    text = f"""
+        kernel sel(out: f32*) stage cpu {{
+          for threads ty: u32 = 0u to blockDim.y step 1u {{
+            for threads tx: u32 = 0u to blockDim.x step 1u {{
+              if ({guard}) {{
+                out[(blockIdx.x * blockDim.y + ty) * blockDim.x + tx] = out[(blockIdx.x * blockDim.y + ty) * blockDim.x + tx] + 1.0f
+              }}
+            }}
+          }}
+        }}
+    """
+    if "% 0u" in guard:
+        text = text.replace("ty % 0u == 0u", "ty % 0u == 0u && blockIdx.x > 9u")
+    k = specialize_block_shape(_cpu(text), block=(3, 10, 1))
+    verify_kernel(k)
+    rows = [x for x in walk(k) if isinstance(x, n.For) and x.var == "ty"]
+    assert [(int(r.start.value), int(r.step.value)) for r in rows] == [(start, step)]
+    args = {"out": np.zeros(2 * 30, np.float32)}
+    generic = _run_jit(_cpu(text), 2, (3, 10, 1), args)
+    np.testing.assert_array_equal(_run_jit(k, 2, (3, 10, 1), args)["out"], generic["out"])
+
+
 def test_specialized_ir_runs_like_the_generic_ir_on_the_emulated_semantics():
     """The pass itself, without a backend: the CPU form and its specialization agree through the JIT."""
     from codegen.llvm import compile_module
