@@ -121,6 +121,7 @@ from gpu2cpu.thread_loops import (
 )
 from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, box_range, box_version, version_loop
 from polypy.ir import nodes as n
+from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
 from polypy.ir.rewrite import fold_max, fold_min
 from polypy.ir.types import I64, U32
@@ -251,6 +252,9 @@ class _Tighten(Mutator):
         hoisted = self.unswitch(loop, facts, needs, depth)
         if hoisted is not None:
             return hoisted
+        first = self.first_thread(loop, facts, needs, depth)
+        if first is not None:
+            return first
         chunks = fission_chunks(self.kernel, loop) if depth == 0 else []
         if chunks and any(self.find_split(dataclasses.replace(loop, body=c)) is not None
                           or self.hoistable_guard(loop, c) for c in chunks):
@@ -413,6 +417,25 @@ class _Tighten(Mutator):
             return [(None, body)]
         i, branches = found[0]
         return [(cond, body[:i] + branch + body[i + 1:]) for cond, branch in branches]
+
+    def first_thread(self, loop: n.For, facts: Facts, needs: list[Need], depth: int) -> list[n.Stmt] | None:
+        """``if (tx == start) T`` first in the body: T of that thread before the loop, which then
+        runs the rest of the body for every thread (the first iteration does T first anyway).
+        Index-set splitting would peel the first thread instead, leaving a loop of 15 threads
+        where 16 made one vector."""
+        if len(loop.body) < 2 or not isinstance(loop.body[0], n.If) or loop.body[0].orelse:
+            return None
+        s = loop.body[0]
+        if not (isinstance(loop.start, n.Const) and _is_counter_eq(s.cond, loop.var, int(loop.start.value))):
+            return None
+        if jumps_out(s.then, n.Break, n.Continue):
+            return None
+        then = tuple(substitute(t, {n.Var(loop.var, loop.vtype): loop.start}) for t in s.then)
+        if not (isinstance(loop.stop, n.Const) and loop.stop.value > loop.start.value):
+            then = (n.If(n.Binary("lt", loop.start, loop.stop), then, loc=s.loc),)
+        self.note(loop, f"thread loop over {loop.var}: the statements of thread {format_expr(loop.start)} "
+                        f"alone ({format_expr(s.cond)}) run before the loop")
+        return list(then) + self.transform(dataclasses.replace(loop, body=loop.body[1:]), facts, needs, depth)
 
     def hoistable_guard(self, loop: n.For, chunk: tuple[n.Stmt, ...]) -> bool:
         """A chunk that is one ``if`` with a condition part that does not depend on the counter."""
@@ -734,6 +757,18 @@ def _positive(s: n.Stmt) -> n.Stmt:
     if isinstance(s, n.If) and not s.then and s.orelse:
         return n.If(conjunction(split_conjuncts(s.cond, negate=True)), s.orelse, loc=s.loc)
     return s
+
+
+def _is_counter_eq(cond: n.Expr, var: str, value: int) -> bool:
+    """Whether ``cond`` is ``counter == value`` (the counter possibly cast to an integer type)."""
+    if not (isinstance(cond, n.Binary) and cond.op == "eq"):
+        return False
+    for x, c in ((cond.a, cond.b), (cond.b, cond.a)):
+        if isinstance(x, n.Cast) and x.to.is_int:
+            x = x.x
+        if isinstance(x, n.Var) and x.name == var and isinstance(c, n.Const) and c.value == value:
+            return True
+    return False
 
 
 def _simple(e: n.Expr) -> bool:

@@ -653,3 +653,48 @@ def test_a_short_loop_around_a_triangular_loop_goes_outside_the_thread_loop(tmp_
         n_cols = blocks * 16
         args = {"L": lower.ravel(), "X": rng.standard_normal(16 * n_cols).astype(np.float32), "n": n_cols}
         assert_same_as_emulator(kernel, (blocks,), (16,), args)
+
+
+# Rodinia backprop's layer kernel, written anew and smaller: thread 0 of each row stages the
+# row's input while every thread stages its weight, then each thread scales its weight by it.
+ROW_SCALE_FIRST = r"""
+#define W 16
+__global__ void row_scale_first(const float* in, const float* w, float* out, int cols)
+{
+    __shared__ float node[W];
+    __shared__ float tile[W][W];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * blockDim.y + ty;
+    int col = blockIdx.x * blockDim.x + tx;
+    if (tx == 0)
+        node[ty] = in[row];
+    tile[ty][tx] = w[row * cols + col];
+    __syncthreads();
+    tile[ty][tx] = tile[ty][tx] * node[ty];
+    __syncthreads();
+    out[row * cols + col] = tile[ty][tx] + tile[ty][0];
+}
+"""
+
+
+def test_the_first_threads_own_statement_runs_before_a_loop_over_every_thread():
+    """`if (tx == 0) S` first in the fused nest: S of thread 0 runs before the loop, which then
+    covers all the threads (index-set splitting would peel thread 0 and leave 15 of 16). Exact
+    against the emulator, also for blocks of one thread along x."""
+    kernel = _kernel(ROW_SCALE_FIRST, "row_scale_first")
+    cpu = to_cpu(kernel)
+    scale = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "threads" and x.var.startswith("tx")
+             and any(isinstance(y, n.Store) and y.buffer == "tile" for y in walk(x))]
+    # The two intervals fused in the threads' order (gpu2cpu.fuse_thread_loops), fast version
+    # (the run-time check's `else` is the loop as written, guard inside).
+    assert any(loop.ordered and isinstance(loop.start, n.Const) and loop.start.value == 0 and loop.stop == n.BlockDim(0)
+               and not any(isinstance(y, n.Store) and y.buffer == "node" for y in walk(loop)) for loop in scale), \
+        "thread 0's store is outside a loop over every tx"
+    rng = np.random.default_rng(7)
+    for grid, block in (((2, 3), (16, 4)), ((3, 2), (1, 8)), ((1, 1), (16, 16))):
+        cols = grid[0] * block[0]
+        rows = grid[1] * block[1]
+        args = {"in": rng.standard_normal(rows).astype(np.float32),
+                "w": rng.standard_normal(rows * cols).astype(np.float32),
+                "out": np.zeros(rows * cols, np.float32), "cols": cols}
+        assert_same_as_emulator(kernel, grid, block, args)
