@@ -272,16 +272,19 @@ class _StrideGuardedThreads(Mutator):
         # outside the loop (evaluating them for a loop without iterations changes nothing).
         outside = [a for a in atoms if _pure_without(a, counter)]
         inside = [a for a in atoms if not any(a is b for b in outside)]
-        loop = rebuild(s, body=guard.then) if not inside else _strided(s, counter, inside, guard)
-        return n.If(_conjunction(outside), (loop,), loc=guard.loc) if outside else loop
+        strided = _strided(s, counter, inside, guard) if inside else rebuild(s, body=guard.then)
+        if not outside:
+            return s if strided is None else strided
+        if strided is None:
+            strided = rebuild(s, body=(n.If(_conjunction(inside), guard.then, loc=guard.loc),))
+        return n.If(_conjunction(outside), (strided,), loc=guard.loc)
 
 
-def _strided(s: n.For, counter: n.Var, atoms: list[n.Expr], guard: n.If) -> n.For:
+def _strided(s: n.For, counter: n.Var, atoms: list[n.Expr], guard: n.If) -> n.For | None:
     """The thread loop ``s`` whose body is ``if (atoms...) guard.then``, over the threads of the
-    first residue conjunct only, or as it is."""
-    body = (n.If(_conjunction(atoms), guard.then, loc=guard.loc),)
+    first residue conjunct only; None where no conjunct is one."""
     if not (_is_u32(s.step, 1) and isinstance(s.start, n.Const) and isinstance(s.stop, n.Const)):
-        return rebuild(s, body=body)
+        return None
     for k, atom in enumerate(atoms):
         residue = _residue(atom, counter)
         if residue is None:
@@ -291,7 +294,7 @@ def _strided(s: n.For, counter: n.Var, atoms: list[n.Expr], guard: n.If) -> n.Fo
         rest = atoms[:k] + atoms[k + 1:]
         body = guard.then if not rest else (n.If(_conjunction(rest), guard.then, loc=guard.loc),)
         return rebuild(s, start=n.Const(min(start, int(s.stop.value)), U32), step=n.Const(m, U32), body=body)
-    return rebuild(s, body=body)
+    return None
 
 
 def _conjuncts(e: n.Expr) -> list[n.Expr]:
