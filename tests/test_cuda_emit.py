@@ -112,7 +112,7 @@ def test_emitted_cuda_reads_back_to_the_same_kernel(tmp_path, name: str, real: s
         path.write_text(gradient_source(module, g, defines={"REAL": real}))
         again = polypy.load(path)
         assert {s.kernel, g.name} <= {k.name for k in again.kernels}
-        if real == "float":  # and polypy translate takes the file like any other
+        if real == "float" and mode == "reverse":  # and polypy translate takes the file like any other
             assert main(["translate", str(path), "-o", str(tmp_path / f"{name}_{mode}.cpp")]) == 0
         g2 = again.kernel(g.name)
         case = s.cases[-1]
