@@ -32,7 +32,6 @@
 #include <sys/mman.h> /* madvise: large device allocations on huge pages */
 #ifdef MADV_HUGEPAGE
 #define POLYPY_RT_HUGE_PAGE ((size_t)2 << 20)
-#define POLYPY_RT_HUGE_MIN ((size_t)32 << 20)
 #endif
 #endif
 #endif
@@ -339,16 +338,13 @@ inline size_t* polypy_rt_cached_count(void) { static size_t n = 0; return &n; }
 inline size_t* polypy_rt_cached_bytes(void) { static size_t bytes = 0; return &bytes; }
 static inline size_t polypy_rt_rounded(size_t size) { return size ? (size + 63) / 64 * 64 : 64; }
 
-/* A new block of device memory. From POLYPY_RT_HUGE_MIN up, on 2 MiB pages where the kernel has
- * transparent huge pages (as a GPU maps its memory in large pages): a program's first touch of
- * its device arrays (cudaMemcpy) then takes one page fault per 2 MiB instead of one per 4 KiB,
- * and kernels sweeping them miss the TLB far less (Rodinia nw, srad, pathfinder: hundreds of
- * MiB). Smaller blocks keep 4 KiB pages: a fresh huge page took 0.15 ms or 6 ms to fault in on
- * the bench machine, by the state of memory (4 KiB pages: 0.85 ms per 2 MiB), and a 4 MiB array's
- * TLB entries fit anyway (Rodinia lud at 1024: 16% of its time clearing its two huge pages). */
+/* A new block of device memory. From 2 MiB up, on 2 MiB pages where the kernel has transparent
+ * huge pages (as a GPU maps its memory in large pages): a program's first touch of its device
+ * arrays (cudaMemcpy) then takes one page fault per 2 MiB instead of one per 4 KiB, and kernels
+ * sweeping them miss the TLB far less (Rodinia nw, srad, hotspot: hundreds of MiB). */
 static inline void* polypy_rt_device_block(size_t rounded) {
 #ifdef POLYPY_RT_HUGE_PAGE
-  if (rounded >= POLYPY_RT_HUGE_MIN) {
+  if (rounded >= POLYPY_RT_HUGE_PAGE) {
     size_t bytes = (rounded + POLYPY_RT_HUGE_PAGE - 1) / POLYPY_RT_HUGE_PAGE * POLYPY_RT_HUGE_PAGE;
     void* q = aligned_alloc(POLYPY_RT_HUGE_PAGE, bytes);
     if (q) (void)madvise(q, bytes, MADV_HUGEPAGE);  /* advice only: 4 KiB pages where refused */
@@ -523,7 +519,7 @@ static inline int polypy_rt_on_huge_pages(const void* dst) {
 #ifdef POLYPY_RT_HUGE_PAGE
   void* base = 0;
   size_t size = 0;
-  return polypy_rt_find_alloc(dst, &base, &size) && polypy_rt_rounded(size) >= POLYPY_RT_HUGE_MIN;
+  return polypy_rt_find_alloc(dst, &base, &size) && polypy_rt_rounded(size) >= POLYPY_RT_HUGE_PAGE;
 #else
   (void)dst;
   return 0;
