@@ -17,8 +17,8 @@ def vector_loop(kernel: n.Kernel, loop: n.For) -> list[str] | None:
     """What both backends ask of a thread loop of ``kernel``: None when its lanes may depend on
     each other (``independent_lanes``, with the kernel's shared and per-thread buffers), else the
     order-free sums it may reassociate (``summed_in``; often none)."""
-    if loop.ordered:  # an iteration may read what an earlier one wrote
-        return None
+    if loop.ordered:  # an iteration may read what an earlier one wrote, unless proved otherwise
+        return [] if disjoint_iterations(kernel, loop) else None
     local = {b.name for b in kernel.buffers if b.space == "local"}
     private = local | {b.name for b in kernel.buffers if b.space == "shared"}
     sums = summed_in(loop, kernel.order_free_sums)
@@ -124,6 +124,49 @@ def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Seq
             indices.setdefault(x.buffer, set()).add(x.index)
     stored = {x.buffer for x in walk_block(loop.body) if isinstance(x, n.Store)}
     return all(len(indices[b]) == 1 for b in stored if b in private and b not in own)
+
+
+def disjoint_iterations(kernel: n.Kernel, loop: n.For) -> bool:
+    """Whether the iterations of a thread loop run in order (``For.ordered``) touch disjoint
+    memory anyway, so that they may run as vector lanes: the loop is innermost (inside it at most
+    serial loops with constant bounds), assigns only locals it declares, and each buffer it
+    stores to it accesses at one index only, one of whose components moves with the counter at a
+    constant nonzero stride and with nothing else that varies in the loop (``w[ty][tx]``); a
+    pointer it stores through is the only one it accesses (two pointers may alias).
+
+    The race-freedom ``independent_lanes`` relies on does not hold here: the loop runs two
+    barrier intervals, and a thread's part of the second may read what another wrote in the first
+    (``gpu2cpu.fuse_thread_loops``). That is exactly what the single index rules out: the order
+    mattered only for a statement that left the loop (thread 0's ``if (tx == 0) s[ty] = ...``,
+    run before it by ``tighten_thread_bounds``)."""
+    declared = {x.name if isinstance(x, n.Decl) else x.var for x in walk_block(loop.body) if isinstance(x, (n.Decl, n.For))}
+    assigned = {x.name for x in walk_block(loop.body) if isinstance(x, n.Assign)}
+    values = {n.Var(x.name, x.vtype): x.init for x in walk_block(loop.body)
+              if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
+    indices: dict[str, set[tuple[n.Expr, ...]]] = {}
+    stored: set[str] = set()
+    for x in walk_block(loop.body):
+        if isinstance(x, (n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return)) or \
+                (isinstance(x, n.For) and (x.kind == "threads" or not _constant_trip(x))):
+            return False
+        if isinstance(x, n.Assign) and x.name not in declared:
+            return False
+        if isinstance(x, (n.Load, n.Store)):
+            indices.setdefault(x.buffer, set()).add(x.index)
+            if isinstance(x, n.Store):
+                stored.add(x.buffer)
+    for b in stored:
+        if len(indices[b]) != 1:
+            return False
+        (index,) = indices[b]
+        index = tuple(_expand(i, values) for i in index)
+        if not any(affine_in(i, loop.var) and not any(
+                isinstance(y, (n.Load, n.Call)) or (isinstance(y, n.Var) and y.name in declared) for y in walk(i))
+                for i in index):
+            return False
+    # Arrays of the block (shared, per-thread) are never views of one another; pointers may be.
+    pointers = {p.name for p in kernel.params if isinstance(p.ptype, n.PointerType)} & set(indices)
+    return not (stored & pointers) or len(pointers) == 1
 
 
 def affine_in(e: n.Expr, var: str) -> bool:

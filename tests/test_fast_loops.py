@@ -690,6 +690,17 @@ def test_the_first_threads_own_statement_runs_before_a_loop_over_every_thread():
     assert any(loop.ordered and isinstance(loop.start, n.Const) and loop.start.value == 0 and loop.stop == n.BlockDim(0)
                and not any(isinstance(y, n.Store) and y.buffer == "node" for y in walk(loop)) for loop in scale), \
         "thread 0's store is outside a loop over every tx"
+    # Its iterations now touch disjoint memory (each stores tile[ty][tx] only): vector lanes,
+    # though the loop runs in order (codegen.lanes.disjoint_iterations).
+    from codegen.lanes import vector_loop
+
+    fast = [loop for loop in scale if loop.ordered and loop.stop == n.BlockDim(0)
+            and not any(isinstance(y, n.Store) and y.buffer == "node" for y in walk(loop))]
+    assert all(vector_loop(cpu, loop) == [] for loop in fast)
+    guarded = [loop for loop in scale if loop.ordered and any(isinstance(y, n.Store) and y.buffer == "node"
+                                                              for y in walk(loop))]
+    assert guarded and all(vector_loop(cpu, loop) is None for loop in guarded), \
+        "where thread 0's store is still inside, the order matters"
     rng = np.random.default_rng(7)
     for grid, block in (((2, 3), (16, 4)), ((3, 2), (1, 8)), ((1, 1), (16, 16))):
         cols = grid[0] * block[0]

@@ -111,10 +111,18 @@ def test_a_scan_step_runs_as_one_loop_from_the_last_thread():
 
 def test_ordered_loops_are_neither_vectorized_nor_distributed_nor_interchanged():
     cpu = to_cpu(_kernel(SCAN, "scan"))
+    reading = 0
     for loop in _ordered(cpu):
         assert loop.kind == "threads"
-        assert vector_loop(cpu, loop) is None
         assert fission_chunks(cpu, loop) == []
+        # A loop that reads s where an earlier iteration wrote is no vector loop; the range of
+        # threads whose select took 0 (no read at tid - offset) touches s at its own index only
+        # and may be one (codegen.lanes.disjoint_iterations).
+        indices = {x.index for x in walk(loop) if isinstance(x, (n.Load, n.Store)) and x.buffer == "s"}
+        if len(indices) > 1:
+            reading += 1
+            assert vector_loop(cpu, loop) is None
+    assert reading
     text = print_ir(cpu)
     assert "for threads(ordered) " in text
 
