@@ -139,7 +139,8 @@ def disjoint_iterations(kernel: n.Kernel, loop: n.For) -> bool:
     (``gpu2cpu.fuse_thread_loops``). That is exactly what the single index rules out: the order
     mattered only for a statement that left the loop (thread 0's ``if (tx == 0) s[ty] = ...``,
     run before it by ``tighten_thread_bounds``)."""
-    declared = {x.name if isinstance(x, n.Decl) else x.var for x in walk_block(loop.body) if isinstance(x, (n.Decl, n.For))}
+    declared = {x.name if isinstance(x, n.Decl) else x.var for x in walk_block(loop.body)
+                if isinstance(x, (n.Decl, n.For))}
     assigned = {x.name for x in walk_block(loop.body) if isinstance(x, n.Assign)}
     values = {n.Var(x.name, x.vtype): x.init for x in walk_block(loop.body)
               if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
