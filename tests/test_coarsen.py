@@ -289,3 +289,39 @@ def test_default_module_coarsens_only_launches_with_enough_coarse_blocks() -> No
     k[4, 256](**{**args, "n": 1024})  # 4 blocks: too few coarse blocks for 2 workers, run as they are
     with pytest.raises(UserError, match="coarsen must be"):
         polypy.compile(s.source, coarsen=0)
+
+
+# Found by test_codegen_c_fuzz (hypothesis seed 29): each thread reads its right neighbour's value
+# in a loop with barriers. Through C in a partial coarse block (grid 1, factor 2), GCC 12 -O3 gave
+# the first 16 threads the values from before the second round's stores when both reading loops
+# carried `omp simd` (their indices divide the counter: `sh[tx / 64u][(tx % 64u + 1u) % 64u]`).
+NEIGHBOUR_ROUNDS = """kernel rounds(out: u32*) {
+  shared sh: u32[128]
+  var tid: u32 = threadIdx.y * blockDim.x + threadIdx.x
+  var nt: u32 = blockDim.x * blockDim.y
+  var g: u32 = blockIdx.x * nt + tid
+  var v: u32 = 1u
+  for r: i32 = 0 to 2 step 1 {
+    sh[tid] = v
+    barrier
+    v = v + sh[(tid + 1u) % nt] * (u32)(r + 1)
+    barrier
+  }
+  out[g] = v
+}"""
+
+
+def test_neighbour_rounds_in_partial_coarse_blocks_match_the_emulator():
+    from c_support import run_emulated
+
+    need_compiler()
+    kernel = _kernel(NEIGHBOUR_ROUNDS)
+    library = build_library([to_cpu(kernel)], block_shapes={kernel.name: [(64, 1, 1)]}, specialize=False,
+                            coarsen=block_coarsener(n.Module((kernel,)), factor=2))
+    for grid in (1, 2, 3):
+        args = {"out": np.zeros(64 * grid, np.uint32)}
+        want = run_emulated(kernel, grid, (64, 1), args)
+        got = copy_args(args)
+        library.launch(kernel.name, grid, (64, 1), got)
+        np.testing.assert_array_equal(got["out"], want["out"], err_msg=f"grid {grid}")
+        assert (want["out"] == 6).all()
