@@ -135,7 +135,8 @@ def _divides_counter(loop: n.For, private: frozenset[str] | set[str]) -> bool:
     for x in walk_block(loop.body):
         if isinstance(x, (n.Load, n.Store)) and x.buffer in private:
             for i in x.index:
-                if any(isinstance(y, n.Binary) and y.op in ("div", "rem") and _mentions(y.a, loop.var) for y in walk(i)):
+                if any(isinstance(y, n.Binary) and y.op in ("div", "rem") and _mentions(y.a, loop.var)
+                       for y in walk(i)):
                     return True
     return False
 

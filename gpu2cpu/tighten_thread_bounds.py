@@ -87,7 +87,9 @@ For each thread loop, innermost first:
 
 Counter-uniform ``if`` s that end up alone in a thread loop are hoisted out of it (unswitching),
 so a guard on ``ty`` inside the ``tx`` loop reaches the ``ty`` loop's bounds, and run-time
-checks move out of the loop nest. ``report`` receives one ``LoweringDecision`` per loop changed.
+checks move out of the loop nest. A statement of the first thread alone (``if (tx == 0) S``
+first in the body) runs before the loop, which then covers every thread (``first_thread``).
+``report`` receives one ``LoweringDecision`` per loop changed.
 """
 from __future__ import annotations
 

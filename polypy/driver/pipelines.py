@@ -249,9 +249,9 @@ def coarsen_for_block(kernel: n.Kernel, *, block: tuple[int, int, int], factor: 
     ``gpu2cpu.coarsen_blocks``: ``factor`` consecutive blocks along x run as one block (chosen by
     ``plan_coarsening`` unless given; planned again with runs of at most ``SCRATCH_RUN``
     threads where the lowered coarse block keeps per-thread values in memory), lowered with
-    ``to_cpu``, specialized for the coarse shape and, for the last coarse block of a row where fewer blocks are left, for as many
-    blocks as are left (``specialize_partial_coarse``), the two joined. The result is CPU form,
-    specialized, with ``Kernel.coarsen == (factor, 1, 1)``. ``report`` receives the decision
+    ``to_cpu``, specialized for the coarse shape and, for the last coarse block of a row where
+    fewer blocks are left, for as many blocks as are left (``specialize_partial_coarse``), the two
+    joined. The result is CPU form, specialized, with ``Kernel.coarsen == (factor, 1, 1)``. ``report`` receives the decision
     (``gpu2cpu.coarsen_blocks.Coarsening``).
     """
     from gpu2cpu.coarsen_blocks import SCRATCH_RUN, join_partial_blocks, plan_coarsening

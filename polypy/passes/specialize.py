@@ -39,8 +39,8 @@ by nothing but the loop itself and no ``break``/``continue`` leaves the loop.
 
 The copies' guards on the counter then select every ``m``-th thread. A thread loop whose body
 is one ``if`` (no ``else``) is put inside the parts of its condition that do not depend on its
-counter (a guard on ``ty`` in the loop over ``tx``), and a thread loop whose body is one ``if`` with a
-conjunct ``(i32)ty % m == r`` (or ``ty & (m - 1) == r``, ``m`` a power of two) runs only over
+counter (a guard on ``ty`` in the loop over ``tx``), and a thread loop whose body is one ``if``
+with a conjunct ``(i32)ty % m == r`` (or ``ty & (m - 1) == r``, ``m`` a power of two) runs only over
 those threads, ``m`` apart, without it (conjuncts that do not depend on the counter, load
 nothing and cannot trap are tested outside the loop, the others stay)::
 
