@@ -232,3 +232,48 @@ def test_passes_return_the_input_when_nothing_applies() -> None:
   y[{GID}] = s[(threadIdx.x + 1u) % blockDim.x]"""))
     assert forward_shared_stores(k) is k
     assert eliminate_dead_shared_stores(k) is k
+
+
+# --------------------------------------------------------------------------- isl budget
+
+
+def test_a_question_past_the_isl_budget_gets_the_conservative_answer(monkeypatch) -> None:
+    import islpy as isl
+
+    from polypy.poly import space
+
+    start = isl.Set("[n] -> { [i, j] : 0 <= i < n and 0 <= j < i and exists e : i = 3 * e + 1 }")
+    holes = [isl.Set(f"[n] -> {{ [i, j] : exists f : j = 5 * f + {k} }}") for k in range(5)]
+
+    def blowup() -> isl.Set:
+        s = start
+        for k in range(40):
+            s = s - holes[k % 5]
+        return s
+
+    monkeypatch.setattr(space, "ISL_BUDGET", 1000)
+    assert space.bounded(blowup, "gave up") == "gave up"
+    # The context is unlimited again afterwards, and other isl errors (spaces that do not
+    # match) still raise.
+    assert space.CTX.get_max_operations() == 0
+    assert blowup().is_empty()  # every residue of j modulo 5 removed
+    try:
+        space.bounded(lambda: start.intersect(isl.Set("{ [i] }")), None)
+    except isl.Error:
+        pass
+    else:
+        raise AssertionError("a syntax error was swallowed")
+    # Inside a bounded question, the outer budget governs.
+    assert space.bounded(lambda: space.bounded(blowup, "inner"), "outer") == "outer"
+
+
+def test_forwarding_past_the_isl_budget_leaves_the_kernel_as_it_was(monkeypatch) -> None:
+    from polypy.poly import space
+
+    text = kernel(f"""  s[threadIdx.x] = x[{GID}]
+  barrier
+  y[{GID}] = s[threadIdx.x] * 2.0f""")
+    monkeypatch.setattr(space, "ISL_BUDGET", 10)
+    assert forwarded(text) == []
+    assert dead(text) == []
+    assert print_kernel(forward_shared_stores(prepare(text))) == print_kernel(prepare(text))

@@ -11,6 +11,8 @@ instance ``l`` of ``L`` in thread ``t``:
    instance lies in between (``relations.Copies.separated``).
 
 Then ``l`` reads the value ``s`` stored, which a local assigned at ``S`` still holds.
+Each question gets a bounded number of isl operations (``space.bounded``); where isl runs out
+the load is not forwarded and the store not dead.
 
 A shared store ``S`` is dead when no read can observe its value: every read instance ``r`` of
 possibly overlapping storage either happens before ``s`` (same thread: earlier in time; other
@@ -27,6 +29,7 @@ from polypy.poly.alias import alias_kind
 from polypy.poly.model import Access, Model, build_model
 from polypy.poly.paths import AccessId, StmtPath
 from polypy.poly.relations import Copies
+from polypy.poly.space import bounded
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +64,7 @@ def forwardable_loads(kernel_or_model: n.Kernel | Model) -> list[Forwarding]:
         here = position[load.id]
         stores.sort(key=lambda s: (0, here - position[s.id]) if position[s.id] < here else (1, position[s.id]))
         for store in stores:
-            if _forwards(model, c, store, load):
+            if bounded(lambda: _forwards(model, c, store, load), False):
                 out.append(Forwarding(load.id, store.id.path))
                 break
     return out
@@ -120,7 +123,7 @@ def dead_shared_stores(kernel_or_model: n.Kernel | Model) -> list[StmtPath]:
     for store in model.accesses:
         if store.kind != "write" or store.space != "shared":
             continue
-        if _dead(model, c, store):
+        if bounded(lambda: _dead(model, c, store), False):
             out.append(store.id.path)
     return out
 

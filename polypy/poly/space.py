@@ -3,7 +3,7 @@ launch shapes, and ``Launch``: a concrete launch the model may be specialized to
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping
+from typing import Callable, Mapping, TypeVar
 
 import islpy as isl
 
@@ -21,6 +21,35 @@ GRID_DIM = tuple(f"gridDim.{d}" for d in DIMS)
 MAX_BLOCK_DIM = MAX_BLOCK
 MAX_GRID_DIM = MAX_GRID
 INDEX_LIMIT = (1 << 31) - 1
+
+# isl counts its elementary steps (``isl_ctx_next_operation``: simplex pivots, ...) and fails a
+# call once a context's budget is spent. An analysis question whose sets blow up (projections of
+# unions with many existentials: a random kernel's coarse block once took minutes in one
+# subtraction) gets at most this many steps and then the conservative answer. The samples'
+# shared-memory dataflow asks 67 questions; none needs 100,000 steps, 12 need more than 10,000.
+ISL_BUDGET = 1_000_000
+_QUOTA = "maximal number of operations exceeded"
+
+T = TypeVar("T")
+
+
+def bounded(question: Callable[[], T], default: T) -> T:
+    """``question()`` with isl limited to ``ISL_BUDGET`` operations; ``default`` (which must be
+    the conservative answer) where isl runs out. Inside another ``bounded`` call the outer
+    budget governs."""
+    if CTX.get_max_operations():
+        return question()
+    CTX.set_max_operations(ISL_BUDGET)
+    CTX.reset_operations()
+    try:
+        return question()
+    except isl.Error as e:
+        if _QUOTA not in str(e):
+            raise
+        return default
+    finally:
+        CTX.set_max_operations(0)
+        CTX.reset_operations()
 
 
 @dataclasses.dataclass(frozen=True)
