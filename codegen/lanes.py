@@ -4,6 +4,7 @@
 and the thread loops that scatter (``scatter_loop``), which both backends unroll instead."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
 
 from polypy.ir import nodes as n
@@ -69,11 +70,12 @@ def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Seq
     reads it or they use atomics (anything else is a data race, undefined in CUDA), so what is
     left to prove is that the plain updates ``lower_block_atomics`` made of block atomics, and
     writes to values declared outside the loop, do not collide: ``loop`` is innermost (inside it
-    at most serial loops with constant bounds), assigns only locals it declares, each store's index moves with the counter at a
-    constant nonzero stride in one of its indices, whose other terms neither the lanes nor loops
-    inside them vary (``a[row * n + tx]``, ``s[ty][tx]``, ``s[ty + j][tx]`` in a loop over ``j``;
-    never ``s[0]``, ``h[bin]`` or ``s[tx * k]``; in memory outside the block, the counters of
-    those loops may vary it too: ``out[(base + j) * cols + tx]``), and a block-private buffer (``private``: shared and per-thread memory, where
+    at most serial loops with constant bounds), assigns only locals it declares, each store's
+    index moves with the counter at a constant nonzero stride in one of its indices, whose other
+    terms neither the lanes nor loops inside them vary (``a[row * n + tx]``, ``s[ty][tx]``,
+    ``s[ty + j][tx]`` in a loop over ``j``; never ``s[0]``, ``h[bin]`` or ``s[tx * k]``; in memory
+    outside the block, the counters of those loops may vary it too: ``out[(base + j) * cols +
+    tx]``), and a block-private buffer (``private``: shared and per-thread memory, where
     atomics became plain updates) it stores to it accesses at that one index only, so no two
     iterations touch the same element of what the loop writes. A per-thread array (``local``)
     that the loop accesses only at its lane's copy (the counter as the last index) is exempt from
@@ -81,11 +83,9 @@ def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Seq
     """
     if loop.ordered or _divides_counter(loop, private):
         return False
-    declared = {x.name if isinstance(x, n.Decl) else x.var for x in walk_block(loop.body) if isinstance(x, (n.Decl, n.For))}
-    assigned = {x.name for x in walk_block(loop.body) if isinstance(x, n.Assign)}
-    # Locals the loop declares with a value and never assigns (``c = base + tx``) stand for it.
-    values = {n.Var(x.name, x.vtype): x.init for x in walk_block(loop.body)
-              if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
+    body = _straight_body(loop, sums)
+    if body is None:
+        return False
     # Per-thread arrays (``local``) accessed only at the lane's own copy, the loop's counter as
     # the last index (``tape[k][tz][ty][tx]``, ``v_x[tx]``): lanes never share an element, what
     # ever the other indices (a tap loop's ``k``) are.
@@ -98,31 +98,15 @@ def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Seq
     # different steps is an element two CUDA threads write between two barriers, a data race.
     inner = {x.var for x in walk_block(loop.body) if isinstance(x, n.For)}
     for x in walk_block(loop.body):
-        if isinstance(x, (n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return)) or \
-                (isinstance(x, n.For) and (x.kind == "threads" or not _constant_trip(x))):
+        # One index moves with the counter and with nothing else the lanes or the loops inside
+        # them vary (``s[ty + j][tx]`` in a tap loop over ``j``): lanes never share an element.
+        if isinstance(x, n.Store) and x.buffer not in own and \
+                not _moves_alone(x.index, loop, body, inner if x.buffer not in private else set()):
             return False
-        if isinstance(x, n.Assign) and x.name not in declared and x.name not in sums:
-            return False
-        if isinstance(x, n.Store) and x.buffer in own:
-            continue
-        if isinstance(x, n.Store):
-            # One index moves with the counter and with nothing else the lanes or the loops inside
-            # them vary (``s[ty + j][tx]`` in a tap loop over ``j``): lanes never share an element.
-            index = tuple(_expand(i, values) for i in x.index)
-            free = inner if x.buffer not in private else set()
-            if not any(affine_in(i, loop.var) and not any(
-                    isinstance(y, (n.Load, n.Call)) or (isinstance(y, n.Var) and y.name in declared - free)
-                    for y in walk(i))
-                    for i in index):
-                return False
     # Two atomics on one shared array at different offsets (s[tx], s[tx + 1]) are legal CUDA: a
     # block-private buffer the loop stores to (where lowered atomics live) is accessed at one
     # index only, so each iteration touches its own element.
-    indices: dict[str, set[tuple[n.Expr, ...]]] = {}
-    for x in walk_block(loop.body):
-        if isinstance(x, (n.Load, n.Store)):
-            indices.setdefault(x.buffer, set()).add(x.index)
-    stored = {x.buffer for x in walk_block(loop.body) if isinstance(x, n.Store)}
+    indices, stored = _indices(loop)
     return all(len(indices[b]) == 1 for b in stored if b in private and b not in own)
 
 
@@ -154,37 +138,66 @@ def disjoint_iterations(kernel: n.Kernel, loop: n.For) -> bool:
     (``gpu2cpu.fuse_thread_loops``). That is exactly what the single index rules out: the order
     mattered only for a statement that left the loop (thread 0's ``if (tx == 0) s[ty] = ...``,
     run before it by ``tighten_thread_bounds``)."""
-    declared = {x.name if isinstance(x, n.Decl) else x.var for x in walk_block(loop.body)
-                if isinstance(x, (n.Decl, n.For))}
     if _divides_counter(loop, {b.name for b in kernel.buffers}):
         return False
-    assigned = {x.name for x in walk_block(loop.body) if isinstance(x, n.Assign)}
-    values = {n.Var(x.name, x.vtype): x.init for x in walk_block(loop.body)
-              if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
-    indices: dict[str, set[tuple[n.Expr, ...]]] = {}
-    stored: set[str] = set()
-    for x in walk_block(loop.body):
-        if isinstance(x, (n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return)) or \
-                (isinstance(x, n.For) and (x.kind == "threads" or not _constant_trip(x))):
-            return False
-        if isinstance(x, n.Assign) and x.name not in declared:
-            return False
-        if isinstance(x, (n.Load, n.Store)):
-            indices.setdefault(x.buffer, set()).add(x.index)
-            if isinstance(x, n.Store):
-                stored.add(x.buffer)
+    body = _straight_body(loop)
+    if body is None:
+        return False
+    indices, stored = _indices(loop)
     for b in stored:
-        if len(indices[b]) != 1:
-            return False
-        (index,) = indices[b]
-        index = tuple(_expand(i, values) for i in index)
-        if not any(affine_in(i, loop.var) and not any(
-                isinstance(y, (n.Load, n.Call)) or (isinstance(y, n.Var) and y.name in declared) for y in walk(i))
-                for i in index):
+        if len(indices[b]) != 1 or not _moves_alone(next(iter(indices[b])), loop, body, set()):
             return False
     # Arrays of the block (shared, per-thread) are never views of one another; pointers may be.
     pointers = {p.name for p in kernel.params if isinstance(p.ptype, n.PointerType)} & set(indices)
     return not (stored & pointers) or len(pointers) == 1
+
+
+@dataclasses.dataclass(frozen=True)
+class _Body:
+    """The locals of a thread loop's body: ``declared`` (with the counters of loops inside) and
+    ``values``, the initial values of those declared once and never assigned (``c = base + tx``),
+    which stand for them in indices."""
+
+    declared: frozenset[str]
+    values: dict[n.Expr, n.Expr]
+
+
+def _straight_body(loop: n.For, sums: Sequence[str] = ()) -> _Body | None:
+    """The locals of ``loop``'s body, or None where the body cannot run as vector lanes: it
+    loops while, uses atomics, warp operations or barriers, jumps, holds a thread loop or a
+    serial loop without constant bounds, or assigns a local it does not declare (other than the
+    reductions ``sums``)."""
+    declared = frozenset(x.name if isinstance(x, n.Decl) else x.var for x in walk_block(loop.body)
+                         if isinstance(x, (n.Decl, n.For)))
+    assigned = {x.name for x in walk_block(loop.body) if isinstance(x, n.Assign)}
+    for x in walk_block(loop.body):
+        if isinstance(x, (n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return)) or \
+                (isinstance(x, n.For) and (x.kind == "threads" or not _constant_trip(x))):
+            return None
+        if isinstance(x, n.Assign) and x.name not in declared and x.name not in sums:
+            return None
+    values = {n.Var(x.name, x.vtype): x.init for x in walk_block(loop.body)
+              if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
+    return _Body(declared, values)
+
+
+def _indices(loop: n.For) -> tuple[dict[str, set[tuple[n.Expr, ...]]], set[str]]:
+    """The indices at which ``loop``'s body accesses each buffer, and the buffers it stores to."""
+    indices: dict[str, set[tuple[n.Expr, ...]]] = {}
+    for x in walk_block(loop.body):
+        if isinstance(x, (n.Load, n.Store)):
+            indices.setdefault(x.buffer, set()).add(x.index)
+    return indices, {x.buffer for x in walk_block(loop.body) if isinstance(x, n.Store)}
+
+
+def _moves_alone(index: tuple[n.Expr, ...], loop: n.For, body: _Body, free: set[str]) -> bool:
+    """Whether a component of ``index`` (its locals replaced by their values) moves with
+    ``loop``'s counter at a constant nonzero stride and with nothing else the loop varies: no
+    load, no call, no local it declares other than those in ``free``."""
+    return any(affine_in(i, loop.var) and not any(
+        isinstance(y, (n.Load, n.Call)) or (isinstance(y, n.Var) and y.name in body.declared - free)
+        for y in walk(i))
+        for i in (_expand(i, body.values) for i in index))
 
 
 def affine_in(e: n.Expr, var: str) -> bool:
