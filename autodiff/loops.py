@@ -19,6 +19,7 @@ import dataclasses
 from autodiff import build as b
 from autodiff.program import Def, Program
 from polypy.ir import nodes as n
+from polypy.ir.queries import conjuncts
 from polypy.ir.semantics import eval_binary
 from polypy.ir.types import I32, I64, ScalarType
 from polypy.ir.visitor import walk
@@ -289,7 +290,7 @@ def runtime_trip_bound(prog: Program, loop: StmtPath) -> n.Expr | None:
         return _count_i32(s.start, s.stop, s.step)
     if not isinstance(s, n.While):
         return None
-    for term in _conjuncts(s.cond):
+    for term in conjuncts(s.cond):
         if not (isinstance(term, n.Binary) and term.op in ("lt", "le") and isinstance(term.a, n.Var)):
             continue
         ind = induction(prog, loop, term.a.name)
@@ -309,8 +310,4 @@ def _count_i32(start: n.Expr, stop: n.Expr, step: n.Expr) -> n.Expr:
     return b.cast(I32, trip_count_expr(start, stop, step))
 
 
-def _conjuncts(e: n.Expr) -> list[n.Expr]:
-    if isinstance(e, n.Binary) and e.op == "land":
-        return _conjuncts(e.a) + _conjuncts(e.b)
-    return [e]
 

@@ -53,11 +53,10 @@ import dataclasses
 
 from gpu2cpu.names import NameSupply
 from gpu2cpu.report import LoweringDecision
-from gpu2cpu.thread_affine import conjunction
 from gpu2cpu.thread_loops import freshen, order_sensitive
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
-from polypy.ir.queries import declared_names
+from polypy.ir.queries import conjunction, declared_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.printer import format_expr
 from polypy.ir.types import U32, ScalarType

@@ -42,7 +42,6 @@ from gpu2cpu.thread_affine import (
     Linear,
     Need,
     Ranges,
-    conjunction,
     counter_dim,
     i64,
     linear_ir,
@@ -53,7 +52,7 @@ from gpu2cpu.thread_loops import copy_loop, let_definitions, order_sensitive, re
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
-from polypy.ir.queries import declared_names
+from polypy.ir.queries import conjunction, declared_names
 from polypy.ir.types import I32, I64, U32
 from polypy.ir.visitor import walk
 

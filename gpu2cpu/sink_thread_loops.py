@@ -66,7 +66,6 @@ from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_affine import (
     CounterAnalysis,
     Ranges,
-    conjunction,
     counter_dim,
     need_exprs,
     split_conjuncts,
@@ -84,7 +83,7 @@ from polypy.analysis.uniformity import thread_dependent_names
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
-from polypy.ir.queries import declared_names
+from polypy.ir.queries import conjunction, declared_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
 from polypy.ir.visitor import Visitor, substitute, walk, walk_block

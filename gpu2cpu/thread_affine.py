@@ -328,13 +328,6 @@ def floor_div(e: n.Expr, k: int) -> n.Expr:
     return n.Select(n.Binary("ge", e, const64(0)), n.Binary("div", e, c), shifted)
 
 
-def conjunction(atoms: list[n.Expr]) -> n.Expr:
-    out = atoms[0]
-    for a in atoms[1:]:
-        out = n.Binary("land", out, a)
-    return out
-
-
 def merge_needs(needs: list[Need]) -> list[Need]:
     """One need per value, with the tightest bounds, in first-seen order."""
     merged: dict[Linear, tuple[int | None, int | None]] = {}

@@ -105,7 +105,6 @@ from gpu2cpu.thread_affine import (
     Linear,
     Need,
     Ranges,
-    conjunction,
     counter_dim,
     facts_of_condition,
     is_check,
@@ -125,6 +124,7 @@ from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, box_range, box_version,
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
+from polypy.ir.queries import conjunction
 from polypy.ir.rewrite import fold_max, fold_min
 from polypy.ir.types import I64, U32
 from polypy.ir.visitor import Mutator, rebuild, substitute, walk

@@ -42,7 +42,6 @@ from gpu2cpu.thread_affine import (
     Linear,
     Need,
     Ranges,
-    conjunction,
     const64,
     counter_dim,
     i64,
@@ -53,7 +52,7 @@ from gpu2cpu.thread_affine import (
 from gpu2cpu.thread_loops import copy_loop, let_definitions, rewrite_cpu_body, stem_of, ThreadLoopStep
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
-from polypy.ir.queries import declared_names, written_names
+from polypy.ir.queries import conjunction, declared_names, written_names
 from polypy.ir.rewrite import fold_max, fold_min
 from polypy.ir.types import BOOL, I64, U32
 from polypy.ir.visitor import Mutator, Visitor, walk

@@ -29,11 +29,11 @@ and notes that it adds on top, without changing what the code computes:
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from polypy.errors import Loc
 from polypy.ir import nodes as n
-from polypy.ir.queries import written_names
+from polypy.ir.queries import conjuncts, written_names
 from polypy.ir.types import I64, ScalarType
 from polypy.ir.visitor import substitute, walk
 
@@ -67,14 +67,6 @@ def is_overflow_test(e: n.Expr) -> bool:
     does not wrap for this block, as the thread-bound pass builds it."""
     return (isinstance(e, n.Binary) and e.op == "le" and isinstance(e.b, n.Const) and e.b.type == I64
             and e.a.type == I64 and int(e.b.value) in _FLAG_NAMES)
-
-
-def conjuncts(e: n.Expr) -> Iterable[n.Expr]:
-    if isinstance(e, n.Binary) and e.op == "land":
-        yield from conjuncts(e.a)
-        yield from conjuncts(e.b)
-    else:
-        yield e
 
 
 def overflow_flags(kernel: n.Kernel, taken: set[str]) -> list[OverflowFlag]:

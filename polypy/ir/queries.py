@@ -72,6 +72,22 @@ def uses_thread_index(node: n.Node | Iterable[n.Node]) -> bool:
     return contains(node, n.ThreadIdx)
 
 
+def conjuncts(e: n.Expr) -> list[n.Expr]:
+    """The operands of ``e``'s ``&&`` chain, left to right (``[e]`` where ``e`` is no ``&&``)."""
+    if isinstance(e, n.Binary) and e.op == "land":
+        return conjuncts(e.a) + conjuncts(e.b)
+    return [e]
+
+
+def conjunction(atoms: list[n.Expr]) -> n.Expr:
+    """``atoms[0] && atoms[1] && ...``, nested to the left; each ``&&`` has its right atom's
+    location. ``atoms`` is not empty."""
+    out = atoms[0]
+    for a in atoms[1:]:
+        out = n.Binary("land", out, a, loc=a.loc)
+    return out
+
+
 def _nodes(node: n.Node | Iterable[n.Node]) -> Iterable[n.Node]:
     if isinstance(node, n.Node):
         yield from walk(node)

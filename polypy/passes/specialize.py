@@ -59,7 +59,7 @@ from polypy.ir import nodes as n
 from polypy.ir.types import U32
 from polypy.ir.names import NameSupply
 from polypy.ir.jumps import jumps_out
-from polypy.ir.queries import declared_names, written_names
+from polypy.ir.queries import conjunction, conjuncts, declared_names, written_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.visitor import Mutator, rebuild, substitute, walk
 from polypy.passes.eliminate_dead_code import eliminate_dead_code
@@ -267,7 +267,7 @@ class _StrideGuardedThreads(Mutator):
             return s
         guard = s.body[0]
         counter = n.Var(s.var, s.vtype)
-        atoms = _conjuncts(guard.cond)
+        atoms = conjuncts(guard.cond)
         # Conjuncts that do not depend on the counter, load nothing and cannot trap: tested once,
         # outside the loop (evaluating them for a loop without iterations changes nothing).
         outside = [a for a in atoms if _pure_without(a, counter)]
@@ -276,8 +276,8 @@ class _StrideGuardedThreads(Mutator):
         if not outside:
             return s if strided is None else strided
         if strided is None:
-            strided = rebuild(s, body=(n.If(_conjunction(inside), guard.then, loc=guard.loc),))
-        return n.If(_conjunction(outside), (strided,), loc=guard.loc)
+            strided = rebuild(s, body=(n.If(conjunction(inside), guard.then, loc=guard.loc),))
+        return n.If(conjunction(outside), (strided,), loc=guard.loc)
 
 
 def _strided(s: n.For, counter: n.Var, atoms: list[n.Expr], guard: n.If) -> n.For | None:
@@ -292,22 +292,9 @@ def _strided(s: n.For, counter: n.Var, atoms: list[n.Expr], guard: n.If) -> n.Fo
         m, r = residue
         start = int(s.start.value) + (r - int(s.start.value)) % m
         rest = atoms[:k] + atoms[k + 1:]
-        body = guard.then if not rest else (n.If(_conjunction(rest), guard.then, loc=guard.loc),)
+        body = guard.then if not rest else (n.If(conjunction(rest), guard.then, loc=guard.loc),)
         return rebuild(s, start=n.Const(min(start, int(s.stop.value)), U32), step=n.Const(m, U32), body=body)
     return None
-
-
-def _conjuncts(e: n.Expr) -> list[n.Expr]:
-    if isinstance(e, n.Binary) and e.op == "land":
-        return _conjuncts(e.a) + _conjuncts(e.b)
-    return [e]
-
-
-def _conjunction(atoms: list[n.Expr]) -> n.Expr:
-    out = atoms[0]
-    for a in atoms[1:]:
-        out = n.Binary("land", out, a, loc=a.loc)
-    return out
 
 
 def _pure_without(e: n.Expr, counter: n.Var) -> bool:
