@@ -50,6 +50,9 @@ nothing and cannot trap are tested outside the loop, the others stay)::
 
 Exact: the iterations skipped are those whose guard is false, the others run in the same order
 (backprop's tree over 16 rows: 30 of the 64 row passes ran, the rest tested and skipped).
+
+Last, with the rows' loops now of constant length, rows of threads whose serial loops share loads
+run four at a time, those loops as one (``polypy.passes.jam_threads``).
 """
 from __future__ import annotations
 
@@ -65,6 +68,7 @@ from polypy.ir.visitor import Mutator, rebuild, substitute, walk
 from polypy.passes.eliminate_dead_code import eliminate_dead_code
 from polypy.launch import check_block_shape
 from polypy.passes.fold_constants import fold_constants, fold_expr
+from polypy.passes.jam_threads import jam_thread_loops
 
 BlockShape = tuple[int, int, int]
 
@@ -255,7 +259,7 @@ def _specialized(kernel: n.Kernel) -> n.Kernel:
     kernel = fold_constants(_FoldIntegerMinMax().visit(fold_constants(kernel)))
     kernel = fold_constants(_propagate_constants(kernel))
     kernel = _StrideGuardedThreads().visit(kernel)
-    return eliminate_dead_code(kernel)
+    return jam_thread_loops(eliminate_dead_code(kernel))
 
 
 class _StrideGuardedThreads(Mutator):

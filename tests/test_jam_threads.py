@@ -1,0 +1,150 @@
+"""Rows of threads jammed into one serial loop (``polypy.passes.jam_threads``, run by block-shape
+specialization): structure, exactness (bit-identical to the code before, through the JIT), and
+the kernels it must leave alone. Never timings."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from test_llvm_support import ir, isolated_cache
+
+from polypy.ir import nodes as n
+from polypy.ir import parse_kernel, print_kernel
+from polypy.ir.verifier import verify_kernel
+from polypy.ir.visitor import walk
+from polypy.passes.jam_threads import jam_thread_loops
+from polypy.passes.specialize import specialize_block_shape
+
+pytestmark = pytest.mark.usefixtures("isolated_cache")
+assert isolated_cache
+
+# matmul_tiled's compute nest in CPU form: each thread (ty, tx) sums a row of a times a column
+# of the shared tile Bs into its own element of a per-thread buffer.
+GEMM_CPU = """
+    kernel mm(a: const f32*, b: const f32*, c: f32*) stage cpu {
+      shared Bs: f32[16][16]
+      local acc: f32[blockDim.y][blockDim.x]
+      for threads ty: u32 = 0u to blockDim.y step 1u {
+        for threads tx: u32 = 0u to blockDim.x step 1u {
+          Bs[ty][tx] = b[ty * blockDim.x + tx]
+          acc[ty][tx] = 0.5f
+        }
+      }
+      for threads ty_1: u32 = 0u to blockDim.y step 1u {
+        for threads tx_1: u32 = 0u to blockDim.x step 1u {
+          var s: f32 = acc[ty_1][tx_1]
+          for k: i32 = 0 to (i32)blockDim.y step 1 {
+            s = s + a[(blockIdx.x * blockDim.y + ty_1) * 16u + (u32)k] * Bs[k][tx_1]
+          }
+          acc[ty_1][tx_1] = s
+          GUARDED_STORE
+        }
+      }
+    }
+"""
+STORE = "c[(blockIdx.x * blockDim.y + ty_1) * blockDim.x + tx_1] = acc[ty_1][tx_1]"
+
+
+def _kernel(text: str = GEMM_CPU, store: str = STORE) -> n.Kernel:
+    return parse_kernel(ir(text.replace("GUARDED_STORE", store)))
+
+
+def _jammed_rows(k: n.Kernel) -> list[int]:
+    """The steps of the loops over ty_1 (its copies included)."""
+    return [int(x.step.value) for x in walk(k) if isinstance(x, n.For) and x.var.startswith("ty_1")]
+
+
+def _run_jit(kernel: n.Kernel, grid: int, block: tuple[int, int, int], args: dict) -> dict:
+    from codegen.llvm import compile_module
+
+    out = {k: v.copy() for k, v in args.items()}
+    compile_module(n.Module((kernel,))).kernels[kernel.name].run((grid, 1, 1), block, 0, out, {}, threads=1)
+    return out
+
+
+def _declared(k: n.Kernel) -> list[str]:
+    return [x.name if isinstance(x, n.Decl) else x.var for x in walk(k) if isinstance(x, (n.Decl, n.For))]
+
+
+@pytest.mark.parametrize("block,step", [((16, 8, 1), 4), ((16, 6, 1), 2), ((16, 5, 1), 1), ((7, 12, 1), 4)])
+def test_rows_of_a_gemm_nest_share_one_k_loop_and_compute_the_same_bits(block, step):
+    generic = _kernel()
+    k = specialize_block_shape(generic, block=block)
+    verify_kernel(k)
+    names = _declared(k)
+    assert len(names) == len(set(names))  # names stay unique in the kernel
+    assert _jammed_rows(k) == [step]
+    if step > 1:
+        loop = next(x for x in walk(k) if isinstance(x, n.For) and x.var == "k")
+        # One k loop: one statement per row, each with its own accumulator.
+        assert len(loop.body) == step and len({s.name for s in loop.body}) == step
+    rng = np.random.default_rng(5)
+    grid = 3
+    args = {"a": rng.standard_normal(grid * block[1] * 16).astype(np.float32),
+            "b": rng.standard_normal(block[1] * block[0]).astype(np.float32),
+            "c": np.zeros(grid * block[1] * block[0], np.float32)}
+    before = _run_jit(generic, grid, block, args)
+    after = _run_jit(k, grid, block, args)
+    np.testing.assert_array_equal(after["c"], before["c"])
+
+
+def test_rows_versioned_on_a_condition_of_the_row_are_jammed_where_it_holds_for_all():
+    text = GEMM_CPU.replace("""      for threads ty_1: u32 = 0u to blockDim.y step 1u {
+        for threads tx_1: u32 = 0u to blockDim.x step 1u {""", """      for threads ty_1: u32 = 0u to blockDim.y step 1u {
+        if (blockIdx.x * blockDim.y + ty_1 < 20u) {
+         for threads tx_1: u32 = 0u to blockDim.x step 1u {""").replace("""          GUARDED_STORE
+        }
+      }""", """          GUARDED_STORE
+         }
+        }
+      }""")
+    generic = _kernel(text, STORE)
+    k = specialize_block_shape(generic, block=(16, 8, 1))
+    verify_kernel(k)
+    names = _declared(k)
+    assert len(names) == len(set(names))
+    assert _jammed_rows(k) == [4]
+    text_k = print_kernel(k)
+    assert "blockIdx.x * 8u + (ty_1 + 3u) < 20u" in text_k  # the jammed version: the condition for all 4 rows
+    rng = np.random.default_rng(6)
+    args = {"a": rng.standard_normal(3 * 8 * 16).astype(np.float32),
+            "b": rng.standard_normal(8 * 16).astype(np.float32),
+            "c": np.full(3 * 8 * 16, -1.0, np.float32)}
+    before = _run_jit(generic, 3, (16, 8, 1), args)
+    after = _run_jit(k, 3, (16, 8, 1), args)
+    np.testing.assert_array_equal(after["c"], before["c"])
+    assert (after["c"][20 * 16:] == -1.0).all() and (after["c"][:20 * 16] != -1.0).all()  # rows 20+ untouched
+
+
+@pytest.mark.parametrize("change,why", [
+    # An index into block-private memory that does not move with the row: two rows' copies could
+    # touch one element (what lower_block_atomics leaves of an atomic is a load and a store).
+    (("acc[ty_1][tx_1] = s", "acc[0u][tx_1] = s"), "private store shared by rows"),
+    # A local of the block assigned by every thread (a sum over the threads, in their order).
+    (("var s: f32 = acc[ty_1][tx_1]", "t = t + 1.0f\n          var s: f32 = acc[ty_1][tx_1]"), "outer local"),
+    # Nothing the rows could share: every load in the k loop depends on the row.
+    (("* Bs[k][tx_1]", "* acc[ty_1][tx_1]"), "no reuse"),
+    # Warp operations and barriers are not interleaved.
+    (("acc[ty_1][tx_1] = s", "acc[ty_1][tx_1] = s\n          barrier"), "barrier"),
+])
+def test_what_is_not_jammed(change, why):
+    text = GEMM_CPU.replace(*change)
+    if why == "outer local":
+        text = text.replace("      for threads ty_1:", "      var t: f32 = 0.0f\n      for threads ty_1:")
+    kernel = _kernel(text)
+    k = specialize_block_shape(kernel, block=(16, 8, 1))
+    assert _jammed_rows(k) == [1], why
+
+
+def test_ordered_loops_are_not_jammed():
+    k = specialize_block_shape(_kernel(), block=(16, 8, 1))
+    assert _jammed_rows(k) == [4]
+    ordered = _kernel(GEMM_CPU.replace("for threads ty_1: u32 = 0u to blockDim.y step 1u {",
+                                       "for threads(ordered) ty_1: u32 = 0u to blockDim.y step 1u {"))
+    assert any(isinstance(x, n.For) and x.ordered for x in walk(ordered))
+    assert _jammed_rows(specialize_block_shape(ordered, block=(16, 8, 1))) == [1]
+
+
+def test_the_pass_alone_needs_constant_row_bounds():
+    kernel = _kernel()
+    assert jam_thread_loops(kernel) is kernel  # blockDim.y unknown: nothing to jam
