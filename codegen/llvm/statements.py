@@ -180,6 +180,8 @@ class StatementEmitter:
         back = b.branch(header)
         if s.kind == "threads":
             back.set_metadata("llvm.loop", self.no_unroll(group, count=4 if group is None and scatter_loop(s) else None))
+        elif self.access_groups and _short(s):
+            back.set_metadata("llvm.loop", self.full_unroll())
         b.position_at_end(exit_bb)
 
     def parallel_group(self, s: n.For) -> ir.Value | None:
@@ -197,6 +199,17 @@ class StatementEmitter:
             groups = self.access_groups
             instr.set_metadata("llvm.access.group", groups[0] if len(groups) == 1 else
                                ir.values.MDValue(self.llmod, list(groups), name=str(len(self.llmod.metadata))))
+
+    def full_unroll(self) -> ir.Value:
+        """Loop metadata ``llvm.loop.unroll.full`` for a short serial loop inside a vector thread
+        loop: the loop vectorizer only vectorizes innermost loops, so the thread loop around it
+        vectorizes once it is unrolled, which LLVM's size threshold would refuse to a jammed body
+        (``polypy.passes.jam_threads``: matmul_tiled's four rows of 16 products, 8x slower as
+        scalar code)."""
+        hint = self.llmod.add_metadata([ir.MetaDataString(self.llmod, "llvm.loop.unroll.full")])
+        loop_id = _DistinctMD(self.llmod, [], name=str(len(self.llmod.metadata)))
+        loop_id.operands = (loop_id, hint)
+        return loop_id
 
     def no_unroll(self, group: ir.Value | None = None, count: int | None = None) -> ir.Value:
         """Loop metadata ``llvm.loop.unroll.disable`` for a thread loop (``llvm.loop.unroll.count``
@@ -285,3 +298,15 @@ def _rmw_operation(op: str, elem: ScalarType) -> str | None:
         # LLVM's uinc_wrap / udec_wrap are exactly CUDA's atomicInc / atomicDec.
         return "uinc_wrap" if op == "inc" else "udec_wrap"
     return None
+
+
+# Serial loops of at most this many iterations inside a vector thread loop are unrolled fully.
+SHORT_TRIPS = 32
+
+
+def _short(s: n.For) -> bool:
+    """A serial loop with constant bounds and at most ``SHORT_TRIPS`` iterations."""
+    if not all(isinstance(e, n.Const) for e in (s.start, s.stop, s.step)) or s.vtype.is_float:
+        return False
+    start, stop, step = int(s.start.value), int(s.stop.value), int(s.step.value)
+    return step > 0 and len(range(start, stop, step)) <= SHORT_TRIPS
