@@ -12,6 +12,7 @@ from test_llvm_support import ir, isolated_cache
 
 from polypy.ir import nodes as n
 from polypy.ir import parse_kernel, print_kernel
+from polypy.ir.printer import format_expr
 from polypy.ir.verifier import verify_kernel
 from polypy.ir.visitor import walk
 from polypy.passes.jam_threads import jam_thread_loops
@@ -147,9 +148,24 @@ def test_ordered_loops_are_not_jammed():
     assert _jammed_rows(specialize_block_shape(ordered, block=(16, 8, 1))) == [1]
 
 
-def test_the_pass_alone_needs_constant_row_bounds():
+@pytest.mark.parametrize("rows", [8, 6, 3, 1])
+def test_rows_counted_at_run_time_are_jammed_in_groups_and_the_rest_run_as_they_were(rows):
+    """The pass alone on the generic kernel (``blockDim.y`` unknown: a partial block's ``ty_hi``
+    in specialized code): groups of four rows jammed, the last ``blockDim.y % 4`` rows after them."""
     kernel = _kernel()
-    assert jam_thread_loops(kernel) is kernel  # blockDim.y unknown: nothing to jam
+    k = jam_thread_loops(kernel)
+    verify_kernel(k)
+    names = _declared(k)
+    assert len(names) == len(set(names))
+    loops = [x for x in walk(k) if isinstance(x, n.For) and x.var.startswith("ty_1")]
+    assert [int(x.step.value) for x in loops] == [4, 1]
+    assert loops[1].var != "ty_1" and format_expr(loops[1].start) == "blockDim.y / 4u * 4u"
+    block = (16, rows, 1)
+    rng = np.random.default_rng(rows)
+    args = {"a": rng.standard_normal(2 * rows * 16).astype(np.float32),
+            "b": rng.standard_normal(rows * 16).astype(np.float32),
+            "c": np.zeros(2 * rows * 16, np.float32)}
+    np.testing.assert_array_equal(_run_jit(k, 2, block, args)["c"], _run_jit(kernel, 2, block, args)["c"])
 
 
 def test_llvm_unrolls_the_jammed_loop_so_that_the_thread_loop_around_it_vectorizes():
@@ -163,3 +179,24 @@ def test_llvm_unrolls_the_jammed_loop_so_that_the_thread_loop_around_it_vectoriz
     full = re.findall(r'!"llvm\.loop\.unroll\.full"', text)
     assert len(full) == 1
     assert "llvm.loop.parallel_accesses" in text
+
+
+def test_the_loop_over_the_threads_of_a_row_is_never_jammed_itself():
+    """A 1-D stencil's taps reuse the weights for every thread, but its loop over tx is the vector
+    loop: it has no rows of threads inside and stays as it is (the jam once cut it into groups
+    of four threads, one vector lane each)."""
+    text = """
+        kernel taps(w: const f32*, x: const f32*, y: f32*) stage cpu {
+          for threads tx: u32 = 0u to blockDim.x step 1u {
+            var acc: f32 = 0.0f
+            for k: i32 = 0 to 7 step 1 {
+              acc = acc + w[k] * x[blockIdx.x * blockDim.x + tx + (u32)k]
+            }
+            y[blockIdx.x * blockDim.x + tx] = acc
+          }
+        }
+    """
+    kernel = parse_kernel(ir(text))
+    assert jam_thread_loops(kernel) is kernel
+    special = specialize_block_shape(kernel, block=(256, 1, 1))
+    assert jam_thread_loops(special) is special

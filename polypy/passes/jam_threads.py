@@ -1,12 +1,12 @@
 """jam_thread_loops: a few rows of threads at once, their serial loops run as one (register tiling).
 
-Requires: a verified CPU-form kernel specialized for one block shape (``specialize_block_shape``:
-thread loops with constant bounds). Guarantees: the same results, bit for bit.
+Requires: a verified CPU-form kernel, specialized for one block shape in practice
+(``specialize_block_shape`` runs it last). Guarantees: the same results, bit for bit.
 
 A GEMM-like kernel (one thread per element of ``C``, ``acc += As[ty][k] * Bs[k][tx]`` in a loop
 over ``k``) lowers to a loop over the rows of threads around the vector loop over ``tx``; each
 row's ``k`` loop is one chain of dependent additions, and loads ``Bs[k][tx]`` again for every
-row. Jamming ``J`` rows (``J`` threads ``ty, ty + 1, ...`` for each ``tx``) runs their ``k`` loops as
+row. Jamming ``J`` rows (the threads ``ty, ty + 1, ...`` for each ``tx``) runs their ``k`` loops as
 one, with ``J`` independent accumulators and one load of ``Bs[k][tx]`` for all of them::
 
     for threads ty = 0u to 16u {               for threads ty = 0u to 16u step 4u {
@@ -18,22 +18,33 @@ one, with ``J`` independent accumulators and one load of ``Bs[k][tx]`` for all o
         a[0u][ty][tx] = acc                        }
                                                    a[0u][ty][tx] = acc; a[0u][ty + 1u][tx] = acc_1; ...
 
-(matmul_tiled's block through C: 9.5 -> 8.5 ms; ``J = 4`` measured best of 2, 4, 8 and 16.)
+Loops and ``if``s whose bounds and conditions are the same for every row (no row counter, no
+load; locals declared once stand for their values) are shared by the rows, their bodies merged
+statement by statement; everything else is copied per row, the copies one after another. So the
+PolyBench shape, where the loop over ``tx`` went inside the loop over ``k`` (``c[i][j] += alpha *
+a[i][k] * b[k][j]``, ``gpu2cpu.sink_thread_loops``), becomes one loop over ``tx`` per ``k`` doing
+four rows: four chains through ``c`` in flight instead of one, one load of ``b[k][j]``.
 
-Exact: every thread runs its own statements in its own order, with its own accumulator, so each
-sum is computed as before; only statements of *different* threads of one barrier interval are
-interleaved (the copies of each statement of the loop over ``tx``, and the copies of the jammed
-loops' bodies, one after another). CUDA threads between two barriers may run in any interleaving
-unless they race, which is undefined, or use atomics: so the body may use no atomics, warp
-operations, barriers, jumps or ``while`` loops, assigns only locals it declares, and each store
-to block-private memory (shared, per-thread: where ``lower_block_atomics`` turned atomics into a
-load and a store) has an index component that moves with the jammed counter (``a[0u][ty][tx]``),
-so the copies never touch one element of it. Neither loop may be ``ordered``.
+Exact: every thread runs its own statements in its own order, so each value is computed as
+before; only statements of *different* threads of one barrier interval are interleaved. CUDA
+threads between two barriers may run in any interleaving unless they race, which is undefined,
+or use atomics: so the rows' work may use no atomics, warp operations, barriers, jumps or
+``while`` loops, assigns only locals it declares, and each store to block-private memory (shared,
+per-thread: where ``lower_block_atomics`` turned atomics into a load and a store) has an index
+component that moves with the row counter (``a[0u][ty][tx]``), so the rows never touch one
+element of it. Neither loop may be ``ordered``.
 
-Applied to a thread loop (constant bounds, at least ``J`` iterations, a multiple of ``J``: else 2)
-whose body is one thread loop holding no other thread loop and at least one serial loop whose
-bounds do not vary with the jammed counter and whose body loads something at an index that does
-not either (the reuse: ``Bs[k][tx]``), within ``MAX_JAM_NODES`` IR nodes.
+Applied to a loop over rows of threads with a constant start and step, holding loops over the
+threads of a row (never to those: they are the vector loops) and no deeper nests, where a shared
+serial loop loads something at an index the rows share (the reuse: ``Bs[k][tx]``, ``b[k][j]``),
+within ``MAX_JAM_NODES`` IR nodes. With a constant count of rows, ``J = 4`` where it divides it,
+else 2; with a count known at run time (``ty < ty_hi``, a partial block; the loop from 0 by 1),
+groups of four rows jammed, the rows left after them as they were. A row's work versioned on a
+condition of the row (a no-wrap check of its indices, lud's internal kernel) is jammed where the
+condition holds for all rows of the group, and runs row by row where it does not.
+
+matmul_tiled's block through C: 9.5 -> 8.5 ms (``J = 4`` measured best of 2, 4, 8 and 16); the
+bench's gemm (64 columns, PolyBench's shape) without coarsening 5.0 -> 2.5 ms.
 """
 from __future__ import annotations
 
@@ -74,71 +85,82 @@ class _Jam(Mutator):
         self.changed = True
         return jammed
 
-    def jam(self, outer: n.For) -> n.For | None:
-        if outer.ordered or len(outer.body) != 1 or not _constant(outer):
+    def jam(self, outer: n.For) -> n.Stmt | tuple[n.Stmt, ...] | None:
+        if outer.ordered or not (isinstance(outer.start, n.Const) and isinstance(outer.step, n.Const)):
             return None
-        start, stop, step = (int(e.value) for e in (outer.start, outer.stop, outer.step))
-        trips = len(range(start, stop, step))
-        factor = next((f for f in (JAM, 2) if trips >= f and trips % f == 0), None)
-        if factor is None:
+        start, step = int(outer.start.value), int(outer.step.value)
+        if step <= 0:
             return None
-        counter = n.Var(outer.var, outer.vtype)
-        only = outer.body[0]
-        if isinstance(only, n.For):
-            inner = self.jammed(only, counter, step, factor)
-            return None if inner is None else rebuild(outer, step=n.Const(step * factor, U32), body=(inner,))
-        # One row's loop versioned on a condition of the row (a no-wrap check of its indices):
-        # the rows jammed where the condition holds for all of them, else each row as it was.
-        if not (isinstance(only, n.If) and len(only.then) == 1 and isinstance(only.then[0], n.For)) or \
-                any(isinstance(x, (n.Load, n.Call)) for x in walk(only.cond)):
-            return None
-        inner = self.jammed(only.then[0], counter, step, factor)
-        if inner is None:
-            return None
-        rows = self.copies((only,), counter, step, factor, keep=set(), first=1)
-        every = conjunction([substitute(only.cond, {counter: _shifted(counter, u * step)}) for u in range(factor)])
-        version = n.If(every, (inner,), tuple(x for copy in rows for x in copy), loc=only.loc)
-        return rebuild(outer, step=n.Const(step * factor, U32), body=(version,))
-
-    def jammed(self, inner: n.For, counter: n.Var, step: int, factor: int) -> n.For | None:
-        """The thread loop ``inner`` doing the work of ``factor`` rows of threads (``counter``,
-        ``counter + step``, ...), its serial loops jammed; None where that is not exact or does
-        not pay (see the module docstring)."""
-        if inner.kind != "threads" or inner.ordered or \
-                any(_mentions(e, counter) for e in (inner.start, inner.stop, inner.step)):
-            return None
-        body = inner.body
-        declared = declared_names(body)
-        if any(isinstance(x, _REFUSED) or (isinstance(x, n.For) and x.kind == "threads")
-               for x in walk_block(body)):
-            return None
-        if written_names(body) - declared or sum(1 for _ in walk_block(body)) * factor > MAX_JAM_NODES:
-            return None
-        values = {n.Var(x.name, x.vtype): x.init for x in walk_block(body)
-                  if isinstance(x, n.Decl) and x.init is not None and x.name not in written_names(body)}
-        varying = {counter} | {n.Var(x.name, x.vtype) for x in walk_block(body) if isinstance(x, n.Decl)}
-        for x in walk_block(body):
-            if isinstance(x, n.Store) and x.buffer in self.private and \
-                    not any(_moves(i, counter, values, varying) for i in x.index):
+        dynamic = not isinstance(outer.stop, n.Const)
+        if dynamic:
+            # Rows counted at run time (``ty < ty_hi``, a partial block): whole groups of rows
+            # jammed, the rows left after them as they were.
+            if start != 0 or step != 1 or any(isinstance(x, n.Load) for x in walk(outer.stop)):
                 return None
-        loops = [i for i, x in enumerate(body) if isinstance(x, n.For) and x.kind == "serial"
-                 and not any(_mentions(e, v) for e in (x.start, x.stop, x.step) for v in varying)]
-        if not any(_reuses(body[i], values, varying) for i in loops):
+            factor = JAM
+        else:
+            trips = len(range(start, int(outer.stop.value), step))
+            factor = next((f for f in (JAM, 2) if trips >= f and trips % f == 0), None)
+            if factor is None:
+                return None
+        counter = n.Var(outer.var, outer.vtype)
+        only = outer.body[0] if len(outer.body) == 1 else None
+        if isinstance(only, n.If) and _mentions(only.cond, counter):
+            # The rows' work versioned on a condition of the row (a no-wrap check of its
+            # indices): the rows jammed where the condition holds for all of them, else each row
+            # as it was.
+            if any(isinstance(x, n.Load) for x in walk(only.cond)):
+                return None
+            then = self.jammed(only.then, counter, step, factor)
+            if then is None:
+                return None
+            rows = self.copies((only,), counter, step, factor, keep=set(), first=1)
+            every = conjunction([substitute(only.cond, {counter: _shifted(counter, u * step)}) for u in range(factor)])
+            body: tuple[n.Stmt, ...] | None = (n.If(every, then, tuple(x for r in rows for x in r), loc=only.loc),)
+        else:
+            body = self.jammed(outer.body, counter, step, factor)
+        if body is None:
             return None
-        copies = self.copies(body, counter, step, factor, keep={body[i].var for i in loops})
-        out: list[n.Stmt] = []
-        for i, first in enumerate(body):
-            if i in loops:
-                out.append(rebuild(first, body=tuple(x for copy in copies for x in copy[i].body)))
-            else:
-                out.extend(copy[i] for copy in copies)
-        return rebuild(inner, body=tuple(out))
+        if not dynamic:
+            return rebuild(outer, step=n.Const(step * factor, U32), body=body)
+        whole = n.Binary("mul", n.Binary("div", outer.stop, n.Const(factor, U32)), n.Const(factor, U32))
+        (rest,) = self.copies((outer,), counter, step, 1, keep=set(), first=1)[0]
+        return (rebuild(outer, stop=whole, step=n.Const(factor, U32), body=body), rebuild(rest, start=whole))
+
+    def jammed(self, stmts: tuple[n.Stmt, ...], counter: n.Var, step: int, factor: int) -> tuple[n.Stmt, ...] | None:
+        """``stmts`` (the work of the row ``counter``) for ``factor`` rows, ``counter``,
+        ``counter + step``, ...: loops and ``if``s that are the same for every row are shared,
+        everything else copied per row; None where that is not exact or does not pay (see the
+        module docstring)."""
+        if any(isinstance(x, _REFUSED) for x in walk_block(stmts)):
+            return None
+        # Rows of threads around the loops over the threads within a row (the vector loops, never
+        # jammed themselves), and no deeper nests.
+        inner = [x for x in walk_block(stmts) if isinstance(x, n.For) and x.kind == "threads"]
+        if not inner:
+            return None
+        if any(isinstance(x, n.For) and x.kind == "threads" and
+               any(isinstance(y, n.For) and y.kind == "threads" for y in walk_block(x.body))
+               for x in walk_block(stmts)):
+            return None
+        declared = declared_names(stmts)
+        if written_names(stmts) - declared or sum(1 for _ in walk_block(stmts)) * factor > MAX_JAM_NODES:
+            return None
+        rows = _Rows(counter, stmts)
+        for x in walk_block(stmts):
+            if isinstance(x, n.Store) and x.buffer in self.private and not any(rows.moves(i) for i in x.index):
+                return None
+        shared = rows.shared_loops(stmts)
+        if not any(x.kind == "serial" and rows.reuses(x) for x in shared):
+            return None
+        copies = self.copies(stmts, counter, step, factor, keep={x.var for x in shared})
+        return rows.merge(copies)
 
     def copies(self, stmts: tuple[n.Stmt, ...], counter: n.Var, step: int, factor: int,
                keep: set[str], first: int = 0) -> list[tuple[n.Stmt, ...]]:
         """``stmts`` for the rows ``counter + u * step``, ``u < factor``; the locals they declare
         renamed in all copies but the first (in all of them with ``first=1``: the statements stay
-        in the kernel too), except ``keep`` (the jammed loops' counters)."""
+        in the kernel too), except ``keep`` (the shared loops' counters)."""
         declared = declared_names(stmts) - keep
         out = []
         for u in range(factor):
@@ -149,51 +171,89 @@ class _Jam(Mutator):
         return out
 
 
+class _Rows:
+    """What is the same for every row of a jammed group: expressions that do not depend on the
+    row's counter or on what the rows compute (locals declared once and never assigned stand for
+    their values), and the loops and ``if``s they control."""
+
+    def __init__(self, counter: n.Var, stmts: tuple[n.Stmt, ...]):
+        self.counter = counter
+        assigned = written_names(stmts)
+        self.values: dict[n.Expr, n.Expr] = {n.Var(x.name, x.vtype): x.init for x in walk_block(stmts)
+                                             if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
+        self.varying = {counter} | {n.Var(x.name, x.vtype) for x in walk_block(stmts) if isinstance(x, n.Decl)}
+
+    def same(self, e: n.Expr, depth: int = 8) -> bool:
+        """``e`` has one value in every row: no load, no counter, no local of the rows whose value
+        (followed ``depth`` deep) is not one (calls are pure math functions)."""
+        for x in walk(e):
+            if isinstance(x, n.Load):
+                return False
+            if isinstance(x, n.Var) and x in self.varying:
+                if x not in self.values or depth == 0 or not self.same(self.values[x], depth - 1):
+                    return False
+        return True
+
+    def shares(self, x: n.Stmt) -> bool:
+        """One statement for all rows: a loop with the same bounds, an ``if`` with the same
+        condition (their bodies then merged in turn)."""
+        if isinstance(x, n.For):
+            return not x.ordered and all(self.same(e) for e in (x.start, x.stop, x.step))
+        return isinstance(x, n.If) and self.same(x.cond)
+
+    def shared_loops(self, stmts: tuple[n.Stmt, ...]) -> list[n.For]:
+        out: list[n.For] = []
+        for x in stmts:
+            if self.shares(x):
+                if isinstance(x, n.For):
+                    out.append(x)
+                    out.extend(self.shared_loops(x.body))
+                else:
+                    out.extend(self.shared_loops(x.then) + self.shared_loops(x.orelse))
+        return out
+
+    def merge(self, copies: list[tuple[n.Stmt, ...]]) -> tuple[n.Stmt, ...]:
+        """The rows' copies interleaved statement by statement, shared statements once (decided
+        on the first copy, the row ``counter`` itself, whose names are the original ones)."""
+        out: list[n.Stmt] = []
+        for i, first in enumerate(copies[0]):
+            if not self.shares(first):
+                out.extend(copy[i] for copy in copies)
+            elif isinstance(first, n.For):
+                out.append(rebuild(first, body=self.merge([copy[i].body for copy in copies])))
+            else:
+                out.append(rebuild(first, then=self.merge([copy[i].then for copy in copies]),
+                                   orelse=self.merge([copy[i].orelse for copy in copies])))
+        return tuple(out)
+
+    def moves(self, e: n.Expr) -> bool:
+        """``e`` is the counter times a nonzero constant plus terms that are the same in every
+        row: distinct rows, distinct values."""
+        while isinstance(e, n.Cast) and e.type.is_int and e.x.type.is_int and e.type.bits >= e.x.type.bits:
+            e = e.x
+        if e == self.counter:
+            return True
+        if isinstance(e, n.Var) and e in self.values:
+            return self.moves(self.values[e])
+        if isinstance(e, n.Binary) and e.op in ("add", "sub"):
+            if self.moves(e.a):
+                return self.same(e.b)
+            return e.op == "add" and self.moves(e.b) and self.same(e.a)
+        if isinstance(e, n.Binary) and e.op == "mul":
+            return any(isinstance(b, n.Const) and int(b.value) != 0 and self.moves(a)
+                       for a, b in ((e.a, e.b), (e.b, e.a)))
+        return False
+
+    def reuses(self, loop: n.For) -> bool:
+        """The loop's body loads something at an index the rows share (``Bs[k][tx]``)."""
+        return any(isinstance(x, n.Load) and all(self.same(i) for i in x.index) for x in walk_block(loop.body))
+
+
 def _shifted(counter: n.Var, by: int) -> n.Expr:
     return n.Binary("add", counter, n.Const(by, U32)) if by else counter
-
-
-def _constant(loop: n.For) -> bool:
-    return all(isinstance(e, n.Const) for e in (loop.start, loop.stop, loop.step)) and int(loop.step.value) > 0
 
 
 def _mentions(e: n.Expr, var: n.Var) -> bool:
     return any(x == var for x in walk(e))
 
 
-def _moves(e: n.Expr, counter: n.Var, values: dict[n.Expr, n.Expr], varying: set[n.Var]) -> bool:
-    """``e`` is ``counter`` times a nonzero constant plus terms that are the same in every copy
-    (locals of the body stand for their values; no loads): distinct copies, distinct values."""
-    while isinstance(e, n.Cast) and e.type.is_int and e.x.type.is_int and e.type.bits >= e.x.type.bits:
-        e = e.x
-    if e == counter:
-        return True
-    if isinstance(e, n.Var) and e in values:
-        return _moves(values[e], counter, values, varying)
-    if isinstance(e, n.Binary) and e.op in ("add", "sub"):
-        if _moves(e.a, counter, values, varying):
-            return _same(e.b, values, varying)
-        return e.op == "add" and _moves(e.b, counter, values, varying) and _same(e.a, values, varying)
-    if isinstance(e, n.Binary) and e.op == "mul":
-        for a, b in ((e.a, e.b), (e.b, e.a)):
-            if isinstance(b, n.Const) and int(b.value) != 0 and _moves(a, counter, values, varying):
-                return True
-    return False
-
-
-def _same(e: n.Expr, values: dict[n.Expr, n.Expr], varying: set[n.Var], depth: int = 8) -> bool:
-    """``e`` has one value in every copy: no load, no counter, no local of the body whose value
-    (followed ``depth`` deep) is not one."""
-    for x in walk(e):
-        if isinstance(x, (n.Load, n.Call)):
-            return False
-        if isinstance(x, n.Var) and x in varying:
-            if x not in values or depth == 0 or not _same(values[x], values, varying, depth - 1):
-                return False
-    return True
-
-
-def _reuses(loop: n.For, values: dict[n.Expr, n.Expr], varying: set[n.Var]) -> bool:
-    """The loop's body loads something at an index the copies share (``Bs[k][tx]``)."""
-    return any(isinstance(x, n.Load) and all(_same(i, values, varying) for i in x.index)
-               for x in walk_block(loop.body))
