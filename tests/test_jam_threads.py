@@ -200,3 +200,49 @@ def test_the_loop_over_the_threads_of_a_row_is_never_jammed_itself():
     assert jam_thread_loops(kernel) is kernel
     special = specialize_block_shape(kernel, block=(256, 1, 1))
     assert jam_thread_loops(special) is special
+
+
+# PolyBench's shape: the loop over tx inside the loop over k, c updated in memory.
+K_OUTER = """
+    kernel kouter(w: u32, a: const f32*, b: const f32*, c: f32*) stage cpu {
+      for threads ty: u32 = 0u to blockDim.y step 1u {
+        var run: u32 = min(w, blockDim.x)
+        for k: i32 = 0 to 8 step 1 {
+          for threads tx: u32 = 0u to run step 1u {
+            c[(blockIdx.x * blockDim.y + ty) * blockDim.x + tx] = c[(blockIdx.x * blockDim.y + ty) * blockDim.x + tx] + a[(blockIdx.x * blockDim.y + ty) * 8u + (u32)k] * b[(u32)k * blockDim.x + tx]
+          }
+        }
+      }
+    }
+"""
+
+
+@pytest.mark.parametrize("width,jammed", [(64, "always"), (512, "short runs"), (4096, "short runs")])
+def test_rows_updating_memory_in_a_shared_loop_are_jammed_only_for_short_runs(width, jammed):
+    """Four rows of a k-outer nest keep four rows of c (and one of b) in the L1 cache at each k:
+    shared only where the loops over tx are short (at most JAM_RUN threads), known now or tested
+    at run time (PolyBench 2MM in coarse blocks of 2048-thread rows ran 4x slower jammed)."""
+    generic = parse_kernel(ir(K_OUTER))
+    block = (width, 4, 1)
+    k = specialize_block_shape(generic, block=block)
+    verify_kernel(k)
+    assert len(_declared(k)) == len(set(_declared(k)))
+    text = print_kernel(k)
+    rows = [int(x.step.value) for x in walk(k) if isinstance(x, n.For) and x.var.startswith("ty")]
+    if jammed == "always":
+        assert rows == [4] and "<= 256u" not in text
+    else:
+        assert sorted(rows) == [1, 4] and "min(w, " + str(width) + "u) <= 256u" in text
+    rng = np.random.default_rng(width)
+    for w in (100, 300):
+        args = {"a": rng.standard_normal(2 * 4 * 8).astype(np.float32),
+                "b": rng.standard_normal(8 * width).astype(np.float32),
+                "c": rng.standard_normal(2 * 4 * width).astype(np.float32)}
+        from codegen.llvm import compile_module
+
+        outs = []
+        for kernel in (generic, k):
+            out = {name: v.copy() for name, v in args.items()}
+            compile_module(n.Module((kernel,))).kernels["kouter"].run((2, 1, 1), block, 0, out, {"w": w}, threads=1)
+            outs.append(out["c"])
+        np.testing.assert_array_equal(outs[1], outs[0])

@@ -37,14 +37,20 @@ element of it. Neither loop may be ``ordered``.
 Applied to a loop over rows of threads with a constant start and step, holding loops over the
 threads of a row (never to those: they are the vector loops) and no deeper nests, where a shared
 serial loop loads something at an index the rows share (the reuse: ``Bs[k][tx]``, ``b[k][j]``),
-within ``MAX_JAM_NODES`` IR nodes. With a constant count of rows, ``J = 4`` where it divides it,
+within ``MAX_JAM_NODES`` IR nodes. A serial loop around loops over the threads of a row keeps the
+rows' values in memory (``c[i][j]``), four rows of them at each step: it is shared only where
+those loops run at most ``JAM_RUN`` threads, known now or tested before the rows (``if (min(nj -
+bx * 32, (gx - bx) * 32) <= 256u)``: the jammed rows, else the rows as they were). PolyBench 2MM
+in coarse blocks, rows of 2048 threads jammed, ran 4x slower: four rows of ``C`` 8 KiB apart and
+a row of ``B`` no longer fit the L1 cache, and they share its sets. With a constant count of rows, ``J = 4`` where it divides it,
 else 2; with a count known at run time (``ty < ty_hi``, a partial block; the loop from 0 by 1),
 groups of four rows jammed, the rows left after them as they were. A row's work versioned on a
 condition of the row (a no-wrap check of its indices, lud's internal kernel) is jammed where the
 condition holds for all rows of the group, and runs row by row where it does not.
 
 matmul_tiled's block through C: 9.5 -> 8.5 ms (``J = 4`` measured best of 2, 4, 8 and 16); the
-bench's gemm (64 columns, PolyBench's shape) without coarsening 5.0 -> 2.5 ms.
+bench's gemm (64 columns, PolyBench's shape) 5.2 -> 3.6 ms; PolyBench GEMM (old tree, 512^2)
+10.1 -> 3.5 ms of kernel time.
 """
 from __future__ import annotations
 
@@ -58,6 +64,8 @@ from polypy.passes.fold_constants import fold_constants
 
 JAM = 4
 MAX_JAM_NODES = 4000
+# The longest loop over the threads of a row inside a serial loop the rows share.
+JAM_RUN = 256
 
 _REFUSED = (n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return)
 
@@ -104,6 +112,7 @@ class _Jam(Mutator):
             if factor is None:
                 return None
         counter = n.Var(outer.var, outer.vtype)
+        self.checks: list[n.Expr] = []
         only = outer.body[0] if len(outer.body) == 1 else None
         if isinstance(only, n.If) and _mentions(only.cond, counter):
             # The rows' work versioned on a condition of the row (a no-wrap check of its
@@ -121,11 +130,19 @@ class _Jam(Mutator):
             body = self.jammed(outer.body, counter, step, factor)
         if body is None:
             return None
+        checks = self.checks
         if not dynamic:
-            return rebuild(outer, step=n.Const(step * factor, U32), body=body)
-        whole = n.Binary("mul", n.Binary("div", outer.stop, n.Const(factor, U32)), n.Const(factor, U32))
-        (rest,) = self.copies((outer,), counter, step, 1, keep=set(), first=1)[0]
-        return (rebuild(outer, stop=whole, step=n.Const(factor, U32), body=body), rebuild(rest, start=whole))
+            out: tuple[n.Stmt, ...] = (rebuild(outer, step=n.Const(step * factor, U32), body=body),)
+        else:
+            whole = n.Binary("mul", n.Binary("div", outer.stop, n.Const(factor, U32)), n.Const(factor, U32))
+            (rest,) = self.copies((outer,), counter, step, 1, keep=set(), first=1)[0]
+            out = (rebuild(outer, stop=whole, step=n.Const(factor, U32), body=body), rebuild(rest, start=whole))
+        if not checks:
+            return out
+        # Rows whose loops over the threads are short only at run time (a partial coarse block):
+        # the jammed rows where they are, the rows as they were where they are not.
+        (plain,) = self.copies((outer,), counter, step, 1, keep=set(), first=1)[0]
+        return n.If(conjunction(checks), out, (plain,), loc=outer.loc)
 
     def jammed(self, stmts: tuple[n.Stmt, ...], counter: n.Var, step: int, factor: int) -> tuple[n.Stmt, ...] | None:
         """``stmts`` (the work of the row ``counter``) for ``factor`` rows, ``counter``,
@@ -146,7 +163,7 @@ class _Jam(Mutator):
         declared = declared_names(stmts)
         if written_names(stmts) - declared or sum(1 for _ in walk_block(stmts)) * factor > MAX_JAM_NODES:
             return None
-        rows = _Rows(counter, stmts)
+        rows = _Rows(counter, stmts, self.checks)
         for x in walk_block(stmts):
             if isinstance(x, n.Store) and x.buffer in self.private and not any(rows.moves(i) for i in x.index):
                 return None
@@ -176,8 +193,9 @@ class _Rows:
     row's counter or on what the rows compute (locals declared once and never assigned stand for
     their values), and the loops and ``if``s they control."""
 
-    def __init__(self, counter: n.Var, stmts: tuple[n.Stmt, ...]):
+    def __init__(self, counter: n.Var, stmts: tuple[n.Stmt, ...], checks: list[n.Expr]):
         self.counter = counter
+        self.checks = checks  # run-time conditions the sharing assumed (short runs), added to
         assigned = written_names(stmts)
         self.values: dict[n.Expr, n.Expr] = {n.Var(x.name, x.vtype): x.init for x in walk_block(stmts)
                                              if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
@@ -198,8 +216,62 @@ class _Rows:
         """One statement for all rows: a loop with the same bounds, an ``if`` with the same
         condition (their bodies then merged in turn)."""
         if isinstance(x, n.For):
-            return not x.ordered and all(self.same(e) for e in (x.start, x.stop, x.step))
+            if x.ordered or not all(self.same(e) for e in (x.start, x.stop, x.step)):
+                return False
+            # A serial loop around loops over the threads of a row (``for k { for tx {
+            # c[i][tx] += ... } }``) keeps each row's values in memory from one iteration to the
+            # next: shared by four rows only where those loops are short (PolyBench 2MM's rows
+            # of 2048 in coarse blocks: four rows and a row of b no longer fit the L1 cache, and
+            # rows 8 KiB apart share its sets; the program ran 4x slower).
+            return x.kind == "threads" or all(
+                self.short(y) for y in walk_block(x.body) if isinstance(y, n.For) and y.kind == "threads")
         return isinstance(x, n.If) and self.same(x.cond)
+
+    def short(self, loop: n.For) -> bool:
+        """The loop over the threads of a row runs at most ``JAM_RUN`` iterations: known now
+        (a constant bound), or tested at run time (``checks``) where its bound is an expression
+        of values from outside the rows."""
+        bound = self.most(loop.stop)
+        if bound is not None and bound <= JAM_RUN:
+            return True
+        if isinstance(loop.stop, n.Const):
+            return False
+        stop = self.outside(loop.stop)
+        if stop is None or not isinstance(loop.start, n.Const) or loop.vtype != U32:
+            return False
+        check = n.Binary("le", stop, n.Const(JAM_RUN + int(loop.start.value), U32))
+        if check not in self.checks:
+            self.checks.append(check)
+        return True
+
+    def outside(self, e: n.Expr, depth: int = 8) -> n.Expr | None:
+        """``e`` with the rows' locals replaced by their values, where that leaves no counter,
+        no other local of the rows and no load: a value computable before the rows."""
+        if any(isinstance(x, n.Load) for x in walk(e)):
+            return None
+        for x in walk(e):
+            if isinstance(x, n.Var) and x in self.varying:
+                if x not in self.values or depth == 0:
+                    return None
+                value = self.outside(self.values[x], depth - 1)
+                if value is None:
+                    return None
+                e = substitute(e, {x: value})
+        return e
+
+    def most(self, e: n.Expr, depth: int = 8) -> int | None:
+        """A constant upper bound of the integer ``e`` (constants, ``min`` with one, locals
+        through their values), or None."""
+        while isinstance(e, n.Cast) and e.x.type.is_int:
+            e = e.x
+        if isinstance(e, n.Const):
+            return int(e.value)
+        if isinstance(e, n.Var) and e in self.values and depth:
+            return self.most(self.values[e], depth - 1)
+        if isinstance(e, n.Call) and e.fn == "min":
+            bounds = [b for b in (self.most(a, depth) for a in e.args) if b is not None]
+            return min(bounds) if bounds else None
+        return None
 
     def shared_loops(self, stmts: tuple[n.Stmt, ...]) -> list[n.For]:
         out: list[n.For] = []
