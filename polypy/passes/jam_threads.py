@@ -83,6 +83,8 @@ class _Jam(Mutator):
         self.names = names
         self.private = private
         self.changed = False
+        # Run-time conditions the group being jammed assumed (short loops over a row's threads).
+        self.checks: list[n.Expr] = []
 
     def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         if s.kind != "threads":
@@ -112,7 +114,7 @@ class _Jam(Mutator):
             if factor is None:
                 return None
         counter = n.Var(outer.var, outer.vtype)
-        self.checks: list[n.Expr] = []
+        self.checks = []
         only = outer.body[0] if len(outer.body) == 1 else None
         if isinstance(only, n.If) and _mentions(only.cond, counter):
             # The rows' work versioned on a condition of the row (a no-wrap check of its
@@ -153,8 +155,7 @@ class _Jam(Mutator):
             return None
         # Rows of threads around the loops over the threads within a row (the vector loops, never
         # jammed themselves), and no deeper nests.
-        inner = [x for x in walk_block(stmts) if isinstance(x, n.For) and x.kind == "threads"]
-        if not inner:
+        if not any(isinstance(x, n.For) and x.kind == "threads" for x in walk_block(stmts)):
             return None
         if any(isinstance(x, n.For) and x.kind == "threads" and
                any(isinstance(y, n.For) and y.kind == "threads" for y in walk_block(x.body))
