@@ -57,11 +57,11 @@ def _jammed_rows(k: n.Kernel) -> list[int]:
     return [int(x.step.value) for x in walk(k) if isinstance(x, n.For) and x.var.startswith("ty_1")]
 
 
-def _run_jit(kernel: n.Kernel, grid: int, block: tuple[int, int, int], args: dict) -> dict:
+def _run_jit(kernel: n.Kernel, grid: int, block: tuple[int, int, int], args: dict, scalars: dict | None = None) -> dict:
     from codegen.llvm import compile_module
 
     out = {k: v.copy() for k, v in args.items()}
-    compile_module(n.Module((kernel,))).kernels[kernel.name].run((grid, 1, 1), block, 0, out, {}, threads=1)
+    compile_module(n.Module((kernel,))).kernels[kernel.name].run((grid, 1, 1), block, 0, out, scalars or {}, threads=1)
     return out
 
 
@@ -238,11 +238,5 @@ def test_rows_updating_memory_in_a_shared_loop_are_jammed_only_for_short_runs(wi
         args = {"a": rng.standard_normal(2 * 4 * 8).astype(np.float32),
                 "b": rng.standard_normal(8 * width).astype(np.float32),
                 "c": rng.standard_normal(2 * 4 * width).astype(np.float32)}
-        from codegen.llvm import compile_module
-
-        outs = []
-        for kernel in (generic, k):
-            out = {name: v.copy() for name, v in args.items()}
-            compile_module(n.Module((kernel,))).kernels["kouter"].run((2, 1, 1), block, 0, out, {"w": w}, threads=1)
-            outs.append(out["c"])
-        np.testing.assert_array_equal(outs[1], outs[0])
+        np.testing.assert_array_equal(_run_jit(k, 2, block, args, {"w": w})["c"],
+                                      _run_jit(generic, 2, block, args, {"w": w})["c"])

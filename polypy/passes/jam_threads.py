@@ -83,8 +83,6 @@ class _Jam(Mutator):
         self.names = names
         self.private = private
         self.changed = False
-        # Run-time conditions the group being jammed assumed (short loops over a row's threads).
-        self.checks: list[n.Expr] = []
 
     def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         if s.kind != "threads":
@@ -114,7 +112,6 @@ class _Jam(Mutator):
             if factor is None:
                 return None
         counter = n.Var(outer.var, outer.vtype)
-        self.checks = []
         only = outer.body[0] if len(outer.body) == 1 else None
         if isinstance(only, n.If) and _mentions(only.cond, counter):
             # The rows' work versioned on a condition of the row (a no-wrap check of its
@@ -122,17 +119,18 @@ class _Jam(Mutator):
             # as it was.
             if any(isinstance(x, n.Load) for x in walk(only.cond)):
                 return None
-            then = self.jammed(only.then, counter, step, factor)
-            if then is None:
+            jammed = self.jammed(only.then, counter, step, factor)
+            if jammed is None:
                 return None
+            then, checks = jammed
             rows = self.copies((only,), counter, step, factor, keep=set(), first=1)
             every = conjunction([substitute(only.cond, {counter: _shifted(counter, u * step)}) for u in range(factor)])
-            body: tuple[n.Stmt, ...] | None = (n.If(every, then, tuple(x for r in rows for x in r), loc=only.loc),)
+            body: tuple[n.Stmt, ...] = (n.If(every, then, tuple(x for r in rows for x in r), loc=only.loc),)
         else:
-            body = self.jammed(outer.body, counter, step, factor)
-        if body is None:
-            return None
-        checks = self.checks
+            jammed = self.jammed(outer.body, counter, step, factor)
+            if jammed is None:
+                return None
+            body, checks = jammed
         if not dynamic:
             out: tuple[n.Stmt, ...] = (rebuild(outer, step=n.Const(step * factor, U32), body=body),)
         else:
@@ -146,10 +144,12 @@ class _Jam(Mutator):
         (plain,) = self.copies((outer,), counter, step, 1, keep=set(), first=1)[0]
         return n.If(conjunction(checks), out, (plain,), loc=outer.loc)
 
-    def jammed(self, stmts: tuple[n.Stmt, ...], counter: n.Var, step: int, factor: int) -> tuple[n.Stmt, ...] | None:
+    def jammed(self, stmts: tuple[n.Stmt, ...], counter: n.Var, step: int,
+               factor: int) -> tuple[tuple[n.Stmt, ...], list[n.Expr]] | None:
         """``stmts`` (the work of the row ``counter``) for ``factor`` rows, ``counter``,
         ``counter + step``, ...: loops and ``if``s that are the same for every row are shared,
-        everything else copied per row; None where that is not exact or does not pay (see the
+        everything else copied per row; with the run-time conditions that sharing assumed (short
+        loops over a row's threads). None where that is not exact or does not pay (see the
         module docstring)."""
         if any(isinstance(x, _REFUSED) for x in walk_block(stmts)):
             return None
@@ -164,7 +164,7 @@ class _Jam(Mutator):
         declared = declared_names(stmts)
         if written_names(stmts) - declared or sum(1 for _ in walk_block(stmts)) * factor > MAX_JAM_NODES:
             return None
-        rows = _Rows(counter, stmts, self.checks)
+        rows = _Rows(counter, stmts)
         for x in walk_block(stmts):
             if isinstance(x, n.Store) and x.buffer in self.private and not any(rows.moves(i) for i in x.index):
                 return None
@@ -172,7 +172,7 @@ class _Jam(Mutator):
         if not any(x.kind == "serial" and rows.reuses(x) for x in shared):
             return None
         copies = self.copies(stmts, counter, step, factor, keep={x.var for x in shared})
-        return rows.merge(copies)
+        return rows.merge(copies), rows.checks
 
     def copies(self, stmts: tuple[n.Stmt, ...], counter: n.Var, step: int, factor: int,
                keep: set[str], first: int = 0) -> list[tuple[n.Stmt, ...]]:
@@ -194,9 +194,10 @@ class _Rows:
     row's counter or on what the rows compute (locals declared once and never assigned stand for
     their values), and the loops and ``if``s they control."""
 
-    def __init__(self, counter: n.Var, stmts: tuple[n.Stmt, ...], checks: list[n.Expr]):
+    def __init__(self, counter: n.Var, stmts: tuple[n.Stmt, ...]):
         self.counter = counter
-        self.checks = checks  # run-time conditions the sharing assumed (short runs), added to
+        # Run-time conditions the sharing assumed (``short``), each once.
+        self.checks: list[n.Expr] = []
         assigned = written_names(stmts)
         self.values: dict[n.Expr, n.Expr] = {n.Var(x.name, x.vtype): x.init for x in walk_block(stmts)
                                              if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
