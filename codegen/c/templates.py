@@ -6,6 +6,8 @@ import pathlib
 
 import jinja2
 
+from polypy.ir.mathfns import EXPF_CLAMP_BITS, EXPF_LN2, EXPF_LOG2E, EXPF_TAYLOR
+
 TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent.parent / "templates"
 
 
@@ -31,4 +33,6 @@ def fp_contract_off() -> str:
 
 def prelude() -> str:
     """The kernel support code every emitted file starts with (valid C99 and C++)."""
-    return render_template("c_prelude.h.j2")
+    return render_template("c_prelude.h.j2", expf_log2e=repr(EXPF_LOG2E), expf_ln2=repr(EXPF_LN2),
+                           expf_clamp=f"0x{EXPF_CLAMP_BITS:08x}u",
+                           expf_horner=[repr(c) for c in reversed(EXPF_TAYLOR)])

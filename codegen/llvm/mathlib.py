@@ -4,7 +4,8 @@ Each entry takes the emitter's ``MathContext``, the already evaluated LLVM argum
 type of the first argument, and returns the result. Where an LLVM intrinsic has exactly the C
 meaning it is used (``llvm.sqrt``, ``llvm.minnum`` for ``fmin``, ``llvm.round`` for C's
 round-half-away ``round``...): the optimizer understands intrinsics (constant folding,
-vectorization of the exact ones). Everything else calls libm by its C name (``tanhf`` for f32,
+vectorization of the exact ones). f32 ``exp`` is written out inline (``_exp``) so that it
+vectorizes. Everything else calls libm by its C name (``tanhf`` for f32,
 ``tanh`` for f64); the JIT resolves those in the process, where libm is loaded.
 
 No fast-math flags anywhere: results are the IEEE/libm results a C compiler gives at ``-O3``
@@ -16,7 +17,8 @@ from typing import Callable, Protocol
 
 from llvmlite import ir
 
-from codegen.llvm.types import I1, int_type_of_width, value_type
+from codegen.llvm.types import F32, F64, I1, I32, I64, int_type_of_width, value_type
+from polypy.ir.mathfns import EXPF_CLAMP_BITS, EXPF_LN2, EXPF_LOG2E, EXPF_TAYLOR
 from polypy.ir.types import ScalarType
 
 
@@ -105,6 +107,32 @@ def _signbit(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
     return b.icmp_signed("<", bits, ir.Constant(bits.type, 0))
 
 
+def _exp(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+    """f64: ``llvm.exp``. f32: the branch-free sequence of ``polypy.ir.mathfns`` (``EXPF_*``),
+    operation for operation the C prelude's ``polypy_expf`` (no contraction, so the same bits):
+    the loop vectorizer takes it where a call to ``expf`` stays a scalar call per element."""
+    if ty.name != "f32":
+        return _intrinsic("exp")(cx, args, ty)
+    b = cx.builder
+    bits = b.bitcast(args[0], I32)
+    magnitude = b.and_(bits, ir.Constant(I32, 0x7FFFFFFF))
+    limit = ir.Constant(I32, EXPF_CLAMP_BITS)
+    clamped = b.select(b.icmp_unsigned("<", magnitude, limit), magnitude, limit)
+    clamped = b.or_(clamped, b.and_(bits, ir.Constant(I32, 0x80000000)))
+    nan = b.icmp_unsigned(">", magnitude, ir.Constant(I32, 0x7F800000))
+    clamped = b.or_(clamped, b.select(nan, ir.Constant(I32, 0x7FC00000), ir.Constant(I32, 0)))
+    x = b.fpext(b.bitcast(clamped, F32), F64)
+    k = b.call(cx.declare("llvm.rint.f64", F64, [F64]), [b.fmul(x, ir.Constant(F64, EXPF_LOG2E))])
+    exponent = b.add(b.fptosi(k, I32), ir.Constant(I32, 1023))
+    scale = b.bitcast(b.shl(b.zext(exponent, I64), ir.Constant(I64, 52)), F64)
+    r = b.fsub(x, b.fmul(k, ir.Constant(F64, EXPF_LN2)))
+    coefficients = list(reversed(EXPF_TAYLOR))
+    p: ir.Value = ir.Constant(F64, coefficients[0])
+    for c in coefficients[1:]:
+        p = b.fadd(ir.Constant(F64, c), b.fmul(r, p))
+    return b.fptrunc(b.fmul(p, scale), F32)
+
+
 def _int_minmax(which: str) -> Emit:
     def emit(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
         t = value_type(ty)
@@ -124,7 +152,7 @@ def _abs(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
 
 
 MATH_EMITTERS: dict[str, Emit] = {
-    "exp": _intrinsic("exp"),
+    "exp": _exp,
     "exp2": _intrinsic("exp2"),
     "exp10": _libm("exp10"),
     "expm1": _libm("expm1"),
