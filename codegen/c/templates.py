@@ -6,7 +6,7 @@ import pathlib
 
 import jinja2
 
-from polypy.ir.mathfns import EXPF_CLAMP_BITS, EXPF_LN2, EXPF_LOG2E, EXPF_TAYLOR
+from polypy.ir import mathfns
 
 TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent.parent / "templates"
 
@@ -33,6 +33,11 @@ def fp_contract_off() -> str:
 
 def prelude() -> str:
     """The kernel support code every emitted file starts with (valid C99 and C++)."""
-    return render_template("c_prelude.h.j2", expf_log2e=repr(EXPF_LOG2E), expf_ln2=repr(EXPF_LN2),
-                           expf_clamp=f"0x{EXPF_CLAMP_BITS:08x}u",
-                           expf_horner=[repr(c) for c in reversed(EXPF_TAYLOR)])
+    m = mathfns
+    return render_template(
+        "c_prelude.h.j2", expf_log2e=repr(m.EXPF_LOG2E), expf_ln2=repr(m.EXPF_LN2),
+        expf_clamp=f"0x{m.EXPF_CLAMP_BITS:08x}u", expf_horner=[repr(c) for c in reversed(m.EXPF_TAYLOR)],
+        exp_table_hi=[repr(v) for v in m.EXP_TABLE_HI], exp_table_lo=[repr(v) for v in m.EXP_TABLE_LO],
+        exp_table_bits=m.EXP_TABLE_BITS, exp_inv_step=repr(m.EXP_INV_STEP), exp_step_hi=repr(m.EXP_STEP_HI),
+        exp_step_lo=repr(m.EXP_STEP_LO), exp_clamp=f"0x{m.EXP_CLAMP_BITS:016x}ull",
+        exp_q=[repr(c) for c in reversed(m.EXP_Q)])

@@ -4,7 +4,7 @@ Each entry takes the emitter's ``MathContext``, the already evaluated LLVM argum
 type of the first argument, and returns the result. Where an LLVM intrinsic has exactly the C
 meaning it is used (``llvm.sqrt``, ``llvm.minnum`` for ``fmin``, ``llvm.round`` for C's
 round-half-away ``round``...): the optimizer understands intrinsics (constant folding,
-vectorization of the exact ones). f32 ``exp`` is written out inline (``_exp``) so that it
+vectorization of the exact ones). ``exp`` is written out inline (``_exp``) so that it
 vectorizes. Everything else calls libm by its C name (``tanhf`` for f32,
 ``tanh`` for f64); the JIT resolves those in the process, where libm is loaded.
 
@@ -18,7 +18,8 @@ from typing import Callable, Protocol
 from llvmlite import ir
 
 from codegen.llvm.types import F32, F64, I1, I32, I64, int_type_of_width, value_type
-from polypy.ir.mathfns import EXPF_CLAMP_BITS, EXPF_LN2, EXPF_LOG2E, EXPF_TAYLOR
+from polypy.ir.mathfns import (EXP_CLAMP_BITS, EXP_INV_STEP, EXP_Q, EXP_STEP_HI, EXP_STEP_LO, EXP_TABLE_HI,
+                               EXP_TABLE_LO, EXPF_CLAMP_BITS, EXPF_LN2, EXPF_LOG2E, EXPF_TAYLOR)
 from polypy.ir.types import ScalarType
 
 
@@ -107,30 +108,95 @@ def _signbit(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
     return b.icmp_signed("<", bits, ir.Constant(bits.type, 0))
 
 
-def _exp(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
-    """f64: ``llvm.exp``. f32: the branch-free sequence of ``polypy.ir.mathfns`` (``EXPF_*``),
-    operation for operation the C prelude's ``polypy_expf`` (no contraction, so the same bits):
-    the loop vectorizer takes it where a call to ``expf`` stays a scalar call per element."""
-    if ty.name != "f32":
-        return _intrinsic("exp")(cx, args, ty)
+def _bits_min(b: ir.IRBuilder, value: ir.Value, limit: int) -> ir.Value:
+    bound = ir.Constant(value.type, limit)
+    return b.select(b.icmp_unsigned("<", value, bound), value, bound)
+
+
+def _or_nan(b: ir.IRBuilder, result: ir.Value, magnitude: ir.Value, inf_bits: int, nan_bits: int) -> ir.Value:
+    """``result`` made a NaN where the argument's ``magnitude`` bits were a NaN's."""
+    t = magnitude.type
+    nan = b.select(b.icmp_unsigned(">", magnitude, ir.Constant(t, inf_bits)), ir.Constant(t, nan_bits), ir.Constant(t, 0))
+    return b.bitcast(b.or_(b.bitcast(result, t), nan), result.type)
+
+
+def _expf(cx: MathContext, x: ir.Value) -> ir.Value:
+    """The C prelude's ``polypy_expf``, operation for operation (no contraction: the same bits)."""
     b = cx.builder
-    bits = b.bitcast(args[0], I32)
+    bits = b.bitcast(x, I32)
     magnitude = b.and_(bits, ir.Constant(I32, 0x7FFFFFFF))
-    limit = ir.Constant(I32, EXPF_CLAMP_BITS)
-    clamped = b.select(b.icmp_unsigned("<", magnitude, limit), magnitude, limit)
-    clamped = b.or_(clamped, b.and_(bits, ir.Constant(I32, 0x80000000)))
-    nan = b.icmp_unsigned(">", magnitude, ir.Constant(I32, 0x7F800000))
-    clamped = b.or_(clamped, b.select(nan, ir.Constant(I32, 0x7FC00000), ir.Constant(I32, 0)))
-    x = b.fpext(b.bitcast(clamped, F32), F64)
-    k = b.call(cx.declare("llvm.rint.f64", F64, [F64]), [b.fmul(x, ir.Constant(F64, EXPF_LOG2E))])
-    exponent = b.add(b.fptosi(k, I32), ir.Constant(I32, 1023))
+    clamped = b.or_(_bits_min(b, magnitude, EXPF_CLAMP_BITS), b.and_(bits, ir.Constant(I32, 0x80000000)))
+    xd = b.fpext(b.bitcast(clamped, F32), F64)
+    k = b.call(cx.declare("llvm.rint.f64", F64, [F64]), [b.fmul(xd, ir.Constant(F64, EXPF_LOG2E))])
+    exponent = b.add(b.fptosi(k, I32), ir.Constant(I32, 1023))  # k is finite: a NaN was clamped
     scale = b.bitcast(b.shl(b.zext(exponent, I64), ir.Constant(I64, 52)), F64)
-    r = b.fsub(x, b.fmul(k, ir.Constant(F64, EXPF_LN2)))
+    r = b.fsub(xd, b.fmul(k, ir.Constant(F64, EXPF_LN2)))
     coefficients = list(reversed(EXPF_TAYLOR))
     p: ir.Value = ir.Constant(F64, coefficients[0])
     for c in coefficients[1:]:
         p = b.fadd(ir.Constant(F64, c), b.fmul(r, p))
-    return b.fptrunc(b.fmul(p, scale), F32)
+    return _or_nan(b, b.fptrunc(b.fmul(p, scale), F32), magnitude, 0x7F800000, 0x7FC00000)
+
+
+def _table(cx: MathContext, name: str, values: tuple[float, ...]) -> ir.GlobalVariable:
+    module = cx.builder.module
+    existing = module.globals.get(name)
+    if existing is not None:
+        return existing
+    ty = ir.ArrayType(F64, len(values))
+    table = ir.GlobalVariable(module, ty, name=name)
+    table.global_constant = True
+    table.linkage = "internal"
+    table.initializer = ir.Constant(ty, list(values))
+    return table
+
+
+def _exp_f64(cx: MathContext, x: ir.Value) -> ir.Value:
+    """The C prelude's ``polypy_exp``, operation for operation."""
+    b = cx.builder
+    rint = cx.declare("llvm.rint.f64", F64, [F64])
+
+    def c(v: float) -> ir.Constant:
+        return ir.Constant(F64, v)
+
+    def low_bits(v: ir.Value) -> ir.Value:  # the integer v (a double) in the low bits of v + 2^52 + 2^51
+        return b.bitcast(b.fadd(v, c(6755399441055744.0)), I64)
+
+    bits = b.bitcast(x, I64)
+    magnitude = b.and_(bits, ir.Constant(I64, 0x7FFFFFFFFFFFFFFF))
+    clamped = b.or_(_bits_min(b, magnitude, EXP_CLAMP_BITS), b.and_(bits, ir.Constant(I64, 0x8000000000000000)))
+    xd = b.bitcast(clamped, F64)
+    kd = b.call(rint, [b.fmul(xd, c(EXP_INV_STEP))])
+    a = b.fsub(xd, b.fmul(kd, c(EXP_STEP_HI)))
+    lo = b.fmul(kd, c(EXP_STEP_LO))
+    r = b.fsub(a, lo)
+    r_lo = b.fsub(b.fsub(a, r), lo)
+    coefficients = list(reversed(EXP_Q))
+    q: ir.Value = c(coefficients[0])
+    for coefficient in coefficients[1:]:
+        q = b.fadd(c(coefficient), b.fmul(r, q))
+    e = b.fadd(r_lo, b.fadd(r, b.fmul(b.fmul(r, r), q)))
+    size = len(EXP_TABLE_HI)
+    kf = b.call(rint, [b.fsub(b.fmul(kd, c(1.0 / size)), c(0.5 - 0.5 / size))])
+    j = b.and_(low_bits(b.fsub(kd, b.fmul(kf, c(float(size))))), ir.Constant(I64, size - 1))
+    zero = ir.Constant(I64, 0)
+    t = b.load(b.gep(_table(cx, "polypy_exp_table_hi", EXP_TABLE_HI), [zero, j], inbounds=True))
+    t_lo = b.load(b.gep(_table(cx, "polypy_exp_table_lo", EXP_TABLE_LO), [zero, j], inbounds=True))
+    y = b.fadd(t, b.fadd(t_lo, b.fmul(t, e)))
+    k1 = b.call(rint, [b.fsub(b.fmul(kf, c(0.5)), c(0.25))])
+
+    def power_of_two(k: ir.Value) -> ir.Value:
+        return b.bitcast(b.shl(b.add(low_bits(k), ir.Constant(I64, 1023)), ir.Constant(I64, 52)), F64)
+
+    y = b.fmul(b.fmul(y, power_of_two(k1)), power_of_two(b.fsub(kf, k1)))
+    return _or_nan(b, y, magnitude, 0x7FF0000000000000, 0x7FF8000000000000)
+
+
+def _exp(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+    """``exp`` written out as the C prelude writes it (``polypy.ir.mathfns``, ``EXPF_*`` and
+    ``EXP_*``), so that the loop vectorizer takes it where a call to libm stays a scalar call per
+    element; the same bits as the C backend."""
+    return _expf(cx, args[0]) if ty.name == "f32" else _exp_f64(cx, args[0])
 
 
 def _int_minmax(which: str) -> Emit:
