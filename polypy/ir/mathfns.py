@@ -26,10 +26,11 @@ import struct
 # (relative error below 2^-40); times ``2^k`` built in the exponent bits; one rounding to float.
 # Exhaustively checked against ``exp((double)x)``: at most 0.5000 ulp (correctly rounded but for
 # near-halfway cases, as glibc's expf; CUDA documents 2 ulp), overflow to +inf, gradual underflow.
-# ``|x|`` is first clamped to 104 on its bits (``exp(+-104)`` is already inf / 0 in float), a NaN
-# kept a NaN, so that the sequence has no branch.
-EXPF_LOG2E = 1.4426950408889634
-EXPF_LN2 = 0.6931471805599453
+# ``|x|`` is first clamped to 104 on its bits (``exp(+-104)`` is already inf / 0 in float; a NaN
+# too, so that no NaN reaches the conversion of k to an integer), and the result of a NaN made a
+# NaN on its bits at the end: the sequence has no branch.
+EXPF_LOG2E = 1.0 / math.log(2.0)
+EXPF_LN2 = math.log(2.0)
 EXPF_CLAMP_BITS = 0x42D00000  # 104.0f
 EXPF_TAYLOR = tuple(1.0 / math.factorial(i) for i in range(11))  # 1, 1, 1/2, ..., 1/10!
 
