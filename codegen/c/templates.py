@@ -38,6 +38,7 @@ def prelude() -> str:
         "c_prelude.h.j2", expf_log2e=repr(m.EXPF_LOG2E), expf_ln2=repr(m.EXPF_LN2),
         expf_clamp=f"0x{m.EXPF_CLAMP_BITS:08x}u", expf_horner=[repr(c) for c in reversed(m.EXPF_TAYLOR)],
         exp_table_hi=[repr(v) for v in m.EXP_TABLE_HI], exp_table_lo=[repr(v) for v in m.EXP_TABLE_LO],
-        exp_table_bits=m.EXP_TABLE_BITS, exp_inv_step=repr(m.EXP_INV_STEP), exp_step_hi=repr(m.EXP_STEP_HI),
+        exp_size=m.EXP_TABLE_SIZE, exp_inv_size=repr(1.0 / m.EXP_TABLE_SIZE), exp_k_offset=repr(m.EXP_K_OFFSET),
+        exp_shifter=repr(m.EXP_SHIFTER), exp_inv_step=repr(m.EXP_INV_STEP), exp_step_hi=repr(m.EXP_STEP_HI),
         exp_step_lo=repr(m.EXP_STEP_LO), exp_clamp=f"0x{m.EXP_CLAMP_BITS:016x}ull",
         exp_q=[repr(c) for c in reversed(m.EXP_Q)])

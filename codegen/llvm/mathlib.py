@@ -18,8 +18,9 @@ from typing import Callable, Protocol
 from llvmlite import ir
 
 from codegen.llvm.types import F32, F64, I1, I32, I64, int_type_of_width, value_type
-from polypy.ir.mathfns import (EXP_CLAMP_BITS, EXP_INV_STEP, EXP_Q, EXP_STEP_HI, EXP_STEP_LO, EXP_TABLE_HI,
-                               EXP_TABLE_LO, EXPF_CLAMP_BITS, EXPF_LN2, EXPF_LOG2E, EXPF_TAYLOR)
+from polypy.ir.mathfns import (EXP_CLAMP_BITS, EXP_INV_STEP, EXP_K_OFFSET, EXP_Q, EXP_SHIFTER, EXP_STEP_HI,
+                               EXP_STEP_LO, EXP_TABLE_HI, EXP_TABLE_LO, EXP_TABLE_SIZE, EXPF_CLAMP_BITS, EXPF_LN2,
+                               EXPF_LOG2E, EXPF_TAYLOR)
 from polypy.ir.types import ScalarType
 
 
@@ -160,7 +161,7 @@ def _exp_f64(cx: MathContext, x: ir.Value) -> ir.Value:
         return ir.Constant(F64, v)
 
     def low_bits(v: ir.Value) -> ir.Value:  # the integer v (a double) in the low bits of v + 2^52 + 2^51
-        return b.bitcast(b.fadd(v, c(6755399441055744.0)), I64)
+        return b.bitcast(b.fadd(v, c(EXP_SHIFTER)), I64)
 
     bits = b.bitcast(x, I64)
     magnitude = b.and_(bits, ir.Constant(I64, 0x7FFFFFFFFFFFFFFF))
@@ -176,8 +177,8 @@ def _exp_f64(cx: MathContext, x: ir.Value) -> ir.Value:
     for coefficient in coefficients[1:]:
         q = b.fadd(c(coefficient), b.fmul(r, q))
     e = b.fadd(r_lo, b.fadd(r, b.fmul(b.fmul(r, r), q)))
-    size = len(EXP_TABLE_HI)
-    kf = b.call(rint, [b.fsub(b.fmul(kd, c(1.0 / size)), c(0.5 - 0.5 / size))])
+    size = EXP_TABLE_SIZE
+    kf = b.call(rint, [b.fsub(b.fmul(kd, c(1.0 / size)), c(EXP_K_OFFSET))])
     j = b.and_(low_bits(b.fsub(kd, b.fmul(kf, c(float(size))))), ir.Constant(I64, size - 1))
     zero = ir.Constant(I64, 0)
     t = b.load(b.gep(_table(cx, "polypy_exp_table_hi", EXP_TABLE_HI), [zero, j], inbounds=True))

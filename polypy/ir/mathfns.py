@@ -61,9 +61,16 @@ def _exp_constants(bits: int) -> tuple[tuple[float, ...], tuple[float, ...], flo
 # 0.57 ulp where the result is normal, 0.75 ulp where it is subnormal (below 2.2e-308; rounded twice
 # there); CUDA documents 1 ulp for exp. ``|x|`` clamped to 746 (``exp(+-746)`` is already inf / 0).
 EXP_TABLE_BITS = 4
+EXP_TABLE_SIZE = 1 << EXP_TABLE_BITS
 EXP_TABLE_HI, EXP_TABLE_LO, EXP_INV_STEP, EXP_STEP_HI, EXP_STEP_LO = _exp_constants(EXP_TABLE_BITS)
 EXP_CLAMP_BITS = 0x4087500000000000  # 746.0
 EXP_Q = tuple(1.0 / math.factorial(i) for i in range(2, 9))  # q(r) = 1/2 + r/6 + ... + r^6/8!
+# kd = 16 k + j (0 <= j < 16): k = rint(kd / 16 - 15/32) (GCC vectorizes rint, not floor), and
+# floor(k / 2) = rint(k / 2 - 1/4). Integers are read from doubles in the low bits of
+# ``n + EXP_SHIFTER`` (2^52 + 2^51), not converted: no packed double -> 64-bit integer conversion
+# before AVX-512.
+EXP_K_OFFSET = 0.5 - 0.5 / EXP_TABLE_SIZE
+EXP_SHIFTER = 6755399441055744.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
