@@ -138,3 +138,19 @@ def test_loops_calling_the_prelude_exp_vectorize(tmp_path, flags):
     vectorized = {int(line.split(":")[1]) for line in done.stderr.splitlines() if "loop vectorized" in line}
     for name, loop in loops.items():
         assert ((lines.index(loop) + 1) in vectorized) == name.startswith("polypy_"), name
+
+
+@pytest.mark.parametrize("real", ["float", "double"])
+def test_llvm_vectorizes_the_loop_over_exp(real):
+    """The LLVM backend's inline sequence: the optimized module has no call to exp left, and
+    the loop over the block's threads computes it on vectors of doubles (the f32 version works
+    in double precision too)."""
+    import re
+
+    from codegen.llvm import emit_llvm_ir
+    from polypy.driver.pipelines import lower_and_emit
+
+    optimized = emit_llvm_ir(lower_and_emit(load(None, text=EXPS, defines={"REAL": real}), "cpu"), optimize=True)
+    assert "@expf" not in optimized and "@exp(" not in optimized and "@llvm.exp" not in optimized
+    assert re.search(r"fmul <\d+ x double>", optimized)
+    assert re.search(r"@llvm\.rint\.v\d+f64", optimized)
