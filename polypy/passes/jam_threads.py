@@ -172,7 +172,7 @@ class _Jam(Mutator):
         if not any(x.kind == "serial" and rows.reuses(x) for x in shared):
             return None
         copies = self.copies(stmts, counter, step, factor, keep={x.var for x in shared})
-        return rows.merge(copies), rows.checks
+        return rows.merge(copies), rows.checks(shared)
 
     def copies(self, stmts: tuple[n.Stmt, ...], counter: n.Var, step: int, factor: int,
                keep: set[str], first: int = 0) -> list[tuple[n.Stmt, ...]]:
@@ -196,8 +196,6 @@ class _Rows:
 
     def __init__(self, counter: n.Var, stmts: tuple[n.Stmt, ...]):
         self.counter = counter
-        # Run-time conditions the sharing assumed (``short``), each once.
-        self.checks: list[n.Expr] = []
         assigned = written_names(stmts)
         self.values: dict[n.Expr, n.Expr] = {n.Var(x.name, x.vtype): x.init for x in walk_block(stmts)
                                              if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
@@ -226,13 +224,13 @@ class _Rows:
             # of 2048 in coarse blocks: four rows and a row of b no longer fit the L1 cache, and
             # rows 8 KiB apart share its sets; the program ran 4x slower).
             return x.kind == "threads" or all(
-                self.short(y) for y in walk_block(x.body) if isinstance(y, n.For) and y.kind == "threads")
+                self.short(y) is not False for y in walk_block(x.body) if isinstance(y, n.For) and y.kind == "threads")
         return isinstance(x, n.If) and self.same(x.cond)
 
-    def short(self, loop: n.For) -> bool:
-        """The loop over the threads of a row runs at most ``JAM_RUN`` iterations: known now
-        (a constant bound), or tested at run time (``checks``) where its bound is an expression
-        of values from outside the rows."""
+    def short(self, loop: n.For) -> bool | n.Expr:
+        """Whether the loop over the threads of a row runs at most ``JAM_RUN`` iterations: True
+        where known now (a constant bound), the condition to test at run time where its bound is
+        an expression of values from outside the rows, else False."""
         bound = self.most(loop.stop)
         if bound is not None and bound <= JAM_RUN:
             return True
@@ -241,10 +239,21 @@ class _Rows:
         stop = self.outside(loop.stop)
         if stop is None or not isinstance(loop.start, n.Const) or loop.vtype != U32:
             return False
-        check = n.Binary("le", stop, n.Const(JAM_RUN + int(loop.start.value), U32))
-        if check not in self.checks:
-            self.checks.append(check)
-        return True
+        return n.Binary("le", stop, n.Const(JAM_RUN + int(loop.start.value), U32))
+
+    def checks(self, shared: list[n.For]) -> list[n.Expr]:
+        """The run-time conditions sharing the serial loops ``shared`` assumed (``short``), each
+        once."""
+        out: list[n.Expr] = []
+        for x in shared:
+            if x.kind == "threads":
+                continue
+            for y in walk_block(x.body):
+                if isinstance(y, n.For) and y.kind == "threads":
+                    check = self.short(y)
+                    if isinstance(check, n.Expr) and check not in out:
+                        out.append(check)
+        return out
 
     def outside(self, e: n.Expr, depth: int = 8) -> n.Expr | None:
         """``e`` with the rows' locals replaced by their values, where that leaves no counter,
