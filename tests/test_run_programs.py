@@ -6,6 +6,7 @@ by the reference emulator on the program's own device memory.
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import sys
 import pytest
 
 from c_support import need_compiler
+from codegen.c import find_compiler, runtime_header
 from samples.spec import ProgramSample, all_programs
 from test_programs import outputs_match
 
@@ -174,3 +176,53 @@ def test_large_copies_and_fills_in_pieces_on_every_core(tmp_path, threads) -> No
     result = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", str(src)], capture_output=True,
                             text=True, timeout=600, env=env)
     assert (result.returncode, result.stdout, result.stderr) == (0, "0 wrong bytes\n", "")
+
+
+POPULATE = r"""
+#include <cstdio>
+#include <sys/mman.h>
+#include "cuda_runtime.h"
+// polypy_rt_populate(d, len): where [d, d + len) starts on a page never touched, the whole pages
+// inside it are faulted in (resident before anything is written); partial pages at the ends,
+// short ranges and ranges whose first page is already there are left alone.
+static int resident(const char* p) {
+  unsigned char v = 0;
+  if (mincore((void*)p, 4096, &v) != 0) return -1;
+  return v & 1;
+}
+int main() {
+  const size_t page = 4096, pages = 256;
+  char* m = (char*)mmap(0, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return 2;
+  polypy_rt_populate(m + 100, 100 * page);  // whole pages 1..99 inside; page 0 and 100 partial
+  printf("ends %d %d\n", resident(m), resident(m + 100 * page));
+  int inside = 0;
+  for (size_t i = 1; i < 100; ++i) inside += resident(m + i * page);
+  printf("inside %d\n", inside);
+  polypy_rt_populate(m + 120 * page, 8 * page);  // shorter than POLYPY_RT_POPULATE_BYTES
+  printf("short %d\n", resident(m + 121 * page));
+  m[140 * page] = 1;  // first page there already: one mincore call, nothing populated
+  polypy_rt_populate(m + 140 * page, 100 * page);
+  printf("touched %d %d\n", resident(m + 140 * page), resident(m + 141 * page));
+  long sum = 0;
+  for (size_t i = 0; i < pages * page; ++i) sum += m[i];
+  printf("sum %ld\n", sum);
+  return 0;
+}
+"""
+
+
+def test_copies_into_fresh_pages_fault_them_in_at_once(tmp_path) -> None:
+    release = tuple(int(x) for x in platform.release().split("-")[0].split(".")[:2])
+    if platform.system() != "Linux" or release < (5, 14):
+        pytest.skip("MADV_POPULATE_WRITE needs Linux 5.14")
+    need_compiler(cpp=True)
+    (tmp_path / "cuda_runtime.h").write_text(runtime_header())
+    (tmp_path / "populate.cpp").write_text(POPULATE)
+    exe = tmp_path / "populate"
+    built = subprocess.run([find_compiler(cpp=True), "-O2", str(tmp_path / "populate.cpp"), "-o", str(exe)],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    result = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "ends 0 0\ninside 99\nshort 0\ntouched 1 0\nsum 1\n"
