@@ -152,21 +152,34 @@ class _ModuleBuilder:
         self.main_text = original if original is not None else text
         self.ctx = ModuleContext(language)
         self.user_files: dict[str, None] = {}
+        self._top_level: list[ci.Cursor] | None = None
 
     # -- which cursors are the user's
     def is_user(self, c: ci.Cursor) -> bool:
-        f = c.location.file
-        if f is None or c.location.is_in_system_header or is_prelude_decl(c):
+        # The system-header test first: it is one libclang call, where the file takes four, and it
+        # rejects most of a translation unit (the C++ library, polypy's prelude and runtime header).
+        loc = c.location
+        if loc.is_in_system_header or loc.file is None or is_prelude_decl(c):
             return False
         return True
 
     def top_level(self) -> list[ci.Cursor]:
+        """The user's top-level declarations, in order (computed once: the walk visits every
+        declaration of the headers too)."""
+        if self._top_level is None:
+            self._top_level = self._user_declarations()
+        return self._top_level
+
+    def _user_declarations(self) -> list[ci.Cursor]:
         out: list[ci.Cursor] = []
 
         def visit(parent: ci.Cursor) -> None:
             for c in parent.get_children():
                 if c.kind in _CONTAINERS:
-                    visit(c)
+                    # A namespace or extern "C" block opened in a system header (namespace std)
+                    # holds that header's declarations: each reopening is a cursor of its own.
+                    if not c.location.is_in_system_header:
+                        visit(c)
                 elif self.is_user(c):
                     out.append(c)
 
