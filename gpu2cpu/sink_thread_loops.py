@@ -86,9 +86,10 @@ from polypy.ir.printer import format_expr
 from polypy.ir.queries import conjunction, declared_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
-from polypy.ir.visitor import Visitor, substitute, walk, walk_block
+from polypy.ir.visitor import Visitor, iter_children, substitute, walk, walk_block
 
-# Definitions at most this big (in IR nodes) are recomputed in each part rather than expanded.
+# Definitions at most this big are recomputed in each part rather than expanded: distinct IR nodes
+# that vary with the thread, an invariant subexpression counting as one (``_Sink.thread_cost``).
 RECOMPUTE_LIMIT = 16
 # Loops with at most this many iterations (a constant) are left to the compiler to unroll.
 SHORT_LOOP = 16
@@ -497,7 +498,7 @@ class _Plan:
             for s in p.stmts:
                 if not (isinstance(s, n.Decl) and s.init is not None and writes.get(s.name) == 1):
                     continue
-                if sum(1 for _ in walk(s.init)) > RECOMPUTE_LIMIT:
+                if self.thread_cost(s.init) > RECOMPUTE_LIMIT:
                     continue
                 ok = True
                 for x in walk(s.init):
@@ -510,6 +511,22 @@ class _Plan:
                 if ok:
                     out[s.name] = s.init
         return out
+
+    def thread_cost(self, e: n.Expr) -> int:
+        """What recomputing ``e`` in every part costs: its distinct subexpressions that vary with
+        the thread (the compiler computes a repeated one once), an invariant one counting as one
+        node (the compiler computes it once, outside the thread loop)."""
+        seen: set[n.Expr] = set()
+
+        def cost(x: n.Expr) -> int:
+            if x in seen:
+                return 0
+            seen.add(x)
+            if not any(isinstance(y, n.Var) and (y.name == self.t or y.name in self.declared) for y in walk(x)):
+                return 1
+            return 1 + sum(cost(c) for c in iter_children(x) if isinstance(c, n.Expr))
+
+        return cost(e)
 
     def slot_storage(self, v: str) -> tuple[str, tuple[n.Expr, ...]] | None:
         """``v`` starts as this thread's slot of a per-thread buffer and goes back there at the end,
