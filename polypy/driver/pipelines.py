@@ -133,6 +133,7 @@ for _name, _target in (
     ("forward-scalars", "polypy.passes.forward_scalars:forward_scalars"),
     ("eliminate-dead-code", "polypy.passes.eliminate_dead_code:eliminate_dead_code"),
     ("hoist-invariants", "polypy.passes.hoist_invariants:hoist_invariants"),
+    ("substitute-inductions", "polypy.passes.substitute_inductions:substitute_inductions"),
     ("specialize-block-shape", "polypy.passes.specialize:specialize_block_shape"),
     # gpu2cpu: GPU form, exact with isl
     ("forward-shared-stores", "gpu2cpu.forward_shared:forward_shared_stores"),
@@ -166,7 +167,10 @@ for _name, _target in (
 SIMPLIFY: tuple[str, ...] = tuple(p.name for p in _SIMPLIFY)
 GPU_PASSES: tuple[str, ...] = ("eliminate-returns", "raise-counted-loops") + SIMPLIFY
 # Forwarding first: it makes stores dead and then barriers removable.
-CPU_OPTIMIZE: tuple[str, ...] = ("forward-shared-stores", "eliminate-dead-shared-stores", "eliminate-barriers")
+SHARED_OPTIMIZE: tuple[str, ...] = ("forward-shared-stores", "eliminate-dead-shared-stores", "eliminate-barriers")
+# Then locals a loop steps by a fixed amount as functions of its counter: not carried through the
+# loop, they need no per-thread buffer once the threads are loops.
+CPU_OPTIMIZE: tuple[str, ...] = SHARED_OPTIMIZE + ("substitute-inductions",)
 # Identical threads (an unread threadIdx dimension) run once, before the threads become loops.
 CPU_LOWERING: tuple[str, ...] = ("collapse-identical-threads", "serialize-threads")
 CPU_SCHEDULE: tuple[str, ...] = (
@@ -184,7 +188,7 @@ CPU_SCHEDULE: tuple[str, ...] = (
 )
 # privatize-atomics last: it marks buffers by their accesses, which no later pass may change.
 CPU_FINISH: tuple[str, ...] = ("lower-block-atomics", "fold-constants", "eliminate-dead-code", "privatize-atomics")
-BEFORE_AD: tuple[str, ...] = CPU_OPTIMIZE + ("hoist-invariants",) + SIMPLIFY
+BEFORE_AD: tuple[str, ...] = SHARED_OPTIMIZE + ("hoist-invariants",) + SIMPLIFY
 # After differentiation: fold and clean up, but keep the generated locals (trip counts, iteration
 # indices, reconstructed loop variables) named rather than forwarded into every use.
 AFTER_AD: tuple[str, ...] = ("fold-constants", "eliminate-dead-code")
