@@ -25,8 +25,9 @@ Per program, in a fresh temporary directory:
 
 The table has one row per program: translate / compile / run / correct / first blocker (the
 first error line, shortened) / time polypy / time omp / ratio. ``--time`` runs both versions on
-a larger input (same input for both), best of 3 whole-program wall times, and reports the
-geometric mean of t_omp / t_polypy over the programs correct in both.
+a larger input (same input for both), best of 3 (``--repeat``) whole-program wall times, the
+two versions run in turn, and reports the geometric mean of t_omp / t_polypy over the programs
+correct in both.
 
 Not a test: nothing here asserts anything; ``tests/test_real_programs_runner.py`` checks the
 machinery on a tiny suite of its own.
@@ -378,14 +379,16 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
             big = work / "inputs_time"
             params = _params(program, big, "time", tools)
             args = _format(program.time_args if program.time_args is not None else program.args, params, program.note)
-            row.t_polypy = _best(binary, args, run_directory(work / "time_polypy", program, big), program, tools, repeat,
-                                 clock)
+            runs = [(binary, args, run_directory(work / "time_polypy", program, big))]
             if program.omp is not None:
                 if ref_binary is None:
                     ref_binary = compile_program(program.omp, root, work, tools, translated=None, exe="omp_prog")
                 ref_args = _format(program.omp_args if program.omp_args is not None else program.args, params)
-                row.t_omp = _best(ref_binary, ref_args, run_directory(work / "time_omp", program, big), program,
-                                  tools, repeat, clock)
+                runs.append((ref_binary, ref_args, run_directory(work / "time_omp", program, big)))
+            best = _best_interleaved(runs, program, tools, repeat, clock)
+            row.t_polypy = best[0]
+            if program.omp is not None:
+                row.t_omp = best[1]
     except NoInput as exc:
         row.run = "n/a"
         row.blocker = f"input: {exc}"
@@ -418,14 +421,21 @@ def _self_check(check: Check, stdout: str) -> None:
             raise StepFailed(f"self-check: {line.strip()[:80]}")
 
 
-def _best(binary: pathlib.Path, args: Sequence[str], run_dir: pathlib.Path, program: Program, tools: Tools,
-          repeat: int, env: Mapping[str, str] | None = None) -> float:
-    return min(run_binary(binary, args, run_dir, timeout=program.timeout_s, threads=tools.thread_count, env=env)[1]
-               for _ in range(repeat))
+def _best_interleaved(runs: Sequence[tuple[pathlib.Path, Sequence[str], pathlib.Path]], program: Program,
+                      tools: Tools, repeat: int, env: Mapping[str, str] | None = None) -> list[float]:
+    """The best of ``repeat`` wall times of each (binary, arguments, directory), the versions run
+    in turn (polypy, OpenMP, polypy, ...): a machine that slows down for a while slows both."""
+    times: list[list[float]] = [[] for _ in runs]
+    for _ in range(repeat):
+        for (binary, args, run_dir), mine in zip(runs, times):
+            mine.append(run_binary(binary, args, run_dir, timeout=program.timeout_s, threads=tools.thread_count,
+                                   env=env)[1])
+    return [min(t) for t in times]
 
 
 def measure_suite(programs: Sequence[Program], root: pathlib.Path, tools: Tools, *, timed: bool = False,
-                  keep: pathlib.Path | None = None, progress: Callable[[str], None] | None = None) -> list[Row]:
+                  keep: pathlib.Path | None = None, progress: Callable[[str], None] | None = None,
+                  repeat: int = 3) -> list[Row]:
     rows = []
     for i, program in enumerate(programs):
         if progress is not None:
@@ -437,7 +447,7 @@ def measure_suite(programs: Sequence[Program], root: pathlib.Path, tools: Tools,
             shutil.rmtree(work)
         work.mkdir(parents=True)
         try:
-            row = measure(program, root, work, tools, timed=timed)
+            row = measure(program, root, work, tools, timed=timed, repeat=repeat)
         finally:
             if keep is None:
                 shutil.rmtree(base, ignore_errors=True)
@@ -517,7 +527,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.real_programs", description=__doc__.split("\n\n")[0])
     p.add_argument("suite", choices=("rodinia", "polybench"))
     p.add_argument("path", type=pathlib.Path, help="checkout of yuhc/gpu-rodinia or sgrauerg/polybenchGpu")
-    p.add_argument("--time", action="store_true", help="larger inputs, best of 3, polypy vs the OpenMP version")
+    p.add_argument("--time", action="store_true",
+                   help="larger inputs, best of --repeat runs, polypy vs the OpenMP version (run in turn)")
+    p.add_argument("--repeat", type=int, default=3, help="timed runs of each version with --time (default 3)")
     p.add_argument("--only", default="", help="comma-separated program names")
     p.add_argument("--json", type=pathlib.Path, default=None, help="write the rows and the summary as JSON")
     p.add_argument("--threads", type=int, default=0, help="OpenMP threads for both versions (0: all usable cores)")
@@ -541,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tools = Tools(threads=args.threads)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_start = os.getloadavg()[0]
-    rows = measure_suite(programs, root, tools, timed=args.time, keep=args.keep,
+    rows = measure_suite(programs, root, tools, timed=args.time, keep=args.keep, repeat=args.repeat,
                          progress=lambda s: (sys.stderr.write(s), sys.stderr.flush()))
     print(format_table(rows, timed=args.time))
     if args.json is not None:

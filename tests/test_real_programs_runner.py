@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from bench import real_programs
 from bench.real_programs import (Build, Check, Output, Program, Row, Tools, compare, first_error, format_table,
                                  main, measure_suite, numbers, summary)
 
@@ -315,3 +316,19 @@ def test_reference_threads_sets_the_reference_builds_thread_count_in_the_check(t
     rows = {r.name: r for r in measure_suite(programs, root, Tools(threads=2))}
     assert rows["square_1"].correct == "yes"
     assert rows["square_None"].correct == "NO"
+
+
+def test_timed_runs_take_turns_and_keep_each_versions_best(tmp_path, monkeypatch):
+    calls: list[str] = []
+    times = {"polypy": iter([0.5, 0.3, 0.4]), "omp": iter([0.2, 0.6, 0.25])}
+
+    def fake_run(binary, args, run_dir, *, timeout, threads, env=None):
+        calls.append(binary.name)
+        return "", next(times[binary.name])
+
+    monkeypatch.setattr(real_programs, "run_binary", fake_run)
+    program = _suite(tmp_path / "suite")[0]
+    runs = [(tmp_path / "polypy", (), tmp_path), (tmp_path / "omp", (), tmp_path)]
+    best = real_programs._best_interleaved(runs, program, Tools(threads=2), 3)
+    assert calls == ["polypy", "omp"] * 3
+    assert best == [0.3, 0.2]
