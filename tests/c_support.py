@@ -24,6 +24,16 @@ def gpu_kernel(text: str) -> Kernel:
     return run_pipeline(parse_kernel(text), GPU_PIPELINE)
 
 
+def cuda_source(directory, name: str, source: str, kernel: str) -> tuple[Any, Kernel]:
+    """``source`` written to ``directory/name``: ``polypy.compile`` of it (the LLVM JIT) and the
+    GPU form of its kernel ``kernel``."""
+    import polypy
+
+    path = directory / name
+    path.write_text(source)
+    return polypy.compile(str(path)), polypy.load(str(path)).kernel(kernel)
+
+
 def copy_args(args: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
 

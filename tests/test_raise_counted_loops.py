@@ -14,14 +14,13 @@ import textwrap
 import numpy as np
 import pytest
 
-import polypy
 from polypy.driver.pipelines import to_cpu
 from polypy.emulator import emulate
 from polypy.ir import parse_kernel, print_kernel
 from polypy.ir import nodes as n
 from polypy.ir.visitor import walk
 from polypy.passes.raise_counted_loops import raise_counted_loops
-from tests.c_support import gpu_kernel, run_c
+from tests.c_support import cuda_source, run_c
 
 
 def _golden(before: str, after: str) -> None:
@@ -238,9 +237,7 @@ def _reference(n: int, nbr: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def gather(tmp_path_factory):
-    path = tmp_path_factory.mktemp("raise") / "gather.cu"
-    path.write_text(SOURCE)
-    return polypy.compile(str(path)), polypy.load(str(path)).kernel("gather")
+    return cuda_source(tmp_path_factory.mktemp("raise"), "gather.cu", SOURCE, "gather")
 
 
 def test_short_loop_stays_inside_the_thread_loop(gather) -> None:

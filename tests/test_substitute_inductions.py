@@ -15,7 +15,6 @@ import textwrap
 import numpy as np
 import pytest
 
-import polypy
 from codegen.lanes import vector_loop
 from polypy.driver.pipelines import to_cpu
 from polypy.emulator import emulate
@@ -23,7 +22,7 @@ from polypy.ir import nodes as n
 from polypy.ir import parse_kernel, print_kernel
 from polypy.ir.visitor import walk
 from polypy.passes.substitute_inductions import substitute_inductions
-from tests.c_support import run_c
+from tests.c_support import cuda_source, run_c
 
 
 def _golden(before: str, after: str) -> None:
@@ -226,9 +225,7 @@ def _reference(p: np.ndarray, t: np.ndarray, nx: int, ny: int, nz: int) -> np.nd
 
 @pytest.fixture(scope="module")
 def column(tmp_path_factory):
-    path = tmp_path_factory.mktemp("inductions") / "column.cu"
-    path.write_text(SOURCE)
-    return polypy.compile(str(path)), polypy.load(str(path)).kernel("column")
+    return cuda_source(tmp_path_factory.mktemp("inductions"), "column.cu", SOURCE, "column")
 
 
 def test_the_column_loop_keeps_no_index_buffer_and_runs_as_vector_lanes(column) -> None:
