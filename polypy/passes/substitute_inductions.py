@@ -10,14 +10,20 @@ it a gather. Written as a function of the counter and of its value on entry, the
 affine expression of the thread index again, which the thread loop recomputes instead of
 storing (``sink-thread-loops``: values defined once by a cheap expression) and isl can see::
 
-    for k = 1 to nz - 1 step 1 {          c_0 = c                                    (on entry)
-      tOut[c] = ... tIn[c + xy] ...       for k = 1 to nz - 1 step 1 {
-      c = c + xy                    ==>     c_1 = (i32)((i64)c_0 + ((i64)k - 1) * (i64)xy)
-      ... c ...                             tOut[c_1] = ... tIn[c_1 + xy] ...
-    }                                       c_2 = c_1 + xy                    (as the source adds)
-                                            ... c_2 ...
-                                          }
-                                          c = (i32)((i64)c_0 + max((i64)(nz - 1) - 1, 0) * (i64)xy)
+    var c                                 var c = ...           (declared where first assigned)
+    c = ...                               for k = 1 to nz - 1 step 1 {
+    for k = 1 to nz - 1 step 1 {            var c_1 = (i32)((i64)c + ((i64)k - 1) * (i64)xy)
+      tOut[c] = ... tIn[c + xy] ...   ==>   tOut[c_1] = ... tIn[c_1 + xy] ...
+      c = c + xy                            var c_2 = c_1 + xy                (as the source adds)
+      ... c ...                             ... c_2 ...
+    }                                     }
+    ... c ...                             var c_3 = (i32)((i64)c + max((i64)(nz - 1) - 1, 0) * (i64)xy)
+                                          ... c_3 ...
+
+``c`` keeps its value on entry, the value after the loop is a new local: so where ``c`` is
+declared in the loop's own statement list and not written after the loop. Otherwise (declared
+further out, or written again later) its value on entry is copied before the loop and the value
+after the loop assigned to it.
 
 Exact: the j-th iteration's value is ``c_0 + j * d`` computed in 64 bits and converted to 32, the
 value j additions in 32 bits give (wrapped, where they wrap): ``|j| < 2^32`` and ``|d| <= 2^31``
