@@ -52,11 +52,7 @@ from gpu2cpu.names import NameSupply
 from gpu2cpu.regions import BlockStmt, Group, Item, SFor, SIf, Structure, SWhile, linear_tid, split_body
 from gpu2cpu.report import LoweringDecision
 from gpu2cpu.store_or_recompute import choose_stored
-
-# Math functions cheap enough to recompute rather than store.
-_CHEAP_CALLS = frozenset({"min", "max", "abs", "fabs", "fmin", "fmax"})
-# Largest definition (in expression nodes) that is recomputed rather than stored.
-RECOMPUTE_LIMIT = 16
+from gpu2cpu.thread_loops import CHEAP_CALLS, RECOMPUTE_LIMIT
 
 
 def serialize_threads(kernel: n.Kernel, *, recompute: bool = True,
@@ -188,7 +184,7 @@ class _Lowering:
         init = self.writes[v].decl.init if self._written_once(v) else self._composed(v)  # type: ignore[union-attr]
         if init is not None and self._thread_cost(init) <= RECOMPUTE_LIMIT:
             for x in walk(init):
-                if isinstance(x, n.Load) or (isinstance(x, n.Call) and x.fn not in _CHEAP_CALLS) or \
+                if isinstance(x, n.Load) or (isinstance(x, n.Call) and x.fn not in CHEAP_CALLS) or \
                         (isinstance(x, n.Binary) and x.op in ("div", "rem") and not isinstance(x.b, n.Const)):
                     init = None
                 elif isinstance(x, n.Var) and x.name in self.st.thread_vars:

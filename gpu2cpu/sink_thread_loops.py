@@ -71,6 +71,8 @@ from gpu2cpu.thread_affine import (
     split_conjuncts,
 )
 from gpu2cpu.thread_loops import (
+    CHEAP_CALLS,
+    RECOMPUTE_LIMIT,
     ThreadLoopStep,
     copy_loop,
     let_definitions,
@@ -88,12 +90,8 @@ from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
 from polypy.ir.visitor import Visitor, iter_children, substitute, walk, walk_block
 
-# Definitions at most this big are recomputed in each part rather than expanded: distinct IR nodes
-# that vary with the thread, an invariant subexpression counting as one (``_Sink.thread_cost``).
-RECOMPUTE_LIMIT = 16
 # Loops with at most this many iterations (a constant) are left to the compiler to unroll.
 SHORT_LOOP = 16
-_CHEAP_CALLS = frozenset({"min", "max", "abs", "fabs", "fmin", "fmax"})
 
 
 def sink_thread_loops(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
@@ -506,7 +504,7 @@ class _Plan:
                         if not (x.name == self.t or x.name not in self.declared or x.name in out
                                 or x.name in sunk_vars):
                             ok = False
-                    elif isinstance(x, n.Load) and x.buffer in self.written_buffers or isinstance(x, n.Call) and x.fn not in _CHEAP_CALLS or isinstance(x, n.Binary) and x.op in ("div", "rem") and not isinstance(x.b, n.Const):
+                    elif isinstance(x, n.Load) and x.buffer in self.written_buffers or isinstance(x, n.Call) and x.fn not in CHEAP_CALLS or isinstance(x, n.Binary) and x.op in ("div", "rem") and not isinstance(x.b, n.Const):
                         ok = False
                 if ok:
                     out[s.name] = s.init

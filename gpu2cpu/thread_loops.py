@@ -26,6 +26,14 @@ from polypy.ir.visitor import Mutator, rebuild, walk
 
 _COMMUTING = {"add": "add", "sub": "add", "min": "min", "max": "max", "and": "and", "or": "or", "xor": "xor"}
 
+# What serialize-threads and sink-thread-loops recompute in each thread loop rather than keep in a
+# per-thread buffer: definitions of at most RECOMPUTE_LIMIT nodes that vary with the thread (an
+# invariant subexpression counting as one: the compiler computes it once, outside the thread loop;
+# sink-thread-loops also counts a repeated subexpression once), calling no math function but
+# these cheap ones.
+RECOMPUTE_LIMIT = 16
+CHEAP_CALLS = frozenset({"min", "max", "abs", "fabs", "fmin", "fmax"})
+
 
 def rewrite_cpu_body(kernel: n.Kernel, make: Callable[[n.Kernel], Mutator], *, what: str,
                      report: list | None = None) -> n.Kernel:

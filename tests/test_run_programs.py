@@ -181,6 +181,7 @@ def test_large_copies_and_fills_in_pieces_on_every_core(tmp_path, threads) -> No
 POPULATE = r"""
 #include <cstdio>
 #include <sys/mman.h>
+#include <unistd.h>
 #include "cuda_runtime.h"
 // polypy_rt_populate(d, len): where [d, d + len) starts on a page never touched, the whole pages
 // inside it are faulted in (resident before anything is written); partial pages at the ends,
@@ -191,7 +192,7 @@ static int resident(const char* p) {
   return v & 1;
 }
 int main() {
-  const size_t page = 4096, pages = 256;
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = 256;
   char* m = (char*)mmap(0, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return 2;
   polypy_rt_populate(m + 100, 100 * page);  // whole pages 1..99 inside; page 0 and 100 partial
@@ -199,7 +200,7 @@ int main() {
   int inside = 0;
   for (size_t i = 1; i < 100; ++i) inside += resident(m + i * page);
   printf("inside %d\n", inside);
-  polypy_rt_populate(m + 120 * page, 8 * page);  // shorter than POLYPY_RT_POPULATE_BYTES
+  polypy_rt_populate(m + 120 * page, POLYPY_RT_POPULATE_BYTES / 2);  // too short to be worth it
   printf("short %d\n", resident(m + 121 * page));
   m[140 * page] = 1;  // first page there already: one mincore call, nothing populated
   polypy_rt_populate(m + 140 * page, 100 * page);

@@ -539,7 +539,11 @@ static inline int polypy_rt_on_huge_pages(const void* dst) {
 #define POLYPY_RT_POPULATE_BYTES ((size_t)256 << 10)
 static inline void polypy_rt_populate(char* d, size_t len) {
 #ifdef POLYPY_RT_POPULATE
-  const uintptr_t page = 4096; /* where pages are larger, mincore and madvise refuse the address: no effect */
+#ifdef POLYPY_RT_HAVE_SYSCONF
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+#else
+  const uintptr_t page = 4096;
+#endif
   uintptr_t from = ((uintptr_t)d + page - 1) & ~(page - 1);
   uintptr_t to = ((uintptr_t)d + len) & ~(page - 1);
   if (len < POLYPY_RT_POPULATE_BYTES || from >= to) return;
