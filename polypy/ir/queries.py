@@ -20,6 +20,20 @@ def written_names(node: n.Node | Iterable[n.Node]) -> set[str]:
     return out
 
 
+def definition_counts(node: n.Node | Iterable[n.Node]) -> Counter[str]:
+    """How many statements define each local: ``Assign``, ``Decl``, a ``For``'s counter, the
+    destination of atomics and warp operations."""
+    out: Counter[str] = Counter()
+    for x in _nodes(node):
+        if isinstance(x, (n.Assign, n.Decl)):
+            out[x.name] += 1
+        elif isinstance(x, n.For):
+            out[x.var] += 1
+        elif isinstance(x, (n.AtomicRMW, n.Shuffle, n.Vote)) and x.dest is not None:
+            out[x.dest] += 1
+    return out
+
+
 def read_names(node: n.Node | Iterable[n.Node]) -> set[str]:
     """Names read through ``Var`` expressions."""
     return {x.name for x in _nodes(node) if isinstance(x, n.Var)}

@@ -47,7 +47,7 @@ import dataclasses
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.names import NameSupply
-from polypy.ir.queries import declared_names, has_load, read_names, written_names
+from polypy.ir.queries import declared_names, definition_counts, has_load, read_names, written_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import I32, I64, U32, U64, ScalarType
 from polypy.ir.visitor import Mutator, walk
@@ -105,7 +105,7 @@ class _Substitute(Mutator):
         if not all(_invariant(e, changed) for e in (loop.start, loop.stop)):
             return loop, [], []
         updates = [(i, s, _step(s, changed)) for i, s in enumerate(loop.body)]
-        updates = [(i, s, d) for i, s, d in updates if d is not None and _writes(loop.body, s.name) == 1]
+        updates = [(i, s, d) for i, s, d in updates if d is not None and definition_counts(loop.body)[s.name] == 1]
         entries: list[n.Stmt] = []
         finals: list[tuple[str, ScalarType, n.Expr]] = []
         body = loop.body
@@ -169,27 +169,12 @@ def _is_one(e: n.Expr) -> bool:
     return isinstance(e, n.Const) and e.value == 1
 
 
-def _writes(body: tuple[n.Stmt, ...], name: str) -> int:
-    """How many statements in ``body`` (nested ones too) write or declare ``name``."""
-    count = 0
-    for x in (x for s in body for x in walk(s)):
-        if isinstance(x, n.Assign) and x.name == name:
-            count += 1
-        elif isinstance(x, n.Decl) and x.name == name:
-            count += 1
-        elif isinstance(x, (n.AtomicRMW, n.Shuffle, n.Vote)) and x.dest == name:
-            count += 1
-        elif isinstance(x, n.For) and x.var == name:
-            count += 1
-    return count
-
-
 def _declare_at_assignment(out: list[n.Stmt], v: str) -> None:
     """``var v; ...; v = e`` in ``out`` (its only two writes, ``v`` not read in between) as
     ``...; var v = e``: written once by its declaration, the value on entry of a substituted
     local is one the thread loops recompute rather than store (``serialize-threads``)."""
     decl = next((i for i, s in enumerate(out) if isinstance(s, n.Decl) and s.name == v), None)
-    if decl is None or out[decl].init is not None or _writes(tuple(out), v) != 2:
+    if decl is None or out[decl].init is not None or definition_counts(out)[v] != 2:
         return
     at = next((i for i in range(decl + 1, len(out)) if isinstance(out[i], n.Assign) and out[i].name == v), None)
     if at is None or v in read_names(out[decl + 1:at + 1]):
