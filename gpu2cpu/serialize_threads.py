@@ -44,7 +44,7 @@ from polypy.errors import InternalError, Loc
 from polypy.ir import nodes as n
 from polypy.ir.queries import local_types, written_names
 from polypy.ir.rewrite import rename_locals
-from polypy.ir.types import BOOL, U32, PointerType
+from polypy.ir.types import BOOL, I32, U32, PointerType
 from polypy.ir.visitor import Mutator, iter_children, walk
 
 from gpu2cpu.liveness import analyze
@@ -67,10 +67,45 @@ def serialize_threads(kernel: n.Kernel, *, recompute: bool = True,
     structure = split_body(kernel)
     lowering = _Lowering(kernel, structure, recompute)
     body = lowering.items(structure.items)
-    result = dataclasses.replace(kernel, body=body, buffers=lowering.buffers(), stage="cpu")
+    buffers, widened = _widen_flags(lowering.buffers(), {b.name for b in kernel.buffers})
+    result = dataclasses.replace(kernel, body=_WidenFlags(widened).visit_block(body), buffers=buffers, stage="cpu")
     if report is not None:
         report.extend(lowering.decisions())
     return result
+
+
+def _widen_flags(buffers: tuple[n.Buffer, ...], source: set[str]) -> tuple[tuple[n.Buffer, ...], set[str]]:
+    """The ``bool`` buffers this lowering made (values kept across thread loops, branch masks,
+    vote exchanges) hold 32-bit ints, 0 or 1: a thread loop that loads a flag and then loads or
+    stores 32- or 64-bit data under it is vectorized by GCC (a byte mask beside wider data is
+    not, GCC 12: Rodinia pathfinder's ``if (computed) prev[tx] = result[tx]``). The kernel's own
+    arrays keep their layout."""
+    out, widened = [], set()
+    for b in buffers:
+        if b.elem == BOOL and b.space == "local" and b.name not in source:
+            b = dataclasses.replace(b, elem=I32)
+            widened.add(b.name)
+        out.append(b)
+    return tuple(out), widened
+
+
+class _WidenFlags(Mutator):
+    """Stores to a widened flag buffer convert the ``bool`` to ``i32``; loads convert back."""
+
+    def __init__(self, widened: set[str]):
+        self.widened = widened
+
+    def visit_Load(self, e: n.Load) -> n.Expr:
+        e = self.generic_visit(e)
+        if e.buffer in self.widened:
+            return n.Cast(BOOL, dataclasses.replace(e, etype=I32))
+        return e
+
+    def visit_Store(self, s: n.Store) -> n.Stmt:
+        s = self.generic_visit(s)
+        if s.buffer in self.widened:
+            return dataclasses.replace(s, value=n.Cast(I32, s.value))
+        return s
 
 
 def _copy_written_params(kernel: n.Kernel) -> n.Kernel:
