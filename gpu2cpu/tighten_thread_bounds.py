@@ -127,7 +127,7 @@ from polypy.ir.printer import format_expr
 from polypy.ir.queries import conjunction
 from polypy.ir.rewrite import fold_max, fold_min
 from polypy.ir.types import I64, U32
-from polypy.ir.visitor import Mutator, rebuild, substitute, walk
+from polypy.ir.visitor import Mutator, iter_children, rebuild, substitute, walk
 from polypy.passes.fold_constants import fold_expr
 
 # In kernels for coarse blocks (the ``ranges`` option), conditions constant over most of a block
@@ -142,6 +142,10 @@ RANGE_MIN_THREADS = 256
 # no split that would copy more than this many IR nodes.
 MAX_SPLITS = 3
 MAX_COPIED_NODES = 600
+# Unclamping indices (step 2c) makes four copies of the loop body (all threads unclamped; the
+# threads before, in and after the unclamped range): at most this many IR nodes in them (hotspot's
+# stencil statement, its block-level bounds written out, is about 370 nodes).
+MAX_CLAMP_NODES = 2000
 # Peeling boundary threads (step 2b): at most this many ranges of the counter, and versions of
 # unswitched chains per range, and this many IR nodes in all the copies.
 MAX_PEELED_RANGES = 5
@@ -182,6 +186,7 @@ class _Tighten(Mutator):
         self.ranges = Ranges.of_kernel(kernel.body)
         self.decisions: list[LoweringDecision] = []
         self.facts: list[Facts] = [Facts()]
+        self.clamp_edges: set[str] = set()  # counters of loops that run the threads a clamp split left clamped
 
     def note(self, loop: n.Stmt, message: str) -> None:
         self.decisions.append(LoweringDecision(self.kernel.name, loop.loc, message))
@@ -272,6 +277,9 @@ class _Tighten(Mutator):
         peeled = self.peel(loop, facts, needs, depth) if depth < MAX_SPLITS + 1 else None
         if peeled is not None:
             return peeled
+        clamped = self.clamp_split(loop, facts, needs, depth) if depth < MAX_SPLITS + 1 else None
+        if clamped is not None:
+            return clamped
         ranged = None
         if self.use_ranges:
             ranged = box_range(loop, names=self.names, ranges=self.ranges, needs=needs, decls=[], note=self.note)
@@ -586,6 +594,91 @@ class _Tighten(Mutator):
             return [n.If(ucond, tuple(out), orelse, loc=loop.loc)]
         return out
 
+    # ------------------------------------------------------------------ clamped indices
+    def clamp_split(self, loop: n.For, facts: Facts, needs: list[Need], depth: int) -> list[n.Stmt] | None:
+        """Step 2c: an index clamped by a select on the counter (pathfinder's and hotspot's
+        ``prev[W < validXmin ? validXmin : W]`` with ``W = tx - 1``) is a gather in a vector
+        loop. Where every such select takes its operand that varies with the counter (the
+        clamp does nothing: all threads of a block inside the array), the loop runs with that
+        operand alone, contiguous; the threads before and after that range run the selects::
+
+            for threads tx = s to e {        for tx = s to L  { ... p[W < m ? m : W] ... }
+              ... p[W < m ? m : W] ...  ==>  for tx = L to H  { ... p[W] ... }
+            }                                for tx = H to e  { ... p[W < m ? m : W] ... }
+
+        with ``L``/``H`` the ends of the range where ``W >= m``, clamped to ``[s, e]``. Only
+        selects in an index of a load or store, whose condition holds on one interval of the
+        counter and of which one operand depends on the counter and the other does not."""
+        if not (isinstance(loop.step, n.Const) and int(loop.step.value) == 1) or loop.var in self.clamp_edges:
+            return None
+        analysis = self.analysis(loop, len(loop.body))
+        chosen: dict[int, n.Expr] = {}
+        lows: list[n.Expr] = []
+        highs: list[n.Expr] = []
+        found_needs: list[Need] = []
+        for sel in _index_selects(loop.body):
+            varies = (analysis.mentions_counter(sel.a), analysis.mentions_counter(sel.b))
+            if id(sel) in chosen or varies[0] == varies[1]:
+                continue
+            found = analysis.interval(sel.cond)
+            if found is None:
+                continue
+            iv = found[0]
+            if varies[0]:  # the condition must hold: on [lo, hi)
+                if iv.lo is not None:
+                    lows.append(iv.lo)
+                if iv.hi is not None:
+                    highs.append(iv.hi)
+            elif iv.lo is None and iv.hi is not None:  # it must fail: from hi on
+                lows.append(iv.hi)
+            elif iv.hi is None and iv.lo is not None:  # ... or before lo
+                highs.append(iv.lo)
+            else:
+                continue
+            chosen[id(sel)] = sel.a if varies[0] else sel.b
+            found_needs.extend(found[1])
+        if not chosen or _size(loop.body) * 4 > MAX_CLAMP_NODES:
+            return None
+        needs.extend(x for x in found_needs if not facts.implies(x) and x not in needs)
+        inner_facts = facts.with_needs(needs)
+        start64, stop64 = i64(loop.start), i64(loop.stop)
+        lo = self.clamp(fold_max(lows, I64), start64, stop64) if lows else start64
+        hi = self.clamp(fold_min(highs, I64), lo, stop64) if highs else stop64
+        decls: list[n.Stmt] = []
+        lo_u = self.named(to_u32(lo), loop, "lo", decls) if lows else loop.start
+        hi_u = self.named(to_u32(hi), loop, "hi", decls) if highs else loop.stop
+
+        class Choose(Mutator):
+            def visit_Select(self, e: n.Select) -> n.Expr:
+                pick = chosen.get(id(e))
+                return self.generic_visit(e) if pick is None else self.visit(pick)
+
+        unclamped = Choose().visit_block(loop.body)
+        whole = copy_loop(loop, self.names, body=unclamped, fresh=False)
+        before = copy_loop(loop, self.names, stop=lo_u) if lows else None
+        after = copy_loop(loop, self.names, start=hi_u) if highs else None
+        pieces: list[n.Stmt] = []
+        for part in (before, copy_loop(loop, self.names, start=lo_u, stop=hi_u, body=unclamped), after):
+            if part is not None:
+                if part is not before and part is not after:
+                    pieces.extend(self.transform(part, inner_facts, needs, depth + 1))
+                    continue
+                self.clamp_edges.add(part.var)  # its clamps stay
+                pieces.extend(self.transform(part, inner_facts, needs, depth + 1))
+        # Every thread unclamped (a block inside the array): one loop over the loop's own bounds.
+        # The test has the shape of a run-time check (``is_check``), so that the pass's second
+        # run leaves the three loops of the other branch, whose clamps remain, alone.
+        zero = n.Const(0, I64)
+        is_whole = n.Binary("land", n.Binary("le", n.Binary("sub", i64(lo_u), start64), zero),
+                            n.Binary("le", n.Binary("sub", stop64, i64(hi_u)), zero))
+        out: list[n.Stmt] = list(decls)
+        out.append(n.If(is_whole, tuple(self.transform(whole, inner_facts, needs, depth + 1)), tuple(pieces),
+                        loc=loop.loc))
+        bounds = ", ".join(f"{d.name} = {format_expr(d.init)}" for d in decls)  # type: ignore[union-attr]
+        self.note(loop, f"thread loop over {loop.var}: {len(chosen)} clamped index(es) unclamped on the range "
+                        f"[{format_expr(lo_u)}, {format_expr(hi_u)})" + (f" with {bounds}" if bounds else ""))
+        return out
+
     # ------------------------------------------------------------------ conditions constant over the block
     def named(self, bound: n.Expr, loop: n.For, what: str, decls: list[n.Stmt]) -> n.Expr:
         """A computed bound, declared once before the loops that use it (``var tx_hi: u32 = ...``)."""
@@ -792,6 +885,29 @@ def _loads_global(kernel: n.Kernel, choice: n.Select) -> bool:
     (a scan's ``(tx >= off) ? s[tx - off] : 0``, masked loads otherwise: prefix_scan through C
     6.0 -> 4.6 ms)."""
     return any(isinstance(x, n.Load) for e in (choice.a, choice.b) for x in walk(e))
+
+
+def _index_selects(stmts: tuple[n.Stmt, ...]) -> list[n.Select]:
+    """The selects inside the indices of loads, stores and atomics in ``stmts``, outside nested
+    thread loops and the originals kept by run-time checks."""
+    out: list[n.Select] = []
+
+    def visit(node: n.Node, in_index: bool) -> None:
+        if isinstance(node, n.For) and node.kind == "threads":
+            return
+        if isinstance(node, n.If) and is_check(node.cond):
+            for s in node.then:
+                visit(s, False)
+            return
+        if in_index and isinstance(node, n.Select):
+            out.append(node)
+        index = node.index if isinstance(node, (n.Load, n.Store, n.AtomicRMW)) else ()
+        for child in iter_children(node):
+            visit(child, in_index or any(child is x for x in index))
+
+    for s in stmts:
+        visit(s, False)
+    return out
 
 
 def _with_value(s: n.Stmt, value: n.Expr) -> n.Stmt:

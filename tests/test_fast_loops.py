@@ -6,12 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from c_support import assert_same_as_emulator
+from c_support import assert_same_as_emulator, run_c, run_emulated
 from codegen.c import emit_kernels
 from polypy.driver.pipelines import to_cpu
 from polypy.driver.source import load
 from polypy.ir import nodes as n
 from polypy.ir import parse_kernel
+from polypy.ir.printer import format_expr
 from polypy.ir.visitor import walk, walk_block
 
 # A pathfinder-style sweep (Rodinia's dynproc kernel, written anew and smaller): the west/east
@@ -96,6 +97,96 @@ def test_clamped_neighbour_indices_recomputed_exactly():
                     src=rng.integers(0, 10, size=cols).astype(np.int32),
                     dst=np.full(cols, -1, np.int32), cols=cols, steps=steps, border=steps)
         assert_same_as_emulator(kernel, (grid, 1, 1), (64, 1, 1), args, cpp=True)
+
+
+def _pyramid_reference(wall: np.ndarray, src: np.ndarray, steps: int) -> np.ndarray:
+    """The dynamic program the pyramid kernel computes: each step, the cheapest of a column's
+    own and its two neighbours' costs (clamped at the ends of the row) plus the wall."""
+    prev = src.astype(np.int64)
+    cols = len(src)
+    for i in range(steps):
+        left = np.concatenate(([prev[0]], prev[:-1]))
+        right = np.concatenate((prev[1:], [prev[-1]]))
+        prev = np.minimum(np.minimum(left, prev), right) + wall[i * cols:(i + 1) * cols]
+    return prev.astype(np.int32)
+
+
+def test_clamped_neighbour_reads_are_contiguous_where_no_clamp_acts():
+    """tighten-thread-bounds step 2c: the step loop runs the threads where neither clamp acts
+    with prev[tx - 1] and prev[tx + 1] (vector loads); the threads at the valid range's ends
+    keep the selects (gathers there only)."""
+    cpu = to_cpu(_kernel(PYRAMID, "pyramid"))
+    reads = [x for x in walk(cpu) if isinstance(x, n.Load) and x.buffer == "prev"]
+    clamped = [x for x in reads if any(isinstance(y, n.Select) for i in x.index for y in walk(i))]
+    shifted = [x for x in reads if not clamped.count(x) and "tx" in format_expr(x.index[0])
+               and format_expr(x.index[0]).startswith(("-1l + ", "1l + "))]
+    assert clamped, "the threads at the ends of the valid range keep their clamps"
+    assert len(shifted) >= 4, [format_expr(x.index[0]) for x in reads]  # W and E, in two loops
+
+
+@pytest.mark.parametrize("cols,steps", [(150, 1), (150, 3), (61, 2), (300, 5), (7, 2)])
+def test_pyramid_matches_numpy_through_every_backend(cols, steps):
+    import polypy
+
+    rng = np.random.default_rng(cols * 10 + steps)
+    wall = rng.integers(0, 10, size=steps * cols).astype(np.int32)
+    src = rng.integers(0, 10, size=cols).astype(np.int32)
+    want = _pyramid_reference(wall, src, steps)
+    small = 64 - 2 * steps
+    grid = ((cols + small - 1) // small, 1, 1)
+    args = dict(wall=wall, src=src, dst=np.full(cols, -1, np.int32), cols=cols, steps=steps, border=steps)
+    kernel = _kernel(PYRAMID, "pyramid")
+    np.testing.assert_array_equal(run_emulated(kernel, grid, (64, 1, 1), args)["dst"], want)
+    np.testing.assert_array_equal(run_c(kernel, grid, (64, 1, 1), args, cpp=True)["dst"], want)
+    for specialize in (False, True):
+        got = dict(args, dst=np.full(cols, -1, np.int32))
+        polypy.compile(None, text=PYRAMID, specialize=specialize).pyramid[grid, (64, 1, 1)](**got)
+        np.testing.assert_array_equal(got["dst"], want)
+
+
+# A flag computed from a load, read after the barrier: kept in a per-thread buffer of 32-bit
+# ints, not bytes, so that a compiler vectorizes the loop that loads it and stores under it.
+FLAG = r"""
+__global__ void keep(const float* a, float* out, int n, float t)
+{
+    __shared__ float s[64];
+    int i = blockIdx.x * 64 + threadIdx.x;
+    bool big = false;
+    s[threadIdx.x] = 0.0f;
+    if (i < n) {
+        float v = a[i];
+        big = v > t;
+        s[threadIdx.x] = v * 2.0f;
+    }
+    __syncthreads();
+    if (big)
+        out[i] = s[threadIdx.x ^ 1u];
+}
+"""
+
+
+def test_a_flag_kept_across_a_barrier_is_a_32_bit_buffer_and_exact():
+    import polypy
+    from polypy.ir.types import I32
+
+    kernel = _kernel(FLAG, "keep")
+    cpu = to_cpu(kernel)
+    flags = [b for b in cpu.buffers if b.name.startswith("big")]
+    assert flags and all(b.elem == I32 for b in flags), [(b.name, b.elem) for b in cpu.buffers]
+    rng = np.random.default_rng(5)
+    n_ = 150
+    a = rng.standard_normal(192).astype(np.float32)
+    want = np.full(192, -7.0, np.float32)
+    pairs = np.arange(192) ^ 1
+    chosen = (np.arange(192) < n_) & (a > 0.25)
+    ok = pairs < n_
+    want[chosen] = np.where(ok[chosen], a[pairs[chosen]] * 2.0, 0.0).astype(np.float32)
+    args = dict(a=a, out=np.full(192, -7.0, np.float32), n=n_, t=np.float32(0.25))
+    np.testing.assert_array_equal(run_emulated(kernel, (3, 1, 1), (64, 1, 1), args)["out"], want)
+    np.testing.assert_array_equal(run_c(kernel, (3, 1, 1), (64, 1, 1), args, cpp=True)["out"], want)
+    got = dict(args, out=np.full(192, -7.0, np.float32))
+    polypy.compile(None, text=FLAG).keep[(3, 1, 1), (64, 1, 1)](**got)
+    np.testing.assert_array_equal(got["out"], want)
 
 
 def test_value_reassigned_after_a_barrier_stays_stored_and_exact():
