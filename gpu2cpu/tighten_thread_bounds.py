@@ -145,7 +145,8 @@ from polypy.passes.fold_constants import fold_expr
 RANGE_MIN_THREADS = 256
 
 # Index-set splitting copies the loop body once per range: at most this many splits per loop, and
-# no split that would copy more than this many IR nodes.
+# no split that would add more than this many IR nodes (the copies, less the loop it replaces: a
+# guard around a large body, itself split by the inner loops' steps, is no reason to stop).
 MAX_SPLITS = 3
 MAX_COPIED_NODES = 600
 # Unclamping indices (step 2c) makes four copies of the loop body (all threads unclamped; the
@@ -549,7 +550,7 @@ class _Tighten(Mutator):
             then = (n.If(conjunction(residual), then, loc=body[i].loc),)
         true_body = body[:i] + then + body[i + 1:]
         false_body = body[:i] + orelse + body[i + 1:]
-        if false_body and _size(false_body) * 2 + _size(true_body) > MAX_COPIED_NODES:
+        if false_body and _size(false_body) * 2 + _size(true_body) - _size(body) > MAX_COPIED_NODES:
             return None
         return _Split(i, intervals, uniform, residual, needs, true_body, false_body)
 

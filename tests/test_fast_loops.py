@@ -144,6 +144,83 @@ def test_pyramid_matches_numpy_through_every_backend(cols, steps):
         np.testing.assert_array_equal(got["dst"], want)
 
 
+# A hotspot-style 2D stencil (Rodinia hotspot's calculate_temp, written anew and smaller): the
+# x clamps split the tx loop into four copies of a long statement; the ty guard around them must
+# still become the bounds of the ty loop.
+HOT = r"""
+__global__ void hot(const float* src, const float* power, float* dst, int n, float k)
+{
+    __shared__ float t[16][16];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int x0 = (int)blockIdx.x * 14 - 1, y0 = (int)blockIdx.y * 14 - 1;
+    int x = x0 + tx, y = y0 + ty;
+    int lo = x0 < 0 ? -x0 : 0;
+    int hi = x0 + 15 > n - 1 ? 15 - (x0 + 16 - n) : 15;
+    int loy = y0 < 0 ? -y0 : 0;
+    int hiy = y0 + 15 > n - 1 ? 15 - (y0 + 16 - n) : 15;
+    if (x >= 0 && x < n && y >= 0 && y < n)
+        t[ty][tx] = src[y * n + x];
+    __syncthreads();
+    int W = tx - 1, E = tx + 1, N = ty - 1, S = ty + 1;
+    W = W < lo ? lo : W;
+    E = E > hi ? hi : E;
+    N = N < loy ? loy : N;
+    S = S > hiy ? hiy : S;
+    if (tx >= 1 && tx <= 14 && ty >= 1 && ty <= 14 && tx >= lo && tx <= hi && ty >= loy && ty <= hiy)
+        dst[y * n + x] = t[ty][tx] + k * (power[y * n + x] + (t[N][tx] + t[S][tx] - 2.0 * t[ty][tx]) * 0.25
+                         + (t[ty][E] + t[ty][W] - 2.0 * t[ty][tx]) * 0.5 + (80.0f - t[ty][tx]) * 0.125f
+                         + (t[N][W] + t[S][E]) * 0.0625f);
+}
+"""
+
+
+def _hot_reference(src: np.ndarray, power: np.ndarray, n_: int, k: float) -> np.ndarray:
+    """One step of the stencil, neighbours clamped at the array's edges, in float64 as the
+    kernel computes (its constants are doubles) and rounded to float32."""
+    t32 = src.reshape(n_, n_)
+    north = np.vstack([t32[:1], t32[:-1]])
+    south = np.vstack([t32[1:], t32[-1:]])
+    west = np.hstack([t32[:, :1], t32[:, :-1]])
+    east = np.hstack([t32[:, 1:], t32[:, -1:]])
+    t, p = t32.astype(np.float64), power.reshape(n_, n_).astype(np.float64)
+    vertical = (north + south).astype(np.float64)  # float + float, then double, as in C
+    horizontal = (east + west).astype(np.float64)
+    far = ((np.float32(80.0) - t32) * np.float32(0.125)).astype(np.float64)
+    nw_, se = np.hstack([north[:, :1], north[:, :-1]]), np.hstack([south[:, 1:], south[:, -1:]])
+    corners = ((nw_ + se) * np.float32(0.0625)).astype(np.float64)
+    out = t + float(np.float32(k)) * (p + (vertical - 2.0 * t) * 0.25 + (horizontal - 2.0 * t) * 0.5 + far + corners)
+    return out.astype(np.float32).ravel()
+
+
+def test_a_guard_around_a_large_body_still_becomes_the_bounds_of_its_loop():
+    report: list = []
+    to_cpu(_kernel(HOT, "hot"), report=report)
+    guard = HOT.splitlines().index(next(x for x in HOT.splitlines() if "if (tx >= 1" in x)) + 1
+    lines = [d.message for d in report if d.loc is not None and d.loc.line >= guard]
+    assert any("clamped index(es) unclamped" in x for x in lines), lines
+    assert any(x.startswith("thread loop over ty") and "decided by the range of ty" in x for x in lines), lines
+
+
+@pytest.mark.parametrize("n_", [40, 29, 14, 3])
+def test_hot_matches_numpy_through_every_backend(n_):
+    import polypy
+
+    rng = np.random.default_rng(n_)
+    src = (300 + 20 * rng.random(n_ * n_)).astype(np.float32)
+    power = rng.random(n_ * n_).astype(np.float32)
+    k = np.float32(0.01)
+    want = _hot_reference(src, power, n_, k)
+    grid = ((n_ + 13) // 14, (n_ + 13) // 14, 1)
+    args = dict(src=src, power=power, dst=np.zeros(n_ * n_, np.float32), n=n_, k=k)
+    kernel = _kernel(HOT, "hot")
+    np.testing.assert_array_equal(run_emulated(kernel, grid, (16, 16, 1), args)["dst"], want)
+    np.testing.assert_array_equal(run_c(kernel, grid, (16, 16, 1), args, cpp=True)["dst"], want)
+    for specialize in (False, True):
+        got = dict(args, dst=np.zeros(n_ * n_, np.float32))
+        polypy.compile(None, text=HOT, specialize=specialize).hot[grid, (16, 16, 1)](**got)
+        np.testing.assert_array_equal(got["dst"], want)
+
+
 # A flag computed from a load, read after the barrier: kept in a per-thread buffer of 32-bit
 # ints, not bytes, so that a compiler vectorizes the loop that loads it and stores under it.
 FLAG = r"""
