@@ -42,6 +42,15 @@ from polypy.launch import MAX_BLOCK, MAX_GRID  # CUDA's launch limits (the launc
 
 # Linear forms whose atoms can exceed this are refused: bounds arithmetic stays far from i64 overflow.
 _MAGNITUDE = 1 << 48
+# ... unless the whole form stays within this (sum of |coefficient| * |atom| over its terms, with
+# the counter at its largest): one large atom, a layer offset ``(i64)(k - 1) * (i64)(nx * ny)``
+# that substitute-inductions made (hotspot3D), with small ones beside it. The difference of two
+# such forms, and any partial sum computed in i64, stays below 2**62.
+_FORM_MAGNITUDE = 1 << 61
+# Forms only rewritten in place, never subtracted from one another (``index_forms``: exact index
+# arithmetic), may reach this: every partial sum computed in i64 stays below 2**63. A product of
+# two 32-bit values, a row or layer offset, is up to 2**62.
+_INDEX_MAGNITUDE = (1 << 62) + (1 << 48)
 
 _COUNTER = re.compile(r"^t([xyz])(_\d+)?$")
 
@@ -457,8 +466,9 @@ class CounterAnalysis:
 
     def __init__(self, counter: str, dim: int, *, lets: Mapping[str, n.Expr],
                  available: Callable[[str], bool], ranges: Ranges, free_atoms: bool = False,
-                 separate: frozenset[str] = frozenset(), start: n.Expr | None = None):
+                 separate: frozenset[str] = frozenset(), start: n.Expr | None = None, index_forms: bool = False):
         self.counter = counter
+        self.limit = _INDEX_MAGNITUDE if index_forms else _FORM_MAGNITUDE
         self.dim = dim
         # The loop's first counter value where it is not 0 (the upper part of an index-set
         # split, ``[min(16u, blockDim.x), blockDim.x)``): the smallest value needs are taken at.
@@ -504,12 +514,20 @@ class CounterAnalysis:
         """``e`` as an exact linear form, and what must hold for it to be exact (None: not affine)."""
         needs: list[Need] = []
         lin = self._lin(self.expand(e), needs)
-        if lin is None:
+        if lin is None or self.magnitude(lin) > self.limit:
             return None
         needs = [x for x in needs if not self.proved(x)]
         if self.free_atoms and any(not safe_uniform(a, self.available) for x in needs for a, _ in x.value.terms):
             return None  # a check that could not be made outside the loop
         return lin, needs
+
+    def magnitude(self, lin: Linear) -> int:
+        """A bound on ``|lin|`` and on every partial sum of it, for any counter value."""
+        total = abs(lin.const) + abs(lin.coef) * (MAX_BLOCK[self.dim] - 1)
+        for atom, k in lin.terms:
+            lo, hi = self.ranges.of(atom)
+            total += abs(k) * max(abs(lo), abs(hi))
+        return total
 
     def proved(self, need: Need) -> bool:
         lo, hi = self.static_range(need.value)
@@ -601,8 +619,8 @@ class CounterAnalysis:
                 break
             e = e.x  # a conversion that keeps the value: `linear_ir` converts atoms to i64 itself
         lo, hi = self.ranges.of(e)
-        if max(abs(lo), abs(hi)) > _MAGNITUDE:
-            return None
+        if max(abs(lo), abs(hi)) > self.limit:
+            return None  # larger ones than _MAGNITUDE only alone (``linear`` bounds the whole form)
         return Linear(0, ((e, 1),))
 
     def _lin(self, e: n.Expr, needs: list[Need]) -> Linear | None:
@@ -631,6 +649,8 @@ class CounterAnalysis:
             if not ty.is_signed:
                 self._wrap(out, ty, needs)
             return out
+        if isinstance(e, n.Select):
+            return self._uniform_select(e, needs)
         if not isinstance(e, n.Binary):
             return None
         if e.op in ("add", "sub"):
@@ -660,6 +680,22 @@ class CounterAnalysis:
         if not ty.is_signed:
             self._wrap(out, ty, needs)
         return out
+
+    def _uniform_select(self, e: n.Select, needs: list[Need]) -> Linear | None:
+        """``c ? a : b`` with ``c`` the same for every thread and ``a``, ``b`` linear with the
+        same counter coefficient (hotspot3D's ``N = (j == 0) ? c : c - nx``, ``j`` the row):
+        ``b + (c ? a - b : 0)``, the select a counter-free atom. Both operands' needs are kept."""
+        if any(isinstance(x, n.Var) and (x.name == self.counter or x.name in self.separate) for x in walk(e.cond)):
+            return None
+        if not self.free_atoms and not safe_uniform(e.cond, self.available):
+            return None
+        a, b = self._lin(e.a, needs), self._lin(e.b, needs)
+        if a is None or b is None or a.coef != b.coef:
+            return None
+        offset = a.base().plus(b.base(), -1)
+        if not offset.terms and offset.const == 0:
+            return b
+        return b.plus(Linear(0, ((n.Select(e.cond, linear_ir(offset), const64(0)), 1),)))
 
     def _wrap(self, lin: Linear, ty: ScalarType, needs: list[Need]) -> None:
         """Record that ``lin`` must stay in ``ty``'s range for every counter value."""

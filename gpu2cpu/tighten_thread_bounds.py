@@ -623,15 +623,20 @@ class _Tighten(Mutator):
         lows: list[n.Expr] = []
         highs: list[n.Expr] = []
         found_needs: list[Need] = []
+        start64, stop64 = i64(loop.start), i64(loop.stop)
         for sel in _index_selects(loop.body):
             varies = (analysis.mentions_counter(sel.a), analysis.mentions_counter(sel.b))
-            if id(sel) in chosen or varies[0] == varies[1]:
+            eq = isinstance(sel.cond, n.Binary) and sel.cond.op == "eq"
+            if id(sel) in chosen or not any(varies) or (eq and varies == (True, False)):
+                continue
+            want = varies == (True, False)  # the operand that varies; both: the rarer case of ==
+            if all(varies) and not eq:
                 continue
             found = analysis.interval(sel.cond)
             if found is None:
                 continue
             iv = found[0]
-            if varies[0]:  # the condition must hold: on [lo, hi)
+            if want:  # the condition must hold: on [lo, hi)
                 if iv.lo is not None:
                     lows.append(iv.lo)
                 if iv.hi is not None:
@@ -640,15 +645,18 @@ class _Tighten(Mutator):
                 lows.append(iv.hi)
             elif iv.hi is None and iv.lo is not None:  # ... or before lo
                 highs.append(iv.lo)
+            elif iv.lo is not None and iv.hi is not None:  # ... on the longer side of [lo, hi)
+                after = n.Binary("gt", n.Binary("sub", stop64, iv.hi), n.Binary("sub", iv.lo, start64))
+                lows.append(n.Select(after, iv.hi, start64))
+                highs.append(n.Select(after, stop64, iv.lo))
             else:
                 continue
-            chosen[id(sel)] = sel.a if varies[0] else sel.b
+            chosen[id(sel)] = sel.a if want else sel.b
             found_needs.extend(found[1])
         if not chosen or _size(loop.body) * 4 > MAX_CLAMP_NODES:
             return None
         needs.extend(x for x in found_needs if not facts.implies(x) and x not in needs)
         inner_facts = facts.with_needs(needs)
-        start64, stop64 = i64(loop.start), i64(loop.stop)
         lo = self.clamp(fold_max(lows, I64), start64, stop64) if lows else start64
         hi = self.clamp(fold_min(highs, I64), lo, stop64) if highs else stop64
         decls: list[n.Stmt] = []
@@ -712,7 +720,7 @@ class _Tighten(Mutator):
         if dim is None:
             return loop
         analysis = CounterAnalysis(loop.var, dim, lets=let_definitions(loop.body, len(loop.body)),
-                                   available=_outside(loop), ranges=self.ranges, free_atoms=True,
+                                   available=_outside(loop), ranges=self.ranges, free_atoms=True, index_forms=True,
                                    start=_closed(loop.start, self.ranges.lets))
         rewriter = _ExactIndices(analysis, facts, needs)
         body = rewriter.visit_block(loop.body)
@@ -895,26 +903,38 @@ def _loads_global(kernel: n.Kernel, choice: n.Select) -> bool:
 
 
 def _index_selects(stmts: tuple[n.Stmt, ...]) -> list[n.Select]:
-    """The selects inside the indices of loads, stores and atomics in ``stmts``, outside nested
-    thread loops and the originals kept by run-time checks."""
-    out: list[n.Select] = []
+    """The selects that compute an index of a load, store or atomic in ``stmts``: inside the
+    index, or in the declaration of a local the index reads (hotspot3D's ``W = (x == 0) ? c :
+    c - 1``, read as ``tIn[W]``), outside nested thread loops and the originals kept by run-time
+    checks."""
+    in_index: list[n.Expr] = []
+    decls: dict[str, n.Expr] = {}
 
-    def visit(node: n.Node, in_index: bool) -> None:
+    def visit(node: n.Node) -> None:
         if isinstance(node, n.For) and node.kind == "threads":
             return
         if isinstance(node, n.If) and is_check(node.cond):
             for s in node.then:
-                visit(s, False)
+                visit(s)
             return
-        if in_index and isinstance(node, n.Select):
-            out.append(node)
-        index = node.index if isinstance(node, (n.Load, n.Store, n.AtomicRMW)) else ()
+        if isinstance(node, (n.Load, n.Store, n.AtomicRMW)):
+            in_index.extend(node.index)
+        if isinstance(node, n.Decl) and node.init is not None:
+            decls[node.name] = node.init
         for child in iter_children(node):
-            visit(child, in_index or any(child is x for x in index))
+            visit(child)
 
     for s in stmts:
-        visit(s, False)
-    return out
+        visit(s)
+    sources = list(in_index)
+    seen: set[str] = set()
+    while sources:  # the declarations the indices read, and those they read
+        for x in walk(sources.pop()):
+            if isinstance(x, n.Var) and x.name in decls and x.name not in seen:
+                seen.add(x.name)
+                sources.append(decls[x.name])
+    roots = in_index + [decls[name] for name in sorted(seen)]
+    return [x for e in roots for x in walk(e) if isinstance(x, n.Select)]
 
 
 def _with_value(s: n.Stmt, value: n.Expr) -> n.Stmt:

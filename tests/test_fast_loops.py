@@ -221,6 +221,88 @@ def test_hot_matches_numpy_through_every_backend(n_):
         np.testing.assert_array_equal(got["dst"], want)
 
 
+# A hotspot3D-style column walk (Rodinia hotspot3D's hotspotOpt1, written anew and smaller): the
+# neighbour indices are selects on the thread's own column (W, E: == on the counter) and row (N,
+# S: the same for every thread of a row), all stepped by a layer in the serial loop.
+LAYERS = r"""
+__global__ void layers(const float* p, const float* tIn, float* tOut, int nx, int ny, int nz,
+                       float cc, float cn, float ct)
+{
+    int i = blockDim.x * blockIdx.x + threadIdx.x;
+    int j = blockDim.y * blockIdx.y + threadIdx.y;
+    int c = i + j * nx;
+    int xy = nx * ny;
+    int W = (i == 0) ? c : c - 1;
+    int E = (i == nx - 1) ? c : c + 1;
+    int N = (j == 0) ? c : c - nx;
+    int S = (j == ny - 1) ? c : c + nx;
+    float below = tIn[c], here = tIn[c], above = tIn[c + xy];
+    tOut[c] = cc * here + cn * (tIn[W] + tIn[E] + tIn[N] + tIn[S]) + ct * (below + above) + p[c];
+    c += xy; W += xy; E += xy; N += xy; S += xy;
+    for (int k = 1; k < nz - 1; ++k) {
+        below = here; here = above; above = tIn[c + xy];
+        tOut[c] = cc * here + cn * (tIn[W] + tIn[E] + tIn[N] + tIn[S]) + ct * (below + above) + p[c];
+        c += xy; W += xy; E += xy; N += xy; S += xy;
+    }
+    below = here; here = above;
+    tOut[c] = cc * here + cn * (tIn[W] + tIn[E] + tIn[N] + tIn[S]) + ct * (below + above) + p[c];
+}
+"""
+
+
+def _layers_reference(p: np.ndarray, t_in: np.ndarray, nx: int, ny: int, nz: int, cc, cn, ct) -> np.ndarray:
+    t = t_in.reshape(nz, ny, nx)
+    west = np.concatenate([t[:, :, :1], t[:, :, :-1]], axis=2)
+    east = np.concatenate([t[:, :, 1:], t[:, :, -1:]], axis=2)
+    north = np.concatenate([t[:, :1], t[:, :-1]], axis=1)
+    south = np.concatenate([t[:, 1:], t[:, -1:]], axis=1)
+    below = np.concatenate([t[:1], t[:-1]], axis=0)
+    above = np.concatenate([t[1:], t[-1:]], axis=0)
+    out = cc * t + cn * (((west + east) + north) + south) + ct * (below + above) + p.reshape(nz, ny, nx)
+    return out.astype(np.float32).ravel()
+
+
+def test_layer_walk_reads_neighbours_with_vector_loads():
+    """The layer loop's thread loop, where no W/E select acts, indexes every access by the
+    counter plus a row's offset (N, S: a select on the row, the same for the whole loop; the
+    layer's: a 64-bit product that substitute-inductions made): no gathers, no scatter."""
+    cpu = to_cpu(_kernel(LAYERS, "layers"))
+    clean = []
+    for layer in (x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "serial"):
+        for loop in (x for x in walk(layer) if isinstance(x, n.For) and x.kind == "threads"):
+            accesses = [x for x in walk(loop) if isinstance(x, (n.Load, n.Store)) and x.buffer in ("tIn", "tOut")]
+            direct = all(any(isinstance(v, n.Var) and v.name == loop.var for v in walk(a.index[0]))
+                         and not any(isinstance(y, n.Select) and any(isinstance(v, n.Var) and v.name == loop.var
+                                                                     for v in walk(y.cond)) for y in walk(a.index[0]))
+                         for a in accesses)
+            if len(accesses) >= 6 and direct:
+                clean.append(loop)
+    assert clean, "no thread loop in the layer loop reads tIn and writes tOut at affine indices"
+
+
+@pytest.mark.parametrize("shape,block,nz", [((48, 12), (16, 4), 5), ((48, 12), (8, 2), 2), ((32, 8), (32, 1), 3),
+                                            ((16, 16), (4, 8), 7)])
+def test_layers_match_numpy_through_every_backend(shape, block, nz):
+    import polypy
+
+    nx, ny = shape
+    rng = np.random.default_rng(nx * ny + nz)
+    p = rng.random(nx * ny * nz).astype(np.float32)
+    t_in = (300 + 20 * rng.random(nx * ny * nz)).astype(np.float32)
+    cc, cn, ct = np.float32(0.5), np.float32(0.1), np.float32(0.05)
+    want = _layers_reference(p, t_in, nx, ny, nz, cc, cn, ct)
+    grid = (nx // block[0], ny // block[1], 1)
+    args = dict(p=p, tIn=t_in, tOut=np.zeros_like(t_in), nx=nx, ny=ny, nz=nz, cc=cc, cn=cn, ct=ct)
+    kernel = _kernel(LAYERS, "layers")
+    blk = (*block, 1)
+    np.testing.assert_array_equal(run_emulated(kernel, grid, blk, args)["tOut"], want)
+    np.testing.assert_array_equal(run_c(kernel, grid, blk, args, cpp=True)["tOut"], want)
+    for specialize in (False, True):
+        got = dict(args, tOut=np.zeros_like(t_in))
+        polypy.compile(None, text=LAYERS, specialize=specialize).layers[grid, blk](**got)
+        np.testing.assert_array_equal(got["tOut"], want)
+
+
 # A flag computed from a load, read after the barrier: kept in a per-thread buffer of 32-bit
 # ints, not bytes, so that a compiler vectorizes the loop that loads it and stores under it.
 FLAG = r"""
