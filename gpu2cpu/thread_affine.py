@@ -42,14 +42,12 @@ from polypy.launch import MAX_BLOCK, MAX_GRID  # CUDA's launch limits (the launc
 
 # Linear forms whose atoms can exceed this are refused: bounds arithmetic stays far from i64 overflow.
 _MAGNITUDE = 1 << 48
-# ... unless the whole form stays within this (sum of |coefficient| * |atom| over its terms, with
-# the counter at its largest): one large atom, a layer offset ``(i64)(k - 1) * (i64)(nx * ny)``
-# that substitute-inductions made (hotspot3D), with small ones beside it. The difference of two
-# such forms, and any partial sum computed in i64, stays below 2**62.
-_FORM_MAGNITUDE = 1 << 61
-# Forms only rewritten in place, never subtracted from one another (``index_forms``: exact index
-# arithmetic), may reach this: every partial sum computed in i64 stays below 2**63. A product of
-# two 32-bit values, a row or layer offset, is up to 2**62.
+# Forms that are only rewritten in place, never subtracted from one another (``index_forms``:
+# exact index arithmetic), may hold larger atoms, as long as the whole form (the sum of
+# |coefficient| * |atom| over its terms, the counter at its largest) stays within this: one
+# product of two 32-bit values, a layer offset ``(i64)(k - 1) * (i64)(nx * ny)`` that
+# substitute-inductions made (hotspot3D), with small atoms beside it. Every partial sum computed
+# in i64 stays below 2**63.
 _INDEX_MAGNITUDE = (1 << 62) + (1 << 48)
 
 _COUNTER = re.compile(r"^t([xyz])(_\d+)?$")
@@ -468,7 +466,7 @@ class CounterAnalysis:
                  available: Callable[[str], bool], ranges: Ranges, free_atoms: bool = False,
                  separate: frozenset[str] = frozenset(), start: n.Expr | None = None, index_forms: bool = False):
         self.counter = counter
-        self.limit = _INDEX_MAGNITUDE if index_forms else _FORM_MAGNITUDE
+        self.limit = _INDEX_MAGNITUDE if index_forms else _MAGNITUDE
         self.dim = dim
         # The loop's first counter value where it is not 0 (the upper part of an index-set
         # split, ``[min(16u, blockDim.x), blockDim.x)``): the smallest value needs are taken at.
@@ -514,7 +512,7 @@ class CounterAnalysis:
         """``e`` as an exact linear form, and what must hold for it to be exact (None: not affine)."""
         needs: list[Need] = []
         lin = self._lin(self.expand(e), needs)
-        if lin is None or self.magnitude(lin) > self.limit:
+        if lin is None or (self.limit > _MAGNITUDE and self.magnitude(lin) > self.limit):
             return None
         needs = [x for x in needs if not self.proved(x)]
         if self.free_atoms and any(not safe_uniform(a, self.available) for x in needs for a, _ in x.value.terms):
@@ -620,7 +618,7 @@ class CounterAnalysis:
             e = e.x  # a conversion that keeps the value: `linear_ir` converts atoms to i64 itself
         lo, hi = self.ranges.of(e)
         if max(abs(lo), abs(hi)) > self.limit:
-            return None  # larger ones than _MAGNITUDE only alone (``linear`` bounds the whole form)
+            return None
         return Linear(0, ((e, 1),))
 
     def _lin(self, e: n.Expr, needs: list[Need]) -> Linear | None:

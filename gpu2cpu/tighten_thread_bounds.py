@@ -42,11 +42,15 @@ For each thread loop, innermost first:
    with conditions that do not depend on the counter is unswitched, one loop per branch, so
    that the interior range vectorizes (srad_v2 0.89x -> 1.07x of Rodinia's OpenMP version).
 2c. **Unclamping indices** (``clamp_split``): an index clamped by a select on the counter
-   (pathfinder's and hotspot's ``prev[W < validXmin ? validXmin : W]``, ``W = tx - 1``) is a
-   gather in a vector loop. On the range of the counter where every such select takes its
-   operand that varies with the counter (the whole loop in a block inside the array), the loop
-   reads with that operand alone; the threads before and after the range keep the selects.
-   Rodinia pathfinder's kernel 122 -> 77 ms of samples, as fast as the OpenMP port's loop.
+   (pathfinder's and hotspot's ``prev[W < validXmin ? validXmin : W]``, ``W = tx - 1``; the
+   select may be in the declaration of a local the index reads) is a gather in a vector loop.
+   On the range of the counter where every such select takes its operand that varies with the
+   counter (for ``==``, hotspot3D's ``W = (i == 0) ? c : c - 1``, where it is false, on the
+   longer side of its point), the loop reads with that operand alone; the threads before and
+   after the range keep the selects. A copy over the loop's own bounds runs where the range is
+   all of them (a block inside the array). Rodinia pathfinder's kernel 122 -> 77 ms of
+   samples, as fast as the OpenMP port's loop. (A select whose condition is the same for every
+   thread is linear already: ``thread_affine.CounterAnalysis`` makes it a counter-free atom.)
 3. **Conditions constant over the block** (versioning, ``gpu2cpu.version_thread_loops``): an ``if`` deeper in the body whose condition is
    affine in the counter and in the variables of short constant loops around it (a stencil's
    ``x + dx >= 0 && x + dx < width``, a boundary test ``x == 0 || x == nx - 1``) usually has the
@@ -145,8 +149,9 @@ from polypy.passes.fold_constants import fold_expr
 RANGE_MIN_THREADS = 256
 
 # Index-set splitting copies the loop body once per range: at most this many splits per loop, and
-# no split that would add more than this many IR nodes (the copies, less the loop it replaces: a
-# guard around a large body, itself split by the inner loops' steps, is no reason to stop).
+# no split that would copy more than this many IR nodes (the guarded statements themselves move
+# to one range and are not counted: a guard around a large body, itself split by the inner
+# loops' steps, is no reason to stop).
 MAX_SPLITS = 3
 MAX_COPIED_NODES = 600
 # Unclamping indices (step 2c) makes four copies of the loop body (all threads unclamped; the
@@ -550,7 +555,7 @@ class _Tighten(Mutator):
             then = (n.If(conjunction(residual), then, loc=body[i].loc),)
         true_body = body[:i] + then + body[i + 1:]
         false_body = body[:i] + orelse + body[i + 1:]
-        if false_body and _size(false_body) * 2 + _size(true_body) - _size(body) > MAX_COPIED_NODES:
+        if false_body and _size(false_body) * 2 + _size(true_body) - _size(then) > MAX_COPIED_NODES:
             return None
         return _Split(i, intervals, uniform, residual, needs, true_body, false_body)
 
@@ -632,6 +637,8 @@ class _Tighten(Mutator):
             want = varies == (True, False)  # the operand that varies; both: the rarer case of ==
             if all(varies) and not eq:
                 continue
+            if analysis.linear(sel.a) is None or analysis.linear(sel.b) is None:
+                continue  # not a clamp of an affine index (a trip count's select: a division in it)
             found = analysis.interval(sel.cond)
             if found is None:
                 continue
