@@ -241,6 +241,30 @@ def test_the_column_loop_keeps_no_index_buffer_and_runs_as_vector_lanes(column) 
     assert inner and all(vector_loop(cpu, y) is not None for y in inner)
 
 
+def test_the_column_loop_reads_its_neighbours_with_vector_loads(column) -> None:
+    """tighten-thread-bounds on the substituted indices: where neither W's nor E's select acts
+    (``i == 0``, ``i == nx - 1``: split on the longer side of their point), the layer loop's
+    thread loop indexes every access by the counter plus a row offset (N, S: a select on the
+    row, the same for the whole loop; the layer's: a 64-bit product of two 32-bit values):
+    vector loads and stores, not gathers and a scatter."""
+    _, kernel = column
+    cpu = to_cpu(kernel)
+
+    def direct(access, counter: str) -> bool:
+        index = access.index[0]
+        on_counter = [y for y in walk(index) if isinstance(y, n.Select)
+                      and any(isinstance(v, n.Var) and v.name == counter for v in walk(y.cond))]
+        return not on_counter and any(isinstance(v, n.Var) and v.name == counter for v in walk(index))
+
+    clean = []
+    for layer in (x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "serial" and x.var == "k"):
+        for loop in (x for x in walk(layer) if isinstance(x, n.For) and x.kind == "threads"):
+            accesses = [x for x in walk(loop) if isinstance(x, (n.Load, n.Store)) and x.buffer in ("tIn", "tOut", "p")]
+            if len(accesses) >= 7 and all(direct(a, loop.var) for a in accesses):  # 5 reads of tIn, p, tOut
+                clean.append(loop)
+    assert clean, "no thread loop in the layer loop reads tIn and writes tOut at affine indices"
+
+
 @pytest.mark.parametrize("nx,ny,nz,block", [(64, 8, 6, (32, 4)), (96, 12, 3, (32, 2)), (48, 6, 8, (16, 3))])
 def test_the_column_kernel_against_numpy_through_every_backend(column, nx: int, ny: int, nz: int, block) -> None:
     compiled, kernel = column
