@@ -618,9 +618,12 @@ class _Tighten(Mutator):
               ... p[W < m ? m : W] ...  ==>  for tx = L to H  { ... p[W] ... }
             }                                for tx = H to e  { ... p[W < m ? m : W] ... }
 
-        with ``L``/``H`` the ends of the range where ``W >= m``, clamped to ``[s, e]``. Only
-        selects in an index of a load or store, whose condition holds on one interval of the
-        counter and of which one operand depends on the counter and the other does not."""
+        with ``L``/``H`` the ends of the range where ``W >= m``, clamped to ``[s, e]``, and a copy
+        of the middle loop over ``[s, e)`` where that range is all of it. The selects taken: those
+        in an index of a load or store or in the declaration of a local an index reads, with
+        affine operands, a condition that holds on one interval of the counter, and one operand
+        that depends on the counter and one that does not; or both depending on it and an ``==``
+        condition (``W = (i == 0) ? c : c - 1``), on the longer side of its point."""
         if not (isinstance(loop.step, n.Const) and int(loop.step.value) == 1) or loop.var in self.clamp_edges:
             return None
         analysis = self.analysis(loop, len(loop.body))
@@ -679,14 +682,14 @@ class _Tighten(Mutator):
         whole = copy_loop(loop, self.names, body=unclamped, fresh=False)
         before = copy_loop(loop, self.names, stop=lo_u) if lows else None
         after = copy_loop(loop, self.names, start=hi_u) if highs else None
+        middle = copy_loop(loop, self.names, start=lo_u, stop=hi_u, body=unclamped)
         pieces: list[n.Stmt] = []
-        for part in (before, copy_loop(loop, self.names, start=lo_u, stop=hi_u, body=unclamped), after):
-            if part is not None:
-                if part is not before and part is not after:
-                    pieces.extend(self.transform(part, inner_facts, needs, depth + 1))
-                    continue
-                self.clamp_edges.add(part.var)  # its clamps stay
-                pieces.extend(self.transform(part, inner_facts, needs, depth + 1))
+        for part in (before, middle, after):
+            if part is None:
+                continue
+            if part is not middle:
+                self.clamp_edges.add(part.var)  # its clamps stay: not split again
+            pieces.extend(self.transform(part, inner_facts, needs, depth + 1))
         # Every thread unclamped (a block inside the array): one loop over the loop's own bounds.
         # The test has the shape of a run-time check (``is_check``), so that the pass's second
         # run leaves the three loops of the other branch, whose clamps remain, alone.
