@@ -466,7 +466,8 @@ class CounterAnalysis:
                  available: Callable[[str], bool], ranges: Ranges, free_atoms: bool = False,
                  separate: frozenset[str] = frozenset(), start: n.Expr | None = None, index_forms: bool = False):
         self.counter = counter
-        self.limit = _INDEX_MAGNITUDE if index_forms else _MAGNITUDE
+        self.index_forms = index_forms
+        self.limit = _INDEX_MAGNITUDE if index_forms else _MAGNITUDE  # of one atom; of the form too where index_forms
         self.dim = dim
         # The loop's first counter value where it is not 0 (the upper part of an index-set
         # split, ``[min(16u, blockDim.x), blockDim.x)``): the smallest value needs are taken at.
@@ -512,7 +513,7 @@ class CounterAnalysis:
         """``e`` as an exact linear form, and what must hold for it to be exact (None: not affine)."""
         needs: list[Need] = []
         lin = self._lin(self.expand(e), needs)
-        if lin is None or (self.limit > _MAGNITUDE and self.magnitude(lin) > self.limit):
+        if lin is None or (self.index_forms and self.magnitude(lin) > self.limit):
             return None
         needs = [x for x in needs if not self.proved(x)]
         if self.free_atoms and any(not safe_uniform(a, self.available) for x in needs for a, _ in x.value.terms):
