@@ -92,7 +92,7 @@ class _Var:
     refs: list[_Ref] = dataclasses.field(default_factory=list)
 
 
-class _Function:
+class HostFunction:
     """One host function: the kind of every node by position, its local variables with every
     reference to them, and the position of each launch."""
 
@@ -142,7 +142,7 @@ class LaunchShapes:
     def __init__(self, functions: Sequence[ci.Cursor], read: Callable[[str], str]):
         self.functions = list(functions)
         self.read = read
-        self._facts: dict[int, _Function] = {}
+        self._facts: dict[int, HostFunction] = {}
         self._bytes: dict[str, bytes] = {}
 
     # -- entry point
@@ -158,7 +158,7 @@ class LaunchShapes:
         why = "; ".join(dict.fromkeys(sources)) if sources else self.quote(arg)
         return ShapeOf(value, why)
 
-    def _locate(self, call: ci.Cursor) -> tuple[_Function | None, Pos | None]:
+    def _locate(self, call: ci.Cursor) -> tuple[HostFunction | None, Pos | None]:
         f = call.location.file
         offset = call.extent.start.offset
         for i, fn in enumerate(self.functions):
@@ -168,7 +168,7 @@ class LaunchShapes:
             if not fn.extent.start.offset <= offset < fn.extent.end.offset:
                 continue
             if i not in self._facts:
-                self._facts[i] = _Function(fn)
+                self._facts[i] = HostFunction(fn)
             facts = self._facts[i]
             pos = facts.launches.get((call.extent.start.offset, call.extent.end.offset))
             if pos is not None:
@@ -189,7 +189,7 @@ class LaunchShapes:
 
 
 class _Evaluator:
-    def __init__(self, shapes: LaunchShapes, facts: _Function | None):
+    def __init__(self, shapes: LaunchShapes, facts: HostFunction | None):
         self.shapes = shapes
         self.facts = facts
 

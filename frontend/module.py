@@ -15,9 +15,10 @@ import clang.cindex as ci
 from polypy.analysis.uniformity import check_barriers
 from polypy.errors import UserError
 from polypy.ir import nodes as n
-from polypy.ir.host import DeviceSpan, HostFile, HostProgram, IncludeSpan, LaunchSite
+from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, IncludeSpan, LaunchSite
 
 from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, parse_translation_unit
+from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.launch_shapes import LaunchShapes
 from frontend.lower import (
     CK, KernelBuilder, ModuleContext, decl_key, function_body, has_attr, is_device_decl, is_host_decl,
@@ -225,7 +226,14 @@ class _ModuleBuilder:
         has_main = any(d.kind == CK.FUNCTION_DECL and d.spelling == "main" and d.is_definition() for d in decls)
         host = None
         if has_main or launches_by_file or self.defines_host_code(decls, host_functions):
-            host = self.host_program(decls, launches_by_file, names, has_main)
+            # Per launch outside host templates: which arguments its kernel writes through.
+            by_name = {k.name: k for k in built}
+            written = {(call.location.file.name, call.extent.start.offset):
+                       written_arguments(by_name[names[self.kernel_key(target)]])
+                       for calls in launches_by_file.values() for call, target, instance in calls if instance is None}
+            copies = share_copies([fn for fn in host_functions if self.is_user(fn)],
+                                  lambda call: written.get((call.location.file.name, call.extent.start.offset)))
+            host = self.host_program(decls, launches_by_file, names, has_main, copies)
         return n.Module(tuple(built), tuple(self.ctx.globals.values()), source=self.path, host=host)
 
     def defines_host_code(self, decls: list[ci.Cursor], host_functions: list[ci.Cursor]) -> bool:
@@ -347,7 +355,8 @@ class _ModuleBuilder:
         return name
 
     # -- host program
-    def host_program(self, decls, launches_by_file, names: dict[tuple, str], has_main: bool) -> HostProgram:
+    def host_program(self, decls, launches_by_file, names: dict[tuple, str], has_main: bool,
+                     copies: list[CopyDecision]) -> HostProgram:
         files: dict[str, HostFile] = {}
         by_file: dict[str, list[ci.Cursor]] = {}
         for d in decls:
@@ -368,7 +377,10 @@ class _ModuleBuilder:
             spans += self.symbol_name_spans(by_file.get(fname, []), decls, conv)
             includes = tuple(self.include_span(c, conv) for c in inclusions
                              if c.location.file is not None and c.location.file.name == fname)
-            files[fname] = HostFile(fname, text, launches, spans, includes)  # type: ignore[arg-type]
+            shared = tuple(CopySpan(conv.char(c.call.extent.start.offset), conv.char(c.call.extent.end.offset),
+                                    c.device, c.host, conv.slice(c.count.extent), c.shared, c.why, cursor_loc(c.call))
+                           for c in copies if c.call.location.file.name == fname)
+            files[fname] = HostFile(fname, text, launches, spans, includes, shared)  # type: ignore[arg-type]
         return HostProgram(self.path, files, has_main)
 
     def file_text(self, fname: str) -> str:

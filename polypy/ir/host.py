@@ -58,12 +58,34 @@ class IncludeSpan:
 
 
 @dataclasses.dataclass(frozen=True)
+class CopySpan:
+    """A host-to-device ``cudaMemcpy(device, host, count, ...)`` into a local device pointer
+    (``frontend.host_copies``): ``shared`` where the device array may be the host buffer itself
+    (the call becomes ``polypy_rt_share_copy``), and why either way, for ``--report``."""
+
+    start: int
+    end: int
+    device: str
+    host: str
+    count: str
+    shared: bool
+    why: str
+    loc: Loc | None = None
+
+    def format(self) -> str:
+        where = f"{self.loc}: " if self.loc is not None else ""
+        verdict = "no copy, " if self.shared else "copied: "
+        return f"{where}cudaMemcpy of {self.host} to {self.device}: {verdict}{self.why}"
+
+
+@dataclasses.dataclass(frozen=True)
 class HostFile:
     path: str
     text: str
     launches: tuple[LaunchSite, ...]
     device_spans: tuple[DeviceSpan, ...]
     includes: tuple[IncludeSpan, ...]
+    copies: tuple[CopySpan, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,3 +97,7 @@ class HostProgram:
     @property
     def launches(self) -> tuple[LaunchSite, ...]:
         return tuple(l for f in self.files.values() for l in f.launches)
+
+    @property
+    def copies(self) -> tuple[CopySpan, ...]:
+        return tuple(c for f in self.files.values() for c in f.copies)

@@ -86,7 +86,9 @@
 #else
 #define POLYPY_RT_STATE static inline
 #endif
-struct polypy_rt_alloc { void* base; size_t size; };
+/* shared: the block is a host buffer a device pointer was pointed at instead of copying it
+ * (polypy_rt_share_copy); cudaFree forgets it without freeing it. */
+struct polypy_rt_alloc { void* base; size_t size; int shared; };
 POLYPY_RT_STATE struct polypy_rt_alloc** polypy_rt_table(void) { static struct polypy_rt_alloc* t = 0; return &t; }
 POLYPY_RT_STATE size_t* polypy_rt_count(void) { static size_t n = 0; return &n; }
 POLYPY_RT_STATE size_t* polypy_rt_capacity(void) { static size_t c = 0; return &c; }
@@ -101,6 +103,7 @@ static inline void polypy_rt_register(void* p, size_t size) {
   }
   (*table)[*n].base = p;
   (*table)[*n].size = size;
+  (*table)[*n].shared = 0;
   ++*n;
 }
 
@@ -117,6 +120,15 @@ static inline int polypy_rt_unregister(void* p, size_t* size) {
       return 1;
     }
   }
+  return 0;
+}
+
+/* The live allocation whose base is p, or null. */
+static inline struct polypy_rt_alloc* polypy_rt_entry(const void* p) {
+  struct polypy_rt_alloc* table = *polypy_rt_table();
+  size_t n = *polypy_rt_count();
+  for (size_t i = 0; i < n; ++i)
+    if (table[i].base == p) return &table[i];
   return 0;
 }
 
@@ -385,8 +397,11 @@ template <class T> static inline cudaError_t cudaMallocHost(T** p, size_t size) 
 
 static inline cudaError_t cudaFree(void* p) {
   if (!p) return cudaSuccess;
+  struct polypy_rt_alloc* entry = polypy_rt_entry(p);
+  int shared = entry && entry->shared;
   size_t size = 0;
   if (!polypy_rt_unregister(p, &size)) return polypy_rt_fail(cudaErrorInvalidDevicePointer);
+  if (shared) return cudaSuccess;  /* the host's buffer: the host frees it */
   size_t rounded = polypy_rt_rounded(size);
   size_t* n = polypy_rt_cached_count();
   size_t* bytes = polypy_rt_cached_bytes();
@@ -523,7 +538,8 @@ static inline int polypy_rt_on_huge_pages(const void* dst) {
 #ifdef POLYPY_RT_HUGE_PAGE
   void* base = 0;
   size_t size = 0;
-  return polypy_rt_find_alloc(dst, &base, &size) && polypy_rt_rounded(size) >= POLYPY_RT_HUGE_PAGE;
+  return polypy_rt_find_alloc(dst, &base, &size) && polypy_rt_rounded(size) >= POLYPY_RT_HUGE_PAGE &&
+         !polypy_rt_entry(base)->shared;
 #else
   (void)dst;
   return 0;
@@ -615,6 +631,26 @@ static inline cudaError_t polypy_rt_memcpy(void* dst, const void* src, size_t co
 static inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
   return polypy_rt_memcpy(dst, src, count, kind, polypy_rt_bytes, 1);
 }
+/* cudaMemcpy(*device, host, count, cudaMemcpyHostToDevice) where polypy proved that the program
+ * cannot tell the device array from the host buffer (frontend/host_copies.py: the host never
+ * writes the buffer after the copy, and never reads it once the device array is written): the
+ * device pointer becomes the buffer itself, and the fresh block goes back to the pool unused. The
+ * copy and the clearing of the block's new pages are saved (Rodinia nw: two 64 MiB arrays).
+ * Still checked here: *device must be a block cudaMalloc gave, of exactly count bytes, and host
+ * no device memory; otherwise this is the copy. */
+static inline cudaError_t polypy_rt_share_copy(void** device, const void* host, size_t count) {
+  struct polypy_rt_alloc* entry = polypy_rt_entry(*device);
+  void* base = 0;
+  size_t size = 0;
+  if (!entry || entry->shared || entry->size != count || !host || polypy_rt_find_alloc(host, &base, &size))
+    return cudaMemcpy(*device, host, count, cudaMemcpyHostToDevice);
+  cudaFree(*device);
+  polypy_rt_register((void*)host, count);
+  polypy_rt_entry(host)->shared = 1;
+  *device = (void*)host;
+  return cudaSuccess;
+}
+
 /* A destination of one of the scalar types above (float* ...): the trace knows its element type.
  * Other pointers (structs, incomplete types, char) take the untyped overload. */
 template <bool B> struct polypy_rt_enable_if {};

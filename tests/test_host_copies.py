@@ -1,0 +1,325 @@
+"""Host-to-device copies that are not made (``frontend.host_copies``): the device array becomes the
+host buffer where the program cannot tell them apart, and every copy it could tell stays.
+
+Each host function of ``PROGRAM`` is one case: the report names the decision and its reason, and
+the translated program's results equal the CUDA semantics (computed here), whether the copy was
+made or not -- a copy wrongly left out shows as a wrong sum.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from c_support import need_compiler
+from codegen.c import find_compiler, runtime_header
+
+PROGRAM = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cuda_runtime.h>
+#define N 1000
+__global__ void add(const int* a, int* m, int n) {   // reads a, writes m
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) m[i] = m[i] + 2 * a[i];
+}
+__global__ void triple(int* m, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) m[i] = 3 * m[i];
+}
+static long long total(const int* v) { long long s = 0; for (int i = 0; i < N; i++) s += v[i]; return s; }
+static void fill(int* v, int k) { for (int i = 0; i < N; i++) v[i] = k; }
+
+long long shared_both() {               // both copies go: ref only read, in only written on the device
+  int* ref = (int*)malloc(N * sizeof(int));
+  int* in = (int*)malloc(N * sizeof(int));
+  int* out = (int*)malloc(N * sizeof(int));
+  if (!in) return -1;
+  for (int i = 0; i < N; i++) { ref[i] = i % 7; in[i] = i; }
+  int *d_ref, *d_m;
+  cudaMalloc((void**)&d_ref, N * sizeof(int));
+  cudaMalloc((void**)&d_m, N * sizeof(int));
+  cudaMemcpy(d_ref, ref, N * sizeof(int), cudaMemcpyHostToDevice);
+  cudaMemcpy(d_m, in, N * sizeof(int), cudaMemcpyHostToDevice);
+  for (int r = 0; r < 3; r++) add<<<(N + 127) / 128, 128>>>(d_ref, d_m, N);
+  cudaMemcpy(out, d_m, N * sizeof(int), cudaMemcpyDeviceToHost);
+  long long s = total(out) * 3 + ref[5];
+  cudaFree(d_ref);
+  cudaFree(d_m);
+  free(ref); free(in); free(out);
+  return s;
+}
+
+long long host_writes_after() {         // the device must keep the values from before the write
+  int* h = (int*)malloc(N * sizeof(int));
+  int* out = (int*)malloc(N * sizeof(int));
+  for (int i = 0; i < N; i++) h[i] = i;
+  int *d, *d_m;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  cudaMalloc((void**)&d_m, N * sizeof(int));
+  cudaMemcpy(d, h, N * sizeof(int), cudaMemcpyHostToDevice);
+  h[0] = 1000;
+  cudaMemset(d_m, 0, N * sizeof(int));
+  add<<<(N + 127) / 128, 128>>>(d, d_m, N);
+  cudaMemcpy(out, d_m, N * sizeof(int), cudaMemcpyDeviceToHost);
+  long long s = total(out) + h[0];
+  cudaFree(d); cudaFree(d_m); free(h); free(out);
+  return s;
+}
+
+long long written_then_read() {         // the host must keep its values after the kernel writes d
+  int* h = (int*)malloc(N * sizeof(int));
+  int* out = (int*)malloc(N * sizeof(int));
+  for (int i = 0; i < N; i++) h[i] = i;
+  int* d;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  cudaMemcpy(d, h, N * sizeof(int), cudaMemcpyHostToDevice);
+  triple<<<(N + 127) / 128, 128>>>(d, N);
+  cudaMemcpy(out, d, N * sizeof(int), cudaMemcpyDeviceToHost);
+  long long s = total(out) + h[N - 1];
+  cudaFree(d); free(h); free(out);
+  return s;
+}
+
+long long alias_write() {               // p points into h: its write must not reach the device
+  int* h = (int*)malloc(N * sizeof(int));
+  int* out = (int*)malloc(N * sizeof(int));
+  for (int i = 0; i < N; i++) h[i] = 1;
+  int* p = &h[1];
+  int *d, *d_m;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  cudaMalloc((void**)&d_m, N * sizeof(int));
+  cudaMemcpy(d, h, N * sizeof(int), cudaMemcpyHostToDevice);
+  p[0] = 50;
+  cudaMemset(d_m, 0, N * sizeof(int));
+  add<<<(N + 127) / 128, 128>>>(d, d_m, N);
+  cudaMemcpy(out, d_m, N * sizeof(int), cudaMemcpyDeviceToHost);
+  long long s = total(out);
+  cudaFree(d); cudaFree(d_m); free(h); free(out);
+  return s;
+}
+
+long long in_a_loop() {
+  int* h = (int*)malloc(N * sizeof(int));
+  int* out = (int*)malloc(N * sizeof(int));
+  fill(h, 1);
+  int *d, *d_m;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  cudaMalloc((void**)&d_m, N * sizeof(int));
+  cudaMemset(d_m, 0, N * sizeof(int));
+  for (int r = 0; r < 2; r++) {
+    cudaMemcpy(d, h, N * sizeof(int), cudaMemcpyHostToDevice);
+    add<<<(N + 127) / 128, 128>>>(d, d_m, N);
+  }
+  cudaMemcpy(out, d_m, N * sizeof(int), cudaMemcpyDeviceToHost);
+  long long s = total(out);
+  cudaFree(d); cudaFree(d_m); free(h); free(out);
+  return s;
+}
+
+long long copied_twice() {              // d1 and d2 must stay two arrays: the kernel writes d1 only
+  int* h = (int*)malloc(N * sizeof(int));
+  int* out = (int*)malloc(N * sizeof(int));
+  for (int i = 0; i < N; i++) h[i] = 2;
+  int *d1, *d2;
+  cudaMalloc((void**)&d1, N * sizeof(int));
+  cudaMalloc((void**)&d2, N * sizeof(int));
+  cudaMemcpy(d1, h, N * sizeof(int), cudaMemcpyHostToDevice);
+  cudaMemcpy(d2, h, N * sizeof(int), cudaMemcpyHostToDevice);
+  triple<<<(N + 127) / 128, 128>>>(d1, N);
+  cudaMemcpy(out, d2, N * sizeof(int), cudaMemcpyDeviceToHost);
+  long long s = total(out);
+  cudaFree(d1); cudaFree(d2); free(h); free(out);
+  return s;
+}
+
+long long used_before() {
+  int* h = (int*)malloc(N * sizeof(int));
+  int* out = (int*)malloc(N * sizeof(int));
+  for (int i = 0; i < N; i++) h[i] = 3;
+  int* d;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  cudaMemset(d, 0, N * sizeof(int));
+  cudaMemcpy(d, h, N * sizeof(int), cudaMemcpyHostToDevice);
+  triple<<<(N + 127) / 128, 128>>>(d, N);
+  cudaMemcpy(out, d, N * sizeof(int), cudaMemcpyDeviceToHost);
+  long long s = total(out);
+  cudaFree(d); free(h); free(out);
+  return s;
+}
+
+long long freed_early() {               // h is freed while d is still used
+  int* h = (int*)malloc(N * sizeof(int));
+  int* out = (int*)malloc(N * sizeof(int));
+  for (int i = 0; i < N; i++) h[i] = 4;
+  int* d;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  cudaMemcpy(d, h, N * sizeof(int), cudaMemcpyHostToDevice);
+  free(h);
+  triple<<<(N + 127) / 128, 128>>>(d, N);
+  cudaMemcpy(out, d, N * sizeof(int), cudaMemcpyDeviceToHost);
+  long long s = total(out);
+  cudaFree(d); free(out);
+  return s;
+}
+
+long long passed_on() {                 // fill() writes h after the copy
+  int* h = (int*)malloc(N * sizeof(int));
+  int* out = (int*)malloc(N * sizeof(int));
+  fill(h, 5);
+  int *d, *d_m;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  cudaMalloc((void**)&d_m, N * sizeof(int));
+  cudaMemcpy(d, h, N * sizeof(int), cudaMemcpyHostToDevice);
+  fill(h, 6);
+  cudaMemset(d_m, 0, N * sizeof(int));
+  add<<<(N + 127) / 128, 128>>>(d, d_m, N);
+  cudaMemcpy(out, d_m, N * sizeof(int), cudaMemcpyDeviceToHost);
+  long long s = total(out) + h[0];
+  cudaFree(d); cudaFree(d_m); free(h); free(out);
+  return s;
+}
+
+long long libc_write_after() {          // memset writes h after the copy
+  int* h = (int*)calloc(N, sizeof(int));
+  int* out = (int*)malloc(N * sizeof(int));
+  memset(h, 1, N * sizeof(int));
+  int *d, *d_m;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  cudaMalloc((void**)&d_m, N * sizeof(int));
+  cudaMemcpy(d, h, N * sizeof(int), cudaMemcpyHostToDevice);
+  memset(h, 0, N * sizeof(int));
+  cudaMemset(d_m, 0, N * sizeof(int));
+  add<<<(N + 127) / 128, 128>>>(d, d_m, N);
+  cudaMemcpy(out, d_m, N * sizeof(int), cudaMemcpyDeviceToHost);
+  long long s = total(out) + h[0];
+  cudaFree(d); cudaFree(d_m); free(h); free(out);
+  return s;
+}
+
+int main() {
+  printf("%lld\n%lld\n%lld\n%lld\n%lld\n", shared_both(), host_writes_after(), written_then_read(), alias_write(),
+         in_a_loop());
+  printf("%lld\n%lld\n%lld\n%lld\n%lld\n", copied_twice(), used_before(), freed_early(), passed_on(),
+         libc_write_after());
+  return 0;
+}
+"""
+
+# What each case of PROGRAM must print (CUDA semantics), and its copies' decisions: (line of the
+# copy, shared, a phrase of the reason).
+N = 1000
+EXPECTED = [
+    sum(i + 6 * (i % 7) for i in range(N)) * 3 + 5,
+    2 * sum(range(N)) + 1000,
+    3 * sum(range(N)) + N - 1,
+    2 * N,
+    2 * 2 * N,
+    2 * N,
+    9 * N,
+    12 * N,
+    10 * N + 6,
+    2 * 0x01010101 * N,
+]
+DECISIONS = {
+    "shared_both": [(True, "nothing writes d_ref or ref after the copy"),
+                    (True, "and the host neither reads nor writes in after the copy")],
+    "host_writes_after": [(False, "the host writes h after the copy")],
+    "written_then_read": [(False, "and the host reads h after the copy")],
+    "alias_write": [(False, "h[...] is used otherwise")],
+    "in_a_loop": [(False, "the copy is inside a loop")],
+    "copied_twice": [(False, "h is copied to the device more than once")] * 2,
+    "used_before": [(False, "d is used before the copy otherwise than by its cudaMalloc")],
+    "freed_early": [(False, "h is freed before the device array that became it")],
+    "passed_on": [(False, "h is used otherwise")],
+    "libc_write_after": [(False, "the host writes h after the copy")],
+}
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "polypy.driver.cli", *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_copies_the_program_cannot_tell_apart_are_not_made_and_results_are_cuda_s(tmp_path) -> None:
+    need_compiler(cpp=True)
+    src = tmp_path / "copies.cu"
+    src.write_text(PROGRAM)
+    translated = _cli("translate", str(src), "--report", "-o", str(tmp_path / "copies.cpp"))
+    assert translated.returncode == 0, translated.stderr
+    lines = PROGRAM.splitlines()
+    found: dict[str, list[tuple[bool, str]]] = {}
+    for m in re.finditer(r"copies\.cu:(\d+):\d+: cudaMemcpy of \w+ to \w+: (no copy, |copied: )(.*)",
+                         translated.stderr):
+        line = int(m.group(1))
+        function = next(l.split("(")[0].split()[-1] for l in reversed(lines[:line]) if l.startswith("long long "))
+        found.setdefault(function, []).append((m.group(2) == "no copy, ", m.group(3)))
+    assert set(found) == set(DECISIONS), translated.stderr
+    for function, decisions in DECISIONS.items():
+        assert [shared for shared, _ in found[function]] == [s for s, _ in decisions], (function, found[function])
+        for (_, why), (_, phrase) in zip(found[function], decisions):
+            assert phrase in why, (function, why)
+    code = (tmp_path / "copies.cpp").read_text()
+    assert code.count("polypy_rt_share_copy((void**)&") == 2
+    for mode in ((), ("--emulate",)):  # the emulator, the reference, makes every copy
+        run = _cli("run", str(src), *mode)
+        assert run.returncode == 0, run.stderr
+        assert [int(v) for v in run.stdout.split()] == EXPECTED, mode
+
+
+RUNTIME = r"""
+#include <cstdio>
+#include <cstdlib>
+#include "cuda_runtime.h"
+int main() {
+  const size_t n = 1000;
+  int* h = (int*)malloc(n * sizeof(int));
+  for (size_t i = 0; i < n; i++) h[i] = (int)i;
+  int* d = 0;
+  cudaMalloc(&d, n * sizeof(int));
+  polypy_rt_share_copy((void**)&d, h, n * sizeof(int));
+  void* base = 0;
+  size_t size = 0;
+  int found = polypy_rt_find_alloc(h + 10, &base, &size);
+  printf("shared %d %d %zu\n", d == h, found, size);
+  printf("free %d\n", (int)cudaFree(d));
+  h[n - 1] = 7;                                    // still the host's: cudaFree freed nothing
+  found = polypy_rt_find_alloc(h, &base, &size);
+  printf("after %d %d\n", h[n - 1], found);
+  int* big = 0;                                    // a block larger than the copy: copied
+  cudaMalloc(&big, 2 * n * sizeof(int));
+  int* was = big;
+  polypy_rt_share_copy((void**)&big, h, n * sizeof(int));
+  printf("larger %d %d %d\n", big == was, big[0], big[n - 1]);
+  int* other = 0;                                  // a pointer cudaMalloc did not give: copied
+  cudaMalloc(&other, 2 * n * sizeof(int));
+  int* inside = other + n;
+  polypy_rt_share_copy((void**)&inside, h, n * sizeof(int));
+  printf("inside %d %d\n", inside == other + n, inside[5]);
+  int* dev = 0;                                    // a source in device memory: copied
+  int* d2 = 0;
+  cudaMalloc(&dev, n * sizeof(int));
+  cudaMalloc(&d2, n * sizeof(int));
+  cudaMemcpy(dev, h, n * sizeof(int), cudaMemcpyHostToDevice);
+  int* d2_was = d2;
+  polypy_rt_share_copy((void**)&d2, dev, n * sizeof(int));
+  printf("device %d %d\n", d2 == d2_was, d2[3]);
+  cudaFree(big); cudaFree(other); cudaFree(dev); cudaFree(d2);
+  free(h);
+  return 0;
+}
+"""
+
+
+def test_the_runtime_shares_only_a_whole_fresh_block_with_host_memory(tmp_path) -> None:
+    need_compiler(cpp=True)
+    (tmp_path / "cuda_runtime.h").write_text(runtime_header())
+    (tmp_path / "share.cpp").write_text(RUNTIME)
+    exe = tmp_path / "share"
+    built = subprocess.run([find_compiler(cpp=True), "-O2", str(tmp_path / "share.cpp"), "-o", str(exe)],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    result = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ("shared 1 1 4000\nfree 0\nafter 7 0\nlarger 1 0 7\ninside 1 5\ndevice 1 3\n")
