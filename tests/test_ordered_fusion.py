@@ -48,6 +48,7 @@ __global__ void scan(const float* in, float* out, int n)
 # Thread 0 of each row of the block loads the row's scale; every thread of the row then uses
 # it: the reading threads come after the writing one (ascending order). (Without __restrict__,
 # `y` might be `scale`: a thread's store could then reach what a later thread loads first.)
+# The order runs over rows of threads: the loops stay two, each vectorizing along x.
 ROW_SCALE = r"""
 __global__ void row_scale(const float* __restrict__ scale, const float* __restrict__ x, float* __restrict__ y,
                           int width)
@@ -185,11 +186,39 @@ def test_scan_in_coarse_blocks_and_through_llvm():
         np.testing.assert_array_equal(got["out"], want["out"])
 
 
-def test_a_value_one_thread_loads_for_its_row_fuses_in_ascending_order():
-    kernel = _kernel(ROW_SCALE, "row_scale")
+# Thread 0 loads the block's scale, every thread uses it: one row of threads, ascending order.
+BLOCK_SCALE = r"""
+__global__ void block_scale(const float* __restrict__ scale, const float* __restrict__ x, float* __restrict__ y)
+{
+    __shared__ float k;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (threadIdx.x == 0)
+        k = scale[blockIdx.x];
+    __syncthreads();
+    y[i] = k * x[i];
+}
+"""
+
+
+def test_a_value_thread_0_loads_for_its_block_fuses_in_ascending_order():
+    kernel = _kernel(BLOCK_SCALE, "block_scale")
     assert _ordered(to_cpu(kernel))
     report = _report(kernel)
     assert "fused, threads in ascending order" in report and "blockDim.z == 1u" in report
+    rng = np.random.default_rng(5)
+    for block in (32, 128, 1):
+        grid = 5
+        args = {"scale": rng.standard_normal(grid).astype(np.float32),
+                "x": rng.standard_normal(grid * block).astype(np.float32), "y": np.zeros(grid * block, np.float32)}
+        got = assert_same_as_emulator(kernel, (grid,), (block,), args)
+        np.testing.assert_array_equal(got["y"], np.repeat(args["scale"], block) * args["x"])
+
+
+def test_a_value_one_thread_loads_for_its_row_keeps_two_loops_that_vectorize():
+    kernel = _kernel(ROW_SCALE, "row_scale")
+    assert not _ordered(to_cpu(kernel))
+    report = _report(kernel)
+    assert "not fused: they could run as one only with the threads in ascending order" in report
     rng = np.random.default_rng(3)
     for block in ((16, 8), (32, 4), (8, 1)):
         rows = 2 * block[1]
