@@ -1,9 +1,12 @@
-"""Host-to-device copies a CPU need not make: the device array becomes the host buffer itself.
+"""Copies between host and device a CPU need not make: one array serves as both.
 
 On a GPU, ``cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)`` moves data to another memory. On the
 CPU both arrays live in one memory, and the copy only costs: the pages of the fresh device array
 are cleared by the kernel at their first touch, then every byte moves. Rodinia's nw copies two
-64 MiB arrays that way before its kernels start; its OpenMP port computes in the host arrays.
+64 MiB arrays that way before its kernels start, and its 64 MiB result back into a fresh host
+array after them; its OpenMP port computes in the host arrays.
+
+**To the device** (``_Proof``): the device array becomes the host buffer.
 
 CUDA promises two distinct arrays with equal contents after the copy. One array serves as both
 wherever neither is changed while the other is still read:
@@ -41,8 +44,18 @@ any way this module does not follow. It proves, in one host function ``F``:
 The rewrite (``codegen.c.module``) calls ``polypy_rt_share_copy(&d, h, n)``, which still checks at
 run time that ``d`` is a block ``cudaMalloc`` gave of exactly ``n`` bytes (otherwise it copies):
 it gives the block back to the allocator's pool and points ``d`` at ``h``; ``cudaFree(d)`` then
-frees nothing. Emulated runs (``polypy run --emulate``), the reference for translated ones, keep
-every copy.
+frees nothing.
+
+**To the host** (``_Take``): ``cudaMemcpy(o, d, n, cudaMemcpyDeviceToHost)`` into a fresh host
+block, where nothing uses ``d`` after the copy but ``cudaFree``: ``o`` takes ``d``'s memory
+(``polypy_rt_take_copy``) and its own untouched block is freed. ``o``'s ``malloc`` becomes
+``polypy_rt_host_malloc``, which records the size (the run time takes only a block of exactly
+the copy's size); where ``d`` is itself a host buffer ``h`` (shared above), ``h`` must be used by
+nothing but ``free`` after the copy, and the ``free`` calls of both owners become
+``polypy_rt_host_free``, the second of which frees the memory.
+
+Emulated runs (``polypy run --emulate``), the reference for translated ones, and runs that check
+device pointers (``--check-bounds``) make every copy.
 """
 from __future__ import annotations
 
@@ -69,7 +82,7 @@ _CALLS: dict[str, tuple[frozenset[int], frozenset[int]]] = {
     "cudaMemcpy": (frozenset({0}), frozenset({1})),
     "cudaMemset": (frozenset({0}), frozenset()),
 }
-_ALLOCATORS = ("malloc", "calloc")
+_ALLOCATORS = ("malloc", "calloc")  # a take rewrites these two: no new[] there
 _LOOPS = (CK.FOR_STMT, CK.WHILE_STMT, CK.DO_STMT, CK.CXX_FOR_RANGE_STMT)
 _CASTS = (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR, CK.CSTYLE_CAST_EXPR, CK.CXX_STATIC_CAST_EXPR,
           CK.CXX_REINTERPRET_CAST_EXPR, CK.CXX_CONST_CAST_EXPR, CK.CXX_FUNCTIONAL_CAST_EXPR)
@@ -83,7 +96,10 @@ MAX_ALIGN = 16  # bytes malloc and new[] align every block to (x86-64, AArch64)
 
 @dataclasses.dataclass(frozen=True)
 class CopyDecision:
-    """One host-to-device ``cudaMemcpy`` into a local device pointer: shared or kept, and why."""
+    """One ``cudaMemcpy`` between a local device pointer and a local host pointer: not made
+    (``shared``) or kept, and why. ``direction``: "to-device" or "to-host". ``renames``: calls
+    whose function the rewrite replaces (a take's ``malloc`` and ``free`` calls, by the runtime's
+    ``polypy_rt_host_malloc``/``polypy_rt_host_free``)."""
 
     call: ci.Cursor
     device: str
@@ -91,36 +107,52 @@ class CopyDecision:
     count: ci.Cursor
     shared: bool
     why: str
+    direction: str = "to-device"
+    renames: tuple[tuple[ci.Cursor, str], ...] = ()
 
 
 def share_copies(functions: Sequence[ci.Cursor],
                  written: Callable[[ci.Cursor], Sequence[bool | None] | None]) -> list[CopyDecision]:
-    """The decisions for every host-to-device copy into a local pointer in ``functions`` (host
-    function definitions, not templates). ``written(launch)``: per argument of a launch, whether
-    its kernel writes through it (None: not known), or None for a launch of unknown kernel."""
+    """The decisions for every copy between a local device pointer and a local host pointer in
+    ``functions`` (host function definitions, not templates): host-to-device copies first, then
+    device-to-host ones, in the order of the text. ``written(launch)``: per argument of a
+    launch, whether its kernel writes through it (None: not known), or None for a launch of
+    unknown kernel."""
     out: list[CopyDecision] = []
     for fn in functions:
         if fn.kind != CK.FUNCTION_DECL and fn.kind != CK.CXX_METHOD:
             continue
         facts = None
-        for call in fn.walk_preorder():
-            if call.kind != CK.CALL_EXPR or call.spelling != "cudaMemcpy" or _copy_kind(call) != "cudaMemcpyHostToDevice":
-                continue
-            args = _args(call)
-            device, host = _variable(args[0]), _variable(args[1])
-            if device is None:
-                continue
-            if facts is None:
-                facts = HostFunction(fn)
-            d = facts.vars.get(var_key(device))
-            if d is None:
-                continue
-            if host is None or var_key(host) not in facts.vars:
-                shared, why = False, "the source is not a local pointer variable"
-            else:
-                shared, why = _Proof(facts, written).decide(call, d, facts.vars[var_key(host)])
-            out.append(CopyDecision(call, device.spelling, host.spelling if host is not None else "", args[2],
-                                    shared, why))
+        shared: dict[tuple, object] = {}  # device variable -> the host variable it became
+        for direction in ("cudaMemcpyHostToDevice", "cudaMemcpyDeviceToHost"):
+            for call in fn.walk_preorder():
+                if call.kind != CK.CALL_EXPR or call.spelling != "cudaMemcpy" or _copy_kind(call) != direction:
+                    continue
+                args = _args(call)
+                dst, src = _variable(args[0]), _variable(args[1])
+                device, host = (dst, src) if direction == "cudaMemcpyHostToDevice" else (src, dst)
+                if device is None:
+                    continue
+                if facts is None:
+                    facts = HostFunction(fn)
+                d = facts.vars.get(var_key(device))
+                h = facts.vars.get(var_key(host)) if host is not None else None
+                if d is None:
+                    continue
+                if direction == "cudaMemcpyHostToDevice":
+                    if h is None:
+                        out.append(CopyDecision(call, device.spelling, "", args[2], False,
+                                                "the source is not a local pointer variable"))
+                        continue
+                    ok, why = _Proof(facts, written).decide(call, d, h)
+                    if ok:
+                        shared[var_key(device)] = h
+                    out.append(CopyDecision(call, device.spelling, host.spelling, args[2], ok, why))
+                elif h is not None:
+                    take = _Take(facts, call, d, h, shared.get(var_key(device)))
+                    ok, why = take.decide()
+                    out.append(CopyDecision(call, device.spelling, host.spelling, args[2], ok, why, "to-host",
+                                            tuple(take.renames) if ok else ()))
     return out
 
 
@@ -275,6 +307,147 @@ class _Proof:
         if len(definitions) != 1 or definitions[0][0] >= at or not _is_allocation(definitions[0][1]):
             raise _Refused(f"{name} is not fresh memory from one malloc, calloc or new[] before the copy")
         return first_read
+
+
+class _Take:
+    """Whether the device-to-host copy ``call`` from ``d`` into ``o`` need not be made: ``o``
+    then points at ``d``'s memory (``polypy_rt_take_copy``). ``source``: the host variable ``d``
+    became by a shared host-to-device copy, or None.
+
+    * ``o`` is a local pointer whose only definition, before the copy, is ``malloc`` or
+      ``calloc`` (the rewrite records its size: the run time takes only a block of exactly the
+      copy's size), and which nothing but null tests uses between that definition and the copy:
+      its memory is untouched, and nothing else points to it. After the copy, ``o``'s uses are
+      those ``_Proof`` follows for a host buffer, writes included, and ``free(o)``.
+    * ``d`` is used only by its ``cudaMalloc``, launches, copies and fills before the copy, and
+      by nothing but ``cudaFree`` after it: its memory is ``o``'s from then on.
+    * Where ``d`` is ``source``'s memory, ``source`` is used by nothing but ``free`` after the
+      copy. That memory then has two owners: both ``free`` calls become
+      ``polypy_rt_host_free``, which frees it at the second.
+    """
+
+    def __init__(self, facts: HostFunction, call: ci.Cursor, d, o, source):
+        self.facts = facts
+        self.call = call
+        self.d, self.o, self.source = d, o, source
+        self.renames: list[tuple[ci.Cursor, str]] = []
+
+    def decide(self) -> tuple[bool, str]:
+        try:
+            self.prove()
+        except _Refused as e:
+            return False, str(e)
+        o, d = self.o.decl.spelling, self.d.decl.spelling
+        why = f"{o} takes {d}'s memory: after the copy, nothing uses {d} but cudaFree"
+        if self.source is not None:
+            why += f", nor {self.source.decl.spelling} (the host buffer {d} is) but free"
+        return True, why
+
+    def prove(self) -> None:
+        call = self.call
+        if self.facts.has_goto:
+            raise _Refused("the function uses goto")
+        inside = [r for r in self.o.refs if call.extent.start.offset <= r.cursor.extent.start.offset < call.extent.end.offset]
+        if not inside or any(anc.kind in _LOOPS or anc.kind in (CK.SWITCH_STMT, CK.LAMBDA_EXPR)
+                             for anc, _ in inside[0].ancestors):
+            raise _Refused("the copy is inside a loop, switch or lambda")
+        if call.extent.start.file is None or call.location.file is None or \
+                call.extent.start.file.name != call.location.file.name or \
+                [t.spelling for t in call.get_tokens()][:1] != ["cudaMemcpy"]:
+            raise _Refused("the copy is written by a macro")
+        _check_types(self.d.decl, self.o.decl)
+        self.device()
+        self.host()
+        if self.source is not None:
+            self.buffer()
+
+    def device(self) -> None:
+        name = self.d.decl.spelling
+        start, end = self.call.extent.start.offset, self.call.extent.end.offset
+        init = _initializer(self.d.decl)
+        if init is not None and not _is_null(init):
+            raise _Refused(f"{name} is initialized")
+        for r in self.d.refs:
+            use = r.cursor.extent.start.offset
+            line = r.cursor.location.line
+            if start <= use < end:
+                continue
+            level, parent, index = _parent(r)
+            callee = parent.spelling if parent is not None and parent.kind == CK.CALL_EXPR else ""
+            if callee == "cudaFree" and index == 1:
+                continue
+            if use >= end:
+                raise _Refused(f"{name} is used after the copy (line {line})")
+            if parent is not None and parent.kind == CK.UNARY_OPERATOR and unary_operator(parent) == "&":
+                _, outer, i = _parent(r, level)
+                if outer is not None and outer.kind == CK.CALL_EXPR and outer.spelling == "cudaMalloc" and i == 1:
+                    continue
+                raise _Refused(f"the address of {name} is taken (line {line})")
+            if parent is not None and parent.kind == CK.CALL_EXPR and \
+                    (parent.extent.start.offset, parent.extent.end.offset) in self.facts.launches and index >= 2:
+                continue
+            if callee in ("cudaMemcpy", "cudaMemset") and index - 1 in _CALLS[callee][0] | _CALLS[callee][1]:
+                continue
+            raise _Refused(f"{name} is used otherwise (line {line})")
+
+    def host(self) -> None:
+        name = self.o.decl.spelling
+        start, end = self.call.extent.start.offset, self.call.extent.end.offset
+        init = _initializer(self.o.decl)
+        definitions = [(self.o.decl.extent.start.offset, init)] if init is not None else []
+        for r in self.o.refs:
+            use = r.cursor.extent.start.offset
+            line = r.cursor.location.line
+            if start <= use < end:
+                continue
+            raw, raw_pos = r.ancestors[-1]
+            if raw.kind == CK.BINARY_OPERATOR and binary_operator(raw) == "=" and r.pos == raw_pos + (0,):
+                if self.facts.kinds.get(raw_pos[:-1]) != CK.COMPOUND_STMT:
+                    raise _Refused(f"{name} is assigned inside an expression (line {line})")
+                definitions.append((use, list(raw.get_children())[-1]))
+                continue
+            level, parent, index = _parent(r)
+            if _is_test(r, level):
+                continue
+            if use < start:
+                raise _Refused(f"{name} is used before the copy (line {line}): its memory may not be fresh")
+            kind = parent.kind if parent is not None else None
+            if kind == CK.ARRAY_SUBSCRIPT_EXPR and index == 0:
+                _element_access(r, level, name)
+                continue
+            if kind == CK.CALL_EXPR and parent.spelling in _CALLS and index >= 1:
+                continue
+            if kind == CK.CALL_EXPR and parent.spelling == "free" and index == 1:
+                self.release(r, parent, name)
+                continue
+            raise _Refused(f"{name} is used otherwise (line {line}): it could be reached through another pointer")
+        if len(definitions) != 1 or definitions[0][0] >= start:
+            raise _Refused(f"{name} is not defined once before the copy")
+        alloc = _strip(definitions[0][1])
+        if alloc.kind != CK.CALL_EXPR or alloc.spelling not in _ALLOCATORS or \
+                [t.spelling for t in alloc.get_tokens()][:1] != [alloc.spelling]:
+            raise _Refused(f"{name} is not fresh memory from one malloc or calloc")
+        self.renames.append((alloc, f"polypy_rt_host_{alloc.spelling}"))
+
+    def buffer(self) -> None:
+        """``d`` is ``source``'s memory: after the copy, ``source`` is only freed."""
+        name = self.source.decl.spelling
+        for r in self.source.refs:
+            if r.cursor.extent.start.offset < self.call.extent.end.offset:
+                continue
+            _, parent, index = _parent(r)
+            if parent is not None and parent.kind == CK.CALL_EXPR and parent.spelling == "free" and index == 1:
+                self.release(r, parent, name)
+                continue
+            raise _Refused(f"{name}, the host buffer {self.d.decl.spelling} is, is used after the copy "
+                           f"(line {r.cursor.location.line})")
+
+    def release(self, r, call: ci.Cursor, name: str) -> None:
+        if any(anc.kind in _LOOPS for anc, _ in r.ancestors):
+            raise _Refused(f"{name} is freed inside a loop (line {r.cursor.location.line})")
+        if [t.spelling for t in call.get_tokens()][:1] != ["free"]:
+            raise _Refused(f"{name} is freed by a macro (line {r.cursor.location.line})")
+        self.renames.append((call, "polypy_rt_host_free"))
 
 
 def _check_types(d: ci.Cursor, h: ci.Cursor) -> None:

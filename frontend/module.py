@@ -378,7 +378,11 @@ class _ModuleBuilder:
             includes = tuple(self.include_span(c, conv) for c in inclusions
                              if c.location.file is not None and c.location.file.name == fname)
             shared = tuple(CopySpan(conv.char(c.call.extent.start.offset), conv.char(c.call.extent.end.offset),
-                                    c.device, c.host, conv.slice(c.count.extent), c.shared, c.why, cursor_loc(c.call))
+                                    c.device, c.host, conv.slice(c.count.extent), c.shared, c.why, cursor_loc(c.call),
+                                    c.direction,
+                                    tuple((conv.char(r.extent.start.offset),
+                                           conv.char(r.extent.start.offset) + len(r.spelling), name)
+                                          for r, name in c.renames))
                            for c in copies if c.call.location.file.name == fname)
             files[fname] = HostFile(fname, text, launches, spans, includes, shared)  # type: ignore[arg-type]
         return HostProgram(self.path, files, has_main)

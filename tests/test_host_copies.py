@@ -43,8 +43,9 @@ long long shared_both() {               // both copies go: ref only read, in onl
   cudaMemcpy(d_ref, ref, N * sizeof(int), cudaMemcpyHostToDevice);
   cudaMemcpy(d_m, in, N * sizeof(int), cudaMemcpyHostToDevice);
   for (int r = 0; r < 3; r++) add<<<(N + 127) / 128, 128>>>(d_ref, d_m, N);
-  cudaMemcpy(out, d_m, N * sizeof(int), cudaMemcpyDeviceToHost);
-  long long s = total(out) * 3 + ref[5];
+  cudaMemcpy(out, d_m, N * sizeof(int), cudaMemcpyDeviceToHost);   // out takes d_m, that is in's memory
+  long long s = ref[5];
+  for (int i = 0; i < N; i++) s += out[i] * 3;
   cudaFree(d_ref);
   cudaFree(d_m);
   free(ref); free(in); free(out);
@@ -198,11 +199,67 @@ long long libc_write_after() {          // memset writes h after the copy
   return s;
 }
 
+long long taken_plain(int* status) {    // out takes d_m's block; freed before d_m's cudaFree
+  int* a = (int*)malloc(N * sizeof(int));
+  int* out = (int*)malloc(N * sizeof(int));
+  for (int i = 0; i < N; i++) a[i] = i % 5;
+  int *d_a, *d_m;
+  cudaMalloc((void**)&d_a, N * sizeof(int));
+  cudaMalloc((void**)&d_m, N * sizeof(int));
+  cudaMemcpy(d_a, a, N * sizeof(int), cudaMemcpyHostToDevice);
+  cudaMemset(d_m, 0, N * sizeof(int));
+  add<<<(N + 127) / 128, 128>>>(d_a, d_m, N);
+  cudaMemcpy(out, d_m, N * sizeof(int), cudaMemcpyDeviceToHost);
+  out[0] += 100;
+  long long s = 0;
+  for (int i = 0; i < N; i++) s += out[i];
+  free(out);
+  int* again;                           // may get the address back: a new block all the same
+  cudaMalloc((void**)&again, N * sizeof(int));
+  cudaMemset(again, 0, N * sizeof(int));
+  *status = (int)cudaFree(d_m) * 10 + (int)cudaFree(again);
+  cudaFree(d_a);
+  free(a);
+  return s;
+}
+
+long long take_after_a_touch() {        // out is written before the copy: its own memory stays
+  int* out = (int*)malloc(N * sizeof(int));
+  out[0] = 7;
+  int* d;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  cudaMemset(d, 0, N * sizeof(int));
+  triple<<<(N + 127) / 128, 128>>>(d, N);
+  cudaMemcpy(out, d, N * sizeof(int), cudaMemcpyDeviceToHost);
+  long long s = 0;
+  for (int i = 0; i < N; i++) s += out[i];
+  cudaFree(d);
+  free(out);
+  return s;
+}
+
+long long device_used_after() {         // d is launched on after the copy: out keeps its memory
+  int* out = (int*)malloc(N * sizeof(int));
+  int* d;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  cudaMemset(d, 0, N * sizeof(int));
+  cudaMemcpy(out, d, N * sizeof(int), cudaMemcpyDeviceToHost);
+  add<<<(N + 127) / 128, 128>>>(d, d, N);
+  long long s = 0;
+  for (int i = 0; i < N; i++) s += out[i] + 1;
+  cudaFree(d);
+  free(out);
+  return s;
+}
+
 int main() {
   printf("%lld\n%lld\n%lld\n%lld\n%lld\n", shared_both(), host_writes_after(), written_then_read(), alias_write(),
          in_a_loop());
   printf("%lld\n%lld\n%lld\n%lld\n%lld\n", copied_twice(), used_before(), freed_early(), passed_on(),
          libc_write_after());
+  int status = -1;
+  long long taken = taken_plain(&status);
+  printf("%lld\n%d\n%lld\n%lld\n", taken, status, take_after_a_touch(), device_used_after());
   return 0;
 }
 """
@@ -221,19 +278,30 @@ EXPECTED = [
     12 * N,
     10 * N + 6,
     2 * 0x01010101 * N,
+    2 * sum(i % 5 for i in range(N)) + 100,
+    0,
+    0,
+    N,
 ]
+TOTAL = (False, "out is used otherwise")  # passed to total(), a function of the program
 DECISIONS = {
     "shared_both": [(True, "nothing writes d_ref or ref after the copy"),
-                    (True, "and the host neither reads nor writes in after the copy")],
-    "host_writes_after": [(False, "the host writes h after the copy")],
-    "written_then_read": [(False, "and the host reads h after the copy")],
-    "alias_write": [(False, "h[...] is used otherwise")],
-    "in_a_loop": [(False, "the copy is inside a loop")],
-    "copied_twice": [(False, "h is copied to the device more than once")] * 2,
-    "used_before": [(False, "d is used before the copy otherwise than by its cudaMalloc")],
-    "freed_early": [(False, "h is freed before the device array that became it")],
-    "passed_on": [(False, "h is used otherwise")],
-    "libc_write_after": [(False, "the host writes h after the copy")],
+                    (True, "and the host neither reads nor writes in after the copy"),
+                    (True, "out takes d_m's memory: after the copy, nothing uses d_m but cudaFree, nor in (the host "
+                           "buffer d_m is) but free")],
+    "host_writes_after": [(False, "the host writes h after the copy"), TOTAL],
+    "written_then_read": [(False, "and the host reads h after the copy"), TOTAL],
+    "alias_write": [(False, "h[...] is used otherwise"), TOTAL],
+    "in_a_loop": [(False, "the copy is inside a loop"), TOTAL],
+    "copied_twice": [(False, "h is copied to the device more than once")] * 2 + [TOTAL],
+    "used_before": [(False, "d is used before the copy otherwise than by its cudaMalloc"), TOTAL],
+    "freed_early": [(False, "h is freed before the device array that became it"), TOTAL],
+    "passed_on": [(False, "h is used otherwise"), TOTAL],
+    "libc_write_after": [(False, "the host writes h after the copy"), TOTAL],
+    "taken_plain": [(True, "nothing writes d_a or a after the copy"),
+                    (True, "out takes d_m's memory: after the copy, nothing uses d_m but cudaFree")],
+    "take_after_a_touch": [(False, "out is used before the copy")],
+    "device_used_after": [(False, "d is used after the copy")],
 }
 
 
@@ -261,7 +329,9 @@ def test_copies_the_program_cannot_tell_apart_are_not_made_and_results_are_cuda_
         for (_, why), (_, phrase) in zip(found[function], decisions):
             assert phrase in why, (function, why)
     code = (tmp_path / "copies.cpp").read_text()
-    assert code.count("polypy_rt_share_copy((void**)&") == 2
+    assert code.count("polypy_rt_share_copy((void**)&") == 3 and code.count("polypy_rt_take_copy(&") == 2
+    # The takers' blocks and frees go through the runtime: out twice; in, whose memory out takes.
+    assert code.count("polypy_rt_host_malloc(") == 2 + 1 and code.count("polypy_rt_host_free(") == 3 + 1
     for mode in ((), ("--emulate",)):  # the emulator, the reference, makes every copy
         run = _cli("run", str(src), *mode)
         assert run.returncode == 0, run.stderr
@@ -306,13 +376,38 @@ int main() {
   polypy_rt_share_copy((void**)&d2, dev, n * sizeof(int));
   printf("device %d %d\n", d2 == d2_was, d2[3]);
   cudaFree(big); cudaFree(other); cudaFree(dev); cudaFree(d2);
+  int* wide = (int*)polypy_rt_host_malloc(2 * n * sizeof(int));  // a host block larger than the copy: copied
+  int* dm = 0;
+  cudaMalloc(&dm, n * sizeof(int));
+  cudaMemcpy(dm, h, n * sizeof(int), cudaMemcpyHostToDevice);
+  int* wide_was = wide;
+  polypy_rt_take_copy(&wide, dm, n * sizeof(int));
+  printf("wide %d %d\n", wide == wide_was, wide[n - 1]);
+  int* out = (int*)polypy_rt_host_malloc(n * sizeof(int));     // exactly the copy's size: taken
+  polypy_rt_take_copy(&out, dm, n * sizeof(int));
+  printf("taken %d %d free %d\n", out == dm, out[n - 1], (int)cudaFree(dm));
+  polypy_rt_host_free(out);
+  polypy_rt_host_free(wide);
+  int* buf = (int*)malloc(n * sizeof(int));                    // a shared buffer, then taken: two owners
+  for (size_t i = 0; i < n; i++) buf[i] = 3;
+  int* db = 0;
+  cudaMalloc(&db, n * sizeof(int));
+  polypy_rt_share_copy((void**)&db, buf, n * sizeof(int));
+  int* res = (int*)polypy_rt_host_malloc(n * sizeof(int));
+  polypy_rt_take_copy(&res, db, n * sizeof(int));
+  cudaFree(db);
+  polypy_rt_host_free(buf);                                    // the first owner: nothing freed
+  res[0] += 1;
+  printf("owners %d %d %zu\n", res == buf, res[0] + res[n - 1], *polypy_rt_host_count());
+  polypy_rt_host_free(res);
+  printf("left %zu %zu\n", *polypy_rt_host_count(), *polypy_rt_count());
   free(h);
   return 0;
 }
 """
 
 
-def test_the_runtime_shares_only_a_whole_fresh_block_with_host_memory(tmp_path) -> None:
+def test_the_runtime_shares_and_takes_only_whole_blocks_of_the_copy_s_size(tmp_path) -> None:
     need_compiler(cpp=True)
     (tmp_path / "cuda_runtime.h").write_text(runtime_header())
     (tmp_path / "share.cpp").write_text(RUNTIME)
@@ -322,4 +417,5 @@ def test_the_runtime_shares_only_a_whole_fresh_block_with_host_memory(tmp_path) 
     assert built.returncode == 0, built.stderr
     result = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == ("shared 1 1 4000\nfree 0\nafter 7 0\nlarger 1 0 7\ninside 1 5\ndevice 1 3\n")
+    assert result.stdout == ("shared 1 1 4000\nfree 0\nafter 7 0\nlarger 1 0 7\ninside 1 5\ndevice 1 3\n"
+                             "wide 1 7\ntaken 1 7 free 0\nowners 1 7 1\nleft 0 0\n")

@@ -59,9 +59,13 @@ class IncludeSpan:
 
 @dataclasses.dataclass(frozen=True)
 class CopySpan:
-    """A host-to-device ``cudaMemcpy(device, host, count, ...)`` into a local device pointer
-    (``frontend.host_copies``): ``shared`` where the device array may be the host buffer itself
-    (the call becomes ``polypy_rt_share_copy``), and why either way, for ``--report``."""
+    """A ``cudaMemcpy`` between a local device pointer and a local host pointer
+    (``frontend.host_copies``), and why either way, for ``--report``: ``shared`` where no copy
+    is needed. To the device, the device array becomes the host buffer (the call becomes
+    ``polypy_rt_share_copy``); to the host, the host pointer takes the device array's memory
+    (``polypy_rt_take_copy``), and ``renames`` replace the called function at ``(start, end)``:
+    the host pointer's ``malloc``/``calloc`` and the ``free`` calls of the memory's owners become
+    the runtime's ``polypy_rt_host_malloc``/``_calloc``/``_free``."""
 
     start: int
     end: int
@@ -71,11 +75,14 @@ class CopySpan:
     shared: bool
     why: str
     loc: Loc | None = None
+    direction: str = "to-device"  # or "to-host"
+    renames: tuple[tuple[int, int, str], ...] = ()
 
     def format(self) -> str:
         where = f"{self.loc}: " if self.loc is not None else ""
         verdict = "no copy, " if self.shared else "copied: "
-        return f"{where}cudaMemcpy of {self.host} to {self.device}: {verdict}{self.why}"
+        src, dst = (self.host, self.device) if self.direction == "to-device" else (self.device, self.host)
+        return f"{where}cudaMemcpy of {src} to {dst}: {verdict}{self.why}"
 
 
 @dataclasses.dataclass(frozen=True)

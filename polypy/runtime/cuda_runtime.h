@@ -87,8 +87,9 @@
 #define POLYPY_RT_STATE static inline
 #endif
 /* shared: the block is a host buffer a device pointer was pointed at instead of copying it
- * (polypy_rt_share_copy); cudaFree forgets it without freeing it. */
-struct polypy_rt_alloc { void* base; size_t size; int shared; };
+ * (polypy_rt_share_copy); taken: a host pointer took the block instead of a copy of it
+ * (polypy_rt_take_copy). cudaFree forgets either without freeing it. */
+struct polypy_rt_alloc { void* base; size_t size; int shared; int taken; };
 POLYPY_RT_STATE struct polypy_rt_alloc** polypy_rt_table(void) { static struct polypy_rt_alloc* t = 0; return &t; }
 POLYPY_RT_STATE size_t* polypy_rt_count(void) { static size_t n = 0; return &n; }
 POLYPY_RT_STATE size_t* polypy_rt_capacity(void) { static size_t c = 0; return &c; }
@@ -97,6 +98,15 @@ static inline void polypy_rt_register(void* p, size_t size) {
   struct polypy_rt_alloc** table = polypy_rt_table();
   size_t* n = polypy_rt_count();
   size_t* cap = polypy_rt_capacity();
+  /* An entry of host memory a device pointer became (shared or taken) at this address: the host
+   * freed that memory before the pointer's cudaFree came, and the address is new memory now. */
+  for (size_t i = 0; i < *n; ++i) {
+    if ((*table)[i].base == p && ((*table)[i].shared || (*table)[i].taken)) {
+      (*table)[i] = (*table)[*n - 1];
+      --*n;
+      break;
+    }
+  }
   if (*n == *cap) {
     *cap = *cap ? 2 * *cap : 64;
     *table = (struct polypy_rt_alloc*)realloc(*table, *cap * sizeof(struct polypy_rt_alloc));
@@ -104,6 +114,7 @@ static inline void polypy_rt_register(void* p, size_t size) {
   (*table)[*n].base = p;
   (*table)[*n].size = size;
   (*table)[*n].shared = 0;
+  (*table)[*n].taken = 0;
   ++*n;
 }
 
@@ -398,10 +409,10 @@ template <class T> static inline cudaError_t cudaMallocHost(T** p, size_t size) 
 static inline cudaError_t cudaFree(void* p) {
   if (!p) return cudaSuccess;
   struct polypy_rt_alloc* entry = polypy_rt_entry(p);
-  int shared = entry && entry->shared;
+  int host_owned = entry && (entry->shared || entry->taken);
   size_t size = 0;
   if (!polypy_rt_unregister(p, &size)) return polypy_rt_fail(cudaErrorInvalidDevicePointer);
-  if (shared) return cudaSuccess;  /* the host's buffer: the host frees it */
+  if (host_owned) return cudaSuccess;  /* the host's memory: the host frees it */
   size_t rounded = polypy_rt_rounded(size);
   size_t* n = polypy_rt_cached_count();
   size_t* bytes = polypy_rt_cached_bytes();
@@ -649,6 +660,87 @@ static inline cudaError_t polypy_rt_share_copy(void** device, const void* host, 
   polypy_rt_entry(host)->shared = 1;
   *device = (void*)host;
   return cudaSuccess;
+}
+
+/* Host blocks a device block may replace (polypy_rt_take_copy): the blocks of the host pointers
+ * frontend/host_copies.py found to take a device array's memory (their malloc or calloc becomes
+ * polypy_rt_host_malloc or _calloc, which records the size), and memory that has two owners
+ * after a take (a host buffer a device array became, then taken by a second host pointer: both
+ * free calls become polypy_rt_host_free, and the second frees it). */
+struct polypy_rt_host_block { void* base; size_t size; int owners; };
+inline polypy_rt_host_block** polypy_rt_host_table(void) { static polypy_rt_host_block* t = 0; return &t; }
+inline size_t* polypy_rt_host_count(void) { static size_t n = 0; return &n; }
+inline size_t* polypy_rt_host_capacity(void) { static size_t c = 0; return &c; }
+static inline polypy_rt_host_block* polypy_rt_host_find(const void* p) {
+  polypy_rt_host_block* t = *polypy_rt_host_table();
+  for (size_t i = 0, n = *polypy_rt_host_count(); i < n; ++i)
+    if (t[i].base == p) return &t[i];
+  return 0;
+}
+static inline void polypy_rt_host_add(void* p, size_t size, int owners) {
+  size_t* n = polypy_rt_host_count();
+  size_t* cap = polypy_rt_host_capacity();
+  if (*n == *cap) {
+    size_t grown = *cap ? 2 * *cap : 16;
+    polypy_rt_host_block* t = (polypy_rt_host_block*)realloc(*polypy_rt_host_table(), grown * sizeof(polypy_rt_host_block));
+    if (!t) return;  /* not recorded: a later take of this block copies instead */
+    *polypy_rt_host_table() = t;
+    *cap = grown;
+  }
+  (*polypy_rt_host_table())[(*n)++] = polypy_rt_host_block{p, size, owners};
+}
+static inline void polypy_rt_host_forget(polypy_rt_host_block* b) {
+  size_t* n = polypy_rt_host_count();
+  *b = (*polypy_rt_host_table())[--*n];
+}
+static inline void* polypy_rt_host_malloc(size_t size) {
+  void* p = malloc(size);
+  if (p) polypy_rt_host_add(p, size, 1);
+  return p;
+}
+static inline void* polypy_rt_host_calloc(size_t count, size_t size) {
+  void* p = calloc(count, size);
+  if (p) polypy_rt_host_add(p, count * size, 1);
+  return p;
+}
+/* free(p) for a pointer that may share its memory with another owner. */
+static inline void polypy_rt_host_free(void* p) {
+  polypy_rt_host_block* b = p ? polypy_rt_host_find(p) : 0;
+  if (b) {
+    if (--b->owners > 0) return;
+    polypy_rt_host_forget(b);
+  }
+  free(p);  /* a device pointer still naming the memory keeps its entry until its cudaFree */
+}
+/* cudaMemcpy(*host, device, count, cudaMemcpyDeviceToHost) where polypy proved that nothing uses
+ * the device array after the copy but cudaFree, and that the host block is untouched since its
+ * polypy_rt_host_malloc (frontend/host_copies.py): the host pointer takes the device block, and
+ * its own block is freed unused. The copy and the clearing of the host block's fresh pages are
+ * saved (Rodinia nw: its 64 MiB result). Still checked here: the host block is one
+ * polypy_rt_host_malloc gave, the device block one cudaMalloc gave or a host buffer it became
+ * (polypy_rt_share_copy), both of exactly count bytes; otherwise this is the copy. The
+ * POLYPY_TRACE_COPIES trace records the values as for a copy. */
+static inline cudaError_t polypy_rt_take_copy_bytes(void** host, const void* device, size_t count, int elem,
+                                                    size_t elem_size) {
+  polypy_rt_host_block* b = *host ? polypy_rt_host_find(*host) : 0;
+  struct polypy_rt_alloc* entry = polypy_rt_entry(device);
+  if (!b || b->size != count || b->owners != 1 || !entry || entry->size != count || entry->taken ||
+      polypy_rt_host_find(device))
+    return polypy_rt_memcpy(*host, device, count, cudaMemcpyDeviceToHost, elem, elem_size);
+  polypy_rt_host_forget(b);
+  free(*host);
+  /* A shared block is the host buffer's memory: it and this pointer free it, the second call frees. */
+  polypy_rt_host_add((void*)device, count, entry->shared ? 2 : 1);
+  entry->taken = 1;
+  *host = (void*)device;
+  polypy_rt_trace_copy(device, count, elem, elem_size);
+  return cudaSuccess;
+}
+template <class T> static inline cudaError_t polypy_rt_take_copy(T** host, const void* device, size_t count) {
+  return polypy_rt_take_copy_bytes((void**)host, device, count, polypy_rt_elem_of<T>::value, sizeof(T));
+}
+static inline cudaError_t polypy_rt_take_copy(void** host, const void* device, size_t count) {
+  return polypy_rt_take_copy_bytes(host, device, count, polypy_rt_bytes, 1);
 }
 
 /* A destination of one of the scalar types above (float* ...): the trace knows its element type.
