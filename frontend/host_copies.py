@@ -6,7 +6,7 @@ are cleared by the kernel at their first touch, then every byte moves. Rodinia's
 64 MiB arrays that way before its kernels start, and its 64 MiB result back into a fresh host
 array after them; its OpenMP port computes in the host arrays.
 
-**To the device** (``_Proof``): the device array becomes the host buffer.
+**To the device** (``_Share``): the device array becomes the host buffer.
 
 CUDA promises two distinct arrays with equal contents after the copy. One array serves as both
 wherever neither is changed while the other is still read:
@@ -144,7 +144,7 @@ def share_copies(functions: Sequence[ci.Cursor],
                         out.append(CopyDecision(call, device.spelling, "", args[2], False,
                                                 "the source is not a local pointer variable"))
                         continue
-                    ok, why = _Proof(facts, written).decide(call, d, h)
+                    ok, why = _Share(facts, written).decide(call, d, h)
                     if ok:
                         shared[var_key(device)] = h
                     out.append(CopyDecision(call, device.spelling, host.spelling, args[2], ok, why))
@@ -160,7 +160,9 @@ class _Refused(Exception):
     pass
 
 
-class _Proof:
+class _Share:
+    """Whether a host-to-device copy need not be made: the conditions of the module docstring."""
+
     def __init__(self, facts: HostFunction, written: Callable[[ci.Cursor], Sequence[bool | None] | None]):
         self.facts = facts
         self.written = written
@@ -318,7 +320,7 @@ class _Take:
       ``calloc`` (the rewrite records its size: the run time takes only a block of exactly the
       copy's size), and which nothing but null tests uses between that definition and the copy:
       its memory is untouched, and nothing else points to it. After the copy, ``o``'s uses are
-      those ``_Proof`` follows for a host buffer, writes included, and ``free(o)``.
+      those ``_Share`` follows for a host buffer, writes included, and ``free(o)``.
     * ``d`` is used only by its ``cudaMalloc``, launches, copies and fills before the copy, and
       by nothing but ``cudaFree`` after it: its memory is ``o``'s from then on.
     * Where ``d`` is ``source``'s memory, ``source`` is used by nothing but ``free`` after the

@@ -377,15 +377,17 @@ class _ModuleBuilder:
             spans += self.symbol_name_spans(by_file.get(fname, []), decls, conv)
             includes = tuple(self.include_span(c, conv) for c in inclusions
                              if c.location.file is not None and c.location.file.name == fname)
-            shared = tuple(CopySpan(conv.char(c.call.extent.start.offset), conv.char(c.call.extent.end.offset),
-                                    c.device, c.host, conv.slice(c.count.extent), c.shared, c.why, cursor_loc(c.call),
-                                    c.direction,
-                                    tuple((conv.char(r.extent.start.offset),
-                                           conv.char(r.extent.start.offset) + len(r.spelling), name)
-                                          for r, name in c.renames))
-                           for c in copies if c.call.location.file.name == fname)
-            files[fname] = HostFile(fname, text, launches, spans, includes, shared)  # type: ignore[arg-type]
+            copy_spans = tuple(self.copy_span(c, conv) for c in copies if c.call.location.file.name == fname)
+            files[fname] = HostFile(fname, text, launches, spans, includes, copy_spans)  # type: ignore[arg-type]
         return HostProgram(self.path, files, has_main)
+
+    @staticmethod
+    def copy_span(c: CopyDecision, conv: "_OffsetMap") -> CopySpan:
+        """A copy decision as spans of its file: the call, and each renamed function's name."""
+        renames = tuple((conv.char(r.extent.start.offset), conv.char(r.extent.start.offset) + len(r.spelling), name)
+                        for r, name in c.renames)
+        return CopySpan(conv.char(c.call.extent.start.offset), conv.char(c.call.extent.end.offset), c.device, c.host,
+                        conv.slice(c.count.extent), c.shared, c.why, cursor_loc(c.call), c.direction, renames)
 
     def file_text(self, fname: str) -> str:
         if fname == self.path and self.main_text is not None:

@@ -33,11 +33,13 @@ writes: descending, one loop instead of two and no per-thread buffer::
 
 The fused loop is ``ordered`` (``polypy.ir.nodes.For``): later passes keep its iterations in
 order (no fission, interchange or ``omp simd``; ranges split in order). Not for nests with
-atomics, nor twice on one nest, nor for nests whose bodies use more than one thread dimension:
-run one by one over rows of threads, the fused loop's inner loop no longer vectorizes, where
-the two nests' inner loops do (Rodinia srad_v2's ``srad_cuda_2``, whose second nest reads the
-south and east neighbours' shared values: fused in descending order it took 315 perf samples, as
-two nests 257). Where the order holds only for blocks one thread wide in the
+atomics, nor twice on one nest, nor -- over more than one thread dimension -- where the second
+nest reads what every thread of the first writes: run one by one, the fused loop's inner loop
+no longer vectorizes, where the two nests' inner loops do (Rodinia srad_v2's ``srad_cuda_2``,
+whose second nest reads the south and east neighbours' shared values: fused in descending order
+it took 315 perf samples, as two nests 257). What one thread of each row stages for its row
+(``if (tx == 0) node[ty] = ...``) still fuses: that statement then runs before a loop over the
+row whose iterations are disjoint, and that loop vectorizes. Where the order holds only for blocks one thread wide in the
 dimensions the bodies do not use (their threads would race otherwise) and for the integers the
 bodies take from around them at least 1 (a scan's ``offset``, which the model does not bound),
 the fused nest runs under that run-time test, the two nests as they were otherwise (a
@@ -60,7 +62,7 @@ from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_loops import freshen, order_sensitive
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
-from polypy.ir.queries import conjunction, declared_names
+from polypy.ir.queries import conjunction, conjuncts, declared_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.printer import format_expr
 from polypy.ir.types import U32, ScalarType
@@ -143,7 +145,8 @@ class _Fuse(Mutator):
             return None
         if order != "any":
             used = [k for k in range(3) if _uses_counters(body1 + body2, {a[k].var, b[k].var}, self.kernel)]
-            if len(used) > 1:
+            renamed = rename_locals(body2, {b[d].var: a[d].var for d in range(3)})
+            if len(used) > 1 and not _staged_by_one_x_thread(body1, renamed, a[2].var):
                 # An ordered nest runs its threads one by one: over rows of threads its inner
                 # loop would no longer vectorize, where the two nests' inner loops can.
                 lines = [str(s.loc.line) for s in (first, second) if s.loc is not None]
@@ -151,8 +154,8 @@ class _Fuse(Mutator):
                 self.decisions.append(LoweringDecision(
                     self.kernel.name, first.loc,
                     f"thread loops{where} not fused: they could run as one only with the threads in {order} "
-                    f"order, one by one, and both use more than one thread dimension (the loops as they are "
-                    f"vectorize along x)"))
+                    f"order, one by one, over more than one thread dimension, and the second reads what every "
+                    f"thread of the first writes (the loops as they are vectorize along x)"))
                 return None
         rename = {b[d].var: a[d].var for d in range(3)}
         body = body1 + rename_locals(body2, rename)
@@ -227,6 +230,48 @@ class _Fuse(Mutator):
         if order not in ("ascending", "descending"):
             return None, ()
         return order, (*(n.Binary("eq", n.BlockDim(d), n.Const(1, U32)) for d in sorted(flat)), *positive)
+
+
+def _staged_by_one_x_thread(body1: tuple[n.Stmt, ...], body2: tuple[n.Stmt, ...], x: str) -> bool:
+    """Whether every store of ``body1`` to an element ``body2`` may read at another index (the
+    bodies over the same counters) sits under a test ``x == c``: one thread of each row stages a
+    value for its row (Rodinia backprop's ``if (tx == 0) input_node[ty] = ...``), where the
+    other stores only pass each thread its own slot. Fused, that thread's statement runs before
+    a loop whose iterations are disjoint, and which vectorizes although it is ordered
+    (``codegen.lanes``)."""
+    reads: dict[str, list[tuple[n.Expr, ...]]] = {}
+    for s in body2:
+        for x_ in walk(s):
+            if isinstance(x_, n.Load):
+                reads.setdefault(x_.buffer, []).append(x_.index)
+
+    def crossing(st: n.Store | n.AtomicRMW) -> bool:
+        return any(index != st.index for index in reads.get(st.buffer, ()))
+
+    def fixes_x(cond: n.Expr) -> bool:
+        for c in conjuncts(cond):
+            if isinstance(c, n.Binary) and c.op == "eq":
+                sides = [c.a, c.b]
+                while any(isinstance(e, n.Cast) for e in sides):
+                    sides = [e.x if isinstance(e, n.Cast) else e for e in sides]
+                if any(isinstance(e, n.Var) and e.name == x for e in sides) and \
+                        any(isinstance(e, n.Const) for e in sides):
+                    return True
+        return False
+
+    def staged(stmts: tuple[n.Stmt, ...], guarded: bool) -> bool:
+        for st in stmts:
+            if isinstance(st, n.If):
+                if not (staged(st.then, guarded or fixes_x(st.cond)) and staged(st.orelse, guarded)):
+                    return False
+            elif isinstance(st, (n.Store, n.AtomicRMW)):
+                if crossing(st) and not guarded:
+                    return False
+            elif any(isinstance(y, (n.Store, n.AtomicRMW)) and crossing(y) for y in walk(st)):
+                return False  # a store under another statement (a loop): not followed
+        return True
+
+    return staged(body1, False)
 
 
 def _uses_counters(stmts: tuple[n.Stmt, ...], counters: set[str], kernel: n.Kernel) -> bool:

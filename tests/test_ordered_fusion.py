@@ -48,7 +48,6 @@ __global__ void scan(const float* in, float* out, int n)
 # Thread 0 of each row of the block loads the row's scale; every thread of the row then uses
 # it: the reading threads come after the writing one (ascending order). (Without __restrict__,
 # `y` might be `scale`: a thread's store could then reach what a later thread loads first.)
-# The order runs over rows of threads: the loops stay two, each vectorizing along x.
 ROW_SCALE = r"""
 __global__ void row_scale(const float* __restrict__ scale, const float* __restrict__ x, float* __restrict__ y,
                           int width)
@@ -186,39 +185,11 @@ def test_scan_in_coarse_blocks_and_through_llvm():
         np.testing.assert_array_equal(got["out"], want["out"])
 
 
-# Thread 0 loads the block's scale, every thread uses it: one row of threads, ascending order.
-BLOCK_SCALE = r"""
-__global__ void block_scale(const float* __restrict__ scale, const float* __restrict__ x, float* __restrict__ y)
-{
-    __shared__ float k;
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (threadIdx.x == 0)
-        k = scale[blockIdx.x];
-    __syncthreads();
-    y[i] = k * x[i];
-}
-"""
-
-
-def test_a_value_thread_0_loads_for_its_block_fuses_in_ascending_order():
-    kernel = _kernel(BLOCK_SCALE, "block_scale")
+def test_a_value_one_thread_loads_for_its_row_fuses_in_ascending_order():
+    kernel = _kernel(ROW_SCALE, "row_scale")
     assert _ordered(to_cpu(kernel))
     report = _report(kernel)
     assert "fused, threads in ascending order" in report and "blockDim.z == 1u" in report
-    rng = np.random.default_rng(5)
-    for block in (32, 128, 1):
-        grid = 5
-        args = {"scale": rng.standard_normal(grid).astype(np.float32),
-                "x": rng.standard_normal(grid * block).astype(np.float32), "y": np.zeros(grid * block, np.float32)}
-        got = assert_same_as_emulator(kernel, (grid,), (block,), args)
-        np.testing.assert_array_equal(got["y"], np.repeat(args["scale"], block) * args["x"])
-
-
-def test_a_value_one_thread_loads_for_its_row_keeps_two_loops_that_vectorize():
-    kernel = _kernel(ROW_SCALE, "row_scale")
-    assert not _ordered(to_cpu(kernel))
-    report = _report(kernel)
-    assert "not fused: they could run as one only with the threads in ascending order" in report
     rng = np.random.default_rng(3)
     for block in ((16, 8), (32, 4), (8, 1)):
         rows = 2 * block[1]
@@ -230,6 +201,44 @@ def test_a_value_one_thread_loads_for_its_row_keeps_two_loops_that_vectorize():
         got = assert_same_as_emulator(kernel, grid, block, args)
         np.testing.assert_array_equal(got["y"].reshape(rows, width),
                                       args["scale"][:, None] * args["x"].reshape(rows, width))
+
+
+# Every thread stages its value; each then reads its south and east neighbours' (Rodinia
+# srad_v2's srad_cuda_2, smaller): descending order would do, one thread at a time over rows of
+# threads; the two loops stay apart and vectorize along x.
+NEIGHBOURS = r"""
+#define B 8
+__global__ void south_east(const float* __restrict__ c, float* __restrict__ out, int cols)
+{
+    __shared__ float t[B + 1][B + 1];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int i = (blockIdx.y * B + ty) * cols + blockIdx.x * B + tx;
+    t[ty][tx] = c[i];
+    __syncthreads();
+    float s = ty == B - 1 ? 0.0f : t[ty + 1][tx];
+    float e = tx == B - 1 ? 0.0f : t[ty][tx + 1];
+    out[i] = t[ty][tx] + 2.0f * s + 3.0f * e;
+}
+"""
+
+
+def test_rows_of_threads_reading_what_every_thread_wrote_keep_their_loops_apart():
+    kernel = _kernel(NEIGHBOURS, "south_east")
+    assert not _ordered(to_cpu(kernel))
+    assert "not fused: they could run as one only with the threads in descending order" in _report(kernel)
+    rng = np.random.default_rng(6)
+    for blocks in ((1, 1), (3, 2)):
+        cols = 8 * blocks[0]
+        c = rng.standard_normal(cols * 8 * blocks[1]).astype(np.float32)
+        got = assert_same_as_emulator(kernel, blocks, (8, 8), {"c": c, "out": np.zeros_like(c), "cols": cols})
+        t = c.reshape(8 * blocks[1], cols)
+        south = np.zeros_like(t)
+        east = np.zeros_like(t)
+        for r in range(t.shape[0]):
+            for k in range(cols):
+                south[r, k] = 0.0 if r % 8 == 7 else t[r + 1, k]
+                east[r, k] = 0.0 if k % 8 == 7 else t[r, k + 1]
+        np.testing.assert_allclose(got["out"].reshape(t.shape), t + 2.0 * south + 3.0 * east, rtol=1e-6)
 
 
 def test_threads_reading_both_neighbours_keep_their_loops_apart():

@@ -392,7 +392,7 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
                             barriers=decisions, coarsen=coarsen)
         if report is not None:
             report.extend(launch_versions(module.host, launch_block_shapes(module.host), plans))
-            report.extend(module.host.copies)  # host-to-device copies kept or not made (frontend.host_copies)
+            report.extend(module.host.copies)  # copies between host and device made or not (frontend.host_copies)
         return text
     from codegen.c import emit_kernels
 
