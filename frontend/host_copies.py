@@ -177,18 +177,7 @@ class _Share:
         return True, self.why
 
     def prove(self, call: ci.Cursor, d, h) -> None:
-        if self.facts.has_goto:
-            raise _Refused("the function uses goto")
-        inside = [r for r in d.refs if call.extent.start.offset <= r.cursor.extent.start.offset < call.extent.end.offset]
-        if not inside:
-            raise _Refused("the copy was not found in its function")
-        for anc, _ in inside[0].ancestors:
-            if anc.kind in _LOOPS or anc.kind in (CK.SWITCH_STMT, CK.LAMBDA_EXPR):
-                raise _Refused("the copy is inside a loop, switch or lambda")
-        if call.extent.start.file is None or call.location.file is None or \
-                call.extent.start.file.name != call.location.file.name or \
-                [t.spelling for t in call.get_tokens()][:1] != ["cudaMemcpy"]:
-            raise _Refused("the copy is written by a macro")
+        _check_site(self.facts, call, d)
         at = call.extent.end.offset
         _check_types(d.decl, h.decl)
         d_written, last_d, d_freed = self.device_uses(call, d, at)
@@ -206,9 +195,7 @@ class _Share:
         """(line of the first write of ``d`` after the copy or None, offset of its last use,
         offset of its first cudaFree or None)."""
         name = d.decl.spelling
-        init = _initializer(d.decl)
-        if init is not None and not _is_null(init):
-            raise _Refused(f"{name} is initialized")
+        _check_null_init(d.decl)
         allocs = 0
         first_write: int | None = None
         last = at
@@ -268,11 +255,9 @@ class _Share:
             use = r.cursor.extent.start.offset
             line = r.cursor.location.line
             after = use >= at
-            raw, raw_pos = r.ancestors[-1]
-            if raw.kind == CK.BINARY_OPERATOR and binary_operator(raw) == "=" and r.pos == raw_pos + (0,):
-                if self.facts.kinds.get(raw_pos[:-1]) != CK.COMPOUND_STMT:
-                    raise _Refused(f"{name} is assigned inside an expression (line {line})")
-                definitions.append((use, list(raw.get_children())[-1]))
+            value = _assigned(self.facts, r, name)
+            if value is not None:
+                definitions.append((use, value))
                 continue
             level, parent, index = _parent(r)
             kind = parent.kind if parent is not None else None
@@ -346,17 +331,7 @@ class _Take:
         return True, why
 
     def prove(self) -> None:
-        call = self.call
-        if self.facts.has_goto:
-            raise _Refused("the function uses goto")
-        inside = [r for r in self.o.refs if call.extent.start.offset <= r.cursor.extent.start.offset < call.extent.end.offset]
-        if not inside or any(anc.kind in _LOOPS or anc.kind in (CK.SWITCH_STMT, CK.LAMBDA_EXPR)
-                             for anc, _ in inside[0].ancestors):
-            raise _Refused("the copy is inside a loop, switch or lambda")
-        if call.extent.start.file is None or call.location.file is None or \
-                call.extent.start.file.name != call.location.file.name or \
-                [t.spelling for t in call.get_tokens()][:1] != ["cudaMemcpy"]:
-            raise _Refused("the copy is written by a macro")
+        _check_site(self.facts, self.call, self.o)
         _check_types(self.d.decl, self.o.decl)
         self.device()
         self.host()
@@ -366,9 +341,7 @@ class _Take:
     def device(self) -> None:
         name = self.d.decl.spelling
         start, end = self.call.extent.start.offset, self.call.extent.end.offset
-        init = _initializer(self.d.decl)
-        if init is not None and not _is_null(init):
-            raise _Refused(f"{name} is initialized")
+        _check_null_init(self.d.decl)
         for r in self.d.refs:
             use = r.cursor.extent.start.offset
             line = r.cursor.location.line
@@ -402,11 +375,9 @@ class _Take:
             line = r.cursor.location.line
             if start <= use < end:
                 continue
-            raw, raw_pos = r.ancestors[-1]
-            if raw.kind == CK.BINARY_OPERATOR and binary_operator(raw) == "=" and r.pos == raw_pos + (0,):
-                if self.facts.kinds.get(raw_pos[:-1]) != CK.COMPOUND_STMT:
-                    raise _Refused(f"{name} is assigned inside an expression (line {line})")
-                definitions.append((use, list(raw.get_children())[-1]))
+            value = _assigned(self.facts, r, name)
+            if value is not None:
+                definitions.append((use, value))
                 continue
             level, parent, index = _parent(r)
             if _is_test(r, level):
@@ -450,6 +421,40 @@ class _Take:
         if [t.spelling for t in call.get_tokens()][:1] != ["free"]:
             raise _Refused(f"{name} is freed by a macro (line {r.cursor.location.line})")
         self.renames.append((call, "polypy_rt_host_free"))
+
+
+def _check_site(facts: HostFunction, call: ci.Cursor, var) -> None:
+    """The copy ``call`` (which names ``var``) runs once per run of its function, where written:
+    no ``goto`` in the function, no loop, ``switch`` or lambda around it, no macro making it."""
+    if facts.has_goto:
+        raise _Refused("the function uses goto")
+    start, end = call.extent.start.offset, call.extent.end.offset
+    inside = [r for r in var.refs if start <= r.cursor.extent.start.offset < end]
+    if not inside:
+        raise _Refused("the copy was not found in its function")
+    if any(anc.kind in _LOOPS or anc.kind in (CK.SWITCH_STMT, CK.LAMBDA_EXPR) for anc, _ in inside[0].ancestors):
+        raise _Refused("the copy is inside a loop, switch or lambda")
+    if call.extent.start.file is None or call.location.file is None or \
+            call.extent.start.file.name != call.location.file.name or \
+            [t.spelling for t in call.get_tokens()][:1] != ["cudaMemcpy"]:
+        raise _Refused("the copy is written by a macro")
+
+
+def _check_null_init(decl: ci.Cursor) -> None:
+    init = _initializer(decl)
+    if init is not None and not _is_null(init):
+        raise _Refused(f"{decl.spelling} is initialized")
+
+
+def _assigned(facts: HostFunction, r, name: str) -> ci.Cursor | None:
+    """The value assigned where the reference ``r`` is the left side of a statement ``v = e;``
+    (None where it is not); an assignment inside an expression is refused."""
+    raw, raw_pos = r.ancestors[-1]
+    if not (raw.kind == CK.BINARY_OPERATOR and binary_operator(raw) == "=" and r.pos == raw_pos + (0,)):
+        return None
+    if facts.kinds.get(raw_pos[:-1]) != CK.COMPOUND_STMT:
+        raise _Refused(f"{name} is assigned inside an expression (line {r.cursor.location.line})")
+    return list(raw.get_children())[-1]
 
 
 def _check_types(d: ci.Cursor, h: ci.Cursor) -> None:

@@ -34,6 +34,25 @@ def cuda_source(directory, name: str, source: str, kernel: str) -> tuple[Any, Ke
     return polypy.compile(str(path)), polypy.load(str(path)).kernel(kernel)
 
 
+def run_against_runtime(directory, name: str, source: str) -> str:
+    """``source``, a C++ program that includes ``"cuda_runtime.h"`` (polypy's runtime header,
+    written next to it), built with ``-O2`` in ``directory`` and run: its standard output."""
+    import subprocess
+
+    from codegen.c import runtime_header
+
+    need_compiler(cpp=True)
+    (directory / "cuda_runtime.h").write_text(runtime_header())
+    (directory / f"{name}.cpp").write_text(source)
+    exe = directory / name
+    built = subprocess.run([find_compiler(cpp=True), "-O2", str(directory / f"{name}.cpp"), "-o", str(exe)],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    result = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def copy_args(args: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
 

@@ -11,8 +11,7 @@ import re
 import subprocess
 import sys
 
-from c_support import need_compiler
-from codegen.c import find_compiler, runtime_header
+from c_support import need_compiler, run_against_runtime
 
 PROGRAM = r"""
 #include <cstdio>
@@ -408,14 +407,6 @@ int main() {
 
 
 def test_the_runtime_shares_and_takes_only_whole_blocks_of_the_copy_s_size(tmp_path) -> None:
-    need_compiler(cpp=True)
-    (tmp_path / "cuda_runtime.h").write_text(runtime_header())
-    (tmp_path / "share.cpp").write_text(RUNTIME)
-    exe = tmp_path / "share"
-    built = subprocess.run([find_compiler(cpp=True), "-O2", str(tmp_path / "share.cpp"), "-o", str(exe)],
-                           capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    result = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == ("shared 1 1 4000\nfree 0\nafter 7 0\nlarger 1 0 7\ninside 1 5\ndevice 1 3\n"
-                             "wide 1 7\ntaken 1 7 free 0\nowners 1 7 1\nleft 0 0\n")
+    assert run_against_runtime(tmp_path, "share", RUNTIME) == (
+        "shared 1 1 4000\nfree 0\nafter 7 0\nlarger 1 0 7\ninside 1 5\ndevice 1 3\n"
+        "wide 1 7\ntaken 1 7 free 0\nowners 1 7 1\nleft 0 0\n")

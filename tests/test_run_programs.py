@@ -13,8 +13,7 @@ import sys
 
 import pytest
 
-from c_support import need_compiler
-from codegen.c import find_compiler, runtime_header
+from c_support import need_compiler, run_against_runtime
 from samples.spec import ProgramSample, all_programs
 from test_programs import outputs_match
 
@@ -217,13 +216,4 @@ def test_copies_into_fresh_pages_fault_them_in_at_once(tmp_path) -> None:
     release = tuple(int(x) for x in platform.release().split("-")[0].split(".")[:2])
     if platform.system() != "Linux" or release < (5, 14):
         pytest.skip("MADV_POPULATE_WRITE needs Linux 5.14")
-    need_compiler(cpp=True)
-    (tmp_path / "cuda_runtime.h").write_text(runtime_header())
-    (tmp_path / "populate.cpp").write_text(POPULATE)
-    exe = tmp_path / "populate"
-    built = subprocess.run([find_compiler(cpp=True), "-O2", str(tmp_path / "populate.cpp"), "-o", str(exe)],
-                           capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    result = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == "ends 0 0\ninside 99\nshort 0\ntouched 1 0\nsum 1\n"
+    assert run_against_runtime(tmp_path, "populate", POPULATE) == "ends 0 0\ninside 99\nshort 0\ntouched 1 0\nsum 1\n"
