@@ -39,10 +39,12 @@ no longer vectorizes, where the two nests' inner loops do (Rodinia srad_v2's ``s
 whose second nest reads the south and east neighbours' shared values: fused in descending order
 it took 315 perf samples, as two nests 257). What one thread of each row stages for its row
 (``if (tx == 0) node[ty] = ...``) still fuses: that statement then runs before a loop over the
-row whose iterations are disjoint, and that loop vectorizes. Where the order holds only for blocks one thread wide in the
-dimensions the bodies do not use (their threads would race otherwise) and for the integers the
-bodies take from around them at least 1 (a scan's ``offset``, which the model does not bound),
-the fused nest runs under that run-time test, the two nests as they were otherwise (a
+row whose iterations are disjoint, and that loop vectorizes.
+
+Where the order holds only for blocks one thread wide in the dimensions the bodies do not use
+(their threads would race otherwise) and for the integers the bodies take from around them at
+least 1 (a scan's ``offset``, which the model does not bound), the fused nest runs under that
+run-time test, the two nests as they were otherwise (a
 specialized block shape and an unrolled loop fold it away); its per-thread buffer stores that
 only passed values to the second nest are dropped.
 
@@ -143,9 +145,10 @@ class _Fuse(Mutator):
         order, assumed = self.crossing_order(a, b, in_order=in_order)
         if order is None or (order != "any" and not in_order):
             return None
+        rename = {b[d].var: a[d].var for d in range(3)}
+        renamed = rename_locals(body2, rename)
         if order != "any":
             used = [k for k in range(3) if _uses_counters(body1 + body2, {a[k].var, b[k].var}, self.kernel)]
-            renamed = rename_locals(body2, {b[d].var: a[d].var for d in range(3)})
             if len(used) > 1 and not _staged_by_one_x_thread(body1, renamed, a[2].var):
                 # An ordered nest runs its threads one by one: over rows of threads its inner
                 # loop would no longer vectorize, where the two nests' inner loops can.
@@ -157,8 +160,7 @@ class _Fuse(Mutator):
                     f"order, one by one, over more than one thread dimension, and the second reads what every "
                     f"thread of the first writes (the loops as they are vectorize along x)"))
                 return None
-        rename = {b[d].var: a[d].var for d in range(3)}
-        body = body1 + rename_locals(body2, rename)
+        body = body1 + renamed
         counters = tuple(n.Var(a[d].var, U32) for d in range(3))  # z, y, x
         slot: tuple[n.Expr, ...] = counters
         if order == "descending":

@@ -729,7 +729,8 @@ static inline cudaError_t polypy_rt_take_copy_bytes(void** host, const void* dev
     return polypy_rt_memcpy(*host, device, count, cudaMemcpyDeviceToHost, elem, elem_size);
   polypy_rt_host_forget(b);
   free(*host);
-  /* A shared block is the host buffer's memory: it and this pointer free it, the second call frees. */
+  /* A shared block is the host buffer's memory: it and this pointer free it, the second call frees.
+   * (The entry takes the slot just forgotten: recording it cannot fail.) */
   polypy_rt_host_add((void*)device, count, entry->shared ? 2 : 1);
   entry->taken = 1;
   *host = (void*)device;
