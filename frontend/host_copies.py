@@ -166,17 +166,15 @@ class _Share:
     def __init__(self, facts: HostFunction, written: Callable[[ci.Cursor], Sequence[bool | None] | None]):
         self.facts = facts
         self.written = written
-        self.why = ""
 
     def decide(self, call: ci.Cursor, d, h) -> tuple[bool, str]:
         """Whether the copy ``call`` from ``h`` to ``d`` need not be made, and why (not)."""
         try:
-            self.prove(call, d, h)
+            return True, self.prove(call, d, h)
         except _Refused as e:
             return False, str(e)
-        return True, self.why
 
-    def prove(self, call: ci.Cursor, d, h) -> None:
+    def prove(self, call: ci.Cursor, d, h) -> str:
         _check_site(self.facts, call, d)
         at = call.extent.end.offset
         _check_types(d.decl, h.decl)
@@ -185,10 +183,10 @@ class _Share:
         if d_written is not None and h_read is not None:
             raise _Refused(f"{d.decl.spelling} is written (line {d_written}) and the host reads {h.decl.spelling} "
                            f"after the copy (line {h_read})")
-        self.why = (f"{d.decl.spelling} is {h.decl.spelling} itself: " +
-                    (f"{d.decl.spelling} is written (line {d_written}), and the host neither reads nor writes "
-                     f"{h.decl.spelling} after the copy" if d_written is not None else
-                     f"nothing writes {d.decl.spelling} or {h.decl.spelling} after the copy"))
+        return (f"{d.decl.spelling} is {h.decl.spelling} itself: " +
+                (f"{d.decl.spelling} is written (line {d_written}), and the host neither reads nor writes "
+                 f"{h.decl.spelling} after the copy" if d_written is not None else
+                 f"nothing writes {d.decl.spelling} or {h.decl.spelling} after the copy"))
 
     # -- the device pointer
     def device_uses(self, copy: ci.Cursor, d, at: int) -> tuple[int | None, int, int | None]:
@@ -203,44 +201,36 @@ class _Share:
         for r in d.refs:
             use = r.cursor.extent.start.offset
             line = r.cursor.location.line
-            level, parent, index = _parent(r)
-            if parent is not None and parent.kind == CK.UNARY_OPERATOR and unary_operator(parent) == "&":
-                _, call, i = _parent(r, level)
-                if call is not None and call.kind == CK.CALL_EXPR and call.spelling == "cudaMalloc" and i == 1 \
-                        and use < copy.extent.start.offset:
-                    allocs += 1
-                    continue
+            kind, parent, position = _device_use(self.facts, r)
+            if kind == "alloc" and use < copy.extent.start.offset:
+                allocs += 1
+                continue
+            if kind in ("alloc", "address"):
                 raise _Refused(f"the address of {name} is taken (line {line})")
             if copy.extent.start.offset <= use < at:
                 continue  # the copy itself
             if use < at:
                 raise _Refused(f"{name} is used before the copy otherwise than by its cudaMalloc (line {line})")
             last = max(last, use)
-            if parent is not None and parent.kind == CK.CALL_EXPR and self.is_launch(parent):
+            if kind == "launch":
                 flags = self.written(parent)
-                if flags is None or not 2 <= index < len(flags) + 2 or flags[index - 2] is None:
+                if flags is None or position >= len(flags) or flags[position] is None:
                     raise _Refused(f"what the kernel launched at line {line} does with {name} is not known")
-                if flags[index - 2] and first_write is None:
+                if flags[position] and first_write is None:
                     first_write = line
                 continue
-            callee = parent.spelling if parent is not None and parent.kind == CK.CALL_EXPR else ""
-            if callee == "cudaFree" and index == 1:
+            if kind == "free":
                 freed = use if freed is None else freed
                 continue
-            if callee in ("cudaMemcpy", "cudaMemset"):
-                writes, reads = _CALLS[callee]
-                if index - 1 in writes:
-                    first_write = line if first_write is None else first_write
-                    continue
-                if index - 1 in reads:
-                    continue
+            if kind == "write":
+                first_write = line if first_write is None else first_write
+                continue
+            if kind == "read":
+                continue
             raise _Refused(f"{name} is used otherwise after the copy (line {line})")
         if allocs != 1:
             raise _Refused(f"{name} is not given memory by exactly one cudaMalloc before the copy")
         return first_write, last, freed
-
-    def is_launch(self, call: ci.Cursor) -> bool:
-        return (call.extent.start.offset, call.extent.end.offset) in self.facts.launches
 
     # -- the host pointer
     def host_uses(self, copy: ci.Cursor, h, at: int, last_d: int, d_freed: int | None) -> int | None:
@@ -347,23 +337,15 @@ class _Take:
             line = r.cursor.location.line
             if start <= use < end:
                 continue
-            level, parent, index = _parent(r)
-            callee = parent.spelling if parent is not None and parent.kind == CK.CALL_EXPR else ""
-            if callee == "cudaFree" and index == 1:
+            kind, _, _ = _device_use(self.facts, r)
+            if kind == "free":
                 continue
             if use >= end:
                 raise _Refused(f"{name} is used after the copy (line {line})")
-            if parent is not None and parent.kind == CK.UNARY_OPERATOR and unary_operator(parent) == "&":
-                _, outer, i = _parent(r, level)
-                if outer is not None and outer.kind == CK.CALL_EXPR and outer.spelling == "cudaMalloc" and i == 1:
-                    continue
+            if kind == "address":
                 raise _Refused(f"the address of {name} is taken (line {line})")
-            if parent is not None and parent.kind == CK.CALL_EXPR and \
-                    (parent.extent.start.offset, parent.extent.end.offset) in self.facts.launches and index >= 2:
-                continue
-            if callee in ("cudaMemcpy", "cudaMemset") and index - 1 in _CALLS[callee][0] | _CALLS[callee][1]:
-                continue
-            raise _Refused(f"{name} is used otherwise (line {line})")
+            if kind == "other":
+                raise _Refused(f"{name} is used otherwise (line {line})")
 
     def host(self) -> None:
         name = self.o.decl.spelling
@@ -421,6 +403,31 @@ class _Take:
         if [t.spelling for t in call.get_tokens()][:1] != ["free"]:
             raise _Refused(f"{name} is freed by a macro (line {r.cursor.location.line})")
         self.renames.append((call, "polypy_rt_host_free"))
+
+
+def _device_use(facts: HostFunction, r) -> tuple[str, ci.Cursor | None, int]:
+    """What the reference ``r`` to a device pointer does: "alloc" (``&d`` given to
+    ``cudaMalloc``), "address" (``&d`` otherwise), "launch" (an argument of a launch, with its
+    position), "free" (``cudaFree``), "write" or "read" (a ``cudaMemcpy``/``cudaMemset``
+    operand), or "other"; with the call it is in."""
+    level, parent, index = _parent(r)
+    if parent is not None and parent.kind == CK.UNARY_OPERATOR and unary_operator(parent) == "&":
+        _, call, i = _parent(r, level)
+        alloc = call is not None and call.kind == CK.CALL_EXPR and call.spelling == "cudaMalloc" and i == 1
+        return ("alloc" if alloc else "address"), call, -1
+    if parent is None or parent.kind != CK.CALL_EXPR:
+        return "other", parent, -1
+    if (parent.extent.start.offset, parent.extent.end.offset) in facts.launches:
+        return ("launch" if index >= 2 else "other"), parent, index - 2
+    if parent.spelling == "cudaFree" and index == 1:
+        return "free", parent, -1
+    if parent.spelling in ("cudaMemcpy", "cudaMemset"):
+        writes, reads = _CALLS[parent.spelling]
+        if index - 1 in writes:
+            return "write", parent, -1
+        if index - 1 in reads:
+            return "read", parent, -1
+    return "other", parent, -1
 
 
 def _check_site(facts: HostFunction, call: ci.Cursor, var) -> None:
