@@ -160,7 +160,18 @@ class KernelEmitter:
                 self.layouts[b.name] = Layout(name, "flat", b.elem, extents)
 
     def scratch_buffers(self) -> list[n.Buffer]:
-        return [b for b in self.kernel.buffers if b.space in ("shared", "local")]
+        """The block-private buffers in the worker's scratch memory (the rest live in the block
+        function's frame: ``Buffer.frame``)."""
+        return [b for b in self.kernel.buffers if b.space in ("shared", "local") and not b.frame]
+
+    def frame_arrays(self) -> list[str]:
+        """The declarations of the block function's own arrays (``Buffer.frame``), uninitialized."""
+        out = []
+        for b in self.kernel.buffers:
+            if b.frame:
+                dims = "".join(f"[{int(d.value)}]" for d in b.shape or ())  # type: ignore[attr-defined]
+                out.append(f"{c_type(b.elem)} {self.cname(b.name)}{dims};")
+        return out
 
     def scratch_param(self, b: n.Buffer) -> str:
         """The block function's parameter for a block-private buffer."""
@@ -200,6 +211,7 @@ class KernelEmitter:
         lines.append(INDENT * 2 + params + ")")
         lines.append("{")
         lines.append(f"{INDENT}POLYPY_ASSUME(POLYPY_BLOCK_LIMITS(blockDim));")
+        lines += [INDENT + decl for decl in self.frame_arrays()]
         if self.flags:
             lines.append(f"{INDENT}// The fast thread loops below compute indices in 64 bits, as if 32-bit arithmetic "
                          f"did not wrap: exact")

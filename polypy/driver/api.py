@@ -607,10 +607,11 @@ class _Proof:
     def of(kernel: CompiledKernel, grid: tuple[int, int, int], block: tuple[int, int, int],
            ints: dict[str, int]) -> _Proof:
         cpu = kernel.cpu
-        # A split extern shared array (Buffer.part) is checked by the name of the array it views.
+        # A split extern shared array (Buffer.part) is checked by the name of the array it views;
+        # the block function's own copies (Buffer.frame) are read at the indices they were filled at.
         everything = frozenset([p.name for p in cpu.params if isinstance(p.ptype, PointerType)]
                                + [b.symbol if b.part is not None else b.name for b in cpu.buffers
-                                  if b.space == "shared"])
+                                  if b.space == "shared" and not b.frame])
         if kernel.gpu is None:
             return _Proof(None, everything)
         from polypy.poly.footprint import footprint

@@ -159,6 +159,7 @@ for _name, _target in (
     ("divide-in-double", "gpu2cpu.divide_in_double:divide_in_double"),
     ("prefetch-grid-stride", "gpu2cpu.prefetch_grid_stride:prefetch_grid_stride"),
     ("privatize-atomics", "gpu2cpu.privatize_atomics:privatize_atomics"),
+    ("localize-uniform-loads", "gpu2cpu.localize_uniform_loads:localize_uniform_loads"),
 ):
     register_pass(_name, _target)
 
@@ -185,6 +186,7 @@ CPU_SCHEDULE: tuple[str, ...] = (
     "split-scatter-adds",  # a histogram's adds at loaded indices: spread over copies of its bins
     "divide-in-double",  # x / n, x % n in thread loops: exact in f64, which vectorizes
     "prefetch-grid-stride",  # a block's next stretches of a grid-stride loop, ahead of time
+    "localize-uniform-loads",  # a filter's coefficients every thread reads: copied once per thread loop
 )
 # privatize-atomics last: it marks buffers by their accesses, which no later pass may change.
 CPU_FINISH: tuple[str, ...] = ("lower-block-atomics", "fold-constants", "eliminate-dead-code", "privatize-atomics")

@@ -418,6 +418,10 @@ class Buffer(Node):
     the ``q`` equal parts of the launch's dynamic shared memory (``N`` elements): it starts at
     element ``p * ceil(N / q)`` and has ``ceil((N - p) / q)`` elements, those ``i`` of the array
     ``symbol`` that the kernel addressed as ``i * q + p`` (``gpu2cpu.split_dynamic_shared``).
+    ``frame`` (CPU-form ``shared`` buffers of constant shape only): a small array each run of the
+    block function keeps in its own frame, uninitialized, rather than in the worker's scratch
+    memory: every element the block reads it wrote first (``gpu2cpu.localize_uniform_loads``); C
+    compilers keep such an array's elements in registers.
     """
 
     CHILDREN = ("shape",)
@@ -429,6 +433,7 @@ class Buffer(Node):
     init: tuple[int | float, ...] | None = None
     symbol: str | None = None
     part: tuple[int, int] | None = None
+    frame: bool = False
 
 
 # Member paths of a ``T**`` parameter's pool and pool address in its ``SourceParam``

@@ -162,7 +162,8 @@ class _Parser:
         while True:
             if self.at("source"):
                 source_params.append(self.source_param())
-            elif self.peek().text in ("shared", "local", "constant", "device", "extern") and self.peek(1).text not in ("=", "["):
+            elif (self.peek().text in ("shared", "local", "constant", "device", "extern", "frame")
+                  and self.peek(1).text not in ("=", "[")):
                 b = self.buffer_decl()
                 # A module global is printed once at module level; kernels name it again.
                 same = [g for g in self.globals if g.name == b.name]
@@ -209,6 +210,7 @@ class _Parser:
 
     def buffer_decl(self) -> n.Buffer:
         loc = self.loc()
+        frame = self.accept("frame")  # the block function's own array (CPU form: Buffer.frame)
         extern = self.accept("extern")
         space = self.ident()
         if space not in n.SPACES:
@@ -250,7 +252,7 @@ class _Parser:
                 raise self.error("a buffer part is written 'part p/q' with integer literals")
             part = (int(which.value), int(count.value))
         symbol = self.ident() if self.accept("in") else None
-        return n.Buffer(name, elem, shape, space, init=init, symbol=symbol, part=part, loc=loc)
+        return n.Buffer(name, elem, shape, space, init=init, symbol=symbol, part=part, frame=frame, loc=loc)
 
     # -- statements
     def block_body(self) -> tuple[n.Stmt, ...]:

@@ -194,6 +194,8 @@ class _Printer:
             init = " = {" + ", ".join(_format_init(v, b.elem) for v in b.init) + "}"
         part = f" part {b.part[0]}/{b.part[1]}" if b.part is not None else ""
         view = f" in {b.symbol}" if b.symbol is not None else ""
+        if b.frame:
+            prefix = "frame " + prefix
         self.emit(depth, f"{prefix}{b.space} {b.name}: {b.elem}{shape}{init}{part}{view}", b)
 
     def kernel(self, k: n.Kernel) -> None:

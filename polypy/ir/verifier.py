@@ -77,6 +77,10 @@ class _Verifier:
                 if b.shape is not None or b.symbol is None or not 0 <= p < q:
                     self.fail(f"buffer {b.name!r}: only an extern shared buffer viewing another may be a part "
                               f"(0 <= p < q), got part {p}/{q}", b)
+            if b.frame and (b.space != "shared" or b.shape is None or self.kernel.stage != "cpu"
+                            or not all(isinstance(d, n.Const) for d in b.shape)):
+                self.fail(f"buffer {b.name!r}: only a CPU-form shared buffer of constant shape may live in the "
+                          f"block function's frame", b)
             if b.shape is not None:
                 for d in b.shape:
                     self.expr(d)
