@@ -43,15 +43,16 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.queries import buffers_written, declared_names, written_names
 from polypy.ir.types import PointerType
+from polypy.ir.printer import format_expr
 from polypy.ir.visitor import Mutator, iter_children, walk, walk_block
 from polypy.passes.fold_constants import fold_expr
 from polypy.poly.alias import alias_kind
 
-from gpu2cpu.names import NameSupply
+from gpu2cpu.report import LoweringDecision
+from gpu2cpu.thread_loops import ThreadLoopStep, rewrite_cpu_body
 
 MAX_COMBINATIONS = 1024  # index values evaluated per load (the product of its loops' trip counts)
 # Elements of one copy (from the smallest index to the largest): few enough that the compiler keeps
@@ -63,16 +64,10 @@ _JUMPS = (n.Break, n.Continue, n.Return)
 _INDEX_OPS = ("add", "sub", "mul")
 
 
-def localize_uniform_loads(kernel: n.Kernel) -> n.Kernel:
+def localize_uniform_loads(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
     """Copy what every thread of a loop reads from read-only arrays before the loop (see the module
     docstring)."""
-    if kernel.stage != "cpu":
-        raise InternalError("localize_uniform_loads expects a CPU-form kernel", kernel.loc)
-    localizer = _Localizer(kernel)
-    body = localizer.visit_block(kernel.body)
-    if body is kernel.body:
-        return kernel
-    return dataclasses.replace(kernel, body=body, buffers=kernel.buffers + tuple(localizer.tables))
+    return rewrite_cpu_body(kernel, _Localizer, what="localize_uniform_loads", report=report)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,14 +80,14 @@ class _Use:
     top: int
 
 
-class _Localizer(Mutator):
+class _Localizer(ThreadLoopStep):
     def __init__(self, kernel: n.Kernel):
-        self.kernel = kernel
-        self.names = NameSupply(kernel)
-        for b in kernel.buffers:
-            self.names.reserve(b.name)
+        super().__init__(kernel)
         self.written = buffers_written(kernel.body)
         self.tables: list[n.Buffer] = []
+
+    def kernel_fields(self) -> dict:
+        return {"buffers": self.kernel.buffers + tuple(self.tables)}
 
     def visit_For(self, s: n.For):
         s = self.generic_visit(s)
@@ -112,13 +107,18 @@ class _Localizer(Mutator):
         changed = written_names(loop.body) | declared_names(loop.body) | {loop.var}
         copies: list[n.Stmt] = []
         replace: dict[n.Load, n.Expr] = {}
+        notes: list[str] = []
         for buffer in sorted({u.load.buffer for u in uses}):
             mine = [u for u in uses if u.load.buffer == buffer]
             if not self.stored_after(loop.body, buffer, mine):
                 continue
-            copies += self.localize_buffer(buffer, mine, changed, replace)
+            made = self.localize_buffer(buffer, mine, changed, replace)
+            if made:
+                copies += made
+                notes.append(_describe(buffer, made))
         if not copies:
             return loop
+        self.note(loop, f"loop over {loop.var}: {', '.join(notes)} read once before the loop, not by every thread")
         body = _ReplaceLoads(replace).visit_block(loop.body)
         moved = dataclasses.replace(loop, body=body)
         runs = fold_expr(n.Binary("lt", loop.start, loop.stop, loc=loop.loc))
@@ -179,6 +179,21 @@ class _Localizer(Mutator):
             out += [n.Store(table, (n.Const(v - lo, ity),), n.Load(buffer, (n.Const(v, ity),), ty, loc=loc), loc=loc)
                     for v in elements]
         return out
+
+
+def _describe(buffer: str, copies: list[n.Stmt]) -> str:
+    """``w[0..6] (into w_tab)``, ``w[5]``: what the copies read."""
+    out = []
+    for c in copies:
+        if isinstance(c, n.Decl):
+            out.append(f"{buffer}[{format_expr(c.init.index[0])}]")  # type: ignore[union-attr]
+        elif isinstance(c, n.For):
+            out.append(f"{buffer}[{format_expr(c.start)}..{int(c.stop.value) - 1}] (into "  # type: ignore[attr-defined]
+                       f"{c.body[0].buffer})")  # type: ignore[attr-defined]
+    tabled = [c for c in copies if isinstance(c, n.Store)]
+    if tabled:
+        out.append(f"{len(tabled)} elements of {buffer} (into {tabled[0].buffer})")
+    return ", ".join(out)
 
 
 def _constant_trips(loop: n.For) -> range | None:

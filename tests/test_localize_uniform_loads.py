@@ -60,7 +60,10 @@ def _want(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def test_the_taps_are_copied_once_before_the_loop_and_the_bias_is_a_local():
-    cpu = to_cpu(_smooth())
+    report: list = []
+    cpu = to_cpu(_smooth(), report=report)
+    lines = [d.format() for d in report if "read once before the loop" in d.format()]
+    assert lines and all("w[5], w[0..4] (into w_tab)" in line for line in lines), lines
     tables = [b for b in cpu.buffers if b.frame]
     assert [(b.space, int(b.shape[0].value)) for b in tables] == [("shared", 5)]
     table = tables[0].name
