@@ -31,8 +31,9 @@ qualifies when
   or ``return``; its index is built from constants and those loops' counters (every
   combination evaluated: at most ``MAX_COMBINATIONS``), or from values the loop does not change;
 * no store that may alias the array (``polypy.poly.alias``) comes before it in an iteration:
-  the stores' top-level statements come after the loads' (or the store is the very statement
-  whose value makes the loads).
+  its top-level statement in the loop comes before the first that stores (or is that very
+  statement, a plain store whose operands make the load). A load equal to it elsewhere in the
+  loop (the same index of the same counters) reads the copy too, under the same condition.
 
 Another thread's store to memory a thread of the same loop reads is a data race in CUDA (no
 barrier lies between two iterations of a loop over threads), so the copy made before the loop
@@ -106,37 +107,41 @@ class _Localizer(ThreadLoopStep):
         uses = [u for u in _unconditional_loads(loop.body) if self.readonly(u.load.buffer)]
         changed = written_names(loop.body) | declared_names(loop.body) | {loop.var}
         copies: list[n.Stmt] = []
-        replace: dict[n.Load, n.Expr] = {}
+        replaced: list[tuple[int, dict[n.Load, n.Expr]]] = []  # (statements reading the copy, loads -> copy)
         notes: list[str] = []
         for buffer in sorted({u.load.buffer for u in uses}):
-            mine = [u for u in uses if u.load.buffer == buffer]
-            if not self.stored_after(loop.body, buffer, mine):
-                continue
-            made = self.localize_buffer(buffer, mine, changed, replace)
+            cut = self.readable_prefix(loop.body, buffer)
+            mine = [u for u in uses if u.load.buffer == buffer and u.top < cut]
+            replace: dict[n.Load, n.Expr] = {}
+            made = self.localize_buffer(buffer, mine, changed, replace) if mine else []
             if made:
                 copies += made
+                replaced.append((cut, replace))
                 notes.append(_describe(buffer, made))
         if not copies:
             return loop
         self.note(loop, f"loop over {loop.var}: {', '.join(notes)} read once before the loop, not by every thread")
-        body = _ReplaceLoads(replace).visit_block(loop.body)
-        moved = dataclasses.replace(loop, body=body)
+        body: list[n.Stmt] = []
+        for k, stmt in enumerate(loop.body):
+            # A load equal to a localized one (same index, same counters) reads the copy too, but
+            # only where no store that may alias the array has come first.
+            here = {load: copy for cut, replace in replaced if k < cut for load, copy in replace.items()}
+            body += _ReplaceLoads(here).visit_block((stmt,)) if here else [stmt]
+        moved = dataclasses.replace(loop, body=tuple(body))
         runs = fold_expr(n.Binary("lt", loop.start, loop.stop, loc=loop.loc))
         if isinstance(runs, n.Const) and runs.value:
             return (*copies, moved)
         return n.If(runs, (*copies, moved), loc=loop.loc)
 
-    def stored_after(self, body: tuple[n.Stmt, ...], buffer: str, uses: list[_Use]) -> bool:
-        """Whether every store that may alias ``buffer`` comes after the loads ``uses`` in an iteration."""
-        last = max(u.top for u in uses)
+    def readable_prefix(self, body: tuple[n.Stmt, ...], buffer: str) -> int:
+        """How many of the loop body's top-level statements read ``buffer`` before any store that may
+        alias it: those before the first statement that stores, and that one too when it is a plain
+        store (its operands are read before it writes)."""
         for k, stmt in enumerate(body):
-            stores = [x for x in walk(stmt) if isinstance(x, (n.Store, n.AtomicRMW))
-                      and alias_kind(self.kernel, x.buffer, buffer) is not None]
-            if not stores:
-                continue
-            # The first statement that stores: after the last load, or that load's own plain store.
-            return k > last or (k == last and isinstance(stmt, n.Store))
-        return True
+            if any(isinstance(x, (n.Store, n.AtomicRMW)) and alias_kind(self.kernel, x.buffer, buffer) is not None
+                   for x in walk(stmt)):
+                return k + 1 if isinstance(stmt, n.Store) else k
+        return len(body)
 
     def localize_buffer(self, buffer: str, uses: list[_Use], changed: set[str],
                         replace: dict[n.Load, n.Expr]) -> list[n.Stmt]:

@@ -97,6 +97,20 @@ def test_a_store_that_may_alias_the_taps_before_they_are_read_keeps_the_reads():
     assert any(b.frame for b in to_cpu(_smooth()).buffers)
 
 
+def test_a_read_after_a_store_that_may_alias_it_stays_a_read_of_memory():
+    """w[5] read first (copied), then out[i] stored (out may be w's storage), then w[5] read again
+    under a condition: the second read is the same expression, but it must see the thread's own
+    store, so it still loads w."""
+    text = SMOOTH.replace("BEFORE", "out[i] = acc; if (in[i] > (T)0) acc += w[5];")
+    cpu = to_cpu(load(None, text=text).kernel("smooth"))
+    assert any(isinstance(x, n.Decl) and x.name.startswith("w_u") for x in walk(cpu))  # the first read
+    localized = [loop for loop in _thread_loops(cpu) if _reads(loop, "w_tab")]
+    assert localized
+    for loop in localized:  # (the run-time check's fallback loop is left as written anyway)
+        late = [x for x in _reads(loop, "w") if isinstance(x.index[0], n.Const) and x.index[0].value == 5]
+        assert late, "the read after the store no longer reads w"
+
+
 def test_conditional_reads_too_many_taps_and_written_arrays_are_left_alone():
     conditional = SMOOTH.replace("acc += w[k] * (i + k < n ? in[i + k] : (T)0);",
                                  "if (in[i] > (T)0) acc += w[k] * in[i];").replace("T acc = w[5];", "T acc = 0;")
