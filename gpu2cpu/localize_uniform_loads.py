@@ -113,11 +113,11 @@ class _Localizer(ThreadLoopStep):
             cut = self.readable_prefix(loop.body, buffer)
             mine = [u for u in uses if u.load.buffer == buffer and u.top < cut]
             replace: dict[n.Load, n.Expr] = {}
-            made = self.localize_buffer(buffer, mine, changed, replace) if mine else []
+            made, what = self.localize_buffer(buffer, mine, changed, replace) if mine else ([], [])
             if made:
                 copies += made
                 replaced.append((cut, replace))
-                notes.append(_describe(buffer, made))
+                notes += what
         if not copies:
             return loop
         self.note(loop, f"loop over {loop.var}: {', '.join(notes)} read once before the loop, not by every thread")
@@ -144,8 +144,9 @@ class _Localizer(ThreadLoopStep):
         return len(body)
 
     def localize_buffer(self, buffer: str, uses: list[_Use], changed: set[str],
-                        replace: dict[n.Load, n.Expr]) -> list[n.Stmt]:
-        """The copies of ``buffer``'s elements that ``uses`` read, filling ``replace``."""
+                        replace: dict[n.Load, n.Expr]) -> tuple[list[n.Stmt], list[str]]:
+        """The copies of ``buffer``'s elements that ``uses`` read, filling ``replace``, and what they
+        read for the report (``w[5]``, ``w[0..6] (into w_tab)``)."""
         ty = self.kernel.elem_type(buffer)
         scalars: dict[n.Expr, str] = {}
         tabled: dict[n.Load, list[int]] = {}
@@ -161,12 +162,13 @@ class _Localizer(ThreadLoopStep):
                 tabled[u.load] = values
         out: list[n.Stmt] = [n.Decl(name, ty, n.Load(buffer, (index,), ty, loc=index.loc), loc=index.loc)
                              for index, name in scalars.items()]
+        what = [f"{buffer}[{format_expr(index)}]" for index in scalars]
         if not tabled:
-            return out
+            return out, what
         elements = sorted({v for vs in tabled.values() for v in vs})
         lo, hi = elements[0], elements[-1]
         if hi - lo + 1 > MAX_TABLE:
-            return out
+            return out, what
         table = self.names.fresh(f"{buffer}_tab")
         first = next(iter(tabled))
         ity = first.index[0].type
@@ -180,25 +182,12 @@ class _Localizer(ThreadLoopStep):
             at = fold_expr(n.Binary("sub", n.Var(q, ity), n.Const(lo, ity)))
             copy = n.Store(table, (at,), n.Load(buffer, (n.Var(q, ity),), ty, loc=loc), loc=loc)
             out.append(n.For(q, ity, n.Const(lo, ity), n.Const(hi + 1, ity), n.Const(1, ity), (copy,), loc=loc))
+            what.append(f"{buffer}[{lo}..{hi}] (into {table})")
         else:
             out += [n.Store(table, (n.Const(v - lo, ity),), n.Load(buffer, (n.Const(v, ity),), ty, loc=loc), loc=loc)
                     for v in elements]
-        return out
-
-
-def _describe(buffer: str, copies: list[n.Stmt]) -> str:
-    """``w[0..6] (into w_tab)``, ``w[5]``: what the copies read."""
-    out = []
-    for c in copies:
-        if isinstance(c, n.Decl):
-            out.append(f"{buffer}[{format_expr(c.init.index[0])}]")  # type: ignore[union-attr]
-        elif isinstance(c, n.For):
-            out.append(f"{buffer}[{format_expr(c.start)}..{int(c.stop.value) - 1}] (into "  # type: ignore[attr-defined]
-                       f"{c.body[0].buffer})")  # type: ignore[attr-defined]
-    tabled = [c for c in copies if isinstance(c, n.Store)]
-    if tabled:
-        out.append(f"{len(tabled)} elements of {buffer} (into {tabled[0].buffer})")
-    return ", ".join(out)
+            what.append(f"{len(elements)} elements of {buffer} (into {table})")
+        return out, what
 
 
 def _constant_trips(loop: n.For) -> range | None:
