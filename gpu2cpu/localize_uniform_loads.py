@@ -57,8 +57,8 @@ from gpu2cpu.thread_loops import ThreadLoopStep, rewrite_cpu_body
 
 MAX_COMBINATIONS = 1024  # index values evaluated per load (the product of its loops' trip counts)
 # Elements of one copy (from the smallest index to the largest): few enough that the compiler keeps
-# them in vector registers across the loop. Measured: stencil1d's 7 taps 0.84 -> 0.94-0.99 of the
-# OpenMP port; conv2d's 25 taps 0.95 -> 0.80-0.93, the broadcast taps spilled in the loop.
+# them in vector registers across the loop. Measured: stencil1d's 7 taps 0.82-0.88 -> 0.84-1.53 of
+# the OpenMP port (six bench runs); conv2d's 25 taps 0.95 -> 0.80-0.93, the broadcast taps spilled.
 MAX_TABLE = 16
 
 _JUMPS = (n.Break, n.Continue, n.Return)
