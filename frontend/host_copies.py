@@ -380,7 +380,7 @@ class _Take:
             raise _Refused(f"{name} is not defined once before the copy")
         alloc = _strip(definitions[0][1])
         if alloc.kind != CK.CALL_EXPR or alloc.spelling not in _ALLOCATORS or \
-                [t.spelling for t in alloc.get_tokens()][:1] != [alloc.spelling]:
+                not _spelled(alloc, alloc.spelling):
             raise _Refused(f"{name} is not fresh memory from one malloc or calloc")
         self.renames.append((alloc, f"polypy_rt_host_{alloc.spelling}"))
 
@@ -400,7 +400,7 @@ class _Take:
     def release(self, r, call: ci.Cursor, name: str) -> None:
         if any(anc.kind in _LOOPS for anc, _ in r.ancestors):
             raise _Refused(f"{name} is freed inside a loop (line {r.cursor.location.line})")
-        if [t.spelling for t in call.get_tokens()][:1] != ["free"]:
+        if not _spelled(call, "free"):
             raise _Refused(f"{name} is freed by a macro (line {r.cursor.location.line})")
         self.renames.append((call, "polypy_rt_host_free"))
 
@@ -443,8 +443,13 @@ def _check_site(facts: HostFunction, call: ci.Cursor, var) -> None:
         raise _Refused("the copy is inside a loop, switch or lambda")
     if call.extent.start.file is None or call.location.file is None or \
             call.extent.start.file.name != call.location.file.name or \
-            [t.spelling for t in call.get_tokens()][:1] != ["cudaMemcpy"]:
+            not _spelled(call, "cudaMemcpy"):
         raise _Refused("the copy is written by a macro")
+
+
+def _spelled(call: ci.Cursor, name: str) -> bool:
+    """Whether the call's text starts with ``name`` itself (no macro makes it)."""
+    return [t.spelling for t in call.get_tokens()][:1] == [name]
 
 
 def _check_null_init(decl: ci.Cursor) -> None:

@@ -43,11 +43,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 
 from polypy.ir import nodes as n
 from polypy.ir.queries import buffers_written, declared_names, written_names
 from polypy.ir.types import PointerType
 from polypy.ir.printer import format_expr
+from polypy.ir.rewrite import rename_locals
 from polypy.ir.visitor import Mutator, iter_children, walk, walk_block
 from polypy.passes.fold_constants import fold_expr
 from polypy.poly.alias import alias_kind
@@ -94,8 +96,7 @@ class _Localizer(ThreadLoopStep):
         s = self.generic_visit(s)
         if s.kind != "threads" or s.ordered:
             return s
-        everything = list(walk_block(s.body))
-        if any(isinstance(x, _JUMPS) or (isinstance(x, n.For) and x.kind == "threads") for x in everything):
+        if any(isinstance(x, _JUMPS) or (isinstance(x, n.For) and x.kind == "threads") for x in walk_block(s.body)):
             return s
         return self.localize(s)
 
@@ -257,30 +258,17 @@ def _index_values(index: n.Expr, loops: tuple[n.For, ...]) -> list[int] | None:
                 return None
         elif not isinstance(x, (n.Const, n.Cast)) or not x.type.is_int:
             return None
-    trips = [_constant_trips(loop) for loop in used]
-    if any(t is None for t in trips):
-        return None
-    count = 1
-    for t in trips:
-        count *= len(t)  # type: ignore[arg-type]
-    if count > MAX_COMBINATIONS:
+    trips = [_constant_trips(loop) or range(0) for loop in used]  # counted loops: never empty
+    if math.prod(len(t) for t in trips) > MAX_COMBINATIONS:
         return None
     values = []
-    for combination in itertools.product(*trips):  # type: ignore[arg-type]
-        bound = {loop.var: n.Const(v, loop.vtype) for loop, v in zip(used, combination)}
-        value = fold_expr(_Substitute(bound).visit(index))
+    for combination in itertools.product(*trips):
+        bound = {n.Var(loop.var, loop.vtype): n.Const(v, loop.vtype) for loop, v in zip(used, combination)}
+        value = fold_expr(rename_locals(index, {}, values=bound))
         if not isinstance(value, n.Const):
             return None
         values.append(int(value.value))
     return values
-
-
-class _Substitute(Mutator):
-    def __init__(self, values: dict[str, n.Expr]):
-        self.values = values
-
-    def visit_Var(self, e: n.Var) -> n.Expr:
-        return self.values.get(e.name, e)
 
 
 class _ReplaceLoads(Mutator):
