@@ -40,6 +40,7 @@ from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType
 
+from codegen.c.apart import written_pointers
 from codegen.c.kernel import Coarsener
 from codegen.c.module import emit_kernels
 
@@ -162,18 +163,37 @@ class CLibrary:
         self._specialized[key] = found
         return found
 
-    def _function(self, kernel: n.Kernel):
-        fn = self._functions.get(kernel.name)
-        if fn is not None:
-            return fn
-        fn = getattr(self.dll, f"{kernel.name}_launch")
+    def _function(self, kernel: n.Kernel, apart: bool = False):
+        """The launcher of ``kernel``; ``apart``: its entry for arrays apart (``K_launch_apart``,
+        ``codegen.c.apart``) where the library has one, else the plain one."""
+        symbol = f"{kernel.name}_launch_apart" if apart else f"{kernel.name}_launch"
+        if symbol in self._functions:
+            return self._functions[symbol] or self._function(kernel)
+        try:
+            fn = getattr(self.dll, symbol)
+        except AttributeError:
+            if not apart:
+                raise
+            self._functions[symbol] = None  # no twin in this library: the plain launcher
+            return self._function(kernel)
         head = [Dim3, Dim3] if self.cpp else [ctypes.c_uint] * 6
         params = [ctypes.c_void_p if isinstance(p.ptype, PointerType) else _CTYPES[p.ptype.name]
                   for p in kernel.params]
         fn.argtypes = head + [ctypes.c_size_t] + params
         fn.restype = None
-        self._functions[kernel.name] = fn
+        self._functions[symbol] = fn
         return fn
+
+    def _apart(self, kernel: n.Kernel, arrays: Mapping[str, np.ndarray]) -> bool:
+        """Whether each array the kernel writes is a view of storage of its own, which no other
+        argument shares (two views of one array are not apart, even where the views do not
+        overlap: as with cudaMalloc'ed memory, the allocation counts), and the library has no module
+        arrays the kernel could reach by name: the promise ``K_launch_apart`` makes."""
+        if self.globals or self.check_bounds:
+            return False
+        roots = {name: _storage(a) for name, a in arrays.items()}
+        return all(not np.may_share_memory(roots[w], roots[p]) for w in written_pointers(kernel) for p in roots
+                   if p != w)
 
     def launch(self, name: str, grid: int | Sequence[int], block: int | Sequence[int],
                args: Mapping[str, Any] | Sequence[Any], *, shmem: int = 0) -> None:
@@ -191,7 +211,7 @@ class CLibrary:
         values = [bound[p.name].ctypes.data if isinstance(p.ptype, PointerType) else bound[p.name]
                   for p in kernel.params]
         head: list[Any] = [Dim3(*g), Dim3(*b)] if self.cpp else [*g, *b]
-        fn = self._function(kernel)
+        fn = self._function(kernel, apart=self._apart(kernel, arrays))
         registered = []
         if self.check_bounds:
             for a in arrays.values():
@@ -211,6 +231,13 @@ class CLibrary:
         shape = tuple(int(d.value) for d in g.shape)  # type: ignore[attr-defined]
         ctype = _CTYPES[g.elem.name] * int(np.prod(shape))
         return np.ctypeslib.as_array(ctype.in_dll(self.dll, name)).view(g.elem.dtype).reshape(shape)
+
+
+def _storage(a: np.ndarray) -> np.ndarray:
+    """The array whose memory ``a`` views (the last NumPy array of its ``base`` chain)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
 
 
 def build_library(kernels: Sequence[n.Kernel], globals_: Sequence[n.Buffer] = (), *, cpp: bool = False,

@@ -40,6 +40,7 @@ from polypy.ir.visitor import walk
 from polypy.launch import check_block_shape
 from polypy.passes.specialize import BlockShape, specialize_block_shape
 
+from codegen.c.apart import apart_twin, restricted, with_restrict, written_pointers
 from codegen.c.readable import barrier_notes, overflow_flags, source_local_names, thread_axis
 from codegen.c.render import C_KEYWORDS, INDENT, MATH, Layout, Renderer, c_type, pointer_decl
 from codegen.c.templates import render_template
@@ -530,36 +531,81 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[Bl
         return KernelEmitter(kernel, options, barriers=barriers).emit()
     main = KernelEmitter(kernel, options)
     generic = KernelEmitter(kernel, options, variant="generic", barriers=barriers)
-    versions: list[KernelEmitter] = []
-    coarse_versions: list[tuple[CoarseVersion, KernelEmitter] | None] = []
+    # Per shape: the version and its coarse version (None: not coarsened), and the same two with
+    # the written pointers restrict, for arrays apart (codegen.c.apart; None: no such twin).
+    Pair = tuple[KernelEmitter, Optional[tuple[CoarseVersion, KernelEmitter]]]
+    specialized: list[tuple[BlockShape, Pair, Optional[Pair]]] = []
     for shape in shapes:
         fine = specialize_block_shape(kernel, block=shape)
-        versions.append(KernelEmitter(fine, options, variant=variant_name(shape), barriers=barriers))
         coarse = coarsen(kernel, shape, fine) if coarsen is not None else None
-        if coarse is not None:
-            name = f"{variant_name(shape)}_c{'x'.join(map(str, coarse.factor))}"
-            coarse_versions.append((coarse, KernelEmitter(coarse.kernel, options, variant=name, barriers=barriers)))
-        else:
-            coarse_versions.append(None)
-    decl, _ = main.signature()
+        name = variant_name(shape)
+        coarse_name = f"{name}_c{'x'.join(map(str, coarse.factor))}" if coarse is not None else ""
+
+        def pair(fine_kernel: n.Kernel, coarse_kernel: n.Kernel | None, suffix: str) -> Pair:
+            emitter = KernelEmitter(fine_kernel, options, variant=name + suffix, barriers=barriers)
+            if coarse is None or coarse_kernel is None:
+                return emitter, None
+            return emitter, (coarse, KernelEmitter(coarse_kernel, options, variant=coarse_name + suffix,
+                                                   barriers=barriers))
+
+        twin = None if options.check_bounds else apart_twin(fine)
+        apart = None
+        if twin is not None:
+            apart = pair(twin, with_restrict(coarse.kernel, restricted(twin)) if coarse is not None else None, "_r")
+        specialized.append((shape, pair(fine, coarse.kernel if coarse is not None else None, ""), apart))
+    decl, values = main.signature()
     forward = ", ".join(main.forwarded())
     block = ("block.x", "block.y", "block.z") if options.cpp else ("block_x", "block_y", "block_z")
     grid = ("grid.x", "grid.y", "grid.z") if options.cpp else ("grid_x", "grid_y", "grid_z")
     workers = str(options.threads) if options.threads > 0 else "POLYPY_WORKERS()"
-    lines = [f"/* Launch {kernel.name}<<<grid, block, shmem_bytes>>>: the version compiled for the launch's block "
-             f"shape, if any. */", decl, "{"]
-    for shape, version, coarse in zip(shapes, versions, coarse_versions):
-        test = " && ".join(f"{b} == {d}u" for b, d in zip(block, shape))
-        lines.append(f"{INDENT}if ({test}) {{")
-        if coarse is not None:
-            version_, emitter = coarse
-            pays = pays_in_c(grid, version_.factor, workers, version_.blocks_per_worker)
-            lines += [f"{INDENT * 2}if ({pays}) {{", f"{INDENT * 3}{emitter.launcher_name}({forward});",
-                      f"{INDENT * 3}return;", f"{INDENT * 2}}}"]
-        lines += [f"{INDENT * 2}{version.launcher_name}({forward});", f"{INDENT * 2}return;", f"{INDENT}}}"]
-    lines += [f"{INDENT}{generic.launcher_name}({forward});", "}"]
-    texts = [v.emit().text for v in versions]
-    texts += [c[1].emit().text for c in coarse_versions if c is not None]
+
+    def run(version: Pair, depth: int) -> list[str]:
+        fine_emitter, coarse_pair = version
+        out: list[str] = []
+        if coarse_pair is not None:
+            coarse_version, emitter = coarse_pair
+            pays = pays_in_c(grid, coarse_version.factor, workers, coarse_version.blocks_per_worker)
+            out += [f"{INDENT * depth}if ({pays}) {{", f"{INDENT * (depth + 1)}{emitter.launcher_name}({forward});",
+                    f"{INDENT * (depth + 1)}return;", f"{INDENT * depth}}}"]
+        return out + [f"{INDENT * depth}{fine_emitter.launcher_name}({forward});", f"{INDENT * depth}return;"]
+
+    def dispatcher(head: str, apart_test: str | None) -> list[str]:
+        """The launcher choosing a version by block shape; ``apart_test``: the C condition under
+        which the arrays are apart ("1": the caller promised it), None: never assume it."""
+        lines = [head, decl if apart_test != "1" else decl.replace(f" {main.launcher_name}(",
+                                                                   f" {main.launcher_name}_apart(", 1), "{"]
+        for shape, version, apart in specialized:
+            test = " && ".join(f"{b} == {d}u" for b, d in zip(block, shape))
+            lines.append(f"{INDENT}if ({test}) {{")
+            if apart is not None and apart_test == "1":
+                lines += run(apart, 2)
+            else:
+                if apart is not None and apart_test is not None:
+                    lines += [f"{INDENT * 2}if ({apart_test}) {{", *run(apart, 3), f"{INDENT * 2}}}"]
+                lines += run(version, 2)
+            lines.append(f"{INDENT}}}")
+        lines += [f"{INDENT}{generic.launcher_name}({forward});", "}"]
+        return lines
+
+    twins = [apart for _, _, apart in specialized if apart is not None]
+    title = f"/* Launch {kernel.name}<<<grid, block, shmem_bytes>>>: the version compiled for the launch's block shape, if any."
+    written = [values[_param_index(kernel, w)] for w in written_pointers(kernel)]
+    pointers = [values[i] for i, p in enumerate(kernel.params) if isinstance(p.ptype, PointerType)]
+    apart_test = " && ".join(f"polypy_rt_apart({w}, {p})" for w in written for p in pointers if p != w)
+    if not twins or not apart_test:
+        specialized = [(shape, version, None) for shape, version, _ in specialized]
+        twins = []
+        lines = dispatcher(title + " */", None)
+    elif options.program:
+        lines = dispatcher(title + "\n * With every written array in a cudaMalloc allocation no other argument points "
+                           "into, the version whose written\n * pointers are restrict (codegen.c.apart). */", apart_test)
+    else:
+        lines = dispatcher(title + " */", None) + [""] + dispatcher(
+            title + "\n * The caller promises that every array the kernel writes lies in storage no other argument "
+            "points into\n * (codegen.c.apart): the versions whose written pointers are restrict. */", "1")
+    pairs = [version for _, version, _ in specialized] + twins
+    texts = [fine_emitter.emit().text for fine_emitter, _ in pairs]
+    texts += [coarse_pair[1].emit().text for _, coarse_pair in pairs if coarse_pair is not None]
     texts += [generic.emit().text, "\n".join(lines)]
     return KernelCode(kernel.name, main.launcher_name, decl + ";", "\n\n".join(texts))
 

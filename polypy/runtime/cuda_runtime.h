@@ -155,6 +155,15 @@ static inline int polypy_rt_find_alloc(const void* p, void** base, size_t* size)
   return 0;
 }
 
+/* Whether a and b point into two different live allocations (a launch's written array and another
+ * argument: the kernel's version with restrict pointers may run, codegen/c/apart.py). A pointer
+ * the registry does not know (a __device__ array's address, host memory) is never apart. */
+static inline int polypy_rt_apart(const void* a, const void* b) {
+  void *base_a, *base_b;
+  size_t size_a, size_b;
+  return polypy_rt_find_alloc(a, &base_a, &size_a) && polypy_rt_find_alloc(b, &base_b, &size_b) && base_a != base_b;
+}
+
 #ifdef __cplusplus
 
 /* The include guards and version of the toolkit's headers: programs' own copies of the samples'
