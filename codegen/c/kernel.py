@@ -591,7 +591,11 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[Bl
     title = f"/* Launch {kernel.name}<<<grid, block, shmem_bytes>>>: the version compiled for the launch's block shape, if any."
     written = [values[_param_index(kernel, w)] for w in written_pointers(kernel)]
     pointers = [values[i] for i, p in enumerate(kernel.params) if isinstance(p.ptype, PointerType)]
-    apart_test = " && ".join(f"polypy_rt_apart({w}, {p})" for w in written for p in pointers if p != w)
+    # a written array against every other argument, each pair once
+    pairs_apart: list[tuple[str, str]] = []
+    for w in written:
+        pairs_apart += [(w, p) for p in pointers if p != w and (p, w) not in pairs_apart and (w, p) not in pairs_apart]
+    apart_test = " && ".join(f"polypy_rt_apart({a}, {b})" for a, b in pairs_apart)
     if not twins or not apart_test:
         specialized = [(shape, version, None) for shape, version, _ in specialized]
         twins = []
