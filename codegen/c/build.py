@@ -133,7 +133,8 @@ class CLibrary:
         self.kernels = {k.name: k for k in kernels}
         self.globals = {g.name: g for g in globals_}
         self.dll = ctypes.CDLL(str(path))
-        self._functions: dict[str, Any] = {}
+        self._functions: dict[str, Any] = {}  # symbol -> ctypes function (None: not in the library)
+        self._written: dict[str, list[str]] = {}  # kernel -> the pointer parameters it writes
         self._rebuild = rebuild
         self._specialized: dict[tuple[str, tuple[int, int, int]], CLibrary] = {}
 
@@ -163,19 +164,15 @@ class CLibrary:
         self._specialized[key] = found
         return found
 
-    def _function(self, kernel: n.Kernel, apart: bool = False):
-        """The launcher of ``kernel``; ``apart``: its entry for arrays apart (``K_launch_apart``,
-        ``codegen.c.apart``) where the library has one, else the plain one."""
-        symbol = f"{kernel.name}_launch_apart" if apart else f"{kernel.name}_launch"
+    def _function(self, kernel: n.Kernel, symbol: str):
+        """The library's function ``symbol`` (a launcher of ``kernel``), None if it has none."""
         if symbol in self._functions:
-            return self._functions[symbol] or self._function(kernel)
+            return self._functions[symbol]
         try:
             fn = getattr(self.dll, symbol)
         except AttributeError:
-            if not apart:
-                raise
-            self._functions[symbol] = None  # no twin in this library: the plain launcher
-            return self._function(kernel)
+            self._functions[symbol] = None
+            return None
         head = [Dim3, Dim3] if self.cpp else [ctypes.c_uint] * 6
         params = [ctypes.c_void_p if isinstance(p.ptype, PointerType) else _CTYPES[p.ptype.name]
                   for p in kernel.params]
@@ -184,16 +181,24 @@ class CLibrary:
         self._functions[symbol] = fn
         return fn
 
-    def _apart(self, kernel: n.Kernel, arrays: Mapping[str, np.ndarray]) -> bool:
-        """Whether each array the kernel writes is a view of storage of its own, which no other
-        argument shares (two views of one array are not apart, even where the views do not
-        overlap: as with cudaMalloc'ed memory, the allocation counts), and the library has no module
-        arrays the kernel could reach by name: the promise ``K_launch_apart`` makes."""
-        if self.globals or self.check_bounds:
-            return False
-        roots = {name: _storage(a) for name, a in arrays.items()}
-        return all(not np.may_share_memory(roots[w], roots[p]) for w in written_pointers(kernel) for p in roots
-                   if p != w)
+    def _launcher(self, kernel: n.Kernel, arrays: Mapping[str, np.ndarray]):
+        """``K_launch_apart`` where the library has it (``codegen.c.apart``) and the arrays keep its
+        promise: each array the kernel writes a view of storage of its own that no other argument
+        shares (two views of one array are not apart, even where they do not overlap: as with
+        cudaMalloc'ed memory, the allocation counts), and no module arrays the kernel could reach by
+        name. Else ``K_launch``."""
+        apart = None if self.globals else self._function(kernel, f"{kernel.name}_launch_apart")
+        if apart is not None:
+            written = self._written.get(kernel.name)
+            if written is None:
+                written = self._written[kernel.name] = written_pointers(kernel)
+            roots = {name: _storage(a) for name, a in arrays.items()}
+            if all(not np.may_share_memory(roots[w], roots[p]) for w in written for p in roots if p != w):
+                return apart
+        plain = self._function(kernel, f"{kernel.name}_launch")
+        if plain is None:
+            raise InternalError(f"the library {self.path} has no launcher {kernel.name}_launch")
+        return plain
 
     def launch(self, name: str, grid: int | Sequence[int], block: int | Sequence[int],
                args: Mapping[str, Any] | Sequence[Any], *, shmem: int = 0) -> None:
@@ -211,7 +216,7 @@ class CLibrary:
         values = [bound[p.name].ctypes.data if isinstance(p.ptype, PointerType) else bound[p.name]
                   for p in kernel.params]
         head: list[Any] = [Dim3(*g), Dim3(*b)] if self.cpp else [*g, *b]
-        fn = self._function(kernel, apart=self._apart(kernel, arrays))
+        fn = self._launcher(kernel, arrays)
         registered = []
         if self.check_bounds:
             for a in arrays.values():
