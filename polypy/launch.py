@@ -161,6 +161,13 @@ def _by_ir_name(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) -> di
     return out
 
 
+def storage_root(a: np.ndarray) -> np.ndarray:
+    """The array whose memory ``a`` views (the last NumPy array of its ``base`` chain)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
 def _pointer_table(kernel: n.Kernel, sp: n.SourceParam, value: Any) -> dict[str, Any]:
     """A ``T**`` argument: a list of arrays that all view one C-contiguous array (the pool the
     frontend's pointer table points into): the table of their addresses, the pool, its address."""
@@ -173,13 +180,8 @@ def _pointer_table(kernel: n.Kernel, sp: n.SourceParam, value: Any) -> dict[str,
     if not arrays or not all(isinstance(a, np.ndarray) and a.dtype == want for a in arrays):
         raise UserError(f"{what} must be a non-empty list of numpy arrays of {want} (views of one array)", kernel.loc)
 
-    def root(a: np.ndarray) -> np.ndarray:
-        while isinstance(a.base, np.ndarray):
-            a = a.base
-        return a
-
-    pool = root(arrays[0])
-    if any(root(a) is not pool for a in arrays) or pool.dtype != want or not pool.flags.c_contiguous:
+    pool = storage_root(arrays[0])
+    if any(storage_root(a) is not pool for a in arrays) or pool.dtype != want or not pool.flags.c_contiguous:
         raise UserError(f"{what}: the arrays must all be views of one C-contiguous array of {want}", kernel.loc)
     pool = pool.reshape(-1)
     table = np.array([a.__array_interface__["data"][0] for a in arrays], dtype=np.uint64)

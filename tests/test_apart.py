@@ -12,109 +12,77 @@ import numpy as np
 
 from c_support import need_compiler, run_against_runtime
 from codegen.c import build_library, emit_kernels, find_compiler
-from codegen.c.apart import apart_twin
+from codegen.c.apart import apart_twin, restricted
 from polypy.driver.cli import main
 from polypy.driver.pipelines import lower_and_emit
 from polypy.driver.source import load
 from polypy.ir import nodes as n
-from polypy.ir.types import PointerType
 from polypy.passes.specialize import specialize_block_shape
+from samples.spec import sample
 
-# A 5 x 5 filter (written for this test): every thread reads all 25 taps of `mask`, more than
-# localize-uniform-loads copies, and the store to `out` may alias them.
-FILTER = r"""
-__global__ void filter5(const float* img, const float* mask, float* out, int h, int w)
-{
-    int x = blockIdx.x * blockDim.x + threadIdx.x;
-    int y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= w || y >= h)
-        return;
-    float acc = 0.0f;
-    for (int dy = 0; dy < 5; ++dy)
-        for (int dx = 0; dx < 5; ++dx)
-            if (y + dy < h && x + dx < w)
-                acc += mask[dy * 5 + dx] * img[(y + dy) * w + x + dx];
-    out[y * w + x] = acc;
-}
-"""
-
-COPY = r"""
-__global__ void copy(const float* a, float* b, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        b[i] = 2.0f * a[i];
-}
-"""
+# conv2d: every thread reads all 25 taps of `mask`, more than localize-uniform-loads copies, and
+# its store to `out` may alias them.
+CONV2D = sample("conv2d")
 
 
-def _cpu(source: str, name: str) -> n.Kernel:
-    return lower_and_emit(load(None, text=source), "cpu").kernel(name)
+def _cpu(name: str) -> n.Kernel:
+    """The sample ``name``'s kernel in CPU form."""
+    return lower_and_emit(load(sample(name).source), "cpu").kernel(sample(name).kernel)
 
 
-def _restrict(kernel: n.Kernel) -> set[str]:
-    return {p.name for p in kernel.params if isinstance(p.ptype, PointerType) and p.ptype.restrict}
-
-
-def _want(img: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    h, w = img.shape
-    padded = np.zeros((h + 4, w + 4))
-    padded[:h, :w] = img
-    return sum(mask[dy, dx] * padded[dy:dy + h, dx:dx + w] for dy in range(5) for dx in range(5))
+def _conv2d() -> n.Kernel:
+    return _cpu("conv2d")
 
 
 def test_twin_only_where_a_loop_reloads_what_a_store_may_alias() -> None:
-    fine = specialize_block_shape(_cpu(FILTER, "filter5"), block=(32, 8, 1))
+    fine = specialize_block_shape(_conv2d(), block=(32, 8, 1))
     twin = apart_twin(fine)
-    assert twin is not None and _restrict(twin) == {"out"}  # only the written pointer
+    assert twin is not None and restricted(twin) == {"out"}  # only the written pointer
     assert twin.body == fine.body
-    # a copy loads at the thread's own index: nothing the compiler must reload
-    assert apart_twin(specialize_block_shape(_cpu(COPY, "copy"), block=(256, 1, 1))) is None
+    # saxpy loads at the thread's own index: nothing the compiler must reload
+    assert apart_twin(specialize_block_shape(_cpu("saxpy"), block=(256, 1, 1))) is None
 
 
 def test_library_c_keeps_the_plain_launcher_plain() -> None:
-    text = emit_kernels([_cpu(FILTER, "filter5")], block_shapes={"filter5": [(32, 8, 1)]})
+    text = emit_kernels([_conv2d()], block_shapes={"conv2d": [(32, 8, 1)]})
     assert "float* POLYPY_RESTRICT out" in text
-    plain = text[text.index("POLYPY_EXPORT void filter5_launch("):text.index("POLYPY_EXPORT void filter5_launch_apart(")]
-    apart = text[text.index("POLYPY_EXPORT void filter5_launch_apart("):]
-    assert "_r(" not in plain and "filter5_launch_b32x8x1(" in plain
-    assert "filter5_launch_b32x8x1_r(" in apart
+    plain = text[text.index("POLYPY_EXPORT void conv2d_launch("):text.index("POLYPY_EXPORT void conv2d_launch_apart(")]
+    apart = text[text.index("POLYPY_EXPORT void conv2d_launch_apart("):]
+    assert "_r(" not in plain and "conv2d_launch_b32x8x1(" in plain
+    assert "conv2d_launch_b32x8x1_r(" in apart
     # no twin without a specialized version, nor where bounds are checked
-    assert "_launch_apart" not in emit_kernels([_cpu(FILTER, "filter5")])
-    assert "_launch_apart" not in emit_kernels([_cpu(FILTER, "filter5")], block_shapes={"filter5": [(32, 8, 1)]},
-                                               check_bounds=True)
+    assert "_launch_apart" not in emit_kernels([_conv2d()])
+    assert "_launch_apart" not in emit_kernels([_conv2d()], block_shapes={"conv2d": [(32, 8, 1)]}, check_bounds=True)
 
 
 def test_library_runs_the_twin_only_for_arrays_apart() -> None:
     need_compiler()
-    kernel = _cpu(FILTER, "filter5")
-    rng = np.random.default_rng(3)
-    h, w = 37, 70
-    img = rng.standard_normal((h, w)).astype(np.float32)
-    mask = rng.standard_normal((5, 5)).astype(np.float32)
-    want = _want(img.astype(np.float64), mask.astype(np.float64))
-    lib = build_library([kernel], block_shapes={"filter5": [(32, 8, 1)]})
-    grid, block = ((w + 31) // 32, (h + 7) // 8), (32, 8)
-
-    apart, plain = lib._function(kernel, "filter5_launch_apart"), lib._function(kernel, "filter5_launch")
+    kernel = _conv2d()
+    case = CONV2D.cases[0]
+    args = CONV2D.make_args(np.random.default_rng(3), case, np.float32)
+    h, w = int(args["height"]), int(args["width"])
+    want = CONV2D.reference(args, case)["out"]
+    lib = build_library([kernel], block_shapes={"conv2d": [tuple(case.block) + (1,)]})
+    apart, plain = lib._function(kernel, "conv2d_launch_apart"), lib._function(kernel, "conv2d_launch")
     assert apart is not None and plain is not None
 
-    out = np.zeros((h, w), np.float32)
-    args = {"img": img, "mask": mask, "out": out, "h": h, "w": w}
-    assert lib._launcher(kernel, {k: v for k, v in args.items() if isinstance(v, np.ndarray)}) is apart
-    lib.launch("filter5", grid, block, args)
-    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    def arrays(a: dict) -> dict:
+        return {k: v for k, v in a.items() if isinstance(v, np.ndarray) and v.ndim}
+
+    assert lib._launcher(kernel, arrays(args)) is apart
+    lib.launch("conv2d", case.grid, case.block, args)
+    np.testing.assert_allclose(args["out"], want, rtol=1e-5, atol=1e-5)
 
     # The taps inside the output's storage, past the part the kernel writes: two views of one
     # array, not apart (even though the views do not overlap).
     storage = np.zeros(h * w + 25, np.float32)
-    storage[h * w:] = mask.ravel()
-    args = {"img": img, "mask": storage[h * w:], "out": storage[:h * w], "h": h, "w": w}
-    assert lib._launcher(kernel, {k: v for k, v in args.items() if isinstance(v, np.ndarray)}) is plain
-    lib.launch("filter5", grid, block, args)
-    np.testing.assert_allclose(storage[:h * w].reshape(h, w), want, rtol=1e-5, atol=1e-5)
+    storage[h * w:] = args["mask"]
+    shared = {**args, "mask": storage[h * w:], "out": storage[:h * w]}
+    assert lib._launcher(kernel, arrays(shared)) is plain
+    lib.launch("conv2d", case.grid, case.block, shared)
+    np.testing.assert_allclose(storage[:h * w], want, rtol=1e-5, atol=1e-5)
     # the input read as the output: not apart either
-    assert lib._launcher(kernel, {"img": out, "mask": mask, "out": out}) is plain
+    assert lib._launcher(kernel, {"img": args["out"], "mask": args["mask"], "out": args["out"]}) is plain
 
 
 def test_runtime_tells_allocations_apart(tmp_path: pathlib.Path) -> None:
@@ -139,7 +107,9 @@ int main() {
     assert second == "0"  # freed: the registry knows neither
 
 
-PROGRAM = FILTER + r"""
+# conv2d's kernel (the sample's source) launched from a host program of ours: once on three
+# allocations, once with the taps in the output's allocation, each checked against a host loop.
+MAIN = r"""
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
@@ -147,9 +117,10 @@ static int check(const float* out, const float* img, const float* mask, int h, i
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {
       double acc = 0;
-      for (int dy = 0; dy < 5; ++dy)
-        for (int dx = 0; dx < 5; ++dx)
-          if (y + dy < h && x + dx < w) acc += (double)mask[dy * 5 + dx] * img[(y + dy) * w + x + dx];
+      for (int dy = -2; dy <= 2; ++dy)
+        for (int dx = -2; dx <= 2; ++dx)
+          if (y + dy >= 0 && y + dy < h && x + dx >= 0 && x + dx < w)
+            acc += (double)mask[(dy + 2) * 5 + dx + 2] * img[(y + dy) * w + x + dx];
       if (std::fabs(acc - out[y * w + x]) > 1e-4 * (1 + std::fabs(acc))) return 0;
     }
   return 1;
@@ -171,10 +142,10 @@ int main() {
   dim3 block(32, 8);
   dim3 grid((w + 31) / 32, (h + 7) / 8);
   float* out = (float*)malloc(h * w * sizeof(float));
-  filter5<<<grid, block>>>(d_img, d_mask, d_out, h, w);  // three allocations: apart
+  conv2d<<<grid, block>>>(d_img, d_mask, d_out, h, w);  // three allocations: apart
   cudaMemcpy(out, d_out, h * w * sizeof(float), cudaMemcpyDeviceToHost);
   printf("apart %s\n", check(out, img, mask, h, w) ? "ok" : "wrong");
-  filter5<<<grid, block>>>(d_img, d_both + h * w, d_both, h, w);  // taps and output in one allocation
+  conv2d<<<grid, block>>>(d_img, d_both + h * w, d_both, h, w);  // taps and output in one allocation
   cudaMemcpy(out, d_both, h * w * sizeof(float), cudaMemcpyDeviceToHost);
   printf("shared %s\n", check(out, img, mask, h, w) ? "ok" : "wrong");
   return 0;
@@ -184,13 +155,13 @@ int main() {
 
 def test_program_chooses_by_allocation(tmp_path: pathlib.Path) -> None:
     need_compiler(cpp=True)
-    src = tmp_path / "filter.cu"
-    src.write_text(PROGRAM)
-    cpp = tmp_path / "filter.cpp"
+    src = tmp_path / "conv2d_main.cu"
+    src.write_text(pathlib.Path(CONV2D.source).read_text() + MAIN)
+    cpp = tmp_path / "conv2d_main.cpp"
     assert main(["translate", str(src), "-o", str(cpp)]) == 0
     text = cpp.read_text()
     assert "if (polypy_rt_apart(out, img) && polypy_rt_apart(out, mask)) {" in text
-    exe = tmp_path / "filter"
+    exe = tmp_path / "conv2d_main"
     built = subprocess.run([find_compiler(cpp=True), "-O2", "-fopenmp", str(cpp), "-o", str(exe), "-lm"],
                            capture_output=True, text=True)
     assert built.returncode == 0, built.stderr[-3000:]

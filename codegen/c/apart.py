@@ -5,8 +5,8 @@ another one points to. In a loop over threads that loads the same element in eve
 (conv2d's ``mask[(dy + 2) * 5 + dx + 2]``, inside the vector loop over ``tx``), the store to
 ``out`` at the end of each iteration then forces the compiler to load all 25 taps again in the
 next one. Declared ``restrict``, ``out`` cannot change them: GCC keeps them in vector registers
-across the loop (the bench's conv2d through C: 12.0-13.4 ms -> 10.1-10.7 ms, against the OpenMP
-port's 11.5-11.8 ms).
+across the loop (the bench's conv2d through C, 4096 x 4096: 11.5-13.4 ms -> 8.5-9.1 ms, against
+the OpenMP port's 10.8-12.7 ms; ``bench/README.md``, "stop 33").
 
 That declaration is a promise the caller must keep: during a launch, nothing the kernel writes
 through such a parameter is read or written through any other name. It holds when each written
@@ -19,8 +19,9 @@ the version is chosen at run time, launch by launch, and only then:
   (``polypy_rt_apart``); a pointer the registry does not know (a ``__device__`` array's address, a
   host array) runs the version without ``restrict``;
 * a kernel library: through its second entry point ``K_launch_apart``, which ``codegen.c.build.CLibrary``
-  calls for NumPy arguments where no written array shares memory with another argument (and the
-  library has no module arrays the kernel could reach by name); ``K_launch`` never assumes it.
+  calls for NumPy arguments where no other argument views the storage of a written one (two views
+  of one array are not apart, as two pointers into one ``cudaMalloc`` block are not) and the
+  library has no module arrays the kernel could reach by name; ``K_launch`` never assumes it.
 
 Only versions specialized for a block shape get such a twin, and only where it can pay
 (``apart_twin``): a loop over threads that loads, at an index the same for all its threads, from a

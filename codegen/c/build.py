@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from polypy.launch import bind_arguments, block_shape, check_block_shape, grid_shape
+from polypy.launch import bind_arguments, block_shape, check_block_shape, grid_shape, storage_root
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType
@@ -192,7 +192,7 @@ class CLibrary:
             written = self._written.get(kernel.name)
             if written is None:
                 written = self._written[kernel.name] = written_pointers(kernel)
-            roots = {name: _storage(a) for name, a in arrays.items()}
+            roots = {name: storage_root(a) for name, a in arrays.items()}
             if all(not np.may_share_memory(roots[w], roots[p]) for w in written for p in roots if p != w):
                 return apart
         plain = self._function(kernel, f"{kernel.name}_launch")
@@ -236,13 +236,6 @@ class CLibrary:
         shape = tuple(int(d.value) for d in g.shape)  # type: ignore[attr-defined]
         ctype = _CTYPES[g.elem.name] * int(np.prod(shape))
         return np.ctypeslib.as_array(ctype.in_dll(self.dll, name)).view(g.elem.dtype).reshape(shape)
-
-
-def _storage(a: np.ndarray) -> np.ndarray:
-    """The array whose memory ``a`` views (the last NumPy array of its ``base`` chain)."""
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
 
 
 def build_library(kernels: Sequence[n.Kernel], globals_: Sequence[n.Buffer] = (), *, cpp: bool = False,
