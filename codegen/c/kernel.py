@@ -531,29 +531,35 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[Bl
         return KernelEmitter(kernel, options, barriers=barriers).emit()
     main = KernelEmitter(kernel, options)
     generic = KernelEmitter(kernel, options, variant="generic", barriers=barriers)
+    decl, values = main.signature()
+    # Versions for arrays apart (codegen.c.apart) need a written pointer and another one to keep
+    # it apart from: the run-time test, each pair of a written array and another argument once.
+    written = [values[_param_index(kernel, w)] for w in written_pointers(kernel)]
+    pointers = [values[i] for i, p in enumerate(kernel.params) if isinstance(p.ptype, PointerType)]
+    pairs = list(dict.fromkeys((w, p) for w in written for p in pointers if p != w and not (p in written and
+                                                                                       written.index(p) < written.index(w))))
+    apart_test = " && ".join(f"polypy_rt_apart({a}, {b})" for a, b in pairs)
     # Per shape: the version and its coarse version (None: not coarsened), and the same two with
-    # the written pointers restrict, for arrays apart (codegen.c.apart; None: no such twin).
+    # the written pointers restrict (None: no such twin).
     Pair = tuple[KernelEmitter, Optional[tuple[CoarseVersion, KernelEmitter]]]
     specialized: list[tuple[BlockShape, Pair, Optional[Pair]]] = []
     for shape in shapes:
         fine = specialize_block_shape(kernel, block=shape)
         coarse = coarsen(kernel, shape, fine) if coarsen is not None else None
         name = variant_name(shape)
-        coarse_name = f"{name}_c{'x'.join(map(str, coarse.factor))}" if coarse is not None else ""
 
         def pair(fine_kernel: n.Kernel, coarse_kernel: n.Kernel | None, suffix: str) -> Pair:
             emitter = KernelEmitter(fine_kernel, options, variant=name + suffix, barriers=barriers)
             if coarse is None or coarse_kernel is None:
                 return emitter, None
-            return emitter, (coarse, KernelEmitter(coarse_kernel, options, variant=coarse_name + suffix,
-                                                   barriers=barriers))
+            coarse_name = f"{name}_c{'x'.join(map(str, coarse.factor))}{suffix}"
+            return emitter, (coarse, KernelEmitter(coarse_kernel, options, variant=coarse_name, barriers=barriers))
 
-        twin = None if options.check_bounds else apart_twin(fine)
+        twin = apart_twin(fine) if apart_test and not options.check_bounds else None
         apart = None
         if twin is not None:
             apart = pair(twin, with_restrict(coarse.kernel, restricted(twin)) if coarse is not None else None, "_r")
         specialized.append((shape, pair(fine, coarse.kernel if coarse is not None else None, ""), apart))
-    decl, values = main.signature()
     forward = ", ".join(main.forwarded())
     block = ("block.x", "block.y", "block.z") if options.cpp else ("block_x", "block_y", "block_z")
     grid = ("grid.x", "grid.y", "grid.z") if options.cpp else ("grid_x", "grid_y", "grid_z")
@@ -569,19 +575,20 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[Bl
                     f"{INDENT * (depth + 1)}return;", f"{INDENT * depth}}}"]
         return out + [f"{INDENT * depth}{fine_emitter.launcher_name}({forward});", f"{INDENT * depth}return;"]
 
-    def dispatcher(head: str, apart_test: str | None) -> list[str]:
-        """The launcher choosing a version by block shape; ``apart_test``: the C condition under
-        which the arrays are apart ("1": the caller promised it), None: never assume it."""
-        lines = [head, decl if apart_test != "1" else decl.replace(f" {main.launcher_name}(",
-                                                                   f" {main.launcher_name}_apart(", 1), "{"]
+    def dispatcher(head: str, when_apart: str | None, *, promised: bool = False) -> list[str]:
+        """The launcher choosing a version by block shape: the twins where ``when_apart`` (a C
+        condition) holds, or always where the caller ``promised`` the arrays apart (the entry
+        ``K_launch_apart``); with neither, never."""
+        signature = decl.replace(f" {main.launcher_name}(", f" {main.launcher_name}_apart(", 1) if promised else decl
+        lines = [head, signature, "{"]
         for shape, version, apart in specialized:
             test = " && ".join(f"{b} == {d}u" for b, d in zip(block, shape))
             lines.append(f"{INDENT}if ({test}) {{")
-            if apart is not None and apart_test == "1":
+            if apart is not None and promised:
                 lines += run(apart, 2)
             else:
-                if apart is not None and apart_test is not None:
-                    lines += [f"{INDENT * 2}if ({apart_test}) {{", *run(apart, 3), f"{INDENT * 2}}}"]
+                if apart is not None and when_apart is not None:
+                    lines += [f"{INDENT * 2}if ({when_apart}) {{", *run(apart, 3), f"{INDENT * 2}}}"]
                 lines += run(version, 2)
             lines.append(f"{INDENT}}}")
         lines += [f"{INDENT}{generic.launcher_name}({forward});", "}"]
@@ -589,16 +596,7 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[Bl
 
     twins = [apart for _, _, apart in specialized if apart is not None]
     title = f"/* Launch {kernel.name}<<<grid, block, shmem_bytes>>>: the version compiled for the launch's block shape, if any."
-    written = [values[_param_index(kernel, w)] for w in written_pointers(kernel)]
-    pointers = [values[i] for i, p in enumerate(kernel.params) if isinstance(p.ptype, PointerType)]
-    # a written array against every other argument, each pair once
-    pairs_apart: list[tuple[str, str]] = []
-    for w in written:
-        pairs_apart += [(w, p) for p in pointers if p != w and (p, w) not in pairs_apart and (w, p) not in pairs_apart]
-    apart_test = " && ".join(f"polypy_rt_apart({a}, {b})" for a, b in pairs_apart)
-    if not twins or not apart_test:
-        specialized = [(shape, version, None) for shape, version, _ in specialized]
-        twins = []
+    if not twins:
         lines = dispatcher(title + " */", None)
     elif options.program:
         lines = dispatcher(title + "\n * With every written array in a cudaMalloc allocation no other argument points "
@@ -606,10 +604,11 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[Bl
     else:
         lines = dispatcher(title + " */", None) + [""] + dispatcher(
             title + "\n * The caller promises that every array the kernel writes lies in storage no other argument "
-            "points into\n * (codegen.c.apart): the versions whose written pointers are restrict. */", "1")
-    pairs = [version for _, version, _ in specialized] + twins
-    texts = [fine_emitter.emit().text for fine_emitter, _ in pairs]
-    texts += [coarse_pair[1].emit().text for _, coarse_pair in pairs if coarse_pair is not None]
+            "points into\n * (codegen.c.apart): the versions whose written pointers are restrict. */", None,
+            promised=True)
+    versions = [version for _, version, _ in specialized] + twins
+    texts = [fine_emitter.emit().text for fine_emitter, _ in versions]
+    texts += [coarse_pair[1].emit().text for _, coarse_pair in versions if coarse_pair is not None]
     texts += [generic.emit().text, "\n".join(lines)]
     return KernelCode(kernel.name, main.launcher_name, decl + ";", "\n\n".join(texts))
 
