@@ -181,6 +181,8 @@ def _lib() -> ctypes.CDLL:
     lib.clang_EvalResult_getAsLongLong.restype = ctypes.c_longlong
     lib.clang_EvalResult_getAsDouble.argtypes = [ctypes.c_void_p]
     lib.clang_EvalResult_getAsDouble.restype = ctypes.c_double
+    lib.clang_EvalResult_getAsStr.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_getAsStr.restype = ctypes.c_char_p
     lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
     lib.clang_EvalResult_dispose.restype = None
     return lib
@@ -225,6 +227,7 @@ def is_postfix(cursor: ci.Cursor) -> bool:
 
 _EVAL_INT = 1
 _EVAL_FLOAT = 2
+_EVAL_STR_LITERAL = 4
 
 
 def evaluate(cursor: ci.Cursor) -> int | float | None:
@@ -244,3 +247,30 @@ def evaluate(cursor: ci.Cursor) -> int | float | None:
         return None
     finally:
         lib.clang_EvalResult_dispose(result)
+
+
+def string_literal_bytes(cursor: ci.Cursor, length: int) -> bytes | None:
+    """The ``length`` bytes a narrow string literal stores into a ``char[length]`` array it
+    initializes: its characters, then zeros (C's rule for a literal shorter than the array).
+
+    clang evaluates a literal to a NUL-terminated string, so the characters after an embedded
+    NUL (``"a\\0b"``) are not seen: where the array holds more than the characters read, the
+    literal must be free of escape sequences (only those can spell a NUL) for the rest to be
+    zeros. None where that cannot be shown (the caller refuses), or for wide literals."""
+    elem = cursor.type.get_canonical().element_type
+    if elem.get_size() != 1:
+        return None
+    lib = _lib()
+    result = lib.clang_Cursor_Evaluate(cursor)
+    if not result:
+        return None
+    try:
+        if lib.clang_EvalResult_getKind(result) != _EVAL_STR_LITERAL:
+            return None
+        text = lib.clang_EvalResult_getAsStr(result) or b""
+    finally:
+        lib.clang_EvalResult_dispose(result)
+    text = text[:length]
+    if len(text) + 1 < length and any("\\" in t.spelling for t in cursor.get_tokens()):
+        return None
+    return text + bytes(length - len(text))

@@ -79,7 +79,13 @@ class Leaf:
 
 
 def record_fields(t: ci.Type) -> list[tuple[str, ci.Type]]:
-    return [(f.spelling, f.type) for f in canonical(t).get_fields()]
+    c = canonical(t)
+    if c.get_declaration().kind == ci.CursorKind.UNION_DECL:
+        # Members of a union share their bytes: reading one as another is a reinterpretation,
+        # which needs a byte-addressed memory model; apart members would give another answer.
+        raise UserError(f"unions are not supported in device code ('{t.spelling}': its members share bytes, "
+                        "and reading one member as another reinterprets them)")
+    return [(f.spelling, f.type) for f in c.get_fields()]
 
 
 def leaves(t: ci.Type, prefix: str = "") -> list[Leaf]:

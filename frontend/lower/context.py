@@ -12,7 +12,7 @@ from polypy.ir.names import NameSupply
 from polypy.ir.types import I32
 
 from frontend import ctypes_map as tm
-from frontend.clang_setup import cursor_loc, evaluate
+from frontend.clang_setup import cursor_loc, evaluate, string_literal_bytes
 from frontend.values import ArrayBinding, Binding, LValue, RecordAddress
 
 
@@ -186,12 +186,25 @@ def _buffer_shape(dims: tuple[int | None, ...], layout: tm.ElemLayout, where: Lo
 
 def initializer_of(d: ci.Cursor) -> ci.Cursor | None:
     """The initializer of a variable declaration. Array sizes are expression children too, so
-    for arrays only a brace list counts."""
+    for arrays only a brace list or a string literal (``char tab[] = "ABCD"``) counts."""
     exprs = [ch for ch in d.get_children() if ch.kind.is_expression()]
     if tm.is_array(d.type):
-        lists = [ch for ch in exprs if ch.kind == CK.INIT_LIST_EXPR]
+        lists = [ch for ch in exprs if ch.kind in (CK.INIT_LIST_EXPR, CK.STRING_LITERAL)]
         return lists[-1] if lists else None
     return exprs[-1] if exprs else None
+
+
+def string_initializer(c: ci.Cursor) -> tuple[int, ...]:
+    """The element values a string literal gives the ``char`` array (or row) it initializes
+    (clang gives the literal that array's type), or a located refusal."""
+    length = c.type.get_canonical().element_count
+    data = string_literal_bytes(c, length)
+    if data is None:
+        raise UserError("string literal not supported as an array initializer here: it is wide, or it has escape "
+                        "sequences and the array holds more than its leading characters (an embedded NUL "
+                        "polypy cannot read past); write the array as a brace list", cursor_loc(c))
+    signed = c.type.get_canonical().element_type.kind in (ci.TypeKind.CHAR_S, ci.TypeKind.SCHAR)
+    return tuple(b - 256 if signed and b > 127 else b for b in data)
 
 
 def _constant_initializer(decl: ci.Cursor, layout: tm.ElemLayout, shape) -> tuple | None:
@@ -201,9 +214,16 @@ def _constant_initializer(decl: ci.Cursor, layout: tm.ElemLayout, shape) -> tupl
     values: list[int | float] = []
 
     def collect(c: ci.Cursor) -> None:
+        if c.kind == CK.STRING_LITERAL:
+            values.extend(string_initializer(c))
+            return
         if c.kind == CK.INIT_LIST_EXPR:
+            start = len(values)
             for ch in c.get_children():
                 collect(ch)
+            # Elements a list leaves out are zero (`{{1}, {2, 3}}` for int[2][3] is 1 0 0 2 3 0):
+            # pad each list, not only the whole, to the leaves of its type.
+            values.extend([0] * (start + len(tm.leaves(c.type)) - len(values)))
             return
         v = evaluate(c)
         if v is None:

@@ -12,7 +12,9 @@ from polypy.ir.types import I32, I64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, plus, scale
-from frontend.lower.context import CK, _array_dims, _buffer_shape, decl_key, has_attr, initializer_of
+from frontend.lower.context import (
+    CK, _array_dims, _buffer_shape, decl_key, has_attr, initializer_of, string_initializer,
+)
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _zero_of
 from frontend.values import (
     AggLV, ArrayBinding, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, VarAddress, VarLV,
@@ -155,12 +157,18 @@ class DeclarationLowering:
         return binding
 
     def array_initializer(self, binding: ArrayBinding, init: ci.Cursor, d: ci.Cursor) -> None:
-        if init.kind != CK.INIT_LIST_EXPR:
-            raise self.error("array initializers must be brace lists", init)
+        if init.kind not in (CK.INIT_LIST_EXPR, CK.STRING_LITERAL):
+            raise self.error("array initializers must be brace lists or string literals", init)
         dims = binding.dims
 
         def fill(c: ci.Cursor | None, prefix: tuple[int, ...]) -> None:
             depth = len(prefix)
+            if c is not None and c.kind == CK.STRING_LITERAL and depth == len(dims) - 1:
+                st = binding.layout.scalar
+                for i, byte in enumerate(string_initializer(c)):
+                    lv = self.element_lv(binding, tuple(n.Const(k, I32) for k in prefix + (i,)), c)
+                    self.assign(lv, n.Const(byte, st, loc=self.loc(c)), c)
+                return
             if depth == len(dims):
                 lv = self.element_lv(binding, tuple(n.Const(i, I32) for i in prefix), c or d)
                 if isinstance(lv, RecLV):

@@ -6,6 +6,7 @@ import dataclasses
 
 import clang.cindex as ci
 
+from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import BOOL, I32, I64
 
@@ -34,6 +35,14 @@ class ExpressionLowering:
 
     # ------------------------------------------------------------------ expressions
     def expr(self, c: ci.Cursor, *, discard: bool = False) -> Value | None:
+        try:
+            return self._expr(c, discard)
+        except UserError as e:
+            if e.loc is None:  # raised where no cursor was at hand: the innermost expression's place
+                e.loc = self.loc(c)
+            raise
+
+    def _expr(self, c: ci.Cursor, discard: bool) -> Value | None:
         handler = _EXPR_HANDLERS.get(c.kind)
         if handler is None:
             if c.kind in (CK.CXX_NULL_PTR_LITERAL_EXPR, CK.GNU_NULL_EXPR):
@@ -503,6 +512,10 @@ class ExpressionLowering:
                                      f"offset is a multiple of {layout.stride} elements", c)
                 return dataclasses.replace(v, offset=offset, layout=layout)
             if isinstance(v, VarAddress):
+                if not _views_as_itself(v, tm.pointee(c.type)):
+                    raise self.error(f"reading a variable's bytes as another type ('{c.type.spelling}': pointer "
+                                     "punning) is not supported; a value conversion would give another answer",
+                                     c)
                 return v
         if tm.is_record(c.type) and isinstance(v, Aggregate):
             return v
@@ -519,6 +532,25 @@ class ExpressionLowering:
 
     def init_list(self, c: ci.Cursor, discard: bool) -> Value:
         return self.record_value(c, c.type)
+
+
+def _views_as_itself(address: VarAddress, target: ci.Type) -> bool:
+    """Whether ``(T*)&x`` reads ``x`` as what it is: ``T`` is void, ``x``'s own scalar type (or the
+    integer of its width and the other signedness), or a record with ``x``'s members. Anything
+    else reinterprets bytes."""
+    c = tm.canonical(target)
+    if c.kind == ci.TypeKind.VOID:
+        return True
+    lv = address.target
+    if isinstance(lv, VarLV):
+        st = tm.scalar_type(target)
+        # `(unsigned*)&int_var`: integers of one width differ only in how their bits read, which is
+        # what the conversion between them does (two's complement).
+        return st == lv.type or (st is not None and st.is_int and lv.type.is_int and st.itemsize == lv.type.itemsize)
+    if isinstance(lv, AggLV) and tm.is_record(target):
+        mine = {path: getattr(field, "type", None) for path, field in lv.fields.items()}
+        return mine == {leaf.path: leaf.scalar for leaf in tm.leaves(target)}
+    return False
 
 
 def _exact_quotient(e: n.Expr, k: int) -> n.Expr | None:

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import clang.cindex as ci
 
+from polypy.errors import UserError
 from polypy.ir import nodes as n
+
+from frontend.clang_setup import cursor_loc
 
 from frontend.lower.context import CK
 
@@ -13,6 +16,14 @@ class StatementLowering:
 
     # ------------------------------------------------------------------ statements
     def statement(self, c: ci.Cursor) -> None:
+        try:
+            self._statement(c)
+        except UserError as e:
+            if e.loc is None:  # raised where no cursor was at hand: the innermost statement's place
+                e.loc = cursor_loc(c)
+            raise
+
+    def _statement(self, c: ci.Cursor) -> None:
         kind = c.kind
         handler = _STMT_HANDLERS.get(kind)
         if handler is not None:
