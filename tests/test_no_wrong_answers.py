@@ -122,3 +122,113 @@ def test_escaped_string_that_may_hide_a_nul_is_refused(tmp_path):
     with pytest.raises(UserError) as err:
         polypy.load(str(src))
     assert err.value.loc.line == 2 and "string literal" in err.value.message
+
+
+# ---------------------------------------------------------------- implicit warp-synchronous code
+WARP_SCAN = r"""
+__global__ void scan(int* out, const int* in) {
+  volatile __shared__ int s[64];
+  int t = threadIdx.x;
+  s[t] = in[blockIdx.x * 32 + t];
+  if (t >= 1) s[t] += s[t - 1];
+  if (t >= 2) s[t] += s[t - 2];
+  if (t >= 4) s[t] += s[t - 4];
+  if (t >= 8) s[t] += s[t - 8];
+  if (t >= 16) s[t] += s[t - 16];
+  out[blockIdx.x * 32 + t] = s[t];
+}
+"""
+
+# The classic reduction's last warp, unrolled without barriers: today's code summed 64 floats
+# to 1.5e10 instead of 2016.
+LAST_WARP = r"""
+__global__ void reduce(float* out, const float* in) {
+  __shared__ float s[64];
+  int t = threadIdx.x;
+  s[t] = in[blockIdx.x * 64 + t];
+  __syncthreads();
+  if (t < 32) {
+    volatile float* v = s;
+    v[t] += v[t + 32];
+    v[t] += v[t + 16];
+    v[t] += v[t + 8];
+    v[t] += v[t + 4];
+    v[t] += v[t + 2];
+    v[t] += v[t + 1];
+  }
+  if (t == 0) out[blockIdx.x] = s[0];
+}
+"""
+
+
+@pytest.mark.parametrize("source,name,line", [(WARP_SCAN, "scan", 6), (LAST_WARP, "reduce", 10)])
+def test_warp_synchronous_code_is_refused_at_the_racing_access(tmp_path, capsys, source, name, line):
+    from polypy.driver.cli import main
+
+    src = tmp_path / f"{name}.cu"
+    src.write_text(source)
+    with pytest.raises(UserError) as err:
+        polypy.compile(str(src))
+    assert err.value.loc.line == line and "of one warp race on shared" in err.value.message
+    assert "warp-synchronous" in err.value.message
+    out = tmp_path / f"{name}.cpp"
+    for argv in (["translate", str(src), "-o", str(out)], ["translate", str(src), "--no-opt", "-o", str(out)],
+                 ["grad", str(src), "--kernel", name, "-o", str(out)]):
+        assert main(argv) == 1
+        assert not out.exists()
+        err_text = capsys.readouterr().err
+        assert f"{src}:{line}:" in err_text and "note: the other access" in err_text and "Traceback" not in err_text
+
+
+def test_the_same_reduction_with_barriers_is_translated_and_right(tmp_path):
+    """The fix for a refused last warp: barriers every thread reaches; no refusal, right sums."""
+    src = tmp_path / "reduce.cu"
+    src.write_text(r"""
+__global__ void reduce(float* out, const float* in) {
+  __shared__ float s[64];
+  int t = threadIdx.x;
+  s[t] = in[blockIdx.x * 64 + t];
+  __syncthreads();
+  for (int k = 32; k > 0; k >>= 1) {
+    if (t < k) s[t] += s[t + k];
+    __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = s[0];
+}
+""")
+    x = np.arange(128, dtype=np.float32)
+    out = np.zeros(2, np.float32)
+    polypy.compile(str(src)).reduce[2, 64](out, x)
+    np.testing.assert_array_equal(out, x.reshape(2, 64).sum(axis=1))
+
+
+def test_race_between_warps_is_a_report_warning(tmp_path, capsys):
+    """Threads of different warps racing on shared memory: one legal schedule runs (no refusal);
+    ``translate --report`` warns with both places, as the emulator reports the race."""
+    from polypy.driver.cli import main
+
+    src = tmp_path / "between.cu"
+    src.write_text(r"""#include <cstdio>
+__global__ void k(float* out, const float* in) {
+  __shared__ float s[256];
+  int t = threadIdx.x;
+  s[t] = in[t];
+  if (t >= 64) out[t] = s[t - 64];
+}
+int main() {
+  float *a, *b;
+  cudaMalloc(&a, 1024); cudaMalloc(&b, 1024);
+  k<<<1, 128>>>(a, b);
+  cudaDeviceSynchronize();
+  printf("ok\n");
+  return 0;
+}
+""")
+    out = tmp_path / "between.cpp"
+    assert main(["translate", str(src), "--report", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"{src}:5:3: warning: threads (tx=0) and (tx=64) of one block race on shared" in err
+    assert f"{src}:6:25: note: the other access" in err
+    with pytest.raises(UserError, match="data race on shared memory"):
+        polypy.emulate(polypy.load(str(src)).kernel("k"), 1, 128,
+                       {"out": np.zeros(128, np.float32), "in": np.ones(128, np.float32)})

@@ -59,16 +59,19 @@ def test_every_registered_pass_is_kebab_case_and_resolves():
 
 
 def test_pipelines_name_registered_passes_only():
-    for names in (pipelines.GPU_PASSES, pipelines.CPU_OPTIMIZE, pipelines.CPU_LOWERING, pipelines.CPU_SCHEDULE,
+    for names in (pipelines.GPU_PASSES, pipelines.CPU_CHECK, pipelines.CPU_OPTIMIZE, pipelines.CPU_LOWERING, pipelines.CPU_SCHEDULE,
                   pipelines.CPU_FINISH, pipelines.BEFORE_AD, pipelines.AFTER_AD):
         assert names and all(name in PASSES for name in names), names
     full = [p.name for p in cpu_pipeline()]
-    assert full == list(pipelines.CPU_OPTIMIZE + pipelines.CPU_LOWERING + pipelines.CPU_SCHEDULE
-                        + pipelines.CPU_FINISH)
-    assert [p.name for p in cpu_pipeline(optimize=False)] == list(pipelines.CPU_LOWERING + pipelines.CPU_FINISH)
+    assert full == list(pipelines.CPU_CHECK + pipelines.CPU_OPTIMIZE + pipelines.CPU_LOWERING
+                        + pipelines.CPU_SCHEDULE + pipelines.CPU_FINISH)
+    # The checks run unoptimized too: they refuse what no schedule would translate right.
+    assert [p.name for p in cpu_pipeline(optimize=False)] == list(pipelines.CPU_CHECK + pipelines.CPU_LOWERING
+                                                                   + pipelines.CPU_FINISH)
     assert [p.name for p in GPU_PIPELINE] == list(pipelines.GPU_PASSES)
-    assert [p.name for p in pipelines.before_ad_pipeline(optimize=True)] == list(pipelines.BEFORE_AD)
-    assert pipelines.before_ad_pipeline(optimize=False) == ()
+    assert [p.name for p in pipelines.before_ad_pipeline(optimize=True)] == list(pipelines.CPU_CHECK
+                                                                                 + pipelines.BEFORE_AD)
+    assert [p.name for p in pipelines.before_ad_pipeline(optimize=False)] == list(pipelines.CPU_CHECK)
     # the simplification after the frontend is the ground floor's list, by name
     assert pipelines.SIMPLIFY == tuple(p.name for p in polypy.passes.SIMPLIFY)
 

@@ -139,6 +139,7 @@ for _name, _target in (
     ("forward-shared-stores", "gpu2cpu.forward_shared:forward_shared_stores"),
     ("eliminate-dead-shared-stores", "gpu2cpu.forward_shared:eliminate_dead_shared_stores"),
     ("eliminate-barriers", "gpu2cpu.barriers:eliminate_barriers"),
+    ("refuse-warp-synchronous", "gpu2cpu.refuse_warp_synchronous:refuse_warp_synchronous"),
     ("coarsen-blocks", "gpu2cpu.coarsen_blocks:coarsen_blocks"),
     # gpu2cpu: GPU form -> CPU form, and the CPU schedule
     ("collapse-identical-threads", "gpu2cpu.collapse_identical_threads:collapse_identical_threads"),
@@ -169,6 +170,9 @@ SIMPLIFY: tuple[str, ...] = tuple(p.name for p in _SIMPLIFY)
 GPU_PASSES: tuple[str, ...] = ("eliminate-returns", "raise-counted-loops") + SIMPLIFY
 # Forwarding first: it makes stores dead and then barriers removable.
 SHARED_OPTIMIZE: tuple[str, ...] = ("forward-shared-stores", "eliminate-dead-shared-stores", "eliminate-barriers")
+# Code whose meaning the CPU schedule cannot keep is refused first, optimized or not: races
+# inside one warp (implicit warp-synchronous code, which relies on lockstep lanes).
+CPU_CHECK: tuple[str, ...] = ("refuse-warp-synchronous",)
 # Then locals a loop steps by a fixed amount as functions of its counter: not carried through the
 # loop, they need no per-thread buffer once the threads are loops.
 CPU_OPTIMIZE: tuple[str, ...] = SHARED_OPTIMIZE + ("substitute-inductions",)
@@ -210,7 +214,7 @@ def cpu_pipeline(*, optimize: bool = True, recompute: bool = True, report: list 
     ``wide``: the kernel runs in wide (coarse) blocks: ``tighten-thread-bounds`` decides
     conditions on ranges of the threads too (its ``ranges`` option).
     """
-    before = passes(CPU_OPTIMIZE, report=report) if optimize else ()
+    before = passes(CPU_CHECK + (CPU_OPTIMIZE if optimize else ()), report=report)
     lowering = tuple(make_pass(name, report=report, **({"recompute": recompute} if name == "serialize-threads" else {}))
                      for name in CPU_LOWERING)
     schedule = tuple(make_pass(name, report=report, **({"ranges": True} if wide and name == "tighten-thread-bounds"
@@ -222,9 +226,9 @@ def cpu_pipeline(*, optimize: bool = True, recompute: bool = True, report: list 
 def before_ad_pipeline(*, optimize: bool = True) -> tuple[Pass, ...]:
     """What runs on a kernel before it is differentiated (nothing without ``optimize``)."""
     if not optimize:
-        return ()
-    return tuple(make_pass(name, **({"assume_noalias": True} if name == "hoist-invariants" else {}))
-                 for name in BEFORE_AD)
+        return passes(CPU_CHECK)
+    return passes(CPU_CHECK) + tuple(make_pass(name, **({"assume_noalias": True} if name == "hoist-invariants" else {}))
+                                     for name in BEFORE_AD)
 
 
 def after_ad_pipeline() -> tuple[Pass, ...]:

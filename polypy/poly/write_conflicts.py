@@ -130,6 +130,7 @@ class _Question:
         self.c = c = Copies(model, ("1", "2"))
         self.fixed = c.universe  # the known launch shape, on the model's blockDim/gridDim parameters
         every = c.universe  # the generic range of the unknown launch extents and the scalar parameters
+        warp = c.universe  # the same, with at least a warp of threads along x (``decide(warp=True)``)
         example = c.universe  # one point of it, for the example pair
         self.universal: set[str] = set()
         for names, limits, pick, known in ((BLOCK_DIM, MAX_BLOCK_DIM, (32, 2, 2), block),
@@ -142,6 +143,7 @@ class _Question:
                     self.fixed &= p.eq_set(c.const(known[d]))
                     continue
                 every &= p.ge_set(c.const(2)) & p.le_set(c.const(limits[d]))
+                warp &= p.ge_set(c.const(32 if name == BLOCK_DIM[0] else 2)) & p.le_set(c.const(limits[d]))
                 example &= p.eq_set(c.const(pick[d]))
                 self.universal.add(name)
         for param in model.kernel.params:
@@ -152,9 +154,11 @@ class _Question:
                     continue  # a narrow type (a flag, a char): left existential
                 p = c.affs[param.name]
                 every &= p.ge_set(c.const(lo)) & p.le_set(c.const(hi))
+                warp &= p.ge_set(c.const(lo)) & p.le_set(c.const(hi))
                 example &= p.eq_set(c.const(lo))
                 self.universal.add(param.name)
         self.every = every.params()
+        self.every_warp = warp.params()
         self.example = example
         self.pieces = c.other_thread_pieces("1", "2")
         self.block_pieces = self._block_pieces()
@@ -182,9 +186,11 @@ class _Question:
                 out.append(piece)
         return out
 
-    def decide(self, s: isl.Set) -> dict[str, int] | None:
+    def decide(self, s: isl.Set, *, warp: bool = False) -> dict[str, int] | None:
         """An example pair of threads in ``s`` (``{"threadIdx.x#1": 0, ...}``) if ``s`` is non-empty
-        for every unknown launch extent and every scalar argument of the generic range, else None."""
+        for every unknown launch extent and every scalar argument of the generic range, else None
+        (``warp``: every unknown ``blockDim.x`` from a warp's 32 threads on, as code that relies on
+        warps is written for)."""
         s = s & self.fixed
         if s.is_empty():
             return None
@@ -192,7 +198,7 @@ class _Question:
         for i in reversed(range(params.dim(isl.dim_type.param))):
             if params.get_dim_name(isl.dim_type.param, i) not in self.universal:
                 params = params.eliminate(isl.dim_type.param, i, 1)
-        if not self.every.is_subset(params):
+        if not (self.every_warp if warp else self.every).is_subset(params):
             return None
         example = s & self.example
         if example.is_empty():
@@ -263,12 +269,15 @@ def race_report(module: n.Module) -> list[RaceWarning]:
 
 
 def race_warnings(module: n.Module) -> list[str]:
-    """``FILE:LINE:COL: warning: ...`` diagnostics for the races of the kernels of ``module``.
+    """``FILE:LINE:COL: warning: ...`` diagnostics for the races of the kernels of ``module``: on
+    global stores, and on shared memory (``polypy.poly.block_races``).
 
     A whole program's kernels are judged per launch shape of their launch sites (a shape that
     is not a constant is symbolic); other kernels with a symbolic launch. Each store is reported
     once, with a note naming the launch that races when it is a launch site of the program.
     """
+    from polypy.poly.block_races import shared_race_warnings  # it builds on this module's questions
+
     sites: dict[str, list[LaunchSite]] = {}
     if module.host is not None:
         for site in module.host.launches:
@@ -296,4 +305,5 @@ def race_warnings(module: n.Module) -> list[str]:
                 if site is not None and block is not None:
                     notes.append((f"launched here with block ({', '.join(map(str, block))})", site.loc))
                 out.append(format_diagnostic("warning", conflict.message(), conflict.loc, notes=tuple(notes)))
+            out.extend(w for w in shared_race_warnings(kernel, block=block) if w not in out)
     return out

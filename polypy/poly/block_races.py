@@ -1,0 +1,169 @@
+"""Races on shared memory between two threads of one block, and the ones inside one warp.
+
+CUDA orders two threads' accesses to shared memory only by a barrier they both reach (or an
+atomic, for two atomics). A pair with one write and no barrier between is a data race. polypy
+runs the threads of a block one after another between barriers (and regroups them: fission,
+vectorization), which is one legal schedule of the block as long as the racing threads are in
+*different* warps: warps really do interleave arbitrarily on the GPU.
+
+Inside one warp, code written for GPUs before Volta relies on the 32 lanes stepping together
+through each instruction ("implicit warp-synchronous" code, typically a ``volatile __shared__``
+scan or the unrolled last warp of a reduction without barriers)::
+
+    if (t >= 1) s[t] += s[t - 1];     // lockstep: every lane reads, then every lane writes
+                                      // threads in turn: lane 1 reads what lane 0 just wrote
+
+Run thread after thread, such code gives another answer, so a race inside one warp is refused
+(``gpu2cpu.refuse_warp_synchronous``); races between warps are warnings for ``--report``.
+
+The question is asked with isl as ``write_conflicts`` asks it for global stores: for each exact
+write (or atomic) to a shared array and each exact access of the same array, the pairs of
+instances of two different threads of one block touching one element with no barrier instance
+of both threads between them, non-empty for *every* launch extent and size of the generic
+range (so every refusal is a real race; ``warp_races``). "Same warp" is taken as same ``threadIdx.y``/``.z`` and
+same ``threadIdx.x / 32``: threads that certainly share a warp whatever the block shape.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import islpy as isl
+
+from polypy.errors import Loc, UserError, format_diagnostic
+from polypy.ir import nodes as n
+from polypy.poly.hazards import atomics_commute
+from polypy.poly.model import THREAD_IDX, Access, build_model
+from polypy.poly.write_conflicts import Shape, _launch, _Question, _values
+
+WARP = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockRace:
+    """Threads ``first`` and ``second`` of one block race on ``text`` (an access of the shared
+    array ``buffer`` at ``loc``; ``other``: the other access when it is another one)."""
+
+    kernel: str
+    buffer: str
+    text: str
+    loc: Loc | None
+    kinds: tuple[str, str]
+    first: tuple[tuple[str, int], ...]
+    second: tuple[tuple[str, int], ...]
+    other: Loc | None
+    same_warp: bool
+
+    def message(self) -> str:
+        def thread(values: tuple[tuple[str, int], ...]) -> str:
+            return "(" + ", ".join(f"{k}={v}" for k, v in values if k.startswith("t")) + ")"
+        verbs = {"read": "reads", "write": "writes", "atomic": "updates"}
+        return (f"threads {thread(self.first)} and {thread(self.second)} of one "
+                f"{'warp' if self.same_warp else 'block'} race on shared '{self.text}' in kernel {self.kernel}: "
+                f"one {verbs[self.kinds[0]]} it, the other {verbs[self.kinds[1]]} it, with no __syncthreads() "
+                "between them")
+
+    def notes(self) -> tuple[tuple[str, Loc | None], ...]:
+        return (("the other access", self.other),) if self.other is not None else ()
+
+    def error(self) -> UserError:
+        """The refusal of a race inside one warp (implicit warp-synchronous code)."""
+        return UserError(self.message() + ". This is implicit warp-synchronous code (the lanes of a warp stepping "
+                         "together, as before Volta): polypy runs the threads of a block one after another, which "
+                         "would give another answer; order the accesses with a __syncthreads() that every thread "
+                         "of the block reaches", self.loc, notes=self.notes())
+
+
+def block_races(kernel: n.Kernel, *, block: Shape | None = None) -> list[BlockRace]:
+    """The races on shared memory of GPU-form ``kernel`` (at most one per write), those inside one
+    warp first found where a pair can be both. ``block``: the block shape where it is known."""
+    if not any(b.space == "shared" for b in kernel.buffers):
+        return []
+    model = build_model(kernel, launch=_launch(kernel, block, None))
+    shared = [a for a in model.accesses if a.space == "shared" and a.exact]
+    writes = [a for a in shared if a.writes]
+    if not writes:
+        return []
+    q = _Question(model, block, None)
+    warp = _same_warp(q)
+    out: list[BlockRace] = []
+    for a in writes:
+        found = None
+        # The other access of the same statement first (`s[t] += s[t - 1]`): the pair whose order
+        # really differs between lockstep lanes and threads in turn, the clearest to report.
+        for b in sorted(shared, key=lambda b: _line(b) != _line(a)):
+            if b.buffer != a.buffer or (a.kind == "atomic" and b.kind == "atomic") or atomics_commute(a, b):
+                continue
+            race = _race(q, a, b)
+            if race is None:
+                continue
+            point = q.decide(race & warp, warp=True)
+            same_warp = point is not None
+            if point is None:
+                point = q.decide(race)
+            if point is None:
+                continue
+            found = BlockRace(kernel.name, a.buffer, a.text or f"{a.buffer}[...]", a.loc, (a.kind, b.kind),
+                              _values(model, point, "1"), _values(model, point, "2"),
+                              b.loc if b.loc != a.loc else None, same_warp)
+            if same_warp:
+                break
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def _line(a: Access) -> int | None:
+    return a.loc.line if a.loc is not None else None
+
+
+def _race(q: _Question, a: Access, b: Access) -> isl.Set | None:
+    """Instance pairs of two threads of one block touching one element, unordered by barriers."""
+    c, model = q.c, q.model
+    same = c.same_element(a, "1", b, "2")
+    if same is None:
+        return None
+    base = c.domain(a, "1") & c.domain(b, "2") & same & q.fixed
+    if base.is_empty():
+        return None
+    ordered = c.separated(a.time, "1", b.time, "2", model.barriers) | \
+        c.separated(b.time, "2", a.time, "1", model.barriers)
+    race = c.empty
+    for piece in q.pieces:
+        race = race | ((base & piece) - ordered)
+    return None if race.is_empty() else race
+
+
+def _same_warp(q: _Question) -> isl.Set:
+    """Pairs of threads that share a warp whatever the block shape: same ``threadIdx.y/z``, same
+    ``threadIdx.x / 32``."""
+    c = q.c
+    out = c.universe
+    for d in q.model.thread_dims:
+        x, y = c.dim(THREAD_IDX[d], "1"), c.dim(THREAD_IDX[d], "2")
+        if d == 0:
+            w = isl.Val(WARP)
+            out &= x.scale_down_val(w).floor().eq_set(y.scale_down_val(w).floor())
+        else:
+            out &= x.eq_set(y)
+    return out
+
+
+def warp_races(kernel: n.Kernel, *, block: Shape | None = None) -> list[BlockRace]:
+    """The races of ``block_races`` inside one warp (none where the question is too hard for isl:
+    no refusal without a proof)."""
+    try:
+        races = [r for r in block_races(kernel, block=block) if r.same_warp]
+        return sorted(races, key=lambda r: r.other is not None and r.loc is not None and r.other.line != r.loc.line)
+    except isl.Error:
+        return []
+
+
+def shared_race_warnings(kernel: n.Kernel, *, block: Shape | None = None) -> list[str]:
+    """``FILE:LINE:COL: warning: ...`` for races on shared memory (between warps, one legal schedule
+    is what runs, and a GPU's result may differ from run to run; inside one warp, a translation
+    refuses them)."""
+    try:
+        races = block_races(kernel, block=block)
+    except isl.Error:  # a question too hard for isl: a warning is never worth a failed translation
+        return []
+    return [format_diagnostic("warning", r.message(), r.loc, notes=r.notes()) for r in races]
