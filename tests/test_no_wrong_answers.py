@@ -232,3 +232,20 @@ int main() {
     with pytest.raises(UserError, match="data race on shared memory"):
         polypy.emulate(polypy.load(str(src)).kernel("k"), 1, 128,
                        {"out": np.zeros(128, np.float32), "in": np.ones(128, np.float32)})
+
+
+# ---------------------------------------------------------------- gradients of racy kernels
+def test_grad_gives_the_race_warning_translate_report_gives(tmp_path, capsys):
+    from polypy.driver.cli import main
+
+    src = tmp_path / "race.cu"
+    src.write_text("__global__ void sq(float* y, const float* x, int n) {\n"
+                   "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                   "  if (i < n) y[0] = x[i] * x[i];\n}\n")
+    assert main(["translate", str(src), "--report", "-o", str(tmp_path / "t.cpp")]) == 0
+    translated = [line for line in capsys.readouterr().err.splitlines() if "warning:" in line]
+    assert translated == [f"{src}:3:14: warning: threads (tx=0, bx=0) and (tx=1, bx=0) both write 'y[0]' "
+                          "without an atomic in kernel sq"]
+    for extra in ([], ["--report"], ["--emit", "cpp"]):
+        assert main(["grad", str(src), "--kernel", "sq", "-o", str(tmp_path / "g.cu")] + extra) == 0
+        assert [line for line in capsys.readouterr().err.splitlines() if "warning:" in line] == translated

@@ -133,8 +133,22 @@ def _grad(args: argparse.Namespace) -> int:
     else:
         text = gradient_cpp(module, gradient)
     _print_report(report)
+    _warn_races(module, args.kernel)
     write_output(args.output, text, (args.file,))
     return 0
+
+
+def _warn_races(module: n.Module, kernel: str) -> None:
+    """The race warnings ``translate --report`` gives for ``kernel``, always given by ``grad``: the
+    gradient of a result that depends on the thread schedule is the gradient of one schedule's
+    result (with ``--report``, after its decisions)."""
+    import sys
+
+    from polypy.poly.write_conflicts import race_warnings
+
+    warnings = race_warnings(dataclasses.replace(module, kernels=tuple(k for k in module.kernels if k.name == kernel)))
+    for text in warnings:
+        print(text, file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
