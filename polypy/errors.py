@@ -68,11 +68,18 @@ def source_line(loc: Loc) -> str | None:
     return None
 
 
+# Characters a terminal may break a line at or act on (form feed, vertical tab, escape, NEL,
+# the Unicode line and paragraph separators...): the shown source line gets a space for each,
+# so that it stays one line and the caret stays under its column. Tabs are kept.
+_UNPRINTABLE = {c: " " for c in (*range(0x00, 0x09), *range(0x0A, 0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029)}
+
+
 def caret_lines(loc: Loc) -> list[str]:
     """The source line and a caret under ``loc.col`` (tabs kept so the caret lines up)."""
     text = source_line(loc)
     if text is None:
         return []
+    text = text.translate(_UNPRINTABLE)
     prefix = "".join(ch if ch == "\t" else " " for ch in text[: max(loc.col - 1, 0)])
     return [text, prefix + "^"]
 

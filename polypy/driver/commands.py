@@ -7,7 +7,7 @@ import dataclasses
 from typing import Sequence
 
 from polypy.driver.output import check_output, write_output
-from polypy.errors import UserError
+from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.printer import print_module
 
@@ -41,12 +41,19 @@ def _warn_without_kernels(module: n.Module, path: str) -> None:
     print(f"{path}: warning: no kernel (__global__ function) in this file; {what}", file=sys.stderr)
 
 
-def _select(module: n.Module, kernel: str | None) -> n.Module:
-    if kernel is None:
-        return module
+def _check_kernel(module: n.Module, kernel: str, path: str) -> None:
+    """``--kernel K`` names a kernel of the file. The error is located like every other one: at the
+    file's first line, since the name that is missing has no place in it (a truncated file, a typo)."""
     names = [k.name for k in module.kernels]
     if kernel not in names:
-        raise UserError(f"no kernel named '{kernel}' in {module.source} (kernels: {', '.join(names) or 'none'})")
+        raise UserError(f"no kernel named '{kernel}' in {module.source} (kernels: {', '.join(names) or 'none'})",
+                        Loc(path, 1, 1))
+
+
+def _select(module: n.Module, kernel: str | None, path: str) -> n.Module:
+    if kernel is None:
+        return module
+    _check_kernel(module, kernel, path)
     return dataclasses.replace(module, kernels=tuple(k for k in module.kernels if k.name == kernel))
 
 
@@ -72,7 +79,7 @@ def translate(args: argparse.Namespace) -> int:
 
 def _translate(args: argparse.Namespace) -> int:
     check_output(args.output, (args.file,))
-    module = _select(_load(args), args.kernel)
+    module = _select(_load(args), args.kernel, args.file)
     _warn_without_kernels(module, args.file)
     if args.emit == "ir":
         write_output(args.output, print_module(module), (args.file,))
@@ -119,6 +126,7 @@ def _grad(args: argparse.Namespace) -> int:
 
     check_output(args.output, (args.file,))
     module = _load(args)
+    _check_kernel(module, args.kernel, args.file)
     wrt = [w.strip() for w in args.wrt.split(",") if w.strip()] or None
     const = [c.strip() for c in args.const.split(",") if c.strip()]
     report: list | None = [] if args.report else None
