@@ -1,0 +1,758 @@
+"""Fuzz driver: seeded mutants of the samples through ``polypy translate`` and ``polypy grad``.
+
+    python tests/fuzz_driver.py --count 10000 --seed 1 --jobs 2 [--out DIR] [--time-budget S]
+    python tests/fuzz_driver.py --seed 1 --only 4711          # one mutant again, verbose
+
+Every mutant must meet the CLI's contract (DESIGN.md, "Contracts users rely on"): exit 0 with the
+output file written, or exit 1 with ``file:line:col: error: message``, the source line and a caret
+on stderr, no traceback and no output file. Anything else is a failure of one class:
+
+    traceback   an uncaught exception or an "internal error" (a polypy bug)
+    signal      killed by a signal (a crash in libclang or llvmlite, say)
+    hang        still running after --timeout seconds
+    partial     an output file (or a temporary one) left behind after a non-zero exit
+    unlocated   an error without file:line:col, or without the source line and caret
+    other       any other exit status, or exit 0 without the output file
+
+Mutant ``i`` of seed ``s`` is a pure function of (s, i): a source file from samples/ and
+samples/programs/, then one mutation (byte flips, token edits, truncation, long lines, deep
+nesting, long expressions, non-UTF-8 bytes, C++ constructs, lines spliced from another sample).
+Each runs through ``translate -o`` and, for a kernel sample (whose kernel name is known), through
+``grad --kernel K -o``.
+
+Speed: the commands run in long-lived worker processes that call ``polypy.driver.cli.main`` in
+process (stdout and stderr captured at the file-descriptor level, so libclang's output is caught
+too); a worker killed by a signal or past the time limit is replaced. Each failure is run again
+in a fresh ``python -m polypy.driver.cli`` process, whose verdict is the one counted (a failure
+only the long-lived worker shows is counted as ``inprocess-only``). Failing mutants are written
+to the output directory, one file per command, with the command, its status and its stderr.
+
+This module has no ``test_`` functions; tests/test_fuzz.py runs a few hundred mutants of it.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import json
+import os
+import pathlib
+import random
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from typing import Callable, Iterable, Iterator
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "samples"
+
+CLASSES = ("traceback", "signal", "hang", "partial", "unlocated", "other", "inprocess-only")
+DEFAULT_TIMEOUT = 60.0
+WORKER_RECYCLE = 250  # commands a worker runs before it is replaced (bounds leaks and caches)
+
+
+# --------------------------------------------------------------------------- sources
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    name: str            # e.g. "saxpy" or "programs/jacobi_solver"
+    data: bytes
+    kernel: str | None   # the kernel grad differentiates; None for whole programs
+
+
+def kernel_names() -> dict[str, str]:
+    """Kernel sample name -> its kernel, read from ``samples/<name>.py`` without importing it
+    (``kernel="..."`` in the ``Sample(...)`` call)."""
+    out = {}
+    for py in sorted(SAMPLES.glob("*.py")):
+        m = re.search(r"""\bkernel\s*=\s*["'](\w+)["']""", py.read_text(encoding="utf-8"))
+        if m and py.with_suffix(".cu").exists():
+            out[py.stem] = m.group(1)
+    return out
+
+
+def load_sources() -> list[Source]:
+    """Every sample's source: kernel samples (with their kernel) and whole programs."""
+    kernels = kernel_names()
+    out = [Source(cu.stem, cu.read_bytes(), kernels.get(cu.stem)) for cu in sorted(SAMPLES.glob("*.cu"))]
+    out += [Source(f"programs/{cu.stem}", cu.read_bytes(), None)
+            for cu in sorted((SAMPLES / "programs").glob("*.cu"))]
+    return out
+
+
+# --------------------------------------------------------------------------- mutations
+# Text is handled as Latin-1 so that every byte string round-trips; tokens come from a simple
+# splitter (good enough to pick something to edit, not a C parser).
+
+_TOKEN = re.compile(
+    r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'"
+    r"|(?P<ident>[A-Za-z_]\w*)"
+    r"|(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFuUlL]*|0[xX][0-9a-fA-F]+[uUlL]*)"
+    r"|(?P<op><<=|>>=|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^]=|::|[^\sA-Za-z_0-9])",
+    re.S)
+
+_ODD_NUMBERS = ("0", "-1", "1", "2147483647", "2147483648", "4294967296", "-2147483648", "1e309",
+                "0x7fffffffffffffff", "18446744073709551616", "1e-320f", "0.0f", "3.5", "1u", "07", "08")
+_OPERATORS = ("+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "&&", "||", "<", ">", "==", "!=",
+              "=", "+=", "?", ":", ",", ";", "(", ")", "{", "}", "[", "]", "!", "~", "->", ".", "::")
+_KEYWORDS = ("if", "else", "for", "while", "do", "return", "break", "continue", "goto", "switch", "case",
+             "default", "int", "float", "double", "unsigned", "char", "void", "struct", "const",
+             "static", "__shared__", "__global__", "__device__", "__syncthreads", "threadIdx", "blockIdx",
+             "blockDim", "gridDim", "atomicAdd", "sizeof", "extern", "volatile", "auto", "template",
+             "typename", "new", "delete", "this", "nullptr")
+
+# Pieces of C++ (and of CUDA polypy may not support), inserted at a line boundary.
+CXX_SNIPPETS = (
+    "template <typename T> __device__ T twice(T v) { return v + v; }\n",
+    "namespace fz { __device__ int one() { return 1; } }\n",
+    "class Box { public: int v; virtual int get() { return v; } };\n",
+    "struct Op { __device__ float operator()(float a) const { return a * 2.0f; } };\n",
+    "auto lam = [](int a) { return a + 1; };\n",
+    "int &ref = *(int *)0;\n",
+    "static_assert(sizeof(int) == 4, \"int\");\n",
+    "constexpr int K = 3;\n",
+    "using real_t = float;\n",
+    "typedef struct { int a; float b; } pair_t;\n",
+    "union U { int i; float f; };\n",
+    "enum class Color { Red, Green };\n",
+    "__device__ int rec(int n) { return n <= 0 ? 0 : rec(n - 1) + 1; }\n",
+    "__device__ int (*fp)(int) = 0;\n",
+    "__device__ float va(int n, ...) { return 0.0f; }\n",
+    "try { throw 1; } catch (...) { }\n",
+    "int *p = new int[4]; delete[] p;\n",
+    "for (int k : {1, 2, 3}) { }\n",
+    "goto fz_label; fz_label: ;\n",
+    "asm volatile(\"nop\");\n",
+    "switch (threadIdx.x) { case 0: break; default: break; }\n",
+    "do { } while (0);\n",
+    "printf(\"%d\\n\", threadIdx.x);\n",
+    "__shared__ float fz_sh[1 << 30];\n",
+    "float fz_local[0];\n",
+    "int fz_vla[blockDim.x];\n",
+    "__syncthreads();\n",
+    "if (threadIdx.x == 0) __syncthreads();\n",
+    "return;\n",
+    "while (1) { }\n",
+    "for (;;) break;\n",
+    "int fz_x = fz_x + 1;\n",
+    "float fz_y = 1.0f / 0.0f;\n",
+    "int fz_z = 1 / 0;\n",
+    "long long fz_w = 1LL << 63;\n",
+    "__half h;\n",
+    "#include <vector>\n",
+    "#include \"does_not_exist.h\"\n",
+    "#define FZ(x) ((x) * (x))\n",
+    "#pragma omp parallel for\n",
+    "#if 0\n",
+    "#endif\n",
+    "#error fuzz\n",
+    "extern \"C\" { }\n",
+    "__global__ void fz_kernel(float *a) { a[threadIdx.x] = 0; }\n",
+    "__global__ void fz_kernel2(float *a) { fz_kernel<<<1, 1>>>(a); }\n",
+    "int main() { return 0; }\n",
+    "struct S { S() {} ~S() {} int v; };\n",
+    "template <int N> struct Fix { static const int v = N; };\n",
+    "__device__ __forceinline__ float fz_inl(float a) { return a; }\n",
+    "register int fz_r = 0;\n",
+    "__restrict__ float *fz_q;\n",
+    "float2 fz_v2 = make_float2(1.0f, 2.0f); fz_v2.x += fz_v2.y;\n",
+    "int fz_arr[3] = {1, 2, 3, 4};\n",
+    "char fz_s[] = \"\\xff\\0abc\";\n",
+    "wchar_t fz_wc = L'x';\n",
+    "__builtin_trap();\n",
+    "__builtin_unreachable();\n",
+)
+
+
+def _tokens(text: str) -> list[re.Match]:
+    return list(_TOKEN.finditer(text))
+
+
+def _kind(m: re.Match) -> str:
+    return "ident" if m.group("ident") else "number" if m.group("number") else "op" if m.group("op") else "other"
+
+
+def _line_starts(text: str) -> list[int]:
+    return [0] + [m.end() for m in re.finditer(r"\n", text)]
+
+
+def _body_line(rng: random.Random, text: str) -> int:
+    """An offset at the start of a line, preferring lines inside a function body."""
+    starts = _line_starts(text)
+    inside = [s for s in starts if text[max(0, s - 2):s].strip().endswith(("{", ";"))]
+    return rng.choice(inside or starts)
+
+
+def mutate_byte_flip(rng: random.Random, text: str, others: list[Source]) -> str:
+    b = bytearray(text.encode("latin-1"))
+    for _ in range(rng.randint(1, 6)):
+        if not b:
+            break
+        i = rng.randrange(len(b))
+        b[i] = b[i] ^ (1 << rng.randrange(8)) if rng.random() < 0.6 else rng.choice(b"(){}[];,<>*&+-=!~?:#\"'\\0189 \n")
+    return b.decode("latin-1")
+
+
+def mutate_token(rng: random.Random, text: str, others: list[Source]) -> str:
+    toks = [m for m in _tokens(text) if _kind(m) != "other"]
+    if not toks:
+        return text
+    out = text
+    for _ in range(rng.randint(1, 3)):
+        toks = [m for m in _tokens(out) if _kind(m) != "other"]
+        if len(toks) < 2:
+            break
+        op = rng.choice(("delete", "duplicate", "swap", "replace", "replace", "odd"))
+        a = rng.choice(toks)
+        if op == "delete":
+            out = out[:a.start()] + out[a.end():]
+        elif op == "duplicate":
+            out = out[:a.end()] + " " + a.group() + out[a.end():]
+        elif op == "swap":
+            b = rng.choice(toks)
+            first, second = sorted((a, b), key=lambda m: m.start())
+            if first.end() <= second.start():
+                out = (out[:first.start()] + second.group() + out[first.end():second.start()]
+                       + first.group() + out[second.end():])
+        elif op == "replace":
+            same = [m.group() for m in toks if _kind(m) == _kind(a)]
+            out = out[:a.start()] + rng.choice(same) + out[a.end():]
+        else:  # an odd number, operator or keyword where a token of that kind was
+            pool = {"number": _ODD_NUMBERS, "op": _OPERATORS}.get(_kind(a), _KEYWORDS)
+            out = out[:a.start()] + rng.choice(pool) + out[a.end():]
+    return out
+
+
+def mutate_truncate(rng: random.Random, text: str, others: list[Source]) -> str:
+    return text[:rng.randrange(len(text) + 1)]
+
+
+def mutate_long_line(rng: random.Random, text: str, others: list[Source]) -> str:
+    n = rng.choice((1000, 10_000, 100_000, 400_000))
+    piece = rng.choice((
+        "// " + "x" * n + "\n",
+        "/* " + "y" * n + " */\n",
+        " " * n + "\n",
+        "int " + "a" * min(n, 100_000) + " = 0;\n",
+        "const char *fz_str = \"" + "z" * n + "\";\n",
+        "#define FZ_LONG " + "1 + " * (n // 4) + "1\n",
+        "\t" * n + ";\n",
+        ";" * n + "\n",
+    ))
+    if rng.random() < 0.3:  # make an existing line long instead
+        starts = _line_starts(text)
+        at = rng.choice(starts)
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        return text[:end] + " " * n + "/*" + "w" * 10 + "*/" + text[end:]
+    at = _body_line(rng, text)
+    return text[:at] + piece + text[at:]
+
+
+def _depth(rng: random.Random) -> int:
+    return rng.choice((16, 64, 200, 256, 1000, 3000, 10_000))
+
+
+def mutate_deep_nesting(rng: random.Random, text: str, others: list[Source]) -> str:
+    depth = _depth(rng)
+    toks = [m for m in _tokens(text) if _kind(m) in ("ident", "number")]
+    how = rng.choice(("parens", "ifs", "blocks", "ternary", "brackets"))
+    if how == "parens" and toks:
+        a = rng.choice(toks)
+        return text[:a.start()] + "(" * depth + a.group() + ")" * depth + text[a.end():]
+    if how == "ternary" and toks:
+        a = rng.choice(toks)
+        return text[:a.start()] + "(1 ? " * depth + a.group() + " : 0)" * depth + text[a.end():]
+    if how == "brackets" and toks:
+        a = rng.choice(toks)
+        return text[:a.start()] + "+" * depth + a.group() + text[a.end():]
+    at = _body_line(rng, text)
+    end = text.find("\n", at)
+    end = len(text) if end < 0 else end
+    line = text[at:end]
+    if how == "ifs":
+        return text[:at] + "if (1) {" * depth + line + "}" * depth + text[end:]
+    return text[:at] + "{" * depth + line + "}" * depth + text[end:]
+
+
+def mutate_long_expression(rng: random.Random, text: str, others: list[Source]) -> str:
+    toks = [m for m in _tokens(text) if _kind(m) in ("ident", "number")]
+    if not toks:
+        return text
+    a = rng.choice(toks)
+    n = rng.choice((10, 100, 1000, 5000, 20_000))
+    op = rng.choice((" + ", " * ", " - ", " && ", ", ", " | "))
+    expr = "(" + op.join([a.group()] * n) + ")"
+    return text[:a.start()] + expr + text[a.end():]
+
+
+_BAD_BYTES = (b"\xff", b"\xfe\xff", b"\x80", b"\xc3\x28", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xc0\xaf",
+              b"\x00", b"\xe9", b"\xef\xbb\xbf", b"\r", b"\x0c", b"\x1b[31m", b"\xe2\x80\xae")
+
+
+def mutate_non_utf8(rng: random.Random, text: str, others: list[Source]) -> str:
+    data = text.encode("latin-1")
+    how = rng.choice(("insert", "insert", "comment", "string", "identifier", "bom", "utf16", "latin1", "crlf"))
+    if how == "utf16":
+        return data.decode("latin-1").encode("utf-16").decode("latin-1")
+    if how == "bom":
+        return ("\xef\xbb\xbf" + text)
+    if how == "crlf":
+        return text.replace("\n", rng.choice(("\r\n", "\r")))
+    if how == "latin1":  # a Latin-1 comment, as old sources have
+        at = _body_line(rng, text)
+        return text[:at] + "// caf\xe9 \xb5s \xa9\n" + text[at:]
+    bad = b"".join(rng.choice(_BAD_BYTES) for _ in range(rng.randint(1, 4))).decode("latin-1")
+    toks = _tokens(text)
+    if how == "comment":
+        at = _body_line(rng, text)
+        return text[:at] + "// " + bad + "\n" + text[at:]
+    if how == "string":
+        at = _body_line(rng, text)
+        return text[:at] + "const char *fz_s = \"" + bad + "\";\n" + text[at:]
+    if how == "identifier" and toks:
+        idents = [m for m in toks if _kind(m) == "ident"] or toks
+        a = rng.choice(idents)
+        cut = rng.randint(a.start(), a.end())
+        return text[:cut] + bad + text[cut:]
+    at = rng.randrange(len(text) + 1)
+    return text[:at] + bad + text[at:]
+
+
+def mutate_cxx(rng: random.Random, text: str, others: list[Source]) -> str:
+    out = text
+    for _ in range(rng.randint(1, 2)):
+        at = _body_line(rng, out) if rng.random() < 0.7 else rng.choice(_line_starts(out))
+        out = out[:at] + rng.choice(CXX_SNIPPETS) + out[at:]
+    return out
+
+
+def mutate_splice(rng: random.Random, text: str, others: list[Source]) -> str:
+    other = rng.choice(others).data.decode("latin-1")
+    lines = [ln for ln in other.splitlines(keepends=True) if ln.strip()]
+    if not lines:
+        return text
+    i = rng.randrange(len(lines))
+    chunk = "".join(lines[i:i + rng.randint(1, 4)])
+    at = _body_line(rng, text)
+    return text[:at] + chunk + text[at:]
+
+
+MUTATIONS: dict[str, Callable[[random.Random, str, list[Source]], str]] = {
+    "byte_flip": mutate_byte_flip,
+    "token": mutate_token,
+    "truncate": mutate_truncate,
+    "long_line": mutate_long_line,
+    "deep_nesting": mutate_deep_nesting,
+    "long_expression": mutate_long_expression,
+    "non_utf8": mutate_non_utf8,
+    "cxx": mutate_cxx,
+    "splice": mutate_splice,
+}
+# How often each mutation is drawn (token edits and byte flips reach the most code paths).
+WEIGHTS = {"byte_flip": 3, "token": 6, "truncate": 2, "long_line": 1, "deep_nesting": 1,
+           "long_expression": 1, "non_utf8": 2, "cxx": 3, "splice": 2}
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    index: int
+    source: Source
+    kind: str
+    data: bytes
+
+    @property
+    def label(self) -> str:
+        return f"{self.index:05d}-{self.source.name.replace('/', '_')}-{self.kind}"
+
+
+def make_mutant(seed: int, index: int, sources: list[Source], kinds: Iterable[str] | None = None) -> Mutant:
+    """Mutant ``index`` of ``seed``: the same bytes on every run and machine."""
+    rng = random.Random(f"polypy-fuzz:{seed}:{index}")
+    source = rng.choice(sources)
+    names = sorted(kinds) if kinds is not None else sorted(MUTATIONS)
+    kind = rng.choices(names, weights=[WEIGHTS[k] for k in names])[0]
+    text = MUTATIONS[kind](rng, source.data.decode("latin-1"), sources)
+    return Mutant(index, source, kind, text.encode("latin-1"))
+
+
+# --------------------------------------------------------------------------- the contract
+
+@dataclasses.dataclass
+class Outcome:
+    argv: list[str]
+    rc: int | None          # None: timed out
+    stderr: str
+    leftovers: list[str]    # output (or temporary) files present after the command
+    output_written: bool
+    empty_input: bool = False  # an empty file has no line to show under an error
+
+    @property
+    def verdict(self) -> str:
+        """'ok' or the failure class (see the module docstring)."""
+        return classify(self)
+
+
+_LOCATED = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): error: \S")
+_CARET = re.compile(r"^[ \t]*\^$")
+
+
+def classify(o: Outcome) -> str:
+    if o.rc is None:
+        return "hang"
+    if o.rc < 0:
+        return "signal"
+    if "Traceback (most recent call last)" in o.stderr or "internal error" in o.stderr:
+        return "traceback"
+    if o.rc == 0:
+        return "ok" if o.output_written else "other"
+    if o.leftovers:
+        return "partial"
+    if o.rc != 1:
+        return "other"
+    lines = o.stderr.splitlines()
+    for i, line in enumerate(lines):
+        if " error: " in line or line.startswith("error:"):
+            if not _LOCATED.match(line):
+                return "unlocated"
+            if (i + 2 >= len(lines) or not _CARET.match(lines[i + 2])) and not o.empty_input:
+                return "unlocated"
+            return "ok"
+    return "unlocated"
+
+
+def commands_for(mutant: Mutant, path: str, out_dir: str) -> list[list[str]]:
+    """The CLI argument lists a mutant runs through."""
+    cmds = [["translate", path, "-o", os.path.join(out_dir, "out.cpp")]]
+    if mutant.source.kernel is not None:
+        cmds.append(["grad", path, "--kernel", mutant.source.kernel, "-o", os.path.join(out_dir, "out_grad.cu")])
+    return cmds
+
+
+def _output_of(argv: list[str]) -> str:
+    return argv[argv.index("-o") + 1]
+
+
+def _leftovers(out_dir: str, source_name: str) -> list[str]:
+    return sorted(f for f in os.listdir(out_dir) if f != source_name)
+
+
+# --------------------------------------------------------------------------- running commands
+
+def child_env(scratch: str) -> dict[str, str]:
+    """The environment of polypy's processes: compiled-code cache under the scratch directory
+    (unless one is set already, as the test suite does)."""
+    env = dict(os.environ)
+    env.setdefault("POLYPY_CACHE_DIR", os.path.join(scratch, "cache"))
+    return env
+
+
+def run_fresh(argv: list[str], timeout: float, cwd: str) -> tuple[int | None, str]:
+    """``python -m polypy.driver.cli ARGV`` in a new process: (exit status or None, stderr)."""
+    try:
+        p = subprocess.run([sys.executable, "-m", "polypy.driver.cli", *argv], cwd=cwd, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout,
+                           env=child_env(os.path.dirname(os.path.abspath(cwd))))  # cwd: a directory in scratch
+    except subprocess.TimeoutExpired as exc:
+        err = exc.stderr or b""
+        return None, err.decode("utf-8", "replace")
+    return p.returncode, p.stderr.decode("utf-8", "replace")
+
+
+def _worker_main() -> int:
+    """A worker: JSON requests on stdin, JSON answers on the original stdout; fds 1 and 2 go to a
+    file while a command runs so that everything it prints (libclang included) is captured."""
+    from polypy.driver.cli import main
+
+    reply = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    capture = tempfile.TemporaryFile()
+    for line in sys.stdin:
+        request = json.loads(line)
+        capture.seek(0)
+        capture.truncate()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        os.dup2(capture.fileno(), 1)
+        os.dup2(capture.fileno(), 2)
+        try:
+            rc = main(request["argv"])
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:  # noqa: BLE001 - what the real CLI would print and die of
+            traceback.print_exc()
+            rc = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        capture.seek(0)
+        text = capture.read().decode("utf-8", "replace")
+        reply.write(json.dumps({"rc": rc, "stderr": text}) + "\n")
+    return 0
+
+
+class Worker:
+    """A long-lived ``fuzz_driver.py --worker`` process."""
+
+    def __init__(self, cwd: str) -> None:
+        self.cwd = cwd
+        self.proc: subprocess.Popen | None = None
+        self.used = 0
+
+    def _start(self) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, str(pathlib.Path(__file__).resolve()), "--worker"], cwd=self.cwd,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=child_env(self.cwd), text=True, bufsize=1)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def run(self, argv: list[str], timeout: float, cwd: str) -> tuple[int | None, str]:
+        """Run one command (``cwd`` is unused: the paths in ``argv`` are absolute)."""
+        if self.proc is None or self.used >= WORKER_RECYCLE:
+            self.stop()
+            self.proc, self.used = self._start(), 0
+        self.used += 1
+        proc = self.proc
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(json.dumps({"argv": argv}) + "\n")
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        if not ready:
+            self.stop()
+            return None, ""
+        line = proc.stdout.readline()
+        if not line:  # died while running the command
+            rc = proc.wait()
+            self.proc = None
+            return (rc if rc < 0 else -999), ""
+        answer = json.loads(line)
+        return answer["rc"], answer["stderr"]
+
+
+def run_mutant(mutant: Mutant, run: Callable[[list[str], float, str], tuple[int | None, str]], work: str,
+               timeout: float) -> list[Outcome]:
+    """Every command of ``mutant``, each in a clean directory ``work`` holding only the mutant."""
+    outcomes = []
+    name = "mutant.cu"
+    path = os.path.join(work, name)
+    for argv in commands_for(mutant, path, work):
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        pathlib.Path(path).write_bytes(mutant.data)
+        rc, err = run(argv, timeout, work)
+        left = _leftovers(work, name)
+        written = os.path.exists(_output_of(argv))
+        outcomes.append(Outcome(argv, rc, err, left, written, not mutant.data))
+    return outcomes
+
+
+# --------------------------------------------------------------------------- the campaign
+
+@dataclasses.dataclass
+class Failure:
+    mutant: Mutant
+    outcome: Outcome
+    verdict: str      # confirmed in a fresh process
+    file: str = ""    # where the reproducer was written
+
+    def signature(self) -> str:
+        """A grouping key for triage: the exception and the innermost polypy frame."""
+        return signature(self.verdict, self.outcome.stderr)
+
+
+def signature(verdict: str, stderr: str) -> str:
+    if verdict == "traceback" and "RecursionError" in stderr:
+        # Deep nesting: wherever the stack runs out, it is one root cause (reported as such).
+        return "traceback: RecursionError (deep or long source construct)"
+    if verdict != "traceback":
+        first = next((ln for ln in stderr.splitlines() if "error" in ln), "")
+        message = re.sub(r"^.*?error: ", "", first)
+        message = re.sub(r"\d+", "N", re.sub(r"/\S+", "PATH", re.sub(r"'[^']*'", "'X'", message)))
+        return f"{verdict}: {message[:100]}"
+    frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', stderr)
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    last = next((ln for ln in reversed(lines) if re.match(r"^[\w.]+(Error|Exception|Interrupt)\b|^\w+:", ln)), "")
+    own = [f for f in frames if "/site-packages/" not in f[0] or "/polypy" in f[0]]
+    where = own[-1] if own else (frames[-1] if frames else ("?", "?", "?"))
+    rel = re.sub(r"^.*?/(polypy|frontend|gpu2cpu|autodiff|codegen)/", r"\1/", where[0])
+    return f"traceback: {last.split(':')[0]} at {rel}:{where[1]} in {where[2]}"
+
+
+@dataclasses.dataclass
+class Report:
+    mutants: int = 0
+    commands: int = 0
+    passed: int = 0     # commands meeting the contract
+    seconds: float = 0.0
+    counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    failures: list[Failure] = dataclasses.field(default_factory=list)
+
+    def summary(self) -> str:
+        failed = self.commands - self.passed
+        lines = [f"{self.mutants} mutants, {self.commands} commands in {self.seconds:.0f} s "
+                 f"({self.mutants / max(self.seconds, 1e-9):.1f} mutants/s): {self.passed} passed, {failed} failed"]
+        lines.append("  " + ", ".join(f"{c} {self.counts[c]}" for c in CLASSES))
+        groups = collections.Counter(f.signature() for f in self.failures)
+        for sig, count in groups.most_common():
+            example = next(f for f in self.failures if f.signature() == sig)
+            lines.append(f"  {count:5d}  {sig}   e.g. {example.file or example.mutant.label}")
+        return "\n".join(lines)
+
+
+def _shorten(text: str, width: int = 300) -> str:
+    """Long lines cut to ``width`` characters, for the saved reports."""
+    return "\n".join(ln if len(ln) <= width else ln[:width] + f" [... {len(ln) - width} more]"
+                     for ln in text.splitlines())
+
+
+def _save(out: pathlib.Path, failure: Failure) -> str:
+    d = out / failure.verdict
+    d.mkdir(parents=True, exist_ok=True)
+    cmd = failure.outcome.argv[0]
+    base = d / f"{failure.mutant.label}-{cmd}"
+    base.with_suffix(".cu").write_bytes(failure.mutant.data)
+    argv = [a if a != failure.outcome.argv[1] else base.with_suffix(".cu").name for a in failure.outcome.argv]
+    argv = [a if not a.startswith("/") else os.path.basename(a) for a in argv]
+    base.with_suffix(".txt").write_text(
+        f"polypy {' '.join(argv)}\nsource: {failure.mutant.source.name}  mutation: {failure.mutant.kind}\n"
+        f"class: {failure.verdict}  exit status: {failure.outcome.rc}  leftovers: {failure.outcome.leftovers}\n\n"
+        f"{_shorten(failure.outcome.stderr)}", encoding="utf-8")
+    return str(base.with_suffix(".cu"))
+
+
+def confirm(mutant: Mutant, outcome: Outcome, work: str, timeout: float) -> Outcome:
+    """Run one failing command again in a fresh process, in a clean directory."""
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    pathlib.Path(work, "mutant.cu").write_bytes(mutant.data)
+    rc, err = run_fresh(outcome.argv, timeout, work)
+    return Outcome(outcome.argv, rc, err, _leftovers(work, "mutant.cu"), os.path.exists(_output_of(outcome.argv)),
+                   outcome.empty_input)
+
+
+def fuzz(*, seed: int, count: int, jobs: int = 1, timeout: float = DEFAULT_TIMEOUT, out: pathlib.Path | None = None,
+         time_budget: float | None = None, indices: Iterable[int] | None = None, kinds: Iterable[str] | None = None,
+         progress: Callable[[str], None] | None = None, scratch: pathlib.Path | None = None) -> Report:
+    """Run mutants ``indices`` (default ``range(count)``) of ``seed`` with ``jobs`` workers, in a
+    new directory under ``scratch`` (default: the system's temporary directory)."""
+    sources = load_sources()
+    kinds = None if kinds is None else tuple(kinds)
+    todo: Iterator[int] = iter(list(indices) if indices is not None else range(count))
+    lock = threading.Lock()
+    report = Report()
+    start = time.monotonic()
+    if scratch is not None:
+        scratch.mkdir(parents=True, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix="polypy-fuzz-work-", dir=scratch)
+
+    def next_index() -> int | None:
+        with lock:
+            if time_budget is not None and time.monotonic() - start > time_budget:
+                return None
+            return next(todo, None)
+
+    def loop(k: int) -> None:
+        worker = Worker(scratch)
+        work = os.path.join(scratch, f"w{k}")
+        try:
+            while (i := next_index()) is not None:
+                mutant = make_mutant(seed, i, sources, kinds)
+                outcomes = run_mutant(mutant, worker.run, work, timeout)
+                found = []
+                for o in outcomes:
+                    if o.verdict == "ok":
+                        continue
+                    fresh = confirm(mutant, o, work + "-confirm", timeout)
+                    verdict = fresh.verdict if fresh.verdict != "ok" else "inprocess-only"
+                    found.append(Failure(mutant, fresh if fresh.verdict != "ok" else o, verdict))
+                with lock:
+                    report.mutants += 1
+                    report.commands += len(outcomes)
+                    report.passed += len(outcomes) - len(found)
+                    for f in found:
+                        report.counts[f.verdict] += 1
+                        if out is not None:
+                            f.file = _save(out, f)
+                        report.failures.append(f)
+                        if progress:
+                            progress(f"FAIL {f.verdict:10s} {mutant.label} {f.outcome.argv[0]}: {f.signature()}")
+                    if progress and report.mutants % 100 == 0:
+                        progress(f"... {report.mutants} mutants, {report.commands - report.passed} failed, "
+                                 f"{time.monotonic() - start:.0f} s")
+        finally:
+            worker.stop()
+
+    errors: list[BaseException] = []
+
+    def guarded(k: int) -> None:
+        try:
+            loop(k)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, in the caller's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(k,), daemon=True) for k in range(max(1, jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    report.seconds = time.monotonic() - start
+    shutil.rmtree(scratch, ignore_errors=True)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--count", type=int, default=1000, help="mutants to run (indices 0..count-1)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=1, help="worker processes")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per command before 'hang'")
+    p.add_argument("--time-budget", type=float, default=None, metavar="S",
+                   help="stop starting new mutants after S seconds (the report says how many ran)")
+    p.add_argument("--out", default=None, help="where failing mutants go (default: a new temporary directory)")
+    p.add_argument("--only", type=int, action="append", default=None, metavar="INDEX",
+                   help="run only this mutant (repeatable); with --show its text is printed")
+    p.add_argument("--kinds", default=None, help=f"comma-separated mutations (default all: {','.join(MUTATIONS)})")
+    p.add_argument("--show", action="store_true", help="print the first 2000 bytes of each --only mutant")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        return _worker_main()
+    kinds = args.kinds.split(",") if args.kinds else None
+    if args.show and args.only:
+        for i in args.only:
+            m = make_mutant(args.seed, i, load_sources(), kinds)
+            print(f"== {m.label} (grad kernel: {m.source.kernel})")
+            sys.stdout.write(m.data[:2000].decode("utf-8", "replace") + "\n")
+    out = pathlib.Path(args.out) if args.out else pathlib.Path(tempfile.mkdtemp(prefix="polypy-fuzz-"))
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"failing mutants go to {out}", flush=True)
+    report = fuzz(seed=args.seed, count=args.count, jobs=args.jobs, timeout=args.timeout, out=out,
+                  time_budget=args.time_budget, indices=args.only, kinds=kinds,
+                  progress=lambda s: print(s, flush=True))
+    print(report.summary())
+    (out / "summary.txt").write_text(report.summary() + "\n", encoding="utf-8")
+    return 0 if report.commands == report.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

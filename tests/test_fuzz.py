@@ -1,0 +1,87 @@
+"""A few hundred seeded mutants of the samples through ``polypy translate`` and ``polypy grad``.
+
+Each must meet the CLI's contract: exit 0 with the output written, or a located error
+(``file:line:col: error:``, source line, caret), exit 1, no traceback and no output file left
+behind; a crash or a command past the time limit fails too (tests/fuzz_driver.py runs the
+commands in worker processes). The mutants are the first ones of fixed seeds, the same on every
+run; ``python tests/fuzz_driver.py --count 10000 --seed 1 --jobs 2`` is the long run (docs/fuzzing.md).
+"""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from fuzz_driver import Report, fuzz
+
+SEED = 7
+TIMEOUT = 60.0  # seconds per command; a mutant of a sample takes well under one
+
+# Mutants per mutation. Deep nesting and long expressions have their own test below.
+PER_KIND = {"byte_flip": 24, "token": 30, "truncate": 16, "long_line": 8, "non_utf8": 14, "cxx": 24, "splice": 16}
+DEEP = 6  # mutants of each of deep_nesting and long_expression
+
+
+def _run(kind: str, count: int, tmp_path: pathlib.Path) -> Report:
+    return fuzz(seed=SEED, count=count, kinds=[kind], jobs=1, timeout=TIMEOUT, out=tmp_path / "failures",
+                scratch=tmp_path)
+
+
+@pytest.mark.parametrize("kind", sorted(PER_KIND))
+def test_mutants_meet_the_cli_contract(kind: str, tmp_path: pathlib.Path) -> None:
+    report = _run(kind, PER_KIND[kind], tmp_path)
+    assert report.mutants == PER_KIND[kind]
+    assert report.commands > report.mutants  # grad ran too, for the kernel samples
+    assert report.passed == report.commands, report.summary()
+
+
+class KnownDeepNestingFailure(AssertionError):
+    """Every failure is the stack running out (RecursionError, or a crash inside libclang) on a
+    deeply nested or very long construct: the one root cause known and not fixed here."""
+
+
+def _only_deep_nesting_failures(reports: list[Report]) -> None:
+    failures = [f for r in reports for f in r.failures]
+    if not failures:
+        return
+    summary = "\n".join(r.summary() for r in reports)
+    other = [f for f in failures if not (f.verdict == "signal" or "RecursionError" in f.outcome.stderr)]
+    assert not other, summary  # any other failure is a failure of this test, not the expected one
+    raise KnownDeepNestingFailure(summary)
+
+
+@pytest.mark.xfail(raises=KnownDeepNestingFailure, strict=True,
+                   reason="deep nesting (hundreds of nested parentheses, ifs or blocks) and long expressions "
+                          "(thousands of terms) exhaust the frontend's recursion: RecursionError, reported "
+                          "with a traceback; being fixed separately (remove this mark then)")
+def test_deep_nesting_and_long_expressions(tmp_path: pathlib.Path) -> None:
+    reports = [_run("deep_nesting", DEEP, tmp_path / "deep"), _run("long_expression", DEEP, tmp_path / "long")]
+    assert all(r.mutants == DEEP for r in reports)
+    _only_deep_nesting_failures(reports)
+
+
+# Root causes the fuzzer found, each pinned by its smallest reproducer.
+
+def test_a_form_feed_in_the_shown_source_line_keeps_the_caret_line_third(tmp_path: pathlib.Path, capsys) -> None:
+    from polypy.driver.cli import main
+
+    src = tmp_path / "ff.cu"
+    src.write_bytes(b"__global__ void k(float *a) {\n    \x0cint x = @;\n}\n")
+    assert main(["translate", str(src), "-o", str(tmp_path / "out.cpp")]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith(f"{src}:2:14: error: ")
+    assert lines[1] == "     int x = @;" and lines[2] == " " * 13 + "^"
+    assert not (tmp_path / "out.cpp").exists()
+
+
+@pytest.mark.parametrize("text", [b"", b"__device__ float f(float x) { return x; }\n"])
+def test_grad_of_a_kernel_the_file_lacks_is_a_located_error(text: bytes, tmp_path: pathlib.Path, capsys) -> None:
+    from polypy.driver.cli import main
+
+    src = tmp_path / "cut.cu"  # e.g. a file truncated before its kernel
+    src.write_bytes(text)
+    out = tmp_path / "g.cu"
+    assert main(["grad", str(src), "--kernel", "saxpy", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{src}:1:1: error: no kernel named 'saxpy'")
+    assert not out.exists()
