@@ -341,8 +341,10 @@ def test_translate_report(tmp_path: pathlib.Path, capsys) -> None:
 
 def test_translate_errors_leave_no_output(tmp_path: pathlib.Path, capsys) -> None:
     out = tmp_path / "out.cpp"
-    assert main(["translate", str(SAMPLES / "saxpy.cu"), "--threads", "-2", "-o", str(out)]) == 1
-    assert "--threads must be a positive number" in capsys.readouterr().err and not out.exists()
+    with pytest.raises(SystemExit) as stopped:  # a usage error, as argparse reports them (tests/test_input_hygiene.py)
+        main(["translate", str(SAMPLES / "saxpy.cu"), "--threads", "-2", "-o", str(out)])
+    assert stopped.value.code == 2
+    assert "argument --threads: must be a positive number" in capsys.readouterr().err and not out.exists()
     program = ROOT / "samples" / "programs" / "vecadd_saxpy.cu"
     assert main(["translate", str(program), "--emit", "c", "-o", str(out)]) == 1
     assert "use --emit cpp" in capsys.readouterr().err and not out.exists()

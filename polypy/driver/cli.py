@@ -40,6 +40,21 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="add an include directory")
 
 
+def thread_count(text: str) -> int:
+    """``--threads N``: a number of threads, 0 for all cores (every command reads it so)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of threads, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of threads (or 0 for all cores), got {value}")
+    return value
+
+
+def _add_threads(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--threads", type=thread_count, default=0, metavar="N", help=help)
+
+
 def _add_dump_after(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dump-after", metavar="NAME",
                    help="print the IR after each run of the named pass on stderr (a pass of "
@@ -59,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "cpu-ir: the CPU form that the code generators receive")
     t.add_argument("--report", action="store_true", help="explain barrier and schedule decisions on stderr")
     t.add_argument("--kernel", help="only this kernel")
-    t.add_argument("--threads", type=int, default=0, help="CPU threads for the emitted code (0: all cores)")
+    _add_threads(t, "CPU threads for the emitted code (0: all cores)")
     t.add_argument("--check-bounds", action="store_true", help="emit bounds checks on every memory access")
     t.add_argument("--no-opt", action="store_true", help="skip barrier elimination and forwarding")
     _add_dump_after(t)
@@ -89,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="Arguments after -- go to the program: polypy run prog.cu -- 1024 input.txt")
     _add_common(r)
     r.add_argument("--emulate", action="store_true", help="use the reference emulator instead of compiled code")
-    r.add_argument("--threads", type=int, default=0)
+    _add_threads(r, "CPU threads to run on (0: all cores)")
     return parser
 
 

@@ -84,8 +84,6 @@ def _translate(args: argparse.Namespace) -> int:
     if args.emit == "ir":
         write_output(args.output, print_module(module), (args.file,))
         return 0
-    if args.threads < 0:
-        raise UserError(f"--threads must be a positive number of threads (or 0 for all cores), got {args.threads}")
     whole_program = module.host is not None and args.kernel is None
     if whole_program and args.emit == "c":
         raise UserError(f"{module.source} has host code, which polypy keeps as C++: use --emit cpp for the whole "
