@@ -14,8 +14,10 @@ Every launch path takes arguments as a user of numba or CuPy passes them, by pos
 signature or by name. Pointer parameters take C-contiguous NumPy arrays of exactly the element
 type (normally 1-D; an N-D array is its flat memory, as ``cudaMemcpy`` would see it). They are
 modified in place, like device memory copied back after the kernel. Scalar parameters take
-numbers, converted to the parameter type with C's rules (integers wrap). Anything else is a
-``UserError`` naming the parameter.
+numbers of the parameter's range, converted to the parameter type (an integer that the type
+cannot hold, or a negative number for an unsigned type, is refused rather than wrapped as C
+would; so is a float with a fraction for an integer type). Anything else is a ``UserError``
+naming the parameter.
 
 A struct passed by value was split by the frontend into one IR parameter per scalar member
 (``Kernel.source_params``); the caller may pass it whole, by its C name, as a dict of fields
@@ -235,7 +237,9 @@ def _scalar(kernel: n.Kernel, p: n.Param, ptype: ScalarType, value: Any) -> np.g
     if type(value) is exact:
         return value
     if type(value) is int and ptype.is_int:
-        return exact(wrap_int(value, ptype))
+        if wrap_int(value, ptype) != value:
+            raise _out_of_range(kernel, p, ptype, value)
+        return exact(value)
     if type(value) is float and ptype.is_float:
         return exact(value)  # np.float32(x) rounds as normalize_value does
     if isinstance(value, np.ndarray):
@@ -252,4 +256,24 @@ def _scalar(kernel: n.Kernel, p: n.Param, ptype: ScalarType, value: Any) -> np.g
             raise UserError(f"{_what(kernel, p, ptype)} must be an integer, got {value!r}", p.loc)
     else:
         raise UserError(f"{_what(kernel, p, ptype)} must be a number, got {type(value).__name__}", p.loc)
+    if ptype.is_int and wrap_int(int(value), ptype) != value:
+        raise _out_of_range(kernel, p, ptype, value)
+    if ptype.is_float and isinstance(value, int) and not isinstance(value, bool):
+        try:
+            float(value)
+        except OverflowError:
+            raise _out_of_range(kernel, p, ptype, value) from None
     return exact(normalize_value(value, ptype))
+
+
+def _out_of_range(kernel: n.Kernel, p: n.Param, ptype: ScalarType, value: int | float) -> UserError:
+    """A number the parameter's C type cannot hold: refused, as NumPy refuses ``np.int32(2**32)``
+    (C would wrap it silently, or make it inf, which is never what a caller meant)."""
+    if ptype.is_int:
+        lo, hi = -(1 << (ptype.bits - 1)) if ptype.is_signed else 0, (1 << (ptype.bits - ptype.is_signed)) - 1
+        holds = f"{lo}..{hi}"
+    else:
+        holds = f"at most {float(np.finfo(ptype.dtype).max):g} in magnitude"
+    shown = repr(value) if len(repr(value)) <= 24 else f"an integer of {int(value).bit_length()} bits"
+    return UserError(f"{_what(kernel, p, ptype)} does not fit in {ptype.c_name}: got {shown} "
+                     f"({ptype.c_name} holds {holds})", p.loc)
