@@ -46,9 +46,15 @@ class _ArrayRef:
             return _ArrayRef(self.binding, prefix)
         return builder.element_lv(self.binding, prefix, c)
 
-    def decay(self, builder: KernelBuilder) -> Pointer:
-        if len(self.prefix) + 1 != len(self.binding.dims):
-            raise UserError("pointers to rows of arrays with more than two dimensions are not supported")
+    def decay(self, builder: KernelBuilder, c: ci.Cursor | None = None) -> Pointer:
+        """The pointer the array decays to: to its first element, only for the last dimension
+        (``tile[ty]`` of ``float tile[16][16]``, ``v`` of ``float v[8]``). ``c``: where."""
+        left = len(self.binding.dims) - len(self.prefix)
+        if left != 1:
+            dims = "".join(f"[{d}]" for d in self.binding.dims[len(self.prefix):])
+            raise builder.error(f"'{self.binding.buffer}' used here is an array of arrays (dimensions {dims}): a "
+                                "pointer to its rows is not supported (pass a pointer to the first element, "
+                                "&a[0][0], and index it as a flat array)", c)
         return self.binding.pointer(self.prefix, None)
 
 

@@ -74,6 +74,10 @@ class InliningLowering:
         name = p.spelling or f"arg{i}"
         if tm.is_reference(pt):
             target_t = tm.strip_reference(pt)
+            if tm.is_array(target_t):
+                raise self.error(f"parameter '{name}' of '{fn.spelling}' is a reference to an array "
+                                 f"('{pt.spelling}'), which is not supported: declare it as a pointer to the "
+                                 "elements", a)
             inner = _strip(a)
             try:
                 return RefBinding(self.lvalue(inner))
@@ -84,7 +88,7 @@ class InliningLowering:
             return self.copy_to_local(value, target_t, name, a)
         value = self.arg_value(a, fn, i)
         if isinstance(value, _ArrayRef):
-            value = value.decay(self)
+            value = value.decay(self, a)
         if tm.is_pointer(pt) or tm.is_array(pt):
             if isinstance(value, VarAddress):
                 return value
