@@ -16,6 +16,7 @@ from polypy.analysis.uniformity import check_barriers
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, IncludeSpan, LaunchSite
+from polypy.sources import read_source
 
 from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, parse_translation_unit
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
@@ -57,7 +58,7 @@ def parse_file(path: str, *, text: str | None = None, defines: dict[str, str] | 
     if wanted:
         # Name each instance in code appended to the file: clang instantiates it, and the
         # reference leads to the instance's body. Appending keeps every line number valid.
-        original = text if text is not None else pathlib.Path(path).read_bytes().decode("utf-8", errors="replace")
+        original = text if text is not None else read_source(path)
         refs = "".join(f"\nstatic void* {_INSTANCE_PREFIX}{i} = (void*)&{spec};" for i, spec in enumerate(wanted))
         tu = parse_translation_unit(path, language, text=original + "\n" + refs + "\n", defines=defines,
                                     include_dirs=include_dirs)
@@ -76,7 +77,7 @@ def respace_launches(path: str, text: str | None) -> str | None:
     opens a launch, and the first ``>>`` then ``>`` outside parentheses closes it. The gap moves
     behind the third character, so every offset and line outside the two brackets stays valid.
     """
-    source = text if text is not None else pathlib.Path(path).read_bytes().decode("utf-8", errors="replace")
+    source = text if text is not None else read_source(path)
     if "<< " not in source and "<<\t" not in source and "<<\n" not in source:
         return text
     raw = ci.Index.create().parse(path, args=["-x", "c++", "-nostdinc", "-fsyntax-only"],
@@ -392,7 +393,7 @@ class _ModuleBuilder:
     def file_text(self, fname: str) -> str:
         if fname == self.path and self.main_text is not None:
             return self.main_text
-        return pathlib.Path(fname).read_bytes().decode("utf-8", errors="replace")
+        return read_source(fname)
 
     def launch_site(self, call: ci.Cursor, target: ci.Cursor, names, text: str, conv: "_OffsetMap") -> LaunchSite:
         loc = cursor_loc(call)

@@ -58,6 +58,7 @@ from polypy.errors import UserError
 from polypy.ir.types import PointerType
 from polypy.launch import c_name, launch_config
 from polypy.poly.block_footprint import BlockPlan, BlockRange, plan_block_ranges
+from polypy.sources import read_source
 
 # Plans remembered per kernel: launch shape + integer arguments + task count -> BlockPlan.
 PLAN_CACHE_SIZE = 32
@@ -89,7 +90,7 @@ def compile(client: Any, path: str | os.PathLike, *, defines: dict[str, str] | N
 
     if text is None:
         try:
-            text = _read_text(path)
+            text = read_source(path)  # as the frontend reads it (a bad byte is U+FFFD)
         except OSError as exc:
             raise UserError(f"cannot read {os.fspath(path)!r}: {exc.strerror}") from None
     source = Source(os.fspath(path), text, tuple(sorted((defines or {}).items())), tuple(include_dirs),
@@ -97,11 +98,6 @@ def compile(client: Any, path: str | os.PathLike, *, defines: dict[str, str] | N
     module = compile_here(path, defines=defines, include_dirs=include_dirs, text=text, threads=threads,
                           specialize=specialize, coarsen=coarsen)
     return DistributedModule(client, source, module, tasks=tasks, threads=threads)
-
-
-def _read_text(path: str | os.PathLike) -> str:
-    with open(path, encoding="utf-8") as f:
-        return f.read()
 
 
 def launch(kernel: DistributedKernel, grid: Any, block: Any, shmem: int, *args: Any, tasks: int | None = None,

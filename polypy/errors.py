@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from polypy.sources import read_source
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Loc:
@@ -59,13 +61,13 @@ class InternalError(PolypyError):
 def source_line(loc: Loc) -> str | None:
     """The text of the line ``loc`` points into, or None if the file cannot be read."""
     try:
-        with open(loc.file, encoding="utf-8", errors="replace") as f:
-            for number, text in enumerate(f, start=1):
-                if number == loc.line:
-                    return text.rstrip("\n").rstrip("\r")
+        text = read_source(loc.file)
     except OSError:
         return None
-    return None
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # as clang counts lines
+    if lines[-1] == "":
+        lines.pop()  # after the last newline
+    return lines[loc.line - 1] if 1 <= loc.line <= len(lines) else None
 
 
 # Characters a terminal may break a line at or act on (form feed, vertical tab, escape, NEL,

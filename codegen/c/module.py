@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import pathlib
 from importlib import resources
 from typing import Mapping, Sequence
 
@@ -30,6 +29,7 @@ from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.host import HostFile, HostProgram
 from polypy.launch import MAX_BLOCK, MAX_THREADS_PER_BLOCK
+from polypy.sources import read_source
 
 from codegen.c.kernel import Coarsener, KernelCode, Options, emit_kernel, emulated_launcher
 from codegen.c.render import c_type, literal
@@ -198,7 +198,7 @@ static void polypy_emulate_launch(int kernel, dim3 grid, dim3 block, size_t shme
 def _rewrite(path: str, state: _ProgramState) -> str:
     hf = state.host.files.get(path)
     if hf is None:
-        return pathlib.Path(path).read_text(encoding="utf-8", errors="replace")
+        return read_source(path)
     edits: list[tuple[int, int, str]] = []
     for inc in hf.includes:
         if inc.kind == "cuda":

@@ -49,12 +49,10 @@ def lenient_text(path: str) -> str | None:
     libclang hands token spellings back as UTF-8, so such a file is parsed from this text: clang's
     offsets are then offsets into it, and the emitted program carries it (comments keep U+FFFD).
     """
+    from polypy.sources import decode_source, is_utf8
+
     data = pathlib.Path(path).read_bytes()
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace")
-    return None
+    return None if is_utf8(data) else decode_source(data)
 
 
 def load(path: str | os.PathLike | None, *, defines: dict[str, str] | None = None,
