@@ -9,7 +9,7 @@ precision-specific CUDA name (``expf`` / ``exp``).
 from __future__ import annotations
 
 import math
-
+from typing import Mapping, Sequence
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
@@ -217,7 +217,7 @@ class _Printer:
         elif b.space == "local":
             self.emit(depth, f"{c_type(b.elem)} {b.name}{_dims(b)};")
 
-    def kernel(self, k: n.Kernel) -> None:
+    def kernel(self, k: n.Kernel, capacities: Sequence[tuple[n.Expr, str]] = ()) -> None:
         if k.stage != "gpu":
             raise UserError(f"kernel '{k.name}' is in {k.stage} form; the CUDA printer needs GPU form", k.loc)
         if k.loc is not None:
@@ -227,8 +227,27 @@ class _Printer:
         self.emit(0, "{")
         for b in k.buffers:
             self.buffer(b, 1)
+        self.capacity_checks(capacities)
         self.block(k.body, 1)
         self.emit(0, "}")
+
+    def capacity_checks(self, capacities: Sequence[tuple[n.Expr, str]]) -> None:
+        """Each thread checks, before it runs, that what it needs of each fixed capacity
+        ``(need, MACRO)`` fits: a device-side assertion failure otherwise, the way ``assert``
+        fails (``__assert_fail`` directly, so ``-DNDEBUG`` keeps the check). The launch then
+        fails with ``cudaErrorAssert`` instead of running past the end of per-thread arrays.
+        Only nvcc's device pass sees it (our own frontend reads host-side, without asserts)."""
+        if not capacities:
+            return
+        self.lines.append("#ifdef __CUDA_ARCH__")
+        for need, name in capacities:
+            text = format_expr(need)
+            message = (f"polypy: the tapes of this launch need {name} >= ({text}), "
+                       f"compile with a larger -D{name}=N")
+            message = message.replace("\\", "\\\\").replace('"', '\\"')
+            self.emit(1, f"if (({text}) > {name})")
+            self.emit(2, f'__assert_fail("{message}", __FILE__, __LINE__, __func__);')
+        self.lines.append("#endif")
 
 
 def _dims(b: n.Buffer) -> str:
@@ -243,14 +262,19 @@ def _global(b: n.Buffer) -> str:
     return f"{qualifier} {c_type(b.elem)} {b.name}{_dims(b)}{init};"
 
 
-def print_cuda_kernel(kernel: n.Kernel) -> str:
+def print_cuda_kernel(kernel: n.Kernel, *, capacities: Sequence[tuple[n.Expr, str]] = ()) -> str:
+    """``kernel`` as CUDA. ``capacities``: ``(need, MACRO)`` pairs, a per-thread extent ``need``
+    (an expression of the arguments and thread indices) that a fixed capacity ``MACRO`` stands
+    for; each thread checks ``need <= MACRO`` on entry (see ``_Printer.capacity_checks``)."""
     p = _Printer()
-    p.kernel(kernel)
+    p.kernel(kernel, capacities)
     return "\n".join(p.lines) + "\n"
 
 
-def print_cuda_module(module: n.Module, kernels: tuple[n.Kernel, ...] | None = None) -> str:
-    """Module arrays and kernels (all of the module's, or ``kernels``) as one CUDA source."""
+def print_cuda_module(module: n.Module, kernels: tuple[n.Kernel, ...] | None = None, *,
+                      capacities: Mapping[str, Sequence[tuple[n.Expr, str]]] | None = None) -> str:
+    """Module arrays and kernels (all of the module's, or ``kernels``) as one CUDA source;
+    ``capacities``: by kernel name, as for ``print_cuda_kernel``."""
     lines = []
     ks = module.kernels if kernels is None else kernels
     for g in module.globals:
@@ -258,5 +282,5 @@ def print_cuda_module(module: n.Module, kernels: tuple[n.Kernel, ...] | None = N
     if module.globals:
         lines.append("")
     for k in ks:
-        lines.append(print_cuda_kernel(k))
+        lines.append(print_cuda_kernel(k, capacities=(capacities or {}).get(k.name, ())))
     return "\n".join(lines)
