@@ -249,3 +249,72 @@ def test_grad_gives_the_race_warning_translate_report_gives(tmp_path, capsys):
     for extra in ([], ["--report"], ["--emit", "cpp"]):
         assert main(["grad", str(src), "--kernel", "sq", "-o", str(tmp_path / "g.cu")] + extra) == 0
         assert [line for line in capsys.readouterr().err.splitlines() if "warning:" in line] == translated
+
+
+# ---------------------------------------------------------------- spin waits
+SPIN = r"""
+__global__ void k(volatile int* flags, int* out, const int* next, int n, int* lock) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  BODY
+  out[i] += 1;
+  flags[i] = 1;
+}
+"""
+
+SPINS = {  # loops only another thread's (or block's) store can end: refused where they start
+    "do_while_neighbour": "int seen; do { seen = flags[i + 1]; } while (seen == 0);",
+    "break_on_flag": "while (true) { if (flags[i] > 0) break; }",
+    "grid_barrier": "if (threadIdx.x == 0) { atomicAdd(lock, 1); while (atomicAdd(lock, 0) < gridDim.x) ; }",
+    "through_local": "int v = flags[0]; while (v == 0) { v = flags[0]; }",
+}
+
+ENDS_BY_ITSELF = {  # loops that step, chase, or write what they wait on: translated and right
+    "pointer_chase": ("int j = next[i]; while (j != -1) { out[i] += 2; j = next[j]; }", None),
+    "search": ("int k = 0; while (k < n && next[k] != -1) k++; out[i] += 10 * k;", None),
+    "cas_retry": ("int old = out[i], assumed; do { assumed = old; old = atomicCAS(&out[i], assumed, assumed + 5); }"
+                  " while (assumed != old);", None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPINS))
+def test_spin_waits_are_refused_where_the_loop_is(tmp_path, capsys, case):
+    from polypy.driver.cli import main
+
+    src = tmp_path / "spin.cu"
+    src.write_text(SPIN.replace("BODY", SPINS[case]))
+    out = tmp_path / "spin.cpp"
+    assert main(["translate", str(src), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{src}:5:" in err and "spin wait" in err and "Traceback" not in err
+    assert not out.exists()
+    with pytest.raises(UserError, match="spin wait"):
+        polypy.compile(str(src))
+
+
+@pytest.mark.parametrize("case", sorted(ENDS_BY_ITSELF))
+def test_loops_that_end_by_themselves_are_translated(tmp_path, case):
+    src = tmp_path / "loop.cu"
+    src.write_text(SPIN.replace("BODY", ENDS_BY_ITSELF[case][0]))
+    n = 6
+    nxt = np.array([1, 2, -1, 4, -1, -1], np.int32)  # chains 0->1->2, 3->4, 5
+    want = np.zeros(n, np.int32)
+    for i in range(n):
+        if case == "pointer_chase":
+            j = nxt[i]
+            while j != -1:
+                want[i] += 2
+                j = nxt[j]
+        elif case == "search":
+            want[i] += 10 * 2  # next[0], next[1] are not -1; next[2] is
+        else:
+            want[i] += 5
+        want[i] += 1
+    args = {"flags": np.zeros(n, np.int32), "out": np.zeros(n, np.int32), "next": nxt, "n": n,
+            "lock": np.zeros(1, np.int32)}
+    kernel = polypy.load(str(src)).kernel("k")
+    np.testing.assert_array_equal(run_emulated(kernel, 2, 4, args)["out"], want)
+    np.testing.assert_array_equal(run_c(kernel, 2, 4, args)["out"], want)
+    jit = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+    polypy.compile(str(src)).k[2, 4](*jit.values())
+    np.testing.assert_array_equal(jit["out"], want)

@@ -140,6 +140,7 @@ for _name, _target in (
     ("eliminate-dead-shared-stores", "gpu2cpu.forward_shared:eliminate_dead_shared_stores"),
     ("eliminate-barriers", "gpu2cpu.barriers:eliminate_barriers"),
     ("refuse-warp-synchronous", "gpu2cpu.refuse_warp_synchronous:refuse_warp_synchronous"),
+    ("refuse-spin-waits", "gpu2cpu.refuse_spin_waits:refuse_spin_waits"),
     ("coarsen-blocks", "gpu2cpu.coarsen_blocks:coarsen_blocks"),
     # gpu2cpu: GPU form -> CPU form, and the CPU schedule
     ("collapse-identical-threads", "gpu2cpu.collapse_identical_threads:collapse_identical_threads"),
@@ -171,8 +172,9 @@ GPU_PASSES: tuple[str, ...] = ("eliminate-returns", "raise-counted-loops") + SIM
 # Forwarding first: it makes stores dead and then barriers removable.
 SHARED_OPTIMIZE: tuple[str, ...] = ("forward-shared-stores", "eliminate-dead-shared-stores", "eliminate-barriers")
 # Code whose meaning the CPU schedule cannot keep is refused first, optimized or not: races
-# inside one warp (implicit warp-synchronous code, which relies on lockstep lanes).
-CPU_CHECK: tuple[str, ...] = ("refuse-warp-synchronous",)
+# inside one warp (implicit warp-synchronous code, which relies on lockstep lanes) and loops
+# only another thread's store can end (which need threads that really run at once).
+CPU_CHECK: tuple[str, ...] = ("refuse-warp-synchronous", "refuse-spin-waits")
 # Then locals a loop steps by a fixed amount as functions of its counter: not carried through the
 # loop, they need no per-thread buffer once the threads are loops.
 CPU_OPTIMIZE: tuple[str, ...] = SHARED_OPTIMIZE + ("substitute-inductions",)
