@@ -12,7 +12,8 @@ import pytest
 
 from polypy.driver.cli import main
 from polypy.driver.source import load
-from polypy.poly.write_conflicts import race_warnings, write_conflicts
+from polypy.poly.race_report import race_warnings
+from polypy.poly.write_conflicts import write_conflicts
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

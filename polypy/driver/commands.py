@@ -94,7 +94,7 @@ def _translate(args: argparse.Namespace) -> int:
     text = lower_and_emit(module, args.emit, optimize=not args.no_opt, report=report, program=whole_program,
                           threads=args.threads, check_bounds=args.check_bounds)
     if report is not None:  # warnings for stores that two threads of a launch race on
-        from polypy.poly.write_conflicts import race_report
+        from polypy.poly.race_report import race_report
 
         report.extend(race_report(module))
     _print_report(report)
@@ -150,7 +150,7 @@ def _warn_races(module: n.Module, kernel: str) -> None:
     result (with ``--report``, after its decisions)."""
     import sys
 
-    from polypy.poly.write_conflicts import race_warnings
+    from polypy.poly.race_report import race_warnings
 
     warnings = race_warnings(dataclasses.replace(module, kernels=tuple(k for k in module.kernels if k.name == kernel)))
     for text in warnings:

@@ -33,7 +33,7 @@ from polypy.errors import Loc, UserError, format_diagnostic
 from polypy.ir import nodes as n
 from polypy.poly.hazards import atomics_commute
 from polypy.poly.model import THREAD_IDX, Access, build_model
-from polypy.poly.write_conflicts import Shape, _launch, _Question, _values
+from polypy.poly.write_conflicts import Shape, _launch, _Question, _values  # the same questions, on shared memory
 
 WARP = 32
 

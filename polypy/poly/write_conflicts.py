@@ -37,9 +37,8 @@ import dataclasses
 
 import islpy as isl
 
-from polypy.errors import Loc, format_diagnostic
+from polypy.errors import Loc
 from polypy.ir import nodes as n
-from polypy.ir.host import LaunchSite
 from polypy.ir.types import ScalarType
 from polypy.ir.visitor import walk
 from polypy.poly.affine import int_range
@@ -248,62 +247,3 @@ def _values(model: Model, point: dict[str, int], copy: str) -> tuple[tuple[str, 
 def _element(a: Access) -> str:
     """``y[i]``: the stored element, as the model spells the access (IR expressions)."""
     return a.text or f"{a.buffer}[...]"
-
-
-# --------------------------------------------------------------------------- reports
-
-
-@dataclasses.dataclass(frozen=True)
-class RaceWarning:
-    """One race diagnostic, for ``translate --report`` (``format()`` like the other report entries)."""
-
-    text: str
-
-    def format(self) -> str:
-        return self.text
-
-
-def race_report(module: n.Module) -> list[RaceWarning]:
-    """``race_warnings`` as report entries."""
-    return [RaceWarning(text) for text in race_warnings(module)]
-
-
-def race_warnings(module: n.Module) -> list[str]:
-    """``FILE:LINE:COL: warning: ...`` diagnostics for the races of the kernels of ``module``: on
-    global stores, and on shared memory (``polypy.poly.block_races``).
-
-    A whole program's kernels are judged per launch shape of their launch sites (a shape that
-    is not a constant is symbolic); other kernels with a symbolic launch. Each store is reported
-    once, with a note naming the launch that races when it is a launch site of the program.
-    """
-    from polypy.poly.block_races import shared_race_warnings  # it builds on this module's questions
-
-    sites: dict[str, list[LaunchSite]] = {}
-    if module.host is not None:
-        for site in module.host.launches:
-            sites.setdefault(site.kernel, []).append(site)
-    out: list[str] = []
-    seen: set[tuple[str, Loc | None]] = set()
-    for kernel in module.kernels:
-        launches: list[LaunchSite | None] = list(sites.get(kernel.name, ())) or [None]
-        shapes: dict[tuple[Shape | None, Shape | None], LaunchSite | None] = {}
-        for site in launches:
-            key = (site.block_shape, site.grid_shape) if site is not None else (None, None)
-            shapes.setdefault(key, site)
-        for (block, grid), site in shapes.items():
-            try:
-                conflicts = write_conflicts(kernel, block=block, grid=grid)
-            except isl.Error:  # a question too hard for isl: a warning is never worth a failed translation
-                continue
-            for conflict in conflicts:
-                if (kernel.name, conflict.loc) in seen:
-                    continue
-                seen.add((kernel.name, conflict.loc))
-                notes: list[tuple[str, Loc | None]] = []
-                if conflict.other is not None:
-                    notes.append(("the other store", conflict.other))
-                if site is not None and block is not None:
-                    notes.append((f"launched here with block ({', '.join(map(str, block))})", site.loc))
-                out.append(format_diagnostic("warning", conflict.message(), conflict.loc, notes=tuple(notes)))
-            out.extend(w for w in shared_race_warnings(kernel, block=block) if w not in out)
-    return out
