@@ -343,7 +343,7 @@ def test_threads_is_checked_alike_in_every_command(tmp_path, capsys, command, va
     argv = [command, str(src), f"--threads={value}"] + (["-o", str(out)] if command == "translate" else [])
     with pytest.raises(SystemExit) as stopped:
         main(argv)
-    assert stopped.value.code == 2  # a usage error, like any other bad option value
+    assert stopped.value.code == 1  # a usage error, status 1 like every polypy error
     err = capsys.readouterr().err
     expected = "must be a positive number of threads" if value != "many" else "expected a number of threads"
     assert f"polypy {command}: error: argument --threads: {expected}" in err and "Traceback" not in err

@@ -61,8 +61,16 @@ def _add_dump_after(p: argparse.ArgumentParser) -> None:
                         "polypy.driver.pipelines, e.g. serialize-threads)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with polypy's exit status for every error: 1 (a bad option value too)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="polypy", description="Run CUDA on multicore CPUs; differentiate kernels.")
+    parser = _Parser(prog="polypy", description="Run CUDA on multicore CPUs; differentiate kernels.")
     parser.add_argument("--version", action="version", version=f"polypy {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
