@@ -125,81 +125,112 @@ def test_escaped_string_that_may_hide_a_nul_is_refused(tmp_path):
 
 
 # ---------------------------------------------------------------- implicit warp-synchronous code
+# Code written for the lanes of a warp stepping together (before Volta) runs with that lockstep
+# meaning (gpu2cpu.lockstep_warps); today's code ran such threads one after another.
 WARP_SCAN = r"""
 __global__ void scan(int* out, const int* in) {
-  volatile __shared__ int s[64];
-  int t = threadIdx.x;
-  s[t] = in[blockIdx.x * 32 + t];
-  if (t >= 1) s[t] += s[t - 1];
-  if (t >= 2) s[t] += s[t - 2];
-  if (t >= 4) s[t] += s[t - 4];
-  if (t >= 8) s[t] += s[t - 8];
-  if (t >= 16) s[t] += s[t - 16];
-  out[blockIdx.x * 32 + t] = s[t];
+  volatile __shared__ int s[256];
+  int t = threadIdx.x, lane = t & 31;
+  s[t] = in[blockIdx.x * blockDim.x + t];
+  if (lane >= 1) s[t] += s[t - 1];
+  if (lane >= 2) s[t] += s[t - 2];
+  if (lane >= 4) s[t] += s[t - 4];
+  if (lane >= 8) s[t] += s[t - 8];
+  if (lane >= 16) s[t] += s[t - 16];
+  out[blockIdx.x * blockDim.x + t] = s[t];
 }
 """
 
-# The classic reduction's last warp, unrolled without barriers: today's code summed 64 floats
-# to 1.5e10 instead of 2016.
+# The classic reduction: a tree with barriers down to one warp, then the last warp unrolled in a
+# device function without barriers (volatile). Today's code summed 64 floats to 1.5e10, not 2016.
 LAST_WARP = r"""
-__global__ void reduce(float* out, const float* in) {
-  __shared__ float s[64];
-  int t = threadIdx.x;
-  s[t] = in[blockIdx.x * 64 + t];
-  __syncthreads();
-  if (t < 32) {
-    volatile float* v = s;
-    v[t] += v[t + 32];
-    v[t] += v[t + 16];
-    v[t] += v[t + 8];
-    v[t] += v[t + 4];
-    v[t] += v[t + 2];
-    v[t] += v[t + 1];
-  }
-  if (t == 0) out[blockIdx.x] = s[0];
+__device__ void warp_reduce(volatile float* v, int t) {
+  v[t] += v[t + 32];
+  v[t] += v[t + 16];
+  v[t] += v[t + 8];
+  v[t] += v[t + 4];
+  v[t] += v[t + 2];
+  v[t] += v[t + 1];
 }
-"""
-
-
-@pytest.mark.parametrize("source,name,line", [(WARP_SCAN, "scan", 6), (LAST_WARP, "reduce", 10)])
-def test_warp_synchronous_code_is_refused_at_the_racing_access(tmp_path, capsys, source, name, line):
-    from polypy.driver.cli import main
-
-    src = tmp_path / f"{name}.cu"
-    src.write_text(source)
-    with pytest.raises(UserError) as err:
-        polypy.compile(str(src))
-    assert err.value.loc.line == line and "of one warp race on shared" in err.value.message
-    assert "warp-synchronous" in err.value.message
-    out = tmp_path / f"{name}.cpp"
-    for argv in (["translate", str(src), "-o", str(out)], ["translate", str(src), "--no-opt", "-o", str(out)],
-                 ["grad", str(src), "--kernel", name, "-o", str(out)]):
-        assert main(argv) == 1
-        assert not out.exists()
-        err_text = capsys.readouterr().err
-        assert f"{src}:{line}:" in err_text and "note: the other access" in err_text and "Traceback" not in err_text
-
-
-def test_the_same_reduction_with_barriers_is_translated_and_right(tmp_path):
-    """The fix for a refused last warp: barriers every thread reaches; no refusal, right sums."""
-    src = tmp_path / "reduce.cu"
-    src.write_text(r"""
-__global__ void reduce(float* out, const float* in) {
-  __shared__ float s[64];
+__global__ void reduce(float* out, const float* in, int n) {
+  extern __shared__ float s[];
   int t = threadIdx.x;
-  s[t] = in[blockIdx.x * 64 + t];
+  int i = blockIdx.x * blockDim.x + t;
+  s[t] = i < n ? in[i] : 0.0f;
   __syncthreads();
-  for (int k = 32; k > 0; k >>= 1) {
+  for (int k = blockDim.x / 2; k > 32; k >>= 1) {
     if (t < k) s[t] += s[t + k];
     __syncthreads();
   }
+  if (t < 32) warp_reduce(s, t);
   if (t == 0) out[blockIdx.x] = s[0];
 }
-""")
-    x = np.arange(128, dtype=np.float32)
-    out = np.zeros(2, np.float32)
-    polypy.compile(str(src)).reduce[2, 64](out, x)
-    np.testing.assert_array_equal(out, x.reshape(2, 64).sum(axis=1))
+"""
+
+
+def _backends(src, name, grid, block, args, shmem=0):
+    """``args`` run by the LLVM JIT and by the C backend: both results."""
+    module = polypy.load(str(src))
+    jit = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+    getattr(polypy.compile(str(src)), name)[grid, block, shmem](*jit.values())
+    c = run_c(module.kernel(name), grid, block, args, shmem=shmem)
+    return jit, c
+
+
+@pytest.mark.parametrize("grid,block", [(1, 32), (3, 64), (2, 256)])
+def test_warp_scan_runs_in_lockstep(tmp_path, grid, block):
+    src = tmp_path / "scan.cu"
+    src.write_text(WARP_SCAN)
+    x = np.random.default_rng(5).integers(-100, 100, grid * block).astype(np.int32)
+    want = np.cumsum(x.reshape(-1, 32), axis=1).reshape(-1).astype(np.int32)  # a scan per warp
+    for got in _backends(src, "scan", grid, block, {"out": np.zeros_like(x), "in": x}):
+        np.testing.assert_array_equal(got["out"], want)
+
+
+@pytest.mark.parametrize("grid,block", [(1, 64), (4, 128), (3, 256)])
+def test_reduction_last_warp_runs_in_lockstep(tmp_path, grid, block):
+    src = tmp_path / "reduce.cu"
+    src.write_text(LAST_WARP)
+    n = grid * block - 5
+    x = np.random.default_rng(6).integers(-8, 8, n).astype(np.float32)  # integers: every order sums alike
+    want = np.add.reduceat(np.concatenate([x, np.zeros(5, np.float32)]), np.arange(0, grid * block, block))
+    for got in _backends(src, "reduce", grid, block, {"out": np.zeros(grid, np.float32), "in": x, "n": n},
+                         shmem=4 * block):
+        np.testing.assert_array_equal(got["out"], want)
+
+
+def test_lockstep_is_reported(tmp_path, capsys):
+    from polypy.driver.cli import main
+
+    src = tmp_path / "scan.cu"
+    src.write_text(WARP_SCAN)
+    assert main(["translate", str(src), "--report", "-o", str(tmp_path / "scan.cpp")]) == 0
+    assert "implicit warp-synchronous code): its statements run in lockstep order" in capsys.readouterr().err
+
+
+def test_warp_synchronous_code_it_cannot_lower_is_refused(tmp_path, capsys):
+    """Lanes racing inside a loop each thread runs its own number of times: no lockstep order
+    polypy can make with barriers, so a located refusal, from every command."""
+    from polypy.driver.cli import main
+
+    src = tmp_path / "ragged.cu"
+    src.write_text("__global__ void ragged(int* out) {\n"
+                   "  volatile __shared__ int s[32];\n"
+                   "  int t = threadIdx.x;\n"
+                   "  s[t] = t;\n"
+                   "  for (int j = 0; j < t; j++) s[t] += s[t - 1];\n"
+                   "  out[t] = s[t];\n}\n")
+    with pytest.raises(UserError) as err:
+        polypy.compile(str(src))
+    assert err.value.loc.line in (4, 5) and "of one warp race on shared" in err.value.message
+    assert "warp-synchronous" in err.value.message
+    out = tmp_path / "ragged.cpp"
+    for argv in (["translate", str(src), "-o", str(out)], ["translate", str(src), "--no-opt", "-o", str(out)],
+                 ["grad", str(src), "--kernel", "ragged", "-o", str(out)]):
+        assert main(argv) == 1
+        assert not out.exists()
+        text = capsys.readouterr().err
+        assert f"{src}:" in text and "note: the other access" in text and "Traceback" not in text
 
 
 def test_race_between_warps_is_a_report_warning(tmp_path, capsys):

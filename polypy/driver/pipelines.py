@@ -139,6 +139,7 @@ for _name, _target in (
     ("forward-shared-stores", "gpu2cpu.forward_shared:forward_shared_stores"),
     ("eliminate-dead-shared-stores", "gpu2cpu.forward_shared:eliminate_dead_shared_stores"),
     ("eliminate-barriers", "gpu2cpu.barriers:eliminate_barriers"),
+    ("lockstep-warps", "gpu2cpu.lockstep_warps:lockstep_warps"),
     ("refuse-warp-synchronous", "gpu2cpu.refuse_warp_synchronous:refuse_warp_synchronous"),
     ("refuse-spin-waits", "gpu2cpu.refuse_spin_waits:refuse_spin_waits"),
     ("coarsen-blocks", "gpu2cpu.coarsen_blocks:coarsen_blocks"),
@@ -171,10 +172,11 @@ SIMPLIFY: tuple[str, ...] = tuple(p.name for p in _SIMPLIFY)
 GPU_PASSES: tuple[str, ...] = ("eliminate-returns", "raise-counted-loops") + SIMPLIFY
 # Forwarding first: it makes stores dead and then barriers removable.
 SHARED_OPTIMIZE: tuple[str, ...] = ("forward-shared-stores", "eliminate-dead-shared-stores", "eliminate-barriers")
-# Code whose meaning the CPU schedule cannot keep is refused first, optimized or not: races
-# inside one warp (implicit warp-synchronous code, which relies on lockstep lanes) and loops
-# only another thread's store can end (which need threads that really run at once).
-CPU_CHECK: tuple[str, ...] = ("refuse-warp-synchronous", "refuse-spin-waits")
+# What the CPU schedule would run with another meaning comes first, optimized or not: races
+# inside one warp (implicit warp-synchronous code) get their lockstep order as barriers where
+# that is exact, and are refused where not; loops only another thread's store can end (they
+# need threads that really run at once) are refused.
+CPU_CHECK: tuple[str, ...] = ("lockstep-warps", "refuse-warp-synchronous", "refuse-spin-waits")
 # Then locals a loop steps by a fixed amount as functions of its counter: not carried through the
 # loop, they need no per-thread buffer once the threads are loops.
 CPU_OPTIMIZE: tuple[str, ...] = SHARED_OPTIMIZE + ("substitute-inductions",)
