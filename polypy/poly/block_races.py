@@ -13,8 +13,9 @@ scan or the unrolled last warp of a reduction without barriers)::
     if (t >= 1) s[t] += s[t - 1];     // lockstep: every lane reads, then every lane writes
                                       // threads in turn: lane 1 reads what lane 0 just wrote
 
-Run thread after thread, such code gives another answer, so a race inside one warp is refused
-(``gpu2cpu.refuse_warp_synchronous``); races between warps are warnings for ``--report``.
+Run thread after thread, such code gives another answer: ``gpu2cpu.lockstep_warps`` gives a race
+inside one warp its lockstep order where it can, ``gpu2cpu.refuse_warp_synchronous`` refuses the
+rest; races between warps are warnings for ``--report``.
 
 The question is asked with isl as ``write_conflicts`` asks it for global stores: for each exact
 write (or atomic) to a shared array and each exact access of the same array, the pairs of
@@ -68,9 +69,10 @@ class BlockRace:
     def error(self) -> UserError:
         """The refusal of a race inside one warp (implicit warp-synchronous code)."""
         return UserError(self.message() + ". This is implicit warp-synchronous code (the lanes of a warp stepping "
-                         "together, as before Volta): polypy runs the threads of a block one after another, which "
-                         "would give another answer; order the accesses with a __syncthreads() that every thread "
-                         "of the block reaches", self.loc, notes=self.notes())
+                         "together, as before Volta), here inside control flow polypy cannot run in that lockstep "
+                         "order (a loop whose trips differ between threads, a break out of it): threads run one "
+                         "after another would give another answer; order the accesses with a __syncthreads() that "
+                         "every thread of the block reaches", self.loc, notes=self.notes())
 
 
 def block_races(kernel: n.Kernel, *, block: Shape | None = None) -> list[BlockRace]:
