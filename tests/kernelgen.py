@@ -22,7 +22,8 @@ bit for bit on every output:
 
 Kernels are made of segments (integer expressions, nested loops with ``min``/``max``/``?:``
 bounds, divergent guards, shared memory across barriers, barriers in uniform loops and
-branches, tree reductions, a 2-D shared tile, global and shared atomics, an early return).
+branches, tree reductions, a 2-D shared tile, global and shared atomics, an early return, tables
+spelled as string literals).
 """
 from __future__ import annotations
 
@@ -187,6 +188,7 @@ class _Gen:
         self.functions: list[tuple[str, IntType, int, int]] = []  # __device__ (name, type, range)
         self.stage_arrays: list[tuple[str, IntType]] = []  # shared arrays segments may reuse
         self.definitions: list[str] = []
+        self.prefix = ""  # of file-scope names: unique per seed, so that kernels can share a module
 
     def device_function(self) -> None:
         """``__device__ T fnK(T1 a, T2 b) { return e; }``: e over any values of a and b."""
@@ -573,6 +575,36 @@ class _Gen:
             self.locals.append(IExpr(f"{arr}[{self.cast(self.iexpr(2), UINT).text} % {size}u]", t, lo, hi))
         return lines + self.store(slot)
 
+    def seg_table(self, slot: str) -> list[str]:
+        """Tables spelled as string literals: a local ``const char t[] = "..."`` (hex escapes,
+        pieces concatenated), a ``__constant__`` one at file scope, rows of a 2-D array that the
+        literals leave partly empty (zeros)."""
+        lines: list[str] = []
+        for kind in self.r.sample(["local", "constant", "rows"], self.r.randint(1, 3)):
+            t = self.r.choice([SCHAR, UCHAR])
+            spelled = "char" if t == SCHAR else "unsigned char"
+            name = self.prefix + self.fresh("tab") if kind == "constant" else self.fresh("tab")
+            index = self.cast(self.iexpr(2), UINT).text
+            if kind == "rows":
+                rows, cols = self.r.randint(1, 3), self.r.randint(2, 6)
+                texts = ["".join(self.r.choice(_TABLE_CHARS) for _ in range(self.r.randint(0, cols - 1)))
+                         for _ in range(self.r.randint(1, rows))]
+                literals = ", ".join(f'"{x}"' for x in texts)
+                lines.append(f"const {spelled} {name}[{rows}][{cols}] = {{{literals}}};")
+                ref, lo, hi = f"{name}[{index} % {rows}u][{self.cast(self.iexpr(2), UINT).text} % {cols}u]", 0, 126
+            else:
+                data = [self.r.choice([self.r.randint(1, 255), ord(self.r.choice(_TABLE_CHARS))])
+                        for _ in range(self.r.randint(1, 12))]
+                decl = f"{spelled} {name}[] = {_literal(data, escapes=True)};"
+                if kind == "constant":
+                    self.definitions += [f"__constant__ {decl}", ""]
+                else:
+                    lines.append(f"const {decl}")
+                values = [b - 256 if t.signed and b > 127 else b for b in data] + [0]
+                ref, lo, hi = f"{name}[{index} % {len(data) + 1}u]", min(values), max(values)
+            self.locals.append(IExpr(ref, t, lo, hi))
+        return lines + self.store(slot)
+
     def seg_guard(self, slot: str) -> list[str]:
         c1 = self.r.choice([f"tx < {self.r.randint(0, 40)}", f"tid % {self.r.randint(2, 5)}u == 1u",
                             f"threadIdx.y == {self.r.randint(0, 3)}u", self.cond(1)[1:-1], self.affine_cond(),
@@ -743,19 +775,39 @@ class _Gen:
         return [f"if ({self.cond(1)[1:-1]}) {{", "  return;", "}"] + self.store(slot)
 
 
+_TABLE_CHARS = [c for c in map(chr, range(32, 127)) if c not in '"\\?']
+
+
+def _literal(data: list[int], escapes: bool) -> str:
+    """C string literal pieces spelling ``data`` (bytes 1..255); bytes outside printable ASCII
+    as hex escapes, each ending its piece (``"ab" "\\xe9" "c"``: hex escapes are greedy)."""
+    pieces, current = [], ""
+    for b in data:
+        if escapes and not 32 <= b < 127:
+            pieces += [current] if current else []
+            pieces.append(f"\\x{b:02x}")
+            current = ""
+        else:
+            current += chr(b)
+    pieces += [current] if current or not pieces else []
+    return " ".join(f'"{p}"' for p in pieces)
+
+
 SEGMENTS: dict[str, Callable] = {
     "expr": _Gen.seg_expr, "loops": _Gen.seg_loops, "guard": _Gen.seg_guard, "stage": _Gen.seg_stage,
     "uniform_loop": _Gen.seg_uniform_loop, "reduce": _Gen.seg_reduce, "tile": _Gen.seg_tile,
     "atomics": _Gen.seg_atomics, "local_array": _Gen.seg_local_array, "blockstride": _Gen.seg_blockstride,
+    "table": _Gen.seg_table,
 }
 _WEIGHTS = {"expr": 3, "loops": 3, "guard": 2, "stage": 2, "uniform_loop": 1, "reduce": 1, "tile": 1, "atomics": 2,
-            "local_array": 1, "blockstride": 1}
+            "local_array": 1, "blockstride": 1, "table": 1}
 
 
 def generate(seed: int, *, shapes: int = 3) -> RandomKernel:
     """The kernel of ``seed`` and ``shapes`` launch shapes for it (one 1-D and one 2-D at least)."""
     r = random.Random(seed)
     gen = _Gen(r)
+    gen.prefix = f"rk{seed}_"
     for _ in range(r.choice([0, 0, 1, 2])):
         gen.device_function()
     kinds = r.choices(list(_WEIGHTS), weights=list(_WEIGHTS.values()), k=r.randint(1, 4))

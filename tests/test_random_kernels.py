@@ -82,6 +82,7 @@ class Built:
     jit: Any = None
     special: Any = None  # the JIT as polypy.compile makes it: per block shape, coarse blocks forced
     lib: Any = None
+    globals: tuple[n.Buffer, ...] = ()  # the kernel's __constant__ tables (names unique per seed)
     errors: dict[str, BaseException] = dataclasses.field(default_factory=dict)
 
 
@@ -94,7 +95,8 @@ def _build(cases: list[RandomKernel]) -> dict[int, Built]:
     built = {c.seed: Built(c) for c in cases}
     for b in built.values():
         try:
-            b.gpu = load(f"rk{b.case.seed}.cu", text=b.case.source).kernel(b.case.name)
+            module = load(f"rk{b.case.seed}.cu", text=b.case.source)
+            b.gpu, b.globals = module.kernel(b.case.name), module.globals
         except Exception as exc:  # noqa: BLE001 - reported on the kernel's own test
             b.errors["frontend"] = exc
     ok = [b for b in built.values() if b.gpu is not None]
@@ -110,7 +112,7 @@ def _build(cases: list[RandomKernel]) -> dict[int, Built]:
         if not pending:
             continue
         try:
-            text = print_cuda_module(n.Module(tuple(b.gpu for b in pending)))
+            text = print_cuda_module(n.Module(tuple(b.gpu for b in pending), _globals(pending)))
             back = load("readback.cu", text=text)
             for b in pending:
                 b.back = back.kernel(b.case.name)
@@ -122,8 +124,8 @@ def _build(cases: list[RandomKernel]) -> dict[int, Built]:
         if not pending:
             continue
         try:
-            module = CompiledModule.from_ir(n.Module(tuple(b.gpu for b in pending)),
-                                            n.Module(tuple(cpu[b.case.seed] for b in pending)),
+            module = CompiledModule.from_ir(n.Module(tuple(b.gpu for b in pending), _globals(pending)),
+                                            n.Module(tuple(cpu[b.case.seed] for b in pending), _globals(pending)),
                                             threads=2, specialize=False)
             module.jit  # noqa: B018 - compiles every kernel now
             special = CompiledModule.from_ir(module.gpu, module.cpu, threads=2, coarsen=2)  # compiled per launch
@@ -138,7 +140,7 @@ def _build(cases: list[RandomKernel]) -> dict[int, Built]:
             continue
         try:
             # specialized for the first launch shape (blockDim constants), generic for the others
-            lib = build_library([cpu[b.case.seed] for b in pending], cpp=True, threads=2, specialize=False,
+            lib = build_library([cpu[b.case.seed] for b in pending], _globals(pending), cpp=True, threads=2, specialize=False,
                                 block_shapes={b.case.name: [_block3(b.case.shapes[0][1])] for b in pending})
             for b in pending:
                 b.lib = lib
@@ -146,6 +148,10 @@ def _build(cases: list[RandomKernel]) -> dict[int, Built]:
             if len(pending) == 1:
                 pending[0].errors["c++"] = exc
     return built
+
+
+def _globals(built: list[Built]) -> tuple[n.Buffer, ...]:
+    return tuple(g for b in built for g in b.globals)
 
 
 @functools.cache
