@@ -349,3 +349,19 @@ def test_loops_that_end_by_themselves_are_translated(tmp_path, case):
     jit = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
     polypy.compile(str(src)).k[2, 4](*jit.values())
     np.testing.assert_array_equal(jit["out"], want)
+
+
+def test_lanes_storing_with_one_statement_are_not_warp_synchronous(tmp_path, capsys):
+    """``s = n`` by every thread: some lane's value wins in lockstep as well, so no lockstep
+    lowering (and no refusal); a write-write race ``--report`` warns about."""
+    from polypy.driver.cli import main
+
+    src = tmp_path / "same.cu"
+    src.write_text("__global__ void k(int* y, int n) {\n  __shared__ int s;\n  s = n;\n  __syncthreads();\n"
+                   "  y[threadIdx.x] = s;\n}\n")
+    assert main(["translate", str(src), "--report", "-o", str(tmp_path / "same.cpp")]) == 0
+    err = capsys.readouterr().err
+    assert "lockstep" not in err and f"{src}:3:3: warning: threads (tx=0) and (tx=1) of one block race" in err
+    y = np.zeros(64, np.int32)
+    polypy.compile(str(src)).k[2, 32](y, 15)
+    np.testing.assert_array_equal(y, np.full(64, 15))

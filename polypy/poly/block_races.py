@@ -22,7 +22,11 @@ write (or atomic) to a shared array and each exact access of the same array, the
 instances of two different threads of one block touching one element with no barrier instance
 of both threads between them, non-empty for *every* launch extent and size of the generic
 range (so every refusal is a real race; ``warp_races``). "Same warp" is taken as same ``threadIdx.y``/``.z`` and
-same ``threadIdx.x / 32``: threads that certainly share a warp whatever the block shape.
+same ``threadIdx.x / 32``, exact where ``blockDim.x`` is a multiple of 32 (a warp never spans two
+rows), and a symbolic launch must race for every ``blockDim.x`` from 32 on, multiples included.
+(With rows of, say, 48 threads two such threads may sit in neighbouring warps: ordering them in
+lockstep is one legal schedule too.) Two lanes storing with one statement are not counted: some
+lane's value wins in lockstep as well.
 """
 from __future__ import annotations
 
@@ -98,7 +102,9 @@ def block_races(kernel: n.Kernel, *, block: Shape | None = None) -> list[BlockRa
             race = _race(q, a, b)
             if race is None:
                 continue
-            point = q.decide(race & warp, warp=True)
+            # Lanes storing with one statement (`s = n` by every thread): some lane's value wins
+            # in lockstep too, and the last thread's is one of them. Not warp-synchronous code.
+            point = None if b is a and a.kind == "write" else q.decide(race & warp, warp=True)
             same_warp = point is not None
             if point is None:
                 point = q.decide(race)
@@ -136,8 +142,8 @@ def _race(q: _Question, a: Access, b: Access) -> isl.Set | None:
 
 
 def _same_warp(q: _Question) -> isl.Set:
-    """Pairs of threads that share a warp whatever the block shape: same ``threadIdx.y/z``, same
-    ``threadIdx.x / 32``."""
+    """Pairs of threads of one warp where ``blockDim.x`` is a multiple of 32: same ``threadIdx.y/z``,
+    same ``threadIdx.x / 32``."""
     c = q.c
     out = c.universe
     for d in q.model.thread_dims:
