@@ -363,5 +363,5 @@ def test_lanes_storing_with_one_statement_are_not_warp_synchronous(tmp_path, cap
     err = capsys.readouterr().err
     assert "lockstep" not in err and f"{src}:3:3: warning: threads (tx=0) and (tx=1) of one block race" in err
     y = np.zeros(64, np.int32)
-    polypy.compile(str(src)).k[2, 32](y, 15)
+    polypy.compile(str(src)).k[1, 64](y, 15)
     np.testing.assert_array_equal(y, np.full(64, 15))
