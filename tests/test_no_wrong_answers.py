@@ -365,3 +365,15 @@ def test_lanes_storing_with_one_statement_are_not_warp_synchronous(tmp_path, cap
     y = np.zeros(64, np.int32)
     polypy.compile(str(src)).k[1, 64](y, 15)
     np.testing.assert_array_equal(y, np.full(64, 15))
+
+
+def test_polypy_grad_warns_about_races_as_the_cli_does(tmp_path):
+    src = tmp_path / "race.cu"
+    src.write_text("__global__ void sq(double* y, const double* x, int n) {\n"
+                   "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                   "  if (i < n) y[0] = x[i] * x[i];\n}\n")
+    report: list = []
+    with pytest.warns(RuntimeWarning, match=r"race\.cu:3:14: warning: threads \(tx=0, bx=0\) and \(tx=1, bx=0\) "
+                                            r"both write 'y\[0\]'"):
+        polypy.grad(polypy.compile(str(src)).sq, wrt=["x"], report=report)
+    assert any("both write 'y[0]'" in entry.format() for entry in report)

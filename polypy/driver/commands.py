@@ -10,6 +10,7 @@ from polypy.driver.output import check_output, write_output
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.printer import print_module
+from polypy.stack import on_big_stack
 
 
 def _defines(values: Sequence[str]) -> dict[str, str]:
@@ -70,6 +71,7 @@ def _dumping(args: argparse.Namespace):
     return printing_after(name)
 
 
+@on_big_stack
 def translate(args: argparse.Namespace) -> int:
     """CUDA -> CPU code: a whole program (a file with host code) becomes one C++ file; a file of
     kernels (or ``--kernel K``) becomes C/C++ functions with an OpenMP launcher per kernel."""
@@ -113,6 +115,7 @@ def _print_report(report: list | None) -> None:
         print(decision.format(), file=sys.stderr)
 
 
+@on_big_stack
 def grad(args: argparse.Namespace) -> int:
     """``polypy grad``: the reverse (``K_grad``) or forward (``K_fwd``) derivative of one kernel."""
     with _dumping(args):
@@ -150,13 +153,13 @@ def _warn_races(module: n.Module, kernel: str) -> None:
     result (with ``--report``, after its decisions)."""
     import sys
 
-    from polypy.poly.race_report import race_warnings
+    from polypy.poly.race_report import kernel_race_warnings
 
-    warnings = race_warnings(dataclasses.replace(module, kernels=tuple(k for k in module.kernels if k.name == kernel)))
-    for text in warnings:
+    for text in kernel_race_warnings(module, kernel):
         print(text, file=sys.stderr)
 
 
+@on_big_stack
 def run(args: argparse.Namespace) -> int:
     """Run a sample (``X.cu`` next to a ``X.py`` describing it) or a whole program."""
     import pathlib

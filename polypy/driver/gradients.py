@@ -278,6 +278,7 @@ def grad(kernel: Any, *, wrt=None, const=(), mode: str = "reverse", report: list
     if source is None or kernel.gpu is None:
         raise UserError(f"kernel {kernel.name!r} was compiled from CPU-form IR only; there is nothing to differentiate")
     gradient = grad_kernel(source, kernel.name, wrt=wrt, const=const, mode=mode, report=report, **options)
+    _warn_races(source, kernel.name, report)
 
     def compile_kernel(k: n.Kernel):
         compiled = CompiledModule.from_ir(dataclasses.replace(source, kernels=(k,), host=None),
@@ -291,6 +292,19 @@ def grad(kernel: Any, *, wrt=None, const=(), mode: str = "reverse", report: list
     if runtime_tapes(gradient):
         return _SizedAtLaunch(gradient, compile_kernel, doubles_shared=_has_dynamic_shared(gradient))
     return _GradientKernel(compile_kernel(gradient), doubles_shared=_has_dynamic_shared(gradient))
+
+
+def _warn_races(module: n.Module, name: str, report: list | None) -> None:
+    """What ``polypy grad`` prints about races in the kernel (a gradient of one schedule's result),
+    as Python warnings, and in ``report`` when one is given."""
+    import warnings
+
+    from polypy.poly.race_report import RaceWarning, kernel_race_warnings
+
+    for text in kernel_race_warnings(module, name):
+        warnings.warn(text, RuntimeWarning, stacklevel=3)
+        if report is not None:
+            report.append(RaceWarning(text))
 
 
 def _has_dynamic_shared(kernel: n.Kernel) -> bool:

@@ -28,6 +28,11 @@ def race_report(module: n.Module) -> list[RaceWarning]:
     return [RaceWarning(text) for text in race_warnings(module)]
 
 
+def kernel_race_warnings(module: n.Module, name: str) -> list[str]:
+    """``race_warnings`` of the kernel ``name`` of ``module`` alone (what ``grad`` warns about)."""
+    return race_warnings(dataclasses.replace(module, kernels=tuple(k for k in module.kernels if k.name == name)))
+
+
 def race_warnings(module: n.Module) -> list[str]:
     """``FILE:LINE:COL: warning: ...`` diagnostics for the races of the kernels of ``module``: on
     global stores, and on shared memory (``polypy.poly.block_races``).
