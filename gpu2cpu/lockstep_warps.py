@@ -1,7 +1,7 @@
 """lockstep_warps: implicit warp-synchronous code, run with its lockstep meaning.
 
-Requires: GPU form. Guarantees: where two threads of one warp race on a shared array
-(``polypy.poly.block_races``), the statements that touch those arrays run as the lanes of a
+Requires: GPU form. Guarantees: where two threads of one warp race on a shared array, or may
+where isl cannot read an index (``s[t ^ 1]``; ``polypy.poly.block_races``), the statements that touch those arrays run as the lanes of a
 warp ran them before Volta: every lane finishes a statement's reads before any lane stores,
 and every lane finishes a statement before any lane starts the next. Block barriers make that
 order explicit; elsewhere (and where the code cannot be lowered) the kernel is unchanged, and
@@ -37,7 +37,7 @@ from __future__ import annotations
 from polypy.ir import nodes as n
 from polypy.ir.types import BOOL
 from polypy.ir.visitor import rebuild, walk
-from polypy.poly.block_races import warp_races
+from polypy.poly.block_races import may_warp_race_arrays, warp_races
 
 from gpu2cpu.names import NameSupply
 from gpu2cpu.report import LoweringDecision
@@ -53,16 +53,17 @@ class _Unsupported(Exception):
 def lockstep_warps(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
     """``report`` receives one ``LoweringDecision`` when the kernel is lowered."""
     races = warp_races(kernel)
-    if not races:
+    racing = sorted({r.buffer for r in races} | may_warp_race_arrays(kernel))
+    if not racing:
         return kernel
-    racing = sorted({r.buffer for r in races})
     lowering = _Lowering(kernel, frozenset(racing))
     try:
         body = lowering.region(kernel.body)
     except _Unsupported:
         return kernel
     if report is not None:
-        report.append(LoweringDecision(kernel.name, races[0].loc, "threads of one warp race on shared "
+        where = races[0].loc if races else kernel.loc
+        report.append(LoweringDecision(kernel.name, where, f"threads of one warp {'race' if races else 'may race'} on shared "
                                        f"{', '.join(racing)} with no barrier (implicit warp-synchronous code): its "
                                        "statements run in lockstep order, every lane's reads of a statement before "
                                        "any lane's store, barriers between statements"))

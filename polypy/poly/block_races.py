@@ -120,6 +120,46 @@ def block_races(kernel: n.Kernel, *, block: Shape | None = None) -> list[BlockRa
     return out
 
 
+def may_warp_race_arrays(kernel: n.Kernel) -> frozenset[str]:
+    """The shared arrays two threads of one warp *may* race on where the proof of ``warp_races``
+    fails only for an index the model cannot read (``s[t ^ 1]``, ``s[perm[t]]``): a write and
+    another access that may touch one element, with no barrier certainly between them. What
+    lockstep lowering covers beside the proven races (lowering a race-free array costs only
+    barriers). Accesses in loops whose trips the model only counts (``s >>= 1``) are left out:
+    there it cannot even tell the trips apart, and every tree reduction would look racy."""
+    if not any(b.space == "shared" for b in kernel.buffers):
+        return frozenset()
+    try:
+        model = build_model(kernel)
+        counted = [loop for loop in model.loops if not loop.exact]
+        shared = [a for a in model.accesses if a.space == "shared" and not any(
+            len(a.id.path) > len(loop.path) and a.id.path[:len(loop.path)] == loop.path for loop in counted)]
+        writes = [a for a in shared if a.writes]
+        if not writes:
+            return frozenset()
+        q = _Question(model, None, None)
+        warp = _same_warp(q)
+        out: set[str] = set()
+        for a in writes:
+            for b in shared:
+                if (a.buffer in out and b.buffer in out) or (a.kind == "atomic" and b.kind == "atomic") \
+                        or (b is a and a.kind == "write"):
+                    continue
+                overlap = q.c.overlap(a, "1", b, "2")
+                if overlap is None:
+                    continue
+                base = q.c.domain(a, "1") & q.c.domain(b, "2") & overlap & warp
+                if base.is_empty():
+                    continue
+                ordered = q.c.separated(a.time, "1", b.time, "2", model.barriers) | \
+                    q.c.separated(b.time, "2", a.time, "1", model.barriers)
+                if any(not ((base & piece) - ordered).is_empty() for piece in q.pieces):
+                    out |= {a.buffer, b.buffer}
+        return frozenset(out)
+    except isl.Error:  # too hard for isl: nothing is known to race
+        return frozenset()
+
+
 def _line(a: Access) -> int | None:
     return a.loc.line if a.loc is not None else None
 
