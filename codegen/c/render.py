@@ -61,7 +61,7 @@ MATH: dict[str, tuple[str, str]] = {
     "isfinite": ("(bool)isfinite", "(bool)isfinite"),
     "signbit": ("(bool)signbit", "(bool)signbit"),
 }
-_INT_MATH = ("min", "max", "abs")
+_INT_MATH = ("min", "max", "abs", "bitcast")  # the prelude's polypy_<fn>_<result type>
 
 C_KEYWORDS = frozenset("""
     auto break case char const continue default do double else enum extern float for goto if inline int

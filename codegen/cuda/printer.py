@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.cexpr import ATOM, UNARY, CExprPrinter, right_operand
+from polypy.ir.mathfns import bit_cast_spelling
 from polypy.ir.printer import format_const as ir_format_const
 from polypy.ir.types import PointerType, ScalarType
 
@@ -100,9 +101,22 @@ class CudaExprPrinter(CExprPrinter):
         return isinstance(parent, n.Select) and isinstance(child, n.Select)
 
     def call(self, e: n.Call) -> tuple[str, int]:
+        if e.fn == "bitcast":
+            return self.bit_cast(e)
         if e.fn == "saturate" and e.args[0].type.name != "f32":
             return f"fmin(fmax({self.expr(e.args[0])}, 0.0), 1.0)", ATOM
         return self.call_text(call_name(e), e.args), ATOM
+
+    def bit_cast(self, e: n.Call) -> tuple[str, int]:
+        """The intrinsic back (``__float_as_int(x)``); CUDA has none for ``unsigned long long``,
+        which goes through ``long long`` (a conversion that keeps the bits)."""
+        x = e.args[0]
+        name, source, target = bit_cast_spelling(x.type, e.rtype)
+        arg = self.expr(x) if x.type == source else f"({self.type_name(source)}){self.operand(x, UNARY, e)}"
+        text = f"{name}({arg})"
+        if target != e.rtype:
+            return f"({self.type_name(e.rtype)}){text}", UNARY
+        return text, ATOM
 
     def binary(self, e: n.Binary) -> tuple[str, int]:
         if e.op == "rem" and e.type.is_float:  # C has no % on floating types; the IR's is fmod

@@ -218,6 +218,13 @@ def _abs(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
     return cx.builder.call(fn, [args[0], ir.Constant(I1, 0)])  # abs(INT_MIN) wraps to INT_MIN
 
 
+def _bitcast(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+    """The bits as the other kind of the same size (LLVM integers have no sign: ``i32`` for both
+    ``i32`` and ``u32``)."""
+    target = int_type_of_width(ty) if ty.is_float else (F32 if ty.bits == 32 else F64)
+    return cx.builder.bitcast(args[0], target)
+
+
 MATH_EMITTERS: dict[str, Emit] = {
     "exp": _exp,
     "exp2": _intrinsic("exp2"),
@@ -267,4 +274,5 @@ MATH_EMITTERS: dict[str, Emit] = {
     "min": _int_minmax("min"),
     "max": _int_minmax("max"),
     "abs": _abs,
+    "bitcast": _bitcast,
 }

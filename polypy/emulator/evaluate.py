@@ -134,6 +134,8 @@ class Evaluator:
         if impl is None:
             raise UserError(f"the emulator has no implementation of math function {e.fn!r}", e.loc)
         args = [self.eval(a, lanes) for a in e.args]
+        if e.fn == "bitcast":
+            return impl(args[0], e.rtype.dtype)
         return ops.convert(ops.scalar(impl(*args)), e.rtype.dtype)
 
     # -- memory

@@ -133,6 +133,12 @@ def _fma(x: Value, y: Value, z: Value) -> Value:
     return out
 
 
+def _bitcast(x: Value, dtype: np.dtype) -> Value:
+    """The bits of ``x`` read as ``dtype`` (NumPy's ``view``: NaN payloads and signs kept). Takes the
+    result type as a second argument, unlike the others (``evaluate`` passes it)."""
+    return scalar(np.asarray(x).view(dtype))
+
+
 MATH_IMPLS: dict[str, Impl] = {
     "exp": _via_f64(np.exp),
     "exp2": _via_f64(np.exp2),
@@ -182,4 +188,5 @@ MATH_IMPLS: dict[str, Impl] = {
     "min": _same(np.minimum),
     "max": _same(np.maximum),
     "abs": _same(np.abs),  # abs(INT_MIN) wraps to INT_MIN, as on GPUs
+    "bitcast": _bitcast,
 }

@@ -12,6 +12,8 @@ import decimal
 import math
 import struct
 
+from polypy.ir.types import F32, F64, I32, I64, U32, ScalarType
+
 
 # Semantics: each function is the C library function of that precision (f32: ``expf``...), and
 # ``rsqrt`` is ``1 / sqrt(x)`` computed in the argument's precision (a rounded square root, then a
@@ -77,7 +79,7 @@ EXP_SHIFTER = 6755399441055744.0
 class MathFn:
     name: str
     arity: int
-    domain: str  # "float": f32/f64 arguments; "int": integer arguments; "any": float or int
+    domain: str  # "float": f32/f64 arguments; "int": integer arguments; "bits": see ``bitcast``
     returns_bool: bool = False
 
 
@@ -103,6 +105,37 @@ for _n in _FLOAT_PRED:
 MATH_FUNCTIONS["min"] = MathFn("min", 2, "int")
 MATH_FUNCTIONS["max"] = MathFn("max", 2, "int")
 MATH_FUNCTIONS["abs"] = MathFn("abs", 1, "int")
+# ``bitcast``: the bits of the argument read as the result type, which has the same size and the
+# other kind (f32 <-> i32/u32, f64 <-> i64/u64); never a value conversion. ``Call.rtype`` is the
+# target (the IR text spells it ``bitcast<i32>(x)``). CUDA's ``__float_as_int`` and relatives and
+# the pointer punning ``*(int*)&f`` of a local variable become this one operation.
+MATH_FUNCTIONS["bitcast"] = MathFn("bitcast", 1, "bits")
+
+
+def is_bit_cast(source: ScalarType, target: ScalarType) -> bool:
+    """Whether ``bitcast`` from ``source`` to ``target`` is well formed (same size, other kind)."""
+    return source.bits == target.bits and source.is_float != target.is_float and \
+        not source.is_bool and not target.is_bool and source.bits in (32, 64)
+
+
+# The CUDA intrinsics that are one bit cast: name -> (argument type, result type).
+BIT_CAST_INTRINSICS: dict[str, tuple[ScalarType, ScalarType]] = {
+    "__float_as_int": (F32, I32), "__float_as_uint": (F32, U32),
+    "__int_as_float": (I32, F32), "__uint_as_float": (U32, F32),
+    "__double_as_longlong": (F64, I64), "__longlong_as_double": (I64, F64),
+}
+
+
+def bit_cast_spelling(source: ScalarType, target: ScalarType) -> tuple[str, ScalarType, ScalarType]:
+    """The CUDA intrinsic that spells ``bitcast<target>(x: source)``, with its own argument and
+    result types (CUDA has no unsigned 64-bit one: ``u64`` goes through ``long long``)."""
+    for name, (a, r) in BIT_CAST_INTRINSICS.items():
+        if a == source and r == target:
+            return name, a, r
+    for name, (a, r) in BIT_CAST_INTRINSICS.items():
+        if a.bits == source.bits and a.is_float == source.is_float and r.bits == target.bits:
+            return name, a, r
+    raise KeyError(f"bitcast {source} -> {target}")
 
 
 def _cuda_spellings() -> dict[str, str]:

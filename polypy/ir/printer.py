@@ -90,6 +90,11 @@ class IrExprPrinter(CExprPrinter):
     def const(self, c: n.Const) -> tuple[str, int]:
         return format_const(c), (UNARY if not c.ctype.is_bool and _is_negative(c) else ATOM)
 
+    def call(self, e: n.Call) -> tuple[str, int]:
+        if e.fn == "bitcast":  # the target type is not the argument's: spelled out
+            return f"bitcast<{e.rtype.name}>({self.expr(e.args[0])})", ATOM
+        return super().call(e)
+
     def extra_parens(self, child: n.Expr, text: str, level: int, parent: n.Expr) -> bool:
         if isinstance(parent, n.Unary):
             return level <= UNARY or isinstance(child, n.Const)

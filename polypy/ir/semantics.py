@@ -117,3 +117,18 @@ def _int_range(ty: ScalarType) -> tuple[int, int]:
     if ty.is_signed:
         return -(1 << (ty.bits - 1)), (1 << (ty.bits - 1)) - 1
     return 0, (1 << ty.bits) - 1
+
+
+def eval_bitcast(value: Value, src: ScalarType, dst: ScalarType) -> Value | None:
+    """``bitcast<dst>`` of ``value`` (of type ``src``): its bits read as ``dst``. ``None`` where a NaN
+    is involved: a float literal does not keep a NaN's sign and payload through the backends
+    (each prints its own ``nan``), so a NaN's bits are left for run time."""
+    if src.is_float:
+        if math.isnan(float(value)):
+            return None
+        bits = int(np.array(value, dtype=src.dtype).view(np.uint32 if src.bits == 32 else np.uint64))
+        return wrap_int(bits, dst)
+    unsigned = np.uint32 if src.bits == 32 else np.uint64
+    out = float(np.array(wrap_int(int(value), ScalarType("u32" if src.bits == 32 else "u64")),
+                         dtype=unsigned).view(dst.dtype))
+    return None if math.isnan(out) else out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from polypy.errors import InternalError, Loc
 from polypy.ir import nodes as n
-from polypy.ir.mathfns import MATH_FUNCTIONS
+from polypy.ir.mathfns import MATH_FUNCTIONS, is_bit_cast
 from polypy.ir.types import BOOL, I32, U32, PointerType, ScalarType
 
 
@@ -268,6 +268,10 @@ class _Verifier:
             if len(e.args) != fn.arity:
                 self.fail(f"{e.fn} takes {fn.arity} argument(s)", e)
             types = [self.expr(a) for a in e.args]
+            if fn.domain == "bits":
+                if not is_bit_cast(types[0], e.rtype):
+                    self.fail(f"bitcast from {types[0]} to {e.rtype} (needs the same size and the other kind)", e)
+                return e.rtype
             for t in types[1:]:
                 self.same(t, types[0], e, f"argument of {e.fn}")
             if fn.domain == "float" and not types[0].is_float:

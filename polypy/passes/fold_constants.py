@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Callable
 
 from polypy.ir import nodes as n
-from polypy.ir.semantics import eval_binary, eval_cast, eval_unary
+from polypy.ir.semantics import eval_binary, eval_bitcast, eval_cast, eval_unary
 from polypy.ir.visitor import Mutator
 
 Rule = Callable[[n.Binary], n.Expr | None]
@@ -143,6 +143,19 @@ class _Folder(Mutator):
             value = eval_cast(e.x.value, e.x.type, e.to)
             if value is not None:
                 return n.Const(value, e.to, loc=e.loc)
+        return e
+
+    def visit_Call(self, e: n.Call) -> n.Expr:
+        e = self.generic_visit(e)
+        if e.fn != "bitcast":
+            return e
+        x = e.args[0]
+        if isinstance(x, n.Call) and x.fn == "bitcast" and x.args[0].type == e.rtype:
+            return x.args[0]  # the bits there and back
+        if isinstance(x, n.Const):
+            value = eval_bitcast(x.value, x.type, e.rtype)
+            if value is not None:
+                return n.Const(value, e.rtype, loc=e.loc)
         return e
 
     def visit_Select(self, e: n.Select) -> n.Expr:
