@@ -13,6 +13,16 @@ exact enough because local names are unique):
 * a ``__shared__``/local array is active if some store or atomic puts an active value in it;
 * a load is active if its buffer is active; an expression is active if it is float-typed and
   has an active operand (``select``: an active chosen operand; a cast from an integer: never).
+
+Bit casts (``__float_as_int``, ``*(int*)&f``) are followed as Enzyme's type analysis follows
+float data through integer registers: an integer computed from the bits of an active value
+(``bitcast``, then integer arithmetic, variables, memory) *carries active bits*, and a bit cast
+of such an integer back to a float is active. No derivative rule exists for it (the integer
+operations in between have none), so differentiating through it is a located error naming the
+bit cast (``autodiff.rules.NOT_DIFFERENTIABLE``), never a silent zero; Enzyme, too, refuses
+integer operations on float data that it does not recognize. Bits that carry no active value
+(an integer parameter's, a constant's) give an inactive float, and so does a value conversion
+``(int)x`` (piecewise constant: derivative zero).
 """
 from __future__ import annotations
 
@@ -81,11 +91,34 @@ def _float_param(p: n.Param) -> bool:
 class Activity:
     variables: set[str]
     buffers: set[str]
+    bits: set[str] = dataclasses.field(default_factory=set)  # integer variables / buffers: see the docstring
+
+    def carries_bits(self, e: n.Expr) -> bool:
+        """Whether integer ``e`` holds bits of an active value (see the module docstring)."""
+        if not e.type.is_int:
+            return False
+        if isinstance(e, n.Var):
+            return e.name in self.bits
+        if isinstance(e, n.Load):
+            return e.buffer in self.bits
+        if isinstance(e, n.Call) and e.fn == "bitcast":
+            return self.expr(e.args[0])
+        if isinstance(e, n.Cast):
+            return self.carries_bits(e.x)
+        if isinstance(e, n.Unary):
+            return self.carries_bits(e.x)
+        if isinstance(e, (n.Binary, n.Select)):
+            return self.carries_bits(e.a) or self.carries_bits(e.b)
+        if isinstance(e, n.Call):
+            return any(self.carries_bits(a) for a in e.args)
+        return False
 
     def expr(self, e: n.Expr) -> bool:
         """Whether ``e`` carries a derivative."""
         if not e.type.is_float:
             return False
+        if isinstance(e, n.Call) and e.fn == "bitcast":
+            return self.carries_bits(e.args[0])
         if isinstance(e, n.Var):
             return e.name in self.variables
         if isinstance(e, n.Load):
@@ -113,6 +146,7 @@ def analyze_activity(kernel: n.Kernel, active: ActiveParams) -> Activity:
     while changed:
         changed = False
         for s in stmts:
+            changed |= _mark_bits(act, s)
             if isinstance(s, n.Decl) and s.init is not None:
                 changed |= _mark(act.variables, s.name, s.vtype.is_float and act.expr(s.init))
             elif isinstance(s, n.Assign):
@@ -134,4 +168,20 @@ def _mark(group: set[str], name: str, condition: bool) -> bool:
     if condition and name not in group:
         group.add(name)
         return True
+    return False
+
+
+def _mark_bits(act: Activity, s: n.Stmt) -> bool:
+    """Integer variables and buffers that ``s`` gives active bits (see the module docstring)."""
+    if isinstance(s, n.Decl) and s.init is not None:
+        return _mark(act.bits, s.name, act.carries_bits(s.init))
+    if isinstance(s, n.Assign):
+        return _mark(act.bits, s.name, act.carries_bits(s.value))
+    if isinstance(s, n.Shuffle):
+        return _mark(act.bits, s.dest, act.carries_bits(s.value))
+    if isinstance(s, (n.Store, n.AtomicRMW)):
+        changed = _mark(act.bits, s.buffer, act.carries_bits(s.value))
+        if isinstance(s, n.AtomicRMW) and s.dest is not None:
+            changed |= _mark(act.bits, s.dest, s.buffer in act.bits)
+        return changed
     return False

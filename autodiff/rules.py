@@ -10,8 +10,9 @@ Each differentiable operation ``y = f(x1, ..., xk)`` has one rule: its *partials
 A partial of ``None`` means the argument does not influence the result differentiably (the
 sign source of ``copysign``). Operations whose derivative is zero
 almost everywhere (``floor``, comparisons, integer functions) are listed in ``ZERO_DERIVATIVE``
-with the reason; every name in ``polypy.ir.mathfns.MATH_FUNCTIONS`` is in exactly one of
-``CALL_RULES`` and ``ZERO_DERIVATIVE`` (a test checks it). Asking for the derivative of an
+with the reason; operations with no derivative at all (``bitcast``) in ``NOT_DIFFERENTIABLE``;
+every name in ``polypy.ir.mathfns.MATH_FUNCTIONS`` is in exactly one of ``CALL_RULES``,
+``ZERO_DERIVATIVE`` and ``NOT_DIFFERENTIABLE`` (a test checks it). Asking for the derivative of an
 operation in neither is a ``UserError`` naming the operation and its source location — never
 a silent zero.
 
@@ -32,6 +33,7 @@ from typing import Callable
 from autodiff import build as b
 from polypy.errors import UserError
 from polypy.ir import nodes as n
+from polypy.ir.mathfns import bit_cast_spelling
 from polypy.ir.types import ScalarType
 from polypy.ir.visitor import rebuild as rebuild_node
 
@@ -171,6 +173,15 @@ ZERO_DERIVATIVE: dict[str, str] = {
     "min": "integer function", "max": "integer function", "abs": "integer function",
 }
 
+# Operations with no derivative rule at all, with the reason: differentiating through one is a
+# located error. ``bitcast`` from a float gives an integer (inactive, like every integer); back to
+# a float it is active when the integer carries an active value's bits (``autodiff.activity``), and
+# then the integer operations in between have no derivative: Enzyme's conservative answer too.
+NOT_DIFFERENTIABLE: dict[str, str] = {
+    "bitcast": "it reinterprets the bits of an active value, and the integer operations on those bits "
+               "have no derivative rule",
+}
+
 ARITH_RULES: dict[str, Rule] = {
     "neg": Rule("neg", 1, lambda args, r: (_c(-1.0, args[0]),)),
     "add": Rule("add", 2, lambda args, r: (_c(1.0, args[0]), _c(1.0, args[0]))),
@@ -275,6 +286,10 @@ def rule_for(e: n.Expr) -> Rule | None:
             return rule
         if e.fn in ZERO_DERIVATIVE:
             return None
+        if e.fn in NOT_DIFFERENTIABLE:
+            raise UserError(f"cannot differentiate the bit cast {_spelling(e)}: {NOT_DIFFERENTIABLE[e.fn]} "
+                            f"(write the operation in floating point, e.g. fabsf or copysignf, or name its "
+                            f"inputs in --const)", e.loc)
         raise UserError(f"no derivative rule for the math function '{e.fn}' (polypy grad cannot differentiate it)",
                         e.loc)
     if isinstance(e, (n.Unary, n.Binary)):
@@ -294,6 +309,11 @@ def partials(e: n.Expr, args: tuple[n.Expr, ...], result: n.Expr) -> Partials:
         return (None,) * len(args)
     got = rule.partials(args, result)
     return tuple(p if p is None or p.type == result.type else b.cast(result.type, p) for p in got)
+
+
+def _spelling(e: n.Call) -> str:
+    """The CUDA spelling of bit cast ``e`` (``'__int_as_float'``)."""
+    return f"'{bit_cast_spelling(e.args[0].type, e.rtype)[0]}'"
 
 
 def float_args(e: n.Expr) -> tuple[n.Expr, ...]:
@@ -324,6 +344,8 @@ def rebuild(e: n.Expr, args: tuple[n.Expr, ...]) -> n.Expr:
 def jvp(e: n.Expr, args: tuple[n.Expr, ...], tangents: tuple[n.Expr | None, ...]) -> n.Expr | None:
     """Tangent of ``e`` given its operand values and tangents (``None``: zero tangent)."""
     result = rebuild(e, args)
+    if isinstance(e, n.Call) and e.fn in NOT_DIFFERENTIABLE:
+        rule_for(e)  # active with inactive operands (bits of an active value): the located error
     if all(t is None for t in tangents):
         return None
     out: n.Expr | None = None
