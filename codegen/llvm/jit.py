@@ -41,6 +41,7 @@ from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.types import U32, PointerType, ScalarType
 from polypy.ir.visitor import Mutator, substitute
+from polypy.stack import on_big_stack
 from polypy.passes.fold_constants import fold_expr
 
 
@@ -73,6 +74,7 @@ def _no_copy_idioms(text: str) -> str:
     return "\n".join(lines)
 
 
+@on_big_stack
 def compile_module(module: n.Module, *, use_cache: bool = True,
                    globals: dict[str, np.ndarray] | None = None,
                    checked: Mapping[str, frozenset[str]] | None = None,

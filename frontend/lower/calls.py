@@ -10,6 +10,7 @@ from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
+from frontend.clang_setup import preorder
 from frontend.lower.context import CK, function_body
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.values import Aggregate, MemLV, Pointer, Value
@@ -167,7 +168,7 @@ class CallLowering:
         linear memory: element ``i`` of the bound buffer, which the kernel receives as a hidden
         read-only pointer parameter named after the texture (launches pass ``t``'s binding)."""
         # The argument is a copy of the reference (texture<...> is passed by value): find the name.
-        refs = [r for r in args[0].walk_preorder() if r.kind == CK.DECL_REF_EXPR]
+        refs = [r for r in preorder(args[0]) if r.kind == CK.DECL_REF_EXPR]
         decl = refs[0].referenced if len(refs) == 1 else None
         if decl is None or decl.kind != CK.VAR_DECL or tm.is_pointer(decl.type) or \
                 decl.type.get_canonical().spelling.split("<")[0].split("::")[-1] != "texture":

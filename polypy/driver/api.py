@@ -47,6 +47,7 @@ from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType
 from polypy.launch import bind_arguments, c_name, launch_config
+from polypy.stack import call_on_big_stack, on_big_stack
 
 # Footprints remembered per kernel: launch shape + integer arguments -> per-array index ranges.
 FOOTPRINT_CACHE_SIZE = 64
@@ -54,6 +55,7 @@ FOOTPRINT_CACHE_SIZE = 64
 MAX_SPECIALIZATIONS = 8
 
 
+@on_big_stack
 def compile(path: str | os.PathLike | None, *, defines: dict[str, str] | None = None,
             include_dirs: Sequence[str] = (), threads: int | None = None, text: str | None = None,
             specialize: bool = True, coarsen: bool | int = True) -> CompiledModule:
@@ -75,6 +77,7 @@ def compile(path: str | os.PathLike | None, *, defines: dict[str, str] | None = 
     return CompiledModule.from_ir(gpu, threads=threads, specialize=specialize, coarsen=coarsen)
 
 
+@on_big_stack
 def _to_cpu(gpu: n.Module) -> n.Module:
     from polypy.driver.pipelines import lower_and_emit
 
@@ -278,8 +281,10 @@ class CompiledKernel:
             return 1
         from gpu2cpu.coarsen_blocks import plan_coarsening
 
-        return plan_coarsening(self.gpu, block=block, factor=None if setting is True else setting).factor
+        return call_on_big_stack(plan_coarsening, self.gpu, block=block,
+                                 factor=None if setting is True else setting).factor
 
+    @on_big_stack
     def _compile_coarse(self, block: tuple[int, int, int], factor: int) -> Any:
         from codegen.llvm import compile_module
         from polypy.driver.coarsen import coarsen_for_block
@@ -309,6 +314,12 @@ class CompiledKernel:
         compiled = self._checked.get(key)
         if compiled is not None:
             return compiled
+        compiled = call_on_big_stack(self._compile_checked, block, shape, arrays, factor)
+        self._checked[key] = compiled
+        return compiled
+
+    def _compile_checked(self, block: tuple[int, int, int], shape: tuple[int, int, int] | None,
+                         arrays: frozenset[str], factor: int) -> Any:
         from codegen.llvm import compile_module
 
         kernel = self.cpu
@@ -331,7 +342,6 @@ class CompiledKernel:
                           for site in compiled.abi.sites)
             compiled.abi = dataclasses.replace(compiled.abi, sites=sites)
         compiled.reported_names = copies  # a copy's faults name the shared array it copies
-        self._checked[key] = compiled
         return compiled
 
     def _coarse_checked(self, block: tuple[int, int, int], factor: int, fine: n.Kernel,
@@ -400,7 +410,7 @@ class CompiledKernel:
         if cached is not None:
             self._footprints.move_to_end(key)
             return cached
-        proof = _Proof.of(self, grid, block, ints)
+        proof = call_on_big_stack(_Proof.of, self, grid, block, ints)  # a miss: the walks may go deep
         self._footprints[key] = proof
         if len(self._footprints) > FOOTPRINT_CACHE_SIZE:
             self._footprints.popitem(last=False)

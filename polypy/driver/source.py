@@ -7,6 +7,7 @@ import pathlib
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
+from polypy.stack import on_big_stack
 
 # The file name diagnostics give source text that comes without a path (``compile(None, text=...)``).
 TEXT_NAME = "<string>"
@@ -30,6 +31,7 @@ def source_path(path: str | os.PathLike | None, text: str | None) -> str:
     return name
 
 
+@on_big_stack
 def parse(path: str | os.PathLike | None, *, defines: dict[str, str] | None = None,
           include_dirs: tuple[str, ...] = (), text: str | None = None) -> n.Module:
     """The frontend alone: GPU-form IR exactly as the source says. Without ``path``, ``text`` is
@@ -55,6 +57,7 @@ def lenient_text(path: str) -> str | None:
     return None if is_utf8(data) else decode_source(data)
 
 
+@on_big_stack
 def load(path: str | os.PathLike | None, *, defines: dict[str, str] | None = None,
          include_dirs: tuple[str, ...] = (), text: str | None = None,
          timings: dict[str, float] | None = None) -> n.Module:

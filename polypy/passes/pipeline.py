@@ -21,6 +21,7 @@ from polypy.errors import InternalError, UserError
 from polypy.ir.nodes import Kernel
 from polypy.ir.printer import print_kernel
 from polypy.ir.verifier import verify_kernel
+from polypy.stack import on_big_stack
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +46,7 @@ def printing_after(names: str | None):
             _PRINT_AFTER.reset(token)
 
 
+@on_big_stack
 def run_pipeline(
     kernel: Kernel,
     passes: Sequence[Pass],

@@ -69,6 +69,7 @@ from polypy.passes.eliminate_dead_code import eliminate_dead_code
 from polypy.launch import check_block_shape
 from polypy.passes.fold_constants import fold_constants, fold_expr
 from polypy.passes.jam_threads import jam_thread_loops
+from polypy.stack import on_big_stack
 
 BlockShape = tuple[int, int, int]
 
@@ -224,6 +225,7 @@ def _known_value(var: str, before: list) -> n.Const | None:
     return None
 
 
+@on_big_stack
 def specialize_block_shape(kernel: n.Kernel, *, block: BlockShape) -> n.Kernel:
     """``kernel`` for launches with block shape ``block`` only (see the module docstring)."""
     block = check_block_shape(block)
