@@ -26,7 +26,28 @@ from typing import ClassVar, Union
 from polypy.errors import Loc, UserError
 from polypy.ir.types import BOOL, U32, PointerType, ScalarType, normalize_value
 
-_node = dataclasses.dataclass(frozen=True, slots=True)
+def _node(cls: type) -> type:
+    """A frozen, slotted dataclass whose hash is computed once per node (``_memo_hash``)."""
+    cls = dataclasses.dataclass(frozen=True, slots=True)(cls)
+    computed = cls.__dict__.get("__hash__")
+    if computed is not None:
+        cls.__hash__ = _memo_hash(computed)
+    return cls
+
+
+def _memo_hash(compute):
+    """The dataclass hash of the node's fields, remembered in the node: a node's hash is its
+    children's hashes combined, so without the memo hashing a tree walks all of it, and a pass
+    that hashes every level of a 100,000-term sum would take quadratic time."""
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h is None:
+            h = compute(self)
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    return __hash__
 
 
 @_node
@@ -44,6 +65,8 @@ class Node:
     BLOCKS: ClassVar[tuple[str, ...]] = ()
 
     loc: Loc | None = field(default=None, compare=False, kw_only=True, repr=False)
+    # The memo of ``__hash__`` (see ``_memo_hash``); not part of the node's value.
+    _hash: int | None = field(default=None, init=False, compare=False, repr=False)
 
 
 # --------------------------------------------------------------------------- expressions
@@ -130,10 +153,14 @@ class Unary(Expr):
 
     op: str
     x: Expr
+    _type: ScalarType | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def type(self) -> ScalarType:
-        return BOOL if self.op == "not" else self.x.type
+        return self._type or _derived_type(self)
+
+    def _own_type(self) -> tuple[ScalarType | None, Expr]:
+        return (BOOL if self.op == "not" else None), self.x
 
 
 @_node
@@ -149,12 +176,14 @@ class Binary(Expr):
     op: str
     a: Expr
     b: Expr
+    _type: ScalarType | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def type(self) -> ScalarType:
-        if self.op in COMPARE_OPS or self.op in LOGIC_OPS:
-            return BOOL
-        return self.a.type
+        return self._type or _derived_type(self)
+
+    def _own_type(self) -> tuple[ScalarType | None, Expr]:
+        return (BOOL if self.op in COMPARE_OPS or self.op in LOGIC_OPS else None), self.a
 
 
 @_node
@@ -166,10 +195,39 @@ class Select(Expr):
     cond: Expr
     a: Expr
     b: Expr
+    _type: ScalarType | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def type(self) -> ScalarType:
-        return self.a.type
+        return self._type or _derived_type(self)
+
+    def _own_type(self) -> tuple[ScalarType | None, Expr]:
+        return None, self.a
+
+
+_TYPE_FROM_OPERAND = (Unary, Binary, Select)
+
+
+def _derived_type(node: Expr) -> ScalarType:
+    """The type of a ``Unary``/``Binary``/``Select``, which is its first operand's unless the
+    operation fixes it (comparisons: bool). Found down the chain of first operands without
+    recursion and remembered in every node of the chain (``_type``): asking each level of a
+    100,000-term sum for its type would otherwise take quadratic time and a deep stack."""
+    chain = []
+    while isinstance(node, _TYPE_FROM_OPERAND):
+        found = node._type
+        if found is not None:
+            break
+        found, operand = node._own_type()
+        chain.append(node)
+        if found is not None:
+            break
+        node = operand
+    else:
+        found = node.type
+    for link in chain:
+        object.__setattr__(link, "_type", found)
+    return found
 
 
 @_node
