@@ -27,6 +27,8 @@ import subprocess
 import clang.cindex as ci
 
 from polypy.errors import Loc, UserError
+from polypy.ir.depth import MAX_BRACKETS, too_deep
+from polypy.stack import on_big_stack
 
 FRONTEND_DIR = pathlib.Path(__file__).resolve().parent
 PRELUDE_DIR = FRONTEND_DIR / "include"
@@ -82,7 +84,7 @@ def clang_args(language: str, *, defines: dict[str, str] | None = None,
                 "-D__CUDACC__", "-D__NVCC__", "-nostdinc", "-nostdinc++"]
     else:
         args = ["-x", "c", "-std=gnu11", "-nostdinc"]
-    args += ["-Wno-unknown-cuda-version", "-ferror-limit=20"]
+    args += ["-Wno-unknown-cuda-version", "-ferror-limit=20", f"-fbracket-depth={MAX_BRACKETS}"]
     if language == "cuda":
         # `"node ("fNID")"` with fNID a string macro: C++11 reads `"..."fNID` as a user-defined
         # literal, which clang rejects; nvcc (EDG, then GCC) warns and reads two tokens, and so
@@ -102,10 +104,16 @@ def clang_args(language: str, *, defines: dict[str, str] | None = None,
     return args
 
 
+@on_big_stack
 def parse_translation_unit(path: str, language: str, *, text: str | None = None,
                            defines: dict[str, str] | None = None,
                            include_dirs: tuple[str, ...] = ()) -> ci.TranslationUnit:
-    """Parse ``path`` (or ``text`` under that name); clang errors become a ``UserError``."""
+    """Parse ``path`` (or ``text`` under that name); clang errors become a ``UserError``.
+
+    Clang's parser and semantic checks recurse over deep expressions (a sum of 15,000 terms
+    overflowed the 8 MiB thread libclang parses on by default). So parsing runs here, on
+    ``polypy.stack``'s big stack, and ``LIBCLANG_NOTHREADS`` tells libclang to stay on it."""
+    os.environ["LIBCLANG_NOTHREADS"] = "1"  # read by libclang at each parse
     args = clang_args(language, defines=defines, include_dirs=include_dirs)
     unsaved = [(path, text)] if text is not None else None
     options = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
@@ -116,6 +124,9 @@ def parse_translation_unit(path: str, language: str, *, text: str | None = None,
     errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
     if errors:
         first = errors[0]
+        if first.spelling.startswith("bracket nesting level exceeded"):
+            raise too_deep(MAX_BRACKETS + 1, MAX_BRACKETS, location_of(first.location), at_least=True,
+                           what="levels of brackets")
         raise UserError(_explain(first.spelling), location_of(first.location),
                         notes=tuple((d.spelling, location_of(d.location)) for d in errors[1:4]))
     return tu
@@ -274,3 +285,31 @@ def string_literal_bytes(cursor: ci.Cursor, length: int) -> bytes | None:
     if len(text) + 1 < length and any("\\" in t.spelling for t in cursor.get_tokens()):
         return None
     return text + bytes(length - len(text))
+
+
+def preorder(cursor: ci.Cursor):
+    """``cursor`` and every cursor below it, parents before children, in source order: what
+    ``Cursor.walk_preorder`` gives, without its nested generators (a cursor at depth d passes
+    through d of them, so a walk of a 100,000-term sum took quadratic time)."""
+    stack = [cursor]
+    while stack:
+        c = stack.pop()
+        yield c
+        children = list(c.get_children())
+        children.reverse()
+        stack.extend(children)
+
+
+def deepest_cursor(cursor: ci.Cursor) -> tuple[ci.Cursor, int]:
+    """The first of the deepest cursors under ``cursor`` (in ``preorder``) and its depth,
+    found without recursion: where a refusal of too deep input points."""
+    deepest, best = 0, cursor
+    stack = [(cursor, 0)]
+    while stack:
+        c, depth = stack.pop()
+        if depth > deepest:
+            deepest, best = depth, c
+        children = list(c.get_children())
+        children.reverse()
+        stack.extend((child, depth + 1) for child in children)
+    return best, deepest

@@ -67,7 +67,7 @@ import clang.cindex as ci
 import polypy.ir.nodes as n
 from polypy.ir.queries import buffers_written
 
-from frontend.clang_setup import binary_operator, evaluate, unary_operator
+from frontend.clang_setup import binary_operator, evaluate, preorder, unary_operator
 from frontend.launch_shapes import HostFunction, Pos, var_key
 
 CK = ci.CursorKind
@@ -125,7 +125,7 @@ def share_copies(functions: Sequence[ci.Cursor],
         facts = None
         shared: dict[tuple, object] = {}  # device variable -> the host variable it became
         for direction in ("cudaMemcpyHostToDevice", "cudaMemcpyDeviceToHost"):
-            for call in fn.walk_preorder():
+            for call in preorder(fn):
                 if call.kind != CK.CALL_EXPR or call.spelling != "cudaMemcpy" or _copy_kind(call) != direction:
                     continue
                 args = _args(call)

@@ -15,10 +15,12 @@ import clang.cindex as ci
 from polypy.analysis.uniformity import check_barriers
 from polypy.errors import UserError
 from polypy.ir import nodes as n
+from polypy.ir.depth import MAX_DEPTH, check_depth, too_deep
 from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, IncludeSpan, LaunchSite
+from polypy.stack import on_big_stack
 from polypy.sources import read_source
 
-from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, parse_translation_unit
+from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, deepest_cursor, parse_translation_unit, preorder
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.launch_shapes import LaunchShapes
 from frontend.lower import (
@@ -42,9 +44,13 @@ def language_of(path: str) -> str:
     return "c" if path.endswith(".c") else "cuda"
 
 
+@on_big_stack
 def parse_file(path: str, *, text: str | None = None, defines: dict[str, str] | None = None,
                include_dirs: tuple[str, ...] = (), instantiate: tuple[str, ...] = ()) -> n.Module:
     """Parse a ``.cu``/``.c`` file into GPU-form IR (no optimization yet).
+
+    Runs on ``polypy.stack``'s big stack; kernels nested deeper than ``polypy.ir.depth`` allows
+    are refused.
 
     Kernel templates become kernels where host code launches them, where the file instantiates
     them explicitly (``template __global__ void k<128, float>(...);``), and for every entry of
@@ -67,6 +73,22 @@ def parse_file(path: str, *, text: str | None = None, defines: dict[str, str] | 
 
 
 _INSTANCE_PREFIX = "__polypy_instance_"
+
+
+def _lower_kernel(builder: KernelBuilder, cursor: ci.Cursor) -> n.Kernel:
+    """``builder.build()``; where the lowering's recursion gives out (input far deeper than
+    ``MAX_DEPTH``), the refusal names the deepest place of the kernel's source. (The
+    RecursionError may surface as another error: libclang's child callbacks swallow it.)"""
+    try:
+        return builder.build()
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - re-raised unless the input is too deep
+        failure = exc
+    deepest = deepest_cursor(cursor)
+    if deepest[1] <= MAX_DEPTH:
+        raise failure
+    raise too_deep(MAX_DEPTH + 1, MAX_DEPTH, cursor_loc(deepest[0]), at_least=True) from None
 
 
 def respace_launches(path: str, text: str | None) -> str | None:
@@ -201,7 +223,7 @@ class _ModuleBuilder:
                 kernels[decl_key(d)] = (d, d.spelling)
         for d in decls:
             if d.kind == CK.VAR_DECL and d.spelling.startswith(_INSTANCE_PREFIX):
-                for ref in d.walk_preorder():
+                for ref in preorder(d):
                     if ref.kind == CK.DECL_REF_EXPR and ref.referenced is not None and is_kernel_decl(ref.referenced):
                         target = ref.referenced.get_definition() or ref.referenced
                         key = self.kernel_key(target)
@@ -220,7 +242,8 @@ class _ModuleBuilder:
         built: list[n.Kernel] = []
         names: dict[tuple, str] = {}
         for key, (cursor, name) in kernels.items():
-            kernel = KernelBuilder(self.ctx, cursor, name).build()
+            kernel = _lower_kernel(KernelBuilder(self.ctx, cursor, name), cursor)
+            check_depth(kernel)
             check_barriers(kernel)
             built.append(kernel)
             names[key] = name
@@ -286,7 +309,7 @@ class _ModuleBuilder:
         todo: list[tuple[ci.Cursor, ci.Cursor | None]] = [(fn, None) for fn in host_functions]
         for d in self.top_level():
             if d.kind == CK.VAR_DECL and d.spelling.startswith(_INSTANCE_PREFIX):
-                todo += [(r.referenced, None) for r in d.walk_preorder() if r.kind == CK.DECL_REF_EXPR]
+                todo += [(r.referenced, None) for r in preorder(d) if r.kind == CK.DECL_REF_EXPR]
         while todo:
             fn, instance = todo.pop()
             if instance is None and fn.kind == CK.FUNCTION_DECL and _template_args(fn):
@@ -299,7 +322,7 @@ class _ModuleBuilder:
                     continue
                 visited.add(key)
                 instance = fn
-            for call in fn.walk_preorder():
+            for call in preorder(fn):
                 if call.kind != CK.CALL_EXPR:
                     continue
                 site = (call.location.file.name if call.location.file else "", call.extent.start.offset)
@@ -495,7 +518,7 @@ class _ModuleBuilder:
         for d in file_decls:
             if not self.is_host_function(d):
                 continue
-            for call in d.walk_preorder():
+            for call in preorder(d):
                 position = _SYMBOL_ARGUMENT.get(call.spelling) if call.kind == CK.CALL_EXPR else None
                 if position is None:
                     continue

@@ -12,7 +12,7 @@ from polypy.ir import nodes as n
 from polypy.ir.types import I32, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
-from frontend.clang_setup import binary_operator, cursor_loc, unary_operator
+from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
 from frontend.lower.calls import CallLowering
 from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body
 from frontend.lower.declarations import DeclarationLowering
@@ -197,7 +197,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         if cached is not None:
             return cached
         out: set[tuple] = set()
-        for c in fn.walk_preorder():
+        for c in preorder(fn):
             target = None
             if c.kind in (CK.BINARY_OPERATOR, CK.COMPOUND_ASSIGNMENT_OPERATOR):
                 op = binary_operator(c)

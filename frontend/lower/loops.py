@@ -9,7 +9,7 @@ from polypy.ir.types import BOOL
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
-from frontend.clang_setup import binary_operator, unary_operator
+from frontend.clang_setup import binary_operator, preorder, unary_operator
 from frontend.lower.context import CK, decl_key
 from frontend.lower.helpers import _strip, _strip_parens
 from frontend.values import VarLV
@@ -131,7 +131,7 @@ class LoopLowering:
         # The counter, the bound and the step must not change in the body (checked on the source,
         # before anything is lowered, so that a refusal leaves no trace).
         invariant = [key] + [decl_key(r.referenced) for x in (bound_c, step_c) if not isinstance(x, int)
-                             for r in x.walk_preorder() if r.kind == CK.DECL_REF_EXPR and r.referenced is not None]
+                             for r in preorder(x) if r.kind == CK.DECL_REF_EXPR and r.referenced is not None]
         if any(_assigns(body_c, k) for k in invariant):
             return None
         # The pieces must be pure and load-free; otherwise this is a while loop.
@@ -175,7 +175,7 @@ def _increment_of(inc: ci.Cursor, key: tuple) -> ci.Cursor | int | None:
 
 
 def _assigns(body: ci.Cursor, key: tuple) -> bool:
-    for c in body.walk_preorder():
+    for c in preorder(body):
         target = None
         if c.kind in (CK.BINARY_OPERATOR, CK.COMPOUND_ASSIGNMENT_OPERATOR):
             op = binary_operator(c)

@@ -35,7 +35,7 @@ from polypy.passes.eliminate_returns import remove_returns
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
-from frontend.clang_setup import evaluate
+from frontend.clang_setup import evaluate, preorder
 from frontend.lower.context import CK, decl_key
 
 _LABELS = (CK.CASE_STMT, CK.DEFAULT_STMT)
@@ -184,7 +184,7 @@ class SwitchLowering:
         declared: dict[tuple, ci.Cursor] = {}
         for seg in segments:
             for s in seg.stmts:
-                for ref in s.walk_preorder():
+                for ref in preorder(s):
                     if ref.kind == CK.DECL_REF_EXPR and ref.referenced is not None and \
                             decl_key(ref.referenced) in declared:
                         raise self.error(f"'{ref.spelling}' is declared under another case label of this switch; "
