@@ -1,0 +1,200 @@
+"""Deep and long input (machine-generated CUDA): long sums and deep nesting go through the
+frontend, the pipelines, both code generators and the gradient on ``polypy.stack``'s big stack,
+and input deeper than ``polypy.ir.depth`` allows is a located error, never a crash.
+
+Sizes: the full pipeline costs about 3 ms per term of a long sum (linear, but many walks), so
+the end-to-end cases use a few thousand terms; the 100,000-term case goes through libclang and
+polypy's cursor walk only (it crashed libclang at 15,000 terms before). Nesting is 1,000 levels
+through translate, grad and compile for brackets (which clang limits); nested ``if``s, whose
+thread-loop lowering is slower per level, are 250 deep here (1,000 take about a minute).
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import polypy
+from polypy.driver.cli import main
+from polypy.errors import UserError
+from polypy.ir.depth import MAX_BRACKETS
+from polypy.stack import call_on_big_stack, on_big_stack_now
+
+KERNEL = "__global__ void k(int n, const float* x, float* out) {{\n" \
+         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n" \
+         "  if (i < n) {{\n{body}\n  }}\n}}\n"
+
+
+def long_sum(terms: int) -> str:
+    """``out[i] = c0*x[i+0] + c1*x[i+1] + ...``: a left-deep tree ``terms`` levels deep."""
+    sum_ = " + ".join(f"{_coef(j)}f*x[i+{j % 7}]" for j in range(terms))
+    return KERNEL.format(body=f"    out[i] = {sum_};")
+
+
+def _coef(j: int) -> str:
+    return f"{(j % 13) * 0.125 - 0.75:.3f}"
+
+
+def long_sum_reference(x: np.ndarray, n: int, terms: int) -> np.ndarray:
+    """The sum in float32, added in the order written (as C does: left to right)."""
+    i = np.arange(n)
+    acc = np.float32(float(_coef(0))) * x[i]
+    for j in range(1, terms):
+        acc = acc + np.float32(float(_coef(j))) * x[i + j % 7]
+    return acc
+
+
+def nested_parens(levels: int) -> str:
+    e = "x[i]"
+    for j in range(levels):
+        e = f"({e} * 0.5f + {j % 5}.0f)"
+    return KERNEL.format(body=f"    out[i] = {e};")
+
+
+def nested_parens_reference(x: np.ndarray, n: int, levels: int) -> np.ndarray:
+    e = x[:n].copy()
+    for j in range(levels):
+        e = e * np.float32(0.5) + np.float32(j % 5)
+    return e
+
+
+def nested_ifs(levels: int) -> str:
+    """``if (acc < 2) { acc = acc*0.5 + 0.75; if (acc < 3) { ... } }``, ``levels`` deep."""
+    opens = "".join(f"    if (acc < {j + 2}.0f) {{ acc = acc * 0.5f + 0.75f;\n" for j in range(levels))
+    return KERNEL.format(body=f"    float acc = x[i];\n{opens}    {'}' * levels}\n    out[i] = acc;")
+
+
+def nested_ifs_reference(x: np.ndarray, n: int, levels: int) -> np.ndarray:
+    out = x[:n].copy()
+    for t in range(n):
+        acc = np.float32(x[t])
+        for j in range(levels):
+            if not acc < np.float32(j + 2):
+                break
+            acc = acc * np.float32(0.5) + np.float32(0.75)
+        out[t] = acc
+    return out
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    """The installed command line, in a process of its own (a crash is a signal, not a pytest failure)."""
+    return subprocess.run([sys.executable, "-m", "polypy.driver.cli", *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+# --------------------------------------------------------------------------- the big stack
+
+
+def test_the_big_stack_hands_back_results_and_errors_unchanged() -> None:
+    assert call_on_big_stack(lambda a, *, b: (a, b, on_big_stack_now()), 1, b=2) == (1, 2, True)
+    assert not on_big_stack_now()
+    error = UserError("bad input", polypy.Loc("f.cu", 3, 4))
+    with pytest.raises(UserError) as caught:
+        call_on_big_stack(lambda: (_ for _ in ()).throw(error))
+    assert caught.value is error and caught.value.loc == polypy.Loc("f.cu", 3, 4)
+    limit = sys.getrecursionlimit()
+
+    def deep(k: int) -> int:
+        return 0 if k == 0 else 1 + deep(k - 1)
+
+    assert call_on_big_stack(deep, 200_000) == 200_000  # far past the default limit and stack
+    assert sys.getrecursionlimit() == limit and threading.stack_size() == 0
+
+
+# --------------------------------------------------------------------------- long expressions
+
+
+def test_a_100000_term_sum_parses(tmp_path) -> None:
+    from frontend.clang_setup import deepest_cursor, parse_translation_unit
+
+    path = tmp_path / "sum100k.cu"
+    path.write_text(long_sum(100_000))
+    tu = call_on_big_stack(parse_translation_unit, str(path), "cuda")
+    kernel = next(c for c in tu.cursor.get_children() if c.spelling == "k")
+    _, depth = call_on_big_stack(deepest_cursor, kernel)
+    assert depth > 100_000
+
+
+def test_a_long_sum_compiles_launches_and_adds_in_order(tmp_path) -> None:
+    terms, n = 1_500, 300
+    path = tmp_path / "sum.cu"
+    path.write_text(long_sum(terms))
+    x = np.random.default_rng(0).standard_normal(n + 8).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    mod = polypy.compile(path)
+    mod.k[(n + 127) // 128, 128](n, x, out)
+    np.testing.assert_allclose(out, long_sum_reference(x, n, terms), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs the system C++ compiler")
+def test_a_long_sum_translates_to_cpp_that_gpp_compiles(tmp_path) -> None:
+    path, cpp = tmp_path / "sum.cu", tmp_path / "sum.cpp"
+    path.write_text(long_sum(1_500))
+    result = cli("translate", str(path), "-o", str(cpp))
+    assert result.returncode == 0, result.stderr
+    obj = tmp_path / "sum.o"
+    compiled = subprocess.run(["g++", "-O1", "-fopenmp", "-c", str(cpp), "-o", str(obj)], capture_output=True,
+                              text=True, timeout=600)
+    assert compiled.returncode == 0, compiled.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- deep nesting
+
+
+def test_1000_nested_brackets_through_translate_grad_and_compile(tmp_path) -> None:
+    path, out = tmp_path / "parens.cu", tmp_path / "parens.cpp"
+    path.write_text(nested_parens(1_000))
+    result = cli("translate", str(path), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert out.stat().st_size > 0
+    grad = tmp_path / "parens_grad.cu"
+    result = cli("grad", str(path), "--kernel", "k", "-o", str(grad))
+    assert result.returncode == 0, result.stderr
+    assert "k_grad" in grad.read_text()
+    n = 100
+    x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    polypy.compile(path).k[1, 128](n, x, out)  # the LLVM code generator
+    np.testing.assert_allclose(out, nested_parens_reference(x, n, 1_000), rtol=1e-5, atol=1e-5)
+
+
+def test_nested_ifs_compile_and_launch(tmp_path) -> None:
+    levels, n = 250, 64
+    path = tmp_path / "ifs.cu"
+    path.write_text(nested_ifs(levels))
+    x = np.linspace(-3, 300, n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    polypy.compile(path).k[1, 64](n, x, out)
+    np.testing.assert_allclose(out, nested_ifs_reference(x, n, levels), rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- past the limits
+
+
+def test_brackets_past_the_limit_are_a_located_error_and_no_output(tmp_path) -> None:
+    path, out = tmp_path / "deep.cu", tmp_path / "deep.cpp"
+    path.write_text(nested_parens(MAX_BRACKETS + 5))
+    result = cli("translate", str(path), "-o", str(out))
+    assert result.returncode == 1
+    assert f"deep.cu:4:" in result.stderr
+    assert f"error: expression nested too deeply (over {MAX_BRACKETS:,} levels of brackets; the limit is " \
+           f"{MAX_BRACKETS:,})" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_ir_deeper_than_the_limit_is_a_located_error(tmp_path, capsys, monkeypatch) -> None:
+    import polypy.ir.depth as depth
+
+    monkeypatch.setattr(depth, "MAX_DEPTH", 500)  # the real limit (200,000 levels) takes minutes to reach
+    path, out = tmp_path / "sum.cu", tmp_path / "sum.cpp"
+    path.write_text(long_sum(600))
+    assert main(["translate", str(path), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:4:" in err
+    assert "error: expression nested too deeply (" in err and "levels; the limit is 500)" in err
+    assert not out.exists()
