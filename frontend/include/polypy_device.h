@@ -165,6 +165,16 @@ POLYPY_D int __mulhi(int, int);
 POLYPY_D unsigned int __umulhi(unsigned int, unsigned int);
 POLYPY_D long long __mul64hi(long long, long long);
 POLYPY_D unsigned long long __umul64hi(unsigned long long, unsigned long long);
+/* Bit reinterpretation (one IR bitcast each; see frontend/lower/bitcasts.py). */
+POLYPY_D int __float_as_int(float);
+POLYPY_D unsigned int __float_as_uint(float);
+POLYPY_D float __int_as_float(int);
+POLYPY_D float __uint_as_float(unsigned int);
+POLYPY_D long long __double_as_longlong(double);
+POLYPY_D double __longlong_as_double(long long);
+POLYPY_D int __double2hiint(double);
+POLYPY_D int __double2loint(double);
+POLYPY_D double __hiloint2double(int, int);
 
 /* Device math: float and double overloads of every function (CUDA overloads the double names
  * for float in C++), the float-suffixed names and the fast intrinsics. */

@@ -11,6 +11,7 @@ from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
 from frontend.clang_setup import preorder
+from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call
 from frontend.lower.context import CK, function_body
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.values import Aggregate, MemLV, Pointer, Value
@@ -127,6 +128,8 @@ class CallLowering:
             return None
         if name in _BIT_INTRINSICS:
             return self.bit_intrinsic(name, [self.scalar(a) for a in args], c)
+        if name in BIT_CAST_CALLS:
+            return bit_cast_call(name, [self.scalar(a) for a in args], loc)
         if name in CUDA_ARITH_INTRINSICS:
             a, b = (self.scalar(x) for x in args)
             return n.Binary(CUDA_ARITH_INTRINSICS[name], a, b, loc=loc)
