@@ -130,6 +130,15 @@ class VarLV:
 
 
 @dataclasses.dataclass(frozen=True)
+class BitsLV:
+    """Local scalar ``var`` seen through a pointer to another type of its size (``*(int*)&f``):
+    reads are ``bitcast<type>(var)``, writes store ``bitcast<var.type>(value)`` in ``var``."""
+
+    var: VarLV
+    type: ScalarType
+
+
+@dataclasses.dataclass(frozen=True)
 class MemLV:
     buffer: str
     index: tuple[n.Expr, ...]
@@ -171,7 +180,7 @@ class PendingPtrLV:
     offset_var: VarLV
 
 
-LValue = VarLV | MemLV | AggLV | PtrVarLV | RecLV | PendingPtrLV
+LValue = VarLV | BitsLV | MemLV | AggLV | PtrVarLV | RecLV | PendingPtrLV
 
 # --------------------------------------------------------------------------- bindings of names
 

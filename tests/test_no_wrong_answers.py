@@ -4,7 +4,9 @@ hand, and each construct polypy cannot translate exactly is refused with a locat
 
 - string literals as array initializers (local, ``__constant__``, rows of 2-D arrays), and brace
   lists that leave out elements of nested rows (they used to shift the next row's values);
-- pointer punning (``*(int*)&v``) and unions: refused, never converted by value.
+- pointer punning that views bytes (``((char*)&f)[1]``, ``*(short*)&i``, a record as a scalar) and
+  unions: refused, never converted by value. Punning between a local scalar and a type of its
+  size and the other kind (``*(int*)&f``) is an exact bit cast: ``test_bit_casts.py``.
 """
 from __future__ import annotations
 
@@ -69,12 +71,13 @@ def test_string_literal_tables_on_every_backend(tables_source, grid, block):
     np.testing.assert_array_equal(run_c(kernel, grid, block, args, globals_=module.globals)["out"], want)
 
 
+# Views of other sizes (bytes, halves), of another size through a void*, and records. Views of the
+# same size and the other kind (``*(int*)&f``) are bit casts: tests/test_bit_casts.py.
 PUNNING = {
-    "deref_cast": ("float v = x[i]; int b = *(int*)&v; out[i] = b;", "int *"),
-    "through_void": ("float v = x[i]; void* p = &v; out[i] = *(unsigned*)p;", "unsigned int *"),
-    "reinterpret": ("float v = x[i]; out[i] = *reinterpret_cast<const int*>(&v);", "const int *"),
-    "fast_inverse_sqrt": ("float v = x[i]; int b = *(int*)&v; b = 0x5f3759df - (b >> 1); "
-                          "out[i] = *(float*)&b;", "int *"),
+    "byte_view": ("float v = x[i]; out[i] = ((char*)&v)[1];", "char *"),
+    "half_view": ("int v = i; out[i] = *(short*)&v;", "short *"),
+    "wider_view": ("float v = x[i]; void* p = &v; out[i] = *(double*)p;", "double *"),
+    "narrower_view": ("double d = x[i]; out[i] = *reinterpret_cast<const float*>(&d);", "const float *"),
     "record_as_scalar": ("struct P { float a, b; } p; p.a = x[i]; p.b = 1; out[i] = ((float*)&p)[0];", "float *"),
 }
 

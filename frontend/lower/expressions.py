@@ -13,13 +13,14 @@ from polypy.ir.types import BOOL, I32, I64
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, promote, scale, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
+from frontend.lower.bitcasts import bit_view, views_as_itself
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
 from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
 )
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, Binding, ConstBinding, LValue, MemLV, PendingPtrLV, Pointer, PointerTable,
-    PtrVarLV, RecLV, RefBinding, Value, VarAddress, VarLV,
+    Aggregate, AggLV, ArrayBinding, Binding, BitsLV, ConstBinding, LValue, MemLV, PendingPtrLV, Pointer,
+    PointerTable, PtrVarLV, RecLV, RefBinding, Value, VarAddress, VarLV,
 )
 
 
@@ -188,6 +189,8 @@ class ExpressionLowering:
         loc = self.loc(c)
         if isinstance(lv, VarLV):
             return n.Var(lv.name, lv.type, loc=loc)
+        if isinstance(lv, BitsLV):
+            return n.Call("bitcast", (n.Var(lv.var.name, lv.var.type, loc=loc),), lv.type, loc=loc)
         if isinstance(lv, MemLV):
             return n.Load(lv.buffer, lv.index, lv.type, loc=loc)
         if isinstance(lv, AggLV):
@@ -331,7 +334,7 @@ class ExpressionLowering:
             delta = n.Const(1 if op == "++" else -1, var.type)
             self.emit(n.Assign(var.name, n.Binary("add", n.Var(var.name, var.type), delta), loc=self.loc(c)))
             return None if discard else self.read(lv, c)
-        if not isinstance(lv, (VarLV, MemLV)):
+        if not isinstance(lv, (VarLV, BitsLV, MemLV)):
             raise self.error("++/-- of this kind of value is not supported", c)
         old = self.read(lv, c)
         assert isinstance(old, n.Expr)
@@ -512,11 +515,17 @@ class ExpressionLowering:
                                      f"offset is a multiple of {layout.stride} elements", c)
                 return dataclasses.replace(v, offset=offset, layout=layout)
             if isinstance(v, VarAddress):
-                if not _views_as_itself(v, tm.pointee(c.type)):
-                    raise self.error(f"reading a variable's bytes as another type ('{c.type.spelling}': pointer "
-                                     "punning) is not supported; a value conversion would give another answer",
-                                     c)
-                return v
+                target = tm.pointee(c.type)
+                if isinstance(v.target, BitsLV):
+                    v = VarAddress(v.target.var)  # `(float*)(int*)&f`: f again, or another view of it
+                if views_as_itself(v, target):
+                    return v
+                view = bit_view(v, target)
+                if view is not None:
+                    return VarAddress(view)
+                raise self.error(f"reading a variable's bytes as another type ('{c.type.spelling}': pointer "
+                                 "punning) is not supported; a value conversion would give another answer",
+                                 c)
         if tm.is_record(c.type) and isinstance(v, Aggregate):
             return v
         if c.type.get_canonical().kind == ci.TypeKind.VOID:
@@ -532,25 +541,6 @@ class ExpressionLowering:
 
     def init_list(self, c: ci.Cursor, discard: bool) -> Value:
         return self.record_value(c, c.type)
-
-
-def _views_as_itself(address: VarAddress, target: ci.Type) -> bool:
-    """Whether ``(T*)&x`` reads ``x`` as what it is: ``T`` is void, ``x``'s own scalar type (or the
-    integer of its width and the other signedness), or a record with ``x``'s members. Anything
-    else reinterprets bytes."""
-    c = tm.canonical(target)
-    if c.kind == ci.TypeKind.VOID:
-        return True
-    lv = address.target
-    if isinstance(lv, VarLV):
-        st = tm.scalar_type(target)
-        # `(unsigned*)&int_var`: integers of one width differ only in how their bits read, which is
-        # what the conversion between them does (two's complement).
-        return st == lv.type or (st is not None and st.is_int and lv.type.is_int and st.itemsize == lv.type.itemsize)
-    if isinstance(lv, AggLV) and tm.is_record(target):
-        mine = {path: getattr(field, "type", None) for path, field in lv.fields.items()}
-        return mine == {leaf.path: leaf.scalar for leaf in tm.leaves(target)}
-    return False
 
 
 def _exact_quotient(e: n.Expr, k: int) -> n.Expr | None:

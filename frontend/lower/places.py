@@ -14,8 +14,8 @@ from frontend.clang_setup import unary_operator
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, LValue, MemLV, PendingPtrLV, Pointer, PointerTable, PtrVarLV, RecLV, RecordAddress,
-    RefBinding, Value, VarAddress, VarLV,
+    Aggregate, AggLV, ArrayBinding, BitsLV, LValue, MemLV, PendingPtrLV, Pointer, PointerTable, PtrVarLV, RecLV,
+    RecordAddress, RefBinding, Value, VarAddress, VarLV,
 )
 
 
@@ -239,6 +239,8 @@ class PlaceLowering:
         loc = self.loc(c)
         if isinstance(lv, VarLV):
             self.emit(n.Assign(lv.name, value, loc=loc))
+        elif isinstance(lv, BitsLV):  # `*(int*)&f = b`: f takes b's bits
+            self.emit(n.Assign(lv.var.name, n.Call("bitcast", (value,), lv.var.type, loc=loc), loc=loc))
         elif isinstance(lv, MemLV):
             self.check_writable(lv.buffer, c)
             self.emit(n.Store(lv.buffer, lv.index, value, loc=loc))
