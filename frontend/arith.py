@@ -58,7 +58,9 @@ def truth(e: n.Expr) -> n.Expr:
 
 
 def add_offsets(a: n.Expr | None, b: n.Expr | None) -> n.Expr:
-    """Sum of two element offsets (pointer arithmetic); mixed types meet in a 64-bit index."""
+    """Sum of two element offsets (pointer arithmetic); mixed types meet in a 64-bit index. A
+    ``bool`` offset (``p[i > 0]``, ``p + !flag``) is promoted to int first, as in C."""
+    a, b = _offset(a), _offset(b)
     if a is None and b is None:
         return n.Const(0, I32)
     if a is None:
@@ -72,6 +74,10 @@ def add_offsets(a: n.Expr | None, b: n.Expr | None) -> n.Expr:
     if a.type != b.type:
         a, b = convert(a, I64), convert(b, I64)
     return n.Binary("add", a, b, loc=b.loc)
+
+
+def _offset(e: n.Expr | None) -> n.Expr | None:
+    return convert(e, promote(e.type)) if e is not None and e.type == BOOL else e
 
 
 def scale(e: n.Expr, factor: int) -> n.Expr:
