@@ -202,6 +202,31 @@ def test_reduction_last_warp_runs_in_lockstep(tmp_path, grid, block):
         np.testing.assert_array_equal(got["out"], want)
 
 
+LOOP_SCAN = r"""
+__global__ void lscan(int* out, const int* in) {
+  volatile __shared__ int v[256];
+  int t = threadIdx.x, lane = t & 31;
+  v[t] = in[blockIdx.x * blockDim.x + t];
+  for (int off = 1; off < 32; off <<= 1) {
+    if (lane >= off) v[t] += v[t - off];
+  }
+  out[blockIdx.x * blockDim.x + t] = v[t];
+}
+"""
+
+
+@pytest.mark.parametrize("block", [32, 128])
+def test_warp_scan_written_as_a_loop_runs_in_lockstep(tmp_path, block):
+    """The pre-Volta SDK's warp scan: a loop isl only counts (``off <<= 1``), so the race is not
+    proved, only possible; before, 61254 of 65536 elements came out wrong."""
+    src = tmp_path / "lscan.cu"
+    src.write_text(LOOP_SCAN)
+    x = np.random.default_rng(7).integers(-50, 50, 2 * block).astype(np.int32)
+    want = np.cumsum(x.reshape(-1, 32), axis=1).reshape(-1).astype(np.int32)
+    for got in _backends(src, "lscan", 2, block, {"out": np.zeros_like(x), "in": x}):
+        np.testing.assert_array_equal(got["out"], want)
+
+
 def test_lockstep_is_reported(tmp_path, capsys):
     from polypy.driver.cli import main
 

@@ -121,19 +121,28 @@ def block_races(kernel: n.Kernel, *, block: Shape | None = None) -> list[BlockRa
 
 
 def may_warp_race_arrays(kernel: n.Kernel) -> frozenset[str]:
-    """The shared arrays two threads of one warp *may* race on where the proof of ``warp_races``
-    fails only for an index the model cannot read (``s[t ^ 1]``, ``s[perm[t]]``): a write and
-    another access that may touch one element, with no barrier certainly between them. What
-    lockstep lowering covers beside the proven races (lowering a race-free array costs only
-    barriers). Accesses in loops whose trips the model only counts (``s >>= 1``) are left out:
-    there it cannot even tell the trips apart, and every tree reduction would look racy."""
+    """The shared arrays two threads of one warp *may* race on through one statement where the
+    proof of ``warp_races`` fails for an index or a condition the model cannot read (``s[t] =
+    s[t ^ 1] + s[t]``; ``v[t] += v[t - off]`` in a ``for (off = 1; off < 32; off <<= 1)``): the
+    statement's store and another of its accesses may touch one element, with no barrier certainly
+    between them. What lockstep lowering covers beside the proven races; lowering a race-free
+    array costs barriers, so two limits keep real code out:
+
+    * one statement only (or one source line: ``v[t] = sum = sum + v[t + k]`` is two in the IR):
+      lanes of warp-synchronous code read what other lanes store with the same statement, while
+      separate statements with indices the model cannot read (a table at a
+      loaded ``unsigned char``, ``x + (x >> 4)`` through a reference) are usually apart;
+    * not in a loop the model only counts (``s >>= 1``) that holds a barrier: a tree reduction
+      synchronizes each trip, and there the model cannot tell ``t < s`` from ``t + s``.
+    """
     if not any(b.space == "shared" for b in kernel.buffers):
         return frozenset()
     try:
         model = build_model(kernel)
-        counted = [loop for loop in model.loops if not loop.exact]
-        shared = [a for a in model.accesses if a.space == "shared" and not any(
-            len(a.id.path) > len(loop.path) and a.id.path[:len(loop.path)] == loop.path for loop in counted)]
+        synced = [loop for loop in model.loops
+                  if not loop.exact and any(_inside(b.path, loop.path) for b in model.barriers)]
+        shared = [a for a in model.accesses
+                  if a.space == "shared" and not any(_inside(a.id.path, loop.path) for loop in synced)]
         writes = [a for a in shared if a.writes]
         if not writes:
             return frozenset()
@@ -142,13 +151,13 @@ def may_warp_race_arrays(kernel: n.Kernel) -> frozenset[str]:
         out: set[str] = set()
         for a in writes:
             for b in shared:
-                if (a.buffer in out and b.buffer in out) or (a.kind == "atomic" and b.kind == "atomic") \
+                if (b.id.path != a.id.path and _line(b) != _line(a)) or a.buffer in out or (a.kind == "atomic" and b.kind == "atomic") \
                         or (b is a and a.kind == "write"):
                     continue
                 overlap = q.c.overlap(a, "1", b, "2")
                 if overlap is None:
                     continue
-                base = q.c.domain(a, "1") & q.c.domain(b, "2") & overlap & warp
+                base = q.c.domain(a, "1") & q.c.domain(b, "2") & overlap & warp & _same_trips(q, a, b)
                 if base.is_empty():
                     continue
                 ordered = q.c.separated(a.time, "1", b.time, "2", model.barriers) | \
@@ -158,6 +167,20 @@ def may_warp_race_arrays(kernel: n.Kernel) -> frozenset[str]:
         return frozenset(out)
     except isl.Error:  # too hard for isl: nothing is known to race
         return frozenset()
+
+
+def _inside(path, loop_path) -> bool:
+    return len(path) > len(loop_path) and path[:len(loop_path)] == loop_path
+
+
+def _same_trips(q: _Question, a: Access, b: Access) -> isl.Set:
+    """Pairs in the same trip of every loop around both accesses whose trips the model only
+    counts: lanes in lockstep are in one trip (their race there is the one to find)."""
+    out = q.c.universe
+    for loop in q.model.loops:
+        if not loop.exact and _inside(a.id.path, loop.path) and _inside(b.id.path, loop.path):
+            out &= q.c.dim(loop.dim, "1").eq_set(q.c.dim(loop.dim, "2"))
+    return out
 
 
 def _line(a: Access) -> int | None:
