@@ -85,3 +85,32 @@ def test_grad_of_a_kernel_the_file_lacks_is_a_located_error(text: bytes, tmp_pat
     err = capsys.readouterr().err
     assert err.startswith(f"{src}:1:1: error: no kernel named 'saxpy'")
     assert not out.exists()
+
+
+def test_a_bool_index_is_promoted_to_int() -> None:
+    """``p[i > 0]``, ``p[!c]``, ``p + (c < 3)``: C promotes the bool to int (it was left bool, and
+    the IR verifier stopped translate and grad with an internal error)."""
+    import numpy as np
+
+    import polypy
+
+    mod = polypy.compile(None, text="""
+__global__ void k(float *out, const float *in, int c) {
+    __shared__ float sh[4];
+    float loc[2] = {0.0f, 0.0f};
+    loc[0] = in[c > 0];
+    loc[!c] = 2.0f;
+    sh[threadIdx.x & 3] = loc[c && c];
+    __syncthreads();
+    out[c && c] = sh[c > 1] + *(in + (c < 3)) + loc[1];
+}
+""")
+    inp = np.array([10, 20, 30, 40], np.float32)
+    for c in (0, 1, 2, 5):
+        loc = [float(inp[int(c > 0)]), 0.0]
+        loc[int(not c)] = 2.0
+        expected = np.zeros(2, np.float32)
+        expected[int(bool(c))] = loc[int(bool(c))] + inp[int(c < 3)] + loc[1]
+        out = np.zeros(2, np.float32)
+        mod.k[1, 4](out, inp, np.int32(c))
+        assert np.array_equal(out, expected), (c, out, expected)
