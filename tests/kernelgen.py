@@ -23,7 +23,7 @@ bit for bit on every output:
 Kernels are made of segments (integer expressions, nested loops with ``min``/``max``/``?:``
 bounds, divergent guards, shared memory across barriers, barriers in uniform loops and
 branches, tree reductions, a 2-D shared tile, global and shared atomics, an early return, tables
-spelled as string literals).
+spelled as string literals, long sums in deep parentheses).
 """
 from __future__ import annotations
 
@@ -575,6 +575,22 @@ class _Gen:
             self.locals.append(IExpr(f"{arr}[{self.cast(self.iexpr(2), UINT).text} % {size}u]", t, lo, hi))
         return lines + self.store(slot)
 
+    def seg_long(self, slot: str) -> list[str]:
+        """A long expression, as generated code writes them: a sum of 40 to 400 terms (unsigned,
+        so it wraps) and a float sum of small exact terms, in parentheses nested 20 to 120 deep."""
+        name, fname = self.fresh("long"), self.fresh("flong")
+        terms = [f"(unsigned)({self.leaf().text})" if self.chance(0.7) else f"{self.r.randint(0, 1000)}u"
+                 for _ in range(self.r.randint(40, 400))]
+        lines = [f"unsigned {name} = {' + '.join(terms)};"]
+        depth = self.r.randint(20, 120)
+        nested = "af[g]"
+        for k in range(depth):  # af[g] is a multiple of 1/8 below 8: every partial sum is exact
+            nested = f"({nested} {self.r.choice('+-')} {self.r.randint(0, 8)}.0f)"
+        lines.append(f"float {fname} = {nested};")
+        self.locals.append(IExpr(name, UINT, 0, UINT.hi))
+        self.flocals.append(FExpr(fname, 8.0 + 8.0 * depth))
+        return lines + self.store(slot)
+
     def seg_table(self, slot: str) -> list[str]:
         """Tables spelled as string literals: a local ``const char t[] = "..."`` (hex escapes,
         pieces concatenated), a ``__constant__`` one at file scope, rows of a 2-D array that the
@@ -797,10 +813,10 @@ SEGMENTS: dict[str, Callable] = {
     "expr": _Gen.seg_expr, "loops": _Gen.seg_loops, "guard": _Gen.seg_guard, "stage": _Gen.seg_stage,
     "uniform_loop": _Gen.seg_uniform_loop, "reduce": _Gen.seg_reduce, "tile": _Gen.seg_tile,
     "atomics": _Gen.seg_atomics, "local_array": _Gen.seg_local_array, "blockstride": _Gen.seg_blockstride,
-    "table": _Gen.seg_table,
+    "table": _Gen.seg_table, "long": _Gen.seg_long,
 }
 _WEIGHTS = {"expr": 3, "loops": 3, "guard": 2, "stage": 2, "uniform_loop": 1, "reduce": 1, "tile": 1, "atomics": 2,
-            "local_array": 1, "blockstride": 1, "table": 1}
+            "local_array": 1, "blockstride": 1, "table": 1, "long": 1}
 
 
 def generate(seed: int, *, shapes: int = 3) -> RandomKernel:

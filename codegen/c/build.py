@@ -39,6 +39,7 @@ from polypy.launch import bind_arguments, block_shape, check_block_shape, grid_s
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType
+from polypy.stack import on_big_stack
 
 from codegen.c.apart import written_pointers
 from codegen.c.kernel import Coarsener
@@ -238,6 +239,7 @@ class CLibrary:
         return np.ctypeslib.as_array(ctype.in_dll(self.dll, name)).view(g.elem.dtype).reshape(shape)
 
 
+@on_big_stack
 def build_library(kernels: Sequence[n.Kernel], globals_: Sequence[n.Buffer] = (), *, cpp: bool = False,
                   threads: int = 0, check_bounds: bool = False, source: str = "", flags: Sequence[str] = FLAGS,
                   block_shapes: Mapping[str, Sequence[tuple[int, ...]]] | None = None,

@@ -30,6 +30,7 @@ from polypy.ir import nodes as n
 from polypy.ir.host import HostFile, HostProgram
 from polypy.launch import MAX_BLOCK, MAX_THREADS_PER_BLOCK
 from polypy.sources import read_source
+from polypy.stack import on_big_stack
 
 from codegen.c.kernel import Coarsener, KernelCode, Options, emit_kernel, emulated_launcher
 from codegen.c.render import c_type, literal
@@ -68,6 +69,7 @@ def _product(dims: Sequence[int]) -> int:
     return out
 
 
+@on_big_stack
 def emit_kernels(kernels: Sequence[n.Kernel], globals_: Sequence[n.Buffer] = (), *, source: str = "",
                  cpp: bool = False, threads: int = 0, check_bounds: bool = False,
                  block_shapes: Mapping[str, Sequence[tuple[int, ...]]] | None = None,
@@ -105,6 +107,7 @@ class _ProgramState:
     share: bool = True  # copies proved unneeded are not made (frontend.host_copies)
 
 
+@on_big_stack
 def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads: int = 0,
                  check_bounds: bool = False, emulate: bool = False,
                  barriers: Mapping[str, Sequence[object]] | None = None, coarsen: Coarsener | None = None) -> str:

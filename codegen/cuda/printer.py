@@ -17,6 +17,7 @@ from polypy.ir.cexpr import ATOM, UNARY, CExprPrinter, right_operand
 from polypy.ir.mathfns import bit_cast_spelling
 from polypy.ir.printer import format_const as ir_format_const
 from polypy.ir.types import PointerType, ScalarType
+from polypy.stack import on_big_stack
 
 _ATOMICS = {
     "add": "atomicAdd", "sub": "atomicSub", "max": "atomicMax", "min": "atomicMin", "exch": "atomicExch",
@@ -276,6 +277,7 @@ def _global(b: n.Buffer) -> str:
     return f"{qualifier} {c_type(b.elem)} {b.name}{_dims(b)}{init};"
 
 
+@on_big_stack
 def print_cuda_kernel(kernel: n.Kernel, *, capacities: Sequence[tuple[n.Expr, str]] = ()) -> str:
     """``kernel`` as CUDA. ``capacities``: ``(need, MACRO)`` pairs, a per-thread extent ``need``
     (an expression of the arguments and thread indices) that a fixed capacity ``MACRO`` stands
@@ -285,6 +287,7 @@ def print_cuda_kernel(kernel: n.Kernel, *, capacities: Sequence[tuple[n.Expr, st
     return "\n".join(p.lines) + "\n"
 
 
+@on_big_stack
 def print_cuda_module(module: n.Module, kernels: tuple[n.Kernel, ...] | None = None, *,
                       capacities: Mapping[str, Sequence[tuple[n.Expr, str]]] | None = None) -> str:
     """Module arrays and kernels (all of the module's, or ``kernels``) as one CUDA source;

@@ -23,6 +23,7 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.verifier import verify_kernel
 from polypy.launch import block_shape, grid_shape
+from polypy.stack import on_big_stack
 
 # Lanes per chunk: 2**20 runs a 1M-thread launch (saxpy over 1M elements) as one chunk.
 LANE_BUDGET = 1 << 20
@@ -30,6 +31,7 @@ LANE_BUDGET = 1 << 20
 MEMORY_BUDGET = 1 << 28
 
 
+@on_big_stack
 def emulate(kernel: n.Kernel, grid: int | Sequence[int], block: int | Sequence[int],
             args: Mapping[str, Any] | Sequence[Any], *, shmem: int = 0,
             globals: dict[str, np.ndarray] | None = None, check_races: bool = True) -> None:
