@@ -23,7 +23,8 @@ bit for bit on every output:
 Kernels are made of segments (integer expressions, nested loops with ``min``/``max``/``?:``
 bounds, divergent guards, shared memory across barriers, barriers in uniform loops and
 branches, tree reductions, a 2-D shared tile, global and shared atomics, an early return, tables
-spelled as string literals, long sums in deep parentheses).
+spelled as string literals, long sums in deep parentheses, a float's bits read and written as
+integers).
 """
 from __future__ import annotations
 
@@ -591,6 +592,31 @@ class _Gen:
         self.flocals.append(FExpr(fname, 8.0 + 8.0 * depth))
         return lines + self.store(slot)
 
+    def seg_bits(self, slot: str) -> list[str]:
+        """A float's bits as an integer and back, exactly (CUDA's ``__float_as_int`` family and
+        pointer punning of a local): integers of the whole range, floats kept finite and small by
+        clearing the top two bits of the pattern (exponents up to 0x7f: below 2)."""
+        lines: list[str] = []
+        f = self.fexpr(1)
+        pv, pb, back, pw = self.fresh("pv"), self.fresh("pb"), self.fresh("fb"), self.fresh("pw")
+        lines.append(f"float {pv} = {f.text};")
+        if self.chance(0.5):
+            lines.append(f"int {pb} = *(int*)&{pv};")
+            self.locals.append(IExpr(pb, INT, INT.lo, INT.hi))
+        else:
+            lines.append(f"unsigned {pb} = __float_as_uint({pv});")
+            self.locals.append(IExpr(pb, UINT, 0, UINT.hi))
+        bits = f"((unsigned)({self.iexpr(2).text}) & 0x3fffffffu)"
+        if self.chance(0.5):
+            lines.append(f"float {back} = __int_as_float((int){bits});")
+        else:
+            lines += [f"float {back};", f"*(unsigned*)&{back} = {bits};"]
+        self.flocals.append(FExpr(back, 2.0))
+        if self.chance(0.5):
+            lines.append(f"long long {pw} = __double_as_longlong((double){pv});")
+            self.locals.append(IExpr(pw, LL, LL.lo, LL.hi))
+        return lines + self.store(slot)
+
     def seg_table(self, slot: str) -> list[str]:
         """Tables spelled as string literals: a local ``const char t[] = "..."`` (hex escapes,
         pieces concatenated), a ``__constant__`` one at file scope, rows of a 2-D array that the
@@ -813,10 +839,10 @@ SEGMENTS: dict[str, Callable] = {
     "expr": _Gen.seg_expr, "loops": _Gen.seg_loops, "guard": _Gen.seg_guard, "stage": _Gen.seg_stage,
     "uniform_loop": _Gen.seg_uniform_loop, "reduce": _Gen.seg_reduce, "tile": _Gen.seg_tile,
     "atomics": _Gen.seg_atomics, "local_array": _Gen.seg_local_array, "blockstride": _Gen.seg_blockstride,
-    "table": _Gen.seg_table, "long": _Gen.seg_long,
+    "table": _Gen.seg_table, "long": _Gen.seg_long, "bits": _Gen.seg_bits,
 }
 _WEIGHTS = {"expr": 3, "loops": 3, "guard": 2, "stage": 2, "uniform_loop": 1, "reduce": 1, "tile": 1, "atomics": 2,
-            "local_array": 1, "blockstride": 1, "table": 1, "long": 1}
+            "local_array": 1, "blockstride": 1, "table": 1, "long": 1, "bits": 1}
 
 
 def generate(seed: int, *, shapes: int = 3) -> RandomKernel:
