@@ -22,7 +22,7 @@ import numpy as np
 
 from polypy.ir import nodes as n
 from polypy.ir.cexpr import BINARY_SYMBOLS, UNARY_SYMBOLS  # noqa: F401 (re-exported)
-from polypy.ir.cexpr import ATOM, BINARY_PREC, UNARY, CExprPrinter
+from polypy.ir.cexpr import ATOM, BINARY_PREC, TOP, UNARY, CExprPrinter, parenthesize
 from polypy.ir.types import PointerType, ScalarType
 
 # The grammar (precedence table, symbols) is C's and lives in polypy.ir.cexpr; these names are
@@ -108,6 +108,27 @@ _EXPR = IrExprPrinter()
 
 def format_expr(e: n.Expr) -> str:
     return _EXPR.expr(e)
+
+
+class ExprFormatter(IrExprPrinter):
+    """``format_expr`` for a caller that prints many nested subtrees of one tree (the polyhedral
+    builder names every level of ``n | n | ...`` it cannot convert): the text of each expression
+    asked for is remembered, and printing a parent reuses its children's text instead of printing
+    them again (each level re-printed its whole subtree: quadratic). Only the expressions asked
+    for are remembered, so printing one long tree once holds no more than its own text."""
+
+    def __init__(self) -> None:
+        self._remembered: dict[n.Expr, tuple[str, int]] = {}
+
+    def format(self, e: n.Expr) -> str:
+        rendered = self._remembered.get(e)
+        if rendered is None:
+            rendered = self._remembered[e] = super().render(e)
+        return parenthesize(*rendered, TOP)
+
+    def render(self, e: n.Expr) -> tuple[str, int]:
+        rendered = self._remembered.get(e)
+        return rendered if rendered is not None else super().render(e)
 
 
 class _Printer:

@@ -273,6 +273,7 @@ _COMPARE: dict[str, Callable[[isl.PwAff, isl.PwAff], isl.Set]] = {
 _NEGATED = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
 
 
-def expression_key(e: n.Expr) -> str:
-    """The name of the isl parameter or block value standing for a uniform expression."""
-    return "(" + format_expr(e) + ")"
+def expression_key(e: n.Expr, text: str | None = None) -> str:
+    """The name of the isl parameter or block value standing for a uniform expression (``text``:
+    ``format_expr(e)`` when the caller has it)."""
+    return "(" + (format_expr(e) if text is None else text) + ")"

@@ -10,10 +10,10 @@ import islpy as isl
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.jumps import escape_kinds, jumps_out
-from polypy.ir.printer import format_expr
+from polypy.ir.printer import ExprFormatter, format_expr
 from polypy.ir.queries import written_names
 from polypy.ir.types import PointerType, ScalarType
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import iter_children, walk
 from polypy.poly.affine import Converter, _val, expression_key, int_range
 from polypy.poly.instances import Access, Barrier, BlockValue, Delinearized, Loop, Model, Stride
 from polypy.poly.paths import AccessId, StmtPath, child_blocks, statement_accesses
@@ -54,6 +54,10 @@ class _Builder:
         self.barriers: list[Barrier] = []
         self.loops: list[Loop] = []
         self.local_inits: dict[str, n.Expr] = {}
+        # Caches of _uniformity (valid for this builder: mutable names and inits are fixed).
+        self._uniformity_memo: dict[n.Node, int] = {}
+        self._var_uniformity: dict[str, int] = {}
+        self.formatter = ExprFormatter()  # names of uniform values: every level of a chain is named
         for node in walk(kernel):
             if isinstance(node, n.Decl) and node.init is not None and node.name not in self.mutable:
                 self.local_inits[node.name] = node.init
@@ -194,7 +198,55 @@ class _Builder:
         return self._extent("grid", e.dim)
 
     def _uniformity(self, e: n.Expr, seen: frozenset[str] = frozenset()) -> int:
-        """0: varies between threads or over time; 1: grid-uniform; 2: block-uniform."""
+        """0: varies between threads or over time; 1: grid-uniform; 2: block-uniform.
+
+        The converter asks this of every level of an expression it cannot convert (``n | n | ...``),
+        so without ``seen`` the answer is computed bottom-up once per node and remembered
+        (``_uniformity_memo``): re-walking each subtree made a 1,000-term expression quadratic."""
+        if seen:
+            return self._uniformity_walk(e, seen)
+        memo = self._uniformity_memo
+        level = memo.get(e)
+        if level is not None:
+            return level
+        # Post-order without recursion: a node's level is its own, combined with its children's
+        # (0 wins, else the highest), exactly what the walk below finds.
+        stack: list[tuple[n.Node, bool]] = [(e, False)]
+        while stack:
+            x, children_done = stack.pop()
+            if children_done:
+                level = self._own_uniformity(x)
+                if level != 0:
+                    for c in iter_children(x):
+                        inner = memo[c]
+                        if inner == 0:
+                            level = 0
+                            break
+                        level = max(level, inner)
+                memo[x] = level
+                continue
+            if x in memo:
+                continue
+            stack.append((x, True))
+            if not isinstance(x, (n.ThreadIdx, n.Load)):  # 0 whatever the children are
+                stack.extend((c, False) for c in iter_children(x) if c not in memo)
+        return memo[e]
+
+    def _own_uniformity(self, x: n.Node) -> int:
+        """The level of ``x`` itself, apart from its children (``_uniformity`` without ``seen``)."""
+        if isinstance(x, (n.ThreadIdx, n.Load)):
+            return 0
+        if isinstance(x, n.BlockIdx):
+            return 2
+        if not isinstance(x, n.Var):
+            return 1
+        level = self._var_uniformity.get(x.name)
+        if level is None:
+            level = self._uniformity_walk(x, frozenset())
+            self._var_uniformity[x.name] = level
+        return level
+
+    def _uniformity_walk(self, e: n.Expr, seen: frozenset[str]) -> int:
         level = 1
         for x in walk(e):
             if isinstance(x, (n.ThreadIdx, n.Load)):
@@ -211,7 +263,7 @@ class _Builder:
                 init = self.local_inits.get(x.name)
                 if init is None:
                     return 0
-                inner = self._uniformity(init, seen | {x.name})
+                inner = self._uniformity_walk(init, seen | {x.name})
                 if inner == 0:
                     return 0
                 level = max(level, inner)
@@ -223,9 +275,10 @@ class _Builder:
         level = self._uniformity(e)
         if level == 0:
             return None
-        key = expression_key(e)
+        text = self.formatter.format(e)
+        key = expression_key(e, text)
         if level == 1:
-            self.uniform_params[key] = format_expr(e)
+            self.uniform_params[key] = text
             self.uniform_exprs[key] = e
             return self.universe.param_pw_aff_on_domain_id(isl.Id(key, context=CTX))
         if key in self.affs:
