@@ -92,9 +92,25 @@ class Activity:
     variables: set[str]
     buffers: set[str]
     bits: set[str] = dataclasses.field(default_factory=set)  # integer variables / buffers: see the docstring
+    # Caches of ``expr`` and ``carries_bits`` per node, for the sets as they are: the sweeps ask
+    # about every level of an expression, and without them each question re-walked the subtree
+    # (quadratic in a 1,000-term sum). ``_mark`` empties them whenever a set grows.
+    _expr_cache: dict[n.Expr, bool] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    _bits_cache: dict[n.Expr, bool] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    def forget(self) -> None:
+        """Empty the caches (after ``variables``, ``buffers`` or ``bits`` changed)."""
+        self._expr_cache.clear()
+        self._bits_cache.clear()
 
     def carries_bits(self, e: n.Expr) -> bool:
         """Whether integer ``e`` holds bits of an active value (see the module docstring)."""
+        known = self._bits_cache.get(e)
+        if known is None:
+            known = self._bits_cache[e] = self._carries_bits(e)
+        return known
+
+    def _carries_bits(self, e: n.Expr) -> bool:
         if not e.type.is_int:
             return False
         if isinstance(e, n.Var):
@@ -115,6 +131,12 @@ class Activity:
 
     def expr(self, e: n.Expr) -> bool:
         """Whether ``e`` carries a derivative."""
+        known = self._expr_cache.get(e)
+        if known is None:
+            known = self._expr_cache[e] = self._expr(e)
+        return known
+
+    def _expr(self, e: n.Expr) -> bool:
         if not e.type.is_float:
             return False
         if isinstance(e, n.Call) and e.fn == "bitcast":
@@ -148,25 +170,27 @@ def analyze_activity(kernel: n.Kernel, active: ActiveParams) -> Activity:
         for s in stmts:
             changed |= _mark_bits(act, s)
             if isinstance(s, n.Decl) and s.init is not None:
-                changed |= _mark(act.variables, s.name, s.vtype.is_float and act.expr(s.init))
+                changed |= _mark(act, act.variables, s.name, s.vtype.is_float and act.expr(s.init))
             elif isinstance(s, n.Assign):
-                changed |= _mark(act.variables, s.name, act.expr(s.value))
+                changed |= _mark(act, act.variables, s.name, act.expr(s.value))
             elif isinstance(s, n.Shuffle):
-                changed |= _mark(act.variables, s.dest, act.expr(s.value))
+                changed |= _mark(act, act.variables, s.dest, act.expr(s.value))
             elif isinstance(s, n.Store):
                 if act.expr(s.value) and kernel.space(s.buffer) in ("shared", "local"):
-                    changed |= _mark(act.buffers, s.buffer, True)
+                    changed |= _mark(act, act.buffers, s.buffer, True)
             elif isinstance(s, n.AtomicRMW):
                 if act.expr(s.value) and kernel.space(s.buffer) in ("shared", "local"):
-                    changed |= _mark(act.buffers, s.buffer, True)
+                    changed |= _mark(act, act.buffers, s.buffer, True)
                 if s.dest is not None and s.buffer in act.buffers and kernel.elem_type(s.buffer).is_float:
-                    changed |= _mark(act.variables, s.dest, True)
+                    changed |= _mark(act, act.variables, s.dest, True)
     return act
 
 
-def _mark(group: set[str], name: str, condition: bool) -> bool:
+def _mark(act: Activity, group: set[str], name: str, condition: bool) -> bool:
+    """Add ``name`` to ``group`` (one of ``act``'s sets) if ``condition``; whether it was new."""
     if condition and name not in group:
         group.add(name)
+        act.forget()
         return True
     return False
 
@@ -174,14 +198,14 @@ def _mark(group: set[str], name: str, condition: bool) -> bool:
 def _mark_bits(act: Activity, s: n.Stmt) -> bool:
     """Integer variables and buffers that ``s`` gives active bits (see the module docstring)."""
     if isinstance(s, n.Decl) and s.init is not None:
-        return _mark(act.bits, s.name, act.carries_bits(s.init))
+        return _mark(act, act.bits, s.name, act.carries_bits(s.init))
     if isinstance(s, n.Assign):
-        return _mark(act.bits, s.name, act.carries_bits(s.value))
+        return _mark(act, act.bits, s.name, act.carries_bits(s.value))
     if isinstance(s, n.Shuffle):
-        return _mark(act.bits, s.dest, act.carries_bits(s.value))
+        return _mark(act, act.bits, s.dest, act.carries_bits(s.value))
     if isinstance(s, (n.Store, n.AtomicRMW)):
-        changed = _mark(act.bits, s.buffer, act.carries_bits(s.value))
+        changed = _mark(act, act.bits, s.buffer, act.carries_bits(s.value))
         if isinstance(s, n.AtomicRMW) and s.dest is not None:
-            changed |= _mark(act.bits, s.dest, s.buffer in act.bits)
+            changed |= _mark(act, act.bits, s.dest, s.buffer in act.bits)
         return changed
     return False

@@ -21,6 +21,7 @@ own accesses (its shadow in the gradient has the same aliasing as the primal).
 from __future__ import annotations
 
 import dataclasses
+from typing import Iterator
 
 import islpy as isl
 
@@ -62,7 +63,7 @@ def sharing(kernel: n.Kernel, buffer: str, *, access: AccessId | None = None,
     if access is not None and not accesses:
         raise KeyError(str(access))
     c = Copies(model, ("1", "2"))
-    pairs = [(a, b) for i, a in enumerate(accesses) for b in accesses[i:]]  # symmetric questions
+    pairs = _Pairs(tuple(accesses))  # symmetric questions
     # each block has its own copy of a shared array: only threads of one block can share
     blocks = [] if kernel.space(buffer) == "shared" else c.other_block_pieces("1", "2")
     threads = c.other_thread_pieces("1", "2") + blocks
@@ -74,6 +75,25 @@ def sharing(kernel: n.Kernel, buffer: str, *, access: AccessId | None = None,
     if not thread_private:
         when = _private_condition(model, c, pairs, threads, search)
     return Sharing(buffer, thread_private, block_uniform, block_private, when, search.steps, search.gave_up)
+
+
+class _Pairs:
+    """The unordered pairs of ``accesses`` (each with itself too), made as they are asked for:
+    a long sum touches one buffer thousands of times, so there are millions of pairs (building
+    the list was quadratic), and the questions usually stop at the first shared pair."""
+
+    def __init__(self, accesses: tuple[Access, ...]):
+        self.accesses = accesses
+
+    def __len__(self) -> int:
+        k = len(self.accesses)
+        return k * (k + 1) // 2
+
+    def __iter__(self) -> Iterator[tuple[Access, Access]]:
+        accesses = self.accesses
+        for i, a in enumerate(accesses):
+            for j in range(i, len(accesses)):
+                yield a, accesses[j]
 
 
 def _shared_pairs(c: Copies, a: Access, b: Access) -> isl.Set | None:
