@@ -31,6 +31,7 @@ lane's value wins in lockstep as well.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import islpy as isl
 
@@ -221,12 +222,19 @@ def _same_warp(q: _Question) -> isl.Set:
 
 def warp_races(kernel: n.Kernel, *, block: Shape | None = None) -> list[BlockRace]:
     """The races of ``block_races`` inside one warp (none where the question is too hard for isl:
-    no refusal without a proof)."""
+    no refusal without a proof). Cached: ``lockstep-warps`` and ``refuse-warp-synchronous`` ask
+    it of the same kernel when the first leaves it as it is."""
+    return list(_warp_races(kernel, block))
+
+
+@functools.lru_cache(maxsize=16)
+def _warp_races(kernel: n.Kernel, block: Shape | None) -> tuple[BlockRace, ...]:
     try:
         races = [r for r in block_races(kernel, block=block) if r.same_warp]
-        return sorted(races, key=lambda r: r.other is not None and r.loc is not None and r.other.line != r.loc.line)
+        return tuple(sorted(races, key=lambda r: r.other is not None and r.loc is not None
+                            and r.other.line != r.loc.line))
     except isl.Error:
-        return []
+        return ()
 
 
 def shared_race_warnings(kernel: n.Kernel, *, block: Shape | None = None) -> list[str]:
