@@ -198,3 +198,55 @@ def test_ir_deeper_than_the_limit_is_a_located_error(tmp_path, capsys, monkeypat
     assert f"{path}:4:" in err
     assert "error: expression nested too deeply (" in err and "levels; the limit is 500)" in err
     assert not out.exists()
+
+
+# --------------------------------------------------------------------------- linear work
+
+
+def long_or_and_sum(terms: int) -> str:
+    """An integer the polyhedral model cannot convert at any level (``n | n | ...``: each level
+    is named as a uniform value) and a float sum of ``terms`` loads to differentiate."""
+    ors = " | ".join(["n"] * terms)
+    sum_ = " + ".join(f"{_coef(j)}f*x[i+{j % 7}]" for j in range(terms))
+    return "__global__ void k(const float* x, float* y, int n) {\n  int i = threadIdx.x;\n" \
+           f"  int g = i * ({ors});\n  y[g] = {sum_};\n}}\n"
+
+
+def test_long_expressions_cost_linear_work(tmp_path, monkeypatch) -> None:
+    """Work per node, counted rather than timed: each of these was once done again for every
+    level of a long expression (quadratic: 2,000 terms took minutes in grad). The polyhedral
+    builder walked each unconvertible subtree to find its uniformity and printed it to name it;
+    activity analysis re-walked each operand. (Sharing also listed all 2,000,000 pairs of the
+    sum's loads up front; that list is not counted here, only timed in the commit message.)"""
+    import autodiff.activity
+    import polypy.poly.builder
+    from polypy.ir.cexpr import CExprPrinter
+
+    terms = 2_000
+    counts = {"walked": 0, "rendered": 0, "activity": 0}
+
+    def walk(node):
+        for x in original_walk(node):
+            counts["walked"] += 1
+            yield x
+
+    def render(self, e):
+        counts["rendered"] += 1
+        return original_render(self, e)
+
+    def expr(self, e):
+        counts["activity"] += 1
+        return original_expr(self, e)
+
+    original_walk, original_render = polypy.poly.builder.walk, CExprPrinter.render
+    original_expr = autodiff.activity.Activity.expr
+    monkeypatch.setattr(polypy.poly.builder, "walk", walk)
+    monkeypatch.setattr(CExprPrinter, "render", render)
+    monkeypatch.setattr(autodiff.activity.Activity, "expr", expr)
+    path, out = tmp_path / "long.cu", tmp_path / "long_grad.cu"
+    path.write_text(long_or_and_sum(terms))
+    assert main(["grad", str(path), "--kernel", "k", "-o", str(out)]) == 0
+    # Linear: 10 to 40 visits per term (2,000 terms: 16,000 to 80,000); quadratic: terms**2 / 2 = 2,000,000.
+    assert counts["walked"] < 100 * terms, counts
+    assert counts["rendered"] < 100 * terms, counts
+    assert counts["activity"] < 100 * terms, counts
