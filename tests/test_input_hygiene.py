@@ -276,7 +276,7 @@ def test_torch_launch_refuses_a_scalar_that_does_not_fit(scalars_module) -> None
         pt.launch(scalars_module.scale)[1, 4](y, 2 ** 32 + 500, 3, 5, 2.0)
     with pytest.raises(polypy.UserError, match="argument 'u' of kernel 'scale'.* does not fit in unsigned int"):
         pt.launch(scalars_module.scale)[1, 4](y, 4, torch.tensor(-1), 5, 2.0)
-    f = pt.function(scalars_module.scale, inputs=["n", "u", "w", "a"], outputs={"y": lambda v: (4,)},
+    f = pt.function(scalars_module.scale, inputs=["n", "u", "w", "a"], outputs={"y": lambda w: (4,)},
                     grid=1, block=4)
     with pytest.raises(polypy.UserError, match="argument 'n' of kernel 'scale'.* does not fit in int"):
         f(2 ** 32 + 500, 3, 5, 2.0)
