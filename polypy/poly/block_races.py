@@ -161,8 +161,7 @@ def may_warp_race_arrays(kernel: n.Kernel) -> frozenset[str]:
                 base = q.c.domain(a, "1") & q.c.domain(b, "2") & overlap & warp & _same_trips(q, a, b)
                 if base.is_empty():
                     continue
-                ordered = q.c.separated(a.time, "1", b.time, "2", model.barriers) | \
-                    q.c.separated(b.time, "2", a.time, "1", model.barriers)
+                ordered = q.ordered(a, b)
                 if any(not ((base & piece) - ordered).is_empty() for piece in q.pieces):
                     out |= {a.buffer, b.buffer}
         return frozenset(out)
@@ -190,19 +189,8 @@ def _line(a: Access) -> int | None:
 
 def _race(q: _Question, a: Access, b: Access) -> isl.Set | None:
     """Instance pairs of two threads of one block touching one element, unordered by barriers."""
-    c, model = q.c, q.model
-    same = c.same_element(a, "1", b, "2")
-    if same is None:
-        return None
-    base = c.domain(a, "1") & c.domain(b, "2") & same & q.fixed
-    if base.is_empty():
-        return None
-    ordered = c.separated(a.time, "1", b.time, "2", model.barriers) | \
-        c.separated(b.time, "2", a.time, "1", model.barriers)
-    race = c.empty
-    for piece in q.pieces:
-        race = race | ((base & piece) - ordered)
-    return None if race.is_empty() else race
+    found = q.same_block_race(a, b)
+    return None if found is None or found[1].is_empty() else found[1]
 
 
 def _same_warp(q: _Question) -> isl.Set:

@@ -212,19 +212,34 @@ class _Question:
         names = [name for name in self.c.names if name in keep]
         return {name: int(point.get_coordinate_val(isl.dim_type.set, i).to_python()) for i, name in enumerate(names)}
 
-    def conflict(self, a: Access, b: Access) -> WriteConflict | None:
-        c, model = self.c, self.model
+    def ordered(self, a: Access, b: Access) -> isl.Set:
+        """Instance pairs of ``a`` (copy 1) and ``b`` (copy 2) that a barrier of both threads orders."""
+        barriers = self.model.barriers
+        return self.c.separated(a.time, "1", b.time, "2", barriers) | self.c.separated(b.time, "2", a.time, "1", barriers)
+
+    def same_block_race(self, a: Access, b: Access) -> tuple[isl.Set, isl.Set] | None:
+        """``(base, race)``: the instance pairs where ``a`` and ``b`` certainly touch one element,
+        and those of two threads of one block among them that no barrier orders (None: never
+        provably the same element)."""
+        c = self.c
         same = c.same_element(a, "1", b, "2")
         if same is None:
             return None
         base = c.domain(a, "1") & c.domain(b, "2") & same & self.fixed
         if base.is_empty():
             return None
-        ordered = c.separated(a.time, "1", b.time, "2", model.barriers) | \
-            c.separated(b.time, "2", a.time, "1", model.barriers)
+        ordered = self.ordered(a, b)
         race = c.empty
         for piece in self.pieces:
             race = race | ((base & piece) - ordered)
+        return base, race
+
+    def conflict(self, a: Access, b: Access) -> WriteConflict | None:
+        model = self.model
+        found = self.same_block_race(a, b)
+        if found is None:
+            return None
+        base, race = found
         for piece in self.block_pieces:
             race = race | (base & piece)
         point = self.decide(race)
