@@ -24,6 +24,7 @@ import pytest
 
 import polypy
 from polypy.driver.cli import main
+from test_runtime_trips import PER_THREAD_TRIPS
 
 SQUARE_STEPS = """__global__ void square_steps(double* y, int n, int m)
 {
@@ -35,17 +36,7 @@ SQUARE_STEPS = """__global__ void square_steps(double* y, int n, int m)
 """
 
 # Trip counts that depend on the thread: two tapes, two capacities.
-STRIDED = """__global__ void strided(double* y, const double* x, int n, int m)
-{
-    int t = threadIdx.x;
-    int row = blockIdx.x;
-    double acc = x[row * 64 + t];
-    for (int j = t; j < m; j += 8)
-        acc = acc * 0.5 + sin(acc) * x[row * 64 + j % 64];
-    for (int k = 0; k < n - t; k++)
-        y[row * 16 + t] = y[row * 16 + t] * y[row * 16 + t] + acc * 0.01;
-}
-"""
+STRIDED = PER_THREAD_TRIPS
 
 
 def _cli_error(capsys, argv: list[str], out: pathlib.Path | None, where: str, message: str) -> str:

@@ -39,7 +39,7 @@ from polypy.errors import Loc, UserError, format_diagnostic
 from polypy.ir import nodes as n
 from polypy.poly.hazards import atomics_commute
 from polypy.poly.model import THREAD_IDX, Access, build_model
-from polypy.poly.write_conflicts import Shape, _launch, _Question, _values  # the same questions, on shared memory
+from polypy.poly.write_conflicts import RaceQuestion, Shape, race_launch, thread_values
 
 WARP = 32
 
@@ -85,12 +85,12 @@ def block_races(kernel: n.Kernel, *, block: Shape | None = None) -> list[BlockRa
     warp first found where a pair can be both. ``block``: the block shape where it is known."""
     if not any(b.space == "shared" for b in kernel.buffers):
         return []
-    model = build_model(kernel, launch=_launch(kernel, block, None))
+    model = build_model(kernel, launch=race_launch(kernel, block, None))
     shared = [a for a in model.accesses if a.space == "shared" and a.exact]
     writes = [a for a in shared if a.writes]
     if not writes:
         return []
-    q = _Question(model, block, None)
+    q = RaceQuestion(model, block, None)
     warp = _same_warp(q)
     out: list[BlockRace] = []
     for a in writes:
@@ -112,7 +112,7 @@ def block_races(kernel: n.Kernel, *, block: Shape | None = None) -> list[BlockRa
             if point is None:
                 continue
             found = BlockRace(kernel.name, a.buffer, a.text or f"{a.buffer}[...]", a.loc, (a.kind, b.kind),
-                              _values(model, point, "1"), _values(model, point, "2"),
+                              thread_values(model, point, "1"), thread_values(model, point, "2"),
                               b.loc if b.loc != a.loc else None, same_warp)
             if same_warp:
                 break
@@ -147,7 +147,7 @@ def may_warp_race_arrays(kernel: n.Kernel) -> frozenset[str]:
         writes = [a for a in shared if a.writes]
         if not writes:
             return frozenset()
-        q = _Question(model, None, None)
+        q = RaceQuestion(model, None, None)
         warp = _same_warp(q)
         out: set[str] = set()
         for a in writes:
@@ -173,7 +173,7 @@ def _inside(path, loop_path) -> bool:
     return len(path) > len(loop_path) and path[:len(loop_path)] == loop_path
 
 
-def _same_trips(q: _Question, a: Access, b: Access) -> isl.Set:
+def _same_trips(q: RaceQuestion, a: Access, b: Access) -> isl.Set:
     """Pairs in the same trip of every loop around both accesses whose trips the model only
     counts: lanes in lockstep are in one trip (their race there is the one to find)."""
     out = q.c.universe
@@ -187,13 +187,13 @@ def _line(a: Access) -> int | None:
     return a.loc.line if a.loc is not None else None
 
 
-def _race(q: _Question, a: Access, b: Access) -> isl.Set | None:
+def _race(q: RaceQuestion, a: Access, b: Access) -> isl.Set | None:
     """Instance pairs of two threads of one block touching one element, unordered by barriers."""
     found = q.same_block_race(a, b)
     return None if found is None or found[1].is_empty() else found[1]
 
 
-def _same_warp(q: _Question) -> isl.Set:
+def _same_warp(q: RaceQuestion) -> isl.Set:
     """Pairs of threads of one warp where ``blockDim.x`` is a multiple of 32: same ``threadIdx.y/z``,
     same ``threadIdx.x / 32``."""
     c = q.c

@@ -82,11 +82,11 @@ def write_conflicts(kernel: n.Kernel, *, block: Shape | None = None, grid: Shape
     ``block``/``grid``: the launch shape where it is known (see the module docstring for what
     an unknown one means). At most one conflict per store, in source order.
     """
-    model = build_model(kernel, launch=_launch(kernel, block, grid))
+    model = build_model(kernel, launch=race_launch(kernel, block, grid))
     # Global memory: pointer parameters and the module's __device__ arrays.
     stores = [a for a in model.accesses if a.space in ("global", "device") and a.kind == "write" and a.exact]
     writes = [a for a in model.accesses if a.space in ("global", "device") and a.writes and a.exact]
-    q = _Question(model, block, grid)
+    q = RaceQuestion(model, block, grid)
     out: list[WriteConflict] = []
     reported: set[tuple] = set()  # (store, other store): each pair of statements once
     for a in stores:
@@ -101,7 +101,7 @@ def write_conflicts(kernel: n.Kernel, *, block: Shape | None = None, grid: Shape
     return out
 
 
-def _launch(kernel: n.Kernel, block: Shape | None, grid: Shape | None) -> Launch | None:
+def race_launch(kernel: n.Kernel, block: Shape | None, grid: Shape | None) -> Launch | None:
     """The launch to build the model for: the known block shape, and the known grid or 2 blocks
     along each grid dimension the kernel reads (None: symbolic)."""
     if block is None:
@@ -120,7 +120,7 @@ def _launch(kernel: n.Kernel, block: Shape | None, grid: Shape | None) -> Launch
     return Launch(grid, block)  # type: ignore[arg-type]
 
 
-class _Question:
+class RaceQuestion:
     """Race questions about one model; ``block``/``grid``: known shapes (used where the model is
     symbolic in them)."""
 
@@ -245,12 +245,12 @@ class _Question:
         point = self.decide(race)
         if point is None:
             return None
-        first, second = _values(model, point, "1"), _values(model, point, "2")
+        first, second = thread_values(model, point, "1"), thread_values(model, point, "2")
         other = b.loc if b.loc != a.loc else None
         return WriteConflict(model.kernel.name, a.buffer, _element(a), a.loc, first, second, other)
 
 
-def _values(model: Model, point: dict[str, int], copy: str) -> tuple[tuple[str, int], ...]:
+def thread_values(model: Model, point: dict[str, int], copy: str) -> tuple[tuple[str, int], ...]:
     """``(("tx", 3), ("bx", 0))``: the thread and block of ``copy`` in ``point`` (dimensions that vary)."""
     out: list[tuple[str, int]] = []
     for prefix, names, dims in (("t", THREAD_IDX, model.thread_dims), ("b", BLOCK_IDX, model.block_dims)):
