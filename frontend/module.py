@@ -34,7 +34,7 @@ from frontend.lower import (
 # own: they are inlined like a user's header.
 CUDA_HEADERS = frozenset({
     "cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch_parameters.h", "device_functions.h",
-    "cuda_device_runtime_api.h", "vector_types.h", "vector_functions.h", "driver_types.h",
+    "cuda_device_runtime_api.h", "vector_types.h", "vector_functions.h", "driver_types.h", "cuda_profiler_api.h",
 })
 
 _CONTAINERS = (CK.NAMESPACE, CK.LINKAGE_SPEC, CK.UNEXPOSED_DECL)
