@@ -246,6 +246,7 @@ static __host__ __device__ inline uint3 make_uint3(unsigned int x, unsigned int 
 #include "parts/execution.h"
 #include "parts/driver.h"
 #include "parts/texture.h"
+#include "parts/refused.h"
 
 /* ------------------------------------------------------------------ the runtime API for plain C files */
 /* A program's .c files call the runtime too (b+tree's main.c: cudaSetDevice), linked against

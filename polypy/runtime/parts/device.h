@@ -291,6 +291,9 @@ static inline cudaError_t cudaDeviceGetLimit(size_t* value, enum cudaLimit limit
   return cudaSuccess;
 }
 
+static inline cudaError_t cudaThreadSetLimit(enum cudaLimit limit, size_t value) { return cudaDeviceSetLimit(limit, value); }
+static inline cudaError_t cudaThreadGetLimit(size_t* value, enum cudaLimit limit) { return cudaDeviceGetLimit(value, limit); }
+
 /* Peer access: one device, so there is no peer. CUDA answers "no" for a device and itself. */
 enum cudaDeviceP2PAttr {
   cudaDevP2PAttrPerformanceRank = 1, cudaDevP2PAttrAccessSupported = 2, cudaDevP2PAttrNativeAtomicSupported = 3,

@@ -41,6 +41,7 @@ static inline cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache* c) {
   return cudaSuccess;
 }
 static inline cudaError_t cudaThreadSetCacheConfig(enum cudaFuncCache c) { (void)c; return cudaSuccess; }
+static inline cudaError_t cudaThreadGetCacheConfig(enum cudaFuncCache* c) { return cudaDeviceGetCacheConfig(c); }
 static inline cudaError_t cudaDeviceSetSharedMemConfig(enum cudaSharedMemConfig c) { (void)c; return cudaSuccess; }
 static inline cudaError_t cudaDeviceGetSharedMemConfig(enum cudaSharedMemConfig* c) {
   if (!c) return polypy_rt_fail(cudaErrorInvalidValue);
@@ -88,6 +89,8 @@ static inline cudaError_t polypy_rt_potential_block_size_smem(int* min_grid, int
   ((void)(flags), polypy_rt_potential_block_size((min_grid), (block_size), (shmem), (limit)))
 #define cudaOccupancyMaxPotentialBlockSizeVariableSMem(min_grid, block_size, func, ...) \
   polypy_rt_potential_block_size_smem((min_grid), (block_size), __VA_ARGS__)
+#define cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags(min_grid, block_size, func, smem_of, limit, flags) \
+  ((void)(flags), polypy_rt_potential_block_size_smem((min_grid), (block_size), (smem_of), (limit)))
 static inline cudaError_t polypy_rt_available_shmem(size_t* bytes, int blocks, int block_size) {
   if (!bytes) return polypy_rt_fail(cudaErrorInvalidValue);
   *bytes = blocks <= 1 && block_size >= 1 && block_size <= 1024 ? (size_t)48 * 1024 : 0;

@@ -120,6 +120,13 @@ static inline cudaError_t cudaMemPoolSetAccess(cudaMemPool_t pool, const struct 
       return polypy_rt_fail(cudaErrorInvalidDevice);
   return cudaSuccess;
 }
+static inline cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags* flags, cudaMemPool_t pool,
+                                               struct cudaMemLocation* location) {
+  if (!flags || !pool || !location) return polypy_rt_fail(cudaErrorInvalidValue);
+  *flags = location->type == cudaMemLocationTypeDevice && location->id == 0 ? cudaMemAccessFlagsProtReadWrite
+                                                                             : cudaMemAccessFlagsProtNone;
+  return cudaSuccess;
+}
 static inline cudaError_t cudaMallocFromPoolAsync(void** p, size_t size, cudaMemPool_t pool, cudaStream_t s) {
   (void)s;
   if (!p || !pool) return polypy_rt_fail(cudaErrorInvalidValue);

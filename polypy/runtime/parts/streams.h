@@ -119,6 +119,25 @@ static inline cudaError_t cudaStreamGetAttribute(cudaStream_t s, cudaStreamAttrI
     default: return polypy_rt_fail(cudaErrorInvalidValue);
   }
 }
+static inline cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) {
+  struct polypy_rt_stream *d = polypy_rt_stream_of(dst), *s = polypy_rt_stream_of(src);
+  d->window = s->window;
+  d->sync_policy = s->sync_policy;
+  d->priority = s->priority;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaStreamGetDevice(cudaStream_t s, int* device) {
+  (void)s;
+  if (!device) return polypy_rt_fail(cudaErrorInvalidValue);
+  *device = 0;
+  return cudaSuccess;
+}
+/* A stream's id: its address (unique while it lives); the default stream's is 0. */
+static inline cudaError_t cudaStreamGetId(cudaStream_t s, unsigned long long* id) {
+  if (!id) return polypy_rt_fail(cudaErrorInvalidValue);
+  *id = polypy_rt_stream_of(s) == polypy_rt_null_stream() ? 0 : (unsigned long long)(uintptr_t)s;
+  return cudaSuccess;
+}
 static inline cudaError_t cudaCtxResetPersistingL2Cache(void) { return cudaSuccess; }
 
 /* Host callbacks, in stream order: the work before them is done, so they run now. A callback
