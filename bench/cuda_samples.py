@@ -10,7 +10,7 @@ What it does per sample (one row each): reads the sample's ``CMakeLists.txt`` (i
 interop, the driver API or NVRTC, several GPUs, a vendor library, PTX, another platform) is
 listed as ``n/a`` with why, from what its CMake file links and what its sources mention; every
 other sample is built exactly as its CMake file builds it: ``polypy translate`` each ``.cu`` file
-with ``-I Common`` (so NVIDIA's own ``helper_*.h`` are the ones used), then ``g++ -O3 -fopenmp
+with the ``-I`` directories its CMake file adds (``Common`` in all of them: so NVIDIA's own ``helper_*.h`` are the ones used), then ``g++ -O3 -fopenmp
 -I Common -isystem polypy/runtime`` over the translated files and the sample's own ``.cpp``/``.c``
 files (those include ``<cuda_runtime.h>`` themselves: polypy's), then runs the
 binary in the sample's directory (where its data files are found). A sample passes when it exits
@@ -37,7 +37,7 @@ from typing import Sequence
 from bench.real_programs import first_error
 
 RUNTIME_DIR = pathlib.Path(__file__).resolve().parents[1] / "polypy" / "runtime"  # polypy's cuda_runtime.h & co.
-RUN_TIMEOUT_S = 120.0
+RUN_TIMEOUT_S = 300.0
 TRANSLATE_TIMEOUT_S = 300.0
 CXXFLAGS = ("-O3", "-fopenmp", "-std=c++17", "-w")
 
@@ -71,6 +71,7 @@ class Sample:
     name: str
     directory: pathlib.Path
     sources: tuple[str, ...]
+    include_dirs: tuple[pathlib.Path, ...]  # what its CMake file adds (Common among them)
     blocker: str | None  # why it is not applicable, or None
 
 
@@ -87,6 +88,19 @@ def _cmake_sources(cmake: str) -> tuple[str, ...]:
     if m is None:
         return ()
     return tuple(s for s in m.group(1).split() if not s.startswith("$"))
+
+
+def _cmake_include_dirs(cmake: str, directory: pathlib.Path) -> tuple[pathlib.Path, ...]:
+    """The directories of include_directories / target_include_directories (the target's name
+    and CMake variables skipped)."""
+    dirs = []
+    for m in re.finditer(r"(target_)?include_directories\(([^)]*)\)", cmake):
+        words = m.group(2).split()
+        if m.group(1):
+            words = words[1:]
+        dirs += [(directory / w).resolve() for w in words
+                 if not w.startswith("$") and w not in ("PRIVATE", "PUBLIC", "INTERFACE", "SYSTEM", "BEFORE")]
+    return tuple(dict.fromkeys(d for d in dirs if d.is_dir()))
 
 
 def find_samples(root: pathlib.Path) -> list[Sample]:
@@ -111,7 +125,7 @@ def find_samples(root: pathlib.Path) -> list[Sample]:
                 blocker = why
         if blocker is None and not any(s.endswith(".cu") for s in sources):
             blocker = "no .cu source"
-        samples.append(Sample(directory.name, directory, sources, blocker))
+        samples.append(Sample(directory.name, directory, sources, _cmake_include_dirs(cmake, directory), blocker))
     return samples
 
 
@@ -125,14 +139,14 @@ def _run(command: Sequence[str], *, cwd: pathlib.Path, timeout: float) -> subpro
 def measure(sample: Sample, root: pathlib.Path, work: pathlib.Path, polypy: Sequence[str]) -> Row:
     if sample.blocker is not None:
         return Row(sample.name, "n/a", sample.blocker)
-    common = str((root / "Common").resolve())
+    includes = [f"-I{d}" for d in sample.include_dirs] or [f"-I{(root / 'Common').resolve()}"]
     work.mkdir(parents=True, exist_ok=True)
     objects = []
     for i, source in enumerate(sample.sources):
         path = sample.directory / source
         if source.endswith(".cu"):
             out = work / f"t{i}_{path.stem}.cpp"
-            r = _run([*polypy, "translate", str(path), "-o", str(out), "-I", common], cwd=work,
+            r = _run([*polypy, "translate", str(path), "-o", str(out), *includes], cwd=work,
                      timeout=TRANSLATE_TIMEOUT_S)
             if r is None:
                 return Row(sample.name, "translate", "timed out")
@@ -144,7 +158,7 @@ def measure(sample: Sample, root: pathlib.Path, work: pathlib.Path, polypy: Sequ
         obj = work / f"o{i}_{path.stem}.o"
         # the sample's own .cpp files include <cuda_runtime.h>: polypy's (after -I Common, which
         # keeps NVIDIA's helper headers first)
-        r = _run([compiler, *flags, "-I", common, "-isystem", str(RUNTIME_DIR), "-iquote", str(sample.directory),
+        r = _run([compiler, *flags, *includes, "-isystem", str(RUNTIME_DIR), "-iquote", str(sample.directory),
                   "-c", str(path), "-o", str(obj)],
                  cwd=work, timeout=TRANSLATE_TIMEOUT_S)
         if r is None or r.returncode != 0:

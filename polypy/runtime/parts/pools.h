@@ -197,6 +197,20 @@ static inline cudaError_t cudaMemPrefetchAsync(const void* p, size_t count, int 
   if (device != 0 && device != cudaCpuDeviceId) return polypy_rt_fail(cudaErrorInvalidDevice);
   return cudaSuccess;
 }
+/* CUDA 13's forms: a location instead of a device number. */
+static inline int polypy_rt_location_device(struct cudaMemLocation where) {
+  if (where.type == cudaMemLocationTypeDevice) return where.id;
+  return where.type == cudaMemLocationTypeInvalid ? cudaInvalidDeviceId : cudaCpuDeviceId;  /* host, host NUMA */
+}
+static inline cudaError_t cudaMemAdvise(const void* p, size_t count, enum cudaMemoryAdvise advice,
+                                        struct cudaMemLocation where) {
+  return cudaMemAdvise(p, count, advice, polypy_rt_location_device(where));
+}
+static inline cudaError_t cudaMemPrefetchAsync(const void* p, size_t count, struct cudaMemLocation where,
+                                               unsigned int flags, cudaStream_t s = 0) {
+  if (flags != 0) return polypy_rt_fail(cudaErrorInvalidValue);
+  return cudaMemPrefetchAsync(p, count, polypy_rt_location_device(where), s);
+}
 static inline cudaError_t cudaStreamAttachMemAsync(cudaStream_t s, void* p, size_t length = 0,
                                                    unsigned int flags = cudaMemAttachSingle) {
   (void)s; (void)length;
