@@ -58,18 +58,23 @@ def test_runtime_api_behaves_as_cuda_on_one_device() -> None:
     minimum grid = multiprocessors); the default pool counts its used bytes; cudaMemcpy3D moves a
     box through padded rows (row 1 of depth 0 holds 10, 11, 12...); one device has no peer."""
     need_compiler(cpp=True)
-    r = _polypy("run", str(PROGRAMS / "api.cu"))
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout == API_EXPECTED
+    for mode in ((), ("--emulate",)):  # compiled kernels; kernels run by the reference emulator
+        r = _polypy("run", str(PROGRAMS / "api.cu"), *mode)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert r.stdout == API_EXPECTED, mode
 
 
 def test_refused_runtime_calls_are_located_errors(tmp_path: pathlib.Path) -> None:
-    """CUDA graphs and cudaFuncGetAttributes: `file:line:col: error:` naming the call, exit 1, no output."""
+    """CUDA graphs, cudaFuncGetAttributes, surface objects, cudaLaunchKernel: `file:line:col: error:`
+    naming the call, exit 1, no output."""
     cases = {
         "graph.cu": ("cudaGraph_t g;\n  cudaGraphCreate(&g, 0);", "5:3: error: 'cudaGraphCreate' is unavailable: "
                      "CUDA graphs (cudaGraphCreate) is not supported by polypy"),
         "attrs.cu": ("cudaFuncAttributes a;\n  cudaFuncGetAttributes(&a, k);", "5:3: error: "
                      "'polypy_rt_func_attributes' is unavailable: cudaFuncGetAttributes"),
+        "surface.cu": ("cudaSurfaceObject_t s = 0;\n  cudaCreateSurfaceObject(&s, 0);",
+                       "5:3: error: 'cudaCreateSurfaceObject' is unavailable: surface objects (cudaCreateSurfaceObject) "
+                       "is not supported by polypy"),
         "launch.cu": ("void* args[1] = {0};\n  cudaLaunchKernel((void*)k, dim3(1), dim3(1), args, 0, 0);",
                       "5:3: error: 'cudaLaunchKernel' is unavailable: cudaLaunchKernel (launch with <<<...>>>)"),
     }
