@@ -49,6 +49,37 @@ POLYPY_REFUSED(cudaDeviceSetGraphMemAttribute, "CUDA graphs")
 /* CUDA arrays, mipmapped arrays, texture and surface objects (1-D texture references on linear
  * memory are translated: parts/texture.h). */
 typedef unsigned long long cudaSurfaceObject_t;
+struct cudaMipmappedArray;
+typedef struct cudaMipmappedArray* cudaMipmappedArray_t;
+#define cudaArrayDefault 0x00
+#define cudaArrayLayered 0x01
+#define cudaArraySurfaceLoadStore 0x02
+#define cudaArrayCubemap 0x04
+#define cudaArrayTextureGather 0x08
+enum cudaSurfaceBoundaryMode { cudaBoundaryModeZero = 0, cudaBoundaryModeClamp = 1, cudaBoundaryModeTrap = 2 };
+enum cudaResourceType { cudaResourceTypeArray = 0, cudaResourceTypeMipmappedArray = 1, cudaResourceTypeLinear = 2,
+                        cudaResourceTypePitch2D = 3 };
+struct cudaResourceDesc {
+  enum cudaResourceType resType;
+  union {
+    struct { cudaArray_t array; } array;
+    struct { cudaMipmappedArray_t mipmap; } mipmap;
+    struct { void* devPtr; struct cudaChannelFormatDesc desc; size_t sizeInBytes; } linear;
+    struct { void* devPtr; struct cudaChannelFormatDesc desc; size_t width, height, pitchInBytes; } pitch2D;
+  } res;
+};
+struct cudaTextureDesc {
+  enum cudaTextureAddressMode addressMode[3];
+  enum cudaTextureFilterMode filterMode;
+  enum cudaTextureReadMode readMode;
+  int sRGB;
+  float borderColor[4];
+  int normalizedCoords;
+  unsigned int maxAnisotropy;
+  enum cudaTextureFilterMode mipmapFilterMode;
+  float mipmapLevelBias, minMipmapLevelClamp, maxMipmapLevelClamp;
+  int disableTrilinearOptimization, seamlessCubemap;
+};
 POLYPY_REFUSED(cudaArrayGetInfo, "CUDA arrays") POLYPY_REFUSED(cudaArrayGetMemoryRequirements, "CUDA arrays")
 POLYPY_REFUSED(cudaArrayGetPlane, "CUDA arrays") POLYPY_REFUSED(cudaArrayGetSparseProperties, "CUDA arrays")
 POLYPY_REFUSED(cudaMallocMipmappedArray, "CUDA arrays") POLYPY_REFUSED(cudaFreeMipmappedArray, "CUDA arrays")
