@@ -45,6 +45,7 @@ peer 0 enable cudaErrorInvalidDevice peer_copy 1 1
 pointer device 1 host 1
 limit 16777216 versions 1 1 profiler 0 0
 unified 0 0 cudaErrorInvalidDevice
+bus 0000:00:00.0 0 flags 12 2 stack 1024 access 3 stream 0 0 1
 """
 
 

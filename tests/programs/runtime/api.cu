@@ -172,6 +172,30 @@ int main() {
          (int)cudaProfilerStart(), (int)cudaProfilerStop());
   printf("unified %d %d %s\n", (int)cudaMemAdvise(e, 64, cudaMemAdviseSetReadMostly, 0),
          (int)cudaMemPrefetchAsync(e, 64, cudaCpuDeviceId), cudaGetErrorName(cudaMemPrefetchAsync(e, 64, 3)));
+  // Smaller queries: PCI id, device flags, thread limits, pool access, stream device and id.
+  char bus[32];
+  cudaDeviceGetPCIBusId(bus, sizeof bus, 0);
+  int by_bus = -1;
+  cudaDeviceGetByPCIBusId(&by_bus, bus);
+  unsigned int dflags = 0, hflags = 0;
+  cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
+  cudaGetDeviceFlags(&dflags);
+  cudaHostGetFlags(&hflags, e);
+  size_t stack = 0;
+  cudaThreadGetLimit(&stack, cudaLimitStackSize);
+  cudaMemLocation here = {cudaMemLocationTypeDevice, 0};
+  cudaMemAccessFlags access = cudaMemAccessFlagsProtNone;
+  cudaMemPoolGetAccess(&access, pool, &here);
+  cudaStream_t t;
+  cudaStreamCreate(&t);
+  int sdev = -1;
+  unsigned long long id0 = 1, id1 = 0;
+  cudaStreamGetDevice(t, &sdev);
+  cudaStreamGetId(0, &id0);
+  cudaStreamGetId(t, &id1);
+  cudaStreamDestroy(t);
+  printf("bus %s %d flags %u %u stack %zu access %d stream %d %llu %d\n", bus, by_bus, dflags, hflags, stack,
+         (int)access, sdev, id0, id1 != 0);
   cudaFree(e);
   cudaFree(d);
   cudaFree(dev.ptr);
