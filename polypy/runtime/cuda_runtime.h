@@ -1,8 +1,10 @@
 /* polypy's CUDA runtime on the host.
  *
- * One header, two uses: the frontend parses CUDA programs against it (instead of the CUDA
- * toolkit's headers, which a machine without a toolkit lacks), and `polypy translate` pastes
- * it into every translated whole program, where it implements the runtime API on host memory:
+ * One header (with its parts in parts/, one per responsibility), two uses: the frontend parses
+ * CUDA programs against it (instead of the CUDA toolkit's headers, which a machine without a
+ * toolkit lacks), and `polypy translate` pastes it, parts included, into every translated whole
+ * program, where it implements the runtime API on host memory (docs/runtime_api.md gives every
+ * function's status):
  * device allocations are ordinary aligned heap blocks, copies are memcpy (large ones on all cores), every launch and
  * every stream operation completes before it returns (which is one valid CUDA ordering).
  *
