@@ -39,7 +39,7 @@ priorities 0 0 destroy 0 destroy_null cudaErrorInvalidResourceHandle
 elapsed_unrecorded cudaErrorInvalidResourceHandle
 elapsed cudaSuccess 1 no_timing cudaErrorInvalidResourceHandle
 occupancy_256 1 occupancy_2048 0 potential 1024 grid_is_sms 1 limited 96
-pool threshold 1048576 used 4000 after_free 0
+pool threshold 1048576 used 4000 after_free 0 after_cudaFree 0 high 4000
 pitch 64 rows_padded 1 copy3d 1 row1 12
 peer 0 enable cudaErrorInvalidDevice peer_copy 1 1
 pointer device 1 host 1

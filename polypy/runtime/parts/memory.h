@@ -86,8 +86,10 @@ static inline cudaError_t polypy_rt_free_unlocked(void* p) {
   }
   return cudaSuccess;
 }
+static inline void polypy_rt_pool_forget(void* p);  /* parts/pools.h: a block from a memory pool */
 static inline cudaError_t cudaFree(void* p) {
   if (!p) return cudaSuccess;
+  polypy_rt_pool_forget(p);
   polypy_rt_locked lock;
   return polypy_rt_free_unlocked(p);
 }

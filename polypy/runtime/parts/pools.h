@@ -133,11 +133,12 @@ static inline cudaError_t cudaMallocFromPoolAsync(void** p, size_t size, cudaMem
   if (pool->max_size && pool->used + size > pool->max_size) return polypy_rt_fail(cudaErrorMemoryAllocation);
   cudaError_t e = cudaMalloc(p, size);
   if (e != cudaSuccess) return e;
+  polypy_rt_locked lock;  /* the table, as cudaMalloc's registry: host threads allocate at once */
   size_t* n = polypy_rt_pool_block_count();
   struct polypy_rt_pool_block* grown = (struct polypy_rt_pool_block*)realloc(
       *polypy_rt_pool_blocks(), (*n + 1) * sizeof(struct polypy_rt_pool_block));
   if (!grown) {
-    cudaFree(*p);
+    polypy_rt_free_unlocked(*p);
     *p = 0;
     return polypy_rt_fail(cudaErrorMemoryAllocation);
   }
@@ -159,18 +160,23 @@ static inline cudaError_t cudaMallocAsync(void** p, size_t size, cudaStream_t s)
 template <class T> static inline cudaError_t cudaMallocAsync(T** p, size_t size, cudaStream_t s) {
   return cudaMallocAsync((void**)p, size, s);
 }
-/* cudaFreeAsync frees any device block (CUDA allows it for cudaMalloc's too). */
-static inline cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
-  (void)s;
+/* A pool's block freed (by cudaFree or cudaFreeAsync): its bytes leave the pool's count. */
+static inline void polypy_rt_pool_forget(void* p) {
+  polypy_rt_locked lock;
   size_t* n = polypy_rt_pool_block_count();
   struct polypy_rt_pool_block* t = *polypy_rt_pool_blocks();
   for (size_t i = 0; i < *n; ++i) {
     if (t[i].base == p) {
       t[i].pool->used -= t[i].size;
       t[i] = t[--*n];
-      break;
+      return;
     }
   }
+}
+/* cudaFreeAsync frees any device block (CUDA allows it for cudaMalloc's too), and cudaFree a
+ * pool's block. */
+static inline cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
+  (void)s;
   return cudaFree(p);
 }
 

@@ -115,7 +115,13 @@ int main() {
   printf("pool threshold %llu used %llu", got, used);
   cudaFreeAsync(f, 0);
   cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used);
-  printf(" after_free %llu\n", used);
+  printf(" after_free %llu", used);
+  cudaMallocAsync(&f, 96, 0);
+  cudaFree(f);  // CUDA allows cudaFree of a pool's block
+  cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used);
+  unsigned long long high = 0;
+  cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high);
+  printf(" after_cudaFree %llu high %llu\n", used, high);
 
   // Pitched 3-D memory: a host box copied in and out through cudaMemcpy3D.
   const int W = 5, H = 3, D = 2;
