@@ -34,7 +34,7 @@ from frontend.lower import (
 # own: they are inlined like a user's header.
 CUDA_HEADERS = frozenset({
     "cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch_parameters.h", "device_functions.h",
-    "cuda_device_runtime_api.h", "vector_types.h", "vector_functions.h", "driver_types.h",
+    "cuda_device_runtime_api.h", "vector_types.h", "vector_functions.h", "driver_types.h", "cuda_profiler_api.h",
 })
 
 _CONTAINERS = (CK.NAMESPACE, CK.LINKAGE_SPEC, CK.UNEXPOSED_DECL)
@@ -322,6 +322,7 @@ class _ModuleBuilder:
                     continue
                 visited.add(key)
                 instance = fn
+            _refuse_kernel_values(fn)
             for call in preorder(fn):
                 if call.kind != CK.CALL_EXPR:
                     continue
@@ -575,6 +576,23 @@ def _string_literal(arg: ci.Cursor) -> ci.Cursor | None:
             return None
         arg = children[0]
     return arg if arg.kind == CK.STRING_LITERAL else None
+
+
+def _refuse_kernel_values(fn: ci.Cursor) -> None:
+    """A kernel named in host code other than as the kernel of a launch (its address passed to a
+    function, stored, cast): a translated program has no function of that name, only launchers.
+    (The runtime's calls that take a kernel, cudaFuncSetCacheConfig and the occupancy API, are
+    macros that drop it.)"""
+    def where(c: ci.Cursor) -> tuple:
+        return (c.extent.start.file.name if c.extent.start.file else "", c.extent.start.offset)
+
+    launched = {where(c) for c in preorder(fn) if c.kind == CK.CALL_EXPR and _ModuleBuilder.launch_config(c) is not None}
+    for ref in preorder(fn):
+        if ref.kind != CK.DECL_REF_EXPR or ref.referenced is None or not is_kernel_decl(ref.referenced):
+            continue
+        if where(ref) not in launched:
+            raise UserError(f"kernel '{ref.spelling}' used as a value (not launched with <<<...>>>) is not supported: "
+                            "a translated program has launchers, not a function of that name", cursor_loc(ref))
 
 
 def _is_runtime_header(path: str) -> bool:

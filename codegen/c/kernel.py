@@ -637,6 +637,8 @@ def emulated_launcher(kernel: n.Kernel, index: int, options: Options) -> KernelC
         *(INDENT + line for line in emitter.table_locals()),
         f"{INDENT}void* polypy_args[] = {{{args}}};",
         f"{INDENT}void* polypy_globals[] = {{{globals_}}};",
+        # an invalid configuration runs nothing and is the launch's error, as in the compiled launcher
+        f"{INDENT}if (!polypy_rt_launch_ok(grid.x, grid.y, grid.z, block.x, block.y, block.z, shmem_bytes)) return;",
         f"{INDENT}polypy_emulate_launch({index}, grid, block, shmem_bytes, polypy_args, polypy_globals);",
         "}",
     ])

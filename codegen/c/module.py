@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from importlib import resources
 from typing import Mapping, Sequence
 
@@ -38,8 +39,28 @@ from codegen.c.templates import fp_contract_off, prelude, render_template
 
 
 def runtime_header() -> str:
-    """polypy's CUDA runtime header (package data ``polypy/runtime/cuda_runtime.h``)."""
-    return resources.files("polypy.runtime").joinpath("cuda_runtime.h").read_text(encoding="utf-8")
+    """polypy's CUDA runtime header (package data ``polypy/runtime/cuda_runtime.h``), with its
+    parts (``#include "parts/....h"`` lines of polypy's own headers) pasted where they are included,
+    so that a translated program is one self-contained file."""
+    return _pasted(resources.files("polypy.runtime"), "cuda_runtime.h")
+
+
+_PART_INCLUDE = re.compile(r'#include "((?:parts/)?[a-z_]+\.h)"')
+
+
+def _pasted(directory, name: str) -> str:
+    """The text of polypy's runtime header ``directory/name`` with its own quoted includes pasted.
+    (These are polypy's files, written one include per line; user code never goes through here.)"""
+    parts = name.split("/")
+    here = directory
+    for part in parts[:-1]:
+        here = here.joinpath(part)
+    path = here.joinpath(parts[-1])
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = _PART_INCLUDE.fullmatch(line.strip())
+        lines.append(_pasted(here, m.group(1)).rstrip("\n") if m else line)
+    return "\n".join(lines) + "\n"
 
 
 def global_definition(b: n.Buffer) -> str:

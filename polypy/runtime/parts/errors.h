@@ -1,0 +1,132 @@
+/* polypy runtime: error codes, the last error, launch configuration checks (part of cuda_runtime.h). */
+/* ------------------------------------------------------------------ errors */
+/* The error codes of the CUDA runtime (CUDA's numbering), with their names and messages: host
+ * code prints them and switches over them. polypy itself reports only a few of them. */
+#define POLYPY_CUDA_ERRORS(X) \
+  X(cudaSuccess, 0, "no error") \
+  X(cudaErrorInvalidValue, 1, "invalid argument") \
+  X(cudaErrorMemoryAllocation, 2, "out of memory") \
+  X(cudaErrorInitializationError, 3, "initialization error") \
+  X(cudaErrorCudartUnloading, 4, "driver shutting down") \
+  X(cudaErrorProfilerDisabled, 5, "profiler disabled while using external profiling tool") \
+  X(cudaErrorProfilerNotInitialized, 6, "profiler not initialized") \
+  X(cudaErrorProfilerAlreadyStarted, 7, "profiler already started") \
+  X(cudaErrorProfilerAlreadyStopped, 8, "profiler already stopped") \
+  X(cudaErrorInvalidConfiguration, 9, "invalid configuration argument") \
+  X(cudaErrorInvalidPitchValue, 12, "invalid pitch argument") \
+  X(cudaErrorInvalidSymbol, 13, "invalid device symbol") \
+  X(cudaErrorInvalidHostPointer, 16, "invalid host pointer") \
+  X(cudaErrorInvalidDevicePointer, 17, "invalid device pointer") \
+  X(cudaErrorInvalidTexture, 18, "invalid texture reference") \
+  X(cudaErrorInvalidTextureBinding, 19, "texture is not bound to a pointer") \
+  X(cudaErrorInvalidChannelDescriptor, 20, "invalid channel descriptor") \
+  X(cudaErrorInvalidMemcpyDirection, 21, "invalid copy direction for memcpy") \
+  X(cudaErrorAddressOfConstant, 22, "invalid address of constant") \
+  X(cudaErrorTextureFetchFailed, 23, "fetch from texture failed") \
+  X(cudaErrorTextureNotBound, 24, "cannot fetch from a texture that is not bound") \
+  X(cudaErrorSynchronizationError, 25, "incorrect use of __syncthreads()") \
+  X(cudaErrorInvalidFilterSetting, 26, "linear filtering not supported for non-float type") \
+  X(cudaErrorInvalidNormSetting, 27, "read as normalized float not supported for 32-bit non float type") \
+  X(cudaErrorMixedDeviceExecution, 28, "device emulation mode and device execution mode cannot be mixed") \
+  X(cudaErrorNotYetImplemented, 31, "function not yet implemented") \
+  X(cudaErrorMemoryValueTooLarge, 32, "memory size or pointer value too large to fit in 32 bit") \
+  X(cudaErrorInsufficientDriver, 35, "CUDA driver version is insufficient for CUDA runtime version") \
+  X(cudaErrorInvalidSurface, 37, "invalid surface reference") \
+  X(cudaErrorDuplicateVariableName, 43, "duplicate global variable looked up by string name") \
+  X(cudaErrorDuplicateTextureName, 44, "duplicate texture looked up by string name") \
+  X(cudaErrorDuplicateSurfaceName, 45, "duplicate surface looked up by string name") \
+  X(cudaErrorDevicesUnavailable, 46, "all CUDA-capable devices are busy or unavailable") \
+  X(cudaErrorIncompatibleDriverContext, 49, "incompatible driver context") \
+  X(cudaErrorMissingConfiguration, 52, "__global__ function call is not configured") \
+  X(cudaErrorPriorLaunchFailure, 53, "unspecified launch failure in prior launch") \
+  X(cudaErrorInvalidDeviceFunction, 98, "invalid device function") \
+  X(cudaErrorNoDevice, 100, "no CUDA-capable device is detected") \
+  X(cudaErrorInvalidDevice, 101, "invalid device ordinal") \
+  X(cudaErrorStartupFailure, 127, "device startup failure") \
+  X(cudaErrorInvalidKernelImage, 200, "device kernel image is invalid") \
+  X(cudaErrorMapBufferObjectFailed, 205, "mapping of buffer object failed") \
+  X(cudaErrorUnmapBufferObjectFailed, 206, "unmapping of buffer object failed") \
+  X(cudaErrorNoKernelImageForDevice, 209, "no kernel image is available for execution on the device") \
+  X(cudaErrorECCUncorrectable, 214, "uncorrectable ECC error encountered") \
+  X(cudaErrorUnsupportedLimit, 215, "limit is not supported on this architecture") \
+  X(cudaErrorDeviceAlreadyInUse, 216, "exclusive-thread device already in use by a different thread") \
+  X(cudaErrorSharedObjectSymbolNotFound, 302, "shared object symbol not found") \
+  X(cudaErrorSharedObjectInitFailed, 303, "shared object initialization failed") \
+  X(cudaErrorInvalidResourceHandle, 400, "invalid resource handle") \
+  X(cudaErrorNotReady, 600, "device not ready") \
+  X(cudaErrorIllegalAddress, 700, "an illegal memory access was encountered") \
+  X(cudaErrorLaunchOutOfResources, 701, "too many resources requested for launch") \
+  X(cudaErrorLaunchTimeout, 702, "the launch timed out and was terminated") \
+  X(cudaErrorPeerAccessAlreadyEnabled, 704, "peer access is already enabled") \
+  X(cudaErrorPeerAccessNotEnabled, 705, "peer access has not been enabled") \
+  X(cudaErrorSetOnActiveProcess, 708, "cannot set while device is active in this process") \
+  X(cudaErrorAssert, 710, "device-side assert triggered") \
+  X(cudaErrorTooManyPeers, 711, "peer mapping resources exhausted") \
+  X(cudaErrorHostMemoryAlreadyRegistered, 712, "part or all of the requested memory range is already mapped") \
+  X(cudaErrorHostMemoryNotRegistered, 713, "pointer does not correspond to a registered memory region") \
+  X(cudaErrorLaunchFailure, 719, "unspecified launch failure") \
+  X(cudaErrorNotSupported, 801, "operation not supported") \
+  X(cudaErrorUnknown, 999, "unknown error") \
+  X(cudaErrorApiFailureBase, 10000, "api failure base")
+
+#define POLYPY_ERROR_ENUM(name, value, message) name = value,
+typedef enum cudaError { POLYPY_CUDA_ERRORS(POLYPY_ERROR_ENUM) } cudaError_t;
+#undef POLYPY_ERROR_ENUM
+/* The driver API's status (<cuda.h>): programs compare runtime results with CUDA_SUCCESS. */
+typedef enum cudaError_enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_DEVICE = 101
+} CUresult;
+
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4
+};
+
+static inline const char* cudaGetErrorString(cudaError_t e) {
+#define POLYPY_ERROR_MESSAGE(name, value, message) case name: return message;
+  switch (e) { POLYPY_CUDA_ERRORS(POLYPY_ERROR_MESSAGE) }
+#undef POLYPY_ERROR_MESSAGE
+  return "unrecognized error code";
+}
+static inline const char* cudaGetErrorName(cudaError_t e) {
+#define POLYPY_ERROR_NAME(name, value, message) case name: return #name;
+  switch (e) { POLYPY_CUDA_ERRORS(POLYPY_ERROR_NAME) }
+#undef POLYPY_ERROR_NAME
+  return "cudaErrorUnknown";
+}
+
+/* The last error, as CUDA keeps it: an API call that fails records its error; cudaGetLastError
+ * returns it and resets it, cudaPeekAtLastError only returns it. A failure inside a kernel (a
+ * device-side assert) is sticky, as on a device: it is also what every later synchronization
+ * returns, and cudaGetLastError cannot reset it; only cudaDeviceReset does. Launches complete
+ * before they return, so a kernel's failure is known when its launch returns. */
+POLYPY_RT_STATE cudaError_t* polypy_rt_last_error() { static cudaError_t e = cudaSuccess; return &e; }
+POLYPY_RT_STATE cudaError_t* polypy_rt_sticky_error() { static cudaError_t e = cudaSuccess; return &e; }
+static inline cudaError_t polypy_rt_fail(cudaError_t e) { *polypy_rt_last_error() = e; return e; }
+static inline cudaError_t polypy_rt_fail_sticky(cudaError_t e) { *polypy_rt_sticky_error() = e; return polypy_rt_fail(e); }
+static inline cudaError_t cudaGetLastError(void) {
+  cudaError_t e = *polypy_rt_last_error();
+  *polypy_rt_last_error() = *polypy_rt_sticky_error();
+  return e;
+}
+static inline cudaError_t cudaPeekAtLastError(void) { return *polypy_rt_last_error(); }
+
+/* Whether a launch configuration is one CUDA accepts; otherwise the launch does nothing and
+ * records cudaErrorInvalidConfiguration, as on a device. */
+static inline bool polypy_rt_launch_ok(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                       unsigned int by, unsigned int bz, size_t shmem_bytes) {
+  bool ok = gx >= 1 && gy >= 1 && gz >= 1 && gy <= 65535 && gz <= 65535 && bx >= 1 && by >= 1 && bz >= 1 &&
+            bx <= 1024 && by <= 1024 && bz <= 64 && (unsigned long long)bx * by * bz <= 1024;
+  (void)shmem_bytes;  /* any size: host memory is plentiful */
+  if (!ok) polypy_rt_fail(cudaErrorInvalidConfiguration);
+  return ok;
+}
+

@@ -1,0 +1,233 @@
+/* polypy runtime: streams, events, host callbacks, stream-ordered allocation and memory pools,
+ * unified-memory hints (part of cuda_runtime.h).
+ *
+ * Every operation completes before its call returns. That is one valid CUDA ordering of every
+ * stream: work in one stream runs in issue order, an event records the time at which the work
+ * issued before it had finished, and a host callback (cudaStreamAddCallback, cudaLaunchHostFunc)
+ * runs when everything issued before it in its stream has completed, which is at once. Streams
+ * are still real objects: each has its flags, priority and attributes, and the API checks them. */
+#define CUDART_CB
+struct polypy_rt_stream;
+typedef struct polypy_rt_stream* cudaStream_t;
+#define cudaStreamDefault 0x00
+#define cudaStreamNonBlocking 0x01
+#define cudaStreamLegacy ((cudaStream_t)0x1)
+#define cudaStreamPerThread ((cudaStream_t)0x2)
+#define cudaEventDefault 0x00
+#define cudaEventBlockingSync 0x01
+#define cudaEventDisableTiming 0x02
+#define cudaEventInterprocess 0x04
+
+enum cudaAccessProperty { cudaAccessPropertyNormal = 0, cudaAccessPropertyStreaming = 1, cudaAccessPropertyPersisting = 2 };
+struct cudaAccessPolicyWindow {
+  void* base_ptr;
+  size_t num_bytes;
+  float hitRatio;
+  enum cudaAccessProperty hitProp, missProp;
+};
+enum cudaSynchronizationPolicy { cudaSyncPolicyAuto = 1, cudaSyncPolicySpin = 2, cudaSyncPolicyYield = 3,
+                                 cudaSyncPolicyBlockingSync = 4 };
+enum cudaLaunchAttributeID {
+  cudaLaunchAttributeIgnore = 0, cudaLaunchAttributeAccessPolicyWindow = 1, cudaLaunchAttributeCooperative = 2,
+  cudaLaunchAttributeSynchronizationPolicy = 3, cudaLaunchAttributePriority = 8
+};
+typedef enum cudaLaunchAttributeID cudaStreamAttrID;
+#define cudaStreamAttributeAccessPolicyWindow cudaLaunchAttributeAccessPolicyWindow
+#define cudaStreamAttributeSynchronizationPolicy cudaLaunchAttributeSynchronizationPolicy
+#define cudaStreamAttributePriority cudaLaunchAttributePriority
+union cudaLaunchAttributeValue {
+  char pad[64];
+  struct cudaAccessPolicyWindow accessPolicyWindow;
+  int cooperative;
+  enum cudaSynchronizationPolicy syncPolicy;
+  int priority;
+};
+typedef union cudaLaunchAttributeValue cudaStreamAttrValue;
+
+/* The L2 access policy is kept and read back; a CPU's caches take no such hint. */
+struct polypy_rt_stream {
+  unsigned int flags;
+  int priority;
+  struct cudaAccessPolicyWindow window;
+  enum cudaSynchronizationPolicy sync_policy;
+};
+static inline struct polypy_rt_stream* polypy_rt_null_stream(void) {
+  static struct polypy_rt_stream s = {cudaStreamDefault, 0, {0, 0, 0.0f, cudaAccessPropertyNormal,
+                                                             cudaAccessPropertyNormal}, cudaSyncPolicyAuto};
+  return &s;
+}
+/* The stream a handle names: the null, legacy and per-thread streams are the one default stream. */
+static inline struct polypy_rt_stream* polypy_rt_stream_of(cudaStream_t s) {
+  return s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread ? polypy_rt_null_stream() : s;
+}
+static inline cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int flags, int priority) {
+  if (!s || (flags & ~(unsigned int)cudaStreamNonBlocking)) return polypy_rt_fail(cudaErrorInvalidValue);
+  struct polypy_rt_stream* stream = (struct polypy_rt_stream*)calloc(1, sizeof(struct polypy_rt_stream));
+  if (!stream) return polypy_rt_fail(cudaErrorMemoryAllocation);
+  stream->flags = flags;
+  stream->priority = 0;  /* clamped to the range cudaDeviceGetStreamPriorityRange gives: [0, 0] */
+  (void)priority;
+  stream->sync_policy = cudaSyncPolicyAuto;
+  *s = stream;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int flags) {
+  return cudaStreamCreateWithPriority(s, flags, 0);
+}
+static inline cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithPriority(s, cudaStreamDefault, 0); }
+static inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  if (polypy_rt_stream_of(s) == polypy_rt_null_stream()) return polypy_rt_fail(cudaErrorInvalidResourceHandle);
+  free(s);
+  return cudaSuccess;
+}
+static inline cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return *polypy_rt_sticky_error(); }
+static inline cudaError_t cudaStreamQuery(cudaStream_t s) { (void)s; return *polypy_rt_sticky_error(); }
+static inline cudaError_t cudaStreamGetFlags(cudaStream_t s, unsigned int* flags) {
+  if (!flags) return polypy_rt_fail(cudaErrorInvalidValue);
+  *flags = polypy_rt_stream_of(s)->flags;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaStreamGetPriority(cudaStream_t s, int* priority) {
+  if (!priority) return polypy_rt_fail(cudaErrorInvalidValue);
+  *priority = polypy_rt_stream_of(s)->priority;
+  return cudaSuccess;
+}
+/* Streams have no priorities here (streamPrioritiesSupported is 0): CUDA then gives [0, 0]. */
+static inline cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  if (least) *least = 0;
+  if (greatest) *greatest = 0;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaStreamSetAttribute(cudaStream_t s, cudaStreamAttrID attr, const cudaStreamAttrValue* v) {
+  if (!v) return polypy_rt_fail(cudaErrorInvalidValue);
+  struct polypy_rt_stream* stream = polypy_rt_stream_of(s);
+  switch (attr) {
+    case cudaLaunchAttributeAccessPolicyWindow: stream->window = v->accessPolicyWindow; return cudaSuccess;
+    case cudaLaunchAttributeSynchronizationPolicy: stream->sync_policy = v->syncPolicy; return cudaSuccess;
+    case cudaLaunchAttributePriority: return cudaSuccess;  /* clamped to 0, as above */
+    default: return polypy_rt_fail(cudaErrorInvalidValue);
+  }
+}
+static inline cudaError_t cudaStreamGetAttribute(cudaStream_t s, cudaStreamAttrID attr, cudaStreamAttrValue* v) {
+  if (!v) return polypy_rt_fail(cudaErrorInvalidValue);
+  struct polypy_rt_stream* stream = polypy_rt_stream_of(s);
+  memset(v, 0, sizeof *v);
+  switch (attr) {
+    case cudaLaunchAttributeAccessPolicyWindow: v->accessPolicyWindow = stream->window; return cudaSuccess;
+    case cudaLaunchAttributeSynchronizationPolicy: v->syncPolicy = stream->sync_policy; return cudaSuccess;
+    case cudaLaunchAttributePriority: v->priority = stream->priority; return cudaSuccess;
+    default: return polypy_rt_fail(cudaErrorInvalidValue);
+  }
+}
+static inline cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) {
+  struct polypy_rt_stream *d = polypy_rt_stream_of(dst), *s = polypy_rt_stream_of(src);
+  d->window = s->window;
+  d->sync_policy = s->sync_policy;
+  d->priority = s->priority;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaStreamGetDevice(cudaStream_t s, int* device) {
+  (void)s;
+  if (!device) return polypy_rt_fail(cudaErrorInvalidValue);
+  *device = 0;
+  return cudaSuccess;
+}
+/* A stream's id: its address (unique while it lives); the default stream's is 0. */
+static inline cudaError_t cudaStreamGetId(cudaStream_t s, unsigned long long* id) {
+  if (!id) return polypy_rt_fail(cudaErrorInvalidValue);
+  *id = polypy_rt_stream_of(s) == polypy_rt_null_stream() ? 0 : (unsigned long long)(uintptr_t)s;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaCtxResetPersistingL2Cache(void) { return cudaSuccess; }
+
+/* Host callbacks, in stream order: the work before them is done, so they run now. A callback
+ * receives the stream's status: the sticky error of a failed kernel, if any. */
+typedef void (CUDART_CB* cudaStreamCallback_t)(cudaStream_t stream, cudaError_t status, void* userData);
+typedef void (CUDART_CB* cudaHostFn_t)(void* userData);
+static inline cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t callback, void* data,
+                                                unsigned int flags) {
+  if (!callback || flags != 0) return polypy_rt_fail(cudaErrorInvalidValue);
+  callback(s, *polypy_rt_sticky_error(), data);
+  return cudaSuccess;
+}
+static inline cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* data) {
+  (void)s;
+  if (!fn) return polypy_rt_fail(cudaErrorInvalidValue);
+  fn(data);
+  return cudaSuccess;
+}
+
+/* ------------------------------------------------------------------ events */
+struct polypy_rt_event { double ms; unsigned int flags; int recorded; };
+typedef struct polypy_rt_event* cudaEvent_t;
+static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int flags) {
+  if (!e || (flags & ~(unsigned int)(cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess)))
+    return polypy_rt_fail(cudaErrorInvalidValue);
+  if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)) return polypy_rt_fail(cudaErrorInvalidValue);
+  *e = (cudaEvent_t)calloc(1, sizeof(struct polypy_rt_event));
+  if (!*e) return polypy_rt_fail(cudaErrorMemoryAllocation);
+  (*e)->flags = flags;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
+static inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  if (!e) return polypy_rt_fail(cudaErrorInvalidResourceHandle);
+  free(e);
+  return cudaSuccess;
+}
+static inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = 0) {
+  (void)s;
+  if (!e) return polypy_rt_fail(cudaErrorInvalidResourceHandle);
+  e->ms = polypy_rt_now_ms();
+  e->recorded = 1;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s = 0, unsigned int flags = 0) {
+  (void)flags;
+  return cudaEventRecord(e, s);
+}
+static inline cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  return e ? *polypy_rt_sticky_error() : polypy_rt_fail(cudaErrorInvalidResourceHandle);
+}
+static inline cudaError_t cudaEventQuery(cudaEvent_t e) {
+  return e ? *polypy_rt_sticky_error() : polypy_rt_fail(cudaErrorInvalidResourceHandle);
+}
+static inline cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags = 0) {
+  (void)s;
+  if (!e) return polypy_rt_fail(cudaErrorInvalidResourceHandle);
+  return flags == 0 ? cudaSuccess : polypy_rt_fail(cudaErrorInvalidValue);
+}
+/* CUDA's rules: both events recorded, neither made with cudaEventDisableTiming. */
+static inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!ms) return polypy_rt_fail(cudaErrorInvalidValue);
+  if (!start || !end || (start->flags & cudaEventDisableTiming) || (end->flags & cudaEventDisableTiming))
+    return polypy_rt_fail(cudaErrorInvalidResourceHandle);
+  if (!start->recorded || !end->recorded) return polypy_rt_fail(cudaErrorInvalidResourceHandle);
+  *ms = (float)(end->ms - start->ms);
+  return cudaSuccess;
+}
+
+/* ------------------------------------------------------------------ asynchronous copies */
+static inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
+                                          cudaStream_t s = 0) {
+  (void)s;
+  return cudaMemcpy(dst, src, count, kind);
+}
+static inline cudaError_t cudaMemsetAsync(void* dst, int value, size_t count, cudaStream_t s = 0) {
+  (void)s;
+  return cudaMemset(dst, value, count);
+}
+template <class T>
+static inline cudaError_t cudaMemcpyToSymbolAsync(T& symbol, const void* src, size_t count, size_t offset = 0,
+                                                  enum cudaMemcpyKind kind = cudaMemcpyHostToDevice, cudaStream_t s = 0) {
+  (void)s;
+  return cudaMemcpyToSymbol(symbol, src, count, offset, kind);
+}
+template <class T>
+static inline cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const T& symbol, size_t count, size_t offset = 0,
+                                                    enum cudaMemcpyKind kind = cudaMemcpyDeviceToHost, cudaStream_t s = 0) {
+  (void)s;
+  return cudaMemcpyFromSymbol(dst, symbol, count, offset, kind);
+}
+
+#include "pools.h"
