@@ -34,6 +34,8 @@ from collections.abc import Callable, Mapping
 
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
+from polypy.ir.depth import MAX_ANALYZED_NODES
+from polypy.ir.queries import nodes_reading, tree_size
 from polypy.ir.rewrite import int_add as add
 from polypy.ir.rewrite import int_scale as mul
 from polypy.ir.types import BOOL, I64, U32, ScalarType
@@ -476,6 +478,7 @@ class CounterAnalysis:
         self.ranges = ranges
         self.free_atoms = free_atoms
         self.separate = separate  # names kept as atoms of their own (not inside larger atoms)
+        self._variant: set[int] = set()  # while `linear` runs: ids of the nodes reading the counter or `separate`
         self.lets: dict[str, n.Expr] = {}
         for name, d in lets.items():  # in definition order: a stable let only uses earlier ones
             if all(not isinstance(x, (n.Load, n.Call)) for x in walk(d)) and all(
@@ -512,7 +515,16 @@ class CounterAnalysis:
     def linear(self, e: n.Expr) -> tuple[Linear, list[Need]] | None:
         """``e`` as an exact linear form, and what must hold for it to be exact (None: not affine)."""
         needs: list[Need] = []
-        lin = self._lin(self.expand(e), needs)
+        if tree_size(e) > MAX_ANALYZED_NODES:  # checked first: passes ask at every level of a long sum
+            return None
+        x = self.expand(e)
+        if tree_size(x) > MAX_ANALYZED_NODES:
+            return None
+        self._variant = nodes_reading(x, {self.counter, *self.separate})
+        try:
+            lin = self._lin(x, needs)
+        finally:
+            self._variant = set()
         if lin is None or (self.index_forms and self.magnitude(lin) > self.limit):
             return None
         needs = [x for x in needs if not self.proved(x)]
@@ -630,7 +642,7 @@ class CounterAnalysis:
             return Linear(coef=1)
         if isinstance(e, n.Var) and e.name in self.separate:
             return self._atom(e)
-        if not any(isinstance(x, n.Var) and (x.name == self.counter or x.name in self.separate) for x in walk(e)):
+        if id(e) not in self._variant:
             return self._atom(e)
         if isinstance(e, n.Cast):
             if not e.x.type.is_int:
@@ -684,7 +696,7 @@ class CounterAnalysis:
         """``c ? a : b`` with ``c`` the same for every thread and ``a``, ``b`` linear with the
         same counter coefficient (hotspot3D's ``N = (j == 0) ? c : c - nx``, ``j`` the row):
         ``b + (c ? a - b : 0)``, the select a counter-free atom. Both operands' needs are kept."""
-        if any(isinstance(x, n.Var) and (x.name == self.counter or x.name in self.separate) for x in walk(e.cond)):
+        if id(e.cond) in self._variant:
             return None
         if not self.free_atoms and not safe_uniform(e.cond, self.available):
             return None

@@ -132,9 +132,10 @@ from gpu2cpu.thread_loops import (
 )
 from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, box_range, box_version, version_loop
 from polypy.ir import nodes as n
+from polypy.ir.depth import MAX_ANALYZED_NODES
 from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
-from polypy.ir.queries import conjunction
+from polypy.ir.queries import conjunction, nodes_reading, tree_size
 from polypy.ir.rewrite import fold_max, fold_min
 from polypy.ir.types import I64, U32
 from polypy.ir.visitor import Mutator, iter_children, rebuild, substitute, walk
@@ -805,7 +806,7 @@ class _ExactIndices(Mutator):
     def visit_Cast(self, e: n.Cast) -> n.Expr:
         x = e.x
         if not (e.to.is_int and e.to.is_signed and x.type.is_int and not x.type.is_signed) \
-                or not _wraps_on(x, self.analysis.counter):
+                or tree_size(e) > MAX_ANALYZED_NODES or not _wraps_on(x, self.analysis.counter):
             return self.generic_visit(e)
         found = self.exact(e)  # the value of the conversion: exact needs included
         if found is None:
@@ -865,11 +866,9 @@ class _ExactIndices(Mutator):
 
 def _wraps_on(e: n.Expr, counter: str) -> bool:
     """Whether ``e`` has a conversion or unsigned arithmetic above a use of ``counter``."""
-    for x in walk(e):
-        if isinstance(x, n.Cast) or (isinstance(x, n.Binary) and x.type.is_int and not x.type.is_signed):
-            if any(isinstance(v, n.Var) and v.name == counter for v in walk(x)):
-                return True
-    return False
+    reading = nodes_reading(e, {counter})
+    return any(id(x) in reading and (isinstance(x, n.Cast) or (isinstance(x, n.Binary) and x.type.is_int
+                                                                and not x.type.is_signed)) for x in walk(e))
 
 
 def _positive(s: n.Stmt) -> n.Stmt:

@@ -10,6 +10,8 @@ M)" -- before a walk can run out of stack:
   (plus the expressions inside the innermost). Checked on each kernel the frontend builds
   (``check_depth``); the frontend itself refuses the same way where its own walk gives out
   first.
+* ``MAX_ANALYZED_NODES``: not a refusal; larger expressions are translated, but the exact
+  analyses see them as unknown values (see the constant).
 * ``MAX_BRACKETS`` nested brackets (parentheses, braces, square brackets), checked by clang
   (``-fbracket-depth``) while it parses; deeper, clang's parser recursion is what would run out.
 """
@@ -20,6 +22,11 @@ from polypy.ir import nodes as n
 
 MAX_DEPTH = 200_000
 MAX_BRACKETS = 10_000
+# Expressions with more nodes than this are opaque to the exact analyses (isl's affine forms,
+# the thread-loop linear forms): an unknown value or condition, which every analysis already
+# treats conservatively. Index and guard expressions of real kernels have tens of nodes; the
+# analyses' cost grows faster than linearly with a form's size (an isl operation per level).
+MAX_ANALYZED_NODES = 500
 
 
 def too_deep(levels: int, limit: int, loc: Loc | None, *, at_least: bool = False, what: str = "levels") -> UserError:

@@ -67,6 +67,8 @@ class Node:
     loc: Loc | None = field(default=None, compare=False, kw_only=True, repr=False)
     # The memo of ``__hash__`` (see ``_memo_hash``); not part of the node's value.
     _hash: int | None = field(default=None, init=False, compare=False, repr=False)
+    # The memo of ``polypy.ir.queries.tree_size``; not part of the node's value.
+    _size: int | None = field(default=None, init=False, compare=False, repr=False)
 
 
 # --------------------------------------------------------------------------- expressions

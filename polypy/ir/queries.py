@@ -6,7 +6,7 @@ from typing import Iterable
 
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import iter_children, walk
 
 
 def written_names(node: n.Node | Iterable[n.Node]) -> set[str]:
@@ -37,6 +37,34 @@ def definition_counts(node: n.Node | Iterable[n.Node]) -> Counter[str]:
 def read_names(node: n.Node | Iterable[n.Node]) -> set[str]:
     """Names read through ``Var`` expressions."""
     return {x.name for x in _nodes(node) if isinstance(x, n.Var)}
+
+
+def nodes_reading(root: n.Node, names: set[str] | frozenset[str]) -> set[int]:
+    """The ``id`` of every node under ``root`` (``root`` included) whose subtree reads a ``Var``
+    named in ``names``: one walk, children before parents, so that a pass asking the question
+    at every level of a 20,000-term sum does not walk the sum 20,000 times. The ids stay valid
+    while ``root`` (which holds every node) is alive."""
+    hit: set[int] = set()
+    for x in reversed(list(walk(root))):
+        if (isinstance(x, n.Var) and x.name in names) or any(id(c) in hit for c in iter_children(x)):
+            hit.add(id(x))
+    return hit
+
+
+def tree_size(root: n.Node) -> int:
+    """How many nodes ``root``'s tree has (a node reached twice counts twice), remembered in each
+    node: asked at every level of a long sum, the question costs one walk in all."""
+    order: list[n.Node] = []
+    stack = [root]
+    while stack:  # the nodes not yet measured, parents before children
+        x = stack.pop()
+        if x._size is None:
+            order.append(x)
+            stack.extend(iter_children(x))
+    for x in reversed(order):
+        if x._size is None:
+            object.__setattr__(x, "_size", 1 + sum(c._size for c in iter_children(x)))
+    return root._size  # type: ignore[return-value]
 
 
 def read_counts(node: n.Node | Iterable[n.Node]) -> Counter[str]:

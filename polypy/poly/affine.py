@@ -36,6 +36,8 @@ from typing import Callable, Protocol
 import islpy as isl
 
 from polypy.ir import nodes as n
+from polypy.ir.depth import MAX_ANALYZED_NODES
+from polypy.ir.queries import tree_size
 from polypy.ir.printer import format_expr
 from polypy.ir.types import ScalarType
 
