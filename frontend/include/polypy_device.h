@@ -165,6 +165,24 @@ POLYPY_D int __mulhi(int, int);
 POLYPY_D unsigned int __umulhi(unsigned int, unsigned int);
 POLYPY_D long long __mul64hi(long long, long long);
 POLYPY_D unsigned long long __umul64hi(unsigned long long, unsigned long long);
+POLYPY_D unsigned int __brev(unsigned int);
+POLYPY_D unsigned long long __brevll(unsigned long long);
+POLYPY_D unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s);
+POLYPY_D unsigned int __funnelshift_l(unsigned int lo, unsigned int hi, unsigned int shift);
+POLYPY_D unsigned int __funnelshift_lc(unsigned int lo, unsigned int hi, unsigned int shift);
+POLYPY_D unsigned int __funnelshift_r(unsigned int lo, unsigned int hi, unsigned int shift);
+POLYPY_D unsigned int __funnelshift_rc(unsigned int lo, unsigned int hi, unsigned int shift);
+POLYPY_D unsigned int __sad(int x, int y, unsigned int z);
+POLYPY_D unsigned int __usad(unsigned int x, unsigned int y, unsigned int z);
+POLYPY_D int __hadd(int, int);
+POLYPY_D int __rhadd(int, int);
+POLYPY_D unsigned int __uhadd(unsigned int, unsigned int);
+POLYPY_D unsigned int __urhadd(unsigned int, unsigned int);
+/* clock() counts the calls of clock()/clock64() the thread has made (see frontend/lower/calls.py). */
+POLYPY_D long clock(void);
+POLYPY_D long long clock64(void);
+/* Sleeping changes nothing a kernel computes; PTX allows any duration in [0, 2 t]. */
+POLYPY_D void __nanosleep(unsigned int ns);
 /* Bit reinterpretation (one IR bitcast each; see frontend/lower/bitcasts.py). */
 POLYPY_D int __float_as_int(float);
 POLYPY_D unsigned int __float_as_uint(float);
