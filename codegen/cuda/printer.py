@@ -164,6 +164,9 @@ class _Printer:
             self.emit(depth, f"{s.dest} = {call};" if s.dest is not None else f"{call};")
         elif isinstance(s, n.Barrier):
             self.emit(depth, "__syncthreads();")
+        elif isinstance(s, n.Fence):
+            self.emit(depth, {"block": "__threadfence_block();", "device": "__threadfence();",
+                              "system": "__threadfence_system();"}[s.scope])
         elif isinstance(s, n.Shuffle):
             args = ", ".join(_top(a) for a in (s.mask, s.value, s.lane, s.width))
             self.emit(depth, f"{s.dest} = {_SHUFFLES[s.mode]}({args});")

@@ -80,6 +80,7 @@ __device__ int __syncthreads_or(int);
 __device__ void __syncwarp(unsigned int mask POLYPY_DEFAULT(0xffffffffu));
 __device__ void __threadfence(void);
 __device__ void __threadfence_block(void);
+__device__ void __threadfence_system(void);
 
 /* Atomics (the frontend maps them by name; the types follow the CUDA programming guide). */
 #define POLYPY_ATOMIC_ARITH(name, T) POLYPY_D T name(T* address, T val);

@@ -23,6 +23,7 @@ _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomi
             "atomicCAS": "cas"}
 _SHUFFLES = {"__shfl_sync": "idx", "__shfl_up_sync": "up", "__shfl_down_sync": "down", "__shfl_xor_sync": "xor"}
 _VOTES = {"__ballot_sync": "ballot", "__any_sync": "any", "__all_sync": "all", "__activemask": "activemask"}
+_FENCES = {"__threadfence_block": "block", "__threadfence": "device", "__threadfence_system": "system"}
 _CACHED_LOADS = ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv")
 _CACHED_STORES = ("__stcg", "__stcs", "__stwb", "__stwt")
 # What <math.h>'s INFINITY, HUGE_VAL(F) and NAN expand to (``__builtin_`` taken off), and their type.
@@ -33,8 +34,6 @@ _REFUSED_CALLS = {
     "__syncthreads_and": "__syncthreads_and is not supported",
     "__syncthreads_or": "__syncthreads_or is not supported",
     "__syncwarp": "__syncwarp is not supported (warp-synchronous code outside shuffles and votes)",
-    "__threadfence": "memory fences (__threadfence) are not supported",
-    "__threadfence_block": "memory fences (__threadfence_block) are not supported",
     "malloc": "dynamic allocation in device code is not supported",
     "free": "dynamic allocation in device code is not supported",
     "assert": "assert in device code is not supported",
@@ -126,6 +125,11 @@ class CallLowering:
             ptr = self.expr(args[0])
             lv = self.deref(ptr if not isinstance(ptr, _ArrayRef) else ptr.decay(self), c)
             self.assign(lv, self.expr(args[1]), c)
+            return None
+        if name in _FENCES:
+            if not discard:
+                raise self.error(f"{name}() has no value", c)
+            self.emit(n.Fence(_FENCES[name], loc=loc))
             return None
         if name in ("clock", "clock64"):
             return self.clock_read(name, c)
