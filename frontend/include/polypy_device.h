@@ -122,6 +122,18 @@ POLYPY_D unsigned int __ballot_sync(unsigned int mask, int predicate);
 POLYPY_D int __any_sync(unsigned int mask, int predicate);
 POLYPY_D int __all_sync(unsigned int mask, int predicate);
 POLYPY_D unsigned int __activemask(void);
+/* Volta's warp collectives (frontend/lower/warp_collectives.py: full-warp masks). */
+#define POLYPY_REDUCE(op) POLYPY_D unsigned int __reduce_##op##_sync(unsigned int mask, unsigned int value);
+POLYPY_REDUCE(add) POLYPY_REDUCE(min) POLYPY_REDUCE(max) POLYPY_REDUCE(and) POLYPY_REDUCE(or) POLYPY_REDUCE(xor)
+#ifdef __cplusplus
+POLYPY_D int __reduce_add_sync(unsigned int mask, int value);
+POLYPY_D int __reduce_min_sync(unsigned int mask, int value);
+POLYPY_D int __reduce_max_sync(unsigned int mask, int value);
+#define POLYPY_MATCH(T) POLYPY_D unsigned int __match_any_sync(unsigned int mask, T value); \
+  POLYPY_D unsigned int __match_all_sync(unsigned int mask, T value, int* pred);
+POLYPY_MATCH(int) POLYPY_MATCH(unsigned int) POLYPY_MATCH(long) POLYPY_MATCH(unsigned long)
+POLYPY_MATCH(long long) POLYPY_MATCH(unsigned long long) POLYPY_MATCH(float) POLYPY_MATCH(double)
+#endif
 
 /* Read-only and cache-hinted loads and stores (the hints change nothing in what is computed). */
 #define POLYPY_LDG(T) POLYPY_D T __ldg(const T* ptr); POLYPY_D T __ldcg(const T* ptr); \

@@ -15,6 +15,7 @@ from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call
 from frontend.lower.context import CK, function_body
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.lower.int_intrinsics import INT_INTRINSICS, int_intrinsic
+from frontend.lower.warp_collectives import WARP_COLLECTIVES, warp_collective
 from frontend.values import Aggregate, MemLV, Pointer, Value
 
 
@@ -118,6 +119,8 @@ class CallLowering:
             return self.shuffle(_SHUFFLES[name], fn, args, c)
         if name in _VOTES:
             return self.vote(_VOTES[name], args, c)
+        if name in WARP_COLLECTIVES:
+            return warp_collective(self, name, fn, args, c)
         if name in _CACHED_LOADS:
             ptr = self.expr(args[0])
             return self.read(self.deref(ptr if not isinstance(ptr, _ArrayRef) else ptr.decay(self), c), c)
