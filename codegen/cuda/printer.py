@@ -164,6 +164,8 @@ class _Printer:
             self.emit(depth, f"{s.dest} = {call};" if s.dest is not None else f"{call};")
         elif isinstance(s, n.Barrier):
             self.emit(depth, "__syncthreads();")
+        elif isinstance(s, n.WarpSync):
+            self.emit(depth, f"__syncwarp({_top(s.mask)});")
         elif isinstance(s, n.Fence):
             self.emit(depth, {"block": "__threadfence_block();", "device": "__threadfence();",
                               "system": "__threadfence_system();"}[s.scope])

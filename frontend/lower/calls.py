@@ -34,7 +34,6 @@ _REFUSED_CALLS = {
     "__syncthreads_count": "__syncthreads_count is not supported",
     "__syncthreads_and": "__syncthreads_and is not supported",
     "__syncthreads_or": "__syncthreads_or is not supported",
-    "__syncwarp": "__syncwarp is not supported (warp-synchronous code outside shuffles and votes)",
     "malloc": "dynamic allocation in device code is not supported",
     "free": "dynamic allocation in device code is not supported",
     "assert": "assert in device code is not supported",
@@ -128,6 +127,14 @@ class CallLowering:
             ptr = self.expr(args[0])
             lv = self.deref(ptr if not isinstance(ptr, _ArrayRef) else ptr.decay(self), c)
             self.assign(lv, self.expr(args[1]), c)
+            return None
+        if name == "__syncwarp":
+            if not discard:
+                raise self.error("__syncwarp() has no value", c)
+            mask = self.arg_value(args[0], fn, 0) if args else n.Const(0xFFFFFFFF, U32)
+            if not isinstance(mask, n.Expr):
+                raise self.error("__syncwarp takes a mask", c)
+            self.emit(n.WarpSync(convert(mask, U32), loc=loc))
             return None
         if name in _FENCES:
             if not discard:

@@ -59,6 +59,7 @@ class Executor:
             n.Barrier: self._barrier,
             n.Prefetch: lambda s, lanes: None,  # a hint: nothing happens
             n.Fence: self._fence,
+            n.WarpSync: self._warp_sync,
             n.Shuffle: self._shuffle,
             n.Vote: self._vote,
             n.If: self._if,
@@ -177,6 +178,10 @@ class Executor:
             self.assign(s.dest, mem.elem.dtype, lanes, old)
 
     # -- synchronization and warps
+    def _warp_sync(self, s: n.WarpSync, lanes: LaneSet) -> None:
+        raise UserError("__syncwarp: the emulator runs kernels as polypy.load gives them (its GPU pipeline turns "
+                        "__syncwarp into block barriers, gpu2cpu.lower_warp_syncs)", s.loc)
+
     def _fence(self, s: n.Fence, lanes: LaneSet) -> None:
         """Lanes run one statement at a time and atomics serialize: what a thread wrote before a
         fence is already seen by every other thread. The race detector learns of device-scope

@@ -366,6 +366,17 @@ class Fence(Stmt):
     scope: str
 
 
+@_node
+class WarpSync(Stmt):
+    """``__syncwarp(mask)``: the lanes of ``mask`` in this thread's warp wait for each other here,
+    and see each other's memory accesses before it. GPU form right after the frontend only:
+    ``gpu2cpu.lower_warp_syncs`` turns it into block barriers between guarded phases."""
+
+    CHILDREN = ("mask",)
+
+    mask: Expr
+
+
 SHUFFLE_MODES = ("idx", "up", "down", "xor")
 
 

@@ -292,6 +292,12 @@ class _Parser:
         if word == "barrier":
             self.next()
             return n.Barrier(loc=loc)
+        if word == "syncwarp":
+            self.next()
+            self.expect("(")
+            mask = self.expr()
+            self.expect(")")
+            return n.WarpSync(mask, loc=loc)
         if word == "fence":
             self.next()
             self.expect(".")
