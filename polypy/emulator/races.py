@@ -63,12 +63,17 @@ class _Summary:
     __slots__ = ("thr", "blk", "ep", "many", "site", "tm")
 
     def __init__(self, size: int):
-        self.tm = np.full(size, -1, dtype=np.int64)
+        self.tm: np.ndarray | None = None  # allocated in kernels with fences only (``fences``)
         self.thr = np.full(size, -1, dtype=np.int32)
         self.blk = np.full(size, -1, dtype=np.int32)
         self.ep = np.zeros(size, dtype=np.int32)
         self.many = np.zeros(size, dtype=bool)
         self.site = np.full(size, -1, dtype=np.int32)
+
+    def times(self) -> np.ndarray:
+        if self.tm is None:
+            self.tm = np.full(len(self.thr), -1, dtype=np.int64)
+        return self.tm
 
 
 class AccessRecords:
@@ -102,7 +107,7 @@ class AccessRecords:
         w.ep[flat] = who.epoch
         w.site[flat] = site
         if who.time is not None:
-            w.tm[flat] = who.time
+            w.times()[flat] = who.time
 
     def atomic(self, flat: np.ndarray, who: Accessors, site: int) -> None:
         self._check_single(self.writes, "write", flat, who)
@@ -122,7 +127,7 @@ class AccessRecords:
         thr = s.thr[flat]
         bad = (thr >= 0) & (thr != who.thread) & ((s.blk[flat] != who.block) | (s.ep[flat] == who.epoch))
         if who.pubs is not None and bad.any():
-            bad &= ~who.pubs.ordered(s.blk[flat], thr, s.ep[flat], s.tm[flat], who.block, who.thread, who.epoch)
+            bad &= ~who.pubs.ordered(s.blk[flat], thr, s.ep[flat], s.times()[flat], who.block, who.thread, who.epoch)
         if bad.any():
             p = int(np.argmax(bad))
             f = flat[p]
@@ -140,9 +145,10 @@ class AccessRecords:
         if who.pubs is not None and bad.any():
             other_block = (blk >= 0) & (blk != who.block)
             thr = np.where(s.many[flat], -1, s.thr[flat])
-            bad &= ~(other_block & who.pubs.ordered(blk, thr, s.ep[flat], s.tm[flat], who.block, who.thread, who.epoch))
+            times = s.times()[flat]
+            bad &= ~(other_block & who.pubs.ordered(blk, thr, s.ep[flat], times, who.block, who.thread, who.epoch))
             if kind == "atomic":
-                bad &= ~who.pubs.after_element(region, flat, s.tm[flat], who.block, who.thread, who.epoch)
+                bad &= ~who.pubs.after_element(region, flat, times, who.block, who.thread, who.epoch)
         if bad.any():
             p = int(np.argmax(bad))
             f = flat[p]
@@ -200,7 +206,8 @@ def _merge(s: _Summary, flat: np.ndarray, who: Accessors, site: int) -> None:
     s.ep[elems] = ep
     s.site[elems] = site
     if who.time is not None:
-        s.tm[elems] = np.maximum(s.tm[elems], who.time.max())
+        tm = s.times()
+        tm[elems] = np.maximum(tm[elems], who.time.max())
 
 
 class Sites:
