@@ -37,6 +37,16 @@ FREESTANDING_DIR = PRELUDE_DIR / "freestanding"
 RUNTIME_DIR = FRONTEND_DIR.parent / "polypy" / "runtime"
 
 
+# What nvcc 12.0 predefines in both of its passes (polypy's cuda_runtime.h has CUDART_VERSION
+# 12000): code that tests the version (``#if __CUDACC_VER_MAJOR__ >= 9`` around ``__shfl_down_sync``
+# and the legacy ``__shfl_down``) takes the branch nvcc 12 takes. ``__CUDA_ARCH__`` is defined in
+# the device pass only: see ``frontend.device_pass``.
+NVCC_MACROS: dict[str, str | None] = {
+    "__CUDACC__": None, "__NVCC__": None, "__CUDACC_VER_MAJOR__": "12", "__CUDACC_VER_MINOR__": "0",
+    "__CUDACC_VER_BUILD__": "76",
+}
+
+
 @functools.lru_cache(maxsize=None)
 def index() -> ci.Index:
     return ci.Index.create()
@@ -80,8 +90,9 @@ def clang_args(language: str, *, defines: dict[str, str] | None = None,
                include_dirs: tuple[str, ...] = ()) -> list[str]:
     """Flags for parsing a ``cuda`` or ``c`` source."""
     if language == "cuda":
-        args = ["-x", "cuda", "-std=c++17", "-nocudainc", "-nocudalib", "--cuda-host-only",
-                "-D__CUDACC__", "-D__NVCC__", "-nostdinc", "-nostdinc++"]
+        args = ["-x", "cuda", "-std=c++17", "-nocudainc", "-nocudalib", "--cuda-host-only", "-nostdinc",
+                "-nostdinc++"]
+        args += [f"-D{name}" if value is None else f"-D{name}={value}" for name, value in NVCC_MACROS.items()]
     else:
         args = ["-x", "c", "-std=gnu11", "-nostdinc"]
     args += ["-Wno-unknown-cuda-version", "-ferror-limit=20", f"-fbracket-depth={MAX_BRACKETS}"]

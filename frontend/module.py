@@ -21,6 +21,7 @@ from polypy.stack import on_big_stack
 from polypy.sources import read_source
 
 from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, deepest_cursor, parse_translation_unit, preorder
+from frontend.device_pass import device_defines, join_passes, names_cuda_arch
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.launch_shapes import LaunchShapes
 from frontend.lower import (
@@ -59,6 +60,17 @@ def parse_file(path: str, *, text: str | None = None, defines: dict[str, str] | 
     language = language_of(path)
     if language == "cuda":
         text = respace_launches(path, text)
+    module, tu = _parse_pass(path, language, text, defines, include_dirs, instantiate)
+    if language == "cuda" and names_cuda_arch(tu, path, text):
+        device = device_defines(defines)
+        if device is not None:
+            module = join_passes(module, _parse_pass(path, language, text, device, include_dirs, instantiate)[0])
+    return module
+
+
+def _parse_pass(path: str, language: str, text: str | None, defines: dict[str, str] | None,
+                include_dirs: tuple[str, ...], instantiate: tuple[str, ...]) -> tuple[n.Module, ci.TranslationUnit]:
+    """One pass of nvcc's over the file (see ``frontend.device_pass``): the module and the unit."""
     tu = parse_translation_unit(path, language, text=text, defines=defines, include_dirs=include_dirs)
     wanted = list(instantiate) + (explicit_instantiations(tu, path) if language == "cuda" else [])
     if wanted:
@@ -68,8 +80,8 @@ def parse_file(path: str, *, text: str | None = None, defines: dict[str, str] | 
         refs = "".join(f"\nstatic void* {_INSTANCE_PREFIX}{i} = (void*)&{spec};" for i, spec in enumerate(wanted))
         tu = parse_translation_unit(path, language, text=original + "\n" + refs + "\n", defines=defines,
                                     include_dirs=include_dirs)
-        return _ModuleBuilder(tu, path, language, text, original=original).build()
-    return _ModuleBuilder(tu, path, language, text).build()
+        return _ModuleBuilder(tu, path, language, text, original=original).build(), tu
+    return _ModuleBuilder(tu, path, language, text).build(), tu
 
 
 _INSTANCE_PREFIX = "__polypy_instance_"

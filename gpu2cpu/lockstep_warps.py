@@ -71,8 +71,9 @@ def lockstep_warps(kernel: n.Kernel, *, report: list[LoweringDecision] | None = 
 
 
 class _Lowering:
-    def __init__(self, kernel: n.Kernel, racing: frozenset[str]):
+    def __init__(self, kernel: n.Kernel, racing: frozenset[str], *, syncs: bool = False):
         self.racing = racing
+        self.syncs = syncs  # lower_warp_syncs: every __syncwarp is a phase break too
         self.names = NameSupply(kernel)
         self.params = frozenset(p.name for p in kernel.params)
         self.decls: list[n.Stmt] = []  # hoisted to the start of the kernel (names are unique)
@@ -88,7 +89,7 @@ class _Lowering:
         current: list[n.Stmt] = []
         self._mark_loop_controls(stmts)
         for s in stmts:
-            if isinstance(s, n.Barrier):
+            if isinstance(s, n.Barrier) or (self.syncs and isinstance(s, n.WarpSync)):
                 out.append(self.guarded(current, guard))
                 current = []
                 continue
@@ -174,7 +175,8 @@ class _Lowering:
 
     # ------------------------------------------------------------------ questions
     def touches(self, s: n.Stmt) -> bool:
-        return any(isinstance(x, (n.Load, n.Store, n.AtomicRMW)) and x.buffer in self.racing for x in walk(s))
+        return any((isinstance(x, (n.Load, n.Store, n.AtomicRMW)) and x.buffer in self.racing) or
+                   (self.syncs and isinstance(x, n.WarpSync)) for x in walk(s))
 
     def touches_all(self, stmts: tuple[n.Stmt, ...]) -> bool:
         return any(self.touches(s) for s in stmts)

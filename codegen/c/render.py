@@ -156,6 +156,7 @@ class Renderer(CExprPrinter):
         self.comments = comments  # `// file:line` before block-level statements and thread loops
         self.in_threads = 0
         self.kernel = kernel
+        self.fenced = any(isinstance(x, n.Fence) for s in kernel.body for x in walk(s))
         self.layouts = layouts
         self.check_bounds = check_bounds
         self.names = names  # IR local/param name -> C name (only where they differ)
@@ -360,8 +361,14 @@ class Renderer(CExprPrinter):
             out.append(f"{ind}{self.access(s.buffer, s.index, s.loc)} = {self.expr(s.value)};")
         elif isinstance(s, n.AtomicRMW):
             out.append(ind + self.atomic(s) + ";")
+            if self.fenced:
+                # The prelude's atomics are relaxed; in a kernel with fences, what other threads
+                # wrote before their fences and atomics is seen after this one (n.Fence).
+                out.append(f"{ind}__atomic_thread_fence(__ATOMIC_SEQ_CST);")
         elif isinstance(s, n.Prefetch):
             out.append(f"{ind}{self.prefetch(s)};")
+        elif isinstance(s, n.Fence):
+            out.append(f"{ind}__atomic_thread_fence(__ATOMIC_SEQ_CST); /* __threadfence ({s.scope}) */")
         elif isinstance(s, n.If):
             self.if_chain(s, depth, out)
         elif isinstance(s, n.For):

@@ -164,6 +164,11 @@ class _Printer:
             self.emit(depth, f"{s.dest} = {call};" if s.dest is not None else f"{call};")
         elif isinstance(s, n.Barrier):
             self.emit(depth, "__syncthreads();")
+        elif isinstance(s, n.WarpSync):
+            self.emit(depth, f"__syncwarp({_top(s.mask)});")
+        elif isinstance(s, n.Fence):
+            self.emit(depth, {"block": "__threadfence_block();", "device": "__threadfence();",
+                              "system": "__threadfence_system();"}[s.scope])
         elif isinstance(s, n.Shuffle):
             args = ", ".join(_top(a) for a in (s.mask, s.value, s.lane, s.width))
             self.emit(depth, f"{s.dest} = {_SHUFFLES[s.mode]}({args});")
@@ -251,10 +256,12 @@ class _Printer:
         ``(need, MACRO)`` fits: a device-side assertion failure otherwise, the way ``assert``
         fails (``__assert_fail`` directly, so ``-DNDEBUG`` keeps the check). The launch then
         fails with ``cudaErrorAssert`` instead of running past the end of per-thread arrays.
-        Only nvcc's device pass sees it (our own frontend reads host-side, without asserts)."""
+        Only nvcc's device pass sees it: polypy's own frontend, which reads kernels as nvcc's
+        device pass does when a file names ``__CUDA_ARCH__`` (``frontend.device_pass``), has no
+        device-side assert, and skips it by its prelude's guard ``POLYPY_DEVICE_H``."""
         if not capacities:
             return
-        self.lines.append("#ifdef __CUDA_ARCH__")
+        self.lines.append("#if defined(__CUDA_ARCH__) && !defined(POLYPY_DEVICE_H)")
         for need, name in capacities:
             text = format_expr(need)
             message = (f"polypy: the tapes of this launch need {name} >= ({text}), "

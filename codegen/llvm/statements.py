@@ -51,6 +51,10 @@ class StatementEmitter:
         value = self.expr(s.value)
         self.tag_access(self.builder.store(self.to_memory(value, elem), ptr, align=max(elem.itemsize, 1)))
 
+    def visit_Fence(self, s: n.Fence) -> None:
+        """A sequentially consistent fence (the atomics are seq_cst already: see ``n.Fence``)."""
+        self.builder.fence("seq_cst")
+
     def visit_Prefetch(self, s: n.Prefetch) -> None:
         """``llvm.prefetch`` (read, high locality, data cache) of the element's address, which may
         lie outside the buffer: no bounds check, no ``inbounds``."""

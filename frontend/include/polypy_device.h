@@ -80,6 +80,7 @@ __device__ int __syncthreads_or(int);
 __device__ void __syncwarp(unsigned int mask POLYPY_DEFAULT(0xffffffffu));
 __device__ void __threadfence(void);
 __device__ void __threadfence_block(void);
+__device__ void __threadfence_system(void);
 
 /* Atomics (the frontend maps them by name; the types follow the CUDA programming guide). */
 #define POLYPY_ATOMIC_ARITH(name, T) POLYPY_D T name(T* address, T val);
@@ -121,6 +122,18 @@ POLYPY_D unsigned int __ballot_sync(unsigned int mask, int predicate);
 POLYPY_D int __any_sync(unsigned int mask, int predicate);
 POLYPY_D int __all_sync(unsigned int mask, int predicate);
 POLYPY_D unsigned int __activemask(void);
+/* Volta's warp collectives (frontend/lower/warp_collectives.py: full-warp masks). */
+#define POLYPY_REDUCE(op) POLYPY_D unsigned int __reduce_##op##_sync(unsigned int mask, unsigned int value);
+POLYPY_REDUCE(add) POLYPY_REDUCE(min) POLYPY_REDUCE(max) POLYPY_REDUCE(and) POLYPY_REDUCE(or) POLYPY_REDUCE(xor)
+#ifdef __cplusplus
+POLYPY_D int __reduce_add_sync(unsigned int mask, int value);
+POLYPY_D int __reduce_min_sync(unsigned int mask, int value);
+POLYPY_D int __reduce_max_sync(unsigned int mask, int value);
+#define POLYPY_MATCH(T) POLYPY_D unsigned int __match_any_sync(unsigned int mask, T value); \
+  POLYPY_D unsigned int __match_all_sync(unsigned int mask, T value, int* pred);
+POLYPY_MATCH(int) POLYPY_MATCH(unsigned int) POLYPY_MATCH(long) POLYPY_MATCH(unsigned long)
+POLYPY_MATCH(long long) POLYPY_MATCH(unsigned long long) POLYPY_MATCH(float) POLYPY_MATCH(double)
+#endif
 
 /* Read-only and cache-hinted loads and stores (the hints change nothing in what is computed). */
 #define POLYPY_LDG(T) POLYPY_D T __ldg(const T* ptr); POLYPY_D T __ldcg(const T* ptr); \
@@ -165,6 +178,24 @@ POLYPY_D int __mulhi(int, int);
 POLYPY_D unsigned int __umulhi(unsigned int, unsigned int);
 POLYPY_D long long __mul64hi(long long, long long);
 POLYPY_D unsigned long long __umul64hi(unsigned long long, unsigned long long);
+POLYPY_D unsigned int __brev(unsigned int);
+POLYPY_D unsigned long long __brevll(unsigned long long);
+POLYPY_D unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s);
+POLYPY_D unsigned int __funnelshift_l(unsigned int lo, unsigned int hi, unsigned int shift);
+POLYPY_D unsigned int __funnelshift_lc(unsigned int lo, unsigned int hi, unsigned int shift);
+POLYPY_D unsigned int __funnelshift_r(unsigned int lo, unsigned int hi, unsigned int shift);
+POLYPY_D unsigned int __funnelshift_rc(unsigned int lo, unsigned int hi, unsigned int shift);
+POLYPY_D unsigned int __sad(int x, int y, unsigned int z);
+POLYPY_D unsigned int __usad(unsigned int x, unsigned int y, unsigned int z);
+POLYPY_D int __hadd(int, int);
+POLYPY_D int __rhadd(int, int);
+POLYPY_D unsigned int __uhadd(unsigned int, unsigned int);
+POLYPY_D unsigned int __urhadd(unsigned int, unsigned int);
+/* clock() counts the calls of clock()/clock64() the thread has made (see frontend/lower/calls.py). */
+POLYPY_D long clock(void);
+POLYPY_D long long clock64(void);
+/* Sleeping changes nothing a kernel computes; PTX allows any duration in [0, 2 t]. */
+POLYPY_D void __nanosleep(unsigned int ns);
 /* Bit reinterpretation (one IR bitcast each; see frontend/lower/bitcasts.py). */
 POLYPY_D int __float_as_int(float);
 POLYPY_D unsigned int __float_as_uint(float);

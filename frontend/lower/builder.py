@@ -9,7 +9,7 @@ import clang.cindex as ci
 
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import I32, U64, PointerType, ScalarType
+from polypy.ir.types import I32, I64, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
 from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
@@ -48,6 +48,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.mutated_cache: dict[tuple, set[tuple]] = {}
         self.loop_depth = 0
         self.switch_markers: list[dict[int, n.Return]] = []  # the breaks of the switches being lowered
+        self.clock: str | None = None  # the thread's clock() counter, declared at the top once used
 
     # ------------------------------------------------------------------ utilities
     def error(self, message: str, cursor: ci.Cursor | None) -> UserError:
@@ -91,6 +92,8 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
             self.kernel_param(p, mutated)
         self.statement(body)
         stmts = tuple(self.block)
+        if self.clock is not None:
+            stmts = (n.Decl(self.clock, I64, n.Const(0, I64), loc=self.loc(self.cursor)),) + stmts
         self.frames.pop()
         buffers = tuple(self.buffers.values())
         kernel = n.Kernel(self.kernel_name, tuple(self.params), buffers, stmts, stage="gpu",

@@ -6,7 +6,7 @@ import clang.cindex as ci
 
 from polypy.ir import nodes as n
 from polypy.ir.mathfns import CUDA_ARITH_INTRINSICS, CUDA_MATH_NAMES, MATH_FUNCTIONS
-from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType
+from polypy.ir.types import BOOL, F32, F64, I32, I64, U32, PointerType
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
@@ -14,6 +14,8 @@ from frontend.clang_setup import preorder
 from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call
 from frontend.lower.context import CK, function_body
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
+from frontend.lower.int_intrinsics import INT_INTRINSICS, int_intrinsic
+from frontend.lower.warp_collectives import WARP_COLLECTIVES, warp_collective
 from frontend.values import Aggregate, MemLV, Pointer, Value
 
 
@@ -22,18 +24,16 @@ _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomi
             "atomicCAS": "cas"}
 _SHUFFLES = {"__shfl_sync": "idx", "__shfl_up_sync": "up", "__shfl_down_sync": "down", "__shfl_xor_sync": "xor"}
 _VOTES = {"__ballot_sync": "ballot", "__any_sync": "any", "__all_sync": "all", "__activemask": "activemask"}
+_FENCES = {"__threadfence_block": "block", "__threadfence": "device", "__threadfence_system": "system"}
 _CACHED_LOADS = ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv")
 _CACHED_STORES = ("__stcg", "__stcs", "__stwb", "__stwt")
-_BIT_INTRINSICS = ("__popc", "__popcll", "__clz", "__clzll", "__ffs", "__ffsll", "__mul24", "__umul24", "__mulhi",
-                   "__umulhi")
+# What <math.h>'s INFINITY, HUGE_VAL(F) and NAN expand to (``__builtin_`` taken off), and their type.
+_FLOAT_CONSTANTS = {"inff": F32, "inf": F64, "huge_valf": F32, "huge_val": F64, "nanf": F32, "nan": F64}
 _REFUSED_CALLS = {
     "printf": "printf in device code is not supported",
     "__syncthreads_count": "__syncthreads_count is not supported",
     "__syncthreads_and": "__syncthreads_and is not supported",
     "__syncthreads_or": "__syncthreads_or is not supported",
-    "__syncwarp": "__syncwarp is not supported (warp-synchronous code outside shuffles and votes)",
-    "__threadfence": "memory fences (__threadfence) are not supported",
-    "__threadfence_block": "memory fences (__threadfence_block) are not supported",
     "malloc": "dynamic allocation in device code is not supported",
     "free": "dynamic allocation in device code is not supported",
     "assert": "assert in device code is not supported",
@@ -118,6 +118,8 @@ class CallLowering:
             return self.shuffle(_SHUFFLES[name], fn, args, c)
         if name in _VOTES:
             return self.vote(_VOTES[name], args, c)
+        if name in WARP_COLLECTIVES:
+            return warp_collective(self, name, fn, args, c)
         if name in _CACHED_LOADS:
             ptr = self.expr(args[0])
             return self.read(self.deref(ptr if not isinstance(ptr, _ArrayRef) else ptr.decay(self), c), c)
@@ -126,7 +128,30 @@ class CallLowering:
             lv = self.deref(ptr if not isinstance(ptr, _ArrayRef) else ptr.decay(self), c)
             self.assign(lv, self.expr(args[1]), c)
             return None
-        if name in _BIT_INTRINSICS:
+        if name == "__syncwarp":
+            if not discard:
+                raise self.error("__syncwarp() has no value", c)
+            mask = self.arg_value(args[0], fn, 0) if args else n.Const(0xFFFFFFFF, U32)
+            if not isinstance(mask, n.Expr):
+                raise self.error("__syncwarp takes a mask", c)
+            self.emit(n.WarpSync(convert(mask, U32), loc=loc))
+            return None
+        if name in _FENCES:
+            if not discard:
+                raise self.error(f"{name}() has no value", c)
+            self.emit(n.Fence(_FENCES[name], loc=loc))
+            return None
+        if name in ("clock", "clock64"):
+            return self.clock_read(name, c)
+        if name == "__nanosleep":
+            # PTX's nanosleep suspends the thread for a duration in [0, 2 t]: zero is one of the
+            # allowed durations, and sleeping changes nothing the kernel computes. The argument
+            # is still evaluated (it may load).
+            self.scalar(args[0])
+            return None
+        if name in _FLOAT_CONSTANTS:
+            return self.float_constant(name, args, c)
+        if name in INT_INTRINSICS:
             return self.bit_intrinsic(name, [self.scalar(a) for a in args], c)
         if name in BIT_CAST_CALLS:
             return bit_cast_call(name, [self.scalar(a) for a in args], loc)
@@ -197,51 +222,40 @@ class CallLowering:
         return self.read(self.pointer_element(Pointer(pname, (), None, layout), index, c), c)
 
     def bit_intrinsic(self, name: str, args: list[n.Expr], c: ci.Cursor) -> n.Expr:
-        """CUDA's integer intrinsics, written with shifts, masks and multiplications (exact,
-        including the wrapping of the 24-bit products)."""
+        """CUDA's integer intrinsics (``frontend.lower.int_intrinsics``), temporaries declared here."""
         loc = self.loc(c)
 
         def let(e: n.Expr, base: str) -> n.Expr:
             v = self.temp(e.type, e, base, c)
             return n.Var(v.name, v.type, loc=loc)
 
-        def b(op: str, x: n.Expr, y: n.Expr | int) -> n.Expr:
-            return n.Binary(op, x, y if isinstance(y, n.Expr) else n.Const(y, x.type), loc=loc)
+        return int_intrinsic(name, args, let, loc)
 
-        def popcount(x: n.Expr) -> n.Expr:
-            # Bits summed in pairs, nibbles, bytes; the multiplication adds the bytes up.
-            wide = x.type.bits == 64
-            ones = 0x5555555555555555 if wide else 0x55555555
-            twos = 0x3333333333333333 if wide else 0x33333333
-            nibbles = 0x0F0F0F0F0F0F0F0F if wide else 0x0F0F0F0F
-            bytes_ = 0x0101010101010101 if wide else 0x01010101
-            x = let(b("sub", x, b("band", b("shr", x, 1), ones)), "popc")
-            x = let(b("add", b("band", x, twos), b("band", b("shr", x, 2), twos)), "popc")
-            x = b("band", b("add", x, b("shr", x, 4)), nibbles)
-            return convert(b("shr", b("mul", x, bytes_), 56 if wide else 24), I32)
+    def clock_read(self, name: str, c: ci.Cursor) -> n.Expr:
+        """``clock()`` / ``clock64()``: the number of ``clock()`` / ``clock64()`` calls the thread has
+        made so far, this one included (1, 2, 3 ...). CUDA's counter is a per-multiprocessor cycle
+        count whose only promise a program can rely on is that, read by one thread, it does not go
+        back (and that it moves on: busy-wait loops ``while (clock64() - t0 < n)`` end); a count of
+        the reads keeps both and is the same on every backend and every run. Elapsed "cycles" a
+        program prints are therefore call counts, not time."""
+        loc = self.loc(c)
+        if self.clock is None:
+            self.clock = self.names.fresh("clock")
+        self.emit(n.Assign(self.clock, n.Binary("add", n.Var(self.clock, I64, loc=loc), n.Const(1, I64), loc=loc),
+                           loc=loc))
+        value = self.temp(I64, n.Var(self.clock, I64, loc=loc), "clk", c)
+        return n.Var(value.name, I64, loc=loc)
 
-        if name in ("__mul24", "__umul24"):
-            # The low 24 bits of each operand (sign-extended for __mul24), the low 32 bits of the product.
-            if name == "__umul24":
-                x, y = (b("band", convert(a, U32), 0xFFFFFF) for a in args)
-                return b("mul", x, y)
-            x, y = (b("shr", convert(b("shl", convert(a, U32), 8), I32), 8) for a in args)
-            return convert(b("mul", convert(x, U32), convert(y, U32)), I32)
-        if name in ("__mulhi", "__umulhi"):
-            wide = I64 if name == "__mulhi" else U64
-            x, y = (convert(a, wide) for a in args)
-            return convert(b("shr", b("mul", x, y), 32), I32 if name == "__mulhi" else U32)
-        unsigned = U64 if name.endswith("ll") else U32
-        x = let(convert(args[0], unsigned), "bits")
-        if name in ("__popc", "__popcll"):
-            return popcount(x)
-        if name in ("__clz", "__clzll"):
-            # Every bit below the highest set one set too; the zeros left are the leading zeros.
-            for shift in (1, 2, 4, 8, 16, 32)[:6 if unsigned.bits == 64 else 5]:
-                x = let(b("bor", x, b("shr", x, shift)), "bits")
-            return b("sub", n.Const(unsigned.bits, I32), popcount(x))
-        # __ffs: 1 + the index of the lowest set bit (x ^ (x - 1) sets it and every bit below), 0 for 0.
-        return n.Select(b("eq", x, 0), n.Const(0, I32), popcount(b("bxor", x, b("sub", x, 1))), loc=loc)
+    def float_constant(self, name: str, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
+        """``__builtin_inff()``, ``__builtin_huge_val()``, ``__builtin_nanf("")`` (what ``INFINITY``,
+        ``HUGE_VAL`` and ``NAN`` expand to): the constant; a NaN only with the empty payload string."""
+        ty = _FLOAT_CONSTANTS[name]
+        if name.startswith("nan"):
+            literals = [x for a in args for x in preorder(a) if x.kind == CK.STRING_LITERAL]
+            if len(literals) != 1 or literals[0].spelling != '""':
+                raise self.error(f"'{name}' with a NaN payload is not supported (only {name}(\"\"))", c)
+            return n.Const(float("nan"), ty, loc=self.loc(c))
+        return n.Const(float("inf"), ty, loc=self.loc(c))
 
     def arg_value(self, a: ci.Cursor, fn: ci.Cursor, i: int) -> Value | None:
         v = self.expr(a)

@@ -38,6 +38,21 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="define a preprocessor macro")
     p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
                    help="add an include directory")
+    p.add_argument("-arch", "--gpu-architecture", dest="defines", action=_Arch, metavar="sm_XY",
+                   help="the architecture __CUDA_ARCH__ names in device code (XY0; default sm_80)")
+
+
+class _Arch(argparse.Action):
+    """``-arch sm_XY`` as nvcc reads it: ``__CUDA_ARCH__`` is XY0 in the device pass. It travels
+    with the defines as ``__POLYPY_CUDA_ARCH__`` (``frontend.device_pass.ARCH_OPTION``), which only
+    the device pass reads."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        text = str(values)
+        prefix, _, digits = text.partition("_")
+        if prefix not in ("sm", "compute") or not digits.isdigit() or not 2 <= len(digits) <= 3:
+            parser.error(f"{option_string}: expected an architecture such as sm_80, got {text!r}")
+        namespace.defines = list(namespace.defines or []) + [f"__POLYPY_CUDA_ARCH__={int(digits) * 10}"]
 
 
 def thread_count(text: str) -> int:

@@ -139,6 +139,7 @@ for _name, _target in (
     ("forward-shared-stores", "gpu2cpu.forward_shared:forward_shared_stores"),
     ("eliminate-dead-shared-stores", "gpu2cpu.forward_shared:eliminate_dead_shared_stores"),
     ("eliminate-barriers", "gpu2cpu.barriers:eliminate_barriers"),
+    ("lower-warp-syncs", "gpu2cpu.lower_warp_syncs:lower_warp_syncs"),
     ("lockstep-warps", "gpu2cpu.lockstep_warps:lockstep_warps"),
     ("refuse-warp-synchronous", "gpu2cpu.refuse_warp_synchronous:refuse_warp_synchronous"),
     ("refuse-spin-waits", "gpu2cpu.refuse_spin_waits:refuse_spin_waits"),
@@ -169,7 +170,9 @@ for _name, _target in (
 # ---- the pipelines (lists of names) ----------------------------------------------------------
 # ``polypy.passes.SIMPLIFY`` (the ground floor's list, which autodiff runs too), by name.
 SIMPLIFY: tuple[str, ...] = tuple(p.name for p in _SIMPLIFY)
-GPU_PASSES: tuple[str, ...] = ("eliminate-returns", "raise-counted-loops") + SIMPLIFY
+# __syncwarp becomes block barriers between guarded phases right away (gpu2cpu.lower_warp_syncs):
+# every later pass, the emulator and the gradients meet barriers they know.
+GPU_PASSES: tuple[str, ...] = ("eliminate-returns", "lower-warp-syncs", "raise-counted-loops") + SIMPLIFY
 # Forwarding first: it makes stores dead and then barriers removable.
 SHARED_OPTIMIZE: tuple[str, ...] = ("forward-shared-stores", "eliminate-dead-shared-stores", "eliminate-barriers")
 # What the CPU schedule would run with another meaning comes first, optimized or not: races

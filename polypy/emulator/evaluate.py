@@ -158,8 +158,9 @@ class Evaluator:
     def accessors(self, lanes: LaneSet) -> Accessors:
         chunk = self.state.chunk
         block = lanes.take_cached("lane_block", chunk.lane_block)
+        pubs = self.state.pubs
         return Accessors(lanes.take_cached("gtid", chunk.gtid), lanes.take_cached("gblock", chunk.gblock),
-                         chunk.epoch[block])
+                         chunk.epoch[block], pubs.tick(lanes.count) if pubs is not None else None, pubs)
 
     def fault(self, fault: LaneFault, lanes: LaneSet, node: n.Node) -> UserError:
         lane = int(lanes.ids[fault.position])

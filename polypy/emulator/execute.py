@@ -58,6 +58,8 @@ class Executor:
             n.AtomicRMW: self._atomic,
             n.Barrier: self._barrier,
             n.Prefetch: lambda s, lanes: None,  # a hint: nothing happens
+            n.Fence: self._fence,
+            n.WarpSync: self._warp_sync,
             n.Shuffle: self._shuffle,
             n.Vote: self._vote,
             n.If: self._if,
@@ -176,6 +178,22 @@ class Executor:
             self.assign(s.dest, mem.elem.dtype, lanes, old)
 
     # -- synchronization and warps
+    def _warp_sync(self, s: n.WarpSync, lanes: LaneSet) -> None:
+        raise UserError("__syncwarp: the emulator runs kernels as polypy.load gives them (its GPU pipeline turns "
+                        "__syncwarp into block barriers, gpu2cpu.lower_warp_syncs)", s.loc)
+
+    def _fence(self, s: n.Fence, lanes: LaneSet) -> None:
+        """Lanes run one statement at a time and atomics serialize: what a thread wrote before a
+        fence is already seen by every other thread. The race detector learns of device-scope
+        fences (``fences.Publications``), which order blocks."""
+        pubs = self.state.pubs
+        if pubs is None or s.scope == "block":
+            return
+        chunk = self.state.chunk
+        block = lanes.take_cached("lane_block", chunk.lane_block)
+        threads = np.broadcast_to(lanes.take_cached("gtid", chunk.gtid), (lanes.count,))
+        pubs.fence(threads, np.broadcast_to(chunk.epoch[block], (lanes.count,)))
+
     def _barrier(self, s: n.Barrier, lanes: LaneSet) -> None:
         chunk = self.state.chunk
         blocks = lanes.take_cached("lane_block", chunk.lane_block)

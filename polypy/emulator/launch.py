@@ -13,6 +13,7 @@ import numpy as np
 
 from polypy.emulator.arguments import bind_arguments
 from polypy.emulator.execute import Executor
+from polypy.emulator.fences import Publications, needs_publications
 from polypy.emulator.grid import Chunk, Geometry
 from polypy.emulator.memory import (
     chunk_memories, global_memories, local_bytes_per_thread, pointer_memories, shared_bytes_per_block,
@@ -70,12 +71,14 @@ def emulate(kernel: n.Kernel, grid: int | Sequence[int], block: int | Sequence[i
         sites = Sites()
         memories = pointer_memories(kernel, arrays, check_races)
         memories.update(global_memories(kernel, geometry, globals, check_races))
+        pubs = Publications(geometry.num_blocks, geometry.num_blocks * geometry.threads_per_block) \
+            if check_races and needs_publications(kernel) else None
         per_chunk = _blocks_per_chunk(kernel, geometry, shmem)
         for first in range(0, geometry.num_blocks, per_chunk):
             chunk = Chunk(geometry, first, min(per_chunk, geometry.num_blocks - first))
             chunk_mems = dict(memories)
             chunk_mems.update(chunk_memories(kernel, chunk, shmem, check_races))
-            Executor(ChunkState(chunk, chunk_mems, scalars, sites)).run(kernel.body)
+            Executor(ChunkState(chunk, chunk_mems, scalars, sites, pubs)).run(kernel.body)
 
 
 def _blocks_per_chunk(kernel: n.Kernel, geometry: Geometry, shmem: int) -> int:

@@ -18,7 +18,9 @@ and can be forgotten; other blocks never can, and ``blk`` keeps them. Writes nee
 two writes of different threads in one epoch, or of two blocks, are already a race.
 
 The check is exact for this model (no false reports, no missed races between the accesses the
-emulator performs). Blocks run in lockstep within a chunk and chunk after chunk, but the
+emulator performs). In a kernel with device-scope fences, ``fences.Publications`` also orders
+blocks through fences and atomics (the last-block pattern); ``tm`` then keeps the time of the
+latest access of a summary. Blocks run in lockstep within a chunk and chunk after chunk, but the
 summaries do not depend on that order.
 """
 from __future__ import annotations
@@ -27,6 +29,7 @@ import dataclasses
 
 import numpy as np
 
+from polypy.emulator.fences import Publications, record_id
 from polypy.errors import Loc
 from polypy.ir import nodes as n
 
@@ -39,6 +42,8 @@ class Accessors:
     thread: np.ndarray
     block: np.ndarray
     epoch: np.ndarray
+    time: np.ndarray | None = None  # with ``pubs``: the launch-wide time of each lane's access
+    pubs: Publications | None = None  # the kernel has fences that order blocks
 
 
 class RaceFound(Exception):
@@ -55,14 +60,20 @@ class RaceFound(Exception):
 
 
 class _Summary:
-    __slots__ = ("thr", "blk", "ep", "many", "site")
+    __slots__ = ("thr", "blk", "ep", "many", "site", "tm")
 
     def __init__(self, size: int):
+        self.tm: np.ndarray | None = None  # allocated in kernels with fences only (``fences``)
         self.thr = np.full(size, -1, dtype=np.int32)
         self.blk = np.full(size, -1, dtype=np.int32)
         self.ep = np.zeros(size, dtype=np.int32)
         self.many = np.zeros(size, dtype=bool)
         self.site = np.full(size, -1, dtype=np.int32)
+
+    def times(self) -> np.ndarray:
+        if self.tm is None:
+            self.tm = np.full(len(self.thr), -1, dtype=np.int64)
+        return self.tm
 
 
 class AccessRecords:
@@ -70,6 +81,7 @@ class AccessRecords:
 
     def __init__(self, size: int):
         self.size = size
+        self.region = record_id()
         self.reads: _Summary | None = None  # allocated on first use: most buffers are read-only
         self.writes: _Summary | None = None
         self.atomics: _Summary | None = None
@@ -77,7 +89,7 @@ class AccessRecords:
     # -- the three kinds of access; ``flat`` holds one element per active lane
     def read(self, flat: np.ndarray, who: Accessors, site: int) -> None:
         self._check_single(self.writes, "write", flat, who)
-        self._check_multi(self.atomics, "atomic", flat, who)
+        self._check_multi(self.atomics, "atomic", flat, who, self.region)
         if self.reads is None:
             self.reads = _Summary(self.size)
         _merge(self.reads, flat, who, site)
@@ -85,8 +97,8 @@ class AccessRecords:
     def write(self, flat: np.ndarray, who: Accessors, site: int) -> None:
         self._check_duplicates(flat, who, site)
         self._check_single(self.writes, "write", flat, who)
-        self._check_multi(self.reads, "read", flat, who)
-        self._check_multi(self.atomics, "atomic", flat, who)
+        self._check_multi(self.reads, "read", flat, who, self.region)
+        self._check_multi(self.atomics, "atomic", flat, who, self.region)
         if self.writes is None:
             self.writes = _Summary(self.size)
         w = self.writes
@@ -94,13 +106,17 @@ class AccessRecords:
         w.blk[flat] = who.block
         w.ep[flat] = who.epoch
         w.site[flat] = site
+        if who.time is not None:
+            w.times()[flat] = who.time
 
     def atomic(self, flat: np.ndarray, who: Accessors, site: int) -> None:
         self._check_single(self.writes, "write", flat, who)
-        self._check_multi(self.reads, "read", flat, who)
+        self._check_multi(self.reads, "read", flat, who, self.region)
         if self.atomics is None:
             self.atomics = _Summary(self.size)
         _merge(self.atomics, flat, who, site)
+        if who.pubs is not None and who.time is not None:
+            who.pubs.atomic(self.region, flat, who.thread, who.block, who.epoch, who.time)
 
     # -- checks
     @staticmethod
@@ -110,13 +126,15 @@ class AccessRecords:
             return
         thr = s.thr[flat]
         bad = (thr >= 0) & (thr != who.thread) & ((s.blk[flat] != who.block) | (s.ep[flat] == who.epoch))
+        if who.pubs is not None and bad.any():
+            bad &= ~who.pubs.ordered(s.blk[flat], thr, s.ep[flat], s.times()[flat], who.block, who.thread, who.epoch)
         if bad.any():
             p = int(np.argmax(bad))
             f = flat[p]
             raise RaceFound(p, kind, int(s.thr[f]), int(s.blk[f]), int(s.site[f]))
 
     @staticmethod
-    def _check_multi(s: _Summary | None, kind: str, flat: np.ndarray, who: Accessors) -> None:
+    def _check_multi(s: _Summary | None, kind: str, flat: np.ndarray, who: Accessors, region: int) -> None:
         """Against a summary of reads or atomics (possibly several threads and blocks)."""
         if s is None or len(flat) == 0:
             return
@@ -124,6 +142,13 @@ class AccessRecords:
         same_epoch = s.ep[flat] == who.epoch
         other_thread = (s.thr[flat] != who.thread) | s.many[flat]
         bad = (blk == -2) | ((blk >= 0) & ((blk != who.block) | (same_epoch & other_thread)))
+        if who.pubs is not None and bad.any():
+            other_block = (blk >= 0) & (blk != who.block)
+            thr = np.where(s.many[flat], -1, s.thr[flat])
+            times = s.times()[flat]
+            bad &= ~(other_block & who.pubs.ordered(blk, thr, s.ep[flat], times, who.block, who.thread, who.epoch))
+            if kind == "atomic":
+                bad &= ~who.pubs.after_element(region, flat, times, who.block, who.thread, who.epoch)
         if bad.any():
             p = int(np.argmax(bad))
             f = flat[p]
@@ -180,6 +205,9 @@ def _merge(s: _Summary, flat: np.ndarray, who: Accessors, site: int) -> None:
     s.thr[elems] = np.where(same_epoch, old_thr, thr)
     s.ep[elems] = ep
     s.site[elems] = site
+    if who.time is not None:
+        tm = s.times()
+        tm[elems] = np.maximum(tm[elems], who.time.max())
 
 
 class Sites:

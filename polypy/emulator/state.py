@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from polypy.emulator.fences import Publications
 from polypy.emulator.grid import Chunk
 from polypy.emulator.memory import Memory
 from polypy.emulator.races import Sites
@@ -20,8 +21,10 @@ class ChunkState:
     reduction's ``stride``, stay scalars and cost nothing per lane.
     """
 
-    def __init__(self, chunk: Chunk, memories: dict[str, Memory], scalars: dict[str, np.generic], sites: Sites):
+    def __init__(self, chunk: Chunk, memories: dict[str, Memory], scalars: dict[str, np.generic], sites: Sites,
+                 pubs: Publications | None = None):
         self.chunk = chunk
+        self.pubs = pubs  # fences order blocks (``fences``); None when the kernel has none
         self.memories = memories
         self.sites = sites
         self.env: dict[str, Value] = dict(scalars)

@@ -353,6 +353,32 @@ class Barrier(Stmt):
     """``__syncthreads()``: every live thread of the block waits here; memory is then visible."""
 
 
+FENCE_SCOPES = ("block", "device", "system")
+
+
+@_node
+class Fence(Stmt):
+    """``__threadfence_block()`` / ``__threadfence()`` / ``__threadfence_system()`` (``scope``): the
+    thread's memory accesses before it are seen by every thread of the scope before its accesses
+    after it. On the CPU (one shared memory, blocks on cores) each is a sequentially consistent
+    fence, and, in a kernel that has one, every atomic is followed by one too: the reads after an
+    atomic that tells a block it is the last (the ticket of the last-block pattern) see what the
+    other blocks wrote before their fences. Both forms keep it."""
+
+    scope: str
+
+
+@_node
+class WarpSync(Stmt):
+    """``__syncwarp(mask)``: the lanes of ``mask`` in this thread's warp wait for each other here,
+    and see each other's memory accesses before it. GPU form right after the frontend only:
+    ``gpu2cpu.lower_warp_syncs`` turns it into block barriers between guarded phases."""
+
+    CHILDREN = ("mask",)
+
+    mask: Expr
+
+
 SHUFFLE_MODES = ("idx", "up", "down", "xor")
 
 

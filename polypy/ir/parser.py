@@ -292,6 +292,19 @@ class _Parser:
         if word == "barrier":
             self.next()
             return n.Barrier(loc=loc)
+        if word == "syncwarp":
+            self.next()
+            self.expect("(")
+            mask = self.expr()
+            self.expect(")")
+            return n.WarpSync(mask, loc=loc)
+        if word == "fence":
+            self.next()
+            self.expect(".")
+            scope = self.ident()
+            if scope not in n.FENCE_SCOPES:
+                raise self.error(f"unknown fence scope {scope!r}")
+            return n.Fence(scope, loc=loc)
         if word == "prefetch":
             self.next()
             buffer = self.ident()

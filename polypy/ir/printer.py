@@ -166,6 +166,10 @@ class _Printer:
             self.emit(depth, f"{dest}atomic.{s.op} {', '.join(operands)}", s)
         elif isinstance(s, n.Barrier):
             self.emit(depth, "barrier", s)
+        elif isinstance(s, n.WarpSync):
+            self.emit(depth, f"syncwarp({format_expr(s.mask)})", s)
+        elif isinstance(s, n.Fence):
+            self.emit(depth, f"fence.{s.scope}", s)
         elif isinstance(s, n.Prefetch):
             self.emit(depth, f"prefetch {s.buffer}{''.join(f'[{format_expr(i)}]' for i in s.index)}", s)
         elif isinstance(s, n.Shuffle):

@@ -118,6 +118,13 @@ class _Verifier:
         elif isinstance(s, n.Barrier):
             if not gpu:
                 self.fail("barrier in CPU form", s)
+        elif isinstance(s, n.WarpSync):
+            if not gpu:
+                self.fail("syncwarp in CPU form", s)
+            self.expr(s.mask)
+        elif isinstance(s, n.Fence):
+            if s.scope not in n.FENCE_SCOPES:
+                self.fail(f"unknown fence scope {s.scope!r}", s)
         elif isinstance(s, n.Prefetch):
             if gpu:
                 self.fail("prefetch in GPU form", s)

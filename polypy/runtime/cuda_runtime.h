@@ -174,6 +174,21 @@ static inline int polypy_rt_apart(const void* a, const void* b) {
 #define __DRIVER_TYPES_H__
 #define __VECTOR_TYPES_H__
 #define CUDART_VERSION 12000
+/* What nvcc 12.0 predefines, which its host pass sees too: polypy's frontend defines them on its
+ * command line (frontend/clang_setup.py NVCC_MACROS), a translated program gets them here, after
+ * the includes above (which test __CUDACC__ to tell the two apart), so that its host code takes
+ * the branches the frontend read. */
+#ifndef __CUDACC__
+#define __CUDACC__
+#endif
+#ifndef __NVCC__
+#define __NVCC__
+#endif
+#ifndef __CUDACC_VER_MAJOR__
+#define __CUDACC_VER_MAJOR__ 12
+#define __CUDACC_VER_MINOR__ 0
+#define __CUDACC_VER_BUILD__ 76
+#endif
 
 /* ------------------------------------------------------------------ host min/max */
 /* nvcc's headers give host code min and max over the arithmetic types (the device prelude

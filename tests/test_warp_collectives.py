@@ -1,0 +1,111 @@
+"""Volta's warp collectives (issue 36, item 6): ``__reduce_{add,min,max,and,or,xor}_sync``,
+``__match_any_sync``, ``__match_all_sync`` on the full warp, and ``__activemask`` in divergent
+code, against a NumPy reference through the emulator, the LLVM JIT and the C backend; other
+masks are refused at the call.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import polypy
+from c_support import copy_args, run_c, run_emulated
+from polypy.errors import UserError
+
+COLLECTIVES = r"""
+__global__ void w(const int* x, const float* f, unsigned* out, int* sout, int* preds) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = x[t];
+  unsigned* o = out + 8 * t;
+  o[0] = __reduce_add_sync(0xffffffff, (unsigned)v);
+  o[1] = __reduce_min_sync(0xffffffff, (unsigned)v);
+  o[2] = __reduce_max_sync(0xffffffff, (unsigned)v);
+  o[3] = __reduce_and_sync(0xffffffff, (unsigned)v | 0x10u);
+  o[4] = __reduce_or_sync(0xffffffff, (unsigned)v);
+  o[5] = __reduce_xor_sync(0xffffffff, (unsigned)v);
+  o[6] = __match_any_sync(0xffffffff, v % 3);
+  o[7] = __match_any_sync(0xffffffffu, f[t]);
+  sout[3 * t] = __reduce_add_sync(0xffffffff, v);
+  sout[3 * t + 1] = __reduce_min_sync(0xffffffff, v);
+  sout[3 * t + 2] = __reduce_max_sync(0xffffffff, v);
+  int p;
+  unsigned m = __match_all_sync(0xffffffff, (long long)(v / 1000), &p);
+  preds[2 * t] = p;
+  preds[2 * t + 1] = (int)m;
+  if (threadIdx.x % 3 == 1) preds[2 * t + 1] ^= (int)__activemask();
+}
+"""
+
+WARPS = 4
+
+
+def _inputs() -> dict:
+    rng = np.random.default_rng(7)
+    t = 32 * WARPS
+    x = rng.integers(-3000, 3000, t).astype(np.int32)
+    x[:32] = rng.integers(0x40000000, 0x7FFFFFFF, 32)  # sums that wrap
+    x[32:64] = 5000 + (x[32:64] % 7)  # every lane of warp 1 has v / 1000 == 5
+    x[64] = np.int32(-(1 << 31))  # INT_MIN in warp 2
+    f = np.array([0.0, -0.0, np.nan, 1.0, 1.0, -np.inf] * 22, np.float32)[:t]
+    return {"x": x, "f": f, "out": np.zeros(8 * t, np.uint32), "sout": np.zeros(3 * t, np.int32),
+            "preds": np.zeros(2 * t, np.int32)}
+
+
+def _reference(args: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x, f = args["x"], args["f"]
+    out = np.zeros((x.size, 8), np.uint32)
+    sout = np.zeros((x.size, 3), np.int32)
+    preds = np.zeros((x.size, 2), np.int32)
+    for w in range(WARPS):
+        lanes = slice(32 * w, 32 * w + 32)
+        v = [int(a) for a in x[lanes]]
+        u = [a & 0xFFFFFFFF for a in v]
+        mod3 = [int(np.fmod(a, 3)) for a in v]  # C's % truncates
+        bits = [int(b) for b in f[lanes].view(np.uint32)]
+        div = [int(a / 1000) for a in v]  # C's / truncates
+        same = all(d == div[0] for d in div)
+        for i in range(32):
+            t = 32 * w + i
+            out[t, :6] = [sum(u) & 0xFFFFFFFF, min(u), max(u), functools.reduce(lambda a, b: a & b, [a | 0x10 for a in u]),
+                          functools.reduce(lambda a, b: a | b, u), functools.reduce(lambda a, b: a ^ b, u)]
+            out[t, 6] = sum(1 << j for j in range(32) if mod3[j] == mod3[i])
+            out[t, 7] = sum(1 << j for j in range(32) if bits[j] == bits[i])  # bits: -0.0 != 0.0, NaN == NaN
+            total = sum(v) & 0xFFFFFFFF
+            sout[t] = [total - (1 << 32) if total >> 31 else total, min(v), max(v)]
+            mask = 0xFFFFFFFF if same else 0
+            first = 32 * w % 64  # threadIdx.x of the warp's lane 0 (blocks of 64 threads)
+            if (first + i) % 3 == 1:
+                mask ^= sum(1 << j for j in range(32) if (first + j) % 3 == 1)  # the lanes inside the branch
+            preds[t] = [int(same), mask - (1 << 32) if mask >> 31 else mask]
+    return out, sout, preds
+
+
+@pytest.mark.parametrize("way", ["emulator", "llvm", "c"])
+def test_collectives_match_numpy(tmp_path, way: str) -> None:
+    path = tmp_path / "w.cu"
+    path.write_text(COLLECTIVES)
+    args = _inputs()
+    if way == "llvm":
+        out = copy_args(args)
+        polypy.compile(str(path)).w[WARPS // 2, 64](*out.values())
+    else:
+        kernel = polypy.load(str(path)).kernel("w")
+        out = (run_emulated if way == "emulator" else run_c)(kernel, WARPS // 2, 64, args)
+    want_out, want_sout, want_preds = _reference(args)
+    np.testing.assert_array_equal(out["out"].reshape(-1, 8), want_out)
+    np.testing.assert_array_equal(out["sout"].reshape(-1, 3), want_sout)
+    np.testing.assert_array_equal(out["preds"].reshape(-1, 2), want_preds)
+
+
+@pytest.mark.parametrize("call", ["__reduce_add_sync(0xffff, v)", "__match_any_sync(m, v)",
+                                  "__reduce_or_sync(__activemask(), (unsigned)v)"])
+def test_other_masks_are_refused_at_the_mask(tmp_path, call: str) -> None:
+    path = tmp_path / "m.cu"
+    path.write_text("__global__ void k(int* x, unsigned m) {\n  int v = x[threadIdx.x];\n"
+                    f"  x[threadIdx.x] = {call};\n}}\n")
+    with pytest.raises(UserError, match="full-warp mask 0xffffffff only") as info:
+        polypy.load(str(path))
+    assert info.value.loc is not None and info.value.loc.line == 3
+    assert info.value.loc.col == 20 + call.index("(") + 1  # the mask argument
