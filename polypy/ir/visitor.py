@@ -238,11 +238,21 @@ def _find_method(visitor_cls: type, node_cls: type, prefix: str, fallback: str |
 def walk(node: Node) -> Iterator[Node]:
     """Every node under ``node`` (``node`` included), parents before children."""
     stack = [node]
+    pop, push = stack.pop, stack.append
     while stack:
-        current = stack.pop()
+        current = pop()
         yield current
-        children = list(iter_children(current))
-        stack.extend(reversed(children))
+        names = current.CHILDREN
+        for k in range(len(names) - 1, -1, -1):  # pushed last to first: popped in field order
+            value = getattr(current, names[k])
+            if value is None:
+                continue
+            if type(value) is tuple:
+                for i in range(len(value) - 1, -1, -1):
+                    if isinstance(value[i], Node):
+                        push(value[i])
+            elif isinstance(value, Node):
+                push(value)
 
 
 def walk_block(block: tuple[Stmt, ...]) -> Iterator[Node]:

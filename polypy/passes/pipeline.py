@@ -1,7 +1,8 @@
 """Running a list of passes: verification after each, optional dumps and timings.
 
 A pass is a pure function ``Kernel -> Kernel``. A pipeline is a visible list of ``Pass``
-entries. ``run_pipeline`` verifies the IR after every pass, prints it after the passes named in
+entries. ``run_pipeline`` verifies the IR after every pass that changed it (a pass that changes nothing
+returns its input, which is not checked again; the last pass's output is checked once at least), prints it after the passes named in
 ``POLYPY_PRINT_AFTER`` (comma separated, or ``all``) or by ``printing_after`` (``polypy translate
 --dump-after NAME``), records per-pass time when asked, and
 re-raises a crash inside a pass as an ``InternalError`` that names the pass (a ``UserError``
@@ -62,6 +63,7 @@ def run_pipeline(
         wanted = os.environ.get("POLYPY_PRINT_AFTER", "")
     dump_names = {w.strip() for w in wanted.split(",") if w.strip()}
     out = stream if stream is not None else sys.stderr
+    verified = False
     for p in passes:
         start = time.perf_counter()
         try:
@@ -76,11 +78,13 @@ def run_pipeline(
             timings[p.name] = timings.get(p.name, 0.0) + time.perf_counter() - start
         if not isinstance(result, Kernel):
             raise InternalError(f"pass {p.name} returned {type(result).__name__}, not a Kernel")
-        if verify:
+        if verify and (result is not kernel or p is passes[-1] and not verified):
+            # A pass that changed nothing returns its input: checked once, not after every pass.
             try:
                 verify_kernel(result)
             except InternalError as exc:
                 raise InternalError(f"after pass {p.name}: {exc}") from exc
+            verified = True
         if p.name in dump_names or "all" in dump_names:
             print(f"// ----- IR after {p.name} ({kernel.name})", file=out)
             print(print_kernel(result), file=out, end="")

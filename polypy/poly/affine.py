@@ -126,7 +126,7 @@ class Converter:
     # ------------------------------------------------------------------ integers
     def int_expr(self, e: n.Expr, ctx: isl.Set) -> isl.PwAff | None:
         """``e`` (integer or bool typed) as a quasi-affine function, or None if unknown."""
-        result = self._int_expr(e, ctx)
+        result = self._int_expr(e, ctx) if tree_size(e) <= MAX_ANALYZED_NODES else None
         if result is None and (e.type.is_int or e.type.is_bool):
             return self.scope.uniform_value(e)
         return result
@@ -235,6 +235,8 @@ class Converter:
     # ------------------------------------------------------------------ conditions
     def cond(self, e: n.Expr, ctx: isl.Set) -> Cond:
         unknown = Cond(self.universe, self.universe, False)
+        if tree_size(e) > MAX_ANALYZED_NODES:
+            return unknown
         if isinstance(e, n.Const):
             return Cond(self.universe, self.universe.subtract(self.universe), True) if e.value else \
                 Cond(self.universe.subtract(self.universe), self.universe, True)
