@@ -41,7 +41,7 @@
 #include <math.h>
 
 #define POLYPY_LP static __host__ __device__ inline
-#define POLYPY_UNAVAILABLE(why) __attribute__((unavailable(why)))
+#define POLYPY_UNAVAILABLE(why) static __host__ __device__ __attribute__((unavailable(why)))
 
 /* ---- the rounding core (shared with <cuda_bf16.h>) ---- */
 
@@ -50,10 +50,12 @@
 POLYPY_LP unsigned long long polypy_lp_dbits(double d) { return *(const unsigned long long*)&d; }
 POLYPY_LP double polypy_lp_dfrom(unsigned long long u) { return *(const double*)&u; }
 POLYPY_LP float polypy_lp_ffrom(unsigned int u) { return *(const float*)&u; }
+POLYPY_LP unsigned int polypy_lp_fbits(float f) { return *(const unsigned int*)&f; }
 #else
 POLYPY_LP unsigned long long polypy_lp_dbits(double d) { unsigned long long u; __builtin_memcpy(&u, &d, 8); return u; }
 POLYPY_LP double polypy_lp_dfrom(unsigned long long u) { double d; __builtin_memcpy(&d, &u, 8); return d; }
 POLYPY_LP float polypy_lp_ffrom(unsigned int u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
+POLYPY_LP unsigned int polypy_lp_fbits(float f) { unsigned int u; __builtin_memcpy(&u, &f, 4); return u; }
 #endif
 
 #define POLYPY_RN 0
@@ -120,19 +122,23 @@ POLYPY_LP double polypy_lp_fma_odd(double a, double b, double c) {
   return polypy_lp_dfrom(u);
 }
 
-/* x rounded to an integer as `mode` says (x is a finite float of at most 24 bits: exact). */
+/* x rounded to an integer as `mode` says (x is a float of at most 24 significant bits, so every
+ * step is exact); a zero result keeps x's sign, as rint, floor, ceil and trunc do. */
 POLYPY_LP float polypy_lp_rint(float x, int mode) {
   float ax = x < 0.0f ? -x : x;
   if (!(ax < 8388608.0f)) return x; /* integral already (or NaN) */
   float t = (float)(int)x; /* truncated towards zero */
   float r = x - t;         /* exact: |r| < 1 */
-  if (mode == POLYPY_RZ) return t;
-  if (mode == POLYPY_RD) return r < 0.0f ? t - 1.0f : t;
-  if (mode == POLYPY_RU) return r > 0.0f ? t + 1.0f : t;
-  float ar = r < 0.0f ? -r : r;
-  float step = r < 0.0f ? -1.0f : 1.0f;
-  if (ar > 0.5f || (ar == 0.5f && ((int)t & 1) != 0)) return t + step;
-  return t;
+  float out = t;
+  if (mode == POLYPY_RD) {
+    if (r < 0.0f) out = t - 1.0f;
+  } else if (mode == POLYPY_RU) {
+    if (r > 0.0f) out = t + 1.0f;
+  } else if (mode == POLYPY_RN) {
+    float ar = r < 0.0f ? -r : r;
+    if (ar > 0.5f || (ar == 0.5f && ((int)t & 1) != 0)) out = r < 0.0f ? t - 1.0f : t + 1.0f;
+  }
+  return out == 0.0f ? polypy_lp_ffrom(polypy_lp_fbits(x) & 0x80000000u) : out;
 }
 
 /* float to a 32-bit integer as CUDA's __half2int/__bfloat162int do: NaN is 0, the rest saturates. */
@@ -400,4 +406,5 @@ POLYPY_UNAVAILABLE(POLYPY_HALF_ATOMIC) __half atomicAdd(__half* address, const _
 POLYPY_UNAVAILABLE(POLYPY_HALF_ATOMIC) __half2 atomicAdd(__half2* address, const __half2 val);
 
 #undef POLYPY_H
+#undef POLYPY_HCMP
 #endif /* POLYPY_CUDA_FP16_H */
