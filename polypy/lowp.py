@@ -9,9 +9,14 @@ as ``__float2bfloat16`` does) and back (exactly).
 """
 from __future__ import annotations
 
+import pathlib
 from typing import Any
 
 import numpy as np
+
+from polypy.errors import Loc
+from polypy.ir import nodes as n
+from polypy.ir.visitor import walk
 
 # The C spellings of the 16-bit float types (the typedef names of cuda_fp16.h / cuda_bf16.h too).
 HALF_NAMES = frozenset({"__half", "half", "__half2", "half2"})
@@ -40,3 +45,28 @@ def to_bfloat16(x: Any) -> np.ndarray:
 def from_bfloat16(bits: Any) -> np.ndarray:
     """bfloat16 bits (np.uint16) as float32 values (exact)."""
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+_RUNTIME = pathlib.Path(__file__).resolve().parent / "runtime"
+_HEADERS = ("cuda_fp16.h", "cuda_bf16.h")
+
+
+def _in_headers(loc: Loc | None) -> bool:
+    if loc is None or pathlib.PurePath(loc.file).name not in _HEADERS:
+        return False
+    return pathlib.Path(loc.file).resolve().parent == _RUNTIME
+
+
+def low_precision_use(kernel: n.Kernel) -> Loc | None:
+    """Where ``kernel`` uses polypy's half or bfloat16 types, or None: the first statement of the
+    source after code inlined from cuda_fp16.h / cuda_bf16.h (the statement that called it), or
+    the kernel's own location (a parameter of such a type; no statement of the source after)."""
+    if any(is_half(sp.ctype) or base_name(sp.ctype) in BFLOAT16_NAMES for sp in kernel.source_params):
+        return kernel.loc
+    seen = False
+    for node in walk(kernel):
+        if not seen:
+            seen = _in_headers(node.loc)
+        elif isinstance(node, n.Stmt) and node.loc is not None and not _in_headers(node.loc):
+            return node.loc
+    return kernel.loc if seen else None
