@@ -15,9 +15,10 @@ import pytest
 
 import half_reference as R
 import polypy
-from c_support import need_compiler, run_c, run_emulated
-from codegen.c import find_compiler
+from c_support import copy_args, need_compiler, run_c, run_emulated
+from codegen.c import build_library, find_compiler
 from polypy.driver.cli import main
+from polypy.driver.pipelines import to_cpu
 from polypy.errors import UserError
 from polypy.lowp import from_bfloat16, to_bfloat16
 
@@ -229,10 +230,17 @@ def test_operations_are_exact(sources, op_cases, kernel: str, way: str) -> None:
     fmt, a, b, c, want, flags = op_cases[kernel]
     k = polypy.load(sources["ops"]).kernel(kernel)
     n = len(a)
+    if way == "c":
+        need_compiler()
+        lib = build_library([to_cpu(k)], ())  # built once, launched with each shape
     for block in BLOCKS[:2] if way == "emulator" else BLOCKS:
         args = {"a": a, "b": b, "c": c, "out": np.zeros(16 * n, np.uint16), "flags": np.zeros(14 * n, np.int32), "n": n}
         grid = _grid(kernel, n, block)
-        out = run_emulated(k, grid, block, args) if way == "emulator" else run_c(k, grid, block, args)
+        if way == "emulator":
+            out = run_emulated(k, grid, block, args)
+        else:
+            out = copy_args(args)
+            lib.launch(kernel, grid, block, out)
         _same_bits(out["out"], want, fmt, f"{kernel} {way} {grid}x{block}")
         np.testing.assert_array_equal(out["flags"].reshape(flags.shape), flags)
 

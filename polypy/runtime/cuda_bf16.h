@@ -9,6 +9,7 @@
 #include "cuda_fp16.h"
 
 POLYPY_LP unsigned short polypy_lp_f2bf(double x, int mode) { return polypy_lp_round(x, 7, 8, mode); }
+POLYPY_LP unsigned short polypy_lp_f2bf_f(float x, int mode) { return polypy_lp_round_f(x, 7, 8, mode); }
 POLYPY_LP float polypy_lp_bf2f(unsigned short b) { return polypy_lp_ffrom((unsigned int)b << 16); }
 
 typedef struct __nv_bfloat16_raw { unsigned short x; } __nv_bfloat16_raw;
@@ -18,7 +19,7 @@ struct __align__(2) __nv_bfloat16 {
   unsigned short __x;
   __nv_bfloat16() = default;
   POLYPY_AS(polypy_lp_bf_raw) __nv_bfloat16(const __nv_bfloat16_raw& r) : __x(r.x) {}
-  POLYPY_AS(polypy_lp_bf_f) __nv_bfloat16(float f) : __x(polypy_lp_f2bf((double)f, POLYPY_RN)) {}
+  POLYPY_AS(polypy_lp_bf_f) __nv_bfloat16(float f) : __x(polypy_lp_f2bf_f(f, POLYPY_RN)) {}
   POLYPY_AS(polypy_lp_bf_d) __nv_bfloat16(double f) : __x(polypy_lp_f2bf(f, POLYPY_RN)) {}
   POLYPY_AS(polypy_lp_bf_i) __nv_bfloat16(int i) : __x(polypy_lp_f2bf((double)i, POLYPY_RN)) {}
   POLYPY_AS(polypy_lp_bf_u) __nv_bfloat16(unsigned int i) : __x(polypy_lp_f2bf((double)i, POLYPY_RN)) {}
@@ -44,7 +45,8 @@ POLYPY_LP __nv_bfloat16 polypy_lp_bf(unsigned short bits) { __nv_bfloat16 h; h._
 POLYPY_LP __nv_bfloat16 polypy_lp_bf_raw(const __nv_bfloat16_raw r) { return polypy_lp_bf(r.x); }
 #define POLYPY_BF_OF(T, suffix) \
   POLYPY_LP __nv_bfloat16 polypy_lp_bf_##suffix(const T v) { return polypy_lp_bf(polypy_lp_f2bf((double)v, POLYPY_RN)); }
-POLYPY_BF_OF(float, f) POLYPY_BF_OF(double, d) POLYPY_BF_OF(int, i) POLYPY_BF_OF(unsigned int, u)
+POLYPY_LP __nv_bfloat16 polypy_lp_bf_f(const float v) { return polypy_lp_bf(polypy_lp_f2bf_f(v, POLYPY_RN)); }
+POLYPY_BF_OF(double, d) POLYPY_BF_OF(int, i) POLYPY_BF_OF(unsigned int, u)
 POLYPY_BF_OF(short, s) POLYPY_BF_OF(unsigned short, us)
 POLYPY_LP float polypy_lp_bf_to_f(const __nv_bfloat16 h) { return polypy_lp_bf2f(h.__x); }
 POLYPY_LP __nv_bfloat16_raw polypy_lp_bf_to_raw(const __nv_bfloat16 h) { __nv_bfloat16_raw r; r.x = h.__x; return r; }
@@ -61,7 +63,7 @@ POLYPY_LP __nv_bfloat162_raw polypy_lp_bf2_to_raw(const __nv_bfloat162 h) {
 /* Conversions. */
 #define POLYPY_B(x) polypy_lp_bf2f((x).__x)
 POLYPY_LP float __bfloat162float(const __nv_bfloat16 a) { return POLYPY_B(a); }
-POLYPY_LP __nv_bfloat16 __float2bfloat16(const float a) { return polypy_lp_bf(polypy_lp_f2bf((double)a, POLYPY_RN)); }
+POLYPY_LP __nv_bfloat16 __float2bfloat16(const float a) { return polypy_lp_bf(polypy_lp_f2bf_f(a, POLYPY_RN)); }
 POLYPY_LP __nv_bfloat16 __double2bfloat16(const double a) { return polypy_lp_bf(polypy_lp_f2bf(a, POLYPY_RN)); }
 #define POLYPY_BF_FROM(name, T, mode) \
   POLYPY_LP __nv_bfloat16 name(const T a) { return polypy_lp_bf(polypy_lp_f2bf((double)a, mode)); }
@@ -72,10 +74,12 @@ POLYPY_LP __nv_bfloat16 __double2bfloat16(const double a) { return polypy_lp_bf(
   POLYPY_BF_FROM(from##_rd, T, POLYPY_RD) POLYPY_BF_FROM(from##_ru, T, POLYPY_RU) \
   POLYPY_BF_TO(to##_rn, T, conv, POLYPY_RN) POLYPY_BF_TO(to##_rz, T, conv, POLYPY_RZ) \
   POLYPY_BF_TO(to##_rd, T, conv, POLYPY_RD) POLYPY_BF_TO(to##_ru, T, conv, POLYPY_RU)
-POLYPY_BF_FROM(__float2bfloat16_rn, float, POLYPY_RN)
-POLYPY_BF_FROM(__float2bfloat16_rz, float, POLYPY_RZ)
-POLYPY_BF_FROM(__float2bfloat16_rd, float, POLYPY_RD)
-POLYPY_BF_FROM(__float2bfloat16_ru, float, POLYPY_RU)
+#define POLYPY_BF_FROM_F(name, mode) \
+  POLYPY_LP __nv_bfloat16 name(const float a) { return polypy_lp_bf(polypy_lp_f2bf_f(a, mode)); }
+POLYPY_BF_FROM_F(__float2bfloat16_rn, POLYPY_RN)
+POLYPY_BF_FROM_F(__float2bfloat16_rz, POLYPY_RZ)
+POLYPY_BF_FROM_F(__float2bfloat16_rd, POLYPY_RD)
+POLYPY_BF_FROM_F(__float2bfloat16_ru, POLYPY_RU)
 POLYPY_BF_MODES(__int2bfloat16, __bfloat162int, int, polypy_lp_to_int)
 POLYPY_BF_MODES(__uint2bfloat16, __bfloat162uint, unsigned int, polypy_lp_to_uint)
 POLYPY_BF_MODES(__short2bfloat16, __bfloat162short, short, polypy_lp_to_short)

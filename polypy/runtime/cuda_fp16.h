@@ -108,6 +108,31 @@ POLYPY_LP unsigned short polypy_lp_round(double x, int mbits, int ebits, int mod
   return (unsigned short)(sbit | (unsigned int)(q + (up ? 1ULL : 0ULL)));
 }
 
+/* The same for a float x, in 32-bit integers and without branches (selects only: this runs for
+ * every arithmetic operation, and straight-line code stays small once inlined). A shift of 25 or
+ * more leaves q = 0 and everything cut below half a unit (the significand has 24 bits). */
+POLYPY_LP unsigned short polypy_lp_round_f(float x, int mbits, int ebits, int mode) {
+  unsigned int u = polypy_lp_fbits(x);
+  unsigned int sign = u >> 31;
+  unsigned int a = u & 0x7fffffffu;
+  unsigned int sbit = sign << (mbits + ebits);
+  unsigned int inf = ((1u << ebits) - 1u) << mbits;
+  int e = (int)(a >> 23);
+  unsigned int mant = (a & 0x7fffffu) | (e != 0 ? 0x800000u : 0u);
+  int te = (e != 0 ? e : 1) - 127 + (1 << (ebits - 1)) - 1;
+  int wide = te >= 1 ? 23 - mbits : 24 - mbits - te;
+  int shift = wide < 25 ? wide : 25;
+  unsigned int rem = mant & ((1u << shift) - 1u);
+  unsigned int halfway = 1u << (shift - 1);
+  unsigned int q = (mant >> shift) + (te >= 1 ? (unsigned int)(te - 1) << mbits : 0u);
+  bool up = mode == POLYPY_RN ? (rem > halfway || (rem == halfway && (q & 1u) != 0u))
+          : mode == POLYPY_RU ? (rem != 0u && sign == 0u)
+          : mode == POLYPY_RD ? (rem != 0u && sign != 0u) : false;
+  bool away = mode == POLYPY_RN || (mode == POLYPY_RU && sign == 0u) || (mode == POLYPY_RD && sign != 0u);
+  unsigned int finite = te >= (1 << ebits) - 1 ? (away ? inf : inf - 1u) : q + (up ? 1u : 0u);
+  return (unsigned short)(a > 0x7f800000u ? POLYPY_CANONICAL_NAN : sbit | (a == 0x7f800000u ? inf : finite));
+}
+
 /* a * b + c rounded to odd in double (see the top of this file): exact when a * b is. */
 POLYPY_LP double polypy_lp_fma_odd(double a, double b, double c) {
   double p = a * b;
@@ -168,17 +193,15 @@ POLYPY_LP unsigned short polypy_lp_to_ushort(float x, int mode) {
 /* ---- __half ---- */
 
 POLYPY_LP unsigned short polypy_lp_f2h(double x, int mode) { return polypy_lp_round(x, 10, 5, mode); }
+POLYPY_LP unsigned short polypy_lp_f2h_f(float x, int mode) { return polypy_lp_round_f(x, 10, 5, mode); }
 
 POLYPY_LP float polypy_lp_h2f(unsigned short h) {
   unsigned int s = (unsigned int)(h & 0x8000u) << 16;
   unsigned int e = ((unsigned int)h >> 10) & 0x1fu;
   unsigned int m = (unsigned int)h & 0x3ffu;
-  if (e == 0x1fu) return polypy_lp_ffrom(s | 0x7f800000u | (m << 13));
-  if (e == 0u) {
-    float f = (float)m * 5.9604644775390625e-08f; /* m * 2^-24: exact */
-    return s != 0u ? -f : f;
-  }
-  return polypy_lp_ffrom(s | ((e + 112u) << 23) | (m << 13));
+  float sub = (float)m * 5.9604644775390625e-08f; /* m * 2^-24: exact */
+  float other = polypy_lp_ffrom(s | (e == 0x1fu ? 0x7f800000u : (e + 112u) << 23) | (m << 13));
+  return e == 0u ? (s != 0u ? -sub : sub) : other;
 }
 
 typedef struct __half_raw { unsigned short x; } __half_raw;
@@ -191,7 +214,7 @@ struct __align__(2) __half {
   unsigned short __x;
   __half() = default;
   POLYPY_AS(polypy_lp_half_raw) __half(const __half_raw& r) : __x(r.x) {}
-  POLYPY_AS(polypy_lp_half_f) __half(float f) : __x(polypy_lp_f2h((double)f, POLYPY_RN)) {}
+  POLYPY_AS(polypy_lp_half_f) __half(float f) : __x(polypy_lp_f2h_f(f, POLYPY_RN)) {}
   POLYPY_AS(polypy_lp_half_d) __half(double f) : __x(polypy_lp_f2h(f, POLYPY_RN)) {}
   POLYPY_AS(polypy_lp_half_i) __half(int i) : __x(polypy_lp_f2h((double)i, POLYPY_RN)) {}
   POLYPY_AS(polypy_lp_half_u) __half(unsigned int i) : __x(polypy_lp_f2h((double)i, POLYPY_RN)) {}
@@ -217,7 +240,8 @@ POLYPY_LP __half polypy_lp_half(unsigned short bits) { __half h; h.__x = bits; r
 POLYPY_LP __half polypy_lp_half_raw(const __half_raw r) { return polypy_lp_half(r.x); }
 #define POLYPY_HALF_OF(T, suffix) \
   POLYPY_LP __half polypy_lp_half_##suffix(const T v) { return polypy_lp_half(polypy_lp_f2h((double)v, POLYPY_RN)); }
-POLYPY_HALF_OF(float, f) POLYPY_HALF_OF(double, d) POLYPY_HALF_OF(int, i) POLYPY_HALF_OF(unsigned int, u)
+POLYPY_LP __half polypy_lp_half_f(const float v) { return polypy_lp_half(polypy_lp_f2h_f(v, POLYPY_RN)); }
+POLYPY_HALF_OF(double, d) POLYPY_HALF_OF(int, i) POLYPY_HALF_OF(unsigned int, u)
 POLYPY_HALF_OF(short, s) POLYPY_HALF_OF(unsigned short, us) POLYPY_HALF_OF(long long, ll)
 POLYPY_HALF_OF(unsigned long long, ull)
 POLYPY_LP float polypy_lp_half_to_f(const __half h) { return polypy_lp_h2f(h.__x); }
@@ -228,7 +252,7 @@ POLYPY_LP __half2_raw polypy_lp_half2_to_raw(const __half2 h) { __half2_raw r; r
 
 /* Conversions. */
 POLYPY_LP float __half2float(const __half a) { return polypy_lp_h2f(a.__x); }
-POLYPY_LP __half __float2half(const float a) { return polypy_lp_half(polypy_lp_f2h((double)a, POLYPY_RN)); }
+POLYPY_LP __half __float2half(const float a) { return polypy_lp_half(polypy_lp_f2h_f(a, POLYPY_RN)); }
 POLYPY_LP __half __double2half(const double a) { return polypy_lp_half(polypy_lp_f2h(a, POLYPY_RN)); }
 #define POLYPY_HALF_FROM(name, T, mode) \
   POLYPY_LP __half name(const T a) { return polypy_lp_half(polypy_lp_f2h((double)a, mode)); }
@@ -239,10 +263,12 @@ POLYPY_LP __half __double2half(const double a) { return polypy_lp_half(polypy_lp
   POLYPY_HALF_FROM(from##_rd, T, POLYPY_RD) POLYPY_HALF_FROM(from##_ru, T, POLYPY_RU) \
   POLYPY_HALF_TO(to##_rn, T, conv, POLYPY_RN) POLYPY_HALF_TO(to##_rz, T, conv, POLYPY_RZ) \
   POLYPY_HALF_TO(to##_rd, T, conv, POLYPY_RD) POLYPY_HALF_TO(to##_ru, T, conv, POLYPY_RU)
-POLYPY_HALF_FROM(__float2half_rn, float, POLYPY_RN)
-POLYPY_HALF_FROM(__float2half_rz, float, POLYPY_RZ)
-POLYPY_HALF_FROM(__float2half_rd, float, POLYPY_RD)
-POLYPY_HALF_FROM(__float2half_ru, float, POLYPY_RU)
+#define POLYPY_HALF_FROM_F(name, mode) \
+  POLYPY_LP __half name(const float a) { return polypy_lp_half(polypy_lp_f2h_f(a, mode)); }
+POLYPY_HALF_FROM_F(__float2half_rn, POLYPY_RN)
+POLYPY_HALF_FROM_F(__float2half_rz, POLYPY_RZ)
+POLYPY_HALF_FROM_F(__float2half_rd, POLYPY_RD)
+POLYPY_HALF_FROM_F(__float2half_ru, POLYPY_RU)
 POLYPY_HALF_MODES(__int2half, __half2int, int, polypy_lp_to_int)
 POLYPY_HALF_MODES(__uint2half, __half2uint, unsigned int, polypy_lp_to_uint)
 POLYPY_HALF_MODES(__short2half, __half2short, short, polypy_lp_to_short)
