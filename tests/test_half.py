@@ -469,3 +469,16 @@ def test_gradient_of_half_code_is_refused(tmp_path, capsys) -> None:
     assert main(["grad", str(src), "--kernel", "k", "--wrt", "x"]) == 1
     err = capsys.readouterr().err
     assert "g.cu:4:10: error: kernel 'k' computes in half precision" in err and "Traceback" not in err
+
+
+def test_a_users_cuda_fp16_h_comes_first(tmp_path) -> None:
+    """A header of that name in a directory given with -I is the user's: polypy's never shadows it."""
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "cuda_fp16.h").write_text("typedef unsigned short __half;\n"
+                                     "static __device__ __half __hadd(__half a, __half b) { return a + b + 1; }\n")
+    src = tmp_path / "mine.cu"
+    src.write_text("#include <cuda_fp16.h>\n__global__ void k(__half* x) { x[threadIdx.x] = __hadd(x[threadIdx.x], 2); }\n")
+    x = np.arange(4, dtype=np.uint16)
+    polypy.compile(str(src), include_dirs=[str(inc)]).k[1, 4](x)
+    assert x.tolist() == [3, 4, 5, 6]  # integer arithmetic of the user's header, not binary16
