@@ -482,3 +482,40 @@ def test_a_users_cuda_fp16_h_comes_first(tmp_path) -> None:
     x = np.arange(4, dtype=np.uint16)
     polypy.compile(str(src), include_dirs=[str(inc)]).k[1, 4](x)
     assert x.tolist() == [3, 4, 5, 6]  # integer arithmetic of the user's header, not binary16
+
+
+SHARED = r"""
+#include <cuda_fp16.h>
+__global__ void block_sum(const __half* x, __half* sums) {
+  __shared__ __half s[128];
+  int t = threadIdx.x;
+  s[t] = x[blockIdx.x * blockDim.x + t];
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (t < stride) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  if (t == 0) sums[blockIdx.x] = s[0];
+}
+"""
+
+
+@pytest.mark.parametrize("way", ["emulator", "c", "llvm"])
+def test_shared_memory_tree_sum_in_half(tmp_path, way: str) -> None:
+    """__half in __shared__ memory across barriers: each step of the tree rounds to half, so the
+    reference is the same tree in np.float16."""
+    src = tmp_path / "sum.cu"
+    src.write_text(SHARED)
+    x = np.random.default_rng(4).uniform(-8, 8, 6 * 128).astype(np.float16)
+    want = x.reshape(6, 128).copy()
+    stride = 64
+    while stride > 0:
+        want[:, :stride] = want[:, :stride] + want[:, stride:2 * stride]
+        stride //= 2
+    sums = np.zeros(6, np.float16)
+    if way == "llvm":
+        polypy.compile(str(src)).block_sum[6, 128](x, sums)
+    else:
+        k = polypy.load(str(src)).kernel("block_sum")
+        sums = (run_emulated if way == "emulator" else run_c)(k, 6, 128, {"x": x.view(np.uint16), "sums": sums.view(np.uint16)})["sums"].view(np.float16)
+    assert sums.view(np.uint16).tolist() == want[:, 0].view(np.uint16).tolist()
