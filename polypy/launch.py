@@ -34,7 +34,7 @@ import numpy as np
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType, normalize_value, wrap_int
-from polypy.lowp import is_half
+from polypy.lowp import is_bfloat16, is_half
 
 Dim3 = tuple[int, int, int]
 
@@ -157,7 +157,8 @@ def _by_ir_name(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) -> di
         elif kernel.param(key) is not None:
             out[key] = value
         elif key in structs:
-            if is_half(structs[key].ctype) and not isinstance(value, (Mapping, np.void)):
+            if (is_half(structs[key].ctype) or is_bfloat16(structs[key].ctype)) and \
+                    not isinstance(value, (Mapping, np.void)):
                 value = _half_fields(kernel, structs[key], value)
             for path, name in structs[key].members:
                 out[name] = _member(kernel, structs[key], value, path)
@@ -195,8 +196,16 @@ def _pointer_table(kernel: n.Kernel, sp: n.SourceParam, value: Any) -> dict[str,
 
 
 def _half_fields(kernel: n.Kernel, sp: n.SourceParam, value: Any) -> dict[str, Any]:
-    """A ``__half`` (``__half2``) argument given as a number (a pair): its bits by member path."""
-    values = list(np.asarray(value, dtype=np.float16).reshape(-1))
+    """A ``__half`` (``__half2``) argument given as a number (a pair), or a ``__nv_bfloat16``
+    (``__nv_bfloat162``) given as its bits (np.uint16): the bits by member path."""
+    if is_bfloat16(sp.ctype):
+        given = np.asarray(value)
+        if given.dtype != np.uint16:
+            raise UserError(f"argument {sp.name!r} of kernel {kernel.name!r} ({sp.ctype}) takes bfloat16 bits as "
+                            f"np.uint16 (polypy.lowp.to_bfloat16), got {given.dtype}", kernel.loc)
+        values = list(given.reshape(-1))
+    else:
+        values = list(np.asarray(value, dtype=np.float16).reshape(-1))
     if len(values) != len(sp.members):
         raise UserError(f"argument {sp.name!r} of kernel {kernel.name!r} ({sp.ctype}) takes {len(sp.members)} "
                         f"half value(s), got {len(values)}", kernel.loc)
@@ -206,7 +215,7 @@ def _half_fields(kernel: n.Kernel, sp: n.SourceParam, value: Any) -> dict[str, A
         at = out
         for f in fields[:-1]:
             at = at.setdefault(f, {})
-        at[fields[-1]] = v.view(np.uint16)
+        at[fields[-1]] = np.uint16(v.view(np.uint16))
     return out
 
 

@@ -35,6 +35,10 @@ def is_half(ctype: str) -> bool:
     return base_name(ctype) in HALF_NAMES
 
 
+def is_bfloat16(ctype: str) -> bool:
+    return base_name(ctype) in BFLOAT16_NAMES
+
+
 def to_bfloat16(x: Any) -> np.ndarray:
     """float32 values as bfloat16 bits (np.uint16), rounded to nearest even; NaN: 0x7fff."""
     u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
@@ -61,7 +65,7 @@ def low_precision_use(kernel: n.Kernel) -> Loc | None:
     """Where ``kernel`` uses polypy's half or bfloat16 types, or None: the first statement of the
     source after code inlined from cuda_fp16.h / cuda_bf16.h (the statement that called it), or
     the kernel's own location (a parameter of such a type; no statement of the source after)."""
-    if any(is_half(sp.ctype) or base_name(sp.ctype) in BFLOAT16_NAMES for sp in kernel.source_params):
+    if any(is_half(sp.ctype) or is_bfloat16(sp.ctype) for sp in kernel.source_params):
         return kernel.loc
     seen = False
     for node in walk(kernel):

@@ -519,3 +519,16 @@ def test_shared_memory_tree_sum_in_half(tmp_path, way: str) -> None:
         k = polypy.load(str(src)).kernel("block_sum")
         sums = (run_emulated if way == "emulator" else run_c)(k, 6, 128, {"x": x.view(np.uint16), "sums": sums.view(np.uint16)})["sums"].view(np.float16)
     assert sums.view(np.uint16).tolist() == want[:, 0].view(np.uint16).tolist()
+
+
+def test_scalar_bfloat16_arguments_are_bits(tmp_path) -> None:
+    src = tmp_path / "scale.cu"
+    src.write_text("#include <cuda_bf16.h>\n__global__ void scale(__nv_bfloat16 s, __nv_bfloat16* y) {\n"
+                   "  y[threadIdx.x] = y[threadIdx.x] * s;\n}\n")
+    y = to_bfloat16(np.float32([1.0, -3.0, 1e30, 0.5]))
+    want = to_bfloat16(from_bfloat16(y) * np.float32(1.5))  # the float product of two bfloat16 is exact
+    mod = polypy.compile(str(src))
+    mod.scale[1, 4](to_bfloat16(np.float32(1.5)), y)
+    assert y.tolist() == want.tolist()
+    with pytest.raises(UserError, match=r"takes bfloat16 bits as np.uint16 \(polypy.lowp.to_bfloat16\), got float64"):
+        mod.scale[1, 4](1.5, y)
