@@ -532,3 +532,42 @@ def test_scalar_bfloat16_arguments_are_bits(tmp_path) -> None:
     assert y.tolist() == want.tolist()
     with pytest.raises(UserError, match=r"takes bfloat16 bits as np.uint16 \(polypy.lowp.to_bfloat16\), got float64"):
         mod.scale[1, 4](1.5, y)
+
+
+INT_MODES = r"""
+#include <cuda_bf16.h>
+__global__ void int_modes(const int* k, __half* h, __nv_bfloat16* b, unsigned short* u, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    h[4 * i] = __int2half_rn(k[i]); h[4 * i + 1] = __int2half_rz(k[i]);
+    h[4 * i + 2] = __int2half_rd(k[i]); h[4 * i + 3] = __int2half_ru(k[i]);
+    b[4 * i] = __int2bfloat16_rn(k[i]); b[4 * i + 1] = __int2bfloat16_rz(k[i]);
+    b[4 * i + 2] = __int2bfloat16_rd(k[i]); b[4 * i + 3] = __int2bfloat16_ru(k[i]);
+    u[i] = __half2ushort_rn(h[4 * i]);   /* saturating: negative to 0, infinity to 65535 */
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("way", ["emulator", "llvm"])
+def test_integer_conversions_in_every_mode(tmp_path, way: str) -> None:
+    src = tmp_path / "ints.cu"
+    src.write_text(INT_MODES)
+    rng = np.random.default_rng(8)
+    k = np.concatenate([np.int32([0, 1, -1, 2049, -2049, 2051, 65504, 65519, 65520, 70000, -70000, 257, -257,
+                                  (1 << 31) - 1, -(1 << 31)]), rng.integers(-(1 << 31), 1 << 31, 60).astype(np.int32),
+                        rng.integers(-5000, 5000, 60).astype(np.int32)])
+    n = len(k)
+    args = {"k": k, "h": np.zeros(4 * n, np.uint16), "b": np.zeros(4 * n, np.uint16), "u": np.zeros(n, np.uint16), "n": n}
+    if way == "llvm":
+        out = copy_args(args)
+        polypy.compile(str(src)).int_modes[(n + 63) // 64, 64](*out.values())
+    else:
+        out = run_emulated(polypy.load(str(src)).kernel("int_modes"), (n + 63) // 64, 64, args)
+    modes = ("rn", "rz", "rd", "ru")
+    want_h = [R.round_to(R.Fraction(int(v)), R.HALF, m) if v else 0 for v in k for m in modes]
+    want_b = [R.round_to(R.Fraction(int(v)), R.BFLOAT16, m) if v else 0 for v in k for m in modes]
+    assert out["h"].tolist() == want_h
+    assert out["b"].tolist() == want_b
+    near = [R.to_float(want_h[4 * i], R.HALF) for i in range(n)]
+    assert out["u"].tolist() == [0 if f <= 0 else 65535 if f >= 65535 else int(np.rint(f)) for f in near]
