@@ -571,3 +571,39 @@ def test_integer_conversions_in_every_mode(tmp_path, way: str) -> None:
     assert out["b"].tolist() == want_b
     near = [R.to_float(want_h[4 * i], R.HALF) for i in range(n)]
     assert out["u"].tolist() == [0 if f <= 0 else 65535 if f >= 65535 else int(np.rint(f)) for f in near]
+
+
+SHUFFLES = r"""
+#include <cuda_bf16.h>
+__global__ void warp_sum(const __half* x, __half* out, const __nv_bfloat162* p, __nv_bfloat162* q) {
+  int t = threadIdx.x;
+  __half v = __ldg(&x[blockIdx.x * 32 + t]);
+  for (int o = 16; o > 0; o /= 2) v = __hadd(v, __shfl_down_sync(0xffffffffu, v, o));
+  if (t == 0) out[blockIdx.x] = v;
+  q[blockIdx.x * 32 + t] = __shfl_xor_sync(0xffffffffu, p[blockIdx.x * 32 + t], 1);
+}
+"""
+
+
+@pytest.mark.parametrize("way", ["emulator", "llvm"])
+def test_warp_shuffles_of_halves(tmp_path, way: str) -> None:
+    src = tmp_path / "shfl.cu"
+    src.write_text(SHUFFLES)
+    rng = np.random.default_rng(6)
+    x = rng.uniform(-2, 2, 3 * 32).astype(np.float16)
+    p = rng.integers(0, 1 << 16, 2 * 3 * 32).astype(np.uint16)
+    want = x.reshape(3, 32).copy()
+    o = 16
+    while o > 0:  # lanes past the warp's end read their own value (CUDA's __shfl_down_sync)
+        shifted = np.concatenate([want[:, o:], want[:, 32 - o:]], axis=1)
+        want = want + shifted
+        o //= 2
+    out, q = np.zeros(3, np.float16), np.zeros_like(p)
+    if way == "llvm":
+        polypy.compile(str(src)).warp_sum[3, 32](x, out, p, q)
+    else:
+        got = run_emulated(polypy.load(str(src)).kernel("warp_sum"), 3, 32,
+                           {"x": x.view(np.uint16), "out": out.view(np.uint16), "p": p, "q": q})
+        out, q = got["out"].view(np.float16), got["q"]
+    assert out.view(np.uint16).tolist() == want[:, 0].view(np.uint16).tolist()
+    assert q.tolist() == p.reshape(-1, 2, 2)[:, ::-1, :].reshape(-1).tolist()  # pairs of lanes swapped

@@ -206,6 +206,9 @@ POLYPY_LP void operator-=(__nv_bfloat162& a, const __nv_bfloat162 b) { a = __hsu
 POLYPY_LP void operator*=(__nv_bfloat162& a, const __nv_bfloat162 b) { a = __hmul2(a, b); }
 POLYPY_LP void operator/=(__nv_bfloat162& a, const __nv_bfloat162 b) { a = __h2div(a, b); }
 
+POLYPY_SHFL_16(__nv_bfloat16, polypy_lp_bf)
+POLYPY_SHFL_32(__nv_bfloat162, __nv_bfloat16, polypy_lp_bf)
+
 POLYPY_UNAVAILABLE(POLYPY_HALF_APPROX) __nv_bfloat16 hexp(const __nv_bfloat16 a);
 POLYPY_UNAVAILABLE(POLYPY_HALF_APPROX) __nv_bfloat16 hexp2(const __nv_bfloat16 a);
 POLYPY_UNAVAILABLE(POLYPY_HALF_APPROX) __nv_bfloat16 hexp10(const __nv_bfloat16 a);

@@ -209,7 +209,11 @@ typedef struct __half2_raw { unsigned short x, y; } __half2_raw;
 
 /* The constructors and conversions of __half and __half2 name (polypy_lower_as) the free
  * function below that polypy's frontend inlines for them in device code; both mean the same. */
+#if defined(__clang__) && defined(__CUDA__)
 #define POLYPY_AS(fn) __attribute__((annotate("polypy_lower_as:" #fn))) __host__ __device__
+#else
+#define POLYPY_AS(fn) __host__ __device__
+#endif
 struct __align__(2) __half {
   unsigned short __x;
   __half() = default;
@@ -407,6 +411,40 @@ POLYPY_LP void operator+=(__half2& a, const __half2 b) { a = __hadd2(a, b); }
 POLYPY_LP void operator-=(__half2& a, const __half2 b) { a = __hsub2(a, b); }
 POLYPY_LP void operator*=(__half2& a, const __half2 b) { a = __hmul2(a, b); }
 POLYPY_LP void operator/=(__half2& a, const __half2 b) { a = __h2div(a, b); }
+
+/* Warp shuffles and read-only loads of halves (device code only, so only where polypy's frontend
+ * parses: a host compiler has no shuffles): the 16 bits moved as an int (a pair as its 32 bits),
+ * by the prelude's int shuffles. */
+#if defined(__clang__) && defined(__CUDA__)
+#define POLYPY_SHFL_16(T, make) \
+  static __device__ inline T __shfl_sync(unsigned int mask, T var, int srcLane, int width = 32) { \
+    return make((unsigned short)__shfl_sync(mask, (int)var.__x, srcLane, width)); } \
+  static __device__ inline T __shfl_up_sync(unsigned int mask, T var, unsigned int delta, int width = 32) { \
+    return make((unsigned short)__shfl_up_sync(mask, (int)var.__x, delta, width)); } \
+  static __device__ inline T __shfl_down_sync(unsigned int mask, T var, unsigned int delta, int width = 32) { \
+    return make((unsigned short)__shfl_down_sync(mask, (int)var.__x, delta, width)); } \
+  static __device__ inline T __shfl_xor_sync(unsigned int mask, T var, int laneMask, int width = 32) { \
+    return make((unsigned short)__shfl_xor_sync(mask, (int)var.__x, laneMask, width)); } \
+  static __device__ inline T __ldg(const T* p) { return *p; }
+#define POLYPY_SHFL_32(T2, T, make) \
+  static __device__ inline unsigned int polypy_lp_pack(T2 v) { return (unsigned int)v.x.__x | ((unsigned int)v.y.__x << 16); } \
+  static __device__ inline T2 polypy_lp_unpack(unsigned int u, T2 like) { \
+    like.x = make((unsigned short)(u & 0xffffu)); like.y = make((unsigned short)(u >> 16)); return like; } \
+  static __device__ inline T2 __shfl_sync(unsigned int mask, T2 var, int srcLane, int width = 32) { \
+    return polypy_lp_unpack(__shfl_sync(mask, polypy_lp_pack(var), srcLane, width), var); } \
+  static __device__ inline T2 __shfl_up_sync(unsigned int mask, T2 var, unsigned int delta, int width = 32) { \
+    return polypy_lp_unpack(__shfl_up_sync(mask, polypy_lp_pack(var), delta, width), var); } \
+  static __device__ inline T2 __shfl_down_sync(unsigned int mask, T2 var, unsigned int delta, int width = 32) { \
+    return polypy_lp_unpack(__shfl_down_sync(mask, polypy_lp_pack(var), delta, width), var); } \
+  static __device__ inline T2 __shfl_xor_sync(unsigned int mask, T2 var, int laneMask, int width = 32) { \
+    return polypy_lp_unpack(__shfl_xor_sync(mask, polypy_lp_pack(var), laneMask, width), var); } \
+  static __device__ inline T2 __ldg(const T2* p) { return *p; }
+POLYPY_SHFL_16(__half, polypy_lp_half)
+POLYPY_SHFL_32(__half2, __half, polypy_lp_half)
+#else
+#define POLYPY_SHFL_16(T, make)
+#define POLYPY_SHFL_32(T2, T, make)
+#endif
 
 /* Refused: CUDA documents these as approximations (not correctly rounded), so no exact meaning to
  * reproduce; and atomics on 16-bit memory, which polypy's atomics do not cover. */
