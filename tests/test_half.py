@@ -607,3 +607,21 @@ def test_warp_shuffles_of_halves(tmp_path, way: str) -> None:
         out, q = got["out"].view(np.float16), got["q"]
     assert out.view(np.uint16).tolist() == want[:, 0].view(np.uint16).tolist()
     assert q.tolist() == p.reshape(-1, 2, 2)[:, ::-1, :].reshape(-1).tolist()  # pairs of lanes swapped
+
+
+def test_torch_half_and_bfloat16_tensors(tmp_path) -> None:
+    """polypy.torch.launch takes torch.float16 tensors for __half memory and torch.bfloat16 tensors
+    for __nv_bfloat16 memory (their bits), in place."""
+    torch = pytest.importorskip("torch", reason="polypy.torch needs PyTorch (the [torch] extra)")
+    import polypy.torch as pt
+
+    src = tmp_path / "t.cu"
+    src.write_text("#include <cuda_bf16.h>\n__global__ void k(const __half* x, __half* y, __nv_bfloat16* b, int n) {\n"
+                   "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                   "  if (i < n) { y[i] = __hmul(x[i], x[i]); b[i] = __float2bfloat16(__half2float(y[i]) + 1.0f); }\n}\n")
+    x = torch.linspace(-3, 3, 100, dtype=torch.float16)
+    y = torch.zeros(100, dtype=torch.float16)
+    b = torch.zeros(100, dtype=torch.bfloat16)
+    pt.launch(polypy.compile(str(src)).k)[4, 32](x, y, b, 100)
+    assert torch.equal(y, x * x)  # torch's float16 product rounds to nearest even too
+    assert torch.equal(b, (y.float() + 1.0).to(torch.bfloat16))
