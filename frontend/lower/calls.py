@@ -63,8 +63,11 @@ class CallLowering:
             # or with the converted object.
             args = [ch for ch in children if ch.kind.is_expression()]
             if fn.kind == CK.CONVERSION_FUNCTION:  # `obj.operator float()`: the object
-                member = _strip(args[0])
-                args = [next(member.get_children())] if member.kind == CK.MEMBER_REF_EXPR else args[:1]
+                member = _strip(args[0]) if args else None
+                if member is not None and member.kind == CK.MEMBER_REF_EXPR:
+                    args = list(member.get_children())[:1]
+                if len(args) != 1:
+                    raise self.error(f"'{fn.spelling}' without an object is not supported in device code", c)
             return self.inline(target, args, c, discard)
         if fn.kind == CK.CONSTRUCTOR:
             return self.constructor(c, fn, children)
