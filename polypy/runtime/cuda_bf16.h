@@ -9,7 +9,9 @@
 #include "cuda_fp16.h"
 
 POLYPY_LP unsigned short polypy_lp_f2bf(double x, int mode) { return polypy_lp_round(x, 7, 8, mode); }
-POLYPY_LP unsigned short polypy_lp_f2bf_f(float x, int mode) { return polypy_lp_round_f(x, 7, 8, mode); }
+POLYPY_LP unsigned short polypy_lp_f2bf_f(float x, int mode) {
+  return mode == POLYPY_RN ? polypy_lp_f2bf_rn(x) : polypy_lp_round_f(x, 7, 8, mode);
+}
 POLYPY_LP float polypy_lp_bf2f(unsigned short b) { return polypy_lp_ffrom((unsigned int)b << 16); }
 
 typedef struct __nv_bfloat16_raw { unsigned short x; } __nv_bfloat16_raw;

@@ -133,6 +133,28 @@ POLYPY_LP unsigned short polypy_lp_round_f(float x, int mbits, int ebits, int mo
   return (unsigned short)(a > 0x7f800000u ? POLYPY_CANONICAL_NAN : sbit | (a == 0x7f800000u ? inf : finite));
 }
 
+/* Round to nearest even from float, the common case (every arithmetic result), in few
+ * operations. Half: normal results add 0xfff plus the lowest kept bit (a tie rounds up only to an
+ * even result) and rebias, carries included (to infinity above 65504 + 16); subnormal results
+ * (|x| < 2^-14) are the float sum |x| + 0.5: 0.5 has exponent -1, so the sum keeps exactly the
+ * bits of x from 2^-24 up, rounded to nearest even by the float addition itself. bfloat16 is the
+ * top half of the float, rounded the same way, carries included (subnormals too). */
+POLYPY_LP unsigned short polypy_lp_f2h_rn(float x) {
+  unsigned int u = polypy_lp_fbits(x);
+  unsigned int a = u & 0x7fffffffu;
+  unsigned int sign = (u >> 16) & 0x8000u;
+  unsigned int normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;
+  unsigned int small = polypy_lp_fbits(polypy_lp_ffrom(a) + 0.5f) - 0x3f000000u;
+  unsigned int big = a > 0x7f800000u ? POLYPY_CANONICAL_NAN : 0x7c00u;
+  return (unsigned short)(a >= 0x47800000u ? (a > 0x7f800000u ? big : sign | big)
+                                           : sign | (a < 0x38800000u ? small : normal));
+}
+POLYPY_LP unsigned short polypy_lp_f2bf_rn(float x) {
+  unsigned int u = polypy_lp_fbits(x);
+  return (unsigned short)((u & 0x7fffffffu) > 0x7f800000u ? POLYPY_CANONICAL_NAN
+                                                           : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
 /* a * b + c rounded to odd in double (see the top of this file): exact when a * b is. */
 POLYPY_LP double polypy_lp_fma_odd(double a, double b, double c) {
   double p = a * b;
@@ -193,7 +215,9 @@ POLYPY_LP unsigned short polypy_lp_to_ushort(float x, int mode) {
 /* ---- __half ---- */
 
 POLYPY_LP unsigned short polypy_lp_f2h(double x, int mode) { return polypy_lp_round(x, 10, 5, mode); }
-POLYPY_LP unsigned short polypy_lp_f2h_f(float x, int mode) { return polypy_lp_round_f(x, 10, 5, mode); }
+POLYPY_LP unsigned short polypy_lp_f2h_f(float x, int mode) {
+  return mode == POLYPY_RN ? polypy_lp_f2h_rn(x) : polypy_lp_round_f(x, 10, 5, mode);
+}
 
 POLYPY_LP float polypy_lp_h2f(unsigned short h) {
   unsigned int s = (unsigned int)(h & 0x8000u) << 16;
