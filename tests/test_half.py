@@ -625,3 +625,42 @@ def test_torch_half_and_bfloat16_tensors(tmp_path) -> None:
     pt.launch(polypy.compile(str(src)).k)[4, 32](x, y, b, 100)
     assert torch.equal(y, x * x)  # torch's float16 product rounds to nearest even too
     assert torch.equal(b, (y.float() + 1.0).to(torch.bfloat16))
+
+
+ALL_BITS = r"""
+#include <cuda_bf16.h>
+__global__ void all_bits(const __half* h, float* f, __half* back, const __nv_bfloat16* b, float* g, __half* bh) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  f[i] = __half2float(h[i]);
+  back[i] = __float2half(f[i] * 0.75f);
+  g[i] = __bfloat162float(b[i]);
+  bh[i] = __bfloat162half(b[i]);
+}
+"""
+
+
+@pytest.mark.parametrize("way", ["emulator", "llvm"])
+def test_every_16_bit_pattern(tmp_path, way: str) -> None:
+    """All 65,536 halves to float (exact) and back after a float product (rounded), and all
+    65,536 bfloat16 to float and to half, against NumPy's float16 conversions."""
+    src = tmp_path / "all.cu"
+    src.write_text(ALL_BITS)
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    args = {"h": bits, "f": np.zeros(1 << 16, np.float32), "back": np.zeros(1 << 16, np.uint16), "b": bits,
+            "g": np.zeros(1 << 16, np.float32), "bh": np.zeros(1 << 16, np.uint16)}
+    if way == "llvm":
+        out = copy_args(args)
+        polypy.compile(str(src)).all_bits[256, 256](*out.values())
+    else:
+        out = run_emulated(polypy.load(str(src)).kernel("all_bits"), 256, 256, args)
+    half = bits.view(np.float16).astype(np.float32)
+    ok = ~np.isnan(half)
+    assert np.array_equal(out["f"].view(np.uint32)[ok], half.view(np.uint32)[ok]) and np.isnan(out["f"][~ok]).all()
+    with np.errstate(all="ignore"):
+        want_back = (half * np.float32(0.75)).astype(np.float16)
+    _same_bits(out["back"], want_back.view(np.uint16), R.HALF, "back")
+    bf = from_bfloat16(bits)
+    okb = ~np.isnan(bf)
+    assert np.array_equal(out["g"].view(np.uint32)[okb], bf.view(np.uint32)[okb]) and np.isnan(out["g"][~okb]).all()
+    with np.errstate(all="ignore"):
+        _same_bits(out["bh"], bf.astype(np.float16).view(np.uint16), R.HALF, "bfloat16 to half")
