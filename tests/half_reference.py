@@ -131,3 +131,15 @@ def edge_bits(fmt: tuple[int, int]) -> list[int]:
     base = [0, 1, (1 << mbits) - 1, 1 << mbits, inf - 1, one, one + 1, one - 1, inf, inf | 1, inf | (1 << (mbits - 1)),
             one + (1 << mbits), 2, 3]
     return base + [b | sign for b in base]
+
+
+def same_bits(got: np.ndarray, want: np.ndarray, fmt, what: str) -> None:
+    """Bit equality, except that every NaN equals every NaN (the reference's NaN is canonical)."""
+    mbits, ebits = fmt
+    inf = ((1 << ebits) - 1) << mbits
+    got = got.astype(np.int64).reshape(want.shape)
+    want = want.astype(np.int64)
+    gn, wn = (got & 0x7FFF) > inf, (want & 0x7FFF) > inf
+    bad = np.argwhere((gn != wn) | (~gn & (got != want)))
+    assert bad.size == 0, f"{what}: {len(bad)} mismatches, first at {tuple(bad[0])}: got {got[tuple(bad[0])]:#06x}, " \
+                          f"want {want[tuple(bad[0])]:#06x}"

@@ -2,13 +2,11 @@
 ``__nv_bfloat162``) from polypy's ``cuda_fp16.h`` / ``cuda_bf16.h``: every operation rounded to
 nearest even once, bit for bit, through the emulator, the LLVM JIT (the Python API, np.float16
 arrays) and the C backend, on edge operands (subnormals, overflow, ties, NaN, -0) and random bits,
-over several launch shapes; conversions in every rounding mode; host code using __half in a
-translated whole program; refusals (approximate functions, 16-bit atomics, gradients) located.
+over several launch shapes; conversions in every rounding mode; shared memory and warp shuffles
+of halves. Whole programs, API arguments and refusals: tests/test_half_programs.py.
 The reference (tests/half_reference.py) rounds exact rationals by the IEEE definition; NumPy's
 float16 arithmetic agrees with it (checked here too)."""
 from __future__ import annotations
-
-import subprocess
 
 import numpy as np
 import pytest
@@ -16,10 +14,8 @@ import pytest
 import half_reference as R
 import polypy
 from c_support import copy_args, need_compiler, run_c, run_emulated
-from codegen.c import build_library, find_compiler
-from polypy.driver.cli import main
+from codegen.c import build_library
 from polypy.driver.pipelines import to_cpu
-from polypy.errors import UserError
 from polypy.lowp import from_bfloat16, to_bfloat16
 
 OPS = r"""
@@ -177,18 +173,6 @@ def _integral(x: int, fmt, fn) -> int:
     return R._special(r, fmt) if r == 0 or np.isinf(r) else R.round_to(R.Fraction(r), fmt)
 
 
-def _same_bits(got: np.ndarray, want: np.ndarray, fmt, what: str) -> None:
-    """Bit equality, except that every NaN equals every NaN (the reference's NaN is canonical)."""
-    mbits, ebits = fmt
-    inf = ((1 << ebits) - 1) << mbits
-    got = got.astype(np.int64).reshape(want.shape)
-    want = want.astype(np.int64)
-    gn, wn = (got & 0x7FFF) > inf, (want & 0x7FFF) > inf
-    bad = np.argwhere((gn != wn) | (~gn & (got != want)))
-    assert bad.size == 0, f"{what}: {len(bad)} mismatches, first at {tuple(bad[0])}: got {got[tuple(bad[0])]:#06x}, " \
-                          f"want {want[tuple(bad[0])]:#06x}"
-
-
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory):
     d = tmp_path_factory.mktemp("half")
@@ -216,8 +200,8 @@ def test_reference_agrees_with_numpy_float16() -> None:
     with np.errstate(all="ignore"):
         for op, fn in (("+", np.add), ("-", np.subtract), ("*", np.multiply), ("/", np.divide)):
             want = np.array([R.binary(op, int(x), int(y), R.HALF) for x, y in zip(a, b)], np.uint16)
-            _same_bits(fn(fa, fb).view(np.uint16), want, R.HALF, op)
-        _same_bits(np.sqrt(fa).view(np.uint16), np.array([R.sqrt(int(x), R.HALF) for x in a], np.uint16), R.HALF, "sqrt")
+            R.same_bits(fn(fa, fb).view(np.uint16), want, R.HALF, op)
+        R.same_bits(np.sqrt(fa).view(np.uint16), np.array([R.sqrt(int(x), R.HALF) for x in a], np.uint16), R.HALF, "sqrt")
     x = np.float32([1.0, 1.00390625, 1.01171875, -3.3e38, 3.4e38, 1e-40, np.nan, -0.0])
     assert to_bfloat16(x).tolist() == [R.round_to(R.Fraction(float(v)), R.BFLOAT16) if np.isfinite(v) and v != 0
                                        else R._special(float(v), R.BFLOAT16) for v in x]
@@ -241,7 +225,7 @@ def test_operations_are_exact(sources, op_cases, kernel: str, way: str) -> None:
         else:
             out = copy_args(args)
             lib.launch(kernel, grid, block, out)
-        _same_bits(out["out"], want, fmt, f"{kernel} {way} {grid}x{block}")
+        R.same_bits(out["out"], want, fmt, f"{kernel} {way} {grid}x{block}")
         np.testing.assert_array_equal(out["flags"].reshape(flags.shape), flags)
 
 
@@ -255,7 +239,7 @@ def test_operations_are_exact_through_the_api(sources, op_cases) -> None:
             dt = np.float16 if kernel == "half_ops" else np.uint16
             out, fl = np.zeros(16 * n, dt), np.zeros(14 * n, np.int32)
             getattr(mod, kernel)[_grid(kernel, n, block), block](a.view(dt), b.view(dt), c.view(dt), out, fl, n)
-            _same_bits(out.view(np.uint16), want, fmt, f"{kernel} llvm {block}")
+            R.same_bits(out.view(np.uint16), want, fmt, f"{kernel} llvm {block}")
             np.testing.assert_array_equal(fl.reshape(flags.shape), flags)
 
 
@@ -306,8 +290,8 @@ def test_conversions_round_as_named(sources, way: str) -> None:
     else:
         k = polypy.load(sources["convert"]).kernel("convert")
         out = (run_emulated if way == "emulator" else run_c)(k, (n + 31) // 32, 32, args)
-    _same_bits(out["h"], want["h"], R.HALF, "half")
-    _same_bits(out["bf"], want["bf"], R.BFLOAT16, "bfloat16")
+    R.same_bits(out["h"], want["h"], R.HALF, "half")
+    R.same_bits(out["bf"], want["bf"], R.BFLOAT16, "bfloat16")
     np.testing.assert_array_equal(out["back"], want["back"])
     np.testing.assert_array_equal(out["f"].view(np.uint32)[~np.isnan(want["f"])],
                                   want["f"].view(np.uint32)[~np.isnan(want["f"])])
@@ -339,8 +323,8 @@ def test_pairs_compute_lane_by_lane(sources, way: str) -> None:
     else:
         k = polypy.load(sources["pairs"]).kernel("pairs")
         out = (run_emulated if way == "emulator" else run_c)(k, 3, 64, args)
-    _same_bits(out["r"].view(np.uint16), np.array(r, np.uint16), H, "half2")
-    _same_bits(out["w"], np.array(w, np.uint16), B, "bfloat162")
+    R.same_bits(out["r"].view(np.uint16), np.array(r, np.uint16), H, "half2")
+    R.same_bits(out["w"], np.array(w, np.uint16), B, "bfloat162")
 
 
 def test_fma_rounds_once_where_double_would_round_twice(tmp_path) -> None:
@@ -353,135 +337,6 @@ def test_fma_rounds_once_where_double_would_round_twice(tmp_path) -> None:
     r = np.zeros(2, np.uint16)
     polypy.compile(str(src)).f[1, 2](a, r)
     assert from_bfloat16(r).tolist() == [388.0, 386.0]
-
-
-def test_scalar_half_arguments(tmp_path) -> None:
-    src = tmp_path / "axpy.cu"
-    src.write_text("#include <cuda_fp16.h>\n__global__ void axpy(__half alpha, const __half* x, __half* y, int n) {\n"
-                   "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                   "  if (i < n) y[i] = __hfma(alpha, x[i], y[i]);\n}\n")
-    rng = np.random.default_rng(2)
-    x = rng.standard_normal(300).astype(np.float16)
-    y = rng.standard_normal(300).astype(np.float16)
-    want = [R.fma(int(np.float16(0.3).view(np.uint16)), int(xi), int(yi), R.HALF)
-            for xi, yi in zip(x.view(np.uint16), y.view(np.uint16))]
-    polypy.compile(str(src)).axpy[3, 128](np.float16(0.3), x, y, 300)
-    _same_bits(y.view(np.uint16), np.array(want, np.uint16), R.HALF, "axpy")
-    with pytest.raises(UserError, match="must have dtype uint16, got float32"):
-        polypy.compile(str(src)).axpy[3, 128](0.3, x.astype(np.float32), y, 300)
-
-
-HOST = r"""
-#include <cstdio>
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-__global__ void scale(const __half* x, __half* y, __nv_bfloat16* b, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) {
-    y[i] = __hmul(x[i], __float2half(0.1f)) + x[i];
-    b[i] = __float2bfloat16(__half2float(y[i]) * 3.0f);
-  }
-}
-int main() {
-  const int n = 1000;
-  __half hx[n], hy[n];
-  __nv_bfloat16 hb[n];
-  for (int i = 0; i < n; ++i) hx[i] = __float2half((i - 500) * 0.37f);
-  __half *dx, *dy;
-  __nv_bfloat16* db;
-  cudaMalloc(&dx, n * sizeof(__half));
-  cudaMalloc(&dy, n * sizeof(__half));
-  cudaMalloc(&db, n * sizeof(__nv_bfloat16));
-  cudaMemcpy(dx, hx, n * sizeof(__half), cudaMemcpyHostToDevice);
-  scale<<<(n + 127) / 128, 128>>>(dx, dy, db, n);
-  cudaMemcpy(hy, dy, n * sizeof(__half), cudaMemcpyDeviceToHost);
-  cudaMemcpy(hb, db, n * sizeof(__nv_bfloat16), cudaMemcpyDeviceToHost);
-  unsigned long long sum = 0;
-  for (int i = 0; i < n; ++i) sum = sum * 31 + __half_as_ushort(hy[i]) * 7 + __bfloat16_as_ushort(hb[i]);
-  half h = hy[7] + hy[8];          /* host-side half arithmetic */
-  printf("%llu %.6f %.6f %d\n", sum, __half2float(h), (float)hb[9], (int)(hy[3] < hy[4]));
-  cudaFree(dx); cudaFree(dy); cudaFree(db);
-  return 0;
-}
-"""
-
-
-def _host_expected() -> str:
-    n = 1000
-    H, B = R.HALF, R.BFLOAT16
-    hx = [R.round_to(R.Fraction(float(np.float32(i - 500) * np.float32(0.37))), H) if i != 500 else 0 for i in range(n)]
-    tenth = R.round_to(R.Fraction(float(np.float32(0.1))), H)
-    hy = [R.binary("+", R.binary("*", x, tenth, H), x, H) for x in hx]
-    hb = []
-    for y in hy:
-        t = np.float32(R.to_float(y, H)) * np.float32(3.0)
-        hb.append(R.round_to(R.Fraction(float(t)), B) if t != 0 else R._special(float(t), B))
-    s = 0
-    for y, b in zip(hy, hb):
-        s = (s * 31 + y * 7 + b) % (1 << 64)
-    h = R.to_float(R.binary("+", hy[7], hy[8], H), H)
-    less = int(R.to_float(hy[3], H) < R.to_float(hy[4], H))
-    return f"{s} {h:.6f} {R.to_float(hb[9], B):.6f} {less}\n"
-
-
-def test_whole_program_with_half_host_code(tmp_path) -> None:
-    need_compiler(cpp=True)
-    src = tmp_path / "prog.cu"
-    src.write_text(HOST)
-    out = tmp_path / "prog.cpp"
-    assert main(["translate", str(src), "-o", str(out)]) == 0
-    exe = tmp_path / "prog"
-    built = subprocess.run([find_compiler(cpp=True), "-O2", "-fopenmp", str(out), "-o", str(exe), "-lm"],
-                           capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert ran.returncode == 0, ran.stderr
-    assert ran.stdout == _host_expected()
-
-
-def test_whole_program_in_the_emulator(tmp_path, capfd) -> None:
-    need_compiler(cpp=True)
-    src = tmp_path / "prog.cu"
-    src.write_text(HOST)
-    assert main(["run", str(src), "--emulate"]) == 0
-    assert capfd.readouterr().out == _host_expected()
-
-
-@pytest.mark.parametrize("call, what", [
-    ("hexp(x[0])", "'hexp' is unavailable: polypy: CUDA's half-precision transcendental"),
-    ("hrsqrt(x[0])", "'hrsqrt' is unavailable"),
-    ("atomicAdd(x, x[1])", "atomics on __half and __half2 memory are not supported"),
-])
-def test_refusals_are_located(tmp_path, capsys, call: str, what: str) -> None:
-    src = tmp_path / "bad.cu"
-    src.write_text("#include <cuda_fp16.h>\n__global__ void k(__half* x) {\n"
-                   f"  x[2] = {call};\n}}\n")
-    assert main(["translate", str(src)]) == 1
-    err = capsys.readouterr().err
-    assert f"bad.cu:3:" in err and what in err and "^" in err and "Traceback" not in err
-
-
-def test_gradient_of_half_code_is_refused(tmp_path, capsys) -> None:
-    src = tmp_path / "g.cu"
-    src.write_text("#include <cuda_fp16.h>\n__global__ void k(const float* x, float* y) {\n"
-                   "  int i = threadIdx.x;\n  __half h = __float2half(x[i]);\n"
-                   "  y[i] = __half2float(__hmul(h, h));\n}\n")
-    assert main(["grad", str(src), "--kernel", "k", "--wrt", "x"]) == 1
-    err = capsys.readouterr().err
-    assert "g.cu:4:10: error: kernel 'k' computes in half precision" in err and "Traceback" not in err
-
-
-def test_a_users_cuda_fp16_h_comes_first(tmp_path) -> None:
-    """A header of that name in a directory given with -I is the user's: polypy's never shadows it."""
-    inc = tmp_path / "inc"
-    inc.mkdir()
-    (inc / "cuda_fp16.h").write_text("typedef unsigned short __half;\n"
-                                     "static __device__ __half __hadd(__half a, __half b) { return a + b + 1; }\n")
-    src = tmp_path / "mine.cu"
-    src.write_text("#include <cuda_fp16.h>\n__global__ void k(__half* x) { x[threadIdx.x] = __hadd(x[threadIdx.x], 2); }\n")
-    x = np.arange(4, dtype=np.uint16)
-    polypy.compile(str(src), include_dirs=[str(inc)]).k[1, 4](x)
-    assert x.tolist() == [3, 4, 5, 6]  # integer arithmetic of the user's header, not binary16
 
 
 SHARED = r"""
@@ -519,19 +374,6 @@ def test_shared_memory_tree_sum_in_half(tmp_path, way: str) -> None:
         k = polypy.load(str(src)).kernel("block_sum")
         sums = (run_emulated if way == "emulator" else run_c)(k, 6, 128, {"x": x.view(np.uint16), "sums": sums.view(np.uint16)})["sums"].view(np.float16)
     assert sums.view(np.uint16).tolist() == want[:, 0].view(np.uint16).tolist()
-
-
-def test_scalar_bfloat16_arguments_are_bits(tmp_path) -> None:
-    src = tmp_path / "scale.cu"
-    src.write_text("#include <cuda_bf16.h>\n__global__ void scale(__nv_bfloat16 s, __nv_bfloat16* y) {\n"
-                   "  y[threadIdx.x] = y[threadIdx.x] * s;\n}\n")
-    y = to_bfloat16(np.float32([1.0, -3.0, 1e30, 0.5]))
-    want = to_bfloat16(from_bfloat16(y) * np.float32(1.5))  # the float product of two bfloat16 is exact
-    mod = polypy.compile(str(src))
-    mod.scale[1, 4](to_bfloat16(np.float32(1.5)), y)
-    assert y.tolist() == want.tolist()
-    with pytest.raises(UserError, match=r"takes bfloat16 bits as np.uint16 \(polypy.lowp.to_bfloat16\), got float64"):
-        mod.scale[1, 4](1.5, y)
 
 
 INT_MODES = r"""
@@ -609,24 +451,6 @@ def test_warp_shuffles_of_halves(tmp_path, way: str) -> None:
     assert q.tolist() == p.reshape(-1, 2, 2)[:, ::-1, :].reshape(-1).tolist()  # pairs of lanes swapped
 
 
-def test_torch_half_and_bfloat16_tensors(tmp_path) -> None:
-    """polypy.torch.launch takes torch.float16 tensors for __half memory and torch.bfloat16 tensors
-    for __nv_bfloat16 memory (their bits), in place."""
-    torch = pytest.importorskip("torch", reason="polypy.torch needs PyTorch (the [torch] extra)")
-    import polypy.torch as pt
-
-    src = tmp_path / "t.cu"
-    src.write_text("#include <cuda_bf16.h>\n__global__ void k(const __half* x, __half* y, __nv_bfloat16* b, int n) {\n"
-                   "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                   "  if (i < n) { y[i] = __hmul(x[i], x[i]); b[i] = __float2bfloat16(__half2float(y[i]) + 1.0f); }\n}\n")
-    x = torch.linspace(-3, 3, 100, dtype=torch.float16)
-    y = torch.zeros(100, dtype=torch.float16)
-    b = torch.zeros(100, dtype=torch.bfloat16)
-    pt.launch(polypy.compile(str(src)).k)[4, 32](x, y, b, 100)
-    assert torch.equal(y, x * x)  # torch's float16 product rounds to nearest even too
-    assert torch.equal(b, (y.float() + 1.0).to(torch.bfloat16))
-
-
 ALL_BITS = r"""
 #include <cuda_bf16.h>
 __global__ void all_bits(const __half* h, float* f, __half* back, const __nv_bfloat16* b, float* g, __half* bh) {
@@ -658,9 +482,9 @@ def test_every_16_bit_pattern(tmp_path, way: str) -> None:
     assert np.array_equal(out["f"].view(np.uint32)[ok], half.view(np.uint32)[ok]) and np.isnan(out["f"][~ok]).all()
     with np.errstate(all="ignore"):
         want_back = (half * np.float32(0.75)).astype(np.float16)
-    _same_bits(out["back"], want_back.view(np.uint16), R.HALF, "back")
+    R.same_bits(out["back"], want_back.view(np.uint16), R.HALF, "back")
     bf = from_bfloat16(bits)
     okb = ~np.isnan(bf)
     assert np.array_equal(out["g"].view(np.uint32)[okb], bf.view(np.uint32)[okb]) and np.isnan(out["g"][~okb]).all()
     with np.errstate(all="ignore"):
-        _same_bits(out["bh"], bf.astype(np.float16).view(np.uint16), R.HALF, "bfloat16 to half")
+        R.same_bits(out["bh"], bf.astype(np.float16).view(np.uint16), R.HALF, "bfloat16 to half")
