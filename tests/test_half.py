@@ -488,3 +488,31 @@ def test_every_16_bit_pattern(tmp_path, way: str) -> None:
     assert np.array_equal(out["g"].view(np.uint32)[okb], bf.view(np.uint32)[okb]) and np.isnan(out["g"][~okb]).all()
     with np.errstate(all="ignore"):
         R.same_bits(out["bh"], bf.astype(np.float16).view(np.uint16), R.HALF, "bfloat16 to half")
+
+
+VIEWS = r"""
+#include <cuda_fp16.h>
+__global__ void twice(const __half* x, __half* y, int n2) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n2) {  /* __half memory read and written as pairs, as vectorized CUDA code does */
+    const __half2* x2 = reinterpret_cast<const __half2*>(x);
+    reinterpret_cast<__half2*>(y)[i] = __hmul2(x2[i], __float2half2_rn(2.0f)) - __half2half2(x[2 * i + 1]);
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("way", ["emulator", "llvm"])
+def test_half_memory_viewed_as_pairs(tmp_path, way: str) -> None:
+    src = tmp_path / "views.cu"
+    src.write_text(VIEWS)
+    x = np.random.default_rng(1).uniform(-3, 3, 300).astype(np.float16)
+    odd = np.repeat(x[1::2], 2)
+    want = x * np.float16(2) - odd
+    y = np.zeros_like(x)
+    if way == "llvm":
+        polypy.compile(str(src)).twice[2, 128](x, y, 150)
+    else:
+        y = run_emulated(polypy.load(str(src)).kernel("twice"), 2, 128,
+                         {"x": x.view(np.uint16), "y": y.view(np.uint16), "n2": 150})["y"].view(np.float16)
+    assert y.view(np.uint16).tolist() == want.view(np.uint16).tolist()
