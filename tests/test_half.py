@@ -458,7 +458,7 @@ __global__ void all_bits(const __half* h, float* f, __half* back, const __nv_bfl
   f[i] = __half2float(h[i]);
   back[i] = __float2half(f[i] * 0.75f);
   g[i] = __bfloat162float(b[i]);
-  bh[i] = __bfloat162half(b[i]);
+  bh[i] = __float2half(__bfloat162float(b[i]));  /* exact, then rounded once */
 }
 """
 

@@ -90,7 +90,6 @@ POLYPY_LP short __bfloat16_as_short(const __nv_bfloat16 h) { return (short)h.__x
 POLYPY_LP unsigned short __bfloat16_as_ushort(const __nv_bfloat16 h) { return h.__x; }
 POLYPY_LP __nv_bfloat16 __short_as_bfloat16(const short i) { return polypy_lp_bf((unsigned short)i); }
 POLYPY_LP __nv_bfloat16 __ushort_as_bfloat16(const unsigned short i) { return polypy_lp_bf(i); }
-POLYPY_LP __half __bfloat162half(const __nv_bfloat16 a) { return __float2half(POLYPY_B(a)); }
 
 /* Arithmetic (CUDA overloads the half names for bfloat16). */
 POLYPY_LP __nv_bfloat16 __hadd(const __nv_bfloat16 a, const __nv_bfloat16 b) { return __float2bfloat16(POLYPY_B(a) + POLYPY_B(b)); }
