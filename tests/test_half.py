@@ -516,3 +516,40 @@ def test_half_memory_viewed_as_pairs(tmp_path, way: str) -> None:
         y = run_emulated(polypy.load(str(src)).kernel("twice"), 2, 128,
                          {"x": x.view(np.uint16), "y": y.view(np.uint16), "n2": 150})["y"].view(np.float16)
     assert y.view(np.uint16).tolist() == want.view(np.uint16).tolist()
+
+
+STEPS = r"""
+#include <cuda_bf16.h>
+__global__ void steps(const __half* x, __half* y, __nv_bfloat16* b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    __half h = x[i];
+    h++; --h; ++h;               /* each step rounded: ((x + 1) - 1) + 1 */
+    y[i] = h;
+    __nv_bfloat16 v = b[i];
+    v--; v--;
+    b[i] = v;
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("way", ["emulator", "llvm"])
+def test_increments_round_each_step(tmp_path, way: str) -> None:
+    src = tmp_path / "steps.cu"
+    src.write_text(STEPS)
+    x = np.float16([0.0, -1.0, 2048.0, 2049.0 - 1, 1e-4, 65504.0, -0.0, 0.3])
+    b = to_bfloat16(np.float32([0.0, 256.0, 257.0, 1e-3, -1.0, 3e38, 0.5, 7.0]))
+    one = np.float16(1)
+    want_y = ((x + one) - one) + one
+    one_b = int(to_bfloat16(np.float32(1.0)))
+    want_b = [R.binary("-", R.binary("-", int(v), one_b, R.BFLOAT16), one_b, R.BFLOAT16) for v in b]
+    y = np.zeros_like(x)
+    if way == "llvm":
+        polypy.compile(str(src)).steps[1, 8](x, y, b, 8)
+    else:
+        out = run_emulated(polypy.load(str(src)).kernel("steps"), 1, 8,
+                           {"x": x.view(np.uint16), "y": y.view(np.uint16), "b": b, "n": 8})
+        y, b = out["y"].view(np.float16), out["b"]
+    assert y.view(np.uint16).tolist() == want_y.view(np.uint16).tolist()
+    assert b.tolist() == want_b

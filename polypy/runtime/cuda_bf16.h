@@ -160,6 +160,10 @@ POLYPY_LP void operator+=(__nv_bfloat16& a, const __nv_bfloat16 b) { a = __hadd(
 POLYPY_LP void operator-=(__nv_bfloat16& a, const __nv_bfloat16 b) { a = __hsub(a, b); }
 POLYPY_LP void operator*=(__nv_bfloat16& a, const __nv_bfloat16 b) { a = __hmul(a, b); }
 POLYPY_LP void operator/=(__nv_bfloat16& a, const __nv_bfloat16 b) { a = __hdiv(a, b); }
+POLYPY_LP void operator++(__nv_bfloat16& a) { a = __hadd(a, polypy_lp_bf(0x3f80u)); }
+POLYPY_LP void operator++(__nv_bfloat16& a, int) { a = __hadd(a, polypy_lp_bf(0x3f80u)); }
+POLYPY_LP void operator--(__nv_bfloat16& a) { a = __hsub(a, polypy_lp_bf(0x3f80u)); }
+POLYPY_LP void operator--(__nv_bfloat16& a, int) { a = __hsub(a, polypy_lp_bf(0x3f80u)); }
 POLYPY_LP bool operator==(const __nv_bfloat16 a, const __nv_bfloat16 b) { return __heq(a, b); }
 POLYPY_LP bool operator!=(const __nv_bfloat16 a, const __nv_bfloat16 b) { return __hneu(a, b); }
 POLYPY_LP bool operator<(const __nv_bfloat16 a, const __nv_bfloat16 b) { return __hlt(a, b); }

@@ -379,6 +379,11 @@ POLYPY_LP void operator+=(__half& a, const __half b) { a = __hadd(a, b); }
 POLYPY_LP void operator-=(__half& a, const __half b) { a = __hsub(a, b); }
 POLYPY_LP void operator*=(__half& a, const __half b) { a = __hmul(a, b); }
 POLYPY_LP void operator/=(__half& a, const __half b) { a = __hdiv(a, b); }
+/* ++ and -- add or subtract one, rounded; like the compound assignments they return nothing here. */
+POLYPY_LP void operator++(__half& a) { a = __hadd(a, polypy_lp_half(0x3c00u)); }
+POLYPY_LP void operator++(__half& a, int) { a = __hadd(a, polypy_lp_half(0x3c00u)); }
+POLYPY_LP void operator--(__half& a) { a = __hsub(a, polypy_lp_half(0x3c00u)); }
+POLYPY_LP void operator--(__half& a, int) { a = __hsub(a, polypy_lp_half(0x3c00u)); }
 POLYPY_LP bool operator==(const __half a, const __half b) { return __heq(a, b); }
 POLYPY_LP bool operator!=(const __half a, const __half b) { return __hneu(a, b); }
 POLYPY_LP bool operator<(const __half a, const __half b) { return __hlt(a, b); }
