@@ -170,6 +170,18 @@ class _Lowering:
         self.names = st.names
         self.types = local_types(kernel)
         self.writes = _writes(kernel)
+        # Walked once here, not once per local (kernels with many inlined locals, cuda_fp16.h's).
+        self._assign_counts: dict[str, int] = {}
+        self._loop_vars: set[str] = set()
+        for x in walk(kernel):
+            if isinstance(x, n.Assign):
+                self._assign_counts[x.name] = self._assign_counts.get(x.name, 0) + 1
+            elif isinstance(x, n.For):
+                self._loop_vars.add(x.var)
+        self._blocks_of: dict[int, tuple[n.Stmt, ...]] = {}
+        for block in _statement_lists(kernel):
+            for stmt in block:
+                self._blocks_of.setdefault(id(stmt), block)
         self.local_arrays = {b.name: b for b in kernel.buffers if b.space == "local"}
         self.readonly_params = {p.name for p in kernel.params if not isinstance(p.ptype, PointerType)}
         self.facts = analyze(st.items, st.thread_vars, st.block_reads)
@@ -256,12 +268,10 @@ class _Lowering:
         w = self.writes.get(v)
         if w is None or w.decl is None:
             return None
-        assigns = sum(1 for x in walk(self.kernel) if isinstance(x, n.Assign) and x.name == v)
+        assigns = self._assign_counts.get(v, 0)
         if assigns + 1 != w.count:
             return None  # a loop variable, an atomic's or a warp operation's destination
-        for block in _statement_lists(self.kernel):
-            if not any(s is w.decl for s in block):
-                continue
+        for block in (self._blocks_of[id(w.decl)],) if id(w.decl) in self._blocks_of else ():
             start = next(i for i, s in enumerate(block) if s is w.decl)
             mine = [i for i, s in enumerate(block) if isinstance(s, n.Assign) and s.name == v]
             if len(mine) != assigns or any(i < start for i in mine):
@@ -292,7 +302,7 @@ class _Lowering:
         return w is not None and w.count == 1 and not w.other and w.decl is not None and w.decl.init is not None
 
     def _is_loop_var(self, name: str) -> bool:
-        return any(isinstance(x, n.For) and x.var == name for x in walk(self.kernel))
+        return name in self._loop_vars
 
     # ------------------------------------------------------------------ block level
     def items(self, items: list[Item]) -> tuple[n.Stmt, ...]:

@@ -158,9 +158,24 @@ def independent_chunks(body: tuple[n.Stmt, ...]) -> list[tuple[n.Stmt, ...]]:
     return chunks
 
 
-def let_definitions(body: tuple[n.Stmt, ...], upto: int) -> dict[str, n.Expr]:
+def let_definitions(body: tuple[n.Stmt, ...], upto: int, *, writes: dict[str, int] | None = None) -> dict[str, n.Expr]:
     """Locals of ``body[:upto]`` (top level) with one definition and no other write anywhere in
-    ``body``: ``var x = e`` or ``var x`` followed by one top-level ``x = e``."""
+    ``body``: ``var x = e`` or ``var x`` followed by one top-level ``x = e``. ``writes``:
+    ``definition_writes(body)``, where the caller has it already."""
+    if writes is None:
+        writes = definition_writes(body)
+    declared_top = {s.name for s in body[:upto] if isinstance(s, n.Decl)}
+    out: dict[str, n.Expr] = {}
+    for s in body[:upto]:
+        if isinstance(s, n.Decl) and s.init is not None and writes.get(s.name) == 1:
+            out[s.name] = s.init
+        elif isinstance(s, n.Assign) and s.name in declared_top and writes.get(s.name) == 1 and s.name not in out:
+            out[s.name] = s.value
+    return out
+
+
+def definition_writes(body: tuple[n.Stmt, ...]) -> dict[str, int]:
+    """How often each local is written in ``body`` (a loop or an atomic's destination: twice)."""
     writes: dict[str, int] = {}
     for s in body:
         for x in walk(s):
@@ -172,14 +187,7 @@ def let_definitions(body: tuple[n.Stmt, ...], upto: int) -> dict[str, n.Expr]:
                 writes[x.dest] = writes.get(x.dest, 0) + 2
             elif isinstance(x, n.For):
                 writes[x.var] = writes.get(x.var, 0) + 2
-    declared_top = {s.name for s in body[:upto] if isinstance(s, n.Decl)}
-    out: dict[str, n.Expr] = {}
-    for s in body[:upto]:
-        if isinstance(s, n.Decl) and s.init is not None and writes.get(s.name) == 1:
-            out[s.name] = s.init
-        elif isinstance(s, n.Assign) and s.name in declared_top and writes.get(s.name) == 1 and s.name not in out:
-            out[s.name] = s.value
-    return out
+    return writes
 
 
 def freshen(stmts: tuple[n.Stmt, ...], names: NameSupply, extra: Iterable[str] = ()) -> tuple[n.Stmt, ...]:

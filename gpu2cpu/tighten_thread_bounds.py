@@ -126,6 +126,7 @@ from gpu2cpu.thread_affine import (
 )
 from gpu2cpu.thread_loops import (
     copy_loop,
+    definition_writes,
     let_definitions,
     rewrite_cpu_body,
     stem_of,
@@ -200,6 +201,9 @@ class _Tighten(Mutator):
         self.decisions: list[LoweringDecision] = []
         self.facts: list[Facts] = [Facts()]
         self.clamp_edges: set[str] = set()  # counters of loops that run the threads a clamp split left clamped
+        # Per loop body (kept alive here, so ids stay unique): the names declared inside and the
+        # writes ``let_definitions`` counts; asked once per ``if`` of the body otherwise.
+        self._body_facts: dict[int, tuple[tuple[n.Stmt, ...], set[str], dict[str, int]]] = {}
 
     def note(self, loop: n.Stmt, message: str) -> None:
         self.decisions.append(LoweringDecision(self.kernel.name, loop.loc, message))
@@ -504,10 +508,14 @@ class _Tighten(Mutator):
     def analysis(self, loop: n.For, upto: int) -> CounterAnalysis:
         dim = counter_dim(loop.var)
         assert dim is not None
-        inside = {x.name for s in loop.body for x in walk(s) if isinstance(x, n.Decl)}
-        inside |= {x.var for s in loop.body for x in walk(s) if isinstance(x, n.For)}
-        inside.add(loop.var)
-        return CounterAnalysis(loop.var, dim, lets=let_definitions(loop.body, upto),
+        cached = self._body_facts.get(id(loop.body))
+        if cached is None or cached[0] is not loop.body:
+            names = {x.name for s in loop.body for x in walk(s) if isinstance(x, n.Decl)}
+            names |= {x.var for s in loop.body for x in walk(s) if isinstance(x, n.For)}
+            cached = (loop.body, names, definition_writes(loop.body))
+            self._body_facts[id(loop.body)] = cached
+        inside = cached[1] | {loop.var}
+        return CounterAnalysis(loop.var, dim, lets=let_definitions(loop.body, upto, writes=cached[2]),
                                available=lambda name: name not in inside, ranges=self.ranges)
 
     def find_split(self, loop: n.For) -> _Split | None:

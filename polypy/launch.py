@@ -34,6 +34,7 @@ import numpy as np
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType, normalize_value, wrap_int
+from polypy.lowp import is_bfloat16, is_half
 
 Dim3 = tuple[int, int, int]
 
@@ -156,6 +157,9 @@ def _by_ir_name(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) -> di
         elif kernel.param(key) is not None:
             out[key] = value
         elif key in structs:
+            if (is_half(structs[key].ctype) or is_bfloat16(structs[key].ctype)) and \
+                    not isinstance(value, (Mapping, np.void)):
+                value = _half_fields(kernel, structs[key], value)
             for path, name in structs[key].members:
                 out[name] = _member(kernel, structs[key], value, path)
         else:
@@ -191,6 +195,30 @@ def _pointer_table(kernel: n.Kernel, sp: n.SourceParam, value: Any) -> dict[str,
             names[n.TABLE_BASE]: np.uint64(pool.__array_interface__["data"][0])}
 
 
+def _half_fields(kernel: n.Kernel, sp: n.SourceParam, value: Any) -> dict[str, Any]:
+    """A ``__half`` (``__half2``) argument given as a number (a pair), or a ``__nv_bfloat16``
+    (``__nv_bfloat162``) given as its bits (np.uint16): the bits by member path."""
+    if is_bfloat16(sp.ctype):
+        given = np.asarray(value)
+        if given.dtype != np.uint16:
+            raise UserError(f"argument {sp.name!r} of kernel {kernel.name!r} ({sp.ctype}) takes bfloat16 bits as "
+                            f"np.uint16 (polypy.lowp.to_bfloat16), got {given.dtype}", kernel.loc)
+        values = list(given.reshape(-1))
+    else:
+        values = list(np.asarray(value, dtype=np.float16).reshape(-1))
+    if len(values) != len(sp.members):
+        raise UserError(f"argument {sp.name!r} of kernel {kernel.name!r} ({sp.ctype}) takes {len(sp.members)} "
+                        f"half value(s), got {len(values)}", kernel.loc)
+    out: dict[str, Any] = {}
+    for (path, _), v in zip(sp.members, values):
+        fields = path.split(".")[1:]
+        at = out
+        for f in fields[:-1]:
+            at = at.setdefault(f, {})
+        at[fields[-1]] = np.uint16(v.view(np.uint16))
+    return out
+
+
 def _member(kernel: n.Kernel, sp: n.SourceParam, value: Any, path: str) -> Any:
     current = value
     for field in path.split(".")[1:]:
@@ -224,6 +252,9 @@ def _array(kernel: n.Kernel, p: n.Param, ptype: PointerType, value: Any) -> np.n
         # A pointer to records of mixed member types is one IR parameter per member type (the
         # frontend's views): each views the records' bytes (a structured array with the C layout).
         return value.reshape(-1).view(np.uint8).view(want)
+    if value.dtype == np.float16 and want == np.uint16 and value.flags.c_contiguous and \
+            any(is_half(sp.ctype) for sp in kernel.source_params if sp.name == p.name):
+        value = value.view(np.uint16)  # __half memory: its bits
     if value.dtype != want:
         raise UserError(f"{_what(kernel, p, ptype)} must have dtype {want}, got {value.dtype}", p.loc)
     if not value.flags.c_contiguous:

@@ -52,6 +52,7 @@ import numpy as np
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType
+from polypy.lowp import is_bfloat16, is_half
 
 INSTALL_HINT = "pip install -e '.[torch]'"
 
@@ -97,6 +98,11 @@ def _check_tensor(kernel: n.Kernel, name: str, ptype: PointerType | None, t: Any
     if t.layout != torch.strided:
         raise UserError(f"{_what(kernel, name)} has layout {t.layout}; polypy needs a dense (strided) tensor "
                         f"(pass {name}.to_dense())", kernel.loc)
+    if ptype is not None and t.dtype in (torch.float16, torch.bfloat16) and want == torch.uint16:
+        # __half / __nv_bfloat16 memory is its bits (polypy.lowp): the tensor viewed as them
+        ctype = next((sp.ctype for sp in kernel.source_params if sp.name == name), "")
+        if (is_half(ctype) and t.dtype == torch.float16) or (is_bfloat16(ctype) and t.dtype == torch.bfloat16):
+            t = t.view(torch.uint16)
     if t.dtype != want:
         raise UserError(f"{_what(kernel, name)} ({ptype}) must have dtype {want}, got {t.dtype} "
                         f"(pass {name}.to({want}))", kernel.loc)

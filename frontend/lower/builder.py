@@ -46,6 +46,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.frames: list[Frame] = []
         self.block: list[n.Stmt] = []
         self.mutated_cache: dict[tuple, set[tuple]] = {}
+        self.lowered_as_cache: dict[str, ci.Cursor] = {}  # polypy_lower_as targets by name (calls.py)
         self.loop_depth = 0
         self.switch_markers: list[dict[int, n.Return]] = []  # the breaks of the switches being lowered
         self.clock: str | None = None  # the thread's clock() counter, declared at the top once used

@@ -2,15 +2,18 @@
 calls of device functions go to ``inlining``."""
 from __future__ import annotations
 
+import pathlib
+
 import clang.cindex as ci
 
+from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.mathfns import CUDA_ARITH_INTRINSICS, CUDA_MATH_NAMES, MATH_FUNCTIONS
 from polypy.ir.types import BOOL, F32, F64, I32, I64, U32, PointerType
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
-from frontend.clang_setup import preorder
+from frontend.clang_setup import RUNTIME_DIR, preorder
 from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call
 from frontend.lower.context import CK, function_body
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
@@ -53,6 +56,19 @@ class CallLowering:
             raise self.error("kernel launches from device code (dynamic parallelism) are not supported", c)
         if fn is None:
             raise self.error("calls through function pointers are not supported", c)
+        target = self.lowered_as(fn, c)
+        if target is not None:
+            # A constructor or conversion of polypy's own headers (cuda_fp16.h) that names the
+            # free function meaning it: that function, called with the constructor's arguments
+            # or with the converted object.
+            args = [ch for ch in children if ch.kind.is_expression()]
+            if fn.kind == CK.CONVERSION_FUNCTION:  # `obj.operator float()`: the object
+                member = _strip(args[0]) if args else None
+                if member is not None and member.kind == CK.MEMBER_REF_EXPR:
+                    args = list(member.get_children())[:1]
+                if len(args) != 1:
+                    raise self.error(f"'{fn.spelling}' without an object is not supported in device code", c)
+            return self.inline(target, args, c, discard)
         if fn.kind == CK.CONSTRUCTOR:
             return self.constructor(c, fn, children)
         if fn.spelling.startswith("operator"):
@@ -91,6 +107,26 @@ class CallLowering:
             # Declared by the prelude or the C library: a CUDA built-in, mapped by name.
             return self.intrinsic(base, fn, args, c, discard)
         return self.inline(fn.get_definition() or fn, args, c, discard)
+
+    def lowered_as(self, fn: ci.Cursor, c: ci.Cursor) -> ci.Cursor | None:
+        """The free function that ``__attribute__((annotate("polypy_lower_as:NAME")))`` on a member
+        of one of polypy's runtime headers names (its definition at namespace scope), or None."""
+        if fn.kind not in (CK.CONSTRUCTOR, CK.CONVERSION_FUNCTION) or fn.location.file is None or \
+                pathlib.Path(fn.location.file.name).resolve().parent != RUNTIME_DIR.resolve():
+            return None
+        name = next((a.spelling.split(":", 1)[1] for a in fn.get_children()
+                     if a.kind == CK.ANNOTATE_ATTR and a.spelling.startswith("polypy_lower_as:")), None)
+        if name is None:
+            return None
+        if name not in self.lowered_as_cache:
+            scope = fn.semantic_parent.semantic_parent if fn.semantic_parent is not None else None
+            found = [d for d in (scope.get_children() if scope is not None else ())
+                     if d.kind == CK.FUNCTION_DECL and d.spelling == name and d.is_definition()]
+            if len(found) != 1:
+                raise InternalError(f"'{fn.spelling}' is lowered as '{name}', which has {len(found)} definitions",
+                                    self.loc(c))
+            self.lowered_as_cache[name] = found[0]
+        return self.lowered_as_cache[name]
 
     def constructor(self, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor]) -> Value:
         args = [ch for ch in children if ch.kind.is_expression()]

@@ -26,6 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from polypy.errors import InternalError, UserError
+from polypy.lowp import low_precision_use
 from polypy.ir import nodes as n
 from polypy.driver.pipelines import after_ad_pipeline, before_ad_pipeline
 from polypy.passes import run_pipeline
@@ -155,6 +156,11 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
     new_name = name + ("_grad" if mode == "reverse" else "_fwd")
     if any(k.name == new_name for k in module.kernels):
         raise UserError(f"the module already has a kernel named '{new_name}'", kernel.loc)
+    half = low_precision_use(kernel)
+    if half is not None:
+        raise UserError(f"kernel '{name}' computes in half precision (__half / __nv_bfloat16 of cuda_fp16.h / "
+                        "cuda_bf16.h), which polypy grad does not differentiate: CUDA's adjoints would be rounded "
+                        "to 16 bits at every operation; compute in float to differentiate", half)
     wrt_t = tuple(wrt) if wrt is not None else None
     kernel = run_pipeline(kernel, before_ad_pipeline(optimize=optimize))
     options = ReverseOptions(cache=cache, privacy=privacy, block_reductions=block_reductions, windows=windows,
