@@ -357,3 +357,29 @@ def test_threads_in_one_process():
         case = s.cases[1]
         args = s.make_args(np.random.default_rng(4), case, np.float32)
         _same("jacobi2d", here, there, case.grid, case.block, case.shmem, args, tasks=4)
+
+
+def test_the_readme_example_runs_as_written(tmp_path):
+    """README's Dask example, taken from the README and run as a script (its own LocalCluster,
+    whose worker processes import the script: the ``__main__`` guard), in a temporary directory
+    holding the sample it names; it checks its own result against NumPy."""
+    import os
+    import pathlib
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    block = re.search(r"^## Dask$.*?^```python\n(.*?)^```$", readme, re.S | re.M)
+    assert block is not None, "README has no Dask example"
+    script = tmp_path / "example.py"
+    script.write_text(block.group(1))
+    (tmp_path / "samples").mkdir()
+    shutil.copy(root / "samples" / "matmul_tiled.cu", tmp_path / "samples")
+    env = dict(os.environ, TMPDIR=str(tmp_path), POLYPY_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
