@@ -227,6 +227,42 @@ def test_warp_scan_written_as_a_loop_runs_in_lockstep(tmp_path, block):
         np.testing.assert_array_equal(got["out"], want)
 
 
+LANE_EXCHANGE = r"""
+__global__ void exchange(float* out, const float* in, int rounds) {
+  volatile __shared__ float s[256];
+  int t = threadIdx.x;
+  s[t] = in[blockIdx.x * blockDim.x + t];
+  __syncthreads();
+  for (int r = 0; r < rounds; ++r) {
+    if (t < 32) {
+      float partner = s[t ^ 1];
+      float mine = s[t];
+      s[t] = partner + 2.0f * mine;
+    }
+    __syncthreads();
+  }
+  out[blockIdx.x * blockDim.x + t] = s[t];
+}
+"""
+
+
+@pytest.mark.parametrize("block,rounds", [(32, 1), (64, 3), (256, 2)])
+def test_lanes_exchanging_through_locals_run_in_lockstep(tmp_path, block, rounds):
+    """Each lane of the first warp loads its partner's element (an index isl cannot read) into a
+    local and stores with another statement: in lockstep every lane loads before any stores.
+    Before, the possible race was looked for within one statement only, and lane 1 read lane 0's
+    new value (1, 3, 7, 13 instead of 1, 2, 7, 8)."""
+    src = tmp_path / "exchange.cu"
+    src.write_text(LANE_EXCHANGE)
+    x = np.random.default_rng(8).integers(-20, 20, 2 * block).astype(np.float32)
+    want = x.reshape(2, block).copy()
+    for _ in range(rounds):
+        lanes = np.arange(32)
+        want[:, :32] = want[:, lanes ^ 1] + 2.0 * want[:, :32]
+    for got in _backends(src, "exchange", 2, block, {"out": np.zeros_like(x), "in": x, "rounds": rounds}):
+        np.testing.assert_array_equal(got["out"], want.reshape(-1))
+
+
 def test_lockstep_is_reported(tmp_path, capsys):
     from polypy.driver.cli import main
 

@@ -37,8 +37,10 @@ import islpy as isl
 
 from polypy.errors import Loc, UserError, format_diagnostic
 from polypy.ir import nodes as n
+from polypy.ir.visitor import walk
 from polypy.poly.hazards import atomics_commute
 from polypy.poly.model import THREAD_IDX, Access, build_model
+from polypy.poly.paths import child_blocks, statement_at
 from polypy.poly.write_conflicts import RaceQuestion, Shape, race_launch, thread_values
 
 WARP = 32
@@ -129,10 +131,12 @@ def may_warp_race_arrays(kernel: n.Kernel) -> frozenset[str]:
     between them. What lockstep lowering covers beside the proven races; lowering a race-free
     array costs barriers, so two limits keep real code out:
 
-    * one statement only (or one source line: ``v[t] = sum = sum + v[t + k]`` is two in the IR):
-      lanes of warp-synchronous code read what other lanes store with the same statement, while
-      separate statements with indices the model cannot read (a table at a
-      loaded ``unsigned char``, ``x + (x >> 4)`` through a reference) are usually apart;
+    * one statement only (or one source line: ``v[t] = sum = sum + v[t + k]`` is two in the IR),
+      or a load whose value reaches the store through locals of the same block (``float v =
+      s[t ^ 1]; s[t] = v + s[t];``, ``_flows_into``): lanes of warp-synchronous code read what
+      other lanes store with the same statement or exchange values so, while separate
+      statements with indices the model cannot read (a table at a loaded ``unsigned char``,
+      ``x + (x >> 4)`` through a reference) are usually apart;
     * not in a loop the model only counts (``s >>= 1``) that holds a barrier: a tree reduction
       synchronizes each trip, and there the model cannot tell ``t < s`` from ``t + s``.
     """
@@ -152,8 +156,8 @@ def may_warp_race_arrays(kernel: n.Kernel) -> frozenset[str]:
         out: set[str] = set()
         for a in writes:
             for b in shared:
-                if (b.id.path != a.id.path and _line(b) != _line(a)) or a.buffer in out or (a.kind == "atomic" and b.kind == "atomic") \
-                        or (b is a and a.kind == "write"):
+                if (b.id.path != a.id.path and _line(b) != _line(a) and not _flows_into(kernel, b, a)) \
+                        or a.buffer in out or (a.kind == "atomic" and b.kind == "atomic") or (b is a and a.kind == "write"):
                     continue
                 overlap = q.c.overlap(a, "1", b, "2")
                 if overlap is None:
@@ -167,6 +171,30 @@ def may_warp_race_arrays(kernel: n.Kernel) -> frozenset[str]:
         return frozenset(out)
     except isl.Error:  # too hard for isl: nothing is known to race
         return frozenset()
+
+
+def _flows_into(kernel: n.Kernel, read: Access, write: Access) -> bool:
+    """Whether the value ``read`` loads reaches ``write``'s store through locals: ``read``'s
+    statement defines a local (``float v = s[t ^ 1]``) that ``write``'s statement, later in the
+    same block, reads directly or through locals defined in between from it."""
+    if read.kind != "read" or len(read.id.path) != len(write.id.path) or not read.id.path \
+            or read.id.path[:-1] != write.id.path[:-1]:
+        return False
+    (field, first), (_, last) = read.id.path[-1], write.id.path[-1]
+    if first >= last:
+        return False
+    parent = read.id.path[:-1]
+    block = statement_at(kernel, parent) if parent else None
+    stmts = kernel.body if block is None else dict(child_blocks(block))[field]
+    tainted = set()
+    for k in range(first, last + 1):
+        s = stmts[k]
+        reads = {x.name for x in walk(s) if isinstance(x, n.Var)}
+        if k == last:
+            return bool(reads & tainted)
+        if isinstance(s, (n.Decl, n.Assign)) and (k == first or reads & tainted):
+            tainted.add(s.name)
+    return False
 
 
 def _inside(path, loop_path) -> bool:
