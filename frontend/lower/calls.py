@@ -13,6 +13,7 @@ from frontend.arith import convert, truth
 from frontend.clang_setup import preorder
 from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call
 from frontend.lower.context import CK, function_body
+from frontend.lower.cooperative import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.values import Aggregate, MemLV, Pointer, Value
 
@@ -53,6 +54,8 @@ class CallLowering:
             raise self.error("kernel launches from device code (dynamic parallelism) are not supported", c)
         if fn is None:
             raise self.error("calls through function pointers are not supported", c)
+        if is_cooperative(fn):
+            return self.cooperative_call(c, fn, children, discard)  # type: ignore[attr-defined]
         if fn.kind == CK.CONSTRUCTOR:
             return self.constructor(c, fn, children)
         if fn.spelling.startswith("operator"):
