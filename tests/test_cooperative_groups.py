@@ -207,6 +207,8 @@ REFUSED = [
      "n must be a constant power of two"),
     ("cg::thread_block_tile<32> t = cg::tiled_partition<32>(cg::this_thread_block());\n"
      "  x[0] = cg::reduce(t, x[0], Mine());", "only the operators cg::plus"),
+    ("cg::thread_block_tile<32> t = cg::tiled_partition<32>(cg::this_thread_block());\n"
+     "  x[0] = cg::reduce(t, x[0], cg::plus<float>());", "an operator of another type than the value"),
 ]
 
 
@@ -228,3 +230,64 @@ def test_a_refusal_points_at_the_call(tmp_path) -> None:
     with pytest.raises(UserError) as info:
         polypy.load(str(src))
     assert info.value.loc is not None and (info.value.loc.line, info.value.loc.col) == (5, 3)
+
+
+# A group passed by value to a device function as a thread_group, and the block by reference:
+# the tree reduction through shared memory of the CUDA Programming Guide's pattern (own code).
+GROUP_ARGUMENT = PRELUDE + r"""
+__device__ int tree_sum(cg::thread_group g, int* scratch, int value) {
+  int lane = g.thread_rank();
+  for (int half = g.size() / 2; half > 0; half /= 2) {
+    scratch[lane] = value;
+    g.sync();
+    if (lane < half) value += scratch[lane + half];
+    g.sync();
+  }
+  return value;
+}
+__device__ void scale(const cg::thread_block& block, int* data) {
+  data[block.thread_rank()] *= 3;
+  block.sync();
+}
+__global__ void group_argument(int* data, int* out) {
+  extern __shared__ int scratch[];
+  cg::thread_block block = cg::this_thread_block();
+  int* mine = data + blockIdx.x * blockDim.x;
+  scale(block, mine);
+  int s = tree_sum(block, scratch, mine[block.size() - 1 - block.thread_rank()]);
+  if (block.thread_rank() == 0) out[blockIdx.x] = s;
+}
+"""
+
+
+@pytest.mark.parametrize("block", [32, 64, 256])
+def test_groups_passed_to_device_functions(tmp_path, block) -> None:
+    grid = 3
+    data = np.arange(grid * block, dtype=np.int32) % 17
+    args = {"data": data, "out": np.zeros(grid, np.int32)}
+    path = tmp_path / "group_argument.cu"
+    path.write_text(GROUP_ARGUMENT)
+    gpu = polypy.load(str(path)).kernel("group_argument")
+    want_out = (3 * data.reshape(grid, block)).sum(axis=1)
+    shmem = 4 * block
+    emulated = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+    from polypy.emulator import emulate
+    emulate(gpu, grid, block, emulated, shmem=shmem)
+    c = run_c(gpu, grid, block, args, shmem=shmem)
+    mod = polypy.compile(str(path))
+    llvm = {k: v.copy() for k, v in args.items()}
+    mod.group_argument[grid, block, shmem](llvm["data"], llvm["out"])
+    for name, got in (("emulator", emulated), ("c", c), ("llvm", llvm)):
+        np.testing.assert_array_equal(got["out"], want_out, err_msg=name)
+        np.testing.assert_array_equal(got["data"], 3 * data, err_msg=name)
+
+
+def test_a_tiles_sync_under_thread_dependent_control_is_refused_naming_it(tmp_path) -> None:
+    src = tmp_path / "tile_sync.cu"
+    src.write_text(PRELUDE + "__global__ void k(float* x) {\n"
+                   "  cg::thread_block_tile<32> t = cg::tiled_partition<32>(cg::this_thread_block());\n"
+                   "  if (t.meta_group_rank() == 0) { x[threadIdx.x] = 1; t.sync(); x[threadIdx.x] += x[31 - threadIdx.x]; }\n"
+                   "}\n")
+    with pytest.raises(UserError, match="a tile's sync\\(\\) too must be reached by every thread of the block") as info:
+        polypy.load(str(src))
+    assert (info.value.loc.line, info.value.loc.col) == (5, 55)  # at t.sync()

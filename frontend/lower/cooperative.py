@@ -256,6 +256,13 @@ class CooperativeLowering:
         rt = tm.scalar_type(c.type)
         if rt is None:
             raise self.error("cg::reduce of a value that is not a number is not supported", value_c)
+        op_type = tm.strip_reference(op_c.type).get_canonical()
+        if op_type.get_num_template_arguments() != 1 or \
+                op_type.get_template_argument_type(0).get_canonical() != tm.strip_reference(c.type).get_canonical():
+            # CUDA computes in the operator's type (reduce returns decltype(op(v, v))).
+            raise self.error(f"cg::reduce of a '{tm.strip_reference(value_c.type).spelling}' with "
+                             f"'{op_type.spelling}': an operator of another type than the value is not supported",
+                             op_c)
         loc = self.loc(c)
         acc = self.temp(rt, convert(self.scalar(value_c), rt), "reduce", c)
         op = _REDUCE_OPS[op_name]
