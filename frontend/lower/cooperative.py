@@ -51,6 +51,12 @@ _REFUSED = {
                          "membership) are not supported",
     "coalesced_group": "coalesced groups (cooperative_groups::coalesced_group, a group of dynamic "
                        "membership) are not supported",
+    "labeled_partition": "cooperative_groups::labeled_partition (groups of dynamic membership) is not supported",
+    "binary_partition": "cooperative_groups::binary_partition (groups of dynamic membership) is not supported",
+    "memcpy_async": "asynchronous copies (cooperative_groups::memcpy_async) are not supported",
+    "wait": "asynchronous copies (cooperative_groups::wait) are not supported",
+    "wait_prior": "asynchronous copies (cooperative_groups::wait_prior) are not supported",
+    "block_tile_memory": "tiles of more than 32 threads (cooperative_groups::block_tile_memory) are not supported",
 }
 _REDUCE_OPS = {"plus": "add", "less": "min", "greater": "max", "bit_and": "band", "bit_or": "bor",
                "bit_xor": "bxor"}
@@ -76,6 +82,11 @@ def _tile_size(t: ci.Type) -> int | None:
         return None
     decl = c.get_declaration()
     return int(decl.get_template_argument_value(0))
+
+
+def refused_group(t: ci.Type) -> str | None:
+    """The refusal of a group type polypy's header declares only to refuse it, or None."""
+    return _REFUSED.get(_class_name(t))
 
 
 class CooperativeLowering:
@@ -107,6 +118,8 @@ class CooperativeLowering:
             return self.cg_member(owner, name, base, children[1:], c, discard)
         args = children[1:]
         if name == "this_thread_block":
+            if args:
+                raise self.error(_REFUSED["block_tile_memory"], c)
             nthreads = self.cg_block_threads()
             return self.cg_aggregate(nthreads, n.Const(0, U32), n.Const(1, U32), c)
         if name == "tiled_partition":

@@ -104,6 +104,15 @@ __device__ thread_block_tile<Size, ParentT> tiled_partition(const ParentT& paren
 __device__ thread_group tiled_partition(const thread_group& parent, unsigned int tilesz);
 __device__ thread_group tiled_partition(const thread_block& parent, unsigned int tilesz);
 
+/* Declared so that their use is a located error naming them (frontend/lower/cooperative.py). */
+template <unsigned int MaxBlockSize> struct block_tile_memory { };
+template <unsigned int MaxBlockSize> __device__ thread_block this_thread_block(block_tile_memory<MaxBlockSize>& scratch);
+template <typename GroupT, typename LabelT> __device__ coalesced_group labeled_partition(const GroupT& group, LabelT label);
+template <typename GroupT> __device__ coalesced_group binary_partition(const GroupT& group, bool pred);
+template <typename... Args> __device__ void memcpy_async(Args&&... args);
+template <typename GroupT> __device__ void wait(const GroupT& group);
+template <unsigned int Count, typename GroupT> __device__ void wait_prior(const GroupT& group);
+
 template <typename GroupT> __device__ void sync(const GroupT& group);
 template <typename GroupT> __device__ unsigned long long thread_rank(const GroupT& group);
 template <typename GroupT> __device__ unsigned long long group_size(const GroupT& group);
