@@ -297,3 +297,29 @@ def test_a_tiles_sync_under_thread_dependent_control_is_refused_naming_it(tmp_pa
     with pytest.raises(UserError, match="a tile's sync\\(\\) too must be reached by every thread of the block") as info:
         polypy.load(str(src))
     assert (info.value.loc.line, info.value.loc.col) == (5, 55)  # at t.sync()
+
+
+# The result types of CUDA's declarations: a thread_group's rank and cg::thread_rank(g) are
+# unsigned long long (so rank - 40 wraps in 64 bits), a block's and a tile's are unsigned int;
+# the block is passed by value (its copy constructor) to a device function.
+RESULT_TYPES = PRELUDE + r"""
+__device__ void wide(cg::thread_block b, long long* o) { o[b.thread_rank()] = (long long)(cg::thread_rank(b) - 40); }
+__global__ void result_types(long long* o, long long* p, long long* q) {
+  cg::thread_block cta = cg::this_thread_block();
+  cg::thread_group g = cg::tiled_partition(cta, 16);
+  cg::thread_block_tile<8> t = cg::tiled_partition<8>(cta);
+  wide(cta, o);
+  p[cta.thread_rank()] = g.thread_rank() - 40;
+  q[cta.thread_rank()] = t.thread_rank() - 40;
+}
+"""
+
+
+def test_ranks_have_cudas_result_types(tmp_path) -> None:
+    grid, block = 1, 64
+    args = {k: np.zeros(block, np.int64) for k in ("o", "p", "q")}
+    t = np.arange(block, dtype=np.int64)
+    for name, got in _backends(tmp_path, RESULT_TYPES, "result_types", grid, block, args):
+        np.testing.assert_array_equal(got["o"], t - 40, err_msg=name)
+        np.testing.assert_array_equal(got["p"], t % 16 - 40, err_msg=name)
+        np.testing.assert_array_equal(got["q"], (t % 8 - 40) % (1 << 32), err_msg=name)

@@ -115,7 +115,7 @@ class CooperativeLowering:
             if owner in _REDUCE_OPS:
                 raise self.error(f"calling cooperative_groups::{owner} directly is not supported "
                                  "(it is supported as the operator of cg::reduce)", c)
-            return self.cg_member(owner, name, base, children[1:], c, discard)
+            return self.cg_typed(fn, self.cg_member(owner, name, base, children[1:], c, discard))
         args = children[1:]
         if name == "this_thread_block":
             if args:
@@ -125,11 +125,16 @@ class CooperativeLowering:
         if name == "tiled_partition":
             return self.cg_partition(fn, args, c)
         if name in ("sync", "thread_rank", "group_size"):
-            return self.cg_member(_class_name(args[0].type), {"group_size": "size"}.get(name, name), args[0], [], c,
-                                  discard)
+            return self.cg_typed(fn, self.cg_member(_class_name(args[0].type), {"group_size": "size"}.get(name, name),
+                                                    args[0], [], c, discard))
         if name == "reduce":
             return self.cg_reduce(args, c)
         raise self.error(f"cooperative_groups::{name} is not supported", c)
+
+    def cg_typed(self, fn: ci.Cursor, v: Value | None) -> Value | None:
+        """``v`` in the result type the header declares (``unsigned long long`` for a thread_group's rank)."""
+        st = tm.scalar_type(fn.result_type)
+        return convert(v, st) if isinstance(v, n.Expr) and st is not None else v
 
     # ------------------------------------------------------------------ groups
     def cg_group(self, a: ci.Cursor) -> Aggregate:

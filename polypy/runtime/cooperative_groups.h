@@ -43,11 +43,14 @@ public:
   __device__ dim3 dim_threads() const;
 };
 
-/* A group of a type known only at run time: the block, or a tile of tiled_partition(g, n). */
+/* A group of a type known only at run time (its rank and size are unsigned long long, as in CUDA): the block, or a tile of tiled_partition(g, n). */
 class thread_group {
 public:
   POLYPY_CG_STATE
-  POLYPY_CG_COMMON
+  __device__ void sync() const;
+  __device__ unsigned long long thread_rank() const;
+  __device__ unsigned long long size() const;
+  __device__ unsigned long long num_threads() const;
   __device__ unsigned int meta_group_rank() const;
   __device__ unsigned int meta_group_size() const;
   __device__ thread_group(const thread_block& block);
