@@ -323,3 +323,54 @@ def test_ranks_have_cudas_result_types(tmp_path) -> None:
         np.testing.assert_array_equal(got["o"], t - 40, err_msg=name)
         np.testing.assert_array_equal(got["p"], t % 16 - 40, err_msg=name)
         np.testing.assert_array_equal(got["q"], (t % 8 - 40) % (1 << 32), err_msg=name)
+
+
+# A whole program: host code, a launch, per-block sums of integers by tiles and cg::reduce.
+PROGRAM = r"""#include <cstdio>
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+
+__global__ void sums(const int* x, int* out, int n) {
+  __shared__ int per_tile[8];
+  cg::thread_block cta = cg::this_thread_block();
+  cg::thread_block_tile<16> tile = cg::tiled_partition<16>(cta);
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int s = cg::reduce(tile, i < n ? x[i] : 0, cg::plus<int>());
+  if (tile.thread_rank() == 0) per_tile[tile.meta_group_rank()] = s;
+  cta.sync();
+  if (cta.thread_rank() == 0) {
+    int total = 0;
+    for (unsigned int k = 0; k < tile.meta_group_size(); ++k) total += per_tile[k];
+    out[blockIdx.x] = total;
+  }
+}
+
+int main() {
+  const int n = 1000, threads = 128, blocks = (n + threads - 1) / threads;
+  int h[n], r[blocks];
+  for (int i = 0; i < n; ++i) h[i] = (i * 7) % 23 - 11;
+  int *x, *out;
+  cudaMalloc(&x, n * sizeof(int));
+  cudaMalloc(&out, blocks * sizeof(int));
+  cudaMemcpy(x, h, n * sizeof(int), cudaMemcpyHostToDevice);
+  sums<<<blocks, threads>>>(x, out, n);
+  cudaMemcpy(r, out, blocks * sizeof(int), cudaMemcpyDeviceToHost);
+  for (int b = 0; b < blocks; ++b) printf("block %d: %d\n", b, r[b]);
+  cudaFree(x);
+  cudaFree(out);
+  return 0;
+}
+"""
+
+
+def test_a_whole_program_prints_what_cuda_prints(tmp_path) -> None:
+    src = tmp_path / "cg_program.cu"
+    src.write_text(PROGRAM)
+    h = (np.arange(1000) * 7) % 23 - 11
+    want = "".join(f"block {b}: {h[b * 128:(b + 1) * 128].sum()}\n" for b in range(8))
+    for extra in ((), ("--emulate",)):
+        result = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", str(src), *extra],
+                                capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stdout == want, extra
