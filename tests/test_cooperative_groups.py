@@ -301,16 +301,19 @@ def test_a_tiles_sync_under_thread_dependent_control_is_refused_naming_it(tmp_pa
 
 # The result types of CUDA's declarations: a thread_group's rank and cg::thread_rank(g) are
 # unsigned long long (so rank - 40 wraps in 64 bits), a block's and a tile's are unsigned int;
-# the block is passed by value (its copy constructor) to a device function.
+# the block is passed by value (its copy constructor) to a device function; the operators of
+# cg::reduce called directly.
 RESULT_TYPES = PRELUDE + r"""
 __device__ void wide(cg::thread_block b, long long* o) { o[b.thread_rank()] = (long long)(cg::thread_rank(b) - 40); }
-__global__ void result_types(long long* o, long long* p, long long* q) {
+__global__ void result_types(long long* o, long long* p, long long* q, int* r) {
   cg::thread_block cta = cg::this_thread_block();
   cg::thread_group g = cg::tiled_partition(cta, 16);
   cg::thread_block_tile<8> t = cg::tiled_partition<8>(cta);
   wide(cta, o);
   p[cta.thread_rank()] = g.thread_rank() - 40;
   q[cta.thread_rank()] = t.thread_rank() - 40;
+  r[cta.thread_rank()] = cg::plus<int>()(3, (int)t.thread_rank()) + 10 * cg::less<int>()(5, 2) +
+                         100 * cg::greater<int>()(5, 2);
 }
 """
 
@@ -318,11 +321,13 @@ __global__ void result_types(long long* o, long long* p, long long* q) {
 def test_ranks_have_cudas_result_types(tmp_path) -> None:
     grid, block = 1, 64
     args = {k: np.zeros(block, np.int64) for k in ("o", "p", "q")}
+    args["r"] = np.zeros(block, np.int32)
     t = np.arange(block, dtype=np.int64)
     for name, got in _backends(tmp_path, RESULT_TYPES, "result_types", grid, block, args):
         np.testing.assert_array_equal(got["o"], t - 40, err_msg=name)
         np.testing.assert_array_equal(got["p"], t % 16 - 40, err_msg=name)
         np.testing.assert_array_equal(got["q"], (t % 8 - 40) % (1 << 32), err_msg=name)
+        np.testing.assert_array_equal(got["r"], 3 + t % 8 + 20 + 500, err_msg=name)
 
 
 # A whole program: host code, a launch, per-block sums of integers by tiles and cg::reduce.

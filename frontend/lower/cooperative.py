@@ -107,6 +107,15 @@ class CooperativeLowering:
             if len(args) != 1:
                 raise self.error(f"this constructor of cooperative_groups::{owner} is not supported", c)
             return self.cg_group(args[0])
+        if owner in _REDUCE_OPS and name == "operator()":  # cg::plus<int>()(a, b)
+            operands = [ch for ch in children
+                        if not (_strip(ch).kind == CK.DECL_REF_EXPR and _strip(ch).spelling == fn.spelling)]
+            rt = tm.scalar_type(fn.result_type)
+            if rt is None or len(operands) != 3:
+                raise self.error(f"this use of cooperative_groups::{owner} is not supported", c)
+            self.expr(operands[0], discard=True)
+            a, b = (convert(self.scalar(x), rt) for x in operands[1:])
+            return self.cg_combine(_REDUCE_OPS[owner], a, b, c)
         if owner is not None:  # a member function: the object is the callee's base
             callee = _strip(children[0])
             base = next(iter(callee.get_children()), None) if callee.kind == CK.MEMBER_REF_EXPR else None
@@ -258,6 +267,16 @@ class CooperativeLowering:
         return result
 
     # ------------------------------------------------------------------ reduce
+    def cg_combine(self, op: str, a: n.Expr, b: n.Expr, c: ci.Cursor) -> n.Expr:
+        """``op(a, b)`` of cg::plus (a + b), cg::less (a < b ? a : b), cg::greater (a < b ? b : a)
+        and the bit operators."""
+        loc = self.loc(c)
+        if op == "min":
+            return n.Select(n.Binary("lt", a, b, loc=loc), a, b, loc=loc)
+        if op == "max":
+            return n.Select(n.Binary("lt", a, b, loc=loc), b, a, loc=loc)
+        return n.Binary(op, a, b, loc=loc)
+
     def cg_reduce(self, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
         group_c, value_c, op_c = args
         size = _tile_size(group_c.type)
@@ -289,13 +308,6 @@ class CooperativeLowering:
         k = size // 2
         while k >= 1:
             other = self.cg_shuffle("xor", n.Var(acc.name, rt), n.Const(k, U32), size, c)
-            mine = n.Var(acc.name, rt)
-            if op in ("min", "max"):
-                # cg::less keeps the smaller (a < b ? a : b), cg::greater the larger.
-                keep_other = n.Binary("lt", other, mine) if op == "min" else n.Binary("lt", mine, other)
-                combined: n.Expr = n.Select(keep_other, other, mine, loc=loc)
-            else:
-                combined = n.Binary(op, mine, other, loc=loc)
-            self.emit(n.Assign(acc.name, combined, loc=loc))
+            self.emit(n.Assign(acc.name, self.cg_combine(op, n.Var(acc.name, rt), other, c), loc=loc))
             k //= 2
         return n.Var(acc.name, rt)
