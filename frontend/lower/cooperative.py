@@ -121,9 +121,6 @@ class CooperativeLowering:
             base = next(iter(callee.get_children()), None) if callee.kind == CK.MEMBER_REF_EXPR else None
             if base is None:
                 raise self.error(f"cooperative_groups::{owner}::{name} called without its group", c)
-            if owner in _REDUCE_OPS:
-                raise self.error(f"calling cooperative_groups::{owner} directly is not supported "
-                                 "(it is supported as the operator of cg::reduce)", c)
             return self.cg_typed(fn, self.cg_member(owner, name, base, children[1:], c, discard))
         args = children[1:]
         if name == "this_thread_block":
@@ -132,7 +129,7 @@ class CooperativeLowering:
             nthreads = self.cg_block_threads()
             return self.cg_aggregate(nthreads, n.Const(0, U32), n.Const(1, U32), c)
         if name == "tiled_partition":
-            return self.cg_partition(fn, args, c)
+            return self.cg_partition(args, c)
         if name in ("sync", "thread_rank", "group_size"):
             return self.cg_typed(fn, self.cg_member(_class_name(args[0].type), {"group_size": "size"}.get(name, name),
                                                     args[0], [], c, discard))
@@ -183,7 +180,7 @@ class CooperativeLowering:
         size = _tile_size(t)
         return n.Const(size, U32) if size is not None else group.fields[_SIZE]  # type: ignore[return-value]
 
-    def cg_partition(self, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) -> Aggregate:
+    def cg_partition(self, args: list[ci.Cursor], c: ci.Cursor) -> Aggregate:
         parent_c = args[0]
         static = _tile_size(c.type)
         if static is not None:
