@@ -28,6 +28,7 @@ refused with a located error naming the feature.
 """
 from __future__ import annotations
 
+import functools
 import pathlib
 
 import clang.cindex as ci
@@ -67,7 +68,12 @@ def is_cooperative(decl: ci.Cursor | None) -> bool:
     """Whether ``decl`` is declared by polypy's ``<cooperative_groups.h>``."""
     if decl is None or decl.location.file is None:
         return False
-    return pathlib.Path(decl.location.file.name).resolve() == CG_HEADER
+    return _is_cg_header(decl.location.file.name)
+
+
+@functools.lru_cache(maxsize=256)
+def _is_cg_header(path: str) -> bool:  # a cache: every call of every kernel asks
+    return pathlib.Path(path).resolve() == CG_HEADER
 
 
 def _class_name(t: ci.Type) -> str:
