@@ -155,7 +155,6 @@ _DEVICE_CALL_ERRORS = {
 _UNSUPPORTED_HEADERS = {
     "'cuda_fp16.h' file not found": "half precision (cuda_fp16.h, __half) is not supported",
     "'cuda_bf16.h' file not found": "bfloat16 (cuda_bf16.h, __nv_bfloat16) is not supported",
-    "'cooperative_groups.h' file not found": "cooperative groups (cooperative_groups.h) are not supported",
 }
 
 

@@ -608,8 +608,10 @@ def _refuse_kernel_values(fn: ci.Cursor) -> None:
 
 
 def _is_runtime_header(path: str) -> bool:
-    """A header of polypy's runtime directory (not the user's file of the same name)."""
-    return pathlib.Path(path).resolve().parent == RUNTIME_DIR.resolve()
+    """A header of polypy's runtime directory or of its ``cooperative_groups/`` (not the user's file
+    of the same name)."""
+    parent = pathlib.Path(path).resolve().parent
+    return parent == RUNTIME_DIR.resolve() or parent == (RUNTIME_DIR / "cooperative_groups").resolve()
 
 
 def _template_args(cursor: ci.Cursor) -> list[str]:

@@ -21,6 +21,7 @@ construct:
     expressions   literals, names, operators, conditionals, casts
     places        lvalues, records, stores
     calls         intrinsics, math functions, atomics, shuffles, votes, refused calls
+    cooperative   cooperative groups (polypy's <cooperative_groups.h>) onto barriers, shuffles, votes
     inlining      device functions inlined at their call sites
 """
 from __future__ import annotations

@@ -14,6 +14,7 @@ from polypy.ir.types import I32, I64, U64, PointerType, ScalarType
 from frontend import ctypes_map as tm
 from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
 from frontend.lower.calls import CallLowering
+from frontend.lower.cooperative import CooperativeLowering
 from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body
 from frontend.lower.declarations import DeclarationLowering
 from frontend.lower.expressions import ExpressionLowering
@@ -30,7 +31,7 @@ from frontend.values import (
 
 
 class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
-                    PlaceLowering, CallLowering, InliningLowering):
+                    PlaceLowering, CallLowering, CooperativeLowering, InliningLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str):

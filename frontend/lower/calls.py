@@ -16,6 +16,7 @@ from frontend.arith import convert, truth
 from frontend.clang_setup import RUNTIME_DIR, preorder
 from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call
 from frontend.lower.context import CK, function_body
+from frontend.lower.cooperative import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.lower.int_intrinsics import INT_INTRINSICS, int_intrinsic
 from frontend.lower.warp_collectives import WARP_COLLECTIVES, warp_collective
@@ -56,6 +57,8 @@ class CallLowering:
             raise self.error("kernel launches from device code (dynamic parallelism) are not supported", c)
         if fn is None:
             raise self.error("calls through function pointers are not supported", c)
+        if is_cooperative(fn):
+            return self.cooperative_call(c, fn, children, discard)  # type: ignore[attr-defined]
         target = self.lowered_as(fn, c)
         if target is not None:
             # A constructor or conversion of polypy's own headers (cuda_fp16.h) that names the

@@ -15,6 +15,7 @@ from frontend.arith import convert, plus, scale
 from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, has_attr, initializer_of, string_initializer,
 )
+from frontend.lower.cooperative import is_cooperative, refused_group
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _zero_of
 from frontend.values import (
     AggLV, ArrayBinding, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, VarAddress, VarLV,
@@ -105,6 +106,8 @@ class DeclarationLowering:
         if key in self.shared:
             return self.shared[key]
         dims, elem = _array_dims(d.type)
+        if is_cooperative(elem.get_canonical().get_declaration()):
+            raise UserError(refused_group(elem) or f"__shared__ '{elem.spelling}' is not supported", where)
         layout = tm.array_layout(elem, where)
         if d.storage_class == ci.StorageClass.EXTERN or (dims and dims[0] is None):
             if layout.record is not None:
