@@ -263,6 +263,39 @@ def test_lanes_exchanging_through_locals_run_in_lockstep(tmp_path, block, rounds
         np.testing.assert_array_equal(got["out"], want.reshape(-1))
 
 
+# LLVM 22.1's loop vectorizer reads x[b * N + (i + 1) % N] (N a power of two) as x[b * N + i + 1]:
+# the last lane read the next row. codegen.llvm keeps such loops scalar (wraps_by_power_of_two).
+ROTATE = r"""
+__global__ void rotate(const int* x, int* out) {
+  int b = blockIdx.x * blockDim.x;
+  out[b + threadIdx.x] = x[b + (threadIdx.x + 1) % blockDim.x];
+}
+__global__ void rotate_rows(const int* x, int* out) {
+  int b = blockIdx.x * 64;
+  if (threadIdx.x == 0)
+    for (int i = 0; i < 64; ++i) out[b + i] = x[b + ((i + 5) & 63)];
+}
+"""
+
+
+@pytest.mark.parametrize("block", [16, 32, 48, 256])
+def test_rotations_by_a_power_of_two_on_every_backend(tmp_path, block):
+    """``(tx + 1) % blockDim.x`` with the block shape specialized (a constant power of two) and a
+    user loop over ``(i + 5) & 63``: every lane reads its own row, compiled by LLVM and by C."""
+    src = tmp_path / "rotate.cu"
+    src.write_text(ROTATE)
+    grid = 3
+    x = (np.arange(grid * max(block, 64)) * 7).astype(np.int32)
+    rows = x[:grid * block].reshape(grid, block)
+    want = rows[:, (np.arange(block) + 1) % block].reshape(-1)
+    for got in _backends(src, "rotate", grid, block, {"x": x, "out": np.zeros(grid * block, np.int32)}):
+        np.testing.assert_array_equal(got["out"], want)
+    rows = x[:grid * 64].reshape(grid, 64)
+    want = rows[:, (np.arange(64) + 5) & 63].reshape(-1)
+    for got in _backends(src, "rotate_rows", grid, block, {"x": x, "out": np.zeros(grid * 64, np.int32)}):
+        np.testing.assert_array_equal(got["out"], want)
+
+
 def test_lockstep_is_reported(tmp_path, capsys):
     from polypy.driver.cli import main
 

@@ -10,6 +10,7 @@ from codegen.llvm.types import PTR, int_type_of_width, memory_type, value_type
 
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
+from polypy.ir.visitor import walk
 from polypy.ir.types import ScalarType
 
 
@@ -183,9 +184,12 @@ class StatementEmitter:
         b.store(b.fadd(current, step) if s.vtype.is_float else b.add(current, step), var)
         back = b.branch(header)
         if s.kind == "threads":
-            back.set_metadata("llvm.loop", self.no_unroll(group, count=4 if group is None and scatter_loop(s) else None))
+            back.set_metadata("llvm.loop", self.no_unroll(group, count=4 if group is None and scatter_loop(s) else None,
+                                                          vectorize=not wraps_by_power_of_two(s)))
         elif self.access_groups and _short(s):
             back.set_metadata("llvm.loop", self.full_unroll())
+        elif wraps_by_power_of_two(s):
+            back.set_metadata("llvm.loop", self.loop_hints([]))
         b.position_at_end(exit_bb)
 
     def parallel_group(self, s: n.For) -> ir.Value | None:
@@ -215,7 +219,8 @@ class StatementEmitter:
         loop_id.operands = (loop_id, hint)
         return loop_id
 
-    def no_unroll(self, group: ir.Value | None = None, count: int | None = None) -> ir.Value:
+    def no_unroll(self, group: ir.Value | None = None, count: int | None = None,
+                  vectorize: bool = True) -> ir.Value:
         """Loop metadata ``llvm.loop.unroll.disable`` for a thread loop (``llvm.loop.unroll.count``
         ``count`` instead for a loop that scatters, ``codegen.lanes.scatter_loop``).
 
@@ -231,13 +236,24 @@ class StatementEmitter:
         else:
             hint = self.llmod.add_metadata([ir.MetaDataString(self.llmod, "llvm.loop.unroll.disable")])
         loop_id = _DistinctMD(self.llmod, [], name=str(len(self.llmod.metadata)))
-        loop_id.operands = (loop_id, hint)
+        loop_id.operands = (loop_id, hint) if vectorize else (loop_id, hint, self.no_vectorize())
         if group is not None:  # the loop's accesses carry no cross-iteration dependence
             # A node of its own (add_metadata would hand back an earlier loop's: access groups
             # have no operands, so they all compare equal).
             parallel = ir.values.MDValue(self.llmod, [ir.MetaDataString(self.llmod, "llvm.loop.parallel_accesses"),
                                                       group], name=str(len(self.llmod.metadata)))
-            loop_id.operands = (loop_id, hint, parallel)
+            loop_id.operands = (*loop_id.operands, parallel)
+        return loop_id
+
+    def no_vectorize(self) -> ir.Value:
+        """The hint ``llvm.loop.vectorize.enable`` false (see ``wraps_by_power_of_two``)."""
+        return self.llmod.add_metadata([ir.MetaDataString(self.llmod, "llvm.loop.vectorize.enable"),
+                                        ir.Constant(ir.IntType(1), 0)])
+
+    def loop_hints(self, hints: list[ir.Value]) -> ir.Value:
+        """A loop id holding ``hints`` and the no-vectorize hint."""
+        loop_id = _DistinctMD(self.llmod, [], name=str(len(self.llmod.metadata)))
+        loop_id.operands = (loop_id, *hints, self.no_vectorize())
         return loop_id
 
     def visit_While(self, s: n.While) -> None:
@@ -261,7 +277,9 @@ class StatementEmitter:
         self.loops.append(_Loop(exit_bb, header))
         self.block(s.update)
         self.loops.pop()
-        b.branch(header)
+        back = b.branch(header)
+        if wraps_by_power_of_two(s):
+            back.set_metadata("llvm.loop", self.loop_hints([]))
         b.position_at_end(exit_bb)
 
     def visit_Break(self, s: n.Break) -> None:
@@ -306,6 +324,23 @@ def _rmw_operation(op: str, elem: ScalarType) -> str | None:
 
 # Serial loops of at most this many iterations inside a vector thread loop are unrolled fully.
 SHORT_TRIPS = 32
+
+
+def wraps_by_power_of_two(loop: n.For | n.While) -> bool:
+    """Whether ``loop`` computes an integer modulo a constant power of two of something that
+    is not constant (``(tx + 1) % 32``, ``(i + k) & 63``): such loops are not given to LLVM's
+    loop vectorizer. LLVM 22.1 (llvmlite 0.50) vectorizes ``out[b * 32 + i] = x[b * 32 + (i + 1) % 32]``
+    over ``i < 32`` as if ``(i + 1) % 32`` were ``i + 1`` (the last lane reads ``x[b * 32 + 32]``),
+    with or without polypy's loop metadata; scalar code, and GCC's vectors, are right."""
+    for x in walk(loop):
+        if not (isinstance(x, n.Binary) and x.type.is_int and x.op in ("rem", "band")):
+            continue
+        for value, other in ((x.b, x.a), (x.a, x.b)):
+            if isinstance(value, n.Const) and not isinstance(other, n.Const):
+                v = int(value.value)
+                if (x.op == "rem" and v > 0 and v & (v - 1) == 0) or (x.op == "band" and v > 0 and v & (v + 1) == 0):
+                    return True
+    return False
 
 
 def _short(s: n.For) -> bool:
