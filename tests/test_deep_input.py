@@ -2,7 +2,7 @@
 frontend, the pipelines, both code generators and the gradient on ``polypy.stack``'s big stack,
 and input deeper than ``polypy.ir.depth`` allows is a located error, never a crash.
 
-Sizes: the full pipeline costs about 3 ms per term of a long sum (linear, but many walks), so
+Sizes: the full pipeline costs about 2 ms per term of a long sum (linear, but many walks), so
 the end-to-end cases use a few thousand terms; the 100,000-term case goes through libclang and
 polypy's cursor walk only (it crashed libclang at 15,000 terms before). Nesting is 1,000 levels
 through translate, grad and compile for brackets (which clang limits); nested ``if``s, whose
