@@ -21,6 +21,7 @@ import ctypes
 import functools
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -151,15 +152,28 @@ _DEVICE_CALL_ERRORS = {
 }
 
 
-# Headers of CUDA features polypy does not translate: a missing header says which feature it is.
+# Headers of CUDA features polypy does not translate (by name, or by their library's directory):
+# a missing header says which feature it is.
 _UNSUPPORTED_HEADERS = {
-    "'cuda_fp16.h' file not found": "half precision (cuda_fp16.h, __half) is not supported",
-    "'cuda_bf16.h' file not found": "bfloat16 (cuda_bf16.h, __nv_bfloat16) is not supported",
+    "mma.h": "warp matrix operations (mma.h, nvcuda::wmma)",
+    "curand_kernel.h": "the cuRAND device API (curand_kernel.h)",
+    "cuda_pipeline.h": "asynchronous copies (cuda_pipeline.h)",
+    "cuda_awbarrier.h": "asynchronous barriers (cuda_awbarrier.h)",
+    "thrust": "Thrust",
+    "cub": "CUB",
+    "cuda": "libcu++ (<cuda/...>: pipelines, barriers, atomics)",
 }
+_NOT_FOUND = re.compile(r"^'([^']+)' file not found$")
 
 
 def _explain(message: str) -> str:
-    ours = _DEVICE_CALL_ERRORS.get(message) or _UNSUPPORTED_HEADERS.get(message)
+    ours = _DEVICE_CALL_ERRORS.get(message)
+    missing = _NOT_FOUND.match(message)
+    if ours is None and missing is not None:
+        header = missing.group(1)
+        feature = _UNSUPPORTED_HEADERS.get(header) or _UNSUPPORTED_HEADERS.get(header.split("/")[0]) \
+            if "/" in header else _UNSUPPORTED_HEADERS.get(header)
+        ours = f"{feature} is not supported" if feature is not None else None
     return f"{ours} (clang: {message})" if ours is not None else message
 
 

@@ -141,7 +141,9 @@ def test_a_users_cuda_fp16_h_comes_first(tmp_path) -> None:
     (inc / "cuda_fp16.h").write_text("typedef unsigned short __half;\n"
                                      "static __device__ __half __hadd(__half a, __half b) { return a + b + 1; }\n")
     src = tmp_path / "mine.cu"
-    src.write_text("#include <cuda_fp16.h>\n__global__ void k(__half* x) { x[threadIdx.x] = __hadd(x[threadIdx.x], 2); }\n")
+    # (__half)2: CUDA also declares the integer __hadd(int, int), so an int argument would be ambiguous
+    src.write_text("#include <cuda_fp16.h>\n"
+                   "__global__ void k(__half* x) { x[threadIdx.x] = __hadd(x[threadIdx.x], (__half)2); }\n")
     x = np.arange(4, dtype=np.uint16)
     polypy.compile(str(src), include_dirs=[str(inc)]).k[1, 4](x)
     assert x.tolist() == [3, 4, 5, 6]  # integer arithmetic of the user's header, not binary16

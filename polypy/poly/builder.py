@@ -9,9 +9,10 @@ import islpy as isl
 
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
+from polypy.ir.depth import MAX_ANALYZED_NODES
 from polypy.ir.jumps import escape_kinds, jumps_out
 from polypy.ir.printer import ExprFormatter, format_expr
-from polypy.ir.queries import written_names
+from polypy.ir.queries import tree_size, written_names
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import iter_children, walk
 from polypy.poly.affine import Converter, _val, expression_key, int_range
@@ -510,8 +511,9 @@ class _Builder:
             ))
 
     def _delinearize(self, e: n.Expr, dom: isl.Set) -> Delinearized | None:
-        """``e`` as ``outer * P + inner`` (see ``Delinearized``), for signed index arithmetic."""
-        if not (e.type.is_int and e.type.is_signed):
+        """``e`` as ``outer * P + inner`` (see ``Delinearized``), for signed index arithmetic; not
+        for an index larger than ``MAX_ANALYZED_NODES`` (whose every term would go through isl)."""
+        if not (e.type.is_int and e.type.is_signed) or tree_size(e) > MAX_ANALYZED_NODES:
             return None
         outer: dict[str, isl.PwAff] = {}
         factors: dict[str, n.Expr] = {}
