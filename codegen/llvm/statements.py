@@ -8,7 +8,7 @@ from codegen.lanes import scatter_loop, vector_loop
 from codegen.llvm.function import _Loop
 from codegen.llvm.types import PTR, int_type_of_width, memory_type, value_type
 
-from polypy.errors import InternalError
+from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.visitor import walk
 from polypy.ir.types import ScalarType
@@ -51,6 +51,14 @@ class StatementEmitter:
         ptr, elem = self.address(s.buffer, s.index, s, "write")
         value = self.expr(s.value)
         self.tag_access(self.builder.store(self.to_memory(value, elem), ptr, align=max(elem.itemsize, 1)))
+
+    def visit_Print(self, s: n.Print) -> None:
+        raise UserError("device printf is not supported by the LLVM backend yet (use the C backend, "
+                        "`polypy translate`, or the emulator)", s.loc)
+
+    def visit_AssertFail(self, s: n.AssertFail) -> None:
+        raise UserError("device assert is not supported by the LLVM backend yet (use the C backend, "
+                        "`polypy translate`, or the emulator)", s.loc)
 
     def visit_Fence(self, s: n.Fence) -> None:
         """A sequentially consistent fence (the atomics are seq_cst already: see ``n.Fence``)."""

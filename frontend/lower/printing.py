@@ -1,0 +1,110 @@
+"""Device ``printf`` and ``assert``: calls that become the IR's ``Print`` and ``AssertFail``.
+
+``printf(fmt, ...)`` needs a string-literal format; each argument must have the type its
+conversion reads after C's default promotions (``%d`` an int of at most 32 bits, ``%ld`` a 64-bit
+one, ``%f`` a float or double...): a mismatch prints garbage on a GPU, so it is refused here
+rather than given a meaning. ``%s`` takes a string literal, folded into the format.
+
+``assert(e)`` expands to ``e ? (void)0 : __assert_fail("e", __FILE__, __LINE__, function)`` (the
+conditional becomes an ``if``); the call becomes ``AssertFail`` followed by ``return``: the
+thread stops there, as the GPU stops the kernel (the launch then fails with cudaErrorAssert)."""
+from __future__ import annotations
+
+import clang.cindex as ci
+
+from polypy.ir import nodes as n
+from polypy.ir.printf import FormatError, escape, fold_string, parse_format
+
+from frontend.arith import convert
+from frontend.clang_setup import evaluated_string, unary_operator
+from frontend.lower.context import CK
+from frontend.values import Value
+
+
+def _literal(arg: ci.Cursor) -> ci.Cursor | None:
+    """The string literal (or ``__func__``-like predefined name) an argument is, through
+    implicit conversions and parentheses."""
+    while arg.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR, CK.CSTYLE_CAST_EXPR) or \
+            (arg.kind == CK.UNARY_OPERATOR and unary_operator(arg) == "__extension__"):
+        children = [c for c in arg.get_children() if c.kind != CK.TYPE_REF]
+        if len(children) != 1:
+            break
+        arg = children[0]
+    return arg if arg.kind == CK.STRING_LITERAL else None
+
+
+def _text(builder, arg: ci.Cursor, what: str) -> str:
+    lit = _literal(arg)
+    raw = evaluated_string(arg) if lit is not None else None
+    if raw is not None and len(raw) + 1 != lit.type.get_canonical().get_array_size():
+        raw = None  # an embedded NUL: clang's evaluation stops there
+    if raw is None:
+        raise builder.error(f"{what} must be a string literal (without an embedded NUL)", arg)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise builder.error(f"{what} must be UTF-8 text", arg) from None
+
+
+def device_printf(builder, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -> Value | None:
+    if not discard:
+        raise builder.error("the value of device printf is not supported", c)
+    if not args:
+        raise builder.error("printf needs a format", c)
+    fmt = _text(builder, args[0], "the format of device printf")
+    try:
+        specs = parse_format(fmt, allow_strings=True)
+    except FormatError as exc:
+        raise builder.error(str(exc), args[0]) from None
+    wanted = len([s for s in specs if s.conv != "%"])
+    if wanted != len(args) - 1:
+        raise builder.error(f"printf format has {wanted} conversions for {len(args) - 1} arguments", c)
+    out: list[str] = []
+    values: list[n.Expr] = []
+    pos = 0
+    rest = iter(args[1:])
+    for spec in specs:
+        out.append(fmt[pos:spec.start])
+        pos = spec.start + len(spec.text)
+        if spec.conv == "%":
+            out.append("%%")
+            continue
+        a = next(rest)
+        if spec.conv == "s":
+            out.append(fold_string(spec, _text(builder, a, "a printf '%s' argument")))
+            continue
+        v = builder.scalar(a)
+        want = spec.arg_type()
+        if want.is_float:
+            if not v.type.is_float:
+                raise builder.error(f"printf '{spec.text}' needs a floating-point argument, not {v.type}", a)
+        elif not (v.type.is_int or v.type.is_bool) or max(v.type.bits, 32) != want.bits:
+            need = f"an integer of {want.bits} bits" + (" (use %l...)" if want.bits == 32 and v.type.bits == 64 else "")
+            raise builder.error(f"printf '{spec.text}' needs {need}, not {v.type}", a)
+        out.append(spec.text)
+        values.append(convert(v, want))
+    out.append(fmt[pos:])
+    builder.emit(n.Print("".join(out), tuple(values), loc=builder.loc(c)))
+    return None
+
+
+def assert_fail(builder, args: list[ci.Cursor], c: ci.Cursor) -> None:
+    if len(args) != 4:
+        raise builder.error("__assert_fail takes 4 arguments", c)
+    text = _text(builder, args[0], "the text of assert")
+    file = _text(builder, args[1], "the file of assert")
+    line = builder.scalar(args[2])
+    if not isinstance(line, n.Const):
+        raise builder.error("the line of assert must be a constant", args[2])
+    if not builder.frame.is_kernel:
+        raise builder.error("assert in a device function is not supported (only in a kernel's own body)", c)
+    fn = builder.frame.cursor
+    function = f"{fn.result_type.spelling} {fn.displayname}"  # what __PRETTY_FUNCTION__ names
+    loc = builder.loc(c)
+    where = tuple(k(d, loc=loc) for k in (n.BlockIdx, n.ThreadIdx) for d in range(3))
+    builder.emit(n.AssertFail(text, file, int(line.value), function, where, loc=loc))
+    builder.emit(n.Return(loc=loc))
+    return None
+
+
+__all__ = ["assert_fail", "device_printf", "escape"]

@@ -1,0 +1,144 @@
+"""Device printf and assert: formatting against the C library, the emulator, whole programs
+compiled with the C backend, and the LLVM backend's located refusal."""
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import polypy
+from polypy.errors import DeviceAssertError, UserError
+from polypy.ir.parser import parse_module
+from polypy.ir.printer import print_module
+from polypy.ir.printf import format_call
+
+KERNELS = r"""
+#include <cstdio>
+#include <cassert>
+__global__ void show(const int *x, float f, int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t < n) printf("[%s] t=%03d x=%-4d|%5.2f|%e|%x|%c|%ld%%\n", "id", t, x[t], f * t, (double)x[t], x[t], 'A' + t,
+                    (long)t * 100000000000L);
+}
+__global__ void check(const int *x, int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t < n) {
+    assert(x[t] < 8);
+  }
+}
+"""
+
+EXPECTED_SHOW = [f"[id] t={t:03d} x={t:<4d}|{1.5 * t:5.2f}|{float(t):e}|{t:x}|{chr(65 + t)}|{t * 100000000000}%"
+                 for t in range(5)]
+
+
+@pytest.mark.parametrize("fmt, value", [
+    ("%d", -7), ("%5d", 42), ("%-5d|", 42), ("%+d", 3), ("% d", 3), ("%05d", -42), ("%.3d", 7), ("%.0d", 0),
+    ("%u", 4294967295), ("%x", 255), ("%#x", 255), ("%#x", 0), ("%#o", 8), ("%o", 0), ("%#o", 0), ("%X", 48879),
+    ("%lld", -(2 ** 62)), ("%llu", 2 ** 63), ("%c", 65), ("%3c|", 66),
+    ("%f", 3.14159), ("%.2f", 2.675), ("%10.3f|", -1.5), ("%-10.3f|", 1.5), ("%+f", 0.0), ("%010.2f", -3.25),
+    ("%e", 12345.678), ("%E", 1e-300), ("%.0e", 5.5), ("%g", 0.0001), ("%g", 1e20), ("%G", 1.5e-7), ("%#g", 1.0),
+    ("%a", 1.0), ("%a", 0.1), ("%a", 0.0), ("%A", 255.5), ("%.2a", 1.0 / 3), ("%a", 5e-324), ("%f", float("inf")),
+    ("%5f|", float("-inf")), ("%F", float("nan")), ("%08.3f", float("inf")),
+])
+def test_formatting_matches_the_c_library(fmt, value):
+    libc = ctypes.CDLL(None)
+    buf = ctypes.create_string_buffer(256)
+    conv = fmt.rstrip("|")[-1]
+    if isinstance(value, float):
+        arg = ctypes.c_double(value)
+    elif "ll" in fmt:
+        arg = ctypes.c_ulonglong(value) if conv in "uxXo" else ctypes.c_longlong(value)
+    else:
+        arg = ctypes.c_uint(value) if conv in "uxXo" else ctypes.c_int(value)
+    libc.snprintf(buf, 256, fmt.encode(), arg)
+    assert format_call(fmt, [value]) == buf.value.decode()
+
+
+def test_emulator_prints_each_thread_whole(tmp_path, capfd):
+    (tmp_path / "k.cu").write_text(KERNELS)
+    mod = polypy.compile(str(tmp_path / "k.cu"))
+    x = np.arange(5, dtype=np.int32)
+    mod.show.emulate[2, 4](x, 1.5, 5)
+    assert sorted(capfd.readouterr().out.splitlines()) == EXPECTED_SHOW
+
+
+def test_emulator_assert(tmp_path, capfd):
+    (tmp_path / "k.cu").write_text(KERNELS)
+    mod = polypy.compile(str(tmp_path / "k.cu"))
+    x = np.arange(6, dtype=np.int32)
+    mod.check.emulate[2, 4](x, 6)  # passes: nothing printed
+    assert capfd.readouterr().err == ""
+    x[4] = 9
+    with pytest.raises(DeviceAssertError, match="Assertion `x\\[t\\] < 8` failed"):
+        mod.check.emulate[2, 4](x, 6)
+    err = capfd.readouterr().err
+    assert f"k.cu:12: void check(const int *, int): block: [1,0,0], thread: [0,0,0] Assertion `x[t] < 8` failed." in err
+
+
+def test_llvm_backend_refuses_with_a_location(tmp_path):
+    (tmp_path / "k.cu").write_text(KERNELS)
+    mod = polypy.compile(str(tmp_path / "k.cu"))
+    with pytest.raises(UserError, match="device printf is not supported by the LLVM backend") as info:
+        mod.show[2, 4](np.arange(5, dtype=np.int32), 1.5, 5)
+    assert info.value.loc is not None and info.value.loc.line == 6
+
+
+def test_ir_text_round_trip():
+    text = ('kernel k(x: i32*) {\n  print "a%d %%\\n\\"q\\"", x[0]\n'
+            '  assert.fail "x < 1" at "f.cu":3 in "void k(int *)", blockIdx.x, blockIdx.y, blockIdx.z, '
+            'threadIdx.x, threadIdx.y, threadIdx.z\n}\n')
+    module = parse_module(text)
+    assert print_module(module) == text
+
+
+PROGRAM = r"""
+#include <cstdio>
+#include <cassert>
+__global__ void show(const int *x, float f, int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t < n) printf("[%s] t=%03d x=%-4d|%5.2f|%e|%x|%c|%ld%%\n", "id", t, x[t], f * t, (double)x[t], x[t], 'A' + t,
+                    (long)t * 100000000000L);
+}
+__global__ void check(const int *x, int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t < n) {
+    assert(x[t] < 8);
+  }
+}
+int main() {
+  int h[5] = {0, 1, 2, 3, 4};
+  int *d;
+  cudaMalloc(&d, sizeof h);
+  cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+  show<<<2, 4>>>(d, 1.5f, 5);
+  printf("sync %d\n", (int)cudaDeviceSynchronize());
+  check<<<2, 4>>>(d, 5);
+  printf("ok %d\n", (int)cudaDeviceSynchronize());
+  h[3] = 9;
+  cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+  check<<<2, 4>>>(d, 5);
+  printf("assert %d\n", (int)cudaDeviceSynchronize());
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed: whole programs cannot be compiled")
+def test_whole_program_prints_and_asserts(tmp_path):
+    src = tmp_path / "p.cu"
+    src.write_text(PROGRAM)
+    out = tmp_path / "p.cpp"
+    import sys
+    subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o", str(out)],
+                   check=True, cwd=tmp_path)
+    subprocess.run(["g++", "-O2", "-fopenmp", str(out), "-o", str(tmp_path / "p"), "-lm"], check=True, cwd=tmp_path)
+    run = subprocess.run([str(tmp_path / "p")], capture_output=True, text=True, cwd=tmp_path)
+    lines = run.stdout.splitlines()
+    assert sorted(lines[:5]) == EXPECTED_SHOW
+    assert lines[5:] == ["sync 0", "ok 0", "assert 710"]
+    assert run.stderr.strip() == \
+        f"{src}:12: void check(const int *, int): block: [0,0,0], thread: [3,0,0] Assertion `x[t] < 8` failed."
