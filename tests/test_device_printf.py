@@ -79,12 +79,129 @@ def test_emulator_assert(tmp_path, capfd):
     assert f"k.cu:12: void check(const int *, int): block: [1,0,0], thread: [0,0,0] Assertion `x[t] < 8` failed." in err
 
 
-def test_llvm_backend_refuses_with_a_location(tmp_path):
+def test_llvm_jit_prints_and_asserts(tmp_path, capfd):
     (tmp_path / "k.cu").write_text(KERNELS)
     mod = polypy.compile(str(tmp_path / "k.cu"))
-    with pytest.raises(UserError, match="device printf is not supported by the LLVM backend") as info:
-        mod.show[2, 4](np.arange(5, dtype=np.int32), 1.5, 5)
-    assert info.value.loc is not None and info.value.loc.line == 6
+    x = np.arange(6, dtype=np.int32)
+    mod.show[2, 4](x, 1.5, 5)
+    assert sorted(capfd.readouterr().out.splitlines()) == EXPECTED_SHOW
+    mod.check[2, 4](x, 6)
+    x[4] = 9
+    with pytest.raises(DeviceAssertError, match="Assertion `x\\[t\\] < 8` failed") as info:
+        mod.check[2, 4](x, 6)
+    assert info.value.loc is not None and info.value.loc.line == 12
+    err = capfd.readouterr().err
+    assert err == f"{tmp_path / 'k.cu'}:12: void check(const int *, int): block: [1,0,0], thread: [0,0,0] " \
+                  "Assertion `x[t] < 8` failed.\n"
+    x[4] = 4
+    mod.check[2, 4](x, 6)  # the failure is not left behind for the next launch
+    assert capfd.readouterr().err == ""
+
+
+UNIFORM = r"""
+#include <cstdio>
+__global__ void hello(const float *y, int n) {
+  printf("hello\n");
+  for (int i = 0; i < n; i++) printf("i=%d\n", i);
+  if (blockIdx.x == 1) printf("block one %u %.1f\n", threadIdx.x, y[threadIdx.x]);
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["emulate", "llvm"])
+def test_every_thread_prints_even_identical_ones(tmp_path, capfd, backend):
+    # threadIdx.y is never read: the threads that differ only in it are identical, and a print
+    # that reads no thread index is block-uniform; each still prints once per thread.
+    (tmp_path / "u.cu").write_text(UNIFORM)
+    mod = polypy.compile(str(tmp_path / "u.cu"))
+    kernel = mod.hello.emulate if backend == "emulate" else mod.hello
+    kernel[2, (2, 3)](np.arange(2, dtype=np.float32), 2)
+    lines = capfd.readouterr().out.splitlines()
+    want = ["hello"] * 12 + ["i=0"] * 12 + ["i=1"] * 12 + ["block one 0 0.0"] * 3 + ["block one 1 1.0"] * 3
+    assert sorted(lines) == sorted(want)
+
+
+GRAD = r"""
+#include <cstdio>
+#include <cassert>
+__global__ void sq(const float *x, float *y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    assert(x[i] > -100.0f);
+    float v = x[i] * x[i];
+    printf("i=%d v=%.2f\n", i, v);
+    y[i] = v;
+  }
+}
+"""
+
+
+def test_grad_prints_in_the_forward_sweep_only(tmp_path, capfd):
+    (tmp_path / "g.cu").write_text(GRAD)
+    mod = polypy.compile(str(tmp_path / "g.cu"))
+    g = polypy.grad(mod.sq, wrt=["x"])
+    x = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+    y = np.zeros(3, dtype=np.float32)
+    dx = np.zeros(3, dtype=np.float32)
+    dy = np.ones(3, dtype=np.float32)
+    g[1, 4](x, dx, y, dy, 3)
+    np.testing.assert_allclose(dx, 2 * x)
+    np.testing.assert_allclose(y, x * x)
+    assert sorted(capfd.readouterr().out.splitlines()) == ["i=0 v=1.00", "i=1 v=4.00", "i=2 v=9.00"]
+    x[1] = -200.0
+    with pytest.raises(DeviceAssertError, match="x\\[i\\] > -100.0f"):
+        g[1, 4](x, dx, y, dy, 3)
+
+
+def test_grad_emits_cuda_printf_and_assert(tmp_path):
+    from polypy.driver.cli import main
+    (tmp_path / "g.cu").write_text(GRAD)
+    out = tmp_path / "g_grad.cu"
+    assert main(["grad", str(tmp_path / "g.cu"), "--kernel", "sq", "-o", str(out)]) == 0
+    grad = out.read_text().split("__global__ void sq_grad", 1)[1]
+    assert grad.count('printf("i=%d v=%.2f\\n", ') == 1
+    assert grad.count('__assert_fail("x[i] > -100.0f", ') == 1
+
+
+def test_ndebug_removes_asserts(tmp_path, capfd):
+    (tmp_path / "k.cu").write_text(KERNELS)
+    mod = polypy.compile(str(tmp_path / "k.cu"), defines={"NDEBUG": None})
+    x = np.full(6, 9, dtype=np.int32)
+    mod.check[2, 4](x, 6)
+    mod.check.emulate[2, 4](x, 6)
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("call, message, col", [
+    ('printf("%d\\n", 1.5f)', "printf '%d' needs an integer argument, not f64", 18),
+    ('printf("%d\\n", 5L)', "printf '%d' needs an integer of 32 bits (use %l...), not i64", 18),
+    ('printf("%f\\n", 5)', "printf '%f' needs a floating-point argument, not i32", 18),
+    ('printf("%ld\\n", 5)', "printf '%ld' needs an integer of 64 bits, not i32", 19),
+    ('printf("%s\\n", name)', "a printf '%s' argument must be a string literal", 18),
+    ('printf(name)', "the format of device printf must be a string literal", 10),
+    ('printf("%p\\n", p)', "printf conversion '%p' is not supported", 10),
+    ('printf("%*d\\n", 3, 4)', "a '*' width or precision is not supported", 10),
+    ('printf("%d %d\\n", 4)', "printf format has 2 conversions for 1 arguments", 3),
+    ('int r = printf("x")', "the value of device printf is not supported", 11),
+])
+def test_refused_printf_calls_are_located(tmp_path, capsys, call, message, col):
+    from polypy.driver.cli import main
+    src = tmp_path / "bad.cu"
+    src.write_text('#include <cstdio>\n__global__ void k(int *p, const char *name) {\n  ' + call + ';\n}\n')
+    assert main(["translate", str(src), "-o", str(tmp_path / "bad.cpp")]) == 1
+    err = capsys.readouterr().err
+    assert f"bad.cu:3:{col}: error: " in err and message in err, err
+    assert "Traceback" not in err and not (tmp_path / "bad.cpp").exists()
+
+
+def test_assert_in_a_device_function_is_refused(tmp_path, capsys):
+    from polypy.driver.cli import main
+    src = tmp_path / "dev.cu"
+    src.write_text("#include <cassert>\n__device__ void f(int v) {\n  assert(v > 0);\n}\n"
+                   "__global__ void k(int *p) { f(p[threadIdx.x]); }\n")
+    assert main(["translate", str(src), "-o", str(tmp_path / "dev.cpp")]) == 1
+    err = capsys.readouterr().err
+    assert "dev.cu:3:3: error: assert in a device function is not supported" in err, err
 
 
 def test_ir_text_round_trip():

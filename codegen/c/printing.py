@@ -10,44 +10,14 @@ from __future__ import annotations
 from typing import Callable
 
 from polypy.ir import nodes as n
-from polypy.ir.printf import escape, parse_format
+from polypy.ir.printf import c_library_format, c_string, escape
 
 _C_TYPES = {"i32": "int", "u32": "unsigned int", "i64": "long long", "u64": "unsigned long long", "f64": "double"}
 
 
-def c_string(text: str) -> str:
-    """A C string literal holding ``text`` (UTF-8); hex escapes are closed so that a following
-    hex digit is not read into them."""
-    out = []
-    for b in text.encode("utf-8"):
-        ch = chr(b)
-        if ch == '"' or ch == "\\":
-            out.append("\\" + ch)
-        elif 32 <= b < 127 and ch != "?":
-            out.append(ch)
-        else:
-            out.append(f'\\{b:03o}')  # octal: at most three digits, never runs on
-    return '"' + "".join(out) + '"'
-
-
-def _c_format(fmt: str) -> str:
-    """``fmt`` with ``%ld``/``%lu``... written ``%lld``/``%llu``: the arguments are cast to
-    ``long long`` (64 bits on every platform)."""
-    out, pos = [], 0
-    for spec in parse_format(fmt):
-        out.append(fmt[pos:spec.start])
-        text = spec.text
-        if spec.length == "l" and spec.conv in "diuxXo":
-            text = text[:-2] + "ll" + spec.conv
-        out.append(text)
-        pos = spec.start + len(spec.text)
-    out.append(fmt[pos:])
-    return "".join(out)
-
-
 def print_call(s: n.Print, expr: Callable[[n.Expr], str]) -> str:
     args = "".join(f", ({_C_TYPES[a.type.name]})({expr(a)})" for a in s.args)
-    return f"printf({c_string(_c_format(s.format))}{args})"
+    return f"printf({c_string(c_library_format(s.format))}{args})"
 
 
 def assert_fail_lines(s: n.AssertFail, expr: Callable[[n.Expr], str]) -> list[str]:
@@ -62,4 +32,4 @@ def assert_fail_lines(s: n.AssertFail, expr: Callable[[n.Expr], str]) -> list[st
             "#endif"]
 
 
-__all__ = ["assert_fail_lines", "c_string", "print_call"]
+__all__ = ["assert_fail_lines", "print_call"]

@@ -6,9 +6,10 @@ from llvmlite import ir
 
 from codegen.lanes import scatter_loop, vector_loop
 from codegen.llvm.function import _Loop
+from codegen.llvm.printing import emit_assert_fail, emit_print
 from codegen.llvm.types import PTR, int_type_of_width, memory_type, value_type
 
-from polypy.errors import InternalError, UserError
+from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.visitor import walk
 from polypy.ir.types import ScalarType
@@ -53,12 +54,10 @@ class StatementEmitter:
         self.tag_access(self.builder.store(self.to_memory(value, elem), ptr, align=max(elem.itemsize, 1)))
 
     def visit_Print(self, s: n.Print) -> None:
-        raise UserError("device printf is not supported by the LLVM backend yet (use the C backend, "
-                        "`polypy translate`, or the emulator)", s.loc)
+        emit_print(self, s)
 
     def visit_AssertFail(self, s: n.AssertFail) -> None:
-        raise UserError("device assert is not supported by the LLVM backend yet (use the C backend, "
-                        "`polypy translate`, or the emulator)", s.loc)
+        emit_assert_fail(self, s)
 
     def visit_Fence(self, s: n.Fence) -> None:
         """A sequentially consistent fence (the atomics are seq_cst already: see ``n.Fence``)."""

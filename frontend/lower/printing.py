@@ -78,9 +78,11 @@ def device_printf(builder, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -
         if want.is_float:
             if not v.type.is_float:
                 raise builder.error(f"printf '{spec.text}' needs a floating-point argument, not {v.type}", a)
-        elif not (v.type.is_int or v.type.is_bool) or max(v.type.bits, 32) != want.bits:
-            need = f"an integer of {want.bits} bits" + (" (use %l...)" if want.bits == 32 and v.type.bits == 64 else "")
-            raise builder.error(f"printf '{spec.text}' needs {need}, not {v.type}", a)
+        elif not (v.type.is_int or v.type.is_bool):
+            raise builder.error(f"printf '{spec.text}' needs an integer argument, not {v.type}", a)
+        elif max(v.type.bits, 32) != want.bits:
+            hint = " (use %l...)" if want.bits == 32 else ""
+            raise builder.error(f"printf '{spec.text}' needs an integer of {want.bits} bits{hint}, not {v.type}", a)
         out.append(spec.text)
         values.append(convert(v, want))
     out.append(fmt[pos:])

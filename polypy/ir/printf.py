@@ -203,3 +203,35 @@ def format_call(fmt: str, values: list[int | float]) -> str:
         pos = spec.start + len(spec.text)
     out.append(fmt[pos:])
     return "".join(out)
+
+
+def c_library_format(fmt: str) -> str:
+    """``fmt`` with ``%ld``/``%lu``... written ``%lld``/``%llu``: the arguments are cast to
+    ``long long`` (64 bits on every platform)."""
+    out, pos = [], 0
+    for spec in parse_format(fmt):
+        out.append(fmt[pos:spec.start])
+        text = spec.text
+        if spec.length == "l" and spec.conv in "diuxXo":
+            text = text[:-2] + "ll" + spec.conv
+        out.append(text)
+        pos = spec.start + len(spec.text)
+    out.append(fmt[pos:])
+    return "".join(out)
+
+
+def c_string(text: str) -> str:
+    """A C string literal holding ``text`` (UTF-8); hex escapes are closed so that a following
+    hex digit is not read into them."""
+    out = []
+    for b in text.encode("utf-8"):
+        ch = chr(b)
+        if ch == '"' or ch == "\\":
+            out.append("\\" + ch)
+        elif ch in "\n\t":
+            out.append("\\n" if ch == "\n" else "\\t")
+        elif 32 <= b < 127 and ch != "?":
+            out.append(ch)
+        else:
+            out.append(f'\\{b:03o}')  # octal: at most three digits, never runs on
+    return '"' + "".join(out) + '"'
