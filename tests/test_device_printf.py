@@ -252,7 +252,9 @@ def test_whole_program_prints_and_asserts(tmp_path):
     import sys
     subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o", str(out)],
                    check=True, cwd=tmp_path)
-    subprocess.run(["g++", "-O2", "-fopenmp", str(out), "-o", str(tmp_path / "p"), "-lm"], check=True, cwd=tmp_path)
+    build = subprocess.run(["g++", "-O2", "-fopenmp", "-Wall", str(out), "-o", str(tmp_path / "p"), "-lm"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert build.returncode == 0 and "warning" not in build.stderr, build.stderr
     run = subprocess.run([str(tmp_path / "p")], capture_output=True, text=True, cwd=tmp_path)
     lines = run.stdout.splitlines()
     assert sorted(lines[:5]) == EXPECTED_SHOW
