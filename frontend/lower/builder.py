@@ -9,7 +9,7 @@ import clang.cindex as ci
 
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import I32, I64, U64, PointerType, ScalarType
+from polypy.ir.types import BOOL, I32, I64, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
 from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
@@ -51,6 +51,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.loop_depth = 0
         self.switch_markers: list[dict[int, n.Return]] = []  # the breaks of the switches being lowered
         self.clock: str | None = None  # the thread's clock() counter, declared at the top once used
+        self.assert_flag: str | None = None  # set by a failed assert in a device function (printing.py)
 
     # ------------------------------------------------------------------ utilities
     def error(self, message: str, cursor: ci.Cursor | None) -> UserError:
@@ -96,6 +97,8 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         stmts = tuple(self.block)
         if self.clock is not None:
             stmts = (n.Decl(self.clock, I64, n.Const(0, I64), loc=self.loc(self.cursor)),) + stmts
+        if self.assert_flag is not None:
+            stmts = (n.Decl(self.assert_flag, BOOL, n.Const(False, BOOL), loc=self.loc(self.cursor)),) + stmts
         self.frames.pop()
         buffers = tuple(self.buffers.values())
         kernel = n.Kernel(self.kernel_name, tuple(self.params), buffers, stmts, stage="gpu",

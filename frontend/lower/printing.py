@@ -7,12 +7,14 @@ rather than given a meaning. ``%s`` takes a string literal, folded into the form
 
 ``assert(e)`` expands to ``e ? (void)0 : __assert_fail("e", __FILE__, __LINE__, function)`` (the
 conditional becomes an ``if``); the call becomes ``AssertFail`` followed by ``return``: the
-thread stops there, as the GPU stops the kernel (the launch then fails with cudaErrorAssert)."""
+thread stops there, as the GPU stops the kernel (the launch then fails with cudaErrorAssert). In
+a device function a flag carries the stop out through every caller (``inline``)."""
 from __future__ import annotations
 
 import clang.cindex as ci
 
 from polypy.ir import nodes as n
+from polypy.ir.types import BOOL
 from polypy.ir.printf import FormatError, escape, fold_string, parse_format
 
 from frontend.arith import convert
@@ -98,13 +100,17 @@ def assert_fail(builder, args: list[ci.Cursor], c: ci.Cursor) -> None:
     line = builder.scalar(args[2])
     if not isinstance(line, n.Const):
         raise builder.error("the line of assert must be a constant", args[2])
-    if not builder.frame.is_kernel:
-        raise builder.error("assert in a device function is not supported (only in a kernel's own body)", c)
     fn = builder.frame.cursor
     function = f"{fn.result_type.spelling} {fn.displayname}"  # what __PRETTY_FUNCTION__ names
     loc = builder.loc(c)
     where = tuple(k(d, loc=loc) for k in (n.BlockIdx, n.ThreadIdx) for d in range(3))
     builder.emit(n.AssertFail(text, file, int(line.value), function, where, loc=loc))
+    if not builder.frame.is_kernel:
+        # A return here leaves the device function only: the flag makes every caller return too
+        # (``inline``), up to the kernel, whose return stops the thread.
+        if builder.assert_flag is None:
+            builder.assert_flag = builder.names.fresh("assert_failed")
+        builder.emit(n.Assign(builder.assert_flag, n.Const(True, BOOL), loc=loc))
     builder.emit(n.Return(loc=loc))
     return None
 
