@@ -238,6 +238,44 @@ def test_assert_in_a_device_function_stops_the_thread(tmp_path, capfd, backend):
     np.testing.assert_array_equal(y, [3.0, 5.0, 7.0])
 
 
+BARRIER = r"""
+#include <cstdio>
+#include <cassert>
+__global__ void rot(const float *x, float *y) {
+  __shared__ float s[8];
+  int t = threadIdx.x;
+  assert(x[blockIdx.x * 8 + t] >= 0.0f);
+  float v = x[blockIdx.x * 8 + t];
+  s[t] = v;
+  __syncthreads();
+  y[blockIdx.x * 8 + t] = s[(t + 1) % 8] + v;
+  if (t == 0) printf("block %d done\n", blockIdx.x);
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["emulate", "llvm"])
+def test_assert_before_a_barrier(tmp_path, capfd, backend):
+    # A failed assert stops its thread; the barrier after it stays where every thread reaches it
+    # (the rest of the kernel runs under the thread's flag), so the kernel is not refused.
+    (tmp_path / "b.cu").write_text(BARRIER)
+    mod = polypy.compile(str(tmp_path / "b.cu"))
+    kernel = mod.rot.emulate if backend == "emulate" else mod.rot
+    x = np.arange(16, dtype=np.float32)
+    y = np.zeros(16, dtype=np.float32)
+    kernel[2, 8](x, y)
+    np.testing.assert_array_equal(y, x.reshape(2, 8)[:, [1, 2, 3, 4, 5, 6, 7, 0]].ravel() + x)
+    assert sorted(capfd.readouterr().out.splitlines()) == ["block 0 done", "block 1 done"]
+    x[11] = -1.0
+    y[:] = 0.0
+    with pytest.raises(DeviceAssertError):
+        kernel[2, 8](x, y)
+    err = capfd.readouterr().err
+    assert err == f"{tmp_path / 'b.cu'}:7: void rot(const float *, float *): block: [1,0,0], thread: [3,0,0] " \
+                  "Assertion `x[blockIdx.x * 8 + t] >= 0.0f` failed.\n"
+    assert y[11] == 0.0  # the failing thread stored nothing after its assert
+
+
 PROGRAM = r"""
 #include <cstdio>
 #include <cassert>
