@@ -325,3 +325,19 @@ def test_whole_program_prints_and_asserts(tmp_path):
     assert lines[5:] == ["sync 0", "ok 0", "assert 710"]
     assert run.stderr.strip() == \
         f"{src}:12: void check(const int *, int): block: [0,0,0], thread: [3,0,0] Assertion `x[t] < 8` failed."
+
+
+@pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None,
+                    reason="no C++ compiler: polypy run cannot build the host program")
+def test_emulated_whole_program_prints_and_asserts(tmp_path):
+    import sys
+    src = tmp_path / "p.cu"
+    src.write_text(PROGRAM)
+    run = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", "--emulate", str(src)],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert sorted(lines[:5]) == EXPECTED_SHOW
+    assert lines[5:] == ["sync 0", "ok 0", "assert 710"]  # the failed assert is the launch's cudaErrorAssert
+    assert run.stderr.strip() == \
+        f"{src}:12: void check(const int *, int): block: [0,0,0], thread: [3,0,0] Assertion `x[t] < 8` failed."
