@@ -76,7 +76,7 @@ def test_emulator_assert(tmp_path, capfd):
     with pytest.raises(DeviceAssertError, match="Assertion `x\\[t\\] < 8` failed"):
         mod.check.emulate[2, 4](x, 6)
     err = capfd.readouterr().err
-    assert f"k.cu:12: void check(const int *, int): block: [1,0,0], thread: [0,0,0] Assertion `x[t] < 8` failed." in err
+    assert "k.cu:12: void check(const int *, int): block: [1,0,0], thread: [0,0,0] Assertion `x[t] < 8` failed." in err
 
 
 def test_llvm_jit_prints_and_asserts(tmp_path, capfd):
@@ -274,6 +274,24 @@ def test_assert_before_a_barrier(tmp_path, capfd, backend):
     assert err == f"{tmp_path / 'b.cu'}:7: void rot(const float *, float *): block: [1,0,0], thread: [3,0,0] " \
                   "Assertion `x[blockIdx.x * 8 + t] >= 0.0f` failed.\n"
     assert y[11] == 0.0  # the failing thread stored nothing after its assert
+
+
+def test_ir_text_round_trip():
+    text = ('kernel k(x: i32*) {\n  print "a%d %%\\n\\"q\\"", x[0]\n'
+            '  assert.fail "x < 1" at "f.cu":3 in "void k(int *)", blockIdx.x, blockIdx.y, blockIdx.z, '
+            'threadIdx.x, threadIdx.y, threadIdx.z\n}\n')
+    module = parse_module(text)
+    assert print_module(module) == text
+    stmt = module.kernels[0].body[0]
+    assert stmt.format == 'a%d %%\n"q"' and len(stmt.args) == 1
+
+
+def test_verifier_checks_print_arguments():
+    from polypy.errors import InternalError
+    from polypy.ir.verifier import verify_module
+    bad = parse_module('kernel k(x: i32*) {\n  print "%f %d", x[0], x[1]\n}\n')
+    with pytest.raises((InternalError, UserError), match="argument of %f has type i32, expected f64"):
+        verify_module(bad)
 
 
 PROGRAM = r"""

@@ -16,7 +16,7 @@ import clang.cindex as ci
 from polypy.ir import nodes as n
 from polypy.ir.visitor import rebuild, walk
 from polypy.ir.types import BOOL
-from polypy.ir.printf import FormatError, escape, fold_string, parse_format
+from polypy.ir.printf import FormatError, fold_string, parse_format
 
 from frontend.arith import convert
 from frontend.clang_setup import evaluated_string, unary_operator
@@ -116,7 +116,7 @@ def assert_fail(builder, args: list[ci.Cursor], c: ci.Cursor) -> None:
     return None
 
 
-__all__ = ["assert_fail", "device_printf", "escape"]
+__all__ = ["assert_fail", "device_printf", "trap_before_barriers"]
 
 
 def trap_before_barriers(body: tuple[n.Stmt, ...], flag: str) -> tuple[n.Stmt, ...]:
