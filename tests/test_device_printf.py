@@ -121,6 +121,39 @@ def test_every_thread_prints_even_identical_ones(tmp_path, capfd, backend):
     assert sorted(lines) == sorted(want)
 
 
+ORDER = r"""
+#include <cstdio>
+__global__ void order(float *a, const float *b, int n) {
+  int t = threadIdx.x;
+  float acc = 0.0f;
+  printf("A %d %d\n", blockIdx.x, t);
+  for (int k = 0; k < n; k++) {
+    acc += b[k];
+    if (k == 1) printf("K %d %d\n", blockIdx.x, t);
+  }
+  a[blockIdx.x * 8 + t] = acc + t;
+  __syncthreads();
+  printf("B %d %d %.0f\n", blockIdx.x, t, a[blockIdx.x * 8 + (t + 1) % 8]);
+  printf("C %d %d\n", blockIdx.x, t);
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["emulate", "llvm"])
+def test_each_thread_prints_in_program_order(tmp_path, capfd, backend):
+    # Threads run as loops, split at the barrier: between threads any order, within one the
+    # program's (A, K in the loop, B after the barrier, C).
+    (tmp_path / "o.cu").write_text(ORDER)
+    mod = polypy.compile(str(tmp_path / "o.cu"))
+    kernel = mod.order.emulate if backend == "emulate" else mod.order
+    kernel[2, 8](np.zeros(16, np.float32), np.ones(4, np.float32), 4)
+    per_thread: dict[tuple[str, str], list[str]] = {}
+    for line in capfd.readouterr().out.splitlines():
+        words = line.split()
+        per_thread.setdefault((words[1], words[2]), []).append(words[0] + " ".join(words[3:]))
+    assert per_thread == {(str(b), str(t)): ["A", "K", f"B{4 + (t + 1) % 8}", "C"] for b in range(2) for t in range(8)}
+
+
 GRAD = r"""
 #include <cstdio>
 #include <cassert>
