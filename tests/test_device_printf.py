@@ -154,6 +154,34 @@ def test_each_thread_prints_in_program_order(tmp_path, capfd, backend):
     assert per_thread == {(str(b), str(t)): ["A", "K", f"B{4 + (t + 1) % 8}", "C"] for b in range(2) for t in range(8)}
 
 
+LIVE = r"""
+#include <cstdio>
+__global__ void live(const float *x, float *y) {
+  __shared__ float s[8];
+  int t = threadIdx.x;
+  float v = x[t] * 2.0f;
+  s[t] = x[t];
+  __syncthreads();
+  y[t] = s[7 - t];
+  __syncthreads();
+  printf("%d %.1f %.1f\n", t, v, s[(t + 1) % 8]);
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["emulate", "llvm"])
+def test_print_reads_values_across_barriers(tmp_path, capfd, backend):
+    # v lives across two barriers and only the print reads it; the shared load after the second
+    # barrier sees the stores before the first.
+    (tmp_path / "l.cu").write_text(LIVE)
+    mod = polypy.compile(str(tmp_path / "l.cu"))
+    kernel = mod.live.emulate if backend == "emulate" else mod.live
+    y = np.zeros(8, np.float32)
+    kernel[1, 8](np.arange(8, dtype=np.float32), y)
+    np.testing.assert_array_equal(y, np.arange(8)[::-1])
+    assert sorted(capfd.readouterr().out.splitlines()) == [f"{t} {2.0 * t:.1f} {(t + 1) % 8:.1f}" for t in range(8)]
+
+
 GRAD = r"""
 #include <cstdio>
 #include <cassert>
