@@ -420,3 +420,30 @@ def test_emulated_whole_program_prints_and_asserts(tmp_path):
     assert lines[5:] == ["sync 0", "ok 0", "assert 710"]  # the failed assert is the launch's cudaErrorAssert
     assert run.stderr.strip() == \
         f"{src}:12: void check(const int *, int): block: [0,0,0], thread: [3,0,0] Assertion `x[t] < 8` failed."
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed: the C kernel file cannot be compiled")
+def test_c_kernel_file_sets_its_assert_flag(tmp_path):
+    from polypy.driver.cli import main
+    (tmp_path / "k.cu").write_text(KERNELS)
+    assert main(["translate", str(tmp_path / "k.cu"), "--emit", "c", "-o", str(tmp_path / "k.c")]) == 0
+    (tmp_path / "main.c").write_text(
+        '#include "k.c"\n'
+        "int main(void) {\n"
+        "  int x[8] = {0, 1, 2, 3, 4, 5, 6, 7};\n"
+        "  show_launch(1, 1, 1, 4, 1, 1, 0, x, 1.5f, 3);\n"
+        "  check_launch(2, 1, 1, 4, 1, 1, 0, x, 8);\n"
+        '  printf("flag %d\\n", polypy_device_assert_failed);\n'
+        "  x[6] = 100;\n"
+        "  check_launch(2, 1, 1, 4, 1, 1, 0, x, 8);\n"
+        '  printf("flag %d\\n", polypy_device_assert_failed);\n'
+        "  return 0;\n"
+        "}\n")
+    build = subprocess.run(["gcc", "-O2", "-fopenmp", "-Wall", "main.c", "-o", "main", "-lm"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert build.returncode == 0 and "warning" not in build.stderr, build.stderr
+    run = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, cwd=tmp_path)
+    lines = run.stdout.splitlines()
+    assert sorted(lines[:3]) == EXPECTED_SHOW[:3] and lines[3:] == ["flag 0", "flag 1"]
+    assert run.stderr == f"{tmp_path / 'k.cu'}:12: void check(const int *, int): block: [1,0,0], thread: [2,0,0] " \
+                         "Assertion `x[t] < 8` failed.\n"
