@@ -447,3 +447,33 @@ def test_c_kernel_file_sets_its_assert_flag(tmp_path):
     assert sorted(lines[:3]) == EXPECTED_SHOW[:3] and lines[3:] == ["flag 0", "flag 1"]
     assert run.stderr == f"{tmp_path / 'k.cu'}:12: void check(const int *, int): block: [1,0,0], thread: [2,0,0] " \
                          "Assertion `x[t] < 8` failed.\n"
+
+
+C_KERNEL = r"""
+#include <stdio.h>
+#include <assert.h>
+__global__ void k(const int *x, int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t < n) {
+    assert(x[t] >= 0);
+    printf("t=%d x=%d\n", t, x[t]);
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["emulate", "llvm"])
+def test_c_source_printf_and_assert(tmp_path, capfd, backend):
+    # In C, glibc's assert is a statement expression; the bundled header's is a conditional.
+    (tmp_path / "k.c").write_text(C_KERNEL)
+    mod = polypy.compile(str(tmp_path / "k.c"))
+    kernel = mod.k.emulate if backend == "emulate" else mod.k
+    x = np.arange(4, dtype=np.int32)
+    kernel[1, 4](x, 4)
+    assert sorted(capfd.readouterr().out.splitlines()) == [f"t={t} x={t}" for t in range(4)]
+    x[2] = -5
+    with pytest.raises(DeviceAssertError, match="Assertion `x\\[t\\] >= 0` failed"):
+        kernel[1, 4](x, 4)
+    out, err = capfd.readouterr()
+    assert "t=2 x=-5" not in out
+    assert err.endswith("block: [0,0,0], thread: [2,0,0] Assertion `x[t] >= 0` failed.\n")

@@ -54,6 +54,11 @@ class ExpressionLowering:
                 raise self.error("member functions are not supported in device code", c)
             if c.kind == CK.STRING_LITERAL:
                 raise self.error("string literals are not supported in device code", c)
+            if c.kind == CK.StmtExpr and (discard or c.type.get_canonical().kind == ci.TypeKind.VOID):
+                # GNU `({ ... })` whose value is not used (glibc's assert in C): its statements.
+                for child in c.get_children():
+                    self.statement(child)
+                return None
             raise self.error(f"unsupported expression ({c.kind.name.lower()})", c)
         return getattr(self, handler)(c, discard)
 
