@@ -214,6 +214,17 @@ def test_grad_prints_in_the_forward_sweep_only(tmp_path, capfd):
         g[1, 4](x, dx, y, dy, 3)
 
 
+def test_forward_mode_prints_once(tmp_path, capfd):
+    (tmp_path / "g.cu").write_text(GRAD)
+    mod = polypy.compile(str(tmp_path / "g.cu"))
+    f = polypy.grad(mod.sq, wrt=["x"], mode="forward")
+    x = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+    y, dy = np.zeros(3, dtype=np.float32), np.zeros(3, dtype=np.float32)
+    f[1, 4](x, np.ones(3, dtype=np.float32), y, dy, 3)
+    np.testing.assert_allclose(dy, 2 * x)
+    assert sorted(capfd.readouterr().out.splitlines()) == ["i=0 v=1.00", "i=1 v=4.00", "i=2 v=9.00"]
+
+
 def test_grad_emits_cuda_printf_and_assert(tmp_path):
     from polypy.driver.cli import main
     (tmp_path / "g.cu").write_text(GRAD)
