@@ -15,7 +15,7 @@ import clang.cindex as ci
 
 from polypy.ir import nodes as n
 from polypy.ir.visitor import rebuild, walk
-from polypy.ir.types import BOOL
+from polypy.ir.types import BOOL, I32
 from polypy.ir.printf import FormatError, fold_string, parse_format
 
 from frontend.arith import convert
@@ -59,9 +59,9 @@ def device_printf(builder, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -
         specs = parse_format(fmt, allow_strings=True)
     except FormatError as exc:
         raise builder.error(str(exc), args[0]) from None
-    wanted = len([s for s in specs if s.conv != "%"])
+    wanted = sum(1 if s.conv == "s" else len(s.arg_types()) for s in specs)
     if wanted != len(args) - 1:
-        raise builder.error(f"printf format has {wanted} conversions for {len(args) - 1} arguments", c)
+        raise builder.error(f"printf format takes {wanted} arguments, not {len(args) - 1}", c)
     out: list[str] = []
     values: list[n.Expr] = []
     pos = 0
@@ -76,6 +76,12 @@ def device_printf(builder, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -
         if spec.conv == "s":
             out.append(fold_string(spec, _text(builder, a, "a printf '%s' argument")))
             continue
+        if spec.star:
+            width = builder.scalar(a)
+            if not (width.type.is_int or width.type.is_bool) or width.type.bits > 32:
+                raise builder.error(f"printf '{spec.text}' needs an int width, not {width.type}", a)
+            values.append(convert(width, I32))
+            a = next(rest)
         v = builder.scalar(a)
         want = spec.arg_type()
         if want.is_float:

@@ -3,10 +3,11 @@ C's formatting of one conversion in Python (the emulator's output; the backends 
 library's printf with the same format).
 
 Supported, as CUDA's device printf: ``%d %i %u %x %X %o %c %f %F %e %E %g %G %a %A %%`` with the
-flags ``- + space # 0``, a width and a precision (digits, not ``*``), and the length modifiers
-``l``/``ll`` (64-bit integers; no effect on floating-point conversions). ``%s`` takes a string
-literal only, which the frontend folds into the format (``fold_string``). ``%p``, ``%n``, ``*``,
-``h``/``hh``/``L``/``z``/``j``/``t`` are refused.
+flags ``- + space # 0``, a width (digits, or ``*``: an ``int`` argument before the value, negative
+for left-justified), a precision (digits), and the length modifiers ``h`` (the int argument
+printed as a short), ``l``/``ll`` (64-bit integers; no effect on floating-point conversions).
+``%s`` takes a string literal only, which the frontend folds into the format (``fold_string``).
+``%p``, ``%n``, a ``*`` precision, ``hh``/``L``/``z``/``j``/``t`` are refused.
 
 The format is a printf mini-language, not C source: reading it here is not parsing C.
 """
@@ -36,6 +37,12 @@ class Spec:
     precision: int | None
     length: str
     conv: str
+    star: bool = False  # the width is an int argument read before the value
+
+    def arg_types(self) -> tuple[ScalarType, ...]:
+        """The IR types of the arguments this conversion reads, in order."""
+        value = self.arg_type()
+        return ((I32,) if self.star else ()) + ((value,) if value is not None else ())
 
     def arg_type(self) -> ScalarType | None:
         """The IR type of the (promoted) argument this conversion reads; None for ``%%``."""
@@ -67,8 +74,11 @@ def parse_format(fmt: str, *, allow_strings: bool = False) -> list[Spec]:
         text, conv, length = m.group(), m.group("conv"), m.group("length") or ""
         if conv is None:
             raise FormatError(f"printf format has an incomplete conversion {text!r} at its end")
-        if m.group("width") == "*" or m.group("prec") == "*":
-            raise FormatError(f"printf conversion {text!r}: a '*' width or precision is not supported")
+        if m.group("prec") == "*":
+            raise FormatError(f"printf conversion {text!r}: a '*' precision is not supported")
+        star = m.group("width") == "*"
+        if star and conv == "s":
+            raise FormatError(f"printf conversion {text!r}: a '*' width of '%s' is not supported")
         if conv == "%" and text != "%%":
             raise FormatError(f"printf conversion {text!r} is not supported (write '%%')")
         if conv in ("p", "n"):
@@ -77,11 +87,12 @@ def parse_format(fmt: str, *, allow_strings: bool = False) -> list[Spec]:
             raise FormatError(f"printf conversion {text!r} is not a conversion of device printf")
         if conv == "s" and not allow_strings:
             raise FormatError("printf '%s' takes a string literal only")
-        if length not in ("", "l", "ll") or (conv in "cs" and length) or (conv in FLOAT_CONVERSIONS and length == "ll"):
+        if length not in ("", "h", "l", "ll") or (conv in "cs" and length) or \
+                (conv in FLOAT_CONVERSIONS and length in ("h", "ll")):
             raise FormatError(f"printf conversion {text!r}: the length modifier '{length}' is not supported")
         prec = m.group("prec")
-        specs.append(Spec(i, text, m.group("flags"), int(m.group("width")) if m.group("width") else None,
-                          (int(prec) if prec else 0) if prec is not None else None, length, conv))
+        specs.append(Spec(i, text, m.group("flags"), int(m.group("width")) if m.group("width") and not star else None,
+                          (int(prec) if prec else 0) if prec is not None else None, length, conv, star))
         i = m.end()
 
 
@@ -119,7 +130,7 @@ def format_one(spec: Spec, value: int | float) -> str:
 
 
 def _format_int(spec: Spec, value: int, left: bool) -> str:
-    bits = 64 if spec.length else 32
+    bits = {"h": 16, "l": 64, "ll": 64}.get(spec.length, 32)
     if spec.conv in "di":
         value = (value + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
     else:
@@ -199,6 +210,10 @@ def format_call(fmt: str, values: list[int | float]) -> str:
     args = iter(values)
     for spec in parse_format(fmt):
         out.append(fmt[pos:spec.start])
+        if spec.star:  # C: a negative width is the '-' flag and its magnitude
+            width = int(next(args))
+            flags = spec.flags + "-" if width < 0 else spec.flags
+            spec = dataclasses.replace(spec, width=abs(width), flags=flags, star=False)
         out.append("%" if spec.conv == "%" else format_one(spec, next(args)))
         pos = spec.start + len(spec.text)
     out.append(fmt[pos:])

@@ -128,13 +128,13 @@ class _Verifier:
                 self.fail(f"unknown fence scope {s.scope!r}", s)
         elif isinstance(s, n.Print):
             try:
-                specs = [sp for sp in parse_format(s.format) if sp.conv != "%"]
+                wanted = [(t, sp.text) for sp in parse_format(s.format) for t in sp.arg_types()]
             except FormatError as exc:
                 self.fail(str(exc), s)
-            if len(specs) != len(s.args):
-                self.fail(f"print has {len(s.args)} arguments for {len(specs)} conversions", s)
-            for sp, a in zip(specs, s.args):
-                self.same(self.expr(a), sp.arg_type(), s, f"argument of {sp.text}")
+            if len(wanted) != len(s.args):
+                self.fail(f"print has {len(s.args)} arguments for {len(wanted)}", s)
+            for (t, text), a in zip(wanted, s.args):
+                self.same(self.expr(a), t, s, f"argument of {text}")
         elif isinstance(s, n.AssertFail):
             if len(s.where) != 6:
                 self.fail("assert.fail needs the block and thread indices", s)
