@@ -89,6 +89,27 @@ def test_star_width_and_short_in_a_kernel(tmp_path, capfd, backend):
     assert sorted(capfd.readouterr().out.splitlines()) == sorted(want)
 
 
+CHOICE = r"""
+#include <cstdio>
+__global__ void k(const int *x, int n) {
+  int t = threadIdx.x;
+  printf("%d is %s and %-5s|%s\n", t, x[t] % 2 ? "odd" : "even", t < 2 ? "low" : (t < 3 ? "mid" : "high"),
+         t < n ? (x[t] > 4 ? "+" : "-") : "none");
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["emulate", "llvm"])
+def test_string_choice(tmp_path, capfd, backend):
+    # The nested choice reads x[t] only where t < n holds: bounds-checked by the emulator.
+    (tmp_path / "c.cu").write_text(CHOICE)
+    mod = polypy.compile(str(tmp_path / "c.cu"))
+    kernel = mod.k.emulate if backend == "emulate" else mod.k
+    kernel[1, 4](np.array([3, 4, 5, 6], dtype=np.int32), 3)
+    assert sorted(capfd.readouterr().out.splitlines()) == [
+        "0 is odd and low  |-", "1 is even and low  |-", "2 is odd and mid  |+", "3 is even and high |none"]
+
+
 def test_emulator_prints_each_thread_whole(tmp_path, capfd):
     (tmp_path / "k.cu").write_text(KERNELS)
     mod = polypy.compile(str(tmp_path / "k.cu"))
@@ -280,7 +301,7 @@ def test_ndebug_removes_asserts(tmp_path, capfd):
     ('printf("%d\\n", 5L)', "printf '%d' needs an integer of 32 bits (use %l...), not i64", 18),
     ('printf("%f\\n", 5)', "printf '%f' needs a floating-point argument, not i32", 18),
     ('printf("%ld\\n", 5)', "printf '%ld' needs an integer of 64 bits, not i32", 19),
-    ('printf("%s\\n", name)', "a printf '%s' argument must be a string literal", 18),
+    ('printf("%s\\n", name)', "a printf '%s' argument (or each choice of one) must be a string literal", 18),
     ('printf(name)', "the format of device printf must be a string literal", 10),
     ('printf("%p\\n", p)', "printf conversion '%p' is not supported", 10),
     ('printf("%.*f\\n", 3, 4.0)', "a '*' precision is not supported", 10),

@@ -3,7 +3,8 @@
 ``printf(fmt, ...)`` needs a string-literal format; each argument must have the type its
 conversion reads after C's default promotions (``%d`` an int of at most 32 bits, ``%ld`` a 64-bit
 one, ``%f`` a float or double...): a mismatch prints garbage on a GPU, so it is refused here
-rather than given a meaning. ``%s`` takes a string literal, folded into the format.
+rather than given a meaning. ``%s`` takes a string literal, folded into the format, or a choice
+between literals (``ok ? "yes" : "no"``: one print per choice, under ``if``).
 
 ``assert(e)`` expands to ``e ? (void)0 : __assert_fail("e", __FILE__, __LINE__, function)`` (the
 conditional becomes an ``if``); the call becomes ``AssertFail`` followed by ``return``: the
@@ -39,6 +40,12 @@ def _literal(arg: ci.Cursor) -> ci.Cursor | None:
 def _text(builder, arg: ci.Cursor, what: str) -> str:
     lit = _literal(arg)
     raw = evaluated_string(arg) if lit is not None else None
+    if raw is None and lit is not None:
+        # clang evaluates a literal that decays to a pointer, not one used as an array (the
+        # branches of `c ? "+" : "-"`, both char[2]): one token without escapes spells itself.
+        tokens = [t.spelling for t in lit.get_tokens()]
+        if len(tokens) == 1 and tokens[0].startswith('"') and "\\" not in tokens[0]:
+            raw = tokens[0][1:-1].encode("utf-8")
     if raw is not None and len(raw) + 1 != lit.type.get_canonical().get_array_size():
         raw = None  # an embedded NUL: clang's evaluation stops there
     if raw is None:
@@ -74,7 +81,7 @@ def device_printf(builder, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -
             continue
         a = next(rest)
         if spec.conv == "s":
-            out.append(fold_string(spec, _text(builder, a, "a printf '%s' argument")))
+            out.append(_string_choice(builder, spec, a))
             continue
         if spec.star:
             width = builder.scalar(a)
@@ -95,8 +102,42 @@ def device_printf(builder, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -
         out.append(spec.text)
         values.append(convert(v, want))
     out.append(fmt[pos:])
-    builder.emit(n.Print("".join(out), tuple(values), loc=builder.loc(c)))
+    for stmt in _choose(out, tuple(values), builder.loc(c)):
+        builder.emit(stmt)
     return None
+
+
+def _string_choice(builder, spec, a: ci.Cursor, *, top: bool = True) -> str | tuple:
+    """A ``%s`` argument folded into the format: its text, or ``(cond, then, else)`` for
+    ``c ? "a" : "b"`` (conditions evaluated here, once, in argument order)."""
+    inner = a
+    while inner.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR):
+        children = [ch for ch in inner.get_children() if ch.kind != CK.TYPE_REF]
+        if len(children) != 1:
+            break
+        inner = children[0]
+    if inner.kind == CK.CONDITIONAL_OPERATOR:
+        cond_c, a_c, b_c = list(inner.get_children())
+        if top:
+            cond = builder.condition(cond_c)
+        else:  # evaluated only on its branch: it must need no statements before it
+            with builder.sub_block() as before:
+                cond = builder.condition(cond_c)
+            if before:
+                raise builder.error("a nested choice of printf '%s' needs a condition without side effects", cond_c)
+        return (cond, _string_choice(builder, spec, a_c, top=False), _string_choice(builder, spec, b_c, top=False))
+    return fold_string(spec, _text(builder, a, "a printf '%s' argument (or each choice of one)"))
+
+
+def _choose(parts: list, values: tuple[n.Expr, ...], loc) -> list[n.Stmt]:
+    """One ``Print`` of the folded format, under an ``if`` per ``%s`` chosen by a condition
+    (``printf("%s", ok ? "yes" : "no")``)."""
+    for k, part in enumerate(parts):
+        if isinstance(part, tuple):
+            cond, then, orelse = part
+            return [n.If(cond, tuple(_choose(parts[:k] + [then] + parts[k + 1:], values, loc)),
+                         tuple(_choose(parts[:k] + [orelse] + parts[k + 1:], values, loc)), loc=loc)]
+    return [n.Print("".join(parts), values, loc=loc)]
 
 
 def assert_fail(builder, args: list[ci.Cursor], c: ci.Cursor) -> None:
