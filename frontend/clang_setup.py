@@ -311,6 +311,21 @@ def string_literal_bytes(cursor: ci.Cursor, length: int) -> bytes | None:
     return text + bytes(length - len(text))
 
 
+def evaluated_string(cursor: ci.Cursor) -> bytes | None:
+    """The characters (to the first NUL) of a ``const char*`` expression that clang evaluates to
+    a string literal, or None."""
+    lib = _lib()
+    result = lib.clang_Cursor_Evaluate(cursor)
+    if not result:
+        return None
+    try:
+        if lib.clang_EvalResult_getKind(result) != _EVAL_STR_LITERAL:
+            return None
+        return lib.clang_EvalResult_getAsStr(result) or b""
+    finally:
+        lib.clang_EvalResult_dispose(result)
+
+
 def preorder(cursor: ci.Cursor):
     """``cursor`` and every cursor below it, parents before children, in source order: what
     ``Cursor.walk_preorder`` gives, without its nested generators (a cursor at depth d passes

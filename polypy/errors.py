@@ -103,3 +103,7 @@ def format_diagnostic(
         lines.append(format_diagnostic("note", note_message, note_loc, with_source=with_source))
     return "\n".join(lines)
 
+
+
+class DeviceAssertError(UserError):
+    """A device ``assert`` failed during a launch: CUDA's ``cudaErrorAssert``."""

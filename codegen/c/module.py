@@ -196,7 +196,8 @@ extern "C" __attribute__((visibility("default"))) int polypy_program_main(int ar
 """
 
 # Launches of an emulated program call back into Python; a launch the emulator refuses (a race,
-# an out-of-bounds access) ends the program with status 1 after the diagnostic is printed.
+# an out-of-bounds access) ends the program with status 1 after the diagnostic is printed. A
+# failed device assert (status 2) is the launch's cudaErrorAssert, sticky, as in a native run.
 EMULATE_BRIDGE = """#include <cstdio>
 #include <cstdlib>
 extern "C" {
@@ -209,8 +210,11 @@ __attribute__((visibility("default"))) int polypy_find_alloc(const void* p, void
 }
 static void polypy_emulate_launch(int kernel, dim3 grid, dim3 block, size_t shmem, void** args, void** globals) {
   fflush(stdout);
-  if (!polypy_emulate_hook || polypy_emulate_hook(kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z, shmem,
-                                                  args, globals) != 0) {
+  int status = polypy_emulate_hook ? polypy_emulate_hook(kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                                         shmem, args, globals) : 1;
+  if (status == 2) {
+    polypy_rt_fail_sticky(cudaErrorAssert);
+  } else if (status != 0) {
     fflush(stdout);
     _Exit(1);
   }

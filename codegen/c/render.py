@@ -33,6 +33,7 @@ from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import walk
 
 from codegen.lanes import scatter_loop, vector_loop
+from codegen.c.printing import assert_fail_lines, print_call
 from codegen.c.readable import (BarrierNote, BarrierPlacer, OverflowFlag, NamedLocal, in_nest, occurs, stable_in,
                                  thread_axis, uniform_source_locals)
 
@@ -369,6 +370,10 @@ class Renderer(CExprPrinter):
             out.append(f"{ind}{self.prefetch(s)};")
         elif isinstance(s, n.Fence):
             out.append(f"{ind}__atomic_thread_fence(__ATOMIC_SEQ_CST); /* __threadfence ({s.scope}) */")
+        elif isinstance(s, n.Print):
+            out.append(f"{ind}{print_call(s, self.expr)};")
+        elif isinstance(s, n.AssertFail):
+            out.extend(ind + line for line in assert_fail_lines(s, self.expr))
         elif isinstance(s, n.If):
             self.if_chain(s, depth, out)
         elif isinstance(s, n.For):

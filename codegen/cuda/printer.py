@@ -16,6 +16,7 @@ from polypy.ir import nodes as n
 from polypy.ir.cexpr import ATOM, UNARY, CExprPrinter, right_operand
 from polypy.ir.mathfns import bit_cast_spelling
 from polypy.ir.printer import format_const as ir_format_const
+from polypy.ir.printf import c_library_format, c_string
 from polypy.ir.types import PointerType, ScalarType
 from polypy.stack import on_big_stack
 
@@ -169,6 +170,12 @@ class _Printer:
         elif isinstance(s, n.Fence):
             self.emit(depth, {"block": "__threadfence_block();", "device": "__threadfence();",
                               "system": "__threadfence_system();"}[s.scope])
+        elif isinstance(s, n.Print):
+            args = "".join(f", {_top(a)}" for a in s.args)
+            self.emit(depth, f"printf({c_string(c_library_format(s.format))}{args});")
+        elif isinstance(s, n.AssertFail):
+            self.emit(depth, f"__assert_fail({c_string(s.text)}, {c_string(s.file)}, {s.line}, "
+                             f"{c_string(s.function)});")
         elif isinstance(s, n.Shuffle):
             args = ", ".join(_top(a) for a in (s.mask, s.value, s.lane, s.width))
             self.emit(depth, f"{s.dest} = {_SHUFFLES[s.mode]}({args});")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import math
+import sys
 import threading
 import time
 import dataclasses
@@ -35,12 +36,13 @@ from codegen.llvm import cache, target
 from codegen.llvm.abi import FAULT_WORDS, GLOBAL_SPACES, KernelABI
 from codegen.llvm.launch import BoundsError, LaunchError, chunk_size, default_threads, run_workers
 from codegen.llvm.lower import emit_module
+from codegen.llvm.printing import ASSERT_WORD
 from codegen.llvm.types import ctype_of
 from polypy.analysis.versions import plain_when
-from polypy.errors import InternalError
+from polypy.errors import DeviceAssertError, InternalError
 from polypy.ir import nodes as n
 from polypy.ir.types import U32, PointerType, ScalarType
-from polypy.ir.visitor import Mutator, substitute
+from polypy.ir.visitor import Mutator, substitute, walk
 from polypy.stack import on_big_stack
 from polypy.passes.fold_constants import fold_expr
 
@@ -129,6 +131,12 @@ class JitModule:
         plain = {k.name: (k, conditions) for k in module.kernels if k.private_atomics
                  and (conditions := dict(plain_when(k, k.private_atomics)))}
         adds = {k.name: adds_per_thread(k) for k in module.kernels if k.private_atomics}
+        # Device printf writes to descriptor 1 directly: what Python printed before is flushed
+        # first. A failed device assert leaves its line in the module's assert word.
+        self.prints = any(isinstance(x, n.Print) for k in module.kernels for x in walk(k))
+        self.asserts = {x.line: x for k in module.kernels for x in walk(k) if isinstance(x, n.AssertFail)}
+        address = self._engine.get_global_value_address(ASSERT_WORD) if self.asserts else 0
+        self._assert_word = ctypes.c_int32.from_address(address) if address else None
         self.kernels: dict[str, JitKernel] = {}
         for name, abi in abis.items():
             address = self._engine.get_function_address(abi.worker_symbol)
@@ -139,6 +147,16 @@ class JitModule:
 
     def __getitem__(self, name: str) -> JitKernel:
         return self.kernels[name]
+
+    def check_asserts(self) -> None:
+        """Raise ``DeviceAssertError`` if a device assert failed in the launch that just ran
+        (and clear the word for the next launch)."""
+        if self._assert_word is None or not self._assert_word.value:
+            return
+        failed = self.asserts[self._assert_word.value]
+        self._assert_word.value = 0
+        raise DeviceAssertError(f"device-side assert triggered (cudaErrorAssert): Assertion `{failed.text}` failed",
+                                failed.loc)
 
     def plain_version(self, name: str) -> JitKernel:
         """Kernel ``name`` compiled with plain adds for its ``private_atomics`` (compiled once,
@@ -401,13 +419,17 @@ class JitKernel:
             def call() -> int:
                 return cfunc(*head, *args)
 
+        if ran.owner.prints:
+            sys.stdout.flush()
         start = time.perf_counter()
         try:
             busy = run_workers(call, workers)
         except LaunchError:
+            ran.owner.check_asserts()
             if fault is not None and fault[0]:
                 raise ran._bounds_error(fault, shmem, self.reported_names) from None
             raise
+        ran.owner.check_asserts()
         if copies:  # worker after worker: the same order of additions for the same worker loads
             for name, copy in copies.items():
                 out = arrays[name]

@@ -6,6 +6,7 @@ from llvmlite import ir
 
 from codegen.lanes import scatter_loop, vector_loop
 from codegen.llvm.function import _Loop
+from codegen.llvm.printing import emit_assert_fail, emit_print
 from codegen.llvm.types import PTR, int_type_of_width, memory_type, value_type
 
 from polypy.errors import InternalError
@@ -51,6 +52,12 @@ class StatementEmitter:
         ptr, elem = self.address(s.buffer, s.index, s, "write")
         value = self.expr(s.value)
         self.tag_access(self.builder.store(self.to_memory(value, elem), ptr, align=max(elem.itemsize, 1)))
+
+    def visit_Print(self, s: n.Print) -> None:
+        emit_print(self, s)
+
+    def visit_AssertFail(self, s: n.AssertFail) -> None:
+        emit_assert_fail(self, s)
 
     def visit_Fence(self, s: n.Fence) -> None:
         """A sequentially consistent fence (the atomics are seq_cst already: see ``n.Fence``)."""

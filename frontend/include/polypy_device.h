@@ -277,5 +277,13 @@ template <class T> static __device__ T tex2D(cudaTextureObject_t t, float x, flo
 template <class T, enum cudaTextureReadMode PolypyMode> static __device__ T tex3D(texture<T, 3, PolypyMode> t, float x, float y, float z);
 #endif
 
+/* Device printf and assert (CUDA declares both for device code; the C library's declarations
+ * are host-only): the frontend maps calls of these to the IR's print and assertion statements. */
+#ifdef __cplusplus
+extern "C" __device__ int printf(const char* format, ...);
+extern "C" __device__ __attribute__((noreturn)) void __assert_fail(const char* expr, const char* file,
+                                                                    unsigned int line, const char* function);
+#endif
+
 #undef POLYPY_D
 #endif /* POLYPY_DEVICE_H */

@@ -9,9 +9,11 @@ import clang.cindex as ci
 
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import I32, I64, U64, PointerType, ScalarType
+from polypy.ir.visitor import walk_block
+from polypy.ir.types import BOOL, I32, I64, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
+from frontend.lower.printing import trap_before_barriers
 from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
 from frontend.lower.calls import CallLowering
 from frontend.lower.cooperative import CooperativeLowering
@@ -51,6 +53,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.loop_depth = 0
         self.switch_markers: list[dict[int, n.Return]] = []  # the breaks of the switches being lowered
         self.clock: str | None = None  # the thread's clock() counter, declared at the top once used
+        self.assert_flag: str | None = None  # set by a failed assert in a device function (printing.py)
 
     # ------------------------------------------------------------------ utilities
     def error(self, message: str, cursor: ci.Cursor | None) -> UserError:
@@ -94,8 +97,15 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
             self.kernel_param(p, mutated)
         self.statement(body)
         stmts = tuple(self.block)
+        if any(isinstance(x, n.AssertFail) for x in walk_block(stmts)):
+            flag = self.assert_flag or self.names.fresh("assert_failed")
+            trapped = trap_before_barriers(stmts, flag)
+            if trapped is not stmts:
+                stmts, self.assert_flag = trapped, flag
         if self.clock is not None:
             stmts = (n.Decl(self.clock, I64, n.Const(0, I64), loc=self.loc(self.cursor)),) + stmts
+        if self.assert_flag is not None:
+            stmts = (n.Decl(self.assert_flag, BOOL, n.Const(False, BOOL), loc=self.loc(self.cursor)),) + stmts
         self.frames.pop()
         buffers = tuple(self.buffers.values())
         kernel = n.Kernel(self.kernel_name, tuple(self.params), buffers, stmts, stage="gpu",

@@ -18,6 +18,7 @@ from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call
 from frontend.lower.context import CK, function_body
 from frontend.lower.cooperative import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
+from frontend.lower.printing import assert_fail, device_printf
 from frontend.lower.int_intrinsics import INT_INTRINSICS, int_intrinsic
 from frontend.lower.warp_collectives import WARP_COLLECTIVES, warp_collective
 from frontend.values import Aggregate, MemLV, Pointer, Value
@@ -34,14 +35,11 @@ _CACHED_STORES = ("__stcg", "__stcs", "__stwb", "__stwt")
 # What <math.h>'s INFINITY, HUGE_VAL(F) and NAN expand to (``__builtin_`` taken off), and their type.
 _FLOAT_CONSTANTS = {"inff": F32, "inf": F64, "huge_valf": F32, "huge_val": F64, "nanf": F32, "nan": F64}
 _REFUSED_CALLS = {
-    "printf": "printf in device code is not supported",
     "__syncthreads_count": "__syncthreads_count is not supported",
     "__syncthreads_and": "__syncthreads_and is not supported",
     "__syncthreads_or": "__syncthreads_or is not supported",
     "malloc": "dynamic allocation in device code is not supported",
     "free": "dynamic allocation in device code is not supported",
-    "assert": "assert in device code is not supported",
-    "__assert_fail": "assert in device code is not supported",
 }
 
 
@@ -97,6 +95,10 @@ class CallLowering:
         args = children[1:]
         name = fn.spelling
         base = name[len("__builtin_"):] if name.startswith("__builtin_") else name
+        if base == "printf":
+            return device_printf(self, args, c, discard)
+        if base == "__assert_fail":
+            return assert_fail(self, args, c)
         if base in _REFUSED_CALLS:
             raise self.error(_REFUSED_CALLS[base], c)
         if base == "tex1Dfetch":

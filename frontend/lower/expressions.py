@@ -54,6 +54,11 @@ class ExpressionLowering:
                 raise self.error("member functions are not supported in device code", c)
             if c.kind == CK.STRING_LITERAL:
                 raise self.error("string literals are not supported in device code", c)
+            if c.kind == CK.StmtExpr and (discard or c.type.get_canonical().kind == ci.TypeKind.VOID):
+                # GNU `({ ... })` whose value is not used (glibc's assert in C): its statements.
+                for child in c.get_children():
+                    self.statement(child)
+                return None
             raise self.error(f"unsupported expression ({c.kind.name.lower()})", c)
         return getattr(self, handler)(c, discard)
 
@@ -432,6 +437,15 @@ class ExpressionLowering:
     def conditional(self, c: ci.Cursor, discard: bool) -> Value:
         cond_c, a_c, b_c = list(c.get_children())
         cond = self.condition(cond_c)
+        if c.type.get_canonical().kind == ci.TypeKind.VOID:
+            # `cond ? f() : (void)0` (assert's expansion): a statement, no value.
+            with self.sub_block() as a_stmts:
+                self.expr(a_c, discard=True)
+            with self.sub_block() as b_stmts:
+                self.expr(b_c, discard=True)
+            if a_stmts or b_stmts:
+                self.emit(n.If(cond, tuple(a_stmts), tuple(b_stmts), loc=self.loc(c)))
+            return None  # type: ignore[return-value]
         with self.sub_block() as a_stmts:
             a = self.expr(a_c)
         with self.sub_block() as b_stmts:

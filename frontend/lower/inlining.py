@@ -6,6 +6,8 @@ import clang.cindex as ci
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
+from polypy.ir.types import BOOL
+from polypy.ir.visitor import walk
 from polypy.passes.eliminate_returns import remove_returns
 
 from frontend import ctypes_map as tm
@@ -64,6 +66,10 @@ class InliningLowering:
             self.frames.pop()
         for s in remove_returns(tuple(out), self.names.fresh):
             self.emit(s)
+        if self.assert_flag is not None and any(isinstance(x, n.Assign) and x.name == self.assert_flag
+                                                for s in out for x in walk(s)):
+            # A failed assert in the callee stops the thread: the caller returns too.
+            self.emit(n.If(n.Var(self.assert_flag, BOOL), (n.Return(loc=self.loc(c)),), loc=self.loc(c)))
         if result is None or discard:
             return None
         return self.read(result, c)

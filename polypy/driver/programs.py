@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from polypy.errors import UserError
+from polypy.errors import DeviceAssertError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType
 
@@ -119,6 +119,10 @@ def _run_emulated(lib: ctypes.CDLL, module: n.Module, argv: Sequence[str]) -> in
 
             emulate(kernel, (gx, gy, gz), (bx, by, bz), values, shmem=shmem, globals=arrays)
             return 0
+        except DeviceAssertError:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            return 2  # the message is printed; the launch fails with cudaErrorAssert
         except UserError as exc:
             sys.stdout.flush()
             print(exc.render(), file=sys.stderr)

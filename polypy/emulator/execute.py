@@ -11,6 +11,7 @@ warp reconverging::
 """
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 import numpy as np
@@ -23,7 +24,8 @@ from polypy.emulator.lanes import LaneSet
 from polypy.emulator.memory import Memory, garbage
 from polypy.emulator.races import RaceFound
 from polypy.emulator.state import ChunkState
-from polypy.errors import InternalError, UserError
+from polypy.errors import DeviceAssertError, InternalError, UserError
+from polypy.ir.printf import format_call
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.types import I32, U32
@@ -59,6 +61,8 @@ class Executor:
             n.Barrier: self._barrier,
             n.Prefetch: lambda s, lanes: None,  # a hint: nothing happens
             n.Fence: self._fence,
+            n.Print: self._print,
+            n.AssertFail: self._assert_fail,
             n.WarpSync: self._warp_sync,
             n.Shuffle: self._shuffle,
             n.Vote: self._vote,
@@ -181,6 +185,22 @@ class Executor:
     def _warp_sync(self, s: n.WarpSync, lanes: LaneSet) -> None:
         raise UserError("__syncwarp: the emulator runs kernels as polypy.load gives them (its GPU pipeline turns "
                         "__syncwarp into block barriers, gpu2cpu.lower_warp_syncs)", s.loc)
+
+    def _print(self, s: n.Print, lanes: LaneSet) -> None:
+        """Each lane's call is written whole, lanes in order (CUDA orders no threads)."""
+        values = [np.broadcast_to(self.ev.eval(a, lanes), (lanes.count,)) for a in s.args]
+        sys.stdout.write("".join(format_call(s.format, [v[i].item() for v in values]) for i in range(lanes.count)))
+        sys.stdout.flush()
+
+    def _assert_fail(self, s: n.AssertFail, lanes: LaneSet) -> None:
+        """CUDA's message for each lane, then the launch fails (the GPU stops the kernel)."""
+        where = [np.broadcast_to(self.ev.eval(w, lanes), (lanes.count,)) for w in s.where]
+        for i in range(lanes.count):
+            b = ",".join(str(int(w[i])) for w in where[:3])
+            t = ",".join(str(int(w[i])) for w in where[3:])
+            sys.stderr.write(f"{s.file}:{s.line}: {s.function}: block: [{b}], thread: [{t}] "
+                             f"Assertion `{s.text}` failed.\n")
+        raise DeviceAssertError(f"device-side assert triggered (cudaErrorAssert): Assertion `{s.text}` failed", s.loc)
 
     def _fence(self, s: n.Fence, lanes: LaneSet) -> None:
         """Lanes run one statement at a time and atomics serialize: what a thread wrote before a

@@ -369,6 +369,36 @@ class Fence(Stmt):
 
 
 @_node
+class Print(Stmt):
+    """Device ``printf(format, args...)``: one thread's call writes its whole line(s) at once
+    (calls of different threads are not interleaved within a call; CUDA gives no order between
+    threads). ``format`` is C's printf format with the conversions of ``polypy.ir.printf`` (a
+    ``%s`` of a string literal is folded into it by the frontend); ``args`` are the promoted
+    arguments (i32/u32/i64/u64 and f64), one per conversion. A side effect: kept, never hoisted
+    or merged across threads."""
+
+    CHILDREN = ("args",)
+
+    format: str
+    args: tuple[Expr, ...] = ()
+
+
+@_node
+class AssertFail(Stmt):
+    """A device ``assert`` whose condition was false (the frontend guards it with an ``if``):
+    prints ``file:line: function: block: [..], thread: [..] Assertion `text` failed.`` to stderr,
+    stops the thread, and the launch then fails with ``cudaErrorAssert``."""
+
+    CHILDREN = ("where",)
+
+    text: str
+    file: str
+    line: int
+    function: str
+    where: tuple[Expr, ...] = ()  # blockIdx.x, .y, .z, threadIdx.x, .y, .z (u32), for the message
+
+
+@_node
 class WarpSync(Stmt):
     """``__syncwarp(mask)``: the lanes of ``mask`` in this thread's warp wait for each other here,
     and see each other's memory accesses before it. GPU form right after the frontend only:

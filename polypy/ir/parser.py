@@ -6,6 +6,7 @@ beyond literal suffixes.
 """
 from __future__ import annotations
 
+import json
 import re
 
 from polypy.errors import Loc, UserError
@@ -19,7 +20,7 @@ _TOKEN = re.compile(
     r"""
     (?P<ws>[ \t\r\n]+|//[^\n]*)
   | (?P<num>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?(?:ul|u|l|f|:[a-z0-9]+)?)
-  | (?P<str>"[^"]*")
+  | (?P<str>"(?:[^"\\\n]|\\.)*")
   | (?P<id>[A-Za-z_][A-Za-z_0-9]*)
   | (?P<op><<|>>|<=|>=|==|!=|&&|\|\||[-+*/%<>&|^!~?:=(){}\[\],.])
     """,
@@ -103,6 +104,13 @@ class _Parser:
             raise self.error(f"expected a name, found {t.text!r}")
         self.i += 1
         return t.text
+
+    def string(self) -> str:
+        t = self.peek()
+        if t.kind != "str":
+            raise self.error(f"expected a string, found {t.text!r}")
+        self.i += 1
+        return json.loads(t.text)
 
     # -- types
     def scalar_type(self) -> ScalarType:
@@ -305,6 +313,33 @@ class _Parser:
             if scope not in n.FENCE_SCOPES:
                 raise self.error(f"unknown fence scope {scope!r}")
             return n.Fence(scope, loc=loc)
+        if word == "print" and self.peek(1).kind == "str":
+            self.next()
+            fmt = self.string()
+            args = []
+            while self.accept(","):
+                args.append(self.expr())
+            return n.Print(fmt, tuple(args), loc=loc)
+        if word == "assert" and self.peek(1).text == ".":
+            self.next()
+            self.expect(".")
+            if self.ident() != "fail":
+                raise self.error("expected 'assert.fail'")
+            text = self.string()
+            if self.ident() != "at":
+                raise self.error("expected 'at'")
+            file = self.string()
+            self.expect(":")
+            line = self.next()
+            if line.kind != "num" or not line.text.isdigit():
+                raise self.error("expected a line number")
+            if self.ident() != "in":
+                raise self.error("expected 'in'")
+            function = self.string()
+            where = []
+            while self.accept(","):
+                where.append(self.expr())
+            return n.AssertFail(text, file, int(line.text), function, tuple(where), loc=loc)
         if word == "prefetch":
             self.next()
             buffer = self.ident()

@@ -16,6 +16,7 @@ text back, so golden pass tests are written in it. With ``locs=True`` every stat
 """
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -170,6 +171,11 @@ class _Printer:
             self.emit(depth, f"syncwarp({format_expr(s.mask)})", s)
         elif isinstance(s, n.Fence):
             self.emit(depth, f"fence.{s.scope}", s)
+        elif isinstance(s, n.Print):
+            self.emit(depth, "print " + ", ".join([json.dumps(s.format)] + [format_expr(a) for a in s.args]), s)
+        elif isinstance(s, n.AssertFail):
+            self.emit(depth, f"assert.fail {json.dumps(s.text)} at {json.dumps(s.file)}:{s.line} "
+                             f"in {json.dumps(s.function)}" + "".join(", " + format_expr(w) for w in s.where), s)
         elif isinstance(s, n.Prefetch):
             self.emit(depth, f"prefetch {s.buffer}{''.join(f'[{format_expr(i)}]' for i in s.index)}", s)
         elif isinstance(s, n.Shuffle):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from polypy.errors import InternalError, Loc
 from polypy.ir import nodes as n
 from polypy.ir.mathfns import MATH_FUNCTIONS, is_bit_cast
+from polypy.ir.printf import FormatError, parse_format
 from polypy.ir.types import BOOL, I32, U32, PointerType, ScalarType
 
 
@@ -125,6 +126,20 @@ class _Verifier:
         elif isinstance(s, n.Fence):
             if s.scope not in n.FENCE_SCOPES:
                 self.fail(f"unknown fence scope {s.scope!r}", s)
+        elif isinstance(s, n.Print):
+            try:
+                wanted = [(t, sp.text) for sp in parse_format(s.format) for t in sp.arg_types()]
+            except FormatError as exc:
+                self.fail(str(exc), s)
+            if len(wanted) != len(s.args):
+                self.fail(f"print has {len(s.args)} arguments for {len(wanted)}", s)
+            for (t, text), a in zip(wanted, s.args):
+                self.same(self.expr(a), t, s, f"argument of {text}")
+        elif isinstance(s, n.AssertFail):
+            if len(s.where) != 6:
+                self.fail("assert.fail needs the block and thread indices", s)
+            for w in s.where:
+                self.same(self.expr(w), U32, s, "block or thread index")
         elif isinstance(s, n.Prefetch):
             if gpu:
                 self.fail("prefetch in GPU form", s)

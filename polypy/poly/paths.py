@@ -70,6 +70,8 @@ _HEADER_FIELDS: dict[type, tuple[str, ...]] = {
     n.AtomicRMW: ("index", "compare", "value"),
     n.Shuffle: ("value", "lane", "width", "mask"),
     n.Vote: ("pred", "mask"),
+    n.Print: ("args",),  # its loads are reads like any other (a barrier before them stays)
+    n.AssertFail: ("where",),
     n.If: ("cond",),
     n.For: ("start", "stop", "step"),
     n.While: ("cond",),

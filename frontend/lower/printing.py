@@ -1,0 +1,235 @@
+"""Device ``printf`` and ``assert``: calls that become the IR's ``Print`` and ``AssertFail``.
+
+``printf(fmt, ...)`` needs a string-literal format; each argument must have the type its
+conversion reads after C's default promotions (``%d`` an int of at most 32 bits, ``%ld`` a 64-bit
+one, ``%f`` a float or double...): a mismatch prints garbage on a GPU, so it is refused here
+rather than given a meaning. ``%s`` takes a string literal, folded into the format, or a choice
+between literals (``ok ? "yes" : "no"``: one print per choice, under ``if``).
+
+``assert(e)`` expands to ``e ? (void)0 : __assert_fail("e", __FILE__, __LINE__, function)`` (the
+conditional becomes an ``if``); the call becomes ``AssertFail`` followed by ``return``: the
+thread stops there, as the GPU stops the kernel (the launch then fails with cudaErrorAssert). In
+a device function a flag carries the stop out through every caller (``inline``)."""
+from __future__ import annotations
+
+import clang.cindex as ci
+
+from polypy.ir import nodes as n
+from polypy.ir.visitor import rebuild, walk
+from polypy.ir.types import BOOL, I32
+from polypy.ir.printf import FormatError, fold_string, parse_format
+
+from frontend.arith import convert
+from frontend.clang_setup import evaluated_string, unary_operator
+from frontend.lower.context import CK
+from frontend.values import Value
+
+
+def _literal(arg: ci.Cursor) -> ci.Cursor | None:
+    """The string literal (or ``__func__``-like predefined name) an argument is, through
+    implicit conversions and parentheses."""
+    while arg.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR, CK.CSTYLE_CAST_EXPR) or \
+            (arg.kind == CK.UNARY_OPERATOR and unary_operator(arg) == "__extension__"):
+        children = [c for c in arg.get_children() if c.kind != CK.TYPE_REF]
+        if len(children) != 1:
+            break
+        arg = children[0]
+    return arg if arg.kind == CK.STRING_LITERAL else None
+
+
+def _text(builder, arg: ci.Cursor, what: str) -> str:
+    lit = _literal(arg)
+    raw = evaluated_string(arg) if lit is not None else None
+    if raw is None and lit is not None:
+        # clang evaluates a literal that decays to a pointer, not one used as an array (the
+        # branches of `c ? "+" : "-"`, both char[2]): one token without escapes spells itself.
+        tokens = [t.spelling for t in lit.get_tokens()]
+        if len(tokens) == 1 and tokens[0].startswith('"') and "\\" not in tokens[0]:
+            raw = tokens[0][1:-1].encode("utf-8")
+    if raw is not None and len(raw) + 1 != lit.type.get_canonical().get_array_size():
+        raw = None  # an embedded NUL: clang's evaluation stops there
+    if raw is None:
+        raise builder.error(f"{what} must be a string literal (without an embedded NUL)", arg)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise builder.error(f"{what} must be UTF-8 text", arg) from None
+
+
+def device_printf(builder, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -> Value | None:
+    if not discard:
+        raise builder.error("the value of device printf is not supported", c)
+    if not args:
+        raise builder.error("printf needs a format", c)
+    fmt = _text(builder, args[0], "the format of device printf")
+    try:
+        specs = parse_format(fmt, allow_strings=True)
+    except FormatError as exc:
+        raise builder.error(str(exc), args[0]) from None
+    wanted = sum(1 if s.conv == "s" else len(s.arg_types()) for s in specs)
+    if wanted != len(args) - 1:
+        raise builder.error(f"printf format takes {wanted} arguments, not {len(args) - 1}", c)
+    out: list[str] = []
+    values: list[n.Expr] = []
+    pos = 0
+    rest = iter(args[1:])
+    for spec in specs:
+        out.append(fmt[pos:spec.start])
+        pos = spec.start + len(spec.text)
+        if spec.conv == "%":
+            out.append("%%")
+            continue
+        a = next(rest)
+        if spec.conv == "s":
+            out.append(_string_choice(builder, spec, a))
+            continue
+        if spec.star:
+            width = builder.scalar(a)
+            if not (width.type.is_int or width.type.is_bool) or width.type.bits > 32:
+                raise builder.error(f"printf '{spec.text}' needs an int width, not {width.type}", a)
+            values.append(convert(width, I32))
+            a = next(rest)
+        v = builder.scalar(a)
+        want = spec.arg_type()
+        if want.is_float:
+            if not v.type.is_float:
+                raise builder.error(f"printf '{spec.text}' needs a floating-point argument, not {v.type}", a)
+        elif not (v.type.is_int or v.type.is_bool):
+            raise builder.error(f"printf '{spec.text}' needs an integer argument, not {v.type}", a)
+        elif max(v.type.bits, 32) != want.bits:
+            hint = " (use %l...)" if want.bits == 32 else ""
+            raise builder.error(f"printf '{spec.text}' needs an integer of {want.bits} bits{hint}, not {v.type}", a)
+        out.append(spec.text)
+        values.append(convert(v, want))
+    out.append(fmt[pos:])
+    for stmt in _choose(out, tuple(values), builder.loc(c)):
+        builder.emit(stmt)
+    return None
+
+
+def _string_choice(builder, spec, a: ci.Cursor, *, top: bool = True) -> str | tuple:
+    """A ``%s`` argument folded into the format: its text, or ``(cond, then, else)`` for
+    ``c ? "a" : "b"`` (conditions evaluated here, once, in argument order)."""
+    inner = a
+    while inner.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR):
+        children = [ch for ch in inner.get_children() if ch.kind != CK.TYPE_REF]
+        if len(children) != 1:
+            break
+        inner = children[0]
+    if inner.kind == CK.CONDITIONAL_OPERATOR:
+        cond_c, a_c, b_c = list(inner.get_children())
+        if top:
+            cond = builder.condition(cond_c)
+        else:  # evaluated only on its branch: it must need no statements before it
+            with builder.sub_block() as before:
+                cond = builder.condition(cond_c)
+            if before:
+                raise builder.error("a nested choice of printf '%s' needs a condition without side effects", cond_c)
+        return (cond, _string_choice(builder, spec, a_c, top=False), _string_choice(builder, spec, b_c, top=False))
+    return fold_string(spec, _text(builder, a, "a printf '%s' argument (or each choice of one)"))
+
+
+def _choose(parts: list, values: tuple[n.Expr, ...], loc) -> list[n.Stmt]:
+    """One ``Print`` of the folded format, under an ``if`` per ``%s`` chosen by a condition
+    (``printf("%s", ok ? "yes" : "no")``)."""
+    for k, part in enumerate(parts):
+        if isinstance(part, tuple):
+            cond, then, orelse = part
+            return [n.If(cond, tuple(_choose(parts[:k] + [then] + parts[k + 1:], values, loc)),
+                         tuple(_choose(parts[:k] + [orelse] + parts[k + 1:], values, loc)), loc=loc)]
+    return [n.Print("".join(parts), values, loc=loc)]
+
+
+def assert_fail(builder, args: list[ci.Cursor], c: ci.Cursor) -> None:
+    if len(args) != 4:
+        raise builder.error("__assert_fail takes 4 arguments", c)
+    text = _text(builder, args[0], "the text of assert")
+    file = _text(builder, args[1], "the file of assert")
+    line = builder.scalar(args[2])
+    if not isinstance(line, n.Const):
+        raise builder.error("the line of assert must be a constant", args[2])
+    fn = builder.frame.cursor
+    function = f"{fn.result_type.spelling} {fn.displayname}"  # what __PRETTY_FUNCTION__ names
+    loc = builder.loc(c)
+    where = tuple(k(d, loc=loc) for k in (n.BlockIdx, n.ThreadIdx) for d in range(3))
+    builder.emit(n.AssertFail(text, file, int(line.value), function, where, loc=loc))
+    if not builder.frame.is_kernel:
+        # A return here leaves the device function only: the flag makes every caller return too
+        # (``inline``), up to the kernel, whose return stops the thread.
+        if builder.assert_flag is None:
+            builder.assert_flag = builder.names.fresh("assert_failed")
+        builder.emit(n.Assign(builder.assert_flag, n.Const(True, BOOL), loc=loc))
+    builder.emit(n.Return(loc=loc))
+    return None
+
+
+__all__ = ["assert_fail", "device_printf", "trap_before_barriers"]
+
+
+def trap_before_barriers(body: tuple[n.Stmt, ...], flag: str) -> tuple[n.Stmt, ...]:
+    """The kernel ``body`` where each top-level ``if (...) { assert.fail; return }`` that a
+    ``__syncthreads()`` follows stops its thread with ``flag`` instead of ``return``: the
+    statements after it run under ``if (!flag)``, cut at the barriers, which every thread still
+    reaches. A thread whose assert failed does nothing more, and the barriers stay where every
+    thread of the block reaches them (a ``return`` would put them under thread-dependent control,
+    which polypy refuses); the launch fails anyway, so what a barrier does for that thread is of
+    no consequence. The kernel declares ``flag`` (false) at its top."""
+    for i, s in enumerate(body):
+        if _is_trap(s, flag) and any(isinstance(x, n.Barrier) for t in body[i + 1:] for x in walk(t)):
+            stop = _replace_return(s, flag)
+            rest = trap_before_barriers(body[i + 1:], flag)
+            return body[:i] + (stop,) + _guard(rest, flag)
+    return body
+
+
+def _is_trap(s: n.Stmt, flag: str) -> bool:
+    """``if (c) { ...; return }`` (either branch) that fails an assert or passes on the failure
+    of one in a device function (``if (flag) return``), with no other return or barrier."""
+    if not isinstance(s, n.If):
+        return False
+    branches = [b for b in (s.then, s.orelse) if b and isinstance(b[-1], n.Return)]
+    if len(branches) != 1 or any(isinstance(x, (n.Return, n.Barrier)) for x in walk(s) if x is not branches[0][-1]):
+        return False
+    return any(isinstance(x, n.AssertFail) or (isinstance(x, n.Var) and x.name == flag) for x in walk(s))
+
+
+def _replace_return(s: n.If, flag: str) -> n.If:
+    def fix(block: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
+        if block and isinstance(block[-1], n.Return):
+            return block[:-1] + (n.Assign(flag, n.Const(True, BOOL), loc=block[-1].loc),)
+        return block
+    return rebuild(s, then=fix(s.then), orelse=fix(s.orelse))
+
+
+def _guard(block: tuple[n.Stmt, ...], flag: str) -> tuple[n.Stmt, ...]:
+    """``block`` run only by threads whose ``flag`` is false, but for its barriers (and the
+    uniform control flow around them), which every thread reaches. Declarations stay outside
+    the guards (their initializations inside), so names keep their scope."""
+    out: list[n.Stmt] = []
+    pending: list[n.Stmt] = []
+
+    def flush() -> None:
+        if pending:
+            out.append(n.If(n.Unary("not", n.Var(flag, BOOL)), tuple(pending)))
+            pending.clear()
+
+    for s in block:
+        if not any(isinstance(x, n.Barrier) for x in walk(s)):
+            if isinstance(s, n.Decl):
+                out.append(rebuild(s, init=None))
+                if s.init is not None:
+                    pending.append(n.Assign(s.name, s.init, loc=s.loc))
+            else:
+                pending.append(s)
+            continue
+        flush()
+        if isinstance(s, n.If):
+            out.append(rebuild(s, then=_guard(s.then, flag), orelse=_guard(s.orelse, flag)))
+        elif isinstance(s, n.For):
+            out.append(rebuild(s, body=_guard(s.body, flag)))
+        elif isinstance(s, n.While):
+            out.append(rebuild(s, body=_guard(s.body, flag)))
+        else:
+            out.append(s)  # the barrier itself
+    flush()
+    return tuple(out)
