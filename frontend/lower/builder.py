@@ -20,6 +20,7 @@ from frontend.lower.declarations import DeclarationLowering
 from frontend.lower.expressions import ExpressionLowering
 from frontend.lower.inlining import InliningLowering
 from frontend.lower.loops import LoopLowering
+from frontend.lower.members import MemberLowering
 from frontend.lower.places import PlaceLowering
 from frontend.lower.statements import StatementLowering
 from frontend.lower.switch import SwitchLowering
@@ -31,7 +32,7 @@ from frontend.values import (
 
 
 class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
-                    PlaceLowering, CallLowering, CooperativeLowering, InliningLowering):
+                    PlaceLowering, CallLowering, CooperativeLowering, InliningLowering, MemberLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str):

@@ -73,7 +73,12 @@ class CallLowering:
                     raise self.error(f"'{fn.spelling}' without an object is not supported in device code", c)
             return self.inline(target, args, c, discard)
         if fn.kind == CK.CONSTRUCTOR:
+            if self.is_user_construction(fn):
+                return self.construct_value(c, fn, [ch for ch in children if ch.kind.is_expression()])
             return self.constructor(c, fn, children)
+        if fn.kind == CK.CXX_METHOD and not fn.is_default_method() and \
+                function_body(fn.get_definition() or fn) is not None:
+            return self.method_call(c, fn, children, discard)
         if fn.spelling.startswith("operator"):
             # An overloaded operator (clang lists the operands around the operator's name).
             operands = [ch for ch in children

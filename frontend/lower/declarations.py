@@ -16,7 +16,7 @@ from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, has_attr, initializer_of, string_initializer,
 )
 from frontend.lower.cooperative import is_cooperative, refused_group
-from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _zero_of
+from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
 from frontend.values import (
     AggLV, ArrayBinding, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, VarAddress, VarLV,
 )
@@ -95,7 +95,12 @@ class DeclarationLowering:
                 fields[leaf.path] = VarLV(var, lst)
             lv = AggLV(fields, t.spelling)
             self.bind(d, lv)
-            if init is not None and not _is_trivial_construction(init):
+            ctor = _strip(init) if init is not None else None
+            if ctor is not None and ctor.kind == CK.CALL_EXPR and ctor.referenced is not None and \
+                    ctor.referenced.kind == CK.CONSTRUCTOR and self.is_user_construction(ctor.referenced):
+                # `V3 p(a, b, c);`, `V3 p;` with a user constructor: constructed in place.
+                self.construct(lv, ctor.referenced, [a for a in ctor.get_children() if a.kind.is_expression()], ctor)
+            elif init is not None and not _is_trivial_construction(init):
                 self.assign(lv, self.record_value(init, t), d)
             return
         raise UserError(f"local variable '{name}' of type '{t.spelling}' is not supported", where)

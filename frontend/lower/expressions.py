@@ -50,8 +50,6 @@ class ExpressionLowering:
                 raise self.error("null pointers are not supported in device code", c)
             if c.kind == CK.LAMBDA_EXPR:
                 raise self.error("lambdas are not supported in device code", c)
-            if c.kind == CK.CXX_THIS_EXPR:
-                raise self.error("member functions are not supported in device code", c)
             if c.kind == CK.STRING_LITERAL:
                 raise self.error("string literals are not supported in device code", c)
             raise self.error(f"unsupported expression ({c.kind.name.lower()})", c)
@@ -217,8 +215,8 @@ class ExpressionLowering:
 
     def member_ref(self, c: ci.Cursor, discard: bool) -> Value:
         base_c = next(iter(c.get_children()), None)
-        if base_c is None:
-            raise self.error("member functions are not supported in device code", c)
+        if base_c is None:  # `x` inside a member function: `this->x`
+            return self.read(self.member_lv(self.this_place(c), c.spelling, c), c)
         if tm.is_pointer(base_c.type):
             return self.read(self.member_lv(self.deref(self.expr(base_c), c), c.spelling, c), c)
         if self.in_memory(base_c):
@@ -577,6 +575,7 @@ _EXPR_HANDLERS = {
     CK.UNEXPOSED_EXPR: "unexposed",
     CK.DECL_REF_EXPR: "decl_ref",
     CK.MEMBER_REF_EXPR: "member_ref",
+    CK.CXX_THIS_EXPR: "this_expr",
     CK.ARRAY_SUBSCRIPT_EXPR: "array_subscript",
     CK.UNARY_OPERATOR: "unary",
     CK.BINARY_OPERATOR: "binary",

@@ -2,6 +2,8 @@
 and references); ``return`` becomes an assignment to a result local plus structured control flow."""
 from __future__ import annotations
 
+from typing import Callable
+
 import clang.cindex as ci
 
 from polypy.errors import UserError
@@ -10,7 +12,8 @@ from polypy.passes.eliminate_returns import remove_returns
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
-from frontend.lower.context import Frame, decl_key, function_body, is_kernel_decl
+from frontend.clang_setup import unary_operator
+from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl
 from frontend.lower.helpers import _ArrayRef, _strip
 from frontend.values import (
     Aggregate, AggLV, Binding, LValue, Pointer, PtrVarLV, RefBinding, Value, VarAddress,
@@ -21,7 +24,10 @@ class InliningLowering:
     """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
 
     # ------------------------------------------------------------------ inlining
-    def inline(self, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -> Value | None:
+    def inline(self, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor, discard: bool, *,
+               this: LValue | None = None, prologue: Callable[[], None] | None = None) -> Value | None:
+        """``fn`` inlined at call ``c``; ``this``: the object of a member function; ``prologue``
+        runs in the callee's frame before its body (a constructor's member initializers)."""
         key = decl_key(fn)
         if any(f.key == key for f in self.frames):
             raise self.error(f"recursive call to '{fn.spelling}' is not supported", c)
@@ -40,7 +46,16 @@ class InliningLowering:
             env[decl_key(p)] = self.bind_argument(p, a, fn, i, mutated, c)
         result: LValue | None = None
         rt = fn.result_type
-        if rt.get_canonical().kind != ci.TypeKind.VOID:
+        returns_this = False
+        if fn.kind == CK.CONSTRUCTOR:
+            pass
+        elif tm.is_reference(rt):
+            # `T& operator+=(...) { ...; return *this; }`: the call's value is the object itself.
+            returns_this = this is not None and _returns_only_this(fn)
+            if not returns_this and not discard:
+                raise self.error(f"'{fn.spelling}' returns a reference ('{rt.spelling}'), which is only supported "
+                                 "when it returns *this or the result is unused", c)
+        elif rt.get_canonical().kind != ci.TypeKind.VOID:
             st = tm.scalar_type(rt)
             if st is not None:
                 result = self.temp(st, None, fn.spelling + "_ret", c)
@@ -53,17 +68,22 @@ class InliningLowering:
                 result = AggLV(fields, rt.spelling)
             else:
                 raise self.error(f"'{fn.spelling}' returns '{rt.spelling}', which is not supported", c)
-        self.frames.append(Frame(key, fn, env, result=result))
+        self.frames.append(Frame(key, fn, env, result=result, this=this))
         saved_depth = self.loop_depth
         self.loop_depth = 0
         try:
             with self.sub_block() as out:
+                if prologue is not None:
+                    prologue()
                 self.statement(body)
         finally:
             self.loop_depth = saved_depth
             self.frames.pop()
         for s in remove_returns(tuple(out), self.names.fresh):
             self.emit(s)
+        if returns_this and not discard:
+            assert this is not None
+            return self.read(this, c)
         if result is None or discard:
             return None
         return self.read(result, c)
@@ -116,3 +136,24 @@ class InliningLowering:
                     raise self.error(f"unsupported member '{path}' in argument '{name}'", a)
             return AggLV(fields, value.spelling)
         raise self.error(f"parameter '{name}' of type '{t.spelling}' is not supported", a)
+
+
+def _returns_only_this(fn: ci.Cursor) -> bool:
+    """Whether every ``return`` of ``fn`` (outside lambdas) returns ``*this``."""
+    found = False
+    stack = [function_body(fn)]
+    while stack:
+        c = stack.pop()
+        if c is None or c.kind == CK.LAMBDA_EXPR:
+            continue
+        if c.kind == CK.RETURN_STMT:
+            value = [_strip(ch) for ch in c.get_children()]
+            if len(value) != 1 or value[0].kind != CK.UNARY_OPERATOR:
+                return False
+            operand = [_strip(ch) for ch in value[0].get_children()]
+            if unary_operator(value[0]) != "*" or len(operand) != 1 or operand[0].kind != CK.CXX_THIS_EXPR:
+                return False
+            found = True
+            continue
+        stack.extend(c.get_children())
+    return found

@@ -53,8 +53,8 @@ class PlaceLowering:
             return self.deref(ptr, c)
         if kind == CK.MEMBER_REF_EXPR:
             base_c = next(iter(c.get_children()), None)
-            if base_c is None:
-                raise self.error("member functions are not supported in device code", c)
+            if base_c is None:  # `x` inside a member function: `this->x`
+                return self.member_lv(self.this_place(c), c.spelling, c)
             if tm.is_pointer(base_c.type):
                 base_lv = self.deref(self.expr(base_c), c)
             else:
