@@ -232,3 +232,99 @@ def test_function_objects_templates_static_members_defaults_references(loaded, c
                        {"x": x, "y": np.zeros(n, np.float32), "z": np.zeros(n, np.float32), "n": n, "a": a}):
         np.testing.assert_allclose(out["y"], want_y, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(out["z"], want_z, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- gradients
+GRAD_KERNEL = r"""
+struct D3 {
+  double x, y, z;
+  __device__ D3(double a, double b, double c) : x(a), y(b), z(c) {}
+  __device__ D3 operator*(double s) const { return D3(x * s, y * s, z * s); }
+  __device__ D3 operator-(const D3& o) const { return D3(x - o.x, y - o.y, z - o.z); }
+  __device__ double dot(const D3& o) const { return x * o.x + y * o.y + z * o.z; }
+};
+
+__global__ void energy(const double* p, const double* q, double* e, double k, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    D3 a(p[3 * i], p[3 * i + 1], p[3 * i + 2]);
+    D3 b(q[3 * i], q[3 * i + 1], q[3 * i + 2]);
+    D3 d = (a - b) * k;
+    e[i] = d.dot(d) * sin(a.x);
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("grid,block", [((1,), (32,)), ((3,), (16,))])
+def test_gradient_of_member_operators_matches_finite_differences(tmp_path, grid, block) -> None:
+    from autodiff.check import check_gradients
+    from polypy.driver.gradients import grad_kernel
+
+    path = tmp_path / "energy.cu"
+    path.write_text(GRAD_KERNEL)
+    module = polypy.load(str(path))
+    k_grad = grad_kernel(module, "energy", wrt=["p", "q", "k"])
+    k_fwd = grad_kernel(module, "energy", wrt=["p", "q", "k"], mode="forward")
+    n = grid[0] * block[0] - 3
+    rng = np.random.default_rng(5)
+    args = {"p": rng.standard_normal(3 * n), "q": rng.standard_normal(3 * n), "e": np.zeros(n), "k": 0.7, "n": n}
+    result = check_gradients(module.kernel("energy"), k_grad, grid, block, args, k_fwd=k_fwd)
+    assert abs(result.finite_difference) > 1e-8
+    assert result.error() < 1e-6, result
+    assert result.forward_effect_error < 1e-12, result
+
+
+# ---------------------------------------------------------------------------- still refused
+REFUSED = [
+    ("lambda",
+     "__global__ void k(float* y) {\n"
+     "  float s = 2.0f;\n"
+     "  auto f = [=](float v) { return v * s; };\n"
+     "  y[threadIdx.x] = f(y[threadIdx.x]);\n"
+     "}\n",
+     "lambdas are not supported", (3, 12)),
+    ("virtual",
+     "struct B { __device__ virtual float f(float v) const { return v; } };\n"
+     "__global__ void k(float* y) { B b; y[threadIdx.x] = b.f(y[threadIdx.x]); }\n",
+     "virtual member function 'f'", (2, 53)),
+    ("base-class",
+     "struct B { float w; __device__ float f(float v) const { return w * v; } };\n"
+     "struct C : B { };\n"
+     "__global__ void k(float* y) { C c; c.w = 2.0f; y[threadIdx.x] = c.f(y[threadIdx.x]); }\n",
+     "derived class 'C'", (3, 33)),
+    ("reference-to-member",
+     "struct V { float x, y;\n"
+     "  __device__ float& at(int i) { return i == 0 ? x : y; } };\n"
+     "__global__ void k(float* y) { V v = {1.0f, 2.0f}; y[threadIdx.x] = v.at(threadIdx.x & 1); }\n",
+     "returns a reference ('float &')", (3, 68)),
+    ("delegating-constructor",
+     "struct V { float x, y;\n"
+     "  __device__ V(float a, float b) : x(a), y(b) {}\n"
+     "  __device__ V(float a) : V(a, a) {} };\n"
+     "__global__ void k(float* y) { V v(y[0]); y[threadIdx.x] = v.x + v.y; }\n",
+     "delegating constructor", (4, 33)),
+]
+
+
+@pytest.mark.parametrize("name,text,message,where", REFUSED, ids=[r[0] for r in REFUSED])
+def test_refused_with_location(name: str, text: str, message: str, where: tuple[int, int],
+                               tmp_path: pathlib.Path) -> None:
+    path = tmp_path / f"{name}.cu"
+    path.write_text(text)
+    with pytest.raises(UserError) as info:
+        polypy.load(str(path))
+    err = info.value
+    assert message in err.message, err.render()
+    assert err.loc is not None and (err.loc.line, err.loc.col) == where, err.render()
+
+
+def test_refusal_through_the_cli_is_located_without_output(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "lam.cu"
+    path.write_text(REFUSED[0][1])
+    out = tmp_path / "out.cpp"
+    done = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(path), "-o", str(out)],
+                          capture_output=True, text=True)
+    assert done.returncode == 1
+    assert f"{path}:3:12: error: lambdas are not supported" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and not out.exists()

@@ -84,6 +84,9 @@ class DeclarationLowering:
                 self.bind(d, PtrVarLV(value, None))
             return
         if tm.is_record(t):
+            if any(ch.kind == CK.CXX_BASE_SPECIFIER for ch in tm.canonical(t).get_declaration().get_children()):
+                raise UserError(f"local variable '{name}' of derived class '{t.spelling}' is not supported in device "
+                                "code (base classes)", where)
             fields: dict[str, LValue] = {}
             for leaf in tm.leaves(t):
                 lst = leaf.scalar
