@@ -19,6 +19,7 @@ from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl
 from frontend.lower.declarations import DeclarationLowering
 from frontend.lower.expressions import ExpressionLowering
 from frontend.lower.inlining import InliningLowering
+from frontend.lower.lambdas import LambdaLowering
 from frontend.lower.loops import LoopLowering
 from frontend.lower.members import MemberLowering
 from frontend.lower.places import PlaceLowering
@@ -32,7 +33,8 @@ from frontend.values import (
 
 
 class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
-                    PlaceLowering, CallLowering, CooperativeLowering, InliningLowering, MemberLowering):
+                    PlaceLowering, CallLowering, CooperativeLowering, InliningLowering, MemberLowering,
+                    LambdaLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str):
@@ -48,6 +50,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.frames: list[Frame] = []
         self.block: list[n.Stmt] = []
         self.mutated_cache: dict[tuple, set[tuple]] = {}
+        self.closure_types: set[tuple] = set()  # the closure types of the lambdas lowered (lambdas.py)
         self.lowered_as_cache: dict[str, ci.Cursor] = {}  # polypy_lower_as targets by name (calls.py)
         self.loop_depth = 0
         self.switch_markers: list[dict[int, n.Return]] = []  # the breaks of the switches being lowered

@@ -18,7 +18,7 @@ from frontend.lower.context import (
 from frontend.lower.cooperative import is_cooperative, refused_group
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
 from frontend.values import (
-    AggLV, ArrayBinding, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, VarAddress, VarLV,
+    AggLV, ArrayBinding, Closure, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, VarAddress, VarLV,
 )
 
 
@@ -82,6 +82,12 @@ class DeclarationLowering:
                 self.bind(d, PtrVarLV(dataclasses.replace(value, offset=None), var))
             else:
                 self.bind(d, PtrVarLV(value, None))
+            return
+        if init is not None and (_strip(init).kind == CK.LAMBDA_EXPR or self.is_closure_type(t)):
+            closure = self.expr(init)  # `auto f = [&](float v) { ... };` (see ``lambdas``)
+            if not isinstance(closure, Closure):
+                raise UserError(f"local variable '{name}' holds a lambda polypy cannot follow", where)
+            self.bind(d, closure)
             return
         if tm.is_record(t):
             if any(ch.kind == CK.CXX_BASE_SPECIFIER for ch in tm.canonical(t).get_declaration().get_children()):

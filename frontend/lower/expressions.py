@@ -19,7 +19,7 @@ from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
 )
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, Binding, BitsLV, ConstBinding, LValue, MemLV, PendingPtrLV, Pointer,
+    Aggregate, AggLV, ArrayBinding, Binding, BitsLV, Closure, ConstBinding, LValue, MemLV, PendingPtrLV, Pointer,
     PointerTable, PtrVarLV, RecLV, RefBinding, Value, VarAddress, VarLV,
 )
 
@@ -48,8 +48,6 @@ class ExpressionLowering:
         if handler is None:
             if c.kind in (CK.CXX_NULL_PTR_LITERAL_EXPR, CK.GNU_NULL_EXPR):
                 raise self.error("null pointers are not supported in device code", c)
-            if c.kind == CK.LAMBDA_EXPR:
-                raise self.error("lambdas are not supported in device code", c)
             if c.kind == CK.STRING_LITERAL:
                 raise self.error("string literals are not supported in device code", c)
             raise self.error(f"unsupported expression ({c.kind.name.lower()})", c)
@@ -173,6 +171,8 @@ class ExpressionLowering:
     def binding_value(self, b: Binding, c: ci.Cursor) -> Value:
         if isinstance(b, ConstBinding):
             return b.value
+        if isinstance(b, Closure):
+            return b
         if isinstance(b, RefBinding):
             return self.read(b.target, c)
         if isinstance(b, ArrayBinding):
@@ -576,6 +576,7 @@ _EXPR_HANDLERS = {
     CK.DECL_REF_EXPR: "decl_ref",
     CK.MEMBER_REF_EXPR: "member_ref",
     CK.CXX_THIS_EXPR: "this_expr",
+    CK.LAMBDA_EXPR: "lambda_expr",
     CK.ARRAY_SUBSCRIPT_EXPR: "array_subscript",
     CK.UNARY_OPERATOR: "unary",
     CK.BINARY_OPERATOR: "binary",

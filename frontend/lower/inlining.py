@@ -16,7 +16,7 @@ from frontend.clang_setup import unary_operator
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl
 from frontend.lower.helpers import _ArrayRef, _strip
 from frontend.values import (
-    Aggregate, AggLV, Binding, LValue, Pointer, PtrVarLV, RefBinding, Value, VarAddress,
+    Aggregate, AggLV, Binding, Closure, LValue, Pointer, PtrVarLV, RefBinding, Value, VarAddress,
 )
 
 
@@ -25,7 +25,8 @@ class InliningLowering:
 
     # ------------------------------------------------------------------ inlining
     def inline(self, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor, discard: bool, *,
-               this: LValue | None = None, prologue: Callable[[], None] | None = None) -> Value | None:
+               this: LValue | None = None, prologue: Callable[[], None] | None = None,
+               captures: dict | None = None) -> Value | None:
         """``fn`` inlined at call ``c``; ``this``: the object of a member function; ``prologue``
         runs in the callee's frame before its body (a constructor's member initializers)."""
         key = decl_key(fn)
@@ -40,7 +41,7 @@ class InliningLowering:
         if len(args) != len(params):
             raise self.error(f"call to '{fn.spelling}' with {len(args)} arguments, expected {len(params)}", c)
         mutated = self.assigned_decls(fn)
-        env: dict[tuple, Binding] = {}
+        env: dict[tuple, Binding] = dict(captures or {})  # a lambda's captured variables
         # Arguments are evaluated in the caller's frame, before the callee runs.
         for i, (p, a) in enumerate(zip(params, args)):
             env[decl_key(p)] = self.bind_argument(p, a, fn, i, mutated, c)
@@ -107,6 +108,8 @@ class InliningLowering:
             value = self.arg_value(a, fn, i)  # const T& bound to a temporary
             return self.copy_to_local(value, target_t, name, a)
         value = self.arg_value(a, fn, i)
+        if isinstance(value, Closure):  # a lambda passed to a function template
+            return value
         if isinstance(value, _ArrayRef):
             value = value.decay(self, a)
         if tm.is_pointer(pt) or tm.is_array(pt):

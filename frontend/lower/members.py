@@ -14,7 +14,7 @@ import clang.cindex as ci
 from frontend import ctypes_map as tm
 from frontend.lower.context import CK, function_body
 from frontend.lower.helpers import _strip, _zero_of
-from frontend.values import AggLV, LValue, Value, VarAddress
+from frontend.values import AggLV, Closure, LValue, Value, VarAddress
 
 # Object expressions whose place ``lvalue`` finds (everything else is a temporary record value).
 _PLACES = (CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR, CK.ARRAY_SUBSCRIPT_EXPR, CK.UNARY_OPERATOR)
@@ -43,6 +43,11 @@ class MemberLowering:
             # Clang lists the operands around the operator's name: the object first.
             operands = [ch for ch in children
                         if not (_strip(ch).kind == CK.DECL_REF_EXPR and _strip(ch).spelling == fn.spelling)]
+            if fn.spelling == "operator()" and self.is_closure_type(operands[0].type):
+                closure = self.expr(operands[0])
+                if not isinstance(closure, Closure):
+                    raise self.error("this call of a lambda is not supported in device code", c)
+                return self.call_closure(closure, operands[1:], c, discard)
             if fn.is_static_method():
                 return self.inline(definition, operands, c, discard)
             return self.inline(definition, operands[1:], c, discard, this=self.object_place(operands[0], c))

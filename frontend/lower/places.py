@@ -14,7 +14,7 @@ from frontend.clang_setup import unary_operator
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, BitsLV, LValue, MemLV, PendingPtrLV, Pointer, PointerTable, PtrVarLV, RecLV,
+    Aggregate, AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PointerTable, PtrVarLV, RecLV,
     RecordAddress, RefBinding, Value, VarAddress, VarLV,
 )
 
@@ -189,6 +189,8 @@ class PlaceLowering:
                     values[leaf.path] = n.Const(0, lst)
             return Aggregate(values, rt.spelling)
         v = self.expr(c)
+        if isinstance(v, Closure):  # a copy of a lambda's closure (see ``lambdas``)
+            return v  # type: ignore[return-value]
         if not isinstance(v, Aggregate):
             raise self.error(f"expected a record value, found a {_describe(v)}", c)
         return v
