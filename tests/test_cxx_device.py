@@ -265,6 +265,68 @@ def test_lambdas_by_value_by_reference_and_passed_to_templates(loaded, compiled,
         np.testing.assert_array_equal(out["cnt"], want_cnt)
 
 
+# A whole program: function objects passed to a kernel template (instances made by the host's launches).
+PROGRAM = r"""#include <cstdio>
+struct Scale {
+  float k;
+  __device__ float operator()(float v) const { return k * v; }
+};
+struct AddTo {
+  float b;
+  __device__ float operator()(float v) const { return v + b; }
+};
+template <typename F>
+__global__ void apply(F f, const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = f(x[i]);
+}
+int main() {
+  const int n = 100;
+  float hx[n], hy[n];
+  for (int i = 0; i < n; i++) hx[i] = 0.5f * i - 7.0f;
+  float *x, *y;
+  cudaMalloc(&x, n * sizeof(float));
+  cudaMalloc(&y, n * sizeof(float));
+  cudaMemcpy(x, hx, n * sizeof(float), cudaMemcpyHostToDevice);
+  Scale s = {3.0f};
+  apply<<<(n + 31) / 32, 32>>>(s, x, y, n);
+  cudaMemcpy(hy, y, n * sizeof(float), cudaMemcpyDeviceToHost);
+  float sum = 0.0f;
+  for (int i = 0; i < n; i++) sum += hy[i];
+  apply<<<4, 64>>>(AddTo{1.5f}, y, x, n);
+  cudaMemcpy(hx, x, n * sizeof(float), cudaMemcpyDeviceToHost);
+  printf("%.3f %.3f %.3f\n", sum, hx[0], hx[n - 1]);
+  cudaFree(x); cudaFree(y);
+  return 0;
+}
+"""
+
+
+def test_function_objects_passed_to_kernel_templates_in_a_program(tmp_path: pathlib.Path) -> None:
+    from c_support import need_compiler
+    from codegen.c import find_compiler
+
+    x = np.float32(0.5) * np.arange(100, dtype=np.float32) - np.float32(7.0)
+    y = np.float32(3.0) * x
+    expected = f"{float(y.sum(dtype=np.float32)):.3f} {float(y[0] + np.float32(1.5)):.3f} {float(y[-1] + np.float32(1.5)):.3f}\n"
+    path = tmp_path / "prog.cu"
+    path.write_text(PROGRAM)
+    cli = [sys.executable, "-m", "polypy.driver.cli"]
+    emulated = subprocess.run(cli + ["run", str(path), "--emulate"], capture_output=True, text=True)
+    assert emulated.returncode == 0, emulated.stderr
+    assert emulated.stdout == expected
+    need_compiler(cpp=True)
+    out = tmp_path / "prog.cpp"
+    done = subprocess.run(cli + ["translate", str(path), "-o", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    exe = tmp_path / "prog"
+    built = subprocess.run([find_compiler(cpp=True), "-O2", "-fopenmp", str(out), "-o", str(exe), "-lm"],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0 and ran.stdout == expected, (ran.stdout, ran.stderr)
+
+
 # ---------------------------------------------------------------------------- gradients
 GRAD_KERNEL = r"""
 struct D3 {
