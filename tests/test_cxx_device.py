@@ -129,6 +129,18 @@ __global__ void functors(const float* x, float* y, float* z, int n, float a) {
   map_n<Square, 1>(Square(), x, z, n);
 }
 
+// Conversion operators and static member functions.
+struct Fix {
+  int raw;
+  __device__ Fix(float v) : raw((int)(v * 256.0f)) {}
+  __device__ operator float() const { return raw / 256.0f; }
+  __device__ static Fix half() { return Fix(0.5f); }
+};
+__global__ void fixed_point(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { Fix f(x[i]); float g = f; y[i] = g + (float)Fix::half() + f.operator float(); }
+}
+
 // Lambdas: by value (a copy when evaluated), by reference, passed to a template, a temporary.
 template <typename F>
 __device__ float twice(F f, float v) { return f(f(v)); }
@@ -263,6 +275,16 @@ def test_lambdas_by_value_by_reference_and_passed_to_templates(loaded, compiled,
                        {"y": y, "cnt": np.zeros(n, np.int32), "n": n}):
         np.testing.assert_allclose(out["y"], new_y, rtol=1e-6, atol=1e-6)
         np.testing.assert_array_equal(out["cnt"], want_cnt)
+
+
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_conversion_operators_and_static_member_functions(loaded, compiled, grid, block) -> None:
+    n = grid[0] * block[0] - 4
+    x = (np.random.default_rng(8).standard_normal(n) * 10).astype(np.float32)
+    want = 2.0 * np.trunc(x.astype(np.float64) * 256.0) / 256.0 + 0.5
+    for out in run_all(loaded, compiled, "fixed_point", grid, block,
+                       {"x": x, "y": np.zeros(n, np.float32), "n": n}):
+        np.testing.assert_allclose(out["y"], want, rtol=1e-6)
 
 
 # A whole program: function objects passed to a kernel template (instances made by the host's launches).

@@ -76,7 +76,7 @@ class CallLowering:
             if self.is_user_construction(fn):
                 return self.construct_value(c, fn, [ch for ch in children if ch.kind.is_expression()])
             return self.constructor(c, fn, children)
-        if fn.kind == CK.CXX_METHOD and not fn.is_default_method() and \
+        if fn.kind in (CK.CXX_METHOD, CK.CONVERSION_FUNCTION) and not fn.is_default_method() and \
                 function_body(fn.get_definition() or fn) is not None:
             return self.method_call(c, fn, children, discard)
         if fn.spelling.startswith("operator"):

@@ -39,7 +39,7 @@ class MemberLowering:
         """A call of a member function or member operator ``fn`` (``c`` is the call expression)."""
         self.check_method(fn, c)
         definition = fn.get_definition() or fn
-        if fn.spelling.startswith("operator"):
+        if fn.kind == CK.CXX_METHOD and fn.spelling.startswith("operator"):
             # Clang lists the operands around the operator's name: the object first.
             operands = [ch for ch in children
                         if not (_strip(ch).kind == CK.DECL_REF_EXPR and _strip(ch).spelling == fn.spelling)]
