@@ -154,10 +154,12 @@ __global__ void lambdas(float* y, int* cnt, int n) {
   s = 5.0f;
   auto g = [&](float v) { c++; s += v; };
   auto h = [&c, &s] { return c + s; };
+  const int N = 3;
+  auto k3 = [](float v) { return v + N; };  // a constant, not captured
   y[i] = f(y[i]) + twice(f, 1.0f) + twice([&](float v) { return v + s; }, 0.0f);
   g(1.0f);
   g(y[i] > 0.0f ? 2.0f : 3.0f);
-  cnt[i] = c * 100 + (int)h();
+  cnt[i] = c * 100 + (int)h() + 1000 * (int)k3(0.0f);
 }
 """
 
@@ -270,7 +272,7 @@ def test_lambdas_by_value_by_reference_and_passed_to_templates(loaded, compiled,
     n = grid[0] * block[0] - 2
     y = np.random.default_rng(6).standard_normal(n).astype(np.float32)
     new_y = 2.0 * y.astype(np.float64) + 4.0 + 10.0
-    want_cnt = 200 + np.where(new_y > 0, 8, 9) + 2
+    want_cnt = 3000 + 200 + np.where(new_y > 0, 8, 9) + 2
     for out in run_all(loaded, compiled, "lambdas", grid, block,
                        {"y": y, "cnt": np.zeros(n, np.int32), "n": n}):
         np.testing.assert_allclose(out["y"], new_y, rtol=1e-6, atol=1e-6)
@@ -412,6 +414,12 @@ REFUSED = [
      "  y[threadIdx.x] = f(y[threadIdx.x]);\n"
      "}\n",
      "init-captures", (2, 12)),
+    ("lambda-generic",
+     "__global__ void k(float* y) {\n"
+     "  auto f = [](auto v) { return v * 2; };\n"
+     "  y[threadIdx.x] = f(y[threadIdx.x]);\n"
+     "}\n",
+     "generic lambdas (auto parameters)", (2, 12)),
     ("virtual",
      "struct B { __device__ virtual float f(float v) const { return v; } };\n"
      "__global__ void k(float* y) { B b; y[threadIdx.x] = b.f(y[threadIdx.x]); }\n",

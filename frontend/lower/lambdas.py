@@ -45,15 +45,12 @@ class LambdaLowering:
             stack.extend(x.get_children())
         if len(names) < len(fields):
             raise self.error("lambda init-captures are not supported in device code", c)
-        captures: dict = {}
         if by_ref == {True}:
-            captures = {key: outer[key] for key in names}
-        elif fields:
-            if not operator.is_const_method():
-                raise self.error("mutable lambdas capturing by value are not supported in device code", c)
-            for key, decl in names.items():
-                captures[key] = self.capture_copy(decl, outer[key], c)
-        return Closure(operator, captures)
+            return Closure(operator, {key: outer[key] for key in names})
+        if fields and not operator.is_const_method():
+            raise self.error("mutable lambdas capturing by value are not supported in device code", c)
+        # Copies; a name the closure has no field for is a constant (not captured: its value).
+        return Closure(operator, {key: self.capture_copy(decl, outer[key], c) for key, decl in names.items()})
 
     def capture_copy(self, decl: ci.Cursor, binding, c: ci.Cursor):
         """A by-value capture of ``decl``: a copy of its value now."""
