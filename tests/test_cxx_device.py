@@ -414,6 +414,15 @@ REFUSED = [
      "  y[threadIdx.x] = f(y[threadIdx.x]);\n"
      "}\n",
      "init-captures", (2, 12)),
+    ("non-const-member-of-a-conditional",
+     "struct V { float a; __device__ void inc() { a += 1.0f; } };\n"
+     "__global__ void k(V v, float* x, bool c) { V w = v; (c ? v : w).inc(); x[0] = v.a + w.a; }\n",
+     "non-const member function 'inc' on this object", (2, 53)),
+    ("non-const-member-of-a-returned-reference",
+     "struct V { float a; __device__ void inc() { a += 1.0f; }\n"
+     "  __device__ V& operator+=(const V& o) { a += o.a; return *this; } };\n"
+     "__global__ void k(float* x) { V v = {1.0f}; (v += v).inc(); x[0] = v.a; }\n",
+     "non-const member function 'inc' on this object", (3, 45)),
     ("lambda-generic",
      "__global__ void k(float* y) {\n"
      "  auto f = [](auto v) { return v * 2; };\n"

@@ -50,7 +50,7 @@ class MemberLowering:
                 return self.call_closure(closure, operands[1:], c, discard)
             if fn.is_static_method():
                 return self.inline(definition, operands, c, discard)
-            return self.inline(definition, operands[1:], c, discard, this=self.object_place(operands[0], c))
+            return self.inline(definition, operands[1:], c, discard, this=self.object_place(operands[0], fn, c))
         callee = _strip(children[0]) if children else None
         args = children[1:]
         if fn.is_static_method():
@@ -58,7 +58,7 @@ class MemberLowering:
         if callee is None or callee.kind != CK.MEMBER_REF_EXPR:
             raise self.error("calls through pointers to member functions are not supported", c)
         base = next(iter(callee.get_children()), None)
-        this = self.this_place(c) if base is None else self.object_place(base, c)
+        this = self.this_place(c) if base is None else self.object_place(base, fn, c)
         return self.inline(definition, args, c, discard, this=this)
 
     def check_method(self, fn: ci.Cursor, c: ci.Cursor) -> None:
@@ -71,8 +71,9 @@ class MemberLowering:
         if function_body(fn.get_definition() or fn) is None:
             raise self.error(f"member function '{fn.spelling}' has no definition polypy can translate", c)
 
-    def object_place(self, obj: ci.Cursor, c: ci.Cursor) -> LValue:
-        """Where the object of a member call lives: its place, or a temporary holding its value."""
+    def object_place(self, obj: ci.Cursor, fn: ci.Cursor, c: ci.Cursor) -> LValue:
+        """Where the object of a call of member ``fn`` lives: its place, or a temporary holding
+        its value (a function's or constructor's result; any object for a ``const`` member)."""
         inner = _strip(obj)
         if tm.is_pointer(inner.type):  # `p->f()`
             return self.deref(self.expr(inner), c)
@@ -80,6 +81,13 @@ class MemberLowering:
             return self.this_place(c)
         if inner.kind in _PLACES:
             return self.lvalue(inner)
+        callee = inner.referenced if inner.kind == CK.CALL_EXPR else None
+        result = inner.kind == CK.CXX_FUNCTIONAL_CAST_EXPR or \
+            (callee is not None and (callee.kind == CK.CONSTRUCTOR or not tm.is_reference(callee.result_type)))
+        if not fn.is_const_method() and not result:
+            # `(c ? a : b).inc()` changes a or b: a copy would lose the change.
+            raise self.error(f"calling the non-const member function '{fn.spelling}' on this object is not supported "
+                             "in device code (name the object)", obj)
         value = self.record_value(inner, inner.type)
         return self.copy_to_local(value, tm.strip_reference(inner.type), "obj", obj)  # type: ignore[return-value]
 
