@@ -76,6 +76,19 @@ __global__ void accumulate(const float* x, float* out, int n, int m) {
   out[i] = acc.mean();
 }
 
+// Members whose own default constructor runs (an explicit and an implicit outer constructor).
+struct Ray { V3 o; float t; __device__ Ray(float tt) : t(tt) {} };
+struct Box { V3 lo; int id = 7; };
+
+__global__ void nested(const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  Ray r(x[i]);
+  Box b;
+  r.o += V3(x[i], 1.0f, 2.0f);
+  out[i] = r.o.x + r.o.y + r.o.z + r.t + b.lo.z + b.id;
+}
+
 // Members of a record in device memory, through a pointer and an element.
 struct Particle {
   float px, py, vx, vy;
@@ -234,6 +247,15 @@ def test_default_member_initializers_and_mutating_members(loaded, compiled, grid
     for out in run_all(loaded, compiled, "accumulate", grid, block,
                        {"x": x, "out": np.zeros(n, np.float32), "n": n, "m": m}):
         np.testing.assert_allclose(out["out"], want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_members_constructed_by_their_own_default_constructors(loaded, compiled, grid, block) -> None:
+    n = grid[0] * block[0] - 2
+    x = np.random.default_rng(9).standard_normal(n).astype(np.float32)
+    want = 2.0 * x.astype(np.float64) + 3.0 + 7.0  # r.o = (0,0,0) + (x, 1, 2); b.lo = 0; b.id = 7
+    for out in run_all(loaded, compiled, "nested", grid, block, {"x": x, "out": np.zeros(n, np.float32), "n": n}):
+        np.testing.assert_allclose(out["out"], want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("grid,block", SHAPES)
@@ -423,6 +445,10 @@ REFUSED = [
      "  __device__ V& operator+=(const V& o) { a += o.a; return *this; } };\n"
      "__global__ void k(float* x) { V v = {1.0f}; (v += v).inc(); x[0] = v.a; }\n",
      "non-const member function 'inc' on this object", (3, 45)),
+    ("array-of-constructed-records",
+     "struct V { float a; __device__ V() : a(1.0f) {} };\n"
+     "__global__ void k(float* x) { V v[4]; x[threadIdx.x] = v[threadIdx.x & 3].a; }\n",
+     "arrays of records with constructors ('V[4]')", (2, 33)),
     ("lambda-generic",
      "__global__ void k(float* y) {\n"
      "  auto f = [](auto v) { return v * 2; };\n"

@@ -73,7 +73,7 @@ class CallLowering:
                     raise self.error(f"'{fn.spelling}' without an object is not supported in device code", c)
             return self.inline(target, args, c, discard)
         if fn.kind == CK.CONSTRUCTOR:
-            if self.is_user_construction(fn):
+            if self.is_user_construction(fn, c):
                 return self.construct_value(c, fn, [ch for ch in children if ch.kind.is_expression()])
             return self.constructor(c, fn, children)
         if fn.kind in (CK.CXX_METHOD, CK.CONVERSION_FUNCTION) and not fn.is_default_method() and \

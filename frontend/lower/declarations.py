@@ -106,7 +106,7 @@ class DeclarationLowering:
             self.bind(d, lv)
             ctor = _strip(init) if init is not None else None
             if ctor is not None and ctor.kind == CK.CALL_EXPR and ctor.referenced is not None and \
-                    ctor.referenced.kind == CK.CONSTRUCTOR and self.is_user_construction(ctor.referenced):
+                    ctor.referenced.kind == CK.CONSTRUCTOR and self.is_user_construction(ctor.referenced, ctor):
                 # `V3 p(a, b, c);`, `V3 p;` with a user constructor: constructed in place.
                 self.construct(lv, ctor.referenced, [a for a in ctor.get_children() if a.kind.is_expression()], ctor)
             elif init is not None and not _is_trivial_construction(init):
@@ -158,6 +158,7 @@ class DeclarationLowering:
 
     def local_array(self, d: ci.Cursor, init: ci.Cursor | None) -> ArrayBinding:
         where = self.loc(d)
+        self.default_constructor(d.type, d)  # arrays of records whose constructors run: refused
         dims, elem = _array_dims(d.type)
         layout = tm.array_layout(elem, where)
         shape = _buffer_shape(dims, layout, where, d.spelling)

@@ -92,17 +92,19 @@ class MemberLowering:
         return self.copy_to_local(value, tm.strip_reference(inner.type), "obj", obj)  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ constructors
-    def is_user_construction(self, fn: ci.Cursor) -> bool:
+    def is_user_construction(self, fn: ci.Cursor, c: ci.Cursor) -> bool:
         """Whether constructor ``fn`` does more than copy or leave members unset: it is user-written,
-        or its record gives members default initializers. (Clang gives the implicit members it
-        defines a body too; those are "defaulted".)"""
+        or its record gives members default initializers or has members whose own default
+        constructor does something. (Clang gives the implicit members it defines a body too;
+        those are "defaulted".)"""
         if not fn.is_default_method():
             return function_body(fn.get_definition() or fn) is not None
         if fn.is_copy_constructor() or fn.is_move_constructor():
             return False
         record = fn.semantic_parent
         return record is not None and any(
-            f.kind == CK.FIELD_DECL and any(ch.kind.is_expression() for ch in f.get_children())
+            f.kind == CK.FIELD_DECL and (any(ch.kind.is_expression() for ch in f.get_children()) or
+                                         self.default_constructor(f.type, c) is not None)
             for f in record.get_children())
 
     def construct_value(self, c: ci.Cursor, fn: ci.Cursor, args: list[ci.Cursor]) -> Value:
@@ -148,12 +150,30 @@ class MemberLowering:
                 else:
                     default = [ch for ch in f.get_children() if ch.kind.is_expression()]
                     if not default:
-                        continue  # left unset, as C++ leaves it
+                        ctor = self.default_constructor(f.type, c)
+                        if ctor is not None:  # a member record's own default constructor
+                            self.construct(self.member_lv(self.this_place(c), f.spelling, c), ctor, [], c)
+                        continue  # otherwise left unset, as C++ leaves it
                     init = default[-1]
                 place = self.member_lv(self.this_place(c), f.spelling, c)
                 self.initialize(place, f.type, init, c)
 
         self.inline(definition, args, c, True, this=target, prologue=prologue)
+
+    def default_constructor(self, t: ci.Type, c: ci.Cursor) -> ci.Cursor | None:
+        """The default constructor of type ``t`` when running it does something, else None."""
+        ct = tm.canonical(t)
+        if ct.kind in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY):
+            if self.default_constructor(ct.element_type, c) is not None:
+                raise self.error(f"arrays of records with constructors ('{t.spelling}') are not supported in device "
+                                 "code", c)
+            return None
+        if not tm.is_record(ct):
+            return None
+        for m in ct.get_declaration().get_children():
+            if m.kind == CK.CONSTRUCTOR and m.is_default_constructor() and self.is_user_construction(m, c):
+                return m
+        return None
 
     def initialize(self, place: LValue, t: ci.Type, init: ci.Cursor | None, c: ci.Cursor) -> None:
         """A member initialized from ``init`` (``x()`` without one: value-initialized, zero)."""
@@ -163,7 +183,7 @@ class MemberLowering:
         if tm.is_record(t):
             ctor = _strip(init)
             if ctor.kind == CK.CALL_EXPR and ctor.referenced is not None and \
-                    ctor.referenced.kind == CK.CONSTRUCTOR and self.is_user_construction(ctor.referenced):
+                    ctor.referenced.kind == CK.CONSTRUCTOR and self.is_user_construction(ctor.referenced, ctor):
                 self.construct(place, ctor.referenced, [a for a in ctor.get_children() if a.kind.is_expression()],
                                ctor)
                 return
