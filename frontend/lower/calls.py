@@ -93,7 +93,7 @@ class CallLowering:
             raise self.error(f"'{fn.spelling}' as a member function is not supported in device code", c)
         if fn.kind not in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
             if fn.kind == CK.CXX_METHOD:
-                raise self.error("member functions are not supported in device code", c)
+                raise self.error(f"member function '{fn.spelling}' has no definition polypy can translate", c)
             raise self.error("calls through function pointers are not supported", c)
         callee = children[0] if children else None
         if callee is not None and _strip(callee).kind not in (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF) and \
