@@ -154,6 +154,21 @@ __global__ void fixed_point(const float* x, float* y, int n) {
   if (i < n) { Fix f(x[i]); float g = f; y[i] = g + (float)Fix::half() + f.operator float(); }
 }
 
+// Functions returning pointers: a template's member (the SharedMemory<T> idiom) and a free function.
+template <typename T> struct SharedMem {
+  __device__ T* get() { extern __shared__ int smem_[]; return (T*)smem_; }
+};
+__device__ const float* row_of(const float* a, int r, int w) { if (r < 0) return a; return a + r * w; }
+
+__global__ void pointers(const float* a, float* out, int w) {
+  SharedMem<int> s;
+  int* sd = s.get();
+  sd[threadIdx.x] = threadIdx.x * 3;
+  __syncthreads();
+  const float* p = row_of(a, blockIdx.x, w);
+  out[blockIdx.x * blockDim.x + threadIdx.x] = p[threadIdx.x] + sd[blockDim.x - 1 - threadIdx.x];
+}
+
 // Lambdas: by value (a copy when evaluated), by reference, passed to a template, a temporary.
 template <typename F>
 __device__ float twice(F f, float v) { return f(f(v)); }
@@ -206,17 +221,17 @@ def compiled(source):
     return polypy.compile(str(source))
 
 
-def run_all(loaded, compiled, name: str, grid, block, args: dict) -> list[dict]:
+def run_all(loaded, compiled, name: str, grid, block, args: dict, shmem: int = 0) -> list[dict]:
     """``args`` copied and run by the emulator, the LLVM backend and the C backend."""
     out = []
     for how in ("emulator", "llvm"):
         a = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
         if how == "emulator":
-            polypy.emulate(loaded.kernel(name), grid, block, a)
+            polypy.emulate(loaded.kernel(name), grid, block, a, shmem=shmem)
         else:
-            getattr(compiled, name)[grid, block](*a.values())
+            getattr(compiled, name)[grid, block, shmem](*a.values())
         out.append(a)
-    out.append(run_c(loaded.kernel(name), grid, block, args))
+    out.append(run_c(loaded.kernel(name), grid, block, args, shmem=shmem))
     return out
 
 
@@ -309,6 +324,16 @@ def test_conversion_operators_and_static_member_functions(loaded, compiled, grid
     for out in run_all(loaded, compiled, "fixed_point", grid, block,
                        {"x": x, "y": np.zeros(n, np.float32), "n": n}):
         np.testing.assert_allclose(out["y"], want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_functions_returning_pointers(loaded, compiled, grid, block) -> None:
+    g, b = grid[0], block[0]
+    a = np.random.default_rng(10).standard_normal(g * b).astype(np.float32)
+    want = a.reshape(g, b) + 3.0 * np.arange(b)[::-1]
+    for out in run_all(loaded, compiled, "pointers", grid, block,
+                       {"a": a, "out": np.zeros(g * b, np.float32), "w": b}, shmem=4 * b):
+        np.testing.assert_allclose(out["out"].reshape(g, b), want, rtol=1e-6)
 
 
 # A whole program: function objects passed to a kernel template (instances made by the host's launches).
@@ -449,6 +474,10 @@ REFUSED = [
      "struct V { float a; __device__ V() : a(1.0f) {} };\n"
      "__global__ void k(float* x) { V v[4]; x[threadIdx.x] = v[threadIdx.x & 3].a; }\n",
      "arrays of records with constructors ('V[4]')", (2, 33)),
+    ("pointer-result-into-two-buffers",
+     "__device__ float* pick(float* a, float* b, int c) { if (c) return a; return b; }\n"
+     "__global__ void k(float* x, float* y) { pick(x, y, threadIdx.x & 1)[0] = 1.0f; }\n",
+     "'pick' returns pointers into different buffers", (1, 77)),
     ("lambda-generic",
      "__global__ void k(float* y) {\n"
      "  auto f = [](auto v) { return v * 2; };\n"

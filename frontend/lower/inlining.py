@@ -8,15 +8,16 @@ import clang.cindex as ci
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
+from polypy.ir.types import I64
 from polypy.passes.eliminate_returns import remove_returns
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.clang_setup import unary_operator
-from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl
+from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
 from frontend.lower.helpers import _ArrayRef, _strip
 from frontend.values import (
-    Aggregate, AggLV, Binding, Closure, LValue, Pointer, PtrVarLV, RefBinding, Value, VarAddress,
+    Aggregate, AggLV, Binding, Closure, PendingPtrLV, LValue, Pointer, PtrVarLV, RefBinding, Value, VarAddress,
 )
 
 
@@ -56,6 +57,10 @@ class InliningLowering:
             if not returns_this and not discard:
                 raise self.error(f"'{fn.spelling}' returns a reference ('{rt.spelling}'), which is only supported "
                                  "when it returns *this or the result is unused", c)
+        elif tm.is_pointer(rt) and not tm.is_pointer(tm.pointee(rt)):
+            # A pointer result: the first `return` fixes its buffer, the others must point into it.
+            name = sanitize(fn.spelling) + "_ret"
+            result = PendingPtrLV(("return", name, id(c)), name, self.temp(I64, None, name + "_off", c))
         elif rt.get_canonical().kind != ci.TypeKind.VOID:
             st = tm.scalar_type(rt)
             if st is not None:
@@ -69,7 +74,8 @@ class InliningLowering:
                 result = AggLV(fields, rt.spelling)
             else:
                 raise self.error(f"'{fn.spelling}' returns '{rt.spelling}', which is not supported", c)
-        self.frames.append(Frame(key, fn, env, result=result, this=this))
+        frame = Frame(key, fn, env, result=result, this=this)
+        self.frames.append(frame)
         saved_depth = self.loop_depth
         self.loop_depth = 0
         try:
@@ -87,6 +93,9 @@ class InliningLowering:
             return self.read(this, c)
         if result is None or discard:
             return None
+        result = frame.result  # a pointer result is fixed by its first return
+        if isinstance(result, PendingPtrLV):
+            raise self.error(f"'{fn.spelling}' returns no pointer polypy can follow", c)
         return self.read(result, c)
 
     def bind_argument(self, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, i: int, mutated: set[tuple],

@@ -9,6 +9,8 @@ from polypy.ir import nodes as n
 from frontend.clang_setup import cursor_loc
 
 from frontend.lower.context import CK
+from frontend.lower.helpers import _ArrayRef
+from frontend.values import PendingPtrLV, Pointer, PtrVarLV
 
 
 class StatementLowering:
@@ -84,7 +86,19 @@ class StatementLowering:
     def return_stmt(self, c: ci.Cursor) -> None:
         children = list(c.get_children())
         frame = self.frame
-        if children and frame.result is not None:
+        if children and isinstance(frame.result, (PendingPtrLV, PtrVarLV)):
+            # A function returning a pointer: the first `return` fixes the buffer it points into.
+            value = self.expr(children[0])
+            if isinstance(value, _ArrayRef):
+                value = value.decay(self)
+            if isinstance(frame.result, PendingPtrLV):
+                frame.result = self.assign_pending(frame.result, value, children[0])
+            elif not isinstance(value, Pointer) or value.buffer != frame.result.base.buffer or \
+                    value.prefix != frame.result.base.prefix:
+                raise self.error(f"'{frame.cursor.spelling}' returns pointers into different buffers, which is not "
+                                 "supported in device code", children[0])
+            self.assign(frame.result, value, children[0])
+        elif children and frame.result is not None:
             value = self.expr(children[0])
             self.assign(frame.result, value, children[0])
         elif children:
