@@ -79,6 +79,7 @@ __global__ void accumulate(const float* x, float* out, int n, int m) {
 // Members whose own default constructor runs (an explicit and an implicit outer constructor).
 struct Ray { V3 o; float t; __device__ Ray(float tt) : t(tt) {} };
 struct Box { V3 lo; int id = 7; };
+struct Zeroed { float x, y; int n; float w; __device__ Zeroed() : x(), y{}, n(), w{2.5f} {} };
 
 __global__ void nested(const float* x, float* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -86,7 +87,8 @@ __global__ void nested(const float* x, float* out, int n) {
   Ray r(x[i]);
   Box b;
   r.o += V3(x[i], 1.0f, 2.0f);
-  out[i] = r.o.x + r.o.y + r.o.z + r.t + b.lo.z + b.id;
+  Zeroed zd;
+  out[i] = r.o.x + r.o.y + r.o.z + r.t + b.lo.z + b.id + zd.x + zd.y + zd.n + zd.w;
 }
 
 // Members of a record in device memory, through a pointer and an element.
@@ -268,7 +270,7 @@ def test_default_member_initializers_and_mutating_members(loaded, compiled, grid
 def test_members_constructed_by_their_own_default_constructors(loaded, compiled, grid, block) -> None:
     n = grid[0] * block[0] - 2
     x = np.random.default_rng(9).standard_normal(n).astype(np.float32)
-    want = 2.0 * x.astype(np.float64) + 3.0 + 7.0  # r.o = (0,0,0) + (x, 1, 2); b.lo = 0; b.id = 7
+    want = 2.0 * x.astype(np.float64) + 3.0 + 7.0 + 2.5  # r.o = (0,0,0) + (x, 1, 2); b.lo = 0; b.id = 7; zd
     for out in run_all(loaded, compiled, "nested", grid, block, {"x": x, "out": np.zeros(n, np.float32), "n": n}):
         np.testing.assert_allclose(out["out"], want, rtol=1e-6, atol=1e-6)
 

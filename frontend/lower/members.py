@@ -176,10 +176,12 @@ class MemberLowering:
         return None
 
     def initialize(self, place: LValue, t: ci.Type, init: ci.Cursor | None, c: ci.Cursor) -> None:
-        """A member initialized from ``init`` (``x()`` without one: value-initialized, zero)."""
-        if init is None:
+        """A member initialized from ``init`` (``x()``, ``x{}``: value-initialized, zero)."""
+        if init is None or (init.kind in (CK.UNEXPOSED_EXPR, CK.INIT_LIST_EXPR) and not list(init.get_children())):
             self.assign(place, _zero_of(place), c)
             return
+        if init.kind == CK.INIT_LIST_EXPR and tm.scalar_type(t) is not None and len(list(init.get_children())) == 1:
+            init = next(iter(init.get_children()))  # `x{v}`
         if tm.is_record(t):
             ctor = _strip(init)
             if ctor.kind == CK.CALL_EXPR and ctor.referenced is not None and \
