@@ -231,6 +231,13 @@ class ConstBinding:
     value: n.Expr
 
 
+@dataclasses.dataclass(eq=False)
+class RefResult:
+    """Where ``return e`` of an inlined function returning a reference puts the place ``e`` names."""
+
+    target: "LValue | None" = None
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Closure:
     """A lambda's closure object: its call operator and the bindings of the variables it captured

@@ -94,16 +94,19 @@ __global__ void nested(const float* x, float* out, int n) {
 // Members of a record in device memory, through a pointer and an element.
 struct Particle {
   float px, py, vx, vy;
+  __device__ const float& vel_x() const { return vx; }
   __device__ void step(float dt) { px += dt * vx; py += dt * vy; }
   __device__ float speed2() const { return vx * vx + vy * vy; }
 };
+
+__device__ float& at(float* a, int i) { return a[i]; }
 
 __global__ void advance(Particle* ps, float* speed, float dt, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   ps[i].step(dt);
   Particle* p = &ps[i];
-  speed[i] = p->speed2();
+  speed[i] = p->speed2() + at(speed, i) + ps[i].vel_x() - p->vx;
 }
 
 // Function objects passed to templates (operator()), static members, non-type parameters,
@@ -283,10 +286,10 @@ def test_members_of_records_in_device_memory(loaded, compiled, grid, block) -> N
     want_ps = ps.copy()
     want_ps[:, 0] += dt * ps[:, 2]
     want_ps[:, 1] += dt * ps[:, 3]
-    want_speed = ps[:, 2] ** 2 + ps[:, 3] ** 2
+    want_speed = ps[:, 2] ** 2 + ps[:, 3] ** 2 + 1.5  # + at(speed, i), its old value
     for how, out in zip(("emulator", "llvm", "c"),
                         run_all(loaded, compiled, "advance", grid, block,
-                                {"ps": ps.ravel().copy(), "speed": np.zeros(n, np.float32),
+                                {"ps": ps.ravel().copy(), "speed": np.full(n, 1.5, np.float32),
                                  "dt": dt, "n": n})):
         got = out["ps"].reshape(n, 4)  # a record of floats only: a float buffer
         np.testing.assert_allclose(got, want_ps, rtol=1e-6, err_msg=how)
@@ -497,7 +500,7 @@ REFUSED = [
      "derived class 'C'", (3, 33)),
     ("reference-to-member",
      "struct V { float x, y;\n"
-     "  __device__ float& at(int i) { return i == 0 ? x : y; } };\n"
+     "  __device__ float& at(int i) { if (i == 0) return x; return y; } };\n"
      "__global__ void k(float* y) { V v = {1.0f, 2.0f}; y[threadIdx.x] = v.at(threadIdx.x & 1); }\n",
      "returns a reference ('float &')", (3, 68)),
     ("delegating-constructor",

@@ -17,7 +17,7 @@ from frontend.clang_setup import unary_operator
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
 from frontend.lower.helpers import _ArrayRef, _strip
 from frontend.values import (
-    Aggregate, AggLV, Binding, Closure, PendingPtrLV, LValue, Pointer, PtrVarLV, RefBinding, Value, VarAddress,
+    Aggregate, AggLV, Binding, Closure, PendingPtrLV, RefResult, LValue, Pointer, PtrVarLV, RefBinding, Value, VarAddress,
 )
 
 
@@ -55,8 +55,11 @@ class InliningLowering:
             # `T& operator+=(...) { ...; return *this; }`: the call's value is the object itself.
             returns_this = this is not None and _returns_only_this(fn)
             if not returns_this and not discard:
-                raise self.error(f"'{fn.spelling}' returns a reference ('{rt.spelling}'), which is only supported "
-                                 "when it returns *this or the result is unused", c)
+                if not _returns_once_at_the_end(fn):
+                    raise self.error(f"'{fn.spelling}' returns a reference ('{rt.spelling}'), which is only supported "
+                                     "when it returns *this, returns once at its end, or the result is unused", c)
+                # `float& at(int i) { return a[i]; }` used as a value: the place its one return names.
+                result = RefResult()
         elif tm.is_pointer(rt) and not tm.is_pointer(tm.pointee(rt)):
             # A pointer result: the first `return` fixes its buffer, the others must point into it.
             name = sanitize(fn.spelling) + "_ret"
@@ -91,6 +94,10 @@ class InliningLowering:
         if returns_this and not discard:
             assert this is not None
             return self.read(this, c)
+        if isinstance(frame.result, RefResult):
+            if frame.result.target is None:
+                raise self.error(f"'{fn.spelling}' returns no place polypy can follow", c)
+            return self.read(frame.result.target, c)
         if result is None or discard:
             return None
         result = frame.result  # a pointer result is fixed by its first return
@@ -169,3 +176,21 @@ def _returns_only_this(fn: ci.Cursor) -> bool:
             continue
         stack.extend(c.get_children())
     return found
+
+
+def _returns_once_at_the_end(fn: ci.Cursor) -> bool:
+    """Whether ``fn``'s only ``return`` is the last statement of its body (so the place it names
+    is in scope after the inlined body)."""
+    body = function_body(fn)
+    statements = list(body.get_children()) if body is not None else []
+    if not statements or statements[-1].kind != CK.RETURN_STMT:
+        return False
+    count = 0
+    stack = list(statements)
+    while stack:
+        c = stack.pop()
+        if c.kind == CK.LAMBDA_EXPR:
+            continue
+        count += c.kind == CK.RETURN_STMT
+        stack.extend(c.get_children())
+    return count == 1

@@ -10,7 +10,7 @@ from frontend.clang_setup import cursor_loc
 
 from frontend.lower.context import CK
 from frontend.lower.helpers import _ArrayRef
-from frontend.values import PendingPtrLV, Pointer, PtrVarLV
+from frontend.values import PendingPtrLV, Pointer, PtrVarLV, RefResult
 
 
 class StatementLowering:
@@ -86,7 +86,9 @@ class StatementLowering:
     def return_stmt(self, c: ci.Cursor) -> None:
         children = list(c.get_children())
         frame = self.frame
-        if children and isinstance(frame.result, (PendingPtrLV, PtrVarLV)):
+        if children and isinstance(frame.result, RefResult):
+            frame.result.target = self.lvalue(children[0])  # `return a[i];` of `float& at(int i)`
+        elif children and isinstance(frame.result, (PendingPtrLV, PtrVarLV)):
             # A function returning a pointer: the first `return` fixes the buffer it points into.
             value = self.expr(children[0])
             if isinstance(value, _ArrayRef):
