@@ -174,6 +174,14 @@ __global__ void pointers(const float* a, float* out, int w) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = p[threadIdx.x] + sd[blockDim.x - 1 - threadIdx.x];
 }
 
+// A const reference result of a conditional (read at the function's one return).
+__device__ const float& larger(const float& a, const float& b) { return a < b ? b : a; }
+
+__global__ void clamp_low(const float* x, float* out, float lo, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = larger(x[i], lo);
+}
+
 // Lambdas: by value (a copy when evaluated), by reference, passed to a template, a temporary.
 template <typename F>
 __device__ float twice(F f, float v) { return f(f(v)); }
@@ -339,6 +347,15 @@ def test_functions_returning_pointers(loaded, compiled, grid, block) -> None:
     for out in run_all(loaded, compiled, "pointers", grid, block,
                        {"a": a, "out": np.zeros(g * b, np.float32), "w": b}, shmem=4 * b):
         np.testing.assert_allclose(out["out"].reshape(g, b), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_const_reference_results(loaded, compiled, grid, block) -> None:
+    n = grid[0] * block[0] - 1
+    x = np.random.default_rng(11).standard_normal(n).astype(np.float32)
+    for out in run_all(loaded, compiled, "clamp_low", grid, block,
+                       {"x": x, "out": np.zeros(n, np.float32), "lo": np.float32(0.25), "n": n}):
+        np.testing.assert_array_equal(out["out"], np.maximum(x, np.float32(0.25)))
 
 
 # A whole program: function objects passed to a kernel template (instances made by the host's launches).

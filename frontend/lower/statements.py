@@ -6,10 +6,10 @@ import clang.cindex as ci
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 
+from frontend import ctypes_map as tm
 from frontend.clang_setup import cursor_loc
-
 from frontend.lower.context import CK
-from frontend.lower.helpers import _ArrayRef
+from frontend.lower.helpers import _ArrayRef, _strip
 from frontend.values import PendingPtrLV, Pointer, PtrVarLV, RefResult
 
 
@@ -87,7 +87,14 @@ class StatementLowering:
         children = list(c.get_children())
         frame = self.frame
         if children and isinstance(frame.result, RefResult):
-            frame.result.target = self.lvalue(children[0])  # `return a[i];` of `float& at(int i)`
+            # `return a[i];` of `float& at(int i)`: the place. A `const T&` result of another
+            # expression (`return a < b ? b : a;`) is read now: the return is the body's last statement.
+            e = _strip(children[0])
+            target_t = tm.strip_reference(frame.cursor.result_type)
+            if e.kind in _PLACES or not target_t.is_const_qualified():
+                frame.result.target = self.lvalue(e)
+            else:
+                frame.result.target = self.copy_to_local(self.expr(e), target_t, "ret", e)
         elif children and isinstance(frame.result, (PendingPtrLV, PtrVarLV)):
             # A function returning a pointer: the first `return` fixes the buffer it points into.
             value = self.expr(children[0])
@@ -107,6 +114,9 @@ class StatementLowering:
             self.expr(children[0], discard=True)
         self.emit(n.Return(loc=self.loc(c)))
 
+
+# Expressions whose place ``lvalue`` finds.
+_PLACES = (CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR, CK.ARRAY_SUBSCRIPT_EXPR, CK.UNARY_OPERATOR)
 
 _STMT_HANDLERS = {
     CK.COMPOUND_STMT: "compound",
