@@ -7,6 +7,7 @@ lowers one function and only emits scalar IR.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from polypy.ir import nodes as n
 from polypy.ir.types import I64, ScalarType
@@ -230,5 +231,22 @@ class ConstBinding:
     value: n.Expr
 
 
-Binding = LValue | ArrayBinding | RefBinding | ConstBinding | VarAddress | PointerTable
+@dataclasses.dataclass(eq=False)
+class RefResult:
+    """Where ``return e`` of an inlined function returning a reference puts the place ``e`` names."""
+
+    target: "LValue | None" = None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Closure:
+    """A lambda's closure object: its call operator and the bindings of the variables it captured
+    (the caller's own bindings for captures by reference, copies made where the lambda was
+    evaluated for captures by value)."""
+
+    operator: Any  # the closure type's operator() (a clang cursor)
+    captures: dict
+
+
+Binding = LValue | ArrayBinding | RefBinding | ConstBinding | VarAddress | PointerTable | Closure
 

@@ -113,10 +113,10 @@ CASES = [
      "__device__ int g(int n) { return f(n); }\n"
      "__global__ void k(int* x) { x[0] = f(3); }\n",
      "recursive call to 'f'", (3, 34)),
-    ("member-function",
-     "struct V { float a; __device__ float twice() const { return 2.0f * a; } };\n"
+    ("virtual-member-function",
+     "struct V { float a; __device__ virtual float twice() const { return 2.0f * a; } };\n"
      "__global__ void k(V v, float* x) { x[0] = v.twice(); }\n",
-     "member functions are not supported in device code", (2, 43)),
+     "virtual member function 'twice' is not supported in device code", (2, 43)),
     ("pointer-comparison",
      "__global__ void k(const float* a, float* x, int n) {\n"
      "  float s = 0.0f;\n"

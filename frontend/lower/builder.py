@@ -21,7 +21,9 @@ from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl
 from frontend.lower.declarations import DeclarationLowering
 from frontend.lower.expressions import ExpressionLowering
 from frontend.lower.inlining import InliningLowering
+from frontend.lower.lambdas import LambdaLowering
 from frontend.lower.loops import LoopLowering
+from frontend.lower.members import MemberLowering
 from frontend.lower.places import PlaceLowering
 from frontend.lower.statements import StatementLowering
 from frontend.lower.switch import SwitchLowering
@@ -33,7 +35,8 @@ from frontend.values import (
 
 
 class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
-                    PlaceLowering, CallLowering, CooperativeLowering, InliningLowering):
+                    PlaceLowering, CallLowering, CooperativeLowering, InliningLowering, MemberLowering,
+                    LambdaLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str):
@@ -49,6 +52,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.frames: list[Frame] = []
         self.block: list[n.Stmt] = []
         self.mutated_cache: dict[tuple, set[tuple]] = {}
+        self.closure_types: set[tuple] = set()  # the closure types of the lambdas lowered (lambdas.py)
         self.lowered_as_cache: dict[str, ci.Cursor] = {}  # polypy_lower_as targets by name (calls.py)
         self.loop_depth = 0
         self.switch_markers: list[dict[int, n.Return]] = []  # the breaks of the switches being lowered

@@ -71,7 +71,12 @@ class CallLowering:
                     raise self.error(f"'{fn.spelling}' without an object is not supported in device code", c)
             return self.inline(target, args, c, discard)
         if fn.kind == CK.CONSTRUCTOR:
+            if self.is_user_construction(fn, c):
+                return self.construct_value(c, fn, [ch for ch in children if ch.kind.is_expression()])
             return self.constructor(c, fn, children)
+        if fn.kind in (CK.CXX_METHOD, CK.CONVERSION_FUNCTION) and not fn.is_default_method() and \
+                function_body(fn.get_definition() or fn) is not None:
+            return self.method_call(c, fn, children, discard)
         if fn.spelling.startswith("operator"):
             # An overloaded operator (clang lists the operands around the operator's name).
             operands = [ch for ch in children
@@ -86,7 +91,7 @@ class CallLowering:
             raise self.error(f"'{fn.spelling}' as a member function is not supported in device code", c)
         if fn.kind not in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
             if fn.kind == CK.CXX_METHOD:
-                raise self.error("member functions are not supported in device code", c)
+                raise self.error(f"member function '{fn.spelling}' has no definition polypy can translate", c)
             raise self.error("calls through function pointers are not supported", c)
         callee = children[0] if children else None
         if callee is not None and _strip(callee).kind not in (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF) and \

@@ -87,6 +87,7 @@ class Frame:
     env: dict[tuple, Binding]
     result: LValue | None = None  # where `return e` stores e (device functions)
     is_kernel: bool = False
+    this: LValue | None = None  # the object of a member function (its place)
 
 
 class ModuleContext:

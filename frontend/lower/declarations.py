@@ -16,9 +16,9 @@ from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, has_attr, initializer_of, string_initializer,
 )
 from frontend.lower.cooperative import is_cooperative, refused_group
-from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _zero_of
+from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
 from frontend.values import (
-    AggLV, ArrayBinding, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, VarAddress, VarLV,
+    AggLV, ArrayBinding, Closure, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, VarAddress, VarLV,
 )
 
 
@@ -83,7 +83,16 @@ class DeclarationLowering:
             else:
                 self.bind(d, PtrVarLV(value, None))
             return
+        if init is not None and (_strip(init).kind == CK.LAMBDA_EXPR or self.is_closure_type(t)):
+            closure = self.expr(init)  # `auto f = [&](float v) { ... };` (see ``lambdas``)
+            if not isinstance(closure, Closure):
+                raise UserError(f"local variable '{name}' holds a lambda polypy cannot follow", where)
+            self.bind(d, closure)
+            return
         if tm.is_record(t):
+            if any(ch.kind == CK.CXX_BASE_SPECIFIER for ch in tm.canonical(t).get_declaration().get_children()):
+                raise UserError(f"local variable '{name}' of derived class '{t.spelling}' is not supported in device "
+                                "code (base classes)", where)
             fields: dict[str, LValue] = {}
             for leaf in tm.leaves(t):
                 lst = leaf.scalar
@@ -95,7 +104,12 @@ class DeclarationLowering:
                 fields[leaf.path] = VarLV(var, lst)
             lv = AggLV(fields, t.spelling)
             self.bind(d, lv)
-            if init is not None and not _is_trivial_construction(init):
+            ctor = _strip(init) if init is not None else None
+            if ctor is not None and ctor.kind == CK.CALL_EXPR and ctor.referenced is not None and \
+                    ctor.referenced.kind == CK.CONSTRUCTOR and self.is_user_construction(ctor.referenced, ctor):
+                # `V3 p(a, b, c);`, `V3 p;` with a user constructor: constructed in place.
+                self.construct(lv, ctor.referenced, [a for a in ctor.get_children() if a.kind.is_expression()], ctor)
+            elif init is not None and not _is_trivial_construction(init):
                 self.assign(lv, self.record_value(init, t), d)
             return
         raise UserError(f"local variable '{name}' of type '{t.spelling}' is not supported", where)
@@ -144,6 +158,7 @@ class DeclarationLowering:
 
     def local_array(self, d: ci.Cursor, init: ci.Cursor | None) -> ArrayBinding:
         where = self.loc(d)
+        self.default_constructor(d.type, d)  # arrays of records whose constructors run: refused
         dims, elem = _array_dims(d.type)
         layout = tm.array_layout(elem, where)
         shape = _buffer_shape(dims, layout, where, d.spelling)

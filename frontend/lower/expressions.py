@@ -19,7 +19,7 @@ from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
 )
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, Binding, BitsLV, ConstBinding, LValue, MemLV, PendingPtrLV, Pointer,
+    Aggregate, AggLV, ArrayBinding, Binding, BitsLV, Closure, ConstBinding, LValue, MemLV, PendingPtrLV, Pointer,
     PointerTable, PtrVarLV, RecLV, RefBinding, Value, VarAddress, VarLV,
 )
 
@@ -48,10 +48,6 @@ class ExpressionLowering:
         if handler is None:
             if c.kind in (CK.CXX_NULL_PTR_LITERAL_EXPR, CK.GNU_NULL_EXPR):
                 raise self.error("null pointers are not supported in device code", c)
-            if c.kind == CK.LAMBDA_EXPR:
-                raise self.error("lambdas are not supported in device code", c)
-            if c.kind == CK.CXX_THIS_EXPR:
-                raise self.error("member functions are not supported in device code", c)
             if c.kind == CK.STRING_LITERAL:
                 raise self.error("string literals are not supported in device code", c)
             if c.kind == CK.StmtExpr and (discard or c.type.get_canonical().kind == ci.TypeKind.VOID):
@@ -180,6 +176,8 @@ class ExpressionLowering:
     def binding_value(self, b: Binding, c: ci.Cursor) -> Value:
         if isinstance(b, ConstBinding):
             return b.value
+        if isinstance(b, Closure):
+            return b
         if isinstance(b, RefBinding):
             return self.read(b.target, c)
         if isinstance(b, ArrayBinding):
@@ -222,8 +220,8 @@ class ExpressionLowering:
 
     def member_ref(self, c: ci.Cursor, discard: bool) -> Value:
         base_c = next(iter(c.get_children()), None)
-        if base_c is None:
-            raise self.error("member functions are not supported in device code", c)
+        if base_c is None:  # `x` inside a member function: `this->x`
+            return self.read(self.member_lv(self.this_place(c), c.spelling, c), c)
         if tm.is_pointer(base_c.type):
             return self.read(self.member_lv(self.deref(self.expr(base_c), c), c.spelling, c), c)
         if self.in_memory(base_c):
@@ -591,6 +589,8 @@ _EXPR_HANDLERS = {
     CK.UNEXPOSED_EXPR: "unexposed",
     CK.DECL_REF_EXPR: "decl_ref",
     CK.MEMBER_REF_EXPR: "member_ref",
+    CK.CXX_THIS_EXPR: "this_expr",
+    CK.LAMBDA_EXPR: "lambda_expr",
     CK.ARRAY_SUBSCRIPT_EXPR: "array_subscript",
     CK.UNARY_OPERATOR: "unary",
     CK.BINARY_OPERATOR: "binary",

@@ -2,20 +2,23 @@
 and references); ``return`` becomes an assignment to a result local plus structured control flow."""
 from __future__ import annotations
 
+from typing import Callable
+
 import clang.cindex as ci
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import BOOL
+from polypy.ir.types import BOOL, I64
 from polypy.ir.visitor import walk
 from polypy.passes.eliminate_returns import remove_returns
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
-from frontend.lower.context import Frame, decl_key, function_body, is_kernel_decl
+from frontend.clang_setup import unary_operator
+from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
 from frontend.lower.helpers import _ArrayRef, _strip
 from frontend.values import (
-    Aggregate, AggLV, Binding, LValue, Pointer, PtrVarLV, RefBinding, Value, VarAddress,
+    Aggregate, AggLV, Binding, Closure, PendingPtrLV, RefResult, LValue, Pointer, PtrVarLV, RefBinding, Value, VarAddress,
 )
 
 
@@ -23,7 +26,11 @@ class InliningLowering:
     """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
 
     # ------------------------------------------------------------------ inlining
-    def inline(self, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -> Value | None:
+    def inline(self, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor, discard: bool, *,
+               this: LValue | None = None, prologue: Callable[[], None] | None = None,
+               captures: dict | None = None) -> Value | None:
+        """``fn`` inlined at call ``c``; ``this``: the object of a member function; ``prologue``
+        runs in the callee's frame before its body (a constructor's member initializers)."""
         key = decl_key(fn)
         if any(f.key == key for f in self.frames):
             raise self.error(f"recursive call to '{fn.spelling}' is not supported", c)
@@ -36,13 +43,29 @@ class InliningLowering:
         if len(args) != len(params):
             raise self.error(f"call to '{fn.spelling}' with {len(args)} arguments, expected {len(params)}", c)
         mutated = self.assigned_decls(fn)
-        env: dict[tuple, Binding] = {}
+        env: dict[tuple, Binding] = dict(captures or {})  # a lambda's captured variables
         # Arguments are evaluated in the caller's frame, before the callee runs.
         for i, (p, a) in enumerate(zip(params, args)):
             env[decl_key(p)] = self.bind_argument(p, a, fn, i, mutated, c)
         result: LValue | None = None
         rt = fn.result_type
-        if rt.get_canonical().kind != ci.TypeKind.VOID:
+        returns_this = False
+        if fn.kind == CK.CONSTRUCTOR:
+            pass
+        elif tm.is_reference(rt):
+            # `T& operator+=(...) { ...; return *this; }`: the call's value is the object itself.
+            returns_this = this is not None and _returns_only_this(fn)
+            if not returns_this and not discard:
+                if not _returns_once_at_the_end(fn):
+                    raise self.error(f"'{fn.spelling}' returns a reference ('{rt.spelling}'), which is only supported "
+                                     "when it returns *this, returns once at its end, or the result is unused", c)
+                # `float& at(int i) { return a[i]; }` used as a value: the place its one return names.
+                result = RefResult()
+        elif tm.is_pointer(rt) and not tm.is_pointer(tm.pointee(rt)):
+            # A pointer result: the first `return` fixes its buffer, the others must point into it.
+            name = sanitize(fn.spelling) + "_ret"
+            result = PendingPtrLV(("return", name, id(c)), name, self.temp(I64, None, name + "_off", c))
+        elif rt.get_canonical().kind != ci.TypeKind.VOID:
             st = tm.scalar_type(rt)
             if st is not None:
                 result = self.temp(st, None, fn.spelling + "_ret", c)
@@ -55,11 +78,14 @@ class InliningLowering:
                 result = AggLV(fields, rt.spelling)
             else:
                 raise self.error(f"'{fn.spelling}' returns '{rt.spelling}', which is not supported", c)
-        self.frames.append(Frame(key, fn, env, result=result))
+        frame = Frame(key, fn, env, result=result, this=this)
+        self.frames.append(frame)
         saved_depth = self.loop_depth
         self.loop_depth = 0
         try:
             with self.sub_block() as out:
+                if prologue is not None:
+                    prologue()
                 self.statement(body)
         finally:
             self.loop_depth = saved_depth
@@ -70,8 +96,18 @@ class InliningLowering:
                                                 for s in out for x in walk(s)):
             # A failed assert in the callee stops the thread: the caller returns too.
             self.emit(n.If(n.Var(self.assert_flag, BOOL), (n.Return(loc=self.loc(c)),), loc=self.loc(c)))
+        if returns_this and not discard:
+            assert this is not None
+            return self.read(this, c)
+        if isinstance(frame.result, RefResult):
+            if frame.result.target is None:
+                raise self.error(f"'{fn.spelling}' returns no place polypy can follow", c)
+            return self.read(frame.result.target, c)
         if result is None or discard:
             return None
+        result = frame.result  # a pointer result is fixed by its first return
+        if isinstance(result, PendingPtrLV):
+            raise self.error(f"'{fn.spelling}' returns no pointer polypy can follow", c)
         return self.read(result, c)
 
     def bind_argument(self, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, i: int, mutated: set[tuple],
@@ -93,6 +129,8 @@ class InliningLowering:
             value = self.arg_value(a, fn, i)  # const T& bound to a temporary
             return self.copy_to_local(value, target_t, name, a)
         value = self.arg_value(a, fn, i)
+        if isinstance(value, Closure):  # a lambda passed to a function template
+            return value
         if isinstance(value, _ArrayRef):
             value = value.decay(self, a)
         if tm.is_pointer(pt) or tm.is_array(pt):
@@ -122,3 +160,42 @@ class InliningLowering:
                     raise self.error(f"unsupported member '{path}' in argument '{name}'", a)
             return AggLV(fields, value.spelling)
         raise self.error(f"parameter '{name}' of type '{t.spelling}' is not supported", a)
+
+
+def _returns_only_this(fn: ci.Cursor) -> bool:
+    """Whether every ``return`` of ``fn`` (outside lambdas) returns ``*this``."""
+    found = False
+    stack = [function_body(fn)]
+    while stack:
+        c = stack.pop()
+        if c is None or c.kind == CK.LAMBDA_EXPR:
+            continue
+        if c.kind == CK.RETURN_STMT:
+            value = [_strip(ch) for ch in c.get_children()]
+            if len(value) != 1 or value[0].kind != CK.UNARY_OPERATOR:
+                return False
+            operand = [_strip(ch) for ch in value[0].get_children()]
+            if unary_operator(value[0]) != "*" or len(operand) != 1 or operand[0].kind != CK.CXX_THIS_EXPR:
+                return False
+            found = True
+            continue
+        stack.extend(c.get_children())
+    return found
+
+
+def _returns_once_at_the_end(fn: ci.Cursor) -> bool:
+    """Whether ``fn``'s only ``return`` is the last statement of its body (so the place it names
+    is in scope after the inlined body)."""
+    body = function_body(fn)
+    statements = list(body.get_children()) if body is not None else []
+    if not statements or statements[-1].kind != CK.RETURN_STMT:
+        return False
+    count = 0
+    stack = list(statements)
+    while stack:
+        c = stack.pop()
+        if c.kind == CK.LAMBDA_EXPR:
+            continue
+        count += c.kind == CK.RETURN_STMT
+        stack.extend(c.get_children())
+    return count == 1

@@ -14,7 +14,7 @@ from frontend.clang_setup import unary_operator
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, BitsLV, LValue, MemLV, PendingPtrLV, Pointer, PointerTable, PtrVarLV, RecLV,
+    Aggregate, AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PointerTable, PtrVarLV, RecLV,
     RecordAddress, RefBinding, Value, VarAddress, VarLV,
 )
 
@@ -53,8 +53,8 @@ class PlaceLowering:
             return self.deref(ptr, c)
         if kind == CK.MEMBER_REF_EXPR:
             base_c = next(iter(c.get_children()), None)
-            if base_c is None:
-                raise self.error("member functions are not supported in device code", c)
+            if base_c is None:  # `x` inside a member function: `this->x`
+                return self.member_lv(self.this_place(c), c.spelling, c)
             if tm.is_pointer(base_c.type):
                 base_lv = self.deref(self.expr(base_c), c)
             else:
@@ -189,6 +189,8 @@ class PlaceLowering:
                     values[leaf.path] = n.Const(0, lst)
             return Aggregate(values, rt.spelling)
         v = self.expr(c)
+        if isinstance(v, Closure):  # a copy of a lambda's closure (see ``lambdas``)
+            return v  # type: ignore[return-value]
         if not isinstance(v, Aggregate):
             raise self.error(f"expected a record value, found a {_describe(v)}", c)
         return v

@@ -6,9 +6,11 @@ import clang.cindex as ci
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 
+from frontend import ctypes_map as tm
 from frontend.clang_setup import cursor_loc
-
 from frontend.lower.context import CK
+from frontend.lower.helpers import _ArrayRef, _strip
+from frontend.values import PendingPtrLV, Pointer, PtrVarLV, RefResult
 
 
 class StatementLowering:
@@ -84,13 +86,37 @@ class StatementLowering:
     def return_stmt(self, c: ci.Cursor) -> None:
         children = list(c.get_children())
         frame = self.frame
-        if children and frame.result is not None:
+        if children and isinstance(frame.result, RefResult):
+            # `return a[i];` of `float& at(int i)`: the place. A `const T&` result of another
+            # expression (`return a < b ? b : a;`) is read now: the return is the body's last statement.
+            e = _strip(children[0])
+            target_t = tm.strip_reference(frame.cursor.result_type)
+            if e.kind in _PLACES or not target_t.is_const_qualified():
+                frame.result.target = self.lvalue(e)
+            else:
+                frame.result.target = self.copy_to_local(self.expr(e), target_t, "ret", e)
+        elif children and isinstance(frame.result, (PendingPtrLV, PtrVarLV)):
+            # A function returning a pointer: the first `return` fixes the buffer it points into.
+            value = self.expr(children[0])
+            if isinstance(value, _ArrayRef):
+                value = value.decay(self)
+            if isinstance(frame.result, PendingPtrLV):
+                frame.result = self.assign_pending(frame.result, value, children[0])
+            elif not isinstance(value, Pointer) or value.buffer != frame.result.base.buffer or \
+                    value.prefix != frame.result.base.prefix:
+                raise self.error(f"'{frame.cursor.spelling}' returns pointers into different buffers, which is not "
+                                 "supported in device code", children[0])
+            self.assign(frame.result, value, children[0])
+        elif children and frame.result is not None:
             value = self.expr(children[0])
             self.assign(frame.result, value, children[0])
         elif children:
             self.expr(children[0], discard=True)
         self.emit(n.Return(loc=self.loc(c)))
 
+
+# Expressions whose place ``lvalue`` finds.
+_PLACES = (CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR, CK.ARRAY_SUBSCRIPT_EXPR, CK.UNARY_OPERATOR)
 
 _STMT_HANDLERS = {
     CK.COMPOUND_STMT: "compound",
