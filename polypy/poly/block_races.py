@@ -37,7 +37,7 @@ import islpy as isl
 
 from polypy.errors import Loc, UserError, format_diagnostic
 from polypy.ir import nodes as n
-from polypy.ir.visitor import walk
+from polypy.ir.queries import read_names
 from polypy.poly.hazards import atomics_commute
 from polypy.poly.model import THREAD_IDX, Access, build_model
 from polypy.poly.paths import child_blocks, statement_at
@@ -186,10 +186,10 @@ def _flows_into(kernel: n.Kernel, read: Access, write: Access) -> bool:
     parent = read.id.path[:-1]
     block = statement_at(kernel, parent) if parent else None
     stmts = kernel.body if block is None else dict(child_blocks(block))[field]
-    tainted = set()
+    tainted: set[str] = set()
     for k in range(first, last + 1):
         s = stmts[k]
-        reads = {x.name for x in walk(s) if isinstance(x, n.Var)}
+        reads = read_names(s)
         if k == last:
             return bool(reads & tainted)
         if isinstance(s, (n.Decl, n.Assign)) and (k == first or reads & tainted):
