@@ -295,16 +295,9 @@ def string_literal_bytes(cursor: ci.Cursor, length: int) -> bytes | None:
     elem = cursor.type.get_canonical().element_type
     if elem.get_size() != 1:
         return None
-    lib = _lib()
-    result = lib.clang_Cursor_Evaluate(cursor)
-    if not result:
+    text = evaluated_string(cursor)
+    if text is None:
         return None
-    try:
-        if lib.clang_EvalResult_getKind(result) != _EVAL_STR_LITERAL:
-            return None
-        text = lib.clang_EvalResult_getAsStr(result) or b""
-    finally:
-        lib.clang_EvalResult_dispose(result)
     text = text[:length]
     if len(text) + 1 < length and any("\\" in t.spelling for t in cursor.get_tokens()):
         return None
