@@ -59,6 +59,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import islpy as isl
+
 from gpu2cpu.names import NameSupply
 from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_loops import freshen, order_sensitive
@@ -291,11 +293,13 @@ def _uses_counters(stmts: tuple[n.Stmt, ...], counters: set[str], kernel: n.Kern
 
 def _thread_order(fake: n.Kernel) -> str | None:
     """``BarrierAnalysis.crossing_order`` of the fake kernel's one barrier; None where the
-    model cannot be built."""
+    model cannot be built: its construction does not converge (``InternalError`` from
+    ``polypy.poly.builder``) or isl gives up on a set (``isl.Error``, e.g. a quota). Any other
+    exception is a bug and propagates."""
     try:
         analysis = BarrierAnalysis(fake)
         return analysis.crossing_order(analysis.barriers[0].path)
-    except Exception:  # noqa: BLE001 - a model the analysis cannot build: keep the loops apart
+    except (InternalError, isl.Error):  # the loops stay apart, which is always exact
         return None
 
 

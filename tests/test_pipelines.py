@@ -217,3 +217,82 @@ def test_the_c_launchers_refuse_the_same_shapes(module):
     x = np.ones(64, np.float32)
     lib = build_library([to_cpu(module.kernel("scale"))])
     _refuses_like_cuda(lambda g, b: lib.launch("scale", g, b, {"n": 64, "a": 2.0, "x": x}))
+
+
+PROGRAM = KERNELS + """
+int main() {
+  float *x, *out;
+  cudaMalloc(&x, 128 * sizeof(float));
+  cudaMalloc(&out, 2 * sizeof(float));
+  block_sum<<<2, 64>>>(x, out);
+  cudaDeviceSynchronize();
+  return 0;
+}
+"""
+
+
+def test_dump_after_reaches_the_block_shape_versions(tmp_path, capsys):
+    """The versions made for a launch's block shape go through ``run_pipeline`` too: their
+    passes (``specialize-block-shape`` and the steps of its clean-up) print under --dump-after."""
+    src = tmp_path / "p.cu"
+    src.write_text(PROGRAM)
+    out = tmp_path / "p.cpp"
+    assert main(["translate", str(src), "--dump-after", "specialize-block-shape,jam-threads", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "// ----- IR after specialize-block-shape (block_sum)" in err
+    assert "// ----- IR after jam-threads (block_sum)" in err
+    dumped = err.split("// ----- IR after specialize-block-shape (block_sum)")[1]
+    assert "blockDim" not in dumped.split("// -----")[0]  # the shape is a constant there
+
+
+def test_specialization_steps_are_registered_in_order():
+    from polypy.passes.specialize import SPECIALIZE_CLEANUP
+
+    for step in SPECIALIZE_CLEANUP:
+        assert step.name in PASSES
+        assert PASSES[step.name].function is step.run
+
+
+def _barrier_between_thread_loops():
+    return load(None, text="""
+__global__ void step(float* g, int o) {
+  __shared__ float s[64];
+  int t = threadIdx.x;
+  s[t] = g[t];
+  __syncthreads();
+  float v = t >= o ? s[t - o] : 0.0f;
+  __syncthreads();
+  s[t] = s[t] + v;
+  __syncthreads();
+  g[t] = s[t];
+}
+""").kernel("step")
+
+
+def test_fusing_thread_loops_keeps_them_apart_only_when_the_model_cannot_be_built(monkeypatch):
+    import gpu2cpu.fuse_thread_loops as ftl
+    from polypy.errors import InternalError
+
+    kernel = _barrier_between_thread_loops()
+    calls = []
+
+    def no_model(fake):
+        calls.append(fake)
+        raise InternalError("polyhedral model did not converge")
+
+    monkeypatch.setattr(ftl, "BarrierAnalysis", no_model)
+    apart = to_cpu(kernel)  # no fusion where the model cannot say: the kernel as lowered
+    assert calls, "the fusion question was not asked of the model"
+    assert print_module_kernel(apart).count("for threads") >= 2
+
+    def bug(fake):
+        raise TypeError("a bug in the analysis")
+
+    monkeypatch.setattr(ftl, "BarrierAnalysis", bug)
+    with pytest.raises(InternalError, match="fuse-thread-loops.*TypeError"):
+        to_cpu(kernel)
+
+
+def print_module_kernel(kernel):
+    from polypy.ir.printer import print_kernel
+    return print_kernel(kernel)
