@@ -38,7 +38,7 @@ from polypy.ir.names import kernel_names
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import walk
 from polypy.launch import check_block_shape
-from polypy.passes.specialize import BlockShape, specialize_block_shape
+from polypy.passes.specialize import BlockShape, specialize_for_block
 
 from codegen.c.apart import apart_twin, restricted, with_restrict, written_pointers
 from codegen.c.readable import barrier_notes, overflow_flags, source_local_names, thread_axis
@@ -544,7 +544,7 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[Bl
     Pair = tuple[KernelEmitter, Optional[tuple[CoarseVersion, KernelEmitter]]]
     specialized: list[tuple[BlockShape, Pair, Optional[Pair]]] = []
     for shape in shapes:
-        fine = specialize_block_shape(kernel, block=shape)
+        fine = specialize_for_block(kernel, shape)
         coarse = coarsen(kernel, shape, fine) if coarsen is not None else None
         name = variant_name(shape)
 

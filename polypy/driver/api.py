@@ -231,9 +231,9 @@ class CompiledKernel:
         if not self._may_specialize(block):
             return self.compiled
         from codegen.llvm import compile_module
-        from polypy.passes.specialize import specialize_block_shape
+        from polypy.passes.specialize import specialize_for_block
 
-        kernel = specialize_block_shape(self.cpu, block=block)
+        kernel = specialize_for_block(self.cpu, block)
         cpu = self.module.cpu
         jit = compile_module(n.Module((kernel,), globals=cpu.globals, source=cpu.source), globals=self.module.globals)
         compiled = jit.kernels[self.name]
@@ -325,9 +325,9 @@ class CompiledKernel:
         kernel = self.cpu
         sliced: frozenset[str] = frozenset()
         if shape is not None:
-            from polypy.passes.specialize import specialize_block_shape
+            from polypy.passes.specialize import specialize_for_block
 
-            kernel = specialize_block_shape(self.cpu, block=shape)
+            kernel = specialize_for_block(self.cpu, shape)
         if factor > 1:
             kernel, arrays, sliced = self._coarse_checked(block, factor, kernel, arrays)
         # Copies of a shared array (Kernel.copies) are checked row by row, as the original.

@@ -72,8 +72,8 @@ def _add_threads(p: argparse.ArgumentParser, help: str) -> None:
 
 def _add_dump_after(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dump-after", metavar="NAME",
-                   help="print the IR after each run of the named pass on stderr (a pass of "
-                        "polypy.driver.pipelines, e.g. serialize-threads)")
+                   help="print the IR after each run of the named passes on stderr (passes of "
+                        "polypy.driver.pipelines, comma separated, e.g. serialize-threads,jam-threads)")
 
 
 class _Parser(argparse.ArgumentParser):

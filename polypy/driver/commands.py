@@ -59,16 +59,17 @@ def _select(module: n.Module, kernel: str | None, path: str) -> n.Module:
 
 
 def _dumping(args: argparse.Namespace):
-    """``--dump-after NAME``: the pipelines print the IR after pass NAME (checked against the
-    registry first: an unknown name is an error listing the names)."""
+    """``--dump-after NAME[,NAME...]``: the pipelines print the IR after the named passes (each
+    checked against the registry first: an unknown name is an error listing the names)."""
     from polypy.passes.pipeline import printing_after
 
-    name = getattr(args, "dump_after", None)
-    if name is not None:
+    names = getattr(args, "dump_after", None)
+    if names is not None:
         from polypy.driver.pipelines import check_pass_name
 
-        check_pass_name(name)
-    return printing_after(name)
+        for name in names.split(","):
+            check_pass_name(name.strip())
+    return printing_after(names)
 
 
 @on_big_stack

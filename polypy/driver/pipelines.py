@@ -135,6 +135,13 @@ for _name, _target in (
     ("hoist-invariants", "polypy.passes.hoist_invariants:hoist_invariants"),
     ("substitute-inductions", "polypy.passes.substitute_inductions:substitute_inductions"),
     ("specialize-block-shape", "polypy.passes.specialize:specialize_block_shape"),
+    ("specialize-partial-coarse", "polypy.passes.specialize:specialize_partial_coarse"),
+    # the steps of specialize-block-shape's clean-up (polypy.passes.specialize.SPECIALIZE_CLEANUP)
+    ("unit-thread-loops", "polypy.passes.specialize:unit_thread_loops"),
+    ("unroll-block-loops", "polypy.passes.specialize:unroll_block_loops"),
+    ("propagate-block-constants", "polypy.passes.specialize:propagate_block_constants"),
+    ("stride-guarded-threads", "polypy.passes.specialize:stride_guarded_threads"),
+    ("jam-threads", "polypy.passes.jam_threads:jam_thread_loops"),
     # gpu2cpu: GPU form, exact with isl
     ("forward-shared-stores", "gpu2cpu.forward_shared:forward_shared_stores"),
     ("eliminate-dead-shared-stores", "gpu2cpu.forward_shared:eliminate_dead_shared_stores"),
@@ -274,7 +281,7 @@ def coarsen_for_block(kernel: n.Kernel, *, block: tuple[int, int, int], factor: 
     from gpu2cpu.coarsen_blocks import SCRATCH_RUN, join_partial_blocks, plan_coarsening
     from polypy.ir.verifier import verify_kernel
     from polypy.launch import check_block_shape
-    from polypy.passes.specialize import specialize_block_shape, specialize_partial_coarse
+    from polypy.passes.specialize import specialize_for_block
     from gpu2cpu.tighten_thread_bounds import RANGE_MIN_THREADS
 
     block = check_block_shape(block)
@@ -296,8 +303,8 @@ def coarsen_for_block(kernel: n.Kernel, *, block: tuple[int, int, int], factor: 
         report.append(plan)
     if coarse_cpu is None:
         return None
-    coarse = specialize_block_shape(coarse_cpu, block=(plan.factor * block[0], block[1], block[2]))
-    partial = specialize_partial_coarse(coarse_cpu, block=block, factor=plan.factor)
+    coarse = specialize_for_block(coarse_cpu, (plan.factor * block[0], block[1], block[2]))
+    partial = run_pipeline(coarse_cpu, (make_pass("specialize-partial-coarse", block=block, factor=plan.factor),))
     joined = join_partial_blocks(coarse, partial, factor=plan.factor)
     verify_kernel(joined)
     return joined

@@ -57,6 +57,7 @@ run four at a time, those loops as one (``polypy.passes.jam_threads``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from polypy.ir import nodes as n
 from polypy.ir.types import U32
@@ -69,6 +70,7 @@ from polypy.passes.eliminate_dead_code import eliminate_dead_code
 from polypy.launch import check_block_shape
 from polypy.passes.fold_constants import fold_constants, fold_expr
 from polypy.passes.jam_threads import jam_thread_loops
+from polypy.passes.pipeline import Pass, run_pipeline
 from polypy.stack import on_big_stack
 
 BlockShape = tuple[int, int, int]
@@ -233,6 +235,14 @@ def specialize_block_shape(kernel: n.Kernel, *, block: BlockShape) -> n.Kernel:
     return _specialized(fold_constants(substitute(kernel, mapping)))  # buffer extents included
 
 
+def specialize_for_block(kernel: n.Kernel, block: BlockShape) -> n.Kernel:
+    """``specialize_block_shape`` run as the pass ``specialize-block-shape`` through
+    ``run_pipeline`` (verified, timed, printed by ``--dump-after``): what every caller that
+    builds a version for one block shape uses."""
+    step = Pass("specialize-block-shape", functools.partial(specialize_block_shape, block=check_block_shape(block)))
+    return run_pipeline(kernel, (step,))
+
+
 def specialize_partial_coarse(kernel: n.Kernel, *, block: BlockShape, factor: int) -> n.Kernel:
     """A coarse kernel (CPU form of ``gpu2cpu.coarsen_blocks``: ``factor`` blocks of shape
     ``block`` along x as one) for the last coarse block of a row of the grid, where fewer than
@@ -253,15 +263,42 @@ def specialize_partial_coarse(kernel: n.Kernel, *, block: BlockShape, factor: in
     return _specialized(fold_constants(kernel))
 
 
+# ---- the clean-up of a kernel whose block shape was substituted: registered steps ------------------
+def unit_thread_loops(kernel: n.Kernel) -> n.Kernel:
+    """Thread loops of one iteration replaced by their body (counter ``0u``)."""
+    return _UnitThreadLoops().visit(kernel)
+
+
+def unroll_block_loops(kernel: n.Kernel) -> n.Kernel:
+    """Block-level loops whose counter takes few, known values, unrolled."""
+    return rebuild(kernel, body=_UnrollBlockLoops(NameSupply.for_kernel(kernel)).visit_block(kernel.body))
+
+
+def propagate_block_constants(kernel: n.Kernel) -> n.Kernel:
+    """``min``/``max`` of constants folded, locals that only ever hold a constant replaced by it."""
+    return fold_constants(_propagate_constants(fold_constants(_FoldIntegerMinMax().visit(fold_constants(kernel)))))
+
+
+def stride_guarded_threads(kernel: n.Kernel) -> n.Kernel:
+    """Guards on a thread counter's residue become the thread loop's step."""
+    return _StrideGuardedThreads().visit(kernel)
+
+
+# In order; each is registered under its name in ``polypy.driver.pipelines`` (``--dump-after``).
+SPECIALIZE_CLEANUP: tuple[Pass, ...] = (
+    Pass("unit-thread-loops", unit_thread_loops),
+    Pass("fold-constants", fold_constants),
+    Pass("unroll-block-loops", unroll_block_loops),
+    Pass("propagate-block-constants", propagate_block_constants),
+    Pass("stride-guarded-threads", stride_guarded_threads),
+    Pass("eliminate-dead-code", eliminate_dead_code),
+    Pass("jam-threads", jam_thread_loops),
+)
+
+
 def _specialized(kernel: n.Kernel) -> n.Kernel:
     """The clean-up of a kernel whose block shape was substituted (see the module docstring)."""
-    kernel = _UnitThreadLoops().visit(kernel)
-    kernel = fold_constants(kernel)
-    kernel = rebuild(kernel, body=_UnrollBlockLoops(NameSupply.for_kernel(kernel)).visit_block(kernel.body))
-    kernel = fold_constants(_FoldIntegerMinMax().visit(fold_constants(kernel)))
-    kernel = fold_constants(_propagate_constants(kernel))
-    kernel = _StrideGuardedThreads().visit(kernel)
-    return jam_thread_loops(eliminate_dead_code(kernel))
+    return run_pipeline(kernel, SPECIALIZE_CLEANUP)
 
 
 class _StrideGuardedThreads(Mutator):
