@@ -9,7 +9,9 @@ on stderr, no traceback and no output file. Anything else is a failure of one cl
 
     traceback   an uncaught exception or an "internal error" (a polypy bug)
     signal      killed by a signal (a crash in libclang or llvmlite, say)
-    hang        still running after --timeout seconds
+    hang        still running after --timeout seconds, and again in a fresh process given
+                ``HANG_RECHECK`` times as long (a command that then finishes was only slow on a
+                loaded machine: it is counted under ``slow`` and judged by how it finished)
     partial     an output file (or a temporary one) left behind after a non-zero exit
     unlocated   an error without file:line:col, or without the source line and caret
     other       any other exit status, or exit 0 without the output file
@@ -277,12 +279,16 @@ class Report:
     seconds: float = 0.0
     counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     failures: list[Failure] = dataclasses.field(default_factory=list)
+    slow: list[str] = dataclasses.field(default_factory=list)  # past --timeout, finished when rechecked
 
     def summary(self) -> str:
         failed = self.commands - self.passed
         lines = [f"{self.mutants} mutants, {self.commands} commands in {self.seconds:.0f} s "
                  f"({self.mutants / max(self.seconds, 1e-9):.1f} mutants/s): {self.passed} passed, {failed} failed"]
         lines.append("  " + ", ".join(f"{c} {self.counts[c]}" for c in CLASSES))
+        if self.slow:
+            lines.append(f"  slow (past --timeout, finished within {HANG_RECHECK}x): {len(self.slow)}: "
+                         + " ".join(self.slow[:10]))
         groups = collections.Counter(f.signature() for f in self.failures)
         for sig, count in groups.most_common():
             example = next(f for f in self.failures if f.signature() == sig)
@@ -311,12 +317,19 @@ def _save(out: pathlib.Path, failure: Failure) -> str:
     return str(base.with_suffix(".cu"))
 
 
+# A command past --timeout runs again with this many times the limit before it counts as a hang:
+# wall time on a shared machine (the fuzz run beside test suites) says little about a program
+# that finishes (a 400,000-character line of `;` took 20 s of CPU and 220 s of wall time at load 13).
+HANG_RECHECK = 10
+
+
 def confirm(mutant: Mutant, outcome: Outcome, work: str, timeout: float) -> Outcome:
-    """Run one failing command again in a fresh process, in a clean directory."""
+    """Run one failing command again in a fresh process, in a clean directory (a command that
+    timed out gets ``HANG_RECHECK`` times as long)."""
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     pathlib.Path(work, "mutant.cu").write_bytes(mutant.data)
-    rc, err = run_fresh(outcome.argv, timeout, work)
+    rc, err = run_fresh(outcome.argv, timeout * (HANG_RECHECK if outcome.rc is None else 1), work)
     return Outcome(outcome.argv, rc, err, _leftovers(work, "mutant.cu"), os.path.exists(_output_of(outcome.argv)),
                    outcome.empty_input)
 
@@ -349,14 +362,21 @@ def fuzz(*, seed: int, count: int, jobs: int = 1, timeout: float = DEFAULT_TIMEO
             while (i := next_index()) is not None:
                 mutant = make_mutant(seed, i, sources, kinds)
                 outcomes = run_mutant(mutant, worker.run, work, timeout)
-                found = []
+                found: list[Failure] = []
+                slow: list[str] = []
                 for o in outcomes:
                     if o.verdict == "ok":
                         continue
                     fresh = confirm(mutant, o, work + "-confirm", timeout)
+                    if o.rc is None and fresh.rc is not None:
+                        slow.append(mutant.label)  # finished given more time: judged by its outcome
+                        if fresh.verdict == "ok":
+                            continue
                     verdict = fresh.verdict if fresh.verdict != "ok" else "inprocess-only"
                     found.append(Failure(mutant, fresh if fresh.verdict != "ok" else o, verdict))
                 with lock:
+                    report.slow.extend(slow)
+                    slow.clear()
                     report.mutants += 1
                     report.commands += len(outcomes)
                     report.passed += len(outcomes) - len(found)

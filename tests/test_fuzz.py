@@ -90,3 +90,31 @@ __global__ void k(float *out, const float *in, int c) {
         out = np.zeros(2, np.float32)
         mod.k[1, 4](out, inp, np.int32(c))
         assert np.array_equal(out, expected), (c, out, expected)
+
+
+@pytest.mark.parametrize("finishes", [True, False])
+def test_a_timeout_is_a_hang_only_if_the_recheck_with_more_time_times_out_too(finishes: bool, tmp_path, monkeypatch):
+    """On a loaded machine a command can pass --timeout and still finish: it is rechecked with
+    ``HANG_RECHECK`` times the limit and judged by how it ends (listed as slow), not as a hang."""
+    import fuzz_driver
+
+    limits: list[float] = []
+
+    def in_worker(self, argv, timeout, cwd):
+        return None, ""  # every command past the limit in the long-lived worker
+
+    def fresh(argv, timeout, cwd):
+        limits.append(timeout)
+        if not finishes:
+            return None, ""
+        pathlib.Path(argv[argv.index("-o") + 1]).write_text("// translated\n")
+        return 0, ""
+
+    monkeypatch.setattr(fuzz_driver.Worker, "run", in_worker)
+    monkeypatch.setattr(fuzz_driver, "run_fresh", fresh)
+    report = fuzz(seed=SEED, count=2, kinds=["byte_flip"], jobs=1, timeout=3.0, scratch=tmp_path)
+    assert limits and all(t == 3.0 * fuzz_driver.HANG_RECHECK for t in limits)
+    if finishes:
+        assert report.failures == [] and report.passed == report.commands and len(report.slow) == report.commands
+    else:
+        assert report.counts["hang"] == report.commands and not report.slow
