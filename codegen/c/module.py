@@ -28,7 +28,7 @@ from typing import Mapping, Sequence
 
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
-from polypy.ir.host import HostFile, HostProgram
+from polypy.ir.host import HostFile, HostProgram, HostStub
 from polypy.launch import MAX_BLOCK, MAX_THREADS_PER_BLOCK
 from polypy.sources import read_source
 from polypy.stack import on_big_stack
@@ -248,12 +248,16 @@ def _rewrite(path: str, state: _ProgramState) -> str:
                 if missing:
                     raise InternalError(f"no translated code for kernel(s) {', '.join(missing)}")
                 text = "\n\n".join(state.codes[k].text for k in span.kernels)
+                if span.stub is not None and span.stub.kernel is not None:
+                    text += "\n\n" + stub_definition(span.stub, state.codes[span.stub.kernel].launcher_name)
                 state.defined.update(span.kernels)
             else:
-                # A declaration (its `;` follows the span): the launchers it needs, declared.
-                protos = prototypes.get(span.start, [])
-                text = "\n".join(state.codes[k].prototype for k in protos).rstrip(";") or \
-                    "/* kernel declaration: translated with its definition */"
+                # A declaration (its `;` follows the span): the launchers it needs, declared, and
+                # the kernel's host stub (defined where the kernel is, maybe in another file).
+                protos = [state.codes[k].prototype for k in prototypes.get(span.start, [])]
+                if span.stub is not None:
+                    protos.append(stub_declaration(span.stub) + ";")
+                text = "\n".join(protos).rstrip(";") or "/* kernel declaration: translated with its definition */"
             edits.append((span.start, span.end, text))
         elif span.kind == "device":
             edits.append((span.start, span.end, "/* device function: inlined where it is called */"))
@@ -271,6 +275,11 @@ def _rewrite(path: str, state: _ProgramState) -> str:
             edits.append((copy.start, copy.end, f"polypy_rt_take_copy(&{copy.host}, {copy.device}, "
                                                 f"(size_t)({copy.count}))"))
             edits += copy.renames
+    for far in hf.indirect:  # as nvcc does: the configuration pushed, then the host stub called
+        shmem = f"(size_t)({far.shmem})" if far.shmem is not None else "0"
+        stream = f", {far.stream}" if far.stream is not None else ""
+        edits.append((far.start, far.end, f"(polypy_rt_push_config(dim3({far.grid}), dim3({far.block}), {shmem}{stream}), "
+                                          f"({far.callee})({', '.join(far.args)}))"))
     sites: dict[tuple[int, int], list] = {}
     for launch in hf.launches:
         if launch.kernel not in state.codes:
@@ -292,6 +301,46 @@ def _rewrite(path: str, state: _ProgramState) -> str:
         chain = " else ".join(f"if constexpr ({launch.when}) {call};" for launch, call in zip(group, calls))
         edits.append((start, end, f"({{ {chain} }})"))
     return _apply(hf.text, edits, path)
+
+
+def stub_declaration(stub: HostStub) -> str:
+    """``void k(float* x, int n)``: a kernel's host stub (``polypy.ir.host.HostStub``), declared."""
+    storage = f"{stub.storage} " if stub.storage else ""
+    return f"{storage}void {stub.name}({', '.join(f'{t} {p}' for t, p in stub.params)})"
+
+
+def stub_definition(stub: HostStub, launcher: str) -> str:
+    """A kernel's host stub, its launcher for ``cudaLaunchKernel``'s argument array, and its
+    registration with the runtime (``polypy/runtime/parts/kernels.h``)."""
+    assert stub.kernel is not None
+    ir = stub.kernel
+    names = [p for _, p in stub.params] + list(stub.extra_args)
+    unpacked = [f"*(polypy_rt_type<{t}>*)polypy_args[{i}]" for i, (t, _) in enumerate(stub.params)]
+    unpacked += list(stub.extra_args)
+    signature = ", ".join(f"polypy_rt_type<{t}>" if not t.startswith("polypy_rt_type<") else t for t, _ in stub.params)
+    return "\n".join([
+        f"/* Host stub of kernel {stub.name}: its name in host code (a pointer to it, cudaLaunchKernel, a launch "
+        "from another file).",
+        " * Launches it with the configuration <<<...>>> pushed (polypy_rt_push_config). */",
+        stub_declaration(stub),
+        "{",
+        f"{_INDENT}dim3 polypy_grid, polypy_block;",
+        f"{_INDENT}size_t polypy_shmem;",
+        f"{_INDENT}cudaStream_t polypy_stream;",
+        f"{_INDENT}if (!polypy_rt_pop_config(&polypy_grid, &polypy_block, &polypy_shmem, &polypy_stream)) return;",
+        f"{_INDENT}{launcher}({', '.join(['polypy_grid', 'polypy_block', 'polypy_shmem'] + names)});",
+        "}",
+        f"static void {ir}_launch_args(dim3 grid, dim3 block, size_t shmem, void** polypy_args)",
+        "{",
+        f"{_INDENT}(void)polypy_args;",
+        f"{_INDENT}{launcher}({', '.join(['grid', 'block', 'shmem'] + unpacked)});",
+        "}",
+        f"static polypy_rt_kernel_entry polypy_rt_entry_{ir}((const void*)static_cast<void (*)({signature})>(&{stub.name}), "
+        f"&{ir}_launch_args, \"{stub.name}\", {stub.shared_bytes}, {stub.const_bytes});",
+    ])
+
+
+_INDENT = "    "
 
 
 def _prototype_sites(hf: HostFile, state: _ProgramState) -> dict[int, list[str]]:

@@ -15,7 +15,7 @@ from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
 from frontend.clang_setup import RUNTIME_DIR, preorder
 from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call
-from frontend.lower.context import CK, function_body
+from frontend.lower.context import CK, function_body, is_prelude_decl
 from frontend.lower.cooperative import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.lower.printing import assert_fail, device_printf
@@ -235,6 +235,13 @@ class CallLowering:
                 lv = self.deref(target, c)
                 self.assign(lv, n.Call(fname, (x,), x.type, loc=loc), c)
             return None
+        if fn.location.file is not None and not fn.location.is_in_system_header and not is_prelude_decl(fn) and \
+                pathlib.Path(fn.location.file.name).resolve().parent != RUNTIME_DIR.resolve():
+            # The user's declaration without a definition here: nvcc -rdc=true links it from
+            # another file's device code; polypy inlines device functions, so it needs the body.
+            raise self.error(f"device function '{name}' is defined in another translation unit (separate "
+                             "compilation of device code, nvcc -rdc=true): polypy inlines device functions into "
+                             "kernels, so its definition must be in this file or in a header it includes", c)
         raise self.error(f"call to '{name}', which has no definition polypy can translate", c)
 
     def texture_fetch(self, args: list[ci.Cursor], c: ci.Cursor) -> Value:

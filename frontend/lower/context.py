@@ -104,7 +104,10 @@ class ModuleContext:
         self.textures: dict[str, list[tuple[str, str, str]]] = {}
 
     def global_array(self, decl: ci.Cursor, where: Loc | None) -> ArrayBinding:
-        key = decl_key(decl)
+        # One variable, however many times declared (``extern __constant__ float c[4];`` in a
+        # header, then its definition): keyed by its first declaration, read from its definition.
+        key = decl_key(decl.canonical)
+        decl = decl.get_definition() or decl
         if key in self.global_layouts:
             return self.global_layouts[key]
         space = "constant" if has_attr(decl, CK.CUDACONSTANT_ATTR, "polypy_constant") else "device"
@@ -129,7 +132,7 @@ class ModuleContext:
         """A module array of records of mixed member types: one buffer per member type, each viewing
         the source variable (``Buffer.symbol``), with its part of the initializer."""
         assert layout.record is not None
-        key = decl_key(decl)
+        key = decl_key(decl.canonical)
         if _buffer_shape(dims, layout, where, decl.spelling) is None:
             raise UserError(f"'{decl.spelling}' needs a constant size", where)
         count = 1

@@ -33,15 +33,16 @@ def source_path(path: str | os.PathLike | None, text: str | None) -> str:
 
 @on_big_stack
 def parse(path: str | os.PathLike | None, *, defines: dict[str, str] | None = None,
-          include_dirs: tuple[str, ...] = (), text: str | None = None) -> n.Module:
+          include_dirs: tuple[str, ...] = (), text: str | None = None, part: bool = False) -> n.Module:
     """The frontend alone: GPU-form IR exactly as the source says. Without ``path``, ``text`` is
-    parsed as CUDA under the name ``<string>``."""
+    parsed as CUDA under the name ``<string>``. ``part``: the file is one part of a program built
+    by separate compilation (``translate -c``; ``frontend.parse_file``)."""
     from frontend import parse_file
 
     name = source_path(path, text)
     if text is None:
         text = lenient_text(name)
-    return parse_file(name, text=text, defines=defines, include_dirs=tuple(include_dirs))
+    return parse_file(name, text=text, defines=defines, include_dirs=tuple(include_dirs), part=part)
 
 
 def lenient_text(path: str) -> str | None:
@@ -60,9 +61,9 @@ def lenient_text(path: str) -> str | None:
 @on_big_stack
 def load(path: str | os.PathLike | None, *, defines: dict[str, str] | None = None,
          include_dirs: tuple[str, ...] = (), text: str | None = None,
-         timings: dict[str, float] | None = None) -> n.Module:
+         timings: dict[str, float] | None = None, part: bool = False) -> n.Module:
     """Parse and simplify: the GPU-form module every other stage starts from."""
     from polypy.driver.pipelines import GPU_PIPELINE, optimize_module
 
-    module = parse(path, defines=defines, include_dirs=include_dirs, text=text)
+    module = parse(path, defines=defines, include_dirs=include_dirs, text=text, part=part)
     return optimize_module(module, GPU_PIPELINE, timings=timings)
