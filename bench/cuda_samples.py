@@ -142,11 +142,14 @@ def measure(sample: Sample, root: pathlib.Path, work: pathlib.Path, polypy: Sequ
     includes = [f"-I{d}" for d in sample.include_dirs] or [f"-I{(root / 'Common').resolve()}"]
     work.mkdir(parents=True, exist_ok=True)
     objects = []
+    # Several sources are objects linked together, as CMake builds them: each .cu is a part of the
+    # program (translate -c: its kernels' host stubs are exported even from a file of kernels alone).
+    part = ["-c"] if len(sample.sources) > 1 else []
     for i, source in enumerate(sample.sources):
         path = sample.directory / source
         if source.endswith(".cu"):
             out = work / f"t{i}_{path.stem}.cpp"
-            r = _run([*polypy, "translate", str(path), "-o", str(out), *includes], cwd=work,
+            r = _run([*polypy, "translate", str(path), "-o", str(out), *part, *includes], cwd=work,
                      timeout=TRANSLATE_TIMEOUT_S)
             if r is None:
                 return Row(sample.name, "translate", "timed out")
