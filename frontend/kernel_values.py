@@ -25,8 +25,8 @@ from polypy.ir import nodes as n
 from polypy.ir.host import HostStub
 from polypy.ir.visitor import walk
 
-from frontend.clang_setup import cursor_loc, preorder
-from frontend.lower import CK, is_kernel_decl
+from frontend.clang_setup import cursor_loc, parse_translation_unit, preorder
+from frontend.lower import CK, function_body, is_device_decl, is_kernel_decl
 
 
 def is_template_kernel(cursor: ci.Cursor) -> bool:
@@ -100,3 +100,26 @@ def launched_callees(fn: ci.Cursor, launch_config) -> set[tuple]:
 
 def _where(c: ci.Cursor) -> tuple:
     return (c.extent.start.file.name if c.extent.start.file else "", c.extent.start.offset)
+
+
+def device_definitions(paths: tuple[str, ...], defines: dict[str, str] | None,
+                       include_dirs: tuple[str, ...]) -> dict[str, ci.Cursor]:
+    """The device functions defined in the files ``paths`` (``translate --device-sources``), by
+    USR (alike in every translation unit for a function with external linkage), each file parsed
+    as CUDA with the same macros and include directories. Where a file of the program calls a
+    device function that is only declared there (nvcc -rdc=true links it), polypy inlines the
+    definition found here; the definition's cursors keep their own file's locations."""
+    out: dict[str, ci.Cursor] = {}
+    for path in paths:
+        tu = parse_translation_unit(path, "cuda", defines=defines, include_dirs=include_dirs)
+        todo = list(tu.cursor.get_children())
+        while todo:
+            d = todo.pop(0)
+            if d.location.file is None or d.location.file.name != path:
+                continue
+            if d.kind in (CK.NAMESPACE, CK.LINKAGE_SPEC):
+                todo += list(d.get_children())
+            elif d.kind == CK.FUNCTION_DECL and is_device_decl(d) and d.is_definition() and \
+                    function_body(d) is not None and d.linkage == ci.LinkageKind.EXTERNAL:
+                out.setdefault(d.get_usr(), d)
+    return out

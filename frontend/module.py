@@ -23,7 +23,7 @@ from polypy.sources import read_source
 from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, deepest_cursor, parse_translation_unit, preorder
 from frontend.device_pass import device_defines, join_passes, names_cuda_arch
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
-from frontend.kernel_values import host_stub, is_template_kernel, launched_callees, refuse_kernel_values, \
+from frontend.kernel_values import device_definitions, host_stub, is_template_kernel, launched_callees, refuse_kernel_values, \
     static_bytes
 from frontend.launch_shapes import LaunchShapes
 from frontend.launch_tokens import explicit_instantiations, respace_launches
@@ -50,7 +50,8 @@ def language_of(path: str) -> str:
 
 @on_big_stack
 def parse_file(path: str, *, text: str | None = None, defines: dict[str, str] | None = None,
-               include_dirs: tuple[str, ...] = (), instantiate: tuple[str, ...] = (), part: bool = False) -> n.Module:
+               include_dirs: tuple[str, ...] = (), instantiate: tuple[str, ...] = (), part: bool = False,
+               device_sources: tuple[str, ...] = ()) -> n.Module:
     """Parse a ``.cu``/``.c`` file into GPU-form IR (no optimization yet).
 
     Runs on ``polypy.stack``'s big stack; kernels nested deeper than ``polypy.ir.depth`` allows
@@ -62,22 +63,26 @@ def parse_file(path: str, *, text: str | None = None, defines: dict[str, str] | 
 
     ``part``: the file is one part of a program built by separate compilation (``translate -c``):
     it has host code (its kernels' host stubs) even when it defines kernels alone.
+    ``device_sources``: other files of the program whose device functions this file's kernels
+    call (declared here, defined there: nvcc -rdc=true); they are inlined from those files.
     """
     language = language_of(path)
     if language == "cuda":
         text = respace_launches(path, text)
-    module, tu = _parse_pass(path, language, text, defines, include_dirs, instantiate, part)
+    module, tu = _parse_pass(path, language, text, defines, include_dirs, instantiate, part, device_sources)
     if language == "cuda" and names_cuda_arch(tu, path, text):
         device = device_defines(defines)
         if device is not None:
-            module = join_passes(module, _parse_pass(path, language, text, device, include_dirs, instantiate, part)[0])
+            module = join_passes(module, _parse_pass(path, language, text, device, include_dirs, instantiate, part,
+                                                     device_sources)[0])
     return module
 
 
 def _parse_pass(path: str, language: str, text: str | None, defines: dict[str, str] | None,
                 include_dirs: tuple[str, ...], instantiate: tuple[str, ...],
-                part: bool = False) -> tuple[n.Module, ci.TranslationUnit]:
+                part: bool = False, device_sources: tuple[str, ...] = ()) -> tuple[n.Module, ci.TranslationUnit]:
     """One pass of nvcc's over the file (see ``frontend.device_pass``): the module and the unit."""
+    elsewhere = device_definitions(device_sources, defines, include_dirs)
     tu = parse_translation_unit(path, language, text=text, defines=defines, include_dirs=include_dirs)
     wanted = list(instantiate) + (explicit_instantiations(tu, path) if language == "cuda" else [])
     if wanted:
@@ -87,8 +92,8 @@ def _parse_pass(path: str, language: str, text: str | None, defines: dict[str, s
         refs = "".join(f"\nstatic void* {_INSTANCE_PREFIX}{i} = (void*)&{spec};" for i, spec in enumerate(wanted))
         tu = parse_translation_unit(path, language, text=original + "\n" + refs + "\n", defines=defines,
                                     include_dirs=include_dirs)
-        return _ModuleBuilder(tu, path, language, text, original=original, part=part).build(), tu
-    return _ModuleBuilder(tu, path, language, text, part=part).build(), tu
+        return _ModuleBuilder(tu, path, language, text, original=original, part=part, elsewhere=elsewhere).build(), tu
+    return _ModuleBuilder(tu, path, language, text, part=part, elsewhere=elsewhere).build(), tu
 
 
 _INSTANCE_PREFIX = "__polypy_instance_"
@@ -112,13 +117,14 @@ def _lower_kernel(builder: KernelBuilder, cursor: ci.Cursor) -> n.Kernel:
 
 class _ModuleBuilder:
     def __init__(self, tu: ci.TranslationUnit, path: str, language: str, text: str | None,
-                 original: str | None = None, part: bool = False):
+                 original: str | None = None, part: bool = False, elsewhere: dict[str, ci.Cursor] | None = None):
         self.tu = tu
         self.part = part  # a part of a program (translate -c): host code even without any
         self.path = path
         self.language = language
         self.main_text = original if original is not None else text
         self.ctx = ModuleContext(language)
+        self.ctx.device_definitions = dict(elsewhere or {})
         self.user_files: dict[str, None] = {}
         self._top_level: list[ci.Cursor] | None = None
 

@@ -22,9 +22,10 @@ def _polypy(*args: str) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
-def _build(tmp: pathlib.Path, files: dict[str, str], flags: tuple[str, ...] = ("-c",)) -> pathlib.Path:
-    """Every file written into ``tmp``; each ``.cu`` translated on its own, compiled to an object;
-    the objects linked. Returns the program."""
+def _build(tmp: pathlib.Path, files: dict[str, str], flags: tuple[str, ...] = ("-c",),
+           extra: dict[str, tuple[str, ...]] | None = None) -> pathlib.Path:
+    """Every file written into ``tmp``; each ``.cu`` translated on its own (with ``flags`` and its
+    ``extra`` options), compiled to an object; the objects linked. Returns the program."""
     for name, text in files.items():
         (tmp / name).write_text(text)
     compiler = find_compiler(True)
@@ -33,7 +34,8 @@ def _build(tmp: pathlib.Path, files: dict[str, str], flags: tuple[str, ...] = ("
         if not name.endswith(".cu"):
             continue
         out = tmp / (name[:-3] + ".cpp")
-        r = _polypy("translate", str(tmp / name), "-o", str(out), *flags)
+        more = tuple(a.replace("TMP", str(tmp)) for a in (extra or {}).get(name, ()))
+        r = _polypy("translate", str(tmp / name), "-o", str(out), *flags, *more)
         assert r.returncode == 0, r.stderr[-3000:]
         obj = tmp / (name[:-3] + ".o")
         r = subprocess.run([compiler, "-O1", "-fopenmp", "-w", "-c", str(out), "-o", str(obj)],
@@ -235,6 +237,54 @@ def test_kernel_only_file_is_a_part_with_dash_c(tmp_path: pathlib.Path) -> None:
     library = tmp_path / "lib.cpp"
     assert _polypy("translate", str(tmp_path / "kernels.cu"), "-o", str(library)).returncode == 0
     assert "void scale(float * x, float a, int n)" not in library.read_text()
+
+
+DEVICE_HEADER = """\
+#pragma once
+__device__ float twice_plus(float x, float y);
+extern __constant__ float bias[2];
+"""
+
+DEVICE_USER = """\
+#include <cstdio>
+#include <cuda_runtime.h>
+#include "dev.h"
+__global__ void apply(float* a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) a[i] = twice_plus(a[i], bias[i % 2]);
+}
+int main() {
+  float h[8] = {0, 1, 2, 3, 4, 5, 6, 7}, *d;
+  float b[2] = {10, 20};
+  cudaMemcpyToSymbol(bias, b, sizeof b);
+  cudaMalloc(&d, sizeof h);
+  cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+  apply<<<1, 8>>>(d, 8);
+  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+  printf("%g %g %g\\n", h[0], h[1], h[7]);
+  return 0;
+}
+"""
+
+DEVICE_DEFINER = """\
+#include "dev.h"
+__constant__ float bias[2];
+__device__ static float cube(float x) { return x * x * x; }
+__device__ float twice_plus(float x, float y) { return 2.0f * x + y + cube(x) - x * x * x; }
+"""
+
+
+def test_device_function_of_another_file(tmp_path: pathlib.Path) -> None:
+    """``-rdc=true``: a kernel of use.cu calls ``twice_plus``, declared in dev.h and defined in
+    def.cu (which calls its own static ``cube``), and reads ``bias``, defined in def.cu: use.cu is
+    translated with ``--device-sources def.cu`` and inlines the definition; 2 x + bias[i % 2]."""
+    need_compiler(cpp=True)
+    files = {"dev.h": DEVICE_HEADER, "use.cu": DEVICE_USER, "def.cu": DEVICE_DEFINER}
+    program = _build(tmp_path, files, ("-rdc=true",), {"use.cu": ("--device-sources", "TMP/def.cu")})
+    assert _run(program) == "10 22 34\n"
+    r = _polypy("translate", str(tmp_path / "use.cu"), "-o", str(tmp_path / "no.cpp"), "-rdc=true")
+    assert r.returncode == 1 and "use.cu:6:21: error: device function 'twice_plus' is defined in another " \
+        "translation unit" in r.stderr and "--device-sources FILE" in r.stderr, r.stderr
 
 
 def test_refusals_are_located(tmp_path: pathlib.Path) -> None:

@@ -238,10 +238,15 @@ class CallLowering:
         if fn.location.file is not None and not fn.location.is_in_system_header and not is_prelude_decl(fn) and \
                 pathlib.Path(fn.location.file.name).resolve().parent != RUNTIME_DIR.resolve():
             # The user's declaration without a definition here: nvcc -rdc=true links it from
-            # another file's device code; polypy inlines device functions, so it needs the body.
+            # another file's device code; polypy inlines device functions, so it needs the body:
+            # from a file given with --device-sources.
+            elsewhere = self.ctx.device_definitions.get(fn.get_usr())
+            if elsewhere is not None:
+                return self.inline(elsewhere, args, c, discard)
             raise self.error(f"device function '{name}' is defined in another translation unit (separate "
                              "compilation of device code, nvcc -rdc=true): polypy inlines device functions into "
-                             "kernels, so its definition must be in this file or in a header it includes", c)
+                             "kernels, so it needs the definition: pass the file that defines it with "
+                             "--device-sources FILE, or define it in a header this file includes", c)
         raise self.error(f"call to '{name}', which has no definition polypy can translate", c)
 
     def texture_fetch(self, args: list[ci.Cursor], c: ci.Cursor) -> Value:

@@ -102,6 +102,9 @@ class ModuleContext:
         # (parameter name, the texture's name in host code, its element type). A launch passes
         # each one's binding.
         self.textures: dict[str, list[tuple[str, str, str]]] = {}
+        # Device functions defined in other files (``translate --device-sources``), by USR: the
+        # definitions a call to a function only declared here is inlined from.
+        self.device_definitions: dict[str, ci.Cursor] = {}
 
     def global_array(self, decl: ci.Cursor, where: Loc | None) -> ArrayBinding:
         # One variable, however many times declared (``extern __constant__ float c[4];`` in a

@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("-rdc", "--relocatable-device-code", dest="rdc", choices=("true", "false"), default="false",
                    help="as nvcc's: with true, the file is a part of a program (as -c); extern __device__ / "
                         "__constant__ variables are then defined by another file")
+    t.add_argument("--device-sources", dest="device_sources", action="append", default=[], metavar="FILE",
+                   help="another .cu file of the program whose __device__ functions this file's kernels call "
+                        "(declared here, defined there: nvcc -rdc=true); polypy inlines them from it (repeatable)")
     _add_dump_after(t)
 
     g = sub.add_parser("grad", help="synthesize the gradient of a kernel")
