@@ -185,8 +185,10 @@ class _ModuleBuilder:
         self.shapes = LaunchShapes(host_functions, self.file_text)
         for call, instance in self.launch_calls(host_functions):
             target = self.launched_kernel(call)
-            if target is None:  # through the host stub (kernel_values)
-                self.indirect_by_file.setdefault(call.location.file.name, []).append(call)
+            if target is None:  # through the host stub (kernel_values); once per site (host templates)
+                sites = self.indirect_by_file.setdefault(call.location.file.name, [])
+                if all(c.extent.start.offset != call.extent.start.offset for c in sites):
+                    sites.append(call)
                 continue
             key = self.kernel_key(target)
             if key not in kernels:

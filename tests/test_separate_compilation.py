@@ -226,6 +226,39 @@ def test_kernels_as_values(tmp_path: pathlib.Path) -> None:
     assert r.stdout == VALUES_EXPECTED
 
 
+OVERLOADS_THROUGH_POINTERS = """\
+#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void inc(float* a) { a[threadIdx.x] += 1.0f; }
+__global__ void inc(double* a) { a[threadIdx.x] += 2.0; }
+template <class T> void run(T* d, void (*k)(T*)) { k<<<1, 4>>>(d); inc<<<1, 4>>>(d); }
+int main() {
+  float *f; double *g;
+  cudaMallocManaged(&f, 4 * sizeof(float));
+  cudaMallocManaged(&g, 4 * sizeof(double));
+  for (int i = 0; i < 4; ++i) { f[i] = i; g[i] = i; }
+  run(f, inc);
+  run<double>(g, &inc);
+  cudaDeviceSynchronize();
+  printf("%g %g\\n", f[3], g[3]);
+  return 0;
+}
+"""
+
+
+def test_overloaded_kernels_through_pointers_in_a_host_template(tmp_path: pathlib.Path) -> None:
+    """``run<T>`` launches the kernel pointer it is given and the ``inc`` overload its ``T`` picks:
+    one launch site through the pointer serves both instances (f[3] = 3 + 1 + 1, g[3] = 3 + 2 + 2);
+    compiled and under the emulator."""
+    need_compiler(cpp=True)
+    src = tmp_path / "overloads.cu"
+    src.write_text(OVERLOADS_THROUGH_POINTERS)
+    for mode in ((), ("--emulate",)):
+        r = _polypy("run", str(src), *mode)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert r.stdout == "5 7\n", mode
+
+
 def test_kernel_only_file_is_a_part_with_dash_c(tmp_path: pathlib.Path) -> None:
     """A file of kernels alone is a kernel library without ``-c``; with ``-c`` (or ``-dc``,
     ``-rdc=true``) it is a part of a program that exports its kernels' host stubs."""
