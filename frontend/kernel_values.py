@@ -23,7 +23,6 @@ import clang.cindex as ci
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.host import HostStub
-from polypy.ir.visitor import walk
 
 from frontend.clang_setup import cursor_loc, parse_translation_unit, preorder
 from frontend.lower import CK, function_body, is_device_decl, is_kernel_decl
@@ -59,12 +58,12 @@ def host_stub(cursor: ci.Cursor, kernel: str | None = None, extra_args: tuple[st
     return HostStub(cursor.spelling, tuple(params), storage, kernel, extra_args, shared_bytes, const_bytes)
 
 
-def static_bytes(kernel: n.Kernel, globals_: list[n.Buffer]) -> tuple[int, int]:
+def static_bytes(kernel: n.Kernel) -> tuple[int, int]:
     """The bytes of a kernel's ``__shared__`` arrays of constant size (``sharedSizeBytes``) and of
-    the ``__constant__`` arrays it reads (``constSizeBytes``)."""
-    used = {x.buffer for x in walk(kernel) if isinstance(x, n.Load)}
-    constant = [b for b in globals_ if b.space == "constant" and b.name in used]
-    return _bytes(b for b in kernel.buffers if b.space == "shared"), _bytes(constant)
+    the ``__constant__`` arrays it uses (``constSizeBytes``; a kernel lists the module arrays it uses
+    among its buffers)."""
+    return (_bytes(b for b in kernel.buffers if b.space == "shared"),
+            _bytes(b for b in kernel.buffers if b.space == "constant"))
 
 
 def _bytes(buffers) -> int:

@@ -204,9 +204,7 @@ class _ModuleBuilder:
             built.append(kernel)
             names[key] = name
         by_ir = {k.name: k for k in built}
-        globals_ = list(self.ctx.globals.values())
-        self.stubs = {key: host_stub(cursor, names[key], self.texture_args(names[key]),
-                                     *static_bytes(by_ir[names[key]], globals_))
+        self.stubs = {key: host_stub(cursor, names[key], self.texture_args(names[key]), *static_bytes(by_ir[names[key]]))
                       for key, (cursor, _) in kernels.items() if not is_template_kernel(cursor)}
         has_main = any(d.kind == CK.FUNCTION_DECL and d.spelling == "main" and d.is_definition() for d in decls)
         host = None

@@ -110,6 +110,15 @@ int main() {
   scale<<<4, 32>>>(e, 0.5, n);                 // the double overload
   scale<<<1, 2048>>>(d, 1.0f, n);              // an invalid configuration: nothing runs
   printf("config %s\\n", cudaGetErrorName(cudaGetLastError()));
+  void (*fd)(double*, double, int) = scale;      // the other file's kernels by address
+  double half = 0.5;
+  int count_n = n;
+  void* args[3] = {&e, &half, &count_n};
+  printf("cudaLaunchKernel %s\\n", cudaGetErrorName(cudaLaunchKernel((const void*)fd, dim3(4), dim3(32), args, 0, 0)));
+  cudaFuncAttributes at;
+  void (*fs)(float*, float, int) = scale;
+  cudaError_t got = cudaFuncGetAttributes(&at, fs);
+  printf("attributes %s %zu\\n", cudaGetErrorName(got), at.constSizeBytes);
   cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost);
   cudaMemcpy(g, e, n * sizeof(double), cudaMemcpyDeviceToHost);
   int count = 0;
@@ -127,10 +136,13 @@ def test_kernel_launched_in_one_file_and_defined_in_another(tmp_path: pathlib.Pa
     calls host.cu's ``run_scale``; coef and launches are extern in main.cu, defined in kernels.cu,
     written and read back with cudaMemcpyToSymbol/FromSymbol from main.cu and read (written) by
     the kernels: x[i] = (3 i + c[i%4]) * 2 + c[i%4] with c = 1..4; g[i] = 0.5 i - 1; two float
-    launches counted (the one with 2048 threads is refused: cudaErrorInvalidConfiguration)."""
+    launches counted (the one with 2048 threads is refused: cudaErrorInvalidConfiguration). The
+    double overload, by its address, again through cudaLaunchKernel: g[i] = (0.5 i - 1) 0.5 - 1;
+    the float one's attributes: the 16 bytes of coef it reads."""
     need_compiler(cpp=True)
     program = _build(tmp_path, {"k.h": HEADER, "kernels.cu": KERNELS, "host.cu": HOST, "main.cu": MAIN})
-    assert _run(program) == "config cudaErrorInvalidConfiguration\n3 12 606 -1 48.5 2 4\n"
+    assert _run(program) == ("config cudaErrorInvalidConfiguration\ncudaLaunchKernel cudaSuccess\n"
+                             "attributes cudaSuccess 16\n3 12 606 -1.5 23.25 2 4\n")
 
 
 VALUES = """\
@@ -266,7 +278,7 @@ def test_kernel_only_file_is_a_part_with_dash_c(tmp_path: pathlib.Path) -> None:
     files = {"k.h": HEADER, "kernels.cu": KERNELS, "host.cu": HOST, "main.cu": MAIN}
     for flags in (("-dc",), ("-rdc=true",)):
         program = _build(tmp_path, files, flags)
-        assert _run(program).endswith("3 12 606 -1 48.5 2 4\n")
+        assert _run(program).endswith("3 12 606 -1.5 23.25 2 4\n")
     library = tmp_path / "lib.cpp"
     assert _polypy("translate", str(tmp_path / "kernels.cu"), "-o", str(library)).returncode == 0
     assert "void scale(float * x, float a, int n)" not in library.read_text()
