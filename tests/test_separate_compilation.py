@@ -322,7 +322,9 @@ __device__ float twice_plus(float x, float y) { return 2.0f * x + y + cube(x) - 
 def test_device_function_of_another_file(tmp_path: pathlib.Path) -> None:
     """``-rdc=true``: a kernel of use.cu calls ``twice_plus``, declared in dev.h and defined in
     def.cu (which calls its own static ``cube``), and reads ``bias``, defined in def.cu: use.cu is
-    translated with ``--device-sources def.cu`` and inlines the definition; 2 x + bias[i % 2]."""
+    translated with ``--device-sources def.cu`` and inlines the definition; 2 x + bias[i % 2].
+    Without the option, or where the definition reads a variable use.cu does not declare: a
+    located error."""
     need_compiler(cpp=True)
     files = {"dev.h": DEVICE_HEADER, "use.cu": DEVICE_USER, "def.cu": DEVICE_DEFINER}
     program = _build(tmp_path, files, ("-rdc=true",), {"use.cu": ("--device-sources", "TMP/def.cu")})
@@ -330,6 +332,13 @@ def test_device_function_of_another_file(tmp_path: pathlib.Path) -> None:
     r = _polypy("translate", str(tmp_path / "use.cu"), "-o", str(tmp_path / "no.cpp"), "-rdc=true")
     assert r.returncode == 1 and "use.cu:6:21: error: device function 'twice_plus' is defined in another " \
         "translation unit" in r.stderr and "--device-sources FILE" in r.stderr, r.stderr
+    # A variable the other file's device function reads and this file does not declare.
+    (tmp_path / "hidden.cu").write_text('#include "dev.h"\n__constant__ float bias[2];\n__constant__ float hidden[1];\n'
+                                        "__device__ float twice_plus(float x, float y) { return x + y + hidden[0]; }\n")
+    r = _polypy("translate", str(tmp_path / "use.cu"), "-o", str(tmp_path / "no.cpp"), "-rdc=true",
+                "--device-sources", str(tmp_path / "hidden.cu"))
+    assert r.returncode == 1 and f"{tmp_path / 'hidden.cu'}:3:20: error: 'hidden' is a variable of" in r.stderr, r.stderr
+    assert not (tmp_path / "no.cpp").exists()
 
 
 def test_refusals_are_located(tmp_path: pathlib.Path) -> None:
