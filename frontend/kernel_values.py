@@ -101,13 +101,36 @@ def _where(c: ci.Cursor) -> tuple:
     return (c.extent.start.file.name if c.extent.start.file else "", c.extent.start.offset)
 
 
-def device_definitions(paths: tuple[str, ...], defines: dict[str, str] | None,
-                       include_dirs: tuple[str, ...]) -> dict[str, ci.Cursor]:
+class DeviceSources:
     """The device functions defined in the files ``paths`` (``translate --device-sources``), by
     USR (alike in every translation unit for a function with external linkage), each file parsed
-    as CUDA with the same macros and include directories. Where a file of the program calls a
-    device function that is only declared there (nvcc -rdc=true links it), polypy inlines the
-    definition found here; the definition's cursors keep their own file's locations."""
+    as CUDA with the same macros and include directories, when a call first needs one (so a file
+    that needs none is not parsed, and an error of those files shows only where it matters).
+    Where a file of the program calls a device function that is only declared there (nvcc
+    -rdc=true links it), polypy inlines the definition found here; the definition's cursors keep
+    their own file's locations."""
+
+    def __init__(self, paths: tuple[str, ...] = (), defines: dict[str, str] | None = None,
+                 include_dirs: tuple[str, ...] = ()):
+        self.paths = paths
+        self.defines = defines
+        self.include_dirs = include_dirs
+        self.found: dict[str, ci.Cursor] | None = None
+
+    def get(self, usr: str) -> ci.Cursor | None:
+        if not self.paths:
+            return None
+        if self.found is None:
+            self.found = _device_definitions(self.paths, self.defines, self.include_dirs)
+        return self.found.get(usr)
+
+    def files(self) -> set[str]:
+        """The files whose definitions were read so far."""
+        return set(self.paths) if self.found is not None else set()
+
+
+def _device_definitions(paths: tuple[str, ...], defines: dict[str, str] | None,
+                        include_dirs: tuple[str, ...]) -> dict[str, ci.Cursor]:
     out: dict[str, ci.Cursor] = {}
     for path in paths:
         tu = parse_translation_unit(path, "cuda", defines=defines, include_dirs=include_dirs)

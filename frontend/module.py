@@ -23,7 +23,7 @@ from polypy.sources import read_source
 from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, deepest_cursor, parse_translation_unit, preorder
 from frontend.device_pass import device_defines, join_passes, names_cuda_arch
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
-from frontend.kernel_values import device_definitions, host_stub, is_template_kernel, launched_callees, refuse_kernel_values, \
+from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, launched_callees, refuse_kernel_values, \
     static_bytes
 from frontend.launch_shapes import LaunchShapes
 from frontend.launch_tokens import explicit_instantiations, respace_launches
@@ -82,7 +82,7 @@ def _parse_pass(path: str, language: str, text: str | None, defines: dict[str, s
                 include_dirs: tuple[str, ...], instantiate: tuple[str, ...],
                 part: bool = False, device_sources: tuple[str, ...] = ()) -> tuple[n.Module, ci.TranslationUnit]:
     """One pass of nvcc's over the file (see ``frontend.device_pass``): the module and the unit."""
-    elsewhere = device_definitions(device_sources, defines, include_dirs)
+    elsewhere = DeviceSources(device_sources, defines, include_dirs)
     tu = parse_translation_unit(path, language, text=text, defines=defines, include_dirs=include_dirs)
     wanted = list(instantiate) + (explicit_instantiations(tu, path) if language == "cuda" else [])
     if wanted:
@@ -117,14 +117,14 @@ def _lower_kernel(builder: KernelBuilder, cursor: ci.Cursor) -> n.Kernel:
 
 class _ModuleBuilder:
     def __init__(self, tu: ci.TranslationUnit, path: str, language: str, text: str | None,
-                 original: str | None = None, part: bool = False, elsewhere: dict[str, ci.Cursor] | None = None):
+                 original: str | None = None, part: bool = False, elsewhere: DeviceSources | None = None):
         self.tu = tu
         self.part = part  # a part of a program (translate -c): host code even without any
         self.path = path
         self.language = language
         self.main_text = original if original is not None else text
         self.ctx = ModuleContext(language)
-        self.ctx.device_definitions = dict(elsewhere or {})
+        self.ctx.device_definitions = elsewhere or DeviceSources()
         self.user_files: dict[str, None] = {}
         self._top_level: list[ci.Cursor] | None = None
 

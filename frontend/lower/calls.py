@@ -240,7 +240,7 @@ class CallLowering:
             # The user's declaration without a definition here: nvcc -rdc=true links it from
             # another file's device code; polypy inlines device functions, so it needs the body:
             # from a file given with --device-sources.
-            elsewhere = self.ctx.device_definitions.get(fn.get_usr())
+            elsewhere = self.ctx.device_definitions.get(fn.get_usr()) if self.ctx.device_definitions else None
             if elsewhere is not None:
                 return self.inline(elsewhere, args, c, discard)
             raise self.error(f"device function '{name}' is defined in another translation unit (separate "

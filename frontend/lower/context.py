@@ -103,8 +103,9 @@ class ModuleContext:
         # each one's binding.
         self.textures: dict[str, list[tuple[str, str, str]]] = {}
         # Device functions defined in other files (``translate --device-sources``), by USR: the
-        # definitions a call to a function only declared here is inlined from.
-        self.device_definitions: dict[str, ci.Cursor] = {}
+        # definitions a call to a function only declared here is inlined from (a
+        # ``frontend.kernel_values.DeviceSources``: ``get(usr)``, ``files()``).
+        self.device_definitions = None
         self.global_usrs: dict[str, tuple] = {}  # a module variable's USR -> its key (alike in every file)
 
     def global_array(self, decl: ci.Cursor, where: Loc | None) -> ArrayBinding:
@@ -112,7 +113,7 @@ class ModuleContext:
         # header, then its definition): keyed by its first declaration, read from its definition.
         key = decl_key(decl.canonical)
         decl = decl.get_definition() or decl
-        foreign = {d.location.file.name for d in self.device_definitions.values() if d.location.file is not None}
+        foreign = self.device_definitions.files() if self.device_definitions is not None else set()
         if key[0] in foreign and key not in self.global_layouts:
             # Read by a device function of another file (--device-sources): the variable this
             # file declares too (the same USR), else this file's translation would name a
