@@ -73,6 +73,7 @@ class Sample:
     sources: tuple[str, ...]
     include_dirs: tuple[pathlib.Path, ...]  # what its CMake file adds (Common among them)
     blocker: str | None  # why it is not applicable, or None
+    separable: bool = False  # CUDA_SEPARABLE_COMPILATION ON (nvcc -rdc=true)
 
 
 @dataclasses.dataclass
@@ -125,7 +126,9 @@ def find_samples(root: pathlib.Path) -> list[Sample]:
                 blocker = why
         if blocker is None and not any(s.endswith(".cu") for s in sources):
             blocker = "no .cu source"
-        samples.append(Sample(directory.name, directory, sources, _cmake_include_dirs(cmake, directory), blocker))
+        separable = re.search(r"CUDA_SEPARABLE_COMPILATION\s+ON", cmake) is not None
+        samples.append(Sample(directory.name, directory, sources, _cmake_include_dirs(cmake, directory), blocker,
+                              separable))
     return samples
 
 
@@ -142,11 +145,19 @@ def measure(sample: Sample, root: pathlib.Path, work: pathlib.Path, polypy: Sequ
     includes = [f"-I{d}" for d in sample.include_dirs] or [f"-I{(root / 'Common').resolve()}"]
     work.mkdir(parents=True, exist_ok=True)
     objects = []
+    # Several sources are objects linked together, as CMake builds them: each .cu is a part of the
+    # program (translate -c: its kernels' host stubs are exported even from a file of kernels alone).
+    # With CUDA_SEPARABLE_COMPILATION (nvcc -rdc=true) device code links across files too: the
+    # other .cu files are where a device function only declared in one is defined.
+    part = ["-c"] if len(sample.sources) > 1 else []
+    cu_files = [s for s in sample.sources if s.endswith(".cu")]
     for i, source in enumerate(sample.sources):
         path = sample.directory / source
         if source.endswith(".cu"):
             out = work / f"t{i}_{path.stem}.cpp"
-            r = _run([*polypy, "translate", str(path), "-o", str(out), *includes], cwd=work,
+            if sample.separable and len(cu_files) > 1:
+                part = ["-rdc=true"] + [f"--device-sources={sample.directory / s}" for s in cu_files if s != source]
+            r = _run([*polypy, "translate", str(path), "-o", str(out), *part, *includes], cwd=work,
                      timeout=TRANSLATE_TIMEOUT_S)
             if r is None:
                 return Row(sample.name, "translate", "timed out")

@@ -16,14 +16,17 @@ from polypy.analysis.uniformity import check_barriers
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.depth import MAX_DEPTH, check_depth, too_deep
-from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, IncludeSpan, LaunchSite
+from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, IncludeSpan, IndirectLaunch, LaunchSite
 from polypy.stack import on_big_stack
 from polypy.sources import read_source
 
 from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, deepest_cursor, parse_translation_unit, preorder
 from frontend.device_pass import device_defines, join_passes, names_cuda_arch
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
+from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, launched_callees, refuse_kernel_values, \
+    static_bytes
 from frontend.launch_shapes import LaunchShapes
+from frontend.launch_tokens import explicit_instantiations, respace_launches
 from frontend.lower import (
     CK, KernelBuilder, ModuleContext, decl_key, function_body, has_attr, is_device_decl, is_host_decl,
     is_kernel_decl, is_prelude_decl, sanitize,
@@ -47,7 +50,8 @@ def language_of(path: str) -> str:
 
 @on_big_stack
 def parse_file(path: str, *, text: str | None = None, defines: dict[str, str] | None = None,
-               include_dirs: tuple[str, ...] = (), instantiate: tuple[str, ...] = ()) -> n.Module:
+               include_dirs: tuple[str, ...] = (), instantiate: tuple[str, ...] = (), part: bool = False,
+               device_sources: tuple[str, ...] = ()) -> n.Module:
     """Parse a ``.cu``/``.c`` file into GPU-form IR (no optimization yet).
 
     Runs on ``polypy.stack``'s big stack; kernels nested deeper than ``polypy.ir.depth`` allows
@@ -56,21 +60,29 @@ def parse_file(path: str, *, text: str | None = None, defines: dict[str, str] | 
     Kernel templates become kernels where host code launches them, where the file instantiates
     them explicitly (``template __global__ void k<128, float>(...);``), and for every entry of
     ``instantiate`` (``"k<128, float>"``).
+
+    ``part``: the file is one part of a program built by separate compilation (``translate -c``):
+    it has host code (its kernels' host stubs) even when it defines kernels alone.
+    ``device_sources``: other files of the program whose device functions this file's kernels
+    call (declared here, defined there: nvcc -rdc=true); they are inlined from those files.
     """
     language = language_of(path)
     if language == "cuda":
         text = respace_launches(path, text)
-    module, tu = _parse_pass(path, language, text, defines, include_dirs, instantiate)
+    module, tu = _parse_pass(path, language, text, defines, include_dirs, instantiate, part, device_sources)
     if language == "cuda" and names_cuda_arch(tu, path, text):
         device = device_defines(defines)
         if device is not None:
-            module = join_passes(module, _parse_pass(path, language, text, device, include_dirs, instantiate)[0])
+            module = join_passes(module, _parse_pass(path, language, text, device, include_dirs, instantiate, part,
+                                                     device_sources)[0])
     return module
 
 
 def _parse_pass(path: str, language: str, text: str | None, defines: dict[str, str] | None,
-                include_dirs: tuple[str, ...], instantiate: tuple[str, ...]) -> tuple[n.Module, ci.TranslationUnit]:
+                include_dirs: tuple[str, ...], instantiate: tuple[str, ...],
+                part: bool = False, device_sources: tuple[str, ...] = ()) -> tuple[n.Module, ci.TranslationUnit]:
     """One pass of nvcc's over the file (see ``frontend.device_pass``): the module and the unit."""
+    elsewhere = DeviceSources(device_sources, defines, include_dirs)
     tu = parse_translation_unit(path, language, text=text, defines=defines, include_dirs=include_dirs)
     wanted = list(instantiate) + (explicit_instantiations(tu, path) if language == "cuda" else [])
     if wanted:
@@ -80,8 +92,8 @@ def _parse_pass(path: str, language: str, text: str | None, defines: dict[str, s
         refs = "".join(f"\nstatic void* {_INSTANCE_PREFIX}{i} = (void*)&{spec};" for i, spec in enumerate(wanted))
         tu = parse_translation_unit(path, language, text=original + "\n" + refs + "\n", defines=defines,
                                     include_dirs=include_dirs)
-        return _ModuleBuilder(tu, path, language, text, original=original).build(), tu
-    return _ModuleBuilder(tu, path, language, text).build(), tu
+        return _ModuleBuilder(tu, path, language, text, original=original, part=part, elsewhere=elsewhere).build(), tu
+    return _ModuleBuilder(tu, path, language, text, part=part, elsewhere=elsewhere).build(), tu
 
 
 _INSTANCE_PREFIX = "__polypy_instance_"
@@ -103,90 +115,16 @@ def _lower_kernel(builder: KernelBuilder, cursor: ci.Cursor) -> n.Kernel:
     raise too_deep(MAX_DEPTH + 1, MAX_DEPTH, cursor_loc(deepest[0]), at_least=True) from None
 
 
-def respace_launches(path: str, text: str | None) -> str | None:
-    """``text`` (or the file) with the C++03 launch spelling ``k<< <g, b>> >(...)`` closed up to
-    ``k<<<g, b>>>(...)``, which nvcc accepts and clang does not; None or ``text`` when there is none.
-
-    Found in clang's raw token stream of the file (no preprocessing): ``<<`` then ``<`` with a gap
-    opens a launch, and the first ``>>`` then ``>`` outside parentheses closes it. The gap moves
-    behind the third character, so every offset and line outside the two brackets stays valid.
-    """
-    source = text if text is not None else read_source(path)
-    if "<< " not in source and "<<\t" not in source and "<<\n" not in source:
-        return text
-    raw = ci.Index.create().parse(path, args=["-x", "c++", "-nostdinc", "-fsyntax-only"],
-                                  unsaved_files=[(path, source)],
-                                  options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
-    tokens = [t for t in raw.get_tokens(extent=raw.cursor.extent)
-              if t.location.file is not None and t.location.file.name == path]
-    data = source.encode("utf-8")
-    edits: list[tuple[int, int]] = []  # (offset of the first bracket token, offset of the second)
-    i = 0
-    while i + 1 < len(tokens):
-        a, b = tokens[i], tokens[i + 1]
-        if a.spelling == "<<" and b.spelling == "<" and b.extent.start.offset > a.extent.end.offset:
-            depth, j = 0, i + 2
-            while j + 1 < len(tokens):
-                s = tokens[j].spelling
-                depth += {"(": 1, ")": -1, "[": 1, "]": -1, "{": 1, "}": -1}.get(s, 0)
-                if depth == 0 and s == ">>" and tokens[j + 1].spelling == ">":
-                    break
-                if depth < 0 or s == ";":
-                    j = len(tokens)
-                j += 1
-            if j + 1 < len(tokens):
-                edits.append((a.extent.end.offset, b.extent.start.offset))
-                edits.append((tokens[j].extent.end.offset, tokens[j + 1].extent.start.offset))
-                i = j + 2
-                continue
-        i += 1
-    if not edits:
-        return text
-    out = bytearray(data)
-    for end, start in edits:  # `<<` gap `<`  ->  `<<<` gap (and alike for `>>` gap `>`)
-        bracket = out[start:start + 1]
-        out[end + 1:start + 1] = out[end:start]
-        out[end:end + 1] = bracket
-    return out.decode("utf-8")
-
-
-def explicit_instantiations(tu: ci.TranslationUnit, path: str) -> list[str]:
-    """``name<args>`` of each explicit kernel-template instantiation in the main file.
-
-    libclang does not list explicit instantiations as cursors, so they are found in clang's token
-    stream: the keyword ``template`` not followed by ``<`` starts one.
-    """
-    tokens = [t for t in tu.get_tokens(extent=tu.cursor.extent)
-              if t.location.file is not None and t.location.file.name == path]
-    found = []
-    for i, t in enumerate(tokens):
-        if t.spelling != "template" or i + 1 >= len(tokens) or tokens[i + 1].spelling == "<":
-            continue
-        j = i + 1
-        while j + 1 < len(tokens) and not (tokens[j].kind == ci.TokenKind.IDENTIFIER and tokens[j + 1].spelling == "<"):
-            if tokens[j].spelling in (";", "{"):
-                break
-            j += 1
-        if j + 1 >= len(tokens) or tokens[j + 1].spelling != "<":
-            continue
-        depth, k = 0, j + 1
-        while k < len(tokens):
-            depth += {"<": 1, ">": -1, ">>": -2}.get(tokens[k].spelling, 0)
-            if depth <= 0:
-                break
-            k += 1
-        found.append(tokens[j].spelling + " ".join(tok.spelling for tok in tokens[j + 1:k + 1]).replace(" ", ""))
-    return found
-
-
 class _ModuleBuilder:
     def __init__(self, tu: ci.TranslationUnit, path: str, language: str, text: str | None,
-                 original: str | None = None):
+                 original: str | None = None, part: bool = False, elsewhere: DeviceSources | None = None):
         self.tu = tu
+        self.part = part  # a part of a program (translate -c): host code even without any
         self.path = path
         self.language = language
         self.main_text = original if original is not None else text
         self.ctx = ModuleContext(language)
+        self.ctx.device_definitions = elsewhere or DeviceSources()
         self.user_files: dict[str, None] = {}
         self._top_level: list[ci.Cursor] | None = None
 
@@ -232,7 +170,7 @@ class _ModuleBuilder:
         kernels: dict[tuple, tuple[ci.Cursor, str]] = {}
         for d in decls:
             if d.kind == CK.FUNCTION_DECL and is_kernel_decl(d) and d.is_definition():
-                kernels[decl_key(d)] = (d, d.spelling)
+                kernels[decl_key(d)] = (d, self.instance_name(d, kernels))  # overloads: k, k_1
         for d in decls:
             if d.kind == CK.VAR_DECL and d.spelling.startswith(_INSTANCE_PREFIX):
                 for ref in preorder(d):
@@ -242,10 +180,16 @@ class _ModuleBuilder:
                         if key not in kernels:
                             kernels[key] = (target, self.instance_name(target, kernels))
         launches_by_file: dict[str, list[tuple[ci.Cursor, ci.Cursor, ci.Cursor | None]]] = {}
+        self.indirect_by_file: dict[str, list[ci.Cursor]] = {}
         host_functions = [d for d in decls if self.is_host_function(d)]
         self.shapes = LaunchShapes(host_functions, self.file_text)
         for call, instance in self.launch_calls(host_functions):
             target = self.launched_kernel(call)
+            if target is None:  # through the host stub (kernel_values); once per site (host templates)
+                sites = self.indirect_by_file.setdefault(call.location.file.name, [])
+                if all(c.extent.start.offset != call.extent.start.offset for c in sites):
+                    sites.append(call)
+                continue
             key = self.kernel_key(target)
             if key not in kernels:
                 kernels[key] = (target, self.instance_name(target, kernels))
@@ -259,9 +203,13 @@ class _ModuleBuilder:
             check_barriers(kernel)
             built.append(kernel)
             names[key] = name
+        by_ir = {k.name: k for k in built}
+        self.stubs = {key: host_stub(cursor, names[key], self.texture_args(names[key]), *static_bytes(by_ir[names[key]]))
+                      for key, (cursor, _) in kernels.items() if not is_template_kernel(cursor)}
         has_main = any(d.kind == CK.FUNCTION_DECL and d.spelling == "main" and d.is_definition() for d in decls)
         host = None
-        if has_main or launches_by_file or self.defines_host_code(decls, host_functions):
+        if has_main or launches_by_file or self.indirect_by_file or self.part \
+                or self.defines_host_code(decls, host_functions):
             # Per launch outside host templates: which arguments its kernel writes through.
             by_name = {k.name: k for k in built}
             written = {(call.location.file.name, call.extent.start.offset):
@@ -334,7 +282,7 @@ class _ModuleBuilder:
                     continue
                 visited.add(key)
                 instance = fn
-            _refuse_kernel_values(fn)
+            refuse_kernel_values(fn, launched_callees(fn, self.launch_config))
             for call in preorder(fn):
                 if call.kind != CK.CALL_EXPR:
                     continue
@@ -367,13 +315,20 @@ class _ModuleBuilder:
                                 "(polypy translates the launches of instances)", cursor_loc(call))
         return found
 
-    def launched_kernel(self, call: ci.Cursor) -> ci.Cursor:
+    def launched_kernel(self, call: ci.Cursor) -> ci.Cursor | None:
+        """The definition of the kernel a launch launches; None for a launch through the host
+        stub: of a kernel defined in another file, or through a pointer (``kernel_values``)."""
         target = call.referenced
         if target is None or not is_kernel_decl(target):
-            raise UserError("kernel launches through pointers are not supported", cursor_loc(call))
+            return None
         definition = target.get_definition() or target
         if function_body(definition) is None:
-            raise UserError(f"kernel '{target.spelling}' is launched but not defined in this program", cursor_loc(call))
+            if is_template_kernel(target):
+                raise UserError(f"kernel template instance '{target.spelling}' is launched but not defined in this "
+                                "file: kernel templates instantiated in another file (separate compilation) are "
+                                "not supported; define the template in a header both files include",
+                                cursor_loc(call))
+            return None
         return definition
 
     @staticmethod
@@ -404,7 +359,7 @@ class _ModuleBuilder:
         runtime_headers = {c.get_included_file().name for c in inclusions
                            if c.get_included_file() is not None and _is_runtime_header(c.get_included_file().name)
                            and pathlib.PurePath(c.get_included_file().name).name not in CUDA_HEADERS}
-        for fname in set(by_file) | set(launches_by_file) | {self.path} | runtime_headers:
+        for fname in set(by_file) | set(launches_by_file) | set(self.indirect_by_file) | {self.path} | runtime_headers:
             text = self.file_text(fname)
             conv = _OffsetMap(text, None if fname == self.path and self.main_text is not None
                               else pathlib.Path(fname).read_bytes())
@@ -415,7 +370,9 @@ class _ModuleBuilder:
             includes = tuple(self.include_span(c, conv) for c in inclusions
                              if c.location.file is not None and c.location.file.name == fname)
             copy_spans = tuple(self.copy_span(c, conv) for c in copies if c.call.location.file.name == fname)
-            files[fname] = HostFile(fname, text, launches, spans, includes, copy_spans)  # type: ignore[arg-type]
+            indirect = tuple(self.indirect_launch(c, conv) for c in self.indirect_by_file.get(fname, []))
+            files[fname] = HostFile(fname, text, launches, spans, includes, copy_spans,  # type: ignore[arg-type]
+                                    indirect)
         return HostProgram(self.path, files, has_main)
 
     @staticmethod
@@ -430,6 +387,31 @@ class _ModuleBuilder:
         if fname == self.path and self.main_text is not None:
             return self.main_text
         return read_source(fname)
+
+    def texture_args(self, kernel: str) -> tuple[str, ...]:
+        """The hidden arguments of a launch of ``kernel``: the bindings of the texture references
+        it reads."""
+        return tuple(f"(const {elem}*){host}.polypy_ptr" for _, host, elem in self.ctx.textures.get(kernel, ()))
+
+    def indirect_launch(self, call: ci.Cursor, conv: "_OffsetMap") -> IndirectLaunch:
+        """A launch through the host stub (``kernel_values``)."""
+        loc = cursor_loc(call)
+        if "<<<" not in [t.spelling for t in call.get_tokens()]:
+            raise UserError("kernel launches written inside macros are not supported", loc)
+        children = list(call.get_children())
+        config = self.launch_config(call)
+        assert config is not None
+        cfg = [None if _is_default(arg) else conv.slice(arg.extent) for arg in list(config.get_children())[1:]]
+        args = []
+        for a in children[2:]:
+            if _is_default(a):
+                raise UserError("default arguments of kernels are not supported in launches", cursor_loc(a))
+            args.append(conv.slice(a.extent))
+        if cfg[0] is None or cfg[1] is None:
+            raise UserError("a launch needs a grid and a block shape", loc)
+        return IndirectLaunch(conv.char(call.extent.start.offset), conv.char(call.extent.end.offset),
+                              conv.slice(children[0].extent), cfg[0], cfg[1], cfg[2] if len(cfg) > 2 else None,
+                              cfg[3] if len(cfg) > 3 else None, tuple(args), loc)
 
     def launch_site(self, call: ci.Cursor, target: ci.Cursor, names, text: str, conv: "_OffsetMap") -> LaunchSite:
         loc = cursor_loc(call)
@@ -448,8 +430,7 @@ class _ModuleBuilder:
                 raise UserError("default arguments of kernels are not supported in launches", cursor_loc(a))
             args.append(conv.slice(a.extent))
         # Texture references the kernel reads: their bindings, as hidden arguments.
-        textures = self.ctx.textures.get(names[self.kernel_key(target)], ())
-        args += [f"(const {elem}*){host}.polypy_ptr" for _, host, elem in textures]
+        args += self.texture_args(names[self.kernel_key(target)])
         grid, block = texts[0], texts[1]
         if grid is None or block is None:
             raise UserError("a launch needs a grid and a block shape", loc)
@@ -513,7 +494,14 @@ class _ModuleBuilder:
         if d.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
             if is_kernel_decl(d):
                 kernels = tuple(name for key, name in names.items() if key[:3] == decl_key(d)[:3])
-                return DeviceSpan(conv.char(d.extent.start.offset), conv.char(d.extent.end.offset), "kernel", kernels)
+                stub = None
+                if not is_template_kernel(d):
+                    stub = self.stubs.get(self.kernel_key(d)) if kernels else host_stub(d)
+                    if stub is not None and kernels and d.location.file.name != self.path and not stub.storage:
+                        # Defined in a header: every file including it defines the stub (C++ inline).
+                        stub = dataclasses.replace(stub, storage="inline")
+                return DeviceSpan(conv.char(d.extent.start.offset), conv.char(d.extent.end.offset), "kernel", kernels,
+                                  stub)
             if is_device_decl(d) and not is_host_decl(d):
                 return DeviceSpan(conv.char(d.extent.start.offset), conv.char(d.extent.end.offset), "device")
         return None
@@ -588,23 +576,6 @@ def _string_literal(arg: ci.Cursor) -> ci.Cursor | None:
             return None
         arg = children[0]
     return arg if arg.kind == CK.STRING_LITERAL else None
-
-
-def _refuse_kernel_values(fn: ci.Cursor) -> None:
-    """A kernel named in host code other than as the kernel of a launch (its address passed to a
-    function, stored, cast): a translated program has no function of that name, only launchers.
-    (The runtime's calls that take a kernel, cudaFuncSetCacheConfig and the occupancy API, are
-    macros that drop it.)"""
-    def where(c: ci.Cursor) -> tuple:
-        return (c.extent.start.file.name if c.extent.start.file else "", c.extent.start.offset)
-
-    launched = {where(c) for c in preorder(fn) if c.kind == CK.CALL_EXPR and _ModuleBuilder.launch_config(c) is not None}
-    for ref in preorder(fn):
-        if ref.kind != CK.DECL_REF_EXPR or ref.referenced is None or not is_kernel_decl(ref.referenced):
-            continue
-        if where(ref) not in launched:
-            raise UserError(f"kernel '{ref.spelling}' used as a value (not launched with <<<...>>>) is not supported: "
-                            "a translated program has launchers, not a function of that name", cursor_loc(ref))
 
 
 def _is_runtime_header(path: str) -> bool:

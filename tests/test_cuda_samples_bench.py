@@ -82,3 +82,25 @@ def test_rows_of_passing_failing_and_refused_samples(tree: pathlib.Path, tmp_pat
     assert (rows["gl"].result, rows["gl"].blocker) == ("n/a", "graphics interop")
     assert summary(list(rows.values())) == {"samples": 5, "applicable": 4, "pass": 2, "FAIL": 1, "translate": 1,
                                             "n/a": 1}
+
+
+def test_a_sample_of_several_cu_files_links(tmp_path: pathlib.Path) -> None:
+    """A sample whose kernel is launched in main.cu and defined in kernels.cu, and whose main.cu
+    kernel calls a device function defined in kernels.cu (CUDA_SEPARABLE_COMPILATION ON: nvcc
+    -rdc=true): each .cu is translated as a part of the program (with the others as its
+    --device-sources), the objects linked, and the sample passes its own check."""
+    need_compiler(cpp=True)
+    root = tmp_path / "samples"
+    (root / "Common").mkdir(parents=True)
+    header = "#pragma once\n__global__ void fill(int* a);\n__device__ int twice(int x);\n"
+    kernels = ('#include <cuda_runtime.h>\n#include "k.h"\n__device__ int twice(int x) { return 2 * x; }\n'
+               "__global__ void fill(int* a) { a[threadIdx.x] = twice(threadIdx.x); }\n")
+    main = ('#include <cuda_runtime.h>\n#include "k.h"\n__global__ void add(int* a) { a[threadIdx.x] += twice(1); }\n'
+            "int main() {\n  int *d, h[8];\n  cudaMalloc(&d, sizeof h);\n  fill<<<1, 8>>>(d);\n  add<<<1, 8>>>(d);\n"
+            "  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n  return h[7] == 16 ? 0 : 1;\n}\n")
+    _sample(root, "multi", {"k.h": header, "kernels.cu": kernels, "main.cu": main}, sources="main.cu kernels.cu",
+            extra="set_target_properties(multi PROPERTIES CUDA_SEPARABLE_COMPILATION ON)")
+    (sample,) = find_samples(root)
+    assert sample.separable and sample.sources == ("main.cu", "kernels.cu")
+    row = measure(sample, root, tmp_path / "work", (sys.executable, "-m", "polypy.driver.cli"))
+    assert (row.result, row.blocker) == ("pass", "")

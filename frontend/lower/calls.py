@@ -15,7 +15,7 @@ from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
 from frontend.clang_setup import RUNTIME_DIR, preorder
 from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call
-from frontend.lower.context import CK, function_body
+from frontend.lower.context import CK, function_body, is_prelude_decl
 from frontend.lower.cooperative import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.lower.printing import assert_fail, device_printf
@@ -235,6 +235,18 @@ class CallLowering:
                 lv = self.deref(target, c)
                 self.assign(lv, n.Call(fname, (x,), x.type, loc=loc), c)
             return None
+        if fn.location.file is not None and not fn.location.is_in_system_header and not is_prelude_decl(fn) and \
+                pathlib.Path(fn.location.file.name).resolve().parent != RUNTIME_DIR.resolve():
+            # The user's declaration without a definition here: nvcc -rdc=true links it from
+            # another file's device code; polypy inlines device functions, so it needs the body:
+            # from a file given with --device-sources.
+            elsewhere = self.ctx.device_definitions.get(fn.get_usr()) if self.ctx.device_definitions else None
+            if elsewhere is not None:
+                return self.inline(elsewhere, args, c, discard)
+            raise self.error(f"device function '{name}' is defined in another translation unit (separate "
+                             "compilation of device code, nvcc -rdc=true): polypy inlines device functions into "
+                             "kernels, so it needs the definition: pass the file that defines it with "
+                             "--device-sources FILE, or define it in a header this file includes", c)
         raise self.error(f"call to '{name}', which has no definition polypy can translate", c)
 
     def texture_fetch(self, args: list[ci.Cursor], c: ci.Cursor) -> Value:

@@ -102,9 +102,29 @@ class ModuleContext:
         # (parameter name, the texture's name in host code, its element type). A launch passes
         # each one's binding.
         self.textures: dict[str, list[tuple[str, str, str]]] = {}
+        # Device functions defined in other files (``translate --device-sources``), by USR: the
+        # definitions a call to a function only declared here is inlined from (a
+        # ``frontend.kernel_values.DeviceSources``: ``get(usr)``, ``files()``).
+        self.device_definitions = None
+        self.global_usrs: dict[str, tuple] = {}  # a module variable's USR -> its key (alike in every file)
 
     def global_array(self, decl: ci.Cursor, where: Loc | None) -> ArrayBinding:
-        key = decl_key(decl)
+        # One variable, however many times declared (``extern __constant__ float c[4];`` in a
+        # header, then its definition): keyed by its first declaration, read from its definition.
+        key = decl_key(decl.canonical)
+        decl = decl.get_definition() or decl
+        foreign = self.device_definitions.files() if self.device_definitions is not None else set()
+        if key[0] in foreign and key not in self.global_layouts:
+            # Read by a device function of another file (--device-sources): the variable this
+            # file declares too (the same USR), else this file's translation would name a
+            # variable it does not declare.
+            known = self.global_usrs.get(decl.get_usr())
+            if known is not None:
+                return self.global_layouts[known]
+            raise UserError(f"'{decl.spelling}' is a variable of {key[0]}, used by its device functions, that this "
+                            "file does not declare: declare it here too (extern __constant__/__device__ ..., as "
+                            "in a header both files include)", where)
+        self.global_usrs.setdefault(decl.get_usr(), key)
         if key in self.global_layouts:
             return self.global_layouts[key]
         space = "constant" if has_attr(decl, CK.CUDACONSTANT_ATTR, "polypy_constant") else "device"
@@ -129,7 +149,7 @@ class ModuleContext:
         """A module array of records of mixed member types: one buffer per member type, each viewing
         the source variable (``Buffer.symbol``), with its part of the initializer."""
         assert layout.record is not None
-        key = decl_key(decl)
+        key = decl_key(decl.canonical)
         if _buffer_shape(dims, layout, where, decl.spelling) is None:
             raise UserError(f"'{decl.spelling}' needs a constant size", where)
         count = 1

@@ -100,6 +100,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_threads(t, "CPU threads for the emitted code (0: all cores)")
     t.add_argument("--check-bounds", action="store_true", help="emit bounds checks on every memory access")
     t.add_argument("--no-opt", action="store_true", help="skip barrier elimination and forwarding")
+    t.add_argument("-c", "-dc", "--device-c", "--compile", dest="part", action="store_true",
+                   help="the file is one part of a program built by separate compilation (as nvcc -c / -dc): "
+                        "its kernels get host stubs that other translated files call, even without host code")
+    t.add_argument("-rdc", "--relocatable-device-code", dest="rdc", choices=("true", "false"), default="false",
+                   help="as nvcc's: with true, the file is a part of a program (as -c); extern __device__ / "
+                        "__constant__ variables are then defined by another file")
+    t.add_argument("--device-sources", dest="device_sources", action="append", default=[], metavar="FILE",
+                   help="another .cu file of the program whose __device__ functions this file's kernels call "
+                        "(declared here, defined there: nvcc -rdc=true); polypy inlines them from it (repeatable)")
     _add_dump_after(t)
 
     g = sub.add_parser("grad", help="synthesize the gradient of a kernel")

@@ -25,7 +25,9 @@ def _defines(values: Sequence[str]) -> dict[str, str]:
 def _load(args: argparse.Namespace) -> n.Module:
     from polypy.driver.source import load
 
-    return load(args.file, defines=_defines(args.defines), include_dirs=tuple(args.include_dirs))
+    return load(args.file, defines=_defines(args.defines), include_dirs=tuple(args.include_dirs),
+                part=bool(getattr(args, "part", False)) or getattr(args, "rdc", "false") == "true",
+                device_sources=tuple(getattr(args, "device_sources", None) or ()))
 
 
 def _warn_without_kernels(module: n.Module, path: str) -> None:

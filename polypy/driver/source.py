@@ -33,15 +33,21 @@ def source_path(path: str | os.PathLike | None, text: str | None) -> str:
 
 @on_big_stack
 def parse(path: str | os.PathLike | None, *, defines: dict[str, str] | None = None,
-          include_dirs: tuple[str, ...] = (), text: str | None = None) -> n.Module:
+          include_dirs: tuple[str, ...] = (), text: str | None = None, part: bool = False,
+          device_sources: tuple[str, ...] = ()) -> n.Module:
     """The frontend alone: GPU-form IR exactly as the source says. Without ``path``, ``text`` is
-    parsed as CUDA under the name ``<string>``."""
+    parsed as CUDA under the name ``<string>``. ``part``: the file is one part of a program built
+    by separate compilation (``translate -c``; ``frontend.parse_file``); ``device_sources``: the
+    program's other files whose device functions this one calls (``--device-sources``)."""
     from frontend import parse_file
 
     name = source_path(path, text)
     if text is None:
         text = lenient_text(name)
-    return parse_file(name, text=text, defines=defines, include_dirs=tuple(include_dirs))
+    for source in device_sources:
+        source_path(source, None)  # a missing file is a user error
+    return parse_file(name, text=text, defines=defines, include_dirs=tuple(include_dirs), part=part,
+                      device_sources=tuple(os.fspath(s) for s in device_sources))
 
 
 def lenient_text(path: str) -> str | None:
@@ -60,9 +66,11 @@ def lenient_text(path: str) -> str | None:
 @on_big_stack
 def load(path: str | os.PathLike | None, *, defines: dict[str, str] | None = None,
          include_dirs: tuple[str, ...] = (), text: str | None = None,
-         timings: dict[str, float] | None = None) -> n.Module:
+         timings: dict[str, float] | None = None, part: bool = False,
+         device_sources: tuple[str, ...] = ()) -> n.Module:
     """Parse and simplify: the GPU-form module every other stage starts from."""
     from polypy.driver.pipelines import GPU_PIPELINE, optimize_module
 
-    module = parse(path, defines=defines, include_dirs=include_dirs, text=text)
+    module = parse(path, defines=defines, include_dirs=include_dirs, text=text, part=part,
+                   device_sources=device_sources)
     return optimize_module(module, GPU_PIPELINE, timings=timings)

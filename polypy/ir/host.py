@@ -47,6 +47,43 @@ class DeviceSpan:
     end: int
     kind: str  # "kernel" | "device" | "global-var" | "symbol-name" (a string naming a device symbol)
     kernels: tuple[str, ...] = ()  # the IR kernels a "kernel" span becomes; a "symbol-name": the symbol
+    # A non-template kernel's host identity (``HostStub``): declared at each declaration of the
+    # kernel, defined after its translated code at its definition.
+    stub: "HostStub | None" = None
+
+
+@dataclasses.dataclass(frozen=True)
+class HostStub:
+    """The host function a kernel is in host code, as nvcc's host stub is: the kernel's own name
+    and parameter types (so C++ linkage names it alike in every file: overloads, namespaces).
+    Called after a launch configuration was pushed (``polypy_rt_push_config``), it launches the
+    kernel with it; its address is the kernel's handle (``cudaLaunchKernel``, ``cudaFuncGetAttributes``,
+    a pointer to a kernel launched with ``<<<...>>>``)."""
+
+    name: str  # the kernel's name as written (unqualified: the stub goes where the kernel was)
+    params: tuple[tuple[str, str], ...]  # (C++ type, parameter name) in order
+    storage: str = ""  # "static" (internal linkage), "inline" (defined in a header), or ""
+    kernel: str | None = None  # at a definition: the IR kernel it launches
+    extra_args: tuple[str, ...] = ()  # hidden arguments after the parameters (texture bindings)
+    shared_bytes: int = 0  # the kernel's static shared memory (cudaFuncAttributes.sharedSizeBytes)
+    const_bytes: int = 0  # the __constant__ arrays it reads (cudaFuncAttributes.constSizeBytes)
+
+
+@dataclasses.dataclass(frozen=True)
+class IndirectLaunch:
+    """``f<<<grid, block, shmem, stream>>>(args)`` where ``f`` is not a kernel this file defines:
+    a kernel declared here and defined in another file, or a pointer to a kernel. As CUDA does, the
+    configuration is pushed and the host stub ``f`` points to is called with the arguments."""
+
+    start: int
+    end: int
+    callee: str  # the source text of the callee expression
+    grid: str
+    block: str
+    shmem: str | None
+    stream: str | None
+    args: tuple[str, ...]
+    loc: Loc | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +130,7 @@ class HostFile:
     device_spans: tuple[DeviceSpan, ...]
     includes: tuple[IncludeSpan, ...]
     copies: tuple[CopySpan, ...] = ()
+    indirect: tuple[IndirectLaunch, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

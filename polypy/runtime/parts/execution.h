@@ -1,8 +1,9 @@
 /* polypy runtime: execution control, occupancy, cache preferences; the launch, graph and IPC
  * entry points polypy refuses (part of cuda_runtime.h).
  *
- * The calls that name a kernel are macros: a translated program has no function of the kernel's
- * name (its launchers have their own names), and their answers do not depend on the kernel. */
+ * The occupancy and cache calls that name a kernel are macros that drop it: their answers do not
+ * depend on the kernel. cudaLaunchKernel and cudaFuncGetAttributes take a kernel's host stub
+ * (parts/kernels.h). */
 
 /* Cache and shared-memory preferences: nothing to configure on a CPU. */
 enum cudaFuncCache {
@@ -104,15 +105,6 @@ static inline cudaError_t polypy_rt_available_shmem(size_t* bytes, int blocks, i
  * "'X' is unavailable: ..." with its location. The calls that name a kernel by a macro go to a
  * refused function of polypy's, which clang names in the error with the reason. */
 #define POLYPY_RUNTIME_REFUSED(what) __attribute__((unavailable(what " is not supported by polypy")))
-struct cudaFuncAttributes {
-  size_t sharedSizeBytes, constSizeBytes, localSizeBytes;
-  int maxThreadsPerBlock, numRegs, ptxVersion, binaryVersion, cacheModeCA, maxDynamicSharedSizeBytes;
-  int preferredShmemCarveout;
-};
-cudaError_t polypy_rt_func_attributes(...) POLYPY_RUNTIME_REFUSED(
-    "cudaFuncGetAttributes (a kernel's static shared memory and registers are not known to the host code)");
-#define cudaFuncGetAttributes(attributes, func) polypy_rt_func_attributes(attributes)
-cudaError_t cudaLaunchKernel(...) POLYPY_RUNTIME_REFUSED("cudaLaunchKernel (launch with <<<...>>>)");
 cudaError_t cudaLaunchKernelExC(...) POLYPY_RUNTIME_REFUSED("cudaLaunchKernelExC (launch with <<<...>>>)");
 cudaError_t cudaLaunchCooperativeKernel(...) POLYPY_RUNTIME_REFUSED("cudaLaunchCooperativeKernel (grid-wide sync)");
 cudaError_t cudaLaunchCooperativeKernelMultiDevice(...) POLYPY_RUNTIME_REFUSED("cudaLaunchCooperativeKernelMultiDevice");

@@ -1,0 +1,112 @@
+/* polypy runtime: kernels as host values (part of cuda_runtime.h).
+ *
+ * As with nvcc, a kernel's name in host code is its host stub: a host function of the kernel's
+ * name and parameter types that polypy emits next to the kernel's translated code (and declares
+ * wherever the kernel is declared, so a kernel defined in another file is called through C++
+ * linkage). A launch through a pointer or of a kernel of another file pushes its configuration
+ * (polypy_rt_push_config) and calls the stub, which pops it and launches, as nvcc's
+ * __cudaPushCallConfiguration and stubs do. Each translated file registers its kernels' stubs at
+ * start-up, so that cudaLaunchKernel and cudaFuncGetAttributes find a kernel by its address. */
+#ifdef __cplusplus
+/* A parameter type whose C spelling wraps the name (float (*)[4]) as a type a name can follow. */
+template <class T> using polypy_rt_type = T;
+
+struct polypy_rt_launch_config {
+  dim3 grid, block;
+  size_t shmem;
+  cudaStream_t stream;
+  bool pending;
+};
+POLYPY_RT_STATE polypy_rt_launch_config* polypy_rt_config() {
+  static thread_local polypy_rt_launch_config c;
+  return &c;
+}
+static inline void polypy_rt_push_config(dim3 grid, dim3 block, size_t shmem = 0, cudaStream_t stream = 0) {
+  polypy_rt_launch_config* c = polypy_rt_config();
+  c->grid = grid; c->block = block; c->shmem = shmem; c->stream = stream; c->pending = true;
+}
+/* The configuration of the launch a stub was called for; without one (a kernel's pointer called
+ * without <<<...>>>) the call launches nothing and records cudaErrorMissingConfiguration. */
+static inline bool polypy_rt_pop_config(dim3* grid, dim3* block, size_t* shmem, cudaStream_t* stream) {
+  polypy_rt_launch_config* c = polypy_rt_config();
+  if (!c->pending) {
+    polypy_rt_fail(cudaErrorMissingConfiguration);
+    return false;
+  }
+  c->pending = false;
+  *grid = c->grid; *block = c->block; *shmem = c->shmem; *stream = c->stream;
+  return true;
+}
+
+/* The registry: a kernel's stub address -> a launcher taking the arguments as cudaLaunchKernel
+ * passes them (an array of pointers to each), its name, and its static shared memory. */
+typedef void (*polypy_rt_args_launcher)(dim3 grid, dim3 block, size_t shmem, void** args);
+struct polypy_rt_kernel_entry;
+POLYPY_RT_STATE polypy_rt_kernel_entry** polypy_rt_kernel_list() {
+  static polypy_rt_kernel_entry* head = 0;
+  return &head;
+}
+struct polypy_rt_kernel_entry {
+  const void* stub;
+  polypy_rt_args_launcher launch;
+  const char* name;
+  size_t shared_bytes, const_bytes;
+  polypy_rt_kernel_entry* next;
+  polypy_rt_kernel_entry(const void* s, polypy_rt_args_launcher l, const char* n, size_t shared, size_t constant)
+      : stub(s), launch(l), name(n), shared_bytes(shared), const_bytes(constant), next(*polypy_rt_kernel_list()) {
+    *polypy_rt_kernel_list() = this;
+  }
+};
+static inline const polypy_rt_kernel_entry* polypy_rt_find_kernel(const void* stub) {
+  for (const polypy_rt_kernel_entry* e = *polypy_rt_kernel_list(); e; e = e->next)
+    if (e->stub == stub) return e;
+  return 0;
+}
+
+static inline cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t shmem = 0,
+                                           cudaStream_t stream = 0) {
+  const polypy_rt_kernel_entry* k = polypy_rt_find_kernel(func);
+  (void)stream; /* launches complete before they return: every stream's order holds */
+  if (!k) return polypy_rt_fail(cudaErrorInvalidDeviceFunction);
+  if (!polypy_rt_launch_ok(grid.x, grid.y, grid.z, block.x, block.y, block.z, shmem))
+    return cudaErrorInvalidConfiguration;
+  k->launch(grid, block, shmem, args);
+  return cudaSuccess;
+}
+template <class T>
+static inline cudaError_t cudaLaunchKernel(T* func, dim3 grid, dim3 block, void** args, size_t shmem = 0,
+                                           cudaStream_t stream = 0) {
+  return cudaLaunchKernel((const void*)func, grid, block, args, shmem, stream);
+}
+
+/* What the CPU device runs a kernel with (parts/device.h): any block of up to 1024 threads, the
+ * kernel's own __shared__ and __constant__ arrays, the rest of 48 KiB of shared memory for a
+ * launch's dynamic part. Registers and local memory are the compiler's business on a GPU; on the
+ * CPU a thread's values live in the block function's frame: 0. The versions are the device's
+ * compute capability (8.0). */
+struct cudaFuncAttributes {
+  size_t sharedSizeBytes, constSizeBytes, localSizeBytes;
+  int maxThreadsPerBlock, numRegs, ptxVersion, binaryVersion, cacheModeCA, maxDynamicSharedSizeBytes;
+  int preferredShmemCarveout;
+};
+static inline cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* func) {
+  const polypy_rt_kernel_entry* k = polypy_rt_find_kernel(func);
+  if (!attr) return polypy_rt_fail(cudaErrorInvalidValue);
+  if (!k) return polypy_rt_fail(cudaErrorInvalidDeviceFunction);
+  memset(attr, 0, sizeof *attr);
+  attr->sharedSizeBytes = k->shared_bytes;
+  attr->constSizeBytes = k->const_bytes;
+  attr->localSizeBytes = 0;
+  attr->maxThreadsPerBlock = 1024;
+  attr->numRegs = 0;
+  attr->ptxVersion = attr->binaryVersion = 80;
+  attr->cacheModeCA = 0;
+  attr->maxDynamicSharedSizeBytes = k->shared_bytes < 48 * 1024 ? (int)(48 * 1024 - k->shared_bytes) : 0;
+  attr->preferredShmemCarveout = -1;
+  return cudaSuccess;
+}
+template <class T>
+static inline cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, T* func) {
+  return cudaFuncGetAttributes(attr, (const void*)func);
+}
+#endif
