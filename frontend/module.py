@@ -447,9 +447,10 @@ class _ModuleBuilder:
             if _is_default(a):
                 raise UserError("default arguments of kernels are not supported in launches", cursor_loc(a))
             args.append(conv.slice(a.extent))
-        # Texture references the kernel reads: their bindings, as hidden arguments.
-        textures = self.ctx.textures.get(names[self.kernel_key(target)], ())
-        args += [f"(const {elem}*){host}.polypy_ptr" for _, host, elem in textures]
+        # What the kernel's hidden parameters receive (texture references' bindings, surfaces' memory:
+        # frontend.lower.textures.hidden_param), in terms of the launch's arguments.
+        hidden = self.ctx.textures.get(names[self.kernel_key(target)], ())
+        args += [launch.format(*args) for _, _, launch in hidden]
         grid, block = texts[0], texts[1]
         if grid is None or block is None:
             raise UserError("a launch needs a grid and a block shape", loc)

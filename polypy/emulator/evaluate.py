@@ -131,6 +131,9 @@ class Evaluator:
 
     def _call(self, e: n.Call, lanes: LaneSet) -> Value:
         impl = MATH_IMPLS.get(e.fn)
+        if e.fn == "texture":
+            raise UserError("texture fetches are not supported by the emulator (run the translated program: polypy "
+                            "run without --emulate)", e.loc)
         if impl is None:
             raise UserError(f"the emulator has no implementation of math function {e.fn!r}", e.loc)
         args = [self.eval(a, lanes) for a in e.args]
