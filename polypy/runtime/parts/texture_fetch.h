@@ -90,8 +90,6 @@ static inline cudaError_t cudaCreateTextureObject(cudaTextureObject_t* obj, cons
     return polypy_rt_fail(cudaErrorInvalidValue);
   for (int k = 0; k < t.dims; ++k) {
     if (t.addr[k] < cudaAddressModeWrap || t.addr[k] > cudaAddressModeBorder) return polypy_rt_fail(cudaErrorInvalidValue);
-    if (!t.normalized_coords && !t.cubemap && (t.addr[k] == cudaAddressModeWrap || t.addr[k] == cudaAddressModeMirror))
-      polypy_tex_refuse("wrap or mirror addressing with unnormalized texture coordinates");
   }
   if (t.cubemap && td->seamlessCubemap) polypy_tex_refuse("seamless cubemap filtering");
   if (td->maxAnisotropy > 1) polypy_tex_refuse("anisotropic texture filtering");
@@ -182,6 +180,15 @@ static inline float polypy_tex_coord(float x, int n, int m, int normalized) {
   }
   return x * (float)n;
 }
+/* Wrap and mirror addressing are defined for normalized coordinates only: with unnormalized ones,
+ * a texel outside the texture that contributes to a fetch is refused (inside, every mode agrees). */
+static inline void polypy_tex_check_outside(const struct polypy_tex* t, const int* i, const int* modes) {
+  const int n[3] = {t->w, t->h, t->d};
+  for (int k = 0; k < t->dims; ++k)
+    if ((i[k] < 0 || i[k] >= n[k]) && !t->normalized_coords && !t->cubemap &&
+        (modes[k] == cudaAddressModeWrap || modes[k] == cudaAddressModeMirror))
+      polypy_tex_refuse("wrap or mirror addressing with unnormalized texture coordinates (a fetch outside the texture)");
+}
 static inline double polypy_tex_at(const struct polypy_tex* t, const int* i, int slice, int c, const int* modes) {
   int x = polypy_tex_index(i[0], t->w, modes[0]), y = 0, z = slice;
   if (x < 0) return t->border[c];
@@ -195,6 +202,7 @@ static inline double polypy_tex_sample(const struct polypy_tex* t, const float* 
   int i[3] = {0, 0, 0};
   if (t->filter == cudaFilterModePoint) {
     for (int k = 0; k < dims; ++k) i[k] = (int)floorf(u[k]);
+    polypy_tex_check_outside(t, i, modes);
     return polypy_tex_at(t, i, slice, c, modes);
   }
   float a[3] = {0, 0, 0};
@@ -212,6 +220,7 @@ static inline double polypy_tex_sample(const struct polypy_tex* t, const float* 
       j[k] += up;
       wgt *= up ? a[k] : 1.0f - a[k];
     }
+    if (wgt != 0.0f) polypy_tex_check_outside(t, j, modes);
     sum += wgt * (float)polypy_tex_at(t, j, slice, c, modes);
   }
   return sum;
