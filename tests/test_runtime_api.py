@@ -66,7 +66,7 @@ def test_runtime_api_behaves_as_cuda_on_one_device() -> None:
 
 
 def test_refused_runtime_calls_are_located_errors(tmp_path: pathlib.Path) -> None:
-    """CUDA graphs, cudaFuncGetAttributes, surface objects, cudaLaunchKernel, a kernel's address:
+    """CUDA graphs, cudaFuncGetAttributes, a surface object's description, cudaLaunchKernel, a kernel's address:
     `file:line:col: error:`
     naming the call, exit 1, no output."""
     cases = {
@@ -74,9 +74,9 @@ def test_refused_runtime_calls_are_located_errors(tmp_path: pathlib.Path) -> Non
                      "CUDA graphs (cudaGraphCreate) is not supported by polypy"),
         "attrs.cu": ("cudaFuncAttributes a;\n  cudaFuncGetAttributes(&a, k);", "5:3: error: "
                      "'polypy_rt_func_attributes' is unavailable: cudaFuncGetAttributes"),
-        "surface.cu": ("cudaSurfaceObject_t s = 0;\n  cudaCreateSurfaceObject(&s, 0);",
-                       "5:3: error: 'cudaCreateSurfaceObject' is unavailable: surface objects (cudaCreateSurfaceObject) "
-                       "is not supported by polypy"),
+        "surface.cu": ("cudaResourceDesc r;\n  cudaGetSurfaceObjectResourceDesc(&r, 0);",
+                       "5:3: error: 'cudaGetSurfaceObjectResourceDesc' is unavailable: surface objects "
+                       "(cudaGetSurfaceObjectResourceDesc) is not supported by polypy"),
         "value.cu": ("void* f = (void*)k;\n  (void)f;", "4:20: error: kernel 'k' used as a value (not launched with "
                      "<<<...>>>) is not supported"),
         "launch.cu": ("void* args[1] = {0};\n  cudaLaunchKernel((void*)k, dim3(1), dim3(1), args, 0, 0);",

@@ -197,9 +197,13 @@ def _surface(b, base: str, write: bool, fn: ci.Cursor, args: list[ci.Cursor], c:
     comps = {}
     for path, k in layout.slots:
         load: n.Expr = n.Load(ptr, (index(k),), st, loc=loc)
-        if not isinstance(inside, n.Const):
-            load = n.Select(inside, load, n.Const(0, st, loc=loc), loc=loc)
-        comps[path] = n.Var(b.temp(st, load, "surf", c).name, st, loc=loc)
+        if isinstance(inside, n.Const):
+            comps[path] = n.Var(b.temp(st, load, "surf", c).name, st, loc=loc)
+            continue
+        # zero mode: 0 outside, and no load there (a branch, not a select that would load anyway)
+        v = b.temp(st, n.Const(0, st, loc=loc), "surf", c)
+        b.emit(n.If(inside, (n.Assign(v.name, load, loc=loc),), (), loc=loc))
+        comps[path] = n.Var(v.name, st, loc=loc)
     result: Value = comps[""] if "" in comps else Aggregate(dict(comps), ttype.spelling)
     if out is None:
         return result

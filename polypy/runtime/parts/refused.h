@@ -48,7 +48,9 @@ POLYPY_REFUSED(cudaDeviceSetGraphMemAttribute, "CUDA graphs")
 
 /* Mipmapped arrays, asynchronous array copies, array memory queries (CUDA arrays, texture and surface
  * objects: parts/texture.h). */
-POLYPY_REFUSED(cudaArrayGetMemoryRequirements, "CUDA arrays")
+POLYPY_REFUSED(cudaArrayGetMemoryRequirements, "CUDA arrays") POLYPY_REFUSED(cudaMemcpyArrayToArray, "CUDA arrays")
+POLYPY_REFUSED(cudaBindTexture2D, "2-D textures on pitched memory through references (use a texture object)")
+POLYPY_REFUSED(cudaGetSurfaceObjectResourceDesc, "surface objects")
 POLYPY_REFUSED(cudaArrayGetPlane, "CUDA arrays") POLYPY_REFUSED(cudaArrayGetSparseProperties, "CUDA arrays")
 POLYPY_REFUSED(cudaMallocMipmappedArray, "mipmapped arrays") POLYPY_REFUSED(cudaFreeMipmappedArray, "mipmapped arrays")
 POLYPY_REFUSED(cudaGetMipmappedArrayLevel, "mipmapped arrays") POLYPY_REFUSED(cudaMemcpy2DArrayToArray, "CUDA arrays")
