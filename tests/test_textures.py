@@ -600,6 +600,67 @@ int main() {
     assert "race" in result.stderr and f"{path}:2:" in result.stderr, result.stderr
 
 
+LAYERS_PROGRAM = r"""#include <cstdio>
+__global__ void l1(float* out, cudaTextureObject_t t) { int i = threadIdx.x; out[i] = tex1DLayered<float>(t, i * 0.7f - 1.0f, i % 3); }
+__global__ void cl(float* out, cudaTextureObject_t t) { int i = threadIdx.x; out[i] = texCubemapLayered<float>(t, (i % 5) - 2.0f, 1.5f - (i % 3), 0.25f * i - 2.1f, i % 2); }
+__global__ void s3(cudaSurfaceObject_t s) { surf3Dwrite((int)(threadIdx.x + 10 * threadIdx.y + 100 * threadIdx.z), s, threadIdx.x * 4, threadIdx.y, threadIdx.z); }
+__global__ void sl(int* out, cudaSurfaceObject_t s) { out[threadIdx.x] = surf2DLayeredread<int>(s, (threadIdx.x % 3) * 4, 1, threadIdx.x / 3, cudaBoundaryModeZero); }
+int main() {
+  float v[256]; for (int i = 0; i < 256; ++i) v[i] = (float)((i * 13) % 17);
+  cudaChannelFormatDesc cd = cudaCreateChannelDesc<float>();
+  cudaArray_t a; cudaMalloc3DArray(&a, &cd, make_cudaExtent(4, 0, 3), cudaArrayLayered);
+  cudaMemcpy3DParms p = {}; p.srcPtr = make_cudaPitchedPtr(v, 16, 4, 1); p.dstArray = a; p.extent = make_cudaExtent(4, 1, 3);
+  printf("copy %d\n", (int)cudaMemcpy3D(&p));
+  cudaResourceDesc rd = {}; rd.resType = cudaResourceTypeArray; rd.res.array.array = a;
+  cudaTextureDesc td = {}; td.filterMode = cudaFilterModeLinear; td.addressMode[0] = cudaAddressModeClamp;
+  cudaTextureObject_t t; cudaCreateTextureObject(&t, &rd, &td, 0);
+  float* o; cudaMalloc(&o, 64 * 4); float h[64];
+  l1<<<1, 8>>>(o, t); cudaMemcpy(h, o, 32, cudaMemcpyDeviceToHost); for (int i = 0; i < 8; ++i) printf("%g ", h[i]); printf("\n");
+  cudaArray_t c; cudaMalloc3DArray(&c, &cd, make_cudaExtent(2, 2, 12), cudaArrayLayered | cudaArrayCubemap);
+  cudaMemcpy3DParms q = {}; q.srcPtr = make_cudaPitchedPtr(v, 8, 2, 2); q.dstArray = c; q.extent = make_cudaExtent(2, 2, 12);
+  cudaMemcpy3D(&q);
+  rd.res.array.array = c; td.normalizedCoords = 1; cudaTextureObject_t tc; cudaCreateTextureObject(&tc, &rd, &td, 0);
+  cl<<<1, 8>>>(o, tc); cudaMemcpy(h, o, 32, cudaMemcpyDeviceToHost); for (int i = 0; i < 8; ++i) printf("%g ", h[i]); printf("\n");
+  cudaChannelFormatDesc ci = cudaCreateChannelDesc<int>();
+  cudaArray_t a3; cudaMalloc3DArray(&a3, &ci, make_cudaExtent(3, 2, 2), cudaArraySurfaceLoadStore);
+  rd.res.array.array = a3; cudaSurfaceObject_t s; cudaCreateSurfaceObject(&s, &rd);
+  s3<<<1, dim3(3, 2, 2)>>>(s);
+  int back[12]; cudaMemcpy3DParms r = {}; r.srcArray = a3; r.dstPtr = make_cudaPitchedPtr(back, 12, 3, 2); r.extent = make_cudaExtent(3, 2, 2);
+  cudaMemcpy3D(&r); for (int i = 0; i < 12; ++i) printf("%d ", back[i]); printf("\n");
+  cudaArray_t al; cudaMalloc3DArray(&al, &ci, make_cudaExtent(3, 2, 2), cudaArrayLayered | cudaArraySurfaceLoadStore);
+  int src[12]; for (int i = 0; i < 12; ++i) src[i] = i * 11;
+  cudaMemcpy3DParms w = {}; w.srcPtr = make_cudaPitchedPtr(src, 12, 3, 2); w.dstArray = al; w.extent = make_cudaExtent(3, 2, 2); cudaMemcpy3D(&w);
+  rd.res.array.array = al; cudaSurfaceObject_t sl_; cudaCreateSurfaceObject(&sl_, &rd);
+  int* oi = (int*)o; sl<<<1, 8>>>(oi, sl_); int hi[8]; cudaMemcpy(hi, oi, 32, cudaMemcpyDeviceToHost); for (int i = 0; i < 8; ++i) printf("%d ", hi[i]); printf("\n");
+  return 0;
+}
+"""
+
+
+def test_1d_layered_cubemap_layered_3d_and_layered_surfaces(tmp_path) -> None:
+    need_compiler(cpp=True)
+    path = tmp_path / "layers.cu"
+    path.write_text(LAYERS_PROGRAM)
+    result = _run(path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "copy 0"
+    v = np.array([(i * 13) % 17 for i in range(256)], dtype=np.float32)
+    layers = v[:12].reshape(3, 4)
+    want = [_sample(layers[i % 3], [f32(f32(i) * f32(0.7) - f32(1.0))], True, [CLAMP]) for i in range(8)]
+    _close(_floats(lines[1]), np.array(want, dtype=np.float64))
+    faces = v[:48].reshape(2, 6, 2, 2)
+    want = []
+    for i in range(8):
+        x, y, z = f32(i % 5 - 2.0), f32(1.5 - i % 3), f32(f32(0.25) * f32(i) - f32(2.1))
+        face, fs, ft = _face(float(x), float(y), float(z))
+        want.append(_sample(faces[i % 2, face], [f32(fs * f32(2)), f32(ft * f32(2))], True, [CLAMP, CLAMP]))
+    _close(_floats(lines[2]), np.array(want, dtype=np.float64))
+    assert lines[3].split() == [str(x + 10 * y + 100 * z) for z in range(2) for y in range(2) for x in range(3)]
+    src = [i * 11 for i in range(12)]
+    assert lines[4].split() == [str(src[(t // 3) * 6 + 3 + t % 3]) if t // 3 < 2 else "0" for t in range(8)]
+
+
 # --------------------------------------------------------------------------- refusals
 
 def _program_2d(**values: str) -> str:

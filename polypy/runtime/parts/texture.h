@@ -66,8 +66,11 @@ static inline cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, i
   cudaChannelFormatDesc d = {x, y, z, w, f};
   return d;
 }
-/* Only the element types CUDA defines a descriptor for: another type is a compile-time error. */
-template <class T> struct polypy_channel;
+/* The element types CUDA defines a descriptor for; any other type has the empty descriptor
+ * (cudaChannelFormatKindNone), which arrays and textures refuse when the program runs. */
+template <class T> struct polypy_channel {
+  static cudaChannelFormatDesc desc() { return cudaCreateChannelDesc(0, 0, 0, 0, cudaChannelFormatKindNone); }
+};
 #define POLYPY_CHANNEL(T, bits, n, kind)                                                                   \
   template <> struct polypy_channel<T> {                                                                \
     static cudaChannelFormatDesc desc() {                                                               \
