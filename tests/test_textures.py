@@ -19,6 +19,7 @@ import pytest
 import polypy
 from c_support import need_compiler
 from polypy.errors import UserError
+from polypy.ir.textures import TEXTURE_ARGS
 
 WRAP, CLAMP, MIRROR, BORDER = 0, 1, 2, 3
 MODE_NAMES = {WRAP: "cudaAddressModeWrap", CLAMP: "cudaAddressModeClamp", MIRROR: "cudaAddressModeMirror",
@@ -704,3 +705,34 @@ def test_wrap_addressing_with_unnormalized_coordinates_is_refused_when_the_progr
     assert result.returncode == 1
     assert "polypy: wrap or mirror addressing with unnormalized texture coordinates (a fetch outside the texture) " \
            "is not supported" in result.stderr
+
+
+def test_a_texture_fetch_is_one_pure_call_per_component_in_the_ir_text(tmp_path) -> None:
+    """``tex2D<float4>`` becomes four ``texture<f32>(obj, 2, 0, x, y, 0.0, 0, c)`` calls (c = 0..3);
+    the IR text prints them with their result type and parses back to the same kernel, which the
+    verifier accepts; a texture call with a wrong argument type is a verifier error."""
+    from polypy.ir import parse_kernel, print_kernel, verify_kernel
+    from polypy.ir import nodes as n
+    from polypy.ir.types import F32, I32
+
+    path = tmp_path / "k.cu"
+    path.write_text("__global__ void k(float4* o, cudaTextureObject_t t, float x) {\n"
+                    "  o[threadIdx.x] = tex2D<float4>(t, x, 0.5f);\n}\n")
+    kernel = polypy.load(str(path)).kernel("k")
+    calls = [e for s in kernel.body for e in _walk_exprs(s) if isinstance(e, n.Call) and e.fn == "texture"]
+    assert sorted(int(c.args[7].value) for c in calls) == [0, 1, 2, 3]
+    assert all(c.rtype == F32 and int(c.args[1].value) == 2 for c in calls)
+    text = print_kernel(kernel)
+    assert "  o[threadIdx.x * 4u + 3u] = texture<f32>(t, 2, 0, x, 0.5f, 0.0f, 0, 3)\n" in text
+    again = parse_kernel(text)
+    assert print_kernel(again) == text
+    verify_kernel(again)
+    bad = parse_kernel(text.replace("texture<f32>(t, 2, 0, x", "texture<f32>(t, 2, 0.0f, x", 1))
+    with pytest.raises(Exception, match="argument 2 of texture is f32, not i32"):
+        verify_kernel(bad)
+    assert I32 in TEXTURE_ARGS
+
+
+def _walk_exprs(s):
+    from polypy.ir.visitor import walk
+    return list(walk(s))
