@@ -18,6 +18,7 @@ import pytest
 
 import polypy
 from c_support import need_compiler
+from polypy.emulator import emulate
 from polypy.errors import UserError
 from polypy.ir.textures import TEXTURE_ARGS
 
@@ -167,7 +168,8 @@ def _coords(rng, n, lo, hi) -> np.ndarray:
     return v
 
 
-def test_2d_float_textures_every_filter_and_addressing_mode_match_the_formulas(tmp_path) -> None:
+@pytest.mark.parametrize("emulate", [False, True], ids=["translated", "emulated"])
+def test_2d_float_textures_every_filter_and_addressing_mode_match_the_formulas(tmp_path, emulate) -> None:
     need_compiler(cpp=True)
     rng = np.random.default_rng(11)
     n = 96
@@ -182,7 +184,7 @@ def test_2d_float_textures_every_filter_and_addressing_mode_match_the_formulas(t
         source = source.replace(f"@{key}@", value)
     path = tmp_path / "tex2d.cu"
     path.write_text(source)
-    result = _run(path)
+    result = _run(path, *(["--emulate"] if emulate else []))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert len(lines) == len(CASES_2D)
@@ -312,7 +314,8 @@ def _face(x, y, z):
     return face, s, t
 
 
-def test_1d_3d_layered_cubemap_and_linear_memory_textures_match_the_formulas(tmp_path) -> None:
+@pytest.mark.parametrize("emulate", [False, True], ids=["translated", "emulated"])
+def test_1d_3d_layered_cubemap_and_linear_memory_textures_match_the_formulas(tmp_path, emulate) -> None:
     need_compiler(cpp=True)
     rng = np.random.default_rng(5)
     n = 48
@@ -322,7 +325,7 @@ def test_1d_3d_layered_cubemap_and_linear_memory_textures_match_the_formulas(tmp
     source = SHAPES_PROGRAM.replace("COORDS", _c_floats(np.concatenate([cx, cy, cz]))).replace("= N;", f"= {n};")
     path = tmp_path / "shapes.cu"
     path.write_text(source)
-    result = _run(path)
+    result = _run(path, *(["--emulate"] if emulate else []))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     values = np.array([((i * 29) % 31) * 0.5 - 7.0 for i in range(4096)], dtype=np.float32)
@@ -447,7 +450,8 @@ int main() {
 """
 
 
-def test_integer_channels_vectors_border_colour_and_texture_references(tmp_path) -> None:
+@pytest.mark.parametrize("emulate", [False, True], ids=["translated", "emulated"])
+def test_integer_channels_vectors_border_colour_and_texture_references(tmp_path, emulate) -> None:
     need_compiler(cpp=True)
     rng = np.random.default_rng(7)
     n = 40
@@ -455,7 +459,7 @@ def test_integer_channels_vectors_border_colour_and_texture_references(tmp_path)
     coords = np.concatenate([cx, cy])
     path = tmp_path / "ints.cu"
     path.write_text(INT_PROGRAM.replace("COORDS", _c_floats(coords)).replace("= N,", f"= {n},"))
-    result = _run(path)
+    result = _run(path, *(["--emulate"] if emulate else []))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     w, h = 6, 5
@@ -638,11 +642,12 @@ int main() {
 """
 
 
-def test_1d_layered_cubemap_layered_3d_and_layered_surfaces(tmp_path) -> None:
+@pytest.mark.parametrize("emulate", [False, True], ids=["translated", "emulated"])
+def test_1d_layered_cubemap_layered_3d_and_layered_surfaces(tmp_path, emulate) -> None:
     need_compiler(cpp=True)
     path = tmp_path / "layers.cu"
     path.write_text(LAYERS_PROGRAM)
-    result = _run(path)
+    result = _run(path, *(["--emulate"] if emulate else []))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "copy 0"
@@ -675,20 +680,20 @@ ONE_FETCH = dict(DATA="{1, 2}", XU="{0}", YU="{0}", XN="{0}", YN="{0}", FILTERS=
                  CASES="1", W="2", H="1")
 
 
-def test_the_emulator_the_llvm_backend_and_kernel_libraries_refuse_texture_fetches_with_their_location(
+def test_the_llvm_backend_kernel_libraries_and_the_bare_emulator_refuse_texture_fetches_with_their_location(
         tmp_path) -> None:
-    need_compiler(cpp=True)
-    path = tmp_path / "tex.cu"
-    path.write_text(_program_2d(MODES="{1}", **ONE_FETCH))
-    result = _run(path, "--emulate")
-    assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert f"{path}:4:" in result.stderr and "texture fetches are not supported by the emulator" in result.stderr
+    """Texture objects live in a whole program's runtime: the LLVM backend, a kernel library and
+    the emulator outside ``polypy run --emulate`` refuse a fetch, located at it."""
     library = tmp_path / "lib.cu"
     library.write_text("__global__ void k(float* o, cudaTextureObject_t t) { o[threadIdx.x] = tex2D<float>(t, 0.5f, "
                        "0.5f); }\n")
     with pytest.raises(UserError) as info:
         polypy.compile(str(library)).k.compiled
     assert "texture fetches are not supported by the LLVM backend" in info.value.message
+    assert info.value.loc is not None and (info.value.loc.line, info.value.loc.col) == (1, 71)
+    with pytest.raises(UserError) as info:
+        emulate(polypy.load(str(library)).kernel("k"), 1, 1, {"o": np.zeros(1, np.float32), "t": 1})
+    assert "texture fetches are not supported by the emulator outside whole programs" in info.value.message
     assert info.value.loc is not None and (info.value.loc.line, info.value.loc.col) == (1, 71)
     out = tmp_path / "lib.cpp"
     result = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(library), "-o", str(out)],

@@ -12,8 +12,9 @@ result. The call is a pure function of its arguments within one launch: CUDA lea
 memory written during the same launch undefined, so the texture's contents are constant for the
 kernel, and the analyses may treat the fetch like a math function (read-only, no memory access they
 need to see). Its value is defined by the runtime's ``polypy_tex_value`` (``polypy/runtime/parts/
-texture_fetch.h``), which only the C/C++ backend calls: the LLVM backend and the emulator refuse
-texture fetches with a located error (docs/textures.md).
+texture_fetch.h``), which the C/C++ output of a whole program calls, and the emulator too under
+``polypy run --emulate``; the LLVM backend, kernel libraries and the emulator outside a whole
+program refuse texture fetches with a located error (docs/textures.md).
 """
 from __future__ import annotations
 
