@@ -2,9 +2,9 @@
 
 Each program is ours: it fills an array with values the test knows, fetches at coordinates the
 test chose, prints what it fetched, and the test checks every value against a NumPy reference of
-the CUDA Programming Guide's "Texture Fetching" formulas (written here independently of the
-runtime's C): nearest point, linear filtering with weights in 1.8 fixed point, normalized
-coordinates, wrap / clamp / mirror / border addressing, normalized-float reads of 8- and 16-bit
+the CUDA Programming Guide's "Texture Fetching" formulas (``samples/texture_reference.py``,
+written from the guide, not from the runtime's C): nearest point, linear filtering with weights in
+1.8 fixed point, normalized coordinates, wrap / clamp / mirror / border addressing, normalized-float reads of 8- and 16-bit
 channels, layered and cubemap textures. Surface writes are stores the analyses and the emulator see.
 """
 from __future__ import annotations
@@ -21,10 +21,8 @@ from c_support import need_compiler
 from polypy.emulator import emulate
 from polypy.errors import UserError
 from polypy.ir.textures import TEXTURE_ARGS
+from samples.texture_reference import BORDER, CLAMP, MIRROR, WRAP, cube_face, fetch, sample
 
-WRAP, CLAMP, MIRROR, BORDER = 0, 1, 2, 3
-MODE_NAMES = {WRAP: "cudaAddressModeWrap", CLAMP: "cudaAddressModeClamp", MIRROR: "cudaAddressModeMirror",
-              BORDER: "cudaAddressModeBorder"}
 f32 = np.float32
 
 
@@ -39,73 +37,6 @@ def _floats(text: str) -> np.ndarray:
 
 def _c_floats(values) -> str:
     return "{" + ", ".join(f"{float(v):.9e}f" for v in values) + "}"
-
-
-# --------------------------------------------------------------------------- the reference
-
-def _index(i: int, n: int, mode: int) -> int:
-    """Texel index i of n under an addressing mode; -1 for the border."""
-    if 0 <= i < n:
-        return i
-    if mode == BORDER:
-        return -1
-    if mode == WRAP:
-        return i % n
-    if mode == MIRROR:
-        p = i % (2 * n)
-        return p if p < n else 2 * n - 1 - p
-    return min(max(i, 0), n - 1)
-
-
-def _coord(x: np.float32, n: int, mode: int, normalized: bool) -> np.float32:
-    if not normalized:
-        return f32(x)
-    if mode == WRAP:
-        x = f32(x - np.floor(x))
-    elif mode == MIRROR:
-        fl = np.floor(x)
-        x = f32(x - fl) if int(fl) % 2 == 0 else f32(f32(1.0) - f32(x - fl))
-    return f32(x * f32(n))
-
-
-def _sample(tex: np.ndarray, u: list, linear: bool, modes: list, border: float = 0.0) -> np.float32:
-    """``tex`` indexed [z][y][x] (as many leading axes as the texture has dimensions, x last)."""
-    dims = len(u)
-    sizes = list(reversed(tex.shape))  # n along x, y, z
-
-    def at(idx):
-        where = []
-        for k in range(dims):
-            j = _index(idx[k], sizes[k], modes[k])
-            if j < 0:
-                return f32(border)
-            where.append(j)
-        return f32(tex[tuple(reversed(where))])
-
-    if not linear:
-        return at([int(np.floor(c)) for c in u])
-    base, alpha = [], []
-    for c in u:
-        b = f32(c - f32(0.5))
-        fl = f32(np.floor(b))
-        base.append(int(fl))
-        alpha.append(f32(np.rint(f32((b - fl) * f32(256.0))) / f32(256.0)))
-    total = f32(0.0)
-    for corner in range(1 << dims):
-        idx, weight = list(base), f32(1.0)
-        for k in range(dims):
-            up = (corner >> k) & 1
-            idx[k] += up
-            weight = f32(weight * (alpha[k] if up else f32(f32(1.0) - alpha[k])))
-        total = f32(total + f32(weight * at(idx)))
-    return total
-
-
-def _fetch(tex, xs, linear, modes, normalized, border=0.0):
-    dims = len(xs)
-    sizes = list(reversed(tex.shape))
-    return np.array([_sample(tex, [_coord(f32(xs[k][i]), sizes[k], modes[k], normalized) for k in range(dims)],
-                             linear, modes, border) for i in range(len(xs[0]))], dtype=np.float64)
 
 
 def _close(got: np.ndarray, want: np.ndarray) -> None:
@@ -191,7 +122,7 @@ def test_2d_float_textures_every_filter_and_addressing_mode_match_the_formulas(t
     tex = np.array(DATA2, dtype=np.float32).reshape(H2, W2)
     for (linear, mode, normalized), line in zip(CASES_2D, lines):
         xs, ys = (xn, yn) if normalized else (xu, yu)
-        want = _fetch(tex, [xs, ys], linear, [mode, mode], normalized)
+        want = fetch(tex, [xs, ys], linear, [mode, mode], normalized)
         _close(_floats(line), want)
 
 
@@ -199,8 +130,8 @@ def test_the_weights_of_linear_filtering_are_quantized_to_eight_fractional_bits(
     """The reference itself: between two texels 0 and 1, x_B fractions 0.3 and 0.3 + 1/1024 give
     the same weight (77/256), not 0.3."""
     tex = np.array([[0.0, 1.0]], dtype=np.float32)
-    a = _sample(tex, [f32(0.8), f32(0.5)], True, [CLAMP, CLAMP])
-    b = _sample(tex, [f32(0.8 + 1 / 1024), f32(0.5)], True, [CLAMP, CLAMP])
+    a = sample(tex, [f32(0.8), f32(0.5)], True, [CLAMP, CLAMP])
+    b = sample(tex, [f32(0.8 + 1 / 1024), f32(0.5)], True, [CLAMP, CLAMP])
     assert a == b == f32(77 / 256)
 
 
@@ -300,20 +231,6 @@ int main() {
 """
 
 
-def _face(x, y, z):
-    """CUDA's cubemap table: the face and the face's normalized (s, t)."""
-    ax, ay, az = abs(x), abs(y), abs(z)
-    if ax >= ay and ax >= az:
-        m, face, sc, tc = ax, (0 if x >= 0 else 1), (-z if x >= 0 else z), -y
-    elif ay >= az:
-        m, face, sc, tc = ay, (2 if y >= 0 else 3), x, (z if y >= 0 else -z)
-    else:
-        m, face, sc, tc = az, (4 if z >= 0 else 5), (x if z >= 0 else -x), -y
-    s = f32(f32(f32(sc) / f32(m) + f32(1.0)) * f32(0.5))
-    t = f32(f32(f32(tc) / f32(m) + f32(1.0)) * f32(0.5))
-    return face, s, t
-
-
 @pytest.mark.parametrize("emulate", [False, True], ids=["translated", "emulated"])
 def test_1d_3d_layered_cubemap_and_linear_memory_textures_match_the_formulas(tmp_path, emulate) -> None:
     need_compiler(cpp=True)
@@ -330,27 +247,27 @@ def test_1d_3d_layered_cubemap_and_linear_memory_textures_match_the_formulas(tmp
     lines = result.stdout.splitlines()
     values = np.array([((i * 29) % 31) * 0.5 - 7.0 for i in range(4096)], dtype=np.float32)
     # 1-D mirror, normalized
-    _close(_floats(lines[0]), _fetch(values[:9], [cx], True, [MIRROR], True))
+    _close(_floats(lines[0]), fetch(values[:9], [cx], True, [MIRROR], True))
     # 3-D wrap, normalized
-    _close(_floats(lines[1]), _fetch(values[:60].reshape(3, 4, 5), [cx, cy, cz], True, [WRAP] * 3, True))
+    _close(_floats(lines[1]), fetch(values[:60].reshape(3, 4, 5), [cx, cy, cz], True, [WRAP] * 3, True))
     # layered: layer i % 4 - 1 clamped to [0, 2]
     layers = values[100:190].reshape(3, 5, 6)
-    want = [_sample(layers[min(max(i % 4 - 1, 0), 2)], [f32(cx[i]), f32(cy[i])], True, [CLAMP, CLAMP])
+    want = [sample(layers[min(max(i % 4 - 1, 0), 2)], [f32(cx[i]), f32(cy[i])], True, [CLAMP, CLAMP])
             for i in range(n)]
     _close(_floats(lines[2]), np.array(want, dtype=np.float64))
     # cubemap
     faces = values[200:296].reshape(6, 4, 4)
     want = []
     for i in range(n):
-        face, s, t = _face(float(cx[i]), float(cy[i]), float(cz[i]))
-        want.append(_sample(faces[face], [f32(s * f32(4)), f32(t * f32(4))], True, [CLAMP, CLAMP]))
+        face, s, t = cube_face(float(cx[i]), float(cy[i]), float(cz[i]))
+        want.append(sample(faces[face], [f32(s * f32(4)), f32(t * f32(4))], True, [CLAMP, CLAMP]))
     _close(_floats(lines[3]), np.array(want, dtype=np.float64))
     # tex1Dfetch of linear memory
     lin = values[300:300 + n]
     _close(_floats(lines[4]), lin.astype(np.float64) + lin[::-1].astype(np.float64) * 1000.0)
     # pitched 2-D memory, point sampling, clamp (rows of 8, 5 used)
     rows = values[400:432].reshape(4, 8)[:, :5]
-    _close(_floats(lines[5]), _fetch(rows, [cx, cy], False, [CLAMP, CLAMP], False))
+    _close(_floats(lines[5]), fetch(rows, [cx, cy], False, [CLAMP, CLAMP], False))
     assert lines[6] == "3 5"
 
 
@@ -469,16 +386,16 @@ def test_integer_channels_vectors_border_colour_and_texture_references(tmp_path,
     got = _floats(lines[0]).reshape(n, 4)
     for ch in range(4):
         tex = (px[:, ch].astype(np.float32) / f32(255)).astype(np.float32).reshape(h, w)
-        _close(got[:, ch], _fetch(tex, [cx, cy], True, [BORDER, BORDER], False, border[ch]))
+        _close(got[:, ch], fetch(tex, [cx, cy], True, [BORDER, BORDER], False, border[ch]))
     # signed char: v / 127, at least -1 (the 1-D kernel reads the first n coordinates as normalized ones)
     sc = ((np.arange(w) * 61) % 256 - 128).astype(np.float32)
     tex1 = np.maximum(sc / f32(127), f32(-1)).astype(np.float32)
-    _close(_floats(lines[1]), _fetch(tex1, [cx], True, [BORDER], True, border[0]))
+    _close(_floats(lines[1]), fetch(tex1, [cx], True, [BORDER], True, border[0]))
     us = np.stack([i * 2731 % 65536, 65535 - i * 977 % 65536], axis=1)
     got = _floats(lines[2]).reshape(n, 2)
     for ch in range(2):
         tex = (us[:, ch].astype(np.float32) / f32(65535)).astype(np.float32).reshape(h, w)
-        _close(got[:, ch], _fetch(tex, [cx, cy], False, [BORDER, BORDER], False, border[ch]))
+        _close(got[:, ch], fetch(tex, [cx, cy], False, [BORDER, BORDER], False, border[ch]))
     iv = np.stack([i * 100003 - 1500000, -i], axis=1)
     got = _floats(lines[3]).reshape(n, 2)
     for ch in range(2):
@@ -490,7 +407,7 @@ def test_integer_channels_vectors_border_colour_and_texture_references(tmp_path,
             want.append(tex[y, x] if inside else float(np.int32(np.float32(border[ch]))))
         np.testing.assert_array_equal(got[:, ch], np.array(want))
     fv = (i % 7 - 0.5 * (i // 7)).astype(np.float32).reshape(h, w)
-    _close(_floats(lines[4]), _fetch(fv, [cx, cy], True, [CLAMP, CLAMP], False))
+    _close(_floats(lines[4]), fetch(fv, [cx, cy], True, [CLAMP, CLAMP], False))
 
 
 # --------------------------------------------------------------------------- surfaces
@@ -653,14 +570,14 @@ def test_1d_layered_cubemap_layered_3d_and_layered_surfaces(tmp_path, emulate) -
     assert lines[0] == "copy 0"
     v = np.array([(i * 13) % 17 for i in range(256)], dtype=np.float32)
     layers = v[:12].reshape(3, 4)
-    want = [_sample(layers[i % 3], [f32(f32(i) * f32(0.7) - f32(1.0))], True, [CLAMP]) for i in range(8)]
+    want = [sample(layers[i % 3], [f32(f32(i) * f32(0.7) - f32(1.0))], True, [CLAMP]) for i in range(8)]
     _close(_floats(lines[1]), np.array(want, dtype=np.float64))
     faces = v[:48].reshape(2, 6, 2, 2)
     want = []
     for i in range(8):
         x, y, z = f32(i % 5 - 2.0), f32(1.5 - i % 3), f32(f32(0.25) * f32(i) - f32(2.1))
-        face, fs, ft = _face(float(x), float(y), float(z))
-        want.append(_sample(faces[i % 2, face], [f32(fs * f32(2)), f32(ft * f32(2))], True, [CLAMP, CLAMP]))
+        face, fs, ft = cube_face(float(x), float(y), float(z))
+        want.append(sample(faces[i % 2, face], [f32(fs * f32(2)), f32(ft * f32(2))], True, [CLAMP, CLAMP]))
     _close(_floats(lines[2]), np.array(want, dtype=np.float64))
     assert lines[3].split() == [str(x + 10 * y + 100 * z) for z in range(2) for y in range(2) for x in range(3)]
     src = [i * 11 for i in range(12)]
