@@ -24,6 +24,7 @@ from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, deepest_c
 from frontend.device_pass import device_defines, join_passes, names_cuda_arch
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.launch_shapes import LaunchShapes
+from frontend.lower.textures import hidden_arguments
 from frontend.lower import (
     CK, KernelBuilder, ModuleContext, decl_key, function_body, has_attr, is_device_decl, is_host_decl,
     is_kernel_decl, is_prelude_decl, sanitize,
@@ -449,8 +450,7 @@ class _ModuleBuilder:
             args.append(conv.slice(a.extent))
         # What the kernel's hidden parameters receive (texture references' bindings, surfaces' memory:
         # frontend.lower.textures.hidden_param), in terms of the launch's arguments.
-        hidden = self.ctx.textures.get(names[self.kernel_key(target)], ())
-        args += [launch.format(*args) for _, _, launch in hidden]
+        args += hidden_arguments(self.ctx.textures.get(names[self.kernel_key(target)], ()), children[2:], args)
         grid, block = texts[0], texts[1]
         if grid is None or block is None:
             raise UserError("a launch needs a grid and a block shape", loc)
@@ -656,3 +656,4 @@ class _OffsetMap:
 
     def slice(self, extent: ci.SourceRange) -> str:
         return self.text[self.char(extent.start.offset):self.char(extent.end.offset)]
+

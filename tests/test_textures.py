@@ -453,7 +453,8 @@ int main() {
   printf("\\n");
   cudaChannelFormatDesc c4 = cudaCreateChannelDesc<uchar4>();
   cudaArray_t a4; cudaMallocArray(&a4, &c4, 3, 2, cudaArraySurfaceLoadStore);
-  write4<<<1, dim3(5, 2)>>>(surface(a4));
+  cudaSurfaceObject_t s4 = surface(a4);
+  write4<<<1, dim3(5, 2)>>>(s4);
   uchar4 px[6];
   cudaMemcpyFromArray(px, a4, 0, 0, sizeof px, cudaMemcpyDeviceToHost);
   for (int i = 0; i < 6; ++i) printf("%d %d %d %d ", px[i].x, px[i].y, px[i].z, px[i].w);
@@ -658,3 +659,16 @@ def test_a_texture_fetch_is_one_pure_call_per_component_in_the_ir_text(tmp_path)
 def _walk_exprs(s):
     from polypy.ir.visitor import walk
     return list(walk(s))
+
+
+def test_a_surface_argument_with_effects_is_refused_at_the_launch(tmp_path) -> None:
+    """The surface's hidden arguments read the launch's argument again: ``a[i++]`` would step
+    ``i`` once per reading, so only variables (members, elements) are taken."""
+    path = tmp_path / "effects.cu"
+    path.write_text("__global__ void k(cudaSurfaceObject_t s) { surf2Dwrite(1.0f, s, 0, 0); }\n"
+                    "int main() { cudaSurfaceObject_t a[2] = {0, 0}; int i = 0; k<<<1, 1>>>(a[i++]); return 0; }\n")
+    out = tmp_path / "effects.cpp"
+    result = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(path), "-o", str(out)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 1 and "Traceback" not in result.stderr and not out.exists()
+    assert f"{path}:2:72: error: a surface object argument that is not a variable" in result.stderr

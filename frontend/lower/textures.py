@@ -14,15 +14,18 @@
 """
 from __future__ import annotations
 
+import string
+
 import clang.cindex as ci
 
+from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.textures import TEXTURE, TEXTURE_OPS, TEXTURE_RESULTS
 from polypy.ir.types import BOOL, F32, I32, I64, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
-from frontend.clang_setup import preorder
+from frontend.clang_setup import cursor_loc, preorder
 from frontend.lower.context import CK
 from frontend.lower.helpers import _DEFAULT
 from frontend.values import Aggregate, Value
@@ -114,6 +117,28 @@ def hidden_param(b, key: tuple, base: str, ptype, ctype: str, launch: str, where
     b.source_params.append(n.SourceParam(pname, ctype, (("", pname),)))
     hidden.append((pname, key, launch))
     return pname
+
+
+def hidden_arguments(hidden, arg_cursors: list[ci.Cursor], arg_texts: list[str]) -> list[str]:
+    """What a launch passes for the kernel's hidden parameters (``hidden_param``), from the texts
+    of its arguments. An argument a hidden one reads again must be free of effects (a variable, a
+    member or element of one): a call or an operator there would run once per reading."""
+    out = []
+    for _, _, launch in hidden:
+        for _, field, _, _ in string.Formatter().parse(launch):
+            if field is None:
+                continue
+            arg = arg_cursors[int(field)]
+            if any(c.kind in _EFFECTS for c in preorder(arg)):
+                raise UserError("a surface object argument that is not a variable (or a member or element of one) "
+                                "is not supported: the launch reads it again for each hidden argument of the "
+                                "kernel's surface accesses", cursor_loc(arg))
+        out.append(launch.format(*arg_texts))
+    return out
+
+
+_EFFECTS = (CK.CALL_EXPR, CK.UNARY_OPERATOR, CK.BINARY_OPERATOR, CK.COMPOUND_ASSIGNMENT_OPERATOR,
+            CK.CONDITIONAL_OPERATOR)
 
 
 def _surface(b, base: str, write: bool, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) -> Value | None:
@@ -227,4 +252,4 @@ def _trap(b, name: str, c: ci.Cursor) -> None:
     b.emit(n.Return(loc=loc))
 
 
-__all__ = ["hidden_param", "is_texture_call", "texture_call"]
+__all__ = ["hidden_arguments", "hidden_param", "is_texture_call", "texture_call"]
