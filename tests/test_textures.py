@@ -672,3 +672,13 @@ def test_a_surface_argument_with_effects_is_refused_at_the_launch(tmp_path) -> N
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 1 and "Traceback" not in result.stderr and not out.exists()
     assert f"{path}:2:72: error: a surface object argument that is not a variable" in result.stderr
+
+
+def test_a_programs_own_function_named_like_a_texture_function_stays_its_own(tmp_path) -> None:
+    path = tmp_path / "own.cu"
+    path.write_text("__device__ float tex1D(const float* p, float x) { return p[(int)x] * 2.0f; }\n"
+                    "__global__ void k(const float* p, float* o) { o[threadIdx.x] = tex1D(p, threadIdx.x); }\n")
+    p = np.arange(8, dtype=np.float32)
+    o = np.zeros(8, dtype=np.float32)
+    emulate(polypy.load(str(path)).kernel("k"), 1, 8, {"p": p, "o": o})
+    np.testing.assert_array_equal(o, 2.0 * p)

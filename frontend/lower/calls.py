@@ -107,7 +107,7 @@ class CallLowering:
             return assert_fail(self, args, c)
         if base in _REFUSED_CALLS:
             raise self.error(_REFUSED_CALLS[base], c)
-        if is_texture_call(base):
+        if is_texture_call(base, fn):
             return texture_call(self, base, fn, args, c)
         if base.startswith(("tex", "surf")) and fn.location.is_in_system_header:
             raise self.error(f"'{base}' is not supported (texture and surface functions: docs/textures.md)", c)

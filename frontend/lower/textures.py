@@ -14,6 +14,7 @@
 """
 from __future__ import annotations
 
+import pathlib
 import string
 
 import clang.cindex as ci
@@ -25,7 +26,7 @@ from polypy.ir.types import BOOL, F32, I32, I64, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
-from frontend.clang_setup import cursor_loc, preorder
+from frontend.clang_setup import PRELUDE_DIR, cursor_loc, preorder
 from frontend.lower.context import CK
 from frontend.lower.helpers import _DEFAULT
 from frontend.values import Aggregate, Value
@@ -40,9 +41,13 @@ _SURFACES = {"surf1D": (1, False), "surf2D": (2, False), "surf3D": (3, False), "
 _MODES = {0: "zero", 1: "clamp", 2: "trap"}
 
 
-def is_texture_call(base: str) -> bool:
-    return base in _TEX_COORDS or (base.endswith(("read", "write")) and base[:-5 if base.endswith("write") else -4]
-                                   in _SURFACES)
+def is_texture_call(base: str, fn: ci.Cursor) -> bool:
+    """A texture or surface function polypy's device header declares (a program's own function of
+    the same name is the program's)."""
+    named = base in _TEX_COORDS or (base.endswith(("read", "write")) and base[:-5 if base.endswith("write") else -4]
+                                    in _SURFACES)
+    where = fn.location.file
+    return named and where is not None and pathlib.Path(where.name).resolve().parent == PRELUDE_DIR.resolve()
 
 
 def _is_reference(t: ci.Type) -> bool:
