@@ -682,3 +682,40 @@ def test_a_programs_own_function_named_like_a_texture_function_stays_its_own(tmp
     o = np.zeros(8, dtype=np.float32)
     emulate(polypy.load(str(path)).kernel("k"), 1, 8, {"p": p, "o": o})
     np.testing.assert_array_equal(o, 2.0 * p)
+
+
+def test_a_device_function_writes_the_kernels_surface_parameter(tmp_path) -> None:
+    """The device function's parameter is a copy of the kernel's: its accesses are the kernel
+    parameter's (the same hidden arguments)."""
+    need_compiler(cpp=True)
+    path = tmp_path / "helper.cu"
+    path.write_text("""#include <cstdio>
+__device__ void put(cudaSurfaceObject_t s, int x, int y, float v) { surf2Dwrite(v, s, x * 4, y); }
+__device__ float get(cudaSurfaceObject_t s, int x, int y) { return surf2Dread<float>(s, x * 4, y); }
+__global__ void k(cudaSurfaceObject_t s) { put(s, threadIdx.x, threadIdx.y, threadIdx.x + 10.0f * threadIdx.y); }
+__global__ void k2(cudaSurfaceObject_t s, float* o) {
+  o[threadIdx.y * 3 + threadIdx.x] = get(s, 2 - threadIdx.x, threadIdx.y);
+}
+int main() {
+  cudaChannelFormatDesc cd = cudaCreateChannelDesc<float>();
+  cudaArray_t a; cudaMallocArray(&a, &cd, 3, 2, cudaArraySurfaceLoadStore);
+  cudaResourceDesc rd = {};
+  rd.resType = cudaResourceTypeArray; rd.res.array.array = a;
+  cudaSurfaceObject_t s; cudaCreateSurfaceObject(&s, &rd);
+  float* o; cudaMalloc(&o, 6 * sizeof(float));
+  k<<<1, dim3(3, 2)>>>(s);
+  k2<<<1, dim3(3, 2)>>>(s, o);
+  float h[6], r[6];
+  cudaMemcpy2DFromArray(h, 3 * sizeof(float), a, 0, 0, 3 * sizeof(float), 2, cudaMemcpyDeviceToHost);
+  cudaMemcpy(r, o, sizeof r, cudaMemcpyDeviceToHost);
+  for (int i = 0; i < 6; ++i) printf("%g ", h[i]);
+  printf("\\n");
+  for (int i = 0; i < 6; ++i) printf("%g ", r[i]);
+  printf("\\n");
+  return 0;
+}
+""")
+    for mode in ((), ("--emulate",)):
+        result = _run(path, *mode)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines() == ["0 1 2 10 11 12 ", "2 1 0 12 11 10 "]

@@ -22,6 +22,7 @@ import clang.cindex as ci
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.textures import TEXTURE, TEXTURE_OPS, TEXTURE_RESULTS
+from polypy.ir.visitor import walk
 from polypy.ir.types import BOOL, F32, I32, I64, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
@@ -162,7 +163,7 @@ def _surface(b, base: str, write: bool, fn: ci.Cursor, args: list[ci.Cursor], c:
     ncoord = dims + (1 if layered else 0)
     if len(args) != 1 + ncoord + 1:
         raise b.error(f"{name}: unexpected arguments", c)
-    handle = b.scalar(args[0])
+    handle = _parameter_behind(b, b.scalar(args[0]))
     source = next((k for k, p in enumerate(b.source_params)
                    if isinstance(handle, n.Var) and p.members == (("", handle.name),)), None)
     if source is None or not b.frames or tm.scalar_type(args[0].type) is None:
@@ -239,6 +240,19 @@ def _surface(b, base: str, write: bool, fn: ci.Cursor, args: list[ci.Cursor], c:
         return result
     b.assign(b.deref(b.expr(out), c), result, c)
     return None
+
+
+def _parameter_behind(b, e: n.Expr) -> n.Expr:
+    """The kernel parameter a local copies (a device function's parameter is a copy of its
+    argument: ``var s_1 = s``), through copies never assigned since; else ``e``."""
+    emitted = [s for block in b.outer_blocks + [b.block] for s in block]
+    while isinstance(e, n.Var):
+        decl = next((s for s in emitted if isinstance(s, n.Decl) and s.name == e.name), None)
+        if decl is None or not isinstance(decl.init, n.Var) or decl.init.type != e.type or any(
+                isinstance(x, n.Assign) and x.name == e.name for s in emitted for x in walk(s)):
+            return e
+        e = decl.init
+    return e
 
 
 def _trap(b, name: str, c: ci.Cursor) -> None:
