@@ -719,3 +719,17 @@ int main() {
         result = _run(path, *mode)
         assert result.returncode == 0, result.stderr
         assert result.stdout.splitlines() == ["0 1 2 10 11 12 ", "2 1 0 12 11 10 "]
+
+
+def test_far_outside_coordinates_read_the_edge_and_nan_coordinates_are_refused(tmp_path) -> None:
+    need_compiler(cpp=True)
+    far = tmp_path / "far.cu"
+    far.write_text(_program_2d(MODES="{1}", **dict(ONE_FETCH, XU="{3e30f}")))
+    result = _run(far)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["2"]  # clamp: the last texel of {1, 2}
+    nan = tmp_path / "nan.cu"
+    nan.write_text(_program_2d(MODES="{1}", **dict(ONE_FETCH, XU='{__builtin_nanf("")}')))
+    result = _run(nan)
+    assert result.returncode == 1
+    assert "polypy: a NaN texture coordinate (or an infinite one with wrap or mirror) is not supported" in result.stderr

@@ -197,9 +197,17 @@ static inline double polypy_tex_at(const struct polypy_tex* t, const int* i, int
   return polypy_tex_texel(t, x, y, z, c);
 }
 /* Filtered component c at texel coordinates u[0..dims) of slice `slice`. */
-static inline double polypy_tex_sample(const struct polypy_tex* t, const float* u, int slice, int c, const int* modes) {
+static inline double polypy_tex_sample(const struct polypy_tex* t, const float* coords, int slice, int c,
+                                       const int* modes) {
   int dims = t->dims;
   int i[3] = {0, 0, 0};
+  /* Far outside is outside: coordinates beyond 2^30 texels are clamped there, so that the texel
+   * indices stay ints (every addressing mode treats them as it treats any index outside). */
+  float u[3] = {0, 0, 0};
+  for (int k = 0; k < dims; ++k) {
+    if (coords[k] != coords[k]) polypy_tex_refuse("a NaN texture coordinate (or an infinite one with wrap or mirror)");
+    u[k] = fminf(fmaxf(coords[k], -1073741824.0f), 1073741824.0f);
+  }
   if (t->filter == cudaFilterModePoint) {
     for (int k = 0; k < dims; ++k) i[k] = (int)floorf(u[k]);
     polypy_tex_check_outside(t, i, modes);
