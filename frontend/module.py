@@ -27,6 +27,7 @@ from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel,
     static_bytes
 from frontend.launch_shapes import LaunchShapes
 from frontend.launch_tokens import explicit_instantiations, respace_launches
+from frontend.lower.textures import hidden_arguments
 from frontend.lower import (
     CK, KernelBuilder, ModuleContext, decl_key, function_body, has_attr, is_device_decl, is_host_decl,
     is_kernel_decl, is_prelude_decl, sanitize,
@@ -204,7 +205,7 @@ class _ModuleBuilder:
             built.append(kernel)
             names[key] = name
         by_ir = {k.name: k for k in built}
-        self.stubs = {key: host_stub(cursor, names[key], self.texture_args(names[key]), *static_bytes(by_ir[names[key]]))
+        self.stubs = {key: host_stub(cursor, names[key], self.texture_args(names[key], cursor), *static_bytes(by_ir[names[key]]))
                       for key, (cursor, _) in kernels.items() if not is_template_kernel(cursor)}
         has_main = any(d.kind == CK.FUNCTION_DECL and d.spelling == "main" and d.is_definition() for d in decls)
         host = None
@@ -388,10 +389,12 @@ class _ModuleBuilder:
             return self.main_text
         return read_source(fname)
 
-    def texture_args(self, kernel: str) -> tuple[str, ...]:
-        """The hidden arguments of a launch of ``kernel``: the bindings of the texture references
-        it reads."""
-        return tuple(f"(const {elem}*){host}.polypy_ptr" for _, host, elem in self.ctx.textures.get(kernel, ()))
+    def texture_args(self, kernel: str, cursor: ci.Cursor) -> tuple[str, ...]:
+        """What the host stub of ``kernel`` (declared by ``cursor``) passes for the kernel's hidden
+        parameters (``frontend.lower.textures.hidden_param``): the launch texts over the stub's
+        own parameters, which are variables (``kernel_values.host_stub`` names them alike)."""
+        params = [p.spelling or f"polypy_arg{i}" for i, p in enumerate(cursor.get_arguments())]
+        return tuple(launch.format(*params) for _, _, launch in self.ctx.textures.get(kernel, ()))
 
     def indirect_launch(self, call: ci.Cursor, conv: "_OffsetMap") -> IndirectLaunch:
         """A launch through the host stub (``kernel_values``)."""
@@ -429,8 +432,9 @@ class _ModuleBuilder:
             if _is_default(a):
                 raise UserError("default arguments of kernels are not supported in launches", cursor_loc(a))
             args.append(conv.slice(a.extent))
-        # Texture references the kernel reads: their bindings, as hidden arguments.
-        args += self.texture_args(names[self.kernel_key(target)])
+        # What the kernel's hidden parameters receive (texture references' bindings, surfaces' memory:
+        # frontend.lower.textures.hidden_param), in terms of the launch's arguments.
+        args += hidden_arguments(self.ctx.textures.get(names[self.kernel_key(target)], ()), children[2:], args)
         grid, block = texts[0], texts[1]
         if grid is None or block is None:
             raise UserError("a launch needs a grid and a block shape", loc)
@@ -626,3 +630,4 @@ class _OffsetMap:
 
     def slice(self, extent: ci.SourceRange) -> str:
         return self.text[self.char(extent.start.offset):self.char(extent.end.offset)]
+

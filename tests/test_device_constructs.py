@@ -462,17 +462,17 @@ REFUSED = [
      "  y[threadIdx.x] = v.x;\n"
      "}\n",
      "offset is a multiple of 4", (2, 14)),
-    ("texture-object",
-     "__global__ void k(cudaTextureObject_t t, float* y) { y[threadIdx.x] = tex1Dfetch<float>(t, threadIdx.x); }\n",
-     "texture objects are not supported", (1, 89)),
+    ("texture-object-of-double",
+     "__global__ void k(cudaTextureObject_t t, double* y) { y[threadIdx.x] = tex1Dfetch<double>(t, threadIdx.x); }\n",
+     "texture fetches of type 'double' are not supported", (1, 72)),
     ("texture-normalized-read",
      "texture<unsigned char, 1, cudaReadModeNormalizedFloat> t;\n"
      "__global__ void k(float* y) { y[threadIdx.x] = tex1Dfetch(t, threadIdx.x); }\n",
      "cudaReadModeNormalizedFloat", (2, 59)),
-    ("texture-bound-to-array",
-     "texture<float, 2> t;\n"
-     "int main() { cudaArray* a = 0; cudaBindTextureToArray(t, a); return 0; }\n",
-     "textures bound to CUDA arrays are not supported", (2, 32)),
+    ("surface-not-a-parameter",
+     "__device__ cudaSurfaceObject_t s;\n"
+     "__global__ void k() { surf2Dwrite(1.0f, s, threadIdx.x * 4, 0); }\n",
+     "surf2Dwrite of a surface object that is not a parameter of the kernel is not supported", (2, 41)),
     ("host-template-never-instantiated",
      "template <int B> __global__ void k(float* x) { x[threadIdx.x] = B; }\n"
      "template <int B> void run(float* x) { k<B><<<1, B>>>(x); }\n"

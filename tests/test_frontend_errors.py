@@ -40,10 +40,10 @@ CASES = [
      "  x[0] = lane;\n"
      "}\n",
      "inline assembly is not supported", (3, 3)),
-    ("texture-2d",
-     "texture<float, 2> tex;\n"
+    ("texture-2d-normalized-read",
+     "texture<unsigned char, 2, cudaReadModeNormalizedFloat> tex;\n"
      "__global__ void k(float* x) { x[threadIdx.x] = tex2D(tex, threadIdx.x, 0.5f); }\n",
-     "2-D textures (tex2D): textures are only supported as tex1Dfetch", (2, 48)),
+     "tex2D of a texture reference with cudaReadModeNormalizedFloat is not supported", (2, 54)),
     ("dynamic-parallelism",
      "__global__ void child(float* x) { x[threadIdx.x] = 1.0f; }\n"
      "__global__ void parent(float* x) { child<<<1, 32>>>(x); }\n",

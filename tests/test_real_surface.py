@@ -419,7 +419,8 @@ def test_the_driver_apis_device_queries_describe_the_one_device(tmp_path) -> Non
 
 @pytest.mark.parametrize("call, feature", [
     ("CUmodule m; cuModuleLoad(&m, \"k.cubin\");", "cuModuleLoad is not supported by polypy (CUDA driver API)"),
-    ("cudaFreeArray(0);", "CUDA arrays (cudaFreeArray) are not supported by polypy"),
+    ("cudaMipmappedArray_t m; cudaFreeMipmappedArray(m);",
+     "mipmapped arrays (cudaFreeMipmappedArray) is not supported by polypy"),
 ])
 def test_driver_modules_and_cuda_arrays_are_located_errors_naming_them(tmp_path, call, feature) -> None:
     src = tmp_path / "refused.cu"

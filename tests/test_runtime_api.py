@@ -66,15 +66,15 @@ def test_runtime_api_behaves_as_cuda_on_one_device() -> None:
 
 
 def test_refused_runtime_calls_are_located_errors(tmp_path: pathlib.Path) -> None:
-    """CUDA graphs, surface objects: `file:line:col: error:` naming the call, exit 1, no output.
-    (cudaFuncGetAttributes, cudaLaunchKernel and a kernel's address work on its host stub:
-    tests/test_separate_compilation.py.)"""
+    """CUDA graphs, a surface object's description: `file:line:col: error:` naming the call, exit 1,
+    no output. (cudaFuncGetAttributes, cudaLaunchKernel and a kernel's address work on its host
+    stub: tests/test_separate_compilation.py; surface objects: tests/test_textures.py.)"""
     cases = {
         "graph.cu": ("cudaGraph_t g;\n  cudaGraphCreate(&g, 0);", "5:3: error: 'cudaGraphCreate' is unavailable: "
                      "CUDA graphs (cudaGraphCreate) is not supported by polypy"),
-        "surface.cu": ("cudaSurfaceObject_t s = 0;\n  cudaCreateSurfaceObject(&s, 0);",
-                       "5:3: error: 'cudaCreateSurfaceObject' is unavailable: surface objects (cudaCreateSurfaceObject) "
-                       "is not supported by polypy"),
+        "surface.cu": ("cudaResourceDesc r;\n  cudaGetSurfaceObjectResourceDesc(&r, 0);",
+                       "5:3: error: 'cudaGetSurfaceObjectResourceDesc' is unavailable: surface objects "
+                       "(cudaGetSurfaceObjectResourceDesc) is not supported by polypy"),
     }
     for name, (body, message) in cases.items():
         src = tmp_path / name

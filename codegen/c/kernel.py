@@ -129,7 +129,8 @@ class KernelEmitter:
         self.flags = overflow_flags(kernel, taken)
         self.renderer = Renderer(kernel, self.layouts, check_bounds=options.check_bounds,
                                  names=self.names, flags=self.flags, barriers=barrier_notes(barriers),
-                                 taken=taken, source_locals=source_local_names(kernel, taken))
+                                 taken=taken, source_locals=source_local_names(kernel, taken),
+                                 program=options.program)
         self._layouts()
 
     def cname(self, name: str) -> str:

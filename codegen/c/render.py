@@ -25,10 +25,11 @@ import math
 import os
 from typing import Sequence
 
-from polypy.errors import InternalError, Loc
+from polypy.errors import InternalError, Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.cexpr import ADDITIVE, ATOM, MULTIPLICATIVE, UNARY, CExprPrinter, parenthesize, right_operand
 from polypy.ir.printer import format_const
+from polypy.ir.textures import TEXTURE
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import walk
 
@@ -153,7 +154,8 @@ class Renderer(CExprPrinter):
     def __init__(self, kernel: n.Kernel, layouts: dict[str, Layout], *, check_bounds: bool,
                  names: dict[str, str], comments: bool = True, flags: Sequence[OverflowFlag] = (),
                  barriers: Sequence[BarrierNote] = (), taken: set[str] | None = None,
-                 source_locals: Sequence[NamedLocal] = ()):
+                 source_locals: Sequence[NamedLocal] = (), program: bool = False):
+        self.program = program  # a whole program: polypy's runtime (texture objects) is in the file
         self.comments = comments  # `// file:line` before block-level statements and thread loops
         self.in_threads = 0
         self.kernel = kernel
@@ -292,6 +294,11 @@ class Renderer(CExprPrinter):
 
     def call(self, e: n.Call) -> tuple[str, int]:
         args = [self.expr(a) for a in e.args]
+        if e.fn == TEXTURE:
+            if not self.program:
+                raise UserError("texture fetches are only translated in whole programs (the texture object is "
+                                "the runtime's: translate the file with its host code)", e.loc)
+            return f"polypy_tex_{e.rtype.name}({', '.join(args)})", ATOM
         if e.fn in _INT_MATH:
             return f"polypy_{e.fn}_{e.rtype.name}({', '.join(args)})", ATOM
         spelling = MATH.get(e.fn)

@@ -103,6 +103,8 @@ class CudaExprPrinter(CExprPrinter):
         return isinstance(parent, n.Select) and isinstance(child, n.Select)
 
     def call(self, e: n.Call) -> tuple[str, int]:
+        if e.fn == "texture":
+            raise UserError("texture fetches cannot be written back as CUDA source (polypy grad)", e.loc)
         if e.fn == "bitcast":
             return self.bit_cast(e)
         if e.fn == "saturate" and e.args[0].type.name != "f32":

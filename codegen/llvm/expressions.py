@@ -7,7 +7,7 @@ from llvmlite import ir
 from codegen.llvm.mathlib import MATH_EMITTERS
 from codegen.llvm.types import I1, memory_type, value_type
 
-from polypy.errors import InternalError
+from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
 from polypy.ir.visitor import walk
@@ -241,6 +241,9 @@ class ExpressionEmitter:
         return x  # same width, other signedness: the same bits
 
     def visit_Call(self, e: n.Call) -> ir.Value:
+        if e.fn == "texture":
+            raise UserError("texture fetches are not supported by the LLVM backend (translate the program to C++: "
+                            "polypy translate, or polypy run)", e.loc)
         emit = MATH_EMITTERS.get(e.fn)
         if emit is None:
             raise InternalError(f"the LLVM backend has no math function {e.fn!r}", e.loc)

@@ -265,16 +265,46 @@ POLYPY_D bool signbit(float);
 POLYPY_D bool signbit(double);
 #endif
 
-/* Textures (the reference type is the runtime's): tex1Dfetch of a texture reference bound to
- * linear memory reads the bound buffer; the others are declared so that programs using them parse,
- * and the frontend refuses them by name. */
+/* Textures and surfaces (the reference and object types are the runtime's, parts/texture.h):
+ * declared only; the frontend lowers each call by name (frontend/lower/textures.py). */
 #ifdef __cplusplus
 template <class T, enum cudaTextureReadMode PolypyMode> static __device__ T tex1Dfetch(texture<T, 1, PolypyMode> t, int x);
-template <class T> static __device__ T tex1Dfetch(cudaTextureObject_t t, int x);
 template <class T, enum cudaTextureReadMode PolypyMode> static __device__ T tex1D(texture<T, 1, PolypyMode> t, float x);
 template <class T, enum cudaTextureReadMode PolypyMode> static __device__ T tex2D(texture<T, 2, PolypyMode> t, float x, float y);
-template <class T> static __device__ T tex2D(cudaTextureObject_t t, float x, float y);
 template <class T, enum cudaTextureReadMode PolypyMode> static __device__ T tex3D(texture<T, 3, PolypyMode> t, float x, float y, float z);
+template <class T> static __device__ T tex1Dfetch(cudaTextureObject_t t, int x);
+template <class T> static __device__ T tex1D(cudaTextureObject_t t, float x);
+template <class T> static __device__ T tex2D(cudaTextureObject_t t, float x, float y);
+template <class T> static __device__ T tex3D(cudaTextureObject_t t, float x, float y, float z);
+template <class T> static __device__ T tex1DLayered(cudaTextureObject_t t, float x, int layer);
+template <class T> static __device__ T tex2DLayered(cudaTextureObject_t t, float x, float y, int layer);
+template <class T> static __device__ T texCubemap(cudaTextureObject_t t, float x, float y, float z);
+template <class T> static __device__ T texCubemapLayered(cudaTextureObject_t t, float x, float y, float z, int layer);
+template <class T> static __device__ void tex1Dfetch(T* r, cudaTextureObject_t t, int x);
+template <class T> static __device__ void tex1D(T* r, cudaTextureObject_t t, float x);
+template <class T> static __device__ void tex2D(T* r, cudaTextureObject_t t, float x, float y);
+template <class T> static __device__ void tex3D(T* r, cudaTextureObject_t t, float x, float y, float z);
+template <class T> static __device__ void tex1DLayered(T* r, cudaTextureObject_t t, float x, int layer);
+template <class T> static __device__ void tex2DLayered(T* r, cudaTextureObject_t t, float x, float y, int layer);
+template <class T> static __device__ void texCubemap(T* r, cudaTextureObject_t t, float x, float y, float z);
+template <class T> static __device__ void texCubemapLayered(T* r, cudaTextureObject_t t, float x, float y, float z, int layer);
+#define POLYPY_SURF_MODE enum cudaSurfaceBoundaryMode = cudaBoundaryModeTrap
+template <class T> static __device__ T surf1Dread(cudaSurfaceObject_t s, int x, POLYPY_SURF_MODE);
+template <class T> static __device__ T surf2Dread(cudaSurfaceObject_t s, int x, int y, POLYPY_SURF_MODE);
+template <class T> static __device__ T surf3Dread(cudaSurfaceObject_t s, int x, int y, int z, POLYPY_SURF_MODE);
+template <class T> static __device__ T surf1DLayeredread(cudaSurfaceObject_t s, int x, int layer, POLYPY_SURF_MODE);
+template <class T> static __device__ T surf2DLayeredread(cudaSurfaceObject_t s, int x, int y, int layer, POLYPY_SURF_MODE);
+template <class T> static __device__ void surf1Dread(T* r, cudaSurfaceObject_t s, int x, POLYPY_SURF_MODE);
+template <class T> static __device__ void surf2Dread(T* r, cudaSurfaceObject_t s, int x, int y, POLYPY_SURF_MODE);
+template <class T> static __device__ void surf3Dread(T* r, cudaSurfaceObject_t s, int x, int y, int z, POLYPY_SURF_MODE);
+template <class T> static __device__ void surf1DLayeredread(T* r, cudaSurfaceObject_t s, int x, int layer, POLYPY_SURF_MODE);
+template <class T> static __device__ void surf2DLayeredread(T* r, cudaSurfaceObject_t s, int x, int y, int layer, POLYPY_SURF_MODE);
+template <class T> static __device__ void surf1Dwrite(T v, cudaSurfaceObject_t s, int x, POLYPY_SURF_MODE);
+template <class T> static __device__ void surf2Dwrite(T v, cudaSurfaceObject_t s, int x, int y, POLYPY_SURF_MODE);
+template <class T> static __device__ void surf3Dwrite(T v, cudaSurfaceObject_t s, int x, int y, int z, POLYPY_SURF_MODE);
+template <class T> static __device__ void surf1DLayeredwrite(T v, cudaSurfaceObject_t s, int x, int layer, POLYPY_SURF_MODE);
+template <class T> static __device__ void surf2DLayeredwrite(T v, cudaSurfaceObject_t s, int x, int y, int layer, POLYPY_SURF_MODE);
+#undef POLYPY_SURF_MODE
 #endif
 
 /* Device printf and assert (CUDA declares both for device code; the C library's declarations

@@ -51,6 +51,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.dynamic_shared: ArrayBinding | None = None
         self.frames: list[Frame] = []
         self.block: list[n.Stmt] = []
+        self.outer_blocks: list[list[n.Stmt]] = []  # the blocks enclosing ``block`` (``sub_block``), outermost first
         self.mutated_cache: dict[tuple, set[tuple]] = {}
         self.closure_types: set[tuple] = set()  # the closure types of the lambdas lowered (lambdas.py)
         self.lowered_as_cache: dict[str, ci.Cursor] = {}  # polypy_lower_as targets by name (calls.py)
@@ -72,11 +73,13 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
     @contextlib.contextmanager
     def sub_block(self) -> Iterator[list[n.Stmt]]:
         saved = self.block
+        self.outer_blocks.append(saved)
         self.block = []
         try:
             yield self.block
         finally:
             self.block = saved
+            self.outer_blocks.pop()
 
     @property
     def frame(self) -> Frame:

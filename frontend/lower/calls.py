@@ -19,6 +19,7 @@ from frontend.lower.context import CK, function_body, is_prelude_decl
 from frontend.lower.cooperative import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.lower.printing import assert_fail, device_printf
+from frontend.lower.textures import hidden_param, is_texture_call, texture_call
 from frontend.lower.int_intrinsics import INT_INTRINSICS, int_intrinsic
 from frontend.lower.warp_collectives import WARP_COLLECTIVES, warp_collective
 from frontend.values import Aggregate, MemLV, Pointer, Value
@@ -106,12 +107,10 @@ class CallLowering:
             return assert_fail(self, args, c)
         if base in _REFUSED_CALLS:
             raise self.error(_REFUSED_CALLS[base], c)
-        if base == "tex1Dfetch":
-            return self.texture_fetch(args, c)
-        if base.startswith("tex") or base.startswith("surf"):
-            what = {"tex1D": "filtered texture reads (tex1D)", "tex2D": "2-D textures (tex2D)",
-                    "tex3D": "3-D textures (tex3D)"}.get(base, "surfaces" if base.startswith("surf") else "this texture read")
-            raise self.error(f"{what}: textures are only supported as tex1Dfetch of a texture reference", c)
+        if is_texture_call(base, fn):
+            return texture_call(self, base, fn, args, c)
+        if base.startswith(("tex", "surf")) and fn.location.is_in_system_header:
+            raise self.error(f"'{base}' is not supported (texture and surface functions: docs/textures.md)", c)
         body = function_body(fn.get_definition() or fn)
         if body is None or (fn.location.is_in_system_header and base in CUDA_MATH_NAMES):
             # Declared by the prelude or the C library: a CUDA built-in, mapped by name.
@@ -258,8 +257,8 @@ class CallLowering:
         decl = refs[0].referenced if len(refs) == 1 else None
         if decl is None or decl.kind != CK.VAR_DECL or tm.is_pointer(decl.type) or \
                 decl.type.get_canonical().spelling.split("<")[0].split("::")[-1] != "texture":
-            raise self.error("texture objects are not supported: textures are only supported as tex1Dfetch of "
-                             "a texture reference", args[0])
+            raise self.error("tex1Dfetch of a texture reference that is not a file-scope texture<...> variable is "
+                             "not supported", args[0])
         t = decl.type.get_canonical()
         if t.get_num_template_arguments() != 3:
             raise self.error("textures: unexpected texture type", args[0])
@@ -267,15 +266,11 @@ class CallLowering:
         spelled = t.spelling[t.spelling.index("<") + 1:t.spelling.rindex(">")]
         if spelled.count(",") >= 2 and spelled.rsplit(",", 1)[1].strip() not in ("cudaReadModeElementType", "0"):
             raise self.error("textures with cudaReadModeNormalizedFloat are not supported", args[0])
-        kernel_textures = self.ctx.textures.setdefault(self.kernel_name, [])
-        pname = next((p for p, host, _ in kernel_textures if host == decl.spelling), None)
         elem = t.get_template_argument_type(0)
         layout = tm.elem_layout(elem, self.loc(decl))
-        if pname is None:
-            pname = self.names.fresh(decl.spelling)
-            self.params.append(n.Param(pname, PointerType(layout.scalar, const=True), loc=self.loc(decl)))
-            self.source_params.append(n.SourceParam(pname, f"const {elem.spelling} *", (("", pname),)))
-            kernel_textures.append((pname, decl.spelling, elem.spelling))
+        pname = hidden_param(self, ("pointer", decl.spelling), decl.spelling, PointerType(layout.scalar, const=True),
+                             f"const {elem.spelling} *", f"(const {elem.spelling}*){decl.spelling}.polypy_ptr",
+                             self.loc(decl))
         index = self.scalar(args[1])
         return self.read(self.pointer_element(Pointer(pname, (), None, layout), index, c), c)
 

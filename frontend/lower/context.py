@@ -98,10 +98,10 @@ class ModuleContext:
         self.globals: dict[tuple, n.Buffer] = {}
         self.global_layouts: dict[tuple, ArrayBinding] = {}
         self.names = NameAllocator()
-        # Per kernel, the texture references it reads, in the order of their hidden parameters:
-        # (parameter name, the texture's name in host code, its element type). A launch passes
-        # each one's binding.
-        self.textures: dict[str, list[tuple[str, str, str]]] = {}
+        # Per kernel, its hidden parameters (texture references, surfaces' memory) in order:
+        # (parameter name, what it is, what a launch passes: C text where ``{k}`` is the text of
+        # the launch's argument k). See frontend.lower.textures.hidden_param.
+        self.textures: dict[str, list[tuple[str, tuple, str]]] = {}
         # Device functions defined in other files (``translate --device-sources``), by USR: the
         # definitions a call to a function only declared here is inlined from (a
         # ``frontend.kernel_values.DeviceSources``: ``get(usr)``, ``files()``).

@@ -109,6 +109,11 @@ def _run_emulated(lib: ctypes.CDLL, module: n.Module, argv: Sequence[str]) -> in
     find_alloc.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
     find_alloc.restype = ctypes.c_int
     kernels = module.kernels
+    # Texture fetches go through the program's own runtime (its texture objects live there).
+    fetch = lib.polypy_tex_value_export
+    fetch.argtypes = [ctypes.c_ulonglong, ctypes.c_int, ctypes.c_int, ctypes.c_float, ctypes.c_float, ctypes.c_float,
+                      ctypes.c_int, ctypes.c_int]
+    fetch.restype = ctypes.c_double
 
     def launch(index, gx, gy, gz, bx, by, bz, shmem, args, globals_) -> int:
         try:
@@ -117,7 +122,7 @@ def _run_emulated(lib: ctypes.CDLL, module: n.Module, argv: Sequence[str]) -> in
             arrays = _globals(kernel, globals_)
             from polypy.emulator import emulate
 
-            emulate(kernel, (gx, gy, gz), (bx, by, bz), values, shmem=shmem, globals=arrays)
+            emulate(kernel, (gx, gy, gz), (bx, by, bz), values, shmem=shmem, globals=arrays, textures=fetch)
             return 0
         except DeviceAssertError:
             sys.stdout.flush()

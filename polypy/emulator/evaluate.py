@@ -131,12 +131,27 @@ class Evaluator:
 
     def _call(self, e: n.Call, lanes: LaneSet) -> Value:
         impl = MATH_IMPLS.get(e.fn)
+        if e.fn == "texture":
+            return self._texture(e, lanes)
         if impl is None:
             raise UserError(f"the emulator has no implementation of math function {e.fn!r}", e.loc)
         args = [self.eval(a, lanes) for a in e.args]
         if e.fn == "bitcast":
             return impl(args[0], e.rtype.dtype)
         return ops.convert(ops.scalar(impl(*args)), e.rtype.dtype)
+
+    def _texture(self, e: n.Call, lanes: LaneSet) -> Value:
+        """A texture fetch, lane by lane, through the program's runtime (``ChunkState.textures``)."""
+        fetch = self.state.textures
+        if fetch is None:
+            raise UserError("texture fetches are not supported by the emulator outside whole programs (run the "
+                            "program: polypy run --emulate)", e.loc)
+        args = [self.eval(a, lanes) for a in e.args]
+        shape = next((np.shape(a) for a in args if np.ndim(a) > 0), ())
+        columns = [np.broadcast_to(np.asarray(a), shape).ravel() for a in args]
+        values = np.array([fetch(*(int(c[k]) if j not in (3, 4, 5) else float(c[k]) for j, c in enumerate(columns)))
+                           for k in range(columns[0].size)], dtype=np.float64).reshape(shape)
+        return ops.convert(ops.scalar(values) if shape == () else values, e.rtype.dtype)
 
     # -- memory
     def _load(self, e: n.Load, lanes: LaneSet) -> Value:

@@ -19,7 +19,7 @@ from polypy.emulator.memory import (
     chunk_memories, global_memories, local_bytes_per_thread, pointer_memories, shared_bytes_per_block,
 )
 from polypy.emulator.races import Sites
-from polypy.emulator.state import ChunkState
+from polypy.emulator.state import ChunkState, TextureFetch
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.verifier import verify_kernel
@@ -35,7 +35,8 @@ MEMORY_BUDGET = 1 << 28
 @on_big_stack
 def emulate(kernel: n.Kernel, grid: int | Sequence[int], block: int | Sequence[int],
             args: Mapping[str, Any] | Sequence[Any], *, shmem: int = 0,
-            globals: dict[str, np.ndarray] | None = None, check_races: bool = True) -> None:
+            globals: dict[str, np.ndarray] | None = None, check_races: bool = True,
+            textures: TextureFetch | None = None) -> None:
     """Run ``kernel<<<grid, block, shmem>>>(args)``; pointer arguments are updated in place.
 
     ``args`` maps parameter names to values (or lists them in parameter order); see
@@ -43,7 +44,9 @@ def emulate(kernel: n.Kernel, grid: int | Sequence[int], block: int | Sequence[i
     ``constant``/``device`` buffers by name (used in place, so a kernel's writes to a
     ``__device__`` array are visible to the caller; names this kernel does not use are ignored,
     so one dict can serve every kernel of a module); the others start from their initializer,
-    zero-filled. With ``check_races`` a data race is a ``UserError``.
+    zero-filled. With ``check_races`` a data race is a ``UserError``. ``textures``: what a texture
+    fetch returns, ``textures(obj, op, ix, x, y, z, layer, comp)`` (``polypy.ir.textures``; a whole
+    program under ``polypy run --emulate`` passes its runtime's); without it a fetch is refused.
 
     Anything CUDA leaves undefined that the emulator meets (out-of-bounds access, a barrier
     reached by part of a block, a shuffle from an inactive lane, integer division by zero...) is
@@ -78,7 +81,7 @@ def emulate(kernel: n.Kernel, grid: int | Sequence[int], block: int | Sequence[i
             chunk = Chunk(geometry, first, min(per_chunk, geometry.num_blocks - first))
             chunk_mems = dict(memories)
             chunk_mems.update(chunk_memories(kernel, chunk, shmem, check_races))
-            Executor(ChunkState(chunk, chunk_mems, scalars, sites, pubs)).run(kernel.body)
+            Executor(ChunkState(chunk, chunk_mems, scalars, sites, pubs, textures)).run(kernel.body)
 
 
 def _blocks_per_chunk(kernel: n.Kernel, geometry: Geometry, shmem: int) -> int:

@@ -1,6 +1,8 @@
 """What the evaluator and the executor share while running one chunk of blocks."""
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from polypy.emulator.fences import Publications
@@ -13,6 +15,10 @@ from polypy.ir import nodes as n
 Value = np.ndarray | np.generic
 
 
+# A texture fetch: (obj, op, ix, x, y, z, layer, comp) -> the component's value (``polypy.ir.textures``).
+TextureFetch = Callable[[int, int, int, float, float, float, int, int], float]
+
+
 class ChunkState:
     """The chunk's threads, its buffers, and the variables of its lanes.
 
@@ -22,8 +28,9 @@ class ChunkState:
     """
 
     def __init__(self, chunk: Chunk, memories: dict[str, Memory], scalars: dict[str, np.generic], sites: Sites,
-                 pubs: Publications | None = None):
+                 pubs: Publications | None = None, textures: TextureFetch | None = None):
         self.chunk = chunk
+        self.textures = textures  # the program's texture fetch (``emulate``); None: fetches are refused
         self.pubs = pubs  # fences order blocks (``fences``); None when the kernel has none
         self.memories = memories
         self.sites = sites

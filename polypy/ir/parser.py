@@ -542,14 +542,17 @@ class _Parser:
             self.next()
             dim = "xyz".index(self.ident())
             return _GPU[name](dim, loc=loc)
-        if name == "bitcast" and self.at("<") and self.peek(1).text in SCALAR_TYPES and self.peek(2).text == ">":
+        if name in ("bitcast", "texture") and self.at("<") and self.peek(1).text in SCALAR_TYPES and \
+                self.peek(2).text == ">":
             self.next()
             to = self.scalar_type()
             self.expect(">")
             self.expect("(")
-            x = self.expr()
+            xs = [self.expr()]
+            while self.accept(","):
+                xs.append(self.expr())
             self.expect(")")
-            return n.Call(name, (x,), to, loc=loc)
+            return n.Call(name, tuple(xs), to, loc=loc)
         if self.at("(") and name in MATH_FUNCTIONS:
             self.next()
             args = []

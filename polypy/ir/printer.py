@@ -92,8 +92,8 @@ class IrExprPrinter(CExprPrinter):
         return format_const(c), (UNARY if not c.ctype.is_bool and _is_negative(c) else ATOM)
 
     def call(self, e: n.Call) -> tuple[str, int]:
-        if e.fn == "bitcast":  # the target type is not the argument's: spelled out
-            return f"bitcast<{e.rtype.name}>({self.expr(e.args[0])})", ATOM
+        if e.fn in ("bitcast", "texture"):  # the result type is not the argument's: spelled out
+            return f"{e.fn}<{e.rtype.name}>({', '.join(self.expr(a) for a in e.args)})", ATOM
         return super().call(e)
 
     def extra_parens(self, child: n.Expr, text: str, level: int, parent: n.Expr) -> bool:

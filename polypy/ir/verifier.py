@@ -12,6 +12,7 @@ from __future__ import annotations
 from polypy.errors import InternalError, Loc
 from polypy.ir import nodes as n
 from polypy.ir.mathfns import MATH_FUNCTIONS, is_bit_cast
+from polypy.ir.textures import TEXTURE, texture_signature_problem
 from polypy.ir.printf import FormatError, parse_format
 from polypy.ir.types import BOOL, I32, U32, PointerType, ScalarType
 
@@ -282,6 +283,11 @@ class _Verifier:
         if isinstance(e, n.Cast):
             self.expr(e.x)
             return e.to
+        if isinstance(e, n.Call) and e.fn == TEXTURE:
+            problem = texture_signature_problem(tuple(self.expr(a) for a in e.args), e.rtype)
+            if problem is not None:
+                self.fail(problem, e)
+            return e.rtype
         if isinstance(e, n.Call):
             fn = MATH_FUNCTIONS.get(e.fn)
             if fn is None:

@@ -86,8 +86,20 @@ static inline cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* p, int 
   p->textureAlignment = 512;
   p->texturePitchAlignment = 32;
   p->surfaceAlignment = 512;
-  /* Textures: only 1-D fetches from linear memory are translated (parts/texture.h). */
+  /* Textures and surfaces (parts/texture.h): the sizes of a current GPU; no mipmaps, no gathers. */
   p->maxTexture1DLinear = 1 << 27;
+  p->maxTexture1D = 131072; p->maxTexture2D[0] = 131072; p->maxTexture2D[1] = 65536;
+  p->maxTexture2DLinear[0] = 131072; p->maxTexture2DLinear[1] = 65000; p->maxTexture2DLinear[2] = 2097120;
+  p->maxTexture3D[0] = p->maxTexture3D[1] = p->maxTexture3D[2] = 16384;
+  p->maxTexture3DAlt[0] = p->maxTexture3DAlt[1] = 8192; p->maxTexture3DAlt[2] = 32768;
+  p->maxTextureCubemap = 32768; p->maxTexture1DLayered[0] = 32768; p->maxTexture1DLayered[1] = 2048;
+  p->maxTexture2DLayered[0] = p->maxTexture2DLayered[1] = 32768; p->maxTexture2DLayered[2] = 2048;
+  p->maxTextureCubemapLayered[0] = 32768; p->maxTextureCubemapLayered[1] = 2046;
+  p->maxSurface1D = 32768; p->maxSurface2D[0] = 131072; p->maxSurface2D[1] = 65536;
+  p->maxSurface3D[0] = p->maxSurface3D[1] = p->maxSurface3D[2] = 16384;
+  p->maxSurface1DLayered[0] = 32768; p->maxSurface1DLayered[1] = 2048;
+  p->maxSurface2DLayered[0] = p->maxSurface2DLayered[1] = 32768; p->maxSurface2DLayered[2] = 2048;
+  p->maxSurfaceCubemap = 32768; p->maxSurfaceCubemapLayered[0] = 32768; p->maxSurfaceCubemapLayered[1] = 2046;
   p->deviceOverlap = 1;
   p->asyncEngineCount = 1;
   p->concurrentKernels = 1;

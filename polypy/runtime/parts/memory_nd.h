@@ -3,8 +3,7 @@
  *
  * Rows of pitched allocations are padded to 64 bytes (cudaMallocPitch, parts/memory.h); a 3-D
  * allocation is height * depth such rows. Copies go row by row through cudaMemcpy, so each row is
- * checked and traced as a plain copy is. Copies to and from CUDA arrays are refused
- * (parts/texture.h). */
+ * checked and traced as a plain copy is. Copies to and from CUDA arrays are in parts/texture.h. */
 struct cudaArray;
 typedef struct cudaArray* cudaArray_t;
 typedef const struct cudaArray* cudaArray_const_t;
@@ -21,6 +20,7 @@ struct cudaMemcpy3DParms {
   struct cudaExtent extent;
   enum cudaMemcpyKind kind;
 };
+static inline cudaError_t polypy_rt_memcpy3d_array(const struct cudaMemcpy3DParms* p); /* parts/texture.h */
 static inline struct cudaPitchedPtr make_cudaPitchedPtr(void* d, size_t p, size_t xsz, size_t ysz) {
   struct cudaPitchedPtr r = {d, p, xsz, ysz};
   return r;
@@ -53,7 +53,7 @@ static inline cudaError_t cudaMemset3D(struct cudaPitchedPtr p, int value, struc
 /* Between two pitched pointers: positions and the extent are in bytes (x) and rows (y, z). */
 static inline cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms* p) {
   if (!p) return polypy_rt_fail(cudaErrorInvalidValue);
-  if (p->srcArray || p->dstArray) return polypy_rt_fail(cudaErrorInvalidValue);  /* arrays: refused */
+  if (p->srcArray || p->dstArray) return polypy_rt_memcpy3d_array(p);
   if (!p->srcPtr.ptr || !p->dstPtr.ptr) return polypy_rt_fail(cudaErrorInvalidValue);
   const struct cudaPitchedPtr s = p->srcPtr, d = p->dstPtr;
   if (p->srcPos.x + p->extent.width > s.pitch || p->dstPos.x + p->extent.width > d.pitch)

@@ -46,53 +46,21 @@ POLYPY_REFUSED(cudaStreamUpdateCaptureDependencies, "CUDA graphs")
 POLYPY_REFUSED(cudaThreadExchangeStreamCaptureMode, "CUDA graphs")
 POLYPY_REFUSED(cudaDeviceSetGraphMemAttribute, "CUDA graphs")
 
-/* CUDA arrays, mipmapped arrays, texture and surface objects (1-D texture references on linear
- * memory are translated: parts/texture.h). */
-typedef unsigned long long cudaSurfaceObject_t;
-struct cudaMipmappedArray;
-typedef struct cudaMipmappedArray* cudaMipmappedArray_t;
-#define cudaArrayDefault 0x00
-#define cudaArrayLayered 0x01
-#define cudaArraySurfaceLoadStore 0x02
-#define cudaArrayCubemap 0x04
-#define cudaArrayTextureGather 0x08
-enum cudaSurfaceBoundaryMode { cudaBoundaryModeZero = 0, cudaBoundaryModeClamp = 1, cudaBoundaryModeTrap = 2 };
-enum cudaResourceType { cudaResourceTypeArray = 0, cudaResourceTypeMipmappedArray = 1, cudaResourceTypeLinear = 2,
-                        cudaResourceTypePitch2D = 3 };
-struct cudaResourceDesc {
-  enum cudaResourceType resType;
-  union {
-    struct { cudaArray_t array; } array;
-    struct { cudaMipmappedArray_t mipmap; } mipmap;
-    struct { void* devPtr; struct cudaChannelFormatDesc desc; size_t sizeInBytes; } linear;
-    struct { void* devPtr; struct cudaChannelFormatDesc desc; size_t width, height, pitchInBytes; } pitch2D;
-  } res;
-};
-struct cudaTextureDesc {
-  enum cudaTextureAddressMode addressMode[3];
-  enum cudaTextureFilterMode filterMode;
-  enum cudaTextureReadMode readMode;
-  int sRGB;
-  float borderColor[4];
-  int normalizedCoords;
-  unsigned int maxAnisotropy;
-  enum cudaTextureFilterMode mipmapFilterMode;
-  float mipmapLevelBias, minMipmapLevelClamp, maxMipmapLevelClamp;
-  int disableTrilinearOptimization, seamlessCubemap;
-};
-POLYPY_REFUSED(cudaArrayGetInfo, "CUDA arrays") POLYPY_REFUSED(cudaArrayGetMemoryRequirements, "CUDA arrays")
+/* Mipmapped arrays, asynchronous array copies, array memory queries (CUDA arrays, texture and surface
+ * objects: parts/texture.h). */
+POLYPY_REFUSED(cudaArrayGetMemoryRequirements, "CUDA arrays") POLYPY_REFUSED(cudaMemcpyArrayToArray, "CUDA arrays")
+POLYPY_REFUSED(cudaBindTexture2D, "2-D textures on pitched memory through references (use a texture object)")
+POLYPY_REFUSED(cudaGetSurfaceObjectResourceDesc, "surface objects")
 POLYPY_REFUSED(cudaArrayGetPlane, "CUDA arrays") POLYPY_REFUSED(cudaArrayGetSparseProperties, "CUDA arrays")
-POLYPY_REFUSED(cudaMallocMipmappedArray, "CUDA arrays") POLYPY_REFUSED(cudaFreeMipmappedArray, "CUDA arrays")
-POLYPY_REFUSED(cudaGetMipmappedArrayLevel, "CUDA arrays") POLYPY_REFUSED(cudaMemcpy2DArrayToArray, "CUDA arrays")
+POLYPY_REFUSED(cudaMallocMipmappedArray, "mipmapped arrays") POLYPY_REFUSED(cudaFreeMipmappedArray, "mipmapped arrays")
+POLYPY_REFUSED(cudaGetMipmappedArrayLevel, "mipmapped arrays") POLYPY_REFUSED(cudaMemcpy2DArrayToArray, "CUDA arrays")
 POLYPY_REFUSED(cudaMemcpy2DToArrayAsync, "CUDA arrays") POLYPY_REFUSED(cudaMemcpy2DFromArrayAsync, "CUDA arrays")
 POLYPY_REFUSED(cudaMemcpyToArrayAsync, "CUDA arrays") POLYPY_REFUSED(cudaMemcpyFromArrayAsync, "CUDA arrays")
-POLYPY_REFUSED(cudaMipmappedArrayGetMemoryRequirements, "CUDA arrays")
-POLYPY_REFUSED(cudaMipmappedArrayGetSparseProperties, "CUDA arrays")
-POLYPY_REFUSED(cudaGetChannelDesc, "CUDA arrays")
-POLYPY_REFUSED(cudaGetTextureObjectResourceDesc, "texture objects")
+POLYPY_REFUSED(cudaMipmappedArrayGetMemoryRequirements, "mipmapped arrays")
+POLYPY_REFUSED(cudaMipmappedArrayGetSparseProperties, "mipmapped arrays")
 POLYPY_REFUSED(cudaGetTextureObjectTextureDesc, "texture objects")
 POLYPY_REFUSED(cudaGetTextureObjectResourceViewDesc, "texture objects")
-POLYPY_REFUSED(cudaCreateSurfaceObject, "surface objects") POLYPY_REFUSED(cudaDestroySurfaceObject, "surface objects")
+
 POLYPY_REFUSED(cudaGetSurfaceObjectResourceDesc, "surface objects")
 
 /* Several-GPU 3-D copies, memory range queries, IPC of pool pointers. */
