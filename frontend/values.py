@@ -81,6 +81,11 @@ class Pointer:
 
     A pointer to records of mixed member types (``layout.record`` set) has ``record``: element
     ``j`` is at byte ``record + (offset + j) * layout.record.size``; ``buffer`` names its first view.
+
+    A typed view (``(int*)float_buf``, ``reinterpret_cast<uint4*>(float_buf)``) has ``stored``:
+    the buffer's own element type, of the size of ``layout.scalar`` and another type. Its
+    elements are the buffer's, read and written through a bit cast (``bitcasts.reinterpret``),
+    so the buffer, its indices and the isl access relations stay those of the typed array.
     """
 
     buffer: str
@@ -88,6 +93,7 @@ class Pointer:
     offset: n.Expr | None
     layout: ElemLayout
     record: RecordAddress | None = None
+    stored: ScalarType | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,6 +153,17 @@ class MemLV:
 
 
 @dataclasses.dataclass(frozen=True)
+class ViewLV:
+    """An element of memory (``mem``, of the buffer's element type) seen through a typed view as
+    ``type``, another scalar type of its size (``((int*)x)[i]`` of a float buffer ``x``): reads are
+    ``reinterpret<type>(mem)``, writes store ``reinterpret<mem.type>(value)`` (bit casts, never
+    value conversions)."""
+
+    mem: MemLV
+    type: ScalarType
+
+
+@dataclasses.dataclass(frozen=True)
 class AggLV:
     """A record lvalue: member path → leaf lvalue."""
 
@@ -181,7 +198,7 @@ class PendingPtrLV:
     offset_var: VarLV
 
 
-LValue = VarLV | BitsLV | MemLV | AggLV | PtrVarLV | RecLV | PendingPtrLV
+LValue = VarLV | BitsLV | MemLV | ViewLV | AggLV | PtrVarLV | RecLV | PendingPtrLV
 
 # --------------------------------------------------------------------------- bindings of names
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
-from polypy.ir.types import ScalarType
+from polypy.ir.types import I32, I64, ScalarType
 from polypy.ir.visitor import Mutator
 
 from gpu2cpu.names import NameSupply
@@ -36,8 +36,11 @@ def _combined(op: str, old: n.Expr, value: n.Expr, compare: n.Expr | None, ty: S
         return b({"and": "band", "or": "bor", "xor": "bxor"}[op], old, value)
     if op == "exch":
         return value
-    if op == "cas":
+    if op == "cas":  # compares bits, as CUDA's atomicCAS does (a float CAS comes from a typed view)
         assert compare is not None
+        if ty.is_float:
+            bits = I32 if ty.bits == 32 else I64
+            return n.Select(b("eq", n.Call("bitcast", (old,), bits), n.Call("bitcast", (compare,), bits)), value, old)
         return n.Select(b("eq", old, compare), value, old)
     if op in ("min", "max"):
         if ty.is_float:

@@ -14,14 +14,14 @@ from polypy.ir.types import BOOL, F32, F64, I32, I64, U32, PointerType
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
 from frontend.clang_setup import RUNTIME_DIR, preorder
-from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call
+from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call, reinterpret
 from frontend.lower.context import CK, function_body
 from frontend.lower.cooperative import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.lower.printing import assert_fail, device_printf
 from frontend.lower.int_intrinsics import INT_INTRINSICS, int_intrinsic
 from frontend.lower.warp_collectives import WARP_COLLECTIVES, warp_collective
-from frontend.values import Aggregate, MemLV, Pointer, Value
+from frontend.values import Aggregate, MemLV, Pointer, Value, ViewLV
 
 
 _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomicMin": "min", "atomicMax": "max",
@@ -321,20 +321,34 @@ class CallLowering:
         if isinstance(ptr, _ArrayRef):
             ptr = ptr.decay(self)
         lv = self.deref(ptr, c)
-        if not isinstance(lv, MemLV):
+        seen = lv.type if isinstance(lv, (MemLV, ViewLV)) else None
+        if isinstance(lv, ViewLV):
+            # Through a typed view (`atomicCAS((int*)&x[i], ...)` of a float buffer): an atomic on
+            # the buffer itself, operands and result bit cast. Exact for the operations that only
+            # move bits (cas compares bits, see ``AtomicRMW``), and for the ones two's complement
+            # computes alike for both signednesses of one width; the others would compute with
+            # the stored type's meaning of the bits.
+            signless = ("add", "sub", "and", "or", "xor")
+            if not (op in ("cas", "exch") or (op in signless and lv.mem.type.is_int)):
+                raise self.error(f"this atomic operation through a pointer that views {lv.mem.type.c_name} memory "
+                                 f"as {lv.type.c_name} is not supported (only atomicCAS and atomicExch act on the "
+                                 "bits alone)", c)
+            lv = lv.mem
+        if not isinstance(lv, MemLV) or seen is None:
             raise self.error("atomics need an address in global or shared memory", c)
         self.check_writable(lv.buffer, c)
+        loc = self.loc(c)
         compare = None
         if op == "cas":
-            compare = convert(self.scalar(args[1]), lv.type)
-            value = convert(self.scalar(args[2]), lv.type)
+            compare = reinterpret(convert(self.scalar(args[1]), seen), lv.type, loc)
+            value = reinterpret(convert(self.scalar(args[2]), seen), lv.type, loc)
         else:
-            value = convert(self.scalar(args[1]), lv.type)
+            value = reinterpret(convert(self.scalar(args[1]), seen), lv.type, loc)
         dest = None
         if not discard:
             dest = self.temp(lv.type, None, "old", c)
-        self.emit(n.AtomicRMW(op, lv.buffer, lv.index, value, dest.name if dest else None, compare, loc=self.loc(c)))
-        return n.Var(dest.name, dest.type) if dest is not None else None
+        self.emit(n.AtomicRMW(op, lv.buffer, lv.index, value, dest.name if dest else None, compare, loc=loc))
+        return reinterpret(n.Var(dest.name, dest.type), seen, loc) if dest is not None else None
 
     def shuffle(self, mode: str, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
         values = [self.arg_value(a, fn, i) for i, a in enumerate(args)]

@@ -13,14 +13,14 @@ from polypy.ir.types import BOOL, I32, I64
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, promote, scale, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
-from frontend.lower.bitcasts import bit_view, views_as_itself
+from frontend.lower.bitcasts import bit_view, can_view, reinterpret, views_as_itself
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
 from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
 )
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, Binding, BitsLV, Closure, ConstBinding, LValue, MemLV, PendingPtrLV, Pointer,
-    PointerTable, PtrVarLV, RecLV, RefBinding, Value, VarAddress, VarLV,
+    PointerTable, PtrVarLV, RecLV, RefBinding, Value, VarAddress, VarLV, ViewLV,
 )
 
 
@@ -196,6 +196,8 @@ class ExpressionLowering:
             return n.Call("bitcast", (n.Var(lv.var.name, lv.var.type, loc=loc),), lv.type, loc=loc)
         if isinstance(lv, MemLV):
             return n.Load(lv.buffer, lv.index, lv.type, loc=loc)
+        if isinstance(lv, ViewLV):
+            return reinterpret(self.read(lv.mem, c), lv.type, loc)  # type: ignore[arg-type]
         if isinstance(lv, AggLV):
             return Aggregate({k: self.read(v, c) for k, v in lv.fields.items()}, lv.spelling)
         if isinstance(lv, RecLV):
@@ -308,6 +310,10 @@ class ExpressionLowering:
             lv = self.lvalue(inner)
             if isinstance(lv, MemLV):
                 return Pointer(lv.buffer, lv.index[:-1], lv.index[-1], tm.ElemLayout(lv.type, 1, (("", 0),), lv.type.c_name))
+            if isinstance(lv, ViewLV):  # `&((uint4*)x)[i].y`: the view goes on
+                mem = lv.mem
+                return Pointer(mem.buffer, mem.index[:-1], mem.index[-1],
+                               tm.ElemLayout(lv.type, 1, (("", 0),), lv.type.c_name), stored=mem.type)
             if isinstance(lv, RecLV):
                 view = lv.address.views[0]
                 layout = tm.ElemLayout(view[0], 1, (), lv.layout.spelling, lv.layout)
@@ -337,7 +343,7 @@ class ExpressionLowering:
             delta = n.Const(1 if op == "++" else -1, var.type)
             self.emit(n.Assign(var.name, n.Binary("add", n.Var(var.name, var.type), delta), loc=self.loc(c)))
             return None if discard else self.read(lv, c)
-        if not isinstance(lv, (VarLV, BitsLV, MemLV)):
+        if not isinstance(lv, (VarLV, BitsLV, MemLV, ViewLV)):
             raise self.error("++/-- of this kind of value is not supported", c)
         old = self.read(lv, c)
         assert isinstance(old, n.Expr)
@@ -476,7 +482,7 @@ class ExpressionLowering:
                            loc=loc))
             return Aggregate({k: n.Var(t.name, t.type) for k, t in temps.items()}, a.spelling)
         if isinstance(a, Pointer) and isinstance(b, Pointer) and not a_stmts and not b_stmts \
-                and a.buffer == b.buffer and a.prefix == b.prefix and a.layout == b.layout:
+                and a.buffer == b.buffer and a.prefix == b.prefix and a.layout == b.layout and a.stored == b.stored:
             oa = a.offset if a.offset is not None else n.Const(0, I32)
             ob = b.offset if b.offset is not None else n.Const(0, I32)
             if oa.type != ob.type:
@@ -512,12 +518,16 @@ class ExpressionLowering:
                         return v
                     raise self.error("pointer casts to or from records of mixed member types are not supported", c)
                 layout = tm.elem_layout(target, self.loc(c))
-                if layout.scalar != v.layout.scalar:
-                    raise self.error("pointer casts between different element types are not supported", c)
-                if layout.stride == v.layout.stride:
-                    return dataclasses.replace(v, layout=layout)
-                if v.offset is None:
-                    return dataclasses.replace(v, layout=layout)  # e.g. reinterpret_cast<float4*>(x)
+                stored = v.stored or v.layout.scalar  # the buffer's own element type
+                if not can_view(stored, layout.scalar):
+                    raise self.error(
+                        f"pointer cast to '{c.type.spelling}' reads memory of {stored.c_name} elements as "
+                        f"{layout.scalar.c_name} elements of another size (a byte-level view), which is not "
+                        "supported", c)
+                view = None if layout.scalar == stored else stored
+                if layout.stride == v.layout.stride or v.offset is None:
+                    # e.g. (int*)x, reinterpret_cast<float4*>(x), (uint4*)x of a float buffer
+                    return dataclasses.replace(v, layout=layout, stored=view)
                 # A view at an offset (`reinterpret_cast<float4*>(x + 4 * k)`): the offset in
                 # scalars must be a whole number of the new elements, as CUDA's alignment rules
                 # require of vector accesses.
@@ -525,7 +535,7 @@ class ExpressionLowering:
                 if offset is None:
                     raise self.error(f"this pointer reinterpretation is not supported: polypy cannot tell that the "
                                      f"offset is a multiple of {layout.stride} elements", c)
-                return dataclasses.replace(v, offset=offset, layout=layout)
+                return dataclasses.replace(v, offset=offset, layout=layout, stored=view)
             if isinstance(v, VarAddress):
                 target = tm.pointee(c.type)
                 if isinstance(v.target, BitsLV):

@@ -11,11 +11,12 @@ from polypy.ir.types import I32
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, plus, scale
 from frontend.clang_setup import unary_operator
+from frontend.lower.bitcasts import reinterpret
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PointerTable, PtrVarLV, RecLV,
-    RecordAddress, RefBinding, Value, VarAddress, VarLV,
+    RecordAddress, RefBinding, Value, VarAddress, VarLV, ViewLV,
 )
 
 
@@ -82,9 +83,9 @@ class PlaceLowering:
             assert ptr.record is not None
             return RecLV(ptr.record.plus(off, layout.record.size), layout.record)
         if layout.is_scalar:
-            return MemLV(ptr.buffer, ptr.prefix + (off,), layout.scalar)
+            return _element(ptr, ptr.prefix + (off,))
         base = scale(off, layout.stride)
-        fields = {path: MemLV(ptr.buffer, ptr.prefix + (plus(base, slot),), layout.scalar) for path, slot in layout.slots}
+        fields = {path: _element(ptr, ptr.prefix + (plus(base, slot),)) for path, slot in layout.slots}
         return AggLV(fields, layout.ctype_spelling)
 
     def deref(self, ptr: Value | None, c: ci.Cursor) -> LValue:
@@ -212,7 +213,8 @@ class PlaceLowering:
         if isinstance(lv, PtrVarLV):
             if isinstance(value, _ArrayRef):
                 value = value.decay(self)
-            if not isinstance(value, Pointer) or value.buffer != lv.base.buffer or value.prefix != lv.base.prefix:
+            if not isinstance(value, Pointer) or value.buffer != lv.base.buffer or value.prefix != lv.base.prefix \
+                    or value.stored != lv.base.stored:
                 raise self.error("a pointer variable may only be re-pointed within the buffer it was first "
                                  "pointed into", c)
             if lv.offset_var is None:
@@ -246,6 +248,8 @@ class PlaceLowering:
         elif isinstance(lv, MemLV):
             self.check_writable(lv.buffer, c)
             self.emit(n.Store(lv.buffer, lv.index, value, loc=loc))
+        elif isinstance(lv, ViewLV):  # `((int*)x)[i] = v` of a float buffer: x[i] takes v's bits
+            self.store(lv.mem, reinterpret(value, lv.mem.type, loc), c)
         else:
             raise self.error("unsupported assignment", c)
 
@@ -253,3 +257,10 @@ class PlaceLowering:
         b = self.buffers.get(buffer)
         if b is not None and b.space == "constant":
             raise self.error(f"__constant__ memory '{buffer}' is read-only in device code", c)
+
+
+def _element(ptr: Pointer, index: tuple[n.Expr, ...]) -> MemLV | ViewLV:
+    """Scalar element ``index`` of ``ptr``'s buffer, seen through ``ptr``'s typed view if it has one."""
+    if ptr.stored is None:
+        return MemLV(ptr.buffer, index, ptr.layout.scalar)
+    return ViewLV(MemLV(ptr.buffer, index, ptr.stored), ptr.layout.scalar)
