@@ -83,9 +83,11 @@ class Pointer:
     ``j`` is at byte ``record + (offset + j) * layout.record.size``; ``buffer`` names its first view.
 
     A typed view (``(int*)float_buf``, ``reinterpret_cast<uint4*>(float_buf)``) has ``stored``:
-    the buffer's own element type, of the size of ``layout.scalar`` and another type. Its
+    the buffer's own element type, another type than ``layout.scalar``. Of the same size, its
     elements are the buffer's, read and written through a bit cast (``bitcasts.reinterpret``),
-    so the buffer, its indices and the isl access relations stay those of the typed array.
+    so the buffer, its indices and the isl access relations stay those of the typed array. Of
+    another size (``(float*)bytes``, ``(unsigned char*)floats``), ``offset`` counts elements of
+    the view and each element is the bytes it covers (``PartLV``).
     """
 
     buffer: str
@@ -164,6 +166,20 @@ class ViewLV:
 
 
 @dataclasses.dataclass(frozen=True)
+class PartLV:
+    """Memory of ``stored`` elements seen through a view of another size (the byte-addressed
+    model): element ``index`` (in units of ``type``) of the view covers bytes
+    ``[index * size(type), (index + 1) * size(type))`` of row ``prefix`` of ``buffer``
+    (``views.read_part`` / ``views.store_part``: the stored elements it covers, little-endian)."""
+
+    buffer: str
+    prefix: tuple[n.Expr, ...]
+    index: n.Expr
+    stored: ScalarType
+    type: ScalarType
+
+
+@dataclasses.dataclass(frozen=True)
 class AggLV:
     """A record lvalue: member path → leaf lvalue."""
 
@@ -198,7 +214,7 @@ class PendingPtrLV:
     offset_var: VarLV
 
 
-LValue = VarLV | BitsLV | MemLV | ViewLV | AggLV | PtrVarLV | RecLV | PendingPtrLV
+LValue = VarLV | BitsLV | MemLV | ViewLV | PartLV | AggLV | PtrVarLV | RecLV | PendingPtrLV
 
 # --------------------------------------------------------------------------- bindings of names
 

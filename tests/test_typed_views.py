@@ -237,15 +237,159 @@ def test_cuda_printer_spells_a_float_cas_on_integers(tmp_path) -> None:
     assert "atomicCAS((unsigned long long*)&sum[0], (unsigned long long)__double_as_longlong(" in text
 
 
+# --------------------------------------------------------------------------- views of another size
+
+BYTES = r"""
+__global__ void byte_views(unsigned char* src, float* out, unsigned char* dst, const float* f, unsigned* fb,
+                           short* sh, int* wide, const double* d, int* dparts, const int* iv, short* halves,
+                           float* pairs, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    const float* s = (const float*)src;                      // dwt2d: floats from a byte buffer
+    out[i] = s[i];
+    ((float*)dst)[i] = f[i] * 2.0f;                          // a float written as four bytes
+    const unsigned char* fbytes = (const unsigned char*)f;   // the bytes of a float buffer
+    fb[i] = fbytes[4 * i + 1] | (fbytes[4 * i + 3] << 8);
+    ((int*)sh)[i] = ((const int*)src)[i] + 1;                // ints into a buffer of shorts
+    wide[i] = ((const short*)iv)[2 * i + 1];                 // the high half of each int
+    int2 q = reinterpret_cast<const int2*>(d)[i];            // the two words of a double
+    dparts[2 * i] = q.y;
+    dparts[2 * i + 1] = q.x;
+    halves[i] = ((const short*)d)[4 * i + 3];                // its top 16 bits, sign included
+    float2 p = ((const float2*)(src + 8 * (i / 2)))[0];      // a vector view at a byte offset
+    pairs[i] = (i % 2) ? p.y : p.x;
+  }
+}
+"""
+
+
+def _bytes_args(n: int) -> dict:
+    rng = np.random.default_rng(11)
+    src = rng.integers(0, 256, 4 * n + 8, dtype=np.uint64).astype(np.uint8)
+    src[:8] = np.frombuffer(np.array([np.nan, -0.0], np.float32).tobytes(), np.uint8)
+    d = np.concatenate([[-0.0, np.inf, -2.5], rng.standard_normal(n - 3)]).astype(np.float64)
+    return {"src": src, "out": np.zeros(n, np.float32), "dst": np.zeros(4 * n, np.uint8), "f": _special_floats(n),
+            "fb": np.zeros(n, np.uint32), "sh": np.zeros(2 * n, np.int16), "wide": np.zeros(n, np.int32), "d": d,
+            "dparts": np.zeros(2 * n, np.int32), "iv": rng.integers(-2 ** 31, 2 ** 31, n, dtype=np.int64).astype(np.int32),
+            "halves": np.zeros(n, np.int16), "pairs": np.zeros(n, np.float32), "n": n}
+
+
+def _bytes_reference(a: dict) -> dict:
+    n = a["n"]
+    src, f = a["src"], a["f"]
+    fbytes = f.view(np.uint8).reshape(-1, 4).astype(np.uint32)
+    with np.errstate(invalid="ignore"):
+        twice = f * np.float32(2)
+    want = {"out": src[: 4 * n].view(np.float32), "dst": twice.view(np.uint8),
+            "fb": fbytes[:, 1] | (fbytes[:, 3] << 8),
+            "sh": (src[: 4 * n].view(np.int32) + np.int32(1)).view(np.int16),
+            "wide": a["iv"].view(np.int16)[1::2].astype(np.int32)}
+    words = a["d"].view(np.int32).reshape(-1, 2)
+    want["dparts"] = words[:, ::-1].reshape(-1).copy()
+    want["halves"] = a["d"].view(np.int16)[3::4].copy()
+    i = np.arange(n)
+    want["pairs"] = src.view(np.float32)[2 * (i // 2) + i % 2]
+    return want
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_views_of_another_size_are_the_bytes(tmp_path, way: str) -> None:
+    args = _bytes_args(37)
+    out = _run(tmp_path, BYTES, "byte_views", 2, 32, args, way)
+    for name, want in _bytes_reference(args).items():
+        _same_bits(out[name], want, name)
+
+
+HISTOGRAM = r"""
+#define BINS 64
+#define T 64
+__global__ void byte_histogram(const unsigned* data, unsigned* hist, int n) {
+  __shared__ unsigned char counts[BINS * T];           // one byte counter per bin and thread
+  int t = threadIdx.x;
+  for (int k = 0; k < BINS / 4; ++k)
+    ((unsigned*)counts)[t + k * T] = 0;                // cleared four bytes at a time
+  __syncthreads();
+  unsigned char* mine = counts + t;
+  for (int pos = t; pos < n; pos += T) {
+    unsigned v = data[pos];
+    mine[T * ((v >> 2) & 0x3F)] += 1;
+    mine[T * ((v >> 10) & 0x3F)] += 1;
+  }
+  __syncthreads();
+  if (t < BINS) {
+    unsigned sum = 0;
+    for (int k = 0; k < T; ++k) sum += counts[T * t + k];
+    hist[t] = sum;
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_shared_byte_counters_cleared_as_words(tmp_path, way: str) -> None:
+    rng = np.random.default_rng(2)
+    n = 1500
+    data = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    args = {"data": data, "hist": np.zeros(64, np.uint32), "n": n}
+    out = _run(tmp_path, HISTOGRAM, "byte_histogram", 1, 64, args, way)
+    want = np.bincount((data >> 2) & 0x3F, minlength=64) + np.bincount((data >> 10) & 0x3F, minlength=64)
+    np.testing.assert_array_equal(out["hist"], want.astype(np.uint32))
+
+
+POOL = r"""
+__global__ void pool_views(const float* x, const int* k, const double* d, float* out, int n) {
+  extern __shared__ unsigned char pool[];
+  int t = threadIdx.x;
+  int bd = blockDim.x;
+  double* dd = (double*)pool;                                  // carved: doubles first,
+  float* a = (float*)&dd[bd];                                  // then floats,
+  int* b = (int*)&a[bd];                                       // then ints,
+  unsigned char* c = &pool[bd * (sizeof(double) + 2 * sizeof(float))];  // then bytes
+  int g = blockIdx.x * bd + t;
+  dd[t] = g < n ? d[g] : 0.0;
+  a[t] = g < n ? x[g] : 0.0f;
+  b[t] = g < n ? k[g] : 0;
+  c[t] = (unsigned char)t;
+  __syncthreads();
+  int o = (t + 1) % bd;
+  if (g < n) out[g] = (float)dd[o] + a[o] * (float)b[o] + (float)c[bd - 1 - t];
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_dynamic_shared_pool_carved_into_typed_arrays(tmp_path, way: str) -> None:
+    rng = np.random.default_rng(4)
+    n, bd = 90, 32
+    x = rng.standard_normal(n).astype(np.float32)
+    k = rng.integers(-50, 50, n).astype(np.int32)
+    d = rng.standard_normal(n)
+    args = {"x": x, "k": k, "d": d, "out": np.zeros(n, np.float32), "n": n}
+    out = _run(tmp_path, POOL, "pool_views", 3, bd, args, way, shmem=bd * 17)
+    want = np.zeros(n, np.float32)
+    for g in range(n):
+        b, t = divmod(g, bd)
+        o = b * bd + (t + 1) % bd
+        dv, xv, kv = (d[o], x[o], k[o]) if o < n else (0.0, 0.0, 0)
+        want[g] = np.float32(dv) + np.float32(xv) * np.float32(kv) + np.float32(bd - 1 - t)
+    np.testing.assert_array_equal(out["out"], want)
+
+
 # --------------------------------------------------------------------------- refused, located
 
 REFUSED = [
-    ("byte-view",
-     "__global__ void k(float* x, short* y) {\n  y[0] = ((short*)x)[1];\n}\n",
-     "reads memory of float elements as short elements of another size", (2, 11)),
-    ("wider-view",
-     "__global__ void k(int* x, double* y) {\n  y[0] = ((double*)x)[1];\n}\n",
-     "reads memory of int elements as double elements of another size", (2, 11)),
+    ("narrow-write",
+     "__global__ void k(float* x) {\n  ((unsigned char*)x)[1] = 3;\n}\n",
+     "writing a unsigned char into part of a float element", (2, 3)),
+    ("bool-view",
+     "__global__ void k(bool* x, int* y) {\n  y[0] = ((unsigned char*)x)[1];\n}\n",
+     "views of bool memory are not supported", (2, 11)),
+    ("atomic-bytes",
+     "__global__ void k(unsigned char* x) {\n  atomicAdd((unsigned*)x, 1u);\n}\n",
+     "atomics through a pointer that views unsigned char memory as unsigned int", (2, 3)),
+    ("unaligned-offset",
+     "__global__ void k(unsigned char* x, float* y, int off) {\n  y[0] = *(float*)&x[off];\n}\n",
+     "cannot tell that the offset is a multiple of 4 bytes", (2, 11)),
     ("atomic-add-float-bits",
      "__global__ void k(float* x) {\n  atomicAdd((int*)x, 1);\n}\n",
      "this atomic operation through a pointer that views float memory as int", (2, 3)),

@@ -21,7 +21,7 @@ from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.lower.printing import assert_fail, device_printf
 from frontend.lower.int_intrinsics import INT_INTRINSICS, int_intrinsic
 from frontend.lower.warp_collectives import WARP_COLLECTIVES, warp_collective
-from frontend.values import Aggregate, MemLV, Pointer, Value, ViewLV
+from frontend.values import Aggregate, MemLV, PartLV, Pointer, Value, ViewLV
 
 
 _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomicMin": "min", "atomicMax": "max",
@@ -321,6 +321,9 @@ class CallLowering:
         if isinstance(ptr, _ArrayRef):
             ptr = ptr.decay(self)
         lv = self.deref(ptr, c)
+        if isinstance(lv, PartLV):
+            raise self.error(f"atomics through a pointer that views {lv.stored.c_name} memory as {lv.type.c_name} "
+                             "(another size) are not supported", c)
         seen = lv.type if isinstance(lv, (MemLV, ViewLV)) else None
         if isinstance(lv, ViewLV):
             # Through a typed view (`atomicCAS((int*)&x[i], ...)` of a float buffer): an atomic on

@@ -13,14 +13,15 @@ from polypy.ir.types import BOOL, I32, I64
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, promote, scale, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
-from frontend.lower.bitcasts import bit_view, can_view, reinterpret, views_as_itself
+from frontend.lower.bitcasts import bit_view, reinterpret, views_as_itself
+from frontend.lower.views import read_part, view_pointer
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
 from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
 )
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, Binding, BitsLV, Closure, ConstBinding, LValue, MemLV, PendingPtrLV, Pointer,
-    PointerTable, PtrVarLV, RecLV, RefBinding, Value, VarAddress, VarLV, ViewLV,
+    PartLV, PointerTable, PtrVarLV, RecLV, RefBinding, Value, VarAddress, VarLV, ViewLV,
 )
 
 
@@ -198,6 +199,8 @@ class ExpressionLowering:
             return n.Load(lv.buffer, lv.index, lv.type, loc=loc)
         if isinstance(lv, ViewLV):
             return reinterpret(self.read(lv.mem, c), lv.type, loc)  # type: ignore[arg-type]
+        if isinstance(lv, PartLV):
+            return read_part(lv, loc)
         if isinstance(lv, AggLV):
             return Aggregate({k: self.read(v, c) for k, v in lv.fields.items()}, lv.spelling)
         if isinstance(lv, RecLV):
@@ -314,6 +317,9 @@ class ExpressionLowering:
                 mem = lv.mem
                 return Pointer(mem.buffer, mem.index[:-1], mem.index[-1],
                                tm.ElemLayout(lv.type, 1, (("", 0),), lv.type.c_name), stored=mem.type)
+            if isinstance(lv, PartLV):
+                return Pointer(lv.buffer, lv.prefix, lv.index, tm.ElemLayout(lv.type, 1, (("", 0),), lv.type.c_name),
+                               stored=lv.stored)
             if isinstance(lv, RecLV):
                 view = lv.address.views[0]
                 layout = tm.ElemLayout(view[0], 1, (), lv.layout.spelling, lv.layout)
@@ -343,7 +349,7 @@ class ExpressionLowering:
             delta = n.Const(1 if op == "++" else -1, var.type)
             self.emit(n.Assign(var.name, n.Binary("add", n.Var(var.name, var.type), delta), loc=self.loc(c)))
             return None if discard else self.read(lv, c)
-        if not isinstance(lv, (VarLV, BitsLV, MemLV, ViewLV)):
+        if not isinstance(lv, (VarLV, BitsLV, MemLV, ViewLV, PartLV)):
             raise self.error("++/-- of this kind of value is not supported", c)
         old = self.read(lv, c)
         assert isinstance(old, n.Expr)
@@ -517,25 +523,7 @@ class ExpressionLowering:
                     if same:
                         return v
                     raise self.error("pointer casts to or from records of mixed member types are not supported", c)
-                layout = tm.elem_layout(target, self.loc(c))
-                stored = v.stored or v.layout.scalar  # the buffer's own element type
-                if not can_view(stored, layout.scalar):
-                    raise self.error(
-                        f"pointer cast to '{c.type.spelling}' reads memory of {stored.c_name} elements as "
-                        f"{layout.scalar.c_name} elements of another size (a byte-level view), which is not "
-                        "supported", c)
-                view = None if layout.scalar == stored else stored
-                if layout.stride == v.layout.stride or v.offset is None:
-                    # e.g. (int*)x, reinterpret_cast<float4*>(x), (uint4*)x of a float buffer
-                    return dataclasses.replace(v, layout=layout, stored=view)
-                # A view at an offset (`reinterpret_cast<float4*>(x + 4 * k)`): the offset in
-                # scalars must be a whole number of the new elements, as CUDA's alignment rules
-                # require of vector accesses.
-                offset = _exact_quotient(scale(v.offset, v.layout.stride), layout.stride)
-                if offset is None:
-                    raise self.error(f"this pointer reinterpretation is not supported: polypy cannot tell that the "
-                                     f"offset is a multiple of {layout.stride} elements", c)
-                return dataclasses.replace(v, offset=offset, layout=layout, stored=view)
+                return view_pointer(v, target, c.type.spelling, self.loc(c))
             if isinstance(v, VarAddress):
                 target = tm.pointee(c.type)
                 if isinstance(v.target, BitsLV):
@@ -563,31 +551,6 @@ class ExpressionLowering:
 
     def init_list(self, c: ci.Cursor, discard: bool) -> Value:
         return self.record_value(c, c.type)
-
-
-def _exact_quotient(e: n.Expr, k: int) -> n.Expr | None:
-    """``e / k`` when ``e`` is visibly a multiple of ``k`` (constants, products with such a
-    constant, sums of multiples), else None."""
-    if k == 1:
-        return e
-    if isinstance(e, n.Const) and isinstance(e.value, int):
-        return n.Const(e.value // k, e.type, loc=e.loc) if e.value % k == 0 else None
-    if isinstance(e, n.Cast) and e.type.is_int and e.x.type.is_int and e.type.bits >= e.x.type.bits and \
-            (e.type.is_signed == e.x.type.is_signed or not e.x.type.is_signed):  # widening keeps the value
-        inner = _exact_quotient(e.x, k)
-        return None if inner is None else convert(inner, e.type)
-    if isinstance(e, n.Binary) and e.op in ("add", "sub"):
-        a, b = _exact_quotient(e.a, k), _exact_quotient(e.b, k)
-        return None if a is None or b is None else n.Binary(e.op, a, b, loc=e.loc)
-    if isinstance(e, n.Binary) and e.op == "mul":
-        for x, y in ((e.a, e.b), (e.b, e.a)):
-            q = _exact_quotient(x, k)
-            if q is not None:
-                return n.Binary("mul", q, y, loc=e.loc)
-    if isinstance(e, n.Unary) and e.op == "neg":
-        q = _exact_quotient(e.x, k)
-        return None if q is None else n.Unary("neg", q, loc=e.loc)
-    return None
 
 
 _EXPR_HANDLERS = {

@@ -5,6 +5,7 @@ import dataclasses
 
 import clang.cindex as ci
 
+from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import I32
 
@@ -12,11 +13,12 @@ from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, plus, scale
 from frontend.clang_setup import unary_operator
 from frontend.lower.bitcasts import reinterpret
+from frontend.lower.views import store_part
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PointerTable, PtrVarLV, RecLV,
-    RecordAddress, RefBinding, Value, VarAddress, VarLV, ViewLV,
+    PartLV, RecordAddress, RefBinding, Value, VarAddress, VarLV, ViewLV,
 )
 
 
@@ -250,6 +252,16 @@ class PlaceLowering:
             self.emit(n.Store(lv.buffer, lv.index, value, loc=loc))
         elif isinstance(lv, ViewLV):  # `((int*)x)[i] = v` of a float buffer: x[i] takes v's bits
             self.store(lv.mem, reinterpret(value, lv.mem.type, loc), c)
+        elif isinstance(lv, PartLV):  # `((float*)bytes)[i] = v`: the bytes of v (``views``)
+            self.check_writable(lv.buffer, c)
+            if not isinstance(value, (n.Var, n.Const)):
+                value = n.Var(self.temp(lv.type, value, "bytes", c).name, lv.type, loc=loc)
+            try:
+                stores = store_part(lv, value, loc)
+            except UserError as e:
+                raise self.error(e.message, c) from None
+            for st in stores:
+                self.emit(st)
         else:
             raise self.error("unsupported assignment", c)
 
@@ -259,8 +271,11 @@ class PlaceLowering:
             raise self.error(f"__constant__ memory '{buffer}' is read-only in device code", c)
 
 
-def _element(ptr: Pointer, index: tuple[n.Expr, ...]) -> MemLV | ViewLV:
-    """Scalar element ``index`` of ``ptr``'s buffer, seen through ``ptr``'s typed view if it has one."""
+def _element(ptr: Pointer, index: tuple[n.Expr, ...]) -> MemLV | ViewLV | PartLV:
+    """Scalar element ``index`` of ``ptr``'s buffer, seen through ``ptr``'s typed view if it has
+    one (the last index counts elements of the view)."""
     if ptr.stored is None:
         return MemLV(ptr.buffer, index, ptr.layout.scalar)
+    if ptr.stored.itemsize != ptr.layout.scalar.itemsize:
+        return PartLV(ptr.buffer, index[:-1], index[-1], ptr.stored, ptr.layout.scalar)
     return ViewLV(MemLV(ptr.buffer, index, ptr.stored), ptr.layout.scalar)
