@@ -188,6 +188,13 @@ class AggLV:
 
 
 @dataclasses.dataclass(frozen=True)
+class UnionLV(AggLV):
+    """A local union whose members are scalars of one size: one variable, each member a view of
+    its bits (``VarLV`` or ``BitsLV``). Its members are places; the union as a whole value is
+    not (a copy would part the members)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class PtrVarLV:
     """A pointer variable: fixed target buffer, offset held in an integer local (None: immutable)."""
 
@@ -214,7 +221,7 @@ class PendingPtrLV:
     offset_var: VarLV
 
 
-LValue = VarLV | BitsLV | MemLV | ViewLV | PartLV | AggLV | PtrVarLV | RecLV | PendingPtrLV
+LValue = VarLV | BitsLV | MemLV | ViewLV | PartLV | AggLV | UnionLV | PtrVarLV | RecLV | PendingPtrLV
 
 # --------------------------------------------------------------------------- bindings of names
 

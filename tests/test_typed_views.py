@@ -375,6 +375,56 @@ def test_a_dynamic_shared_pool_carved_into_typed_arrays(tmp_path, way: str) -> N
     np.testing.assert_array_equal(out["out"], want)
 
 
+# --------------------------------------------------------------------------- unions, pointer difference
+
+UNIONS = r"""
+union Bits { float f; unsigned u; int i; };
+union Wide { double d; long long l; unsigned long long u; };
+
+__device__ int exponent(float v) {
+  Bits b;
+  b.f = v;
+  return (int)((b.u >> 23) & 0xff) - 127;
+}
+
+__global__ void unions(const float* x, unsigned* out, float* back, int* expo, const double* d, long long* dl,
+                       long long* gaps) {
+  int i = threadIdx.x;
+  Bits b;
+  b.f = x[i];
+  out[i] = b.u;                      // a member read as another: the bits
+  b.i ^= (int)0x80000000;            // written through one member, read through the other
+  back[i] = b.f;
+  expo[i] = exponent(x[i]);
+  Wide w;
+  w.d = d[i];
+  w.u &= ~(1ULL << 63);
+  dl[i] = w.l;
+  const float* p = x + 3 * i;        // pointer difference, in elements of the pointee
+  const float4* v = (const float4*)x;
+  gaps[2 * i] = p - &x[i];
+  gaps[2 * i + 1] = &v[i + 2] - v;
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_unions_of_one_size_and_pointer_difference(tmp_path, way: str) -> None:
+    x = _special_floats(32)
+    d = np.concatenate([[-0.0, -np.inf, np.nan], np.random.default_rng(1).standard_normal(29)])
+    args = {"x": x, "out": np.zeros(32, np.uint32), "back": np.zeros(32, np.float32), "expo": np.zeros(32, np.int32),
+            "d": d, "dl": np.zeros(32, np.int64), "gaps": np.zeros(64, np.int64)}
+    out = _run(tmp_path, UNIONS, "unions", 1, 32, args, way)
+    xb = x.view(np.uint32)
+    _same_bits(out["out"], xb, "out")
+    _same_bits(out["back"], (xb ^ np.uint32(0x80000000)).view(np.float32), "back")
+    np.testing.assert_array_equal(out["expo"], ((xb >> 23) & 0xFF).astype(np.int32) - 127)
+    np.testing.assert_array_equal(out["dl"], (d.view(np.uint64) & np.uint64((1 << 63) - 1)).view(np.int64))
+    i = np.arange(32)
+    np.testing.assert_array_equal(out["gaps"][0::2], 2 * i)
+    np.testing.assert_array_equal(out["gaps"][1::2], i + 2)
+
+
 # --------------------------------------------------------------------------- refused, located
 
 REFUSED = [
@@ -390,6 +440,19 @@ REFUSED = [
     ("unaligned-offset",
      "__global__ void k(unsigned char* x, float* y, int off) {\n  y[0] = *(float*)&x[off];\n}\n",
      "cannot tell that the offset is a multiple of 4 bytes", (2, 11)),
+    ("union-sizes",
+     "union U { float f; double d; };\n__global__ void k(float* y) {\n  U u;\n  u.d = 1.0;\n  y[0] = u.f;\n}\n",
+     "only local unions whose members are all scalars of one size", (3, 5)),
+    ("union-copy",
+     "union U { float f; int i; };\n__global__ void k(int* y) {\n  U u, w;\n  u.f = 1.0f;\n  w = u;\n"
+     "  y[0] = w.i;\n}\n",
+     "a union ('U') used as a whole value is not supported", (5, 7)),
+    ("union-in-memory",
+     "union U { float f; int i; };\n__global__ void k(U* p, int* y) {\n  y[0] = p[0].i;\n}\n",
+     "unions are not supported in device code", (2, 22)),
+    ("pointer-difference-buffers",
+     "__global__ void k(float* x, float* z, long long* y) {\n  y[0] = x - z;\n}\n",
+     "the difference of pointers into different buffers", (2, 10)),
     ("atomic-add-float-bits",
      "__global__ void k(float* x) {\n  atomicAdd((int*)x, 1);\n}\n",
      "this atomic operation through a pointer that views float memory as int", (2, 3)),

@@ -18,7 +18,8 @@ from frontend.lower.context import (
 from frontend.lower.cooperative import is_cooperative, refused_group
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
 from frontend.values import (
-    AggLV, ArrayBinding, Closure, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, VarAddress, VarLV,
+    AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, UnionLV,
+    VarAddress, VarLV,
 )
 
 
@@ -89,6 +90,9 @@ class DeclarationLowering:
                 raise UserError(f"local variable '{name}' holds a lambda polypy cannot follow", where)
             self.bind(d, closure)
             return
+        if tm.is_union(t):
+            self.bind(d, self.local_union(name, t, init, where))
+            return
         if tm.is_record(t):
             if any(ch.kind == CK.CXX_BASE_SPECIFIER for ch in tm.canonical(t).get_declaration().get_children()):
                 raise UserError(f"local variable '{name}' of derived class '{t.spelling}' is not supported in device "
@@ -113,6 +117,21 @@ class DeclarationLowering:
                 self.assign(lv, self.record_value(init, t), d)
             return
         raise UserError(f"local variable '{name}' of type '{t.spelling}' is not supported", where)
+
+    def local_union(self, name: str, t: ci.Type, init: ci.Cursor | None, where) -> UnionLV:
+        """``union { float f; unsigned u; } v;``: one variable of the first member's type; the
+        others read and write its bits (``bitcasts.reinterpret``), as the union's shared bytes do."""
+        members = tm.union_scalars(t)
+        if members is None:
+            raise UserError(f"union '{t.spelling}' is not supported in device code: only local unions whose members "
+                            "are all scalars of one size (read as one another's bits) are", where)
+        if init is not None and not _is_trivial_construction(init):
+            raise UserError(f"initializing union '{name}' in its declaration is not supported in device code "
+                            "(assign a member)", where)
+        first = members[0][1]
+        var = VarLV(self.names.fresh(name), first)
+        self.emit(n.Decl(var.name, first, None, loc=where))
+        return UnionLV({path: var if st == first else BitsLV(var, st) for path, st in members}, t.spelling)
 
     def shared_array(self, d: ci.Cursor) -> ArrayBinding:
         where = self.loc(d)

@@ -21,7 +21,7 @@ from frontend.lower.helpers import (
 )
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, Binding, BitsLV, Closure, ConstBinding, LValue, MemLV, PendingPtrLV, Pointer,
-    PartLV, PointerTable, PtrVarLV, RecLV, RefBinding, Value, VarAddress, VarLV, ViewLV,
+    PartLV, PointerTable, PtrVarLV, RecLV, RefBinding, UnionLV, Value, VarAddress, VarLV, ViewLV,
 )
 
 
@@ -194,7 +194,10 @@ class ExpressionLowering:
         if isinstance(lv, VarLV):
             return n.Var(lv.name, lv.type, loc=loc)
         if isinstance(lv, BitsLV):
-            return n.Call("bitcast", (n.Var(lv.var.name, lv.var.type, loc=loc),), lv.type, loc=loc)
+            return reinterpret(n.Var(lv.var.name, lv.var.type, loc=loc), lv.type, loc)
+        if isinstance(lv, UnionLV):
+            raise self.error(f"a union ('{lv.spelling}') used as a whole value is not supported in device code "
+                             "(use its members)", c)
         if isinstance(lv, MemLV):
             return n.Load(lv.buffer, lv.index, lv.type, loc=loc)
         if isinstance(lv, ViewLV):
@@ -233,7 +236,7 @@ class ExpressionLowering:
             # `p[i].keys[k]`, `p->nei[k].x`: members of records in memory are found by their place,
             # not by reading the whole record first.
             base_lv = self.lvalue(base_c)
-            if isinstance(base_lv, RecLV):
+            if isinstance(base_lv, (RecLV, UnionLV)):
                 return self.read(self.member_lv(base_lv, c.spelling, c), c)
             base = self.read(base_lv, c)
         else:
@@ -265,7 +268,7 @@ class ExpressionLowering:
                 b = self.frame.env.get(decl_key(r))
                 if b is None and r.kind == CK.VAR_DECL and not is_prelude_decl(r) and tm.is_record(r.type):
                     b = self.lookup(r, c)  # a module record (what `expr` would look up too; not a built-in)
-                return isinstance(b, (RefBinding, RecLV)) or \
+                return isinstance(b, (RefBinding, RecLV, UnionLV)) or \
                     (isinstance(b, _ScalarArray) and b.binding.layout.record is not None)
             return False
 
@@ -405,6 +408,16 @@ class ExpressionLowering:
             return dataclasses.replace(b, offset=add_offsets(b.offset, a))
         if op == "-" and isinstance(a, Pointer) and isinstance(b, n.Expr):
             return dataclasses.replace(a, offset=add_offsets(a.offset, n.Unary("neg", b)))
+        if op == "-" and isinstance(a, Pointer) and isinstance(b, Pointer):
+            # `p - q`: C defines it for two pointers into one array, in elements of their type.
+            if a.buffer != b.buffer or a.prefix != b.prefix or a.stored != b.stored or a.record is not None \
+                    or b.record is not None or a.layout.stride != b.layout.stride or a.layout.scalar != b.layout.scalar:
+                raise self.error("the difference of pointers into different buffers (or rows, or views) is not "
+                                 "supported in device code", c)
+            zero = n.Const(0, I64)
+            diff = n.Binary("sub", convert(a.offset or zero, I64), convert(b.offset or zero, I64), loc=self.loc(c))
+            st = tm.scalar_type(c.type)
+            return convert(diff, st) if st is not None else diff
         raise self.error(f"pointer operation '{op}' is not supported in device code", c)
 
     def logical(self, op: str, lhs_c: ci.Cursor, rhs_c: ci.Cursor, c: ci.Cursor) -> n.Expr:

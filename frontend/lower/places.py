@@ -18,7 +18,7 @@ from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PointerTable, PtrVarLV, RecLV,
-    PartLV, RecordAddress, RefBinding, Value, VarAddress, VarLV, ViewLV,
+    PartLV, RecordAddress, RefBinding, UnionLV, Value, VarAddress, VarLV, ViewLV,
 )
 
 
@@ -204,6 +204,9 @@ class PlaceLowering:
             lv = self.expand_record(lv, c)
         if isinstance(lv, PendingPtrLV):
             lv = self.assign_pending(lv, value, c)
+        if isinstance(lv, UnionLV):
+            raise self.error(f"assigning a whole union ('{lv.spelling}') is not supported in device code "
+                             "(assign a member)", c)
         if isinstance(lv, AggLV):
             if not isinstance(value, Aggregate):
                 raise self.error(f"cannot assign a {_describe(value)} to a record", c)
@@ -245,8 +248,8 @@ class PlaceLowering:
         loc = self.loc(c)
         if isinstance(lv, VarLV):
             self.emit(n.Assign(lv.name, value, loc=loc))
-        elif isinstance(lv, BitsLV):  # `*(int*)&f = b`: f takes b's bits
-            self.emit(n.Assign(lv.var.name, n.Call("bitcast", (value,), lv.var.type, loc=loc), loc=loc))
+        elif isinstance(lv, BitsLV):  # `*(int*)&f = b`, `un.i = b`: f takes b's bits
+            self.emit(n.Assign(lv.var.name, reinterpret(value, lv.var.type, loc), loc=loc))
         elif isinstance(lv, MemLV):
             self.check_writable(lv.buffer, c)
             self.emit(n.Store(lv.buffer, lv.index, value, loc=loc))
