@@ -210,6 +210,35 @@ def test_atomics_through_views(tmp_path, way: str) -> None:
     np.testing.assert_array_equal(out["counts"], np.array([-3 + 2 * 34, 2 * 33, 5 + 2 * 33], np.int32))
 
 
+SIGNED = r"""
+__global__ void unsigned_atomics(int* g, unsigned* olds) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  olds[t] = atomicInc((unsigned int*)&g[0], 17);   // the unsigned operations on int memory
+  atomicDec((unsigned int*)&g[1], 137);
+  atomicMax((unsigned int*)&g[2], (unsigned)t);
+  atomicMin((unsigned*)&g[3], 5u);
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_atomics_whose_answer_depends_on_the_signedness(tmp_path, way: str) -> None:
+    """Done as a CAS loop computing with the view's (unsigned) meaning: -1 is the largest."""
+    g = np.array([3, 0, -1, -7], np.int32)
+    out = _run(tmp_path, SIGNED, "unsigned_atomics", 2, 32, {"g": g, "olds": np.zeros(64, np.uint32)}, way)
+    # atomicInc with limit 17 from 3, 64 times: 3..17 then 0..17 ... ; the olds are a permutation.
+    seq = [3]
+    for _ in range(64):
+        seq.append(0 if seq[-1] >= 17 else seq[-1] + 1)
+    assert out["g"][0] == seq[-1]
+    np.testing.assert_array_equal(np.sort(out["olds"]), np.sort(np.array(seq[:-1], np.uint32)))
+    dec = 0
+    for _ in range(64):
+        dec = 137 if dec == 0 or dec > 137 else dec - 1
+    assert out["g"][1] == dec
+    assert out["g"][2] == -1 and out["g"][3] == 5  # unsigned max keeps 0xffffffff; min of 0xfffffff9 and 5
+
+
 def test_cas_on_a_float_buffer_compares_bits(tmp_path) -> None:
     """The CAS of the IR compares bits (as CUDA's atomicCAS): a NaN matches its own bits, and
     -0.0 does not match 0.0, in every backend."""
@@ -456,9 +485,9 @@ REFUSED = [
     ("atomic-add-float-bits",
      "__global__ void k(float* x) {\n  atomicAdd((int*)x, 1);\n}\n",
      "this atomic operation through a pointer that views float memory as int", (2, 3)),
-    ("atomic-max-sign",
-     "__global__ void k(int* x) {\n  atomicMax((unsigned*)x, 1u);\n}\n",
-     "this atomic operation through a pointer that views int memory as unsigned int", (2, 3)),
+    ("atomic-max-float-bits",
+     "__global__ void k(float* x) {\n  atomicMax((int*)x, 1);\n}\n",
+     "this atomic operation through a pointer that views float memory as int", (2, 3)),
 ]
 
 

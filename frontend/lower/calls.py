@@ -8,6 +8,7 @@ import clang.cindex as ci
 
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
+from polypy.ir.atomics import atomic_result
 from polypy.ir.mathfns import CUDA_ARITH_INTRINSICS, CUDA_MATH_NAMES, MATH_FUNCTIONS
 from polypy.ir.types import BOOL, F32, F64, I32, I64, U32, PointerType
 
@@ -332,6 +333,8 @@ class CallLowering:
             # computes alike for both signednesses of one width; the others would compute with
             # the stored type's meaning of the bits.
             signless = ("add", "sub", "and", "or", "xor")
+            if op in ("min", "max", "inc", "dec") and lv.mem.type.is_int:
+                return self.atomic_loop(op, lv, convert(self.scalar(args[1]), lv.type), c, discard)
             if not (op in ("cas", "exch") or (op in signless and lv.mem.type.is_int)):
                 raise self.error(f"this atomic operation through a pointer that views {lv.mem.type.c_name} memory "
                                  f"as {lv.type.c_name} is not supported (only atomicCAS and atomicExch act on the "
@@ -352,6 +355,31 @@ class CallLowering:
             dest = self.temp(lv.type, None, "old", c)
         self.emit(n.AtomicRMW(op, lv.buffer, lv.index, value, dest.name if dest else None, compare, loc=loc))
         return reinterpret(n.Var(dest.name, dest.type), seen, loc) if dest is not None else None
+
+    def atomic_loop(self, op: str, lv: ViewLV, value: n.Expr, c: ci.Cursor, discard: bool) -> n.Expr | None:
+        """``atomicInc((unsigned*)&int_buf[i], m)`` and the other atomics whose result depends on
+        the signedness: a compare-and-swap loop on the buffer that computes with the view's
+        meaning of the bits (CUDA's definition of the operation, ``atomic_result``)::
+
+            old = atomic.add buf[i], 0               (an atomic read)
+            while (true) {
+              got = atomic.cas buf[i], old, bits(op(view(old), value))
+              if (got == old) break
+              old = got
+            }
+        """
+        mem, loc = lv.mem, self.loc(c)
+        self.check_writable(mem.buffer, c)
+        old = self.temp(mem.type, None, "old", c)
+        got = self.temp(mem.type, None, "got", c)
+        old_v, got_v = n.Var(old.name, mem.type, loc=loc), n.Var(got.name, mem.type, loc=loc)
+        self.emit(n.AtomicRMW("add", mem.buffer, mem.index, n.Const(0, mem.type), old.name, loc=loc))
+        new = reinterpret(atomic_result(op, reinterpret(old_v, lv.type, loc), value, None, lv.type), mem.type, loc)
+        body = (n.AtomicRMW("cas", mem.buffer, mem.index, new, got.name, old_v, loc=loc),
+                n.If(n.Binary("eq", got_v, old_v, loc=loc), (n.Break(loc=loc),), loc=loc),
+                n.Assign(old.name, got_v, loc=loc))
+        self.emit(n.While(n.Const(True, BOOL), body, loc=loc))
+        return None if discard else reinterpret(old_v, lv.type, loc)
 
     def shuffle(self, mode: str, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
         values = [self.arg_value(a, fn, i) for i, a in enumerate(args)]
