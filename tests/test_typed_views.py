@@ -500,3 +500,21 @@ def test_views_polypy_does_not_model_are_located_errors(tmp_path, name, source, 
     err = info.value
     assert message in err.message, err.message
     assert err.loc is not None and (err.loc.line, err.loc.col) == where, err.render()
+
+
+RECORDS = r"""
+struct V { int a, b; __device__ V() : a(), b() {} __device__ void reset() { a = 7; b = -1; } };
+__global__ void record_views(float* x) {
+  V* v = (V*)x;                         // records of ints over a float buffer
+  v[threadIdx.x] = V();                 // value-initialized members through the view
+  v[threadIdx.x + 4].reset();           // a member function on an object in the viewed memory
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_records_constructed_in_viewed_memory(tmp_path, way: str) -> None:
+    x = np.full(16, 3.5, np.float32)
+    out = _run(tmp_path, RECORDS, "record_views", 1, 4, {"x": x}, way)
+    want = np.array([0] * 8 + [7, -1] * 4, np.int32)
+    np.testing.assert_array_equal(out["x"].view(np.int32), want)
