@@ -518,3 +518,39 @@ def test_records_constructed_in_viewed_memory(tmp_path, way: str) -> None:
     out = _run(tmp_path, RECORDS, "record_views", 1, 4, {"x": x}, way)
     want = np.array([0] * 8 + [7, -1] * 4, np.int32)
     np.testing.assert_array_equal(out["x"].view(np.int32), want)
+
+
+GRAD = r"""
+__global__ void scale(float* x, float* y, const unsigned char* mask, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] * ((const float*)mask)[i];
+}
+__global__ void absbits(float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) ((int*)y)[i] = ((int*)x)[i] & 0x7fffffff;
+}
+"""
+
+
+def test_grad_through_views(tmp_path, capsys) -> None:
+    """A float read from a byte buffer is an inactive factor: d_x = d_y * m. The bits of an active
+    value written back as a float through a view are refused where written (no derivative rule
+    for the integer ``&``), never a silent zero."""
+    from polypy.driver.cli import main
+
+    src = tmp_path / "grad.cu"
+    src.write_text(GRAD)
+    n = 50
+    rng = np.random.default_rng(9)
+    m = rng.standard_normal(n).astype(np.float32)
+    x = rng.standard_normal(n).astype(np.float32)
+    seed = rng.standard_normal(n).astype(np.float32)
+    grad = polypy.grad(polypy.compile(str(src)).scale, wrt=["x", "y"])
+    d_x, d_y, y = np.zeros(n, np.float32), seed.copy(), np.zeros(n, np.float32)
+    grad[2, 32](x, d_x, y, d_y, m.view(np.uint8), n)
+    np.testing.assert_array_equal(y, x * m)
+    np.testing.assert_allclose(d_x, seed * m, rtol=1e-6)
+    assert main(["grad", str(src), "--kernel", "absbits", "-o", str(tmp_path / "g.cu")]) == 1
+    err = capsys.readouterr().err
+    assert f"{src}:8:" in err and "cannot differentiate the bit cast" in err
+    assert not (tmp_path / "g.cu").exists()
