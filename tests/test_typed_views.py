@@ -1,9 +1,12 @@
-"""Typed views of memory (issue 36 item 1): a buffer read and written through a pointer to
-another element type of the same size (``((int*)x)[i]`` of a float buffer, ``(unsigned*)p``,
-``reinterpret_cast<uint4*>(x)``) is the buffer's own elements through a bit cast, never a value
-conversion; atomics through a view act on the buffer's bits (the classic float atomicMax by
-``atomicCAS``). Each kernel is our own, checked bit for bit against NumPy's ``.view`` through
-the emulator, the LLVM JIT and the C backend; each view polypy does not model is a located error.
+"""Typed views of memory (issue 36 item 1, docs/typed_views.md): a buffer read and written
+through a pointer to another element type of the same size (``((int*)x)[i]`` of a float buffer,
+``(unsigned*)p``, ``reinterpret_cast<uint4*>(x)``) is the buffer's own elements through a bit
+cast, never a value conversion; of another size (``(float*)bytes``, ``(unsigned char*)floats``,
+a dynamic shared pool carved into typed arrays) it is the bytes covered; atomics through a view
+act on the buffer's bits (the classic float atomicMax by ``atomicCAS``); local unions of one-size
+scalars read members as one another's bits. Each kernel is our own, checked bit for bit against
+NumPy's ``.view`` through the emulator, the LLVM JIT and the C backend; each view polypy does not
+model is a located error.
 """
 from __future__ import annotations
 
