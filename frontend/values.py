@@ -238,6 +238,7 @@ class ArrayBinding:
     dims: tuple[int | None, ...]
     layout: ElemLayout
     record: RecordAddress | None = None
+    stored: ScalarType | None = None  # a typed view of the buffer (another extern __shared__ array)
 
     def address(self, index: tuple[n.Expr, ...]) -> RecordAddress:
         """Where the row or element ``index`` (leading C indices) of an array of records starts."""
@@ -253,7 +254,7 @@ class ArrayBinding:
     def pointer(self, prefix: tuple[n.Expr, ...], offset: n.Expr | None) -> Pointer:
         """A pointer to element ``offset`` of row ``prefix``."""
         if self.record is None:
-            return Pointer(self.buffer, prefix, offset, self.layout)
+            return Pointer(self.buffer, prefix, offset, self.layout, stored=self.stored)
         return Pointer(self.buffer, (), offset, self.layout, self.address(prefix))
 
 

@@ -557,3 +557,31 @@ def test_grad_through_views(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert f"{src}:8:" in err and "cannot differentiate the bit cast" in err
     assert not (tmp_path / "g.cu").exists()
+
+
+EXTERNS = r"""
+template <typename T> __device__ T* pool() { extern __shared__ int raw[]; return (T*)raw; }
+
+__global__ void extern_views(const float* x, double* out, int n) {
+  extern __shared__ float fs[];
+  extern __shared__ unsigned us[];                 // the same pool seen as unsigned
+  extern __shared__ double ds[];                   // and as doubles
+  int t = threadIdx.x;
+  fs[t] = x[t];
+  us[t] ^= 0x80000000u;                            // flips the sign of fs[t]
+  __syncthreads();
+  double d = ds[t / 2];                            // two floats' bytes as one double
+  float* again = pool<float>();
+  out[t] = d + (double)again[t];
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_extern_shared_arrays_of_different_types_are_one_pool(tmp_path, way: str) -> None:
+    x = np.linspace(-3, 5, 64).astype(np.float32)
+    args = {"x": x, "out": np.zeros(64, np.float64), "n": 64}
+    out = _run(tmp_path, EXTERNS, "extern_views", 1, 64, args, way, shmem=64 * 4)
+    flipped = -x
+    want = flipped.view(np.float64)[np.arange(64) // 2] + flipped.astype(np.float64)
+    _same_bits(out["out"], want, "out")

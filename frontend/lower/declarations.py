@@ -16,6 +16,7 @@ from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, has_attr, initializer_of, string_initializer,
 )
 from frontend.lower.cooperative import is_cooperative, refused_group
+from frontend.lower.views import element
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
 from frontend.values import (
     AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, UnionLV,
@@ -146,12 +147,16 @@ class DeclarationLowering:
             if layout.record is not None:
                 raise UserError("extern __shared__ arrays of records of mixed member types are not supported", where)
             if self.dynamic_shared is not None:
-                if self.dynamic_shared.layout.scalar != layout.scalar or layout.stride != 1 \
-                        or self.dynamic_shared.layout.stride != 1:
-                    raise UserError("extern __shared__ arrays of different element types are not supported "
-                                    "(they would alias one another)", where)
-                self.shared[key] = self.dynamic_shared
-                return self.dynamic_shared
+                # Every extern __shared__ array is the one dynamic pool: another element type is a
+                # typed view of it (docs/typed_views.md).
+                stored = self.dynamic_shared.layout.scalar
+                if stored.is_bool != layout.scalar.is_bool or (stored.is_bool and layout.stride != 1):
+                    raise UserError("extern __shared__ arrays of bool and of another element type are not supported "
+                                    "(a bool's bytes other than 0 and 1 have no value)", where)
+                view = ArrayBinding(self.dynamic_shared.buffer, (None,), layout,
+                                    stored=None if stored == layout.scalar else stored)
+                self.shared[key] = view
+                return view
             if len(dims) != 1:
                 raise UserError("multi-dimensional extern __shared__ arrays are not supported", where)
             name = self.names.fresh(d.spelling)
@@ -235,7 +240,7 @@ class DeclarationLowering:
             last = scale(last, layout.stride)
         prefix = index[:-1]
         if layout.is_scalar:
-            return MemLV(binding.buffer, prefix + (last,), layout.scalar)
-        fields = {path: MemLV(binding.buffer, prefix + (plus(last, slot),), layout.scalar)
+            return element(binding.buffer, prefix + (last,), layout.scalar, binding.stored)
+        fields = {path: element(binding.buffer, prefix + (plus(last, slot),), layout.scalar, binding.stored)
                   for path, slot in layout.slots}
         return AggLV(fields, layout.ctype_spelling)

@@ -13,7 +13,7 @@ from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, plus, scale
 from frontend.clang_setup import unary_operator
 from frontend.lower.bitcasts import reinterpret
-from frontend.lower.views import store_part
+from frontend.lower.views import element, store_part
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
 from frontend.values import (
@@ -275,10 +275,5 @@ class PlaceLowering:
 
 
 def _element(ptr: Pointer, index: tuple[n.Expr, ...]) -> MemLV | ViewLV | PartLV:
-    """Scalar element ``index`` of ``ptr``'s buffer, seen through ``ptr``'s typed view if it has
-    one (the last index counts elements of the view)."""
-    if ptr.stored is None:
-        return MemLV(ptr.buffer, index, ptr.layout.scalar)
-    if ptr.stored.itemsize != ptr.layout.scalar.itemsize:
-        return PartLV(ptr.buffer, index[:-1], index[-1], ptr.stored, ptr.layout.scalar)
-    return ViewLV(MemLV(ptr.buffer, index, ptr.stored), ptr.layout.scalar)
+    """Scalar element ``index`` of ``ptr``'s buffer, seen through ``ptr``'s view if it has one."""
+    return element(ptr.buffer, index, ptr.layout.scalar, ptr.stored)

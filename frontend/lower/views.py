@@ -31,9 +31,20 @@ from polypy.ir.types import I64, U8, U16, U32, U64, ScalarType
 from frontend import ctypes_map as tm
 from frontend.arith import convert, scale
 from frontend.lower.bitcasts import can_view, reinterpret
-from frontend.values import PartLV, Pointer
+from frontend.values import MemLV, PartLV, Pointer, ViewLV
 
 _UNSIGNED = {8: U8, 16: U16, 32: U32, 64: U64}
+
+
+def element(buffer: str, index: tuple[n.Expr, ...], seen: ScalarType, stored: ScalarType | None
+            ) -> MemLV | ViewLV | PartLV:
+    """Scalar element ``index`` of ``buffer`` (of ``stored`` elements, or of ``seen`` ones when
+    ``stored`` is None) seen as ``seen``; the last index counts elements of the view."""
+    if stored is None or stored == seen:
+        return MemLV(buffer, index, seen)
+    if stored.itemsize != seen.itemsize:
+        return PartLV(buffer, index[:-1], index[-1], stored, seen)
+    return ViewLV(MemLV(buffer, index, stored), seen)
 
 
 def view_pointer(v: Pointer, target: ci.Type, spelling: str, loc: Loc | None) -> Pointer:
