@@ -521,6 +521,9 @@ class ExpressionLowering:
             v = v.decay(self)
         st = tm.scalar_type(c.type)
         if st is not None:
+            if isinstance(v, (Pointer, VarAddress)):
+                raise self.error("pointer-to-number conversions are not supported in device code (the address as an "
+                                 "integer: alignment tests, pointers passed as integers)", c)
             if not isinstance(v, n.Expr):
                 raise self.error(f"cannot convert a {_describe(v)} to a number", c)
             return convert(v, st)
