@@ -78,6 +78,25 @@ class Leaf:
         return scalar_type(self.ctype)
 
 
+def is_union(t: ci.Type) -> bool:
+    c = canonical(t)
+    return c.kind == TK.RECORD and c.get_declaration().kind == ci.CursorKind.UNION_DECL
+
+
+def union_scalars(t: ci.Type) -> list[tuple[str, ScalarType]] | None:
+    """The members of union ``t`` as (path, scalar type) when every member is a scalar (not bool)
+    of one size, else None."""
+    out: list[tuple[str, ScalarType]] = []
+    for f in canonical(t).get_declaration().get_children():
+        if f.kind != ci.CursorKind.FIELD_DECL:
+            continue
+        st = scalar_type(f.type)
+        if st is None or st.is_bool or (out and st.itemsize != out[0][1].itemsize):
+            return None
+        out.append(("." + f.spelling, st))
+    return out or None
+
+
 def record_fields(t: ci.Type) -> list[tuple[str, ci.Type]]:
     c = canonical(t)
     if c.get_declaration().kind == ci.CursorKind.UNION_DECL:

@@ -81,6 +81,13 @@ class Pointer:
 
     A pointer to records of mixed member types (``layout.record`` set) has ``record``: element
     ``j`` is at byte ``record + (offset + j) * layout.record.size``; ``buffer`` names its first view.
+
+    A typed view (``(int*)float_buf``, ``reinterpret_cast<uint4*>(float_buf)``) has ``stored``:
+    the buffer's own element type, another type than ``layout.scalar``. Of the same size, its
+    elements are the buffer's, read and written through a bit cast (``bitcasts.reinterpret``),
+    so the buffer, its indices and the isl access relations stay those of the typed array. Of
+    another size (``(float*)bytes``, ``(unsigned char*)floats``), ``offset`` counts elements of
+    the view and each element is the bytes it covers (``PartLV``).
     """
 
     buffer: str
@@ -88,6 +95,7 @@ class Pointer:
     offset: n.Expr | None
     layout: ElemLayout
     record: RecordAddress | None = None
+    stored: ScalarType | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,11 +155,43 @@ class MemLV:
 
 
 @dataclasses.dataclass(frozen=True)
+class ViewLV:
+    """An element of memory (``mem``, of the buffer's element type) seen through a typed view as
+    ``type``, another scalar type of its size (``((int*)x)[i]`` of a float buffer ``x``): reads are
+    ``reinterpret<type>(mem)``, writes store ``reinterpret<mem.type>(value)`` (bit casts, never
+    value conversions)."""
+
+    mem: MemLV
+    type: ScalarType
+
+
+@dataclasses.dataclass(frozen=True)
+class PartLV:
+    """Memory of ``stored`` elements seen through a view of another size (the byte-addressed
+    model): element ``index`` (in units of ``type``) of the view covers bytes
+    ``[index * size(type), (index + 1) * size(type))`` of row ``prefix`` of ``buffer``
+    (``views.read_part`` / ``views.store_part``: the stored elements it covers, little-endian)."""
+
+    buffer: str
+    prefix: tuple[n.Expr, ...]
+    index: n.Expr
+    stored: ScalarType
+    type: ScalarType
+
+
+@dataclasses.dataclass(frozen=True)
 class AggLV:
     """A record lvalue: member path → leaf lvalue."""
 
     fields: dict[str, "LValue"]
     spelling: str
+
+
+@dataclasses.dataclass(frozen=True)
+class UnionLV(AggLV):
+    """A local union whose members are scalars of one size: one variable, each member a view of
+    its bits (``VarLV`` or ``BitsLV``). Its members are places; the union as a whole value is
+    not (a copy would part the members)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,7 +221,7 @@ class PendingPtrLV:
     offset_var: VarLV
 
 
-LValue = VarLV | BitsLV | MemLV | AggLV | PtrVarLV | RecLV | PendingPtrLV
+LValue = VarLV | BitsLV | MemLV | ViewLV | PartLV | AggLV | UnionLV | PtrVarLV | RecLV | PendingPtrLV
 
 # --------------------------------------------------------------------------- bindings of names
 
@@ -198,6 +238,7 @@ class ArrayBinding:
     dims: tuple[int | None, ...]
     layout: ElemLayout
     record: RecordAddress | None = None
+    stored: ScalarType | None = None  # a typed view of the buffer (another extern __shared__ array)
 
     def address(self, index: tuple[n.Expr, ...]) -> RecordAddress:
         """Where the row or element ``index`` (leading C indices) of an array of records starts."""
@@ -213,7 +254,7 @@ class ArrayBinding:
     def pointer(self, prefix: tuple[n.Expr, ...], offset: n.Expr | None) -> Pointer:
         """A pointer to element ``offset`` of row ``prefix``."""
         if self.record is None:
-            return Pointer(self.buffer, prefix, offset, self.layout)
+            return Pointer(self.buffer, prefix, offset, self.layout, stored=self.stored)
         return Pointer(self.buffer, (), offset, self.layout, self.address(prefix))
 
 

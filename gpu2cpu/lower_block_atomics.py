@@ -17,41 +17,12 @@ from __future__ import annotations
 
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
-from polypy.ir.types import ScalarType
+from polypy.ir.atomics import atomic_result
 from polypy.ir.visitor import Mutator
 
 from gpu2cpu.names import NameSupply
 
 _PRIVATE = ("shared", "local")
-
-
-def _combined(op: str, old: n.Expr, value: n.Expr, compare: n.Expr | None, ty: ScalarType) -> n.Expr:
-    """The value an atomic ``op`` stores, given the old value (see ``polypy.ir.nodes.AtomicRMW``)."""
-    b = n.Binary
-    if op == "add":
-        return b("add", old, value)
-    if op == "sub":
-        return b("sub", old, value)
-    if op in ("and", "or", "xor"):
-        return b({"and": "band", "or": "bor", "xor": "bxor"}[op], old, value)
-    if op == "exch":
-        return value
-    if op == "cas":
-        assert compare is not None
-        return n.Select(b("eq", old, compare), value, old)
-    if op in ("min", "max"):
-        if ty.is_float:
-            # NumPy's minimum/maximum (the emulator's definition): NaN if either operand is NaN.
-            pick = b("lt" if op == "min" else "gt", old, value)
-            nan_old = b("ne", old, old)
-            return n.Select(b("lor", nan_old, pick), old, value)
-        return n.Select(b("lt" if op == "min" else "gt", old, value), old, value)
-    zero, one = n.Const(0, ty), n.Const(1, ty)
-    if op == "inc":  # atomicInc: old >= limit ? 0 : old + 1
-        return n.Select(b("ge", old, value), zero, b("add", old, one))
-    if op == "dec":  # atomicDec: (old == 0 || old > limit) ? limit : old - 1
-        return n.Select(b("lor", b("eq", old, zero), b("gt", old, value)), value, b("sub", old, one))
-    raise ValueError(f"unknown atomic operation {op!r}")
 
 
 class _Lower(Mutator):
@@ -68,7 +39,7 @@ class _Lower(Mutator):
         old = n.Var(old_name, ty)
         out: list[n.Stmt] = [
             n.Decl(old_name, ty, n.Load(s.buffer, s.index, ty, loc=s.loc), loc=s.loc),
-            n.Store(s.buffer, s.index, _combined(s.op, old, s.value, s.compare, ty), loc=s.loc),
+            n.Store(s.buffer, s.index, atomic_result(s.op, old, s.value, s.compare, ty), loc=s.loc),
         ]
         if s.dest is not None:
             out.append(n.Assign(s.dest, old, loc=s.loc))

@@ -95,16 +95,30 @@ def test_pointer_punning_is_refused_where_written(tmp_path, case):
     assert "pointer punning" in err.value.message and f"'{spelled}'" in err.value.message
 
 
-def test_union_is_refused_where_declared(tmp_path):
+def test_union_of_other_sizes_is_refused_where_declared(tmp_path):
+    """A local union of one-size scalars reads its members as one another's bits
+    (tests/test_typed_views.py); members of different sizes are refused."""
+    src = tmp_path / "union.cu"
+    src.write_text("union U { float f; double d; };\n"
+                   "__global__ void k(float* out, const float* x) {\n"
+                   "  U u; u.f = x[threadIdx.x];\n"
+                   "  out[threadIdx.x] = u.d;\n}\n")
+    with pytest.raises(UserError) as err:
+        polypy.load(str(src))
+    assert (err.value.loc.line, err.value.loc.col) == (3, 5)
+    assert "union 'U' is not supported" in err.value.message
+
+
+def test_union_member_reads_are_the_bits_not_the_value(tmp_path):
     src = tmp_path / "union.cu"
     src.write_text("union U { float f; int i; };\n"
                    "__global__ void k(float* out, const float* x) {\n"
                    "  U u; u.f = x[threadIdx.x];\n"
                    "  out[threadIdx.x] = u.i;\n}\n")
-    with pytest.raises(UserError) as err:
-        polypy.load(str(src))
-    assert (err.value.loc.line, err.value.loc.col) == (3, 3)
-    assert "unions are not supported" in err.value.message
+    x = np.array([1.0, -2.5, 1e-40, 3.0], np.float32)
+    want = x.view(np.int32).astype(np.float32)
+    got = run_emulated(polypy.load(str(src)).kernel("k"), 1, 4, {"out": np.zeros(4, np.float32), "x": x})["out"]
+    np.testing.assert_array_equal(got, want)
 
 
 def test_same_width_integer_views_read_the_bits(tmp_path):

@@ -432,19 +432,25 @@ def test_driver_modules_and_cuda_arrays_are_located_errors_naming_them(tmp_path,
     assert not (tmp_path / "out.cpp").exists()
 
 
-def test_a_pointer_cast_between_element_types_is_a_located_error(tmp_path) -> None:
-    """Rodinia dwt2d copies bytes four at a time through ``(float *)d_src``: refused, located."""
+def test_a_byte_buffer_read_as_floats_translates_and_a_narrow_write_is_a_located_error(tmp_path) -> None:
+    """Rodinia dwt2d copies bytes four at a time through ``(float *)d_src``: the bytes' bits
+    (docs/typed_views.md, tests/test_typed_views.py); writing one byte of a float is refused."""
     src = tmp_path / "cast.cu"
     src.write_text("__global__ void copy4(unsigned char* d_src, float* out) {\n"
                    "  int x = threadIdx.x;\n"
                    "  float *s = (float *)d_src;\n"
                    "  out[x] = s[x];\n"
+                   "  ((unsigned char *)out)[4 * x + 1] = 0;\n"
                    "}\n")
     result = _polypy("translate", str(src), "-o", str(tmp_path / "out.cpp"))
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert f"{src}:3:" in result.stderr
-    assert "pointer casts between different element types are not supported" in result.stderr
+    assert f"{src}:5:" in result.stderr
+    assert "writing a unsigned char into part of a float element" in result.stderr
     assert not (tmp_path / "out.cpp").exists()
+    src.write_text(src.read_text().replace("  ((unsigned char *)out)[4 * x + 1] = 0;\n", ""))
+    result = _polypy("translate", str(src), "-o", str(tmp_path / "out.cpp"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out.cpp").exists()
 
 
 # --------------------------------------------------------------------------- floating-point contraction

@@ -164,6 +164,16 @@ class _Printer:
                 args.append(_top(s.compare))
             args.append(_top(s.value))
             call = f"{_ATOMICS[s.op]}({', '.join(args)})"
+            if s.op == "cas" and s.value.type.is_float:  # CUDA's atomicCAS is on integers: the bits
+                assert s.compare is not None
+                if s.value.type.bits == 32:
+                    bits, to_bits, back = "int", "__float_as_int", "__int_as_float"
+                else:
+                    bits, to_bits, back = ("unsigned long long", "(unsigned long long)__double_as_longlong",
+                                           "__longlong_as_double((long long)")
+                cas = (f"atomicCAS(({bits}*)&{s.buffer}{index}, {to_bits}({_top(s.compare)}), "
+                       f"{to_bits}({_top(s.value)}))")
+                call = f"{back}({cas})" if s.value.type.bits == 32 else f"{back}{cas})"
             self.emit(depth, f"{s.dest} = {call};" if s.dest is not None else f"{call};")
         elif isinstance(s, n.Barrier):
             self.emit(depth, "__syncthreads();")

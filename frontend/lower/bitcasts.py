@@ -12,7 +12,7 @@ import clang.cindex as ci
 from polypy.errors import Loc
 from polypy.ir import nodes as n
 from polypy.ir.mathfns import BIT_CAST_INTRINSICS, is_bit_cast
-from polypy.ir.types import F64, I32, I64, U32, U64
+from polypy.ir.types import F64, I32, I64, ScalarType, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
@@ -55,6 +55,28 @@ def views_as_itself(address: VarAddress, target: ci.Type) -> bool:
         mine = {path: getattr(field, "type", None) for path, field in lv.fields.items()}
         return mine == {leaf.path: leaf.scalar for leaf in tm.leaves(target)}
     return False
+
+
+def can_view(stored: ScalarType, seen: ScalarType) -> bool:
+    """Whether memory of ``stored`` elements can be read and written exactly as ``seen`` elements
+    one for one (a typed view of the same size): the same type, integers of one width (two's
+    complement: the conversion between them keeps the bits), or a ``bitcast`` pair."""
+    if stored == seen:
+        return True
+    if stored.is_int and seen.is_int:
+        return stored.bits == seen.bits
+    return is_bit_cast(stored, seen)
+
+
+def reinterpret(value: n.Expr, target: ScalarType, loc: Loc | None = None) -> n.Expr:
+    """``value``'s bits read as ``target`` (``can_view(value.type, target)``)."""
+    if value.type == target:
+        return value
+    if value.type.is_int and target.is_int:
+        assert value.type.bits == target.bits
+        return convert(value, target)
+    assert is_bit_cast(value.type, target), (value.type, target)
+    return n.Call("bitcast", (value,), target, loc=loc)
 
 
 def bit_view(address: VarAddress, target: ci.Type) -> BitsLV | None:

@@ -101,7 +101,12 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.frames.append(Frame(decl_key(self.cursor), self.cursor, {}, is_kernel=True))
         mutated = self.assigned_decls(self.cursor)
         for p in self.cursor.get_arguments():
-            self.kernel_param(p, mutated)
+            try:
+                self.kernel_param(p, mutated)
+            except UserError as e:
+                if e.loc is None:  # raised by a type's layout (a union, ...): the parameter's place
+                    e.loc = self.loc(p)
+                raise
         self.statement(body)
         stmts = tuple(self.block)
         if any(isinstance(x, n.AssertFail) for x in walk_block(stmts)):

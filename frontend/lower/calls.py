@@ -8,13 +8,14 @@ import clang.cindex as ci
 
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
+from polypy.ir.atomics import atomic_result
 from polypy.ir.mathfns import CUDA_ARITH_INTRINSICS, CUDA_MATH_NAMES, MATH_FUNCTIONS
 from polypy.ir.types import BOOL, F32, F64, I32, I64, U32, PointerType
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
 from frontend.clang_setup import RUNTIME_DIR, preorder
-from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call
+from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call, reinterpret
 from frontend.lower.context import CK, function_body, is_prelude_decl
 from frontend.lower.cooperative import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
@@ -22,7 +23,7 @@ from frontend.lower.printing import assert_fail, device_printf
 from frontend.lower.textures import hidden_param, is_texture_call, texture_call
 from frontend.lower.int_intrinsics import INT_INTRINSICS, int_intrinsic
 from frontend.lower.warp_collectives import WARP_COLLECTIVES, warp_collective
-from frontend.values import Aggregate, MemLV, Pointer, Value
+from frontend.values import Aggregate, MemLV, PartLV, Pointer, Value, ViewLV
 
 
 _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomicMin": "min", "atomicMax": "max",
@@ -328,20 +329,64 @@ class CallLowering:
         if isinstance(ptr, _ArrayRef):
             ptr = ptr.decay(self)
         lv = self.deref(ptr, c)
-        if not isinstance(lv, MemLV):
+        if isinstance(lv, PartLV):
+            raise self.error(f"atomics through a pointer that views {lv.stored.c_name} memory as {lv.type.c_name} "
+                             "(another size) are not supported", c)
+        seen = lv.type if isinstance(lv, (MemLV, ViewLV)) else None
+        if isinstance(lv, ViewLV):
+            # Through a typed view (`atomicCAS((int*)&x[i], ...)` of a float buffer): an atomic on
+            # the buffer itself, operands and result bit cast. Exact for the operations that only
+            # move bits (cas compares bits, see ``AtomicRMW``), and for the ones two's complement
+            # computes alike for both signednesses of one width; the others would compute with
+            # the stored type's meaning of the bits.
+            signless = ("add", "sub", "and", "or", "xor")
+            if op in ("min", "max", "inc", "dec") and lv.mem.type.is_int:
+                return self.atomic_loop(op, lv, convert(self.scalar(args[1]), lv.type), c, discard)
+            if not (op in ("cas", "exch") or (op in signless and lv.mem.type.is_int)):
+                raise self.error(f"this atomic operation through a pointer that views {lv.mem.type.c_name} memory "
+                                 f"as {lv.type.c_name} is not supported (only atomicCAS and atomicExch act on the "
+                                 "bits alone)", c)
+            lv = lv.mem
+        if not isinstance(lv, MemLV) or seen is None:
             raise self.error("atomics need an address in global or shared memory", c)
         self.check_writable(lv.buffer, c)
+        loc = self.loc(c)
         compare = None
         if op == "cas":
-            compare = convert(self.scalar(args[1]), lv.type)
-            value = convert(self.scalar(args[2]), lv.type)
+            compare = reinterpret(convert(self.scalar(args[1]), seen), lv.type, loc)
+            value = reinterpret(convert(self.scalar(args[2]), seen), lv.type, loc)
         else:
-            value = convert(self.scalar(args[1]), lv.type)
+            value = reinterpret(convert(self.scalar(args[1]), seen), lv.type, loc)
         dest = None
         if not discard:
             dest = self.temp(lv.type, None, "old", c)
-        self.emit(n.AtomicRMW(op, lv.buffer, lv.index, value, dest.name if dest else None, compare, loc=self.loc(c)))
-        return n.Var(dest.name, dest.type) if dest is not None else None
+        self.emit(n.AtomicRMW(op, lv.buffer, lv.index, value, dest.name if dest else None, compare, loc=loc))
+        return reinterpret(n.Var(dest.name, dest.type), seen, loc) if dest is not None else None
+
+    def atomic_loop(self, op: str, lv: ViewLV, value: n.Expr, c: ci.Cursor, discard: bool) -> n.Expr | None:
+        """``atomicInc((unsigned*)&int_buf[i], m)`` and the other atomics whose result depends on
+        the signedness: a compare-and-swap loop on the buffer that computes with the view's
+        meaning of the bits (CUDA's definition of the operation, ``atomic_result``)::
+
+            old = atomic.add buf[i], 0               (an atomic read)
+            while (true) {
+              got = atomic.cas buf[i], old, bits(op(view(old), value))
+              if (got == old) break
+              old = got
+            }
+        """
+        mem, loc = lv.mem, self.loc(c)
+        self.check_writable(mem.buffer, c)
+        old = self.temp(mem.type, None, "old", c)
+        got = self.temp(mem.type, None, "got", c)
+        old_v, got_v = n.Var(old.name, mem.type, loc=loc), n.Var(got.name, mem.type, loc=loc)
+        self.emit(n.AtomicRMW("add", mem.buffer, mem.index, n.Const(0, mem.type), old.name, loc=loc))
+        new = reinterpret(atomic_result(op, reinterpret(old_v, lv.type, loc), value, None, lv.type), mem.type, loc)
+        body = (n.AtomicRMW("cas", mem.buffer, mem.index, new, got.name, old_v, loc=loc),
+                n.If(n.Binary("eq", got_v, old_v, loc=loc), (n.Break(loc=loc),), loc=loc),
+                n.Assign(old.name, got_v, loc=loc))
+        self.emit(n.While(n.Const(True, BOOL), body, loc=loc))
+        return None if discard else reinterpret(old_v, lv.type, loc)
 
     def shuffle(self, mode: str, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
         values = [self.arg_value(a, fn, i) for i, a in enumerate(args)]

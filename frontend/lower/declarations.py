@@ -16,9 +16,11 @@ from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, has_attr, initializer_of, string_initializer,
 )
 from frontend.lower.cooperative import is_cooperative, refused_group
+from frontend.lower.views import element
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
 from frontend.values import (
-    AggLV, ArrayBinding, Closure, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, VarAddress, VarLV,
+    AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, UnionLV,
+    VarAddress, VarLV,
 )
 
 
@@ -89,6 +91,9 @@ class DeclarationLowering:
                 raise UserError(f"local variable '{name}' holds a lambda polypy cannot follow", where)
             self.bind(d, closure)
             return
+        if tm.is_union(t):
+            self.bind(d, self.local_union(name, t, init, where))
+            return
         if tm.is_record(t):
             if any(ch.kind == CK.CXX_BASE_SPECIFIER for ch in tm.canonical(t).get_declaration().get_children()):
                 raise UserError(f"local variable '{name}' of derived class '{t.spelling}' is not supported in device "
@@ -114,6 +119,21 @@ class DeclarationLowering:
             return
         raise UserError(f"local variable '{name}' of type '{t.spelling}' is not supported", where)
 
+    def local_union(self, name: str, t: ci.Type, init: ci.Cursor | None, where) -> UnionLV:
+        """``union { float f; unsigned u; } v;``: one variable of the first member's type; the
+        others read and write its bits (``bitcasts.reinterpret``), as the union's shared bytes do."""
+        members = tm.union_scalars(t)
+        if members is None:
+            raise UserError(f"union '{t.spelling}' is not supported in device code: only local unions whose members "
+                            "are all scalars of one size (read as one another's bits) are", where)
+        if init is not None and not _is_trivial_construction(init):
+            raise UserError(f"initializing union '{name}' in its declaration is not supported in device code "
+                            "(assign a member)", where)
+        first = members[0][1]
+        var = VarLV(self.names.fresh(name), first)
+        self.emit(n.Decl(var.name, first, None, loc=where))
+        return UnionLV({path: var if st == first else BitsLV(var, st) for path, st in members}, t.spelling)
+
     def shared_array(self, d: ci.Cursor) -> ArrayBinding:
         where = self.loc(d)
         key = decl_key(d)
@@ -127,12 +147,16 @@ class DeclarationLowering:
             if layout.record is not None:
                 raise UserError("extern __shared__ arrays of records of mixed member types are not supported", where)
             if self.dynamic_shared is not None:
-                if self.dynamic_shared.layout.scalar != layout.scalar or layout.stride != 1 \
-                        or self.dynamic_shared.layout.stride != 1:
-                    raise UserError("extern __shared__ arrays of different element types are not supported "
-                                    "(they would alias one another)", where)
-                self.shared[key] = self.dynamic_shared
-                return self.dynamic_shared
+                # Every extern __shared__ array is the one dynamic pool: another element type is a
+                # typed view of it (docs/typed_views.md).
+                stored = self.dynamic_shared.layout.scalar
+                if stored.is_bool != layout.scalar.is_bool or (stored.is_bool and layout.stride != 1):
+                    raise UserError("extern __shared__ arrays of bool and of another element type are not supported "
+                                    "(a bool's bytes other than 0 and 1 have no value)", where)
+                view = ArrayBinding(self.dynamic_shared.buffer, (None,), layout,
+                                    stored=None if stored == layout.scalar else stored)
+                self.shared[key] = view
+                return view
             if len(dims) != 1:
                 raise UserError("multi-dimensional extern __shared__ arrays are not supported", where)
             name = self.names.fresh(d.spelling)
@@ -216,7 +240,7 @@ class DeclarationLowering:
             last = scale(last, layout.stride)
         prefix = index[:-1]
         if layout.is_scalar:
-            return MemLV(binding.buffer, prefix + (last,), layout.scalar)
-        fields = {path: MemLV(binding.buffer, prefix + (plus(last, slot),), layout.scalar)
+            return element(binding.buffer, prefix + (last,), layout.scalar, binding.stored)
+        fields = {path: element(binding.buffer, prefix + (plus(last, slot),), layout.scalar, binding.stored)
                   for path, slot in layout.slots}
         return AggLV(fields, layout.ctype_spelling)

@@ -13,14 +13,15 @@ from polypy.ir.types import BOOL, I32, I64
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, promote, scale, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
-from frontend.lower.bitcasts import bit_view, views_as_itself
+from frontend.lower.bitcasts import bit_view, reinterpret, views_as_itself
+from frontend.lower.views import read_part, view_pointer
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
 from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
 )
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, Binding, BitsLV, Closure, ConstBinding, LValue, MemLV, PendingPtrLV, Pointer,
-    PointerTable, PtrVarLV, RecLV, RefBinding, Value, VarAddress, VarLV,
+    PartLV, PointerTable, PtrVarLV, RecLV, RefBinding, UnionLV, Value, VarAddress, VarLV, ViewLV,
 )
 
 
@@ -193,9 +194,16 @@ class ExpressionLowering:
         if isinstance(lv, VarLV):
             return n.Var(lv.name, lv.type, loc=loc)
         if isinstance(lv, BitsLV):
-            return n.Call("bitcast", (n.Var(lv.var.name, lv.var.type, loc=loc),), lv.type, loc=loc)
+            return reinterpret(n.Var(lv.var.name, lv.var.type, loc=loc), lv.type, loc)
+        if isinstance(lv, UnionLV):
+            raise self.error(f"a union ('{lv.spelling}') used as a whole value is not supported in device code "
+                             "(use its members)", c)
         if isinstance(lv, MemLV):
             return n.Load(lv.buffer, lv.index, lv.type, loc=loc)
+        if isinstance(lv, ViewLV):
+            return reinterpret(self.read(lv.mem, c), lv.type, loc)  # type: ignore[arg-type]
+        if isinstance(lv, PartLV):
+            return read_part(lv, loc)
         if isinstance(lv, AggLV):
             return Aggregate({k: self.read(v, c) for k, v in lv.fields.items()}, lv.spelling)
         if isinstance(lv, RecLV):
@@ -228,7 +236,7 @@ class ExpressionLowering:
             # `p[i].keys[k]`, `p->nei[k].x`: members of records in memory are found by their place,
             # not by reading the whole record first.
             base_lv = self.lvalue(base_c)
-            if isinstance(base_lv, RecLV):
+            if isinstance(base_lv, (RecLV, UnionLV)):
                 return self.read(self.member_lv(base_lv, c.spelling, c), c)
             base = self.read(base_lv, c)
         else:
@@ -260,7 +268,7 @@ class ExpressionLowering:
                 b = self.frame.env.get(decl_key(r))
                 if b is None and r.kind == CK.VAR_DECL and not is_prelude_decl(r) and tm.is_record(r.type):
                     b = self.lookup(r, c)  # a module record (what `expr` would look up too; not a built-in)
-                return isinstance(b, (RefBinding, RecLV)) or \
+                return isinstance(b, (RefBinding, RecLV, UnionLV)) or \
                     (isinstance(b, _ScalarArray) and b.binding.layout.record is not None)
             return False
 
@@ -308,6 +316,13 @@ class ExpressionLowering:
             lv = self.lvalue(inner)
             if isinstance(lv, MemLV):
                 return Pointer(lv.buffer, lv.index[:-1], lv.index[-1], tm.ElemLayout(lv.type, 1, (("", 0),), lv.type.c_name))
+            if isinstance(lv, ViewLV):  # `&((uint4*)x)[i].y`: the view goes on
+                mem = lv.mem
+                return Pointer(mem.buffer, mem.index[:-1], mem.index[-1],
+                               tm.ElemLayout(lv.type, 1, (("", 0),), lv.type.c_name), stored=mem.type)
+            if isinstance(lv, PartLV):
+                return Pointer(lv.buffer, lv.prefix, lv.index, tm.ElemLayout(lv.type, 1, (("", 0),), lv.type.c_name),
+                               stored=lv.stored)
             if isinstance(lv, RecLV):
                 view = lv.address.views[0]
                 layout = tm.ElemLayout(view[0], 1, (), lv.layout.spelling, lv.layout)
@@ -337,7 +352,7 @@ class ExpressionLowering:
             delta = n.Const(1 if op == "++" else -1, var.type)
             self.emit(n.Assign(var.name, n.Binary("add", n.Var(var.name, var.type), delta), loc=self.loc(c)))
             return None if discard else self.read(lv, c)
-        if not isinstance(lv, (VarLV, BitsLV, MemLV)):
+        if not isinstance(lv, (VarLV, BitsLV, MemLV, ViewLV, PartLV)):
             raise self.error("++/-- of this kind of value is not supported", c)
         old = self.read(lv, c)
         assert isinstance(old, n.Expr)
@@ -393,6 +408,16 @@ class ExpressionLowering:
             return dataclasses.replace(b, offset=add_offsets(b.offset, a))
         if op == "-" and isinstance(a, Pointer) and isinstance(b, n.Expr):
             return dataclasses.replace(a, offset=add_offsets(a.offset, n.Unary("neg", b)))
+        if op == "-" and isinstance(a, Pointer) and isinstance(b, Pointer):
+            # `p - q`: C defines it for two pointers into one array, in elements of their type.
+            if a.buffer != b.buffer or a.prefix != b.prefix or a.stored != b.stored or a.record is not None \
+                    or b.record is not None or a.layout.stride != b.layout.stride or a.layout.scalar != b.layout.scalar:
+                raise self.error("the difference of pointers into different buffers (or rows, or views) is not "
+                                 "supported in device code", c)
+            zero = n.Const(0, I64)
+            diff = n.Binary("sub", convert(a.offset or zero, I64), convert(b.offset or zero, I64), loc=self.loc(c))
+            st = tm.scalar_type(c.type)
+            return convert(diff, st) if st is not None else diff
         raise self.error(f"pointer operation '{op}' is not supported in device code", c)
 
     def logical(self, op: str, lhs_c: ci.Cursor, rhs_c: ci.Cursor, c: ci.Cursor) -> n.Expr:
@@ -476,7 +501,7 @@ class ExpressionLowering:
                            loc=loc))
             return Aggregate({k: n.Var(t.name, t.type) for k, t in temps.items()}, a.spelling)
         if isinstance(a, Pointer) and isinstance(b, Pointer) and not a_stmts and not b_stmts \
-                and a.buffer == b.buffer and a.prefix == b.prefix and a.layout == b.layout:
+                and a.buffer == b.buffer and a.prefix == b.prefix and a.layout == b.layout and a.stored == b.stored:
             oa = a.offset if a.offset is not None else n.Const(0, I32)
             ob = b.offset if b.offset is not None else n.Const(0, I32)
             if oa.type != ob.type:
@@ -496,6 +521,9 @@ class ExpressionLowering:
             v = v.decay(self)
         st = tm.scalar_type(c.type)
         if st is not None:
+            if isinstance(v, (Pointer, VarAddress)):
+                raise self.error("pointer-to-number conversions are not supported in device code (the address as an "
+                                 "integer: alignment tests, pointers passed as integers)", c)
             if not isinstance(v, n.Expr):
                 raise self.error(f"cannot convert a {_describe(v)} to a number", c)
             return convert(v, st)
@@ -511,21 +539,7 @@ class ExpressionLowering:
                     if same:
                         return v
                     raise self.error("pointer casts to or from records of mixed member types are not supported", c)
-                layout = tm.elem_layout(target, self.loc(c))
-                if layout.scalar != v.layout.scalar:
-                    raise self.error("pointer casts between different element types are not supported", c)
-                if layout.stride == v.layout.stride:
-                    return dataclasses.replace(v, layout=layout)
-                if v.offset is None:
-                    return dataclasses.replace(v, layout=layout)  # e.g. reinterpret_cast<float4*>(x)
-                # A view at an offset (`reinterpret_cast<float4*>(x + 4 * k)`): the offset in
-                # scalars must be a whole number of the new elements, as CUDA's alignment rules
-                # require of vector accesses.
-                offset = _exact_quotient(scale(v.offset, v.layout.stride), layout.stride)
-                if offset is None:
-                    raise self.error(f"this pointer reinterpretation is not supported: polypy cannot tell that the "
-                                     f"offset is a multiple of {layout.stride} elements", c)
-                return dataclasses.replace(v, offset=offset, layout=layout)
+                return view_pointer(v, target, c.type.spelling, self.loc(c))
             if isinstance(v, VarAddress):
                 target = tm.pointee(c.type)
                 if isinstance(v.target, BitsLV):
@@ -553,31 +567,6 @@ class ExpressionLowering:
 
     def init_list(self, c: ci.Cursor, discard: bool) -> Value:
         return self.record_value(c, c.type)
-
-
-def _exact_quotient(e: n.Expr, k: int) -> n.Expr | None:
-    """``e / k`` when ``e`` is visibly a multiple of ``k`` (constants, products with such a
-    constant, sums of multiples), else None."""
-    if k == 1:
-        return e
-    if isinstance(e, n.Const) and isinstance(e.value, int):
-        return n.Const(e.value // k, e.type, loc=e.loc) if e.value % k == 0 else None
-    if isinstance(e, n.Cast) and e.type.is_int and e.x.type.is_int and e.type.bits >= e.x.type.bits and \
-            (e.type.is_signed == e.x.type.is_signed or not e.x.type.is_signed):  # widening keeps the value
-        inner = _exact_quotient(e.x, k)
-        return None if inner is None else convert(inner, e.type)
-    if isinstance(e, n.Binary) and e.op in ("add", "sub"):
-        a, b = _exact_quotient(e.a, k), _exact_quotient(e.b, k)
-        return None if a is None or b is None else n.Binary(e.op, a, b, loc=e.loc)
-    if isinstance(e, n.Binary) and e.op == "mul":
-        for x, y in ((e.a, e.b), (e.b, e.a)):
-            q = _exact_quotient(x, k)
-            if q is not None:
-                return n.Binary("mul", q, y, loc=e.loc)
-    if isinstance(e, n.Unary) and e.op == "neg":
-        q = _exact_quotient(e.x, k)
-        return None if q is None else n.Unary("neg", q, loc=e.loc)
-    return None
 
 
 _EXPR_HANDLERS = {

@@ -8,6 +8,7 @@ import clang.cindex as ci
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
+from polypy.ir.types import ScalarType
 
 from frontend.lower.context import CK
 from frontend.values import Aggregate, AggLV, ArrayBinding, LValue, MemLV, Pointer, Value, VarAddress, VarLV
@@ -78,8 +79,10 @@ def _is_trivial_construction(init: ci.Cursor) -> bool:
 def _zero_of(lv: LValue) -> Value:
     if isinstance(lv, AggLV):
         return Aggregate({k: _zero_of(v) for k, v in lv.fields.items()}, lv.spelling)
-    assert isinstance(lv, (VarLV, MemLV))
-    return n.Const(0, lv.type)
+    t = getattr(lv, "type", None)  # a variable, an element of memory, a view of one
+    if not isinstance(t, ScalarType):
+        raise UserError("value-initializing this kind of place is not supported")
+    return n.Const(0, t)
 
 
 def _describe(v: object) -> str:

@@ -5,17 +5,20 @@ import dataclasses
 
 import clang.cindex as ci
 
+from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import I32
 
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, plus, scale
 from frontend.clang_setup import unary_operator
+from frontend.lower.bitcasts import reinterpret
+from frontend.lower.views import element, store_part
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PointerTable, PtrVarLV, RecLV,
-    RecordAddress, RefBinding, Value, VarAddress, VarLV,
+    PartLV, RecordAddress, RefBinding, UnionLV, Value, VarAddress, VarLV, ViewLV,
 )
 
 
@@ -82,9 +85,9 @@ class PlaceLowering:
             assert ptr.record is not None
             return RecLV(ptr.record.plus(off, layout.record.size), layout.record)
         if layout.is_scalar:
-            return MemLV(ptr.buffer, ptr.prefix + (off,), layout.scalar)
+            return _element(ptr, ptr.prefix + (off,))
         base = scale(off, layout.stride)
-        fields = {path: MemLV(ptr.buffer, ptr.prefix + (plus(base, slot),), layout.scalar) for path, slot in layout.slots}
+        fields = {path: _element(ptr, ptr.prefix + (plus(base, slot),)) for path, slot in layout.slots}
         return AggLV(fields, layout.ctype_spelling)
 
     def deref(self, ptr: Value | None, c: ci.Cursor) -> LValue:
@@ -201,6 +204,9 @@ class PlaceLowering:
             lv = self.expand_record(lv, c)
         if isinstance(lv, PendingPtrLV):
             lv = self.assign_pending(lv, value, c)
+        if isinstance(lv, UnionLV):
+            raise self.error(f"assigning a whole union ('{lv.spelling}') is not supported in device code "
+                             "(assign a member)", c)
         if isinstance(lv, AggLV):
             if not isinstance(value, Aggregate):
                 raise self.error(f"cannot assign a {_describe(value)} to a record", c)
@@ -212,7 +218,8 @@ class PlaceLowering:
         if isinstance(lv, PtrVarLV):
             if isinstance(value, _ArrayRef):
                 value = value.decay(self)
-            if not isinstance(value, Pointer) or value.buffer != lv.base.buffer or value.prefix != lv.base.prefix:
+            if not isinstance(value, Pointer) or value.buffer != lv.base.buffer or value.prefix != lv.base.prefix \
+                    or value.stored != lv.base.stored:
                 raise self.error("a pointer variable may only be re-pointed within the buffer it was first "
                                  "pointed into", c)
             if lv.offset_var is None:
@@ -241,11 +248,23 @@ class PlaceLowering:
         loc = self.loc(c)
         if isinstance(lv, VarLV):
             self.emit(n.Assign(lv.name, value, loc=loc))
-        elif isinstance(lv, BitsLV):  # `*(int*)&f = b`: f takes b's bits
-            self.emit(n.Assign(lv.var.name, n.Call("bitcast", (value,), lv.var.type, loc=loc), loc=loc))
+        elif isinstance(lv, BitsLV):  # `*(int*)&f = b`, `un.i = b`: f takes b's bits
+            self.emit(n.Assign(lv.var.name, reinterpret(value, lv.var.type, loc), loc=loc))
         elif isinstance(lv, MemLV):
             self.check_writable(lv.buffer, c)
             self.emit(n.Store(lv.buffer, lv.index, value, loc=loc))
+        elif isinstance(lv, ViewLV):  # `((int*)x)[i] = v` of a float buffer: x[i] takes v's bits
+            self.store(lv.mem, reinterpret(value, lv.mem.type, loc), c)
+        elif isinstance(lv, PartLV):  # `((float*)bytes)[i] = v`: the bytes of v (``views``)
+            self.check_writable(lv.buffer, c)
+            if not isinstance(value, (n.Var, n.Const)):
+                value = n.Var(self.temp(lv.type, value, "bytes", c).name, lv.type, loc=loc)
+            try:
+                stores = store_part(lv, value, loc)
+            except UserError as e:
+                raise self.error(e.message, c) from None
+            for st in stores:
+                self.emit(st)
         else:
             raise self.error("unsupported assignment", c)
 
@@ -253,3 +272,8 @@ class PlaceLowering:
         b = self.buffers.get(buffer)
         if b is not None and b.space == "constant":
             raise self.error(f"__constant__ memory '{buffer}' is read-only in device code", c)
+
+
+def _element(ptr: Pointer, index: tuple[n.Expr, ...]) -> MemLV | ViewLV | PartLV:
+    """Scalar element ``index`` of ``ptr``'s buffer, seen through ``ptr``'s view if it has one."""
+    return element(ptr.buffer, index, ptr.layout.scalar, ptr.stored)

@@ -36,7 +36,11 @@ def _combine(op: str, old: Value, value: Value, compare: Value | None) -> Value:
         return ufunc(old, value)
     if op == "exch":
         return value
-    if op == "cas":
+    if op == "cas":  # compares bits, as CUDA's atomicCAS does (a float CAS comes from a typed view)
+        old_a, compare_a = np.asarray(old), np.asarray(compare, dtype=np.asarray(old).dtype)
+        if old_a.dtype.kind == "f":
+            bits = np.dtype(f"i{old_a.dtype.itemsize}")
+            return np.where(old_a.view(bits) == compare_a.view(bits), value, old)
         return np.where(old == compare, value, old)
     one = old.dtype.type(1)
     zero = old.dtype.type(0)

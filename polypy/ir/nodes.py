@@ -323,7 +323,9 @@ ATOMIC_OPS = ("add", "sub", "max", "min", "exch", "cas", "and", "or", "xor", "in
 class AtomicRMW(Stmt):
     """An atomic read-modify-write of ``buffer[index]``; the old value goes to ``dest`` if set.
 
-    ``cas``: ``old == compare ? value : old`` is stored. ``inc``/``dec`` are CUDA's wrapping
+    ``cas``: ``old == compare ? value : old`` is stored, comparing bits as CUDA's ``atomicCAS``
+    does (a CAS on a float buffer comes from a typed view ``atomicCAS((int*)&x[i], ...)``: NaNs
+    with equal bits are equal, -0.0 and 0.0 are not). ``inc``/``dec`` are CUDA's wrapping
     ``atomicInc``/``atomicDec`` with ``value`` as the limit.
     """
 
