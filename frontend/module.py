@@ -205,7 +205,7 @@ class _ModuleBuilder:
             built.append(kernel)
             names[key] = name
         by_ir = {k.name: k for k in built}
-        self.stubs = {key: host_stub(cursor, names[key], self.texture_args(names[key], cursor), *static_bytes(by_ir[names[key]]))
+        self.stubs = {key: host_stub(cursor, names[key], self.texture_args(names[key]), *static_bytes(by_ir[names[key]]))
                       for key, (cursor, _) in kernels.items() if not is_template_kernel(cursor)}
         has_main = any(d.kind == CK.FUNCTION_DECL and d.spelling == "main" and d.is_definition() for d in decls)
         host = None
@@ -389,12 +389,11 @@ class _ModuleBuilder:
             return self.main_text
         return read_source(fname)
 
-    def texture_args(self, kernel: str, cursor: ci.Cursor) -> tuple[str, ...]:
-        """What the host stub of ``kernel`` (declared by ``cursor``) passes for the kernel's hidden
-        parameters (``frontend.lower.textures.hidden_param``): the launch texts over the stub's
-        own parameters, which are variables (``kernel_values.host_stub`` names them alike)."""
-        params = [p.spelling or f"polypy_arg{i}" for i, p in enumerate(cursor.get_arguments())]
-        return tuple(launch.format(*params) for _, _, launch in self.ctx.textures.get(kernel, ()))
+    def texture_args(self, kernel: str) -> tuple[str, ...]:
+        """What the host stub of ``kernel`` passes for the kernel's hidden parameters
+        (``frontend.lower.textures.hidden_param``): C text where ``{k}`` stands for the stub's
+        argument k (``codegen.c.module.stub_definition`` fills it in)."""
+        return tuple(launch for _, _, launch in self.ctx.textures.get(kernel, ()))
 
     def indirect_launch(self, call: ci.Cursor, conv: "_OffsetMap") -> IndirectLaunch:
         """A launch through the host stub (``kernel_values``)."""

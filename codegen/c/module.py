@@ -316,9 +316,10 @@ def stub_definition(stub: HostStub, launcher: str) -> str:
     registration with the runtime (``polypy/runtime/parts/kernels.h``)."""
     assert stub.kernel is not None
     ir = stub.kernel
-    names = [p for _, p in stub.params] + list(stub.extra_args)
+    names = [p for _, p in stub.params]
+    names += [extra.format(*names) for extra in stub.extra_args]
     unpacked = [f"*(polypy_rt_type<{t}>*)polypy_args[{i}]" for i, (t, _) in enumerate(stub.params)]
-    unpacked += list(stub.extra_args)
+    unpacked += [extra.format(*unpacked) for extra in stub.extra_args]
     signature = ", ".join(f"polypy_rt_type<{t}>" if not t.startswith("polypy_rt_type<") else t for t, _ in stub.params)
     return "\n".join([
         f"/* Host stub of kernel {stub.name}: its name in host code (a pointer to it, cudaLaunchKernel, a launch "

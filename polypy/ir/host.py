@@ -64,7 +64,8 @@ class HostStub:
     params: tuple[tuple[str, str], ...]  # (C++ type, parameter name) in order
     storage: str = ""  # "static" (internal linkage), "inline" (defined in a header), or ""
     kernel: str | None = None  # at a definition: the IR kernel it launches
-    extra_args: tuple[str, ...] = ()  # hidden arguments after the parameters (texture bindings)
+    # hidden arguments after the parameters (textures, surfaces): C text, ``{k}`` standing for argument k
+    extra_args: tuple[str, ...] = ()
     shared_bytes: int = 0  # the kernel's static shared memory (cudaFuncAttributes.sharedSizeBytes)
     const_bytes: int = 0  # the __constant__ arrays it reads (cudaFuncAttributes.constSizeBytes)
 
