@@ -59,8 +59,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import islpy as isl
-
 from gpu2cpu.names import NameSupply
 from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_loops import freshen, order_sensitive
@@ -71,7 +69,7 @@ from polypy.ir.rewrite import rename_locals
 from polypy.ir.printer import format_expr
 from polypy.ir.types import U32, ScalarType
 from polypy.ir.visitor import Mutator, iter_children, substitute, walk
-from polypy.poly import BarrierAnalysis
+from polypy.poly import MODEL_ERRORS, BarrierAnalysis
 
 
 def fuse_thread_loops(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
@@ -293,13 +291,12 @@ def _uses_counters(stmts: tuple[n.Stmt, ...], counters: set[str], kernel: n.Kern
 
 def _thread_order(fake: n.Kernel) -> str | None:
     """``BarrierAnalysis.crossing_order`` of the fake kernel's one barrier; None where the
-    model cannot be built: its construction does not converge (``InternalError`` from
-    ``polypy.poly.builder``) or isl gives up on a set (``isl.Error``, e.g. a quota). Any other
-    exception is a bug and propagates."""
+    model cannot be built (``polypy.poly.MODEL_ERRORS``: its construction does not converge, or
+    isl gives up on a set). Any other exception is a bug and propagates."""
     try:
         analysis = BarrierAnalysis(fake)
         return analysis.crossing_order(analysis.barriers[0].path)
-    except (InternalError, isl.Error):  # the loops stay apart, which is always exact
+    except MODEL_ERRORS:  # the loops stay apart, which is always exact
         return None
 
 

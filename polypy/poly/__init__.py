@@ -16,6 +16,9 @@ booleans, integers, strings, small dataclasses). Modules:
 * ``sharing``   whether a buffer's elements are private to a thread / uniform in a block
 * ``dump``      the human-readable model for ``--report`` / ``--emit ir``
 """
+import islpy as _isl
+
+from polypy.errors import InternalError as _InternalError
 from polypy.poly.dataflow import Forwarding, dead_shared_stores, forwardable_loads
 from polypy.poly.dump import dump_model
 from polypy.poly.footprint import Footprint, IndexRange, footprint, symbolic_footprint
@@ -27,8 +30,13 @@ from polypy.poly.paths import (
 )
 from polypy.poly.sharing import Sharing, sharing
 
+# What building or querying a model raises when it cannot answer: its construction did not
+# converge (``builder``), or isl gave up on a set. A caller that has an exact fallback (keep the
+# code as it is) catches these and nothing else.
+MODEL_ERRORS: tuple[type[Exception], ...] = (_InternalError, _isl.Error)
+
 __all__ = [
-    "AccessId", "AccessRef", "BarrierAnalysis", "Conflict", "Footprint", "Forwarding", "IndexRange", "Launch",
+    "MODEL_ERRORS", "AccessId", "AccessRef", "BarrierAnalysis", "Conflict", "Footprint", "Forwarding", "IndexRange", "Launch",
     "Model", "RawAccess", "Sharing", "StmtPath", "build_model", "dead_shared_stores", "dump_model",
     "edit_statements", "footprint", "format_path", "forwardable_loads", "iter_statements", "replace_loads",
     "sharing", "statement_accesses", "statement_at", "symbolic_footprint",
