@@ -299,3 +299,67 @@ def test_a_loop_in_the_else_branch_gets_the_negated_guard():
     assert strategies(report, "a") == {"window"} and strategies(report, "b") == {"window"}
     # the launch covers exactly nj columns, so the rows past ni write elements of their own
     check(NEGATED, (2, 4), (8, 4), gemm_args(13, 16, 20, seed=5))
+
+
+# Rows of a fixed length (PolyBench's 2DConvolution and jacobi2D with the NJ/N macros, issue 38
+# item 2): the columns are bounded by an argument, the row length is a constant. The flat window
+# of a block spans blockDim.y whole rows (too many slots for a row of 512); split as (row,
+# column) it is the block and its halo. Nothing proves column < 512 (only nj <= 513 makes it
+# so): every flush is atomic.
+ROWS512 = """kernel conv2(ni: i32, nj: i32, A: const f64*, B: f64*) {
+  var j: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
+  var i: i32 = (i32)(blockIdx.y * blockDim.y + threadIdx.y)
+  if (i < ni - 1 && j < nj - 1 && i > 0 && j > 0) {
+    B[i * 512 + j] = 0.25 * A[(i - 1) * 512 + (j - 1)] - 0.5 * A[i * 512 + (j + 1)] + 0.75 * A[(i + 1) * 512 + j] * A[i * 512 + j]
+  }
+}
+"""
+
+
+def test_rows_of_a_constant_length_make_a_two_dimensional_window() -> None:
+    w = window_of(ROWS512, "A")
+    assert not isinstance(w, str), w
+    assert format_expr(w.factor) == "512"
+    assert [format_expr(d.extent) for d in w.dims] == ["(i64)blockDim.y + 2l", "(i64)blockDim.x + 2l"]
+    assert [format_expr(d.base) for d in w.dims] == ["(i64)blockIdx.y * (i64)blockDim.y - 1l",
+                                                     "(i64)blockIdx.x * (i64)blockDim.x - 1l"]
+    assert not w.exclusive
+    _, g, report = grad(ROWS512)
+    assert strategies(report, "A") == {"window"}
+    reasons = {d.reason for d in report if isinstance(d, Accumulation) and d.buffer == "A"}
+    assert all("(i64)blockDim.y + 2l x (i64)blockDim.x + 2l elements" in r for r in reasons), reasons
+    # the contributions go to shared memory; one flush per element into the global shadow
+    windows = [b for b in g.buffers if b.space == "shared" and b.name.startswith("win_A")]
+    assert len(windows) == 1 and atomics_into(g, windows[0].name) == 4
+    assert plain_stores_into(g, "d_A") == 0
+
+
+@pytest.mark.parametrize("grid,block,rows,cols", [((2, 3), (32, 8), 20, 60), ((4, 5), (16, 4), 19, 64),
+                                                  ((1, 2), (64, 2), 4, 64), ((17, 2), (32, 2), 4, 512)])
+def test_constant_row_window_gradient_matches_finite_differences(grid, block, rows, cols) -> None:
+    rng = np.random.default_rng(rows + cols)
+    size = 512 * (rows + 1)
+    args = {"ni": rows, "nj": cols, "A": rng.standard_normal(size), "B": np.zeros(size)}
+    check(ROWS512, grid, block, args)
+
+
+def test_constant_row_window_gives_the_atomic_forms_sums_bit_for_bit() -> None:
+    # integers (and coefficients that are powers of two) stored as floats: every partial sum is
+    # exact, so the windowed gradient and the one with every contribution a global atomic agree
+    # to the last bit
+    from polypy.driver.gradients import grad_kernel
+    from polypy.emulator import emulate
+
+    module = module_of(ROWS512)
+    rows, size = 12, 512 * 13
+    results = []
+    for windows in (True, False):
+        g = grad_kernel(module, module.kernels[0].name, windows=windows)
+        assert any(b.name.startswith("win_") for b in g.buffers) == windows
+        rng = np.random.default_rng(9)  # the same inputs for both
+        args = {"ni": rows, "nj": 100, "A": rng.integers(-8, 8, size).astype(np.float64), "B": np.zeros(size),
+                "d_A": np.zeros(size), "d_B": (np.arange(size) % 7 - 3).astype(np.float64)}
+        emulate(g, (4, 3), (32, 4), args)
+        results.append(args["d_A"])
+    assert np.array_equal(results[0], results[1])
+    assert np.count_nonzero(results[0]) > 100
