@@ -187,7 +187,7 @@ def bench_one(k: RealKernel, root: pathlib.Path, *, repeat: int, check: bool, re
         if report:
             decisions: list = []
             Setup(k, root, k.check, "float32", report=decisions)
-            row["report"] = [str(d) for d in decisions]
+            row["report"] = [d.format() for d in decisions]
         if check:
             ok, detail = finite_difference_check(k, root)
             row["check"] = "ok" if ok else "WRONG"
