@@ -5,7 +5,6 @@ gradient that is wrong on purpose (a rule replaced by a wrong one) reported WRON
 table's geomean line."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from bench import grad_real
