@@ -197,7 +197,8 @@ def rodinia() -> list[RealKernel]:
              lambda s: {"iteration": 1, "grid_cols": s, "grid_rows": s, "border_cols": 1, "border_rows": 1},
              hotspot_launch, 512, 20))
     add(_rod("hotspot3D", "hotspot3D/3D.cu", "hotspotOpt1", lambda s: {"nx": s, "ny": s, "nz": 8},
-             lambda s: ((s // 64, s // 4, 1), (64, 4, 1)), 256, 64))
+             lambda s: ((s // 64, s // 4, 1), (64, 4, 1)), 256, 64,
+             arrays=lambda s: {"p": s * s * 8, "tIn": s * s * 8, "tOut": s * s * 8}))
     for k in ("srad_cuda_1", "srad_cuda_2"):
         add(_rod("srad_v2", "srad/srad_v2/srad.cu", k, lambda s: {"cols": s, "rows": s},
                  lambda s: ((s // 16, s // 16, 1), (16, 16, 1)), 512, 32))
