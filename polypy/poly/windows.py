@@ -41,10 +41,9 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.queries import buffers_written, written_names
 from polypy.ir.rewrite import int_add, int_scale, signed_terms
-from polypy.ir.types import I64, PointerType
+from polypy.ir.types import I64, PointerType, ScalarType
 from polypy.ir.visitor import Mutator, walk
 from polypy.poly.affine import _val, expression_key
-from polypy.poly.fixed_rows import Pin, constant_factor, fresh_name, product_factors, symbolic_factor
 from polypy.poly.model import BLOCK_DIM, BLOCK_IDX, MAX_BLOCK_DIM, THREAD_IDX, Model, build_model
 from polypy.poly.paths import StmtPath, edit_statements, statement_at
 from polypy.poly.relations import Copies
@@ -100,46 +99,8 @@ class Window:
 
 
 def block_window(kernel: n.Kernel, buffer: str) -> Window | str:
-    """The window of the read-only pointer parameter ``buffer``, or why there is none.
-
-    Rows of a fixed length (PolyBench's ``A[(i - 1) * NJ + (j - 1)]`` with ``NJ`` a macro and
-    the columns bounded by the argument ``nj``, issue 38 item 2): where the flat index spans
-    whole rows (``blockDim.y * NJ`` elements, too many for a window), the index is split
-    ``outer * P + inner`` with ``P`` a new parameter standing for the row length, and the window
-    is the box of (row, column) pairs a block reads, when that is the smaller window. Nothing
-    proves ``0 <= inner < P`` (it holds for ``nj <= NJ + 1`` only): each slot holds the element
-    ``outer * P + inner`` whatever the parts, two slots may hold the same one, and every flush
-    is atomic (as for ``chunk_window``).
-    """
-    flat = _window(kernel, buffer, None)
-    constant = constant_factor(kernel, buffer)
-    if constant is None or (isinstance(flat, Window) and flat.factor is not None):
-        return flat
-    name = fresh_name(kernel, f"{buffer}_row")
-    split = _window(symbolic_factor(kernel, buffer, constant, name), buffer, None, any_inner=True)
-    if not isinstance(split, Window):
-        return flat
-    fixed = Pin(name, constant)
-    dims = tuple(dataclasses.replace(d, base=fixed.visit(d.base), extent=fixed.visit(d.extent),
-                                     step=None if d.step is None else fixed.visit(d.step)) for d in split.dims)
-    split = dataclasses.replace(split, dims=dims, factor=constant)
-    if isinstance(flat, Window) and _slots_at(flat, TYPICAL_BLOCK) <= _slots_at(split, TYPICAL_BLOCK):
-        return flat
-    return split
-
-
-# The block extent at which a flat window and a split one are compared (a 16 x 16 block: the
-# flat window of a 16-row block spans 16 rows of the array, the split one 16 rows of the block;
-# the smaller one is taken).
-TYPICAL_BLOCK = 16
-
-
-def _slots_at(window: Window, block_dim: int) -> int:
-    """The slots of ``window`` where every block dimension it depends on is ``block_dim``."""
-    total = 1
-    for d in window.dims:
-        total *= _value_at(d.extent_linear, block_dim)
-    return total
+    """The window of the read-only pointer parameter ``buffer``, or why there is none."""
+    return _window(kernel, buffer, None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,17 +147,56 @@ def chunk_window(kernel: n.Kernel, buffer: str, chunk: Chunk) -> Window | str:
     guarded = dataclasses.replace(loop, body=(n.If(guard, loop.body),))
     kernel = edit_statements(kernel, {chunk.loop: lambda s: (guarded,)})
     kernel = dataclasses.replace(kernel, params=kernel.params + (n.Param(chunk.first, I64),))
-    constant = constant_factor(kernel, buffer)
+    constant = _constant_factor(kernel, buffer)
     if constant is not None:
         # Rows of a fixed length (gemm's a[i * NK + k]): two coordinates, (i, k), so that a chunk
         # of k and the block's rows make a small box, where the flat index would span whole rows.
         # isl sees the row length as a parameter ``P`` to delinearize; nothing needs 0 <= k < P:
         # a slot's element is outer * P + inner whatever the parts, and the flush is atomic.
-        split = _window(symbolic_factor(kernel, buffer, constant, chunk.first + "_p"), buffer,
+        split = _window(_symbolic_factor(kernel, buffer, constant, chunk.first + "_p"), buffer,
                         (loop.var, chunk.first), any_inner=True)
         if isinstance(split, Window):
             return dataclasses.replace(split, factor=constant)
     return _window(kernel, buffer, (loop.var, chunk.first))
+
+
+def _constant_factor(kernel: n.Kernel, buffer: str) -> n.Const | None:
+    """The constant ``P > 1`` that every read of ``buffer`` multiplies one non-constant term by."""
+    found: set[tuple[int, ScalarType]] = set()
+    for x in walk(kernel):
+        if not (isinstance(x, n.Load) and x.buffer == buffer):
+            continue
+        e = x.index[0]
+        if not (e.type.is_int and e.type.is_signed):
+            return None
+        consts = set()
+        for _, term in signed_terms(e, 1):
+            factors = _factors(term)
+            if len(factors) > 1 and any(not isinstance(f, n.Const) for f in factors):
+                consts |= {(int(f.value), f.type) for f in factors if isinstance(f, n.Const) and int(f.value) > 1}
+        if len(consts) != 1:
+            return None
+        found |= consts
+    if len(found) != 1:
+        return None
+    value, ty = found.pop()
+    return n.Const(value, ty)
+
+
+def _symbolic_factor(kernel: n.Kernel, buffer: str, constant: n.Const, name: str) -> n.Kernel:
+    """``kernel`` with ``constant`` in the reads of ``buffer`` replaced by a new integer parameter."""
+    class Symbolic(Mutator):
+        def visit_Load(self, e: n.Load) -> n.Expr:
+            if e.buffer != buffer:
+                return self.generic_visit(e)
+            return dataclasses.replace(e, index=(_Replace().visit(e.index[0]),))
+
+    class _Replace(Mutator):
+        def visit_Const(self, e: n.Const) -> n.Expr:
+            return n.Var(name, e.type) if e == constant else e
+
+    kernel = Symbolic().visit(kernel)
+    return dataclasses.replace(kernel, params=kernel.params + (n.Param(name, constant.type),))
 
 
 def _window(kernel: n.Kernel, buffer: str, chunk: tuple[str, str] | None, *, any_inner: bool = False
@@ -317,7 +317,7 @@ def split_index(e: n.Expr, key: str | None, *, kernel: n.Kernel | None = None,
     terms = signed_terms(e, 1)
     if key is None:
         for _, term in terms:
-            factors = product_factors(term)
+            factors = _factors(term)
             uniform = [f for f in factors if _grid_uniform(f, kernel, mutable) and not isinstance(f, n.Const)]
             if uniform and len(uniform) < len(factors) and any(not isinstance(f, n.Const) for f in factors
                                                                if f not in uniform):
@@ -328,7 +328,7 @@ def split_index(e: n.Expr, key: str | None, *, kernel: n.Kernel | None = None,
     outer: n.Expr | None = None
     inner: n.Expr | None = None
     for sign, term in terms:
-        factors = product_factors(term)
+        factors = _factors(term)
         hit = next((i for i, f in enumerate(factors) if expression_key(f) == key), None)
         if hit is None:
             inner = _accumulate(inner, sign, term)
@@ -349,6 +349,12 @@ def _accumulate(total: n.Expr | None, sign: int, term: n.Expr) -> n.Expr:
     return n.Binary("add" if sign > 0 else "sub", total, term)
 
 
+def _factors(e: n.Expr) -> list[n.Expr]:
+    if isinstance(e, n.Binary) and e.op == "mul" and e.type == e.a.type == e.b.type:
+        return _factors(e.a) + _factors(e.b)
+    return [e]
+
+
 def _grid_uniform(e: n.Expr, kernel: n.Kernel | None, mutable: set[str] | None) -> bool:
     for x in walk(e):
         if isinstance(x, (n.ThreadIdx, n.BlockIdx, n.Load)):
@@ -364,7 +370,7 @@ def _grid_uniform(e: n.Expr, kernel: n.Kernel | None, mutable: set[str] | None) 
 
 def _factor_named(e: n.Expr, key: str) -> n.Expr:
     for _, term in signed_terms(e, 1):
-        for f in product_factors(term):
+        for f in _factors(term):
             if expression_key(f) == key:
                 return f
     raise ValueError(key)
