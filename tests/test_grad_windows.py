@@ -299,4 +299,3 @@ def test_a_loop_in_the_else_branch_gets_the_negated_guard():
     assert strategies(report, "a") == {"window"} and strategies(report, "b") == {"window"}
     # the launch covers exactly nj columns, so the rows past ni write elements of their own
     check(NEGATED, (2, 4), (8, 4), gemm_args(13, 16, 20, seed=5))
-
