@@ -208,13 +208,15 @@ def reverse_kernel(kernel: n.Kernel, original: n.Kernel, active: ActiveParams, a
                                    windows, intervals, chunks).build(name)
         except UserError:
             taped = None
-        if taped is not None:
+        still = {(d.value, d.loc) for d in second if isinstance(d, Caching) and d.strategy == "replay-loop"}
+        taped_instead = [d for d in replayed if (d.value, d.loc) not in still]
+        if taped is not None and taped_instead:  # (a loop whose trip count is unknown at launch still replays)
             if report is not None:
                 report.extend(second)
                 report.extend(Caching(d.value, d.loc, "tape", "a tape sized at launch instead of replaying the loop "
                                       "from its entry in each reversed iteration (cost estimate: T stores and T "
                                       "loads against T (T + 1) / 2 replayed steps for T iterations)")
-                              for d in replayed)
+                              for d in taped_instead)
             return taped
     if report is not None:
         report.extend(first)
