@@ -31,7 +31,7 @@ from autodiff.activity import Activity, ActiveParams
 from autodiff.availability import Availability, LoopCtx
 from autodiff.names import Names
 from autodiff.program import Program
-from autodiff.report import Decision
+from autodiff.report import Caching, Decision
 from autodiff.shadows import (
     interleave_dynamic_shared, shadow_buffers, shadow_disjoint, shadow_params, zero_local, zero_shared,
 )
@@ -173,9 +173,10 @@ def reverse_kernel(kernel: n.Kernel, original: n.Kernel, active: ActiveParams, a
     if options.runtime_tapes is not None:
         return ReverseBuilder(kernel, original, active, activity, names, options, report, privacy,
                               windows, intervals, chunks).build(name)
-    # Static tapes and recomputation first; tapes sized at launch only where they fail (the
-    # second attempt names things afresh: the first one's names are not in the kernel).
-    first: list[Decision] | None = [] if report is not None else None
+    # Static tapes and recomputation first; tapes sized at launch where they fail, or where they
+    # replay a loop from its entry (the second attempt names things afresh: the first one's
+    # names are not in the kernel).
+    first: list[Decision] = []
     try:
         result = ReverseBuilder(kernel, original, active, activity, names,
                                 dataclasses.replace(options, runtime_tapes=False), first, privacy, windows,
@@ -193,6 +194,30 @@ def reverse_kernel(kernel: n.Kernel, original: n.Kernel, active: ActiveParams, a
                                   windows, intervals, chunks).build(name)
         except UserError:
             raise exc from None
-    if report is not None and first is not None:
+    replayed = [d for d in first if isinstance(d, Caching) and d.strategy == "replay-loop"]
+    if replayed and options.checkpoint_budget is None:
+        # Cost estimate (issue 38 item 3): replaying a loop of T iterations from its entry costs
+        # T (T + 1) / 2 evaluations of the carried values per thread, a tape sized at launch T
+        # stores and T loads; T is not known statically, and past T = 3 the tape is cheaper. The
+        # tape holds T values per carried register and thread (the replay: none).
+        second: list[Decision] = []
+        try:
+            reserved = {name} | {c.first for c in (chunks or {}).values()}
+            taped = ReverseBuilder(kernel, original, active, activity, Names(kernel, reserved),
+                                   dataclasses.replace(options, runtime_tapes=True), second, privacy,
+                                   windows, intervals, chunks).build(name)
+        except UserError:
+            taped = None
+        still = {(d.value, d.loc) for d in second if isinstance(d, Caching) and d.strategy == "replay-loop"}
+        taped_instead = [d for d in replayed if (d.value, d.loc) not in still]
+        if taped is not None and taped_instead:  # (a loop whose trip count is unknown at launch still replays)
+            if report is not None:
+                report.extend(second)
+                report.extend(Caching(d.value, d.loc, "tape", "a tape sized at launch instead of replaying the loop "
+                                      "from its entry in each reversed iteration (cost estimate: T stores and T "
+                                      "loads against T (T + 1) / 2 replayed steps for T iterations)")
+                              for d in taped_instead)
+            return taped
+    if report is not None:
         report.extend(first)
     return result

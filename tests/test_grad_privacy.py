@@ -382,3 +382,35 @@ def test_polybench_gemms_output_adjoint_is_versioned_on_its_column_bound() -> No
     got = decisions(report, "c")
     assert got and {d.strategy for d in got} == {"versioned"}, [d.format() for d in got]
     assert "(i64)nj <= 64l" in got[0].reason
+
+
+# cfd's compute_step_factor (issue 38 item 4): components of one element stored nelr apart
+STEP_FACTOR = """kernel step(nelr: i32, v: const f64*, out: f64*) {
+  var i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
+  out[i] = v[i] * v[i + nelr] + v[i + 2 * nelr]
+}
+"""
+
+
+def test_no_versioning_condition_that_never_holds_at_a_real_size() -> None:
+    # It used to be versioned on ``-nelr <= -2147483647`` (the model's bound on a thread index,
+    # not a property of the kernel): a test that is false at every real size, so the kernel
+    # always ran the atomic version. The condition now holds for real (one-block) launches.
+    _, g, report = grad(STEP_FACTOR)
+    got = decisions(report, "v")
+    assert got and {d.strategy for d in got} == {"versioned"}, [d.format() for d in got]
+    for d in got:
+        assert "2147483647" not in d.reason and "nelr" in d.reason, d.reason
+    flags = [s for s in g.body if isinstance(s, n.Decl) and s.name.startswith("v_private")]
+    assert len(flags) == 1
+    assert format_expr(flags[0].init) == "(i64)blockDim.x - (i64)nelr <= 0l && (i64)gridDim.x <= 1l"
+
+
+@pytest.mark.parametrize("grid,block,nelr", [(1, 32, 32), (1, 16, 40), (3, 32, 96), (4, 8, 20)])
+def test_step_factor_gradient_matches_finite_differences(grid: int, block: int, nelr: int) -> None:
+    # the plain version (one block), and the shared one (several blocks; nelr < threads: the
+    # components of neighbouring elements overlap)
+    rng = np.random.default_rng(nelr)
+    threads = grid * block
+    args = {"nelr": nelr, "v": rng.standard_normal(threads + 2 * nelr), "out": np.zeros(threads)}
+    check(STEP_FACTOR, (grid,), (block,), args)

@@ -210,11 +210,20 @@ def test_state_overwritten_in_a_counted_loop_is_taped() -> None:
     check(_iterate("8"), 2, 32, _iterate_args())
 
 
-def test_state_overwritten_in_a_loop_of_unknown_length_is_recomputed_from_the_entry() -> None:
+def test_state_overwritten_in_a_loop_of_unknown_length_is_taped_at_launch_not_replayed() -> None:
+    # replaying from the loop entry is quadratic in the trip count: by default a tape sized at
+    # launch holds the carried state instead (issue 38 item 3), and the report says why
     _, g, report = grad(_iterate("steps"))
+    tapes = [b for b in g.buffers if b.space == "local"]
+    assert tapes and any(not isinstance(d, n.Const) for b in tapes for d in b.shape)
+    assert "replay-loop" not in caching(report) and "tape" in caching(report)
+    assert any("instead of replaying the loop" in d.detail for d in report if isinstance(d, Caching))
+    check(_iterate("steps"), 2, 32, _iterate_args())
+    # without tapes sized at launch: recomputed from the loop entry in each reversed iteration
+    _, g, report = grad(_iterate("steps"), runtime_tapes=False)
     assert not [b for b in g.buffers if b.space == "local"]
     assert "replay-loop" in caching(report)
-    check(_iterate("steps"), 2, 32, _iterate_args())
+    check(_iterate("steps"), 2, 32, _iterate_args(), runtime_tapes=False)
 
 
 def test_caching_strategies_are_switchable() -> None:

@@ -123,3 +123,26 @@ def test_a_row_major_index_private_only_for_some_launches_gets_a_condition() -> 
     assert " || " not in text
     # one column of blocks (Rodinia's launch) reads each input element in one thread
     assert "(i64)gridDim.x <= 1l" in format_expr(sharing(kernel, "input").private_when)
+
+
+def test_no_condition_that_holds_only_beyond_every_index() -> None:
+    # cfd's compute_step_factor reads variables[i + v * nelr], v = 0..4 (issue 38 item 4). With a
+    # symbolic launch a thread's index is bounded only by the model's 2**31 assumption, so
+    # v[i] and v[i + nelr] never meet exactly when nelr is past every index: the condition
+    # used to be ``-nelr <= -2147483647``, false at every real size. It is not emitted: what
+    # remains is a condition that holds for real launches (one block no wider than nelr).
+    from polypy.ir.printer import format_expr
+
+    k = prepare(f"""kernel step(nelr: i32, v: const f32*, out: f32*) {{
+  out[{GID}] = v[{GID}] * v[{GID} + nelr]
+}}
+""")
+    s = sharing(k, "v")
+    assert not s.thread_private
+    text = format_expr(s.private_when) if s.private_when is not None else ""
+    assert "2147483647" not in text and "1073741823" not in text, text
+    assert text == "(i64)blockDim.x - (i64)nelr <= 0l && (i64)gridDim.x <= 1l", text
+    # for a fixed launch the question is decided exactly: private when nelr covers the grid
+    launch = dict(grid=(4, 1, 1), block=(64, 1, 1))
+    assert sharing(k, "v", launch=Launch(**launch, scalars=(("nelr", 256),))).thread_private
+    assert not sharing(k, "v", launch=Launch(**launch, scalars=(("nelr", 255),))).thread_private

@@ -85,7 +85,9 @@ def _fd(launch, args: dict, inputs: dict[str, np.ndarray], output: str, w: np.nd
     return float(w @ (run(1.0) - run(-1.0)) / (2 * h))
 
 
-HEAT_VARIANTS = (("taped", {"runtime_tapes": True}), ("replay", {}), ("revolve-1", {"checkpoint_budget": 1}),
+# "default": a tape sized at launch, chosen over the quadratic replay ("replay") by cost
+HEAT_VARIANTS = (("taped", {"runtime_tapes": True}), ("default", {}), ("replay", {"runtime_tapes": False}),
+                 ("revolve-1", {"checkpoint_budget": 1}),
                  ("revolve-2", {"checkpoint_budget": 2}), ("revolve-3", {"checkpoint_budget": 3}),
                  ("revolve-64", {"checkpoint_budget": 64}))
 

@@ -19,6 +19,9 @@ import numpy as np
 class Geometry:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
+    # the launch's integer arguments: extents of local arrays may depend on them (a gradient's
+    # tapes sized at launch, ``autodiff.tapes``)
+    scalars: tuple[tuple[str, int], ...] = ()
 
     @property
     def threads_per_block(self) -> int:

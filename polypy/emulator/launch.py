@@ -7,6 +7,8 @@ local memory are made fresh for each chunk.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -68,6 +70,9 @@ def emulate(kernel: n.Kernel, grid: int | Sequence[int], block: int | Sequence[i
         raise UserError(f"shmem must be a non-negative number of bytes, got {shmem!r}")
     shmem = int(shmem)
     arrays, scalars = bind_arguments(kernel, args)
+    integers = tuple((name, int(v)) for name, v in scalars.items()
+                     if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)))
+    geometry = dataclasses.replace(geometry, scalars=integers)
     if geometry.num_blocks == 0:
         return
     with np.errstate(all="ignore"):

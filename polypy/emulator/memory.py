@@ -141,7 +141,8 @@ def _shape_text(shape: tuple[int, ...]) -> str:
 # --------------------------------------------------------------------------- building
 
 def static_extent(expr: n.Expr, geometry: Geometry, buffer: n.Buffer) -> int:
-    """The value of a buffer extent: constants, launch dimensions and arithmetic on them."""
+    """The value of a buffer extent: constants, launch dimensions, integer arguments (a tape
+    sized at launch) and arithmetic, comparisons and selections on them."""
     value = _fold(expr, geometry)
     if value is None or isinstance(value, float) or int(value) < 0:
         raise UserError(f"extent of buffer {buffer.name!r} must be a non-negative constant", buffer.loc)
@@ -151,6 +152,11 @@ def static_extent(expr: n.Expr, geometry: Geometry, buffer: n.Buffer) -> int:
 def _fold(e: n.Expr, geometry: Geometry) -> int | float | bool | None:
     if isinstance(e, n.Const):
         return e.value
+    if isinstance(e, n.Var):
+        return dict(geometry.scalars).get(e.name)
+    if isinstance(e, n.Select):
+        c = _fold(e.cond, geometry)
+        return None if c is None else _fold(e.a if c else e.b, geometry)
     if isinstance(e, n.BlockDim):
         return geometry.block[e.dim]
     if isinstance(e, n.GridDim):

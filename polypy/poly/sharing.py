@@ -263,10 +263,19 @@ def _term(model, con: isl.Constraint, context: isl.Set, search: _Search):
 # A condition that holds only where a size or launch dimension it names is below this is not
 # worth a run-time test (``rows <= 1``: the launch is degenerate, the atomics cost nothing).
 TYPICAL_SIZE = 16
+# Nor is one that holds only where a value it names is at least this (issue 38: cfd's
+# ``-nelr <= -2147483647``). With a symbolic launch the only bound on a thread's global index
+# ``blockIdx.x * blockDim.x + threadIdx.x`` is the model's assumption that it stays below 2**31
+# (the product is not affine, so "nelr >= the number of threads" cannot be said); two accesses
+# ``v[i]`` and ``v[i + nelr]`` then never meet only when ``nelr`` is beyond every index, and
+# the complement of the shared set is a condition that never holds at a real size. Half the
+# index limit separates the real sizes (arrays of up to a billion elements) from the artefacts.
+ABSURD_SIZE = 1 << 30
 
 
 def _degenerate(negated: isl.Set, con: isl.Constraint) -> bool:
-    """Whether ``negated`` holds only for degenerate values of the parameters ``con`` names."""
+    """Whether ``negated`` holds only for degenerate or absurd values of the parameters ``con``
+    names (below ``TYPICAL_SIZE`` or at least ``ABSURD_SIZE``)."""
     typical = negated
     space = con.get_space()
     for i in range(space.dim(isl.dim_type.param)):
@@ -274,13 +283,15 @@ def _degenerate(negated: isl.Set, con: isl.Constraint) -> bool:
             name = space.get_dim_name(isl.dim_type.param, i)
             pos = typical.find_dim_by_name(isl.dim_type.param, name)
             typical = typical.lower_bound_val(isl.dim_type.param, pos, isl.Val(_typical_size(name)))
+            typical = typical.upper_bound_val(isl.dim_type.param, pos, isl.Val(ABSURD_SIZE - 1))
     return typical.is_empty()
 
 
 def _typical(s: isl.Set) -> isl.Set:
-    """``s`` where every parameter takes a typical, non-degenerate value."""
+    """``s`` where every parameter takes a typical value: neither degenerate nor absurd."""
     for i in range(s.dim(isl.dim_type.param)):
         s = s.lower_bound_val(isl.dim_type.param, i, isl.Val(_typical_size(s.get_dim_name(isl.dim_type.param, i))))
+        s = s.upper_bound_val(isl.dim_type.param, i, isl.Val(ABSURD_SIZE - 1))
     return s
 
 
