@@ -34,6 +34,9 @@
 #define __noinline__ __attribute__((noinline))
 #define __restrict__ __restrict
 #define __align__(n) __attribute__((aligned(n)))
+/* A kernel parameter that stays in the launch's parameter memory (CUDA 11.7): it is const, and its
+ * address may be taken; a by-value parameter of the translated kernel has both properties. */
+#define __grid_constant__
 
 #ifdef __cplusplus
 #include <cuda_runtime.h>
@@ -82,8 +85,10 @@ __device__ void __threadfence(void);
 __device__ void __threadfence_block(void);
 __device__ void __threadfence_system(void);
 
-/* Atomics (the frontend maps them by name; the types follow the CUDA programming guide). */
-#define POLYPY_ATOMIC_ARITH(name, T) POLYPY_D T name(T* address, T val);
+/* Atomics (the frontend maps them by name; the types follow the CUDA programming guide), each
+ * also in its system- and block-scoped forms (atomicAdd_system, atomicAdd_block). */
+#define POLYPY_ATOMIC_ARITH(name, T) POLYPY_D T name(T* address, T val); \
+  POLYPY_D T name##_system(T* address, T val); POLYPY_D T name##_block(T* address, T val);
 #define POLYPY_ATOMIC_INTS(name) POLYPY_ATOMIC_ARITH(name, int) POLYPY_ATOMIC_ARITH(name, unsigned int) \
   POLYPY_ATOMIC_ARITH(name, unsigned long long)
 POLYPY_ATOMIC_INTS(atomicAdd)
@@ -100,11 +105,14 @@ POLYPY_ATOMIC_ARITH(atomicMax, long long)
 POLYPY_ATOMIC_INTS(atomicAnd)
 POLYPY_ATOMIC_INTS(atomicOr)
 POLYPY_ATOMIC_INTS(atomicXor)
-POLYPY_D unsigned int atomicInc(unsigned int* address, unsigned int val);
-POLYPY_D unsigned int atomicDec(unsigned int* address, unsigned int val);
-POLYPY_D int atomicCAS(int* address, int compare, int val);
-POLYPY_D unsigned int atomicCAS(unsigned int* address, unsigned int compare, unsigned int val);
-POLYPY_D unsigned long long atomicCAS(unsigned long long* address, unsigned long long compare, unsigned long long val);
+POLYPY_ATOMIC_ARITH(atomicInc, unsigned int)
+POLYPY_ATOMIC_ARITH(atomicDec, unsigned int)
+#define POLYPY_ATOMIC_CAS(name, T) POLYPY_D T name(T* address, T compare, T val);
+#define POLYPY_ATOMIC_CAS_SCOPES(T) POLYPY_ATOMIC_CAS(atomicCAS, T) POLYPY_ATOMIC_CAS(atomicCAS_system, T) \
+  POLYPY_ATOMIC_CAS(atomicCAS_block, T)
+POLYPY_ATOMIC_CAS_SCOPES(int)
+POLYPY_ATOMIC_CAS_SCOPES(unsigned int)
+POLYPY_ATOMIC_CAS_SCOPES(unsigned long long)
 
 /* Warp intrinsics (32 lanes). */
 #define POLYPY_SHFL(T) \

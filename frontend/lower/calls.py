@@ -27,6 +27,12 @@ from frontend.values import Aggregate, MemLV, Pointer, Value
 _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomicMin": "min", "atomicMax": "max",
             "atomicAnd": "and", "atomicOr": "or", "atomicXor": "xor", "atomicInc": "inc", "atomicDec": "dec",
             "atomicCAS": "cas"}
+# The scoped atomics (``atomicAdd_system``, ``atomicAdd_block``...) are the plain ones: with one
+# device and no peer or host thread touching device memory during a launch, the system scope
+# orders nothing more than the device scope, and the block scope promises atomicity only among
+# the block's threads, which an atomic among all threads also gives (the plain atomic is a legal
+# implementation of a weaker scope).
+_ATOMICS.update({f"{name}{scope}": op for name, op in list(_ATOMICS.items()) for scope in ("_system", "_block")})
 _SHUFFLES = {"__shfl_sync": "idx", "__shfl_up_sync": "up", "__shfl_down_sync": "down", "__shfl_xor_sync": "xor"}
 _VOTES = {"__ballot_sync": "ballot", "__any_sync": "any", "__all_sync": "all", "__activemask": "activemask"}
 _FENCES = {"__threadfence_block": "block", "__threadfence": "device", "__threadfence_system": "system"}

@@ -69,6 +69,9 @@
 #ifndef __restrict__
 #define __restrict__ __restrict
 #endif
+#ifndef __grid_constant__
+#define __grid_constant__
+#endif
 #ifndef __align__
 #define __align__(n) __attribute__((aligned(n)))
 #endif
