@@ -70,8 +70,9 @@ def test_refused_runtime_calls_are_located_errors(tmp_path: pathlib.Path) -> Non
     `file:line:col: error:`
     naming the call, exit 1, no output."""
     cases = {
-        "graph.cu": ("cudaGraph_t g;\n  cudaGraphCreate(&g, 0);", "5:3: error: 'cudaGraphCreate' is unavailable: "
-                     "CUDA graphs (cudaGraphCreate) is not supported by polypy"),
+        "graph.cu": ("cudaGraphNode_t n;\n  cudaGraphAddMemFreeNode(&n, 0, 0, 0, 0);", "5:3: error: "
+                     "'cudaGraphAddMemFreeNode' is unavailable: CUDA graphs: memory nodes (cudaGraphAddMemFreeNode) "
+                     "is not supported by polypy"),
         "attrs.cu": ("cudaFuncAttributes a;\n  cudaFuncGetAttributes(&a, k);", "5:3: error: "
                      "'polypy_rt_func_attributes' is unavailable: cudaFuncGetAttributes"),
         "surface.cu": ("cudaSurfaceObject_t s = 0;\n  cudaCreateSurfaceObject(&s, 0);",

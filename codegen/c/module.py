@@ -16,7 +16,9 @@ source file, the spans to rewrite (``polypy.ir.host``):
   instance launched or instantiated); device-only functions: removed (they were inlined);
   ``__host__ __device__`` functions are kept for the host;
 * each ``K<<<grid, block, shmem, stream>>>(args)``: ``K_launch(dim3(grid), dim3(block), shmem,
-  args)``; launchers return when every block is done, so launches run in program order.
+  args)``; launchers return when every block is done, so launches run in program order. A launch
+  given a stream goes through ``polypy_rt_on_stream(stream, K_launch)``, which records it into a
+  graph instead while the stream captures (``polypy/runtime/parts/graphs.h``).
 """
 from __future__ import annotations
 
@@ -281,8 +283,10 @@ def _rewrite(path: str, state: _ProgramState) -> str:
         for launch in group:
             shmem = f"(size_t)({launch.shmem})" if launch.shmem is not None else "0"
             args = "".join(", " + a for a in launch.args)
-            calls.append(f"{state.codes[launch.kernel].launcher_name}(dim3({launch.grid}), dim3({launch.block}), "
-                         f"{shmem}{args})")
+            launcher = state.codes[launch.kernel].launcher_name
+            if launch.stream is not None:  # recorded instead of run while the stream captures
+                launcher = f"polypy_rt_on_stream((cudaStream_t)({launch.stream}), {launcher})"
+            calls.append(f"{launcher}(dim3({launch.grid}), dim3({launch.block}), {shmem}{args})")
         if len(group) == 1:
             edits.append((start, end, calls[0]))
             continue

@@ -1,0 +1,102 @@
+"""CUDA graphs (issue 41 item 4): stream capture across streams, graphs made by hand, instantiate,
+launch in dependency order, relaunch, clone, update; and what stays refused.
+
+The programs (``tests/programs/graphs/``) are our own; what they print is what CUDA gives (the
+values follow from the CUDA Runtime API reference: capture records instead of running, a graph
+launch runs each node after its dependencies, an executable graph is a snapshot of its graph).
+Each runs with compiled kernels and with kernels run by polypy's reference emulator.
+"""
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from c_support import need_compiler
+
+PROGRAMS = pathlib.Path(__file__).resolve().parent / "programs" / "graphs"
+
+
+def _polypy(*args: str, cwd: pathlib.Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "polypy.driver.cli", *args], capture_output=True, text=True,
+                          timeout=600, cwd=cwd)
+
+
+CAPTURE_EXPECTED = """\
+before 0
+capturing 1 id 1
+forked 1
+ended 0 ran 0
+nodes 4 roots 1
+calls 100 h0 1 h40 1 last_seen 1
+unjoined cudaErrorStreamCaptureUnjoined 1
+sync_in_capture cudaErrorStreamCaptureUnsupported 2 cudaErrorStreamCaptureInvalidated
+legacy cudaErrorStreamCaptureUnsupported
+"""
+
+# Node order: the fill, then host a and b (ready at once, in the order they were made), the child
+# graph (the captured kernel: 2 * 3 + 1 = 7), the copies, the join, the host node that reads the
+# copied h[5] (prints its last digit), and c, which an edge added later put after it.
+EXPLICIT_EXPECTED = """\
+nodes 9 roots 1 child_type 4
+order ab7c h 7 7 e 7
+relaunched ab7cab7cab7cab7cab7c h 7
+snapshot ab7c h 7
+update cudaSuccess 0 ab1c h 21
+exec_set ab9c h 9
+topology cudaErrorGraphExecUpdateFailure 2
+clone ab1c h 21
+cycle cudaErrorInvalidValue
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--emulate",)], ids=["compiled", "emulated"])
+def test_stream_capture_records_forks_joins_and_replays(mode: tuple[str, ...]) -> None:
+    """Captured launches, a copy and a host function run only when the graph is launched: 100
+    launches compute ((x + 1) * 3) 100 times on the forked half and x + 1 on the other, the host
+    node sees each launch's copied result; capture status and id; work forked into another stream
+    and never joined back is cudaErrorStreamCaptureUnjoined; waiting for a capturing stream fails
+    and invalidates the capture; the legacy stream cannot capture."""
+    need_compiler(cpp=True)
+    r = _polypy("run", str(PROGRAMS / "capture.cu"), *mode)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout == CAPTURE_EXPECTED
+
+
+@pytest.mark.parametrize("mode", [(), ("--emulate",)], ids=["compiled", "emulated"])
+def test_graphs_made_by_hand_run_in_dependency_order(mode: tuple[str, ...]) -> None:
+    """Memset, 1-D and 3-D memcpy, host, empty and child-graph nodes run after their dependencies
+    (host nodes record the order); relaunching repeats it; the executable graph is a snapshot;
+    cudaGraphExecUpdate (both signatures) takes new parameters of a graph of the same shape and
+    refuses a changed topology; cudaGraphExecMemsetNodeSetParams; a clone; a cycle."""
+    need_compiler(cpp=True)
+    r = _polypy("run", str(PROGRAMS / "explicit.cu"), *mode)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout == EXPLICIT_EXPECTED
+
+
+REFUSED = {
+    "kernel_node.cu": ("cudaGraph_t g;\n  cudaGraphCreate(&g, 0);\n  cudaGraphNode_t node;\n  "
+                       "cudaGraphAddKernelNode(&node, g, 0, 0, 0);",
+                       "7:3: error: 'cudaGraphAddKernelNode' is unavailable: CUDA graphs: kernel nodes made by hand, "
+                       "a kernel's address (cudaGraphAddKernelNode) is not supported by polypy"),
+    "mem_node.cu": ("cudaGraphNode_t node;\n  cudaGraphAddMemAllocNode(&node, 0, 0, 0, 0);",
+                    "5:3: error: 'cudaGraphAddMemAllocNode' is unavailable: CUDA graphs: memory nodes "
+                    "(cudaGraphAddMemAllocNode) is not supported by polypy"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_graph_calls_not_implemented_are_located_errors(tmp_path: pathlib.Path, name: str) -> None:
+    body, message = REFUSED[name]
+    src = tmp_path / name
+    src.write_text("#include <cstdio>\n__global__ void k(int* x) { x[0] = 1; }\nint main() {\n  " + body
+                   + "\n  return 0;\n}\n")
+    out = tmp_path / "out.cpp"
+    r = _polypy("translate", str(src), "-o", str(out))
+    assert r.returncode == 1
+    assert f"{name}:{message}" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    assert not out.exists()
