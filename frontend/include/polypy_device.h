@@ -255,6 +255,26 @@ POLYPY_D double __dadd_rn(double, double);
 POLYPY_D double __dsub_rn(double, double);
 POLYPY_D double __dmul_rn(double, double);
 POLYPY_D double __ddiv_rn(double, double);
+/* Directed rounding (rz, ru, rd; rn where not above) and rounded conversions: the frontend maps
+ * them by name (frontend/lower/rounding.py). */
+#define POLYPY_ROUNDED_ARITH(m) \
+  POLYPY_D float __fsqrt_##m(float); POLYPY_D float __frcp_##m(float); POLYPY_D float __fmaf_##m(float, float, float); \
+  POLYPY_D double __dsqrt_##m(double); POLYPY_D double __drcp_##m(double); \
+  POLYPY_D double __fma_##m(double, double, double); \
+  POLYPY_D int __float2int_##m(float); POLYPY_D unsigned int __float2uint_##m(float); \
+  POLYPY_D long long __float2ll_##m(float); POLYPY_D unsigned long long __float2ull_##m(float); \
+  POLYPY_D int __double2int_##m(double); POLYPY_D unsigned int __double2uint_##m(double); \
+  POLYPY_D long long __double2ll_##m(double); POLYPY_D unsigned long long __double2ull_##m(double); \
+  POLYPY_D float __int2float_##m(int); POLYPY_D float __uint2float_##m(unsigned int); \
+  POLYPY_D float __ll2float_##m(long long); POLYPY_D float __ull2float_##m(unsigned long long); \
+  POLYPY_D double __ll2double_##m(long long); POLYPY_D double __ull2double_##m(unsigned long long); \
+  POLYPY_D float __double2float_##m(double);
+#define POLYPY_DIRECTED(m) POLYPY_ROUNDED_ARITH(m) \
+  POLYPY_D float __fadd_##m(float, float); POLYPY_D float __fsub_##m(float, float); \
+  POLYPY_D float __fmul_##m(float, float); POLYPY_D float __fdiv_##m(float, float); \
+  POLYPY_D double __dadd_##m(double, double); POLYPY_D double __dsub_##m(double, double); \
+  POLYPY_D double __dmul_##m(double, double); POLYPY_D double __ddiv_##m(double, double);
+POLYPY_ROUNDED_ARITH(rn) POLYPY_DIRECTED(rz) POLYPY_DIRECTED(ru) POLYPY_DIRECTED(rd)
 #ifdef __cplusplus
 POLYPY_D float fma(float, float, float);
 POLYPY_D float min(float, float);

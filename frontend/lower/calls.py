@@ -20,6 +20,7 @@ from frontend.lower.cooperative import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.lower.printing import assert_fail, device_printf
 from frontend.lower.int_intrinsics import INT_INTRINSICS, int_intrinsic
+from frontend.lower.rounding import REFUSED as REFUSED_ROUNDING, ROUNDING_INTRINSICS, rounding_intrinsic
 from frontend.lower.warp_collectives import WARP_COLLECTIVES, warp_collective
 from frontend.values import Aggregate, MemLV, Pointer, Value
 
@@ -205,6 +206,10 @@ class CallLowering:
             return self.float_constant(name, args, c)
         if name in INT_INTRINSICS:
             return self.bit_intrinsic(name, [self.scalar(a) for a in args], c)
+        if name in ROUNDING_INTRINSICS:
+            return self.bit_intrinsic(name, [self.scalar(a) for a in args], c, rounding_intrinsic)
+        if name in REFUSED_ROUNDING:
+            raise self.error(f"'{name}': {REFUSED_ROUNDING[name]} is not supported", c)
         if name in BIT_CAST_CALLS:
             return bit_cast_call(name, [self.scalar(a) for a in args], loc)
         if name in CUDA_ARITH_INTRINSICS:
@@ -273,15 +278,16 @@ class CallLowering:
         index = self.scalar(args[1])
         return self.read(self.pointer_element(Pointer(pname, (), None, layout), index, c), c)
 
-    def bit_intrinsic(self, name: str, args: list[n.Expr], c: ci.Cursor) -> n.Expr:
-        """CUDA's integer intrinsics (``frontend.lower.int_intrinsics``), temporaries declared here."""
+    def bit_intrinsic(self, name: str, args: list[n.Expr], c: ci.Cursor, lower=int_intrinsic) -> n.Expr:
+        """CUDA's integer intrinsics (``frontend.lower.int_intrinsics``) and rounding intrinsics
+        (``frontend.lower.rounding``), written in IR by ``lower``, temporaries declared here."""
         loc = self.loc(c)
 
         def let(e: n.Expr, base: str) -> n.Expr:
             v = self.temp(e.type, e, base, c)
             return n.Var(v.name, v.type, loc=loc)
 
-        return int_intrinsic(name, args, let, loc)
+        return lower(name, args, let, loc)
 
     def clock_read(self, name: str, c: ci.Cursor) -> n.Expr:
         """``clock()`` / ``clock64()``: the number of ``clock()`` / ``clock64()`` calls the thread has
