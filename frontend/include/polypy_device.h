@@ -242,6 +242,17 @@ POLYPY_M2(copysign) POLYPY_M2(fdim)
 POLYPY_LIBC void sincosf(float x, float* s, float* c);
 POLYPY_LIBC void sincos(double x, double* s, double* c);
 POLYPY_D void __sincosf(float x, float* s, float* c);
+POLYPY_LIBC float frexpf(float, int*);
+POLYPY_LIBC double frexp(double, int*);
+POLYPY_LIBC float ldexpf(float, int);
+POLYPY_LIBC double ldexp(double, int);
+POLYPY_LIBC float modff(float, float*);
+POLYPY_LIBC double modf(double, double*);
+#ifdef __cplusplus
+POLYPY_D float frexp(float, int*);
+POLYPY_D float ldexp(float, int);
+POLYPY_D float modf(float, float*);
+#endif
 POLYPY_LIBC float fmaf(float, float, float);
 POLYPY_LIBC double fma(double, double, double);
 POLYPY_D float __saturatef(float);

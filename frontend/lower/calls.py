@@ -19,6 +19,7 @@ from frontend.lower.context import CK, function_body
 from frontend.lower.cooperative import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.lower.printing import assert_fail, device_printf
+from frontend.lower.float_parts import FloatParts
 from frontend.lower.int_intrinsics import INT_INTRINSICS, int_intrinsic
 from frontend.lower.rounding import REFUSED as REFUSED_ROUNDING, ROUNDING_INTRINSICS, rounding_intrinsic
 from frontend.lower.warp_collectives import WARP_COLLECTIVES, warp_collective
@@ -37,6 +38,8 @@ _ATOMICS.update({f"{name}{scope}": op for name, op in list(_ATOMICS.items()) for
 _SHUFFLES = {"__shfl_sync": "idx", "__shfl_up_sync": "up", "__shfl_down_sync": "down", "__shfl_xor_sync": "xor"}
 _VOTES = {"__ballot_sync": "ballot", "__any_sync": "any", "__all_sync": "all", "__activemask": "activemask"}
 _FENCES = {"__threadfence_block": "block", "__threadfence": "device", "__threadfence_system": "system"}
+_FLOAT_PARTS = {"frexp": "frexp", "frexpf": "frexp", "ldexp": "ldexp", "ldexpf": "ldexp", "modf": "modf",
+                "modff": "modf"}
 _CACHED_LOADS = ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv")
 _CACHED_STORES = ("__stcg", "__stcs", "__stwb", "__stwt")
 # What <math.h>'s INFINITY, HUGE_VAL(F) and NAN expand to (``__builtin_`` taken off), and their type.
@@ -239,6 +242,8 @@ class CallLowering:
             if len(values) != fn_info.arity:
                 raise self.error(f"'{name}' takes {fn_info.arity} argument(s)", c)
             return convert(n.Call(canonical, tuple(values), BOOL if fn_info.returns_bool else values[0].type, loc=loc), rt)  # type: ignore[union-attr,arg-type]
+        if name in _FLOAT_PARTS:
+            return self.float_part(_FLOAT_PARTS[name], fn, args, c)
         if name in ("sincosf", "sincos", "__sincosf"):
             x = self.scalar(args[0])
             for target_c, fname in ((args[1], "sin"), (args[2], "cos")):
@@ -247,6 +252,28 @@ class CallLowering:
                 self.assign(lv, n.Call(fname, (x,), x.type, loc=loc), c)
             return None
         raise self.error(f"call to '{name}', which has no definition polypy can translate", c)
+
+    def float_part(self, what: str, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
+        """``frexp``, ``ldexp``, ``modf`` (``frontend.lower.float_parts``): the result, and for
+        ``frexp``/``modf`` the second result stored through the pointer argument."""
+        loc = self.loc(c)
+        rt = tm.scalar_type(fn.result_type)
+        if rt is None or not rt.is_float:
+            raise self.error(f"unsupported use of '{fn.spelling}'", c)
+
+        def let(e: n.Expr, base: str) -> n.Expr:
+            v = self.temp(e.type, e, base, c)
+            return n.Var(v.name, v.type, loc=loc)
+
+        parts = FloatParts(let, loc)
+        x = let(convert(self.scalar(args[0]), rt), "x")
+        if what == "ldexp":
+            return parts.ldexp(x, convert(self.scalar(args[1]), I32))
+        value, second = parts.frexp(x) if what == "frexp" else parts.modf(x)
+        target = self.expr(args[1])
+        lv = self.deref(target if not isinstance(target, _ArrayRef) else target.decay(self), c)
+        self.assign(lv, second, c)
+        return value
 
     def texture_fetch(self, args: list[ci.Cursor], c: ci.Cursor) -> Value:
         """``tex1Dfetch(t, i)`` of a file-scope ``texture<T, 1, cudaReadModeElementType> t`` bound to
