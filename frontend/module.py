@@ -23,6 +23,7 @@ from polypy.sources import read_source
 from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, deepest_cursor, parse_translation_unit, preorder
 from frontend.device_pass import device_defines, join_passes, names_cuda_arch
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
+from frontend.kernel_refs import kernel_address_spans, kernel_values
 from frontend.launch_shapes import LaunchShapes
 from frontend.lower import (
     CK, KernelBuilder, ModuleContext, decl_key, function_body, has_attr, is_device_decl, is_host_decl,
@@ -334,7 +335,7 @@ class _ModuleBuilder:
                     continue
                 visited.add(key)
                 instance = fn
-            _refuse_kernel_values(fn)
+            kernel_values(fn, lambda c: self.launch_config(c) is not None)  # refuses what cannot be taken
             for call in preorder(fn):
                 if call.kind != CK.CALL_EXPR:
                     continue
@@ -412,6 +413,10 @@ class _ModuleBuilder:
             spans = tuple(self.device_span(d, names, conv) for d in by_file.get(fname, [])
                           if self.device_span(d, names, conv) is not None)
             spans += self.symbol_name_spans(by_file.get(fname, []), decls, conv)
+            spans += kernel_address_spans(
+                [d for d in by_file.get(fname, []) if self.is_host_function(d)],
+                lambda c: self.launch_config(c) is not None, lambda d: names.get(self.kernel_key(d)),
+                lambda name: bool(self.ctx.textures.get(name)), conv.slice, conv.char)
             includes = tuple(self.include_span(c, conv) for c in inclusions
                              if c.location.file is not None and c.location.file.name == fname)
             copy_spans = tuple(self.copy_span(c, conv) for c in copies if c.call.location.file.name == fname)
@@ -588,23 +593,6 @@ def _string_literal(arg: ci.Cursor) -> ci.Cursor | None:
             return None
         arg = children[0]
     return arg if arg.kind == CK.STRING_LITERAL else None
-
-
-def _refuse_kernel_values(fn: ci.Cursor) -> None:
-    """A kernel named in host code other than as the kernel of a launch (its address passed to a
-    function, stored, cast): a translated program has no function of that name, only launchers.
-    (The runtime's calls that take a kernel, cudaFuncSetCacheConfig and the occupancy API, are
-    macros that drop it.)"""
-    def where(c: ci.Cursor) -> tuple:
-        return (c.extent.start.file.name if c.extent.start.file else "", c.extent.start.offset)
-
-    launched = {where(c) for c in preorder(fn) if c.kind == CK.CALL_EXPR and _ModuleBuilder.launch_config(c) is not None}
-    for ref in preorder(fn):
-        if ref.kind != CK.DECL_REF_EXPR or ref.referenced is None or not is_kernel_decl(ref.referenced):
-            continue
-        if where(ref) not in launched:
-            raise UserError(f"kernel '{ref.spelling}' used as a value (not launched with <<<...>>>) is not supported: "
-                            "a translated program has launchers, not a function of that name", cursor_loc(ref))
 
 
 def _is_runtime_header(path: str) -> bool:

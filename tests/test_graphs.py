@@ -77,11 +77,25 @@ def test_graphs_made_by_hand_run_in_dependency_order(mode: tuple[str, ...]) -> N
     assert r.stdout == EXPLICIT_EXPECTED
 
 
+@pytest.mark.parametrize("mode", [(), ("--emulate",)], ids=["compiled", "emulated"])
+def test_kernel_nodes_made_by_hand(mode: tuple[str, ...]) -> None:
+    """``(void*)axpy`` as cudaKernelNodeParams::func: two kernel nodes in a chain, the parameter
+    values copied when each node is made (2 then 3: y = 5 x), cudaGraphExecKernelNodeSetParams
+    on the executable graph (a = 10: y = 5x + 2x + 10x); a pointer that is no kernel and packed
+    parameters are cudaErrorInvalidValue."""
+    need_compiler(cpp=True)
+    r = _polypy("run", str(PROGRAMS / "kernel_nodes.cu"), *mode)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout == "5 495\n17 1683\ncudaErrorInvalidValue cudaErrorInvalidValue\n"
+
+
 REFUSED = {
-    "kernel_node.cu": ("cudaGraph_t g;\n  cudaGraphCreate(&g, 0);\n  cudaGraphNode_t node;\n  "
-                       "cudaGraphAddKernelNode(&node, g, 0, 0, 0);",
-                       "7:3: error: 'cudaGraphAddKernelNode' is unavailable: CUDA graphs: kernel nodes made by hand, "
-                       "a kernel's address (cudaGraphAddKernelNode) is not supported by polypy"),
+    "get_params.cu": ("cudaGraphNode_t node = 0;\n  cudaKernelNodeParams p;\n  cudaGraphKernelNodeGetParams(node, &p);",
+                      "6:3: error: 'cudaGraphKernelNodeGetParams' is unavailable: CUDA graphs: reading a kernel node's "
+                      "parameters back (cudaGraphKernelNodeGetParams) is not supported by polypy"),
+    "template_address.cu": ("void* f = (void*)t<int>;\n  (void)f;",
+                            "4:20: error: kernel 't' used as a value (not launched with <<<...>>>) is not supported: "
+                            "only the address of a kernel that is not a template"),
     "mem_node.cu": ("cudaGraphNode_t node;\n  cudaGraphAddMemAllocNode(&node, 0, 0, 0, 0);",
                     "5:3: error: 'cudaGraphAddMemAllocNode' is unavailable: CUDA graphs: memory nodes "
                     "(cudaGraphAddMemAllocNode) is not supported by polypy"),
@@ -92,7 +106,7 @@ REFUSED = {
 def test_graph_calls_not_implemented_are_located_errors(tmp_path: pathlib.Path, name: str) -> None:
     body, message = REFUSED[name]
     src = tmp_path / name
-    src.write_text("#include <cstdio>\n__global__ void k(int* x) { x[0] = 1; }\nint main() {\n  " + body
+    src.write_text("#include <cstdio>\ntemplate <class T> __global__ void t(T* x) { x[0] = 1; }\nint main() {\n  " + body
                    + "\n  return 0;\n}\n")
     out = tmp_path / "out.cpp"
     r = _polypy("translate", str(src), "-o", str(out))

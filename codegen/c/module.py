@@ -259,6 +259,8 @@ def _rewrite(path: str, state: _ProgramState) -> str:
             edits.append((span.start, span.end, text))
         elif span.kind == "device":
             edits.append((span.start, span.end, "/* device function: inlined where it is called */"))
+        elif span.kind == "kernel-address":  # `(void*)k`: the runtime's object for k (parts/graphs.h)
+            edits.append((span.start, span.end, f"polypy_rt_kernel_address({state.codes[span.kernels[0]].launcher_name})"))
         elif span.kind == "symbol-name":  # cudaMemcpyToSymbol("c", ...): the variable named
             edits.append((span.start, span.end, f"{span.kernels[0]} /* {hf.text[span.start:span.end]} */"))
     if state.share:  # copies not made (frontend.host_copies)

@@ -46,6 +46,7 @@ class DeviceSpan:
     start: int
     end: int
     kind: str  # "kernel" | "device" | "global-var" | "symbol-name" (a string naming a device symbol)
+    #          | "kernel-address" (a kernel named in host code, not launched: `(void*)k`)
     kernels: tuple[str, ...] = ()  # the IR kernels a "kernel" span becomes; a "symbol-name": the symbol
 
 

@@ -175,6 +175,9 @@ static inline int polypy_rt_apart(const void* a, const void* b) {
 #pragma push_macro("__noinline__")
 #undef __noinline__
 #include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 #pragma pop_macro("__noinline__")
 

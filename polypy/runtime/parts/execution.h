@@ -116,13 +116,9 @@ cudaError_t cudaLaunchKernel(...) POLYPY_RUNTIME_REFUSED("cudaLaunchKernel (laun
 cudaError_t cudaLaunchKernelExC(...) POLYPY_RUNTIME_REFUSED("cudaLaunchKernelExC (launch with <<<...>>>)");
 cudaError_t cudaLaunchCooperativeKernel(...) POLYPY_RUNTIME_REFUSED("cudaLaunchCooperativeKernel (grid-wide sync)");
 cudaError_t cudaLaunchCooperativeKernelMultiDevice(...) POLYPY_RUNTIME_REFUSED("cudaLaunchCooperativeKernelMultiDevice");
-/* CUDA graphs (parts/graphs.h): what is not implemented. Kernel nodes made by hand need a
- * kernel's address (kernels enter graphs through stream capture). */
+/* CUDA graphs (parts/graphs.h): what is not implemented. */
 #define POLYPY_GRAPH_REFUSED(name, what) cudaError_t name(...) POLYPY_RUNTIME_REFUSED("CUDA graphs: " what " (" #name ")");
-POLYPY_GRAPH_REFUSED(cudaGraphAddKernelNode, "kernel nodes made by hand, a kernel's address")
-POLYPY_GRAPH_REFUSED(cudaGraphKernelNodeGetParams, "kernel nodes made by hand, a kernel's address")
-POLYPY_GRAPH_REFUSED(cudaGraphKernelNodeSetParams, "kernel nodes made by hand, a kernel's address")
-POLYPY_GRAPH_REFUSED(cudaGraphExecKernelNodeSetParams, "kernel nodes made by hand, a kernel's address")
+POLYPY_GRAPH_REFUSED(cudaGraphKernelNodeGetParams, "reading a kernel node's parameters back")
 POLYPY_GRAPH_REFUSED(cudaGraphAddNode, "nodes from cudaGraphNodeParams")
 POLYPY_GRAPH_REFUSED(cudaStreamBeginCaptureToGraph, "capture into an existing graph")
 POLYPY_GRAPH_REFUSED(cudaGraphAddMemAllocNode, "memory nodes") POLYPY_GRAPH_REFUSED(cudaGraphAddMemFreeNode, "memory nodes")

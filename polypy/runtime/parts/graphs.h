@@ -15,9 +15,10 @@
  * (join). cudaStreamEndCapture checks, as CUDA does, that every joined stream's work has been
  * joined back into the origin stream.
  *
- * Kernel nodes made by hand (cudaGraphAddKernelNode, cudaKernelNodeParams::func) need a kernel's
- * address, which host code cannot take in a translated program (a located error at `(void*)k`):
- * kernels enter graphs through capture. */
+ * Kernel nodes made by hand (cudaGraphAddKernelNode): a kernel's address in host code (`(void*)k`)
+ * is translated as polypy_rt_kernel_address(k's launcher), a registered object that binds a
+ * cudaKernelNodeParams::kernelParams array (one pointer per kernel parameter, CUDA's convention) to
+ * the launcher's parameter types, copying the values when the node is made. */
 typedef struct polypy_rt_graph* cudaGraph_t;
 typedef struct polypy_rt_graph_exec* cudaGraphExec_t;
 typedef struct polypy_rt_graph_node* cudaGraphNode_t;
@@ -59,6 +60,54 @@ struct cudaKernelNodeParams {
 };
 struct cudaMemsetParams { void* dst; size_t pitch; unsigned int value, elementSize; size_t width, height; };
 struct cudaHostNodeParams { cudaHostFn_t fn; void* userData; };
+
+/* ------------------------------------------------------------------ kernels by address */
+/* What `(void*)k` is in a translated program: k's launcher and how to bind arguments to it. */
+struct polypy_rt_kernel {
+  const void* launcher;
+  std::function<cudaError_t()> (*bind)(const void* launcher, dim3 grid, dim3 block, size_t shmem, void** args);
+};
+/* A launch run as a graph node: the launch's error (an invalid configuration, a failed assert)
+ * is the node's. */
+template <class F>
+static inline cudaError_t polypy_rt_node_launch(F launch) {
+  cudaError_t before = *polypy_rt_last_error();
+  *polypy_rt_last_error() = cudaSuccess;
+  launch();
+  cudaError_t e = *polypy_rt_last_error();
+  if (e == cudaSuccess) *polypy_rt_last_error() = before;
+  return e;
+}
+template <class... P, size_t... I>
+static inline std::function<cudaError_t()> polypy_rt_bind_at(void (*f)(dim3, dim3, size_t, P...), dim3 grid, dim3 block,
+                                                            size_t shmem, void** args, std::index_sequence<I...>) {
+  std::tuple<typename std::decay<P>::type...> values(*(typename std::decay<P>::type*)args[I]...);
+  return [=]() { return polypy_rt_node_launch([&]() { f(grid, block, shmem, std::get<I>(values)...); }); };
+}
+template <class... P>
+static inline std::function<cudaError_t()> polypy_rt_bind(const void* launcher, dim3 grid, dim3 block, size_t shmem,
+                                                         void** args) {
+  void (*f)(dim3, dim3, size_t, P...) = (void (*)(dim3, dim3, size_t, P...))launcher;
+  return polypy_rt_bind_at<P...>(f, grid, block, shmem, args, std::index_sequence_for<P...>());
+}
+POLYPY_RT_STATE std::vector<struct polypy_rt_kernel*>* polypy_rt_kernels() {
+  static std::vector<struct polypy_rt_kernel*> known;
+  return &known;
+}
+/* One object per kernel (per launcher), made the first time its address is taken. */
+template <class... P>
+static inline void* polypy_rt_kernel_address(void (*launcher)(dim3, dim3, size_t, P...)) {
+  for (struct polypy_rt_kernel* k : *polypy_rt_kernels())
+    if (k->launcher == (const void*)launcher) return k;
+  struct polypy_rt_kernel* k = new polypy_rt_kernel{(const void*)launcher, &polypy_rt_bind<P...>};
+  polypy_rt_kernels()->push_back(k);
+  return k;
+}
+static inline struct polypy_rt_kernel* polypy_rt_kernel_of(const void* func) {
+  for (struct polypy_rt_kernel* k : *polypy_rt_kernels())
+    if ((const void*)k == func) return k;
+  return 0;
+}
 
 struct polypy_rt_graph_node {
   enum cudaGraphNodeType type;
@@ -289,6 +338,27 @@ static inline cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node, con
   node->work = [q]() { return polypy_rt_memset_node(q); };
   return cudaSuccess;
 }
+/* Kernel nodes: the function is a kernel's address as host code takes it (`(void*)k`); the
+ * parameters' values are copied now, as CUDA copies them. `extra` (packed parameters) is not
+ * supported. */
+static inline cudaError_t polypy_rt_kernel_work(cudaGraphNode_t node, const struct cudaKernelNodeParams* p) {
+  struct polypy_rt_kernel* k = p ? polypy_rt_kernel_of(p->func) : 0;
+  if (!k || p->extra) return polypy_rt_fail(cudaErrorInvalidValue);
+  node->work = k->bind(k->launcher, p->gridDim, p->blockDim, p->sharedMemBytes, p->kernelParams);
+  node->function = k->launcher;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* out, cudaGraph_t g, const cudaGraphNode_t* deps,
+                                                 size_t count, const struct cudaKernelNodeParams* p) {
+  if (!p || !polypy_rt_kernel_of(p->func) || p->extra) return polypy_rt_fail(cudaErrorInvalidValue);
+  cudaError_t e = polypy_rt_graph_add(out, g, deps, count, cudaGraphNodeTypeKernel);
+  if (e != cudaSuccess) return e;
+  return polypy_rt_kernel_work(*out, p);
+}
+static inline cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const struct cudaKernelNodeParams* p) {
+  if (!node || node->type != cudaGraphNodeTypeKernel) return polypy_rt_fail(cudaErrorInvalidValue);
+  return polypy_rt_kernel_work(node, p);
+}
 /* The child node holds a copy of the child graph, made now (CUDA clones it too). */
 static inline cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* out, cudaGraph_t g, const cudaGraphNode_t* deps,
                                                      size_t count, cudaGraph_t child) {
@@ -366,7 +436,8 @@ static inline cudaError_t polypy_rt_instantiate(cudaGraphExec_t* out, cudaGraph_
   if (!out || !g || (flags & ~(unsigned long long)15)) return polypy_rt_fail(cudaErrorInvalidValue);
   if (flags & cudaGraphInstantiateFlagDeviceLaunch) return polypy_rt_fail(cudaErrorNotSupported);  /* no device launch */
   cudaGraphExec_t exec = new polypy_rt_graph_exec();
-  exec->graph = polypy_rt_graph_copy(g, &exec->originals);
+  exec->graph = polypy_rt_graph_copy(g);
+  exec->originals = g->nodes;
   if (!polypy_rt_graph_order(exec->graph, &exec->order)) {
     polypy_rt_graph_free(exec->graph);
     delete exec;
@@ -452,6 +523,15 @@ static inline cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t exe
   if (!mine) return polypy_rt_fail(cudaErrorInvalidValue);
   return cudaGraphMemcpyNodeSetParams1D(mine, dst, src, bytes, kind);
 }
+/* The executable graph's kernel node takes new parameters; its kernel stays the same (CUDA). */
+static inline cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                           const struct cudaKernelNodeParams* p) {
+  cudaGraphNode_t mine = exec ? polypy_rt_exec_node(exec, 0, node) : 0;
+  struct polypy_rt_kernel* k = p ? polypy_rt_kernel_of(p->func) : 0;
+  if (!mine || mine->type != cudaGraphNodeTypeKernel || !k || k->launcher != mine->function)
+    return polypy_rt_fail(cudaErrorInvalidValue);
+  return polypy_rt_kernel_work(mine, p);
+}
 static inline cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
                                                                cudaGraph_t child) {
   cudaGraphNode_t mine = exec ? polypy_rt_exec_node(exec, 0, node) : 0;
@@ -512,10 +592,10 @@ static inline cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t 
 /* CUDA 11's signature. */
 static inline cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t g, cudaGraphNode_t* error_node,
                                               enum cudaGraphExecUpdateResult* result) {
-  if (!error_node || !result) return polypy_rt_fail(cudaErrorInvalidValue);
+  if (!result) return polypy_rt_fail(cudaErrorInvalidValue);
   struct cudaGraphExecUpdateResultInfo info = {cudaGraphExecUpdateSuccess, 0, 0};
   cudaError_t e = cudaGraphExecUpdate(exec, g, &info);
-  *error_node = info.errorNode;
+  if (error_node) *error_node = info.errorNode;
   *result = info.result;
   return e;
 }
@@ -534,9 +614,10 @@ POLYPY_RT_STATE std::vector<struct polypy_rt_capture_sequence*>* polypy_rt_captu
 static inline cudaError_t polypy_rt_capture(cudaStream_t s, int node_type, std::function<cudaError_t()> work) {
   struct polypy_rt_stream_capture* c = polypy_rt_stream_of(s)->capture;
   if (c->sequence->invalidated) return polypy_rt_fail(cudaErrorStreamCaptureInvalidated);
-  cudaGraphNode_t node;
+  cudaGraphNode_t node = 0;
   cudaGraph_t g = c->sequence->graph;
-  polypy_rt_graph_add(&node, g, c->tail.data(), c->tail.size(), (enum cudaGraphNodeType)node_type);
+  cudaError_t e = polypy_rt_graph_add(&node, g, c->tail.data(), c->tail.size(), (enum cudaGraphNodeType)node_type);
+  if (e != cudaSuccess) return e;
   node->work = work;
   c->tail.assign(1, node);
   return cudaSuccess;
@@ -555,15 +636,10 @@ struct polypy_rt_stream_launch {
       return;
     }
     void (*f)(P...) = launcher;
-    polypy_rt_capture(stream, cudaGraphNodeTypeKernel, [f, args...]() {
-      cudaError_t before = *polypy_rt_last_error();
-      *polypy_rt_last_error() = cudaSuccess;
-      f(args...);
-      cudaError_t e = *polypy_rt_last_error();  /* an invalid configuration, a failed assert */
-      if (e == cudaSuccess) *polypy_rt_last_error() = before;
-      return e;
+    cudaError_t e = polypy_rt_capture(stream, cudaGraphNodeTypeKernel, [f, args...]() {
+      return polypy_rt_node_launch([&]() { f(args...); });
     });
-    polypy_rt_stream_of(stream)->capture->tail.back()->function = (const void*)f;
+    if (e == cudaSuccess) polypy_rt_stream_of(stream)->capture->tail.back()->function = (const void*)f;
   }
 };
 template <class... P>
