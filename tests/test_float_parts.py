@@ -76,3 +76,19 @@ def test_frexp_ldexp_modf_match_the_c_library(tmp_path, ctype: str, way: str) ->
         assert _same(out[name], value.astype(out[name].dtype)), (name, [
             (float(x[i]), int(k[i]), out[name][i], value[i]) for i in range(n)
             if not _same(out[name][i:i + 1], value[i:i + 1].astype(out[name].dtype))][:3])
+
+
+def test_mixed_float_double_min_max_compare_as_doubles(tmp_path) -> None:
+    """CUDA's ``max(double, float)`` / ``min(float, double)`` overloads (eigenvalues calls
+    ``max(MIN_ABS_INTERVAL, t1)``): the float widened, the result a double."""
+    src = tmp_path / "mixed.cu"
+    src.write_text("__global__ void k(double* o, const float* a, int n) {\n"
+                   "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                   "  if (i < n) o[i] = max(1.0e-30, a[i]) + 3.0 * min(a[i], 0.25);\n}\n")
+    a = np.array([-1.0, 0.1, 0.5, 2.0, 1e-31, -0.0], np.float32)
+    args = {"o": np.zeros(a.size), "a": a, "n": a.size}
+    wide = a.astype(np.float64)
+    want = np.maximum(1e-30, wide) + 3.0 * np.minimum(wide, 0.25)
+    kernel = polypy.load(str(src)).kernel("k")
+    np.testing.assert_array_equal(run_emulated(kernel, 1, 32, args)["o"], want)
+    np.testing.assert_array_equal(run_c(kernel, 1, 32, args)["o"], want)

@@ -292,6 +292,11 @@ POLYPY_D float min(float, float);
 POLYPY_D double min(double, double);
 POLYPY_D float max(float, float);
 POLYPY_D double max(double, double);
+/* CUDA's mixed overloads: a float and a double compare as doubles. */
+POLYPY_D double min(float, double);
+POLYPY_D double min(double, float);
+POLYPY_D double max(float, double);
+POLYPY_D double max(double, float);
 POLYPY_D float abs(float);
 POLYPY_D double abs(double);
 POLYPY_D bool isnan(float);
