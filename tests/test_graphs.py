@@ -31,6 +31,7 @@ forked 1
 ended 0 ran 0
 nodes 4 roots 1
 calls 100 h0 1 h40 1 last_seen 1
+child_calls 102 f 2 2 3 2 3 2 3 2 3 2 2 2 2 2 2 2 2 2
 unjoined cudaErrorStreamCaptureUnjoined 1
 sync_in_capture cudaErrorStreamCaptureUnsupported 2 cudaErrorStreamCaptureInvalidated
 legacy cudaErrorStreamCaptureUnsupported
@@ -56,7 +57,8 @@ cycle cudaErrorInvalidValue
 def test_stream_capture_records_forks_joins_and_replays(mode: tuple[str, ...]) -> None:
     """Captured launches, a copy and a host function run only when the graph is launched: 100
     launches compute ((x + 1) * 3) 100 times on the forked half and x + 1 on the other, the host
-    node sees each launch's copied result; capture status and id; work forked into another stream
+    node sees each launch's copied result; a fill, a 2-D copy and a launch of an executable graph
+    (a child graph node) captured; capture status and id; work forked into another stream
     and never joined back is cudaErrorStreamCaptureUnjoined; waiting for a capturing stream fails
     and invalidates the capture; the legacy stream cannot capture."""
     need_compiler(cpp=True)

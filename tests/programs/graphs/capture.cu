@@ -60,6 +60,27 @@ int main() {
   float first = 0.0f, second = 0.0f;
   for (int k = 0; k < 100; ++k) { first = (first + 1.0f) * 3.0f; second = second + 1.0f; }
   printf("calls %d h0 %d h40 %d last_seen %d\n", log.calls, h[0] == first, h[40] == second, log.seen[(log.calls - 1) % 8] == first);
+  // More captured work: a fill, a 2-D copy, and the executable graph above launched into the
+  // capture (a child graph node: it runs the 4 nodes once more).
+  float *f, hf[32];
+  cudaMalloc(&f, 32 * sizeof(float));
+  cudaGraph_t g2;
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+  cudaMemsetAsync(f, 0, 32 * sizeof(float), s);
+  add<<<1, 32, 0, s>>>(f, 2.0f, 32);                                  // f = 2
+  add<<<1, 32, 0, s>>>(f, 1.0f, 4);                                   // f[0..3] = 3
+  cudaMemcpy2DAsync(f + 16, 2 * sizeof(float), f, 1 * sizeof(float), sizeof(float), 8, cudaMemcpyDeviceToDevice,
+                    s);                                               // f[16 + 2r] = f[r], r < 8
+  cudaGraphLaunch(exec, s);
+  cudaMemcpyAsync(hf, f, sizeof hf, cudaMemcpyDeviceToHost, s);
+  cudaStreamEndCapture(s, &g2);
+  cudaGraphExec_t exec2;
+  cudaGraphInstantiateWithFlags(&exec2, g2, 0);
+  cudaGraphLaunch(exec2, s);
+  cudaGraphLaunch(exec2, s);  // the fill starts it over
+  printf("child_calls %d f", log.calls);
+  for (int i = 14; i < 32; ++i) printf(" %g", hf[i]);
+  printf("\n");
   // Unjoined work: t forks but never joins back.
   cudaGraph_t bad;
   cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
