@@ -266,6 +266,11 @@ POLYPY_D double __dadd_rn(double, double);
 POLYPY_D double __dsub_rn(double, double);
 POLYPY_D double __dmul_rn(double, double);
 POLYPY_D double __ddiv_rn(double, double);
+/* Byte copies and fills in device code (frontend/lower/byte_copies.py). */
+#ifdef __cplusplus
+extern "C" __device__ void* memcpy(void* dst, const void* src, size_t n);
+extern "C" __device__ void* memset(void* dst, int value, size_t n);
+#endif
 /* Directed rounding (rz, ru, rd; rn where not above) and rounded conversions: the frontend maps
  * them by name (frontend/lower/rounding.py). */
 #define POLYPY_ROUNDED_ARITH(m) \

@@ -15,6 +15,7 @@ from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
 from frontend.clang_setup import RUNTIME_DIR, preorder
 from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call
+from frontend.lower.byte_copies import device_memcpy, device_memset
 from frontend.lower.context import CK, function_body
 from frontend.lower.cooperative import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
@@ -114,6 +115,9 @@ class CallLowering:
             return device_printf(self, args, c, discard)
         if base == "__assert_fail":
             return assert_fail(self, args, c)
+        if base in ("memcpy", "memset") and fn.location.is_in_system_header is False and \
+                function_body(fn.get_definition() or fn) is None:
+            return (device_memcpy if base == "memcpy" else device_memset)(self, args, c, discard)
         if base in _REFUSED_CALLS:
             raise self.error(_REFUSED_CALLS[base], c)
         if base == "tex1Dfetch":
