@@ -81,7 +81,9 @@ static inline struct polypy_rt_stream* polypy_rt_stream_of(cudaStream_t s) {
   return s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread ? polypy_rt_null_stream() : s;
 }
 static inline cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int flags, int priority) {
-  if (!s || (flags & ~(unsigned int)cudaStreamNonBlocking)) return polypy_rt_fail(cudaErrorInvalidValue);
+  if (!s) return polypy_rt_fail(cudaErrorInvalidValue);
+  *s = 0;  /* written on every path: a launch given the stream reads it (parts/graphs.h) */
+  if (flags & ~(unsigned int)cudaStreamNonBlocking) return polypy_rt_fail(cudaErrorInvalidValue);
   struct polypy_rt_stream* stream = (struct polypy_rt_stream*)calloc(1, sizeof(struct polypy_rt_stream));
   if (!stream) return polypy_rt_fail(cudaErrorMemoryAllocation);
   stream->flags = flags;
