@@ -273,6 +273,7 @@ static __host__ __device__ inline uint3 make_uint3(unsigned int x, unsigned int 
 #include "parts/streams.h"
 #include "parts/memory_nd.h"
 #include "parts/graphs.h"
+#include "parts/capture.h"
 #include "parts/device.h"
 #include "parts/execution.h"
 #include "parts/driver.h"
