@@ -116,3 +116,24 @@ def test_graph_calls_not_implemented_are_located_errors(tmp_path: pathlib.Path, 
     assert f"{name}:{message}" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
     assert not out.exists()
+
+
+def test_launch_given_a_stream_converts_arguments_as_a_direct_call(tmp_path: pathlib.Path) -> None:
+    """A launch with a stream goes through the runtime (to be captured when the stream captures):
+    its arguments still convert to the kernel's parameter types as in a direct call (NULL to a
+    pointer, an int to a float, a double to an int), evaluated once, at the launch."""
+    need_compiler(cpp=True)
+    src = tmp_path / "conv.cu"
+    src.write_text("#include <cstdio>\n"
+                   "__global__ void k(float* x, float v, const int* unused, int n) {\n"
+                   "  int i = threadIdx.x; if (i < n) x[i] = v + 1.0f; }\n"
+                   "int main() {\n"
+                   "  float* d; cudaMalloc(&d, 32 * sizeof(float)); cudaMemset(d, 0, 32 * sizeof(float));\n"
+                   "  cudaStream_t s; cudaStreamCreate(&s);\n"
+                   "  int calls = 0;\n"
+                   "  k<<<1, 32, 0, s>>>(d, 2 + calls++, NULL, 16.7);\n"
+                   "  float h[32]; cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n"
+                   "  printf(\"%g %g %g %d\\n\", h[0], h[15], h[16], calls);\n}\n")
+    r = _polypy("run", str(src), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout == "3 3 0 1\n"
