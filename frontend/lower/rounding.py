@@ -23,11 +23,11 @@ The side of the exact result:
   case is argued at its code).
 - conversions: the integer-to-float ones compare the integer with ``r`` converted back (exact);
   double-to-float compares ``r`` widened with the double; float-to-integer rounds with
-  rint/floor/ceil/trunc and saturates as CUDA's conversions do (NaN gives 0).
+  rint/floor/ceil/trunc and saturates as CUDA's conversions do (NaN gives 0; CUDA documents an
+  out-of-range result as undefined).
 
 An exact zero sum is -0 when rounding down (IEEE 754: x + (-x) is -0 in roundTowardNegative)
-unless both terms are +0. ``__fma_r{d,u,z}`` on doubles and the float-to-64-bit-integer
-conversions are refused (``REFUSED``).
+unless both terms are +0. ``__fma_r{d,u,z}`` on doubles are refused (``REFUSED``).
 """
 from __future__ import annotations
 
@@ -49,7 +49,8 @@ _ARITH = {"__fadd": ("add", F32), "__fsub": ("sub", F32), "__fmul": ("mul", F32)
           "__drcp": ("rcp", F64), "__dsqrt": ("sqrt", F64), "__fma": ("fma", F64)}
 # Conversions: stem -> (source type, result type).
 _CONVERT = {"__float2int": (F32, I32), "__float2uint": (F32, U32), "__double2int": (F64, I32),
-            "__double2uint": (F64, U32), "__int2float": (I32, F32), "__uint2float": (U32, F32),
+            "__double2uint": (F64, U32), "__float2ll": (F32, I64), "__float2ull": (F32, U64),
+            "__double2ll": (F64, I64), "__double2ull": (F64, U64), "__int2float": (I32, F32), "__uint2float": (U32, F32),
             "__ll2float": (I64, F32), "__ull2float": (U64, F32), "__ll2double": (I64, F64),
             "__ull2double": (U64, F64), "__double2float": (F64, F32)}
 _ARITY = {"add": 2, "sub": 2, "mul": 2, "div": 2, "rcp": 1, "sqrt": 1, "fma": 3}
@@ -68,9 +69,6 @@ REFUSED: dict[str, str] = {}
 for _mode in ("rz", "ru", "rd"):
     REFUSED[f"__fma_{_mode}"] = "directed rounding of a double fma"
     del ROUNDING_INTRINSICS[f"__fma_{_mode}"]
-for _stem in ("__float2ll", "__float2ull", "__double2ll", "__double2ull"):
-    for _mode in MODES:
-        REFUSED[f"{_stem}_{_mode}"] = "conversions of floats to 64-bit integers (their NaN result)"
 
 
 def rounding_intrinsic(name: str, args: list[n.Expr], let: Let, loc: Loc | None) -> n.Expr:
@@ -315,13 +313,15 @@ class _Builder:
         return n.Unary("not", e, loc=self.loc)
 
     def to_int(self, x: n.Expr, ty: ScalarType, mode: str) -> n.Expr:
-        """Rounded as asked, then saturated to the type's range; NaN gives 0 (PTX's cvt)."""
+        """Rounded as asked, then saturated to the type's range; NaN gives 0. (CUDA documents a
+        result outside the type's range as undefined; saturation is what its conversions do.)"""
         fn = {"rn": "rint", "rz": "trunc", "ru": "ceil", "rd": "floor"}[mode]
         r = self.let(self.call(fn, x), "rounded")
-        lo = -(2.0 ** 31) if ty.is_signed else 0.0
-        hi = 2.0 ** 31 if ty.is_signed else 2.0 ** 32  # the first value past the range
-        lo_int = -(2 ** 31) if ty.is_signed else 0
-        hi_int = 2 ** 31 - 1 if ty.is_signed else 2 ** 32 - 1
+        bits = ty.bits - 1 if ty.is_signed else ty.bits
+        lo = -(2.0 ** bits) if ty.is_signed else 0.0
+        hi = 2.0 ** bits  # the first value past the range (exact in float and double)
+        lo_int = -(2 ** bits) if ty.is_signed else 0
+        hi_int = 2 ** bits - 1
         inside = self.cast(self.select(self.both(self.bin("ge", r, self.const(lo, x.type)),
                                                  self.bin("lt", r, self.const(hi, x.type))), r,
                                        self.const(0.0, x.type)), ty)
