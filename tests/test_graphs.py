@@ -34,6 +34,7 @@ calls 100 h0 1 h40 1 last_seen 1
 child_calls 102 f 2 2 3 2 3 2 3 2 3 2 2 2 2 2 2 2 2 2
 unjoined cudaErrorStreamCaptureUnjoined 1
 sync_in_capture cudaErrorStreamCaptureUnsupported 2 cudaErrorStreamCaptureInvalidated
+modes 0 2
 legacy cudaErrorStreamCaptureUnsupported
 """
 

@@ -173,3 +173,14 @@ static inline cudaError_t polypy_rt_capture_wait(cudaStream_t s, cudaEvent_t e) 
   }
   return cudaSuccess;
 }
+/* The calling thread's capture mode, exchanged. The mode decides which calls CUDA treats as
+ * unsafe during someone's capture; here every call has its meaning whatever the mode, so the
+ * exchange is only kept and returned. */
+static inline cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode* mode) {
+  static thread_local enum cudaStreamCaptureMode current = cudaStreamCaptureModeGlobal;
+  if (!mode || (int)*mode < 0 || (int)*mode > 2) return polypy_rt_fail(cudaErrorInvalidValue);
+  enum cudaStreamCaptureMode previous = current;
+  current = *mode;
+  *mode = previous;
+  return cudaSuccess;
+}

@@ -24,7 +24,6 @@ POLYPY_REFUSED(cudaGraphAddEventWaitNode, "CUDA graphs: event nodes")
 POLYPY_REFUSED(cudaGraphSetConditional, "CUDA graphs: conditional nodes")
 POLYPY_REFUSED(cudaGraphDebugDotPrint, "CUDA graphs: DOT output")
 POLYPY_REFUSED(cudaStreamUpdateCaptureDependencies, "CUDA graphs: capture dependencies set by hand")
-POLYPY_REFUSED(cudaThreadExchangeStreamCaptureMode, "CUDA graphs: capture modes of host threads")
 POLYPY_REFUSED(cudaDeviceSetGraphMemAttribute, "CUDA graphs: memory nodes")
 
 /* CUDA arrays, mipmapped arrays, texture and surface objects (1-D texture references on linear

@@ -99,6 +99,11 @@ int main() {
   e = cudaStreamEndCapture(s, &bad);
   printf(" %s\n", cudaGetErrorName(e));
   cudaGetLastError();
+  enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  enum cudaStreamCaptureMode back = mode;
+  cudaThreadExchangeStreamCaptureMode(&back);
+  printf("modes %d %d\n", (int)mode, (int)back);
   e = cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal);
   printf("legacy %s\n", cudaGetErrorName(e));
   cudaGetLastError();
