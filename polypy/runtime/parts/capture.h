@@ -32,25 +32,25 @@ static inline cudaError_t polypy_rt_capture(cudaStream_t s, int node_type, std::
  * `polypy_rt_on_stream(s, K_launch)(dim3(g), dim3(b), shmem, args)`): the launcher's parameters
  * are its own, so the arguments convert as in a direct call; in a capturing stream the launch
  * becomes a kernel node holding the arguments' values. */
-template <class... P>
+template <class... PolypyArgs>
 struct polypy_rt_stream_launch {
   cudaStream_t stream;
-  void (*launcher)(P...);
-  void operator()(P... args) const {
+  void (*launcher)(PolypyArgs...);
+  void operator()(PolypyArgs... args) const {
     if (!polypy_rt_capturing(stream)) {
       launcher(args...);
       return;
     }
-    void (*f)(P...) = launcher;
+    void (*f)(PolypyArgs...) = launcher;
     cudaError_t e = polypy_rt_capture(stream, cudaGraphNodeTypeKernel, [f, args...]() {
       return polypy_rt_node_launch([&]() { f(args...); });
     });
     if (e == cudaSuccess) polypy_rt_stream_of(stream)->capture->tail.back()->function = (const void*)f;
   }
 };
-template <class... P>
-static inline polypy_rt_stream_launch<P...> polypy_rt_on_stream(cudaStream_t s, void (*launcher)(P...)) {
-  return polypy_rt_stream_launch<P...>{s, launcher};
+template <class... PolypyArgs>
+static inline polypy_rt_stream_launch<PolypyArgs...> polypy_rt_on_stream(cudaStream_t s, void (*launcher)(PolypyArgs...)) {
+  return polypy_rt_stream_launch<PolypyArgs...>{s, launcher};
 }
 static inline cudaError_t polypy_rt_capture_unsupported(cudaStream_t s) {
   polypy_rt_stream_of(s)->capture->sequence->invalidated = true;

@@ -64,8 +64,8 @@ struct polypy_rt_kernel {
 };
 /* A launch run as a graph node: the launch's error (an invalid configuration, a failed assert)
  * is the node's. */
-template <class F>
-static inline cudaError_t polypy_rt_node_launch(F launch) {
+template <class PolypyRun>
+static inline cudaError_t polypy_rt_node_launch(PolypyRun launch) {
   cudaError_t before = *polypy_rt_last_error();
   *polypy_rt_last_error() = cudaSuccess;
   launch();
@@ -73,28 +73,28 @@ static inline cudaError_t polypy_rt_node_launch(F launch) {
   if (e == cudaSuccess) *polypy_rt_last_error() = before;
   return e;
 }
-template <class... P, size_t... I>
-static inline std::function<cudaError_t()> polypy_rt_bind_at(void (*f)(dim3, dim3, size_t, P...), dim3 grid, dim3 block,
-                                                            size_t shmem, void** args, std::index_sequence<I...>) {
-  std::tuple<typename std::decay<P>::type...> values(*(typename std::decay<P>::type*)args[I]...);
-  return [=]() { return polypy_rt_node_launch([&]() { f(grid, block, shmem, std::get<I>(values)...); }); };
+template <class... PolypyArgs, size_t... PolypyAt>
+static inline std::function<cudaError_t()> polypy_rt_bind_at(void (*f)(dim3, dim3, size_t, PolypyArgs...), dim3 grid, dim3 block,
+                                                            size_t shmem, void** args, std::index_sequence<PolypyAt...>) {
+  std::tuple<typename std::decay<PolypyArgs>::type...> values(*(typename std::decay<PolypyArgs>::type*)args[PolypyAt]...);
+  return [=]() { return polypy_rt_node_launch([&]() { f(grid, block, shmem, std::get<PolypyAt>(values)...); }); };
 }
-template <class... P>
+template <class... PolypyArgs>
 static inline std::function<cudaError_t()> polypy_rt_bind(const void* launcher, dim3 grid, dim3 block, size_t shmem,
                                                          void** args) {
-  void (*f)(dim3, dim3, size_t, P...) = (void (*)(dim3, dim3, size_t, P...))launcher;
-  return polypy_rt_bind_at<P...>(f, grid, block, shmem, args, std::index_sequence_for<P...>());
+  void (*f)(dim3, dim3, size_t, PolypyArgs...) = (void (*)(dim3, dim3, size_t, PolypyArgs...))launcher;
+  return polypy_rt_bind_at<PolypyArgs...>(f, grid, block, shmem, args, std::index_sequence_for<PolypyArgs...>());
 }
 POLYPY_RT_STATE std::vector<struct polypy_rt_kernel*>* polypy_rt_kernels() {
   static std::vector<struct polypy_rt_kernel*> known;
   return &known;
 }
 /* One object per kernel (per launcher), made the first time its address is taken. */
-template <class... P>
-static inline void* polypy_rt_kernel_address(void (*launcher)(dim3, dim3, size_t, P...)) {
+template <class... PolypyArgs>
+static inline void* polypy_rt_kernel_address(void (*launcher)(dim3, dim3, size_t, PolypyArgs...)) {
   for (struct polypy_rt_kernel* k : *polypy_rt_kernels())
     if (k->launcher == (const void*)launcher) return k;
-  struct polypy_rt_kernel* k = new polypy_rt_kernel{(const void*)launcher, &polypy_rt_bind<P...>};
+  struct polypy_rt_kernel* k = new polypy_rt_kernel{(const void*)launcher, &polypy_rt_bind<PolypyArgs...>};
   polypy_rt_kernels()->push_back(k);
   return k;
 }
