@@ -268,8 +268,8 @@ POLYPY_D double __dmul_rn(double, double);
 POLYPY_D double __ddiv_rn(double, double);
 /* Byte copies and fills in device code (frontend/lower/byte_copies.py). */
 #ifdef __cplusplus
-extern "C" __device__ void* memcpy(void* dst, const void* src, size_t n);
-extern "C" __device__ void* memset(void* dst, int value, size_t n);
+extern "C" __device__ void* memcpy(void*, const void*, size_t);
+extern "C" __device__ void* memset(void*, int, size_t);
 #endif
 /* Directed rounding (rz, ru, rd; rn where not above) and rounded conversions: the frontend maps
  * them by name (frontend/lower/rounding.py). */
