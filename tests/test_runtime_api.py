@@ -66,12 +66,14 @@ def test_runtime_api_behaves_as_cuda_on_one_device() -> None:
 
 
 def test_refused_runtime_calls_are_located_errors(tmp_path: pathlib.Path) -> None:
-    """CUDA graphs, a surface object's description: `file:line:col: error:` naming the call, exit 1,
-    no output. (cudaFuncGetAttributes, cudaLaunchKernel and a kernel's address work on its host
-    stub: tests/test_separate_compilation.py; surface objects: tests/test_textures.py.)"""
+    """CUDA graphs' memory nodes, a surface object's description: `file:line:col: error:` naming
+    the call, exit 1, no output. (cudaFuncGetAttributes, cudaLaunchKernel and a kernel's address
+    work on its host stub: tests/test_separate_compilation.py; surface objects:
+    tests/test_textures.py; graphs: tests/test_graphs.py.)"""
     cases = {
-        "graph.cu": ("cudaGraph_t g;\n  cudaGraphCreate(&g, 0);", "5:3: error: 'cudaGraphCreate' is unavailable: "
-                     "CUDA graphs (cudaGraphCreate) is not supported by polypy"),
+        "graph.cu": ("cudaGraphNode_t n;\n  cudaGraphAddMemFreeNode(&n, 0, 0, 0, 0);", "5:3: error: "
+                     "'cudaGraphAddMemFreeNode' is unavailable: CUDA graphs: memory nodes (cudaGraphAddMemFreeNode) "
+                     "is not supported by polypy"),
         "surface.cu": ("cudaResourceDesc r;\n  cudaGetSurfaceObjectResourceDesc(&r, 0);",
                        "5:3: error: 'cudaGetSurfaceObjectResourceDesc' is unavailable: surface objects "
                        "(cudaGetSurfaceObjectResourceDesc) is not supported by polypy"),

@@ -16,7 +16,9 @@ source file, the spans to rewrite (``polypy.ir.host``):
   instance launched or instantiated); device-only functions: removed (they were inlined);
   ``__host__ __device__`` functions are kept for the host;
 * each ``K<<<grid, block, shmem, stream>>>(args)``: ``K_launch(dim3(grid), dim3(block), shmem,
-  args)``; launchers return when every block is done, so launches run in program order.
+  args)``; launchers return when every block is done, so launches run in program order. A launch
+  given a stream goes through ``polypy_rt_on_stream(stream, K_launch)``, which records it into a
+  graph instead while the stream captures (``polypy/runtime/parts/graphs.h``).
 """
 from __future__ import annotations
 
@@ -292,8 +294,10 @@ def _rewrite(path: str, state: _ProgramState) -> str:
         for launch in group:
             shmem = f"(size_t)({launch.shmem})" if launch.shmem is not None else "0"
             args = "".join(", " + a for a in launch.args)
-            calls.append(f"{state.codes[launch.kernel].launcher_name}(dim3({launch.grid}), dim3({launch.block}), "
-                         f"{shmem}{args})")
+            launcher = state.codes[launch.kernel].launcher_name
+            if launch.stream is not None:  # recorded instead of run while the stream captures
+                launcher = f"polypy_rt_on_stream((cudaStream_t)({launch.stream}), {launcher})"
+            calls.append(f"{launcher}(dim3({launch.grid}), dim3({launch.block}), {shmem}{args})")
         if len(group) == 1:
             edits.append((start, end, calls[0]))
             continue
@@ -331,7 +335,8 @@ def stub_definition(stub: HostStub, launcher: str) -> str:
         f"{_INDENT}size_t polypy_shmem;",
         f"{_INDENT}cudaStream_t polypy_stream;",
         f"{_INDENT}if (!polypy_rt_pop_config(&polypy_grid, &polypy_block, &polypy_shmem, &polypy_stream)) return;",
-        f"{_INDENT}{launcher}({', '.join(['polypy_grid', 'polypy_block', 'polypy_shmem'] + names)});",
+        # In the stream the launch was given: a capturing stream records it (parts/capture.h).
+        f"{_INDENT}polypy_rt_on_stream(polypy_stream, {launcher})({', '.join(['polypy_grid', 'polypy_block', 'polypy_shmem'] + names)});",
         "}",
         f"static void {ir}_launch_args(dim3 grid, dim3 block, size_t shmem, void** polypy_args)",
         "{",
@@ -340,6 +345,9 @@ def stub_definition(stub: HostStub, launcher: str) -> str:
         "}",
         f"static polypy_rt_kernel_entry polypy_rt_entry_{ir}((const void*)static_cast<void (*)({signature})>(&{stub.name}), "
         f"&{ir}_launch_args, \"{stub.name}\", {stub.shared_bytes}, {stub.const_bytes});",
+        # Graph kernel nodes made by hand bind a kernelParams array to the stub (parts/graphs.h).
+        f"static polypy_rt_kernel_binder polypy_rt_binder_{ir}((const void*)static_cast<void (*)({signature})>(&{stub.name}), "
+        f"&polypy_rt_bind<{signature}>);",
     ])
 
 

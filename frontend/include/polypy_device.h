@@ -34,6 +34,9 @@
 #define __noinline__ __attribute__((noinline))
 #define __restrict__ __restrict
 #define __align__(n) __attribute__((aligned(n)))
+/* A kernel parameter that stays in the launch's parameter memory (CUDA 11.7): it is const, and its
+ * address may be taken; a by-value parameter of the translated kernel has both properties. */
+#define __grid_constant__
 
 #ifdef __cplusplus
 #include <cuda_runtime.h>
@@ -82,8 +85,10 @@ __device__ void __threadfence(void);
 __device__ void __threadfence_block(void);
 __device__ void __threadfence_system(void);
 
-/* Atomics (the frontend maps them by name; the types follow the CUDA programming guide). */
-#define POLYPY_ATOMIC_ARITH(name, T) POLYPY_D T name(T* address, T val);
+/* Atomics (the frontend maps them by name; the types follow the CUDA programming guide), each
+ * also in its system- and block-scoped forms (atomicAdd_system, atomicAdd_block). */
+#define POLYPY_ATOMIC_ARITH(name, T) POLYPY_D T name(T* address, T val); \
+  POLYPY_D T name##_system(T* address, T val); POLYPY_D T name##_block(T* address, T val);
 #define POLYPY_ATOMIC_INTS(name) POLYPY_ATOMIC_ARITH(name, int) POLYPY_ATOMIC_ARITH(name, unsigned int) \
   POLYPY_ATOMIC_ARITH(name, unsigned long long)
 POLYPY_ATOMIC_INTS(atomicAdd)
@@ -100,11 +105,14 @@ POLYPY_ATOMIC_ARITH(atomicMax, long long)
 POLYPY_ATOMIC_INTS(atomicAnd)
 POLYPY_ATOMIC_INTS(atomicOr)
 POLYPY_ATOMIC_INTS(atomicXor)
-POLYPY_D unsigned int atomicInc(unsigned int* address, unsigned int val);
-POLYPY_D unsigned int atomicDec(unsigned int* address, unsigned int val);
-POLYPY_D int atomicCAS(int* address, int compare, int val);
-POLYPY_D unsigned int atomicCAS(unsigned int* address, unsigned int compare, unsigned int val);
-POLYPY_D unsigned long long atomicCAS(unsigned long long* address, unsigned long long compare, unsigned long long val);
+POLYPY_ATOMIC_ARITH(atomicInc, unsigned int)
+POLYPY_ATOMIC_ARITH(atomicDec, unsigned int)
+#define POLYPY_ATOMIC_CAS(name, T) POLYPY_D T name(T* address, T compare, T val);
+#define POLYPY_ATOMIC_CAS_SCOPES(T) POLYPY_ATOMIC_CAS(atomicCAS, T) POLYPY_ATOMIC_CAS(atomicCAS_system, T) \
+  POLYPY_ATOMIC_CAS(atomicCAS_block, T)
+POLYPY_ATOMIC_CAS_SCOPES(int)
+POLYPY_ATOMIC_CAS_SCOPES(unsigned int)
+POLYPY_ATOMIC_CAS_SCOPES(unsigned long long)
 
 /* Warp intrinsics (32 lanes). */
 #define POLYPY_SHFL(T) \
@@ -234,6 +242,17 @@ POLYPY_M2(copysign) POLYPY_M2(fdim)
 POLYPY_LIBC void sincosf(float x, float* s, float* c);
 POLYPY_LIBC void sincos(double x, double* s, double* c);
 POLYPY_D void __sincosf(float x, float* s, float* c);
+POLYPY_LIBC float frexpf(float, int*);
+POLYPY_LIBC double frexp(double, int*);
+POLYPY_LIBC float ldexpf(float, int);
+POLYPY_LIBC double ldexp(double, int);
+POLYPY_LIBC float modff(float, float*);
+POLYPY_LIBC double modf(double, double*);
+#ifdef __cplusplus
+POLYPY_D float frexp(float, int*);
+POLYPY_D float ldexp(float, int);
+POLYPY_D float modf(float, float*);
+#endif
 POLYPY_LIBC float fmaf(float, float, float);
 POLYPY_LIBC double fma(double, double, double);
 POLYPY_D float __saturatef(float);
@@ -247,12 +266,42 @@ POLYPY_D double __dadd_rn(double, double);
 POLYPY_D double __dsub_rn(double, double);
 POLYPY_D double __dmul_rn(double, double);
 POLYPY_D double __ddiv_rn(double, double);
+/* Byte copies and fills in device code (frontend/lower/byte_copies.py). */
+#ifdef __cplusplus
+extern "C" __device__ void* memcpy(void*, const void*, size_t);
+extern "C" __device__ void* memset(void*, int, size_t);
+#endif
+/* Directed rounding (rz, ru, rd; rn where not above) and rounded conversions: the frontend maps
+ * them by name (frontend/lower/rounding.py). */
+#define POLYPY_ROUNDED_ARITH(m) \
+  POLYPY_D float __fsqrt_##m(float); POLYPY_D float __frcp_##m(float); POLYPY_D float __fmaf_##m(float, float, float); \
+  POLYPY_D double __dsqrt_##m(double); POLYPY_D double __drcp_##m(double); \
+  POLYPY_D double __fma_##m(double, double, double); \
+  POLYPY_D int __float2int_##m(float); POLYPY_D unsigned int __float2uint_##m(float); \
+  POLYPY_D long long __float2ll_##m(float); POLYPY_D unsigned long long __float2ull_##m(float); \
+  POLYPY_D int __double2int_##m(double); POLYPY_D unsigned int __double2uint_##m(double); \
+  POLYPY_D long long __double2ll_##m(double); POLYPY_D unsigned long long __double2ull_##m(double); \
+  POLYPY_D float __int2float_##m(int); POLYPY_D float __uint2float_##m(unsigned int); \
+  POLYPY_D float __ll2float_##m(long long); POLYPY_D float __ull2float_##m(unsigned long long); \
+  POLYPY_D double __ll2double_##m(long long); POLYPY_D double __ull2double_##m(unsigned long long); \
+  POLYPY_D float __double2float_##m(double);
+#define POLYPY_DIRECTED(m) POLYPY_ROUNDED_ARITH(m) \
+  POLYPY_D float __fadd_##m(float, float); POLYPY_D float __fsub_##m(float, float); \
+  POLYPY_D float __fmul_##m(float, float); POLYPY_D float __fdiv_##m(float, float); \
+  POLYPY_D double __dadd_##m(double, double); POLYPY_D double __dsub_##m(double, double); \
+  POLYPY_D double __dmul_##m(double, double); POLYPY_D double __ddiv_##m(double, double);
+POLYPY_ROUNDED_ARITH(rn) POLYPY_DIRECTED(rz) POLYPY_DIRECTED(ru) POLYPY_DIRECTED(rd)
 #ifdef __cplusplus
 POLYPY_D float fma(float, float, float);
 POLYPY_D float min(float, float);
 POLYPY_D double min(double, double);
 POLYPY_D float max(float, float);
 POLYPY_D double max(double, double);
+/* CUDA's mixed overloads: a float and a double compare as doubles. */
+POLYPY_D double min(float, double);
+POLYPY_D double min(double, float);
+POLYPY_D double max(float, double);
+POLYPY_D double max(double, float);
 POLYPY_D float abs(float);
 POLYPY_D double abs(double);
 POLYPY_D bool isnan(float);

@@ -16,12 +16,15 @@ from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
 from frontend.clang_setup import RUNTIME_DIR, preorder
 from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call, reinterpret
+from frontend.lower.byte_copies import device_memcpy, device_memset
 from frontend.lower.context import CK, function_body, is_prelude_decl
 from frontend.lower.cooperative import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.lower.printing import assert_fail, device_printf
+from frontend.lower.float_parts import FloatParts
 from frontend.lower.textures import hidden_param, is_texture_call, texture_call
 from frontend.lower.int_intrinsics import INT_INTRINSICS, int_intrinsic
+from frontend.lower.rounding import REFUSED as REFUSED_ROUNDING, ROUNDING_INTRINSICS, rounding_intrinsic
 from frontend.lower.warp_collectives import WARP_COLLECTIVES, warp_collective
 from frontend.values import Aggregate, MemLV, PartLV, Pointer, Value, ViewLV
 
@@ -29,9 +32,17 @@ from frontend.values import Aggregate, MemLV, PartLV, Pointer, Value, ViewLV
 _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomicMin": "min", "atomicMax": "max",
             "atomicAnd": "and", "atomicOr": "or", "atomicXor": "xor", "atomicInc": "inc", "atomicDec": "dec",
             "atomicCAS": "cas"}
+# The scoped atomics (``atomicAdd_system``, ``atomicAdd_block``...) are the plain ones: with one
+# device and no peer or host thread touching device memory during a launch, the system scope
+# orders nothing more than the device scope, and the block scope promises atomicity only among
+# the block's threads, which an atomic among all threads also gives (the plain atomic is a legal
+# implementation of a weaker scope).
+_ATOMICS.update({f"{name}{scope}": op for name, op in list(_ATOMICS.items()) for scope in ("_system", "_block")})
 _SHUFFLES = {"__shfl_sync": "idx", "__shfl_up_sync": "up", "__shfl_down_sync": "down", "__shfl_xor_sync": "xor"}
 _VOTES = {"__ballot_sync": "ballot", "__any_sync": "any", "__all_sync": "all", "__activemask": "activemask"}
 _FENCES = {"__threadfence_block": "block", "__threadfence": "device", "__threadfence_system": "system"}
+_FLOAT_PARTS = {"frexp": "frexp", "frexpf": "frexp", "ldexp": "ldexp", "ldexpf": "ldexp", "modf": "modf",
+                "modff": "modf"}
 _CACHED_LOADS = ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv")
 _CACHED_STORES = ("__stcg", "__stcs", "__stwb", "__stwt")
 # What <math.h>'s INFINITY, HUGE_VAL(F) and NAN expand to (``__builtin_`` taken off), and their type.
@@ -106,6 +117,9 @@ class CallLowering:
             return device_printf(self, args, c, discard)
         if base == "__assert_fail":
             return assert_fail(self, args, c)
+        if base in ("memcpy", "memset") and fn.location.is_in_system_header is False and \
+                function_body(fn.get_definition() or fn) is None:
+            return (device_memcpy if base == "memcpy" else device_memset)(self, args, c, discard)
         if base in _REFUSED_CALLS:
             raise self.error(_REFUSED_CALLS[base], c)
         if is_texture_call(base, fn):
@@ -199,6 +213,10 @@ class CallLowering:
             return self.float_constant(name, args, c)
         if name in INT_INTRINSICS:
             return self.bit_intrinsic(name, [self.scalar(a) for a in args], c)
+        if name in ROUNDING_INTRINSICS:
+            return self.bit_intrinsic(name, [self.scalar(a) for a in args], c, rounding_intrinsic)
+        if name in REFUSED_ROUNDING:
+            raise self.error(f"'{name}': {REFUSED_ROUNDING[name]} is not supported", c)
         if name in BIT_CAST_CALLS:
             return bit_cast_call(name, [self.scalar(a) for a in args], loc)
         if name in CUDA_ARITH_INTRINSICS:
@@ -228,6 +246,8 @@ class CallLowering:
             if len(values) != fn_info.arity:
                 raise self.error(f"'{name}' takes {fn_info.arity} argument(s)", c)
             return convert(n.Call(canonical, tuple(values), BOOL if fn_info.returns_bool else values[0].type, loc=loc), rt)  # type: ignore[union-attr,arg-type]
+        if name in _FLOAT_PARTS:
+            return self.float_part(_FLOAT_PARTS[name], fn, args, c)
         if name in ("sincosf", "sincos", "__sincosf"):
             x = self.scalar(args[0])
             for target_c, fname in ((args[1], "sin"), (args[2], "cos")):
@@ -248,6 +268,28 @@ class CallLowering:
                              "kernels, so it needs the definition: pass the file that defines it with "
                              "--device-sources FILE, or define it in a header this file includes", c)
         raise self.error(f"call to '{name}', which has no definition polypy can translate", c)
+
+    def float_part(self, what: str, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
+        """``frexp``, ``ldexp``, ``modf`` (``frontend.lower.float_parts``): the result, and for
+        ``frexp``/``modf`` the second result stored through the pointer argument."""
+        loc = self.loc(c)
+        rt = tm.scalar_type(fn.result_type)
+        if rt is None or not rt.is_float:
+            raise self.error(f"unsupported use of '{fn.spelling}'", c)
+
+        def let(e: n.Expr, base: str) -> n.Expr:
+            v = self.temp(e.type, e, base, c)
+            return n.Var(v.name, v.type, loc=loc)
+
+        parts = FloatParts(let, loc)
+        x = let(convert(self.scalar(args[0]), rt), "x")
+        if what == "ldexp":
+            return parts.ldexp(x, convert(self.scalar(args[1]), I32))
+        value, second = parts.frexp(x) if what == "frexp" else parts.modf(x)
+        target = self.expr(args[1])
+        lv = self.deref(target if not isinstance(target, _ArrayRef) else target.decay(self), c)
+        self.assign(lv, second, c)
+        return value
 
     def texture_fetch(self, args: list[ci.Cursor], c: ci.Cursor) -> Value:
         """``tex1Dfetch(t, i)`` of a file-scope ``texture<T, 1, cudaReadModeElementType> t`` bound to
@@ -275,15 +317,16 @@ class CallLowering:
         index = self.scalar(args[1])
         return self.read(self.pointer_element(Pointer(pname, (), None, layout), index, c), c)
 
-    def bit_intrinsic(self, name: str, args: list[n.Expr], c: ci.Cursor) -> n.Expr:
-        """CUDA's integer intrinsics (``frontend.lower.int_intrinsics``), temporaries declared here."""
+    def bit_intrinsic(self, name: str, args: list[n.Expr], c: ci.Cursor, lower=int_intrinsic) -> n.Expr:
+        """CUDA's integer intrinsics (``frontend.lower.int_intrinsics``) and rounding intrinsics
+        (``frontend.lower.rounding``), written in IR by ``lower``, temporaries declared here."""
         loc = self.loc(c)
 
         def let(e: n.Expr, base: str) -> n.Expr:
             v = self.temp(e.type, e, base, c)
             return n.Var(v.name, v.type, loc=loc)
 
-        return int_intrinsic(name, args, let, loc)
+        return lower(name, args, let, loc)
 
     def clock_read(self, name: str, c: ci.Cursor) -> n.Expr:
         """``clock()`` / ``clock64()``: the number of ``clock()`` / ``clock64()`` calls the thread has

@@ -124,13 +124,38 @@ def _fma(x: Value, y: Value, z: Value) -> Value:
         p, pe = _two_prod(a, b)
         s, se = _two_sum(c, p)
         out = s + _add_round_odd(se, pe)
-        # The error-free transforms need finite, non-overflowing, non-tiny intermediates.
+        # The error-free transforms need finite, non-overflowing, non-tiny intermediates; the
+        # other finite cases are computed exactly (rare: a product or result near the ends of
+        # the range), and infinite or NaN operands give IEEE's result.
         ok = np.isfinite(plain) & np.isfinite(p) & (np.abs(a * b) < 1e300) & ((np.abs(a * b) > 1e-250) | (a * b == 0))
+        for v in (a, b, c):  # Veltkamp's split overflows above 2^996 and loses bits among subnormals
+            ok &= (np.abs(v) < 1e280) & ((np.abs(v) > 1e-280) | (v == 0))
         out = np.where(ok, out, plain)
+        for i in np.flatnonzero(~ok):
+            out[i] = _fma_exact(float(a[i]), float(b[i]), float(c[i]), float(plain[i]))
     out = out.astype(dtype)
     if np.ndim(x) == 0 and np.ndim(y) == 0 and np.ndim(z) == 0:
         return out[0]
     return out
+
+
+def _fma_exact(a: float, b: float, c: float, plain: float) -> float:
+    """x*y + z of doubles rounded once, with fractions (exact integer division rounds correctly)."""
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return plain  # inf * x, NaN: IEEE's result (a NaN or an infinity whatever c is)
+    if not math.isfinite(c):
+        return c  # a finite product plus an infinity (or NaN) is that
+    from fractions import Fraction
+
+    q = Fraction(a) * Fraction(b) + Fraction(c)
+    if q == 0:
+        product_negative = (math.copysign(1.0, a) * math.copysign(1.0, b)) < 0
+        both_negative = a * b == 0 and product_negative and math.copysign(1.0, c) < 0
+        return -0.0 if both_negative else 0.0
+    try:
+        return q.numerator / q.denominator
+    except OverflowError:
+        return math.copysign(math.inf, q)
 
 
 def _bitcast(x: Value, dtype: np.dtype) -> Value:

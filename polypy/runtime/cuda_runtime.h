@@ -69,6 +69,9 @@
 #ifndef __restrict__
 #define __restrict__ __restrict
 #endif
+#ifndef __grid_constant__
+#define __grid_constant__
+#endif
 #ifndef __align__
 #define __align__(n) __attribute__((aligned(n)))
 #endif
@@ -167,6 +170,16 @@ static inline int polypy_rt_apart(const void* a, const void* b) {
 }
 
 #ifdef __cplusplus
+/* The graphs' containers (parts/graphs.h); polypy's device prelude may have defined __noinline__
+ * as CUDA does, which the C++ library's headers spell as an attribute. */
+#pragma push_macro("__noinline__")
+#undef __noinline__
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+#pragma pop_macro("__noinline__")
 
 /* The include guards and version of the toolkit's headers: programs' own copies of the samples'
  * helper headers test them to enable their runtime-API parts. */
@@ -259,6 +272,8 @@ static __host__ __device__ inline uint3 make_uint3(unsigned int x, unsigned int 
 #include "parts/memory.h"
 #include "parts/streams.h"
 #include "parts/memory_nd.h"
+#include "parts/graphs.h"
+#include "parts/capture.h"
 #include "parts/device.h"
 #include "parts/execution.h"
 #include "parts/kernels.h"

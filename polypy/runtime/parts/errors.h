@@ -57,6 +57,7 @@
   X(cudaErrorIllegalAddress, 700, "an illegal memory access was encountered") \
   X(cudaErrorLaunchOutOfResources, 701, "too many resources requested for launch") \
   X(cudaErrorLaunchTimeout, 702, "the launch timed out and was terminated") \
+  X(cudaErrorIllegalState, 401, "the operation cannot be performed in the present state") \
   X(cudaErrorPeerAccessAlreadyEnabled, 704, "peer access is already enabled") \
   X(cudaErrorPeerAccessNotEnabled, 705, "peer access has not been enabled") \
   X(cudaErrorSetOnActiveProcess, 708, "cannot set while device is active in this process") \
@@ -66,6 +67,16 @@
   X(cudaErrorHostMemoryNotRegistered, 713, "pointer does not correspond to a registered memory region") \
   X(cudaErrorLaunchFailure, 719, "unspecified launch failure") \
   X(cudaErrorNotSupported, 801, "operation not supported") \
+  X(cudaErrorStreamCaptureUnsupported, 900, "operation not permitted when stream is capturing") \
+  X(cudaErrorStreamCaptureInvalidated, 901, "operation failed due to a previous error during capture") \
+  X(cudaErrorStreamCaptureMerge, 902, "operation would result in a merge of separate capture sequences") \
+  X(cudaErrorStreamCaptureUnmatched, 903, "capture was not ended in the same stream as it began") \
+  X(cudaErrorStreamCaptureUnjoined, 904, "capturing stream has unjoined work") \
+  X(cudaErrorStreamCaptureIsolation, 905, "dependency created on uncaptured work in another stream") \
+  X(cudaErrorStreamCaptureImplicit, 906, "operation would make the legacy stream depend on a capturing blocking stream") \
+  X(cudaErrorCapturedEvent, 907, "operation not permitted on an event last recorded in a capturing stream") \
+  X(cudaErrorStreamCaptureWrongThread, 908, "attempt to terminate a thread-local capture sequence from another thread") \
+  X(cudaErrorGraphExecUpdateFailure, 910, "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update") \
   X(cudaErrorUnknown, 999, "unknown error") \
   X(cudaErrorApiFailureBase, 10000, "api failure base")
 

@@ -108,34 +108,14 @@ static inline cudaError_t polypy_rt_available_shmem(size_t* bytes, int blocks, i
 cudaError_t cudaLaunchKernelExC(...) POLYPY_RUNTIME_REFUSED("cudaLaunchKernelExC (launch with <<<...>>>)");
 cudaError_t cudaLaunchCooperativeKernel(...) POLYPY_RUNTIME_REFUSED("cudaLaunchCooperativeKernel (grid-wide sync)");
 cudaError_t cudaLaunchCooperativeKernelMultiDevice(...) POLYPY_RUNTIME_REFUSED("cudaLaunchCooperativeKernelMultiDevice");
-/* CUDA graphs and stream capture. */
-typedef struct polypy_rt_graph* cudaGraph_t;
-typedef struct polypy_rt_graph_exec* cudaGraphExec_t;
-typedef struct polypy_rt_graph_node* cudaGraphNode_t;
-enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal = 0, cudaStreamCaptureModeThreadLocal = 1,
-                             cudaStreamCaptureModeRelaxed = 2 };
-enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1,
-                               cudaStreamCaptureStatusInvalidated = 2 };
-/* Nothing is ever captured (capture itself is refused). */
-static inline cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus* status) {
-  (void)s;
-  if (!status) return polypy_rt_fail(cudaErrorInvalidValue);
-  *status = cudaStreamCaptureStatusNone;
-  return cudaSuccess;
-}
-#define POLYPY_GRAPH_REFUSED(name) cudaError_t name(...) POLYPY_RUNTIME_REFUSED("CUDA graphs (" #name ")");
-POLYPY_GRAPH_REFUSED(cudaStreamBeginCapture) POLYPY_GRAPH_REFUSED(cudaStreamEndCapture)
-POLYPY_GRAPH_REFUSED(cudaStreamBeginCaptureToGraph) POLYPY_GRAPH_REFUSED(cudaStreamGetCaptureInfo)
-POLYPY_GRAPH_REFUSED(cudaGraphCreate) POLYPY_GRAPH_REFUSED(cudaGraphInstantiate)
-POLYPY_GRAPH_REFUSED(cudaGraphInstantiateWithFlags) POLYPY_GRAPH_REFUSED(cudaGraphLaunch)
-POLYPY_GRAPH_REFUSED(cudaGraphDestroy) POLYPY_GRAPH_REFUSED(cudaGraphExecDestroy)
-POLYPY_GRAPH_REFUSED(cudaGraphAddKernelNode) POLYPY_GRAPH_REFUSED(cudaGraphAddMemcpyNode)
-POLYPY_GRAPH_REFUSED(cudaGraphAddMemsetNode) POLYPY_GRAPH_REFUSED(cudaGraphAddHostNode)
-POLYPY_GRAPH_REFUSED(cudaGraphAddNode) POLYPY_GRAPH_REFUSED(cudaGraphAddMemAllocNode)
-POLYPY_GRAPH_REFUSED(cudaGraphAddMemFreeNode) POLYPY_GRAPH_REFUSED(cudaGraphClone)
-POLYPY_GRAPH_REFUSED(cudaGraphGetNodes) POLYPY_GRAPH_REFUSED(cudaGraphExecUpdate)
-POLYPY_GRAPH_REFUSED(cudaGraphConditionalHandleCreate) POLYPY_GRAPH_REFUSED(cudaDeviceGraphMemTrim)
-POLYPY_GRAPH_REFUSED(cudaDeviceGetGraphMemAttribute)
+/* CUDA graphs (parts/graphs.h): what is not implemented. */
+#define POLYPY_GRAPH_REFUSED(name, what) cudaError_t name(...) POLYPY_RUNTIME_REFUSED("CUDA graphs: " what " (" #name ")");
+POLYPY_GRAPH_REFUSED(cudaGraphKernelNodeGetParams, "reading a kernel node's parameters back")
+POLYPY_GRAPH_REFUSED(cudaGraphAddNode, "nodes from cudaGraphNodeParams")
+POLYPY_GRAPH_REFUSED(cudaStreamBeginCaptureToGraph, "capture into an existing graph")
+POLYPY_GRAPH_REFUSED(cudaGraphAddMemAllocNode, "memory nodes") POLYPY_GRAPH_REFUSED(cudaGraphAddMemFreeNode, "memory nodes")
+POLYPY_GRAPH_REFUSED(cudaDeviceGraphMemTrim, "memory nodes") POLYPY_GRAPH_REFUSED(cudaDeviceGetGraphMemAttribute, "memory nodes")
+POLYPY_GRAPH_REFUSED(cudaGraphConditionalHandleCreate, "conditional nodes")
 #undef POLYPY_GRAPH_REFUSED
 /* Interprocess sharing: one process has the device. */
 #define POLYPY_IPC_REFUSED(name) cudaError_t name(...) POLYPY_RUNTIME_REFUSED("interprocess memory (" #name ")");

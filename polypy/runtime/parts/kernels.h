@@ -66,11 +66,17 @@ static inline const polypy_rt_kernel_entry* polypy_rt_find_kernel(const void* st
 static inline cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t shmem = 0,
                                            cudaStream_t stream = 0) {
   const polypy_rt_kernel_entry* k = polypy_rt_find_kernel(func);
-  (void)stream; /* launches complete before they return: every stream's order holds */
   if (!k) return polypy_rt_fail(cudaErrorInvalidDeviceFunction);
+  if (polypy_rt_capturing(stream)) { /* a kernel node holding the arguments' values (parts/graphs.h) */
+    const struct polypy_rt_kernel* bound = polypy_rt_kernel_of(func);
+    if (!bound) return polypy_rt_fail(cudaErrorInvalidDeviceFunction);
+    cudaError_t e = polypy_rt_capture(stream, cudaGraphNodeTypeKernel, bound->bind(func, grid, block, shmem, args));
+    if (e == cudaSuccess) polypy_rt_stream_of(stream)->capture->tail.back()->function = func;
+    return e;
+  }
   if (!polypy_rt_launch_ok(grid.x, grid.y, grid.z, block.x, block.y, block.z, shmem))
     return cudaErrorInvalidConfiguration;
-  k->launch(grid, block, shmem, args);
+  k->launch(grid, block, shmem, args); /* launches complete before they return: every stream's order holds */
   return cudaSuccess;
 }
 template <class T>

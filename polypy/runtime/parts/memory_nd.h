@@ -70,23 +70,21 @@ static inline cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms* p) {
   return cudaSuccess;
 }
 static inline cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms* p, cudaStream_t s = 0) {
-  (void)s;
-  return cudaMemcpy3D(p);
+  if (!p) return polypy_rt_fail(cudaErrorInvalidValue);
+  struct cudaMemcpy3DParms q = *p;  /* the parameters as they are at the call */
+  POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemcpy, cudaMemcpy3D(&q));
 }
 static inline cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr p, int value, struct cudaExtent extent,
                                             cudaStream_t s = 0) {
-  (void)s;
-  return cudaMemset3D(p, value, extent);
+  POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemset, cudaMemset3D(p, value, extent));
 }
 static inline cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                                             size_t height, enum cudaMemcpyKind kind, cudaStream_t s = 0) {
-  (void)s;
-  return cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
+  POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemcpy, cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind));
 }
 static inline cudaError_t cudaMemset2DAsync(void* dst, size_t pitch, int value, size_t width, size_t height,
                                             cudaStream_t s = 0) {
-  (void)s;
-  return cudaMemset2D(dst, pitch, value, width, height);
+  POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemset, cudaMemset2D(dst, pitch, value, width, height));
 }
 
 /* Peer copies on one device: both devices must be device 0, and the copy is a device-to-device one. */
@@ -96,8 +94,7 @@ static inline cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* 
 }
 static inline cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t count,
                                               cudaStream_t s = 0) {
-  (void)s;
-  return cudaMemcpyPeer(dst, dst_device, src, src_device, count);
+  POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemcpy, cudaMemcpyPeer(dst, dst_device, src, src_device, count));
 }
 
 /* What a pointer is: device memory (cudaMalloc's blocks, which include managed and pinned host

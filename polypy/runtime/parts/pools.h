@@ -127,8 +127,10 @@ static inline cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags* flags, c
                                                                              : cudaMemAccessFlagsProtNone;
   return cudaSuccess;
 }
+/* Allocation and free nodes of graphs are not implemented: in a capturing stream the calls fail
+ * (and invalidate the capture, parts/graphs.h). */
 static inline cudaError_t cudaMallocFromPoolAsync(void** p, size_t size, cudaMemPool_t pool, cudaStream_t s) {
-  (void)s;
+  if (polypy_rt_capturing(s)) return polypy_rt_capture_unsupported(s);
   if (!p || !pool) return polypy_rt_fail(cudaErrorInvalidValue);
   if (pool->max_size && pool->used + size > pool->max_size) return polypy_rt_fail(cudaErrorMemoryAllocation);
   cudaError_t e = cudaMalloc(p, size);
@@ -176,7 +178,7 @@ static inline void polypy_rt_pool_forget(void* p) {
 /* cudaFreeAsync frees any device block (CUDA allows it for cudaMalloc's too), and cudaFree a
  * pool's block. */
 static inline cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
-  (void)s;
+  if (polypy_rt_capturing(s)) return polypy_rt_capture_unsupported(s);
   return cudaFree(p);
 }
 

@@ -7,44 +7,24 @@
  * program meets is the refusal, not an unknown type. */
 #define POLYPY_REFUSED(name, what) cudaError_t name(...) POLYPY_RUNTIME_REFUSED(what " (" #name ")");
 
-/* CUDA graphs: more of their types (the calls are refused in parts/execution.h). */
+/* CUDA graphs (the rest is parts/graphs.h). */
 typedef unsigned long long cudaGraphConditionalHandle;
 enum cudaGraphMemAttributeType {
   cudaGraphMemAttrUsedMemCurrent = 0, cudaGraphMemAttrUsedMemHigh = 1, cudaGraphMemAttrReservedMemCurrent = 2,
   cudaGraphMemAttrReservedMemHigh = 3
 };
-enum cudaGraphNodeType {
-  cudaGraphNodeTypeKernel = 0, cudaGraphNodeTypeMemcpy = 1, cudaGraphNodeTypeMemset = 2, cudaGraphNodeTypeHost = 3,
-  cudaGraphNodeTypeGraph = 4, cudaGraphNodeTypeEmpty = 5, cudaGraphNodeTypeWaitEvent = 6,
-  cudaGraphNodeTypeEventRecord = 7, cudaGraphNodeTypeMemAlloc = 10, cudaGraphNodeTypeMemFree = 11,
-  cudaGraphNodeTypeConditional = 13
-};
-enum cudaGraphExecUpdateResult { cudaGraphExecUpdateSuccess = 0, cudaGraphExecUpdateError = 1 };
-struct cudaKernelNodeParams {
-  void* func;
-  dim3 gridDim, blockDim;
-  unsigned int sharedMemBytes;
-  void** kernelParams;
-  void** extra;
-};
-struct cudaMemsetParams { void* dst; size_t pitch; unsigned int value, elementSize; size_t width, height; };
-struct cudaHostNodeParams { cudaHostFn_t fn; void* userData; };
 struct cudaMemAllocNodeParams {
   struct cudaMemPoolProps poolProps;
   const struct cudaMemAccessDesc* accessDescs;
   size_t accessDescCount, bytesize;
   void* dptr;
 };
-POLYPY_REFUSED(cudaGraphAddChildGraphNode, "CUDA graphs") POLYPY_REFUSED(cudaGraphAddDependencies, "CUDA graphs")
-POLYPY_REFUSED(cudaGraphAddEmptyNode, "CUDA graphs") POLYPY_REFUSED(cudaGraphAddEventRecordNode, "CUDA graphs")
-POLYPY_REFUSED(cudaGraphAddEventWaitNode, "CUDA graphs") POLYPY_REFUSED(cudaGraphAddMemcpyNode1D, "CUDA graphs")
-POLYPY_REFUSED(cudaGraphExecKernelNodeSetParams, "CUDA graphs") POLYPY_REFUSED(cudaGraphKernelNodeGetParams, "CUDA graphs")
-POLYPY_REFUSED(cudaGraphKernelNodeSetParams, "CUDA graphs") POLYPY_REFUSED(cudaGraphGetRootNodes, "CUDA graphs")
-POLYPY_REFUSED(cudaGraphNodeGetType, "CUDA graphs") POLYPY_REFUSED(cudaGraphSetConditional, "CUDA graphs")
-POLYPY_REFUSED(cudaGraphUpload, "CUDA graphs") POLYPY_REFUSED(cudaGraphDebugDotPrint, "CUDA graphs")
-POLYPY_REFUSED(cudaStreamUpdateCaptureDependencies, "CUDA graphs")
-POLYPY_REFUSED(cudaThreadExchangeStreamCaptureMode, "CUDA graphs")
-POLYPY_REFUSED(cudaDeviceSetGraphMemAttribute, "CUDA graphs")
+POLYPY_REFUSED(cudaGraphAddEventRecordNode, "CUDA graphs: event nodes")
+POLYPY_REFUSED(cudaGraphAddEventWaitNode, "CUDA graphs: event nodes")
+POLYPY_REFUSED(cudaGraphSetConditional, "CUDA graphs: conditional nodes")
+POLYPY_REFUSED(cudaGraphDebugDotPrint, "CUDA graphs: DOT output")
+POLYPY_REFUSED(cudaStreamUpdateCaptureDependencies, "CUDA graphs: capture dependencies set by hand")
+POLYPY_REFUSED(cudaDeviceSetGraphMemAttribute, "CUDA graphs: memory nodes")
 
 /* Mipmapped arrays, asynchronous array copies, array memory queries (CUDA arrays, texture and surface
  * objects: parts/texture.h). */

@@ -44,13 +44,33 @@ union cudaLaunchAttributeValue {
 };
 typedef union cudaLaunchAttributeValue cudaStreamAttrValue;
 
-/* The L2 access policy is kept and read back; a CPU's caches take no such hint. */
+/* The L2 access policy is kept and read back; a CPU's caches take no such hint. While a stream
+ * captures (parts/graphs.h), its work is recorded into the capture's graph instead of run. */
+struct polypy_rt_stream_capture;
 struct polypy_rt_stream {
   unsigned int flags;
   int priority;
   struct cudaAccessPolicyWindow window;
   enum cudaSynchronizationPolicy sync_policy;
+  struct polypy_rt_stream_capture* capture;
 };
+enum cudaGraphNodeType {
+  cudaGraphNodeTypeKernel = 0, cudaGraphNodeTypeMemcpy = 1, cudaGraphNodeTypeMemset = 2, cudaGraphNodeTypeHost = 3,
+  cudaGraphNodeTypeGraph = 4, cudaGraphNodeTypeEmpty = 5, cudaGraphNodeTypeWaitEvent = 6,
+  cudaGraphNodeTypeEventRecord = 7, cudaGraphNodeTypeExtSemaphoreSignal = 8, cudaGraphNodeTypeExtSemaphoreWait = 9,
+  cudaGraphNodeTypeMemAlloc = 10, cudaGraphNodeTypeMemFree = 11, cudaGraphNodeTypeBatchMemOp = 12,
+  cudaGraphNodeTypeConditional = 13
+};
+/* parts/graphs.h: whether a stream captures; record a piece of work (a graph node of the type)
+ * after the stream's captured work; the run of every translated launch given a stream. */
+static inline bool polypy_rt_capturing(cudaStream_t s);
+static inline cudaError_t polypy_rt_capture(cudaStream_t s, int node_type, std::function<cudaError_t()> work);
+/* The work a stream-ordered call does, run now or, while the stream captures, recorded. */
+#define POLYPY_RT_STREAM_WORK(s, type, ...)                                                         \
+  do {                                                                                              \
+    if (polypy_rt_capturing(s)) return polypy_rt_capture((s), (type), [=]() { return (__VA_ARGS__); }); \
+    return (__VA_ARGS__);                                                                           \
+  } while (0)
 static inline struct polypy_rt_stream* polypy_rt_null_stream(void) {
   static struct polypy_rt_stream s = {cudaStreamDefault, 0, {0, 0, 0.0f, cudaAccessPropertyNormal,
                                                              cudaAccessPropertyNormal}, cudaSyncPolicyAuto};
@@ -61,7 +81,9 @@ static inline struct polypy_rt_stream* polypy_rt_stream_of(cudaStream_t s) {
   return s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread ? polypy_rt_null_stream() : s;
 }
 static inline cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int flags, int priority) {
-  if (!s || (flags & ~(unsigned int)cudaStreamNonBlocking)) return polypy_rt_fail(cudaErrorInvalidValue);
+  if (!s) return polypy_rt_fail(cudaErrorInvalidValue);
+  *s = 0;  /* written on every path: a launch given the stream reads it (parts/graphs.h) */
+  if (flags & ~(unsigned int)cudaStreamNonBlocking) return polypy_rt_fail(cudaErrorInvalidValue);
   struct polypy_rt_stream* stream = (struct polypy_rt_stream*)calloc(1, sizeof(struct polypy_rt_stream));
   if (!stream) return polypy_rt_fail(cudaErrorMemoryAllocation);
   stream->flags = flags;
@@ -80,8 +102,16 @@ static inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
   free(s);
   return cudaSuccess;
 }
-static inline cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return *polypy_rt_sticky_error(); }
-static inline cudaError_t cudaStreamQuery(cudaStream_t s) { (void)s; return *polypy_rt_sticky_error(); }
+/* A capturing stream cannot be waited for: as in CUDA, the call fails and invalidates the capture. */
+static inline cudaError_t polypy_rt_capture_unsupported(cudaStream_t s);
+static inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  if (polypy_rt_capturing(s)) return polypy_rt_capture_unsupported(s);
+  return *polypy_rt_sticky_error();
+}
+static inline cudaError_t cudaStreamQuery(cudaStream_t s) {
+  if (polypy_rt_capturing(s)) return polypy_rt_capture_unsupported(s);
+  return *polypy_rt_sticky_error();
+}
 static inline cudaError_t cudaStreamGetFlags(cudaStream_t s, unsigned int* flags) {
   if (!flags) return polypy_rt_fail(cudaErrorInvalidValue);
   *flags = polypy_rt_stream_of(s)->flags;
@@ -147,19 +177,22 @@ typedef void (CUDART_CB* cudaHostFn_t)(void* userData);
 static inline cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t callback, void* data,
                                                 unsigned int flags) {
   if (!callback || flags != 0) return polypy_rt_fail(cudaErrorInvalidValue);
+  if (polypy_rt_capturing(s)) return polypy_rt_capture_unsupported(s);  /* as in CUDA */
   callback(s, *polypy_rt_sticky_error(), data);
   return cudaSuccess;
 }
 static inline cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* data) {
-  (void)s;
   if (!fn) return polypy_rt_fail(cudaErrorInvalidValue);
-  fn(data);
-  return cudaSuccess;
+  POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeHost, (fn(data), cudaSuccess));
 }
 
 /* ------------------------------------------------------------------ events */
-struct polypy_rt_event { double ms; unsigned int flags; int recorded; };
+/* An event recorded in a capturing stream marks the captured work before it (parts/graphs.h):
+ * a stream that waits for it joins the capture after that work (fork and join across streams). */
+struct polypy_rt_event { double ms; unsigned int flags; int recorded; struct polypy_rt_stream_capture* capture; };
 typedef struct polypy_rt_event* cudaEvent_t;
+static inline void polypy_rt_capture_record(cudaEvent_t e, cudaStream_t s);
+static inline cudaError_t polypy_rt_capture_wait(cudaStream_t s, cudaEvent_t e);
 static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int flags) {
   if (!e || (flags & ~(unsigned int)(cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess)))
     return polypy_rt_fail(cudaErrorInvalidValue);
@@ -176,8 +209,9 @@ static inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
   return cudaSuccess;
 }
 static inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = 0) {
-  (void)s;
   if (!e) return polypy_rt_fail(cudaErrorInvalidResourceHandle);
+  polypy_rt_capture_record(e, s);
+  if (polypy_rt_capturing(s)) return cudaSuccess;
   e->ms = polypy_rt_now_ms();
   e->recorded = 1;
   return cudaSuccess;
@@ -193,9 +227,9 @@ static inline cudaError_t cudaEventQuery(cudaEvent_t e) {
   return e ? *polypy_rt_sticky_error() : polypy_rt_fail(cudaErrorInvalidResourceHandle);
 }
 static inline cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags = 0) {
-  (void)s;
   if (!e) return polypy_rt_fail(cudaErrorInvalidResourceHandle);
-  return flags == 0 ? cudaSuccess : polypy_rt_fail(cudaErrorInvalidValue);
+  if (flags != 0) return polypy_rt_fail(cudaErrorInvalidValue);
+  return polypy_rt_capture_wait(s, e);
 }
 /* CUDA's rules: both events recorded, neither made with cudaEventDisableTiming. */
 static inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
@@ -210,24 +244,22 @@ static inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cud
 /* ------------------------------------------------------------------ asynchronous copies */
 static inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
                                           cudaStream_t s = 0) {
-  (void)s;
-  return cudaMemcpy(dst, src, count, kind);
+  POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemcpy, cudaMemcpy(dst, src, count, kind));
 }
 static inline cudaError_t cudaMemsetAsync(void* dst, int value, size_t count, cudaStream_t s = 0) {
-  (void)s;
-  return cudaMemset(dst, value, count);
+  POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemset, cudaMemset(dst, value, count));
 }
 template <class T>
 static inline cudaError_t cudaMemcpyToSymbolAsync(T& symbol, const void* src, size_t count, size_t offset = 0,
                                                   enum cudaMemcpyKind kind = cudaMemcpyHostToDevice, cudaStream_t s = 0) {
-  (void)s;
-  return cudaMemcpyToSymbol(symbol, src, count, offset, kind);
+  T* at = &symbol;
+  POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemcpy, cudaMemcpyToSymbol(*at, src, count, offset, kind));
 }
 template <class T>
 static inline cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const T& symbol, size_t count, size_t offset = 0,
                                                     enum cudaMemcpyKind kind = cudaMemcpyDeviceToHost, cudaStream_t s = 0) {
-  (void)s;
-  return cudaMemcpyFromSymbol(dst, symbol, count, offset, kind);
+  const T* at = &symbol;
+  POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemcpy, cudaMemcpyFromSymbol(dst, *at, count, offset, kind));
 }
 
 #include "pools.h"
