@@ -601,6 +601,21 @@ def _autograd_function() -> type:
     return PolypyKernel
 
 
+def load(name: str, sources: Any, *args: Any, **kwargs: Any) -> Any:
+    """A PyTorch CUDA extension built for the CPU: ``torch.utils.cpp_extension.load``'s signature
+    and result; the ``.cu`` sources translated by polypy (``polypy.torch_ext``)."""
+    from polypy.torch_ext import load as load_extension
+
+    return load_extension(name, sources, *args, **kwargs)
+
+
+def load_inline(name: str, cpp_sources: Any, *args: Any, **kwargs: Any) -> Any:
+    """``torch.utils.cpp_extension.load_inline`` for the CPU (see ``load``)."""
+    from polypy.torch_ext import load_inline as load_inline_extension
+
+    return load_inline_extension(name, cpp_sources, *args, **kwargs)
+
+
 def __getattr__(name: str) -> Any:
     # ``polypy.torch.Function``: the autograd Function class (needs torch, so made on first access).
     if name == "Function":
@@ -608,4 +623,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'polypy.torch' has no attribute {name!r}")
 
 
-__all__ = ["function", "launch", "KernelFunction", "TorchMissingError", "INSTALL_HINT"]
+__all__ = ["function", "launch", "load", "load_inline", "KernelFunction", "TorchMissingError", "INSTALL_HINT"]
