@@ -175,6 +175,10 @@ def _explain(message: str) -> str:
         feature = _UNSUPPORTED_HEADERS.get(header) or _UNSUPPORTED_HEADERS.get(header.split("/")[0]) \
             if "/" in header else _UNSUPPORTED_HEADERS.get(header)
         ours = f"{feature} is not supported" if feature is not None else None
+    if ours is None and "TensorAccessor" in message and ("operator[]" in message or "member function" in message):
+        # PyTorch's accessors are host code in the host compiler's reading of its headers.
+        ours = ("PyTorch's tensor accessors (packed_accessor32/64) in device code are not supported by polypy; "
+                "pass tensor.data_ptr<scalar_t>() and the sizes and strides the kernel needs as integers")
     return f"{ours} (clang: {message})" if ours is not None else message
 
 

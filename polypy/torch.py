@@ -616,6 +616,14 @@ def load_inline(name: str, cpp_sources: Any, *args: Any, **kwargs: Any) -> Any:
     return load_inline_extension(name, cpp_sources, *args, **kwargs)
 
 
+def kernels(source: Any, **kwargs: Any) -> Any:
+    """The kernels of a PyTorch extension's ``.cu`` file, compiled by polypy (``polypy.torch_ext.kernels``):
+    for ``function``, whose backward ``polypy.grad`` synthesizes."""
+    from polypy.torch_ext import kernels as extension_kernels
+
+    return extension_kernels(source, **kwargs)
+
+
 def __getattr__(name: str) -> Any:
     # ``polypy.torch.Function``: the autograd Function class (needs torch, so made on first access).
     if name == "Function":
@@ -623,4 +631,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'polypy.torch' has no attribute {name!r}")
 
 
-__all__ = ["function", "launch", "load", "load_inline", "KernelFunction", "TorchMissingError", "INSTALL_HINT"]
+__all__ = ["function", "kernels", "launch", "load", "load_inline", "KernelFunction", "TorchMissingError", "INSTALL_HINT"]

@@ -147,3 +147,46 @@ def test_load_inline_with_functions(tmp_path):
     torch.testing.assert_close(mod.axpy(xf, yf, -2.0), yf - 2.0 * xf)
     with pytest.raises(RuntimeError, match="same shape"):
         mod.axpy(x, y[:5], 1.0)
+
+
+ACCESSOR_SOURCE = r"""#include <torch/extension.h>
+
+template <typename scalar_t>
+__global__ void scale_kernel(torch::PackedTensorAccessor32<scalar_t, 2, torch::RestrictPtrTraits> x) {
+  const int r = blockIdx.x, c = threadIdx.x;
+  if (c < x.size(1)) x[r][c] *= 2;
+}
+
+void scale(torch::Tensor x) {
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "scale", [&] {
+    scale_kernel<scalar_t><<<x.size(0), 256>>>(x.packed_accessor32<scalar_t, 2, torch::RestrictPtrTraits>());
+  });
+}
+"""
+
+
+def test_packed_accessor_kernel_parameters_are_refused_with_a_location(tmp_path):
+    from polypy.errors import UserError
+    from polypy.torch_ext.translate import translate_cuda
+
+    cu = tmp_path / "accessor.cu"
+    cu.write_text(ACCESSOR_SOURCE)
+    with pytest.raises(UserError) as info:
+        translate_cuda(cu, tmp_path / "out")
+    text = info.value.render()
+    assert f"{cu}:6:22: error: PyTorch's tensor accessors (packed_accessor32/64) in device code are not supported" \
+        in text, text
+    assert "^" in text
+    assert not (tmp_path / "out" / "accessor.cu.cpp").exists()
+
+
+def test_forward_only_kernel_gets_its_backward_from_polypy_grad():
+    # The extension's forward kernel alone, compiled by polypy from the extension's .cu file; the
+    # backward is synthesized (the extension's own backward kernel is not used).
+    mod = pt.kernels(HERE / "square_affine.cu")
+    f = pt.function(mod.square_affine_kernel_double, inputs=["x"], outputs={"y": "x"},
+                    params={"n": lambda x: x.numel(), "a": 0.75, "b": 2.0},
+                    grid=lambda x: (x.numel() + 63) // 64, block=64)
+    x = torch.randn(300, dtype=torch.float64, requires_grad=True)
+    torch.testing.assert_close(f(x), 0.75 * x * x + 2.0)
+    assert torch.autograd.gradcheck(f, (x,))

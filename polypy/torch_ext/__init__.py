@@ -38,9 +38,7 @@ def _cpp_extension() -> Any:
     try:
         import torch.utils.cpp_extension as cpp_extension
     except ImportError:
-        from polypy.torch import TorchMissingError
-
-        raise TorchMissingError("polypy.torch.load needs PyTorch: pip install -e '.[torch]'") from None
+        raise UserError("polypy.torch.load needs PyTorch: pip install -e '.[torch]'") from None
     return cpp_extension
 
 
@@ -146,4 +144,20 @@ def load_inline(name: str, cpp_sources: str | Sequence[str], cuda_sources: str |
                                      no_implicit_headers=no_implicit_headers, **flags)
 
 
-__all__ = ["load", "load_inline"]
+def kernels(source: str | os.PathLike, *, extra_cflags: Sequence[str] | None = None,
+            extra_include_paths: Sequence[str] | None = None) -> Any:
+    """The kernels of an extension's ``.cu`` file compiled by ``polypy.compile`` (its host code
+    left out), read against PyTorch's headers as ``load`` reads them: for a kernel the extension
+    has no backward for, ``polypy.torch.function(mod.K, ...)`` makes it an autograd function whose
+    backward ``polypy.grad`` synthesizes. A kernel template's instances are named as ``polypy
+    translate`` names them (``square_affine_kernel_float``)."""
+    from polypy.driver.api import compile as compile_kernels
+    from polypy.torch_ext.translate import PARSE_DEFINE, flag_defines, flag_include_dirs, parse_include_dirs
+
+    flags = list(extra_cflags or ())
+    include_dirs = parse_include_dirs([*(extra_include_paths or ()), *flag_include_dirs(flags)])
+    return compile_kernels(os.fspath(source), defines={**flag_defines(flags), PARSE_DEFINE: "1"},
+                           include_dirs=include_dirs)
+
+
+__all__ = ["kernels", "load", "load_inline"]

@@ -23,6 +23,20 @@
 #undef __CUDA_ARCH__
 #include <torch/extension.h>
 #include <torch/library.h>
+/* RestrictPtrTraits exists under __CUDACC__ only; the frontend declares it so that a kernel taking
+ * a packed_accessor32<scalar_t, N, RestrictPtrTraits> reaches polypy's refusal of accessors in
+ * device code (frontend/lower/builder.py), which says what to do instead. */
+namespace torch {
+namespace headeronly {
+template <typename T>
+struct RestrictPtrTraits {
+  typedef T* __restrict__ PtrType;
+};
+}  // namespace headeronly
+}  // namespace torch
+namespace at {
+using torch::headeronly::RestrictPtrTraits;
+}  // namespace at
 #pragma pop_macro("__CUDACC__")
 #pragma pop_macro("__NVCC__")
 #pragma pop_macro("__CUDACC_VER_MAJOR__")
