@@ -72,6 +72,9 @@ if mode == "polypy":
         torch.library.opcheck(torch.ops.extension_cpp.myadd_out.default, [a, b, torch.randn(n)])
         checks.append(f"myadd_out({{n}})")
     out["checks"] = checks
+    # Which kernel serves CPU tensors: PyTorch's dispatcher names the file that registered it.
+    dump = torch._C._dispatch_dump("extension_cpp::mymuladd")
+    out["cpu_kernel_from"] = [line.strip() for line in dump.splitlines() if line.strip().startswith("CPU")]
 for n in {sizes!r}:
     a, b = torch.randn(n), torch.randn(n)
     f = (lambda: a * b + 2.5) if mode == "python" else (lambda: torch.ops.extension_cpp.mymuladd(a, b, 2.5))
@@ -116,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         mine = run_child("polypy", args.checkout, base / "polypy", args.repeat)
         print(f"polypy.torch.load build + checks: {time.perf_counter() - t:.0f} s; passed: {', '.join(mine['checks'])}")
+        print(f"kernel for CPU tensors: {'; '.join(mine['cpu_kernel_from'])}")
         cpu = run_child("cpp", args.checkout, base / "cpp", args.repeat)
         py = run_child("python", args.checkout, base / "python", args.repeat)
         print(f"{'numel':>10} {'polypy ms':>10} {'C++ CPU ms':>11} {'python ms':>10} {'C++/polypy':>11} {'python/polypy':>14}")

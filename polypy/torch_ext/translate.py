@@ -10,7 +10,8 @@ host code as written, each ``<<<...>>>`` a call of the kernel's launcher.
 Translating parses all of PyTorch's headers (a minute or more), so the result is kept next to
 the build: ``<stem>.cu.cpp`` with its key in ``<stem>.cu.key`` (the file's text, the flags, the
 include paths, PyTorch's version and polypy's own sources); the same key skips the translation,
-and an unchanged ``.cpp`` leaves PyTorch's rebuild-on-change rule nothing to rebuild.
+and an unchanged ``.cpp`` leaves PyTorch's rebuild-on-change rule nothing to rebuild. A
+translation says so on stderr when it starts and ends (``verbose``: also when one is reused).
 """
 from __future__ import annotations
 
@@ -86,15 +87,15 @@ def translate_cuda(path: pathlib.Path, out_dir: pathlib.Path, *, flags: Sequence
         if verbose:
             print(f"polypy: {path.name} unchanged, its translation {out} is reused", file=sys.stderr)
         return out
-    if verbose:
-        print(f"polypy: translating {path} (parsing PyTorch's headers takes a minute or two) ...", file=sys.stderr)
+    # Always said (a translation takes minutes; PyTorch's build after it is silent unless verbose).
+    print(f"polypy: translating {path} for the CPU (parsing PyTorch's headers takes a minute or two) ...",
+          file=sys.stderr, flush=True)
     cpp = translate_text(path, defines=defines, include_dirs=include_dirs)
     out_dir.mkdir(parents=True, exist_ok=True)
     if not out.exists() or out.read_text(encoding="utf-8") != cpp:
         out.write_text(cpp, encoding="utf-8")
     stamp.write_text(key)
-    if verbose:
-        print(f"polypy: {path.name} -> {out}", file=sys.stderr)
+    print(f"polypy: {path.name} -> {out}", file=sys.stderr, flush=True)
     return out
 
 
