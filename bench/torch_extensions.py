@@ -88,6 +88,7 @@ print("RESULT " + json.dumps(out))
 
 
 def run_child(mode: str, checkout: pathlib.Path, build: pathlib.Path, repeat: int) -> dict:
+    build.mkdir(parents=True, exist_ok=True)  # PyTorch's load takes an existing directory
     code = CHILD.format(root=str(ROOT), mode=mode, checkout=str(checkout), build=str(build), repeat=repeat,
                         sizes=SIZES)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -44,7 +44,9 @@ def _cpp_extension() -> Any:
 
 def _build_dir(name: str, build_directory: str | os.PathLike | None, verbose: bool) -> pathlib.Path:
     if build_directory is not None:
-        return pathlib.Path(build_directory)
+        path = pathlib.Path(build_directory)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
     return pathlib.Path(_cpp_extension()._get_build_directory(name, verbose))
 
 
