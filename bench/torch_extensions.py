@@ -18,12 +18,13 @@ Each build runs in its own process (both register the ``extension_cpp`` namespac
 LLTM (``cuda/lltm_cuda_kernel.cu``, in the repository's history before the package) is tried too
 when ``--lltm DIR`` names an extracted copy of it; its result is printed as it comes.
 
-    python -m bench.torch_extensions /tmp/extcpp [--repeat 5] [--build DIR] [--lltm /tmp/lltm]
+    python -m bench.torch_extensions /tmp/extcpp [--repeat 5] [--threads N] [--build DIR] [--lltm /tmp/lltm]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -87,11 +88,12 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def run_child(mode: str, checkout: pathlib.Path, build: pathlib.Path, repeat: int) -> dict:
+def run_child(mode: str, checkout: pathlib.Path, build: pathlib.Path, repeat: int, threads: int | None) -> dict:
     build.mkdir(parents=True, exist_ok=True)  # PyTorch's load takes an existing directory
     code = CHILD.format(root=str(ROOT), mode=mode, checkout=str(checkout), build=str(build), repeat=repeat,
                         sizes=SIZES)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    env = dict(os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {}))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
@@ -112,17 +114,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkout", type=pathlib.Path, help="a checkout of github.com/pytorch/extension-cpp")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="OMP_NUM_THREADS for every variant (polypy's launches, PyTorch's own operators)")
     parser.add_argument("--build", type=pathlib.Path, default=None, help="build directory (default: a temporary one)")
     parser.add_argument("--lltm", type=pathlib.Path, default=None, help="an extracted revision with cuda/lltm_cuda_kernel.cu")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="polypy-torch-ext-") as tmp:
         base = args.build or pathlib.Path(tmp)
         t = time.perf_counter()
-        mine = run_child("polypy", args.checkout, base / "polypy", args.repeat)
+        mine = run_child("polypy", args.checkout, base / "polypy", args.repeat, args.threads)
         print(f"polypy.torch.load build + checks: {time.perf_counter() - t:.0f} s; passed: {', '.join(mine['checks'])}")
         print(f"kernel for CPU tensors: {'; '.join(mine['cpu_kernel_from'])}")
-        cpu = run_child("cpp", args.checkout, base / "cpp", args.repeat)
-        py = run_child("python", args.checkout, base / "python", args.repeat)
+        cpu = run_child("cpp", args.checkout, base / "cpp", args.repeat, args.threads)
+        py = run_child("python", args.checkout, base / "python", args.repeat, args.threads)
         print(f"{'numel':>10} {'polypy ms':>10} {'C++ CPU ms':>11} {'python ms':>10} {'C++/polypy':>11} {'python/polypy':>14}")
         for n in SIZES:
             p, c, b = mine[str(n)], cpu[str(n)], py[str(n)]
