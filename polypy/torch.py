@@ -601,33 +601,15 @@ def _autograd_function() -> type:
     return PolypyKernel
 
 
-def load(name: str, sources: Any, *args: Any, **kwargs: Any) -> Any:
-    """A PyTorch CUDA extension built for the CPU: ``torch.utils.cpp_extension.load``'s signature
-    and result; the ``.cu`` sources translated by polypy (``polypy.torch_ext``)."""
-    from polypy.torch_ext import load as load_extension
-
-    return load_extension(name, sources, *args, **kwargs)
-
-
-def load_inline(name: str, cpp_sources: Any, *args: Any, **kwargs: Any) -> Any:
-    """``torch.utils.cpp_extension.load_inline`` for the CPU (see ``load``)."""
-    from polypy.torch_ext import load_inline as load_inline_extension
-
-    return load_inline_extension(name, cpp_sources, *args, **kwargs)
-
-
-def kernels(source: Any, **kwargs: Any) -> Any:
-    """The kernels of a PyTorch extension's ``.cu`` file, compiled by polypy (``polypy.torch_ext.kernels``):
-    for ``function``, whose backward ``polypy.grad`` synthesizes."""
-    from polypy.torch_ext import kernels as extension_kernels
-
-    return extension_kernels(source, **kwargs)
-
-
 def __getattr__(name: str) -> Any:
     # ``polypy.torch.Function``: the autograd Function class (needs torch, so made on first access).
     if name == "Function":
         return _autograd_function()
+    if name in ("load", "load_inline", "kernels"):
+        # Whole PyTorch extensions (polypy.torch_ext): torch.utils.cpp_extension's signatures.
+        import polypy.torch_ext as extensions
+
+        return getattr(extensions, name)
     raise AttributeError(f"module 'polypy.torch' has no attribute {name!r}")
 
 
