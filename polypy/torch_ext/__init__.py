@@ -104,8 +104,8 @@ def load(name: str, sources: str | Sequence[str], extra_cflags: Sequence[str] | 
                               keep_intermediates=keep_intermediates, **flags)
 
 
-# What torch.utils.cpp_extension.load_inline puts before CUDA sources.
-CUDA_PREAMBLE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n\n"
+# What torch.utils.cpp_extension.load_inline puts before CUDA sources (one line each, joined as it joins them).
+CUDA_PREAMBLE = ("#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>")
 
 
 def load_inline(name: str, cpp_sources: str | Sequence[str], cuda_sources: str | Sequence[str] | None = None,
@@ -131,7 +131,7 @@ def load_inline(name: str, cpp_sources: str | Sequence[str], cuda_sources: str |
     if cuda_sources:
         directory.mkdir(parents=True, exist_ok=True)
         cu = directory / "cuda.cu"
-        text = ("" if no_implicit_headers else CUDA_PREAMBLE) + "\n".join(cuda_sources)
+        text = "\n".join([*(() if no_implicit_headers else CUDA_PREAMBLE), *cuda_sources])
         if not cu.exists() or cu.read_text(encoding="utf-8") != text:
             cu.write_text(text, encoding="utf-8")
         cuda_flags = [*(extra_cflags or ()), *(extra_cuda_cflags or ())]
