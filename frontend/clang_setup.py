@@ -28,6 +28,7 @@ import subprocess
 import clang.cindex as ci
 
 from polypy.errors import Loc, UserError
+from polypy.sources import SystemIncludeDir
 from polypy.ir.depth import MAX_BRACKETS, too_deep
 from polypy.stack import on_big_stack
 
@@ -103,7 +104,7 @@ def clang_args(language: str, *, defines: dict[str, str] | None = None,
         # does clang with this off (Rodinia's mummergpu).
         args.append("-Wno-reserved-user-defined-literal")
     for d in include_dirs:
-        args += ["-I", str(d)]
+        args += ["-isystem" if isinstance(d, SystemIncludeDir) else "-I", str(d)]
     args += ["-isystem", str(RUNTIME_DIR), "-isystem", str(PRELUDE_DIR)]
     if header_mode() == "system":
         for d in system_include_dirs("c++" if language == "cuda" else "c"):
@@ -174,6 +175,10 @@ def _explain(message: str) -> str:
         feature = _UNSUPPORTED_HEADERS.get(header) or _UNSUPPORTED_HEADERS.get(header.split("/")[0]) \
             if "/" in header else _UNSUPPORTED_HEADERS.get(header)
         ours = f"{feature} is not supported" if feature is not None else None
+    if ours is None and "TensorAccessor" in message and ("operator[]" in message or "member function" in message):
+        # PyTorch's accessors are host code in the host compiler's reading of its headers.
+        ours = ("PyTorch's tensor accessors (packed_accessor32/64) in device code are not supported by polypy; "
+                "pass tensor.data_ptr<scalar_t>() and the sizes and strides the kernel needs as integers")
     return f"{ours} (clang: {message})" if ours is not None else message
 
 
@@ -220,7 +225,35 @@ def _lib() -> ctypes.CDLL:
     lib.clang_EvalResult_getAsStr.restype = ctypes.c_char_p
     lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
     lib.clang_EvalResult_dispose.restype = None
+    lib.clang_getFileLocation.argtypes = [ci.SourceLocation, ctypes.POINTER(ci.c_object_p), ctypes.POINTER(ctypes.c_uint),
+                                          ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
+    lib.clang_getFileLocation.restype = None
     return lib
+
+
+def _file_offset(location: ci.SourceLocation) -> tuple[str | None, int]:
+    """Where the token at ``location`` is spelled (``clang_getFileLocation``): inside a macro's
+    argument, the argument's text, where ``location.offset`` is the macro's name."""
+    f, line, col, offset = ci.c_object_p(), ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+    _lib().clang_getFileLocation(location, ctypes.byref(f), ctypes.byref(line), ctypes.byref(col), ctypes.byref(offset))
+    name = ci.File(f).name if f else None
+    return name, offset.value
+
+
+def spelled_extent(cursor: ci.Cursor) -> tuple[int, int]:
+    """The byte offsets of ``cursor``'s text in its file. For code written in a macro's argument
+    (a launch in the lambda of ``AT_DISPATCH_FLOATING_TYPES(t, "f", [&] { ... })``, which expands
+    once per type), the argument's own text, which comes after the macro's name in the same file;
+    otherwise (code outside macros, or in a macro's body, which precedes its use) the extent as
+    the file holds it, for a macro its invocation."""
+    extent = cursor.extent
+    start, end = extent.start.offset, extent.end.offset
+    file = extent.start.file.name if extent.start.file is not None else None
+    (f1, spelled_start), (f2, spelled_end) = _file_offset(extent.start), _file_offset(extent.end)
+    if (f1 == f2 == file and (spelled_start, spelled_end) != (start, end)
+            and start <= spelled_start < spelled_end):
+        return spelled_start, spelled_end
+    return start, end
 
 
 def _spelling(cxstring: ci._CXString) -> str:

@@ -20,7 +20,8 @@ from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, IncludeS
 from polypy.stack import on_big_stack
 from polypy.sources import read_source
 
-from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, deepest_cursor, parse_translation_unit, preorder
+from frontend.clang_setup import (PRELUDE_DIR, RUNTIME_DIR, cursor_loc, deepest_cursor, parse_translation_unit, preorder,
+                                  spelled_extent)
 from frontend.device_pass import device_defines, join_passes, names_cuda_arch
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, launched_callees, refuse_kernel_values, \
@@ -287,7 +288,7 @@ class _ModuleBuilder:
             for call in preorder(fn):
                 if call.kind != CK.CALL_EXPR:
                     continue
-                site = (call.location.file.name if call.location.file else "", call.extent.start.offset)
+                site = (call.location.file.name if call.location.file else "", spelled_extent(call)[0])
                 if self.launch_config(call) is not None:
                     target = call.referenced
                     if fn.kind == CK.FUNCTION_TEMPLATE and (target is None or not is_kernel_decl(target)):
@@ -425,20 +426,20 @@ class _ModuleBuilder:
         cfg = [ch for ch in list(config.get_children())[1:]]
         texts: list[str | None] = []
         for arg in cfg:
-            texts.append(None if _is_default(arg) else conv.slice(arg.extent))
+            texts.append(None if _is_default(arg) else conv.spelled(arg))
         args = []
         for a in children[2:]:
             if _is_default(a):
                 raise UserError("default arguments of kernels are not supported in launches", cursor_loc(a))
-            args.append(conv.slice(a.extent))
+            args.append(conv.spelled(a))
         # What the kernel's hidden parameters receive (texture references' bindings, surfaces' memory:
         # frontend.lower.textures.hidden_param), in terms of the launch's arguments.
         args += hidden_arguments(self.ctx.textures.get(names[self.kernel_key(target)], ()), children[2:], args)
         grid, block = texts[0], texts[1]
         if grid is None or block is None:
             raise UserError("a launch needs a grid and a block shape", loc)
-        return LaunchSite(names[self.kernel_key(target)], conv.char(call.extent.start.offset),
-                          conv.char(call.extent.end.offset), grid, block,
+        start, end = spelled_extent(call)
+        return LaunchSite(names[self.kernel_key(target)], conv.char(start), conv.char(end), grid, block,
                           texts[2] if len(texts) > 2 else None, texts[3] if len(texts) > 3 else None,
                           tuple(args), loc, **self.launch_shapes(call, cfg[0], cfg[1]))
 
@@ -450,17 +451,34 @@ class _ModuleBuilder:
         by_site: dict[int, dict[str, list[tuple[ci.Cursor, ci.Cursor, ci.Cursor | None]]]] = {}
         for call, target, instance in calls:
             kernel = names[self.kernel_key(target)]
-            by_site.setdefault(call.extent.start.offset, {}).setdefault(kernel, []).append((call, target, instance))
+            by_site.setdefault(spelled_extent(call)[0], {}).setdefault(kernel, []).append((call, target, instance))
         out: list[LaunchSite] = []
         for kernels in by_site.values():
             for group in kernels.values():
                 call, target, _ = group[0]
                 site = self.launch_site(call, target, names, text, conv)
                 if len(kernels) > 1:
-                    when = " || ".join(f"({self.instance_condition(c, i)})" for c, _, i in group)
+                    when = " || ".join(f"({self.written_condition(c, t) if i is None else self.instance_condition(c, i)})"
+                                       for c, t, i in group)
                     site = dataclasses.replace(site, when=when)
                 out.append(site)
         return tuple(out)
+
+    def written_condition(self, call: ci.Cursor, target: ci.Cursor) -> str:
+        """``__is_same(scalar_t, float)``: a launch ``k<scalar_t><<<...>>>`` written once in a macro's
+        argument that the macro expands several times with ``scalar_t`` naming different types
+        (``AT_DISPATCH_FLOATING_TYPES(..., [&] { ... })``: one lambda per type), as a test on the
+        template arguments as written, which each expansion reads in its own scope."""
+        callee = next(iter(call.get_children()), None)
+        while callee is not None and callee.kind == CK.UNEXPOSED_EXPR:
+            callee = next(iter(callee.get_children()), None)
+        written = [c for c in callee.get_children()] if callee is not None and callee.kind == CK.DECL_REF_EXPR else []
+        values = _template_args(target)
+        if not written or len(written) != len(values) or any(c.kind != CK.TYPE_REF for c in written):
+            return self.instance_condition(call, None)
+        conv = _OffsetMap(read_source(call.location.file.name))
+        terms = [f"__is_same({conv.spelled(c)}, {value})" for c, value in zip(written, values)]
+        return " && ".join(terms)
 
     def instance_condition(self, call: ci.Cursor, instance: ci.Cursor | None) -> str:
         """``__is_same(T, float) && (B) == (128)``: the template arguments of the host function
@@ -552,6 +570,11 @@ class _ModuleBuilder:
             kind = "cuda" if pathlib.PurePath(target).name in CUDA_HEADERS else "user"
         elif target is not None and pathlib.Path(target).resolve().is_relative_to(PRELUDE_DIR.resolve()):
             kind = "system"  # polypy's stand-in for a system header (omp.h, stdio.h): compiled against the real one
+        elif target is not None and (pathlib.Path(target).resolve().is_relative_to((RUNTIME_DIR / "torch").resolve())
+                                     or self.in_system_directory(included)):
+            # A library's header (PyTorch's, on an -isystem path) or polypy's stand-in for one of
+            # ATen's CUDA headers: the build compiles against it, on its own include path.
+            kind = "system"
         elif name in CUDA_HEADERS and (target is None or not self.is_user_path(target)):
             kind = "cuda"  # a CUDA toolkit's header named with -I: polypy's runtime stands for it
         elif target is not None and self.is_user_path(target):
@@ -560,6 +583,10 @@ class _ModuleBuilder:
             kind = "system"
         start = conv.char(c.extent.start.offset)
         return IncludeSpan(start, conv.char(c.extent.end.offset), target, kind)
+
+    def in_system_directory(self, included: ci.File) -> bool:
+        """Whether clang found the file in a system include directory (``-isystem``)."""
+        return ci.SourceLocation.from_offset(self.tu, included, 0).is_in_system_header
 
     def is_user_path(self, path: str) -> bool:
         system_dirs = ("/usr/", "/opt/")
@@ -595,7 +622,10 @@ def _template_args(cursor: ci.Cursor) -> list[str]:
     except Exception:  # noqa: BLE001 - libclang raises for non-templates on some versions
         return out
     for i in range(max(count, 0)):
-        kind = cursor.get_template_argument_kind(i)
+        try:
+            kind = cursor.get_template_argument_kind(i)
+        except ValueError:  # a kind this clang.cindex does not name (a pack, in PyTorch's headers)
+            kind = None
         if kind == ci.TemplateArgumentKind.INTEGRAL:
             out.append(str(cursor.get_template_argument_value(i)))
         elif kind == ci.TemplateArgumentKind.TYPE:
@@ -630,3 +660,7 @@ class _OffsetMap:
     def slice(self, extent: ci.SourceRange) -> str:
         return self.text[self.char(extent.start.offset):self.char(extent.end.offset)]
 
+    def spelled(self, cursor: ci.Cursor) -> str:
+        """The text of ``cursor`` as written (in a macro's argument: the argument's text)."""
+        start, end = spelled_extent(cursor)
+        return self.text[self.char(start):self.char(end)]

@@ -27,3 +27,9 @@ def is_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+class SystemIncludeDir(str):
+    """An include directory of a library's headers (PyTorch's, for ``polypy.torch.load``): the
+    frontend searches it as a system directory (``-isystem``), so that its declarations are the
+    library's, not the user's (never walked for kernels and launches, never translated)."""

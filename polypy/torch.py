@@ -605,7 +605,12 @@ def __getattr__(name: str) -> Any:
     # ``polypy.torch.Function``: the autograd Function class (needs torch, so made on first access).
     if name == "Function":
         return _autograd_function()
+    if name in ("load", "load_inline", "kernels"):
+        # Whole PyTorch extensions (polypy.torch_ext): torch.utils.cpp_extension's signatures.
+        import polypy.torch_ext as extensions
+
+        return getattr(extensions, name)
     raise AttributeError(f"module 'polypy.torch' has no attribute {name!r}")
 
 
-__all__ = ["function", "launch", "KernelFunction", "TorchMissingError", "INSTALL_HINT"]
+__all__ = ["function", "kernels", "launch", "load", "load_inline", "KernelFunction", "TorchMissingError", "INSTALL_HINT"]

@@ -301,11 +301,16 @@ def _rewrite(path: str, state: _ProgramState) -> str:
         if len(group) == 1:
             edits.append((start, end, calls[0]))
             continue
-        # One launch in a host function template, a different kernel per instance: the
-        # template's parameters pick the launcher at compile time (the other branches are
-        # discarded, never instantiated).
-        chain = " else ".join(f"if constexpr ({launch.when}) {call};" for launch, call in zip(group, calls))
-        edits.append((start, end, f"({{ {chain} }})"))
+        # One launch that launches a different kernel per instance of its host function template,
+        # or per expansion of the macro it is written in (AT_DISPATCH_FLOATING_TYPES's lambda, with
+        # its own scalar_t each time): the template's parameters, or the types the launch's
+        # template arguments name, pick the launcher at compile time. The branches are in a
+        # generic lambda and call their launcher through its parameter, so that the discarded
+        # ones are never instantiated, also outside any template (where a discarded branch
+        # would be checked: its arguments have the other instance's types).
+        chain = " else ".join(f"if constexpr ({launch.when}) polypy_pick({call.replace('(', ')(', 1)};"
+                              for launch, call in zip(group, calls))
+        edits.append((start, end, f"({{ [&](auto polypy_pick) {{ {chain} }}([](auto polypy_f) {{ return polypy_f; }}); }})"))
     return _apply(hf.text, edits, path)
 
 

@@ -8,6 +8,13 @@
 #ifndef POLYPY_DEVICE_H
 #define POLYPY_DEVICE_H
 
+#ifdef POLYPY_TORCH_EXTENSION
+/* A PyTorch extension (polypy.torch.load): PyTorch's headers first, read as the host compiler
+ * reads them when it builds the translated extension (no __CUDACC__, none of the macros below);
+ * polypy_torch_host.h is in polypy/runtime/torch, on the include path polypy.torch gives. */
+#include <polypy_torch_host.h>
+#endif
+
 #ifdef __cplusplus
 #define __global__ __attribute__((global))
 #define __device__ __attribute__((device))

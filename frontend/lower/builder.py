@@ -155,6 +155,11 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
             self.source_params.append(n.SourceParam(name, t.spelling, tuple(("", v) for _, v in views)))
             self.bind(p, self.pointer_binding(binding, decl_key(p) in mutated, name, p))
             return
+        if tm.is_record(t) and _is_tensor_accessor(t):
+            raise UserError(f"kernel parameter '{name}': PyTorch's tensor accessors "
+                            f"({t.get_declaration().spelling}, from packed_accessor32/64) in device code are not "
+                            "supported by polypy; pass tensor.data_ptr<scalar_t>() and the sizes and strides the "
+                            "kernel needs as integers", where)
         if tm.is_record(t):
             members: list[tuple[str, str]] = []
             fields: dict[str, LValue] = {}
@@ -238,3 +243,15 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
                 out.add(decl_key(target.referenced))
         self.mutated_cache[key] = out
         return out
+
+
+# PyTorch's accessor classes (ATen/core/TensorAccessor.h, torch/headeronly/core/TensorAccessor.h):
+# a kernel parameter of one is refused by name, as declared in a library's (system) header.
+_TENSOR_ACCESSORS = frozenset({"GenericPackedTensorAccessor", "GenericPackedTensorAccessorBase", "TensorAccessor",
+                               "TensorAccessorBase", "PackedTensorAccessor", "PackedTensorAccessor32",
+                               "PackedTensorAccessor64"})
+
+
+def _is_tensor_accessor(t: ci.Type) -> bool:
+    decl = t.get_canonical().get_declaration()
+    return decl.spelling in _TENSOR_ACCESSORS and decl.location.is_in_system_header
