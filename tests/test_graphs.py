@@ -97,8 +97,8 @@ REFUSED = {
                       "6:3: error: 'cudaGraphKernelNodeGetParams' is unavailable: CUDA graphs: reading a kernel node's "
                       "parameters back (cudaGraphKernelNodeGetParams) is not supported by polypy"),
     "template_address.cu": ("void* f = (void*)t<int>;\n  (void)f;",
-                            "4:20: error: kernel 't' used as a value (not launched with <<<...>>>) is not supported: "
-                            "only the address of a kernel that is not a template"),
+                            "4:20: error: kernel template instance 't' used as a value (not launched with <<<...>>>) "
+                            "is not supported: polypy gives host stubs to kernels that are not templates only"),
     "mem_node.cu": ("cudaGraphNode_t node;\n  cudaGraphAddMemAllocNode(&node, 0, 0, 0, 0);",
                     "5:3: error: 'cudaGraphAddMemAllocNode' is unavailable: CUDA graphs: memory nodes "
                     "(cudaGraphAddMemAllocNode) is not supported by polypy"),
@@ -138,3 +138,34 @@ def test_launch_given_a_stream_converts_arguments_as_a_direct_call(tmp_path: pat
     r = _polypy("run", str(src), cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout == "3 3 0 1\n"
+
+
+def test_launches_through_the_host_stub_are_captured(tmp_path: pathlib.Path) -> None:
+    """cudaLaunchKernel and a launch through a kernel pointer into a capturing stream become
+    kernel nodes holding the argument values (nothing runs before the graph is launched); each
+    launch of the graph runs both, in order."""
+    need_compiler(cpp=True)
+    src = tmp_path / "stub_capture.cu"
+    src.write_text("#include <cstdio>\n"
+                   "__global__ void add(float* y, float a) { y[threadIdx.x] += a; }\n"
+                   "__global__ void twice(float* y) { y[threadIdx.x] *= 2.0f; }\n"
+                   "int main() {\n"
+                   "  float* d; cudaMalloc(&d, 4 * sizeof(float)); cudaMemset(d, 0, 4 * sizeof(float));\n"
+                   "  cudaStream_t s; cudaStreamCreate(&s);\n"
+                   "  void (*k)(float*) = twice;\n"
+                   "  float a = 1.0f; void* args[2] = {&d, &a};\n"
+                   "  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);\n"
+                   "  cudaError_t e = cudaLaunchKernel((void*)add, dim3(1), dim3(4), args, 0, s);\n"
+                   "  a = 100.0f;  /* the node holds 1 */\n"
+                   "  k<<<1, 4, 0, s>>>(d);\n"
+                   "  cudaGraph_t g; cudaStreamEndCapture(s, &g);\n"
+                   "  size_t count = 0; cudaGraphGetNodes(g, 0, &count);\n"
+                   "  float h[4]; cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n"
+                   "  printf(\"%s nodes %zu before %g\\n\", cudaGetErrorName(e), count, h[0]);\n"
+                   "  cudaGraphExec_t x; cudaGraphInstantiate(&x, g, 0);\n"
+                   "  cudaGraphLaunch(x, s); cudaGraphLaunch(x, s); cudaStreamSynchronize(s);\n"
+                   "  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n"
+                   "  printf(\"after %g %g\\n\", h[0], h[3]);\n}\n")
+    r = _polypy("run", str(src), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout == "cudaSuccess nodes 2 before 0\nafter 6 6\n"  # ((0 + 1) * 2 + 1) * 2
