@@ -396,48 +396,42 @@ class _ModuleBuilder:
         argument k (``codegen.c.module.stub_definition`` fills it in)."""
         return tuple(launch for _, _, launch in self.ctx.textures.get(kernel, ()))
 
-    def indirect_launch(self, call: ci.Cursor, conv: "_OffsetMap") -> IndirectLaunch:
-        """A launch through the host stub (``kernel_values``)."""
+    def launch_parts(self, call: ci.Cursor, conv: "_OffsetMap") -> tuple[list[str | None], list[str], list[ci.Cursor],
+                                                                         list[ci.Cursor]]:
+        """A ``<<<...>>>`` launch's configuration texts (None: a default), its arguments' texts
+        (as written, also in a macro's argument), the call's children and the configuration's
+        cursors; refuses launches in macros and default arguments."""
         loc = cursor_loc(call)
         if "<<<" not in [t.spelling for t in call.get_tokens()]:
             raise UserError("kernel launches written inside macros are not supported", loc)
         children = list(call.get_children())
         config = self.launch_config(call)
         assert config is not None
-        cfg = [None if _is_default(arg) else conv.slice(arg.extent) for arg in list(config.get_children())[1:]]
-        args = []
-        for a in children[2:]:
-            if _is_default(a):
-                raise UserError("default arguments of kernels are not supported in launches", cursor_loc(a))
-            args.append(conv.slice(a.extent))
-        if cfg[0] is None or cfg[1] is None:
-            raise UserError("a launch needs a grid and a block shape", loc)
-        return IndirectLaunch(conv.char(call.extent.start.offset), conv.char(call.extent.end.offset),
-                              conv.slice(children[0].extent), cfg[0], cfg[1], cfg[2] if len(cfg) > 2 else None,
-                              cfg[3] if len(cfg) > 3 else None, tuple(args), loc)
-
-    def launch_site(self, call: ci.Cursor, target: ci.Cursor, names, text: str, conv: "_OffsetMap") -> LaunchSite:
-        loc = cursor_loc(call)
-        if "<<<" not in [t.spelling for t in call.get_tokens()]:
-            raise UserError("kernel launches written inside macros are not supported", loc)
-        children = list(call.get_children())
-        config = self.launch_config(call)
-        assert config is not None
-        cfg = [ch for ch in list(config.get_children())[1:]]
-        texts: list[str | None] = []
-        for arg in cfg:
-            texts.append(None if _is_default(arg) else conv.spelled(arg))
+        cfg = list(config.get_children())[1:]
+        texts = [None if _is_default(arg) else conv.spelled(arg) for arg in cfg]
         args = []
         for a in children[2:]:
             if _is_default(a):
                 raise UserError("default arguments of kernels are not supported in launches", cursor_loc(a))
             args.append(conv.spelled(a))
+        if texts[0] is None or texts[1] is None:
+            raise UserError("a launch needs a grid and a block shape", loc)
+        return texts, args, children, cfg
+
+    def indirect_launch(self, call: ci.Cursor, conv: "_OffsetMap") -> IndirectLaunch:
+        """A launch through the host stub (``kernel_values``)."""
+        cfg, args, children, _ = self.launch_parts(call, conv)
+        return IndirectLaunch(conv.char(call.extent.start.offset), conv.char(call.extent.end.offset),
+                              conv.slice(children[0].extent), cfg[0], cfg[1], cfg[2] if len(cfg) > 2 else None,
+                              cfg[3] if len(cfg) > 3 else None, tuple(args), cursor_loc(call))
+
+    def launch_site(self, call: ci.Cursor, target: ci.Cursor, names, text: str, conv: "_OffsetMap") -> LaunchSite:
+        loc = cursor_loc(call)
+        texts, args, children, cfg = self.launch_parts(call, conv)
         # What the kernel's hidden parameters receive (texture references' bindings, surfaces' memory:
         # frontend.lower.textures.hidden_param), in terms of the launch's arguments.
         args += hidden_arguments(self.ctx.textures.get(names[self.kernel_key(target)], ()), children[2:], args)
         grid, block = texts[0], texts[1]
-        if grid is None or block is None:
-            raise UserError("a launch needs a grid and a block shape", loc)
         start, end = spelled_extent(call)
         return LaunchSite(names[self.kernel_key(target)], conv.char(start), conv.char(end), grid, block,
                           texts[2] if len(texts) > 2 else None, texts[3] if len(texts) > 3 else None,
