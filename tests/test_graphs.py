@@ -143,11 +143,12 @@ def test_launch_given_a_stream_converts_arguments_as_a_direct_call(tmp_path: pat
 def test_launches_through_the_host_stub_are_captured(tmp_path: pathlib.Path) -> None:
     """cudaLaunchKernel and a launch through a kernel pointer into a capturing stream become
     kernel nodes holding the argument values (nothing runs before the graph is launched); each
-    launch of the graph runs both, in order."""
+    launch of the graph runs both, in order. (A top-level `const` parameter is no part of the
+    stub's type: the binder takes the types as given.)"""
     need_compiler(cpp=True)
     src = tmp_path / "stub_capture.cu"
     src.write_text("#include <cstdio>\n"
-                   "__global__ void add(float* y, float a) { y[threadIdx.x] += a; }\n"
+                   "__global__ void add(float* y, const float a) { y[threadIdx.x] += a; }\n"
                    "__global__ void twice(float* y) { y[threadIdx.x] *= 2.0f; }\n"
                    "int main() {\n"
                    "  float* d; cudaMalloc(&d, 4 * sizeof(float)); cudaMemset(d, 0, 4 * sizeof(float));\n"

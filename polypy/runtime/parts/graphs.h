@@ -77,22 +77,24 @@ static inline cudaError_t polypy_rt_node_launch(PolypyRun launch) {
   if (e == cudaSuccess) *polypy_rt_last_error() = before;
   return e;
 }
+/* The stub's parameter types are given, not deduced: a top-level const (`const int n`) is no part
+ * of the function's type, and values are held as their decayed types. */
 template <class... PolypyArgs, size_t... PolypyAt>
-static inline std::function<cudaError_t()> polypy_rt_bind_at(void (*stub)(PolypyArgs...), dim3 grid, dim3 block,
-                                                            size_t shmem, void** args, std::index_sequence<PolypyAt...>) {
+static inline std::function<cudaError_t()> polypy_rt_bind_at(const void* stub, dim3 grid, dim3 block, size_t shmem,
+                                                            void** args, std::index_sequence<PolypyAt...>) {
+  void (*f)(PolypyArgs...) = (void (*)(PolypyArgs...))stub;
   std::tuple<typename std::decay<PolypyArgs>::type...> values(*(typename std::decay<PolypyArgs>::type*)args[PolypyAt]...);
   return [=]() {
     return polypy_rt_node_launch([&]() {
       polypy_rt_push_config(grid, block, shmem, 0);
-      stub(std::get<PolypyAt>(values)...);
+      f(std::get<PolypyAt>(values)...);
     });
   };
 }
 template <class... PolypyArgs>
 static inline std::function<cudaError_t()> polypy_rt_bind(const void* stub, dim3 grid, dim3 block, size_t shmem,
                                                          void** args) {
-  void (*f)(PolypyArgs...) = (void (*)(PolypyArgs...))stub;
-  return polypy_rt_bind_at<PolypyArgs...>(f, grid, block, shmem, args, std::index_sequence_for<PolypyArgs...>());
+  return polypy_rt_bind_at<PolypyArgs...>(stub, grid, block, shmem, args, std::index_sequence_for<PolypyArgs...>());
 }
 POLYPY_RT_STATE std::vector<struct polypy_rt_kernel>* polypy_rt_kernels() {
   static std::vector<struct polypy_rt_kernel> known;
