@@ -32,7 +32,7 @@ class _Dce(Mutator):
             if isinstance(s, _TERMINATORS) and i + 1 < len(items):
                 return items[: i + 1]
         if any(isinstance(s, n.Assign) for s in items if isinstance(s, n.Stmt)):
-            dead = [i for i, s in enumerate(items) if isinstance(s, n.Assign) and _overwritten(s.name, items[i + 1:])]
+            dead = _overwritten_assigns(items)
             if dead:
                 return tuple(s for i, s in enumerate(items) if i not in dead)
         return items
@@ -67,20 +67,30 @@ class _Dce(Mutator):
         return s
 
 
-def _overwritten(name: str, after: tuple) -> bool:
-    """Whether an assignment of ``name`` followed by the statements ``after`` (of the same block)
-    is dead: one of them assigns ``name`` unconditionally before anything reads it, and nothing
-    in between can leave the block (``break``/``continue``/``return``). Reverse mode would
-    otherwise differentiate the dead value, and a NaN partial derivative times its zero adjoint
-    is NaN: ``a = pow(x, y); a = b`` with ``x < 0``."""
-    for s in after:
-        if not isinstance(s, n.Stmt):
-            return False
-        if name in read_names(s) or any(isinstance(x, _TERMINATORS) for x in walk(s)):
-            return False
-        if isinstance(s, n.Assign) and s.name == name:
-            return True
-    return False
+def _overwritten_assigns(items: tuple) -> set[int]:
+    """The positions of the assignments in ``items`` (one block) that are dead: a later statement
+    of the block assigns the name unconditionally before anything reads it, and nothing in
+    between can leave the block (``break``/``continue``/``return``) or is not a statement. Reverse
+    mode would otherwise differentiate the dead value, and a NaN partial derivative times its zero
+    adjoint is NaN: ``a = pow(x, y); a = b`` with ``x < 0``.
+
+    One pass from the end of the block, each statement walked once: ``over`` holds the names
+    whose next event, reading forward from the current position, is such an assignment (a block
+    of 20,000 assignments, as a gradient of a long product has, asked each one's future anew)."""
+    dead: set[int] = set()
+    over: set[str] = set()
+    for i in range(len(items) - 1, -1, -1):
+        s = items[i]
+        if isinstance(s, n.Assign) and s.name in over:
+            dead.add(i)
+        if not isinstance(s, n.Stmt) or any(isinstance(x, _TERMINATORS) for x in walk(s)):
+            over = set()
+            continue
+        reads = read_names(s)
+        over -= reads
+        if isinstance(s, n.Assign) and s.name not in reads:
+            over.add(s.name)
+    return dead
 
 
 def eliminate_dead_code(kernel: n.Kernel) -> n.Kernel:
