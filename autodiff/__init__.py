@@ -36,6 +36,7 @@ from autodiff.chunks import plan_chunks
 from autodiff.forward import forward_kernel
 from autodiff.names import Names
 from autodiff.normalize import normalize_for_ad
+from autodiff.split_long import split_long_expressions
 from autodiff.report import Accumulation, Caching, Decision
 from autodiff.reverse import ReverseOptions, reverse_kernel
 from polypy.errors import UserError
@@ -77,9 +78,10 @@ def differentiate(kernel: n.Kernel, *, mode: str = "reverse", wrt: tuple[str, ..
     out_name = name if name is not None else kernel.name + suffix
     names = Names(kernel, {out_name})
     if mode == "forward":
+        kernel = split_long_expressions(kernel, names)
         activity = analyze_activity(kernel, active)
         return forward_kernel(kernel, active, activity, names, out_name)
-    normalized = normalize_for_ad(kernel, names)
+    normalized = split_long_expressions(normalize_for_ad(kernel, names), names)
     chunks: dict = {}
     if windows is not None and (options is None or options.windows):
         normalized, chunks = _plan_chunks(normalized, active, windows, privacy, names)

@@ -340,3 +340,62 @@ def test_long_index_arithmetic_computes_the_same(tmp_path) -> None:
         y = np.zeros(160, np.float32)
         polypy.emulate(kernel, 1, threads, {"y": y, "n": n})
         np.testing.assert_array_equal(y, want)
+
+
+def long_product_kernel(factors: int) -> str:
+    """``y[i] = w[i] * v * v * ... * v`` (``factors`` copies of ``v = x[i]``), in double."""
+    product = " * ".join(["v"] * factors)
+    return ("__global__ void k(double* y, const double* x, const double* w, int n) {\n"
+            "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            f"  if (i < n) {{ double v = x[i]; y[i] = w[i] * {product}; }}\n}}\n")
+
+
+def test_a_long_product_differentiates_in_linear_work(tmp_path, monkeypatch) -> None:
+    """Reverse mode multiplies each factor's cotangent by the product of the others: left inline,
+    the k-th factor's partial was an expression of k nodes and the gradient's size (and time:
+    20,000 factors ran for hours) grew as the square (autodiff.split_long)."""
+    from polypy.ir.cexpr import CExprPrinter
+
+    factors = 2_000
+    counts = {"rendered": 0}
+    original_render = CExprPrinter.render
+
+    def render(self, e):
+        counts["rendered"] += 1
+        return original_render(self, e)
+
+    monkeypatch.setattr(CExprPrinter, "render", render)
+    path, out = tmp_path / "product.cu", tmp_path / "product_grad.cu"
+    path.write_text(long_product_kernel(factors))
+    assert main(["grad", str(path), "--kernel", "k", "-o", str(out)]) == 0
+    assert counts["rendered"] < 100 * factors, counts  # quadratic: factors**2 / 2 = 2,000,000
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_a_long_product_s_gradient_is_exact(tmp_path, mode: str) -> None:
+    """d(w x^m)/dx = m w x^(m-1) and d/dw = x^m, computed through the cut product (the locals
+    hold partial products: same operations, same order)."""
+    import polypy
+
+    factors = 300
+    path = tmp_path / "product.cu"
+    path.write_text(long_product_kernel(factors))
+    kernel = polypy.compile(str(path)).k
+    rng = np.random.default_rng(3)
+    n = 37
+    x = 1.0 + rng.uniform(-1e-3, 1e-3, n)
+    w = rng.uniform(0.5, 2.0, n)
+    if mode == "reverse":
+        grad = polypy.grad(kernel, wrt=["x", "w"])
+        seed = rng.uniform(0.5, 1.5, n)
+        y, dx, dw = np.zeros(n), np.zeros(n), np.zeros(n)
+        grad[2, 32](y, seed.copy(), x, dx, w, dw, n)
+        np.testing.assert_allclose(dx, seed * factors * w * x ** (factors - 1), rtol=1e-12)
+        np.testing.assert_allclose(dw, seed * x ** factors, rtol=1e-12)
+    else:
+        fwd = polypy.grad(kernel, wrt=["x"], mode="forward")
+        tx = rng.uniform(-1.0, 1.0, n)
+        y, ty = np.zeros(n), np.zeros(n)
+        fwd[2, 32](y, ty, x, tx, w, n)
+        np.testing.assert_allclose(ty, tx * factors * w * x ** (factors - 1), rtol=1e-12)
+    np.testing.assert_allclose(y, w * x ** factors, rtol=1e-12)
