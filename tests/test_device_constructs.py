@@ -461,7 +461,7 @@ REFUSED = [
      "  float4 v = reinterpret_cast<const float4*>(x + k)[threadIdx.x];\n"
      "  y[threadIdx.x] = v.x;\n"
      "}\n",
-     "offset is a multiple of 4", (2, 14)),
+     "offset is a multiple of 16 bytes", (2, 14)),
     ("texture-object-of-double",
      "__global__ void k(cudaTextureObject_t t, double* y) { y[threadIdx.x] = tex1Dfetch<double>(t, threadIdx.x); }\n",
      "texture fetches of type 'double' are not supported", (1, 72)),

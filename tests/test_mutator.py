@@ -305,6 +305,7 @@ def test_every_registered_pass_with_nothing_to_do_returns_its_input(name):
 
     from gpu2cpu.coarsen_blocks import plan_coarsening
     from polypy.driver import pipelines as pl
+    from polypy.passes.specialize import SPECIALIZE_CLEANUP
 
     s = next(s for s in SAMPLES if s.name == name)
     block = tuple(s.cases[0].block) + (1,) * (3 - len(s.cases[0].block))
@@ -323,11 +324,16 @@ def test_every_registered_pass_with_nothing_to_do_returns_its_input(name):
         lowered = _run_twice(pl.make_pass("serialize-threads"), gpu, exercised)
         for step in ("distribute-thread-loops", "version-thread-loops", "normalize-grid-stride"):
             _run_twice(pl.make_pass(step, report=[]), lowered, exercised)
-        _run_twice(pl.make_pass("specialize-block-shape", block=block), cpu, exercised)
+        specialized = _run_twice(pl.make_pass("specialize-block-shape", block=block), cpu, exercised)
+        for step in SPECIALIZE_CLEANUP:  # each step of its clean-up, again on its output
+            _run_twice(pl.make_pass(step.name), specialized, exercised)
         factor = plan_coarsening(gpu, block=block).factor
         if factor > 1:
             # Requires a kernel for which `factor` is legal: its own output is no such kernel.
             _run_twice(pl.make_pass("coarsen-blocks", block=block, factor=factor), gpu, exercised, again=False)
+            # Its blockDim.x is a function of blockIdx.x: not run on its own output either.
+            _run_twice(pl.make_pass("specialize-partial-coarse", block=block, factor=factor), cpu, exercised,
+                       again=False)
         else:
-            exercised.add("coarsen-blocks")  # not legal here: nothing to run (other samples do)
+            exercised.update(("coarsen-blocks", "specialize-partial-coarse"))  # not legal here (other samples do)
     assert exercised == set(pl.pass_names())  # a new pass is added to this test

@@ -290,16 +290,16 @@ def _rewrite(path: str, state: _ProgramState) -> str:
             raise InternalError(f"launch of {launch.kernel!r}, which was not translated", launch.loc)
         sites.setdefault((launch.start, launch.end), []).append(launch)
     for (start, end), group in sites.items():
-        calls = []
+        calls = []  # (launcher expression, its arguments)
         for launch in group:
             shmem = f"(size_t)({launch.shmem})" if launch.shmem is not None else "0"
             args = "".join(", " + a for a in launch.args)
             launcher = state.codes[launch.kernel].launcher_name
             if launch.stream is not None:  # recorded instead of run while the stream captures
                 launcher = f"polypy_rt_on_stream((cudaStream_t)({launch.stream}), {launcher})"
-            calls.append(f"{launcher}(dim3({launch.grid}), dim3({launch.block}), {shmem}{args})")
+            calls.append((launcher, f"(dim3({launch.grid}), dim3({launch.block}), {shmem}{args})"))
         if len(group) == 1:
-            edits.append((start, end, calls[0]))
+            edits.append((start, end, calls[0][0] + calls[0][1]))
             continue
         # One launch that launches a different kernel per instance of its host function template,
         # or per expansion of the macro it is written in (AT_DISPATCH_FLOATING_TYPES's lambda, with
@@ -308,8 +308,8 @@ def _rewrite(path: str, state: _ProgramState) -> str:
         # generic lambda and call their launcher through its parameter, so that the discarded
         # ones are never instantiated, also outside any template (where a discarded branch
         # would be checked: its arguments have the other instance's types).
-        chain = " else ".join(f"if constexpr ({launch.when}) polypy_pick({call.replace('(', ')(', 1)};"
-                              for launch, call in zip(group, calls))
+        chain = " else ".join(f"if constexpr ({launch.when}) polypy_pick({launcher}){args};"
+                              for launch, (launcher, args) in zip(group, calls))
         edits.append((start, end, f"({{ [&](auto polypy_pick) {{ {chain} }}([](auto polypy_f) {{ return polypy_f; }}); }})"))
     return _apply(hf.text, edits, path)
 
