@@ -72,19 +72,16 @@ def _stmt(s: n.Stmt, names: Names) -> tuple[n.Stmt, ...]:
 def _cut(e: n.Expr, hoisted: list[n.Stmt], names: Names, loc) -> n.Expr:
     """``e`` with its long floating-point operands bound to locals appended to ``hoisted``.
     Iterative over left-nested chains (a 100,000-term product nests that deep)."""
-    spine: list[n.Expr] = []
+    spine: list[tuple[n.Expr, list[tuple[str, n.Expr]]]] = []
     node = e
-    while _unconditional_operands(node):  # descend the first operand without recursion
-        spine.append(node)
-        node = _unconditional_operands(node)[0][1]
+    while operands := _unconditional_operands(node):  # descend the first operand without recursion
+        spine.append((node, operands))
+        node = operands[0][1]
     result = node
-    for parent in reversed(spine):
-        operands = dict(_unconditional_operands(parent))
-        first_field = _unconditional_operands(parent)[0][0]
-        replaced: dict[str, n.Expr] = {first_field: _bind(result, hoisted, names, loc)}
-        for field, child in operands.items():
-            if field != first_field:
-                replaced[field] = _bind(_cut(child, hoisted, names, loc), hoisted, names, loc)
+    for parent, operands in reversed(spine):
+        replaced: dict[str, n.Expr] = {operands[0][0]: _bind(result, hoisted, names, loc)}
+        for field, child in operands[1:]:
+            replaced[field] = _bind(_cut(child, hoisted, names, loc), hoisted, names, loc)
         result = _replace(parent, replaced)
     return result
 
@@ -113,7 +110,7 @@ def _unconditional_operands(e: n.Expr) -> list[tuple[str, n.Expr]]:
 def _replace(e: n.Expr, fields: dict[str, n.Expr]) -> n.Expr:
     if isinstance(e, n.Call):
         args = tuple(fields.get(f"args{i}", a) for i, a in enumerate(e.args))
-        return e if args == e.args and all(x is y for x, y in zip(args, e.args)) else rebuild(e, args=args)
+        return e if all(x is y for x, y in zip(args, e.args)) else rebuild(e, args=args)
     if all(getattr(e, f) is v for f, v in fields.items()):
         return e
     return rebuild(e, **fields)
