@@ -158,11 +158,10 @@ _DEVICE_CALL_ERRORS = {
 _UNSUPPORTED_HEADERS = {
     "mma.h": "warp matrix operations (mma.h, nvcuda::wmma)",
     "curand_kernel.h": "the cuRAND device API (curand_kernel.h)",
-    "cuda_pipeline.h": "asynchronous copies (cuda_pipeline.h)",
     "cuda_awbarrier.h": "asynchronous barriers (cuda_awbarrier.h)",
     "thrust": "Thrust",
     "cub": "CUB",
-    "cuda": "libcu++ (<cuda/...>: pipelines, barriers, atomics)",
+    "cuda": "libcu++ (<cuda/...> other than <cuda/barrier> and <cuda/pipeline>: atomics, <cuda/std/...>)",
 }
 _NOT_FOUND = re.compile(r"^'([^']+)' file not found$")
 

@@ -13,7 +13,7 @@ from polypy.ir.types import I32, I64
 from frontend import ctypes_map as tm
 from frontend.arith import convert, plus, scale
 from frontend.lower.context import (
-    CK, _array_dims, _buffer_shape, decl_key, has_attr, initializer_of, string_initializer,
+    CK, _array_dims, _buffer_shape, decl_key, function_body, has_attr, initializer_of, string_initializer,
 )
 from frontend.lower.cooperative import is_cooperative, refused_group
 from frontend.lower.views import element
@@ -45,7 +45,11 @@ class DeclarationLowering:
         name = d.spelling
         if has_attr(d, CK.CUDASHARED_ATTR, "polypy_shared"):
             self.bind(d, self.shared_array(d))
-            if self.initializer(d) is not None:
+            init = self.initializer(d)
+            body = function_body(_strip(init).referenced) if init is not None and _is_trivial_construction(init) \
+                else None
+            if init is not None and (body is None or any(True for _ in body.get_children())):
+                # (clang shows a record's implicit default constructor as a call of an empty body)
                 raise UserError(f"__shared__ variable '{name}' cannot have an initializer", where)
             return
         if d.storage_class == ci.StorageClass.STATIC:
