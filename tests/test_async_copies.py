@@ -98,6 +98,18 @@ __global__ void barrier_copy(const double* x, double* y) {
   y[blockIdx.x * n + t] = s[n - 1 - t];
 }
 
+// Shared arrays aligned for vector copies, as nvcc accepts them (alignas after __shared__).
+__global__ void aligned(const float* x, float* y) {
+  __shared__ alignas(16) float s[256];
+  __shared__ alignas(alignof(float4)) float t[256];
+  cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
+  cuda::memcpy_async(&s[threadIdx.x], &x[blockIdx.x * blockDim.x + threadIdx.x], cuda::aligned_size_t<4>(4), pipe);
+  pipe.consumer_wait();
+  t[threadIdx.x] = 3.0f * s[threadIdx.x];
+  __syncthreads();
+  y[blockIdx.x * blockDim.x + threadIdx.x] = t[blockDim.x - 1 - threadIdx.x];
+}
+
 // A barrier initialized with fewer threads than the block has: not run (a device assert).
 __global__ void half_barrier(float* x) {
   __shared__ cuda::barrier<cuda::thread_scope_block> bar;
@@ -179,6 +191,23 @@ def test_group_copy_completed_by_a_block_barrier(tmp_path, grid, block) -> None:
     args = {"x": x, "y": np.zeros(grid * nt)}
     for name, got in _results(tmp_path, "barrier_copy", grid, block, args):
         np.testing.assert_array_equal(got["y"], x.reshape(grid, nt)[:, ::-1].reshape(-1), err_msg=name)
+
+
+@pytest.mark.parametrize("grid, block", [(2, 64), (3, 256)])
+def test_shared_arrays_with_alignas_after_shared(tmp_path, grid, block) -> None:
+    x = np.random.default_rng(block).standard_normal(grid * block).astype(np.float32)
+    args = {"x": x, "y": np.zeros(grid * block, np.float32)}
+    want = (np.float32(3) * x.reshape(grid, block)[:, ::-1]).reshape(-1)
+    for name, got in _results(tmp_path, "aligned", grid, block, args):
+        np.testing.assert_array_equal(got["y"], want, err_msg=name)
+
+
+def test_other_attribute_lists_after_a_specifier_stay_errors(tmp_path) -> None:
+    src = tmp_path / "attr.cu"
+    src.write_text("__global__ void k(float* x) {\n  static __attribute__((unused)) [[maybe_unused]] int y = 1;\n"
+                   "  x[0] = y;\n}\n")
+    result = _polypy("translate", str(src), "-o", str(tmp_path / "out.cpp"))
+    assert result.returncode == 1 and f"{src}:2:34: error: an attribute list cannot appear here" in result.stderr
 
 
 def test_a_barrier_of_fewer_threads_than_the_block_is_a_device_assert(tmp_path) -> None:
