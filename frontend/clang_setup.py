@@ -167,7 +167,6 @@ _DEVICE_CALL_ERRORS = {
 # Headers of CUDA features polypy does not translate (by name, or by their library's directory):
 # a missing header says which feature it is.
 _UNSUPPORTED_HEADERS = {
-    "mma.h": "warp matrix operations (mma.h, nvcuda::wmma)",
     "curand_kernel.h": "the cuRAND device API (curand_kernel.h)",
     "cuda_awbarrier.h": "asynchronous barriers (cuda_awbarrier.h)",
     "thrust": "Thrust",

@@ -62,14 +62,14 @@ def function_body(cursor: ci.Cursor) -> ci.Cursor | None:
 @functools.lru_cache(maxsize=256)
 def is_library_header(path: str) -> bool:  # a cache: asked for every location
     """A header of polypy's whose device code is inlined as a library's (``<cuda/barrier>``,
-    ``<cuda/pipeline>``, ``<cuda_pipeline.h>``, ``<cooperative_groups/memcpy_async.h>``)."""
+    ``<cuda/pipeline>``, ``<cuda_pipeline.h>``, ``<cooperative_groups/memcpy_async.h>``, ``<mma.h>``)."""
     p = pathlib.Path(path).resolve()
     return p.parent == _LIBRARY_DIRS[0] or p in _LIBRARY_DIRS[1:]
 
 
 _LIBRARY_DIRS = (
     (RUNTIME_DIR / "cuda").resolve(), (RUNTIME_DIR / "cuda_pipeline.h").resolve(),
-    (RUNTIME_DIR / "cooperative_groups" / "memcpy_async.h").resolve(),
+    (RUNTIME_DIR / "cooperative_groups" / "memcpy_async.h").resolve(), (RUNTIME_DIR / "mma.h").resolve(),
 )
 
 
