@@ -76,13 +76,13 @@ def _store(x: np.ndarray, layout: str) -> np.ndarray:
     return np.ascontiguousarray(x if layout in ("row_major", "mem_row_major") else x.T).reshape(-1)
 
 
-def _run(tmp_path, source: str, args: dict, grid, block) -> list[tuple[str, dict]]:
-    path = tmp_path / "gemm.cu"
+def _run(tmp_path, source: str, args: dict, grid, block, kernel: str = "gemm") -> list[tuple[str, dict]]:
+    path = tmp_path / f"{kernel}.cu"
     path.write_text(source)
-    gpu = polypy.load(str(path)).kernel("gemm")
+    gpu = polypy.load(str(path)).kernel(kernel)
     results = [("emulator", run_emulated(gpu, grid, block, args))]
     llvm = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
-    polypy.compile(str(path)).gemm[grid, block](*llvm.values())
+    getattr(polypy.compile(str(path)), kernel)[grid, block](*llvm.values())
     results.append(("llvm", llvm))
     if find_compiler(False) is not None:
         results.append(("c", run_c(gpu, grid, block, args)))
@@ -207,6 +207,45 @@ def test_integer_inputs_accumulate_in_int(tmp_path, ctype, np_type, shape) -> No
             "d": np.zeros(M * N, np.int32), "M": M, "N": N, "K": K, "alpha": 3}
     want = (3 * (a.astype(np.int64) @ b.astype(np.int64) + c)).astype(np.int32).reshape(-1)
     for name, got in _run(tmp_path, source, args, *_launch(M, N, shape, 64)):
+        np.testing.assert_array_equal(got["d"], want, err_msg=name)
+
+
+# Arrays of fragments, a fragment copied, and one passed by reference to a device function.
+FRAGMENT_VALUES = r"""#include <mma.h>
+using namespace nvcuda;
+typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> Acc;
+__device__ void scale(Acc& f, float s) { for (int i = 0; i < f.num_elements; ++i) f.x[i] *= s; }
+__global__ void arr(const half* a, const half* b, float* d) {
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> fa[2];
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> fb;
+  Acc c[2][2];
+  for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(fa[i], a + i * 256, 16);
+  wmma::load_matrix_sync(fb, b, 16);
+  for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j) {
+    wmma::fill_fragment(c[i][j], (float)(i + 2 * j));
+    wmma::mma_sync(c[i][j], fa[i], fb, c[i][j]);
+  }
+  Acc t = c[1][0];
+  scale(t, 2.0f);
+  c[0][1] = t;
+  for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j)
+    wmma::store_matrix_sync(d + (blockIdx.x * blockDim.x + threadIdx.x) / 32 * 1024 + (i * 2 + j) * 256,
+                            c[i][j], 16, wmma::mem_row_major);
+}
+"""
+
+
+@pytest.mark.parametrize("grid, block", [(1, 32), (2, 64)])
+def test_fragment_arrays_copies_and_references(tmp_path, grid, block) -> None:
+    warps = grid * block // 32
+    rng = np.random.default_rng(block)
+    a = rng.standard_normal((2, 16, 16)).astype(np.float16)
+    b = rng.standard_normal((16, 16)).astype(np.float16)
+    args = {"a": a.reshape(-1), "b": np.ascontiguousarray(b.T).reshape(-1), "d": np.zeros(warps * 1024, np.float32)}
+    p = [_reference(a[i].astype(np.float32), b.astype(np.float32), np.full((16, 16), c, np.float32), 1.0,
+                    np.float32) for i, c in ((0, 0.0), (1, 1.0), (1, 1.0), (1, 3.0))]
+    want = np.tile(np.stack([p[0], np.float32(2) * p[1], p[2], p[3]]).reshape(-1), warps)
+    for name, got in _run(tmp_path, FRAGMENT_VALUES, args, grid, block, kernel="arr"):
         np.testing.assert_array_equal(got["d"], want, err_msg=name)
 
 
