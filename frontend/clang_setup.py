@@ -134,7 +134,7 @@ def parse_translation_unit(path: str, language: str, *, text: str | None = None,
         tu = index().parse(path, args=args, unsaved_files=unsaved, options=options)
     except ci.TranslationUnitLoadError as exc:
         raise UserError(f"cannot parse {path}: {exc}") from None
-    errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
+    errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error and not _alignas_after_specifier(tu, d)]
     if errors:
         first = errors[0]
         if first.spelling.startswith("bracket nesting level exceeded"):
@@ -143,6 +143,17 @@ def parse_translation_unit(path: str, language: str, *, text: str | None = None,
         raise UserError(_explain(first.spelling), location_of(first.location),
                         notes=tuple((d.spelling, location_of(d.location)) for d in errors[1:4]))
     return tu
+
+
+def _alignas_after_specifier(tu: ci.TranslationUnit, d: ci.Diagnostic) -> bool:
+    """``__shared__ alignas(16) float a[..]``: nvcc accepts ``alignas`` after ``__shared__``; clang
+    (whose ``__shared__`` is a GNU attribute, a specifier) says "an attribute list cannot appear
+    here", then applies the alignment all the same. Only that error, at an ``alignas`` token."""
+    if d.spelling != "an attribute list cannot appear here" or d.location.file is None:
+        return False
+    at = ci.SourceLocation.from_position(tu, d.location.file, d.location.line, d.location.column)
+    token = next(iter(tu.get_tokens(extent=ci.SourceRange.from_locations(at, at))), None)
+    return token is not None and token.spelling == "alignas"
 
 
 # Clang's wording for device-code calls of host-only C library functions; polypy says why.
@@ -156,13 +167,11 @@ _DEVICE_CALL_ERRORS = {
 # Headers of CUDA features polypy does not translate (by name, or by their library's directory):
 # a missing header says which feature it is.
 _UNSUPPORTED_HEADERS = {
-    "mma.h": "warp matrix operations (mma.h, nvcuda::wmma)",
     "curand_kernel.h": "the cuRAND device API (curand_kernel.h)",
-    "cuda_pipeline.h": "asynchronous copies (cuda_pipeline.h)",
     "cuda_awbarrier.h": "asynchronous barriers (cuda_awbarrier.h)",
     "thrust": "Thrust",
     "cub": "CUB",
-    "cuda": "libcu++ (<cuda/...>: pipelines, barriers, atomics)",
+    "cuda": "libcu++ (<cuda/...> other than <cuda/barrier> and <cuda/pipeline>: atomics, <cuda/std/...>)",
 }
 _NOT_FOUND = re.compile(r"^'([^']+)' file not found$")
 

@@ -262,6 +262,21 @@ def array_layout(t: ci.Type, where=None) -> ElemLayout:
     return elem_layout(t, where)
 
 
+def has_array_member(t: ci.Type) -> bool:
+    """A record with an array among its members (or its members' members): ``struct { float x[8]; }``."""
+    return is_record(t) and any("[" in leaf.path for leaf in leaves(t))
+
+
+def local_layout(t: ci.Type, where=None) -> ElemLayout:
+    """Layout of a local variable's or a local array's elements: ``array_layout``, except that a
+    record with an array member is laid out in memory as a record (``RecordLayout``) even when its
+    members have one type, so that the array member can be indexed at run time (``f.x[i]``)."""
+    if has_array_member(t) and not any(is_pointer(leaf.ctype) for leaf in leaves(t)):
+        record = record_layout(t, where)
+        return ElemLayout(record.scalars[0], 1, (), t.spelling, record)
+    return array_layout(t, where)
+
+
 def view_length(count: int, record: RecordLayout, st: ScalarType) -> int:
     """Elements of the ``st`` view of ``count`` records."""
     return count * record.size // st.itemsize

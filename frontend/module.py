@@ -603,10 +603,11 @@ def _string_literal(arg: ci.Cursor) -> ci.Cursor | None:
 
 
 def _is_runtime_header(path: str) -> bool:
-    """A header of polypy's runtime directory or of its ``cooperative_groups/`` (not the user's file
-    of the same name)."""
+    """A header of polypy's runtime directory or of its ``cooperative_groups/`` or ``cuda/`` (not the
+    user's file of the same name)."""
     parent = pathlib.Path(path).resolve().parent
-    return parent == RUNTIME_DIR.resolve() or parent == (RUNTIME_DIR / "cooperative_groups").resolve()
+    return parent == RUNTIME_DIR.resolve() or parent in (
+        (RUNTIME_DIR / "cooperative_groups").resolve(), (RUNTIME_DIR / "cuda").resolve())
 
 
 def _template_args(cursor: ci.Cursor) -> list[str]:

@@ -209,8 +209,6 @@ REFUSED = [
      "  x[0] = cg::reduce(t, x[0], Mine());", "only the operators cg::plus"),
     ("cg::thread_block_tile<32> t = cg::tiled_partition<32>(cg::this_thread_block());\n"
      "  x[0] = cg::reduce(t, x[0], cg::plus<float>());", "an operator of another type than the value"),
-    ("__shared__ int s[32];\n  cg::memcpy_async(cg::this_thread_block(), s, x, 128);\n  cg::wait(cg::this_thread_block());",
-     "asynchronous copies (cooperative_groups::memcpy_async)"),
     ("auto g = cg::labeled_partition(cg::tiled_partition<32>(cg::this_thread_block()), x[threadIdx.x]);\n"
      "  x[0] = g.size();", "labeled_partition (groups of dynamic membership)"),
     ("__shared__ cg::block_tile_memory<256> scratch;\n  cg::thread_block b = cg::this_thread_block(scratch);\n"

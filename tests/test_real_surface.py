@@ -282,10 +282,9 @@ def test_a_call_of_an_opengl_interop_function_is_a_located_error_naming_it(tmp_p
     assert "^" in result.stderr and not (tmp_path / "out.cpp").exists()
 
 
-@pytest.mark.parametrize("header, feature", [("mma.h", "warp matrix operations"),
-                                             ("curand_kernel.h", "the cuRAND device API"),
+@pytest.mark.parametrize("header, feature", [("curand_kernel.h", "the cuRAND device API"),
                                              ("thrust/device_vector.h", "Thrust"),
-                                             ("cuda/pipeline", "libcu++")])
+                                             ("cuda/atomic", "libcu++")])
 def test_headers_of_unsupported_features_are_located_errors_naming_the_feature(tmp_path, header, feature) -> None:
     src = tmp_path / "feature.cu"
     src.write_text(f"#include <stdio.h>\n#include <{header}>\n__global__ void k(float* x) {{ x[0] = 1.0f; }}\n")

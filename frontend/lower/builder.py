@@ -17,7 +17,8 @@ from frontend.lower.printing import trap_before_barriers
 from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
 from frontend.lower.calls import CallLowering
 from frontend.lower.cooperative import CooperativeLowering
-from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body
+from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body, \
+    is_library_header
 from frontend.lower.declarations import DeclarationLowering
 from frontend.lower.expressions import ExpressionLowering
 from frontend.lower.inlining import InliningLowering
@@ -50,6 +51,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.shared: dict[tuple, ArrayBinding] = {}
         self.dynamic_shared: ArrayBinding | None = None
         self.frames: list[Frame] = []
+        self.call_sites: list[ci.Cursor] = []  # the calls being inlined, outermost first (``loc``)
         self.block: list[n.Stmt] = []
         self.outer_blocks: list[list[n.Stmt]] = []  # the blocks enclosing ``block`` (``sub_block``), outermost first
         self.mutated_cache: dict[tuple, set[tuple]] = {}
@@ -62,9 +64,17 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
 
     # ------------------------------------------------------------------ utilities
     def error(self, message: str, cursor: ci.Cursor | None) -> UserError:
-        return UserError(message, cursor_loc(cursor) if cursor is not None else None)
+        return UserError(message, self.loc(cursor) if cursor is not None else None)
 
     def loc(self, cursor: ci.Cursor) -> Loc | None:
+        """Where ``cursor`` is, or, for code of polypy's library headers whose definitions are
+        inlined (``<cuda/barrier>``...: ``is_library_header``), the user's call that reached it:
+        a barrier of ``bar.arrive_and_wait()`` or an assert of ``cuda::memcpy_async`` is reported
+        at the call."""
+        if cursor.location.file is not None and is_library_header(cursor.location.file.name):
+            for site in reversed(self.call_sites):
+                if site.location.file is not None and not is_library_header(site.location.file.name):
+                    return cursor_loc(site)
         return cursor_loc(cursor)
 
     def emit(self, stmt: n.Stmt) -> None:

@@ -56,6 +56,16 @@ _REFUSED_CALLS = {
 }
 
 
+def _in_std(fn: ci.Cursor) -> bool:
+    """Whether ``fn`` is declared in namespace std (or an inline namespace of it: libstdc++'s ``__1``...)."""
+    parent = fn.semantic_parent
+    while parent is not None and parent.kind == CK.NAMESPACE:
+        if parent.spelling == "std":
+            return True
+        parent = parent.semantic_parent
+    return False
+
+
 class CallLowering:
     """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
 
@@ -126,6 +136,9 @@ class CallLowering:
             return texture_call(self, base, fn, args, c)
         if base.startswith(("tex", "surf")) and fn.location.is_in_system_header:
             raise self.error(f"'{base}' is not supported (texture and surface functions: docs/textures.md)", c)
+        if base in ("move", "forward") and len(args) == 1 and _in_std(fn):
+            # std::move(x) / std::forward<T>(x): x itself (an rvalue reference to it, read as a value).
+            return self.expr(args[0], discard=discard) if discard else self.expr(args[0])
         body = function_body(fn.get_definition() or fn)
         if body is None or (fn.location.is_in_system_header and base in CUDA_MATH_NAMES):
             # Declared by the prelude or the C library: a CUDA built-in, mapped by name.

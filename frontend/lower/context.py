@@ -3,6 +3,8 @@ kernels, device or host functions, the names a kernel may use, global and file-s
 from __future__ import annotations
 
 import dataclasses
+import functools
+import pathlib
 
 import clang.cindex as ci
 
@@ -12,7 +14,7 @@ from polypy.ir.names import NameSupply
 from polypy.ir.types import I32
 
 from frontend import ctypes_map as tm
-from frontend.clang_setup import cursor_loc, evaluate, string_literal_bytes
+from frontend.clang_setup import RUNTIME_DIR, cursor_loc, evaluate, string_literal_bytes
 from frontend.values import ArrayBinding, Binding, LValue, RecordAddress
 
 
@@ -55,6 +57,20 @@ def function_body(cursor: ci.Cursor) -> ci.Cursor | None:
         if c.kind == CK.COMPOUND_STMT:
             return c
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def is_library_header(path: str) -> bool:  # a cache: asked for every location
+    """A header of polypy's whose device code is inlined as a library's (``<cuda/barrier>``,
+    ``<cuda/pipeline>``, ``<cuda_pipeline.h>``, ``<cooperative_groups/memcpy_async.h>``, ``<mma.h>``)."""
+    p = pathlib.Path(path).resolve()
+    return p.parent == _LIBRARY_DIRS[0] or p in _LIBRARY_DIRS[1:]
+
+
+_LIBRARY_DIRS = (
+    (RUNTIME_DIR / "cuda").resolve(), (RUNTIME_DIR / "cuda_pipeline.h").resolve(),
+    (RUNTIME_DIR / "cooperative_groups" / "memcpy_async.h").resolve(), (RUNTIME_DIR / "mma.h").resolve(),
+)
 
 
 def decl_key(cursor: ci.Cursor) -> tuple:

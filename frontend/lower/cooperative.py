@@ -54,9 +54,6 @@ _REFUSED = {
                        "membership) are not supported",
     "labeled_partition": "cooperative_groups::labeled_partition (groups of dynamic membership) is not supported",
     "binary_partition": "cooperative_groups::binary_partition (groups of dynamic membership) is not supported",
-    "memcpy_async": "asynchronous copies (cooperative_groups::memcpy_async) are not supported",
-    "wait": "asynchronous copies (cooperative_groups::wait) are not supported",
-    "wait_prior": "asynchronous copies (cooperative_groups::wait_prior) are not supported",
     "block_tile_memory": "tiles of more than 32 threads (cooperative_groups::block_tile_memory) are not supported",
 }
 _REDUCE_OPS = {"plus": "add", "less": "min", "greater": "max", "bit_and": "band", "bit_or": "bor",

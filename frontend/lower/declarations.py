@@ -13,7 +13,7 @@ from polypy.ir.types import I32, I64
 from frontend import ctypes_map as tm
 from frontend.arith import convert, plus, scale
 from frontend.lower.context import (
-    CK, _array_dims, _buffer_shape, decl_key, has_attr, initializer_of, string_initializer,
+    CK, _array_dims, _buffer_shape, decl_key, function_body, has_attr, initializer_of, string_initializer,
 )
 from frontend.lower.cooperative import is_cooperative, refused_group
 from frontend.lower.views import element
@@ -45,7 +45,11 @@ class DeclarationLowering:
         name = d.spelling
         if has_attr(d, CK.CUDASHARED_ATTR, "polypy_shared"):
             self.bind(d, self.shared_array(d))
-            if self.initializer(d) is not None:
+            init = self.initializer(d)
+            body = function_body(_strip(init).referenced) if init is not None and _is_trivial_construction(init) \
+                else None
+            if init is not None and (body is None or any(True for _ in body.get_children())):
+                # (clang shows a record's implicit default constructor as a call of an empty body)
                 raise UserError(f"__shared__ variable '{name}' cannot have an initializer", where)
             return
         if d.storage_class == ci.StorageClass.STATIC:
@@ -98,6 +102,9 @@ class DeclarationLowering:
             if any(ch.kind == CK.CXX_BASE_SPECIFIER for ch in tm.canonical(t).get_declaration().get_children()):
                 raise UserError(f"local variable '{name}' of derived class '{t.spelling}' is not supported in device "
                                 "code (base classes)", where)
+            if tm.has_array_member(t) and not any(tm.is_pointer(leaf.ctype) for leaf in tm.leaves(t)):
+                self.local_record_in_memory(d, name, t, init, where)
+                return
             fields: dict[str, LValue] = {}
             for leaf in tm.leaves(t):
                 lst = leaf.scalar
@@ -118,6 +125,19 @@ class DeclarationLowering:
                 self.assign(lv, self.record_value(init, t), d)
             return
         raise UserError(f"local variable '{name}' of type '{t.spelling}' is not supported", where)
+
+    def local_record_in_memory(self, d: ci.Cursor, name: str, t: ci.Type, init: ci.Cursor | None, where) -> None:
+        """``struct { float x[8]; } f;``: a local array of one record in memory, so that ``f.x[i]``
+        is an element of memory at a run-time index (a record of variables has constant members only)."""
+        binding = self.record_array(name, (1,), tm.local_layout(t, where), "local", where)
+        self.bind(d, _ScalarArray(binding))
+        lv = self.element_lv(binding, (n.Const(0, I32),), d)
+        ctor = _strip(init) if init is not None else None
+        if ctor is not None and ctor.kind == CK.CALL_EXPR and ctor.referenced is not None and \
+                ctor.referenced.kind == CK.CONSTRUCTOR and self.is_user_construction(ctor.referenced, ctor):
+            self.construct(lv, ctor.referenced, [a for a in ctor.get_children() if a.kind.is_expression()], ctor)
+        elif init is not None and not _is_trivial_construction(init):
+            self.assign(lv, self.record_value(init, t), d)
 
     def local_union(self, name: str, t: ci.Type, init: ci.Cursor | None, where) -> UnionLV:
         """``union { float f; unsigned u; } v;``: one variable of the first member's type; the
@@ -184,7 +204,7 @@ class DeclarationLowering:
         where = self.loc(d)
         self.default_constructor(d.type, d)  # arrays of records whose constructors run: refused
         dims, elem = _array_dims(d.type)
-        layout = tm.array_layout(elem, where)
+        layout = tm.local_layout(elem, where)
         shape = _buffer_shape(dims, layout, where, d.spelling)
         if shape is None:
             raise UserError(f"local array '{d.spelling}' needs a constant size", where)

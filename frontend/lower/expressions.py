@@ -227,6 +227,15 @@ class ExpressionLowering:
         return self.read(lv, c)
 
     def member_ref(self, c: ci.Cursor, discard: bool) -> Value:
+        ref = c.referenced
+        if ref is not None and ref.kind == CK.VAR_DECL:
+            # A static data member named through an object (`frag.num_elements`): its constant value.
+            value = evaluate(c)
+            st = tm.scalar_type(c.type)
+            if value is None or st is None:
+                raise self.error(f"static member '{c.spelling}' without a constant value is not supported in "
+                                 "device code", c)
+            return n.Const(value, st, loc=self.loc(c))
         base_c = next(iter(c.get_children()), None)
         if base_c is None:  # `x` inside a member function: `this->x`
             return self.read(self.member_lv(self.this_place(c), c.spelling, c), c)

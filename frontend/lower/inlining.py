@@ -80,6 +80,7 @@ class InliningLowering:
                 raise self.error(f"'{fn.spelling}' returns '{rt.spelling}', which is not supported", c)
         frame = Frame(key, fn, env, result=result, this=this)
         self.frames.append(frame)
+        self.call_sites.append(c)
         saved_depth = self.loop_depth
         self.loop_depth = 0
         try:
@@ -90,6 +91,7 @@ class InliningLowering:
         finally:
             self.loop_depth = saved_depth
             self.frames.pop()
+            self.call_sites.pop()
         for s in remove_returns(tuple(out), self.names.fresh):
             self.emit(s)
         if self.assert_flag is not None and any(isinstance(x, n.Assign) and x.name == self.assert_flag

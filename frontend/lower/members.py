@@ -103,7 +103,7 @@ class MemberLowering:
             return False
         record = fn.semantic_parent
         return record is not None and any(
-            f.kind == CK.FIELD_DECL and (any(ch.kind.is_expression() for ch in f.get_children()) or
+            f.kind == CK.FIELD_DECL and (member_initializer(f) is not None or
                                          self.default_constructor(f.type, c) is not None)
             for f in record.get_children())
 
@@ -148,13 +148,13 @@ class MemberLowering:
                 if f.spelling in inits:
                     init = inits[f.spelling]
                 else:
-                    default = [ch for ch in f.get_children() if ch.kind.is_expression()]
-                    if not default:
+                    default = member_initializer(f)
+                    if default is None:
                         ctor = self.default_constructor(f.type, c)
                         if ctor is not None:  # a member record's own default constructor
                             self.construct(self.member_lv(self.this_place(c), f.spelling, c), ctor, [], c)
                         continue  # otherwise left unset, as C++ leaves it
-                    init = default[-1]
+                    init = default
                 place = self.member_lv(self.this_place(c), f.spelling, c)
                 self.initialize(place, f.type, init, c)
 
@@ -192,3 +192,12 @@ class MemberLowering:
             self.assign(place, self.record_value(init, t), init)
             return
         self.assign(place, self.expr(init), init)
+
+
+def member_initializer(field: ci.Cursor) -> ci.Cursor | None:
+    """The default member initializer of ``field`` (``int n = 3;``), or None. An array member's
+    children start with its size (``float x[8]``: the literal 8), which initializes nothing."""
+    exprs = [ch for ch in field.get_children() if ch.kind.is_expression()]
+    if exprs and field.type.get_canonical().kind in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.DEPENDENTSIZEDARRAY):
+        exprs = exprs[1:]
+    return exprs[-1] if exprs else None

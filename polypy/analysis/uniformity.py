@@ -163,7 +163,7 @@ def check_barriers(kernel: n.Kernel) -> None:
     raise UserError(
         "__syncthreads() under thread-dependent control: every thread of the block must reach it (polypy runs "
         "a cooperative group's sync() as the block barrier, so a tile's sync() too must be reached by every "
-        "thread of the block)",
+        "thread of the block; so must every arrival on a cuda::barrier, also run as the block barrier)",
         barrier.loc,
         notes=((f"control depends on the thread because of {why.what} here", why.loc),),
     )

@@ -9,7 +9,8 @@
  * A group object holds what CUDA keeps at run time: its size and the size of the group it was
  * partitioned from (meta_group_rank/meta_group_size). Grid groups (this_grid) and groups of
  * dynamic membership (coalesced_threads) are declared so that a program using them gets a
- * located error naming the feature.
+ * located error naming the feature. cg::memcpy_async, cg::wait and cg::wait_prior are defined in
+ * <cooperative_groups/memcpy_async.h> (as in CUDA, a program includes it to use them).
  */
 #ifndef POLYPY_COOPERATIVE_GROUPS_H
 #define POLYPY_COOPERATIVE_GROUPS_H
@@ -112,9 +113,6 @@ template <unsigned int MaxBlockSize> struct block_tile_memory { };
 template <unsigned int MaxBlockSize> __device__ thread_block this_thread_block(block_tile_memory<MaxBlockSize>& scratch);
 template <typename GroupT, typename LabelT> __device__ coalesced_group labeled_partition(const GroupT& group, LabelT label);
 template <typename GroupT> __device__ coalesced_group binary_partition(const GroupT& group, bool pred);
-template <typename... Args> __device__ void memcpy_async(Args&&... args);
-template <typename GroupT> __device__ void wait(const GroupT& group);
-template <unsigned int Count, typename GroupT> __device__ void wait_prior(const GroupT& group);
 
 template <typename GroupT> __device__ void sync(const GroupT& group);
 template <typename GroupT> __device__ unsigned long long thread_rank(const GroupT& group);
