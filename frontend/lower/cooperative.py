@@ -8,23 +8,28 @@ partitioned into, and their number. What each call means (CUDA Programming Guide
 Groups")::
 
     this_thread_block()          size = blockDim.x*y*z, meta rank 0 of 1
-    tiled_partition<N>(p)        size N (1, 2, 4, ..., 32), meta rank p.thread_rank() / N,
+    tiled_partition<N>(p)        size N (1, 2, 4, ..., 1024), meta rank p.thread_rank() / N,
     tiled_partition(p, n)        meta size ceil(p.size() / N)  (a dynamic n: the same with n)
     g.thread_rank()              t = the linear thread index (x fastest); t mod size for a tile
                                  (tile sizes are powers of two dividing their parent's)
-    g.sync() / cg::sync(g)       the block barrier: for the block, CUDA's own meaning; for a tile,
-                                 a stronger order than the tile's (every thread of the block
-                                 waits), which is one legal schedule when, as CUDA requires, all
-                                 of the tile arrives; the barrier rules (block-uniform control)
-                                 then apply to it
-    tile.shfl*(v, k)             __shfl*_sync(tile lanes, v, k, N)
+    g.sync() / cg::sync(g)       the block and tiles of more than 32 threads: the block barrier
+                                 (for a tile a stronger order than its own, one legal schedule
+                                 when every thread of the block arrives: the barrier rules,
+                                 block-uniform control, apply); a tile of up to 32 threads:
+                                 __syncwarp(tile lanes), which gpu2cpu.lower_warp_syncs runs as
+                                 the block barrier in block-uniform control and as guarded
+                                 phases under a condition that differs between tiles
+    tile.shfl*(v, k)             __shfl*_sync(tile lanes, v, k, N)  (N <= 32)
     tile.any/all/ballot(p)       the warp vote over the tile's lanes; ballot shifted so that bit
-                                 i is the tile's thread i
+                                 i is the tile's thread i  (N <= 32)
     cg::reduce(tile, v, op)      log2(N) steps v = op(v, tile.shfl_xor(v, k)), k = N/2 .. 1:
-                                 every thread of the tile gets the reduction of the tile's values
+                                 every thread of the tile gets the reduction of the tile's values;
+                                 N > 32: each warp's butterfly, then the warps' results through
+                                 shared memory between two block barriers
 
-Grid groups (``this_grid``, grid sync), multi-grid groups and ``coalesced_threads()`` are
-refused with a located error naming the feature.
+Grid groups (``this_grid``, grid sync), multi-grid groups, ``coalesced_threads()`` and the
+shuffles and votes of tiles of more than 32 threads are refused with a located error naming
+the feature. ``block_tile_memory`` (the scratch CUDA's big tiles use) is accepted and dropped.
 """
 from __future__ import annotations
 
@@ -57,8 +62,9 @@ _REFUSED = {
     "memcpy_async": "asynchronous copies (cooperative_groups::memcpy_async) are not supported",
     "wait": "asynchronous copies (cooperative_groups::wait) are not supported",
     "wait_prior": "asynchronous copies (cooperative_groups::wait_prior) are not supported",
-    "block_tile_memory": "tiles of more than 32 threads (cooperative_groups::block_tile_memory) are not supported",
 }
+MAX_TILE = 1024  # CUDA's largest block
+WARP = 32
 _REDUCE_OPS = {"plus": "add", "less": "min", "greater": "max", "bit_and": "band", "bit_or": "bor",
                "bit_xor": "bxor"}
 _SHUFFLES = {"shfl": "idx", "shfl_up": "up", "shfl_down": "down", "shfl_xor": "xor"}
@@ -88,6 +94,13 @@ def _tile_size(t: ci.Type) -> int | None:
         return None
     decl = c.get_declaration()
     return int(decl.get_template_argument_value(0))
+
+
+def is_tile_memory(t: ci.Type) -> bool:
+    """Whether ``t`` is polypy's ``cooperative_groups::block_tile_memory<N>`` (scratch space CUDA's
+    tiles of more than 32 threads use; polypy's need none of it: a declaration of it is dropped)."""
+    c = tm.strip_reference(t).get_canonical()
+    return _class_name(c) == "block_tile_memory" and is_cooperative(c.get_declaration())
 
 
 def refused_group(t: ci.Type) -> str | None:
@@ -130,8 +143,8 @@ class CooperativeLowering:
             return self.cg_typed(fn, self.cg_member(owner, name, base, children[1:], c, discard))
         args = children[1:]
         if name == "this_thread_block":
-            if args:
-                raise self.error(_REFUSED["block_tile_memory"], c)
+            if args and not (len(args) == 1 and is_tile_memory(args[0].type)):
+                raise self.error("this form of cooperative_groups::this_thread_block is not supported", c)
             nthreads = self.cg_block_threads()
             return self.cg_aggregate(nthreads, n.Const(0, U32), n.Const(1, U32), c)
         if name == "tiled_partition":
@@ -186,13 +199,32 @@ class CooperativeLowering:
         size = _tile_size(t)
         return n.Const(size, U32) if size is not None else group.fields[_SIZE]  # type: ignore[return-value]
 
+    def cg_sync_mask(self, kind: str, t: ci.Type, group: Aggregate) -> n.Expr | None:
+        """The warp lanes a group's ``sync()`` waits for when it is a tile of at most 32 threads,
+        None when it is bigger (it then waits for the block). A ``thread_group`` is either a tile of
+        a constant size up to 32 or the block: its mask is chosen from its size at run time."""
+        if kind == "thread_block":
+            return None
+        size = _tile_size(t)
+        if size is not None:
+            return self.cg_tile_mask(size)[0] if size <= 32 else None
+        gsize = group.fields[_SIZE]
+        assert isinstance(gsize, n.Expr)
+        gsize = convert(gsize, U32)
+        lane = n.Binary("band", self.cg_linear_tid(), n.Const(31, U32))
+        first = n.Binary("band", lane, n.Unary("bnot", n.Binary("sub", gsize, n.Const(1, U32))))
+        low = n.Binary("sub", n.Binary("shl", n.Const(1, U32), n.Binary("band", gsize, n.Const(31, U32))),
+                       n.Const(1, U32))
+        return n.Select(n.Binary("lt", gsize, n.Const(32, U32)), n.Binary("shl", low, first),
+                        n.Const(0xFFFFFFFF, U32))
+
     def cg_partition(self, args: list[ci.Cursor], c: ci.Cursor) -> Aggregate:
         parent_c = args[0]
         static = _tile_size(c.type)
         if static is not None:
-            if static < 1 or static > 32 or static & (static - 1):
-                raise self.error(f"tiled_partition<{static}>: tiles of more than 32 threads or of a size that is not "
-                                 "a power of two are not supported", c)
+            if static < 1 or static > MAX_TILE or static & (static - 1):
+                raise self.error(f"tiled_partition<{static}>: the size of a tile must be a power of two from 1 to "
+                                 f"{MAX_TILE}", c)
             size: n.Expr = n.Const(static, U32)
         else:
             if len(args) != 2:
@@ -220,7 +252,11 @@ class CooperativeLowering:
         if name == "sync":
             if not discard:
                 raise self.error("sync() has no value", c)
-            self.emit(n.Barrier(loc=loc))
+            mask = self.cg_sync_mask(kind, t, group)
+            # A tile of a warp or less waits like __syncwarp of its lanes (gpu2cpu.lower_warp_syncs:
+            # the block barrier in block-uniform control, guarded phases under a condition);
+            # a bigger group waits for the block.
+            self.emit(n.WarpSync(mask, loc=loc) if mask is not None else n.Barrier(loc=loc))
             return None
         if name == "thread_rank":
             return self.cg_rank(kind, t, group)
@@ -237,6 +273,9 @@ class CooperativeLowering:
         size = _tile_size(t)
         if size is None:
             raise self.error(f"cooperative_groups::{kind}::{name} is not supported", c)
+        if size > WARP and (name in _SHUFFLES or name in ("any", "all", "ballot")):
+            raise self.error(f"thread_block_tile<{size}>::{name}: shuffles and votes of a tile of more than "
+                             f"{WARP} threads are not supported", c)
         if name in _SHUFFLES:
             value = self.scalar(args[0])
             lane = convert(self.scalar(args[1]), U32 if name != "shfl" else I32)
@@ -308,9 +347,42 @@ class CooperativeLowering:
         op = _REDUCE_OPS[op_name]
         if rt.is_float and op in ("band", "bor", "bxor"):
             raise self.error(f"cg::reduce with cg::{op_name} of floating-point values", op_c)
-        k = size // 2
+        k = min(size, WARP) // 2
         while k >= 1:
-            other = self.cg_shuffle("xor", n.Var(acc.name, rt), n.Const(k, U32), size, c)
+            other = self.cg_shuffle("xor", n.Var(acc.name, rt), n.Const(k, U32), min(size, WARP), c)
             self.emit(n.Assign(acc.name, self.cg_combine(op, n.Var(acc.name, rt), other, c), loc=loc))
             k //= 2
-        return n.Var(acc.name, rt)
+        if size <= WARP:
+            return n.Var(acc.name, rt)
+        return self.cg_reduce_warps(op, acc.name, rt, size, c)
+
+    def cg_reduce_warps(self, op: str, acc: str, rt, size: int, c: ci.Cursor) -> n.Expr:
+        """The reduction of a tile of more than 32 threads, from each warp's (every lane of a warp
+        holds it): lane 0 of each warp stores it in shared memory, and after a barrier every
+        thread combines its tile's warps in order, first to last (all threads the same bits). The
+        barriers are the block's: every thread of the block must reach the reduction, as the
+        barrier rules check. A last tile the block cuts short combines the warps it has::
+
+            if (lane == 0) partial[warp] = v;   barrier
+            r = partial[w0];  for (j = 1; j < size / 32; ++j) if (w0 + j < warps) r = op(r, partial[w0 + j]);
+            barrier                              (partial may be written again by a later reduce)
+        """
+        loc = self.loc(c)
+        tid = self.cg_linear_tid()
+        partial = self.names.fresh("cg_partial")
+        self.buffers[partial] = n.Buffer(partial, rt, (n.Const(MAX_TILE // WARP, I32),), "shared", loc=loc)
+        warp = n.Binary("shr", tid, n.Const(5, U32))
+        lane0 = n.Binary("eq", n.Binary("band", tid, n.Const(WARP - 1, U32)), n.Const(0, U32))
+        self.emit(n.If(lane0, (n.Store(partial, (warp,), n.Var(acc, rt), loc=loc),), loc=loc))
+        self.emit(n.Barrier(loc=loc))
+        first = n.Binary("shr", n.Binary("band", tid, n.Const(~(size - 1) & 0xFFFFFFFF, U32)), n.Const(5, U32))
+        result = self.temp(rt, n.Load(partial, (first,), rt, loc=loc), "reduce", c)
+        j = self.names.fresh("warp")
+        other = n.Binary("add", first, n.Var(j, U32))
+        warps = n.Binary("div", n.Binary("add", self.cg_block_threads(), n.Const(WARP - 1, U32)), n.Const(WARP, U32))
+        combine = n.Assign(result.name, self.cg_combine(op, n.Var(result.name, rt), n.Load(partial, (other,), rt, loc=loc),
+                                                        c), loc=loc)
+        self.emit(n.For(j, U32, n.Const(1, U32), n.Const(size // WARP, U32), n.Const(1, U32),
+                        (n.If(n.Binary("lt", other, warps), (combine,), loc=loc),), loc=loc))
+        self.emit(n.Barrier(loc=loc))
+        return n.Var(result.name, rt)

@@ -15,7 +15,7 @@ from frontend.arith import convert, plus, scale
 from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, has_attr, initializer_of, string_initializer,
 )
-from frontend.lower.cooperative import is_cooperative, refused_group
+from frontend.lower.cooperative import is_cooperative, is_tile_memory, refused_group
 from frontend.lower.views import element
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
 from frontend.values import (
@@ -44,6 +44,8 @@ class DeclarationLowering:
         t = d.type
         name = d.spelling
         if has_attr(d, CK.CUDASHARED_ATTR, "polypy_shared"):
+            if is_tile_memory(t):  # the scratch of CUDA's big tiles: polypy's need none
+                return
             self.bind(d, self.shared_array(d))
             if self.initializer(d) is not None:
                 raise UserError(f"__shared__ variable '{name}' cannot have an initializer", where)

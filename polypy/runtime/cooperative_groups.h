@@ -2,7 +2,8 @@
  *
  * Nothing here is compiled. The frontend recognizes these declarations (by their qualified
  * names in namespace cooperative_groups, never by text) and maps each call onto the IR:
- * a group's sync() -> the block barrier, thread_rank() and size() -> arithmetic on the linear
+ * a group's sync() -> the block barrier (a tile of up to 32 threads: __syncwarp of its lanes),
+ * thread_rank() and size() -> arithmetic on the linear
  * thread index, a tile's shfl* -> warp shuffles of the tile's width, any/all/ballot -> warp
  * votes over the tile's lanes, cg::reduce -> a butterfly of shuffles (docs/cooperative_groups.md).
  *
@@ -107,8 +108,9 @@ __device__ thread_block_tile<Size, ParentT> tiled_partition(const ParentT& paren
 __device__ thread_group tiled_partition(const thread_group& parent, unsigned int tilesz);
 __device__ thread_group tiled_partition(const thread_block& parent, unsigned int tilesz);
 
-/* Declared so that their use is a located error naming them (frontend/lower/cooperative.py). */
+/* The scratch CUDA's tiles of more than 32 threads use: accepted, and dropped (polypy needs none). */
 template <unsigned int MaxBlockSize> struct block_tile_memory { };
+/* Declared so that their use is a located error naming them (frontend/lower/cooperative.py). */
 template <unsigned int MaxBlockSize> __device__ thread_block this_thread_block(block_tile_memory<MaxBlockSize>& scratch);
 template <typename GroupT, typename LabelT> __device__ coalesced_group labeled_partition(const GroupT& group, LabelT label);
 template <typename GroupT> __device__ coalesced_group binary_partition(const GroupT& group, bool pred);

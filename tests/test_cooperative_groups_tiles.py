@@ -1,0 +1,182 @@
+"""Cooperative groups, continued (docs/cooperative_groups.md): a tile's sync() under control that
+differs between the tiles of a block (run like __syncwarp, gpu2cpu.lower_warp_syncs), and tiles
+of more than 32 threads. Our own kernels against NumPy through the emulator, the LLVM JIT and the
+C backend on several block shapes; located refusals for what stays refused."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polypy
+from polypy.errors import UserError
+from test_cooperative_groups import PRELUDE, _backends
+
+# Only the first 16 threads of each block work, as one tile of 16 (dynamic, a thread_group, or
+# static): they rank their 16 values by counting (a stable rank: ties broken by the thread), with
+# the tile's sync() between the steps, all under `if (t < 16)`.
+RANK16 = PRELUDE + r"""
+__device__ void settle(int* rk, TILE tile) {
+  for (int i = 0; i < 15; i++) {
+    if ((int)threadIdx.x > i && rk[threadIdx.x] == rk[i]) ++rk[threadIdx.x];
+    cg::sync(tile);
+  }
+}
+__global__ void rank16(const float* x, float* sorted, int* ranks) {
+  __shared__ float vals[16];
+  __shared__ int rk[16];
+  cg::thread_block cta = cg::this_thread_block();
+  TILE tile = MAKE;
+  unsigned int t = threadIdx.x;
+  if (t < 16) {
+    vals[t] = x[blockIdx.x * 16 + t];
+    tile.sync();
+    int r = 0;
+    for (int i = 0; i < 16; i++) r += vals[i] < vals[t];
+    rk[t] = r;
+    tile.sync();
+    settle(rk, tile);
+    ranks[blockIdx.x * 16 + t] = rk[t];
+    sorted[blockIdx.x * 16 + rk[t]] = vals[t];
+  }
+}
+"""
+TILES16 = {"dynamic": ("cg::thread_group", "cg::tiled_partition(cta, 16)"),
+           "static": ("cg::thread_block_tile<16>", "cg::tiled_partition<16>(cta)")}
+
+
+@pytest.mark.parametrize("way", sorted(TILES16))
+@pytest.mark.parametrize("block", [16, 32, 64])
+def test_a_tiles_sync_under_a_condition_of_the_thread(tmp_path, way, block) -> None:
+    tile_type, make = TILES16[way]
+    source = RANK16.replace("TILE", tile_type).replace("MAKE", make)
+    grid = 3
+    rng = np.random.default_rng(block)
+    x = rng.integers(0, 6, grid * 16).astype(np.float32)  # ties too
+    args = {"x": x, "sorted": np.zeros(grid * 16, np.float32), "ranks": np.zeros(grid * 16, np.int32)}
+    want_ranks = np.concatenate([np.argsort(np.argsort(x[b * 16:(b + 1) * 16], kind="stable"), kind="stable")
+                                 for b in range(grid)])
+    want_sorted = np.concatenate([np.sort(x[b * 16:(b + 1) * 16]) for b in range(grid)])
+    for name, got in _backends(tmp_path, source, "rank16", grid, block, args):
+        np.testing.assert_array_equal(got["ranks"], want_ranks, err_msg=name)
+        np.testing.assert_array_equal(got["sorted"], want_sorted, err_msg=name)
+
+
+# The tiles of 32 with an odd meta rank exchange values through shared memory, ordered by their
+# own tile's sync(); the others skip it all.
+ODD_TILES = PRELUDE + r"""
+__global__ void odd_tiles(int* x) {
+  __shared__ int s[256];
+  cg::thread_block_tile<32> t = cg::tiled_partition<32>(cg::this_thread_block());
+  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t.meta_group_rank() % 2 == 1) {
+    s[threadIdx.x] = x[i] * 10;
+    t.sync();
+    x[i] = s[threadIdx.x ^ 31] + 1;
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("block", [64, 128, 256])
+def test_tiles_that_sync_while_other_tiles_do_not(tmp_path, block) -> None:
+    grid = 2
+    x = np.arange(grid * block, dtype=np.int32)
+    want = x.copy().reshape(grid, -1, 32)
+    want[:, 1::2] = want[:, 1::2, ::-1] * 10 + 1
+    for name, got in _backends(tmp_path, ODD_TILES, "odd_tiles", grid, block, {"x": x}):
+        np.testing.assert_array_equal(got["x"], want.reshape(-1), err_msg=name)
+
+
+def test_a_tiles_sync_in_both_branches_of_a_thread_dependent_if_stays_refused(tmp_path) -> None:
+    src = tmp_path / "both.cu"
+    src.write_text(PRELUDE + "__global__ void k(float* x) {\n"
+                   "  cg::thread_block_tile<16> t = cg::tiled_partition<16>(cg::this_thread_block());\n"
+                   "  if (t.meta_group_rank() == 0) { x[threadIdx.x] = 1; t.sync(); }\n"
+                   "  else { x[threadIdx.x] = 2; t.sync(); }\n"
+                   "}\n")
+    with pytest.raises(UserError, match="under other conditions than the kernel's first __syncwarp") as info:
+        polypy.load(str(src))
+    assert (info.value.loc.line, info.value.loc.col) == (6, 30)  # at the second t.sync()
+
+
+# Tiles of 64 and 128 threads (with and without CUDA's block_tile_memory scratch): ranks, sizes,
+# the tile's sync() (a block barrier), and cg::reduce with plus, less and greater.
+BIG = PRELUDE + r"""
+#include <cooperative_groups/reduce.h>
+__global__ void big(const float* x, float* sums, int* mins, int* maxs, int* info) {
+  SCRATCH
+  cg::thread_block_tile<N> tile = cg::tiled_partition<N>(CTA);
+  __shared__ int s[256];
+  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = (int)(x[i] * 10.0f);
+  sums[i] = cg::reduce(tile, x[i], cg::plus<float>());
+  mins[i] = cg::reduce(tile, v, cg::less<int>());
+  maxs[i] = cg::reduce(tile, v, cg::greater<int>());
+  s[threadIdx.x] = v;
+  tile.sync();
+  info[i] = tile.thread_rank() + 1000 * tile.meta_group_rank() + 100000 * tile.meta_group_size()
+            + 10000000 * (s[threadIdx.x ^ (N - 1)] == (int)(x[i ^ (N - 1)] * 10.0f));
+}
+"""
+
+
+@pytest.mark.parametrize("scratch, N, block", [(True, 64, 64), (False, 64, 256), (True, 128, 256),
+                                               (False, 256, 256)])
+def test_tiles_of_more_than_32_threads(tmp_path, scratch, N, block) -> None:
+    if scratch:
+        source = BIG.replace("SCRATCH", "__shared__ cg::block_tile_memory<256> scratch;\n  "
+                             "cg::thread_block cta = cg::this_thread_block(scratch);").replace("CTA", "cta")
+    else:
+        source = BIG.replace("SCRATCH", "").replace("CTA", "cg::this_thread_block()")
+    source = source.replace("<N>", f"<{N}>").replace("(N - 1)", f"({N} - 1)")
+    grid = 2
+    rng = np.random.default_rng(N + block)
+    x = rng.uniform(-4, 4, grid * block).astype(np.float32)
+    args = {"x": x, "sums": np.zeros_like(x), "mins": np.zeros(x.size, np.int32), "maxs": np.zeros(x.size, np.int32),
+            "info": np.zeros(x.size, np.int32)}
+    tiles = x.reshape(-1, N)
+    v = (x * np.float32(10)).astype(np.int32).reshape(-1, N)
+    t = np.arange(x.size) % block
+    want_info = t % N + 1000 * (t // N) + 100000 * (block // N) + 10000000
+    for name, got in _backends(tmp_path, source, "big", grid, block, args):
+        sums = got["sums"].reshape(-1, N)
+        # Every thread of a tile gets the same bits; the sum is the tile's (float: in some order).
+        assert (sums == sums[:, :1]).all(), name
+        np.testing.assert_allclose(sums[:, 0], tiles.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-4,
+                                   err_msg=name)
+        np.testing.assert_array_equal(got["mins"].reshape(-1, N), np.repeat(v.min(axis=1, keepdims=True), N, 1),
+                                      err_msg=name)
+        np.testing.assert_array_equal(got["maxs"].reshape(-1, N), np.repeat(v.max(axis=1, keepdims=True), N, 1),
+                                      err_msg=name)
+        np.testing.assert_array_equal(got["info"], want_info, err_msg=name)
+
+
+# Warp-level operations of a tile of more than 32 threads stay refused (located, naming them); so
+# do tiles that are not a power of two or bigger than a block can be, and a big tile's sync()
+# under a condition that differs between threads (it is the block barrier).
+BIG_REFUSED = [
+    ("x[0] = t.shfl(x[1], 0);", "thread_block_tile<64>::shfl: shuffles and votes of a tile of more than 32"),
+    ("x[0] = t.any(x[1] > 0);", "thread_block_tile<64>::any: shuffles and votes"),
+    ("if (threadIdx.x < 64) t.sync();", "every thread of the block must reach it"),
+]
+
+
+@pytest.mark.parametrize("body, message", BIG_REFUSED)
+def test_what_tiles_of_more_than_32_threads_refuse(tmp_path, body, message) -> None:
+    src = tmp_path / "big_refused.cu"
+    src.write_text(PRELUDE + "__global__ void k(int* x) {\n"
+                   "  cg::thread_block_tile<64> t = cg::tiled_partition<64>(cg::this_thread_block());\n  "
+                   + body + "\n}\n")
+    with pytest.raises(UserError, match=message.replace("(", "\\(").replace(")", "\\)")) as info:
+        polypy.load(str(src))
+    assert info.value.loc is not None and info.value.loc.line == 5
+
+
+@pytest.mark.parametrize("size", [48, 2048])
+def test_tile_sizes_that_are_not_a_power_of_two_up_to_1024_are_refused(tmp_path, size) -> None:
+    src = tmp_path / "size.cu"
+    src.write_text(PRELUDE + "__global__ void k(int* x) {\n"
+                   f"  x[0] = cg::tiled_partition<{size}>(cg::this_thread_block()).size();\n}}\n")
+    with pytest.raises(UserError, match=f"tiled_partition<{size}>: the size of a tile must be a power of two") as info:
+        polypy.load(str(src))
+    assert info.value.loc.line == 4
