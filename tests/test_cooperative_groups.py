@@ -199,7 +199,9 @@ def test_tiles_of_tiles_and_a_dynamic_partition(tmp_path, block) -> None:
 # ---------------------------------------------------------------------------- refusals
 
 REFUSED = [
-    ("cg::grid_group g = cg::this_grid();\n  g.sync();", "grid groups (cooperative_groups::this_grid"),
+    ("cg::grid_group g = cg::this_grid();\n  g.sync();", "grid_group::sync(): a grid-wide barrier"),
+    ("cg::grid_group g = cg::this_grid();\n  cg::sync(g);", "grid_group::sync(): a grid-wide barrier"),
+    ("x[0] = cg::this_grid().is_valid();", "cooperative_groups::grid_group::is_valid is not supported"),
     ("cg::coalesced_group g = cg::coalesced_threads();\n  x[0] = g.size();", "coalesced groups"),
     ("cg::thread_block_tile<64> t = cg::tiled_partition<64>(cg::this_thread_block());\n  x[0] = t.shfl_down(x[0], 1);",
      "thread_block_tile<64>::shfl_down: shuffles and votes of a tile of more than 32 threads"),

@@ -180,3 +180,35 @@ def test_tile_sizes_that_are_not_a_power_of_two_up_to_1024_are_refused(tmp_path,
     with pytest.raises(UserError, match=f"tiled_partition<{size}>: the size of a tile must be a power of two") as info:
         polypy.load(str(src))
     assert info.value.loc.line == 4
+
+
+# The grid group's ranks and sizes (no grid-wide sync): a grid-stride loop over n elements, and
+# each thread's block rank, block count and block index checked against threadIdx/blockIdx.
+GRID = PRELUDE + r"""
+__global__ void grid_ranks(const int* x, int* y, unsigned long long* info, int n) {
+  cg::grid_group grid = cg::this_grid();
+  for (unsigned long long i = grid.thread_rank(); i < n; i += grid.size()) y[i] = 2 * x[i] + 1;
+  unsigned long long r = cg::thread_rank(grid);
+  dim3 b = grid.block_index(), g = grid.dim_blocks();
+  info[3 * r] = grid.block_rank() + 1000 * grid.num_blocks();
+  info[3 * r + 1] = b.x + 10 * b.y + 100 * g.x + 1000 * g.y;
+  info[3 * r + 2] = cg::group_size(grid) - grid.num_threads() + (grid.thread_rank() - 70 > r);
+}
+"""
+
+
+@pytest.mark.parametrize("grid, block", [(3, 64), ((2, 3), (8, 4)), (5, 48)])
+def test_grid_group_ranks_and_sizes(tmp_path, grid, block) -> None:
+    gx, gy = (grid, 1) if isinstance(grid, int) else grid
+    bx, by = (block, 1) if isinstance(block, int) else block
+    threads = gx * gy * bx * by
+    n = 1000
+    x = np.arange(n, dtype=np.int32) * 3 - 500
+    args = {"x": x, "y": np.zeros(n, np.int32), "info": np.zeros(3 * threads, np.uint64), "n": n}
+    r = np.arange(threads, dtype=np.uint64)
+    brank = r // np.uint64(bx * by)
+    want = np.stack([brank + 1000 * gx * gy, brank % gx + 10 * (brank // gx) + 100 * gx + 1000 * gy,
+                     (r < 70).astype(np.uint64)], axis=1).reshape(-1)  # rank - 70 wraps in 64 bits below 70
+    for name, got in _backends(tmp_path, GRID, "grid_ranks", grid, block, args):
+        np.testing.assert_array_equal(got["y"], 2 * x + 1, err_msg=name)
+        np.testing.assert_array_equal(got["info"], want, err_msg=name)

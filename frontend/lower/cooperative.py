@@ -26,10 +26,12 @@ Groups")::
                                  every thread of the tile gets the reduction of the tile's values;
                                  N > 32: each warp's butterfly, then the warps' results through
                                  shared memory between two block barriers
+    this_grid()                  the grid: thread_rank() = block rank * block size + t, size(),
+                                 block_rank(), num_blocks() (64-bit), block_index(), dim_blocks()
 
-Grid groups (``this_grid``, grid sync), multi-grid groups, ``coalesced_threads()`` and the
-shuffles and votes of tiles of more than 32 threads are refused with a located error naming
-the feature. ``block_tile_memory`` (the scratch CUDA's big tiles use) is accepted and dropped.
+A grid's ``sync()`` (a grid-wide barrier) and ``is_valid()``, multi-grid groups,
+``coalesced_threads()`` and the shuffles and votes of tiles of more than 32 threads are refused
+with a located error naming the feature. ``block_tile_memory`` (the scratch CUDA's big tiles use) is accepted and dropped.
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ import pathlib
 import clang.cindex as ci
 
 from polypy.ir import nodes as n
-from polypy.ir.types import I32, U32
+from polypy.ir.types import I32, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
@@ -51,8 +53,6 @@ from frontend.values import Aggregate, Value
 CG_HEADER = (RUNTIME_DIR / "cooperative_groups.h").resolve()
 _SIZE, _META_RANK, _META_SIZE = ".__polypy_size", ".__polypy_meta_group_rank", ".__polypy_meta_group_size"
 _REFUSED = {
-    "this_grid": "grid groups (cooperative_groups::this_grid, a grid-wide barrier) are not supported",
-    "grid_group": "grid groups (cooperative_groups::grid_group, a grid-wide barrier) are not supported",
     "coalesced_threads": "coalesced groups (cooperative_groups::coalesced_threads, a group of dynamic "
                          "membership) are not supported",
     "coalesced_group": "coalesced groups (cooperative_groups::coalesced_group, a group of dynamic "
@@ -65,6 +65,8 @@ _REFUSED = {
 }
 MAX_TILE = 1024  # CUDA's largest block
 WARP = 32
+_GRID_SYNC = ("grid_group::sync(): a grid-wide barrier (a phase split of the whole launch, which needs "
+              "cudaLaunchCooperativeKernel) is not supported")
 _REDUCE_OPS = {"plus": "add", "less": "min", "greater": "max", "bit_and": "band", "bit_or": "bor",
                "bit_xor": "bxor"}
 _SHUFFLES = {"shfl": "idx", "shfl_up": "up", "shfl_down": "down", "shfl_xor": "xor"}
@@ -147,6 +149,8 @@ class CooperativeLowering:
                 raise self.error("this form of cooperative_groups::this_thread_block is not supported", c)
             nthreads = self.cg_block_threads()
             return self.cg_aggregate(nthreads, n.Const(0, U32), n.Const(1, U32), c)
+        if name == "this_grid":
+            return self.cg_aggregate(n.Const(0, U32), n.Const(0, U32), n.Const(1, U32), c)
         if name == "tiled_partition":
             return self.cg_partition(args, c)
         if name in ("sync", "thread_rank", "group_size"):
@@ -249,6 +253,8 @@ class CooperativeLowering:
         group = self.cg_group(base)
         t = base.type
         loc = self.loc(c)
+        if kind == "grid_group":
+            return self.cg_grid_member(name, c)
         if name == "sync":
             if not discard:
                 raise self.error("sync() has no value", c)
@@ -283,6 +289,30 @@ class CooperativeLowering:
         if name in ("any", "all", "ballot"):
             return self.cg_vote(name, truth(self.scalar(args[0])), size, c)
         raise self.error(f"cooperative_groups::{kind}::{name} is not supported", c)
+
+    def cg_grid_member(self, name: str, c: ci.Cursor) -> Value:
+        """A grid group's ranks and sizes (64-bit, as CUDA declares them); its ``sync()`` and
+        ``is_valid()`` (whether the launch was cooperative) are refused."""
+        if name == "sync":
+            raise self.error(_GRID_SYNC, c)
+        gx, gy, gz = (convert(n.GridDim(d), U64) for d in range(3))
+        bx, by, bz = (convert(n.BlockIdx(d), U64) for d in range(3))
+        block_rank = n.Binary("add", bx, n.Binary("mul", gx, n.Binary("add", by, n.Binary("mul", gy, bz))))
+        num_blocks = n.Binary("mul", n.Binary("mul", gx, gy), gz)
+        per_block = convert(self.cg_block_threads(), U64)
+        if name == "thread_rank":
+            return n.Binary("add", n.Binary("mul", block_rank, per_block), convert(self.cg_linear_tid(), U64))
+        if name in ("size", "num_threads"):
+            return n.Binary("mul", num_blocks, per_block)
+        if name == "block_rank":
+            return block_rank
+        if name == "num_blocks":
+            return num_blocks
+        if name in ("block_index", "dim_blocks"):
+            make = n.BlockIdx if name == "block_index" else n.GridDim
+            vals = [make(d) for d in range(3)]
+            return Aggregate({".x": vals[0], ".y": vals[1], ".z": vals[2]}, "dim3")
+        raise self.error(f"cooperative_groups::grid_group::{name} is not supported", c)
 
     def cg_tile_mask(self, size: int) -> tuple[n.Expr, n.Expr]:
         """The tile's lanes as a warp mask, and its first lane in the warp."""

@@ -78,12 +78,19 @@ public:
   __device__ unsigned int ballot(int predicate) const;
 };
 
+/* The grid: its ranks and sizes are translated; sync() and is_valid() (whether the launch was
+ * cooperative) are declared so that their use is a located error naming them. */
 class grid_group {
 public:
+  POLYPY_CG_STATE
   __device__ void sync() const;
   __device__ unsigned long long thread_rank() const;
   __device__ unsigned long long size() const;
   __device__ unsigned long long num_threads() const;
+  __device__ unsigned long long block_rank() const;
+  __device__ unsigned long long num_blocks() const;
+  __device__ dim3 block_index() const;
+  __device__ dim3 dim_blocks() const;
   __device__ bool is_valid() const;
 };
 
