@@ -1,7 +1,7 @@
 """Cooperative groups inside a block (polypy's <cooperative_groups.h>, frontend/lower/cooperative.py):
 our own kernels checked against NumPy through the emulator, the LLVM JIT and the C backend, on
-several block shapes; located refusals for grid groups, coalesced groups and what else is not
-supported."""
+several block shapes; located refusals for a grid's sync(), groups of dynamic membership and what
+else is not supported."""
 from __future__ import annotations
 
 import subprocess
@@ -202,7 +202,6 @@ REFUSED = [
     ("cg::grid_group g = cg::this_grid();\n  g.sync();", "grid_group::sync(): a grid-wide barrier"),
     ("cg::grid_group g = cg::this_grid();\n  cg::sync(g);", "grid_group::sync(): a grid-wide barrier"),
     ("x[0] = cg::this_grid().is_valid();", "cooperative_groups::grid_group::is_valid is not supported"),
-    ("cg::coalesced_group g = cg::coalesced_threads();\n  x[0] = g.size();", "coalesced groups"),
     ("cg::thread_block_tile<64> t = cg::tiled_partition<64>(cg::this_thread_block());\n  x[0] = t.shfl_down(x[0], 1);",
      "thread_block_tile<64>::shfl_down: shuffles and votes of a tile of more than 32 threads"),
     ("int k = x[1];\n  cg::thread_group g = cg::tiled_partition(cg::this_thread_block(), k);\n  x[0] = g.size();",

@@ -212,3 +212,74 @@ def test_grid_group_ranks_and_sizes(tmp_path, grid, block) -> None:
     for name, got in _backends(tmp_path, GRID, "grid_ranks", grid, block, args):
         np.testing.assert_array_equal(got["y"], 2 * x + 1, err_msg=name)
         np.testing.assert_array_equal(got["info"], want, err_msg=name)
+
+
+# coalesced_threads() inside a branch some lanes of a warp take: the warp-aggregated atomic
+# increment (the leader adds the group's size, broadcasts the old value, each thread takes its
+# rank's slot), ranks, sizes, votes and a shuffle from the last rank.
+COALESCED = PRELUDE + r"""
+__global__ void coalesced(const int* x, int* counter, int* slot, int* info) {
+  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = x[i];
+  if (v % 3 != 0) {
+    cg::coalesced_group g = cg::coalesced_threads();
+    int base = 0;
+    if (g.thread_rank() == 0) base = atomicAdd(counter, g.size());
+    base = g.shfl(base, 0);
+    slot[i] = base + g.thread_rank();
+    info[i] = g.thread_rank() + 100 * g.size() + 10000 * g.any(v > 90) + 100000 * g.all(v > 0)
+              + 1000000 * g.shfl(v, g.size() - 1) + 1000 * (g.meta_group_rank() + g.meta_group_size());
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("block", [64, 48, 256])
+def test_coalesced_threads_in_a_branch(tmp_path, block) -> None:
+    grid = 2
+    rng = np.random.default_rng(block)
+    x = rng.integers(-20, 100, grid * block).astype(np.int32)
+    args = {"x": x, "counter": np.zeros(1, np.int32), "slot": np.full(x.size, -1, np.int32),
+            "info": np.full(x.size, -1, np.int32)}
+    taken = x % 3 != 0
+    want_info = np.full(x.size, -1, np.int64)
+    warps = []
+    for b in range(grid):
+        for w0 in range(0, block, 32):
+            lanes = np.arange(b * block + w0, b * block + min(w0 + 32, block))
+            members = lanes[taken[lanes]]
+            if members.size == 0:
+                continue
+            warps.append(members)
+            v = x[members].astype(np.int64)
+            want_info[members] = (np.arange(members.size) + 100 * members.size + 10000 * (v > 90).any()
+                                  + 100000 * (v > 0).all() + 1000000 * v[-1] + 1000)
+    for name, got in _backends(tmp_path, COALESCED, "coalesced", grid, block, args):
+        assert got["counter"][0] == taken.sum(), name
+        np.testing.assert_array_equal(got["info"], want_info.astype(np.int32), err_msg=name)
+        np.testing.assert_array_equal(got["slot"][~taken], -1, err_msg=name)
+        assert sorted(got["slot"][taken]) == list(range(taken.sum())), name
+        for members in warps:  # each group's slots: consecutive, in rank order
+            s = got["slot"][members]
+            np.testing.assert_array_equal(s, s[0] + np.arange(members.size), err_msg=name)
+
+
+COALESCED_REFUSED = [
+    ("x[0] = g.ballot(x[1] > 0);", "cooperative_groups::coalesced_group::ballot is not supported"),
+    ("x[0] = g.shfl_down(x[1], 1);", "cooperative_groups::coalesced_group::shfl_down is not supported"),
+    ("x[0] = cg::reduce(g, x[1], cg::plus<int>());", "only thread_block_tile groups are supported"),
+    ("for (int j = 0; j < x[threadIdx.x]; j++) x[0] += g.size();", "warp operation inside a loop whose trip count"),
+]
+
+
+@pytest.mark.parametrize("body, message", COALESCED_REFUSED)
+def test_what_coalesced_groups_refuse(tmp_path, body, message) -> None:
+    src = tmp_path / "coalesced_refused.cu"
+    if "for (" in body:  # coalesced_threads() itself in a loop whose trips differ between threads
+        body = "for (int j = 0; j < x[threadIdx.x]; j++) { cg::coalesced_group h = cg::coalesced_threads(); " \
+               "x[threadIdx.x] += h.size(); }"
+    src.write_text(PRELUDE + "#include <cooperative_groups/reduce.h>\n__global__ void k(int* x) {\n"
+                   "  cg::coalesced_group g = cg::coalesced_threads();\n  " + body + "\n}\n")
+    with pytest.raises(UserError, match=message.replace("(", "\\(").replace(")", "\\)")) as info:
+        polypy.compile(str(src))
+    assert info.value.loc is not None and info.value.loc.line == 6

@@ -28,10 +28,14 @@ Groups")::
                                  shared memory between two block barriers
     this_grid()                  the grid: thread_rank() = block rank * block size + t, size(),
                                  block_rank(), num_blocks() (64-bit), block_index(), dim_blocks()
+    coalesced_threads()          mask = __activemask(); size popc(mask), rank popc(mask & lanes
+                                 below), sync() __syncwarp(mask), shfl(v, r) from the lane of
+                                 rank r, any/all the warp vote over mask
 
-A grid's ``sync()`` (a grid-wide barrier) and ``is_valid()``, multi-grid groups,
-``coalesced_threads()`` and the shuffles and votes of tiles of more than 32 threads are refused
-with a located error naming the feature. ``block_tile_memory`` (the scratch CUDA's big tiles use) is accepted and dropped.
+A grid's ``sync()`` (a grid-wide barrier) and ``is_valid()``, multi-grid groups, labeled and
+binary partitions, a coalesced group's ``ballot``/``shfl_up``/``shfl_down``/``cg::reduce``, and
+the shuffles and votes of tiles of more than 32 threads are refused with a located error naming
+the feature. ``block_tile_memory`` (the scratch CUDA's big tiles use) is accepted and dropped.
 """
 from __future__ import annotations
 
@@ -41,7 +45,7 @@ import pathlib
 import clang.cindex as ci
 
 from polypy.ir import nodes as n
-from polypy.ir.types import I32, U32, U64
+from polypy.ir.types import BOOL, I32, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
@@ -52,11 +56,8 @@ from frontend.values import Aggregate, Value
 
 CG_HEADER = (RUNTIME_DIR / "cooperative_groups.h").resolve()
 _SIZE, _META_RANK, _META_SIZE = ".__polypy_size", ".__polypy_meta_group_rank", ".__polypy_meta_group_size"
+_MASK = ".__polypy_mask"  # a coalesced group's lanes of the warp
 _REFUSED = {
-    "coalesced_threads": "coalesced groups (cooperative_groups::coalesced_threads, a group of dynamic "
-                         "membership) are not supported",
-    "coalesced_group": "coalesced groups (cooperative_groups::coalesced_group, a group of dynamic "
-                       "membership) are not supported",
     "labeled_partition": "cooperative_groups::labeled_partition (groups of dynamic membership) is not supported",
     "binary_partition": "cooperative_groups::binary_partition (groups of dynamic membership) is not supported",
     "memcpy_async": "asynchronous copies (cooperative_groups::memcpy_async) are not supported",
@@ -149,6 +150,8 @@ class CooperativeLowering:
                 raise self.error("this form of cooperative_groups::this_thread_block is not supported", c)
             nthreads = self.cg_block_threads()
             return self.cg_aggregate(nthreads, n.Const(0, U32), n.Const(1, U32), c)
+        if name == "coalesced_threads":
+            return self.cg_coalesced(c)
         if name == "this_grid":
             return self.cg_aggregate(n.Const(0, U32), n.Const(0, U32), n.Const(1, U32), c)
         if name == "tiled_partition":
@@ -171,7 +174,8 @@ class CooperativeLowering:
         if kind in _REFUSED:
             raise self.error(_REFUSED[kind], a)
         v = self.expr(a)
-        if not isinstance(v, Aggregate) or set(v.fields) != {_SIZE, _META_RANK, _META_SIZE}:
+        fields = {_SIZE, _META_RANK, _META_SIZE} | ({_MASK} if kind == "coalesced_group" else set())
+        if not isinstance(v, Aggregate) or set(v.fields) != fields:
             raise self.error("expected a cooperative group", a)
         return v
 
@@ -255,6 +259,8 @@ class CooperativeLowering:
         loc = self.loc(c)
         if kind == "grid_group":
             return self.cg_grid_member(name, c)
+        if kind == "coalesced_group":
+            return self.cg_coalesced_member(name, group, args, c, discard)
         if name == "sync":
             if not discard:
                 raise self.error("sync() has no value", c)
@@ -313,6 +319,62 @@ class CooperativeLowering:
             vals = [make(d) for d in range(3)]
             return Aggregate({".x": vals[0], ".y": vals[1], ".z": vals[2]}, "dim3")
         raise self.error(f"cooperative_groups::grid_group::{name} is not supported", c)
+
+    def cg_coalesced(self, c: ci.Cursor) -> Aggregate:
+        """``coalesced_threads()``: the lanes of the warp that execute the call (``__activemask()``:
+        in polypy's warps every lane that takes a branch runs it together, the fullest of the
+        convergences CUDA allows); its size is their number."""
+        loc = self.loc(c)
+        mask = self.temp(U32, None, "coalesced", c)
+        self.emit(n.Vote(mask.name, "activemask", n.Const(True, BOOL), n.Const(0xFFFFFFFF, U32), loc=loc))
+        m = n.Var(mask.name, U32)
+        size = self.bit_intrinsic("__popc", [m], c)  # type: ignore[attr-defined]
+        group = self.cg_aggregate(convert(size, U32), n.Const(0, U32), n.Const(1, U32), c)
+        group.fields[_MASK] = m
+        return group
+
+    def cg_coalesced_member(self, name: str, group: Aggregate, args: list[ci.Cursor], c: ci.Cursor,
+                            discard: bool) -> Value | None:
+        """A coalesced group's rank (the set lanes of its mask below this one), size, ``sync()``
+        (``__syncwarp`` of its mask), ``shfl(v, rank)`` (from the lane of that rank), ``any``/``all``."""
+        loc = self.loc(c)
+        mask = group.fields[_MASK]
+        assert isinstance(mask, n.Expr)
+        lane = n.Binary("band", self.cg_linear_tid(), n.Const(WARP - 1, U32))
+        if name == "sync":
+            if not discard:
+                raise self.error("sync() has no value", c)
+            self.emit(n.WarpSync(mask, loc=loc))
+            return None
+        if name == "thread_rank":
+            below = n.Binary("band", mask, n.Binary("sub", n.Binary("shl", n.Const(1, U32), lane), n.Const(1, U32)))
+            return convert(self.bit_intrinsic("__popc", [below], c), U32)  # type: ignore[attr-defined]
+        if name in ("size", "num_threads"):
+            return group.fields[_SIZE]
+        if name == "meta_group_rank":
+            return group.fields[_META_RANK]
+        if name == "meta_group_size":
+            return group.fields[_META_SIZE]
+        if name == "shfl":
+            value = self.scalar(args[0])
+            rank = convert(self.scalar(args[1]), U32)
+            # The lane of rank `rank`: the mask's set bits counted from lane 0.
+            src, seen = self.temp(U32, n.Const(0, U32), "src_lane", c), self.temp(U32, n.Const(0, U32), "seen", c)
+            j = self.names.fresh("l")
+            jv, sv = n.Var(j, U32), n.Var(seen.name, U32)
+            member = n.Binary("ne", n.Binary("band", n.Binary("shr", mask, jv), n.Const(1, U32)), n.Const(0, U32))
+            body = (n.If(member, (n.If(n.Binary("eq", sv, rank), (n.Assign(src.name, jv, loc=loc),), loc=loc),
+                                  n.Assign(seen.name, n.Binary("add", sv, n.Const(1, U32)), loc=loc)), loc=loc),)
+            self.emit(n.For(j, U32, n.Const(0, U32), n.Const(WARP, U32), n.Const(1, U32), body, loc=loc))
+            dest = self.temp(value.type, None, "shfl", c)
+            self.emit(n.Shuffle(dest.name, "idx", value, convert(n.Var(src.name, U32), I32), n.Const(WARP, I32), mask,
+                                loc=loc))
+            return n.Var(dest.name, dest.type)
+        if name in ("any", "all"):
+            dest = self.temp(I32, None, "vote", c)
+            self.emit(n.Vote(dest.name, name, truth(self.scalar(args[0])), mask, loc=loc))
+            return n.Var(dest.name, I32)
+        raise self.error(f"cooperative_groups::coalesced_group::{name} is not supported", c)
 
     def cg_tile_mask(self, size: int) -> tuple[n.Expr, n.Expr]:
         """The tile's lanes as a warp mask, and its first lane in the warp."""

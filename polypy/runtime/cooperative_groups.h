@@ -8,9 +8,9 @@
  * votes over the tile's lanes, cg::reduce -> a butterfly of shuffles (docs/cooperative_groups.md).
  *
  * A group object holds what CUDA keeps at run time: its size and the size of the group it was
- * partitioned from (meta_group_rank/meta_group_size). Grid groups (this_grid) and groups of
- * dynamic membership (coalesced_threads) are declared so that a program using them gets a
- * located error naming the feature.
+ * partitioned from (meta_group_rank/meta_group_size); a coalesced group also its warp lanes. A
+ * grid's sync(), labeled and binary partitions and the other members the frontend does not
+ * translate are declared so that a program using them gets a located error naming the feature.
  */
 #ifndef POLYPY_COOPERATIVE_GROUPS_H
 #define POLYPY_COOPERATIVE_GROUPS_H
@@ -94,11 +94,16 @@ public:
   __device__ bool is_valid() const;
 };
 
+/* The lanes of the warp that run coalesced_threads() together (their mask); shfl_up/down and
+ * ballot are declared so that their use is a located error naming them. */
 class coalesced_group {
 public:
   POLYPY_CG_STATE
+  unsigned int __polypy_mask;
   POLYPY_CG_COMMON
-  template <typename T> __device__ T shfl(T var, int srcRank) const;
+  __device__ unsigned int meta_group_rank() const;
+  __device__ unsigned int meta_group_size() const;
+  template <typename T> __device__ T shfl(T var, unsigned int srcRank) const;
   template <typename T> __device__ T shfl_up(T var, unsigned int delta) const;
   template <typename T> __device__ T shfl_down(T var, unsigned int delta) const;
   __device__ int any(int predicate) const;
