@@ -267,7 +267,7 @@ def test_coalesced_threads_in_a_branch(tmp_path, block) -> None:
 COALESCED_REFUSED = [
     ("x[0] = g.ballot(x[1] > 0);", "cooperative_groups::coalesced_group::ballot is not supported"),
     ("x[0] = g.shfl_down(x[1], 1);", "cooperative_groups::coalesced_group::shfl_down is not supported"),
-    ("x[0] = cg::reduce(g, x[1], cg::plus<int>());", "only thread_block_tile groups are supported"),
+    ("x[0] = cg::reduce(g, x[1], cg::plus<float>());", "an operator of another type than the value"),
     ("for (int j = 0; j < x[threadIdx.x]; j++) x[0] += g.size();", "warp operation inside a loop whose trip count"),
 ]
 
@@ -283,3 +283,44 @@ def test_what_coalesced_groups_refuse(tmp_path, body, message) -> None:
     with pytest.raises(UserError, match=message.replace("(", "\\(").replace(")", "\\)")) as info:
         polypy.compile(str(src))
     assert info.value.loc is not None and info.value.loc.line == 6
+
+
+# cg::reduce over a coalesced group (the lanes of a warp in a branch): every member gets the
+# members' sum (float: in some order; all members the same bits), minimum and maximum.
+COALESCED_REDUCE = PRELUDE + r"""
+#include <cooperative_groups/reduce.h>
+__global__ void coalesced_reduce(const float* x, float* sums, int* mins, int* maxs) {
+  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = x[i];
+  if (v > 0.0f) {
+    cg::coalesced_group g = cg::coalesced_threads();
+    sums[i] = cg::reduce(g, v, cg::plus<float>());
+    mins[i] = cg::reduce(g, (int)(v * 10.0f), cg::less<int>());
+    maxs[i] = cg::reduce(g, (int)(v * 10.0f), cg::greater<int>());
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("block", [64, 48])
+def test_reduce_over_a_coalesced_group(tmp_path, block) -> None:
+    grid = 2
+    rng = np.random.default_rng(block + 1)
+    x = rng.uniform(-3, 5, grid * block).astype(np.float32)
+    args = {"x": x, "sums": np.zeros_like(x), "mins": np.zeros(x.size, np.int32), "maxs": np.zeros(x.size, np.int32)}
+    taken = x > 0
+    groups = []
+    for b in range(grid):
+        for w0 in range(0, block, 32):
+            lanes = np.arange(b * block + w0, b * block + min(w0 + 32, block))
+            if taken[lanes].any():
+                groups.append(lanes[taken[lanes]])
+    for name, got in _backends(tmp_path, COALESCED_REDUCE, "coalesced_reduce", grid, block, args):
+        for members in groups:
+            v = (x[members] * np.float32(10)).astype(np.int32)
+            s = got["sums"][members]
+            assert (s == s[0]).all(), name
+            np.testing.assert_allclose(s[0], x[members].astype(np.float64).sum(), rtol=1e-5, err_msg=name)
+            np.testing.assert_array_equal(got["mins"][members], v.min(), err_msg=name)
+            np.testing.assert_array_equal(got["maxs"][members], v.max(), err_msg=name)
+        np.testing.assert_array_equal(got["sums"][~taken], 0, err_msg=name)

@@ -30,10 +30,11 @@ Groups")::
                                  block_rank(), num_blocks() (64-bit), block_index(), dim_blocks()
     coalesced_threads()          mask = __activemask(); size popc(mask), rank popc(mask & lanes
                                  below), sync() __syncwarp(mask), shfl(v, r) from the lane of
-                                 rank r, any/all the warp vote over mask
+                                 rank r, any/all the warp vote over mask; cg::reduce: one shuffle
+                                 per lane, members combined from the lowest lane up
 
 A grid's ``sync()`` (a grid-wide barrier) and ``is_valid()``, multi-grid groups, labeled and
-binary partitions, a coalesced group's ``ballot``/``shfl_up``/``shfl_down``/``cg::reduce``, and
+binary partitions, a coalesced group's ``ballot``/``shfl_up``/``shfl_down``, and
 the shuffles and votes of tiles of more than 32 threads are refused with a located error naming
 the feature. ``block_tile_memory`` (the scratch CUDA's big tiles use) is accepted and dropped.
 """
@@ -414,10 +415,11 @@ class CooperativeLowering:
     def cg_reduce(self, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
         group_c, value_c, op_c = args
         size = _tile_size(group_c.type)
-        if size is None:
-            raise self.error(f"cg::reduce over a {_class_name(group_c.type)}: only thread_block_tile groups "
-                             "are supported", group_c)
-        self.cg_group(group_c)
+        coalesced = _class_name(group_c.type) == "coalesced_group"
+        if size is None and not coalesced:
+            raise self.error(f"cg::reduce over a {_class_name(group_c.type)}: only thread_block_tile and "
+                             "coalesced_group groups are supported", group_c)
+        group = self.cg_group(group_c)
         op_decl = tm.strip_reference(op_c.type).get_canonical().get_declaration()
         op_name = op_decl.spelling.split("<")[0]
         if not is_cooperative(op_decl) or op_name not in _REDUCE_OPS:
@@ -439,6 +441,8 @@ class CooperativeLowering:
         op = _REDUCE_OPS[op_name]
         if rt.is_float and op in ("band", "bor", "bxor"):
             raise self.error(f"cg::reduce with cg::{op_name} of floating-point values", op_c)
+        if size is None:
+            return self.cg_reduce_coalesced(op, acc.name, rt, group, c)
         k = min(size, WARP) // 2
         while k >= 1:
             other = self.cg_shuffle("xor", n.Var(acc.name, rt), n.Const(k, U32), min(size, WARP), c)
@@ -447,6 +451,34 @@ class CooperativeLowering:
         if size <= WARP:
             return n.Var(acc.name, rt)
         return self.cg_reduce_warps(op, acc.name, rt, size, c)
+
+    def cg_reduce_coalesced(self, op: str, acc: str, rt, group: Aggregate, c: ci.Cursor) -> n.Expr:
+        """The reduction over a coalesced group: every member takes the members' values from the
+        lowest lane up, one shuffle per lane of the warp (a lane outside the group reads its own,
+        unused), and combines them in that order (all members the same bits)::
+
+            for (l = 0; l < 32; ++l) { x = shfl(mask, v, in(l) ? l : lane);
+                                       if (in(l)) { r = started ? op(r, x) : x; started = 1; } }
+        """
+        loc = self.loc(c)
+        mask = group.fields[_MASK]
+        assert isinstance(mask, n.Expr)
+        lane = n.Binary("band", self.cg_linear_tid(), n.Const(WARP - 1, U32))
+        result = self.temp(rt, n.Var(acc, rt), "reduce", c)  # replaced by the first member's value
+        started = self.temp(BOOL, n.Const(False, BOOL), "started", c)
+        x = self.temp(rt, None, "shfl", c)
+        j = self.names.fresh("l")
+        jv = n.Var(j, U32)
+        member = n.Binary("ne", n.Binary("band", n.Binary("shr", mask, jv), n.Const(1, U32)), n.Const(0, U32))
+        xv, rv, sv = n.Var(x.name, rt), n.Var(result.name, rt), n.Var(started.name, BOOL)
+        body = (
+            n.Shuffle(x.name, "idx", n.Var(acc, rt), convert(n.Select(member, jv, lane), I32), n.Const(WARP, I32),
+                      mask, loc=loc),
+            n.If(member, (n.Assign(result.name, n.Select(sv, self.cg_combine(op, rv, xv, c), xv), loc=loc),
+                          n.Assign(started.name, n.Const(True, BOOL), loc=loc)), loc=loc),
+        )
+        self.emit(n.For(j, U32, n.Const(0, U32), n.Const(WARP, U32), n.Const(1, U32), body, loc=loc))
+        return rv
 
     def cg_reduce_warps(self, op: str, acc: str, rt, size: int, c: ci.Cursor) -> n.Expr:
         """The reduction of a tile of more than 32 threads, from each warp's (every lane of a warp
