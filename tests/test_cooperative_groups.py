@@ -203,7 +203,7 @@ REFUSED = [
     ("cg::grid_group g = cg::this_grid();\n  cg::sync(g);", "grid_group::sync(): a grid-wide barrier"),
     ("x[0] = cg::this_grid().is_valid();", "cooperative_groups::grid_group::is_valid is not supported"),
     ("cg::thread_block_tile<64> t = cg::tiled_partition<64>(cg::this_thread_block());\n  x[0] = t.shfl_down(x[0], 1);",
-     "thread_block_tile<64>::shfl_down: shuffles and votes of a tile of more than 32 threads"),
+     "thread_block_tile<64>::shfl_down: shfl_up, shfl_down, shfl_xor and ballot of a tile of more than 32"),
     ("int k = x[1];\n  cg::thread_group g = cg::tiled_partition(cg::this_thread_block(), k);\n  x[0] = g.size();",
      "n must be a constant power of two"),
     ("cg::thread_block_tile<32> t = cg::tiled_partition<32>(cg::this_thread_block());\n"

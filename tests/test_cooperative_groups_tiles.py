@@ -99,11 +99,12 @@ def test_a_tiles_sync_in_both_branches_of_a_thread_dependent_if_stays_refused(tm
     assert (info.value.loc.line, info.value.loc.col) == (6, 30)  # at the second t.sync()
 
 
-# Tiles of 64 and 128 threads (with and without CUDA's block_tile_memory scratch): ranks, sizes,
-# the tile's sync() (a block barrier), and cg::reduce with plus, less and greater.
+# Tiles of 64 to 256 threads (with and without CUDA's block_tile_memory scratch): ranks, sizes,
+# the tile's sync() (a block barrier), cg::reduce with plus, less and greater, shfl from a rank
+# (modulo the tile size), any and all.
 BIG = PRELUDE + r"""
 #include <cooperative_groups/reduce.h>
-__global__ void big(const float* x, float* sums, int* mins, int* maxs, int* info) {
+__global__ void big(const float* x, float* sums, int* mins, int* maxs, int* info, int* shf) {
   SCRATCH
   cg::thread_block_tile<N> tile = cg::tiled_partition<N>(CTA);
   __shared__ int s[256];
@@ -116,6 +117,8 @@ __global__ void big(const float* x, float* sums, int* mins, int* maxs, int* info
   tile.sync();
   info[i] = tile.thread_rank() + 1000 * tile.meta_group_rank() + 100000 * tile.meta_group_size()
             + 10000000 * (s[threadIdx.x ^ (N - 1)] == (int)(x[i ^ (N - 1)] * 10.0f));
+  shf[i] = tile.shfl(v, tile.thread_rank() * 7 + 3 + tile.size()) + 1000 * tile.any(v > 38) + 10000 * tile.all(v > -40)
+           + 100000 * tile.all(v > -39);
 }
 """
 
@@ -133,11 +136,14 @@ def test_tiles_of_more_than_32_threads(tmp_path, scratch, N, block) -> None:
     rng = np.random.default_rng(N + block)
     x = rng.uniform(-4, 4, grid * block).astype(np.float32)
     args = {"x": x, "sums": np.zeros_like(x), "mins": np.zeros(x.size, np.int32), "maxs": np.zeros(x.size, np.int32),
-            "info": np.zeros(x.size, np.int32)}
+            "info": np.zeros(x.size, np.int32), "shf": np.zeros(x.size, np.int32)}
     tiles = x.reshape(-1, N)
     v = (x * np.float32(10)).astype(np.int32).reshape(-1, N)
     t = np.arange(x.size) % block
     want_info = t % N + 1000 * (t // N) + 100000 * (block // N) + 10000000
+    r = np.arange(N)
+    want_shf = (v[:, (r * 7 + 3) % N] + 1000 * (v > 38).any(axis=1, keepdims=True)
+                + 10000 * (v > -40).all(axis=1, keepdims=True) + 100000 * (v > -39).all(axis=1, keepdims=True))
     for name, got in _backends(tmp_path, source, "big", grid, block, args):
         sums = got["sums"].reshape(-1, N)
         # Every thread of a tile gets the same bits; the sum is the tile's (float: in some order).
@@ -149,14 +155,16 @@ def test_tiles_of_more_than_32_threads(tmp_path, scratch, N, block) -> None:
         np.testing.assert_array_equal(got["maxs"].reshape(-1, N), np.repeat(v.max(axis=1, keepdims=True), N, 1),
                                       err_msg=name)
         np.testing.assert_array_equal(got["info"], want_info, err_msg=name)
+        np.testing.assert_array_equal(got["shf"], want_shf.reshape(-1), err_msg=name)
 
 
-# Warp-level operations of a tile of more than 32 threads stay refused (located, naming them); so
-# do tiles that are not a power of two or bigger than a block can be, and a big tile's sync()
-# under a condition that differs between threads (it is the block barrier).
+# shfl_up/down/xor and ballot of a tile of more than 32 threads stay refused (located, naming them);
+# so do tiles that are not a power of two or bigger than a block can be, and a big tile's sync()
+# or shfl under a condition that differs between threads (block barriers).
 BIG_REFUSED = [
-    ("x[0] = t.shfl(x[1], 0);", "thread_block_tile<64>::shfl: shuffles and votes of a tile of more than 32"),
-    ("x[0] = t.any(x[1] > 0);", "thread_block_tile<64>::any: shuffles and votes"),
+    ("x[0] = t.shfl_xor(x[1], 1);", "thread_block_tile<64>::shfl_xor: shfl_up, shfl_down, shfl_xor and ballot"),
+    ("x[0] = t.ballot(x[1] > 0);", "thread_block_tile<64>::ballot: shfl_up, shfl_down, shfl_xor and ballot"),
+    ("if (threadIdx.x < 64) x[0] = t.shfl(x[1], 0);", "every thread of the block must reach it"),
     ("if (threadIdx.x < 64) t.sync();", "every thread of the block must reach it"),
 ]
 

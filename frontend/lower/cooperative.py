@@ -22,6 +22,8 @@ Groups")::
     tile.shfl*(v, k)             __shfl*_sync(tile lanes, v, k, N)  (N <= 32)
     tile.any/all/ballot(p)       the warp vote over the tile's lanes; ballot shifted so that bit
                                  i is the tile's thread i  (N <= 32)
+    tile.shfl(v, r), any, all    N > 32: through shared memory between block barriers (shfl from
+                                 the tile's thread r mod N), each warp's vote combined over warps
     cg::reduce(tile, v, op)      log2(N) steps v = op(v, tile.shfl_xor(v, k)), k = N/2 .. 1:
                                  every thread of the tile gets the reduction of the tile's values;
                                  N > 32: each warp's butterfly, then the warps' results through
@@ -35,8 +37,8 @@ Groups")::
 
 A grid's ``sync()`` (a grid-wide barrier) and ``is_valid()``, multi-grid groups, labeled and
 binary partitions, a coalesced group's ``ballot``/``shfl_up``/``shfl_down``, and
-the shuffles and votes of tiles of more than 32 threads are refused with a located error naming
-the feature. ``block_tile_memory`` (the scratch CUDA's big tiles use) is accepted and dropped.
+``shfl_up``/``shfl_down``/``shfl_xor``/``ballot`` of tiles of more than 32 threads are refused
+with a located error naming the feature. ``block_tile_memory`` (the scratch CUDA's big tiles use) is accepted and dropped.
 """
 from __future__ import annotations
 
@@ -286,9 +288,11 @@ class CooperativeLowering:
         size = _tile_size(t)
         if size is None:
             raise self.error(f"cooperative_groups::{kind}::{name} is not supported", c)
-        if size > WARP and (name in _SHUFFLES or name in ("any", "all", "ballot")):
-            raise self.error(f"thread_block_tile<{size}>::{name}: shuffles and votes of a tile of more than "
-                             f"{WARP} threads are not supported", c)
+        if size > WARP and name in ("shfl", "any", "all"):
+            return self.cg_big_tile_member(name, args, size, c)
+        if size > WARP and (name in _SHUFFLES or name == "ballot"):
+            raise self.error(f"thread_block_tile<{size}>::{name}: shfl_up, shfl_down, shfl_xor and ballot of a tile "
+                             f"of more than {WARP} threads are not supported", c)
         if name in _SHUFFLES:
             value = self.scalar(args[0])
             lane = convert(self.scalar(args[1]), U32 if name != "shfl" else I32)
@@ -376,6 +380,30 @@ class CooperativeLowering:
             self.emit(n.Vote(dest.name, name, truth(self.scalar(args[0])), mask, loc=loc))
             return n.Var(dest.name, I32)
         raise self.error(f"cooperative_groups::coalesced_group::{name} is not supported", c)
+
+    def cg_big_tile_member(self, name: str, args: list[ci.Cursor], size: int, c: ci.Cursor) -> n.Expr:
+        """``shfl(v, r)`` and ``any``/``all`` of a tile of more than 32 threads, between block barriers
+        (every thread of the block must reach them, as the barrier rules check): ``shfl`` through
+        shared memory from the tile's thread ``r mod size``; ``any``/``all`` as each warp's vote
+        combined over the tile's warps (``cg_reduce_warps`` with ``|`` / ``&``)."""
+        loc = self.loc(c)
+        if name in ("any", "all"):
+            pred = truth(self.scalar(args[0]))
+            vote = self.temp(I32, None, "vote", c)
+            self.emit(n.Vote(vote.name, name, pred, n.Const(0xFFFFFFFF, U32), loc=loc))
+            return self.cg_reduce_warps("bor" if name == "any" else "band", vote.name, I32, size, c)
+        value = self.scalar(args[0])
+        rank = convert(self.scalar(args[1]), U32)
+        tid = self.cg_linear_tid()
+        xchg = self.names.fresh("cg_exchange")
+        self.buffers[xchg] = n.Buffer(xchg, value.type, (n.Const(MAX_TILE, I32),), "shared", loc=loc)
+        self.emit(n.Store(xchg, (tid,), value, loc=loc))
+        self.emit(n.Barrier(loc=loc))
+        first = n.Binary("band", tid, n.Const(~(size - 1) & 0xFFFFFFFF, U32))
+        source = n.Binary("add", first, n.Binary("band", rank, n.Const(size - 1, U32)))
+        got = self.temp(value.type, n.Load(xchg, (source,), value.type, loc=loc), "shfl", c)
+        self.emit(n.Barrier(loc=loc))
+        return n.Var(got.name, value.type)
 
     def cg_tile_mask(self, size: int) -> tuple[n.Expr, n.Expr]:
         """The tile's lanes as a warp mask, and its first lane in the warp."""
