@@ -190,6 +190,17 @@ def test_tile_sizes_that_are_not_a_power_of_two_up_to_1024_are_refused(tmp_path,
     assert info.value.loc.line == 4
 
 
+@pytest.mark.parametrize("parent, kind", [("cg::this_grid()", "grid_group"),
+                                          ("cg::coalesced_threads()", "coalesced_group")])
+def test_tiles_of_a_grid_or_a_coalesced_group_are_refused(tmp_path, parent, kind) -> None:
+    src = tmp_path / "parent.cu"
+    src.write_text(PRELUDE + "__global__ void k(int* x) {\n"
+                   f"  x[0] = cg::tiled_partition<4>({parent}).thread_rank();\n}}\n")
+    with pytest.raises(UserError, match=f"tiled_partition of a {kind} is not supported") as info:
+        polypy.load(str(src))
+    assert info.value.loc.line == 4
+
+
 # The grid group's ranks and sizes (no grid-wide sync): a grid-stride loop over n elements, and
 # each thread's block rank, block count and block index checked against threadIdx/blockIdx.
 GRID = PRELUDE + r"""

@@ -212,8 +212,11 @@ class CooperativeLowering:
 
     def cg_sync_mask(self, kind: str, t: ci.Type, group: Aggregate) -> n.Expr | None:
         """The warp lanes a group's ``sync()`` waits for when it is a tile of at most 32 threads,
-        None when it is bigger (it then waits for the block). A ``thread_group`` is either a tile of
-        a constant size up to 32 or the block: its mask is chosen from its size at run time."""
+        None when it is bigger (it then waits for the block). A ``thread_group`` (the block or a
+        tile) gets its mask from its size at run time, the full warp when bigger than a warp:
+        ``lower_warp_syncs`` makes that the block barrier in block-uniform control, and block
+        barriers between guarded phases under a condition, which is exact for a group of whole
+        warps whose threads all arrive (as CUDA requires)."""
         if kind == "thread_block":
             return None
         size = _tile_size(t)
@@ -247,6 +250,8 @@ class CooperativeLowering:
             size = n.Const(k, U32)
         parent = self.cg_group(parent_c)
         kind = _class_name(parent_c.type)
+        if kind in ("grid_group", "coalesced_group"):
+            raise self.error(f"tiled_partition of a {kind} is not supported", c)
         rank = self.cg_rank(kind, parent_c.type, parent)
         psize = self.cg_size(kind, parent_c.type, parent)
         meta_size = n.Binary("div", n.Binary("add", psize, n.Binary("sub", size, n.Const(1, U32))), size)
