@@ -14,6 +14,11 @@ by flags computed once (``lockstep_warps``' machinery)::
       }                                  barrier
     }                                  }
 
+A ``__syncwarp`` every thread of the block reaches (block-uniform control,
+``polypy.analysis.uniformity``) simply becomes the block barrier. Those under thread-dependent
+control (a cooperative group tile's ``sync()`` inside ``if (t < 16)``, which the frontend emits as
+``__syncwarp`` of the tile's lanes) are lowered as sketched above.
+
 A barrier of the whole block orders more than ``__syncwarp`` does (other warps wait too), which
 is one legal schedule: warps are not ordered by CUDA at all. The lanes of the mask run every
 phase before any runs the next, which is what ``__syncwarp`` promises them. It is exact when the
@@ -26,14 +31,16 @@ branches of an ``if``, or under a loop whose trips differ between threads, or le
 """
 from __future__ import annotations
 
+from polypy.analysis.uniformity import divergent_warp_syncs
 from polypy.errors import UserError
 from polypy.ir import nodes as n
-from polypy.ir.visitor import rebuild
+from polypy.ir.visitor import Mutator, rebuild, walk_block
 
 from gpu2cpu.lockstep_warps import _Lowering, _Unsupported
 
 
 def lower_warp_syncs(kernel: n.Kernel) -> n.Kernel:
+    kernel = _uniform_syncs_to_barriers(kernel)
     found: list[tuple[n.WarpSync, tuple[tuple[int, str], ...]]] = []
     _collect(kernel.body, (), found)
     if not found:
@@ -52,6 +59,23 @@ def lower_warp_syncs(kernel: n.Kernel) -> n.Kernel:
                         "whose trips differ between threads, or a break/continue/return leaving the code around "
                         "it", first.loc) from None
     return rebuild(kernel, body=body)
+
+
+class _ToBarriers(Mutator):
+    def __init__(self, keep: set[int]):
+        self.keep = keep
+
+    def visit_WarpSync(self, s: n.WarpSync) -> n.Stmt:
+        return s if id(s) in self.keep else n.Barrier(loc=s.loc)
+
+
+def _uniform_syncs_to_barriers(kernel: n.Kernel) -> n.Kernel:
+    """Every ``WarpSync`` in block-uniform control as the block barrier: all threads reach it,
+    and waiting for the whole block is one schedule CUDA allows for the lanes of the mask."""
+    if not any(isinstance(x, n.WarpSync) for x in walk_block(kernel.body)):
+        return kernel
+    keep = {id(s) for s in divergent_warp_syncs(kernel)}
+    return rebuild(kernel, body=_ToBarriers(keep).visit_block(kernel.body))
 
 
 def _collect(stmts: tuple[n.Stmt, ...], path: tuple[tuple[int, str], ...],

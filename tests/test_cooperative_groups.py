@@ -1,7 +1,7 @@
 """Cooperative groups inside a block (polypy's <cooperative_groups.h>, frontend/lower/cooperative.py):
 our own kernels checked against NumPy through the emulator, the LLVM JIT and the C backend, on
-several block shapes; located refusals for grid groups, coalesced groups and what else is not
-supported."""
+several block shapes; located refusals for a grid's sync(), groups of dynamic membership and what
+else is not supported."""
 from __future__ import annotations
 
 import subprocess
@@ -199,10 +199,11 @@ def test_tiles_of_tiles_and_a_dynamic_partition(tmp_path, block) -> None:
 # ---------------------------------------------------------------------------- refusals
 
 REFUSED = [
-    ("cg::grid_group g = cg::this_grid();\n  g.sync();", "grid groups (cooperative_groups::this_grid"),
-    ("cg::coalesced_group g = cg::coalesced_threads();\n  x[0] = g.size();", "coalesced groups"),
-    ("cg::thread_block_tile<64> t = cg::tiled_partition<64>(cg::this_thread_block());\n  x[0] = t.size();",
-     "tiled_partition<64>: tiles of more than 32 threads"),
+    ("cg::grid_group g = cg::this_grid();\n  g.sync();", "grid_group::sync(): a grid-wide barrier"),
+    ("cg::grid_group g = cg::this_grid();\n  cg::sync(g);", "grid_group::sync(): a grid-wide barrier"),
+    ("x[0] = cg::this_grid().is_valid();", "cooperative_groups::grid_group::is_valid is not supported"),
+    ("cg::thread_block_tile<64> t = cg::tiled_partition<64>(cg::this_thread_block());\n  x[0] = t.shfl_down(x[0], 1);",
+     "thread_block_tile<64>::shfl_down: shfl_up, shfl_down, shfl_xor and ballot of a tile of more than 32"),
     ("int k = x[1];\n  cg::thread_group g = cg::tiled_partition(cg::this_thread_block(), k);\n  x[0] = g.size();",
      "n must be a constant power of two"),
     ("cg::thread_block_tile<32> t = cg::tiled_partition<32>(cg::this_thread_block());\n"
@@ -211,8 +212,8 @@ REFUSED = [
      "  x[0] = cg::reduce(t, x[0], cg::plus<float>());", "an operator of another type than the value"),
     ("auto g = cg::labeled_partition(cg::tiled_partition<32>(cg::this_thread_block()), x[threadIdx.x]);\n"
      "  x[0] = g.size();", "labeled_partition (groups of dynamic membership)"),
-    ("__shared__ cg::block_tile_memory<256> scratch;\n  cg::thread_block b = cg::this_thread_block(scratch);\n"
-     "  x[0] = b.size();", "tiles of more than 32 threads (cooperative_groups::block_tile_memory)"),
+    ("auto g = cg::binary_partition(cg::tiled_partition<32>(cg::this_thread_block()), x[threadIdx.x] > 0);\n"
+     "  x[0] = g.size();", "binary_partition (groups of dynamic membership)"),
 ]
 
 
@@ -284,17 +285,6 @@ def test_groups_passed_to_device_functions(tmp_path, block) -> None:
     for name, got in (("emulator", emulated), ("c", c), ("llvm", llvm)):
         np.testing.assert_array_equal(got["out"], want_out, err_msg=name)
         np.testing.assert_array_equal(got["data"], 3 * data, err_msg=name)
-
-
-def test_a_tiles_sync_under_thread_dependent_control_is_refused_naming_it(tmp_path) -> None:
-    src = tmp_path / "tile_sync.cu"
-    src.write_text(PRELUDE + "__global__ void k(float* x) {\n"
-                   "  cg::thread_block_tile<32> t = cg::tiled_partition<32>(cg::this_thread_block());\n"
-                   "  if (t.meta_group_rank() == 0) { x[threadIdx.x] = 1; t.sync(); x[threadIdx.x] += x[31 - threadIdx.x]; }\n"
-                   "}\n")
-    with pytest.raises(UserError, match="a tile's sync\\(\\) too must be reached by every thread of the block") as info:
-        polypy.load(str(src))
-    assert (info.value.loc.line, info.value.loc.col) == (5, 55)  # at t.sync()
 
 
 # The result types of CUDA's declarations: a thread_group's rank and cg::thread_rank(g) are

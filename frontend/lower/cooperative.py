@@ -8,23 +8,37 @@ partitioned into, and their number. What each call means (CUDA Programming Guide
 Groups")::
 
     this_thread_block()          size = blockDim.x*y*z, meta rank 0 of 1
-    tiled_partition<N>(p)        size N (1, 2, 4, ..., 32), meta rank p.thread_rank() / N,
+    tiled_partition<N>(p)        size N (1, 2, 4, ..., 1024), meta rank p.thread_rank() / N,
     tiled_partition(p, n)        meta size ceil(p.size() / N)  (a dynamic n: the same with n)
     g.thread_rank()              t = the linear thread index (x fastest); t mod size for a tile
                                  (tile sizes are powers of two dividing their parent's)
-    g.sync() / cg::sync(g)       the block barrier: for the block, CUDA's own meaning; for a tile,
-                                 a stronger order than the tile's (every thread of the block
-                                 waits), which is one legal schedule when, as CUDA requires, all
-                                 of the tile arrives; the barrier rules (block-uniform control)
-                                 then apply to it
-    tile.shfl*(v, k)             __shfl*_sync(tile lanes, v, k, N)
+    g.sync() / cg::sync(g)       the block and tiles of more than 32 threads: the block barrier
+                                 (for a tile a stronger order than its own, one legal schedule
+                                 when every thread of the block arrives: the barrier rules,
+                                 block-uniform control, apply); a tile of up to 32 threads:
+                                 __syncwarp(tile lanes), which gpu2cpu.lower_warp_syncs runs as
+                                 the block barrier in block-uniform control and as guarded
+                                 phases under a condition that differs between tiles
+    tile.shfl*(v, k)             __shfl*_sync(tile lanes, v, k, N)  (N <= 32)
     tile.any/all/ballot(p)       the warp vote over the tile's lanes; ballot shifted so that bit
-                                 i is the tile's thread i
+                                 i is the tile's thread i  (N <= 32)
+    tile.shfl(v, r), any, all    N > 32: through shared memory between block barriers (shfl from
+                                 the tile's thread r mod N), each warp's vote combined over warps
     cg::reduce(tile, v, op)      log2(N) steps v = op(v, tile.shfl_xor(v, k)), k = N/2 .. 1:
-                                 every thread of the tile gets the reduction of the tile's values
+                                 every thread of the tile gets the reduction of the tile's values;
+                                 N > 32: each warp's butterfly, then the warps' results through
+                                 shared memory between two block barriers
+    this_grid()                  the grid: thread_rank() = block rank * block size + t, size(),
+                                 block_rank(), num_blocks() (64-bit), block_index(), dim_blocks()
+    coalesced_threads()          mask = __activemask(); size popc(mask), rank popc(mask & lanes
+                                 below), sync() __syncwarp(mask), shfl(v, r) from the lane of
+                                 rank r, any/all the warp vote over mask; cg::reduce: one shuffle
+                                 per lane, members combined from the lowest lane up
 
-Grid groups (``this_grid``, grid sync), multi-grid groups and ``coalesced_threads()`` are
-refused with a located error naming the feature.
+A grid's ``sync()`` (a grid-wide barrier) and ``is_valid()``, multi-grid groups, labeled and
+binary partitions, a coalesced group's ``ballot``/``shfl_up``/``shfl_down``, and
+``shfl_up``/``shfl_down``/``shfl_xor``/``ballot`` of tiles of more than 32 threads are refused
+with a located error naming the feature. ``block_tile_memory`` (the scratch CUDA's big tiles use) is accepted and dropped.
 """
 from __future__ import annotations
 
@@ -34,7 +48,7 @@ import pathlib
 import clang.cindex as ci
 
 from polypy.ir import nodes as n
-from polypy.ir.types import I32, U32
+from polypy.ir.types import BOOL, I32, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
@@ -45,17 +59,15 @@ from frontend.values import Aggregate, Value
 
 CG_HEADER = (RUNTIME_DIR / "cooperative_groups.h").resolve()
 _SIZE, _META_RANK, _META_SIZE = ".__polypy_size", ".__polypy_meta_group_rank", ".__polypy_meta_group_size"
+_MASK = ".__polypy_mask"  # a coalesced group's lanes of the warp
 _REFUSED = {
-    "this_grid": "grid groups (cooperative_groups::this_grid, a grid-wide barrier) are not supported",
-    "grid_group": "grid groups (cooperative_groups::grid_group, a grid-wide barrier) are not supported",
-    "coalesced_threads": "coalesced groups (cooperative_groups::coalesced_threads, a group of dynamic "
-                         "membership) are not supported",
-    "coalesced_group": "coalesced groups (cooperative_groups::coalesced_group, a group of dynamic "
-                       "membership) are not supported",
     "labeled_partition": "cooperative_groups::labeled_partition (groups of dynamic membership) is not supported",
     "binary_partition": "cooperative_groups::binary_partition (groups of dynamic membership) is not supported",
-    "block_tile_memory": "tiles of more than 32 threads (cooperative_groups::block_tile_memory) are not supported",
 }
+MAX_TILE = 1024  # CUDA's largest block
+WARP = 32
+_GRID_SYNC = ("grid_group::sync(): a grid-wide barrier (a phase split of the whole launch, which needs "
+              "cudaLaunchCooperativeKernel) is not supported")
 _REDUCE_OPS = {"plus": "add", "less": "min", "greater": "max", "bit_and": "band", "bit_or": "bor",
                "bit_xor": "bxor"}
 _SHUFFLES = {"shfl": "idx", "shfl_up": "up", "shfl_down": "down", "shfl_xor": "xor"}
@@ -85,6 +97,13 @@ def _tile_size(t: ci.Type) -> int | None:
         return None
     decl = c.get_declaration()
     return int(decl.get_template_argument_value(0))
+
+
+def is_tile_memory(t: ci.Type) -> bool:
+    """Whether ``t`` is polypy's ``cooperative_groups::block_tile_memory<N>`` (scratch space CUDA's
+    tiles of more than 32 threads use; polypy's need none of it: a declaration of it is dropped)."""
+    c = tm.strip_reference(t).get_canonical()
+    return _class_name(c) == "block_tile_memory" and is_cooperative(c.get_declaration())
 
 
 def refused_group(t: ci.Type) -> str | None:
@@ -127,10 +146,14 @@ class CooperativeLowering:
             return self.cg_typed(fn, self.cg_member(owner, name, base, children[1:], c, discard))
         args = children[1:]
         if name == "this_thread_block":
-            if args:
-                raise self.error(_REFUSED["block_tile_memory"], c)
+            if args and not (len(args) == 1 and is_tile_memory(args[0].type)):
+                raise self.error("this form of cooperative_groups::this_thread_block is not supported", c)
             nthreads = self.cg_block_threads()
             return self.cg_aggregate(nthreads, n.Const(0, U32), n.Const(1, U32), c)
+        if name == "coalesced_threads":
+            return self.cg_coalesced(c)
+        if name == "this_grid":
+            return self.cg_aggregate(n.Const(0, U32), n.Const(0, U32), n.Const(1, U32), c)
         if name == "tiled_partition":
             return self.cg_partition(args, c)
         if name in ("sync", "thread_rank", "group_size"):
@@ -151,7 +174,8 @@ class CooperativeLowering:
         if kind in _REFUSED:
             raise self.error(_REFUSED[kind], a)
         v = self.expr(a)
-        if not isinstance(v, Aggregate) or set(v.fields) != {_SIZE, _META_RANK, _META_SIZE}:
+        fields = {_SIZE, _META_RANK, _META_SIZE} | ({_MASK} if kind == "coalesced_group" else set())
+        if not isinstance(v, Aggregate) or set(v.fields) != fields:
             raise self.error("expected a cooperative group", a)
         return v
 
@@ -183,13 +207,35 @@ class CooperativeLowering:
         size = _tile_size(t)
         return n.Const(size, U32) if size is not None else group.fields[_SIZE]  # type: ignore[return-value]
 
+    def cg_sync_mask(self, kind: str, t: ci.Type, group: Aggregate) -> n.Expr | None:
+        """The warp lanes a group's ``sync()`` waits for when it is a tile of at most 32 threads,
+        None when it is bigger (it then waits for the block). A ``thread_group`` (the block or a
+        tile) gets its mask from its size at run time, the full warp when bigger than a warp:
+        ``lower_warp_syncs`` makes that the block barrier in block-uniform control, and block
+        barriers between guarded phases under a condition, which is exact for a group of whole
+        warps whose threads all arrive (as CUDA requires)."""
+        if kind == "thread_block":
+            return None
+        size = _tile_size(t)
+        if size is not None:
+            return self.cg_tile_mask(size)[0] if size <= 32 else None
+        gsize = group.fields[_SIZE]
+        assert isinstance(gsize, n.Expr)
+        gsize = convert(gsize, U32)
+        lane = n.Binary("band", self.cg_linear_tid(), n.Const(31, U32))
+        first = n.Binary("band", lane, n.Unary("bnot", n.Binary("sub", gsize, n.Const(1, U32))))
+        low = n.Binary("sub", n.Binary("shl", n.Const(1, U32), n.Binary("band", gsize, n.Const(31, U32))),
+                       n.Const(1, U32))
+        return n.Select(n.Binary("lt", gsize, n.Const(32, U32)), n.Binary("shl", low, first),
+                        n.Const(0xFFFFFFFF, U32))
+
     def cg_partition(self, args: list[ci.Cursor], c: ci.Cursor) -> Aggregate:
         parent_c = args[0]
         static = _tile_size(c.type)
         if static is not None:
-            if static < 1 or static > 32 or static & (static - 1):
-                raise self.error(f"tiled_partition<{static}>: tiles of more than 32 threads or of a size that is not "
-                                 "a power of two are not supported", c)
+            if static < 1 or static > MAX_TILE or static & (static - 1):
+                raise self.error(f"tiled_partition<{static}>: the size of a tile must be a power of two from 1 to "
+                                 f"{MAX_TILE}", c)
             size: n.Expr = n.Const(static, U32)
         else:
             if len(args) != 2:
@@ -201,6 +247,8 @@ class CooperativeLowering:
             size = n.Const(k, U32)
         parent = self.cg_group(parent_c)
         kind = _class_name(parent_c.type)
+        if kind in ("grid_group", "coalesced_group"):
+            raise self.error(f"tiled_partition of a {kind} is not supported", c)
         rank = self.cg_rank(kind, parent_c.type, parent)
         psize = self.cg_size(kind, parent_c.type, parent)
         meta_size = n.Binary("div", n.Binary("add", psize, n.Binary("sub", size, n.Const(1, U32))), size)
@@ -214,10 +262,18 @@ class CooperativeLowering:
         group = self.cg_group(base)
         t = base.type
         loc = self.loc(c)
+        if kind == "grid_group":
+            return self.cg_grid_member(name, c)
+        if kind == "coalesced_group":
+            return self.cg_coalesced_member(name, group, args, c, discard)
         if name == "sync":
             if not discard:
                 raise self.error("sync() has no value", c)
-            self.emit(n.Barrier(loc=loc))
+            mask = self.cg_sync_mask(kind, t, group)
+            # A tile of a warp or less waits like __syncwarp of its lanes (gpu2cpu.lower_warp_syncs:
+            # the block barrier in block-uniform control, guarded phases under a condition);
+            # a bigger group waits for the block.
+            self.emit(n.WarpSync(mask, loc=loc) if mask is not None else n.Barrier(loc=loc))
             return None
         if name == "thread_rank":
             return self.cg_rank(kind, t, group)
@@ -234,6 +290,11 @@ class CooperativeLowering:
         size = _tile_size(t)
         if size is None:
             raise self.error(f"cooperative_groups::{kind}::{name} is not supported", c)
+        if size > WARP and name in ("shfl", "any", "all"):
+            return self.cg_big_tile_member(name, args, size, c)
+        if size > WARP and (name in _SHUFFLES or name == "ballot"):
+            raise self.error(f"thread_block_tile<{size}>::{name}: shfl_up, shfl_down, shfl_xor and ballot of a tile "
+                             f"of more than {WARP} threads are not supported", c)
         if name in _SHUFFLES:
             value = self.scalar(args[0])
             lane = convert(self.scalar(args[1]), U32 if name != "shfl" else I32)
@@ -241,6 +302,110 @@ class CooperativeLowering:
         if name in ("any", "all", "ballot"):
             return self.cg_vote(name, truth(self.scalar(args[0])), size, c)
         raise self.error(f"cooperative_groups::{kind}::{name} is not supported", c)
+
+    def cg_grid_member(self, name: str, c: ci.Cursor) -> Value:
+        """A grid group's ranks and sizes (64-bit, as CUDA declares them); its ``sync()`` and
+        ``is_valid()`` (whether the launch was cooperative) are refused."""
+        if name == "sync":
+            raise self.error(_GRID_SYNC, c)
+        gx, gy, gz = (convert(n.GridDim(d), U64) for d in range(3))
+        bx, by, bz = (convert(n.BlockIdx(d), U64) for d in range(3))
+        block_rank = n.Binary("add", bx, n.Binary("mul", gx, n.Binary("add", by, n.Binary("mul", gy, bz))))
+        num_blocks = n.Binary("mul", n.Binary("mul", gx, gy), gz)
+        per_block = convert(self.cg_block_threads(), U64)
+        if name == "thread_rank":
+            return n.Binary("add", n.Binary("mul", block_rank, per_block), convert(self.cg_linear_tid(), U64))
+        if name in ("size", "num_threads"):
+            return n.Binary("mul", num_blocks, per_block)
+        if name == "block_rank":
+            return block_rank
+        if name == "num_blocks":
+            return num_blocks
+        if name in ("block_index", "dim_blocks"):
+            make = n.BlockIdx if name == "block_index" else n.GridDim
+            vals = [make(d) for d in range(3)]
+            return Aggregate({".x": vals[0], ".y": vals[1], ".z": vals[2]}, "dim3")
+        raise self.error(f"cooperative_groups::grid_group::{name} is not supported", c)
+
+    def cg_coalesced(self, c: ci.Cursor) -> Aggregate:
+        """``coalesced_threads()``: the lanes of the warp that execute the call (``__activemask()``:
+        in polypy's warps every lane that takes a branch runs it together, the fullest of the
+        convergences CUDA allows); its size is their number."""
+        loc = self.loc(c)
+        mask = self.temp(U32, None, "coalesced", c)
+        self.emit(n.Vote(mask.name, "activemask", n.Const(True, BOOL), n.Const(0xFFFFFFFF, U32), loc=loc))
+        m = n.Var(mask.name, U32)
+        size = self.bit_intrinsic("__popc", [m], c)  # type: ignore[attr-defined]
+        group = self.cg_aggregate(convert(size, U32), n.Const(0, U32), n.Const(1, U32), c)
+        group.fields[_MASK] = m
+        return group
+
+    def cg_coalesced_member(self, name: str, group: Aggregate, args: list[ci.Cursor], c: ci.Cursor,
+                            discard: bool) -> Value | None:
+        """A coalesced group's rank (the set lanes of its mask below this one), size, ``sync()``
+        (``__syncwarp`` of its mask), ``shfl(v, rank)`` (from the lane of that rank), ``any``/``all``."""
+        loc = self.loc(c)
+        mask = group.fields[_MASK]
+        assert isinstance(mask, n.Expr)
+        lane = n.Binary("band", self.cg_linear_tid(), n.Const(WARP - 1, U32))
+        if name == "sync":
+            if not discard:
+                raise self.error("sync() has no value", c)
+            self.emit(n.WarpSync(mask, loc=loc))
+            return None
+        if name == "thread_rank":
+            below = n.Binary("band", mask, n.Binary("sub", n.Binary("shl", n.Const(1, U32), lane), n.Const(1, U32)))
+            return convert(self.bit_intrinsic("__popc", [below], c), U32)  # type: ignore[attr-defined]
+        if name in ("size", "num_threads"):
+            return group.fields[_SIZE]
+        if name == "meta_group_rank":
+            return group.fields[_META_RANK]
+        if name == "meta_group_size":
+            return group.fields[_META_SIZE]
+        if name == "shfl":
+            value = self.scalar(args[0])
+            rank = convert(self.scalar(args[1]), U32)
+            # The lane of rank `rank`: the mask's set bits counted from lane 0.
+            src, seen = self.temp(U32, n.Const(0, U32), "src_lane", c), self.temp(U32, n.Const(0, U32), "seen", c)
+            j = self.names.fresh("l")
+            jv, sv = n.Var(j, U32), n.Var(seen.name, U32)
+            member = n.Binary("ne", n.Binary("band", n.Binary("shr", mask, jv), n.Const(1, U32)), n.Const(0, U32))
+            body = (n.If(member, (n.If(n.Binary("eq", sv, rank), (n.Assign(src.name, jv, loc=loc),), loc=loc),
+                                  n.Assign(seen.name, n.Binary("add", sv, n.Const(1, U32)), loc=loc)), loc=loc),)
+            self.emit(n.For(j, U32, n.Const(0, U32), n.Const(WARP, U32), n.Const(1, U32), body, loc=loc))
+            dest = self.temp(value.type, None, "shfl", c)
+            self.emit(n.Shuffle(dest.name, "idx", value, convert(n.Var(src.name, U32), I32), n.Const(WARP, I32), mask,
+                                loc=loc))
+            return n.Var(dest.name, dest.type)
+        if name in ("any", "all"):
+            dest = self.temp(I32, None, "vote", c)
+            self.emit(n.Vote(dest.name, name, truth(self.scalar(args[0])), mask, loc=loc))
+            return n.Var(dest.name, I32)
+        raise self.error(f"cooperative_groups::coalesced_group::{name} is not supported", c)
+
+    def cg_big_tile_member(self, name: str, args: list[ci.Cursor], size: int, c: ci.Cursor) -> n.Expr:
+        """``shfl(v, r)`` and ``any``/``all`` of a tile of more than 32 threads, between block barriers
+        (every thread of the block must reach them, as the barrier rules check): ``shfl`` through
+        shared memory from the tile's thread ``r mod size``; ``any``/``all`` as each warp's vote
+        combined over the tile's warps (``cg_reduce_warps`` with ``|`` / ``&``)."""
+        loc = self.loc(c)
+        if name in ("any", "all"):
+            pred = truth(self.scalar(args[0]))
+            vote = self.temp(I32, None, "vote", c)
+            self.emit(n.Vote(vote.name, name, pred, n.Const(0xFFFFFFFF, U32), loc=loc))
+            return self.cg_reduce_warps("bor" if name == "any" else "band", vote.name, I32, size, c)
+        value = self.scalar(args[0])
+        rank = convert(self.scalar(args[1]), U32)
+        tid = self.cg_linear_tid()
+        xchg = self.names.fresh("cg_exchange")
+        self.buffers[xchg] = n.Buffer(xchg, value.type, (n.Const(MAX_TILE, I32),), "shared", loc=loc)
+        self.emit(n.Store(xchg, (tid,), value, loc=loc))
+        self.emit(n.Barrier(loc=loc))
+        first = n.Binary("band", tid, n.Const(~(size - 1) & 0xFFFFFFFF, U32))
+        source = n.Binary("add", first, n.Binary("band", rank, n.Const(size - 1, U32)))
+        got = self.temp(value.type, n.Load(xchg, (source,), value.type, loc=loc), "shfl", c)
+        self.emit(n.Barrier(loc=loc))
+        return n.Var(got.name, value.type)
 
     def cg_tile_mask(self, size: int) -> tuple[n.Expr, n.Expr]:
         """The tile's lanes as a warp mask, and its first lane in the warp."""
@@ -280,10 +445,11 @@ class CooperativeLowering:
     def cg_reduce(self, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
         group_c, value_c, op_c = args
         size = _tile_size(group_c.type)
-        if size is None:
-            raise self.error(f"cg::reduce over a {_class_name(group_c.type)}: only thread_block_tile groups "
-                             "are supported", group_c)
-        self.cg_group(group_c)
+        coalesced = _class_name(group_c.type) == "coalesced_group"
+        if size is None and not coalesced:
+            raise self.error(f"cg::reduce over a {_class_name(group_c.type)}: only thread_block_tile and "
+                             "coalesced_group groups are supported", group_c)
+        group = self.cg_group(group_c)
         op_decl = tm.strip_reference(op_c.type).get_canonical().get_declaration()
         op_name = op_decl.spelling.split("<")[0]
         if not is_cooperative(op_decl) or op_name not in _REDUCE_OPS:
@@ -305,9 +471,72 @@ class CooperativeLowering:
         op = _REDUCE_OPS[op_name]
         if rt.is_float and op in ("band", "bor", "bxor"):
             raise self.error(f"cg::reduce with cg::{op_name} of floating-point values", op_c)
-        k = size // 2
+        if size is None:
+            return self.cg_reduce_coalesced(op, acc.name, rt, group, c)
+        k = min(size, WARP) // 2
         while k >= 1:
-            other = self.cg_shuffle("xor", n.Var(acc.name, rt), n.Const(k, U32), size, c)
+            other = self.cg_shuffle("xor", n.Var(acc.name, rt), n.Const(k, U32), min(size, WARP), c)
             self.emit(n.Assign(acc.name, self.cg_combine(op, n.Var(acc.name, rt), other, c), loc=loc))
             k //= 2
-        return n.Var(acc.name, rt)
+        if size <= WARP:
+            return n.Var(acc.name, rt)
+        return self.cg_reduce_warps(op, acc.name, rt, size, c)
+
+    def cg_reduce_coalesced(self, op: str, acc: str, rt, group: Aggregate, c: ci.Cursor) -> n.Expr:
+        """The reduction over a coalesced group: every member takes the members' values from the
+        lowest lane up, one shuffle per lane of the warp (a lane outside the group reads its own,
+        unused), and combines them in that order (all members the same bits)::
+
+            for (l = 0; l < 32; ++l) { x = shfl(mask, v, in(l) ? l : lane);
+                                       if (in(l)) { r = started ? op(r, x) : x; started = 1; } }
+        """
+        loc = self.loc(c)
+        mask = group.fields[_MASK]
+        assert isinstance(mask, n.Expr)
+        lane = n.Binary("band", self.cg_linear_tid(), n.Const(WARP - 1, U32))
+        result = self.temp(rt, n.Var(acc, rt), "reduce", c)  # replaced by the first member's value
+        started = self.temp(BOOL, n.Const(False, BOOL), "started", c)
+        x = self.temp(rt, None, "shfl", c)
+        j = self.names.fresh("l")
+        jv = n.Var(j, U32)
+        member = n.Binary("ne", n.Binary("band", n.Binary("shr", mask, jv), n.Const(1, U32)), n.Const(0, U32))
+        xv, rv, sv = n.Var(x.name, rt), n.Var(result.name, rt), n.Var(started.name, BOOL)
+        body = (
+            n.Shuffle(x.name, "idx", n.Var(acc, rt), convert(n.Select(member, jv, lane), I32), n.Const(WARP, I32),
+                      mask, loc=loc),
+            n.If(member, (n.Assign(result.name, n.Select(sv, self.cg_combine(op, rv, xv, c), xv), loc=loc),
+                          n.Assign(started.name, n.Const(True, BOOL), loc=loc)), loc=loc),
+        )
+        self.emit(n.For(j, U32, n.Const(0, U32), n.Const(WARP, U32), n.Const(1, U32), body, loc=loc))
+        return rv
+
+    def cg_reduce_warps(self, op: str, acc: str, rt, size: int, c: ci.Cursor) -> n.Expr:
+        """The reduction of a tile of more than 32 threads, from each warp's (every lane of a warp
+        holds it): lane 0 of each warp stores it in shared memory, and after a barrier every
+        thread combines its tile's warps in order, first to last (all threads the same bits). The
+        barriers are the block's: every thread of the block must reach the reduction, as the
+        barrier rules check. A last tile the block cuts short combines the warps it has::
+
+            if (lane == 0) partial[warp] = v;   barrier
+            r = partial[w0];  for (j = 1; j < size / 32; ++j) if (w0 + j < warps) r = op(r, partial[w0 + j]);
+            barrier                              (partial may be written again by a later reduce)
+        """
+        loc = self.loc(c)
+        tid = self.cg_linear_tid()
+        partial = self.names.fresh("cg_partial")
+        self.buffers[partial] = n.Buffer(partial, rt, (n.Const(MAX_TILE // WARP, I32),), "shared", loc=loc)
+        warp = n.Binary("shr", tid, n.Const(5, U32))
+        lane0 = n.Binary("eq", n.Binary("band", tid, n.Const(WARP - 1, U32)), n.Const(0, U32))
+        self.emit(n.If(lane0, (n.Store(partial, (warp,), n.Var(acc, rt), loc=loc),), loc=loc))
+        self.emit(n.Barrier(loc=loc))
+        first = n.Binary("shr", n.Binary("band", tid, n.Const(~(size - 1) & 0xFFFFFFFF, U32)), n.Const(5, U32))
+        result = self.temp(rt, n.Load(partial, (first,), rt, loc=loc), "reduce", c)
+        j = self.names.fresh("warp")
+        other = n.Binary("add", first, n.Var(j, U32))
+        warps = n.Binary("div", n.Binary("add", self.cg_block_threads(), n.Const(WARP - 1, U32)), n.Const(WARP, U32))
+        combine = n.Assign(result.name, self.cg_combine(op, n.Var(result.name, rt), n.Load(partial, (other,), rt, loc=loc),
+                                                        c), loc=loc)
+        self.emit(n.For(j, U32, n.Const(1, U32), n.Const(size // WARP, U32), n.Const(1, U32),
+                        (n.If(n.Binary("lt", other, warps), (combine,), loc=loc),), loc=loc))
+        self.emit(n.Barrier(loc=loc))
+        return n.Var(result.name, rt)

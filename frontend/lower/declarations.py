@@ -15,7 +15,7 @@ from frontend.arith import convert, plus, scale
 from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, function_body, has_attr, initializer_of, string_initializer,
 )
-from frontend.lower.cooperative import is_cooperative, refused_group
+from frontend.lower.cooperative import is_cooperative, is_tile_memory, refused_group
 from frontend.lower.views import element
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
 from frontend.values import (
@@ -44,6 +44,8 @@ class DeclarationLowering:
         t = d.type
         name = d.spelling
         if has_attr(d, CK.CUDASHARED_ATTR, "polypy_shared"):
+            if is_tile_memory(t):  # the scratch of CUDA's big tiles: polypy's need none
+                return
             self.bind(d, self.shared_array(d))
             init = self.initializer(d)
             body = function_body(_strip(init).referenced) if init is not None and _is_trivial_construction(init) \

@@ -38,6 +38,7 @@ class _Analysis:
         self.divergent: set[str] = set()
         self.local_buffers = {b.name for b in kernel.buffers if b.space == "local"}
         self.barrier_problems: list[tuple[n.Stmt, Divergence]] = []
+        self.divergent_syncs: list[n.WarpSync] = []  # ``__syncwarp``s under thread-dependent control
         self.changed = False
 
     # -- expressions
@@ -77,6 +78,10 @@ class _Analysis:
         if isinstance(s, n.Barrier):
             if why is not None:
                 self.barrier_problems.append((s, why))
+            return None
+        if isinstance(s, n.WarpSync):
+            if why is not None:
+                self.divergent_syncs.append(s)
             return None
         if isinstance(s, (n.Break, n.Continue, n.Return)):
             return why  # an exit taken by only some threads (None: by all or none)
@@ -138,6 +143,7 @@ def _run(kernel: n.Kernel) -> _Analysis:
     while True:
         a.changed = False
         a.barrier_problems = []
+        a.divergent_syncs = []
         a.block(kernel.body, None)
         if not a.changed:
             return a
@@ -154,6 +160,12 @@ def is_thread_dependent(kernel: n.Kernel, e: n.Expr, names: frozenset[str] | Non
     return not thread_uniform(e, names, local)
 
 
+def divergent_warp_syncs(kernel: n.Kernel) -> list[n.WarpSync]:
+    """The ``WarpSync`` statements (the nodes themselves) under thread-dependent control: every
+    other one is reached by every thread of the block."""
+    return _run(kernel).divergent_syncs
+
+
 def check_barriers(kernel: n.Kernel) -> None:
     """Raise ``UserError`` for a barrier that only some threads of a block may reach."""
     problems = _run(kernel).barrier_problems
@@ -162,8 +174,9 @@ def check_barriers(kernel: n.Kernel) -> None:
     barrier, why = problems[0]
     raise UserError(
         "__syncthreads() under thread-dependent control: every thread of the block must reach it (polypy runs "
-        "a cooperative group's sync() as the block barrier, so a tile's sync() too must be reached by every "
-        "thread of the block; so must every arrival on a cuda::barrier, also run as the block barrier)",
+        "the sync() of a cooperative group of more than 32 threads as the block barrier, so it too must be "
+        "reached by every thread of the block; so must every arrival on a cuda::barrier, also run as the block "
+        "barrier)",
         barrier.loc,
         notes=((f"control depends on the thread because of {why.what} here", why.loc),),
     )

@@ -2,15 +2,17 @@
  *
  * Nothing here is compiled. The frontend recognizes these declarations (by their qualified
  * names in namespace cooperative_groups, never by text) and maps each call onto the IR:
- * a group's sync() -> the block barrier, thread_rank() and size() -> arithmetic on the linear
+ * a group's sync() -> the block barrier (a tile of up to 32 threads: __syncwarp of its lanes),
+ * thread_rank() and size() -> arithmetic on the linear
  * thread index, a tile's shfl* -> warp shuffles of the tile's width, any/all/ballot -> warp
  * votes over the tile's lanes, cg::reduce -> a butterfly of shuffles (docs/cooperative_groups.md).
  *
  * A group object holds what CUDA keeps at run time: its size and the size of the group it was
- * partitioned from (meta_group_rank/meta_group_size). Grid groups (this_grid) and groups of
- * dynamic membership (coalesced_threads) are declared so that a program using them gets a
- * located error naming the feature. cg::memcpy_async, cg::wait and cg::wait_prior are defined in
- * <cooperative_groups/memcpy_async.h> (as in CUDA, a program includes it to use them).
+ * partitioned from (meta_group_rank/meta_group_size); a coalesced group also its warp lanes. A
+ * grid's sync(), labeled and binary partitions and the other members the frontend does not
+ * translate are declared so that a program using them gets a located error naming the feature.
+ * cg::memcpy_async, cg::wait and cg::wait_prior are defined in <cooperative_groups/memcpy_async.h>
+ * (as in CUDA, a program includes it to use them).
  */
 #ifndef POLYPY_COOPERATIVE_GROUPS_H
 #define POLYPY_COOPERATIVE_GROUPS_H
@@ -78,20 +80,32 @@ public:
   __device__ unsigned int ballot(int predicate) const;
 };
 
+/* The grid: its ranks and sizes are translated; sync() and is_valid() (whether the launch was
+ * cooperative) are declared so that their use is a located error naming them. */
 class grid_group {
 public:
+  POLYPY_CG_STATE
   __device__ void sync() const;
   __device__ unsigned long long thread_rank() const;
   __device__ unsigned long long size() const;
   __device__ unsigned long long num_threads() const;
+  __device__ unsigned long long block_rank() const;
+  __device__ unsigned long long num_blocks() const;
+  __device__ dim3 block_index() const;
+  __device__ dim3 dim_blocks() const;
   __device__ bool is_valid() const;
 };
 
+/* The lanes of the warp that run coalesced_threads() together (their mask); shfl_up/down and
+ * ballot are declared so that their use is a located error naming them. */
 class coalesced_group {
 public:
   POLYPY_CG_STATE
+  unsigned int __polypy_mask;
   POLYPY_CG_COMMON
-  template <typename T> __device__ T shfl(T var, int srcRank) const;
+  __device__ unsigned int meta_group_rank() const;
+  __device__ unsigned int meta_group_size() const;
+  template <typename T> __device__ T shfl(T var, unsigned int srcRank) const;
   template <typename T> __device__ T shfl_up(T var, unsigned int delta) const;
   template <typename T> __device__ T shfl_down(T var, unsigned int delta) const;
   __device__ int any(int predicate) const;
@@ -108,8 +122,9 @@ __device__ thread_block_tile<Size, ParentT> tiled_partition(const ParentT& paren
 __device__ thread_group tiled_partition(const thread_group& parent, unsigned int tilesz);
 __device__ thread_group tiled_partition(const thread_block& parent, unsigned int tilesz);
 
-/* Declared so that their use is a located error naming them (frontend/lower/cooperative.py). */
+/* The scratch CUDA's tiles of more than 32 threads use: accepted, and dropped (polypy needs none). */
 template <unsigned int MaxBlockSize> struct block_tile_memory { };
+/* Declared so that their use is a located error naming them (frontend/lower/cooperative.py). */
 template <unsigned int MaxBlockSize> __device__ thread_block this_thread_block(block_tile_memory<MaxBlockSize>& scratch);
 template <typename GroupT, typename LabelT> __device__ coalesced_group labeled_partition(const GroupT& group, LabelT label);
 template <typename GroupT> __device__ coalesced_group binary_partition(const GroupT& group, bool pred);

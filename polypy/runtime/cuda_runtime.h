@@ -216,6 +216,10 @@ static inline __host__ double min(float a, double b) { return min((double)a, b);
 static inline __host__ double min(double a, float b) { return min(a, (double)b); }
 static inline __host__ double max(float a, double b) { return max((double)a, b); }
 static inline __host__ double max(double a, float b) { return max(a, (double)b); }
+/* Host code may call rsqrtf and rsqrt (a __host__ __device__ function of the samples' helper_math.h
+ * under nvcc): 1/sqrt in the argument's precision, what device code computes (polypy.ir.mathfns). */
+static inline __host__ float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline __host__ double rsqrt(double x) { return 1.0 / sqrt(x); }
 /* Mixed signedness takes the unsigned type, as CUDA's overloads do. */
 #define POLYPY_MINMAX_MIXED(S, U) \
   static inline __host__ U min(S a, U b) { return min((U)a, b); } \
