@@ -137,8 +137,11 @@ static inline cudaError_t cudaPeekAtLastError(void) { return *polypy_rt_last_err
 #ifdef __cplusplus
 POLYPY_RT_STATE bool* polypy_rt_team_flag() { static thread_local bool in = false; return &in; }
 static inline bool polypy_rt_in_team() { return *polypy_rt_team_flag(); }
+/* Whether the last launch of the merged loop ran on the leader alone: the next launch the team
+ * shares waits for it at a barrier first. Every thread decides alike, so each keeps its own. */
+POLYPY_RT_STATE bool* polypy_rt_team_pending() { static thread_local bool pending = false; return &pending; }
 struct polypy_rt_team_scope {
-  polypy_rt_team_scope() { *polypy_rt_team_flag() = true; }
+  polypy_rt_team_scope() { *polypy_rt_team_flag() = true; *polypy_rt_team_pending() = false; }
   ~polypy_rt_team_scope() { *polypy_rt_team_flag() = false; }
 };
 #ifdef _OPENMP
