@@ -95,10 +95,15 @@ def test_launcher_signatures() -> None:
 
 def test_threads_option_sets_the_openmp_thread_count() -> None:
     cpu = to_cpu(gpu_kernel("kernel k(x: f32*) {\n  x[threadIdx.x] = 1.0f\n}"))
-    one_block = " if((unsigned long long)gridDim.x * gridDim.y * gridDim.z > 1ull)"
-    assert "#pragma omp parallel num_threads(3)" + one_block + "\n" in emit_kernels([cpu], threads=3)
-    # A grid of one block runs on the calling thread: no team is woken for it.
-    assert "#pragma omp parallel" + one_block + "\n" in emit_kernels([cpu])
+    assert "#pragma omp parallel num_threads(3)\n" in emit_kernels([cpu], threads=3)
+    # A grid of one block runs on the calling thread: no team is woken for it; nor for a small
+    # grid of a kernel without loops of its own.
+    code = emit_kernels([cpu])
+    assert "#pragma omp parallel\n" in code
+    assert ("const bool polypy_alone = (unsigned long long)gridDim.x * gridDim.y * gridDim.z <= 1ull || "
+            "(unsigned long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z "
+            "< POLYPY_RT_SMALL_GRID_THREADS;") in code
+    assert "    if (polypy_alone) {" in code
 
 
 # --------------------------------------------------------------------------- C semantics vs the emulator

@@ -406,7 +406,6 @@ class KernelEmitter:
         if not _has_source_loops(self.kernel):
             alone += (f" || {blocks} * blockDim.x * blockDim.y * blockDim.z < POLYPY_RT_SMALL_GRID_THREADS")
             alone_why = "one block, or (a kernel without loops) fewer threads than POLYPY_RT_SMALL_GRID_THREADS"
-        num_threads += " if(!polypy_alone)"
         # A coarsened kernel runs for blockIdx = multiples of its factors (Kernel.coarsen).
         factors = self.kernel.coarsen
         steps = [f"++b{axis}" if f == 1 else f"b{axis} += {f}u" for axis, f in zip("xyz", factors)]
