@@ -191,3 +191,12 @@ def test_what_keeps_a_loop_s_launches_separate(tmp_path, body, merged, why) -> N
     (decision,) = _decisions(tmp_path, body)
     assert decision[0] == merged, decision
     assert why in decision[1], decision
+
+
+def test_threads_option_sets_the_merged_region_s_team_too(tmp_path) -> None:
+    out = tmp_path / "threads.cpp"
+    translated = _cli("translate", str(PROGRAM), "--threads", "3", "-o", str(out))
+    assert translated.returncode == 0, translated.stderr
+    code = out.read_text()
+    assert "#pragma omp parallel num_threads(3) firstprivate(a, b, steps)\n" in code
+    assert "#pragma omp parallel firstprivate" not in code

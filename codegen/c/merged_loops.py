@@ -22,13 +22,14 @@ import os
 from polypy.ir.host import HostFile, LoopMerge
 
 
-def merged_loop_edits(hf: HostFile) -> list[tuple[int, int, str]]:
-    """The insertions (empty spans) before and after each merged loop of ``hf``."""
+def merged_loop_edits(hf: HostFile, *, threads: int = 0) -> list[tuple[int, int, str]]:
+    """The insertions (empty spans) before and after each merged loop of ``hf``; ``threads``:
+    the region's OpenMP threads (``--threads``; 0: the runtime's default), as every launcher's."""
     edits: list[tuple[int, int, str]] = []
     for loop in hf.loops:
         if not loop.merged:
             continue
-        edits.append((loop.start, loop.start, _before(loop, hf.text)))
+        edits.append((loop.start, loop.start, _before(loop, hf.text, threads)))
         edits.append((loop.end, loop.end, _after(loop, hf.text)))
     return edits
 
@@ -39,14 +40,15 @@ def _indent(loop: LoopMerge, text: str) -> str:
     return head if not head.strip() else ""
 
 
-def _before(loop: LoopMerge, text: str) -> str:
+def _before(loop: LoopMerge, text: str, threads: int) -> str:
     pad = _indent(loop, text)
     where = f" ({os.path.basename(loop.loc.file)}:{loop.loc.line})" if loop.loc is not None else ""
     lines = [f"{{ /* polypy: this host loop{where} runs in one parallel region: every thread runs its scalar host "
              f"code, each launch shares its grid among the team and ends at a barrier */"]
     lines += [f"{pad}auto* polypy_keep_{v} = &{v};" for v in loop.private]
     private = f" firstprivate({', '.join(loop.private)})" if loop.private else ""
-    lines += [f"#pragma omp parallel{private}", f"{pad}{{ polypy_rt_team_scope polypy_team;", pad]
+    team = f" num_threads({threads})" if threads > 0 else ""
+    lines += [f"#pragma omp parallel{team}{private}", f"{pad}{{ polypy_rt_team_scope polypy_team;", pad]
     return "\n".join(lines)
 
 

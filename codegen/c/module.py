@@ -130,6 +130,7 @@ class _ProgramState:
     defined: set[str] = dataclasses.field(default_factory=set)  # kernels whose code is already out
     share: bool = True  # copies proved unneeded are not made (frontend.host_copies)
     merge: bool = True  # host loops of launches in one parallel region (codegen.c.merged_loops)
+    threads: int = 0  # --threads: the OpenMP threads of every region (0: the runtime's default)
 
 
 @on_big_stack
@@ -156,7 +157,8 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
                  for name, k in kernels.items()}
     # Copies are kept where the run checks device pointers (the emulator, --check-bounds).
     # Emulated launches call into Python, one at a time: their loops stay as written.
-    state = _ProgramState(codes, host, {host.main}, share=not (emulate or check_bounds), merge=not emulate)
+    state = _ProgramState(codes, host, {host.main}, share=not (emulate or check_bounds), merge=not emulate,
+                          threads=threads)
     body = _rewrite(host.main, state)
     build = "c++ -O3 -march=native -fopenmp THIS_FILE -o program -lm" if host.has_main else \
         "c++ -O3 -march=native -fopenmp -c THIS_FILE, linked with the program's other files (no main here)"
@@ -288,7 +290,7 @@ def _rewrite(path: str, state: _ProgramState) -> str:
         edits.append((far.start, far.end, f"(polypy_rt_push_config(dim3({far.grid}), dim3({far.block}), {shmem}{stream}), "
                                           f"({far.callee})({', '.join(far.args)}))"))
     if state.merge:
-        edits += merged_loop_edits(hf)
+        edits += merged_loop_edits(hf, threads=state.threads)
     sites: dict[tuple[int, int], list] = {}
     for launch in hf.launches:
         if launch.kernel not in state.codes:
