@@ -614,6 +614,12 @@ def _loop_span(d, text: str, conv: "_OffsetMap") -> LoopMerge:
     merged, why = d.merged, d.why
     if merged and not (text[start:end].startswith(("for", "while")) and text[start:end].endswith("}")):
         merged, why = False, "the loop is written in a macro"
+    # A pragma (which clang's AST of host code does not show) applies to the loop or to what is in
+    # it: `#pragma omp parallel for` on the loop itself, `omp critical` or `unroll` inside.
+    before = text[:start].rstrip().rsplit("\n", 1)[-1].lstrip()
+    if merged and (before.startswith("#") or any(line.lstrip().startswith(("#pragma", "_Pragma"))
+                                                  for line in text[start:end].splitlines())):
+        merged, why = False, "a pragma on the loop or in it"
     return LoopMerge(start, end, merged, why, d.launches, d.private if merged else (), cursor_loc(d.loop))
 
 

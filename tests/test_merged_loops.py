@@ -186,6 +186,10 @@ def _decisions(tmp_path, body: str) -> list[tuple[bool, str]]:
     ("for (int t = 0; t < n; t++) { k<<<1, 32>>>(x, n); cudaMemset(x, 0, 4); }", False, "a call of cudaMemset"),
     ("for (int t = 0; t < n; t++) k<<<1, 32>>>(x, n);", False, "its body is not a { ... } block"),
     ("int t = 0; do { k<<<1, 32>>>(x, n); } while (++t < n);", False, "a do-while loop"),
+    ("#pragma omp parallel for\nfor (int t = 0; t < n; t++) { k<<<1, 32>>>(x, n); }", False,
+     "a pragma on the loop or in it"),
+    ("for (int t = 0; t < n; t++) { k<<<1, 32>>>(x, n);\n#pragma omp critical\nn += 1; }",
+     False, "a pragma on the loop or in it"),
 ])
 def test_what_keeps_a_loop_s_launches_separate(tmp_path, body, merged, why) -> None:
     (decision,) = _decisions(tmp_path, body)
