@@ -35,6 +35,8 @@ from typing import Callable, Sequence
 
 import clang.cindex as ci
 
+from polypy.ir.host import LoopMerge
+
 from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
 from frontend.lower.context import function_body, has_attr
 
@@ -75,6 +77,22 @@ class LoopDecision:
     why: str
     launches: int
     private: tuple[str, ...] = ()
+
+
+def loop_span(d: LoopDecision, text: str, char: Callable[[int], int]) -> LoopMerge:
+    """A loop decision as a span of its file (``char``: a byte offset -> a character offset in
+    ``text``). A loop whose text is not the file's (written in a macro) is not merged: the region
+    goes around the loop's text; nor one with a pragma on it or in it, which clang's AST of host
+    code does not show (``#pragma omp parallel for`` on the loop, ``omp critical`` inside)."""
+    start, end = char(d.loop.extent.start.offset), char(d.loop.extent.end.offset)
+    merged, why = d.merged, d.why
+    if merged and not (text[start:end].startswith(("for", "while")) and text[start:end].endswith("}")):
+        merged, why = False, "the loop is written in a macro"
+    before = text[:start].rstrip().rsplit("\n", 1)[-1].lstrip()
+    if merged and (before.startswith("#") or "_Pragma" in text[start:end]
+                   or any(line.lstrip().startswith("#pragma") for line in text[start:end].splitlines())):
+        merged, why = False, "a pragma on the loop or in it"
+    return LoopMerge(start, end, merged, why, d.launches, d.private if merged else (), cursor_loc(d.loop))
 
 
 class _Keep(Exception):

@@ -16,7 +16,7 @@ from polypy.analysis.uniformity import check_barriers
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.depth import MAX_DEPTH, check_depth, too_deep
-from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, IncludeSpan, IndirectLaunch, LaunchSite, LoopMerge
+from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, IncludeSpan, IndirectLaunch, LaunchSite
 from polypy.stack import on_big_stack
 from polypy.sources import read_source
 
@@ -28,7 +28,7 @@ from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel,
     static_bytes
 from frontend.launch_shapes import LaunchShapes
 from frontend.launch_tokens import explicit_instantiations, respace_launches
-from frontend.merge_loops import merge_loops
+from frontend.merge_loops import loop_span, merge_loops
 from frontend.lower.textures import hidden_arguments
 from frontend.lower import (
     CK, KernelBuilder, ModuleContext, decl_key, function_body, has_attr, is_device_decl, is_host_decl,
@@ -386,7 +386,7 @@ class _ModuleBuilder:
                              if c.location.file is not None and c.location.file.name == fname)
             copy_spans = tuple(self.copy_span(c, conv) for c in copies if c.call.location.file.name == fname)
             indirect = tuple(self.indirect_launch(c, conv) for c in self.indirect_by_file.get(fname, []))
-            merges = tuple(_loop_span(d, text, conv) for d in loops
+            merges = tuple(loop_span(d, text, conv.char) for d in loops
                            if d.loop.location.file is not None and d.loop.location.file.name == fname)
             files[fname] = HostFile(fname, text, launches, spans, includes, copy_spans,  # type: ignore[arg-type]
                                     indirect, merges)
@@ -605,22 +605,6 @@ class _ModuleBuilder:
 # Runtime calls that take a device symbol: the position of the symbol among their arguments.
 _SYMBOL_ARGUMENT = {"cudaMemcpyToSymbol": 0, "cudaMemcpyToSymbolAsync": 0, "cudaMemcpyFromSymbol": 1,
                     "cudaMemcpyFromSymbolAsync": 1, "cudaGetSymbolAddress": 1, "cudaGetSymbolSize": 1}
-
-
-def _loop_span(d, text: str, conv: "_OffsetMap") -> LoopMerge:
-    """A loop decision (``frontend.merge_loops``) as a span of its file; a loop whose text is not
-    the file's (written in a macro) is not merged: the region goes around the loop's text."""
-    start, end = conv.char(d.loop.extent.start.offset), conv.char(d.loop.extent.end.offset)
-    merged, why = d.merged, d.why
-    if merged and not (text[start:end].startswith(("for", "while")) and text[start:end].endswith("}")):
-        merged, why = False, "the loop is written in a macro"
-    # A pragma (which clang's AST of host code does not show) applies to the loop or to what is in
-    # it: `#pragma omp parallel for` on the loop itself, `omp critical` or `unroll` inside.
-    before = text[:start].rstrip().rsplit("\n", 1)[-1].lstrip()
-    if merged and (before.startswith("#") or any(line.lstrip().startswith(("#pragma", "_Pragma"))
-                                                  for line in text[start:end].splitlines())):
-        merged, why = False, "a pragma on the loop or in it"
-    return LoopMerge(start, end, merged, why, d.launches, d.private if merged else (), cursor_loc(d.loop))
 
 
 def _string_literal(arg: ci.Cursor) -> ci.Cursor | None:
