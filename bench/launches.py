@@ -9,7 +9,7 @@ per sweep, and serially. Each build runs with ``OMP_WAIT_POLICY=passive`` (as ``
 the environment sets it; every figure is the best of ``--repeat`` runs, the builds taken in turn.
 
 Variants: ``polypy merged`` and ``polypy separate`` as translated; ``... shared`` built with
-``-DPOLYPY_RT_SMALL_GRID_THREADS=1``, so that every launch is spread over the team even when
+``-DPOLYPY_RT_SMALL_GRID_WORK=1``, so that every launch is spread over the team even when
 its grid is small (the cost of the barrier or of the fork and join itself).
 
     python -m bench.launches [--n 4096,1048576] [--steps 20000] [--repeat 5] [--threads 0]
@@ -105,7 +105,7 @@ def _build(work: pathlib.Path) -> dict[str, list[str]]:
                     "-o", str(work / "launches.cpp")], check=True, env=env, cwd=ROOT)
     flags = ["-O3", "-march=native", "-fopenmp"]
     subprocess.run([cxx, *flags, str(work / "launches.cpp"), "-o", str(work / "polypy"), "-lm"], check=True)
-    subprocess.run([cxx, *flags, "-DPOLYPY_RT_SMALL_GRID_THREADS=1", str(work / "launches.cpp"),
+    subprocess.run([cxx, *flags, "-DPOLYPY_RT_SMALL_GRID_WORK=1", str(work / "launches.cpp"),
                     "-o", str(work / "polypy_shared"), "-lm"], check=True)
     subprocess.run([cxx, *flags, str(work / "omp.cpp"), "-o", str(work / "omp")], check=True)
     return {"polypy": [str(work / "polypy")], "polypy shared": [str(work / "polypy_shared")],

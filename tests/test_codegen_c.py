@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import pathlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -100,9 +101,10 @@ def test_threads_option_sets_the_openmp_thread_count() -> None:
     # grid of a kernel without loops of its own.
     code = emit_kernels([cpu])
     assert "#pragma omp parallel\n" in code
-    assert ("const bool polypy_alone = (unsigned long long)gridDim.x * gridDim.y * gridDim.z <= 1ull || "
-            "(unsigned long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z "
-            "< POLYPY_RT_SMALL_GRID_THREADS;") in code
+    alone = re.search(r"const bool polypy_alone = \(unsigned long long\)gridDim.x \* gridDim.y \* gridDim.z <= 1ull \|\| "
+                      r"\(unsigned long long\)gridDim.x \* gridDim.y \* gridDim.z \* blockDim.x \* blockDim.y \* blockDim.z "
+                      r"\* (\d+)ull < POLYPY_RT_SMALL_GRID_WORK;", code)
+    assert alone is not None and int(alone.group(1)) >= 1
     assert "    if (polypy_alone) {" in code
 
 

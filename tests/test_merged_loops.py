@@ -124,9 +124,9 @@ def test_report_says_which_host_loops_are_merged_and_why_not(tmp_path) -> None:
         assert lines[line - 1].lstrip().startswith(("for", "while")), line
 
 
-# Small grids of kernels without loops run on the leader alone (POLYPY_RT_SMALL_GRID_THREADS):
+# Small grids of kernels without loops run on the leader alone (POLYPY_RT_SMALL_GRID_WORK):
 # with the limit at 1 every launch is shared by the team.
-@pytest.mark.parametrize("threads, small", [("1", ()), ("4", ()), ("4", ("-DPOLYPY_RT_SMALL_GRID_THREADS=1",))])
+@pytest.mark.parametrize("threads, small", [("1", ()), ("4", ()), ("4", ("-DPOLYPY_RT_SMALL_GRID_WORK=1",))])
 def test_merged_loops_give_the_results_of_cuda_s_sequential_host(tmp_path, threads, small) -> None:
     need_compiler(cpp=True)
     out = tmp_path / "merged_loops.cpp"

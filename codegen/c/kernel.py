@@ -404,8 +404,10 @@ class KernelEmitter:
         alone = f"{blocks} <= 1ull"
         alone_why = "one block"
         if not _has_source_loops(self.kernel):
-            alone += (f" || {blocks} * blockDim.x * blockDim.y * blockDim.z < POLYPY_RT_SMALL_GRID_THREADS")
-            alone_why = "one block, or (a kernel without loops) fewer threads than POLYPY_RT_SMALL_GRID_THREADS"
+            cost = _thread_cost(self.kernel)
+            alone += f" || {blocks} * blockDim.x * blockDim.y * blockDim.z * {cost}ull < POLYPY_RT_SMALL_GRID_WORK"
+            alone_why = (f"one block, or (a kernel without loops, {cost} operations a thread at most) fewer "
+                         "threads x operations than POLYPY_RT_SMALL_GRID_WORK")
         # A coarsened kernel runs for blockIdx = multiples of its factors (Kernel.coarsen).
         factors = self.kernel.coarsen
         steps = [f"++b{axis}" if f == 1 else f"b{axis} += {f}u" for axis, f in zip("xyz", factors)]
@@ -478,6 +480,19 @@ def _plain_pointer_spellings(t: PointerType) -> frozenset[str]:
 def _has_source_loops(kernel: n.Kernel) -> bool:
     """Whether a thread of ``kernel`` runs loops of its own (not the CPU form's thread loops)."""
     return any(isinstance(x, n.While) or (isinstance(x, n.For) and x.kind != "threads") for x in walk(kernel))
+
+
+# What a math function call counts for in ``_thread_cost`` (expf, sqrt: tens of cycles).
+CALL_COST = 8
+
+
+def _thread_cost(kernel: n.Kernel) -> int:
+    """The operations a thread of a loop-free ``kernel`` runs at most, roughly: its loads, stores,
+    atomics and arithmetic (both versions of a block function count: an over-estimate), a math
+    call ``CALL_COST``: how much a small grid's launch costs, against waking the team."""
+    ops = (n.Unary, n.Binary, n.Select, n.Load, n.Store, n.AtomicRMW)
+    return sum(1 for x in walk(kernel) if isinstance(x, ops)) + CALL_COST * sum(
+        1 for x in walk(kernel) if isinstance(x, n.Call)) or 1
 
 
 def _thread_nests(stmts: tuple[n.Stmt, ...]) -> int:
