@@ -28,6 +28,7 @@ from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel,
     static_bytes
 from frontend.launch_shapes import LaunchShapes
 from frontend.launch_tokens import explicit_instantiations, respace_launches
+from frontend.merge_loops import loop_span, merge_loops
 from frontend.lower.textures import hidden_arguments
 from frontend.lower import (
     CK, KernelBuilder, ModuleContext, decl_key, function_body, has_attr, is_device_decl, is_host_decl,
@@ -219,7 +220,9 @@ class _ModuleBuilder:
                        for calls in launches_by_file.values() for call, target, instance in calls if instance is None}
             copies = share_copies([fn for fn in host_functions if self.is_user(fn)],
                                   lambda call: written.get((call.location.file.name, call.extent.start.offset)))
-            host = self.host_program(decls, launches_by_file, names, has_main, copies)
+            loops = merge_loops([fn for fn in host_functions if self.is_user(fn)],
+                                lambda call: self.launch_config(call) is not None, self.mergeable_launch)
+            host = self.host_program(decls, launches_by_file, names, has_main, copies, loops)
         return n.Module(tuple(built), tuple(self.ctx.globals.values()), source=self.path, host=host)
 
     def defines_host_code(self, decls: list[ci.Cursor], host_functions: list[ci.Cursor]) -> bool:
@@ -349,8 +352,18 @@ class _ModuleBuilder:
         return name
 
     # -- host program
+    def mergeable_launch(self, call: ci.Cursor) -> str | None:
+        """None if a launch may run in a host loop merged into one parallel region
+        (``frontend.merge_loops``), else why not."""
+        if self.launched_kernel(call) is None:
+            return "a launch through the kernel's host stub (a pointer, or a kernel of another file)"
+        config = list(self.launch_config(call).get_children())[1:]  # type: ignore[union-attr]
+        if len(config) > 3 and not _is_default(config[3]):
+            return "a launch on a stream"
+        return None
+
     def host_program(self, decls, launches_by_file, names: dict[tuple, str], has_main: bool,
-                     copies: list[CopyDecision]) -> HostProgram:
+                     copies: list[CopyDecision], loops: list = ()) -> HostProgram:
         files: dict[str, HostFile] = {}
         by_file: dict[str, list[ci.Cursor]] = {}
         for d in decls:
@@ -373,8 +386,10 @@ class _ModuleBuilder:
                              if c.location.file is not None and c.location.file.name == fname)
             copy_spans = tuple(self.copy_span(c, conv) for c in copies if c.call.location.file.name == fname)
             indirect = tuple(self.indirect_launch(c, conv) for c in self.indirect_by_file.get(fname, []))
+            merges = tuple(loop_span(d, text, conv.char) for d in loops
+                           if d.loop.location.file is not None and d.loop.location.file.name == fname)
             files[fname] = HostFile(fname, text, launches, spans, includes, copy_spans,  # type: ignore[arg-type]
-                                    indirect)
+                                    indirect, merges)
         return HostProgram(self.path, files, has_main)
 
     @staticmethod

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import pathlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -95,10 +96,16 @@ def test_launcher_signatures() -> None:
 
 def test_threads_option_sets_the_openmp_thread_count() -> None:
     cpu = to_cpu(gpu_kernel("kernel k(x: f32*) {\n  x[threadIdx.x] = 1.0f\n}"))
-    one_block = " if((unsigned long long)gridDim.x * gridDim.y * gridDim.z > 1ull)"
-    assert "#pragma omp parallel num_threads(3)" + one_block + "\n" in emit_kernels([cpu], threads=3)
-    # A grid of one block runs on the calling thread: no team is woken for it.
-    assert "#pragma omp parallel" + one_block + "\n" in emit_kernels([cpu])
+    assert "#pragma omp parallel num_threads(3)\n" in emit_kernels([cpu], threads=3)
+    # A grid of one block runs on the calling thread: no team is woken for it; nor for a small
+    # grid of a kernel without loops of its own.
+    code = emit_kernels([cpu])
+    assert "#pragma omp parallel\n" in code
+    alone = re.search(r"const bool polypy_alone = \(unsigned long long\)gridDim.x \* gridDim.y \* gridDim.z <= 1ull \|\| "
+                      r"\(unsigned long long\)gridDim.x \* gridDim.y \* gridDim.z \* blockDim.x \* blockDim.y \* blockDim.z "
+                      r"\* (\d+)ull < POLYPY_RT_SMALL_GRID_WORK;", code)
+    assert alone is not None and int(alone.group(1)) >= 1
+    assert "    if (polypy_alone) {" in code
 
 
 # --------------------------------------------------------------------------- C semantics vs the emulator

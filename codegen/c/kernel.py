@@ -398,8 +398,16 @@ class KernelEmitter:
         num_threads = f" num_threads({opts.threads})" if opts.threads > 0 else ""
         # A grid of one block runs on the calling thread: waking the team for it costs more than
         # the block (lud's diagonal kernel, launched once per step; with OMP_WAIT_POLICY=passive
-        # a wake-up is tens of microseconds).
-        num_threads += " if((unsigned long long)gridDim.x * gridDim.y * gridDim.z > 1ull)"
+        # a wake-up is tens of microseconds). So does a small grid of a kernel without loops of
+        # its own (a few operations a thread: ADI's 1,024-thread steps, JACOBI1D's 4,096).
+        blocks = "(unsigned long long)gridDim.x * gridDim.y * gridDim.z"
+        alone = f"{blocks} <= 1ull"
+        alone_why = "one block"
+        if not _has_source_loops(self.kernel):
+            cost = _thread_cost(self.kernel)
+            alone += f" || {blocks} * blockDim.x * blockDim.y * blockDim.z * {cost}ull < POLYPY_RT_SMALL_GRID_WORK"
+            alone_why = (f"one block, or (a kernel without loops, {cost} operations a thread at most) fewer "
+                         "threads x operations than POLYPY_RT_SMALL_GRID_WORK")
         # A coarsened kernel runs for blockIdx = multiples of its factors (Kernel.coarsen).
         factors = self.kernel.coarsen
         steps = [f"++b{axis}" if f == 1 else f"b{axis} += {f}u" for axis, f in zip("xyz", factors)]
@@ -418,7 +426,7 @@ class KernelEmitter:
         return render_template("c_launcher.j2", kernel=self.kernel.name, signature=decl, grid=grid, block=block,
                                prologue=prologue, num_threads=num_threads, scratch=scratch,
                                block_function=self.block_name, arguments=arguments, steps=steps, note=note,
-                               worker_sums=worker_sums)
+                               worker_sums=worker_sums, team=opts.program, alone=alone, alone_why=alone_why)
 
     def worker_sums(self) -> list[tuple[int, int, ScalarType]]:
         """(parameter index, element, element type) of each pointer parameter that the kernel only
@@ -467,6 +475,24 @@ def _plain_pointer_spellings(t: PointerType) -> frozenset[str]:
     elem = c_type(t.elem)
     bases = {f"{elem} *", f"const {elem} *"} if t.const else {f"{elem} *"}
     return frozenset(b + r for b in bases for r in ("", "__restrict__", "__restrict"))
+
+
+def _has_source_loops(kernel: n.Kernel) -> bool:
+    """Whether a thread of ``kernel`` runs loops of its own (not the CPU form's thread loops)."""
+    return any(isinstance(x, n.While) or (isinstance(x, n.For) and x.kind != "threads") for x in walk(kernel))
+
+
+# What a math function call counts for in ``_thread_cost`` (expf, sqrt: tens of cycles).
+CALL_COST = 8
+
+
+def _thread_cost(kernel: n.Kernel) -> int:
+    """The operations a thread of a loop-free ``kernel`` runs at most, roughly: its loads, stores,
+    atomics and arithmetic (both versions of a block function count: an over-estimate), a math
+    call ``CALL_COST``: how much a small grid's launch costs, against waking the team."""
+    ops = (n.Unary, n.Binary, n.Select, n.Load, n.Store, n.AtomicRMW)
+    return sum(1 for x in walk(kernel) if isinstance(x, ops)) + CALL_COST * sum(
+        1 for x in walk(kernel) if isinstance(x, n.Call)) or 1
 
 
 def _thread_nests(stmts: tuple[n.Stmt, ...]) -> int:

@@ -36,6 +36,7 @@ from polypy.sources import read_source
 from polypy.stack import on_big_stack
 
 from codegen.c.kernel import Coarsener, KernelCode, Options, emit_kernel, emulated_launcher
+from codegen.c.merged_loops import merged_loop_edits
 from codegen.c.render import c_type, literal
 from codegen.c.templates import fp_contract_off, prelude, render_template
 
@@ -128,6 +129,8 @@ class _ProgramState:
     included: set[str]
     defined: set[str] = dataclasses.field(default_factory=set)  # kernels whose code is already out
     share: bool = True  # copies proved unneeded are not made (frontend.host_copies)
+    merge: bool = True  # host loops of launches in one parallel region (codegen.c.merged_loops)
+    threads: int = 0  # --threads: the OpenMP threads of every region (0: the runtime's default)
 
 
 @on_big_stack
@@ -153,7 +156,9 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
                                    coarsen=coarsen)
                  for name, k in kernels.items()}
     # Copies are kept where the run checks device pointers (the emulator, --check-bounds).
-    state = _ProgramState(codes, host, {host.main}, share=not (emulate or check_bounds))
+    # Emulated launches call into Python, one at a time: their loops stay as written.
+    state = _ProgramState(codes, host, {host.main}, share=not (emulate or check_bounds), merge=not emulate,
+                          threads=threads)
     body = _rewrite(host.main, state)
     build = "c++ -O3 -march=native -fopenmp THIS_FILE -o program -lm" if host.has_main else \
         "c++ -O3 -march=native -fopenmp -c THIS_FILE, linked with the program's other files (no main here)"
@@ -284,6 +289,8 @@ def _rewrite(path: str, state: _ProgramState) -> str:
         stream = f", {far.stream}" if far.stream is not None else ""
         edits.append((far.start, far.end, f"(polypy_rt_push_config(dim3({far.grid}), dim3({far.block}), {shmem}{stream}), "
                                           f"({far.callee})({', '.join(far.args)}))"))
+    if state.merge:
+        edits += merged_loop_edits(hf, threads=state.threads)
     sites: dict[tuple[int, int], list] = {}
     for launch in hf.launches:
         if launch.kernel not in state.codes:

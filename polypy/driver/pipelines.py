@@ -413,6 +413,7 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
         if report is not None:
             report.extend(launch_versions(module.host, launch_block_shapes(module.host), plans))
             report.extend(module.host.copies)  # copies between host and device made or not (frontend.host_copies)
+            report.extend(module.host.loops)  # host loops of launches merged into one parallel region or not
         return text
     from codegen.c import emit_kernels
 

@@ -124,6 +124,29 @@ class CopySpan:
 
 
 @dataclasses.dataclass(frozen=True)
+class LoopMerge:
+    """A host loop that launches kernels (``frontend.merge_loops``): ``merged``, it runs in one
+    OpenMP parallel region (every thread runs its scalar host code; each launch shares its grid
+    among the team and ends at a barrier), with ``private`` (variables declared before the loop
+    that it assigns) firstprivate and copied back after it; else its launches stay separate
+    parallel regions, and ``why`` names what prevents the merge. ``start``/``end``: the loop."""
+
+    start: int
+    end: int
+    merged: bool
+    why: str
+    launches: int
+    private: tuple[str, ...] = ()
+    loc: Loc | None = None
+
+    def format(self) -> str:
+        where = f"{self.loc}: " if self.loc is not None else ""
+        plural = "es" if self.launches != 1 else ""
+        verdict = "merged into one parallel region: " if self.merged else "launches kept separate: "
+        return f"{where}host loop with {self.launches} launch{plural}: {verdict}{self.why}"
+
+
+@dataclasses.dataclass(frozen=True)
 class HostFile:
     path: str
     text: str
@@ -132,6 +155,7 @@ class HostFile:
     includes: tuple[IncludeSpan, ...]
     copies: tuple[CopySpan, ...] = ()
     indirect: tuple[IndirectLaunch, ...] = ()
+    loops: tuple[LoopMerge, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,3 +171,7 @@ class HostProgram:
     @property
     def copies(self) -> tuple[CopySpan, ...]:
         return tuple(c for f in self.files.values() for c in f.copies)
+
+    @property
+    def loops(self) -> tuple[LoopMerge, ...]:
+        return tuple(l for f in self.files.values() for l in f.loops)

@@ -130,14 +130,39 @@ static inline cudaError_t cudaGetLastError(void) {
 }
 static inline cudaError_t cudaPeekAtLastError(void) { return *polypy_rt_last_error(); }
 
+/* A host loop of launches merged into one parallel region (codegen/c/merged_loops.py): every
+ * thread of the team runs the loop's scalar host code, the launches share each grid's blocks
+ * among the team (an orphaned `omp for`) and end at a barrier. The flag says that this thread is
+ * in such a loop; the leader (thread 0) is the one that records a launch's error. */
+#ifdef __cplusplus
+POLYPY_RT_STATE bool* polypy_rt_team_flag() { static thread_local bool in = false; return &in; }
+static inline bool polypy_rt_in_team() { return *polypy_rt_team_flag(); }
+/* Whether the last launch of the merged loop ran on the leader alone: the next launch the team
+ * shares waits for it at a barrier first. Every thread decides alike, so each keeps its own. */
+POLYPY_RT_STATE bool* polypy_rt_team_pending() { static thread_local bool pending = false; return &pending; }
+struct polypy_rt_team_scope {
+  polypy_rt_team_scope() { *polypy_rt_team_flag() = true; *polypy_rt_team_pending() = false; }
+  ~polypy_rt_team_scope() { *polypy_rt_team_flag() = false; }
+};
+#ifdef _OPENMP
+static inline bool polypy_rt_team_leader() { return omp_get_thread_num() == 0; }
+#else
+static inline bool polypy_rt_team_leader() { return true; }
+#endif
+#else
+#define polypy_rt_in_team() 0
+#define polypy_rt_team_leader() 1
+#endif
+
 /* Whether a launch configuration is one CUDA accepts; otherwise the launch does nothing and
- * records cudaErrorInvalidConfiguration, as on a device. */
+ * records cudaErrorInvalidConfiguration, as on a device (in a merged loop, once: by the leader;
+ * every thread sees the same configuration and returns alike). */
 static inline bool polypy_rt_launch_ok(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                                        unsigned int by, unsigned int bz, size_t shmem_bytes) {
   bool ok = gx >= 1 && gy >= 1 && gz >= 1 && gy <= 65535 && gz <= 65535 && bx >= 1 && by >= 1 && bz >= 1 &&
             bx <= 1024 && by <= 1024 && bz <= 64 && (unsigned long long)bx * by * bz <= 1024;
   (void)shmem_bytes;  /* any size: host memory is plentiful */
-  if (!ok) polypy_rt_fail(cudaErrorInvalidConfiguration);
+  if (!ok && (!polypy_rt_in_team() || polypy_rt_team_leader())) polypy_rt_fail(cudaErrorInvalidConfiguration);
   return ok;
 }
 
