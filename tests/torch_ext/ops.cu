@@ -1,5 +1,8 @@
 // polypy's own test extension, written in the style of PyTorch's CUDA extension tutorial:
-// y = a * x^2 + b elementwise, its backward, and a row sum (2-D grid, one row per blockIdx.y).
+// y = a * x^2 + b elementwise, its backward, and a row sum (2-D grid, one row per blockIdx.y);
+// then kernels over PyTorch's packed accessors: 1-D, 2-D and 3-D accessors, read and written,
+// size() and stride(), an accessor's row kept in a local, an accessor passed to a device function,
+// 32- and 64-bit index types, RestrictPtrTraits and DefaultPtrTraits.
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -87,6 +90,104 @@ torch::Tensor row_sum_cuda(torch::Tensor x) {
                                               out.data_ptr<scalar_t>());
   }));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return out;
+}
+
+namespace {
+template <typename scalar_t>
+__global__ void axpy_acc_kernel(scalar_t a, const torch::PackedTensorAccessor32<scalar_t, 1, torch::RestrictPtrTraits> x,
+                                torch::PackedTensorAccessor32<scalar_t, 1, torch::RestrictPtrTraits> y) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < x.size(0)) y[i] += a * x[i];
+}
+
+// out[r][c] = x[r][c] * x[r][c] * w[c]; x may have any strides (a transposed tensor).
+template <typename scalar_t>
+__global__ void weighted_square_kernel(const at::PackedTensorAccessor64<scalar_t, 2> x,
+                                       const at::PackedTensorAccessor64<scalar_t, 1> w,
+                                       at::PackedTensorAccessor64<scalar_t, 2> out) {
+  const int64_t r = blockIdx.y;
+  for (int64_t c = threadIdx.x; c < x.size(1); c += blockDim.x) {
+    const scalar_t v = x[r][c];
+    out[r][c] = v * v * w[c];
+  }
+}
+
+template <typename scalar_t>
+__device__ scalar_t weight_of(const at::PackedTensorAccessor64<scalar_t, 1>& w, int64_t c) {
+  return w[c];
+}
+
+// The backward of weighted_square for x: grad_x[r][c] = 2 x[r][c] w[c] grad_out[r][c]; a row of
+// each accessor kept in a local, the weight read through a device function.
+template <typename scalar_t>
+__global__ void weighted_square_backward_kernel(const at::PackedTensorAccessor64<scalar_t, 2> x,
+                                                const at::PackedTensorAccessor64<scalar_t, 1> w,
+                                                const at::PackedTensorAccessor64<scalar_t, 2> grad_out,
+                                                at::PackedTensorAccessor64<scalar_t, 2> grad_x) {
+  const int64_t r = blockIdx.y;
+  auto xr = x[r];
+  auto gr = grad_out[r];
+  auto out = grad_x[r];
+  for (int64_t c = threadIdx.x; c < xr.size(0); c += blockDim.x) out[c] = 2 * xr[c] * weight_of(w, c) * gr[c];
+}
+
+// 3-D: out[b][i][j] = x[b][i][j] * (b + 1) - x[b][i][0], the last read through data() and the
+// strides.
+template <typename scalar_t>
+__global__ void offsets_3d_kernel(torch::PackedTensorAccessor32<scalar_t, 3, torch::RestrictPtrTraits> x,
+                                  torch::PackedTensorAccessor32<scalar_t, 3, torch::RestrictPtrTraits> out) {
+  const int b = blockIdx.z, i = blockIdx.y;
+  const int j = threadIdx.x;
+  if (b < x.size(0) && i < x.size(1) && j < x.size(2)) {
+    out[b][i][j] = x[b][i][j] * (b + 1) - x.data()[b * x.stride(0) + i * x.stride(1)];
+  }
+}
+}  // namespace
+
+torch::Tensor axpy_acc(torch::Tensor x, torch::Tensor y, double a) {
+  TORCH_CHECK(x.dim() == 1 && x.sizes() == y.sizes(), "x and y: 1-D, same size");
+  auto out = y.clone();
+  const int n = x.size(0);
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "axpy_acc", ([&] {
+    axpy_acc_kernel<scalar_t><<<(n + 127) / 128, 128>>>(
+        (scalar_t)a, x.packed_accessor32<scalar_t, 1, torch::RestrictPtrTraits>(),
+        out.packed_accessor32<scalar_t, 1, torch::RestrictPtrTraits>());
+  }));
+  return out;
+}
+
+torch::Tensor weighted_square(torch::Tensor x, torch::Tensor w) {
+  TORCH_CHECK(x.dim() == 2 && w.dim() == 1 && w.size(0) == x.size(1), "x: 2-D, w: its columns");
+  auto out = torch::empty(x.sizes(), x.options());
+  const dim3 blocks(1, x.size(0));
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "weighted_square", ([&] {
+    weighted_square_kernel<scalar_t><<<blocks, 64>>>(x.packed_accessor64<scalar_t, 2>(),
+                                                     w.packed_accessor64<scalar_t, 1>(),
+                                                     out.packed_accessor64<scalar_t, 2>());
+  }));
+  return out;
+}
+
+torch::Tensor weighted_square_backward(torch::Tensor grad_out, torch::Tensor x, torch::Tensor w) {
+  auto grad_x = torch::empty(x.sizes(), x.options());
+  const dim3 blocks(1, x.size(0));
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "weighted_square_backward", ([&] {
+    weighted_square_backward_kernel<scalar_t><<<blocks, 32>>>(
+        x.packed_accessor64<scalar_t, 2>(), w.packed_accessor64<scalar_t, 1>(),
+        grad_out.packed_accessor64<scalar_t, 2>(), grad_x.packed_accessor64<scalar_t, 2>());
+  }));
+  return grad_x;
+}
+
+torch::Tensor offsets_3d(torch::Tensor x) {
+  TORCH_CHECK(x.dim() == 3 && x.size(2) <= 256, "x: 3-D, at most 256 in its last dimension");
+  auto out = torch::empty(x.sizes(), x.options());
+  const dim3 blocks(1, x.size(1), x.size(0));
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "offsets_3d", ([&] {
+    offsets_3d_kernel<scalar_t><<<blocks, 256>>>(x.packed_accessor32<scalar_t, 3, torch::RestrictPtrTraits>(),
+                                                 out.packed_accessor32<scalar_t, 3, torch::RestrictPtrTraits>());
+  }));
   return out;
 }
 
