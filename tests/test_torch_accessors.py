@@ -17,6 +17,7 @@ import pytest
 
 import polypy
 from polypy.errors import UserError
+from polypy.ir.parser import parse_kernel
 from polypy.ir.printer import print_kernel
 from polypy.sources import SystemIncludeDir
 
@@ -115,6 +116,8 @@ def test_accessor_indexing_is_the_flat_address_of_the_strides(mod):
     assert "x_stride0" in text and "x_stride1" in text and "out_stride1" in text, text
     assert "out_size0" in text and "out_size1" in text, text
     assert 'source x: "const Acc32<float, 2>" (.data() = x, .size(0) = x_size0' in text, text
+    # the textual IR reads back, the accessor's member paths included
+    assert parse_kernel(text).source_params == mod.add_transposed.gpu.source_params
 
 
 def test_three_dimensional_accessor_rows_device_function_and_run_time_strides(mod):
