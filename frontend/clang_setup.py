@@ -185,9 +185,11 @@ def _explain(message: str) -> str:
             if "/" in header else _UNSUPPORTED_HEADERS.get(header)
         ours = f"{feature} is not supported" if feature is not None else None
     if ours is None and "TensorAccessor" in message and ("operator[]" in message or "member function" in message):
-        # PyTorch's accessors are host code in the host compiler's reading of its headers.
-        ours = ("PyTorch's tensor accessors (packed_accessor32/64) in device code are not supported by polypy; "
-                "pass tensor.data_ptr<scalar_t>() and the sizes and strides the kernel needs as integers")
+        # PyTorch's accessors are host code in the host compiler's reading of its headers; the
+        # reading polypy.torch gives the frontend (polypy_torch_host.h) makes them device code.
+        ours = ("PyTorch's tensor accessors (packed_accessor32/64) are device code only where polypy reads "
+                "PyTorch's headers for an extension: build it with polypy.torch.load / load_inline, or compile its "
+                "kernels with polypy.torch.kernels")
     return f"{ours} (clang: {message})" if ours is not None else message
 
 

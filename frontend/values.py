@@ -121,13 +121,26 @@ class PointerTable:
 
 
 @dataclasses.dataclass(frozen=True)
+class Accessor:
+    """One of PyTorch's tensor accessors (``frontend.lower.accessors``): element
+    ``[i0][i1]...`` is element ``i0 * strides[0] + i1 * strides[1] + ...`` of ``data``; ``sizes``
+    and ``strides`` (scalar expressions of the accessor's ``index_t``) are those of the dimensions
+    not indexed yet."""
+
+    data: Pointer
+    sizes: tuple[n.Expr, ...]
+    strides: tuple[n.Expr, ...]
+    spelling: str
+
+
+@dataclasses.dataclass(frozen=True)
 class VarAddress:
     """``&x`` of a local scalar or record (only usable as ``*p``, ``p[0]`` or ``p->field``)."""
 
     target: "LValue"
 
 
-Value = n.Expr | Aggregate | Pointer | VarAddress | PointerTable
+Value = n.Expr | Aggregate | Pointer | VarAddress | PointerTable | Accessor
 
 # --------------------------------------------------------------------------- lvalues
 
@@ -289,5 +302,5 @@ class Closure:
     captures: dict
 
 
-Binding = LValue | ArrayBinding | RefBinding | ConstBinding | VarAddress | PointerTable | Closure
+Binding = LValue | ArrayBinding | RefBinding | ConstBinding | VarAddress | PointerTable | Closure | Accessor
 

@@ -1,9 +1,11 @@
 """``polypy.torch.load`` / ``load_inline``: a PyTorch CUDA extension (our own, in the style of
-PyTorch's extension tutorial: tests/torch_ext/) built unmodified for CPU tensors.
+PyTorch's extension tutorial: tests/torch_ext/ops.cu and ops.cpp) built unmodified for CPU tensors.
 
-Each build parses PyTorch's headers and compiles against them (a minute or more each), so the
-module builds twice in all: one ``load`` (shared by the tests through a module-scoped fixture)
-and one ``load_inline``. Everything is built in temporary directories.
+Each translation parses PyTorch's headers and each build compiles against them (a minute or more
+each), so the module parses twice in all: one ``load`` of tests/torch_ext (shared by the tests
+through a module-scoped fixture; ``polypy.torch.kernels`` of its ``.cu`` file reuses that parse)
+and one ``load_inline``. Everything is built in temporary directories. The accessor lowering
+itself is tested quickly, without ATen, in tests/test_torch_accessors.py.
 """
 from __future__ import annotations
 
@@ -23,9 +25,9 @@ HERE = pathlib.Path(__file__).resolve().parent / "torch_ext"
 
 @pytest.fixture(scope="module")
 def ext(tmp_path_factory):
-    build = tmp_path_factory.mktemp("square_affine")
-    sources = [str(HERE / "square_affine.cpp"), str(HERE / "square_affine.cu")]
-    return pt.load("polypy_square_affine", sources, build_directory=str(build)), build, sources
+    build = tmp_path_factory.mktemp("ops")
+    sources = [str(HERE / "ops.cpp"), str(HERE / "ops.cu")]
+    return pt.load("polypy_test_ops", sources, build_directory=str(build)), build, sources
 
 
 def test_forward_matches_reference_in_float32_and_float64(ext):
@@ -107,9 +109,9 @@ def test_torch_library_ops_dispatch_cpu_tensors_to_the_translated_kernels(ext):
 
 def test_a_second_load_reuses_the_build(ext):
     mod, build, sources = ext
-    translated = build / "polypy" / "square_affine.cu.cpp"
+    translated = build / "polypy" / "ops.cu.cpp"
     before = translated.stat().st_mtime_ns
-    again = pt.load("polypy_square_affine", sources, build_directory=str(build))
+    again = pt.load("polypy_test_ops", sources, build_directory=str(build))
     assert again.forward(torch.ones(2), 1.0, 1.0).tolist() == [2.0, 2.0]
     assert translated.stat().st_mtime_ns == before  # not translated again (same key)
 
@@ -149,41 +151,59 @@ def test_load_inline_with_functions(tmp_path):
         mod.axpy(x, y[:5], 1.0)
 
 
-ACCESSOR_SOURCE = r"""#include <torch/extension.h>
-
-template <typename scalar_t>
-__global__ void scale_kernel(torch::PackedTensorAccessor32<scalar_t, 2, torch::RestrictPtrTraits> x) {
-  const int r = blockIdx.x, c = threadIdx.x;
-  if (c < x.size(1)) x[r][c] *= 2;
-}
-
-void scale(torch::Tensor x) {
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "scale", [&] {
-    scale_kernel<scalar_t><<<x.size(0), 256>>>(x.packed_accessor32<scalar_t, 2, torch::RestrictPtrTraits>());
-  });
-}
-"""
+def test_packed_accessors_1d_read_and_write(ext):
+    mod = ext[0]
+    for dtype in (torch.float32, torch.float64):
+        x = torch.randn(1001, dtype=dtype)
+        y = torch.randn(1001, dtype=dtype)
+        torch.testing.assert_close(mod.axpy_acc(x, y, -0.75), y - 0.75 * x)
 
 
-def test_packed_accessor_kernel_parameters_are_refused_with_a_location(tmp_path):
-    from polypy.errors import UserError
-    from polypy.torch_ext.translate import translate_cuda
-
-    cu = tmp_path / "accessor.cu"
-    cu.write_text(ACCESSOR_SOURCE)
-    with pytest.raises(UserError) as info:
-        translate_cuda(cu, tmp_path / "out")
-    text = info.value.render()
-    assert f"{cu}:6:22: error: PyTorch's tensor accessors (packed_accessor32/64) in device code are not supported" \
-        in text, text
-    assert "^" in text
-    assert not (tmp_path / "out" / "accessor.cu.cpp").exists()
+def test_packed_accessors_2d_follow_the_strides_of_a_transposed_tensor(ext):
+    mod = ext[0]
+    x = torch.randn(70, 9, dtype=torch.float64).t()  # (9, 70), strides (1, 9): not contiguous
+    w = torch.randn(70, dtype=torch.float64)
+    torch.testing.assert_close(mod.weighted_square(x, w), x * x * w)
+    xf, wf = x.float(), w.float()
+    torch.testing.assert_close(mod.weighted_square(xf, wf), xf * xf * wf)
 
 
-def test_forward_only_kernel_gets_its_backward_from_polypy_grad():
-    # The extension's forward kernel alone, compiled by polypy from the extension's .cu file; the
-    # backward is synthesized (the extension's own backward kernel is not used).
-    mod = pt.kernels(HERE / "square_affine.cu")
+class _WeightedSquare(torch.autograd.Function):
+    """The extension's accessor kernels: forward and its backward for x."""
+
+    @staticmethod
+    def forward(ctx, x, w, mod):
+        ctx.save_for_backward(x, w)
+        ctx.mod = mod
+        return mod.weighted_square(x, w)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        return ctx.mod.weighted_square_backward(grad, x, w), None, None
+
+
+def test_packed_accessor_backward_kernel_passes_gradcheck(ext):
+    mod = ext[0]
+    x = torch.randn(5, 40, dtype=torch.float64).t().requires_grad_()  # strided as well
+    w = torch.randn(5, dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda t: _WeightedSquare.apply(t, w, mod), (x,))
+    g = torch.randn(40, 5, dtype=torch.float64)
+    torch.testing.assert_close(mod.weighted_square_backward(g, x.detach(), w), 2 * x.detach() * w * g)
+
+
+def test_packed_accessors_3d_size_stride_and_data(ext):
+    mod = ext[0]
+    x = torch.randn(6, 4, 33, dtype=torch.float64).permute(1, 0, 2)  # (4, 6, 33), strides (33, 132, 1)
+    want = x * torch.arange(1, 5, dtype=torch.float64).view(4, 1, 1) - x[:, :, :1]
+    torch.testing.assert_close(mod.offsets_3d(x), want)
+
+
+def test_forward_only_kernel_gets_its_backward_from_polypy_grad(ext):
+    # The extension's forward kernel alone, compiled by polypy from the extension's .cu file (the
+    # module its load parsed: ext comes first); the backward is synthesized (the extension's own
+    # backward kernel is not used).
+    mod = pt.kernels(HERE / "ops.cu")
     f = pt.function(mod.square_affine_kernel_double, inputs=["x"], outputs={"y": "x"},
                     params={"n": lambda x: x.numel(), "a": 0.75, "b": 2.0},
                     grid=lambda x: (x.numel() + 63) // 64, block=64)

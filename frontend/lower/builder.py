@@ -15,6 +15,7 @@ from polypy.ir.types import BOOL, I32, I64, U64, PointerType, ScalarType
 from frontend import ctypes_map as tm
 from frontend.lower.printing import trap_before_barriers
 from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
+from frontend.lower.accessors import AccessorLowering, accessor_type
 from frontend.lower.calls import CallLowering
 from frontend.lower.cooperative import CooperativeLowering
 from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body, \
@@ -37,7 +38,7 @@ from frontend.values import (
 
 class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
                     PlaceLowering, CallLowering, CooperativeLowering, InliningLowering, MemberLowering,
-                    LambdaLowering):
+                    LambdaLowering, AccessorLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str):
@@ -165,11 +166,10 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
             self.source_params.append(n.SourceParam(name, t.spelling, tuple(("", v) for _, v in views)))
             self.bind(p, self.pointer_binding(binding, decl_key(p) in mutated, name, p))
             return
-        if tm.is_record(t) and _is_tensor_accessor(t):
-            raise UserError(f"kernel parameter '{name}': PyTorch's tensor accessors "
-                            f"({t.get_declaration().spelling}, from packed_accessor32/64) in device code are not "
-                            "supported by polypy; pass tensor.data_ptr<scalar_t>() and the sizes and strides the "
-                            "kernel needs as integers", where)
+        accessor = accessor_type(t)
+        if accessor is not None:
+            self.accessor_param(p, accessor, mutated)
+            return
         if tm.is_record(t):
             members: list[tuple[str, str]] = []
             fields: dict[str, LValue] = {}
@@ -254,14 +254,3 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.mutated_cache[key] = out
         return out
 
-
-# PyTorch's accessor classes (ATen/core/TensorAccessor.h, torch/headeronly/core/TensorAccessor.h):
-# a kernel parameter of one is refused by name, as declared in a library's (system) header.
-_TENSOR_ACCESSORS = frozenset({"GenericPackedTensorAccessor", "GenericPackedTensorAccessorBase", "TensorAccessor",
-                               "TensorAccessorBase", "PackedTensorAccessor", "PackedTensorAccessor32",
-                               "PackedTensorAccessor64"})
-
-
-def _is_tensor_accessor(t: ci.Type) -> bool:
-    decl = t.get_canonical().get_declaration()
-    return decl.spelling in _TENSOR_ACCESSORS and decl.location.is_in_system_header

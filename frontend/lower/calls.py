@@ -18,6 +18,7 @@ from frontend.clang_setup import RUNTIME_DIR, preorder
 from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call, reinterpret
 from frontend.lower.byte_copies import device_memcpy, device_memset
 from frontend.lower.context import CK, function_body, is_prelude_decl
+from frontend.lower.accessors import accessor_class
 from frontend.lower.cooperative import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.lower.printing import assert_fail, device_printf
@@ -80,6 +81,8 @@ class CallLowering:
             raise self.error("calls through function pointers are not supported", c)
         if is_cooperative(fn):
             return self.cooperative_call(c, fn, children, discard)  # type: ignore[attr-defined]
+        if fn.kind in (CK.CXX_METHOD, CK.CONSTRUCTOR) and accessor_class(fn.semantic_parent) is not None:
+            return self.accessor_call(c, fn, children, discard)  # type: ignore[attr-defined]
         target = self.lowered_as(fn, c)
         if target is not None:
             # A constructor or conversion of polypy's own headers (cuda_fp16.h) that names the

@@ -15,6 +15,7 @@ from frontend.arith import convert, plus, scale
 from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, function_body, has_attr, initializer_of, string_initializer,
 )
+from frontend.lower.accessors import accessor_type
 from frontend.lower.cooperative import is_cooperative, is_tile_memory, refused_group
 from frontend.lower.views import element
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
@@ -57,6 +58,9 @@ class DeclarationLowering:
         if d.storage_class == ci.StorageClass.STATIC:
             raise UserError(f"static local variable '{name}' is not supported", where)
         init = self.initializer(d)
+        if accessor_type(t) is not None:  # `auto row = acc[i];` (accessors.py)
+            self.bind(d, self.accessor_binding(d, init, self.frame.cursor, "local variable"))
+            return
         if tm.is_reference(t):
             if init is None:
                 raise UserError(f"reference '{name}' without initializer", where)

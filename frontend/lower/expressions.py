@@ -21,7 +21,7 @@ from frontend.lower.helpers import (
 )
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, Binding, BitsLV, Closure, ConstBinding, LValue, MemLV, PendingPtrLV, Pointer,
-    PartLV, PointerTable, PtrVarLV, RecLV, RefBinding, UnionLV, Value, VarAddress, VarLV, ViewLV,
+    Accessor, PartLV, PointerTable, PtrVarLV, RecLV, RefBinding, UnionLV, Value, VarAddress, VarLV, ViewLV,
 )
 
 
@@ -208,8 +208,8 @@ class ExpressionLowering:
             return Aggregate({k: self.read(v, c) for k, v in lv.fields.items()}, lv.spelling)
         if isinstance(lv, RecLV):
             return self.read(self.expand_record(lv, c), c)
-        if isinstance(lv, (Pointer, PointerTable)):  # an array member of a record in memory; a T** parameter
-            return lv
+        if isinstance(lv, (Pointer, PointerTable, Accessor)):  # an array member of a record in memory; a T**
+            return lv                                           # parameter; a tensor accessor
         if isinstance(lv, PendingPtrLV):
             raise self.error(f"pointer '{lv.name}' is used before it is assigned", c)
         if isinstance(lv, PtrVarLV):

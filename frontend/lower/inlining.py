@@ -16,6 +16,7 @@ from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.clang_setup import unary_operator
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
+from frontend.lower.accessors import accessor_type
 from frontend.lower.helpers import _ArrayRef, _strip
 from frontend.values import (
     Aggregate, AggLV, Binding, Closure, PendingPtrLV, RefResult, LValue, Pointer, PtrVarLV, RefBinding, Value, VarAddress,
@@ -116,6 +117,8 @@ class InliningLowering:
                       c: ci.Cursor) -> Binding:
         pt = p.type
         name = p.spelling or f"arg{i}"
+        if accessor_type(pt) is not None:  # an accessor, by value or by reference (accessors.py)
+            return self.accessor_binding(p, a, fn, "parameter")
         if tm.is_reference(pt):
             target_t = tm.strip_reference(pt)
             if tm.is_array(target_t):

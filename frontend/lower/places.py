@@ -63,6 +63,10 @@ class PlaceLowering:
             else:
                 base_lv = self.lvalue(base_c)
             return self.member_lv(base_lv, c.spelling, c)
+        if kind == CK.CALL_EXPR:
+            place = self.accessor_lvalue(c)  # `acc[i][j] = v` (accessors.py)
+            if place is not None:
+                return place
         raise self.error("expression is not assignable here", c)
 
     def subscript(self, base: Value | None, index: n.Expr, c: ci.Cursor) -> LValue | "_ArrayRef":

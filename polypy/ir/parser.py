@@ -209,6 +209,10 @@ class _Parser:
             path = ""
             while self.accept("."):
                 path += "." + self.ident()
+                if self.accept("("):  # an accessor's member function: `.size(0)`, `.data()`
+                    arg = "" if self.at(")") else self.next().text
+                    self.expect(")")
+                    path += f"({arg})"
             self.expect("=")
             members.append((path, self.ident()))
             if not self.accept(","):

@@ -152,14 +152,18 @@ def kernels(source: str | os.PathLike, *, extra_cflags: Sequence[str] | None = N
     left out), read against PyTorch's headers as ``load`` reads them: for a kernel the extension
     has no backward for, ``polypy.torch.function(mod.K, ...)`` makes it an autograd function whose
     backward ``polypy.grad`` synthesizes. A kernel template's instances are named as ``polypy
-    translate`` names them (``square_affine_kernel_float``)."""
-    from polypy.driver.api import compile as compile_kernels
-    from polypy.torch_ext.translate import PARSE_DEFINE, flag_defines, flag_include_dirs, parse_include_dirs
+    translate`` names them (``square_affine_kernel_float``). A file ``load`` translated in this
+    process is not parsed again."""
+    from polypy.driver.api import CompiledModule
+    from polypy.torch_ext.translate import flag_defines, flag_include_dirs, load_module, parse_include_dirs
 
     flags = list(extra_cflags or ())
     include_dirs = parse_include_dirs([*(extra_include_paths or ()), *flag_include_dirs(flags)])
-    return compile_kernels(os.fspath(source), defines={**flag_defines(flags), PARSE_DEFINE: "1"},
-                           include_dirs=include_dirs)
+    path = pathlib.Path(os.fspath(source))
+    if not path.is_file():
+        raise UserError(f"polypy.torch.kernels: no such source file: {path}")
+    # The module ``load`` read from the same file, when it did in this process (one parse).
+    return CompiledModule.from_ir(load_module(path, defines=flag_defines(flags), include_dirs=include_dirs))
 
 
 __all__ = ["kernels", "load", "load_inline"]

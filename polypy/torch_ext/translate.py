@@ -99,12 +99,35 @@ def translate_cuda(path: pathlib.Path, out_dir: pathlib.Path, *, flags: Sequence
     return out
 
 
+# A cache of the GPU-form modules of the extension sources read in this process, by path, text,
+# defines and include directories: ``load`` and ``kernels`` of one ``.cu`` file parse PyTorch's
+# headers once. Modules are immutable IR; the last few are kept.
+_MODULE_CACHE: dict[tuple, object] = {}
+_MODULE_CACHE_SIZE = 4
+
+
+def load_module(path: str | pathlib.Path, *, defines: dict[str, str | None], include_dirs: tuple[str, ...]):
+    """The GPU-form module (``polypy.driver.source.load``) of a PyTorch extension's ``.cu`` file,
+    read against PyTorch's headers (``PARSE_DEFINE``); cached in this process (``_MODULE_CACHE``)."""
+    from polypy.driver import source
+
+    name = str(path)
+    key = (str(pathlib.Path(name).resolve()), read_source(pathlib.Path(name)), repr(sorted(defines.items())),
+           include_dirs, polypy_stamp())
+    module = _MODULE_CACHE.pop(key, None)
+    if module is None:
+        module = source.load(name, defines={**defines, PARSE_DEFINE: "1"}, include_dirs=include_dirs)
+    _MODULE_CACHE[key] = module  # the most recent last
+    while len(_MODULE_CACHE) > _MODULE_CACHE_SIZE:
+        del _MODULE_CACHE[next(iter(_MODULE_CACHE))]
+    return module
+
+
 def translate_text(path: pathlib.Path, *, defines: dict[str, str | None], include_dirs: tuple[str, ...]) -> str:
     """The C++ of a PyTorch extension's ``.cu`` file (kernels and host code)."""
-    from polypy.driver import source
     from polypy.driver.pipelines import lower_and_emit
 
-    module = source.load(str(path), defines={**defines, PARSE_DEFINE: "1"}, include_dirs=include_dirs)
+    module = load_module(path, defines=defines, include_dirs=include_dirs)
     cpp = lower_and_emit(module, "cpp", program=True)
     header = (f"/* {path.name} of a PyTorch extension, translated by polypy.torch.load: CPU tensors stand in\n"
               " * for CUDA tensors (polypy_torch_cuda.h, force-included, says how). */\n")

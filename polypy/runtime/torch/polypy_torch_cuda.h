@@ -20,6 +20,7 @@
 #pragma once
 #include <torch/extension.h>
 #include <torch/library.h>
+#include <polypy_torch_restrict.h>
 #define is_cuda is_cpu
 #define kCUDA kCPU
 #define CUDA CPU

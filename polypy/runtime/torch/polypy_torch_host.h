@@ -21,22 +21,32 @@
 #undef __CUDACC_VER_BUILD__
 #undef __CUDA__
 #undef __CUDA_ARCH__
+/* PyTorch's tensor accessors (torch/headeronly/core/TensorAccessor.h, ATen/core/TensorAccessor.h)
+ * are used in device code: their members are C10_HOST_DEVICE / C10_DEVICE, which the host
+ * compiler's reading makes host functions. They are read here first, as __host__ __device__
+ * (clang's force_cuda_host_device), after everything they include (read as usual), so that only
+ * the accessors' own declarations change. polypy's frontend never inlines their bodies: it
+ * recognizes the accessor classes by their declarations and lowers an accessor to a pointer plus
+ * sizes and strides (frontend/lower/accessors.py). */
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <type_traits>
+#include <torch/headeronly/macros/Macros.h>
+#include <torch/headeronly/util/Exception.h>
+#include <torch/headeronly/util/HeaderOnlyArrayRef.h>
+#include <c10/macros/Macros.h>
+#include <c10/util/ArrayRef.h>
+#include <c10/util/Deprecated.h>
+#include <c10/util/Exception.h>
+#include <c10/util/irange.h>
+#pragma clang force_cuda_host_device begin
+#include <torch/headeronly/core/TensorAccessor.h>
+#include <ATen/core/TensorAccessor.h>
+#pragma clang force_cuda_host_device end
+#include <polypy_torch_restrict.h>
 #include <torch/extension.h>
 #include <torch/library.h>
-/* RestrictPtrTraits exists under __CUDACC__ only; the frontend declares it so that a kernel taking
- * a packed_accessor32<scalar_t, N, RestrictPtrTraits> reaches polypy's refusal of accessors in
- * device code (frontend/lower/builder.py), which says what to do instead. */
-namespace torch {
-namespace headeronly {
-template <typename T>
-struct RestrictPtrTraits {
-  typedef T* __restrict__ PtrType;
-};
-}  // namespace headeronly
-}  // namespace torch
-namespace at {
-using torch::headeronly::RestrictPtrTraits;
-}  // namespace at
 #pragma pop_macro("__CUDACC__")
 #pragma pop_macro("__NVCC__")
 #pragma pop_macro("__CUDACC_VER_MAJOR__")
