@@ -31,7 +31,7 @@ import dataclasses
 from typing import Callable, Optional, Sequence
 
 from polypy.coarsening import CoarseVersion, pays_in_c
-from polypy.errors import InternalError
+from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.cexpr import ATOM
 from polypy.ir.names import kernel_names
@@ -342,8 +342,17 @@ class KernelEmitter:
         if opts.program:
             prologue.append(f"if (!polypy_rt_launch_ok({', '.join(grid + block)}, shmem_bytes)) return;")
             prologue += self.table_locals()
+            if any(isinstance(x, n.Launch) for x in walk(self.kernel)):
+                # Launches from device code: kept while the blocks run, run when they are done
+                # (when this object goes out of scope), before the launch returns (parts/dynamic.h).
+                prologue.append("polypy_rt_cdp_grid polypy_cdp_grid;")
         else:
             prologue.append("if (!polypy_launch_ok(gridDim, blockDim)) return;")
+            for x in walk(self.kernel):
+                if isinstance(x, n.Launch):
+                    raise UserError(f"kernel launches from device code (dynamic parallelism: '{x.kernel}' launched "
+                                    "here) are supported in whole programs only (a file with host code), not in "
+                                    "kernel libraries for the Python API", x.loc)
         arguments = list(values)
         # Sums per worker (``worker_sums``): the blocks add into the worker's own slots, and the
         # worker adds its sums to the array once, after its share of the grid.

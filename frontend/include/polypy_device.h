@@ -371,5 +371,26 @@ extern "C" __device__ __attribute__((noreturn)) void __assert_fail(const char* e
                                                                     unsigned int line, const char* function);
 #endif
 
+/* The device runtime (CUDA dynamic parallelism, cuda_device_runtime_api.h): what device code may
+ * call around a launch from device code (frontend/lower/launches.py maps or refuses each). */
+#ifdef __cplusplus
+__device__ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags);
+__device__ cudaError_t cudaStreamDestroy(cudaStream_t stream);
+__device__ cudaError_t cudaGetLastError(void);
+__device__ cudaError_t cudaPeekAtLastError(void);
+__device__ cudaError_t cudaDeviceSynchronize(void);
+__device__ cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+__device__ cudaError_t cudaMalloc(void** ptr, size_t size);
+__device__ cudaError_t cudaFree(void* ptr);
+__device__ void* cudaGetParameterBuffer(size_t alignment, size_t size);
+__device__ cudaError_t cudaLaunchDevice(void* func, void* parameterBuffer, dim3 gridDimension, dim3 blockDimension,
+                                        unsigned int sharedMemSize, cudaStream_t stream);
+/* CUDA's named streams for launches from device code (driver_types.h spells them so). */
+#ifndef cudaStreamTailLaunch
+#define cudaStreamTailLaunch ((cudaStream_t)0x3)
+#define cudaStreamFireAndForget ((cudaStream_t)0x4)
+#endif
+#endif
+
 #undef POLYPY_D
 #endif /* POLYPY_DEVICE_H */

@@ -58,6 +58,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.loop_depth = 0
         self.switch_markers: list[dict[int, n.Return]] = []  # the breaks of the switches being lowered
         self.clock: str | None = None  # the thread's clock() counter, declared at the top once used
+        self.launch_error: str | None = None  # the thread's last launch error (launches.py), likewise
         self.assert_flag: str | None = None  # set by a failed assert in a device function (printing.py)
 
     # ------------------------------------------------------------------ utilities
@@ -116,6 +117,8 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
                 stmts, self.assert_flag = trapped, flag
         if self.clock is not None:
             stmts = (n.Decl(self.clock, I64, n.Const(0, I64), loc=self.loc(self.cursor)),) + stmts
+        if self.launch_error is not None:
+            stmts = (n.Decl(self.launch_error, I32, n.Const(0, I32), loc=self.loc(self.cursor)),) + stmts
         if self.assert_flag is not None:
             stmts = (n.Decl(self.assert_flag, BOOL, n.Const(False, BOOL), loc=self.loc(self.cursor)),) + stmts
         self.frames.pop()
