@@ -244,3 +244,54 @@ def test_emulated_program_refuses_before_running(tmp_path):
     assert run.returncode == 1
     assert "p.cu:3:" in run.stderr and "emulator does not run kernel launches" in run.stderr
     assert "ran" not in run.stdout and "Traceback" not in run.stderr
+
+
+POINTERS = r"""
+__global__ void partition(unsigned *data, int left, int right, int *res) {
+  unsigned *lptr = data + left, *rptr = data + right;
+  unsigned pivot = data[(left + right) / 2];
+  while (lptr <= rptr) {
+    unsigned lval = *lptr, rval = *rptr;
+    while (lval < pivot) { lptr++; lval = *lptr; }
+    while (rval > pivot) { rptr--; rval = *rptr; }
+    if (lptr <= rptr) { *lptr++ = rval; *rptr-- = lval; }
+  }
+  unsigned *p = data, *q = p++;
+  res[0] = rptr - data;
+  res[1] = lptr - data;
+  res[2] = (q == data) + 2 * (p > q) + 4 * (p != q) + 8 * (lptr >= rptr);
+}
+"""
+
+
+def _partition(data, left, right):
+    """The kernel above in Python (indices for pointers)."""
+    lp, rp = left, right
+    pivot = data[(left + right) // 2]
+    while lp <= rp:
+        lval, rval = data[lp], data[rp]
+        while lval < pivot:
+            lp += 1
+            lval = data[lp]
+        while rval > pivot:
+            rp -= 1
+            rval = data[rp]
+        if lp <= rp:
+            data[lp], data[rp] = rval, lval
+            lp, rp = lp + 1, rp - 1
+    return [rp, lp, 1 + 2 + 4 + 8 * (lp >= rp)]
+
+
+@pytest.mark.parametrize("seed, n", [(0, 2), (1, 7), (2, 40), (3, 129)])
+def test_pointer_post_increment_and_comparisons(tmp_path, seed, n):
+    import numpy as np
+    from polypy.emulator import emulate
+    path = tmp_path / "k.cu"
+    path.write_text(POINTERS)
+    data = np.random.default_rng(seed).integers(0, n, n).astype(np.uint32)
+    want = data.copy()
+    expected = _partition(want, 0, n - 1)
+    res = np.zeros(3, np.int32)
+    emulate(polypy.load(str(path)).kernel("partition"), 1, 1, [data, 0, n - 1, res])
+    assert res.tolist() == expected
+    assert (data == want).all()
