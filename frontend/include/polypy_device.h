@@ -173,6 +173,24 @@ POLYPY_D int max(int, int);
 POLYPY_D unsigned int max(unsigned int, unsigned int);
 POLYPY_D long long max(long long, long long);
 POLYPY_D unsigned long long max(unsigned long long, unsigned long long);
+/* CUDA's math headers also overload min/max for long and for operands of mixed signedness (both
+ * converted to the unsigned type, the result's), so that min(unsigned, int) is not ambiguous. */
+POLYPY_D long min(long, long);
+POLYPY_D unsigned long min(unsigned long, unsigned long);
+POLYPY_D unsigned int min(unsigned int, int);
+POLYPY_D unsigned int min(int, unsigned int);
+POLYPY_D unsigned long min(unsigned long, long);
+POLYPY_D unsigned long min(long, unsigned long);
+POLYPY_D unsigned long long min(unsigned long long, long long);
+POLYPY_D unsigned long long min(long long, unsigned long long);
+POLYPY_D long max(long, long);
+POLYPY_D unsigned long max(unsigned long, unsigned long);
+POLYPY_D unsigned int max(unsigned int, int);
+POLYPY_D unsigned int max(int, unsigned int);
+POLYPY_D unsigned long max(unsigned long, long);
+POLYPY_D unsigned long max(long, unsigned long);
+POLYPY_D unsigned long long max(unsigned long long, long long);
+POLYPY_D unsigned long long max(long long, unsigned long long);
 POLYPY_D unsigned int umin(unsigned int, unsigned int);
 POLYPY_D unsigned int umax(unsigned int, unsigned int);
 POLYPY_D long long llmin(long long, long long);

@@ -238,6 +238,9 @@ class CallLowering:
                 if canonical == "min":
                     return n.Select(n.Binary("lt", b_, a_, loc=loc), b_, a_, loc=loc)  # type: ignore[arg-type]
                 return n.Select(n.Binary("lt", a_, b_, loc=loc), b_, a_, loc=loc)  # type: ignore[arg-type]
+            if canonical in ("min", "max") and rt.is_int:
+                # The mixed overloads (`unsigned min(unsigned, int)`) compare in the result type.
+                values = [convert(v, rt) for v in values]  # type: ignore[arg-type]
             if canonical in ("min", "max", "abs") and rt.is_float:
                 canonical = {"min": "fmin", "max": "fmax", "abs": "fabs"}[canonical]
             fn_info = MATH_FUNCTIONS[canonical]
