@@ -1,12 +1,18 @@
 """General features that single NVIDIA samples needed (issue 36), each checked on our own small
-kernels against values computed here: CUDA's mixed-signedness min/max overloads."""
+kernels against values computed here: CUDA's mixed-signedness min/max overloads, array members of
+by-value record parameters indexed at run time, function template instances calling each other."""
 from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import polypy
 from polypy.emulator import emulate
+from polypy.errors import UserError
 
 MINMAX = r"""
 __global__ void k(int *out, unsigned *uo, long *lo, int w) {
@@ -35,3 +41,146 @@ def test_min_max_of_mixed_signedness_are_cudas_overloads(tmp_path, w):
     polypy.compile(str(path)).k[1, 8](*compiled, w)
     assert compiled[0].tolist() == out.tolist() and compiled[1].tolist() == uo.tolist()
     assert compiled[2].tolist() == lo.tolist()
+
+
+PARAM_ARRAYS = r"""
+typedef struct { int n; float w[6]; int param[300]; } P;
+__global__ void k(__grid_constant__ const P p, float *out, int *res) {
+  int t = threadIdx.x + blockIdx.x * blockDim.x;
+  int tmp = 0;
+  for (int i = 0; i < 300; ++i) tmp += p.param[i];
+  P q = p;
+  res[t] = tmp + p.param[t] + q.param[2];
+  out[t] = p.w[t % 6] * p.n + p.w[1];
+}
+"""
+PARAM_ARRAYS_MAIN = r"""
+#include <cstdio>
+int main() {
+  P p; p.n = 3;
+  for (int i = 0; i < 6; i++) p.w[i] = i * 0.5f;
+  for (int i = 0; i < 300; i++) p.param[i] = i * i;
+  float *o; int *r; cudaMalloc(&o, 8 * 4); cudaMalloc(&r, 8 * 4);
+  k<<<2, 4>>>(p, o, r);
+  float ho[8]; int hr[8];
+  cudaMemcpy(ho, o, sizeof ho, cudaMemcpyDeviceToHost); cudaMemcpy(hr, r, sizeof hr, cudaMemcpyDeviceToHost);
+  for (int i = 0; i < 8; i++) printf("%d %g\n", hr[i], ho[i]);
+}
+"""
+
+
+def _param_arrays_expected():
+    s = sum(i * i for i in range(300))
+    return [s + t * t + 4 for t in range(8)], [(t % 6) * 0.5 * 3 + 0.5 for t in range(8)]
+
+
+def test_array_member_of_a_record_parameter_indexed_by_a_loop(tmp_path):
+    path = tmp_path / "k.cu"
+    path.write_text(PARAM_ARRAYS)
+    kernel = polypy.load(str(path)).kernel("k")
+    assert [str(p.ptype) for p in kernel.params][:3] == ["i32", "f32* const", "i32* const"]
+    dt = np.dtype([("n", np.int32), ("w", np.float32, 6), ("param", np.int32, 300)])
+    p = np.zeros((), dt)
+    p["n"], p["w"], p["param"] = 3, np.arange(6) * 0.5, np.arange(300) ** 2
+    want_res, want_out = _param_arrays_expected()
+    for grid, block in ((1, 8), (2, 4), (8, 1)):
+        out, res = np.zeros(8, np.float32), np.zeros(8, np.int32)
+        emulate(kernel, grid, block, {"p": p[()], "out": out, "res": res})
+        assert res.tolist() == want_res and out.tolist() == want_out
+        out, res = np.zeros(8, np.float32), np.zeros(8, np.int32)
+        polypy.compile(str(path)).k[grid, block](p[()], out, res)
+        assert res.tolist() == want_res and out.tolist() == want_out
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed: whole programs cannot be compiled")
+def test_array_member_of_a_record_parameter_in_a_whole_program(tmp_path):
+    src = tmp_path / "p.cu"
+    src.write_text(PARAM_ARRAYS + PARAM_ARRAYS_MAIN)
+    subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o", str(tmp_path / "p.cpp")],
+                   check=True, cwd=tmp_path)
+    subprocess.run(["g++", "-O2", "-fopenmp", str(tmp_path / "p.cpp"), "-o", str(tmp_path / "p"), "-lm"],
+                   check=True, cwd=tmp_path)
+    run = subprocess.run([str(tmp_path / "p")], capture_output=True, text=True, check=True)
+    want_res, want_out = _param_arrays_expected()
+    assert run.stdout.splitlines() == [f"{r} {o:g}" for r, o in zip(want_res, want_out)]
+
+
+LOCAL_RECORD = r"""
+typedef struct { int n; int a[3]; } Q;
+__global__ void k(Q p, int *res) {
+  Q q = p;
+  q.a[1] = q.a[2] * 10;
+  res[threadIdx.x] = q.a[1] + p.a[1] + q.n;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed: whole programs cannot be compiled")
+def test_constant_index_of_an_array_member_of_a_record_variable(tmp_path):
+    src = tmp_path / "p.cu"
+    src.write_text(LOCAL_RECORD + "#include <cstdio>\nint main() { Q p = {1, {4, 5, 6}}; int *r, h[2];\n"
+                   "  cudaMalloc(&r, 8); k<<<1, 2>>>(p, r); cudaMemcpy(h, r, 8, cudaMemcpyDeviceToHost);\n"
+                   "  printf(\"%d %d\\n\", h[0], h[1]); }\n")
+    subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o", str(tmp_path / "p.cpp")],
+                   check=True, cwd=tmp_path)
+    subprocess.run(["g++", "-O2", "-fopenmp", str(tmp_path / "p.cpp"), "-o", str(tmp_path / "p"), "-lm"],
+                   check=True, cwd=tmp_path)
+    run = subprocess.run([str(tmp_path / "p")], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == [str(60 + 5 + 1)] * 2
+
+
+TEMPLATE_RECURSION = r"""
+__constant__ float c_K[8];
+template <int i> __device__ float rowsum(const float *x, int t) { return x[t + i] * c_K[i] + rowsum<i - 1>(x, t); }
+template <> __device__ float rowsum<-1>(const float *x, int t) { return 0; }
+template <int i> __device__ int fact() { return i * fact<i - 1>(); }
+template <> __device__ int fact<0>() { return 1; }
+__device__ int loop(int n) { return n <= 0 ? 0 : 1 + loop(n - 1); }
+__global__ void k(const float *x, float *y, int *f) {
+  y[threadIdx.x] = rowsum<3>(x, threadIdx.x);
+  f[threadIdx.x] = fact<5>() + threadIdx.x;
+}
+__global__ void bad(int *f) { f[0] = loop(3); }
+"""
+
+
+def test_function_template_instances_calling_each_other_are_not_recursion(tmp_path):
+    path = tmp_path / "k.cu"
+    path.write_text(TEMPLATE_RECURSION)
+    with pytest.raises(UserError) as info:  # a real recursion stays refused, located
+        polypy.load(str(path))
+    assert "recursive call to 'loop'" in str(info.value) and info.value.loc.line == 7
+    path.write_text(TEMPLATE_RECURSION.replace("__global__ void bad(int *f) { f[0] = loop(3); }", ""))
+    kernel = polypy.load(str(path)).kernel("k")
+    x = np.arange(12, dtype=np.float32)
+    taps = np.array([0.5, -1, 2, 0.25, 0, 0, 0, 0], np.float32)
+    y, f = np.zeros(8, np.float32), np.zeros(8, np.int32)
+    emulate(kernel, 1, 8, [x, y, f], globals={"c_K": taps})
+    want = [sum(np.float32(x[t + i]) * taps[i] for i in range(4)) for t in range(8)]
+    assert np.allclose(y, want, rtol=1e-6) and f.tolist() == [120 + t for t in range(8)]
+
+
+RECORD_SHUFFLE = r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void k(const uint4 *in, uint4 *out, float2 *f) {
+  auto tile = cg::tiled_partition<32>(cg::this_thread_block());
+  uint4 v = in[threadIdx.x];
+  v = tile.shfl_xor(v, 3);
+  out[threadIdx.x] = v;
+  float2 w = make_float2(threadIdx.x, -1.0f * threadIdx.x);
+  f[threadIdx.x] = tile.shfl_down(w, 1);
+}
+"""
+
+
+def test_cooperative_groups_shuffle_of_a_record(tmp_path):
+    path = tmp_path / "k.cu"
+    path.write_text(RECORD_SHUFFLE)
+    data = np.arange(64 * 4, dtype=np.uint32).reshape(64, 4)
+    out, f = np.zeros((64, 4), np.uint32), np.zeros((64, 2), np.float32)
+    emulate(polypy.load(str(path)).kernel("k"), 1, 64, [data, out, f])
+    lanes = np.arange(64)
+    assert (out == data[lanes ^ 3]).all()
+    src = np.where(lanes % 32 < 31, lanes + 1, lanes)  # shfl_down past the tile's end: the lane's own value
+    assert (f[:, 0] == src).all() and (f[:, 1] == -src).all()

@@ -24,13 +24,14 @@ from frontend.lower.inlining import InliningLowering
 from frontend.lower.lambdas import LambdaLowering
 from frontend.lower.loops import LoopLowering
 from frontend.lower.members import MemberLowering
+from frontend.lower.param_arrays import runtime_indexed_arrays
 from frontend.lower.places import PlaceLowering
 from frontend.lower.statements import StatementLowering
 from frontend.lower.switch import SwitchLowering
 from frontend.lower.webs import split_variable_webs
 from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from frontend.values import (
-    AggLV, ArrayBinding, Binding, LValue, Pointer, PointerTable, PtrVarLV, RecordAddress, VarLV,
+    AggLV, ArrayBinding, Binding, LValue, MemLV, Pointer, PointerTable, PtrVarLV, RecordAddress, VarLV,
 )
 
 
@@ -166,7 +167,19 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         if tm.is_record(t):
             members: list[tuple[str, str]] = []
             fields: dict[str, LValue] = {}
+            # Array members indexed at run time: one pointer parameter each (param_arrays.py).
+            arrays = {} if decl_key(p) in mutated else {a: "" for a in runtime_indexed_arrays(self.cursor, p)}
             for leaf in tm.leaves(t):
+                array = next((a for a in arrays if leaf.path.startswith(a + "[")
+                              and leaf.path[len(a) + 1:-1].isdigit()), None)
+                if array is not None and leaf.scalar is not None:
+                    if not arrays[array]:
+                        arrays[array] = self.names.fresh(name + array)
+                        self.params.append(n.Param(arrays[array], PointerType(leaf.scalar, const=True), loc=where))
+                        members.append((array, arrays[array]))
+                    k = int(leaf.path[len(array) + 1:-1])
+                    fields[leaf.path] = MemLV(arrays[array], (n.Const(k, I64),), leaf.scalar)
+                    continue
                 pname = self.names.fresh(name + leaf.path)
                 members.append((leaf.path, pname))
                 lst = leaf.scalar
