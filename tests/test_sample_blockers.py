@@ -1,6 +1,7 @@
 """General features that single NVIDIA samples needed (issue 36), each checked on our own small
 kernels against values computed here: CUDA's mixed-signedness min/max overloads, array members of
-by-value record parameters indexed at run time, function template instances calling each other."""
+by-value record parameters indexed at run time, function template instances calling each other,
+cooperative-groups shuffles of records, a pointer parameter compared with a null pointer."""
 from __future__ import annotations
 
 import shutil
@@ -184,3 +185,48 @@ def test_cooperative_groups_shuffle_of_a_record(tmp_path):
     assert (out == data[lanes ^ 3]).all()
     src = np.where(lanes % 32 < 31, lanes + 1, lanes)  # shfl_down past the tile's end: the lane's own value
     assert (f[:, 0] == src).all() and (f[:, 1] == -src).all()
+
+
+NULL_TEST = r"""
+__global__ void k(int *data, int *partial, int n) {
+  int i = threadIdx.x;
+  data[i] = i;
+  if (partial != NULL && i == n - 1) partial[0] = 100;
+  if (0 == partial) data[i] += 1000;
+  int *q = data + 1;
+  if (q != nullptr) data[i] += 10;
+}
+"""
+
+
+def test_a_pointer_parameter_compared_with_null(tmp_path):
+    path = tmp_path / "k.cu"
+    path.write_text(NULL_TEST)
+    for run in (lambda d, p: emulate(polypy.load(str(path)).kernel("k"), 1, 4, [d, p, 4]),
+                lambda d, p: polypy.compile(str(path)).k[1, 4](d, p, 4)):
+        d, p = np.zeros(4, np.int32), np.zeros(1, np.int32)
+        run(d, p)
+        assert d.tolist() == [10, 11, 12, 13] and p.tolist() == [100]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed: whole programs cannot be compiled")
+def test_a_null_pointer_argument_in_a_whole_program(tmp_path):
+    src = tmp_path / "p.cu"
+    src.write_text(NULL_TEST + r"""
+#include <cstdio>
+int main() {
+  int *d, *p; cudaMalloc(&d, 16); cudaMalloc(&p, 4); cudaMemset(p, 0, 4);
+  k<<<1, 4>>>(d, p, 4); int h[4], hp;
+  cudaMemcpy(h, d, 16, cudaMemcpyDeviceToHost); cudaMemcpy(&hp, p, 4, cudaMemcpyDeviceToHost);
+  printf("%d %d %d %d %d\n", h[0], h[1], h[2], h[3], hp);
+  k<<<1, 4>>>(d, NULL, 4);
+  cudaMemcpy(h, d, 16, cudaMemcpyDeviceToHost);
+  printf("%d %d %d %d\n", h[0], h[1], h[2], h[3]);
+}
+""")
+    subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o", str(tmp_path / "p.cpp")],
+                   check=True, cwd=tmp_path)
+    subprocess.run(["g++", "-O2", "-fopenmp", str(tmp_path / "p.cpp"), "-o", str(tmp_path / "p"), "-lm"],
+                   check=True, cwd=tmp_path)
+    run = subprocess.run([str(tmp_path / "p")], capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines() == ["10 11 12 13 100", "1010 1011 1012 1013"]

@@ -287,7 +287,7 @@ class KernelEmitter:
                     params.append(f"{sp.ctype} {sp.name}")
                     names.append(sp.name)
                     for path, ir_name in sp.members:
-                        if path in (n.TABLE_POOL, n.TABLE_BASE):  # launcher locals (table_locals)
+                        if path in (n.TABLE_POOL, n.TABLE_BASE, n.NONNULL):  # launcher locals (table_locals)
                             values[ir_name] = lvalues[ir_name] = self.cname(ir_name)
                             continue
                         lvalues[ir_name] = sp.name + path
@@ -317,6 +317,8 @@ class KernelEmitter:
             return out
         for sp in self.kernel.source_params:
             paths = dict(sp.members)
+            if n.NONNULL in paths:  # `p != NULL` in the kernel
+                out.append(f"int {self.cname(paths[n.NONNULL])} = {sp.name} != 0;")
             if n.TABLE_POOL not in paths or n.TABLE_BASE not in paths:
                 continue
             pool, base = paths[n.TABLE_POOL], paths[n.TABLE_BASE]

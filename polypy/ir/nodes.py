@@ -586,6 +586,9 @@ class Buffer(Node):
 # from the table of pointers (the allocation its first pointer points into).
 TABLE_POOL = ".polypy_pool"
 TABLE_BASE = ".polypy_base"
+# Member path of the i32 that says whether a pointer parameter is not null (1) or null (0), for
+# a kernel that compares the pointer with a null pointer (``p != NULL``): launchers compute it.
+NONNULL = ".polypy_nonnull"
 
 
 @_node
