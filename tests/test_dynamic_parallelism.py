@@ -295,3 +295,14 @@ def test_pointer_post_increment_and_comparisons(tmp_path, seed, n):
     emulate(polypy.load(str(path)).kernel("partition"), 1, 1, [data, 0, n - 1, res])
     assert res.tolist() == expected
     assert (data == want).all()
+
+
+def test_kernel_library_refuses_a_launch_from_device_code(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text(KERNEL)
+    for emit in ("c", "cpp"):
+        out = tmp_path / f"k.{emit}"
+        done = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "--emit", emit,
+                               "-o", str(out)], capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 1 and "Traceback" not in done.stderr and not out.exists()
+        assert f"{src}:3:" in done.stderr and "whole programs only" in done.stderr
