@@ -230,3 +230,27 @@ int main() {
                    check=True, cwd=tmp_path)
     run = subprocess.run([str(tmp_path / "p")], capture_output=True, text=True, check=True)
     assert run.stdout.splitlines() == ["10 11 12 13 100", "1010 1011 1012 1013"]
+
+
+NULL_INIT = r"""
+__global__ void k(float *dst, int n) {
+  float *p = NULL;
+  for (int i = 0; i < n; i++) { p = dst + 2 * i; *p = i * 2.0f; }
+}
+__global__ void bad(float *dst) {
+  float *p = nullptr;
+  if (p == nullptr) dst[0] = 1.0f;
+}
+"""
+
+
+def test_a_pointer_variable_initialized_to_null_is_pointed_by_its_first_assignment(tmp_path):
+    path = tmp_path / "k.cu"
+    path.write_text(NULL_INIT.split("__global__ void bad")[0])
+    d = np.zeros(8, np.float32)
+    emulate(polypy.load(str(path)).kernel("k"), 1, 1, [d, 4])
+    assert d.tolist() == [0, 0, 2, 0, 4, 0, 6, 0]
+    path.write_text(NULL_INIT)
+    with pytest.raises(UserError) as info:  # the null value itself is never read
+        polypy.load(str(path))
+    assert "used before it is assigned" in str(info.value) and info.value.loc.line == 8

@@ -18,6 +18,7 @@ from frontend.lower.context import (
 from frontend.lower.cooperative import is_cooperative, refused_group
 from frontend.lower.views import element
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
+from frontend.lower.expressions import is_null_pointer
 from frontend.values import (
     AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, UnionLV,
     VarAddress, VarLV,
@@ -67,8 +68,9 @@ class DeclarationLowering:
             self.bind(d, VarLV(var, st))
             return
         if tm.is_pointer(t):
-            if init is None:
-                # Pointed into a buffer by its first assignment (places.assign_pending).
+            if init is None or is_null_pointer(init):
+                # Pointed into a buffer by its first assignment (places.assign_pending); a null
+                # pointer until then can be neither read through nor compared (both refused).
                 self.bind(d, PendingPtrLV(decl_key(d), name, self.temp(I64, n.Const(0, I64), name + "_off", d)))
                 return
             value = self.expr(init)
