@@ -18,7 +18,7 @@ from frontend.lower.context import (
 from frontend.lower.cooperative import is_cooperative, refused_group
 from frontend.lower.views import element
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
-from frontend.lower.expressions import is_null_pointer
+from frontend.lower.null_tests import is_null_pointer
 from frontend.values import (
     AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, UnionLV,
     VarAddress, VarLV,

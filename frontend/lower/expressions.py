@@ -15,6 +15,7 @@ from frontend.arith import add_offsets, convert, promote, scale, truth, usual_ar
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
 from frontend.lower.bitcasts import bit_view, reinterpret, views_as_itself
 from frontend.lower.views import read_part, view_pointer
+from frontend.lower.null_tests import is_null_pointer, null_test
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
 from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
@@ -30,22 +31,6 @@ _CASTS = (CK.CSTYLE_CAST_EXPR, CK.CXX_STATIC_CAST_EXPR, CK.CXX_FUNCTIONAL_CAST_E
 _BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "rem", "<<": "shl", ">>": "shr",
            "&": "band", "|": "bor", "^": "bxor", "<": "lt", ">": "gt", "<=": "le", ">=": "ge",
            "==": "eq", "!=": "ne"}
-
-
-def is_null_pointer(c: ci.Cursor) -> bool:
-    """``NULL``, ``nullptr``, ``0`` or ``(T*)0`` where a pointer is expected."""
-    inner = _strip(c)
-    if inner.kind in (CK.CXX_NULL_PTR_LITERAL_EXPR, CK.GNU_NULL_EXPR):
-        return True
-    if not tm.is_pointer(c.type):
-        return False
-    while inner.kind in (CK.CSTYLE_CAST_EXPR, CK.UNEXPOSED_EXPR, CK.PAREN_EXPR):
-        kids = [x for x in inner.get_children() if x.kind.is_expression()]
-        if len(kids) != 1:
-            return False
-        inner = _strip(kids[0])
-    return inner.kind in (CK.CXX_NULL_PTR_LITERAL_EXPR, CK.GNU_NULL_EXPR) or \
-        (inner.kind == CK.INTEGER_LITERAL and evaluate(inner) == 0)
 
 
 class ExpressionLowering:
@@ -407,7 +392,7 @@ class ExpressionLowering:
         if op not in _BINARY:
             raise self.error(f"unsupported operator '{op}'", c)
         if op in ("==", "!=") and (is_null_pointer(lhs_c) or is_null_pointer(rhs_c)):
-            return self.null_test(op, rhs_c if is_null_pointer(lhs_c) else lhs_c, c)
+            return null_test(self, op, rhs_c if is_null_pointer(lhs_c) else lhs_c, c)
         a = self.expr(lhs_c)
         b = self.expr(rhs_c)
         if isinstance(a, _ArrayRef):
@@ -423,38 +408,6 @@ class ExpressionLowering:
             raise self.error(f"operands of '{op}' have different types", c)
         st = tm.scalar_type(c.type)
         return convert(result, st) if st is not None else result
-
-    def null_test(self, op: str, pointer_c: ci.Cursor, c: ci.Cursor) -> n.Expr:
-        """``p == NULL`` / ``p != NULL`` of a pointer into a pointer parameter: whether the
-        argument was null, an i32 its launcher computes (``n.NONNULL``). Any other pointer
-        polypy tracks points into a buffer, so it is not null."""
-        v = self.expr(pointer_c)
-        if isinstance(v, _ArrayRef):
-            v = v.decay(self)
-        if not isinstance(v, Pointer):
-            raise self.error("comparing this kind of value with a null pointer is not supported in device code", c)
-        nonnull: n.Expr = n.Const(1, I32)
-        if v.record is None and any(p.name == v.buffer for p in self.params):
-            nonnull = self.nonnull_param(v.buffer, c)
-        elif v.record is not None or not any(b == v.buffer for b in self.buffers):
-            raise self.error("comparing this pointer with a null pointer is not supported in device code", c)
-        result = n.Binary("ne" if op == "!=" else "eq", nonnull, n.Const(0, I32), loc=self.loc(c))
-        st = tm.scalar_type(c.type)
-        return convert(result, st) if st is not None else result
-
-    def nonnull_param(self, buffer: str, c: ci.Cursor) -> n.Expr:
-        """The i32 parameter saying whether pointer parameter ``buffer`` is not null (made once)."""
-        for i, sp in enumerate(self.source_params):
-            paths = dict(sp.members)
-            if paths.get("") != buffer or len(sp.members) > 2:
-                continue
-            if n.NONNULL not in paths:
-                name = self.names.fresh(buffer + "_nonnull")
-                self.params.append(n.Param(name, I32, loc=self.loc(c)))
-                self.source_params[i] = dataclasses.replace(sp, members=sp.members + ((n.NONNULL, name),))
-                paths[n.NONNULL] = name
-            return n.Var(paths[n.NONNULL], I32, loc=self.loc(c))
-        raise self.error("comparing this pointer with a null pointer is not supported in device code", c)
 
     def pointer_arith(self, op: str, a: Value | None, b: Value | None, c: ci.Cursor) -> Value:
         if op == "+" and isinstance(a, Pointer) and isinstance(b, n.Expr):
