@@ -207,7 +207,7 @@ def _argument(b, p: ci.Cursor, a: ci.Cursor) -> tuple[n.Expr, str | None]:
         elem = tm.scalar_type(tm.pointee(t))
         if isinstance(v, Pointer) and v.record is None and v.stored is None and not v.prefix and \
                 v.layout.is_scalar and v.layout.scalar == elem:
-            param = b_param(b, v.buffer)
+            param = _param_named(b, v.buffer)
             if param is not None:
                 offset = convert(v.offset, I64) if v.offset is not None else n.Const(0, I64)
                 return offset, v.buffer
@@ -220,7 +220,7 @@ def _argument(b, p: ci.Cursor, a: ci.Cursor) -> tuple[n.Expr, str | None]:
                   "supported (scalars and pointers to scalars are)", a)
 
 
-def b_param(b, buffer: str) -> n.Param | None:
+def _param_named(b, buffer: str) -> n.Param | None:
     for p in b.params:
         if p.name == buffer:
             return p
