@@ -195,7 +195,7 @@ class Sweeps:
             return [n.Barrier(loc=s.loc)]
         if isinstance(s, n.Shuffle):
             return self._rev_shuffle(s, path)
-        if isinstance(s, (n.Vote, n.Print, n.AssertFail)):
+        if isinstance(s, (n.Vote, n.Print, n.Launch, n.AssertFail)):
             return []  # printf and assert act in the forward sweep (K's effects), once
         if isinstance(s, n.If):
             then = self.rev_block(path, "then")

@@ -171,7 +171,7 @@ def _straight_body(loop: n.For, sums: Sequence[str] = ()) -> _Body | None:
                          if isinstance(x, (n.Decl, n.For)))
     assigned = {x.name for x in walk_block(loop.body) if isinstance(x, n.Assign)}
     for x in walk_block(loop.body):
-        if isinstance(x, (n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return, n.Print,
+        if isinstance(x, (n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return, n.Print, n.Launch,
                           n.AssertFail)) or \
                 (isinstance(x, n.For) and (x.kind == "threads" or not _constant_trip(x))):
             return None

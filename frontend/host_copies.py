@@ -66,6 +66,7 @@ import clang.cindex as ci
 
 import polypy.ir.nodes as n
 from polypy.ir.queries import buffers_written
+from polypy.ir.visitor import walk_block
 
 from frontend.clang_setup import binary_operator, evaluate, preorder, unary_operator
 from frontend.launch_shapes import HostFunction, Pos, var_key
@@ -610,6 +611,9 @@ def written_arguments(kernel: n.Kernel) -> tuple[bool | None, ...]:
     """Per parameter of the C signature of ``kernel`` (GPU form), whether it stores through it
     (atomics included): None for parameters polypy splits into several."""
     stored = buffers_written(kernel.body)
+    # What a kernel hands to a kernel it launches from device code may be written by that child
+    # (n.Launch), within this launch as the host sees it.
+    stored |= {p for x in walk_block(kernel.body) if isinstance(x, n.Launch) for p in x.pointers if p is not None}
     out: list[bool | None] = []
     for sp in kernel.source_params:
         if len(sp.members) != 1 or sp.members[0][0] != "":

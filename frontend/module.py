@@ -198,10 +198,23 @@ class _ModuleBuilder:
                 kernels[key] = (target, self.instance_name(target, kernels))
             launches_by_file.setdefault(call.location.file.name, []).append((call, target, instance))
         self.ctx.names.taken.update(name for _, name in kernels.values())
+
+        def kernel_named(target: ci.Cursor) -> str:  # a kernel launched from device code
+            key = self.kernel_key(target)
+            if key not in kernels:
+                kernels[key] = (target, self.instance_name(target, kernels))
+                self.ctx.names.taken.add(kernels[key][1])
+            return kernels[key][1]
+
+        self.ctx.kernel_named = kernel_named
         built: list[n.Kernel] = []
         names: dict[tuple, str] = {}
-        for key, (cursor, name) in kernels.items():
+        pending = list(kernels.items())
+        while pending:  # kernels launched only from device code join the list while it is lowered
+            key, (cursor, name) = pending.pop(0)
+            known = len(kernels)
             kernel = _lower_kernel(KernelBuilder(self.ctx, cursor, name), cursor)
+            pending += list(kernels.items())[known:]
             check_depth(kernel)
             check_barriers(kernel)
             built.append(kernel)

@@ -42,7 +42,7 @@ from polypy.ir.visitor import rebuild, walk
 from gpu2cpu.report import LoweringDecision
 
 # statements whose effect depends on how many threads execute them, or that must be reached by all
-_COUNTING = (n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Print)  # each copy prints
+_COUNTING = (n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Print, n.Launch)  # each copy prints, launches
 
 
 def identical_thread_dims(kernel: n.Kernel) -> tuple[int, ...]:

@@ -41,7 +41,7 @@ from polypy.poly.alias import alias_kind
 
 from gpu2cpu.names import NameSupply
 
-_REFUSED = (n.AtomicRMW, n.Barrier, n.Fence, n.Print, n.AssertFail, n.Shuffle, n.Vote, n.Break, n.Continue, n.Return)  # a fence: stores stay before it
+_REFUSED = (n.AtomicRMW, n.Barrier, n.Fence, n.Print, n.Launch, n.AssertFail, n.Shuffle, n.Vote, n.Break, n.Continue, n.Return)  # a fence: stores stay before it
 
 
 def promote_accumulators(kernel: n.Kernel) -> n.Kernel:

@@ -182,7 +182,7 @@ class _Builder:
     def hoistable(self, s: n.Stmt, ctx: _Ctx) -> bool:
         """Whether ``s`` only computes block-uniform scalars (and may run once per block)."""
         for x in walk(s):
-            if isinstance(x, (n.Store, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Return, n.ThreadIdx, n.Print)):
+            if isinstance(x, (n.Store, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Return, n.ThreadIdx, n.Print, n.Launch)):
                 return False
             if isinstance(x, n.Load) and x.buffer in self.local_arrays:
                 return False

@@ -161,9 +161,16 @@ def _by_ir_name(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) -> di
                     not isinstance(value, (Mapping, np.void)):
                 value = _half_fields(kernel, structs[key], value)
             for path, name in structs[key].members:
+                if path == n.NONNULL:  # whether the pointer is not null (a launch passes an array)
+                    out[name] = np.int32(value is not None)
+                    continue
                 out[name] = _member(kernel, structs[key], value, path)
         else:
             raise UserError(f"kernel {kernel.name!r} has no parameter {key!r}", kernel.loc)
+    for sp in structs.values():  # a pointer given by its own name: whether it is null
+        paths = dict(sp.members)
+        if n.NONNULL in paths and paths[n.NONNULL] not in out and paths.get("") in out:
+            out[paths[n.NONNULL]] = np.int32(out[paths[""]] is not None)
     return out
 
 

@@ -620,14 +620,20 @@ def test_the_llvm_backend_kernel_libraries_and_the_bare_emulator_refuse_texture_
     assert f"{library}:1:71: error: texture fetches are only translated in whole programs" in result.stderr
 
 
-def test_wrap_addressing_with_unnormalized_coordinates_is_refused_when_the_program_asks(tmp_path) -> None:
+@pytest.mark.parametrize("mode", ["0", "2"], ids=["wrap", "mirror"])
+def test_wrap_and_mirror_with_unnormalized_coordinates_are_clamp_for_texture_objects(tmp_path, mode) -> None:
+    """cudaCreateTextureObject documents the switch: with unnormalized coordinates, wrap and
+    mirror are not supported and become clamp (texel 2.5 of a 2-texel row is texel 1, -3 is 0)."""
     need_compiler(cpp=True)
     path = tmp_path / "wrap.cu"
-    path.write_text(_program_2d(MODES="{0}", **dict(ONE_FETCH, XU="{2.5}")))
+    path.write_text(_program_2d(MODES="{" + mode + "}", **dict(ONE_FETCH, XU="{2.5}")))
     result = _run(path)
-    assert result.returncode == 1
-    assert "polypy: wrap or mirror addressing with unnormalized texture coordinates (a fetch outside the texture) " \
-           "is not supported" in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["2"]
+    path.write_text(_program_2d(MODES="{" + mode + "}", **dict(ONE_FETCH, XU="{-3}")))
+    result = _run(path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["1"]
 
 
 def test_a_texture_fetch_is_one_pure_call_per_component_in_the_ir_text(tmp_path) -> None:

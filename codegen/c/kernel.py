@@ -31,7 +31,7 @@ import dataclasses
 from typing import Callable, Optional, Sequence
 
 from polypy.coarsening import CoarseVersion, pays_in_c
-from polypy.errors import InternalError
+from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.cexpr import ATOM
 from polypy.ir.names import kernel_names
@@ -287,7 +287,7 @@ class KernelEmitter:
                     params.append(f"{sp.ctype} {sp.name}")
                     names.append(sp.name)
                     for path, ir_name in sp.members:
-                        if path in (n.TABLE_POOL, n.TABLE_BASE):  # launcher locals (table_locals)
+                        if path in (n.TABLE_POOL, n.TABLE_BASE, n.NONNULL):  # launcher locals (table_locals)
                             values[ir_name] = lvalues[ir_name] = self.cname(ir_name)
                             continue
                         lvalues[ir_name] = sp.name + path
@@ -317,6 +317,8 @@ class KernelEmitter:
             return out
         for sp in self.kernel.source_params:
             paths = dict(sp.members)
+            if n.NONNULL in paths:  # `p != NULL` in the kernel
+                out.append(f"int {self.cname(paths[n.NONNULL])} = {sp.name} != 0;")
             if n.TABLE_POOL not in paths or n.TABLE_BASE not in paths:
                 continue
             pool, base = paths[n.TABLE_POOL], paths[n.TABLE_BASE]
@@ -342,8 +344,17 @@ class KernelEmitter:
         if opts.program:
             prologue.append(f"if (!polypy_rt_launch_ok({', '.join(grid + block)}, shmem_bytes)) return;")
             prologue += self.table_locals()
+            if any(isinstance(x, n.Launch) for x in walk(self.kernel)):
+                # Launches from device code: kept while the blocks run, run when they are done
+                # (when this object goes out of scope), before the launch returns (parts/dynamic.h).
+                prologue.append("polypy_rt_cdp_grid polypy_cdp_grid;")
         else:
             prologue.append("if (!polypy_launch_ok(gridDim, blockDim)) return;")
+            for x in walk(self.kernel):
+                if isinstance(x, n.Launch):
+                    raise UserError(f"kernel launches from device code (dynamic parallelism: '{x.kernel}' launched "
+                                    "here) are supported in whole programs only (a file with host code), not in "
+                                    "kernel libraries for the Python API", x.loc)
         arguments = list(values)
         # Sums per worker (``worker_sums``): the blocks add into the worker's own slots, and the
         # worker adds its sums to the array once, after its share of the grid.

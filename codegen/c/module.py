@@ -31,6 +31,7 @@ from typing import Mapping, Sequence
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.host import HostFile, HostProgram, HostStub
+from polypy.ir.visitor import walk
 from polypy.launch import MAX_BLOCK, MAX_THREADS_PER_BLOCK
 from polypy.sources import read_source
 from polypy.stack import on_big_stack
@@ -155,6 +156,8 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
         codes = {name: emit_kernel(k, options, block_shapes=shapes.get(name, ()), barriers=notes.get(name),
                                    coarsen=coarsen)
                  for name, k in kernels.items()}
+    if not emulate:
+        codes = _with_child_prototypes(codes, kernels)
     # Copies are kept where the run checks device pointers (the emulator, --check-bounds).
     # Emulated launches call into Python, one at a time: their loops stay as written.
     state = _ProgramState(codes, host, {host.main}, share=not (emulate or check_bounds), merge=not emulate,
@@ -168,6 +171,23 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
     tail = EMULATE_ENTRY if emulate else ""
     return (head + fp_contract_off() + "\n" + runtime_header().rstrip() + "\n\n" + prelude().rstrip() + "\n\n"
             + bridge + body + tail)
+
+
+def _with_child_prototypes(codes: dict[str, KernelCode], kernels: Mapping[str, n.Kernel]) -> dict[str, KernelCode]:
+    """Each kernel that launches kernels from device code (``n.Launch``) with its children's
+    launchers declared before its code (a child may be defined later in the file, or be itself)."""
+    out = dict(codes)
+    for name, k in kernels.items():
+        children = list(dict.fromkeys(x.kernel for x in walk(k) if isinstance(x, n.Launch)))
+        if not children:
+            continue
+        missing = [c for c in children if c not in codes]
+        if missing:
+            raise InternalError(f"kernel {name!r} launches {', '.join(missing)}, which was not translated", k.loc)
+        protos = "\n".join(codes[c].prototype for c in children)
+        out[name] = dataclasses.replace(codes[name], text=f"/* launched from device code by {name} */\n{protos}\n\n"
+                                                          + codes[name].text)
+    return out
 
 
 # Block shapes per kernel that a whole program gets specialized versions for, at most.

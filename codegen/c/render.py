@@ -381,6 +381,8 @@ class Renderer(CExprPrinter):
             out.append(f"{ind}{print_call(s, self.expr)};")
         elif isinstance(s, n.AssertFail):
             out.extend(ind + line for line in assert_fail_lines(s, self.expr))
+        elif isinstance(s, n.Launch):
+            out.extend(ind + line for line in self.launch(s))
         elif isinstance(s, n.If):
             self.if_chain(s, depth, out)
         elif isinstance(s, n.For):
@@ -394,6 +396,28 @@ class Renderer(CExprPrinter):
             out.append(f"{ind}goto {label};" if label is not None else f"{ind}continue;")
         else:
             raise InternalError(f"{type(s).__name__} in CPU-form code given to the C backend", s.loc)
+
+    def launch(self, s: n.Launch) -> list[str]:
+        """A launch from device code (``n.Launch``): the configuration and arguments evaluated now,
+        the child's launcher called with them when this grid is done (``parts/dynamic.h``)."""
+        if not self.program:
+            raise UserError(f"kernel launches from device code (dynamic parallelism: '{s.kernel}' launched here) "
+                            "are supported in whole programs only", s.loc)
+        lines = ["{  /* " + f"{s.kernel}<<<...>>> from device code: runs when this grid is done" + " */",
+                 f"{INDENT}const dim3 polypy_grid({', '.join(self.expr(e) for e in s.grid)});",
+                 f"{INDENT}const dim3 polypy_block({', '.join(self.expr(e) for e in s.block)});",
+                 f"{INDENT}const size_t polypy_shmem = {self.expr(s.shmem)};"]
+        names = []
+        for i, (a, p) in enumerate(zip(s.args, s.pointers)):
+            value = self.expr(a) if p is None else f"{self.name(p)} + ({self.expr(a)})"
+            lines.append(f"{INDENT}const auto polypy_arg{i} = {value};")
+            names.append(f"polypy_arg{i}")
+        stream = {"stream": "polypy_rt_cdp_ordinary", "tail": "polypy_rt_cdp_tail",
+                  "fire_and_forget": "polypy_rt_cdp_fire_and_forget"}[s.stream]
+        call = ", ".join(["polypy_grid", "polypy_block", "polypy_shmem"] + names)
+        lines.append(f"{INDENT}polypy_rt_device_launch({stream}, [=]() {{ {s.kernel}_launch({call}); }});")
+        lines.append("}")
+        return lines
 
     def prefetch(self, s: n.Prefetch) -> str:
         """The element is not accessed and its index may lie outside the array: no bounds check,

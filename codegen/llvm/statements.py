@@ -9,7 +9,7 @@ from codegen.llvm.function import _Loop
 from codegen.llvm.printing import emit_assert_fail, emit_print
 from codegen.llvm.types import PTR, int_type_of_width, memory_type, value_type
 
-from polypy.errors import InternalError
+from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.visitor import walk
 from polypy.ir.types import ScalarType
@@ -55,6 +55,11 @@ class StatementEmitter:
 
     def visit_Print(self, s: n.Print) -> None:
         emit_print(self, s)
+
+    def visit_Launch(self, s: n.Launch) -> None:
+        raise UserError(f"kernel launches from device code (dynamic parallelism: '{s.kernel}' launched here) are not "
+                        "supported by the LLVM backend (polypy.compile); translate the whole program with "
+                        "'polypy translate' (C++ and OpenMP)", s.loc)
 
     def visit_AssertFail(self, s: n.AssertFail) -> None:
         emit_assert_fail(self, s)

@@ -173,6 +173,24 @@ POLYPY_D int max(int, int);
 POLYPY_D unsigned int max(unsigned int, unsigned int);
 POLYPY_D long long max(long long, long long);
 POLYPY_D unsigned long long max(unsigned long long, unsigned long long);
+/* CUDA's math headers also overload min/max for long and for operands of mixed signedness (both
+ * converted to the unsigned type, the result's), so that min(unsigned, int) is not ambiguous. */
+POLYPY_D long min(long, long);
+POLYPY_D unsigned long min(unsigned long, unsigned long);
+POLYPY_D unsigned int min(unsigned int, int);
+POLYPY_D unsigned int min(int, unsigned int);
+POLYPY_D unsigned long min(unsigned long, long);
+POLYPY_D unsigned long min(long, unsigned long);
+POLYPY_D unsigned long long min(unsigned long long, long long);
+POLYPY_D unsigned long long min(long long, unsigned long long);
+POLYPY_D long max(long, long);
+POLYPY_D unsigned long max(unsigned long, unsigned long);
+POLYPY_D unsigned int max(unsigned int, int);
+POLYPY_D unsigned int max(int, unsigned int);
+POLYPY_D unsigned long max(unsigned long, long);
+POLYPY_D unsigned long max(long, unsigned long);
+POLYPY_D unsigned long long max(unsigned long long, long long);
+POLYPY_D unsigned long long max(long long, unsigned long long);
 POLYPY_D unsigned int umin(unsigned int, unsigned int);
 POLYPY_D unsigned int umax(unsigned int, unsigned int);
 POLYPY_D long long llmin(long long, long long);
@@ -369,6 +387,27 @@ template <class T> static __device__ void surf2DLayeredwrite(T v, cudaSurfaceObj
 extern "C" __device__ int printf(const char* format, ...);
 extern "C" __device__ __attribute__((noreturn)) void __assert_fail(const char* expr, const char* file,
                                                                     unsigned int line, const char* function);
+#endif
+
+/* The device runtime (CUDA dynamic parallelism, cuda_device_runtime_api.h): what device code may
+ * call around a launch from device code (frontend/lower/launches.py maps or refuses each). */
+#ifdef __cplusplus
+__device__ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags);
+__device__ cudaError_t cudaStreamDestroy(cudaStream_t stream);
+__device__ cudaError_t cudaGetLastError(void);
+__device__ cudaError_t cudaPeekAtLastError(void);
+__device__ cudaError_t cudaDeviceSynchronize(void);
+__device__ cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+__device__ cudaError_t cudaMalloc(void** ptr, size_t size);
+__device__ cudaError_t cudaFree(void* ptr);
+__device__ void* cudaGetParameterBuffer(size_t alignment, size_t size);
+__device__ cudaError_t cudaLaunchDevice(void* func, void* parameterBuffer, dim3 gridDimension, dim3 blockDimension,
+                                        unsigned int sharedMemSize, cudaStream_t stream);
+/* CUDA's named streams for launches from device code (driver_types.h spells them so). */
+#ifndef cudaStreamTailLaunch
+#define cudaStreamTailLaunch ((cudaStream_t)0x3)
+#define cudaStreamFireAndForget ((cudaStream_t)0x4)
+#endif
 #endif
 
 #undef POLYPY_D

@@ -26,13 +26,14 @@ from frontend.lower.inlining import InliningLowering
 from frontend.lower.lambdas import LambdaLowering
 from frontend.lower.loops import LoopLowering
 from frontend.lower.members import MemberLowering
+from frontend.lower.param_arrays import runtime_indexed_arrays
 from frontend.lower.places import PlaceLowering
 from frontend.lower.statements import StatementLowering
 from frontend.lower.switch import SwitchLowering
 from frontend.lower.webs import split_variable_webs
 from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from frontend.values import (
-    AggLV, ArrayBinding, Binding, LValue, Pointer, PointerTable, PtrVarLV, RecordAddress, VarLV,
+    AggLV, ArrayBinding, Binding, LValue, MemLV, Pointer, PointerTable, PtrVarLV, RecordAddress, VarLV,
 )
 
 
@@ -61,6 +62,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.loop_depth = 0
         self.switch_markers: list[dict[int, n.Return]] = []  # the breaks of the switches being lowered
         self.clock: str | None = None  # the thread's clock() counter, declared at the top once used
+        self.launch_error: str | None = None  # the thread's last launch error (launches.py), likewise
         self.assert_flag: str | None = None  # set by a failed assert in a device function (printing.py)
 
     # ------------------------------------------------------------------ utilities
@@ -127,6 +129,8 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
                 stmts, self.assert_flag = trapped, flag
         if self.clock is not None:
             stmts = (n.Decl(self.clock, I64, n.Const(0, I64), loc=self.loc(self.cursor)),) + stmts
+        if self.launch_error is not None:
+            stmts = (n.Decl(self.launch_error, I32, n.Const(0, I32), loc=self.loc(self.cursor)),) + stmts
         if self.assert_flag is not None:
             stmts = (n.Decl(self.assert_flag, BOOL, n.Const(False, BOOL), loc=self.loc(self.cursor)),) + stmts
         self.frames.pop()
@@ -173,7 +177,19 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         if tm.is_record(t):
             members: list[tuple[str, str]] = []
             fields: dict[str, LValue] = {}
+            # Array members indexed at run time: one pointer parameter each (param_arrays.py).
+            arrays = {} if decl_key(p) in mutated else {a: "" for a in runtime_indexed_arrays(self.cursor, p)}
             for leaf in tm.leaves(t):
+                array = next((a for a in arrays if leaf.path.startswith(a + "[")
+                              and leaf.path[len(a) + 1:-1].isdigit()), None)
+                if array is not None and leaf.scalar is not None:
+                    if not arrays[array]:
+                        arrays[array] = self.names.fresh(name + array)
+                        self.params.append(n.Param(arrays[array], PointerType(leaf.scalar, const=True), loc=where))
+                        members.append((array, arrays[array]))
+                    k = int(leaf.path[len(array) + 1:-1])
+                    fields[leaf.path] = MemLV(arrays[array], (n.Const(k, I64),), leaf.scalar)
+                    continue
                 pname = self.names.fresh(name + leaf.path)
                 members.append((leaf.path, pname))
                 lst = leaf.scalar

@@ -24,6 +24,7 @@ from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.lower.printing import assert_fail, device_printf
 from frontend.lower.float_parts import FloatParts
 from frontend.lower.textures import hidden_param, is_texture_call, texture_call
+from frontend.lower.launches import device_launch, device_runtime_call, is_device_runtime_call
 from frontend.lower.int_intrinsics import INT_INTRINSICS, int_intrinsic
 from frontend.lower.rounding import REFUSED as REFUSED_ROUNDING, ROUNDING_INTRINSICS, rounding_intrinsic
 from frontend.lower.warp_collectives import WARP_COLLECTIVES, warp_collective
@@ -76,7 +77,7 @@ class CallLowering:
         children = list(c.get_children())
         if any(ch.kind == CK.CALL_EXPR and ch.spelling in ("__cudaPushCallConfiguration", "cudaConfigureCall")
                for ch in children):
-            raise self.error("kernel launches from device code (dynamic parallelism) are not supported", c)
+            return device_launch(self, c, children, discard)
         if fn is None:
             raise self.error("calls through function pointers are not supported", c)
         if is_cooperative(fn):
@@ -135,6 +136,8 @@ class CallLowering:
             return (device_memcpy if base == "memcpy" else device_memset)(self, args, c, discard)
         if base in _REFUSED_CALLS:
             raise self.error(_REFUSED_CALLS[base], c)
+        if is_device_runtime_call(base, fn):
+            return device_runtime_call(self, base, args, c, discard)
         if is_texture_call(base, fn):
             return texture_call(self, base, fn, args, c)
         if base.startswith(("tex", "surf")) and fn.location.is_in_system_header:
@@ -251,6 +254,9 @@ class CallLowering:
                 if canonical == "min":
                     return n.Select(n.Binary("lt", b_, a_, loc=loc), b_, a_, loc=loc)  # type: ignore[arg-type]
                 return n.Select(n.Binary("lt", a_, b_, loc=loc), b_, a_, loc=loc)  # type: ignore[arg-type]
+            if canonical in ("min", "max") and rt.is_int:
+                # The mixed overloads (`unsigned min(unsigned, int)`) compare in the result type.
+                values = [convert(v, rt) for v in values]  # type: ignore[arg-type]
             if canonical in ("min", "max", "abs") and rt.is_float:
                 canonical = {"min": "fmin", "max": "fmax", "abs": "fabs"}[canonical]
             fn_info = MATH_FUNCTIONS[canonical]

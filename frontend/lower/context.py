@@ -123,6 +123,9 @@ class ModuleContext:
         # ``frontend.kernel_values.DeviceSources``: ``get(usr)``, ``files()``).
         self.device_definitions = None
         self.global_usrs: dict[str, tuple] = {}  # a module variable's USR -> its key (alike in every file)
+        # The IR name of a kernel launched from device code (its definition's cursor), given a name
+        # and queued for lowering where it is not yet among the module's kernels (frontend.module).
+        self.kernel_named = None
 
     def global_array(self, decl: ci.Cursor, where: Loc | None) -> ArrayBinding:
         # One variable, however many times declared (``extern __constant__ float c[4];`` in a

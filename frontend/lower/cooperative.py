@@ -296,8 +296,21 @@ class CooperativeLowering:
             raise self.error(f"thread_block_tile<{size}>::{name}: shfl_up, shfl_down, shfl_xor and ballot of a tile "
                              f"of more than {WARP} threads are not supported", c)
         if name in _SHUFFLES:
-            value = self.scalar(args[0])
+            value = self.expr(args[0])
             lane = convert(self.scalar(args[1]), U32 if name != "shfl" else I32)
+            if isinstance(value, Aggregate):
+                # A record (`tile.shfl_xor(v, 1)` of a uint4): cooperative groups shuffle any
+                # trivially copyable type word by word from one source lane, which is each
+                # member shuffled from that lane.
+                fields: dict[str, Value] = {}
+                for path, member in value.fields.items():
+                    if not isinstance(member, n.Expr):
+                        raise self.error(f"a shuffle of a record with a member '{path}' that is not a number "
+                                         "is not supported", c)
+                    fields[path] = self.cg_shuffle(_SHUFFLES[name], member, lane, size, c)
+                return Aggregate(fields, value.spelling)
+            if not isinstance(value, n.Expr):
+                raise self.error(f"cooperative_groups::{kind}::{name} of this kind of value is not supported", c)
             return self.cg_shuffle(_SHUFFLES[name], value, lane, size, c)
         if name in ("any", "all", "ballot"):
             return self.cg_vote(name, truth(self.scalar(args[0])), size, c)

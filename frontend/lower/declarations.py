@@ -19,6 +19,7 @@ from frontend.lower.accessors import accessor_type
 from frontend.lower.cooperative import is_cooperative, is_tile_memory, refused_group
 from frontend.lower.views import element
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
+from frontend.lower.null_tests import is_null_pointer
 from frontend.values import (
     AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, UnionLV,
     VarAddress, VarLV,
@@ -77,8 +78,9 @@ class DeclarationLowering:
             self.bind(d, VarLV(var, st))
             return
         if tm.is_pointer(t):
-            if init is None:
-                # Pointed into a buffer by its first assignment (places.assign_pending).
+            if init is None or is_null_pointer(init):
+                # Pointed into a buffer by its first assignment (places.assign_pending); a null
+                # pointer until then can be neither read through nor compared (both refused).
                 self.bind(d, PendingPtrLV(decl_key(d), name, self.temp(I64, n.Const(0, I64), name + "_off", d)))
                 return
             value = self.expr(init)

@@ -15,6 +15,7 @@ from frontend.arith import add_offsets, convert, promote, scale, truth, usual_ar
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
 from frontend.lower.bitcasts import bit_view, reinterpret, views_as_itself
 from frontend.lower.views import read_part, view_pointer
+from frontend.lower.null_tests import is_null_pointer, null_test
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
 from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
@@ -358,9 +359,14 @@ class ExpressionLowering:
             if lv.offset_var is None:
                 raise self.error("pointer is not assignable here", c)
             var = lv.offset_var
+            saved: n.Expr | None = None
+            if postfix and not discard:  # `*p++ = v`: the pointer before the step
+                saved = n.Var(self.temp(var.type, n.Var(var.name, var.type), "old", c).name, var.type)
             delta = n.Const(1 if op == "++" else -1, var.type)
             self.emit(n.Assign(var.name, n.Binary("add", n.Var(var.name, var.type), delta), loc=self.loc(c)))
-            return None if discard else self.read(lv, c)
+            if discard:
+                return None
+            return dataclasses.replace(lv.base, offset=saved) if saved is not None else self.read(lv, c)
         if not isinstance(lv, (VarLV, BitsLV, MemLV, ViewLV, PartLV)):
             raise self.error("++/-- of this kind of value is not supported", c)
         old = self.read(lv, c)
@@ -394,6 +400,8 @@ class ExpressionLowering:
             return self.logical(op, lhs_c, rhs_c, c)
         if op not in _BINARY:
             raise self.error(f"unsupported operator '{op}'", c)
+        if op in ("==", "!=") and (is_null_pointer(lhs_c) or is_null_pointer(rhs_c)):
+            return null_test(self, op, rhs_c if is_null_pointer(lhs_c) else lhs_c, c)
         a = self.expr(lhs_c)
         b = self.expr(rhs_c)
         if isinstance(a, _ArrayRef):
@@ -427,6 +435,18 @@ class ExpressionLowering:
             diff = n.Binary("sub", convert(a.offset or zero, I64), convert(b.offset or zero, I64), loc=self.loc(c))
             st = tm.scalar_type(c.type)
             return convert(diff, st) if st is not None else diff
+        if op in ("<", "<=", ">", ">=", "==", "!=") and isinstance(a, Pointer) and isinstance(b, Pointer):
+            # Two pointers into one array compare as their element offsets (C orders pointers into
+            # one array only; the equality of pointers into different parameters depends on the
+            # arguments, which may alias).
+            if a.buffer != b.buffer or a.prefix != b.prefix or a.stored != b.stored or a.record is not None \
+                    or b.record is not None or a.layout.stride != b.layout.stride or a.layout.scalar != b.layout.scalar:
+                raise self.error(f"comparing pointers into different buffers (or rows, or views) with '{op}' is not "
+                                 "supported in device code", c)
+            zero = n.Const(0, I64)
+            cmp = n.Binary(_BINARY[op], convert(a.offset or zero, I64), convert(b.offset or zero, I64), loc=self.loc(c))
+            st = tm.scalar_type(c.type)
+            return convert(cmp, st) if st is not None else cmp
         raise self.error(f"pointer operation '{op}' is not supported in device code", c)
 
     def logical(self, op: str, lhs_c: ci.Cursor, rhs_c: ci.Cursor, c: ci.Cursor) -> n.Expr:

@@ -33,7 +33,9 @@ class InliningLowering:
         """``fn`` inlined at call ``c``; ``this``: the object of a member function; ``prologue``
         runs in the callee's frame before its body (a constructor's member initializers)."""
         key = decl_key(fn)
-        if any(f.key == key for f in self.frames):
+        # Instances of one function template share a declaration: a template that calls another
+        # instance of itself (`f<i>` calling `f<i - 1>`, ended by a specialization) is no recursion.
+        if any(f.key == key and f.cursor.get_usr() == fn.get_usr() for f in self.frames):
             raise self.error(f"recursive call to '{fn.spelling}' is not supported", c)
         if is_kernel_decl(fn):
             raise self.error("kernels cannot be called from device code", c)

@@ -15,7 +15,8 @@ from frontend.clang_setup import unary_operator
 from frontend.lower.bitcasts import reinterpret
 from frontend.lower.views import element, store_part
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
-from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member
+from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member, _strip
+from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PointerTable, PtrVarLV, RecLV,
     PartLV, RecordAddress, RefBinding, UnionLV, Value, VarAddress, VarLV, ViewLV,
@@ -48,6 +49,14 @@ class PlaceLowering:
             base_c, index_c = list(c.get_children())
             if tm.scalar_type(base_c.type) is not None and not tm.is_pointer(base_c.type):
                 base_c, index_c = index_c, base_c
+            if is_variable_member(base_c) and tm.canonical(_strip(base_c).type).kind == ci.TypeKind.CONSTANTARRAY:
+                base_lv = self.lvalue(_strip(base_c))  # an array member of a record variable: its element's place
+                if isinstance(base_lv, AggLV):
+                    index = self.scalar(index_c)
+                    element = element_lv(base_lv, index)
+                    if element is not None:
+                        return element
+                    raise self.error("an array member of a local record indexed at run time is not supported", c)
             base = self.expr(base_c)
             index = self.scalar(index_c)
             return self.subscript(base, index, c)
@@ -80,6 +89,10 @@ class PlaceLowering:
             if isinstance(index, n.Const) and index.value == 0:
                 return base.target
             raise self.error("only element 0 of the address of a local variable can be accessed", c)
+        if isinstance(base, Aggregate):
+            element = element_of(base, index)  # an array member of a record parameter in memory
+            if element is not None:
+                return element
         raise self.error(f"cannot index a {_describe(base)}", c)
 
     def pointer_element(self, ptr: Pointer, j: n.Expr | None, c: ci.Cursor) -> LValue:

@@ -94,6 +94,10 @@ def run_program(module: n.Module, *, emulate: bool = False, threads: int = 0, op
                          name=module.source)
             sys.stdout.flush()
             return subprocess.run([str(exe), *argv]).returncode
+        from polypy.emulator.launch import refuse_device_launches
+
+        for kernel in module.kernels:  # before building: the refusal is located, and nothing runs
+            refuse_device_launches(kernel)
         source = emit_program(module.host, {k.name: k for k in module.kernels}, emulate=True)
         # The program's entry point (``polypy_program_main``) calls its ``main`` through the name
         # ``polypy_main_impl``; ``main`` keeps its own name, so a ``main`` that ends without

@@ -25,6 +25,7 @@ from polypy.emulator.state import ChunkState, TextureFetch
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.verifier import verify_kernel
+from polypy.ir.visitor import walk
 from polypy.launch import block_shape, grid_shape
 from polypy.stack import on_big_stack
 
@@ -35,6 +36,16 @@ MEMORY_BUDGET = 1 << 28
 
 
 @on_big_stack
+def refuse_device_launches(kernel: n.Kernel) -> None:
+    """Launches from device code (dynamic parallelism) are refused by the emulator, at the launch:
+    it runs one kernel at a time and has no other kernel to run after the grid."""
+    for x in walk(kernel):
+        if isinstance(x, n.Launch):
+            raise UserError(f"the emulator does not run kernel launches from device code (dynamic parallelism: "
+                            f"'{x.kernel}' launched here); translate the program and run it natively instead",
+                            x.loc)
+
+
 def emulate(kernel: n.Kernel, grid: int | Sequence[int], block: int | Sequence[int],
             args: Mapping[str, Any] | Sequence[Any], *, shmem: int = 0,
             globals: dict[str, np.ndarray] | None = None, check_races: bool = True,
@@ -61,6 +72,7 @@ def emulate(kernel: n.Kernel, grid: int | Sequence[int], block: int | Sequence[i
         raise UserError(f"kernel {kernel.name!r} is in {kernel.stage!r} form; the emulator runs GPU-form kernels",
                         kernel.loc)
     verify_kernel(kernel)
+    refuse_device_launches(kernel)
     # A grid with no blocks is a launch that does nothing (CUDA refuses its configuration, and a
     # program that does not check the launch's error sees no effect); its arguments are still checked.
     geometry = Geometry(grid_shape(grid, empty=True), block_shape(block))

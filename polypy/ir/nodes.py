@@ -385,6 +385,33 @@ class Print(Stmt):
     args: tuple[Expr, ...] = ()
 
 
+LAUNCH_STREAMS = ("stream", "tail", "fire_and_forget")
+
+
+@_node
+class Launch(Stmt):
+    """``kernel<<<grid, block, shmem, stream>>>(args)`` in device code (dynamic parallelism, CUDA 12
+    semantics): a launch of the module's kernel ``kernel``, its arguments taken by value now; the
+    child grid runs after this kernel's grid has completed (with every write of the parent visible)
+    and before the parent launch counts as complete, in launch order among the grid's launches
+    (``stream`` ``tail``: after all the others, ``cudaStreamTailLaunch``), a child's own children
+    after it. ``grid``/``block``: the x, y, z extents (u32); ``shmem``: bytes of dynamic shared
+    memory (u64); ``args``: one per parameter of ``kernel`` in order -- a scalar's value, or for a
+    pointer parameter (``pointers[i]`` the pointer parameter of this kernel it points into) the
+    element offset (i64) into that buffer. The configuration is valid (the frontend tests it
+    first, as CUDA's launch does). A side effect: each executing thread launches once."""
+
+    CHILDREN = ("grid", "block", "shmem", "args")
+
+    kernel: str
+    grid: tuple[Expr, ...]
+    block: tuple[Expr, ...]
+    shmem: Expr
+    args: tuple[Expr, ...]
+    pointers: tuple[str | None, ...] = ()
+    stream: str = "stream"
+
+
 @_node
 class AssertFail(Stmt):
     """A device ``assert`` whose condition was false (the frontend guards it with an ``if``):
@@ -559,6 +586,9 @@ class Buffer(Node):
 # from the table of pointers (the allocation its first pointer points into).
 TABLE_POOL = ".polypy_pool"
 TABLE_BASE = ".polypy_base"
+# Member path of the i32 that says whether a pointer parameter is not null (1) or null (0), for
+# a kernel that compares the pointer with a null pointer (``p != NULL``): launchers compute it.
+NONNULL = ".polypy_nonnull"
 
 
 @_node

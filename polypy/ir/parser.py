@@ -344,6 +344,8 @@ class _Parser:
             while self.accept(","):
                 where.append(self.expr())
             return n.AssertFail(text, file, int(line.text), function, tuple(where), loc=loc)
+        if word == "launch" and self.peek(1).kind == "id" or word == "launch" and self.peek(1).text == ".":
+            return self.launch(loc)
         if word == "prefetch":
             self.next()
             buffer = self.ident()
@@ -422,6 +424,44 @@ class _Parser:
         if name not in self.vars:
             raise UserError(f"assignment to undeclared variable {name!r}", loc)
         return n.Assign(name, self.expr(), loc=loc)
+
+    def launch(self, loc: Loc) -> n.Stmt:
+        self.expect("launch")
+        stream = "stream"
+        if self.accept("."):
+            stream = self.ident()
+            if stream not in n.LAUNCH_STREAMS:
+                raise self.error(f"unknown launch stream {stream!r}")
+        kernel = self.ident()
+        extents = []
+        for word in ("grid", "block"):
+            self.expect(word)
+            self.expect("(")
+            dims = [self.expr()]
+            while self.accept(","):
+                dims.append(self.expr())
+            self.expect(")")
+            extents.append(tuple(dims))
+        self.expect("shmem")
+        self.expect("(")
+        shmem = self.expr()
+        self.expect(")")
+        self.expect("(")
+        args: list[n.Expr] = []
+        pointers: list[str | None] = []
+        while not self.at(")"):
+            if args:
+                self.expect(",")
+            if self.accept("&"):
+                pointers.append(self.ident())
+                self.expect("[")
+                args.append(self.expr())
+                self.expect("]")
+            else:
+                pointers.append(None)
+                args.append(self.expr())
+        self.expect(")")
+        return n.Launch(kernel, extents[0], extents[1], shmem, tuple(args), tuple(pointers), stream, loc=loc)
 
     def atomic(self, dest: str | None, loc: Loc) -> n.Stmt:
         self.expect("atomic")

@@ -173,6 +173,8 @@ class _Printer:
             self.emit(depth, f"fence.{s.scope}", s)
         elif isinstance(s, n.Print):
             self.emit(depth, "print " + ", ".join([json.dumps(s.format)] + [format_expr(a) for a in s.args]), s)
+        elif isinstance(s, n.Launch):
+            self.emit(depth, format_launch(s), s)
         elif isinstance(s, n.AssertFail):
             self.emit(depth, f"assert.fail {json.dumps(s.text)} at {json.dumps(s.file)}:{s.line} "
                              f"in {json.dumps(s.function)}" + "".join(", " + format_expr(w) for w in s.where), s)
@@ -289,3 +291,13 @@ def print_ir(node: n.Node, *, locs: bool = False) -> str:
     if isinstance(node, n.Expr):
         return format_expr(node)
     raise TypeError(f"cannot print {type(node).__name__}")
+
+
+def format_launch(s: n.Launch) -> str:
+    """``launch.tail child grid(gx, gy, gz) block(bx, by, bz) shmem(s) (a, &p[off])``."""
+    args = [format_expr(a) if p is None else f"&{p}[{format_expr(a)}]" for a, p in zip(s.args, s.pointers)]
+    stream = "" if s.stream == "stream" else "." + s.stream
+    grid = ", ".join(format_expr(e) for e in s.grid)
+    block = ", ".join(format_expr(e) for e in s.block)
+    return (f"launch{stream} {s.kernel} grid({grid}) block({block}) shmem({format_expr(s.shmem)}) "
+            f"({', '.join(args)})")

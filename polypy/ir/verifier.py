@@ -14,7 +14,7 @@ from polypy.ir import nodes as n
 from polypy.ir.mathfns import MATH_FUNCTIONS, is_bit_cast
 from polypy.ir.textures import TEXTURE, texture_signature_problem
 from polypy.ir.printf import FormatError, parse_format
-from polypy.ir.types import BOOL, I32, U32, PointerType, ScalarType
+from polypy.ir.types import BOOL, I32, U32, U64, PointerType, ScalarType
 
 
 class _Verifier:
@@ -136,6 +136,8 @@ class _Verifier:
                 self.fail(f"print has {len(s.args)} arguments for {len(wanted)}", s)
             for (t, text), a in zip(wanted, s.args):
                 self.same(self.expr(a), t, s, f"argument of {text}")
+        elif isinstance(s, n.Launch):
+            self.launch(s)
         elif isinstance(s, n.AssertFail):
             if len(s.where) != 6:
                 self.fail("assert.fail needs the block and thread indices", s)
@@ -215,6 +217,25 @@ class _Verifier:
         for i in index:
             self.integer(self.expr(i), node)
         return elem
+
+    def launch(self, s: n.Launch) -> None:
+        if len(s.grid) != 3 or len(s.block) != 3:
+            self.fail("launch needs three grid and three block extents", s)
+        for e in s.grid + s.block:
+            self.same(self.expr(e), U32, s, "grid or block extent")
+        self.same(self.expr(s.shmem), U64, s, "dynamic shared memory size")
+        if s.stream not in n.LAUNCH_STREAMS:
+            self.fail(f"unknown launch stream {s.stream!r}", s)
+        if len(s.pointers) != len(s.args):
+            self.fail("launch needs one pointer entry per argument", s)
+        for a, p in zip(s.args, s.pointers):
+            t = self.expr(a)
+            if p is None:
+                continue
+            if self.buffers.get(p, (None, 0, ""))[2] != "global" or self.kernel.param(p) is None:
+                self.fail(f"launch argument points into {p!r}, which is no pointer parameter", s)
+            if not t.is_int:
+                self.fail("a pointer argument's offset must be an integer", s)
 
     def same(self, got: ScalarType, want: ScalarType, node: n.Node, what: str) -> None:
         if got != want:

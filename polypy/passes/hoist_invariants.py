@@ -40,7 +40,7 @@ from polypy.ir.queries import buffers_written, declared_names, read_names, writt
 from polypy.ir.visitor import Mutator, walk
 from polypy.poly.alias import alias_kind
 
-_EFFECTS = (n.Store, n.AtomicRMW, n.Barrier, n.WarpSync, n.Fence, n.Print, n.AssertFail, n.Shuffle, n.Vote, n.Return, n.Break, n.Continue)
+_EFFECTS = (n.Store, n.AtomicRMW, n.Barrier, n.WarpSync, n.Fence, n.Print, n.Launch, n.AssertFail, n.Shuffle, n.Vote, n.Return, n.Break, n.Continue)
 
 
 def _writes(s: n.Stmt) -> set[str]:

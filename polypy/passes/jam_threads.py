@@ -67,7 +67,7 @@ MAX_JAM_NODES = 4000
 # The longest loop over the threads of a row inside a serial loop the rows share.
 JAM_RUN = 256
 
-_REFUSED = (n.While, n.AtomicRMW, n.Fence, n.Print, n.AssertFail, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return)
+_REFUSED = (n.While, n.AtomicRMW, n.Fence, n.Print, n.Launch, n.AssertFail, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return)
 
 
 def jam_thread_loops(kernel: n.Kernel) -> n.Kernel:

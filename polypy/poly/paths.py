@@ -72,6 +72,7 @@ _HEADER_FIELDS: dict[type, tuple[str, ...]] = {
     n.Vote: ("pred", "mask"),
     n.Print: ("args",),  # its loads are reads like any other (a barrier before them stays)
     n.AssertFail: ("where",),
+    n.Launch: ("grid", "block", "shmem", "args"),
     n.If: ("cond",),
     n.For: ("start", "stop", "step"),
     n.While: ("cond",),

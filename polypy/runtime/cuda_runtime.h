@@ -281,6 +281,7 @@ static __host__ __device__ inline uint3 make_uint3(unsigned int x, unsigned int 
 #include "parts/device.h"
 #include "parts/execution.h"
 #include "parts/kernels.h"
+#include "parts/dynamic.h"
 #include "parts/driver.h"
 #include "parts/texture.h"
 #include "parts/refused.h"

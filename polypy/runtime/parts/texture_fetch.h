@@ -91,6 +91,11 @@ static inline cudaError_t cudaCreateTextureObject(cudaTextureObject_t* obj, cons
   for (int k = 0; k < t.dims; ++k) {
     if (t.addr[k] < cudaAddressModeWrap || t.addr[k] > cudaAddressModeBorder) return polypy_rt_fail(cudaErrorInvalidValue);
   }
+  /* CUDA's runtime: with unnormalized coordinates, wrap and mirror are not supported and are switched
+   * to clamp (cudaCreateTextureObject's documentation). */
+  if (!t.normalized_coords && !t.cubemap)
+    for (int k = 0; k < 3; ++k)
+      if (t.addr[k] == cudaAddressModeWrap || t.addr[k] == cudaAddressModeMirror) t.addr[k] = cudaAddressModeClamp;
   if (t.cubemap && td->seamlessCubemap) polypy_tex_refuse("seamless cubemap filtering");
   if (td->maxAnisotropy > 1) polypy_tex_refuse("anisotropic texture filtering");
   unsigned long long h = polypy_tex_new();
@@ -397,5 +402,9 @@ static inline unsigned long long polypy_texref_object(const struct textureRefere
   r->polypy_obj = 0;
   if (cudaCreateTextureObject(&r->polypy_obj, &res, &td, 0) != cudaSuccess)
     polypy_tex_refuse("this texture reference's state (CUDA rejects it)");
+  /* A texture reference keeps the modes it was given (the switch to clamp is documented for
+   * texture objects only): wrap or mirror with unnormalized coordinates outside the texture is
+   * refused when a fetch meets it (polypy_tex_check_outside). */
+  for (int k = 0; k < 3; ++k) polypy_tex_table()[r->polypy_obj].addr[k] = r->addressMode[k];
   return r->polypy_obj;
 }

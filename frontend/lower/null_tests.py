@@ -1,0 +1,69 @@
+"""Null pointers in device code: ``p == NULL`` / ``p != NULL`` (``nullptr``, ``0``) of a pointer
+into a kernel's pointer parameter tests the launch's argument, an i32 parameter the launcher
+computes (``n.NONNULL``); a pointer variable initialized to null waits for its first assignment
+(``declarations``). ``self`` is the ``KernelBuilder``."""
+from __future__ import annotations
+
+import dataclasses
+
+import clang.cindex as ci
+
+from polypy.ir import nodes as n
+from polypy.ir.types import I32
+
+from frontend import ctypes_map as tm
+from frontend.arith import convert
+from frontend.clang_setup import evaluate
+from frontend.lower.context import CK
+from frontend.lower.helpers import _ArrayRef, _strip
+from frontend.values import Pointer
+
+
+def is_null_pointer(c: ci.Cursor) -> bool:
+    """``NULL``, ``nullptr``, ``0`` or ``(T*)0`` where a pointer is expected."""
+    inner = _strip(c)
+    if inner.kind in (CK.CXX_NULL_PTR_LITERAL_EXPR, CK.GNU_NULL_EXPR):
+        return True
+    if not tm.is_pointer(c.type):
+        return False
+    while inner.kind in (CK.CSTYLE_CAST_EXPR, CK.UNEXPOSED_EXPR, CK.PAREN_EXPR):
+        kids = [x for x in inner.get_children() if x.kind.is_expression()]
+        if len(kids) != 1:
+            return False
+        inner = _strip(kids[0])
+    return inner.kind in (CK.CXX_NULL_PTR_LITERAL_EXPR, CK.GNU_NULL_EXPR) or \
+        (inner.kind == CK.INTEGER_LITERAL and evaluate(inner) == 0)
+
+
+def null_test(self, op: str, pointer_c: ci.Cursor, c: ci.Cursor) -> n.Expr:
+    """``p == NULL`` / ``p != NULL`` of a pointer into a pointer parameter: whether the
+    argument was null, an i32 its launcher computes (``n.NONNULL``). Any other pointer
+    polypy tracks points into a buffer, so it is not null."""
+    v = self.expr(pointer_c)
+    if isinstance(v, _ArrayRef):
+        v = v.decay(self)
+    if not isinstance(v, Pointer):
+        raise self.error("comparing this kind of value with a null pointer is not supported in device code", c)
+    nonnull: n.Expr = n.Const(1, I32)
+    if v.record is None and any(p.name == v.buffer for p in self.params):
+        nonnull = nonnull_param(self, v.buffer, c)
+    elif v.record is not None or not any(b == v.buffer for b in self.buffers):
+        raise self.error("comparing this pointer with a null pointer is not supported in device code", c)
+    result = n.Binary("ne" if op == "!=" else "eq", nonnull, n.Const(0, I32), loc=self.loc(c))
+    st = tm.scalar_type(c.type)
+    return convert(result, st) if st is not None else result
+
+
+def nonnull_param(self, buffer: str, c: ci.Cursor) -> n.Expr:
+    """The i32 parameter saying whether pointer parameter ``buffer`` is not null (made once)."""
+    for i, sp in enumerate(self.source_params):
+        paths = dict(sp.members)
+        if paths.get("") != buffer or len(sp.members) > 2:
+            continue
+        if n.NONNULL not in paths:
+            name = self.names.fresh(buffer + "_nonnull")
+            self.params.append(n.Param(name, I32, loc=self.loc(c)))
+            self.source_params[i] = dataclasses.replace(sp, members=sp.members + ((n.NONNULL, name),))
+            paths[n.NONNULL] = name
+        return n.Var(paths[n.NONNULL], I32, loc=self.loc(c))
+    raise self.error("comparing this pointer with a null pointer is not supported in device code", c)

@@ -1,0 +1,99 @@
+"""Array members of by-value record kernel parameters indexed at run time.
+
+A record parameter is flattened into one IR parameter per scalar leaf (``kernel_param``), an
+array member one per element: ``p.w[2]`` is the parameter ``p_w_2_``. An index known only at run
+time (``for (int i = 0; i < N; ++i) tmp += p.param[i];``, NVIDIA's LargeKernelParameter) needs
+the elements in memory: such an array member (one dimension, scalar elements, the parameter
+never assigned) becomes one read-only pointer parameter instead, and its launcher passes the
+array of its own by-value copy of the record (``(int*)(p.param)``), which lives until the
+launch returns. Each element is then a place in that memory, so constant indices, copies of
+the record and run-time indices all read the same values.
+"""
+from __future__ import annotations
+
+import clang.cindex as ci
+
+from polypy.ir import nodes as n
+
+from frontend import ctypes_map as tm
+from frontend.clang_setup import evaluate, preorder
+from frontend.lower.context import CK, decl_key
+from frontend.lower.helpers import _strip
+from frontend.values import Aggregate, AggLV, LValue, MemLV
+
+
+def runtime_indexed_arrays(kernel: ci.Cursor, param: ci.Cursor) -> set[str]:
+    """The member paths (``.param``, ``.a.w``) of the array members of record parameter ``param``
+    of scalar elements that ``kernel``'s body indexes with an index that is not a constant."""
+    key = decl_key(param)
+    out: set[str] = set()
+    for x in preorder(kernel):
+        if x.kind != CK.ARRAY_SUBSCRIPT_EXPR:
+            continue
+        base, index = list(x.get_children())
+        path = _member_path(base, key)
+        if path is None or evaluate(index) is not None:
+            continue
+        t = tm.canonical(_strip(base).type)
+        if t.kind == ci.TypeKind.CONSTANTARRAY and tm.scalar_type(t.element_type) is not None:
+            out.add(path)
+    return out
+
+
+def _member_path(c: ci.Cursor, key: tuple) -> str | None:
+    """``.a.b`` for ``p.a.b`` where ``p`` is the parameter of ``key`` (no pointer on the way)."""
+    parts: list[str] = []
+    c = _strip(c)
+    while c.kind == CK.MEMBER_REF_EXPR:
+        children = list(c.get_children())
+        if not children or tm.is_pointer(children[0].type):
+            return None
+        parts.append(c.spelling)
+        c = _strip(children[0])
+    if c.kind != CK.DECL_REF_EXPR or c.referenced is None or decl_key(c.referenced) != key or not parts:
+        return None
+    return "".join("." + p for p in reversed(parts))
+
+
+def is_variable_member(c: ci.Cursor) -> bool:
+    """``v.a.b`` of a record variable ``v`` (no pointer on the way): a place ``lvalue`` finds."""
+    c = _strip(c)
+    seen = False
+    while c.kind == CK.MEMBER_REF_EXPR:
+        children = list(c.get_children())
+        if not children or tm.is_pointer(children[0].type):
+            return False
+        seen = True
+        c = _strip(children[0])
+    return seen and c.kind == CK.DECL_REF_EXPR
+
+
+def element_lv(base: AggLV, index: n.Expr) -> LValue | None:
+    """Element ``index`` of an array member of a record place (``AggLV`` with fields ``[0]``,
+    ``[1]``...): the field for a constant index, the memory element for an array member held in
+    memory (``MemLV`` fields of one buffer in order); None otherwise."""
+    fields = base.fields
+    if isinstance(index, n.Const) and f"[{int(index.value)}]" in fields:
+        return fields[f"[{int(index.value)}]"]
+    first = fields.get("[0]")
+    if not isinstance(first, MemLV) or len(first.index) != 1:
+        return None
+    for k in range(len(fields)):
+        e = fields.get(f"[{k}]")
+        if not isinstance(e, MemLV) or e.buffer != first.buffer or e.index != (n.Const(k, first.index[0].type),):
+            return None
+    return MemLV(first.buffer, (index,), first.type)
+
+
+def element_of(base: Aggregate, index: n.Expr) -> MemLV | None:
+    """Element ``index`` of an array member held in memory (``Aggregate`` of the loads of its
+    elements ``[0]``, ``[1]``... of one buffer, in order), or None for any other aggregate."""
+    fields = base.fields
+    first = fields.get("[0]")
+    if not isinstance(first, n.Load) or len(first.index) != 1:
+        return None
+    for k in range(len(fields)):
+        e = fields.get(f"[{k}]")
+        if not isinstance(e, n.Load) or e.buffer != first.buffer or e.index != (n.Const(k, first.index[0].type),):
+            return None
+    return MemLV(first.buffer, (index,), first.etype)
