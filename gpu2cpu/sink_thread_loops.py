@@ -61,6 +61,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Union
 
+from gpu2cpu.loop_order import OrderChoice, choose_order
 from gpu2cpu.normalize_grid_stride import normalize_strided_loops
 from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_affine import (
@@ -135,6 +136,10 @@ class _Sink(ThreadLoopStep):
         normalized, needs, notes = normalize_strided_loops(loop, kernel_name=self.kernel.name, names=self.names,
                                                            ranges=self.ranges)
         plan = _Plan(self, normalized)
+        for inner, choice in plan.orders.values():
+            if not choice.threads_inner:
+                self.note(inner, f"thread loop over {loop.var}: the serial loop '{inner.var}' stays inside it, "
+                                 f"'{inner.var}' innermost (each thread walks its own row): {choice.reason()}")
         if not plan.sunk:
             return loop
         self.decisions.extend(notes)
@@ -184,6 +189,8 @@ class _Plan:
         self.written_buffers = {x.buffer for s in loop.body for x in walk(s) if isinstance(x, (n.Store, n.AtomicRMW))}
         self.sunk: set[int] = set()
         self.hoisted: set[str] = set()
+        # The cost model's choice for each serial loop it looked at (``gpu2cpu.loop_order``).
+        self.orders: dict[int, tuple[n.For, OrderChoice]] = {}
         self.decide()
 
     # ------------------------------------------------------------------ deciding
@@ -203,8 +210,9 @@ class _Plan:
         candidates = _Nest(self, self.candidate)
         candidates.visit_block(self.loop.body)
         chosen = {id(c) for c in candidates.found
-                  if self.worth(c) and (not self.short(c) or self.exposes_guards(c) or self.adds_atomically(c)
-                                        or self.reads_columns(c))}
+                  if self.worth(c) and self.threads_inner(c)
+                  and (not self.short(c) or self.exposes_guards(c) or self.adds_atomically(c)
+                       or self.reads_columns(c))}
         # A loop inside a loop that is not sunk stays inside that loop's part.
         sunk = _Nest(self, lambda c: id(c) in chosen)
         sunk.visit_block(self.loop.body)
@@ -251,6 +259,19 @@ class _Plan:
             else:
                 bad += 1
         return good >= 1 and good >= bad
+
+    def threads_inner(self, loop: n.Stmt) -> bool:
+        """Whether the loop over tx should go inside ``loop`` by the access strides
+        (``gpu2cpu.loop_order``): not where each thread walks its own row in ``loop``. The choice
+        is kept for the report (``orders``)."""
+        if not isinstance(loop, n.For):
+            return True
+        lets = let_definitions(self.loop.body, len(self.loop.body))
+        choice = choose_order(loop, self.t, thread_lets=lets, thread_variant=self.declared - set(lets))
+        if choice is None:
+            return True
+        self.orders[id(loop)] = (loop, choice)
+        return choice.threads_inner
 
     def short(self, loop: n.Stmt) -> bool:
         """A loop with a small constant trip count: compilers unroll it and vectorize the loop
@@ -403,6 +424,9 @@ class _Plan:
         recomputed = ", ".join(f"'{v}'" for v in sorted(self.recomputed))
         message = f"thread loop over {self.t}: interchanged with the serial loop(s) {described}, {self.t} innermost " \
                   f"({len(pieces)} loop(s) over {self.t})"
+        orders = [choice for loop, choice in self.orders.values() if id(loop) in self.sunk]
+        if orders:
+            message += "; " + "; ".join(f"{self.t} innermost in '{c.loop_var}': {c.reason()}" for c in orders)
         if self.hoisted:
             message += f"; {', '.join(repr(v) for v in sorted(self.hoisted))} computed once (the same in every thread)"
         if recomputed:

@@ -1,0 +1,168 @@
+"""Which loop of a thread-loop nest runs innermost: the cost model of ``sink_thread_loops``.
+
+A thread loop over ``tx`` holding a serial loop (a reduction over ``k``, a row walk) can run in
+two orders, both exact (the threads of one barrier interval may interleave in any order that
+keeps each thread's own statements in order, ``gpu2cpu.thread_loops``)::
+
+    tx innermost (sunk)                     k innermost (kept)
+    for k {                                 for threads tx {
+      for threads tx {                        for k {
+        acc_x[tx] += a[i*m + k] * a[j*m + k]      acc += a[i*m + k] * a[j*m + k]
+      }                                       }
+    }                                       }
+
+The first vectorizes the loop over ``tx``; it pays where the accesses are the same for every
+thread or move by one element from thread to thread (``Bs[k][tx]``, ``c[i*n + j]``). Where a
+thread walks its *own row* (``a[j*m + k]``, ``j`` the thread's index), consecutive threads read
+elements a whole row apart: each vector lane is a separate cache line, a gather, and each
+thread's row is read one element per step of ``k`` -- PolyBench SYRK at its default size took
+11.0 s so, where its serial loop takes 4.1 s. The second order reads each row contiguously, the
+way the serial code does; the reduction stays a scalar chain in the thread's own ``k`` order
+(floating-point sums are never reassociated).
+
+The model (``choose_order``), for a serial loop with no loop inside it: count the accesses
+(loads and stores) that are *strided* when the loop over ``tx`` steps -- not the same element
+and not the next one (``coef * tx`` with ``|coef| > 1`` or not a constant) -- and those that
+are strided when the serial loop's counter steps. ``k`` stays innermost only where strictly fewer
+accesses are strided walking ``k`` than walking ``tx``; on a tie the loop over ``tx`` goes
+innermost (it vectorizes). Strides are exact integer derivatives of the index expressions,
+locals defined once looked through (``j = blockIdx.x * blockDim.x + tx``); anything else that
+moves (a loaded index, a product of two moving values, a division) counts as strided.
+
+Measured (PolyBench/GPU's older tree at its own sizes, C backend, 2 loaded cores): see
+``docs/architecture.md`` (the sink-thread-loops entry) and the commit that added this module.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Mapping
+
+from polypy.ir import nodes as n
+from polypy.ir.printer import format_expr
+from polypy.ir.visitor import iter_children, walk_block
+
+_INTS = frozenset({"i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"})
+
+
+def stride(e: n.Expr, var: str, lets: Mapping[str, n.Expr], variant: Collection[str]) -> int | None:
+    """How much ``e`` changes when ``var`` grows by one, or None when that is not a constant.
+
+    ``lets``: locals with one definition, looked through; ``variant``: other locals that may
+    change with ``var`` (their change is unknown: None). Other names do not change (0)."""
+    if isinstance(e, n.Var):
+        if e.name == var:
+            return 1
+        if e.name in lets:
+            return stride(lets[e.name], var, lets, variant)
+        return None if e.name in variant else 0
+    if isinstance(e, n.Const):
+        return 0
+    if isinstance(e, n.Cast):
+        inner = stride(e.x, var, lets, variant)
+        if inner == 0:
+            return 0
+        # An integer widening or a same-width cast keeps the step (indices do not wrap in a
+        # race-free kernel's accesses); anything else (float, narrowing) is not a constant step.
+        return inner if e.to.name in _INTS and e.x.type.name in _INTS else None
+    if isinstance(e, n.Binary):
+        a = stride(e.a, var, lets, variant)
+        b = stride(e.b, var, lets, variant)
+        if a == 0 and b == 0:
+            return 0
+        if e.op in ("add", "sub") and a is not None and b is not None:
+            return a + b if e.op == "add" else a - b
+        if e.op == "mul":
+            if a == 0 and b is not None:
+                k = _int_const(e.a)
+                return None if k is None else k * b
+            if b == 0 and a is not None:
+                k = _int_const(e.b)
+                return None if k is None else k * a
+        if e.op == "shl" and b == 0 and a is not None:
+            k = _int_const(e.b)
+            return None if k is None or not 0 <= k < 32 else a << k
+        return None
+    children = [c for c in iter_children(e) if isinstance(c, n.Expr)]
+    return 0 if all(stride(c, var, lets, variant) == 0 for c in children) else None
+
+
+def contiguous(index: tuple[n.Expr, ...], var: str, lets: Mapping[str, n.Expr], variant: Collection[str]) -> bool:
+    """Whether an access at ``index`` touches the same element or the next one (either way) when
+    ``var`` steps: every index but the last unchanged, the last changing by -1, 0 or 1."""
+    steps = [stride(i, var, lets, variant) for i in index]
+    return all(s == 0 for s in steps[:-1]) and steps[-1] in (-1, 0, 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class OrderChoice:
+    """The order chosen for a thread loop over ``counter`` and the serial loop over ``loop_var``
+    inside it, with the accesses strided in each direction (as source-like text)."""
+
+    counter: str
+    loop_var: str
+    accesses: int
+    strided_threads: tuple[str, ...]  # strided when the loop over the threads steps
+    strided_loop: tuple[str, ...]  # strided when the serial loop steps
+
+    @property
+    def threads_inner(self) -> bool:
+        return not len(self.strided_loop) < len(self.strided_threads)
+
+    def reason(self) -> str:
+        def side(walked: str, strided: tuple[str, ...]) -> str:
+            if not strided:
+                return f"walking {walked} none of them is strided"
+            shown = ", ".join(strided[:3]) + (", ..." if len(strided) > 3 else "")
+            return f"walking {walked} {len(strided)} strided ({shown})"
+
+        return (f"of {self.accesses} accesses per iteration, {side(repr(self.loop_var), self.strided_loop)}, "
+                f"{side(self.counter, self.strided_threads)}")
+
+
+def choose_order(loop: n.For, counter: str, *, thread_lets: Mapping[str, n.Expr],
+                 thread_variant: Collection[str]) -> OrderChoice | None:
+    """The order for the serial loop ``loop`` inside the loop over the threads ``counter``, or
+    None where the model does not apply (a loop with loops inside it, or without accesses).
+
+    ``thread_lets``: the locals of the thread loop's body with one definition (looked through);
+    ``thread_variant``: the other locals declared in the thread loop (they may differ from thread
+    to thread)."""
+    if any(isinstance(x, (n.For, n.While)) for x in walk_block(loop.body)):
+        return None
+    accesses = [x for x in walk_block(loop.body) if isinstance(x, (n.Load, n.Store, n.AtomicRMW))]
+    if not accesses:
+        return None
+    written = {x.name for x in walk_block(loop.body) if isinstance(x, (n.Decl, n.Assign))} | \
+        {x.dest for x in walk_block(loop.body) if isinstance(x, n.AtomicRMW) and x.dest is not None}
+    inner_lets = _once_defined(loop.body)
+    loop_lets = {**{k: v for k, v in thread_lets.items() if k not in written}, **inner_lets}
+    loop_variant = written - set(inner_lets)
+    thread_lets_all = {**thread_lets, **inner_lets}
+    strided_threads: list[str] = []
+    strided_loop: list[str] = []
+    for x in accesses:
+        text = _show(x)
+        # The serial loop's counter is the same in every thread at each step of the loop.
+        if not contiguous(x.index, counter, thread_lets_all, (set(thread_variant) | loop_variant) - {loop.var}):
+            strided_threads.append(text)
+        if not contiguous(x.index, loop.var, loop_lets, loop_variant):
+            strided_loop.append(text)
+    return OrderChoice(counter, loop.var, len(accesses), tuple(strided_threads), tuple(strided_loop))
+
+
+def _once_defined(body: tuple[n.Stmt, ...]) -> dict[str, n.Expr]:
+    """Locals declared in ``body`` (under ifs too: names are unique in a kernel) with an initial
+    value and never assigned."""
+    assigned = {x.name for x in walk_block(body) if isinstance(x, n.Assign)}
+    return {x.name: x.init for x in walk_block(body)
+            if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
+
+
+def _show(x: n.Load | n.Store | n.AtomicRMW) -> str:
+    if isinstance(x, n.Load):
+        return format_expr(x)
+    return f"{x.buffer}[{', '.join(format_expr(i) for i in x.index)}]"
+
+
+def _int_const(e: n.Expr) -> int | None:
+    return int(e.value) if isinstance(e, n.Const) and e.type.name in _INTS else None
