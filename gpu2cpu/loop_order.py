@@ -112,7 +112,8 @@ class OrderChoice:
         def side(walked: str, strided: tuple[str, ...]) -> str:
             if not strided:
                 return f"walking {walked} none of them is strided"
-            shown = ", ".join(strided[:3]) + (", ..." if len(strided) > 3 else "")
+            distinct = list(dict.fromkeys(strided))
+            shown = ", ".join(distinct[:3]) + (", ..." if len(distinct) > 3 else "")
             return f"walking {walked} {len(strided)} strided ({shown})"
 
         return (f"of {self.accesses} accesses per iteration, {side(repr(self.loop_var), self.strided_loop)}, "
@@ -150,6 +151,38 @@ def choose_order(loop: n.For, counter: str, *, thread_lets: Mapping[str, n.Expr]
     return OrderChoice(counter, loop.var, len(accesses), tuple(strided_threads), tuple(strided_loop))
 
 
+def barrier_order(loop: n.For, thread_loops: list[n.For]) -> OrderChoice | None:
+    """What the model would choose for a serial loop that holds loops over the threads (a
+    barrier in it kept them inside: ``serialize_threads`` moves control flow holding a barrier
+    outside the thread loops): the accesses of ``thread_loops`` (over tx, inside ``loop``),
+    walked by their counters and by ``loop``'s. None without accesses. The interchange this
+    would ask for is not legal -- each thread's step ``k`` must end before any thread's next
+    one starts, and ``eliminate_barriers`` could not prove the barrier needless with isl."""
+    # The counters of the loops over the threads are one thread's own, fixed while it steps.
+    written = {x.name for x in walk_block(loop.body) if isinstance(x, (n.Decl, n.Assign))} | \
+        {x.var for x in walk_block(loop.body) if isinstance(x, n.For) and x.kind != "threads"}
+    lets = _once_defined(loop.body)
+    variant = written - set(lets)
+    strided_threads: list[str] = []
+    strided_loop: list[str] = []
+    count = 0
+    counter = "tx"
+    for t in thread_loops:
+        inside = {x.name for x in walk_block(t.body) if isinstance(x, n.Decl)}
+        for x in walk_block(t.body):
+            if not isinstance(x, (n.Load, n.Store, n.AtomicRMW)):
+                continue
+            count += 1
+            text = _show(x)
+            if not contiguous(x.index, t.var, lets, (inside | variant) - set(lets) - {t.var}):
+                strided_threads.append(text)
+            if not contiguous(x.index, loop.var, lets, variant):
+                strided_loop.append(text)
+    if not count:
+        return None
+    return OrderChoice(counter, loop.var, count, tuple(strided_threads), tuple(strided_loop))
+
+
 def _once_defined(body: tuple[n.Stmt, ...]) -> dict[str, n.Expr]:
     """Locals declared in ``body`` (under ifs too: names are unique in a kernel) with an initial
     value and never assigned."""
@@ -161,7 +194,7 @@ def _once_defined(body: tuple[n.Stmt, ...]) -> dict[str, n.Expr]:
 def _show(x: n.Load | n.Store | n.AtomicRMW) -> str:
     if isinstance(x, n.Load):
         return format_expr(x)
-    return f"{x.buffer}[{', '.join(format_expr(i) for i in x.index)}]"
+    return x.buffer + "".join(f"[{format_expr(i)}]" for i in x.index)
 
 
 def _int_const(e: n.Expr) -> int | None:

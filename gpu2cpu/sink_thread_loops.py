@@ -61,7 +61,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Union
 
-from gpu2cpu.loop_order import OrderChoice, choose_order
+from gpu2cpu.loop_order import OrderChoice, barrier_order, choose_order
 from gpu2cpu.normalize_grid_stride import normalize_strided_loops
 from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_affine import (
@@ -125,7 +125,19 @@ class _Sink(ThreadLoopStep):
     def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         if s.kind == "threads" and counter_dim(s.var) == 0:
             return self.loop(s)
+        if s.kind == "serial":
+            self.barrier_loop(s)
         return self.generic_visit(s)
+
+    def barrier_loop(self, s: n.For) -> None:
+        """Report a serial loop that holds loops over tx (a barrier in it kept it outside them)
+        where the cost model would have run each thread's whole loop innermost: refused."""
+        inner = _thread_loops_in(s.body)
+        choice = barrier_order(s, inner) if inner else None
+        if choice is not None and not choice.threads_inner:
+            self.note(s, f"the serial loop '{s.var}' stays outside the loops over the threads, tx innermost: a "
+                         f"barrier inside it (kept by eliminate-barriers) orders every thread's step before the "
+                         f"next, so '{s.var}' cannot go innermost although {choice.reason()}")
 
     # ------------------------------------------------------------------ one loop over tx
     def loop(self, loop: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
@@ -718,6 +730,19 @@ class _Skeleton(Visitor):
         if self.plan.structural_if(s, self.in_loop[-1]):
             self.visit_block(s.then)
             self.visit_block(s.orelse)
+
+
+def _thread_loops_in(body: tuple[n.Stmt, ...]) -> list[n.For]:
+    """The loops over tx in ``body``, not inside another serial loop."""
+    out: list[n.For] = []
+    for s in body:
+        if isinstance(s, n.For) and s.kind == "threads" and counter_dim(s.var) == 0:
+            out.append(s)
+        elif isinstance(s, n.For) and s.kind == "threads":
+            out.extend(_thread_loops_in(s.body))
+        elif isinstance(s, n.If):
+            out.extend(_thread_loops_in(s.then) + _thread_loops_in(s.orelse))
+    return out
 
 
 def _const_value(e: n.Expr) -> int | None:
