@@ -61,7 +61,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Union
 
-from gpu2cpu.loop_order import OrderChoice, barrier_order, choose_order
+from polypy.analysis.loop_order import OrderChoice, barrier_order, choose_order
 from gpu2cpu.normalize_grid_stride import normalize_strided_loops
 from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_affine import (
@@ -201,7 +201,7 @@ class _Plan:
         self.written_buffers = {x.buffer for s in loop.body for x in walk(s) if isinstance(x, (n.Store, n.AtomicRMW))}
         self.sunk: set[int] = set()
         self.hoisted: set[str] = set()
-        # The cost model's choice for each serial loop it looked at (``gpu2cpu.loop_order``).
+        # The cost model's choice for each serial loop it looked at (``polypy.analysis.loop_order``).
         self.orders: dict[int, tuple[n.For, OrderChoice]] = {}
         self.decide()
 
@@ -274,7 +274,7 @@ class _Plan:
 
     def threads_inner(self, loop: n.Stmt) -> bool:
         """Whether the loop over tx should go inside ``loop`` by the access strides
-        (``gpu2cpu.loop_order``): not where each thread walks its own row in ``loop``. The choice
+        (``polypy.analysis.loop_order``): not where each thread walks its own row in ``loop``. The choice
         is kept for the report (``orders``)."""
         if not isinstance(loop, n.For):
             return True

@@ -1,4 +1,5 @@
-"""Loop order chosen by the access strides (``gpu2cpu.loop_order``, used by sink-thread-loops).
+"""Loop order chosen by the access strides (``polypy.analysis.loop_order``, used by sink-thread-loops and
+``codegen.lanes``).
 
 A thread that walks its own row in a serial loop (``acc += a[i*m + k] * a[j*m + k]``, PolyBench
 SYRK, SYR2K, GESUMMV, ATAX's first kernel, ADI's sweeps) keeps that loop innermost: its reads are
@@ -18,7 +19,7 @@ import pytest
 
 from c_support import cuda_source, run_c, run_emulated
 
-from gpu2cpu.loop_order import choose_order, contiguous, stride
+from polypy.analysis.loop_order import choose_order, contiguous, stride
 from polypy.driver.cli import main
 from polypy.driver.pipelines import to_cpu
 from polypy.ir import nodes as n
@@ -67,6 +68,15 @@ __global__ void row_sweep(int n, int m, float* X, const float* A, const float* B
     for (int k = 1; k < m; k++)
       X[r * m + k] = X[r * m + k] - X[r * m + k - 1] * A[r * m + k] / B[r * m + k - 1];
   }
+}
+
+// A row of a known length: the loop over the threads around it must not be vectorized.
+__global__ void row_fixed(const float* a, const float* w, float* out) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc = 0.0f;
+  for (int k = 0; k < 64; k++)
+    acc += a[r * 64 + k] * w[k];
+  out[r] = acc;
 }
 
 // Each thread walks its own row, but the threads exchange values through shared memory at every
@@ -214,6 +224,31 @@ def test_row_exchange(kernels, blocks, block, m) -> None:
     rows = a.reshape(blocks, block, m)
     want = (np.roll(rows, -1, axis=1) * rows).sum(axis=2).astype(np.float64).ravel()
     _check(kernels, "row_exchange", blocks, block, {"m": m, "a": a.ravel(), "out": out}, {"out": want}, rtol=1e-4)
+
+
+@pytest.mark.parametrize("blocks,block", [(2, 32), (3, 16)])
+def test_row_fixed(kernels, blocks, block) -> None:
+    a, w = _data(12, blocks * block, 64), _data(13, 64)
+    out = np.zeros(blocks * block, np.float32)
+    want = a.astype(np.float64) @ w
+    _check(kernels, "row_fixed", blocks, block, {"a": a.ravel(), "w": w, "out": out}, {"out": want}, rtol=1e-4)
+
+
+def test_no_vector_loop_over_threads_walking_their_rows(kernels) -> None:
+    """The loop over tx around a long row loop (a constant 64 here) is no vector loop: GCC's
+    ``omp simd`` would vectorize it with a gather per lane at every step of the row loop."""
+    from codegen.lanes import vector_loop
+
+    for name, vector in (("row_fixed", False), ("col_sums", True)):
+        cpu = to_cpu(kernels[1].kernel(name))
+        loops = [x for x in walk_block(cpu.body) if _is_tx_loop(x) and
+                 any(isinstance(y, n.For) and y.kind == "serial" for y in walk_block(x.body))]
+        inner = [x for x in walk_block(cpu.body) if _is_tx_loop(x) and _serial_loops(cpu, "i")
+                 and any(x is y for loop in _serial_loops(cpu, "i") for y in walk_block(loop.body))]
+        if vector:
+            assert inner and all(vector_loop(cpu, x) is not None for x in inner)
+        else:
+            assert loops and all(vector_loop(cpu, x) is None for x in loops)
 
 
 # --------------------------------------------------------------------------- the report

@@ -1,4 +1,6 @@
-"""Which loop of a thread-loop nest runs innermost: the cost model of ``sink_thread_loops``.
+"""Which loop of a thread-loop nest runs innermost and which is vectorized: the cost model of
+``gpu2cpu.sink_thread_loops`` (the order) and of ``codegen.lanes`` (no vector loop over threads
+that each walk their own row in a long loop inside it).
 
 A thread loop over ``tx`` holding a serial loop (a reduction over ``k``, a row walk) can run in
 two orders, both exact (the threads of one barrier interval may interleave in any order that
@@ -149,6 +151,35 @@ def choose_order(loop: n.For, counter: str, *, thread_lets: Mapping[str, n.Expr]
         if not contiguous(x.index, loop.var, loop_lets, loop_variant):
             strided_loop.append(text)
     return OrderChoice(counter, loop.var, len(accesses), tuple(strided_threads), tuple(strided_loop))
+
+
+# Serial loops of at most this many iterations (a constant) inside a loop over the threads are
+# unrolled by the compilers, the loop over the threads vectorized around them
+# (``gpu2cpu.sink_thread_loops.SHORT_LOOP``).
+SHORT_TRIP = 16
+
+
+def rows_walked(loop: n.For) -> OrderChoice | None:
+    """For a loop over the threads (CPU form), the order choice of a serial loop inside it that is
+    better run innermost, each thread walking its own row (``choose_order``), or None where there
+    is none: such a loop over the threads is not the one to vectorize (vectorized, each lane of
+    every step of the row loop would read another row: a gather). Short loops of constant trip
+    count (``SHORT_TRIP``) do not count: compilers unroll them."""
+    lets = _once_defined(loop.body)
+    declared = {x.name for x in walk_block(loop.body) if isinstance(x, n.Decl)} | \
+        {x.var for x in walk_block(loop.body) if isinstance(x, n.For)}
+    for x in walk_block(loop.body):
+        if not isinstance(x, n.For) or x.kind != "serial" or _short(x):
+            continue
+        choice = choose_order(x, loop.var, thread_lets=lets, thread_variant=declared - set(lets) - {x.var})
+        if choice is not None and not choice.threads_inner:
+            return choice
+    return None
+
+
+def _short(loop: n.For) -> bool:
+    a, b, c = (_int_const(e) for e in (loop.start, loop.stop, loop.step))
+    return a is not None and b is not None and c is not None and c > 0 and (b - a + c - 1) // c <= SHORT_TRIP
 
 
 def barrier_order(loop: n.For, thread_loops: list[n.For]) -> OrderChoice | None:
