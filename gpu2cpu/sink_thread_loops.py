@@ -222,9 +222,10 @@ class _Plan:
         candidates = _Nest(self, self.candidate)
         candidates.visit_block(self.loop.body)
         chosen = {id(c) for c in candidates.found
-                  if self.worth(c) and self.threads_inner(c)
+                  if self.worth(c)
                   and (not self.short(c) or self.exposes_guards(c) or self.adds_atomically(c)
-                       or self.reads_columns(c))}
+                       or self.reads_columns(c))
+                  and self.threads_inner(c)}
         # A loop inside a loop that is not sunk stays inside that loop's part.
         sunk = _Nest(self, lambda c: id(c) in chosen)
         sunk.visit_block(self.loop.body)
@@ -279,7 +280,7 @@ class _Plan:
         if not isinstance(loop, n.For):
             return True
         lets = let_definitions(self.loop.body, len(self.loop.body))
-        choice = choose_order(loop, self.t, thread_lets=lets, thread_variant=self.declared - set(lets))
+        choice = choose_order(loop, self.t, thread_lets=lets, thread_variant=self.dep - set(lets))
         if choice is None:
             return True
         self.orders[id(loop)] = (loop, choice)

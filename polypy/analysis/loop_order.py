@@ -24,15 +24,15 @@ way the serial code does; the reduction stays a scalar chain in the thread's own
 
 The model (``choose_order``), for a serial loop with no loop inside it: count the accesses
 (loads and stores) that are *strided* when the loop over ``tx`` steps -- not the same element
-and not the next one (``coef * tx`` with ``|coef| > 1`` or not a constant) -- and those that
+nor a near one (``coef * tx`` with ``|coef| > NEAR`` = 4 or not a constant) -- and those that
 are strided when the serial loop's counter steps. ``k`` stays innermost only where strictly fewer
 accesses are strided walking ``k`` than walking ``tx``; on a tie the loop over ``tx`` goes
 innermost (it vectorizes). Strides are exact integer derivatives of the index expressions,
 locals defined once looked through (``j = blockIdx.x * blockDim.x + tx``); anything else that
 moves (a loaded index, a product of two moving values, a division) counts as strided.
 
-Measured (PolyBench/GPU's older tree at its own sizes, C backend, 2 loaded cores): see
-``docs/architecture.md`` (the sink-thread-loops entry) and the commit that added this module.
+Measured on PolyBench/GPU's older tree at its own sizes: see ``docs/architecture.md``
+("Loop order").
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from collections.abc import Collection, Mapping
 
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
-from polypy.ir.visitor import iter_children, walk_block
+from polypy.ir.visitor import iter_children, walk, walk_block
 
 _INTS = frozenset({"i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"})
 
@@ -88,11 +88,16 @@ def stride(e: n.Expr, var: str, lets: Mapping[str, n.Expr], variant: Collection[
     return 0 if all(stride(c, var, lets, variant) == 0 for c in children) else None
 
 
+# A step of at most this many elements counts as contiguous: the fields of a small struct
+# (``float4``'s x, y, z, w at a stride of 4) share cache lines, and GCC loads them as groups.
+NEAR = 4
+
+
 def contiguous(index: tuple[n.Expr, ...], var: str, lets: Mapping[str, n.Expr], variant: Collection[str]) -> bool:
-    """Whether an access at ``index`` touches the same element or the next one (either way) when
-    ``var`` steps: every index but the last unchanged, the last changing by -1, 0 or 1."""
+    """Whether an access at ``index`` touches the same element or a near one (either way) when
+    ``var`` steps: every index but the last unchanged, the last changing by at most ``NEAR``."""
     steps = [stride(i, var, lets, variant) for i in index]
-    return all(s == 0 for s in steps[:-1]) and steps[-1] in (-1, 0, 1)
+    return all(s == 0 for s in steps[:-1]) and steps[-1] is not None and abs(steps[-1]) <= NEAR
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,6 +173,12 @@ def rows_walked(loop: n.For) -> OrderChoice | None:
     lets = _once_defined(loop.body)
     declared = {x.name for x in walk_block(loop.body) if isinstance(x, n.Decl)} | \
         {x.var for x in walk_block(loop.body) if isinstance(x, n.For)}
+    # The counters of serial loops whose headers read nothing declared in the loop over the
+    # threads are the same in every thread at each step.
+    for x in walk_block(loop.body):
+        if isinstance(x, n.For) and x.kind == "serial" and not any(
+                isinstance(v, n.Var) and v.name in declared for e in (x.start, x.stop, x.step) for v in walk(e)):
+            declared.discard(x.var)
     for x in walk_block(loop.body):
         if not isinstance(x, n.For) or x.kind != "serial" or _short(x):
             continue
@@ -198,6 +209,8 @@ def barrier_order(loop: n.For, thread_loops: list[n.For]) -> OrderChoice | None:
     strided_loop: list[str] = []
     count = 0
     counter = "tx"
+    if any(isinstance(x, (n.For, n.While)) for t in thread_loops for x in walk_block(t.body)):
+        return None  # the steps of a loop inside (a tile's) would decide, not these
     for t in thread_loops:
         inside = {x.name for x in walk_block(t.body) if isinstance(x, n.Decl)}
         for x in walk_block(t.body):
