@@ -251,6 +251,28 @@ def test_no_vector_loop_over_threads_walking_their_rows(kernels) -> None:
             assert loops and all(vector_loop(cpu, x) is None for x in loops)
 
 
+def test_threads_walking_rows_are_jammed_when_specialized(kernels) -> None:
+    """Specialized for a block shape (``jam-threads``), four threads' row loops run as one: four
+    sums in flight, each in its thread's own order; the results stay those of the emulator."""
+    from polypy.passes.specialize import specialize_for_block
+
+    compiled, loaded, _ = kernels
+    cpu = specialize_for_block(to_cpu(loaded.kernel("row_sums")), (64, 1, 1))
+    jammed = [x for x in walk_block(cpu.body) if _is_tx_loop(x) and isinstance(x.step, n.Const) and x.step.value == 4]
+    assert jammed
+    for loop in jammed:
+        # One row loop for the four threads (where all four are in range): t and u of each.
+        rows = [x for x in walk_block(loop.body) if isinstance(x, n.For) and x.kind == "serial"]
+        assert any(len({x.name for x in walk_block(r.body) if isinstance(x, n.Assign)}) == 8 for r in rows)
+    n_, m = 200, 45
+    A, B, x = _data(14, n_, m), _data(15, n_, m), _data(16, m)
+    args = {"n": n_, "m": m, "A": A.ravel(), "B": B.ravel(), "x": x, "y": np.zeros(n_, np.float32)}
+    want = run_emulated(loaded.kernel("row_sums"), 4, 64, args)
+    got = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+    compiled.row_sums[4, 64](**got)
+    np.testing.assert_array_equal(got["y"], want["y"])
+
+
 # --------------------------------------------------------------------------- the report
 
 
