@@ -165,11 +165,13 @@ SHORT_TRIP = 16
 
 
 def rows_walked(loop: n.For) -> OrderChoice | None:
-    """For a loop over the threads (CPU form), the order choice of a serial loop inside it that is
+    """For an innermost loop over the threads (CPU form), the order choice of a serial loop inside it that is
     better run innermost, each thread walking its own row (``choose_order``), or None where there
     is none: such a loop over the threads is not the one to vectorize (vectorized, each lane of
     every step of the row loop would read another row: a gather). Short loops of constant trip
     count (``SHORT_TRIP``) do not count: compilers unroll them."""
+    if any(isinstance(x, n.For) and x.kind == "threads" for x in walk_block(loop.body)):
+        return None  # a loop over rows of threads: the loops over the threads inside decide
     lets = _once_defined(loop.body)
     declared = {x.name for x in walk_block(loop.body) if isinstance(x, n.Decl)} | \
         {x.var for x in walk_block(loop.body) if isinstance(x, n.For)}
