@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
+from polypy.analysis.loop_order import rows_walked
 from polypy.ir import nodes as n
 from polypy.ir.visitor import substitute, walk, walk_block
 
@@ -17,7 +18,13 @@ _WIDE_INTS = frozenset({"i32", "u32", "i64", "u64"})
 def vector_loop(kernel: n.Kernel, loop: n.For) -> list[str] | None:
     """What both backends ask of a thread loop of ``kernel``: None when its lanes may depend on
     each other (``independent_lanes``, with the kernel's shared and per-thread buffers), else the
-    order-free sums it may reassociate (``summed_in``; often none)."""
+    order-free sums it may reassociate (``summed_in``; often none). Also None where each lane
+    walks its own row in a long serial loop inside (``polypy.analysis.loop_order.rows_walked``:
+    the order the CPU schedule chose, that loop innermost): vectorized over the threads, GCC's
+    ``omp simd`` would gather a row apart per lane at every step of that loop (PolyBench SYRK,
+    its row loop a constant 1024 once specialized)."""
+    if rows_walked(loop) is not None:
+        return None
     if loop.ordered:  # an iteration may read what an earlier one wrote, unless proved otherwise
         return [] if disjoint_iterations(kernel, loop) else None
     local = {b.name for b in kernel.buffers if b.space == "local"}

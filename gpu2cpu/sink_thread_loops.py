@@ -61,6 +61,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Union
 
+from polypy.analysis.loop_order import OrderChoice, barrier_order, choose_order
 from gpu2cpu.normalize_grid_stride import normalize_strided_loops
 from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_affine import (
@@ -124,7 +125,19 @@ class _Sink(ThreadLoopStep):
     def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         if s.kind == "threads" and counter_dim(s.var) == 0:
             return self.loop(s)
+        if s.kind == "serial":
+            self.barrier_loop(s)
         return self.generic_visit(s)
+
+    def barrier_loop(self, s: n.For) -> None:
+        """Report a serial loop that holds loops over tx (a barrier in it kept it outside them)
+        where the cost model would have run each thread's whole loop innermost: refused."""
+        inner = _thread_loops_in(s.body)
+        choice = barrier_order(s, inner) if inner else None
+        if choice is not None and not choice.threads_inner:
+            self.note(s, f"the serial loop '{s.var}' stays outside the loops over the threads, tx innermost: a "
+                         f"barrier inside it (kept by eliminate-barriers) orders every thread's step before the "
+                         f"next, so '{s.var}' cannot go innermost although {choice.reason()}")
 
     # ------------------------------------------------------------------ one loop over tx
     def loop(self, loop: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
@@ -135,6 +148,10 @@ class _Sink(ThreadLoopStep):
         normalized, needs, notes = normalize_strided_loops(loop, kernel_name=self.kernel.name, names=self.names,
                                                            ranges=self.ranges)
         plan = _Plan(self, normalized)
+        for inner, choice in plan.orders.values():
+            if not choice.threads_inner:
+                self.note(inner, f"thread loop over {loop.var}: the serial loop '{inner.var}' stays inside it, "
+                                 f"'{inner.var}' innermost (each thread walks its own row): {choice.reason()}")
         if not plan.sunk:
             return loop
         self.decisions.extend(notes)
@@ -184,6 +201,8 @@ class _Plan:
         self.written_buffers = {x.buffer for s in loop.body for x in walk(s) if isinstance(x, (n.Store, n.AtomicRMW))}
         self.sunk: set[int] = set()
         self.hoisted: set[str] = set()
+        # The cost model's choice for each serial loop it looked at (``polypy.analysis.loop_order``).
+        self.orders: dict[int, tuple[n.For, OrderChoice]] = {}
         self.decide()
 
     # ------------------------------------------------------------------ deciding
@@ -203,8 +222,10 @@ class _Plan:
         candidates = _Nest(self, self.candidate)
         candidates.visit_block(self.loop.body)
         chosen = {id(c) for c in candidates.found
-                  if self.worth(c) and (not self.short(c) or self.exposes_guards(c) or self.adds_atomically(c)
-                                        or self.reads_columns(c))}
+                  if self.worth(c)
+                  and (not self.short(c) or self.exposes_guards(c) or self.adds_atomically(c)
+                       or self.reads_columns(c))
+                  and self.threads_inner(c)}
         # A loop inside a loop that is not sunk stays inside that loop's part.
         sunk = _Nest(self, lambda c: id(c) in chosen)
         sunk.visit_block(self.loop.body)
@@ -251,6 +272,19 @@ class _Plan:
             else:
                 bad += 1
         return good >= 1 and good >= bad
+
+    def threads_inner(self, loop: n.Stmt) -> bool:
+        """Whether the loop over tx should go inside ``loop`` by the access strides
+        (``polypy.analysis.loop_order``): not where each thread walks its own row in ``loop``. The choice
+        is kept for the report (``orders``)."""
+        if not isinstance(loop, n.For):
+            return True
+        lets = let_definitions(self.loop.body, len(self.loop.body))
+        choice = choose_order(loop, self.t, thread_lets=lets, thread_variant=self.dep - set(lets))
+        if choice is None:
+            return True
+        self.orders[id(loop)] = (loop, choice)
+        return choice.threads_inner
 
     def short(self, loop: n.Stmt) -> bool:
         """A loop with a small constant trip count: compilers unroll it and vectorize the loop
@@ -403,6 +437,9 @@ class _Plan:
         recomputed = ", ".join(f"'{v}'" for v in sorted(self.recomputed))
         message = f"thread loop over {self.t}: interchanged with the serial loop(s) {described}, {self.t} innermost " \
                   f"({len(pieces)} loop(s) over {self.t})"
+        orders = [choice for loop, choice in self.orders.values() if id(loop) in self.sunk]
+        if orders:
+            message += "; " + "; ".join(f"{self.t} innermost in '{c.loop_var}': {c.reason()}" for c in orders)
         if self.hoisted:
             message += f"; {', '.join(repr(v) for v in sorted(self.hoisted))} computed once (the same in every thread)"
         if recomputed:
@@ -694,6 +731,19 @@ class _Skeleton(Visitor):
         if self.plan.structural_if(s, self.in_loop[-1]):
             self.visit_block(s.then)
             self.visit_block(s.orelse)
+
+
+def _thread_loops_in(body: tuple[n.Stmt, ...]) -> list[n.For]:
+    """The loops over tx in ``body``, not inside another serial loop."""
+    out: list[n.For] = []
+    for s in body:
+        if isinstance(s, n.For) and s.kind == "threads" and counter_dim(s.var) == 0:
+            out.append(s)
+        elif isinstance(s, n.For) and s.kind == "threads":
+            out.extend(_thread_loops_in(s.body))
+        elif isinstance(s, n.If):
+            out.extend(_thread_loops_in(s.then) + _thread_loops_in(s.orelse))
+    return out
 
 
 def _const_value(e: n.Expr) -> int | None:

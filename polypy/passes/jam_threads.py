@@ -25,6 +25,13 @@ PolyBench shape, where the loop over ``tx`` went inside the loop over ``k`` (``c
 a[i][k] * b[k][j]``, ``gpu2cpu.sink_thread_loops``), becomes one loop over ``tx`` per ``k`` doing
 four rows: four chains through ``c`` in flight instead of one, one load of ``b[k][j]``.
 
+The threads of a row are jammed the same way where each walks its own row in a serial loop
+(``polypy.analysis.loop_order.rows_walked``: that loop innermost, the loop over ``tx`` no vector
+loop; PolyBench ATAX's ``tmp[i] += A[i][j] * x[j]``, GESUMMV, ADI's sweeps): four threads' row
+loops run as one, four chains of additions in flight instead of one (no reuse needed), each
+thread's sum still in its own order. A loop over rows whose threads were jammed as rows is not
+entered again.
+
 Exact: every thread runs its own statements in its own order, so each value is computed as
 before; only statements of *different* threads of one barrier interval are interleaved. CUDA
 threads between two barriers may run in any interleaving unless they race, which is undefined,
@@ -54,6 +61,7 @@ bench's gemm (64 columns, PolyBench's shape) 5.2 -> 3.6 ms; PolyBench GEMM (old 
 """
 from __future__ import annotations
 
+from polypy.analysis.loop_order import rows_walked
 from polypy.ir import nodes as n
 from polypy.ir.names import NameSupply
 from polypy.ir.queries import conjunction, declared_names, written_names
@@ -112,6 +120,10 @@ class _Jam(Mutator):
             if factor is None:
                 return None
         counter = n.Var(outer.var, outer.vtype)
+        # A loop over the threads of a row whose threads each walk their own row in a serial loop
+        # (``polypy.analysis.loop_order.rows_walked``: no vector loop): its threads jammed in
+        # turn, their row loops run as one, ``JAM`` sums in flight instead of one.
+        lanes = not any(_is_thread_loop(x) for x in walk_block(outer.body)) and rows_walked(outer) is not None
         only = outer.body[0] if len(outer.body) == 1 else None
         if isinstance(only, n.If) and _mentions(only.cond, counter):
             # The rows' work versioned on a condition of the row (a no-wrap check of its
@@ -119,7 +131,7 @@ class _Jam(Mutator):
             # as it was.
             if any(isinstance(x, n.Load) for x in walk(only.cond)):
                 return None
-            jammed = self.jammed(only.then, counter, step, factor)
+            jammed = self.jammed(only.then, counter, step, factor, lanes=lanes)
             if jammed is None:
                 return None
             then, checks = jammed
@@ -127,7 +139,7 @@ class _Jam(Mutator):
             every = conjunction([substitute(only.cond, {counter: _shifted(counter, u * step)}) for u in range(factor)])
             body: tuple[n.Stmt, ...] = (n.If(every, then, tuple(x for r in rows for x in r), loc=only.loc),)
         else:
-            jammed = self.jammed(outer.body, counter, step, factor)
+            jammed = self.jammed(outer.body, counter, step, factor, lanes=lanes)
             if jammed is None:
                 return None
             body, checks = jammed
@@ -145,17 +157,18 @@ class _Jam(Mutator):
         return n.If(conjunction(checks), out, (plain,), loc=outer.loc)
 
     def jammed(self, stmts: tuple[n.Stmt, ...], counter: n.Var, step: int,
-               factor: int) -> tuple[tuple[n.Stmt, ...], list[n.Expr]] | None:
+               factor: int, *, lanes: bool = False) -> tuple[tuple[n.Stmt, ...], list[n.Expr]] | None:
         """``stmts`` (the work of the row ``counter``) for ``factor`` rows, ``counter``,
         ``counter + step``, ...: loops and ``if``s that are the same for every row are shared,
         everything else copied per row; with the run-time conditions that sharing assumed (short
         loops over a row's threads). None where that is not exact or does not pay (see the
-        module docstring)."""
+        module docstring). ``lanes``: the rows are single threads walking their own rows (no
+        loops over threads inside; a shared serial loop pays without reuse: the sums' chains)."""
         if any(isinstance(x, _REFUSED) for x in walk_block(stmts)):
             return None
         # Rows of threads around the loops over the threads within a row (the vector loops, never
         # jammed themselves), and no deeper nests.
-        if not any(isinstance(x, n.For) and x.kind == "threads" for x in walk_block(stmts)):
+        if not lanes and not any(isinstance(x, n.For) and x.kind == "threads" for x in walk_block(stmts)):
             return None
         if any(isinstance(x, n.For) and x.kind == "threads" and
                any(isinstance(y, n.For) and y.kind == "threads" for y in walk_block(x.body))
@@ -169,7 +182,7 @@ class _Jam(Mutator):
             if isinstance(x, n.Store) and x.buffer in self.private and not any(rows.moves(i) for i in x.index):
                 return None
         shared = rows.shared_loops(stmts)
-        if not any(x.kind == "serial" and rows.reuses(x) for x in shared):
+        if not any(x.kind == "serial" and (lanes or rows.reuses(x)) for x in shared):
             return None
         copies = self.copies(stmts, counter, step, factor, keep={x.var for x in shared})
         return rows.merge(copies), rows.checks(shared)
@@ -330,6 +343,10 @@ class _Rows:
     def reuses(self, loop: n.For) -> bool:
         """The loop's body loads something at an index the rows share (``Bs[k][tx]``)."""
         return any(isinstance(x, n.Load) and all(self.same(i) for i in x.index) for x in walk_block(loop.body))
+
+
+def _is_thread_loop(x: n.Node) -> bool:
+    return isinstance(x, n.For) and x.kind == "threads"
 
 
 def _shifted(counter: n.Var, by: int) -> n.Expr:
