@@ -254,11 +254,22 @@ class _Lowering:
         return init
 
     def _thread_cost(self, e: n.Expr) -> int:
-        """Nodes of ``e`` that vary with the thread; a block-uniform subexpression counts as one."""
-        if not any(isinstance(x, (n.ThreadIdx, n.Load)) or (isinstance(x, n.Var) and x.name in self.st.thread_vars)
-                   for x in walk(e)):
-            return 1
-        return 1 + sum(self._thread_cost(c) for c in iter_children(e) if isinstance(c, n.Expr))
+        """Nodes of ``e`` that vary with the thread; a block-uniform subexpression counts as one.
+        One bottom-up pass (``walk`` lists parents before children, so its reverse has every
+        node after its operands): asking each level whether its subtree varies walked a long
+        chain once per level (a 6,000-term ``&&`` took minutes)."""
+        thread_vars = self.st.thread_vars
+        cost: dict[int, tuple[bool, int]] = {}  # id(node): (varies with the thread, cost)
+        for x in reversed(list(walk(e))):
+            varies = isinstance(x, (n.ThreadIdx, n.Load)) or (isinstance(x, n.Var) and x.name in thread_vars)
+            total = 1
+            for c in iter_children(x):
+                c_varies, c_cost = cost[id(c)]
+                varies |= c_varies
+                if isinstance(c, n.Expr):
+                    total += c_cost
+            cost[id(x)] = (varies, total if varies else 1)
+        return cost[id(e)][1]
 
     def _composed(self, v: str) -> n.Expr | None:
         """``v``'s final value where it is declared (with or without a value) and then only

@@ -6,7 +6,8 @@ Sizes: the full pipeline costs about 2 ms per term of a long sum (linear, but ma
 the end-to-end cases use a few thousand terms; the 100,000-term case goes through libclang and
 polypy's cursor walk only (it crashed libclang at 15,000 terms before). Nesting is 1,000 levels
 through translate, grad and compile for brackets (which clang limits); nested ``if``s, whose
-thread-loop lowering is slower per level, are 250 deep here (1,000 take about a minute).
+thread-loop lowering is slower per level, are 250 deep here (1,000 take 3 s of CPU in translate,
+but their gradient is still more than quadratic: over 15 minutes).
 """
 from __future__ import annotations
 
@@ -399,3 +400,133 @@ def test_a_long_product_s_gradient_is_exact(tmp_path, mode: str) -> None:
         fwd[2, 32](y, ty, x, tx, w, n)
         np.testing.assert_allclose(ty, tx * factors * w * x ** (factors - 1), rtol=1e-12)
     np.testing.assert_allclose(y, w * x ** factors, rtol=1e-12)
+
+
+def long_condition_after_a_loop(terms: int) -> str:
+    """``r = s + (s && s && ...)`` (``terms`` long) after a loop of the whole block (the loop
+    splits the thread loops): ``r`` is a thread value whose definition the thread loops either
+    store or recompute, decided from its cost (vecnorm's ``mag`` with a long condition)."""
+    chain = " && ".join(["s"] * terms)
+    return ("__global__ void k(float* y, const float* x, int n) {\n"
+            "  int t = blockIdx.x * blockDim.x + threadIdx.x;\n  float r;\n  float s = 0.0f;\n"
+            "  for (int j = 0; j < n; ++j) s += x[j];\n"
+            f"  r = s + ({chain});\n  y[t] = r + t;\n}}\n")
+
+
+def _serialize_work(tmp_path, monkeypatch, terms: int) -> int:
+    """Nodes ``gpu2cpu.serialize_threads`` walks translating ``long_condition_after_a_loop``."""
+    import gpu2cpu.serialize_threads
+
+    count = [0]
+    original_walk = gpu2cpu.serialize_threads.walk
+
+    def walk(node):
+        for x in original_walk(node):
+            count[0] += 1
+            yield x
+
+    with monkeypatch.context() as m:
+        m.setattr(gpu2cpu.serialize_threads, "walk", walk)
+        path, out = tmp_path / f"cond{terms}.cu", tmp_path / f"cond{terms}.cpp"
+        path.write_text(long_condition_after_a_loop(terms))
+        assert main(["translate", str(path), "-o", str(out)]) == 0
+    return count[0]
+
+
+def test_a_long_condition_between_thread_loops_costs_linear_work(tmp_path, monkeypatch) -> None:
+    """Whether to recompute a value in a later thread loop depends on its cost, which asked every
+    level of the value whether its subtree varies with the thread: a walk per level (a
+    6,000-term ``&&`` chain in vecnorm took minutes; 400 terms walked 91,000 nodes, 800 terms
+    342,000; now 9,800 and 19,400).
+    Counted, not timed: twice the terms walk about twice the nodes."""
+    small = _serialize_work(tmp_path, monkeypatch, 400)
+    large = _serialize_work(tmp_path, monkeypatch, 800)
+    assert large < 2.3 * small, (small, large)
+
+
+def test_a_long_condition_between_thread_loops_computes_the_same(tmp_path) -> None:
+    terms, n = 500, 40
+    path = tmp_path / "cond.cu"
+    path.write_text(long_condition_after_a_loop(terms))
+    mod = polypy.compile(path)
+    for x in (np.arange(n, dtype=np.float32) * 0.5, np.zeros(n, np.float32)):  # s != 0, s == 0
+        y = np.zeros(64, np.float32)
+        mod.k[2, 32](y, x, n)
+        s_ = np.float32(x.sum())
+        np.testing.assert_array_equal(y, s_ + np.float32(s_ != 0) + np.arange(64, dtype=np.float32))
+
+
+def load_product_kernel(factors: int) -> str:
+    """``y[i] = w[i] * x[i] * x[i] * ... * x[i]`` (``factors`` loads of ``x[i]``), in double."""
+    product = " * ".join(["x[i]"] * factors)
+    return ("__global__ void k(double* y, const double* x, const double* w, int n) {\n"
+            "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            f"  if (i < n) y[i] = w[i] * {product};\n}}\n")
+
+
+def test_repeated_loads_are_one_sharing_question(tmp_path, monkeypatch) -> None:
+    """Whether the adjoint of ``x`` may be accumulated with a plain ``+=`` is asked of isl for
+    every pair of accesses of ``x``: a product of 2,000 loads of ``x[i]`` asked 2,000,000 times
+    (hours). Repeats of one access (same statement, instances and element) are asked once."""
+    import importlib
+
+    sharing_module = importlib.import_module("polypy.poly.sharing")  # polypy.poly.sharing is also a function
+    factors = 300
+    calls = [0]
+    original = sharing_module._shared_pairs
+
+    def shared_pairs(*args):
+        calls[0] += 1
+        return original(*args)
+
+    monkeypatch.setattr(sharing_module, "_shared_pairs", shared_pairs)
+    path, out = tmp_path / "loads.cu", tmp_path / "loads_grad.cu"
+    path.write_text(load_product_kernel(factors))
+    assert main(["grad", str(path), "--kernel", "k", "-o", str(out)]) == 0
+    assert 0 < calls[0] <= 10, calls  # was factors * (factors + 1) / 2 = 45,150 for x alone
+    assert "atomic" not in out.read_text()  # still proved private: plain +=
+
+
+def test_a_long_product_of_loads_has_the_exact_gradient(tmp_path) -> None:
+    factors, n = 300, 37
+    path = tmp_path / "loads.cu"
+    path.write_text(load_product_kernel(factors))
+    rng = np.random.default_rng(4)
+    x = 1.0 + rng.uniform(-1e-3, 1e-3, n)
+    w = rng.uniform(0.5, 2.0, n)
+    seed = rng.uniform(0.5, 1.5, n)
+    grad = polypy.grad(polypy.compile(str(path)).k, wrt=["x", "w"])
+    y, dx, dw = np.zeros(n), np.zeros(n), np.zeros(n)
+    grad[2, 32](y, seed.copy(), x, dx, w, dw, n)
+    np.testing.assert_allclose(y, w * x ** factors, rtol=1e-12)
+    np.testing.assert_allclose(dx, seed * factors * w * x ** (factors - 1), rtol=1e-12)
+    np.testing.assert_allclose(dw, seed * x ** factors, rtol=1e-12)
+
+
+def test_nested_ifs_translate_in_linear_work(tmp_path, monkeypatch) -> None:
+    """Dead-code elimination looked at every statement of every block for assignments overwritten
+    later, walking each nested ``if`` whole: every level walked all the levels inside it (1,000
+    nested ``if``s took 18 s of CPU in translate). Counted, not timed: twice the levels, about
+    twice the nodes walked (quadratic work gave 3.6 times)."""
+    import importlib
+
+    dce = importlib.import_module("polypy.passes.eliminate_dead_code")  # also a function's name
+
+    def work(levels: int) -> int:
+        count = [0]
+        original = dce.walk
+
+        def walk(node):
+            for x in original(node):
+                count[0] += 1
+                yield x
+
+        with monkeypatch.context() as m:
+            m.setattr(dce, "walk", walk)
+            path, out = tmp_path / f"ifs{levels}.cu", tmp_path / f"ifs{levels}.cpp"
+            path.write_text(nested_ifs(levels))
+            assert main(["translate", str(path), "-o", str(out)]) == 0
+        return count[0]
+
+    small, large = work(100), work(200)
+    assert large < 2.3 * small, (small, large)

@@ -266,8 +266,10 @@ def test_condition_search_within_budget_keeps_its_answer_and_past_it_gives_up(mo
     small = sharing_module.sharing(k, "x")
     assert small.private_when is None and "gave up after" in small.condition_gave_up
     assert small.condition_steps <= s.condition_steps // 2 + 64  # stops at the first step past it
-    monkeypatch.setattr(sharing_module, "MAX_CONDITION_QUESTIONS", 8)
-    assert sharing_module.sharing(k, "x").condition_gave_up.startswith("no search")
+    # x's three loads are one access (same statement, same index): one pair, over 8 pieces
+    monkeypatch.setattr(sharing_module, "MAX_CONDITION_QUESTIONS", 4)
+    assert sharing_module.sharing(k, "x").condition_gave_up.startswith(
+        "no search for a run-time condition: 1 access pairs x 8 thread pieces")
 
 
 STAGED = """__global__ void staged(const double* x, double* y)

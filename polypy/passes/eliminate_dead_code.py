@@ -76,13 +76,17 @@ def _overwritten_assigns(items: tuple) -> set[int]:
 
     One pass from the end of the block, each statement walked once: ``over`` holds the names
     whose next event, reading forward from the current position, is such an assignment (a block
-    of 20,000 assignments, as a gradient of a long product has, asked each one's future anew)."""
+    of 20,000 assignments, as a gradient of a long product has, asked each one's future anew).
+    While ``over`` is empty only assignments are looked at: the block of each of 1,000 nested
+    ``if``s walked the 999 inside it."""
     dead: set[int] = set()
     over: set[str] = set()
     for i in range(len(items) - 1, -1, -1):
         s = items[i]
         if isinstance(s, n.Assign) and s.name in over:
             dead.add(i)
+        if not over and not isinstance(s, n.Assign):
+            continue  # nothing to take back, nothing to add: not walked (an ``if`` nesting 1,000 more)
         if not isinstance(s, n.Stmt) or any(isinstance(x, _TERMINATORS) for x in walk(s)):
             over = set()
             continue

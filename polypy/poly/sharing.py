@@ -63,7 +63,7 @@ def sharing(kernel: n.Kernel, buffer: str, *, access: AccessId | None = None,
     if access is not None and not accesses:
         raise KeyError(str(access))
     c = Copies(model, ("1", "2"))
-    pairs = _Pairs(tuple(accesses))  # symmetric questions
+    pairs = _Pairs(_distinct(accesses))  # symmetric questions
     # each block has its own copy of a shared array: only threads of one block can share
     blocks = [] if kernel.space(buffer) == "shared" else c.other_block_pieces("1", "2")
     threads = c.other_thread_pieces("1", "2") + blocks
@@ -94,6 +94,23 @@ class _Pairs:
         for i, a in enumerate(accesses):
             for j in range(i, len(accesses)):
                 yield a, accesses[j]
+
+
+def _distinct(accesses: list[Access]) -> tuple[Access, ...]:
+    """``accesses`` less those that repeat an earlier one's question: the same statement
+    (so the same enclosing strided loops), instances and element. The questions below ask
+    about pairs, each access with itself included, and read of an access only its buffer,
+    element type, statement path, domain and index (``elems``, ``delin``): a pair of repeats is answered by
+    the access with itself, a repeat with another access as the first one with it. A
+    2,000-factor product of ``x[i]`` is one access, not 2,000,000 pairs of them."""
+    seen: set[tuple] = set()
+    out: list[Access] = []
+    for a in accesses:
+        key = (a.buffer, a.elem, a.id.path, str(a.domain), tuple(str(e) for e in a.elems), repr(a.delin))
+        if key not in seen:
+            seen.add(key)
+            out.append(a)
+    return tuple(out)
 
 
 def _shared_pairs(c: Copies, a: Access, b: Access) -> isl.Set | None:
