@@ -232,6 +232,59 @@ int main() {
     assert run.stdout.splitlines() == ["10 11 12 13 100", "1010 1011 1012 1013"]
 
 
+POINTER_TRUTH = r"""
+__global__ void k(const unsigned *in, float *out, int n) {
+  int i = threadIdx.x;
+  if (in) out[i] = (float)in[i];   // a pointer as a condition: whether the argument is null
+  else out[i] = -1.0f;
+  if (!in && i == 0) out[n] = 7.0f;
+  bool have = in;
+  out[i] += (have && i % 2) ? 100.0f : 0.0f;
+  const unsigned *shifted = in + 1;
+  out[i] += shifted ? 0.5f : 0.0f;  // an offset keeps the argument's nullness (no null arithmetic in CUDA)
+}
+"""
+
+
+def test_a_pointer_parameter_as_a_condition(tmp_path):
+    """`if (p)`, `!p`, `bool b = p` of a pointer parameter test the argument (quasirandomGenerator's
+    `if (d_Input)` chose between its two loops)."""
+    path = tmp_path / "k.cu"
+    path.write_text(POINTER_TRUTH)
+    inp = np.arange(4, dtype=np.uint32) * 3
+    want = [0.5, 103.5, 6.5, 109.5, 0.0]
+    for run in (lambda o: emulate(polypy.load(str(path)).kernel("k"), 1, 4, [inp, o, 4]),
+                lambda o: polypy.compile(str(path)).k[1, 4](inp, o, 4)):
+        out = np.zeros(5, np.float32)
+        run(out)
+        assert out.tolist() == want
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed: whole programs cannot be compiled")
+def test_a_null_pointer_as_a_condition_in_a_whole_program(tmp_path):
+    src = tmp_path / "p.cu"
+    src.write_text(POINTER_TRUTH + r"""
+#include <cstdio>
+int main() {
+  unsigned h_in[4] = {0, 3, 6, 9}; unsigned *d_in; float *d_out, h[5];
+  cudaMalloc(&d_in, 16); cudaMalloc(&d_out, 20); cudaMemset(d_out, 0, 20);
+  cudaMemcpy(d_in, h_in, 16, cudaMemcpyHostToDevice);
+  k<<<1, 4>>>(d_in, d_out, 4);
+  cudaMemcpy(h, d_out, 20, cudaMemcpyDeviceToHost);
+  printf("%g %g %g %g %g\n", h[0], h[1], h[2], h[3], h[4]);
+  k<<<1, 4>>>(NULL, d_out, 4);
+  cudaMemcpy(h, d_out, 20, cudaMemcpyDeviceToHost);
+  printf("%g %g %g %g %g\n", h[0], h[1], h[2], h[3], h[4]);
+}
+""")
+    subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o", str(tmp_path / "p.cpp")],
+                   check=True, cwd=tmp_path)
+    subprocess.run(["g++", "-O2", "-fopenmp", str(tmp_path / "p.cpp"), "-o", str(tmp_path / "p"), "-lm"],
+                   check=True, cwd=tmp_path)
+    run = subprocess.run([str(tmp_path / "p")], capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines() == ["0.5 103.5 6.5 109.5 0", "-1 -1 -1 -1 7"]
+
+
 NULL_INIT = r"""
 __global__ void k(float *dst, int n) {
   float *p = NULL;

@@ -15,7 +15,7 @@ from frontend.arith import add_offsets, convert, promote, scale, truth, usual_ar
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
 from frontend.lower.bitcasts import bit_view, reinterpret, views_as_itself
 from frontend.lower.views import read_part, view_pointer
-from frontend.lower.null_tests import is_null_pointer, null_test
+from frontend.lower.null_tests import is_null_pointer, null_test, pointer_truth
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
 from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
@@ -71,8 +71,13 @@ class ExpressionLowering:
         return v
 
     def condition(self, c: ci.Cursor) -> n.Expr:
-        if tm.is_pointer(c.type):
-            raise self.error("pointer tests are not supported in device code", c)
+        if tm.is_pointer(c.type):  # C's `if (p)`: C++ converts to bool first (implicit_conversion)
+            v = self.expr(c)
+            if isinstance(v, _ArrayRef):
+                v = v.decay(self)
+            if not isinstance(v, Pointer):
+                raise self.error("pointer tests are not supported in device code", c)
+            return pointer_truth(self, v, c)
         return truth(self.scalar(c))
 
     def literal(self, c: ci.Cursor, discard: bool) -> n.Expr:
@@ -108,6 +113,8 @@ class ExpressionLowering:
             return convert(v, st)
         if st is not None and v is _DEFAULT:
             return v
+        if st == BOOL and isinstance(v, Pointer):  # `if (p)`, `!p`, `p && x`: whether p is not null
+            return convert(pointer_truth(self, v, c), BOOL)
         if st is not None and isinstance(v, (Pointer, VarAddress)):
             raise self.error("pointer-to-number conversions are not supported in device code", c)
         if tm.is_pointer(c.type) and isinstance(v, _ArrayRef):

@@ -44,14 +44,27 @@ def null_test(self, op: str, pointer_c: ci.Cursor, c: ci.Cursor) -> n.Expr:
         v = v.decay(self)
     if not isinstance(v, Pointer):
         raise self.error("comparing this kind of value with a null pointer is not supported in device code", c)
-    nonnull: n.Expr = n.Const(1, I32)
-    if v.record is None and any(p.name == v.buffer for p in self.params):
-        nonnull = nonnull_param(self, v.buffer, c)
-    elif v.record is not None or not any(b == v.buffer for b in self.buffers):
-        raise self.error("comparing this pointer with a null pointer is not supported in device code", c)
-    result = n.Binary("ne" if op == "!=" else "eq", nonnull, n.Const(0, I32), loc=self.loc(c))
+    result = n.Binary("ne" if op == "!=" else "eq", _nonnull(self, v, c), n.Const(0, I32), loc=self.loc(c))
     st = tm.scalar_type(c.type)
     return convert(result, st) if st is not None else result
+
+
+def pointer_truth(self, v: Pointer, c: ci.Cursor) -> n.Expr:
+    """A pointer as a truth value (``if (p)``, ``!p``, ``p && x``, ``p != NULL``): 1 when it is
+    not null, an i32. A pointer into a pointer parameter is null when its argument was (an
+    offset never makes a null pointer non-null in a well-defined program: CUDA's pointer
+    arithmetic stays inside the allocation); any other pointer polypy tracks points into a
+    buffer, so it is not null."""
+    return n.Binary("ne", _nonnull(self, v, c), n.Const(0, I32), loc=self.loc(c))
+
+
+def _nonnull(self, v: Pointer, c: ci.Cursor) -> n.Expr:
+    """An i32, not 0 when ``v`` is not null (see ``pointer_truth``)."""
+    if v.record is None and any(p.name == v.buffer for p in self.params):
+        return nonnull_param(self, v.buffer, c)
+    if v.record is not None or not any(b == v.buffer for b in self.buffers):
+        raise self.error("comparing this pointer with a null pointer is not supported in device code", c)
+    return n.Const(1, I32)
 
 
 def nonnull_param(self, buffer: str, c: ci.Cursor) -> n.Expr:
