@@ -15,6 +15,15 @@ import polypy
 from polypy.emulator import emulate
 from polypy.errors import UserError
 
+
+def _program_output(tmp_path, src) -> list[str]:
+    """The lines a whole program prints, translated by polypy and built with g++."""
+    subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o", str(tmp_path / "p.cpp")],
+                   check=True, cwd=tmp_path)
+    subprocess.run(["g++", "-O2", "-fopenmp", str(tmp_path / "p.cpp"), "-o", str(tmp_path / "p"), "-lm"],
+                   check=True, cwd=tmp_path)
+    return subprocess.run([str(tmp_path / "p")], capture_output=True, text=True, check=True).stdout.splitlines()
+
 MINMAX = r"""
 __global__ void k(int *out, unsigned *uo, long *lo, int w) {
   int t = threadIdx.x;
@@ -97,13 +106,8 @@ def test_array_member_of_a_record_parameter_indexed_by_a_loop(tmp_path):
 def test_array_member_of_a_record_parameter_in_a_whole_program(tmp_path):
     src = tmp_path / "p.cu"
     src.write_text(PARAM_ARRAYS + PARAM_ARRAYS_MAIN)
-    subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o", str(tmp_path / "p.cpp")],
-                   check=True, cwd=tmp_path)
-    subprocess.run(["g++", "-O2", "-fopenmp", str(tmp_path / "p.cpp"), "-o", str(tmp_path / "p"), "-lm"],
-                   check=True, cwd=tmp_path)
-    run = subprocess.run([str(tmp_path / "p")], capture_output=True, text=True, check=True)
     want_res, want_out = _param_arrays_expected()
-    assert run.stdout.splitlines() == [f"{r} {o:g}" for r, o in zip(want_res, want_out)]
+    assert _program_output(tmp_path, src) == [f"{r} {o:g}" for r, o in zip(want_res, want_out)]
 
 
 LOCAL_RECORD = r"""
@@ -122,12 +126,7 @@ def test_constant_index_of_an_array_member_of_a_record_variable(tmp_path):
     src.write_text(LOCAL_RECORD + "#include <cstdio>\nint main() { Q p = {1, {4, 5, 6}}; int *r, h[2];\n"
                    "  cudaMalloc(&r, 8); k<<<1, 2>>>(p, r); cudaMemcpy(h, r, 8, cudaMemcpyDeviceToHost);\n"
                    "  printf(\"%d %d\\n\", h[0], h[1]); }\n")
-    subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o", str(tmp_path / "p.cpp")],
-                   check=True, cwd=tmp_path)
-    subprocess.run(["g++", "-O2", "-fopenmp", str(tmp_path / "p.cpp"), "-o", str(tmp_path / "p"), "-lm"],
-                   check=True, cwd=tmp_path)
-    run = subprocess.run([str(tmp_path / "p")], capture_output=True, text=True, check=True)
-    assert run.stdout.split() == [str(60 + 5 + 1)] * 2
+    assert _program_output(tmp_path, src) == [f"{60 + 5 + 1} {60 + 5 + 1}"]
 
 
 TEMPLATE_RECURSION = r"""
@@ -224,12 +223,7 @@ int main() {
   printf("%d %d %d %d\n", h[0], h[1], h[2], h[3]);
 }
 """)
-    subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o", str(tmp_path / "p.cpp")],
-                   check=True, cwd=tmp_path)
-    subprocess.run(["g++", "-O2", "-fopenmp", str(tmp_path / "p.cpp"), "-o", str(tmp_path / "p"), "-lm"],
-                   check=True, cwd=tmp_path)
-    run = subprocess.run([str(tmp_path / "p")], capture_output=True, text=True, check=True)
-    assert run.stdout.splitlines() == ["10 11 12 13 100", "1010 1011 1012 1013"]
+    assert _program_output(tmp_path, src) == ["10 11 12 13 100", "1010 1011 1012 1013"]
 
 
 POINTER_TRUTH = r"""
@@ -277,12 +271,7 @@ int main() {
   printf("%g %g %g %g %g\n", h[0], h[1], h[2], h[3], h[4]);
 }
 """)
-    subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o", str(tmp_path / "p.cpp")],
-                   check=True, cwd=tmp_path)
-    subprocess.run(["g++", "-O2", "-fopenmp", str(tmp_path / "p.cpp"), "-o", str(tmp_path / "p"), "-lm"],
-                   check=True, cwd=tmp_path)
-    run = subprocess.run([str(tmp_path / "p")], capture_output=True, text=True, check=True)
-    assert run.stdout.splitlines() == ["0.5 103.5 6.5 109.5 0", "-1 -1 -1 -1 7"]
+    assert _program_output(tmp_path, src) == ["0.5 103.5 6.5 109.5 0", "-1 -1 -1 -1 7"]
 
 
 NULL_INIT = r"""

@@ -15,7 +15,7 @@ from frontend.arith import add_offsets, convert, promote, scale, truth, usual_ar
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
 from frontend.lower.bitcasts import bit_view, reinterpret, views_as_itself
 from frontend.lower.views import read_part, view_pointer
-from frontend.lower.null_tests import is_null_pointer, null_test, pointer_truth
+from frontend.lower.null_tests import is_null_pointer, null_test, pointer_condition, pointer_truth
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
 from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
@@ -72,12 +72,7 @@ class ExpressionLowering:
 
     def condition(self, c: ci.Cursor) -> n.Expr:
         if tm.is_pointer(c.type):  # C's `if (p)`: C++ converts to bool first (implicit_conversion)
-            v = self.expr(c)
-            if isinstance(v, _ArrayRef):
-                v = v.decay(self)
-            if not isinstance(v, Pointer):
-                raise self.error("pointer tests are not supported in device code", c)
-            return pointer_truth(self, v, c)
+            return pointer_condition(self, c)
         return truth(self.scalar(c))
 
     def literal(self, c: ci.Cursor, discard: bool) -> n.Expr:

@@ -49,6 +49,16 @@ def null_test(self, op: str, pointer_c: ci.Cursor, c: ci.Cursor) -> n.Expr:
     return convert(result, st) if st is not None else result
 
 
+def pointer_condition(self, c: ci.Cursor) -> n.Expr:
+    """A condition of pointer type (C's ``if (p)``): whether the pointer is not null."""
+    v = self.expr(c)
+    if isinstance(v, _ArrayRef):
+        v = v.decay(self)
+    if not isinstance(v, Pointer):
+        raise self.error("pointer tests are not supported in device code", c)
+    return pointer_truth(self, v, c)
+
+
 def pointer_truth(self, v: Pointer, c: ci.Cursor) -> n.Expr:
     """A pointer as a truth value (``if (p)``, ``!p``, ``p && x``, ``p != NULL``): 1 when it is
     not null, an i32. A pointer into a pointer parameter is null when its argument was (an
