@@ -124,13 +124,7 @@ class DeclarationLowering:
                 fields[leaf.path] = VarLV(var, lst)
             lv = AggLV(fields, t.spelling)
             self.bind(d, lv)
-            ctor = _strip(init) if init is not None else None
-            if ctor is not None and ctor.kind == CK.CALL_EXPR and ctor.referenced is not None and \
-                    ctor.referenced.kind == CK.CONSTRUCTOR and self.is_user_construction(ctor.referenced, ctor):
-                # `V3 p(a, b, c);`, `V3 p;` with a user constructor: constructed in place.
-                self.construct(lv, ctor.referenced, [a for a in ctor.get_children() if a.kind.is_expression()], ctor)
-            elif init is not None and not _is_trivial_construction(init):
-                self.assign(lv, self.record_value(init, t), d)
+            self.initialize_record(d, lv, t, init)
             return
         raise UserError(f"local variable '{name}' of type '{t.spelling}' is not supported", where)
 
@@ -139,7 +133,11 @@ class DeclarationLowering:
         is an element of memory at a run-time index (a record of variables has constant members only)."""
         binding = self.record_array(name, (1,), tm.local_layout(t, where), "local", where)
         self.bind(d, _ScalarArray(binding))
-        lv = self.element_lv(binding, (n.Const(0, I32),), d)
+        self.initialize_record(d, self.element_lv(binding, (n.Const(0, I32),), d), t, init)
+
+    def initialize_record(self, d: ci.Cursor, lv, t: ci.Type, init: ci.Cursor | None) -> None:
+        """A local record's initializer: ``V3 p(a, b, c);`` (or ``V3 p;``) with a user constructor is
+        constructed in place; any other non-trivial initializer is assigned."""
         ctor = _strip(init) if init is not None else None
         if ctor is not None and ctor.kind == CK.CALL_EXPR and ctor.referenced is not None and \
                 ctor.referenced.kind == CK.CONSTRUCTOR and self.is_user_construction(ctor.referenced, ctor):
