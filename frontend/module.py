@@ -12,6 +12,7 @@ import pathlib
 
 import clang.cindex as ci
 
+from polypy.analysis.grid_sync import check_grid_syncs, refuse_plain_launches
 from polypy.analysis.uniformity import check_barriers
 from polypy.errors import UserError
 from polypy.ir import nodes as n
@@ -216,6 +217,7 @@ class _ModuleBuilder:
             kernel = _lower_kernel(KernelBuilder(self.ctx, cursor, name), cursor)
             pending += list(kernels.items())[known:]
             check_depth(kernel)
+            check_grid_syncs(kernel)
             check_barriers(kernel)
             built.append(kernel)
             names[key] = name
@@ -236,6 +238,7 @@ class _ModuleBuilder:
             loops = merge_loops([fn for fn in host_functions if self.is_user(fn)],
                                 lambda call: self.launch_config(call) is not None, self.mergeable_launch)
             host = self.host_program(decls, launches_by_file, names, has_main, copies, loops)
+            refuse_plain_launches(host.launches, built)
         return n.Module(tuple(built), tuple(self.ctx.globals.values()), source=self.path, host=host)
 
     def defines_host_code(self, decls: list[ci.Cursor], host_functions: list[ci.Cursor]) -> bool:
