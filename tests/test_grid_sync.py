@@ -281,3 +281,21 @@ def test_ir_text_round_trip() -> None:
     kernel = parse_kernel(text)
     assert [type(s).__name__ + getattr(s, "scope", "") for s in kernel.body[1:]] == ["Barriergrid", "Barrierblock"]
     assert "barrier.grid" in print_kernel(kernel)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed: whole programs cannot be compiled")
+def test_extern_c_kernel_in_a_whole_program(tmp_path) -> None:
+    # `extern "C" __global__ void k(...)` (reductionMultiBlockCG's kernel): the translation replaces
+    # the linkage specification too, so its static block function is not declared extern "C".
+    src = tmp_path / "e.cu"
+    src.write_text('#include <cstdio>\nextern "C" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }\n'
+                   "int main() {\n  float* x; cudaMallocManaged(&x, 4 * sizeof(float));\n"
+                   "  for (int i = 0; i < 4; i++) x[i] = i;\n  twice<<<1, 4>>>(x); cudaDeviceSynchronize();\n"
+                   '  printf("%g %g\\n", x[1], x[3]);\n  return 0;\n}\n')
+    subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o", str(tmp_path / "e.cpp")],
+                   check=True, cwd=tmp_path)
+    build = subprocess.run(["g++", "-O2", "-fopenmp", str(tmp_path / "e.cpp"), "-o", str(tmp_path / "e"), "-lm"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(tmp_path / "e")], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert run.stdout == "2 6\n"
