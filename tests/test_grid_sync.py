@@ -238,6 +238,43 @@ def test_grid_sync_under_divergent_control_is_refused(tmp_path, name, body, wher
     assert f"{name}.cu{where}" in str(e.value) and message in str(e.value)
 
 
+# A cuda::barrier (whose arrival asserts its count, which guards what follows with a flag) inside a
+# branch of block 0 between two grid barriers: a failed assert aborts the launch, so the grid
+# barrier after it is still reached by every block; every block reads what block 0 wrote.
+AW = HEAD + r"""#include <cuda/barrier>
+__global__ void aw(double* r) {
+    cg::thread_block cta = cg::this_thread_block();
+    cg::grid_group grid = cg::this_grid();
+    cg::thread_block_tile<32> tile32 = cg::tiled_partition<32>(cta);
+    __shared__ cuda::barrier<cuda::thread_scope_block> barrier;
+    if (threadIdx.x == 0) init(&barrier, blockDim.x);
+    cg::sync(cta);
+    double s = threadIdx.x;
+    cg::sync(grid);
+    if (blockIdx.x == 0) {
+        for (int o = 16; o > 0; o /= 2) s += tile32.shfl_down(s, o);
+        auto token = barrier.arrive();
+        barrier.wait(std::move(token));
+        if (cta.thread_rank() == 32) r[0] = s;
+    }
+    cg::sync(grid);
+    if (threadIdx.x == 0) r[1 + blockIdx.x] = r[0] + blockIdx.x;
+}
+"""
+
+
+@pytest.mark.parametrize("way", ["emulator", "c"])
+def test_cuda_barrier_in_a_block_branch_between_grid_barriers(tmp_path, way: str) -> None:
+    src = tmp_path / "aw.cu"
+    src.write_text(AW)
+    kernel = polypy.load(str(src)).kernel("aw")
+    grid = min(CORES, 2) if way == "c" else 3
+    args = {"r": np.zeros(1 + grid, np.float64)}
+    got = run_c(kernel, grid, 64, args) if way == "c" else run_emulated(kernel, grid, 64, args)
+    want = float(sum(range(32, 64)))
+    np.testing.assert_array_equal(got["r"], [want] + [want + b for b in range(grid)])
+
+
 def test_plain_launch_of_a_grid_sync_kernel_is_refused(tmp_path) -> None:
     src = tmp_path / "p.cu"
     src.write_text(HEAD + "__global__ void k(float* x) { cg::this_grid().sync(); x[0] = 1.0f; }\n"

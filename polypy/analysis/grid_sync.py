@@ -23,6 +23,7 @@ import dataclasses
 from polypy.analysis.uniformity import _run
 from polypy.errors import UserError
 from polypy.ir import nodes as n
+from polypy.ir.types import BOOL
 from polypy.ir.visitor import Mutator, walk
 
 
@@ -43,11 +44,46 @@ class _BlocksAsThreads(Mutator):
         return n.Binary("add", n.ThreadIdx(e.dim, loc=e.loc), e, loc=e.loc)
 
 
+class _AssertsHold(Mutator):
+    """A failed device ``assert`` aborts the whole launch (CUDA), whatever barriers follow, so the
+    analysis assumes every assert holds: an ``if`` whose branch fails an assert keeps its other
+    branch, and a flag that then is never set (the frontend's ``assert_failed``, the ``done`` it
+    sets) keeps its initial value, so the code it guards runs unconditionally."""
+
+    def __init__(self, never_set: frozenset[str] = frozenset()):
+        super().__init__()
+        self.never_set = never_set
+
+    def visit_If(self, s: n.If):
+        if any(isinstance(x, n.AssertFail) for x in walk(n.If(s.cond, s.then, (), loc=s.loc))):
+            return self.visit_block(s.orelse)
+        cond = s.cond
+        negated = isinstance(cond, n.Unary) and cond.op == "not"
+        flag = cond.x if negated else cond
+        if isinstance(flag, n.Var) and flag.name in self.never_set:
+            return self.visit_block(s.orelse if not negated else s.then)
+        return self.generic_visit(s)
+
+
+def _assume_asserts_hold(body: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
+    body = _AssertsHold().visit_block(body)
+    while True:
+        false_flags = {x.name for s in body for x in walk(s) if isinstance(x, n.Decl) and isinstance(x.init, n.Const)
+                       and x.init.type == BOOL and not x.init.value}
+        assigned = {x.name for s in body for x in walk(s) if isinstance(x, n.Assign)}
+        never_set = frozenset(false_flags - assigned)
+        new = _AssertsHold(never_set).visit_block(body)
+        if new == body:
+            return body
+        body = new
+
+
 def check_grid_syncs(kernel: n.Kernel) -> None:
     """Refuse (``UserError``, located) a grid barrier that some blocks may not reach."""
     if not has_grid_sync(kernel):
         return
-    widened = dataclasses.replace(kernel, body=_BlocksAsThreads().visit_block(kernel.body))
+    body = _BlocksAsThreads().visit_block(_assume_asserts_hold(kernel.body))
+    widened = dataclasses.replace(kernel, body=body)
     for barrier, why in _run(widened).barrier_problems:
         if is_grid_sync(barrier):
             raise UserError(
