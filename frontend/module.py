@@ -12,6 +12,7 @@ import pathlib
 
 import clang.cindex as ci
 
+from polypy.analysis.grid_sync import check_grid_syncs, refuse_plain_launches
 from polypy.analysis.uniformity import check_barriers
 from polypy.errors import UserError
 from polypy.ir import nodes as n
@@ -130,6 +131,7 @@ class _ModuleBuilder:
         self.ctx.device_definitions = elsewhere or DeviceSources()
         self.user_files: dict[str, None] = {}
         self._top_level: list[ci.Cursor] | None = None
+        self._linkage_starts: dict[tuple[str, int, int], int] = {}
 
     # -- which cursors are the user's
     def is_user(self, c: ci.Cursor) -> bool:
@@ -157,6 +159,12 @@ class _ModuleBuilder:
                     # holds that header's declarations: each reopening is a cursor of its own.
                     if not c.location.is_in_system_header:
                         visit(c)
+                    inner = list(c.get_children())
+                    if c.kind == CK.LINKAGE_SPEC and len(inner) == 1 and \
+                            inner[0].extent.end.offset == c.extent.end.offset:
+                        # `extern "C" __global__ void k(...) {...}`: the kernel's span starts at
+                        # `extern`, so that its translation (static block functions) is not C-linked.
+                        self._linkage_starts[_extent_key(inner[0])] = c.extent.start.offset
                 elif self.is_user(c):
                     out.append(c)
 
@@ -216,6 +224,7 @@ class _ModuleBuilder:
             kernel = _lower_kernel(KernelBuilder(self.ctx, cursor, name), cursor)
             pending += list(kernels.items())[known:]
             check_depth(kernel)
+            check_grid_syncs(kernel)
             check_barriers(kernel)
             built.append(kernel)
             names[key] = name
@@ -236,6 +245,7 @@ class _ModuleBuilder:
             loops = merge_loops([fn for fn in host_functions if self.is_user(fn)],
                                 lambda call: self.launch_config(call) is not None, self.mergeable_launch)
             host = self.host_program(decls, launches_by_file, names, has_main, copies, loops)
+            refuse_plain_launches(host.launches, built)
         return n.Module(tuple(built), tuple(self.ctx.globals.values()), source=self.path, host=host)
 
     def defines_host_code(self, decls: list[ci.Cursor], host_functions: list[ci.Cursor]) -> bool:
@@ -543,8 +553,8 @@ class _ModuleBuilder:
                     if stub is not None and kernels and d.location.file.name != self.path and not stub.storage:
                         # Defined in a header: every file including it defines the stub (C++ inline).
                         stub = dataclasses.replace(stub, storage="inline")
-                return DeviceSpan(conv.char(d.extent.start.offset), conv.char(d.extent.end.offset), "kernel", kernels,
-                                  stub)
+                start = self._linkage_starts.get(_extent_key(d), d.extent.start.offset)
+                return DeviceSpan(conv.char(start), conv.char(d.extent.end.offset), "kernel", kernels, stub)
             if is_device_decl(d) and not is_host_decl(d):
                 return DeviceSpan(conv.char(d.extent.start.offset), conv.char(d.extent.end.offset), "device")
         return None
@@ -687,3 +697,8 @@ class _OffsetMap:
         """The text of ``cursor`` as written (in a macro's argument: the argument's text)."""
         start, end = spelled_extent(cursor)
         return self.text[self.char(start):self.char(end)]
+
+
+def _extent_key(d: ci.Cursor) -> tuple[str, int, int]:
+    f = d.extent.start.file
+    return (f.name if f is not None else "", d.extent.start.offset, d.extent.end.offset)

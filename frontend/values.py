@@ -10,9 +10,9 @@ import dataclasses
 from typing import Any
 
 from polypy.ir import nodes as n
-from polypy.ir.types import I64, ScalarType
+from polypy.ir.types import I32, I64, ScalarType
 
-from frontend.arith import convert
+from frontend.arith import add_offsets, convert
 from frontend.ctypes_map import ElemLayout, RecordLayout
 
 # --------------------------------------------------------------------------- values
@@ -264,8 +264,31 @@ class ArrayBinding:
             address = address.plus(i, row)
         return address
 
+    @property
+    def rows(self) -> bool:
+        """Whether this is ``extern __shared__ T s[][C]``: the launch's dynamic shared buffer (one
+        dimension, sized at launch) seen as rows of ``C`` elements, indexed through ``flat``."""
+        return len(self.dims) > 1 and self.dims[0] is None
+
+    def flat(self, index: tuple[n.Expr, ...]) -> tuple[n.Expr, ...]:
+        """The buffer's index of C indices ``index`` (one per dimension): unchanged, except for
+        rows of the dynamic shared buffer, where ``s[r][c]`` is element ``r * C + c``."""
+        if not self.rows:
+            return index
+        total: n.Expr | None = None
+        for m, i in enumerate(index):
+            row = 1
+            for d in self.dims[m + 1:]:
+                row *= d or 1
+            term = i if row == 1 else n.Binary("mul", i, n.Const(row, i.type), loc=i.loc)
+            total = term if total is None else add_offsets(total, term)
+        return (total,) if total is not None else ()
+
     def pointer(self, prefix: tuple[n.Expr, ...], offset: n.Expr | None) -> Pointer:
         """A pointer to element ``offset`` of row ``prefix``."""
+        if self.rows:
+            start = self.flat(prefix + (n.Const(0, I32),))[0] if prefix else None
+            return Pointer(self.buffer, (), add_offsets(start, offset), self.layout, stored=self.stored)
         if self.record is None:
             return Pointer(self.buffer, prefix, offset, self.layout, stored=self.stored)
         return Pointer(self.buffer, (), offset, self.layout, self.address(prefix))

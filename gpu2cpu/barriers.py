@@ -29,7 +29,9 @@ import dataclasses
 from polypy.errors import Loc
 from polypy.ir import nodes as n
 from polypy.ir.visitor import walk
+from polypy.analysis.grid_sync import is_grid_sync
 from polypy.poly import BarrierAnalysis, Conflict, StmtPath, edit_statements, format_path
+from polypy.poly.paths import statement_at
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +59,12 @@ def eliminate_barriers(kernel: n.Kernel, *, report: list[BarrierDecision] | None
     removed: set[StmtPath] = set()
     decisions = []
     for barrier in analysis.barriers:
+        if is_grid_sync(statement_at(kernel, barrier.path)):
+            # It orders the accesses of different blocks, which this analysis (of one block) does
+            # not see: always kept (it also orders the block's own accesses, for the others).
+            decisions.append(BarrierDecision(barrier.loc, False, "grid.sync(): a barrier of the whole grid, kept",
+                                             format_path(barrier.path)))
+            continue
         conflict = analysis.conflict(barrier.path, remaining)
         if conflict is None:
             reason = analysis.removal_reason(barrier.path, remaining)

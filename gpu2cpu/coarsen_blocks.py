@@ -69,6 +69,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from polypy.analysis.grid_sync import has_grid_sync
 from polypy.analysis.uniformity import check_barriers
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
@@ -205,6 +206,8 @@ def _rewrite(kernel: n.Kernel, block: BlockShape, factor: int) -> tuple[n.Kernel
 
 def _refusal(kernel: n.Kernel, coarse: n.Kernel, block: BlockShape) -> str | None:
     """Why ``coarse`` (from ``_rewrite``) would not compute what ``kernel`` does, or None."""
+    if has_grid_sync(kernel):
+        return "grid.sync(): a cooperative launch runs every block at once, one per core"
     if any(b.space == "shared" and b.shape is None for b in kernel.buffers):
         return "extern __shared__ memory is sized by the launch"
     warps = any(isinstance(x, (n.Shuffle, n.Vote)) for s in kernel.body for x in walk(s))

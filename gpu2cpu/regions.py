@@ -232,6 +232,8 @@ class _Builder:
                 if ctx.mask is not None:  # the frontend refuses this already (check_barriers)
                     raise UserError(_BARRIER_UNDER_DIVERGENCE, s.loc)
                 close()
+                if s.scope == "grid":  # stays between the thread loops: the block waits for the grid
+                    out.append(BlockStmt(s))
             elif isinstance(s, (n.Shuffle, n.Vote)):
                 before, after = self.exchange(s, ctx)
                 group().stmts.extend(before)

@@ -1,6 +1,6 @@
 """Cooperative groups inside a block (polypy's <cooperative_groups.h>, frontend/lower/cooperative.py):
 our own kernels checked against NumPy through the emulator, the LLVM JIT and the C backend, on
-several block shapes; located refusals for a grid's sync(), groups of dynamic membership and what
+several block shapes; located refusals for a grid's sync() under divergent control, groups of dynamic membership and what
 else is not supported."""
 from __future__ import annotations
 
@@ -199,8 +199,8 @@ def test_tiles_of_tiles_and_a_dynamic_partition(tmp_path, block) -> None:
 # ---------------------------------------------------------------------------- refusals
 
 REFUSED = [
-    ("cg::grid_group g = cg::this_grid();\n  g.sync();", "grid_group::sync(): a grid-wide barrier"),
-    ("cg::grid_group g = cg::this_grid();\n  cg::sync(g);", "grid_group::sync(): a grid-wide barrier"),
+    ("cg::grid_group g = cg::this_grid();\n  if (threadIdx.x) g.sync();", "grid.sync() under control that depends"),
+    ("cg::grid_group g = cg::this_grid();\n  if (blockIdx.x) cg::sync(g);", "grid.sync() under control that depends"),
     ("x[0] = cg::this_grid().is_valid();", "cooperative_groups::grid_group::is_valid is not supported"),
     ("cg::thread_block_tile<64> t = cg::tiled_partition<64>(cg::this_thread_block());\n  x[0] = t.shfl_down(x[0], 1);",
      "thread_block_tile<64>::shfl_down: shfl_up, shfl_down, shfl_xor and ballot of a tile of more than 32"),
@@ -231,10 +231,10 @@ def test_unsupported_cooperative_groups_are_located_errors_naming_the_feature(tm
 
 def test_a_refusal_points_at_the_call(tmp_path) -> None:
     src = tmp_path / "grid.cu"
-    src.write_text(PRELUDE + "__global__ void k(int* x) {\n  x[0] = 1;\n  cg::this_grid().sync();\n}\n")
+    src.write_text(PRELUDE + "__global__ void k(int* x) {\n  x[0] = 1;\n  x[1] = cg::this_grid().is_valid();\n}\n")
     with pytest.raises(UserError) as info:
         polypy.load(str(src))
-    assert info.value.loc is not None and (info.value.loc.line, info.value.loc.col) == (5, 3)
+    assert info.value.loc is not None and (info.value.loc.line, info.value.loc.col) == (5, 10)
 
 
 # A group passed by value to a device function as a thread_group, and the block by reference:

@@ -30,6 +30,7 @@ import dataclasses
 
 from typing import Callable, Optional, Sequence
 
+from polypy.analysis.grid_sync import has_grid_sync
 from polypy.coarsening import CoarseVersion, pays_in_c
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
@@ -358,7 +359,7 @@ class KernelEmitter:
         arguments = list(values)
         # Sums per worker (``worker_sums``): the blocks add into the worker's own slots, and the
         # worker adds its sums to the array once, after its share of the grid.
-        sums = [] if opts.check_bounds else self.worker_sums()
+        sums = [] if opts.check_bounds or has_grid_sync(self.kernel) else self.worker_sums()
         for index, slot, elem in sums:
             arguments[index] = f"polypy_sum_{index}"
         scratch = []
@@ -434,6 +435,12 @@ class KernelEmitter:
             note += ("\n * Sums per worker (" + ", ".join(self.kernel.params[i].name for i, _, _ in sums)
                      + ": atomic adds to one element only): each worker adds into its own copy and adds"
                      + "\n * that to the array once (CUDA orders no atomics).")
+        if has_grid_sync(self.kernel):
+            if factors != (1, 1, 1):
+                raise InternalError("a kernel with grid.sync() given coarse blocks", self.kernel.loc)
+            return render_template("c_cooperative.j2", kernel=self.kernel.name, signature=decl, grid=grid,
+                                   block=block, prologue=prologue, scratch=scratch, block_function=self.block_name,
+                                   arguments=arguments)
         return render_template("c_launcher.j2", kernel=self.kernel.name, signature=decl, grid=grid, block=block,
                                prologue=prologue, num_threads=num_threads, scratch=scratch,
                                block_function=self.block_name, arguments=arguments, steps=steps, note=note,

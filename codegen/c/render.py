@@ -377,6 +377,9 @@ class Renderer(CExprPrinter):
             out.append(f"{ind}{self.prefetch(s)};")
         elif isinstance(s, n.Fence):
             out.append(f"{ind}__atomic_thread_fence(__ATOMIC_SEQ_CST); /* __threadfence ({s.scope}) */")
+        elif isinstance(s, n.Barrier) and s.scope == "grid":  # the block waits for the grid (cooperative launch)
+            site = s.loc.line * 4096 + s.loc.col if s.loc is not None else 0
+            out.append(f"{ind}polypy_grid_sync({site}); /* grid.sync() */")
         elif isinstance(s, n.Print):
             out.append(f"{ind}{print_call(s, self.expr)};")
         elif isinstance(s, n.AssertFail):

@@ -61,6 +61,12 @@ class StatementEmitter:
                         "supported by the LLVM backend (polypy.compile); translate the whole program with "
                         "'polypy translate' (C++ and OpenMP)", s.loc)
 
+    def visit_Barrier(self, s: n.Barrier) -> None:
+        """Only a grid barrier is left in the CPU form (``grid.sync()``): not done by this backend."""
+        raise UserError("grid.sync() (a cooperative launch) is not supported by the LLVM backend (polypy.compile); "
+                        "translate the program with 'polypy translate' (C++ and OpenMP) or run it with "
+                        "'polypy run --emulate'", s.loc)
+
     def visit_AssertFail(self, s: n.AssertFail) -> None:
         emit_assert_fail(self, s)
 
@@ -313,7 +319,7 @@ class StatementEmitter:
     def _not_cpu_form(self, node: n.Node) -> None:
         raise InternalError(f"{type(node).__name__} in CPU-form kernel {self.kernel.name!r}", node.loc)
 
-    visit_Barrier = visit_Shuffle = visit_Vote = visit_Return = visit_ThreadIdx = _not_cpu_form
+    visit_Shuffle = visit_Vote = visit_Return = visit_ThreadIdx = _not_cpu_form
 
     def generic_visit(self, node: n.Node) -> None:
         raise InternalError(f"the LLVM backend cannot emit {type(node).__name__}", node.loc)

@@ -35,7 +35,7 @@ Groups")::
                                  rank r, any/all the warp vote over mask; cg::reduce: one shuffle
                                  per lane, members combined from the lowest lane up
 
-A grid's ``sync()`` (a grid-wide barrier) and ``is_valid()``, multi-grid groups, labeled and
+A grid's ``sync()`` is the grid barrier (``Barrier`` of scope ``grid``). Its ``is_valid()``, multi-grid groups, labeled and
 binary partitions, a coalesced group's ``ballot``/``shfl_up``/``shfl_down``, and
 ``shfl_up``/``shfl_down``/``shfl_xor``/``ballot`` of tiles of more than 32 threads are refused
 with a located error naming the feature. ``block_tile_memory`` (the scratch CUDA's big tiles use) is accepted and dropped.
@@ -66,8 +66,6 @@ _REFUSED = {
 }
 MAX_TILE = 1024  # CUDA's largest block
 WARP = 32
-_GRID_SYNC = ("grid_group::sync(): a grid-wide barrier (a phase split of the whole launch, which needs "
-              "cudaLaunchCooperativeKernel) is not supported")
 _REDUCE_OPS = {"plus": "add", "less": "min", "greater": "max", "bit_and": "band", "bit_or": "bor",
                "bit_xor": "bxor"}
 _SHUFFLES = {"shfl": "idx", "shfl_up": "up", "shfl_down": "down", "shfl_xor": "xor"}
@@ -263,7 +261,7 @@ class CooperativeLowering:
         t = base.type
         loc = self.loc(c)
         if kind == "grid_group":
-            return self.cg_grid_member(name, c)
+            return self.cg_grid_member(name, c, discard)
         if kind == "coalesced_group":
             return self.cg_coalesced_member(name, group, args, c, discard)
         if name == "sync":
@@ -316,11 +314,15 @@ class CooperativeLowering:
             return self.cg_vote(name, truth(self.scalar(args[0])), size, c)
         raise self.error(f"cooperative_groups::{kind}::{name} is not supported", c)
 
-    def cg_grid_member(self, name: str, c: ci.Cursor) -> Value:
-        """A grid group's ranks and sizes (64-bit, as CUDA declares them); its ``sync()`` and
-        ``is_valid()`` (whether the launch was cooperative) are refused."""
+    def cg_grid_member(self, name: str, c: ci.Cursor, discard: bool) -> Value | None:
+        """A grid group's ranks and sizes (64-bit, as CUDA declares them); its ``sync()``, the grid
+        barrier (``Barrier`` of scope ``grid``: the kernel then needs a cooperative launch);
+        ``is_valid()`` (whether the launch was cooperative) is refused."""
         if name == "sync":
-            raise self.error(_GRID_SYNC, c)
+            if not discard:
+                raise self.error("sync() has no value", c)
+            self.emit(n.Barrier("grid", loc=self.loc(c)))
+            return None
         gx, gy, gz = (convert(n.GridDim(d), U64) for d in range(3))
         bx, by, bz = (convert(n.BlockIdx(d), U64) for d in range(3))
         block_rank = n.Binary("add", bx, n.Binary("mul", gx, n.Binary("add", by, n.Binary("mul", gy, bz))))

@@ -179,15 +179,13 @@ class DeclarationLowering:
                 if stored.is_bool != layout.scalar.is_bool or (stored.is_bool and layout.stride != 1):
                     raise UserError("extern __shared__ arrays of bool and of another element type are not supported "
                                     "(a bool's bytes other than 0 and 1 have no value)", where)
-                view = ArrayBinding(self.dynamic_shared.buffer, (None,), layout,
+                view = ArrayBinding(self.dynamic_shared.buffer, _dynamic_dims(dims, where), layout,
                                     stored=None if stored == layout.scalar else stored)
                 self.shared[key] = view
                 return view
-            if len(dims) != 1:
-                raise UserError("multi-dimensional extern __shared__ arrays are not supported", where)
             name = self.names.fresh(d.spelling)
             self.buffers[name] = n.Buffer(name, layout.scalar, None, "shared", loc=where)
-            binding = ArrayBinding(name, (None,), layout)
+            binding = ArrayBinding(name, _dynamic_dims(dims, where), layout)
             self.dynamic_shared = binding
             self.shared[key] = binding
             return binding
@@ -261,6 +259,7 @@ class DeclarationLowering:
         layout = binding.layout
         if layout.record is not None:
             return RecLV(binding.address(index), layout.record)
+        index = binding.flat(index)
         last = index[-1]
         if layout.stride > 1:
             last = scale(last, layout.stride)
@@ -270,3 +269,13 @@ class DeclarationLowering:
         fields = {path: element(binding.buffer, prefix + (plus(last, slot),), layout.scalar, binding.stored)
                   for path, slot in layout.slots}
         return AggLV(fields, layout.ctype_spelling)
+
+
+def _dynamic_dims(dims: tuple[int | None, ...], where) -> tuple[int | None, ...]:
+    """The C dimensions of an ``extern __shared__`` array: ``s[]`` (one buffer sized at launch), or
+    ``s[][C]`` / ``s[][C][D]``, the same buffer seen as rows of constant size (indexed
+    ``r * C + c``, ``ArrayBinding.flat``); its first dimension must be the one left open."""
+    if not dims or dims[0] is not None or any(d is None or d == -1 or d <= 0 for d in dims[1:]):
+        raise UserError("an extern __shared__ array must have an open first dimension and constant others "
+                        "(extern __shared__ T s[]; or T s[][C];)", where)
+    return dims

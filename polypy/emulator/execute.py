@@ -23,6 +23,7 @@ from polypy.emulator.faults import LaneFault, first_true
 from polypy.emulator.lanes import LaneSet
 from polypy.emulator.memory import Memory, garbage
 from polypy.emulator.races import RaceFound
+from polypy.emulator.grid_sync import grid_barrier
 from polypy.emulator.state import ChunkState
 from polypy.errors import DeviceAssertError, InternalError, UserError
 from polypy.ir.printf import format_call
@@ -216,6 +217,9 @@ class Executor:
 
     def _barrier(self, s: n.Barrier, lanes: LaneSet) -> None:
         chunk = self.state.chunk
+        if s.scope == "grid":
+            grid_barrier(self.state, s, lanes)
+            return
         blocks = lanes.take_cached("lane_block", chunk.lane_block)
         arrived = np.bincount(np.broadcast_to(blocks, (lanes.count,)), minlength=chunk.num_blocks)
         partial = (arrived > 0) & (arrived < chunk.live)

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from polypy.analysis.grid_sync import has_grid_sync
 from polypy.emulator.arguments import bind_arguments
 from polypy.emulator.execute import Executor
 from polypy.emulator.fences import Publications, needs_publications
@@ -93,7 +94,8 @@ def emulate(kernel: n.Kernel, grid: int | Sequence[int], block: int | Sequence[i
         memories.update(global_memories(kernel, geometry, globals, check_races))
         pubs = Publications(geometry.num_blocks, geometry.num_blocks * geometry.threads_per_block) \
             if check_races and needs_publications(kernel) else None
-        per_chunk = _blocks_per_chunk(kernel, geometry, shmem)
+        # A grid barrier needs every block at once: the whole grid is one chunk (emulator/grid_sync.py).
+        per_chunk = geometry.num_blocks if has_grid_sync(kernel) else _blocks_per_chunk(kernel, geometry, shmem)
         for first in range(0, geometry.num_blocks, per_chunk):
             chunk = Chunk(geometry, first, min(per_chunk, geometry.num_blocks - first))
             chunk_mems = dict(memories)

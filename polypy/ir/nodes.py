@@ -352,7 +352,12 @@ class Prefetch(Stmt):
 
 @_node
 class Barrier(Stmt):
-    """``__syncthreads()``: every live thread of the block waits here; memory is then visible."""
+    """``__syncthreads()``: every live thread of the block waits here; memory is then visible.
+    ``scope`` ``grid``: ``cooperative_groups::this_grid().sync()``, every thread of every block of
+    the (cooperative) launch waits here (docs/cooperative_groups.md); it stays in the CPU form, at
+    block level between thread loops."""
+
+    scope: str = "block"
 
 
 FENCE_SCOPES = ("block", "device", "system")

@@ -303,6 +303,10 @@ class _Parser:
             return n.Decl(name, vtype, init, loc=loc)
         if word == "barrier":
             self.next()
+            if self.accept("."):
+                if self.ident() != "grid":
+                    raise self.error("expected barrier or barrier.grid")
+                return n.Barrier("grid", loc=loc)
             return n.Barrier(loc=loc)
         if word == "syncwarp":
             self.next()

@@ -166,7 +166,7 @@ class _Printer:
             dest = f"{s.dest} = " if s.dest is not None else ""
             self.emit(depth, f"{dest}atomic.{s.op} {', '.join(operands)}", s)
         elif isinstance(s, n.Barrier):
-            self.emit(depth, "barrier", s)
+            self.emit(depth, "barrier" if s.scope == "block" else "barrier.grid", s)
         elif isinstance(s, n.WarpSync):
             self.emit(depth, f"syncwarp({format_expr(s.mask)})", s)
         elif isinstance(s, n.Fence):

@@ -118,7 +118,9 @@ class _Verifier:
             if s.dest is not None:
                 self.same(self.lookup(s.dest, s), elem, s, "atomic result variable")
         elif isinstance(s, n.Barrier):
-            if not gpu:
+            if s.scope not in ("block", "grid"):
+                self.fail(f"unknown barrier scope {s.scope!r}", s)
+            if not gpu and s.scope != "grid":
                 self.fail("barrier in CPU form", s)
         elif isinstance(s, n.WarpSync):
             if not gpu:

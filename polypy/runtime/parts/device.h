@@ -121,6 +121,7 @@ static inline cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* p, int 
   p->computeMode = cudaComputeModeDefault;
   p->l2CacheSize = 4 << 20;
   p->multiProcessorCount = polypy_rt_cores();
+  p->cooperativeLaunch = 1; /* one block per multiprocessor (cudaLaunchCooperativeKernel, parts/kernels.h) */
   p->major = 8; p->minor = 0;
   return cudaSuccess;
 }

@@ -66,6 +66,7 @@
   X(cudaErrorHostMemoryAlreadyRegistered, 712, "part or all of the requested memory range is already mapped") \
   X(cudaErrorHostMemoryNotRegistered, 713, "pointer does not correspond to a registered memory region") \
   X(cudaErrorLaunchFailure, 719, "unspecified launch failure") \
+  X(cudaErrorCooperativeLaunchTooLarge, 720, "too many blocks in cooperative launch") \
   X(cudaErrorNotSupported, 801, "operation not supported") \
   X(cudaErrorStreamCaptureUnsupported, 900, "operation not permitted when stream is capturing") \
   X(cudaErrorStreamCaptureInvalidated, 901, "operation failed due to a previous error during capture") \

@@ -106,7 +106,6 @@ static inline cudaError_t polypy_rt_available_shmem(size_t* bytes, int blocks, i
  * refused function of polypy's, which clang names in the error with the reason. */
 #define POLYPY_RUNTIME_REFUSED(what) __attribute__((unavailable(what " is not supported by polypy")))
 cudaError_t cudaLaunchKernelExC(...) POLYPY_RUNTIME_REFUSED("cudaLaunchKernelExC (launch with <<<...>>>)");
-cudaError_t cudaLaunchCooperativeKernel(...) POLYPY_RUNTIME_REFUSED("cudaLaunchCooperativeKernel (grid-wide sync)");
 cudaError_t cudaLaunchCooperativeKernelMultiDevice(...) POLYPY_RUNTIME_REFUSED("cudaLaunchCooperativeKernelMultiDevice");
 /* CUDA graphs (parts/graphs.h): what is not implemented. */
 #define POLYPY_GRAPH_REFUSED(name, what) cudaError_t name(...) POLYPY_RUNTIME_REFUSED("CUDA graphs: " what " (" #name ")");

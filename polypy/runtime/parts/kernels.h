@@ -79,6 +79,30 @@ static inline cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 blo
   k->launch(grid, block, shmem, args); /* launches complete before they return: every stream's order holds */
   return cudaSuccess;
 }
+/* A cooperative launch: every block resident at once, which grid.sync() needs. The device holds one
+ * block per multiprocessor (the occupancy API's answer, parts/execution.h), so a grid of more blocks
+ * than multiprocessors is cudaErrorCooperativeLaunchTooLarge. A kernel with grid.sync() runs each
+ * block on its own thread (its launcher, docs/cooperative_groups.md); any other kernel runs as
+ * cudaLaunchKernel runs it. */
+static inline cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 grid, dim3 block, void** args,
+                                                      size_t shmem = 0, cudaStream_t stream = 0) {
+  const polypy_rt_kernel_entry* k = polypy_rt_find_kernel(func);
+  if (!k) return polypy_rt_fail(cudaErrorInvalidDeviceFunction);
+  if (polypy_rt_capturing(stream)) return polypy_rt_fail(cudaErrorStreamCaptureUnsupported);
+  if (!polypy_rt_launch_ok(grid.x, grid.y, grid.z, block.x, block.y, block.z, shmem))
+    return cudaErrorInvalidConfiguration;
+  int per_sm = 0;
+  polypy_rt_occupancy_blocks(&per_sm, (int)(block.x * block.y * block.z), shmem);
+  if ((unsigned long long)grid.x * grid.y * grid.z > (unsigned long long)per_sm * polypy_rt_cores())
+    return polypy_rt_fail(cudaErrorCooperativeLaunchTooLarge);
+  k->launch(grid, block, shmem, args);
+  return cudaSuccess;
+}
+template <class T>
+static inline cudaError_t cudaLaunchCooperativeKernel(T* func, dim3 grid, dim3 block, void** args, size_t shmem = 0,
+                                                      cudaStream_t stream = 0) {
+  return cudaLaunchCooperativeKernel((const void*)func, grid, block, args, shmem, stream);
+}
 template <class T>
 static inline cudaError_t cudaLaunchKernel(T* func, dim3 grid, dim3 block, void** args, size_t shmem = 0,
                                            cudaStream_t stream = 0) {
