@@ -56,6 +56,9 @@ class SunkNest:
         self.slot_stmts: set[int] = set()  # the slot's initial load and final store: not needed twice
 
     def tree(self, stmts: tuple[n.Stmt, ...], loops: tuple[int, ...], in_loop: bool) -> list[_Node]:
+        """``stmts`` cut into runs of statements (``_Piece``) and the statements kept outside the
+        loops over tx (``_Structure``). Not a Mutator: it groups siblings into runs, and what it
+        enters (sunk loops, structural ifs) depends on the plan."""
         out: list[_Node] = []
         run: list[n.Stmt] = []
 

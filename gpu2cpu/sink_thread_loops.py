@@ -226,7 +226,8 @@ class _Plan:
         return False
 
     def jumps_uniform(self, body: tuple[n.Stmt, ...]) -> bool:
-        """Whether every break/continue of the loop with this body is under tx-uniform ifs only."""
+        """Whether every break/continue of the loop with this body is under tx-uniform ifs only.
+        (Enters ``if`` s only, stopping at the first non-uniform one: a query, not a rewrite.)"""
         for s in body:
             if isinstance(s, n.If):
                 if jumps_out(s.then + s.orelse, n.Break, n.Continue):
