@@ -17,14 +17,15 @@ from polypy.analysis.uniformity import check_barriers
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.depth import MAX_DEPTH, check_depth, too_deep
-from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, IncludeSpan, IndirectLaunch, LaunchSite
+from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, IndirectLaunch, LaunchSite
 from polypy.stack import on_big_stack
 from polypy.sources import read_source
 
-from frontend.clang_setup import (PRELUDE_DIR, RUNTIME_DIR, cursor_loc, deepest_cursor, parse_translation_unit, preorder,
+from frontend.clang_setup import (cursor_loc, deepest_cursor, parse_translation_unit, preorder,
                                   spelled_extent)
 from frontend.device_pass import device_defines, join_passes, names_cuda_arch
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
+from frontend.host_spans import CUDA_HEADERS, OffsetMap, include_span, is_runtime_header, symbol_name_spans
 from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, launched_callees, refuse_kernel_values, \
     static_bytes
 from frontend.launch_shapes import LaunchShapes
@@ -35,15 +36,6 @@ from frontend.lower import (
     CK, KernelBuilder, ModuleContext, decl_key, function_body, has_attr, is_device_decl, is_host_decl,
     is_kernel_decl, is_prelude_decl, sanitize,
 )
-
-# CUDA headers whose every declaration polypy's runtime header and device prelude already hold: in
-# emitted code their includes become a note (the runtime is pasted at the top). polypy's other
-# headers (polypy/runtime: helper_cuda.h, cutil.h, math_constants.h ...) have content of their
-# own: they are inlined like a user's header.
-CUDA_HEADERS = frozenset({
-    "cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch_parameters.h", "device_functions.h",
-    "cuda_device_runtime_api.h", "vector_types.h", "vector_functions.h", "driver_types.h", "cuda_profiler_api.h",
-})
 
 _CONTAINERS = (CK.NAMESPACE, CK.LINKAGE_SPEC, CK.UNEXPOSED_DECL)
 
@@ -395,17 +387,17 @@ class _ModuleBuilder:
         # polypy's headers with content are inlined and rewritten like the user's (their own
         # includes of other CUDA headers become notes too).
         runtime_headers = {c.get_included_file().name for c in inclusions
-                           if c.get_included_file() is not None and _is_runtime_header(c.get_included_file().name)
+                           if c.get_included_file() is not None and is_runtime_header(c.get_included_file().name)
                            and pathlib.PurePath(c.get_included_file().name).name not in CUDA_HEADERS}
         for fname in set(by_file) | set(launches_by_file) | set(self.indirect_by_file) | {self.path} | runtime_headers:
             text = self.file_text(fname)
-            conv = _OffsetMap(text, None if fname == self.path and self.main_text is not None
+            conv = OffsetMap(text, None if fname == self.path and self.main_text is not None
                               else pathlib.Path(fname).read_bytes())
             launches = self.launch_sites(launches_by_file.get(fname, []), names, text, conv)
             spans = tuple(self.device_span(d, names, conv) for d in by_file.get(fname, [])
                           if self.device_span(d, names, conv) is not None)
-            spans += self.symbol_name_spans(by_file.get(fname, []), decls, conv)
-            includes = tuple(self.include_span(c, conv) for c in inclusions
+            spans += symbol_name_spans(by_file.get(fname, []), decls, conv, self.is_host_function)
+            includes = tuple(include_span(c, conv, self.tu) for c in inclusions
                              if c.location.file is not None and c.location.file.name == fname)
             copy_spans = tuple(self.copy_span(c, conv) for c in copies if c.call.location.file.name == fname)
             indirect = tuple(self.indirect_launch(c, conv) for c in self.indirect_by_file.get(fname, []))
@@ -416,7 +408,7 @@ class _ModuleBuilder:
         return HostProgram(self.path, files, has_main)
 
     @staticmethod
-    def copy_span(c: CopyDecision, conv: "_OffsetMap") -> CopySpan:
+    def copy_span(c: CopyDecision, conv: OffsetMap) -> CopySpan:
         """A copy decision as spans of its file: the call, and each renamed function's name."""
         renames = tuple((conv.char(r.extent.start.offset), conv.char(r.extent.start.offset) + len(r.spelling), name)
                         for r, name in c.renames)
@@ -434,7 +426,7 @@ class _ModuleBuilder:
         argument k (``codegen.c.module.stub_definition`` fills it in)."""
         return tuple(launch for _, _, launch in self.ctx.textures.get(kernel, ()))
 
-    def launch_parts(self, call: ci.Cursor, conv: "_OffsetMap") -> tuple[list[str | None], list[str], list[ci.Cursor],
+    def launch_parts(self, call: ci.Cursor, conv: OffsetMap) -> tuple[list[str | None], list[str], list[ci.Cursor],
                                                                          list[ci.Cursor]]:
         """A ``<<<...>>>`` launch's configuration texts (None: a default), its arguments' texts
         (as written, also in a macro's argument), the call's children and the configuration's
@@ -456,14 +448,14 @@ class _ModuleBuilder:
             raise UserError("a launch needs a grid and a block shape", loc)
         return texts, args, children, cfg
 
-    def indirect_launch(self, call: ci.Cursor, conv: "_OffsetMap") -> IndirectLaunch:
+    def indirect_launch(self, call: ci.Cursor, conv: OffsetMap) -> IndirectLaunch:
         """A launch through the host stub (``kernel_values``)."""
         cfg, args, children, _ = self.launch_parts(call, conv)
         return IndirectLaunch(conv.char(call.extent.start.offset), conv.char(call.extent.end.offset),
                               conv.slice(children[0].extent), cfg[0], cfg[1], cfg[2] if len(cfg) > 2 else None,
                               cfg[3] if len(cfg) > 3 else None, tuple(args), cursor_loc(call))
 
-    def launch_site(self, call: ci.Cursor, target: ci.Cursor, names, text: str, conv: "_OffsetMap") -> LaunchSite:
+    def launch_site(self, call: ci.Cursor, target: ci.Cursor, names, text: str, conv: OffsetMap) -> LaunchSite:
         loc = cursor_loc(call)
         texts, args, children, cfg = self.launch_parts(call, conv)
         # What the kernel's hidden parameters receive (texture references' bindings, surfaces' memory:
@@ -476,7 +468,7 @@ class _ModuleBuilder:
                           tuple(args), loc, **self.launch_shapes(call, cfg[0], cfg[1]))
 
     def launch_sites(self, calls: list[tuple[ci.Cursor, ci.Cursor, ci.Cursor | None]], names, text: str,
-                     conv: "_OffsetMap") -> tuple[LaunchSite, ...]:
+                     conv: OffsetMap) -> tuple[LaunchSite, ...]:
         """The launch sites of one file. A site in a host function template whose instances launch
         different kernels is one ``LaunchSite`` per kernel, each with the condition on the
         template's parameters under which it is the one launched."""
@@ -508,7 +500,7 @@ class _ModuleBuilder:
         values = _template_args(target)
         if not written or len(written) != len(values) or any(c.kind != CK.TYPE_REF for c in written):
             return self.instance_condition(call, None)
-        conv = _OffsetMap(read_source(call.location.file.name))
+        conv = OffsetMap(read_source(call.location.file.name))
         terms = [f"__is_same({conv.spelled(c)}, {value})" for c, value in zip(written, values)]
         return " && ".join(terms)
 
@@ -543,7 +535,7 @@ class _ModuleBuilder:
         g, b = self.shapes.of(call, grid), self.shapes.of(call, block)
         return dict(grid_shape=g.shape, block_shape=b.shape, grid_from=g.why, block_from=b.why)
 
-    def device_span(self, d: ci.Cursor, names, conv: "_OffsetMap") -> DeviceSpan | None:
+    def device_span(self, d: ci.Cursor, names, conv: OffsetMap) -> DeviceSpan | None:
         if d.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
             if is_kernel_decl(d):
                 kernels = tuple(name for key, name in names.items() if key[:3] == decl_key(d)[:3])
@@ -558,95 +550,6 @@ class _ModuleBuilder:
             if is_device_decl(d) and not is_host_decl(d):
                 return DeviceSpan(conv.char(d.extent.start.offset), conv.char(d.extent.end.offset), "device")
         return None
-
-    def symbol_name_spans(self, file_decls: list[ci.Cursor], decls: list[ci.Cursor],
-                          conv: "_OffsetMap") -> tuple[DeviceSpan, ...]:
-        """``cudaMemcpyToSymbol("c_clusters", ...)``: the symbol named by a string (CUDA before 5.0;
-        kmeans). The emitted program knows its symbols, so the string becomes the variable itself
-        (a ``"symbol-name"`` span); a string that names no ``__constant__``/``__device__`` variable of
-        the program is a located error (the runtime's template would copy into the string)."""
-        symbols = {d.spelling for d in decls if d.kind == CK.VAR_DECL
-                   and (has_attr(d, CK.CUDACONSTANT_ATTR, "polypy_constant")
-                        or has_attr(d, CK.CUDADEVICE_ATTR, "polypy_device"))}
-        out: list[DeviceSpan] = []
-        for d in file_decls:
-            if not self.is_host_function(d):
-                continue
-            for call in preorder(d):
-                position = _SYMBOL_ARGUMENT.get(call.spelling) if call.kind == CK.CALL_EXPR else None
-                if position is None:
-                    continue
-                args = list(call.get_arguments())
-                if len(args) <= position:
-                    continue
-                literal = _string_literal(args[position])
-                if literal is None:
-                    continue
-                name = literal.spelling[1:-1] if literal.spelling.startswith('"') else None
-                if name is None or name not in symbols:
-                    raise UserError(f"{call.spelling} names its symbol by a string ({literal.spelling}), and this "
-                                    "program has no __constant__ or __device__ variable of that name: pass the "
-                                    "variable itself", cursor_loc(literal))
-                if conv.slice(literal.extent) != literal.spelling:
-                    raise UserError(f"{call.spelling} with a symbol named by a string written in a macro is not "
-                                    "supported: pass the variable itself", cursor_loc(literal))
-                out.append(DeviceSpan(conv.char(literal.extent.start.offset), conv.char(literal.extent.end.offset),
-                                      "symbol-name", (name,)))
-        return tuple(out)
-
-    def include_span(self, c: ci.Cursor, conv: "_OffsetMap") -> IncludeSpan:
-        included = c.get_included_file()
-        target = included.name if included is not None else None
-        name = pathlib.PurePath(c.spelling).name
-        if target is not None and _is_runtime_header(target):
-            kind = "cuda" if pathlib.PurePath(target).name in CUDA_HEADERS else "user"
-        elif target is not None and pathlib.Path(target).resolve().is_relative_to(PRELUDE_DIR.resolve()):
-            kind = "system"  # polypy's stand-in for a system header (omp.h, stdio.h): compiled against the real one
-        elif target is not None and (pathlib.Path(target).resolve().is_relative_to((RUNTIME_DIR / "torch").resolve())
-                                     or self.in_system_directory(included)):
-            # A library's header (PyTorch's, on an -isystem path) or polypy's stand-in for one of
-            # ATen's CUDA headers: the build compiles against it, on its own include path.
-            kind = "system"
-        elif name in CUDA_HEADERS and (target is None or not self.is_user_path(target)):
-            kind = "cuda"  # a CUDA toolkit's header named with -I: polypy's runtime stands for it
-        elif target is not None and self.is_user_path(target):
-            kind = "user"
-        else:
-            kind = "system"
-        start = conv.char(c.extent.start.offset)
-        return IncludeSpan(start, conv.char(c.extent.end.offset), target, kind)
-
-    def in_system_directory(self, included: ci.File) -> bool:
-        """Whether clang found the file in a system include directory (``-isystem``)."""
-        return ci.SourceLocation.from_offset(self.tu, included, 0).is_in_system_header
-
-    def is_user_path(self, path: str) -> bool:
-        system_dirs = ("/usr/", "/opt/")
-        return not path.startswith(system_dirs) and "polypy" not in pathlib.PurePath(path).parts[-2:-1]
-
-
-# Runtime calls that take a device symbol: the position of the symbol among their arguments.
-_SYMBOL_ARGUMENT = {"cudaMemcpyToSymbol": 0, "cudaMemcpyToSymbolAsync": 0, "cudaMemcpyFromSymbol": 1,
-                    "cudaMemcpyFromSymbolAsync": 1, "cudaGetSymbolAddress": 1, "cudaGetSymbolSize": 1}
-
-
-def _string_literal(arg: ci.Cursor) -> ci.Cursor | None:
-    """The string literal an argument is, through implicit conversions and parentheses."""
-    while arg.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR, CK.CSTYLE_CAST_EXPR):
-        children = [c for c in arg.get_children() if c.kind != CK.TYPE_REF]
-        if len(children) != 1:
-            return None
-        arg = children[0]
-    return arg if arg.kind == CK.STRING_LITERAL else None
-
-
-def _is_runtime_header(path: str) -> bool:
-    """A header of polypy's runtime directory or of its ``cooperative_groups/`` or ``cuda/`` (not the
-    user's file of the same name)."""
-    parent = pathlib.Path(path).resolve().parent
-    return parent == RUNTIME_DIR.resolve() or parent in (
-        (RUNTIME_DIR / "cooperative_groups").resolve(), (RUNTIME_DIR / "cuda").resolve())
-
 
 def _template_args(cursor: ci.Cursor) -> list[str]:
     out = []
@@ -670,33 +573,6 @@ def _template_args(cursor: ci.Cursor) -> list[str]:
 
 def _is_default(arg: ci.Cursor) -> bool:
     return arg.location.file is None and not list(arg.get_children())
-
-
-class _OffsetMap:
-    """Byte offsets (clang) → character offsets (Python strings) for one file.
-
-    ``data``: the bytes clang read (a file from disk, which may not be valid UTF-8: ``text`` is
-    then its lenient decoding, one U+FFFD per bad byte); by default ``text`` as UTF-8.
-    """
-
-    def __init__(self, text: str, data: bytes | None = None):
-        self.text = text
-        data = text.encode("utf-8") if data is None else data
-        self.ascii = len(data) == len(text)
-        self.data = data
-
-    def char(self, byte_offset: int) -> int:
-        if self.ascii:
-            return byte_offset
-        return len(self.data[:byte_offset].decode("utf-8", errors="replace"))
-
-    def slice(self, extent: ci.SourceRange) -> str:
-        return self.text[self.char(extent.start.offset):self.char(extent.end.offset)]
-
-    def spelled(self, cursor: ci.Cursor) -> str:
-        """The text of ``cursor`` as written (in a macro's argument: the argument's text)."""
-        start, end = spelled_extent(cursor)
-        return self.text[self.char(start):self.char(end)]
 
 
 def _extent_key(d: ci.Cursor) -> tuple[str, int, int]:

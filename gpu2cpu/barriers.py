@@ -20,34 +20,17 @@ point)::
     barrier           y[t] = b          (removed: no conflicting accesses between the
     y[t] = b                             barrier at line 2 and the kernel exit)
 
-``report``, if given, receives one ``BarrierDecision`` per barrier, in source order.
+``report``, if given, receives one ``BarrierDecision`` (``polypy.analysis.barrier_decision``) per
+barrier, in source order.
 """
 from __future__ import annotations
 
-import dataclasses
-
-from polypy.errors import Loc
+from polypy.analysis.barrier_decision import BarrierDecision
 from polypy.ir import nodes as n
 from polypy.ir.visitor import walk
 from polypy.analysis.grid_sync import is_grid_sync
-from polypy.poly import BarrierAnalysis, Conflict, StmtPath, edit_statements, format_path
+from polypy.poly import BarrierAnalysis, StmtPath, edit_statements, format_path
 from polypy.poly.paths import statement_at
-
-
-@dataclasses.dataclass(frozen=True)
-class BarrierDecision:
-    """What happened to one ``__syncthreads()`` and why."""
-
-    loc: Loc | None
-    removed: bool
-    reason: str
-    path: str
-    conflict: Conflict | None = None  # for a kept barrier: the pair that needs it
-
-    def format(self) -> str:
-        where = str(self.loc) if self.loc is not None else f"<{self.path}>"
-        verdict = "removed" if self.removed else "kept"
-        return f"{where}: barrier {verdict}: {self.reason}"
 
 
 def eliminate_barriers(kernel: n.Kernel, *, report: list[BarrierDecision] | None = None) -> n.Kernel:

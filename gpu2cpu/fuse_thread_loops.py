@@ -261,6 +261,8 @@ def _staged_by_one_x_thread(body1: tuple[n.Stmt, ...], body2: tuple[n.Stmt, ...]
                     return True
         return False
 
+    # A recursion, not a Visitor: whether a store is guarded depends on the conditions of the
+    # ifs above it, passed down as ``guarded``, and the answer stops at the first failure.
     def staged(stmts: tuple[n.Stmt, ...], guarded: bool) -> bool:
         for st in stmts:
             if isinstance(st, n.If):

@@ -43,6 +43,8 @@ def _upward(stmts, defined: set[str], universe: frozenset[str]) -> tuple[set[str
     """(variables read before being definitely written in ``stmts``, variables written after them).
 
     Branches define what both define; loop bodies may not run, so they define nothing outside.
+    (A dataflow over statements in order, merging the two branches of an ``if``: not a Mutator,
+    which sees one node at a time and no order between siblings' effects.)
     """
     upward: set[str] = set()
     defined = set(defined)

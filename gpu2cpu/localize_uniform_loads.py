@@ -216,6 +216,8 @@ def _unconditional_loads(body: tuple[n.Stmt, ...]) -> list[_Use]:
         for child in iter_children(e):
             expr(child, loops, top)  # type: ignore[arg-type]
 
+    # A recursion, not a Visitor: each use is recorded with the loops around it and the position
+    # of its top-level statement, both passed down.
     def block(stmts: tuple[n.Stmt, ...], loops: tuple[n.For, ...], top: int | None) -> None:
         for k, s in enumerate(stmts):
             at = k if top is None else top

@@ -80,7 +80,8 @@ def _uniform_syncs_to_barriers(kernel: n.Kernel) -> n.Kernel:
 
 def _collect(stmts: tuple[n.Stmt, ...], path: tuple[tuple[int, str], ...],
              found: list[tuple[n.WarpSync, tuple[tuple[int, str], ...]]]) -> None:
-    """Every ``WarpSync`` with the ``if`` branches around it (the ``if``'s identity, the branch)."""
+    """Every ``WarpSync`` with the ``if`` branches around it (the ``if``'s identity, the branch).
+    A recursion, not a Visitor: the path of branches is its argument, built on the way down."""
     for s in stmts:
         if isinstance(s, n.WarpSync):
             found.append((s, path))

@@ -41,7 +41,7 @@ from polypy.ir import nodes as n
 from polypy.ir.queries import declared_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import I64, U32
-from polypy.ir.visitor import Mutator, walk
+from polypy.ir.visitor import Mutator, Visitor, walk
 
 from gpu2cpu.names import NameSupply
 from gpu2cpu.report import LoweringDecision
@@ -106,34 +106,45 @@ def _candidates(kernel: n.Kernel, s: n.Stmt) -> list[n.Buffer]:
     return out
 
 
-def _scatter_loops(s: n.Stmt, array: str, inside_serial: bool = False) -> list[n.For]:
+def _scatter_loops(s: n.Stmt, array: str) -> list[n.For]:
     """The innermost thread loops over x in ``s``, inside a serial loop, that scatter-add into ``array``."""
-    found: list[n.For] = []
-    if isinstance(s, n.For) and s.kind == "threads":
-        if counter_dim(s.var) == 0 and inside_serial and isinstance(s.step, n.Const) \
-                and int(s.step.value) == 1 and _scatters(s.body, array):
-            return [s]
-        for t in s.body:
-            found += _scatter_loops(t, array, inside_serial)
-        return found
-    serial = inside_serial or isinstance(s, n.While) or (isinstance(s, n.For) and s.kind == "serial")
-    for block in _blocks(s):
-        for t in block:
-            found += _scatter_loops(t, array, serial)
-    return found
+    finder = _ScatterLoops(array)
+    finder.visit(s)
+    return finder.found
 
 
-def _blocks(s: n.Stmt) -> list[tuple[n.Stmt, ...]]:
-    if isinstance(s, n.If):
-        return [s.then, s.orelse]
-    if isinstance(s, (n.For, n.While)):
-        return [s.body]
-    return []
+class _ScatterLoops(Visitor):
+    """Collects ``_scatter_loops``: thread loops over x with unit step, inside a serial loop
+    (``for`` or ``while``), whose body scatters into the array (``_scatters``); the search
+    does not enter the loops it finds."""
+
+    def __init__(self, array: str):
+        self.array = array
+        self.found: list[n.For] = []
+        self.serial = [False]  # inside a serial loop, innermost last
+
+    def visit_Expr(self, e: n.Expr) -> None:
+        return None  # expressions hold no loops
+
+    def visit_For(self, s: n.For) -> None:
+        if s.kind == "threads" and counter_dim(s.var) == 0 and self.serial[-1] and isinstance(s.step, n.Const) \
+                and int(s.step.value) == 1 and _scatters(s.body, self.array):
+            self.found.append(s)
+            return
+        self.serial.append(self.serial[-1] or s.kind == "serial")
+        self.visit_block(s.body)
+        self.serial.pop()
+
+    def visit_While(self, s: n.While) -> None:
+        self.serial.append(True)
+        self.visit_block(s.body)
+        self.serial.pop()
 
 
 def _scatters(stmts: tuple[n.Stmt, ...], array: str) -> bool:
     """Whether an add into ``array`` at a loaded index lies in ``stmts`` outside nested loops,
-    and none inside them."""
+    and none inside them. (A question about one block's top level and the branches of its
+    ``if`` s, answered as soon as a nested loop adds: a recursion over blocks, not a Visitor.)"""
     direct = False
     for s in stmts:
         if isinstance(s, n.AtomicRMW) and s.buffer == array:

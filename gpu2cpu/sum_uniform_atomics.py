@@ -38,7 +38,7 @@ import dataclasses
 
 from polypy.ir import nodes as n
 from polypy.ir.queries import declared_names, written_names
-from polypy.ir.visitor import substitute, walk, walk_block
+from polypy.ir.visitor import Mutator, substitute, walk, walk_block
 from polypy.passes.fold_constants import fold_expr
 from polypy.poly.alias import alias_kind
 
@@ -95,27 +95,8 @@ class _Sum(ThreadLoopStep):
             index = tuple(substitute(i, lets) for i in index)
             return index if all(invariant(i, changed) for i in index) else None
 
-        counter = n.Var(s.var, s.vtype)
-
-        def rewrite(body: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
-            out: list[n.Stmt] = []
-            for st in body:
-                if isinstance(st, n.If) and one_thread(st.cond, counter):
-                    pass  # one thread adds (``if (tx == 0)``): a sum over the loop would only cost
-                elif isinstance(st, n.If):
-                    st = dataclasses.replace(st, then=rewrite(st.then), orelse=rewrite(st.orelse))
-                elif isinstance(st, n.AtomicRMW) and st.op == "add" and st.dest is None and st.buffer not in other \
-                        and self.kernel.space(st.buffer) != "local" and (index := uniform(st.index)) is not None:
-                    key = (st.buffer, index)
-                    if key not in found:
-                        found[key] = self.names.fresh(f"{st.buffer}_sum")
-                    name = found[key]
-                    ty = self.kernel.elem_type(st.buffer)
-                    st = n.Assign(name, n.Binary("add", n.Var(name, ty), st.value), loc=st.loc)
-                out.append(st)
-            return tuple(out)
-
-        body = rewrite(s.body)
+        rewrite = _SumAdds(self, other, uniform, n.Var(s.var, s.vtype), found)
+        body = rewrite.visit_block(s.body)
         if not found:
             return s
         before: list[n.Stmt] = []
@@ -132,6 +113,45 @@ class _Sum(ThreadLoopStep):
 
     def _read_after_add(self, body: tuple[n.Stmt, ...], buffer: str) -> bool:
         return _read_after_add_in(body, buffer, self.kernel)
+
+
+class _SumAdds(Mutator):
+    """The statements of a thread loop's body with each atomic add to an element the same for
+    every thread (``uniform``) made an addition to a local, named in ``found``. Only the body's
+    top level and the branches of its ``if`` s are rewritten: not ``if`` s that one thread runs
+    (a sum over the loop would only cost), not nested loops (their adds run a number of times
+    per thread the sum after the loop would not repeat)."""
+
+    def __init__(self, step: _Sum, other: set[str], uniform, counter: n.Var,
+                 found: dict[tuple[str, tuple[n.Expr, ...]], str]):
+        self.step = step
+        self.other = other
+        self.uniform = uniform
+        self.counter = counter
+        self.found = found
+
+    def visit_Expr(self, e: n.Expr) -> n.Expr:
+        return e
+
+    def visit_Stmt(self, s: n.Stmt) -> n.Stmt:
+        return s
+
+    def visit_If(self, s: n.If) -> n.Stmt:
+        if one_thread(s.cond, self.counter):
+            return s  # one thread adds (``if (tx == 0)``): a sum over the loop would only cost
+        return self.generic_visit(s)
+
+    def visit_AtomicRMW(self, st: n.AtomicRMW) -> n.Stmt:
+        kernel = self.step.kernel
+        if not (st.op == "add" and st.dest is None and st.buffer not in self.other
+                and kernel.space(st.buffer) != "local" and (index := self.uniform(st.index)) is not None):
+            return st
+        key = (st.buffer, index)
+        if key not in self.found:
+            self.found[key] = self.step.names.fresh(f"{st.buffer}_sum")
+        name = self.found[key]
+        ty = kernel.elem_type(st.buffer)
+        return n.Assign(name, n.Binary("add", n.Var(name, ty), st.value), loc=st.loc)
 
 
 def _read_after_add_in(body: tuple[n.Stmt, ...], buffer: str, kernel: n.Kernel) -> bool:

@@ -16,6 +16,7 @@ from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_op
 from frontend.lower.bitcasts import bit_view, reinterpret, views_as_itself
 from frontend.lower.views import read_part, view_pointer
 from frontend.lower.null_tests import is_null_pointer, null_test, pointer_condition, pointer_truth
+from frontend.lower.conditionals import lower_conditional
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
 from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
@@ -489,57 +490,7 @@ class ExpressionLowering:
         return None if discard else self.read(lv, c)
 
     def conditional(self, c: ci.Cursor, discard: bool) -> Value:
-        cond_c, a_c, b_c = list(c.get_children())
-        cond = self.condition(cond_c)
-        if c.type.get_canonical().kind == ci.TypeKind.VOID:
-            # `cond ? f() : (void)0` (assert's expansion): a statement, no value.
-            with self.sub_block() as a_stmts:
-                self.expr(a_c, discard=True)
-            with self.sub_block() as b_stmts:
-                self.expr(b_c, discard=True)
-            if a_stmts or b_stmts:
-                self.emit(n.If(cond, tuple(a_stmts), tuple(b_stmts), loc=self.loc(c)))
-            return None  # type: ignore[return-value]
-        with self.sub_block() as a_stmts:
-            a = self.expr(a_c)
-        with self.sub_block() as b_stmts:
-            b = self.expr(b_c)
-        loc = self.loc(c)
-        if isinstance(a, _ArrayRef):
-            a = a.decay(self)
-        if isinstance(b, _ArrayRef):
-            b = b.decay(self)
-        st = tm.scalar_type(c.type)
-        if isinstance(a, n.Expr) and isinstance(b, n.Expr):
-            if st is not None:
-                a, b = convert(a, st), convert(b, st)
-            if not a_stmts and not b_stmts:
-                return n.Select(cond, a, b, loc=loc)
-            t = self.temp(a.type, None, "sel", c)
-            self.emit(n.If(cond, tuple(a_stmts) + (n.Assign(t.name, a, loc=loc),),
-                           tuple(b_stmts) + (n.Assign(t.name, b, loc=loc),), loc=loc))
-            return n.Var(t.name, t.type)
-        if isinstance(a, Aggregate) and isinstance(b, Aggregate) and set(a.fields) == set(b.fields):
-            if not all(isinstance(v, n.Expr) for v in list(a.fields.values()) + list(b.fields.values())):
-                raise self.error("conditional between records holding pointers is not supported", c)
-            if not a_stmts and not b_stmts:
-                return Aggregate({k: n.Select(cond, a.fields[k], b.fields[k], loc=loc)  # type: ignore[arg-type]
-                                  for k in a.fields}, a.spelling)
-            temps = {k: self.temp(v.type, None, "sel", c) for k, v in a.fields.items()}  # type: ignore[union-attr]
-            self.emit(n.If(cond,
-                           tuple(a_stmts) + tuple(n.Assign(t.name, a.fields[k], loc=loc) for k, t in temps.items()),  # type: ignore[arg-type]
-                           tuple(b_stmts) + tuple(n.Assign(t.name, b.fields[k], loc=loc) for k, t in temps.items()),  # type: ignore[arg-type]
-                           loc=loc))
-            return Aggregate({k: n.Var(t.name, t.type) for k, t in temps.items()}, a.spelling)
-        if isinstance(a, Pointer) and isinstance(b, Pointer) and not a_stmts and not b_stmts \
-                and a.buffer == b.buffer and a.prefix == b.prefix and a.layout == b.layout and a.stored == b.stored:
-            oa = a.offset if a.offset is not None else n.Const(0, I32)
-            ob = b.offset if b.offset is not None else n.Const(0, I32)
-            if oa.type != ob.type:
-                oa, ob = convert(oa, I64), convert(ob, I64)
-            return dataclasses.replace(a, offset=n.Select(cond, oa, ob, loc=loc))
-        raise self.error("this conditional expression is not supported in device code "
-                         "(both sides must be numbers, or records, or pointers into one buffer)", c)
+        return lower_conditional(self, c)  # type: ignore[arg-type]
 
     def cast(self, c: ci.Cursor, discard: bool) -> Value | None:
         operand = [ch for ch in c.get_children() if ch.kind.is_expression()]

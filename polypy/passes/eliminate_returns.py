@@ -18,6 +18,11 @@ and otherwise (a return inside a loop) with a flag that the loops and the code a
 The frontend uses ``remove_returns`` on the body of every inlined device function (where
 ``return`` means "leave this function"); the pass applies it to kernels (where it means "this
 thread is done"), which gives the polyhedral model plain guarded code instead of exits.
+
+Why parts of it are not a ``Mutator``: ``_strip_tail``, ``_always_returns`` and ``_Restructure``
+ask about the *last* statement of a block and rewrite a block together with what follows an
+``if`` in it (its continuation moves into a branch); a Mutator sees one node at a time. The
+flag's rewriting, node by node, is one (``_Flagged``).
 """
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ import dataclasses
 
 from polypy.ir import nodes as n
 from polypy.ir.queries import read_names, written_names
-from polypy.ir.visitor import Mutator, walk
+from polypy.ir.visitor import Mutator, Visitor, walk
 from polypy.passes.fold_constants import fold_expr
 
 
@@ -94,13 +94,25 @@ def _unconditional_decls(stmts: tuple[n.Stmt, ...]) -> set[str]:
     """Locals declared where every thread that runs the loops around them runs the declaration:
     at the top of the kernel or of ``for`` bodies, not under an ``if`` (returns are ``if`` s by
     now). Only their values may be computed again ahead of their uses in emitted code."""
-    out: set[str] = set()
-    for s in stmts:
-        if isinstance(s, n.Decl):
-            out.add(s.name)
-        elif isinstance(s, n.For):
-            out |= _unconditional_decls(s.body)
-    return out
+    found = _UnconditionalDecls()
+    found.visit_block(stmts)
+    return found.names
+
+
+class _UnconditionalDecls(Visitor):
+    """``_unconditional_decls``: enters ``for`` bodies only (not ``if`` s, ``while`` s, expressions)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Node(self, node: n.Node) -> None:
+        return None
+
+    def visit_Decl(self, s: n.Decl) -> None:
+        self.names.add(s.name)
+
+    def visit_For(self, s: n.For) -> None:
+        self.visit_block(s.body)
 
 
 def _worth_naming(s: n.Decl) -> bool:

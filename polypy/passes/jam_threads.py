@@ -58,6 +58,11 @@ condition holds for all rows of the group, and runs row by row where it does not
 matmul_tiled's block through C: 9.5 -> 8.5 ms (``J = 4`` measured best of 2, 4, 8 and 16); the
 bench's gemm (64 columns, PolyBench's shape) 5.2 -> 3.6 ms; PolyBench GEMM (old tree, 512^2)
 10.1 -> 3.5 ms of kernel time.
+
+Why ``_Jam.merge`` and ``_Jam.shared_loops`` walk blocks themselves: ``merge`` walks the copies
+of one body (one per row) in lockstep, a statement of each at a time, which a Mutator over one
+tree cannot; ``shared_loops`` enters only the statements ``shares`` accepts, and returns them
+outer first. The rewriting of each thread loop is a Mutator (``_Jam``).
 """
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ from polypy.ir.queries import tree_size, written_names
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import iter_children, walk
 from polypy.poly.affine import Converter, _val, expression_key, int_range
+from polypy.poly.index_shapes import block_factor, block_stride, is_grid_stride, product_factors, signed_terms
 from polypy.poly.instances import Access, Barrier, BlockValue, Delinearized, Loop, Model, Stride
 from polypy.poly.paths import AccessId, StmtPath, child_blocks, statement_accesses
 from polypy.poly.space import (
@@ -285,7 +286,7 @@ class _Builder:
         if key in self.affs:
             return self.affs[key]
         block_dims = tuple(sorted({x.dim for x in walk(e) if isinstance(x, n.BlockIdx)}))
-        self.state.block_values[key] = BlockValue(key, e.type, block_dims, _stride(e))
+        self.state.block_values[key] = BlockValue(key, e.type, block_dims, block_stride(e))
         self.state.block_exprs[key] = e
         raise _Restart()
 
@@ -321,7 +322,7 @@ class _Builder:
         out = {}
         params = self.space.params()
         for bv in self.block_value_list:
-            split = _factor(self.kernel_expr.get(bv.name)) if bv.stride is None else None
+            split = block_factor(self.kernel_expr.get(bv.name)) if bv.stride is None else None
             if split is None:
                 continue
             d, q = split
@@ -429,7 +430,7 @@ class _Builder:
             if strided:
                 # start <= k < stop only (see ``Stride``): an over-approximation of the iterations
                 self.strides.append(Stride(dim, path, start, step, expression_key(s.step),  # type: ignore[arg-type]
-                                           _grid_stride(s.start, s.step)))
+                                           is_grid_stride(s.start, s.step)))
                 loop_exact = False
             elif step_value > 1:
                 body_dom &= (k - start).mod_val(_val(step_value)).eq_set(c(0))
@@ -481,7 +482,7 @@ class _Builder:
         if any(isinstance(x, n.Barrier) for x in walk(s)) or jumps_out(s.body, n.Break) \
                 or jumps_out(s, n.Return):
             return False
-        return _grid_stride(s.start, s.step) or (dom & step.lt_set(self.conv.const(1))).is_empty()
+        return is_grid_stride(s.start, s.step) or (dom & step.lt_set(self.conv.const(1))).is_empty()
 
     # ------------------------------------------------------------------ accesses
     def _record(self, s: n.Stmt, path: StmtPath, dom: isl.Set, exact: bool, time_of) -> None:
@@ -518,7 +519,7 @@ class _Builder:
         outer: dict[str, isl.PwAff] = {}
         factors: dict[str, n.Expr] = {}
         inner = self.conv.const(0)
-        for sign, term in _terms(e, 1):
+        for sign, term in signed_terms(e, 1):
             value = self.conv.int_expr(term, dom)
             if value is not None:
                 inner = inner + value if sign > 0 else inner - value
@@ -548,13 +549,13 @@ class _Builder:
 
     def _product(self, term: n.Expr, dom: isl.Set) -> tuple[n.Expr, isl.PwAff] | None:
         """``term`` as ``X * P`` with ``P`` grid-uniform and not constant, ``X`` quasi-affine."""
-        factors = _factors(term)
-        uniform = [f for f in factors if self._uniformity(f) == 1
+        parts = product_factors(term)
+        uniform = [f for f in parts if self._uniformity(f) == 1
                    and Converter.constant_value(self.conv.int_expr(f, dom) or self.conv.const(0)) is None]
         if len(uniform) != 1:
             return None
         rest = self.conv.const(1)
-        for f in factors:
+        for f in parts:
             if f is uniform[0]:
                 continue
             value = self.conv.int_expr(f, dom)
@@ -584,76 +585,6 @@ class _Builder:
                 out &= e.lt_set(self.conv.const(int(b.shape[d].value)))
         return out
 
-
-def _stride(e: n.Expr) -> tuple[int, int, int] | None:
-    """``(d, e, c)`` if ``e`` is ``blockIdx[d] * (c * blockDim[e])`` up to casts and order."""
-    e = _strip(e)
-    if not (isinstance(e, n.Binary) and e.op == "mul"):
-        return None
-    for a, b in ((e.a, e.b), (e.b, e.a)):
-        a, b = _strip(a), _strip(b)
-        if not isinstance(a, n.BlockIdx):
-            continue
-        if isinstance(b, n.BlockDim):
-            return (a.dim, b.dim, 1)
-        if isinstance(b, n.Binary) and b.op == "mul":
-            x, y = _strip(b.a), _strip(b.b)
-            for p, q in ((x, y), (y, x)):
-                if isinstance(p, n.BlockDim) and isinstance(q, n.Const) and int(q.value) > 0:
-                    return (a.dim, p.dim, int(q.value))
-    return None
-
-
-def _grid_stride(start: n.Expr, step: n.Expr) -> bool:
-    """``start`` is ``blockIdx[d] * blockDim[e] + threadIdx[e]`` and ``step`` is ``blockDim[e] *
-    gridDim[d]`` (up to integer casts): a grid-stride loop, ``0 <= start < step``. Both sums are
-    below ``2**31`` by the model's assumption, so the casts change no value."""
-    start, step = _strip(start), _strip(step)
-    if not (isinstance(start, n.Binary) and start.op == "add" and isinstance(step, n.Binary) and step.op == "mul"):
-        return False
-    for a, b in ((start.a, start.b), (start.b, start.a)):
-        a, b = _strip(a), _strip(b)
-        if not (isinstance(b, n.ThreadIdx) and isinstance(a, n.Binary) and a.op == "mul"):
-            continue
-        for x, y in ((a.a, a.b), (a.b, a.a)):
-            x, y = _strip(x), _strip(y)
-            if isinstance(x, n.BlockIdx) and isinstance(y, n.BlockDim) and y.dim == b.dim:
-                factors = {(type(_strip(f)), getattr(_strip(f), "dim", None)) for f in (step.a, step.b)}
-                if factors == {(n.BlockDim, b.dim), (n.GridDim, x.dim)}:
-                    return True
-    return False
-
-
-def _factor(e: n.Expr | None) -> tuple[int, n.Expr] | None:
-    """``(d, P)`` if ``e`` is the signed product ``blockIdx[d] * P`` (``blockIdx`` possibly cast),
-    ``P`` without ``blockIdx``."""
-    if e is None:
-        return None
-    if not (isinstance(e, n.Binary) and e.op == "mul" and e.type.is_signed):
-        return None
-    for a, b in ((e.a, e.b), (e.b, e.a)):
-        if isinstance(_strip(a), n.BlockIdx) and not any(isinstance(x, n.BlockIdx) for x in walk(b)):
-            return _strip(a).dim, b  # type: ignore[union-attr]
-    return None
-
-
-def _terms(e: n.Expr, sign: int) -> list[tuple[int, n.Expr]]:
-    """The summands of a chain of ``+``/``-`` of one signed type, with their signs."""
-    if isinstance(e, n.Binary) and e.op in ("add", "sub") and e.type == e.a.type == e.b.type:
-        return _terms(e.a, sign) + _terms(e.b, sign if e.op == "add" else -sign)
-    return [(sign, e)]
-
-
-def _factors(e: n.Expr) -> list[n.Expr]:
-    if isinstance(e, n.Binary) and e.op == "mul" and e.type == e.a.type == e.b.type:
-        return _factors(e.a) + _factors(e.b)
-    return [e]
-
-
-def _strip(e: n.Expr) -> n.Expr:
-    while isinstance(e, n.Cast) and e.to.is_int and e.x.type.is_int:
-        e = e.x
-    return e
 
 
 def build(kernel: n.Kernel, launch: Launch | None) -> Model:
