@@ -59,13 +59,15 @@ def explicit_instantiations(tu: ci.TranslationUnit, path: str) -> list[str]:
     """``name<args>`` of each explicit kernel-template instantiation in the main file.
 
     libclang does not list explicit instantiations as cursors, so they are found in clang's token
-    stream: the keyword ``template`` not followed by ``<`` starts one.
+    stream: the keyword ``template`` not followed by ``<`` starts one. An instantiation of a class
+    template (``template class Engine<float>;``) is host code, compiled as written: not one.
     """
     tokens = [t for t in tu.get_tokens(extent=tu.cursor.extent)
               if t.location.file is not None and t.location.file.name == path]
     found = []
     for i, t in enumerate(tokens):
-        if t.spelling != "template" or i + 1 >= len(tokens) or tokens[i + 1].spelling == "<":
+        if t.spelling != "template" or i + 1 >= len(tokens) or tokens[i + 1].spelling in ("<", "class", "struct",
+                                                                                           "union"):
             continue
         j = i + 1
         while j + 1 < len(tokens) and not (tokens[j].kind == ci.TokenKind.IDENTIFIER and tokens[j + 1].spelling == "<"):

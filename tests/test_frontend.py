@@ -304,6 +304,8 @@ def test_templates_instantiated_by_launch_and_explicitly(tmp_path):
     }
     template __global__ void scale<64, double>(double*, int);
     void host(float* d) { scale<32><<<2, 32>>>(d, 50); }
+    template <typename T> struct Engine { T first(T* d) { return d[0]; } };
+    template struct Engine<float>;  // a class's instantiation: host code, not a kernel's
     """
     module = load(tmp_path, src)
     names = {k.name for k in module.kernels}
