@@ -92,31 +92,25 @@ POLYPY_CR unsigned int curand(curandStateXORWOW_t* state) {
 
 /* The 160 xorshift bits jumped n steps (sequence = 0) or n * 2^67 steps (sequence = 1): for each
  * base-4 digit k of n, the digit's count of products with the table's matrix A^(4^k) (times
- * 2^67). A product is the xor of the matrix rows of the state's set bits. */
+ * 2^67). A product is the xor of the matrix rows of the state's set bits (selected by masks, so
+ * that threads do not branch on their bits). */
 POLYPY_CR void polypy_xorwow_jump(curandStateXORWOW_t* state, unsigned long long n, int sequence) {
   unsigned int v0 = state->v[0], v1 = state->v[1], v2 = state->v[2], v3 = state->v[3], v4 = state->v[4];
   for (int k = 0; n != 0ull; k++) {
+    int m = sequence ? 32 + k : k;
     unsigned int digit = (unsigned int)(n & 3ull);
     for (unsigned int t = 0; t < digit; t++) {
       unsigned int r0 = 0, r1 = 0, r2 = 0, r3 = 0, r4 = 0;
-      for (int i = 0; i < 160; i++) {
-        int w = i >> 5;
+      for (int w = 0; w < 5; w++) {
         unsigned int word = w == 0 ? v0 : w == 1 ? v1 : w == 2 ? v2 : w == 3 ? v3 : v4;
-        if ((word >> (i & 31)) & 1u) {
-          int row = 5 * i;
-          if (sequence) {
-            r0 ^= polypy_xorwow_sequence_jump[k][row];
-            r1 ^= polypy_xorwow_sequence_jump[k][row + 1];
-            r2 ^= polypy_xorwow_sequence_jump[k][row + 2];
-            r3 ^= polypy_xorwow_sequence_jump[k][row + 3];
-            r4 ^= polypy_xorwow_sequence_jump[k][row + 4];
-          } else {
-            r0 ^= polypy_xorwow_offset_jump[k][row];
-            r1 ^= polypy_xorwow_offset_jump[k][row + 1];
-            r2 ^= polypy_xorwow_offset_jump[k][row + 2];
-            r3 ^= polypy_xorwow_offset_jump[k][row + 3];
-            r4 ^= polypy_xorwow_offset_jump[k][row + 4];
-          }
+        for (int b = 0; b < 32; b++) {
+          unsigned int take = 0u - ((word >> b) & 1u);
+          int row = 5 * (32 * w + b);
+          r0 ^= take & polypy_xorwow_matrices[m][row];
+          r1 ^= take & polypy_xorwow_matrices[m][row + 1];
+          r2 ^= take & polypy_xorwow_matrices[m][row + 2];
+          r3 ^= take & polypy_xorwow_matrices[m][row + 3];
+          r4 ^= take & polypy_xorwow_matrices[m][row + 4];
         }
       }
       v0 = r0; v1 = r1; v2 = r2; v3 = r3; v4 = r4;
