@@ -215,6 +215,101 @@ def test_distributions_have_their_moments() -> None:
     assert len(np.unique(u.reshape(threads, per)[:, 0])) > threads - 5
 
 
+# --------------------------------------------------------------------------- the other functions
+
+_MORE_KERNEL = r"""
+#include <curand_kernel.h>
+__global__ void more(double* out, int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  {
+  curandState x; curand_init(99ull, t, 3, &x);
+  curandStatePhilox4_32_10_t p; curand_init(99ull, t, 1 + t, &p);
+  double* o = out + 32 * t + 0;
+  float4 l4 = curand_log_normal4(&p, 0.1f, 0.3f); o[0] = l4.x; o[1] = l4.w;
+  double2 u2 = curand_uniform2_double(&p); o[2] = u2.x; o[3] = u2.y;
+  double2 nd = curand_normal2_double(&p); o[4] = nd.x; o[5] = nd.y;
+  skipahead(7, &p); o[6] = curand(&p);
+  skipahead_sequence(3, &p); o[7] = curand_uniform(&p);
+  double2 xd = curand_normal2_double(&x); o[8] = xd.x; o[9] = xd.y;
+  o[10] = curand_log_normal_double(&x, 0.2, 0.7); o[11] = curand_log_normal_double(&x, 0.2, 0.7);
+  o[12] = curand_log_normal(&p, 0.0f, 1.0f); o[13] = curand_log_normal(&p, 0.0f, 1.0f);
+  float2 x2 = curand_normal2(&x); o[14] = x2.y; o[15] = curand_normal(&p);
+  }
+  {
+  curandState x; curand_init(5ull, t, 11, &x);
+  curandStatePhilox4_32_10_t p; curand_init(5ull, t, 2 + t, &p);
+  double* o = out + 32 * t + 16;
+  float2 a = curand_log_normal2(&x, 0.1f, 0.3f); o[0] = a.x; o[1] = a.y;
+  double2 b = curand_log_normal2_double(&x, 0.1, 0.3); o[2] = b.x; o[3] = b.y;
+  double4 c = curand_uniform4_double(&p); o[4] = c.x; o[5] = c.w;
+  double4 d = curand_normal4_double(&p); o[6] = d.y; o[7] = d.z;
+  float2 e = curand_log_normal2(&p, 0.2f, 0.5f); o[8] = e.x; o[9] = e.y;
+  o[10] = curand_log_normal_double(&p, 0.3, 0.4); o[11] = curand_log_normal_double(&p, 0.3, 0.4);
+  double2 f = curand_log_normal2_double(&p, -0.3, 0.2); o[12] = f.x; o[13] = f.y;
+  o[14] = curand(&p); o[15] = curand(&x);
+  }
+}
+"""
+
+# cuRAND's values of threads 0 and 4 of ``more`` (32 each, in the order of ``o``).
+_MORE_EXPECTED = {
+    0: (
+        1.2557055950164795, 1.0910279750823975, 0.7642387737241505, 0.44761377462202395,
+        -1.6190083507320434, 0.17978565742237304, 3337059558.0, 0.7380857467651367,
+        -0.7590513706117442, 0.8157564741454769, 5.149612165570022, 0.6792831857890078,
+        0.4618277847766876, 0.46219226717948914, 0.2136145830154419, 0.3325936496257782,
+        1.5558645725250244, 0.9792742133140564, 0.9823024551515742, 0.9995507734062075,
+        0.9657271892514312, 0.6888153477679826, -0.6272169045821707, 0.23414100480730574,
+        0.6074467301368713, 0.9637942314147949, 2.477319005253884, 1.3055478312469884,
+        0.6392913551613542, 0.8027808092032762, 2737044486.0, 1073107515.0,
+    ),
+    4: (
+        1.2746003866195679, 0.9555508494377136, 0.5090395024992185, 0.8801719085142052,
+        -0.5852422179614215, -1.1766247994195334, 437681288.0, 0.7512987852096558,
+        -0.6795413718405253, -1.6118649176472337, 1.3116214166334048, 2.823390562150984,
+        1.1029986143112183, 0.061982519924640656, -0.6825067400932312, 0.4600265324115753,
+        1.1783859729766846, 1.5254747867584229, 0.8894308692881671, 2.2939660375696787,
+        0.030688205498325127, 0.5467544752981033, 0.1820881360831463, 0.34945864468472454,
+        0.9799890518188477, 1.6374183893203735, 1.523368186907867, 2.5429850329514943,
+        0.9111985299086063, 0.54970359526327, 1733281901.0, 1593003033.0,
+    ),
+}
+# The positions holding raw draws and uniforms: equal to the bit. The rest within float ulps.
+_MORE_EXACT = [2, 3, 6, 7, 16 + 4, 16 + 5, 16 + 14, 16 + 15]
+
+
+def _check_more(out: np.ndarray) -> None:
+    for t, want in _MORE_EXPECTED.items():
+        got = out[32 * t: 32 * t + 32]
+        np.testing.assert_array_equal(got[_MORE_EXACT], np.array(want)[_MORE_EXACT])
+        np.testing.assert_allclose(got, want, rtol=5e-7)
+
+
+def test_the_other_distributions_through_the_api() -> None:
+    out = np.zeros(32 * 5)
+    polypy.compile(None, text=_MORE_KERNEL).more[1, 8](out, 5)
+    _check_more(out)
+
+
+def test_the_other_distributions_emulated() -> None:
+    args = {"out": np.zeros(32 * 5), "n": np.int32(5)}
+    polypy.emulate(polypy.load(None, text=_MORE_KERNEL).kernel("more"), (2, 1, 1), (4, 1, 1), args)
+    _check_more(args["out"])
+
+
+def test_poisson_is_a_located_error_naming_it(tmp_path: pathlib.Path) -> None:
+    src = tmp_path / "poisson.cu"
+    src.write_text("#include <curand_kernel.h>\n"
+                   "__global__ void k(curandState* s, unsigned int* x) {\n"
+                   "  x[0] = curand_poisson(&s[0], 4.0);\n}\n")
+    result = _polypy("translate", str(src), "-o", str(tmp_path / "out.cpp"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"{src}:3:10: error: 'curand_poisson' is unavailable: curand_poisson of cuRAND is not supported" \
+        in result.stderr
+    assert not (tmp_path / "out.cpp").exists()
+
+
 # --------------------------------------------------------------------------- refusals
 
 

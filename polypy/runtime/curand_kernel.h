@@ -382,6 +382,20 @@ POLYPY_CR double curand_log_normal_double(curandStateXORWOW_t* state, double mea
   return exp(fma(stddev, p.x, mean));
 }
 
+POLYPY_CR float2 curand_log_normal2(curandStateXORWOW_t* state, float mean, float stddev) {
+  float2 v = curand_normal2(state);
+  v.x = expf(fmaf(stddev, v.x, mean));
+  v.y = expf(fmaf(stddev, v.y, mean));
+  return v;
+}
+
+POLYPY_CR double2 curand_log_normal2_double(curandStateXORWOW_t* state, double mean, double stddev) {
+  double2 v = curand_normal2_double(state);
+  v.x = exp(fma(stddev, v.x, mean));
+  v.y = exp(fma(stddev, v.y, mean));
+  return v;
+}
+
 /* ---- distributions: Philox4_32_10 ---- */
 
 POLYPY_CR float curand_uniform(curandStatePhilox4_32_10_t* state) { return polypy_curand_u01(curand(state)); }
@@ -475,5 +489,63 @@ POLYPY_CR float4 curand_log_normal4(curandStatePhilox4_32_10_t* state, float mea
   v.w = expf(fmaf(stddev, v.w, mean));
   return v;
 }
+
+POLYPY_CR double4 curand_uniform4_double(curandStatePhilox4_32_10_t* state) {
+  uint4 x = curand4(state);
+  uint4 y = curand4(state);
+  double4 out;
+  out.x = polypy_curand_u01_double(x.x, x.y);
+  out.y = polypy_curand_u01_double(x.z, x.w);
+  out.z = polypy_curand_u01_double(y.x, y.y);
+  out.w = polypy_curand_u01_double(y.z, y.w);
+  return out;
+}
+
+POLYPY_CR double4 curand_normal4_double(curandStatePhilox4_32_10_t* state) {
+  uint4 x = curand4(state);
+  uint4 y = curand4(state);
+  double2 a = polypy_curand_box_muller_double(x.x, x.y, x.z, x.w);
+  double2 b = polypy_curand_box_muller_double(y.x, y.y, y.z, y.w);
+  double4 out;
+  out.x = a.x; out.y = a.y; out.z = b.x; out.w = b.y;
+  return out;
+}
+
+POLYPY_CR float2 curand_log_normal2(curandStatePhilox4_32_10_t* state, float mean, float stddev) {
+  float2 v = curand_normal2(state);
+  v.x = expf(fmaf(stddev, v.x, mean));
+  v.y = expf(fmaf(stddev, v.y, mean));
+  return v;
+}
+
+POLYPY_CR double curand_log_normal_double(curandStatePhilox4_32_10_t* state, double mean, double stddev) {
+  if (state->boxmuller_flag_double == POLYPY_CURAND_CACHED_LOG_NORMAL) {
+    state->boxmuller_flag_double = 0;
+    return state->boxmuller_extra_double;
+  }
+  uint4 x = curand4(state);
+  double2 p = polypy_curand_box_muller_double(x.x, x.y, x.z, x.w);
+  state->boxmuller_extra_double = exp(fma(stddev, p.y, mean));
+  state->boxmuller_flag_double = POLYPY_CURAND_CACHED_LOG_NORMAL;
+  return exp(fma(stddev, p.x, mean));
+}
+
+POLYPY_CR double2 curand_log_normal2_double(curandStatePhilox4_32_10_t* state, double mean, double stddev) {
+  double2 v = curand_normal2_double(state);
+  v.x = exp(fma(stddev, v.x, mean));
+  v.y = exp(fma(stddev, v.y, mean));
+  return v;
+}
+
+/* cuRAND's Poisson and discrete distributions are not provided (declared so that a use is a
+ * located error naming them). */
+#define POLYPY_CR_NO(what) static __host__ __device__ __attribute__((unavailable( \
+  what " of cuRAND is not supported by polypy")))
+POLYPY_CR_NO("curand_poisson") unsigned int curand_poisson(curandStateXORWOW_t* state, double lambda);
+POLYPY_CR_NO("curand_poisson") unsigned int curand_poisson(curandStatePhilox4_32_10_t* state, double lambda);
+POLYPY_CR_NO("curand_poisson4") uint4 curand_poisson4(curandStatePhilox4_32_10_t* state, double lambda);
+POLYPY_CR_NO("curand_discrete") unsigned int curand_discrete(curandStateXORWOW_t* state, const void* distribution);
+POLYPY_CR_NO("curand_discrete") unsigned int curand_discrete(curandStatePhilox4_32_10_t* state, const void* distribution);
+POLYPY_CR_NO("curand_discrete4") uint4 curand_discrete4(curandStatePhilox4_32_10_t* state, const void* distribution);
 
 #endif
