@@ -188,6 +188,8 @@ class _ModuleBuilder:
         self.shapes = LaunchShapes(host_functions, self.file_text)
         for call, instance in self.launch_calls(host_functions):
             target = self.launched_kernel(call)
+            if target is None:
+                self.refuse_dependent_template_launch(call)
             if target is None:  # through the host stub (kernel_values); once per site (host templates)
                 sites = self.indirect_by_file.setdefault(call.location.file.name, [])
                 if all(c.extent.start.offset != call.extent.start.offset for c in sites):
@@ -348,6 +350,23 @@ class _ModuleBuilder:
                                 cursor_loc(call))
             return None
         return definition
+
+    @staticmethod
+    def refuse_dependent_template_launch(call: ci.Cursor) -> None:
+        """``k<T><<<...>>>`` where no instance of the enclosing template names ``T`` (a member
+        function of a class template): the launch is not through a pointer, and the kernel
+        template's instances are not known, so it is refused rather than left unresolved."""
+        callee = next(iter(call.get_children()), None)
+        refs = [callee] + list(callee.get_children()) if callee is not None else []
+        for ref in refs:
+            if ref.kind != CK.OVERLOADED_DECL_REF:
+                continue
+            for i in range(ci.conf.lib.clang_getNumOverloadedDecls(ref)):
+                decl = ci.conf.lib.clang_getOverloadedDecl(ref, i)
+                if decl.kind == CK.FUNCTION_TEMPLATE and is_kernel_decl(decl):
+                    raise UserError(f"a launch of kernel template '{decl.spelling}' whose template arguments depend "
+                                    "on an enclosing class template's parameters is not supported: launch it from a "
+                                    "function template or with explicit template arguments", cursor_loc(call))
 
     @staticmethod
     def kernel_key(cursor: ci.Cursor) -> tuple:

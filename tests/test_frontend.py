@@ -318,6 +318,24 @@ def test_templates_instantiated_by_launch_and_explicitly(tmp_path):
     np.testing.assert_allclose(d, 3 + 64)
 
 
+def test_a_kernel_template_launched_with_a_class_templates_parameter_is_refused(tmp_path):
+    # Member functions of class templates have no instances polypy sees: the launch is refused at
+    # its place (it used to become a call of the untranslated template, a C++ compile error).
+    src = """
+    template <typename T> __global__ void fill(T* x) { x[threadIdx.x] = T(1); }
+    template <typename T> struct Engine { void run(T* d); };
+    template <typename T> void Engine<T>::run(T* d) {
+      fill<T><<<1, 32>>>(d);
+    }
+    template struct Engine<float>;
+    """
+    with pytest.raises(polypy.UserError) as info:
+        load(tmp_path, src)
+    assert info.value.loc is not None and info.value.loc.line == 5
+    assert "a launch of kernel template 'fill' whose template arguments depend on an enclosing class template's " \
+        "parameters is not supported" in str(info.value)
+
+
 def test_math_functions_map_to_float_and_double_precision(tmp_path):
     src = """
     #include <cmath>
