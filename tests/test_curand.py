@@ -215,6 +215,77 @@ def test_distributions_have_their_moments() -> None:
     assert len(np.unique(u.reshape(threads, per)[:, 0])) > threads - 5
 
 
+# --------------------------------------------------------------------------- states through references
+
+# NVIDIA's Monte Carlo samples draw through a reference: getPoint(x, y, localState) with
+# `curandState& state` and `curand_uniform(&state)`. With offset tid, thread tid's draws are the
+# (tid+1)-th and (tid+2)-th of subsequence 0 of seed 1234: cuRAND gives 624778773, 1867875844,
+# 3739671282 for the first three.
+_THROUGH_REFERENCE = r"""
+#include <curand_kernel.h>
+__device__ inline void get_point(float& x, float& y, curandState& state) {
+  x = curand_uniform(&state);
+  y = curand_uniform(&state);
+}
+__global__ void points(curandState* states, float* xy, unsigned int* after) {
+  int tid = threadIdx.x;
+  curand_init(1234ull, 0ull, (unsigned long long)tid, &states[tid]);
+  curandState local = states[tid];
+  get_point(xy[2 * tid], xy[2 * tid + 1], local);
+  states[tid] = local;
+  after[tid] = curand(&states[tid]);
+}
+"""
+
+
+def _reference_expected() -> tuple[np.ndarray, np.ndarray]:
+    draws = np.array([624778773, 1867875844, 3739671282], dtype=np.uint32)
+    u = (draws.astype(np.float32) * np.float32(2.0 ** -32) + np.float32(2.0 ** -33)).astype(np.float32)
+    return np.array([u[0], u[1]], np.float32), draws[2:3]
+
+
+def test_a_state_drawn_through_a_reference_api_and_emulator() -> None:
+    xy_want, third = _reference_expected()
+    states, xy, after = np.zeros(4, XORWOW_STATE), np.zeros(8, np.float32), np.zeros(4, np.uint32)
+    polypy.compile(None, text=_THROUGH_REFERENCE).points[1, 4](states, xy, after)
+    np.testing.assert_array_equal(xy[:2], xy_want)
+    assert xy[2] == xy_want[1] and after[0] == third[0]  # thread 1's first draw is thread 0's second
+    module = polypy.load(None, text=_THROUGH_REFERENCE)
+    args = {"states": np.zeros(4, XORWOW_STATE), "xy": np.zeros(8, np.float32), "after": np.zeros(4, np.uint32)}
+    polypy.emulate(module.kernel("points"), (1, 1, 1), (4, 1, 1), args)
+    np.testing.assert_array_equal(args["xy"], xy)
+    np.testing.assert_array_equal(args["after"], after)
+    assert (args["states"].view(np.uint8) == states.view(np.uint8)).all()
+
+
+def test_a_state_drawn_through_a_reference_in_a_translated_program(tmp_path: pathlib.Path) -> None:
+    need_compiler(cpp=True)
+    src = tmp_path / "reference.cu"
+    src.write_text("#include <cstdio>\n" + _THROUGH_REFERENCE + r"""
+int main() {
+  curandState* s; float* xy; unsigned int* a;
+  cudaMalloc(&s, 4 * sizeof(curandState)); cudaMalloc(&xy, 8 * sizeof(float)); cudaMalloc(&a, 4 * sizeof(unsigned));
+  points<<<1, 4>>>(s, xy, a);
+  float h[8]; unsigned ha[4];
+  cudaMemcpy(h, xy, sizeof h, cudaMemcpyDeviceToHost); cudaMemcpy(ha, a, sizeof ha, cudaMemcpyDeviceToHost);
+  printf("%a %a %a %u\n", h[0], h[1], h[2], ha[0]);
+  return 0;
+}
+""")
+    out = tmp_path / "reference.cpp"
+    translated = _polypy("translate", str(src), "-o", str(out))
+    assert translated.returncode == 0, translated.stderr
+    exe = tmp_path / "reference"
+    built = subprocess.run([find_compiler(cpp=True), "-O2", "-fopenmp", str(out), "-o", str(exe), "-lm"],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-3000:]
+    native = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    xy_want, third = _reference_expected()
+    got = native.stdout.split()
+    assert [float.fromhex(g) for g in got[:3]] == [float(xy_want[0]), float(xy_want[1]), float(xy_want[1])]
+    assert int(got[3]) == int(third[0])
+
+
 # --------------------------------------------------------------------------- the other functions
 
 _MORE_KERNEL = r"""
