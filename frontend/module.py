@@ -27,7 +27,7 @@ from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, launched_callees, refuse_kernel_values, \
     static_bytes
 from frontend.launch_shapes import LaunchShapes
-from frontend.launch_tokens import explicit_instantiations, respace_launches
+from frontend.launch_tokens import explicit_instantiations, refuse_dependent_template_launch, respace_launches
 from frontend.merge_loops import loop_span, merge_loops
 from frontend.lower.textures import hidden_arguments
 from frontend.lower import (
@@ -188,9 +188,8 @@ class _ModuleBuilder:
         self.shapes = LaunchShapes(host_functions, self.file_text)
         for call, instance in self.launch_calls(host_functions):
             target = self.launched_kernel(call)
-            if target is None:
-                self.refuse_dependent_template_launch(call)
             if target is None:  # through the host stub (kernel_values); once per site (host templates)
+                refuse_dependent_template_launch(call)
                 sites = self.indirect_by_file.setdefault(call.location.file.name, [])
                 if all(c.extent.start.offset != call.extent.start.offset for c in sites):
                     sites.append(call)
@@ -350,23 +349,6 @@ class _ModuleBuilder:
                                 cursor_loc(call))
             return None
         return definition
-
-    @staticmethod
-    def refuse_dependent_template_launch(call: ci.Cursor) -> None:
-        """``k<T><<<...>>>`` where no instance of the enclosing template names ``T`` (a member
-        function of a class template): the launch is not through a pointer, and the kernel
-        template's instances are not known, so it is refused rather than left unresolved."""
-        callee = next(iter(call.get_children()), None)
-        refs = [callee] + list(callee.get_children()) if callee is not None else []
-        for ref in refs:
-            if ref.kind != CK.OVERLOADED_DECL_REF:
-                continue
-            for i in range(ci.conf.lib.clang_getNumOverloadedDecls(ref)):
-                decl = ci.conf.lib.clang_getOverloadedDecl(ref, i)
-                if decl.kind == CK.FUNCTION_TEMPLATE and is_kernel_decl(decl):
-                    raise UserError(f"a launch of kernel template '{decl.spelling}' whose template arguments depend "
-                                    "on an enclosing class template's parameters is not supported: launch it from a "
-                                    "function template or with explicit template arguments", cursor_loc(call))
 
     @staticmethod
     def kernel_key(cursor: ci.Cursor) -> tuple:
