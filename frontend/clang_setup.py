@@ -167,7 +167,8 @@ _DEVICE_CALL_ERRORS = {
 # Headers of CUDA features polypy does not translate (by name, or by their library's directory):
 # a missing header says which feature it is.
 _UNSUPPORTED_HEADERS = {
-    "curand_kernel.h": "the cuRAND device API (curand_kernel.h)",
+    "curand.h": "the cuRAND host API (curand.h: curandCreateGenerator, curandGenerate...; the device API of "
+                "curand_kernel.h is supported)",
     "cuda_awbarrier.h": "asynchronous barriers (cuda_awbarrier.h)",
     "thrust": "Thrust",
     "cub": "CUB",

@@ -1,10 +1,14 @@
 """Edits and finds in clang's raw token stream of a file, before or beside its parse: the C++03
 launch spelling ``k<< <g, b>> >(...)`` closed up, and the file's explicit kernel-template
-instantiations (which libclang lists as no cursor)."""
+instantiations (which libclang lists as no cursor); and the launches of kernel templates whose
+instances no cursor shows (refused)."""
 from __future__ import annotations
 
 import clang.cindex as ci
 
+from frontend.clang_setup import cursor_loc
+from frontend.lower.context import is_kernel_decl
+from polypy.errors import UserError
 from polypy.sources import read_source
 
 
@@ -59,13 +63,15 @@ def explicit_instantiations(tu: ci.TranslationUnit, path: str) -> list[str]:
     """``name<args>`` of each explicit kernel-template instantiation in the main file.
 
     libclang does not list explicit instantiations as cursors, so they are found in clang's token
-    stream: the keyword ``template`` not followed by ``<`` starts one.
+    stream: the keyword ``template`` not followed by ``<`` starts one. An instantiation of a class
+    template (``template class Engine<float>;``) is host code, compiled as written: not one.
     """
     tokens = [t for t in tu.get_tokens(extent=tu.cursor.extent)
               if t.location.file is not None and t.location.file.name == path]
     found = []
     for i, t in enumerate(tokens):
-        if t.spelling != "template" or i + 1 >= len(tokens) or tokens[i + 1].spelling == "<":
+        if t.spelling != "template" or i + 1 >= len(tokens) or tokens[i + 1].spelling in ("<", "class", "struct",
+                                                                                           "union"):
             continue
         j = i + 1
         while j + 1 < len(tokens) and not (tokens[j].kind == ci.TokenKind.IDENTIFIER and tokens[j + 1].spelling == "<"):
@@ -82,3 +88,21 @@ def explicit_instantiations(tu: ci.TranslationUnit, path: str) -> list[str]:
             k += 1
         found.append(tokens[j].spelling + " ".join(tok.spelling for tok in tokens[j + 1:k + 1]).replace(" ", ""))
     return found
+
+
+def refuse_dependent_template_launch(call: ci.Cursor) -> None:
+    """``k<T><<<...>>>`` where no instance of the enclosing template names ``T`` (a member
+    function of a class template): the launch is not through a pointer, and the kernel
+    template's instances are not known, so it is refused rather than left unresolved. (The
+    callee is an overload set; libclang's C API lists it, its Python binding does not.)"""
+    callee = next(iter(call.get_children()), None)
+    refs = [callee, *callee.get_children()] if callee is not None else []
+    for ref in refs:
+        if ref.kind != ci.CursorKind.OVERLOADED_DECL_REF:
+            continue
+        for i in range(ci.conf.lib.clang_getNumOverloadedDecls(ref)):
+            decl = ci.conf.lib.clang_getOverloadedDecl(ref, i)
+            if decl.kind == ci.CursorKind.FUNCTION_TEMPLATE and is_kernel_decl(decl):
+                raise UserError(f"a launch of kernel template '{decl.spelling}' whose template arguments depend on "
+                                "an enclosing class template's parameters is not supported: launch it from a "
+                                "function template or with explicit template arguments", cursor_loc(call))

@@ -29,7 +29,7 @@ from frontend.host_spans import CUDA_HEADERS, OffsetMap, include_span, is_runtim
 from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, launched_callees, refuse_kernel_values, \
     static_bytes
 from frontend.launch_shapes import LaunchShapes
-from frontend.launch_tokens import explicit_instantiations, respace_launches
+from frontend.launch_tokens import explicit_instantiations, refuse_dependent_template_launch, respace_launches
 from frontend.merge_loops import loop_span, merge_loops
 from frontend.lower.textures import hidden_arguments
 from frontend.lower import (
@@ -189,6 +189,7 @@ class _ModuleBuilder:
         for call, instance in self.launch_calls(host_functions):
             target = self.launched_kernel(call)
             if target is None:  # through the host stub (kernel_values); once per site (host templates)
+                refuse_dependent_template_launch(call)
                 sites = self.indirect_by_file.setdefault(call.location.file.name, [])
                 if all(c.extent.start.offset != call.extent.start.offset for c in sites):
                     sites.append(call)

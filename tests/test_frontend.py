@@ -304,6 +304,8 @@ def test_templates_instantiated_by_launch_and_explicitly(tmp_path):
     }
     template __global__ void scale<64, double>(double*, int);
     void host(float* d) { scale<32><<<2, 32>>>(d, 50); }
+    template <typename T> struct Engine { T first(T* d) { return d[0]; } };
+    template struct Engine<float>;  // a class's instantiation: host code, not a kernel's
     """
     module = load(tmp_path, src)
     names = {k.name for k in module.kernels}
@@ -314,6 +316,24 @@ def test_templates_instantiated_by_launch_and_explicitly(tmp_path):
     d = np.ones(70)
     emulate(module.kernel("scale_64_double"), 2, 64, [d, 70])
     np.testing.assert_allclose(d, 3 + 64)
+
+
+def test_a_kernel_template_launched_with_a_class_templates_parameter_is_refused(tmp_path):
+    # Member functions of class templates have no instances polypy sees: the launch is refused at
+    # its place (it used to become a call of the untranslated template, a C++ compile error).
+    src = """
+    template <typename T> __global__ void fill(T* x) { x[threadIdx.x] = T(1); }
+    template <typename T> struct Engine { void run(T* d); };
+    template <typename T> void Engine<T>::run(T* d) {
+      fill<T><<<1, 32>>>(d);
+    }
+    template struct Engine<float>;
+    """
+    with pytest.raises(polypy.UserError) as info:
+        load(tmp_path, src)
+    assert info.value.loc is not None and info.value.loc.line == 5
+    assert "a launch of kernel template 'fill' whose template arguments depend on an enclosing class template's " \
+        "parameters is not supported" in str(info.value)
 
 
 def test_math_functions_map_to_float_and_double_precision(tmp_path):

@@ -282,7 +282,7 @@ def test_a_call_of_an_opengl_interop_function_is_a_located_error_naming_it(tmp_p
     assert "^" in result.stderr and not (tmp_path / "out.cpp").exists()
 
 
-@pytest.mark.parametrize("header, feature", [("curand_kernel.h", "the cuRAND device API"),
+@pytest.mark.parametrize("header, feature", [("curand.h", "the cuRAND host API"),
                                              ("thrust/device_vector.h", "Thrust"),
                                              ("cuda/atomic", "libcu++")])
 def test_headers_of_unsupported_features_are_located_errors_naming_the_feature(tmp_path, header, feature) -> None:

@@ -353,6 +353,9 @@ class ExpressionLowering:
                 b = b.target
             if isinstance(b, MemLV):
                 return Pointer(b.buffer, b.index[:-1], b.index[-1], tm.ElemLayout(b.type, 1, (("", 0),), b.type.c_name))
+            if isinstance(b, RecLV):  # `&state` of a reference bound to a record (`curandState& state`)
+                view = b.address.views[0]
+                return Pointer(view[1], (), None, tm.ElemLayout(view[0], 1, (), b.layout.spelling, b.layout), b.address)
             if isinstance(b, (VarLV, AggLV)):
                 return VarAddress(b)
         raise self.error("unsupported address-of expression", c)
