@@ -42,17 +42,31 @@ from codegen.c.render import c_type, literal
 from codegen.c.templates import fp_contract_off, prelude, render_template
 
 
-def runtime_header() -> str:
+def runtime_header(unused: Mapping[str, Sequence[tuple[int, int]]] | None = None) -> str:
     """polypy's CUDA runtime header (package data ``polypy/runtime/cuda_runtime.h``), with its
     parts (``#include "parts/....h"`` lines of polypy's own headers) pasted where they are included,
-    so that a translated program is one self-contained file."""
-    return _pasted(resources.files("polypy.runtime"), "cuda_runtime.h")
+    so that a translated program is one self-contained file.
+
+    ``unused``: per header (its real path), line ranges (1-based, inclusive) of declarations the
+    program does not use (``frontend.runtime_slice``): left out, with the comment just above each."""
+    return _pasted(resources.files("polypy.runtime"), "cuda_runtime.h", unused or {})
+
+
+# The line that stands for the runtime while the program's use of it is found: the runtime's
+# headers are then read as files (``emit_program(runtime=RUNTIME_INCLUDE)``, ``with_runtime``).
+RUNTIME_INCLUDE = '#include "cuda_runtime.h" /* polypy runtime */'
+
+
+def with_runtime(text: str, unused: Mapping[str, Sequence[tuple[int, int]]] | None) -> str:
+    """A program emitted with ``RUNTIME_INCLUDE`` with the runtime pasted there, less ``unused``."""
+    at = text.index(RUNTIME_INCLUDE)
+    return text[:at] + runtime_header(unused).rstrip("\n") + text[at + len(RUNTIME_INCLUDE):]
 
 
 _PART_INCLUDE = re.compile(r'#include "((?:parts/)?[a-z_]+\.h)"')
 
 
-def _pasted(directory, name: str) -> str:
+def _pasted(directory, name: str, unused: Mapping[str, Sequence[tuple[int, int]]]) -> str:
     """The text of polypy's runtime header ``directory/name`` with its own quoted includes pasted.
     (These are polypy's files, written one include per line; user code never goes through here.)"""
     parts = name.split("/")
@@ -60,11 +74,37 @@ def _pasted(directory, name: str) -> str:
     for part in parts[:-1]:
         here = here.joinpath(part)
     path = here.joinpath(parts[-1])
+    source = path.read_text(encoding="utf-8").splitlines()
+    gone = _left_out(source, unused.get(os.path.realpath(str(path)), ()))
     lines = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for i, line in enumerate(source):
+        if i in gone:
+            continue
+        if not line.strip() and lines and not lines[-1].strip():
+            continue  # one blank line where declarations were left out
         m = _PART_INCLUDE.fullmatch(line.strip())
-        lines.append(_pasted(here, m.group(1)).rstrip("\n") if m else line)
+        lines.append(_pasted(here, m.group(1), unused).rstrip("\n") if m else line)
     return "\n".join(lines) + "\n"
+
+
+def _left_out(lines: Sequence[str], spans: Sequence[tuple[int, int]]) -> set[int]:
+    """The 0-based lines of ``spans`` and of the comment block right above each (polypy's own
+    headers: a declaration's comment ends on the line before it)."""
+    out: set[int] = set()
+    for first, last in spans:
+        out.update(range(first - 1, last))
+        top = first - 2
+        while top >= 0 and top not in out and _comment_line(lines[top]):
+            top -= 1
+        top += 1
+        if top < first - 1 and lines[top].lstrip().startswith(("/*", "//")):
+            out.update(range(top, first - 1))
+    return out
+
+
+def _comment_line(line: str) -> bool:
+    text = line.strip()
+    return text.startswith(("//", "/*", "*"))
 
 
 def global_definition(b: n.Buffer) -> str:
@@ -137,8 +177,11 @@ class _ProgramState:
 @on_big_stack
 def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads: int = 0,
                  check_bounds: bool = False, emulate: bool = False,
-                 barriers: Mapping[str, Sequence[object]] | None = None, coarsen: Coarsener | None = None) -> str:
+                 barriers: Mapping[str, Sequence[object]] | None = None, coarsen: Coarsener | None = None,
+                 runtime: str | None = None) -> str:
     """The whole program as one C++ file (see the module docstring); ``kernels`` are CPU form.
+    ``runtime``: the text that stands for polypy's runtime at the top (default: all of it,
+    ``runtime_header()``; ``RUNTIME_INCLUDE`` to find what the program uses, ``runtime_slice``).
     ``barriers``: per kernel name, the barrier decisions of its lowering (``emit_kernel``).
     ``coarsen``: per kernel and block shape of ``launch_block_shapes``, a version for coarse
     blocks, dispatched to at run time like the specialized ones (``emit_kernel``).
@@ -169,7 +212,8 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
             f"OpenMP.\n * Build: {build}\n */\n")
     bridge = EMULATE_BRIDGE if emulate else ""
     tail = EMULATE_ENTRY if emulate else ""
-    return (head + fp_contract_off() + "\n" + runtime_header().rstrip() + "\n\n" + prelude().rstrip() + "\n\n"
+    runtime = runtime_header() if runtime is None else runtime
+    return (head + fp_contract_off() + "\n" + runtime.rstrip() + "\n\n" + prelude().rstrip() + "\n\n"
             + bridge + body + tail)
 
 
