@@ -127,11 +127,12 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
 
 # The runtime's units, by place and file version: the same in every program (the runtime comes
 # first in the file, before anything of the program's), so read once per process.
-_UNIT_CACHE: dict[tuple[str, int, int, int], _Unit] = {}
+# (One macro's expansion may declare several: the key has the full name and kind too.)
+_UNIT_CACHE: dict[tuple[str, int, int, int, str, int], _Unit] = {}
 
 
 def _cached_unit(c: ci.Cursor, fname: str) -> _Unit:
-    key = (fname, os.stat(fname).st_mtime_ns, c.extent.start.offset, c.extent.end.offset)
+    key = (fname, os.stat(fname).st_mtime_ns, c.extent.start.offset, c.extent.end.offset, c.displayname, c.kind.value)
     if key not in _UNIT_CACHE:
         _UNIT_CACHE[key] = _unit(c, fname)
     return _UNIT_CACHE[key]
