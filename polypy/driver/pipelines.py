@@ -22,10 +22,10 @@ CPU form -> code" path the commands, the gradients, the programs, the API and th
 from __future__ import annotations
 
 import dataclasses
-import os
 import functools
 import importlib
 import inspect
+import os
 import re
 from typing import Any, Callable
 
@@ -404,11 +404,15 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
     if program:
         from codegen.c import emit_program
         from codegen.c.module import RUNTIME_INCLUDE, launch_block_shapes, with_runtime
+        from polypy.coarsening import selectable_only
+        from polypy.ir.visitor import walk
 
         # Launches whose block shape is known get a version specialized for it and, where legal
         # and it pays, one for coarse blocks: the decision the API makes per launch (``coarsen``).
         plans: dict = {}
         coarsen = block_coarsener(module, optimize=optimize, decisions=plans) if optimize else None
+        if coarsen is not None and not any(isinstance(x, n.Launch) for k in module.kernels for x in walk(k)):
+            coarsen = selectable_only(coarsen, module.host, plans)  # (a launch from device code: any grid)
         text = emit_program(module.host, {k.name: k for k in kernels}, threads=threads, check_bounds=check_bounds,
                             barriers=decisions, coarsen=coarsen, runtime=RUNTIME_INCLUDE)
         text = with_runtime(text, _unused_runtime(text, module.host.main))
