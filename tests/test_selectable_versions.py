@@ -1,7 +1,8 @@
 """A whole program gets no kernel version that none of its launches can select
 (``polypy.coarsening.selectable_only``): a coarse-block version for a grid too narrow to use it is
 not made where every launch's grid is known; where a grid is unknown or the kernel can be launched
-another way (named as a value), it is."""
+another way (named as a value), it is. A kernel's host stub is emitted only where the program may
+call it (``codegen.c.module``)."""
 from __future__ import annotations
 
 import pathlib
@@ -65,9 +66,12 @@ def test_coarse_version_only_where_a_launch_can_select_it(case: str, tmp_path: p
     report = capsys.readouterr().err + capsys.readouterr().out
     assert "static void fill_block_b128x1x1(" in text
     assert ("fill_block_b128x1x1_c" in text) == made, case
+    # The host stub (and the runtime's registry of stubs) only where the program may call it.
+    assert ("static polypy_rt_kernel_entry polypy_rt_entry_fill(" in text) == (case == "as_value"), case
+    assert ("struct polypy_rt_kernel_entry {" in text) == (case == "as_value"), case
     if not made:
         assert "coarse blocks of 32x1x1 are never selected: its grid (1,1,1) has fewer than 8 of them" in report
-    if case in ("narrow", "wide"):
+    if case in ("narrow", "wide", "as_value"):
         need_compiler(cpp=True)
         exe = tmp_path / "p"
         build = subprocess.run([find_compiler(cpp=True), "-O2", "-fopenmp", "-Wall", str(out), "-o", str(exe), "-lm"],

@@ -321,14 +321,14 @@ def _rewrite(path: str, state: _ProgramState) -> str:
                 if missing:
                     raise InternalError(f"no translated code for kernel(s) {', '.join(missing)}")
                 text = "\n\n".join(state.codes[k].text for k in span.kernels)
-                if span.stub is not None and span.stub.kernel is not None:
+                if span.stub is not None and span.stub.kernel is not None and _needs_stub(state.host, span.stub.kernel):
                     text += "\n\n" + stub_definition(span.stub, state.codes[span.stub.kernel].launcher_name)
                 state.defined.update(span.kernels)
             else:
                 # A declaration (its `;` follows the span): the launchers it needs, declared, and
                 # the kernel's host stub (defined where the kernel is, maybe in another file).
                 protos = [state.codes[k].prototype for k in prototypes.get(span.start, [])]
-                if span.stub is not None:
+                if span.stub is not None and (span.stub.kernel is None or _needs_stub(state.host, span.stub.kernel)):
                     protos.append(stub_declaration(span.stub) + ";")
                 text = "\n".join(protos).rstrip(";") or "/* kernel declaration: translated with its definition */"
             edits.append((span.start, span.end, text))
@@ -383,6 +383,14 @@ def _rewrite(path: str, state: _ProgramState) -> str:
                               for launch, (launcher, args) in zip(group, calls))
         edits.append((start, end, f"({{ [&](auto polypy_pick) {{ {chain} }}([](auto polypy_f) {{ return polypy_f; }}); }})"))
     return _apply(hf.text, edits, path)
+
+
+def _needs_stub(host: HostProgram, kernel: str) -> bool:
+    """Whether the program may run ``kernel`` through its host stub: where it names the kernel
+    as a value (``HostProgram.as_values``), launches through a pointer, or is one file of a
+    program built by separate compilation (or has no main: another file may launch it). A kernel
+    the program only launches with ``<<<...>>>`` needs none (nor the runtime's stub registry)."""
+    return host.part or not host.has_main or kernel in host.as_values or any(f.indirect for f in host.files.values())
 
 
 def stub_declaration(stub: HostStub) -> str:
