@@ -36,10 +36,11 @@ from polypy.launch import MAX_BLOCK, MAX_THREADS_PER_BLOCK
 from polypy.sources import read_source
 from polypy.stack import on_big_stack
 
-from codegen.c.kernel import Coarsener, KernelCode, Options, emit_kernel, emulated_launcher
+from codegen.c.kernel import KernelCode, Options, emulated_launcher
 from codegen.c.merged_loops import merged_loop_edits
 from codegen.c.render import c_type, literal
 from codegen.c.templates import fp_contract_off, prelude, render_template
+from codegen.c.versions import Coarsener, emit_kernel
 
 
 def runtime_header(unused: Mapping[str, Sequence[tuple[int, int]]] | None = None) -> str:
@@ -144,7 +145,7 @@ def emit_kernels(kernels: Sequence[n.Kernel], globals_: Sequence[n.Buffer] = (),
     ``barriers``: per kernel name, the barrier decisions of its lowering (``emit_kernel``).
 
     ``block_shapes``: per kernel name, block shapes to compile specialized versions for (the
-    launcher dispatches on the launch's block shape; see ``codegen.c.kernel.emit_kernel``);
+    launcher dispatches on the launch's block shape; see ``codegen.c.versions.emit_kernel``);
     ``coarsen``: per such shape, a version for coarse blocks (``emit_kernel``).
     """
     options = Options(cpp=cpp, threads=threads, check_bounds=check_bounds)
