@@ -197,8 +197,9 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
     else:
         shapes = launch_block_shapes(host)
         notes = barriers or {}
+        closed = _shapes_closed(host, kernels, shapes)
         codes = {name: emit_kernel(k, options, block_shapes=shapes.get(name, ()), barriers=notes.get(name),
-                                   coarsen=coarsen)
+                                   coarsen=coarsen, generic=name not in closed)
                  for name, k in kernels.items()}
     if not emulate:
         codes = _with_child_prototypes(codes, kernels)
@@ -216,6 +217,21 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
     runtime = runtime_header() if runtime is None else runtime
     return (head + fp_contract_off() + "\n" + runtime.rstrip() + "\n\n" + prelude().rstrip() + "\n\n"
             + bridge + body + tail)
+
+
+def _shapes_closed(host: HostProgram, kernels: Mapping[str, n.Kernel],
+                   shapes: Mapping[str, Sequence[tuple[int, int, int]]]) -> set[str]:
+    """The kernels every launch of which has one of their specialized block shapes: launched
+    only by the program's own ``<<<...>>>`` (no host stub it may call, no launch from device
+    code), each with a block shape known at compile time. They need no generic version."""
+    from_device = {x.kernel for k in kernels.values() for x in walk(k) if isinstance(x, n.Launch)}
+    out = set()
+    for name in kernels:
+        sites = [s for s in host.launches if s.kernel == name]
+        if sites and name not in from_device and not _needs_stub(host, name) and \
+                all(s.block_shape is not None and s.block_shape in shapes.get(name, ()) for s in sites):
+            out.add(name)
+    return out
 
 
 def _with_child_prototypes(codes: dict[str, KernelCode], kernels: Mapping[str, n.Kernel]) -> dict[str, KernelCode]:

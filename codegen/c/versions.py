@@ -27,7 +27,8 @@ Coarsener = Callable[[n.Kernel, BlockShape, n.Kernel], Optional[CoarseVersion]]
 
 
 def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[BlockShape] = (),
-                coarsen: Coarsener | None = None, barriers: Sequence[object] | None = None) -> KernelCode:
+                coarsen: Coarsener | None = None, barriers: Sequence[object] | None = None,
+                generic: bool = True) -> KernelCode:
     """The C/C++ code of one CPU-form kernel: block function and launcher.
 
     ``barriers``: the decisions of ``gpu2cpu.barriers.eliminate_barriers`` on this kernel (its
@@ -49,12 +50,16 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[Bl
                 if ((grid.x / 4) * grid.y * grid.z >= 8 * workers) { K_launch_b32x8x1_c4x1x1(...); return; }
                 K_launch_b32x8x1(...); return;
             }
+
+    ``generic=False`` (a whole program whose every launch of the kernel has one of
+    ``block_shapes``): no generic version; a launch of another shape would be a broken promise,
+    and the launcher says so and aborts rather than run a version made for another shape.
     """
     shapes = list(dict.fromkeys(check_block_shape(tuple(s)) for s in block_shapes))
     if not shapes:
         return KernelEmitter(kernel, options, barriers=barriers).emit()
     main = KernelEmitter(kernel, options)
-    generic = KernelEmitter(kernel, options, variant="generic", barriers=barriers)
+    fallback = KernelEmitter(kernel, options, variant="generic", barriers=barriers)
     decl, values = main.signature()
     # Versions for arrays apart (codegen.c.apart) need a written pointer and another one to keep
     # it apart from: the run-time test, each pair of a written array and another argument once.
@@ -115,7 +120,11 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[Bl
                     lines += [f"{INDENT * 2}if ({when_apart}) {{", *run(apart, 3), f"{INDENT * 2}}}"]
                 lines += run(version, 2)
             lines.append(f"{INDENT}}}")
-        lines += [f"{INDENT}{generic.launcher_name}({forward});", "}"]
+        if generic:
+            lines += [f"{INDENT}{fallback.launcher_name}({forward});", "}"]
+        else:
+            lines += [f'{INDENT}fprintf(stderr, "polypy: a launch of {kernel.name} with a block shape none of the '
+                      f'program\'s launches has\\n");', f"{INDENT}abort();", "}"]
         return lines
 
     twins = [apart for _, _, apart in specialized if apart is not None]
@@ -133,7 +142,7 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[Bl
     versions = [version for _, version, _ in specialized] + twins
     texts = [fine_emitter.emit().text for fine_emitter, _ in versions]
     texts += [coarse_pair[1].emit().text for _, coarse_pair in versions if coarse_pair is not None]
-    texts += [generic.emit().text, "\n".join(lines)]
+    texts += ([fallback.emit().text] if generic else []) + ["\n".join(lines)]
     return KernelCode(kernel.name, main.launcher_name, decl + ";", "\n\n".join(texts))
 
 
