@@ -47,11 +47,13 @@ class _Unit:
 
 
 def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RUNTIME_DIR,
-                         extra_dirs: tuple[str, ...] = ()) -> dict[str, list[tuple[int, int]]] | None:
+                         extra_dirs: tuple[str, ...] = (), extra_files: dict[str, str] | None = None,
+                         ) -> dict[str, list[tuple[int, int]]] | None:
     """Per runtime header (its path), the line ranges (1-based, inclusive) of the declarations that
     ``text`` (a whole translated program that includes the runtime with ``#include``, named
     ``path``) never uses, directly or through other declarations; None when clang cannot parse it.
-    ``extra_dirs``: more include directories (the user's headers)."""
+    ``extra_dirs``: more include directories (the user's headers); ``extra_files``: more headers
+    of the runtime (name -> text: the kernel prelude), read as files of ``runtime_dir``."""
     runtime = os.path.realpath(runtime_dir)
     # polypy's own omp.h first: GCC's uses attributes clang does not take.
     args = ["-x", "c++", "-std=c++17", "-fopenmp", "-nostdinc", "-nostdinc++", "-w", "-isystem", str(PRELUDE_DIR)]
@@ -61,7 +63,8 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
         args += ["-I", d]
     args += ["-I", str(runtime_dir)]
     try:
-        tu = index().parse(path, args=args, unsaved_files=[(path, text)],
+        unsaved = [(path, text)] + [(str(pathlib.Path(runtime) / name), body) for name, body in (extra_files or {}).items()]
+        tu = index().parse(path, args=args, unsaved_files=unsaved,
                            options=ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
     except ci.TranslationUnitLoadError:
         return None
@@ -132,6 +135,8 @@ _UNIT_CACHE: dict[tuple[str, int, int, int, str, int], _Unit] = {}
 
 
 def _cached_unit(c: ci.Cursor, fname: str) -> _Unit:
+    if not os.path.exists(fname):  # a header given as text (extra_files): not cached
+        return _unit(c, fname)
     key = (fname, os.stat(fname).st_mtime_ns, c.extent.start.offset, c.extent.end.offset, c.displayname, c.kind.value)
     if key not in _UNIT_CACHE:
         _UNIT_CACHE[key] = _unit(c, fname)

@@ -58,10 +58,22 @@ def runtime_header(unused: Mapping[str, Sequence[tuple[int, int]]] | None = None
 RUNTIME_INCLUDE = '#include "cuda_runtime.h" /* polypy runtime */'
 
 
+# Likewise the kernel prelude, read as this file of the runtime's directory.
+PRELUDE_FILE = "polypy_prelude.h"
+PRELUDE_INCLUDE = f'#include "{PRELUDE_FILE}" /* polypy kernel support */'
+
+
 def with_runtime(text: str, unused: Mapping[str, Sequence[tuple[int, int]]] | None) -> str:
-    """A program emitted with ``RUNTIME_INCLUDE`` with the runtime pasted there, less ``unused``."""
+    """A program emitted with ``RUNTIME_INCLUDE`` (and ``PRELUDE_INCLUDE``) with the runtime and
+    the prelude pasted there, less ``unused``."""
     at = text.index(RUNTIME_INCLUDE)
-    return text[:at] + runtime_header(unused).rstrip("\n") + text[at + len(RUNTIME_INCLUDE):]
+    text = text[:at] + runtime_header(unused).rstrip("\n") + text[at + len(RUNTIME_INCLUDE):]
+    lines = prelude().rstrip("\n").split("\n")
+    path = os.path.realpath(str(resources.files("polypy.runtime").joinpath(PRELUDE_FILE)))
+    gone = _left_out(lines, (unused or {}).get(path, ()))
+    kept = "\n".join(line for i, line in enumerate(lines) if i not in gone)
+    at = text.index(PRELUDE_INCLUDE)
+    return text[:at] + kept + text[at + len(PRELUDE_INCLUDE):]
 
 
 _PART_INCLUDE = re.compile(r'#include "((?:parts/)?[a-z_]+\.h)"')
@@ -182,7 +194,8 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
                  runtime: str | None = None) -> str:
     """The whole program as one C++ file (see the module docstring); ``kernels`` are CPU form.
     ``runtime``: the text that stands for polypy's runtime at the top (default: all of it,
-    ``runtime_header()``; ``RUNTIME_INCLUDE`` to find what the program uses, ``runtime_slice``).
+    ``runtime_header()``; ``RUNTIME_INCLUDE`` to find what the program uses, ``runtime_slice``:
+    the prelude is then ``PRELUDE_INCLUDE``, and ``with_runtime`` pastes both).
     ``barriers``: per kernel name, the barrier decisions of its lowering (``emit_kernel``).
     ``coarsen``: per kernel and block shape of ``launch_block_shapes``, a version for coarse
     blocks, dispatched to at run time like the specialized ones (``emit_kernel``).
@@ -214,8 +227,9 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
             f"OpenMP.\n * Build: {build}\n */\n")
     bridge = EMULATE_BRIDGE if emulate else ""
     tail = EMULATE_ENTRY if emulate else ""
+    support = PRELUDE_INCLUDE if runtime == RUNTIME_INCLUDE else prelude().rstrip()
     runtime = runtime_header() if runtime is None else runtime
-    return (head + fp_contract_off() + "\n" + runtime.rstrip() + "\n\n" + prelude().rstrip() + "\n\n"
+    return (head + fp_contract_off() + "\n" + runtime.rstrip() + "\n\n" + support + "\n\n"
             + bridge + body + tail)
 
 

@@ -428,9 +428,13 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
 
 
 def _unused_runtime(text: str, main: str) -> dict | None:
-    """The runtime's declarations a whole program does not use (``frontend.runtime_slice``): the
-    program is read where its main file is, so that its own includes are found."""
+    """The declarations of the runtime and of the kernel prelude a whole program does not use
+    (``frontend.runtime_slice``): the program is read where its main file is, so that its own
+    includes are found."""
+    from codegen.c.module import PRELUDE_FILE
+    from codegen.c.templates import prelude
     from frontend.runtime_slice import unused_runtime_lines
 
     return unused_runtime_lines(text, os.path.join(os.path.dirname(os.path.abspath(main)), "polypy_program.cpp"),
-                                extra_dirs=(os.path.dirname(os.path.abspath(main)),))
+                                extra_dirs=(os.path.dirname(os.path.abspath(main)),),
+                                extra_files={PRELUDE_FILE: prelude()})
