@@ -91,6 +91,15 @@ def refuse_kernel_values(fn: ci.Cursor, launched: set[tuple]) -> None:
                             "templates only", cursor_loc(ref))
 
 
+def named_as_values(decls: list[ci.Cursor], launch_config) -> list[ci.Cursor]:
+    """The kernels ``decls`` (the program's declarations, host and device code) name other than
+    as the kernel of a launch: their host stubs may run them with any shape."""
+    launched = set().union(*(launched_callees(d, launch_config) for d in decls))
+    return [ref.referenced for d in decls for ref in preorder(d)
+            if ref.kind == CK.DECL_REF_EXPR and ref.referenced is not None and is_kernel_decl(ref.referenced)
+            and _where(ref) not in launched]
+
+
 def launched_callees(fn: ci.Cursor, launch_config) -> set[tuple]:
     """The places of the callees of the launches in ``fn`` (``launch_config(call)``: the
     configuration call of a launch, else None)."""

@@ -2,7 +2,7 @@
 as constant ``(x, y, z)`` shapes where the program fixes them, with the reason either way.
 
 A whole program gets versions of a kernel specialized for the block shapes it is launched with
-(``codegen.c.kernel.emit_kernel``), so the shapes must be known here. A shape is known when:
+(``codegen.c.versions.emit_kernel``), so the shapes must be known here. A shape is known when:
 
 * the argument is a constant expression clang evaluates: ``256``, ``dim3(16, 16)``,
   ``dim3(BLOCK_SIZE)`` with ``#define BLOCK_SIZE 16`` (or ``-DBLOCK_SIZE=16``), a ``const int`` or

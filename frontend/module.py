@@ -26,8 +26,8 @@ from frontend.clang_setup import (cursor_loc, deepest_cursor, parse_translation_
 from frontend.device_pass import device_defines, join_passes, names_cuda_arch
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.host_spans import CUDA_HEADERS, OffsetMap, include_span, is_runtime_header, symbol_name_spans
-from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, launched_callees, refuse_kernel_values, \
-    static_bytes
+from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, launched_callees, named_as_values, \
+    refuse_kernel_values, static_bytes
 from frontend.launch_shapes import LaunchShapes
 from frontend.launch_tokens import explicit_instantiations, refuse_dependent_template_launch, respace_launches
 from frontend.merge_loops import loop_span, merge_loops
@@ -239,6 +239,8 @@ class _ModuleBuilder:
                                 lambda call: self.launch_config(call) is not None, self.mergeable_launch)
             host = self.host_program(decls, launches_by_file, names, has_main, copies, loops)
             refuse_plain_launches(host.launches, built)
+            valued = {names.get(self.kernel_key(k.get_definition() or k)) for k in named_as_values(decls, self.launch_config)}
+            host = dataclasses.replace(host, as_values=frozenset(v for v in valued if v is not None), part=self.part)
         return n.Module(tuple(built), tuple(self.ctx.globals.values()), source=self.path, host=host)
 
     def defines_host_code(self, decls: list[ci.Cursor], host_functions: list[ci.Cursor]) -> bool:

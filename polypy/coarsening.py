@@ -84,3 +84,44 @@ class LaunchVersion:
                            f"{BLOCKS_PER_WORKER} coarse blocks per worker; else specialized)")
         why = getattr(self.coarse, "why", "")
         return head + f"{shape} -> specialized, not coarsened" + (f": {why}" if why else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class Unselectable:
+    """A coarse version not made: no launch can select it (``selectable_only``), for the report."""
+
+    why: str
+    factor: int = 1
+
+
+def selectable_only(coarsen, host, decisions: dict | None = None) -> object:
+    """``coarsen`` (per kernel and block shape, its version for coarse blocks or None:
+    ``codegen.c``'s ``Coarsener``) without the versions no launch of the whole program ``host``
+    can select: where every launch of the kernel with that block shape has a grid known at
+    compile time with fewer coarse blocks than a single worker needs (jacobi's 1-block-wide
+    ``set_boundary`` grid and a factor of 32). Kept where a launch's grid is unknown, and for
+    kernels launched other than by the program's own ``<<<...>>>`` (named as values, launched
+    from device code or from another file, or any launch through a pointer). ``decisions``
+    (``block_coarsener``'s) gets an ``Unselectable`` where a version is not made."""
+    grids: dict[tuple[str, tuple[int, int, int]], list] = {}
+    for site in host.launches:
+        if site.block_shape is not None:
+            grids.setdefault((site.kernel, site.block_shape), []).append(site.grid_shape)
+    closed = host.has_main and not host.part and not any(f.indirect for f in host.files.values())
+
+    def wrapped(kernel: n.Kernel, block: tuple[int, int, int], fine: n.Kernel) -> CoarseVersion | None:
+        coarse = coarsen(kernel, block, fine)
+        if coarse is None or coarse.blocks_per_worker <= 0 or not closed or kernel.name in host.as_values:
+            return coarse
+        sites = grids.get((kernel.name, tuple(block)), [])
+        if sites and all(g is not None and coarse_blocks(g, coarse.factor) < coarse.blocks_per_worker for g in sites):
+            if decisions is not None:
+                grids_text = ", ".join(sorted({f"({','.join(map(str, g))})" for g in sites}))
+                factor = "x".join(map(str, coarse.factor))
+                decisions[(kernel.name, tuple(block))] = Unselectable(
+                    f"coarse blocks of {factor} are never selected: its grid {grids_text} has fewer than "
+                    f"{coarse.blocks_per_worker} of them")
+            return None
+        return coarse
+
+    return wrapped

@@ -42,7 +42,7 @@ from polypy.ir.types import PointerType, ScalarType
 from polypy.stack import on_big_stack
 
 from codegen.c.apart import written_pointers
-from codegen.c.kernel import Coarsener
+from codegen.c.versions import Coarsener
 from codegen.c.module import emit_kernels
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno",
@@ -250,7 +250,7 @@ def build_library(kernels: Sequence[n.Kernel], globals_: Sequence[n.Buffer] = ()
     ``specialize``: compile a specialized version on the first launch with any other shape (see
     the module docstring); ``coarsen``: per specialized shape, a version for coarse blocks too,
     run by the launches whose grid has enough of them (``polypy.driver.coarsen.block_coarsener`` makes
-    one from the kernels' GPU form; see ``codegen.c.kernel.emit_kernel``).
+    one from the kernels' GPU form; see ``codegen.c.versions.emit_kernel``).
     """
     text = emit_kernels(kernels, globals_, source=source, cpp=cpp, threads=threads, check_bounds=check_bounds,
                         block_shapes=block_shapes, coarsen=coarsen)

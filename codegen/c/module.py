@@ -36,23 +36,50 @@ from polypy.launch import MAX_BLOCK, MAX_THREADS_PER_BLOCK
 from polypy.sources import read_source
 from polypy.stack import on_big_stack
 
-from codegen.c.kernel import Coarsener, KernelCode, Options, emit_kernel, emulated_launcher
+from codegen.c.kernel import KernelCode, Options, emulated_launcher
 from codegen.c.merged_loops import merged_loop_edits
 from codegen.c.render import c_type, literal
 from codegen.c.templates import fp_contract_off, prelude, render_template
+from codegen.c.versions import Coarsener, emit_kernel
 
 
-def runtime_header() -> str:
+def runtime_header(unused: Mapping[str, Sequence[tuple[int, int]]] | None = None) -> str:
     """polypy's CUDA runtime header (package data ``polypy/runtime/cuda_runtime.h``), with its
     parts (``#include "parts/....h"`` lines of polypy's own headers) pasted where they are included,
-    so that a translated program is one self-contained file."""
-    return _pasted(resources.files("polypy.runtime"), "cuda_runtime.h")
+    so that a translated program is one self-contained file.
+
+    ``unused``: per header (its real path), line ranges (1-based, inclusive) of declarations the
+    program does not use (``frontend.runtime_slice``): left out, with the comment just above each."""
+    return _pasted(resources.files("polypy.runtime"), "cuda_runtime.h", unused or {})
+
+
+# The line that stands for the runtime while the program's use of it is found: the runtime's
+# headers are then read as files (``emit_program(runtime=RUNTIME_INCLUDE)``, ``with_runtime``).
+RUNTIME_INCLUDE = '#include "cuda_runtime.h" /* polypy runtime */'
+
+
+# Likewise the kernel prelude, read as this file of the runtime's directory.
+PRELUDE_FILE = "polypy_prelude.h"
+PRELUDE_INCLUDE = f'#include "{PRELUDE_FILE}" /* polypy kernel support */'
+
+
+def with_runtime(text: str, unused: Mapping[str, Sequence[tuple[int, int]]] | None) -> str:
+    """A program emitted with ``RUNTIME_INCLUDE`` (and ``PRELUDE_INCLUDE``) with the runtime and
+    the prelude pasted there, less ``unused``."""
+    at = text.index(RUNTIME_INCLUDE)
+    text = text[:at] + runtime_header(unused).rstrip("\n") + text[at + len(RUNTIME_INCLUDE):]
+    lines = prelude().rstrip("\n").split("\n")
+    path = os.path.realpath(str(resources.files("polypy.runtime").joinpath(PRELUDE_FILE)))
+    gone = _left_out(lines, (unused or {}).get(path, ()))
+    kept = "\n".join(line for i, line in enumerate(lines) if i not in gone)
+    at = text.index(PRELUDE_INCLUDE)
+    return text[:at] + kept + text[at + len(PRELUDE_INCLUDE):]
 
 
 _PART_INCLUDE = re.compile(r'#include "((?:parts/)?[a-z_]+\.h)"')
 
 
-def _pasted(directory, name: str) -> str:
+def _pasted(directory, name: str, unused: Mapping[str, Sequence[tuple[int, int]]]) -> str:
     """The text of polypy's runtime header ``directory/name`` with its own quoted includes pasted.
     (These are polypy's files, written one include per line; user code never goes through here.)"""
     parts = name.split("/")
@@ -60,11 +87,37 @@ def _pasted(directory, name: str) -> str:
     for part in parts[:-1]:
         here = here.joinpath(part)
     path = here.joinpath(parts[-1])
+    source = path.read_text(encoding="utf-8").splitlines()
+    gone = _left_out(source, unused.get(os.path.realpath(str(path)), ()))
     lines = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for i, line in enumerate(source):
+        if i in gone:
+            continue
+        if not line.strip() and lines and not lines[-1].strip():
+            continue  # one blank line where declarations were left out
         m = _PART_INCLUDE.fullmatch(line.strip())
-        lines.append(_pasted(here, m.group(1)).rstrip("\n") if m else line)
+        lines.append(_pasted(here, m.group(1), unused).rstrip("\n") if m else line)
     return "\n".join(lines) + "\n"
+
+
+def _left_out(lines: Sequence[str], spans: Sequence[tuple[int, int]]) -> set[int]:
+    """The 0-based lines of ``spans`` and of the comment block right above each (polypy's own
+    headers: a declaration's comment ends on the line before it)."""
+    out: set[int] = set()
+    for first, last in spans:
+        out.update(range(first - 1, last))
+        top = first - 2
+        while top >= 0 and top not in out and _comment_line(lines[top]):
+            top -= 1
+        top += 1
+        if top < first - 1 and lines[top].lstrip().startswith(("/*", "//")):
+            out.update(range(top, first - 1))
+    return out
+
+
+def _comment_line(line: str) -> bool:
+    text = line.strip()
+    return text.startswith(("//", "/*", "*"))
 
 
 def global_definition(b: n.Buffer) -> str:
@@ -104,7 +157,7 @@ def emit_kernels(kernels: Sequence[n.Kernel], globals_: Sequence[n.Buffer] = (),
     ``barriers``: per kernel name, the barrier decisions of its lowering (``emit_kernel``).
 
     ``block_shapes``: per kernel name, block shapes to compile specialized versions for (the
-    launcher dispatches on the launch's block shape; see ``codegen.c.kernel.emit_kernel``);
+    launcher dispatches on the launch's block shape; see ``codegen.c.versions.emit_kernel``);
     ``coarsen``: per such shape, a version for coarse blocks (``emit_kernel``).
     """
     options = Options(cpp=cpp, threads=threads, check_bounds=check_bounds)
@@ -137,8 +190,12 @@ class _ProgramState:
 @on_big_stack
 def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads: int = 0,
                  check_bounds: bool = False, emulate: bool = False,
-                 barriers: Mapping[str, Sequence[object]] | None = None, coarsen: Coarsener | None = None) -> str:
+                 barriers: Mapping[str, Sequence[object]] | None = None, coarsen: Coarsener | None = None,
+                 runtime: str | None = None) -> str:
     """The whole program as one C++ file (see the module docstring); ``kernels`` are CPU form.
+    ``runtime``: the text that stands for polypy's runtime at the top (default: all of it,
+    ``runtime_header()``; ``RUNTIME_INCLUDE`` to find what the program uses, ``runtime_slice``:
+    the prelude is then ``PRELUDE_INCLUDE``, and ``with_runtime`` pastes both).
     ``barriers``: per kernel name, the barrier decisions of its lowering (``emit_kernel``).
     ``coarsen``: per kernel and block shape of ``launch_block_shapes``, a version for coarse
     blocks, dispatched to at run time like the specialized ones (``emit_kernel``).
@@ -153,8 +210,9 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
     else:
         shapes = launch_block_shapes(host)
         notes = barriers or {}
+        closed = _shapes_closed(host, kernels, shapes)
         codes = {name: emit_kernel(k, options, block_shapes=shapes.get(name, ()), barriers=notes.get(name),
-                                   coarsen=coarsen)
+                                   coarsen=coarsen, generic=name not in closed)
                  for name, k in kernels.items()}
     if not emulate:
         codes = _with_child_prototypes(codes, kernels)
@@ -169,8 +227,25 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
             f"OpenMP.\n * Build: {build}\n */\n")
     bridge = EMULATE_BRIDGE if emulate else ""
     tail = EMULATE_ENTRY if emulate else ""
-    return (head + fp_contract_off() + "\n" + runtime_header().rstrip() + "\n\n" + prelude().rstrip() + "\n\n"
+    support = PRELUDE_INCLUDE if runtime == RUNTIME_INCLUDE else prelude().rstrip()
+    runtime = runtime_header() if runtime is None else runtime
+    return (head + fp_contract_off() + "\n" + runtime.rstrip() + "\n\n" + support + "\n\n"
             + bridge + body + tail)
+
+
+def _shapes_closed(host: HostProgram, kernels: Mapping[str, n.Kernel],
+                   shapes: Mapping[str, Sequence[tuple[int, int, int]]]) -> set[str]:
+    """The kernels every launch of which has one of their specialized block shapes: launched
+    only by the program's own ``<<<...>>>`` (no host stub it may call, no launch from device
+    code), each with a block shape known at compile time. They need no generic version."""
+    from_device = {x.kernel for k in kernels.values() for x in walk(k) if isinstance(x, n.Launch)}
+    out = set()
+    for name in kernels:
+        sites = [s for s in host.launches if s.kernel == name]
+        if sites and name not in from_device and not _needs_stub(host, name) and \
+                all(s.block_shape is not None and s.block_shape in shapes.get(name, ()) for s in sites):
+            out.add(name)
+    return out
 
 
 def _with_child_prototypes(codes: dict[str, KernelCode], kernels: Mapping[str, n.Kernel]) -> dict[str, KernelCode]:
@@ -277,14 +352,14 @@ def _rewrite(path: str, state: _ProgramState) -> str:
                 if missing:
                     raise InternalError(f"no translated code for kernel(s) {', '.join(missing)}")
                 text = "\n\n".join(state.codes[k].text for k in span.kernels)
-                if span.stub is not None and span.stub.kernel is not None:
+                if span.stub is not None and span.stub.kernel is not None and _needs_stub(state.host, span.stub.kernel):
                     text += "\n\n" + stub_definition(span.stub, state.codes[span.stub.kernel].launcher_name)
                 state.defined.update(span.kernels)
             else:
                 # A declaration (its `;` follows the span): the launchers it needs, declared, and
                 # the kernel's host stub (defined where the kernel is, maybe in another file).
                 protos = [state.codes[k].prototype for k in prototypes.get(span.start, [])]
-                if span.stub is not None:
+                if span.stub is not None and (span.stub.kernel is None or _needs_stub(state.host, span.stub.kernel)):
                     protos.append(stub_declaration(span.stub) + ";")
                 text = "\n".join(protos).rstrip(";") or "/* kernel declaration: translated with its definition */"
             edits.append((span.start, span.end, text))
@@ -339,6 +414,14 @@ def _rewrite(path: str, state: _ProgramState) -> str:
                               for launch, (launcher, args) in zip(group, calls))
         edits.append((start, end, f"({{ [&](auto polypy_pick) {{ {chain} }}([](auto polypy_f) {{ return polypy_f; }}); }})"))
     return _apply(hf.text, edits, path)
+
+
+def _needs_stub(host: HostProgram, kernel: str) -> bool:
+    """Whether the program may run ``kernel`` through its host stub: where it names the kernel
+    as a value (``HostProgram.as_values``), launches through a pointer, or is one file of a
+    program built by separate compilation (or has no main: another file may launch it). A kernel
+    the program only launches with ``<<<...>>>`` needs none (nor the runtime's stub registry)."""
+    return host.part or not host.has_main or kernel in host.as_values or any(f.indirect for f in host.files.values())
 
 
 def stub_declaration(stub: HostStub) -> str:

@@ -25,6 +25,7 @@ import dataclasses
 import functools
 import importlib
 import inspect
+import os
 import re
 from typing import Any, Callable
 
@@ -402,14 +403,19 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
         program = module.host is not None
     if program:
         from codegen.c import emit_program
-        from codegen.c.module import launch_block_shapes
+        from codegen.c.module import RUNTIME_INCLUDE, launch_block_shapes, with_runtime
+        from polypy.coarsening import selectable_only
+        from polypy.ir.visitor import walk
 
         # Launches whose block shape is known get a version specialized for it and, where legal
         # and it pays, one for coarse blocks: the decision the API makes per launch (``coarsen``).
         plans: dict = {}
         coarsen = block_coarsener(module, optimize=optimize, decisions=plans) if optimize else None
+        if coarsen is not None and not any(isinstance(x, n.Launch) for k in module.kernels for x in walk(k)):
+            coarsen = selectable_only(coarsen, module.host, plans)  # (a launch from device code: any grid)
         text = emit_program(module.host, {k.name: k for k in kernels}, threads=threads, check_bounds=check_bounds,
-                            barriers=decisions, coarsen=coarsen)
+                            barriers=decisions, coarsen=coarsen, runtime=RUNTIME_INCLUDE)
+        text = with_runtime(text, _unused_runtime(text, module.host.main))
         if report is not None:
             report.extend(launch_versions(module.host, launch_block_shapes(module.host), plans))
             report.extend(module.host.copies)  # copies between host and device made or not (frontend.host_copies)
@@ -419,3 +425,16 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
 
     return emit_kernels(kernels, module.globals, source=module.source, cpp=target == "cpp", threads=threads,
                         check_bounds=check_bounds, barriers=decisions)
+
+
+def _unused_runtime(text: str, main: str) -> dict | None:
+    """The declarations of the runtime and of the kernel prelude a whole program does not use
+    (``frontend.runtime_slice``): the program is read where its main file is, so that its own
+    includes are found."""
+    from codegen.c.module import PRELUDE_FILE
+    from codegen.c.templates import prelude
+    from frontend.runtime_slice import unused_runtime_lines
+
+    return unused_runtime_lines(text, os.path.join(os.path.dirname(os.path.abspath(main)), "polypy_program.cpp"),
+                                extra_dirs=(os.path.dirname(os.path.abspath(main)),),
+                                extra_files={PRELUDE_FILE: prelude()})

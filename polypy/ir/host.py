@@ -163,6 +163,10 @@ class HostProgram:
     main: str
     files: dict[str, HostFile]
     has_main: bool
+    # The kernels the program names other than as the kernel of a launch (``&k``, ``(void*)k``,
+    # ``cudaLaunchKernel``...: their host stubs run them with shapes known only at run time).
+    as_values: frozenset[str] = frozenset()
+    part: bool = False  # one file of a program built by separate compilation (``translate -c``)
 
     @property
     def launches(self) -> tuple[LaunchSite, ...]:

@@ -1,0 +1,197 @@
+"""Which declarations of polypy's C++ runtime a translated program uses (``polypy translate``
+pastes only those): a dependency graph over the runtime's top-level declarations, read by
+libclang from the program itself.
+
+The program is parsed as the C++ file it will be compiled as (``c++ -fopenmp``, no CUDA mode),
+with the runtime's headers included as files rather than pasted. Each top-level declaration of a
+runtime header is a *unit*; a unit depends on the units its cursors refer to (by the declaration
+a cursor references, and by name: overloads, specializations and dependent calls in templates
+come along with the name). The roots are the units the rest of the file refers to (the emitted
+kernels and launchers, the user's host code, the kernel prelude) and the runtime's objects with
+initializers (they run at start-up). A unit reached from no root is dropped with the comment
+just above it; lines that belong to no unit (preprocessor lines, comments between declarations)
+stay. Where the parse fails the answer is None and the whole runtime is pasted.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+
+import clang.cindex as ci
+
+from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, index, system_include_dirs
+
+CK = ci.CursorKind
+
+# Cursors whose meaning is a reference to a declaration.
+_REFERENCES = frozenset({CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR, CK.TYPE_REF, CK.TEMPLATE_REF, CK.OVERLOADED_DECL_REF,
+                         CK.CALL_EXPR, CK.MACRO_INSTANTIATION, CK.MEMBER_REF, CK.NAMESPACE_REF})
+_CLASSES = frozenset({CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE, CK.UNION_DECL})
+# Containers whose children are top-level declarations too.
+_CONTAINERS = frozenset({CK.LINKAGE_SPEC, CK.NAMESPACE})
+
+
+@dataclasses.dataclass
+class _Unit:
+    file: str
+    start: int  # byte offsets in the file
+    end: int
+    first_line: int  # 1-based, inclusive
+    last_line: int
+    names: set[str]
+    root: bool
+    macro: bool = False
+    refs: set[str] = dataclasses.field(default_factory=set)  # names referred to
+    parents: set[str] = dataclasses.field(default_factory=set)  # the class an out-of-line member belongs to
+
+
+def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RUNTIME_DIR,
+                         extra_dirs: tuple[str, ...] = (), extra_files: dict[str, str] | None = None,
+                         ) -> dict[str, list[tuple[int, int]]] | None:
+    """Per runtime header (its path), the line ranges (1-based, inclusive) of the declarations that
+    ``text`` (a whole translated program that includes the runtime with ``#include``, named
+    ``path``) never uses, directly or through other declarations; None when clang cannot parse it.
+    ``extra_dirs``: more include directories (the user's headers); ``extra_files``: more headers
+    of the runtime (name -> text: the kernel prelude), read as files of ``runtime_dir``."""
+    runtime = os.path.realpath(runtime_dir)
+    # polypy's own omp.h first: GCC's uses attributes clang does not take.
+    args = ["-x", "c++", "-std=c++17", "-fopenmp", "-nostdinc", "-nostdinc++", "-w", "-isystem", str(PRELUDE_DIR)]
+    for d in system_include_dirs("c++"):
+        args += ["-isystem", d]
+    for d in extra_dirs:
+        args += ["-I", d]
+    args += ["-I", str(runtime_dir)]
+    try:
+        unsaved = [(path, text)] + [(str(pathlib.Path(runtime) / name), body) for name, body in (extra_files or {}).items()]
+        tu = index().parse(path, args=args, unsaved_files=unsaved,
+                           options=ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
+    except ci.TranslationUnitLoadError:
+        return None
+    if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
+        return None
+
+    places: dict[str, str | None] = {}
+
+    def in_runtime(c: ci.Cursor) -> str | None:
+        f = c.location.file
+        if f is None:
+            return None
+        if f.name not in places:
+            real = os.path.realpath(f.name)
+            places[f.name] = real if real.startswith(runtime + os.sep) else None
+        return places[f.name]
+
+    units: list[_Unit] = []
+    roots: set[str] = set()  # names referred to from outside the runtime
+    outside: list[ci.Cursor] = []
+    todo = list(tu.cursor.get_children())
+    while todo:
+        c = todo.pop()
+        fname = in_runtime(c)
+        if fname is None:
+            outside.append(c)
+            continue
+        if c.kind in _CONTAINERS:
+            todo.extend(c.get_children())
+            continue
+        if c.kind in (CK.MACRO_INSTANTIATION, CK.INCLUSION_DIRECTIVE):
+            continue
+        # Macros stay (preprocessor lines are never left out), but what their bodies name is used
+        # where they are.
+        units.append(_cached_unit(c, fname))
+    for c in outside:  # the program's own code (the system's headers use nothing of polypy's)
+        if c.location.file is not None and not c.location.is_in_system_header:
+            roots |= _referred(c)
+    by_name: dict[str, list[_Unit]] = {}
+    for u in units:
+        for name in u.names:
+            by_name.setdefault(name, []).append(u)
+    members: dict[str, list[_Unit]] = {}  # class name -> its out-of-line members
+    for u in units:
+        for p in u.parents:
+            members.setdefault(p, []).append(u)
+    keep: set[int] = set()
+    work = [u for u in units if u.root] + [u for name in roots for u in by_name.get(name, ())]
+    while work:
+        u = work.pop()
+        if id(u) in keep:
+            continue
+        keep.add(id(u))
+        for name in u.refs | u.names:
+            work.extend(v for v in by_name.get(name, []) + members.get(name, []) if id(v) not in keep)
+    dropped: dict[str, set[int]] = {}
+    kept: dict[str, set[int]] = {}
+    for u in units:
+        (kept if id(u) in keep or u.macro else dropped).setdefault(u.file, set()).update(range(u.first_line, u.last_line + 1))
+    # A line shared with a declaration that stays, stays.
+    return {f: _spans(lines - kept.get(f, set())) for f, lines in dropped.items()}
+
+
+# The runtime's units, by place and file version: the same in every program (the runtime comes
+# first in the file, before anything of the program's), so read once per process.
+# (One macro's expansion may declare several: the key has the full name and kind too.)
+_UNIT_CACHE: dict[tuple[str, int, int, int, str, int], _Unit] = {}
+
+
+def _cached_unit(c: ci.Cursor, fname: str) -> _Unit:
+    if not os.path.exists(fname):  # a header given as text (extra_files): not cached
+        return _unit(c, fname)
+    key = (fname, os.stat(fname).st_mtime_ns, c.extent.start.offset, c.extent.end.offset, c.displayname, c.kind.value)
+    if key not in _UNIT_CACHE:
+        _UNIT_CACHE[key] = _unit(c, fname)
+    return _UNIT_CACHE[key]
+
+
+def _unit(c: ci.Cursor, fname: str) -> _Unit:
+    names = {c.spelling} if c.spelling else set()
+    if c.kind == CK.ENUM_DECL:
+        names |= {e.spelling for e in c.get_children() if e.kind == CK.ENUM_CONSTANT_DECL}
+    if c.kind == CK.TYPEDEF_DECL:  # typedef struct {...} name;
+        names |= {t.spelling for t in c.get_children() if t.kind in (CK.STRUCT_DECL, CK.ENUM_DECL) and t.spelling}
+    parents = set()
+    sp = c.semantic_parent
+    if sp is not None and sp.kind in _CLASSES:
+        parents.add(sp.spelling)
+    # Kept whatever uses them: objects initialized at start-up, operators (used without their
+    # names). Macros are never left out, but what they name is needed only where they are used.
+    root = (c.kind == CK.VAR_DECL and _initializes(c)) or c.spelling.startswith("operator")
+    u = _Unit(fname, c.extent.start.offset, c.extent.end.offset, c.extent.start.line, c.extent.end.line,
+              names, root, c.kind == CK.MACRO_DEFINITION, parents=parents)
+    u.refs = _referred(c) - names
+    return u
+
+
+def _initializes(var: ci.Cursor) -> bool:
+    """A namespace-scope object whose initialization runs code (a constructor or a call)."""
+    decl = var.type.get_canonical().get_declaration()
+    if decl is not None and decl.kind in (CK.STRUCT_DECL, CK.CLASS_DECL):
+        return True
+    return any(x.kind == CK.CALL_EXPR for x in var.walk_preorder())
+
+
+def _referred(c: ci.Cursor) -> set[str]:
+    """The names ``c`` refers to: its identifiers as clang's lexer reads them (also inside OpenMP
+    regions and macro arguments, where libclang shows no cursors) and the declarations its
+    cursors reference (a member brings its class)."""
+    out = {t.spelling for t in c.get_tokens() if t.kind == ci.TokenKind.IDENTIFIER}
+    for x in c.walk_preorder():
+        if x.kind not in _REFERENCES:
+            continue
+        r = x.referenced
+        if r is not None and r.spelling:
+            out.add(r.spelling)
+            top = r.semantic_parent
+            if top is not None and top.kind in _CLASSES:
+                out.add(top.spelling)
+    return out
+
+
+def _spans(lines: set[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for line in sorted(lines):
+        if out and line == out[-1][1] + 1:
+            out[-1] = (out[-1][0], line)
+        else:
+            out.append((line, line))
+    return out
