@@ -6,6 +6,7 @@ import pathlib
 import shutil
 import sys
 import tempfile
+from collections import defaultdict
 
 from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
@@ -33,3 +34,22 @@ def pytest_addoption(parser) -> None:
     parser.addoption("--random-kernels", type=int, default=None, metavar="N",
                      help="tests/test_random_kernels.py: run seeds 0..N-1 (default: its DEFAULT_KERNELS; "
                           "also POLYPY_RANDOM_KERNELS=N)")
+
+
+# Where the suite's time goes: the seconds of each test file (setup, call and teardown of its
+# tests, summed over the workers), the slowest files printed at the end of every run, so that CI's
+# log says which files to make cheaper (the default suite must stay well under 15 minutes).
+_FILE_SECONDS: defaultdict[str, float] = defaultdict(float)
+
+
+def pytest_runtest_logreport(report) -> None:
+    _FILE_SECONDS[report.nodeid.split("::", 1)[0]] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    if hasattr(config, "workerinput") or not _FILE_SECONDS:
+        return
+    total = sum(_FILE_SECONDS.values())
+    terminalreporter.write_sep("=", f"test files by time ({total:.0f} s over all workers)")
+    for name, seconds in sorted(_FILE_SECONDS.items(), key=lambda item: -item[1])[:20]:
+        terminalreporter.write_line(f"{seconds:8.1f} s  {100 * seconds / total:5.1f}%  {name}")
