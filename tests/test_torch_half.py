@@ -118,3 +118,29 @@ def test_reduction_with_acc_type_accumulator(mod):
     for dtype, acc in ((torch.float32, f32), (torch.float64, np.float64)):
         xd = torch.randn(5, 300, generator=g, dtype=dtype)
         np.testing.assert_array_equal(mod.row_mean(xd).numpy(), row_mean_reference(xd.numpy(), acc, acc))
+
+
+def test_half_kernels_through_the_python_api_and_the_emulator(mod):
+    # polypy.torch.kernels of the same .cu file (the parse load made): the c10::Half instances
+    # on NumPy float16 arrays (their bits), compiled and on the reference emulator.
+    kernels = pt.kernels(HERE / "half_ops.cu")
+    k = kernels.row_mean_kernel_c10_Half
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((3, 300)) * 4).astype(f16)
+    ref = row_mean_reference(x, f32, f16)
+    for run in (k, k.emulate):
+        out = np.zeros(3, dtype=f16)
+        run[(1, 3), 128](3, 300, x, out)
+        np.testing.assert_array_equal(out.view(np.int16), ref.view(np.int16))
+    # through polypy.torch.launch, on float16 tensors
+    xt, out_t = torch.from_numpy(x), torch.zeros(3, dtype=torch.float16)
+    pt.launch(k)[(1, 3), 128](3, 300, xt, out_t)
+    np.testing.assert_array_equal(_bits(out_t), ref.view(np.int16))
+
+
+def test_half_kernels_are_refused_by_grad(mod):
+    import polypy
+
+    kernels = pt.kernels(HERE / "half_ops.cu")
+    with pytest.raises(polypy.UserError, match="half precision"):
+        polypy.grad(kernels.row_mean_kernel_c10_Half, wrt=["x"])
