@@ -410,5 +410,10 @@ __device__ cudaError_t cudaLaunchDevice(void* func, void* parameterBuffer, dim3 
 #endif
 #endif
 
+#ifdef POLYPY_TORCH_EXTENSION
+/* c10::Half's conversions as polypy's exact binary16 (polypy/runtime/torch/polypy_c10_half.h). */
+#include <polypy_c10_half.h>
+#endif
+
 #undef POLYPY_D
 #endif /* POLYPY_DEVICE_H */

@@ -20,6 +20,10 @@
 #pragma once
 #include <torch/extension.h>
 #include <torch/library.h>
+/* Read before the macros below: they name c10::DeviceType::CUDA (acc_type<T, true> of a kernel's
+ * accumulator), which `#define CUDA CPU` would turn into duplicate CPU specializations. */
+#include <ATen/AccumulateType.h>
+#include <ATen/OpMathType.h>
 #include <polypy_torch_restrict.h>
 #define is_cuda is_cpu
 #define kCUDA kCPU
