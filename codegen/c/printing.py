@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from polypy.ir import nodes as n
-from polypy.ir.printf import c_library_format, c_string, escape
+from polypy.ir.printf import c_library_format, c_string, escape, fault_format
 
 _C_TYPES = {"i32": "int", "u32": "unsigned int", "i64": "long long", "u64": "unsigned long long", "f64": "double"}
 
@@ -21,14 +21,15 @@ def print_call(s: n.Print, expr: Callable[[n.Expr], str]) -> str:
 
 
 def assert_fail_lines(s: n.AssertFail, expr: Callable[[n.Expr], str]) -> list[str]:
+    """A misaligned access (``fault``) is the same, with its own message and error: 2 in
+    ``polypy_device_assert_failed``, ``cudaErrorMisalignedAddress`` in a whole program."""
     where = ", ".join(f"(unsigned)({expr(w)})" for w in s.where)
-    message = (f"{escape(s.file)}:{s.line}: {escape(s.function)}: block: [%u,%u,%u], thread: [%u,%u,%u] "
-               f"Assertion `{escape(s.text)}` failed.\n")
-    return [f"fprintf(stderr, {c_string(message)}, {where});",
+    error, word = ("cudaErrorMisalignedAddress", 2) if s.fault == "misaligned" else ("cudaErrorAssert", 1)
+    return [f"fprintf(stderr, {c_string(fault_format(s, escape))}, {where});",
             "#ifdef POLYPY_RT_STATE",
-            "polypy_rt_fail_sticky(cudaErrorAssert);",
+            f"polypy_rt_fail_sticky({error});",
             "#else",
-            "__atomic_store_n(&polypy_device_assert_failed, 1, __ATOMIC_SEQ_CST);",
+            f"__atomic_store_n(&polypy_device_assert_failed, {word}, __ATOMIC_SEQ_CST);",
             "#endif"]
 
 

@@ -12,11 +12,14 @@ thread stops there, as the GPU stops the kernel (the launch then fails with cuda
 a device function a flag carries the stop out through every caller (``inline``)."""
 from __future__ import annotations
 
+import dataclasses
+
 import clang.cindex as ci
 
+from polypy.analysis.uniformity import thread_dependent_names, thread_uniform
 from polypy.ir import nodes as n
 from polypy.ir.visitor import rebuild, walk
-from polypy.ir.types import BOOL, I32
+from polypy.ir.types import BOOL, I32, U32
 from polypy.ir.printf import FormatError, fold_string, parse_format
 
 from frontend.arith import convert
@@ -163,7 +166,72 @@ def assert_fail(builder, args: list[ci.Cursor], c: ci.Cursor) -> None:
     return None
 
 
-__all__ = ["assert_fail", "device_printf", "trap_before_barriers"]
+def misaligned_fault(builder, misaligned: n.Expr, text: str, c: ci.Cursor) -> None:
+    """``if (misaligned) { fault; return }``: an access at an address that is not a multiple of
+    its size stops the thread, and the launch fails with cudaErrorMisalignedAddress, as on the
+    GPU (``n.AssertFail`` with ``fault`` "misaligned"; the stop goes through the callers as for
+    a failed assert)."""
+    loc = builder.loc(c)
+    fn = builder.frame.cursor
+    where = tuple(k(d, loc=loc) for k in (n.BlockIdx, n.ThreadIdx) for d in range(3))
+    file = c.location.file.name if c.location.file is not None else ""
+    stop: list[n.Stmt] = [n.AssertFail(text, file, c.location.line, f"{fn.result_type.spelling} {fn.displayname}",
+                                       where, fault="misaligned", col=c.location.column, loc=loc)]
+    if not builder.frame.is_kernel:
+        if builder.assert_flag is None:
+            builder.assert_flag = builder.names.fresh("assert_failed")
+        stop.append(n.Assign(builder.assert_flag, n.Const(True, BOOL), loc=loc))
+    stop.append(n.Return(loc=loc))
+    builder.emit(n.If(misaligned, tuple(stop), (), loc=loc))
+
+
+def uniform_faults(kernel: n.Kernel) -> n.Kernel:
+    """``kernel`` where each misaligned-address fault whose check is block-uniform (an offset
+    computed from parameters, ``blockIdx``, uniform loop counters, under uniform control) names
+    thread (0, 0, 0): every thread of the block faults there alike, thread 0 among them. The
+    check is then uniform as a whole and the CPU schedule tests it once per block, outside the
+    loops over threads, as any uniform ``if`` (``gpu2cpu.tighten_thread_bounds``)."""
+    names = thread_dependent_names(kernel)
+    local = {b.name for b in kernel.buffers if b.space == "local"}
+
+    def uniform(e: n.Expr) -> bool:
+        return thread_uniform(e, names, local)
+
+    def block(stmts: tuple[n.Stmt, ...], ok: bool) -> tuple[n.Stmt, ...]:
+        out = []
+        for s in stmts:
+            out.append(stmt(s, ok))
+            if ok and not _is_fault_branch(s) and any(isinstance(x, (n.Return, n.Break, n.Continue)) for x in walk(s)):
+                ok = False  # an exit some threads may take: what follows is not known uniform
+        return tuple(out)
+
+    def stmt(s: n.Stmt, ok: bool) -> n.Stmt:
+        if isinstance(s, n.If):
+            inner = ok and uniform(s.cond)
+            then = block(s.then, inner)
+            if inner:
+                then = tuple(dataclasses.replace(x, where=x.where[:3] + tuple(n.Const(0, U32, loc=x.loc) for _ in
+                                                                               x.where[3:]))
+                             if isinstance(x, n.AssertFail) and x.fault == "misaligned" else x for x in then)
+            return dataclasses.replace(s, then=then, orelse=block(s.orelse, inner))
+        if isinstance(s, n.For):
+            inner = ok and s.var not in names and all(uniform(e) for e in (s.start, s.stop, s.step))
+            return dataclasses.replace(s, body=block(s.body, inner))
+        if isinstance(s, n.While):
+            inner = ok and uniform(s.cond)
+            return dataclasses.replace(s, body=block(s.body, inner), update=block(s.update, inner))
+        return s
+
+    return dataclasses.replace(kernel, body=block(kernel.body, True))
+
+
+def _is_fault_branch(s: n.Stmt) -> bool:
+    """``if (c) { fault or failed assert; ...; return }``: the launch fails if it is taken, so what
+    the threads do after it is of no consequence."""
+    return isinstance(s, n.If) and any(isinstance(x, n.AssertFail) for x in s.then) and not s.orelse
+
+
+__all__ = ["assert_fail", "device_printf", "misaligned_fault", "trap_before_barriers", "uniform_faults"]
 
 
 def trap_before_barriers(body: tuple[n.Stmt, ...], flag: str) -> tuple[n.Stmt, ...]:

@@ -328,18 +328,25 @@ class _Parser:
             while self.accept(","):
                 args.append(self.expr())
             return n.Print(fmt, tuple(args), loc=loc)
-        if word == "assert" and self.peek(1).text == ".":
+        if word in ("assert", "fault") and self.peek(1).text == ".":
             self.next()
             self.expect(".")
-            if self.ident() != "fail":
-                raise self.error("expected 'assert.fail'")
+            fault = self.ident()
+            if word == "assert" and fault != "fail" or word == "fault" and fault != "misaligned":
+                raise self.error("expected 'assert.fail' or 'fault.misaligned'")
             text = self.string()
             if self.ident() != "at":
                 raise self.error("expected 'at'")
             file = self.string()
             self.expect(":")
             line = self.next()
-            if line.kind != "num" or not line.text.isdigit():
+            where_text, col = line.text, 0
+            if word == "fault":  # `12:5` lexes as one number (with a `:suffix`)
+                where_text, _, col_text = line.text.partition(":")
+                if not col_text.isdigit():
+                    raise self.error("expected line:column")
+                col = int(col_text)
+            if line.kind != "num" or not where_text.isdigit():
                 raise self.error("expected a line number")
             if self.ident() != "in":
                 raise self.error("expected 'in'")
@@ -347,6 +354,8 @@ class _Parser:
             where = []
             while self.accept(","):
                 where.append(self.expr())
+            if word == "fault":
+                return n.AssertFail(text, file, int(where_text), function, tuple(where), fault=fault, col=col, loc=loc)
             return n.AssertFail(text, file, int(line.text), function, tuple(where), loc=loc)
         if word == "launch" and self.peek(1).kind == "id" or word == "launch" and self.peek(1).text == ".":
             return self.launch(loc)
