@@ -191,13 +191,48 @@ def test_a_uniform_check_is_made_once_per_block_before_the_thread_loops(tmp_path
     assert main(["translate", str(src), "--emit", "c", "-o", str(out)]) == 0
     body = _block_function(out.read_text(), "rows")
     lines = body.splitlines()
-    # both row offsets (x's at `row * stride + off`, y's at `row * n`) depend on blockIdx only:
-    # tested at the block function's top level, outside every loop over threads
-    assert "    if ((((int)blockIdx.x * stride + off) & 3) != 0) {" in lines
-    assert "    } else if ((((int)blockIdx.x * n) & 3) != 0) {" in lines
-    # the path the threads take has no check left
-    fast = body[body.rindex("\n    } else {"):]
-    assert "& 3) != 0" not in fast and "cudaErrorMisalignedAddress" not in fast
+    # every row offset (x's and a's at `row * stride + off`, y's and b's at `row * n`, z's at
+    # `row * (n / 2)`) depends on blockIdx and parameters only: one test per block, at the block
+    # function's top level, outside every loop over threads
+    top = [line for line in lines if line.startswith("    if (") or line.startswith("    } else")]
+    assert top == ["    if ((((int)blockIdx.x * stride + off) & 3) != 0 || (((int)blockIdx.x * n) & 3) != 0 || "
+                   "((stride * (int)blockIdx.x + off) & 3) != 0 || ((n * (int)blockIdx.x) & 3) != 0 || "
+                   "(((int)blockIdx.x * (n / 2)) & 1) != 0) {",
+                   "    } else {"]
+    # the path an aligned launch takes has no check left
+    fast = body[body.index("\n    } else {"):]
+    assert "!= 0" not in fast and "cudaErrorMisalignedAddress" not in fast and "polypy_device_assert" not in fast
+
+
+def test_the_checked_path_is_the_kernel_as_written() -> None:
+    from c_support import gpu_kernel
+    from polypy.passes.hoist_faults import hoist_faults
+    from polypy.ir import print_kernel
+    kernel = gpu_kernel(
+        "kernel k(x: f64*, n: i32) {\n"
+        "  x[threadIdx.x] = 1.0\n"
+        "  if ((n & 3) != 0) {\n"
+        "    fault.misaligned \"float4 * view\" at \"k.cu\":3:7 in \"void k(float *, int)\", blockIdx.x, blockIdx.y, "
+        "blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z\n"
+        "  } else {\n"
+        "    x[threadIdx.x + 1u] = 2.0\n"
+        "  }\n"
+        "}\n")
+    assert print_kernel(hoist_faults(kernel)) == (
+        "kernel k(x: f64*, n: i32) {\n"
+        "  if ((n & 3) != 0) {\n"
+        "    x[threadIdx.x] = 1.0\n"
+        "    if ((n & 3) != 0) {\n"
+        "      fault.misaligned \"float4 * view\" at \"k.cu\":3:7 in \"void k(float *, int)\", blockIdx.x, blockIdx.y, "
+        "blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z\n"
+        "    } else {\n"
+        "      x[threadIdx.x + 1u] = 2.0\n"
+        "    }\n"
+        "  } else {\n"
+        "    x[threadIdx.x] = 1.0\n"
+        "    x[threadIdx.x + 1u] = 2.0\n"
+        "  }\n"
+        "}\n")
 
 
 def test_a_thread_dependent_check_stays_with_the_access(tmp_path) -> None:
@@ -207,9 +242,14 @@ def test_a_thread_dependent_check_stays_with_the_access(tmp_path) -> None:
     from polypy.driver.cli import main
     assert main(["translate", str(src), "--emit", "c", "-o", str(out)]) == 0
     body = _block_function(out.read_text(), "shared_views")
-    # `&rows[t][off]`: element t * 12 + off, checked in the loop over threads
-    check = body.index("& 3) != 0")
-    assert body.index("for (unsigned int tx") < check
+    # `&s[k]` and `&loc[k % 8]` are block-uniform: tested once, before the thread loops; the
+    # path of an aligned launch checks only `&rows[t][off]` (element t * 12 + off), in the loop
+    # over threads, at each access
+    assert "    if ((k & 1) != 0 || ((k % 8) & 3) != 0) {" in body.splitlines()
+    fast = body[body.rindex("\n    } else {"):]
+    assert "(k & 1)" not in fast and "(k % 8)" not in fast
+    check = fast.index(" * 12 + off) & 3) != 0")
+    assert fast.index("for (unsigned int tx") < check
 
 
 def test_a_view_whose_alignment_is_not_its_size_is_still_refused(tmp_path) -> None:
@@ -257,6 +297,7 @@ def _check_stderr(stderr: str, src) -> None:
                          and "misaligned address: const float4 * view at a byte offset that is not a multiple "
                              "of 16" in line for line in lines), stderr
     assert any("block: [1,0,0], thread: [0,0,0]" in line for line in lines), stderr
+    assert not any("block: [0,0,0]" in line or "block: [2,0,0]" in line for line in lines), stderr
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed: whole programs cannot be compiled")

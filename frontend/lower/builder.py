@@ -13,7 +13,7 @@ from polypy.ir.visitor import walk_block
 from polypy.ir.types import BOOL, I32, I64, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
-from frontend.lower.printing import trap_before_barriers, uniform_faults
+from frontend.lower.printing import trap_before_barriers
 from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
 from frontend.lower.accessors import AccessorLowering, accessor_type
 from frontend.lower.calls import CallLowering
@@ -137,10 +137,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         buffers = tuple(self.buffers.values())
         kernel = n.Kernel(self.kernel_name, tuple(self.params), buffers, stmts, stage="gpu",
                           source_params=tuple(self.source_params), loc=self.loc(self.cursor))
-        kernel = split_variable_webs(kernel, self.names.fresh)
-        if any(isinstance(x, n.AssertFail) and x.fault == "misaligned" for x in walk_block(kernel.body)):
-            kernel = uniform_faults(kernel)
-        return kernel
+        return split_variable_webs(kernel, self.names.fresh)
 
     def kernel_param(self, p: ci.Cursor, mutated: set[tuple]) -> None:
         name = p.spelling or f"arg{len(self.params)}"

@@ -12,14 +12,11 @@ thread stops there, as the GPU stops the kernel (the launch then fails with cuda
 a device function a flag carries the stop out through every caller (``inline``)."""
 from __future__ import annotations
 
-import dataclasses
-
 import clang.cindex as ci
 
-from polypy.analysis.uniformity import thread_dependent_names, thread_uniform
 from polypy.ir import nodes as n
 from polypy.ir.visitor import rebuild, walk
-from polypy.ir.types import BOOL, I32, U32
+from polypy.ir.types import BOOL, I32
 from polypy.ir.printf import FormatError, fold_string, parse_format
 
 from frontend.arith import convert
@@ -185,53 +182,7 @@ def misaligned_fault(builder, misaligned: n.Expr, text: str, c: ci.Cursor) -> No
     builder.emit(n.If(misaligned, tuple(stop), (), loc=loc))
 
 
-def uniform_faults(kernel: n.Kernel) -> n.Kernel:
-    """``kernel`` where each misaligned-address fault whose check is block-uniform (an offset
-    computed from parameters, ``blockIdx``, uniform loop counters, under uniform control) names
-    thread (0, 0, 0): every thread of the block faults there alike, thread 0 among them. The
-    check is then uniform as a whole and the CPU schedule tests it once per block, outside the
-    loops over threads, as any uniform ``if`` (``gpu2cpu.tighten_thread_bounds``)."""
-    names = thread_dependent_names(kernel)
-    local = {b.name for b in kernel.buffers if b.space == "local"}
-
-    def uniform(e: n.Expr) -> bool:
-        return thread_uniform(e, names, local)
-
-    def block(stmts: tuple[n.Stmt, ...], ok: bool) -> tuple[n.Stmt, ...]:
-        out = []
-        for s in stmts:
-            out.append(stmt(s, ok))
-            if ok and not _is_fault_branch(s) and any(isinstance(x, (n.Return, n.Break, n.Continue)) for x in walk(s)):
-                ok = False  # an exit some threads may take: what follows is not known uniform
-        return tuple(out)
-
-    def stmt(s: n.Stmt, ok: bool) -> n.Stmt:
-        if isinstance(s, n.If):
-            inner = ok and uniform(s.cond)
-            then = block(s.then, inner)
-            if inner:
-                then = tuple(dataclasses.replace(x, where=x.where[:3] + tuple(n.Const(0, U32, loc=x.loc) for _ in
-                                                                               x.where[3:]))
-                             if isinstance(x, n.AssertFail) and x.fault == "misaligned" else x for x in then)
-            return dataclasses.replace(s, then=then, orelse=block(s.orelse, inner))
-        if isinstance(s, n.For):
-            inner = ok and s.var not in names and all(uniform(e) for e in (s.start, s.stop, s.step))
-            return dataclasses.replace(s, body=block(s.body, inner))
-        if isinstance(s, n.While):
-            inner = ok and uniform(s.cond)
-            return dataclasses.replace(s, body=block(s.body, inner), update=block(s.update, inner))
-        return s
-
-    return dataclasses.replace(kernel, body=block(kernel.body, True))
-
-
-def _is_fault_branch(s: n.Stmt) -> bool:
-    """``if (c) { fault or failed assert; ...; return }``: the launch fails if it is taken, so what
-    the threads do after it is of no consequence."""
-    return isinstance(s, n.If) and any(isinstance(x, n.AssertFail) for x in s.then) and not s.orelse
-
-
-__all__ = ["assert_fail", "device_printf", "misaligned_fault", "trap_before_barriers", "uniform_faults"]
+__all__ = ["assert_fail", "device_printf", "misaligned_fault", "trap_before_barriers"]
 
 
 def trap_before_barriers(body: tuple[n.Stmt, ...], flag: str) -> tuple[n.Stmt, ...]:

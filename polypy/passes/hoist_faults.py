@@ -1,67 +1,81 @@
-"""hoist_faults: a block-uniform misaligned-address check goes first (GPU form -> GPU form).
+"""hoist_faults: the misaligned-address checks that are the same for the whole launch's block
+are tested once per block (GPU form -> GPU form).
 
-Requires: GPU form after ``eliminate_returns`` (a check is ``if (c) { fault } else { rest }``,
-``frontend/lower/views.py``). Guarantees: the same results, and a check whose condition is the
-same for every thread of a block (``uniform`` faults, ``frontend.lower.printing.uniform_faults``:
-they name thread 0), reads no memory, and is preceded at the kernel's top level only by
-statements without an effect seen once the launch has failed (``_may_follow``: locals it does
-not read, loads, stores, counted loops) becomes the kernel's only top-level statement::
+Requires: GPU form (a check is ``if (c) { fault; ... } [else { rest }]``,
+``frontend/lower/views.py``). Guarantees: the same results, the same faults with the same
+messages. A check's condition ``c`` is *block-uniform* when it reads no memory and no
+``threadIdx``, only constants, ``blockIdx``/``blockDim``/``gridDim`` and scalar parameters the
+kernel never assigns: one value for the whole block, known before any of its code runs. The
+kernel is then unswitched on those conditions::
 
-    var v_x: f32                       if ((blockIdx.x * s + off & 3) != 0) { fault }
-    if ((blockIdx.x * s + off & 3)     else { var v_x: f32; rest }
-        != 0) { fault }          ==>
-    else { rest }
+    body                      ==>   if (c1 || c2) { body }                (a check may fail: as written)
+                                    else { body, each check on c1/c2 dropped (its else kept) }
 
-The same is done again inside the branch without the fault (a second view's check). The CPU
-schedule then tests it once per block, outside the loops over threads, as it does any
-uniform ``if`` around the whole body, and the threads run the path without a check.
+The first branch is the kernel as written (renamed copy), so a fault happens where, and only
+if, a thread reaches the check, as on the GPU. The second, taken by every block of an aligned
+launch, has no check left: the threads run the same code as for an offset polypy can prove
+aligned. Both are block-level ``if`` s, which the CPU schedule tests once per block, outside the
+loops over threads.
 """
 from __future__ import annotations
 
 import dataclasses
 
 from polypy.ir import nodes as n
-from polypy.ir.queries import read_names
-from polypy.ir.visitor import walk
+from polypy.ir.names import NameSupply
+from polypy.ir.queries import declared_names
+from polypy.ir.rewrite import rename_locals
+from polypy.ir.types import PointerType
+from polypy.ir.visitor import Mutator, walk
 
 
-def _uniform_fault(s: n.Stmt) -> bool:
-    if not isinstance(s, n.If) or not s.then:
-        return False
-    faults = [x for x in s.then if isinstance(x, n.AssertFail)]
-    return bool(faults) and all(x.fault == "misaligned" and all(isinstance(w, (n.BlockIdx, n.Const)) for w in x.where)
-                                for x in faults) and \
-        not any(isinstance(x, (n.ThreadIdx, n.Load)) for x in walk(s.cond))
+def _is_check(s: n.Node) -> bool:
+    return isinstance(s, n.If) and any(isinstance(x, n.AssertFail) and x.fault == "misaligned" for x in s.then)
 
 
-_KEEP_ORDER = (n.Print, n.Launch, n.AssertFail, n.Barrier, n.WarpSync, n.Fence, n.Shuffle, n.Vote, n.While, n.Return,
-               n.Break, n.Continue)
+class _DropChecks(Mutator):
+    """Each check on one of ``conds`` replaced by its ``else`` branch (the condition is false)."""
 
+    def __init__(self, conds: set[n.Expr]):
+        self.conds = conds
 
-def _may_follow(s: n.Stmt) -> bool:
-    """Whether ``s`` may run after a uniform fault check that came after it: it has no effect
-    anyone sees once the launch has failed. Loads, locals, stores and counted loops qualify:
-    a faulting launch's writes are lost with the CUDA context (every later call fails), and
-    polypy checks every launch's footprint; what prints, launches, synchronizes or may not end
-    keeps its place."""
-    return not any(isinstance(x, _KEEP_ORDER) for x in walk(s))
-
-
-def _hoist(body: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
-    for i, s in enumerate(body):
-        if _uniform_fault(s):
-            before = body[:i]
-            written = {x.name for t in before for x in walk(t) if isinstance(x, (n.Decl, n.Assign))} | \
-                {x.var for t in before for x in walk(t) if isinstance(x, n.For)}
-            if written & read_names(s.cond):
-                return body
-            moved = dataclasses.replace(s, orelse=_hoist(before + s.orelse + body[i + 1:]))
-            return (moved,)
-        if not _may_follow(s):
-            return body
-    return body
+    def visit_tuple(self, items):  # type: ignore[override]
+        items = super().visit_tuple(items)
+        if not any(_is_check(s) and s.cond in self.conds for s in items):
+            return items
+        out: list = []
+        for s in items:
+            if _is_check(s) and s.cond in self.conds:
+                out.extend(s.orelse)
+            else:
+                out.append(s)
+        return tuple(out)
 
 
 def hoist_faults(kernel: n.Kernel) -> n.Kernel:
-    body = _hoist(kernel.body)
-    return kernel if body == kernel.body else dataclasses.replace(kernel, body=body)
+    checks = [s for s in walk(kernel) if _is_check(s)]
+    if not checks:
+        return kernel
+    scalars = {p.name for p in kernel.params if not isinstance(p.ptype, PointerType)}
+    assigned = {x.name for x in walk(kernel) if isinstance(x, (n.Assign, n.Decl))}
+    allowed = (n.Const, n.BlockIdx, n.BlockDim, n.GridDim, n.Var, n.Binary, n.Unary, n.Cast, n.Select)
+
+    def uniform(e: n.Expr) -> bool:
+        return all(isinstance(x, allowed) and (not isinstance(x, n.Var) or (x.name in scalars and x.name not in assigned))
+                   for x in walk(e))
+
+    conds: list[n.Expr] = []
+    for s in checks:
+        if uniform(s.cond) and s.cond not in conds:
+            conds.append(s.cond)
+    if not conds:
+        return kernel
+    fast = _DropChecks(set(conds)).visit(kernel.body)
+    names = NameSupply.for_kernel(kernel)
+    mapping = {name: names.fresh(name) for name in sorted(declared_names(kernel.body))}
+    slow = rename_locals(kernel.body, mapping)
+    any_check = conds[0]
+    for c in conds[1:]:
+        any_check = n.Binary("lor", any_check, c, loc=c.loc)
+    loc = checks[0].loc
+    return dataclasses.replace(kernel, body=(n.If(any_check, slow, fast, loc=loc),))
