@@ -339,3 +339,29 @@ def test_ir_text_round_trip_of_a_fault() -> None:
     fault = kernel.body[0].then[0]
     assert (fault.fault, fault.line, fault.col, fault.text) == ("misaligned", 3, 7, "float4 * view")
     assert print_kernel(kernel) == text
+
+
+def test_an_argument_off_the_views_alignment_is_refused_at_launch(tmp_path) -> None:
+    # offsets are checked from the argument's start: an argument that itself starts off 16 bytes
+    # (a sliced array) is refused, located at the cast, rather than run with another meaning
+    src = tmp_path / "rows.cu"
+    src.write_text(GLOBAL)
+    mod = polypy.compile(str(src))
+    args = _global_args(2, 4, 20, 4)
+    storage = np.zeros(args["x"].size + 1, np.float32)
+    shifted = storage[1:]
+    shifted[:] = args["x"]
+    assert shifted.ctypes.data % 16
+    args["x"] = shifted
+    with pytest.raises(UserError) as info:
+        mod.rows[(2, 1, 1), (4, 1, 1)](*args.values())
+    assert "argument 'x' of kernel 'rows' is at an address that is not a multiple of 16 bytes" in str(info.value)
+    assert (info.value.loc.line, info.value.loc.col) == (4, 16)
+    # the same data in an array at a multiple of 16 bytes runs
+    room = np.zeros(shifted.size + 4, np.float32)
+    start = (-room.ctypes.data % 16) // 4
+    args["x"] = room[start:start + shifted.size]
+    args["x"][:] = shifted
+    assert args["x"].ctypes.data % 16 == 0
+    mod.rows[(2, 1, 1), (4, 1, 1)](*args.values())
+    np.testing.assert_array_equal(args["y"], _global_reference(args, 2, 4)["y"])

@@ -571,6 +571,10 @@ class ExpressionLowering:
                     if same:
                         return v
                     raise self.error("pointer casts to or from records of mixed member types are not supported", c)
+                align = tm.canonical(target).get_align()
+                if v.record is None and align > (v.stored or v.layout.scalar).itemsize and \
+                        any(p.name == v.buffer for p in self.params) and v.buffer not in self.aligned:
+                    self.aligned[v.buffer] = (align, self.loc(c))  # the argument's own address
                 return view_pointer(v, target, c.type.spelling, self.loc(c),
                                     lambda cond, text: misaligned_fault(self, cond, text, c))
             if isinstance(v, VarAddress):
