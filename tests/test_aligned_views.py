@@ -406,3 +406,28 @@ def test_cuda_output_of_a_checked_view_is_refused(tmp_path) -> None:
     out = tmp_path / "g_grad.cu"
     assert main(["grad", str(src), "--kernel", "k", "--wrt", "x,y", "--emit", "cuda", "-o", str(out)]) == 1
     assert not out.exists()
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed: the C kernel file cannot be compiled")
+def test_c_kernel_file_sets_its_flag_to_2(tmp_path) -> None:
+    from polypy.driver.cli import main
+    kernel = PROGRAM[PROGRAM.index("__global__"):PROGRAM.index("int main")]
+    (tmp_path / "k.cu").write_text(kernel)
+    assert main(["translate", str(tmp_path / "k.cu"), "--emit", "c", "-o", str(tmp_path / "k.c")]) == 0
+    (tmp_path / "main.c").write_text(
+        '#include "k.c"\n'
+        "int main(void) {\n"
+        "  float x[64], y[32];\n"
+        "  for (int i = 0; i < 64; i++) x[i] = (float)i;\n"
+        "  copy4_launch(4, 1, 1, 2, 1, 1, 0, x, y, 12);\n"
+        '  printf("flag %d y %g %g\\n", polypy_device_assert_failed, y[8], y[31]);\n'
+        "  copy4_launch(4, 1, 1, 2, 1, 1, 0, x, y, 10);\n"
+        '  printf("flag %d\\n", polypy_device_assert_failed);\n'
+        "  return 0;\n"
+        "}\n")
+    build = subprocess.run(["gcc", "-O2", "-fopenmp", "-Wall", "main.c", "-o", "main", "-lm"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert build.returncode == 0 and "warning" not in build.stderr, build.stderr
+    run = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, cwd=tmp_path)
+    assert run.stdout.splitlines() == ["flag 0 y 12 43", "flag 2"]
+    assert "k.cu:2:16: void copy4(const float *, float *, int): block: [1,0,0]" in run.stderr
