@@ -431,3 +431,27 @@ def test_c_kernel_file_sets_its_flag_to_2(tmp_path) -> None:
     run = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, cwd=tmp_path)
     assert run.stdout.splitlines() == ["flag 0 y 12 43", "flag 2"]
     assert "k.cu:2:16: void copy4(const float *, float *, int): block: [1,0,0]" in run.stderr
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed: whole programs cannot be compiled")
+@pytest.mark.parametrize("emulate", [False, True])
+def test_whole_program_refuses_an_argument_off_the_views_alignment(tmp_path, emulate) -> None:
+    # `x + 1`: the argument itself starts 4 bytes past a 16-byte boundary
+    src = tmp_path / "p.cu"
+    src.write_text(PROGRAM.replace("copy4<<<4, 2>>>(x, y, 10);", "copy4<<<4, 2>>>(x + 1, y, 12);"))
+    if emulate:
+        run = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", "--emulate", str(src)],
+                             capture_output=True, text=True, cwd=tmp_path)
+    else:
+        out = tmp_path / "p.cpp"
+        subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o", str(out)],
+                       check=True, cwd=tmp_path)
+        build = subprocess.run(["g++", "-O2", "-fopenmp", "-Wall", str(out), "-o", str(tmp_path / "p"), "-lm"],
+                               capture_output=True, text=True, cwd=tmp_path)
+        assert build.returncode == 0 and "warning" not in build.stderr, build.stderr
+        run = subprocess.run([str(tmp_path / "p")], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 1
+    assert run.stdout.splitlines() == EXPECTED[:2]
+    assert run.stderr.startswith(f"{src}:4:16: error: argument 'x' of kernel 'copy4' is at an address that is not a "
+                                 "multiple of 16 bytes"), run.stderr
+    assert "^" in run.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from polypy.errors import format_diagnostic
 from polypy.ir import nodes as n
 from polypy.ir.printf import c_library_format, c_string, escape, fault_format
 
@@ -33,4 +34,19 @@ def assert_fail_lines(s: n.AssertFail, expr: Callable[[n.Expr], str]) -> list[st
             "#endif"]
 
 
-__all__ = ["assert_fail_lines", "print_call"]
+def aligned_argument_lines(kernel: n.Kernel, c_name: Callable[[str], str]) -> list[str]:
+    """A whole program's launcher: an argument the kernel views with a stricter alignment than
+    its elements' (``Kernel.aligned``) whose address is not a multiple of it is refused, located
+    at the cast (polypy checks views from the argument's start): the diagnostic, status 1."""
+    out: list[str] = []
+    for name, align, loc in kernel.aligned:
+        message = format_diagnostic(
+            "error", f"argument '{c_name(name)}' of kernel '{kernel.name}' is at an address that is not a multiple "
+            f"of {align} bytes, which this view of it needs: polypy does not support such an argument (on a GPU, an "
+            "access here at an aligned offset faults with 'misaligned address')", loc) + "\n"
+        out.append(f"if ((size_t)({c_name(name)}) % {align}u != 0u) {{ fflush(stdout); "
+                   f"fputs({c_string(message)}, stderr); exit(1); }}")
+    return out
+
+
+__all__ = ["aligned_argument_lines", "assert_fail_lines", "print_call"]
