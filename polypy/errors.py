@@ -107,3 +107,12 @@ def format_diagnostic(
 
 class DeviceAssertError(UserError):
     """A device ``assert`` failed during a launch: CUDA's ``cudaErrorAssert``."""
+
+    cuda_error = "cudaErrorAssert"
+
+
+class MisalignedAddressError(DeviceAssertError):
+    """An access at an address that is not a multiple of its size stopped a launch (a typed view
+    at an offset checked at run time): CUDA's ``cudaErrorMisalignedAddress``."""
+
+    cuda_error = "cudaErrorMisalignedAddress"

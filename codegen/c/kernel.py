@@ -40,6 +40,7 @@ from polypy.ir.visitor import walk
 
 from codegen.c.readable import barrier_notes, overflow_flags, source_local_names, thread_axis
 from codegen.c.render import C_KEYWORDS, INDENT, MATH, Layout, Renderer, c_type, pointer_decl
+from codegen.c.printing import aligned_argument_lines
 from codegen.c.templates import render_template
 
 
@@ -312,6 +313,8 @@ class KernelEmitter:
         out: list[str] = []
         if not self.options.program:
             return out
+        whole = {name: sp.name for sp in self.kernel.source_params for path, name in sp.members if path == ""}
+        out += aligned_argument_lines(self.kernel, lambda name: whole.get(name) or self.cname(name))
         for sp in self.kernel.source_params:
             paths = dict(sp.members)
             if n.NONNULL in paths:  # `p != NULL` in the kernel

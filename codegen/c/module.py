@@ -301,7 +301,8 @@ extern "C" __attribute__((visibility("default"))) int polypy_program_main(int ar
 
 # Launches of an emulated program call back into Python; a launch the emulator refuses (a race,
 # an out-of-bounds access) ends the program with status 1 after the diagnostic is printed. A
-# failed device assert (status 2) is the launch's cudaErrorAssert, sticky, as in a native run.
+# failed device assert (status 2) is the launch's cudaErrorAssert, sticky, as in a native run; a
+# misaligned access (status 3) its cudaErrorMisalignedAddress.
 EMULATE_BRIDGE = """#include <cstdio>
 #include <cstdlib>
 extern "C" {
@@ -318,6 +319,8 @@ static void polypy_emulate_launch(int kernel, dim3 grid, dim3 block, size_t shme
                                                          shmem, args, globals) : 1;
   if (status == 2) {
     polypy_rt_fail_sticky(cudaErrorAssert);
+  } else if (status == 3) {
+    polypy_rt_fail_sticky(cudaErrorMisalignedAddress);
   } else if (status != 0) {
     fflush(stdout);
     _Exit(1);

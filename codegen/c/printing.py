@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+from polypy.errors import format_diagnostic
 from polypy.ir import nodes as n
-from polypy.ir.printf import c_library_format, c_string, escape
+from polypy.ir.printf import c_library_format, c_string, escape, fault_format
 
 _C_TYPES = {"i32": "int", "u32": "unsigned int", "i64": "long long", "u64": "unsigned long long", "f64": "double"}
 
@@ -21,15 +22,31 @@ def print_call(s: n.Print, expr: Callable[[n.Expr], str]) -> str:
 
 
 def assert_fail_lines(s: n.AssertFail, expr: Callable[[n.Expr], str]) -> list[str]:
+    """A misaligned access (``fault``) is the same, with its own message and error: 2 in
+    ``polypy_device_assert_failed``, ``cudaErrorMisalignedAddress`` in a whole program."""
     where = ", ".join(f"(unsigned)({expr(w)})" for w in s.where)
-    message = (f"{escape(s.file)}:{s.line}: {escape(s.function)}: block: [%u,%u,%u], thread: [%u,%u,%u] "
-               f"Assertion `{escape(s.text)}` failed.\n")
-    return [f"fprintf(stderr, {c_string(message)}, {where});",
+    error, word = ("cudaErrorMisalignedAddress", 2) if s.fault == "misaligned" else ("cudaErrorAssert", 1)
+    return [f"fprintf(stderr, {c_string(fault_format(s, escape))}, {where});",
             "#ifdef POLYPY_RT_STATE",
-            "polypy_rt_fail_sticky(cudaErrorAssert);",
+            f"polypy_rt_fail_sticky({error});",
             "#else",
-            "__atomic_store_n(&polypy_device_assert_failed, 1, __ATOMIC_SEQ_CST);",
+            f"__atomic_store_n(&polypy_device_assert_failed, {word}, __ATOMIC_SEQ_CST);",
             "#endif"]
 
 
-__all__ = ["assert_fail_lines", "print_call"]
+def aligned_argument_lines(kernel: n.Kernel, c_name: Callable[[str], str]) -> list[str]:
+    """A whole program's launcher: an argument the kernel views with a stricter alignment than
+    its elements' (``Kernel.aligned``) whose address is not a multiple of it is refused, located
+    at the cast (polypy checks views from the argument's start): the diagnostic, status 1."""
+    out: list[str] = []
+    for name, align, loc in kernel.aligned:
+        message = format_diagnostic(
+            "error", f"argument '{c_name(name)}' of kernel '{kernel.name}' is at an address that is not a multiple "
+            f"of {align} bytes, which this view of it needs: polypy does not support such an argument (on a GPU, an "
+            "access here at an aligned offset faults with 'misaligned address')", loc) + "\n"
+        out.append(f"if ((size_t)({c_name(name)}) % {align}u != 0u) {{ fflush(stdout); "
+                   f"fputs({c_string(message)}, stderr); exit(1); }}")
+    return out
+
+
+__all__ = ["aligned_argument_lines", "assert_fail_lines", "print_call"]

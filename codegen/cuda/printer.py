@@ -185,6 +185,11 @@ class _Printer:
         elif isinstance(s, n.Print):
             args = "".join(f", {_top(a)}" for a in s.args)
             self.emit(depth, f"printf({c_string(c_library_format(s.format))}{args});")
+        elif isinstance(s, n.AssertFail) and s.fault == "misaligned":
+            # On a GPU the access itself faults (cudaErrorMisalignedAddress); the IR holds the
+            # check, not the vector access, and an assert would fail with another error.
+            raise UserError("a typed view at an offset checked at run time cannot be written back as CUDA source "
+                            "(polypy grad --emit cuda); --emit cpp translates it", s.loc)
         elif isinstance(s, n.AssertFail):
             self.emit(depth, f"__assert_fail({c_string(s.text)}, {c_string(s.file)}, {s.line}, "
                              f"{c_string(s.function)});")

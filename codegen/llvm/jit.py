@@ -36,10 +36,11 @@ from codegen.llvm import cache, target
 from codegen.llvm.abi import FAULT_WORDS, GLOBAL_SPACES, KernelABI
 from codegen.llvm.launch import BoundsError, LaunchError, chunk_size, default_threads, run_workers
 from codegen.llvm.lower import emit_module
-from codegen.llvm.printing import ASSERT_WORD
+from codegen.llvm.printing import ASSERT_WORD, fault_key
 from codegen.llvm.types import ctype_of
 from polypy.analysis.versions import plain_when
-from polypy.errors import DeviceAssertError, InternalError
+from polypy.errors import DeviceAssertError, InternalError, MisalignedAddressError
+from polypy.ir.printf import fault_summary
 from polypy.ir import nodes as n
 from polypy.ir.types import U32, PointerType, ScalarType
 from polypy.ir.visitor import Mutator, substitute, walk
@@ -134,7 +135,7 @@ class JitModule:
         # Device printf writes to descriptor 1 directly: what Python printed before is flushed
         # first. A failed device assert leaves its line in the module's assert word.
         self.prints = any(isinstance(x, n.Print) for k in module.kernels for x in walk(k))
-        self.asserts = {x.line: x for k in module.kernels for x in walk(k) if isinstance(x, n.AssertFail)}
+        self.asserts = {fault_key(x): x for k in module.kernels for x in walk(k) if isinstance(x, n.AssertFail)}
         address = self._engine.get_global_value_address(ASSERT_WORD) if self.asserts else 0
         self._assert_word = ctypes.c_int32.from_address(address) if address else None
         self.kernels: dict[str, JitKernel] = {}
@@ -155,8 +156,8 @@ class JitModule:
             return
         failed = self.asserts[self._assert_word.value]
         self._assert_word.value = 0
-        raise DeviceAssertError(f"device-side assert triggered (cudaErrorAssert): Assertion `{failed.text}` failed",
-                                failed.loc)
+        error = MisalignedAddressError if failed.fault == "misaligned" else DeviceAssertError
+        raise error(fault_summary(failed), failed.loc)
 
     def plain_version(self, name: str) -> JitKernel:
         """Kernel ``name`` compiled with plain adds for its ``private_atomics`` (compiled once,

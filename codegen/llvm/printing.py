@@ -11,7 +11,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from polypy.ir import nodes as n
-from polypy.ir.printf import c_library_format, escape
+from polypy.ir.printf import c_library_format, escape, fault_format
 
 from codegen.llvm.types import I32, PTR
 
@@ -50,12 +50,16 @@ def emit_print(cx, s: n.Print) -> None:
     cx.builder.call(_dprintf(cx.llmod), [ir.Constant(I32, 1), _string(cx.llmod, c_library_format(s.format))] + args)
 
 
+def fault_key(s: n.AssertFail) -> int:
+    """What a failed assert (its line) or a misaligned access (its line, bit 30 set) leaves in
+    the module's assert word."""
+    return s.line | (1 << 30) if s.fault == "misaligned" else s.line
+
+
 def emit_assert_fail(cx, s: n.AssertFail) -> None:
-    message = (f"{escape(s.file)}:{s.line}: {escape(s.function)}: block: [%u,%u,%u], thread: [%u,%u,%u] "
-               f"Assertion `{escape(s.text)}` failed.\n")
     where = [cx.expr(w) for w in s.where]
-    cx.builder.call(_dprintf(cx.llmod), [ir.Constant(I32, 2), _string(cx.llmod, message)] + where)
-    cx.builder.store_atomic(ir.Constant(I32, s.line), assert_word(cx.llmod), "seq_cst", 4)
+    cx.builder.call(_dprintf(cx.llmod), [ir.Constant(I32, 2), _string(cx.llmod, fault_format(s, escape))] + where)
+    cx.builder.store_atomic(ir.Constant(I32, fault_key(s)), assert_word(cx.llmod), "seq_cst", 4)
 
 
-__all__ = ["ASSERT_WORD", "assert_word", "emit_assert_fail", "emit_print"]
+__all__ = ["ASSERT_WORD", "assert_word", "emit_assert_fail", "emit_print", "fault_key"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Iterator
+from typing import Any, Iterator
 
 import clang.cindex as ci
 
@@ -48,6 +48,8 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.kernel_name = name
         self.names = NameAllocator(set(ctx.names.taken))
         self.params: list[n.Param] = []
+        # pointer parameters viewed with a stricter alignment: name -> (bytes, cast), ``Kernel.aligned``
+        self.aligned: dict[str, tuple[int, Any]] = {}
         self.source_params: list[n.SourceParam] = []
         self.buffers: dict[str, n.Buffer] = {}
         self.shared: dict[tuple, ArrayBinding] = {}
@@ -137,7 +139,10 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         buffers = tuple(self.buffers.values())
         kernel = n.Kernel(self.kernel_name, tuple(self.params), buffers, stmts, stage="gpu",
                           source_params=tuple(self.source_params), loc=self.loc(self.cursor))
-        return split_variable_webs(kernel, self.names.fresh)
+        kernel = split_variable_webs(kernel, self.names.fresh)
+        if self.aligned:
+            kernel = dataclasses.replace(kernel, aligned=tuple((p, a, loc) for p, (a, loc) in self.aligned.items()))
+        return kernel
 
     def kernel_param(self, p: ci.Cursor, mutated: set[tuple]) -> None:
         name = p.spelling or f"arg{len(self.params)}"

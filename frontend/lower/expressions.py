@@ -14,6 +14,7 @@ from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, promote, scale, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
 from frontend.lower.bitcasts import bit_view, reinterpret, views_as_itself
+from frontend.lower.printing import misaligned_fault
 from frontend.lower.views import read_part, view_pointer
 from frontend.lower.null_tests import is_null_pointer, null_test, pointer_condition, pointer_truth
 from frontend.lower.conditionals import lower_conditional
@@ -524,7 +525,12 @@ class ExpressionLowering:
                     if same:
                         return v
                     raise self.error("pointer casts to or from records of mixed member types are not supported", c)
-                return view_pointer(v, target, c.type.spelling, self.loc(c))
+                align = tm.canonical(target).get_align()
+                if v.record is None and align > (v.stored or v.layout.scalar).itemsize and \
+                        any(p.name == v.buffer for p in self.params) and v.buffer not in self.aligned:
+                    self.aligned[v.buffer] = (align, self.loc(c))  # the argument's own address
+                return view_pointer(v, target, c.type.spelling, self.loc(c),
+                                    lambda cond, text: misaligned_fault(self, cond, text, c))
             if isinstance(v, VarAddress):
                 target = tm.pointee(c.type)
                 if isinstance(v.target, BitsLV):

@@ -163,7 +163,26 @@ def assert_fail(builder, args: list[ci.Cursor], c: ci.Cursor) -> None:
     return None
 
 
-__all__ = ["assert_fail", "device_printf", "trap_before_barriers"]
+def misaligned_fault(builder, misaligned: n.Expr, text: str, c: ci.Cursor) -> None:
+    """``if (misaligned) { fault; return }``: an access at an address that is not a multiple of
+    its size stops the thread, and the launch fails with cudaErrorMisalignedAddress, as on the
+    GPU (``n.AssertFail`` with ``fault`` "misaligned"; the stop goes through the callers as for
+    a failed assert)."""
+    loc = builder.loc(c)
+    fn = builder.frame.cursor
+    where = tuple(k(d, loc=loc) for k in (n.BlockIdx, n.ThreadIdx) for d in range(3))
+    file = c.location.file.name if c.location.file is not None else ""
+    stop: list[n.Stmt] = [n.AssertFail(text, file, c.location.line, f"{fn.result_type.spelling} {fn.displayname}",
+                                       where, fault="misaligned", col=c.location.column, loc=loc)]
+    if not builder.frame.is_kernel:
+        if builder.assert_flag is None:
+            builder.assert_flag = builder.names.fresh("assert_failed")
+        stop.append(n.Assign(builder.assert_flag, n.Const(True, BOOL), loc=loc))
+    stop.append(n.Return(loc=loc))
+    builder.emit(n.If(misaligned, tuple(stop), (), loc=loc))
+
+
+__all__ = ["assert_fail", "device_printf", "misaligned_fault", "trap_before_barriers"]
 
 
 def trap_before_barriers(body: tuple[n.Stmt, ...], flag: str) -> tuple[n.Stmt, ...]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Callable
 
 import clang.cindex as ci
 
@@ -47,9 +48,15 @@ def element(buffer: str, index: tuple[n.Expr, ...], seen: ScalarType, stored: Sc
     return ViewLV(MemLV(buffer, index, stored), seen)
 
 
-def view_pointer(v: Pointer, target: ci.Type, spelling: str, loc: Loc | None) -> Pointer:
+def view_pointer(v: Pointer, target: ci.Type, spelling: str, loc: Loc | None,
+                 check: Callable[[n.Expr, str], None] | None = None) -> Pointer:
     """``(T*)v`` for a pointer ``v`` into a buffer of scalars (or of records of one scalar type)
-    and ``T`` such a type: the same buffer, seen through a view of ``T`` (``Pointer.stored``)."""
+    and ``T`` such a type: the same buffer, seen through a view of ``T`` (``Pointer.stored``).
+
+    An offset polypy cannot see is a multiple of ``sizeof(T)`` is checked at run time where
+    ``sizeof(T)`` is ``T``'s alignment (a power of two: scalars, ``float2``, ``int4``...):
+    ``check(misaligned, text)`` emits the fault for the condition ``misaligned`` (CUDA's
+    misaligned address); past it the offset is an exact quotient."""
     layout = tm.elem_layout(target, loc)
     stored = v.stored or v.layout.scalar  # the buffer's own element type
     if not can_view(stored, layout.scalar) and (stored.is_bool or layout.scalar.is_bool):
@@ -67,10 +74,24 @@ def view_pointer(v: Pointer, target: ci.Type, spelling: str, loc: Loc | None) ->
     # require of the accesses through it.
     g = math.gcd(before, after)
     offset = _exact_quotient(scale(v.offset, before // g), after // g)
+    k = after // g
+    if offset is None and check is not None and _checkable(target, after):
+        # `reinterpret_cast<float4*>(&x[row * n + col])`: CUDA faults when the address is not a
+        # multiple of 16 bytes; the check stops the thread there (and the launch) as the GPU does.
+        units = scale(v.offset, before // g)  # the offset in units of after / g bytes
+        misaligned = n.Binary("ne", n.Binary("band", units, _const(k - 1, units), loc=loc), _const(0, units), loc=loc)
+        check(misaligned, f"{spelling} view at a byte offset that is not a multiple of {after}")
+        offset = n.Binary("div", units, _const(k, units), loc=loc)  # exact past the check
     if offset is None:
         raise UserError(f"this pointer reinterpretation is not supported: polypy cannot tell that the offset is a "
                         f"multiple of {after} bytes", loc)
     return dataclasses.replace(v, offset=offset, layout=layout, stored=view)
+
+
+def _checkable(target: ci.Type, size: int) -> bool:
+    """Whether an access through ``T*`` faults exactly when its address is not a multiple of
+    ``sizeof(T)`` (``size``): ``T``'s alignment is its size, a power of two (not ``float3``)."""
+    return size & (size - 1) == 0 and tm.canonical(target).get_align() == size
 
 
 def _bits(e: n.Expr, loc: Loc | None) -> n.Expr:

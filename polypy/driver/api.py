@@ -545,6 +545,15 @@ class _ArrayChecks:
                 if np.may_share_memory(arr, storage):
                     raise UserError(f"{self.what(p)} is the module's own __constant__/__device__ array {g!r}; "
                                     f"pass a copy", p.loc)
+        for name, align, loc in self.kernel.aligned:
+            arr = arrays.get(name)
+            if arr is not None and arr.ctypes.data % align:
+                # Views are checked from the argument's start; one that starts off the view's
+                # alignment would fault on a GPU wherever the offsets do not make up for it.
+                raise UserError(f"{self.what(self.kernel.param(name))} is at an address that is not a multiple of "
+                                f"{align} bytes, which this view of it needs: polypy does not support such an "
+                                f"argument (on a GPU, an access here at an aligned offset faults with 'misaligned "
+                                f"address'); pass an aligned array", loc)
         for p in self.writable:
             if not arrays[p.name].flags.writeable:
                 raise UserError(f"{self.what(p)} is read-only, but the parameter ({p.ptype}) is not const", p.loc)

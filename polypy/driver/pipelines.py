@@ -143,6 +143,7 @@ for _name, _target in (
     ("propagate-block-constants", "polypy.passes.specialize:propagate_block_constants"),
     ("stride-guarded-threads", "polypy.passes.specialize:stride_guarded_threads"),
     ("jam-threads", "polypy.passes.jam_threads:jam_thread_loops"),
+    ("hoist-faults", "polypy.passes.hoist_faults:hoist_faults"),
     # gpu2cpu: GPU form, exact with isl
     ("forward-shared-stores", "gpu2cpu.forward_shared:forward_shared_stores"),
     ("eliminate-dead-shared-stores", "gpu2cpu.forward_shared:eliminate_dead_shared_stores"),
@@ -192,7 +193,8 @@ CPU_CHECK: tuple[str, ...] = ("lockstep-warps", "refuse-warp-synchronous", "refu
 # loop, they need no per-thread buffer once the threads are loops.
 CPU_OPTIMIZE: tuple[str, ...] = SHARED_OPTIMIZE + ("substitute-inductions",)
 # Identical threads (an unread threadIdx dimension) run once, before the threads become loops.
-CPU_LOWERING: tuple[str, ...] = ("collapse-identical-threads", "serialize-threads")
+# A block-uniform misaligned-address check first: it is then tested once per block.
+CPU_LOWERING: tuple[str, ...] = ("hoist-faults", "collapse-identical-threads", "serialize-threads")
 CPU_SCHEDULE: tuple[str, ...] = (
     "split-dynamic-shared",  # interleaved extern shared records (a gradient's shadow): unit stride
     "fuse-thread-loops",

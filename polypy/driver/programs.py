@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from polypy.errors import DeviceAssertError, UserError
+from polypy.errors import DeviceAssertError, MisalignedAddressError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType
 
@@ -128,10 +128,11 @@ def _run_emulated(lib: ctypes.CDLL, module: n.Module, argv: Sequence[str]) -> in
 
             emulate(kernel, (gx, gy, gz), (bx, by, bz), values, shmem=shmem, globals=arrays, textures=fetch)
             return 0
-        except DeviceAssertError:
+        except DeviceAssertError as exc:
             sys.stdout.flush()
             sys.stderr.flush()
-            return 2  # the message is printed; the launch fails with cudaErrorAssert
+            # the message is printed; the launch fails with cudaErrorAssert (2) or cudaErrorMisalignedAddress (3)
+            return 3 if isinstance(exc, MisalignedAddressError) else 2
         except UserError as exc:
             sys.stdout.flush()
             print(exc.render(), file=sys.stderr)

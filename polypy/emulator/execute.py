@@ -25,8 +25,8 @@ from polypy.emulator.memory import Memory, garbage
 from polypy.emulator.races import RaceFound
 from polypy.emulator.grid_sync import grid_barrier
 from polypy.emulator.state import ChunkState
-from polypy.errors import DeviceAssertError, InternalError, UserError
-from polypy.ir.printf import format_call
+from polypy.errors import DeviceAssertError, InternalError, MisalignedAddressError, UserError
+from polypy.ir.printf import fault_format, fault_summary, format_call
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.types import I32, U32
@@ -196,12 +196,11 @@ class Executor:
     def _assert_fail(self, s: n.AssertFail, lanes: LaneSet) -> None:
         """CUDA's message for each lane, then the launch fails (the GPU stops the kernel)."""
         where = [np.broadcast_to(self.ev.eval(w, lanes), (lanes.count,)) for w in s.where]
+        message = fault_format(s)
         for i in range(lanes.count):
-            b = ",".join(str(int(w[i])) for w in where[:3])
-            t = ",".join(str(int(w[i])) for w in where[3:])
-            sys.stderr.write(f"{s.file}:{s.line}: {s.function}: block: [{b}], thread: [{t}] "
-                             f"Assertion `{s.text}` failed.\n")
-        raise DeviceAssertError(f"device-side assert triggered (cudaErrorAssert): Assertion `{s.text}` failed", s.loc)
+            sys.stderr.write(message % tuple(int(w[i]) for w in where))
+        error = MisalignedAddressError if s.fault == "misaligned" else DeviceAssertError
+        raise error(fault_summary(s), s.loc)
 
     def _fence(self, s: n.Fence, lanes: LaneSet) -> None:
         """Lanes run one statement at a time and atomics serialize: what a thread wrote before a

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import field
 
-from polypy.errors import UserError
+from polypy.errors import Loc, UserError
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.node_base import Node, _node
 from polypy.ir.exprs import Expr
@@ -135,6 +135,11 @@ class Kernel(Node):
     # its elements, so it is in bounds wherever the original is (``polypy.driver.api`` proves a
     # launch's copies with their originals). A note like the above.
     copies: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
+    # Pointer parameters the kernel views as a type of a stricter alignment than their elements'
+    # (``reinterpret_cast<float4*>(x)`` of a ``float* x``), ``(param, bytes, loc of the cast)``:
+    # polypy checks view offsets from the start of the argument, so a launch refuses an argument
+    # whose address is not a multiple of ``bytes`` (``polypy.driver.api``). A note like the above.
+    aligned: tuple[tuple[str, int, Loc | None], ...] = field(default=(), compare=False, repr=False)
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

@@ -242,18 +242,25 @@ class _Parser:
             while self.toks.accept(","):
                 args.append(self.expr())
             return n.Print(fmt, tuple(args), loc=loc)
-        if word == "assert" and self.toks.peek(1).text == ".":
+        if word in ("assert", "fault") and self.toks.peek(1).text == ".":
             self.toks.next()
             self.toks.expect(".")
-            if self.toks.ident() != "fail":
-                raise self.toks.error("expected 'assert.fail'")
+            fault = self.toks.ident()
+            if word == "assert" and fault != "fail" or word == "fault" and fault != "misaligned":
+                raise self.toks.error("expected 'assert.fail' or 'fault.misaligned'")
             text = self.toks.string()
             if self.toks.ident() != "at":
                 raise self.toks.error("expected 'at'")
             file = self.toks.string()
             self.toks.expect(":")
             line = self.toks.next()
-            if line.kind != "num" or not line.text.isdigit():
+            where_text, col = line.text, 0
+            if word == "fault":  # `12:5` lexes as one number (with a `:suffix`)
+                where_text, _, col_text = line.text.partition(":")
+                if not col_text.isdigit():
+                    raise self.toks.error("expected line:column")
+                col = int(col_text)
+            if line.kind != "num" or not where_text.isdigit():
                 raise self.toks.error("expected a line number")
             if self.toks.ident() != "in":
                 raise self.toks.error("expected 'in'")
@@ -261,6 +268,8 @@ class _Parser:
             where = []
             while self.toks.accept(","):
                 where.append(self.expr())
+            if word == "fault":
+                return n.AssertFail(text, file, int(where_text), function, tuple(where), fault=fault, col=col, loc=loc)
             return n.AssertFail(text, file, int(line.text), function, tuple(where), loc=loc)
         if word == "launch" and self.toks.peek(1).kind == "id" or word == "launch" and self.toks.peek(1).text == ".":
             return self.launch(loc)

@@ -176,7 +176,9 @@ class _Printer:
         elif isinstance(s, n.Launch):
             self.emit(depth, format_launch(s), s)
         elif isinstance(s, n.AssertFail):
-            self.emit(depth, f"assert.fail {json.dumps(s.text)} at {json.dumps(s.file)}:{s.line} "
+            head = "assert.fail" if s.fault == "assert" else f"fault.{s.fault}"
+            at = f"{s.line}" if s.fault == "assert" else f"{s.line}:{s.col}"
+            self.emit(depth, f"{head} {json.dumps(s.text)} at {json.dumps(s.file)}:{at} "
                              f"in {json.dumps(s.function)}" + "".join(", " + format_expr(w) for w in s.where), s)
         elif isinstance(s, n.Prefetch):
             self.emit(depth, f"prefetch {s.buffer}{''.join(f'[{format_expr(i)}]' for i in s.index)}", s)

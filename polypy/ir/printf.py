@@ -250,3 +250,20 @@ def c_string(text: str) -> str:
         else:
             out.append(f'\\{b:03o}')  # octal: at most three digits, never runs on
     return '"' + "".join(out) + '"'
+
+
+def fault_format(s, quote=lambda text: text) -> str:
+    """The message of a failed device assert or device fault (``n.AssertFail``), with six ``%u``
+    for blockIdx.x..z and threadIdx.x..z; ``quote`` escapes the source's texts for C's printf."""
+    if s.fault == "misaligned":
+        return (f"{quote(s.file)}:{s.line}:{s.col}: {quote(s.function)}: block: [%u,%u,%u], thread: [%u,%u,%u] "
+                f"misaligned address: {quote(s.text)}\n")
+    return (f"{quote(s.file)}:{s.line}: {quote(s.function)}: block: [%u,%u,%u], thread: [%u,%u,%u] "
+            f"Assertion `{quote(s.text)}` failed.\n")
+
+
+def fault_summary(s) -> str:
+    """One line for the exception a failed device assert or fault raises (emulator, JIT)."""
+    if s.fault == "misaligned":
+        return f"misaligned address (cudaErrorMisalignedAddress): {s.text}"
+    return f"device-side assert triggered (cudaErrorAssert): Assertion `{s.text}` failed"

@@ -149,7 +149,12 @@ class Launch(Stmt):
 class AssertFail(Stmt):
     """A device ``assert`` whose condition was false (the frontend guards it with an ``if``):
     prints ``file:line: function: block: [..], thread: [..] Assertion `text` failed.`` to stderr,
-    stops the thread, and the launch then fails with ``cudaErrorAssert``."""
+    stops the thread, and the launch then fails with ``cudaErrorAssert``.
+
+    ``fault`` ``"misaligned"``: not an assert but the fault of an access at an address that is
+    not a multiple of its size (a typed view at an offset polypy checks at run time,
+    ``frontend/lower/views.py``): the message says ``misaligned address`` with ``text`` and the
+    source column ``col``, and the launch fails with ``cudaErrorMisalignedAddress``."""
 
     CHILDREN = ("where",)
 
@@ -158,6 +163,8 @@ class AssertFail(Stmt):
     line: int
     function: str
     where: tuple[Expr, ...] = ()  # blockIdx.x, .y, .z, threadIdx.x, .y, .z (u32), for the message
+    fault: str = "assert"  # or "misaligned"
+    col: int = 0
 
 
 @_node

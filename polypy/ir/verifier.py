@@ -143,6 +143,8 @@ class _Verifier:
         elif isinstance(s, n.AssertFail):
             if len(s.where) != 6:
                 self.fail("assert.fail needs the block and thread indices", s)
+            if s.fault not in ("assert", "misaligned"):
+                self.fail(f"unknown device fault {s.fault!r}", s)
             for w in s.where:
                 self.same(self.expr(w), U32, s, "block or thread index")
         elif isinstance(s, n.Prefetch):

@@ -63,6 +63,7 @@
   X(cudaErrorSetOnActiveProcess, 708, "cannot set while device is active in this process") \
   X(cudaErrorAssert, 710, "device-side assert triggered") \
   X(cudaErrorTooManyPeers, 711, "peer mapping resources exhausted") \
+  X(cudaErrorMisalignedAddress, 716, "misaligned address") \
   X(cudaErrorHostMemoryAlreadyRegistered, 712, "part or all of the requested memory range is already mapped") \
   X(cudaErrorHostMemoryNotRegistered, 713, "pointer does not correspond to a registered memory region") \
   X(cudaErrorLaunchFailure, 719, "unspecified launch failure") \
