@@ -25,8 +25,8 @@ from __future__ import annotations
 # The names the nodes' annotations use, so that ``typing.get_type_hints(cls, vars(nodes))`` resolves them.
 from typing import ClassVar, Union  # noqa: F401
 
-from polypy.errors import Loc  # noqa: F401
-from polypy.ir.types import PointerType, ScalarType  # noqa: F401
+from polypy.errors import Loc, UserError  # noqa: F401
+from polypy.ir.types import BOOL, U32, PointerType, ScalarType, normalize_value  # noqa: F401
 from polypy.ir.node_base import (  # noqa: F401
     Node,
 )
