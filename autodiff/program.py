@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 from polypy.ir import nodes as n
-from polypy.ir.queries import buffers_written
+from polypy.ir.queries import buffers_written, declared_names, written_names
 from polypy.poly.paths import StmtPath, child_blocks, iter_statements
 
 Point = StmtPath
@@ -72,8 +72,19 @@ class Program:
         self.stmts: dict[StmtPath, n.Stmt] = {}
         self.writers: dict[str, list[StmtPath]] = {}
         self.decl: dict[str, StmtPath] = {}
+        # Each statement numbered (``ids``), with its parent's number (-1: the kernel's body),
+        # its last step (field, index) and whether it is a loop: climbing from a statement to the
+        # top without slicing paths (``_Writers``).
+        self.ids: dict[StmtPath, int] = {}
+        self.parent: list[int] = []
+        self.step: list[tuple[str, int]] = []
+        self.is_loop: list[bool] = []
         for path, s in iter_statements(kernel.body):
             self.stmts[path] = s
+            self.ids[path] = len(self.parent)
+            self.parent.append(self.ids[path[:-1]] if len(path) > 1 else -1)
+            self.step.append(path[-1])
+            self.is_loop.append(isinstance(s, (n.For, n.While)))
             for v in _own_writes(s):
                 self.writers.setdefault(v, []).append(path)
             if isinstance(s, n.Decl):
@@ -81,6 +92,7 @@ class Program:
             elif isinstance(s, n.For):
                 self.decl[s.var] = path
         self._written_in: dict[StmtPath, frozenset[str]] = {}
+        self._later_writes: dict[str, _Writers] = {}
         self.written_buffers = buffers_written(kernel.body)
         self.params = {p.name for p in kernel.params}
 
@@ -105,17 +117,10 @@ class Program:
         """Variables assigned or declared anywhere inside the statement at ``path``."""
         got = self._written_in.get(path)
         if got is None:
-            names: set[str] = set()
-            for other, _ in self._descendants(path):
-                names |= _own_writes(self.stmts[other])
-            got = frozenset(names)
+            s = self.stmts[path]
+            got = frozenset(written_names(s) | declared_names(s))  # remembered in the statements
             self._written_in[path] = got
         return got
-
-    def _descendants(self, path: StmtPath):
-        for other, s in self.stmts.items():
-            if other[:len(path)] == path:
-                yield other, s
 
     def writes_var(self, path: StmtPath, v: str) -> bool:
         return v in self.written_in(path)
@@ -141,7 +146,14 @@ class Program:
         return False  # then/orelse of one if: exclusive
 
     def overwritten_after(self, v: str, p: Point) -> bool:
-        return any(self.may_execute_after(w, p) for w in self.writers.get(v, ()))
+        """Whether ``may_execute_after(w, p)`` for a writer ``w`` of ``v``: asked of each writer,
+        the question took time writers x depth at every point (1,000 nested ``if``s assigning
+        one variable: cubic), so each variable's writers are indexed once (``_Writers``) and the
+        question climbs from ``p`` to the top, a constant number of lookups per level."""
+        index = self._later_writes.get(v)
+        if index is None:
+            index = self._later_writes[v] = _Writers(self.writers.get(v, ()), self)
+        return index.after(p, self)
 
     def reaching_def(self, v: str, p: Point) -> ReachingDef:
         path = p
@@ -168,6 +180,54 @@ class Program:
     def top_index(self, loop: StmtPath, p: Point) -> int:
         """Index in the loop's body of the top-level statement containing point ``p``."""
         return p[len(loop)][1]
+
+
+class _Writers:
+    """The writers of one variable, indexed for ``Program.overwritten_after``. With ``w`` a
+    writer and ``p`` a point, ``may_execute_after(w, p)`` holds when
+
+    * ``w`` is the statement at ``p``, inside it, or encloses ``p`` (``inside``, ``writers``);
+    * a loop enclosing ``p`` also holds ``w`` strictly inside (``loops``: its next iteration);
+    * ``w`` is in a later statement of a block that holds ``p`` at some level (``later``: per
+      block, the largest index of a statement holding a writer).
+
+    Built climbing from each writer to the top, stopping where an earlier writer's climb
+    passed: each statement is visited once."""
+
+    def __init__(self, writers, prog: Program):
+        self.writers = {prog.ids[w] for w in writers}
+        self.inside: set[int] = set()  # statements that are or hold a writer
+        self.strictly: set[int] = set()  # statements that hold a writer below themselves
+        self.later: dict[tuple[int, str], int] = {}  # (parent, field) -> largest index holding a writer
+        for w in self.writers:
+            node, below = w, False
+            while node >= 0:
+                if below:
+                    self.strictly.add(node)
+                if node in self.inside:
+                    break
+                self.inside.add(node)
+                field, index = prog.step[node]
+                key = (prog.parent[node], field)
+                if self.later.get(key, -1) < index:
+                    self.later[key] = index
+                node, below = prog.parent[node], True
+
+    def after(self, p: Point, prog: Program) -> bool:
+        here = prog.ids.get(p)
+        if here is not None and here in self.inside:
+            return True  # a writer is the statement at p or inside it
+        field, index = p[-1]
+        node = prog.ids[p[:-1]] if len(p) > 1 else -1
+        while True:
+            if self.later.get((node, field), -1) > index:
+                return True  # a writer later in the block holding p at this level
+            if node < 0:
+                return False
+            if node in self.writers or (prog.is_loop[node] and node in self.strictly):
+                return True  # a writer encloses p, or a loop around p holds one
+            field, index = prog.step[node]
+            node = prog.parent[node]
 
 
 def point_after(path: StmtPath) -> Point:

@@ -19,7 +19,7 @@ from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_affine import counter_dim, is_check
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
-from polypy.ir.queries import declared_names
+from polypy.ir.queries import declared_names, definition_writes
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
 from polypy.ir.visitor import Mutator, rebuild, walk
@@ -172,22 +172,6 @@ def let_definitions(body: tuple[n.Stmt, ...], upto: int, *, writes: dict[str, in
         elif isinstance(s, n.Assign) and s.name in declared_top and writes.get(s.name) == 1 and s.name not in out:
             out[s.name] = s.value
     return out
-
-
-def definition_writes(body: tuple[n.Stmt, ...]) -> dict[str, int]:
-    """How often each local is written in ``body`` (a loop or an atomic's destination: twice)."""
-    writes: dict[str, int] = {}
-    for s in body:
-        for x in walk(s):
-            if isinstance(x, n.Decl):
-                writes[x.name] = writes.get(x.name, 0) + (1 if x.init is not None else 0)
-            elif isinstance(x, n.Assign):
-                writes[x.name] = writes.get(x.name, 0) + 1
-            elif isinstance(x, n.AtomicRMW) and x.dest is not None:
-                writes[x.dest] = writes.get(x.dest, 0) + 2
-            elif isinstance(x, n.For):
-                writes[x.var] = writes.get(x.var, 0) + 2
-    return writes
 
 
 def freshen(stmts: tuple[n.Stmt, ...], names: NameSupply, extra: Iterable[str] = ()) -> tuple[n.Stmt, ...]:

@@ -6,8 +6,8 @@ Sizes: the full pipeline costs about 2 ms per term of a long sum (linear, but ma
 the end-to-end cases use a few thousand terms; the 100,000-term case goes through libclang and
 polypy's cursor walk only (it crashed libclang at 15,000 terms before). Nesting is 1,000 levels
 through translate, grad and compile for brackets (which clang limits); nested ``if``s, whose
-thread-loop lowering is slower per level, are 250 deep here (1,000 take 3 s of CPU in translate,
-but their gradient is still more than quadratic: over 15 minutes).
+thread-loop lowering is slower per level, are 250 deep here (1,000 take 3.5 s of CPU in translate
+and 11 s in grad). Work that grew faster than the input is counted at two sizes (never timed).
 """
 from __future__ import annotations
 
@@ -530,3 +530,176 @@ def test_nested_ifs_translate_in_linear_work(tmp_path, monkeypatch) -> None:
 
     small, large = work(100), work(200)
     assert large < 2.3 * small, (small, large)
+
+
+# --------------------------------------------------------------------------- nested loops, ?: chains
+# Kernels from tests/deepgen.py (the script there measures the command line on them).
+
+
+def _counted(monkeypatch, module, name: str, run) -> int:
+    """How often ``module.name`` (a function; for a generator, the items it yields) is called
+    while ``run()`` runs."""
+    count = [0]
+    original = getattr(module, name)
+
+    def counting(*args, **kwargs):
+        count[0] += 1
+        return original(*args, **kwargs)
+
+    def counting_items(*args, **kwargs):
+        for x in original(*args, **kwargs):
+            count[0] += 1
+            yield x
+
+    import inspect
+
+    with monkeypatch.context() as m:
+        m.setattr(module, name, counting_items if inspect.isgeneratorfunction(original) else counting)
+        run()
+    return count[0]
+
+
+def _translate(tmp_path, source: str, name: str, *args: str):
+    def run() -> None:
+        path = tmp_path / f"{name}.cu"
+        path.write_text(source)
+        assert main([*args[:1], str(path), *args[1:], "-o", str(tmp_path / f"{name}.out")]) == 0
+
+    return run
+
+
+def test_nested_for_loops_lower_in_linear_work(tmp_path, monkeypatch) -> None:
+    """Whether a loop's body assigns its counter or bound was a walk of the body's source for
+    every loop of a nest (1,000 nested loops: quadratic); now one indexed walk of the outermost.
+    Counted: the assignment operators looked at (50 levels: 2,530 before, 172 now; 100 levels:
+    7,505 before, 322 now)."""
+    import frontend.lower.loops as loops
+    from deepgen import nested_fors
+
+    small, large = (_counted(monkeypatch, loops, "binary_operator",
+                             _translate(tmp_path, nested_fors(d), f"fors{d}", "translate", "--emit", "ir"))
+                    for d in (50, 100))
+    assert large < 2.3 * small, (small, large)
+
+
+def test_nested_for_loops_ask_what_they_write_in_linear_work(tmp_path, monkeypatch) -> None:
+    """Passes ask at every loop of a nest which locals its body writes and declares
+    (``written_names``, ``declared_names``): each question walked the loop's whole body
+    (quadratic); now each compound statement remembers its answers. Counted: nodes the
+    queries walk translating 50 and 100 nested loops."""
+    import polypy.ir.queries as queries
+    from deepgen import nested_fors
+
+    small, large = (_counted(monkeypatch, queries, "walk", _translate(tmp_path, nested_fors(d), f"fors{d}", "translate"))
+                    for d in (50, 100))
+    assert large < 2.3 * small, (small, large)
+
+
+def test_nested_for_loops_compute_the_same(tmp_path) -> None:
+    """60 nested loops (the innermost ten run twice on odd threads): compiled and emulated."""
+    from deepgen import nested_fors
+
+    levels, n = 60, 50
+    path = tmp_path / "fors.cu"
+    path.write_text(nested_fors(levels))
+    x = np.linspace(-1.0, 1.0, n + 8).astype(np.float32)
+    want = np.zeros(n, np.float32)
+    for i in range(n):
+        acc = np.float32(0.0)
+        for _ in range(2 ** 10 if i & 1 else 1):
+            acc = acc * np.float32(0.5) + x[i]
+        want[i] = acc
+    out = np.zeros(n, np.float32)
+    polypy.compile(path).k[1, 64](n, x, out)
+    np.testing.assert_array_equal(out, want)
+    out = np.zeros(n, np.float32)
+    polypy.emulate(polypy.load(path).kernel("k"), 1, 64, {"n": n, "x": x, "out": out})
+    np.testing.assert_array_equal(out, want)
+
+
+def test_overwritten_after_looks_at_each_writer_once(tmp_path, monkeypatch) -> None:
+    """The reverse sweep asks, at every point of the kernel, whether a variable is assigned
+    again later: asked of every writer of the variable, 1,000 nested ``if``s each assigning
+    ``acc`` took cubic time (grad over 15 minutes). Now the writers are indexed once per
+    variable; the answers are those of the writer-by-writer question, at every point."""
+    from autodiff.program import Program
+    from polypy.poly.paths import child_blocks
+
+    path = tmp_path / "ifs.cu"
+    path.write_text(nested_ifs(12).replace("acc = acc * 0.5f + 0.75f;", "acc = acc * 0.5f + 0.75f; "
+                                           "for (int r = 0; r < 2; ++r) acc += 1.0f;", 5))
+    kernel = polypy.load(path).kernel("k")
+    prog = Program(kernel)
+    points = set(prog.stmts)
+    for p, s in prog.stmts.items():
+        for field, block in child_blocks(s):
+            points.add(p + ((field, len(block)),))
+    points.add((("body", len(kernel.body)),))
+    asked = 0
+    for v, writers in prog.writers.items():
+        for p in sorted(points):
+            assert prog.overwritten_after(v, p) == any(prog.may_execute_after(w, p) for w in writers), (v, p)
+            asked += 1
+    assert asked > 100
+
+    def grad_ifs(levels: int):
+        return _translate(tmp_path, nested_ifs(levels), f"ifs{levels}", "grad", "--kernel", "k")
+
+    assert _counted(monkeypatch, Program, "may_execute_after", grad_ifs(100)) == 0  # was 15,450 (100 levels)
+
+
+def test_nested_ifs_have_the_exact_gradient(tmp_path) -> None:
+    """d out / d x = 0.5 ** (levels taken), through 200 nested ``if``s."""
+    levels, n = 200, 64
+    path = tmp_path / "ifs.cu"
+    path.write_text(nested_ifs(levels))
+    x = np.linspace(-3, 300, n).astype(np.float32)
+    grad = polypy.grad(polypy.compile(path).k, wrt=["x"])
+    out, seed, dx = np.zeros(n, np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)
+    grad[1, 64](n, x, dx, out, seed.copy())  # the seed of out is consumed
+    np.testing.assert_allclose(out, nested_ifs_reference(x, n, levels), rtol=1e-6)
+    taken = np.zeros(n)
+    for t in range(n):
+        acc = np.float32(x[t])
+        for j in range(levels):
+            if not acc < np.float32(j + 2):
+                break
+            acc = acc * np.float32(0.5) + np.float32(0.75)
+            taken[t] += 1
+    np.testing.assert_allclose(dx, 0.5 ** taken, rtol=1e-6, atol=1e-38)  # 0.5 ** 200 is 0 in float
+
+
+def test_a_long_select_chain_differentiates_in_linear_work(tmp_path, monkeypatch) -> None:
+    """Each load of a ``?:`` chain runs under the conditions of the arms before it; the polyhedral
+    model intersected all of them into the load's domain (10,000 arms: 50,000,000 conditions, grad
+    104 s and 4.5 GB). Now at most ``MAX_GUARDS`` per load (the domain beyond is a superset,
+    marked inexact). Counted: conditions converted (300 arms: 90,302 before, 34,370 now;
+    600 arms: 360,602 before, 72,770 now)."""
+    from deepgen import select_chain
+    from polypy.poly.affine import Converter
+
+    small, large = (_counted(monkeypatch, Converter, "cond",
+                             _translate(tmp_path, select_chain(k), f"select{k}", "grad", "--kernel", "k"))
+                    for k in (300, 600))
+    assert large < 2.5 * small, (small, large)
+
+
+def test_a_long_select_chain_has_the_exact_gradient(tmp_path) -> None:
+    from deepgen import coef, select_chain
+
+    arms, n = 150, 64
+    path = tmp_path / "select.cu"
+    path.write_text(select_chain(arms))
+    x = np.linspace(-2.0, 160.0, n + 8).astype(np.float32)
+    grad = polypy.grad(polypy.compile(path).k, wrt=["x"])
+    out, seed, dx = np.zeros(n, np.float32), np.linspace(0.5, 1.5, n).astype(np.float32), np.zeros(n + 8, np.float32)
+    grad[1, 64](n, x, dx, out, seed.copy())  # the seed of out is consumed
+    want_out, want_dx = np.zeros(n, np.float32), np.zeros(n + 8, np.float32)
+    for i in range(n):
+        j = next((j for j in range(arms) if x[i] < np.float32(j + 0.5)), None)
+        c = np.float32(float(coef(j)[:-1])) if j is not None else np.float32(1.0)
+        at = i + j % 7 if j is not None else i
+        want_out[i] = c * x[at]
+        want_dx[at] += c * seed[i]
+    np.testing.assert_array_equal(out, want_out)
+    np.testing.assert_allclose(dx, want_dx, rtol=1e-6)

@@ -24,7 +24,7 @@ from frontend.lower.declarations import DeclarationLowering
 from frontend.lower.expressions import ExpressionLowering
 from frontend.lower.inlining import InliningLowering
 from frontend.lower.lambdas import LambdaLowering
-from frontend.lower.loops import LoopLowering
+from frontend.lower.loops import AssignmentIndex, LoopLowering
 from frontend.lower.members import MemberLowering
 from frontend.lower.param_arrays import runtime_indexed_arrays
 from frontend.lower.places import PlaceLowering
@@ -62,6 +62,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.closure_types: set[tuple] = set()  # the closure types of the lambdas lowered (lambdas.py)
         self.lowered_as_cache: dict[str, ci.Cursor] = {}  # polypy_lower_as targets by name (calls.py)
         self.loop_depth = 0
+        self.assignments = AssignmentIndex()  # which loop bodies assign a loop's counter or bound (loops.py)
         self.switch_markers: list[dict[int, n.Return]] = []  # the breaks of the switches being lowered
         self.clock: str | None = None  # the thread's clock() counter, declared at the top once used
         self.launch_error: str | None = None  # the thread's last launch error (launches.py), likewise

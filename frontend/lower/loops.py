@@ -2,6 +2,8 @@
 ``start, start + step, ...`` below a fixed bound becomes an IR ``For``, any other loop a ``While``."""
 from __future__ import annotations
 
+import bisect
+
 import clang.cindex as ci
 
 from polypy.ir import nodes as n
@@ -132,7 +134,7 @@ class LoopLowering:
         # before anything is lowered, so that a refusal leaves no trace).
         invariant = [key] + [decl_key(r.referenced) for x in (bound_c, step_c) if not isinstance(x, int)
                              for r in preorder(x) if r.kind == CK.DECL_REF_EXPR and r.referenced is not None]
-        if any(_assigns(body_c, k) for k in invariant):
+        if any(self.assignments.assigns(body_c, k) for k in invariant):
             return None
         # The pieces must be pure and load-free; otherwise this is a while loop.
         with self.sub_block() as pre:
@@ -174,23 +176,64 @@ def _increment_of(inc: ci.Cursor, key: tuple) -> ci.Cursor | int | None:
     return None
 
 
-def _assigns(body: ci.Cursor, key: tuple) -> bool:
-    for c in preorder(body):
-        target = None
-        if c.kind in (CK.BINARY_OPERATOR, CK.COMPOUND_ASSIGNMENT_OPERATOR):
-            op = binary_operator(c)
-            if op.endswith("=") and op not in ("==", "!=", "<=", ">="):
-                target = next(iter(c.get_children()), None)
-        elif c.kind == CK.UNARY_OPERATOR and unary_operator(c) in ("++", "--", "&"):
+class AssignmentIndex:
+    """Whether a statement may assign a declaration (``=``, ``+=``..., ``++``/``--``, ``&x``, or
+    ``x`` passed by reference), answered for every loop of a nest with one walk of the source:
+    the first question about a statement walks it, numbering its cursors in preorder and noting
+    the declaration each assignment targets; a question about a statement already walked (a loop
+    nested in a loop asked about before) looks its numbers up. Asking each of 1,000 nested loops
+    with a walk of its own body took quadratic time."""
+
+    def __init__(self) -> None:
+        self.spans: dict[ci.Cursor, tuple[int, int]] = {}  # cursor -> its first and last preorder numbers
+        self.sites: dict[tuple, list[int]] = {}  # declaration key -> numbers of the cursors assigning it, ascending
+        self.numbered = 0
+
+    def assigns(self, body: ci.Cursor, key: tuple) -> bool:
+        span = self.spans.get(body)
+        if span is None:
+            self._index(body)
+            span = self.spans[body]
+        sites = self.sites.get(key, ())
+        i = bisect.bisect_left(sites, span[0])
+        return i < len(sites) and sites[i] <= span[1]
+
+    def _index(self, root: ci.Cursor) -> None:
+        stack: list[tuple[ci.Cursor, int | None]] = [(root, None)]
+        while stack:
+            c, first = stack.pop()
+            if first is not None:  # every cursor below c is numbered
+                self.spans[c] = (first, self.numbered - 1)
+                continue
+            number = self.numbered
+            self.numbered += 1
+            for key in _assigned_keys(c):
+                self.sites.setdefault(key, []).append(number)
+            stack.append((c, number))
+            children = list(c.get_children())
+            children.reverse()
+            stack.extend((child, None) for child in children)
+
+
+def _assigned_keys(c: ci.Cursor) -> list[tuple]:
+    """The declarations the cursor ``c`` itself may assign."""
+    target = None
+    if c.kind in (CK.BINARY_OPERATOR, CK.COMPOUND_ASSIGNMENT_OPERATOR):
+        op = binary_operator(c)
+        if op.endswith("=") and op not in ("==", "!=", "<=", ">="):
             target = next(iter(c.get_children()), None)
-        elif c.kind == CK.CALL_EXPR:
-            # A reference parameter could modify the counter: be conservative.
-            for a in list(c.get_children())[1:]:
-                if _is_ref_to(_strip(a), key) and a.kind == CK.DECL_REF_EXPR:
-                    return True
-        if target is not None and _is_ref_to(_strip(target), key):
-            return True
-    return False
+    elif c.kind == CK.UNARY_OPERATOR and unary_operator(c) in ("++", "--", "&"):
+        target = next(iter(c.get_children()), None)
+    elif c.kind == CK.CALL_EXPR:
+        # A reference parameter could modify the counter: be conservative.
+        return [decl_key(a.referenced) for a in list(c.get_children())[1:]
+                if a.kind == CK.DECL_REF_EXPR and a.referenced is not None]
+    if target is None:
+        return []
+    target = _strip(target)
+    if target.kind == CK.DECL_REF_EXPR and target.referenced is not None:
+        return [decl_key(target.referenced)]
+    return []
 
 
 def _walk_expr(e: n.Expr):

@@ -32,6 +32,7 @@ from polypy.lowp import low_precision_use
 from polypy.ir import nodes as n
 from polypy.driver.pipelines import after_ad_pipeline, before_ad_pipeline
 from polypy.passes import run_pipeline
+from polypy.stack import on_big_stack
 
 
 def _memoized(compute: Callable[..., Any], unproven: Callable[[Exception], Any], what: str) -> Callable[..., Any]:
@@ -116,6 +117,7 @@ def window_oracle(kernel: n.Kernel):
     return windows
 
 
+@on_big_stack  # deep input: the sweeps recurse once per level of nesting (polypy.stack)
 def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = "reverse",
                 report: list | None = None, optimize: bool = True, cache: str = "auto",
                 privacy: bool = True, block_reductions: bool = True, windows: bool = True,

@@ -27,6 +27,10 @@ MAX_BRACKETS = 10_000
 # treats conservatively. Index and guard expressions of real kernels have tens of nodes; the
 # analyses' cost grows faster than linearly with a form's size (an isl operation per level).
 MAX_ANALYZED_NODES = 500
+# Conditions under which a load runs (the ``&&``, ``||`` and ``?:`` around it) that the
+# polyhedral model intersects into the load's domain; beyond these the domain is a superset,
+# marked inexact, as for any condition it cannot model (``polypy.poly.paths.RawAccess``).
+MAX_GUARDS = 64
 
 
 def too_deep(levels: int, limit: int, loc: Loc | None, *, at_least: bool = False, what: str = "levels") -> UserError:

@@ -52,3 +52,6 @@ class Node:
     _hash: int | None = field(default=None, init=False, compare=False, repr=False)
     # The memo of ``polypy.ir.queries.tree_size``; not part of the node's value.
     _size: int | None = field(default=None, init=False, compare=False, repr=False)
+    # The memo of ``polypy.ir.queries``' questions about what a statement writes and declares
+    # (a ``queries.StatementFacts``, kept for statements that hold blocks); not part of the value.
+    _facts: object = field(default=None, init=False, compare=False, repr=False)

@@ -12,11 +12,8 @@ from polypy.ir.visitor import iter_children, walk
 def written_names(node: n.Node | Iterable[n.Node]) -> set[str]:
     """Local names written by ``Assign`` or as the destination of atomics and warp operations."""
     out: set[str] = set()
-    for x in _nodes(node):
-        if isinstance(x, n.Assign):
-            out.add(x.name)
-        elif isinstance(x, (n.AtomicRMW, n.Shuffle, n.Vote)) and x.dest is not None:
-            out.add(x.dest)
+    for facts in _facts_of(node):
+        out |= facts.written
     return out
 
 
@@ -24,14 +21,106 @@ def definition_counts(node: n.Node | Iterable[n.Node]) -> Counter[str]:
     """How many statements define each local: ``Assign``, ``Decl``, a ``For``'s counter, the
     destination of atomics and warp operations."""
     out: Counter[str] = Counter()
-    for x in _nodes(node):
-        if isinstance(x, (n.Assign, n.Decl)):
-            out[x.name] += 1
-        elif isinstance(x, n.For):
-            out[x.var] += 1
-        elif isinstance(x, (n.AtomicRMW, n.Shuffle, n.Vote)) and x.dest is not None:
-            out[x.dest] += 1
+    for facts in _facts_of(node):
+        out.update(facts.definitions)
     return out
+
+
+def definition_writes(node: n.Node | Iterable[n.Node]) -> dict[str, int]:
+    """How often each local is written (a ``Decl`` with an initializer or an ``Assign``: once; a
+    loop's counter or an atomic's destination: twice)."""
+    out: dict[str, int] = {}
+    for facts in _facts_of(node):
+        for name, k in facts.writes.items():
+            out[name] = out.get(name, 0) + k
+    return out
+
+
+class StatementFacts:
+    """What a statement and the statements nested in it write and declare, remembered in each
+    statement that holds blocks (``Node._facts``): asked at every level of 1,000 nested loops,
+    the questions cost one walk in all, not a walk of every level's whole body. Only statements
+    are looked at (expressions write and declare nothing)."""
+
+    __slots__ = ("written", "declared", "definitions", "writes")
+
+    def __init__(self) -> None:
+        self.written: set[str] = set()  # written_names
+        self.declared: set[str] = set()  # declared_names
+        self.definitions: Counter[str] = Counter()  # definition_counts
+        self.writes: dict[str, int] = {}  # definition_writes
+
+    def add_own(self, s: n.Stmt) -> None:
+        if isinstance(s, n.Assign):
+            self.written.add(s.name)
+            self._count(s.name, 1, 1)
+        elif isinstance(s, n.Decl):
+            self.declared.add(s.name)
+            self._count(s.name, 1, 1 if s.init is not None else 0)
+        elif isinstance(s, n.For):
+            self.declared.add(s.var)
+            self._count(s.var, 1, 2)
+        elif isinstance(s, (n.AtomicRMW, n.Shuffle, n.Vote)) and s.dest is not None:
+            self.written.add(s.dest)
+            self._count(s.dest, 1, 2 if isinstance(s, n.AtomicRMW) else None)
+
+    def _count(self, name: str, definitions: int, writes: int | None) -> None:
+        self.definitions[name] += definitions
+        if writes is not None:  # (a warp operation's destination is no write that definition_writes counts)
+            self.writes[name] = self.writes.get(name, 0) + writes
+
+    def add(self, other: StatementFacts) -> None:
+        self.written |= other.written
+        self.declared |= other.declared
+        self.definitions.update(other.definitions)
+        for name, k in other.writes.items():
+            self.writes[name] = self.writes.get(name, 0) + k
+
+
+def statement_facts(s: n.Stmt) -> StatementFacts:
+    """``s``'s facts; remembered in ``s`` and in every statement with blocks under it, computed
+    children first without recursion."""
+    if not s.BLOCKS:
+        facts = StatementFacts()
+        facts.add_own(s)
+        return facts
+    if s._facts is not None:
+        return s._facts  # type: ignore[return-value]
+    order: list[n.Stmt] = []
+    stack: list[n.Stmt] = [s]
+    while stack:  # the statements with blocks not yet summed up, parents before children
+        x = stack.pop()
+        if x._facts is None:
+            order.append(x)
+            stack.extend(c for name in x.BLOCKS for c in getattr(x, name) if c.BLOCKS)
+    for x in reversed(order):
+        if x._facts is not None:  # reached twice (a shared subtree)
+            continue
+        facts = StatementFacts()
+        facts.add_own(x)
+        for name in x.BLOCKS:
+            for c in getattr(x, name):
+                if c.BLOCKS:
+                    facts.add(c._facts)  # type: ignore[arg-type]
+                else:
+                    facts.add_own(c)
+        object.__setattr__(x, "_facts", facts)
+    return s._facts  # type: ignore[return-value]
+
+
+def _facts_of(node: n.Node | Iterable[n.Node]) -> Iterable[StatementFacts]:
+    items = (node,) if isinstance(node, n.Node) else node
+    for item in items:
+        if isinstance(item, n.Stmt):
+            yield statement_facts(item)
+        elif isinstance(item, n.Expr):
+            continue
+        else:  # a kernel, a module, a buffer: whatever statements it holds
+            facts = StatementFacts()
+            for x in walk(item):
+                if isinstance(x, n.Stmt):
+                    facts.add_own(x)
+            yield facts
 
 
 def read_names(node: n.Node | Iterable[n.Node]) -> set[str]:
@@ -72,12 +161,10 @@ def read_counts(node: n.Node | Iterable[n.Node]) -> Counter[str]:
 
 
 def declared_names(node: n.Node | Iterable[n.Node]) -> set[str]:
+    """Locals declared: ``Decl`` names and loop counters."""
     out: set[str] = set()
-    for x in _nodes(node):
-        if isinstance(x, n.Decl):
-            out.add(x.name)
-        elif isinstance(x, n.For):
-            out.add(x.var)
+    for facts in _facts_of(node):
+        out |= facts.declared
     return out
 
 

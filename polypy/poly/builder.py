@@ -489,7 +489,7 @@ class _Builder:
         for raw in statement_accesses(s):
             space = self.kernel.space(raw.buffer)
             # A load under ``?:``/``&&``/``||`` runs only where its guards say.
-            gdom, guards_exact = dom, True
+            gdom, guards_exact = dom, raw.all_guards
             for cond_expr, holds in raw.guards:
                 cond = self.conv.cond(cond_expr, gdom)
                 gdom = gdom & (cond.true if holds else cond.false)

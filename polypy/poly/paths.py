@@ -17,6 +17,7 @@ import dataclasses
 from typing import Callable, Iterator
 
 from polypy.ir import nodes as n
+from polypy.ir.depth import MAX_GUARDS
 from polypy.ir.visitor import Mutator, Visitor, rebuild
 
 StmtPath = tuple[tuple[str, int], ...]
@@ -98,7 +99,9 @@ class RawAccess:
     ``kind`` is ``read`` (a ``Load``), ``write`` (a ``Store``) or ``atomic``. ``guards`` are the
     conditions under which short-circuit evaluation (``&&``, ``||``, ``?:``) evaluates a load:
     ``(cond, True)`` when ``cond`` must hold, ``(cond, False)`` when it must not. ``node`` is
-    the ``Load`` expression or the statement itself.
+    the ``Load`` expression or the statement itself. Only the outermost ``MAX_GUARDS`` guards
+    are kept (``all_guards`` says whether that is all of them): the loads of a 10,000-arm ``?:``
+    chain would otherwise hold 50,000,000 guards between them.
     """
 
     index: int
@@ -107,6 +110,7 @@ class RawAccess:
     indices: tuple[n.Expr, ...]
     node: n.Node
     guards: tuple[tuple[n.Expr, bool], ...] = ()
+    all_guards: bool = True
 
     @property
     def conditional(self) -> bool:
@@ -115,11 +119,11 @@ class RawAccess:
 
 class _LoadCollector(Visitor):
     def __init__(self) -> None:
-        self.loads: list[tuple[n.Load, tuple[tuple[n.Expr, bool], ...]]] = []
+        self.loads: list[tuple[n.Load, tuple[tuple[n.Expr, bool], ...], bool]] = []
         self.guards: list[tuple[n.Expr, bool]] = []
 
     def visit_Load(self, e: n.Load) -> None:
-        self.loads.append((e, tuple(self.guards)))
+        self.loads.append((e, tuple(self.guards[:MAX_GUARDS]), len(self.guards) <= MAX_GUARDS))
         self.generic_visit(e)
 
     def _guarded(self, e: n.Expr, cond: n.Expr, holds: bool) -> None:
@@ -145,8 +149,8 @@ def statement_accesses(stmt: n.Stmt) -> tuple[RawAccess, ...]:
     collector = _LoadCollector()
     for e in header_exprs(stmt):
         collector.visit(e)
-    out = [RawAccess(i, "read", load.buffer, load.index, load, guards)
-           for i, (load, guards) in enumerate(collector.loads)]
+    out = [RawAccess(i, "read", load.buffer, load.index, load, guards, complete)
+           for i, (load, guards, complete) in enumerate(collector.loads)]
     if isinstance(stmt, n.Store):
         out.append(RawAccess(len(out), "write", stmt.buffer, stmt.index, stmt))
     elif isinstance(stmt, n.AtomicRMW):
