@@ -128,6 +128,7 @@ class _ModuleBuilder:
         self.user_files: dict[str, None] = {}
         self.dependent_sites: set[tuple[str, int]] = set()
         self.valued: list[ci.Cursor] = []  # kernel template instances host code names as values
+        self.explicit: list[ci.Cursor] = []  # kernel template instances the file instantiates explicitly
         self.instance_stubs: dict[tuple, tuple[HostStub, ...]] = {}
         self._top_level: list[ci.Cursor] | None = None
         self._linkage_starts: dict[tuple[str, int, int], int] = {}
@@ -186,6 +187,7 @@ class _ModuleBuilder:
                 for ref in preorder(d):
                     if ref.kind == CK.DECL_REF_EXPR and ref.referenced is not None and is_kernel_decl(ref.referenced):
                         target = ref.referenced.get_definition() or ref.referenced
+                        self.explicit.append(target)  # its explicit instantiation stays in the host text
                         key = self.kernel_key(target)
                         if key not in kernels:
                             kernels[key] = (target, self.instance_name(target, kernels))
@@ -234,9 +236,18 @@ class _ModuleBuilder:
         by_ir = {k.name: k for k in built}
         self.stubs = {key: host_stub(cursor, names[key], self.texture_args(names[key]), *static_bytes(by_ir[names[key]]))
                       for key, (cursor, _) in kernels.items() if not is_template_kernel(cursor)}
+        # Host stubs of kernel template instances where host code needs them: the template's
+        # instances named as values, and those of a template the file instantiates explicitly.
+        stubbed = {decl_key(c)[:3] for c in self.valued + self.explicit}
         for key, (cursor, _) in kernels.items():
-            if is_template_kernel(cursor):
-                stub = template_stub(cursor, _template_args(cursor), names[key], self.texture_args(names[key]),
+            if is_template_kernel(cursor) and decl_key(cursor)[:3] in stubbed:
+                args = _template_args(cursor)
+                if any(a.startswith("arg") or "(" in a for a in args):
+                    raise UserError(f"kernel template instance '{cursor.spelling}<{', '.join(args)}>' is named in host "
+                                    "code, and its template arguments cannot be written in C++ source (a pack, a "
+                                    "template template argument, an unnamed or local type): not supported",
+                                    cursor_loc(cursor))
+                stub = template_stub(cursor, args, names[key], self.texture_args(names[key]),
                                      *static_bytes(by_ir[names[key]]))
                 if cursor.location.file is not None and cursor.location.file.name != self.path:
                     stub = dataclasses.replace(stub, storage="template <> inline")  # in a header
@@ -550,7 +561,8 @@ class _ModuleBuilder:
                 start = self._linkage_starts.get(_extent_key(d), d.extent.start.offset)
                 head, stubs = None, ()
                 body = function_body(d)
-                if d.kind == CK.FUNCTION_TEMPLATE and kernels and body is not None:
+                if d.kind == CK.FUNCTION_TEMPLATE and kernels and body is not None \
+                        and decl_key(d)[:3] in self.instance_stubs:
                     # The template's declaration as written stays: its instances' stubs specialize it.
                     head = self.file_text(d.location.file.name)[conv.char(start):conv.char(body.extent.start.offset)]
                     head = head.rstrip() + ";"
