@@ -13,8 +13,10 @@ its definition and the kernel's registration with the runtime (``parts/kernels.h
 kernel the file does not define, or through a pointer, becomes what nvcc makes of it: the
 configuration pushed, then the call (``polypy.ir.host.IndirectLaunch``).
 
-Kernel templates have no stub (an instance's host stub would need the template declared the way
-the other file instantiates it): using an instance as a value stays a located error.
+A kernel template keeps its declaration (``template <class T> __global__ void k(T* x);``) and each
+translated instance's stub is an explicit specialization of it (``template <> void k<float>(float*
+x)``), so ``k<Real>`` in a class template's member names the stub of its instance at C++ compile
+time. An instance defined in another file (separate compilation) stays a located error.
 """
 from __future__ import annotations
 
@@ -78,17 +80,32 @@ def _bytes(buffers) -> int:
     return total
 
 
-def refuse_kernel_values(fn: ci.Cursor, launched: set[tuple]) -> None:
-    """A kernel template instance named in host code other than as the kernel of a launch (its
-    address passed to a function, stored, cast): it has no host stub. ``launched``: the places
-    (file, offset) of the launches' callees."""
+def kernel_values(fn: ci.Cursor, launched: set[tuple]) -> list[ci.Cursor]:
+    """The kernel template instances named in host code other than as the kernel of a launch (as
+    ``cudaFuncGetAttributes(&a, k<float>)``, a pointer, a cast): their host stubs are explicit
+    specializations of the template's declaration, so these instances are translated too. An
+    instance this file does not define is refused. ``launched``: the places (file, offset) of
+    the launches' callees."""
+    out = []
     for ref in preorder(fn):
         if ref.kind != CK.DECL_REF_EXPR or ref.referenced is None or not is_kernel_decl(ref.referenced):
             continue
         if is_template_kernel(ref.referenced) and _where(ref) not in launched:
-            raise UserError(f"kernel template instance '{ref.spelling}' used as a value (not launched with "
-                            "<<<...>>>) is not supported: polypy gives host stubs to kernels that are not "
-                            "templates only", cursor_loc(ref))
+            definition = ref.referenced.get_definition()
+            if definition is None or function_body(definition) is None:
+                raise UserError(f"kernel template instance '{ref.spelling}' is used as a value but not defined in "
+                                "this file: define the template in a header both files include", cursor_loc(ref))
+            out.append(definition)
+    return out
+
+
+def template_stub(cursor: ci.Cursor, args: list[str], kernel: str, extra_args: tuple[str, ...] = (),
+                  shared_bytes: int = 0, const_bytes: int = 0) -> HostStub:
+    """The host stub of a kernel template's instance: an explicit specialization (``template <>
+    void k<float>(float* x)``) of the template's declaration, which stays where it was written."""
+    stub = host_stub(cursor, kernel, extra_args, shared_bytes, const_bytes)
+    return HostStub(f"{cursor.spelling}<{', '.join(args)}>", stub.params, "template <>", kernel, extra_args,
+                    shared_bytes, const_bytes)
 
 
 def named_as_values(decls: list[ci.Cursor], launch_config) -> list[ci.Cursor]:

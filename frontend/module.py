@@ -17,7 +17,7 @@ from polypy.analysis.uniformity import check_barriers
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.depth import MAX_DEPTH, check_depth, too_deep
-from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, IndirectLaunch, LaunchSite
+from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, HostStub, IndirectLaunch, LaunchSite
 from polypy.stack import on_big_stack
 from polypy.sources import read_source
 
@@ -26,9 +26,11 @@ from frontend.clang_setup import (cursor_loc, deepest_cursor, parse_translation_
 from frontend.device_pass import device_defines, join_passes, names_cuda_arch
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.host_spans import CUDA_HEADERS, OffsetMap, include_span, is_runtime_header, symbol_name_spans
-from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, launched_callees, named_as_values, \
-    refuse_kernel_values, static_bytes
+from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, kernel_values, launched_callees, \
+    named_as_values, static_bytes, template_stub
 from frontend.launch_shapes import LaunchShapes
+from frontend.host_templates import (explicit_class_members, in_class_members, instance_condition, instance_key,
+                                     is_instance, is_pattern, template_args as _template_args)
 from frontend.launch_tokens import explicit_instantiations, refuse_dependent_template_launch, respace_launches
 from frontend.merge_loops import loop_span, merge_loops
 from frontend.lower.textures import hidden_arguments
@@ -81,11 +83,13 @@ def _parse_pass(path: str, language: str, text: str | None, defines: dict[str, s
     elsewhere = DeviceSources(device_sources, defines, include_dirs)
     tu = parse_translation_unit(path, language, text=text, defines=defines, include_dirs=include_dirs)
     wanted = list(instantiate) + (explicit_instantiations(tu, path) if language == "cuda" else [])
-    if wanted:
+    members = explicit_class_members(list(tu.cursor.get_children()), path) if language == "cuda" else []
+    if wanted or members:
         # Name each instance in code appended to the file: clang instantiates it, and the
         # reference leads to the instance's body. Appending keeps every line number valid.
         original = text if text is not None else read_source(path)
         refs = "".join(f"\nstatic void* {_INSTANCE_PREFIX}{i} = (void*)&{spec};" for i, spec in enumerate(wanted))
+        refs += "".join(f"\nstatic auto {_INSTANCE_PREFIX}m{i} = &{spec};" for i, spec in enumerate(members))
         tu = parse_translation_unit(path, language, text=original + "\n" + refs + "\n", defines=defines,
                                     include_dirs=include_dirs)
         return _ModuleBuilder(tu, path, language, text, original=original, part=part, elsewhere=elsewhere).build(), tu
@@ -122,6 +126,10 @@ class _ModuleBuilder:
         self.ctx = ModuleContext(language)
         self.ctx.device_definitions = elsewhere or DeviceSources()
         self.user_files: dict[str, None] = {}
+        self.dependent_sites: set[tuple[str, int]] = set()
+        self.valued: list[ci.Cursor] = []  # kernel template instances host code names as values
+        self.explicit: list[ci.Cursor] = []  # kernel template instances the file instantiates explicitly
+        self.instance_stubs: dict[tuple, tuple[HostStub, ...]] = {}
         self._top_level: list[ci.Cursor] | None = None
         self._linkage_starts: dict[tuple[str, int, int], int] = {}
 
@@ -179,12 +187,13 @@ class _ModuleBuilder:
                 for ref in preorder(d):
                     if ref.kind == CK.DECL_REF_EXPR and ref.referenced is not None and is_kernel_decl(ref.referenced):
                         target = ref.referenced.get_definition() or ref.referenced
+                        self.explicit.append(target)  # its explicit instantiation stays in the host text
                         key = self.kernel_key(target)
                         if key not in kernels:
                             kernels[key] = (target, self.instance_name(target, kernels))
         launches_by_file: dict[str, list[tuple[ci.Cursor, ci.Cursor, ci.Cursor | None]]] = {}
         self.indirect_by_file: dict[str, list[ci.Cursor]] = {}
-        host_functions = [d for d in decls if self.is_host_function(d)]
+        host_functions = [d for d in decls + in_class_members(decls) if self.is_host_function(d)]
         self.shapes = LaunchShapes(host_functions, self.file_text)
         for call, instance in self.launch_calls(host_functions):
             target = self.launched_kernel(call)
@@ -198,6 +207,9 @@ class _ModuleBuilder:
             if key not in kernels:
                 kernels[key] = (target, self.instance_name(target, kernels))
             launches_by_file.setdefault(call.location.file.name, []).append((call, target, instance))
+        for target in self.valued:
+            if self.kernel_key(target) not in kernels:
+                kernels[self.kernel_key(target)] = (target, self.instance_name(target, kernels))
         self.ctx.names.taken.update(name for _, name in kernels.values())
 
         def kernel_named(target: ci.Cursor) -> str:  # a kernel launched from device code
@@ -224,6 +236,23 @@ class _ModuleBuilder:
         by_ir = {k.name: k for k in built}
         self.stubs = {key: host_stub(cursor, names[key], self.texture_args(names[key]), *static_bytes(by_ir[names[key]]))
                       for key, (cursor, _) in kernels.items() if not is_template_kernel(cursor)}
+        # Host stubs of kernel template instances where host code needs them: the template's
+        # instances named as values, and those of a template the file instantiates explicitly.
+        stubbed = {decl_key(c)[:3] for c in self.valued + self.explicit}
+        for key, (cursor, _) in kernels.items():
+            if is_template_kernel(cursor) and decl_key(cursor)[:3] in stubbed:
+                args = _template_args(cursor)
+                if any(a.startswith("arg") or "(" in a for a in args):
+                    raise UserError(f"kernel template instance '{cursor.spelling}<{', '.join(args)}>' is named in host "
+                                    "code, and its template arguments cannot be written in C++ source (a pack, a "
+                                    "template template argument, an unnamed or local type): not supported",
+                                    cursor_loc(cursor))
+                stub = template_stub(cursor, args, names[key], self.texture_args(names[key]),
+                                     *static_bytes(by_ir[names[key]]))
+                if cursor.location.file is not None and cursor.location.file.name != self.path:
+                    stub = dataclasses.replace(stub, storage="template <> inline")  # in a header
+                self.instance_stubs.setdefault(decl_key(cursor)[:3], ())
+                self.instance_stubs[decl_key(cursor)[:3]] += (stub,)
         has_main = any(d.kind == CK.FUNCTION_DECL and d.spelling == "main" and d.is_definition() for d in decls)
         host = None
         if has_main or launches_by_file or self.indirect_by_file or self.part \
@@ -262,7 +291,8 @@ class _ModuleBuilder:
 
     # -- kernels and launches
     def is_host_function(self, d: ci.Cursor) -> bool:
-        if d.kind not in (CK.FUNCTION_DECL, CK.CXX_METHOD, CK.FUNCTION_TEMPLATE, CK.CONSTRUCTOR):
+        if d.kind not in (CK.FUNCTION_DECL, CK.CXX_METHOD, CK.FUNCTION_TEMPLATE, CK.CONSTRUCTOR, CK.DESTRUCTOR,
+                          CK.CONVERSION_FUNCTION):
             return False
         if is_kernel_decl(d) or (is_device_decl(d) and not is_host_decl(d)):
             return False
@@ -287,7 +317,7 @@ class _ModuleBuilder:
         """
         found: list[tuple[ci.Cursor, ci.Cursor | None]] = []
         seen: set[tuple] = set()
-        dependent: dict[tuple, ci.Cursor] = {}
+        dependent: dict[tuple, tuple[ci.Cursor, ci.Cursor]] = {}
         visited: set[tuple] = set()
         todo: list[tuple[ci.Cursor, ci.Cursor | None]] = [(fn, None) for fn in host_functions]
         for d in self.top_level():
@@ -295,47 +325,50 @@ class _ModuleBuilder:
                 todo += [(r.referenced, None) for r in preorder(d) if r.kind == CK.DECL_REF_EXPR]
         while todo:
             fn, instance = todo.pop()
-            if instance is None and fn.kind == CK.FUNCTION_DECL and _template_args(fn):
+            if instance is None and is_instance(fn):
                 # An instance reached from an explicit instantiation.
                 fn = fn.get_definition()
                 if fn is None or not self.is_host_function(fn) or not self.is_user(fn):
                     continue
-                key = self.kernel_key(fn)
+                key = instance_key(fn, decl_key(fn))
                 if key in visited:
                     continue
                 visited.add(key)
                 instance = fn
-            refuse_kernel_values(fn, launched_callees(fn, self.launch_config))
+            self.valued += kernel_values(fn, launched_callees(fn, self.launch_config))
             for call in preorder(fn):
                 if call.kind != CK.CALL_EXPR:
                     continue
                 site = (call.location.file.name if call.location.file else "", spelled_extent(call)[0])
                 if self.launch_config(call) is not None:
                     target = call.referenced
-                    if fn.kind == CK.FUNCTION_TEMPLATE and (target is None or not is_kernel_decl(target)):
-                        dependent.setdefault(site, call)  # resolved in the instances' bodies
+                    if is_pattern(fn) and (target is None or not is_kernel_decl(target)):
+                        dependent.setdefault(site, (call, fn))  # resolved in the instances' bodies
                         continue
                     key = site + (self.kernel_key(target) if target is not None else (),) + \
-                        (self.kernel_key(instance) if instance is not None else ())
+                        (instance_key(instance, decl_key(instance)) if instance is not None else ())
                     if key not in seen:
                         seen.add(key)
                         found.append((call, instance))
                     continue
                 callee = call.referenced
-                if callee is None or callee.kind != CK.FUNCTION_DECL or not _template_args(callee):
+                if callee is None or not is_instance(callee):
                     continue
                 definition = callee.get_definition()
                 if definition is None or not self.is_host_function(definition) or not self.is_user(definition):
                     continue
-                ikey = self.kernel_key(definition)
+                ikey = instance_key(definition, decl_key(definition))
                 if ikey not in visited:
                     visited.add(ikey)
                     todo.append((definition, definition))
+        self.dependent_sites = set(dependent)  # launches that pick their kernel by the template's arguments
         covered = {(c.location.file.name if c.location.file else "", c.extent.start.offset) for c, _ in found}
-        for site, call in dependent.items():
+        for site, (call, fn) in dependent.items():
             if site not in covered:
-                raise UserError("kernel launch in a host function template that this program never instantiates "
-                                "(polypy translates the launches of instances)", cursor_loc(call))
+                what = "a host function template" if fn.kind == CK.FUNCTION_TEMPLATE else "a member of a class template"
+                raise UserError(f"kernel launch in {what} that this program never instantiates where polypy sees "
+                                "it (polypy translates the launches of instances that host code calls or that the "
+                                "file instantiates explicitly)", cursor_loc(call))
         return found
 
     def launched_kernel(self, call: ci.Cursor) -> ci.Cursor | None:
@@ -484,7 +517,7 @@ class _ModuleBuilder:
             for group in kernels.values():
                 call, target, _ = group[0]
                 site = self.launch_site(call, target, names, text, conv)
-                if len(kernels) > 1:
+                if len(kernels) > 1 or (call.location.file.name, spelled_extent(call)[0]) in self.dependent_sites:
                     when = " || ".join(f"({self.written_condition(c, t) if i is None else self.instance_condition(c, i)})"
                                        for c, t, i in group)
                     site = dataclasses.replace(site, when=when)
@@ -508,30 +541,9 @@ class _ModuleBuilder:
         return " && ".join(terms)
 
     def instance_condition(self, call: ci.Cursor, instance: ci.Cursor | None) -> str:
-        """``__is_same(T, float) && (B) == (128)``: the template arguments of the host function
-        template instance ``instance``, as a test on the template's parameters (the launch
-        ``call`` is in the template's body)."""
-        template = next((fn for fn in self.top_level() if fn.kind == CK.FUNCTION_TEMPLATE
-                         and fn.location.file is not None and call.location.file is not None
-                         and fn.location.file.name == call.location.file.name
-                         and fn.extent.start.offset <= call.extent.start.offset < fn.extent.end.offset), None)
-        if template is None or instance is None:
-            raise UserError("this launch launches different kernels from different instances of its function, "
-                            "which polypy cannot tell apart (a member of a class template?)", cursor_loc(call))
-        params = [p for p in template.get_children()
-                  if p.kind in (CK.TEMPLATE_TYPE_PARAMETER, CK.TEMPLATE_NON_TYPE_PARAMETER,
-                                CK.TEMPLATE_TEMPLATE_PARAMETER)]
-        values = _template_args(instance)
-        if len(params) != len(values) or any(p.kind == CK.TEMPLATE_TEMPLATE_PARAMETER for p in params):
-            raise UserError("launches in host function templates with template template parameters or parameter "
-                            "packs are not supported", cursor_loc(call))
-        terms = []
-        for i, (param, value) in enumerate(zip(params, values)):
-            if instance.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE:
-                terms.append(f"__is_same({param.spelling}, {value})")
-            else:
-                terms.append(f"({param.spelling}) == ({value})")
-        return " && ".join(terms) or "true"
+        """The test on the template's parameters under which ``call`` (in a template's body)
+        launches what it launches in ``instance`` (``frontend.host_templates``)."""
+        return instance_condition(call, instance, self.top_level())
 
     def launch_shapes(self, call: ci.Cursor, grid: ci.Cursor, block: ci.Cursor) -> dict:
         """``LaunchSite``'s grid_shape, block_shape, grid_from, block_from (``frontend.launch_shapes``)."""
@@ -549,30 +561,19 @@ class _ModuleBuilder:
                         # Defined in a header: every file including it defines the stub (C++ inline).
                         stub = dataclasses.replace(stub, storage="inline")
                 start = self._linkage_starts.get(_extent_key(d), d.extent.start.offset)
-                return DeviceSpan(conv.char(start), conv.char(d.extent.end.offset), "kernel", kernels, stub)
+                head, stubs = None, ()
+                body = function_body(d)
+                if d.kind == CK.FUNCTION_TEMPLATE and kernels and body is not None \
+                        and decl_key(d)[:3] in self.instance_stubs:
+                    # The template's declaration as written stays: its instances' stubs specialize it.
+                    head = self.file_text(d.location.file.name)[conv.char(start):conv.char(body.extent.start.offset)]
+                    head = head.rstrip() + ";"
+                    stubs = self.instance_stubs.get(decl_key(d)[:3], ())
+                return DeviceSpan(conv.char(start), conv.char(d.extent.end.offset), "kernel", kernels, stub, head,
+                                  stubs)
             if is_device_decl(d) and not is_host_decl(d):
                 return DeviceSpan(conv.char(d.extent.start.offset), conv.char(d.extent.end.offset), "device")
         return None
-
-def _template_args(cursor: ci.Cursor) -> list[str]:
-    out = []
-    try:
-        count = cursor.get_num_template_arguments()
-    except Exception:  # noqa: BLE001 - libclang raises for non-templates on some versions
-        return out
-    for i in range(max(count, 0)):
-        try:
-            kind = cursor.get_template_argument_kind(i)
-        except ValueError:  # a kind this clang.cindex does not name (a pack, in PyTorch's headers)
-            kind = None
-        if kind == ci.TemplateArgumentKind.INTEGRAL:
-            out.append(str(cursor.get_template_argument_value(i)))
-        elif kind == ci.TemplateArgumentKind.TYPE:
-            out.append(cursor.get_template_argument_type(i).spelling)
-        else:
-            out.append(f"arg{i}")
-    return out
-
 
 def _is_default(arg: ci.Cursor) -> bool:
     return arg.location.file is None and not list(arg.get_children())

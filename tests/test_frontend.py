@@ -318,9 +318,9 @@ def test_templates_instantiated_by_launch_and_explicitly(tmp_path):
     np.testing.assert_allclose(d, 3 + 64)
 
 
-def test_a_kernel_template_launched_with_a_class_templates_parameter_is_refused(tmp_path):
-    # Member functions of class templates have no instances polypy sees: the launch is refused at
-    # its place (it used to become a call of the untranslated template, a C++ compile error).
+def test_a_kernel_template_launched_with_a_class_templates_parameter_names_the_instance(tmp_path):
+    # A member of a class template, defined outside the class, instantiated explicitly: the
+    # launch names the kernel instance of the class's argument, picked by a test on it.
     src = """
     template <typename T> __global__ void fill(T* x) { x[threadIdx.x] = T(1); }
     template <typename T> struct Engine { void run(T* d); };
@@ -329,11 +329,13 @@ def test_a_kernel_template_launched_with_a_class_templates_parameter_is_refused(
     }
     template struct Engine<float>;
     """
-    with pytest.raises(polypy.UserError) as info:
-        load(tmp_path, src)
-    assert info.value.loc is not None and info.value.loc.line == 5
-    assert "a launch of kernel template 'fill' whose template arguments depend on an enclosing class template's " \
-        "parameters is not supported" in str(info.value)
+    module = load(tmp_path, src)
+    assert [k.name for k in module.kernels] == ["fill_float"]
+    (site,) = [s for f in module.host.files.values() for s in f.launches]
+    assert site.kernel == "fill_float" and site.when == "(__is_same(T, float))" and site.loc.line == 5
+    x = np.zeros(32, dtype=np.float32)
+    emulate(module.kernel("fill_float"), 1, 32, [x])
+    np.testing.assert_array_equal(x, 1)
 
 
 def test_math_functions_map_to_float_and_double_precision(tmp_path):

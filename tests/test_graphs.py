@@ -96,9 +96,6 @@ REFUSED = {
     "get_params.cu": ("cudaGraphNode_t node = 0;\n  cudaKernelNodeParams p;\n  cudaGraphKernelNodeGetParams(node, &p);",
                       "6:3: error: 'cudaGraphKernelNodeGetParams' is unavailable: CUDA graphs: reading a kernel node's "
                       "parameters back (cudaGraphKernelNodeGetParams) is not supported by polypy"),
-    "template_address.cu": ("void* f = (void*)t<int>;\n  (void)f;",
-                            "4:20: error: kernel template instance 't' used as a value (not launched with <<<...>>>) "
-                            "is not supported: polypy gives host stubs to kernels that are not templates only"),
     "mem_node.cu": ("cudaGraphNode_t node;\n  cudaGraphAddMemAllocNode(&node, 0, 0, 0, 0);",
                     "5:3: error: 'cudaGraphAddMemAllocNode' is unavailable: CUDA graphs: memory nodes "
                     "(cudaGraphAddMemAllocNode) is not supported by polypy"),

@@ -357,6 +357,12 @@ def _rewrite(path: str, state: _ProgramState) -> str:
                 text = "\n\n".join(state.codes[k].text for k in span.kernels)
                 if span.stub is not None and span.stub.kernel is not None and _needs_stub(state.host, span.stub.kernel):
                     text += "\n\n" + stub_definition(span.stub, state.codes[span.stub.kernel].launcher_name)
+                if span.template_head is not None:  # a kernel template: its instances' stubs specialize it
+                    text = (f"/* The kernel template, declared: its instances' host stubs are its specializations. */\n"
+                            f"{span.template_head}\n\n{text}")
+                    for stub in span.instance_stubs:
+                        if stub.kernel in span.kernels:
+                            text += "\n\n" + stub_definition(stub, state.codes[stub.kernel].launcher_name)
                 state.defined.update(span.kernels)
             else:
                 # A declaration (its `;` follows the span): the launchers it needs, declared, and
@@ -403,7 +409,7 @@ def _rewrite(path: str, state: _ProgramState) -> str:
             if launch.stream is not None:  # recorded instead of run while the stream captures
                 launcher = f"polypy_rt_on_stream((cudaStream_t)({launch.stream}), {launcher})"
             calls.append((launcher, f"(dim3({launch.grid}), dim3({launch.block}), {shmem}{args})"))
-        if len(group) == 1:
+        if len(group) == 1 and group[0].when is None:
             edits.append((start, end, calls[0][0] + calls[0][1]))
             continue
         # One launch that launches a different kernel per instance of its host function template,
@@ -415,6 +421,8 @@ def _rewrite(path: str, state: _ProgramState) -> str:
         # would be checked: its arguments have the other instance's types).
         chain = " else ".join(f"if constexpr ({launch.when}) polypy_pick({launcher}){args};"
                               for launch, (launcher, args) in zip(group, calls))
+        # An instance whose launch polypy did not see would otherwise launch nothing: a compile error.
+        chain += " else static_assert(sizeof(polypy_pick) == 0, \"polypy: no translated kernel for this instance\");"
         edits.append((start, end, f"({{ [&](auto polypy_pick) {{ {chain} }}([](auto polypy_f) {{ return polypy_f; }}); }})"))
     return _apply(hf.text, edits, path)
 

@@ -50,6 +50,10 @@ class DeviceSpan:
     # A non-template kernel's host identity (``HostStub``): declared at each declaration of the
     # kernel, defined after its translated code at its definition.
     stub: "HostStub | None" = None
+    # A kernel template's definition: its declaration as written (the template of its instances'
+    # host stubs), and one explicit specialization per translated instance (``storage`` "template <>").
+    template_head: str | None = None
+    instance_stubs: tuple["HostStub", ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
