@@ -8,7 +8,7 @@ import pathlib
 
 import clang.cindex as ci
 
-from polypy import curand
+from polypy.curand import TABLE as CURAND_TABLE, matrix_words as curand_matrix_words
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.names import NameSupply
@@ -155,7 +155,7 @@ class ModuleContext:
         shape = _buffer_shape(dims, layout, where, decl.spelling)
         init = _constant_initializer(decl, layout, shape)
         if init is None and _is_curand_table(decl):
-            init = curand.matrix_words()  # computed, not carried as text (curand_jump_tables.h)
+            init = curand_matrix_words()  # computed, not carried as text (curand_jump_tables.h)
         name = self.names.fresh(decl.spelling)
         # An array of float3 or of records is a flat buffer of scalars viewing the C variable.
         symbol = decl.spelling if layout.stride > 1 else None
@@ -253,7 +253,7 @@ def string_initializer(c: ci.Cursor) -> tuple[int, ...]:
 def _is_curand_table(decl: ci.Cursor) -> bool:
     """The jump matrices that polypy's curand_jump_tables.h declares without their values."""
     where = decl.location.file
-    return (decl.spelling == curand.TABLE and where is not None
+    return (decl.spelling == CURAND_TABLE and where is not None
             and pathlib.Path(where.name).resolve() == (RUNTIME_DIR / "curand_jump_tables.h").resolve())
 
 
