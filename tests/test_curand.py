@@ -10,6 +10,7 @@ agree within a few ulps (CUDA's own functions differ from a CPU's in the last bi
 """
 from __future__ import annotations
 
+import hashlib
 import pathlib
 import re
 import subprocess
@@ -21,7 +22,7 @@ import pytest
 import polypy
 from c_support import need_compiler
 from codegen.c import find_compiler
-from polypy.curand import PHILOX_STATE, XORWOW_STATE, header_text, HEADER, jump, jump_tables, xorwow_step
+from polypy.curand import PHILOX_STATE, XORWOW_STATE, jump, jump_tables, matrix_words, xorwow_step
 
 PROGRAMS = pathlib.Path(__file__).resolve().parent / "programs"
 PROGRAM = PROGRAMS / "curand_device.cu"
@@ -60,8 +61,31 @@ def test_the_expected_output_is_not_trivial() -> None:
 # --------------------------------------------------------------------------- the jump matrices
 
 
-def test_committed_jump_tables_are_the_generated_ones() -> None:
-    assert HEADER.read_text(encoding="utf-8") == header_text()
+# SHA-256 of the 51200 little-endian words of the table polypy carried as text before it was
+# computed (issue 41), which was compared word by word with the tables NVIDIA ships.
+_TABLE_SHA256 = "44d6fca9f7c9da1a248a664d5d4b2d2829f71c70e44da4ba03aac303dc2fa96d"
+RUNTIME = pathlib.Path(polypy.__file__).resolve().parent / "runtime"
+
+
+def test_computed_jump_tables_are_the_known_ones() -> None:
+    words = np.array(matrix_words(), dtype="<u4")
+    assert words.size == 64 * 800 and hashlib.sha256(words.tobytes()).hexdigest() == _TABLE_SHA256
+
+
+def test_the_cpp_start_up_computes_the_same_table(tmp_path: pathlib.Path) -> None:
+    # What a translated program's C++ runs before main (curand_jump_tables.h, compiled as C++
+    # without clang's CUDA mode): its squarings give polypy.curand's words.
+    need_compiler(cpp=True)
+    source = tmp_path / "dump.cpp"
+    source.write_text('#define __device__\n#include <stdio.h>\n#include "curand_jump_tables.h"\n'
+                      "int main() { return fwrite(polypy_xorwow_matrices, 4, 64 * 800, stdout) == 64 * 800 ? 0 : 1; }\n")
+    exe = tmp_path / "dump"
+    built = subprocess.run([find_compiler(cpp=True), "-O1", "-I", str(RUNTIME), str(source), "-o", str(exe)],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-3000:]
+    dumped = subprocess.run([str(exe)], capture_output=True, timeout=60, cwd=tmp_path)
+    assert dumped.returncode == 0
+    np.testing.assert_array_equal(np.frombuffer(dumped.stdout, dtype="<u4"), np.array(matrix_words(), dtype=np.uint32))
 
 
 def test_jump_matrices_are_powers_of_the_step() -> None:
@@ -136,6 +160,10 @@ def test_program_translated_to_cpp_prints_curands_numbers(tmp_path: pathlib.Path
     out = tmp_path / "curand_device.cpp"
     translated = _polypy("translate", str(PROGRAM), "-o", str(out))
     assert translated.returncode == 0, translated.stderr
+    # The jump matrices are computed at start-up, not carried as 51200 constants (issue 41).
+    text = out.read_text()
+    assert "static __device__ unsigned int polypy_xorwow_matrices[64][800];" in text
+    assert "polypy_xorwow_fill()" in text and "polypy_xorwow_matrices[64][800] =" not in text
     exe = tmp_path / "curand_device"
     built = subprocess.run([find_compiler(cpp=True), "-O2", "-fopenmp", str(out), "-o", str(exe), "-lm"],
                            capture_output=True, text=True)

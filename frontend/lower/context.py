@@ -8,6 +8,7 @@ import pathlib
 
 import clang.cindex as ci
 
+from polypy.curand import TABLE as CURAND_TABLE, matrix_words as curand_matrix_words
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.names import NameSupply
@@ -153,6 +154,8 @@ class ModuleContext:
             return self.record_global(decl, dims, layout, space, where)
         shape = _buffer_shape(dims, layout, where, decl.spelling)
         init = _constant_initializer(decl, layout, shape)
+        if init is None and _is_curand_table(decl):
+            init = curand_matrix_words()  # computed, not carried as text (curand_jump_tables.h)
         name = self.names.fresh(decl.spelling)
         # An array of float3 or of records is a flat buffer of scalars viewing the C variable.
         symbol = decl.spelling if layout.stride > 1 else None
@@ -245,6 +248,13 @@ def string_initializer(c: ci.Cursor) -> tuple[int, ...]:
                         "polypy cannot read past); write the array as a brace list", cursor_loc(c))
     signed = c.type.get_canonical().element_type.kind in (ci.TypeKind.CHAR_S, ci.TypeKind.SCHAR)
     return tuple(b - 256 if signed and b > 127 else b for b in data)
+
+
+def _is_curand_table(decl: ci.Cursor) -> bool:
+    """The jump matrices that polypy's curand_jump_tables.h declares without their values."""
+    where = decl.location.file
+    return (decl.spelling == CURAND_TABLE and where is not None
+            and pathlib.Path(where.name).resolve() == (RUNTIME_DIR / "curand_jump_tables.h").resolve())
 
 
 def _constant_initializer(decl: ci.Cursor, layout: tm.ElemLayout, shape) -> tuple | None:

@@ -16,9 +16,10 @@
  * Algorithms (published): XORWOW is Marsaglia's xorshift of five words plus a Weyl counter
  * (J. Stat. Softw. 8(14), 2003); curand_init salts and scrambles the 64-bit seed into the state,
  * then jumps subsequence * 2^67 + offset steps with the GF(2) matrix powers of
- * curand_jump_tables.h (one base-4 digit at a time: O(log n) work, never O(n)). Philox4x32-10
- * is Salmon et al.'s counter-based generator (SC'11): ten rounds of two 32x32->64 multiplications
- * over a 128-bit counter with a 64-bit key bumped by the Weyl constants.
+ * curand_jump_tables.h (computed, not carried as text; one base-4 digit at a time: O(log n) work,
+ * never O(n)). Philox4x32-10 is Salmon et al.'s counter-based generator (SC'11): ten rounds of
+ * two 32x32->64 multiplications over a 128-bit counter with a 64-bit key bumped by the Weyl
+ * constants.
  *
  * Other generators of cuRAND (MRG32k3a, MTGP32, Sobol) are declared unavailable: clang's error
  * names them.
