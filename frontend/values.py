@@ -316,6 +316,13 @@ class RefResult:
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
+class PlaceOf:
+    """What an inlined call returning a reference gives ``lvalue`` (which asked for it): the place."""
+
+    place: "LValue"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class Closure:
     """A lambda's closure object: its call operator and the bindings of the variables it captured
     (the caller's own bindings for captures by reference, copies made where the lambda was

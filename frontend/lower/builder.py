@@ -56,6 +56,8 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.dynamic_shared: ArrayBinding | None = None
         self.frames: list[Frame] = []
         self.call_sites: list[ci.Cursor] = []  # the calls being inlined, outermost first (``loc``)
+        # Calls of functions returning a reference whose place (not value) ``lvalue`` asks for.
+        self.place_calls: list[ci.Cursor] = []
         self.block: list[n.Stmt] = []
         self.outer_blocks: list[list[n.Stmt]] = []  # the blocks enclosing ``block`` (``sub_block``), outermost first
         self.mutated_cache: dict[tuple, set[tuple]] = {}

@@ -19,7 +19,7 @@ from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel
 from frontend.lower.accessors import accessor_type
 from frontend.lower.helpers import _ArrayRef, _strip
 from frontend.values import (
-    Aggregate, AggLV, Binding, Closure, PendingPtrLV, RefResult, LValue, Pointer, PtrVarLV, RefBinding, Value, VarAddress,
+    Aggregate, AggLV, Binding, Closure, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer, PtrVarLV, RefBinding, Value, VarAddress,
 )
 
 
@@ -101,13 +101,14 @@ class InliningLowering:
                                                 for s in out for x in walk(s)):
             # A failed assert in the callee stops the thread: the caller returns too.
             self.emit(n.If(n.Var(self.assert_flag, BOOL), (n.Return(loc=self.loc(c)),), loc=self.loc(c)))
+        wants_place = bool(self.place_calls) and self.place_calls[-1] == c
         if returns_this and not discard:
             assert this is not None
-            return self.read(this, c)
+            return PlaceOf(this) if wants_place else self.read(this, c)
         if isinstance(frame.result, RefResult):
             if frame.result.target is None:
                 raise self.error(f"'{fn.spelling}' returns no place polypy can follow", c)
-            return self.read(frame.result.target, c)
+            return PlaceOf(frame.result.target) if wants_place else self.read(frame.result.target, c)
         if result is None or discard:
             return None
         result = frame.result  # a pointer result is fixed by its first return

@@ -19,7 +19,7 @@ from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_m
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PointerTable, PtrVarLV, RecLV,
-    PartLV, RecordAddress, RefBinding, UnionLV, Value, VarAddress, VarLV, ViewLV,
+    PartLV, PlaceOf, RecordAddress, RefBinding, UnionLV, Value, VarAddress, VarLV, ViewLV,
 )
 
 
@@ -76,6 +76,17 @@ class PlaceLowering:
             place = self.accessor_lvalue(c)  # `acc[i][j] = v` (accessors.py)
             if place is not None:
                 return place
+            fn = c.referenced
+            if fn is not None and tm.is_reference(fn.result_type):
+                # `at(p, i) = v`, `smem[i] += v` (a member `T& operator[]`): the place the inlined
+                # function's one `return` names (or `*this`), as CUDA's reference result is.
+                self.place_calls.append(c)
+                try:
+                    value = self.call(c, False)
+                finally:
+                    self.place_calls.pop()
+                if isinstance(value, PlaceOf):
+                    return value.place
         raise self.error("expression is not assignable here", c)
 
     def subscript(self, base: Value | None, index: n.Expr, c: ci.Cursor) -> LValue | "_ArrayRef":

@@ -7,8 +7,8 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 
 from frontend import ctypes_map as tm
-from frontend.clang_setup import cursor_loc
-from frontend.lower.context import CK
+from frontend.clang_setup import cursor_loc, unary_operator
+from frontend.lower.context import CK, has_attr
 from frontend.lower.helpers import _ArrayRef, _strip
 from frontend.values import PendingPtrLV, Pointer, PtrVarLV, RefResult
 
@@ -92,6 +92,11 @@ class StatementLowering:
             e = _strip(children[0])
             target_t = tm.strip_reference(frame.cursor.result_type)
             if e.kind in _PLACES or not target_t.is_const_qualified():
+                local = _callee_local(e)
+                if local is not None:
+                    # CUDA's reference would outlive the object it names (undefined behaviour).
+                    raise self.error(f"'{frame.cursor.spelling}' returns a reference to '{local}', a local "
+                                     "variable or by-value parameter of its own, which ends with the call", e)
                 frame.result.target = self.lvalue(e)
             else:
                 frame.result.target = self.copy_to_local(self.expr(e), target_t, "ret", e)
@@ -113,6 +118,35 @@ class StatementLowering:
         elif children:
             self.expr(children[0], discard=True)
         self.emit(n.Return(loc=self.loc(c)))
+
+
+def _callee_local(e: ci.Cursor) -> str | None:
+    """The name of the automatic variable (a local or by-value parameter) of the function being
+    returned from whose storage the place ``e`` lies in, or None (an element through a pointer, a
+    reference, shared or namespace-scope memory, a member of ``*this``)."""
+    while True:
+        e = _strip(e)
+        children = list(e.get_children())
+        if e.kind == CK.MEMBER_REF_EXPR and children and not tm.is_pointer(children[0].type):
+            e = children[0]
+        elif e.kind == CK.ARRAY_SUBSCRIPT_EXPR and len(children) == 2 and \
+                tm.canonical(_strip(children[0]).type).kind == ci.TypeKind.CONSTANTARRAY:
+            e = children[0]
+        elif e.kind == CK.UNARY_OPERATOR and len(children) == 1 and _strip(children[0]).kind == CK.UNARY_OPERATOR \
+                and unary_operator(e) == "*" and unary_operator(_strip(children[0])) == "&":
+            e = next(iter(_strip(children[0]).get_children()))
+        else:
+            break
+    r = e.referenced if e.kind == CK.DECL_REF_EXPR else None
+    if r is None or r.kind not in (CK.VAR_DECL, CK.PARM_DECL) or tm.is_reference(r.type):
+        return None
+    if r.kind == CK.VAR_DECL and (has_attr(r, CK.CUDASHARED_ATTR, "polypy_shared") or
+                                  r.storage_class in (ci.StorageClass.EXTERN, ci.StorageClass.STATIC) or
+                                  r.semantic_parent is None or
+                                  r.semantic_parent.kind in (CK.TRANSLATION_UNIT, CK.NAMESPACE, CK.STRUCT_DECL,
+                                                             CK.CLASS_DECL, CK.CLASS_TEMPLATE)):
+        return None
+    return r.spelling
 
 
 # Expressions whose place ``lvalue`` finds.
