@@ -85,21 +85,27 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
     units: list[_Unit] = []
     roots: set[str] = set()  # names referred to from outside the runtime
     outside: list[ci.Cursor] = []
-    todo = list(tu.cursor.get_children())
+    # The runtime's C-linkage definitions (``extern "C"``: the entry points plain C files of the
+    # program call by their C names, the exports other objects link against) are used by objects
+    # this file cannot see: they always stay.
+    exported: list[_Unit] = []
+    todo = [(c, False) for c in tu.cursor.get_children()]
     while todo:
-        c = todo.pop()
+        c, in_c_linkage = todo.pop()
         fname = in_runtime(c)
         if fname is None:
             outside.append(c)
             continue
         if c.kind in _CONTAINERS:
-            todo.extend(c.get_children())
+            todo.extend((child, in_c_linkage or c.kind == CK.LINKAGE_SPEC) for child in c.get_children())
             continue
         if c.kind in (CK.MACRO_INSTANTIATION, CK.INCLUSION_DIRECTIVE):
             continue
         # Macros stay (preprocessor lines are never left out), but what their bodies name is used
         # where they are.
         units.append(_cached_unit(c, fname))
+        if in_c_linkage and c.kind in (CK.FUNCTION_DECL, CK.VAR_DECL):
+            exported.append(units[-1])
     for c in outside:  # the program's own code (the system's headers use nothing of polypy's)
         if c.location.file is not None and not c.location.is_in_system_header:
             roots |= _referred(c)
@@ -112,7 +118,7 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
         for p in u.parents:
             members.setdefault(p, []).append(u)
     keep: set[int] = set()
-    work = [u for u in units if u.root] + [u for name in roots for u in by_name.get(name, ())]
+    work = [u for u in units if u.root] + exported + [u for name in roots for u in by_name.get(name, ())]
     while work:
         u = work.pop()
         if id(u) in keep:

@@ -77,7 +77,7 @@ def test_jacobi_solver_gets_the_memory_functions_and_no_graphs(tmp_path: pathlib
     for unused in ("cudaGraphInstantiate(", "cudaStreamCreate(", "cudaCreateTextureObject(", "cudaMallocPitch("):
         assert unused not in text, unused
     assert "static inline float polypy_expf(" not in text  # the kernel prelude's exp: unused here
-    assert len(text.splitlines()) < 1500  # 5,021 lines with the whole runtime and prelude
+    assert len(text.splitlines()) < 1800  # 5,021 lines with the whole runtime and prelude
     _build_and_run(tmp_path, out, "jacobi 100x70, 200 iterations\nsum = 778.3144\n")
 
 
