@@ -32,6 +32,8 @@ from polypy.sources import SystemIncludeDir
 from polypy.ir.depth import MAX_BRACKETS, too_deep
 from polypy.stack import on_big_stack
 
+from frontend.pch import forget, pch_arguments
+
 FRONTEND_DIR = pathlib.Path(__file__).resolve().parent
 PRELUDE_DIR = FRONTEND_DIR / "include"
 PRELUDE = PRELUDE_DIR / "polypy_device.h"
@@ -130,11 +132,23 @@ def parse_translation_unit(path: str, language: str, *, text: str | None = None,
     args = clang_args(language, defines=defines, include_dirs=include_dirs)
     unsaved = [(path, text)] if text is not None else None
     options = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
-    try:
-        tu = index().parse(path, args=args, unsaved_files=unsaved, options=options)
-    except ci.TranslationUnitLoadError as exc:
-        raise UserError(f"cannot parse {path}: {exc}") from None
-    errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error and not _alignas_after_specifier(tu, d)]
+    tu = None
+    fast = pch_arguments(args, PRELUDE, options, (PRELUDE_DIR, RUNTIME_DIR), index())
+    if fast is not None:  # the prelude precompiled (frontend.pch); any error: parsed again without it
+        try:
+            tu = index().parse(path, args=fast, unsaved_files=unsaved, options=options)
+        except ci.TranslationUnitLoadError:
+            tu = None
+        if tu is None or _errors(tu):
+            if tu is not None and any("precompiled" in d.spelling or "PCH" in d.spelling for d in _errors(tu)):
+                forget(fast)
+            tu = None
+    if tu is None:
+        try:
+            tu = index().parse(path, args=args, unsaved_files=unsaved, options=options)
+        except ci.TranslationUnitLoadError as exc:
+            raise UserError(f"cannot parse {path}: {exc}") from None
+    errors = _errors(tu)
     if errors:
         first = errors[0]
         if first.spelling.startswith("bracket nesting level exceeded"):
@@ -143,6 +157,10 @@ def parse_translation_unit(path: str, language: str, *, text: str | None = None,
         raise UserError(_explain(first.spelling), location_of(first.location),
                         notes=tuple((d.spelling, location_of(d.location)) for d in errors[1:4]))
     return tu
+
+
+def _errors(tu: ci.TranslationUnit) -> list[ci.Diagnostic]:
+    return [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error and not _alignas_after_specifier(tu, d)]
 
 
 def _alignas_after_specifier(tu: ci.TranslationUnit, d: ci.Diagnostic) -> bool:

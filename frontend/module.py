@@ -83,7 +83,7 @@ def _parse_pass(path: str, language: str, text: str | None, defines: dict[str, s
     elsewhere = DeviceSources(device_sources, defines, include_dirs)
     tu = parse_translation_unit(path, language, text=text, defines=defines, include_dirs=include_dirs)
     wanted = list(instantiate) + (explicit_instantiations(tu, path) if language == "cuda" else [])
-    members = explicit_class_members(list(tu.cursor.get_children()), path) if language == "cuda" else []
+    members = explicit_class_members(top_cursors(tu), path) if language == "cuda" else []
     if wanted or members:
         # Name each instance in code appended to the file: clang instantiates it, and the
         # reference leads to the instance's body. Appending keeps every line number valid.
@@ -97,6 +97,15 @@ def _parse_pass(path: str, language: str, text: str | None, defines: dict[str, s
 
 
 _INSTANCE_PREFIX = "__polypy_instance_"
+
+
+def top_cursors(tu: ci.TranslationUnit) -> list[ci.Cursor]:
+    """The unit's top-level cursors (the headers' included: about 15,000 for the prelude alone),
+    listed once per unit: each listing calls back into Python once per cursor."""
+    listed = getattr(tu, "_polypy_top", None)
+    if listed is None:
+        listed = tu._polypy_top = list(tu.cursor.get_children())
+    return listed
 
 
 def _lower_kernel(builder: KernelBuilder, cursor: ci.Cursor) -> n.Kernel:
@@ -153,15 +162,15 @@ class _ModuleBuilder:
         out: list[ci.Cursor] = []
 
         def visit(parent: ci.Cursor) -> None:
-            for c in parent.get_children():
+            for c in (top_cursors(self.tu) if parent == self.tu.cursor else parent.get_children()):
                 if c.kind in _CONTAINERS:
                     # A namespace or extern "C" block opened in a system header (namespace std)
                     # holds that header's declarations: each reopening is a cursor of its own.
-                    if not c.location.is_in_system_header:
-                        visit(c)
-                    inner = list(c.get_children())
-                    if c.kind == CK.LINKAGE_SPEC and len(inner) == 1 and \
-                            inner[0].extent.end.offset == c.extent.end.offset:
+                    if c.location.is_in_system_header:
+                        continue
+                    visit(c)
+                    inner = list(c.get_children()) if c.kind == CK.LINKAGE_SPEC else []
+                    if len(inner) == 1 and inner[0].extent.end.offset == c.extent.end.offset:
                         # `extern "C" __global__ void k(...) {...}`: the kernel's span starts at
                         # `extern`, so that its translation (static block functions) is not C-linked.
                         self._linkage_starts[_extent_key(inner[0])] = c.extent.start.offset
@@ -419,7 +428,7 @@ class _ModuleBuilder:
         by_file: dict[str, list[ci.Cursor]] = {}
         for d in decls:
             by_file.setdefault(d.location.file.name, []).append(d)
-        inclusions = [c for c in self.tu.cursor.get_children() if c.kind == CK.INCLUSION_DIRECTIVE]
+        inclusions = [c for c in top_cursors(self.tu) if c.kind == CK.INCLUSION_DIRECTIVE]
         # polypy's headers with content are inlined and rewritten like the user's (their own
         # includes of other CUDA headers become notes too).
         runtime_headers = {c.get_included_file().name for c in inclusions

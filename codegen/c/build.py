@@ -23,8 +23,10 @@ instructions, 18 bytes); with it, where such a loop lands is no longer luck.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import dataclasses
+import functools
 import hashlib
 import os
 import pathlib
@@ -35,6 +37,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from polypy.cache import cache_root
 from polypy.launch import bind_arguments, block_shape, check_block_shape, grid_shape, storage_root
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
@@ -66,10 +69,18 @@ def find_compiler(cpp: bool) -> str | None:
 
 
 def cache_dir() -> pathlib.Path:
-    root = os.environ.get("POLYPY_CACHE_DIR")
-    base = pathlib.Path(root) if root else pathlib.Path.home() / ".cache" / "polypy"
-    path = base / "c"
+    """Where compiled libraries go: ``c/`` of polypy's cache (``polypy.cache``), or, with caching
+    off, a directory of this process (removed at exit)."""
+    root = cache_root()
+    path = root / "c" if root is not None else _scratch_dir()
     path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def _scratch_dir() -> pathlib.Path:
+    path = pathlib.Path(tempfile.mkdtemp(prefix="polypy-c-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
     return path
 
 

@@ -15,20 +15,15 @@ import os
 import pathlib
 import tempfile
 
+from polypy.cache import cache_root
+
 # Bump when the object format of cache entries changes meaning (not for IR changes: those
 # change the key by themselves).
 CACHE_FORMAT = "1"
 
 
 def cache_dir() -> pathlib.Path | None:
-    env = os.environ.get("POLYPY_CACHE_DIR")
-    if env is not None:
-        if env.strip().lower() in ("", "0", "off", "none", "false"):
-            return None
-        return pathlib.Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = pathlib.Path(xdg) if xdg else pathlib.Path.home() / ".cache"
-    return base / "polypy"
+    return cache_root()
 
 
 def cache_key(ir_text: str, fingerprint: str) -> str:
