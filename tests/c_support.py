@@ -1,6 +1,12 @@
 """Shared helpers of the GPU -> CPU and C backend tests: build, run, compare with the emulator."""
 from __future__ import annotations
 
+import atexit
+import functools
+import hashlib
+import pathlib
+import shutil
+import tempfile
 from typing import Any, Mapping
 
 import numpy as np
@@ -61,7 +67,7 @@ def run_c(kernel: Kernel, grid, block, args: Mapping[str, Any], *, shmem: int = 
           check_bounds: bool = False, optimize: bool = True, globals_=()) -> dict[str, Any]:
     """``kernel`` (GPU form) lowered, compiled and run on copies of ``args``; the copies."""
     need_compiler(cpp)
-    lib = build_library([to_cpu(kernel, optimize=optimize)], globals_, cpp=cpp, check_bounds=check_bounds)
+    lib = build_library([cpu_form(kernel, optimize)], globals_, cpp=cpp, check_bounds=check_bounds)
     out = copy_args(args)
     lib.launch(kernel.name, grid, block, out, shmem=shmem)
     return out
@@ -85,3 +91,73 @@ def assert_same_as_emulator(kernel: Kernel, grid, block, args: Mapping[str, Any]
             else:
                 np.testing.assert_allclose(got[name], value, rtol=rtol, atol=atol, err_msg=f"{kernel.name}: {name}")
     return got
+
+
+# The CPU form of each GPU-form kernel object, kept for the kernel objects the tests reuse (the
+# modules ``run_way`` loads once): the CPU pipeline's isl analyses run once per kernel, not once
+# per launch shape. FIFO of the last CPU_FORMS kernels; the key's kernel is kept alive with it.
+CPU_FORMS = 256
+_CPU: dict[tuple[int, bool], tuple[Kernel, Kernel]] = {}
+
+
+def cpu_form(kernel: Kernel, optimize: bool = True) -> Kernel:
+    key = (id(kernel), optimize)
+    hit = _CPU.get(key)
+    if hit is None or hit[0] is not kernel:
+        if len(_CPU) >= CPU_FORMS:
+            del _CPU[next(iter(_CPU))]
+        hit = _CPU[key] = (kernel, to_cpu(kernel, optimize=optimize))
+    return hit[1]
+
+
+@functools.lru_cache(maxsize=None)
+def _source_root() -> pathlib.Path:
+    root = pathlib.Path(tempfile.mkdtemp(prefix="polypy-test-sources-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return root
+
+
+def source_file(source: str, name: str) -> pathlib.Path:
+    """``source`` as a file named ``name`` (error messages say ``name:line:col``), written once per
+    process into a temporary directory of its own (one per distinct text)."""
+    directory = _source_root() / hashlib.sha256(source.encode()).hexdigest()[:16]
+    path = directory / name
+    if not path.exists():
+        directory.mkdir(exist_ok=True)
+        path.write_text(source)
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def loaded(path: pathlib.Path):
+    import polypy
+
+    return polypy.load(str(path))
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(path: pathlib.Path):
+    import polypy
+
+    return polypy.compile(str(path))
+
+
+WAYS = ("emulator", "llvm", "c")
+
+
+def run_way(source: str, kernel: str, grid, block, args: Mapping[str, Any], way: str, shmem: int = 0, *,
+            name: str | None = None) -> dict[str, Any]:
+    """Kernel ``kernel`` of CUDA ``source`` (a file ``name``, default ``kernel.cu``) run one way —
+    the reference emulator, the LLVM JIT (``polypy.compile``) or the C backend — on copies of
+    ``args``; the copies. Each text is parsed and compiled once per process."""
+    path = source_file(source, name or f"{kernel}.cu")
+    out = copy_args(args)
+    if way == "emulator":
+        emulate(loaded(path).kernel(kernel), grid, block, out, shmem=shmem)
+        return out
+    if way == "c":
+        return run_c(loaded(path).kernel(kernel), grid, block, args, shmem=shmem)
+    if way != "llvm":
+        raise ValueError(f"unknown way {way!r}: {', '.join(WAYS)}")
+    getattr(compiled(path), kernel)[grid, block, shmem](*out.values())
+    return out

@@ -16,26 +16,8 @@ import numpy as np
 import pytest
 
 import polypy
-from c_support import copy_args, run_c
-from polypy.emulator import emulate
+from c_support import WAYS, run_way
 from polypy.errors import MisalignedAddressError, UserError
-
-WAYS = ["emulator", "llvm", "c"]
-
-
-def _run(tmp_path, source: str, kernel: str, grid, block, args: dict, way: str, shmem: int = 0) -> dict:
-    src = tmp_path / f"{kernel}.cu"
-    src.write_text(source)
-    if way == "emulator":
-        out = copy_args(args)
-        emulate(polypy.load(str(src)).kernel(kernel), grid, block, out, shmem=shmem)
-        return out
-    if way == "c":
-        return run_c(polypy.load(str(src)).kernel(kernel), grid, block, args, shmem=shmem)
-    out = copy_args(args)
-    getattr(polypy.compile(str(src)), kernel)[grid, block, shmem](*out.values())
-    return out
-
 
 # Rows of a matrix with a run-time stride and column offset, read as float4 and int4 and
 # written as float4, int4 and float2 (the tensor-core samples' `*((int4*)(p + STRIDE * i) + lane)`).
@@ -85,7 +67,7 @@ def _global_reference(args: dict, grid: int, block: int) -> dict:
 @pytest.mark.parametrize("grid,block,stride,off", [(3, 4, 20, 4), (5, 8, 36, 0), (2, 16, 68, 8)])
 def test_global_rows_at_run_time_offsets(tmp_path, way, grid, block, stride, off) -> None:
     args = _global_args(grid, block, stride, off)
-    got = _run(tmp_path, GLOBAL, "rows", (grid, 1, 1), (block, 1, 1), args, way)
+    got = run_way(GLOBAL, "rows", (grid, 1, 1), (block, 1, 1), args, way)
     want = _global_reference(args, grid, block)
     for name in ("y", "b", "z"):
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
@@ -100,7 +82,7 @@ def test_misaligned_launch_stops_with_the_location(tmp_path, capfd, way, stride,
         args["n"] = np.int32(18)
         args.update(y=np.zeros(80, np.float32), b=np.zeros(80, np.int32), z=np.zeros(80, np.float32))
     with pytest.raises(MisalignedAddressError) as info:
-        _run(tmp_path, GLOBAL, "rows", (3, 1, 1), (4, 1, 1), args, way)
+        run_way(GLOBAL, "rows", (3, 1, 1), (4, 1, 1), args, way)
     err = info.value
     assert err.loc is not None and (err.loc.line, err.loc.col) == (line, col)
     assert "misaligned address (cudaErrorMisalignedAddress)" in str(err)
@@ -112,7 +94,7 @@ def test_misaligned_launch_stops_with_the_location(tmp_path, capfd, way, stride,
 def test_the_error_renders_with_the_source_line(tmp_path) -> None:
     args = _global_args(2, 4, 20, 2)
     with pytest.raises(UserError) as info:
-        _run(tmp_path, GLOBAL, "rows", (2, 1, 1), (4, 1, 1), args, "emulator")
+        run_way(GLOBAL, "rows", (2, 1, 1), (4, 1, 1), args, "emulator")
     text = info.value.render()
     assert "rows.cu:4:16: error: misaligned address" in text
     assert "reinterpret_cast<const float4*>(&x[row * stride + off])[col]" in text and "^" in text
@@ -164,7 +146,7 @@ def test_shared_and_local_views_at_run_time_offsets(tmp_path, way, grid, k, off)
     args = {"in": inp, "out": np.zeros(grid * 64, np.float32), "k": np.int32(k), "off": np.int32(off)}
     if (k % 8) % 4:
         pytest.fail("the local view needs k % 8 a multiple of 4")
-    got = _run(tmp_path, SHARED, "shared_views", (grid, 1, 1), (64, 1, 1), args, way, shmem=64 * 12 * 4)
+    got = run_way(SHARED, "shared_views", (grid, 1, 1), (64, 1, 1), args, way, shmem=64 * 12 * 4)
     np.testing.assert_array_equal(got["out"], _shared_reference(inp, grid, k, off))
 
 
@@ -174,7 +156,7 @@ def test_misaligned_shared_and_local_views(tmp_path, way, k, off, line) -> None:
     args = {"in": np.ones(64, np.float32), "out": np.zeros(64, np.float32), "k": np.int32(k),
             "off": np.int32(off)}
     with pytest.raises(MisalignedAddressError) as info:
-        _run(tmp_path, SHARED, "shared_views", (1, 1, 1), (64, 1, 1), args, way, shmem=64 * 12 * 4)
+        run_way(SHARED, "shared_views", (1, 1, 1), (64, 1, 1), args, way, shmem=64 * 12 * 4)
     assert info.value.loc is not None and info.value.loc.line == line
 
 

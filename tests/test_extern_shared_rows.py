@@ -8,11 +8,9 @@ import numpy as np
 import pytest
 
 import polypy
-from c_support import copy_args, run_c
+from c_support import WAYS, run_way
 from polypy.emulator import emulate
 from polypy.errors import UserError
-
-WAYS = ["emulator", "llvm", "c"]
 
 # Rows of 40 floats filled by the warps (warp w fills rows w, w + warps, ...), a barrier, then
 # every thread reads a row backwards through a row pointer and the same bytes through a flat
@@ -57,20 +55,6 @@ __global__ void half_rows(const int4* in, float* out) {
 """
 
 
-def _run(tmp_path, source: str, kernel: str, grid, block, args: dict, way: str, shmem: int) -> dict:
-    src = tmp_path / f"{kernel}.cu"
-    src.write_text(source)
-    if way == "emulator":
-        out = copy_args(args)
-        emulate(polypy.load(str(src)).kernel(kernel), grid, block, out, shmem=shmem)
-        return out
-    if way == "c":
-        return run_c(polypy.load(str(src)).kernel(kernel), grid, block, args, shmem=shmem)
-    out = copy_args(args)
-    getattr(polypy.compile(str(src)), kernel)[grid, block, shmem](*out.values())
-    return out
-
-
 @pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("grid,block,nrows", [(1, 32, 3), (3, 64, 5), (2, 128, 4)])
 def test_rows_of_the_dynamic_buffer(tmp_path, way: str, grid: int, block: int, nrows: int) -> None:
@@ -78,7 +62,7 @@ def test_rows_of_the_dynamic_buffer(tmp_path, way: str, grid: int, block: int, n
     nrows = nrows + nrows % 2  # `pairs` reads rows of 2 * C
     x = np.random.default_rng(grid * block).standard_normal(grid * nrows * C).astype(np.float32)
     args = {"in": x, "out": np.zeros_like(x), "nrows": nrows}
-    out = _run(tmp_path, ROWS, "rows", grid, block, args, way, shmem=nrows * C * 4)
+    out = run_way(ROWS, "rows", grid, block, args, way, shmem=nrows * C * 4)
     tiles = x.reshape(grid, nrows, C)
     want = tiles[:, :, ::-1] + 2 * tiles + 4 * tiles + 8 * tiles
     np.testing.assert_allclose(out["out"], want.reshape(-1), rtol=1e-6)
@@ -91,7 +75,7 @@ def test_rows_of_half_with_a_skew(tmp_path, way: str, grid: int, block: int) -> 
     halves = np.random.default_rng(block).standard_normal(grid * rows * 16).astype(np.float16)
     x = halves.view(np.int32).reshape(-1, 4).copy()  # int4 vectors: 8 halves each
     args = {"in": x, "out": np.zeros(grid * rows * 32, np.float32)}
-    out = _run(tmp_path, HALF_ROWS, "half_rows", grid, block, args, way, shmem=rows * 24 * 2)
+    out = run_way(HALF_ROWS, "half_rows", grid, block, args, way, shmem=rows * 24 * 2)
     h = halves.reshape(grid, rows, 16).astype(np.float32)
     want = np.zeros((grid, rows, 2, 16), np.float32)
     for part in range(2):

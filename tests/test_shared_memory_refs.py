@@ -11,11 +11,9 @@ import numpy as np
 import pytest
 
 import polypy
-from c_support import copy_args, run_c
-from polypy.emulator import emulate
+from c_support import WAYS, run_way
 from polypy.errors import UserError
 
-WAYS = ["emulator", "llvm", "c"]
 SHAPES = [(1, 32, 20), (3, 64, 150), (4, 128, 512)]
 
 # The idiom, both ways: a conversion to T* and a T& operator[], a specialization for double.
@@ -89,20 +87,6 @@ __global__ void places(float* p, const float* q, int n) {
 """
 
 
-def _run(tmp_path, source: str, kernel: str, grid, block, args: dict, way: str, shmem: int) -> dict:
-    src = tmp_path / "k.cu"
-    src.write_text(source)
-    if way == "emulator":
-        out = copy_args(args)
-        emulate(polypy.load(str(src)).kernel(kernel), grid, block, out, shmem=shmem)
-        return out
-    if way == "c":
-        return run_c(polypy.load(str(src)).kernel(kernel), grid, block, args, shmem=shmem)
-    out = copy_args(args)
-    getattr(polypy.compile(str(src)), kernel)[grid, block, shmem](*out.values())
-    return out
-
-
 @pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("grid,block,n", SHAPES)
@@ -110,7 +94,7 @@ def test_block_sum_through_the_conversion(tmp_path, way: str, dtype, grid: int, 
     x = np.random.default_rng(n).standard_normal(n).astype(dtype)
     args = {"in": x, "out": np.zeros(grid, dtype), "n": n}
     name = "sum_ptr_" + ("float" if dtype == np.float32 else "double")
-    got = _run(tmp_path, REDUCTIONS, name, grid, block, args, way, block * x.itemsize)
+    got = run_way(REDUCTIONS, name, grid, block, args, way, block * x.itemsize, name="k.cu")
     padded = np.zeros(grid * block, np.float64)
     padded[:min(n, grid * block)] = x[:grid * block]
     want = padded.reshape(grid, block).sum(axis=1)
@@ -124,7 +108,7 @@ def test_block_sum_through_operator_index(tmp_path, way: str, dtype, grid: int, 
     x = np.random.default_rng(n + 1).standard_normal(n).astype(dtype)
     args = {"in": x, "out": np.zeros(grid, dtype), "n": n}
     name = "sum_index_" + ("float" if dtype == np.float32 else "double")
-    got = _run(tmp_path, REDUCTIONS, name, grid, block, args, way, block * x.itemsize)
+    got = run_way(REDUCTIONS, name, grid, block, args, way, block * x.itemsize, name="k.cu")
     # thread t of block b sums in[j] for j = b * block + t + k * grid * block
     owner = (np.arange(n) % (grid * block)) // block
     want = np.array([2 * x[owner == b].astype(np.float64).sum() - 1 for b in range(grid)])
@@ -136,7 +120,7 @@ def test_block_sum_through_operator_index(tmp_path, way: str, dtype, grid: int, 
 def test_functions_returning_references(tmp_path, way: str, grid: int, block: int, n: int) -> None:
     q = np.random.default_rng(n + 2).standard_normal(n).astype(np.float32)
     args = {"p": np.full(n, 7.0, np.float32), "q": q, "n": n}
-    got = _run(tmp_path, AT, "places", grid, block, args, way, 0)
+    got = run_way(AT, "places", grid, block, args, way, 0, name="k.cu")
     total = grid * block
     qq = np.zeros(total, np.float32)
     qq[:min(n, total)] = q[:total]
