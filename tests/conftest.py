@@ -40,10 +40,12 @@ def pytest_addoption(parser) -> None:
 # tests, summed over the workers), the slowest files printed at the end of every run, so that CI's
 # log says which files to make cheaper (the default suite must stay well under 15 minutes).
 _FILE_SECONDS: defaultdict[str, float] = defaultdict(float)
+_TEST_SECONDS: defaultdict[str, float] = defaultdict(float)
 
 
 def pytest_runtest_logreport(report) -> None:
     _FILE_SECONDS[report.nodeid.split("::", 1)[0]] += report.duration
+    _TEST_SECONDS[report.nodeid] += report.duration
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
@@ -53,3 +55,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     terminalreporter.write_sep("=", f"test files by time ({total:.0f} s over all workers)")
     for name, seconds in sorted(_FILE_SECONDS.items(), key=lambda item: -item[1])[:20]:
         terminalreporter.write_line(f"{seconds:8.1f} s  {100 * seconds / total:5.1f}%  {name}")
+    terminalreporter.write_sep("=", "slowest tests")
+    for name, seconds in sorted(_TEST_SECONDS.items(), key=lambda item: -item[1])[:30]:
+        terminalreporter.write_line(f"{seconds:8.1f} s  {name}")
