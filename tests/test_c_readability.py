@@ -15,6 +15,7 @@ from codegen.c.kernel import Options
 from codegen.c.readable import BarrierNote, barrier_notes, thread_axis
 from polypy.driver.pipelines import lower_and_emit, to_cpu
 from polypy.driver.source import load
+from polypy.analysis.barrier_decision import BarrierDecision
 from polypy.errors import Loc
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -105,14 +106,13 @@ def test_barrier_of_an_inlined_function_is_noted_at_the_call_it_was_removed_from
 
 
 def test_barrier_notes_keep_decisions_in_order_and_skip_other_reports() -> None:
-    class Decision:
-        def __init__(self, line: int, removed: bool):
-            self.loc, self.removed, self.reason = Loc("k.cu", line, 5), removed, f"why {line}"
+    def decision(line: int, removed: bool) -> BarrierDecision:
+        return BarrierDecision(Loc("k.cu", line, 5), removed, f"why {line}", "0")
 
     class Other:  # a lowering decision: no `removed`
         loc, message = Loc("k.cu", 3, 1), "thread loop"
 
-    notes = barrier_notes([Decision(9, False), Other(), Decision(4, True)])
+    notes = barrier_notes([decision(9, False), Other(), decision(4, True)])
     assert notes == [BarrierNote(Loc("k.cu", 9, 5), False, "why 9"), BarrierNote(Loc("k.cu", 4, 5), True, "why 4")]
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
+from polypy.analysis.barrier_decision import BarrierDecision
 from polypy.errors import Loc
 from polypy.ir import nodes as n
 from polypy.ir.queries import conjuncts, written_names
@@ -91,16 +92,11 @@ def overflow_flags(kernel: n.Kernel, taken: set[str]) -> list[OverflowFlag]:
 
 
 def barrier_notes(decisions: Sequence[object] | None) -> list[BarrierNote]:
-    """The barrier decisions among ``decisions`` (objects with a ``loc``, ``removed`` and a
-    ``reason``; anything else is skipped), in their order: the order of the barriers in the
-    kernel, one per barrier instance (a barrier of an inlined function once per call)."""
-    out = []
-    for d in decisions or ():
-        loc = getattr(d, "loc", None)
-        removed = getattr(d, "removed", None)
-        if isinstance(loc, Loc) and isinstance(removed, bool):
-            out.append(BarrierNote(loc, removed, str(getattr(d, "reason", ""))))
-    return out
+    """The barrier decisions (``BarrierDecision``) among ``decisions`` — a lowering report, which
+    also holds other entries — in their order: the order of the barriers in the kernel, one per
+    barrier instance (a barrier of an inlined function once per call)."""
+    return [BarrierNote(d.loc, d.removed, d.reason) for d in decisions or ()
+            if isinstance(d, BarrierDecision) and d.loc is not None]
 
 
 class BarrierPlacer:
