@@ -139,9 +139,10 @@ def parse_translation_unit(path: str, language: str, *, text: str | None = None,
             tu = index().parse(path, args=fast, unsaved_files=unsaved, options=options)
         except ci.TranslationUnitLoadError:
             tu = None
-        if tu is None or _errors(tu):
-            if tu is not None and any("precompiled" in d.spelling or "PCH" in d.spelling for d in _errors(tu)):
-                forget(fast)
+        if tu is None or any("precompiled" in d.spelling or "PCH" in d.spelling for d in _errors(tu)):
+            forget(fast)  # unreadable or stale: built again at the next parse
+            tu = None
+        elif _errors(tu):
             tu = None
     if tu is None:
         try:

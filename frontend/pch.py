@@ -4,8 +4,8 @@ Every CUDA source polypy parses starts with the force-included prelude (``polypy
 includes polypy's ``cuda_runtime.h`` and, through it, a good part of the C++ library: about 90% of
 libclang's time on a small kernel file. So the prelude is parsed once per set of compiler flags
 and saved as a clang precompiled header (``TranslationUnit.save`` of a translation unit holding
-only the prelude); later parses with the same flags read it (``-include-pch``) instead of
-``-include``-ing the prelude again. The precompiled header holds no detailed preprocessing
+only the prelude) at the second parse with those flags; later parses with the same flags read it
+(``-include-pch``) instead of ``-include``-ing the prelude again. The precompiled header holds no detailed preprocessing
 record: the prelude's macro expansions and inclusions (12,000 cursors, listed through Python at
 every walk of the unit's top level) are not cursors of the unit; the user's files' are.
 
@@ -46,7 +46,7 @@ def pch_arguments(args: Sequence[str], prelude: pathlib.Path, options: int, root
         return None
     rest = args[:at] + args[at + 2:]
     path = directory / "pch" / f"prelude-{_key(args, options, roots)}.pch"
-    if not path.exists() and not _build(path, args, options, index):
+    if not path.exists() and (not _seen_before(path) or not _build(path, args, options, index)):
         return None
     return rest[:at] + ["-include-pch", str(path)] + rest[at:]
 
@@ -59,6 +59,21 @@ def forget(args: Sequence[str]) -> None:
             os.unlink(args[args.index("-include-pch") + 1])
         except OSError:
             pass
+
+
+def _seen_before(path: pathlib.Path) -> bool:
+    """Whether a parse with these flags came before (a marker file beside the header's place;
+    made now if not): a header is built at the second parse with a set of flags, so that flags used
+    once (a ``-D`` of one test, one translation) cost no header."""
+    marker = path.with_suffix(".seen")
+    if marker.exists():
+        return True
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass
+    return False
 
 
 def _include_position(args: list[str], prelude: pathlib.Path) -> int | None:

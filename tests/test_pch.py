@@ -37,10 +37,13 @@ def test_a_parse_through_the_precompiled_prelude_gives_the_same_module(tmp_path,
     plain_ndebug = _printed(src, defines={"NDEBUG": "1"})
     assert plain != plain_ndebug  # NDEBUG takes the assert out: the prelude sees the user's -D
     monkeypatch.setenv("POLYPY_CACHE_DIR", str(tmp_path / "cache"))
-    assert _printed(src) == plain  # builds the precompiled header
+    assert _printed(src) == plain  # flags seen once: no precompiled header yet
+    assert not _pch_files(tmp_path / "cache")
+    assert _printed(src) == plain  # seen twice: builds it
     assert len(_pch_files(tmp_path / "cache")) == 1
     assert _printed(src) == plain  # reads it
-    assert _printed(src, defines={"NDEBUG": "1"}) == plain_ndebug  # another -D: another file
+    for _ in range(2):
+        assert _printed(src, defines={"NDEBUG": "1"}) == plain_ndebug  # another -D: another file
     assert len(_pch_files(tmp_path / "cache")) == 2
 
 
@@ -58,9 +61,13 @@ def test_a_damaged_precompiled_header_is_not_used(tmp_path, monkeypatch) -> None
     src.write_text(KERNEL)
     monkeypatch.setenv("POLYPY_CACHE_DIR", str(tmp_path / "cache"))
     good = _printed(src)
+    assert _printed(src) == good
     (pch,) = _pch_files(tmp_path / "cache")
     pch.write_bytes(b"not a precompiled header" * 100)
-    assert _printed(src) == good  # parsed without it (and it is built again next time)
+    assert _printed(src) == good  # parsed without it, and it is removed
+    assert not pch.exists()
+    assert _printed(src) == good  # built again
+    assert pch.exists() and pch.stat().st_size > 100000
 
 
 def test_errors_are_reported_as_by_a_plain_parse(tmp_path, monkeypatch) -> None:
