@@ -158,11 +158,12 @@ class _Lowering:
         free: list[n.Stmt] = []
         kept: list[n.Stmt] = []
         here = _mentions(stmts)
+        # Declared and used only in these statements (`for (int k = 16; k > 0; k /= 2)` around
+        # shuffles, under the guard): the declaration stays with its uses, all under the guard,
+        # so that the lowering of the threads sees a local of the branch.
+        local = {s.name for s in stmts if isinstance(s, n.Decl) and here[s.name] == self.mentions[s.name]}
         for s in stmts:
-            if isinstance(s, n.Decl) and here[s.name] == self.mentions[s.name]:
-                # Declared and used only in these statements (`for (int k = 16; k > 0; k /= 2)`
-                # around shuffles, under the guard): the declaration stays with its uses, under
-                # the guard, so that the lowering of the threads sees a local of the branch.
+            if isinstance(s, n.Decl) and s.name in local:
                 kept.append(s)
                 continue
             if isinstance(s, n.Decl):
@@ -170,7 +171,8 @@ class _Lowering:
                 if s.init is None:
                     continue
                 s = n.Assign(s.name, s.init, loc=s.loc)
-            alike = isinstance(s, n.Assign) and s.name in self.unguarded and self.uniform(s.value)
+            alike = isinstance(s, n.Assign) and s.name in self.unguarded and self.uniform(s.value) and \
+                not (_mentions([s]).keys() & local)
             (free if alike else kept).append(s)
         return free + ([n.If(guard, tuple(kept), (), loc=kept[0].loc)] if kept else [])
 
