@@ -31,12 +31,6 @@ static inline cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalH
 static inline struct polypy_rt_condition* polypy_rt_condition_of(cudaGraphConditionalHandle h) {
   return (struct polypy_rt_condition*)(uintptr_t)h;
 }
-/* Whether the handle was made for g or a graph that holds g (its copies name the same ones). */
-static inline bool polypy_rt_graph_names_condition(cudaGraph_t g, struct polypy_rt_condition* c) {
-  for (struct polypy_rt_condition* x : g->conditions)
-    if (x == c) return true;
-  return false;
-}
 
 struct cudaConditionalNodeParams {
   cudaGraphConditionalHandle handle;
