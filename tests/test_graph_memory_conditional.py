@@ -129,3 +129,22 @@ def test_condition_handle_used_otherwise_is_a_located_error(tmp_path: pathlib.Pa
            "cudaGraphSetConditional" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
     assert not out.exists()
+
+
+def test_set_conditional_through_the_python_api(tmp_path: pathlib.Path) -> None:
+    """A kernel's handle parameter is a pointer to the condition (one unsigned int): launched from
+    Python, the condition is an array of one uint32 that cudaGraphSetConditional writes."""
+    import numpy as np
+
+    import polypy
+
+    src = tmp_path / "decide.cu"
+    src.write_text("__global__ void decide(const int* x, cudaGraphConditionalHandle h) {\n"
+                   "  if (threadIdx.x == 0) cudaGraphSetConditional(h, x[0] > 5 ? 7 : 0);\n}\n")
+    mod = polypy.compile(str(src))
+    cond = np.full(1, 99, np.uint32)
+    seen = []
+    for v in (9, 3, 6):
+        mod.decide[1, 32](np.array([v], np.int32), cond)
+        seen.append(int(cond[0]))
+    assert seen == [7, 0, 7]
