@@ -34,7 +34,10 @@ Lowered only where it is exact (else left to the refusal):
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from polypy.ir import nodes as n
+from polypy.ir.queries import definition_counts, read_counts
 from polypy.ir.types import BOOL
 from polypy.ir.visitor import rebuild, walk
 from polypy.poly.block_races import may_warp_race_arrays, warp_races
@@ -78,6 +81,7 @@ class _Lowering:
         self.params = frozenset(p.name for p in kernel.params)
         self.decls: list[n.Stmt] = []  # hoisted to the start of the kernel (names are unique)
         self.unguarded: set[str] = set()  # loop-control locals every thread computes alike
+        self.mentions = _mentions(kernel.body)  # names are unique: where a local's uses all are
 
     # ------------------------------------------------------------------ structure
     def region(self, body: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
@@ -153,13 +157,22 @@ class _Lowering:
             return list(stmts)
         free: list[n.Stmt] = []
         kept: list[n.Stmt] = []
+        here = _mentions(stmts)
+        # Declared and used only in these statements (`for (int k = 16; k > 0; k /= 2)` around
+        # shuffles, under the guard): the declaration stays with its uses, all under the guard,
+        # so that the lowering of the threads sees a local of the branch.
+        local = {s.name for s in stmts if isinstance(s, n.Decl) and here[s.name] == self.mentions[s.name]}
         for s in stmts:
+            if isinstance(s, n.Decl) and s.name in local:
+                kept.append(s)
+                continue
             if isinstance(s, n.Decl):
                 self.decls.append(n.Decl(s.name, s.vtype, None, loc=s.loc))
                 if s.init is None:
                     continue
                 s = n.Assign(s.name, s.init, loc=s.loc)
-            alike = isinstance(s, n.Assign) and s.name in self.unguarded and self.uniform(s.value)
+            alike = isinstance(s, n.Assign) and s.name in self.unguarded and self.uniform(s.value) and \
+                not (_mentions([s]).keys() & local)
             (free if alike else kept).append(s)
         return free + ([n.If(guard, tuple(kept), (), loc=kept[0].loc)] if kept else [])
 
@@ -209,6 +222,11 @@ class _Lowering:
             self.unguarded.add(decl.name)  # tentatively, so that `k = k >> 1` reads a uniform k
             if not (self.uniform(decl.init) and all(self.uniform(u.value) for u in updates)):
                 self.unguarded.discard(decl.name)
+
+
+def _mentions(stmts) -> Counter[str]:
+    """How often each local is read or defined in ``stmts``."""
+    return read_counts(stmts) + definition_counts(stmts)
 
 
 def _assigns(x: n.Node, name: str) -> bool:

@@ -96,9 +96,9 @@ REFUSED = {
     "get_params.cu": ("cudaGraphNode_t node = 0;\n  cudaKernelNodeParams p;\n  cudaGraphKernelNodeGetParams(node, &p);",
                       "6:3: error: 'cudaGraphKernelNodeGetParams' is unavailable: CUDA graphs: reading a kernel node's "
                       "parameters back (cudaGraphKernelNodeGetParams) is not supported by polypy"),
-    "mem_node.cu": ("cudaGraphNode_t node;\n  cudaGraphAddMemAllocNode(&node, 0, 0, 0, 0);",
-                    "5:3: error: 'cudaGraphAddMemAllocNode' is unavailable: CUDA graphs: memory nodes "
-                    "(cudaGraphAddMemAllocNode) is not supported by polypy"),
+    "event_node.cu": ("cudaGraphNode_t node;\n  cudaGraphAddEventRecordNode(&node, 0, 0, 0, 0);",
+                      "5:3: error: 'cudaGraphAddEventRecordNode' is unavailable: CUDA graphs: event nodes "
+                      "(cudaGraphAddEventRecordNode) is not supported by polypy"),
 }
 
 

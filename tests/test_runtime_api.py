@@ -71,8 +71,8 @@ def test_refused_runtime_calls_are_located_errors(tmp_path: pathlib.Path) -> Non
     work on its host stub: tests/test_separate_compilation.py; surface objects:
     tests/test_textures.py; graphs: tests/test_graphs.py.)"""
     cases = {
-        "graph.cu": ("cudaGraphNode_t n;\n  cudaGraphAddMemFreeNode(&n, 0, 0, 0, 0);", "5:3: error: "
-                     "'cudaGraphAddMemFreeNode' is unavailable: CUDA graphs: memory nodes (cudaGraphAddMemFreeNode) "
+        "graph.cu": ("cudaGraph_t g;\n  cudaGraphDebugDotPrint(g, \"g.dot\", 0);", "5:3: error: "
+                     "'cudaGraphDebugDotPrint' is unavailable: CUDA graphs: DOT output (cudaGraphDebugDotPrint) "
                      "is not supported by polypy"),
         "surface.cu": ("cudaResourceDesc r;\n  cudaGetSurfaceObjectResourceDesc(&r, 0);",
                        "5:3: error: 'cudaGetSurfaceObjectResourceDesc' is unavailable: surface objects "

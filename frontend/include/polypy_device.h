@@ -229,6 +229,11 @@ POLYPY_D long clock(void);
 POLYPY_D long long clock64(void);
 /* Sleeping changes nothing a kernel computes; PTX allows any duration in [0, 2 t]. */
 POLYPY_D void __nanosleep(unsigned int ns);
+#ifdef __cplusplus
+/* A graph's conditional node's condition, set by a kernel of the graph: a store through the
+ * handle (frontend/lower/calls.py, polypy/runtime/parts/graph_conditional.h). */
+POLYPY_D void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
+#endif
 /* Bit reinterpretation (one IR bitcast each; see frontend/lower/bitcasts.py). */
 POLYPY_D int __float_as_int(float);
 POLYPY_D unsigned int __float_as_uint(float);

@@ -10,7 +10,7 @@ import clang.cindex as ci
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.visitor import walk_block
-from polypy.ir.types import BOOL, I32, I64, U64, PointerType, ScalarType
+from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
 from frontend.lower.printing import trap_before_barriers
@@ -21,6 +21,7 @@ from frontend.lower.cooperative import CooperativeLowering
 from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body, \
     is_library_header
 from frontend.lower.declarations import DeclarationLowering
+from frontend.lower.graph_conditional import check_handle_uses, is_condition_handle
 from frontend.lower.expressions import ExpressionLowering
 from frontend.lower.inlining import InliningLowering
 from frontend.lower.lambdas import LambdaLowering
@@ -154,6 +155,14 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         if tm.is_reference(t) or tm.is_array(t):
             raise UserError(f"kernel parameter '{name}' of type '{t.spelling}' is not supported", where)
         self.names.taken.add(name)
+        if is_condition_handle(t):
+            # A graph's conditional handle: a pointer to its condition here (the launcher casts
+            # the handle), which cudaGraphSetConditional stores through (graph_conditional.py).
+            check_handle_uses(self.cursor, p)
+            self.params.append(n.Param(name, PointerType(U32), loc=where))
+            self.source_params.append(n.SourceParam(name, t.spelling, (("", name),)))
+            self.bind(p, PtrVarLV(Pointer(name, (), None, tm.ElemLayout(U32, 1, (("", 0),), "unsigned int")), None))
+            return
         st = tm.scalar_type(t)
         if st is not None:
             self.params.append(n.Param(name, st, loc=where))

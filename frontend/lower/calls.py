@@ -24,6 +24,7 @@ from frontend.lower.cooperative import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.lower.printing import assert_fail, device_printf
 from frontend.lower.float_parts import FloatParts
+from frontend.lower.graph_conditional import set_conditional
 from frontend.lower.textures import hidden_param, is_texture_call, texture_call
 from frontend.lower.launches import device_launch, device_runtime_call, is_device_runtime_call
 from frontend.lower.int_intrinsics import INT_INTRINSICS, int_intrinsic
@@ -142,6 +143,8 @@ class CallLowering:
             return (device_memcpy if base == "memcpy" else device_memset)(self, args, c, discard)
         if base in _REFUSED_CALLS:
             raise self.error(_REFUSED_CALLS[base], c)
+        if base == "cudaGraphSetConditional" and is_prelude_decl(fn):
+            return set_conditional(self, args, c, discard)
         if is_device_runtime_call(base, fn):
             return device_runtime_call(self, base, args, c, discard)
         if is_texture_call(base, fn):

@@ -76,6 +76,7 @@ static inline cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStream
   seq->mode = mode;
   seq->id = ++*polypy_rt_capture_ids();
   seq->invalidated = false;
+  seq->external = false;
   polypy_rt_captures()->push_back(seq);
   polypy_rt_capture_join(seq, stream, std::vector<cudaGraphNode_t>());
   return cudaSuccess;
@@ -89,9 +90,9 @@ static inline bool polypy_rt_reaches(cudaGraphNode_t node, cudaGraphNode_t to) {
 }
 static inline cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* out) {
   struct polypy_rt_stream* stream = polypy_rt_stream_of(s);
-  if (!out) return polypy_rt_fail(cudaErrorInvalidValue);
   if (!stream->capture) return polypy_rt_fail(cudaErrorIllegalState);
   struct polypy_rt_capture_sequence* seq = stream->capture->sequence;
+  if (!out && !seq->external) return polypy_rt_fail(cudaErrorInvalidValue);
   if (seq->origin != stream) return polypy_rt_fail(cudaErrorStreamCaptureUnmatched);
   bool joined = true;
   for (cudaStream_t other : seq->streams) {
@@ -106,12 +107,12 @@ static inline cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* out)
     delete other->capture;
     other->capture = 0;
   }
-  *out = 0;
+  if (out) *out = 0;
   cudaError_t e = cudaSuccess;
   if (seq->invalidated) e = cudaErrorStreamCaptureInvalidated;
   else if (!joined) e = cudaErrorStreamCaptureUnjoined;
-  if (e == cudaSuccess) *out = seq->graph;
-  else polypy_rt_graph_free(seq->graph);
+  if (e == cudaSuccess && out) *out = seq->graph;
+  else if (e != cudaSuccess && !seq->external) polypy_rt_graph_free(seq->graph);
   std::vector<struct polypy_rt_capture_sequence*>* live = polypy_rt_captures();
   for (size_t i = 0; i < live->size(); ++i)
     if ((*live)[i] == seq) { live->erase(live->begin() + i); break; }
@@ -137,6 +138,77 @@ static inline cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStre
   if (deps) *deps = c ? c->tail.data() : 0;
   if (count) *count = c ? c->tail.size() : 0;
   return cudaSuccess;
+}
+/* CUDA 12.3's form with the dependencies' edge data (cudaStreamGetCaptureInfo_v3, and CUDA 13's
+ * cudaStreamGetCaptureInfo): every edge here is a default edge, all zero. */
+static inline cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptureStatus* status,
+                                                   unsigned long long* id, cudaGraph_t* graph,
+                                                   const cudaGraphNode_t** deps, const struct cudaGraphEdgeData** edges,
+                                                   size_t* count) {
+  size_t n = 0;
+  cudaError_t e = cudaStreamGetCaptureInfo(s, status, id, graph, deps, &n);
+  if (e != cudaSuccess) return e;
+  static thread_local std::vector<struct cudaGraphEdgeData> zeros;
+  zeros.assign(n, cudaGraphEdgeData());
+  if (edges) *edges = n ? zeros.data() : 0;
+  if (count) *count = n;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaStreamGetCaptureInfo_v3(cudaStream_t s, enum cudaStreamCaptureStatus* status,
+                                                      unsigned long long* id, cudaGraph_t* graph,
+                                                      const cudaGraphNode_t** deps,
+                                                      const struct cudaGraphEdgeData** edges, size_t* count) {
+  return cudaStreamGetCaptureInfo(s, status, id, graph, deps, edges, count);
+}
+/* Capture into the program's graph, after `deps` (CUDA 12.3): cudaStreamEndCapture then leaves
+ * the graph to the program. */
+static inline cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t* deps,
+                                                        const struct cudaGraphEdgeData* edges, size_t count,
+                                                        enum cudaStreamCaptureMode mode) {
+  struct polypy_rt_stream* stream = polypy_rt_stream_of(s);
+  if (!g || (count && !deps)) return polypy_rt_fail(cudaErrorInvalidValue);
+  for (size_t i = 0; i < count; ++i)
+    if (!polypy_rt_graph_has(g, deps[i])) return polypy_rt_fail(cudaErrorInvalidValue);
+  for (size_t i = 0; edges && i < count; ++i)
+    if (edges[i].from_port || edges[i].to_port || edges[i].type) return polypy_rt_fail(cudaErrorNotSupported);
+  if (stream == polypy_rt_null_stream()) return polypy_rt_fail(cudaErrorStreamCaptureUnsupported);
+  if (stream->capture) return polypy_rt_fail(cudaErrorIllegalState);
+  if ((int)mode < 0 || (int)mode > 2) return polypy_rt_fail(cudaErrorInvalidValue);
+  struct polypy_rt_capture_sequence* seq = new polypy_rt_capture_sequence();
+  seq->graph = g;
+  seq->origin = stream;
+  seq->mode = mode;
+  seq->id = ++*polypy_rt_capture_ids();
+  seq->invalidated = false;
+  seq->external = true;
+  polypy_rt_captures()->push_back(seq);
+  polypy_rt_capture_join(seq, stream, std::vector<cudaGraphNode_t>(deps, deps + count));
+  return cudaSuccess;
+}
+/* The dependencies of the stream's next captured work: `deps` added (cudaStreamAddCaptureDependencies)
+ * or instead (cudaStreamSetCaptureDependencies); CUDA 12's form and CUDA 13's with edge data. */
+enum cudaStreamUpdateCaptureDependenciesFlags { cudaStreamAddCaptureDependencies = 0, cudaStreamSetCaptureDependencies = 1 };
+static inline cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t s, cudaGraphNode_t* deps, size_t count,
+                                                              unsigned int flags = 0) {
+  struct polypy_rt_stream_capture* c = polypy_rt_stream_of(s)->capture;
+  if (!c) return polypy_rt_fail(cudaErrorIllegalState);
+  if (flags > 1 || (count && !deps)) return polypy_rt_fail(cudaErrorInvalidValue);
+  for (size_t i = 0; i < count; ++i)
+    if (!polypy_rt_graph_has(c->sequence->graph, deps[i])) return polypy_rt_fail(cudaErrorInvalidValue);
+  if (flags == cudaStreamSetCaptureDependencies) c->tail.clear();
+  for (size_t i = 0; i < count; ++i) {
+    bool have = false;
+    for (cudaGraphNode_t t : c->tail) have = have || t == deps[i];
+    if (!have) c->tail.push_back(deps[i]);
+  }
+  return cudaSuccess;
+}
+static inline cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t s, cudaGraphNode_t* deps,
+                                                              const struct cudaGraphEdgeData* edges, size_t count,
+                                                              unsigned int flags) {
+  for (size_t i = 0; edges && i < count; ++i)
+    if (edges[i].from_port || edges[i].to_port || edges[i].type) return polypy_rt_fail(cudaErrorNotSupported);
+  return cudaStreamUpdateCaptureDependencies(s, deps, count, flags);
 }
 static inline cudaError_t cudaStreamGetCaptureInfo_v2(cudaStream_t s, enum cudaStreamCaptureStatus* status,
                                                       unsigned long long* id = 0, cudaGraph_t* graph = 0,

@@ -110,11 +110,6 @@ cudaError_t cudaLaunchCooperativeKernelMultiDevice(...) POLYPY_RUNTIME_REFUSED("
 /* CUDA graphs (parts/graphs.h): what is not implemented. */
 #define POLYPY_GRAPH_REFUSED(name, what) cudaError_t name(...) POLYPY_RUNTIME_REFUSED("CUDA graphs: " what " (" #name ")");
 POLYPY_GRAPH_REFUSED(cudaGraphKernelNodeGetParams, "reading a kernel node's parameters back")
-POLYPY_GRAPH_REFUSED(cudaGraphAddNode, "nodes from cudaGraphNodeParams")
-POLYPY_GRAPH_REFUSED(cudaStreamBeginCaptureToGraph, "capture into an existing graph")
-POLYPY_GRAPH_REFUSED(cudaGraphAddMemAllocNode, "memory nodes") POLYPY_GRAPH_REFUSED(cudaGraphAddMemFreeNode, "memory nodes")
-POLYPY_GRAPH_REFUSED(cudaDeviceGraphMemTrim, "memory nodes") POLYPY_GRAPH_REFUSED(cudaDeviceGetGraphMemAttribute, "memory nodes")
-POLYPY_GRAPH_REFUSED(cudaGraphConditionalHandleCreate, "conditional nodes")
 #undef POLYPY_GRAPH_REFUSED
 /* Interprocess sharing: one process has the device. */
 #define POLYPY_IPC_REFUSED(name) cudaError_t name(...) POLYPY_RUNTIME_REFUSED("interprocess memory (" #name ")");

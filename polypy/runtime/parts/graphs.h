@@ -1,14 +1,17 @@
-/* polypy runtime: CUDA graphs and stream capture (part of cuda_runtime.h).
+/* polypy runtime: CUDA graphs (part of cuda_runtime.h).
  *
  * A graph is a set of nodes (a kernel launch, a copy, a fill, a host function, a child graph, an
- * empty node) and dependencies between them. A node holds its work as a closure over the values
- * of its parameters at the time it was made: a captured launch holds the launcher and the
- * launch's arguments, a copy its pointers and size. Launching an instantiated graph runs every
- * node once, each after the nodes it depends on (a topological order, ties in the order the nodes
- * were made), before cudaGraphLaunch returns: as every stream here, in stream order with the rest
- * of the stream's work.
+ * empty node, an allocation or a free, a conditional node) and dependencies between them. A node
+ * holds its work as a closure over the values of its parameters at the time it was made: a
+ * captured launch holds the launcher and the launch's arguments, a copy its pointers and size.
+ * Launching an instantiated graph runs every node once, each after the nodes it depends on (a
+ * topological order, ties in the order the nodes were made), before cudaGraphLaunch returns: as
+ * every stream here, in stream order with the rest of the stream's work.
  *
- * Stream capture, which records into graphs, is parts/capture.h.
+ * This part: the graph's structures, kernels by address, making, copying, ordering and running
+ * graphs. Nodes made by hand are parts/graph_nodes.h, executable graphs parts/graph_exec.h,
+ * stream capture parts/capture.h, memory nodes parts/graph_memory.h, conditional nodes and
+ * cudaGraphAddNode parts/graph_conditional.h.
  *
  * Kernel nodes made by hand (cudaGraphAddKernelNode): a kernel's address in host code (`(void*)k`)
  * is its host stub (parts/kernels.h), registered with a binder that copies a
@@ -53,6 +56,20 @@ struct cudaKernelNodeParams {
   void** kernelParams;
   void** extra;
 };
+/* Memory nodes (parts/graph_memory.h), conditional handles (parts/graph_conditional.h). */
+typedef unsigned long long cudaGraphConditionalHandle;
+enum cudaGraphMemAttributeType {
+  cudaGraphMemAttrUsedMemCurrent = 0, cudaGraphMemAttrUsedMemHigh = 1, cudaGraphMemAttrReservedMemCurrent = 2,
+  cudaGraphMemAttrReservedMemHigh = 3
+};
+struct cudaMemAllocNodeParams {
+  struct cudaMemPoolProps poolProps;
+  const struct cudaMemAccessDesc* accessDescs;
+  size_t accessDescCount, bytesize;
+  void* dptr;
+};
+/* An edge's data (CUDA 12.3): only default edges, all zero, are implemented. */
+struct cudaGraphEdgeData { unsigned char from_port, to_port, type, reserved[5]; };
 struct cudaMemsetParams { void* dst; size_t pitch; unsigned int value, elementSize; size_t width, height; };
 struct cudaHostNodeParams { cudaHostFn_t fn; void* userData; };
 
@@ -113,22 +130,40 @@ static inline const struct polypy_rt_kernel* polypy_rt_kernel_of(const void* fun
   return 0;
 }
 
+struct polypy_rt_graph_alloc;  /* parts/graph_memory.h */
+struct polypy_rt_condition;    /* parts/graph_conditional.h */
 struct polypy_rt_graph_node {
   enum cudaGraphNodeType type;
-  std::function<cudaError_t()> work;  /* none for empty and child-graph nodes */
+  std::function<cudaError_t()> work;  /* none for empty, child-graph and conditional nodes */
   const void* function;                /* a kernel node's launcher: what cudaGraphExecUpdate compares */
   cudaGraph_t child;                   /* a child-graph node's own copy of its graph */
   std::vector<cudaGraphNode_t> deps;
   struct cudaMemsetParams memset_params;
   struct cudaHostNodeParams host_params;
+  struct polypy_rt_graph_alloc* alloc;      /* allocation and free nodes: the allocation */
+  struct polypy_rt_condition* condition;    /* a conditional node: its handle's condition */
+  int conditional_type;                     /* enum cudaGraphConditionalNodeType */
+  std::vector<cudaGraph_t> bodies;          /* a conditional node's body graphs, its own */
 };
-struct polypy_rt_graph { std::vector<cudaGraphNode_t> nodes; };
+/* `conditions`: the conditional handles made for this graph (cudaGraphConditionalHandleCreate);
+ * a copy of the graph names the same ones. */
+struct polypy_rt_graph {
+  std::vector<cudaGraphNode_t> nodes;
+  std::vector<struct polypy_rt_condition*> conditions;
+};
 /* An executable graph: its own copy of the graph, the copy's nodes in the order they run, and, per
- * node of the graph it was made from, its copy (the Exec*SetParams calls name the original). */
+ * node of the graph it was made from, its copy (the Exec*SetParams calls name the original);
+ * the instantiation flags (cudaGraphInstantiateFlagAutoFreeOnLaunch). */
 struct polypy_rt_graph_exec {
   cudaGraph_t graph;
   std::vector<cudaGraphNode_t> order, originals;
+  unsigned long long flags;
 };
+/* parts/graph_memory.h: an allocation node's copy holds its allocation, a node's end lets it go;
+ * parts/graph_conditional.h: a conditional node's run. */
+static inline void polypy_rt_graph_alloc_hold(struct polypy_rt_graph_alloc* a);
+static inline void polypy_rt_graph_alloc_drop(struct polypy_rt_graph_alloc* a);
+static inline cudaError_t polypy_rt_conditional_run(cudaGraphNode_t node);
 /* A capture sequence, shared by the streams that joined it; per stream, its last captured work. */
 struct polypy_rt_capture_sequence {
   cudaGraph_t graph;
@@ -136,6 +171,7 @@ struct polypy_rt_capture_sequence {
   enum cudaStreamCaptureMode mode;
   unsigned long long id;
   bool invalidated;
+  bool external;  /* cudaStreamBeginCaptureToGraph: the graph is the program's */
   std::vector<cudaStream_t> streams;
 };
 struct polypy_rt_stream_capture {
@@ -162,6 +198,9 @@ static inline cudaError_t polypy_rt_graph_add(cudaGraphNode_t* out, cudaGraph_t 
   node->type = type;
   node->function = 0;
   node->child = 0;
+  node->alloc = 0;
+  node->condition = 0;
+  node->conditional_type = 0;
   node->deps.assign(deps, deps + count);
   g->nodes.push_back(node);
   *out = node;
@@ -175,6 +214,8 @@ static inline cudaError_t cudaGraphCreate(cudaGraph_t* g, unsigned int flags) {
 static inline void polypy_rt_graph_free(cudaGraph_t g) {
   for (cudaGraphNode_t node : g->nodes) {
     if (node->child) polypy_rt_graph_free(node->child);
+    for (cudaGraph_t body : node->bodies) polypy_rt_graph_free(body);
+    if (node->alloc) polypy_rt_graph_alloc_drop(node->alloc);
     delete node;
   }
   delete g;
@@ -191,6 +232,8 @@ static inline cudaGraph_t polypy_rt_graph_copy(cudaGraph_t g, std::vector<cudaGr
   for (cudaGraphNode_t node : g->nodes) {
     cudaGraphNode_t c = new polypy_rt_graph_node(*node);
     c->child = node->child ? polypy_rt_graph_copy(node->child) : 0;
+    for (cudaGraph_t& body : c->bodies) body = polypy_rt_graph_copy(body);
+    if (c->alloc) polypy_rt_graph_alloc_hold(c->alloc);
     made.push_back(c);
     out->nodes.push_back(c);
   }
@@ -199,10 +242,27 @@ static inline cudaGraph_t polypy_rt_graph_copy(cudaGraph_t g, std::vector<cudaGr
       for (size_t i = 0; i < g->nodes.size(); ++i)
         if (g->nodes[i] == d) { d = made[i]; break; }
   if (copies) *copies = made;
+  out->conditions = g->conditions;
   return out;
 }
+/* Whether g holds allocation or free nodes, or conditional nodes (in graphs inside it too). */
+static inline bool polypy_rt_graph_has(cudaGraph_t g, enum cudaGraphNodeType type) {
+  for (cudaGraphNode_t node : g->nodes) {
+    if (node->type == type) return true;
+    if (node->child && polypy_rt_graph_has(node->child, type)) return true;
+    for (cudaGraph_t body : node->bodies)
+      if (polypy_rt_graph_has(body, type)) return true;
+  }
+  return false;
+}
+static inline bool polypy_rt_graph_has_memory_nodes(cudaGraph_t g) {
+  return polypy_rt_graph_has(g, cudaGraphNodeTypeMemAlloc) || polypy_rt_graph_has(g, cudaGraphNodeTypeMemFree);
+}
+/* A clone of a graph with memory nodes would share its allocations' fixed addresses with the
+ * original: not implemented (cudaErrorNotSupported). */
 static inline cudaError_t cudaGraphClone(cudaGraph_t* out, cudaGraph_t g) {
   if (!out || !g) return polypy_rt_fail(cudaErrorInvalidValue);
+  if (polypy_rt_graph_has_memory_nodes(g)) return polypy_rt_fail(cudaErrorNotSupported);
   *out = polypy_rt_graph_copy(g);
   return cudaSuccess;
 }
@@ -232,6 +292,7 @@ static inline bool polypy_rt_graph_order(cudaGraph_t g, std::vector<cudaGraphNod
 static inline cudaError_t polypy_rt_graph_run(cudaGraph_t g);
 static inline cudaError_t polypy_rt_node_run(cudaGraphNode_t node) {
   if (node->type == cudaGraphNodeTypeGraph) return polypy_rt_graph_run(node->child);
+  if (node->type == cudaGraphNodeTypeConditional) return polypy_rt_conditional_run(node);
   return node->work ? node->work() : cudaSuccess;
 }
 /* Runs every node of g after its dependencies; the first failure is the result (the rest still run,
@@ -245,362 +306,5 @@ static inline cudaError_t polypy_rt_graph_run(cudaGraph_t g) {
     if (first == cudaSuccess) first = e;
   }
   return first;
-}
-
-/* ------------------------------------------------------------------ nodes made by hand */
-static inline cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t* out, cudaGraph_t g, const cudaGraphNode_t* deps,
-                                                size_t count) {
-  return polypy_rt_graph_add(out, g, deps, count, cudaGraphNodeTypeEmpty);
-}
-static inline cudaError_t cudaGraphAddHostNode(cudaGraphNode_t* out, cudaGraph_t g, const cudaGraphNode_t* deps,
-                                               size_t count, const struct cudaHostNodeParams* p) {
-  if (!p || !p->fn) return polypy_rt_fail(cudaErrorInvalidValue);
-  cudaError_t e = polypy_rt_graph_add(out, g, deps, count, cudaGraphNodeTypeHost);
-  if (e != cudaSuccess) return e;
-  struct cudaHostNodeParams q = *p;
-  (*out)->host_params = q;
-  (*out)->work = [q]() { q.fn(q.userData); return cudaSuccess; };
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct cudaHostNodeParams* p) {
-  if (!node || !p || node->type != cudaGraphNodeTypeHost) return polypy_rt_fail(cudaErrorInvalidValue);
-  *p = node->host_params;
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node, const struct cudaHostNodeParams* p) {
-  if (!node || !p || !p->fn || node->type != cudaGraphNodeTypeHost) return polypy_rt_fail(cudaErrorInvalidValue);
-  struct cudaHostNodeParams q = *p;
-  node->host_params = q;
-  node->work = [q]() { q.fn(q.userData); return cudaSuccess; };
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* out, cudaGraph_t g, const cudaGraphNode_t* deps,
-                                                 size_t count, const struct cudaMemcpy3DParms* p) {
-  if (!p) return polypy_rt_fail(cudaErrorInvalidValue);
-  cudaError_t e = polypy_rt_graph_add(out, g, deps, count, cudaGraphNodeTypeMemcpy);
-  if (e != cudaSuccess) return e;
-  struct cudaMemcpy3DParms q = *p;
-  (*out)->work = [q]() { return cudaMemcpy3D(&q); };
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node, const struct cudaMemcpy3DParms* p) {
-  if (!node || !p || node->type != cudaGraphNodeTypeMemcpy) return polypy_rt_fail(cudaErrorInvalidValue);
-  struct cudaMemcpy3DParms q = *p;
-  node->work = [q]() { return cudaMemcpy3D(&q); };
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t* out, cudaGraph_t g, const cudaGraphNode_t* deps,
-                                                   size_t count, void* dst, const void* src, size_t bytes,
-                                                   enum cudaMemcpyKind kind) {
-  cudaError_t e = polypy_rt_graph_add(out, g, deps, count, cudaGraphNodeTypeMemcpy);
-  if (e != cudaSuccess) return e;
-  (*out)->work = [=]() { return cudaMemcpy(dst, src, bytes, kind); };
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void* dst, const void* src,
-                                                         size_t bytes, enum cudaMemcpyKind kind) {
-  if (!node || node->type != cudaGraphNodeTypeMemcpy) return polypy_rt_fail(cudaErrorInvalidValue);
-  node->work = [=]() { return cudaMemcpy(dst, src, bytes, kind); };
-  return cudaSuccess;
-}
-/* A fill of `height` rows of `width` elements of 1, 2 or 4 bytes, `pitch` bytes apart, with the
- * value's low elementSize bytes (CUDA's memset node). */
-static inline cudaError_t polypy_rt_memset_node(struct cudaMemsetParams p) {
-  if (!p.dst || (p.elementSize != 1 && p.elementSize != 2 && p.elementSize != 4) ||
-      (p.height > 1 && p.pitch < p.width * p.elementSize))
-    return polypy_rt_fail(cudaErrorInvalidValue);
-  for (size_t y = 0; y < p.height; ++y) {
-    unsigned char* row = (unsigned char*)p.dst + y * p.pitch;
-    for (size_t x = 0; x < p.width; ++x) {
-      if (p.elementSize == 1) row[x] = (unsigned char)p.value;
-      else if (p.elementSize == 2) { uint16_t v = (uint16_t)p.value; memcpy(row + 2 * x, &v, 2); }
-      else { uint32_t v = (uint32_t)p.value; memcpy(row + 4 * x, &v, 4); }
-    }
-  }
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t* out, cudaGraph_t g, const cudaGraphNode_t* deps,
-                                                 size_t count, const struct cudaMemsetParams* p) {
-  if (!p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4))
-    return polypy_rt_fail(cudaErrorInvalidValue);
-  cudaError_t e = polypy_rt_graph_add(out, g, deps, count, cudaGraphNodeTypeMemset);
-  if (e != cudaSuccess) return e;
-  struct cudaMemsetParams q = *p;
-  (*out)->memset_params = q;
-  (*out)->work = [q]() { return polypy_rt_memset_node(q); };
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams* p) {
-  if (!node || !p || node->type != cudaGraphNodeTypeMemset) return polypy_rt_fail(cudaErrorInvalidValue);
-  *p = node->memset_params;
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node, const struct cudaMemsetParams* p) {
-  if (!node || !p || node->type != cudaGraphNodeTypeMemset) return polypy_rt_fail(cudaErrorInvalidValue);
-  struct cudaMemsetParams q = *p;
-  node->memset_params = q;
-  node->work = [q]() { return polypy_rt_memset_node(q); };
-  return cudaSuccess;
-}
-/* Kernel nodes: the function is a kernel's address as host code takes it (`(void*)k`); the
- * parameters' values are copied now, as CUDA copies them. `extra` (packed parameters) is not
- * supported. */
-static inline cudaError_t polypy_rt_kernel_work(cudaGraphNode_t node, const struct cudaKernelNodeParams* p) {
-  const struct polypy_rt_kernel* k = p ? polypy_rt_kernel_of(p->func) : 0;
-  if (!k || p->extra) return polypy_rt_fail(cudaErrorInvalidValue);
-  node->work = k->bind(k->stub, p->gridDim, p->blockDim, p->sharedMemBytes, p->kernelParams);
-  node->function = k->stub;
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* out, cudaGraph_t g, const cudaGraphNode_t* deps,
-                                                 size_t count, const struct cudaKernelNodeParams* p) {
-  if (!p || !polypy_rt_kernel_of(p->func) || p->extra) return polypy_rt_fail(cudaErrorInvalidValue);
-  cudaError_t e = polypy_rt_graph_add(out, g, deps, count, cudaGraphNodeTypeKernel);
-  if (e != cudaSuccess) return e;
-  return polypy_rt_kernel_work(*out, p);
-}
-static inline cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const struct cudaKernelNodeParams* p) {
-  if (!node || node->type != cudaGraphNodeTypeKernel) return polypy_rt_fail(cudaErrorInvalidValue);
-  return polypy_rt_kernel_work(node, p);
-}
-/* The child node holds a copy of the child graph, made now (CUDA clones it too). */
-static inline cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* out, cudaGraph_t g, const cudaGraphNode_t* deps,
-                                                     size_t count, cudaGraph_t child) {
-  if (!child || child == g) return polypy_rt_fail(cudaErrorInvalidValue);
-  cudaError_t e = polypy_rt_graph_add(out, g, deps, count, cudaGraphNodeTypeGraph);
-  if (e != cudaSuccess) return e;
-  (*out)->child = polypy_rt_graph_copy(child);
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t* child) {
-  if (!node || !child || node->type != cudaGraphNodeTypeGraph) return polypy_rt_fail(cudaErrorInvalidValue);
-  *child = node->child;
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGraphAddDependencies(cudaGraph_t g, const cudaGraphNode_t* from, const cudaGraphNode_t* to,
-                                                   size_t count) {
-  if (!g || (count && (!from || !to))) return polypy_rt_fail(cudaErrorInvalidValue);
-  for (size_t i = 0; i < count; ++i) {
-    if (!polypy_rt_graph_has(g, from[i]) || !polypy_rt_graph_has(g, to[i]) || from[i] == to[i])
-      return polypy_rt_fail(cudaErrorInvalidValue);
-    for (cudaGraphNode_t d : to[i]->deps)
-      if (d == from[i]) return polypy_rt_fail(cudaErrorInvalidValue);  /* the edge exists */
-  }
-  for (size_t i = 0; i < count; ++i) to[i]->deps.push_back(from[i]);
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGraphRemoveDependencies(cudaGraph_t g, const cudaGraphNode_t* from,
-                                                      const cudaGraphNode_t* to, size_t count) {
-  if (!g || (count && (!from || !to))) return polypy_rt_fail(cudaErrorInvalidValue);
-  for (size_t i = 0; i < count; ++i) {
-    std::vector<cudaGraphNode_t>& deps = to[i]->deps;
-    size_t k = 0;
-    while (k < deps.size() && deps[k] != from[i]) ++k;
-    if (k == deps.size()) return polypy_rt_fail(cudaErrorInvalidValue);
-    deps.erase(deps.begin() + k);
-  }
-  return cudaSuccess;
-}
-/* The listing calls: with a null array, the count; else up to *count nodes, and *count is then the
- * number there are (CUDA's convention). */
-static inline cudaError_t polypy_rt_node_list(const std::vector<cudaGraphNode_t>& found, cudaGraphNode_t* nodes,
-                                              size_t* count) {
-  if (!count) return polypy_rt_fail(cudaErrorInvalidValue);
-  if (nodes) {
-    for (size_t i = 0; i < *count; ++i) nodes[i] = i < found.size() ? found[i] : 0;
-    if (*count > found.size()) *count = found.size();
-  } else {
-    *count = found.size();
-  }
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t* nodes, size_t* count) {
-  if (!g) return polypy_rt_fail(cudaErrorInvalidValue);
-  return polypy_rt_node_list(g->nodes, nodes, count);
-}
-static inline cudaError_t cudaGraphGetRootNodes(cudaGraph_t g, cudaGraphNode_t* nodes, size_t* count) {
-  if (!g) return polypy_rt_fail(cudaErrorInvalidValue);
-  std::vector<cudaGraphNode_t> roots;
-  for (cudaGraphNode_t node : g->nodes)
-    if (node->deps.empty()) roots.push_back(node);
-  return polypy_rt_node_list(roots, nodes, count);
-}
-static inline cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t* deps, size_t* count) {
-  if (!node) return polypy_rt_fail(cudaErrorInvalidValue);
-  return polypy_rt_node_list(node->deps, deps, count);
-}
-static inline cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType* type) {
-  if (!node || !type) return polypy_rt_fail(cudaErrorInvalidValue);
-  *type = node->type;
-  return cudaSuccess;
-}
-
-/* ------------------------------------------------------------------ executable graphs */
-static inline cudaError_t polypy_rt_instantiate(cudaGraphExec_t* out, cudaGraph_t g, unsigned long long flags) {
-  if (!out || !g || (flags & ~(unsigned long long)15)) return polypy_rt_fail(cudaErrorInvalidValue);
-  if (flags & cudaGraphInstantiateFlagDeviceLaunch) return polypy_rt_fail(cudaErrorNotSupported);  /* no device launch */
-  cudaGraphExec_t exec = new polypy_rt_graph_exec();
-  exec->graph = polypy_rt_graph_copy(g);
-  exec->originals = g->nodes;
-  if (!polypy_rt_graph_order(exec->graph, &exec->order)) {
-    polypy_rt_graph_free(exec->graph);
-    delete exec;
-    return polypy_rt_fail(cudaErrorInvalidValue);  /* a cycle */
-  }
-  *out = exec;
-  return cudaSuccess;
-}
-/* CUDA 12's signature, CUDA 11's (error node and log), cudaGraphInstantiateWithFlags, WithParams. */
-static inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t* out, cudaGraph_t g, unsigned long long flags = 0) {
-  return polypy_rt_instantiate(out, g, flags);
-}
-static inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t* out, cudaGraph_t g, cudaGraphNode_t* error_node,
-                                               char* log, size_t log_size) {
-  if (error_node) *error_node = 0;
-  if (log && log_size) log[0] = 0;
-  return polypy_rt_instantiate(out, g, 0);
-}
-static inline cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* out, cudaGraph_t g,
-                                                        unsigned long long flags = 0) {
-  return polypy_rt_instantiate(out, g, flags);
-}
-static inline cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* out, cudaGraph_t g,
-                                                         struct cudaGraphInstantiateParams* p) {
-  if (!p) return polypy_rt_fail(cudaErrorInvalidValue);
-  cudaError_t e = polypy_rt_instantiate(out, g, p->flags);
-  p->errNode_out = 0;
-  p->result_out = e == cudaSuccess ? cudaGraphInstantiateSuccess : cudaGraphInstantiateError;
-  return e;
-}
-static inline cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
-  if (!exec) return polypy_rt_fail(cudaErrorInvalidValue);
-  polypy_rt_graph_free(exec->graph);
-  delete exec;
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t s) {
-  (void)s;
-  return exec ? cudaSuccess : polypy_rt_fail(cudaErrorInvalidValue);
-}
-static inline cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
-  if (!exec) return polypy_rt_fail(cudaErrorInvalidValue);
-  if (polypy_rt_capturing(s)) {  /* a child graph of the capture: the executable graph as it is now */
-    cudaError_t e = polypy_rt_capture(s, cudaGraphNodeTypeGraph, std::function<cudaError_t()>());
-    if (e == cudaSuccess) polypy_rt_stream_of(s)->capture->tail.back()->child = polypy_rt_graph_copy(exec->graph);
-    return e;
-  }
-  cudaError_t first = cudaSuccess;
-  for (cudaGraphNode_t node : exec->order) {
-    cudaError_t e = polypy_rt_node_run(node);
-    if (first == cudaSuccess) first = e;
-  }
-  return first;
-}
-/* The executable graph's copy of a node of the graph it was made from. */
-static inline cudaGraphNode_t polypy_rt_exec_node(cudaGraphExec_t exec, cudaGraph_t from, cudaGraphNode_t node) {
-  (void)from;
-  for (size_t i = 0; i < exec->originals.size(); ++i)
-    if (exec->originals[i] == node) return exec->graph->nodes[i];
-  return 0;
-}
-static inline cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
-                                                         const struct cudaHostNodeParams* p) {
-  cudaGraphNode_t mine = exec ? polypy_rt_exec_node(exec, 0, node) : 0;
-  if (!mine) return polypy_rt_fail(cudaErrorInvalidValue);
-  return cudaGraphHostNodeSetParams(mine, p);
-}
-static inline cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
-                                                           const struct cudaMemsetParams* p) {
-  cudaGraphNode_t mine = exec ? polypy_rt_exec_node(exec, 0, node) : 0;
-  if (!mine) return polypy_rt_fail(cudaErrorInvalidValue);
-  return cudaGraphMemsetNodeSetParams(mine, p);
-}
-static inline cudaError_t cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
-                                                           const struct cudaMemcpy3DParms* p) {
-  cudaGraphNode_t mine = exec ? polypy_rt_exec_node(exec, 0, node) : 0;
-  if (!mine) return polypy_rt_fail(cudaErrorInvalidValue);
-  return cudaGraphMemcpyNodeSetParams(mine, p);
-}
-static inline cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t exec, cudaGraphNode_t node, void* dst,
-                                                             const void* src, size_t bytes, enum cudaMemcpyKind kind) {
-  cudaGraphNode_t mine = exec ? polypy_rt_exec_node(exec, 0, node) : 0;
-  if (!mine) return polypy_rt_fail(cudaErrorInvalidValue);
-  return cudaGraphMemcpyNodeSetParams1D(mine, dst, src, bytes, kind);
-}
-/* The executable graph's kernel node takes new parameters; its kernel stays the same (CUDA). */
-static inline cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
-                                                           const struct cudaKernelNodeParams* p) {
-  cudaGraphNode_t mine = exec ? polypy_rt_exec_node(exec, 0, node) : 0;
-  const struct polypy_rt_kernel* k = p ? polypy_rt_kernel_of(p->func) : 0;
-  if (!mine || mine->type != cudaGraphNodeTypeKernel || !k || k->stub != mine->function)
-    return polypy_rt_fail(cudaErrorInvalidValue);
-  return polypy_rt_kernel_work(mine, p);
-}
-static inline cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
-                                                               cudaGraph_t child) {
-  cudaGraphNode_t mine = exec ? polypy_rt_exec_node(exec, 0, node) : 0;
-  if (!mine || !child || mine->type != cudaGraphNodeTypeGraph) return polypy_rt_fail(cudaErrorInvalidValue);
-  std::vector<cudaGraphNode_t> order;
-  if (!polypy_rt_graph_order(child, &order)) return polypy_rt_fail(cudaErrorInvalidValue);
-  polypy_rt_graph_free(mine->child);
-  mine->child = polypy_rt_graph_copy(child);
-  return cudaSuccess;
-}
-/* Whether g has exec's graph's shape: as many nodes, of the same types, with the same edges, and
- * kernel nodes launching the same kernels (node i of one matches node i of the other: graphs made
- * by the same code, or captured from the same work, list their nodes in the same order). */
-static inline enum cudaGraphExecUpdateResult polypy_rt_update_check(cudaGraph_t mine, cudaGraph_t g,
-                                                                    cudaGraphNode_t* error_node) {
-  *error_node = 0;
-  if (mine->nodes.size() != g->nodes.size()) return cudaGraphExecUpdateErrorTopologyChanged;
-  for (size_t i = 0; i < g->nodes.size(); ++i) {
-    cudaGraphNode_t a = mine->nodes[i], b = g->nodes[i];
-    *error_node = b;
-    if (a->type != b->type) return cudaGraphExecUpdateErrorNodeTypeChanged;
-    if (a->function != b->function) return cudaGraphExecUpdateErrorFunctionChanged;
-    if (a->deps.size() != b->deps.size()) return cudaGraphExecUpdateErrorTopologyChanged;
-    for (size_t k = 0; k < a->deps.size(); ++k) {
-      size_t ia = 0, ib = 0;
-      while (mine->nodes[ia] != a->deps[k]) ++ia;
-      while (g->nodes[ib] != b->deps[k]) ++ib;
-      if (ia != ib) return cudaGraphExecUpdateErrorTopologyChanged;
-    }
-    if (a->type == cudaGraphNodeTypeGraph) {
-      enum cudaGraphExecUpdateResult r = polypy_rt_update_check(a->child, b->child, error_node);
-      if (r != cudaGraphExecUpdateSuccess) return r;
-    }
-  }
-  *error_node = 0;
-  return cudaGraphExecUpdateSuccess;
-}
-/* The nodes of g's shape take g's parameters (their work); `originals` now name g's nodes. */
-static inline void polypy_rt_update_take(cudaGraph_t mine, cudaGraph_t g) {
-  for (size_t i = 0; i < g->nodes.size(); ++i) {
-    cudaGraphNode_t a = mine->nodes[i], b = g->nodes[i];
-    a->work = b->work;
-    a->memset_params = b->memset_params;
-    a->host_params = b->host_params;
-    if (a->type == cudaGraphNodeTypeGraph) polypy_rt_update_take(a->child, b->child);
-  }
-}
-static inline cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t g,
-                                              struct cudaGraphExecUpdateResultInfo* info) {
-  if (!exec || !g || !info) return polypy_rt_fail(cudaErrorInvalidValue);
-  info->errorFromNode = 0;
-  info->result = polypy_rt_update_check(exec->graph, g, &info->errorNode);
-  if (info->result != cudaGraphExecUpdateSuccess) return polypy_rt_fail(cudaErrorGraphExecUpdateFailure);
-  polypy_rt_update_take(exec->graph, g);
-  exec->originals = g->nodes;
-  return cudaSuccess;
-}
-/* CUDA 11's signature. */
-static inline cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t g, cudaGraphNode_t* error_node,
-                                              enum cudaGraphExecUpdateResult* result) {
-  if (!result) return polypy_rt_fail(cudaErrorInvalidValue);
-  struct cudaGraphExecUpdateResultInfo info = {cudaGraphExecUpdateSuccess, 0, 0};
-  cudaError_t e = cudaGraphExecUpdate(exec, g, &info);
-  if (error_node) *error_node = info.errorNode;
-  *result = info.result;
-  return e;
 }
 

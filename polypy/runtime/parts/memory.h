@@ -87,8 +87,11 @@ static inline cudaError_t polypy_rt_free_unlocked(void* p) {
   return cudaSuccess;
 }
 static inline void polypy_rt_pool_forget(void* p);  /* parts/pools.h: a block from a memory pool */
+static inline int polypy_rt_graph_mem_free(void* p, cudaError_t* e);  /* parts/graph_memory.h */
 static inline cudaError_t cudaFree(void* p) {
   if (!p) return cudaSuccess;
+  cudaError_t graph_free = cudaSuccess;
+  if (polypy_rt_graph_mem_free(p, &graph_free)) return graph_free;  /* a graph's allocation */
   polypy_rt_pool_forget(p);
   polypy_rt_locked lock;
   return polypy_rt_free_unlocked(p);

@@ -127,11 +127,13 @@ static inline cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags* flags, c
                                                                              : cudaMemAccessFlagsProtNone;
   return cudaSuccess;
 }
-/* Allocation and free nodes of graphs are not implemented: in a capturing stream the calls fail
- * (and invalidate the capture, parts/graphs.h). */
+/* In a capturing stream, an allocation node of the capture's graph (parts/graph_memory.h: graph
+ * memory, from no pool), and cudaFreeAsync of a graph allocation a free node. */
+static inline cudaError_t polypy_rt_capture_malloc(void** p, size_t size, cudaStream_t s);
+static inline cudaError_t polypy_rt_capture_free(void* p, cudaStream_t s);
 static inline cudaError_t cudaMallocFromPoolAsync(void** p, size_t size, cudaMemPool_t pool, cudaStream_t s) {
-  if (polypy_rt_capturing(s)) return polypy_rt_capture_unsupported(s);
   if (!p || !pool) return polypy_rt_fail(cudaErrorInvalidValue);
+  if (polypy_rt_capturing(s)) return polypy_rt_capture_malloc(p, size, s);
   if (pool->max_size && pool->used + size > pool->max_size) return polypy_rt_fail(cudaErrorMemoryAllocation);
   cudaError_t e = cudaMalloc(p, size);
   if (e != cudaSuccess) return e;
@@ -178,7 +180,7 @@ static inline void polypy_rt_pool_forget(void* p) {
 /* cudaFreeAsync frees any device block (CUDA allows it for cudaMalloc's too), and cudaFree a
  * pool's block. */
 static inline cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
-  if (polypy_rt_capturing(s)) return polypy_rt_capture_unsupported(s);
+  if (polypy_rt_capturing(s)) return polypy_rt_capture_free(p, s);
   return cudaFree(p);
 }
 

@@ -2,29 +2,13 @@
  *
  * Each function here has no exact meaning polypy implements: a call is a compile-time error at
  * the call, "'NAME' is unavailable: WHAT is not supported by polypy" (the frontend reports it with
- * its location, docs/runtime_api.md lists why). The parameter types programs declare before such
- * calls (graph node parameters, conditional handles) are declared, so that the first error a
- * program meets is the refusal, not an unknown type. */
+ * its location, docs/runtime_api.md lists why). */
 #define POLYPY_REFUSED(name, what) cudaError_t name(...) POLYPY_RUNTIME_REFUSED(what " (" #name ")");
 
 /* CUDA graphs (the rest is parts/graphs.h). */
-typedef unsigned long long cudaGraphConditionalHandle;
-enum cudaGraphMemAttributeType {
-  cudaGraphMemAttrUsedMemCurrent = 0, cudaGraphMemAttrUsedMemHigh = 1, cudaGraphMemAttrReservedMemCurrent = 2,
-  cudaGraphMemAttrReservedMemHigh = 3
-};
-struct cudaMemAllocNodeParams {
-  struct cudaMemPoolProps poolProps;
-  const struct cudaMemAccessDesc* accessDescs;
-  size_t accessDescCount, bytesize;
-  void* dptr;
-};
 POLYPY_REFUSED(cudaGraphAddEventRecordNode, "CUDA graphs: event nodes")
 POLYPY_REFUSED(cudaGraphAddEventWaitNode, "CUDA graphs: event nodes")
-POLYPY_REFUSED(cudaGraphSetConditional, "CUDA graphs: conditional nodes")
 POLYPY_REFUSED(cudaGraphDebugDotPrint, "CUDA graphs: DOT output")
-POLYPY_REFUSED(cudaStreamUpdateCaptureDependencies, "CUDA graphs: capture dependencies set by hand")
-POLYPY_REFUSED(cudaDeviceSetGraphMemAttribute, "CUDA graphs: memory nodes")
 
 /* Mipmapped arrays, asynchronous array copies, array memory queries (CUDA arrays, texture and surface
  * objects: parts/texture.h). */

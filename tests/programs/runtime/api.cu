@@ -174,7 +174,7 @@ int main() {
   int driver = 0, runtime = 0;
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
-  printf("limit %zu versions %d %d profiler %d %d\n", limit, driver == runtime, runtime >= 11000,
+  printf("limit %zu versions %d %d profiler %d %d\n", limit, driver >= runtime, runtime >= 11000,
          (int)cudaProfilerStart(), (int)cudaProfilerStop());
   printf("unified %d %d %s\n", (int)cudaMemAdvise(e, 64, cudaMemAdviseSetReadMostly, 0),
          (int)cudaMemPrefetchAsync(e, 64, cudaCpuDeviceId), cudaGetErrorName(cudaMemPrefetchAsync(e, 64, 3)));
