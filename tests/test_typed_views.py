@@ -491,9 +491,6 @@ REFUSED = [
      "__global__ void k(float* x, float* y) {\n  unsigned long long a = (unsigned long long)x;\n"
      "  a = __shfl_sync(0xffffffffu, a, 0);\n  y[0] = 1.0f;\n}\n",
      "pointer-to-number conversions are not supported", (2, 26)),
-    ("re-pointing",
-     "__global__ void k(float* x, float* z, int c) {\n  float* p = x;\n  if (c) p = z;\n  p[0] = 1.0f;\n}\n",
-     "a pointer variable may only be re-pointed within the buffer it was first pointed into", (3, 10)),
     ("pointer-difference-buffers",
      "__global__ void k(float* x, float* z, long long* y) {\n  y[0] = x - z;\n}\n",
      "the difference of pointers into different buffers", (2, 10)),
