@@ -274,13 +274,13 @@ __global__ void compare(const float* a, float* out, int n) {
   s[i] = 1.0f; t[i] = 2.0f;
   const float* p = (i & 1) ? s + i : t + i;
   const float* q = (i & 2) ? s + (i ^ 2) : t + i;
-  const float* g = (i & 4) ? a : a + 1;
+  const float* g = (i & 4) ? a : s;      // a parameter or a shared array
   float r = 0.0f;
   if (p == q) r += 1.0f;                 // equal only into one buffer at one element
   if (p != s + i) r += 10.0f;
   if ((i & 1) == 0 && p < t + 2) r += 20.0f;   // ordered where both point into t
   if (i & 2) r += 10000.0f * (float)(q - s);   // a difference where both point into s
-  if (g != 0) r += 100.0f;               // a pointer into a parameter: null when its argument is
+  if (g != 0) r += 100.0f;               // into the parameter: null when its argument is
   if (p) r += 1000.0f;
   if (i < n) out[i] = r;
 }
