@@ -108,12 +108,12 @@ def _lower_kernel(ctx: ModuleContext, cursor: ci.Cursor, name: str) -> n.Kernel:
     callbacks swallow it.)"""
     hidden = list(ctx.textures.get(name, []))
 
-    def build(sets: dict) -> n.Kernel:
+    def make(sets: dict) -> KernelBuilder:
         ctx.textures[name] = list(hidden)  # a new round makes the hidden parameters again
-        return KernelBuilder(ctx, cursor, name, sets).build()
+        return KernelBuilder(ctx, cursor, name, sets)
 
     try:
-        return lower_until_settled(build, cursor_loc(cursor))
+        return lower_until_settled(make, cursor_loc(cursor))
     except UserError:
         raise
     except Exception as exc:  # noqa: BLE001 - re-raised unless the input is too deep

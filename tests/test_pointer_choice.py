@@ -152,6 +152,35 @@ def test_ping_pong_of_global_buffers(tmp_path, way: str, steps: int) -> None:
     _check(out, {"x": bufs[0], "y": bufs[1]})
 
 
+ROTATE = r"""
+__global__ void rotate(float* a, float* b, float* c, float* d, int n, int steps) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float *p0 = a, *p1 = b, *p2 = c, *p3 = d;
+  for (int s = 0; s < steps; s++) {    // four buffers in turn: each pointer learns them one by one
+    p1[i] = p0[i] * 2.0f + p3[i];
+    float* t = p0; p0 = p1; p1 = p2; p2 = p3; p3 = t;
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("steps", [1, 6])
+def test_four_buffers_in_turn(tmp_path, way: str, steps: int) -> None:
+    n = 70
+    rng = np.random.default_rng(6)
+    bufs = [rng.standard_normal(n).astype(np.float32) for _ in range(4)]
+    args = {"a": bufs[0], "b": bufs[1], "c": bufs[2], "d": bufs[3], "n": n, "steps": steps}
+    want = [x.copy() for x in bufs]
+    order = [0, 1, 2, 3]
+    for _ in range(steps):
+        want[order[1]] = want[order[0]] * np.float32(2) + want[order[3]]
+        order = order[1:] + order[:1]
+    out = _run(tmp_path, ROTATE, "rotate", 2, 64, args, way)
+    _check(out, dict(zip("abcd", want)))
+
+
 # --------------------------------------------------------------------------- shared memory
 
 SMOOTH = r"""
@@ -399,6 +428,11 @@ REFUSED = [
      "  float* p = c ? x : y;\n"
      "  r[0] = p == x;\n}\n",
      "'==' of pointers that may point into 'y' and 'x' (which may be one allocation", (3, 10)),
+    ("records-of-mixed-members",
+     "struct R { float f; int i; };\n"
+     "__global__ void k(R* a, R* b, int c) { R* p = c ? a : b; p->f = 1.0f; }\n",
+     "a pointer to records of mixed member types that may point into several buffers is not supported",
+     (2, 47)),
     ("difference-never-defined",
      "__global__ void k(long long* r, int c) {\n"
      "  __shared__ float s[4]; __shared__ float t[4]; __shared__ float u[4];\n"

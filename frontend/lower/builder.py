@@ -51,6 +51,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         # found several (pointer_choice.py), and how many variables of each declaration were made.
         self.pointer_sets = pointer_sets or {}
         self.pointer_counts: dict[tuple, int] = {}
+        self.discovered: dict[tuple, tuple[Pointer, ...]] = {}  # found pointing into more: lower again
         self.cursor = cursor
         self.kernel_name = name
         self.names = NameAllocator(set(ctx.names.taken))

@@ -19,7 +19,8 @@ data), so a may-access: the analyses stay sound, and exact for ordinary pointers
 Which buffers a pointer variable may point into is only known once all of its assignments are
 seen, while the accesses before them (in a loop, before the re-pointing at its end) are lowered
 first. So a kernel is lowered again when an assignment points a variable into a buffer it was not
-lowered for (``RepointAgain``), knowing the buffers of every such variable from the start
+lowered for (``KernelBuilder.discovered``: the round goes on to find the others, and what it
+builds is dropped), knowing the buffers of every such variable from the start
 (``KernelBuilder.pointer_sets``, keyed by ``pointer_hint``). Each new round knows at least one
 more (variable, buffer) pair, so the rounds end.
 """
@@ -46,24 +47,21 @@ if TYPE_CHECKING:
 MAX_ROUNDS = 32
 
 
-class RepointAgain(Exception):
-    """A pointer variable was pointed into a buffer it was not lowered for: lower the kernel again
-    knowing ``sets`` (hint -> the bases of the buffers it may point into). Not a ``UserError``, so
-    that no step of the lowering takes it for a refusal."""
-
-    def __init__(self, sets: dict[tuple, tuple[Pointer, ...]]):
-        super().__init__("lower the kernel again")
-        self.sets = sets
-
-
-def lower_until_settled(build: Callable[[dict], n.Kernel], where: Loc | None) -> n.Kernel:
-    """``build(sets)`` with the pointer sets that each round finds, until one round needs no more."""
+def lower_until_settled(make: Callable[[dict], KernelBuilder], where: Loc | None) -> n.Kernel:
+    """``make(sets).build()`` with the pointer sets that each round finds, until a round finds no
+    pointer variable pointed into a buffer it was not lowered for. A refusal in a round that found
+    one may come of what that round could not lower right: the next round tells."""
     sets: dict[tuple, tuple[Pointer, ...]] = {}
     for _ in range(MAX_ROUNDS):
+        builder = make(sets)
         try:
-            return build(sets)
-        except RepointAgain as again:
-            sets = again.sets
+            kernel = builder.build()
+        except Exception:  # noqa: BLE001 - re-raised unless the round is to be made again
+            if not builder.discovered:
+                raise
+        if not builder.discovered:
+            return kernel
+        sets = {**sets, **builder.discovered}
     raise UserError(f"pointer variables re-pointed among more buffers than polypy follows ({MAX_ROUNDS} rounds of "
                     "lowering)", where)
 
@@ -232,12 +230,13 @@ def read_pointer_var(lv: ChoiceVarLV, loc: Loc | None, offset: n.Expr | None = N
 
 def repoint(kb: KernelBuilder, hint: tuple | None, known: tuple[Pointer, ...], value: Pointer | PointerChoice,
             c: ci.Cursor) -> None:
-    """A pointer variable pointed into a buffer it was not lowered for: lower the kernel again."""
-    options = _merged(known, options_of(value))
+    """A pointer variable pointed into a buffer it was not lowered for: noted, for the next round
+    (this one emits nothing for the assignment, and its kernel is dropped)."""
+    options = _merged(kb.discovered.get(hint, known), options_of(value))
     check_options(kb, options, c)
     if hint is None:
         raise kb.error("this pointer cannot be re-pointed into another buffer here", c)
-    raise RepointAgain({**kb.pointer_sets, hint: options})
+    kb.discovered[hint] = options
 
 
 def assign_pointer(kb: KernelBuilder, lv: PtrVarLV | ChoiceVarLV, value: Value | None, c: ci.Cursor) -> None:
@@ -259,6 +258,7 @@ def assign_pointer(kb: KernelBuilder, lv: PtrVarLV | ChoiceVarLV, value: Value |
     positions = [_position(lv.options, o) for o in options]
     if None in positions:
         repoint(kb, lv.hint, lv.options, value, c)
+        return
     offsets = [convert(o.offset if o.offset is not None else n.Const(0, I64), I64) for o in options]
     if isinstance(value, Pointer):
         kb.emit(n.Assign(lv.offset_var.name, offsets[0], loc=loc))
@@ -287,6 +287,7 @@ def assign_pending(kb: KernelBuilder, lv: PendingPtrLV, value: Value | None, c: 
     buffers makes it a ``ChoiceVarLV`` from its declaration on (the next round)."""
     if isinstance(value, PointerChoice):
         repoint(kb, lv.hint, (), value, c)
+        value = value.options[0]  # for the rest of this round only
     if not isinstance(value, Pointer):
         raise kb.error(f"cannot tell which buffer pointer '{lv.name}' points into", c)
     bound = PtrVarLV(dataclasses.replace(value, offset=None), lv.offset_var, lv.hint)
