@@ -14,7 +14,7 @@ import pytest
 import polypy
 from c_support import copy_args, run_c
 from polypy.emulator import emulate
-from polypy.errors import UserError
+from polypy.errors import MisalignedAddressError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.visitor import walk_block
 
@@ -291,6 +291,52 @@ def test_typed_views_through_a_choice_of_buffers(tmp_path, way: str, grid: int, 
     args = {"a": a, "b": b, "bits": np.zeros(n, np.uint32), "quads": np.zeros((n, 4), np.uint32), "n": n}
     out = _run(tmp_path, VIEWS, "views", grid, block, args, way)
     _check(out, {"bits": want_bits, "quads": want_quads})
+
+
+STREAM = r"""
+__global__ void stream(const float* A, const float* B, uint4* out, int K) {
+  // The tensor-core GEMMs' copy: each warp picks A or B, each lane a 16-byte piece of a row,
+  // and the pointer steps down the rows through a cast back to the element type.
+  int warp = threadIdx.x / 8, lane = threadIdx.x % 8;
+  const float* warp_ptr = (warp % 2 == 0) ? (&A[blockIdx.x * 4 * K] + 4 * (warp / 2))
+                                          : (&B[blockIdx.x * 4 * K] + 4 * (warp / 2));
+  const uint4* lane_ptr = (const uint4*)(warp_ptr + (lane / 4) * K) + lane % 4;
+  for (int i = 0; i < 2; i++) {
+    out[(blockIdx.x * blockDim.x + threadIdx.x) * 2 + i] = *lane_ptr;
+    lane_ptr = (const uint4*)((const float*)lane_ptr + 2 * K);
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("grid,block", [(1, 32), (2, 32), (3, 16)])
+def test_the_tensor_core_gemms_copy_through_a_choice(tmp_path, way: str, grid: int, block: int) -> None:
+    K = 16
+    rng = np.random.default_rng(8)
+    a, b = (rng.standard_normal(grid * 4 * K + 4 * K).astype(np.float32) for _ in range(2))
+    want = np.zeros((grid * block * 2, 4), np.uint32)
+    for blk in range(grid):
+        for t in range(block):
+            warp, lane = divmod(t, 8)
+            words = (a if warp % 2 == 0 else b).view(np.uint32)
+            start = blk * 4 * K + 4 * (warp // 2) + (lane // 4) * K + 4 * (lane % 4)
+            for i in range(2):
+                at = start + 2 * K * i
+                want[(blk * block + t) * 2 + i] = words[at:at + 4]
+    args = {"A": a, "B": b, "out": np.zeros_like(want), "K": K}
+    out = _run(tmp_path, STREAM, "stream", grid, block, args, way)
+    _check(out, {"out": want})
+
+
+@pytest.mark.parametrize("way", ["emulator", "llvm"])
+def test_a_misaligned_view_through_a_choice_faults_at_the_cast(tmp_path, way: str) -> None:
+    K = 15  # rows of 15 floats: the second row's pieces are not on 16 bytes
+    args = {"A": np.zeros(8 * K, np.float32), "B": np.zeros(8 * K, np.float32),
+            "out": np.zeros((64, 4), np.uint32), "K": K}
+    with pytest.raises(MisalignedAddressError) as info:
+        _run(tmp_path, STREAM, "stream", 1, 32, args, way)
+    assert (info.value.loc.line, info.value.loc.col) == (8, 27)
 
 
 # --------------------------------------------------------------------------- comparisons, null
