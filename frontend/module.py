@@ -34,6 +34,7 @@ from frontend.host_templates import (explicit_class_members, in_class_members, i
 from frontend.launch_tokens import explicit_instantiations, refuse_dependent_template_launch, respace_launches
 from frontend.merge_loops import loop_span, merge_loops
 from frontend.lower.textures import hidden_arguments
+from frontend.lower.pointer_choice import lower_until_settled
 from frontend.lower import (
     CK, KernelBuilder, ModuleContext, decl_key, function_body, has_attr, is_device_decl, is_host_decl,
     is_kernel_decl, is_prelude_decl, sanitize,
@@ -108,12 +109,20 @@ def top_cursors(tu: ci.TranslationUnit) -> list[ci.Cursor]:
     return listed
 
 
-def _lower_kernel(builder: KernelBuilder, cursor: ci.Cursor) -> n.Kernel:
-    """``builder.build()``; where the lowering's recursion gives out (input far deeper than
-    ``MAX_DEPTH``), the refusal names the deepest place of the kernel's source. (The
-    RecursionError may surface as another error: libclang's child callbacks swallow it.)"""
+def _lower_kernel(ctx: ModuleContext, cursor: ci.Cursor, name: str) -> n.Kernel:
+    """``KernelBuilder(...).build()``, again while a round finds pointer variables pointing into
+    more buffers than it was lowered for (``pointer_choice``); where the lowering's recursion
+    gives out (input far deeper than ``MAX_DEPTH``), the refusal names the deepest place of the
+    kernel's source. (The RecursionError may surface as another error: libclang's child
+    callbacks swallow it.)"""
+    hidden = list(ctx.textures.get(name, []))
+
+    def make(sets: dict) -> KernelBuilder:
+        ctx.textures[name] = list(hidden)  # a new round makes the hidden parameters again
+        return KernelBuilder(ctx, cursor, name, sets)
+
     try:
-        return builder.build()
+        return lower_until_settled(make, cursor_loc(cursor))
     except UserError:
         raise
     except Exception as exc:  # noqa: BLE001 - re-raised unless the input is too deep
@@ -235,7 +244,7 @@ class _ModuleBuilder:
         while pending:  # kernels launched only from device code join the list while it is lowered
             key, (cursor, name) = pending.pop(0)
             known = len(kernels)
-            kernel = _lower_kernel(KernelBuilder(self.ctx, cursor, name), cursor)
+            kernel = _lower_kernel(self.ctx, cursor, name)
             pending += list(kernels.items())[known:]
             check_depth(kernel)
             check_grid_syncs(kernel)

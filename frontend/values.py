@@ -99,6 +99,18 @@ class Pointer:
 
 
 @dataclasses.dataclass(frozen=True)
+class PointerChoice:
+    """A pointer that may point into one of several buffers (``c ? A + x : B + y``, a pointer
+    variable re-pointed from ``A`` to ``B``): it is ``options[k]`` where ``sel == k`` (``sel``
+    an integer expression). The options point to elements of one type (each may be a typed view
+    of its buffer). Every access through it is a branch over the options, as statements
+    (``frontend.lower.pointer_choice``), so only the chosen buffer is touched."""
+
+    sel: n.Expr
+    options: tuple[Pointer, ...]
+
+
+@dataclasses.dataclass(frozen=True)
 class PointerTable:
     """A ``T**`` kernel parameter: an array of pointers into one buffer (Rodinia leukocyte's
     ``float** I_array``). The IR sees the table as 64-bit addresses (``table``), the memory they
@@ -140,7 +152,7 @@ class VarAddress:
     target: "LValue"
 
 
-Value = n.Expr | Aggregate | Pointer | VarAddress | PointerTable | Accessor
+Value = n.Expr | Aggregate | Pointer | PointerChoice | VarAddress | PointerTable | Accessor
 
 # --------------------------------------------------------------------------- lvalues
 
@@ -208,11 +220,37 @@ class UnionLV(AggLV):
 
 
 @dataclasses.dataclass(frozen=True)
+class ChoiceLV:
+    """A scalar place among ``options`` (one per option of a ``PointerChoice``, each a
+    ``MemLV``, ``ViewLV`` or ``PartLV`` of ``type``), the one where ``sel`` is its position:
+    reads and writes are branches over ``sel``, as statements."""
+
+    sel: n.Expr
+    options: tuple["LValue", ...]
+    type: ScalarType
+
+
+@dataclasses.dataclass(frozen=True)
 class PtrVarLV:
-    """A pointer variable: fixed target buffer, offset held in an integer local (None: immutable)."""
+    """A pointer variable: fixed target buffer, offset held in an integer local (None: immutable).
+    ``hint``: the variable's key among the pointer variables of the kernel
+    (``KernelBuilder.pointer_hint``), for one assigned a pointer into another buffer."""
 
     base: Pointer
     offset_var: VarLV | None
+    hint: tuple | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ChoiceVarLV:
+    """A pointer variable that may point into one of several buffers (``options``, each with
+    ``offset`` None): the option in ``sel_var``, the offset (in elements) in ``offset_var``.
+    ``hint`` as for ``PtrVarLV``."""
+
+    options: tuple[Pointer, ...]
+    sel_var: VarLV
+    offset_var: VarLV
+    hint: tuple | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,9 +270,11 @@ class PendingPtrLV:
     key: tuple
     name: str
     offset_var: VarLV
+    hint: tuple | None = None
 
 
-LValue = VarLV | BitsLV | MemLV | ViewLV | PartLV | AggLV | UnionLV | PtrVarLV | RecLV | PendingPtrLV
+LValue = VarLV | BitsLV | MemLV | ViewLV | PartLV | ChoiceLV | AggLV | UnionLV | PtrVarLV | ChoiceVarLV | RecLV | \
+    PendingPtrLV
 
 # --------------------------------------------------------------------------- bindings of names
 

@@ -496,10 +496,6 @@ REFUSED = [
      "struct V { float a; __device__ V() : a(1.0f) {} };\n"
      "__global__ void k(float* x) { V v[4]; x[threadIdx.x] = v[threadIdx.x & 3].a; }\n",
      "arrays of records with constructors ('V[4]')", (2, 33)),
-    ("pointer-result-into-two-buffers",
-     "__device__ float* pick(float* a, float* b, int c) { if (c) return a; return b; }\n"
-     "__global__ void k(float* x, float* y) { pick(x, y, threadIdx.x & 1)[0] = 1.0f; }\n",
-     "'pick' returns pointers into different buffers", (1, 77)),
     ("lambda-generic",
      "__global__ void k(float* y) {\n"
      "  auto f = [](auto v) { return v * 2; };\n"

@@ -29,12 +29,14 @@ from frontend.lower.loops import AssignmentIndex, LoopLowering
 from frontend.lower.members import MemberLowering
 from frontend.lower.param_arrays import runtime_indexed_arrays
 from frontend.lower.places import PlaceLowering
+from frontend.lower.pointer_choice import pointer_hint, pointer_variable
 from frontend.lower.statements import StatementLowering
 from frontend.lower.switch import SwitchLowering
 from frontend.lower.webs import split_variable_webs
 from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from frontend.values import (
-    AggLV, ArrayBinding, Binding, LValue, MemLV, Pointer, PointerTable, PtrVarLV, RecordAddress, VarLV,
+    AggLV, ArrayBinding, Binding, ChoiceVarLV, LValue, MemLV, Pointer, PointerChoice, PointerTable, PtrVarLV,
+    RecordAddress, VarLV,
 )
 
 
@@ -43,8 +45,14 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
                     LambdaLowering, AccessorLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
-    def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str):
+    def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str,
+                 pointer_sets: dict[tuple, tuple[Pointer, ...]] | None = None):
         self.ctx = ctx
+        # The buffers each pointer variable may point into, where an earlier round of lowering
+        # found several (pointer_choice.py), and how many variables of each declaration were made.
+        self.pointer_sets = pointer_sets or {}
+        self.pointer_counts: dict[tuple, int] = {}
+        self.discovered: dict[tuple, tuple[Pointer, ...]] = {}  # found pointing into more: lower again
         self.cursor = cursor
         self.kernel_name = name
         self.names = NameAllocator(set(ctx.names.taken))
@@ -185,7 +193,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
             binding = self.pointer_param(name, t, where)
             views = binding.record.views if binding.record is not None else ((None, name),)
             self.source_params.append(n.SourceParam(name, t.spelling, tuple(("", v) for _, v in views)))
-            self.bind(p, self.pointer_binding(binding, decl_key(p) in mutated, name, p))
+            self.bind(p, self.pointer_binding(binding, decl_key(p) in mutated, name, p, decl_key(p)))
             return
         accessor = accessor_type(t)
         if accessor is not None:
@@ -258,12 +266,10 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.params.append(n.Param(base, U64, loc=where))
         return PointerTable(name, pool, base, tm.ElemLayout(st, 1, (("", 0),), target.spelling))
 
-    def pointer_binding(self, base: Pointer, mutable: bool, name: str, cursor: ci.Cursor) -> PtrVarLV:
-        if not mutable:
-            return PtrVarLV(base, None)
-        init = base.offset if base.offset is not None else n.Const(0, I32)
-        var = self.temp(init.type, init, name + "_off", cursor)
-        return PtrVarLV(dataclasses.replace(base, offset=None), var)
+    def pointer_binding(self, value: Pointer | PointerChoice, mutable: bool, name: str, cursor: ci.Cursor,
+                        key: tuple) -> PtrVarLV | ChoiceVarLV:
+        """A pointer variable (declaration ``key``) holding ``value``; ``mutable``: assigned later."""
+        return pointer_variable(self, value, pointer_hint(self, key) if mutable else None, name, cursor)
 
     def assigned_decls(self, fn: ci.Cursor) -> set[tuple]:
         """Declarations of variables that ``fn`` assigns (``p = q``, ``p += k``, ``p++``)."""

@@ -20,6 +20,7 @@ from polypy.ir.types import ScalarType
 from frontend.arith import add_offsets, convert, plus, scale
 from frontend.clang_setup import evaluate
 from frontend.lower.helpers import _ArrayRef
+from frontend.lower.views import element
 from frontend.values import AggLV, MemLV, Pointer, VarAddress, VarLV
 
 if TYPE_CHECKING:
@@ -52,7 +53,8 @@ def _cells(b: KernelBuilder, arg: ci.Cursor, nbytes: int, what: str, c: ci.Curso
         # Element j's slots are consecutive scalars (a vector type's members in order), so the
         # run of scalars from the pointer is slot i of element 0 onward.
         base = scale(add_offsets(value.offset, None), value.layout.stride)
-        cells = [MemLV(value.buffer, value.prefix + (plus(base, i),), ty) for i in range(count)]
+        # Through a typed view (`(const int*)floats`), each cell is the view's (views.element).
+        cells = [element(value.buffer, value.prefix + (plus(base, i),), ty, value.stored) for i in range(count)]
     elif isinstance(value, VarAddress):
         cells = _leaves(value.target)
     if not cells:

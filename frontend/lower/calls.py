@@ -30,7 +30,8 @@ from frontend.lower.launches import device_launch, device_runtime_call, is_devic
 from frontend.lower.int_intrinsics import INT_INTRINSICS, int_intrinsic
 from frontend.lower.rounding import REFUSED as REFUSED_ROUNDING, ROUNDING_INTRINSICS, rounding_intrinsic
 from frontend.lower.warp_collectives import WARP_COLLECTIVES, warp_collective
-from frontend.values import Aggregate, MemLV, PartLV, Pointer, Value, ViewLV
+from frontend.lower.pointer_choice import atomic_choice
+from frontend.values import Aggregate, ChoiceLV, MemLV, PartLV, Pointer, Value, ViewLV
 
 
 _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomicMin": "min", "atomicMax": "max",
@@ -403,6 +404,15 @@ class CallLowering:
         if isinstance(ptr, _ArrayRef):
             ptr = ptr.decay(self)
         lv = self.deref(ptr, c)
+        if isinstance(lv, ChoiceLV):  # into one of several buffers: the atomic on the one it points into
+            operands = [self.scalar(a) for a in args[1:]]
+            operands = [v if isinstance(v, (n.Var, n.Const)) else n.Var(self.temp(v.type, v, "arg", c).name, v.type)
+                        for v in operands]  # evaluated once, before the branch
+            return atomic_choice(self, lv, lambda place: self.atomic_at(op, place, operands, c, discard), discard, c)
+        return self.atomic_at(op, lv, [self.scalar(a) for a in args[1:]], c, discard)
+
+    def atomic_at(self, op: str, lv, operands: list[n.Expr], c: ci.Cursor, discard: bool) -> n.Expr | None:
+        """The atomic ``op`` on place ``lv`` with ``operands`` (values)."""
         if isinstance(lv, PartLV):
             raise self.error(f"atomics through a pointer that views {lv.stored.c_name} memory as {lv.type.c_name} "
                              "(another size) are not supported", c)
@@ -415,7 +425,7 @@ class CallLowering:
             # the stored type's meaning of the bits.
             signless = ("add", "sub", "and", "or", "xor")
             if op in ("min", "max", "inc", "dec") and lv.mem.type.is_int:
-                return self.atomic_loop(op, lv, convert(self.scalar(args[1]), lv.type), c, discard)
+                return self.atomic_loop(op, lv, convert(operands[0], lv.type), c, discard)
             if not (op in ("cas", "exch") or (op in signless and lv.mem.type.is_int)):
                 raise self.error(f"this atomic operation through a pointer that views {lv.mem.type.c_name} memory "
                                  f"as {lv.type.c_name} is not supported (only atomicCAS and atomicExch act on the "
@@ -427,10 +437,10 @@ class CallLowering:
         loc = self.loc(c)
         compare = None
         if op == "cas":
-            compare = reinterpret(convert(self.scalar(args[1]), seen), lv.type, loc)
-            value = reinterpret(convert(self.scalar(args[2]), seen), lv.type, loc)
+            compare = reinterpret(convert(operands[0], seen), lv.type, loc)
+            value = reinterpret(convert(operands[1], seen), lv.type, loc)
         else:
-            value = reinterpret(convert(self.scalar(args[1]), seen), lv.type, loc)
+            value = reinterpret(convert(operands[0], seen), lv.type, loc)
         dest = None
         if not discard:
             dest = self.temp(lv.type, None, "old", c)

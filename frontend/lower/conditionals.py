@@ -12,7 +12,8 @@ from polypy.ir.types import I32, I64
 from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.lower.helpers import _ArrayRef
-from frontend.values import Aggregate, Pointer, Value
+from frontend.lower.pointer_choice import choose_pointer
+from frontend.values import Aggregate, Pointer, PointerChoice, Value
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -20,7 +21,8 @@ if TYPE_CHECKING:
 
 def lower_conditional(kb: KernelBuilder, c: ci.Cursor) -> Value:
     """``cond ? a : b``: a select of numbers, records or pointers into one buffer (an ``if``
-    assigning a temporary where a side has statements); with type ``void``, an ``if``."""
+    assigning a temporary where a side has statements), a ``PointerChoice`` of pointers into
+    different buffers (``pointer_choice``); with type ``void``, an ``if``."""
     cond_c, a_c, b_c = list(c.get_children())
     cond = kb.condition(cond_c)
     if c.type.get_canonical().kind == ci.TypeKind.VOID:
@@ -70,5 +72,7 @@ def lower_conditional(kb: KernelBuilder, c: ci.Cursor) -> Value:
         if oa.type != ob.type:
             oa, ob = convert(oa, I64), convert(ob, I64)
         return dataclasses.replace(a, offset=n.Select(cond, oa, ob, loc=loc))
+    if isinstance(a, (Pointer, PointerChoice)) and isinstance(b, (Pointer, PointerChoice)):
+        return choose_pointer(kb, cond, a, b, a_stmts, b_stmts, c)  # into different buffers
     raise kb.error("this conditional expression is not supported in device code "
-                     "(both sides must be numbers, or records, or pointers into one buffer)", c)
+                     "(both sides must be numbers, or records, or pointers)", c)

@@ -2,8 +2,6 @@
 initializers."""
 from __future__ import annotations
 
-import dataclasses
-
 import clang.cindex as ci
 
 from polypy.errors import UserError
@@ -20,8 +18,9 @@ from frontend.lower.cooperative import is_cooperative, is_tile_memory, refused_g
 from frontend.lower.views import element
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
 from frontend.lower.null_tests import is_null_pointer
+from frontend.lower.pointer_choice import pending_pointer, pointer_hint
 from frontend.values import (
-    AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PtrVarLV, RecLV, RefBinding, UnionLV,
+    AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, Pointer, PointerChoice, RecLV, RefBinding, UnionLV,
     VarAddress, VarLV,
 )
 
@@ -81,21 +80,17 @@ class DeclarationLowering:
             if init is None or is_null_pointer(init):
                 # Pointed into a buffer by its first assignment (places.assign_pending); a null
                 # pointer until then can be neither read through nor compared (both refused).
-                self.bind(d, PendingPtrLV(decl_key(d), name, self.temp(I64, n.Const(0, I64), name + "_off", d)))
+                self.bind(d, pending_pointer(self, decl_key(d), name, pointer_hint(self, decl_key(d)),
+                                             n.Const(0, I64), d))
                 return
             value = self.expr(init)
             if isinstance(value, VarAddress):
                 self.bind(d, value)
                 return
-            if not isinstance(value, Pointer):
+            if not isinstance(value, (Pointer, PointerChoice)):
                 raise UserError(f"cannot tell which buffer pointer '{name}' points into", where)
             mutable = decl_key(d) in self.assigned_decls(self.frame.cursor)
-            if mutable:
-                init_off = value.offset if value.offset is not None else n.Const(0, I32)
-                var = self.temp(init_off.type, init_off, name + "_off", d)
-                self.bind(d, PtrVarLV(dataclasses.replace(value, offset=None), var))
-            else:
-                self.bind(d, PtrVarLV(value, None))
+            self.bind(d, self.pointer_binding(value, mutable, name, d, decl_key(d)))
             return
         if init is not None and (_strip(init).kind == CK.LAMBDA_EXPR or self.is_closure_type(t)):
             closure = self.expr(init)  # `auto f = [&](float v) { ... };` (see ``lambdas``)

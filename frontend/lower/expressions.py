@@ -8,7 +8,7 @@ import clang.cindex as ci
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import BOOL, I32, I64
+from polypy.ir.types import BOOL, I32
 
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, promote, scale, truth, usual_arithmetic
@@ -18,13 +18,17 @@ from frontend.lower.printing import misaligned_fault
 from frontend.lower.views import read_part, view_pointer
 from frontend.lower.null_tests import is_null_pointer, null_test, pointer_condition, pointer_truth
 from frontend.lower.conditionals import lower_conditional
+from frontend.lower.pointer_choice import (
+    choice_address, pointer_arith, read_choice, read_pointer_var, settled, shifted,
+)
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
 from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
 )
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, Binding, BitsLV, Closure, ConstBinding, LValue, MemLV, PendingPtrLV, Pointer,
-    Accessor, PartLV, PointerTable, PtrVarLV, RecLV, RefBinding, UnionLV, Value, VarAddress, VarLV, ViewLV,
+    Aggregate, AggLV, ArrayBinding, Binding, BitsLV, ChoiceLV, ChoiceVarLV, Closure, ConstBinding, LValue, MemLV,
+    PendingPtrLV, Pointer, PointerChoice, Accessor, PartLV, PointerTable, PtrVarLV, RecLV, RefBinding, UnionLV, Value,
+    VarAddress, VarLV, ViewLV,
 )
 
 
@@ -110,9 +114,9 @@ class ExpressionLowering:
             return convert(v, st)
         if st is not None and v is _DEFAULT:
             return v
-        if st == BOOL and isinstance(v, Pointer):  # `if (p)`, `!p`, `p && x`: whether p is not null
+        if st == BOOL and isinstance(v, (Pointer, PointerChoice)):  # `if (p)`, `!p`, `p && x`: not null
             return convert(pointer_truth(self, v, c), BOOL)
-        if st is not None and isinstance(v, (Pointer, VarAddress)):
+        if st is not None and isinstance(v, (Pointer, PointerChoice, VarAddress)):
             raise self.error("pointer-to-number conversions are not supported in device code", c)
         if tm.is_pointer(c.type) and isinstance(v, _ArrayRef):
             if tm.is_array(tm.pointee(c.type)):
@@ -221,6 +225,10 @@ class ExpressionLowering:
             if lv.offset_var is None:
                 return lv.base
             return dataclasses.replace(lv.base, offset=n.Var(lv.offset_var.name, lv.offset_var.type, loc=loc))
+        if isinstance(lv, ChoiceVarLV):
+            return read_pointer_var(lv, loc)
+        if isinstance(lv, ChoiceLV):
+            return read_choice(self, lv, c)  # type: ignore[arg-type]
         raise AssertionError(lv)
 
 
@@ -323,26 +331,13 @@ class ExpressionLowering:
                 return base.binding.pointer(base.prefix, index)
             if isinstance(base, Pointer):
                 return dataclasses.replace(base, offset=add_offsets(base.offset, index))
+            if isinstance(base, PointerChoice):
+                return shifted(base, index)
             raise self.error(f"cannot take the address of an element of a {_describe(base)}", c)
         if inner.kind == CK.UNARY_OPERATOR and unary_operator(inner) == "*":
             return self.expr(next(iter(inner.get_children())))
         if inner.kind == CK.MEMBER_REF_EXPR:  # `&p[i].count` (atomicAdd), `&rec.x`
-            lv = self.lvalue(inner)
-            if isinstance(lv, MemLV):
-                return Pointer(lv.buffer, lv.index[:-1], lv.index[-1], tm.ElemLayout(lv.type, 1, (("", 0),), lv.type.c_name))
-            if isinstance(lv, ViewLV):  # `&((uint4*)x)[i].y`: the view goes on
-                mem = lv.mem
-                return Pointer(mem.buffer, mem.index[:-1], mem.index[-1],
-                               tm.ElemLayout(lv.type, 1, (("", 0),), lv.type.c_name), stored=mem.type)
-            if isinstance(lv, PartLV):
-                return Pointer(lv.buffer, lv.prefix, lv.index, tm.ElemLayout(lv.type, 1, (("", 0),), lv.type.c_name),
-                               stored=lv.stored)
-            if isinstance(lv, RecLV):
-                view = lv.address.views[0]
-                layout = tm.ElemLayout(view[0], 1, (), lv.layout.spelling, lv.layout)
-                return Pointer(view[1], (), None, layout, lv.address)
-            if isinstance(lv, (VarLV, AggLV)):
-                return VarAddress(lv)
+            return self.member_address(self.lvalue(inner), c)
         if inner.kind == CK.DECL_REF_EXPR:
             r = inner.referenced
             b = self.lookup(r, inner) if r is not None else None
@@ -361,8 +356,29 @@ class ExpressionLowering:
                 return VarAddress(b)
         raise self.error("unsupported address-of expression", c)
 
+    def member_address(self, lv: LValue, c: ci.Cursor) -> Value:
+        """``&place`` of a member (``&p[i].count``, ``&rec.x``): a pointer to it, or ``VarAddress``."""
+        if isinstance(lv, ChoiceLV):  # a member reached through a pointer into one of several buffers
+            return choice_address(lv, lambda option: self.member_address(option, c))
+        if isinstance(lv, MemLV):
+            return Pointer(lv.buffer, lv.index[:-1], lv.index[-1], tm.ElemLayout(lv.type, 1, (("", 0),), lv.type.c_name))
+        if isinstance(lv, ViewLV):  # `&((uint4*)x)[i].y`: the view goes on
+            mem = lv.mem
+            return Pointer(mem.buffer, mem.index[:-1], mem.index[-1],
+                           tm.ElemLayout(lv.type, 1, (("", 0),), lv.type.c_name), stored=mem.type)
+        if isinstance(lv, PartLV):
+            return Pointer(lv.buffer, lv.prefix, lv.index, tm.ElemLayout(lv.type, 1, (("", 0),), lv.type.c_name),
+                           stored=lv.stored)
+        if isinstance(lv, RecLV):
+            view = lv.address.views[0]
+            layout = tm.ElemLayout(view[0], 1, (), lv.layout.spelling, lv.layout)
+            return Pointer(view[1], (), None, layout, lv.address)
+        if isinstance(lv, (VarLV, AggLV)):
+            return VarAddress(lv)
+        raise self.error("unsupported address-of expression", c)
+
     def increment(self, lv: LValue, op: str, postfix: bool, c: ci.Cursor, discard: bool) -> Value | None:
-        if isinstance(lv, PtrVarLV):
+        if isinstance(lv, (PtrVarLV, ChoiceVarLV)):
             if lv.offset_var is None:
                 raise self.error("pointer is not assignable here", c)
             var = lv.offset_var
@@ -373,8 +389,12 @@ class ExpressionLowering:
             self.emit(n.Assign(var.name, n.Binary("add", n.Var(var.name, var.type), delta), loc=self.loc(c)))
             if discard:
                 return None
-            return dataclasses.replace(lv.base, offset=saved) if saved is not None else self.read(lv, c)
-        if not isinstance(lv, (VarLV, BitsLV, MemLV, ViewLV, PartLV)):
+            if saved is None:
+                return self.read(lv, c)
+            if isinstance(lv, ChoiceVarLV):
+                return read_pointer_var(lv, self.loc(c), saved)
+            return dataclasses.replace(lv.base, offset=saved)
+        if not isinstance(lv, (VarLV, BitsLV, MemLV, ViewLV, PartLV, ChoiceLV)):
             raise self.error("++/-- of this kind of value is not supported", c)
         old = self.read(lv, c)
         assert isinstance(old, n.Expr)
@@ -415,8 +435,8 @@ class ExpressionLowering:
             a = a.decay(self)
         if isinstance(b, _ArrayRef):
             b = b.decay(self)
-        if isinstance(a, Pointer) or isinstance(b, Pointer):
-            return self.pointer_arith(op, a, b, c)
+        if isinstance(a, (Pointer, PointerChoice)) or isinstance(b, (Pointer, PointerChoice)):
+            return pointer_arith(self, op, a, b, c)
         if not isinstance(a, n.Expr) or not isinstance(b, n.Expr):
             raise self.error(f"operator '{op}' on a {_describe(a if not isinstance(a, n.Expr) else b)}", c)
         result = n.Binary(_BINARY[op], a, b, loc=loc)
@@ -424,37 +444,6 @@ class ExpressionLowering:
             raise self.error(f"operands of '{op}' have different types", c)
         st = tm.scalar_type(c.type)
         return convert(result, st) if st is not None else result
-
-    def pointer_arith(self, op: str, a: Value | None, b: Value | None, c: ci.Cursor) -> Value:
-        if op == "+" and isinstance(a, Pointer) and isinstance(b, n.Expr):
-            return dataclasses.replace(a, offset=add_offsets(a.offset, b))
-        if op == "+" and isinstance(b, Pointer) and isinstance(a, n.Expr):
-            return dataclasses.replace(b, offset=add_offsets(b.offset, a))
-        if op == "-" and isinstance(a, Pointer) and isinstance(b, n.Expr):
-            return dataclasses.replace(a, offset=add_offsets(a.offset, n.Unary("neg", b)))
-        if op == "-" and isinstance(a, Pointer) and isinstance(b, Pointer):
-            # `p - q`: C defines it for two pointers into one array, in elements of their type.
-            if a.buffer != b.buffer or a.prefix != b.prefix or a.stored != b.stored or a.record is not None \
-                    or b.record is not None or a.layout.stride != b.layout.stride or a.layout.scalar != b.layout.scalar:
-                raise self.error("the difference of pointers into different buffers (or rows, or views) is not "
-                                 "supported in device code", c)
-            zero = n.Const(0, I64)
-            diff = n.Binary("sub", convert(a.offset or zero, I64), convert(b.offset or zero, I64), loc=self.loc(c))
-            st = tm.scalar_type(c.type)
-            return convert(diff, st) if st is not None else diff
-        if op in ("<", "<=", ">", ">=", "==", "!=") and isinstance(a, Pointer) and isinstance(b, Pointer):
-            # Two pointers into one array compare as their element offsets (C orders pointers into
-            # one array only; the equality of pointers into different parameters depends on the
-            # arguments, which may alias).
-            if a.buffer != b.buffer or a.prefix != b.prefix or a.stored != b.stored or a.record is not None \
-                    or b.record is not None or a.layout.stride != b.layout.stride or a.layout.scalar != b.layout.scalar:
-                raise self.error(f"comparing pointers into different buffers (or rows, or views) with '{op}' is not "
-                                 "supported in device code", c)
-            zero = n.Const(0, I64)
-            cmp = n.Binary(_BINARY[op], convert(a.offset or zero, I64), convert(b.offset or zero, I64), loc=self.loc(c))
-            st = tm.scalar_type(c.type)
-            return convert(cmp, st) if st is not None else cmp
-        raise self.error(f"pointer operation '{op}' is not supported in device code", c)
 
     def logical(self, op: str, lhs_c: ci.Cursor, rhs_c: ci.Cursor, c: ci.Cursor) -> n.Expr:
         loc = self.loc(c)
@@ -473,7 +462,7 @@ class ExpressionLowering:
     def compound_assign(self, c, op: str, lhs_c, rhs_c, discard: bool) -> Value | None:
         lv = self.lvalue(lhs_c)
         rhs = self.expr(rhs_c)
-        if isinstance(lv, PtrVarLV):
+        if isinstance(lv, (PtrVarLV, ChoiceVarLV)):
             if op not in ("+", "-") or not isinstance(rhs, n.Expr) or lv.offset_var is None:
                 raise self.error("unsupported pointer update", c)
             var = lv.offset_var
@@ -507,7 +496,7 @@ class ExpressionLowering:
             v = v.decay(self)
         st = tm.scalar_type(c.type)
         if st is not None:
-            if isinstance(v, (Pointer, VarAddress)):
+            if isinstance(v, (Pointer, PointerChoice, VarAddress)):
                 raise self.error("pointer-to-number conversions are not supported in device code (the address as an "
                                  "integer: alignment tests, pointers passed as integers)", c)
             if not isinstance(v, n.Expr):
@@ -515,22 +504,10 @@ class ExpressionLowering:
             return convert(v, st)
         if tm.is_pointer(c.type):
             if isinstance(v, Pointer):
-                target = tm.pointee(c.type)
-                if target.get_canonical().kind == ci.TypeKind.VOID:
-                    return v
-                if v.layout.record is not None or (tm.is_record(target) and not tm.is_homogeneous(target)):
-                    same = v.layout.record is not None and tm.is_record(target) and \
-                        tm.canonical(target).get_size() == v.layout.record.size and \
-                        tm.canonical(target).get_declaration() == v.layout.record.ctype.get_declaration()
-                    if same:
-                        return v
-                    raise self.error("pointer casts to or from records of mixed member types are not supported", c)
-                align = tm.canonical(target).get_align()
-                if v.record is None and align > (v.stored or v.layout.scalar).itemsize and \
-                        any(p.name == v.buffer for p in self.params) and v.buffer not in self.aligned:
-                    self.aligned[v.buffer] = (align, self.loc(c))  # the argument's own address
-                return view_pointer(v, target, c.type.spelling, self.loc(c),
-                                    lambda cond, text: misaligned_fault(self, cond, text, c))
+                return self.pointer_cast(v, c, True)
+            if isinstance(v, PointerChoice):  # each candidate seen through the view; its offset checked once
+                v = settled(self, v, c)
+                return PointerChoice(v.sel, tuple(self.pointer_cast(o, c, k == 0) for k, o in enumerate(v.options)))
             if isinstance(v, VarAddress):
                 target = tm.pointee(c.type)
                 if isinstance(v.target, BitsLV):
@@ -548,6 +525,25 @@ class ExpressionLowering:
         if c.type.get_canonical().kind == ci.TypeKind.VOID:
             return None
         raise self.error(f"unsupported conversion to '{c.type.spelling}'", c)
+
+    def pointer_cast(self, v: Pointer, c: ci.Cursor, check: bool) -> Pointer:
+        """``(T*)v``; ``check``: emit the run-time alignment check where one is needed."""
+        target = tm.pointee(c.type)
+        if target.get_canonical().kind == ci.TypeKind.VOID:
+            return v
+        if v.layout.record is not None or (tm.is_record(target) and not tm.is_homogeneous(target)):
+            same = v.layout.record is not None and tm.is_record(target) and \
+                tm.canonical(target).get_size() == v.layout.record.size and \
+                tm.canonical(target).get_declaration() == v.layout.record.ctype.get_declaration()
+            if same:
+                return v
+            raise self.error("pointer casts to or from records of mixed member types are not supported", c)
+        align = tm.canonical(target).get_align()
+        if v.record is None and align > (v.stored or v.layout.scalar).itemsize and \
+                any(p.name == v.buffer for p in self.params) and v.buffer not in self.aligned:
+            self.aligned[v.buffer] = (align, self.loc(c))  # the argument's own address
+        return view_pointer(v, target, c.type.spelling, self.loc(c),
+                            lambda cond, text: misaligned_fault(self, cond, text, c) if check else None)
 
     def sizeof(self, c: ci.Cursor, discard: bool) -> n.Expr:
         value = evaluate(c)

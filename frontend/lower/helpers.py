@@ -11,7 +11,9 @@ from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
 
 from frontend.lower.context import CK
-from frontend.values import Aggregate, AggLV, ArrayBinding, LValue, MemLV, Pointer, Value, VarAddress, VarLV
+from frontend.values import (
+    Aggregate, AggLV, ArrayBinding, LValue, MemLV, Pointer, PointerChoice, Value, VarAddress, VarLV,
+)
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -88,7 +90,7 @@ def _zero_of(lv: LValue) -> Value:
 def _describe(v: object) -> str:
     if isinstance(v, Aggregate):
         return "record"
-    if isinstance(v, (Pointer, _ArrayRef)):
+    if isinstance(v, (Pointer, PointerChoice, _ArrayRef)):
         return "pointer"
     if isinstance(v, VarAddress):
         return "address of a local variable"

@@ -8,7 +8,7 @@ import clang.cindex as ci
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import BOOL, I64
+from polypy.ir.types import BOOL
 from polypy.ir.visitor import walk
 from polypy.passes.eliminate_returns import remove_returns
 
@@ -18,8 +18,10 @@ from frontend.clang_setup import unary_operator
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
 from frontend.lower.accessors import accessor_type
 from frontend.lower.helpers import _ArrayRef, _strip
+from frontend.lower.pointer_choice import pending_pointer, pointer_hint
 from frontend.values import (
-    Aggregate, AggLV, Binding, Closure, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer, PtrVarLV, RefBinding, Value, VarAddress,
+    Aggregate, AggLV, Binding, Closure, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer, PointerChoice, PtrVarLV,
+    RefBinding, Value, VarAddress,
 )
 
 
@@ -65,9 +67,10 @@ class InliningLowering:
                 # `float& at(int i) { return a[i]; }` used as a value: the place its one return names.
                 result = RefResult()
         elif tm.is_pointer(rt) and not tm.is_pointer(tm.pointee(rt)):
-            # A pointer result: the first `return` fixes its buffer, the others must point into it.
+            # A pointer result: the first `return` fixes its buffer; a `return` into another one
+            # makes it a pointer into one of several buffers (pointer_choice.py).
             name = sanitize(fn.spelling) + "_ret"
-            result = PendingPtrLV(("return", name, id(c)), name, self.temp(I64, None, name + "_off", c))
+            result = pending_pointer(self, ("return", name, id(c)), name, pointer_hint(self, ("return", key)), None, c)
         elif rt.get_canonical().kind != ci.TypeKind.VOID:
             st = tm.scalar_type(rt)
             if st is not None:
@@ -144,9 +147,9 @@ class InliningLowering:
         if tm.is_pointer(pt) or tm.is_array(pt):
             if isinstance(value, VarAddress):
                 return value
-            if not isinstance(value, Pointer):
+            if not isinstance(value, (Pointer, PointerChoice)):
                 raise self.error(f"argument for pointer parameter '{name}' must point into a buffer", a)
-            return self.pointer_binding(value, decl_key(p) in mutated, name, a)
+            return self.pointer_binding(value, decl_key(p) in mutated, name, a, decl_key(p))
         return self.copy_to_local(value, pt, name, a)
 
     def copy_to_local(self, value: Value | None, t: ci.Type, name: str, a: ci.Cursor) -> Binding:

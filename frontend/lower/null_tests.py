@@ -16,7 +16,8 @@ from frontend.arith import convert
 from frontend.clang_setup import evaluate
 from frontend.lower.context import CK
 from frontend.lower.helpers import _ArrayRef, _strip
-from frontend.values import Pointer
+from frontend.lower.pointer_choice import choice_value
+from frontend.values import Pointer, PointerChoice
 
 
 def is_null_pointer(c: ci.Cursor) -> bool:
@@ -42,7 +43,7 @@ def null_test(self, op: str, pointer_c: ci.Cursor, c: ci.Cursor) -> n.Expr:
     v = self.expr(pointer_c)
     if isinstance(v, _ArrayRef):
         v = v.decay(self)
-    if not isinstance(v, Pointer):
+    if not isinstance(v, (Pointer, PointerChoice)):
         raise self.error("comparing this kind of value with a null pointer is not supported in device code", c)
     result = n.Binary("ne" if op == "!=" else "eq", _nonnull(self, v, c), n.Const(0, I32), loc=self.loc(c))
     st = tm.scalar_type(c.type)
@@ -54,12 +55,12 @@ def pointer_condition(self, c: ci.Cursor) -> n.Expr:
     v = self.expr(c)
     if isinstance(v, _ArrayRef):
         v = v.decay(self)
-    if not isinstance(v, Pointer):
+    if not isinstance(v, (Pointer, PointerChoice)):
         raise self.error("pointer tests are not supported in device code", c)
     return pointer_truth(self, v, c)
 
 
-def pointer_truth(self, v: Pointer, c: ci.Cursor) -> n.Expr:
+def pointer_truth(self, v: Pointer | PointerChoice, c: ci.Cursor) -> n.Expr:
     """A pointer as a truth value (``if (p)``, ``!p``, ``p && x``, ``p != NULL``): 1 when it is
     not null, an i32. A pointer into a pointer parameter is null when its argument was (an
     offset never makes a null pointer non-null in a well-defined program: CUDA's pointer
@@ -68,8 +69,11 @@ def pointer_truth(self, v: Pointer, c: ci.Cursor) -> n.Expr:
     return n.Binary("ne", _nonnull(self, v, c), n.Const(0, I32), loc=self.loc(c))
 
 
-def _nonnull(self, v: Pointer, c: ci.Cursor) -> n.Expr:
-    """An i32, not 0 when ``v`` is not null (see ``pointer_truth``)."""
+def _nonnull(self, v: Pointer | PointerChoice, c: ci.Cursor) -> n.Expr:
+    """An i32, not 0 when ``v`` is not null (see ``pointer_truth``); of a pointer into one of
+    several buffers, that of the one it points into."""
+    if isinstance(v, PointerChoice):
+        return choice_value(v.sel, [_nonnull(self, o, c) for o in v.options], self.loc(c))
     if v.record is None and any(p.name == v.buffer for p in self.params):
         return nonnull_param(self, v.buffer, c)
     if v.record is not None or not any(b == v.buffer for b in self.buffers):

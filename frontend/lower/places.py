@@ -1,8 +1,6 @@
 """Places: lvalues (variables, array elements, pointer targets, members), records and stores."""
 from __future__ import annotations
 
-import dataclasses
-
 import clang.cindex as ci
 
 from polypy.errors import UserError
@@ -17,9 +15,11 @@ from frontend.lower.views import element, store_part
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member, _strip
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
+from frontend.lower.pointer_choice import assign_pending, assign_pointer, choice_element, store_choice
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, PendingPtrLV, Pointer, PointerTable, PtrVarLV, RecLV,
-    PartLV, PlaceOf, RecordAddress, RefBinding, UnionLV, Value, VarAddress, VarLV, ViewLV,
+    Aggregate, AggLV, ArrayBinding, BitsLV, ChoiceLV, ChoiceVarLV, Closure, LValue, MemLV, PendingPtrLV, Pointer,
+    PointerChoice, PointerTable, PtrVarLV, RecLV, PartLV, PlaceOf, RecordAddress, RefBinding, UnionLV, Value,
+    VarAddress, VarLV, ViewLV,
 )
 
 
@@ -42,7 +42,7 @@ class PlaceLowering:
                 return b.target
             if isinstance(b, _ScalarArray):
                 return self.element_lv(b.binding, (n.Const(0, I32),), c)
-            if isinstance(b, (VarLV, MemLV, AggLV, PtrVarLV, RecLV, PendingPtrLV)):
+            if isinstance(b, (VarLV, MemLV, AggLV, PtrVarLV, ChoiceVarLV, RecLV, PendingPtrLV)):
                 return b
             raise self.error(f"cannot assign to '{c.spelling}'", c)
         if kind == CK.ARRAY_SUBSCRIPT_EXPR:
@@ -96,6 +96,8 @@ class PlaceLowering:
             return base.element(index)  # type: ignore[return-value]  # a pointer value, not assignable
         if isinstance(base, Pointer):
             return self.pointer_element(base, index, c)
+        if isinstance(base, PointerChoice):
+            return choice_element(self, base, index, c)
         if isinstance(base, VarAddress):
             if isinstance(index, n.Const) and index.value == 0:
                 return base.target
@@ -123,6 +125,8 @@ class PlaceLowering:
             ptr = ptr.decay(self)
         if isinstance(ptr, Pointer):
             return self.pointer_element(ptr, None, c)
+        if isinstance(ptr, PointerChoice):
+            return choice_element(self, ptr, None, c)
         if isinstance(ptr, VarAddress):
             return ptr.target
         if isinstance(ptr, PointerTable):
@@ -243,17 +247,10 @@ class PlaceLowering:
                     raise self.error(f"record value has no member '{path}'", c)
                 self.assign(field_lv, value.fields[path], c)
             return
-        if isinstance(lv, PtrVarLV):
+        if isinstance(lv, (PtrVarLV, ChoiceVarLV)):
             if isinstance(value, _ArrayRef):
                 value = value.decay(self)
-            if not isinstance(value, Pointer) or value.buffer != lv.base.buffer or value.prefix != lv.base.prefix \
-                    or value.stored != lv.base.stored:
-                raise self.error("a pointer variable may only be re-pointed within the buffer it was first "
-                                 "pointed into", c)
-            if lv.offset_var is None:
-                raise self.error("this pointer cannot be reassigned here", c)
-            off = value.offset if value.offset is not None else n.Const(0, lv.offset_var.type)
-            self.emit(n.Assign(lv.offset_var.name, convert(off, lv.offset_var.type), loc=self.loc(c)))
+            assign_pointer(self, lv, value, c)  # into another buffer: pointer_choice.py
             return
         if not isinstance(value, n.Expr):
             raise self.error(f"cannot store a {_describe(value)} here", c)
@@ -263,14 +260,7 @@ class PlaceLowering:
         """The first assignment of a pointer declared without initializer fixes its buffer."""
         if isinstance(value, _ArrayRef):
             value = value.decay(self)
-        if not isinstance(value, Pointer):
-            raise self.error(f"cannot tell which buffer pointer '{lv.name}' points into", c)
-        bound = PtrVarLV(dataclasses.replace(value, offset=None), lv.offset_var)
-        for frame in reversed(self.frames):
-            if lv.key in frame.env:
-                frame.env[lv.key] = bound
-                break
-        return bound
+        return assign_pending(self, lv, value, c)
 
     def store(self, lv: LValue, value: n.Expr, c: ci.Cursor) -> None:
         loc = self.loc(c)
@@ -283,6 +273,8 @@ class PlaceLowering:
             self.emit(n.Store(lv.buffer, lv.index, value, loc=loc))
         elif isinstance(lv, ViewLV):  # `((int*)x)[i] = v` of a float buffer: x[i] takes v's bits
             self.store(lv.mem, reinterpret(value, lv.mem.type, loc), c)
+        elif isinstance(lv, ChoiceLV):  # through a pointer into one of several buffers
+            store_choice(self, lv, value, c)
         elif isinstance(lv, PartLV):  # `((float*)bytes)[i] = v`: the bytes of v (``views``)
             self.check_writable(lv.buffer, c)
             if not isinstance(value, (n.Var, n.Const)):

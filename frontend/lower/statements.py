@@ -10,7 +10,7 @@ from frontend import ctypes_map as tm
 from frontend.clang_setup import cursor_loc, unary_operator
 from frontend.lower.context import CK, has_attr
 from frontend.lower.helpers import _ArrayRef, _strip
-from frontend.values import PendingPtrLV, Pointer, PtrVarLV, RefResult
+from frontend.values import ChoiceVarLV, PendingPtrLV, PtrVarLV, RefResult
 
 
 class StatementLowering:
@@ -100,17 +100,14 @@ class StatementLowering:
                 frame.result.target = self.lvalue(e)
             else:
                 frame.result.target = self.copy_to_local(self.expr(e), target_t, "ret", e)
-        elif children and isinstance(frame.result, (PendingPtrLV, PtrVarLV)):
-            # A function returning a pointer: the first `return` fixes the buffer it points into.
+        elif children and isinstance(frame.result, (PendingPtrLV, PtrVarLV, ChoiceVarLV)):
+            # A function returning a pointer: the first `return` fixes the buffer it points into; a
+            # return into another makes the result a pointer into one of several (pointer_choice.py).
             value = self.expr(children[0])
             if isinstance(value, _ArrayRef):
                 value = value.decay(self)
             if isinstance(frame.result, PendingPtrLV):
                 frame.result = self.assign_pending(frame.result, value, children[0])
-            elif not isinstance(value, Pointer) or value.buffer != frame.result.base.buffer or \
-                    value.prefix != frame.result.base.prefix:
-                raise self.error(f"'{frame.cursor.spelling}' returns pointers into different buffers, which is not "
-                                 "supported in device code", children[0])
             self.assign(frame.result, value, children[0])
         elif children and frame.result is not None:
             value = self.expr(children[0])
