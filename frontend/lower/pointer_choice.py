@@ -34,6 +34,7 @@ import clang.cindex as ci
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import BOOL, I32, I64
+from polypy.ir.visitor import walk
 
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert
@@ -200,7 +201,7 @@ def pointer_variable(kb: KernelBuilder, value: Pointer | PointerChoice, hint: tu
     known = kb.pointer_sets.get(hint) if hint is not None else None
     if known is None and isinstance(value, Pointer):
         if hint is None:
-            return PtrVarLV(value, None)
+            return PtrVarLV(pinned(kb, value, name, c), None)
         init = value.offset if value.offset is not None else n.Const(0, I32)
         var = kb.temp(init.type, init, name + "_off", c)
         return PtrVarLV(dataclasses.replace(value, offset=None), var, hint)
@@ -209,6 +210,27 @@ def pointer_variable(kb: KernelBuilder, value: Pointer | PointerChoice, hint: tu
     lv = ChoiceVarLV(options, kb.temp(I32, None, name + "_sel", c), kb.temp(I64, None, name + "_off", c), hint)
     assign_pointer(kb, lv, value, c)
     return lv
+
+
+def pinned(kb: KernelBuilder, value: Pointer, name: str, c: ci.Cursor) -> Pointer:
+    """``value`` with each index expression that reads a variable or memory (``float* p = a + i;``
+    then ``i++``) computed now into a local of its own: the pointer keeps the address it was given,
+    as in C, not one recomputed from later values. Expressions of constants and thread/block
+    coordinates stay as they are."""
+    def fixed(e: n.Expr | None, part: str) -> n.Expr | None:
+        if e is None or not any(isinstance(x, (n.Var, n.Load, n.Call)) for x in walk(e)):
+            return e
+        var = kb.temp(e.type, e, f"{name}_{part}", c)
+        return n.Var(var.name, var.type, loc=e.loc)
+
+    prefix = tuple(fixed(e, "row") for e in value.prefix)
+    offset = fixed(value.offset, "off")
+    record = value.record
+    if record is not None and record.terms:
+        record = dataclasses.replace(record, terms=tuple((fixed(e, "at"), k) for e, k in record.terms))
+    if prefix == value.prefix and offset is value.offset and record is value.record:
+        return value
+    return dataclasses.replace(value, prefix=prefix, offset=offset, record=record)  # type: ignore[arg-type]
 
 
 def pending_pointer(kb: KernelBuilder, key: tuple, name: str, hint: tuple, init: n.Expr | None,
