@@ -19,9 +19,11 @@ from polypy.ir import nodes as n
 from polypy.ir.visitor import walk
 
 # The C spellings of the 16-bit float types (the typedef names of cuda_fp16.h / cuda_bf16.h too;
-# PyTorch's c10::Half, as clang spells it in a PyTorch extension's kernels: docs/torch_extensions.md).
+# PyTorch's c10::Half and c10::BFloat16, as clang spells them in a PyTorch extension's kernels:
+# docs/torch_extensions.md).
 HALF_NAMES = frozenset({"__half", "half", "__half2", "half2", "c10::Half", "at::Half", "torch::Half"})
-BFLOAT16_NAMES = frozenset({"__nv_bfloat16", "nv_bfloat16", "__nv_bfloat162", "nv_bfloat162"})
+BFLOAT16_NAMES = frozenset({"__nv_bfloat16", "nv_bfloat16", "__nv_bfloat162", "nv_bfloat162",
+                            "c10::BFloat16", "at::BFloat16", "torch::BFloat16"})
 
 
 def base_name(ctype: str) -> str:
