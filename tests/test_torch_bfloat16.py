@@ -1,6 +1,7 @@
 """c10::BFloat16 (at::BFloat16) in the kernels of a PyTorch CUDA extension built by
 ``polypy.torch.load`` (tests/torch_ext/bf16_ops.cu, one build), and the corners of c10::Half that
-tests/test_torch_half.py leaves out (std::numeric_limits, a __shared__ array, __ldg).
+tests/test_torch_half.py leaves out (std::numeric_limits, a __shared__ array, __ldg; atomics on
+Half and BFloat16 memory are refused), and ATen/cuda/Atomic.cuh's gpuAtomicAdd on float memory.
 
 The BFloat16 instances of kernels dispatched with AT_DISPATCH_FLOATING_TYPES_AND2(Half, BFloat16)
 and AT_DISPATCH_FLOATING_TYPES_AND(BFloat16) agree bit for bit with a reference that computes in
@@ -189,8 +190,66 @@ def test_bfloat16_kernels_through_the_python_api_and_the_emulator(mod):
     x, w = xt[0], xt[1]
     y, f, lim = torch.empty_like(x), torch.empty(300), torch.empty(7, dtype=torch.bfloat16)
     a_bits = _bits(torch.tensor([0.7]).bfloat16())[0]
-    pt.launch(m)[3, 128](300, x, w, a_bits, 0.3, -3, y, f, lim)
+    # the 1-D accessor x is its data pointer, size and stride
+    pt.launch(m)[3, 128](n=300, x=x, x_size0=300, x_stride0=1, w=w, a=a_bits, d=0.3, k=-3, y=y, f=f, lim=lim)
     ry, rf = mix_reference(x, w, 0.7, 0.3, -3, torch.bfloat16)
     np.testing.assert_array_equal(_bits(y), Rounded(torch.bfloat16).bits(ry))
+    np.testing.assert_array_equal(_bits(lim), np.array(LIMIT_BITS[torch.bfloat16], dtype=np.uint16))
+    # the c10::Half instance on NumPy float16 arrays (the accessor's data too)
+    h = kernels.bf16_mix_kernel_c10_Half
+    xh, wh = x.half().numpy(), w.half().numpy()
+    yh, fh, limh = np.empty(300, np.float16), np.empty(300, np.float32), np.empty(7, np.float16)
+    h[3, 128](n=300, x=xh, x_size0=300, x_stride0=1, w=wh, a=np.float16(0.7), d=0.3, k=-3, y=yh, f=fh, lim=limh)
+    ry, rf = mix_reference(torch.from_numpy(xh), torch.from_numpy(wh), 0.7, 0.3, -3, torch.float16)
+    np.testing.assert_array_equal(yh.view(np.uint16), Rounded(torch.float16).bits(ry))
+    np.testing.assert_array_equal(fh.view(np.int32), rf.numpy().view(np.int32))
     with pytest.raises(polypy.UserError, match="bfloat16"):
         polypy.grad(k, wrt=["x"])
+
+
+def test_gpu_atomic_add_on_float_memory(mod):
+    # ATen/cuda/Atomic.cuh's gpuAtomicAdd / gpuAtomicAddNoReturn (polypy's stand-in): atomicAdd.
+    # Integer values, so that every order of the additions gives the same sums.
+    for dtype in (torch.float32, torch.float64):
+        x = torch.arange(-300, 700, dtype=dtype)
+        out = mod.bucket_sum(x)
+        expect = [x[j::4].sum().item() for j in range(4)] + [x.sum().item()]
+        assert out.tolist() == expect
+
+
+ATOMICS = """
+#include <torch/extension.h>
+#include <ATen/cuda/Atomic.cuh>
+template <typename scalar_t>
+__global__ void total(int n, const scalar_t* x, scalar_t* out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) gpuAtomicAdd(&out[0], x[i]);
+}
+template <typename scalar_t>
+__global__ void total2(int n, const scalar_t* x, scalar_t* out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(&out[0], x[i]);
+}
+void run(torch::Tensor x, torch::Tensor out) {
+  AT_DISPATCH_FLOATING_TYPES_AND(at::ScalarType::Half, x.scalar_type(), "total", ([&] {
+    total<scalar_t><<<1, 128>>>(x.numel(), x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>());
+  }));
+  AT_DISPATCH_FLOATING_TYPES_AND(at::ScalarType::BFloat16, x.scalar_type(), "total2", ([&] {
+    total2<scalar_t><<<1, 128>>>(x.numel(), x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>());
+  }));
+}
+"""
+
+
+def test_atomics_on_half_and_bfloat16_memory_are_refused(tmp_path):
+    # PyTorch's atomics on 16-bit memory round each update in an order the GPU chooses: refused at
+    # the call, with clang's located error (one parse of PyTorch's headers).
+    src = tmp_path / "atomics.cu"
+    src.write_text(ATOMICS)
+    with pytest.raises(polypy.UserError) as info:
+        pt.kernels(src)
+    err = info.value
+    why = "is unavailable: polypy: atomics on c10::Half and c10::BFloat16 memory are not supported"
+    assert err.message.startswith(f"'gpuAtomicAdd' {why}")
+    assert err.loc is not None and (pathlib.Path(err.loc.file).name, err.loc.line) == (src.name, 7)
+    assert f"{src.name}:12:14: note: 'atomicAdd' {why}" in str(err)  # the BFloat16 instance of total2

@@ -2,17 +2,20 @@
 // c10::Half that half_ops.cu leaves out. bf16_mix (AT_DISPATCH_FLOATING_TYPES_AND2(Half, BFloat16)):
 // scalar_t * scalar_t, + scalar_t, += of a scalar_t, unary minus, / scalar_t, scalar_t * float (a
 // float), a comparison, scalar_t - int and scalar_t * int, a scalar_t made from a double and an
-// int64_t, std::numeric_limits<scalar_t>, __ldg of a const scalar_t*, a __shared__ scalar_t array;
-// row_sum (AT_DISPATCH_FLOATING_TYPES_AND(BFloat16)): a block reduction in an at::acc_type
-// accumulator (float for BFloat16), the sum made a scalar_t.
+// int64_t, std::numeric_limits<scalar_t>, __ldg of a const scalar_t*, a __shared__ scalar_t array,
+// a 1-D packed accessor of scalar_t; row_sum (AT_DISPATCH_FLOATING_TYPES_AND(BFloat16)): a block
+// reduction in an at::acc_type accumulator (float for BFloat16), the sum made a scalar_t;
+// bucket_sum (AT_DISPATCH_FLOATING_TYPES): gpuAtomicAdd and gpuAtomicAddNoReturn of ATen/cuda/Atomic.cuh.
 #include <torch/extension.h>
 #include <ATen/AccumulateType.h>
+#include <ATen/cuda/Atomic.cuh>
 #include <ATen/cuda/CUDAContext.h>
 #include <limits>
 
 namespace {
 template <typename scalar_t>
-__global__ void bf16_mix_kernel(int n, const scalar_t* __restrict__ x, const scalar_t* __restrict__ w, scalar_t a,
+__global__ void bf16_mix_kernel(int n, const torch::PackedTensorAccessor32<scalar_t, 1, torch::RestrictPtrTraits> x,
+                                const scalar_t* __restrict__ w, scalar_t a,
                                 double d, int64_t k, scalar_t* __restrict__ y, float* __restrict__ f,
                                 scalar_t* __restrict__ lim) {
   __shared__ scalar_t tile[128];
@@ -53,6 +56,15 @@ __global__ void row_sum_kernel(int rows, int cols, const scalar_t* __restrict__ 
   }
   if (threadIdx.x == 0 && row < rows) out[row] = static_cast<scalar_t>(partial[0]);
 }
+
+template <typename scalar_t>
+__global__ void bucket_sum_kernel(int n, const scalar_t* __restrict__ x, scalar_t* __restrict__ out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    gpuAtomicAdd(&out[i % 4], x[i]);
+    gpuAtomicAddNoReturn(&out[4], x[i]);
+  }
+}
 }  // namespace
 
 std::vector<torch::Tensor> bf16_mix(torch::Tensor x, torch::Tensor w, double a, double d, int64_t k) {
@@ -61,7 +73,8 @@ std::vector<torch::Tensor> bf16_mix(torch::Tensor x, torch::Tensor w, double a, 
   auto lim = torch::empty({7}, x.options());
   const int n = x.numel();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::ScalarType::Half, at::ScalarType::BFloat16, x.scalar_type(), "bf16_mix", ([&] {
-    bf16_mix_kernel<scalar_t><<<(n + 127) / 128, 128>>>(n, x.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
+    bf16_mix_kernel<scalar_t><<<(n + 127) / 128, 128>>>(n, x.packed_accessor32<scalar_t, 1, torch::RestrictPtrTraits>(),
+                                                        w.data_ptr<scalar_t>(),
                                                         (scalar_t)a, d, k, y.data_ptr<scalar_t>(),
                                                         f.data_ptr<float>(), lim.data_ptr<scalar_t>());
   }));
@@ -79,7 +92,17 @@ torch::Tensor row_sum(torch::Tensor x) {
   return out;
 }
 
+torch::Tensor bucket_sum(torch::Tensor x) {
+  auto out = torch::zeros({5}, x.options());
+  const int n = x.numel();
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "bucket_sum", ([&] {
+    bucket_sum_kernel<scalar_t><<<(n + 127) / 128, 128>>>(n, x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>());
+  }));
+  return out;
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("bf16_mix", &bf16_mix, "mix");
   m.def("row_sum", &row_sum, "sum");
+  m.def("bucket_sum", &bucket_sum, "atomic sums");
 }
