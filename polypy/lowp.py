@@ -42,6 +42,20 @@ def is_bfloat16(ctype: str) -> bool:
     return base_name(ctype) in BFLOAT16_NAMES
 
 
+def accessor_elem(ctype: str) -> str | None:
+    """``"half"`` or ``"bfloat16"`` for the C spelling of a PyTorch packed accessor of ``c10::Half``
+    or ``c10::BFloat16`` elements (a kernel parameter whose data pointer, the IR parameter of the
+    accessor's name, is that memory), else None. The frontend spells such an accessor type
+    canonically (frontend/lower/accessors.py), so the element's qualified name is one of the
+    spelling's words, and the class template's name another."""
+    words = set(ctype.replace("<", " ").replace(">", " ").replace(",", " ").replace("*", " ").split())
+    if not any(w.endswith("PackedTensorAccessor") for w in words):
+        return None
+    if "c10::Half" in words:
+        return "half"
+    return "bfloat16" if "c10::BFloat16" in words else None
+
+
 def to_bfloat16(x: Any) -> np.ndarray:
     """float32 values as bfloat16 bits (np.uint16), rounded to nearest even; NaN: 0x7fff."""
     u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
