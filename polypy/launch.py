@@ -34,7 +34,7 @@ import numpy as np
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType, normalize_value, wrap_int
-from polypy.lowp import is_bfloat16, is_half
+from polypy.lowp import accessor_elem, is_bfloat16, is_half
 
 Dim3 = tuple[int, int, int]
 
@@ -260,8 +260,9 @@ def _array(kernel: n.Kernel, p: n.Param, ptype: PointerType, value: Any) -> np.n
         # frontend's views): each views the records' bytes (a structured array with the C layout).
         return value.reshape(-1).view(np.uint8).view(want)
     if value.dtype == np.float16 and want == np.uint16 and value.flags.c_contiguous and \
-            any(is_half(sp.ctype) for sp in kernel.source_params if sp.name == p.name):
-        value = value.view(np.uint16)  # __half memory: its bits
+            any(is_half(sp.ctype) or accessor_elem(sp.ctype) == "half" for sp in kernel.source_params
+                if sp.name == p.name):
+        value = value.view(np.uint16)  # __half memory (or a c10::Half accessor's data): its bits
     if value.dtype != want:
         raise UserError(f"{_what(kernel, p, ptype)} must have dtype {want}, got {value.dtype}", p.loc)
     if not value.flags.c_contiguous:

@@ -19,9 +19,11 @@ from polypy.ir import nodes as n
 from polypy.ir.visitor import walk
 
 # The C spellings of the 16-bit float types (the typedef names of cuda_fp16.h / cuda_bf16.h too;
-# PyTorch's c10::Half, as clang spells it in a PyTorch extension's kernels: docs/torch_extensions.md).
+# PyTorch's c10::Half and c10::BFloat16, as clang spells them in a PyTorch extension's kernels:
+# docs/torch_extensions.md).
 HALF_NAMES = frozenset({"__half", "half", "__half2", "half2", "c10::Half", "at::Half", "torch::Half"})
-BFLOAT16_NAMES = frozenset({"__nv_bfloat16", "nv_bfloat16", "__nv_bfloat162", "nv_bfloat162"})
+BFLOAT16_NAMES = frozenset({"__nv_bfloat16", "nv_bfloat16", "__nv_bfloat162", "nv_bfloat162",
+                            "c10::BFloat16", "at::BFloat16", "torch::BFloat16"})
 
 
 def base_name(ctype: str) -> str:
@@ -38,6 +40,20 @@ def is_half(ctype: str) -> bool:
 
 def is_bfloat16(ctype: str) -> bool:
     return base_name(ctype) in BFLOAT16_NAMES
+
+
+def accessor_elem(ctype: str) -> str | None:
+    """``"half"`` or ``"bfloat16"`` for the C spelling of a PyTorch packed accessor of ``c10::Half``
+    or ``c10::BFloat16`` elements (a kernel parameter whose data pointer, the IR parameter of the
+    accessor's name, is that memory), else None. The frontend spells such an accessor type
+    canonically (frontend/lower/accessors.py), so the element's qualified name is one of the
+    spelling's words, and the class template's name another."""
+    words = set(ctype.replace("<", " ").replace(">", " ").replace(",", " ").replace("*", " ").split())
+    if not any(w.endswith("PackedTensorAccessor") for w in words):
+        return None
+    if "c10::Half" in words:
+        return "half"
+    return "bfloat16" if "c10::BFloat16" in words else None
 
 
 def to_bfloat16(x: Any) -> np.ndarray:

@@ -52,7 +52,7 @@ import numpy as np
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType
-from polypy.lowp import is_bfloat16, is_half
+from polypy.lowp import accessor_elem, is_bfloat16, is_half
 
 INSTALL_HINT = "pip install -e '.[torch]'"
 
@@ -101,7 +101,9 @@ def _check_tensor(kernel: n.Kernel, name: str, ptype: PointerType | None, t: Any
     if ptype is not None and t.dtype in (torch.float16, torch.bfloat16) and want == torch.uint16:
         # __half / __nv_bfloat16 memory is its bits (polypy.lowp): the tensor viewed as them
         ctype = next((sp.ctype for sp in kernel.source_params if sp.name == name), "")
-        if (is_half(ctype) and t.dtype == torch.float16) or (is_bfloat16(ctype) and t.dtype == torch.bfloat16):
+        elem = accessor_elem(ctype)  # or a packed accessor of c10::Half / c10::BFloat16: its data
+        if ((is_half(ctype) or elem == "half") and t.dtype == torch.float16) or \
+                ((is_bfloat16(ctype) or elem == "bfloat16") and t.dtype == torch.bfloat16):
             t = t.view(torch.uint16)
     if t.dtype != want:
         raise UserError(f"{_what(kernel, name)} ({ptype}) must have dtype {want}, got {t.dtype} "

@@ -416,8 +416,8 @@ __device__ cudaError_t cudaLaunchDevice(void* func, void* parameterBuffer, dim3 
 #endif
 
 #ifdef POLYPY_TORCH_EXTENSION
-/* c10::Half's conversions as polypy's exact binary16 (polypy/runtime/torch/polypy_c10_half.h). */
-#include <polypy_c10_half.h>
+/* c10::Half's and c10::BFloat16's conversions as polypy's exact rounding (polypy/runtime/torch/polypy_c10_lowp.h). */
+#include <polypy_c10_lowp.h>
 #endif
 
 #undef POLYPY_D

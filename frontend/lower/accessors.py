@@ -32,7 +32,7 @@ from polypy.ir.types import PointerType
 
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert
-from frontend.lower.c10_half import is_c10_half_type
+from frontend.lower.c10_lowp import c10_lowp_type
 from frontend.lower.context import CK, decl_key
 from frontend.lower.helpers import _strip
 from frontend.values import Accessor, LValue, Pointer, Value
@@ -115,15 +115,16 @@ class AccessorLowering:
                 self.params.append(n.Param(pname, index, loc=where))
                 members.append((f".{what}({d})", pname))
                 out.append(n.Var(pname, index, loc=where))
-        # clang prints a c10::Half template argument as written inside PyTorch's namespaces
-        # (`PackedTensorAccessor32<Half, 1, ...>`); the launcher's C++ needs the qualified name.
-        spelling = p.type.get_canonical().spelling if is_c10_half_type(info.elem) else p.type.spelling
+        # clang prints a c10::Half (BFloat16) template argument as written inside PyTorch's
+        # namespaces (`PackedTensorAccessor32<Half, 1, ...>`); the launcher's C++ needs the qualified name.
+        spelling = p.type.get_canonical().spelling if c10_lowp_type(info.elem) is not None else p.type.spelling
         self.source_params.append(n.SourceParam(name, spelling, tuple(members)))
         self.bind(p, Accessor(Pointer(name, (), None, layout), tuple(sizes), tuple(strides), p.type.spelling))
 
     def accessor_layout(self, info: AccessorType, name: str, where: Loc | None) -> tm.ElemLayout:
-        # Numbers, and PyTorch's c10::Half (its 16 bits, as memory of data_ptr<at::Half>() is).
-        number = tm.scalar_type(info.elem) is not None or is_c10_half_type(info.elem)
+        # Numbers, and PyTorch's c10::Half and c10::BFloat16 (their 16 bits, as memory of
+        # data_ptr<at::Half>() is).
+        number = tm.scalar_type(info.elem) is not None or c10_lowp_type(info.elem) is not None
         layout = tm.elem_layout(info.elem, where) if number else None
         if layout is None or tm.scalar_type(info.index) is None:
             raise UserError(f"accessor '{name}' of '{info.elem.spelling}' elements: only accessors of numbers are "

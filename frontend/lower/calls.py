@@ -19,7 +19,7 @@ from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call, reinterpret
 from frontend.lower.byte_copies import device_memcpy, device_memset
 from frontend.lower.context import CK, function_body, is_prelude_decl
 from frontend.lower.accessors import accessor_class
-from frontend.lower.c10_half import c10_half_function, c10_half_primitive
+from frontend.lower.c10_lowp import c10_lowp_function, c10_lowp_primitive
 from frontend.lower.cooperative import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.lower.printing import assert_fail, device_printf
@@ -87,16 +87,17 @@ class CallLowering:
             return self.cooperative_call(c, fn, children, discard)  # type: ignore[attr-defined]
         if fn.kind in (CK.CXX_METHOD, CK.CONSTRUCTOR) and accessor_class(fn.semantic_parent) is not None:
             return self.accessor_call(c, fn, children, discard)  # type: ignore[attr-defined]
-        half = c10_half_primitive(fn)
-        if half == "half_neg":  # c10::Half's unary minus, as the device computes it (__hneg)
+        c10 = c10_lowp_primitive(fn)
+        if c10 == "half_neg":  # c10::Half's unary minus, as the device computes it (__hneg)
             operands = [ch for ch in children if ch.kind.is_expression() and
                         not (_strip(ch).kind == CK.DECL_REF_EXPR and _strip(ch).spelling == fn.spelling)]
-            return self.inline(c10_half_function(fn, half, self.lowered_as_cache), operands, c, discard)
-        target = self.lowered_as(fn, c) if half is None else c10_half_function(fn, half, self.lowered_as_cache)
+            return self.inline(c10_lowp_function(fn, c10, self.lowered_as_cache), operands, c, discard)
+        target = self.lowered_as(fn, c) if c10 is None else c10_lowp_function(fn, c10, self.lowered_as_cache)
         if target is not None:
             # A constructor or conversion of polypy's own headers (cuda_fp16.h) that names the
-            # free function meaning it, or one of c10::Half's two conversions (c10_half.py): that
-            # function, called with the constructor's arguments or with the converted object.
+            # free function meaning it, or one of the two conversions of c10::Half / c10::BFloat16
+            # (c10_lowp.py): that function, called with the constructor's arguments or with the
+            # converted object.
             args = [ch for ch in children if ch.kind.is_expression()]
             if fn.kind == CK.CONVERSION_FUNCTION:  # `obj.operator float()`: the object
                 member = _strip(args[0]) if args else None

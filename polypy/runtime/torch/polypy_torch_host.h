@@ -40,16 +40,19 @@
 #include <c10/util/Deprecated.h>
 #include <c10/util/Exception.h>
 #include <c10/util/irange.h>
-/* c10::Half (torch/headeronly/util/Half.h) is read the same way, after what it includes: its
- * operators are then device code, inlined as PyTorch writes them, except its two conversions,
- * which the frontend lowers as polypy's exact binary16 (polypy_c10_half.h). */
+/* c10::Half (torch/headeronly/util/Half.h) and c10::BFloat16 (torch/headeronly/util/BFloat16.h)
+ * are read the same way, after what they include: their operators are then device code, inlined
+ * as PyTorch writes them, except their two conversions, which the frontend lowers as polypy's
+ * exact binary16 and bfloat16 rounding (polypy_c10_lowp.h). */
 #include <cmath>
 #include <cstring>
+#include <iosfwd>
 #include <ostream>
 #include <torch/headeronly/util/bit_cast.h>
 #include <torch/headeronly/util/floating_point_utils.h>
 #pragma clang force_cuda_host_device begin
 #include <torch/headeronly/util/Half.h>
+#include <torch/headeronly/util/BFloat16.h>
 #pragma clang force_cuda_host_device end
 #pragma clang force_cuda_host_device begin
 #include <torch/headeronly/core/TensorAccessor.h>
