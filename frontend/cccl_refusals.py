@@ -8,8 +8,8 @@ docs/thrust.md): it is compiled with the translated program, never translated. S
   are refused at the ``#include`` of the user's file that names them: CUB's kernels are CUDA
   code polypy would have to translate, and its headers need the toolkit's (``cuda_fp8.h``);
 - a kernel, or a device function a kernel calls, that names a CCCL declaration (``thrust::get``,
-  ``cuda::std::min``...) is refused at that name: kernels are translated, and polypy does not
-  translate CCCL's device code.
+  ``cuda::std::min``...) is refused at that name (``frontend.lower.cccl``): kernels are translated,
+  and polypy does not translate CCCL's device code.
 """
 from __future__ import annotations
 
@@ -18,13 +18,12 @@ import os
 import clang.cindex as ci
 
 from polypy.cccl import ALLOWED_SYSTEMS, include_dir
-from polypy.errors import UserError
+from polypy.errors import Loc, UserError
 
-from frontend.clang_setup import location_of, preorder
 
-_CUB = ("CUB (block, warp and device-wide primitives: cub::BlockReduce, cub::BlockScan, cub::WarpReduce, "
-        "cub::BlockRadixSort, cub::DeviceReduce...) is not supported: polypy runs host-side Thrust only "
-        "(docs/thrust.md)")
+CUB = ("CUB (block, warp and device-wide primitives: cub::BlockReduce, cub::BlockScan, cub::WarpReduce, "
+       "cub::BlockRadixSort, cub::DeviceReduce...) is not supported: polypy runs host-side Thrust only "
+       "(docs/thrust.md)")
 _SYSTEMS = {
     "thrust/system/cuda": "Thrust's CUDA system (thrust/system/cuda, thrust::cuda::par) is not supported: polypy runs "
                           "Thrust on its OpenMP device system (docs/thrust.md)",
@@ -32,20 +31,23 @@ _SYSTEMS = {
                          "(docs/thrust.md)",
 }
 CK = ci.CursorKind
-_KINDS = (CK.TYPE_REF, CK.TEMPLATE_REF, CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR, CK.CALL_EXPR, CK.NAMESPACE_REF,
-          CK.OVERLOADED_DECL_REF)
 
 
-def _prefixes() -> tuple[str, ...]:
+def prefixes() -> tuple[str, ...]:
     root = include_dir()
     if root is None:
         return ()
     return tuple(dict.fromkeys((str(root) + os.sep, os.path.realpath(root) + os.sep)))
 
 
-def _relative(path: str, prefixes: tuple[str, ...]) -> str | None:
-    """``path`` below the CCCL directory (``thrust/sort.h``), or None outside it."""
-    for p in prefixes:
+def _loc(location: ci.SourceLocation) -> Loc:
+    # (frontend.clang_setup.location_of, which calls this module: located here without it)
+    return Loc(location.file.name, location.line, location.column)
+
+
+def relative(path: str, roots: tuple[str, ...]) -> str | None:
+    """``path`` below the CCCL directory (``thrust/sort.h``; ``roots``: ``prefixes()``), or None outside it."""
+    for p in roots:
         if path.startswith(p):
             return path[len(p):]
     return None
@@ -56,22 +58,22 @@ def refuse_includes(tu: ci.TranslationUnit, defines: dict[str, str | None] | Non
     likewise a definition of ``THRUST_DEVICE_SYSTEM`` (or ``THRUST_HOST_SYSTEM``) naming a system
     other than the CPU's, in the user's files or in ``defines`` (the command line's ``-D``).
     Whether the user's files include CCCL's headers."""
-    prefixes = _prefixes()
-    if not prefixes:
+    roots = prefixes()
+    if not roots:
         return False
     used = False
     for inclusion in tu.get_includes():
         source, target = inclusion.source, inclusion.include
-        if source is None or target is None or _relative(source.name, prefixes) is not None:
+        if source is None or target is None or relative(source.name, roots) is not None:
             continue
-        rel = _relative(target.name, prefixes)
+        rel = relative(target.name, roots)
         if rel is None:
             continue
         used = True
-        message = _CUB if rel.startswith("cub/") else \
+        message = CUB if rel.startswith("cub/") else \
             next((m for prefix, m in _SYSTEMS.items() if rel.startswith(prefix + "/")), None)
         if message is not None:
-            raise UserError(message, location_of(inclusion.location))
+            raise UserError(message, _loc(inclusion.location))
     if used:
         _refuse_defines(defines)
         _refuse_systems(tu)
@@ -86,7 +88,7 @@ def _refuse_systems(tu: ci.TranslationUnit) -> None:
             continue
         value = "".join(t.spelling for t in list(c.get_tokens())[1:])
         if value not in ALLOWED_SYSTEMS[c.spelling]:
-            raise UserError(_system_message(c.spelling, value), location_of(c.location))
+            raise UserError(_system_message(c.spelling, value), _loc(c.location))
 
 
 def _refuse_defines(defines: dict[str, str | None] | None) -> None:
@@ -100,31 +102,3 @@ def _system_message(name: str, value: str) -> str:
     return (f"{name} {value}: polypy runs Thrust on the CPU, with THRUST_DEVICE_SYSTEM_OMP (the default) or "
             "THRUST_DEVICE_SYSTEM_CPP and THRUST_HOST_SYSTEM_CPP or _OMP; CUDA's and TBB's systems are not supported "
             "(docs/thrust.md)")
-
-
-def refuse_in_device_code(cursor: ci.Cursor, error, *, call: ci.Cursor | None = None) -> None:
-    """The first name under ``cursor`` (a kernel, or a device function being inlined at ``call``)
-    that refers to a CCCL declaration: ``error(message, at)`` raised there (a function of CCCL's
-    own inlined at ``call``: raised at the call)."""
-    prefixes = _prefixes()
-    if not prefixes:
-        return
-    if call is not None and cursor.location.file is not None:
-        rel = _relative(cursor.location.file.name, prefixes)
-        if rel is not None:
-            raise error(_message(cursor.spelling, rel), call)
-    for c in preorder(cursor):
-        if c.kind not in _KINDS:
-            continue
-        ref = c.referenced
-        where = ref.location.file if ref is not None else None
-        rel = _relative(where.name, prefixes) if where is not None else None
-        if rel is not None:
-            raise error(_message(ref.spelling or c.spelling, rel), c)
-
-
-def _message(name: str, rel: str) -> str:
-    if rel.startswith("cub/"):
-        return f"'{name}': {_CUB}"
-    return (f"'{name}' (CCCL's {rel}) in device code is not supported: polypy translates kernels, and runs Thrust "
-            "and libcu++ in host code only, compiled as NVIDIA wrote them (docs/thrust.md)")

@@ -13,7 +13,7 @@ from polypy.ir.visitor import walk_block
 from polypy.ir.types import BOOL, I32, I64, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
-from frontend.cccl_refusals import refuse_in_device_code
+from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.printing import trap_before_barriers
 from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
 from frontend.lower.accessors import AccessorLowering, accessor_type

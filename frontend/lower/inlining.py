@@ -15,7 +15,7 @@ from polypy.passes.eliminate_returns import remove_returns
 from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.clang_setup import unary_operator
-from frontend.cccl_refusals import refuse_in_device_code
+from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
 from frontend.lower.accessors import accessor_type
 from frontend.lower.helpers import _ArrayRef, _strip
