@@ -128,6 +128,18 @@ def test_emulated_launches_refuse_device_vector_memory_at_the_kernel() -> None:
            "from cudaMalloc" in result.stderr
 
 
+def test_thrust_on_cudamalloc_memory_runs_translated_and_emulated() -> None:
+    _need_cccl()
+    need_compiler(cpp=True)
+    i = np.arange(1000)
+    a = -np.sort((i * 37) % 1000) + 3 * i
+    want = f"{a.sum()} {a[10]} {a[11]} {a[12]}\n"
+    for mode in ((), ("--emulate",)):
+        result = _polypy("run", *mode, str(PROGRAMS / "device_ptr.cu"))
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stdout == want, mode
+
+
 KERNEL = "__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n"
 REFUSED = [
     ("#include <cstdio>\n#include <cub/block/block_reduce.cuh>\n" + KERNEL, (), "2:10",
