@@ -147,7 +147,8 @@ def parse_translation_unit(path: str, language: str, *, text: str | None = None,
     try:
         tu = index().parse(path, args=args, unsaved_files=unsaved, options=options)
         # CUB and Thrust's CUDA system first: their headers do not parse here.
-        errors = _errors(tu)
+        device_pass = "__CUDA_ARCH__" in (defines or {})
+        errors = _errors(tu, device_pass)
         if refuse_includes(tu, defines) and errors and not _includes(tu, THRUST_CUDA_SYSTEM_INCLUDES):
             # Thrust's CUDA system includes <thrust/system_error.h> with every header, and programs
             # written for it name thrust::system_error without including it; the OpenMP system does
@@ -155,7 +156,7 @@ def parse_translation_unit(path: str, language: str, *, text: str | None = None,
             # ``program_includes``), and so does this second reading.
             tu = index().parse(path, args=args + [a for h in THRUST_CUDA_SYSTEM_INCLUDES for a in ("-include", h)],
                                unsaved_files=unsaved, options=options)
-            errors = _errors(tu)
+            errors = _errors(tu, device_pass)
     except ci.TranslationUnitLoadError as exc:
         raise UserError(f"cannot parse {path}: {exc}") from None
     if errors:
@@ -168,9 +169,19 @@ def parse_translation_unit(path: str, language: str, *, text: str | None = None,
     return tu
 
 
-def _errors(tu: ci.TranslationUnit) -> list[ci.Diagnostic]:
+def _errors(tu: ci.TranslationUnit, device_pass: bool) -> list[ci.Diagnostic]:
+    """The errors of a parse. In nvcc's device pass (``__CUDA_ARCH__`` defined: frontend.device_pass),
+    not those inside CCCL's headers, which then read as device code that polypy's prelude does not
+    declare (``__trap``): the pass gives only kernels, which may not name CCCL (frontend.lower.cccl),
+    and Thrust's host code comes from the host pass."""
     return [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error and not _alignas_after_specifier(tu, d)
-            and not _device_functor_in_thrust(d)]
+            and not _device_functor_in_thrust(d) and not (device_pass and _in_cccl(d))]
+
+
+def _in_cccl(d: ci.Diagnostic) -> bool:
+    cccl = cccl_include_dir()
+    return cccl is not None and d.location.file is not None and \
+        pathlib.Path(d.location.file.name).resolve().is_relative_to(cccl)
 
 
 def _includes(tu: ci.TranslationUnit, headers: tuple[str, ...]) -> bool:
@@ -185,10 +196,7 @@ def _device_functor_in_thrust(d: ci.Diagnostic) -> bool:
     says that they may not call it. Thrust runs them on its OpenMP device system here, whose
     device is the CPU, where polypy's device code runs: the call is the one CUDA makes on the
     device (the translated program compiles ``__device__`` as nothing). Only inside CCCL."""
-    if not d.spelling.startswith("reference to __device__ function") or d.location.file is None:
-        return False
-    cccl = cccl_include_dir()
-    return cccl is not None and pathlib.Path(d.location.file.name).resolve().is_relative_to(cccl)
+    return d.spelling.startswith("reference to __device__ function") and _in_cccl(d)
 
 
 def _alignas_after_specifier(tu: ci.TranslationUnit, d: ci.Diagnostic) -> bool:

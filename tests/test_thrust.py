@@ -85,6 +85,7 @@ def _scan_select_expected() -> dict[str, list[str]]:
     }
 
 
+@pytest.mark.slow
 def test_a_thrust_program_translates_and_builds_as_its_build_line_says(tmp_path) -> None:
     """sort, sort_by_key, a descending sort, reduce/transform_reduce with function objects,
     transform with a lambda, a device_vector passed to a translated kernel and read back."""
@@ -107,9 +108,11 @@ def test_a_thrust_program_translates_and_builds_as_its_build_line_says(tmp_path)
     assert _values(ran.stdout) == _sort_reduce_expected()
 
 
+@pytest.mark.slow
 def test_scans_selection_and_iterators_run_with_polypy_run() -> None:
     """inclusive/exclusive scans, copy_if, count_if, sequence, fill, counting, transform and zip
-    iterators, and a ``__device__`` function object calling a ``__device__`` function."""
+    iterators, and a ``__device__`` function object calling a ``__device__`` function; the kernel
+    tests ``__CUDA_ARCH__`` (the device pass reads Thrust's headers as device code too)."""
     _need_cccl()
     need_compiler(cpp=True)
     result = _polypy("run", str(PROGRAMS / "scan_select.cu"))
@@ -128,6 +131,7 @@ def test_emulated_launches_refuse_device_vector_memory_at_the_kernel() -> None:
            "from cudaMalloc" in result.stderr
 
 
+@pytest.mark.slow
 def test_thrust_on_cudamalloc_memory_runs_translated_and_emulated() -> None:
     _need_cccl()
     need_compiler(cpp=True)

@@ -38,9 +38,14 @@ struct product {
   }
 };
 
+// nvcc's device pass (__CUDA_ARCH__ defined) gives the kernel; CCCL's headers are read in it too.
 __global__ void add_index(int* a, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
   if (i < n) a[i] += i % 7;
+#else
+  if (i < n) a[i] += 1000000;
+#endif
 }
 
 int main() {
