@@ -5,7 +5,10 @@ functions (``__device__`` without ``__host__``): kernels inline them. But code t
 one: a function object's ``__device__ operator()`` that Thrust applies on its OpenMP device
 system (the CPU, where polypy's device code runs) calling a ``__device__`` helper, or a struct's
 ``__device__`` method. Those helpers, and what they call in turn, are kept as written (the
-translated program compiles ``__device__`` as nothing), so that the calls have their callee.
+translated program compiles ``__device__`` as nothing), so that the calls have their callee --
+unless one of them uses a CUDA built-in of polypy's device prelude (``threadIdx``,
+``__syncthreads``, ``__shfl_sync``...), which host code cannot compile: such a helper is dropped
+as before (a member of a class template that host code never instantiates may call it).
 """
 from __future__ import annotations
 
@@ -52,6 +55,7 @@ def host_called_device_functions(decls: list[ci.Cursor]) -> set[tuple[str, int]]
         for place in _places(d):
             by_place.setdefault(place, []).append(d)
     kept: set[tuple[str, int]] = set()
+    host_safe: dict[tuple[str, int], bool] = {}
     todo = [d for d in decls if not _device_side(d)]
     while todo:
         for r in preorder(todo.pop()):
@@ -60,7 +64,30 @@ def host_called_device_functions(decls: list[ci.Cursor]) -> set[tuple[str, int]]
             for place in _places(r.referenced):
                 for d in by_place.get(place, ()):
                     ours = (d.location.file.name, d.location.offset)
-                    if ours not in kept:
+                    if ours not in kept and _host_safe(d, by_place, host_safe):
                         kept.add(ours)
                         todo.append(d)
     return kept
+
+
+def _host_safe(fn: ci.Cursor, by_place: dict[tuple[str, int], list[ci.Cursor]],
+               memo: dict[tuple[str, int], bool]) -> bool:
+    """Whether ``fn`` and the device-only functions it calls use no CUDA built-in."""
+    key = (fn.location.file.name, fn.location.offset)
+    if key in memo:
+        return memo[key]
+    memo[key] = True  # (recursion: assumed until shown otherwise)
+    for r in preorder(fn):
+        ref = r.referenced if r.kind in _REFS else None
+        if ref is None:
+            continue
+        if _builtin(ref) or any(not _host_safe(d, by_place, memo) for place in _places(ref)
+                                for d in by_place.get(place, ()) if d != fn):
+            memo[key] = False
+            break
+    return memo[key]
+
+
+def _builtin(ref: ci.Cursor) -> bool:
+    f = ref.location.file
+    return f is not None and f.name.replace("\\", "/").endswith("/polypy_device.h")
