@@ -33,6 +33,8 @@ from polypy.sources import SystemIncludeDir
 from polypy.ir.depth import MAX_BRACKETS, too_deep
 from polypy.stack import on_big_stack
 
+from frontend.cccl_refusals import refuse_includes
+
 FRONTEND_DIR = pathlib.Path(__file__).resolve().parent
 PRELUDE_DIR = FRONTEND_DIR / "include"
 PRELUDE = PRELUDE_DIR / "polypy_device.h"
@@ -139,8 +141,6 @@ def parse_translation_unit(path: str, language: str, *, text: str | None = None,
     overflowed the 8 MiB thread libclang parses on by default). So parsing runs here, on
     ``polypy.stack``'s big stack, and ``LIBCLANG_NOTHREADS`` tells libclang to stay on it."""
     os.environ["LIBCLANG_NOTHREADS"] = "1"  # read by libclang at each parse
-    from frontend.cccl_refusals import refuse_includes  # (it reads cursors with this module's helpers)
-
     args = clang_args(language, defines=defines, include_dirs=include_dirs)
     unsaved = [(path, text)] if text is not None else None
     options = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
@@ -152,8 +152,8 @@ def parse_translation_unit(path: str, language: str, *, text: str | None = None,
         if refuse_includes(tu, defines) and errors and not _includes(tu, THRUST_CUDA_SYSTEM_INCLUDES):
             # Thrust's CUDA system includes <thrust/system_error.h> with every header, and programs
             # written for it name thrust::system_error without including it; the OpenMP system does
-            # not. The translated program includes it after polypy's runtime (codegen's
-            # ``program_includes``), and so does this second reading.
+            # not. The translated program includes it after polypy's runtime (codegen.c.module's
+            # ``emit_program``), and so does this second reading.
             tu = index().parse(path, args=args + [a for h in THRUST_CUDA_SYSTEM_INCLUDES for a in ("-include", h)],
                                unsaved_files=unsaved, options=options)
             errors = _errors(tu, device_pass)

@@ -22,10 +22,9 @@ import pathlib
 ENV = "POLYPY_CCCL_INCLUDE"
 EXTRA = "pip install 'polypy[thrust]'"
 
-# The device system Thrust's algorithms and containers use in a translated program, and the host
-# system: polypy's device memory is host memory, so both are the CPU's. CUDA's (the default) and
-# TBB's are refused.
-DEVICE_SYSTEM = "THRUST_DEVICE_SYSTEM_OMP"
+# The systems a program may choose for Thrust's algorithms and containers (polypy's runtime header
+# defines THRUST_DEVICE_SYSTEM_OMP): polypy's device memory is host memory, so both are the CPU's.
+# CUDA's (Thrust's default) and TBB's are refused.
 ALLOWED_SYSTEMS = {
     "THRUST_DEVICE_SYSTEM": ("THRUST_DEVICE_SYSTEM_OMP", "THRUST_DEVICE_SYSTEM_CPP", "2", "3"),
     "THRUST_HOST_SYSTEM": ("THRUST_HOST_SYSTEM_CPP", "THRUST_HOST_SYSTEM_OMP", "1", "2"),
@@ -70,7 +69,7 @@ def missing_message(library: str) -> str:
 
 def used_by(include_targets) -> pathlib.Path | None:
     """The CCCL directory when one of ``include_targets`` (the resolved paths a program's files
-    include) lies in it: the translated program is then compiled with ``-I`` that directory."""
+    include) lies in it: the translated program is then compiled with ``-isystem`` that directory."""
     root = include_dir()
     if root is None:
         return None
