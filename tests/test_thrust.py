@@ -144,6 +144,18 @@ def test_thrust_on_cudamalloc_memory_runs_translated_and_emulated() -> None:
         assert result.stdout == want, mode
 
 
+def test_device_functions_host_text_calls_stay_in_the_program() -> None:
+    """Without Thrust too: a struct's ``__device__`` method (host text) calling a ``__device__``
+    function, which the translated program used to drop (g++: 'twice' was not declared)."""
+    need_compiler(cpp=True)
+    i = np.arange(32)
+    want = 2.0 * i + 1.0 + i  # op.apply(a[i]) + Lane<float>().at(0): 2 a[i] + 1 + threadIdx.x
+    for mode in ((), ("--emulate",)):
+        result = _polypy("run", *mode, str(PROGRAMS / "device_helpers.cu"))
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stdout == f"{want[5]:g} {want[31]:g}\n", mode
+
+
 KERNEL = "__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n"
 REFUSED = [
     ("#include <cstdio>\n#include <cub/block/block_reduce.cuh>\n" + KERNEL, (), "2:10",
