@@ -490,3 +490,23 @@ def test_multiply_adds_are_rounded_twice_in_host_code_and_kernels_as_nvcc_and_th
     native, emulated = _run_both(str(src))
     assert native == "host 0x0p+0 kernel 0x0p+0 0x0p+0\n"
     assert emulated == native
+
+
+def test_memory_header_and_noinline_device_functions(tmp_path) -> None:
+    """``<memory>`` spells ``__attribute__((__noinline__))``: the frontend leaves ``__noinline__``
+    to clang's CUDA mode (a keyword there) instead of a macro, so both parse (Thrust includes it)."""
+    need_compiler(cpp=True)
+    src = tmp_path / "mem.cu"
+    src.write_text("#include <cstdio>\n#include <memory>\n"
+                   "__noinline__ __device__ float inc(float x) { return x + 1.0f; }\n"
+                   "__global__ void k(float* a) { a[threadIdx.x] = inc(a[threadIdx.x]); }\n"
+                   "int main() { std::unique_ptr<float[]> h(new float[64]); float* d;\n"
+                   "  for (int i = 0; i < 64; ++i) h[i] = 0.5f * i;\n"
+                   "  cudaMalloc((void**)&d, 64 * sizeof(float));\n"
+                   "  cudaMemcpy(d, h.get(), 64 * sizeof(float), cudaMemcpyHostToDevice);\n"
+                   "  k<<<1, 64>>>(d); cudaMemcpy(h.get(), d, 64 * sizeof(float), cudaMemcpyDeviceToHost);\n"
+                   "  printf(\"%g %g\\n\", h[3], h[63]); return 0; }\n")
+    native, emulated = _run_both(str(src))
+    want = "%g %g\n" % (0.5 * 3 + 1, 0.5 * 63 + 1)
+    _check(native, want)
+    _check(emulated, want)
