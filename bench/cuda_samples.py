@@ -34,12 +34,15 @@ import sys
 import tempfile
 from typing import Sequence
 
+from polypy.cccl import include_dir
 from bench.real_programs import first_error
 
 RUNTIME_DIR = pathlib.Path(__file__).resolve().parents[1] / "polypy" / "runtime"  # polypy's cuda_runtime.h & co.
 RUN_TIMEOUT_S = 300.0
 TRANSLATE_TIMEOUT_S = 300.0
 CXXFLAGS = ("-O3", "-fopenmp", "-std=c++17", "-w")
+# NVIDIA's Thrust headers where polypy finds them (polypy.cccl), as the translation's Build line says.
+CCCL = ("-isystem", str(include_dir())) if include_dir() is not None else ()
 
 # What a sample's CMake file links or finds that a CPU cannot give, and the reason shown.
 _CMAKE_NEEDS = (
@@ -169,7 +172,7 @@ def measure(sample: Sample, root: pathlib.Path, work: pathlib.Path, polypy: Sequ
         obj = work / f"o{i}_{path.stem}.o"
         # the sample's own .cpp files include <cuda_runtime.h>: polypy's (after -I Common, which
         # keeps NVIDIA's helper headers first)
-        r = _run([compiler, *flags, *includes, "-isystem", str(RUNTIME_DIR), "-iquote", str(sample.directory),
+        r = _run([compiler, *flags, *includes, "-isystem", str(RUNTIME_DIR), *CCCL, "-iquote", str(sample.directory),
                   "-c", str(path), "-o", str(obj)],
                  cwd=work, timeout=TRANSLATE_TIMEOUT_S)
         if r is None or r.returncode != 0:

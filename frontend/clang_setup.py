@@ -27,11 +27,13 @@ import subprocess
 
 import clang.cindex as ci
 
+from polypy.cccl import THRUST_CUDA_SYSTEM_INCLUDES, include_dir as cccl_include_dir, missing_message as cccl_missing
 from polypy.errors import Loc, UserError
 from polypy.sources import SystemIncludeDir
 from polypy.ir.depth import MAX_BRACKETS, too_deep
 from polypy.stack import on_big_stack
 
+from frontend.cccl_refusals import refuse_includes
 from frontend.pch import forget, pch_arguments
 
 FRONTEND_DIR = pathlib.Path(__file__).resolve().parent
@@ -49,6 +51,10 @@ NVCC_MACROS: dict[str, str | None] = {
     "__CUDACC__": None, "__NVCC__": None, "__CUDACC_VER_MAJOR__": "12", "__CUDACC_VER_MINOR__": "0",
     "__CUDACC_VER_BUILD__": "76",
 }
+
+
+# GCC 12's -fopenmp (OpenMP 4.5).
+OPENMP_VERSION = 201511
 
 
 @functools.lru_cache(maxsize=None)
@@ -108,6 +114,13 @@ def clang_args(language: str, *, defines: dict[str, str] | None = None,
     for d in include_dirs:
         args += ["-isystem" if isinstance(d, SystemIncludeDir) else "-I", str(d)]
     args += ["-isystem", str(RUNTIME_DIR), "-isystem", str(PRELUDE_DIR)]
+    if language == "cuda":
+        # A translated program is compiled with -fopenmp, which defines _OPENMP: its host code
+        # (and Thrust's OpenMP system, which requires it) is read as the compiler will read it.
+        args.append(f"-D_OPENMP={OPENMP_VERSION}")
+        cccl = cccl_include_dir()
+        if cccl is not None:  # Thrust and libcu++, after polypy's own <cuda/barrier> and <cuda/pipeline>
+            args += ["-isystem", str(cccl)]
     if header_mode() == "system":
         for d in system_include_dirs("c++" if language == "cuda" else "c"):
             args += ["-isystem", d]
@@ -132,24 +145,18 @@ def parse_translation_unit(path: str, language: str, *, text: str | None = None,
     args = clang_args(language, defines=defines, include_dirs=include_dirs)
     unsaved = [(path, text)] if text is not None else None
     options = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
-    tu = None
-    fast = pch_arguments(args, PRELUDE, options, (PRELUDE_DIR, RUNTIME_DIR), index())
-    if fast is not None:  # the prelude precompiled (frontend.pch); any error: parsed again without it
-        try:
-            tu = index().parse(path, args=fast, unsaved_files=unsaved, options=options)
-        except ci.TranslationUnitLoadError:
-            tu = None
-        if tu is None or any("precompiled" in d.spelling or "PCH" in d.spelling for d in _errors(tu)):
-            forget(fast)  # unreadable or stale: built again at the next parse
-            tu = None
-        elif _errors(tu):
-            tu = None
-    if tu is None:
-        try:
-            tu = index().parse(path, args=args, unsaved_files=unsaved, options=options)
-        except ci.TranslationUnitLoadError as exc:
-            raise UserError(f"cannot parse {path}: {exc}") from None
-    errors = _errors(tu)
+    device_pass = "__CUDA_ARCH__" in (defines or {})
+    tu = _parse(path, args, unsaved, options, device_pass)
+    # CUB and Thrust's CUDA system first: their headers do not parse here.
+    errors = _errors(tu, device_pass)
+    if refuse_includes(tu, defines) and errors and not _includes(tu, THRUST_CUDA_SYSTEM_INCLUDES):
+        # Thrust's CUDA system includes <thrust/system_error.h> with every header, and programs
+        # written for it name thrust::system_error without including it; the OpenMP system does
+        # not. The translated program includes it after polypy's runtime (codegen.c.module's
+        # ``emit_program``), and so does this second reading.
+        tu = _parse(path, args + [a for h in THRUST_CUDA_SYSTEM_INCLUDES for a in ("-include", h)], unsaved,
+                    options, device_pass)
+        errors = _errors(tu, device_pass)
     if errors:
         first = errors[0]
         if first.spelling.startswith("bracket nesting level exceeded"):
@@ -160,8 +167,53 @@ def parse_translation_unit(path: str, language: str, *, text: str | None = None,
     return tu
 
 
-def _errors(tu: ci.TranslationUnit) -> list[ci.Diagnostic]:
-    return [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error and not _alignas_after_specifier(tu, d)]
+def _parse(path: str, args: list[str], unsaved, options: int, device_pass: bool) -> ci.TranslationUnit:
+    """One libclang parse, through the precompiled prelude where there is one (``frontend.pch``);
+    a parse through it with any error is parsed again without it."""
+    fast = pch_arguments(args, PRELUDE, options, (PRELUDE_DIR, RUNTIME_DIR), index())
+    if fast is not None:
+        try:
+            tu = index().parse(path, args=fast, unsaved_files=unsaved, options=options)
+        except ci.TranslationUnitLoadError:
+            tu = None
+        if tu is None or any("precompiled" in d.spelling or "PCH" in d.spelling for d in _errors(tu, device_pass)):
+            forget(fast)  # unreadable or stale: built again at the next parse
+        elif not _errors(tu, device_pass):
+            return tu
+    try:
+        return index().parse(path, args=args, unsaved_files=unsaved, options=options)
+    except ci.TranslationUnitLoadError as exc:
+        raise UserError(f"cannot parse {path}: {exc}") from None
+
+
+def _errors(tu: ci.TranslationUnit, device_pass: bool) -> list[ci.Diagnostic]:
+    """The errors of a parse. In nvcc's device pass (``__CUDA_ARCH__`` defined: frontend.device_pass),
+    not those inside CCCL's headers, which then read as device code that polypy's prelude does not
+    declare (``__trap``): the pass gives only kernels, which may not name CCCL (frontend.lower.cccl),
+    and Thrust's host code comes from the host pass."""
+    return [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error and not _alignas_after_specifier(tu, d)
+            and not _device_functor_in_thrust(d) and not (device_pass and _in_cccl(d))]
+
+
+def _in_cccl(d: ci.Diagnostic) -> bool:
+    cccl = cccl_include_dir()
+    return cccl is not None and d.location.file is not None and \
+        pathlib.Path(d.location.file.name).resolve().is_relative_to(cccl)
+
+
+def _includes(tu: ci.TranslationUnit, headers: tuple[str, ...]) -> bool:
+    """Whether the unit includes every one of ``headers`` (named as in ``#include <...>``)."""
+    names = {i.include.name for i in tu.get_includes() if i.include is not None}
+    return all(any(name.endswith("/" + h) for name in names) for h in headers)
+
+
+def _device_functor_in_thrust(d: ci.Diagnostic) -> bool:
+    """``thrust::transform(v.begin(), v.end(), out.begin(), op())`` with a ``__device__``-only
+    ``op::operator()``: Thrust's algorithms are ``__host__ __device__``, and clang's host pass
+    says that they may not call it. Thrust runs them on its OpenMP device system here, whose
+    device is the CPU, where polypy's device code runs: the call is the one CUDA makes on the
+    device (the translated program compiles ``__device__`` as nothing). Only inside CCCL."""
+    return d.spelling.startswith("reference to __device__ function") and _in_cccl(d)
 
 
 def _alignas_after_specifier(tu: ci.TranslationUnit, d: ci.Diagnostic) -> bool:
@@ -193,6 +245,9 @@ _UNSUPPORTED_HEADERS = {
     "cub": "CUB",
     "cuda": "libcu++ (<cuda/...> other than <cuda/barrier> and <cuda/pipeline>: atomics, <cuda/std/...>)",
 }
+# Of those, what CCCL's headers give in host code where they are installed (polypy.cccl).
+_CCCL_HOST = {"thrust": "Thrust", "cuda": "libcu++ (<cuda/...> other than <cuda/barrier> and <cuda/pipeline>) in "
+                                          "host code"}
 _NOT_FOUND = re.compile(r"^'([^']+)' file not found$")
 
 
@@ -204,6 +259,9 @@ def _explain(message: str) -> str:
         feature = _UNSUPPORTED_HEADERS.get(header) or _UNSUPPORTED_HEADERS.get(header.split("/")[0]) \
             if "/" in header else _UNSUPPORTED_HEADERS.get(header)
         ours = f"{feature} is not supported" if feature is not None else None
+        top = header.split("/")[0] if "/" in header else None
+        if top in _CCCL_HOST:  # missing from CCCL's headers, or CCCL missing
+            ours = cccl_missing(_CCCL_HOST[top]) if cccl_include_dir() is None else None
     if ours is None and "TensorAccessor" in message and ("operator[]" in message or "member function" in message):
         # PyTorch's accessors are host code in the host compiler's reading of its headers; the
         # reading polypy.torch gives the frontend (polypy_torch_host.h) makes them device code.

@@ -22,6 +22,7 @@ import os
 
 import clang.cindex as ci
 
+from polypy.cccl import include_dir as cccl_include_dir
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.sources import read_source
@@ -57,7 +58,9 @@ def names_cuda_arch(tu: ci.TranslationUnit, path: str, text: str | None) -> bool
     main = text if text is not None else read_source(path)
     if ARCH_MACRO in main:
         return True
-    ours = tuple(str(d) for d in (PRELUDE_DIR, RUNTIME_DIR, FREESTANDING_DIR)) + system_include_dirs("c++")
+    cccl = cccl_include_dir()  # Thrust's headers test it, and are host code of the program
+    ours = tuple(str(d) for d in (PRELUDE_DIR, RUNTIME_DIR, FREESTANDING_DIR)) + system_include_dirs("c++") \
+        + ((str(cccl),) if cccl is not None else ())
     for inclusion in tu.get_includes():
         name = inclusion.include.name if inclusion.include is not None else None
         if name is None or any(os.path.abspath(name).startswith(os.path.abspath(d) + os.sep) for d in ours):

@@ -23,6 +23,7 @@ from polypy.sources import read_source
 
 from frontend.clang_setup import (cursor_loc, deepest_cursor, parse_translation_unit, preorder,
                                   spelled_extent)
+from frontend.host_called_device import host_called_device_functions
 from frontend.device_pass import device_defines, join_passes, names_cuda_arch
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.host_spans import CUDA_HEADERS, OffsetMap, include_span, is_runtime_header, symbol_name_spans
@@ -150,6 +151,7 @@ class _ModuleBuilder:
         self.instance_stubs: dict[tuple, tuple[HostStub, ...]] = {}
         self._top_level: list[ci.Cursor] | None = None
         self._linkage_starts: dict[tuple[str, int, int], int] = {}
+        self.host_called: set[tuple[str, int]] = set()  # device functions host text calls (host_program)
 
     # -- which cursors are the user's
     def is_user(self, c: ci.Cursor) -> bool:
@@ -434,6 +436,7 @@ class _ModuleBuilder:
     def host_program(self, decls, launches_by_file, names: dict[tuple, str], has_main: bool,
                      copies: list[CopyDecision], loops: list = ()) -> HostProgram:
         files: dict[str, HostFile] = {}
+        self.host_called = host_called_device_functions(decls)  # kept in the host text
         by_file: dict[str, list[ci.Cursor]] = {}
         for d in decls:
             by_file.setdefault(d.location.file.name, []).append(d)
@@ -589,7 +592,8 @@ class _ModuleBuilder:
                     stubs = self.instance_stubs.get(decl_key(d)[:3], ())
                 return DeviceSpan(conv.char(start), conv.char(d.extent.end.offset), "kernel", kernels, stub, head,
                                   stubs)
-            if is_device_decl(d) and not is_host_decl(d):
+            if is_device_decl(d) and not is_host_decl(d) and \
+                    (d.location.file.name, d.location.offset) not in self.host_called:
                 return DeviceSpan(conv.char(d.extent.start.offset), conv.char(d.extent.end.offset), "device")
         return None
 

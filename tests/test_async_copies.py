@@ -308,7 +308,8 @@ def test_what_is_not_run_exactly_is_a_located_error(tmp_path, body, line, col, m
     assert "^" in result.stderr and not (tmp_path / "out.cpp").exists()
 
 
-def test_other_libcu_headers_stay_refused_by_name(tmp_path) -> None:
+def test_other_libcu_headers_stay_refused_by_name(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("POLYPY_CCCL_INCLUDE", "off")  # without polypy[thrust] (with it: tests/test_thrust.py)
     src = tmp_path / "atomic.cu"
     src.write_text("#include <cuda/atomic>\n__global__ void k(float* x) { x[0] = 1.0f; }\n")
     result = _polypy("translate", str(src), "-o", str(tmp_path / "out.cpp"))

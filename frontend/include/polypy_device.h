@@ -38,7 +38,9 @@
 #define POLYPY_DEFAULT(v)
 #endif
 #define __forceinline__ inline __attribute__((always_inline))
+#ifndef __cplusplus
 #define __noinline__ __attribute__((noinline))
+#endif
 #define __restrict__ __restrict
 #define __align__(n) __attribute__((aligned(n)))
 /* A kernel parameter that stays in the launch's parameter memory (CUDA 11.7): it is const, and its

@@ -13,6 +13,7 @@ from polypy.ir.visitor import walk_block
 from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
+from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.printing import trap_before_barriers
 from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
 from frontend.lower.accessors import AccessorLowering, accessor_type
@@ -125,6 +126,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         body = function_body(self.cursor)
         if body is None:
             raise self.error(f"kernel '{self.cursor.spelling}' has no body", self.cursor)
+        refuse_in_device_code(self.cursor, self.error)  # Thrust, CUB, libcu++ (frontend.cccl_refusals)
         self.frames.append(Frame(decl_key(self.cursor), self.cursor, {}, is_kernel=True))
         mutated = self.assigned_decls(self.cursor)
         for p in self.cursor.get_arguments():

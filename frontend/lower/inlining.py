@@ -15,6 +15,7 @@ from polypy.passes.eliminate_returns import remove_returns
 from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.clang_setup import unary_operator
+from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
 from frontend.lower.accessors import accessor_type
 from frontend.lower.helpers import _ArrayRef, _strip
@@ -41,6 +42,7 @@ class InliningLowering:
             raise self.error(f"recursive call to '{fn.spelling}' is not supported", c)
         if is_kernel_decl(fn):
             raise self.error("kernels cannot be called from device code", c)
+        refuse_in_device_code(fn, self.error, call=c)
         body = function_body(fn)
         if body is None:
             raise self.error(f"call to '{fn.spelling}', which has no definition polypy can translate", c)

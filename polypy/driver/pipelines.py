@@ -406,6 +406,7 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
     if program:
         from codegen.c import emit_program
         from codegen.c.module import RUNTIME_INCLUDE, launch_block_shapes, with_runtime
+        from polypy.cccl import program_flags
         from polypy.coarsening import selectable_only
         from polypy.ir.visitor import walk
 
@@ -417,7 +418,10 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
             coarsen = selectable_only(coarsen, module.host, plans)  # (a launch from device code: any grid)
         text = emit_program(module.host, {k.name: k for k in kernels}, threads=threads, check_bounds=check_bounds,
                             barriers=decisions, coarsen=coarsen, runtime=RUNTIME_INCLUDE)
-        text = with_runtime(text, _unused_runtime(text, module.host.main))
+        # A program using CCCL (Thrust) keeps the whole runtime: CCCL's headers use its names
+        # (libcu++'s tuple interface of char1, float4...), and the slice reads only the program's uses.
+        unused = None if program_flags(module.host) else _unused_runtime(text, module.host.main)
+        text = with_runtime(text, unused)
         if report is not None:
             report.extend(launch_versions(module.host, launch_block_shapes(module.host), plans))
             report.extend(module.host.copies)  # copies between host and device made or not (frontend.host_copies)

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from polypy.cccl import program_flags
 from polypy.errors import DeviceAssertError, MisalignedAddressError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType
@@ -83,7 +84,7 @@ def run_program(module: n.Module, *, emulate: bool = False, threads: int = 0, op
         raise UserError(f"{module.source} has no main()")
     from codegen.c import emit_program
 
-    includes = tuple(f"-I{d}" for d in include_dirs)
+    includes = tuple(f"-I{d}" for d in include_dirs) + program_flags(module.host)  # (CCCL's headers: Thrust)
     with tempfile.TemporaryDirectory(prefix="polypy-run-") as tmp:
         directory = pathlib.Path(tmp)
         if not emulate:

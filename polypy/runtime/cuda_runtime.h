@@ -202,6 +202,11 @@ static inline int polypy_rt_apart(const void* a, const void* b) {
 #define __CUDACC_VER_MINOR__ 0
 #define __CUDACC_VER_BUILD__ 76
 #endif
+/* Thrust in host code is NVIDIA's own, on its OpenMP device system: device_vector in host memory
+ * (polypy's device memory), algorithms on all cores (docs/thrust.md). */
+#ifndef THRUST_DEVICE_SYSTEM
+#define THRUST_DEVICE_SYSTEM THRUST_DEVICE_SYSTEM_OMP
+#endif
 
 /* ------------------------------------------------------------------ host min/max */
 /* nvcc's headers give host code min and max over the arithmetic types (the device prelude

@@ -1,0 +1,64 @@
+"""CCCL (Thrust, CUB, libcu++) named in device code: refused where it is named.
+
+Kernels are translated, and polypy does not translate CCCL's device code (Thrust runs in host
+code only, compiled as NVIDIA wrote it: ``frontend.cccl_refusals``, docs/thrust.md).
+"""
+from __future__ import annotations
+
+import weakref
+
+import clang.cindex as ci
+
+from frontend.cccl_refusals import CUB, prefixes, relative
+from frontend.clang_setup import preorder
+
+CK = ci.CursorKind
+_KINDS = (CK.TYPE_REF, CK.TEMPLATE_REF, CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR, CK.CALL_EXPR, CK.NAMESPACE_REF,
+          CK.OVERLOADED_DECL_REF)
+
+
+def refuse_in_device_code(cursor: ci.Cursor, error, *, call: ci.Cursor | None = None) -> None:
+    """The first name under ``cursor`` (a kernel, or a device function being inlined at ``call``)
+    that refers to a CCCL declaration: ``error(message, at)`` raised there (a function of CCCL's
+    own inlined at ``call``: raised at the call)."""
+    roots = prefixes()
+    if not roots:
+        return
+    scanned = _scanned(cursor.translation_unit, roots)
+    if scanned is None:  # the unit includes nothing of CCCL: nothing to find
+        return
+    if call is not None and cursor.location.file is not None:
+        rel = relative(cursor.location.file.name, roots)
+        if rel is not None:
+            raise error(_message(cursor.spelling, rel), call)
+    key = (cursor.location.file.name if cursor.location.file is not None else "", cursor.location.offset)
+    if key in scanned:  # (a function inlined at many calls: once)
+        return
+    scanned.add(key)
+    for c in preorder(cursor):
+        if c.kind not in _KINDS:
+            continue
+        ref = c.referenced
+        where = ref.location.file if ref is not None else None
+        rel = relative(where.name, roots) if where is not None else None
+        if rel is not None:
+            raise error(_message(ref.spelling or c.spelling, rel), c)
+
+
+# Per translation unit: None when it includes nothing of CCCL, else the functions already scanned.
+# (A cache: weak, so that units are freed with their modules.)
+_SCANNED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _scanned(tu: ci.TranslationUnit, roots: tuple[str, ...]) -> set[tuple[str, int]] | None:
+    if tu not in _SCANNED:
+        uses = any(i.include is not None and relative(i.include.name, roots) is not None for i in tu.get_includes())
+        _SCANNED[tu] = set() if uses else None
+    return _SCANNED[tu]
+
+
+def _message(name: str, rel: str) -> str:
+    if rel.startswith("cub/"):
+        return f"'{name}': {CUB}"
+    return (f"'{name}' (CCCL's {rel}) in device code is not supported: polypy translates kernels, and runs Thrust "
+            "and libcu++ in host code only, compiled as NVIDIA wrote them (docs/thrust.md)")
