@@ -72,9 +72,7 @@ def parse_file(path: str, *, text: str | None = None, defines: dict[str, str] | 
         device = device_defines(defines)
         if device is not None:
             on_device = _parse_pass(path, language, text, device, include_dirs, instantiate, part, device_sources)[0]
-            if module.host is not None and views_differ(module, on_device):
-                # The host program again, against the kernels that run (the device pass's): which
-                # arguments they write decides the copies around their launches.
+            if module.host is not None and views_differ(module, on_device):  # host code against the device pass
                 module = _parse_pass(path, language, text, defines, include_dirs, instantiate, part, device_sources,
                                      {k.name: k for k in on_device.kernels})[0]
             module = join_passes(module, on_device)
