@@ -140,7 +140,8 @@ def _array_bytes(builder, spec, a: ci.Cursor) -> list[n.Expr]:
     buffer = builder.buffers.get(getattr(value, "buffer", None)) if isinstance(value, Pointer) else None
     refused = (f"printf '{spec.text}' takes a string literal or a local character array (of constant size, "
                "at a constant offset)")
-    if buffer is None or buffer.space != "local" or value.record is not None or value.stored is not None or             value.layout.scalar not in (I8, U8) or value.layout.stride != 1:
+    if buffer is None or buffer.space != "local" or value.record is not None or value.stored is not None \
+            or value.layout.scalar not in (I8, U8) or value.layout.stride != 1:
         raise builder.error(refused + ": not this argument", a)
     offset = 0 if value.offset is None else value.offset
     size = buffer.shape[len(value.prefix)] if len(buffer.shape) == len(value.prefix) + 1 else None

@@ -16,7 +16,8 @@ lanes' values one ``shfl_idx`` per lane of the warp, reading only the lanes the 
 a lane named in the mask that does not execute the call is a fault in the emulator as for
 ``__shfl_sync``; every lane that executes it gets the reduction over the mask's lanes (CUDA
 leaves the call undefined on a lane outside its mask). The match functions keep the full warp
-only; another mask is refused at the call. The shuffles and votes inherit the backends' and the emulator's exact warp semantics.
+only; another mask is refused at the call. The shuffles and votes inherit the backends' and the
+emulator's exact warp semantics.
 """
 from __future__ import annotations
 

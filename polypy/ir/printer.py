@@ -173,7 +173,8 @@ class _Printer:
             self.emit(depth, f"fence.{s.scope}", s)
         elif isinstance(s, n.Print):
             strings = f" strings({', '.join(map(str, s.strings))})" if s.strings else ""
-            self.emit(depth, "print " + ", ".join([json.dumps(s.format) + strings] + [format_expr(a) for a in s.args]), s)
+            head = json.dumps(s.format) + strings
+            self.emit(depth, "print " + ", ".join([head] + [format_expr(a) for a in s.args]), s)
         elif isinstance(s, n.Launch):
             self.emit(depth, format_launch(s), s)
         elif isinstance(s, n.AssertFail):
