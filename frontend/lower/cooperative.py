@@ -360,6 +360,8 @@ class CooperativeLowering:
         """A coalesced group's rank (the set lanes of its mask below this one), size, ``sync()``
         (``__syncwarp`` of its mask), ``shfl(v, rank)`` (from the lane of that rank), ``any``/``all``."""
         loc = self.loc(c)
+        mask = group.fields[_MASK]
+        assert isinstance(mask, n.Expr)
         lane = n.Binary("band", self.cg_linear_tid(), n.Const(WARP - 1, U32))
         if name == "sync":
             if not discard:
