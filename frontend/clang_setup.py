@@ -441,6 +441,15 @@ def evaluated_string(cursor: ci.Cursor) -> bytes | None:
         lib.clang_EvalResult_dispose(result)
 
 
+def top_cursors(tu: ci.TranslationUnit) -> list[ci.Cursor]:
+    """The unit's top-level cursors (the headers' included: about 15,000 for the prelude alone),
+    listed once per unit: each listing calls back into Python once per cursor."""
+    listed = getattr(tu, "_polypy_top", None)
+    if listed is None:
+        listed = tu._polypy_top = list(tu.cursor.get_children())
+    return listed
+
+
 def preorder(cursor: ci.Cursor):
     """``cursor`` and every cursor below it, parents before children, in source order: what
     ``Cursor.walk_preorder`` gives, without its nested generators (a cursor at depth d passes

@@ -87,14 +87,44 @@ def union_scalars(t: ci.Type) -> list[tuple[str, ScalarType]] | None:
     """The members of union ``t`` as (path, scalar type) when every member is a scalar (not bool)
     of one size, else None."""
     out: list[tuple[str, ScalarType]] = []
-    for f in canonical(t).get_declaration().get_children():
-        if f.kind != ci.CursorKind.FIELD_DECL:
-            continue
+    for f in canonical(t).get_fields():  # an anonymous struct member too (a field without a name)
         st = scalar_type(f.type)
         if st is None or st.is_bool or (out and st.itemsize != out[0][1].itemsize):
             return None
         out.append(("." + f.spelling, st))
     return out or None
+
+
+def union_slices(t: ci.Type) -> tuple[int, list[tuple[str, ScalarType, int]]] | None:
+    """The members of union ``t`` as one unsigned integer of ``bits`` (8, 16, 32 or 64) and each
+    scalar leaf's (path, type, byte offset) in it, when every member is a scalar or a record of
+    scalars (no bool, array, bit-field or nested union) and each member's leaves tile the same
+    bytes, ``[0, bits / 8)``, without a gap (a struct's padding after them is part of no leaf):
+    then every byte a member reads is one another member wrote. Else None."""
+    out: list[tuple[str, ScalarType, int]] = []
+    ends = set()
+    for f in canonical(t).get_fields():  # an anonymous struct's members are the union's
+        if f.is_bitfield():
+            return None
+        if scalar_type(f.type) is None and (canonical(f.type).kind != TK.RECORD
+                                            or canonical(f.type).get_declaration().kind == ci.CursorKind.UNION_DECL):
+            return None
+        try:
+            # An anonymous struct's field has no name (libclang spells it after its type).
+            found = byte_leaves(f.type, None, "." + f.spelling if f.spelling.isidentifier() else "")
+        except UserError:
+            return None
+        end = 0
+        for path, ft, offset in sorted(found, key=lambda leaf: leaf[2]):
+            st = scalar_type(ft)
+            if st is None or st.is_bool or "[" in path or offset != end:
+                return None
+            end = offset + st.itemsize
+            out.append((path, st, offset))
+        ends.add(end)
+    if len(ends) != 1 or (bits := 8 * ends.pop()) not in (8, 16, 32, 64):
+        return None
+    return bits, out
 
 
 def record_fields(t: ci.Type) -> list[tuple[str, ci.Type]]:

@@ -8,12 +8,14 @@ user's headers) that names it is parsed a second time with ``__CUDA_ARCH__`` def
 module takes its kernels and device globals from that device pass and its host code from the
 host pass, as nvcc would.
 
-The host program is built against the host pass's view of the kernels (their names, parameters,
-and which arguments they write, which decides the copies around launches); a kernel whose
-signature, or (in a file with host code) written arguments, differ between the two passes is
-refused, as is a file whose two passes define different kernels or device globals. The kernels
-must translate in the host pass's reading too (it is lowered first, and what it refuses stays
-refused).
+The two passes must define the same kernels, with the same parameters (the host program
+launches them by their signature), and the same device globals; the bodies may differ (a kernel
+whose body is under ``#if __CUDA_ARCH__ >= 700`` is empty in the host pass). The host program is
+built against the kernels that run, the device pass's: which arguments they write decides the
+copies around their launches, and their ``__shared__``/``__constant__`` bytes what
+``cudaFuncGetAttributes`` reports; when these differ from the host pass's reading, the host
+pass is lowered again with the device pass's kernels as its view. The kernels must translate in
+the host pass's reading too (it is lowered first, and what it refuses stays refused).
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from polypy.sources import read_source
 
 from frontend.clang_setup import FREESTANDING_DIR, PRELUDE_DIR, RUNTIME_DIR, system_include_dirs
 from frontend.host_copies import written_arguments
+from frontend.kernel_values import static_bytes
 
 # sm_80 (Ampere) unless told otherwise (nvcc's ``-arch=sm_XY`` makes it XY0; polypy's ``-arch sm_XY``
 # passes it as the define ``__POLYPY_CUDA_ARCH__``, which only the device pass reads).
@@ -73,8 +76,18 @@ def names_cuda_arch(tu: ci.TranslationUnit, path: str, text: str | None) -> bool
     return False
 
 
+def views_differ(host: n.Module, device: n.Module) -> bool:
+    """Whether a kernel of the device pass writes other arguments, or has other ``__shared__`` or
+    ``__constant__`` bytes, than the host pass's kernel of its name (the host program's view)."""
+    by_name = {k.name: k for k in host.kernels}
+    return any(k.name in by_name and (written_arguments(k) != written_arguments(by_name[k.name])
+                                      or static_bytes(k) != static_bytes(by_name[k.name])) for k in device.kernels)
+
+
 def join_passes(host: n.Module, device: n.Module) -> n.Module:
-    """Kernels and device globals from the device pass, host code from the host pass."""
+    """Kernels and device globals from the device pass, host code from the host pass (built
+    against the device pass's kernels: ``views_differ``). The two passes must define the same
+    kernels with the same parameters: the host program launches them by their signature."""
     by_name = {k.name: k for k in host.kernels}
     for k in device.kernels:
         mine = by_name.pop(k.name, None)
@@ -84,10 +97,6 @@ def join_passes(host: n.Module, device: n.Module) -> n.Module:
         if mine.params != k.params or mine.source_params != k.source_params:
             raise UserError(f"kernel '{k.name}' has other parameters when {ARCH_MACRO} is defined (nvcc's device "
                             "pass) than in the host pass: not supported", k.loc)
-        if host.host is not None and written_arguments(mine) != written_arguments(k):
-            raise UserError(f"kernel '{k.name}' writes through other arguments when {ARCH_MACRO} is defined "
-                            "(nvcc's device pass) than in the host pass, whose view decides the copies around "
-                            "its launches: not supported", k.loc)
     for k in by_name.values():
         raise UserError(f"kernel '{k.name}' is defined only when {ARCH_MACRO} is not defined (nvcc's host pass): "
                         "polypy needs the same kernels in both passes", k.loc)

@@ -22,9 +22,9 @@ from polypy.stack import on_big_stack
 from polypy.sources import read_source
 
 from frontend.clang_setup import (cursor_loc, deepest_cursor, parse_translation_unit, preorder,
-                                  spelled_extent)
+                                  spelled_extent, top_cursors)
 from frontend.host_called_device import host_called_device_functions
-from frontend.device_pass import device_defines, join_passes, names_cuda_arch
+from frontend.device_pass import device_defines, join_passes, names_cuda_arch, views_differ
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.host_spans import CUDA_HEADERS, OffsetMap, include_span, is_runtime_header, symbol_name_spans
 from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, kernel_values, launched_callees, \
@@ -73,15 +73,20 @@ def parse_file(path: str, *, text: str | None = None, defines: dict[str, str] | 
     if language == "cuda" and names_cuda_arch(tu, path, text):
         device = device_defines(defines)
         if device is not None:
-            module = join_passes(module, _parse_pass(path, language, text, device, include_dirs, instantiate, part,
-                                                     device_sources)[0])
+            on_device = _parse_pass(path, language, text, device, include_dirs, instantiate, part, device_sources)[0]
+            if module.host is not None and views_differ(module, on_device):  # host code against the device pass
+                module = _parse_pass(path, language, text, defines, include_dirs, instantiate, part, device_sources,
+                                     {k.name: k for k in on_device.kernels})[0]
+            module = join_passes(module, on_device)
     return module
 
 
 def _parse_pass(path: str, language: str, text: str | None, defines: dict[str, str] | None,
                 include_dirs: tuple[str, ...], instantiate: tuple[str, ...],
-                part: bool = False, device_sources: tuple[str, ...] = ()) -> tuple[n.Module, ci.TranslationUnit]:
-    """One pass of nvcc's over the file (see ``frontend.device_pass``): the module and the unit."""
+                part: bool = False, device_sources: tuple[str, ...] = (),
+                device_view: dict[str, n.Kernel] | None = None) -> tuple[n.Module, ci.TranslationUnit]:
+    """One pass of nvcc's over the file (see ``frontend.device_pass``): the module and the unit.
+    ``device_view``: the device pass's kernels, which the host program is built against."""
     elsewhere = DeviceSources(device_sources, defines, include_dirs)
     tu = parse_translation_unit(path, language, text=text, defines=defines, include_dirs=include_dirs)
     wanted = list(instantiate) + (explicit_instantiations(tu, path) if language == "cuda" else [])
@@ -94,20 +99,12 @@ def _parse_pass(path: str, language: str, text: str | None, defines: dict[str, s
         refs += "".join(f"\nstatic auto {_INSTANCE_PREFIX}m{i} = &{spec};" for i, spec in enumerate(members))
         tu = parse_translation_unit(path, language, text=original + "\n" + refs + "\n", defines=defines,
                                     include_dirs=include_dirs)
-        return _ModuleBuilder(tu, path, language, text, original=original, part=part, elsewhere=elsewhere).build(), tu
-    return _ModuleBuilder(tu, path, language, text, part=part, elsewhere=elsewhere).build(), tu
+        return _ModuleBuilder(tu, path, language, text, original=original, part=part, elsewhere=elsewhere,
+                              device_view=device_view).build(), tu
+    return _ModuleBuilder(tu, path, language, text, part=part, elsewhere=elsewhere, device_view=device_view).build(), tu
 
 
 _INSTANCE_PREFIX = "__polypy_instance_"
-
-
-def top_cursors(tu: ci.TranslationUnit) -> list[ci.Cursor]:
-    """The unit's top-level cursors (the headers' included: about 15,000 for the prelude alone),
-    listed once per unit: each listing calls back into Python once per cursor."""
-    listed = getattr(tu, "_polypy_top", None)
-    if listed is None:
-        listed = tu._polypy_top = list(tu.cursor.get_children())
-    return listed
 
 
 def _lower_kernel(ctx: ModuleContext, cursor: ci.Cursor, name: str) -> n.Kernel:
@@ -136,8 +133,10 @@ def _lower_kernel(ctx: ModuleContext, cursor: ci.Cursor, name: str) -> n.Kernel:
 
 class _ModuleBuilder:
     def __init__(self, tu: ci.TranslationUnit, path: str, language: str, text: str | None,
-                 original: str | None = None, part: bool = False, elsewhere: DeviceSources | None = None):
+                 original: str | None = None, part: bool = False, elsewhere: DeviceSources | None = None,
+                 device_view: dict[str, n.Kernel] | None = None):
         self.tu = tu
+        self.device_view = device_view or {}  # the kernels the host program is built against, by name
         self.part = part  # a part of a program (translate -c): host code even without any
         self.path = path
         self.language = language
@@ -253,7 +252,7 @@ class _ModuleBuilder:
             check_barriers(kernel)
             built.append(kernel)
             names[key] = name
-        by_ir = {k.name: k for k in built}
+        by_ir = {k.name: self.device_view.get(k.name, k) for k in built}
         self.stubs = {key: host_stub(cursor, names[key], self.texture_args(names[key]), *static_bytes(by_ir[names[key]]))
                       for key, (cursor, _) in kernels.items() if not is_template_kernel(cursor)}
         # Host stubs of kernel template instances where host code needs them: the template's
@@ -278,16 +277,15 @@ class _ModuleBuilder:
         if has_main or launches_by_file or self.indirect_by_file or self.part \
                 or self.defines_host_code(decls, host_functions):
             # Per launch outside host templates: which arguments its kernel writes through.
-            by_name = {k.name: k for k in built}
             written = {(call.location.file.name, call.extent.start.offset):
-                       written_arguments(by_name[names[self.kernel_key(target)]])
+                       written_arguments(by_ir[names[self.kernel_key(target)]])
                        for calls in launches_by_file.values() for call, target, instance in calls if instance is None}
             copies = share_copies([fn for fn in host_functions if self.is_user(fn)],
                                   lambda call: written.get((call.location.file.name, call.extent.start.offset)))
             loops = merge_loops([fn for fn in host_functions if self.is_user(fn)],
                                 lambda call: self.launch_config(call) is not None, self.mergeable_launch)
             host = self.host_program(decls, launches_by_file, names, has_main, copies, loops)
-            refuse_plain_launches(host.launches, built)
+            refuse_plain_launches(host.launches, list(by_ir.values()))
             valued = {names.get(self.kernel_key(k.get_definition() or k)) for k in named_as_values(decls, self.launch_config)}
             host = dataclasses.replace(host, as_values=frozenset(v for v in valued if v is not None), part=self.part)
         return n.Module(tuple(built), tuple(self.ctx.globals.values()), source=self.path, host=host)

@@ -166,10 +166,14 @@ class VarLV:
 @dataclasses.dataclass(frozen=True)
 class BitsLV:
     """Local scalar ``var`` seen through a pointer to another type of its size (``*(int*)&f``):
-    reads are ``bitcast<type>(var)``, writes store ``bitcast<var.type>(value)`` in ``var``."""
+    reads are ``bitcast<type>(var)``, writes store ``bitcast<var.type>(value)`` in ``var``. A
+    narrower ``type`` (a member of a struct in a union, ``bitcasts.read_bits``) is the bits
+    ``[shift, shift + type.bits)`` of ``var``, an unsigned integer: the bytes of a little-endian
+    layout, as on the GPU."""
 
     var: VarLV
     type: ScalarType
+    shift: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -296,12 +297,76 @@ def test_ndebug_removes_asserts(tmp_path, capfd):
     assert capfd.readouterr().err == ""
 
 
+# %s of a character array built at run time (cdpSimplePrint's indentation): printed up to its first
+# 0 byte, with C's width, precision and '-' flag; a row of a 2-D array, a pointer into one.
+STRINGS = r"""
+#include <cstdio>
+__global__ void k(const int *depth) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  char bars[12];
+  int i = 0;
+  for (; i < depth[t] && i < 10; ++i) bars[i] = i % 2 ? '-' : '|';
+  bars[i] = 0;
+  char names[2][6];
+  names[1][0] = 'a' + t;
+  names[1][1] = t % 2 ? 'z' : 0;
+  names[1][2] = 0;
+  printf("%s[%d]%-4s|%5s|%.2s%%\n", bars, t, names[1], &bars[1], bars);
+}
+"""
+
+
+def _strings_expected(depth: list[int]) -> list[str]:
+    out = []
+    for t, d in enumerate(depth):
+        bars = "".join("-" if i % 2 else "|" for i in range(min(d, 10)))
+        name = chr(ord("a") + t) + ("z" if t % 2 else "")
+        out.append(f"{bars}[{t}]{name:<4}|{bars[1:]:>5}|{bars[:2]}%")
+    return sorted(out)
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (2, 4)])
+@pytest.mark.parametrize("backend", ["emulate", "llvm", "c"])
+def test_string_of_a_character_array(tmp_path, capfd, backend, shape):
+    (tmp_path / "s.cu").write_text(STRINGS)
+    grid, block = shape
+    depth = [(5 * t + 2) % 13 for t in range(grid * block)]  # 0 to 12: empty strings, cut at 10
+    if backend == "c":
+        if shutil.which("g++") is None and shutil.which("clang++") is None:
+            pytest.skip("no C++ compiler")
+        ints = ", ".join(map(str, depth))
+        (tmp_path / "m.cu").write_text(STRINGS + f"int main() {{ int h[] = {{{ints}}}; int* d; cudaMalloc(&d, sizeof h); "
+                                       f"cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice); k<<<{grid}, {block}>>>(d); "
+                                       "cudaDeviceSynchronize(); return 0; }\n")
+        result = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", str(tmp_path / "m.cu")],
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+    else:
+        mod = polypy.compile(str(tmp_path / "s.cu"))
+        kernel = mod.k.emulate if backend == "emulate" else mod.k
+        kernel[grid, block](np.array(depth, dtype=np.int32))
+        lines = capfd.readouterr().out.splitlines()
+    assert sorted(lines) == _strings_expected(depth)
+
+
+def test_string_lengths_survive_the_ir_text():
+    text = ('kernel k(x: i32*) {\n  print "<%s|%d|%-3s>\\n" strings(2, 1), x[0], x[1], x[2], x[3]\n}\n')
+    module = parse_module(text)
+    assert print_module(module) == text
+    stmt = module.kernels[0].body[0]
+    assert stmt.strings == (2, 1) and len(stmt.args) == 4
+    assert format_call(stmt.format, [104, 105, 7, 0], stmt.strings) == "<hi|7|   >\n"
+    assert format_call(stmt.format, [104, 0, 7, 122], stmt.strings) == "<h|7|z  >\n"
+
+
 @pytest.mark.parametrize("call, message, col", [
     ('printf("%d\\n", 1.5f)', "printf '%d' needs an integer argument, not f64", 18),
     ('printf("%d\\n", 5L)', "printf '%d' needs an integer of 32 bits (use %l...), not i64", 18),
     ('printf("%f\\n", 5)', "printf '%f' needs a floating-point argument, not i32", 18),
     ('printf("%ld\\n", 5)', "printf '%ld' needs an integer of 64 bits, not i32", 19),
-    ('printf("%s\\n", name)', "a printf '%s' argument (or each choice of one) must be a string literal", 18),
+    ('printf("%s\\n", name)', "printf '%s' takes a string literal or a local character array", 18),
+    ('char b[4]; b[0] = 0; printf("%s\\n", &b[p[0]])', "polypy cannot tell which elements it points to", 39),
     ('printf(name)', "the format of device printf must be a string literal", 10),
     ('printf("%p\\n", p)', "printf conversion '%p' is not supported", 10),
     ('printf("%.*f\\n", 3, 4.0)', "a '*' precision is not supported", 10),

@@ -457,6 +457,74 @@ def test_unions_of_one_size_and_pointer_difference(tmp_path, way: str) -> None:
     np.testing.assert_array_equal(out["gaps"][1::2], i + 2)
 
 
+# A union of a scalar and a struct of narrower scalars that cover its bytes (dct8x8's PackedShorts,
+# whose struct is __align__(8): padding after the shorts): the members are slices of the bytes,
+# little-endian as on the GPU.
+SLICES = r"""
+union Packed { struct __align__(8) { short lo; short hi; }; unsigned int word; };
+union Mixed { struct { unsigned char b0, b1; short s; } parts; float f; };
+union Wide { struct { unsigned lo; int hi; } w; double d; unsigned long long u; };
+__global__ void slices(const unsigned* in, int* out, float* fout, const double* d, long long* dout, int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  Packed p;
+  p.word = in[t];
+  out[4 * t] = p.lo;
+  out[4 * t + 1] = p.hi;
+  p.hi = (short)(p.lo * 3 + 1);
+  out[4 * t + 2] = (int)p.word;
+  Mixed m;
+  m.f = (float)t * 0.75f - 3.0f;
+  m.parts.b1 += 1;
+  out[4 * t + 3] = m.parts.s + m.parts.b0;
+  fout[t] = m.f;
+  Wide w;
+  w.d = d[t];
+  dout[2 * t] = w.w.hi;
+  w.w.lo ^= 0xffffu;
+  dout[2 * t + 1] = (long long)w.u;
+}
+"""
+
+
+def _slices_reference(words: np.ndarray, d: np.ndarray, n: int) -> dict:
+    out = np.zeros((n, 4), np.int32)
+    fout = np.zeros(n, np.float32)
+    dout = np.zeros((n, 2), np.int64)
+    for t in range(n):
+        w = int(words[t])
+        lo, hi = np.array([w], np.uint32).view(np.int16)
+        out[t, 0], out[t, 1] = lo, hi
+        new_hi = np.int16(np.int32(lo) * 3 + 1)  # the int result converted to short (modulo)
+        out[t, 2] = np.array([lo, new_hi], np.int16).view(np.int32)[0]
+        m = np.array([np.float32(t) * np.float32(0.75) - np.float32(3.0)], np.float32).view(np.uint8).copy()
+        m[1] = (int(m[1]) + 1) & 0xFF
+        out[t, 3] = int(m[2:4].view(np.int16)[0]) + int(m[0])
+        fout[t] = m.view(np.float32)[0]
+        u = int(np.array([d[t]]).view(np.uint64)[0])
+        dout[t, 0] = np.array([u >> 32], np.uint64).astype(np.uint32).view(np.int32)[0]
+        dout[t, 1] = np.array([u ^ 0xFFFF], np.uint64).view(np.int64)[0]
+    return {"out": out.ravel(), "fout": fout, "dout": dout.ravel()}
+
+
+@pytest.mark.parametrize("shape", [(1, 32), (3, 40)])
+@pytest.mark.parametrize("way", WAYS)
+def test_unions_of_a_scalar_and_a_struct_of_its_bytes(tmp_path, way: str, shape: tuple[int, int]) -> None:
+    grid, block = shape
+    n = grid * block - 3
+    rng = np.random.default_rng(block)
+    words = rng.integers(0, 1 << 32, grid * block, dtype=np.uint64).astype(np.uint32)
+    words[:4] = [0xFFFF8000, 0x00007FFF, 0x80000001, 0]
+    d = np.concatenate([[-0.0, np.nan, -np.inf], rng.standard_normal(grid * block - 3) * 1e5])
+    args = {"in": words, "out": np.zeros(4 * grid * block, np.int32), "fout": np.zeros(grid * block, np.float32),
+            "d": d, "dout": np.zeros(2 * grid * block, np.int64), "n": np.int32(n)}
+    out = _run(tmp_path, SLICES, "slices", grid, block, args, way)
+    want = _slices_reference(words, d, n)
+    np.testing.assert_array_equal(out["out"][:4 * n], want["out"])
+    _same_bits(out["fout"][:n], want["fout"], "fout")
+    np.testing.assert_array_equal(out["dout"][:2 * n], want["dout"])
+
+
 # --------------------------------------------------------------------------- refused, located
 
 REFUSED = [
@@ -476,6 +544,14 @@ REFUSED = [
      "cannot tell that the offset is a multiple of 12 bytes", (2, 15)),
     ("union-sizes",
      "union U { float f; double d; };\n__global__ void k(float* y) {\n  U u;\n  u.d = 1.0;\n  y[0] = u.f;\n}\n",
+     "only local unions whose members are all scalars of one size", (3, 5)),
+    ("union-struct-gap",  # the struct's shorts leave bytes of the int uncovered
+     "union U { struct { short a; int b; } s; long long l; };\n__global__ void k(int* y) {\n  U u;\n"
+     "  u.l = 1;\n  y[0] = u.s.a;\n}\n",
+     "only local unions whose members are all scalars of one size", (3, 5)),
+    ("union-struct-shorter",  # the struct covers only half of the int's bytes
+     "union U { struct { short a; } s; int i; };\n__global__ void k(int* y) {\n  U u;\n"
+     "  u.i = 1;\n  y[0] = u.s.a;\n}\n",
      "only local unions whose members are all scalars of one size", (3, 5)),
     ("union-copy",
      "union U { float f; int i; };\n__global__ void k(int* y) {\n  U u, w;\n  u.f = 1.0f;\n  w = u;\n"

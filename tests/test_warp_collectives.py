@@ -1,7 +1,8 @@
 """Volta's warp collectives (issue 36, item 6): ``__reduce_{add,min,max,and,or,xor}_sync``,
 ``__match_any_sync``, ``__match_all_sync`` on the full warp, and ``__activemask`` in divergent
-code, against a NumPy reference through the emulator, the LLVM JIT and the C backend; other
-masks are refused at the call.
+code, against a NumPy reference through the emulator, the LLVM JIT and the C backend; the
+reductions also with partial and run-time masks (issue 41, the reduction sample); the match
+functions refuse other masks at the call.
 """
 from __future__ import annotations
 
@@ -99,11 +100,83 @@ def test_collectives_match_numpy(tmp_path, way: str) -> None:
     np.testing.assert_array_equal(out["preds"].reshape(-1, 2), want_preds)
 
 
-@pytest.mark.parametrize("call", ["__reduce_add_sync(0xffff, v)", "__match_any_sync(m, v)",
-                                  "__reduce_or_sync(__activemask(), (unsigned)v)"])
+PARTIAL = r"""
+__global__ void p(const int* x, int* out, unsigned s) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = x[t];
+  int* o = out + 4 * t;
+  unsigned first = threadIdx.x & ~31u;  // the warp's lanes that exist: all 32, or the block's last ones
+  unsigned existing = blockDim.x - first < 32 ? blockDim.x - first : 32;
+  unsigned warp = 0xffffffffu >> (32 - existing);  // as the reduction sample computes its mask
+  o[0] = __reduce_add_sync(warp, v);
+  if (v & 1) {
+    o[1] = (int)__reduce_max_sync(__activemask(), (unsigned)v);  // the odd lanes only
+  }
+  if ((threadIdx.x & 31) < 32 - s && (threadIdx.x & 31) < existing) {
+    o[2] = __reduce_min_sync((0xffffffffu >> s) & warp, v);  // a mask from an argument
+  }
+  if ((threadIdx.x & 31) >= 8 && (threadIdx.x & 31) < 12 && (threadIdx.x & 31) < existing) {
+    o[3] = __reduce_xor_sync(0xf00 & warp, v);  // a partial constant
+  }
+}
+"""
+
+
+def _partial_reference(x: np.ndarray, block: int, s: int) -> np.ndarray:
+    out = np.zeros((x.size, 4), np.int32)
+    for b0 in range(0, x.size, block):
+        for w0 in range(b0, b0 + block, 32):
+            ids = list(range(w0, min(w0 + 32, b0 + block)))
+            v = {t: int(x[t]) for t in ids}
+            total = sum(v.values()) & 0xFFFFFFFF
+            odd = [v[t] & 0xFFFFFFFF for t in ids if v[t] & 1]
+            low = [v[t] for t in ids if t - w0 < 32 - s]
+            mid = [v[t] for t in ids if 8 <= t - w0 < 12]
+            for t in ids:
+                out[t, 0] = total - (1 << 32) if total >> 31 else total
+                if v[t] & 1:
+                    out[t, 1] = np.uint32(max(odd)).view(np.int32)
+                if t - w0 < 32 - s:
+                    out[t, 2] = min(low)
+                if 8 <= t - w0 < 12:
+                    out[t, 3] = functools.reduce(lambda a, b: a ^ b, mid)
+    return out
+
+
+@pytest.mark.parametrize("shape", [(2, 48), (3, 80)])
+@pytest.mark.parametrize("way", ["emulator", "llvm", "c"])
+def test_reductions_over_partial_and_run_time_masks(tmp_path, way: str, shape: tuple[int, int]) -> None:
+    path = tmp_path / "p.cu"
+    path.write_text(PARTIAL)
+    blocks, threads = shape
+    rng = np.random.default_rng(threads)
+    x = rng.integers(-(1 << 31), (1 << 31) - 1, blocks * threads).astype(np.int32)
+    x[::5] = -7  # odd and negative: max compares unsigned, min signed
+    s = 5 if threads == 48 else 19
+    args = {"x": x, "out": np.zeros(4 * x.size, np.int32), "s": np.uint32(s)}
+    if way == "llvm":
+        out = copy_args(args)
+        polypy.compile(str(path)).p[blocks, threads](*out.values())
+    else:
+        kernel = polypy.load(str(path)).kernel("p")
+        out = (run_emulated if way == "emulator" else run_c)(kernel, blocks, threads, args)
+    np.testing.assert_array_equal(out["out"].reshape(-1, 4), _partial_reference(x, threads, s))
+
+
+def test_a_mask_lane_that_does_not_arrive_is_a_fault_in_the_emulator(tmp_path) -> None:
+    path = tmp_path / "f.cu"
+    path.write_text("__global__ void f(int* x) {\n  if (threadIdx.x < 16)\n"
+                    "    x[threadIdx.x] = __reduce_add_sync(0x1ffff, x[threadIdx.x]);\n}\n")
+    kernel = polypy.load(str(path)).kernel("f")
+    with pytest.raises(Exception, match="reads lane 16 of its warp, which is not executing this shuffle"):
+        run_emulated(kernel, 1, 32, {"x": np.arange(32, dtype=np.int32)})
+
+
+@pytest.mark.parametrize("call", ["__match_all_sync(0xffff, v, &p)", "__match_any_sync(m, v)",
+                                  "__match_any_sync(__activemask(), (unsigned)v)"])
 def test_other_masks_are_refused_at_the_mask(tmp_path, call: str) -> None:
     path = tmp_path / "m.cu"
-    path.write_text("__global__ void k(int* x, unsigned m) {\n  int v = x[threadIdx.x];\n"
+    path.write_text("__global__ void k(int* x, unsigned m) {\n  int v = x[threadIdx.x], p;\n"
                     f"  x[threadIdx.x] = {call};\n}}\n")
     with pytest.raises(UserError, match="full-warp mask 0xffffffff only") as info:
         polypy.load(str(path))

@@ -11,14 +11,30 @@ from typing import Callable
 
 from polypy.errors import format_diagnostic
 from polypy.ir import nodes as n
-from polypy.ir.printf import c_library_format, c_string, escape, fault_format
+from polypy.ir.printf import c_library_format, c_string, escape, fault_format, parse_format
 
 _C_TYPES = {"i32": "int", "u32": "unsigned int", "i64": "long long", "u64": "unsigned long long", "f64": "double"}
 
 
 def print_call(s: n.Print, expr: Callable[[n.Expr], str]) -> str:
-    args = "".join(f", ({_C_TYPES[a.type.name]})({expr(a)})" for a in s.args)
-    return f"printf({c_string(c_library_format(s.format))}{args})"
+    """The ``printf`` call; with ``%s`` of character arrays (``s.strings``), in a block that first
+    copies each array's bytes into a local ``char`` array ending with a 0 byte."""
+    if not s.strings:
+        args = "".join(f", ({_C_TYPES[a.type.name]})({expr(a)})" for a in s.args)
+        return f"printf({c_string(c_library_format(s.format))}{args})"
+    arrays: list[str] = []
+    args_c: list[str] = []
+    values = iter(s.args)
+    lengths = iter(s.strings)
+    for spec in parse_format(s.format, allow_strings=True):
+        if spec.conv == "s":
+            chars = [f"(char)({expr(next(values))})" for _ in range(next(lengths))]
+            name = f"polypy_str{len(arrays)}"
+            arrays.append(f"char {name}[{len(chars) + 1}] = {{{', '.join(chars + ['0'])}}}; ")
+            args_c.append(f", {name}")
+        else:
+            args_c += [f", ({_C_TYPES[a.type.name]})({expr(a)})" for a in (next(values) for _ in spec.arg_types())]
+    return f"{{ {''.join(arrays)}printf({c_string(c_library_format(s.format))}{''.join(args_c)}); }}"
 
 
 def assert_fail_lines(s: n.AssertFail, expr: Callable[[n.Expr], str]) -> list[str]:

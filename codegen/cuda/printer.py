@@ -182,6 +182,9 @@ class _Printer:
         elif isinstance(s, n.Fence):
             self.emit(depth, {"block": "__threadfence_block();", "device": "__threadfence();",
                               "system": "__threadfence_system();"}[s.scope])
+        elif isinstance(s, n.Print) and s.strings:
+            raise UserError("printf '%s' of a character array cannot be written back as CUDA source (polypy grad "
+                            "--emit cuda); --emit cpp translates it", s.loc)
         elif isinstance(s, n.Print):
             args = "".join(f", {_top(a)}" for a in s.args)
             self.emit(depth, f"printf({c_string(c_library_format(s.format))}{args});")

@@ -11,9 +11,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from polypy.ir import nodes as n
-from polypy.ir.printf import c_library_format, escape, fault_format
+from polypy.ir.printf import c_library_format, escape, fault_format, parse_format
 
-from codegen.llvm.types import I32, PTR
+from codegen.llvm.types import I8, I32, I64, PTR
 
 ASSERT_WORD = "polypy_device_assert"
 
@@ -46,7 +46,24 @@ def assert_word(llmod: ir.Module) -> ir.GlobalVariable:
 
 
 def emit_print(cx, s: n.Print) -> None:
+    """One ``dprintf``; a ``%s`` of a character array (``s.strings``) passes a stack copy of its
+    bytes ending with a 0 byte."""
     args = [cx.expr(a) for a in s.args]  # i32, i64 or double: C's promoted variadic types
+    if s.strings:
+        values = iter(args)
+        lengths = iter(s.strings)
+        passed: list[ir.Value] = []
+        for spec in parse_format(s.format, allow_strings=True):
+            if spec.conv != "s":
+                passed += [next(values) for _ in spec.arg_types()]
+                continue
+            length = next(lengths)
+            buf = cx.entry_alloca(ir.ArrayType(I8, length + 1), "polypy.str")
+            for i in range(length + 1):
+                byte = cx.builder.trunc(next(values), I8) if i < length else ir.Constant(I8, 0)
+                cx.builder.store(byte, cx.builder.gep(buf, [ir.Constant(I64, i)], inbounds=True, source_etype=I8))
+            passed.append(buf)
+        args = passed
     cx.builder.call(_dprintf(cx.llmod), [ir.Constant(I32, 1), _string(cx.llmod, c_library_format(s.format))] + args)
 
 

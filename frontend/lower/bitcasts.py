@@ -12,7 +12,7 @@ import clang.cindex as ci
 from polypy.errors import Loc
 from polypy.ir import nodes as n
 from polypy.ir.mathfns import BIT_CAST_INTRINSICS, is_bit_cast
-from polypy.ir.types import F64, I32, I64, ScalarType, U32, U64
+from polypy.ir.types import F64, I32, I64, ScalarType, U8, U16, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
@@ -77,6 +77,35 @@ def reinterpret(value: n.Expr, target: ScalarType, loc: Loc | None = None) -> n.
         return convert(value, target)
     assert is_bit_cast(value.type, target), (value.type, target)
     return n.Call("bitcast", (value,), target, loc=loc)
+
+
+def read_bits(lv: BitsLV, loc: Loc | None) -> n.Expr:
+    """The value of ``lv``: its variable's bits as ``lv.type``, or (narrower) the slice of them
+    shifted down and truncated."""
+    var: n.Expr = n.Var(lv.var.name, lv.var.type, loc=loc)
+    if lv.type.bits == lv.var.type.bits:
+        return reinterpret(var, lv.type, loc)
+    if lv.shift:
+        var = n.Binary("shr", var, n.Const(lv.shift, lv.var.type), loc=loc)
+    return reinterpret(convert(var, _unsigned(lv.type.bits)), lv.type, loc)
+
+
+def with_bits(lv: BitsLV, value: n.Expr, loc: Loc | None) -> n.Expr:
+    """The new value of ``lv``'s variable once ``value`` (of ``lv.type``) is stored in ``lv``: its
+    bits, or (narrower) the variable with the slice's bits replaced."""
+    vt = lv.var.type
+    if lv.type.bits == vt.bits:
+        return reinterpret(value, vt, loc)
+    part: n.Expr = convert(reinterpret(value, _unsigned(lv.type.bits), loc), vt)
+    keep = ~(((1 << lv.type.bits) - 1) << lv.shift) & ((1 << vt.bits) - 1)
+    if lv.shift:
+        part = n.Binary("shl", part, n.Const(lv.shift, vt), loc=loc)
+    kept = n.Binary("band", n.Var(lv.var.name, vt, loc=loc), n.Const(keep, vt), loc=loc)
+    return n.Binary("bor", kept, part, loc=loc)
+
+
+def _unsigned(bits: int) -> ScalarType:
+    return {8: U8, 16: U16, 32: U32, 64: U64}[bits]
 
 
 def bit_view(address: VarAddress, target: ci.Type) -> BitsLV | None:

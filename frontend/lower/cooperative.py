@@ -487,7 +487,7 @@ class CooperativeLowering:
         if rt.is_float and op in ("band", "bor", "bxor"):
             raise self.error(f"cg::reduce with cg::{op_name} of floating-point values", op_c)
         if size is None:
-            return self.cg_reduce_coalesced(op, acc.name, rt, group, c)
+            return self.cg_reduce_coalesced(op, acc.name, rt, group.fields[_MASK], c)  # type: ignore[arg-type]
         k = min(size, WARP) // 2
         while k >= 1:
             other = self.cg_shuffle("xor", n.Var(acc.name, rt), n.Const(k, U32), min(size, WARP), c)
@@ -497,8 +497,10 @@ class CooperativeLowering:
             return n.Var(acc.name, rt)
         return self.cg_reduce_warps(op, acc.name, rt, size, c)
 
-    def cg_reduce_coalesced(self, op: str, acc: str, rt, group: Aggregate, c: ci.Cursor) -> n.Expr:
-        """The reduction over a coalesced group: every member takes the members' values from the
+    def cg_reduce_coalesced(self, op: str, acc: str, rt, mask: n.Expr, c: ci.Cursor) -> n.Expr:
+        """The reduction over the warp lanes in ``mask`` (a coalesced group's, or the run-time mask
+        of ``__reduce_*_sync``; ``mask`` is read once per lane, so it must be a variable or a
+        constant): every member takes the members' values from the
         lowest lane up, one shuffle per lane of the warp (a lane outside the group reads its own,
         unused), and combines them in that order (all members the same bits)::
 
@@ -506,8 +508,6 @@ class CooperativeLowering:
                                        if (in(l)) { r = started ? op(r, x) : x; started = 1; } }
         """
         loc = self.loc(c)
-        mask = group.fields[_MASK]
-        assert isinstance(mask, n.Expr)
         lane = n.Binary("band", self.cg_linear_tid(), n.Const(WARP - 1, U32))
         result = self.temp(rt, n.Var(acc, rt), "reduce", c)  # replaced by the first member's value
         started = self.temp(BOOL, n.Const(False, BOOL), "started", c)

@@ -6,7 +6,7 @@ import clang.cindex as ci
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import I32, I64
+from polypy.ir.types import I32, I64, U8, U16, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, plus, scale
@@ -142,14 +142,26 @@ class DeclarationLowering:
 
     def local_union(self, name: str, t: ci.Type, init: ci.Cursor | None, where) -> UnionLV:
         """``union { float f; unsigned u; } v;``: one variable of the first member's type; the
-        others read and write its bits (``bitcasts.reinterpret``), as the union's shared bytes do."""
+        others read and write its bits (``bitcasts.reinterpret``), as the union's shared bytes do.
+        Members of other sizes that cover the same bytes (``tm.union_slices``): one unsigned
+        integer, each scalar leaf a slice of its bits (``bitcasts.read_bits`` / ``with_bits``)."""
         members = tm.union_scalars(t)
-        if members is None:
+        slices = tm.union_slices(t) if members is None else None
+        if members is None and slices is None:
             raise UserError(f"union '{t.spelling}' is not supported in device code: only local unions whose members "
-                            "are all scalars of one size (read as one another's bits) are", where)
+                            "are all scalars of one size, or scalars and records of scalars that cover the same "
+                            "bytes, are (read as one another's bits)", where)
         if init is not None and not _is_trivial_construction(init):
             raise UserError(f"initializing union '{name}' in its declaration is not supported in device code "
                             "(assign a member)", where)
+        if slices is not None:
+            # Members of other sizes (`union { struct { short lo, hi; }; unsigned u; }`): one unsigned
+            # integer, each scalar leaf the bits of its bytes (little-endian, as on the GPU).
+            bits, leaves = slices
+            whole = {8: U8, 16: U16, 32: U32, 64: U64}[bits]
+            var = VarLV(self.names.fresh(name), whole)
+            self.emit(n.Decl(var.name, whole, None, loc=where))
+            return UnionLV({path: BitsLV(var, st, 8 * offset) for path, st, offset in leaves}, t.spelling)
         first = members[0][1]
         var = VarLV(self.names.fresh(name), first)
         self.emit(n.Decl(var.name, first, None, loc=where))

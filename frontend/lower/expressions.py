@@ -13,7 +13,7 @@ from polypy.ir.types import BOOL, I32
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, promote, scale, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
-from frontend.lower.bitcasts import bit_view, reinterpret, views_as_itself
+from frontend.lower.bitcasts import bit_view, read_bits, reinterpret, views_as_itself
 from frontend.lower.printing import misaligned_fault
 from frontend.lower.views import read_part, view_pointer
 from frontend.lower.null_tests import is_null_pointer, null_test, pointer_condition, pointer_truth
@@ -203,7 +203,7 @@ class ExpressionLowering:
         if isinstance(lv, VarLV):
             return n.Var(lv.name, lv.type, loc=loc)
         if isinstance(lv, BitsLV):
-            return reinterpret(n.Var(lv.var.name, lv.var.type, loc=loc), lv.type, loc)
+            return read_bits(lv, loc)
         if isinstance(lv, UnionLV):
             raise self.error(f"a union ('{lv.spelling}') used as a whole value is not supported in device code "
                              "(use its members)", c)

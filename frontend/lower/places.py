@@ -10,7 +10,7 @@ from polypy.ir.types import I32
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, plus, scale
 from frontend.clang_setup import unary_operator
-from frontend.lower.bitcasts import reinterpret
+from frontend.lower.bitcasts import reinterpret, with_bits
 from frontend.lower.views import element, store_part
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member, _strip
@@ -267,7 +267,7 @@ class PlaceLowering:
         if isinstance(lv, VarLV):
             self.emit(n.Assign(lv.name, value, loc=loc))
         elif isinstance(lv, BitsLV):  # `*(int*)&f = b`, `un.i = b`: f takes b's bits
-            self.emit(n.Assign(lv.var.name, reinterpret(value, lv.var.type, loc), loc=loc))
+            self.emit(n.Assign(lv.var.name, with_bits(lv, value, loc), loc=loc))
         elif isinstance(lv, MemLV):
             self.check_writable(lv.buffer, c)
             self.emit(n.Store(lv.buffer, lv.index, value, loc=loc))

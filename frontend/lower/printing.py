@@ -3,8 +3,12 @@
 ``printf(fmt, ...)`` needs a string-literal format; each argument must have the type its
 conversion reads after C's default promotions (``%d`` an int of at most 32 bits, ``%ld`` a 64-bit
 one, ``%f`` a float or double...): a mismatch prints garbage on a GPU, so it is refused here
-rather than given a meaning. ``%s`` takes a string literal, folded into the format, or a choice
-between literals (``ok ? "yes" : "no"``: one print per choice, under ``if``).
+rather than given a meaning. ``%s`` takes a string literal, folded into the format, a choice
+between literals (``ok ? "yes" : "no"``: one print per choice, under ``if``), or a local ``char``
+array (a row of one, a pointer into one at a constant offset): its bytes from there to the end of
+the row are the print's arguments (``n.Print.strings``), printed up to the first 0 byte. A
+pointer into shared or global memory is refused: its end is not known, and reading past the 0
+byte would read what CUDA's printf does not.
 
 ``assert(e)`` expands to ``e ? (void)0 : __assert_fail("e", __FILE__, __LINE__, function)`` (the
 conditional becomes an ``if``); the call becomes ``AssertFail`` followed by ``return``: the
@@ -16,13 +20,13 @@ import clang.cindex as ci
 
 from polypy.ir import nodes as n
 from polypy.ir.visitor import rebuild, walk
-from polypy.ir.types import BOOL, I32
+from polypy.ir.types import BOOL, I8, I32, U8
 from polypy.ir.printf import FormatError, fold_string, parse_format
 
 from frontend.arith import convert
 from frontend.clang_setup import evaluated_string, unary_operator
 from frontend.lower.context import CK
-from frontend.values import Value
+from frontend.values import Pointer, Value
 
 
 def _literal(arg: ci.Cursor) -> ci.Cursor | None:
@@ -71,6 +75,7 @@ def device_printf(builder, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -
         raise builder.error(f"printf format takes {wanted} arguments, not {len(args) - 1}", c)
     out: list[str] = []
     values: list[n.Expr] = []
+    strings: list[int] = []
     pos = 0
     rest = iter(args[1:])
     for spec in specs:
@@ -80,8 +85,14 @@ def device_printf(builder, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -
             out.append("%%")
             continue
         a = next(rest)
-        if spec.conv == "s":
+        if spec.conv == "s" and _is_text(a):
             out.append(_string_choice(builder, spec, a))
+            continue
+        if spec.conv == "s":
+            chars = _array_bytes(builder, spec, a)
+            out.append(spec.text)
+            values += chars
+            strings.append(len(chars))
             continue
         if spec.star:
             width = builder.scalar(a)
@@ -102,9 +113,45 @@ def device_printf(builder, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -
         out.append(spec.text)
         values.append(convert(v, want))
     out.append(fmt[pos:])
-    for stmt in _choose(out, tuple(values), builder.loc(c)):
+    for stmt in _choose(out, tuple(values), tuple(strings), builder.loc(c)):
         builder.emit(stmt)
     return None
+
+
+def _is_text(a: ci.Cursor) -> bool:
+    """Whether a ``%s`` argument is a string literal or a choice (``?:``) between texts."""
+    inner = a
+    while inner.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR):
+        children = [ch for ch in inner.get_children() if ch.kind != CK.TYPE_REF]
+        if len(children) != 1:
+            break
+        inner = children[0]
+    return inner.kind == CK.CONDITIONAL_OPERATOR or _literal(a) is not None
+
+
+def _array_bytes(builder, spec, a: ci.Cursor) -> list[n.Expr]:
+    """The bytes a ``%s`` of a local ``char`` array (or a pointer into one at a constant offset)
+    may print: every element from the pointer to the end of its row, as i32 (``Print.strings``:
+    printed up to the first 0 byte, as C's ``%s``). Reading them all reads no other memory than
+    the thread's own array."""
+    value = builder.expr(a)
+    if hasattr(value, "decay"):
+        value = value.decay(builder, a)
+    buffer = builder.buffers.get(getattr(value, "buffer", None)) if isinstance(value, Pointer) else None
+    refused = (f"printf '{spec.text}' takes a string literal or a local character array (of constant size, "
+               "at a constant offset)")
+    if buffer is None or buffer.space != "local" or value.record is not None or value.stored is not None \
+            or value.layout.scalar not in (I8, U8) or value.layout.stride != 1:
+        raise builder.error(refused + ": not this argument", a)
+    offset = 0 if value.offset is None else value.offset
+    size = buffer.shape[len(value.prefix)] if len(buffer.shape) == len(value.prefix) + 1 else None
+    if isinstance(offset, n.Const):
+        offset = int(offset.value)
+    if not isinstance(offset, int) or not isinstance(size, n.Const) or not 0 <= offset < int(size.value):
+        raise builder.error(refused + ": polypy cannot tell which elements it points to", a)
+    loc = builder.loc(a)
+    return [convert(n.Load(value.buffer, value.prefix + (n.Const(j, I32),), value.layout.scalar, loc=loc), I32)
+            for j in range(offset, int(size.value))]
 
 
 def _string_choice(builder, spec, a: ci.Cursor, *, top: bool = True) -> str | tuple:
@@ -129,15 +176,15 @@ def _string_choice(builder, spec, a: ci.Cursor, *, top: bool = True) -> str | tu
     return fold_string(spec, _text(builder, a, "a printf '%s' argument (or each choice of one)"))
 
 
-def _choose(parts: list, values: tuple[n.Expr, ...], loc) -> list[n.Stmt]:
+def _choose(parts: list, values: tuple[n.Expr, ...], strings: tuple[int, ...], loc) -> list[n.Stmt]:
     """One ``Print`` of the folded format, under an ``if`` per ``%s`` chosen by a condition
     (``printf("%s", ok ? "yes" : "no")``)."""
     for k, part in enumerate(parts):
         if isinstance(part, tuple):
             cond, then, orelse = part
-            return [n.If(cond, tuple(_choose(parts[:k] + [then] + parts[k + 1:], values, loc)),
-                         tuple(_choose(parts[:k] + [orelse] + parts[k + 1:], values, loc)), loc=loc)]
-    return [n.Print("".join(parts), values, loc=loc)]
+            return [n.If(cond, tuple(_choose(parts[:k] + [then] + parts[k + 1:], values, strings, loc)),
+                         tuple(_choose(parts[:k] + [orelse] + parts[k + 1:], values, strings, loc)), loc=loc)]
+    return [n.Print("".join(parts), values, strings, loc=loc)]
 
 
 def assert_fail(builder, args: list[ci.Cursor], c: ci.Cursor) -> None:

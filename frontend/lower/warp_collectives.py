@@ -9,9 +9,15 @@
 * ``__match_all_sync(mask, v, &pred)``: ``mask`` when every lane's ``v`` has lane 0's bits (and
   ``pred`` = 1), else 0 (and ``pred`` = 0): one ``shfl_idx`` and one ``__all_sync``.
 
-They are lowered for the full warp only (``mask`` a constant 0xffffffff: all 32 lanes take
-part, as CUDA then requires, and the shuffles check that they do); another mask is refused at
-the call. The shuffles and votes inherit the backends' and the emulator's exact warp semantics.
+The butterfly is for the full warp (``mask`` a constant 0xffffffff: all 32 lanes take part,
+as CUDA then requires, and the shuffles check that they do). A reduction with another mask (a
+partial constant, or one computed at run time such as ``0xffffffff >> n``) takes the mask's
+lanes' values one ``shfl_idx`` per lane of the warp, reading only the lanes the mask names, so
+a lane named in the mask that does not execute the call is a fault in the emulator as for
+``__shfl_sync``; every lane that executes it gets the reduction over the mask's lanes (CUDA
+leaves the call undefined on a lane outside its mask). The match functions keep the full warp
+only; another mask is refused at the call. The shuffles and votes inherit the backends' and the
+emulator's exact warp semantics.
 """
 from __future__ import annotations
 
@@ -39,13 +45,15 @@ WARP_COLLECTIVES = frozenset(REDUCTIONS) | {"__match_any_sync", "__match_all_syn
 def warp_collective(b: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
     loc = b.loc(c)
     mask = evaluate(args[0])
-    if mask is None or isinstance(mask, float) or (mask & FULL_MASK) != FULL_MASK:
+    full_warp = mask is not None and not isinstance(mask, float) and (mask & FULL_MASK) == FULL_MASK
+    if not full_warp and name not in REDUCTIONS:
         raise b.error(f"{name} is supported with the full-warp mask 0xffffffff only (a constant): another mask "
                       "leaves lanes out, which polypy does not translate", args[0])
     params = list(fn.get_arguments())
     vtype = tm.scalar_type(params[1].type)
     if vtype is None:
         raise b.error(f"unsupported use of '{name}'", c)
+    lanes = None if full_warp else b.temp(U32, convert(b.scalar(args[0]), U32), "mask", args[0])
     value = convert(b.scalar(args[1]), vtype)
     full = n.Const(FULL_MASK, U32, loc=loc)
 
@@ -61,6 +69,8 @@ def warp_collective(b: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cu
     if name in REDUCTIONS:
         op = REDUCTIONS[name]
         acc = let(value, "red")
+        if lanes is not None:  # the lanes of a run-time or partial mask, one shuffle per lane of the warp
+            return b.cg_reduce_coalesced(op, acc.name, vtype, n.Var(lanes.name, U32, loc=loc), c)
         for step in (16, 8, 4, 2, 1):
             other = shuffle("xor", acc, step)
             if op == "min":

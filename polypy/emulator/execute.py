@@ -190,7 +190,8 @@ class Executor:
     def _print(self, s: n.Print, lanes: LaneSet) -> None:
         """Each lane's call is written whole, lanes in order (CUDA orders no threads)."""
         values = [np.broadcast_to(self.ev.eval(a, lanes), (lanes.count,)) for a in s.args]
-        sys.stdout.write("".join(format_call(s.format, [v[i].item() for v in values]) for i in range(lanes.count)))
+        sys.stdout.write("".join(format_call(s.format, [v[i].item() for v in values], s.strings)
+                                 for i in range(lanes.count)))
         sys.stdout.flush()
 
     def _assert_fail(self, s: n.AssertFail, lanes: LaneSet) -> None:

@@ -238,10 +238,21 @@ class _Parser:
         if word == "print" and self.toks.peek(1).kind == "str":
             self.toks.next()
             fmt = self.toks.string()
+            strings: list[int] = []
+            if self.toks.accept("strings"):  # the lengths of the %s arguments (n.Print.strings)
+                self.toks.expect("(")
+                while True:
+                    t = self.toks.next()
+                    if t.kind != "num" or not t.text.isdigit():
+                        raise self.toks.error(f"expected a string length, found {t.text!r}")
+                    strings.append(int(t.text))
+                    if not self.toks.accept(","):
+                        break
+                self.toks.expect(")")
             args = []
             while self.toks.accept(","):
                 args.append(self.expr())
-            return n.Print(fmt, tuple(args), loc=loc)
+            return n.Print(fmt, tuple(args), tuple(strings), loc=loc)
         if word in ("assert", "fault") and self.toks.peek(1).text == ".":
             self.toks.next()
             self.toks.expect(".")

@@ -172,7 +172,9 @@ class _Printer:
         elif isinstance(s, n.Fence):
             self.emit(depth, f"fence.{s.scope}", s)
         elif isinstance(s, n.Print):
-            self.emit(depth, "print " + ", ".join([json.dumps(s.format)] + [format_expr(a) for a in s.args]), s)
+            strings = f" strings({', '.join(map(str, s.strings))})" if s.strings else ""
+            head = json.dumps(s.format) + strings
+            self.emit(depth, "print " + ", ".join([head] + [format_expr(a) for a in s.args]), s)
         elif isinstance(s, n.Launch):
             self.emit(depth, format_launch(s), s)
         elif isinstance(s, n.AssertFail):

@@ -6,7 +6,9 @@ Supported, as CUDA's device printf: ``%d %i %u %x %X %o %c %f %F %e %E %g %G %a 
 flags ``- + space # 0``, a width (digits, or ``*``: an ``int`` argument before the value, negative
 for left-justified), a precision (digits), and the length modifiers ``h`` (the int argument
 printed as a short), ``l``/``ll`` (64-bit integers; no effect on floating-point conversions).
-``%s`` takes a string literal only, which the frontend folds into the format (``fold_string``).
+``%s`` takes a string literal, which the frontend folds into the format (``fold_string``), or a
+character array of known length, whose bytes are its arguments (``Print.strings``: printed up to
+the first 0 byte; ``string_bytes``).
 ``%p``, ``%n``, a ``*`` precision, ``hh``/``L``/``z``/``j``/``t`` are refused.
 
 The format is a printf mini-language, not C source: reading it here is not parsing C.
@@ -203,18 +205,53 @@ def _hex_float(x: float, precision: int | None, alternate: bool) -> str:
     return f"0x{lead}{point}{digits}p{exponent:+d}"
 
 
-def format_call(fmt: str, values: list[int | float]) -> str:
-    """The whole output of ``printf(fmt, values...)``."""
+def print_arg_types(fmt: str, strings: tuple[int, ...] = ()) -> list[tuple[ScalarType, str]]:
+    """The IR types of a ``Print``'s arguments with the conversion each is for: each ``%s``
+    (only with ``strings``) reads ``strings[k]`` bytes as i32; raises ``FormatError``."""
+    lengths = iter(strings)
+    out: list[tuple[ScalarType, str]] = []
+    for spec in parse_format(fmt, allow_strings=bool(strings)):
+        if spec.conv == "s":
+            length = next(lengths, None)
+            if length is None:
+                raise FormatError("print has more '%s' conversions than strings")
+            out += [(I32, spec.text)] * length
+        else:
+            out += [(t, spec.text) for t in spec.arg_types()]
+    if next(lengths, None) is not None:
+        raise FormatError("print has more strings than '%s' conversions")
+    return out
+
+
+def string_bytes(values: list[int]) -> bytes:
+    """What ``%s`` prints of a character array's bytes: up to the first 0 byte."""
+    raw = bytes(int(v) & 0xFF for v in values)
+    end = raw.find(0)
+    return raw if end < 0 else raw[:end]
+
+
+def format_call(fmt: str, values: list[int | float], strings: tuple[int, ...] = ()) -> str:
+    """The whole output of ``printf(fmt, values...)`` (``strings``: ``Print.strings``)."""
     out = []
     pos = 0
     args = iter(values)
-    for spec in parse_format(fmt):
+    lengths = iter(strings)
+    for spec in parse_format(fmt, allow_strings=bool(strings)):
         out.append(fmt[pos:spec.start])
         if spec.star:  # C: a negative width is the '-' flag and its magnitude
             width = int(next(args))
             flags = spec.flags + "-" if width < 0 else spec.flags
             spec = dataclasses.replace(spec, width=abs(width), flags=flags, star=False)
-        out.append("%" if spec.conv == "%" else format_one(spec, next(args)))
+        if spec.conv == "s":  # C counts the precision and the width in bytes
+            raw = string_bytes([int(next(args)) for _ in range(next(lengths))])
+            if spec.precision is not None:
+                raw = raw[:spec.precision]
+            if spec.width is not None and len(raw) < spec.width:
+                pad = b" " * (spec.width - len(raw))
+                raw = raw + pad if "-" in spec.flags else pad + raw
+            out.append(raw.decode("utf-8", "replace"))
+        else:
+            out.append("%" if spec.conv == "%" else format_one(spec, next(args)))
         pos = spec.start + len(spec.text)
     out.append(fmt[pos:])
     return "".join(out)
@@ -224,7 +261,7 @@ def c_library_format(fmt: str) -> str:
     """``fmt`` with ``%ld``/``%lu``... written ``%lld``/``%llu``: the arguments are cast to
     ``long long`` (64 bits on every platform)."""
     out, pos = [], 0
-    for spec in parse_format(fmt):
+    for spec in parse_format(fmt, allow_strings=True):
         out.append(fmt[pos:spec.start])
         text = spec.text
         if spec.length == "l" and spec.conv in "diuxXo":

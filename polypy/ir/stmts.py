@@ -109,13 +109,16 @@ class Print(Stmt):
     (calls of different threads are not interleaved within a call; CUDA gives no order between
     threads). ``format`` is C's printf format with the conversions of ``polypy.ir.printf`` (a
     ``%s`` of a string literal is folded into it by the frontend); ``args`` are the promoted
-    arguments (i32/u32/i64/u64 and f64), one per conversion. A side effect: kept, never hoisted
-    or merged across threads."""
+    arguments (i32/u32/i64/u64 and f64), one per conversion. A ``%s`` the frontend did not fold
+    (a character array built at run time) reads the next ``strings[k]`` arguments (the k-th such
+    ``%s``): the array's bytes as i32, printed up to the first 0 byte, as C's ``%s`` of the array.
+    A side effect: kept, never hoisted or merged across threads."""
 
     CHILDREN = ("args",)
 
     format: str
     args: tuple[Expr, ...] = ()
+    strings: tuple[int, ...] = ()
 
 
 LAUNCH_STREAMS = ("stream", "tail", "fire_and_forget")

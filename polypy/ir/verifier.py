@@ -13,7 +13,7 @@ from polypy.errors import InternalError, Loc
 from polypy.ir import nodes as n
 from polypy.ir.mathfns import MATH_FUNCTIONS, is_bit_cast
 from polypy.ir.textures import TEXTURE, texture_signature_problem
-from polypy.ir.printf import FormatError, parse_format
+from polypy.ir.printf import FormatError, print_arg_types
 from polypy.ir.types import BOOL, I32, U32, U64, PointerType, ScalarType
 
 
@@ -131,7 +131,7 @@ class _Verifier:
                 self.fail(f"unknown fence scope {s.scope!r}", s)
         elif isinstance(s, n.Print):
             try:
-                wanted = [(t, sp.text) for sp in parse_format(s.format) for t in sp.arg_types()]
+                wanted = print_arg_types(s.format, s.strings)
             except FormatError as exc:
                 self.fail(str(exc), s)
             if len(wanted) != len(s.args):
