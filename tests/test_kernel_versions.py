@@ -177,3 +177,45 @@ int main() {{
                 for grid, block, w in LAUNCHES]
     assert lines == expected
     assert {line[1] for line in lines} == {"0", "1"} and {line[2] for line in lines} == {"0", "1"}
+
+
+def test_api_selects_versions_by_their_guards() -> None:
+    """The Python API takes its versions from the same stage and evaluates their guards per launch:
+    the twin for arrays apart (LLVM ``noalias``) only where the arguments share no memory, the
+    coarse version only where the grid has enough coarse blocks; results as NumPy's."""
+    import numpy as np
+
+    import polypy
+
+    rng = np.random.default_rng(7)
+    n = 4096
+    mask = rng.random(9, dtype=np.float32)
+    x = rng.random(n + 9, dtype=np.float32)
+    ref = sum(mask[j] * x[j:j + n] for j in range(9))
+    k = polypy.compile(None, text=SOURCE, threads=2, coarsen=False).taps
+    out = np.zeros(n, np.float32)
+    k[n // 128, 128](n, mask, x, out)
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
+    assert ((128, 1, 1), "b128x1x1_r") in k.compiled_versions
+    guard, twin = k.select((n // 128, 1, 1), (128, 1, 1), {"mask": mask, "in": x, "out": out})
+    assert guard.suffix() == "b128x1x1_r" and guard.find(ArraysApart) is not None
+    # `out` is one array with `mask` inside it: not apart, the plain version runs
+    buf = np.zeros(n + 9, np.float32)
+    buf[n:] = mask
+    arrays = {"mask": buf[n:], "in": x, "out": buf}
+    assert k.select((n // 128, 1, 1), (128, 1, 1), arrays)[0].suffix() == "b128x1x1"
+    k[n // 128, 128](n, buf[n:], x, buf)
+    np.testing.assert_allclose(buf[:n], ref, rtol=1e-5)
+    # coarse blocks of a forced factor: every launch of the shape; of the model's: enough blocks only
+    forced = polypy.compile(None, text=SOURCE, threads=2, coarsen=4).scale
+    assert forced.select((3, 1, 1), (64, 1, 1))[0].suffix() == "b64x1x1_c4x1x1"
+    model = polypy.compile(None, text=SOURCE, threads=2).scale
+    few, many = (2, 1, 1), (4096, 1, 1)
+    assert model.select(few, (64, 1, 1))[0].suffix() == "b64x1x1"
+    factor = model.coarsened[(64, 1, 1)]
+    assert factor > 1 and model.select(many, (64, 1, 1))[0].suffix() == f"b64x1x1_c{factor}x1x1"
+    y = np.zeros(64 * 4096, np.float32)
+    xs = rng.random(64 * 4096, dtype=np.float32)
+    model[many, 64](64 * 4096, 2.0, xs, y)
+    np.testing.assert_allclose(y, 2 * xs, rtol=1e-6)
+    assert ((64, 1, 1), f"b64x1x1_c{factor}x1x1") in model.compiled_versions

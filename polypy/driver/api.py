@@ -29,7 +29,10 @@ Each kernel is compiled for the block shape of its launch, on the first launch w
 (``polypy.passes.specialize``: ``blockDim`` becomes constants, so thread loops have constant trip
 counts and per-thread buffers a static size), and the machine code is kept in memory and in the
 disk cache. After ``MAX_SPECIALIZATIONS`` shapes of one kernel, further shapes use the generic
-version (compiled on first need), as does every launch with ``specialize=False``.
+version (compiled on first need), as does every launch with ``specialize=False``. A shape's
+versions are the IR value of the versions stage (``polypy.passes.versions``: the shape's own,
+its coarse blocks, its twin for arrays apart); each launch runs the first whose guard holds for
+it (``CompiledKernel.select``), compiled on first use.
 
 This module wires stages together (frontend -> GPU pipeline -> gpu2cpu -> codegen.llvm) and so
 imports them inside functions only.
@@ -40,7 +43,7 @@ import collections
 import dataclasses
 import functools
 import os
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -202,9 +205,12 @@ class CompiledKernel:
         self._versions: dict[tuple[int, int, int], KernelVersions] = {}
         # Block shape -> machine code specialized for it (a cache, filled by for_block).
         self._specialized: dict[tuple[int, int, int], Any] = {}
-        # Block shape -> (coarsening factor, machine code for coarse blocks or None until needed);
-        # factor 1: launches of that shape are not coarsened (a cache, filled by for_launch).
-        self._coarse: dict[tuple[int, int, int], tuple[int, Any]] = {}
+        # Block shape -> the coarsening factor planned for it (1: launches of that shape are not
+        # coarsened; a cache, filled by select).
+        self._coarse: dict[tuple[int, int, int], int] = {}
+        # (block shape, version name) -> machine code of a version other than the shape's own
+        # (coarse blocks, arrays apart; a cache, filled by for_launch).
+        self._machine: dict[tuple[tuple[int, int, int], str], Any] = {}
         self._checks = ArrayChecks(self.signature)
         known = {p.name for p in self.signature.params}
         self._unbound = [p.name for p in cpu.params if p.name not in known]
@@ -218,6 +224,7 @@ class CompiledKernel:
     def specializations(self) -> tuple[tuple[int, int, int], ...]:
         """The block shapes this kernel has machine code specialized for (fast or bounds-checked)."""
         shapes = dict.fromkeys(self._specialized)
+        shapes.update(dict.fromkeys(block for block, _ in self._machine))
         shapes.update(dict.fromkeys(block for block, _, _ in self._checked if block is not None))
         return tuple(shapes)
 
@@ -228,14 +235,15 @@ class CompiledKernel:
 
     def versions(self, block: tuple[int, int, int]) -> KernelVersions:
         """This kernel's versions for launches of block shape ``block``, made by the versions
-        stage (``polypy.passes.versions.build_versions``, on the first launch of the shape; the
-        LLVM backend has no twins for arrays apart); the version for coarse blocks is added by its
-        pass (``version-coarse-blocks``) on the first launch that selects it (``_select``)."""
+        stage (``polypy.passes.versions.build_versions``, on the first launch of the shape: the
+        version for the shape and its twin for arrays apart, whose written pointers LLVM gets as
+        ``noalias``); the version for coarse blocks is added by its pass (``version-coarse-blocks``)
+        on the first launch that selects it (``select``)."""
         found = self._versions.get(block)
         if found is None:
             from polypy.passes.versions import build_versions
 
-            found = call_on_big_stack(build_versions, self.cpu, shapes=(block,), apart=False)
+            found = call_on_big_stack(build_versions, self.cpu, shapes=(block,))
             self._versions[block] = found
         return found
 
@@ -264,37 +272,48 @@ class CompiledKernel:
                              **options)
         return jit.kernels[self.name]
 
-    def for_launch(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> Any:
-        """The machine code a launch of ``grid`` and ``block`` runs: the kernel's block function
-        for the shape (``for_block``), or the version for coarse blocks of several blocks along x
-        where the module coarsens, the shape allows it and the grid has enough of them (its guard,
-        ``polypy.ir.versions.EnoughCoarseBlocks``, holds). Coarse code is compiled on the first
-        launch that uses it."""
-        fine = self.for_block(block)
-        if block not in self._specialized:
-            return fine  # the generic code: no coarsening either
-        guard, kernel = self._select(grid, block)
-        if guard is None or guard.find(EnoughCoarseBlocks) is None:
-            return fine
-        factor, coarse = self._coarse[block]
-        if coarse is None:
-            coarse = call_on_big_stack(self._compile, kernel)
-            self._coarse[block] = (factor, coarse)
-        return coarse
+    def for_launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                   arrays: Mapping[str, np.ndarray] | None = None) -> Any:
+        """The machine code a launch of ``grid`` and ``block`` runs: the version of the shape's
+        versions (``versions``) whose guard holds first: for coarse blocks of several blocks along
+        x where the module coarsens, the shape allows it and the grid has enough of them; with the
+        written pointers ``noalias`` where ``arrays`` (the launch's, proven in bounds) are apart;
+        else the kernel's block function for the shape (``for_block``). Machine code is compiled
+        on the first launch that uses it."""
+        if not self._may_specialize(block):
+            return self.compiled  # the generic code: no other version either
+        guard, kernel = self.select(grid, block, arrays)
+        if guard is None or guard == Guard((BlockShapeIs(block),)):
+            return self.for_block(block)
+        key = (block, guard.suffix())
+        compiled = self._machine.get(key)
+        if compiled is None:
+            compiled = call_on_big_stack(self._compile, kernel)
+            self._machine[key] = compiled
+        return compiled
 
-    def _select(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> tuple[Guard | None, n.Kernel]:
+    @property
+    def compiled_versions(self) -> tuple[tuple[tuple[int, int, int], str], ...]:
+        """(block shape, version name) of each version compiled so far (``b64x1x1``,
+        ``b64x1x1_c4x1x1``, ``b64x1x1_r``: ``polypy.ir.versions.Guard.suffix``), in order."""
+        out = [(block, Guard((BlockShapeIs(block),)).suffix()) for block in self._specialized]
+        return tuple(out + list(self._machine))
+
+    def select(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                arrays: Mapping[str, np.ndarray] | None = None) -> tuple[Guard | None, n.Kernel]:
         """The version of ``versions(block)`` a launch runs: the first whose guard holds for the
-        launch's grid, block and workers. Where coarse blocks are planned for the shape and the
-        grid has enough of them (the guard the coarse version gets), the version is made first."""
+        launch's grid, block, workers and ``arrays`` (None: not apart). Where coarse blocks are
+        planned for the shape and the grid has enough of them (the guard the coarse version
+        gets), the version is made first."""
         from codegen.llvm.launch import default_threads
         from polypy.coarsening import BLOCKS_PER_WORKER
 
-        factor, _ = self._coarse.get(block, (None, None))
+        factor = self._coarse.get(block)
         if factor is None:
-            factor = self._coarsening_factor(block)
-            self._coarse[block] = (factor, None)
+            factor = self._coarse[block] = self._coarsening_factor(block)
         versions = self.versions(block)
-        facts = Facts(grid=grid, block=block, workers=self.module.threads or default_threads())
+        apart = _apart(arrays) if arrays is not None else False
+        facts = Facts(grid=grid, block=block, workers=self.module.threads or default_threads(), apart=apart)
         forced = not isinstance(self.module.coarsen, bool)  # a factor asked for: every launch
         blocks_per_worker = 0 if forced else BLOCKS_PER_WORKER
         if (factor > 1 and not any(g.find(EnoughCoarseBlocks) is not None for g, _ in versions.versions)
@@ -345,7 +364,7 @@ class CompiledKernel:
         runs (a coarse kernel checks its shared arrays slice by slice, and its own copies of them
         for the partial coarse block), bounds-checked; compiled on first need."""
         shape = block if block in self._specialized or self._may_specialize(block) else None
-        guard, kernel = self._select(grid, block) if shape is not None else (None, self.cpu)
+        guard, kernel = self.select(grid, block) if shape is not None else (None, self.cpu)
         factor = kernel.coarsen[0] if guard is not None and guard.find(EnoughCoarseBlocks) is not None else 1
         key = (shape, arrays, factor)
         compiled = self._checked.get(key)
@@ -396,7 +415,7 @@ class CompiledKernel:
     @property
     def coarsened(self) -> dict[tuple[int, int, int], int]:
         """Block shape -> coarsening factor, for the shapes launched so far (1: not coarsened)."""
-        return {block: factor for block, (factor, _) in self._coarse.items()}
+        return dict(self._coarse)
 
     @property
     def signature(self) -> n.Kernel:
@@ -479,7 +498,7 @@ class Launch:
         if unproven:
             compiled = k.checked_for(self.grid, self.block, unproven)
         else:
-            compiled = k.for_launch(self.grid, self.block)
+            compiled = k.for_launch(self.grid, self.block, arrays)
         compiled.run(self.grid, self.block, self.shmem, arrays, scalars, threads=k.module.threads)
 
     def __repr__(self) -> str:
@@ -514,6 +533,15 @@ class _Emulated:
 
 
 # --------------------------------------------------------------------------- checks
+
+
+def _apart(arrays: Mapping[str, np.ndarray]) -> Callable[[str, str], bool]:
+    """For the guard ``ArraysApart``: whether two pointer arguments of a launch share no memory."""
+    def apart(a: str, b: str) -> bool:
+        x, y = arrays.get(a), arrays.get(b)
+        return x is not None and y is not None and not np.may_share_memory(x, y)
+
+    return apart
 
 
 def _check_coarsen(coarsen: bool | int) -> bool | int:

@@ -65,20 +65,30 @@ def version_block_shapes(versions: KernelVersions, *, shapes: Sequence[BlockShap
 
 def version_coarse_blocks(versions: KernelVersions, *, coarsen: Coarsener | None = None) -> KernelVersions:
     """Before each block-shape version, its version for coarse blocks where ``coarsen`` gives one,
-    guarded by "the grid has enough coarse blocks" (``polypy.coarsening``)."""
+    guarded by "the grid has enough coarse blocks" (``polypy.coarsening``); a twin for arrays
+    apart gets the coarse kernel with its restrict pointers. Shapes that have coarse versions
+    already are left alone."""
     kernel = versions.default
     if coarsen is None or kernel is None:
         return versions
+    done = {g.find(BlockShapeIs) for g, _ in versions.versions if g.find(EnoughCoarseBlocks) is not None}
+    fine = {_shape_of(g): k for g, k in versions.versions if _shape_of(g) is not None}
+    made: dict[BlockShape, object] = {}
     out: list[tuple[Guard, n.Kernel]] = []
     changed = False
-    for guard, fine in versions.versions:
-        shape = _shape_of(guard)
-        coarse = coarsen(kernel, shape, fine) if shape is not None else None
-        if coarse is not None:
-            enough = EnoughCoarseBlocks(coarse.kernel.coarsen, coarse.blocks_per_worker)  # type: ignore[attr-defined]
-            out.append((guard.and_(enough), coarse.kernel))  # type: ignore[attr-defined]
-            changed = True
-        out.append((guard, fine))
+    for guard, k in versions.versions:
+        shape = guard.find(BlockShapeIs)
+        if shape is not None and shape not in done and shape.shape in fine:
+            if shape.shape not in made:
+                made[shape.shape] = coarsen(kernel, shape.shape, fine[shape.shape])
+            coarse = made[shape.shape]
+            if coarse is not None:
+                enough = EnoughCoarseBlocks(coarse.kernel.coarsen, coarse.blocks_per_worker)  # type: ignore[attr-defined]
+                restrict = restricted(k) - restricted(fine[shape.shape])
+                coarse_kernel = coarse.kernel if not restrict else with_restrict(coarse.kernel, restrict)  # type: ignore
+                out.append((guard.and_(enough), coarse_kernel))
+                changed = True
+        out.append((guard, k))
     return versions.replace(versions=tuple(out)) if changed else versions
 
 
