@@ -5,8 +5,9 @@
 kernel's own block function depends on its grid, known only at launch: coarse blocks are fewer,
 and a grid with too few of them would leave workers idle. The last coarse block of a row may be
 partial (fewer blocks left than the factor): it runs as one, over the blocks that are left.
-``polypy.driver.api`` applies ``coarsening_pays`` before each JIT launch; ``codegen.c`` renders
-the same test into its dispatching launcher (``pays_in_c``).
+The test is the guard ``polypy.ir.versions.EnoughCoarseBlocks`` of the coarse version:
+``polypy.driver.api`` evaluates it before each JIT launch (``coarsening_pays``), ``codegen.c``
+prints it into its dispatching launcher.
 """
 from __future__ import annotations
 
@@ -40,17 +41,13 @@ def coarse_blocks(grid: tuple[int, int, int], factor: tuple[int, int, int]) -> i
 
 def coarsening_pays(grid: tuple[int, int, int], factor: tuple[int, int, int], workers: int, *,
                     blocks_per_worker: int = BLOCKS_PER_WORKER) -> bool:
-    """Whether a launch of ``grid`` on ``workers`` threads should run coarse blocks of ``factor``."""
-    return coarse_blocks(grid, factor) >= blocks_per_worker * max(1, workers)
+    """Whether a launch of ``grid`` on ``workers`` threads should run coarse blocks of ``factor``:
+    the guard ``EnoughCoarseBlocks`` of the coarse version (``polypy.ir.versions``, the one
+    definition the C launcher prints), evaluated."""
+    from polypy.ir.versions import EnoughCoarseBlocks, Facts, Guard
 
-
-def pays_in_c(grid: tuple[str, str, str], factor: tuple[int, int, int], workers: str, blocks_per_worker: int) -> str:
-    """``coarsening_pays`` as a C expression over the C expressions ``grid`` and ``workers``."""
-    if blocks_per_worker <= 0:
-        return "1"
-    count = " * ".join(f"(((unsigned long long){g} + {f - 1}ull) / {f}ull)" if f != 1 else f"(unsigned long long){g}"
-                       for g, f in zip(grid, factor))
-    return f"{count} >= {blocks_per_worker}ull * (unsigned long long)({workers})"
+    return Guard((EnoughCoarseBlocks(tuple(factor), blocks_per_worker),)).holds(Facts(grid=tuple(grid),
+                                                                                         workers=workers))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Versions for arrays apart (``codegen.c.apart``): specialized versions with the written pointers
+"""Versions for arrays apart (``polypy.passes.apart_twins``): specialized versions with the written pointers
 ``restrict``, chosen at run time only where every written array is apart from the other arguments.
 Checked: which kernels get the twin, the emitted C (the plain launcher never runs it), the kernel
 library's choice of entry point (overlapping NumPy arguments run the plain one), the runtime's
@@ -12,7 +12,7 @@ import numpy as np
 
 from c_support import need_compiler, run_against_runtime
 from codegen.c import build_library, emit_kernels, find_compiler
-from codegen.c.apart import apart_twin, restricted
+from polypy.passes.apart_twins import apart_twin, restricted
 from polypy.driver.cli import main
 from polypy.driver.pipelines import lower_and_emit
 from polypy.driver.source import load

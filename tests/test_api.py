@@ -229,7 +229,7 @@ def test_second_compile_loads_object_code_from_the_disk_cache(monkeypatch, tmp_p
     assert len(list(tmp_path.glob("*.o"))) == 1
     x, y = _arrays()
     y1, y2 = y.copy(), y.copy()
-    first.saxpy[4, 256](1000, 2.0, x, y1)  # compiles the specialization for block (256, 1, 1)
+    first.saxpy[4, 256](1000, 2.0, x, y1)  # compiles the version the launch selects for block (256, 1, 1)
     assert len(list(tmp_path.glob("*.o"))) == 2
 
     def no_llvm(*args, **kwargs):
@@ -239,7 +239,7 @@ def test_second_compile_loads_object_code_from_the_disk_cache(monkeypatch, tmp_p
     second = _module(text)
     assert second.jit.from_cache
     second.saxpy[4, 256](1000, 2.0, x, y2)  # the specialization comes from the cache too
-    assert second.saxpy.for_block((256, 1, 1)).owner.from_cache
+    assert second.saxpy.for_launch((4, 1, 1), (256, 1, 1), {"x": x, "y": y2}).owner.from_cache
     np.testing.assert_array_equal(y1, y2)
     # a different kernel misses the cache
     monkeypatch.undo()

@@ -18,7 +18,7 @@ import polypy
 from c_support import copy_args, need_compiler
 from codegen.c import build_library
 from gpu2cpu.coarsen_blocks import coarsen_blocks, join_partial_blocks, plan_coarsening
-from polypy.coarsening import coarsening_pays, pays_in_c
+from polypy.coarsening import coarsening_pays
 from polypy.driver.coarsen import block_coarsener, coarsen_for_block
 from polypy.driver.pipelines import to_cpu
 from polypy.emulator import emulate
@@ -264,10 +264,15 @@ def test_launch_rule() -> None:
     assert not coarsening_pays((60, 1, 1), (4, 1, 1), 2)  # 15
     assert coarsening_pays((3, 16, 1), (32, 1, 1), 2)  # one partial coarse block per row
     assert coarsening_pays((3, 1, 1), (4, 1, 1), 2, blocks_per_worker=0)
-    assert pays_in_c(("gx", "gy", "gz"), (4, 1, 1), "w", 8) == \
-        "(((unsigned long long)gx + 3ull) / 4ull) * (unsigned long long)gy * (unsigned long long)gz >= 8ull * " \
-        "(unsigned long long)(w)"
-    assert pays_in_c(("gx", "gy", "gz"), (4, 1, 1), "w", 0) == "1"
+    # the same rule, printed into a C launcher from the guard (codegen.c.versions)
+    from codegen.c.kernel import Options
+    from codegen.c.versions import guard_text
+    from polypy.ir.versions import EnoughCoarseBlocks, Guard
+
+    assert guard_text(Guard((EnoughCoarseBlocks((4, 1, 1), 8),)), Options(cpp=True)) == \
+        "(((unsigned long long)grid.x + 3ULL) / 4ULL) * (unsigned long long)grid.y * (unsigned long long)grid.z >= " \
+        "8ULL * (unsigned long long)(POLYPY_WORKERS())"
+    assert guard_text(Guard((EnoughCoarseBlocks((4, 1, 1), 0),)), Options(threads=3)) == "true"
 
 
 def test_default_module_coarsens_only_launches_with_enough_coarse_blocks() -> None:

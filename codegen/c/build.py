@@ -44,8 +44,8 @@ from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType
 from polypy.stack import on_big_stack
 
-from codegen.c.apart import written_pointers
-from codegen.c.versions import Coarsener
+from polypy.passes.apart_twins import written_pointers
+from polypy.passes.versions import Coarsener
 from codegen.c.module import emit_kernels
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno",
@@ -194,7 +194,7 @@ class CLibrary:
         return fn
 
     def _launcher(self, kernel: n.Kernel, arrays: Mapping[str, np.ndarray]):
-        """``K_launch_apart`` where the library has it (``codegen.c.apart``) and the arrays keep its
+        """``K_launch_apart`` where the library has it (``polypy.passes.apart_twins``) and the arrays keep its
         promise: each array the kernel writes a view of storage of its own that no other argument
         shares (two views of one array are not apart, even where they do not overlap: as with
         cudaMalloc'ed memory, the allocation counts), and no module arrays the kernel could reach by

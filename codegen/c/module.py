@@ -31,9 +31,8 @@ from typing import Mapping, Sequence
 from polypy.cccl import THRUST_CUDA_SYSTEM_INCLUDES, program_flags
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
-from polypy.ir.host import HostFile, HostProgram, HostStub
+from polypy.ir.host import HostFile, HostProgram, HostStub, needs_stub
 from polypy.ir.visitor import walk
-from polypy.launch import MAX_BLOCK, MAX_THREADS_PER_BLOCK
 from polypy.sources import read_source
 from polypy.stack import on_big_stack
 
@@ -41,7 +40,10 @@ from codegen.c.kernel import KernelCode, Options, emulated_launcher
 from codegen.c.merged_loops import merged_loop_edits
 from codegen.c.render import c_type, literal
 from codegen.c.templates import fp_contract_off, prelude, render_template
-from codegen.c.versions import Coarsener, emit_kernel
+from polypy.ir.versions import KernelVersions
+from polypy.passes.versions import Coarsener
+
+from codegen.c.versions import emit_kernel
 
 
 def runtime_header(unused: Mapping[str, Sequence[tuple[int, int]]] | None = None) -> str:
@@ -191,15 +193,16 @@ class _ProgramState:
 @on_big_stack
 def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads: int = 0,
                  check_bounds: bool = False, emulate: bool = False,
-                 barriers: Mapping[str, Sequence[object]] | None = None, coarsen: Coarsener | None = None,
-                 runtime: str | None = None) -> str:
+                 barriers: Mapping[str, Sequence[object]] | None = None,
+                 versions: Mapping[str, KernelVersions] | None = None, runtime: str | None = None) -> str:
     """The whole program as one C++ file (see the module docstring); ``kernels`` are CPU form.
     ``runtime``: the text that stands for polypy's runtime at the top (default: all of it,
     ``runtime_header()``; ``RUNTIME_INCLUDE`` to find what the program uses, ``runtime_slice``:
     the prelude is then ``PRELUDE_INCLUDE``, and ``with_runtime`` pastes both).
     ``barriers``: per kernel name, the barrier decisions of its lowering (``emit_kernel``).
-    ``coarsen``: per kernel and block shape of ``launch_block_shapes``, a version for coarse
-    blocks, dispatched to at run time like the specialized ones (``emit_kernel``).
+    ``versions``: per kernel name, its versions (``polypy.passes.versions.program_versions``:
+    per block shape of its launches, coarse blocks, arrays apart), printed by ``emit_kernel``; a
+    kernel without is emitted as one generic version.
 
     ``emulate``: ``kernels`` are GPU form and every launch goes to polypy's reference emulator
     through ``polypy_emulate_hook`` (the file is then built as a shared library whose ``main`` the
@@ -209,11 +212,8 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
     if emulate:
         codes = {name: emulated_launcher(k, i, options) for i, (name, k) in enumerate(kernels.items())}
     else:
-        shapes = launch_block_shapes(host)
         notes = barriers or {}
-        closed = _shapes_closed(host, kernels, shapes)
-        codes = {name: emit_kernel(k, options, block_shapes=shapes.get(name, ()), barriers=notes.get(name),
-                                   coarsen=coarsen, generic=name not in closed)
+        codes = {name: emit_kernel(k, options, versions=(versions or {}).get(name), barriers=notes.get(name))
                  for name, k in kernels.items()}
     if not emulate:
         codes = _with_child_prototypes(codes, kernels)
@@ -238,21 +238,6 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
             + thrust + bridge + body + tail)
 
 
-def _shapes_closed(host: HostProgram, kernels: Mapping[str, n.Kernel],
-                   shapes: Mapping[str, Sequence[tuple[int, int, int]]]) -> set[str]:
-    """The kernels every launch of which has one of their specialized block shapes: launched
-    only by the program's own ``<<<...>>>`` (no host stub it may call, no launch from device
-    code), each with a block shape known at compile time. They need no generic version."""
-    from_device = {x.kernel for k in kernels.values() for x in walk(k) if isinstance(x, n.Launch)}
-    out = set()
-    for name in kernels:
-        sites = [s for s in host.launches if s.kernel == name]
-        if sites and name not in from_device and not _needs_stub(host, name) and \
-                all(s.block_shape is not None and s.block_shape in shapes.get(name, ()) for s in sites):
-            out.add(name)
-    return out
-
-
 def _with_child_prototypes(codes: dict[str, KernelCode], kernels: Mapping[str, n.Kernel]) -> dict[str, KernelCode]:
     """Each kernel that launches kernels from device code (``n.Launch``) with its children's
     launchers declared before its code (a child may be defined later in the file, or be itself)."""
@@ -267,29 +252,6 @@ def _with_child_prototypes(codes: dict[str, KernelCode], kernels: Mapping[str, n
         protos = "\n".join(codes[c].prototype for c in children)
         out[name] = dataclasses.replace(codes[name], text=f"/* launched from device code by {name} */\n{protos}\n\n"
                                                           + codes[name].text)
-    return out
-
-
-# Block shapes per kernel that a whole program gets specialized versions for, at most.
-MAX_PROGRAM_SPECIALIZATIONS = 4
-
-
-def launch_block_shapes(host: HostProgram) -> dict[str, list[tuple[int, int, int]]]:
-    """Per kernel, the block shapes of its launch sites that are constants (``<<<g, 256>>>``,
-    ``dim3(16, 16)``, ``dim3(ROW_BLOCK)``: ``LaunchSite.block_shape``).
-
-    A kernel launched with such shapes gets a version specialized for each of them (see
-    ``emit_kernel``); launches with other shapes (a ``dim3`` variable, a size computed at run
-    time) run its generic version.
-    """
-    out: dict[str, list[tuple[int, int, int]]] = {}
-    for site in host.launches:
-        shape = site.block_shape
-        if shape is None or not 1 <= shape[0] * shape[1] * shape[2] <= MAX_THREADS_PER_BLOCK or shape[2] > MAX_BLOCK[2]:
-            continue
-        shapes = out.setdefault(site.kernel, [])
-        if shape not in shapes and len(shapes) < MAX_PROGRAM_SPECIALIZATIONS:
-            shapes.append(shape)
     return out
 
 
@@ -360,7 +322,7 @@ def _rewrite(path: str, state: _ProgramState) -> str:
                 if missing:
                     raise InternalError(f"no translated code for kernel(s) {', '.join(missing)}")
                 text = "\n\n".join(state.codes[k].text for k in span.kernels)
-                if span.stub is not None and span.stub.kernel is not None and _needs_stub(state.host, span.stub.kernel):
+                if span.stub is not None and span.stub.kernel is not None and needs_stub(state.host, span.stub.kernel):
                     text += "\n\n" + stub_definition(span.stub, state.codes[span.stub.kernel].launcher_name)
                 if span.template_head is not None:  # a kernel template: its instances' stubs specialize it
                     text = (f"/* The kernel template, declared: its instances' host stubs are its specializations. */\n"
@@ -373,7 +335,7 @@ def _rewrite(path: str, state: _ProgramState) -> str:
                 # A declaration (its `;` follows the span): the launchers it needs, declared, and
                 # the kernel's host stub (defined where the kernel is, maybe in another file).
                 protos = [state.codes[k].prototype for k in prototypes.get(span.start, [])]
-                if span.stub is not None and (span.stub.kernel is None or _needs_stub(state.host, span.stub.kernel)):
+                if span.stub is not None and (span.stub.kernel is None or needs_stub(state.host, span.stub.kernel)):
                     protos.append(stub_declaration(span.stub) + ";")
                 text = "\n".join(protos).rstrip(";") or "/* kernel declaration: translated with its definition */"
             edits.append((span.start, span.end, text))
@@ -430,14 +392,6 @@ def _rewrite(path: str, state: _ProgramState) -> str:
         chain += " else static_assert(sizeof(polypy_pick) == 0, \"polypy: no translated kernel for this instance\");"
         edits.append((start, end, f"({{ [&](auto polypy_pick) {{ {chain} }}([](auto polypy_f) {{ return polypy_f; }}); }})"))
     return _apply(hf.text, edits, path)
-
-
-def _needs_stub(host: HostProgram, kernel: str) -> bool:
-    """Whether the program may run ``kernel`` through its host stub: where it names the kernel
-    as a value (``HostProgram.as_values``), launches through a pointer, or is one file of a
-    program built by separate compilation (or has no main: another file may launch it). A kernel
-    the program only launches with ``<<<...>>>`` needs none (nor the runtime's stub registry)."""
-    return host.part or not host.has_main or kernel in host.as_values or any(f.indirect for f in host.files.values())
 
 
 def stub_declaration(stub: HostStub) -> str:

@@ -1,150 +1,158 @@
-"""A kernel's versions and the launcher that chooses among them (``emit_kernel``).
+"""A kernel's versions printed as C: a block function per version and the launcher that chooses.
 
-Per block shape the launches of a program are known to use, a version specialized for it
-(``polypy.passes.specialize``), its coarse-block version where that pays
-(``polypy.coarsening``), the twins whose written pointers are restrict where the arrays are apart
-(``codegen.c.apart``); and the generic version for every other shape, left out where every
-launch is known to have one of the shapes (``generic=False``). The block functions themselves
-are ``codegen.c.kernel.KernelEmitter``'s.
+The versions are an IR value made by the pipeline (``polypy.ir.versions.KernelVersions``, by the
+passes of ``polypy.passes.versions``: a version per block shape, its coarse-block version, the
+twins whose written pointers are restrict where the arrays are apart; a default for every other
+launch, or none where every launch has one of the shapes). Nothing is decided here: each
+version's guard is printed by the C expression printer, nested by condition, in the value's
+order; the block functions themselves are ``codegen.c.kernel.KernelEmitter``'s.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from typing import Sequence
 
-from polypy.coarsening import CoarseVersion, pays_in_c
 from polypy.ir import nodes as n
-from polypy.ir.types import PointerType
-from polypy.launch import check_block_shape
-from polypy.passes.specialize import BlockShape, specialize_for_block
+from polypy.ir.cexpr import ATOM, CExprPrinter
+from polypy.ir.versions import WORKERS, ArraysApart, EnoughCoarseBlocks, Facts, Guard, KernelVersions, known
+from polypy.passes.versions import BlockShape, Coarsener, build_versions
 
-from codegen.c.apart import apart_twin, restricted, with_restrict, written_pointers
-from codegen.c.kernel import KernelCode, KernelEmitter, Options, _param_index
-from codegen.c.render import INDENT
-
-# Per block shape, a kernel's block function for coarse blocks (``polypy.coarsening``), or None:
-# called with the kernel (CPU form), the shape and the kernel specialized for that shape.
-Coarsener = Callable[[n.Kernel, BlockShape, n.Kernel], Optional[CoarseVersion]]
+from codegen.c.kernel import KernelCode, KernelEmitter, Options
+from codegen.c.render import INDENT, c_type, literal
 
 
-def emit_kernel(kernel: n.Kernel, options: Options, *, block_shapes: Sequence[BlockShape] = (),
-                coarsen: Coarsener | None = None, barriers: Sequence[object] | None = None,
-                generic: bool = True) -> KernelCode:
-    """The C/C++ code of one CPU-form kernel: block function and launcher.
+class _GuardPrinter(CExprPrinter):
+    """Guards in the launcher's names: ``grid.x``/``grid_x``, ``block.x``/``block_x``, the
+    workers, the launcher's arguments."""
+
+    def __init__(self, options: Options, arguments: dict[str, str]):
+        self.dims = {n.GridDim: ("grid.", "grid_"), n.BlockDim: ("block.", "block_")}
+        self.cpp = options.cpp
+        self.workers = str(options.threads) if options.threads > 0 else "POLYPY_WORKERS()"
+        self.arguments = arguments
+
+    def gpu_index(self, e: n.GpuIndex) -> tuple[str, int]:
+        return self.dims[type(e)][0 if self.cpp else 1] + "xyz"[e.dim], ATOM
+
+    def var(self, e: n.Var) -> tuple[str, int]:
+        if e == WORKERS:
+            return f"({self.workers})", ATOM
+        return self.arguments[e.name], ATOM
+
+    def const(self, c: n.Const) -> tuple[str, int]:
+        return literal(c)
+
+    def extra_parens(self, child: n.Expr, text: str, level: int, parent: n.Expr) -> bool:
+        # `(a + 3) / 4 * b` read as `((a + 3) / 4) * b`: mixed multiplicative operators in parentheses
+        return (isinstance(parent, n.Binary) and isinstance(child, n.Binary) and child.op != parent.op
+                and parent.op in ("mul", "div", "rem") and level < ATOM)
+
+    def type_name(self, t) -> str:
+        return c_type(t)
+
+
+def guard_text(guard: Guard, options: Options, arguments: dict[str, str] | None = None) -> str:
+    """``guard`` as the C condition a launcher tests (``arguments``: the C name of each pointer
+    argument it names, by IR name)."""
+    return _GuardPrinter(options, arguments or {}).expr(guard.expr())
+
+
+def emit_kernel(kernel: n.Kernel, options: Options, *, versions: KernelVersions | None = None,
+                block_shapes: Sequence[BlockShape] = (), coarsen: Coarsener | None = None,
+                barriers: Sequence[object] | None = None, generic: bool = True) -> KernelCode:
+    """The C/C++ code of one CPU-form kernel: its versions' block functions and the launcher.
 
     ``barriers``: the decisions of ``gpu2cpu.barriers.eliminate_barriers`` on this kernel (its
     ``report``); each removed barrier gets a comment where it was (``codegen.c.readable``).
 
-    With ``block_shapes``, also a version specialized for each of those block shapes
-    (``polypy.passes.specialize``: ``blockDim`` made constants) and a launcher that dispatches on
-    the launch's block shape::
+    ``versions``: the kernel's versions (``polypy.passes.versions.build_versions``); without
+    them, the ones ``build_versions`` makes from ``block_shapes``, ``coarsen`` and ``generic``
+    (its ``default``). The launcher dispatches on the guards::
 
         void K_launch(grid, block, shmem, ...) {
-            if (block == (256, 1, 1)) { K_launch_b256x1x1(grid, block, shmem, ...); return; }
-            K_launch_generic(grid, block, shmem, ...);
-        }
-
-    ``coarsen`` gives, per shape, a version for coarse blocks (``gpu2cpu.coarsen_blocks``), run
-    by the launches whose grid has enough of them (``polypy.coarsening.coarsening_pays``)::
-
-            if (block == (32, 8, 1)) {
-                if ((grid.x / 4) * grid.y * grid.z >= 8 * workers) { K_launch_b32x8x1_c4x1x1(...); return; }
+            if (block.x == 32u && block.y == 8u && block.z == 1u) {
+                if (<enough coarse blocks>) { K_launch_b32x8x1_c4x1x1(...); return; }
                 K_launch_b32x8x1(...); return;
             }
+            K_launch_generic(...);
+        }
 
-    ``generic=False`` (a whole program whose every launch of the kernel has one of
-    ``block_shapes``): no generic version; a launch of another shape would be a broken promise,
-    and the launcher says so and aborts rather than run a version made for another shape.
+    Without a default, a launch no guard takes would be a broken promise: the launcher says so
+    and aborts rather than run a version made for another shape.
     """
-    shapes = list(dict.fromkeys(check_block_shape(tuple(s)) for s in block_shapes))
-    if not shapes:
+    if versions is None:
+        versions = build_versions(kernel, shapes=block_shapes, coarsen=coarsen, check_bounds=options.check_bounds,
+                                  default=generic)
+    if not versions.versions:
         return KernelEmitter(kernel, options, barriers=barriers).emit()
     main = KernelEmitter(kernel, options)
-    fallback = KernelEmitter(kernel, options, variant="generic", barriers=barriers)
     decl, values = main.signature()
-    # Versions for arrays apart (codegen.c.apart) need a written pointer and another one to keep
-    # it apart from: the run-time test, each pair of a written array and another argument once.
-    written = [values[_param_index(kernel, w)] for w in written_pointers(kernel)]
-    pointers = [values[i] for i, p in enumerate(kernel.params) if isinstance(p.ptype, PointerType)]
-    pairs = list(dict.fromkeys((w, p) for w in written for p in pointers if p != w and not (p in written and
-                                                                                       written.index(p) < written.index(w))))
-    apart_test = " && ".join(f"polypy_rt_apart({a}, {b})" for a, b in pairs)
-    # Per shape: the version and its coarse version (None: not coarsened), and the same two with
-    # the written pointers restrict (None: no such twin).
-    Pair = tuple[KernelEmitter, Optional[tuple[CoarseVersion, KernelEmitter]]]
-    specialized: list[tuple[BlockShape, Pair, Optional[Pair]]] = []
-    for shape in shapes:
-        fine = specialize_for_block(kernel, shape)
-        coarse = coarsen(kernel, shape, fine) if coarsen is not None else None
-        name = variant_name(shape)
-
-        def pair(fine_kernel: n.Kernel, coarse_kernel: n.Kernel | None, suffix: str) -> Pair:
-            emitter = KernelEmitter(fine_kernel, options, variant=name + suffix, barriers=barriers)
-            if coarse is None or coarse_kernel is None:
-                return emitter, None
-            coarse_name = f"{name}_c{'x'.join(map(str, coarse.factor))}{suffix}"
-            return emitter, (coarse, KernelEmitter(coarse_kernel, options, variant=coarse_name, barriers=barriers))
-
-        twin = apart_twin(fine) if apart_test and not options.check_bounds else None
-        apart = None
-        if twin is not None:
-            apart = pair(twin, with_restrict(coarse.kernel, restricted(twin)) if coarse is not None else None, "_r")
-        specialized.append((shape, pair(fine, coarse.kernel if coarse is not None else None, ""), apart))
+    printer = _GuardPrinter(options, {p.name: values[i] for i, p in enumerate(kernel.params)})
+    emitters = [KernelEmitter(k, options, variant=guard.suffix(), barriers=barriers) for guard, k in versions.versions]
+    fallback = KernelEmitter(versions.default, options, variant="generic", barriers=barriers) \
+        if versions.default is not None else None
     forward = ", ".join(main.forwarded())
-    block = ("block.x", "block.y", "block.z") if options.cpp else ("block_x", "block_y", "block_z")
-    grid = ("grid.x", "grid.y", "grid.z") if options.cpp else ("grid_x", "grid_y", "grid_z")
-    workers = str(options.threads) if options.threads > 0 else "POLYPY_WORKERS()"
+    reached: set[int] = set()
 
-    def run(version: Pair, depth: int) -> list[str]:
-        fine_emitter, coarse_pair = version
+    def calls(items: list[tuple[tuple[n.Expr, ...], int]], depth: int) -> tuple[list[str], bool]:
+        """The dispatch of ``items`` (conditions left, version index), in order; whether it
+        always returns."""
         out: list[str] = []
-        if coarse_pair is not None:
-            coarse_version, emitter = coarse_pair
-            pays = pays_in_c(grid, coarse_version.factor, workers, coarse_version.blocks_per_worker)
-            out += [f"{INDENT * depth}if ({pays}) {{", f"{INDENT * (depth + 1)}{emitter.launcher_name}({forward});",
-                    f"{INDENT * (depth + 1)}return;", f"{INDENT * depth}}}"]
-        return out + [f"{INDENT * depth}{fine_emitter.launcher_name}({forward});", f"{INDENT * depth}return;"]
+        i = 0
+        while i < len(items):
+            conditions, index = items[i]
+            if not conditions:
+                reached.add(index)
+                return out + [f"{INDENT * depth}{emitters[index].launcher_name}({forward});",
+                              f"{INDENT * depth}return;"], True
+            head = conditions[0]
+            j = i
+            while j < len(items) and items[j][0][:1] == (head,):
+                j += 1
+            inner, _ = calls([(c[1:], k) for c, k in items[i:j]], depth + 1)
+            out += [f"{INDENT * depth}if ({printer.expr(head)}) {{", *inner, f"{INDENT * depth}}}"]
+            i = j
+        return out, False
 
-    def dispatcher(head: str, when_apart: str | None, *, promised: bool = False) -> list[str]:
-        """The launcher choosing a version by block shape: the twins where ``when_apart`` (a C
-        condition) holds, or always where the caller ``promised`` the arrays apart (the entry
-        ``K_launch_apart``); with neither, never."""
-        signature = decl.replace(f" {main.launcher_name}(", f" {main.launcher_name}_apart(", 1) if promised else decl
-        lines = [head, signature, "{"]
-        for shape, version, apart in specialized:
-            test = " && ".join(f"{b} == {d}u" for b, d in zip(block, shape))
-            lines.append(f"{INDENT}if ({test}) {{")
-            if apart is not None and promised:
-                lines += run(apart, 2)
+    def dispatcher(head: str, facts: Facts, *, promised: bool = False) -> list[str]:
+        """The launcher choosing a version, with what ``facts`` know folded into the guards
+        (the entry ``K_launch_apart``: the caller ``promised`` the arrays apart)."""
+        items = []
+        for index, (guard, _) in enumerate(versions.versions):
+            left: list[n.Expr] = []
+            for condition in guard.conditions:
+                value = known(condition.expr(), facts)
+                if isinstance(value, n.Const):
+                    if not value.value:
+                        break
+                    continue
+                left.append(value)
             else:
-                if apart is not None and when_apart is not None:
-                    lines += [f"{INDENT * 2}if ({when_apart}) {{", *run(apart, 3), f"{INDENT * 2}}}"]
-                lines += run(version, 2)
-            lines.append(f"{INDENT}}}")
-        if generic:
-            lines += [f"{INDENT}{fallback.launcher_name}({forward});", "}"]
-        else:
-            lines += [f'{INDENT}fprintf(stderr, "polypy: a launch of {kernel.name} with a block shape none of the '
-                      f'program\'s launches has\\n");', f"{INDENT}abort();", "}"]
-        return lines
+                items.append((tuple(left), index))
+        signature = decl.replace(f" {main.launcher_name}(", f" {main.launcher_name}_apart(", 1) if promised else decl
+        body, returns = calls(items, 1)
+        lines = [head, signature, "{", *body]
+        if returns:
+            return lines + ["}"]
+        if fallback is not None:
+            return lines + [f"{INDENT}{fallback.launcher_name}({forward});", "}"]
+        return lines + [f'{INDENT}fprintf(stderr, "polypy: a launch of {kernel.name} with a block shape none of the '
+                        f'program\'s launches has\\n");', f"{INDENT}abort();", "}"]
 
-    twins = [apart for _, _, apart in specialized if apart is not None]
+    twins = any(guard.find(ArraysApart) is not None for guard, _ in versions.versions)
     title = f"/* Launch {kernel.name}<<<grid, block, shmem_bytes>>>: the version compiled for the launch's block shape, if any."
     if not twins:
-        lines = dispatcher(title + " */", None)
+        lines = dispatcher(title + " */", Facts())
     elif options.program:
         lines = dispatcher(title + "\n * With every written array in a cudaMalloc allocation no other argument points "
-                           "into, the version whose written\n * pointers are restrict (codegen.c.apart). */", apart_test)
+                           "into, the version whose written\n * pointers are restrict (polypy.passes.apart_twins). */",
+                           Facts())
     else:
-        lines = dispatcher(title + " */", None) + [""] + dispatcher(
+        lines = dispatcher(title + " */", Facts(apart=False)) + [""] + dispatcher(
             title + "\n * The caller promises that every array the kernel writes lies in storage no other argument "
-            "points into\n * (codegen.c.apart): the versions whose written pointers are restrict. */", None,
-            promised=True)
-    versions = [version for _, version, _ in specialized] + twins
-    texts = [fine_emitter.emit().text for fine_emitter, _ in versions]
-    texts += [coarse_pair[1].emit().text for _, coarse_pair in versions if coarse_pair is not None]
-    texts += ([fallback.emit().text] if generic else []) + ["\n".join(lines)]
-    return KernelCode(kernel.name, main.launcher_name, decl + ";", "\n\n".join(texts))
-
-
-def variant_name(shape: BlockShape) -> str:
-    return "b" + "x".join(str(d) for d in shape)
+            "points into\n * (polypy.passes.apart_twins): the versions whose written pointers are restrict. */",
+            Facts(apart=True), promised=True)
+    # Block functions: the fine versions, then their twins, then the coarse ones (and their twins).
+    order = sorted(reached, key=lambda i: (versions.versions[i][0].find(EnoughCoarseBlocks) is not None,
+                                           versions.versions[i][0].find(ArraysApart) is not None, i))
+    texts = [emitters[i].emit().text for i in order] + ([fallback.emit().text] if fallback is not None else [])
+    return KernelCode(kernel.name, main.launcher_name, decl + ";", "\n\n".join(texts + ["\n".join(lines)]))

@@ -29,7 +29,10 @@ Each kernel is compiled for the block shape of its launch, on the first launch w
 (``polypy.passes.specialize``: ``blockDim`` becomes constants, so thread loops have constant trip
 counts and per-thread buffers a static size), and the machine code is kept in memory and in the
 disk cache. After ``MAX_SPECIALIZATIONS`` shapes of one kernel, further shapes use the generic
-version (compiled on first need), as does every launch with ``specialize=False``.
+version (compiled on first need), as does every launch with ``specialize=False``. A shape's
+versions are the IR value of the versions stage (``polypy.passes.versions``: the shape's own,
+its coarse blocks, its twin for arrays apart); each launch runs the first whose guard holds for
+it (``CompiledKernel.select``), compiled on first use.
 
 This module wires stages together (frontend -> GPU pipeline -> gpu2cpu -> codegen.llvm) and so
 imports them inside functions only.
@@ -38,15 +41,17 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import os
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import PointerType
-from polypy.launch import bind_arguments, c_name, launch_config
+from polypy.ir.versions import BlockShapeIs, EnoughCoarseBlocks, Facts, Guard, KernelVersions
+from polypy.driver.launch_checks import ArrayChecks, Proof, original_name
+from polypy.launch import bind_arguments, launch_config
 from polypy.stack import call_on_big_stack, on_big_stack
 
 # Footprints remembered per kernel: launch shape + integer arguments -> per-array index ranges.
@@ -192,16 +197,21 @@ class CompiledKernel:
         self.cpu = cpu
         self.gpu = gpu
         # Launch shape + integer arguments -> what isl says about each array (a cache).
-        self._footprints: collections.OrderedDict[tuple, _Proof] = collections.OrderedDict()
+        self._footprints: collections.OrderedDict[tuple, Proof] = collections.OrderedDict()
         # (block shape or None for the generic code, arrays checked, coarsening factor) ->
         # bounds-checked machine code (a cache, filled by checked_for).
         self._checked: dict[tuple[tuple[int, int, int] | None, frozenset[str], int], Any] = {}
+        # Block shape -> the kernel's versions for it (``versions``, a cache).
+        self._versions: dict[tuple[int, int, int], KernelVersions] = {}
         # Block shape -> machine code specialized for it (a cache, filled by for_block).
         self._specialized: dict[tuple[int, int, int], Any] = {}
-        # Block shape -> (coarsening factor, machine code for coarse blocks or None until needed);
-        # factor 1: launches of that shape are not coarsened (a cache, filled by for_launch).
-        self._coarse: dict[tuple[int, int, int], tuple[int, Any]] = {}
-        self._checks = _ArrayChecks(self.signature)
+        # Block shape -> the coarsening factor planned for it (1: launches of that shape are not
+        # coarsened; a cache, filled by select).
+        self._coarse: dict[tuple[int, int, int], int] = {}
+        # (block shape, version name) -> machine code of a version other than the shape's own
+        # (coarse blocks, arrays apart; a cache, filled by for_launch).
+        self._machine: dict[tuple[tuple[int, int, int], str], Any] = {}
+        self._checks = ArrayChecks(self.signature)
         known = {p.name for p in self.signature.params}
         self._unbound = [p.name for p in cpu.params if p.name not in known]
 
@@ -214,6 +224,7 @@ class CompiledKernel:
     def specializations(self) -> tuple[tuple[int, int, int], ...]:
         """The block shapes this kernel has machine code specialized for (fast or bounds-checked)."""
         shapes = dict.fromkeys(self._specialized)
+        shapes.update(dict.fromkeys(block for block, _ in self._machine))
         shapes.update(dict.fromkeys(block for block, _, _ in self._checked if block is not None))
         return tuple(shapes)
 
@@ -221,6 +232,25 @@ class CompiledKernel:
         if not self.module.specialize:
             return False
         return block in self.specializations or len(self.specializations) < MAX_SPECIALIZATIONS
+
+    def versions(self, block: tuple[int, int, int]) -> KernelVersions:
+        """This kernel's versions for launches of block shape ``block``, made by the versions
+        stage (``polypy.passes.versions.build_versions``, on the first launch of the shape: the
+        version for the shape and its twin for arrays apart, whose written pointers LLVM gets as
+        ``noalias``); the version for coarse blocks is added by its pass (``version-coarse-blocks``)
+        on the first launch that selects it (``select``)."""
+        found = self._versions.get(block)
+        if found is None:
+            from polypy.passes.versions import build_versions
+
+            found = call_on_big_stack(build_versions, self.cpu, shapes=(block,))
+            self._versions[block] = found
+        return found
+
+    def _fine(self, block: tuple[int, int, int]) -> n.Kernel:
+        """The version for ``block`` (the one whose guard is the block shape alone)."""
+        only = Guard((BlockShapeIs(block),))
+        return next(k for g, k in self.versions(block).versions if g == only)
 
     def for_block(self, block: tuple[int, int, int]) -> Any:
         """The machine code launches with block shape ``block`` run (``codegen.llvm.JitKernel``):
@@ -230,50 +260,88 @@ class CompiledKernel:
             return compiled
         if not self._may_specialize(block):
             return self.compiled
-        from codegen.llvm import compile_module
-        from polypy.passes.specialize import specialize_for_block
-
-        kernel = specialize_for_block(self.cpu, block)
-        cpu = self.module.cpu
-        jit = compile_module(n.Module((kernel,), globals=cpu.globals, source=cpu.source), globals=self.module.globals)
-        compiled = jit.kernels[self.name]
+        compiled = self._compile(self._fine(block))
         self._specialized[block] = compiled
         return compiled
 
-    def for_launch(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> Any:
-        """The machine code a launch of ``grid`` and ``block`` runs: the kernel's block function
-        for the shape (``for_block``), or one for coarse blocks of several blocks along x where
-        the module coarsens, the shape allows it and the grid has enough of them
-        (``polypy.coarsening``). Coarse code is compiled on the first launch that uses it."""
-        fine = self.for_block(block)
-        if block not in self._specialized:
-            return fine  # the generic code: no coarsening either
-        factor = self._launch_factor(grid, block)
-        if factor == 1:
-            return fine
-        coarse = self._coarse[block][1]
-        if coarse is None:
-            coarse = self._compile_coarse(block, factor)
-            self._coarse[block] = (factor, coarse)
-        return coarse
+    def _compile(self, kernel: n.Kernel, **options: Any) -> Any:
+        from codegen.llvm import compile_module
 
-    def _launch_factor(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> int:
-        """The coarsening factor of a launch (1: fine blocks): the one planned for the block
-        shape (remembered in ``_coarse``), where the grid has enough coarse blocks."""
-        factor, _ = self._coarse.get(block, (None, None))
-        if factor is None:
-            factor = self._coarsening_factor(block)
-            self._coarse[block] = (factor, None)
-        if factor == 1:
-            return 1
+        cpu = self.module.cpu
+        jit = compile_module(n.Module((kernel,), globals=cpu.globals, source=cpu.source), globals=self.module.globals,
+                             **options)
+        return jit.kernels[self.name]
+
+    def for_launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                   arrays: Mapping[str, np.ndarray] | None = None) -> Any:
+        """The machine code a launch of ``grid`` and ``block`` runs: the version of the shape's
+        versions (``versions``) whose guard holds first: for coarse blocks of several blocks along
+        x where the module coarsens, the shape allows it and the grid has enough of them; with the
+        written pointers ``noalias`` where ``arrays`` (the launch's, proven in bounds) are apart;
+        else the kernel's block function for the shape (``for_block``). Machine code is compiled
+        on the first launch that uses it."""
+        if not self._may_specialize(block):
+            return self.compiled  # the generic code: no other version either
+        guard, kernel = self.select(grid, block, arrays)
+        if guard is None or guard == Guard((BlockShapeIs(block),)):
+            return self.for_block(block)
+        key = (block, guard.suffix())
+        compiled = self._machine.get(key)
+        if compiled is None:
+            compiled = call_on_big_stack(self._compile, kernel)
+            self._machine[key] = compiled
+        return compiled
+
+    @property
+    def compiled_versions(self) -> tuple[tuple[tuple[int, int, int], str], ...]:
+        """(block shape, version name) of each version compiled so far (``b64x1x1``,
+        ``b64x1x1_c4x1x1``, ``b64x1x1_r``: ``polypy.ir.versions.Guard.suffix``), in order."""
+        out = [(block, Guard((BlockShapeIs(block),)).suffix()) for block in self._specialized]
+        return tuple(out + list(self._machine))
+
+    def select(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                arrays: Mapping[str, np.ndarray] | None = None) -> tuple[Guard | None, n.Kernel]:
+        """The version of ``versions(block)`` a launch runs: the first whose guard holds for the
+        launch's grid, block, workers and ``arrays`` (None: not apart). Where coarse blocks are
+        planned for the shape and the grid has enough of them (the guard the coarse version
+        gets), the version is made first."""
         from codegen.llvm.launch import default_threads
-        from polypy.coarsening import BLOCKS_PER_WORKER, coarsening_pays
+        from polypy.coarsening import BLOCKS_PER_WORKER
 
+        factor = self._coarse.get(block)
+        if factor is None:
+            factor = self._coarse[block] = self._coarsening_factor(block)
+        versions = self.versions(block)
+        apart = _apart(arrays) if arrays is not None else False
+        facts = Facts(grid=grid, block=block, workers=self.module.threads or default_threads(), apart=apart)
         forced = not isinstance(self.module.coarsen, bool)  # a factor asked for: every launch
-        workers = self.module.threads or default_threads()
-        if not coarsening_pays(grid, (factor, 1, 1), workers, blocks_per_worker=0 if forced else BLOCKS_PER_WORKER):
-            return 1
-        return factor
+        blocks_per_worker = 0 if forced else BLOCKS_PER_WORKER
+        if (factor > 1 and not any(g.find(EnoughCoarseBlocks) is not None for g, _ in versions.versions)
+                and Guard((EnoughCoarseBlocks((factor, 1, 1), blocks_per_worker),)).holds(facts)):
+            from polypy.passes.pipeline import Pass, run_pipeline
+            from polypy.passes.versions import version_coarse_blocks
+
+            step = Pass("version-coarse-blocks",
+                        functools.partial(version_coarse_blocks, coarsen=self._coarsener(factor, blocks_per_worker)))
+            versions = call_on_big_stack(run_pipeline, versions, (step,))
+            self._versions[block] = versions
+        guard, kernel = versions.select(facts)
+        assert kernel is not None
+        return guard, kernel
+
+    def _coarsener(self, factor: int, blocks_per_worker: int):
+        """For ``version-coarse-blocks``: the kernel's coarse blocks of ``factor`` (planned)."""
+        from polypy.coarsening import CoarseVersion
+        from polypy.driver.coarsen import coarsen_for_block
+
+        def coarsen(kernel: n.Kernel, block: tuple[int, int, int], fine: n.Kernel) -> CoarseVersion:
+            assert self.gpu is not None
+            coarse = coarsen_for_block(self.gpu, block=block, factor=factor)
+            if coarse is None:
+                raise InternalError(f"kernel {self.name!r}: coarsening by {factor} was planned but not done")
+            return CoarseVersion(coarse, blocks_per_worker)
+
+        return coarsen
 
     def _coarsening_factor(self, block: tuple[int, int, int]) -> int:
         setting = self.module.coarsen
@@ -284,19 +352,6 @@ class CompiledKernel:
         return call_on_big_stack(plan_coarsening, self.gpu, block=block,
                                  factor=None if setting is True else setting).factor
 
-    @on_big_stack
-    def _compile_coarse(self, block: tuple[int, int, int], factor: int) -> Any:
-        from codegen.llvm import compile_module
-        from polypy.driver.coarsen import coarsen_for_block
-
-        assert self.gpu is not None
-        kernel = coarsen_for_block(self.gpu, block=block, factor=factor)
-        if kernel is None:
-            raise InternalError(f"kernel {self.name!r}: coarsening by {factor} was planned but not done")
-        cpu = self.module.cpu
-        jit = compile_module(n.Module((kernel,), globals=cpu.globals, source=cpu.source), globals=self.module.globals)
-        return jit.kernels[self.name]
-
     @property
     def bounds_checked(self) -> tuple[tuple[tuple[int, int, int] | None, frozenset[str]], ...]:
         """The bounds-checked versions compiled so far: (block shape, or None for the generic
@@ -305,56 +360,43 @@ class CompiledKernel:
 
     def checked_for(self, grid: tuple[int, int, int], block: tuple[int, int, int], arrays: frozenset[str]) -> Any:
         """Machine code for a launch of ``grid`` and ``block`` that bounds-checks every access of
-        ``arrays`` (pointer parameters and shared arrays by IR name): specialized for the block
-        shape and coarsened like ``for_launch`` (a coarse kernel checks its shared arrays slice by
-        slice, and its own copies of them for the partial coarse block); compiled on first need."""
+        ``arrays`` (pointer parameters and shared arrays by IR name): the version ``for_launch``
+        runs (a coarse kernel checks its shared arrays slice by slice, and its own copies of them
+        for the partial coarse block), bounds-checked; compiled on first need."""
         shape = block if block in self._specialized or self._may_specialize(block) else None
-        factor = 1 if shape is None else self._launch_factor(grid, block)
+        guard, kernel = self.select(grid, block) if shape is not None else (None, self.cpu)
+        factor = kernel.coarsen[0] if guard is not None and guard.find(EnoughCoarseBlocks) is not None else 1
         key = (shape, arrays, factor)
         compiled = self._checked.get(key)
         if compiled is not None:
             return compiled
-        compiled = call_on_big_stack(self._compile_checked, block, shape, arrays, factor)
+        compiled = call_on_big_stack(self._compile_checked, kernel, shape, arrays, factor)
         self._checked[key] = compiled
         return compiled
 
-    def _compile_checked(self, block: tuple[int, int, int], shape: tuple[int, int, int] | None,
-                         arrays: frozenset[str], factor: int) -> Any:
-        from codegen.llvm import compile_module
-
-        kernel = self.cpu
+    def _compile_checked(self, kernel: n.Kernel, shape: tuple[int, int, int] | None, arrays: frozenset[str],
+                         factor: int) -> Any:
         sliced: frozenset[str] = frozenset()
-        if shape is not None:
-            from polypy.passes.specialize import specialize_for_block
-
-            kernel = specialize_for_block(self.cpu, shape)
         if factor > 1:
-            kernel, arrays, sliced = self._coarse_checked(block, factor, kernel, arrays)
+            assert shape is not None
+            arrays, sliced = self._coarse_checked(kernel, self._fine(shape), arrays)
         # Copies of a shared array (Kernel.copies) are checked row by row, as the original.
         copies = dict(kernel.copies)
         sliced = sliced | frozenset(copy for copy in copies if copy in arrays)
-        cpu = self.module.cpu
-        jit = compile_module(n.Module((kernel,), globals=cpu.globals, source=cpu.source), globals=self.module.globals,
-                             checked={self.name: arrays}, sliced={self.name: sliced})
-        compiled = jit.kernels[self.name]
+        compiled = self._compile(kernel, checked={self.name: arrays}, sliced={self.name: sliced})
         if factor > 1:  # the copies of the partial coarse block are named after the originals
-            sites = tuple(dataclasses.replace(site, buffer=_original_name(site.buffer, self.cpu))
+            sites = tuple(dataclasses.replace(site, buffer=original_name(site.buffer, self.cpu))
                           for site in compiled.abi.sites)
             compiled.abi = dataclasses.replace(compiled.abi, sites=sites)
         compiled.reported_names = copies  # a copy's faults name the shared array it copies
         return compiled
 
-    def _coarse_checked(self, block: tuple[int, int, int], factor: int, fine: n.Kernel,
-                        arrays: frozenset[str]) -> tuple[n.Kernel, frozenset[str], frozenset[str]]:
-        """The coarse kernel for ``block`` and what its checked variant checks: the pointer
-        parameters of ``arrays``; where ``arrays`` has shared ones, every shared array of the coarse
-        kernel -- the sliced ones (one slice per sub-block) slice by slice."""
-        from polypy.driver.coarsen import coarsen_for_block
-
-        assert self.gpu is not None
-        kernel = coarsen_for_block(self.gpu, block=block, factor=factor)
-        if kernel is None:
-            raise InternalError(f"kernel {self.name!r}: coarsening by {factor} was planned but not done")
+    @staticmethod
+    def _coarse_checked(kernel: n.Kernel, fine: n.Kernel, arrays: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+        """What the checked variant of the coarse ``kernel`` (whose fine version is ``fine``) checks:
+        the pointer parameters of ``arrays``; where ``arrays`` has shared ones, every shared array of
+        the coarse kernel -- the sliced ones (one slice per sub-block) slice by slice."""
+        factor = kernel.coarsen[0]
         fine_shared = {b.name: b for b in fine.buffers if b.space == "shared"}
         checked = {name for name in arrays if name not in fine_shared}
         sliced = set()
@@ -368,12 +410,12 @@ class CompiledKernel:
                         and tuple(b.shape[1:]) == tuple(original.shape)
                         and isinstance(b.shape[0], n.Const) and int(b.shape[0].value) == factor):
                     sliced.add(b.name)
-        return kernel, frozenset(checked), frozenset(sliced)
+        return frozenset(checked), frozenset(sliced)
 
     @property
     def coarsened(self) -> dict[tuple[int, int, int], int]:
         """Block shape -> coarsening factor, for the shapes launched so far (1: not coarsened)."""
-        return {block: factor for block, (factor, _) in self._coarse.items()}
+        return dict(self._coarse)
 
     @property
     def signature(self) -> n.Kernel:
@@ -402,15 +444,15 @@ class CompiledKernel:
         proof = self._proof(grid, block, ints)
         return {a.name: (a.lo, a.hi) for a in proof.arrays if a.space == "global" and a.exact}  # type: ignore[misc]
 
-    def _proof(self, grid: tuple[int, int, int], block: tuple[int, int, int], ints: dict[str, int]) -> _Proof:
-        """What isl says about each array of a launch (see ``_Proof``), remembered per launch
+    def _proof(self, grid: tuple[int, int, int], block: tuple[int, int, int], ints: dict[str, int]) -> Proof:
+        """What isl says about each array of a launch (see ``Proof``), remembered per launch
         shape and integer arguments."""
         key = (grid, block, tuple(sorted(ints.items())))
         cached = self._footprints.get(key)
         if cached is not None:
             self._footprints.move_to_end(key)
             return cached
-        proof = call_on_big_stack(_Proof.of, self, grid, block, ints)  # a miss: the walks may go deep
+        proof = call_on_big_stack(Proof.of, self, grid, block, ints)  # a miss: the walks may go deep
         self._footprints[key] = proof
         if len(self._footprints) > FOOTPRINT_CACHE_SIZE:
             self._footprints.popitem(last=False)
@@ -456,7 +498,7 @@ class Launch:
         if unproven:
             compiled = k.checked_for(self.grid, self.block, unproven)
         else:
-            compiled = k.for_launch(self.grid, self.block)
+            compiled = k.for_launch(self.grid, self.block, arrays)
         compiled.run(self.grid, self.block, self.shmem, arrays, scalars, threads=k.module.threads)
 
     def __repr__(self) -> str:
@@ -493,6 +535,15 @@ class _Emulated:
 # --------------------------------------------------------------------------- checks
 
 
+def _apart(arrays: Mapping[str, np.ndarray]) -> Callable[[str, str], bool]:
+    """For the guard ``ArraysApart``: whether two pointer arguments of a launch share no memory."""
+    def apart(a: str, b: str) -> bool:
+        x, y = arrays.get(a), arrays.get(b)
+        return x is not None and y is not None and not np.may_share_memory(x, y)
+
+    return apart
+
+
 def _check_coarsen(coarsen: bool | int) -> bool | int:
     if isinstance(coarsen, bool):
         return coarsen
@@ -514,190 +565,3 @@ def _bind(kernel: n.Kernel, args: tuple, kwargs: dict) -> dict[str, Any]:
         raise UserError(f"pass the arguments of kernel {kernel.name!r} either all by position or all by name",
                         kernel.loc)
     return bind_arguments(kernel, kwargs if kwargs else args)
-
-
-class _ArrayChecks:
-    """What the binder does not check but compiled code relies on: alignment, writability, no
-    overlap where the code assumes none (``__restrict__`` pairs, the module's own arrays).
-
-    The pointer parameters and the pairs that must not overlap are worked out once per kernel;
-    messages are built only for a failure (this runs on every launch)."""
-
-    def __init__(self, kernel: n.Kernel):
-        self.kernel = kernel
-        self.pointers = [p for p in kernel.params if isinstance(p.ptype, PointerType)]
-        self.writable = [p for p in self.pointers if not p.ptype.const]
-        self.pairs = [(p, q) for i, p in enumerate(self.pointers) for q in self.pointers[i + 1:]
-                      if (p.ptype.restrict or q.ptype.restrict) and not (p.ptype.const and q.ptype.const)]
-        # a gradient's shadows and primal arguments (``Kernel.disjoint``): never the same storage
-        named = {p.name: p for p in self.pointers}
-        self.disjoint = [(named[a], named[b]) for a, b in kernel.disjoint if a in named and b in named]
-
-    def what(self, p: n.Param) -> str:
-        return f"argument {c_name(self.kernel, p.name)!r} of kernel {self.kernel.name!r}"
-
-    def check(self, arrays: Mapping[str, np.ndarray], globals_: Mapping[str, np.ndarray]) -> None:
-        for p in self.pointers:
-            arr = arrays[p.name]
-            if not arr.flags.aligned:
-                raise UserError(f"{self.what(p)} is not aligned to its element size (pass a copy: arr.copy())", p.loc)
-            for g, storage in globals_.items():
-                if np.may_share_memory(arr, storage):
-                    raise UserError(f"{self.what(p)} is the module's own __constant__/__device__ array {g!r}; "
-                                    f"pass a copy", p.loc)
-        for name, align, loc in self.kernel.aligned:
-            arr = arrays.get(name)
-            if arr is not None and arr.ctypes.data % align:
-                # Views are checked from the argument's start; one that starts off the view's
-                # alignment would fault on a GPU wherever the offsets do not make up for it.
-                raise UserError(f"{self.what(self.kernel.param(name))} is at an address that is not a multiple of "
-                                f"{align} bytes, which this view of it needs: polypy does not support such an "
-                                f"argument (on a GPU, an access here at an aligned offset faults with 'misaligned "
-                                f"address'); pass an aligned array", loc)
-        for p in self.writable:
-            if not arrays[p.name].flags.writeable:
-                raise UserError(f"{self.what(p)} is read-only, but the parameter ({p.ptype}) is not const", p.loc)
-        for p, q in self.pairs:
-            if np.may_share_memory(arrays[p.name], arrays[q.name]):
-                raise UserError(f"arguments {c_name(self.kernel, p.name)!r} and {c_name(self.kernel, q.name)!r} of "
-                                f"kernel {self.kernel.name!r} overlap, but one of them is __restrict__", p.loc)
-        for p, q in self.disjoint:
-            if np.may_share_memory(arrays[p.name], arrays[q.name]):
-                raise UserError(f"arguments {c_name(self.kernel, p.name)!r} and {c_name(self.kernel, q.name)!r} of "
-                                f"kernel {self.kernel.name!r} overlap: a gradient's shadow must be storage of its "
-                                f"own, apart from every primal argument", p.loc)
-
-
-def _original_name(name: str, kernel: n.Kernel) -> str:
-    """The shared array of ``kernel`` that ``name`` (a buffer of its coarse kernel: the
-    partial block's copy ``s_1`` of ``s``) stands for; ``name`` itself when there is none."""
-    if kernel.buffer(name) is not None:
-        return name
-    base, _, suffix = name.rpartition("_")
-    if suffix.isdigit() and base and kernel.buffer(base) is not None:
-        return base
-    return name
-
-
-@dataclasses.dataclass(frozen=True)
-class _ArrayProof:
-    """What isl says about the accesses of one array in one launch.
-
-    ``lo``/``hi``: sound bounds of every index used (None: unbounded); ``exact``: both are
-    certainly used; ``certain``: accesses that certainly use their range's bounds (each one
-    ``(lo, hi, kind, loc)``), which prove a launch wrong when they fall outside the array.
-    ``extent``: the array's element count when it does not depend on the arguments (a static
-    shared array); ``itemsize`` for the dynamic shared one (extent ``shmem // itemsize``).
-    """
-
-    name: str
-    space: str  # "global" | "shared" | "dynamic" (the extern __shared__ array)
-    lo: int | None
-    hi: int | None
-    exact: bool
-    certain: tuple[tuple[int, int, str, Any], ...]
-    extent: int | None = None
-    itemsize: int = 1
-
-    def size(self, arrays: Mapping[str, np.ndarray], shmem: int) -> int | None:
-        if self.space == "global":
-            arr = arrays.get(self.name)
-            return None if arr is None else arr.size
-        if self.space == "dynamic":
-            return shmem // self.itemsize
-        return self.extent
-
-
-@dataclasses.dataclass(frozen=True)
-class _Proof:
-    """Per array (pointer parameters, shared arrays) of a launch shape and integer arguments,
-    what ``check`` needs to prove a launch in bounds, prove it out of bounds, or leave it to the
-    bounds-checked code. ``arrays`` None: isl could not model the kernel (check everything)."""
-
-    arrays: tuple[_ArrayProof, ...] | None
-    everything: frozenset[str]  # what the bounds-checked code checks when nothing is proven
-    # The arrays isl modelled (touched or not); an array of the CPU form outside it (one
-    # gpu2cpu renamed, say) is never proven.
-    modeled: frozenset[str] = frozenset()
-    # (copy, original) shared arrays of the CPU form (``Kernel.copies``): proven with the original.
-    copies: tuple[tuple[str, str], ...] = ()
-
-    @staticmethod
-    def of(kernel: CompiledKernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-           ints: dict[str, int]) -> _Proof:
-        cpu = kernel.cpu
-        # A split extern shared array (Buffer.part) is checked by the name of the array it views;
-        # the block function's own copies (Buffer.frame) are read at the indices they were filled at.
-        everything = frozenset([p.name for p in cpu.params if isinstance(p.ptype, PointerType)]
-                               + [b.symbol if b.part is not None else b.name for b in cpu.buffers
-                                  if b.space == "shared" and not b.frame])
-        if kernel.gpu is None:
-            return _Proof(None, everything)
-        from polypy.poly.footprint import footprint
-
-        try:
-            footprints = footprint(kernel.gpu, grid, block, ints, shared=True)
-        except UserError:
-            return _Proof(None, everything)  # a kernel isl cannot model: check every access
-        arrays = []
-        for name, fp in footprints.items():
-            t = fp.touched
-            if t is None:
-                continue
-            certain = tuple((a.range.lo, a.range.hi, a.kind, a.loc) for a in fp.accesses if a.range.exact)
-            space, extent, itemsize = fp.space, None, 1
-            buf = kernel.gpu.buffer(name)
-            if space == "shared" and buf is not None:
-                itemsize = buf.elem.itemsize
-                if buf.shape is None:
-                    space = "dynamic"
-                elif all(isinstance(d, n.Const) for d in buf.shape):
-                    extent = 1
-                    for d in buf.shape:
-                        extent *= int(d.value)  # type: ignore[attr-defined]
-            arrays.append(_ArrayProof(name, space, t.lo, t.hi, t.exact, certain, extent, itemsize))
-        return _Proof(tuple(arrays), everything, frozenset(footprints), cpu.copies)
-
-    def check(self, launch: Launch, arrays: Mapping[str, np.ndarray]) -> frozenset[str]:
-        """The arrays this launch must bounds-check (empty: it is proven in bounds); raises a
-        ``UserError`` before the launch if isl proves an access outside its array."""
-        if self.arrays is None:
-            return self.everything
-        unproven = []
-        for a in self.arrays:
-            size = a.size(arrays, launch.shmem)
-            if size is None:
-                unproven.append(a.name)
-                continue
-            if a.lo is not None and a.hi is not None and 0 <= a.lo and a.hi < size:
-                continue
-            for lo, hi, kind, loc in a.certain:
-                if lo < 0 or hi >= size:
-                    _refuse(launch, a, size, lo if lo < 0 else hi, kind, loc)
-            unproven.append(a.name)
-        if not set(unproven) <= self.everything:  # names the CPU form does not have: check all
-            return self.everything
-        proven = {copy for copy, original in self.copies if original in self.modeled and original not in unproven}
-        return frozenset(unproven) | (self.everything - self.modeled - proven)
-
-
-def _refuse(launch: Launch, a: _ArrayProof, size: int, index: int, kind: str, loc: Any) -> None:
-    """Raise the error for a launch isl proves to access ``index`` of ``a`` (of ``size`` elements)."""
-    kernel = launch.kernel.signature
-    verb = "reads" if kind == "read" else "writes"
-    if a.space == "global":
-        what = f"argument {c_name(kernel, a.name)!r} of kernel {kernel.name!r}"
-        if index < 0:
-            raise UserError(f"{what}: this launch accesses index {index}, before the start of the array", loc)
-        hi = a.hi if a.exact and a.hi is not None else index
-        at_least = "" if a.exact else "at least "
-        raise UserError(f"{what} is too small for this launch: it needs {at_least}{hi + 1} elements (indices up "
-                        f"to {hi}), got an array of {size}", loc)
-    if a.space == "dynamic" and index >= 0:
-        exact = a.exact and a.hi is not None
-        need = ((a.hi if exact else index) + 1) * a.itemsize  # type: ignore[operator]
-        raise UserError(f"kernel {kernel.name} uses {'' if exact else 'at least '}{need} bytes of dynamic shared "
-                        f"memory (it {verb} index {index} of '{a.name}'), launched with {launch.shmem}", loc)
-    what = "dynamic shared array" if a.space == "dynamic" else "shared array"
-    raise UserError(f"kernel {kernel.name} {verb} index {index} of {what} '{a.name}' of {size} elements "
-                    f"with block {launch.block}", loc)

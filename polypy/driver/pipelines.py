@@ -144,6 +144,11 @@ for _name, _target in (
     ("stride-guarded-threads", "polypy.passes.specialize:stride_guarded_threads"),
     ("jam-threads", "polypy.passes.jam_threads:jam_thread_loops"),
     ("hoist-faults", "polypy.passes.hoist_faults:hoist_faults"),
+    # a kernel's versions (KernelVersions -> KernelVersions, polypy.passes.versions.build_versions)
+    ("version-block-shapes", "polypy.passes.versions:version_block_shapes"),
+    ("version-coarse-blocks", "polypy.passes.versions:version_coarse_blocks"),
+    ("version-arrays-apart", "polypy.passes.versions:version_arrays_apart"),
+    ("version-without-default", "polypy.passes.versions:version_without_default"),
     # gpu2cpu: GPU form, exact with isl
     ("forward-shared-stores", "gpu2cpu.forward_shared:forward_shared_stores"),
     ("eliminate-dead-shared-stores", "gpu2cpu.forward_shared:eliminate_dead_shared_stores"),
@@ -349,7 +354,7 @@ TARGETS = ("cpu", "cpu-ir", "llvm", "c", "cpp")
 def launch_versions(host, shapes: dict, plans: dict) -> list:
     """Per launch site of the whole program ``host``, the version of its kernel it runs and why
     (``polypy.coarsening.LaunchVersion``): ``shapes`` are the block shapes each kernel has
-    specialized versions for (``codegen.c.module.launch_block_shapes``), ``plans`` the coarsening
+    specialized versions for (``polypy.passes.versions.program_block_shapes``), ``plans`` the coarsening
     decision per (kernel, shape) (``polypy.driver.coarsen.block_coarsener``)."""
     from polypy.coarsening import LaunchVersion
     from polypy.launch import MAX_BLOCK, MAX_THREADS_PER_BLOCK
@@ -405,10 +410,11 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
         program = module.host is not None
     if program:
         from codegen.c import emit_program
-        from codegen.c.module import RUNTIME_INCLUDE, launch_block_shapes, with_runtime
+        from codegen.c.module import RUNTIME_INCLUDE, with_runtime
         from polypy.cccl import program_flags
         from polypy.coarsening import selectable_only
         from polypy.ir.visitor import walk
+        from polypy.passes.versions import program_block_shapes, program_versions
 
         # Launches whose block shape is known get a version specialized for it and, where legal
         # and it pays, one for coarse blocks: the decision the API makes per launch (``coarsen``).
@@ -416,14 +422,16 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
         coarsen = block_coarsener(module, optimize=optimize, decisions=plans) if optimize else None
         if coarsen is not None and not any(isinstance(x, n.Launch) for k in module.kernels for x in walk(k)):
             coarsen = selectable_only(coarsen, module.host, plans)  # (a launch from device code: any grid)
-        text = emit_program(module.host, {k.name: k for k in kernels}, threads=threads, check_bounds=check_bounds,
-                            barriers=decisions, coarsen=coarsen, runtime=RUNTIME_INCLUDE)
+        by_name = {k.name: k for k in kernels}
+        versions = program_versions(module.host, by_name, coarsen=coarsen, check_bounds=check_bounds)
+        text = emit_program(module.host, by_name, threads=threads, check_bounds=check_bounds, barriers=decisions,
+                            versions=versions, runtime=RUNTIME_INCLUDE)
         # A program using CCCL (Thrust) keeps the whole runtime: CCCL's headers use its names
         # (libcu++'s tuple interface of char1, float4...), and the slice reads only the program's uses.
         unused = None if program_flags(module.host) else _unused_runtime(text, module.host.main)
         text = with_runtime(text, unused)
         if report is not None:
-            report.extend(launch_versions(module.host, launch_block_shapes(module.host), plans))
+            report.extend(launch_versions(module.host, program_block_shapes(module.host), plans))
             report.extend(module.host.copies)  # copies between host and device made or not (frontend.host_copies)
             report.extend(module.host.loops)  # host loops of launches merged into one parallel region or not
         return text

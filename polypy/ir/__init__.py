@@ -11,6 +11,9 @@ from polypy.ir.types import (
     BOOL, F32, F64, I8, I16, I32, I64, SCALAR_TYPES, U8, U16, U32, U64, PointerType, ScalarType,
 )
 from polypy.ir.verifier import verify_kernel, verify_module
+from polypy.ir.versions import (
+    ArraysApart, BlockShapeIs, EnoughCoarseBlocks, Facts, Guard, KernelVersions, print_versions,
+)
 from polypy.ir.visitor import Mutator, Visitor, child_fields, iter_children, substitute, walk, walk_block
 
 __all__ = [
@@ -21,5 +24,6 @@ __all__ = [
     "parse_kernel", "parse_module", "format_expr", "print_ir", "print_kernel", "print_module",
     "BOOL", "F32", "F64", "I8", "I16", "I32", "I64", "U8", "U16", "U32", "U64", "SCALAR_TYPES",
     "PointerType", "ScalarType", "verify_kernel", "verify_module",
+    "ArraysApart", "BlockShapeIs", "EnoughCoarseBlocks", "Facts", "Guard", "KernelVersions", "print_versions",
     "Mutator", "Visitor", "child_fields", "iter_children", "substitute", "walk", "walk_block",
 ]

@@ -183,3 +183,11 @@ class HostProgram:
     @property
     def loops(self) -> tuple[LoopMerge, ...]:
         return tuple(l for f in self.files.values() for l in f.loops)
+
+
+def needs_stub(host: HostProgram, kernel: str) -> bool:
+    """Whether the program may run ``kernel`` through its host stub: where it names the kernel
+    as a value (``HostProgram.as_values``), launches through a pointer, or is one file of a
+    program built by separate compilation (or has no main: another file may launch it). A kernel
+    the program only launches with ``<<<...>>>`` needs none (nor the runtime's stub registry)."""
+    return host.part or not host.has_main or kernel in host.as_values or any(f.indirect for f in host.files.values())

@@ -1,6 +1,8 @@
 """Running a list of passes: verification after each, optional dumps and timings.
 
-A pass is a pure function ``Kernel -> Kernel``. A pipeline is a visible list of ``Pass``
+A pass is a pure function ``Kernel -> Kernel``, or ``KernelVersions -> KernelVersions`` (the
+passes that make a kernel's versions, ``polypy.passes.versions``; each new kernel among the
+versions is verified, and the dump prints every version with its guard). A pipeline is a visible list of ``Pass``
 entries. ``run_pipeline`` verifies the IR after every pass that changed it (a pass that changes nothing
 returns its input, which is not checked again; the last pass's output is checked once at least), prints it after the passes named in
 ``POLYPY_PRINT_AFTER`` (comma separated, or ``all``) or by ``printing_after`` (``polypy translate
@@ -22,6 +24,7 @@ from polypy.errors import InternalError, UserError
 from polypy.ir.nodes import Kernel
 from polypy.ir.printer import print_kernel
 from polypy.ir.verifier import verify_kernel
+from polypy.ir.versions import KernelVersions, print_versions
 from polypy.stack import on_big_stack
 
 
@@ -49,14 +52,14 @@ def printing_after(names: str | None):
 
 @on_big_stack
 def run_pipeline(
-    kernel: Kernel,
+    kernel: Kernel | KernelVersions,
     passes: Sequence[Pass],
     *,
     verify: bool = True,
     timings: dict[str, float] | None = None,
     print_after: str | None = None,
     stream=None,
-) -> Kernel:
+) -> Kernel | KernelVersions:
     """Apply ``passes`` in order; see the module docstring."""
     wanted = print_after if print_after is not None else _PRINT_AFTER.get()
     if wanted is None:
@@ -76,17 +79,29 @@ def run_pipeline(
             raise InternalError(f"in pass {p.name} on kernel {kernel.name!r}: {type(exc).__name__}: {exc}") from exc
         if timings is not None:
             timings[p.name] = timings.get(p.name, 0.0) + time.perf_counter() - start
-        if not isinstance(result, Kernel):
-            raise InternalError(f"pass {p.name} returned {type(result).__name__}, not a Kernel")
+        kind = Kernel if isinstance(kernel, Kernel) else KernelVersions
+        if not isinstance(result, kind):
+            raise InternalError(f"pass {p.name} returned {type(result).__name__}, not a {kind.__name__}")
         if verify and (result is not kernel or p is passes[-1] and not verified):
             # A pass that changed nothing returns its input: checked once, not after every pass.
             try:
-                verify_kernel(result)
+                _verify(result, kernel)
             except InternalError as exc:
                 raise InternalError(f"after pass {p.name}: {exc}") from exc
             verified = True
         if p.name in dump_names or "all" in dump_names:
             print(f"// ----- IR after {p.name} ({kernel.name})", file=out)
-            print(print_kernel(result), file=out, end="")
+            print(print_kernel(result) if isinstance(result, Kernel) else print_versions(result), file=out, end="")
         kernel = result
     return kernel
+
+
+def _verify(result: Kernel | KernelVersions, before: Kernel | KernelVersions) -> None:
+    """``verify_kernel`` on ``result``, or on each kernel of versions that ``before`` did not have."""
+    if isinstance(result, Kernel):
+        verify_kernel(result)
+        return
+    old = {id(k) for k in before.kernels} if isinstance(before, KernelVersions) else set()
+    for k in result.kernels:
+        if id(k) not in old:
+            verify_kernel(k)

@@ -21,7 +21,9 @@ the version is chosen at run time, launch by launch, and only then:
 * a kernel library: through its second entry point ``K_launch_apart``, which ``codegen.c.build.CLibrary``
   calls for NumPy arguments where no other argument views the storage of a written one (two views
   of one array are not apart, as two pointers into one ``cudaMalloc`` block are not) and the
-  library has no module arrays the kernel could reach by name; ``K_launch`` never assumes it.
+  library has no module arrays the kernel could reach by name; ``K_launch`` never assumes it;
+* the Python API (``polypy.compile``, LLVM: the restrict pointers are ``noalias``): a launch
+  whose arrays are proven in bounds and share no memory pairwise (``np.may_share_memory``).
 
 Only versions specialized for a block shape get such a twin, and only where it can pay
 (``apart_twin``): a loop over threads that loads, at an index the same for all its threads, from a

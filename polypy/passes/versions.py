@@ -1,0 +1,216 @@
+"""The passes that make a kernel's versions (``polypy.ir.versions.KernelVersions``), in order.
+
+Each is a pure function ``KernelVersions -> KernelVersions`` registered by name in
+``polypy.driver.pipelines`` and run by ``run_pipeline`` (``--dump-after version-block-shapes``
+prints the versions); ``build_versions`` runs them, for the C backend (``lower_and_emit``) and
+the Python API alike. Starting from a CPU-form kernel as the default::
+
+    version-block-shapes     (block == S, specialize_block_shape(K, S)) per block shape S
+    version-coarse-blocks    before each: (block == S && enough coarse blocks, coarse K for S),
+                             where the caller's ``coarsen`` gives one (polypy.coarsening)
+    version-arrays-apart     before each shape's versions: the same with the written pointers
+                             restrict, guarded by "arrays apart" (polypy.passes.apart_twins)
+    version-without-default  no default: every launch has one of the shapes (a whole program)
+
+so that one shape's versions come in the order a launch tries them::
+
+    S && apart && enough -> coarse, restrict      S && apart -> fine, restrict
+    S && enough          -> coarse                S          -> fine
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, Mapping, Optional, Sequence
+
+from polypy.ir import nodes as n
+from polypy.ir.host import HostProgram, needs_stub
+from polypy.ir.types import PointerType
+from polypy.ir.visitor import walk
+from polypy.ir.versions import ArraysApart, BlockShapeIs, EnoughCoarseBlocks, Guard, KernelVersions
+from polypy.launch import MAX_BLOCK, MAX_THREADS_PER_BLOCK, check_block_shape
+from polypy.passes.apart_twins import apart_twin, restricted, with_restrict, written_pointers
+from polypy.passes.pipeline import Pass, run_pipeline
+
+BlockShape = tuple[int, int, int]
+# Per block shape, a kernel's version for coarse blocks (``polypy.coarsening.CoarseVersion``: its
+# kernel and the coarse blocks per worker a launch needs), or None: called with the default
+# kernel (CPU form), the shape and the kernel specialized for that shape.
+Coarsener = Callable[[n.Kernel, BlockShape, n.Kernel], Optional[object]]
+
+
+def _shape_of(guard: Guard) -> BlockShape | None:
+    """The block shape of a guard that is a block shape and nothing else."""
+    if len(guard.conditions) == 1 and isinstance(guard.conditions[0], BlockShapeIs):
+        return guard.conditions[0].shape
+    return None
+
+
+def version_block_shapes(versions: KernelVersions, *, shapes: Sequence[BlockShape] = ()) -> KernelVersions:
+    """A version specialized for each block shape of ``shapes`` (``specialize-block-shape``)
+    after those already made; requires the default kernel."""
+    from polypy.passes.specialize import specialize_for_block
+
+    kernel = versions.default
+    if kernel is None:
+        return versions
+    made = {_shape_of(g) for g, _ in versions.versions}
+    added = []
+    for shape in dict.fromkeys(check_block_shape(tuple(s)) for s in shapes):
+        if shape not in made:
+            added.append((Guard((BlockShapeIs(shape),)), specialize_for_block(kernel, shape)))
+    if not added:
+        return versions
+    return versions.replace(versions=versions.versions + tuple(added))
+
+
+def version_coarse_blocks(versions: KernelVersions, *, coarsen: Coarsener | None = None) -> KernelVersions:
+    """Before each block-shape version, its version for coarse blocks where ``coarsen`` gives one,
+    guarded by "the grid has enough coarse blocks" (``polypy.coarsening``); a twin for arrays
+    apart gets the coarse kernel with its restrict pointers. Shapes that have coarse versions
+    already are left alone."""
+    kernel = versions.default
+    if coarsen is None or kernel is None:
+        return versions
+    done = {g.find(BlockShapeIs) for g, _ in versions.versions if g.find(EnoughCoarseBlocks) is not None}
+    fine = {_shape_of(g): k for g, k in versions.versions if _shape_of(g) is not None}
+    made: dict[BlockShape, object] = {}
+    out: list[tuple[Guard, n.Kernel]] = []
+    changed = False
+    for guard, k in versions.versions:
+        shape = guard.find(BlockShapeIs)
+        if shape is not None and shape not in done and shape.shape in fine:
+            if shape.shape not in made:
+                made[shape.shape] = coarsen(kernel, shape.shape, fine[shape.shape])
+            coarse = made[shape.shape]
+            if coarse is not None:
+                enough = EnoughCoarseBlocks(coarse.kernel.coarsen, coarse.blocks_per_worker)  # type: ignore[attr-defined]
+                restrict = restricted(k) - restricted(fine[shape.shape])
+                coarse_kernel = coarse.kernel if not restrict else with_restrict(coarse.kernel, restrict)  # type: ignore
+                out.append((guard.and_(enough), coarse_kernel))
+                changed = True
+        out.append((guard, k))
+    return versions.replace(versions=tuple(out)) if changed else versions
+
+
+def apart_pairs(kernel: n.Kernel) -> tuple[tuple[str, str], ...]:
+    """The pairs of pointer parameters a twin's "arrays apart" test needs: each written one with
+    every other pointer parameter, each pair once."""
+    written = written_pointers(kernel)
+    pointers = [p.name for p in kernel.params if isinstance(p.ptype, PointerType)]
+    return tuple(dict.fromkeys((w, p) for w in written for p in pointers
+                               if p != w and not (p in written and written.index(p) < written.index(w))))
+
+
+def version_arrays_apart(versions: KernelVersions, *, check_bounds: bool = False) -> KernelVersions:
+    """Before the versions of each block shape, their twins with the written pointers restrict
+    (``apart_twin``, where that can pay), guarded by the arrays being apart. Not for
+    bounds-checked code (whose checks the twins would not keep apart from the fast ones)."""
+    kernel = versions.default
+    if check_bounds or kernel is None:
+        return versions
+    pairs = apart_pairs(kernel)
+    if not pairs:
+        return versions
+    apart = ArraysApart(pairs)
+    groups: dict[BlockShape, list[tuple[Guard, n.Kernel]]] = {}
+    order: list[BlockShape] = []
+    others: list[tuple[Guard, n.Kernel]] = []
+    for guard, k in versions.versions:
+        shape = guard.find(BlockShapeIs)
+        if shape is None or guard.find(ArraysApart) is not None:
+            others.append((guard, k))
+            continue
+        if shape.shape not in groups:
+            order.append(shape.shape)
+        groups.setdefault(shape.shape, []).append((guard, k))
+    out: list[tuple[Guard, n.Kernel]] = []
+    changed = False
+    for shape in order:
+        group = groups[shape]
+        fine = next((k for g, k in group if _shape_of(g) is not None), None)
+        twin = apart_twin(fine) if fine is not None else None
+        if twin is not None:
+            names = restricted(twin)
+            for guard, k in group:
+                conditions = (guard.conditions[0], apart) + guard.conditions[1:]
+                out.append((Guard(conditions), twin if k is fine else with_restrict(k, names)))
+            changed = True
+        out.extend(group)
+    return versions.replace(versions=tuple(out + others)) if changed else versions
+
+
+def version_without_default(versions: KernelVersions) -> KernelVersions:
+    """No default version: the caller knows every launch has one of the versions' block shapes."""
+    if versions.default is None or not versions.versions:
+        return versions
+    return versions.replace(default=None)
+
+
+def version_passes(*, shapes: Sequence[BlockShape] = (), coarsen: Coarsener | None = None,
+                   check_bounds: bool = False, apart: bool = True, default: bool = True) -> tuple[Pass, ...]:
+    """The passes ``build_versions`` runs (each registered under its name in ``polypy.driver.pipelines``)."""
+    steps = (Pass("version-block-shapes", functools.partial(version_block_shapes, shapes=tuple(shapes))),
+             Pass("version-coarse-blocks", functools.partial(version_coarse_blocks, coarsen=coarsen)))
+    if apart:
+        steps += (Pass("version-arrays-apart", functools.partial(version_arrays_apart, check_bounds=check_bounds)),)
+    return steps + (() if default else (Pass("version-without-default", version_without_default),))
+
+
+def build_versions(kernel: n.Kernel, *, shapes: Sequence[BlockShape] = (), coarsen: Coarsener | None = None,
+                   check_bounds: bool = False, apart: bool = True, default: bool = True) -> KernelVersions:
+    """The versions of CPU-form ``kernel``: one per block shape of ``shapes``, each with its coarse
+    version (``coarsen``) and twins for arrays apart (``apart``, a backend that has them; not with
+    ``check_bounds``), and ``kernel`` itself as the default unless ``default`` is False (see the
+    module docstring)."""
+    start = KernelVersions(kernel)
+    if not shapes:
+        return start
+    return run_pipeline(start, version_passes(shapes=shapes, coarsen=coarsen, check_bounds=check_bounds,
+                                              apart=apart, default=default))
+
+
+# ---- a whole program's versions ------------------------------------------------------------------
+# Block shapes per kernel that a whole program gets specialized versions for, at most.
+MAX_PROGRAM_SPECIALIZATIONS = 4
+
+
+def program_block_shapes(host: HostProgram) -> dict[str, list[BlockShape]]:
+    """Per kernel, the block shapes of its launch sites that are constants (``<<<g, 256>>>``,
+    ``dim3(16, 16)``, ``dim3(ROW_BLOCK)``: ``LaunchSite.block_shape``), the first
+    ``MAX_PROGRAM_SPECIALIZATIONS``: a version each; launches with other shapes (a ``dim3``
+    variable, a size computed at run time) run the default version."""
+    out: dict[str, list[BlockShape]] = {}
+    for site in host.launches:
+        shape = site.block_shape
+        if shape is None or not 1 <= shape[0] * shape[1] * shape[2] <= MAX_THREADS_PER_BLOCK or shape[2] > MAX_BLOCK[2]:
+            continue
+        shapes = out.setdefault(site.kernel, [])
+        if shape not in shapes and len(shapes) < MAX_PROGRAM_SPECIALIZATIONS:
+            shapes.append(shape)
+    return out
+
+
+def closed_kernels(host: HostProgram, kernels: Mapping[str, n.Kernel],
+                   shapes: Mapping[str, Sequence[BlockShape]]) -> set[str]:
+    """The kernels every launch of which has one of their specialized block shapes: launched
+    only by the program's own ``<<<...>>>`` (no host stub it may call, no launch from device
+    code), each with a block shape known at compile time. They need no default version."""
+    from_device = {x.kernel for k in kernels.values() for x in walk(k) if isinstance(x, n.Launch)}
+    out = set()
+    for name in kernels:
+        sites = [s for s in host.launches if s.kernel == name]
+        if sites and name not in from_device and not needs_stub(host, name) and \
+                all(s.block_shape is not None and s.block_shape in shapes.get(name, ()) for s in sites):
+            out.add(name)
+    return out
+
+
+def program_versions(host: HostProgram, kernels: Mapping[str, n.Kernel], *, coarsen: Coarsener | None = None,
+                     check_bounds: bool = False) -> dict[str, KernelVersions]:
+    """The versions of each CPU-form kernel of the whole program ``host`` (``build_versions``):
+    per block shape of its launches (``program_block_shapes``), without a default where every
+    launch has one of them (``closed_kernels``)."""
+    shapes = program_block_shapes(host)
+    closed = closed_kernels(host, kernels, shapes)
+    return {name: build_versions(k, shapes=shapes.get(name, ()), coarsen=coarsen, check_bounds=check_bounds,
+                                 default=name not in closed) for name, k in kernels.items()}

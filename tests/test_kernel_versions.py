@@ -1,0 +1,221 @@
+"""Kernel versions as an IR value (``polypy.ir.versions.KernelVersions``), made by the registered
+passes of ``polypy.passes.versions`` through ``run_pipeline``: the value built for a few kernels
+(guards, order, count), its dump, a version's selection, and each guard's C text (printed by the C
+backend) and Python evaluation (the JIT's) agreeing on launch shapes."""
+from __future__ import annotations
+
+import io
+import subprocess
+
+import pytest
+
+from c_support import need_compiler
+from codegen.c import emit_kernels, find_compiler
+from codegen.c.kernel import Options
+from codegen.c.versions import guard_text
+from polypy.driver.cli import main
+from polypy.driver.coarsen import block_coarsener
+from polypy.driver.pipelines import PASSES, lower_and_emit
+from polypy.driver.source import load
+from polypy.ir.versions import (ArraysApart, BlockShapeIs, EnoughCoarseBlocks, Facts, Guard, KernelVersions,
+                                print_versions)
+from polypy.passes import run_pipeline
+from polypy.passes.versions import build_versions, version_passes
+
+SOURCE = """
+__global__ void scale(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i];
+}
+
+__global__ void taps(int n, const float* mask, const float* in, float* out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float s = 0.0f;
+    for (int k = 0; k < 9; k++) s += mask[k] * in[i + k];
+    out[i] = s;
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def module():
+    return load(None, text=SOURCE)
+
+
+@pytest.fixture(scope="module")
+def cpu(module):
+    return lower_and_emit(module, "cpu")
+
+
+def test_block_shapes_and_default(cpu) -> None:
+    kernel = cpu.kernel("scale")
+    versions = build_versions(kernel, shapes=[(256, 1, 1), (128, 1, 1), (256, 1, 1)])
+    assert versions.default is kernel and versions.name == "scale"
+    assert [g for g, _ in versions.versions] == [Guard((BlockShapeIs((256, 1, 1)),)),
+                                                 Guard((BlockShapeIs((128, 1, 1)),))]
+    assert [g.suffix() for g, _ in versions.versions] == ["b256x1x1", "b128x1x1"]
+    assert all(k.stage == "cpu" and k is not kernel for _, k in versions.versions)
+    # no shapes: the kernel alone; no default: a whole program's promise
+    assert build_versions(kernel) == KernelVersions(kernel)
+    assert build_versions(kernel, shapes=[(64, 1, 1)], default=False).default is None
+
+
+def test_coarse_versions_come_first_and_are_selected_by_the_grid(module, cpu) -> None:
+    kernel = cpu.kernel("scale")
+    versions = build_versions(kernel, shapes=[(64, 1, 1)], coarsen=block_coarsener(module))
+    (guard_c, coarse), (guard_f, fine) = versions.versions
+    enough = guard_c.find(EnoughCoarseBlocks)
+    assert guard_c.conditions[0] == BlockShapeIs((64, 1, 1)) and enough is not None
+    assert enough.factor == coarse.coarsen and coarse.coarsen[0] > 1 and enough.blocks_per_worker == 8
+    assert guard_f == Guard((BlockShapeIs((64, 1, 1)),))
+    assert guard_c.suffix() == f"b64x1x1_c{'x'.join(map(str, coarse.coarsen))}"
+    f = coarse.coarsen[0]
+    many = Facts(grid=(8 * 4 * f, 1, 1), block=(64, 1, 1), workers=4)
+    few = Facts(grid=(8 * 4 * f - f, 1, 1), block=(64, 1, 1), workers=4)
+    other = Facts(grid=(10_000, 1, 1), block=(32, 1, 1), workers=4)
+    assert versions.select(many) == (guard_c, coarse)
+    assert versions.select(few) == (guard_f, fine)
+    assert versions.select(other) == (None, kernel)
+
+
+def test_arrays_apart_twins(cpu) -> None:
+    kernel = cpu.kernel("taps")
+    versions = build_versions(kernel, shapes=[(128, 1, 1)])
+    guards = [g for g, _ in versions.versions]
+    apart = ArraysApart((("out", "mask"), ("out", "in")))
+    assert guards == [Guard((BlockShapeIs((128, 1, 1)), apart)), Guard((BlockShapeIs((128, 1, 1)),))]
+    twin, fine = (k for _, k in versions.versions)
+    assert {p.name for p in twin.params if getattr(p.ptype, "restrict", False)} == {"out"}
+    assert twin.body == fine.body
+    assert versions.select(Facts(block=(128, 1, 1), apart=lambda a, b: True))[1] is twin
+    assert versions.select(Facts(block=(128, 1, 1), apart=lambda a, b: (a, b) != ("out", "in")))[1] is fine
+    # bounds-checked code gets no twin
+    assert len(build_versions(kernel, shapes=[(128, 1, 1)], check_bounds=True).versions) == 1
+    # the C launcher prints the same guard with the launcher's argument names
+    text = emit_kernels([kernel], block_shapes={"taps": [(128, 1, 1)]})
+    assert "if (polypy_rt_apart" not in text.split("taps_launch_apart(")[0].split("void taps_launch(")[-1]
+
+
+def test_version_passes_are_registered_and_dumped(cpu) -> None:
+    steps = version_passes(shapes=[(256, 1, 1)], default=False)
+    assert [p.name for p in steps] == ["version-block-shapes", "version-coarse-blocks", "version-arrays-apart",
+                                       "version-without-default"]
+    assert all(p.name in PASSES for p in steps)
+    out = io.StringIO()
+    versions = run_pipeline(KernelVersions(cpu.kernel("scale")), steps, print_after="version-block-shapes",
+                            stream=out)
+    text = out.getvalue()
+    assert text.startswith("// ----- IR after version-block-shapes (scale)\n// versions of scale: 1 guarded, and a default")
+    assert "// when blockDim.x == 256u && blockDim.y == 1u && blockDim.z == 1u  (version b256x1x1)" in text
+    assert "// otherwise  (version generic)" in text
+    assert versions.default is None
+    assert "no version (a launch of another block shape aborts)" in print_versions(versions)
+
+
+def test_dump_after_a_version_pass_in_translate(tmp_path, capsys) -> None:
+    src = tmp_path / "p.cu"
+    src.write_text(SOURCE + """
+int main() {
+  float *x, *y;
+  cudaMalloc(&x, 512 * sizeof(float));
+  cudaMalloc(&y, 512 * sizeof(float));
+  scale<<<2, 256>>>(512, 2.0f, x, y);
+  cudaDeviceSynchronize();
+  return 0;
+}
+""")
+    assert main(["translate", str(src), "--dump-after", "version-without-default", "-o", str(tmp_path / "p.cpp")]) == 0
+    err = capsys.readouterr().err
+    assert "// ----- IR after version-without-default (scale)" in err
+    assert "// when blockDim.x == 256u && blockDim.y == 1u && blockDim.z == 1u  (version b256x1x1)" in err
+    assert "// otherwise: no version" in err  # every launch of scale has that shape
+    # the launcher has no generic version to fall back on
+    assert "scale_launch_generic" not in (tmp_path / "p.cpp").read_text()
+
+
+GUARDS = [
+    Guard((BlockShapeIs((32, 8, 1)),)),
+    Guard((BlockShapeIs((64, 1, 1)), EnoughCoarseBlocks((4, 1, 1), 8))),
+    Guard((EnoughCoarseBlocks((3, 1, 1), 2),)),
+    Guard((BlockShapeIs((256, 1, 1)), EnoughCoarseBlocks((32, 1, 1), 8))),
+]
+LAUNCHES = [((g, gy, 1), b, w) for g in (1, 3, 31, 32, 33, 64, 95, 96, 97, 1000, 4096) for gy in (1, 2, 7)
+            for b in ((32, 8, 1), (64, 1, 1), (256, 1, 1), (8, 8, 4)) for w in (1, 2, 3, 16)]
+
+
+def test_guard_c_text_and_python_evaluation_agree(tmp_path) -> None:
+    """Each guard's C text (the launcher's) compiled into a program that prints its value over many
+    launches, against ``Guard.holds`` (the JIT's) on the same launches."""
+    need_compiler(cpp=True)
+    options = Options(cpp=True, threads=0)
+    checks = "\n".join(f"  std::printf(\"%d\", ({guard_text(g, options)}) ? 1 : 0);" for g in GUARDS)
+    rows = ",\n".join(f"  {{{g[0]}u, {g[1]}u, {g[2]}u, {b[0]}u, {b[1]}u, {b[2]}u, {w}}}" for g, b, w in LAUNCHES)
+    program = f"""#include <cstdio>
+struct dim3 {{ unsigned x, y, z; }};
+static int workers;
+#define POLYPY_WORKERS() workers
+static const unsigned launches[][7] = {{
+{rows}
+}};
+int main() {{
+  for (const auto& l : launches) {{
+    dim3 grid = {{l[0], l[1], l[2]}}, block = {{l[3], l[4], l[5]}};
+    workers = (int)l[6];
+{checks}
+    std::printf("\\n");
+  }}
+  return 0;
+}}
+"""
+    (tmp_path / "guards.cpp").write_text(program)
+    exe = tmp_path / "guards"
+    subprocess.run([find_compiler(True), "-O1", str(tmp_path / "guards.cpp"), "-o", str(exe)], check=True)
+    lines = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
+    expected = ["".join("1" if g.holds(Facts(grid=grid, block=block, workers=w)) else "0" for g in GUARDS)
+                for grid, block, w in LAUNCHES]
+    assert lines == expected
+    assert {line[1] for line in lines} == {"0", "1"} and {line[2] for line in lines} == {"0", "1"}
+
+
+def test_api_selects_versions_by_their_guards() -> None:
+    """The Python API takes its versions from the same stage and evaluates their guards per launch:
+    the twin for arrays apart (LLVM ``noalias``) only where the arguments share no memory, the
+    coarse version only where the grid has enough coarse blocks; results as NumPy's."""
+    import numpy as np
+
+    import polypy
+
+    rng = np.random.default_rng(7)
+    n = 4096
+    mask = rng.random(9, dtype=np.float32)
+    x = rng.random(n + 9, dtype=np.float32)
+    ref = sum(mask[j] * x[j:j + n] for j in range(9))
+    k = polypy.compile(None, text=SOURCE, threads=2, coarsen=False).taps
+    out = np.zeros(n, np.float32)
+    k[n // 128, 128](n, mask, x, out)
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
+    assert ((128, 1, 1), "b128x1x1_r") in k.compiled_versions
+    guard, twin = k.select((n // 128, 1, 1), (128, 1, 1), {"mask": mask, "in": x, "out": out})
+    assert guard.suffix() == "b128x1x1_r" and guard.find(ArraysApart) is not None
+    # `out` is one array with `mask` inside it: not apart, the plain version runs
+    buf = np.zeros(n + 9, np.float32)
+    buf[n:] = mask
+    arrays = {"mask": buf[n:], "in": x, "out": buf}
+    assert k.select((n // 128, 1, 1), (128, 1, 1), arrays)[0].suffix() == "b128x1x1"
+    k[n // 128, 128](n, buf[n:], x, buf)
+    np.testing.assert_allclose(buf[:n], ref, rtol=1e-5)
+    # coarse blocks of a forced factor: every launch of the shape; of the model's: enough blocks only
+    forced = polypy.compile(None, text=SOURCE, threads=2, coarsen=4).scale
+    assert forced.select((3, 1, 1), (64, 1, 1))[0].suffix() == "b64x1x1_c4x1x1"
+    model = polypy.compile(None, text=SOURCE, threads=2).scale
+    few, many = (2, 1, 1), (4096, 1, 1)
+    assert model.select(few, (64, 1, 1))[0].suffix() == "b64x1x1"
+    factor = model.coarsened[(64, 1, 1)]
+    assert factor > 1 and model.select(many, (64, 1, 1))[0].suffix() == f"b64x1x1_c{factor}x1x1"
+    y = np.zeros(64 * 4096, np.float32)
+    xs = rng.random(64 * 4096, dtype=np.float32)
+    model[many, 64](64 * 4096, 2.0, xs, y)
+    np.testing.assert_allclose(y, 2 * xs, rtol=1e-6)
+    assert ((64, 1, 1), f"b64x1x1_c{factor}x1x1") in model.compiled_versions
