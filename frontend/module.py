@@ -82,7 +82,7 @@ def _parse_pass(path: str, language: str, text: str | None, defines: dict[str, s
     """One pass of nvcc's over the file (see ``frontend.device_pass``): the module and the unit."""
     elsewhere = DeviceSources(device_sources, defines, include_dirs)
     tu = parse_translation_unit(path, language, text=text, defines=defines, include_dirs=include_dirs)
-    wanted = list(instantiate) + (explicit_instantiations(tu, path) if language == "cuda" else [])
+    wanted = list(instantiate) + (explicit_instantiations(tu, path, text) if language == "cuda" else [])
     members = explicit_class_members(list(tu.cursor.get_children()), path) if language == "cuda" else []
     if wanted or members:
         # Name each instance in code appended to the file: clang instantiates it, and the
