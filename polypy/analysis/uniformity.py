@@ -140,7 +140,7 @@ def thread_uniform(e: n.Expr, divergent: Container[str], local_buffers: Containe
 
 def _first_returns(stmts: tuple[n.Stmt, ...]) -> dict[int, n.Stmt]:
     """For each loop (by id) whose body holds a ``return``, the first one in source order (what
-    ``first_escaping_jump(body, n.Return)`` finds), all in one walk: asked of each loop, the
+    ``first_escaping_jump(loop.body, n.Return)`` finds), all in one walk: asked of each loop, the
     question walked the loop's whole body, at every level of a nest (1,000 nested loops:
     500,000 statements)."""
     found: dict[int, n.Stmt] = {}
@@ -154,8 +154,8 @@ def _first_returns(stmts: tuple[n.Stmt, ...]) -> dict[int, n.Stmt]:
                 loops = loops[1]
             continue
         inner = (s, loops) if isinstance(s, (n.For, n.While)) else loops
-        for name in reversed(s.BLOCKS):
-            stack.extend((c, inner) for c in reversed(getattr(s, name)))
+        for name in reversed(s.BLOCKS):  # a while's update is not its body (``loop``'s question)
+            stack.extend((c, loops if name == "update" else inner) for c in reversed(getattr(s, name)))
     return found
 
 
