@@ -89,7 +89,7 @@ def _parse_pass(path: str, language: str, text: str | None, defines: dict[str, s
     ``device_view``: the device pass's kernels, which the host program is built against."""
     elsewhere = DeviceSources(device_sources, defines, include_dirs)
     tu = parse_translation_unit(path, language, text=text, defines=defines, include_dirs=include_dirs)
-    wanted = list(instantiate) + (explicit_instantiations(tu, path) if language == "cuda" else [])
+    wanted = list(instantiate) + (explicit_instantiations(tu, path, text) if language == "cuda" else [])
     members = explicit_class_members(top_cursors(tu), path) if language == "cuda" else []
     if wanted or members:
         # Name each instance in code appended to the file: clang instantiates it, and the

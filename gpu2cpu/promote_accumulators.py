@@ -72,13 +72,15 @@ class _Promoter(Mutator):
                 runs: n.Expr):
         """``loop`` with the elements of its first promotable buffer in registers, guarded by ``runs`` (the
         loop runs at least once); ``loop`` itself when there is none."""
+        stored = {(s.buffer, s.index) for s in body if isinstance(s, n.Store)}
+        if not stored:  # asked first: the walks below, at every loop of a nest, were quadratic
+            return loop
         everything = [x for e in header for x in walk(e)] + list(walk_block(body))
         if any(isinstance(x, _REFUSED) or (isinstance(x, n.For) and x.kind == "threads") for x in everything):
             return loop
         changed = written_names(body) | declared_names(body)
         if isinstance(loop, n.For):
             changed.add(loop.var)
-        stored = {(s.buffer, s.index) for s in body if isinstance(s, n.Store)}
         for buffer in sorted({b for b, _ in stored}):
             accesses = [x for x in everything if isinstance(x, (n.Load, n.Store)) and x.buffer == buffer]
             elements = sorted({x.index for x in accesses}, key=str)

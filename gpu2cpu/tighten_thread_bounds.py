@@ -95,6 +95,11 @@ For each thread loop, innermost first:
 
    Conditions of enclosing ``if`` s are known facts: a check already made is not repeated.
 
+A thread loop whose body holds more than ``MAX_TIGHTENED_NODES`` IR nodes (machine-generated
+expressions of thousands of terms) is left as it is: the steps copy the body (versions, the
+original under the run-time check) and walk it once per condition, which costs more than a
+vector loop gains there (a 10,000-term sum: 7 s of CPU, its code twice as long).
+
 Counter-uniform ``if`` s that end up alone in a thread loop are hoisted out of it (unswitching),
 so a guard on ``ty`` inside the ``tx`` loop reaches the ``ty`` loop's bounds, and run-time
 checks move out of the loop nest. A statement of the first thread alone (``if (tx == 0) S``
@@ -124,7 +129,7 @@ from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, box_range, box_version,
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
-from polypy.ir.queries import conjunction
+from polypy.ir.queries import conjunction, tree_size
 from polypy.ir.types import I64, U32
 from polypy.ir.visitor import Mutator, rebuild, substitute, walk
 
@@ -135,6 +140,8 @@ from polypy.ir.visitor import Mutator, rebuild, substitute, walk
 # blocks gain (transpose_tiled 0.57x -> 0.48x of the OpenMP port through LLVM); in a loop of
 # 1024 (a coarse row of a stencil) a border block runs most of its threads in the vector loop.
 RANGE_MIN_THREADS = 256
+# Thread loops with bodies larger than this (IR nodes) are left alone (see the module docstring).
+MAX_TIGHTENED_NODES = 50_000
 
 
 def tighten_thread_bounds(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None,
@@ -175,6 +182,10 @@ class _Walk(Mutator):
     def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         loop = self.generic_visit(s)  # inner loops first
         if not (s.kind == "threads" and counter_dim(s.var) is not None):
+            return loop
+        if sum(tree_size(x) for x in loop.body) > MAX_TIGHTENED_NODES:
+            self.st.note(loop, f"thread loop over {loop.var}: left as it is (its body has over "
+                               f"{MAX_TIGHTENED_NODES:,} operations)")
             return loop
         ranges = self.st.ranges
         for x in walk(loop):  # new counters and loops appear as loops are copied

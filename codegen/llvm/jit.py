@@ -72,7 +72,7 @@ _NO_COPY_IDIOMS = ' "no-builtin-memcpy" "no-builtin-memmove" "no-builtin-memset"
 def _no_copy_idioms(text: str) -> str:
     lines = text.split("\n")
     for i, line in enumerate(lines):
-        if line.startswith("define ") and line.endswith(" nounwind"):
+        if line.startswith("define ") and (line.endswith(" nounwind") or line.endswith(" nounwind optnone")):
             lines[i] = line + _NO_COPY_IDIOMS
     return "\n".join(lines)
 

@@ -16,14 +16,20 @@ each definition (reaching definitions over the structured IR) form separate webs
 web its own name changes nothing in what the kernel computes.
 
 ``split_variable_webs`` requires unique declarations (one ``Decl`` per name, as the frontend
-emits them); names also written by atomics, shuffles or votes are left alone.
+emits them); names also written by atomics, shuffles or votes are left alone. A kernel whose
+loops nest deeper than ``MAX_LOOP_DEPTH`` keeps every variable whole (exact, only less precise
+for the uniformity questions): the reaching definitions' fixed point runs each loop's body again
+for every loop around it, which costs the square of the depth (1,000 nested loops: 30 s).
 """
 from __future__ import annotations
 
 from typing import Callable
 
 from polypy.ir import nodes as n
+from polypy.ir.queries import loop_depth
 from polypy.ir.visitor import Mutator, rebuild, walk
+
+MAX_LOOP_DEPTH = 64
 
 Path = tuple
 State = dict[str, frozenset]  # name -> the definitions (paths of Decl/Assign) that may reach here
@@ -142,7 +148,7 @@ def split_variable_webs(kernel: n.Kernel, fresh: Callable[[str], str]) -> n.Kern
         if isinstance(x, (n.Decl, n.Assign)):
             defs[x.name] = defs.get(x.name, 0) + 1
     names = {name for name in decls if name not in excluded and defs.get(name, 0) > 1}
-    if not names:
+    if not names or loop_depth(kernel.body) > MAX_LOOP_DEPTH:
         return kernel
     flow = _Flow(names)
     flow.block(kernel.body, {}, ("body",))

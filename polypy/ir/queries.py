@@ -223,3 +223,18 @@ def _nodes(node: n.Node | Iterable[n.Node]) -> Iterable[n.Node]:
     else:
         for item in node:
             yield from walk(item)
+
+
+def loop_depth(stmts: tuple[n.Stmt, ...]) -> int:
+    """How deeply loops (``for``, ``while``) nest in ``stmts`` (0: no loop); a loop, not a
+    recursion, as deep input needs."""
+    deepest = 0
+    stack: list[tuple[n.Node, int]] = [(s, 0) for s in stmts]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (n.For, n.While)):
+            depth += 1
+            deepest = max(deepest, depth)
+        for name in node.BLOCKS:
+            stack.extend((s, depth) for s in getattr(node, name))
+    return deepest
