@@ -49,8 +49,8 @@ def tree(tmp_path: pathlib.Path) -> pathlib.Path:
         "#pragma once\n#include <cuda_runtime.h>\n#define checkCudaErrors(x) do { if ((x) != cudaSuccess) return 3; } while (0)\n")
     _sample(root, "good", {"good.cu": "#define WANT 7\n" + KERNEL}, sources="good.cu")
     _sample(root, "wrong", {"wrong.cu": "#define WANT 6\n" + KERNEL}, sources="wrong.cu")
-    _sample(root, "refused", {"refused.cu": "#include <cuda_runtime.h>\nint main() { cudaGraphNode_t n; "
-                                            "cudaGraphAddMemFreeNode(&n, 0, 0, 0, 0); return 0; }\n"},
+    _sample(root, "refused", {"refused.cu": "#include <cuda_runtime.h>\nint main() { cudaGraph_t g = 0; "
+                                            "cudaGraphDebugDotPrint(g, \"g.dot\", 0); return 0; }\n"},
             sources="refused.cu")
     _sample(root, "withinc", {"src/main.cu": '#include "extra.h"\n#define WANT EXTRA\n' + KERNEL,
                               "inc/extra.h": "#define EXTRA 7\n"},
@@ -79,7 +79,7 @@ def test_rows_of_passing_failing_and_refused_samples(tree: pathlib.Path, tmp_pat
     assert (rows["good"].result, rows["withinc"].result) == ("pass", "pass")
     assert rows["wrong"].result == "FAIL" and rows["wrong"].blocker.startswith("exit 1")
     assert rows["refused"].result == "translate"
-    assert "refused.cu:2:" in rows["refused"].blocker and "'cudaGraphAddMemFreeNode' is unavailable" in rows["refused"].blocker
+    assert "refused.cu:2:" in rows["refused"].blocker and "'cudaGraphDebugDotPrint' is unavailable" in rows["refused"].blocker
     assert (rows["gl"].result, rows["gl"].blocker) == ("n/a", "graphics interop")
     assert summary(list(rows.values())) == {"samples": 5, "applicable": 4, "pass": 2, "FAIL": 1, "translate": 1,
                                             "n/a": 1}

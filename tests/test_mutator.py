@@ -336,4 +336,27 @@ def test_every_registered_pass_with_nothing_to_do_returns_its_input(name):
                        again=False)
         else:
             exercised.update(("coarsen-blocks", "specialize-partial-coarse"))  # not legal here (other samples do)
+        _check_version_passes(cpu, block, exercised)
     assert exercised == set(pl.pass_names())  # a new pass is added to this test
+
+
+def _check_version_passes(cpu, block, exercised: set[str]) -> None:
+    """The passes that make a kernel's versions (``KernelVersions -> KernelVersions``): with nothing
+    to do (no shapes, no coarsener, nothing more to add) each returns its input object."""
+    from polypy.driver import pipelines as pl
+    from polypy.ir.versions import KernelVersions
+
+    alone = KernelVersions(cpu)
+    shaped = pl.make_pass("version-block-shapes", shapes=(block,)).run(alone)
+    assert len(shaped.versions) == 1 and shaped.default is cpu
+    for name, options in (("version-block-shapes", {}), ("version-coarse-blocks", {}),
+                          ("version-arrays-apart", {"check_bounds": True}), ("version-without-default", {})):
+        assert pl.make_pass(name, **options).run(alone) is alone, name
+    assert pl.make_pass("version-block-shapes", shapes=(block,)).run(shaped) is shaped  # that shape is made
+    assert pl.make_pass("version-coarse-blocks").run(shaped) is shaped  # no coarsener
+    twins = pl.make_pass("version-arrays-apart").run(shaped)
+    assert pl.make_pass("version-arrays-apart").run(twins) is twins  # twins made already (or none pay)
+    no_default = pl.make_pass("version-without-default").run(shaped)
+    assert no_default.default is None and pl.make_pass("version-without-default").run(no_default) is no_default
+    exercised.update(("version-block-shapes", "version-coarse-blocks", "version-arrays-apart",
+                      "version-without-default"))

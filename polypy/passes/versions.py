@@ -103,8 +103,9 @@ def apart_pairs(kernel: n.Kernel) -> tuple[tuple[str, str], ...]:
 
 def version_arrays_apart(versions: KernelVersions, *, check_bounds: bool = False) -> KernelVersions:
     """Before the versions of each block shape, their twins with the written pointers restrict
-    (``apart_twin``, where that can pay), guarded by the arrays being apart. Not for
-    bounds-checked code (whose checks the twins would not keep apart from the fast ones)."""
+    (``apart_twin``, where that can pay), guarded by the arrays being apart; shapes that have
+    twins already are left alone. Not for bounds-checked code (whose checks the twins would not
+    keep apart from the fast ones)."""
     kernel = versions.default
     if check_bounds or kernel is None:
         return versions
@@ -115,9 +116,10 @@ def version_arrays_apart(versions: KernelVersions, *, check_bounds: bool = False
     groups: dict[BlockShape, list[tuple[Guard, n.Kernel]]] = {}
     order: list[BlockShape] = []
     others: list[tuple[Guard, n.Kernel]] = []
+    twinned = {g.find(BlockShapeIs) for g, _ in versions.versions if g.find(ArraysApart) is not None}
     for guard, k in versions.versions:
         shape = guard.find(BlockShapeIs)
-        if shape is None or guard.find(ArraysApart) is not None:
+        if shape is None or guard.find(ArraysApart) is not None or shape in twinned:  # twins made already
             others.append((guard, k))
             continue
         if shape.shape not in groups:
