@@ -118,14 +118,20 @@ def device_printf(builder, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -
     return None
 
 
-def _is_text(a: ci.Cursor) -> bool:
-    """Whether a ``%s`` argument is a string literal or a choice (``?:``) between texts."""
+def _unwrapped(a: ci.Cursor) -> ci.Cursor:
+    """``a`` without the implicit conversions and parentheses around it."""
     inner = a
     while inner.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR):
         children = [ch for ch in inner.get_children() if ch.kind != CK.TYPE_REF]
         if len(children) != 1:
             break
         inner = children[0]
+    return inner
+
+
+def _is_text(a: ci.Cursor) -> bool:
+    """Whether a ``%s`` argument is a string literal or a choice (``?:``) between texts."""
+    inner = _unwrapped(a)
     return inner.kind == CK.CONDITIONAL_OPERATOR or _literal(a) is not None
 
 
@@ -157,12 +163,7 @@ def _array_bytes(builder, spec, a: ci.Cursor) -> list[n.Expr]:
 def _string_choice(builder, spec, a: ci.Cursor, *, top: bool = True) -> str | tuple:
     """A ``%s`` argument folded into the format: its text, or ``(cond, then, else)`` for
     ``c ? "a" : "b"`` (conditions evaluated here, once, in argument order)."""
-    inner = a
-    while inner.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR):
-        children = [ch for ch in inner.get_children() if ch.kind != CK.TYPE_REF]
-        if len(children) != 1:
-            break
-        inner = children[0]
+    inner = _unwrapped(a)
     if inner.kind == CK.CONDITIONAL_OPERATOR:
         cond_c, a_c, b_c = list(inner.get_children())
         if top:
