@@ -36,6 +36,7 @@ Point = StmtPath
 
 # ================================================================== adjoint accumulation
 def adjoint_name(st: ReverseState, v: str, ty: ScalarType) -> str:
+    """The adjoint register of variable ``v`` (named on first use)."""
     name = st.adjoint.get(v)
     if name is None:
         name = st.names.fresh("d_" + v)
@@ -45,6 +46,7 @@ def adjoint_name(st: ReverseState, v: str, ty: ScalarType) -> str:
 
 
 def accumulate_var(st: ReverseState, v: n.Var, ct: n.Expr) -> list[n.Stmt]:
+    """``d_v += ct``."""
     name = adjoint_name(st, v.name, v.vtype)
     return [n.Assign(name, b.add(n.Var(name, v.vtype), ct))]
 
@@ -57,6 +59,7 @@ def take_adjoint(st: ReverseState, v: str, ty: ScalarType, loc) -> tuple[list[n.
 
 
 def accumulate_load(st: ReverseState, e: n.Load, ct: n.Expr, p: Point) -> list[n.Stmt]:
+    """``d_X[i] += ct`` for the load ``X[i]`` at ``p``, by the strategy chosen for it (reported)."""
     shadow = st.shadow[e.buffer]
     index = tuple(avail(st, i, p) for i in e.index)
     strategy, reason = _strategy(st, e, p)

@@ -43,6 +43,8 @@ RECOMPUTE_LIMIT = 24  # nodes of a recomputed value with every definition expand
 
 # ================================================================== values in the reverse sweep
 def avail(st: ReverseState, e: n.Expr, p: Point, *, tape: bool = True) -> n.Expr:
+    """``e`` as it was at point ``p`` of the forward sweep, evaluable in the reverse sweep
+    (memoized unless it needed statements); ``tape``: whether a tape may be made for it."""
     key = (e, p, tape)
     got = st.memo.get(key)
     if got is None:
@@ -218,6 +220,7 @@ def _entry_copy(st: ReverseState, e: n.Var) -> n.Expr:
 
 
 def hoist(st: ReverseState, v: str) -> None:
+    """Declare local ``v`` at the top of ``K_grad`` (the reverse sweep reads it outside its scope)."""
     if v in st.prog.params or st.prog.is_top_level(v):
         return
     path = st.prog.decl.get(v)
@@ -296,6 +299,7 @@ def _shared_replay_loop(st: ReverseState, buffer: str, p: Point) -> StmtPath | N
 
 
 def shared_replay_code(st: ReverseState, ctx: LoopCtx) -> list[n.Stmt]:
+    """The stores that refill ``ctx``'s shared arrays at the top of a reversed iteration."""
     out: list[n.Stmt] = []
     for buffer in ctx.shared:
         for path, s in st.prog.stmts.items():

@@ -48,6 +48,8 @@ def _result_hint(st: ReverseState, v: str, path: StmtPath) -> n.Expr | None:
 
 
 def propagate(st: ReverseState, e: n.Expr, ct: n.Expr, p: Point, *, result: n.Expr | None = None) -> list[n.Stmt]:
+    """Statements that send cotangent ``ct`` of ``e`` (evaluated at ``p``) to its active operands;
+    ``result``: ``e``'s value, where already available."""
     if not st.act.expr(e):
         return []
     if isinstance(e, n.Var):
@@ -146,6 +148,7 @@ def _bind(st: ReverseState, ct: n.Expr, base: str, *, both: bool) -> tuple[list[
 
 # ================================================================== statements, backwards
 def rev_block(st: ReverseState, parent: StmtPath, field: str) -> list[n.Stmt]:
+    """The adjoints of the statements of the list ``parent.field``, the last statement first."""
     block = st.prog.block(parent, field)
     out: list[n.Stmt] = []
     st.replays.append({})
@@ -158,6 +161,7 @@ def rev_block(st: ReverseState, parent: StmtPath, field: str) -> list[n.Stmt]:
 
 
 def rev_stmt(st: ReverseState, s: n.Stmt, path: StmtPath) -> list[n.Stmt]:
+    """The adjoint of ``s`` (at ``path``), after the recomputations it needs."""
     out, pre = _collect(st, lambda: _rev_stmt(st, s, path))
     return pre + out
 
