@@ -10,7 +10,8 @@ reverse sweep of each thread in one GPU-form kernel, in the calling convention o
 * ``program``   statement paths, writers, reaching definitions
 * ``loops``     trip-count bounds, induction variables and their closed forms
 * ``shadows``   the calling convention and shadow arrays
-* ``reverse``   reverse mode: ``ReverseBuilder`` combining the four parts below
+* ``reverse``   reverse mode: ``build`` combining the four parts below, over one state
+* ``reverse_state`` that state (``ReverseState``), passed to the parts' functions; the options
 * ``sweeps``    the forward sweep, and the reverse sweep (statements backwards, cotangents)
 * ``accumulation`` where cotangents are added (plain, window, block reduction, atomic)
 * ``availability`` forward values in the reverse sweep (read, recomputed, replayed)

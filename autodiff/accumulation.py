@@ -13,13 +13,17 @@
   (``autodiff.windows``), summed per block where every thread of a block reads one element of a
   read-only buffer (``autodiff.reductions``), atomic otherwise.
 
-``AdjointAccumulation`` is one part of ``autodiff.reverse.ReverseBuilder`` (which owns the state).
+The functions take the state of reverse mode (``autodiff.reverse_state.ReverseState``): adjoint
+registers in ``st.adjoint``, per-block sums in ``st.deferred``, block windows in ``st.windows``,
+each buffer's privacy and window decided once (``st.private``, ``st.windowed``).
 """
 from __future__ import annotations
 
 from autodiff import build as b
+from autodiff.availability import avail
 from autodiff.reductions import Reduction, block_reductions
 from autodiff.report import Accumulation
+from autodiff.reverse_state import ReverseState, loc_at, note
 from autodiff.windows import Privatized
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
@@ -30,186 +34,197 @@ from polypy.poly.paths import StmtPath
 Point = StmtPath
 
 
-class AdjointAccumulation:
-    """Adjoint registers and accumulation strategies (part of ``ReverseBuilder``)."""
+# ================================================================== adjoint accumulation
+def adjoint_name(st: ReverseState, v: str, ty: ScalarType) -> str:
+    """The adjoint register of variable ``v`` (named on first use)."""
+    name = st.adjoint.get(v)
+    if name is None:
+        name = st.names.fresh("d_" + v)
+        st.adjoint[v] = name
+        st.adjoint_type[v] = ty
+    return name
 
-    # ================================================================== adjoint accumulation
-    def _adj(self, v: str, ty: ScalarType) -> str:
-        name = self.adjoint.get(v)
-        if name is None:
-            name = self.names.fresh("d_" + v)
-            self.adjoint[v] = name
-            self.adjoint_type[v] = ty
-        return name
 
-    def accumulate_var(self, v: n.Var, ct: n.Expr) -> list[n.Stmt]:
-        name = self._adj(v.name, v.vtype)
-        return [n.Assign(name, b.add(n.Var(name, v.vtype), ct))]
+def accumulate_var(st: ReverseState, v: n.Var, ct: n.Expr) -> list[n.Stmt]:
+    """``d_v += ct``."""
+    name = adjoint_name(st, v.name, v.vtype)
+    return [n.Assign(name, b.add(n.Var(name, v.vtype), ct))]
 
-    def take_adjoint(self, v: str, ty: ScalarType, loc) -> tuple[list[n.Stmt], n.Var]:
-        """``ct = d_v; d_v = 0``: the adjoint of an assignment's result, consumed."""
-        name = self._adj(v, ty)
-        ct = self.names.fresh(v + "_ct")
-        return [n.Decl(ct, ty, n.Var(name, ty), loc=loc), n.Assign(name, b.zero(ty), loc=loc)], n.Var(ct, ty)
 
-    def accumulate_load(self, e: n.Load, ct: n.Expr, p: Point) -> list[n.Stmt]:
-        shadow = self.shadow[e.buffer]
-        index = tuple(self.avail(i, p) for i in e.index)
-        strategy, reason = self._strategy(e, p)
-        self._note(("acc", e.buffer, e), Accumulation(e.buffer, format_expr(e), e.loc or self._loc_at(p),
-                                                       strategy, reason))
-        if strategy == "plain":
-            return [n.Store(shadow, index, b.add(n.Load(shadow, index, e.etype), ct), loc=e.loc)]
-        if strategy == "versioned":
-            plain = n.Store(shadow, index, b.add(n.Load(shadow, index, e.etype), ct), loc=e.loc)
-            privatized = self._window(e.buffer)[0]
-            if privatized is not None:  # the other version goes through the block window
-                coords = tuple(self.avail(c, p) for c in privatized.window.coordinates(e.index))
-                other = tuple(self.windows.accumulate(privatized, coords, index, ct, e.loc))
-            else:
-                other = (n.AtomicRMW("add", shadow, index, ct, loc=e.loc),)
-            return [n.If(n.Var(self._version_flag(e.buffer), BOOL), (plain,), other, loc=e.loc)]
-        if strategy == "window":
-            privatized = self._window(e.buffer)[0]
-            assert privatized is not None
-            coords = tuple(self.avail(c, p) for c in privatized.window.coordinates(e.index))
-            return self.windows.accumulate(privatized, coords, index, ct, e.loc)
-        if strategy == "block-reduction":
-            key = (e.buffer, index)
-            reg = self.deferred.get(key)
-            if reg is None:
-                reg = self.names.fresh(f"d_{e.buffer}_sum")
-                self.deferred[key] = reg
-                self.adjoint_type[reg] = e.etype
-            return [n.Assign(reg, b.add(n.Var(reg, e.etype), ct), loc=e.loc)]
-        return [n.AtomicRMW("add", shadow, index, ct, loc=e.loc)]
+def take_adjoint(st: ReverseState, v: str, ty: ScalarType, loc) -> tuple[list[n.Stmt], n.Var]:
+    """``ct = d_v; d_v = 0``: the adjoint of an assignment's result, consumed."""
+    name = adjoint_name(st, v, ty)
+    ct = st.names.fresh(v + "_ct")
+    return [n.Decl(ct, ty, n.Var(name, ty), loc=loc), n.Assign(name, b.zero(ty), loc=loc)], n.Var(ct, ty)
 
-    def _strategy(self, e: n.Load, p: Point | None = None) -> tuple[str, str]:
-        strategy, why = self._base_strategy(e, p)
-        if strategy in ("atomic", "block-reduction"):
-            privatized, reason = self._window(e.buffer)
-            if strategy == "atomic" and self._private_when(e.buffer) is not None:
-                other = "through the block window" if privatized is not None else "atomic"
-                return "versioned", f"{why}; tested once per launch: plain += when it holds, {other} otherwise"
-            if privatized is not None:
-                return "window", reason
-            if strategy == "atomic" and reason:
-                why = f"{why}; {reason}"
-        return strategy, why
 
-    def _base_strategy(self, e: n.Load, p: Point | None = None) -> tuple[str, str]:
-        space = self.k.space(e.buffer)
-        if space == "local":
-            return "plain", "local array: one per thread"
-        private, why = self._is_private(e.buffer)
-        if private:
-            return "plain", why
-        if space == "shared" and p is not None and self.intervals is not None:
-            # private between barriers: the reversed barriers order the updates of other threads
-            alone, reason = self.intervals(self.k, p, e)
-            if alone:
-                return "plain", reason
-        if (self.opt.block_reductions and space == "global" and e.buffer not in self.prog.written_buffers
-                and self._block_invariant(e.index)):
-            return "block-reduction", "every thread of a block reads this one element of a read-only buffer"
-        return "atomic", why
+def accumulate_load(st: ReverseState, e: n.Load, ct: n.Expr, p: Point) -> list[n.Stmt]:
+    """``d_X[i] += ct`` for the load ``X[i]`` at ``p``, by the strategy chosen for it (reported)."""
+    shadow = st.shadow[e.buffer]
+    index = tuple(avail(st, i, p) for i in e.index)
+    strategy, reason = _strategy(st, e, p)
+    note(st, ("acc", e.buffer, e), Accumulation(e.buffer, format_expr(e), e.loc or loc_at(st, p),
+                                                   strategy, reason))
+    if strategy == "plain":
+        return [n.Store(shadow, index, b.add(n.Load(shadow, index, e.etype), ct), loc=e.loc)]
+    if strategy == "versioned":
+        plain = n.Store(shadow, index, b.add(n.Load(shadow, index, e.etype), ct), loc=e.loc)
+        privatized = _window(st, e.buffer)[0]
+        if privatized is not None:  # the other version goes through the block window
+            coords = tuple(avail(st, c, p) for c in privatized.window.coordinates(e.index))
+            other = tuple(st.windows.accumulate(privatized, coords, index, ct, e.loc))
+        else:
+            other = (n.AtomicRMW("add", shadow, index, ct, loc=e.loc),)
+        return [n.If(n.Var(_version_flag(st, e.buffer), BOOL), (plain,), other, loc=e.loc)]
+    if strategy == "window":
+        privatized = _window(st, e.buffer)[0]
+        assert privatized is not None
+        coords = tuple(avail(st, c, p) for c in privatized.window.coordinates(e.index))
+        return st.windows.accumulate(privatized, coords, index, ct, e.loc)
+    if strategy == "block-reduction":
+        key = (e.buffer, index)
+        reg = st.deferred.get(key)
+        if reg is None:
+            reg = st.names.fresh(f"d_{e.buffer}_sum")
+            st.deferred[key] = reg
+            st.adjoint_type[reg] = e.etype
+        return [n.Assign(reg, b.add(n.Var(reg, e.etype), ct), loc=e.loc)]
+    return [n.AtomicRMW("add", shadow, index, ct, loc=e.loc)]
 
-    def _window(self, buffer: str) -> tuple[Privatized | None, str]:
-        """The block window ``buffer``'s adjoints go through, if any (with the reason either way).
 
-        Only for read-only global buffers with at least one access that would be atomic, and
-        only where the window saves atomics: several contributions of a block to one element,
-        or elements that no other block touches (flushed with plain adds).
-        """
-        got = self._windowed.get(buffer)
-        if got is not None:
-            return got
-        got = (None, "")
-        if (self.opt.windows and self.window_oracle is not None and self.k.space(buffer) == "global"
-                and buffer not in self.prog.written_buffers and buffer in self.shadow):
-            loads = [x for x in walk(self.k) if isinstance(x, n.Load) and x.buffer == buffer]
-            if any(self._base_strategy(x)[0] == "atomic" for x in loads):
-                window = self.window_oracle(buffer)
-                chunk = self.chunks.get(buffer)
-                if isinstance(window, str) and chunk is not None:  # a window per chunk of a serial loop
-                    window = self.window_oracle(buffer, self.k, chunk)
-                else:
-                    chunk = None
-                if isinstance(window, str):
-                    got = (None, f"no block window: {window}")
-                elif not (window.exclusive or window.repeats):  # type: ignore[attr-defined]
-                    got = (None, "no block window: each element is read once per block and may be read by "
-                                 "other blocks, so a window would save no atomic")
-                elif not self.windows.fits(window, self.k.elem_type(buffer),  # type: ignore[arg-type]
-                                           tuple(self.k.buffers) + tuple(self.shadow_buffers)):
-                    got = (None, "no block window: it would take the kernel's static shared memory past "
-                                 "CUDA's 48 KiB")
-                else:
-                    privatized = self.windows.add(buffer, window, self.shadow[buffer],  # type: ignore[arg-type]
-                                                  self.k.elem_type(buffer), chunk)
-                    got = (privatized, _describe_window(privatized))
-        self._windowed[buffer] = got
+def _strategy(st: ReverseState, e: n.Load, p: Point | None = None) -> tuple[str, str]:
+    strategy, why = _base_strategy(st, e, p)
+    if strategy in ("atomic", "block-reduction"):
+        privatized, reason = _window(st, e.buffer)
+        if strategy == "atomic" and _private_when(st, e.buffer) is not None:
+            other = "through the block window" if privatized is not None else "atomic"
+            return "versioned", f"{why}; tested once per launch: plain += when it holds, {other} otherwise"
+        if privatized is not None:
+            return "window", reason
+        if strategy == "atomic" and reason:
+            why = f"{why}; {reason}"
+    return strategy, why
+
+
+def _base_strategy(st: ReverseState, e: n.Load, p: Point | None = None) -> tuple[str, str]:
+    space = st.kernel.space(e.buffer)
+    if space == "local":
+        return "plain", "local array: one per thread"
+    private, why = _is_private(st, e.buffer)
+    if private:
+        return "plain", why
+    if space == "shared" and p is not None and st.intervals is not None:
+        # private between barriers: the reversed barriers order the updates of other threads
+        alone, reason = st.intervals(st.kernel, p, e)
+        if alone:
+            return "plain", reason
+    if (st.opt.block_reductions and space == "global" and e.buffer not in st.prog.written_buffers
+            and _block_invariant(st, e.index)):
+        return "block-reduction", "every thread of a block reads this one element of a read-only buffer"
+    return "atomic", why
+
+
+def _window(st: ReverseState, buffer: str) -> tuple[Privatized | None, str]:
+    """The block window ``buffer``'s adjoints go through, if any (with the reason either way).
+
+    Only for read-only global buffers with at least one access that would be atomic, and
+    only where the window saves atomics: several contributions of a block to one element,
+    or elements that no other block touches (flushed with plain adds).
+    """
+    got = st.windowed.get(buffer)
+    if got is not None:
         return got
-
-    def _is_private(self, buffer: str) -> tuple[bool, str]:
-        if buffer not in self._private:
-            if not self.opt.privacy:
-                self._private[buffer] = (False, "privacy proofs disabled")
+    got = (None, "")
+    if (st.opt.windows and st.window_oracle is not None and st.kernel.space(buffer) == "global"
+            and buffer not in st.prog.written_buffers and buffer in st.shadow):
+        loads = [x for x in walk(st.kernel) if isinstance(x, n.Load) and x.buffer == buffer]
+        if any(_base_strategy(st, x)[0] == "atomic" for x in loads):
+            window = st.window_oracle(buffer)
+            chunk = st.chunks.get(buffer)
+            if isinstance(window, str) and chunk is not None:  # a window per chunk of a serial loop
+                window = st.window_oracle(buffer, st.kernel, chunk)
             else:
-                self._private[buffer] = tuple(self.privacy(buffer))  # type: ignore[assignment]
-        got = self._private[buffer]
-        return got[0], got[1]
+                chunk = None
+            if isinstance(window, str):
+                got = (None, f"no block window: {window}")
+            elif not (window.exclusive or window.repeats):  # type: ignore[attr-defined]
+                got = (None, "no block window: each element is read once per block and may be read by "
+                             "other blocks, so a window would save no atomic")
+            elif not st.windows.fits(window, st.kernel.elem_type(buffer),  # type: ignore[arg-type]
+                                       tuple(st.kernel.buffers) + tuple(st.shadow_buffers)):
+                got = (None, "no block window: it would take the kernel's static shared memory past "
+                             "CUDA's 48 KiB")
+            else:
+                privatized = st.windows.add(buffer, window, st.shadow[buffer],  # type: ignore[arg-type]
+                                              st.kernel.elem_type(buffer), chunk)
+                got = (privatized, _describe_window(privatized))
+    st.windowed[buffer] = got
+    return got
 
-    def _private_when(self, buffer: str) -> n.Expr | None:
-        """The run-time condition under which ``buffer``'s elements are private, if the oracle gave one."""
-        self._is_private(buffer)
-        got = self._private[buffer]
-        return got[2] if len(got) > 2 else None  # type: ignore[misc]
 
-    def _version_flag(self, buffer: str) -> str:
-        """The kernel-level ``bool`` holding ``buffer``'s privacy condition (declared once, at the top)."""
-        versions: dict[str, str] = self.__dict__.setdefault("_versions", {})  # buffer -> its flag
-        flag = versions.get(buffer)
-        if flag is None:
-            cond = self._private_when(buffer)
-            assert cond is not None
-            flag = self.names.fresh(f"{buffer}_private")
-            versions[buffer] = flag
-            self.top_decls.append(n.Decl(flag, BOOL, cond))
-        return flag
+def _is_private(st: ReverseState, buffer: str) -> tuple[bool, str]:
+    if buffer not in st.private:
+        if not st.opt.privacy:
+            st.private[buffer] = (False, "privacy proofs disabled")
+        else:
+            st.private[buffer] = tuple(st.privacy(buffer))  # type: ignore[assignment]
+    got = st.private[buffer]
+    return got[0], got[1]
 
-    def _block_invariant(self, index: tuple[n.Expr, ...]) -> bool:
-        """Same value in every thread of a block and every loop iteration, and valid at the end."""
-        def ok(e: n.Expr, depth: int = 0) -> bool:
-            for x in walk(e):
-                if isinstance(x, (n.ThreadIdx, n.Load)):
+
+def _private_when(st: ReverseState, buffer: str) -> n.Expr | None:
+    """The run-time condition under which ``buffer``'s elements are private, if the oracle gave one."""
+    _is_private(st, buffer)
+    got = st.private[buffer]
+    return got[2] if len(got) > 2 else None  # type: ignore[misc]
+
+
+def _version_flag(st: ReverseState, buffer: str) -> str:
+    """The kernel-level ``bool`` holding ``buffer``'s privacy condition (declared once, at the top)."""
+    flag = st.versions.get(buffer)
+    if flag is None:
+        cond = _private_when(st, buffer)
+        assert cond is not None
+        flag = st.names.fresh(f"{buffer}_private")
+        st.versions[buffer] = flag
+        st.top_decls.append(n.Decl(flag, BOOL, cond))
+    return flag
+
+
+def _block_invariant(st: ReverseState, index: tuple[n.Expr, ...]) -> bool:
+    """Same value in every thread of a block and every loop iteration, and valid at the end."""
+    def ok(e: n.Expr, depth: int = 0) -> bool:
+        for x in walk(e):
+            if isinstance(x, (n.ThreadIdx, n.Load)):
+                return False
+            if isinstance(x, n.Var):
+                if x.name in st.prog.params and x.name not in st.prog.writers:
+                    continue
+                writers = st.prog.writers.get(x.name, [])
+                if len(writers) != 1 or len(writers[0]) != 1 or depth > 8:
                     return False
-                if isinstance(x, n.Var):
-                    if x.name in self.prog.params and x.name not in self.prog.writers:
-                        continue
-                    writers = self.prog.writers.get(x.name, [])
-                    if len(writers) != 1 or len(writers[0]) != 1 or depth > 8:
-                        return False
-                    s = self.prog.stmt(writers[0])
-                    if not (isinstance(s, n.Decl) and s.init is not None and ok(s.init, depth + 1)):
-                        return False
-            return True
-        return all(ok(i) for i in index)
+                s = st.prog.stmt(writers[0])
+                if not (isinstance(s, n.Decl) and s.init is not None and ok(s.init, depth + 1)):
+                    return False
+        return True
+    return all(ok(i) for i in index)
 
-    def _reductions(self) -> list[n.Stmt]:
-        items: list[Reduction] = []
-        for p in self.k.params:
-            if p.name in self.active.scalars:
-                reg = self.adjoint[p.name]
-                items.append(Reduction(reg, p.ptype, self.param_shadow[p.name], (b.const(0, I32),)))  # type: ignore[arg-type]
-                self._note(("acc", p.name), Accumulation(p.name, f"scalar parameter {p.name}", p.loc,
-                                                         "block-reduction",
-                                                         "every thread contributes: summed in a register, reduced "
-                                                         "over the block, one atomic per block"))
-        for (buffer, index), reg in self.deferred.items():
-            items.append(Reduction(reg, self.adjoint_type[reg], self.shadow[buffer], index))
-        stmts, self._red_buffers = block_reductions(items, self.names)
-        return stmts
+
+def end_reductions(st: ReverseState) -> tuple[list[n.Stmt], list[n.Buffer]]:
+    """The block reductions at the end of ``K_grad``: of the scalar parameters' adjoint registers,
+    and of the per-block sums of block-uniform loads (with the shared buffers they need)."""
+    items: list[Reduction] = []
+    for p in st.kernel.params:
+        if p.name in st.active.scalars:
+            reg = st.adjoint[p.name]
+            items.append(Reduction(reg, p.ptype, st.param_shadow[p.name], (b.const(0, I32),)))  # type: ignore[arg-type]
+            note(st, ("acc", p.name), Accumulation(p.name, f"scalar parameter {p.name}", p.loc,
+                                                     "block-reduction",
+                                                     "every thread contributes: summed in a register, reduced "
+                                                     "over the block, one atomic per block"))
+    for (buffer, index), reg in st.deferred.items():
+        items.append(Reduction(reg, st.adjoint_type[reg], st.shadow[buffer], index))
+    return block_reductions(items, st.names)
 
 
 def _describe_window(p: Privatized) -> str:

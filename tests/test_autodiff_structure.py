@@ -6,9 +6,14 @@ passes on the Mutator that return their input object when they have nothing to d
 * both modes take ``select``/``cast``/``add``/``sub``/``neg`` from ``rules.LINEAR_RULES``:
   without the ``select`` entry neither mode can differentiate a conditional expression;
 * ``normalize_for_ad``, the forward-mode builder and reverse mode's forward sweep keep the
-  statements they do not change (``is``).
+  statements they do not change (``is``);
+* reverse mode's parts are functions over one state (issue 39): no class of theirs inherits
+  from another autodiff class (no mixins), and each imports only the parts below it.
 """
 from __future__ import annotations
+
+import ast
+import pathlib
 
 import numpy as np
 import pytest
@@ -141,3 +146,38 @@ def test_passes_keep_what_they_do_not_change(tmp_path) -> None:
 def _stmts(s: n.Stmt):
     from polypy.ir.visitor import walk
     return walk(s)
+
+
+# reverse mode's parts, each importing only the ones after it
+REVERSE_PARTS = ("reverse", "sweeps", "accumulation", "availability", "tapes", "reverse_state")
+
+
+def _autodiff_imports(tree: ast.Module) -> dict[str, str]:
+    """Name bound at module level by ``from autodiff... import`` -> the autodiff module it comes from."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "autodiff":
+            for alias in node.names:
+                module = alias.name if node.module == "autodiff" else node.module.split(".")[1]
+                out[alias.asname or alias.name] = module
+    return out
+
+
+def test_reverse_mode_parts_are_functions_over_one_state_in_layers() -> None:
+    root = pathlib.Path(__file__).resolve().parents[1] / "autodiff"
+    for i, part in enumerate(REVERSE_PARTS):
+        tree = ast.parse((root / f"{part}.py").read_text(encoding="utf-8"))
+        imported = _autodiff_imports(tree)
+        for module in imported.values():
+            if module in REVERSE_PARTS:
+                assert REVERSE_PARTS.index(module) > i, f"autodiff.{part} imports autodiff.{module}, a part above it"
+        own = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for base in node.bases:
+                    root_name = base
+                    while isinstance(root_name, ast.Attribute):
+                        root_name = root_name.value
+                    name = root_name.id if isinstance(root_name, ast.Name) else ""
+                    assert name not in imported and name not in own, \
+                        f"class {node.name} of autodiff.{part} inherits from {ast.unparse(base)} (a mixin)"
