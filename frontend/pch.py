@@ -29,7 +29,8 @@ import clang.cindex as ci
 
 from polypy.cache import cache_root
 
-FORMAT = "2"  # bump when the way the precompiled header is built changes
+FORMAT = "3"  # bump when the way the precompiled header is built changes
+BUILD_FLAGS = ("-fpch-instantiate-templates",)
 
 
 def pch_arguments(args: Sequence[str], prelude: pathlib.Path, options: int, roots: Sequence[pathlib.Path],
@@ -120,7 +121,12 @@ def _build(path: pathlib.Path, args: list[str], options: int, index: ci.Index) -
         # definitions and inclusions are then not listed among the unit's top-level cursors (each
         # costs a call into Python per listing); the user's files' still are.
         options = (options & ~ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD) | ci.TranslationUnit.PARSE_INCOMPLETE
-        tu = index.parse(stub, args=args, unsaved_files=[(stub, "")], options=options)
+        # The prelude's pending template instantiations are done now, once, instead of at the end of
+        # every unit that reads the header (they were 80% of such a parse: 0.13 s of 0.16 s for a
+        # one-line kernel). Their point of instantiation moves from the end of the user's file to
+        # the end of the prelude, which changes only programs that are ill-formed, no diagnostic
+        # required ([temp.point]); the prelude is self-contained.
+        tu = index.parse(stub, args=[*args, *BUILD_FLAGS], unsaved_files=[(stub, "")], options=options)
         if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
             return False
         tu.save(tmp)

@@ -81,3 +81,45 @@ def test_errors_are_reported_as_by_a_plain_parse(tmp_path, monkeypatch) -> None:
         messages.append((str(info.value), info.value.loc))
     assert messages[0] == messages[1] == messages[2]
     assert "undeclared_name" in messages[0][0] and messages[0][1].line == 3
+
+
+def _ast_bytes(tu) -> int:
+    """The bytes of AST (expressions, declarations and types) clang built for ``tu``: libclang's own
+    resource-usage count, deterministic for one input and one set of flags."""
+    import ctypes
+
+    import clang.cindex as ci
+
+    class Entry(ctypes.Structure):
+        _fields_ = [("kind", ctypes.c_int), ("amount", ctypes.c_ulong)]
+
+    class Usage(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("count", ctypes.c_uint), ("entries", ctypes.POINTER(Entry))]
+
+    lib = ctypes.CDLL(ci.conf.lib._name)
+    lib.clang_getCXTUResourceUsage.restype = Usage
+    lib.clang_getCXTUResourceUsage.argtypes = [ctypes.c_void_p]
+    lib.clang_disposeCXTUResourceUsage.argtypes = [Usage]
+    usage = lib.clang_getCXTUResourceUsage(tu.obj)
+    try:
+        return next(usage.entries[i].amount for i in range(usage.count) if usage.entries[i].kind == 1)  # AST
+    finally:
+        lib.clang_disposeCXTUResourceUsage(usage)
+
+
+def test_the_prelude_s_template_instantiations_are_in_the_precompiled_header(tmp_path, monkeypatch) -> None:
+    """A parse through the precompiled prelude builds only the user's file: the instantiations the
+    prelude's own code needs were done once, when the header was built (they were most of a small
+    kernel's parse, redone by every unit that read the header)."""
+    from frontend import clang_setup
+
+    src = tmp_path / "k.cu"
+    src.write_text(KERNEL)
+    monkeypatch.setenv("POLYPY_CACHE_DIR", "off")
+    plain = _ast_bytes(clang_setup.parse_translation_unit(str(src), "cuda"))
+    monkeypatch.setenv("POLYPY_CACHE_DIR", str(tmp_path / "cache"))
+    clang_setup.parse_translation_unit(str(src), "cuda")
+    clang_setup.parse_translation_unit(str(src), "cuda")  # builds the header
+    assert len(_pch_files(tmp_path / "cache")) == 1
+    through = _ast_bytes(clang_setup.parse_translation_unit(str(src), "cuda"))
+    assert through < plain / 4, (through, plain)  # half of it, with the instantiations left to each unit
