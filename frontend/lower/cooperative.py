@@ -55,15 +55,13 @@ from frontend.arith import convert, truth
 from frontend.clang_setup import RUNTIME_DIR, evaluate
 from frontend.lower.context import CK
 from frontend.lower.helpers import _strip
+from frontend.lower.partitions import dynamic_partition
 from frontend.values import Aggregate, Value
 
 CG_HEADER = (RUNTIME_DIR / "cooperative_groups.h").resolve()
 _SIZE, _META_RANK, _META_SIZE = ".__polypy_size", ".__polypy_meta_group_rank", ".__polypy_meta_group_size"
 _MASK = ".__polypy_mask"  # a coalesced group's lanes of the warp
-_REFUSED = {
-    "labeled_partition": "cooperative_groups::labeled_partition (groups of dynamic membership) is not supported",
-    "binary_partition": "cooperative_groups::binary_partition (groups of dynamic membership) is not supported",
-}
+_PARTITIONS = ("binary_partition", "labeled_partition")  # groups of dynamic membership (partitions.py)
 MAX_TILE = 1024  # CUDA's largest block
 WARP = 32
 _REDUCE_OPS = {"plus": "add", "less": "min", "greater": "max", "bit_and": "band", "bit_or": "bor",
@@ -104,11 +102,6 @@ def is_tile_memory(t: ci.Type) -> bool:
     return _class_name(c) == "block_tile_memory" and is_cooperative(c.get_declaration())
 
 
-def refused_group(t: ci.Type) -> str | None:
-    """The refusal of a group type polypy's header declares only to refuse it, or None."""
-    return _REFUSED.get(_class_name(t))
-
-
 class CooperativeLowering:
     """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
 
@@ -117,9 +110,6 @@ class CooperativeLowering:
             (fn.semantic_parent is not None and fn.semantic_parent.kind in (CK.CLASS_DECL, CK.CLASS_TEMPLATE,
                                                                             CK.STRUCT_DECL)) else None
         name = fn.spelling
-        for what in (owner, name):
-            if what in _REFUSED:
-                raise self.error(_REFUSED[what], c)
         if fn.kind == CK.CONSTRUCTOR:
             args = [ch for ch in children if ch.kind.is_expression()]
             if owner in _REDUCE_OPS:
@@ -154,6 +144,10 @@ class CooperativeLowering:
             return self.cg_aggregate(n.Const(0, U32), n.Const(0, U32), n.Const(1, U32), c)
         if name == "tiled_partition":
             return self.cg_partition(args, c)
+        if name in _PARTITIONS:
+            parent = args[0].type
+            return dynamic_partition(self, name, args, c, mask_field=_MASK,  # type: ignore[arg-type]
+                                     parent_kind=_class_name(parent), tile_size=_tile_size(parent))
         if name in ("sync", "thread_rank", "group_size"):
             return self.cg_typed(fn, self.cg_member(_class_name(args[0].type), {"group_size": "size"}.get(name, name),
                                                     args[0], [], c, discard))
@@ -169,8 +163,6 @@ class CooperativeLowering:
     # ------------------------------------------------------------------ groups
     def cg_group(self, a: ci.Cursor) -> Aggregate:
         kind = _class_name(a.type)
-        if kind in _REFUSED:
-            raise self.error(_REFUSED[kind], a)
         v = self.expr(a)
         fields = {_SIZE, _META_RANK, _META_SIZE} | ({_MASK} if kind == "coalesced_group" else set())
         if not isinstance(v, Aggregate) or set(v.fields) != fields:
@@ -255,8 +247,6 @@ class CooperativeLowering:
     # ------------------------------------------------------------------ member functions
     def cg_member(self, kind: str, name: str, base: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor,
                   discard: bool) -> Value | None:
-        if kind in _REFUSED:
-            raise self.error(_REFUSED[kind], c)
         group = self.cg_group(base)
         t = base.type
         loc = self.loc(c)
