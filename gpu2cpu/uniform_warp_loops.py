@@ -36,6 +36,7 @@ from __future__ import annotations
 from polypy.analysis.uniformity import thread_dependent_names, thread_uniform
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
+from polypy.passes.guard_early_returns import block_any
 from polypy.ir.types import BOOL, I32, U32
 from polypy.ir.visitor import rebuild, walk_block
 
@@ -127,24 +128,5 @@ class _Rewrite:
         lv = n.Var(live, BOOL, loc=loc)
         trip = n.If(lv, body + step + (n.Assign(live, cond, loc=loc),), loc=loc)
         return enter + (n.Decl(live, BOOL, cond, loc=loc), n.Decl(go, BOOL, None, loc=loc)) + \
-            self.block_any(go, lv, anyone, loc) + \
-            (n.While(n.Var(go, BOOL, loc=loc), (trip,) + self.block_any(go, lv, anyone, loc), loc=loc),)
-
-    @staticmethod
-    def block_any(go: str, live: n.Expr, anyone: str, loc) -> tuple[n.Stmt, ...]:
-        """``go = whether live holds in any thread of the block``, every thread the same value."""
-        zero = n.Const(0, I32, loc=loc)
-        first_thread = n.Binary("eq", _linear_tid(), n.Const(0, U32), loc=loc)
-        return (
-            n.Barrier(loc=loc),
-            n.If(first_thread, (n.Store(anyone, (zero,), n.Const(0, U32), loc=loc),), loc=loc),
-            n.Barrier(loc=loc),
-            n.If(live, (n.AtomicRMW("max", anyone, (zero,), n.Const(1, U32), loc=loc),), loc=loc),
-            n.Barrier(loc=loc),
-            n.Assign(go, n.Binary("ne", n.Load(anyone, (zero,), U32, loc=loc), n.Const(0, U32), loc=loc), loc=loc),
-        )
-
-
-def _linear_tid() -> n.Expr:
-    tx, ty, tz = (n.ThreadIdx(d) for d in range(3))
-    return n.Binary("add", tx, n.Binary("mul", n.BlockDim(0), n.Binary("add", ty, n.Binary("mul", n.BlockDim(1), tz))))
+            block_any(go, lv, anyone, loc) + \
+            (n.While(n.Var(go, BOOL, loc=loc), (trip,) + block_any(go, lv, anyone, loc), loc=loc),)

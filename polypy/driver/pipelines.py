@@ -129,6 +129,8 @@ def parse_pipeline(spec: str, *, report: list | None = None) -> tuple[Pass, ...]
 for _name, _target in (
     # polypy/passes: target independent
     ("eliminate-returns", "polypy.passes.eliminate_returns:eliminate_returns"),
+    # run by the frontend on each kernel, before its barrier check (frontend/module.py)
+    ("guard-early-returns", "polypy.passes.guard_early_returns:guard_early_returns"),
     ("raise-counted-loops", "polypy.passes.raise_counted_loops:raise_counted_loops"),
     ("fold-constants", "polypy.passes.fold_constants:fold_constants"),
     ("forward-scalars", "polypy.passes.forward_scalars:forward_scalars"),
