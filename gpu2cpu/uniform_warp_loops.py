@@ -27,16 +27,17 @@ Rewritten only where that is exact: a ``for`` or ``while`` with no ``break``/``c
 its body and no barrier in it, at block-uniform control, whose shuffles and votes take their
 lanes from a computed mask (a coalesced group's or a partition's: the lanes that make the call;
 a constant mask names lanes that may have left the loop, undefined in CUDA); other loops are
-left to the refusals downstream (``gpu2cpu.regions``, ``lower-warp-syncs``). A tile's
-``sync()`` (``__syncwarp`` of its lanes) inside runs as ``lower-warp-syncs`` runs it under any
-thread-dependent condition (docs/cooperative_groups.md).
+left to the refusals downstream (``gpu2cpu.regions``, ``lower-warp-syncs``). A ``__syncwarp``
+of a constant mask inside (a tile's ``sync()``) is preceded by a check that every lane of its
+mask in the block arrives (``__ballot_sync(mask, 1)``): a lane whose loop has ended does not,
+which CUDA leaves undefined, and the launch then stops with an error naming the ``__syncwarp``.
 """
 from __future__ import annotations
 
 from polypy.analysis.uniformity import thread_dependent_names, thread_uniform
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
-from polypy.passes.guard_early_returns import block_any
+from polypy.passes.guard_early_returns import block_any, linear_tid
 from polypy.ir.types import BOOL, I32, U32
 from polypy.ir.visitor import rebuild, walk_block
 
@@ -64,6 +65,7 @@ def uniform_warp_loops(kernel: n.Kernel, *, report: list[LoweringDecision] | Non
 
 class _Rewrite:
     def __init__(self, kernel: n.Kernel):
+        self.kernel_name = kernel.name
         self.divergent = thread_dependent_names(kernel)
         self.local = {b.name for b in kernel.buffers if b.space == "local"}
         self.names = NameSupply(kernel)
@@ -108,6 +110,41 @@ class _Rewrite:
         return (any(isinstance(x, _WARP_OPS) for x in inside) and not fixed
                 and not any(isinstance(x, n.Barrier) for x in inside) and not jumps_out(s.body, n.Break, n.Continue))
 
+    def checked(self, stmts: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
+        """``stmts`` with each ``__syncwarp`` of a constant mask (a tile's ``sync()``) preceded by
+        a check that every lane of its mask in the block arrives: a lane whose loop has ended does
+        not, which CUDA leaves undefined; the launch then stops with an error naming it."""
+        out: list[n.Stmt] = []
+        for s in stmts:
+            if isinstance(s, n.WarpSync) and isinstance(s.mask, n.Const):
+                out.extend(self.arrival_check(s))
+            elif isinstance(s, n.If):
+                out.append(rebuild(s, then=self.checked(s.then), orelse=self.checked(s.orelse)))
+            elif isinstance(s, n.For):
+                out.append(rebuild(s, body=self.checked(s.body)))
+            elif isinstance(s, n.While):
+                out.append(rebuild(s, body=self.checked(s.body), update=self.checked(s.update)))
+            else:
+                out.append(s)
+        return tuple(out)
+
+    def arrival_check(self, s: n.WarpSync) -> tuple[n.Stmt, ...]:
+        loc = s.loc
+        arrived = self.names.fresh("arrived")
+        base = n.Binary("band", linear_tid(), n.Const(~31 & 0xFFFFFFFF, U32))
+        left = n.Binary("sub", n.Binary("mul", n.Binary("mul", n.BlockDim(0), n.BlockDim(1)), n.BlockDim(2)), base)
+        existing = n.Select(n.Binary("ge", left, n.Const(32, U32)), n.Const(0xFFFFFFFF, U32),
+                            n.Binary("sub", n.Binary("shl", n.Const(1, U32), left), n.Const(1, U32)))
+        expected = n.Binary("band", s.mask, existing)
+        where = tuple(n.BlockIdx(d) for d in range(3)) + tuple(n.ThreadIdx(d) for d in range(3))
+        stop = n.AssertFail("every lane of this __syncwarp's mask reaches it (in a loop whose trips differ between "
+                            "threads; undefined in CUDA otherwise)", loc.file if loc else "", loc.line if loc else 0,
+                            self.kernel_name, where, loc=loc)
+        return (n.Decl(arrived, U32, None, loc=loc),
+                n.Vote(arrived, "ballot", n.Const(True, BOOL), s.mask, loc=loc),
+                n.If(n.Binary("ne", n.Var(arrived, U32, loc=loc), expected, loc=loc), (stop,), loc=loc),
+                s)
+
     def rewrite(self, s: n.For | n.While) -> tuple[n.Stmt, ...]:
         loc = s.loc
         self.rewritten.append(loc)
@@ -126,7 +163,7 @@ class _Rewrite:
         else:
             cond, enter, step = s.cond, (), s.update
         lv = n.Var(live, BOOL, loc=loc)
-        trip = n.If(lv, body + step + (n.Assign(live, cond, loc=loc),), loc=loc)
+        trip = n.If(lv, self.checked(body) + step + (n.Assign(live, cond, loc=loc),), loc=loc)
         return enter + (n.Decl(live, BOOL, cond, loc=loc), n.Decl(go, BOOL, None, loc=loc)) + \
             block_any(go, lv, anyone, loc) + \
             (n.While(n.Var(go, BOOL, loc=loc), (trip,) + block_any(go, lv, anyone, loc), loc=loc),)

@@ -34,9 +34,11 @@ Groups")::
                                  below), sync() __syncwarp(mask), shfl(v, r) from the lane of
                                  rank r, any/all the warp vote over mask; cg::reduce: one shuffle
                                  per lane, members combined from the lowest lane up
+    binary_partition(p, pred)    coalesced groups of the parent's lanes with the same predicate or
+    labeled_partition(p, label)  label (frontend/lower/partitions.py)
 
-A grid's ``sync()`` is the grid barrier (``Barrier`` of scope ``grid``). Its ``is_valid()``, multi-grid groups, labeled and
-binary partitions, a coalesced group's ``ballot``/``shfl_up``/``shfl_down``, and
+A grid's ``sync()`` is the grid barrier (``Barrier`` of scope ``grid``). Its ``is_valid()``, multi-grid groups,
+a coalesced group's ``ballot``/``shfl_up``/``shfl_down``, and
 ``shfl_up``/``shfl_down``/``shfl_xor``/``ballot`` of tiles of more than 32 threads are refused
 with a located error naming the feature. ``block_tile_memory`` (the scratch CUDA's big tiles use) is accepted and dropped.
 """
