@@ -17,14 +17,14 @@ from test_cooperative_groups import PRELUDE, _backends
 
 # Each thread's partitions of its tile of 32 (by parity, by value mod 5) and of the coalesced
 # group of the threads whose value is not a multiple of 3 (by bit 1): rank, size, the sum, the
-# partition's first member's value, any/all, each written per thread.
+# partition's first member's value, any/all, shfl_up/shfl_down/ballot, each written per thread.
 PARTS = PRELUDE + r"""
 #include <cooperative_groups/reduce.h>
 __global__ void parts(const int* in, int* out, int n) {
   cg::thread_block_tile<32> t32 = cg::tiled_partition<32>(cg::this_thread_block());
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   int v = in[i];
-  int* o = out + 12 * i;
+  int* o = out + 15 * i;
   auto odd = cg::binary_partition(t32, v & 1);
   o[0] = odd.thread_rank(); o[1] = odd.size(); o[2] = cg::reduce(odd, v, cg::plus<int>());
   auto five = cg::labeled_partition(t32, (unsigned)v % 5u);
@@ -35,13 +35,14 @@ __global__ void parts(const int* in, int* out, int n) {
     cg::coalesced_group some = cg::coalesced_threads();
     auto two = cg::binary_partition(some, (v & 2) != 0);
     o[9] = two.thread_rank(); o[10] = two.size(); o[11] = cg::reduce(two, v, cg::plus<int>());
+    o[12] = two.shfl_up(v, 1); o[13] = two.shfl_down(v, 2); o[14] = (int)two.ballot(v > 25);
   }
 }
 """
 
 
 def _parts_reference(values: np.ndarray, block: int) -> np.ndarray:
-    out = np.full((len(values), 12), -1, np.int64)
+    out = np.full((len(values), 15), -1, np.int64)
     for i, v in enumerate(values):
         b0 = i - i % block
         w0 = b0 + (i - b0) // 32 * 32
@@ -53,7 +54,11 @@ def _parts_reference(values: np.ndarray, block: int) -> np.ndarray:
                       int(any(warp[five] > 40)), int(all(warp[five] > 10)), warp[five].max()]
         if v % 3:
             two = [j for j in range(len(warp)) if warp[j] % 3 and (warp[j] & 2) == (v & 2)]
-            out[i, 9:] = [two.index(lane), len(two), warp[two].sum()]
+            r = two.index(lane)
+            up = warp[two[r - 1]] if r >= 1 else v
+            down = warp[two[r + 2]] if r + 2 < len(two) else v
+            ballot = sum(1 << k for k, j in enumerate(two) if warp[j] > 25)
+            out[i, 9:] = [r, len(two), warp[two].sum(), up, down, ballot - (1 << 32 if ballot >= 1 << 31 else 0)]
     return out
 
 
@@ -62,10 +67,10 @@ def test_binary_and_labeled_partitions_of_a_tile_and_of_a_coalesced_group(tmp_pa
     grid = 3
     rng = np.random.default_rng(block)
     values = rng.integers(0, 53, grid * block).astype(np.int32)
-    args = {"in": values, "out": np.full(12 * grid * block, -1, np.int32), "n": grid * block}
+    args = {"in": values, "out": np.full(15 * grid * block, -1, np.int32), "n": grid * block}
     want = _parts_reference(values, block)
     for name, got in _backends(tmp_path, PARTS, "parts", grid, block, args):
-        np.testing.assert_array_equal(got["out"].reshape(-1, 12), want, err_msg=name)
+        np.testing.assert_array_equal(got["out"].reshape(-1, 15), want, err_msg=name)
 
 
 # Grid-stride loops whose trips differ between threads (n not a multiple of the launch's

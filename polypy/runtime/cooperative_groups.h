@@ -97,8 +97,7 @@ public:
   __device__ bool is_valid() const;
 };
 
-/* The lanes of the warp that run coalesced_threads() together (their mask); shfl_up/down and
- * ballot are declared so that their use is a located error naming them. */
+/* The lanes of the warp that run coalesced_threads() together (their mask), or a partition's. */
 class coalesced_group {
 public:
   POLYPY_CG_STATE
