@@ -16,6 +16,7 @@ from polypy.analysis.grid_sync import check_grid_syncs, refuse_plain_launches
 from polypy.analysis.uniformity import check_barriers
 from polypy.errors import UserError
 from polypy.ir import nodes as n
+from polypy.passes.guard_early_returns import guard_early_returns
 from polypy.ir.depth import MAX_DEPTH, check_depth, too_deep
 from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, HostStub, IndirectLaunch, LaunchSite
 from polypy.stack import on_big_stack
@@ -24,6 +25,7 @@ from polypy.sources import read_source
 from frontend.clang_setup import (cursor_loc, deepest_cursor, parse_translation_unit, preorder,
                                   spelled_extent, top_cursors)
 from frontend.host_called_device import host_called_device_functions
+from frontend.kernel_defaults import default_argument
 from frontend.device_pass import device_defines, join_passes, names_cuda_arch, views_differ
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.host_spans import CUDA_HEADERS, OffsetMap, include_span, is_runtime_header, symbol_name_spans
@@ -249,6 +251,7 @@ class _ModuleBuilder:
             pending += list(kernels.items())[known:]
             check_depth(kernel)
             check_grid_syncs(kernel)
+            kernel = guard_early_returns(kernel)  # `if (id > n) return;` before a barrier: checked at run time
             check_barriers(kernel)
             built.append(kernel)
             names[key] = name
@@ -495,10 +498,8 @@ class _ModuleBuilder:
         cfg = list(config.get_children())[1:]
         texts = [None if _is_default(arg) else conv.spelled(arg) for arg in cfg]
         args = []
-        for a in children[2:]:
-            if _is_default(a):
-                raise UserError("default arguments of kernels are not supported in launches", cursor_loc(a))
-            args.append(conv.spelled(a))
+        for i, a in enumerate(children[2:]):
+            args.append(default_argument(call, i, loc) if _is_default(a) else conv.spelled(a))
         if texts[0] is None or texts[1] is None:
             raise UserError("a launch needs a grid and a block shape", loc)
         return texts, args, children, cfg

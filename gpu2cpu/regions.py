@@ -330,7 +330,9 @@ class _Builder:
         The uniformity analysis is run on the branch alone, with the variables that are already
         thread-dependent outside it seeded as such.
         """
-        outer = {x.name for s in stmts for x in walk(s) if isinstance(x, n.Var)} - _declared_or_written(stmts)
+        # Not declared in the branch: a value from outside it (also when the branch assigns it
+        # later, as a loop's counter stepped at the end of its guarded trip).
+        outer = {x.name for s in stmts for x in walk(s) if isinstance(x, n.Var)} - declared_names(tuple(stmts))
         seeds = tuple(n.Assign(v, n.ThreadIdx(0)) for v in sorted(outer & ctx.divergent))
         fake = dataclasses.replace(self.kernel, body=seeds + tuple(stmts))
         return thread_dependent_names(fake) | (ctx.divergent & outer)

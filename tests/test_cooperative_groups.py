@@ -1,6 +1,6 @@
 """Cooperative groups inside a block (polypy's <cooperative_groups.h>, frontend/lower/cooperative.py):
 our own kernels checked against NumPy through the emulator, the LLVM JIT and the C backend, on
-several block shapes; located refusals for a grid's sync() under divergent control, groups of dynamic membership and what
+several block shapes; located refusals for a grid's sync() under divergent control, partitions of other groups than CUDA's and what
 else is not supported."""
 from __future__ import annotations
 
@@ -210,10 +210,12 @@ REFUSED = [
      "  x[0] = cg::reduce(t, x[0], Mine());", "only the operators cg::plus"),
     ("cg::thread_block_tile<32> t = cg::tiled_partition<32>(cg::this_thread_block());\n"
      "  x[0] = cg::reduce(t, x[0], cg::plus<float>());", "an operator of another type than the value"),
-    ("auto g = cg::labeled_partition(cg::tiled_partition<32>(cg::this_thread_block()), x[threadIdx.x]);\n"
-     "  x[0] = g.size();", "labeled_partition (groups of dynamic membership)"),
-    ("auto g = cg::binary_partition(cg::tiled_partition<32>(cg::this_thread_block()), x[threadIdx.x] > 0);\n"
-     "  x[0] = g.size();", "binary_partition (groups of dynamic membership)"),
+    ("auto g = cg::labeled_partition(cg::tiled_partition<32>(cg::this_thread_block()), (float)x[threadIdx.x]);\n"
+     "  x[0] = g.size();", "labeled_partition with a label of type 'float': the label must be an integer"),
+    ("auto g = cg::binary_partition(cg::this_thread_block(), x[threadIdx.x] > 0);\n"
+     "  x[0] = g.size();", "binary_partition of a thread_block: CUDA partitions a thread_block_tile of at most 32"),
+    ("auto g = cg::binary_partition(cg::tiled_partition<64>(cg::this_thread_block()), x[threadIdx.x] > 0);\n"
+     "  x[0] = g.size();", "binary_partition of a thread_block_tile<64>"),
 ]
 
 

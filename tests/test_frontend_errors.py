@@ -56,10 +56,12 @@ CASES = [
      "  }\n"
      "}\n",
      "__syncthreads() under thread-dependent control", (4, 5)),
+    # (a plain `if (c) return;` at the top of the kernel is checked at run time instead:
+    # tests/test_early_returns_and_defaults.py)
     ("barrier-after-divergent-return",
      "__global__ void k(float* x, int n) {\n"
      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-     "  if (i >= n) return;\n"
+     "  if (i >= n) { if (n > 0) return; }\n"
      "  x[i] = 1.0f;\n"
      "  __syncthreads();\n"
      "}\n",

@@ -32,12 +32,14 @@ Groups")::
                                  block_rank(), num_blocks() (64-bit), block_index(), dim_blocks()
     coalesced_threads()          mask = __activemask(); size popc(mask), rank popc(mask & lanes
                                  below), sync() __syncwarp(mask), shfl(v, r) from the lane of
-                                 rank r, any/all the warp vote over mask; cg::reduce: one shuffle
+                                 rank r (shfl_up/down: rank -/+ delta, own value past the ends),
+                                 any/all the warp vote over mask, ballot compacted to ranks; cg::reduce: one shuffle
                                  per lane, members combined from the lowest lane up
+    binary_partition(p, pred)    coalesced groups of the parent's lanes with the same predicate or
+    labeled_partition(p, label)  label (frontend/lower/partitions.py)
 
-A grid's ``sync()`` is the grid barrier (``Barrier`` of scope ``grid``). Its ``is_valid()``, multi-grid groups, labeled and
-binary partitions, a coalesced group's ``ballot``/``shfl_up``/``shfl_down``, and
-``shfl_up``/``shfl_down``/``shfl_xor``/``ballot`` of tiles of more than 32 threads are refused
+A grid's ``sync()`` is the grid barrier (``Barrier`` of scope ``grid``). Its ``is_valid()``, multi-grid groups,
+and ``shfl_up``/``shfl_down``/``shfl_xor``/``ballot`` of tiles of more than 32 threads are refused
 with a located error naming the feature. ``block_tile_memory`` (the scratch CUDA's big tiles use) is accepted and dropped.
 """
 from __future__ import annotations
@@ -55,15 +57,13 @@ from frontend.arith import convert, truth
 from frontend.clang_setup import RUNTIME_DIR, evaluate
 from frontend.lower.context import CK
 from frontend.lower.helpers import _strip
+from frontend.lower.partitions import dynamic_partition
 from frontend.values import Aggregate, Value
 
 CG_HEADER = (RUNTIME_DIR / "cooperative_groups.h").resolve()
 _SIZE, _META_RANK, _META_SIZE = ".__polypy_size", ".__polypy_meta_group_rank", ".__polypy_meta_group_size"
 _MASK = ".__polypy_mask"  # a coalesced group's lanes of the warp
-_REFUSED = {
-    "labeled_partition": "cooperative_groups::labeled_partition (groups of dynamic membership) is not supported",
-    "binary_partition": "cooperative_groups::binary_partition (groups of dynamic membership) is not supported",
-}
+_PARTITIONS = ("binary_partition", "labeled_partition")  # groups of dynamic membership (partitions.py)
 MAX_TILE = 1024  # CUDA's largest block
 WARP = 32
 _REDUCE_OPS = {"plus": "add", "less": "min", "greater": "max", "bit_and": "band", "bit_or": "bor",
@@ -104,11 +104,6 @@ def is_tile_memory(t: ci.Type) -> bool:
     return _class_name(c) == "block_tile_memory" and is_cooperative(c.get_declaration())
 
 
-def refused_group(t: ci.Type) -> str | None:
-    """The refusal of a group type polypy's header declares only to refuse it, or None."""
-    return _REFUSED.get(_class_name(t))
-
-
 class CooperativeLowering:
     """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
 
@@ -117,9 +112,6 @@ class CooperativeLowering:
             (fn.semantic_parent is not None and fn.semantic_parent.kind in (CK.CLASS_DECL, CK.CLASS_TEMPLATE,
                                                                             CK.STRUCT_DECL)) else None
         name = fn.spelling
-        for what in (owner, name):
-            if what in _REFUSED:
-                raise self.error(_REFUSED[what], c)
         if fn.kind == CK.CONSTRUCTOR:
             args = [ch for ch in children if ch.kind.is_expression()]
             if owner in _REDUCE_OPS:
@@ -154,6 +146,10 @@ class CooperativeLowering:
             return self.cg_aggregate(n.Const(0, U32), n.Const(0, U32), n.Const(1, U32), c)
         if name == "tiled_partition":
             return self.cg_partition(args, c)
+        if name in _PARTITIONS:
+            parent = args[0].type
+            return dynamic_partition(self, name, args, c, mask_field=_MASK,  # type: ignore[arg-type]
+                                     parent_kind=_class_name(parent), tile_size=_tile_size(parent))
         if name in ("sync", "thread_rank", "group_size"):
             return self.cg_typed(fn, self.cg_member(_class_name(args[0].type), {"group_size": "size"}.get(name, name),
                                                     args[0], [], c, discard))
@@ -169,8 +165,6 @@ class CooperativeLowering:
     # ------------------------------------------------------------------ groups
     def cg_group(self, a: ci.Cursor) -> Aggregate:
         kind = _class_name(a.type)
-        if kind in _REFUSED:
-            raise self.error(_REFUSED[kind], a)
         v = self.expr(a)
         fields = {_SIZE, _META_RANK, _META_SIZE} | ({_MASK} if kind == "coalesced_group" else set())
         if not isinstance(v, Aggregate) or set(v.fields) != fields:
@@ -255,8 +249,6 @@ class CooperativeLowering:
     # ------------------------------------------------------------------ member functions
     def cg_member(self, kind: str, name: str, base: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor,
                   discard: bool) -> Value | None:
-        if kind in _REFUSED:
-            raise self.error(_REFUSED[kind], c)
         group = self.cg_group(base)
         t = base.type
         loc = self.loc(c)
@@ -358,7 +350,9 @@ class CooperativeLowering:
     def cg_coalesced_member(self, name: str, group: Aggregate, args: list[ci.Cursor], c: ci.Cursor,
                             discard: bool) -> Value | None:
         """A coalesced group's rank (the set lanes of its mask below this one), size, ``sync()``
-        (``__syncwarp`` of its mask), ``shfl(v, rank)`` (from the lane of that rank), ``any``/``all``."""
+        (``__syncwarp`` of its mask), ``shfl(v, rank)`` (from the lane of that rank), ``shfl_up``/
+        ``shfl_down`` (from the rank ``delta`` below/above; the thread's own value past the group's
+        ends), ``any``/``all``, ``ballot`` (bit k: the member of rank k)."""
         loc = self.loc(c)
         mask = group.fields[_MASK]
         assert isinstance(mask, n.Expr)
@@ -377,26 +371,55 @@ class CooperativeLowering:
             return group.fields[_META_RANK]
         if name == "meta_group_size":
             return group.fields[_META_SIZE]
-        if name == "shfl":
+        if name in ("shfl", "shfl_up", "shfl_down"):
             value = self.scalar(args[0])
-            rank = convert(self.scalar(args[1]), U32)
-            # The lane of rank `rank`: the mask's set bits counted from lane 0.
-            src, seen = self.temp(U32, n.Const(0, U32), "src_lane", c), self.temp(U32, n.Const(0, U32), "seen", c)
+            arg = convert(self.scalar(args[1]), U32)
+            if name == "shfl":
+                return self.cg_coalesced_shfl(value, arg, mask, c)
+            # shfl_up/down: from the rank delta below/above, the thread's own value past the ends
+            rank = self.temp(U32, self.cg_coalesced_member("thread_rank", group, [], c, False), "rank", c)
+            rv, size = n.Var(rank.name, U32), group.fields[_SIZE]
+            assert isinstance(size, n.Expr)
+            if name == "shfl_up":
+                src = n.Select(n.Binary("ge", rv, arg), n.Binary("sub", rv, arg), rv)
+            else:
+                src = n.Select(n.Binary("lt", arg, n.Binary("sub", size, rv)), n.Binary("add", rv, arg), rv)
+            return self.cg_coalesced_shfl(value, src, mask, c)
+        if name == "ballot":
+            # bit k of the result is the group's thread of rank k: the lanes' ballot, compacted
+            lanes = self.temp(U32, None, "ballot", c)
+            self.emit(n.Vote(lanes.name, "ballot", truth(self.scalar(args[0])), mask, loc=loc))
+            out, k = self.temp(U32, n.Const(0, U32), "ballot", c), self.temp(U32, n.Const(0, U32), "rank", c)
             j = self.names.fresh("l")
-            jv, sv = n.Var(j, U32), n.Var(seen.name, U32)
+            jv, kv, ov = n.Var(j, U32), n.Var(k.name, U32), n.Var(out.name, U32)
+            bit = n.Binary("band", n.Binary("shr", n.Var(lanes.name, U32), jv), n.Const(1, U32))
             member = n.Binary("ne", n.Binary("band", n.Binary("shr", mask, jv), n.Const(1, U32)), n.Const(0, U32))
-            body = (n.If(member, (n.If(n.Binary("eq", sv, rank), (n.Assign(src.name, jv, loc=loc),), loc=loc),
-                                  n.Assign(seen.name, n.Binary("add", sv, n.Const(1, U32)), loc=loc)), loc=loc),)
+            body = (n.If(member, (n.Assign(out.name, n.Binary("bor", ov, n.Binary("shl", bit, kv)), loc=loc),
+                                  n.Assign(k.name, n.Binary("add", kv, n.Const(1, U32)), loc=loc)), loc=loc),)
             self.emit(n.For(j, U32, n.Const(0, U32), n.Const(WARP, U32), n.Const(1, U32), body, loc=loc))
-            dest = self.temp(value.type, None, "shfl", c)
-            self.emit(n.Shuffle(dest.name, "idx", value, convert(n.Var(src.name, U32), I32), n.Const(WARP, I32), mask,
-                                loc=loc))
-            return n.Var(dest.name, dest.type)
+            return ov
         if name in ("any", "all"):
             dest = self.temp(I32, None, "vote", c)
             self.emit(n.Vote(dest.name, name, truth(self.scalar(args[0])), mask, loc=loc))
             return n.Var(dest.name, I32)
         raise self.error(f"cooperative_groups::coalesced_group::{name} is not supported", c)
+
+    def cg_coalesced_shfl(self, value: n.Expr, rank: n.Expr, mask: n.Expr, c: ci.Cursor) -> n.Expr:
+        """``value`` from the member of rank ``rank`` (the mask's set bits counted from lane 0)."""
+        loc = self.loc(c)
+        src, seen = self.temp(U32, n.Const(0, U32), "src_lane", c), self.temp(U32, n.Const(0, U32), "seen", c)
+        want = self.temp(U32, rank, "src_rank", c)
+        j = self.names.fresh("l")
+        jv, sv = n.Var(j, U32), n.Var(seen.name, U32)
+        member = n.Binary("ne", n.Binary("band", n.Binary("shr", mask, jv), n.Const(1, U32)), n.Const(0, U32))
+        body = (n.If(member, (n.If(n.Binary("eq", sv, n.Var(want.name, U32)), (n.Assign(src.name, jv, loc=loc),),
+                                   loc=loc),
+                              n.Assign(seen.name, n.Binary("add", sv, n.Const(1, U32)), loc=loc)), loc=loc),)
+        self.emit(n.For(j, U32, n.Const(0, U32), n.Const(WARP, U32), n.Const(1, U32), body, loc=loc))
+        dest = self.temp(value.type, None, "shfl", c)
+        self.emit(n.Shuffle(dest.name, "idx", value, convert(n.Var(src.name, U32), I32), n.Const(WARP, I32), mask,
+                            loc=loc))
+        return n.Var(dest.name, dest.type)
 
     def cg_big_tile_member(self, name: str, args: list[ci.Cursor], size: int, c: ci.Cursor) -> n.Expr:
         """``shfl(v, r)`` and ``any``/``all`` of a tile of more than 32 threads, between block barriers

@@ -14,7 +14,7 @@ from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, function_body, has_attr, initializer_of, string_initializer,
 )
 from frontend.lower.accessors import accessor_type
-from frontend.lower.cooperative import is_cooperative, is_tile_memory, refused_group
+from frontend.lower.cooperative import is_cooperative, is_tile_memory
 from frontend.lower.views import element
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
 from frontend.lower.null_tests import is_null_pointer
@@ -174,7 +174,7 @@ class DeclarationLowering:
             return self.shared[key]
         dims, elem = _array_dims(d.type)
         if is_cooperative(elem.get_canonical().get_declaration()):
-            raise UserError(refused_group(elem) or f"__shared__ '{elem.spelling}' is not supported", where)
+            raise UserError(f"__shared__ '{elem.spelling}' is not supported", where)
         layout = tm.array_layout(elem, where)
         if d.storage_class == ci.StorageClass.EXTERN or (dims and dims[0] is None):
             if layout.record is not None:

@@ -129,6 +129,8 @@ def parse_pipeline(spec: str, *, report: list | None = None) -> tuple[Pass, ...]
 for _name, _target in (
     # polypy/passes: target independent
     ("eliminate-returns", "polypy.passes.eliminate_returns:eliminate_returns"),
+    # run by the frontend on each kernel, before its barrier check (frontend/module.py)
+    ("guard-early-returns", "polypy.passes.guard_early_returns:guard_early_returns"),
     ("raise-counted-loops", "polypy.passes.raise_counted_loops:raise_counted_loops"),
     ("fold-constants", "polypy.passes.fold_constants:fold_constants"),
     ("forward-scalars", "polypy.passes.forward_scalars:forward_scalars"),
@@ -153,6 +155,7 @@ for _name, _target in (
     ("forward-shared-stores", "gpu2cpu.forward_shared:forward_shared_stores"),
     ("eliminate-dead-shared-stores", "gpu2cpu.forward_shared:eliminate_dead_shared_stores"),
     ("eliminate-barriers", "gpu2cpu.barriers:eliminate_barriers"),
+    ("uniform-warp-loops", "gpu2cpu.uniform_warp_loops:uniform_warp_loops"),
     ("lower-warp-syncs", "gpu2cpu.lower_warp_syncs:lower_warp_syncs"),
     ("lockstep-warps", "gpu2cpu.lockstep_warps:lockstep_warps"),
     ("refuse-warp-synchronous", "gpu2cpu.refuse_warp_synchronous:refuse_warp_synchronous"),
@@ -186,7 +189,10 @@ for _name, _target in (
 SIMPLIFY: tuple[str, ...] = tuple(p.name for p in _SIMPLIFY)
 # __syncwarp becomes block barriers between guarded phases right away (gpu2cpu.lower_warp_syncs):
 # every later pass, the emulator and the gradients meet barriers they know.
-GPU_PASSES: tuple[str, ...] = ("eliminate-returns", "lower-warp-syncs", "raise-counted-loops") + SIMPLIFY
+# Before it, loops whose trips differ between threads with warp operations inside run the block's
+# largest trip count, guarded (gpu2cpu.uniform_warp_loops): their warp operations are then branches.
+GPU_PASSES: tuple[str, ...] = ("eliminate-returns", "uniform-warp-loops", "lower-warp-syncs",
+                               "raise-counted-loops") + SIMPLIFY
 # Forwarding first: it makes stores dead and then barriers removable.
 SHARED_OPTIMIZE: tuple[str, ...] = ("forward-shared-stores", "eliminate-dead-shared-stores", "eliminate-barriers")
 # What the CPU schedule would run with another meaning comes first, optimized or not: races

@@ -9,8 +9,9 @@
  *
  * A group object holds what CUDA keeps at run time: its size and the size of the group it was
  * partitioned from (meta_group_rank/meta_group_size); a coalesced group also its warp lanes. A
- * grid's sync(), labeled and binary partitions and the other members the frontend does not
- * translate are declared so that a program using them gets a located error naming the feature.
+ * grid's sync() is the grid barrier; labeled and binary partitions are coalesced groups
+ * (frontend/lower/partitions.py); the members the frontend does not translate are declared so
+ * that a program using them gets a located error naming the feature.
  * cg::memcpy_async, cg::wait and cg::wait_prior are defined in <cooperative_groups/memcpy_async.h>
  * (as in CUDA, a program includes it to use them).
  */
@@ -96,8 +97,7 @@ public:
   __device__ bool is_valid() const;
 };
 
-/* The lanes of the warp that run coalesced_threads() together (their mask); shfl_up/down and
- * ballot are declared so that their use is a located error naming them. */
+/* The lanes of the warp that run coalesced_threads() together (their mask), or a partition's. */
 class coalesced_group {
 public:
   POLYPY_CG_STATE
@@ -124,8 +124,10 @@ __device__ thread_group tiled_partition(const thread_block& parent, unsigned int
 
 /* The scratch CUDA's tiles of more than 32 threads use: accepted, and dropped (polypy needs none). */
 template <unsigned int MaxBlockSize> struct block_tile_memory { };
-/* Declared so that their use is a located error naming them (frontend/lower/cooperative.py). */
+/* The block, its scratch dropped (frontend/lower/cooperative.py). */
 template <unsigned int MaxBlockSize> __device__ thread_block this_thread_block(block_tile_memory<MaxBlockSize>& scratch);
+/* Coalesced groups of the parent's lanes with the same label / predicate (frontend/lower/partitions.py);
+ * the parent is a thread_block_tile of at most 32 threads or a coalesced_group. */
 template <typename GroupT, typename LabelT> __device__ coalesced_group labeled_partition(const GroupT& group, LabelT label);
 template <typename GroupT> __device__ coalesced_group binary_partition(const GroupT& group, bool pred);
 
