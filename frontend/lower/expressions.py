@@ -10,6 +10,7 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import BOOL, I32
 
+from frontend.lower.inheritance import member_path, sub_value, subobject
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, promote, scale, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
@@ -249,22 +250,25 @@ class ExpressionLowering:
                 raise self.error(f"static member '{c.spelling}' without a constant value is not supported in "
                                  "device code", c)
             return n.Const(value, st, loc=self.loc(c))
-        base_c = next(iter(c.get_children()), None)
+        base_c = next((ch for ch in c.get_children() if ch.kind.is_expression()), None)  # not a `B::` qualifier
+        path = member_path(self, base_c, c)  # a member of a base class (frontend.lower.inheritance)
         if base_c is None:  # `x` inside a member function: `this->x`
-            return self.read(self.member_lv(self.this_place(c), c.spelling, c), c)
+            return self.read(self.member_lv(subobject(self, self.this_place(c), path, c), c.spelling, c), c)
         if tm.is_pointer(base_c.type):
-            return self.read(self.member_lv(self.deref(self.expr(base_c), c), c.spelling, c), c)
+            return self.read(self.member_lv(subobject(self, self.deref(self.expr(base_c), c), path, c), c.spelling,
+                                            c), c)
         if self.in_memory(base_c):
             # `p[i].keys[k]`, `p->nei[k].x`: members of records in memory are found by their place,
             # not by reading the whole record first.
             base_lv = self.lvalue(base_c)
             if isinstance(base_lv, (RecLV, UnionLV)):
-                return self.read(self.member_lv(base_lv, c.spelling, c), c)
+                return self.read(self.member_lv(subobject(self, base_lv, path, c), c.spelling, c), c)
             base = self.read(base_lv, c)
         else:
             base = self.expr(base_c)
         if not isinstance(base, Aggregate):
             raise self.error(f"'.{c.spelling}' of a {_describe(base)}", c)
+        base = sub_value(self, base, path, c)
         return _select_member(base.fields, c.spelling, c, lambda fields, sp: Aggregate(fields, sp), self)
 
     def in_memory(self, c: ci.Cursor) -> bool:

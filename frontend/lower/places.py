@@ -7,6 +7,7 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import I32
 
+from frontend.lower.inheritance import conversion_path, member_path, subobject
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, plus, scale
 from frontend.clang_setup import unary_operator
@@ -64,14 +65,20 @@ class PlaceLowering:
             ptr = self.expr(next(iter(c.get_children())))
             return self.deref(ptr, c)
         if kind == CK.MEMBER_REF_EXPR:
-            base_c = next(iter(c.get_children()), None)
+            base_c = next((ch for ch in c.get_children() if ch.kind.is_expression()), None)
             if base_c is None:  # `x` inside a member function: `this->x`
-                return self.member_lv(self.this_place(c), c.spelling, c)
-            if tm.is_pointer(base_c.type):
+                base_lv = self.this_place(c)
+            elif tm.is_pointer(base_c.type):
                 base_lv = self.deref(self.expr(base_c), c)
             else:
                 base_lv = self.lvalue(base_c)
-            return self.member_lv(base_lv, c.spelling, c)
+            # a member of a base class: its subobject first (frontend.lower.inheritance)
+            return self.member_lv(subobject(self, base_lv, member_path(self, base_c, c), c), c.spelling, c)
+        if kind in (CK.CXX_STATIC_CAST_EXPR, CK.CSTYLE_CAST_EXPR) and tm.is_reference(c.type) and \
+                tm.is_record(tm.strip_reference(c.type)):
+            # `static_cast<Base&>(d)`: d's base subobject (a downcast is refused)
+            source = [ch for ch in c.get_children() if ch.kind.is_expression()][-1]
+            return subobject(self, self.lvalue(source), conversion_path(self, source, c.type, c), c)
         if kind == CK.CALL_EXPR:
             place = self.accessor_lvalue(c)  # `acc[i][j] = v` (accessors.py)
             if place is not None:
