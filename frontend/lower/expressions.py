@@ -10,7 +10,7 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import BOOL, I32
 
-from frontend.lower.inheritance import member_path, sub_value, subobject
+from frontend.lower.inheritance import converted, member_path, sub_value, subobject
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, promote, scale, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
@@ -107,6 +107,7 @@ class ExpressionLowering:
         v = self.expr(children[0], discard=discard)
         if discard:
             return v
+        v = converted(self, v, children[0], c)  # derived to base (frontend.lower.inheritance)
         return self.implicit_conversion(v, c)
 
     def implicit_conversion(self, v: Value | None, c: ci.Cursor) -> Value | None:
@@ -496,6 +497,7 @@ class ExpressionLowering:
         v = self.expr(operand[-1], discard=discard)
         if discard:
             return None
+        v = converted(self, v, operand[-1], c)  # `static_cast<Base*>(&d)`; a downcast is refused
         if isinstance(v, _ArrayRef):
             v = v.decay(self)
         st = tm.scalar_type(c.type)

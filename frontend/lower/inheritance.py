@@ -12,7 +12,7 @@ import clang.cindex as ci
 from frontend import bases as cxx
 from frontend import ctypes_map as tm
 from frontend.lower.context import CK
-from frontend.lower.helpers import _select_member
+from frontend.lower.helpers import _select_member, _strip
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -66,7 +66,8 @@ def member_path(b: KernelBuilder, obj: ci.Cursor | None, c: ci.Cursor) -> list[s
     ref = c.referenced
     if ref is None or ref.kind != CK.FIELD_DECL or ref.semantic_parent is None:
         return []
-    return path_to(b, object_type(b, None if obj is None else _inner(obj)), ref.semantic_parent.type, c)
+    # ``obj`` as the caller evaluates it: its implicit derived-to-base conversions already applied
+    return path_to(b, object_type(b, obj), ref.semantic_parent.type, c)
 
 
 def this_path(b: KernelBuilder, obj: ci.Cursor | None, fn: ci.Cursor, c: ci.Cursor) -> list[str]:
@@ -74,7 +75,8 @@ def this_path(b: KernelBuilder, obj: ci.Cursor | None, fn: ci.Cursor, c: ci.Curs
     parent = fn.semantic_parent
     if parent is None or parent.kind not in _RECORDS + (CK.UNION_DECL,):
         return []
-    return path_to(b, object_type(b, None if obj is None else _inner(obj)), parent.type, c)
+    # ``obj`` as ``object_place`` evaluates it: without its implicit conversions
+    return path_to(b, object_type(b, None if obj is None else _strip(obj)), parent.type, c)
 
 
 def conversion_path(b: KernelBuilder, source: ci.Cursor, target: ci.Type, c: ci.Cursor) -> list[str]:
@@ -82,22 +84,33 @@ def conversion_path(b: KernelBuilder, source: ci.Cursor, target: ci.Type, c: ci.
     t = tm.strip_reference(target)
     if tm.is_pointer(t):
         t = tm.pointee(t)
-    return path_to(b, object_type(b, _inner(source)), t, c)
+    return path_to(b, object_type(b, _strip(source)), t, c)
 
 
-def _inner(c: ci.Cursor) -> ci.Cursor:
-    """``c`` without implicit conversions, parentheses and upcasting named casts: the expression
-    whose static type is the object's."""
-    while True:
-        if c.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR):
-            children = list(c.get_children())
-            if len(children) != 1:
-                return c
-            c = children[0]
-            continue
-        if c.kind == CK.UNARY_OPERATOR and tm.is_pointer(c.type):
-            # `&d`: the object is d (the pointer's pointee has d's type)
-            children = list(c.get_children())
-            if len(children) == 1 and tm.is_record(children[0].type):
-                return children[0]
-        return c
+def _record_of(t: ci.Type) -> ci.Type | None:
+    t = tm.strip_reference(t)
+    if tm.is_pointer(t):
+        t = tm.pointee(t)
+    return t if tm.is_record(t) else None
+
+
+def converted(b: KernelBuilder, v, source: ci.Cursor, c: ci.Cursor):
+    """Value ``v`` of expression ``source`` converted to ``c``'s type: a derived object (or a
+    pointer to one) as its base subobject; anything else unchanged."""
+    from frontend.values import Aggregate, AggLV, RecLV, VarAddress
+
+    target = _record_of(c.type)
+    if target is None or _record_of(source.type) is None or \
+            tm.is_pointer(tm.strip_reference(c.type)) != tm.is_pointer(tm.strip_reference(source.type)):
+        return v
+    path = path_to(b, _record_of(source.type), target, c)
+    if not path:
+        return v
+    if isinstance(v, Aggregate):
+        return sub_value(b, v, path, c)
+    if isinstance(v, VarAddress):
+        return VarAddress(subobject(b, v.target, path, c))
+    if isinstance(v, (AggLV, RecLV)):
+        return subobject(b, v, path, c)
+    raise b.error(f"converting this '{source.type.spelling}' to its base class '{target.spelling}' is not supported "
+                  "in device code", c)

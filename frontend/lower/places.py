@@ -7,7 +7,7 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import I32
 
-from frontend.lower.inheritance import conversion_path, member_path, subobject
+from frontend.lower.inheritance import converted, member_path, subobject
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, plus, scale
 from frontend.clang_setup import unary_operator
@@ -33,7 +33,8 @@ class PlaceLowering:
         if kind in (CK.PAREN_EXPR, CK.UNEXPOSED_EXPR):
             children = list(c.get_children())
             if len(children) == 1:
-                return self.lvalue(children[0])
+                # a derived object as its base (frontend.lower.inheritance)
+                return converted(self, self.lvalue(children[0]), children[0], c)
         if kind == CK.DECL_REF_EXPR:
             r = c.referenced
             if r is not None and r.kind == CK.VAR_DECL and r.spelling in GPU_BUILTINS and is_prelude_decl(r):
@@ -78,7 +79,7 @@ class PlaceLowering:
                 tm.is_record(tm.strip_reference(c.type)):
             # `static_cast<Base&>(d)`: d's base subobject (a downcast is refused)
             source = [ch for ch in c.get_children() if ch.kind.is_expression()][-1]
-            return subobject(self, self.lvalue(source), conversion_path(self, source, c.type, c), c)
+            return converted(self, self.lvalue(source), source, c)
         if kind == CK.CALL_EXPR:
             place = self.accessor_lvalue(c)  # `acc[i][j] = v` (accessors.py)
             if place is not None:

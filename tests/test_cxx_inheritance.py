@@ -1,0 +1,162 @@
+"""C++ base classes in device code (issue 36 item 2): non-virtual single and multiple
+inheritance (protected/private bases, a class template deriving from a class), base fields read
+and written from base and derived member functions, name hiding (``Counter::end``), a base
+constructor initializer, derived objects as locals, in a record, in shared memory, as a by-value
+kernel parameter (the C++ layout: checked against the host compiler's ``offsetof``), passed by
+reference as a base (an upcast), ``static_cast<Base&>``, a base pointer. Each kernel runs through
+the emulator and the C backend on two launch shapes against expected values; the refusals
+(virtual functions, a downcast, a base depending on a class template's parameters) are located.
+"""
+from __future__ import annotations
+
+import pathlib
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import polypy
+from c_support import run_way
+from polypy.errors import UserError
+
+LOCALS = r"""
+struct Counter {
+  int n;
+  float end;
+  __device__ Counter() : n(1), end(0.5f) {}
+  __device__ void bump(float v) { n += 1; end += v; }
+  __device__ float get() const { return end * n; }
+};
+struct Scale {
+  float s;
+  __device__ float apply(float v) const { return s * v; }
+};
+template <int K>
+struct Acc : protected Counter, private Scale {
+  float end;  // hides Counter::end
+  __device__ Acc(float s0) : Counter(), end(100.0f) { s = s0 * K; }
+  __device__ void add(float v) { bump(apply(v)); this->end += 1.0f; }
+  __device__ float total() const { return get() + end + Counter::end + this->n; }
+};
+struct Pair { Acc<2> a; float w; };
+__device__ float use(Counter& c) { c.bump(1.0f); return c.get(); }
+__global__ void k(const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  Acc<2> a(0.5f);
+  a.add(x[i]);
+  Pair p = {a, 3.0f};
+  p.a.add(p.w);
+  y[i] = a.total() + p.a.total();
+}
+"""
+
+MEMORY = r"""
+struct Base { int n; float v; __device__ void bump(float d) { n += 1; v += d; } };
+struct Extra { double w; };
+struct Der : Base, Extra { float v; short tag; };
+__device__ float twice(Base& b) { b.bump(1.0f); return b.v * 2.0f; }
+__global__ void k2(Der p, const float* x, float* y, double* z) {
+  __shared__ Der s[8];
+  int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+  s[t] = p;
+  s[t].bump(x[i]);
+  s[t].v = x[i] * 3.0f;
+  __syncthreads();
+  Der d = s[(t + 1) % blockDim.x];
+  Base& b = d;
+  Base* q = &d;
+  float r = twice(b) + static_cast<Base&>(d).v + q->n;
+  y[i] = r + d.v + d.Base::v + d.tag;
+  z[i] = d.w + s[t].n;
+}
+"""
+
+SHAPES = [((2,), (4,)), ((3,), (8,))]
+
+
+@pytest.mark.parametrize("way", ["emulator", "c"])
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_derived_locals_hiding_and_base_constructor(way: str, grid, block) -> None:
+    size = grid[0] * block[0]
+    x = np.linspace(-2.0, 3.0, size).astype(np.float32)
+    out = run_way(LOCALS, "k", grid, block, {"x": x, "y": np.zeros(size, np.float32)}, way)
+    # a: Counter() n=1, Counter::end=0.5; Acc::end=100; s=1; a.add(x): n=2, Counter::end=0.5+x, end=101.
+    # p.a (a copy) .add(3): n=3, Counter::end=3.5+x, end=102.
+    expected = 3 * (0.5 + x) + 103 + 4 * (3.5 + x) + 105
+    np.testing.assert_allclose(out["y"], expected, rtol=1e-6)
+
+
+def _record() -> np.ndarray:
+    base = np.dtype([("n", "<i4"), ("v", "<f4")])
+    extra = np.dtype([("w", "<f8")])
+    der = np.dtype({"names": ["__base0", "__base1", "v", "tag"], "formats": [base, extra, "<f4", "<i2"],
+                    "offsets": [0, 8, 16, 20], "itemsize": 24})
+    rec = np.zeros(1, dtype=der)
+    rec[0] = ((5, 0.25), (1.5,), 7.0, 3)
+    return rec
+
+
+@pytest.mark.parametrize("way", ["emulator", "c"])
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_derived_in_shared_memory_parameter_and_upcasts(way: str, grid, block) -> None:
+    size = grid[0] * block[0]
+    x = np.arange(size, dtype=np.float32)
+    out = run_way(MEMORY, "k2", grid, block, {"p": _record()[0], "x": x, "y": np.zeros(size, np.float32),
+                                               "z": np.zeros(size)}, way)
+    t = np.arange(size) % block[0]
+    xv = x[(t + 1) % block[0] + (np.arange(size) // block[0]) * block[0]]
+    # d = s[neighbour]: n=6, Base::v=0.25+xv, Der::v=3xv, w=1.5, tag=3; twice(b): n=7, Base::v=1.25+xv
+    expected = 2 * (1.25 + xv) + (1.25 + xv) + 7 + 3 * xv + (1.25 + xv) + 3
+    np.testing.assert_allclose(out["y"], expected, rtol=1e-6)
+    np.testing.assert_allclose(out["z"], np.full(size, 1.5 + 6))
+
+
+def test_layout_matches_the_host_compiler(tmp_path: pathlib.Path) -> None:
+    cxx = shutil.which("c++") or shutil.which("g++")
+    if cxx is None:
+        pytest.skip("no C++ compiler to compare the layout with")
+    src = tmp_path / "layout.cpp"
+    decls = MEMORY.split("__device__ float twice")[0].replace("__device__ ", "")
+    src.write_text("#include <cstdio>\n#include <cstddef>\n" + decls + """
+int main() { Der d; char* o = (char*)&d;
+  std::printf("%zu %td %td %zu %zu\\n", sizeof(Der), (char*)static_cast<Base*>(&d) - o,
+              (char*)static_cast<Extra*>(&d) - o, offsetof(Der, v), offsetof(Der, tag)); }
+""")
+    exe = tmp_path / "layout"
+    subprocess.run([cxx, str(src), "-o", str(exe)], check=True)
+    got = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
+    der = _record().dtype
+    assert [int(v) for v in got] == [der.itemsize, der.fields["__base0"][1], der.fields["__base1"][1],
+                                     der.fields["v"][1], der.fields["tag"][1]]
+
+
+REFUSED = [
+    ("virtual",
+     "struct B { float w; __device__ virtual float f() const { return w; } };\n"
+     "struct D : B { float u; };\n"
+     "__global__ void k(float* y) { D d; d.w = 1.0f; y[0] = d.w; }\n",
+     "virtual member functions", (3, 33)),
+    ("downcast",
+     "struct B { float w; };\n"
+     "struct D : B { float u; };\n"
+     "__global__ void k(float* y) { D d; B& b = d; b.w = 2.0f; y[0] = static_cast<D&>(b).u; }\n",
+     "downcast", (3, 65)),
+    ("dependent-base",
+     "template <typename T> struct B { T w; };\n"
+     "template <typename T> struct D : B<T> { __device__ T get() { return this->w; } };\n"
+     "__global__ void k(float* y) { D<float> d; y[0] = d.get(); }\n",
+     "depends on the template's parameters", (3, 40)),
+]
+
+
+@pytest.mark.parametrize("name,text,message,where", REFUSED, ids=[r[0] for r in REFUSED])
+def test_refused_with_location(name: str, text: str, message: str, where: tuple[int, int],
+                               tmp_path: pathlib.Path) -> None:
+    path = tmp_path / f"{name}.cu"
+    path.write_text(text)
+    with pytest.raises(UserError) as info:
+        polypy.load(str(path))
+    err = info.value
+    assert message in err.message, err.render()
+    assert err.loc is not None and (err.loc.line, err.loc.col) == where, err.render()
