@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 import polypy
-from c_support import run_way
+import sys
+
+from c_support import find_compiler, run_way
 from polypy.errors import UserError
 
 LOCALS = r"""
@@ -129,6 +131,64 @@ int main() { Der d; char* o = (char*)&d;
     der = _record().dtype
     assert [int(v) for v in got] == [der.itemsize, der.fields["__base0"][1], der.fields["__base1"][1],
                                      der.fields["v"][1], der.fields["tag"][1]]
+
+
+PROGRAM = r"""
+#include <cstdio>
+struct Base { int n; float v; __device__ void bump(float d) { n += 1; v += d; } };
+struct Extra { double w; };
+struct Der : Base, Extra { float v; short tag; };
+__global__ void k(const Der* pp, Der* q, float* y) {
+  int i = threadIdx.x;
+  Der d = *pp;
+  d.bump(1.0f * i);
+  q[i] = d;
+  q[i].bump(0.5f);
+  q[i].v = d.v + i;
+  y[i] = d.Base::v + d.w + q[i].n + d.tag;
+}
+int main() {
+  Der h; h.n = 2; h.Base::v = 0.25f; h.w = 1.5; h.v = 7.0f; h.tag = 3;
+  Der* q; float* y;
+  cudaMalloc(&q, 4 * sizeof(Der)); cudaMalloc(&y, 4 * sizeof(float));
+  Der* hp; cudaMalloc(&hp, sizeof(Der)); cudaMemcpy(hp, &h, sizeof(Der), cudaMemcpyHostToDevice); k<<<1, 4>>>(hp, q, y);
+  Der hq[4]; float hy[4];
+  cudaMemcpy(hq, q, sizeof(hq), cudaMemcpyDeviceToHost);
+  cudaMemcpy(hy, y, sizeof(hy), cudaMemcpyDeviceToHost);
+  for (int i = 0; i < 4; i++) printf("%g %d %g %g %g %d\n", hy[i], hq[i].n, hq[i].Base::v, hq[i].w, hq[i].v, hq[i].tag);
+  return 0;
+}
+"""
+
+
+def _polypy(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "polypy.driver.cli", *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_whole_program_with_derived_records_in_device_memory(tmp_path: pathlib.Path) -> None:
+    """Records with bases copied by the host (its compiler's layout) and used by the kernel."""
+    if find_compiler(True) is None:
+        pytest.skip("no C++ compiler (c++/g++/clang++) on this machine")
+    src = tmp_path / "prog.cu"
+    src.write_text(PROGRAM)
+    want = "".join(f"{8.75 + i:g} 4 {0.75 + i:g} 1.5 {7 + i:g} 3\n" for i in range(4))
+    for extra in ((), ("--emulate",)):
+        result = _polypy("run", str(src), *extra)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stdout == want, extra
+
+
+def test_whole_program_refuses_a_derived_record_by_value(tmp_path: pathlib.Path) -> None:
+    src = tmp_path / "prog.cu"
+    src.write_text(PROGRAM.replace("const Der* pp", "Der p").replace("Der d = *pp;", "Der d = p;")
+                   .replace("k<<<1, 4>>>(hp,", "k<<<1, 4>>>(h,"))
+    out = tmp_path / "out.cpp"
+    result = _polypy("translate", str(src), "-o", str(out))
+    assert result.returncode == 1 and not out.exists(), result.stderr
+    assert f"{src}:6:23: error: kernel parameter 'p' of derived class 'Der' passed by value is not supported in " \
+        "whole programs" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
 
 
 REFUSED = [
