@@ -8,13 +8,21 @@ already resolved names (hiding, qualification), so a member expression names the
 declares the member: the frontend walks from the object's static type down ``base_path`` to
 that class's subobject.
 
+The bases of an implicit class template instance (``Loader<float, true>`` deriving from
+``IO<const T, CHECKED>``) are not listed by libclang (it shows no children of an implicit
+instance). ``learn`` finds them where the kernel's code converts such an object to a base
+(clang's implicit derived-to-base conversions, written for every use of a base member or base
+member function): the base instance of each of the template's base specifiers is the one
+converted-to type that is an instance of the specifier's template. The layout that results is
+checked against clang's offsets of the own members and size.
+
 What is not exact is refused: virtual bases, classes with virtual member functions (a vtable
-pointer polypy does not model), and the bases of an implicit class template instantiation
-(libclang lists no children for it, so its base classes cannot be seen).
+pointer polypy does not model), and an instance's base that its code never converts to.
 """
 from __future__ import annotations
 
 import dataclasses
+import weakref
 
 import clang.cindex as ci
 
@@ -51,6 +59,65 @@ def _pattern(decl: ci.Cursor) -> ci.Cursor | None:
     return pattern
 
 
+# Cache: per translation unit, the USR of a class template instance -> the base instances its
+# code converts it to (see ``learn``).
+_SEEN_BASES_CACHE: "weakref.WeakKeyDictionary[ci.TranslationUnit, dict[str, list[ci.Type]]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _record_of(t: ci.Type) -> ci.Type | None:
+    c = t.get_canonical()
+    if c.kind in (TK.POINTER, TK.LVALUEREFERENCE, TK.RVALUEREFERENCE):
+        c = c.get_pointee().get_canonical()
+    return c if c.kind == TK.RECORD else None
+
+
+def learn(fn: ci.Cursor) -> None:
+    """Record the derived-to-base conversions of instances of class templates in the code that
+    function ``fn`` reaches (its body and the definitions of the functions it calls)."""
+    tu = fn.translation_unit
+    seen = _SEEN_BASES_CACHE.setdefault(tu, {})
+    visited: set[str] = set()
+    todo = [fn]
+    while todo:
+        f = todo.pop()
+        key = f.get_usr() + "@" + str(f.hash)
+        if key in visited:
+            continue
+        visited.add(key)
+        for c in f.walk_preorder():
+            ref = c.referenced if c.kind in (CK.CALL_EXPR, CK.MEMBER_REF_EXPR, CK.DECL_REF_EXPR) else None
+            if ref is not None and ref.kind in (CK.FUNCTION_DECL, CK.CXX_METHOD, CK.CONSTRUCTOR, CK.DESTRUCTOR,
+                                                CK.CONVERSION_FUNCTION):
+                d = ref.get_definition()
+                if d is not None:
+                    todo.append(d)
+            if c.kind != CK.UNEXPOSED_EXPR:
+                continue
+            children = list(c.get_children())
+            if len(children) != 1:
+                continue
+            to, source = _record_of(c.type), _record_of(children[0].type)
+            if to is None or source is None or to.get_declaration() == source.get_declaration():
+                continue
+            if _pattern(source.get_declaration()) is None:
+                continue
+            found = seen.setdefault(source.get_declaration().get_usr(), [])
+            if not any(b.get_declaration() == to.get_declaration() for b in found):
+                found.append(to)
+
+
+def _seen_base(decl: ci.Cursor, spec: ci.Cursor) -> ci.Type | None:
+    """The base instance of ``decl`` (an implicit instance) for the template's base specifier
+    ``spec``: the one converted-to instance of the specifier's template (``learn``)."""
+    template = next((ch.referenced for ch in spec.get_children() if ch.kind == CK.TEMPLATE_REF), None)
+    if template is None:
+        return None
+    found = _SEEN_BASES_CACHE.get(decl.translation_unit, {}).get(decl.get_usr(), [])
+    matches = [t for t in found if _pattern(t.get_declaration()) == template]
+    return matches[0] if len(matches) == 1 else None
+
+
 def has_bases(t: ci.Type) -> bool:
     """Whether record ``t`` derives from a class (seen directly or through its template)."""
     decl = _decl(t)
@@ -76,22 +143,27 @@ def bases(t: ci.Type, where=None) -> list[Base]:
         return []
     decl = c.get_declaration()
     specs = _specifiers(decl)
+    types = [s.type.get_canonical() for s in specs]
     if not specs:
         pattern = _pattern(decl)
-        if pattern is not None and _specifiers(pattern):
-            if all(s.type.get_canonical().kind == TK.RECORD for s in _specifiers(pattern)):
-                specs = _specifiers(pattern)  # bases that do not depend on the template's parameters
-            else:
-                raise UserError(f"base classes of the class template instance '{t.spelling}' are not supported in "
-                                f"device code: its base '{_specifiers(pattern)[0].type.spelling}' depends on the "
-                                "template's parameters, and libclang does not show an implicit instance's bases",
-                                where)
-        else:
+        if pattern is None or not _specifiers(pattern):
             return []
+        specs = _specifiers(pattern)
+        types = []
+        for s in specs:
+            bt = s.type.get_canonical()
+            if bt.kind != TK.RECORD:  # a base depending on the template's parameters
+                seen = _seen_base(decl, s)
+                if seen is None:
+                    raise UserError(f"base class '{s.type.spelling}' of the class template instance '{t.spelling}' "
+                                    "is not supported in device code: libclang does not show an implicit instance's "
+                                    "bases, and its code converts it to no instance of that template polypy could "
+                                    "take for it", where)
+                bt = seen
+            types.append(bt)
     out: list[Base] = []
     end = 0
-    for i, s in enumerate(specs):
-        bt = s.type.get_canonical()
+    for i, (s, bt) in enumerate(zip(specs, types)):
         if ci.conf.lib.clang_isVirtualBase(s):
             raise UserError(f"virtual base class '{s.type.spelling}' of '{t.spelling}' is not supported in device "
                             "code", where)
@@ -118,8 +190,13 @@ def bases(t: ci.Type, where=None) -> list[Base]:
                             "this layout is not supported in device code", where)
         out.append(Base(f"{PREFIX}{i}", bt, offset))
         end = offset + bt.get_size()
-    own = [c.get_offset(f.spelling) for f in c.get_fields() if f.spelling]
-    if any(o >= 0 and o // 8 < end for o in own) or c.get_size() < end:
+    # The bases' layout checked against clang's: the own members follow them (the first at the
+    # first offset its alignment allows), or, without own members, the size is theirs.
+    own = sorted((c.get_offset(f.spelling) // 8, f.type.get_canonical().get_align())
+                 for f in c.get_fields() if f.spelling and c.get_offset(f.spelling) >= 0)
+    align = max([b.type.get_align() for b in out] + [1])
+    expected_end = -(-end // own[0][1]) * own[0][1] if own else -(-end // align) * align
+    if (own and own[0][0] != expected_end) or (not own and out and c.get_size() != max(expected_end, 1)):
         raise UserError(f"the layout of '{t.spelling}' and its bases is not one polypy can follow", where)
     return out
 

@@ -228,7 +228,9 @@ class MemberLowering:
 def member_initializer(field: ci.Cursor) -> ci.Cursor | None:
     """The default member initializer of ``field`` (``int n = 3;``), or None. An array member's
     children start with its size (``float x[8]``: the literal 8), which initializes nothing."""
-    exprs = [ch for ch in field.get_children() if ch.kind.is_expression()]
+    # (After the member's name: not a template argument of its type, `Loader<int, CHECKED> l;`.)
+    exprs = [ch for ch in field.get_children() if ch.kind.is_expression()
+             and ch.extent.start.offset > field.location.offset]
     if exprs and field.type.get_canonical().kind in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.DEPENDENTSIZEDARRAY):
         exprs = exprs[1:]
     return exprs[-1] if exprs else None
