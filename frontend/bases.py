@@ -118,15 +118,6 @@ def _seen_base(decl: ci.Cursor, spec: ci.Cursor) -> ci.Type | None:
     return matches[0] if len(matches) == 1 else None
 
 
-def has_bases(t: ci.Type) -> bool:
-    """Whether record ``t`` derives from a class (seen directly or through its template)."""
-    decl = _decl(t)
-    if _specifiers(decl):
-        return True
-    pattern = _pattern(decl)
-    return pattern is not None and bool(_specifiers(pattern))
-
-
 def is_polymorphic(decl: ci.Cursor) -> bool:
     return any(ch.kind in (CK.CXX_METHOD, CK.DESTRUCTOR) and ch.is_virtual_method() for ch in decl.get_children())
 

@@ -10,7 +10,6 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import BOOL, I32
 
-from frontend.lower.inheritance import converted, member_path, sub_value, subobject
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, promote, scale, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
@@ -23,6 +22,7 @@ from frontend.lower.pointer_choice import (
     choice_address, pointer_arith, read_choice, read_pointer_var, settled, shifted,
 )
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
+from frontend.lower.inheritance import converted, member_path, sub_value, subobject
 from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
 )

@@ -7,13 +7,13 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import I32
 
-from frontend.lower.inheritance import converted, member_path, subobject
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, plus, scale
 from frontend.clang_setup import unary_operator
 from frontend.lower.bitcasts import reinterpret, with_bits
 from frontend.lower.views import element, store_part
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
+from frontend.lower.inheritance import converted, member_path, subobject
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member, _strip
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
 from frontend.lower.pointer_choice import assign_pending, assign_pointer, choice_element, store_choice
