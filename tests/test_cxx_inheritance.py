@@ -268,3 +268,23 @@ def test_refused_with_location(name: str, text: str, message: str, where: tuple[
     err = info.value
     assert message in err.message, err.render()
     assert err.loc is not None and (err.loc.line, err.loc.col) == where, err.render()
+
+
+CLASS_TEMPLATE_CONSTRUCTOR = r"""
+template <int K>
+struct Acc { float s; int n = 4; __device__ Acc(float a) : s(a * K) {} };
+__global__ void kd(float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  Acc<3> a(y[i]);
+  y[i] = a.s + a.n;
+}
+"""
+
+
+@pytest.mark.parametrize("way", ["emulator", "c"])
+def test_constructor_of_a_class_template_instance_runs_its_member_initializers(way: str) -> None:
+    """libclang lists no members of an implicit instance's declaration: they are found through
+    its type (the initializers were skipped before, leaving the members unset)."""
+    y = np.arange(8, dtype=np.float32)
+    out = run_way(CLASS_TEMPLATE_CONSTRUCTOR, "kd", (2,), (4,), {"y": y}, way)
+    np.testing.assert_allclose(out["y"], 3 * y + 4)
