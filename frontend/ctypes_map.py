@@ -16,6 +16,8 @@ import clang.cindex as ci
 from polypy.errors import UserError
 from polypy.ir.types import SCALAR_TYPES, PointerType, ScalarType
 
+from frontend import bases as cxx_bases
+
 TK = ci.TypeKind
 
 _SCALAR_KINDS: dict[TK, str] = {
@@ -134,7 +136,8 @@ def record_fields(t: ci.Type) -> list[tuple[str, ci.Type]]:
         # which needs a byte-addressed memory model; apart members would give another answer.
         raise UserError(f"unions are not supported in device code ('{t.spelling}': its members share bytes, "
                         "and reading one member as another reinterprets them)")
-    return [(f.spelling, f.type) for f in c.get_fields()]
+    # Base subobjects first (as members named ``__base0``... see ``frontend.bases``), then own members.
+    return [(b.name, b.type) for b in cxx_bases.bases(c)] + [(f.spelling, f.type) for f in c.get_fields()]
 
 
 def leaves(t: ci.Type, prefix: str = "") -> list[Leaf]:
@@ -235,7 +238,10 @@ def member_type(record: ci.Type, name: str) -> ci.Type | None:
 
 
 def member_offset(record: ci.Type, name: str, where=None) -> int:
-    """Byte offset of member ``name`` of ``record`` (clang's layout)."""
+    """Byte offset of member ``name`` of ``record`` (clang's layout; a base subobject's, see ``bases``)."""
+    base = cxx_bases.base_offset(record, name)
+    if base is not None:
+        return base
     bits = canonical(record).get_offset(name)
     if bits < 0 or bits % 8:
         raise UserError(f"member '{name}' of '{record.spelling}' has no byte offset (bit-fields are not supported "

@@ -22,6 +22,7 @@ from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, HostStub
 from polypy.stack import on_big_stack
 from polypy.sources import read_source
 
+from frontend.bases import learn as learn_bases
 from frontend.clang_setup import (cursor_loc, deepest_cursor, parse_translation_unit, preorder,
                                   spelled_extent, top_cursors)
 from frontend.host_called_device import host_called_device_functions
@@ -116,6 +117,7 @@ def _lower_kernel(ctx: ModuleContext, cursor: ci.Cursor, name: str) -> n.Kernel:
     kernel's source. (The RecursionError may surface as another error: libclang's child
     callbacks swallow it.)"""
     hidden = list(ctx.textures.get(name, []))
+    learn_bases(cursor)  # the bases of class template instances its code converts to (frontend.bases)
 
     def make(sets: dict) -> KernelBuilder:
         ctx.textures[name] = list(hidden)  # a new round makes the hidden parameters again

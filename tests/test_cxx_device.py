@@ -6,7 +6,7 @@ arguments.
 Each kernel runs through the emulator, the LLVM backend (``polypy.compile``) and the C backend
 against a NumPy reference over several launch shapes; a kernel with member operators is
 differentiated and checked against central finite differences in float64; what is still refused
-(lambdas, virtual functions, base classes, references returned other than ``*this``) is refused
+(lambdas, virtual functions, virtual base classes, references returned other than ``*this``) is refused
 with a located message naming the feature.
 """
 from __future__ import annotations
@@ -506,11 +506,11 @@ REFUSED = [
      "struct B { __device__ virtual float f(float v) const { return v; } };\n"
      "__global__ void k(float* y) { B b; y[threadIdx.x] = b.f(y[threadIdx.x]); }\n",
      "virtual member function 'f'", (2, 53)),
-    ("base-class",
+    ("virtual-base-class",
      "struct B { float w; __device__ float f(float v) const { return w * v; } };\n"
-     "struct C : B { };\n"
+     "struct C : virtual B { };\n"
      "__global__ void k(float* y) { C c; c.w = 2.0f; y[threadIdx.x] = c.f(y[threadIdx.x]); }\n",
-     "derived class 'C'", (3, 33)),
+     "virtual base class 'B' of 'C'", (3, 33)),
     ("reference-to-member",
      "struct V { float x, y;\n"
      "  __device__ float& at(int i) { if (i == 0) return x; return y; } };\n"

@@ -288,6 +288,13 @@ class KernelEmitter:
                         if path in (n.TABLE_POOL, n.TABLE_BASE, n.NONNULL):  # launcher locals (table_locals)
                             values[ir_name] = lvalues[ir_name] = self.cname(ir_name)
                             continue
+                        if ".__base" in path:
+                            # A member of a base subobject (frontend.bases) has no C++ spelling the
+                            # launcher could use (a private base's members are not accessible there).
+                            where = k.param(ir_name)
+                            raise UserError(f"kernel parameter '{sp.name}' of derived class '{sp.ctype}' passed by "
+                                            "value is not supported in whole programs (pass a pointer to it)",
+                                            where.loc if where is not None else k.loc)
                         lvalues[ir_name] = sp.name + path
                         ir_param = k.param(ir_name)
                         if ir_param is not None and isinstance(ir_param.ptype, PointerType):

@@ -102,9 +102,7 @@ class DeclarationLowering:
             self.bind(d, self.local_union(name, t, init, where))
             return
         if tm.is_record(t):
-            if any(ch.kind == CK.CXX_BASE_SPECIFIER for ch in tm.canonical(t).get_declaration().get_children()):
-                raise UserError(f"local variable '{name}' of derived class '{t.spelling}' is not supported in device "
-                                "code (base classes)", where)
+            self.record_bases(tm.canonical(t).get_declaration(), d)  # refuses bases polypy cannot lay out
             if tm.has_array_member(t) and not any(tm.is_pointer(leaf.ctype) for leaf in tm.leaves(t)):
                 self.local_record_in_memory(d, name, t, init, where)
                 return

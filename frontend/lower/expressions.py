@@ -22,6 +22,7 @@ from frontend.lower.pointer_choice import (
     choice_address, pointer_arith, read_choice, read_pointer_var, settled, shifted,
 )
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
+from frontend.lower.inheritance import converted, member_path, sub_value, subobject
 from frontend.lower.helpers import (
     _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
 )
@@ -106,6 +107,7 @@ class ExpressionLowering:
         v = self.expr(children[0], discard=discard)
         if discard:
             return v
+        v = converted(self, v, children[0], c)  # derived to base (frontend.lower.inheritance)
         return self.implicit_conversion(v, c)
 
     def implicit_conversion(self, v: Value | None, c: ci.Cursor) -> Value | None:
@@ -249,22 +251,25 @@ class ExpressionLowering:
                 raise self.error(f"static member '{c.spelling}' without a constant value is not supported in "
                                  "device code", c)
             return n.Const(value, st, loc=self.loc(c))
-        base_c = next(iter(c.get_children()), None)
+        base_c = next((ch for ch in c.get_children() if ch.kind.is_expression()), None)  # not a `B::` qualifier
+        path = member_path(self, base_c, c)  # a member of a base class (frontend.lower.inheritance)
         if base_c is None:  # `x` inside a member function: `this->x`
-            return self.read(self.member_lv(self.this_place(c), c.spelling, c), c)
+            return self.read(self.member_lv(subobject(self, self.this_place(c), path, c), c.spelling, c), c)
         if tm.is_pointer(base_c.type):
-            return self.read(self.member_lv(self.deref(self.expr(base_c), c), c.spelling, c), c)
+            return self.read(self.member_lv(subobject(self, self.deref(self.expr(base_c), c), path, c), c.spelling,
+                                            c), c)
         if self.in_memory(base_c):
             # `p[i].keys[k]`, `p->nei[k].x`: members of records in memory are found by their place,
             # not by reading the whole record first.
             base_lv = self.lvalue(base_c)
             if isinstance(base_lv, (RecLV, UnionLV)):
-                return self.read(self.member_lv(base_lv, c.spelling, c), c)
+                return self.read(self.member_lv(subobject(self, base_lv, path, c), c.spelling, c), c)
             base = self.read(base_lv, c)
         else:
             base = self.expr(base_c)
         if not isinstance(base, Aggregate):
             raise self.error(f"'.{c.spelling}' of a {_describe(base)}", c)
+        base = sub_value(self, base, path, c)
         return _select_member(base.fields, c.spelling, c, lambda fields, sp: Aggregate(fields, sp), self)
 
     def in_memory(self, c: ci.Cursor) -> bool:
@@ -492,6 +497,7 @@ class ExpressionLowering:
         v = self.expr(operand[-1], discard=discard)
         if discard:
             return None
+        v = converted(self, v, operand[-1], c)  # `static_cast<Base*>(&d)`; a downcast is refused
         if isinstance(v, _ArrayRef):
             v = v.decay(self)
         st = tm.scalar_type(c.type)

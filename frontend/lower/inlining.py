@@ -20,6 +20,7 @@ from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel
 from frontend.lower.accessors import accessor_type
 from frontend.lower.helpers import _ArrayRef, _strip
 from frontend.lower.pointer_choice import pending_pointer, pointer_hint
+from frontend.lower.inheritance import conversion_path, subobject
 from frontend.values import (
     Aggregate, AggLV, Binding, Closure, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer, PointerChoice, PtrVarLV,
     RefBinding, Value, VarAddress,
@@ -135,7 +136,8 @@ class InliningLowering:
                                  "elements", a)
             inner = _strip(a)
             try:
-                return RefBinding(self.lvalue(inner))
+                # a derived object bound to a `Base&`: its base subobject (frontend.lower.inheritance)
+                return RefBinding(subobject(self, self.lvalue(inner), conversion_path(self, a, pt, a), a))
             except UserError:
                 if not target_t.is_const_qualified():
                     raise

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import clang.cindex as ci
 
+from polypy.errors import UserError
+
+from frontend import bases as cxx
 from frontend import ctypes_map as tm
 from frontend.lower.context import CK, function_body
 from frontend.lower.helpers import _strip, _zero_of
+from frontend.lower.inheritance import subobject, this_path
 from frontend.values import AggLV, Closure, LValue, Value, VarAddress
 
 # Object expressions whose place ``lvalue`` finds (everything else is a temporary record value).
@@ -50,24 +54,25 @@ class MemberLowering:
                 return self.call_closure(closure, operands[1:], c, discard)
             if fn.is_static_method():
                 return self.inline(definition, operands, c, discard)
-            return self.inline(definition, operands[1:], c, discard, this=self.object_place(operands[0], fn, c))
+            this = subobject(self, self.object_place(operands[0], fn, c), this_path(self, operands[0], fn, c), c)
+            return self.inline(definition, operands[1:], c, discard, this=this)
         callee = _strip(children[0]) if children else None
         args = children[1:]
         if fn.is_static_method():
             return self.inline(definition, args, c, discard)
         if callee is None or callee.kind != CK.MEMBER_REF_EXPR:
             raise self.error("calls through pointers to member functions are not supported", c)
-        base = next(iter(callee.get_children()), None)
+        base = next((ch for ch in callee.get_children() if ch.kind.is_expression()), None)
         this = self.this_place(c) if base is None else self.object_place(base, fn, c)
+        # a base class's member function: `this` is the object's base subobject
+        this = subobject(self, this, this_path(self, base, fn, c), c)
         return self.inline(definition, args, c, discard, this=this)
 
     def check_method(self, fn: ci.Cursor, c: ci.Cursor) -> None:
         if fn.is_virtual_method():
             raise self.error(f"virtual member function '{fn.spelling}' is not supported in device code", c)
         record = fn.semantic_parent
-        if record is not None and any(ch.kind == CK.CXX_BASE_SPECIFIER for ch in record.get_children()):
-            raise self.error(f"member function '{fn.spelling}' of a derived class is not supported in device code "
-                             "(base classes)", c)
+        self.record_bases(record, c)  # refuses the bases polypy cannot lay out (frontend.bases)
         if function_body(fn.get_definition() or fn) is None:
             raise self.error(f"member function '{fn.spelling}' has no definition polypy can translate", c)
 
@@ -102,10 +107,20 @@ class MemberLowering:
         if fn.is_copy_constructor() or fn.is_move_constructor():
             return False
         record = fn.semantic_parent
-        return record is not None and any(
+        return record is not None and (any(
             f.kind == CK.FIELD_DECL and (member_initializer(f) is not None or
                                          self.default_constructor(f.type, c) is not None)
-            for f in record.get_children())
+            for f in _fields(record)) or any(self.default_constructor(b.type, c) is not None
+                                                   for b in self.record_bases(record, c)))
+
+    def record_bases(self, record: ci.Cursor | None, c: ci.Cursor) -> list[cxx.Base]:
+        """The base subobjects of the class ``record`` (refused ones with ``c``'s location)."""
+        if record is None or record.kind == CK.UNION_DECL or record.type.get_canonical().kind != ci.TypeKind.RECORD:
+            return []
+        try:
+            return cxx.bases(record.type)
+        except UserError as e:
+            raise self.error(e.message, c) from None
 
     def construct_value(self, c: ci.Cursor, fn: ci.Cursor, args: list[ci.Cursor]) -> Value:
         """``T(a, b)`` as a value: constructed in a temporary record."""
@@ -125,9 +140,7 @@ class MemberLowering:
         initializer list or their default initializers, then the body."""
         definition = fn.get_definition() or fn
         record = fn.semantic_parent
-        if record is not None and any(ch.kind == CK.CXX_BASE_SPECIFIER for ch in record.get_children()):
-            raise self.error(f"constructor of derived class '{record.spelling}' is not supported in device code "
-                             "(base classes)", c)
+        bases = self.record_bases(record, c)
         inits: dict[str, ci.Cursor | None] = {}
         pending: str | None = None
         for ch in definition.get_children():
@@ -138,12 +151,30 @@ class MemberLowering:
                 inits[pending] = ch
                 pending = None
             elif ch.kind in (CK.TYPE_REF, CK.TEMPLATE_REF) and ch.extent.start.offset > definition.location.offset:
-                # After the constructor's name (not a `T::` qualifier): `: Base(x)` or a delegating `: T(x, 0)`.
-                raise self.error("base-class and delegating constructor initializers are not supported in device "
-                                 "code", c)
-        fields = [f for f in (record.get_children() if record is not None else ()) if f.kind == CK.FIELD_DECL]
+                # After the constructor's name (not a `T::` qualifier): `: Base(x)` (its base
+                # subobject's initializer) or a delegating `: T(x, 0)` (refused).
+                base = next((b for b in bases if ch.referenced is not None and
+                             b.type.get_declaration() == ch.referenced), None)
+                if base is None:
+                    raise self.error("delegating constructor initializers (and initializers of bases polypy cannot "
+                                     "see) are not supported in device code", c)
+                pending = base.name
+                inits[pending] = None
 
         def prologue() -> None:
+            for b in bases:  # base subobjects first, in declaration order
+                place = self.member_lv(self.this_place(c), b.name, c)
+                if b.name in inits:
+                    self.initialize(place, b.type, inits[b.name], c)
+                else:
+                    ctor = self.default_constructor(b.type, c)
+                    if ctor is not None:
+                        self.construct(place, ctor, [], c)
+            own_members()
+
+        fields = _fields(record)
+
+        def own_members() -> None:
             for f in fields:
                 if f.spelling in inits:
                     init = inits[f.spelling]
@@ -197,7 +228,17 @@ class MemberLowering:
 def member_initializer(field: ci.Cursor) -> ci.Cursor | None:
     """The default member initializer of ``field`` (``int n = 3;``), or None. An array member's
     children start with its size (``float x[8]``: the literal 8), which initializes nothing."""
-    exprs = [ch for ch in field.get_children() if ch.kind.is_expression()]
+    # (After the member's name: not a template argument of its type, `Loader<int, CHECKED> l;`.)
+    exprs = [ch for ch in field.get_children() if ch.kind.is_expression()
+             and ch.extent.start.offset > field.location.offset]
     if exprs and field.type.get_canonical().kind in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.DEPENDENTSIZEDARRAY):
         exprs = exprs[1:]
     return exprs[-1] if exprs else None
+
+
+def _fields(record: ci.Cursor | None) -> list[ci.Cursor]:
+    """The own members of class ``record``: through its type, as libclang lists no children for
+    an implicit class template instance."""
+    if record is None or record.type.get_canonical().kind != ci.TypeKind.RECORD:
+        return []
+    return list(record.type.get_canonical().get_fields())

@@ -13,6 +13,7 @@ from frontend.clang_setup import unary_operator
 from frontend.lower.bitcasts import reinterpret, with_bits
 from frontend.lower.views import element, store_part
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
+from frontend.lower.inheritance import converted, member_path, subobject
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member, _strip
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
 from frontend.lower.pointer_choice import assign_pending, assign_pointer, choice_element, store_choice
@@ -32,7 +33,8 @@ class PlaceLowering:
         if kind in (CK.PAREN_EXPR, CK.UNEXPOSED_EXPR):
             children = list(c.get_children())
             if len(children) == 1:
-                return self.lvalue(children[0])
+                # a derived object as its base (frontend.lower.inheritance)
+                return converted(self, self.lvalue(children[0]), children[0], c)
         if kind == CK.DECL_REF_EXPR:
             r = c.referenced
             if r is not None and r.kind == CK.VAR_DECL and r.spelling in GPU_BUILTINS and is_prelude_decl(r):
@@ -64,14 +66,20 @@ class PlaceLowering:
             ptr = self.expr(next(iter(c.get_children())))
             return self.deref(ptr, c)
         if kind == CK.MEMBER_REF_EXPR:
-            base_c = next(iter(c.get_children()), None)
+            base_c = next((ch for ch in c.get_children() if ch.kind.is_expression()), None)
             if base_c is None:  # `x` inside a member function: `this->x`
-                return self.member_lv(self.this_place(c), c.spelling, c)
-            if tm.is_pointer(base_c.type):
+                base_lv = self.this_place(c)
+            elif tm.is_pointer(base_c.type):
                 base_lv = self.deref(self.expr(base_c), c)
             else:
                 base_lv = self.lvalue(base_c)
-            return self.member_lv(base_lv, c.spelling, c)
+            # a member of a base class: its subobject first (frontend.lower.inheritance)
+            return self.member_lv(subobject(self, base_lv, member_path(self, base_c, c), c), c.spelling, c)
+        if kind in (CK.CXX_STATIC_CAST_EXPR, CK.CSTYLE_CAST_EXPR) and tm.is_reference(c.type) and \
+                tm.is_record(tm.strip_reference(c.type)):
+            # `static_cast<Base&>(d)`: d's base subobject (a downcast is refused)
+            source = [ch for ch in c.get_children() if ch.kind.is_expression()][-1]
+            return converted(self, self.lvalue(source), source, c)
         if kind == CK.CALL_EXPR:
             place = self.accessor_lvalue(c)  # `acc[i][j] = v` (accessors.py)
             if place is not None:
