@@ -1001,3 +1001,42 @@ def test_deep_loop_nests_are_not_interchanged(tmp_path, monkeypatch) -> None:
         m.setattr(sink._Plan, "worth", lambda self, loop: asked.__setitem__(0, asked[0] + 1) or original(self, loop))
         report = lowered(sink.MAX_SUNK_DEPTH - 2)
     assert asked[0] > 0 and not any("polypy interchanges up to" in r for r in report)
+
+
+def test_deep_loop_nests_get_exact_gradients_without_the_polyhedral_model(tmp_path) -> None:
+    """Every loop is a dimension of the polyhedral model's instance space and every domain fixes
+    those of the loops around it: 1,000 nested loops took 16 GB (and 53 s) in grad. Past
+    ``MAX_MODELED_LOOP_DEPTH`` the model is not built (a located ``TooDeepForModel``): the
+    gradient's proofs say "no proof" (atomic adjoints, exact), grad's race check warns that it
+    did not run, and the gradient is exact: d out / d x[i] = sum of 0.5^k over the T updates
+    (T = 1, or 2^10 on odd threads)."""
+    from deepgen import nested_fors
+    from polypy.poly import build_model
+    from polypy.poly.builder import MAX_MODELED_LOOP_DEPTH, TooDeepForModel
+
+    levels, n = MAX_MODELED_LOOP_DEPTH + 20, 20
+    path = tmp_path / "fors.cu"
+    path.write_text(nested_fors(levels))
+    kernel = polypy.load(path).kernel("k")
+    with pytest.raises(TooDeepForModel) as refused:
+        call_on_big_stack(build_model, kernel)
+    assert refused.value.loc is not None and refused.value.loc.line == 4 + MAX_MODELED_LOOP_DEPTH + 1
+    assert f"({levels:,} levels; it models up to {MAX_MODELED_LOOP_DEPTH:,})" in refused.value.message
+    shallow = tmp_path / "shallow.cu"
+    shallow.write_text(nested_fors(20))
+    assert call_on_big_stack(build_model, polypy.load(shallow).kernel("k")).loops
+
+    out_cu = tmp_path / "fors_grad.cu"
+    result = cli("grad", str(path), "--kernel", "k", "-o", str(out_cu), "--report")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "warning: races not checked: loops nested too deeply for the polyhedral model" in result.stderr
+    assert "atomic (no proof (" in result.stderr
+    x = np.linspace(-1.0, 1.0, n + 8).astype(np.float32)
+    with pytest.warns(RuntimeWarning, match="races not checked: loops nested too deeply"):
+        grad = polypy.grad(polypy.compile(path).k, wrt=["x"])
+    out, seed, dx = np.zeros(n, np.float32), np.ones(n, np.float32), np.zeros(n + 8, np.float32)
+    grad[1, 32](n, x, dx, out, seed.copy())
+    want = np.zeros(n + 8)
+    for i in range(n):
+        want[i] = sum(0.5 ** k for k in range(2 ** 10 if i & 1 else 1))
+    np.testing.assert_allclose(dx, want, rtol=1e-6)
