@@ -413,7 +413,8 @@ class _Evaluator:
             if self.facts.kind_above(spos) != CK.COMPOUND_STMT:
                 raise _Unknown(self.nested(stmt, r.ancestors[i - 1][0]))
             return spos, None, list(parent.get_children())[-1], stmt
-        if not dim3 and parent.kind == CK.BINARY_OPERATOR and binary_operator(parent) == "=" and self.facts.index[r.pos] == 0:
+        if not dim3 and parent.kind == CK.BINARY_OPERATOR and binary_operator(parent) == "=" and \
+                self.facts.index[r.pos] == 0:
             if self.facts.kind_above(ppos) != CK.COMPOUND_STMT:
                 raise _Unknown(self.nested(parent, r.ancestors[-2][0]))
             return ppos, None, list(parent.get_children())[-1], parent

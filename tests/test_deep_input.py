@@ -990,7 +990,8 @@ def test_deep_loop_nests_are_not_interchanged(tmp_path, monkeypatch) -> None:
         asked = [0]
         with monkeypatch.context() as m:
             original = sink._Plan.worth
-            m.setattr(sink._Plan, "worth", lambda self, loop: asked.__setitem__(0, asked[0] + 1) or original(self, loop))
+            m.setattr(sink._Plan, "worth",
+                      lambda self, loop: asked.__setitem__(0, asked[0] + 1) or original(self, loop))
             report = lowered(levels)
         assert asked[0] == 0, (levels, asked)
         assert any(f"loops nested {levels} deep inside it; polypy interchanges up to {sink.MAX_SUNK_DEPTH}" in r
@@ -1012,7 +1013,7 @@ def test_deep_loop_nests_get_exact_gradients_without_the_polyhedral_model(tmp_pa
     (T = 1, or 2^10 on odd threads)."""
     from deepgen import nested_fors
     from polypy.poly import build_model
-    from polypy.poly.builder import MAX_MODELED_LOOP_DEPTH, TooDeepForModel
+    from polypy.poly.model import MAX_MODELED_LOOP_DEPTH, TooDeepForModel
 
     levels, n = MAX_MODELED_LOOP_DEPTH + 20, 20
     path = tmp_path / "fors.cu"

@@ -7,7 +7,7 @@ import dataclasses
 
 import islpy as isl
 
-from polypy.errors import InternalError, UserError
+from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.depth import MAX_ANALYZED_NODES
 from polypy.ir.jumps import escape_kinds, jumps_out
@@ -587,42 +587,8 @@ class _Builder:
 
 
 
-# Loops nested deeper than this are not modeled: every loop is a dimension of the instance space
-# and every statement's domain fixes the dimensions of the loops around it, so a domain holds
-# about depth x loops numbers (1,000 nested loops: 16 GB in ``polypy grad``). Deeper, ``build``
-# refuses with a located ``TooDeepForModel`` (a ``UserError``), which the gradient's proofs take
-# as "no proof" (plain atomics, exact), the race warnings as "not checked", and other users report.
-MAX_MODELED_LOOP_DEPTH = 100
-
-
-class TooDeepForModel(UserError):
-    """Loops nested deeper than ``MAX_MODELED_LOOP_DEPTH``: no model is built."""
-
-
-def _too_deep_loop(body: tuple[n.Stmt, ...]) -> tuple[n.Stmt, int] | None:
-    """The first loop nested deeper than ``MAX_MODELED_LOOP_DEPTH``, and the nest's depth."""
-    first: n.Stmt | None = None
-    deepest = 0
-    stack: list[tuple[n.Stmt, int]] = [(s, 0) for s in reversed(body)]
-    while stack:
-        s, depth = stack.pop()
-        if isinstance(s, (n.For, n.While)):
-            depth += 1
-            deepest = max(deepest, depth)
-            if depth > MAX_MODELED_LOOP_DEPTH and first is None:
-                first = s
-        for _, block in reversed(child_blocks(s)):
-            stack.extend((x, depth) for x in reversed(block))
-    return (first, deepest) if first is not None else None
-
-
 def build(kernel: n.Kernel, launch: Launch | None) -> Model:
     """The model of ``kernel``, built again with a larger space until it needs no other dimension."""
-    deep = _too_deep_loop(kernel.body)
-    if deep is not None:
-        loop, depth = deep
-        raise TooDeepForModel(f"loops nested too deeply for the polyhedral model ({depth:,} levels; it models up to "
-                        f"{MAX_MODELED_LOOP_DEPTH:,})", loop.loc or kernel.loc)
     state = _State()
     for _ in range(1000):
         try:

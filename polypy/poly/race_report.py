@@ -10,7 +10,7 @@ from polypy.errors import Loc, format_diagnostic
 from polypy.ir import nodes as n
 from polypy.ir.host import LaunchSite
 from polypy.poly.block_races import shared_race_warnings
-from polypy.poly.builder import TooDeepForModel
+from polypy.poly.model import TooDeepForModel
 from polypy.poly.write_conflicts import Shape, write_conflicts
 
 
