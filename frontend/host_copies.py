@@ -463,9 +463,9 @@ def _assigned(facts: HostFunction, r, name: str) -> ci.Cursor | None:
     """The value assigned where the reference ``r`` is the left side of a statement ``v = e;``
     (None where it is not); an assignment inside an expression is refused."""
     raw, raw_pos = r.ancestors[-1]
-    if not (raw.kind == CK.BINARY_OPERATOR and binary_operator(raw) == "=" and r.pos == raw_pos + (0,)):
+    if not (raw.kind == CK.BINARY_OPERATOR and binary_operator(raw) == "=" and facts.index[r.pos] == 0):
         return None
-    if facts.kinds.get(raw_pos[:-1]) != CK.COMPOUND_STMT:
+    if facts.kind_above(raw_pos) != CK.COMPOUND_STMT:
         raise _Refused(f"{name} is assigned inside an expression (line {r.cursor.location.line})")
     return list(raw.get_children())[-1]
 
@@ -495,8 +495,8 @@ def _element_access(r, level: int, name: str) -> str:
         i -= 1
     if i < 0:
         raise _Refused(f"{name}[...] is used otherwise (line {line})")
-    parent, ppos = r.ancestors[i]
-    index = _node(r, i + 1)[1][len(ppos)]
+    parent = r.ancestors[i][0]
+    index = r.facts.index[_node(r, i + 1)[1]]
     if parent.kind == CK.UNEXPOSED_EXPR:  # lvalue-to-rvalue: a read, unless kept an lvalue (const T&)
         if parent.type.is_const_qualified():
             raise _Refused(f"{name}[...] is bound to a reference (line {line})")
@@ -535,7 +535,7 @@ def _parent(r, level: int | None = None) -> tuple[int, ci.Cursor | None, int]:
         j -= 1
     if j < 0:
         return -1, None, -1
-    return j, r.ancestors[j][0], _node(r, j + 1)[1][len(r.ancestors[j][1])]
+    return j, r.ancestors[j][0], r.facts.index[_node(r, j + 1)[1]]
 
 
 def _transparent(c: ci.Cursor) -> bool:
@@ -598,8 +598,8 @@ def _is_test(r, level: int) -> bool:
         level -= 1
     if level < 0:
         return False
-    parent, ppos = r.ancestors[level]
-    index = _node(r, level + 1)[1][len(ppos)]
+    parent = r.ancestors[level][0]
+    index = r.facts.index[_node(r, level + 1)[1]]
     if parent.kind == CK.UNARY_OPERATOR:
         return unary_operator(parent) == "!"
     if parent.kind == CK.BINARY_OPERATOR:

@@ -30,8 +30,9 @@ function's uses and writes are collected once, by one walk of clang's AST.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import clang.cindex as ci
 
@@ -39,7 +40,7 @@ from frontend.clang_setup import binary_operator, evaluate
 
 CK = ci.CursorKind
 Shape = tuple[int, int, int]
-Pos = tuple[int, ...]  # a cursor's place in its function: child indices from the function cursor
+Pos = int  # a cursor's place in its function: its number in a preorder walk (``HostFunction``)
 
 _WRAPPERS = (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR)
 _INTEGER_TYPES = frozenset({
@@ -78,11 +79,23 @@ def is_integer(t: ci.Type) -> bool:
 
 @dataclasses.dataclass
 class _Ref:
-    """One reference to a local variable: where, and its ancestors (outermost first)."""
+    """One reference to a local variable: where, and (``ancestors``) the nodes above it."""
 
     pos: Pos
     cursor: ci.Cursor
-    ancestors: list[tuple[ci.Cursor, Pos]]
+    facts: "HostFunction"
+
+    @functools.cached_property
+    def ancestors(self) -> list[tuple[ci.Cursor, Pos]]:
+        """The nodes above the reference, outermost first (the function's cursor first), with
+        their positions; listed when first asked (most references never are)."""
+        facts, out = self.facts, []
+        p = facts.parent[self.pos]
+        while p >= 0:
+            out.append((facts.cursors[p], p))
+            p = facts.parent[p]
+        out.reverse()
+        return out
 
 
 @dataclasses.dataclass
@@ -93,37 +106,62 @@ class _Var:
 
 
 class HostFunction:
-    """One host function: the kind of every node by position, its local variables with every
-    reference to them, and the position of each launch."""
+    """One host function: every node's cursor, kind, parent and index among its parent's
+    children, by position (``Pos``: the node's number in preorder, so that positions sort in
+    source order), its local variables with every reference to them, and the position of each
+    launch. One walk, kept linear in the nodes however deep the function's expressions nest (a
+    path of child indices per node was quadratic: a 20,000-factor ``#define`` product used 25
+    times took minutes and gigabytes here)."""
 
     def __init__(self, fn: ci.Cursor):
         self.fn = fn
-        self.kinds: dict[Pos, ci.CursorKind] = {}
+        self.cursors: list[ci.Cursor] = []
+        self.kinds: list[ci.CursorKind] = []
+        self.parent: list[int] = []  # -1 above the function
+        self.index: list[int] = []  # among the parent's children
         self.vars: dict[tuple, _Var] = {}
         self.launches: dict[tuple[int, int], Pos] = {}
         self.has_goto = False
-        self._walk(fn, (), [])
+        self._walk(fn)
 
-    def _walk(self, c: ci.Cursor, pos: Pos, stack: list[tuple[ci.Cursor, Pos]]) -> None:
-        kind = c.kind
-        self.kinds[pos] = kind
-        if kind in (CK.GOTO_STMT, CK.INDIRECT_GOTO_STMT):
-            self.has_goto = True
-        elif kind == CK.VAR_DECL:
-            self.vars[var_key(c)] = _Var(c, pos)
-        elif kind == CK.DECL_REF_EXPR:
-            target = c.referenced
-            if target is not None and target.kind == CK.VAR_DECL:
-                var = self.vars.get(var_key(target))
-                if var is not None:
-                    var.refs.append(_Ref(pos, c, list(stack)))
-        elif kind == CK.CALL_EXPR and any(ch.kind == CK.CALL_EXPR and ch.spelling == "__cudaPushCallConfiguration"
-                                          for ch in c.get_children()):
-            self.launches[(c.extent.start.offset, c.extent.end.offset)] = pos
-        stack.append((c, pos))
-        for i, ch in enumerate(c.get_children()):
-            self._walk(ch, pos + (i,), stack)
-        stack.pop()
+    def _walk(self, fn: ci.Cursor) -> None:
+        todo: list[tuple[ci.Cursor, int, int]] = [(fn, -1, 0)]
+        while todo:
+            c, parent, index = todo.pop()
+            pos = len(self.kinds)
+            kind = c.kind
+            self.cursors.append(c)
+            self.kinds.append(kind)
+            self.parent.append(parent)
+            self.index.append(index)
+            children = list(c.get_children())
+            if kind in (CK.GOTO_STMT, CK.INDIRECT_GOTO_STMT):
+                self.has_goto = True
+            elif kind == CK.VAR_DECL:
+                self.vars[var_key(c)] = _Var(c, pos)
+            elif kind == CK.DECL_REF_EXPR:
+                target = c.referenced
+                if target is not None and target.kind == CK.VAR_DECL:
+                    var = self.vars.get(var_key(target))
+                    if var is not None:
+                        var.refs.append(_Ref(pos, c, self))
+            elif kind == CK.CALL_EXPR and any(ch.kind == CK.CALL_EXPR and ch.spelling == "__cudaPushCallConfiguration"
+                                              for ch in children):
+                self.launches[(c.extent.start.offset, c.extent.end.offset)] = pos
+            for i in range(len(children) - 1, -1, -1):  # pushed last to first: numbered in preorder
+                todo.append((children[i], pos, i))
+
+    def kind_above(self, pos: Pos) -> ci.CursorKind | None:
+        """The kind of the node holding the one at ``pos`` (None above the function)."""
+        p = self.parent[pos]
+        return self.kinds[p] if p >= 0 else None
+
+    def above(self, pos: Pos) -> Iterator[Pos]:
+        """The positions of the nodes holding the one at ``pos``, innermost first."""
+        p = self.parent[pos]
+        while p >= 0:
+            yield p
+            p = self.parent[p]
 
 
 def var_key(c: ci.Cursor) -> tuple:
@@ -268,9 +306,9 @@ class _Evaluator:
             raise _Unknown(f"{name} is a static variable")
         if facts.has_goto:
             raise _Unknown(f"the function launching with {name} has a goto")
-        if any(facts.kinds.get(at[:i]) in (CK.SWITCH_STMT, CK.LAMBDA_EXPR) for i in range(len(at))):
+        if any(facts.kinds[a] in (CK.SWITCH_STMT, CK.LAMBDA_EXPR) for a in facts.above(at)):
             raise _Unknown(f"the launch with {name} is inside a switch or a lambda")
-        if not self.dominates(var.pos[:-1], at):
+        if not self.dominates(facts.parent[var.pos], at):
             raise _Unknown(f"{name} is not declared in a block enclosing the launch")
         dim3 = is_dim3(target.type)
         writes: list[tuple[Pos, str | None, ci.Cursor, ci.Cursor]] = []  # (statement, member, value, stmt)
@@ -327,10 +365,16 @@ class _Evaluator:
     def dominates(self, stmt: Pos, at: Pos) -> bool:
         """Whether the statement at ``stmt`` -- a direct child of a compound statement -- runs
         before the statement holding ``at`` each time that runs (straight-line code)."""
-        block = stmt[:-1]
-        if self.facts is None or self.facts.kinds.get(block) != CK.COMPOUND_STMT:
+        facts = self.facts
+        if facts is None or stmt < 0:
             return False
-        return len(at) >= len(stmt) and at[:len(block)] == block and at[len(block)] > stmt[-1]
+        block = facts.parent[stmt]
+        if block < 0 or facts.kinds[block] != CK.COMPOUND_STMT:
+            return False
+        a = at  # ``at`` or the node above it that is a statement of ``block``
+        while a >= 0 and facts.parent[a] != block:
+            a = facts.parent[a]
+        return a >= 0 and facts.index[a] > facts.index[stmt]
 
     def nested(self, write: ci.Cursor, parent: ci.Cursor) -> str:
         """Why a write that is not a statement of a block (``if (c) b.x = 32;``, ``f(b.x = 3)``)
@@ -350,8 +394,8 @@ class _Evaluator:
             grand, gpos = r.ancestors[-2]
             if grand.kind == CK.UNEXPOSED_EXPR:
                 return None  # b.x read
-            if grand.kind == CK.BINARY_OPERATOR and binary_operator(grand) == "=" and ppos == gpos + (0,):
-                if self.facts.kinds.get(gpos[:-1]) != CK.COMPOUND_STMT:
+            if grand.kind == CK.BINARY_OPERATOR and binary_operator(grand) == "=" and self.facts.index[ppos] == 0:
+                if self.facts.kind_above(gpos) != CK.COMPOUND_STMT:
                     raise _Unknown(self.nested(grand, r.ancestors[-3][0]))
                 if parent.spelling not in ("x", "y", "z"):
                     raise _Unknown(f"{name}.{parent.spelling} is assigned {where}")
@@ -361,16 +405,17 @@ class _Evaluator:
         if parent.kind == CK.UNEXPOSED_EXPR:
             if not dim3 or parent.type.spelling.startswith("const "):
                 return None  # a read, or a copy (binding to const dim3&)
-        if dim3 and parent.kind == CK.CALL_EXPR and parent.spelling == "operator=" and r.pos == ppos + (0,):
+        if dim3 and parent.kind == CK.CALL_EXPR and parent.spelling == "operator=" and self.facts.index[r.pos] == 0:
             i = len(r.ancestors) - 1  # the call of operator=, in its implicit wrappers
             while i > 0 and r.ancestors[i - 1][0].kind == CK.UNEXPOSED_EXPR:
                 i -= 1
             stmt, spos = r.ancestors[i]
-            if self.facts.kinds.get(spos[:-1]) != CK.COMPOUND_STMT:
+            if self.facts.kind_above(spos) != CK.COMPOUND_STMT:
                 raise _Unknown(self.nested(stmt, r.ancestors[i - 1][0]))
             return spos, None, list(parent.get_children())[-1], stmt
-        if not dim3 and parent.kind == CK.BINARY_OPERATOR and binary_operator(parent) == "=" and r.pos == ppos + (0,):
-            if self.facts.kinds.get(ppos[:-1]) != CK.COMPOUND_STMT:
+        if not dim3 and parent.kind == CK.BINARY_OPERATOR and binary_operator(parent) == "=" and \
+                self.facts.index[r.pos] == 0:
+            if self.facts.kind_above(ppos) != CK.COMPOUND_STMT:
                 raise _Unknown(self.nested(parent, r.ancestors[-2][0]))
             return ppos, None, list(parent.get_children())[-1], parent
         if parent.kind == CK.UNARY_OPERATOR:

@@ -20,7 +20,7 @@ import pathlib
 
 import clang.cindex as ci
 
-from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, index, system_include_dirs
+from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, index, preorder, system_include_dirs
 
 CK = ci.CursorKind
 
@@ -173,7 +173,7 @@ def _initializes(var: ci.Cursor) -> bool:
     decl = var.type.get_canonical().get_declaration()
     if decl is not None and decl.kind in (CK.STRUCT_DECL, CK.CLASS_DECL):
         return True
-    return any(x.kind == CK.CALL_EXPR for x in var.walk_preorder())
+    return any(x.kind == CK.CALL_EXPR for x in preorder(var))
 
 
 def _referred(c: ci.Cursor) -> set[str]:
@@ -181,7 +181,7 @@ def _referred(c: ci.Cursor) -> set[str]:
     regions and macro arguments, where libclang shows no cursors) and the declarations its
     cursors reference (a member brings its class)."""
     out = {t.spelling for t in c.get_tokens() if t.kind == ci.TokenKind.IDENTIFIER}
-    for x in c.walk_preorder():
+    for x in preorder(c):
         if x.kind not in _REFERENCES:
             continue
         r = x.referenced

@@ -54,6 +54,10 @@ an atomic add, or a read down a column of a block array (``tile[tx][ty + j]``): 
 keep the loop over ``tx`` from vectorizing (sunk, an atomic add to one element the same for every
 thread becomes a sum, ``gpu2cpu.sum_uniform_atomics``; a column read becomes a gather).
 ``report`` receives one ``LoweringDecision`` per loop changed.
+
+A loop over tx whose body nests loops deeper than ``MAX_SUNK_DEPTH`` stays as it is (exact; the
+report says why): the cost model asks each loop of a nest about its whole body, which is
+quadratic in the depth (machine-generated nests of hundreds of loops).
 """
 from __future__ import annotations
 
@@ -82,12 +86,14 @@ from polypy.analysis.uniformity import thread_dependent_names
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
-from polypy.ir.queries import conjunction, declared_names
+from polypy.ir.queries import conjunction, declared_names, loop_depth
 from polypy.ir.types import U32
 from polypy.ir.visitor import Visitor, substitute, walk, walk_block
 
 # Loops with at most this many iterations (a constant) are left to the compiler to unroll.
 SHORT_LOOP = 16
+# A loop over tx around loops nested deeper than this is left as it is.
+MAX_SUNK_DEPTH = 32
 
 
 def sink_thread_loops(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
@@ -139,6 +145,11 @@ class _Sink(ThreadLoopStep):
         """What replaces the loop over tx ``loop`` (itself when it stays: also an ``ordered`` one,
         whose iterations an interchange would interleave)."""
         if loop.ordered or order_sensitive(self.kernel, loop.body, rounding=False):
+            return loop
+        depth = loop_depth(loop.body)
+        if depth > MAX_SUNK_DEPTH:
+            self.note(loop, f"thread loop over {loop.var}: left as it is, no loop interchanged (loops nested "
+                            f"{depth} deep inside it; polypy interchanges up to {MAX_SUNK_DEPTH})")
             return loop
         normalized, needs, notes = normalize_strided_loops(loop, kernel_name=self.kernel.name, names=self.names,
                                                            ranges=self.ranges)

@@ -904,3 +904,140 @@ def test_nested_for_loops_promote_accumulators_in_linear_work(tmp_path, monkeypa
     small, large = (_counted(monkeypatch, promote, "walk_block", _translate(tmp_path, nested_fors(d), f"fors{d}", "translate"))
                     for d in (100, 200))
     assert large <= 2.3 * small + 100, (small, large)
+
+
+def long_host_program(factors: int) -> str:
+    """A whole program whose host code spells a ``factors``-long product (a macro, used four
+    times) of a local variable: deep expressions around references to locals, in the function
+    that launches and copies (the fuzz driver's long_expression mutant of texture_rotate)."""
+    one = "(" + " * ".join(["one"] * factors) + ")"
+    return ("#include <cstdio>\n#include <cuda_runtime.h>\n"
+            f"#define ONE {one}\n"
+            "__global__ void k(float* a, int n) {\n"
+            "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) a[i] = 2.0f * a[i];\n}\n"
+            "int main() {\n  int one = 1;\n  dim3 block(8);\n  float h[32];\n"
+            "  for (int i = 0; i < 32; ++i) h[i] = i * ONE;\n"
+            "  float* d;\n  cudaMalloc(&d, sizeof h);\n"
+            "  cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);\n"
+            "  k<<<4, block>>>(d, 32 * ONE);\n"
+            "  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n"
+            "  printf(\"%.1f %d\\n\", h[31], ONE + ONE);\n  return 0;\n}\n")
+
+
+def test_long_host_expressions_are_walked_in_linear_work(tmp_path, monkeypatch) -> None:
+    """The host function's facts (launch shapes, copies) kept every node's path from the
+    function (a tuple as long as the node is deep) and every reference's ancestors, and the
+    runtime slice walked cursors with libclang's nested generators: quadratic in the depth of
+    host expressions (a 20,000-factor macro used 25 times: over 60 s, and 9 GB at 8,000).
+    Counted: no nested-generator walk, and the memory the facts hold grows linearly (600 and
+    1,200 factors: 3.4 times before, 2.0 now)."""
+    import tracemalloc
+
+    import clang.cindex as ci
+    from frontend.clang_setup import parse_translation_unit
+    from frontend.launch_shapes import HostFunction
+
+    def walk_preorder(self):
+        raise AssertionError("Cursor.walk_preorder: quadratic on deep expressions")
+
+    monkeypatch.setattr(ci.Cursor, "walk_preorder", walk_preorder)
+    path, out = tmp_path / "host.cu", tmp_path / "host.cpp"
+    path.write_text(long_host_program(300))
+    assert main(["translate", str(path), "-o", str(out)]) == 0
+    assert "ONE" in out.read_text() or "one * one" in out.read_text()
+
+    def held(factors: int) -> tuple[int, HostFunction]:
+        path = tmp_path / f"host{factors}.cu"
+        path.write_text(long_host_program(factors))
+        tu = call_on_big_stack(parse_translation_unit, str(path), "cuda")
+        fn = next(c for c in tu.cursor.get_children() if c.spelling == "main" and c.is_definition())
+        tracemalloc.start()
+        try:
+            facts = HostFunction(fn)
+            size = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        return size, facts
+
+    (small, _), (large, facts) = held(600), held(1_200)
+    assert large < 2.4 * small, (small, large)  # quadratic: about 4 times
+    # The facts still answer: the launch's block is the local dim3(8), the copies are decided.
+    from frontend.module import parse_file
+
+    module = call_on_big_stack(parse_file, str(tmp_path / "host1200.cu"))
+    assert [s.block_shape for s in module.host.launches] == [(8, 1, 1)], module.host.launches
+    assert len(facts.launches) == 1 and "one" in [v.decl.spelling for v in facts.vars.values()]
+
+
+def test_deep_loop_nests_are_not_interchanged(tmp_path, monkeypatch) -> None:
+    """sink_thread_loops asked each loop of a nest about its whole body (worth, short, guards,
+    strides): quadratic in the depth (200 to 400 nested loops: 3.5 times the time). A loop over
+    tx around loops nested deeper than ``MAX_SUNK_DEPTH`` is left as it is, and the report says
+    why; a shallow nest is still looked at. Counted: the cost model's questions (100 and 200
+    levels: 90 and 190 loops asked before, none now)."""
+    import gpu2cpu.sink_thread_loops as sink
+    from deepgen import nested_fors
+    from polypy.driver.pipelines import lower_and_emit
+
+    def lowered(levels: int) -> list[str]:
+        path = tmp_path / f"fors{levels}.cu"
+        path.write_text(nested_fors(levels))
+        report: list = []
+        call_on_big_stack(lower_and_emit, polypy.load(path), "cpu", report=report)
+        return [str(d) for d in report]
+
+    for levels in (100, 200):
+        asked = [0]
+        with monkeypatch.context() as m:
+            original = sink._Plan.worth
+            m.setattr(sink._Plan, "worth",
+                      lambda self, loop: asked.__setitem__(0, asked[0] + 1) or original(self, loop))
+            report = lowered(levels)
+        assert asked[0] == 0, (levels, asked)
+        assert any(f"loops nested {levels} deep inside it; polypy interchanges up to {sink.MAX_SUNK_DEPTH}" in r
+                   for r in report), report
+    asked = [0]
+    with monkeypatch.context() as m:
+        original = sink._Plan.worth
+        m.setattr(sink._Plan, "worth", lambda self, loop: asked.__setitem__(0, asked[0] + 1) or original(self, loop))
+        report = lowered(sink.MAX_SUNK_DEPTH - 2)
+    assert asked[0] > 0 and not any("polypy interchanges up to" in r for r in report)
+
+
+def test_deep_loop_nests_get_exact_gradients_without_the_polyhedral_model(tmp_path) -> None:
+    """Every loop is a dimension of the polyhedral model's instance space and every domain fixes
+    those of the loops around it: 1,000 nested loops took 16 GB (and 53 s) in grad. Past
+    ``MAX_MODELED_LOOP_DEPTH`` the model is not built (a located ``TooDeepForModel``): the
+    gradient's proofs say "no proof" (atomic adjoints, exact), grad's race check warns that it
+    did not run, and the gradient is exact: d out / d x[i] = sum of 0.5^k over the T updates
+    (T = 1, or 2^10 on odd threads)."""
+    from deepgen import nested_fors
+    from polypy.poly import build_model
+    from polypy.poly.model import MAX_MODELED_LOOP_DEPTH, TooDeepForModel
+
+    levels, n = MAX_MODELED_LOOP_DEPTH + 20, 20
+    path = tmp_path / "fors.cu"
+    path.write_text(nested_fors(levels))
+    kernel = polypy.load(path).kernel("k")
+    with pytest.raises(TooDeepForModel) as refused:
+        call_on_big_stack(build_model, kernel)
+    assert refused.value.loc is not None and refused.value.loc.line == 4 + MAX_MODELED_LOOP_DEPTH + 1
+    assert f"({levels:,} levels; it models up to {MAX_MODELED_LOOP_DEPTH:,})" in refused.value.message
+    shallow = tmp_path / "shallow.cu"
+    shallow.write_text(nested_fors(20))
+    assert call_on_big_stack(build_model, polypy.load(shallow).kernel("k")).loops
+
+    out_cu = tmp_path / "fors_grad.cu"
+    result = cli("grad", str(path), "--kernel", "k", "-o", str(out_cu), "--report")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "warning: races not checked: loops nested too deeply for the polyhedral model" in result.stderr
+    assert "atomic (no proof (" in result.stderr
+    x = np.linspace(-1.0, 1.0, n + 8).astype(np.float32)
+    with pytest.warns(RuntimeWarning, match="races not checked: loops nested too deeply"):
+        grad = polypy.grad(polypy.compile(path).k, wrt=["x"])
+    out, seed, dx = np.zeros(n, np.float32), np.ones(n, np.float32), np.zeros(n + 8, np.float32)
+    grad[1, 32](n, x, dx, out, seed.copy())
+    want = np.zeros(n + 8)
+    for i in range(n):
+        want[i] = sum(0.5 ** k for k in range(2 ** 10 if i & 1 else 1))
+    np.testing.assert_allclose(dx, want, rtol=1e-6)

@@ -51,10 +51,11 @@ instances (as on the hardware).
 """
 from __future__ import annotations
 
-from polypy.errors import InternalError
+from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.poly.builder import build
 from polypy.poly.instances import Access, Barrier, BlockValue, Delinearized, Loop, Model
+from polypy.poly.paths import child_blocks
 from polypy.poly.space import (
     BLOCK_DIM, BLOCK_IDX, CTX, DIMS, GRID_DIM, INDEX_LIMIT, MAX_BLOCK_DIM, MAX_GRID_DIM, THREAD_IDX, Launch,
 )
@@ -66,6 +67,35 @@ __all__ = [
     "BLOCK_DIM", "BLOCK_IDX", "CTX", "DIMS", "GRID_DIM", "INDEX_LIMIT", "MAX_BLOCK_DIM", "MAX_GRID_DIM", "THREAD_IDX",
     "Access", "Barrier", "BlockValue", "Delinearized", "Launch", "Loop", "Model", "build_model",
 ]
+
+# Loops nested deeper than this are not modeled: every loop is a dimension of the instance space
+# and every statement's domain fixes the dimensions of the loops around it, so a domain holds
+# about depth x loops numbers (1,000 nested loops: 16 GB in ``polypy grad``). Deeper, ``build_model``
+# refuses with a located ``TooDeepForModel`` (a ``UserError``), which the gradient's proofs take
+# as "no proof" (plain atomics, exact), the race warnings as "not checked", and other users report.
+MAX_MODELED_LOOP_DEPTH = 100
+
+
+class TooDeepForModel(UserError):
+    """Loops nested deeper than ``MAX_MODELED_LOOP_DEPTH``: no model is built."""
+
+
+def _too_deep_loop(body: tuple[n.Stmt, ...]) -> tuple[n.Stmt, int] | None:
+    """The first loop nested deeper than ``MAX_MODELED_LOOP_DEPTH``, and the nest's depth."""
+    first: n.Stmt | None = None
+    deepest = 0
+    stack: list[tuple[n.Stmt, int]] = [(s, 0) for s in reversed(body)]
+    while stack:
+        s, depth = stack.pop()
+        if isinstance(s, (n.For, n.While)):
+            depth += 1
+            deepest = max(deepest, depth)
+            if depth > MAX_MODELED_LOOP_DEPTH and first is None:
+                first = s
+        for name in reversed(s.BLOCKS):
+            stack.extend((x, depth) for x in reversed(getattr(s, name)))
+    return (first, deepest) if first is not None else None
+
 
 _MODEL_CACHE: dict[tuple[int, Launch | None], tuple[n.Kernel, Model]] = {}
 _MODEL_CACHE_SIZE = 32
@@ -82,6 +112,11 @@ def build_model(kernel: n.Kernel, *, launch: Launch | None = None) -> Model:
     hit = _MODEL_CACHE.get(key)
     if hit is not None and hit[0] is kernel:
         return hit[1]
+    deep = _too_deep_loop(kernel.body)
+    if deep is not None:
+        loop, depth = deep
+        raise TooDeepForModel(f"loops nested too deeply for the polyhedral model ({depth:,} levels; it models up to "
+                              f"{MAX_MODELED_LOOP_DEPTH:,})", loop.loc or kernel.loc)
     model = build(kernel, launch)
     if len(_MODEL_CACHE) >= _MODEL_CACHE_SIZE:
         _MODEL_CACHE.pop(next(iter(_MODEL_CACHE)))

@@ -10,6 +10,7 @@ from polypy.errors import Loc, format_diagnostic
 from polypy.ir import nodes as n
 from polypy.ir.host import LaunchSite
 from polypy.poly.block_races import shared_race_warnings
+from polypy.poly.model import TooDeepForModel
 from polypy.poly.write_conflicts import Shape, write_conflicts
 
 
@@ -58,6 +59,9 @@ def race_warnings(module: n.Module) -> list[str]:
                 conflicts = write_conflicts(kernel, block=block, grid=grid)
             except isl.Error:  # a question too hard for isl: a warning is never worth a failed translation
                 continue
+            except TooDeepForModel as exc:  # said once per kernel; the translation goes on
+                out.append(format_diagnostic("warning", f"races not checked: {exc.message}", exc.loc))
+                break
             for conflict in conflicts:
                 if (kernel.name, conflict.loc) in seen:
                     continue
