@@ -6,15 +6,16 @@
  * CUDA requires. What they mean (docs/warp_matrix.md):
  *
  *  - a fragment holds its tile (rows x cols: matrix_a M x K, matrix_b K x N, accumulator M x N)
- *    spread over the warp: lane l holds elements l*E .. l*E+E-1 (E = num_elements = rows*cols/32)
- *    of the tile in row-major order (matrix_a, accumulator) or column-major order (matrix_b).
+ *    spread over the warp: each lane owns a block of the accumulator (__polypy_block), held in
+ *    its accumulator fragments (each element in one lane); its matrix_a fragments hold the A rows
+ *    of that block, its matrix_b fragments the B columns (inputs held by several lanes).
  *    CUDA leaves this mapping unspecified, so any fixed one is exact for programs that use only
  *    the documented operations (element-wise use of x[i] among them);
  *  - load_matrix_sync / store_matrix_sync first meet the warp's other lanes (a shuffle of every
  *    lane: what each lane did before is done before any lane loads or stores), then move the
  *    lane's own elements (row-major: element (r, c) at p[r * ldm + c], column-major: p[c * ldm + r]);
- *  - mma_sync computes every element of D = A * B + C from the other lanes' elements of A and B
- *    fetched with shuffles: acc = C[r][c]; for k = 0 .. K-1 ascending: acc += A[r][k] * B[k][c],
+ *  - mma_sync computes the lane's block of D = A * B + C from its own A rows and B columns (no
+ *    shuffle): acc = C[r][c]; for k = 0 .. K-1 ascending: acc += A[r][k] * B[k][c],
  *    each product of the inputs widened exactly (half, bfloat16, tf32 -> float; int8 -> int;
  *    double stays double), accumulated in float (double, int) and rounded to the accumulator's
  *    type at the end. precision::tf32 inputs are first rounded to tf32 as __float_to_tf32 does
