@@ -72,6 +72,20 @@ __global__ void halves(const short* src, short* dst, int stride) {
     }
 }
 
+// The tensor-core GEMMs' loop: no bound, a block-uniform break at its top, the check after it.
+__global__ void endless(const float* x, float* y, int tiles, int stride) {
+    __shared__ float4 s[64];
+    int t = threadIdx.x;
+    for (unsigned int pos = blockIdx.x;; pos += gridDim.x) {
+        const unsigned int tile = pos * 2;
+        if (tile >= tiles) break;
+        s[t] = *((const float4*)(x + tile * stride) + t);
+        __syncthreads();
+        y[tile * blockDim.x + t] = s[(t + 1) % blockDim.x].x + s[t].w;
+        __syncthreads();
+    }
+}
+
 // A failed assert inside a loop with barriers.
 __global__ void checked(const float* x, float* y, int steps) {
     __shared__ float s[64];
@@ -267,3 +281,30 @@ def test_whole_program_reports_the_misaligned_address_inside_the_loop(tmp_path, 
                                        "sync 716 cudaErrorMisalignedAddress", "last 716"]
     lines = run.stderr.strip().splitlines()
     assert lines and all(f"{src}:{TILES_CAST[0]}:{TILES_CAST[1]}: void tiles(" in x and "misaligned address" in x for x in lines), run.stderr
+
+
+def _endless(grid: int, block: int, tiles: int, stride: int) -> tuple[dict, np.ndarray]:
+    rng = np.random.default_rng(grid + block + tiles + stride)
+    args = {"x": rng.standard_normal(tiles * stride + 4 * block).astype(np.float32),
+            "y": np.zeros(tiles * block, np.float32), "tiles": np.int32(tiles), "stride": np.int32(stride)}
+    want = np.zeros_like(args["y"])
+    for tile in range(0, tiles, 2):
+        row = args["x"][tile * stride:tile * stride + 4 * block].reshape(block, 4)
+        want[tile * block:(tile + 1) * block] = np.roll(row[:, 0], -1) + row[:, 3]
+    return args, want
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("grid,block,tiles,stride", [(1, 8, 5, 36), (3, 16, 12, 64), (2, 32, 7, 132)])
+def test_a_check_after_the_uniform_break_of_an_endless_loop(way, grid, block, tiles, stride) -> None:
+    args, want = _endless(grid, block, tiles, stride)
+    got = run_way(SOURCE, "endless", (grid, 1, 1), (block, 1, 1), args, way, name="traps.cu")
+    np.testing.assert_array_equal(got["y"], want)
+
+
+@pytest.mark.parametrize("way", ["emulator", "llvm"])
+def test_a_misaligned_tile_of_an_endless_loop_stops_the_launch(way) -> None:
+    args, _ = _endless(2, 8, 6, 37)  # tile 2 starts at float 74: byte 296, not a multiple of 16
+    with pytest.raises(MisalignedAddressError) as info:
+        run_way(SOURCE, "endless", (2, 1, 1), (8, 1, 1), args, way, name="traps.cu")
+    assert info.value.loc is not None and info.value.loc.line == _where("*((const float4*)(x + tile")[0]
