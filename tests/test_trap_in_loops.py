@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 from c_support import WAYS, run_way
+import polypy
+from c_support import source_file
 from polypy.errors import DeviceAssertError, MisalignedAddressError
 
 KERNELS = r"""
@@ -308,3 +310,51 @@ def test_a_misaligned_tile_of_an_endless_loop_stops_the_launch(way) -> None:
     with pytest.raises(MisalignedAddressError) as info:
         run_way(SOURCE, "endless", (2, 1, 1), (8, 1, 1), args, way, name="traps.cu")
     assert info.value.loc is not None and info.value.loc.line == _where("*((const float4*)(x + tile")[0]
+
+
+GRAD = r"""
+__global__ void scaled(const float* x, float* y, int stride) {
+    __shared__ float4 s[64];
+    int t = threadIdx.x;
+    for (int k = 0; k < 3; k++) {
+        s[t] = reinterpret_cast<const float4*>(x + (blockIdx.x * 3 + k) * stride)[t];
+        __syncthreads();
+        float4 v = s[blockDim.x - 1 - t];
+        y[(blockIdx.x * 3 + k) * blockDim.x + t] = v.x * v.y + 2.0f * v.w;
+        __syncthreads();
+    }
+}
+"""
+
+
+def test_the_gradient_of_a_check_in_a_loop_with_barriers() -> None:
+    mod = polypy.compile(source_file(GRAD, "grad_traps.cu"))
+    g = polypy.grad(mod.scaled, wrt=["x", "y"])
+    grid, block, stride = 2, 8, 36
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(6 * stride + 32).astype(np.float32)
+    dy = rng.standard_normal(6 * block).astype(np.float32)
+    dx = np.zeros_like(x)
+    g[grid, block](x, dx, np.zeros(6 * block, np.float32), dy.copy(), np.int32(stride))
+    want = np.zeros_like(x)
+    for row in range(6):
+        for t in range(block):
+            src = row * stride + 4 * (block - 1 - t)
+            d = dy[row * block + t]
+            want[src] += d * x[src + 1]
+            want[src + 1] += d * x[src]
+            want[src + 3] += 2 * d
+    np.testing.assert_allclose(dx, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_gradient_it_cannot_tape_is_refused_located(tmp_path) -> None:
+    # the grid-stride loop's trip count is not known when the tape would be sized: a located
+    # refusal, exit status 1, no traceback and no output file
+    src = tmp_path / "traps.cu"
+    src.write_text(SOURCE)
+    out = tmp_path / "g.cpp"
+    run = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "grad", str(src), "--kernel", "tiles",
+                          "--wrt", "x,y", "--emit", "cpp", "-o", str(out)], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert f"{src}:{_where('void tiles')[0]}:" in run.stderr and "error: cannot differentiate kernel 'tiles'" in run.stderr
+    assert not out.exists()
