@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from autodiff.availability import CannotTape
 from autodiff.activity import ActiveParams, analyze_activity, select_active
 from autodiff.chunks import plan_chunks
 from autodiff.forward import forward_kernel
@@ -93,9 +94,13 @@ def differentiate(kernel: n.Kernel, *, mode: str = "reverse", wrt: tuple[str, ..
         normalized, chunks = _plan_chunks(normalized, active, windows, privacy, names)
     activity = analyze_activity(normalized, active)
     decisions: list[Decision] | None = [] if report is not None else None
-    result = reverse_kernel(normalized, kernel, active, activity, names, options or ReverseOptions(), decisions,
-                            privacy or _no_proof, out_name, windows, intervals if privacy is not None else None,
-                            chunks)
+    try:
+        result = reverse_kernel(normalized, kernel, active, activity, names, options or ReverseOptions(), decisions,
+                                privacy or _no_proof, out_name, windows, intervals if privacy is not None else None,
+                                chunks)
+    except CannotTape as exc:  # no strategy left for a value (every fallback tried): refused, located
+        raise UserError(f"cannot differentiate kernel '{kernel.name}': a value cannot be recovered for the reverse "
+                        f"sweep: {exc.reason}", kernel.loc) from None
     if report is not None and decisions is not None:
         report.extend(sorted(decisions, key=_where))
     return result

@@ -14,7 +14,7 @@ from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
 from frontend.lower.cccl import refuse_in_device_code
-from frontend.lower.printing import trap_before_barriers
+from frontend.lower.traps import stop_faulted_threads
 from frontend.clang_setup import binary_operator, cursor_loc, location_of, preorder, unary_operator
 from frontend.lower.accessors import AccessorLowering, accessor_type
 from frontend.lower.calls import CallLowering
@@ -163,11 +163,6 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
                 raise
         self.statement(body)
         stmts = tuple(self.block)
-        if any(isinstance(x, n.AssertFail) for x in walk_block(stmts)):
-            flag = self.assert_flag or self.names.fresh("assert_failed")
-            trapped = trap_before_barriers(stmts, flag)
-            if trapped is not stmts:
-                stmts, self.assert_flag = trapped, flag
         if self.clock is not None:
             stmts = (n.Decl(self.clock, I64, n.Const(0, I64), loc=self.loc(self.cursor)),) + stmts
         if self.launch_error is not None:
@@ -179,6 +174,14 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         kernel = n.Kernel(self.kernel_name, tuple(self.params), buffers, stmts, stage="gpu",
                           source_params=tuple(self.source_params), loc=self.loc(self.cursor))
         kernel = split_variable_webs(kernel, self.names.fresh)
+        if any(isinstance(x, n.AssertFail) for x in walk_block(stmts)):
+            # A fault a barrier can follow stops the launch, not the thread (traps.py).
+            flag = self.assert_flag or self.names.fresh("assert_failed")
+            stopped = stop_faulted_threads(kernel, flag)
+            if stopped is not kernel and self.assert_flag is None:
+                decl = n.Decl(flag, BOOL, n.Const(False, BOOL), loc=self.loc(self.cursor))
+                stopped = dataclasses.replace(stopped, body=(decl,) + stopped.body)
+            kernel = stopped
         if self.aligned:
             kernel = dataclasses.replace(kernel, aligned=tuple((p, a, loc) for p, (a, loc) in self.aligned.items()))
         return kernel

@@ -19,7 +19,6 @@ from __future__ import annotations
 import clang.cindex as ci
 
 from polypy.ir import nodes as n
-from polypy.ir.visitor import rebuild, walk
 from polypy.ir.types import BOOL, I8, I32, U8
 from polypy.ir.printf import FormatError, fold_string, parse_format
 
@@ -230,73 +229,4 @@ def misaligned_fault(builder, misaligned: n.Expr, text: str, c: ci.Cursor) -> No
     builder.emit(n.If(misaligned, tuple(stop), (), loc=loc))
 
 
-__all__ = ["assert_fail", "device_printf", "misaligned_fault", "trap_before_barriers"]
-
-
-def trap_before_barriers(body: tuple[n.Stmt, ...], flag: str) -> tuple[n.Stmt, ...]:
-    """The kernel ``body`` where each top-level ``if (...) { assert.fail; return }`` that a
-    ``__syncthreads()`` follows stops its thread with ``flag`` instead of ``return``: the
-    statements after it run under ``if (!flag)``, cut at the barriers, which every thread still
-    reaches. A thread whose assert failed does nothing more, and the barriers stay where every
-    thread of the block reaches them (a ``return`` would put them under thread-dependent control,
-    which polypy refuses); the launch fails anyway, so what a barrier does for that thread is of
-    no consequence. The kernel declares ``flag`` (false) at its top."""
-    for i, s in enumerate(body):
-        if _is_trap(s, flag) and any(isinstance(x, n.Barrier) for t in body[i + 1:] for x in walk(t)):
-            stop = _replace_return(s, flag)
-            rest = trap_before_barriers(body[i + 1:], flag)
-            return body[:i] + (stop,) + _guard(rest, flag)
-    return body
-
-
-def _is_trap(s: n.Stmt, flag: str) -> bool:
-    """``if (c) { ...; return }`` (either branch) that fails an assert or passes on the failure
-    of one in a device function (``if (flag) return``), with no other return or barrier."""
-    if not isinstance(s, n.If):
-        return False
-    branches = [b for b in (s.then, s.orelse) if b and isinstance(b[-1], n.Return)]
-    if len(branches) != 1 or any(isinstance(x, (n.Return, n.Barrier)) for x in walk(s) if x is not branches[0][-1]):
-        return False
-    return any(isinstance(x, n.AssertFail) or (isinstance(x, n.Var) and x.name == flag) for x in walk(s))
-
-
-def _replace_return(s: n.If, flag: str) -> n.If:
-    def fix(block: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
-        if block and isinstance(block[-1], n.Return):
-            return block[:-1] + (n.Assign(flag, n.Const(True, BOOL), loc=block[-1].loc),)
-        return block
-    return rebuild(s, then=fix(s.then), orelse=fix(s.orelse))
-
-
-def _guard(block: tuple[n.Stmt, ...], flag: str) -> tuple[n.Stmt, ...]:
-    """``block`` run only by threads whose ``flag`` is false, but for its barriers (and the
-    uniform control flow around them), which every thread reaches. Declarations stay outside
-    the guards (their initializations inside), so names keep their scope."""
-    out: list[n.Stmt] = []
-    pending: list[n.Stmt] = []
-
-    def flush() -> None:
-        if pending:
-            out.append(n.If(n.Unary("not", n.Var(flag, BOOL)), tuple(pending)))
-            pending.clear()
-
-    for s in block:
-        if not any(isinstance(x, n.Barrier) for x in walk(s)):
-            if isinstance(s, n.Decl):
-                out.append(rebuild(s, init=None))
-                if s.init is not None:
-                    pending.append(n.Assign(s.name, s.init, loc=s.loc))
-            else:
-                pending.append(s)
-            continue
-        flush()
-        if isinstance(s, n.If):
-            out.append(rebuild(s, then=_guard(s.then, flag), orelse=_guard(s.orelse, flag)))
-        elif isinstance(s, n.For):
-            out.append(rebuild(s, body=_guard(s.body, flag)))
-        elif isinstance(s, n.While):
-            out.append(rebuild(s, body=_guard(s.body, flag)))
-        else:
-            out.append(s)  # the barrier itself
-    flush()
-    return tuple(out)
+__all__ = ["assert_fail", "device_printf", "misaligned_fault"]

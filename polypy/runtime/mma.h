@@ -6,15 +6,16 @@
  * CUDA requires. What they mean (docs/warp_matrix.md):
  *
  *  - a fragment holds its tile (rows x cols: matrix_a M x K, matrix_b K x N, accumulator M x N)
- *    spread over the warp: lane l holds elements l*E .. l*E+E-1 (E = num_elements = rows*cols/32)
- *    of the tile in row-major order (matrix_a, accumulator) or column-major order (matrix_b).
+ *    spread over the warp: each lane owns a block of the accumulator (__polypy_block), held in
+ *    its accumulator fragments (each element in one lane); its matrix_a fragments hold the A rows
+ *    of that block, its matrix_b fragments the B columns (inputs held by several lanes).
  *    CUDA leaves this mapping unspecified, so any fixed one is exact for programs that use only
  *    the documented operations (element-wise use of x[i] among them);
  *  - load_matrix_sync / store_matrix_sync first meet the warp's other lanes (a shuffle of every
  *    lane: what each lane did before is done before any lane loads or stores), then move the
  *    lane's own elements (row-major: element (r, c) at p[r * ldm + c], column-major: p[c * ldm + r]);
- *  - mma_sync computes every element of D = A * B + C from the other lanes' elements of A and B
- *    fetched with shuffles: acc = C[r][c]; for k = 0 .. K-1 ascending: acc += A[r][k] * B[k][c],
+ *  - mma_sync computes the lane's block of D = A * B + C from its own A rows and B columns (no
+ *    shuffle): acc = C[r][c]; for k = 0 .. K-1 ascending: acc += A[r][k] * B[k][c],
  *    each product of the inputs widened exactly (half, bfloat16, tf32 -> float; int8 -> int;
  *    double stays double), accumulated in float (double, int) and rounded to the accumulator's
  *    type at the end. precision::tf32 inputs are first rounded to tf32 as __float_to_tf32 does
@@ -48,11 +49,32 @@ template <int M, int N, int K> struct __polypy_dims<accumulator, M, N, K> { stat
 template <typename T> struct __polypy_storage { typedef T type; };
 template <> struct __polypy_storage<precision::tf32> { typedef float type; };
 
+/* The block of an M x N accumulator each lane holds: rows x cols, the 32 blocks tiling the tile
+ * (fewest inputs per lane: rows + cols smallest). Shapes without one are not supported. */
+template <int M, int N> struct __polypy_block;
+template <> struct __polypy_block<16, 16> { static constexpr int rows = 2, cols = 4; };
+template <> struct __polypy_block<32, 8> { static constexpr int rows = 4, cols = 2; };
+template <> struct __polypy_block<8, 32> { static constexpr int rows = 2, cols = 4; };
+template <> struct __polypy_block<8, 8> { static constexpr int rows = 1, cols = 2; };
+
+/* Elements per lane: an accumulator's block; matrix_a: the block's rows of A (rows x K); matrix_b:
+ * the block's columns of B (K x cols). */
+template <typename Use, int M, int N, int K> struct __polypy_count;
+template <int M, int N, int K> struct __polypy_count<matrix_a, M, N, K> {
+  static constexpr int value = __polypy_block<M, N>::rows * K;
+};
+template <int M, int N, int K> struct __polypy_count<matrix_b, M, N, K> {
+  static constexpr int value = __polypy_block<M, N>::cols * K;
+};
+template <int M, int N, int K> struct __polypy_count<accumulator, M, N, K> {
+  static constexpr int value = __polypy_block<M, N>::rows * __polypy_block<M, N>::cols;
+};
+
 template <typename Use, int M, int N, int K, typename T, typename Layout = void>
 class fragment {
 public:
   typedef typename __polypy_storage<T>::type element_type;
-  static constexpr int num_elements = __polypy_dims<Use, M, N, K>::rows * __polypy_dims<Use, M, N, K>::cols / 32;
+  static constexpr int num_elements = __polypy_count<Use, M, N, K>::value;
   element_type x[num_elements];
 };
 
@@ -99,16 +121,38 @@ template <> struct __polypy_order<matrix_b> { static constexpr bool column_major
 template <typename Layout> struct __polypy_layout { static constexpr bool column_major = false; };
 template <> struct __polypy_layout<col_major> { static constexpr bool column_major = true; };
 
+/* Where element e of lane l's fragment is in its tile (row r, column c): the lane's block is
+ * (l / (N / cols), l % (N / cols)) in the grid of blocks; matrix_a holds the block's rows (element
+ * e: row e / K, column e % K), matrix_b its columns (element e: column e / K, row e % K), an
+ * accumulator the block itself, row-major. */
+template <int M, int N> __device__ inline int __polypy_block_row(unsigned lane) {
+  return (int)lane / (N / __polypy_block<M, N>::cols) * __polypy_block<M, N>::rows;
+}
+template <int M, int N> __device__ inline int __polypy_block_col(unsigned lane) {
+  return (int)lane % (N / __polypy_block<M, N>::cols) * __polypy_block<M, N>::cols;
+}
+template <typename Use> struct __polypy_place;
+template <> struct __polypy_place<matrix_a> {
+  template <int M, int N, int K> __device__ static void at(unsigned lane, int e, int& r, int& c) {
+    r = __polypy_block_row<M, N>(lane) + e / K;
+    c = e % K;
+  }
+};
+template <> struct __polypy_place<matrix_b> {
+  template <int M, int N, int K> __device__ static void at(unsigned lane, int e, int& r, int& c) {
+    r = e % K;
+    c = __polypy_block_col<M, N>(lane) + e / K;
+  }
+};
+template <> struct __polypy_place<accumulator> {
+  template <int M, int N, int K> __device__ static void at(unsigned lane, int e, int& r, int& c) {
+    r = __polypy_block_row<M, N>(lane) + e / __polypy_block<M, N>::cols;
+    c = __polypy_block_col<M, N>(lane) + e % __polypy_block<M, N>::cols;
+  }
+};
 template <typename Use, int M, int N, int K>
 __device__ void __polypy_wmma_place(unsigned lane, int e, int& r, int& c) {
-  int id = (int)lane * (__polypy_dims<Use, M, N, K>::rows * __polypy_dims<Use, M, N, K>::cols / 32) + e;
-  if (__polypy_order<Use>::column_major) {
-    c = id / __polypy_dims<Use, M, N, K>::rows;
-    r = id % __polypy_dims<Use, M, N, K>::rows;
-  } else {
-    r = id / __polypy_dims<Use, M, N, K>::cols;
-    c = id % __polypy_dims<Use, M, N, K>::cols;
-  }
+  __polypy_place<Use>::template at<M, N, K>(lane, e, r, c);
 }
 
 template <typename Use, int M, int N, int K, typename T, typename Layout, typename V>
@@ -162,23 +206,25 @@ template <> struct __polypy_tf32<precision::tf32> { static constexpr bool value 
 template <int M, int N, int K, typename TA, typename LA, typename TB, typename LB, typename TC, typename TD>
 __device__ void mma_sync(fragment<accumulator, M, N, K, TD, void>& d, const fragment<matrix_a, M, N, K, TA, LA>& a,
                          const fragment<matrix_b, M, N, K, TB, LB>& b, const fragment<accumulator, M, N, K, TC, void>& c) {
-  const int EA = M * K / 32, EB = K * N / 32, EC = M * N / 32;
-  static_assert(K % EA == 0 && K % EB == 0, "polypy: this fragment shape is not supported");
-  unsigned lane = __polypy_wmma_lane();
-  for (int e = 0; e < EC; ++e) {
-    int r, col;
-    __polypy_wmma_place<accumulator, M, N, K>(lane, e, r, col);
-    decltype(__polypy_wmma_wide(c.x[0])) acc = __polypy_wmma_wide(c.x[e]);
-    for (int k = 0; k < K; ++k) {
-      /* A[r][k] is element k % EA of lane (r*K + k) / EA; B[k][col] element k % EB of lane (col*K + k) / EB:
-       * the element is the same in every lane, so one shuffle of it gives each lane the one it needs. */
-      auto av = __shfl_sync(0xffffffffu, __polypy_wmma_wide(a.x[k % EA]), (r * K + k) / EA);
-      auto bv = __shfl_sync(0xffffffffu, __polypy_wmma_wide(b.x[k % EB]), (col * K + k) / EB);
-      if (__polypy_tf32<TA>::value) av = __float_to_tf32(av);
-      if (__polypy_tf32<TB>::value) bv = __float_to_tf32(bv);
-      acc += av * bv;
+  /* Lane-local: a lane's A rows and B columns are those of its block of D (no other lane's).
+   * Each input is widened (and rounded to tf32) once per call, not once per product. */
+  const int R = __polypy_block<M, N>::rows, C = __polypy_block<M, N>::cols;
+  decltype(__polypy_wmma_wide(a.x[0])) aw[R * K];
+  decltype(__polypy_wmma_wide(b.x[0])) bw[C * K];
+  for (int e = 0; e < R * K; ++e) {
+    aw[e] = __polypy_wmma_wide(a.x[e]);
+    if (__polypy_tf32<TA>::value) aw[e] = __float_to_tf32(aw[e]);
+  }
+  for (int e = 0; e < C * K; ++e) {
+    bw[e] = __polypy_wmma_wide(b.x[e]);
+    if (__polypy_tf32<TB>::value) bw[e] = __float_to_tf32(bw[e]);
+  }
+  for (int i = 0; i < R; ++i) {
+    for (int j = 0; j < C; ++j) {
+      decltype(__polypy_wmma_wide(c.x[0])) acc = __polypy_wmma_wide(c.x[i * C + j]);
+      for (int k = 0; k < K; ++k) acc += aw[i * K + k] * bw[j * K + k];
+      __polypy_wmma_set(d.x[i * C + j], acc);
     }
-    __polypy_wmma_set(d.x[e], acc);
   }
 }
 #endif
