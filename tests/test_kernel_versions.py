@@ -10,7 +10,8 @@ import subprocess
 import pytest
 
 from c_support import need_compiler
-from codegen.c import emit_kernels, find_compiler
+from codegen.c import find_compiler
+from polypy.driver.library import emit_kernels
 from codegen.c.kernel import Options
 from codegen.c.versions import guard_text
 from polypy.driver.cli import main
@@ -306,3 +307,37 @@ __global__ void guard(int* out, int n) {
     assert plain.bounds_checked == ((None, frozenset({"out"})),)
     assert (None, "_kout") in plain.compiled_versions
 
+
+def test_a_librarys_versions_come_from_the_stage(cpu) -> None:
+    """A kernel library (``polypy.driver.library``) compiles the values of the versions stage: the
+    shapes known in advance (``library_versions``, printed by ``codegen.c`` as given) and, on the
+    first launch with another shape, that shape's value from the same stage (its twin for arrays
+    apart included); results as NumPy's."""
+    import numpy as np
+
+    import codegen.c
+    from polypy.driver.library import build_library, library_versions
+
+    kernel = cpu.kernel("taps")
+    made = library_versions([kernel, cpu.kernel("scale")], block_shapes={"taps": [(128, 1, 1)]})
+    assert list(made) == ["taps"] and made["taps"] == build_versions(kernel, shapes=[(128, 1, 1)])
+    text = codegen.c.emit_kernels([kernel], versions=made)
+    assert "taps_launch_b128x1x1_r(" in text and "taps_launch_b128x1x1(" in text and "taps_launch_generic(" in text
+    assert emit_kernels([kernel], block_shapes={"taps": [(128, 1, 1)]}) == text
+    with pytest.raises(TypeError):
+        codegen.c.emit_kernels([kernel], block_shapes={"taps": [(128, 1, 1)]})  # codegen makes no versions
+    need_compiler(cpp=False)
+    lib = build_library([kernel])
+    rng = np.random.default_rng(5)
+    n = 1000
+    mask = rng.random(9, dtype=np.float32)
+    x = rng.random(n + 9, dtype=np.float32)
+    out = np.zeros(n, np.float32)
+    lib.launch("taps", 8, 128, (n, mask, x, out))
+    np.testing.assert_allclose(out, sum(mask[j] * x[j:j + n] for j in range(9)), rtol=1e-5)
+    assert lib.specializations == {"taps": [(128, 1, 1)]}
+    shape_lib = lib._specialized[("taps", (128, 1, 1))]
+    assert shape_lib._function(kernel, "taps_launch_apart") is not None  # the stage's twin, compiled in
+    plain = build_library([kernel], specialize=False)
+    plain.launch("taps", 8, 128, (n, mask, x, out))
+    assert plain.specializations == {}

@@ -87,7 +87,7 @@ def test_launches_through_the_dispatch_compute_what_the_c_launcher_computes(cpu)
     launcher): every launch shape -- each shape's version, its twin for arrays apart, the default
     -- gives the same arrays; the version chosen is the one ``KernelVersions.select`` names."""
     need_compiler(cpp=False)
-    from codegen.c import build_library
+    from polypy.driver.library import build_library
 
     kernel = cpu.kernel("taps")
     shapes = [(128, 1, 1), (64, 1, 1)]
