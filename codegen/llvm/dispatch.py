@@ -28,7 +28,7 @@ from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
 from polypy.ir.versions import APART, UNPROVEN, WORKERS, Facts, KernelVersions, known
-from polypy.ir.visitor import Visitor, walk
+from polypy.ir.visitor import walk
 
 # The parameters of ``K_select``, in order.
 SELECT_PARAMS = ("gridDim.x", "gridDim.y", "gridDim.z", "blockDim.x", "blockDim.y", "blockDim.z", "workers", "facts")
@@ -85,8 +85,8 @@ def emit_dispatch(llmod: ir.Module, versions: KernelVersions) -> DispatchABI:
     fn.attributes.add("nounwind")
     for arg, name in zip(fn.args, SELECT_PARAMS):
         arg.name = name
-    guards = _GuardEmitter(fn, abi.facts)
-    b = guards.builder
+    guards = _GuardExpressions(_SelectFunction(fn, abi.facts))
+    b = guards.fn.builder
     for index, (guard, _) in enumerate(versions.versions):
         taken = fn.append_basic_block(f"version.{index}")
         other = fn.append_basic_block(f"after.{index}")
@@ -98,9 +98,9 @@ def emit_dispatch(llmod: ir.Module, versions: KernelVersions) -> DispatchABI:
     return abi
 
 
-class _GuardEmitter(ExpressionEmitter, Visitor):
-    """Guard expressions in ``K_select``: ``gridDim``/``blockDim``/the workers are its
-    parameters, a fact is its byte of ``facts``; everything else as in a kernel."""
+class _SelectFunction:
+    """The state of ``K_select`` the expression emitter reads: ``gridDim``/``blockDim``/the
+    workers are its parameters; ``facts``: the byte of each fact."""
 
     def __init__(self, fn: ir.Function, facts: Sequence[n.Call]):
         self.fn = fn
@@ -108,9 +108,9 @@ class _GuardEmitter(ExpressionEmitter, Visitor):
         self.builder = ir.IRBuilder(fn.append_basic_block("entry"))
         self.grid_dim = list(fn.args[0:3])
         self.block_dim = list(fn.args[3:6])
+        self.block_idx: list[ir.Value] = []
         self.values = {WORKERS.name: fn.args[6]}
         self.facts = {call: i for i, call in enumerate(facts)}
-        self.risky_cache: dict[int, bool] = {}
 
     def new_block(self, name: str) -> ir.Block:
         return self.fn.append_basic_block(name)
@@ -118,13 +118,21 @@ class _GuardEmitter(ExpressionEmitter, Visitor):
     def slot(self, name: str, ty: ScalarType) -> ir.Value:
         raise InternalError(f"a guard names {name!r}, which no launch gives")
 
-    def visit_Call(self, e: n.Call) -> ir.Value:
+    def fact(self, e: n.Call) -> ir.Value:
+        """The truth of fact ``e``: its byte of the parameter ``facts``."""
         index = self.facts.get(e)
         if index is None:
             raise InternalError(f"a guard calls {e.fn!r}, which the dispatch does not know", e.loc)
         b = self.builder
         byte = b.load(b.gep(self.fn.args[7], [ir.Constant(I32, index)], source_etype=I8), typ=I8)
         return b.icmp_unsigned("!=", byte, ir.Constant(I8, 0))
+
+
+class _GuardExpressions(ExpressionEmitter):
+    """Guard expressions: as a kernel's, a call being a fact of the launch."""
+
+    def visit_Call(self, e: n.Call) -> ir.Value:
+        return self.fn.fact(e)
 
 
 class JitDispatch:

@@ -101,10 +101,9 @@ def emit_module(module: n.Module, *, triple: str = "", data_layout: str = "",
         check_cpu_form(kernel)
         verify_kernel(kernel)
         abi = kernel_abi(kernel, *_checks(kernel, checked, sliced))
-        emitter = _KernelEmitter(llmod, kernel, abi)
-        emitter.emit()
+        fn = emit_kernel_function(llmod, kernel, abi)
         if abi.bounds_checked:
-            abi = dataclasses.replace(abi, sites=tuple(emitter.sites))
+            abi = dataclasses.replace(abi, sites=tuple(fn.sites))
         abis[kernel.name] = abi
     return llmod, abis
 
@@ -128,5 +127,18 @@ def _module_name(module: n.Module) -> str:
 
 
 
-class _KernelEmitter(StatementEmitter, ExpressionEmitter, KernelFunction):
-    """Emits one kernel: its function (``function``), statements and expressions."""
+def emit_kernel_function(llmod: ir.Module, kernel: n.Kernel, abi: KernelABI) -> KernelFunction:
+    """The functions of ``kernel`` in ``llmod``. Their state is one object, ``KernelFunction``
+    (builder, variables, buffers, loops, fault exit, and the helpers on them), passed to the
+    expression and the statement emitters, which read and extend it::
+
+        fn = KernelFunction(...)             the functions' state
+        exprs = ExpressionEmitter(fn)        expressions -> values in fn
+        stmts = StatementEmitter(fn, exprs)  statements -> blocks of fn
+        fn.emit(stmts.block)                 entry, block loop, the body, the fault exit
+    """
+    fn = KernelFunction(llmod, kernel, abi)
+    exprs = ExpressionEmitter(fn)
+    fn.expr = exprs.expr
+    fn.emit(StatementEmitter(fn, exprs).block)
+    return fn
