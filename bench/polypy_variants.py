@@ -51,7 +51,7 @@ def make_polypy_fine_variant(sample: Sample, case: Case) -> Runner:
 def make_polypy_c_variant(sample: Sample, case: Case) -> Runner:
     """Frontend -> ``lower_and_emit(..., "cpu")`` -> ``codegen.c.build_library`` (cc with ``CFLAGS``) -> ctypes."""
     try:
-        from codegen.c import build_library
+        from polypy.driver.library import build_library
         from polypy.driver.pipelines import lower_and_emit
         from polypy.driver.source import load
     except ImportError as e:
@@ -68,7 +68,7 @@ def make_polypy_c_variant(sample: Sample, case: Case) -> Runner:
 def make_polypy_noopt_variant(sample: Sample, case: Case) -> Runner:
     """As ``polypy-c``, lowered with ``optimize=False``: the unoptimized translation."""
     try:
-        from codegen.c import build_library
+        from polypy.driver.library import build_library
         from polypy.driver.pipelines import lower_and_emit
         from polypy.driver.source import load
     except ImportError as e:

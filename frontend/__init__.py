@@ -2,6 +2,6 @@
 
 ``parse_file(path)`` returns a ``polypy.ir.Module``. Only this package imports ``clang.cindex``.
 """
-from frontend.module import parse_file
+from frontend.parse import parse_file
 
 __all__ = ["parse_file"]

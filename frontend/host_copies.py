@@ -68,31 +68,15 @@ import polypy.ir.nodes as n
 from polypy.ir.queries import buffers_written
 from polypy.ir.visitor import walk_block
 
-from frontend.clang_setup import binary_operator, evaluate, preorder, unary_operator
-from frontend.launch_shapes import HostFunction, Pos, var_key
+from frontend.clang_setup import preorder
+from frontend.host_uses import (ALLOCATORS, CALLS, LOOPS, Refused, assignment_of, call_args, check_null_init,
+                               check_release, check_site, check_types, copy_kind, device_use, element_access,
+                               initializer_of, is_allocation, is_test, parent_of, spelled_in_file, stripped,
+                               variable_of)
+from frontend.launch_shapes import HostFunction, var_key
 
 CK = ci.CursorKind
 
-# Writes and reads each libc/runtime call makes through a pointer argument, by argument position.
-_CALLS: dict[str, tuple[frozenset[int], frozenset[int]]] = {
-    "memset": (frozenset({0}), frozenset()),
-    "memcpy": (frozenset({0}), frozenset({1})),
-    "memmove": (frozenset({0}), frozenset({1})),
-    "fread": (frozenset({0}), frozenset()),
-    "fwrite": (frozenset(), frozenset({0})),
-    "cudaMemcpy": (frozenset({0}), frozenset({1})),
-    "cudaMemset": (frozenset({0}), frozenset()),
-}
-_ALLOCATORS = ("malloc", "calloc")  # a take rewrites these two: no new[] there
-_LOOPS = (CK.FOR_STMT, CK.WHILE_STMT, CK.DO_STMT, CK.CXX_FOR_RANGE_STMT)
-_CASTS = (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR, CK.CSTYLE_CAST_EXPR, CK.CXX_STATIC_CAST_EXPR,
-          CK.CXX_REINTERPRET_CAST_EXPR, CK.CXX_CONST_CAST_EXPR, CK.CXX_FUNCTIONAL_CAST_EXPR)
-_SCALARS = frozenset({
-    ci.TypeKind.BOOL, ci.TypeKind.CHAR_U, ci.TypeKind.UCHAR, ci.TypeKind.CHAR_S, ci.TypeKind.SCHAR,
-    ci.TypeKind.SHORT, ci.TypeKind.USHORT, ci.TypeKind.INT, ci.TypeKind.UINT, ci.TypeKind.LONG,
-    ci.TypeKind.ULONG, ci.TypeKind.LONGLONG, ci.TypeKind.ULONGLONG, ci.TypeKind.FLOAT, ci.TypeKind.DOUBLE,
-})
-MAX_ALIGN = 16  # bytes malloc and new[] align every block to (x86-64, AArch64)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,10 +111,10 @@ def share_copies(functions: Sequence[ci.Cursor],
         shared: dict[tuple, object] = {}  # device variable -> the host variable it became
         for direction in ("cudaMemcpyHostToDevice", "cudaMemcpyDeviceToHost"):
             for call in preorder(fn):
-                if call.kind != CK.CALL_EXPR or call.spelling != "cudaMemcpy" or _copy_kind(call) != direction:
+                if call.kind != CK.CALL_EXPR or call.spelling != "cudaMemcpy" or copy_kind(call) != direction:
                     continue
-                args = _args(call)
-                dst, src = _variable(args[0]), _variable(args[1])
+                args = call_args(call)
+                dst, src = variable_of(args[0]), variable_of(args[1])
                 device, host = (dst, src) if direction == "cudaMemcpyHostToDevice" else (src, dst)
                 if device is None:
                     continue
@@ -157,10 +141,6 @@ def share_copies(functions: Sequence[ci.Cursor],
     return out
 
 
-class _Refused(Exception):
-    pass
-
-
 class _Share:
     """Whether a host-to-device copy need not be made: the conditions of the module docstring."""
 
@@ -172,17 +152,17 @@ class _Share:
         """Whether the copy ``call`` from ``h`` to ``d`` need not be made, and why (not)."""
         try:
             return True, self.prove(call, d, h)
-        except _Refused as e:
+        except Refused as e:
             return False, str(e)
 
     def prove(self, call: ci.Cursor, d, h) -> str:
-        _check_site(self.facts, call, d)
+        check_site(self.facts, call, d)
         at = call.extent.end.offset
-        _check_types(d.decl, h.decl)
+        check_types(d.decl, h.decl)
         d_written, last_d, d_freed = self.device_uses(call, d, at)
         h_read = self.host_uses(call, h, at, last_d, d_freed)
         if d_written is not None and h_read is not None:
-            raise _Refused(f"{d.decl.spelling} is written (line {d_written}) and the host reads {h.decl.spelling} "
+            raise Refused(f"{d.decl.spelling} is written (line {d_written}) and the host reads {h.decl.spelling} "
                            f"after the copy (line {h_read})")
         return (f"{d.decl.spelling} is {h.decl.spelling} itself: " +
                 (f"{d.decl.spelling} is written (line {d_written}), and the host neither reads nor writes "
@@ -194,7 +174,7 @@ class _Share:
         """(line of the first write of ``d`` after the copy or None, offset of its last use,
         offset of its first cudaFree or None)."""
         name = d.decl.spelling
-        _check_null_init(d.decl)
+        check_null_init(d.decl)
         allocs = 0
         first_write: int | None = None
         last = at
@@ -202,21 +182,21 @@ class _Share:
         for r in d.refs:
             use = r.cursor.extent.start.offset
             line = r.cursor.location.line
-            kind, parent, position = _device_use(self.facts, r)
+            kind, parent, position = device_use(self.facts, r)
             if kind == "alloc" and use < copy.extent.start.offset:
                 allocs += 1
                 continue
             if kind in ("alloc", "address"):
-                raise _Refused(f"the address of {name} is taken (line {line})")
+                raise Refused(f"the address of {name} is taken (line {line})")
             if copy.extent.start.offset <= use < at:
                 continue  # the copy itself
             if use < at:
-                raise _Refused(f"{name} is used before the copy otherwise than by its cudaMalloc (line {line})")
+                raise Refused(f"{name} is used before the copy otherwise than by its cudaMalloc (line {line})")
             last = max(last, use)
             if kind == "launch":
                 flags = self.written(parent)
                 if flags is None or position >= len(flags) or flags[position] is None:
-                    raise _Refused(f"what the kernel launched at line {line} does with {name} is not known")
+                    raise Refused(f"what the kernel launched at line {line} does with {name} is not known")
                 if flags[position] and first_write is None:
                     first_write = line
                 continue
@@ -228,9 +208,9 @@ class _Share:
                 continue
             if kind == "read":
                 continue
-            raise _Refused(f"{name} is used otherwise after the copy (line {line})")
+            raise Refused(f"{name} is used otherwise after the copy (line {line})")
         if allocs != 1:
-            raise _Refused(f"{name} is not given memory by exactly one cudaMalloc before the copy")
+            raise Refused(f"{name} is not given memory by exactly one cudaMalloc before the copy")
         return first_write, last, freed
 
     # -- the host pointer
@@ -238,7 +218,7 @@ class _Share:
         """The line of the first read of ``h`` after the copy, or None; raises where ``h`` is
         written after the copy or used in a way not followed."""
         name = h.decl.spelling
-        init = _initializer(h.decl)
+        init = initializer_of(h.decl)
         definitions = [(h.decl.extent.start.offset, init)] if init is not None else []
         first_read: int | None = None
         copies = 0
@@ -246,28 +226,28 @@ class _Share:
             use = r.cursor.extent.start.offset
             line = r.cursor.location.line
             after = use >= at
-            value = _assigned(self.facts, r, name)
+            value = assignment_of(self.facts, r, name)
             if value is not None:
                 definitions.append((use, value))
                 continue
-            level, parent, index = _parent(r)
+            level, parent, index = parent_of(r)
             kind = parent.kind if parent is not None else None
             if kind == CK.ARRAY_SUBSCRIPT_EXPR and index == 0:
-                access = _element_access(r, level, name)
+                access = element_access(r, level, name)
                 if access == "write" and after:
-                    raise _Refused(f"the host writes {name} after the copy (line {line})")
+                    raise Refused(f"the host writes {name} after the copy (line {line})")
                 if access == "read" and after and first_read is None:
                     first_read = line
                 continue
-            if kind == CK.CALL_EXPR and parent.spelling in _CALLS:
-                writes, reads = _CALLS[parent.spelling]
-                if parent.spelling == "cudaMemcpy" and index == 2 and _copy_kind(parent) == "cudaMemcpyHostToDevice":
+            if kind == CK.CALL_EXPR and parent.spelling in CALLS:
+                writes, reads = CALLS[parent.spelling]
+                if parent.spelling == "cudaMemcpy" and index == 2 and copy_kind(parent) == "cudaMemcpyHostToDevice":
                     copies += 1
                     if parent.extent == copy.extent:
                         continue
                 if index - 1 in writes:
                     if after:
-                        raise _Refused(f"the host writes {name} after the copy (line {line})")
+                        raise Refused(f"the host writes {name} after the copy (line {line})")
                     continue
                 if index - 1 in reads:
                     if after and first_read is None:
@@ -275,15 +255,15 @@ class _Share:
                     continue
             if (kind == CK.CALL_EXPR and parent.spelling == "free" and index == 1) or kind == CK.CXX_DELETE_EXPR:
                 if after:
-                    _check_release(r, name, last_d, d_freed)
+                    check_release(r, name, last_d, d_freed)
                 continue
-            if _is_test(r, level):
+            if is_test(r, level):
                 continue
-            raise _Refused(f"{name} is used otherwise (line {line}): it could be reached through another pointer")
+            raise Refused(f"{name} is used otherwise (line {line}): it could be reached through another pointer")
         if copies != 1:
-            raise _Refused(f"{name} is copied to the device more than once")
-        if len(definitions) != 1 or definitions[0][0] >= at or not _is_allocation(definitions[0][1]):
-            raise _Refused(f"{name} is not fresh memory from one malloc, calloc or new[] before the copy")
+            raise Refused(f"{name} is copied to the device more than once")
+        if len(definitions) != 1 or definitions[0][0] >= at or not is_allocation(definitions[0][1]):
+            raise Refused(f"{name} is not fresh memory from one malloc, calloc or new[] before the copy")
         return first_read
 
 
@@ -313,7 +293,7 @@ class _Take:
     def decide(self) -> tuple[bool, str]:
         try:
             self.prove()
-        except _Refused as e:
+        except Refused as e:
             return False, str(e)
         o, d = self.o.decl.spelling, self.d.decl.spelling
         why = f"{o} takes {d}'s memory: after the copy, nothing uses {d} but cudaFree"
@@ -322,8 +302,8 @@ class _Take:
         return True, why
 
     def prove(self) -> None:
-        _check_site(self.facts, self.call, self.o)
-        _check_types(self.d.decl, self.o.decl)
+        check_site(self.facts, self.call, self.o)
+        check_types(self.d.decl, self.o.decl)
         self.device()
         self.host()
         if self.source is not None:
@@ -332,57 +312,57 @@ class _Take:
     def device(self) -> None:
         name = self.d.decl.spelling
         start, end = self.call.extent.start.offset, self.call.extent.end.offset
-        _check_null_init(self.d.decl)
+        check_null_init(self.d.decl)
         for r in self.d.refs:
             use = r.cursor.extent.start.offset
             line = r.cursor.location.line
             if start <= use < end:
                 continue
-            kind, _, _ = _device_use(self.facts, r)
+            kind, _, _ = device_use(self.facts, r)
             if kind == "free":
                 continue
             if use >= end:
-                raise _Refused(f"{name} is used after the copy (line {line})")
+                raise Refused(f"{name} is used after the copy (line {line})")
             if kind == "address":
-                raise _Refused(f"the address of {name} is taken (line {line})")
+                raise Refused(f"the address of {name} is taken (line {line})")
             if kind == "other":
-                raise _Refused(f"{name} is used otherwise (line {line})")
+                raise Refused(f"{name} is used otherwise (line {line})")
 
     def host(self) -> None:
         name = self.o.decl.spelling
         start, end = self.call.extent.start.offset, self.call.extent.end.offset
-        init = _initializer(self.o.decl)
+        init = initializer_of(self.o.decl)
         definitions = [(self.o.decl.extent.start.offset, init)] if init is not None else []
         for r in self.o.refs:
             use = r.cursor.extent.start.offset
             line = r.cursor.location.line
             if start <= use < end:
                 continue
-            value = _assigned(self.facts, r, name)
+            value = assignment_of(self.facts, r, name)
             if value is not None:
                 definitions.append((use, value))
                 continue
-            level, parent, index = _parent(r)
-            if _is_test(r, level):
+            level, parent, index = parent_of(r)
+            if is_test(r, level):
                 continue
             if use < start:
-                raise _Refused(f"{name} is used before the copy (line {line}): its memory may not be fresh")
+                raise Refused(f"{name} is used before the copy (line {line}): its memory may not be fresh")
             kind = parent.kind if parent is not None else None
             if kind == CK.ARRAY_SUBSCRIPT_EXPR and index == 0:
-                _element_access(r, level, name)
+                element_access(r, level, name)
                 continue
-            if kind == CK.CALL_EXPR and parent.spelling in _CALLS and index >= 1:
+            if kind == CK.CALL_EXPR and parent.spelling in CALLS and index >= 1:
                 continue
             if kind == CK.CALL_EXPR and parent.spelling == "free" and index == 1:
                 self.release(r, parent, name)
                 continue
-            raise _Refused(f"{name} is used otherwise (line {line}): it could be reached through another pointer")
+            raise Refused(f"{name} is used otherwise (line {line}): it could be reached through another pointer")
         if len(definitions) != 1 or definitions[0][0] >= start:
-            raise _Refused(f"{name} is not defined once before the copy")
-        alloc = _strip(definitions[0][1])
-        if alloc.kind != CK.CALL_EXPR or alloc.spelling not in _ALLOCATORS or \
-                not _spelled(alloc, alloc.spelling):
-            raise _Refused(f"{name} is not fresh memory from one malloc or calloc")
+            raise Refused(f"{name} is not defined once before the copy")
+        alloc = stripped(definitions[0][1])
+        if alloc.kind != CK.CALL_EXPR or alloc.spelling not in ALLOCATORS or \
+                not spelled_in_file(alloc, alloc.spelling):
+            raise Refused(f"{name} is not fresh memory from one malloc or calloc")
         self.renames.append((alloc, f"polypy_rt_host_{alloc.spelling}"))
 
     def buffer(self) -> None:
@@ -391,220 +371,19 @@ class _Take:
         for r in self.source.refs:
             if r.cursor.extent.start.offset < self.call.extent.end.offset:
                 continue
-            _, parent, index = _parent(r)
+            _, parent, index = parent_of(r)
             if parent is not None and parent.kind == CK.CALL_EXPR and parent.spelling == "free" and index == 1:
                 self.release(r, parent, name)
                 continue
-            raise _Refused(f"{name}, the host buffer {self.d.decl.spelling} is, is used after the copy "
+            raise Refused(f"{name}, the host buffer {self.d.decl.spelling} is, is used after the copy "
                            f"(line {r.cursor.location.line})")
 
     def release(self, r, call: ci.Cursor, name: str) -> None:
-        if any(anc.kind in _LOOPS for anc, _ in r.ancestors):
-            raise _Refused(f"{name} is freed inside a loop (line {r.cursor.location.line})")
-        if not _spelled(call, "free"):
-            raise _Refused(f"{name} is freed by a macro (line {r.cursor.location.line})")
+        if any(anc.kind in LOOPS for anc, _ in r.ancestors):
+            raise Refused(f"{name} is freed inside a loop (line {r.cursor.location.line})")
+        if not spelled_in_file(call, "free"):
+            raise Refused(f"{name} is freed by a macro (line {r.cursor.location.line})")
         self.renames.append((call, "polypy_rt_host_free"))
-
-
-def _device_use(facts: HostFunction, r) -> tuple[str, ci.Cursor | None, int]:
-    """What the reference ``r`` to a device pointer does: "alloc" (``&d`` given to
-    ``cudaMalloc``), "address" (``&d`` otherwise), "launch" (an argument of a launch, with its
-    position), "free" (``cudaFree``), "write" or "read" (a ``cudaMemcpy``/``cudaMemset``
-    operand), or "other"; with the call it is in."""
-    level, parent, index = _parent(r)
-    if parent is not None and parent.kind == CK.UNARY_OPERATOR and unary_operator(parent) == "&":
-        _, call, i = _parent(r, level)
-        alloc = call is not None and call.kind == CK.CALL_EXPR and call.spelling == "cudaMalloc" and i == 1
-        return ("alloc" if alloc else "address"), call, -1
-    if parent is None or parent.kind != CK.CALL_EXPR:
-        return "other", parent, -1
-    if (parent.extent.start.offset, parent.extent.end.offset) in facts.launches:
-        return ("launch" if index >= 2 else "other"), parent, index - 2
-    if parent.spelling == "cudaFree" and index == 1:
-        return "free", parent, -1
-    if parent.spelling in ("cudaMemcpy", "cudaMemset"):
-        writes, reads = _CALLS[parent.spelling]
-        if index - 1 in writes:
-            return "write", parent, -1
-        if index - 1 in reads:
-            return "read", parent, -1
-    return "other", parent, -1
-
-
-def _check_site(facts: HostFunction, call: ci.Cursor, var) -> None:
-    """The copy ``call`` (which names ``var``) runs once per run of its function, where written:
-    no ``goto`` in the function, no loop, ``switch`` or lambda around it, no macro making it."""
-    if facts.has_goto:
-        raise _Refused("the function uses goto")
-    start, end = call.extent.start.offset, call.extent.end.offset
-    inside = [r for r in var.refs if start <= r.cursor.extent.start.offset < end]
-    if not inside:
-        raise _Refused("the copy was not found in its function")
-    if any(anc.kind in _LOOPS or anc.kind in (CK.SWITCH_STMT, CK.LAMBDA_EXPR) for anc, _ in inside[0].ancestors):
-        raise _Refused("the copy is inside a loop, switch or lambda")
-    if call.extent.start.file is None or call.location.file is None or \
-            call.extent.start.file.name != call.location.file.name or \
-            not _spelled(call, "cudaMemcpy"):
-        raise _Refused("the copy is written by a macro")
-
-
-def _spelled(call: ci.Cursor, name: str) -> bool:
-    """Whether the call's text starts with ``name`` itself (no macro makes it)."""
-    return [t.spelling for t in call.get_tokens()][:1] == [name]
-
-
-def _check_null_init(decl: ci.Cursor) -> None:
-    init = _initializer(decl)
-    if init is not None and not _is_null(init):
-        raise _Refused(f"{decl.spelling} is initialized")
-
-
-def _assigned(facts: HostFunction, r, name: str) -> ci.Cursor | None:
-    """The value assigned where the reference ``r`` is the left side of a statement ``v = e;``
-    (None where it is not); an assignment inside an expression is refused."""
-    raw, raw_pos = r.ancestors[-1]
-    if not (raw.kind == CK.BINARY_OPERATOR and binary_operator(raw) == "=" and facts.index[r.pos] == 0):
-        return None
-    if facts.kind_above(raw_pos) != CK.COMPOUND_STMT:
-        raise _Refused(f"{name} is assigned inside an expression (line {r.cursor.location.line})")
-    return list(raw.get_children())[-1]
-
-
-def _check_types(d: ci.Cursor, h: ci.Cursor) -> None:
-    for v in (d, h):
-        if v.storage_class == ci.StorageClass.STATIC:
-            raise _Refused(f"{v.spelling} is static")
-        if v.type.get_canonical().kind != ci.TypeKind.POINTER:
-            raise _Refused(f"{v.spelling} is not a pointer")
-    de, he = (v.type.get_canonical().get_pointee() for v in (d, h))
-    if de.get_canonical().spelling.replace("const ", "") != he.get_canonical().spelling.replace("const ", ""):
-        raise _Refused(f"{d.spelling} and {h.spelling} have different element types")
-    if not 0 < de.get_align() <= MAX_ALIGN:
-        raise _Refused(f"the elements of {d.spelling} need more alignment than malloc gives")
-
-
-def _element_access(r, level: int, name: str) -> str:
-    """"read", "write" or "none" (``sizeof``) for the element access ``h[i]`` at
-    ``r.ancestors[level]``."""
-    sub = r.ancestors[level][0]
-    line = r.cursor.location.line
-    if sub.type.get_canonical().kind not in _SCALARS:
-        raise _Refused(f"the elements of {name} are not scalars (line {line})")
-    i = level - 1
-    while i >= 0 and r.ancestors[i][0].kind == CK.PAREN_EXPR:
-        i -= 1
-    if i < 0:
-        raise _Refused(f"{name}[...] is used otherwise (line {line})")
-    parent = r.ancestors[i][0]
-    index = r.facts.index[_node(r, i + 1)[1]]
-    if parent.kind == CK.UNEXPOSED_EXPR:  # lvalue-to-rvalue: a read, unless kept an lvalue (const T&)
-        if parent.type.is_const_qualified():
-            raise _Refused(f"{name}[...] is bound to a reference (line {line})")
-        return "read"
-    op = binary_operator(parent) if parent.kind in (CK.BINARY_OPERATOR, CK.COMPOUND_ASSIGNMENT_OPERATOR) else ""
-    if index == 0 and (op == "=" or parent.kind == CK.COMPOUND_ASSIGNMENT_OPERATOR):
-        return "write"
-    if parent.kind == CK.UNARY_OPERATOR and unary_operator(parent) in ("++", "--"):
-        return "write"
-    if parent.kind == CK.CXX_UNARY_EXPR:  # sizeof h[0]: not evaluated
-        return "none"
-    raise _Refused(f"{name}[...] is used otherwise (line {line}): it could be reached through another pointer")
-
-
-def _check_release(r, name: str, last_d: int, d_freed: int | None) -> None:
-    line = r.cursor.location.line
-    if any(anc.kind in _LOOPS for anc, _ in r.ancestors):
-        raise _Refused(f"{name} is freed inside a loop (line {line})")
-    use = r.cursor.extent.start.offset
-    if d_freed is None or d_freed > use or last_d > use:
-        raise _Refused(f"{name} is freed before the device array that became it (line {line})")
-
-
-def _node(r, level: int) -> tuple[ci.Cursor, Pos]:
-    """The cursor at ``level`` of a reference's ancestors; ``len(ancestors)``: the reference."""
-    return (r.cursor, r.pos) if level == len(r.ancestors) else r.ancestors[level]
-
-
-def _parent(r, level: int | None = None) -> tuple[int, ci.Cursor | None, int]:
-    """From ``level`` of a reference's ancestors (default: the reference itself) up through
-    parentheses and casts to pointer types: (the level of the first other ancestor, that
-    ancestor, the index among its children of the child leading down), or (-1, None, -1)."""
-    level = len(r.ancestors) if level is None else level
-    j = level - 1
-    while j >= 0 and _transparent(r.ancestors[j][0]):
-        j -= 1
-    if j < 0:
-        return -1, None, -1
-    return j, r.ancestors[j][0], r.facts.index[_node(r, j + 1)[1]]
-
-
-def _transparent(c: ci.Cursor) -> bool:
-    return c.kind == CK.PAREN_EXPR or (c.kind in _CASTS and c.type.get_canonical().kind == ci.TypeKind.POINTER)
-
-
-def _initializer(decl: ci.Cursor) -> ci.Cursor | None:
-    init = [ch for ch in decl.get_children() if ch.kind not in (CK.TYPE_REF, CK.NAMESPACE_REF, CK.TEMPLATE_REF)]
-    return init[-1] if init else None
-
-
-def _args(call: ci.Cursor) -> list[ci.Cursor]:
-    return list(call.get_children())[1:]
-
-
-def _copy_kind(call: ci.Cursor) -> str:
-    args = _args(call)
-    if len(args) < 4:
-        return ""
-    k = _strip(args[3])
-    return k.spelling if k.kind == CK.DECL_REF_EXPR else ""
-
-
-def _strip(e: ci.Cursor) -> ci.Cursor:
-    while e.kind in _CASTS:
-        children = [ch for ch in e.get_children() if ch.kind not in (CK.TYPE_REF, CK.NAMESPACE_REF)]
-        if len(children) != 1:
-            return e
-        e = children[0]
-    return e
-
-
-def _variable(e: ci.Cursor) -> ci.Cursor | None:
-    """The local variable ``e`` names, through casts; None for any other expression."""
-    e = _strip(e)
-    if e.kind == CK.DECL_REF_EXPR and e.referenced is not None and e.referenced.kind == CK.VAR_DECL:
-        return e.referenced
-    return None
-
-
-def _is_null(e: ci.Cursor) -> bool:
-    e = _strip(e)
-    if e.kind in (CK.CXX_NULL_PTR_LITERAL_EXPR, CK.GNU_NULL_EXPR):
-        return True
-    return e.kind == CK.INTEGER_LITERAL and evaluate(e) == 0
-
-
-def _is_allocation(e: ci.Cursor) -> bool:
-    e = _strip(e)
-    if e.kind == CK.CXX_NEW_EXPR:
-        return True
-    return e.kind == CK.CALL_EXPR and e.spelling in _ALLOCATORS
-
-
-def _is_test(r, level: int) -> bool:
-    """A null test of the pointer at ``level`` of a reference's ancestors: ``!h``, ``h == NULL``,
-    ``if (h)``, ``h && ...`` (through the conversion to ``bool``)."""
-    while level >= 0 and r.ancestors[level][0].kind == CK.UNEXPOSED_EXPR and \
-            r.ancestors[level][0].type.get_canonical().kind == ci.TypeKind.BOOL:
-        level -= 1
-    if level < 0:
-        return False
-    parent = r.ancestors[level][0]
-    index = r.facts.index[_node(r, level + 1)[1]]
-    if parent.kind == CK.UNARY_OPERATOR:
-        return unary_operator(parent) == "!"
-    if parent.kind == CK.BINARY_OPERATOR:
-        return binary_operator(parent) in ("==", "!=", "&&", "||")
-    return parent.kind in (CK.IF_STMT, CK.WHILE_STMT, CK.CONDITIONAL_OPERATOR) and index == 0
 
 
 def written_arguments(kernel: n.Kernel) -> tuple[bool | None, ...]:

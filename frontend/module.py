@@ -1,4 +1,5 @@
-"""A whole translation unit → ``polypy.ir.Module``: kernels, module globals and host code.
+"""A whole translation unit → ``polypy.ir.Module``: kernels, module globals and host code
+(``ModuleBuilder``; ``frontend.parse`` parses the file and runs it per pass).
 
 Kernels are the ``__global__`` function definitions of the user's files. Kernel templates are
 instantiated where host code launches them (``scale<256><<<g, b>>>(...)``: clang has already
@@ -19,23 +20,20 @@ from polypy.ir import nodes as n
 from polypy.passes.guard_early_returns import guard_early_returns
 from polypy.ir.depth import MAX_DEPTH, check_depth, too_deep
 from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, HostStub, IndirectLaunch, LaunchSite
-from polypy.stack import on_big_stack
 from polypy.sources import read_source
 
 from frontend.bases import learn as learn_bases
-from frontend.clang_setup import (cursor_loc, deepest_cursor, parse_translation_unit, preorder,
-                                  spelled_extent, top_cursors)
+from frontend.clang_setup import cursor_loc, deepest_cursor, preorder, spelled_extent, top_cursors
 from frontend.host_called_device import host_called_device_functions
 from frontend.kernel_defaults import default_argument
-from frontend.device_pass import device_defines, join_passes, names_cuda_arch, views_differ
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.host_spans import CUDA_HEADERS, OffsetMap, include_span, is_runtime_header, symbol_name_spans
 from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, kernel_values, launched_callees, \
     named_as_values, static_bytes, template_stub
 from frontend.launch_shapes import LaunchShapes
-from frontend.host_templates import (explicit_class_members, in_class_members, instance_condition, instance_key,
-                                     is_instance, is_pattern, template_args as _template_args)
-from frontend.launch_tokens import explicit_instantiations, refuse_dependent_template_launch, respace_launches
+from frontend.host_templates import (in_class_members, instance_condition, instance_key, is_instance, is_pattern,
+                                     template_args as _template_args)
+from frontend.launch_tokens import refuse_dependent_template_launch
 from frontend.merge_loops import loop_span, merge_loops
 from frontend.lower.textures import hidden_arguments
 from frontend.lower.pointer_choice import lower_until_settled
@@ -47,67 +45,8 @@ from frontend.lower import (
 _CONTAINERS = (CK.NAMESPACE, CK.LINKAGE_SPEC, CK.UNEXPOSED_DECL)
 
 
-def language_of(path: str) -> str:
-    return "c" if path.endswith(".c") else "cuda"
-
-
-@on_big_stack
-def parse_file(path: str, *, text: str | None = None, defines: dict[str, str] | None = None,
-               include_dirs: tuple[str, ...] = (), instantiate: tuple[str, ...] = (), part: bool = False,
-               device_sources: tuple[str, ...] = ()) -> n.Module:
-    """Parse a ``.cu``/``.c`` file into GPU-form IR (no optimization yet).
-
-    Runs on ``polypy.stack``'s big stack; kernels nested deeper than ``polypy.ir.depth`` allows
-    are refused.
-
-    Kernel templates become kernels where host code launches them, where the file instantiates
-    them explicitly (``template __global__ void k<128, float>(...);``), and for every entry of
-    ``instantiate`` (``"k<128, float>"``).
-
-    ``part``: the file is one part of a program built by separate compilation (``translate -c``):
-    it has host code (its kernels' host stubs) even when it defines kernels alone.
-    ``device_sources``: other files of the program whose device functions this file's kernels
-    call (declared here, defined there: nvcc -rdc=true); they are inlined from those files.
-    """
-    language = language_of(path)
-    if language == "cuda":
-        text = respace_launches(path, text)
-    module, tu = _parse_pass(path, language, text, defines, include_dirs, instantiate, part, device_sources)
-    if language == "cuda" and names_cuda_arch(tu, path, text):
-        device = device_defines(defines)
-        if device is not None:
-            on_device = _parse_pass(path, language, text, device, include_dirs, instantiate, part, device_sources)[0]
-            if module.host is not None and views_differ(module, on_device):  # host code against the device pass
-                module = _parse_pass(path, language, text, defines, include_dirs, instantiate, part, device_sources,
-                                     {k.name: k for k in on_device.kernels})[0]
-            module = join_passes(module, on_device)
-    return module
-
-
-def _parse_pass(path: str, language: str, text: str | None, defines: dict[str, str] | None,
-                include_dirs: tuple[str, ...], instantiate: tuple[str, ...],
-                part: bool = False, device_sources: tuple[str, ...] = (),
-                device_view: dict[str, n.Kernel] | None = None) -> tuple[n.Module, ci.TranslationUnit]:
-    """One pass of nvcc's over the file (see ``frontend.device_pass``): the module and the unit.
-    ``device_view``: the device pass's kernels, which the host program is built against."""
-    elsewhere = DeviceSources(device_sources, defines, include_dirs)
-    tu = parse_translation_unit(path, language, text=text, defines=defines, include_dirs=include_dirs)
-    wanted = list(instantiate) + (explicit_instantiations(tu, path, text) if language == "cuda" else [])
-    members = explicit_class_members(top_cursors(tu), path) if language == "cuda" else []
-    if wanted or members:
-        # Name each instance in code appended to the file: clang instantiates it, and the
-        # reference leads to the instance's body. Appending keeps every line number valid.
-        original = text if text is not None else read_source(path)
-        refs = "".join(f"\nstatic void* {_INSTANCE_PREFIX}{i} = (void*)&{spec};" for i, spec in enumerate(wanted))
-        refs += "".join(f"\nstatic auto {_INSTANCE_PREFIX}m{i} = &{spec};" for i, spec in enumerate(members))
-        tu = parse_translation_unit(path, language, text=original + "\n" + refs + "\n", defines=defines,
-                                    include_dirs=include_dirs)
-        return _ModuleBuilder(tu, path, language, text, original=original, part=part, elsewhere=elsewhere,
-                              device_view=device_view).build(), tu
-    return _ModuleBuilder(tu, path, language, text, part=part, elsewhere=elsewhere, device_view=device_view).build(), tu
-
-
-_INSTANCE_PREFIX = "__polypy_instance_"
+# Names of the references to kernel template instances appended to a file (``frontend.parse``).
+INSTANCE_PREFIX = "__polypy_instance_"
 
 
 def _lower_kernel(ctx: ModuleContext, cursor: ci.Cursor, name: str) -> n.Kernel:
@@ -135,7 +74,7 @@ def _lower_kernel(ctx: ModuleContext, cursor: ci.Cursor, name: str) -> n.Kernel:
     raise too_deep(MAX_DEPTH + 1, MAX_DEPTH, cursor_loc(deepest[0]), at_least=True) from None
 
 
-class _ModuleBuilder:
+class ModuleBuilder:
     def __init__(self, tu: ci.TranslationUnit, path: str, language: str, text: str | None,
                  original: str | None = None, part: bool = False, elsewhere: DeviceSources | None = None,
                  device_view: dict[str, n.Kernel] | None = None):
@@ -206,7 +145,7 @@ class _ModuleBuilder:
             if d.kind == CK.FUNCTION_DECL and is_kernel_decl(d) and d.is_definition():
                 kernels[decl_key(d)] = (d, self.instance_name(d, kernels))  # overloads: k, k_1
         for d in decls:
-            if d.kind == CK.VAR_DECL and d.spelling.startswith(_INSTANCE_PREFIX):
+            if d.kind == CK.VAR_DECL and d.spelling.startswith(INSTANCE_PREFIX):
                 for ref in preorder(d):
                     if ref.kind == CK.DECL_REF_EXPR and ref.referenced is not None and is_kernel_decl(ref.referenced):
                         target = ref.referenced.get_definition() or ref.referenced
@@ -304,7 +243,7 @@ class _ModuleBuilder:
                 return True
         for d in decls:
             if (d.kind == CK.VAR_DECL and d.is_definition() and d.location.file is not None
-                    and d.location.file.name == self.path and not d.spelling.startswith(_INSTANCE_PREFIX)
+                    and d.location.file.name == self.path and not d.spelling.startswith(INSTANCE_PREFIX)
                     and not d.type.get_canonical().spelling.split("<")[0].endswith("texture")
                     and not has_attr(d, CK.CUDACONSTANT_ATTR, "polypy_constant")
                     and not has_attr(d, CK.CUDADEVICE_ATTR, "polypy_device")
@@ -344,7 +283,7 @@ class _ModuleBuilder:
         visited: set[tuple] = set()
         todo: list[tuple[ci.Cursor, ci.Cursor | None]] = [(fn, None) for fn in host_functions]
         for d in self.top_level():
-            if d.kind == CK.VAR_DECL and d.spelling.startswith(_INSTANCE_PREFIX):
+            if d.kind == CK.VAR_DECL and d.spelling.startswith(INSTANCE_PREFIX):
                 todo += [(r.referenced, None) for r in preorder(d) if r.kind == CK.DECL_REF_EXPR]
         while todo:
             fn, instance = todo.pop()

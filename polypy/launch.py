@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numbers
 import operator
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -172,6 +172,16 @@ def _by_ir_name(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) -> di
         if n.NONNULL in paths and paths[n.NONNULL] not in out and paths.get("") in out:
             out[paths[n.NONNULL]] = np.int32(out[paths[""]] is not None)
     return out
+
+
+def arrays_apart(arrays: Mapping[str, np.ndarray]) -> Callable[[str, str], bool]:
+    """For the guard ``ArraysApart`` (``polypy.ir.versions``): whether two pointer arguments of a
+    launch (by IR name) share no memory (two views of one array are not apart)."""
+    def apart(a: str, b: str) -> bool:
+        x, y = arrays.get(a), arrays.get(b)
+        return x is not None and y is not None and not np.may_share_memory(x, y)
+
+    return apart
 
 
 def storage_root(a: np.ndarray) -> np.ndarray:

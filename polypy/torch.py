@@ -53,6 +53,7 @@ from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType
 from polypy.lowp import accessor_elem, is_bfloat16, is_half
+from polypy.torch_autograd import autograd_function, is_float
 
 INSTALL_HINT = "pip install -e '.[torch]'"
 
@@ -339,7 +340,7 @@ class KernelFunction:
         self._grid = _Derived(grid, self.inputs, "grid")
         self._block = _Derived(block, self.inputs, "block")
         self._shmem = _Derived(shmem, self.inputs, "shmem")
-        floats = [name for name in self.inputs if _is_float(self._ptypes[name])]
+        floats = [name for name in self.inputs if is_float(self._ptypes[name])]
         if wrt is None:
             self.wrt = tuple(floats)
         else:
@@ -365,7 +366,7 @@ class KernelFunction:
             from polypy.driver.gradients import grad
 
             active = list(self.wrt) + [name for name in self.inouts
-                                       if name not in self.wrt and _is_float(self._ptypes[name])]
+                                       if name not in self.wrt and is_float(self._ptypes[name])]
             g = grad(self.kernel, wrt=active, **self._grad_options)
             self._shadow_of = _shadows(self.kernel.signature, g.gpu)
             self._gradient = g
@@ -383,7 +384,7 @@ class KernelFunction:
         if not needs_grad:
             outs, _ = self._forward(values)
             return outs[0] if len(outs) == 1 else tuple(outs)
-        result = _autograd_function().apply(self, *[values[name] for name in self.inputs])
+        result = autograd_function().apply(self, *[values[name] for name in self.inputs])
         return result[0] if len(self.outputs) == 1 else result
 
     def _bind(self, args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -537,10 +538,6 @@ class KernelFunction:
         return grads
 
 
-def _is_float(ptype: PointerType | ScalarType) -> bool:
-    return (ptype.elem if isinstance(ptype, PointerType) else ptype).is_float
-
-
 def _shadows(kernel: n.Kernel, gradient: n.Kernel) -> dict[str, str]:
     """Shadow parameter -> its primal (a C-level name): each shadow follows its primal."""
     primal_names = {p.name for p in kernel.params}
@@ -557,56 +554,11 @@ def _shadows(kernel: n.Kernel, gradient: n.Kernel) -> dict[str, str]:
     return {s: c_of.get(primal, primal) for s, primal in shadows.items()}
 
 
-@functools.lru_cache(maxsize=None)
-def _autograd_function() -> type:
-    """The ``torch.autograd.Function`` behind every ``KernelFunction`` (made once: a cache)."""
-    torch = _torch()
-    from torch.autograd.function import once_differentiable
-
-    class PolypyKernel(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx: Any, fn: KernelFunction, *inputs: Any) -> Any:
-            values = dict(zip(fn.inputs, inputs))
-            outs, state = fn._forward(values)
-            prepared = state["prepared"]
-            tensors = [name for name in fn.inputs if isinstance(prepared[name], torch.Tensor)]
-            ctx.save_for_backward(*[prepared[name] for name in tensors])
-            ctx.fn = fn
-            ctx.tensor_inputs = tensors
-            ctx.state = {k: v for k, v in state.items() if k != "prepared"}
-            ctx.state["scalars"] = {name: v for name, v in prepared.items() if name not in tensors}
-            ctx.input_like = {name: (tuple(v.shape), v.dtype) for name, v in values.items()
-                              if isinstance(v, torch.Tensor)}
-            non_diff = [t for name, t in zip(fn.outputs, outs) if not _is_float(fn._ptypes[name])]
-            if non_diff:
-                ctx.mark_non_differentiable(*non_diff)
-            return tuple(outs)
-
-        @staticmethod
-        @once_differentiable
-        def backward(ctx: Any, *grad_outputs: Any) -> Any:
-            fn: KernelFunction = ctx.fn
-            prepared = dict(ctx.state["scalars"])
-            prepared.update(zip(ctx.tensor_inputs, ctx.saved_tensors))
-            state = dict(ctx.state, prepared=prepared)
-            needed = dict(zip(fn.inputs, ctx.needs_input_grad[1:]))
-            grads = fn._backward(state, grad_outputs, needed)
-            result: list[Any] = [None]
-            for name in fn.inputs:
-                g = grads.get(name)
-                if g is not None:
-                    shape, dtype = ctx.input_like[name]
-                    g = g.reshape(shape).to(dtype)
-                result.append(g)
-            return tuple(result)
-
-    return PolypyKernel
-
-
 def __getattr__(name: str) -> Any:
     # ``polypy.torch.Function``: the autograd Function class (needs torch, so made on first access).
     if name == "Function":
-        return _autograd_function()
+        _torch()
+        return autograd_function()
     if name in ("load", "load_inline", "kernels"):
         # Whole PyTorch extensions (polypy.torch_ext): torch.utils.cpp_extension's signatures.
         import polypy.torch_ext as extensions

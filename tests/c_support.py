@@ -12,7 +12,8 @@ from typing import Any, Mapping
 import numpy as np
 import pytest
 
-from codegen.c import build_library, find_compiler
+from codegen.c import find_compiler
+from polypy.driver.library import build_library
 from polypy.driver.pipelines import GPU_PIPELINE, to_cpu
 from polypy.emulator import emulate
 from polypy.ir import Kernel, parse_kernel

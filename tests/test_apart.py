@@ -11,7 +11,8 @@ import subprocess
 import numpy as np
 
 from c_support import need_compiler, run_against_runtime
-from codegen.c import build_library, emit_kernels, find_compiler
+from codegen.c import find_compiler
+from polypy.driver.library import build_library, emit_kernels
 from polypy.passes.apart_twins import apart_twin, restricted
 from polypy.driver.cli import main
 from polypy.driver.pipelines import lower_and_emit

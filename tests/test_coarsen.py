@@ -16,7 +16,7 @@ from test_llvm_support import isolated_cache
 
 import polypy
 from c_support import copy_args, need_compiler
-from codegen.c import build_library
+from polypy.driver.library import build_library
 from gpu2cpu.coarsen_blocks import coarsen_blocks, join_partial_blocks, plan_coarsening
 from polypy.coarsening import coarsening_pays
 from polypy.driver.coarsen import block_coarsener, coarsen_for_block

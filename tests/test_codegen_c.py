@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from c_support import assert_same_as_emulator, gpu_kernel, need_compiler, run_c, run_emulated
-from codegen.c import emit_kernel, emit_kernels, find_compiler
+from codegen.c import emit_kernel, find_compiler
+from polypy.driver.library import emit_kernels
 from codegen.c.kernel import Options
 from codegen.c.render import MATH, literal
 from polypy.driver.cli import main
@@ -270,7 +271,7 @@ def test_bounds_checks_abort_with_the_access_and_location() -> None:
         import numpy as np, sys
         sys.path.insert(0, "tests")
         from c_support import gpu_kernel
-        from codegen.c import build_library
+        from polypy.driver.library import build_library
         from polypy.driver.pipelines import to_cpu
         k = gpu_kernel('''kernel saxpy(n: i32, a: f32, x: const f32*, y: f32*) {
           var i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
@@ -383,7 +384,7 @@ def test_translate_one_kernel_of_a_program(tmp_path: pathlib.Path) -> None:
 def test_library_globals_are_visible_to_python() -> None:
     need_compiler()
     import polypy
-    from codegen.c import build_library
+    from polypy.driver.library import build_library
 
     module = polypy.load(SAMPLES / "constant_coeffs.cu")
     lib = build_library([to_cpu(k) for k in module.kernels], module.globals)

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from c_support import assert_same_as_emulator, copy_args, gpu_kernel, need_compiler, run_emulated
-from codegen.c import build_library, find_compiler
+from codegen.c import find_compiler
+from polypy.driver.library import build_library
 from gpu2cpu.coarsen_blocks import plan_coarsening
 from polypy.driver.coarsen import block_coarsener
 from polypy.driver.pipelines import to_cpu

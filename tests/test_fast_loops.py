@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from c_support import assert_same_as_emulator, run_c, run_emulated
-from codegen.c import emit_kernels
+from polypy.driver.library import emit_kernels
 from polypy.driver.pipelines import to_cpu
 from polypy.driver.source import load
 from polypy.ir import nodes as n
@@ -482,7 +482,7 @@ def test_accumulator_exact_when_a_load_aliases_it():
     """a and c are one array, one thread: every other iteration reads, through a, the value c[0]
     got in the iteration before (more threads would race on the array)."""
     from c_support import need_compiler
-    from codegen.c import build_library
+    from polypy.driver.library import build_library
     from polypy.emulator import emulate
 
     need_compiler(cpp=True)

@@ -17,7 +17,7 @@ import pytest
 
 import polypy
 from c_support import copy_args, need_compiler
-from codegen.c import build_library
+from polypy.driver.library import build_library
 from codegen.cuda import print_cuda_kernel
 from polypy.driver.pipelines import to_cpu
 from polypy.emulator import emulate
@@ -140,7 +140,7 @@ def test_fence_scopes_in_ir_text_cuda_and_c(tmp_path) -> None:
     assert print_kernel(again) == text
     cuda = print_cuda_kernel(kernel)
     assert cuda.index("__threadfence_block();") < cuda.index("__threadfence();") < cuda.index("__threadfence_system();")
-    from codegen.c import emit_kernels
+    from polypy.driver.library import emit_kernels
 
     c_text = emit_kernels([to_cpu(kernel)])
     # Three fences, and one after the atomic (the prelude's atomics are relaxed).

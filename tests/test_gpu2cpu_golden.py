@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from c_support import need_compiler
 
-from codegen.c import build_library
+from polypy.driver.library import build_library
 from golden_files import (cases, check, format_report, launches, make_args, parse_input, pipeline_sections,
                           read_sections, report_pipeline, run_passes)
 from polypy.driver.pipelines import GPU_PIPELINE, make_pass, parse_pipeline

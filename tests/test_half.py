@@ -14,7 +14,7 @@ import pytest
 import half_reference as R
 import polypy
 from c_support import copy_args, need_compiler, run_c, run_emulated
-from codegen.c import build_library
+from polypy.driver.library import build_library
 from polypy.driver.pipelines import to_cpu
 from polypy.lowp import from_bfloat16, to_bfloat16
 

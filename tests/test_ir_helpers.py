@@ -151,10 +151,25 @@ def test_local_types_of_declarations_and_loop_variables():
     assert local_types(k.body[1]) == {"i": I64, "b": U32}
 
 
-@pytest.mark.parametrize("where", ["frontend.lower.builder:KernelBuilder", "codegen.llvm.lower:_KernelEmitter"])
+def test_the_llvm_emitter_passes_one_state_object_and_has_no_mixins():
+    """The LLVM emitter's parts are separate objects over one explicit state (``KernelFunction``),
+    not base classes of one emitter: each has at most one base of the project's own."""
+    from codegen.llvm import dispatch, lower
+    from codegen.llvm.expressions import ExpressionEmitter
+    from codegen.llvm.function import KernelFunction
+    from codegen.llvm.statements import StatementEmitter
+
+    assert not hasattr(lower, "_KernelEmitter")
+    for cls in (KernelFunction, ExpressionEmitter, StatementEmitter, dispatch._GuardExpressions):
+        own = [c for c in cls.__mro__[1:] if c.__module__.split(".")[0] in ("frontend", "codegen")]
+        assert len(own) <= 1 and len(cls.__bases__) == 1, cls
+    assert not any(issubclass(KernelFunction, c) for c in (ExpressionEmitter, StatementEmitter))
+
+
+@pytest.mark.parametrize("where", ["frontend.lower.builder:KernelBuilder"])
 def test_each_part_of_a_split_class_defines_its_own_methods(where):
-    """The frontend's KernelBuilder and the LLVM emitter are assembled from one class per job
-    (statements, expressions, ...): a name defined in two parts would silently shadow the other."""
+    """The frontend's KernelBuilder is assembled from one class per job (statements,
+    expressions, ...): a name defined in two parts would silently shadow the other."""
     import importlib
 
     module, name = where.split(":")

@@ -10,12 +10,13 @@ import subprocess
 import pytest
 
 from c_support import need_compiler
-from codegen.c import emit_kernels, find_compiler
+from codegen.c import find_compiler
+from polypy.driver.library import emit_kernels
 from codegen.c.kernel import Options
 from codegen.c.versions import guard_text
 from polypy.driver.cli import main
 from polypy.driver.coarsen import block_coarsener
-from polypy.driver.pipelines import PASSES, lower_and_emit
+from polypy.driver.pipelines import PASSES, lower_and_emit, make_pass
 from polypy.driver.source import load
 from polypy.ir.versions import (ArraysApart, BlockShapeIs, EnoughCoarseBlocks, Facts, Guard, KernelVersions,
                                 print_versions)
@@ -219,3 +220,124 @@ def test_api_selects_versions_by_their_guards() -> None:
     model[many, 64](64 * 4096, 2.0, xs, y)
     np.testing.assert_allclose(y, 2 * xs, rtol=1e-6)
     assert ((64, 1, 1), f"b64x1x1_c{factor}x1x1") in model.compiled_versions
+
+
+def test_bounds_checked_versions_are_guards_of_the_value(module, cpu) -> None:
+    """``version-bounds-checks``: before every version, its bounds-checked kernel for launches that
+    leave exactly some of the named arrays unproven; idempotent, printed by the dump, kept in front
+    by the other version passes, the checks printed and parsed back with the kernel."""
+    from polypy.ir.parser import parse_module
+    from polypy.ir.printer import print_kernel
+    from polypy.ir.verifier import verify_kernel
+    from polypy.ir.versions import BoundsUnproven
+    from polypy.passes.versions import version_bounds_checks, version_coarse_blocks
+
+    kernel = cpu.kernel("scale")
+    plain = build_versions(kernel, shapes=[(64, 1, 1)])
+    versions = run_pipeline(plain, (make_pass("version-bounds-checks", arrays=("y",), among=("x", "y")),))
+    (g_fine, k_fine), (g_default, k_default), (g_plain, k_plain) = versions.versions
+    unproven = BoundsUnproven(("y",), ("x", "y"))
+    assert g_fine == Guard((BlockShapeIs((64, 1, 1)), unproven)) and g_default == Guard((unproven,))
+    assert g_plain == plain.versions[0][0] and k_plain is plain.versions[0][1] and versions.default is kernel
+    assert k_fine.bounds_checks == ("y",) and k_fine.body == k_plain.body and k_default.bounds_checks == ("y",)
+    assert k_default.body == kernel.body and g_fine.suffix() == "b64x1x1_ky"
+    # the one definition: some of `arrays` unproven, none of the others
+    assert g_fine.text() == ("blockDim.x == 64u && blockDim.y == 1u && blockDim.z == 1u && "
+                             "(polypy_rt_unproven(y) && !polypy_rt_unproven(x))")
+    shape = (64, 1, 1)
+    assert versions.select(Facts(block=shape, unproven=frozenset({"y"}))) == (g_fine, k_fine)
+    assert versions.select(Facts(block=shape, unproven=frozenset())) == (g_plain, k_plain)
+    assert versions.select(Facts(block=(32, 1, 1), unproven=frozenset({"y"}))) == (g_default, k_default)
+    assert versions.select(Facts(block=shape, unproven=frozenset({"x", "y"})))[0] == g_plain  # another set: not this one
+    # idempotent; a second set comes after the first
+    assert version_bounds_checks(versions, arrays=("y",), among=("x", "y")) is versions
+    both = version_bounds_checks(versions, arrays=("x", "y"), among=("x", "y"))
+    assert [g.suffix() for g, _ in both.versions] == ["b64x1x1_ky", "_ky", "b64x1x1_kx_y", "_kx_y", "b64x1x1"]
+    assert both.select(Facts(block=shape, unproven=frozenset({"x", "y"})))[1].bounds_checks == ("x", "y")
+    # a coarse version added later goes after the checked ones; checking again adds its checked twin first
+    coarse = version_coarse_blocks(versions, coarsen=block_coarsener(module))
+    assert [g.find(BoundsUnproven) is not None for g, _ in coarse.versions] == [True, True, False, False]
+    again = version_bounds_checks(coarse, arrays=("y",), among=("x", "y"))
+    suffixes = [g.suffix() for g, _ in again.versions]
+    factor = "x".join(map(str, coarse.versions[2][1].coarsen))
+    assert suffixes == [f"b64x1x1_c{factor}_ky", "b64x1x1_ky", "_ky", f"b64x1x1_c{factor}", "b64x1x1"]
+    assert again.versions[1][1] is k_fine and again.versions[0][1].coarsen == coarse.versions[2][1].coarsen
+    # the dump and the kernel's text: checks printed, parsed back, verified
+    text = print_versions(versions)
+    assert "// when blockDim.x == 64u && blockDim.y == 1u && blockDim.z == 1u && (polypy_rt_unproven(y) && " \
+           "!polypy_rt_unproven(x))  (version b64x1x1_ky)" in text
+    assert "stage cpu checks (y) {" in print_kernel(k_fine)
+    parsed = parse_module(print_kernel(k_fine)).kernels[0]
+    assert parsed.bounds_checks == ("y",) and parsed.body == k_fine.body and parsed.params == k_fine.params
+    import dataclasses
+
+    from polypy.errors import InternalError
+
+    with pytest.raises(InternalError, match="bounds checks of 'z', which is no array"):
+        verify_kernel(dataclasses.replace(k_fine, bounds_checks=("z",)))
+
+
+def test_api_runs_the_bounds_checked_version_of_the_value() -> None:
+    """A launch isl cannot prove in bounds runs the value's bounds-checked version (its guard
+    holding for the launch's unproven arrays), compiled from the kernel's checks."""
+    import numpy as np
+
+    import polypy
+    from polypy.ir.versions import BoundsUnproven
+
+    src = """
+__global__ void guard(int* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i * i < n * n) out[i] = 1;
+}
+"""
+    k = polypy.compile(None, text=src, threads=2).guard
+    out = np.zeros(16, np.int32)
+    k[2, 256](out, 16)  # in bounds, which isl cannot tell
+    assert (out == 1).all()
+    guard, kernel = k.versions((256, 1, 1)).versions[0]
+    assert guard.find(BoundsUnproven) == BoundsUnproven(("out",), ("out",)) and kernel.bounds_checks == ("out",)
+    assert ((256, 1, 1), "b256x1x1_kout") in k.compiled_versions
+    assert k.bounds_checked == (((256, 1, 1), frozenset({"out"})),)
+    with pytest.raises(polypy.UserError, match="kernel guard wrote index .* of array 'out' of 16 elements"):
+        k[2, 256](out, 512)
+    # the generic code's value (no specialization): its own checked version
+    plain = polypy.compile(None, text=src, threads=2, specialize=False).guard
+    plain[2, 256](np.zeros(16, np.int32), 16)
+    assert plain.bounds_checked == ((None, frozenset({"out"})),)
+    assert (None, "_kout") in plain.compiled_versions
+
+
+def test_a_librarys_versions_come_from_the_stage(cpu) -> None:
+    """A kernel library (``polypy.driver.library``) compiles the values of the versions stage: the
+    shapes known in advance (``library_versions``, printed by ``codegen.c`` as given) and, on the
+    first launch with another shape, that shape's value from the same stage (its twin for arrays
+    apart included); results as NumPy's."""
+    import numpy as np
+
+    import codegen.c
+    from polypy.driver.library import build_library, library_versions
+
+    kernel = cpu.kernel("taps")
+    made = library_versions([kernel, cpu.kernel("scale")], block_shapes={"taps": [(128, 1, 1)]})
+    assert list(made) == ["taps"] and made["taps"] == build_versions(kernel, shapes=[(128, 1, 1)])
+    text = codegen.c.emit_kernels([kernel], versions=made)
+    assert "taps_launch_b128x1x1_r(" in text and "taps_launch_b128x1x1(" in text and "taps_launch_generic(" in text
+    assert emit_kernels([kernel], block_shapes={"taps": [(128, 1, 1)]}) == text
+    with pytest.raises(TypeError):
+        codegen.c.emit_kernels([kernel], block_shapes={"taps": [(128, 1, 1)]})  # codegen makes no versions
+    need_compiler(cpp=False)
+    lib = build_library([kernel])
+    rng = np.random.default_rng(5)
+    n = 1000
+    mask = rng.random(9, dtype=np.float32)
+    x = rng.random(n + 9, dtype=np.float32)
+    out = np.zeros(n, np.float32)
+    lib.launch("taps", 8, 128, (n, mask, x, out))
+    np.testing.assert_allclose(out, sum(mask[j] * x[j:j + n] for j in range(9)), rtol=1e-5)
+    assert lib.specializations == {"taps": [(128, 1, 1)]}
+    shape_lib = lib._specialized[("taps", (128, 1, 1))]
+    assert shape_lib._function(kernel, "taps_launch_apart") is not None  # the stage's twin, compiled in
+    plain = build_library([kernel], specialize=False)
+    plain.launch("taps", 8, 128, (n, mask, x, out))
+    assert plain.specializations == {}

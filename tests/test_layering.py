@@ -7,7 +7,8 @@
   ``polypy.launch``, ``polypy.coarsening``, ... -- imports no stage, and neither it nor a stage
   imports the driver (``polypy.driver``) or bare ``polypy`` (whose ``__init__`` re-exports the
   driver's API).
-* The driver layer -- ``polypy/driver/`` and the public modules ``polypy/torch.py`` (with
+* The driver layer -- ``polypy/driver/`` and the public modules ``polypy/torch.py`` (with its
+  ``polypy/torch_autograd.py`` and
   ``polypy/torch_ext/``) and
   ``polypy/distributed.py`` (which may import ``polypy.driver``), and ``polypy/__init__.py`` (lazy
   re-exports) -- is the only one that wires stages together, and imports them inside functions
@@ -25,7 +26,7 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STAGES = ("frontend", "gpu2cpu", "autodiff", "codegen")
-DRIVER_LAYER = ("polypy/driver/", "polypy/torch.py", "polypy/torch_ext/", "polypy/distributed.py", "polypy/__init__.py")
+DRIVER_LAYER = ("polypy/driver/", "polypy/torch.py", "polypy/torch_autograd.py", "polypy/torch_ext/", "polypy/distributed.py", "polypy/__init__.py")
 PACKAGES = ("polypy", *STAGES, "bench", "samples")
 
 

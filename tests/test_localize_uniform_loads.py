@@ -11,7 +11,7 @@ import pytest
 
 import polypy
 from c_support import assert_same_as_emulator, run_c
-from codegen.c import emit_kernels
+from polypy.driver.library import emit_kernels
 from gpu2cpu.localize_uniform_loads import MAX_TABLE, localize_uniform_loads
 from polypy.driver.pipelines import to_cpu
 from polypy.driver.source import load

@@ -13,7 +13,7 @@ from c_support import assert_same_as_emulator, copy_args, need_compiler
 from test_llvm_support import compile_cpu, run_compiled
 
 import polypy
-from codegen.c import build_library
+from polypy.driver.library import build_library
 from codegen.lanes import vector_loop
 from gpu2cpu.distribute_thread_loops import fission_chunks
 from polypy.driver.coarsen import block_coarsener

@@ -421,7 +421,7 @@ C_SAMPLES = ("reduce_sum", "backprop_layerforward", "matmul_tiled", "prefix_scan
 @pytest.mark.parametrize("name", C_SAMPLES)
 def test_c_specialized_launchers_are_bit_identical_to_the_generic(name: str):
     need_compiler()
-    from codegen.c import build_library
+    from polypy.driver.library import build_library
     from polypy.driver.pipelines import to_cpu
     from polypy.driver.source import load
 
@@ -448,7 +448,7 @@ def test_c_specialized_launchers_are_bit_identical_to_the_generic(name: str):
 
 def test_c_library_dispatches_on_block_shapes_given_in_advance():
     need_compiler()
-    from codegen.c import build_library, emit_kernels
+    from polypy.driver.library import build_library, emit_kernels
     from polypy.driver.pipelines import to_cpu
     from polypy.driver.source import load
 
@@ -470,7 +470,7 @@ def test_c_library_dispatches_on_block_shapes_given_in_advance():
 
 def test_c_kernels_with_module_arrays_keep_the_generic_launcher():
     need_compiler()
-    from codegen.c import build_library
+    from polypy.driver.library import build_library
     from polypy.driver.pipelines import to_cpu
     from polypy.driver.source import load
 

@@ -211,7 +211,7 @@ def test_the_emulator_and_the_jit_refuse_the_same_shapes(module):
 
 def test_the_c_launchers_refuse_the_same_shapes(module):
     from c_support import need_compiler
-    from codegen.c import build_library
+    from polypy.driver.library import build_library
 
     need_compiler()
     x = np.ones(64, np.float32)

@@ -11,8 +11,8 @@ import pytest
 
 import polypy
 from c_support import assert_same_as_emulator, need_compiler
-from codegen.c import build_library
-from codegen.c.module import emit_kernels
+from polypy.driver.library import build_library
+from polypy.driver.library import emit_kernels
 from codegen.llvm import emit_llvm_ir
 from polypy.driver.pipelines import to_cpu
 from polypy.driver.source import load

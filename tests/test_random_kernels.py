@@ -33,7 +33,7 @@ from kernelgen import RandomKernel, generate
 from test_llvm_support import isolated_cache
 
 from c_support import copy_args, need_compiler
-from codegen.c import build_library
+from polypy.driver.library import build_library
 from codegen.cuda import print_cuda_module
 from polypy.driver.api import CompiledModule
 from polypy.driver.pipelines import to_cpu

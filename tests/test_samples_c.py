@@ -15,7 +15,8 @@ import pytest
 
 import polypy
 from c_support import copy_args, need_compiler
-from codegen.c import CLibrary, build_library
+from codegen.c import CLibrary
+from polypy.driver.library import build_library
 from polypy.driver.pipelines import to_cpu
 from polypy.emulator import emulate
 from samples.spec import Sample, all_samples

@@ -14,7 +14,7 @@ from c_support import copy_args, gpu_kernel, need_compiler
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codegen.c import build_library
+from polypy.driver.library import build_library
 from gpu2cpu.thread_affine import counter_dim
 from polypy.driver.pipelines import to_cpu
 from polypy.emulator import emulate

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from c_support import copy_args, need_compiler
 
-from codegen.c import build_library
+from polypy.driver.library import build_library
 from polypy.driver.pipelines import make_pass, to_cpu
 from polypy.driver.source import load
 from polypy.emulator import emulate

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from c_support import copy_args, need_compiler
-from codegen.c import build_library, emit_kernels
+from polypy.driver.library import build_library, emit_kernels
 from codegen.c.build import find_compiler
 from polypy.driver.pipelines import to_cpu
 from polypy.driver.source import load

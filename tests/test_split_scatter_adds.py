@@ -11,7 +11,7 @@ import pytest
 from c_support import copy_args, gpu_kernel, need_compiler
 from test_llvm_support import compile_cpu, run_compiled
 
-from codegen.c import build_library
+from polypy.driver.library import build_library
 from gpu2cpu.split_scatter_adds import COPIES, split_scatter_adds
 from polypy.driver.pipelines import to_cpu
 from polypy.emulator import emulate

@@ -13,7 +13,7 @@ import pytest
 
 import polypy
 from c_support import assert_same_as_emulator, run_c
-from codegen.c import emit_kernels
+from polypy.driver.library import emit_kernels
 from codegen.llvm import emit_llvm_ir
 from gpu2cpu.sum_uniform_atomics import sum_uniform_atomics
 from polypy.driver.pipelines import to_cpu

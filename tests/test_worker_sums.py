@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from c_support import assert_same_as_emulator, need_compiler, copy_args
-from codegen.c import build_library, emit_kernels
+from polypy.driver.library import build_library, emit_kernels
 from polypy.driver.pipelines import to_cpu
 from polypy.driver.source import load
 from polypy.emulator import emulate

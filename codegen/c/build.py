@@ -7,12 +7,15 @@ hash of compiler, flags and source (``$POLYPY_CACHE_DIR``, default ``~/.cache/po
 (``polypy.launch``: C-contiguous arrays of the exact element type, modified in
 place; struct parameters passed whole as dicts or member by member).
 
-Block shapes, as in the JIT (``polypy.driver.api``): a library from ``build_library`` compiles, on the
-first launch of a kernel with a new block shape, a version of that kernel specialized for the
-shape (``blockDim`` made constants; one more small library, cached on disk like the first) and
-runs later launches of that shape with it. Kernels that use ``__constant__``/``__device__``
-arrays keep their generic version (the arrays live in the first library); shapes known in
-advance can be compiled into the library itself (``block_shapes``), for every kernel.
+Block shapes, as in the JIT (``polypy.driver.api``): a library from ``build_library`` holds each
+kernel's versions as the pipeline made them (``versions``: ``polypy.passes.versions``; made from
+block shapes known in advance by ``polypy.driver.library.build_library``), and, given a way to
+make them (``specialize``: a kernel and a block shape -> the kernel's versions for that shape, the
+same stage), compiles on the first launch of a kernel with a new block shape that shape's
+versions (``blockDim`` made constants; one more small library, cached on disk like the first)
+and runs later launches of that shape with it. Kernels that use ``__constant__``/``__device__``
+arrays keep their generic version (the arrays live in the first library). Nothing here decides
+a version: the launchers print the values' guards (``codegen.c.versions``).
 
 ``-ffp-contract=off`` keeps every float operation separately rounded, as the IR (and the
 emulator) define it; without it ``-march=native`` lets the compiler fuse ``a * b + c``.
@@ -33,25 +36,27 @@ import pathlib
 import shutil
 import subprocess
 import tempfile
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from polypy.cache import cache_root
-from polypy.launch import bind_arguments, block_shape, check_block_shape, grid_shape, storage_root
+from polypy.launch import bind_arguments, block_shape, grid_shape, storage_root
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType
 from polypy.stack import on_big_stack
 
 from polypy.passes.apart_twins import written_pointers
-from polypy.passes.versions import Coarsener
+from polypy.ir.versions import BlockShapeIs, KernelVersions
 from codegen.c.module import emit_kernels
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno",
          "-falign-loops=32")
 # Block shapes per kernel a library specializes for on first launch; later shapes run the generic code.
 MAX_SPECIALIZATIONS = 4
+# A kernel and a block shape -> the kernel's versions for launches of that shape.
+Specializer = Callable[[n.Kernel, tuple[int, int, int]], KernelVersions]
 
 
 class CompilerNotFound(UserError):
@@ -128,7 +133,8 @@ class _Rebuild:
     threads: int
     source: str
     built_in: frozenset[tuple[str, tuple[int, int, int]]] = frozenset()  # specialized in the library itself
-    coarsen: Coarsener | None = None
+    # A kernel and a block shape -> the kernel's versions for that shape (the versions stage).
+    versions: Specializer | None = None
 
 
 class CLibrary:
@@ -165,12 +171,12 @@ class CLibrary:
         if found is not None:
             return found
         rebuild = self._rebuild
-        if (rebuild is None or key in rebuild.built_in or any(b.space in ("constant", "device") for b in kernel.buffers)
+        if (rebuild is None or rebuild.versions is None or key in rebuild.built_in
+                or any(b.space in ("constant", "device") for b in kernel.buffers)
                 or sum(1 for name, _ in self._specialized if name == kernel.name) >= MAX_SPECIALIZATIONS):
             return self
         text = emit_kernels([kernel], source=rebuild.source, cpp=self.cpp, threads=rebuild.threads,
-                            check_bounds=self.check_bounds, block_shapes={kernel.name: [block]},
-                            coarsen=rebuild.coarsen)
+                            check_bounds=self.check_bounds, versions={kernel.name: rebuild.versions(kernel, block)})
         found = CLibrary(compile_library(text, cpp=self.cpp, flags=rebuild.flags), [kernel], cpp=self.cpp,
                          check_bounds=self.check_bounds)
         self._specialized[key] = found
@@ -253,22 +259,22 @@ class CLibrary:
 @on_big_stack
 def build_library(kernels: Sequence[n.Kernel], globals_: Sequence[n.Buffer] = (), *, cpp: bool = False,
                   threads: int = 0, check_bounds: bool = False, source: str = "", flags: Sequence[str] = FLAGS,
-                  block_shapes: Mapping[str, Sequence[tuple[int, ...]]] | None = None,
-                  specialize: bool = True, coarsen: Coarsener | None = None) -> CLibrary:
+                  versions: Mapping[str, KernelVersions] | None = None,
+                  specialize: Specializer | None = None) -> CLibrary:
     """Emit, compile (cached) and load CPU-form ``kernels`` as one library.
 
-    ``block_shapes``: per kernel, shapes to compile specialized versions for now, in the library;
-    ``specialize``: compile a specialized version on the first launch with any other shape (see
-    the module docstring); ``coarsen``: per specialized shape, a version for coarse blocks too,
-    run by the launches whose grid has enough of them (``polypy.driver.coarsen.block_coarsener`` makes
-    one from the kernels' GPU form; see ``codegen.c.versions.emit_kernel``).
+    ``versions``: per kernel, its versions (the pipeline's) compiled into the library now;
+    ``specialize``: a kernel and a block shape -> its versions for that shape, compiled on the
+    first launch with a shape the library has none for (see the module docstring); None: such
+    launches run the kernel's generic code. ``polypy.driver.library.build_library`` makes both from
+    block shapes and a coarsener.
     """
     text = emit_kernels(kernels, globals_, source=source, cpp=cpp, threads=threads, check_bounds=check_bounds,
-                        block_shapes=block_shapes, coarsen=coarsen)
+                        versions=versions)
     path = compile_library(text, cpp=cpp, flags=flags)
-    built_in = frozenset((name, check_block_shape(tuple(shape)))
-                         for name, shapes in (block_shapes or {}).items() for shape in shapes)
-    rebuild = _Rebuild(tuple(flags), threads, source, built_in, coarsen) if specialize else None
+    built_in = frozenset((name, shape.shape) for name, made in (versions or {}).items()
+                         for guard, _ in made.versions if (shape := guard.find(BlockShapeIs)) is not None)
+    rebuild = _Rebuild(tuple(flags), threads, source, built_in, specialize)
     return CLibrary(path, kernels, cpp=cpp, check_bounds=check_bounds, globals_=globals_, rebuild=rebuild)
 
 

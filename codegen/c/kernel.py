@@ -116,6 +116,9 @@ class KernelEmitter:
         if kernel.stage != "cpu":
             raise InternalError(f"the C backend needs CPU-form kernels; {kernel.name!r} is in {kernel.stage!r} form",
                                 kernel.loc)
+        if kernel.bounds_checks:  # the API's versions (LLVM); C checks every access of every version
+            raise InternalError(f"the C backend checks bounds with --check-bounds, not per version "
+                                f"({kernel.name!r} checks {', '.join(kernel.bounds_checks)})", kernel.loc)
         self.kernel = kernel
         self.options = options
         self.names = c_names(kernel)

@@ -41,7 +41,6 @@ from codegen.c.merged_loops import merged_loop_edits
 from codegen.c.render import c_type, literal
 from codegen.c.templates import fp_contract_off, prelude, render_template
 from polypy.ir.versions import KernelVersions
-from polypy.passes.versions import Coarsener
 
 from codegen.c.versions import emit_kernel
 
@@ -153,21 +152,20 @@ def _product(dims: Sequence[int]) -> int:
 @on_big_stack
 def emit_kernels(kernels: Sequence[n.Kernel], globals_: Sequence[n.Buffer] = (), *, source: str = "",
                  cpp: bool = False, threads: int = 0, check_bounds: bool = False,
-                 block_shapes: Mapping[str, Sequence[tuple[int, ...]]] | None = None,
-                 coarsen: Coarsener | None = None, barriers: Mapping[str, Sequence[object]] | None = None) -> str:
+                 versions: Mapping[str, KernelVersions] | None = None,
+                 barriers: Mapping[str, Sequence[object]] | None = None) -> str:
     """A C (or C++) file with a block function and a launcher per CPU-form kernel.
 
     ``barriers``: per kernel name, the barrier decisions of its lowering (``emit_kernel``).
 
-    ``block_shapes``: per kernel name, block shapes to compile specialized versions for (the
-    launcher dispatches on the launch's block shape; see ``codegen.c.versions.emit_kernel``);
-    ``coarsen``: per such shape, a version for coarse blocks (``emit_kernel``).
+    ``versions``: per kernel name, its versions (the pipeline's, ``polypy.passes.versions``;
+    ``polypy.driver.library.emit_kernels`` makes them from block shapes): the launcher dispatches
+    on their guards (``codegen.c.versions.emit_kernel``); a kernel without: itself alone.
     """
     options = Options(cpp=cpp, threads=threads, check_bounds=check_bounds)
-    shapes = block_shapes or {}
+    made = versions or {}
     notes = barriers or {}
-    codes = [emit_kernel(k, options, block_shapes=shapes.get(k.name, ()), coarsen=coarsen,
-                         barriers=notes.get(k.name)).text for k in kernels]
+    codes = [emit_kernel(k, options, versions=made.get(k.name), barriers=notes.get(k.name)).text for k in kernels]
     compiler = "c++" if cpp else "cc"
     return render_template(
         "c_kernels.j2", source=source or "<memory>", kernels=codes, language="C++" if cpp else "C",

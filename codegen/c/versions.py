@@ -14,7 +14,6 @@ from typing import Sequence
 from polypy.ir import nodes as n
 from polypy.ir.cexpr import ATOM, CExprPrinter
 from polypy.ir.versions import WORKERS, ArraysApart, EnoughCoarseBlocks, Facts, Guard, KernelVersions, known
-from polypy.passes.versions import BlockShape, Coarsener, build_versions
 
 from codegen.c.kernel import KernelCode, KernelEmitter, Options
 from codegen.c.render import INDENT, c_type, literal
@@ -57,16 +56,14 @@ def guard_text(guard: Guard, options: Options, arguments: dict[str, str] | None 
 
 
 def emit_kernel(kernel: n.Kernel, options: Options, *, versions: KernelVersions | None = None,
-                block_shapes: Sequence[BlockShape] = (), coarsen: Coarsener | None = None,
-                barriers: Sequence[object] | None = None, generic: bool = True) -> KernelCode:
+                barriers: Sequence[object] | None = None) -> KernelCode:
     """The C/C++ code of one CPU-form kernel: its versions' block functions and the launcher.
 
     ``barriers``: the decisions of ``gpu2cpu.barriers.eliminate_barriers`` on this kernel (its
     ``report``); each removed barrier gets a comment where it was (``codegen.c.readable``).
 
-    ``versions``: the kernel's versions (``polypy.passes.versions.build_versions``); without
-    them, the ones ``build_versions`` makes from ``block_shapes``, ``coarsen`` and ``generic``
-    (its ``default``). The launcher dispatches on the guards::
+    ``versions``: the kernel's versions (made by the pipeline: ``polypy.passes.versions.
+    build_versions``); without them, the kernel alone. The launcher dispatches on the guards::
 
         void K_launch(grid, block, shmem, ...) {
             if (block.x == 32u && block.y == 8u && block.z == 1u) {
@@ -80,8 +77,7 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, versions: KernelVersions 
     and aborts rather than run a version made for another shape.
     """
     if versions is None:
-        versions = build_versions(kernel, shapes=block_shapes, coarsen=coarsen, check_bounds=options.check_bounds,
-                                  default=generic)
+        versions = KernelVersions(kernel)
     if not versions.versions:
         return KernelEmitter(kernel, options, barriers=barriers).emit()
     main = KernelEmitter(kernel, options)

@@ -3,8 +3,9 @@ JIT-loaded, cached on disk, launched on all cores.
 
 * ``lower``   -- kernels to LLVM IR functions ``K_worker(next, total, chunk, grid, block, shmem, ...)``
   (and ``K_blocks(first, last, ...)``), with one module per part of the emitter:
-  ``abi`` (how a compiled kernel is called), ``function`` (the kernel's function: scratch, block
-  loop, addresses, bounds checks), ``statements``, ``expressions``
+  ``abi`` (how a compiled kernel is called), ``function`` (the kernel's function, the state the
+  other parts are passed: scratch, block loop, addresses, bounds checks), ``statements``,
+  ``expressions``; ``dispatch`` (a kernel's versions and ``K_select``)
 * ``mathlib`` -- the math functions (intrinsics or libm), keyed by canonical name
 * ``target``  -- host target machine, O3 pipeline, object code
 * ``cache``   -- the on-disk object cache

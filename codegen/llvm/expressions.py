@@ -10,7 +10,7 @@ from codegen.llvm.types import I1, memory_type, value_type
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import Visitor, walk
 
 
 _SIGNED_MIN = {8: -(1 << 7), 16: -(1 << 15), 32: -(1 << 31), 64: -(1 << 63)}
@@ -19,8 +19,16 @@ _ICMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
 
-class ExpressionEmitter:
-    """Expression visitors of the kernel emitter (see ``codegen.llvm.lower``)."""
+class ExpressionEmitter(Visitor):
+    """Expressions of one function into LLVM IR: ``fn`` is the function being emitted, the state
+    they read and the helpers they use (``codegen.llvm.function.KernelFunction``, or the dispatch
+    of ``codegen.llvm.dispatch``: ``builder``, ``new_block``, ``values``, ``slot``, ``grid_dim``,
+    ``block_dim``, ``block_idx``, ``declare``, and for loads ``address``, ``from_memory``,
+    ``tag_access``)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.risky_cache: dict[int, bool] = {}
 
     # -- expressions
     def expr(self, e: n.Expr) -> ir.Value:
@@ -38,28 +46,28 @@ class ExpressionEmitter:
         return ir.Constant(value_type(t), float(e.value))
 
     def visit_Var(self, e: n.Var) -> ir.Value:
-        value = self.values.get(e.name)
+        value = self.fn.values.get(e.name)
         if value is not None:
             return value
-        return self.builder.load(self.slot(e.name, e.vtype), typ=value_type(e.vtype))
+        return self.fn.builder.load(self.fn.slot(e.name, e.vtype), typ=value_type(e.vtype))
 
     def visit_BlockIdx(self, e: n.BlockIdx) -> ir.Value:
-        return self.block_idx[e.dim]
+        return self.fn.block_idx[e.dim]
 
     def visit_BlockDim(self, e: n.BlockDim) -> ir.Value:
-        return self.block_dim[e.dim]
+        return self.fn.block_dim[e.dim]
 
     def visit_GridDim(self, e: n.GridDim) -> ir.Value:
-        return self.grid_dim[e.dim]
+        return self.fn.grid_dim[e.dim]
 
     def visit_Load(self, e: n.Load) -> ir.Value:
-        ptr, elem = self.address(e.buffer, e.index, e, "read")
-        value = self.builder.load(ptr, typ=memory_type(elem), align=max(elem.itemsize, 1))
-        self.tag_access(value)
-        return self.from_memory(value, elem)
+        ptr, elem = self.fn.address(e.buffer, e.index, e, "read")
+        value = self.fn.builder.load(ptr, typ=memory_type(elem), align=max(elem.itemsize, 1))
+        self.fn.tag_access(value)
+        return self.fn.from_memory(value, elem)
 
     def visit_Unary(self, e: n.Unary) -> ir.Value:
-        b = self.builder
+        b = self.fn.builder
         x = self.expr(e.x)
         if e.op == "neg":
             return b.fneg(x) if e.x.type.is_float else b.neg(x)
@@ -80,7 +88,7 @@ class ExpressionEmitter:
         return self.arith(e.op, a, b_, ty, e)
 
     def compare(self, op: str, a: ir.Value, b_: ir.Value, ty: ScalarType) -> ir.Value:
-        b = self.builder
+        b = self.fn.builder
         if ty.is_float:
             if op == "ne":
                 return b.fcmp_unordered("!=", a, b_)  # NaN != x is true in C
@@ -90,7 +98,7 @@ class ExpressionEmitter:
         return b.icmp_unsigned(_ICMP[op], a, b_)
 
     def shift(self, op: str, a: ir.Value, count: ir.Value, ty: ScalarType, count_ty: ScalarType) -> ir.Value:
-        b = self.builder
+        b = self.fn.builder
         t = value_type(ty)
         bits = ty.bits
         # A count outside [0, bits) is undefined in C; the GPU's shl/shr read it as unsigned and
@@ -118,7 +126,7 @@ class ExpressionEmitter:
         return shifted if over is None else b.select(over, ir.Constant(t, 0), shifted)
 
     def arith(self, op: str, a: ir.Value, b_: ir.Value, ty: ScalarType, e: n.Expr) -> ir.Value:
-        b = self.builder
+        b = self.fn.builder
         if ty.is_float:
             fop = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "rem": b.frem}.get(op)
             if fop is None:
@@ -138,7 +146,7 @@ class ExpressionEmitter:
         results; a division by zero is undefined in C, and dividing by 1 keeps the process alive.
         A constant divisor other than 0 and -1 needs no guard.
         """
-        b = self.builder
+        b = self.fn.builder
         t = value_type(ty)
         if ty.is_signed:
             instruction = b.sdiv if op == "div" else b.srem
@@ -154,15 +162,15 @@ class ExpressionEmitter:
         return instruction(a, b.select(bad, ir.Constant(t, 1), d))
 
     def logic(self, e: n.Binary) -> ir.Value:
-        b = self.builder
+        b = self.fn.builder
         a = self.expr(e.a)
         if not self.risky(e.b):
             rhs = self.expr(e.b)
             return b.and_(a, rhs) if e.op == "land" else b.or_(a, rhs)
         # C's && / ||: evaluate b only when a does not decide.
         start = b.block
-        rhs_bb = self.new_block(e.op + ".rhs")
-        done = self.new_block(e.op + ".end")
+        rhs_bb = self.fn.new_block(e.op + ".rhs")
+        done = self.fn.new_block(e.op + ".end")
         if e.op == "land":
             b.cbranch(a, rhs_bb, done)
         else:
@@ -178,13 +186,13 @@ class ExpressionEmitter:
         return phi
 
     def visit_Select(self, e: n.Select) -> ir.Value:
-        b = self.builder
+        b = self.fn.builder
         cond = self.expr(e.cond)
         if not (self.risky(e.a) or self.risky(e.b)):
             return b.select(cond, self.expr(e.a), self.expr(e.b))
-        then_bb = self.new_block("select.true")
-        else_bb = self.new_block("select.false")
-        done = self.new_block("select.end")
+        then_bb = self.fn.new_block("select.true")
+        else_bb = self.fn.new_block("select.false")
+        done = self.fn.new_block("select.end")
         b.cbranch(cond, then_bb, else_bb)
         b.position_at_end(then_bb)
         a = self.expr(e.a)
@@ -215,7 +223,7 @@ class ExpressionEmitter:
         return self.convert(x, e.x.type, e.to)
 
     def convert(self, x: ir.Value, src: ScalarType, dst: ScalarType) -> ir.Value:
-        b = self.builder
+        b = self.fn.builder
         if src == dst:
             return x
         t = value_type(dst)
@@ -232,7 +240,7 @@ class ExpressionEmitter:
         if src.is_float:
             # Saturating, NaN -> 0: CUDA's cvt.rzi (and the emulator); never LLVM poison.
             kind = "fptosi" if dst.is_signed else "fptoui"
-            fn = self.declare(f"llvm.{kind}.sat.i{dst.bits}.f{src.bits}", t, [x.type])
+            fn = self.fn.declare(f"llvm.{kind}.sat.i{dst.bits}.f{src.bits}", t, [x.type])
             return b.call(fn, [x])
         if dst.bits < src.bits:
             return b.trunc(x, t)
@@ -248,4 +256,10 @@ class ExpressionEmitter:
         if emit is None:
             raise InternalError(f"the LLVM backend has no math function {e.fn!r}", e.loc)
         args = [self.expr(a) for a in e.args]
-        return emit(self, args, e.args[0].type)
+        return emit(self.fn, args, e.args[0].type)
+
+    def visit_ThreadIdx(self, e: n.ThreadIdx) -> ir.Value:
+        raise InternalError(f"ThreadIdx in CPU-form kernel {self.fn.kernel.name!r}", e.loc)
+
+    def generic_visit(self, node: n.Node) -> None:
+        raise InternalError(f"the LLVM backend cannot emit {type(node).__name__}", node.loc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Callable
 
 from llvmlite import ir
 
@@ -20,7 +21,7 @@ from polypy.ir.queries import local_types, loop_depth
 from polypy.ir.types import I64 as IR_I64
 from polypy.ir.types import U32 as IR_U32
 from polypy.ir.types import PointerType, ScalarType
-from polypy.ir.visitor import Visitor, walk
+from polypy.ir.visitor import walk
 
 
 # Shared/local buffers of constant size live on the worker's stack up to this many bytes in all
@@ -50,9 +51,11 @@ class _Loop:
 
 
 
-class KernelFunction(Visitor):
-    """The function being emitted for one kernel; the emitter of ``codegen.llvm.lower`` adds the
-    statement and expression visitors."""
+class KernelFunction:
+    """The function being emitted for one kernel: its state (builder, variables, buffers, loops,
+    fault exit) and the helpers the statement and expression emitters share, which it is passed
+    to (``codegen.llvm.lower``). ``expr`` lowers an expression (the expression emitter's, set by
+    the caller): addresses and the block loop use it."""
 
     def __init__(self, llmod: ir.Module, kernel: n.Kernel, abi: KernelABI):
         self.llmod = llmod
@@ -89,7 +92,7 @@ class KernelFunction(Visitor):
         # Access groups of the enclosing thread loops proved free of cross-lane dependences
         # (``StatementEmitter.parallel_group``): every load and store in them is tagged.
         self.access_groups: list[ir.Value] = []
-        self.risky_cache: dict[int, bool] = {}
+        self.expr: Callable[[n.Expr], ir.Value] = _unset
         self.var_types = _variable_types(kernel)
         self.block_idx: list[ir.Value] = []
         args = self.fn.args
@@ -129,8 +132,15 @@ class KernelFunction(Visitor):
         ptr.align = align
         return ptr
 
+    def tag_access(self, instr: ir.Instruction) -> None:
+        """Put a load or store in the access groups of the parallel thread loops around it."""
+        if self.access_groups:
+            groups = self.access_groups
+            instr.set_metadata("llvm.access.group", groups[0] if len(groups) == 1 else
+                               ir.values.MDValue(self.llmod, list(groups), name=str(len(self.llmod.metadata))))
+
     # -- the function
-    def emit(self) -> ir.Function:
+    def emit(self, statements: Callable[[tuple[n.Stmt, ...]], None]) -> ir.Function:
         b = self.builder
         k = self.kernel
         params = self.fn.args[len(WORKER_PARAMS):len(WORKER_PARAMS) + len(k.params)]
@@ -208,7 +218,7 @@ class KernelFunction(Visitor):
             if not isinstance(p.ptype, PointerType) and p.name in assigned:
                 # A parameter the body assigns starts every block from the argument's value.
                 b.store(self.from_abi(arg, p.ptype), self.slot(p.name, p.ptype))
-        self.block(k.body)
+        statements(k.body)
         b.branch(latch)
         b.position_at_end(latch)
         b.store(b.add(b.load(id_slot, typ=I64), ir.Constant(I64, 1)), id_slot)
@@ -514,3 +524,7 @@ def _variable_types(kernel: n.Kernel) -> dict[str, ScalarType]:
     types = {p.name: p.ptype for p in kernel.params if isinstance(p.ptype, ScalarType)}
     types.update(local_types(kernel.body))
     return types
+
+
+def _unset(e: n.Expr) -> ir.Value:
+    raise InternalError("the kernel function has no expression emitter", e.loc)

@@ -27,13 +27,14 @@ import sys
 import threading
 import time
 import dataclasses
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import llvmlite.binding as llvm
 import numpy as np
 
 from codegen.llvm import cache, target
 from codegen.llvm.abi import FAULT_WORDS, GLOBAL_SPACES, KernelABI
+from codegen.llvm.dispatch import DispatchABI, JitDispatch, emit_dispatch, version_kernels
 from codegen.llvm.launch import BoundsError, LaunchError, chunk_size, default_threads, run_workers
 from codegen.llvm.lower import emit_module
 from codegen.llvm.printing import ASSERT_WORD, fault_key
@@ -43,23 +44,37 @@ from polypy.errors import DeviceAssertError, InternalError, MisalignedAddressErr
 from polypy.ir.printf import fault_summary
 from polypy.ir import nodes as n
 from polypy.ir.types import U32, PointerType, ScalarType
+from polypy.ir.versions import KernelVersions
 from polypy.ir.visitor import Mutator, substitute, walk
 from polypy.stack import on_big_stack
 from polypy.passes.fold_constants import fold_expr
 
 
-def emit_llvm_ir(module: n.Module, *, optimize: bool = False) -> str:
-    """The textual LLVM IR of a CPU-form module (``optimize``: after the O3 pipeline)."""
-    text, _ = _emit(module)
+def emit_llvm_ir(module: n.Module, *, optimize: bool = False, versions: Sequence[KernelVersions] = ()) -> str:
+    """The textual LLVM IR of a CPU-form module (``optimize``: after the O3 pipeline).
+    ``versions``: kernels compiled as their versions, with the function choosing one
+    (``codegen.llvm.dispatch``), in place of the module's kernel of that name."""
+    text, _, _ = _emit(with_versions(module, versions), versions=versions)
     return target.optimized_ir(text) if optimize else text
 
 
+def with_versions(module: n.Module, versions: Sequence[KernelVersions]) -> n.Module:
+    """``module`` with the kernels of ``versions`` under their compiled names in place of theirs."""
+    if not versions:
+        return module
+    names = {v.name for v in versions}
+    kernels = tuple(k for k in module.kernels if k.name not in names)
+    return dataclasses.replace(module, kernels=kernels + tuple(k for v in versions for k in version_kernels(v)))
+
+
 def _emit(module: n.Module, checked: Mapping[str, frozenset[str]] | None = None,
-          sliced: Mapping[str, frozenset[str]] | None = None) -> tuple[str, dict[str, KernelABI]]:
+          sliced: Mapping[str, frozenset[str]] | None = None,
+          versions: Sequence[KernelVersions] = ()) -> tuple[str, dict[str, KernelABI], dict[str, DispatchABI]]:
     triple, _, _ = target.host()
     llmod, abis = emit_module(module, triple=triple, data_layout=target.data_layout(), checked=checked,
                               sliced=sliced)
-    return _no_copy_idioms(str(llmod)), abis
+    dispatch = {v.name: emit_dispatch(llmod, v) for v in versions}
+    return _no_copy_idioms(str(llmod)), abis, dispatch
 
 
 # Function attributes that keep LLVM's loop idiom recognition from turning a block's short copy and
@@ -81,17 +96,20 @@ def _no_copy_idioms(text: str) -> str:
 def compile_module(module: n.Module, *, use_cache: bool = True,
                    globals: dict[str, np.ndarray] | None = None,
                    checked: Mapping[str, frozenset[str]] | None = None,
-                   sliced: Mapping[str, frozenset[str]] | None = None) -> JitModule:
+                   sliced: Mapping[str, frozenset[str]] | None = None,
+                   versions: Sequence[KernelVersions] = ()) -> JitModule:
     """Machine code for every kernel of a CPU-form module, loaded and ready to launch.
 
     ``globals``: the storage of the module's constant/device arrays (``global_storage``) when it
     is shared with other compiled versions of the same module (block-shape specializations);
     default: new storage. ``checked``: kernel name -> the arrays (pointer parameters, shared
     arrays) whose every access that kernel bounds-checks, ``sliced``: those checked per slice of
-    a coarse block (see ``lower.emit_module``).
+    a coarse block (see ``lower.emit_module``). ``versions``: kernels compiled as their versions
+    and the function choosing one (``JitModule.dispatch``, see ``codegen.llvm.dispatch``).
     """
     start = time.perf_counter()
-    ir_text, abis = _emit(module, checked, sliced)
+    module = with_versions(module, versions)
+    ir_text, abis, dispatch = _emit(module, checked, sliced, versions)
     key = cache.cache_key(ir_text, target.fingerprint())
     obj = cache.load(key) if use_cache else None
     from_cache = obj is not None
@@ -99,7 +117,7 @@ def compile_module(module: n.Module, *, use_cache: bool = True,
         obj, _optimized = target.compile_to_object(ir_text)
         if use_cache:
             cache.store(key, obj)
-    jit = JitModule(module, abis, obj, ir_text=ir_text, from_cache=from_cache, globals=globals)
+    jit = JitModule(module, abis, obj, ir_text=ir_text, from_cache=from_cache, globals=globals, dispatch=dispatch)
     jit._source = (module, checked, sliced, use_cache)
     jit.compile_seconds = time.perf_counter() - start
     return jit
@@ -115,7 +133,7 @@ class JitModule:
     """
 
     def __init__(self, module: n.Module, abis: dict[str, KernelABI], obj: bytes, *, ir_text: str, from_cache: bool,
-                 globals: dict[str, np.ndarray] | None = None):
+                 globals: dict[str, np.ndarray] | None = None, dispatch: Mapping[str, DispatchABI] | None = None):
         self.llvm_ir = ir_text
         self.from_cache = from_cache
         self.object_code = obj
@@ -145,6 +163,13 @@ class JitModule:
                 raise InternalError(f"compiled code has no symbol {abi.worker_symbol!r}")
             self.kernels[name] = JitKernel(self, abi, address, private=private.get(name, ()), adds=adds.get(name),
                                            plain=plain.get(name))
+        # Kernel name -> its versions' dispatch (``compile_module(..., versions=...)``).
+        self.dispatch: dict[str, JitDispatch] = {}
+        for name, dabi in (dispatch or {}).items():
+            address = self._engine.get_function_address(dabi.symbol)
+            if not address:
+                raise InternalError(f"compiled code has no symbol {dabi.symbol!r}")
+            self.dispatch[name] = JitDispatch(self, dabi, address)
 
     def __getitem__(self, name: str) -> JitKernel:
         return self.kernels[name]

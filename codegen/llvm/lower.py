@@ -44,7 +44,8 @@ C semantics, exactly (the emulator and ``polypy.ir.semantics`` are the reference
   and one byte in memory;
 * atomics are seq_cst ``atomicrmw`` where LLVM has the operation, ``cmpxchg`` loops otherwise.
 
-Bounds-checked variant (``emit_module(..., checked={K: buffers})``): every load, store and atomic
+Bounds-checked variant (a kernel with ``bounds_checks``, the pipeline's ``version-bounds-checks``;
+or ``emit_module(..., checked={K: buffers})``): every load, store and atomic
 of the named buffers (pointer parameters, shared arrays) first compares its linear index with
 the buffer's extent -- a pointer parameter's element count is passed at launch, after the
 globals, following a pointer to the *fault record*::
@@ -99,14 +100,23 @@ def emit_module(module: n.Module, *, triple: str = "", data_layout: str = "",
     for kernel in module.kernels:
         check_cpu_form(kernel)
         verify_kernel(kernel)
-        abi = kernel_abi(kernel, None if checked is None else checked.get(kernel.name),
-                         frozenset() if sliced is None else sliced.get(kernel.name, frozenset()))
-        emitter = _KernelEmitter(llmod, kernel, abi)
-        emitter.emit()
+        abi = kernel_abi(kernel, *_checks(kernel, checked, sliced))
+        fn = emit_kernel_function(llmod, kernel, abi)
         if abi.bounds_checked:
-            abi = dataclasses.replace(abi, sites=tuple(emitter.sites))
+            abi = dataclasses.replace(abi, sites=tuple(fn.sites))
         abis[kernel.name] = abi
     return llmod, abis
+
+
+def _checks(kernel: n.Kernel, checked: Mapping[str, frozenset[str]] | None,
+            sliced: Mapping[str, frozenset[str]] | None) -> tuple[frozenset[str] | None, frozenset[str]]:
+    """What ``kernel`` bounds-checks and checks per slice: as ``checked``/``sliced`` say where they
+    name it, else as the kernel says (``Kernel.bounds_checks``, a version the pipeline made)."""
+    if checked is not None and kernel.name in checked:
+        return checked[kernel.name], frozenset() if sliced is None else sliced.get(kernel.name, frozenset())
+    if kernel.bounds_checks:
+        return frozenset(kernel.bounds_checks), frozenset(kernel.checked_slices)
+    return None, frozenset()
 
 
 def _module_name(module: n.Module) -> str:
@@ -117,5 +127,18 @@ def _module_name(module: n.Module) -> str:
 
 
 
-class _KernelEmitter(StatementEmitter, ExpressionEmitter, KernelFunction):
-    """Emits one kernel: its function (``function``), statements and expressions."""
+def emit_kernel_function(llmod: ir.Module, kernel: n.Kernel, abi: KernelABI) -> KernelFunction:
+    """The functions of ``kernel`` in ``llmod``. Their state is one object, ``KernelFunction``
+    (builder, variables, buffers, loops, fault exit, and the helpers on them), passed to the
+    expression and the statement emitters, which read and extend it::
+
+        fn = KernelFunction(...)             the functions' state
+        exprs = ExpressionEmitter(fn)        expressions -> values in fn
+        stmts = StatementEmitter(fn, exprs)  statements -> blocks of fn
+        fn.emit(stmts.block)                 entry, block loop, the body, the fault exit
+    """
+    fn = KernelFunction(llmod, kernel, abi)
+    exprs = ExpressionEmitter(fn)
+    fn.expr = exprs.expr
+    fn.emit(StatementEmitter(fn, exprs).block)
+    return fn

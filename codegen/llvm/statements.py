@@ -12,7 +12,7 @@ from codegen.llvm.types import PTR, int_type_of_width, memory_type, value_type
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.queries import tree_size
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import Visitor, walk
 from polypy.ir.types import ScalarType
 
 # Loops whose bodies hold more IR nodes than this are not offered to LLVM's loop vectorizer:
@@ -30,8 +30,13 @@ class _DistinctMD(ir.values.MDValue):
 
 
 
-class StatementEmitter:
-    """Statement visitors of the kernel emitter (see ``codegen.llvm.lower``)."""
+class StatementEmitter(Visitor):
+    """Statements of one kernel into LLVM IR: ``fn`` is the function being emitted (its state and
+    helpers, ``codegen.llvm.function.KernelFunction``), ``exprs`` lowers expressions into it."""
+
+    def __init__(self, fn, exprs):
+        self.fn = fn
+        self.exprs = exprs
 
     # -- statements
     def block(self, stmts: tuple[n.Stmt, ...]) -> None:
@@ -39,28 +44,28 @@ class StatementEmitter:
             self.visit(s)
 
     def visit_Decl(self, s: n.Decl) -> None:
-        ptr = self.slot(s.name, s.vtype)
+        ptr = self.fn.slot(s.name, s.vtype)
         if s.init is not None:
-            self.builder.store(self.expr(s.init), ptr)
+            self.fn.builder.store(self.exprs.expr(s.init), ptr)
 
     def visit_Assign(self, s: n.Assign) -> None:
-        ty = self.var_types.get(s.name)
+        ty = self.fn.var_types.get(s.name)
         if ty is None:
-            raise InternalError(f"assignment to undeclared {s.name!r} in kernel {self.kernel.name!r}", s.loc)
-        value = self.expr(s.value)
-        if s.name in self.kernel.order_free_sums and isinstance(value, ir.Instruction) and value.opname == "fadd":
+            raise InternalError(f"assignment to undeclared {s.name!r} in kernel {self.fn.kernel.name!r}", s.loc)
+        value = self.exprs.expr(s.value)
+        if s.name in self.fn.kernel.order_free_sums and isinstance(value, ir.Instruction) and value.opname == "fadd":
             # A sum of atomic adds (``gpu2cpu.sum_uniform_atomics``): CUDA gives them no order, so
             # the loop vectorizer may reassociate it into a vector reduction.
             value.flags.append("reassoc")
-        self.builder.store(value, self.slot(s.name, ty))
+        self.fn.builder.store(value, self.fn.slot(s.name, ty))
 
     def visit_Store(self, s: n.Store) -> None:
-        ptr, elem = self.address(s.buffer, s.index, s, "write")
-        value = self.expr(s.value)
-        self.tag_access(self.builder.store(self.to_memory(value, elem), ptr, align=max(elem.itemsize, 1)))
+        ptr, elem = self.fn.address(s.buffer, s.index, s, "write")
+        value = self.exprs.expr(s.value)
+        self.fn.tag_access(self.fn.builder.store(self.fn.to_memory(value, elem), ptr, align=max(elem.itemsize, 1)))
 
     def visit_Print(self, s: n.Print) -> None:
-        emit_print(self, s)
+        emit_print(self.fn, s)
 
     def visit_Launch(self, s: n.Launch) -> None:
         raise UserError(f"kernel launches from device code (dynamic parallelism: '{s.kernel}' launched here) are not "
@@ -74,41 +79,41 @@ class StatementEmitter:
                         "'polypy run --emulate'", s.loc)
 
     def visit_AssertFail(self, s: n.AssertFail) -> None:
-        emit_assert_fail(self, s)
+        emit_assert_fail(self.fn, s)
 
     def visit_Fence(self, s: n.Fence) -> None:
         """A sequentially consistent fence (the atomics are seq_cst already: see ``n.Fence``)."""
-        self.builder.fence("seq_cst")
+        self.fn.builder.fence("seq_cst")
 
     def visit_Prefetch(self, s: n.Prefetch) -> None:
         """``llvm.prefetch`` (read, high locality, data cache) of the element's address, which may
         lie outside the buffer: no bounds check, no ``inbounds``."""
-        info = self.buffers.get(s.buffer)
+        info = self.fn.buffers.get(s.buffer)
         if info is None:
-            raise InternalError(f"unknown buffer {s.buffer!r} in kernel {self.kernel.name!r}")
-        b = self.builder
-        linear = self.to_i64(self.expr(s.index[0]), s.index[0].type)
+            raise InternalError(f"unknown buffer {s.buffer!r} in kernel {self.fn.kernel.name!r}")
+        b = self.fn.builder
+        linear = self.fn.to_i64(self.exprs.expr(s.index[0]), s.index[0].type)
         for extent, i in zip(info.dims[1:], s.index[1:]):
-            linear = b.add(b.mul(linear, extent), self.to_i64(self.expr(i), i.type))
+            linear = b.add(b.mul(linear, extent), self.fn.to_i64(self.exprs.expr(i), i.type))
         ptr = b.gep(info.base, [linear], source_etype=memory_type(info.elem))
         i32 = ir.IntType(32)
-        fn = self.declare("llvm.prefetch.p0", ir.VoidType(), [PTR, i32, i32, i32])
+        fn = self.fn.declare("llvm.prefetch.p0", ir.VoidType(), [PTR, i32, i32, i32])
         b.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
 
     def visit_AtomicRMW(self, s: n.AtomicRMW) -> None:
-        ptr, elem = self.address(s.buffer, s.index, s, "atomic")
-        value = self.expr(s.value)
+        ptr, elem = self.fn.address(s.buffer, s.index, s, "atomic")
+        value = self.exprs.expr(s.value)
         old = self.atomic(s, ptr, elem, value)
         if s.dest is not None:
-            self.builder.store(old, self.slot(s.dest, elem))
+            self.fn.builder.store(old, self.fn.slot(s.dest, elem))
 
     def atomic(self, s: n.AtomicRMW, ptr: ir.Value, elem: ScalarType, value: ir.Value) -> ir.Value:
-        b = self.builder
+        b = self.fn.builder
         op = s.op
-        mem_value = self.to_memory(value, elem)
+        mem_value = self.fn.to_memory(value, elem)
         if op == "cas":
             assert s.compare is not None
-            compare = self.to_memory(self.expr(s.compare), elem)
+            compare = self.fn.to_memory(self.exprs.expr(s.compare), elem)
             it = int_type_of_width(elem)
             if elem.is_float:  # cmpxchg compares bits; CUDA's atomicCAS does too
                 compare, mem_value = b.bitcast(compare, it), b.bitcast(mem_value, it)
@@ -116,45 +121,45 @@ class StatementEmitter:
             old = b.extract_value(pair, 0)
             if elem.is_float:
                 old = b.bitcast(old, memory_type(elem))
-            return self.from_memory(old, elem)
+            return self.fn.from_memory(old, elem)
         rmw = _rmw_operation(op, elem)
         if rmw is not None:
-            return self.from_memory(b.atomic_rmw(rmw, ptr, mem_value, "seq_cst"), elem)
+            return self.fn.from_memory(b.atomic_rmw(rmw, ptr, mem_value, "seq_cst"), elem)
         return self.atomic_loop(ptr, elem, lambda old: self.combine(op, old, value, elem))
 
     def combine(self, op: str, old: ir.Value, value: ir.Value, elem: ScalarType) -> ir.Value:
         """The value stored by atomic ``op`` given the ``old`` one (CUDA's definitions)."""
-        b = self.builder
+        b = self.fn.builder
         if op in ("inc", "dec"):
             one = ir.Constant(old.type, 1)
             zero = ir.Constant(old.type, 0)
             if op == "inc":  # old >= limit ? 0 : old + 1
-                return b.select(self.compare("ge", old, value, elem), zero, b.add(old, one))
+                return b.select(self.exprs.compare("ge", old, value, elem), zero, b.add(old, one))
             # (old == 0 || old > limit) ? limit : old - 1
-            wrap = b.or_(b.icmp_unsigned("==", old, zero), self.compare("gt", old, value, elem))
+            wrap = b.or_(b.icmp_unsigned("==", old, zero), self.exprs.compare("gt", old, value, elem))
             return b.select(wrap, value, b.sub(old, one))
         if op in ("min", "max") and elem.is_float:
             # NaN-propagating, like the emulator's np.minimum / np.maximum.
             nan = b.fcmp_unordered("uno", old, value)
             better = b.fcmp_ordered("<" if op == "min" else ">", value, old)
             return b.select(nan, b.fadd(old, value), b.select(better, value, old))
-        raise InternalError(f"atomic.{op} on {elem} in kernel {self.kernel.name!r}")
+        raise InternalError(f"atomic.{op} on {elem} in kernel {self.fn.kernel.name!r}")
 
     def atomic_loop(self, ptr: ir.Value, elem: ScalarType, combine) -> ir.Value:
         """A compare-and-swap loop applying ``combine`` atomically; returns the old value."""
-        b = self.builder
+        b = self.fn.builder
         it = int_type_of_width(elem)
         mt = memory_type(elem)
         initial = b.load_atomic(ptr, "monotonic", max(elem.itemsize, 1), typ=it)
         before = b.block
-        loop = self.new_block("atomic_retry")
-        done = self.new_block("atomic_done")
+        loop = self.fn.new_block("atomic_retry")
+        done = self.fn.new_block("atomic_done")
         b.branch(loop)
         b.position_at_end(loop)
         old_bits = b.phi(it)
         old_bits.add_incoming(initial, before)
-        old = self.from_memory(b.bitcast(old_bits, mt) if elem.is_float else old_bits, elem)
-        new = self.to_memory(combine(old), elem)
+        old = self.fn.from_memory(b.bitcast(old_bits, mt) if elem.is_float else old_bits, elem)
+        new = self.fn.to_memory(combine(old), elem)
         new_bits = b.bitcast(new, it) if elem.is_float else new
         pair = b.cmpxchg(ptr, old_bits, new_bits, "seq_cst", "seq_cst")
         old_bits.add_incoming(b.extract_value(pair, 0), b.block)
@@ -163,11 +168,11 @@ class StatementEmitter:
         return old
 
     def visit_If(self, s: n.If) -> None:
-        b = self.builder
-        cond = self.expr(s.cond)
-        then_bb = self.new_block("then")
-        merge = self.new_block("endif")
-        else_bb = self.new_block("else") if s.orelse else merge
+        b = self.fn.builder
+        cond = self.exprs.expr(s.cond)
+        then_bb = self.fn.new_block("then")
+        merge = self.fn.new_block("endif")
+        else_bb = self.fn.new_block("else") if s.orelse else merge
         b.cbranch(cond, then_bb, else_bb)
         b.position_at_end(then_bb)
         self.block(s.then)
@@ -179,29 +184,29 @@ class StatementEmitter:
         b.position_at_end(merge)
 
     def visit_For(self, s: n.For) -> None:
-        b = self.builder
+        b = self.fn.builder
         # stop and step do not change inside the loop (an IR invariant): evaluate them once.
-        start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
-        var = self.slot(s.var, s.vtype)
+        start, stop, step = self.exprs.expr(s.start), self.exprs.expr(s.stop), self.exprs.expr(s.step)
+        var = self.fn.slot(s.var, s.vtype)
         b.store(start, var)
         self.note(s, f"{'thread loop' if s.kind == 'threads' else 'for'} {s.var}")
         prefix = "threads" if s.kind == "threads" else "for"
-        header = self.new_block(f"{prefix}.{s.var}")
-        body = self.new_block(f"{prefix}.{s.var}.body")
-        latch = self.new_block(f"{prefix}.{s.var}.next")
-        exit_bb = self.new_block(f"{prefix}.{s.var}.end")
+        header = self.fn.new_block(f"{prefix}.{s.var}")
+        body = self.fn.new_block(f"{prefix}.{s.var}.body")
+        latch = self.fn.new_block(f"{prefix}.{s.var}.next")
+        exit_bb = self.fn.new_block(f"{prefix}.{s.var}.end")
         b.branch(header)
         b.position_at_end(header)
-        b.cbranch(self.compare("lt", b.load(var, typ=value_type(s.vtype)), stop, s.vtype), body, exit_bb)
+        b.cbranch(self.exprs.compare("lt", b.load(var, typ=value_type(s.vtype)), stop, s.vtype), body, exit_bb)
         b.position_at_end(body)
-        self.loops.append(_Loop(exit_bb, latch))
+        self.fn.loops.append(_Loop(exit_bb, latch))
         group = self.parallel_group(s) if s.kind == "threads" else None
         if group is not None:
-            self.access_groups.append(group)
+            self.fn.access_groups.append(group)
         self.block(s.body)
         if group is not None:
-            self.access_groups.pop()
-        self.loops.pop()
+            self.fn.access_groups.pop()
+        self.fn.loops.pop()
         b.branch(latch)
         b.position_at_end(latch)
         current = b.load(var, typ=value_type(s.vtype))
@@ -211,7 +216,7 @@ class StatementEmitter:
         if s.kind == "threads":
             back.set_metadata("llvm.loop", self.no_unroll(group, count=4 if group is None and scatter_loop(s) else None,
                                                           vectorize=not (huge or wraps_by_power_of_two(s))))
-        elif self.access_groups and _short(s):
+        elif self.fn.access_groups and _short(s):
             back.set_metadata("llvm.loop", self.full_unroll())
         elif huge or wraps_by_power_of_two(s):
             back.set_metadata("llvm.loop", self.loop_hints([]))
@@ -222,16 +227,9 @@ class StatementEmitter:
         elements (``codegen.lanes.vector_loop``, what gives ``#pragma omp simd`` in C): its
         loads and stores are tagged with it and the loop is marked ``llvm.loop.parallel_accesses``,
         so the vectorizer needs no dependence analysis or run-time alias checks. None otherwise."""
-        if vector_loop(self.kernel, s) is None:
+        if vector_loop(self.fn.kernel, s) is None:
             return None
-        return _DistinctMD(self.llmod, [], name=str(len(self.llmod.metadata)))
-
-    def tag_access(self, instr: ir.Instruction) -> None:
-        """Put a load or store in the access groups of the parallel thread loops around it."""
-        if self.access_groups:
-            groups = self.access_groups
-            instr.set_metadata("llvm.access.group", groups[0] if len(groups) == 1 else
-                               ir.values.MDValue(self.llmod, list(groups), name=str(len(self.llmod.metadata))))
+        return _DistinctMD(self.fn.llmod, [], name=str(len(self.fn.llmod.metadata)))
 
     def full_unroll(self) -> ir.Value:
         """Loop metadata ``llvm.loop.unroll.full`` for a short serial loop inside a vector thread
@@ -239,8 +237,8 @@ class StatementEmitter:
         vectorizes once it is unrolled, which LLVM's size threshold would refuse to a jammed body
         (``polypy.passes.jam_threads``: matmul_tiled's four rows of 16 products, 8x slower as
         scalar code)."""
-        hint = self.llmod.add_metadata([ir.MetaDataString(self.llmod, "llvm.loop.unroll.full")])
-        loop_id = _DistinctMD(self.llmod, [], name=str(len(self.llmod.metadata)))
+        hint = self.fn.llmod.add_metadata([ir.MetaDataString(self.fn.llmod, "llvm.loop.unroll.full")])
+        loop_id = _DistinctMD(self.fn.llmod, [], name=str(len(self.fn.llmod.metadata)))
         loop_id.operands = (loop_id, hint)
         return loop_id
 
@@ -256,77 +254,77 @@ class StatementEmitter:
         and scatters (backprop_layerforward: 3x slower). The vectorizer still interleaves.
         """
         if count is not None:
-            hint = self.llmod.add_metadata([ir.MetaDataString(self.llmod, "llvm.loop.unroll.count"),
+            hint = self.fn.llmod.add_metadata([ir.MetaDataString(self.fn.llmod, "llvm.loop.unroll.count"),
                                             ir.Constant(ir.IntType(32), count)])
         else:
-            hint = self.llmod.add_metadata([ir.MetaDataString(self.llmod, "llvm.loop.unroll.disable")])
-        loop_id = _DistinctMD(self.llmod, [], name=str(len(self.llmod.metadata)))
+            hint = self.fn.llmod.add_metadata([ir.MetaDataString(self.fn.llmod, "llvm.loop.unroll.disable")])
+        loop_id = _DistinctMD(self.fn.llmod, [], name=str(len(self.fn.llmod.metadata)))
         loop_id.operands = (loop_id, hint) if vectorize else (loop_id, hint, self.no_vectorize())
         if group is not None:  # the loop's accesses carry no cross-iteration dependence
             # A node of its own (add_metadata would hand back an earlier loop's: access groups
             # have no operands, so they all compare equal).
-            parallel = ir.values.MDValue(self.llmod, [ir.MetaDataString(self.llmod, "llvm.loop.parallel_accesses"),
-                                                      group], name=str(len(self.llmod.metadata)))
+            parallel = ir.values.MDValue(self.fn.llmod, [ir.MetaDataString(self.fn.llmod, "llvm.loop.parallel_accesses"),
+                                                      group], name=str(len(self.fn.llmod.metadata)))
             loop_id.operands = (*loop_id.operands, parallel)
         return loop_id
 
     def no_vectorize(self) -> ir.Value:
         """The hint ``llvm.loop.vectorize.enable`` false (see ``wraps_by_power_of_two``)."""
-        return self.llmod.add_metadata([ir.MetaDataString(self.llmod, "llvm.loop.vectorize.enable"),
+        return self.fn.llmod.add_metadata([ir.MetaDataString(self.fn.llmod, "llvm.loop.vectorize.enable"),
                                         ir.Constant(ir.IntType(1), 0)])
 
     def loop_hints(self, hints: list[ir.Value]) -> ir.Value:
         """A loop id holding ``hints`` and the no-vectorize hint."""
-        loop_id = _DistinctMD(self.llmod, [], name=str(len(self.llmod.metadata)))
+        loop_id = _DistinctMD(self.fn.llmod, [], name=str(len(self.fn.llmod.metadata)))
         loop_id.operands = (loop_id, *hints, self.no_vectorize())
         return loop_id
 
     def visit_While(self, s: n.While) -> None:
-        b = self.builder
+        b = self.fn.builder
         self.note(s, "while")
-        header = self.new_block("while")
-        body = self.new_block("while.body")
-        update = self.new_block("while.update")
-        exit_bb = self.new_block("while.end")
+        header = self.fn.new_block("while")
+        body = self.fn.new_block("while.body")
+        update = self.fn.new_block("while.update")
+        exit_bb = self.fn.new_block("while.end")
         b.branch(header)
         b.position_at_end(header)
-        b.cbranch(self.expr(s.cond), body, exit_bb)
+        b.cbranch(self.exprs.expr(s.cond), body, exit_bb)
         b.position_at_end(body)
-        self.loops.append(_Loop(exit_bb, update))
+        self.fn.loops.append(_Loop(exit_bb, update))
         self.block(s.body)
-        self.loops.pop()
+        self.fn.loops.pop()
         b.branch(update)
         b.position_at_end(update)
         # The frontend lowers do-while to ``while (true) { body } update { if (!cond) break }``:
         # a break in the update leaves this loop.
-        self.loops.append(_Loop(exit_bb, header))
+        self.fn.loops.append(_Loop(exit_bb, header))
         self.block(s.update)
-        self.loops.pop()
+        self.fn.loops.pop()
         back = b.branch(header)
         if wraps_by_power_of_two(s):
             back.set_metadata("llvm.loop", self.loop_hints([]))
         b.position_at_end(exit_bb)
 
     def visit_Break(self, s: n.Break) -> None:
-        self._jump(self.loops[-1].exit)
+        self._jump(self.fn.loops[-1].exit)
 
     def visit_Continue(self, s: n.Continue) -> None:
-        self._jump(self.loops[-1].cont)
+        self._jump(self.fn.loops[-1].cont)
 
     def note(self, s: n.Stmt, what: str) -> None:
         """A comment naming the source line of a loop, so the emitted IR can be read."""
         if s.loc is not None:
-            self.builder.comment(f"{what} ({s.loc.file}:{s.loc.line})")
+            self.fn.builder.comment(f"{what} ({s.loc.file}:{s.loc.line})")
 
     def _jump(self, target: ir.Block) -> None:
-        self.builder.branch(target)
+        self.fn.builder.branch(target)
         # Statements after a jump are unreachable; they still need a block to go into.
-        self.builder.position_at_end(self.new_block("dead"))
+        self.fn.builder.position_at_end(self.fn.new_block("dead"))
 
     def _not_cpu_form(self, node: n.Node) -> None:
-        raise InternalError(f"{type(node).__name__} in CPU-form kernel {self.kernel.name!r}", node.loc)
+        raise InternalError(f"{type(node).__name__} in CPU-form kernel {self.fn.kernel.name!r}", node.loc)
 
-    visit_Shuffle = visit_Vote = visit_Return = visit_ThreadIdx = _not_cpu_form
+    visit_Shuffle = visit_Vote = visit_Return = _not_cpu_form
 
     def generic_visit(self, node: n.Node) -> None:
         raise InternalError(f"the LLVM backend cannot emit {type(node).__name__}", node.loc)

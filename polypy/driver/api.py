@@ -43,15 +43,15 @@ import collections
 import dataclasses
 import functools
 import os
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.versions import BlockShapeIs, EnoughCoarseBlocks, Facts, Guard, KernelVersions
-from polypy.driver.launch_checks import ArrayChecks, Proof, original_name
-from polypy.launch import bind_arguments, launch_config
+from polypy.driver.launch_checks import ArrayChecks, Proof, checkable_arrays, original_name
+from polypy.launch import arrays_apart, bind_arguments, launch_config
 from polypy.stack import call_on_big_stack, on_big_stack
 
 # Footprints remembered per kernel: launch shape + integer arguments -> per-array index ranges.
@@ -198,19 +198,23 @@ class CompiledKernel:
         self.gpu = gpu
         # Launch shape + integer arguments -> what isl says about each array (a cache).
         self._footprints: collections.OrderedDict[tuple, Proof] = collections.OrderedDict()
-        # (block shape or None for the generic code, arrays checked, coarsening factor) ->
-        # bounds-checked machine code (a cache, filled by checked_for).
-        self._checked: dict[tuple[tuple[int, int, int] | None, frozenset[str], int], Any] = {}
-        # Block shape -> the kernel's versions for it (``versions``, a cache).
-        self._versions: dict[tuple[int, int, int], KernelVersions] = {}
+        # (block shape or None for the generic code, the arrays checked) of the bounds-checked
+        # versions compiled so far, in order (``bounds_checked``).
+        self._checked: list[tuple[tuple[int, int, int] | None, frozenset[str]]] = []
+        # Block shape (None: the generic code) -> the kernel's versions for it (``versions``, a cache).
+        self._versions: dict[tuple[int, int, int] | None, KernelVersions] = {}
+        # (block shape or None, arrays) whose bounds-checked versions are in ``_versions``.
+        self._checks_made: set[tuple[tuple[int, int, int] | None, frozenset[str]]] = set()
+        # The arrays a launch may leave unproven (``BoundsUnproven.among``).
+        self._among = tuple(sorted(checkable_arrays(cpu)))
         # Block shape -> machine code specialized for it (a cache, filled by for_block).
         self._specialized: dict[tuple[int, int, int], Any] = {}
         # Block shape -> the coarsening factor planned for it (1: launches of that shape are not
         # coarsened; a cache, filled by select).
         self._coarse: dict[tuple[int, int, int], int] = {}
-        # (block shape, version name) -> machine code of a version other than the shape's own
-        # (coarse blocks, arrays apart; a cache, filled by for_launch).
-        self._machine: dict[tuple[tuple[int, int, int], str], Any] = {}
+        # (block shape or None, version name) -> machine code of a version other than the shape's
+        # own (coarse blocks, arrays apart, bounds-checked; a cache, filled by for_launch).
+        self._machine: dict[tuple[tuple[int, int, int] | None, str], Any] = {}
         self._checks = ArrayChecks(self.signature)
         known = {p.name for p in self.signature.params}
         self._unbound = [p.name for p in cpu.params if p.name not in known]
@@ -224,8 +228,7 @@ class CompiledKernel:
     def specializations(self) -> tuple[tuple[int, int, int], ...]:
         """The block shapes this kernel has machine code specialized for (fast or bounds-checked)."""
         shapes = dict.fromkeys(self._specialized)
-        shapes.update(dict.fromkeys(block for block, _ in self._machine))
-        shapes.update(dict.fromkeys(block for block, _, _ in self._checked if block is not None))
+        shapes.update(dict.fromkeys(block for block, _ in self._machine if block is not None))
         return tuple(shapes)
 
     def _may_specialize(self, block: tuple[int, int, int]) -> bool:
@@ -233,17 +236,19 @@ class CompiledKernel:
             return False
         return block in self.specializations or len(self.specializations) < MAX_SPECIALIZATIONS
 
-    def versions(self, block: tuple[int, int, int]) -> KernelVersions:
+    def versions(self, block: tuple[int, int, int] | None) -> KernelVersions:
         """This kernel's versions for launches of block shape ``block``, made by the versions
         stage (``polypy.passes.versions.build_versions``, on the first launch of the shape: the
         version for the shape and its twin for arrays apart, whose written pointers LLVM gets as
-        ``noalias``); the version for coarse blocks is added by its pass (``version-coarse-blocks``)
-        on the first launch that selects it (``select``)."""
+        ``noalias``); the version for coarse blocks and the bounds-checked ones are added by their
+        passes (``version-coarse-blocks``, ``version-bounds-checks``) on the first launch that
+        selects them (``select``). ``block`` None: the generic code's (the kernel alone)."""
         found = self._versions.get(block)
         if found is None:
             from polypy.passes.versions import build_versions
 
-            found = call_on_big_stack(build_versions, self.cpu, shapes=(block,))
+            found = KernelVersions(self.cpu) if block is None else \
+                call_on_big_stack(build_versions, self.cpu, shapes=(block,))
             self._versions[block] = found
         return found
 
@@ -273,47 +278,86 @@ class CompiledKernel:
         return jit.kernels[self.name]
 
     def for_launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
-                   arrays: Mapping[str, np.ndarray] | None = None) -> Any:
+                   arrays: Mapping[str, np.ndarray] | None = None, unproven: frozenset[str] = frozenset()) -> Any:
         """The machine code a launch of ``grid`` and ``block`` runs: the version of the shape's
-        versions (``versions``) whose guard holds first: for coarse blocks of several blocks along
-        x where the module coarsens, the shape allows it and the grid has enough of them; with the
-        written pointers ``noalias`` where ``arrays`` (the launch's, proven in bounds) are apart;
-        else the kernel's block function for the shape (``for_block``). Machine code is compiled
-        on the first launch that uses it."""
-        if not self._may_specialize(block):
-            return self.compiled  # the generic code: no other version either
-        guard, kernel = self.select(grid, block, arrays)
-        if guard is None or guard == Guard((BlockShapeIs(block),)):
+        versions (``versions``) whose guard holds first: bounds-checking the arrays ``unproven``
+        (those the launch's footprints do not prove in bounds); for coarse blocks of several
+        blocks along x where the module coarsens, the shape allows it and the grid has enough of
+        them; with the written pointers ``noalias`` where ``arrays`` (the launch's, proven in
+        bounds) are apart; else the kernel's block function for the shape (``for_block``).
+        Without a specialization for the shape, the generic code's versions (the kernel, and
+        bounds-checked). Machine code is compiled on the first launch that uses it."""
+        shape = block if self._may_specialize(block) else None
+        if shape is None and not unproven:
+            return self.compiled  # the generic code
+        guard, kernel = self.select(grid, block, arrays, unproven, specialized=shape is not None)
+        if shape is not None and (guard is None or guard == Guard((BlockShapeIs(block),))):
             return self.for_block(block)
-        key = (block, guard.suffix())
+        assert guard is not None
+        key = (shape, guard.suffix())
         compiled = self._machine.get(key)
         if compiled is None:
-            compiled = call_on_big_stack(self._compile, kernel)
+            compiled = call_on_big_stack(self._compile_version, kernel)
             self._machine[key] = compiled
+            if kernel.bounds_checks:
+                self._checked.append((shape, unproven))
+        return compiled
+
+    def _compile_version(self, kernel: n.Kernel) -> Any:
+        compiled = self._compile(kernel)
+        if kernel.bounds_checks:
+            if kernel.coarsen != (1, 1, 1):  # the copies of the partial coarse block are named after the originals
+                sites = tuple(dataclasses.replace(site, buffer=original_name(site.buffer, self.cpu))
+                              for site in compiled.abi.sites)
+                compiled.abi = dataclasses.replace(compiled.abi, sites=sites)
+            compiled.reported_names = dict(kernel.copies)  # a copy's faults name the shared array it copies
         return compiled
 
     @property
-    def compiled_versions(self) -> tuple[tuple[tuple[int, int, int], str], ...]:
+    def compiled_versions(self) -> tuple[tuple[tuple[int, int, int] | None, str], ...]:
         """(block shape, version name) of each version compiled so far (``b64x1x1``,
-        ``b64x1x1_c4x1x1``, ``b64x1x1_r``: ``polypy.ir.versions.Guard.suffix``), in order."""
+        ``b64x1x1_c4x1x1``, ``b64x1x1_r``, bounds-checked ``b64x1x1_kout``: ``polypy.ir.versions.
+        Guard.suffix``; block None: the generic code's, ``_kout``), in order."""
         out = [(block, Guard((BlockShapeIs(block),)).suffix()) for block in self._specialized]
         return tuple(out + list(self._machine))
 
     def select(self, grid: tuple[int, int, int], block: tuple[int, int, int],
-                arrays: Mapping[str, np.ndarray] | None = None) -> tuple[Guard | None, n.Kernel]:
-        """The version of ``versions(block)`` a launch runs: the first whose guard holds for the
-        launch's grid, block, workers and ``arrays`` (None: not apart). Where coarse blocks are
-        planned for the shape and the grid has enough of them (the guard the coarse version
-        gets), the version is made first."""
+               arrays: Mapping[str, np.ndarray] | None = None, unproven: frozenset[str] = frozenset(), *,
+               specialized: bool = True) -> tuple[Guard | None, n.Kernel]:
+        """The version of ``versions(block)`` (``specialized`` False: of the generic code's) a
+        launch runs: the first whose guard holds for the launch's grid, block, workers, ``arrays``
+        (None: not apart) and ``unproven`` arrays. Where coarse blocks are planned for the shape
+        and the grid has enough of them (the guard the coarse version gets), the version is made
+        first; so are the versions bounds-checking ``unproven``."""
         from codegen.llvm.launch import default_threads
+        from polypy.passes.pipeline import Pass, run_pipeline
+
+        shape = block if specialized else None
+        versions = self.versions(shape)
+        apart = arrays_apart(arrays) if arrays is not None else False
+        facts = Facts(grid=grid, block=block, workers=self.module.threads or default_threads(), apart=apart,
+                      unproven=frozenset(unproven))
+        if shape is not None:
+            versions = self._with_coarse_blocks(block, versions, facts)
+        if unproven and (shape, unproven) not in self._checks_made:
+            from polypy.passes.versions import version_bounds_checks
+
+            step = Pass("version-bounds-checks", functools.partial(version_bounds_checks, arrays=tuple(unproven),
+                                                                   among=self._among))
+            versions = self._versions[shape] = call_on_big_stack(run_pipeline, versions, (step,))
+            self._checks_made.add((shape, unproven))
+        guard, kernel = versions.select(facts)
+        assert kernel is not None
+        return guard, kernel
+
+    def _with_coarse_blocks(self, block: tuple[int, int, int], versions: KernelVersions, facts: Facts) -> KernelVersions:
+        """``versions`` with the version for coarse blocks (``version-coarse-blocks``) where they
+        are planned for ``block`` and the launch of ``facts`` has enough of them."""
         from polypy.coarsening import BLOCKS_PER_WORKER
 
         factor = self._coarse.get(block)
         if factor is None:
             factor = self._coarse[block] = self._coarsening_factor(block)
-        versions = self.versions(block)
-        apart = _apart(arrays) if arrays is not None else False
-        facts = Facts(grid=grid, block=block, workers=self.module.threads or default_threads(), apart=apart)
         forced = not isinstance(self.module.coarsen, bool)  # a factor asked for: every launch
         blocks_per_worker = 0 if forced else BLOCKS_PER_WORKER
         if (factor > 1 and not any(g.find(EnoughCoarseBlocks) is not None for g, _ in versions.versions)
@@ -323,11 +367,9 @@ class CompiledKernel:
 
             step = Pass("version-coarse-blocks",
                         functools.partial(version_coarse_blocks, coarsen=self._coarsener(factor, blocks_per_worker)))
-            versions = call_on_big_stack(run_pipeline, versions, (step,))
-            self._versions[block] = versions
-        guard, kernel = versions.select(facts)
-        assert kernel is not None
-        return guard, kernel
+            versions = self._versions[block] = call_on_big_stack(run_pipeline, versions, (step,))
+            self._checks_made = {made for made in self._checks_made if made[0] != block}  # none for the coarse one yet
+        return versions
 
     def _coarsener(self, factor: int, blocks_per_worker: int):
         """For ``version-coarse-blocks``: the kernel's coarse blocks of ``factor`` (planned)."""
@@ -356,61 +398,7 @@ class CompiledKernel:
     def bounds_checked(self) -> tuple[tuple[tuple[int, int, int] | None, frozenset[str]], ...]:
         """The bounds-checked versions compiled so far: (block shape, or None for the generic
         code; the arrays they check), in compilation order."""
-        return tuple(dict.fromkeys((block, arrays) for block, arrays, _ in self._checked))
-
-    def checked_for(self, grid: tuple[int, int, int], block: tuple[int, int, int], arrays: frozenset[str]) -> Any:
-        """Machine code for a launch of ``grid`` and ``block`` that bounds-checks every access of
-        ``arrays`` (pointer parameters and shared arrays by IR name): the version ``for_launch``
-        runs (a coarse kernel checks its shared arrays slice by slice, and its own copies of them
-        for the partial coarse block), bounds-checked; compiled on first need."""
-        shape = block if block in self._specialized or self._may_specialize(block) else None
-        guard, kernel = self.select(grid, block) if shape is not None else (None, self.cpu)
-        factor = kernel.coarsen[0] if guard is not None and guard.find(EnoughCoarseBlocks) is not None else 1
-        key = (shape, arrays, factor)
-        compiled = self._checked.get(key)
-        if compiled is not None:
-            return compiled
-        compiled = call_on_big_stack(self._compile_checked, kernel, shape, arrays, factor)
-        self._checked[key] = compiled
-        return compiled
-
-    def _compile_checked(self, kernel: n.Kernel, shape: tuple[int, int, int] | None, arrays: frozenset[str],
-                         factor: int) -> Any:
-        sliced: frozenset[str] = frozenset()
-        if factor > 1:
-            assert shape is not None
-            arrays, sliced = self._coarse_checked(kernel, self._fine(shape), arrays)
-        # Copies of a shared array (Kernel.copies) are checked row by row, as the original.
-        copies = dict(kernel.copies)
-        sliced = sliced | frozenset(copy for copy in copies if copy in arrays)
-        compiled = self._compile(kernel, checked={self.name: arrays}, sliced={self.name: sliced})
-        if factor > 1:  # the copies of the partial coarse block are named after the originals
-            sites = tuple(dataclasses.replace(site, buffer=original_name(site.buffer, self.cpu))
-                          for site in compiled.abi.sites)
-            compiled.abi = dataclasses.replace(compiled.abi, sites=sites)
-        compiled.reported_names = copies  # a copy's faults name the shared array it copies
-        return compiled
-
-    @staticmethod
-    def _coarse_checked(kernel: n.Kernel, fine: n.Kernel, arrays: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
-        """What the checked variant of the coarse ``kernel`` (whose fine version is ``fine``) checks:
-        the pointer parameters of ``arrays``; where ``arrays`` has shared ones, every shared array of
-        the coarse kernel -- the sliced ones (one slice per sub-block) slice by slice."""
-        factor = kernel.coarsen[0]
-        fine_shared = {b.name: b for b in fine.buffers if b.space == "shared"}
-        checked = {name for name in arrays if name not in fine_shared}
-        sliced = set()
-        if any(name in fine_shared for name in arrays):
-            for b in kernel.buffers:
-                if b.space != "shared":
-                    continue
-                checked.add(b.name)
-                original = fine_shared.get(b.name)
-                if (original is not None and original.shape is not None and b.shape is not None
-                        and tuple(b.shape[1:]) == tuple(original.shape)
-                        and isinstance(b.shape[0], n.Const) and int(b.shape[0].value) == factor):
-                    sliced.add(b.name)
-        return frozenset(checked), frozenset(sliced)
+        return tuple(dict.fromkeys(self._checked))
 
     @property
     def coarsened(self) -> dict[tuple[int, int, int], int]:
@@ -495,10 +483,7 @@ class Launch:
         unproven = k._proof(self.grid, self.block, ints).check(self, arrays)
         if k._unbound:
             raise InternalError(f"CPU-form kernel {k.name!r} has a parameter {k._unbound[0]!r} the source does not")
-        if unproven:
-            compiled = k.checked_for(self.grid, self.block, unproven)
-        else:
-            compiled = k.for_launch(self.grid, self.block, arrays)
+        compiled = k.for_launch(self.grid, self.block, arrays, unproven)
         compiled.run(self.grid, self.block, self.shmem, arrays, scalars, threads=k.module.threads)
 
     def __repr__(self) -> str:
@@ -533,15 +518,6 @@ class _Emulated:
 
 
 # --------------------------------------------------------------------------- checks
-
-
-def _apart(arrays: Mapping[str, np.ndarray]) -> Callable[[str, str], bool]:
-    """For the guard ``ArraysApart``: whether two pointer arguments of a launch share no memory."""
-    def apart(a: str, b: str) -> bool:
-        x, y = arrays.get(a), arrays.get(b)
-        return x is not None and y is not None and not np.may_share_memory(x, y)
-
-    return apart
 
 
 def _check_coarsen(coarsen: bool | int) -> bool | int:

@@ -132,11 +132,7 @@ class Proof:
     def of(kernel: CompiledKernel, grid: tuple[int, int, int], block: tuple[int, int, int],
            ints: dict[str, int]) -> Proof:
         cpu = kernel.cpu
-        # A split extern shared array (Buffer.part) is checked by the name of the array it views;
-        # the block function's own copies (Buffer.frame) are read at the indices they were filled at.
-        everything = frozenset([p.name for p in cpu.params if isinstance(p.ptype, PointerType)]
-                               + [b.symbol if b.part is not None else b.name for b in cpu.buffers
-                                  if b.space == "shared" and not b.frame])
+        everything = checkable_arrays(cpu)
         if kernel.gpu is None:
             return Proof(None, everything)
         from polypy.poly.footprint import footprint
@@ -185,6 +181,16 @@ class Proof:
             return self.everything
         proven = {copy for copy, original in self.copies if original in self.modeled and original not in unproven}
         return frozenset(unproven) | (self.everything - self.modeled - proven)
+
+
+def checkable_arrays(cpu: n.Kernel) -> frozenset[str]:
+    """The arrays a launch of CPU-form ``cpu`` may bounds-check (IR names): its pointer parameters
+    and shared arrays. A split extern shared array (``Buffer.part``) is checked by the name of the
+    array it views; the block function's own copies (``Buffer.frame``) are read at the indices
+    they were filled at."""
+    return frozenset([p.name for p in cpu.params if isinstance(p.ptype, PointerType)]
+                     + [b.symbol if b.part is not None else b.name for b in cpu.buffers
+                        if b.space == "shared" and not b.frame])
 
 
 def refuse(launch: Launch, a: ArrayProof, size: int, index: int, kind: str, loc: Any) -> None:

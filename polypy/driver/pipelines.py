@@ -27,7 +27,7 @@ import importlib
 import inspect
 import os
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
@@ -151,6 +151,7 @@ for _name, _target in (
     ("version-coarse-blocks", "polypy.passes.versions:version_coarse_blocks"),
     ("version-arrays-apart", "polypy.passes.versions:version_arrays_apart"),
     ("version-without-default", "polypy.passes.versions:version_without_default"),
+    ("version-bounds-checks", "polypy.passes.versions:version_bounds_checks"),
     # gpu2cpu: GPU form, exact with isl
     ("forward-shared-stores", "gpu2cpu.forward_shared:forward_shared_stores"),
     ("eliminate-dead-shared-stores", "gpu2cpu.forward_shared:eliminate_dead_shared_stores"),
@@ -390,7 +391,8 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
     """A GPU-form module (from ``load``) lowered with ``to_cpu`` and emitted for ``target``:
 
     ``cpu``: the CPU-form ``Module`` (for the JIT); ``cpu-ir``: its text; ``llvm``: optimized
-    LLVM IR text; ``c``/``cpp``: C or C++ with OpenMP -- a whole program (``codegen.c.
+    LLVM IR text (a whole program's kernels as the versions of its C translation, with the
+    function choosing one: ``codegen.llvm.dispatch``); ``c``/``cpp``: C or C++ with OpenMP -- a whole program (``codegen.c.
     emit_program``, C++ only) where ``program`` (default: the module has host code), else the
     kernels with a launcher each. ``threads``/``check_bounds`` as for ``codegen.c``.
     """
@@ -408,28 +410,24 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
         from polypy.ir.printer import print_module
 
         return print_module(cpu)
+    if program is None:
+        program = module.host is not None
+    plans: dict = {}
     if target == "llvm":
         from codegen.llvm import emit_llvm_ir
 
-        return emit_llvm_ir(cpu, optimize=optimize)
-    if program is None:
-        program = module.host is not None
+        # A whole program's kernels: the versions its C translation has, with the same dispatch.
+        made = whole_program_versions(module, kernels, optimize=optimize, plans=plans) \
+            if program and module.host is not None else {}
+        return emit_llvm_ir(cpu, optimize=optimize, versions=[v for v in made.values() if v.versions])
     if program:
         from codegen.c import emit_program
         from codegen.c.module import RUNTIME_INCLUDE, with_runtime
         from polypy.cccl import program_flags
-        from polypy.coarsening import selectable_only
-        from polypy.ir.visitor import walk
-        from polypy.passes.versions import program_block_shapes, program_versions
+        from polypy.passes.versions import program_block_shapes
 
-        # Launches whose block shape is known get a version specialized for it and, where legal
-        # and it pays, one for coarse blocks: the decision the API makes per launch (``coarsen``).
-        plans: dict = {}
-        coarsen = block_coarsener(module, optimize=optimize, decisions=plans) if optimize else None
-        if coarsen is not None and not any(isinstance(x, n.Launch) for k in module.kernels for x in walk(k)):
-            coarsen = selectable_only(coarsen, module.host, plans)  # (a launch from device code: any grid)
         by_name = {k.name: k for k in kernels}
-        versions = program_versions(module.host, by_name, coarsen=coarsen, check_bounds=check_bounds)
+        versions = whole_program_versions(module, kernels, optimize=optimize, check_bounds=check_bounds, plans=plans)
         text = emit_program(module.host, by_name, threads=threads, check_bounds=check_bounds, barriers=decisions,
                             versions=versions, runtime=RUNTIME_INCLUDE)
         # A program using CCCL (Thrust) keeps the whole runtime: CCCL's headers use its names
@@ -445,6 +443,25 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
 
     return emit_kernels(kernels, module.globals, source=module.source, cpp=target == "cpp", threads=threads,
                         check_bounds=check_bounds, barriers=decisions)
+
+
+def whole_program_versions(module: n.Module, kernels: Sequence[n.Kernel], *, optimize: bool = True,
+                           check_bounds: bool = False, plans: dict | None = None) -> dict:
+    """The versions of the CPU-form ``kernels`` of the whole program ``module`` (GPU form, with
+    host code), for either backend (``polypy.passes.versions.program_versions``): launches whose
+    block shape is known get a version specialized for it and, where legal and it pays, one for
+    coarse blocks (the decision the API makes per launch); ``plans`` receives the coarsening
+    decisions per (kernel, shape)."""
+    from polypy.coarsening import selectable_only
+    from polypy.ir.visitor import walk
+    from polypy.passes.versions import program_versions
+
+    assert module.host is not None
+    plans = {} if plans is None else plans
+    coarsen = block_coarsener(module, optimize=optimize, decisions=plans) if optimize else None
+    if coarsen is not None and not any(isinstance(x, n.Launch) for k in module.kernels for x in walk(k)):
+        coarsen = selectable_only(coarsen, module.host, plans)  # (a launch from device code: any grid)
+    return program_versions(module.host, {k.name: k for k in kernels}, coarsen=coarsen, check_bounds=check_bounds)
 
 
 def _unused_runtime(text: str, main: str) -> dict | None:

@@ -114,6 +114,14 @@ class Kernel(Node):
     stage: str = "gpu"
     source_params: tuple[SourceParam, ...] = ()
     coarsen: tuple[int, int, int] = (1, 1, 1)
+    # The bounds-checked version of a kernel (CPU form only; ``version-bounds-checks``,
+    # ``polypy.passes.versions``): every access of the arrays ``bounds_checks`` (pointer parameters,
+    # shared arrays; IR names) is compared with its array's extent first, and the first one
+    # outside it stops the launch, touching nothing there (``codegen.llvm.lower``). Those of
+    # ``checked_slices`` (shared arrays of a coarse kernel with one slice per sub-block) are
+    # checked against their slice. Empty: nothing is checked.
+    bounds_checks: tuple[str, ...] = ()
+    checked_slices: tuple[str, ...] = ()
     # The named source locals that ``forward_scalars`` substituted away, in source order, for
     # the C renderer to name their values again (``codegen.c.readable``). A note, not IR: it
     # takes no part in equality, printing or parsing, and traversals do not visit it.

@@ -78,6 +78,8 @@ class _Parser:
         coarsen = (1, 1, 1)
         if self.toks.accept("coarsen"):
             coarsen = self.coarsening()
+        checks = self.names() if self.toks.accept("checks") else ()
+        sliced = self.names() if self.toks.accept("sliced") else ()
         self.toks.expect("{")
         source_params = []
         buffers = []
@@ -95,7 +97,19 @@ class _Parser:
         body = self.block_body()
         self.toks.expect("}")
         return n.Kernel(name, tuple(params), tuple(buffers), body, stage=stage,
-                        source_params=tuple(source_params), coarsen=coarsen, loc=loc)
+                        source_params=tuple(source_params), coarsen=coarsen, bounds_checks=checks,
+                        checked_slices=sliced, loc=loc)
+
+    def names(self) -> tuple[str, ...]:
+        """``(a, b)`` after ``checks`` or ``sliced``: array names."""
+        self.toks.expect("(")
+        out = []
+        while not self.toks.at(")"):
+            out.append(self.toks.ident())
+            if not self.toks.accept(","):
+                break
+        self.toks.expect(")")
+        return tuple(out)
 
     def coarsening(self) -> tuple[int, int, int]:
         """``(4, 1, 1)`` after ``coarsen``: the factor per dimension."""

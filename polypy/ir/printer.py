@@ -245,6 +245,10 @@ class _Printer:
         stage = " stage cpu" if k.stage == "cpu" else ""
         if k.coarsen != (1, 1, 1):
             stage += " coarsen (" + ", ".join(str(f) for f in k.coarsen) + ")"
+        if k.bounds_checks:
+            stage += " checks (" + ", ".join(k.bounds_checks) + ")"
+        if k.checked_slices:
+            stage += " sliced (" + ", ".join(k.checked_slices) + ")"
         self.emit(0, f"kernel {k.name}({params}){stage} {{", k)
         for sp in k.source_params:
             if sp.members == (("", sp.name),):

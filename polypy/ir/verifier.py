@@ -57,6 +57,15 @@ class _Verifier:
             self.fail(f"unknown stage {k.stage!r}", k)
         if len(k.coarsen) != 3 or min(k.coarsen) < 1 or (k.stage != "cpu" and k.coarsen != (1, 1, 1)):
             self.fail(f"coarsening {k.coarsen!r}: three positive factors, and only in CPU form", k)
+        if (k.bounds_checks or k.checked_slices) and k.stage != "cpu":
+            self.fail("bounds checks only in CPU form", k)
+        arrays = {p.name for p in k.params if isinstance(p.ptype, PointerType)} | \
+            {b.name for b in k.buffers} | {b.symbol for b in k.buffers if b.part is not None}
+        for name in k.bounds_checks + k.checked_slices:
+            if name not in arrays:
+                self.fail(f"bounds checks of {name!r}, which is no array of the kernel", k)
+        if not set(k.checked_slices) <= set(k.bounds_checks):
+            self.fail("checked slices of arrays not bounds-checked", k)
         for p in k.params:
             if isinstance(p.ptype, PointerType):
                 if p.name in self.declared:

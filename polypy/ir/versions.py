@@ -14,6 +14,8 @@ expression (``Condition.expr``) over the launch::
     EnoughCoarseBlocks((4,1,1), 8)  ((u64)gridDim.x + 3) / 4 * (u64)gridDim.y * (u64)gridDim.z
                                         >= 8 * (u64)polypy_workers
     ArraysApart((("out", "in"),))   polypy_rt_apart(out, in)
+    BoundsUnproven(("y",), ("x", "y"))
+                                    polypy_rt_unproven(y) && !polypy_rt_unproven(x)
 
 The C backend prints that expression with its C expression printer (the names of the launcher
 for ``gridDim``, ``blockDim``, the workers and the arguments); Python evaluates the same
@@ -34,6 +36,9 @@ from polypy.ir.types import BOOL, I32, U32, U64
 WORKERS = n.Var("polypy_workers", I32)
 # ``polypy_rt_apart(a, b)``: pointer arguments ``a`` and ``b`` lie in storage apart (polypy's runtime).
 APART = "polypy_rt_apart"
+# ``polypy_rt_unproven(a)``: the launch's accesses of array ``a`` are not proven inside it (the
+# Python API's footprints, ``polypy.driver.launch_checks``).
+UNPROVEN = "polypy_rt_unproven"
 
 
 def _address(name: str) -> n.Var:
@@ -93,9 +98,30 @@ class ArraysApart:
         return "_r"
 
 
-Condition = Union[BlockShapeIs, EnoughCoarseBlocks, ArraysApart]
-# The order of a version's name parts (``b32x8x1_c4x1x1_r``).
-_NAME_ORDER = (BlockShapeIs, EnoughCoarseBlocks, ArraysApart)
+@dataclasses.dataclass(frozen=True)
+class BoundsUnproven:
+    """Some of ``arrays`` (IR names of pointer parameters and shared arrays) are not proven in
+    bounds for the launch, and every other array of ``among`` is: the launch runs a version
+    that bounds-checks ``arrays`` (``Kernel.bounds_checks``)."""
+
+    arrays: tuple[str, ...]
+    among: tuple[str, ...]
+
+    def expr(self) -> n.Expr:
+        some = [n.Call(UNPROVEN, (_address(a),), BOOL) for a in self.arrays]
+        any_of = some[0] if some else n.Const(False, BOOL)
+        for atom in some[1:]:
+            any_of = n.Binary("lor", any_of, atom)
+        rest = [n.Unary("not", n.Call(UNPROVEN, (_address(a),), BOOL)) for a in self.among if a not in self.arrays]
+        return _all([any_of] + rest)
+
+    def suffix(self) -> str:
+        return "_k" + "_".join(self.arrays)
+
+
+Condition = Union[BlockShapeIs, EnoughCoarseBlocks, ArraysApart, BoundsUnproven]
+# The order of a version's name parts (``b32x8x1_c4x1x1_r``, ``b32x8x1_kout``).
+_NAME_ORDER = (BlockShapeIs, EnoughCoarseBlocks, ArraysApart, BoundsUnproven)
 
 
 def _all(atoms: list[n.Expr]) -> n.Expr:
@@ -110,12 +136,14 @@ def _all(atoms: list[n.Expr]) -> n.Expr:
 @dataclasses.dataclass(frozen=True)
 class Facts:
     """What is known about a launch: each field None where unknown. ``apart``: True/False, or a
-    function of two parameter names (whether those arguments lie apart)."""
+    function of two parameter names (whether those arguments lie apart). ``unproven``: the
+    arrays whose accesses the launch's footprints do not prove in bounds (empty: all proven)."""
 
     grid: tuple[int, int, int] | None = None
     block: tuple[int, int, int] | None = None
     workers: int | None = None
     apart: bool | Callable[[str, str], bool] | None = None
+    unproven: frozenset[str] | None = None
 
 
 def known(e: n.Expr, facts: Facts) -> n.Expr:
@@ -131,17 +159,20 @@ def known(e: n.Expr, facts: Facts) -> n.Expr:
     if facts.workers is not None:
         mapping[WORKERS] = n.Const(max(1, facts.workers), I32)
     if facts.apart is not None:
-        for x in _calls(e):
+        for x in _calls(e, APART):
             a, b = (arg.name for arg in x.args)  # type: ignore[attr-defined]
             value = facts.apart if isinstance(facts.apart, bool) else facts.apart(a, b)
             mapping[x] = n.Const(bool(value), BOOL)
+    if facts.unproven is not None:
+        for x in _calls(e, UNPROVEN):
+            mapping[x] = n.Const(x.args[0].name in facts.unproven, BOOL)  # type: ignore[attr-defined]
     return fold_expr(substitute(e, mapping) if mapping else e)
 
 
-def _calls(e: n.Expr) -> Iterator[n.Call]:
+def _calls(e: n.Expr, fn: str) -> Iterator[n.Call]:
     from polypy.ir.visitor import walk
 
-    return (x for x in walk(e) if isinstance(x, n.Call) and x.fn == APART)
+    return (x for x in walk(e) if isinstance(x, n.Call) and x.fn == fn)
 
 
 @dataclasses.dataclass(frozen=True)

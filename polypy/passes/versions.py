@@ -11,14 +11,23 @@ the Python API alike. Starting from a CPU-form kernel as the default::
     version-arrays-apart     before each shape's versions: the same with the written pointers
                              restrict, guarded by "arrays apart" (polypy.passes.apart_twins)
     version-without-default  no default: every launch has one of the shapes (a whole program)
+    version-bounds-checks    before all: (guard && some of A unproven, the version checking A)
+                             for each version not for arrays apart, and the default; per set A
+                             of arrays the caller's launches could not prove in bounds
 
 so that one shape's versions come in the order a launch tries them::
 
-    S && apart && enough -> coarse, restrict      S && apart -> fine, restrict
-    S && enough          -> coarse                S          -> fine
+    S && enough && unproven A -> coarse, checks A    S && unproven A -> fine, checks A
+    S && apart && enough -> coarse, restrict         S && apart -> fine, restrict
+    S && enough          -> coarse                   S          -> fine
+
+A pass run on a value that has bounds-checked versions already leaves those in front, as they
+are (``_around_checks``): a coarse version added later gets its checked one from
+``version-bounds-checks`` again.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Callable, Mapping, Optional, Sequence
 
@@ -26,7 +35,7 @@ from polypy.ir import nodes as n
 from polypy.ir.host import HostProgram, needs_stub
 from polypy.ir.types import PointerType
 from polypy.ir.visitor import walk
-from polypy.ir.versions import ArraysApart, BlockShapeIs, EnoughCoarseBlocks, Guard, KernelVersions
+from polypy.ir.versions import ArraysApart, BlockShapeIs, BoundsUnproven, EnoughCoarseBlocks, Guard, KernelVersions
 from polypy.launch import MAX_BLOCK, MAX_THREADS_PER_BLOCK, check_block_shape
 from polypy.passes.apart_twins import apart_twin, restricted, with_restrict, written_pointers
 from polypy.passes.pipeline import Pass, run_pipeline
@@ -63,11 +72,29 @@ def version_block_shapes(versions: KernelVersions, *, shapes: Sequence[BlockShap
     return versions.replace(versions=versions.versions + tuple(added))
 
 
+def _around_checks(run: Callable[[KernelVersions], KernelVersions], versions: KernelVersions) -> KernelVersions:
+    """``run`` on ``versions`` without their bounds-checked versions, those put back in front."""
+    checked = tuple((g, k) for g, k in versions.versions if g.find(BoundsUnproven) is not None)
+    if not checked:
+        return run(versions)
+    rest = versions.replace(versions=versions.versions[len(checked):])
+    if any(g.find(BoundsUnproven) is not None for g, _ in rest.versions):
+        from polypy.errors import InternalError
+
+        raise InternalError(f"kernel {versions.name!r}: bounds-checked versions after unchecked ones")
+    done = run(rest)
+    return versions if done is rest else done.replace(versions=checked + done.versions)
+
+
 def version_coarse_blocks(versions: KernelVersions, *, coarsen: Coarsener | None = None) -> KernelVersions:
     """Before each block-shape version, its version for coarse blocks where ``coarsen`` gives one,
     guarded by "the grid has enough coarse blocks" (``polypy.coarsening``); a twin for arrays
     apart gets the coarse kernel with its restrict pointers. Shapes that have coarse versions
     already are left alone."""
+    return _around_checks(functools.partial(_coarse_blocks, coarsen=coarsen), versions)
+
+
+def _coarse_blocks(versions: KernelVersions, *, coarsen: Coarsener | None) -> KernelVersions:
     kernel = versions.default
     if coarsen is None or kernel is None:
         return versions
@@ -146,6 +173,66 @@ def version_without_default(versions: KernelVersions) -> KernelVersions:
     if versions.default is None or not versions.versions:
         return versions
     return versions.replace(default=None)
+
+
+def version_bounds_checks(versions: KernelVersions, *, arrays: Sequence[str] = (),
+                          among: Sequence[str] = ()) -> KernelVersions:
+    """Before all versions, for launches where some of ``arrays`` (pointer parameters, shared
+    arrays; IR names) are not proven in bounds and the rest of ``among`` are
+    (``BoundsUnproven``): the bounds-checked kernel of each version not for arrays apart (whose
+    guard the checked one extends), and of the default. A coarse kernel checks the shared arrays
+    it holds one slice of per sub-block slice by slice (``checked_kernel``). Bounds-checked
+    versions made already stay, in their order, with those of each new version added."""
+    if not arrays:
+        return versions
+    condition = BoundsUnproven(tuple(sorted(set(arrays))), tuple(sorted(set(among) | set(arrays))))
+    made = {g: k for g, k in versions.versions if g.find(BoundsUnproven) is not None}
+    rest = versions.versions[len(made):]
+    conditions = list(dict.fromkeys(g.find(BoundsUnproven) for g in made)) + [condition]
+    fine = {_shape_of(g): k for g, k in rest if _shape_of(g) is not None}
+    out: list[tuple[Guard, n.Kernel]] = []
+    for c in dict.fromkeys(conditions):
+        plain = [(g, k) for g, k in rest if g.find(ArraysApart) is None]
+        plain += [(Guard(), versions.default)] if versions.default is not None else []
+        for g, k in plain:
+            guard = g.and_(c)  # type: ignore[arg-type]
+            shape = g.find(BlockShapeIs)
+            found = made.get(guard)
+            out.append((guard, found if found is not None else
+                        checked_kernel(k, c.arrays, fine.get(shape.shape) if shape is not None else None)))  # type: ignore
+    if len(out) == len(made):
+        return versions
+    return versions.replace(versions=tuple(out) + rest)
+
+
+def checked_kernel(kernel: n.Kernel, arrays: Sequence[str], fine: n.Kernel | None = None) -> n.Kernel:
+    """``kernel`` bounds-checking every access of ``arrays`` (``Kernel.bounds_checks``; names it
+    does not have are left out). A coarse kernel (``fine``: its version for one block) checks the
+    pointer parameters of ``arrays``, and where ``arrays`` has shared ones, every shared array of
+    its own: those holding one slice per sub-block (a leading dimension of the factor over the
+    fine array's shape) slice by slice. Copies of a shared array (``Kernel.copies``) are checked
+    slice by slice, as the original."""
+    checks = set(arrays)
+    sliced: set[str] = set()
+    if kernel.coarsen != (1, 1, 1) and fine is not None:
+        factor = kernel.coarsen[0]
+        fine_shared = {b.name: b for b in fine.buffers if b.space == "shared"}
+        checks = {name for name in arrays if name not in fine_shared}
+        if any(name in fine_shared for name in arrays):
+            for b in kernel.buffers:
+                if b.space != "shared":
+                    continue
+                checks.add(b.name)
+                original = fine_shared.get(b.name)
+                if (original is not None and original.shape is not None and b.shape is not None
+                        and tuple(b.shape[1:]) == tuple(original.shape)
+                        and isinstance(b.shape[0], n.Const) and int(b.shape[0].value) == factor):
+                    sliced.add(b.name)
+    sliced |= {copy for copy, _ in kernel.copies if copy in checks}
+    own = {p.name for p in kernel.params if isinstance(p.ptype, PointerType)} | \
+        {b.name for b in kernel.buffers} | {b.symbol for b in kernel.buffers if b.part is not None}
+    checks &= own  # type: ignore[operator]
+    return dataclasses.replace(kernel, bounds_checks=tuple(sorted(checks)), checked_slices=tuple(sorted(sliced & checks)))
 
 
 def version_passes(*, shapes: Sequence[BlockShape] = (), coarsen: Coarsener | None = None,
