@@ -28,6 +28,8 @@ import clang.cindex as ci
 
 from polypy.errors import UserError
 
+from frontend.clang_setup import preorder
+
 CK = ci.CursorKind
 TK = ci.TypeKind
 PREFIX = "__base"
@@ -85,7 +87,7 @@ def learn(fn: ci.Cursor) -> None:
         if key in visited:
             continue
         visited.add(key)
-        for c in f.walk_preorder():
+        for c in preorder(f):
             ref = c.referenced if c.kind in (CK.CALL_EXPR, CK.MEMBER_REF_EXPR, CK.DECL_REF_EXPR) else None
             if ref is not None and ref.kind in (CK.FUNCTION_DECL, CK.CXX_METHOD, CK.CONSTRUCTOR, CK.DESTRUCTOR,
                                                 CK.CONVERSION_FUNCTION):

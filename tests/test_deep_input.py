@@ -962,7 +962,7 @@ def test_long_host_expressions_are_walked_in_linear_work(tmp_path, monkeypatch) 
     (small, _), (large, facts) = held(600), held(1_200)
     assert large < 2.4 * small, (small, large)  # quadratic: about 4 times
     # The facts still answer: the launch's block is the local dim3(8), the copies are decided.
-    from frontend.module import parse_file
+    from frontend.parse import parse_file
 
     module = call_on_big_stack(parse_file, str(tmp_path / "host1200.cu"))
     assert [s.block_shape for s in module.host.launches] == [(8, 1, 1)], module.host.launches

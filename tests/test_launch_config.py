@@ -17,7 +17,7 @@ import pytest
 
 from c_support import need_compiler
 from codegen.c import find_compiler
-from frontend.module import parse_file
+from frontend.parse import parse_file
 from polypy.driver.cli import main
 from samples.spec import all_programs
 

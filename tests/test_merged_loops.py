@@ -156,7 +156,7 @@ def test_merged_loops_give_the_results_of_cuda_s_sequential_host(tmp_path, threa
 
 
 def _decisions(tmp_path, body: str) -> list[tuple[bool, str]]:
-    from frontend.module import parse_file
+    from frontend.parse import parse_file
 
     src = tmp_path / "loop.cu"
     src.write_text("#include <cuda_runtime.h>\n#include <cstdio>\n"

@@ -152,7 +152,7 @@ def _check_mixed(p: np.ndarray, q: np.ndarray, out: np.ndarray) -> None:
 
 
 def _mixed_kernel(tmp_path: pathlib.Path):
-    from frontend.module import parse_file
+    from frontend.parse import parse_file
     from polypy.driver.pipelines import GPU_PIPELINE
     from polypy.passes import run_pipeline
 
@@ -275,7 +275,7 @@ def test_pointers_declared_without_initializer_take_their_buffer_from_the_first_
 
         polypy.compile(str(src)).k[5, 4](boxes, v, out, 5)
     else:
-        from frontend.module import parse_file
+        from frontend.parse import parse_file
         from polypy.driver.pipelines import GPU_PIPELINE
         from polypy.emulator import emulate
         from polypy.passes import run_pipeline
@@ -373,7 +373,7 @@ def test_module_records_through_the_api_share_one_storage(backend: str, tmp_path
 
 
 def test_views_of_a_module_record_print_and_parse_back(tmp_path: pathlib.Path) -> None:
-    from frontend.module import parse_file
+    from frontend.parse import parse_file
     from polypy.ir import parse_module, print_module
 
     src = tmp_path / "records.cu"
