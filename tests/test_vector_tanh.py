@@ -66,7 +66,8 @@ def _run(x: np.ndarray, backend: str) -> np.ndarray:
 @pytest.mark.parametrize("backend", ["c", "llvm"])
 def test_tanhf_is_accurate_with_the_special_values_right(backend):
     """Within half an ulp and a little (evaluated in double; all 2^32 arguments were checked by
-    bench/math_exhaustive.py: 0.5000001); CUDA documents 2 ulp. +-inf gives +-1, -0 stays -0,
+    ``python -m bench.math_exhaustive tanhf``: at most 0.5000, each the float nearest glibc's double
+    tanh); CUDA documents 2 ulp, glibc's tanhf is off by up to 2.19. +-inf gives +-1, -0 stays -0,
     subnormals come back unchanged, NaN gives a NaN."""
     x = _inputs()
     y = _run(x, backend)
@@ -245,3 +246,27 @@ def test_llvm_vectorizes_the_loop_over_tanhf():
     assert "@tanhf" not in optimized
     assert re.search(r"fdiv <\d+ x double>", optimized)
     assert re.search(r"@llvm\.rint\.v\d+f64", optimized)
+
+
+def test_the_prelude_functions_are_inlined_into_a_kernel_that_calls_them_often(tmp_path):
+    """GCC's heuristics leave a function called many times out of line (a scalar call: the loop
+    around it cannot vectorize), as it did in the translation of PyTorch's LLTM extension: the
+    prelude's written-out functions are always inlined. A kernel with 72 calls: none left."""
+    from codegen.c import emit_kernels
+    from polypy.driver.pipelines import to_cpu
+
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not on this machine")
+    body = "\n".join(f"        y[{i} * n + i] = tanhf(x[i] + {i}.0f) * expf(x[i] - {i}.0f) + (float)exp((double)x[i] * {i});"
+                     for i in range(24))
+    many = ("__global__ void many(const float* x, float* y, int n)\n{\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) {\n" + body + "\n    }\n}\n")
+    text = emit_kernels([to_cpu(load(None, text=many).kernel("many"))])
+    assert text.count("polypy_tanhf(x[") >= 24
+    source = tmp_path / "many.c"
+    source.write_text(text)
+    done = subprocess.run([gcc, "-std=gnu99", "-O3", "-march=x86-64-v3", "-fopenmp", "-fno-math-errno", "-ffp-contract=off",
+                           "-S", str(source), "-o", "-"], capture_output=True, text=True, check=True)
+    calls = re.findall(r"call\s+\S*(polypy_\w+)", done.stdout)
+    assert not [c for c in calls if c in ("polypy_tanhf", "polypy_expf", "polypy_exp")], calls

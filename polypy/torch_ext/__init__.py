@@ -28,9 +28,15 @@ from typing import Any, Sequence
 
 from polypy.errors import UserError
 
-# Flags of every source: OpenMP for the translated kernels' launchers, -O3 as polypy translate's
-# programs are built.
-CFLAGS = ("-O3", "-fopenmp")
+# Flags of every source: OpenMP for the translated kernels' launchers; -O3 -march=native as polypy
+# translate's programs and the C backend's libraries are built (the extension is built where it
+# runs): the kernels' thread loops vectorize with the machine's vectors, and the prelude's exp and
+# tanh need SSE4.1's rounding to vectorize at all. -ffp-contract=off so that -march=native fuses no
+# a * b + c in the extension's own C++ (the translated file says so itself: c_fp_contract.h.j2),
+# and -mno-f16c so that c10::Half converts in software as in a default build (F16C's instructions
+# keep a NaN's sign and payload where c10's code writes 0x7E00): the user's C++ computes what it
+# computes built without them.
+CFLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-mno-f16c", "-fopenmp")
 LDFLAGS = ("-fopenmp",)
 
 
