@@ -21,8 +21,10 @@ inside functions only.
 """
 from __future__ import annotations
 
+import functools
 import os
 import pathlib
+import subprocess
 import sys
 from typing import Any, Sequence
 
@@ -38,6 +40,24 @@ from polypy.errors import UserError
 # computes built without them.
 CFLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-mno-f16c", "-fopenmp")
 LDFLAGS = ("-fopenmp",)
+# GCC vectorizes a loop whose accesses may overlap only behind run-time overlap checks, at most
+# 10 of them by default. A kernel over several PyTorch accessors needs more (the classic LLTM's
+# elementwise kernels: 30, among 7 to 9 data pointers with run-time strides), and its thread
+# loop stayed scalar; the checks cost a few comparisons per block. Not a language option, so
+# not for other compilers.
+GCC_CFLAGS = ("--param=vect-max-version-for-alias-checks=64",)
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_flags() -> tuple[str, ...]:
+    """``CFLAGS``, and ``GCC_CFLAGS`` where PyTorch's compiler (``$CXX``, else ``c++``) is GCC."""
+    try:
+        done = subprocess.run([os.environ.get("CXX", "c++"), "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return CFLAGS
+    first = done.stdout.splitlines()[0] if done.stdout else ""
+    gcc = "Free Software Foundation" in done.stdout and "clang" not in first.lower()
+    return CFLAGS + (GCC_CFLAGS if gcc else ())
 
 
 def _cpp_extension() -> Any:
@@ -60,7 +80,7 @@ def _flags(extra_cflags: Sequence[str] | None, extra_include_paths: Sequence[str
     from polypy.torch_ext.translate import POLICY_HEADER, RUNTIME_HEADERS, TORCH_HEADERS
 
     return {
-        "extra_cflags": [*CFLAGS, "-include", str(POLICY_HEADER), *(extra_cflags or ())],
+        "extra_cflags": [*_compiler_flags(), "-include", str(POLICY_HEADER), *(extra_cflags or ())],
         "extra_include_paths": [str(TORCH_HEADERS), str(RUNTIME_HEADERS), *(extra_include_paths or ())],
     }
 
