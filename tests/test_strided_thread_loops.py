@@ -112,3 +112,85 @@ def test_polypy_torch_lets_gcc_make_the_overlap_checks_such_a_loop_needs(tmp_pat
 
     assert vectorized(*GCC_CFLAGS)
     assert not vectorized()
+
+
+# Its backward kernel: nine strided arrays, and d_elu's choice `e - 1 < 0 ? e : 0` between floats.
+BACKWARD = r"""
+__device__ __forceinline__ float sigmoid(float z) { return 1.0 / (1.0 + exp(-z)); }
+__device__ __forceinline__ float d_sigmoid(float z) { const auto s = sigmoid(z); return (1.0 - s) * s; }
+__device__ __forceinline__ float d_tanh(float z) { const auto t = tanh(z); return 1 - (t * t); }
+__device__ __forceinline__ float d_elu(float z) {
+    const auto e = exp(z);
+    const auto d_relu = z < 0.0 ? 0.0 : 1.0;
+    return d_relu + (((e - 1.0) < 0.0) ? e : 0.0);
+}
+__global__ void backward(float* d_old, long a0, long a1, float* d_gates, long b0, long b1, long b2,
+                         const float* grad_h, long c0, long c1, const float* grad_cell, long e0, long e1,
+                         const float* new_cell, long f0, long f1, const float* ig, long g0, long g1,
+                         const float* og, long h0, long h1, const float* cand, long i0, long i1,
+                         const float* gates, long j0, long j1, long j2, int state)
+{
+    const int n = blockIdx.y;
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < state) {
+        const auto d_output_gate = tanh(new_cell[f0 * n + f1 * c]) * grad_h[c0 * n + c1 * c];
+        const auto d_tanh_new_cell = og[h0 * n + h1 * c] * grad_h[c0 * n + c1 * c];
+        const auto d_new_cell = d_tanh(new_cell[f0 * n + f1 * c]) * d_tanh_new_cell + grad_cell[e0 * n + e1 * c];
+        d_old[a0 * n + a1 * c] = d_new_cell;
+        d_gates[b0 * n + b2 * c] = cand[i0 * n + i1 * c] * d_new_cell * d_sigmoid(gates[j0 * n + j2 * c]);
+        d_gates[b0 * n + b1 + b2 * c] = d_output_gate * d_sigmoid(gates[j0 * n + j1 + j2 * c]);
+        d_gates[b0 * n + 2 * b1 + b2 * c] = ig[g0 * n + g1 * c] * d_new_cell * d_elu(gates[j0 * n + 2 * j1 + j2 * c]);
+    }
+}
+"""
+
+
+def test_polypy_torch_lets_gcc_vectorize_the_lltm_backward(tmp_path):
+    """With ``polypy.torch``'s flags (no floating-point traps, as in CUDA; more overlap checks) GCC
+    vectorizes the LLTM backward's thread loop; without -fno-trapping-math the choice in d_elu
+    stays a branch and the loop scalar."""
+    from codegen.c import emit_kernels
+    from polypy.driver.pipelines import to_cpu
+    from polypy.torch_ext import CFLAGS, GCC_CFLAGS
+
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not on this machine (-fopt-info-vec is GCC's)")
+    assert "-fno-trapping-math" in CFLAGS
+    text = emit_kernels([to_cpu(load(None, text=BACKWARD).kernel("backward"))])
+    source = tmp_path / "backward.c"
+    source.write_text(text)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"\s*for \(unsigned int tx = 0u; tx < tx_hi;", line))
+
+    def vectorized(*flags: str) -> bool:
+        done = subprocess.run([gcc, "-std=gnu99", "-O3", "-march=x86-64-v3", "-fopenmp", "-fno-math-errno",
+                               "-ffp-contract=off", *flags, "-fopt-info-vec-optimized", "-c", str(source), "-o",
+                               str(tmp_path / "backward.o")], capture_output=True, text=True, check=True)
+        done_lines = {int(m.group(1)) for m in re.finditer(r":(\d+):\d+: optimized: loop vectorized", done.stderr)}
+        return any(start < line <= start + 4 for line in done_lines)
+
+    assert vectorized("-fno-trapping-math", *GCC_CFLAGS)
+    assert not vectorized(*GCC_CFLAGS)
+
+
+@pytest.mark.parametrize("layout", ["rows", "every second"])
+def test_the_lltm_backward_matches_the_emulator(layout):
+    """The same kernel through the C backend and the emulator, with strides, gates where exp is
+    near 1 and both arms of d_elu's choice."""
+    batch, state = 2, 200
+    rng = np.random.default_rng(11)
+    step = 1 if layout == "rows" else 2
+    arrays = {name: rng.standard_normal(batch * state * 3 * step).astype(np.float32)
+              for name in ("grad_h", "grad_cell", "new_cell", "ig", "og", "cand", "gates")}
+    arrays["gates"][:6] = (0.0, -0.0, 1e-8, -1e-8, 30.0, -30.0)
+    args: dict = {"d_old": np.zeros(batch * state * step, np.float32), "a0": state * step, "a1": step,
+                  "d_gates": np.zeros(batch * 3 * state * step, np.float32), "b0": 3 * state * step,
+                  "b1": state * step, "b2": step}
+    two = {"grad_h": "c", "grad_cell": "e", "new_cell": "f", "ig": "g", "og": "h", "cand": "i"}
+    for name, letter in two.items():
+        args[name] = arrays[name]
+        args[f"{letter}0"], args[f"{letter}1"] = state * step, step
+    args.update({"gates": arrays["gates"], "j0": 3 * state * step, "j1": state * step, "j2": step, "state": state})
+    assert_same_as_emulator(load(None, text=BACKWARD).kernel("backward"), ((state + 127) // 128, batch), 128, args,
+                            rtol=1e-6, atol=1e-6)

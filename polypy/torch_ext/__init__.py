@@ -37,8 +37,12 @@ from polypy.errors import UserError
 # a * b + c in the extension's own C++ (the translated file says so itself: c_fp_contract.h.j2),
 # and -mno-f16c so that c10::Half converts in software as in a default build (F16C's instructions
 # keep a NaN's sign and payload where c10's code writes 0x7E00): the user's C++ computes what it
-# computes built without them.
-CFLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-mno-f16c", "-fopenmp")
+# computes built without them. -fno-trapping-math: CUDA has no floating-point traps, and GCC then
+# vectorizes a choice between floating-point values made by a comparison (the LLTM backward's
+# `e - 1 < 0 ? e : 0`), which it leaves as a branch otherwise; every value stays the same (no
+# -ffast-math: rounding, NaN, infinities and signed zeros as written), only the floating-point
+# exception flags of <fenv.h> may differ.
+CFLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-trapping-math", "-mno-f16c", "-fopenmp")
 LDFLAGS = ("-fopenmp",)
 # GCC vectorizes a loop whose accesses may overlap only behind run-time overlap checks, at most
 # 10 of them by default. A kernel over several PyTorch accessors needs more (the classic LLTM's
