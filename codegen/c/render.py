@@ -11,7 +11,8 @@ C semantics are exact for every IR operation the IR defines:
   (GCC and Clang define it so) are C's own; ``%`` on floating values is ``fmod``;
 * signed ``int``/``long long`` overflow is left as in the CUDA source (undefined in C and CUDA);
 * math functions by precision (``expf`` for f32, ``exp`` for f64; ``rsqrt`` is ``1/sqrt``;
-  ``exp`` is the prelude's ``polypy_expf``/``polypy_exp``, which vectorize);
+  ``exp`` is the prelude's ``polypy_expf``/``polypy_exp`` and f32 ``tanh`` its ``polypy_tanhf``,
+  which vectorize);
   f32 arithmetic stays in ``float`` (no ``-ffast-math``).
 
 Buffers are addressed according to a ``Layout``: pointer parameters take one index; arrays with
@@ -55,6 +56,7 @@ MATH: dict[str, tuple[str, str]] = {
     "fmin": ("polypy_fminf", "polypy_fmin"),
     "fmax": ("polypy_fmaxf", "polypy_fmax"),
     "exp": ("polypy_expf", "polypy_exp"),  # vectorizable (see the prelude)
+    "tanh": ("polypy_tanhf", "tanh"),  # f32 vectorizable (see the prelude); f64 libm's
     "exp10": ("polypy_exp10f", "polypy_exp10"),
     "rsqrt": ("(1.0f / sqrtf({}))", "(1.0 / sqrt({}))"),
     "saturate": ("polypy_saturatef", "polypy_saturate"),

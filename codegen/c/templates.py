@@ -41,4 +41,5 @@ def prelude() -> str:
         exp_size=m.EXP_TABLE_SIZE, exp_inv_size=repr(1.0 / m.EXP_TABLE_SIZE), exp_k_offset=repr(m.EXP_K_OFFSET),
         exp_shifter=repr(m.EXP_SHIFTER), exp_inv_step=repr(m.EXP_INV_STEP), exp_step_hi=repr(m.EXP_STEP_HI),
         exp_step_lo=repr(m.EXP_STEP_LO), exp_clamp=f"0x{m.EXP_CLAMP_BITS:016x}ull",
-        exp_q=[repr(c) for c in reversed(m.EXP_Q)])
+        exp_q=[repr(c) for c in reversed(m.EXP_Q)], tanhf_clamp=f"0x{m.TANHF_CLAMP_BITS:08x}u",
+        tanhf_q=[repr(c) for c in reversed(m.TANHF_Q)])

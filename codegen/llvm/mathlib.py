@@ -5,8 +5,8 @@ type of the first argument, and returns the result. Where an LLVM intrinsic has 
 meaning it is used (``llvm.sqrt``, ``llvm.minnum`` for ``fmin``, ``llvm.round`` for C's
 round-half-away ``round``...): the optimizer understands intrinsics (constant folding,
 vectorization of the exact ones). ``exp`` is written out inline (``_exp``) so that it
-vectorizes. Everything else calls libm by its C name (``tanhf`` for f32,
-``tanh`` for f64); the JIT resolves those in the process, where libm is loaded.
+vectorizes, and so is f32 ``tanh`` (``_tanhf``). Everything else calls libm by its C name (``sinhf``
+for f32, ``sinh`` for f64); the JIT resolves those in the process, where libm is loaded.
 
 No fast-math flags anywhere: results are the IEEE/libm results a C compiler gives at ``-O3``
 without ``-ffast-math``.
@@ -20,7 +20,7 @@ from llvmlite import ir
 from codegen.llvm.types import F32, F64, I1, I32, I64, int_type_of_width, value_type
 from polypy.ir.mathfns import (EXP_CLAMP_BITS, EXP_INV_STEP, EXP_K_OFFSET, EXP_Q, EXP_SHIFTER, EXP_STEP_HI,
                                EXP_STEP_LO, EXP_TABLE_HI, EXP_TABLE_LO, EXP_TABLE_SIZE, EXPF_CLAMP_BITS, EXPF_LN2,
-                               EXPF_LOG2E, EXPF_TAYLOR)
+                               EXPF_LOG2E, EXPF_TAYLOR, TANHF_CLAMP_BITS, TANHF_Q)
 from polypy.ir.types import ScalarType
 
 
@@ -200,6 +200,32 @@ def _exp(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
     return _expf(cx, args[0]) if ty.name == "f32" else _exp_f64(cx, args[0])
 
 
+def _tanhf(cx: MathContext, x: ir.Value) -> ir.Value:
+    """The C prelude's ``polypy_tanhf``, operation for operation (``polypy.ir.mathfns``, ``TANHF_*``)."""
+    b = cx.builder
+    bits = b.bitcast(x, I32)
+    magnitude = b.and_(bits, ir.Constant(I32, 0x7FFFFFFF))
+    r = b.fmul(ir.Constant(F64, 2.0), b.fpext(b.bitcast(_bits_min(b, magnitude, TANHF_CLAMP_BITS), F32), F64))
+    k = b.call(cx.declare("llvm.rint.f64", F64, [F64]), [b.fmul(r, ir.Constant(F64, EXPF_LOG2E))])
+    exponent = b.add(b.fptosi(k, I32), ir.Constant(I32, 1023))  # 0 <= k <= 29
+    scale = b.bitcast(b.shl(b.zext(exponent, I64), ir.Constant(I64, 52)), F64)
+    t = b.fsub(r, b.fmul(k, ir.Constant(F64, EXPF_LN2)))
+    coefficients = list(reversed(TANHF_Q))
+    q: ir.Value = ir.Constant(F64, coefficients[0])
+    for c in coefficients[1:]:
+        q = b.fadd(ir.Constant(F64, c), b.fmul(t, q))
+    expm1 = b.fadd(b.fmul(b.fadd(t, b.fmul(b.fmul(t, t), q)), scale), b.fsub(scale, ir.Constant(F64, 1.0)))
+    y = b.fptrunc(b.fdiv(expm1, b.fadd(expm1, ir.Constant(F64, 2.0))), F32)
+    signed = b.bitcast(b.or_(b.bitcast(y, I32), b.and_(bits, ir.Constant(I32, 0x80000000))), F32)
+    return _or_nan(b, signed, magnitude, 0x7F800000, 0x7FC00000)
+
+
+def _tanh(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
+    """f32: ``polypy_tanhf`` inline, as the C prelude writes it (it vectorizes; the same bits as
+    the C backend); f64: libm's ``tanh``."""
+    return _tanhf(cx, args[0]) if ty.name == "f32" else _libm("tanh")(cx, args, ty)
+
+
 def _int_minmax(which: str) -> Emit:
     def emit(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
         t = value_type(ty)
@@ -245,7 +271,7 @@ MATH_EMITTERS: dict[str, Emit] = {
     "atan": _libm("atan"),
     "sinh": _libm("sinh"),
     "cosh": _libm("cosh"),
-    "tanh": _libm("tanh"),
+    "tanh": _tanh,
     "asinh": _libm("asinh"),
     "acosh": _libm("acosh"),
     "atanh": _libm("atanh"),

@@ -21,17 +21,47 @@ inside functions only.
 """
 from __future__ import annotations
 
+import functools
 import os
 import pathlib
+import subprocess
 import sys
 from typing import Any, Sequence
 
 from polypy.errors import UserError
 
-# Flags of every source: OpenMP for the translated kernels' launchers, -O3 as polypy translate's
-# programs are built.
-CFLAGS = ("-O3", "-fopenmp")
+# Flags of every source: OpenMP for the translated kernels' launchers; -O3 -march=native as polypy
+# translate's programs and the C backend's libraries are built (the extension is built where it
+# runs): the kernels' thread loops vectorize with the machine's vectors, and the prelude's exp and
+# tanh need SSE4.1's rounding to vectorize at all. -ffp-contract=off so that -march=native fuses no
+# a * b + c in the extension's own C++ (the translated file says so itself: c_fp_contract.h.j2),
+# and -mno-f16c so that c10::Half converts in software as in a default build (F16C's instructions
+# keep a NaN's sign and payload where c10's code writes 0x7E00): the user's C++ computes what it
+# computes built without them. -fno-trapping-math: CUDA has no floating-point traps, and GCC then
+# vectorizes a choice between floating-point values made by a comparison (the LLTM backward's
+# `e - 1 < 0 ? e : 0`), which it leaves as a branch otherwise; every value stays the same (no
+# -ffast-math: rounding, NaN, infinities and signed zeros as written), only the floating-point
+# exception flags of <fenv.h> may differ.
+CFLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-trapping-math", "-mno-f16c", "-fopenmp")
 LDFLAGS = ("-fopenmp",)
+# GCC vectorizes a loop whose accesses may overlap only behind run-time overlap checks, at most
+# 10 of them by default. A kernel over several PyTorch accessors needs more (the classic LLTM's
+# elementwise kernels: 30, among 7 to 9 data pointers with run-time strides), and its thread
+# loop stayed scalar; the checks cost a few comparisons per block. Not a language option, so
+# not for other compilers.
+GCC_CFLAGS = ("--param=vect-max-version-for-alias-checks=64",)
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_flags() -> tuple[str, ...]:
+    """``CFLAGS``, and ``GCC_CFLAGS`` where PyTorch's compiler (``$CXX``, else ``c++``) is GCC."""
+    try:
+        done = subprocess.run([os.environ.get("CXX", "c++"), "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return CFLAGS
+    first = done.stdout.splitlines()[0] if done.stdout else ""
+    gcc = "Free Software Foundation" in done.stdout and "clang" not in first.lower()
+    return CFLAGS + (GCC_CFLAGS if gcc else ())
 
 
 def _cpp_extension() -> Any:
@@ -54,7 +84,7 @@ def _flags(extra_cflags: Sequence[str] | None, extra_include_paths: Sequence[str
     from polypy.torch_ext.translate import POLICY_HEADER, RUNTIME_HEADERS, TORCH_HEADERS
 
     return {
-        "extra_cflags": [*CFLAGS, "-include", str(POLICY_HEADER), *(extra_cflags or ())],
+        "extra_cflags": [*_compiler_flags(), "-include", str(POLICY_HEADER), *(extra_cflags or ())],
         "extra_include_paths": [str(TORCH_HEADERS), str(RUNTIME_HEADERS), *(extra_include_paths or ())],
     }
 
