@@ -398,7 +398,7 @@ def block_range_code(kernel: Any, grid: tuple[int, int, int], block: tuple[int, 
     them by: coarse blocks where the launch's code is coarsened and ``r`` starts and ends at
     coarse-block boundaries, else the code for single blocks; with ``checked``, the code that
     bounds-checks the accesses of those arrays (coarsened like the launch's)."""
-    compiled = kernel.checked_for(grid, block, checked) if checked else kernel.for_launch(grid, block)
+    compiled = kernel.for_launch(grid, block, unproven=checked) if checked else kernel.for_launch(grid, block)
     f = compiled.abi.coarsen
     d = r.dim
     if r.lo % f[d] or (r.hi % f[d] and r.hi != grid[d]):

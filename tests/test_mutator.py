@@ -319,6 +319,7 @@ def test_every_registered_pass_with_nothing_to_do_returns_its_input(name):
             cpu = _run_twice(p, cpu, exercised)
         for k in (kernel, gpu, cpu):  # frontend output, GPU form, CPU form
             _check_no_op_mutators(k)
+        _run_twice(pl.make_pass("guard-early-returns"), kernel, exercised)  # the frontend ran it already
         for p in pl.before_ad_pipeline() + pl.after_ad_pipeline():
             _run_twice(p, gpu, exercised)
         lowered = _run_twice(pl.make_pass("serialize-threads"), gpu, exercised)
@@ -344,6 +345,7 @@ def _check_version_passes(cpu, block, exercised: set[str]) -> None:
     """The passes that make a kernel's versions (``KernelVersions -> KernelVersions``): with nothing
     to do (no shapes, no coarsener, nothing more to add) each returns its input object."""
     from polypy.driver import pipelines as pl
+    from polypy.ir.types import PointerType
     from polypy.ir.versions import KernelVersions
 
     alone = KernelVersions(cpu)
@@ -358,5 +360,12 @@ def _check_version_passes(cpu, block, exercised: set[str]) -> None:
     assert pl.make_pass("version-arrays-apart").run(twins) is twins  # twins made already (or none pay)
     no_default = pl.make_pass("version-without-default").run(shaped)
     assert no_default.default is None and pl.make_pass("version-without-default").run(no_default) is no_default
+    assert pl.make_pass("version-bounds-checks").run(shaped) is shaped  # no arrays unproven
+    pointers = [p.name for p in cpu.params if isinstance(p.ptype, PointerType)]
+    if pointers:
+        checked = pl.make_pass("version-bounds-checks", arrays=pointers[:1], among=pointers).run(shaped)
+        assert len(checked.versions) > len(shaped.versions)
+        again = pl.make_pass("version-bounds-checks", arrays=pointers[:1], among=pointers).run(checked)
+        assert again is checked  # those checked versions are made
     exercised.update(("version-block-shapes", "version-coarse-blocks", "version-arrays-apart",
-                      "version-without-default"))
+                      "version-without-default", "version-bounds-checks"))

@@ -97,8 +97,10 @@ def _record_of(t: ci.Type) -> ci.Type | None:
 def converted(b: KernelBuilder, v, source: ci.Cursor, c: ci.Cursor):
     """Value ``v`` of expression ``source`` converted to ``c``'s type: a derived object (or a
     pointer to one) as its base subobject; anything else unchanged."""
-    from frontend.values import Aggregate, AggLV, RecLV, VarAddress
+    from frontend.values import Accessor, Aggregate, AggLV, RecLV, VarAddress
 
+    if isinstance(v, Accessor):  # PyTorch's accessors: their base's members are the accessor's (frontend.lower.accessors)
+        return v
     target = _record_of(c.type)
     if target is None or _record_of(source.type) is None or \
             tm.is_pointer(tm.strip_reference(c.type)) != tm.is_pointer(tm.strip_reference(source.type)):
