@@ -69,10 +69,7 @@ class _ExactIndices(Mutator):
       ``x[(i32)(blockIdx.x * blockDim.x + tx) * 4 + 1]``, is computed in i64:
       ``x[(i64)(blockIdx.x * blockDim.x) * 4l + 1l + (i64)tx * 4l]`` (a zero-extended counter
       plus a loop-invariant part: C compilers see a unit stride, which they do not through
-      ``(int)`` of an unsigned sum);
-    * where the index as a whole is not affine (a run-time stride times the counter), a
-      conversion to 64 bits of a 32-bit value affine in the counter is computed in i64 likewise
-      (``widen``).
+      ``(int)`` of an unsigned sum).
     """
 
     ALL_INDICES = True
@@ -105,10 +102,6 @@ class _ExactIndices(Mutator):
 
     def visit_Cast(self, e: n.Cast) -> n.Expr:
         x = e.x
-        if _widening(e) and tree_size(e) <= MAX_ANALYZED_NODES and _wraps_on(x, self.analysis.counter):
-            widened = self.widen(e)
-            if widened is not None:
-                return widened
         if not (e.to.is_int and e.to.is_signed and x.type.is_int and not x.type.is_signed) \
                 or tree_size(e) > MAX_ANALYZED_NODES or not _wraps_on(x, self.analysis.counter):
             return self.generic_visit(e)
@@ -130,24 +123,6 @@ class _ExactIndices(Mutator):
         counter = self.counter_term(e.to, lin.coef)
         out = counter if (isinstance(value, n.Const) and value.value == 0) else \
             n.Binary("add", n.Cast(e.to, value), counter)
-        return self.record(e, out, needs)
-
-    def widen(self, e: n.Cast) -> n.Expr | None:
-        """A 32-bit value affine in the counter converted to 64 bits, inside an index that is not
-        affine as a whole (a tensor accessor's ``stride2 * (u64)((i32)(blockIdx.x * 1024u) +
-        (i32)tx)``, the stride a run-time value): computed in i64 as ``(i64)uniform + (i64)tx * c``
-        and converted, ``stride2 * (u64)((i64)(i32)(blockIdx.x * 1024u) + (i64)tx)``. The same
-        value where the 32-bit arithmetic does not wrap (the needs); GCC then vectorizes the loop
-        (strided accesses), which it does not through ``(i32)tx`` of the unsigned counter."""
-        found = self.exact(e)
-        if found is None:
-            return None
-        lin, needs = found
-        term = self.counter_term(I64, lin.coef)
-        base = lin.base()
-        out = term if (not base.terms and base.const == 0) else n.Binary("add", linear_ir(base), term)
-        if e.to != I64:
-            out = n.Cast(e.to, out)
         return self.record(e, out, needs)
 
     def index(self, e: n.Expr) -> n.Expr:
@@ -184,11 +159,6 @@ class _ExactIndices(Mutator):
         if s.kind == "threads":
             return s  # inner thread loops were handled with their own counter
         return self.generic_visit(s)
-
-
-def _widening(e: n.Cast) -> bool:
-    """A conversion of a 32-bit integer to a 64-bit one."""
-    return e.to.is_int and e.to.bits == 64 and e.x.type.is_int and e.x.type.bits == 32
 
 
 def _wraps_on(e: n.Expr, counter: str) -> bool:
