@@ -34,6 +34,7 @@ import dataclasses
 from polypy.analysis.uniformity import thread_dependent_names
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
+from polypy.ir.queries import declared_names, written_names
 from polypy.ir.types import BOOL
 from polypy.ir.visitor import rebuild, walk
 
@@ -171,22 +172,9 @@ class _Guard:
         that is the same in every thread."""
         if isinstance(s, n.Decl):
             return s.init is None
-        inner: set[str] = set()
-        assigned: set[str] = set()
-        for x in walk(s):
-            if isinstance(x, _COLLECTIVE):
-                return False
-            if isinstance(x, n.Decl):
-                inner.add(x.name)
-            elif isinstance(x, n.For):
-                inner.add(x.var)
-            elif isinstance(x, n.Assign):
-                assigned.add(x.name)
-            elif isinstance(x, n.AtomicRMW) and x.dest is not None:
-                assigned.add(x.dest)
-        if jumps_out(s):
+        if any(isinstance(x, _COLLECTIVE) for x in walk(s)) or jumps_out(s):
             return False
-        return all(name in self.divergent or name == self.flag for name in assigned - inner)
+        return all(name in self.divergent or name == self.flag for name in written_names(s) - declared_names(s))
 
     @staticmethod
     def touches_memory(s: n.Stmt) -> bool:
