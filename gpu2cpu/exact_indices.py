@@ -69,7 +69,11 @@ class _ExactIndices(Mutator):
       ``x[(i32)(blockIdx.x * blockDim.x + tx) * 4 + 1]``, is computed in i64:
       ``x[(i64)(blockIdx.x * blockDim.x) * 4l + 1l + (i64)tx * 4l]`` (a zero-extended counter
       plus a loop-invariant part: C compilers see a unit stride, which they do not through
-      ``(int)`` of an unsigned sum).
+      ``(int)`` of an unsigned sum);
+    * inside an index that is not affine as a whole (a run-time stride times the counter, as in
+      PyTorch's accessors), a conversion to 64 bits of a 32-bit value affine in the counter is
+      computed in i64 likewise (``widen``). Only there: elsewhere (a loop bound, a ``let``) the
+      conversion stays, so that the later steps still see the source's form.
     """
 
     ALL_INDICES = True
@@ -132,13 +136,30 @@ class _ExactIndices(Mutator):
             return e
         found = self.exact(e)
         if found is None:
-            return e
+            return _Widen(self).visit(e) if tree_size(e) <= MAX_ANALYZED_NODES else e
         lin, needs = found
         term = self.counter_term(I64, lin.coef)
         base = lin.base()
         out = term if (not base.terms and base.const == 0) else n.Binary("add", linear_ir(base), term)
         out = self.record(e, out, needs)
         return e if out == e else out  # already in this form (a second run): the node itself
+
+    def widen(self, e: n.Cast) -> n.Expr | None:
+        """A 32-bit value affine in the counter converted to 64 bits (a tensor accessor's
+        ``stride2 * (u64)((i32)(blockIdx.x * 1024u) + (i32)tx)``, the stride a run-time value):
+        computed in i64 as ``(i64)uniform + (i64)tx * c`` and converted. The same value where the
+        32-bit arithmetic does not wrap (the needs); GCC then vectorizes the loop (strided
+        accesses), which it does not through ``(i32)tx`` of the unsigned counter."""
+        found = self.exact(e)
+        if found is None:
+            return None
+        lin, needs = found
+        term = self.counter_term(I64, lin.coef)
+        base = lin.base()
+        out = term if (not base.terms and base.const == 0) else n.Binary("add", linear_ir(base), term)
+        if e.to != I64:
+            out = n.Cast(e.to, out)
+        return self.record(e, out, needs)
 
     def visit_Load(self, e: n.Load) -> n.Expr:
         index = tuple(self.index(i) for i in e.index)
@@ -159,6 +180,26 @@ class _ExactIndices(Mutator):
         if s.kind == "threads":
             return s  # inner thread loops were handled with their own counter
         return self.generic_visit(s)
+
+
+class _Widen(Mutator):
+    """The 64-bit conversions of counter-affine 32-bit values inside one non-affine index
+    (``_ExactIndices.widen``); loads inside it have indices of their own, visited as such."""
+
+    def __init__(self, outer: _ExactIndices):
+        self.outer = outer
+
+    def visit_Load(self, e: n.Load) -> n.Expr:
+        return e
+
+    def visit_Cast(self, e: n.Cast) -> n.Expr:
+        x = e.x
+        if e.to.is_int and e.to.bits == 64 and x.type.is_int and x.type.bits == 32 \
+                and _wraps_on(x, self.outer.analysis.counter):
+            widened = self.outer.widen(e)
+            if widened is not None:
+                return widened
+        return self.generic_visit(e)
 
 
 def _wraps_on(e: n.Expr, counter: str) -> bool:

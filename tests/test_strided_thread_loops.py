@@ -1,10 +1,13 @@
 """Thread loops over accesses with run-time strides (PyTorch accessors: ``acc[n][c]`` is
-``data[stride0 * n + stride1 * c]``; the LLTM backward's ``d_elu`` choice): the results are the
-emulator's, with unit, large and non-unit strides. (Computing the index's 32-bit part in 64 bits
-so that GCC vectorizes such loops was tried and reverted: it kept a reversed block-stride loop
-from being interchanged with the thread loop, tests/test_schedule_steps.py.)"""
+``data[stride0 * n + stride1 * c]``): ``gpu2cpu.exact_indices`` computes the 32-bit index part in
+64 bits (``stride1 * ((i64)(blockIdx.x * blockDim.x) + (i64)tx)``), so that GCC sees the access as
+strided and vectorizes the loop, which it does not through ``(i32)tx`` of the unsigned counter;
+the results stay those of the emulator."""
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -21,6 +24,26 @@ __global__ void act(const float* x, long sx0, long sx1, float* y, long sy0, long
         y[sy0 * n + sy1 * c] = tanhf(x[sx0 * n + sx1 * c]) * 2.0f + expf(-x[sx0 * n + sx1 * c]);
 }
 """
+
+
+def test_the_fast_loop_indexes_in_64_bits_and_gcc_vectorizes_it(tmp_path):
+    from codegen.c import emit_kernels
+    from polypy.driver.pipelines import to_cpu
+
+    text = emit_kernels([to_cpu(load(None, text=STRIDED).kernel("act"))])
+    assert "sy1 * ((long long)(blockIdx.x * blockDim.x) + (long long)tx)" in text
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not on this machine (-fopt-info-vec is GCC's)")
+    source = tmp_path / "act.c"
+    source.write_text(text)
+    done = subprocess.run([gcc, "-std=gnu99", "-O3", "-march=x86-64-v3", "-fopenmp", "-fno-math-errno",
+                           "-ffp-contract=off", "-fopt-info-vec-optimized", "-c", str(source), "-o",
+                           str(tmp_path / "act.o")], capture_output=True, text=True, check=True)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"\s*for \(unsigned int tx = 0u; tx < tx_hi;", line))
+    vectorized = {int(m.group(1)) for m in re.finditer(r":(\d+):\d+: optimized: loop vectorized", done.stderr)}
+    assert any(start < line <= start + 4 for line in vectorized), done.stderr
 
 
 @pytest.mark.parametrize("layout", ["rows", "transposed", "every third"])
@@ -64,6 +87,33 @@ __global__ void cell(const float* gates, long g0, long g1, long g2, const float*
 """
 
 
+def test_polypy_torch_lets_gcc_make_the_overlap_checks_such_a_loop_needs(tmp_path):
+    """``polypy.torch``'s GCC flag (``GCC_CFLAGS``): with it GCC vectorizes the LLTM cell's thread
+    loop behind its run-time overlap checks; with GCC's default limit (10 checks) it does not."""
+    from codegen.c import emit_kernels
+    from polypy.driver.pipelines import to_cpu
+    from polypy.torch_ext import GCC_CFLAGS
+
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not on this machine (-fopt-info-vec is GCC's)")
+    text = emit_kernels([to_cpu(load(None, text=CELL).kernel("cell"))])
+    source = tmp_path / "cell.c"
+    source.write_text(text)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"\s*for \(unsigned int tx = 0u; tx < tx_hi;", line))
+
+    def vectorized(*flags: str) -> bool:
+        done = subprocess.run([gcc, "-std=gnu99", "-O3", "-march=x86-64-v3", "-fopenmp", "-fno-math-errno",
+                               "-ffp-contract=off", *flags, "-fopt-info-vec-optimized", "-c", str(source), "-o",
+                               str(tmp_path / "cell.o")], capture_output=True, text=True, check=True)
+        done_lines = {int(m.group(1)) for m in re.finditer(r":(\d+):\d+: optimized: loop vectorized", done.stderr)}
+        return any(start < line <= start + 4 for line in done_lines)
+
+    assert vectorized(*GCC_CFLAGS)
+    assert not vectorized()
+
+
 # Its backward kernel: nine strided arrays, and d_elu's choice `e - 1 < 0 ? e : 0` between floats.
 BACKWARD = r"""
 __device__ __forceinline__ float sigmoid(float z) { return 1.0 / (1.0 + exp(-z)); }
@@ -93,6 +143,35 @@ __global__ void backward(float* d_old, long a0, long a1, float* d_gates, long b0
     }
 }
 """
+
+
+def test_polypy_torch_lets_gcc_vectorize_the_lltm_backward(tmp_path):
+    """With ``polypy.torch``'s flags (no floating-point traps, as in CUDA; more overlap checks) GCC
+    vectorizes the LLTM backward's thread loop; without -fno-trapping-math the choice in d_elu
+    stays a branch and the loop scalar."""
+    from codegen.c import emit_kernels
+    from polypy.driver.pipelines import to_cpu
+    from polypy.torch_ext import CFLAGS, GCC_CFLAGS
+
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not on this machine (-fopt-info-vec is GCC's)")
+    assert "-fno-trapping-math" in CFLAGS
+    text = emit_kernels([to_cpu(load(None, text=BACKWARD).kernel("backward"))])
+    source = tmp_path / "backward.c"
+    source.write_text(text)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"\s*for \(unsigned int tx = 0u; tx < tx_hi;", line))
+
+    def vectorized(*flags: str) -> bool:
+        done = subprocess.run([gcc, "-std=gnu99", "-O3", "-march=x86-64-v3", "-fopenmp", "-fno-math-errno",
+                               "-ffp-contract=off", *flags, "-fopt-info-vec-optimized", "-c", str(source), "-o",
+                               str(tmp_path / "backward.o")], capture_output=True, text=True, check=True)
+        done_lines = {int(m.group(1)) for m in re.finditer(r":(\d+):\d+: optimized: loop vectorized", done.stderr)}
+        return any(start < line <= start + 4 for line in done_lines)
+
+    assert vectorized("-fno-trapping-math", *GCC_CFLAGS)
+    assert not vectorized(*GCC_CFLAGS)
 
 
 @pytest.mark.parametrize("layout", ["rows", "every second"])
