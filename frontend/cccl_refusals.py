@@ -4,9 +4,10 @@ Host-side Thrust is NVIDIA's own library on its OpenMP device system (``polypy.c
 docs/thrust.md): it is compiled with the translated program, never translated. So:
 
 - the program's files may include ``<thrust/...>`` and ``<cuda/std/...>`` (libcu++) for host code;
-- CUB (``<cub/...>``: block, warp and device-wide primitives) and Thrust's CUDA and TBB systems
-  are refused at the ``#include`` of the user's file that names them: CUB's kernels are CUDA
-  code polypy would have to translate, and its headers need the toolkit's (``cuda_fp8.h``);
+- CCCL's CUB (``<cub/...>`` other than the block and warp primitives polypy's runtime provides
+  itself, docs/cub.md: the device-wide algorithms) and Thrust's CUDA and TBB systems are refused
+  at the ``#include`` of the user's file that names them: CUB's kernels are CUDA code written for
+  the GPU (inline PTX), and its headers need the toolkit's (``cuda_fp8.h``);
 - a kernel, or a device function a kernel calls, that names a CCCL declaration (``thrust::get``,
   ``cuda::std::min``...) is refused at that name (``frontend.lower.cccl``): kernels are translated,
   and polypy does not translate CCCL's device code.
@@ -21,9 +22,10 @@ from polypy.cccl import ALLOWED_SYSTEMS, include_dir
 from polypy.errors import Loc, UserError
 
 
-CUB = ("CUB (block, warp and device-wide primitives: cub::BlockReduce, cub::BlockScan, cub::WarpReduce, "
-       "cub::BlockRadixSort, cub::DeviceReduce...) is not supported: polypy runs host-side Thrust only "
-       "(docs/thrust.md)")
+CUB = ("CUB's device-wide algorithms (cub::DeviceReduce, cub::DeviceScan, cub::DeviceRadixSort...) and the CUB "
+       "headers polypy does not provide are not supported: polypy's own <cub/cub.cuh>, <cub/block/block_reduce.cuh>, "
+       "<cub/block/block_scan.cuh>, <cub/block/block_radix_sort.cuh> and <cub/warp/warp_reduce.cuh> give "
+       "cub::BlockReduce, BlockScan, BlockRadixSort and WarpReduce (docs/cub.md)")
 _SYSTEMS = {
     "thrust/system/cuda": "Thrust's CUDA system (thrust/system/cuda, thrust::cuda::par) is not supported: polypy runs "
                           "Thrust on its OpenMP device system (docs/thrust.md)",

@@ -107,11 +107,13 @@ def _string_literal(arg: ci.Cursor) -> ci.Cursor | None:
 
 
 def is_runtime_header(path: str) -> bool:
-    """A header of polypy's runtime directory or of its ``cooperative_groups/`` or ``cuda/`` (not the
-    user's file of the same name)."""
-    parent = pathlib.Path(path).resolve().parent
+    """A header of polypy's runtime directory, of its ``cooperative_groups/`` or ``cuda/``, or of its
+    CUB (``cub/...``, docs/cub.md) (not the user's file of the same name)."""
+    resolved = pathlib.Path(path).resolve()
+    parent = resolved.parent
     return parent == RUNTIME_DIR.resolve() or parent in (
-        (RUNTIME_DIR / "cooperative_groups").resolve(), (RUNTIME_DIR / "cuda").resolve())
+        (RUNTIME_DIR / "cooperative_groups").resolve(), (RUNTIME_DIR / "cuda").resolve()) \
+        or resolved.is_relative_to((RUNTIME_DIR / "cub").resolve())
 
 
 class OffsetMap:

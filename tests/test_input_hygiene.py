@@ -300,12 +300,11 @@ __global__ void k(float* y)
                    "'m' used here is an array of arrays (dimensions [4][4])")
 
 
-def test_a_row_passed_to_an_array_reference_is_a_located_error(tmp_path, capsys) -> None:
-    src = tmp_path / "rowref.cu"
-    src.write_text("""__device__ void twice(float (&row)[32])
+ROW_REFERENCE = """__device__ void twice(float (&row)[32])
 {
     row[threadIdx.x] *= 2.0f;
 }
+__device__ float total(const float (&v)[4]) { return v[0] + v[1] + v[2] + v[3]; }
 __global__ void k(float* y)
 {
     __shared__ float tile[32][32];
@@ -314,13 +313,42 @@ __global__ void k(float* y)
     __syncthreads();
     twice(tile[ty]);
     __syncthreads();
-    y[ty * 32 + tx] = tile[ty][tx];
+    float loc[4];
+    for (int j = 0; j < 4; ++j) loc[j] = tile[ty][tx] + j;
+    y[ty * 32 + tx] = tile[ty][tx] + total(loc);
+}
+"""
+
+
+def test_rows_and_local_arrays_passed_to_array_references() -> None:
+    """A row of a shared 2-D array and a local array bound to ``T (&a)[N]`` parameters: the callee
+    indexes the argument's elements (the C backend and the emulator against NumPy)."""
+    from c_support import assert_same_as_emulator
+    from polypy.driver.source import load
+
+    y = np.random.default_rng(0).standard_normal(32 * 32).astype(np.float32)
+    got = assert_same_as_emulator(load(None, text=ROW_REFERENCE).kernel("k"), 1, (32, 32), {"y": y},
+                                  rtol=1e-6, atol=1e-6)
+    doubled = 2 * y
+    np.testing.assert_allclose(got["y"], doubled + 4 * doubled + 6, rtol=1e-6, atol=1e-5)
+
+
+def test_a_reference_to_a_2d_array_is_a_located_error(tmp_path, capsys) -> None:
+    src = tmp_path / "matref.cu"
+    src.write_text("""__device__ float corner(float (&m)[4][4])
+{
+    return m[0][0];
+}
+__global__ void k(float* y)
+{
+    float m[4][4];
+    for (int i = 0; i < 16; ++i) m[i / 4][i % 4] = y[i];
+    y[threadIdx.x] = corner(m);
 }
 """)
     out = tmp_path / "out.cpp"
-    for command in (["translate"], ["grad", "--kernel", "k"]):
-        _cli_error(capsys, command[:1] + [str(src)] + command[1:] + ["-o", str(out)], out, f"{src}:11:11",
-                   "parameter 'row' of 'twice' is a reference to an array ('float (&)[32]')")
+    _cli_error(capsys, ["translate", str(src), "-o", str(out)], out, f"{src}:9:29",
+               "parameter 'm' of 'corner' is a reference to an array ('float (&)[4][4]')")
 
 
 # ------------------------------------------------------------------ 11. --threads

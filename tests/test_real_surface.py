@@ -285,7 +285,7 @@ def test_a_call_of_an_opengl_interop_function_is_a_located_error_naming_it(tmp_p
 @pytest.mark.parametrize("header, feature, says", [("curand.h", "the cuRAND host API", "not supported"),
                                                    ("thrust/device_vector.h", "Thrust", "pip install 'polypy[thrust]'"),
                                                    ("cuda/atomic", "libcu++", "pip install 'polypy[thrust]'"),
-                                                   ("cub/cub.cuh", "CUB", "not supported")])
+                                                   ("cub/device/device_scan.cuh", "CUB beyond its block and warp primitives", "not supported")])
 def test_headers_of_unsupported_features_are_located_errors_naming_the_feature(tmp_path, monkeypatch, header,
                                                                                feature, says) -> None:
     monkeypatch.setenv("POLYPY_CCCL_INCLUDE", "off")  # Thrust's and libcu++'s headers as without polypy[thrust]

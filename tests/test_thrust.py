@@ -158,8 +158,8 @@ def test_device_functions_host_text_calls_stay_in_the_program() -> None:
 
 KERNEL = "__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n"
 REFUSED = [
-    ("#include <cstdio>\n#include <cub/block/block_reduce.cuh>\n" + KERNEL, (), "2:10",
-     "CUB (block, warp and device-wide primitives: cub::BlockReduce"),
+    ("#include <cstdio>\n#include <cub/device/device_reduce.cuh>\n" + KERNEL, (), "2:10",
+     "CUB's device-wide algorithms (cub::DeviceReduce"),
     ("#include <thrust/device_vector.h>\n#include <thrust/system/cuda/execution_policy.h>\n" + KERNEL, (), "2:10",
      "Thrust's CUDA system (thrust/system/cuda, thrust::cuda::par) is not supported"),
     ("#include <thrust/tuple.h>\n__global__ void k(float* x) {\n"

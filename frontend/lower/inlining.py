@@ -130,6 +130,10 @@ class InliningLowering:
             return self.accessor_binding(p, a, fn, "parameter")
         if tm.is_reference(pt):
             target_t = tm.strip_reference(pt)
+            if tm.is_array(target_t) and tm.scalar_type(tm.canonical(target_t).element_type) is not None:
+                # `T (&a)[N]` of scalars: bound as the array's first element's address, as a
+                # `T*` parameter would be (the callee indexes it; its extent is the argument's)
+                return self.array_reference_binding(p, a, fn, i, mutated)
             if tm.is_array(target_t):
                 raise self.error(f"parameter '{name}' of '{fn.spelling}' is a reference to an array "
                                  f"('{pt.spelling}'), which is not supported: declare it as a pointer to the "
@@ -155,6 +159,20 @@ class InliningLowering:
                 raise self.error(f"argument for pointer parameter '{name}' must point into a buffer", a)
             return self.pointer_binding(value, decl_key(p) in mutated, name, a, decl_key(p))
         return self.copy_to_local(value, pt, name, a)
+
+    def array_reference_binding(self, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, i: int,
+                                mutated: set[tuple]) -> Binding:
+        """A reference-to-array parameter of scalars, ``T (&a)[N]`` (CUB's ``ITEMS_PER_THREAD``
+        arrays): the argument is an array of ``N`` elements of ``T`` (clang checks the type), so
+        the callee's ``a[k]`` is the argument's element ``k``, as through a ``T*``."""
+        value = self.arg_value(a, fn, i)
+        if isinstance(value, _ArrayRef):
+            value = value.decay(self, a)
+        if isinstance(value, VarAddress):
+            return value
+        if not isinstance(value, (Pointer, PointerChoice)):
+            raise self.error(f"argument for array reference parameter '{p.spelling}' must name an array", a)
+        return self.pointer_binding(value, decl_key(p) in mutated, p.spelling or f"arg{i}", a, decl_key(p))
 
     def copy_to_local(self, value: Value | None, t: ci.Type, name: str, a: ci.Cursor) -> Binding:
         st = tm.scalar_type(t)

@@ -1,0 +1,13 @@
+/* polypy's <cub/cub.cuh>: the block- and warp-wide primitives polypy provides (docs/cub.md).
+ * CUB's device-wide algorithms (cub::DeviceReduce, cub::DeviceScan, ...) and the headers not
+ * listed here are CCCL's and refused at their #include. */
+#ifndef POLYPY_CUB_CUH
+#define POLYPY_CUB_CUH
+
+#include <cub/thread/thread_operators.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/warp/warp_reduce.cuh>
+
+#endif

@@ -1,0 +1,308 @@
+"""CUB's block and warp primitives (polypy's own <cub/...>, docs/cub.md) in our own kernels, run
+through the emulator, the LLVM JIT and the C backend, each result against NumPy: reductions in
+rank order (bit for bit against a sequential float32 sum), scans with and without an initial
+value and aggregates, logical warps with fewer valid lanes, and stable radix sorts of keys and
+pairs (negative numbers, -0.0 and +0.0 as one key, bit ranges, descending, striped output)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from c_support import WAYS, need_compiler, run_way
+
+SOURCE = r"""
+#include <cub/cub.cuh>
+
+__global__ void block_sums(const float* x, float* out, int n) {
+  typedef cub::BlockReduce<float, 128> BlockReduceT;
+  __shared__ typename BlockReduceT::TempStorage temp;
+  int i = blockIdx.x * 128 + threadIdx.x;
+  float v = i < n ? x[i] : 0.0f;
+  float s = BlockReduceT(temp).Sum(v);
+  if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+
+__global__ void block_max_of_valid(const int* x, int* out, int n) {
+  typedef cub::BlockReduce<int, 32, cub::BLOCK_REDUCE_WARP_REDUCTIONS, 2> BlockReduceT;
+  __shared__ typename BlockReduceT::TempStorage temp;
+  int rank = threadIdx.y * 32 + threadIdx.x;
+  int valid = n - (int)blockIdx.x * 64;
+  int i = blockIdx.x * 64 + rank;
+  int m = BlockReduceT(temp).Reduce(i < n ? x[i] : 0, cub::Max(), valid < 64 ? valid : 64);
+  if (rank == 0) out[blockIdx.x] = m;
+}
+
+__global__ void block_item_sums(const double* x, double* out) {
+  typedef cub::BlockReduce<double, 64> BlockReduceT;
+  __shared__ typename BlockReduceT::TempStorage temp;
+  double items[4];
+  for (int k = 0; k < 4; ++k) items[k] = x[(blockIdx.x * 64 + threadIdx.x) * 4 + k];
+  double s = BlockReduceT(temp).Sum(items);
+  if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+
+__global__ void block_scans(const int* x, int* ex, int* inc, int* mx, int* agg) {
+  typedef cub::BlockScan<int, 32, cub::BLOCK_SCAN_RAKING, 4> BlockScanT;
+  __shared__ typename BlockScanT::TempStorage temp;
+  int rank = threadIdx.y * 32 + threadIdx.x;
+  int base = (blockIdx.x * 128 + rank) * 3;
+  int items[3], outs[3], total;
+  for (int k = 0; k < 3; ++k) items[k] = x[base + k];
+  BlockScanT(temp).ExclusiveSum(items, outs, total);
+  for (int k = 0; k < 3; ++k) ex[base + k] = outs[k];
+  __syncthreads();
+  int running_max;
+  BlockScanT(temp).ExclusiveScan(items[0], running_max, -1000000, cub::Max());
+  mx[blockIdx.x * 128 + rank] = running_max;
+  __syncthreads();
+  BlockScanT(temp).InclusiveSum(items, items);
+  for (int k = 0; k < 3; ++k) inc[base + k] = items[k];
+  if (rank == 0) agg[blockIdx.x] = total;
+}
+
+__global__ void block_min_scan(const float* x, float* out) {
+  typedef cub::BlockScan<float, 64> BlockScanT;
+  __shared__ typename BlockScanT::TempStorage temp;
+  int i = blockIdx.x * 64 + threadIdx.x;
+  float m;
+  BlockScanT(temp).InclusiveScan(x[i], m, cub::Min());
+  out[i] = m;
+}
+
+template <int LANES>
+__global__ void warp_sums(const double* x, double* out, int valid) {
+  typedef cub::WarpReduce<double, LANES> WarpReduceT;
+  __shared__ typename WarpReduceT::TempStorage temp[128 / LANES];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  double s = WarpReduceT(temp[threadIdx.x / LANES]).Sum(x[i], valid);
+  if (threadIdx.x % LANES == 0) out[i / LANES] = s;
+}
+template __global__ void warp_sums<16>(const double*, double*, int);
+template __global__ void warp_sums<32>(const double*, double*, int);
+
+__global__ void sort_pairs(float* keys, int* values) {
+  typedef cub::BlockRadixSort<float, 64, 4, int> BlockRadixSortT;
+  __shared__ typename BlockRadixSortT::TempStorage temp;
+  float k[4];
+  int v[4];
+  int base = (blockIdx.x * 64 + threadIdx.x) * 4;
+  for (int j = 0; j < 4; ++j) { k[j] = keys[base + j]; v[j] = values[base + j]; }
+  BlockRadixSortT(temp).Sort(k, v);
+  for (int j = 0; j < 4; ++j) { keys[base + j] = k[j]; values[base + j] = v[j]; }
+}
+
+__global__ void sort_ints_descending_striped(int* keys) {
+  typedef cub::BlockRadixSort<int, 32, 2> BlockRadixSortT;
+  __shared__ typename BlockRadixSortT::TempStorage temp;
+  int k[2];
+  int base = blockIdx.x * 64;
+  for (int j = 0; j < 2; ++j) k[j] = keys[base + threadIdx.x * 2 + j];
+  BlockRadixSortT(temp).SortDescendingBlockedToStriped(k);
+  for (int j = 0; j < 2; ++j) keys[base + j * 32 + threadIdx.x] = k[j];
+}
+
+__global__ void sort_bits(unsigned int* keys) {
+  typedef cub::BlockRadixSort<unsigned int, 32, 2> BlockRadixSortT;
+  __shared__ typename BlockRadixSortT::TempStorage temp;
+  unsigned int k[2];
+  int base = blockIdx.x * 64 + threadIdx.x * 2;
+  for (int j = 0; j < 2; ++j) k[j] = keys[base + j];
+  BlockRadixSortT(temp).Sort(k, 4, 20);
+  for (int j = 0; j < 2; ++j) keys[base + j] = k[j];
+}
+"""
+
+RNG = np.random.default_rng(20261129)
+
+
+def _run(kernel, grid, block, args, way):
+    return run_way(SOURCE, kernel, grid, block, args, way, name="cub_kernels.cu")
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("n", [128, 1000])
+def test_block_sum_in_rank_order_bit_for_bit(way, n) -> None:
+    need_compiler()
+    blocks = (n + 127) // 128
+    x = RNG.standard_normal(n).astype(np.float32)
+    got = _run("block_sums", blocks, 128, {"x": x, "out": np.zeros(blocks, np.float32), "n": n}, way)
+    padded = np.zeros(blocks * 128, np.float32)
+    padded[:n] = x
+    want = np.cumsum(padded.reshape(blocks, 128), axis=1, dtype=np.float32)[:, -1]  # sequential, in float32
+    np.testing.assert_array_equal(got["out"], want)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_block_reduce_with_an_operator_and_fewer_valid_threads_in_a_2d_block(way) -> None:
+    need_compiler()
+    n = 300  # the last block has 44 valid threads
+    x = RNG.integers(-10_000, 10_000, n).astype(np.int32)
+    got = _run("block_max_of_valid", 5, (32, 2), {"x": x, "out": np.zeros(5, np.int32), "n": n}, way)
+    np.testing.assert_array_equal(got["out"], [x[b * 64:(b + 1) * 64].max() for b in range(5)])
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_block_sum_of_items_per_thread(way) -> None:
+    need_compiler()
+    x = RNG.standard_normal(3 * 64 * 4)
+    got = _run("block_item_sums", 3, 64, {"x": x, "out": np.zeros(3)}, way)
+    per_thread = x.reshape(3, 64, 4)
+    partial = per_thread[:, :, 0] + per_thread[:, :, 1] + per_thread[:, :, 2] + per_thread[:, :, 3]
+    np.testing.assert_array_equal(got["out"], np.cumsum(partial, axis=1)[:, -1])
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("blocks", [1, 3])
+def test_block_scans_blocked_items_aggregate_and_initial_value(way, blocks) -> None:
+    need_compiler()
+    x = RNG.integers(-50, 50, blocks * 128 * 3).astype(np.int32)
+    zeros = np.zeros_like(x)
+    got = _run("block_scans", blocks, (32, 4),
+               {"x": x, "ex": zeros, "inc": zeros, "mx": np.zeros(blocks * 128, np.int32),
+                "agg": np.zeros(blocks, np.int32)}, way)
+    rows = x.reshape(blocks, -1)
+    inclusive = np.cumsum(rows, axis=1)
+    np.testing.assert_array_equal(got["inc"].reshape(blocks, -1), inclusive)
+    np.testing.assert_array_equal(got["ex"].reshape(blocks, -1), inclusive - rows)
+    np.testing.assert_array_equal(got["agg"], rows.sum(axis=1))
+    firsts = x.reshape(blocks, 128, 3)[:, :, 0]
+    running = np.maximum.accumulate(firsts, axis=1)
+    want = np.concatenate([np.full((blocks, 1), -1_000_000), np.maximum(running[:, :-1], -1_000_000)], axis=1)
+    np.testing.assert_array_equal(got["mx"].reshape(blocks, 128), want)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_inclusive_min_scan(way) -> None:
+    need_compiler()
+    x = RNG.standard_normal(128).astype(np.float32)
+    got = _run("block_min_scan", 2, 64, {"x": x, "out": np.zeros(128, np.float32)}, way)
+    np.testing.assert_array_equal(got["out"], np.minimum.accumulate(x.reshape(2, 64), axis=1).ravel())
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("lanes, valid", [(16, 11), (32, 32), (32, 5)])
+def test_warp_reduce_of_logical_warps_with_valid_lanes(way, lanes, valid) -> None:
+    need_compiler()
+    x = RNG.standard_normal(256)
+    got = _run(f"warp_sums_{lanes}", 2, 128, {"x": x, "out": np.zeros(256 // lanes), "valid": valid}, way)
+    np.testing.assert_allclose(got["out"], x.reshape(-1, lanes)[:, :valid].sum(axis=1), rtol=1e-13)
+
+
+def _keys_with_ties(count: int) -> np.ndarray:
+    keys = RNG.standard_normal(count).astype(np.float32)
+    keys[3], keys[9], keys[17] = -0.0, 0.0, -0.0  # one key: their order is kept, and their bits
+    keys[40:48] = keys[30]  # equal keys keep their order
+    keys[50], keys[51] = np.inf, -np.inf
+    return keys
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_radix_sort_of_pairs_is_stable_and_keeps_negative_zero(way) -> None:
+    need_compiler()
+    keys = _keys_with_ties(2 * 256)
+    values = np.arange(keys.size, dtype=np.int32)
+    got = _run("sort_pairs", 2, 64, {"keys": keys, "values": values}, way)
+    for b in range(2):
+        tile = slice(b * 256, (b + 1) * 256)
+        order = np.argsort(np.where(keys[tile] == 0, np.float32(0), keys[tile]), kind="stable")
+        np.testing.assert_array_equal(got["keys"][tile].view(np.uint32), keys[tile][order].view(np.uint32))
+        np.testing.assert_array_equal(got["values"][tile], values[tile][order])
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_radix_sort_descending_into_a_striped_arrangement(way) -> None:
+    need_compiler()
+    keys = RNG.integers(-2**31, 2**31 - 1, 3 * 64).astype(np.int32)
+    got = _run("sort_ints_descending_striped", 3, 32, {"keys": keys}, way)
+    for b in range(3):
+        tile = keys[b * 64:(b + 1) * 64]
+        # item j of thread t is the tile's element j * 32 + t: the striped output is the sorted tile itself
+        np.testing.assert_array_equal(got["keys"][b * 64:(b + 1) * 64], np.sort(tile)[::-1])
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_radix_sort_on_a_range_of_bits(way) -> None:
+    need_compiler()
+    keys = RNG.integers(0, 2**32, 2 * 64, dtype=np.uint64).astype(np.uint32)
+    got = _run("sort_bits", 2, 32, {"keys": keys}, way)
+    for b in range(2):
+        tile = keys[b * 64:(b + 1) * 64]
+        order = np.argsort((tile >> 4) & 0xFFFF, kind="stable")  # bits [4, 20) only; ties keep their order
+        np.testing.assert_array_equal(got["keys"][b * 64:(b + 1) * 64], tile[order])
+
+
+PROGRAM = r"""
+#include <cstdio>
+#include <cub/cub.cuh>
+
+__global__ void partial_sums(const float* x, float* sums, int n) {
+  typedef cub::BlockReduce<float, 256> BlockReduceT;
+  __shared__ typename BlockReduceT::TempStorage temp;
+  int i = blockIdx.x * 256 + threadIdx.x;
+  float s = BlockReduceT(temp).Sum(i < n ? x[i] : 0.0f);
+  if (threadIdx.x == 0) sums[blockIdx.x] = s;
+}
+
+int main() {
+  const int n = 5000, blocks = (n + 255) / 256;
+  float *h = new float[n], *hs = new float[blocks];
+  for (int i = 0; i < n; ++i) h[i] = (float)(i % 7);
+  float *dx, *ds;
+  cudaMalloc(&dx, n * sizeof(float));
+  cudaMalloc(&ds, blocks * sizeof(float));
+  cudaMemcpy(dx, h, n * sizeof(float), cudaMemcpyHostToDevice);
+  partial_sums<<<blocks, 256>>>(dx, ds, n);
+  cudaMemcpy(hs, ds, blocks * sizeof(float), cudaMemcpyDeviceToHost);
+  double total = 0;
+  for (int b = 0; b < blocks; ++b) total += hs[b];
+  printf("%.1f %.1f\n", total, hs[blocks - 1]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--emulate",)])
+def test_a_whole_program_including_cub_runs(tmp_path, mode) -> None:
+    need_compiler(cpp=True)
+    src = tmp_path / "cub_program.cu"
+    src.write_text(PROGRAM)
+    result = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", *mode, str(src)],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    h = np.arange(5000) % 7
+    assert result.stdout == f"{h.sum():.1f} {h[19 * 256:].sum():.1f}\n"
+
+
+GRAD = r"""
+#include <cub/cub.cuh>
+__global__ void squares(const double* x, double* out, int n) {
+  typedef cub::BlockReduce<double, 64> BlockReduceT;
+  __shared__ typename BlockReduceT::TempStorage temp;
+  int i = blockIdx.x * 64 + threadIdx.x;
+  double s = BlockReduceT(temp).Sum(i < n ? x[i] * x[i] : 0.0);
+  if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+"""
+
+
+def test_the_gradient_through_a_block_reduction(tmp_path) -> None:
+    """d out[b] / d x[i] = 2 x[i] for the elements of block b (reverse mode, float64)."""
+    import polypy
+
+    need_compiler()
+    src = tmp_path / "squares.cu"
+    src.write_text(GRAD)
+    g = polypy.grad(polypy.compile(str(src)).squares, wrt=["x"])
+    n, blocks = 150, 3
+    x = RNG.standard_normal(n)
+    seeds = RNG.standard_normal(blocks)
+    dx = np.zeros(n)
+    out = np.zeros(blocks)
+    g[blocks, 64](x, dx, out, seeds.copy(), np.int32(n))
+    np.testing.assert_allclose(dx, 2 * x * seeds[np.arange(n) // 64], rtol=1e-12)
+    padded = np.zeros(blocks * 64)
+    padded[:n] = x * x
+    np.testing.assert_allclose(out, padded.reshape(blocks, 64).sum(axis=1), rtol=1e-12)
