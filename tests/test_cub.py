@@ -113,6 +113,45 @@ __global__ void sort_bits(unsigned int* keys) {
   BlockRadixSortT(temp).Sort(k, 4, 20);
   for (int j = 0; j < 2; ++j) keys[base + j] = k[j];
 }
+__global__ void load_sort_store(const int* in, int* out, int n) {
+  typedef cub::BlockLoad<int, 32, 4, cub::BLOCK_LOAD_WARP_TRANSPOSE> BlockLoadT;
+  typedef cub::BlockRadixSort<int, 32, 4> BlockRadixSortT;
+  typedef cub::BlockStore<int, 32, 4, cub::BLOCK_STORE_STRIPED> BlockStoreT;
+  __shared__ typename BlockLoadT::TempStorage load_temp;  // (a union of the three: refused, docs/cub.md)
+  __shared__ typename BlockRadixSortT::TempStorage sort_temp;
+  __shared__ typename BlockStoreT::TempStorage store_temp;
+  int offset = blockIdx.x * 128;
+  int valid = n - offset < 128 ? n - offset : 128;
+  int items[4];
+  BlockLoadT(load_temp).Load(in + offset, items, valid, 2147483647);
+  __syncthreads();
+  BlockRadixSortT(sort_temp).SortBlockedToStriped(items);
+  __syncthreads();
+  BlockStoreT(store_temp).Store(out + offset, items, valid);
+}
+
+__global__ void striped_scan(const float* in, float* out) {
+  typedef cub::BlockLoad<float, 64, 2, cub::BLOCK_LOAD_STRIPED> BlockLoadT;
+  typedef cub::BlockScan<float, 64> BlockScanT;
+  __shared__ typename BlockScanT::TempStorage temp;
+  float items[2];
+  BlockLoadT().Load(in + blockIdx.x * 128, items);
+  float sums[2];
+  BlockScanT(temp).InclusiveSum(items, sums);  // over the items in blocked order of the striped values
+  cub::StoreDirectBlocked(threadIdx.x, out + blockIdx.x * 128, sums);
+}
+
+__global__ void warp_scans(const int* x, int* inc, int* ex, int* agg) {
+  typedef cub::WarpScan<int, 8> WarpScanT;
+  __shared__ typename WarpScanT::TempStorage temp[8];
+  int i = blockIdx.x * 64 + threadIdx.x;
+  int a, b, total;
+  WarpScanT(temp[threadIdx.x / 8]).InclusiveSum(x[i], a, total);
+  WarpScanT(temp[threadIdx.x / 8]).ExclusiveScan(x[i], b, -100, cub::Max());
+  inc[i] = a;
+  ex[i] = b;
+  if (threadIdx.x % 8 == 7) agg[i / 8] = total;
+}
 """
 
 RNG = np.random.default_rng(20261129)
@@ -306,3 +345,65 @@ def test_the_gradient_through_a_block_reduction(tmp_path) -> None:
     padded = np.zeros(blocks * 64)
     padded[:n] = x * x
     np.testing.assert_allclose(out, padded.reshape(blocks, 64).sum(axis=1), rtol=1e-12)
+
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("n", [256, 300])
+def test_load_sort_store_of_tiles_with_a_partial_last_tile(way, n) -> None:
+    """CUB's canonical pattern: BlockLoad (blocked, out-of-range items the default), a sort to a
+    striped arrangement, BlockStore of a striped arrangement (only the valid elements)."""
+    need_compiler()
+    blocks = (n + 127) // 128
+    x = RNG.integers(-1000, 1000, n).astype(np.int32)
+    out = np.full(blocks * 128, -7, np.int32)
+    got = _run("load_sort_store", blocks, 32, {"in": x, "out": out, "n": n}, way)
+    want = out.copy()
+    for b in range(blocks):
+        tile = x[b * 128:(b + 1) * 128]
+        want[b * 128:b * 128 + tile.size] = np.sort(tile)  # the defaults (INT_MAX) sort last, past the valid ones
+    np.testing.assert_array_equal(got["out"], want)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_striped_load_then_scan_then_direct_store(way) -> None:
+    need_compiler()
+    x = RNG.integers(-8, 8, 256).astype(np.float32)
+    got = _run("striped_scan", 2, 64, {"in": x, "out": np.zeros(256, np.float32)}, way)
+    for b in range(2):
+        tile = x[b * 128:(b + 1) * 128]
+        blocked = tile.reshape(2, 64).T.ravel()  # thread t holds elements t and 64 + t
+        np.testing.assert_array_equal(got["out"][b * 128:(b + 1) * 128], np.cumsum(blocked))
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_warp_scans_of_logical_warps(way) -> None:
+    need_compiler()
+    x = RNG.integers(-50, 50, 128).astype(np.int32)
+    got = _run("warp_scans", 2, 64, {"x": x, "inc": np.zeros(128, np.int32), "ex": np.zeros(128, np.int32),
+                                      "agg": np.zeros(16, np.int32)}, way)
+    warps = x.reshape(16, 8)
+    np.testing.assert_array_equal(got["inc"].reshape(16, 8), np.cumsum(warps, axis=1))
+    np.testing.assert_array_equal(got["agg"], warps.sum(axis=1))
+    running = np.maximum(np.maximum.accumulate(warps, axis=1), -100)
+    np.testing.assert_array_equal(got["ex"].reshape(16, 8)[:, 1:], running[:, :-1])
+    np.testing.assert_array_equal(got["ex"].reshape(16, 8)[:, 0], -100)
+
+
+def test_a_union_of_temp_storages_is_a_located_error(tmp_path) -> None:
+    src = tmp_path / "union.cu"
+    src.write_text("""#include <cub/cub.cuh>
+__global__ void k(const int* in, int* out) {
+  typedef cub::BlockLoad<int, 32, 2> BlockLoadT;
+  typedef cub::BlockStore<int, 32, 2> BlockStoreT;
+  __shared__ union { typename BlockLoadT::TempStorage load; typename BlockStoreT::TempStorage store; } temp;
+  int items[2];
+  BlockLoadT(temp.load).Load(in, items);
+  BlockStoreT(temp.store).Store(out, items);
+}
+""")
+    result = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o",
+                             str(tmp_path / "out.cpp")], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert f"{src}:5:" in result.stderr and "unions are not supported in device code" in result.stderr, result.stderr
+    assert not (tmp_path / "out.cpp").exists()

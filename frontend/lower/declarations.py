@@ -32,7 +32,8 @@ class DeclarationLowering:
         for d in c.get_children():
             if d.kind == CK.VAR_DECL:
                 self.var_decl(d)
-            elif d.kind in (CK.TYPEDEF_DECL, CK.TYPE_ALIAS_DECL, CK.STRUCT_DECL, CK.ENUM_DECL, CK.STATIC_ASSERT):
+            elif d.kind in (CK.TYPEDEF_DECL, CK.TYPE_ALIAS_DECL, CK.STRUCT_DECL, CK.UNION_DECL, CK.CLASS_DECL,
+                            CK.ENUM_DECL, CK.STATIC_ASSERT):  # type definitions (`__shared__ union {...} temp;`)
                 continue
             else:
                 raise self.error(f"unsupported declaration ({d.kind.name.lower()})", d)

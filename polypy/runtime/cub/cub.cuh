@@ -8,6 +8,9 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_store.cuh>
 #include <cub/warp/warp_reduce.cuh>
+#include <cub/warp/warp_scan.cuh>
 
 #endif
