@@ -109,8 +109,9 @@ __device__ inline double __polypy_wmma_wide(double v) { return v; }
  * one multiplication by 2^112 (exact: no bit is lost) gives the value; exponent 31 (infinities,
  * NaNs) becomes 255 keeping the payload; then the sign. The multiplication is not under the
  * condition (a select of bits, which compilers make branch-free). All 65536 halves give
- * __half2float's bits (tests/test_warp_matrix.py), as long as subnormal floats are not flushed to
- * zero: polypy's C is compiled without -ffast-math and the LLVM JIT uses no fast-math flags. */
+ * __half2float's bits (tests/test_warp_matrix_exact.py), as long as subnormal floats are not
+ * flushed to zero: polypy's C is compiled without -ffast-math and the LLVM JIT uses no fast-math
+ * flags. */
 __device__ inline float __polypy_wmma_wide(__half v) {
   unsigned int h = (unsigned int)__half_as_ushort(v);
   unsigned int bits = (h & 0x7fffu) << 13;
