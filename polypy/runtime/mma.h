@@ -103,7 +103,21 @@ __device__ inline unsigned __polypy_wmma_lane() {
 /* Inputs widened exactly: the type products are made in. */
 __device__ inline float __polypy_wmma_wide(float v) { return v; }
 __device__ inline double __polypy_wmma_wide(double v) { return v; }
-__device__ inline float __polypy_wmma_wide(__half v) { return __half2float(v); }
+/* half -> float exactly, as __half2float (every half is a float), in fewer operations: the 15 bits
+ * below the sign moved to a float's exponent and fraction fields (h << 13) read as a float whose
+ * exponent is 112 too small (a half subnormal becomes a float subnormal of the same fraction), so
+ * one multiplication by 2^112 (exact: no bit is lost) gives the value; exponent 31 (infinities,
+ * NaNs) becomes 255 keeping the payload; then the sign. The multiplication is not under the
+ * condition (a select of bits, which compilers make branch-free). All 65536 halves give
+ * __half2float's bits (tests/test_warp_matrix_exact.py), as long as subnormal floats are not
+ * flushed to zero: polypy's C is compiled without -ffast-math and the LLVM JIT uses no fast-math
+ * flags. */
+__device__ inline float __polypy_wmma_wide(__half v) {
+  unsigned int h = (unsigned int)__half_as_ushort(v);
+  unsigned int bits = (h & 0x7fffu) << 13;
+  unsigned int scaled = __float_as_uint(__uint_as_float(bits) * 5.192296858534828e+33f);
+  return __uint_as_float(((h & 0x7c00u) == 0x7c00u ? (bits | 0x7f800000u) : scaled) | ((h & 0x8000u) << 16));
+}
 __device__ inline float __polypy_wmma_wide(__nv_bfloat16 v) { return __bfloat162float(v); }
 __device__ inline int __polypy_wmma_wide(signed char v) { return (int)v; }
 __device__ inline int __polypy_wmma_wide(unsigned char v) { return (int)v; }
@@ -203,29 +217,69 @@ __device__ inline float __float_to_tf32(float in) {
 template <typename T> struct __polypy_tf32 { static constexpr bool value = false; };
 template <> struct __polypy_tf32<precision::tf32> { static constexpr bool value = true; };
 
+/* One lane's block of D = A * B + C, rows x cols (R x C): the sums in scalars (registers, not
+ * per-thread arrays in memory), each step k widening the lane's R inputs of A's column k and C
+ * inputs of B's row k once (and rounding them to tf32 for precision::tf32) and adding the R * C
+ * products, so that every element is summed in k order. A specialization per block shape. */
+#define __POLYPY_WMMA_IN(name, T, v)                               \
+  decltype(__polypy_wmma_wide(v)) name = __polypy_wmma_wide(v); \
+  if (__polypy_tf32<T>::value) name = __float_to_tf32(name);
+template <int R, int C> struct __polypy_mma;
+template <> struct __polypy_mma<2, 4> {
+  template <int K, typename TA, typename TB, typename FD, typename FA, typename FB, typename FC>
+  __device__ static void run(FD& d, const FA& a, const FB& b, const FC& c) {
+    decltype(__polypy_wmma_wide(c.x[0])) s0 = __polypy_wmma_wide(c.x[0]), s1 = __polypy_wmma_wide(c.x[1]),
+        s2 = __polypy_wmma_wide(c.x[2]), s3 = __polypy_wmma_wide(c.x[3]), s4 = __polypy_wmma_wide(c.x[4]),
+        s5 = __polypy_wmma_wide(c.x[5]), s6 = __polypy_wmma_wide(c.x[6]), s7 = __polypy_wmma_wide(c.x[7]);
+    for (int k = 0; k < K; ++k) {
+      __POLYPY_WMMA_IN(a0, TA, a.x[k]) __POLYPY_WMMA_IN(a1, TA, a.x[K + k])
+      __POLYPY_WMMA_IN(b0, TB, b.x[k]) __POLYPY_WMMA_IN(b1, TB, b.x[K + k])
+      __POLYPY_WMMA_IN(b2, TB, b.x[2 * K + k]) __POLYPY_WMMA_IN(b3, TB, b.x[3 * K + k])
+      s0 = s0 + a0 * b0; s1 = s1 + a0 * b1; s2 = s2 + a0 * b2; s3 = s3 + a0 * b3;
+      s4 = s4 + a1 * b0; s5 = s5 + a1 * b1; s6 = s6 + a1 * b2; s7 = s7 + a1 * b3;
+    }
+    __polypy_wmma_set(d.x[0], s0); __polypy_wmma_set(d.x[1], s1); __polypy_wmma_set(d.x[2], s2);
+    __polypy_wmma_set(d.x[3], s3); __polypy_wmma_set(d.x[4], s4); __polypy_wmma_set(d.x[5], s5);
+    __polypy_wmma_set(d.x[6], s6); __polypy_wmma_set(d.x[7], s7);
+  }
+};
+template <> struct __polypy_mma<4, 2> {
+  template <int K, typename TA, typename TB, typename FD, typename FA, typename FB, typename FC>
+  __device__ static void run(FD& d, const FA& a, const FB& b, const FC& c) {
+    decltype(__polypy_wmma_wide(c.x[0])) s0 = __polypy_wmma_wide(c.x[0]), s1 = __polypy_wmma_wide(c.x[1]),
+        s2 = __polypy_wmma_wide(c.x[2]), s3 = __polypy_wmma_wide(c.x[3]), s4 = __polypy_wmma_wide(c.x[4]),
+        s5 = __polypy_wmma_wide(c.x[5]), s6 = __polypy_wmma_wide(c.x[6]), s7 = __polypy_wmma_wide(c.x[7]);
+    for (int k = 0; k < K; ++k) {
+      __POLYPY_WMMA_IN(a0, TA, a.x[k]) __POLYPY_WMMA_IN(a1, TA, a.x[K + k])
+      __POLYPY_WMMA_IN(a2, TA, a.x[2 * K + k]) __POLYPY_WMMA_IN(a3, TA, a.x[3 * K + k])
+      __POLYPY_WMMA_IN(b0, TB, b.x[k]) __POLYPY_WMMA_IN(b1, TB, b.x[K + k])
+      s0 = s0 + a0 * b0; s1 = s1 + a0 * b1; s2 = s2 + a1 * b0; s3 = s3 + a1 * b1;
+      s4 = s4 + a2 * b0; s5 = s5 + a2 * b1; s6 = s6 + a3 * b0; s7 = s7 + a3 * b1;
+    }
+    __polypy_wmma_set(d.x[0], s0); __polypy_wmma_set(d.x[1], s1); __polypy_wmma_set(d.x[2], s2);
+    __polypy_wmma_set(d.x[3], s3); __polypy_wmma_set(d.x[4], s4); __polypy_wmma_set(d.x[5], s5);
+    __polypy_wmma_set(d.x[6], s6); __polypy_wmma_set(d.x[7], s7);
+  }
+};
+template <> struct __polypy_mma<1, 2> {
+  template <int K, typename TA, typename TB, typename FD, typename FA, typename FB, typename FC>
+  __device__ static void run(FD& d, const FA& a, const FB& b, const FC& c) {
+    decltype(__polypy_wmma_wide(c.x[0])) s0 = __polypy_wmma_wide(c.x[0]), s1 = __polypy_wmma_wide(c.x[1]);
+    for (int k = 0; k < K; ++k) {
+      __POLYPY_WMMA_IN(a0, TA, a.x[k])
+      __POLYPY_WMMA_IN(b0, TB, b.x[k]) __POLYPY_WMMA_IN(b1, TB, b.x[K + k])
+      s0 = s0 + a0 * b0; s1 = s1 + a0 * b1;
+    }
+    __polypy_wmma_set(d.x[0], s0); __polypy_wmma_set(d.x[1], s1);
+  }
+};
+#undef __POLYPY_WMMA_IN
+
 template <int M, int N, int K, typename TA, typename LA, typename TB, typename LB, typename TC, typename TD>
 __device__ void mma_sync(fragment<accumulator, M, N, K, TD, void>& d, const fragment<matrix_a, M, N, K, TA, LA>& a,
                          const fragment<matrix_b, M, N, K, TB, LB>& b, const fragment<accumulator, M, N, K, TC, void>& c) {
-  /* Lane-local: a lane's A rows and B columns are those of its block of D (no other lane's).
-   * Each input is widened (and rounded to tf32) once per call, not once per product. */
-  const int R = __polypy_block<M, N>::rows, C = __polypy_block<M, N>::cols;
-  decltype(__polypy_wmma_wide(a.x[0])) aw[R * K];
-  decltype(__polypy_wmma_wide(b.x[0])) bw[C * K];
-  for (int e = 0; e < R * K; ++e) {
-    aw[e] = __polypy_wmma_wide(a.x[e]);
-    if (__polypy_tf32<TA>::value) aw[e] = __float_to_tf32(aw[e]);
-  }
-  for (int e = 0; e < C * K; ++e) {
-    bw[e] = __polypy_wmma_wide(b.x[e]);
-    if (__polypy_tf32<TB>::value) bw[e] = __float_to_tf32(bw[e]);
-  }
-  for (int i = 0; i < R; ++i) {
-    for (int j = 0; j < C; ++j) {
-      decltype(__polypy_wmma_wide(c.x[0])) acc = __polypy_wmma_wide(c.x[i * C + j]);
-      for (int k = 0; k < K; ++k) acc += aw[i * K + k] * bw[j * K + k];
-      __polypy_wmma_set(d.x[i * C + j], acc);
-    }
-  }
+  /* Lane-local: a lane's A rows and B columns are those of its block of D (no other lane's). */
+  __polypy_mma<__polypy_block<M, N>::rows, __polypy_block<M, N>::cols>::template run<K, TA, TB>(d, a, b, c);
 }
 #endif
 
