@@ -1,0 +1,241 @@
+"""Adjoints of read-only inputs without atomics, for gradients that polypy runs on the CPU (issue 38).
+
+A stencil ``B[p] = sum_k c_k * A[r_k(p)]`` scatters ``d_A[r_k(p)] += c_k * d_B[p]`` from every
+thread for every tap ``k``; two threads add to one element of ``d_A`` (p and p' with
+``r_k(p) = r_j(p')``), so ``K_grad`` adds them atomically or through block windows. On a CPU the
+gradient may run as several launches in sequence under the one ``K_grad`` call (every block of
+one launch finishes before the next starts), which keeps the calling convention (same
+arguments, same launch, same final contents of every buffer and shadow) and removes the
+conflict:
+
+* one **tap launch** per load ``A[r_k(p)]`` of the input (loads of one index: one tap), run first: the reverse sweep sliced
+  down to that load's update ``d_A[r_k(p)] += partial_k(p) * d_B[p]`` (everything else the
+  update does not need is dead and removed; no other store is kept). isl proves ``r_k``
+  injective on the domain where the update runs (``privacy(tap, d_A)``: every element of
+  ``d_A`` touched by at most one thread of the tap launch), so the update is a plain ``+=``;
+  the taps run one after the other, so no two of them race either. The domain is the guard of
+  the forward's store itself: boundaries need no separate code.
+* the **rest** of ``K_grad`` after them: the forward effect, the consumed seeds, the adjoints of
+  every other input, with the updates of the gathered input removed.
+
+Each tap launch is one pass over the grid: for T taps, T passes of plain, vectorizable adds in
+place of T atomics (or window adds and flushes) per thread.
+
+The split is exact only where a tap launch computes what ``K_grad`` adds at that load, which
+is checked on the tap (everything else keeps today's form, and the reason is reported):
+
+* the input is read-only in ``K`` and its shadow is touched by nothing but these updates;
+* a tap reads only buffers that ``K_grad`` does not write (read-only inputs, coefficient
+  arrays), arrays local to a thread, and the *seeds* ``d_B`` of outputs whose seed is what
+  ``K_grad`` reads there (``seed_exact``: ``B`` is written by one store outside loops, never
+  read by ``K``, not updated atomically, and each element written by one thread, so ``K_grad``
+  reads ``d_B[p]`` before the one consumption that zeroes it and nothing else writes it);
+* a tap has no statement with an effect beyond its update (output, traps, warp operations,
+  shared memory).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from polypy.ir import nodes as n
+from polypy.ir.queries import buffers_written
+from polypy.ir.visitor import Mutator, walk
+
+# isl's answer for (kernel, buffer): every element accessed by one thread of the grid always
+# ((True, None)), where a grid-uniform condition holds ((False, condition)), or not proved
+# ((False, None))
+Private = Callable[[n.Kernel, str], "tuple[bool, n.Expr | None]"]
+Simplify = Callable[[n.Kernel], n.Kernel]
+
+_ALLOWED = (n.Decl, n.Assign, n.Store, n.If, n.For)
+
+
+@dataclasses.dataclass(frozen=True)
+class GatherSplit:
+    """``taps`` (run first, in order, each with ``K``'s launch and ``K_grad``'s arguments), then
+    ``rest``; ``gathered`` maps each input so treated to its updates' loads (for the report),
+    ``kept`` each input that keeps ``K_grad``'s form to the reason."""
+    taps: tuple[n.Kernel, ...]
+    rest: n.Kernel
+    gathered: dict[str, tuple[n.Store, ...]]
+    kept: dict[str, str]
+
+
+def seed_exact(kernel: n.Kernel, buffer: str, private: tuple[bool, n.Expr | None]
+               ) -> tuple[bool, str, n.Expr | None]:
+    """Whether ``K_grad`` reads the seed of ``buffer`` (its shadow's contents on entry) wherever it
+    reads its shadow (and under which run-time condition, if any): ``buffer`` is written by one
+    store outside loops, never read by ``kernel`` nor updated atomically, and (``private``,
+    from isl) each element is accessed by one thread."""
+    stores = 0
+    for x in walk(kernel):
+        if isinstance(x, n.Load) and x.buffer == buffer:
+            return False, f"{buffer} is read by the kernel (its adjoint is more than its seed)", None
+        if isinstance(x, n.AtomicRMW) and x.buffer == buffer:
+            return False, f"{buffer} is updated atomically", None
+        if isinstance(x, n.Store) and x.buffer == buffer:
+            stores += 1
+    if stores != 1:
+        return False, f"{buffer} is written by {stores} stores", None
+    if _store_in_loop(kernel.body, buffer, False):
+        return False, f"{buffer} is written in a loop", None
+    if not private[0] and private[1] is None:
+        return False, f"isl does not prove that each element of {buffer} is accessed by one thread", None
+    return True, "", None if private[0] else private[1]
+
+
+def _store_in_loop(block: tuple[n.Stmt, ...], buffer: str, inside: bool) -> bool:
+    for s in block:
+        if isinstance(s, n.Store) and s.buffer == buffer and inside:
+            return True
+        if isinstance(s, n.If) and (_store_in_loop(s.then, buffer, inside) or _store_in_loop(s.orelse, buffer, inside)):
+            return True
+        if isinstance(s, (n.For, n.While)):
+            body = s.body + (s.update if isinstance(s, n.While) else ())
+            if _store_in_loop(body, buffer, True):
+                return True
+    return False
+
+
+def update_of(s: n.Stmt, shadow: str) -> n.Expr | None:
+    """The added value of ``shadow[i] = shadow[i] + v`` (either order) or ``shadow[i] - v``
+    (``-v``), else None."""
+    if not (isinstance(s, n.Store) and s.buffer == shadow and isinstance(s.value, n.Binary)
+            and s.value.op in ("add", "sub")):
+        return None
+    a, c = s.value.a, s.value.b
+    pairs = ((a, c), (c, a)) if s.value.op == "add" else ((a, c),)
+    for own, other in pairs:
+        if isinstance(own, n.Load) and own.buffer == shadow and own.index == s.index and not any(
+                isinstance(x, n.Load) and x.buffer == shadow for x in walk(other)):
+            return other if s.value.op == "add" else n.Unary("neg", other)
+    return None
+
+
+class _Slice(Mutator):
+    """``K_grad`` with every store and atomic to a non-local buffer removed except ``keep``
+    (identity), and every barrier (a tap reads no memory another thread writes)."""
+
+    def __init__(self, keep: set[int], local: set[str]):
+        self.keep, self.local = keep, local
+
+    def visit_Store(self, s: n.Store):
+        return s if id(s) in self.keep or s.buffer in self.local else None
+
+    def visit_AtomicRMW(self, s: n.AtomicRMW):
+        return s if s.buffer in self.local and s.dest is None else None
+
+    def visit_Barrier(self, s: n.Barrier):
+        return None
+
+
+def _tap_problem(tap: n.Kernel, shadow: str, written: set[str], seeds: dict[str, tuple[bool, str, n.Expr | None]],
+                 shadow_of: dict[str, str]) -> tuple[str | None, list[n.Expr]]:
+    """Why the tap does not compute what ``K_grad`` adds (None if it does), and the run-time
+    conditions of the seeds it reads."""
+    primal_of = {v: k for k, v in shadow_of.items()}
+    local = {b.name for b in tap.buffers if b.space == "local"}
+    conditions: list[n.Expr] = []
+    for x in walk(tap):
+        if isinstance(x, n.Stmt) and not isinstance(x, _ALLOWED):
+            return f"the reverse sweep it needs has a {type(x).__name__} statement", []
+        if isinstance(x, n.AtomicRMW) and x.buffer not in local:
+            return "the reverse sweep it needs has an atomic", []
+        if isinstance(x, n.Load) and x.buffer not in local and x.buffer != shadow:
+            if x.buffer in primal_of:
+                ok, why, cond = seeds.get(primal_of[x.buffer], (False, "it is not an output of the kernel", None))
+                if not ok:
+                    return f"its contribution reads {x.buffer}, and {why}", []
+                if cond is not None and cond not in conditions:
+                    conditions.append(cond)
+            elif x.buffer in written:
+                return f"its contribution reads {x.buffer}, which the kernel or its gradient writes", []
+    return None, conditions
+
+
+def _all(conditions: list[n.Expr]) -> n.Expr | None:
+    out: n.Expr | None = None
+    for c in conditions:
+        out = c if out is None else n.Binary("land", out, c)
+    return out
+
+
+class _Rest(Mutator):
+    """``K_grad`` without the gathered updates; an update whose tap runs only under a condition
+    stays, as an atomic, where the condition does not hold."""
+
+    def __init__(self, conditions: dict[int, n.Expr | None]):
+        self.conditions = conditions
+
+    def visit_Store(self, s: n.Store):
+        if id(s) not in self.conditions:
+            return s
+        cond = self.conditions[id(s)]
+        if cond is None:
+            return None
+        value = update_of(s, s.buffer)
+        assert value is not None
+        return n.If(n.Unary("not", cond), (n.AtomicRMW("add", s.buffer, s.index, value, loc=s.loc),), loc=s.loc)
+
+
+def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[str, str],
+                 seeds: dict[str, tuple[bool, str, n.Expr | None]], private: Private,
+                 simplify: Simplify) -> GatherSplit:
+    """The tap launches of ``candidates`` (read-only inputs of ``K``, whose updates in ``grad``
+    are plain ``+=``: built with them taken as private) and ``grad`` without those updates.
+    ``seeds[B]``: ``seed_exact`` of each output; ``private(kernel, buffer)``: isl's proof that
+    every element of ``buffer`` is accessed by one thread of ``kernel``'s grid (``Private``);
+    ``simplify`` removes dead code (the driver's after-AD passes). A tap that is exact only
+    under a grid-uniform run-time condition (isl's, on the launch and the integer arguments)
+    runs under it, and the rest keeps that update, atomic, where it does not hold."""
+    written = buffers_written(grad)
+    local = {b.name for b in grad.buffers if b.space == "local"}
+    taps: list[n.Kernel] = []
+    gathered: dict[str, tuple[n.Store, ...]] = {}
+    kept: dict[str, str] = {}
+    conditions: dict[int, n.Expr | None] = {}
+    for a in candidates:
+        shadow = shadow_of[a]
+        updates = [x for x in walk(grad) if isinstance(x, n.Store) and x.buffer == shadow]
+        others = [x for x in walk(grad) if isinstance(x, (n.Load, n.AtomicRMW)) and x.buffer == shadow]
+        if (not updates or any(update_of(s, shadow) is None for s in updates) or len(others) != len(updates)
+                or len({id(s) for s in updates}) != len(updates)):
+            kept[a] = f"{shadow} is written by more than the accumulations of the loads of {a}"
+            continue
+        mine: list[tuple[list[n.Store], n.Kernel, n.Expr | None]] = []
+        problem = None
+        groups: dict[tuple[n.Expr, ...], list[n.Store]] = {}
+        for s in updates:  # the loads of one element by one thread: one tap
+            groups.setdefault(s.index, []).append(s)
+        for group in groups.values():
+            tap = simplify(dataclasses.replace(_Slice({id(s) for s in group}, local).visit(grad),
+                                               name=f"{grad.name}_{a}_tap"))
+            problem, conds = _tap_problem(tap, shadow, written, seeds, shadow_of)
+            if problem is None:
+                always, when = private(tap, shadow)
+                if not always and when is None:
+                    problem = ("isl does not prove that the read relation of a load is injective on its domain "
+                               "(two threads of one tap may add to one element)")
+                elif when is not None:
+                    conds.append(when)
+            if problem is not None:
+                break
+            cond = _all(conds)
+            if cond is not None:
+                tap = dataclasses.replace(tap, body=(n.If(cond, tap.body, loc=tap.loc),))
+            mine.append((group, dataclasses.replace(tap, name=f"{grad.name}_{a}_tap{len(taps) + len(mine)}"), cond))
+        if problem is not None:
+            kept[a] = problem
+            continue
+        taps += [t for _, t, _ in mine]
+        conditions.update({id(s): c for group, _, c in mine for s in group})
+        gathered[a] = tuple(updates)
+    rest = simplify(_Rest(conditions).visit(grad)) if gathered else grad
+    distinct = [c for c in dict.fromkeys(conditions.values()) if c is not None]
+    if distinct and not any(isinstance(x, n.Barrier) for x in walk(grad)):
+        # the conditions are grid-uniform: test them once, around two copies of the body (the
+        # per-update tests in the thread loop keep it from vectorizing)
+        plain = simplify(_Rest({k: None for k in conditions}).visit(grad))
+        rest = dataclasses.replace(rest, body=(n.If(_all(distinct), plain.body, rest.body, loc=grad.loc),))
+    return GatherSplit(tuple(taps), rest, gathered, kept)

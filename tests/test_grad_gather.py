@@ -1,0 +1,290 @@
+"""Adjoints of read-only stencil inputs in tap launches (issue 38 item 1; ``autodiff.gather``,
+``polypy.driver.gathered``): on the CPU, ``polypy.grad`` runs one plain-``+=`` launch per load of
+the input (isl proves each injective on its domain), then the rest of ``K_grad``. Checked on
+our own 1-D/2-D/3-D stencils: against finite differences in float64 on several launch shapes
+(compiled and emulated), bit for bit against the one-kernel gradient where every sum is exact
+(integer-valued floats), the report naming the form, and inputs that must keep today's form."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polypy
+from autodiff import Accumulation
+from polypy.driver.gathered import PhasedGradient
+
+STENCIL_1D = r"""
+__global__ void smooth(const double* a, double* b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i > 0 && i < n - 1)
+    b[i] = 0.25 * a[i - 1] + 0.5 * a[i] - 1.5 * a[i + 1];
+}
+"""
+
+# rows of a fixed length (the macro), as PolyBench writes them; a run-time row count; the
+# coefficients are dyadic, so that sums of integer-valued floats are exact
+STENCIL_2D = r"""
+#define W 40
+__global__ void conv(int ni, const double* A, double* B) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  int i = blockIdx.y * blockDim.y + threadIdx.y;
+  if (i > 0 && j > 0 && i < ni - 1 && j < W - 1)
+    B[i * W + j] = 0.25 * A[(i - 1) * W + (j - 1)] - 0.5 * A[(i - 1) * W + j] + 0.75 * A[i * W + j]
+                 + 0.125 * A[(i + 1) * W + j] - 1.5 * A[(i + 1) * W + (j + 1)] + 2.0 * A[i * W + j + 1];
+}
+"""
+
+STENCIL_3D = r"""
+#define NJ 12
+#define NK 10
+__global__ void heat(int ni, const double* A, double* B) {
+  int k = blockIdx.x * blockDim.x + threadIdx.x;
+  int j = blockIdx.y * blockDim.y + threadIdx.y;
+  int i = blockIdx.z * blockDim.z + threadIdx.z;
+  if (i > 0 && j > 0 && k > 0 && i < ni - 1 && j < NJ - 1 && k < NK - 1)
+    B[(i * NJ + j) * NK + k] = 2.0 * A[(i * NJ + j) * NK + k]
+        + A[((i - 1) * NJ + j) * NK + k] - 3.0 * A[((i + 1) * NJ + j) * NK + k]
+        + 0.5 * A[(i * NJ + j - 1) * NK + k] + 4.0 * A[(i * NJ + j + 1) * NK + k]
+        - A[(i * NJ + j) * NK + k - 1] + 1.5 * A[(i * NJ + j) * NK + k + 1];
+}
+"""
+
+# taps times a read-only coefficient array read at the output's element, and a partial that
+# depends on the input itself (read-only, so the tap recomputes it)
+COEFFICIENTS = r"""
+__global__ void weighted(const double* a, const double* w, double* b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= 1 && i <= n - 2)
+    b[i] = w[i] * (a[i - 1] - a[i + 1]) + a[i] * a[i + 1];
+}
+"""
+
+# the input is written by the kernel (each thread clears the one element no other thread reads)
+WRITES_INPUT = r"""
+__global__ void pairs(double* a, double* b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    b[i] = a[2 * i] * 3.0 + a[2 * i + 1] + a[2 * i + 2];
+    a[2 * i + 1] = 0.0;
+  }
+}
+"""
+
+# the output is read and written (its seed is not all of its adjoint): today's form
+IN_OUT = r"""
+__global__ void accumulate(const double* a, double* b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i > 0 && i < n - 1)
+    b[i] = 0.5 * b[i] + a[i - 1] - a[i + 1];
+}
+"""
+
+
+def _module(tmp_path, name, text):
+    path = tmp_path / f"{name}.cu"
+    path.write_text(text)
+    return polypy.compile(str(path))
+
+
+def _arrays(kernel, sizes, rng, integer=False):
+    out = {}
+    for p in kernel.signature.params:
+        if p.name in sizes:
+            out[p.name] = (rng.integers(-3, 4, sizes[p.name]).astype(np.float64) if integer
+                           else rng.standard_normal(sizes[p.name]))
+    return out
+
+
+def _run_grad(g, launch, ints, arrays, seeds, emulate=False):
+    args = {}
+    for p in g.gpu.params:
+        if p.name in ints:
+            args[p.name] = ints[p.name]
+        elif p.name in arrays:
+            args[p.name] = arrays[p.name].copy()
+        else:
+            primal = p.name[2:]
+            args[p.name] = seeds[primal].copy() if primal in seeds else np.zeros_like(arrays[primal])
+    (g.emulate if emulate else g)[launch](**args)
+    return args
+
+
+def _fd_check(mod, name, launch, ints, sizes, out, emulate=False):
+    """<d_in, v> against the central difference of <w, out after K> along v, for each input."""
+    k = getattr(mod, name)
+    g = polypy.grad(k)
+    assert isinstance(g, PhasedGradient), g
+    rng = np.random.default_rng(sum(sizes.values()))
+    arrays = _arrays(k, sizes, rng)
+    w = rng.standard_normal(sizes[out])
+    got = _run_grad(g, launch, ints, arrays, {out: w}, emulate=emulate)
+
+    def loss(x):
+        a = {key: v.copy() for key, v in x.items()}
+        k[launch](**ints, **a)
+        return float(np.dot(w, a[out]))
+
+    checked = 0
+    for name_in in arrays:
+        if name_in == out:
+            continue
+        v = rng.standard_normal(sizes[name_in])
+        h = 1e-5
+        plus = dict(arrays, **{name_in: arrays[name_in] + h * v})
+        minus = dict(arrays, **{name_in: arrays[name_in] - h * v})
+        fd = (loss(plus) - loss(minus)) / (2 * h)
+        ad = float(np.dot(got["d_" + name_in], v))
+        assert abs(fd) > 1e-3 and abs(fd - ad) <= 1e-7 * max(1.0, abs(fd)), (name_in, fd, ad)
+        checked += 1
+    assert checked
+    assert np.all(got["d_" + out] == np.where(got["d_" + out] == 0, 0, w))  # consumed seeds are zero
+    return g
+
+
+@pytest.mark.parametrize("grid,block,n", [(1, 32, 30), (4, 8, 29), (7, 5, 35), (3, 16, 40)])
+def test_1d_stencil_matches_finite_differences(tmp_path, grid, block, n) -> None:
+    mod = _module(tmp_path, "smooth", STENCIL_1D)
+    g = _fd_check(mod, "smooth", ((grid,), (block,)), {"n": n}, {"a": n, "b": n}, "b")
+    assert len(g.taps) == 3
+
+
+@pytest.mark.parametrize("grid,block,ni", [((5, 4), (8, 4), 15), ((3, 7), (16, 2), 13), ((40, 1), (1, 16), 16),
+                                           ((2, 2), (32, 8), 16)])
+def test_2d_stencil_matches_finite_differences_on_non_square_launches(tmp_path, grid, block, ni) -> None:
+    mod = _module(tmp_path, "conv", STENCIL_2D)
+    g = _fd_check(mod, "conv", (grid, block), {"ni": ni}, {"A": ni * 40, "B": ni * 40}, "B")
+    assert len(g.taps) == 6
+
+
+def test_2d_stencil_emulated_matches_finite_differences(tmp_path) -> None:
+    mod = _module(tmp_path, "conv", STENCIL_2D)
+    _fd_check(mod, "conv", ((5, 3), (8, 4)), {"ni": 11}, {"A": 11 * 40, "B": 11 * 40}, "B", emulate=True)
+
+
+@pytest.mark.parametrize("grid,block,ni", [((2, 3, 4), (5, 4, 2), 8), ((1, 2, 9), (10, 8, 1), 9)])
+def test_3d_stencil_matches_finite_differences(tmp_path, grid, block, ni) -> None:
+    mod = _module(tmp_path, "heat", STENCIL_3D)
+    g = _fd_check(mod, "heat", (grid, block), {"ni": ni}, {"A": ni * 120, "B": ni * 120}, "B")
+    assert len(g.taps) == 7
+
+
+@pytest.mark.parametrize("grid,block,n", [(1, 32, 25), (5, 7, 33)])
+def test_coefficient_array_and_input_dependent_partials(tmp_path, grid, block, n) -> None:
+    mod = _module(tmp_path, "weighted", COEFFICIENTS)
+    report: list = []
+    polypy.grad(mod.weighted, report=report)
+    forms = {(d.buffer, d.strategy) for d in report if isinstance(d, Accumulation)}
+    assert ("a", "gather") in forms and ("w", "plain") in forms, forms
+    g = _fd_check(mod, "weighted", ((grid,), (block,)), {"n": n}, {"a": n, "w": n, "b": n}, "b")
+    assert len(g.taps) == 3  # a[i + 1] read twice: one tap
+
+
+@pytest.mark.parametrize("name,text,launch,ints,sizes", [
+    ("smooth", STENCIL_1D, ((6,), (7,)), {"n": 40}, {"a": 40, "b": 40}),
+    ("conv", STENCIL_2D, ((6, 5), (8, 4)), {"ni": 17}, {"A": 17 * 40, "B": 17 * 40}),
+    ("heat", STENCIL_3D, ((2, 3, 5), (5, 4, 2)), {"ni": 9}, {"A": 9 * 120, "B": 9 * 120}),
+])
+def test_bit_for_bit_against_the_one_kernel_gradient(tmp_path, name, text, launch, ints, sizes) -> None:
+    mod = _module(tmp_path, name, text)
+    k = getattr(mod, name)
+    gathered, one = polypy.grad(k), polypy.grad(k, gather=False)
+    assert isinstance(gathered, PhasedGradient) and not isinstance(one, PhasedGradient)
+    rng = np.random.default_rng(5)
+    arrays = _arrays(k, sizes, rng, integer=True)
+    out = [p for p in sizes if p in ("b", "B")][0]
+    seeds = {out: rng.integers(-4, 5, sizes[out]).astype(np.float64)}
+    inp = [p for p in sizes if p != out][0]
+    arrays_d = {"d_" + inp: rng.integers(-4, 5, sizes[inp]).astype(np.float64)}  # accumulated into
+    results = []
+    for g in (gathered, one):
+        args = {}
+        for p in g.gpu.params:
+            if p.name in ints:
+                args[p.name] = ints[p.name]
+            elif p.name in arrays:
+                args[p.name] = arrays[p.name].copy()
+            elif p.name[2:] in seeds:
+                args[p.name] = seeds[p.name[2:]].copy()
+            else:
+                args[p.name] = arrays_d[p.name].copy()
+        g[launch](**args)
+        results.append({key: v for key, v in args.items() if isinstance(v, np.ndarray)})
+    assert results[0].keys() == results[1].keys()
+    for key in results[0]:
+        assert np.array_equal(results[0][key], results[1][key]), key
+    assert np.any(results[0]["d_" + inp] != arrays_d["d_" + inp])
+
+
+def test_report_names_the_form(tmp_path) -> None:
+    mod = _module(tmp_path, "conv", STENCIL_2D)
+    report: list = []
+    polypy.grad(mod.conv, report=report)
+    forms = [d for d in report if isinstance(d, Accumulation) and d.buffer == "A"]
+    assert len(forms) == 6 and all(d.strategy == "gather" for d in forms), [d.format() for d in forms]
+    assert "plain +=" in forms[0].format() and "injective" in forms[0].format()
+    one: list = []
+    polypy.grad(mod.conv, report=one, gather=False)
+    assert not any(isinstance(d, Accumulation) and d.strategy == "gather" for d in one)
+
+
+def test_cli_report_says_what_the_cpu_path_does(tmp_path, capsys) -> None:
+    from polypy.driver.cli import main
+
+    src = tmp_path / "smooth.cu"
+    src.write_text(STENCIL_1D)
+    out = tmp_path / "smooth_grad.cu"
+    assert main(["grad", str(src), "--kernel", "smooth", "--report", "-o", str(out)]) == 0
+    err = capsys.readouterr()
+    text = err.out + err.err
+    assert "input a: when polypy runs the gradient on the CPU" in text and "gather form" in text, text
+    assert "smooth_grad_a_tap" not in out.read_text()  # the CUDA output keeps one kernel K_grad
+
+
+def _forms(mod, name):
+    report: list = []
+    g = polypy.grad(getattr(mod, name), report=report)
+    return g, {d.buffer: d for d in report if isinstance(d, Accumulation)}
+
+
+@pytest.mark.parametrize("grid,block", [((3,), (8,)), ((1,), (32,))])
+def test_input_written_by_the_kernel_keeps_todays_form(tmp_path, grid, block) -> None:
+    mod = _module(tmp_path, "pairs", WRITES_INPUT)
+    g, forms = _forms(mod, "pairs")
+    assert not isinstance(g, PhasedGradient)
+    assert forms["a"].strategy != "gather"
+    n = 20
+    rng = np.random.default_rng(2)
+    a, w, v = rng.standard_normal(2 * n + 1), rng.standard_normal(n), rng.standard_normal(2 * n + 1)
+
+    def loss(x):
+        aa, bb = x.copy(), np.zeros(n)
+        mod.pairs[grid, block](aa, bb, n)
+        return float(np.dot(w, bb) + np.dot(w[:n], aa[:n]))
+
+    seeds_a = np.zeros(2 * n + 1)
+    seeds_a[:n] = w[:n]
+    args = {"a": a.copy(), "d_a": seeds_a, "b": np.zeros(n), "d_b": w.copy(), "n": n}
+    g[grid, block](**args)
+    fd = (loss(a + 1e-5 * v) - loss(a - 1e-5 * v)) / 2e-5
+    assert abs(fd - float(np.dot(args["d_a"], v))) < 1e-7 * max(1.0, abs(fd))
+
+
+def test_output_read_by_the_kernel_keeps_todays_form_and_says_why(tmp_path) -> None:
+    mod = _module(tmp_path, "accumulate", IN_OUT)
+    g, forms = _forms(mod, "accumulate")
+    assert not isinstance(g, PhasedGradient)
+    assert forms["a"].strategy != "gather"
+    assert "no gather form: its contribution reads d_b, and b is read by the kernel" in forms["a"].reason
+    n, launch = 30, ((4,), (8,))
+    rng = np.random.default_rng(4)
+    a, b0, w, v = (rng.standard_normal(n) for _ in range(4))
+
+    def loss(x):
+        bb = b0.copy()
+        mod.accumulate[launch](x.copy(), bb, n)
+        return float(np.dot(w, bb))
+
+    args = {"a": a.copy(), "d_a": np.zeros(n), "b": b0.copy(), "d_b": w.copy(), "n": n}
+    g[launch](**args)
+    fd = (loss(a + 1e-5 * v) - loss(a - 1e-5 * v)) / 2e-5
+    assert abs(fd - float(np.dot(args["d_a"], v))) < 1e-7 * max(1.0, abs(fd))
