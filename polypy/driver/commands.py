@@ -126,7 +126,7 @@ def grad(args: argparse.Namespace) -> int:
 
 
 def _grad(args: argparse.Namespace) -> int:
-    from polypy.driver.gradients import grad_kernel, gradient_cpp, gradient_source
+    from polypy.driver.gradients import grad_kernel, gradient_cpp, gradient_source, privacy_oracle
 
     check_output(args.output, (args.file,))
     module = _load(args)
@@ -147,7 +147,7 @@ def _grad(args: argparse.Namespace) -> int:
     if report is not None and args.mode == "reverse":  # what polypy.grad does instead on the CPU
         from polypy.driver.gathered import gather_notes
 
-        report.extend(gather_notes(module, args.kernel, wrt=wrt, const=const, optimize=not args.no_opt,
+        report.extend(gather_notes(module, args.kernel, grad_kernel, privacy_oracle, wrt=wrt, const=const, optimize=not args.no_opt,
                                    cache=args.cache, privacy=not args.no_privacy,
                                    block_reductions=not args.no_block_reductions, windows=not args.no_windows,
                                    checkpoint_budget=args.checkpoint_budget))

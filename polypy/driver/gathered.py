@@ -11,7 +11,7 @@ DESIGN.md) and today's forms (``gather_notes`` says what the CPU path does inste
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
@@ -20,11 +20,10 @@ from polypy.ir.types import PointerType
 from polypy.ir.visitor import walk
 
 
-def _candidates(module: n.Module, name: str, wrt, const, optimize: bool):
+def _candidates(module: n.Module, name: str, wrt, const, optimize: bool, privacy_oracle: Callable):
     """(the optimized kernel, its active params, read-only float inputs whose adjoints are not
     already plain, the privacy oracle)."""
     from autodiff import select_active
-    from polypy.driver.gradients import privacy_oracle
     from polypy.driver.pipelines import before_ad_pipeline
     from polypy.passes import run_pipeline
 
@@ -38,16 +37,16 @@ def _candidates(module: n.Module, name: str, wrt, const, optimize: bool):
     return kernel, active, out, oracle
 
 
-def gather_gradient(module: n.Module, name: str, *, wrt=None, const=(), report: list | None = None,
-                    **options: Any) -> tuple[tuple[n.Kernel, ...], n.Kernel]:
+def gather_gradient(module: n.Module, name: str, grad_kernel: Callable, privacy_oracle: Callable, *, wrt=None,
+                    const=(), report: list | None = None, **options: Any) -> tuple[tuple[n.Kernel, ...], n.Kernel]:
     """(tap kernels, the rest of ``K_grad``): launched in this order with the kernel's launch and
     ``K_grad``'s arguments, they do what ``grad_kernel``'s one kernel does. No taps where no
     input qualifies (then the rest is ``grad_kernel``'s kernel). ``report`` as for
-    ``grad_kernel``; the gathered inputs' loads are reported ``gather``, the others say why not."""
+    ``grad_kernel``; the gathered inputs' loads are reported ``gather``, the others say why not.
+    ``grad_kernel`` and ``privacy_oracle``: ``polypy.driver.gradients``'s (which imports this module)."""
     from autodiff.gather import seed_exact, split_gather
     from autodiff.report import Accumulation
     from autodiff.tapes import runtime_tapes
-    from polypy.driver.gradients import grad_kernel, privacy_oracle
     from polypy.driver.pipelines import after_ad_pipeline
     from polypy.passes import run_pipeline
 
@@ -56,7 +55,8 @@ def gather_gradient(module: n.Module, name: str, *, wrt=None, const=(), report: 
 
     if options.get("mode", "reverse") != "reverse" or not options.get("privacy", True):
         return (), build((), report)
-    kernel, active, candidates, oracle = _candidates(module, name, wrt, const, options.get("optimize", True))
+    kernel, active, candidates, oracle = _candidates(module, name, wrt, const, options.get("optimize", True),
+                                                     privacy_oracle)
     if not candidates:
         return (), build((), report)
     written = buffers_written(kernel)
@@ -140,12 +140,13 @@ class GatherNote:
         return self.text
 
 
-def gather_notes(module: n.Module, name: str, **options: Any) -> list[GatherNote]:
+def gather_notes(module: n.Module, name: str, grad_kernel: Callable, privacy_oracle: Callable,
+                 **options: Any) -> list[GatherNote]:
     """What the CPU path (``polypy.grad``) does with each read-only input, for ``polypy grad
     --report`` (whose output keeps one kernel)."""
     report: list = []
     try:
-        gather_gradient(module, name, report=report, **options)
+        gather_gradient(module, name, grad_kernel, privacy_oracle, report=report, **options)
     except UserError:
         return []
     from autodiff.report import Accumulation
@@ -218,6 +219,11 @@ class PhasedGradient:
     @property
     def gpu(self) -> n.Kernel:
         return self.rest.gpu
+
+    @property
+    def signature(self) -> n.Kernel:
+        """``K_grad``'s parameters (every launch takes them all)."""
+        return self.rest.compiled.signature
 
     def memory(self, config: Any, *args: Any, **kwargs: Any) -> dict[str, int]:
         return self.rest.memory(config, *args, **kwargs)

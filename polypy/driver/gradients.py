@@ -308,7 +308,8 @@ def grad(kernel: Any, *, wrt=None, const=(), mode: str = "reverse", report: list
     if gather and mode == "reverse":  # tap launches first, on the CPU (polypy.driver.gathered)
         from polypy.driver.gathered import gather_gradient
 
-        taps, gradient = gather_gradient(source, kernel.name, wrt=wrt, const=const, report=report, **options)
+        taps, gradient = gather_gradient(source, kernel.name, grad_kernel, privacy_oracle, wrt=wrt, const=const,
+                                         report=report, **options)
     else:
         gradient = grad_kernel(source, kernel.name, wrt=wrt, const=const, mode=mode, report=report, **options)
     _warn_races(source, kernel.name, report)
