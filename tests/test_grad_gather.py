@@ -12,6 +12,8 @@ import pytest
 import polypy
 from autodiff import Accumulation
 from polypy.driver.gathered import PhasedGradient
+from polypy.ir import nodes as ir
+from polypy.ir.visitor import walk
 
 STENCIL_1D = r"""
 __global__ void smooth(const double* a, double* b, int n) {
@@ -288,3 +290,26 @@ def test_output_read_by_the_kernel_keeps_todays_form_and_says_why(tmp_path) -> N
     g[launch](**args)
     fd = (loss(a + 1e-5 * v) - loss(a - 1e-5 * v)) / 2e-5
     assert abs(fd - float(np.dot(args["d_a"], v))) < 1e-7 * max(1.0, abs(fd))
+
+
+# PolyBench's form: rows of the macro's length, columns bounded by an argument; isl proves the
+# taps (and the output's seeds) private only where nj <= NJ + 1, tested once per launch
+RUNTIME_BOUND = r"""
+#define NJ 24
+__global__ void conv_n(int ni, int nj, const double* A, double* B) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  int i = blockIdx.y * blockDim.y + threadIdx.y;
+  if (i < ni - 1 && j < nj - 1 && i > 0 && j > 0)
+    B[i * NJ + j] = 0.5 * A[(i - 1) * NJ + j] - 0.25 * A[i * NJ + j + 1] + 3.0 * A[(i + 1) * NJ + j - 1];
+}
+"""
+
+
+@pytest.mark.parametrize("grid,block,ni,nj", [((2, 3), (16, 8), 20, 24), ((7, 2), (4, 8), 13, 17)])
+def test_taps_under_a_run_time_condition(tmp_path, grid, block, ni, nj) -> None:
+    mod = _module(tmp_path, "conv_n", RUNTIME_BOUND)
+    g = _fd_check(mod, "conv_n", (grid, block), {"ni": ni, "nj": nj}, {"A": ni * 24, "B": ni * 24}, "B")
+    assert len(g.taps) == 3
+    assert all(len(t.gpu.body) == 1 and isinstance(t.gpu.body[0], ir.If) for t in g.taps)
+    atomics = [x for x in walk(g.gpu) if isinstance(x, ir.AtomicRMW)]
+    assert len(atomics) == 3  # the rest: the updates where the condition does not hold
