@@ -39,7 +39,8 @@ import dataclasses
 from typing import Callable
 
 from polypy.ir import nodes as n
-from polypy.ir.queries import buffers_written
+from polypy.ir.queries import buffers_written, declared_names
+from polypy.ir.rewrite import rename_locals
 from polypy.ir.visitor import Mutator, walk
 
 # isl's answer for (kernel, buffer): every element accessed by one thread of the grid always
@@ -237,5 +238,14 @@ def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[st
         # the conditions are grid-uniform: test them once, around two copies of the body (the
         # per-update tests in the thread loop keep it from vectorizing)
         plain = simplify(_Rest({k: None for k in conditions}).visit(grad))
-        rest = dataclasses.replace(rest, body=(n.If(_all(distinct), plain.body, rest.body, loc=grad.loc),))
+        taken = declared_names(rest) | declared_names(plain) | {p.name for p in grad.params}
+        mapping: dict[str, str] = {}
+        for name in sorted(declared_names(plain)):  # a kernel declares each local once
+            new, i = f"{name}_g", 1
+            while new in taken:
+                new, i = f"{name}_g{i}", i + 1
+            taken.add(new)
+            mapping[name] = new
+        body = rename_locals(plain.body, mapping)
+        rest = dataclasses.replace(rest, body=(n.If(_all(distinct), body, rest.body, loc=grad.loc),))
     return GatherSplit(tuple(taps), rest, gathered, kept)

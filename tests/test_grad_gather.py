@@ -313,3 +313,31 @@ def test_taps_under_a_run_time_condition(tmp_path, grid, block, ni, nj) -> None:
     assert all(len(t.gpu.body) == 1 and isinstance(t.gpu.body[0], ir.If) for t in g.taps)
     atomics = [x for x in walk(g.gpu) if isinstance(x, ir.AtomicRMW)]
     assert len(atomics) == 3  # the rest: the updates where the condition does not hold
+
+
+# one plane `i` of a 3-D array per launch, bounds from arguments, many taps (a long expression
+# that differentiation splits into named parts, declared in both copies of the rest's body)
+PLANE = r"""
+#define NJ 9
+#define NK 11
+__global__ void plane(int ni, int nj, int nk, const double* A, double* B, int i) {
+  int k = blockIdx.x * blockDim.x + threadIdx.x;
+  int j = blockIdx.y * blockDim.y + threadIdx.y;
+  if (i > 0 && j > 0 && k > 0 && i < ni - 1 && j < nj - 1 && k < nk - 1)
+    B[(i * NJ + j) * NK + k] = 2.0 * A[((i - 1) * NJ + j - 1) * NK + k - 1] - 3.0 * A[((i + 1) * NJ + j - 1) * NK + k]
+        + 0.5 * A[((i - 1) * NJ + j) * NK + k + 1] + 4.0 * A[((i + 1) * NJ + j + 1) * NK + k - 1]
+        - 0.25 * A[(i * NJ + j - 1) * NK + k] + 1.5 * A[(i * NJ + j) * NK + k] - A[(i * NJ + j + 1) * NK + k + 1]
+        + 6.0 * A[((i - 1) * NJ + j + 1) * NK + k] - 0.75 * A[((i + 1) * NJ + j) * NK + k + 1]
+        + 8.0 * A[((i - 1) * NJ + j - 1) * NK + k + 1] - 5.0 * A[((i + 1) * NJ + j + 1) * NK + k + 1];
+}
+"""
+
+
+@pytest.mark.parametrize("grid,block,i", [((3, 2), (4, 8), 3), ((1, 3), (16, 4), 1)])
+def test_many_taps_under_a_run_time_condition(tmp_path, grid, block, i) -> None:
+    mod = _module(tmp_path, "plane", PLANE)
+    ints = {"ni": 6, "nj": 9, "nk": 11, "i": i}
+    g = _fd_check(mod, "plane", (grid, block), ints, {"A": 6 * 99, "B": 6 * 99}, "B")
+    assert len(g.taps) == 11
+    body = g.gpu.body
+    assert len(body) == 1 and isinstance(body[0], ir.If) and body[0].then and body[0].orelse  # tested once
