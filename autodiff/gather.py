@@ -66,37 +66,67 @@ class GatherSplit:
 def seed_exact(kernel: n.Kernel, buffer: str, private: tuple[bool, n.Expr | None]
                ) -> tuple[bool, str, n.Expr | None]:
     """Whether ``K_grad`` reads the seed of ``buffer`` (its shadow's contents on entry) wherever it
-    reads its shadow (and under which run-time condition, if any): ``buffer`` is written by one
-    store outside loops, never read by ``kernel`` nor updated atomically, and (``private``,
-    from isl) each element is accessed by one thread."""
-    stores = 0
-    for x in walk(kernel):
-        if isinstance(x, n.Load) and x.buffer == buffer:
-            return False, f"{buffer} is read by the kernel (its adjoint is more than its seed)", None
-        if isinstance(x, n.AtomicRMW) and x.buffer == buffer:
-            return False, f"{buffer} is updated atomically", None
-        if isinstance(x, n.Store) and x.buffer == buffer:
-            stores += 1
-    if stores != 1:
-        return False, f"{buffer} is written by {stores} stores", None
-    if _store_in_loop(kernel.body, buffer, False):
+    reads its shadow (and under which run-time condition, if any): ``buffer`` is written outside
+    loops, by stores no two of which one thread runs (branches of one ``if``), not updated
+    atomically, read only outside loops and before any store the thread may run after the read
+    (``B[p] = B[p] - ...``: the reverse sweep consumes the seed at the store before it adds the
+    loads' adjoints), and (``private``, from isl) each element is accessed by one thread."""
+    events = list(_events(kernel.body, buffer, False, ()))
+    if any(kind == "atomic" for kind, _, _ in events):
+        return False, f"{buffer} is updated atomically", None
+    stores = [i for i, (kind, _, _) in enumerate(events) if kind == "store"]
+    if not stores:
+        return False, f"{buffer} is not written", None
+    if any(events[i][1] for i in stores):
         return False, f"{buffer} is written in a loop", None
+    if any(not _exclusive(events[i][2], events[j][2]) for i in stores for j in stores if i < j):
+        return False, f"{buffer} may be written twice by one thread", None
+    for i, (kind, looped, path) in enumerate(events):
+        if kind == "load" and (looped or any(j < i and not _exclusive(path, events[j][2]) for j in stores)):
+            return False, f"{buffer} is read by the kernel after its store or in a loop (its adjoint is more than " \
+                          f"its seed there)", None
     if not private[0] and private[1] is None:
         return False, f"isl does not prove that each element of {buffer} is accessed by one thread", None
     return True, "", None if private[0] else private[1]
 
 
-def _store_in_loop(block: tuple[n.Stmt, ...], buffer: str, inside: bool) -> bool:
-    for s in block:
-        if isinstance(s, n.Store) and s.buffer == buffer and inside:
-            return True
-        if isinstance(s, n.If) and (_store_in_loop(s.then, buffer, inside) or _store_in_loop(s.orelse, buffer, inside)):
-            return True
-        if isinstance(s, (n.For, n.While)):
-            body = s.body + (s.update if isinstance(s, n.While) else ())
-            if _store_in_loop(body, buffer, True):
-                return True
+def _exclusive(a: tuple, b: tuple) -> bool:
+    """Whether two branch paths ((if, side), ...) lie in different branches of one ``if``."""
+    for x, y in zip(a, b):
+        if x != y:
+            return x[0] == y[0]
     return False
+
+
+def _events(block: tuple[n.Stmt, ...], buffer: str, looped: bool, path: tuple):
+    """("load" | "store" | "atomic", in a loop, branch path) for each access of ``buffer``, in
+    program order (a statement's loads before its store)."""
+    def loads(*exprs):
+        for e in exprs:
+            if e is not None:
+                for x in walk(e):
+                    if isinstance(x, n.Load) and x.buffer == buffer:
+                        yield "load", looped, path
+
+    for st in block:
+        if isinstance(st, n.If):
+            yield from loads(st.cond)
+            yield from _events(st.then, buffer, looped, path + ((id(st), 0),))
+            yield from _events(st.orelse, buffer, looped, path + ((id(st), 1),))
+        elif isinstance(st, n.For):
+            yield from loads(st.start, st.stop, st.step)
+            yield from _events(st.body, buffer, True, path)
+        elif isinstance(st, n.While):
+            yield from loads(st.cond)
+            yield from _events(st.body + st.update, buffer, True, path)
+        else:
+            for f in st.CHILDREN:
+                v = getattr(st, f)
+                yield from loads(*(v if isinstance(v, tuple) else (v,)))
+            if isinstance(st, n.Store) and st.buffer == buffer:
+                yield "store", looped, path
+            elif isinstance(st, n.AtomicRMW) and st.buffer == buffer:
+                yield "atomic", looped, path
 
 
 def update_of(s: n.Stmt, shadow: str) -> n.Expr | None:
