@@ -240,8 +240,13 @@ def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[st
         for s in updates:  # the loads of one element by one thread: one tap
             groups.setdefault(s.index, []).append(s)
         for group in groups.values():
-            tap = simplify(dataclasses.replace(_Slice({id(s) for s in group}, local).visit(grad),
-                                               name=f"{grad.name}_{a}_tap"))
+            keep = {id(s) for s in group}
+            sliced = _Slice(keep, local).visit(grad)
+            # nothing after the last top-level statement holding an update can reach it (the
+            # block reductions at the end of K_grad: loops left without effects)
+            last = max(i for i, st in enumerate(sliced.body)
+                       if any(isinstance(x, n.Store) and id(x) in keep for x in walk(st)))
+            tap = simplify(dataclasses.replace(sliced, body=sliced.body[:last + 1], name=f"{grad.name}_{a}_tap"))
             problem, conds = _tap_problem(tap, shadow, written, seeds, shadow_of)
             if problem is None:
                 always, when = private(tap, shadow)

@@ -389,3 +389,24 @@ def test_seeds_of_outputs_the_kernel_reads_before_writing() -> None:
     assert "twice" in seed_exact(kernel(ir.Store("b", (i,), one), rmw), "b", (True, None))[1]
     loop = ir.For("t", I32, ir.Const(0, I32), ir.Const(2, I32), ir.Const(1, I32), (ir.Store("b", (i,), one),))
     assert "loop" in seed_exact(kernel(loop), "b", (True, None))[1]
+
+
+# an element every thread reads (its adjoint is reduced over the block at the end of K_grad,
+# in a loop the taps must not keep) beside a stencil input
+UNIFORM = r"""
+__global__ void scaled(const double* s, const double* a, double* b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i > 0 && i < n - 1)
+    b[i] = s[0] * (a[i - 1] - 0.5 * a[i + 1]);
+}
+"""
+
+
+@pytest.mark.parametrize("grid,block,n", [(3, 16, 40), (5, 8, 37)])
+def test_block_reduced_element_beside_a_gathered_input(tmp_path, grid, block, n) -> None:
+    mod = _module(tmp_path, "scaled", UNIFORM)
+    _, forms = _forms(mod, "scaled")
+    assert forms["a"].strategy == "gather"
+    assert forms["s"].strategy == "block-reduction" and "no gather form: isl does not prove" in forms["s"].reason
+    g = _fd_check(mod, "scaled", ((grid,), (block,)), {"n": n}, {"s": 1, "a": n, "b": n}, "b")
+    assert len(g.taps) == 2
