@@ -410,3 +410,15 @@ def test_block_reduced_element_beside_a_gathered_input(tmp_path, grid, block, n)
     assert forms["s"].strategy == "block-reduction" and "no gather form: isl does not prove" in forms["s"].reason
     g = _fd_check(mod, "scaled", ((grid,), (block,)), {"n": n}, {"s": 1, "a": n, "b": n}, "b")
     assert len(g.taps) == 2
+
+
+def test_through_polypy_torch(tmp_path) -> None:
+    torch = pytest.importorskip("torch", reason="polypy.torch needs PyTorch")
+    import polypy.torch
+
+    mod = _module(tmp_path, "smooth", STENCIL_1D)
+    smooth = polypy.torch.function(mod.smooth, inputs=["a"], outputs={"b": "a"},
+                                   params={"n": lambda a: a.numel()}, grid=lambda a: (a.numel() + 7) // 8, block=8)
+    a = torch.randn(37, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(smooth, (a,))
+    assert isinstance(smooth.gradient, PhasedGradient)
