@@ -422,3 +422,15 @@ def test_through_polypy_torch(tmp_path) -> None:
     a = torch.randn(37, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(smooth, (a,))
     assert isinstance(smooth.gradient, PhasedGradient)
+
+
+def test_a_refused_launch_changes_nothing(tmp_path) -> None:
+    """An array too small for the launch is refused before any of the launches runs (``b``,
+    which only the last launch, the rest, writes)."""
+    mod = _module(tmp_path, "smooth", STENCIL_1D)
+    g = polypy.grad(mod.smooth)
+    n = 40
+    args = {"a": np.ones(n), "d_a": np.zeros(n), "b": np.zeros(n - 5), "d_b": np.ones(n), "n": n}
+    with pytest.raises(polypy.UserError, match="'b'"):
+        g[(5,), (8,)](**args)
+    assert not args["d_a"].any() and args["d_b"].all()

@@ -174,23 +174,29 @@ class PhasedGradient:
         rest = self.rest[config]
 
         def launch(*args: Any, **kwargs: Any) -> None:
-            for i, one in enumerate(taps):
-                self._launch_tap(i, one, args, kwargs)
+            # every launch's arguments checked before any runs: a refused launch changes nothing
+            runs = [self._prepare_tap(i, one, args, kwargs) for i, one in enumerate(taps)]
+            if hasattr(rest, "bind"):
+                arrays, _, ints = rest.bind(args, kwargs)
+                rest.kernel._proof(rest.grid, rest.block, ints).check(rest, arrays)
+            for run in runs:
+                run()
             rest(*args, **kwargs)
         return launch
 
-    def _launch_tap(self, i: int, launch: Any, args: tuple, kwargs: dict) -> None:
-        """``launch(*args, **kwargs)``, with the checks of every launch (arguments, footprints in
-        bounds) but the choice of machine code remembered per launch shape, integer arguments,
-        unproven arrays and overlapping pairs: a tap is short, and choosing costs about as much."""
+    def _prepare_tap(self, i: int, launch: Any, args: tuple, kwargs: dict) -> Callable[[], None]:
+        """``launch(*args, **kwargs)`` to run, after the checks of every launch (arguments,
+        footprints in bounds), with the choice of machine code remembered per launch shape,
+        integer arguments, unproven arrays and overlapping pairs: a tap is short, and choosing
+        costs about as much."""
         import numpy as np
 
         from polypy.driver.api import _EmptyLaunch
 
         k = launch.kernel
         if isinstance(launch, _EmptyLaunch) or k._unbound:
-            launch(*args, **kwargs)
-            return
+            launch.bind(args, kwargs)
+            return lambda: launch(*args, **kwargs)
         arrays, scalars, ints = launch.bind(args, kwargs)
         unproven = k._proof(launch.grid, launch.block, ints).check(launch, arrays)
         values = list(arrays.values())
@@ -199,7 +205,8 @@ class PhasedGradient:
         compiled = self._machine.get(key)
         if compiled is None:
             compiled = self._machine[key] = k.for_launch(launch.grid, launch.block, arrays, unproven)
-        compiled.run(launch.grid, launch.block, launch.shmem, arrays, scalars, threads=k.module.threads)
+        return lambda: compiled.run(launch.grid, launch.block, launch.shmem, arrays, scalars,
+                                    threads=k.module.threads)
 
     @property
     def emulate(self):
