@@ -434,3 +434,14 @@ def test_a_refused_launch_changes_nothing(tmp_path) -> None:
     with pytest.raises(polypy.UserError, match="'b'"):
         g[(5,), (8,)](**args)
     assert not args["d_a"].any() and args["d_b"].all()
+
+
+def test_refusals_are_the_usual_ones(tmp_path) -> None:
+    from polypy.driver.gathered import gather_gradient
+    from polypy.driver.gradients import grad_kernel, privacy_oracle
+
+    mod = _module(tmp_path, "smooth", STENCIL_1D)
+    with pytest.raises(polypy.UserError, match="no kernel named 'nope'"):
+        gather_gradient(mod.gpu, "nope", grad_kernel, privacy_oracle)
+    with pytest.raises(polypy.UserError, match="zz"):
+        polypy.grad(mod.smooth, wrt=["zz"])

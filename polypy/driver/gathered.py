@@ -55,8 +55,13 @@ def gather_gradient(module: n.Module, name: str, grad_kernel: Callable, privacy_
 
     if options.get("mode", "reverse") != "reverse" or not options.get("privacy", True):
         return (), build((), report)
-    kernel, active, candidates, oracle = _candidates(module, name, wrt, const, options.get("optimize", True),
-                                                     privacy_oracle)
+    if not any(k.name == name for k in module.kernels):
+        return (), build((), report)  # grad_kernel's refusal, located
+    try:
+        kernel, active, candidates, oracle = _candidates(module, name, wrt, const, options.get("optimize", True),
+                                                         privacy_oracle)
+    except UserError:  # (an unknown wrt name, ...): grad_kernel refuses it, or differentiates without taps
+        candidates = ()
     if not candidates:
         return (), build((), report)
     written = buffers_written(kernel)
