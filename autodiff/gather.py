@@ -148,10 +148,12 @@ class _Slice(Mutator):
     """``K_grad`` with every store and atomic to a non-local buffer removed except ``keep``
     (identity), and every barrier (a tap reads no memory another thread writes)."""
 
-    def __init__(self, keep: set[int], local: set[str]):
-        self.keep, self.local = keep, local
+    def __init__(self, keep: set[int], local: set[str], guards: dict[int, n.Expr] | None = None):
+        self.keep, self.local, self.guards = keep, local, guards or {}
 
     def visit_Store(self, s: n.Store):
+        if id(s) in self.guards:
+            return n.If(self.guards[id(s)], (s,), loc=s.loc)
         return s if id(s) in self.keep or s.buffer in self.local else None
 
     def visit_AtomicRMW(self, s: n.AtomicRMW):
@@ -193,21 +195,27 @@ def _all(conditions: list[n.Expr]) -> n.Expr | None:
 
 
 class _Rest(Mutator):
-    """``K_grad`` without the gathered updates; an update whose tap runs only under a condition
-    stays, as an atomic, where the condition does not hold."""
+    """``K_grad`` without the gathered updates, except those of the last round of taps (``own``:
+    plain ``+=`` in the rest itself, as in their tap); an update whose tap runs only under a
+    condition stays, as an atomic, where the condition does not hold (``hold``: the copy of the
+    body for launches where every condition holds)."""
 
-    def __init__(self, conditions: dict[int, n.Expr | None]):
-        self.conditions = conditions
+    def __init__(self, conditions: dict[int, n.Expr | None], own: set[int], hold: bool = False):
+        self.conditions, self.own, self.hold = conditions, own, hold
 
     def visit_Store(self, s: n.Store):
         if id(s) not in self.conditions:
             return s
         cond = self.conditions[id(s)]
-        if cond is None:
-            return None
+        plain = s if id(s) in self.own else None
+        if cond is None or self.hold:
+            return plain
         value = update_of(s, s.buffer)
         assert value is not None
-        return n.If(n.Unary("not", cond), (n.AtomicRMW("add", s.buffer, s.index, value, loc=s.loc),), loc=s.loc)
+        atomic = n.AtomicRMW("add", s.buffer, s.index, value, loc=s.loc)
+        if plain is not None:
+            return n.If(cond, (plain,), (atomic,), loc=s.loc)
+        return n.If(n.Unary("not", cond), (atomic,), loc=s.loc)
 
 
 def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[str, str],
@@ -226,6 +234,7 @@ def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[st
     gathered: dict[str, tuple[n.Store, ...]] = {}
     kept: dict[str, str] = {}
     conditions: dict[int, n.Expr | None] = {}
+    rounds: list[list[tuple[list[n.Store], n.Expr | None]]] = []
     for a in candidates:
         shadow = shadow_of[a]
         updates = [x for x in walk(grad) if isinstance(x, n.Store) and x.buffer == shadow]
@@ -264,15 +273,35 @@ def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[st
         if problem is not None:
             kept[a] = problem
             continue
-        taps += [t for _, t, _ in mine]
+        rounds.append([(group, c) for group, _, c in mine])
         conditions.update({id(s): c for group, _, c in mine for s in group})
         gathered[a] = tuple(updates)
-    rest = simplify(_Rest(conditions).visit(grad)) if gathered else grad
+    # The launches: round j runs the j-th tap of every input (different shadows, each private);
+    # the last round's updates stay in the rest (plain, as in their taps: one launch fewer).
+    count = max((len(r) for r in rounds), default=0)
+    own: set[int] = set()
+    for j in range(count):
+        members = [r[j] for r in rounds if j < len(r)]
+        if j == count - 1:
+            own = {id(s) for group, _ in members for s in group}
+            break
+        keep = {id(s) for group, _ in members for s in group}
+        conds = {c for _, c in members}
+        guards = {id(s): c for group, c in members for s in group if c is not None} if len(conds) > 1 else {}
+        sliced = _Slice(keep, local, guards).visit(grad)
+        last = max(i for i, st in enumerate(sliced.body)
+                   if any(isinstance(x, n.Store) and id(x) in keep for x in walk(st)))
+        tap = simplify(dataclasses.replace(sliced, body=sliced.body[:last + 1], name=f"{grad.name}_tap{j}"))
+        (cond,) = conds if len(conds) == 1 else (None,)
+        if cond is not None:
+            tap = dataclasses.replace(tap, body=(n.If(cond, tap.body, loc=tap.loc),))
+        taps.append(tap)
+    rest = simplify(_Rest(conditions, own).visit(grad)) if gathered else grad
     distinct = [c for c in dict.fromkeys(conditions.values()) if c is not None]
     if distinct and not any(isinstance(x, n.Barrier) for x in walk(grad)):
         # the conditions are grid-uniform: test them once, around two copies of the body (the
         # per-update tests in the thread loop keep it from vectorizing)
-        plain = simplify(_Rest({k: None for k in conditions}).visit(grad))
+        plain = simplify(_Rest(conditions, own, hold=True).visit(grad))
         taken = declared_names(rest) | declared_names(plain) | {p.name for p in grad.params}
         mapping: dict[str, str] = {}
         for name in sorted(declared_names(plain)):  # a kernel declares each local once
