@@ -20,6 +20,8 @@ reverse sweep of each thread in one GPU-form kernel, in the calling convention o
 * ``reductions`` block-level reductions of per-thread adjoint sums
 * ``windows``   block windows: a block's contributions to a read-only input summed in shared memory
 * ``chunks``    block windows per chunk of a serial loop (and the guards moved into the loop for them)
+* ``gather``    a gradient split into tap launches (plain adds to a read-only input's shadow) and the rest,
+                for the CPU, where launches run in sequence
 * ``forward``   forward mode
 * ``report``    the decisions ``--report`` prints
 * ``check``     finite-difference and dot-product checks with the emulator

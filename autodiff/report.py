@@ -4,7 +4,8 @@
   its adjoint is added to the shadow: ``plain`` (``+=``, the element is proved private to one
   thread), ``versioned`` (plain where a run-time condition proved by isl holds, atomic
   otherwise; the condition is tested once per launch), ``block-reduction`` (every thread of a block adds to the same element: summed in a
-  register, reduced over the block at the end, one atomic per block) or ``atomic``.
+  register, reduced over the block at the end, one atomic per block) or ``atomic``; on the
+  CPU path, ``gather`` (a launch of its own with a plain ``+=``, ``autodiff.gather``).
 * ``Caching``: for each value the reverse sweep needs that the forward sweep overwrites, how it
   is recovered: ``recompute`` (from values still available), ``closed-form`` (an induction
   variable), ``tape`` (stored in the forward sweep; size given), ``replay-shared`` (shared
@@ -23,7 +24,7 @@ class Accumulation:
     buffer: str
     access: str
     loc: Loc | None
-    strategy: str  # plain | versioned | window | block-reduction | atomic
+    strategy: str  # plain | versioned | window | block-reduction | atomic | gather (polypy.driver.gathered)
     reason: str
 
     def format(self) -> str:

@@ -50,7 +50,8 @@ DTYPES = {"float32": ("float", np.float32), "float64": ("double", np.float64)}
 class Setup:
     """A compiled kernel, its gradient and the arguments of one launch at one size and type."""
 
-    def __init__(self, k: RealKernel, root: pathlib.Path, size: int, dtype: str, report: list | None = None):
+    def __init__(self, k: RealKernel, root: pathlib.Path, size: int, dtype: str, report: list | None = None,
+                 one_kernel: bool = False):
         path = root / k.source
         defines = {name: str(v) for name, v in k.defines(size).items()}
         if k.real is not None:
@@ -61,6 +62,8 @@ class Setup:
         self.grid, self.block = k.launch(size)
         self.ints = k.ints(size)
         self.gradient = polypy.grad(self.kernel, report=report)
+        # the gradient as one kernel (no tap launches, polypy.driver.gathered), to compare
+        self.gradient_one = polypy.grad(self.kernel, gather=False) if one_kernel else None
         self.k, self.size, self.np_type = k, size, DTYPES[dtype][1]
 
     def arguments(self, rng: np.random.Generator) -> dict[str, Any]:
@@ -119,6 +122,10 @@ class Setup:
     def run_gradient(self, full: dict[str, Any]) -> None:
         self.gradient[self.grid, self.block](**full)
 
+    def run_gradient_one(self, full: dict[str, Any]) -> None:
+        assert self.gradient_one is not None
+        self.gradient_one[self.grid, self.block](**full)
+
 
 def finite_difference_check(k: RealKernel, root: pathlib.Path, *, seed: int = 0) -> tuple[bool, str]:
     """The gradient against central differences along a random direction at size ``k.check``."""
@@ -160,20 +167,30 @@ def finite_difference_check(k: RealKernel, root: pathlib.Path, *, seed: int = 0)
     return ok, f"{dtype} fd={fd:.9g} (+-{fd_error:.2g}) ad={ad:.9g}"
 
 
-def time_kernel(k: RealKernel, root: pathlib.Path, dtype: str, *, repeat: int) -> float | str:
-    """grad / fwd at the timed size (best of ``repeat``, interleaved), or why not."""
-    s = Setup(k, root, k.size, dtype)
+def time_kernel(k: RealKernel, root: pathlib.Path, dtype: str, *, repeat: int,
+                one_kernel: bool = False) -> float | str | tuple[float, float]:
+    """grad / fwd at the timed size (best of ``repeat``, interleaved), or why not; with
+    ``one_kernel``, (that, the same for the gradient as one kernel) timed interleaved together."""
+    s = Setup(k, root, k.size, dtype, one_kernel=one_kernel)
     rng = np.random.default_rng(1)
     args = s.arguments(rng)
     seeds = {a: rng.standard_normal(np.shape(args[a])) for a in s.float_inputs(args) if isinstance(args[a], np.ndarray)}
     full = s.gradient_arguments(args, seeds)
     runners = {"fwd": (s.run_forward, args), "grad": (s.run_gradient, full)}
+    if one_kernel:
+        runners["one"] = (s.run_gradient_one, {a: v.copy() if isinstance(v, np.ndarray) else v
+                                               for a, v in full.items()})
     timings = time_interleaved(runners, repeat=repeat, warmup=1, budget_s=10.0)
     fwd, grad = timings["fwd"], timings["grad"]
     if not isinstance(fwd, Timing):
         return f"forward failed: {fwd}"
     if not isinstance(grad, Timing):
         return f"gradient failed: {grad}"
+    if one_kernel:
+        one = timings["one"]
+        if not isinstance(one, Timing):
+            return f"one-kernel gradient failed: {one}"
+        return grad.best / fwd.best, one.best / fwd.best
     return grad.best / fwd.best
 
 
@@ -181,7 +198,8 @@ def geomean(values: list[float]) -> float | None:
     return math.exp(sum(map(math.log, values)) / len(values)) if values else None
 
 
-def bench_one(k: RealKernel, root: pathlib.Path, *, repeat: int, check: bool, report: bool) -> dict[str, Any]:
+def bench_one(k: RealKernel, root: pathlib.Path, *, repeat: int, check: bool, report: bool,
+              one_kernel: bool = False) -> dict[str, Any]:
     row: dict[str, Any] = {"kernel": k.name, "suite": k.suite, "size": k.size, "check_size": k.check}
     try:
         if report:
@@ -193,7 +211,11 @@ def bench_one(k: RealKernel, root: pathlib.Path, *, repeat: int, check: bool, re
             row["check"] = "ok" if ok else "WRONG"
             row["check_detail"] = detail
         for dtype in ("float32", "float64") if k.real is not None else ("float32",):
-            row[dtype] = time_kernel(k, root, dtype, repeat=repeat)
+            got = time_kernel(k, root, dtype, repeat=repeat, one_kernel=one_kernel)
+            if isinstance(got, tuple):
+                row[dtype], row[dtype + "_one"] = got
+            else:
+                row[dtype] = got
     except polypy.UserError as exc:
         row["refused"] = exc.message.splitlines()[0]
     except Exception as exc:  # a bench row, not a test: say what happened and go on
@@ -209,11 +231,12 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             return f"{v:.2f}x" if isinstance(v, float) else ("-" if v is None else "fail")
         note = r.get("refused") or r.get("error") or next((r[d] for d in ("float32", "float64")
                                                             if isinstance(r.get(d), str)), "")
+        one = "".join(f" (one kernel {cell(d + '_one')})" for d in ("float32", "float64") if d + "_one" in r)
         lines.append(f"{r['kernel']:44s} {r['size']:>7d} {r.get('check', '-'):>6s} {cell('float32'):>8s} "
-                     f"{cell('float64'):>8s}  {note}")
+                     f"{cell('float64'):>8s}  {note}{one}")
         for d in r.get("report", []):
             lines.append(f"    {d}")
-    for dtype in ("float32", "float64"):
+    for dtype in ("float32", "float64", "float32_one", "float64_one"):
         vals = [r[dtype] for r in rows if isinstance(r.get(dtype), float)]
         g = geomean(vals)
         if g is not None:
@@ -231,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-check", action="store_true", help="skip the finite-difference checks")
     ap.add_argument("--report", action="store_true", help="print the gradient's decisions per kernel")
     ap.add_argument("--json", type=pathlib.Path)
+    ap.add_argument("--compare-one-kernel", action="store_true",
+                    help="also time the gradient as one kernel (no tap launches), interleaved with the others")
     args = ap.parse_args(argv)
     roots = {"polybench": args.polybench, "rodinia": args.rodinia}
     only = {x for x in args.only.split(",") if x}
@@ -246,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         if only and k.name not in only and k.program not in only:
             continue
         print(f"{k.name} ...", file=sys.stderr, flush=True)
-        rows.append(bench_one(k, root, repeat=args.repeat, check=not args.no_check, report=args.report))
+        rows.append(bench_one(k, root, repeat=args.repeat, check=not args.no_check, report=args.report,
+                              one_kernel=args.compare_one_kernel))
     print(format_table(rows))
     if args.json is not None or rows:
         doc = {"kind": "grad-real", "rows": rows}

@@ -126,7 +126,7 @@ def grad(args: argparse.Namespace) -> int:
 
 
 def _grad(args: argparse.Namespace) -> int:
-    from polypy.driver.gradients import grad_kernel, gradient_cpp, gradient_source
+    from polypy.driver.gradients import grad_kernel, gradient_cpp, gradient_source, privacy_oracle
 
     check_output(args.output, (args.file,))
     module = _load(args)
@@ -144,6 +144,13 @@ def _grad(args: argparse.Namespace) -> int:
         text = gradient_source(module, gradient, defines=_defines(args.defines))
     else:
         text = gradient_cpp(module, gradient)
+    if report is not None and args.mode == "reverse":  # what polypy.grad does instead on the CPU
+        from polypy.driver.gathered import gather_notes
+
+        report.extend(gather_notes(module, args.kernel, grad_kernel, privacy_oracle, wrt=wrt, const=const, optimize=not args.no_opt,
+                                   cache=args.cache, privacy=not args.no_privacy,
+                                   block_reductions=not args.no_block_reductions, windows=not args.no_windows,
+                                   checkpoint_budget=args.checkpoint_budget))
     _print_report(report)
     _warn_races(module, args.kernel)
     write_output(args.output, text, (args.file,))

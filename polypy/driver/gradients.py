@@ -122,7 +122,7 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
                 report: list | None = None, optimize: bool = True, cache: str = "auto",
                 privacy: bool = True, block_reductions: bool = True, windows: bool = True,
                 max_tape: int = 1 << 16, checkpoint_budget: int | None = None,
-                runtime_tapes: bool | None = None) -> n.Kernel:
+                runtime_tapes: bool | None = None, gather_inputs: tuple[str, ...] = ()) -> n.Kernel:
     """The gradient (``mode="reverse"``: ``<name>_grad``) or tangent (``"forward"``: ``<name>_fwd``)
     kernel of kernel ``name`` of a GPU-form ``module`` (as ``polypy.load`` returns it).
 
@@ -137,6 +137,8 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
     without it such a loop's carried registers are recomputed from the loop entry.
     ``runtime_tapes``: tapes for loops whose trip count is a function of the arguments, sized at
     launch (True: wherever they are needed; None: only where recomputation fails; False: never).
+    ``gather_inputs``: read-only inputs whose updates are built plain, for
+    ``polypy.driver.gathered`` to move into tap launches (the result alone is not a gradient).
 
     Assumes, like Enzyme for duplicated arguments, that distinct pointer arguments do not
     overlap. Launch the result with the same grid and block as the kernel; a kernel with
@@ -174,10 +176,18 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
     options = ReverseOptions(cache=cache, privacy=privacy, block_reductions=block_reductions, windows=windows,
                              max_tape=max_tape, checkpoint_budget=checkpoint_budget, runtime_tapes=runtime_tapes)
     result = differentiate(kernel, mode=mode, wrt=wrt_t, const=tuple(const), name=new_name, options=options,
-                           report=report, privacy=privacy_oracle(kernel) if privacy else None,
+                           report=report, privacy=_taken_private(privacy_oracle(kernel), gather_inputs) if privacy else None,
                            windows=window_oracle(kernel) if windows else None,
                            intervals=interval_oracle() if privacy else None)
     return run_pipeline(result, after_ad_pipeline())
+
+
+def _taken_private(oracle, gather_inputs: tuple[str, ...]):
+    """``oracle``, with the inputs of ``gather_inputs`` taken as private: plain updates, which
+    ``polypy.driver.gathered`` then moves into tap launches (never run as one kernel)."""
+    if not gather_inputs:
+        return oracle
+    return lambda buffer: ((True, "gather form") if buffer in gather_inputs else oracle(buffer))
 
 
 def grad_module(module: n.Module, name: str, **options) -> n.Module:
@@ -281,7 +291,9 @@ def grad(kernel: Any, *, wrt=None, const=(), mode: str = "reverse", report: list
     ``kernel`` is what ``polypy.compile`` gives (``mod.name``). The result launches like it,
     ``g[grid, block](...)`` with the same grid, block and dynamic shared bytes as the kernel, and
     takes the arguments of the calling convention (a shadow after each active argument). It shares
-    the module's ``__constant__``/``__device__`` arrays. ``options`` as for ``grad_kernel``.
+    the module's ``__constant__``/``__device__`` arrays. ``options`` as for ``grad_kernel``, and
+    ``gather`` (default True): the adjoints of read-only stencil inputs in tap launches run before
+    the rest, with plain adds instead of atomics (``polypy.driver.gathered``; ``False``: one kernel).
     """
     from polypy.driver.api import CompiledKernel, CompiledModule
 
@@ -291,7 +303,15 @@ def grad(kernel: Any, *, wrt=None, const=(), mode: str = "reverse", report: list
     source = kernel.module.gpu
     if source is None or kernel.gpu is None:
         raise UserError(f"kernel {kernel.name!r} was compiled from CPU-form IR only; there is nothing to differentiate")
-    gradient = grad_kernel(source, kernel.name, wrt=wrt, const=const, mode=mode, report=report, **options)
+    gather = options.pop("gather", True)
+    taps: tuple[n.Kernel, ...] = ()
+    if gather and mode == "reverse":  # tap launches first, on the CPU (polypy.driver.gathered)
+        from polypy.driver.gathered import gather_gradient
+
+        taps, gradient = gather_gradient(source, kernel.name, grad_kernel, privacy_oracle, wrt=wrt, const=const,
+                                         report=report, **options)
+    else:
+        gradient = grad_kernel(source, kernel.name, wrt=wrt, const=const, mode=mode, report=report, **options)
     _warn_races(source, kernel.name, report)
 
     def compile_kernel(k: n.Kernel):
@@ -305,7 +325,12 @@ def grad(kernel: Any, *, wrt=None, const=(), mode: str = "reverse", report: list
 
     if runtime_tapes(gradient):
         return _SizedAtLaunch(gradient, compile_kernel, doubles_shared=_has_dynamic_shared(gradient))
-    return _GradientKernel(compile_kernel(gradient), doubles_shared=_has_dynamic_shared(gradient))
+    rest = _GradientKernel(compile_kernel(gradient), doubles_shared=_has_dynamic_shared(gradient))
+    if taps:
+        from polypy.driver.gathered import PhasedGradient
+
+        return PhasedGradient(tuple(compile_kernel(t) for t in taps), rest)
+    return rest
 
 
 def _warn_races(module: n.Module, name: str, report: list | None) -> None:
