@@ -203,6 +203,7 @@ class Buffer {
   T data[N];
   __device__ T& operator[](const int i) { return data[i]; }
   __device__ int column(int c) { return c / 2 + (c & 1) * (N / 2); }
+  __device__ T at(int i) const { return data[i]; }
 };
 
 template <int N>
@@ -221,9 +222,13 @@ struct Stage {
 struct V { float d[4]; };
 struct M { int n; float w[4]; };
 
-__global__ void array_members(const float* in, float* out, V* v, M* m, float* out2, int shift) {
+__global__ void array_members(const float* in, float* out, V* v, M* m, float* out2, float* out3, int shift) {
   __shared__ Stage<64> stage;              // a templated class in shared memory
   stage.run(in, out, shift);
+  __shared__ Buffer<float, 64> plain;      // an object of one member type: one buffer of floats
+  plain[threadIdx.x] = in[blockIdx.x * blockDim.x + threadIdx.x] + 1.0f;
+  __syncthreads();
+  out3[blockIdx.x * blockDim.x + threadIdx.x] = plain.at(blockDim.x - 1 - threadIdx.x);
   __shared__ V s[16];
   int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
   if (t < 16) for (int k = 0; k < 4; ++k) s[t].d[k] = 0.0f;
@@ -251,7 +256,7 @@ def _members_args(grid: int, block: int, shift: int) -> dict:
     m["w"] = rng.standard_normal((n, 4))
     return {"in": rng.standard_normal(n).astype(np.float32), "out": np.zeros(n, np.float32),
             "v": rng.standard_normal(4 * n).astype(np.float32), "m": m,
-            "out2": np.zeros(n, np.float32), "shift": shift}
+            "out2": np.zeros(n, np.float32), "out3": np.zeros(n, np.float32), "shift": shift}
 
 
 def _members_reference(a: dict, grid: int, block: int) -> dict:
@@ -261,6 +266,7 @@ def _members_reference(a: dict, grid: int, block: int) -> dict:
     v = a["v"].reshape(n, 4).copy()
     m = a["m"].copy()
     out2 = np.zeros(n, np.float32)
+    out3 = (a["in"].reshape(grid, block)[:, ::-1] + np.float32(1)).reshape(-1)
     for b in range(grid):
         data = np.zeros(64, np.float32)
         for t in range(block):
@@ -280,7 +286,7 @@ def _members_reference(a: dict, grid: int, block: int) -> dict:
         acc = np.arange(4, dtype=np.float32)
         acc[(t + shift) % 4] += 10
         v[i, shift % 4] = acc[t % 4]
-    return {"out": out, "out2": out2, "v": v.reshape(-1), "m": m}
+    return {"out": out, "out2": out2, "out3": out3, "v": v.reshape(-1), "m": m}
 
 
 @pytest.mark.parametrize("shape", [(1, 32), (2, 64)])
@@ -302,7 +308,7 @@ def test_array_members_of_records_keep_isl_exact(tmp_path) -> None:
     kernel = polypy.load(str(path)).kernel("array_members")
     model = build_model(kernel)
     shared = [a for a in model.accesses if a.space == "shared"]
-    assert {a.buffer for a in shared} >= {"stage_f32", "stage_i32", "s"}
+    assert {a.buffer for a in shared} >= {"stage_f32", "stage_i32", "s", "plain"}
     # Every access to the array members is affine (exact) except the one read whose index the
     # program itself takes modulo `blockDim.x` (a parameter: not affine, in any memory).
     inexact = [a.text for a in shared if not a.index_exact]

@@ -219,8 +219,9 @@ class ExpressionLowering:
             return reinterpret(self.read(lv.mem, c), lv.type, loc)  # type: ignore[arg-type]
         if isinstance(lv, PartLV):
             return read_part(lv, loc)
-        if isinstance(lv, AggLV):
-            return Aggregate({k: self.read(v, c) for k, v in lv.fields.items()}, lv.spelling)
+        if isinstance(lv, AggLV):  # (the location found once: records of arrays have many leaves)
+            return Aggregate({k: n.Load(v.buffer, v.index, v.type, loc=loc) if isinstance(v, MemLV) else self.read(v, c)
+                              for k, v in lv.fields.items()}, lv.spelling)
         if isinstance(lv, RecLV):
             return self.read(self.expand_record(lv, c), c)
         if isinstance(lv, (Pointer, PointerTable, Accessor)):  # an array member of a record in memory; a T**
@@ -266,7 +267,7 @@ class ExpressionLowering:
             # `p[i].keys[k]`, `p->nei[k].x`: members of records in memory are found by their place,
             # not by reading the whole record first.
             base_lv = self.lvalue(base_c)
-            if isinstance(base_lv, (RecLV, UnionLV)):
+            if isinstance(base_lv, (RecLV, UnionLV, AggLV)):  # the member's place, not the whole record read
                 return self.read(self.member_lv(subobject(self, base_lv, path, c), c.spelling, c), c)
             base = self.read(base_lv, c)
         else:
@@ -285,7 +286,9 @@ class ExpressionLowering:
             if c.kind == CK.MEMBER_REF_EXPR:
                 base = next(iter(c.get_children()), None)
                 if base is None:  # `buffer.data[i]` inside a member function of an object in memory
-                    return isinstance(self.frame.this, RecLV)
+                    this = self.frame.this
+                    return isinstance(this, RecLV) or \
+                        (isinstance(this, AggLV) and all(isinstance(f, MemLV) for f in this.fields.values()))
                 if tm.is_pointer(base.type):
                     return True
                 c = base

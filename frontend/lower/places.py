@@ -59,6 +59,14 @@ class PlaceLowering:
                     if element is not None:
                         return element
                     raise self.error("an array member of a local record indexed at run time is not supported", c)
+            elif _strip(base_c).kind == CK.MEMBER_REF_EXPR and self.in_memory(_strip(base_c)) and \
+                    tm.canonical(_strip(base_c).type).kind == ci.TypeKind.CONSTANTARRAY:
+                # `buffer.data[i]` of an object in memory: the element's place, without reading
+                # the whole array member first (expressions.in_memory: lvalue evaluates as expr)
+                base_lv = self.lvalue(_strip(base_c))
+                index = self.scalar(index_c)
+                element = element_lv(base_lv, index) if isinstance(base_lv, AggLV) else None
+                return element if element is not None else self.subscript(self.read(base_lv, c), index, c)
             base = self.expr(base_c)
             index = self.scalar(index_c)
             return self.subscript(base, index, c)
