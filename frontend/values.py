@@ -187,7 +187,7 @@ class PackLV:
 
     parts: tuple[tuple["LValue", int], ...]
     type: ScalarType
-    whole: "LValue | None" = None
+    whole: "LValue | None" = dataclasses.field(default=None, compare=False)  # (a record: no hash)
 
 
 @dataclasses.dataclass(frozen=True)
