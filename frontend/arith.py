@@ -80,6 +80,17 @@ def _offset(e: n.Expr | None) -> n.Expr | None:
     return convert(e, promote(e.type)) if e is not None and e.type == BOOL else e
 
 
+def split_constant(e: n.Expr) -> tuple[n.Expr | None, int]:
+    """``e`` as ``rest + c`` with ``c`` an integer constant (``rest`` None for a constant ``e``):
+    how ``plus`` and ``add_offsets`` spell consecutive elements, ``b``, ``b + 1``..."""
+    if isinstance(e, n.Const) and isinstance(e.value, int):
+        return None, int(e.value)
+    if isinstance(e, n.Binary) and e.op == "add" and isinstance(e.b, n.Const) and isinstance(e.b.value, int):
+        rest, c = split_constant(e.a)
+        return rest, c + int(e.b.value)
+    return e, 0
+
+
 def scale(e: n.Expr, factor: int) -> n.Expr:
     if factor == 1:
         return e

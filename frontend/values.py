@@ -177,6 +177,20 @@ class BitsLV:
 
 
 @dataclasses.dataclass(frozen=True)
+class PackLV:
+    """A scalar place of ``type`` whose bytes are those of several scalar places: the leaves of a
+    local record seen through a pointer to a type of its size (``*(uint32_t*)&rgba`` of a
+    ``uchar4``, ``bitcasts.record_view``). ``parts``: each leaf place and the bit where its bytes
+    start (little-endian, as on the GPU); they tile ``type``'s bits without a gap. A read ors
+    their bits into place; a write sets each to its slice of the value's bits. ``whole``: the
+    record, for a cast of the pointer back to another type."""
+
+    parts: tuple[tuple["LValue", int], ...]
+    type: ScalarType
+    whole: "LValue | None" = dataclasses.field(default=None, compare=False)  # (a record: no hash)
+
+
+@dataclasses.dataclass(frozen=True)
 class MemLV:
     buffer: str
     index: tuple[n.Expr, ...]
@@ -277,7 +291,7 @@ class PendingPtrLV:
     hint: tuple | None = None
 
 
-LValue = VarLV | BitsLV | MemLV | ViewLV | PartLV | ChoiceLV | AggLV | UnionLV | PtrVarLV | ChoiceVarLV | RecLV | \
+LValue = VarLV | BitsLV | PackLV | MemLV | ViewLV | PartLV | ChoiceLV | AggLV | UnionLV | PtrVarLV | ChoiceVarLV | RecLV | \
     PendingPtrLV
 
 # --------------------------------------------------------------------------- bindings of names

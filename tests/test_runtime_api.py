@@ -155,32 +155,3 @@ static bool checkCudaCapabilities(int major, int minor) {
     assert r.returncode == 2, r.stderr[-3000:]
     assert r.stdout == "user dev 0 init 40 -40 caps 1 0 sum 20\n"
 
-
-ALIGNED = r"""
-#include <cstdint>
-#include <cstdio>
-int main() {
-  int misaligned = 0;
-  void* kept[40];
-  for (int i = 0; i < 40; ++i) {  // sizes that are not multiples of 256, small and large, some freed and reused
-    cudaMalloc(&kept[i], 1 + 37 * i * i);
-    misaligned += (int)((uintptr_t)kept[i] % 256 != 0);
-    if (i % 3 == 0) cudaFree(kept[i]);
-  }
-  void* p;
-  cudaMalloc(&p, 3 << 20);
-  misaligned += (int)((uintptr_t)p % 256 != 0);
-  printf("misaligned %d\n", misaligned);
-  return 0;
-}
-"""
-
-
-def test_cudamalloc_returns_addresses_aligned_to_256_bytes(tmp_path: pathlib.Path) -> None:
-    """CUDA documents every address cudaMalloc returns as aligned to at least 256 bytes."""
-    need_compiler(cpp=True)
-    src = tmp_path / "aligned.cu"
-    src.write_text(ALIGNED)
-    r = _polypy("run", str(src), cwd=tmp_path)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout == "misaligned 0\n"

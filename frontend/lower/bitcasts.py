@@ -3,20 +3,23 @@
 Each is the IR's one ``bitcast`` (``polypy.ir.mathfns``): the argument's bits read as the other
 type, never a value conversion. ``__double2hiint`` / ``__double2loint`` / ``__hiloint2double``
 are a 64-bit bit cast and integer shifts. Pointer punning of a local variable (``*(int*)&f``)
-becomes the same ``bitcast``: ``bit_view`` below, read and written as a ``BitsLV``.
+becomes the same ``bitcast``: ``bit_view`` below, read and written as a ``BitsLV``. Pointer
+punning between a local record of scalars and a type of its size (``*(uint32_t*)&rgba`` of a
+``uchar4``, ``*(uchar4*)&word``) is ``record_view``: each byte of the one is the same byte of the
+other (little-endian, as on the GPU), composed with shifts and ors and split with shifts.
 """
 from __future__ import annotations
 
 import clang.cindex as ci
 
-from polypy.errors import Loc
+from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.mathfns import BIT_CAST_INTRINSICS, is_bit_cast
 from polypy.ir.types import F64, I32, I64, ScalarType, U8, U16, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
-from frontend.values import AggLV, BitsLV, VarAddress, VarLV
+from frontend.values import AggLV, BitsLV, LValue, PackLV, UnionLV, VarAddress, VarLV
 
 BIT_CAST_CALLS = frozenset(BIT_CAST_INTRINSICS) | {"__double2hiint", "__double2loint", "__hiloint2double"}
 
@@ -85,9 +88,10 @@ def read_bits(lv: BitsLV, loc: Loc | None) -> n.Expr:
     var: n.Expr = n.Var(lv.var.name, lv.var.type, loc=loc)
     if lv.type.bits == lv.var.type.bits:
         return reinterpret(var, lv.type, loc)
+    bits = reinterpret(var, _unsigned(lv.var.type.bits), loc)  # a float's or a signed integer's bits
     if lv.shift:
-        var = n.Binary("shr", var, n.Const(lv.shift, lv.var.type), loc=loc)
-    return reinterpret(convert(var, _unsigned(lv.type.bits)), lv.type, loc)
+        bits = n.Binary("shr", bits, n.Const(lv.shift, bits.type), loc=loc)
+    return reinterpret(convert(bits, _unsigned(lv.type.bits)), lv.type, loc)
 
 
 def with_bits(lv: BitsLV, value: n.Expr, loc: Loc | None) -> n.Expr:
@@ -96,12 +100,39 @@ def with_bits(lv: BitsLV, value: n.Expr, loc: Loc | None) -> n.Expr:
     vt = lv.var.type
     if lv.type.bits == vt.bits:
         return reinterpret(value, vt, loc)
-    part: n.Expr = convert(reinterpret(value, _unsigned(lv.type.bits), loc), vt)
+    ut = _unsigned(vt.bits)
+    part: n.Expr = convert(reinterpret(value, _unsigned(lv.type.bits), loc), ut)
     keep = ~(((1 << lv.type.bits) - 1) << lv.shift) & ((1 << vt.bits) - 1)
     if lv.shift:
-        part = n.Binary("shl", part, n.Const(lv.shift, vt), loc=loc)
-    kept = n.Binary("band", n.Var(lv.var.name, vt, loc=loc), n.Const(keep, vt), loc=loc)
-    return n.Binary("bor", kept, part, loc=loc)
+        part = n.Binary("shl", part, n.Const(lv.shift, ut), loc=loc)
+    old = reinterpret(n.Var(lv.var.name, vt, loc=loc), ut, loc)
+    kept = n.Binary("band", old, n.Const(keep, ut), loc=loc)
+    return reinterpret(n.Binary("bor", kept, part, loc=loc), vt, loc)
+
+
+def compose_bits(parts: list[tuple[n.Expr, int]], target: ScalarType, loc: Loc | None) -> n.Expr:
+    """A ``PackLV``'s value: each part's bits (``(value, shift)``) zero-extended, shifted to its
+    place and or-ed, read as ``target``."""
+    wide = _unsigned(target.bits)
+    total: n.Expr | None = None
+    for value, shift in parts:
+        piece = convert(reinterpret(value, _unsigned(value.type.bits), loc), wide)
+        if shift:
+            piece = n.Binary("shl", piece, n.Const(shift, wide), loc=loc)
+        total = piece if total is None else n.Binary("bor", total, piece, loc=loc)
+    assert total is not None
+    return reinterpret(total, target, loc)
+
+
+def split_bits(value: n.Expr, parts: list[tuple[ScalarType, int]], loc: Loc | None) -> list[n.Expr]:
+    """What each part of a ``PackLV`` (``(type, shift)``) takes when ``value`` is stored in it:
+    its slice of ``value``'s bits, read as its type."""
+    bits = reinterpret(value, _unsigned(value.type.bits), loc)
+    out = []
+    for t, shift in parts:
+        piece = bits if not shift else n.Binary("shr", bits, n.Const(shift, bits.type), loc=loc)
+        out.append(reinterpret(convert(piece, _unsigned(t.bits)), t, loc))
+    return out
 
 
 def _unsigned(bits: int) -> ScalarType:
@@ -117,3 +148,107 @@ def bit_view(address: VarAddress, target: ci.Type) -> BitsLV | None:
     if not isinstance(lv, VarLV) or st is None or not is_bit_cast(lv.type, st):
         return None
     return BitsLV(lv, st)
+
+
+def record_view(address: VarAddress, source: ci.Type | None, target: ci.Type) -> LValue | None:
+    """``(T*)&x`` of a local record of scalars ``x`` (``source``, its type: ``uchar4``, ``short2``,
+    ``struct { unsigned short lo; unsigned char a, b; }``) or a local scalar ``x``, and ``T`` a
+    scalar or a record of scalars of ``x``'s size: each byte of ``T`` is the same byte of ``x``
+    (little-endian, as on the GPU). Both must tile their bytes without a gap (a padding byte
+    holds no value); no bool (its bytes other than 0 and 1 have no value) and no half (not a
+    ``bitcast`` type). A scalar part of ``T`` that covers whole members of ``x`` is a ``PackLV``
+    of them; one inside a member is a slice of that member's bits (``BitsLV``). None otherwise."""
+    lv = address.target
+    if isinstance(lv, VarLV):
+        parts = [(lv, lv.type, 0)]
+        size = lv.type.itemsize
+    elif isinstance(lv, AggLV) and not isinstance(lv, UnionLV) and source is not None and tm.is_record(source):
+        tiles = _tiles(source)
+        if tiles is None or {path for path, _, _ in tiles} != set(lv.fields):
+            return None
+        parts = [(lv.fields[path], st, offset) for path, st, offset in tiles]
+        if any(getattr(place, "type", None) != st for place, st, _ in parts):
+            return None
+        size = tm.canonical(source).get_size()
+    else:
+        return None
+    if tm.canonical(target).get_size() != size or not all(_bits_type(st) for _, st, _ in parts):
+        return None
+    st = tm.scalar_type(target)
+    if st is not None:
+        return _place(parts, 0, st, lv) if _bits_type(st) else None
+    if not tm.is_record(target) or tm.is_union(target):
+        return None
+    tiles = _tiles(target)
+    if tiles is None:
+        return None
+    fields: dict[str, LValue] = {}
+    for path, t, offset in tiles:
+        place = _place(parts, offset, t, lv)
+        if place is None:
+            return None
+        fields[path] = place
+    return AggLV(fields, target.spelling)
+
+
+def record_pointee(c: ci.Cursor) -> ci.Type | None:
+    """The record type that the pointer expression ``c`` points to, seen through its casts
+    (``(void*)&rgba`` is still the address of a ``uchar4``), or None."""
+    while True:
+        t = c.type
+        if tm.is_pointer(t) and tm.is_record(tm.pointee(t)):
+            return tm.pointee(t)
+        inner = [ch for ch in c.get_children() if ch.kind.is_expression()]
+        if c.kind not in _CAST_KINDS or not inner:
+            return None
+        c = inner[-1]
+
+
+_CAST_KINDS = frozenset({ci.CursorKind.CSTYLE_CAST_EXPR, ci.CursorKind.CXX_STATIC_CAST_EXPR,
+                         ci.CursorKind.CXX_REINTERPRET_CAST_EXPR, ci.CursorKind.UNEXPOSED_EXPR,
+                         ci.CursorKind.PAREN_EXPR, ci.CursorKind.CXX_FUNCTIONAL_CAST_EXPR,
+                         ci.CursorKind.CXX_CONST_CAST_EXPR})
+
+
+def _bits_type(t: ScalarType) -> bool:
+    """Whether ``t``'s bits can be read as an unsigned integer of its size (``reinterpret``)."""
+    return not t.is_bool and t.bits in (8, 16, 32, 64) and can_view(t, _unsigned(t.bits))
+
+
+def _tiles(t: ci.Type) -> list[tuple[str, ScalarType, int]] | None:
+    """The scalar leaves of record ``t`` as (path, type, byte offset) when they cover its bytes
+    without a gap (no padding, no bit-field, no union), else None."""
+    try:
+        found = tm.byte_leaves(t)
+    except UserError:  # a union or a bit-field inside: its bytes are not one leaf each
+        return None
+    out: list[tuple[str, ScalarType, int]] = []
+    end = 0
+    for path, lt, offset in sorted(found, key=lambda leaf: leaf[2]):
+        st = tm.scalar_type(lt)
+        if st is None or offset != end:
+            return None
+        out.append((path, st, offset))
+        end = offset + st.itemsize
+    return out if end == tm.canonical(t).get_size() else None
+
+
+def _place(parts: list[tuple[LValue, ScalarType, int]], offset: int, t: ScalarType, whole: LValue
+           ) -> LValue | None:
+    """The place of type ``t`` at bytes ``[offset, offset + size(t))`` of the parts (each a scalar
+    place, its type and byte offset): a view of one part of its size, a ``PackLV`` of the whole
+    parts it covers, or a slice of the one part it is inside. None when it straddles a part."""
+    end = offset + t.itemsize
+    inside = [(place, st, o) for place, st, o in parts if o >= offset and o + st.itemsize <= end]
+    if sum(st.itemsize for _, st, _ in inside) == t.itemsize:
+        if len(inside) == 1 and isinstance(inside[0][0], VarLV):
+            var = inside[0][0]
+            return var if var.type == t else BitsLV(var, t)  # type: ignore[arg-type]
+        return PackLV(tuple((place, 8 * (o - offset)) for place, _, o in inside), t, whole)
+    for place, st, o in parts:
+        if o <= offset and end <= o + st.itemsize:
+            if isinstance(place, VarLV):
+                return BitsLV(place, t, 8 * (offset - o))
+            if isinstance(place, BitsLV):
+                return BitsLV(place.var, t, place.shift + 8 * (offset - o))
+    return None

@@ -108,7 +108,7 @@ class CallLowering:
             return self.inline(target, args, c, discard)
         if fn.kind == CK.CONSTRUCTOR:
             if self.is_user_construction(fn, c):
-                return self.construct_value(c, fn, [ch for ch in children if ch.kind.is_expression()])
+                return self.construct_value(c, fn, _constructor_arguments(fn, children))
             return self.constructor(c, fn, children)
         if fn.kind in (CK.CXX_METHOD, CK.CONVERSION_FUNCTION) and not fn.is_default_method() and \
                 function_body(fn.get_definition() or fn) is not None:
@@ -494,3 +494,18 @@ class CallLowering:
         dest = self.temp(dt, None, "vote", c)
         self.emit(n.Vote(dest.name, mode, pred, mask, loc=self.loc(c)))
         return n.Var(dest.name, dt)
+
+
+def _constructor_arguments(fn: ci.Cursor, children: list[ci.Cursor]) -> list[ci.Cursor]:
+    """The arguments of a call of constructor ``fn`` (``children``: the call's). Clang lists the
+    value template arguments written in the type's name first (``cuda::aligned_size_t<alignof(T)>{n}``:
+    ``alignof(T)``, then ``n``); a constructor without default arguments takes exactly as many
+    arguments as it has parameters, so the leading extra expressions after the template's name are
+    those template arguments."""
+    exprs = [ch for ch in children if ch.kind.is_expression()]
+    params = list(fn.get_arguments())
+    extra = len(exprs) - len(params)
+    if extra <= 0 or not any(ch.kind == CK.TEMPLATE_REF for ch in children) or \
+            any(any(g.kind.is_expression() for g in p.get_children()) for p in params):  # a default argument
+        return exprs
+    return exprs[extra:]

@@ -13,8 +13,9 @@ from frontend.cccl_refusals import CUB, prefixes, relative
 from frontend.clang_setup import preorder
 
 CK = ci.CursorKind
-_KINDS = (CK.TYPE_REF, CK.TEMPLATE_REF, CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR, CK.CALL_EXPR, CK.NAMESPACE_REF,
-          CK.OVERLOADED_DECL_REF)
+# Not NAMESPACE_REF: a namespace is open, and `cuda::` of polypy's own <cuda/pipeline> is the one that
+# CCCL's <cuda/std/...> opened first; the names used in it are checked where they are declared.
+_KINDS = (CK.TYPE_REF, CK.TEMPLATE_REF, CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR, CK.CALL_EXPR, CK.OVERLOADED_DECL_REF)
 
 
 def refuse_in_device_code(cursor: ci.Cursor, error, *, call: ci.Cursor | None = None) -> None:

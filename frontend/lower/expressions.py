@@ -13,7 +13,9 @@ from polypy.ir.types import BOOL, I32
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, promote, scale, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
-from frontend.lower.bitcasts import bit_view, read_bits, reinterpret, views_as_itself
+from frontend.lower.bitcasts import (
+    bit_view, compose_bits, read_bits, record_pointee, record_view, reinterpret, views_as_itself,
+)
 from frontend.lower.printing import misaligned_fault
 from frontend.lower.views import read_part, view_pointer
 from frontend.lower.null_tests import is_null_pointer, null_test, pointer_condition, pointer_truth
@@ -28,7 +30,7 @@ from frontend.lower.helpers import (
 )
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, Binding, BitsLV, ChoiceLV, ChoiceVarLV, Closure, ConstBinding, LValue, MemLV,
-    PendingPtrLV, Pointer, PointerChoice, Accessor, PartLV, PointerTable, PtrVarLV, RecLV, RefBinding, UnionLV, Value,
+    PackLV, PendingPtrLV, Pointer, PointerChoice, Accessor, PartLV, PointerTable, PtrVarLV, RecLV, RefBinding, UnionLV, Value,
     VarAddress, VarLV, ViewLV,
 )
 
@@ -206,6 +208,8 @@ class ExpressionLowering:
             return n.Var(lv.name, lv.type, loc=loc)
         if isinstance(lv, BitsLV):
             return read_bits(lv, loc)
+        if isinstance(lv, PackLV):  # `*(uint32_t*)&rgba`: the record's bytes as one value
+            return compose_bits([(self.read(part, c), shift) for part, shift in lv.parts], lv.type, loc)  # type: ignore[misc]
         if isinstance(lv, UnionLV):
             raise self.error(f"a union ('{lv.spelling}') used as a whole value is not supported in device code "
                              "(use its members)", c)
@@ -215,8 +219,9 @@ class ExpressionLowering:
             return reinterpret(self.read(lv.mem, c), lv.type, loc)  # type: ignore[arg-type]
         if isinstance(lv, PartLV):
             return read_part(lv, loc)
-        if isinstance(lv, AggLV):
-            return Aggregate({k: self.read(v, c) for k, v in lv.fields.items()}, lv.spelling)
+        if isinstance(lv, AggLV):  # (the location found once: records of arrays have many leaves)
+            return Aggregate({k: n.Load(v.buffer, v.index, v.type, loc=loc) if isinstance(v, MemLV) else self.read(v, c)
+                              for k, v in lv.fields.items()}, lv.spelling)
         if isinstance(lv, RecLV):
             return self.read(self.expand_record(lv, c), c)
         if isinstance(lv, (Pointer, PointerTable, Accessor)):  # an array member of a record in memory; a T**
@@ -262,7 +267,7 @@ class ExpressionLowering:
             # `p[i].keys[k]`, `p->nei[k].x`: members of records in memory are found by their place,
             # not by reading the whole record first.
             base_lv = self.lvalue(base_c)
-            if isinstance(base_lv, (RecLV, UnionLV)):
+            if isinstance(base_lv, (RecLV, UnionLV, AggLV)):  # the member's place, not the whole record read
                 return self.read(self.member_lv(subobject(self, base_lv, path, c), c.spelling, c), c)
             base = self.read(base_lv, c)
         else:
@@ -280,8 +285,10 @@ class ExpressionLowering:
             c = _strip(c)
             if c.kind == CK.MEMBER_REF_EXPR:
                 base = next(iter(c.get_children()), None)
-                if base is None:
-                    return False
+                if base is None:  # `buffer.data[i]` inside a member function of an object in memory
+                    this = self.frame.this
+                    return isinstance(this, RecLV) or \
+                        (isinstance(this, AggLV) and all(isinstance(f, MemLV) for f in this.fields.values()))
                 if tm.is_pointer(base.type):
                     return True
                 c = base
@@ -399,7 +406,7 @@ class ExpressionLowering:
             if isinstance(lv, ChoiceVarLV):
                 return read_pointer_var(lv, self.loc(c), saved)
             return dataclasses.replace(lv.base, offset=saved)
-        if not isinstance(lv, (VarLV, BitsLV, MemLV, ViewLV, PartLV, ChoiceLV)):
+        if not isinstance(lv, (VarLV, BitsLV, PackLV, MemLV, ViewLV, PartLV, ChoiceLV)):
             raise self.error("++/-- of this kind of value is not supported", c)
         old = self.read(lv, c)
         assert isinstance(old, n.Expr)
@@ -518,14 +525,17 @@ class ExpressionLowering:
                 target = tm.pointee(c.type)
                 if isinstance(v.target, BitsLV):
                     v = VarAddress(v.target.var)  # `(float*)(int*)&f`: f again, or another view of it
+                if isinstance(v.target, PackLV) and v.target.whole is not None:
+                    v = VarAddress(v.target.whole)  # `(char4*)(uint32_t*)&rgba`: the record again
                 if views_as_itself(v, target):
                     return v
-                view = bit_view(v, target)
+                view = bit_view(v, target) or record_view(v, record_pointee(operand[-1]), target)
                 if view is not None:
                     return VarAddress(view)
                 raise self.error(f"reading a variable's bytes as another type ('{c.type.spelling}': pointer "
-                                 "punning) is not supported; a value conversion would give another answer",
-                                 c)
+                                 "punning) is not supported here: only between a local scalar or record of "
+                                 "scalars without padding, bool or half and a type of its size, made of whole "
+                                 "members or parts of one; a value conversion would give another answer", c)
         if tm.is_record(c.type) and isinstance(v, Aggregate):
             return v
         if c.type.get_canonical().kind == ci.TypeKind.VOID:

@@ -16,6 +16,7 @@ import clang.cindex as ci
 from polypy.ir import nodes as n
 
 from frontend import ctypes_map as tm
+from frontend.arith import add_offsets, split_constant
 from frontend.clang_setup import evaluate, preorder
 from frontend.lower.context import CK, decl_key
 from frontend.lower.helpers import _strip
@@ -71,29 +72,42 @@ def is_variable_member(c: ci.Cursor) -> bool:
 def element_lv(base: AggLV, index: n.Expr) -> LValue | None:
     """Element ``index`` of an array member of a record place (``AggLV`` with fields ``[0]``,
     ``[1]``...): the field for a constant index, the memory element for an array member held in
-    memory (``MemLV`` fields of one buffer in order); None otherwise."""
+    memory (``MemLV`` fields of one buffer at consecutive indices: a record parameter's array,
+    an array member of a record in shared, local or global memory); None otherwise."""
     fields = base.fields
     if isinstance(index, n.Const) and f"[{int(index.value)}]" in fields:
         return fields[f"[{int(index.value)}]"]
-    first = fields.get("[0]")
-    if not isinstance(first, MemLV) or len(first.index) != 1:
-        return None
-    for k in range(len(fields)):
-        e = fields.get(f"[{k}]")
-        if not isinstance(e, MemLV) or e.buffer != first.buffer or e.index != (n.Const(k, first.index[0].type),):
-            return None
-    return MemLV(first.buffer, (index,), first.type)
+    return _consecutive([fields.get(f"[{k}]") for k in range(len(fields))], index,
+                        lambda e: (e.buffer, e.index, e.type) if isinstance(e, MemLV) else None)
 
 
 def element_of(base: Aggregate, index: n.Expr) -> MemLV | None:
     """Element ``index`` of an array member held in memory (``Aggregate`` of the loads of its
-    elements ``[0]``, ``[1]``... of one buffer, in order), or None for any other aggregate."""
+    elements ``[0]``, ``[1]``... of one buffer at consecutive indices), or None for any other
+    aggregate."""
     fields = base.fields
-    first = fields.get("[0]")
-    if not isinstance(first, n.Load) or len(first.index) != 1:
+    return _consecutive([fields.get(f"[{k}]") for k in range(len(fields))], index,
+                        lambda e: (e.buffer, e.index, e.etype) if isinstance(e, n.Load) else None)
+
+
+def _consecutive(elements: list, index: n.Expr, parts) -> MemLV | None:
+    """``MemLV`` of element ``index`` when ``elements`` (``parts(e)``: buffer, indices, type) are
+    elements ``b + c``, ``b + c + 1``... of one row of one buffer (``b`` any expression, ``c`` a
+    constant): element ``b + c + index``. The indices stay affine where ``b`` is."""
+    if not elements or any(e is None for e in elements):
         return None
-    for k in range(len(fields)):
-        e = fields.get(f"[{k}]")
-        if not isinstance(e, n.Load) or e.buffer != first.buffer or e.index != (n.Const(k, first.index[0].type),):
+    first = parts(elements[0])
+    if first is None or not first[1]:
+        return None
+    buffer, indices, ty = first
+    rest, c0 = split_constant(indices[-1])
+    for k, e in enumerate(elements):
+        p = parts(e)
+        if p is None or (p[0], p[2], p[1][:-1]) != (buffer, ty, indices[:-1]) or \
+                split_constant(p[1][-1]) != (rest, c0 + k):
             return None
-    return MemLV(first.buffer, (index,), first.etype)
+    last = index if rest is None else add_offsets(rest, index)
+    if c0:
+        last = n.Binary("add", last, n.Const(c0, last.type), loc=index.loc)
+    return MemLV(buffer, indices[:-1] + (last,), ty)
+

@@ -10,15 +10,15 @@ from polypy.ir.types import I32
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, plus, scale
 from frontend.clang_setup import unary_operator
-from frontend.lower.bitcasts import reinterpret, with_bits
-from frontend.lower.views import element, store_part
+from frontend.lower.bitcasts import reinterpret, split_bits, with_bits
+from frontend.lower.views import element, store_part, whole_elements
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.inheritance import converted, member_path, subobject
 from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member, _strip
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
 from frontend.lower.pointer_choice import assign_pending, assign_pointer, choice_element, store_choice
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, BitsLV, ChoiceLV, ChoiceVarLV, Closure, LValue, MemLV, PendingPtrLV, Pointer,
+    Aggregate, AggLV, ArrayBinding, BitsLV, ChoiceLV, PackLV, ChoiceVarLV, Closure, LValue, MemLV, PendingPtrLV, Pointer,
     PointerChoice, PointerTable, PtrVarLV, RecLV, PartLV, PlaceOf, RecordAddress, RefBinding, UnionLV, Value,
     VarAddress, VarLV, ViewLV,
 )
@@ -59,6 +59,14 @@ class PlaceLowering:
                     if element is not None:
                         return element
                     raise self.error("an array member of a local record indexed at run time is not supported", c)
+            elif _strip(base_c).kind == CK.MEMBER_REF_EXPR and self.in_memory(_strip(base_c)) and \
+                    tm.canonical(_strip(base_c).type).kind == ci.TypeKind.CONSTANTARRAY:
+                # `buffer.data[i]` of an object in memory: the element's place, without reading
+                # the whole array member first (expressions.in_memory: lvalue evaluates as expr)
+                base_lv = self.lvalue(_strip(base_c))
+                index = self.scalar(index_c)
+                element = element_lv(base_lv, index) if isinstance(base_lv, AggLV) else None
+                return element if element is not None else self.subscript(self.read(base_lv, c), index, c)
             base = self.expr(base_c)
             index = self.scalar(index_c)
             return self.subscript(base, index, c)
@@ -250,10 +258,13 @@ class PlaceLowering:
         if isinstance(lv, AggLV):
             if not isinstance(value, Aggregate):
                 raise self.error(f"cannot assign a {_describe(value)} to a record", c)
-            for path, field_lv in lv.fields.items():
+            for path in lv.fields:
                 if path not in value.fields:
                     raise self.error(f"record value has no member '{path}'", c)
-                self.assign(field_lv, value.fields[path], c)
+            # through a narrower view (`*(int4*)doubles = v`): whole elements, bit for bit (views.py)
+            items = [(field_lv, value.fields[path]) for path, field_lv in lv.fields.items()]
+            for field_lv, field_value in whole_elements(items, self.loc(c)):
+                self.assign(field_lv, field_value, c)
             return
         if isinstance(lv, (PtrVarLV, ChoiceVarLV)):
             if isinstance(value, _ArrayRef):
@@ -276,6 +287,12 @@ class PlaceLowering:
             self.emit(n.Assign(lv.name, value, loc=loc))
         elif isinstance(lv, BitsLV):  # `*(int*)&f = b`, `un.i = b`: f takes b's bits
             self.emit(n.Assign(lv.var.name, with_bits(lv, value, loc), loc=loc))
+        elif isinstance(lv, PackLV):  # `*(uint32_t*)&rgba = w`: each member takes its bytes of w
+            if not isinstance(value, (n.Var, n.Const)):
+                value = n.Var(self.temp(lv.type, value, "bytes", c).name, lv.type, loc=loc)
+            pieces = split_bits(value, [(part.type, shift) for part, shift in lv.parts], loc)  # type: ignore[union-attr]
+            for (part, _), piece in zip(lv.parts, pieces):
+                self.store(part, piece, c)
         elif isinstance(lv, MemLV):
             self.check_writable(lv.buffer, c)
             self.emit(n.Store(lv.buffer, lv.index, value, loc=loc))

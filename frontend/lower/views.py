@@ -10,9 +10,12 @@ the bytes ``[i * t, (i + 1) * t)`` of it, as CUDA does (little-endian, like ever
   access is a plain load or store of the typed buffer at an index affine in ``i``, so the isl
   access relations stay exact and cover exactly the bytes the program touches.
 - ``t < s`` (a narrow view, ``(unsigned char*)floats``): element ``i`` is part ``i % k`` of
-  stored element ``i / k``: read exactly (shift and truncate). A store would have to rewrite the
-  whole stored element, which loses a concurrent write of its other bytes by another thread:
-  refused.
+  stored element ``i / k``: read exactly (shift and truncate). A store of one part would have to
+  rewrite the whole stored element, which loses a concurrent write of its other bytes by another
+  thread: refused. A record stored whole through such a view (``*(int4*)doubles = v``, the
+  tensor-core GEMMs' 16-byte copies) covers whole stored elements: its members are grouped, ``k``
+  at a time, into one store of each element they cover, their bits composed
+  (``whole_elements``), so no byte of another element is touched.
 
 Bit casts are the IR's ``bitcast`` (never value conversions); atomics through such a view are
 refused by the caller.
@@ -30,9 +33,9 @@ from polypy.ir import nodes as n
 from polypy.ir.types import I64, U8, U16, U32, U64, ScalarType
 
 from frontend import ctypes_map as tm
-from frontend.arith import convert, scale
-from frontend.lower.bitcasts import can_view, reinterpret
-from frontend.values import MemLV, PartLV, Pointer, ViewLV
+from frontend.arith import convert, scale, split_constant
+from frontend.lower.bitcasts import can_view, compose_bits, reinterpret
+from frontend.values import LValue, MemLV, PartLV, Pointer, Value, ViewLV
 
 _UNSIGNED = {8: U8, 16: U16, 32: U32, 64: U64}
 
@@ -128,9 +131,16 @@ def read_part(lv: PartLV, loc: Loc | None) -> n.Expr:
         assert total is not None
         return reinterpret(total, lv.type, loc)
     k = s // t
+    bits_of = lambda element: _bits(n.Load(lv.buffer, lv.prefix + (element,), lv.stored, loc=loc), loc)  # noqa: E731
+    rest, c = split_constant(lv.index)
+    q = _exact_quotient(rest, k) if rest is not None else None
+    if q is not None:  # `i = m*k + c` (a record's members through the view): element m + c/k, part c%k
+        bits = bits_of(q if c // k == 0 else n.Binary("add", q, _const(c // k, q), loc=loc))
+        shifted = bits if c % k == 0 else n.Binary("shr", bits, n.Const(8 * t * (c % k), bits.type), loc=loc)
+        return reinterpret(convert(shifted, wide), lv.type, loc)
     element = n.Binary("shr", lv.index, _const(_log2(k), lv.index), loc=loc)  # floor(i / k)
     which = n.Binary("band", lv.index, _const(k - 1, lv.index), loc=loc)      # i mod k
-    bits = _bits(n.Load(lv.buffer, lv.prefix + (element,), lv.stored, loc=loc), loc)
+    bits = bits_of(element)
     shift = n.Binary("mul", convert(which, bits.type), n.Const(8 * t, bits.type), loc=loc)
     return reinterpret(convert(n.Binary("shr", bits, shift, loc=loc), wide), lv.type, loc)
 
@@ -152,6 +162,50 @@ def store_part(lv: PartLV, value: n.Expr, loc: Loc | None) -> list[n.Stmt]:
         out.append(n.Store(lv.buffer, lv.prefix + (at,), reinterpret(convert(shifted, narrow), lv.stored, loc),
                            loc=loc))
     return out
+
+
+def whole_elements(items: list[tuple[LValue, Value]], loc: Loc | None) -> list[tuple[LValue, Value]]:
+    """The member stores of a record assignment (place, value, in the record's member order), with
+    each run of ``k`` narrow parts (``PartLV``, ``t = s / k``) that covers one whole stored element
+    from its first byte (indices ``j*k .. j*k + k - 1`` of one row of one buffer, ``j*k`` visibly
+    a multiple of ``k``) replaced by one store of that element: the parts' bits composed
+    (little-endian) and read as the element's type, never a value conversion. So a 16-byte
+    ``int4`` copied into ``double`` memory is two ``double`` stores, bit for bit (NaN payloads,
+    -0.0). Parts that cover an element only in part stay as they are (and are refused)."""
+    out: list[tuple[LValue, Value]] = []
+    i = 0
+    while i < len(items):
+        lv, _ = items[i]
+        run = _whole_run(items, i)
+        if run is None:
+            out.append(items[i])
+            i += 1
+            continue
+        assert isinstance(lv, PartLV)
+        k = lv.stored.itemsize // lv.type.itemsize
+        parts = [(value, 8 * lv.type.itemsize * j) for j, (_, value) in enumerate(items[i:i + k])]
+        bits = compose_bits(parts, lv.stored, loc)  # type: ignore[arg-type]
+        out.append((MemLV(lv.buffer, lv.prefix + (run,), lv.stored), bits))
+        i += k
+    return out
+
+
+def _whole_run(items: list[tuple[LValue, Value]], i: int) -> n.Expr | None:
+    """The stored element's index when ``items[i:i+k]`` are the ``k`` narrow parts of one whole
+    stored element, in order; else None."""
+    first = items[i][0]
+    if not isinstance(first, PartLV) or first.type.itemsize >= first.stored.itemsize:
+        return None
+    k = first.stored.itemsize // first.type.itemsize
+    if i + k > len(items):
+        return None
+    base, at = split_constant(first.index)
+    for j, (lv, value) in enumerate(items[i:i + k]):
+        if not isinstance(lv, PartLV) or not isinstance(value, n.Expr) or value.type != first.type or \
+                (lv.buffer, lv.prefix, lv.stored, lv.type) != (first.buffer, first.prefix, first.stored, first.type) or \
+                split_constant(lv.index) != (base, at + j):
+            return None
+    return _exact_quotient(first.index, k)
 
 
 def _exact_quotient(e: n.Expr, k: int) -> n.Expr | None:

@@ -13,12 +13,12 @@ struct polypy_rt_cached_block { void* base; size_t bytes; };
 inline polypy_rt_cached_block* polypy_rt_cached(void) { static polypy_rt_cached_block c[POLYPY_RT_CACHED]; return c; }
 inline size_t* polypy_rt_cached_count(void) { static size_t n = 0; return &n; }
 inline size_t* polypy_rt_cached_bytes(void) { static size_t bytes = 0; return &bytes; }
-/* CUDA documents every address cudaMalloc returns as aligned to at least 256 bytes (programs
- * test it: immaTensorCoreGemm asserts it of its int8 matrices): blocks are 256-byte aligned and
- * sized in multiples of 256. */
-#define POLYPY_RT_ALIGN 256
+/* CUDA: "any address ... returned by one of the memory allocation routines from the driver or runtime
+ * API is always aligned to at least 256 bytes" (programs assert it: dmmaTensorCoreGemm checks 128). */
+#define POLYPY_RT_MALLOC_ALIGN 256
 static inline size_t polypy_rt_rounded(size_t size) {
-  return size ? (size + POLYPY_RT_ALIGN - 1) / POLYPY_RT_ALIGN * POLYPY_RT_ALIGN : POLYPY_RT_ALIGN;
+  return size ? (size + POLYPY_RT_MALLOC_ALIGN - 1) / POLYPY_RT_MALLOC_ALIGN * POLYPY_RT_MALLOC_ALIGN
+              : POLYPY_RT_MALLOC_ALIGN;
 }
 
 /* A new block of device memory. From 2 MiB up, on 2 MiB pages where the kernel has transparent
@@ -34,7 +34,7 @@ static inline void* polypy_rt_device_block(size_t rounded) {
     return q;
   }
 #endif
-  return aligned_alloc(POLYPY_RT_ALIGN, rounded);
+  return aligned_alloc(POLYPY_RT_MALLOC_ALIGN, rounded);
 }
 
 /* Host threads may allocate and free at once (a sample's worker thread per stream): the registry
