@@ -76,6 +76,16 @@ def add_offsets(a: n.Expr | None, b: n.Expr | None) -> n.Expr:
     return n.Binary("add", a, b, loc=b.loc)
 
 
+def negated_offset(e: n.Expr) -> n.Expr:
+    """``-e`` as an element offset (``p - e``, ``p -= e``): C moves the pointer back by the
+    *value* of ``e``, so an integer narrower than 64 bits other than ``int`` is widened to
+    ``long`` first: negated in its own type, an ``unsigned`` would wrap (``p - threadIdx.x``
+    would move ``2**32 - threadIdx.x`` elements forward)."""
+    if e.type.is_bool or (e.type.is_int and e.type.bits < 64 and e.type != I32):
+        e = convert(e, I64)
+    return n.Unary("neg", e, loc=e.loc)
+
+
 def _offset(e: n.Expr | None) -> n.Expr | None:
     return convert(e, promote(e.type)) if e is not None and e.type == BOOL else e
 

@@ -232,6 +232,33 @@ def test_pointer_arithmetic_and_mutable_pointers(tmp_path):
     run(tmp_path, src, "k", 1, 3, [a, out, 4])
     np.testing.assert_allclose(out, a.sum(1) + a[:, -1] * 100)
 
+def test_a_pointer_minus_an_unsigned_moves_back(tmp_path):
+    # `p - threadIdx.x` moves back by the value (C's pointer arithmetic), not by `-threadIdx.x`
+    # negated as an unsigned (2**32 - tx forward); likewise `p -= u` and through a short.
+    src = """
+    __global__ void k(const float* in, float* out) {
+      __shared__ float s[64];
+      s[threadIdx.x] = in[threadIdx.x];
+      __syncthreads();
+      const float* p = s + 32 + threadIdx.x;
+      p = p - threadIdx.x;                           // s + 32
+      const float* q = s + 63 - threadIdx.x;
+      const float* r = s + 63;
+      r -= threadIdx.x;
+      unsigned short h = (unsigned short)threadIdx.x;
+      const float* w = in + 63 - h;
+      out[threadIdx.x] = p[0] + 10.0f * q[0] + 100.0f * r[0] + 1000.0f * w[0];
+    }"""
+    x = np.arange(64, dtype=np.float32) * 2
+    out = np.zeros(64, dtype=np.float32)
+    run(tmp_path, src, "k", 1, 64, [x, out])
+    back = x[63 - np.arange(64)]
+    np.testing.assert_array_equal(out, x[32] + 10 * back + 100 * back + 1000 * back)
+    jit = np.zeros(64, dtype=np.float32)
+    polypy.compile(tmp_path / "k.cu").k[1, 64](x, jit)
+    np.testing.assert_array_equal(jit, out)
+
+
 
 def test_shared_memory_static_2d_scalar_and_dynamic(tmp_path):
     src = """

@@ -11,7 +11,7 @@ from polypy.ir import nodes as n
 from polypy.ir.types import BOOL, I32
 
 from frontend import ctypes_map as tm
-from frontend.arith import add_offsets, convert, promote, scale, truth, usual_arithmetic
+from frontend.arith import add_offsets, convert, negated_offset, promote, scale, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
 from frontend.lower.bitcasts import (
     bit_view, compose_bits, read_bits, record_pointee, record_view, reinterpret, views_as_itself,
@@ -478,7 +478,7 @@ class ExpressionLowering:
             if op not in ("+", "-") or not isinstance(rhs, n.Expr) or lv.offset_var is None:
                 raise self.error("unsupported pointer update", c)
             var = lv.offset_var
-            delta = convert(rhs if op == "+" else n.Unary("neg", rhs), var.type)
+            delta = convert(rhs if op == "+" else negated_offset(rhs), var.type)
             self.emit(n.Assign(var.name, n.Binary("add", n.Var(var.name, var.type), delta), loc=self.loc(c)))
             return None if discard else self.read(lv, c)
         if isinstance(lv, AggLV) or not isinstance(rhs, n.Expr):

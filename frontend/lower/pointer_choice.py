@@ -37,7 +37,7 @@ from polypy.ir.types import BOOL, I32, I64
 from polypy.ir.visitor import walk
 
 from frontend import ctypes_map as tm
-from frontend.arith import add_offsets, convert
+from frontend.arith import add_offsets, convert, negated_offset
 from frontend.values import (
     AggLV, ChoiceLV, ChoiceVarLV, LValue, PendingPtrLV, Pointer, PointerChoice, PtrVarLV, Value,
 )
@@ -410,7 +410,7 @@ def pointer_relation(kb: KernelBuilder, op: str, a: Pointer | PointerChoice, b: 
 def pointer_arith(kb: KernelBuilder, op: str, a: Value | None, b: Value | None, c: ci.Cursor) -> Value:
     """``p + k``, ``k + p``, ``p - k``, ``p - q`` and the comparisons of pointers."""
     if op in ("+", "-") and isinstance(a, (Pointer, PointerChoice)) and isinstance(b, n.Expr):
-        delta = b if op == "+" else n.Unary("neg", b)
+        delta = b if op == "+" else negated_offset(b)
         if isinstance(a, PointerChoice):
             return shifted(a, delta)
         return dataclasses.replace(a, offset=add_offsets(a.offset, delta))

@@ -22,7 +22,7 @@ import islpy as isl
 
 from polypy.poly.affine import _val
 from polypy.poly.alias import alias_kind
-from polypy.poly.model import BLOCK_IDX, CTX, THREAD_IDX, Access, Barrier, Model
+from polypy.poly.model import BLOCK_DIM, BLOCK_IDX, CTX, GRID_DIM, MAX_BLOCK_DIM, THREAD_IDX, Access, Barrier, Model
 
 Time = tuple[int | str, ...]
 
@@ -43,8 +43,28 @@ class Copies:
         self.zero = isl.PwAff.zero_on_domain(isl.LocalSpace.from_space(self.space))
         self._pull: dict[tuple[str, bool], isl.MultiAff] = {}
         self._relations: dict[tuple, isl.Set] = {}
+        self._probes: tuple[isl.Set, ...] | None = None
         self.v_positions = (len(self.copies) * len(model.dims), len(model.loop_dims))
         self.block_level = {d for d in model.dims if d in BLOCK_IDX} | {bv.name for bv in model.block_values}
+
+    def launch_probes(self) -> tuple[isl.Set, ...]:
+        """Two launches where the model's launch extents are symbolic: the smallest block (2
+        threads along each dimension) and the largest (1024 x 1024 x 64), 2 blocks along each
+        grid dimension; () with a known launch.
+
+        A question "for every launch, ..." asked at one launch first: at fixed extents isl
+        answers at once what can take it minutes over symbolic ones (a 3-D block's accesses
+        give sets of many pieces and existentials), and an answer "no" there is the answer.
+        """
+        if self._probes is None:
+            present = [name for name in BLOCK_DIM + GRID_DIM if name in self.affs]
+            small = large = self.universe
+            for name in present:
+                p = self.affs[name]
+                small &= p.eq_set(self.const(2))
+                large &= p.eq_set(self.const(MAX_BLOCK_DIM[BLOCK_DIM.index(name)] if name in BLOCK_DIM else 2))
+            self._probes = (small, large) if present else ()
+        return self._probes
 
     # ------------------------------------------------------------------ embedding
     def _pullback(self, copy: str, barrier: bool) -> isl.MultiAff:

@@ -131,6 +131,7 @@ class RaceQuestion:
         every = c.universe  # the generic range of the unknown launch extents and the scalar parameters
         warp = c.universe  # the same, with at least a warp of threads along x (``decide(warp=True)``)
         example = c.universe  # one point of it, for the example pair
+        least, least_warp = c.universe, c.universe  # the smallest launch and sizes of each range
         self.universal: set[str] = set()
         for names, limits, pick, known in ((BLOCK_DIM, MAX_BLOCK_DIM, (32, 2, 2), block),
                                            (GRID_DIM, MAX_GRID_DIM, (2, 2, 2), grid)):
@@ -144,6 +145,8 @@ class RaceQuestion:
                 every &= p.ge_set(c.const(2)) & p.le_set(c.const(limits[d]))
                 warp &= p.ge_set(c.const(32 if name == BLOCK_DIM[0] else 2)) & p.le_set(c.const(limits[d]))
                 example &= p.eq_set(c.const(pick[d]))
+                least &= p.eq_set(c.const(2))
+                least_warp &= p.eq_set(c.const(32 if name == BLOCK_DIM[0] else 2))
                 self.universal.add(name)
         for param in model.kernel.params:
             if param.name in c.affs and isinstance(param.ptype, ScalarType) and not param.ptype.is_float:
@@ -155,10 +158,16 @@ class RaceQuestion:
                 every &= p.ge_set(c.const(lo)) & p.le_set(c.const(hi))
                 warp &= p.ge_set(c.const(lo)) & p.le_set(c.const(hi))
                 example &= p.eq_set(c.const(lo))
+                least &= p.eq_set(c.const(lo))
+                least_warp &= p.eq_set(c.const(lo))
                 self.universal.add(param.name)
         self.every = every.params()
         self.every_warp = warp.params()
         self.example = example
+        # Points of the generic range where a race must happen too: one without a race refutes
+        # "for every launch" with an emptiness check instead of a projection onto the parameters.
+        self.witnesses = {False: (least, example), True: (least_warp, example)}
+        self._domains: dict[tuple, isl.Set] = {}
         self.pieces = c.other_thread_pieces("1", "2")
         self.block_pieces = self._block_pieces()
 
@@ -193,6 +202,12 @@ class RaceQuestion:
         s = s & self.fixed
         if s.is_empty():
             return None
+        # Cheap refutations first: a launch of the range (the smallest, the example's) where no
+        # pair races. Projecting a set of many dimensions onto its parameters is the slow step
+        # (for a 3-D block's pairs of shared accesses: seconds each), an emptiness check at fixed
+        # values is not.
+        if any((s & point).is_empty() for point in self.witnesses[warp]):
+            return None
         params = s.params()
         for i in reversed(range(params.dim(isl.dim_type.param))):
             if params.get_dim_name(isl.dim_type.param, i) not in self.universal:
@@ -217,21 +232,37 @@ class RaceQuestion:
         barriers = self.model.barriers
         return self.c.separated(a.time, "1", b.time, "2", barriers) | self.c.separated(b.time, "2", a.time, "1", barriers)
 
-    def same_block_race(self, a: Access, b: Access) -> tuple[isl.Set, isl.Set] | None:
+    def _domain(self, a: Access, copy: str, warp: bool | None) -> isl.Set:
+        """``a``'s domain in ``copy`` at the known launch shape; ``warp`` not None: at the first
+        witness launch of ``decide(warp=warp)`` only. Cached: each access meets every other."""
+        key = (a.id, copy, warp)
+        d = self._domains.get(key)
+        if d is None:
+            d = self.c.domain(a, copy) & self.fixed
+            if warp is not None:
+                d &= self.witnesses[warp][0]
+            self._domains[key] = d
+        return d
+
+    def same_block_race(self, a: Access, b: Access, *, at_witness: bool | None = None) -> tuple[isl.Set, isl.Set] | None:
         """``(base, race)``: the instance pairs where ``a`` and ``b`` certainly touch one element,
         and those of two threads of one block among them that no barrier orders (None: never
-        provably the same element)."""
+        provably the same element). ``at_witness``: at the first launch ``decide(warp=at_witness)``
+        refutes at only (the smallest one: a cheap question, see ``decide``)."""
         c = self.c
         same = c.same_element(a, "1", b, "2")
         if same is None:
             return None
-        base = c.domain(a, "1") & c.domain(b, "2") & same & self.fixed
+        base = self._domain(a, "1", at_witness) & self._domain(b, "2", at_witness) & same
         if base.is_empty():
             return None
-        ordered = self.ordered(a, b)
+        # One subtraction, then the pieces of "another thread" (``(base & piece) - ordered`` for
+        # each piece is the same set, at six subtractions for a 3-D block).
+        unordered = base - self.ordered(a, b)
         race = c.empty
-        for piece in self.pieces:
-            race = race | ((base & piece) - ordered)
+        if not unordered.is_empty():
+            for piece in self.pieces:
+                race = race | (unordered & piece)
         return base, race
 
     def conflict(self, a: Access, b: Access) -> WriteConflict | None:
