@@ -277,6 +277,11 @@ __attribute__((visibility("default"))) polypy_emulate_hook_t polypy_emulate_hook
 __attribute__((visibility("default"))) int polypy_find_alloc(const void* p, void** base, size_t* size) {
   return polypy_rt_find_alloc(p, base, size);
 }
+/* A texture fetch, for the emulator: the program's texture objects live in its runtime. */
+__attribute__((visibility("default"))) double polypy_tex_value_export(unsigned long long h, int op, int ix, float x,
+                                                                    float y, float z, int layer, int c) {
+  return polypy_tex_value(h, op, ix, x, y, z, layer, c);
+}
 }
 static void polypy_emulate_launch(int kernel, dim3 grid, dim3 block, size_t shmem, void** args, void** globals) {
   fflush(stdout);

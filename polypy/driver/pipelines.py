@@ -432,7 +432,7 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
                             versions=versions, runtime=RUNTIME_INCLUDE)
         # A program using CCCL (Thrust) keeps the whole runtime: CCCL's headers use its names
         # (libcu++'s tuple interface of char1, float4...), and the slice reads only the program's uses.
-        unused = None if program_flags(module.host) else _unused_runtime(text, module.host.main)
+        unused = None if program_flags(module.host) else _unused_runtime(text, module.host)
         text = with_runtime(text, unused)
         if report is not None:
             report.extend(launch_versions(module.host, program_block_shapes(module.host), plans))
@@ -464,14 +464,16 @@ def whole_program_versions(module: n.Module, kernels: Sequence[n.Kernel], *, opt
     return program_versions(module.host, {k.name: k for k in kernels}, coarsen=coarsen, check_bounds=check_bounds)
 
 
-def _unused_runtime(text: str, main: str) -> dict | None:
+def _unused_runtime(text: str, host) -> dict | None:
     """The declarations of the runtime and of the kernel prelude a whole program does not use
     (``frontend.runtime_slice``): the program is read where its main file is, so that its own
-    includes are found."""
+    includes are found. The runtime's C entry points (for the program's plain C files) stay only
+    in a file that is linked with others: one without ``main``, or compiled with ``-c``."""
     from codegen.c.module import PRELUDE_FILE
     from codegen.c.templates import prelude
     from frontend.runtime_slice import unused_runtime_lines
 
+    main = host.main
     return unused_runtime_lines(text, os.path.join(os.path.dirname(os.path.abspath(main)), "polypy_program.cpp"),
                                 extra_dirs=(os.path.dirname(os.path.abspath(main)),),
-                                extra_files={PRELUDE_FILE: prelude()})
+                                extra_files={PRELUDE_FILE: prelude()}, exports=host.part or not host.has_main)
