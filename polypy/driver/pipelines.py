@@ -151,6 +151,7 @@ for _name, _target in (
     ("version-coarse-blocks", "polypy.passes.versions:version_coarse_blocks"),
     ("version-arrays-apart", "polypy.passes.versions:version_arrays_apart"),
     ("version-without-default", "polypy.passes.versions:version_without_default"),
+    ("version-grid-bounds", "polypy.passes.versions:version_grid_bounds"),
     ("version-bounds-checks", "polypy.passes.versions:version_bounds_checks"),
     # gpu2cpu: GPU form, exact with isl
     ("forward-shared-stores", "gpu2cpu.forward_shared:forward_shared_stores"),
@@ -383,6 +384,23 @@ def launch_versions(host, shapes: dict, plans: dict) -> list:
             why = f"{site.kernel} already has {len(shapes.get(site.kernel, ()))} specialized versions"
         out.append(LaunchVersion(site.kernel, site.loc, block, site.block_from, False, why=why))
     return out
+
+
+# Why a registered pass may not run in a command (``--dump-after`` of it then says so).
+_WHEN = {
+    "version-bounds-checks": "the Python API makes bounds-checked versions on a launch whose footprints do not "
+                             "prove its arrays in bounds; translate --check-bounds checks every access instead",
+    "version-without-default": "only for a whole program's kernel whose every launch has a known block shape",
+    "version-grid-bounds": "only for a whole program's kernel without a default whose launches of a block shape "
+                           "all have grids known at compile time",
+    "version-block-shapes": "only where a launch's block shape is known: a whole program or the Python API",
+    "specialize-block-shape": "only where a launch's block shape is known: a whole program or the Python API",
+}
+
+
+def not_run_reason(name: str) -> str:
+    """Why the registered pass ``name`` may not have run in a command (docs/architecture.md)."""
+    return _WHEN.get(name, "not in this command's pipelines, or nothing in the input for it")
 
 
 def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, report: list | None = None,
