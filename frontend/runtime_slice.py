@@ -28,6 +28,8 @@ CK = ci.CursorKind
 _REFERENCES = frozenset({CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR, CK.TYPE_REF, CK.TEMPLATE_REF, CK.OVERLOADED_DECL_REF,
                          CK.CALL_EXPR, CK.MACRO_INSTANTIATION, CK.MEMBER_REF, CK.NAMESPACE_REF})
 _CLASSES = frozenset({CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE, CK.UNION_DECL})
+# The prefixes of the toolkit's macro names (see unused_runtime_lines).
+_TOOLKIT_MACROS = ("__", "CUDART_", "THRUST_")
 # Containers whose children are top-level declarations too.
 _CONTAINERS = frozenset({CK.LINKAGE_SPEC, CK.NAMESPACE})
 
@@ -125,6 +127,9 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
     lexed = {real: _directives(tu, name, units, texts) for real, name in files.items()}
     for d in lexed.values():  # names a runtime conditional tests (#if, #ifdef, #pragma...) stay defined
         roots |= d.tested
+    # The toolkit's own macros (__CUDACC__, __host__, CUDART_VERSION...) stay whatever the program
+    # spells: headers it includes from the system may test them, as they did in the frontend's parse.
+    roots |= {name for u in units if u.macro for name in u.names if name.startswith(_TOOLKIT_MACROS)}
     by_name: dict[str, list[_Unit]] = {}
     for u in units:
         for name in u.names:
@@ -147,12 +152,13 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
     for u in units:
         (kept if id(u) in keep else dropped).setdefault(u.file, set()).update(range(u.first_line, u.last_line + 1))
     defined = {name for u in units if u.macro and id(u) in keep for name in u.names}
+    macros = {name for u in units if u.macro for name in u.names}
     out = {}
     for f in set(dropped) | set(lexed):
         # A line shared with a declaration that stays, stays.
         gone = dropped.get(f, set()) - kept.get(f, set())
         if f in lexed:
-            gone = lexed[f].also_gone(gone, defined)
+            gone = lexed[f].also_gone(gone, defined, macros)
         if gone:
             out[f] = _spans(gone)
     return out
@@ -169,14 +175,17 @@ class _Lexed:
     comments: list[tuple[int, int, int | None]]
     code: set[int]
     tested: set[str]
+    continued: set[int]  # lines that end with a backslash (a directive continues on the next line)
 
-    def also_gone(self, gone: set[int], defined: set[str]) -> set[int]:
+    def also_gone(self, gone: set[int], defined: set[str], macros: set[str]) -> set[int]:
         """``gone`` (the lines of the units left out) with what goes with them: the ``#undef`` of a
-        macro no longer defined, each comment written above something left out, and each
-        conditional group left empty."""
+        macro no longer defined, a one-line definition of such a macro in a branch the parse did
+        not take (``macros``: the names of the runtime's macros), each comment written above
+        something left out, and each conditional group left empty."""
         gone = set(gone)
         for line, kind, names in self.directives:
-            if kind == "undef" and names and names[0] not in defined:
+            if kind in ("undef", "define") and names and names[0] not in defined and \
+                    (kind == "undef" or names[0] in macros and line not in self.continued):
                 gone.add(line)
         for first, last, before in reversed(self.comments):  # a comment above a comment left out goes too
             if before is not None and before in gone:
@@ -230,9 +239,29 @@ def _directives(tu: ci.TranslationUnit, name: str, units: list[_Unit], texts: di
         kind = tokens[i + 1].spelling
         names = [u.spelling for u in tokens[i + 2:] if u.location.line == line and u.kind == ci.TokenKind.IDENTIFIER]
         directives.append((line, kind, names))
-        if kind not in ("define", "undef"):
-            tested.update(names)
-    return _Lexed(directives, comments, code, tested)
+    text = texts[name] if name in texts else open(name, encoding="utf-8").read()
+    continued = {i + 1 for i, row in enumerate(text.split("\n")) if row.rstrip().endswith("\\")}
+    for i, (line, kind, names) in enumerate(directives):
+        # `#ifndef X` around X's own default definition alone does not use X.
+        if kind in ("define", "undef") or kind == "ifndef" and _default_definition(directives, i, code, continued):
+            continue
+        tested.update(names)
+    return _Lexed(directives, comments, code, tested, continued)
+
+
+def _default_definition(directives: list[tuple[int, str, list[str]]], i: int, code: set[int],
+                        continued: set[int]) -> bool:
+    """Whether directive ``i`` is ``#ifndef X`` followed by ``#define X ...`` and ``#endif`` and
+    nothing else."""
+    if i + 2 >= len(directives) or not directives[i][2]:
+        return False
+    (_, _, names), (define_line, kind, defined), (end, last, _) = directives[i], directives[i + 1], directives[i + 2]
+    if kind != "define" or last != "endif" or not defined or defined[0] != names[0]:
+        return False
+    body = {define_line}
+    while max(body) in continued:
+        body.add(max(body) + 1)
+    return all(x in body for x in code if define_line <= x < end)
 
 
 # The runtime's units, by place and file version: the same in every program (the runtime comes

@@ -85,6 +85,17 @@ RT_EXPANDS(int)
 #define RT_EMPTY_GROUP 1
 
 #endif
+#ifndef RT_DEFAULTED
+#define RT_DEFAULTED 1
+#endif
+#ifdef RT_NEVER_DEFINED
+#define RT_TWICE_DEFINED 1
+#else
+#define RT_TWICE_DEFINED 2
+#endif
+#ifndef __RT_TOOLKIT__
+#define __RT_TOOLKIT__ 1
+#endif
 #define RT_BY_USER 5
 #define RT_USED_MACRO(x) rt_used_fn(x)
 static inline int rt_used_fn(int x) { return x; }
@@ -107,15 +118,19 @@ def test_macros_comments_and_empty_groups_go_with_what_uses_them(tmp_path: pathl
         want = set()
         # Macros nothing names, the comment above one, rt_tested (unused) and the macro only it
         # names, a macro whose expansions are all unused with its #undef, a group left empty.
-        # (rt_tested's group is left empty: it goes; RT_TESTED, named by its #ifdef, stays.)
+        # (rt_tested's group is left empty: it goes; RT_TESTED, named by its #ifdef, stays. A
+        # default definition's own #ifndef does not use it; a macro left out goes from the branch
+        # the parse did not take too. The toolkit's names (__X__) stay.)
         for dropped in ("RT_UNUSED 7", "Used by no one", "RT_UNUSED_FN", "rt_tested(void)", "RT_UNUSED_IN_BODY 3",
-                        "RT_EXPANDS", "RT_NEVER_DEFINED", "RT_EMPTY_GROUP", "#ifdef RT_TESTED", "#endif"):
+                        "RT_EXPANDS", "RT_NEVER_DEFINED", "RT_EMPTY_GROUP", "#ifdef RT_TESTED", "#endif", "#else",
+                        "RT_DEFAULTED", "RT_TWICE_DEFINED"):
             want |= _lines(MACROS, dropped)
+        want -= {MACROS.splitlines().index("#ifndef __RT_TOOLKIT__") + 3}  # its #endif
         if not exports:
             want |= _lines(MACROS, "rt_exported")
         assert gone == want, (exports, sorted(gone ^ want))
         # Named by a conditional of the runtime, by the program, used by main: they stay.
-        for kept in ("#define RT_TESTED", "RT_BY_USER", "RT_USED_MACRO", "rt_used_fn(int"):
+        for kept in ("#define RT_TESTED", "RT_BY_USER", "__RT_TOOLKIT__", "RT_USED_MACRO", "rt_used_fn(int"):
             assert not gone & _lines(MACROS, kept), kept
 
 
