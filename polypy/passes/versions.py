@@ -190,6 +190,7 @@ def version_grid_bounds(versions: KernelVersions, *, grids: Mapping[BlockShape, 
     if not grids or versions.default is not None:
         return versions
     out = []
+    changed = False
     for guard, kernel in versions.versions:
         shape = guard.find(BlockShapeIs)
         if shape is None or shape.shape not in grids or guard.find(GridWithin) is not None:
@@ -197,7 +198,8 @@ def version_grid_bounds(versions: KernelVersions, *, grids: Mapping[BlockShape, 
             continue
         grid = tuple(grids[shape.shape])
         out.append((guard.and_(GridWithin(grid)), within_grid(kernel, grid=grid)))  # type: ignore[arg-type]
-    return versions.replace(versions=tuple(out))
+        changed = True
+    return versions.replace(versions=tuple(out)) if changed else versions
 
 
 def version_bounds_checks(versions: KernelVersions, *, arrays: Sequence[str] = (),
