@@ -28,6 +28,8 @@ CK = ci.CursorKind
 _REFERENCES = frozenset({CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR, CK.TYPE_REF, CK.TEMPLATE_REF, CK.OVERLOADED_DECL_REF,
                          CK.CALL_EXPR, CK.MACRO_INSTANTIATION, CK.MEMBER_REF, CK.NAMESPACE_REF})
 _CLASSES = frozenset({CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE, CK.UNION_DECL})
+# The prefixes of the toolkit's macro names (see unused_runtime_lines).
+_TOOLKIT_MACROS = ("__", "CUDART_", "THRUST_")
 # Containers whose children are top-level declarations too.
 _CONTAINERS = frozenset({CK.LINKAGE_SPEC, CK.NAMESPACE})
 
@@ -48,12 +50,19 @@ class _Unit:
 
 def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RUNTIME_DIR,
                          extra_dirs: tuple[str, ...] = (), extra_files: dict[str, str] | None = None,
-                         ) -> dict[str, list[tuple[int, int]]] | None:
+                         exports: bool = True) -> dict[str, list[tuple[int, int]]] | None:
     """Per runtime header (its path), the line ranges (1-based, inclusive) of the declarations that
     ``text`` (a whole translated program that includes the runtime with ``#include``, named
     ``path``) never uses, directly or through other declarations; None when clang cannot parse it.
     ``extra_dirs``: more include directories (the user's headers); ``extra_files``: more headers
-    of the runtime (name -> text: the kernel prelude), read as files of ``runtime_dir``."""
+    of the runtime (name -> text: the kernel prelude), read as files of ``runtime_dir``.
+    ``exports``: whether the runtime's C-linkage definitions stay whatever uses them (a file
+    linked with others; a whole program in one file, ``main`` included, has no other objects).
+
+    Macros are units too: one stays where a unit that stays, the program or a conditional of the
+    runtime (``#if``, ``#ifdef``...) names it; an ``#undef`` goes with the definitions it undoes.
+    A comment goes with the declaration (or macro) it is written above, and a conditional group
+    left with nothing in it goes too (``_directives``)."""
     runtime = os.path.realpath(runtime_dir)
     # polypy's own omp.h first: GCC's uses attributes clang does not take.
     args = ["-x", "c++", "-std=c++17", "-fopenmp", "-nostdinc", "-nostdinc++", "-w", "-isystem", str(PRELUDE_DIR)]
@@ -104,11 +113,23 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
         # Macros stay (preprocessor lines are never left out), but what their bodies name is used
         # where they are.
         units.append(_cached_unit(c, fname))
-        if in_c_linkage and c.kind in (CK.FUNCTION_DECL, CK.VAR_DECL):
+        if exports and in_c_linkage and c.kind in (CK.FUNCTION_DECL, CK.VAR_DECL):
             exported.append(units[-1])
     for c in outside:  # the program's own code (the system's headers use nothing of polypy's)
         if c.location.file is not None and not c.location.is_in_system_header:
             roots |= _referred(c)
+    # Every name the program's files spell, their own conditionals (#ifdef CUDART_VERSION) included.
+    texts = dict(unsaved)
+    for name in {path} | {c.location.file.name for c in outside
+                           if c.location.file is not None and not c.location.is_in_system_header}:
+        roots |= {t.spelling for t in _tokens(tu, name, texts) if t.kind == ci.TokenKind.IDENTIFIER}
+    files = {real: name for name, real in places.items() if real is not None}
+    lexed = {real: _directives(tu, name, units, texts) for real, name in files.items()}
+    for d in lexed.values():  # names a runtime conditional tests (#if, #ifdef, #pragma...) stay defined
+        roots |= d.tested
+    # The toolkit's own macros (__CUDACC__, __host__, CUDART_VERSION...) stay whatever the program
+    # spells: headers it includes from the system may test them, as they did in the frontend's parse.
+    roots |= {name for u in units if u.macro for name in u.names if name.startswith(_TOOLKIT_MACROS)}
     by_name: dict[str, list[_Unit]] = {}
     for u in units:
         for name in u.names:
@@ -129,9 +150,118 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
     dropped: dict[str, set[int]] = {}
     kept: dict[str, set[int]] = {}
     for u in units:
-        (kept if id(u) in keep or u.macro else dropped).setdefault(u.file, set()).update(range(u.first_line, u.last_line + 1))
-    # A line shared with a declaration that stays, stays.
-    return {f: _spans(lines - kept.get(f, set())) for f, lines in dropped.items()}
+        (kept if id(u) in keep else dropped).setdefault(u.file, set()).update(range(u.first_line, u.last_line + 1))
+    defined = {name for u in units if u.macro and id(u) in keep for name in u.names}
+    macros = {name for u in units if u.macro for name in u.names}
+    out = {}
+    for f in set(dropped) | set(lexed):
+        # A line shared with a declaration that stays, stays.
+        gone = dropped.get(f, set()) - kept.get(f, set())
+        if f in lexed:
+            gone = lexed[f].also_gone(gone, defined, macros)
+        if gone:
+            out[f] = _spans(gone)
+    return out
+
+
+@dataclasses.dataclass
+class _Lexed:
+    """One runtime header as clang's lexer reads it: its preprocessor directives by line
+    (``#if``... and ``#undef``, each with the names on its line), its comments (first line,
+    last line, the line of the next token that is not a comment) and the lines holding tokens
+    other than comments."""
+
+    directives: list[tuple[int, str, list[str]]]
+    comments: list[tuple[int, int, int | None]]
+    code: set[int]
+    tested: set[str]
+    continued: set[int]  # lines that end with a backslash (a directive continues on the next line)
+
+    def also_gone(self, gone: set[int], defined: set[str], macros: set[str]) -> set[int]:
+        """``gone`` (the lines of the units left out) with what goes with them: the ``#undef`` of a
+        macro no longer defined, a one-line definition of such a macro in a branch the parse did
+        not take (``macros``: the names of the runtime's macros), each comment written above
+        something left out, and each conditional group left empty."""
+        gone = set(gone)
+        for line, kind, names in self.directives:
+            if kind in ("undef", "define") and names and names[0] not in defined and \
+                    (kind == "undef" or names[0] in macros and line not in self.continued):
+                gone.add(line)
+        for first, last, before in reversed(self.comments):  # a comment above a comment left out goes too
+            if before is not None and before in gone:
+                gone.update(x for x in range(first, last + 1) if x not in self.code)
+        stack: list[list[int]] = []
+        for line, kind, _ in self.directives:
+            if kind in ("if", "ifdef", "ifndef"):
+                stack.append([line])
+            elif kind in ("elif", "else") and stack:
+                stack[-1].append(line)
+            elif kind == "endif" and stack:
+                group = stack.pop() + [line]
+                inside = set(range(group[0] + 1, line)) - set(group)
+                filled = (self.code | {x for a, b, _ in self.comments for x in range(a, b + 1)}) & inside
+                if filled <= gone:
+                    gone.update(group)
+        return gone
+
+
+def _tokens(tu: ci.TranslationUnit, name: str, texts: dict[str, str]) -> list[ci.Token]:
+    """All tokens of the file ``name`` of ``tu`` (comments included), as clang's lexer reads them."""
+    if name in texts:
+        size = len(texts[name].encode("utf-8"))
+    else:
+        size = os.path.getsize(name)
+    return list(tu.get_tokens(extent=tu.get_extent(name, (0, size))))
+
+
+def _directives(tu: ci.TranslationUnit, name: str, units: list[_Unit], texts: dict[str, str]) -> _Lexed:
+    """The directives, comments and code lines of the runtime header ``name`` (``_Lexed``)."""
+    real = os.path.realpath(name)
+    # Lines inside a macro's definition (its continuation lines): a `#` there is its body's.
+    in_macros = {x for u in units if u.macro and u.file == real for x in range(u.first_line + 1, u.last_line + 1)}
+    tokens = _tokens(tu, name, texts)
+    directives: list[tuple[int, str, list[str]]] = []
+    comments: list[tuple[int, int, int | None]] = []
+    code: set[int] = set()
+    tested: set[str] = set()
+    prev_line = 0
+    for i, t in enumerate(tokens):
+        line = t.location.line
+        if t.kind == ci.TokenKind.COMMENT:
+            nxt = next((u.location.line for u in tokens[i + 1:] if u.kind != ci.TokenKind.COMMENT), None)
+            comments.append((t.extent.start.line, t.extent.end.line, nxt))
+            continue
+        code.add(line)
+        first_on_line = line != prev_line
+        prev_line = line
+        if not (first_on_line and t.spelling == "#" and line not in in_macros) or i + 1 >= len(tokens):
+            continue
+        kind = tokens[i + 1].spelling
+        names = [u.spelling for u in tokens[i + 2:] if u.location.line == line and u.kind == ci.TokenKind.IDENTIFIER]
+        directives.append((line, kind, names))
+    text = texts[name] if name in texts else open(name, encoding="utf-8").read()
+    continued = {i + 1 for i, row in enumerate(text.split("\n")) if row.rstrip().endswith("\\")}
+    for i, (line, kind, names) in enumerate(directives):
+        # `#ifndef X` around X's own default definition alone does not use X.
+        if kind in ("define", "undef") or kind == "ifndef" and _default_definition(directives, i, code, continued):
+            continue
+        tested.update(names)
+    return _Lexed(directives, comments, code, tested, continued)
+
+
+def _default_definition(directives: list[tuple[int, str, list[str]]], i: int, code: set[int],
+                        continued: set[int]) -> bool:
+    """Whether directive ``i`` is ``#ifndef X`` followed by ``#define X ...`` and ``#endif`` and
+    nothing else."""
+    if i + 2 >= len(directives) or not directives[i][2]:
+        return False
+    (_, _, names), (define_line, kind, defined), (end, last, _) = directives[i], directives[i + 1], directives[i + 2]
+    if kind != "define" or last != "endif" or not defined or defined[0] != names[0]:
+        return False
+    body = {define_line}
+    while max(body) in continued:
+        body.add(max(body) + 1)
+    return all(x in body for x in code if define_line <= x < end)
 
 
 # The runtime's units, by place and file version: the same in every program (the runtime comes

@@ -160,3 +160,15 @@ def test_names_stay_in_the_block_function() -> None:
     assert not re.search(r"\bnt\b", launcher)
     out = np.zeros(64, np.uint32)
     assert_same_as_emulator(kernel, (2, 1, 1), (32, 1, 1), {"out": out})
+
+
+def test_names_on_the_fast_path_of_a_specialized_version() -> None:
+    """A whole program's version for its launches' block shape (16x16) names the source's ``y``
+    in the fast thread loops too: the notes are specialized with the kernel (16u, not
+    blockDim.y), so the C code finds the value as the version spells it."""
+    text = lower_and_emit(load(SAMPLES / "programs" / "jacobi_solver.cu"), "cpp")
+    start = text.index("static void sweep_block_b16x16x1(")
+    body = text[start:text.index("\n}\n", start)]
+    assert "const int y = (int)(blockIdx.y * 16u + ty);" in body
+    assert "dst[(long long)(y * nx) + " in body
+    assert "(int)(blockIdx.y * 16u + ty) * nx" not in body  # spelled out nowhere once named

@@ -18,8 +18,8 @@ from polypy.driver.cli import main
 from polypy.driver.coarsen import block_coarsener
 from polypy.driver.pipelines import PASSES, lower_and_emit, make_pass
 from polypy.driver.source import load
-from polypy.ir.versions import (ArraysApart, BlockShapeIs, EnoughCoarseBlocks, Facts, Guard, KernelVersions,
-                                print_versions)
+from polypy.ir.versions import (ArraysApart, BlockShapeIs, EnoughCoarseBlocks, Facts, GridWithin, Guard,
+                                KernelVersions, print_versions)
 from polypy.passes import run_pipeline
 from polypy.passes.versions import build_versions, version_passes
 
@@ -136,8 +136,34 @@ int main() {
     assert "scale_launch_generic" not in (tmp_path / "p.cpp").read_text()
 
 
+def test_dump_after_names_every_version_pass_even_one_that_did_not_run(tmp_path, capsys) -> None:
+    """--dump-after of the grid bounds prints the versions with their grid guard; of a registered
+    pass that translate does not run (bounds-checked versions are the API's), a line saying so."""
+    src = tmp_path / "p.cu"
+    src.write_text(SOURCE + """
+int main() {
+  float *x, *y;
+  cudaMalloc(&x, 512 * sizeof(float));
+  cudaMalloc(&y, 512 * sizeof(float));
+  scale<<<2, 256>>>(512, 2.0f, x, y);
+  cudaDeviceSynchronize();
+  return 0;
+}
+""")
+    names = "version-grid-bounds,version-bounds-checks,specialize-block-shape"
+    assert main(["translate", str(src), "--dump-after", names, "-o", str(tmp_path / "p.cpp")]) == 0
+    err = capsys.readouterr().err
+    assert "// ----- IR after version-grid-bounds (scale)" in err
+    assert ("// when blockDim.x == 256u && blockDim.y == 1u && blockDim.z == 1u && (gridDim.x <= 2u && "
+            "gridDim.y <= 1u && gridDim.z <= 1u)  (version b256x1x1)") in err
+    assert "// ----- IR after specialize-block-shape (scale)" in err
+    assert "// ----- no IR after version-bounds-checks: the pass did not run (the Python API makes" in err
+    assert "no IR after version-grid-bounds" not in err
+
+
 GUARDS = [
     Guard((BlockShapeIs((32, 8, 1)),)),
+    Guard((BlockShapeIs((64, 1, 1)), GridWithin((64, 2, 1)))),
     Guard((BlockShapeIs((64, 1, 1)), EnoughCoarseBlocks((4, 1, 1), 8))),
     Guard((EnoughCoarseBlocks((3, 1, 1), 2),)),
     Guard((BlockShapeIs((256, 1, 1)), EnoughCoarseBlocks((32, 1, 1), 8))),
@@ -177,7 +203,7 @@ int main() {{
     expected = ["".join("1" if g.holds(Facts(grid=grid, block=block, workers=w)) else "0" for g in GUARDS)
                 for grid, block, w in LAUNCHES]
     assert lines == expected
-    assert {line[1] for line in lines} == {"0", "1"} and {line[2] for line in lines} == {"0", "1"}
+    assert all({line[i] for line in lines} == {"0", "1"} for i in range(len(GUARDS)))
 
 
 def test_api_selects_versions_by_their_guards() -> None:

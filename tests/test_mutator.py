@@ -361,6 +361,11 @@ def _check_version_passes(cpu, block, exercised: set[str]) -> None:
     no_default = pl.make_pass("version-without-default").run(shaped)
     assert no_default.default is None and pl.make_pass("version-without-default").run(no_default) is no_default
     assert pl.make_pass("version-bounds-checks").run(shaped) is shaped  # no arrays unproven
+    grids = {tuple(block): (1, 1, 1)}
+    assert pl.make_pass("version-grid-bounds", grids=grids).run(shaped) is shaped  # a default: nothing to bound
+    assert pl.make_pass("version-grid-bounds").run(no_default) is no_default  # no grids known
+    bounded = pl.make_pass("version-grid-bounds", grids=grids).run(no_default)
+    assert bounded is not no_default and pl.make_pass("version-grid-bounds", grids=grids).run(bounded) is bounded
     pointers = [p.name for p in cpu.params if isinstance(p.ptype, PointerType)]
     if pointers:
         checked = pl.make_pass("version-bounds-checks", arrays=pointers[:1], among=pointers).run(shaped)
@@ -368,4 +373,4 @@ def _check_version_passes(cpu, block, exercised: set[str]) -> None:
         again = pl.make_pass("version-bounds-checks", arrays=pointers[:1], among=pointers).run(checked)
         assert again is checked  # those checked versions are made
     exercised.update(("version-block-shapes", "version-coarse-blocks", "version-arrays-apart",
-                      "version-without-default", "version-bounds-checks"))
+                      "version-without-default", "version-bounds-checks", "version-grid-bounds"))

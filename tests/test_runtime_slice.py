@@ -57,14 +57,81 @@ def test_unused_declarations_are_found_through_the_graph(tmp_path: pathlib.Path)
     assert unused is not None
     (path, spans), = unused.items()
     gone = {line for a, b in spans for line in range(a, b + 1)}
-    assert gone == _lines(text, "int rt_unused") | _lines(text, "rt_helper(int")
+    # The comment written above a declaration left out goes with it.
+    assert gone == (_lines(text, "int rt_unused") | _lines(text, "rt_helper(int") | _lines(text, "Only used by")
+                    | _lines(text, "left out with it"))
     for kept in ("rt_leaf(int", "rt_used(int", "rt_double(int", "~rt_counter()", "rt_kind<float>", "rt_start_up",
                  "rt_parallel_leaf(int", "RT_TWICE"):
         assert not gone & _lines(text, kept), kept
-    # The comment right above a declaration left out goes with it.
+    # (codegen.c.module._left_out also drops the comment right above each span.)
     lines = text.splitlines()
     out = _left_out(lines, spans)
     assert {i + 1 for i in out} == gone | _lines(text, "Only used by") | _lines(text, "left out with it")
+
+
+MACROS = """\
+#define RT_UNUSED 7
+/* Used by no one. */
+#define RT_UNUSED_FN(x) ((x) + 1)
+#define RT_TESTED 1
+#define RT_UNUSED_IN_BODY 3
+#ifdef RT_TESTED
+static inline int rt_tested(void) { return RT_UNUSED_IN_BODY; }
+#endif
+#define RT_EXPANDS(T) static inline T rt_made_##T(T x) { return x; }
+RT_EXPANDS(int)
+#undef RT_EXPANDS
+#ifndef RT_NEVER_DEFINED
+#define RT_EMPTY_GROUP 1
+
+#endif
+#ifndef RT_DEFAULTED
+#define RT_DEFAULTED 1
+#endif
+#ifdef RT_NEVER_DEFINED
+#define RT_TWICE_DEFINED 1
+#else
+#define RT_TWICE_DEFINED 2
+#endif
+#ifndef __RT_TOOLKIT__
+#define __RT_TOOLKIT__ 1
+#endif
+#define RT_BY_USER 5
+#define RT_USED_MACRO(x) rt_used_fn(x)
+static inline int rt_used_fn(int x) { return x; }
+extern "C" int rt_exported(int x) { return x; }
+"""
+
+
+def test_macros_comments_and_empty_groups_go_with_what_uses_them(tmp_path: pathlib.Path) -> None:
+    runtime = tmp_path / "rt"
+    runtime.mkdir()
+    (runtime / "cuda_runtime.h").write_text(MACROS)
+    # The program's own conditional names RT_BY_USER: it stays defined.
+    program = ('#include "cuda_runtime.h"\n#ifdef RT_BY_USER\nint x = 1;\n#endif\n'
+               "int main() { return RT_USED_MACRO(2); }\n")
+    for exports in (True, False):
+        unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime, exports=exports)
+        assert unused is not None
+        (_, spans), = unused.items()
+        gone = {line for a, b in spans for line in range(a, b + 1)}
+        want = set()
+        # Macros nothing names, the comment above one, rt_tested (unused) and the macro only it
+        # names, a macro whose expansions are all unused with its #undef, a group left empty.
+        # (rt_tested's group is left empty: it goes; RT_TESTED, named by its #ifdef, stays. A
+        # default definition's own #ifndef does not use it; a macro left out goes from the branch
+        # the parse did not take too. The toolkit's names (__X__) stay.)
+        for dropped in ("RT_UNUSED 7", "Used by no one", "RT_UNUSED_FN", "rt_tested(void)", "RT_UNUSED_IN_BODY 3",
+                        "RT_EXPANDS", "RT_NEVER_DEFINED", "RT_EMPTY_GROUP", "#ifdef RT_TESTED", "#endif", "#else",
+                        "RT_DEFAULTED", "RT_TWICE_DEFINED"):
+            want |= _lines(MACROS, dropped)
+        want -= {MACROS.splitlines().index("#ifndef __RT_TOOLKIT__") + 3}  # its #endif
+        if not exports:
+            want |= _lines(MACROS, "rt_exported")
+        assert gone == want, (exports, sorted(gone ^ want))
+        # Named by a conditional of the runtime, by the program, used by main: they stay.
+        for kept in ("#define RT_TESTED", "RT_BY_USER", "__RT_TOOLKIT__", "RT_USED_MACRO", "rt_used_fn(int"):
+            assert not gone & _lines(MACROS, kept), kept
 
 
 def test_jacobi_solver_gets_the_memory_functions_and_no_graphs(tmp_path: pathlib.Path) -> None:
@@ -77,7 +144,13 @@ def test_jacobi_solver_gets_the_memory_functions_and_no_graphs(tmp_path: pathlib
     for unused in ("cudaGraphInstantiate(", "cudaStreamCreate(", "cudaCreateTextureObject(", "cudaMallocPitch("):
         assert unused not in text, unused
     assert "float polypy_expf(float x) {" not in text  # the kernel prelude's exp: unused here
-    assert len(text.splitlines()) < 1850  # 5,021 lines with the whole runtime and prelude
+    assert len(text.splitlines()) < 1100  # 5,021 lines with the whole runtime and prelude
+    # One file, main included: no other objects call the runtime's C entry points (or the
+    # emulator's texture fetch); a file compiled with -c keeps the entry points.
+    assert "POLYPY_RT_C_ENTRY(cudaError_t, cudaMalloc" not in text and "polypy_tex_value" not in text
+    part = tmp_path / "jacobi_c.cpp"
+    assert main(["translate", "-c", str(source), "-o", str(part)]) == 0
+    assert "POLYPY_RT_C_ENTRY(cudaError_t, cudaMalloc" in part.read_text()
     _build_and_run(tmp_path, out, "jacobi 100x70, 200 iterations\nsum = 778.3144\n")
 
 

@@ -453,7 +453,8 @@ class KernelEmitter:
         return render_template("c_launcher.j2", kernel=self.kernel.name, signature=decl, grid=grid, block=block,
                                prologue=prologue, num_threads=num_threads, scratch=scratch,
                                block_function=self.block_name, arguments=arguments, steps=steps, note=note,
-                               worker_sums=worker_sums, team=opts.program, alone=alone, alone_why=alone_why)
+                               worker_sums=worker_sums, team=opts.program, alone=alone, alone_why=alone_why,
+                               factors=list(factors))
 
     def worker_sums(self) -> list[tuple[int, int, ScalarType]]:
         """(parameter index, element, element type) of each pointer parameter that the kernel only

@@ -69,13 +69,23 @@ def with_runtime(text: str, unused: Mapping[str, Sequence[tuple[int, int]]] | No
     """A program emitted with ``RUNTIME_INCLUDE`` (and ``PRELUDE_INCLUDE``) with the runtime and
     the prelude pasted there, less ``unused``."""
     at = text.index(RUNTIME_INCLUDE)
-    text = text[:at] + runtime_header(unused).rstrip("\n") + text[at + len(RUNTIME_INCLUDE):]
+    text = text[:at] + _one_blank(runtime_header(unused)).rstrip("\n") + text[at + len(RUNTIME_INCLUDE):]
     lines = prelude().rstrip("\n").split("\n")
     path = os.path.realpath(str(resources.files("polypy.runtime").joinpath(PRELUDE_FILE)))
     gone = _left_out(lines, (unused or {}).get(path, ()))
-    kept = "\n".join(line for i, line in enumerate(lines) if i not in gone)
+    kept = _one_blank("\n".join(line for i, line in enumerate(lines) if i not in gone))
     at = text.index(PRELUDE_INCLUDE)
     return text[:at] + kept + text[at + len(PRELUDE_INCLUDE):]
+
+
+def _one_blank(text: str) -> str:
+    """``text`` with each run of blank lines (where declarations were left out) one blank line."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if not line.strip() and out and not out[-1].strip():
+            continue
+        out.append(line)
+    return "\n".join(out)
 
 
 _PART_INCLUDE = re.compile(r'#include "((?:parts/)?[a-z_]+\.h)"')
@@ -276,6 +286,11 @@ typedef int (*polypy_emulate_hook_t)(int kernel, unsigned gx, unsigned gy, unsig
 __attribute__((visibility("default"))) polypy_emulate_hook_t polypy_emulate_hook = 0;
 __attribute__((visibility("default"))) int polypy_find_alloc(const void* p, void** base, size_t* size) {
   return polypy_rt_find_alloc(p, base, size);
+}
+/* A texture fetch, for the emulator: the program's texture objects live in its runtime. */
+__attribute__((visibility("default"))) double polypy_tex_value_export(unsigned long long h, int op, int ix, float x,
+                                                                    float y, float z, int layer, int c) {
+  return polypy_tex_value(h, op, ix, x, y, z, layer, c);
 }
 }
 static void polypy_emulate_launch(int kernel, dim3 grid, dim3 block, size_t shmem, void** args, void** globals) {

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from polypy.ir import nodes as n
 from polypy.ir.cexpr import ATOM, CExprPrinter
-from polypy.ir.versions import WORKERS, ArraysApart, EnoughCoarseBlocks, Facts, Guard, KernelVersions, known
+from polypy.ir.versions import WORKERS, ArraysApart, EnoughCoarseBlocks, Facts, GridWithin, Guard, KernelVersions, known
 
 from codegen.c.kernel import KernelCode, KernelEmitter, Options
 from codegen.c.render import INDENT, c_type, literal
@@ -131,7 +131,8 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, versions: KernelVersions 
             return lines + ["}"]
         if fallback is not None:
             return lines + [f"{INDENT}{fallback.launcher_name}({forward});", "}"]
-        return lines + [f'{INDENT}fprintf(stderr, "polypy: a launch of {kernel.name} with a block shape none of the '
+        what = "block shape and grid" if any(g.find(GridWithin) for g, _ in versions.versions) else "block shape"
+        return lines + [f'{INDENT}fprintf(stderr, "polypy: a launch of {kernel.name} with a {what} none of the '
                         f'program\'s launches has\\n");', f"{INDENT}abort();", "}"]
 
     twins = any(guard.find(ArraysApart) is not None for guard, _ in versions.versions)

@@ -3,7 +3,9 @@ calls these; nothing here imports it)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import sys
 from typing import Sequence
 
 from polypy.driver.output import check_output, write_output
@@ -60,18 +62,28 @@ def _select(module: n.Module, kernel: str | None, path: str) -> n.Module:
     return dataclasses.replace(module, kernels=tuple(k for k in module.kernels if k.name == kernel))
 
 
+@contextlib.contextmanager
 def _dumping(args: argparse.Namespace):
     """``--dump-after NAME[,NAME...]``: the pipelines print the IR after the named passes (each
-    checked against the registry first: an unknown name is an error listing the names)."""
+    checked against the registry first: an unknown name is an error listing the names); a named
+    pass that did not run in the command gets a line saying so and why, instead of nothing."""
     from polypy.passes.pipeline import printing_after
 
     names = getattr(args, "dump_after", None)
+    wanted = []
     if names is not None:
         from polypy.driver.pipelines import check_pass_name
 
         for name in names.split(","):
             check_pass_name(name.strip())
-    return printing_after(names)
+            wanted.append(name.strip())
+    with printing_after(names) as ran:
+        yield
+    from polypy.driver.pipelines import not_run_reason
+
+    for name in wanted:
+        if name != "all" and name not in ran:
+            print(f"// ----- no IR after {name}: the pass did not run ({not_run_reason(name)})", file=sys.stderr)
 
 
 @on_big_stack

@@ -151,6 +151,7 @@ for _name, _target in (
     ("version-coarse-blocks", "polypy.passes.versions:version_coarse_blocks"),
     ("version-arrays-apart", "polypy.passes.versions:version_arrays_apart"),
     ("version-without-default", "polypy.passes.versions:version_without_default"),
+    ("version-grid-bounds", "polypy.passes.versions:version_grid_bounds"),
     ("version-bounds-checks", "polypy.passes.versions:version_bounds_checks"),
     # gpu2cpu: GPU form, exact with isl
     ("forward-shared-stores", "gpu2cpu.forward_shared:forward_shared_stores"),
@@ -385,6 +386,23 @@ def launch_versions(host, shapes: dict, plans: dict) -> list:
     return out
 
 
+# Why a registered pass may not run in a command (``--dump-after`` of it then says so).
+_WHEN = {
+    "version-bounds-checks": "the Python API makes bounds-checked versions on a launch whose footprints do not "
+                             "prove its arrays in bounds; translate --check-bounds checks every access instead",
+    "version-without-default": "only for a whole program's kernel whose every launch has a known block shape",
+    "version-grid-bounds": "only for a whole program's kernel without a default whose launches of a block shape "
+                           "all have grids known at compile time",
+    "version-block-shapes": "only where a launch's block shape is known: a whole program or the Python API",
+    "specialize-block-shape": "only where a launch's block shape is known: a whole program or the Python API",
+}
+
+
+def not_run_reason(name: str) -> str:
+    """Why the registered pass ``name`` may not have run in a command (docs/architecture.md)."""
+    return _WHEN.get(name, "not in this command's pipelines, or nothing in the input for it")
+
+
 def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, report: list | None = None,
                    program: bool | None = None, threads: int = 0, check_bounds: bool = False,
                    timings: dict[str, float] | None = None) -> Any:
@@ -432,7 +450,7 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
                             versions=versions, runtime=RUNTIME_INCLUDE)
         # A program using CCCL (Thrust) keeps the whole runtime: CCCL's headers use its names
         # (libcu++'s tuple interface of char1, float4...), and the slice reads only the program's uses.
-        unused = None if program_flags(module.host) else _unused_runtime(text, module.host.main)
+        unused = None if program_flags(module.host) else _unused_runtime(text, module.host)
         text = with_runtime(text, unused)
         if report is not None:
             report.extend(launch_versions(module.host, program_block_shapes(module.host), plans))
@@ -464,14 +482,16 @@ def whole_program_versions(module: n.Module, kernels: Sequence[n.Kernel], *, opt
     return program_versions(module.host, {k.name: k for k in kernels}, coarsen=coarsen, check_bounds=check_bounds)
 
 
-def _unused_runtime(text: str, main: str) -> dict | None:
+def _unused_runtime(text: str, host) -> dict | None:
     """The declarations of the runtime and of the kernel prelude a whole program does not use
     (``frontend.runtime_slice``): the program is read where its main file is, so that its own
-    includes are found."""
+    includes are found. The runtime's C entry points (for the program's plain C files) stay only
+    in a file that is linked with others: one without ``main``, or compiled with ``-c``."""
     from codegen.c.module import PRELUDE_FILE
     from codegen.c.templates import prelude
     from frontend.runtime_slice import unused_runtime_lines
 
+    main = host.main
     return unused_runtime_lines(text, os.path.join(os.path.dirname(os.path.abspath(main)), "polypy_program.cpp"),
                                 extra_dirs=(os.path.dirname(os.path.abspath(main)),),
-                                extra_files={PRELUDE_FILE: prelude()})
+                                extra_files={PRELUDE_FILE: prelude()}, exports=host.part or not host.has_main)

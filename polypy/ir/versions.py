@@ -16,6 +16,7 @@ expression (``Condition.expr``) over the launch::
     ArraysApart((("out", "in"),))   polypy_rt_apart(out, in)
     BoundsUnproven(("y",), ("x", "y"))
                                     polypy_rt_unproven(y) && !polypy_rt_unproven(x)
+    GridWithin((7, 5, 1))           gridDim.x <= 7u && gridDim.y <= 5u && gridDim.z <= 1u
 
 The C backend prints that expression with its C expression printer (the names of the launcher
 for ``gridDim``, ``blockDim``, the workers and the arguments); Python evaluates the same
@@ -119,7 +120,22 @@ class BoundsUnproven:
         return "_k" + "_".join(self.arrays)
 
 
-Condition = Union[BlockShapeIs, EnoughCoarseBlocks, ArraysApart, BoundsUnproven]
+@dataclasses.dataclass(frozen=True)
+class GridWithin:
+    """The launch's grid has at most ``grid`` blocks in each dimension (every launch of a whole
+    program's kernel with this block shape has a grid known at compile time:
+    ``polypy.passes.within_grid``). No part of the version's name: it replaces the shape's version."""
+
+    grid: tuple[int, int, int]
+
+    def expr(self) -> n.Expr:
+        return _all([n.Binary("le", n.GridDim(d), n.Const(g, U32)) for d, g in enumerate(self.grid)])
+
+    def suffix(self) -> str:
+        return ""
+
+
+Condition = Union[BlockShapeIs, EnoughCoarseBlocks, ArraysApart, BoundsUnproven, GridWithin]
 # The order of a version's name parts (``b32x8x1_c4x1x1_r``, ``b32x8x1_kout``).
 _NAME_ORDER = (BlockShapeIs, EnoughCoarseBlocks, ArraysApart, BoundsUnproven)
 

@@ -34,18 +34,24 @@ class Pass:
     run: Callable[[Kernel], Kernel]
 
 
-# The passes whose output ``run_pipeline`` prints, set for a block of code by ``printing_after``.
+# The passes whose output ``run_pipeline`` prints, set for a block of code by ``printing_after``,
+# and the names of the passes run within that block (so that a dump that printed nothing can say so).
 _PRINT_AFTER: contextvars.ContextVar[str | None] = contextvars.ContextVar("polypy_print_after", default=None)
+_RAN: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("polypy_passes_ran", default=None)
 
 
 @contextlib.contextmanager
 def printing_after(names: str | None):
     """Within the block, every ``run_pipeline`` prints the IR after the passes ``names`` (comma
-    separated, as ``POLYPY_PRINT_AFTER``; None: no change)."""
+    separated, as ``POLYPY_PRINT_AFTER``; None: no change). Yields the set of the names of the
+    passes run within the block."""
     token = _PRINT_AFTER.set(names) if names is not None else None
+    ran: set[str] = set()
+    ran_token = _RAN.set(ran)
     try:
-        yield
+        yield ran
     finally:
+        _RAN.reset(ran_token)
         if token is not None:
             _PRINT_AFTER.reset(token)
 
@@ -79,6 +85,9 @@ def run_pipeline(
             raise InternalError(f"in pass {p.name} on kernel {kernel.name!r}: {type(exc).__name__}: {exc}") from exc
         if timings is not None:
             timings[p.name] = timings.get(p.name, 0.0) + time.perf_counter() - start
+        ran = _RAN.get()
+        if ran is not None:
+            ran.add(p.name)
         kind = Kernel if isinstance(kernel, Kernel) else KernelVersions
         if not isinstance(result, kind):
             raise InternalError(f"pass {p.name} returned {type(result).__name__}, not a {kind.__name__}")

@@ -11,6 +11,9 @@ the Python API alike. Starting from a CPU-form kernel as the default::
     version-arrays-apart     before each shape's versions: the same with the written pointers
                              restrict, guarded by "arrays apart" (polypy.passes.apart_twins)
     version-without-default  no default: every launch has one of the shapes (a whole program)
+    version-grid-bounds      each version of a shape whose launches' grids are all known (a whole
+                             program without default): && grid within their largest, with what
+                             that grid decides folded (polypy.passes.within_grid)
     version-bounds-checks    before all: (guard && some of A unproven, the version checking A)
                              for each version not for arrays apart, and the default; per set A
                              of arrays the caller's launches could not prove in bounds
@@ -35,7 +38,8 @@ from polypy.ir import nodes as n
 from polypy.ir.host import HostProgram, needs_stub
 from polypy.ir.types import PointerType
 from polypy.ir.visitor import walk
-from polypy.ir.versions import ArraysApart, BlockShapeIs, BoundsUnproven, EnoughCoarseBlocks, Guard, KernelVersions
+from polypy.ir.versions import (ArraysApart, BlockShapeIs, BoundsUnproven, EnoughCoarseBlocks, GridWithin, Guard,
+                                KernelVersions)
 from polypy.launch import MAX_BLOCK, MAX_THREADS_PER_BLOCK, check_block_shape
 from polypy.passes.apart_twins import apart_twin, restricted, with_restrict, written_pointers
 from polypy.passes.pipeline import Pass, run_pipeline
@@ -175,6 +179,29 @@ def version_without_default(versions: KernelVersions) -> KernelVersions:
     return versions.replace(default=None)
 
 
+def version_grid_bounds(versions: KernelVersions, *, grids: Mapping[BlockShape, BlockShape] | None = None,
+                        ) -> KernelVersions:
+    """Each version for a block shape of ``grids`` (the largest grid of every launch with that
+    shape, all known at compile time) guarded by "the grid is within it" too, its kernel with what
+    that grid decides folded (``within_grid``). Only without a default: the version then replaces
+    the shape's own, and a launch with a larger grid is a broken promise (the launcher aborts)."""
+    from polypy.passes.within_grid import within_grid
+
+    if not grids or versions.default is not None:
+        return versions
+    out = []
+    changed = False
+    for guard, kernel in versions.versions:
+        shape = guard.find(BlockShapeIs)
+        if shape is None or shape.shape not in grids or guard.find(GridWithin) is not None:
+            out.append((guard, kernel))
+            continue
+        grid = tuple(grids[shape.shape])
+        out.append((guard.and_(GridWithin(grid)), within_grid(kernel, grid=grid)))  # type: ignore[arg-type]
+        changed = True
+    return versions.replace(versions=tuple(out)) if changed else versions
+
+
 def version_bounds_checks(versions: KernelVersions, *, arrays: Sequence[str] = (),
                           among: Sequence[str] = ()) -> KernelVersions:
     """Before all versions, for launches where some of ``arrays`` (pointer parameters, shared
@@ -236,26 +263,33 @@ def checked_kernel(kernel: n.Kernel, arrays: Sequence[str], fine: n.Kernel | Non
 
 
 def version_passes(*, shapes: Sequence[BlockShape] = (), coarsen: Coarsener | None = None,
-                   check_bounds: bool = False, apart: bool = True, default: bool = True) -> tuple[Pass, ...]:
+                   check_bounds: bool = False, apart: bool = True, default: bool = True,
+                   grids: Mapping[BlockShape, BlockShape] | None = None) -> tuple[Pass, ...]:
     """The passes ``build_versions`` runs (each registered under its name in ``polypy.driver.pipelines``)."""
     steps = (Pass("version-block-shapes", functools.partial(version_block_shapes, shapes=tuple(shapes))),
              Pass("version-coarse-blocks", functools.partial(version_coarse_blocks, coarsen=coarsen)))
     if apart:
         steps += (Pass("version-arrays-apart", functools.partial(version_arrays_apart, check_bounds=check_bounds)),)
-    return steps + (() if default else (Pass("version-without-default", version_without_default),))
+    if default:
+        return steps
+    steps += (Pass("version-without-default", version_without_default),)
+    return steps + ((Pass("version-grid-bounds", functools.partial(version_grid_bounds, grids=dict(grids))),)
+                    if grids else ())
 
 
 def build_versions(kernel: n.Kernel, *, shapes: Sequence[BlockShape] = (), coarsen: Coarsener | None = None,
-                   check_bounds: bool = False, apart: bool = True, default: bool = True) -> KernelVersions:
+                   check_bounds: bool = False, apart: bool = True, default: bool = True,
+                   grids: Mapping[BlockShape, BlockShape] | None = None) -> KernelVersions:
     """The versions of CPU-form ``kernel``: one per block shape of ``shapes``, each with its coarse
     version (``coarsen``) and twins for arrays apart (``apart``, a backend that has them; not with
-    ``check_bounds``), and ``kernel`` itself as the default unless ``default`` is False (see the
-    module docstring)."""
+    ``check_bounds``), and ``kernel`` itself as the default unless ``default`` is False; without a
+    default, the versions of the shapes of ``grids`` for grids at most those (see the module
+    docstring)."""
     start = KernelVersions(kernel)
     if not shapes:
         return start
     return run_pipeline(start, version_passes(shapes=shapes, coarsen=coarsen, check_bounds=check_bounds,
-                                              apart=apart, default=default))
+                                              apart=apart, default=default, grids=grids))
 
 
 # ---- a whole program's versions ------------------------------------------------------------------
@@ -302,4 +336,17 @@ def program_versions(host: HostProgram, kernels: Mapping[str, n.Kernel], *, coar
     shapes = program_block_shapes(host)
     closed = closed_kernels(host, kernels, shapes)
     return {name: build_versions(k, shapes=shapes.get(name, ()), coarsen=coarsen, check_bounds=check_bounds,
-                                 default=name not in closed) for name, k in kernels.items()}
+                                 default=name not in closed,
+                                 grids=program_grids(host, name) if name in closed else None)
+            for name, k in kernels.items()}
+
+
+def program_grids(host: HostProgram, kernel: str) -> dict[BlockShape, BlockShape]:
+    """Per block shape of ``kernel``'s launches, the largest grid (dimension by dimension) of
+    those launches, where every one of them has a grid known at compile time."""
+    grids: dict[BlockShape, list] = {}
+    for site in host.launches:
+        if site.kernel == kernel and site.block_shape is not None:
+            grids.setdefault(tuple(site.block_shape), []).append(site.grid_shape)
+    return {shape: tuple(max(g[d] for g in sites) for d in range(3))  # type: ignore[misc]
+            for shape, sites in grids.items() if all(g is not None and min(g) >= 1 for g in sites)}

@@ -189,7 +189,11 @@ static inline cudaError_t polypy_rt_add_alloc(cudaGraphNode_t* out, cudaGraph_t 
     if (fresh) { polypy_rt_va_release(a->base, a->span); delete a; }
     return e;
   }
-  if (fresh) { polypy_rt_locked lock; polypy_rt_graph_allocs()->push_back(a); }
+  if (fresh) {
+    polypy_rt_locked lock;
+    polypy_rt_graph_allocs()->push_back(a);
+    __atomic_store_n(&polypy_rt_free_hooks()->graph_free, &polypy_rt_graph_mem_free, __ATOMIC_RELEASE);
+  }
   a->refs += 1;
   (*out)->alloc = a;
   (*out)->work = [a]() { return polypy_rt_graph_alloc_run(a); };

@@ -92,13 +92,21 @@ static inline cudaError_t polypy_rt_free_unlocked(void* p) {
   }
   return cudaSuccess;
 }
-static inline void polypy_rt_pool_forget(void* p);  /* parts/pools.h: a block from a memory pool */
-static inline int polypy_rt_graph_mem_free(void* p, cudaError_t* e);  /* parts/graph_memory.h */
+/* Blocks that other parts hand out and cudaFree frees too: a memory pool's (parts/pools.h) and a
+ * graph allocation (parts/graph_memory.h). Each part sets its hook when it first hands out a
+ * block, so that a program using neither calls, and carries, neither. */
+struct polypy_rt_free_hooks {
+  void (*pool_forget)(void* p);                /* a pool's block leaves its pool's count */
+  int (*graph_free)(void* p, cudaError_t* e);  /* 1 where p is a live graph allocation, then freed */
+};
+POLYPY_RT_STATE struct polypy_rt_free_hooks* polypy_rt_free_hooks(void) { static struct polypy_rt_free_hooks h = {0, 0}; return &h; }
 static inline cudaError_t cudaFree(void* p) {
   if (!p) return cudaSuccess;
   cudaError_t graph_free = cudaSuccess;
-  if (polypy_rt_graph_mem_free(p, &graph_free)) return graph_free;  /* a graph's allocation */
-  polypy_rt_pool_forget(p);
+  int (*graph)(void*, cudaError_t*) = __atomic_load_n(&polypy_rt_free_hooks()->graph_free, __ATOMIC_ACQUIRE);
+  if (graph && graph(p, &graph_free)) return graph_free;  /* a graph's allocation */
+  void (*pool)(void*) = __atomic_load_n(&polypy_rt_free_hooks()->pool_forget, __ATOMIC_ACQUIRE);
+  if (pool) pool(p);
   polypy_rt_locked lock;
   return polypy_rt_free_unlocked(p);
 }

@@ -131,6 +131,7 @@ static inline cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags* flags, c
  * memory, from no pool), and cudaFreeAsync of a graph allocation a free node. */
 static inline cudaError_t polypy_rt_capture_malloc(void** p, size_t size, cudaStream_t s);
 static inline cudaError_t polypy_rt_capture_free(void* p, cudaStream_t s);
+static inline void polypy_rt_pool_forget(void* p);
 static inline cudaError_t cudaMallocFromPoolAsync(void** p, size_t size, cudaMemPool_t pool, cudaStream_t s) {
   if (!p || !pool) return polypy_rt_fail(cudaErrorInvalidValue);
   if (polypy_rt_capturing(s)) return polypy_rt_capture_malloc(p, size, s);
@@ -148,6 +149,7 @@ static inline cudaError_t cudaMallocFromPoolAsync(void** p, size_t size, cudaMem
   }
   *polypy_rt_pool_blocks() = grown;
   grown[(*n)++] = polypy_rt_pool_block{*p, size, pool};
+  __atomic_store_n(&polypy_rt_free_hooks()->pool_forget, &polypy_rt_pool_forget, __ATOMIC_RELEASE);
   pool->used += size;
   if (pool->used > pool->used_high) pool->used_high = pool->used;
   return cudaSuccess;

@@ -288,11 +288,6 @@ static inline double polypy_tex_value(unsigned long long h, int op, int ix, floa
   for (int k = 0; k < t->dims; ++k) u[k] = polypy_tex_coord(xyz[k], n[k], t->addr[k], t->normalized_coords);
   return polypy_tex_sample(t, u, layered ? l : 0, c, t->addr);
 }
-/* The same, for polypy's emulator (polypy run --emulate calls it through ctypes). */
-extern "C" __attribute__((weak, used, visibility("default"))) double polypy_tex_value_export(
-    unsigned long long h, int op, int ix, float x, float y, float z, int layer, int c) {
-  return polypy_tex_value(h, op, ix, x, y, z, layer, c);
-}
 #define POLYPY_TEX_TYPED(T, name)                                                                             \
   static inline T polypy_tex_##name(unsigned long long h, int op, int ix, float x, float y, float z, int layer, \
                                     int c) {                                                                  \
