@@ -17,6 +17,7 @@ from polypy.driver.library import build_library
 from polypy.driver.pipelines import GPU_PIPELINE, to_cpu
 from polypy.emulator import emulate
 from polypy.ir import Kernel, parse_kernel
+from polypy.launch import block_shape
 from polypy.passes import run_pipeline
 
 
@@ -66,9 +67,18 @@ def copy_args(args: Mapping[str, Any]) -> dict[str, Any]:
 
 def run_c(kernel: Kernel, grid, block, args: Mapping[str, Any], *, shmem: int = 0, cpp: bool = False,
           check_bounds: bool = False, optimize: bool = True, globals_=()) -> dict[str, Any]:
-    """``kernel`` (GPU form) lowered, compiled and run on copies of ``args``; the copies."""
+    """``kernel`` (GPU form) lowered, compiled and run on copies of ``args``; the copies.
+
+    The library is built with the launch's block shape known (``block_shapes``): it holds the
+    versions a launch of that shape would otherwise compile as a second library on its own
+    (``codegen.c.CLibrary``), made by the same stage: one C compile instead of two. Not where the
+    kernel keeps its generic version (module arrays: ``__constant__``/``__device__``)."""
     need_compiler(cpp)
-    lib = build_library([cpu_form(kernel, optimize)], globals_, cpp=cpp, check_bounds=check_bounds)
+    cpu = cpu_form(kernel, optimize)
+    shapes = None
+    if not globals_ and not any(b.space in ("constant", "device") for b in cpu.buffers):
+        shapes = {cpu.name: [block_shape(block)]}
+    lib = build_library([cpu], globals_, block_shapes=shapes, cpp=cpp, check_bounds=check_bounds)
     out = copy_args(args)
     lib.launch(kernel.name, grid, block, out, shmem=shmem)
     return out

@@ -336,9 +336,13 @@ def confirm(mutant: Mutant, outcome: Outcome, work: str, timeout: float) -> Outc
 
 def fuzz(*, seed: int, count: int, jobs: int = 1, timeout: float = DEFAULT_TIMEOUT, out: pathlib.Path | None = None,
          time_budget: float | None = None, indices: Iterable[int] | None = None, kinds: Iterable[str] | None = None,
-         progress: Callable[[str], None] | None = None, scratch: pathlib.Path | None = None) -> Report:
+         progress: Callable[[str], None] | None = None, scratch: pathlib.Path | None = None,
+         workers: list[Worker] | None = None) -> Report:
     """Run mutants ``indices`` (default ``range(count)``) of ``seed`` with ``jobs`` workers, in a
-    new directory under ``scratch`` (default: the system's temporary directory)."""
+    new directory under ``scratch`` (default: the system's temporary directory). ``workers``: the
+    caller's long-lived workers (one per job, left running for its next campaign: a campaign per
+    mutation kind then pays for one worker's start, as one long campaign does); default: new
+    ones, stopped at the end."""
     sources = load_sources()
     kinds = None if kinds is None else tuple(kinds)
     todo: Iterator[int] = iter(list(indices) if indices is not None else range(count))
@@ -356,7 +360,7 @@ def fuzz(*, seed: int, count: int, jobs: int = 1, timeout: float = DEFAULT_TIMEO
             return next(todo, None)
 
     def loop(k: int) -> None:
-        worker = Worker(scratch)
+        worker = workers[k] if workers is not None else Worker(scratch)
         work = os.path.join(scratch, f"w{k}")
         try:
             while (i := next_index()) is not None:
@@ -391,7 +395,8 @@ def fuzz(*, seed: int, count: int, jobs: int = 1, timeout: float = DEFAULT_TIMEO
                         progress(f"... {report.mutants} mutants, {report.commands - report.passed} failed, "
                                  f"{time.monotonic() - start:.0f} s")
         finally:
-            worker.stop()
+            if workers is None:
+                worker.stop()
 
     errors: list[BaseException] = []
 
@@ -401,6 +406,8 @@ def fuzz(*, seed: int, count: int, jobs: int = 1, timeout: float = DEFAULT_TIMEO
         except BaseException as exc:  # noqa: BLE001 - re-raised below, in the caller's thread
             errors.append(exc)
 
+    if workers is not None and len(workers) < max(1, jobs):
+        raise ValueError(f"{jobs} jobs need as many workers, got {len(workers)}")
     threads = [threading.Thread(target=guarded, args=(k,), daemon=True) for k in range(max(1, jobs))]
     for t in threads:
         t.start()

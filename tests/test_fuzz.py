@@ -12,7 +12,7 @@ import pathlib
 
 import pytest
 
-from fuzz_driver import Report, fuzz
+from fuzz_driver import Report, Worker, fuzz
 
 SEED = 7
 TIMEOUT = 60.0  # seconds per command; a mutant of a sample takes well under one
@@ -23,14 +23,23 @@ PER_KIND = {"byte_flip": 24, "token": 30, "truncate": 16, "long_line": 8, "non_u
             "deep_nesting": 6, "long_expression": 6}
 
 
-def _run(kind: str, count: int, tmp_path: pathlib.Path) -> Report:
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory):
+    """One long-lived worker process for every kind's campaign (each start imports polypy and
+    libclang again); a worker that crashed or hung is replaced by the driver as in a long run."""
+    w = Worker(str(tmp_path_factory.mktemp("fuzz-worker")))
+    yield w
+    w.stop()
+
+
+def _run(kind: str, count: int, tmp_path: pathlib.Path, worker: Worker) -> Report:
     return fuzz(seed=SEED, count=count, kinds=[kind], jobs=1, timeout=TIMEOUT, out=tmp_path / "failures",
-                scratch=tmp_path)
+                scratch=tmp_path, workers=[worker])
 
 
 @pytest.mark.parametrize("kind", sorted(PER_KIND))
-def test_mutants_meet_the_cli_contract(kind: str, tmp_path: pathlib.Path) -> None:
-    report = _run(kind, PER_KIND[kind], tmp_path)
+def test_mutants_meet_the_cli_contract(kind: str, tmp_path: pathlib.Path, worker: Worker) -> None:
+    report = _run(kind, PER_KIND[kind], tmp_path, worker)
     assert report.mutants == PER_KIND[kind]
     assert report.commands > report.mutants  # grad ran too, for the kernel samples
     assert report.passed == report.commands, report.summary()

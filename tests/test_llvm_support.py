@@ -105,9 +105,19 @@ def assert_same(expected: Mapping[str, Any], got: Mapping[str, Any], names, *, r
 
 @pytest.fixture(scope="module")
 def isolated_cache(tmp_path_factory):
-    """Point the disk cache of compiled code at a fresh directory for one test module."""
+    """Point the disk cache of compiled code at a fresh directory for one test module.
+
+    The frontend's precompiled prelude (``pch/``: keyed on every flag and header it depends on,
+    see ``frontend.pch``) stays the session's, shared through a link: rebuilding it per module
+    cost a second of CPU each and tested nothing these modules are about."""
+    from polypy.cache import cache_root
+
     mp = pytest.MonkeyPatch()
     path = tmp_path_factory.mktemp("polypy-cache")
+    shared = cache_root()
+    if shared is not None:
+        (shared / "pch").mkdir(parents=True, exist_ok=True)
+        (path / "pch").symlink_to(shared / "pch", target_is_directory=True)
     mp.setenv("POLYPY_CACHE_DIR", str(path))
     yield path
     mp.undo()

@@ -4,7 +4,10 @@ Each case runs compiled (C, all cores) and in the reference emulator on the same
 must match the sample's NumPy reference within its tolerance, and each other (float atomics may
 sum in a different order, so the comparison uses the sample's tolerance too). Samples written
 with ``REAL`` also run as float64 through the C++ backend with bounds checks on, all of them in
-one library. Each library is compiled once per module (and cached on disk by source hash).
+one library. Each library is compiled once per module (and cached on disk by source hash), with
+every launch shape's versions of its kernels compiled in (``block_shapes``: the versions a launch
+of a new shape would compile on its own, made by the same stage), so a sample costs one C compile,
+not one more per shape.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from codegen.c import CLibrary
 from polypy.driver.library import build_library
 from polypy.driver.pipelines import to_cpu
 from polypy.emulator import emulate
+from polypy.launch import block_shape
 from samples.spec import Sample, all_samples
 
 SAMPLES = all_samples()
@@ -33,22 +37,36 @@ def _module(name: str, real: str):
     return polypy.load(s.source, defines=defines)
 
 
+def _block_shapes(s: Sample, kernels) -> dict[str, list[tuple[int, int, int]]]:
+    """The block shapes of the sample's cases, for its launched kernel, where a launch of a new
+    shape would compile that shape's versions (``codegen.c.CLibrary``: not for kernels that use
+    ``__constant__``/``__device__`` arrays, which keep their generic version)."""
+    kernel = next(k for k in kernels if k.name == s.kernel)
+    if any(b.space in ("constant", "device") for b in kernel.buffers):
+        return {}
+    return {s.kernel: list(dict.fromkeys(block_shape(case.block) for case in s.cases))}
+
+
 @functools.lru_cache(maxsize=None)
 def _c_library(name: str) -> CLibrary:
     module = _module(name, "float")
     s = next(x for x in SAMPLES if x.name == name)
-    return build_library([to_cpu(k) for k in module.kernels], module.globals, source=str(s.source))
+    kernels = [to_cpu(k) for k in module.kernels]
+    return build_library(kernels, module.globals, block_shapes=_block_shapes(s, kernels), source=str(s.source))
 
 
 @functools.lru_cache(maxsize=None)
 def _cpp_float64_library() -> CLibrary:
-    kernels, globals_ = [], []
+    kernels, globals_, shapes = [], [], {}
     for s in SAMPLES:
         if s.real:
             module = _module(s.name, "double")
-            kernels += [to_cpu(k) for k in module.kernels]
+            cpu = [to_cpu(k) for k in module.kernels]
+            kernels += cpu
             globals_ += [g for g in module.globals if g.name not in {x.name for x in globals_}]
-    return build_library(kernels, globals_, cpp=True, check_bounds=True, source="samples (REAL=double)")
+            shapes.update(_block_shapes(s, cpu))
+    return build_library(kernels, globals_, block_shapes=shapes, cpp=True, check_bounds=True,
+                         source="samples (REAL=double)")
 
 
 def _cases(only_real: bool = False):
