@@ -9,7 +9,7 @@ import clang.cindex as ci
 
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
-from polypy.ir.visitor import walk_block
+from polypy.ir.visitor import has_kind
 from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
@@ -174,7 +174,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         kernel = n.Kernel(self.kernel_name, tuple(self.params), buffers, stmts, stage="gpu",
                           source_params=tuple(self.source_params), loc=self.loc(self.cursor))
         kernel = split_variable_webs(kernel, self.names.fresh)
-        if any(isinstance(x, n.AssertFail) for x in walk_block(stmts)):
+        if has_kind(tuple(stmts), n.AssertFail):
             # A fault a barrier can follow stops the launch, not the thread (traps.py).
             flag = self.assert_flag or self.names.fresh("assert_failed")
             stopped = stop_faulted_threads(kernel, flag)
