@@ -32,7 +32,7 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.queries import buffers_written
 from polypy.ir.types import PointerType
-from polypy.ir.visitor import walk, walk_only
+from polypy.ir.visitor import walk_only
 
 
 @dataclasses.dataclass(frozen=True)

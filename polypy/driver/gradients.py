@@ -27,7 +27,7 @@ import numpy as np
 
 from polypy.errors import InternalError, UserError
 from polypy.analysis.grid_sync import is_grid_sync
-from polypy.ir.visitor import walk, walk_only
+from polypy.ir.visitor import walk_only
 from polypy.lowp import low_precision_use
 from polypy.ir import nodes as n
 from polypy.driver.pipelines import after_ad_pipeline, before_ad_pipeline
