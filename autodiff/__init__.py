@@ -47,7 +47,7 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.queries import buffers_written
 from polypy.ir.types import PointerType
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import walk_only
 
 Privacy = Callable[[str], "tuple[bool, str]"]
 
@@ -78,7 +78,7 @@ def differentiate(kernel: n.Kernel, *, mode: str = "reverse", wrt: tuple[str, ..
                         f"kernels", kernel.loc)
     if mode not in ("reverse", "forward"):
         raise UserError(f"unknown differentiation mode '{mode}' (reverse or forward)")
-    for x in walk(kernel):
+    for x in walk_only(kernel, n.Launch):
         if isinstance(x, n.Launch):  # the child's effects happen after the grid: no adjoint of them here
             raise UserError(f"cannot differentiate kernel '{kernel.name}': it launches kernel '{x.kernel}' from "
                             "device code (dynamic parallelism), which polypy grad does not differentiate", x.loc)

@@ -28,7 +28,7 @@ from autodiff.windows import Privatized
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.types import BOOL, I32, ScalarType
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import walk, walk_only
 from polypy.poly.paths import StmtPath
 
 Point = StmtPath
@@ -137,7 +137,7 @@ def _window(st: ReverseState, buffer: str) -> tuple[Privatized | None, str]:
     got = (None, "")
     if (st.opt.windows and st.window_oracle is not None and st.kernel.space(buffer) == "global"
             and buffer not in st.prog.written_buffers and buffer in st.shadow):
-        loads = [x for x in walk(st.kernel) if isinstance(x, n.Load) and x.buffer == buffer]
+        loads = [x for x in walk_only(st.kernel, n.Load) if x.buffer == buffer]
         if any(_base_strategy(st, x)[0] == "atomic" for x in loads):
             window = st.window_oracle(buffer)
             chunk = st.chunks.get(buffer)

@@ -32,7 +32,7 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.queries import buffers_written
 from polypy.ir.types import PointerType
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import walk_only
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,7 +163,7 @@ class Activity:
 def analyze_activity(kernel: n.Kernel, active: ActiveParams) -> Activity:
     """The varied-values fixpoint (see the module docstring)."""
     act = Activity(set(active.scalars), set(active.pointers))
-    stmts = [s for s in walk(kernel) if isinstance(s, n.Stmt)]
+    stmts = list(walk_only(kernel, n.Stmt))
     changed = True
     while changed:
         changed = False

@@ -9,7 +9,10 @@ from typing import Sequence
 
 from polypy.analysis.loop_order import rows_walked
 from polypy.ir import nodes as n
-from polypy.ir.visitor import substitute, walk, walk_block
+from polypy.ir.node_base import kinds_of, mask_of
+from polypy.ir.visitor import substitute, walk, walk_only
+
+LOADS = mask_of((n.Load,))
 
 _AFFINE_OPS = frozenset({"add", "sub"})
 _WIDE_INTS = frozenset({"i32", "u32", "i64", "u64"})
@@ -38,11 +41,9 @@ def scatter_loop(loop: n.For) -> bool:
     histogram's ``local[data[i]] += 1``): no compiler vectorizes it, and each iteration is a short
     chain of dependent memory operations, so a few iterations in flight (unrolled by 4: neither
     compiler unrolls a loop with a run-time trip count by itself here) hide their latency."""
-    nodes = list(walk(loop))
-    if any(isinstance(x, n.For) and x.kind == "threads" for x in nodes[1:]):
+    if any(x.kind == "threads" for x in walk_only(loop.body, n.For)):
         return False
-    return any(isinstance(x, (n.Store, n.AtomicRMW)) and any(isinstance(y, n.Load) for i in x.index for y in walk(i))
-               for x in nodes)
+    return any(any(kinds_of(i) & LOADS for i in x.index) for x in walk_only(loop, n.Store, n.AtomicRMW))
 
 
 def summed_in(loop: n.For, sums: Sequence[str]) -> list[str]:
@@ -53,8 +54,8 @@ def summed_in(loop: n.For, sums: Sequence[str]) -> list[str]:
         return []
     wanted = set(sums)
     adds: dict[str, int] = {}
-    for x in walk_block(loop.body):
-        if isinstance(x, n.Assign) and x.name in wanted:
+    for x in walk_only(loop.body, n.Assign):
+        if x.name in wanted:
             v = x.value
             if isinstance(v, n.Binary) and v.op == "add" and v.a == n.Var(x.name, v.a.type) \
                     and not any(isinstance(y, n.Var) and y.name == x.name for y in walk(v.b)):
@@ -62,8 +63,8 @@ def summed_in(loop: n.For, sums: Sequence[str]) -> list[str]:
             else:
                 wanted.discard(x.name)
     reads: dict[str, int] = {}
-    for x in walk_block(loop.body):
-        if isinstance(x, n.Var) and x.name in adds:
+    for x in walk_only(loop.body, n.Var):
+        if x.name in adds:
             reads[x.name] = reads.get(x.name, 0) + 1
     return [name for name in sums if name in wanted and name in adds and reads.get(name, 0) == adds[name]]
 
@@ -97,14 +98,14 @@ def independent_lanes(loop: n.For, private: frozenset[str] | set[str], sums: Seq
     # the last index (``tape[k][tz][ty][tx]``, ``v_x[tx]``): lanes never share an element, what
     # ever the other indices (a tap loop's ``k``) are.
     counter = n.Var(loop.var, loop.vtype)
-    accesses = [x for x in walk_block(loop.body) if isinstance(x, (n.Load, n.Store)) and x.buffer in local]
+    accesses = [x for x in walk_only(loop.body, n.Load, n.Store) if x.buffer in local]
     own = {x.buffer for x in accesses} - {x.buffer for x in accesses if not x.index or x.index[-1] != counter}
     # Counters of the serial loops inside: a store to memory outside the block (no lowered
     # atomics there) may move with them too (``out[(base + j) * cols + tx]`` in a loop over ``j``):
     # lanes in lockstep then write different rows at one step, and an element two lanes write at
     # different steps is an element two CUDA threads write between two barriers, a data race.
-    inner = {x.var for x in walk_block(loop.body) if isinstance(x, n.For)}
-    for x in walk_block(loop.body):
+    inner = {x.var for x in walk_only(loop.body, n.For)}
+    for x in walk_only(loop.body, n.Store):
         # One index moves with the counter and with nothing else the lanes or the loops inside
         # them vary (``s[ty + j][tx]`` in a tap loop over ``j``): lanes never share an element.
         if isinstance(x, n.Store) and x.buffer not in own and \
@@ -123,8 +124,8 @@ def _divides_counter(loop: n.For, private: frozenset[str] | set[str]) -> bool:
     reading a shared array that a plain loop between them wrote with the first vector of lanes
     reading the values from before that loop (a random kernel in partial coarse blocks of 2 x 64,
     ``tests/test_codegen_c_fuzz.py``); without the pragma it vectorizes them exactly itself."""
-    for x in walk_block(loop.body):
-        if isinstance(x, (n.Load, n.Store)) and x.buffer in private:
+    for x in walk_only(loop.body, n.Load, n.Store):
+        if x.buffer in private:
             for i in x.index:
                 if any(isinstance(y, n.Binary) and y.op in ("div", "rem") and _mentions(y.a, loop.var)
                        for y in walk(i)):
@@ -174,28 +175,26 @@ def _straight_body(loop: n.For, sums: Sequence[str] = ()) -> _Body | None:
     loops while, uses atomics, warp operations or barriers, jumps, holds a thread loop or a
     serial loop without constant bounds, or assigns a local it does not declare (other than the
     reductions ``sums``)."""
-    declared = frozenset(x.name if isinstance(x, n.Decl) else x.var for x in walk_block(loop.body)
-                         if isinstance(x, (n.Decl, n.For)))
-    assigned = {x.name for x in walk_block(loop.body) if isinstance(x, n.Assign)}
-    for x in walk_block(loop.body):
+    declared = frozenset(x.name if isinstance(x, n.Decl) else x.var for x in walk_only(loop.body, n.Decl, n.For))
+    assigned = {x.name for x in walk_only(loop.body, n.Assign)}
+    for x in walk_only(loop.body, n.Stmt):
         if isinstance(x, (n.While, n.AtomicRMW, n.Shuffle, n.Vote, n.Barrier, n.Break, n.Continue, n.Return, n.Print, n.Launch,
                           n.AssertFail)) or \
                 (isinstance(x, n.For) and (x.kind == "threads" or not _constant_trip(x))):
             return None
         if isinstance(x, n.Assign) and x.name not in declared and x.name not in sums:
             return None
-    values = {n.Var(x.name, x.vtype): x.init for x in walk_block(loop.body)
-              if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
+    values = {n.Var(x.name, x.vtype): x.init for x in walk_only(loop.body, n.Decl)
+              if x.init is not None and x.name not in assigned}
     return _Body(declared, values)
 
 
 def _indices(loop: n.For) -> tuple[dict[str, set[tuple[n.Expr, ...]]], set[str]]:
     """The indices at which ``loop``'s body accesses each buffer, and the buffers it stores to."""
     indices: dict[str, set[tuple[n.Expr, ...]]] = {}
-    for x in walk_block(loop.body):
-        if isinstance(x, (n.Load, n.Store)):
-            indices.setdefault(x.buffer, set()).add(x.index)
-    return indices, {x.buffer for x in walk_block(loop.body) if isinstance(x, n.Store)}
+    for x in walk_only(loop.body, n.Load, n.Store):
+        indices.setdefault(x.buffer, set()).add(x.index)
+    return indices, {x.buffer for x in walk_only(loop.body, n.Store)}
 
 
 def _moves_alone(index: tuple[n.Expr, ...], loop: n.For, body: _Body, free: set[str]) -> bool:

@@ -111,10 +111,16 @@ def template_stub(cursor: ci.Cursor, args: list[str], kernel: str, extra_args: t
 def named_as_values(decls: list[ci.Cursor], launch_config) -> list[ci.Cursor]:
     """The kernels ``decls`` (the program's declarations, host and device code) name other than
     as the kernel of a launch: their host stubs may run them with any shape."""
-    launched = set().union(*(launched_callees(d, launch_config) for d in decls))
-    return [ref.referenced for d in decls for ref in preorder(d)
-            if ref.kind == CK.DECL_REF_EXPR and ref.referenced is not None and is_kernel_decl(ref.referenced)
-            and _where(ref) not in launched]
+    launched: set[tuple] = set()
+    refs: list[ci.Cursor] = []
+    for d in decls:  # one walk of each declaration for both (a long expression's cursors are many)
+        for c in preorder(d):
+            kind = c.kind
+            if kind == CK.CALL_EXPR and launch_config(c) is not None:
+                launched.add(_where(c))
+            elif kind == CK.DECL_REF_EXPR and c.referenced is not None and is_kernel_decl(c.referenced):
+                refs.append(c)
+    return [ref.referenced for ref in refs if _where(ref) not in launched]
 
 
 def launched_callees(fn: ci.Cursor, launch_config) -> set[tuple]:

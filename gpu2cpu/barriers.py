@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from polypy.analysis.barrier_decision import BarrierDecision
 from polypy.ir import nodes as n
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import has_kind
 from polypy.analysis.grid_sync import is_grid_sync
 from polypy.poly import BarrierAnalysis, StmtPath, edit_statements, format_path
 from polypy.poly.paths import statement_at
@@ -35,7 +35,7 @@ from polypy.poly.paths import statement_at
 
 def eliminate_barriers(kernel: n.Kernel, *, report: list[BarrierDecision] | None = None) -> n.Kernel:
     """Remove the barriers that order no conflicting accesses (see module docstring)."""
-    if not any(isinstance(x, n.Barrier) for x in walk(kernel)):
+    if not has_kind(kernel, n.Barrier):
         return kernel
     analysis = BarrierAnalysis(kernel)
     remaining: list[StmtPath] = [b.path for b in analysis.barriers]

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from polypy.ir import nodes as n
 from polypy.ir.types import U32
-from polypy.ir.visitor import rebuild, walk
+from polypy.ir.visitor import rebuild, walk_only
 
 from gpu2cpu.report import LoweringDecision
 
@@ -49,7 +49,7 @@ def identical_thread_dims(kernel: n.Kernel) -> tuple[int, ...]:
     """The dimensions (0, 1, 2 for x, y, z) whose ``threadIdx`` nothing in ``kernel`` reads, when
     the kernel does nothing that counts its threads; ``()`` otherwise."""
     read: set[int] = set()
-    for x in walk(kernel):
+    for x in walk_only(kernel, _COUNTING, n.ThreadIdx):
         if isinstance(x, _COUNTING):
             return ()
         if isinstance(x, n.ThreadIdx):

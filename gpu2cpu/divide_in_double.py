@@ -37,7 +37,7 @@ from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_loops import ThreadLoopStep, rewrite_cpu_body
 from polypy.ir import nodes as n
 from polypy.ir.types import F64, I64
-from polypy.ir.visitor import Mutator, walk
+from polypy.ir.visitor import Mutator, walk, walk_only
 
 _TYPES = ("i32", "u32")
 
@@ -49,7 +49,7 @@ def divide_in_double(kernel: n.Kernel, *, report: list[LoweringDecision] | None 
 
 class _Divide(ThreadLoopStep):
     def visit_For(self, s: n.For) -> n.Stmt:
-        if s.kind != "threads" or any(isinstance(x, n.For) and x.kind == "threads" for b in s.body for x in walk(b)):
+        if s.kind != "threads" or any(x.kind == "threads" for x in walk_only(s.body, n.For)):
             return self.generic_visit(s)
         rewrite = _Rewrite(frozenset(p.name for p in self.kernel.params))
         body = rewrite.visit_block(s.body)
@@ -83,5 +83,5 @@ class _Rewrite(Mutator):
 def _argument(e: n.Expr, params: frozenset[str]) -> bool:
     """Whether ``e`` is a value of the launch's arguments: it reads a parameter or memory, and no
     other variable (a loop's ``i *= 2`` becomes a constant where the loop is unrolled)."""
-    variables = [x.name for x in walk(e) if isinstance(x, n.Var)]
+    variables = [x.name for x in walk_only(e, n.Var)]
     return all(v in params for v in variables) and (bool(variables) or any(isinstance(x, n.Load) for x in walk(e)))

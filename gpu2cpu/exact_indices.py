@@ -18,7 +18,7 @@ from polypy.ir.depth import MAX_ANALYZED_NODES
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import nodes_reading, tree_size
 from polypy.ir.types import I64, U32
-from polypy.ir.visitor import Mutator, rebuild, substitute, walk
+from polypy.ir.visitor import Mutator, rebuild, substitute, walk, walk_only
 
 
 def exact_indices(loop: n.For, facts: Facts, needs: list[Need], *, ranges: Ranges) -> n.For:
@@ -53,8 +53,8 @@ def _closed(e: n.Expr, lets: dict) -> n.Expr | None:
 
 
 def _outside(loop: n.For):
-    inside = {x.name for s in loop.body for x in walk(s) if isinstance(x, n.Decl)}
-    inside |= {x.var for s in loop.body for x in walk(s) if isinstance(x, n.For)}
+    inside = {x.name for x in walk_only(loop.body, n.Decl)}
+    inside |= {x.var for x in walk_only(loop.body, n.For)}
     inside.add(loop.var)
     return lambda name: name not in inside
 

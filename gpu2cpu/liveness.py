@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 
 from polypy.ir import nodes as n
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import walk_only
 
 from gpu2cpu.regions import BlockStmt, Group, Item, SFor, SIf, SWhile
 
@@ -36,7 +36,7 @@ class GroupFacts:
 
 
 def _reads(node: n.Node, universe: frozenset[str]) -> set[str]:
-    return {x.name for x in walk(node) if isinstance(x, n.Var) and x.name in universe}
+    return {x.name for x in walk_only(node, n.Var) if x.name in universe}
 
 
 def _upward(stmts, defined: set[str], universe: frozenset[str]) -> tuple[set[str], set[str]]:
@@ -82,7 +82,7 @@ def group_facts(g: Group, universe: frozenset[str]) -> GroupFacts:
     refs: set[str] = set()
     written: set[str] = set()
     for s in g.stmts + g.otherwise:
-        for x in walk(s):
+        for x in walk_only(s, n.Var, n.Stmt):
             if isinstance(x, n.Var) and x.name in universe:
                 refs.add(x.name)
             elif isinstance(x, (n.Decl, n.Assign)) and x.name in universe:

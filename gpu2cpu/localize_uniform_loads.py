@@ -50,7 +50,7 @@ from polypy.ir.queries import buffers_written, declared_names, written_names
 from polypy.ir.types import PointerType
 from polypy.ir.printer import format_expr
 from polypy.ir.rewrite import rename_locals
-from polypy.ir.visitor import Mutator, iter_children, walk, walk_block
+from polypy.ir.visitor import Mutator, has_kind, iter_children, walk, walk_only
 from polypy.passes.fold_constants import fold_expr
 from polypy.poly.alias import alias_kind
 
@@ -96,7 +96,7 @@ class _Localizer(ThreadLoopStep):
         s = self.generic_visit(s)
         if s.kind != "threads" or s.ordered:
             return s
-        if any(isinstance(x, _JUMPS) or (isinstance(x, n.For) and x.kind == "threads") for x in walk_block(s.body)):
+        if has_kind(s.body, _JUMPS) or any(x.kind == "threads" for x in walk_only(s.body, n.For)):
             return s
         return self.localize(s)
 
@@ -241,8 +241,7 @@ def _unconditional_loads(body: tuple[n.Stmt, ...]) -> list[_Use]:
 
 def _invariant(index: n.Expr, changed: set[str]) -> bool:
     """Built from values the loop does not change (no loads, no thread index)."""
-    return not any(isinstance(x, (n.Load, n.GpuIndex)) or (isinstance(x, n.Var) and x.name in changed)
-                   for x in walk(index))
+    return not has_kind(index, n.Load, n.GpuIndex) and not any(x.name in changed for x in walk_only(index, n.Var))
 
 
 def _index_values(index: n.Expr, loops: tuple[n.For, ...]) -> list[int] | None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 from polypy.analysis.uniformity import divergent_warp_syncs
 from polypy.errors import UserError
 from polypy.ir import nodes as n
-from polypy.ir.visitor import Mutator, rebuild, walk_block
+from polypy.ir.visitor import Mutator, has_kind, rebuild
 
 from gpu2cpu.lockstep_warps import _Lowering, _Unsupported
 
@@ -72,7 +72,7 @@ class _ToBarriers(Mutator):
 def _uniform_syncs_to_barriers(kernel: n.Kernel) -> n.Kernel:
     """Every ``WarpSync`` in block-uniform control as the block barrier: all threads reach it,
     and waiting for the whole block is one schedule CUDA allows for the lanes of the mask."""
-    if not any(isinstance(x, n.WarpSync) for x in walk_block(kernel.body)):
+    if not has_kind(kernel.body, n.WarpSync):
         return kernel
     keep = {id(s) for s in divergent_warp_syncs(kernel)}
     return rebuild(kernel, body=_ToBarriers(keep).visit_block(kernel.body))

@@ -29,7 +29,7 @@ from __future__ import annotations
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import walk, walk_only
 
 # Atomics that store the value they find when their operand is 0: reads in disguise.
 _ZERO_IS_IDENTITY = ("add", "sub", "or", "xor")
@@ -37,8 +37,8 @@ _ZERO_IS_IDENTITY = ("add", "sub", "or", "xor")
 
 def refuse_spin_waits(kernel: n.Kernel) -> n.Kernel:
     pointers = frozenset(p.name for p in kernel.params if isinstance(p.ptype, PointerType))
-    for loop in walk(kernel):
-        if isinstance(loop, n.While) and _spins(loop, pointers):
+    for loop in walk_only(kernel, n.While):
+        if _spins(loop, pointers):
             raise UserError("this loop can only end through a store by another thread or block (a spin wait): "
                             "polypy runs a block's threads one after another and the blocks on a few cores, so "
                             "the wait may never end; spin waits are not supported", loop.loc)
@@ -68,14 +68,14 @@ def _spins(loop: n.While, pointers: frozenset[str]) -> bool:
         return False
     waited: set[str] = set()
     for conds in exits:
-        names = {v.name for c in conds for v in walk(c) if isinstance(v, n.Var)}
-        loads = {x.buffer for c in conds for x in walk(c) if isinstance(x, n.Load)}
+        names = {v.name for c in conds for v in walk_only(c, n.Var)}
+        loads = {x.buffer for c in conds for x in walk_only(c, n.Load)}
         variant = names & values.keys()
         if variant - fed or not (variant or loads):
             return False  # something the loop steps, or nothing the loop reads, decides this exit
         waited |= loads
         for name in variant:
-            waited |= {x.buffer for v in values[name] for x in walk(v) if isinstance(x, n.Load)}  # type: ignore[arg-type]
+            waited |= {x.buffer for v in values[name] for x in walk_only(v, n.Load)}  # type: ignore[arg-type]
     return not any(w == b or (w in pointers and b in pointers) for w in written for b in waited)
 
 
@@ -94,7 +94,7 @@ def _memory_fed(values: dict[str, list[n.Expr | None]]) -> set[str]:
     while changed:
         changed = False
         for name in sorted(fed):
-            uses = {x.name for v in values[name] for x in walk(v) if isinstance(x, n.Var)}  # type: ignore[arg-type]
+            uses = {x.name for v in values[name] for x in walk_only(v, n.Var)}  # type: ignore[arg-type]
             if name in uses or (uses & values.keys()) - fed:
                 fed.discard(name)
                 changed = True

@@ -47,7 +47,7 @@ from polypy.ir import nodes as n
 from polypy.ir.jumps import first_escaping_jump, jumps_out
 from polypy.ir.queries import declared_names, written_names
 from polypy.ir.types import BOOL, U32, PointerType
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import has_kind, walk, walk_only
 
 from gpu2cpu import warps
 from gpu2cpu.names import NameSupply
@@ -126,7 +126,7 @@ class Structure:
 
 def has_sync(node: n.Node) -> bool:
     """Whether ``node`` contains a barrier or a warp operation."""
-    return any(isinstance(x, (n.Barrier, n.Shuffle, n.Vote)) for x in walk(node))
+    return has_kind(node, n.Barrier, n.Shuffle, n.Vote)
 
 
 def linear_tid() -> n.Expr:
@@ -332,7 +332,7 @@ class _Builder:
         """
         # Not declared in the branch: a value from outside it (also when the branch assigns it
         # later, as a loop's counter stepped at the end of its guarded trip).
-        outer = {x.name for s in stmts for x in walk(s) if isinstance(x, n.Var)} - declared_names(tuple(stmts))
+        outer = {x.name for s in stmts for x in walk_only(s, n.Var)} - declared_names(tuple(stmts))
         seeds = tuple(n.Assign(v, n.ThreadIdx(0)) for v in sorted(outer & ctx.divergent))
         fake = dataclasses.replace(self.kernel, body=seeds + tuple(stmts))
         return thread_dependent_names(fake) | (ctx.divergent & outer)
@@ -375,13 +375,13 @@ def _commutes(s: n.Stmt, g: Group) -> bool:
     ``s`` only writes block-level scalars, which groups never write; it must not write one the
     group reads, nor read memory the group writes (all pointer parameters may alias).
     """
-    group_reads = {x.name for t in g.stmts for x in walk(t) if isinstance(x, n.Var)}
+    group_reads = {x.name for t in g.stmts for x in walk_only(t, n.Var)}
     if _declared_or_written((s,)) & group_reads:
         return False
-    loads = {x.buffer for x in walk(s) if isinstance(x, n.Load)}
+    loads = {x.buffer for x in walk_only(s, n.Load)}
     if not loads:
         return True
-    stores = {x.buffer for t in g.stmts for x in walk(t) if isinstance(x, (n.Store, n.AtomicRMW))}
+    stores = {x.buffer for t in g.stmts for x in walk_only(t, n.Store, n.AtomicRMW)}
     return not stores
 
 
@@ -392,8 +392,8 @@ def _declared_or_written(stmts) -> set[str]:
 def split_body(kernel: n.Kernel) -> Structure:
     """The groups and block-level code of a GPU-form kernel (see the module docstring)."""
     top_divergent = thread_dependent_names(kernel)
-    candidates = frozenset(x.name for x in walk(kernel) if isinstance(x, n.Decl)) | \
-        frozenset(x.var for x in walk(kernel) if isinstance(x, n.For))
+    candidates = frozenset(x.name for x in walk_only(kernel, n.Decl)) | \
+        frozenset(x.var for x in walk_only(kernel, n.For))
     while True:
         b = _Builder(kernel, candidates, top_divergent)
         items = b.region(kernel.body, b.top)

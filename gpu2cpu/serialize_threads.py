@@ -45,7 +45,7 @@ from polypy.ir import nodes as n
 from polypy.ir.queries import local_types, written_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import BOOL, I32, U32, PointerType
-from polypy.ir.visitor import Mutator, iter_children, walk
+from polypy.ir.visitor import Mutator, iter_children, walk, walk_only
 
 from gpu2cpu.liveness import analyze
 from gpu2cpu.names import NameSupply
@@ -134,7 +134,7 @@ class _Writes:
 
 def _writes(kernel: n.Kernel) -> dict[str, _Writes]:
     out: dict[str, _Writes] = {}
-    for x in walk(kernel):
+    for x in walk_only(kernel, n.Stmt):
         if isinstance(x, n.Decl):
             w = out.setdefault(x.name, _Writes())
             w.count += 1
@@ -173,7 +173,7 @@ class _Lowering:
         # Walked once here, not once per local (kernels with many inlined locals, cuda_fp16.h's).
         self._assign_counts: dict[str, int] = {}
         self._loop_vars: set[str] = set()
-        for x in walk(kernel):
+        for x in walk_only(kernel, n.Assign, n.For):
             if isinstance(x, n.Assign):
                 self._assign_counts[x.name] = self._assign_counts.get(x.name, 0) + 1
             elif isinstance(x, n.For):
@@ -305,7 +305,7 @@ class _Lowering:
         init = self.definition(v)
         if init is None:
             return None
-        return tuple(sorted({x.name for x in walk(init) if isinstance(x, n.Var) and x.name in self.st.thread_vars}))
+        return tuple(sorted({x.name for x in walk_only(init, n.Var) if x.name in self.st.thread_vars}))
 
     def _written_once(self, v: str) -> bool:
         """Whether ``v``'s initialized declaration is its only write (its value never changes)."""
@@ -358,8 +358,8 @@ class _Lowering:
         self.thread_loops += 1
         counters = (self.names.fresh("tx"), self.names.fresh("ty"), self.names.fresh("tz"))
         state = _GroupState(counters, {}, [])
-        declared_inside = {x.name for s in g.stmts for x in walk(s) if isinstance(x, n.Decl)}
-        declared_inside |= {x.var for s in g.stmts for x in walk(s) if isinstance(x, n.For)}
+        declared_inside = {x.name for s in g.stmts for x in walk_only(s, n.Decl)}
+        declared_inside |= {x.var for s in g.stmts for x in walk_only(s, n.For)}
         live_in = f.live_in & f.refs
         for v in sorted(f.refs - declared_inside):
             self.materialize(v, state, with_value=v in live_in)
@@ -467,7 +467,7 @@ class _Lowering:
 
 def _statement_lists(kernel: n.Kernel):
     """Every statement list of ``kernel``: its body and the blocks of its statements."""
-    for x in walk(kernel):
+    for x in walk_only(kernel, n.Stmt, n.Kernel):
         for field in getattr(x, "BLOCKS", ()):
             yield getattr(x, field)
 

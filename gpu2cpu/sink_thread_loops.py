@@ -88,7 +88,7 @@ from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import conjunction, declared_names, loop_depth
 from polypy.ir.types import U32
-from polypy.ir.visitor import Visitor, substitute, walk, walk_block
+from polypy.ir.visitor import Visitor, substitute, walk, walk_only
 
 # Loops with at most this many iterations (a constant) are left to the compiler to unroll.
 SHORT_LOOP = 16
@@ -187,7 +187,7 @@ class _Plan:
         fake = dataclasses.replace(self.kernel, stage="gpu",
                                    body=substitute(loop.body, {n.Var(self.t, U32): n.ThreadIdx(0)}))
         self.dep = thread_dependent_names(fake) & self.declared
-        self.written_buffers = {x.buffer for s in loop.body for x in walk(s) if isinstance(x, (n.Store, n.AtomicRMW))}
+        self.written_buffers = {x.buffer for s in loop.body for x in walk_only(s, n.Store, n.AtomicRMW)}
         self.sunk: set[int] = set()
         self.hoisted: set[str] = set()
         # The cost model's choice for each serial loop it looked at (``polypy.analysis.loop_order``).
@@ -287,7 +287,7 @@ class _Plan:
         # Only a nest the compiler can unroll whole: a loop inside whose trip count varies (a
         # triangular solve's `for j < i`) keeps the loop over tx around it scalar.
         return all(isinstance(x, n.For) and all(_const_value(e) is not None for e in (x.start, x.stop, x.step))
-                   for x in walk_block(loop.body) if isinstance(x, (n.For, n.While)))
+                   for x in walk_only(loop.body, n.For, n.While))
 
     def adds_atomically(self, loop: n.Stmt) -> bool:
         """Whether the loop holds atomic adds: unrolled inside the loop over tx they keep it from
@@ -344,13 +344,13 @@ class _Plan:
         def see(s: n.Stmt, in_loop: bool) -> None:
             if id(s) in self.sunk:
                 exprs = [s.start, s.stop, s.step] if isinstance(s, n.For) else [s.cond, *s.update]  # type: ignore[union-attr]
-                out.update(x.name for e in exprs for x in walk(e) if isinstance(x, n.Var))
+                out.update(x.name for e in exprs for x in walk_only(e, n.Var))
             elif isinstance(s, n.If) and self.structural_if(s, in_loop):
-                out.update(x.name for x in walk(s.cond) if isinstance(x, n.Var))
+                out.update(x.name for x in walk_only(s.cond, n.Var))
 
         _Skeleton(self, see).visit_block(self.loop.body)
         # What a hoisted local is computed from is hoisted with it (``dy_1 = -2 + dy_i``: ``dy_i`` too).
-        definitions = [x for x in walk_block(self.loop.body) if isinstance(x, (n.Decl, n.Assign))]
+        definitions = [x for x in walk_only(self.loop.body, n.Decl, n.Assign)]
         while True:
             more = {y.name for x in definitions if x.name in out
                     for y in walk((x.init if isinstance(x, n.Decl) else x.value) or n.Const(0, U32))

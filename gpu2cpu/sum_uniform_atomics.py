@@ -38,7 +38,7 @@ import dataclasses
 
 from polypy.ir import nodes as n
 from polypy.ir.queries import declared_names, written_names
-from polypy.ir.visitor import Mutator, substitute, walk, walk_block
+from polypy.ir.visitor import Mutator, substitute, walk, walk_block, walk_only
 from polypy.passes.fold_constants import fold_expr
 from polypy.poly.alias import alias_kind
 
@@ -64,7 +64,7 @@ class _Sum(ThreadLoopStep):
 
     def visit_For(self, s: n.For) -> n.Stmt | tuple[n.Stmt, ...]:
         s = self.generic_visit(s)
-        if s.kind != "threads" or any(isinstance(x, n.For) and x.kind == "threads" for x in walk_block(s.body)) \
+        if s.kind != "threads" or any(x.kind == "threads" for x in walk_only(s.body, n.For)) \
                 or single_iteration(s):
             return s
         return self.loop(s)
@@ -75,9 +75,9 @@ class _Sum(ThreadLoopStep):
         # each other) with one the loop writes otherwise, or reads after an add to it in a thread's
         # order -- the thread would no longer see its own adds there. Reads before the adds are
         # fine: every thread reading first and adding afterwards is an order the GPU may pick.
-        written = {x.buffer for x in walk_block(s.body)
-                   if isinstance(x, n.Store) or (isinstance(x, n.AtomicRMW) and (x.op != "add" or x.dest))}
-        adds = {x.buffer for x in walk_block(s.body) if isinstance(x, n.AtomicRMW)}
+        written = {x.buffer for x in walk_only(s.body, n.Store, n.AtomicRMW)
+                   if isinstance(x, n.Store) or x.op != "add" or x.dest}
+        adds = {x.buffer for x in walk_only(s.body, n.AtomicRMW)}
         other = {b for b in adds if any(alias_kind(self.kernel, b, t) is not None for t in written)}
         other |= {b for b in adds - other if self._read_after_add(s.body, b)}
         found: dict[tuple[str, tuple[n.Expr, ...]], str] = {}

@@ -40,7 +40,7 @@ from polypy.ir.queries import nodes_reading, tree_size
 from polypy.ir.rewrite import int_add as add
 from polypy.ir.rewrite import int_scale as mul
 from polypy.ir.types import BOOL, I64, U32, ScalarType
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import walk, walk_only
 from polypy.launch import MAX_BLOCK
 
 # Linear forms whose atoms can exceed this are refused: bounds arithmetic stays far from i64 overflow.
@@ -325,7 +325,7 @@ class CounterAnalysis:
     # -- questions
     def expand(self, e: n.Expr) -> n.Expr:
         """``e`` with the definitions of the stable ``lets`` substituted (recursively)."""
-        if not any(isinstance(x, n.Var) and x.name in self.lets for x in walk(e)):
+        if not any(x.name in self.lets for x in walk_only(e, n.Var)):
             return e
         from polypy.ir.visitor import Mutator
 

@@ -22,7 +22,7 @@ from polypy.ir import nodes as n
 from polypy.ir.queries import declared_names, definition_writes
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
-from polypy.ir.visitor import Mutator, rebuild, walk
+from polypy.ir.visitor import Mutator, rebuild, walk, walk_only
 
 _COMMUTING = {"add": "add", "sub": "add", "min": "min", "max": "max", "and": "and", "or": "or", "xor": "xor"}
 
@@ -99,9 +99,7 @@ def order_sensitive(kernel: n.Kernel, stmts: Iterable[n.Stmt], *, rounding: bool
     """
     families: dict[str, str] = {}
     for s in stmts:
-        for x in walk(s):
-            if not isinstance(x, n.AtomicRMW):
-                continue
+        for x in walk_only(s, n.AtomicRMW):
             family = _COMMUTING.get(x.op)
             if x.dest is not None or family is None or \
                     (kernel.elem_type(x.buffer).is_float and (rounding or x.op != "add")):

@@ -19,7 +19,7 @@ from gpu2cpu.thread_loops import definition_writes, let_definitions, stem_of
 from polypy.ir import nodes as n
 from polypy.ir.queries import conjunction
 from polypy.ir.types import I64, U32
-from polypy.ir.visitor import rebuild, walk
+from polypy.ir.visitor import rebuild, walk, walk_only
 
 # Steps that cut a loop into ranges (index-set splitting, peeling, unclamping) nest at most this deep.
 MAX_SPLITS = 3
@@ -67,8 +67,8 @@ class Tightening:
         assert dim is not None
         cached = self.body_facts.get(id(loop.body))
         if cached is None or cached[0] is not loop.body:
-            names = {x.name for s in loop.body for x in walk(s) if isinstance(x, n.Decl)}
-            names |= {x.var for s in loop.body for x in walk(s) if isinstance(x, n.For)}
+            names = {x.name for x in walk_only(loop.body, n.Decl)}
+            names |= {x.var for x in walk_only(loop.body, n.For)}
             cached = (loop.body, names, definition_writes(loop.body))
             self.body_facts[id(loop.body)] = cached
         inside = cached[1] | {loop.var}

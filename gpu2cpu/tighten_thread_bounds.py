@@ -131,7 +131,7 @@ from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
 from polypy.ir.queries import conjunction, tree_size
 from polypy.ir.types import I64, U32
-from polypy.ir.visitor import Mutator, rebuild, substitute, walk
+from polypy.ir.visitor import Mutator, rebuild, substitute, walk_only
 
 # In kernels for coarse blocks (the ``ranges`` option), conditions constant over most of a block
 # are decided on a range of the threads (``box_range``) in blocks of at least this many threads
@@ -188,7 +188,7 @@ class _Walk(Mutator):
                                f"{MAX_TIGHTENED_NODES:,} operations)")
             return loop
         ranges = self.st.ranges
-        for x in walk(loop):  # new counters and loops appear as loops are copied
+        for x in walk_only(loop, n.For):  # new counters and loops appear as loops are copied
             if isinstance(x, n.For) and x.kind == "threads" and counter_dim(x.var) is not None:
                 ranges.counters[x.var] = counter_dim(x.var)  # type: ignore[assignment]
             elif isinstance(x, n.For) and x.kind == "serial" and x.vtype.is_int:

@@ -16,7 +16,7 @@ from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.rewrite import fold_max, fold_min
 from polypy.ir.types import I64
-from polypy.ir.visitor import Mutator, iter_children, walk
+from polypy.ir.visitor import Mutator, iter_children, walk_only
 
 # Unclamping makes four copies of the loop body (all threads unclamped; the threads before, in
 # and after the unclamped range): at most this many IR nodes in them (hotspot's stencil
@@ -152,9 +152,9 @@ def _index_selects(stmts: tuple[n.Stmt, ...]) -> list[n.Select]:
     sources = list(in_index)
     seen: set[str] = set()
     while sources:  # the declarations the indices read, and those they read
-        for x in walk(sources.pop()):
-            if isinstance(x, n.Var) and x.name in decls and x.name not in seen:
+        for x in walk_only(sources.pop(), n.Var):
+            if x.name in decls and x.name not in seen:
                 seen.add(x.name)
                 sources.append(decls[x.name])
     roots = in_index + [decls[name] for name in sorted(seen)]
-    return [x for e in roots for x in walk(e) if isinstance(x, n.Select)]
+    return [x for e in roots for x in walk_only(e, n.Select)]

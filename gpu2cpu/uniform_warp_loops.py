@@ -39,7 +39,7 @@ from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.passes.guard_early_returns import block_any, linear_tid
 from polypy.ir.types import BOOL, I32, U32
-from polypy.ir.visitor import rebuild, walk_block
+from polypy.ir.visitor import has_kind, rebuild, walk_block
 
 from gpu2cpu.names import NameSupply
 from gpu2cpu.report import LoweringDecision
@@ -49,8 +49,7 @@ _WARP_OPS = (n.Shuffle, n.Vote, n.WarpSync)
 
 def uniform_warp_loops(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
     """``report`` receives one ``LoweringDecision`` per loop rewritten."""
-    stmts = list(walk_block(kernel.body))
-    if not any(isinstance(s, _WARP_OPS) for s in stmts) or any(isinstance(s, n.Return) for s in stmts):
+    if not has_kind(kernel.body, _WARP_OPS) or has_kind(kernel.body, n.Return):
         return kernel
     r = _Rewrite(kernel)
     body = r.block(kernel.body, True)

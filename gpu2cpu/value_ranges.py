@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import walk_only
 from polypy.launch import MAX_BLOCK, MAX_GRID  # CUDA's launch limits (the launchers refuse anything larger)
 
 _COUNTER = re.compile(r"^t([xyz])(_\d+)?$")
@@ -55,7 +55,7 @@ class Ranges:
         decls: dict[str, n.Expr | None] = {}
         assigned: set[str] = set()
         for s in body:
-            for x in walk(s):
+            for x in walk_only(s, n.Stmt):
                 if isinstance(x, n.For):
                     dim = counter_dim(x.var) if x.kind == "threads" else None
                     if dim is not None:

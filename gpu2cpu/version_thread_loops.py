@@ -55,7 +55,7 @@ from polypy.ir.printer import format_expr
 from polypy.ir.queries import conjunction, declared_names, written_names
 from polypy.ir.rewrite import fold_max, fold_min
 from polypy.ir.types import BOOL, I64, U32
-from polypy.ir.visitor import Mutator, Visitor, walk
+from polypy.ir.visitor import Mutator, Visitor, walk, walk_only
 
 # Serial loops of at most this many iterations (constant bounds) count as part of the block's
 # "box" when conditions are checked for being constant over the block.
@@ -249,7 +249,7 @@ def box_vars(body: tuple[n.Stmt, ...]) -> dict[str, tuple[int, int]]:
     """Variables of serial loops with constant, short ranges in ``body`` (not their bodies' writes)."""
     out: dict[str, tuple[int, int]] = {}
     for s in body:
-        for x in walk(s):
+        for x in walk_only(s, n.For):
             if isinstance(x, n.For) and x.kind == "serial" and x.vtype.is_int \
                     and all(isinstance(e, n.Const) for e in (x.start, x.stop, x.step)) and int(x.step.value) > 0:
                 a, b, step = int(x.start.value), int(x.stop.value) - 1, int(x.step.value)

@@ -303,7 +303,7 @@ def _index_analysis_work(tmp_path, monkeypatch, terms: int) -> dict[str, int]:
 
     with monkeypatch.context() as m:
         for module in (gpu2cpu.thread_affine, gpu2cpu.tighten_thread_bounds):
-            m.setattr(module, "walk", walk)
+            m.setattr(module, "walk", walk, raising=False)  # (walks that look for some classes only are not counted)
         m.setattr(Converter, "_int_expr", int_expr)
         path, out = tmp_path / f"long{terms}.cu", tmp_path / f"long{terms}.cpp"
         path.write_text(long_index_kernels(terms))
@@ -322,7 +322,7 @@ def test_long_index_arithmetic_costs_linear_work(tmp_path, monkeypatch) -> None:
 
     small = _index_analysis_work(tmp_path, monkeypatch, 400)
     large = _index_analysis_work(tmp_path, monkeypatch, 800)
-    assert large["walked"] < 2.3 * small["walked"], (small, large)
+    assert large["walked"] <= 2.3 * small["walked"], (small, large)
     assert large["converted"] < 20 * MAX_ANALYZED_NODES, (small, large)
 
 
@@ -441,7 +441,7 @@ def test_a_long_condition_between_thread_loops_costs_linear_work(tmp_path, monke
     Counted, not timed: twice the terms walk about twice the nodes."""
     small = _serialize_work(tmp_path, monkeypatch, 400)
     large = _serialize_work(tmp_path, monkeypatch, 800)
-    assert large < 2.3 * small, (small, large)
+    assert large <= 2.3 * small, (small, large)  # (both 0 when no walk is left)
 
 
 def test_a_long_condition_between_thread_loops_computes_the_same(tmp_path) -> None:
@@ -529,7 +529,7 @@ def test_nested_ifs_translate_in_linear_work(tmp_path, monkeypatch) -> None:
         return count[0]
 
     small, large = work(100), work(200)
-    assert large < 2.3 * small, (small, large)
+    assert large <= 2.3 * small, (small, large)  # (both 0 when no walk is left)
 
 
 # --------------------------------------------------------------------------- nested loops, ?: chains
@@ -579,7 +579,7 @@ def test_nested_for_loops_lower_in_linear_work(tmp_path, monkeypatch) -> None:
     small, large = (_counted(monkeypatch, loops, "binary_operator",
                              _translate(tmp_path, nested_fors(d), f"fors{d}", "translate", "--emit", "ir"))
                     for d in (50, 100))
-    assert large < 2.3 * small, (small, large)
+    assert large <= 2.3 * small, (small, large)  # (both 0 when no walk is left)
 
 
 def test_nested_for_loops_ask_what_they_write_in_linear_work(tmp_path, monkeypatch) -> None:
@@ -592,7 +592,7 @@ def test_nested_for_loops_ask_what_they_write_in_linear_work(tmp_path, monkeypat
 
     small, large = (_counted(monkeypatch, queries, "walk", _translate(tmp_path, nested_fors(d), f"fors{d}", "translate"))
                     for d in (50, 100))
-    assert large < 2.3 * small, (small, large)
+    assert large <= 2.3 * small, (small, large)  # (both 0 when no walk is left)
 
 
 def test_nested_for_loops_compute_the_same(tmp_path) -> None:
@@ -1041,3 +1041,98 @@ def test_deep_loop_nests_get_exact_gradients_without_the_polyhedral_model(tmp_pa
     for i in range(n):
         want[i] = sum(0.5 ** k for k in range(2 ** 10 if i & 1 else 1))
     np.testing.assert_allclose(dx, want, rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- the per-term constant
+
+
+def test_a_traversal_skips_subtrees_without_what_it_looks_for() -> None:
+    """Each node remembers which node classes its tree holds (``kinds_of``): a ``Visitor`` or
+    ``Mutator`` with methods for loads only, ``walk_only`` and ``has_kind`` go past a 20,000-term
+    sum of locals in a few steps, and a Mutator still finds (and rebuilds around) the one load."""
+    from polypy.ir import nodes as nd
+    from polypy.ir.types import F32, I32
+    from polypy.ir.visitor import Mutator, Visitor, _Traversal, has_kind, walk, walk_only
+
+    v = nd.Var("v", F32)
+    total: nd.Expr = v
+    for _ in range(20_000):
+        total = nd.Binary("add", total, v)
+    load = nd.Load("x", (nd.Var("i", I32),), F32)
+    stmts = (nd.Assign("a", total), nd.Assign("b", nd.Binary("add", total, load)))
+    visits = [0]
+    original = _Traversal.visit
+
+    def counting(self, node):
+        visits[0] += 1
+        return original(self, node)
+
+    class Loads(Visitor):
+        def __init__(self) -> None:
+            self.seen: list[nd.Load] = []
+
+        def visit_Load(self, e: nd.Load) -> None:
+            self.seen.append(e)
+
+    class Doubled(Mutator):
+        def visit_Load(self, e: nd.Load) -> nd.Expr:
+            return nd.Binary("mul", e, nd.Const(2.0, F32))
+
+    _Traversal.visit = counting
+    try:
+        loads = Loads()
+        loads.visit_block(stmts)
+        doubled = Doubled().visit_block(stmts)
+    finally:
+        _Traversal.visit = original
+    assert loads.seen == [load]
+    assert doubled[0] is stmts[0] and doubled[1].value.a is total  # the sum is shared, not rebuilt
+    assert doubled[1].value.b == nd.Binary("mul", load, nd.Const(2.0, F32))
+    assert visits[0] < 20, visits  # without the masks: every node of both sums, 80,000 visits
+    assert list(walk_only(stmts, nd.Load)) == [load] == [x for x in walk(stmts[1]) if isinstance(x, nd.Load)]
+    assert has_kind(stmts, nd.Load) and not has_kind(stmts[0], nd.Load, nd.ThreadIdx)
+
+
+def _walked_per_term(tmp_path, monkeypatch, case: str, terms: int, *args: str) -> dict[str, float]:
+    """Nodes that ``polypy.ir.visitor.walk`` yields and visits of the traversals (``Visitor``,
+    ``Mutator``), per term, running the command line in process on ``deepgen``'s ``case``."""
+    import polypy.ir.visitor as visitor
+    from deepgen import CASES
+
+    counts = {"walked": 0, "visited": 0}
+    original_walk, original_visit = visitor.walk, visitor._Traversal.visit
+
+    def walk(node):
+        for x in original_walk(node):
+            counts["walked"] += 1
+            yield x
+
+    def visit(self, node):
+        counts["visited"] += 1
+        return original_visit(self, node)
+
+    with monkeypatch.context() as m:
+        for module in list(sys.modules.values()):  # every module that imported the walk
+            if getattr(module, "walk", None) is original_walk:
+                m.setattr(module, "walk", walk)
+        m.setattr(visitor._Traversal, "visit", visit)
+        path = tmp_path / f"{case}{terms}.cu"
+        path.write_text(CASES[case](terms))
+        assert main([args[0], str(path), *args[1:], "-o", str(tmp_path / f"{case}{terms}.out")]) == 0
+    return {k: v / terms for k, v in counts.items()}
+
+
+@pytest.mark.parametrize("case", ["sum", "select"])
+def test_long_expressions_are_walked_a_few_times_per_pass_in_all(tmp_path, monkeypatch, case: str) -> None:
+    """The per-term constant of ``translate``: each of some 90 whole-kernel walks (a pass, or a
+    question such as ``kernel_names`` asked again by a dozen passes) went through every node of a
+    long expression (a 10,000-term sum: 1,040 nodes walked and 177 visits per term). Now a walk
+    or traversal goes past subtrees without what it looks for (``kinds_of``), and the names a
+    statement uses are remembered in it (``polypy.ir.names.statement_names``)."""
+    import gpu2cpu.tighten_thread_bounds as tighten
+
+    # The path a 100,000-term sum takes (a thread loop too large to version); the smaller sum keeps the test short.
+    monkeypatch.setattr(tighten, "MAX_TIGHTENED_NODES", 1_000)
+    work = _walked_per_term(tmp_path, monkeypatch, case, 2_000, "translate")
+    assert work["walked"] < 150, work  # now under 1 (the sum and the chain)
+    assert work["visited"] < 170, work  # the Mutator passes that rewrite expressions still visit every node

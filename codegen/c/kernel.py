@@ -36,7 +36,7 @@ from polypy.ir import nodes as n
 from polypy.ir.cexpr import ATOM
 from polypy.ir.names import kernel_names
 from polypy.ir.types import PointerType, ScalarType
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import has_kind, walk_only
 
 from codegen.c.readable import barrier_notes, overflow_flags, source_local_names, thread_axis
 from codegen.c.render import C_KEYWORDS, INDENT, MATH, Layout, Renderer, c_type, pointer_decl
@@ -82,7 +82,7 @@ RESERVED = _reserved()
 def c_names(kernel: n.Kernel) -> dict[str, str]:
     """IR names that cannot be C identifiers here, mapped to safe ones."""
     names = {p.name for p in kernel.params} | {b.name for b in kernel.buffers}
-    for x in walk(kernel):
+    for x in walk_only(kernel, n.Decl, n.For):
         if isinstance(x, n.Decl):
             names.add(x.name)
         elif isinstance(x, n.For):
@@ -124,7 +124,7 @@ class KernelEmitter:
         self.names = c_names(kernel)
         self.layouts: dict[str, Layout] = {}
         # Thread counters get new names per nest (codegen.c.readable); their IR names are free.
-        counters = {x.var for x in walk(kernel) if isinstance(x, n.For) and x.kind == "threads"
+        counters = {x.var for x in walk_only(kernel, n.For) if x.kind == "threads"
                     and thread_axis(x.var) is not None}
         taken = (kernel_names(kernel) - counters) | set(self.names.values()) | set(RESERVED)
         self.flags = overflow_flags(kernel, taken)
@@ -354,13 +354,13 @@ class KernelEmitter:
         if opts.program:
             prologue.append(f"if (!polypy_rt_launch_ok({', '.join(grid + block)}, shmem_bytes)) return;")
             prologue += self.table_locals()
-            if any(isinstance(x, n.Launch) for x in walk(self.kernel)):
+            if has_kind(self.kernel, n.Launch):
                 # Launches from device code: kept while the blocks run, run when they are done
                 # (when this object goes out of scope), before the launch returns (parts/dynamic.h).
                 prologue.append("polypy_rt_cdp_grid polypy_cdp_grid;")
         else:
             prologue.append("if (!polypy_launch_ok(gridDim, blockDim)) return;")
-            for x in walk(self.kernel):
+            for x in walk_only(self.kernel, n.Launch):
                 if isinstance(x, n.Launch):
                     raise UserError(f"kernel launches from device code (dynamic parallelism: '{x.kernel}' launched "
                                     "here) are supported in whole programs only (a file with host code), not in "
@@ -374,7 +374,7 @@ class KernelEmitter:
         scratch = []
         # Scratch memory goes 512 bytes (mod 1 KiB) away from the first array the kernel reads
         # (polypy_alloc_apart: 4K aliasing between a tile copy's loads and stores).
-        reads = {x.buffer for x in walk(self.kernel) if isinstance(x, n.Load)}
+        reads = {x.buffer for x in walk_only(self.kernel, n.Load)}
         apart = next((values[i] for i, p in enumerate(self.kernel.params)
                       if isinstance(p.ptype, PointerType) and p.name in reads), None)
         alloc = (lambda size: f"polypy_alloc_apart({size}, {apart})") if apart is not None else \
@@ -468,8 +468,8 @@ class KernelEmitter:
         for name in self.kernel.private_atomics:
             index = _param_index(self.kernel, name)
             param = self.kernel.params[index]
-            slots = {x.index for x in walk(self.kernel) if isinstance(x, (n.AtomicRMW, n.Load, n.Store))
-                     and x.buffer == name}
+            slots = {x.index for x in walk_only(self.kernel, n.AtomicRMW, n.Load, n.Store)
+                     if x.buffer == name}
             if len(slots) != 1:
                 continue
             (slot,) = slots
@@ -507,7 +507,7 @@ def _plain_pointer_spellings(t: PointerType) -> frozenset[str]:
 
 def _has_source_loops(kernel: n.Kernel) -> bool:
     """Whether a thread of ``kernel`` runs loops of its own (not the CPU form's thread loops)."""
-    return any(isinstance(x, n.While) or (isinstance(x, n.For) and x.kind != "threads") for x in walk(kernel))
+    return has_kind(kernel, n.While) or any(x.kind != "threads" for x in walk_only(kernel, n.For))
 
 
 # What a math function call counts for in ``_thread_cost`` (expf, sqrt: tens of cycles).
@@ -519,8 +519,8 @@ def _thread_cost(kernel: n.Kernel) -> int:
     atomics and arithmetic (both versions of a block function count: an over-estimate), a math
     call ``CALL_COST``: how much a small grid's launch costs, against waking the team."""
     ops = (n.Unary, n.Binary, n.Select, n.Load, n.Store, n.AtomicRMW)
-    return sum(1 for x in walk(kernel) if isinstance(x, ops)) + CALL_COST * sum(
-        1 for x in walk(kernel) if isinstance(x, n.Call)) or 1
+    return sum(1 for x in walk_only(kernel, ops)) + CALL_COST * sum(
+        1 for x in walk_only(kernel, n.Call)) or 1
 
 
 def _thread_nests(stmts: tuple[n.Stmt, ...]) -> int:

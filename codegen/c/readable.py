@@ -36,7 +36,7 @@ from polypy.errors import Loc
 from polypy.ir import nodes as n
 from polypy.ir.queries import conjuncts, written_names
 from polypy.ir.types import I64, ScalarType
-from polypy.ir.visitor import substitute, walk
+from polypy.ir.visitor import substitute, walk, walk_only
 
 INT32_MAX = 2**31 - 1
 UINT32_MAX = 2**32 - 1
@@ -76,13 +76,11 @@ def overflow_flags(kernel: n.Kernel, taken: set[str]) -> list[OverflowFlag]:
     written = written_names(kernel.body)
     uniform = {p.name for p in kernel.params} - written
     seen: dict[n.Expr, OverflowFlag] = {}
-    for x in (x for s in kernel.body for x in walk(s)):
-        if not isinstance(x, n.If):
-            continue
+    for x in walk_only(kernel.body, n.If):
         for atom in conjuncts(x.cond):
             if not is_overflow_test(atom) or atom in seen:
                 continue
-            if not all(v.name in uniform for v in walk(atom) if isinstance(v, n.Var)):
+            if not all(v.name in uniform for v in walk_only(atom, n.Var)):
                 continue
             if any(isinstance(v, (n.ThreadIdx, n.Load, n.Call)) for v in walk(atom)):
                 continue
@@ -174,7 +172,7 @@ def uniform_source_locals(kernel: n.Kernel, locals_: Sequence[NamedLocal],
     for local in locals_:
         if local.per_thread:
             continue
-        if not all(v.name in params for v in walk(local.init) if isinstance(v, n.Var)):
+        if not all(v.name in params for v in walk_only(local.init, n.Var)):
             continue
         if occurs(local.init, kernel.body, skip):
             out.append(local)
@@ -184,7 +182,7 @@ def uniform_source_locals(kernel: n.Kernel, locals_: Sequence[NamedLocal],
 def in_nest(init: n.Expr, counters: dict[int, n.Var]) -> n.Expr | None:
     """``init`` with ``threadIdx.d`` replaced by the nest's counter for ``d`` (as
     ``serialize_threads`` does), or None when the nest has no counter for one of them."""
-    dims = {x.dim for x in walk(init) if isinstance(x, n.ThreadIdx)}
+    dims = {x.dim for x in walk_only(init, n.ThreadIdx)}
     if not dims <= counters.keys():
         return None
     return substitute(init, {n.ThreadIdx(d): counters[d] for d in dims})
@@ -193,12 +191,12 @@ def in_nest(init: n.Expr, counters: dict[int, n.Var]) -> n.Expr | None:
 def stable_in(e: n.Expr, body: Sequence[n.Stmt]) -> bool:
     """Whether ``e`` has the same value at the top of ``body`` as anywhere in it: ``body``
     neither declares nor writes a name that ``e`` reads."""
-    reads = {v.name for v in walk(e) if isinstance(v, n.Var)}
+    reads = {v.name for v in walk_only(e, n.Var)}
     if not reads:
         return True
     changed = written_names(body)
     for s in body:
-        for x in walk(s):
+        for x in walk_only(s, n.Decl, n.For):
             if isinstance(x, n.Decl):
                 changed.add(x.name)
             elif isinstance(x, n.For):

@@ -32,7 +32,7 @@ from polypy.ir.cexpr import ADDITIVE, ATOM, MULTIPLICATIVE, UNARY, CExprPrinter,
 from polypy.ir.printer import format_const
 from polypy.ir.textures import TEXTURE
 from polypy.ir.types import PointerType, ScalarType
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import has_kind, walk_only
 
 from codegen.lanes import scatter_loop, vector_loop
 from codegen.c.printing import assert_fail_lines, print_call
@@ -161,7 +161,7 @@ class Renderer(CExprPrinter):
         self.comments = comments  # `// file:line` before block-level statements and thread loops
         self.in_threads = 0
         self.kernel = kernel
-        self.fenced = any(isinstance(x, n.Fence) for s in kernel.body for x in walk(s))
+        self.fenced = has_kind(kernel.body, n.Fence)
         self.layouts = layouts
         self.check_bounds = check_bounds
         self.names = names  # IR local/param name -> C name (only where they differ)
@@ -217,7 +217,7 @@ class Renderer(CExprPrinter):
         """At the top of an innermost thread-loop body: ``const int row = ...;`` for each source
         local whose value, in this nest's counters, occurs in ``body`` and is the same all
         through it; the values named (to forget after the body)."""
-        if not self.source_locals or any(isinstance(x, n.For) and x.kind == "threads" for s in body for x in walk(s)):
+        if not self.source_locals or any(x.kind == "threads" for s in body for x in walk_only(s, n.For)):
             return []
         counters = {"xyz".index(axis): v for v in self.thread_vars if (axis := thread_axis(v.name)) is not None}
         skip = tuple(self.flags)

@@ -9,13 +9,13 @@ import clang.cindex as ci
 
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
-from polypy.ir.visitor import walk_block
+from polypy.ir.visitor import has_kind
 from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.traps import stop_faulted_threads
-from frontend.clang_setup import binary_operator, cursor_loc, location_of, preorder, unary_operator
+from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
 from frontend.lower.accessors import AccessorLowering, accessor_type
 from frontend.lower.calls import CallLowering
 from frontend.lower.cooperative import CooperativeLowering
@@ -91,11 +91,15 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         a barrier of ``bar.arrive_and_wait()`` or an assert of ``cuda::memcpy_async`` is reported
         at the call."""
         location = self.location(cursor)
-        if location.file is not None and is_library_header(location.file.name):
+        file = location.file  # (each of libclang's answers is a call: asked once)
+        if file is None:
+            return None
+        name = file.name
+        if is_library_header(name):
             for site in reversed(self.call_sites):
                 if site.location.file is not None and not is_library_header(site.location.file.name):
                     return cursor_loc(site)
-        return location_of(location)
+        return Loc(name, location.line, location.column)
 
     def location(self, cursor: ci.Cursor) -> ci.SourceLocation:
         """``cursor.location``. Clang places a binary operator where its left operand begins,
@@ -174,7 +178,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         kernel = n.Kernel(self.kernel_name, tuple(self.params), buffers, stmts, stage="gpu",
                           source_params=tuple(self.source_params), loc=self.loc(self.cursor))
         kernel = split_variable_webs(kernel, self.names.fresh)
-        if any(isinstance(x, n.AssertFail) for x in walk_block(stmts)):
+        if has_kind(tuple(stmts), n.AssertFail):
             # A fault a barrier can follow stops the launch, not the thread (traps.py).
             flag = self.assert_flag or self.names.fresh("assert_failed")
             stopped = stop_faulted_threads(kernel, flag)

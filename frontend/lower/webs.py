@@ -27,7 +27,7 @@ from typing import Callable
 
 from polypy.ir import nodes as n
 from polypy.ir.queries import loop_depth
-from polypy.ir.visitor import Mutator, rebuild, walk
+from polypy.ir.visitor import Mutator, rebuild, walk, walk_only
 
 MAX_LOOP_DEPTH = 64
 
@@ -136,7 +136,7 @@ def split_variable_webs(kernel: n.Kernel, fresh: Callable[[str], str]) -> n.Kern
     decls: dict[str, n.Decl] = {}
     excluded: set[str] = set()
     defs: dict[str, int] = {}
-    for x in walk(kernel):
+    for x in walk_only(kernel, n.Stmt):
         if isinstance(x, n.Decl):
             if x.name in decls:
                 excluded.add(x.name)

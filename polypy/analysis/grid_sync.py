@@ -24,7 +24,7 @@ from polypy.analysis.uniformity import _run
 from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import BOOL
-from polypy.ir.visitor import Mutator, walk
+from polypy.ir.visitor import Mutator, walk, walk_only
 
 
 def is_grid_sync(s: n.Node) -> bool:
@@ -33,7 +33,7 @@ def is_grid_sync(s: n.Node) -> bool:
 
 def has_grid_sync(node: n.Node) -> bool:
     """Whether ``node`` (a kernel, a statement) contains a grid barrier."""
-    return any(is_grid_sync(x) for x in walk(node))
+    return any(x.scope == "grid" for x in walk_only(node, n.Barrier))
 
 
 class _BlocksAsThreads(Mutator):
@@ -68,9 +68,9 @@ class _AssertsHold(Mutator):
 def _assume_asserts_hold(body: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
     body = _AssertsHold().visit_block(body)
     while True:
-        false_flags = {x.name for s in body for x in walk(s) if isinstance(x, n.Decl) and isinstance(x.init, n.Const)
+        false_flags = {x.name for s in body for x in walk_only(s, n.Decl) if isinstance(x.init, n.Const)
                        and x.init.type == BOOL and not x.init.value}
-        assigned = {x.name for s in body for x in walk(s) if isinstance(x, n.Assign)}
+        assigned = {x.name for s in body for x in walk_only(s, n.Assign)}
         never_set = frozenset(false_flags - assigned)
         new = _AssertsHold(never_set).visit_block(body)
         if new == body:

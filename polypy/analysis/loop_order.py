@@ -41,7 +41,7 @@ from collections.abc import Collection, Mapping
 
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
-from polypy.ir.visitor import iter_children, walk, walk_block
+from polypy.ir.visitor import iter_children, walk, walk_block, walk_only
 
 _INTS = frozenset({"i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"})
 
@@ -137,11 +137,11 @@ def choose_order(loop: n.For, counter: str, *, thread_lets: Mapping[str, n.Expr]
     to thread)."""
     if any(isinstance(x, (n.For, n.While)) for x in walk_block(loop.body)):
         return None
-    accesses = [x for x in walk_block(loop.body) if isinstance(x, (n.Load, n.Store, n.AtomicRMW))]
+    accesses = [x for x in walk_only(loop.body, n.Load, n.Store, n.AtomicRMW)]
     if not accesses:
         return None
-    written = {x.name for x in walk_block(loop.body) if isinstance(x, (n.Decl, n.Assign))} | \
-        {x.dest for x in walk_block(loop.body) if isinstance(x, n.AtomicRMW) and x.dest is not None}
+    written = {x.name for x in walk_only(loop.body, n.Decl, n.Assign)} | \
+        {x.dest for x in walk_only(loop.body, n.AtomicRMW) if x.dest is not None}
     inner_lets = _once_defined(loop.body)
     loop_lets = {**{k: v for k, v in thread_lets.items() if k not in written}, **inner_lets}
     loop_variant = written - set(inner_lets)
@@ -170,18 +170,18 @@ def rows_walked(loop: n.For) -> OrderChoice | None:
     is none: such a loop over the threads is not the one to vectorize (vectorized, each lane of
     every step of the row loop would read another row: a gather). Short loops of constant trip
     count (``SHORT_TRIP``) do not count: compilers unroll them."""
-    if any(isinstance(x, n.For) and x.kind == "threads" for x in walk_block(loop.body)):
+    if any(x.kind == "threads" for x in walk_only(loop.body, n.For)):
         return None  # a loop over rows of threads: the loops over the threads inside decide
     lets = _once_defined(loop.body)
-    declared = {x.name for x in walk_block(loop.body) if isinstance(x, n.Decl)} | \
-        {x.var for x in walk_block(loop.body) if isinstance(x, n.For)}
+    declared = {x.name for x in walk_only(loop.body, n.Decl)} | \
+        {x.var for x in walk_only(loop.body, n.For)}
     # The counters of serial loops whose headers read nothing declared in the loop over the
     # threads are the same in every thread at each step.
-    for x in walk_block(loop.body):
+    for x in walk_only(loop.body, n.For):
         if isinstance(x, n.For) and x.kind == "serial" and not any(
                 isinstance(v, n.Var) and v.name in declared for e in (x.start, x.stop, x.step) for v in walk(e)):
             declared.discard(x.var)
-    for x in walk_block(loop.body):
+    for x in walk_only(loop.body, n.For):
         if not isinstance(x, n.For) or x.kind != "serial" or _short(x):
             continue
         choice = choose_order(x, loop.var, thread_lets=lets, thread_variant=declared - set(lets) - {x.var})
@@ -203,8 +203,8 @@ def barrier_order(loop: n.For, thread_loops: list[n.For]) -> OrderChoice | None:
     would ask for is not legal -- each thread's step ``k`` must end before any thread's next
     one starts, and ``eliminate_barriers`` could not prove the barrier needless with isl."""
     # The counters of the loops over the threads are one thread's own, fixed while it steps.
-    written = {x.name for x in walk_block(loop.body) if isinstance(x, (n.Decl, n.Assign))} | \
-        {x.var for x in walk_block(loop.body) if isinstance(x, n.For) and x.kind != "threads"}
+    written = {x.name for x in walk_only(loop.body, n.Decl, n.Assign)} | \
+        {x.var for x in walk_only(loop.body, n.For) if x.kind != "threads"}
     lets = _once_defined(loop.body)
     variant = written - set(lets)
     strided_threads: list[str] = []
@@ -214,7 +214,7 @@ def barrier_order(loop: n.For, thread_loops: list[n.For]) -> OrderChoice | None:
     if any(isinstance(x, (n.For, n.While)) for t in thread_loops for x in walk_block(t.body)):
         return None  # the steps of a loop inside (a tile's) would decide, not these
     for t in thread_loops:
-        inside = {x.name for x in walk_block(t.body) if isinstance(x, n.Decl)}
+        inside = {x.name for x in walk_only(t.body, n.Decl)}
         for x in walk_block(t.body):
             if not isinstance(x, (n.Load, n.Store, n.AtomicRMW)):
                 continue
@@ -232,9 +232,9 @@ def barrier_order(loop: n.For, thread_loops: list[n.For]) -> OrderChoice | None:
 def _once_defined(body: tuple[n.Stmt, ...]) -> dict[str, n.Expr]:
     """Locals declared in ``body`` (under ifs too: names are unique in a kernel) with an initial
     value and never assigned."""
-    assigned = {x.name for x in walk_block(body) if isinstance(x, n.Assign)}
-    return {x.name: x.init for x in walk_block(body)
-            if isinstance(x, n.Decl) and x.init is not None and x.name not in assigned}
+    assigned = {x.name for x in walk_only(body, n.Assign)}
+    return {x.name: x.init for x in walk_only(body, n.Decl)
+            if x.init is not None and x.name not in assigned}
 
 
 def _show(x: n.Load | n.Store | n.AtomicRMW) -> str:

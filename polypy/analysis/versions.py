@@ -16,7 +16,7 @@ from __future__ import annotations
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
 from polypy.ir.queries import written_names
-from polypy.ir.visitor import walk, walk_block
+from polypy.ir.visitor import walk, walk_block, walk_only
 from polypy.poly.paths import child_blocks
 
 
@@ -28,7 +28,7 @@ def plain_when(kernel: n.Kernel, names: tuple[str, ...] | frozenset[str]) -> tup
     of the launch (``of_the_launch``) counts (a block window's flush picks plain adds or atomics
     per element: not a version)."""
     assigned = written_names(kernel.body)
-    lets = {x.name: x.init for x in walk(kernel) if isinstance(x, n.Decl) and x.init is not None
+    lets = {x.name: x.init for x in walk_only(kernel, n.Decl) if x.init is not None
             and x.name not in assigned}
     found: dict[str, set[n.Expr] | None] = {name: set() for name in names}
 

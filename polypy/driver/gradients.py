@@ -27,7 +27,7 @@ import numpy as np
 
 from polypy.errors import InternalError, UserError
 from polypy.analysis.grid_sync import is_grid_sync
-from polypy.ir.visitor import walk
+from polypy.ir.visitor import walk_only
 from polypy.lowp import low_precision_use
 from polypy.ir import nodes as n
 from polypy.driver.pipelines import after_ad_pipeline, before_ad_pipeline
@@ -167,7 +167,7 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
         raise UserError(f"kernel '{name}' computes in half precision (__half / __nv_bfloat16 of cuda_fp16.h / "
                         "cuda_bf16.h), which polypy grad does not differentiate: CUDA's adjoints would be rounded "
                         "to 16 bits at every operation; compute in float to differentiate", half)
-    grid_sync = next((x for x in walk(kernel) if is_grid_sync(x)), None)
+    grid_sync = next((x for x in walk_only(kernel, n.Barrier) if is_grid_sync(x)), None)
     if grid_sync is not None:
         raise UserError(f"kernel '{name}' uses grid.sync() (a cooperative launch), which polypy grad does not "
                         "differentiate", grid_sync.loc)

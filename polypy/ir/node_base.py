@@ -55,3 +55,67 @@ class Node:
     # The memo of ``polypy.ir.queries``' questions about what a statement writes and declares
     # (a ``queries.StatementFacts``, kept for statements that hold blocks); not part of the value.
     _facts: object = field(default=None, init=False, compare=False, repr=False)
+    # The memo of ``kinds_of``: the node classes in the node's tree, as a bit mask; not part of the value.
+    _kinds: int | None = field(default=None, init=False, compare=False, repr=False)
+    # The memo of ``polypy.ir.names.statement_names`` (statements only); not part of the value.
+    _names: frozenset[str] | None = field(default=None, init=False, compare=False, repr=False)
+
+
+# Each node class's bit in ``kinds_of``'s masks, given out on first use.
+_CLASS_BITS: dict[type, int] = {}
+
+
+def class_bit(cls: type) -> int:
+    """``cls``'s bit in the masks of ``kinds_of`` (one bit per concrete node class)."""
+    bit = _CLASS_BITS.get(cls)
+    if bit is None:
+        bit = _CLASS_BITS[cls] = 1 << len(_CLASS_BITS)
+    return bit
+
+
+def kinds_of(root: Node) -> int:
+    """The classes of the nodes in ``root``'s tree (``root`` included), as a mask of
+    ``class_bit``s, remembered in each node: a pass that looks for loads, say, skips a subtree
+    without one in constant time, and a tree made by rebuilding a few nodes of another costs
+    only those nodes. Computed children first without recursion (deep input)."""
+    if root._kinds is not None:
+        return root._kinds
+    order: list[Node] = []
+    stack = [root]
+    while stack:  # the nodes not yet summed up, parents before children
+        x = stack.pop()
+        if x._kinds is None:
+            order.append(x)
+            for name in x.CHILDREN:
+                value = getattr(x, name)
+                if isinstance(value, Node):
+                    stack.append(value)
+                elif type(value) is tuple:
+                    stack.extend(v for v in value if isinstance(v, Node))
+    bits = _CLASS_BITS
+    for x in reversed(order):
+        if x._kinds is not None:  # reached twice (a shared subtree)
+            continue
+        cls = type(x)
+        mask = bits.get(cls) or class_bit(cls)
+        for name in x.CHILDREN:
+            value = getattr(x, name)
+            if isinstance(value, Node):
+                mask |= value._kinds  # type: ignore[operator]
+            elif type(value) is tuple:
+                for v in value:
+                    if isinstance(v, Node):
+                        mask |= v._kinds  # type: ignore[operator]
+        object.__setattr__(x, "_kinds", mask)
+    return root._kinds  # type: ignore[return-value]
+
+
+def mask_of(classes: tuple[type, ...]) -> int:
+    """The mask of ``kinds_of`` covering ``classes`` and all their subclasses."""
+    mask = 0
+    stack = list(classes)
+    while stack:
+        cls = stack.pop()
+        mask |= class_bit(cls)
+        stack.extend(cls.__subclasses__())
+    return mask

@@ -6,7 +6,7 @@ from typing import Iterable
 
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
-from polypy.ir.visitor import iter_children, walk
+from polypy.ir.visitor import has_kind, iter_children, walk, walk_only
 
 
 def written_names(node: n.Node | Iterable[n.Node]) -> set[str]:
@@ -117,15 +117,14 @@ def _facts_of(node: n.Node | Iterable[n.Node]) -> Iterable[StatementFacts]:
             continue
         else:  # a kernel, a module, a buffer: whatever statements it holds
             facts = StatementFacts()
-            for x in walk(item):
-                if isinstance(x, n.Stmt):
-                    facts.add_own(x)
+            for x in walk_only(item, n.Stmt):
+                facts.add_own(x)
             yield facts
 
 
 def read_names(node: n.Node | Iterable[n.Node]) -> set[str]:
     """Names read through ``Var`` expressions."""
-    return {x.name for x in _nodes(node) if isinstance(x, n.Var)}
+    return {x.name for x in _only(node, n.Var)}
 
 
 def nodes_reading(root: n.Node, names: set[str] | frozenset[str]) -> set[int]:
@@ -157,7 +156,7 @@ def tree_size(root: n.Node) -> int:
 
 
 def read_counts(node: n.Node | Iterable[n.Node]) -> Counter[str]:
-    return Counter(x.name for x in _nodes(node) if isinstance(x, n.Var))
+    return Counter(x.name for x in _only(node, n.Var))
 
 
 def declared_names(node: n.Node | Iterable[n.Node]) -> set[str]:
@@ -171,7 +170,7 @@ def declared_names(node: n.Node | Iterable[n.Node]) -> set[str]:
 def local_types(node: n.Node | Iterable[n.Node]) -> dict[str, ScalarType]:
     """The type of every local declared in ``node``: ``Decl`` names and loop variables."""
     out: dict[str, ScalarType] = {}
-    for x in _nodes(node):
+    for x in _only(node, n.Decl, n.For):
         if isinstance(x, n.Decl):
             out[x.name] = x.vtype
         elif isinstance(x, n.For):
@@ -180,17 +179,15 @@ def local_types(node: n.Node | Iterable[n.Node]) -> dict[str, ScalarType]:
 
 
 def buffers_written(node: n.Node | Iterable[n.Node]) -> set[str]:
-    return {x.buffer for x in _nodes(node) if isinstance(x, (n.Store, n.AtomicRMW))}
+    return {x.buffer for x in _only(node, n.Store, n.AtomicRMW)}
 
 
 def buffers_read(node: n.Node | Iterable[n.Node]) -> set[str]:
-    out = {x.buffer for x in _nodes(node) if isinstance(x, n.Load)}
-    out |= {x.buffer for x in _nodes(node) if isinstance(x, n.AtomicRMW)}
-    return out
+    return {x.buffer for x in _only(node, n.Load, n.AtomicRMW)}
 
 
 def contains(node: n.Node | Iterable[n.Node], *classes: type) -> bool:
-    return any(isinstance(x, classes) for x in _nodes(node))
+    return has_kind(node if isinstance(node, n.Node) else tuple(node), *classes)
 
 
 def has_load(e: n.Expr) -> bool:
@@ -217,12 +214,9 @@ def conjunction(atoms: list[n.Expr]) -> n.Expr:
     return out
 
 
-def _nodes(node: n.Node | Iterable[n.Node]) -> Iterable[n.Node]:
-    if isinstance(node, n.Node):
-        yield from walk(node)
-    else:
-        for item in node:
-            yield from walk(item)
+def _only(node: n.Node | Iterable[n.Node], *classes: type) -> Iterable[n.Node]:
+    """The nodes of ``classes`` in ``node`` (a node or several), skipping subtrees without one."""
+    return walk_only(node if isinstance(node, n.Node) else tuple(node), *classes)
 
 
 def loop_depth(stmts: tuple[n.Stmt, ...]) -> int:

@@ -32,6 +32,14 @@ Statement lists (the fields a node class names in ``BLOCKS``: ``If.then``/``orel
 overrides to rewrite a statement together with its siblings (e.g. ``if (c) {A; return} B``);
 with ``enter_field`` it knows which field the block is.
 
+Each node remembers which node classes its tree holds (``kinds_of``, a bit mask), so
+``generic_visit`` does not go into a child whose tree holds no class the traversal has a
+``visit_``/``enter_``/``exit_`` method for (the child is left as it is, as a visit would have
+left it), ``walk_only(root, *classes)`` walks only the subtrees holding those classes and
+``has_kind`` answers at once: a pass about loops or loads costs nothing in a 100,000-term sum
+of locals. A traversal that overrides ``visit``, ``generic_visit`` or ``visit_tuple`` sees every
+node; one that overrides ``visit_block`` every statement list.
+
 ``rebuild(node, **fields)`` is the identity-preserving ``dataclasses.replace`` for passes that
 rebuild a node themselves: it returns ``node`` when every new value is the old one (tuples:
 item by item).
@@ -39,8 +47,9 @@ item by item).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
+from polypy.ir.node_base import kinds_of, mask_of
 from polypy.ir.nodes import Expr, Node, Stmt
 
 
@@ -86,10 +95,14 @@ class _Traversal:
     # (type(self), type(node)) -> (visit method, enter hook or None, exit hook or None)
     _dispatch_cache: dict[tuple[type, type], tuple[Callable[..., Any], Any, Any]]
     _field_hooks: bool = False
+    # The node classes this traversal has a ``visit_``/``enter_``/``exit_`` method for, as a mask
+    # of ``kinds_of`` (computed on first use; 0: not known yet; -1: every class counts).
+    _wanted: int = 0
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._dispatch_cache = {}
+        cls._wanted = 0
         cls._field_hooks = (getattr(cls, "enter_field") is not _Traversal.enter_field
                             or getattr(cls, "exit_field") is not _Traversal.exit_field)
 
@@ -102,6 +115,31 @@ class _Traversal:
                      _find_method(type(self), cls, "exit_", None))
             self._dispatch_cache[key] = found
         return found
+
+    @classmethod
+    def _wanted_mask(cls) -> int:
+        """What ``generic_visit`` may not skip: a child whose tree holds no node class with a
+        ``visit_``/``enter_``/``exit_`` method of this traversal is left as it is (a Mutator
+        would return it unchanged) without being walked, so a pass about loads or loops costs
+        nothing in a 100,000-term sum of locals. One that overrides ``visit_block`` also goes
+        into every statement that holds blocks. One that overrides ``visit``,
+        ``generic_visit`` or ``visit_tuple`` sees everything (-1)."""
+        if cls._wanted:
+            return cls._wanted
+        base = Mutator if issubclass(cls, Mutator) else Visitor
+        if any(getattr(cls, name, None) is not getattr(base, name, None) for name in ("visit", "generic_visit", "visit_tuple")):
+            cls._wanted = -1
+            return -1
+        classes = tuple(getattr(cls, name) and _node_class(name.split("_", 1)[1])
+                        for name in dir(cls) if name.startswith(("visit_", "enter_", "exit_"))
+                        and name not in ("visit_block", "visit_tuple", "visit_all", "enter_field", "exit_field"))
+        if any(c is None for c in classes):  # a method named after no node class: be safe
+            cls._wanted = -1
+            return -1
+        if cls.visit_block is not base.visit_block:  # it sees every statement list
+            classes += _block_classes()
+        cls._wanted = mask_of(classes) or 1 << 200  # (1 << 200: no class; never 0)
+        return cls._wanted
 
     def visit(self, node: Node) -> Any:
         method, enter, exit_ = self._methods(type(node))
@@ -132,19 +170,26 @@ class Visitor(_Traversal):
     def generic_visit(self, node: Node) -> None:
         hooks = self._field_hooks
         blocks = node.BLOCKS
+        wanted = self._wanted or self._wanted_mask()
         for name in node.CHILDREN:
             value = getattr(node, name)
             if value is None:
                 continue
-            if hooks:
-                self.enter_field(node, name)
             if isinstance(value, Node):
+                if not (value._kinds or kinds_of(value)) & wanted:
+                    continue
+                if hooks:
+                    self.enter_field(node, name)
                 self.visit(value)
             elif name in blocks:
+                if hooks:
+                    self.enter_field(node, name)
                 self.visit_block(value)
             else:
+                if hooks:
+                    self.enter_field(node, name)
                 for item in value:
-                    if isinstance(item, Node):
+                    if isinstance(item, Node) and (item._kinds or kinds_of(item)) & wanted:
                         self.visit(item)
             if hooks:
                 self.exit_field(node, name)
@@ -169,10 +214,13 @@ class Mutator(_Traversal):
         changes: dict[str, Any] | None = None
         hooks = self._field_hooks
         blocks = node.BLOCKS
+        wanted = self._wanted or self._wanted_mask()
         for name in node.CHILDREN:
             old = getattr(node, name)
             if old is None:
                 continue
+            if isinstance(old, Node) and not (old._kinds or kinds_of(old)) & wanted:
+                continue  # nothing in it for this pass: unchanged
             if hooks:
                 self.enter_field(node, name)
             if isinstance(old, Node):
@@ -195,8 +243,9 @@ class Mutator(_Traversal):
         """Visit each node of ``items``; statements may be replaced by 0, 1 or many."""
         out: list[Any] = []
         changed = False
+        wanted = self._wanted or self._wanted_mask()
         for item in items:
-            if not isinstance(item, Node):
+            if not isinstance(item, Node) or not (item._kinds or kinds_of(item)) & wanted:
                 out.append(item)
                 continue
             new = self.visit(item)
@@ -232,6 +281,26 @@ def _find_method(visitor_cls: type, node_cls: type, prefix: str, fallback: str |
     return getattr(visitor_cls, fallback) if fallback is not None else None
 
 
+def _node_class(name: str) -> type | None:
+    """The node class called ``name`` (for ``visit_<name>``), or None."""
+    from polypy.ir import nodes
+
+    cls = getattr(nodes, name, None)
+    return cls if isinstance(cls, type) and issubclass(cls, Node) else None
+
+
+def _block_classes() -> tuple[type, ...]:
+    """The node classes that hold statement lists (``BLOCKS``)."""
+    out: list[type] = []
+    stack: list[type] = [Node]
+    while stack:
+        cls = stack.pop()
+        if cls.BLOCKS:  # type: ignore[attr-defined]
+            out.append(cls)
+        stack.extend(cls.__subclasses__())
+    return tuple(out)
+
+
 # --------------------------------------------------------------------------- small helpers
 
 
@@ -258,6 +327,56 @@ def walk(node: Node) -> Iterator[Node]:
 def walk_block(block: tuple[Stmt, ...]) -> Iterator[Node]:
     for stmt in block:
         yield from walk(stmt)
+
+
+_MASKS: dict[tuple[type, ...], int] = {}  # a cache: classes -> mask_of(classes)
+
+
+def _mask(classes: tuple[Any, ...]) -> int:
+    mask = _MASKS.get(classes)
+    if mask is None:
+        flat: list[type] = []
+        stack = list(classes)
+        while stack:  # (a tuple of classes counts as its classes, as in isinstance)
+            c = stack.pop()
+            stack.extend(c) if type(c) is tuple else flat.append(c)
+        mask = _MASKS[classes] = mask_of(tuple(flat))
+    return mask
+
+
+def has_kind(root: Node | Sequence[Node], *classes: Any) -> bool:
+    """Whether a node of ``classes`` is in ``root`` (a node or a tuple of nodes): ``kinds_of``,
+    so asked again of an unchanged tree, the question costs nothing."""
+    mask = _mask(classes)
+    if not isinstance(root, Node):  # a statement list
+        return any((x._kinds or kinds_of(x)) & mask for x in root)
+    return bool((root._kinds or kinds_of(root)) & mask)
+
+
+def walk_only(root: Node | Sequence[Node], *classes: Any) -> Iterator[Node]:
+    """The nodes of ``classes`` under ``root`` (a node or a statement list), in ``walk``'s
+    order, without going into subtrees that hold none (``kinds_of``): ``walk_only(kernel,
+    n.Store)`` costs the statements, not the expressions of a 100,000-term sum."""
+    mask = _mask(classes)
+    stack = [root] if isinstance(root, Node) else list(reversed(tuple(root)))
+    pop, push = stack.pop, stack.append
+    while stack:
+        current = pop()
+        if not (current._kinds or kinds_of(current)) & mask:
+            continue
+        if isinstance(current, classes):
+            yield current
+        names = current.CHILDREN
+        for k in range(len(names) - 1, -1, -1):
+            value = getattr(current, names[k])
+            if value is None:
+                continue
+            if type(value) is tuple:
+                for i in range(len(value) - 1, -1, -1):
+                    if isinstance(value[i], Node):
+                        push(value[i])
+            elif isinstance(value, Node):
+                push(value)
 
 
 def exprs_of(node: Node) -> Iterator[Expr]:

@@ -34,7 +34,7 @@ import dataclasses
 
 from polypy.ir import nodes as n
 from polypy.ir.queries import read_names, written_names
-from polypy.ir.visitor import Mutator, Visitor, walk
+from polypy.ir.visitor import Mutator, Visitor, walk, walk_only
 from polypy.passes.fold_constants import fold_expr
 
 
@@ -136,7 +136,7 @@ def _reset_values(kernel: n.Kernel, immutable: set[str]) -> dict[str, n.Expr]:
     values: dict[str, set[n.Expr]] = {}
     other: set[str] = set()
     bare: set[str] = set()  # declared without an initializer (a parameter holds its argument)
-    for x in walk(kernel):
+    for x in walk_only(kernel, n.Stmt):
         if isinstance(x, n.Assign):
             values.setdefault(x.name, set()).add(x.value)
         elif isinstance(x, (n.AtomicRMW, n.Shuffle, n.Vote)) and x.dest is not None:
@@ -159,7 +159,7 @@ def forward_scalars(kernel: n.Kernel) -> n.Kernel:
     """Forward stable single-assignment locals (see module docstring)."""
     written = written_names(kernel.body)
     names = {p.name for p in kernel.params}
-    for x in walk(kernel):
+    for x in walk_only(kernel, n.Decl, n.For):
         if isinstance(x, n.Decl):
             names.add(x.name)
         elif isinstance(x, n.For):

@@ -27,7 +27,7 @@ from polypy.errors import Loc
 from polypy.ir import nodes as n
 from polypy.ir.names import NameSupply, kernel_names
 from polypy.ir.types import BOOL, I32, U32
-from polypy.ir.visitor import rebuild, walk_block
+from polypy.ir.visitor import has_kind, rebuild
 
 
 def linear_tid() -> n.Expr:
@@ -59,12 +59,12 @@ def guard_early_returns(kernel: n.Kernel) -> n.Kernel:
     local = {b.name for b in kernel.buffers if b.space == "local"}
     divergent = None
     for pos, s in enumerate(body):
-        if any(isinstance(x, (n.Return, n.Break, n.Continue, n.Barrier)) for x in walk_block((s,))) and \
+        if has_kind(s, n.Return, n.Break, n.Continue, n.Barrier) and \
                 not _is_early_return(s):
             return kernel  # something else comes first: the ordinary rules apply
         if not _is_early_return(s):
             continue
-        if not any(isinstance(x, n.Barrier) for x in walk_block(body[pos + 1:])):
+        if not has_kind(body[pos + 1:], n.Barrier):
             return kernel
         divergent = thread_dependent_names(kernel) if divergent is None else divergent
         assert isinstance(s, n.If)

@@ -26,7 +26,7 @@ from polypy.ir.names import NameSupply
 from polypy.ir.queries import declared_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import PointerType
-from polypy.ir.visitor import Mutator, walk
+from polypy.ir.visitor import Mutator, walk, walk_only
 
 
 def _is_check(s: n.Node) -> bool:
@@ -53,11 +53,11 @@ class _DropChecks(Mutator):
 
 
 def hoist_faults(kernel: n.Kernel) -> n.Kernel:
-    checks = [s for s in walk(kernel) if _is_check(s)]
+    checks = [s for s in walk_only(kernel, n.If) if _is_check(s)]
     if not checks:
         return kernel
     scalars = {p.name for p in kernel.params if not isinstance(p.ptype, PointerType)}
-    assigned = {x.name for x in walk(kernel) if isinstance(x, (n.Assign, n.Decl))}
+    assigned = {x.name for x in walk_only(kernel, n.Assign, n.Decl)}
     allowed = (n.Const, n.BlockIdx, n.BlockDim, n.GridDim, n.Var, n.Binary, n.Unary, n.Cast, n.Select)
 
     def uniform(e: n.Expr) -> bool:

@@ -36,14 +36,14 @@ from polypy.ir.jumps import jumps_out
 from polypy.ir.names import NameSupply
 from polypy.ir.queries import has_load, read_counts, read_names, written_names
 from polypy.ir.rewrite import rename_locals
-from polypy.ir.visitor import Mutator, walk
+from polypy.ir.visitor import Mutator, has_kind
 
 _FLIPPED = {"gt": "lt", "ge": "le"}
 
 
 def raise_counted_loops(kernel: n.Kernel) -> n.Kernel:
     """Counted ``While`` loops as ``For`` loops; see the module docstring."""
-    if not any(isinstance(x, n.While) for x in walk(kernel)):
+    if not has_kind(kernel, n.While):
         return kernel
     return _Raise(kernel).visit(kernel)
 

@@ -50,14 +50,14 @@ from polypy.ir.names import NameSupply
 from polypy.ir.queries import declared_names, definition_counts, has_load, read_names, written_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import I32, I64, U32, U64, ScalarType
-from polypy.ir.visitor import Mutator, walk
+from polypy.ir.visitor import Mutator, walk_only
 
 _WIDE: dict[ScalarType, ScalarType] = {I32: I64, U32: U64}
 
 
 def substitute_inductions(kernel: n.Kernel) -> n.Kernel:
     """Loop-carried locals stepped by a fixed amount as closed forms; see the module docstring."""
-    if not any(isinstance(x, n.For) and x.kind == "serial" for x in walk(kernel)):
+    if not any(x.kind == "serial" for x in walk_only(kernel, n.For)):
         return kernel
     return _Substitute(kernel).visit(kernel)
 

@@ -14,7 +14,7 @@ from polypy.ir.jumps import escape_kinds, jumps_out
 from polypy.ir.printer import ExprFormatter, format_expr
 from polypy.ir.queries import tree_size, written_names
 from polypy.ir.types import PointerType, ScalarType
-from polypy.ir.visitor import iter_children, walk
+from polypy.ir.visitor import iter_children, walk, walk_only
 from polypy.poly.affine import Converter, _val, expression_key, int_range
 from polypy.poly.index_shapes import block_factor, block_stride, is_grid_stride, product_factors, signed_terms
 from polypy.poly.instances import Access, Barrier, BlockValue, Delinearized, Loop, Model, Stride
@@ -60,7 +60,7 @@ class _Builder:
         self._uniformity_memo: dict[n.Node, int] = {}
         self._var_uniformity: dict[str, int] = {}
         self.formatter = ExprFormatter()  # names of uniform values: every level of a chain is named
-        for node in walk(kernel):
+        for node in walk_only(kernel, n.Decl):
             if isinstance(node, n.Decl) and node.init is not None and node.name not in self.mutable:
                 self.local_inits[node.name] = node.init
         self._scan_uses()
@@ -70,7 +70,7 @@ class _Builder:
     def _scan_uses(self) -> None:
         self.thread_used = [False] * 3
         self.block_used = [False] * 3
-        for node in walk(self.kernel):
+        for node in walk_only(self.kernel, n.ThreadIdx, n.BlockDim, n.BlockIdx, n.GridDim):
             if isinstance(node, (n.ThreadIdx, n.BlockDim)):
                 self.thread_used[node.dim] = True
             elif isinstance(node, (n.BlockIdx, n.GridDim)):
@@ -87,7 +87,7 @@ class _Builder:
     def _scan_loops(self) -> None:
         self.depth = 0
         taken = {p.name for p in self.kernel.params} | {b.name for b in self.kernel.buffers}
-        for node in walk(self.kernel):
+        for node in walk_only(self.kernel, n.Decl, n.For):
             if isinstance(node, n.Decl):
                 taken.add(node.name)
             elif isinstance(node, n.For):

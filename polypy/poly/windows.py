@@ -42,7 +42,7 @@ from polypy.ir import nodes as n
 from polypy.ir.queries import buffers_written, written_names
 from polypy.ir.rewrite import int_add, int_scale, signed_terms
 from polypy.ir.types import I64, PointerType, ScalarType
-from polypy.ir.visitor import Mutator, walk
+from polypy.ir.visitor import Mutator, walk, walk_only
 from polypy.poly.affine import _val, expression_key
 from polypy.poly.model import BLOCK_DIM, BLOCK_IDX, MAX_BLOCK_DIM, THREAD_IDX, Model, build_model
 from polypy.poly.paths import StmtPath, edit_statements, statement_at
@@ -210,7 +210,7 @@ def _window(kernel: n.Kernel, buffer: str, chunk: tuple[str, str] | None, *, any
         return f"{buffer} is not a pointer parameter"
     if buffer in buffers_written(kernel):
         return f"the kernel writes {buffer}"
-    loads = [x for x in walk(kernel) if isinstance(x, n.Load) and x.buffer == buffer]
+    loads = [x for x in walk_only(kernel, n.Load) if x.buffer == buffer]
     if not loads:
         return f"the kernel does not read {buffer}"
     mutable = written_names(kernel)
