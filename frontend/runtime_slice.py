@@ -130,6 +130,15 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
     # The toolkit's own macros (__CUDACC__, __host__, CUDART_VERSION...) stay whatever the program
     # spells: headers it includes from the system may test them, as they did in the frontend's parse.
     roots |= {name for u in units if u.macro for name in u.names if name.startswith(_TOOLKIT_MACROS)}
+    # What a unit's lines spell, as the file's lexer reads them: a declaration that starts with a
+    # macro (`POLYPY_RT_STATE cudaError_t* polypy_rt_last_error()`) needs the macro's definition
+    # although libclang may give the declaration no tokens of its own (a precompiled header's).
+    spelled: dict[int, set[str]] = {}
+    for u in units:
+        found = lexed.get(u.file)
+        if found is not None and not u.macro:
+            spelled[id(u)] = set().union(*(found.identifiers.get(x, set())
+                                           for x in range(u.first_line, u.last_line + 1))) - u.names
     by_name: dict[str, list[_Unit]] = {}
     for u in units:
         for name in u.names:
@@ -145,7 +154,7 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
         if id(u) in keep:
             continue
         keep.add(id(u))
-        for name in u.refs | u.names:
+        for name in u.refs | u.names | spelled.get(id(u), set()):
             work.extend(v for v in by_name.get(name, []) + members.get(name, []) if id(v) not in keep)
     dropped: dict[str, set[int]] = {}
     kept: dict[str, set[int]] = {}
@@ -176,6 +185,7 @@ class _Lexed:
     code: set[int]
     tested: set[str]
     continued: set[int]  # lines that end with a backslash (a directive continues on the next line)
+    identifiers: dict[int, set[str]] = dataclasses.field(default_factory=dict)  # by line
 
     def also_gone(self, gone: set[int], defined: set[str], macros: set[str]) -> set[int]:
         """``gone`` (the lines of the units left out) with what goes with them: the ``#undef`` of a
@@ -224,6 +234,7 @@ def _directives(tu: ci.TranslationUnit, name: str, units: list[_Unit], texts: di
     comments: list[tuple[int, int, int | None]] = []
     code: set[int] = set()
     tested: set[str] = set()
+    identifiers: dict[int, set[str]] = {}
     prev_line = 0
     for i, t in enumerate(tokens):
         line = t.location.line
@@ -232,6 +243,8 @@ def _directives(tu: ci.TranslationUnit, name: str, units: list[_Unit], texts: di
             comments.append((t.extent.start.line, t.extent.end.line, nxt))
             continue
         code.add(line)
+        if t.kind == ci.TokenKind.IDENTIFIER:
+            identifiers.setdefault(line, set()).add(t.spelling)
         first_on_line = line != prev_line
         prev_line = line
         if not (first_on_line and t.spelling == "#" and line not in in_macros) or i + 1 >= len(tokens):
@@ -246,7 +259,7 @@ def _directives(tu: ci.TranslationUnit, name: str, units: list[_Unit], texts: di
         if kind in ("define", "undef") or kind == "ifndef" and _default_definition(directives, i, code, continued):
             continue
         tested.update(names)
-    return _Lexed(directives, comments, code, tested, continued)
+    return _Lexed(directives, comments, code, tested, continued, identifiers)
 
 
 def _default_definition(directives: list[tuple[int, str, list[str]]], i: int, code: set[int],
