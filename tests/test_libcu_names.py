@@ -79,3 +79,16 @@ def test_a_cccl_declaration_in_device_code_stays_refused(tmp_path) -> None:
         polypy.load(str(path))
     assert "'min' (CCCL's cuda/std/" in info.value.message, info.value.message
     assert info.value.loc is not None and (info.value.loc.line, info.value.loc.col) == (8, 10), info.value.render()
+
+
+def test_a_cccl_declaration_stays_refused_when_the_file_is_loaded_again(tmp_path) -> None:
+    """The second load of a file parses it through a precompiled preamble, whose unit lists no
+    inclusions: the refusal must not depend on them (it once did, and the second load accepted
+    ``cuda::std::min`` in a kernel)."""
+    _need_cccl()
+    path = tmp_path / "again.cu"
+    path.write_text(HEADERS + "__global__ void k(int* x) {\n  x[0] = cuda::std::min(x[1], x[2]);\n}\n")
+    for _ in range(2):
+        with pytest.raises(UserError) as info:
+            polypy.load(str(path))
+        assert "'min' (CCCL's cuda/std/" in info.value.message, info.value.message

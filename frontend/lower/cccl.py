@@ -26,16 +26,13 @@ def refuse_in_device_code(cursor: ci.Cursor, error, *, call: ci.Cursor | None = 
     if not roots:
         return
     scanned = _scanned(cursor.translation_unit, roots)
-    if scanned is None:  # the unit includes nothing of CCCL: nothing to find
-        return
     if call is not None and cursor.location.file is not None:
         rel = relative(cursor.location.file.name, roots)
         if rel is not None:
             raise error(_message(cursor.spelling, rel), call)
     key = (cursor.location.file.name if cursor.location.file is not None else "", cursor.location.offset)
-    if key in scanned:  # (a function inlined at many calls: once)
+    if key in scanned:  # (a function inlined at many calls: once it is found clean)
         return
-    scanned.add(key)
     for c in preorder(cursor):
         if c.kind not in _KINDS:
             continue
@@ -44,18 +41,18 @@ def refuse_in_device_code(cursor: ci.Cursor, error, *, call: ci.Cursor | None = 
         rel = relative(where.name, roots) if where is not None else None
         if rel is not None:
             raise error(_message(ref.spelling or c.spelling, rel), c)
+    scanned.add(key)  # only now: a function refused once is refused again if lowered again
 
 
-# Per translation unit: None when it includes nothing of CCCL, else the functions already scanned.
-# (A cache: weak, so that units are freed with their modules.)
+# Per translation unit: the functions already found clean. (A cache: weak, so that units are freed
+# with their modules.) Every unit is scanned: whether a unit includes CCCL cannot be told from its
+# inclusions, which a unit parsed through a precompiled preamble does not list (a second load of
+# the same file accepted `cuda::std::min` in a kernel).
 _SCANNED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _scanned(tu: ci.TranslationUnit, roots: tuple[str, ...]) -> set[tuple[str, int]] | None:
-    if tu not in _SCANNED:
-        uses = any(i.include is not None and relative(i.include.name, roots) is not None for i in tu.get_includes())
-        _SCANNED[tu] = set() if uses else None
-    return _SCANNED[tu]
+def _scanned(tu: ci.TranslationUnit, roots: tuple[str, ...]) -> set[tuple[str, int]]:
+    return _SCANNED.setdefault(tu, set())
 
 
 def _message(name: str, rel: str) -> str:
