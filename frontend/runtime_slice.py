@@ -30,6 +30,8 @@ _REFERENCES = frozenset({CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR, CK.TYPE_REF, CK.T
 _CLASSES = frozenset({CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE, CK.UNION_DECL})
 # The prefixes of the toolkit's macro names (see unused_runtime_lines).
 _TOOLKIT_MACROS = ("__", "CUDART_", "THRUST_")
+# What nvcc predefines: they always stay (see unused_runtime_lines).
+_NVCC_PREDEFINED = ("__CUDACC__", "__NVCC__", "__CUDACC_VER_")
 # Containers whose children are top-level declarations too.
 _CONTAINERS = frozenset({CK.LINKAGE_SPEC, CK.NAMESPACE})
 
@@ -50,7 +52,7 @@ class _Unit:
 
 def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RUNTIME_DIR,
                          extra_dirs: tuple[str, ...] = (), extra_files: dict[str, str] | None = None,
-                         exports: bool = True) -> dict[str, list[tuple[int, int]]] | None:
+                         exports: bool = True, comments: bool = True) -> dict[str, list[tuple[int, int]]] | None:
     """Per runtime header (its path), the line ranges (1-based, inclusive) of the declarations that
     ``text`` (a whole translated program that includes the runtime with ``#include``, named
     ``path``) never uses, directly or through other declarations; None when clang cannot parse it.
@@ -58,6 +60,8 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
     of the runtime (name -> text: the kernel prelude), read as files of ``runtime_dir``.
     ``exports``: whether the runtime's C-linkage definitions stay whatever uses them (a file
     linked with others; a whole program in one file, ``main`` included, has no other objects).
+    ``comments``: whether the comments of what stays stay (False: every comment on lines of its
+    own goes too; one after code on its line stays).
 
     Macros are units too: one stays where a unit that stays, the program or a conditional of the
     runtime (``#if``, ``#ifdef``...) names it; an ``#undef`` goes with the definitions it undoes.
@@ -124,12 +128,15 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
                            if c.location.file is not None and not c.location.is_in_system_header}:
         roots |= {t.spelling for t in _tokens(tu, name, texts) if t.kind == ci.TokenKind.IDENTIFIER}
     files = {real: name for name, real in places.items() if real is not None}
-    lexed = {real: _directives(tu, name, units, texts) for real, name in files.items()}
+    lexed = {real: _directives(tu, name, units, texts, comments) for real, name in files.items()}
     for d in lexed.values():  # names a runtime conditional tests (#if, #ifdef, #pragma...) stay defined
         roots |= d.tested
-    # The toolkit's own macros (__CUDACC__, __host__, CUDART_VERSION...) stay whatever the program
-    # spells: headers it includes from the system may test them, as they did in the frontend's parse.
-    roots |= {name for u in units if u.macro for name in u.names if name.startswith(_TOOLKIT_MACROS)}
+    # What nvcc predefines (__CUDACC__, __NVCC__) stays whatever the program spells: so that the
+    # system's headers take the branches they took in the frontend's parse. The toolkit's other
+    # macros (__global__, CUDART_VERSION...) stay where a header the program includes spells them.
+    toolkit = {name for u in units if u.macro for name in u.names if name.startswith(_TOOLKIT_MACROS)}
+    roots |= {name for name in toolkit if name.startswith(_NVCC_PREDEFINED)}
+    roots |= _spelled_in_headers(tu, toolkit - roots, runtime)
     # What a unit's lines spell, as the file's lexer reads them: a declaration that starts with a
     # macro (`POLYPY_RT_STATE cudaError_t* polypy_rt_last_error()`) needs the macro's definition
     # although libclang may give the declaration no tokens of its own (a precompiled header's).
@@ -162,14 +169,85 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
         (kept if id(u) in keep else dropped).setdefault(u.file, set()).update(range(u.first_line, u.last_line + 1))
     defined = {name for u in units if u.macro and id(u) in keep for name in u.names}
     macros = {name for u in units if u.macro for name in u.names}
+    entries = _unused_entries(units, keep, roots, spelled, lexed)
     out = {}
     for f in set(dropped) | set(lexed):
         # A line shared with a declaration that stays, stays.
-        gone = dropped.get(f, set()) - kept.get(f, set())
+        gone = (dropped.get(f, set()) - kept.get(f, set())) | entries.get(f, set())
         if f in lexed:
             gone = lexed[f].also_gone(gone, defined, macros)
         if gone:
             out[f] = _spans(gone)
+    return out
+
+
+def _spelled_in_headers(tu: ci.TranslationUnit, names: set[str], runtime: str) -> set[str]:
+    """Those of ``names`` that a header of ``tu`` outside the runtime (``runtime``: its directory,
+    real path) contains anywhere, comments and branches not taken included (a test of its bytes:
+    it can only keep a macro that is not needed)."""
+    out: set[str] = set()
+    for inc in tu.get_includes():
+        f = inc.include
+        if f is None or not names - out or os.path.realpath(f.name).startswith(runtime + os.sep):
+            continue
+        data = _header_bytes(f.name)
+        out |= {name for name in names - out if name.encode() in data}
+    return out
+
+
+# The bytes of each header read, by path and modification time.
+_HEADERS: dict[tuple[str, int], bytes] = {}
+
+
+def _header_bytes(path: str) -> bytes:
+    try:
+        key = (path, os.stat(path).st_mtime_ns)
+    except OSError:
+        return b""
+    if key not in _HEADERS:
+        with open(path, "rb") as fh:
+            _HEADERS[key] = fh.read()
+    return _HEADERS[key]
+
+
+def _unused_entries(units: list[_Unit], keep: set[int], roots: set[str], spelled: dict[int, set[str]],
+                    lexed: dict[str, "_Lexed"]) -> dict[str, set[int]]:
+    """Per file, the lines of list macros that name nothing used: a function-like macro ``L(X)``
+    whose every continuation line is one entry ``X(name, ...)`` (the runtime's error codes), used
+    by nothing that stays but the declaration of its names (``enum { L(AS_ENUMERATOR) }``),
+    keeps the entries whose name something that stays (or the program) uses, and its last entry
+    (where the enum's largest value is: the enum's range stays the same)."""
+    out: dict[str, set[int]] = {}
+    kept = [u for u in units if id(u) in keep]
+    for m in kept:
+        found = lexed.get(m.file)
+        if not m.macro or found is None or m.last_line == m.first_line:
+            continue
+        head = found.spellings.get(m.first_line, [])
+        if len(head) != 6 or head[:2] != ["#", "define"] or head[3] != "(" or head[5] != ")":
+            continue  # not `#define L(X)` alone on its line
+        param = head[4]
+        lines = range(m.first_line + 1, m.last_line + 1)
+        names = {}
+        for x in lines:
+            toks = found.spellings.get(x, [])
+            if len(toks) < 4 or toks[0] != param or toks[1] != "(" or toks[3] != ",":
+                break
+            names[x] = toks[2]
+        else:
+            macro = next(iter(m.names))
+            users = {id(u) for u in kept if u is not m and macro in (u.refs | spelled.get(id(u), set()))}
+            # (A typedef of the enum is the same declaration: it shares the enum's lines.)
+            declarers = [u for u in kept if id(u) in users and set(names.values()) <= u.names]
+            if not all(any(d.file == u.file and d.first_line <= u.last_line and u.first_line <= d.last_line
+                           for d in declarers) for u in kept if id(u) in users):
+                continue
+            needed = set(roots)
+            for u in kept:
+                if u is not m and id(u) not in users:
+                    needed |= u.refs | u.names | spelled.get(id(u), set())
+            out.setdefault(m.file, set()).update(x for x, name in names.items()
+                                                 if name not in needed and x != m.last_line)
     return out
 
 
@@ -186,6 +264,8 @@ class _Lexed:
     tested: set[str]
     continued: set[int]  # lines that end with a backslash (a directive continues on the next line)
     identifiers: dict[int, set[str]] = dataclasses.field(default_factory=dict)  # by line
+    spellings: dict[int, list[str]] = dataclasses.field(default_factory=dict)  # each line's tokens, in order
+    keep_comments: bool = True
 
     def also_gone(self, gone: set[int], defined: set[str], macros: set[str]) -> set[int]:
         """``gone`` (the lines of the units left out) with what goes with them: the ``#undef`` of a
@@ -200,6 +280,14 @@ class _Lexed:
         for first, last, before in reversed(self.comments):  # a comment above a comment left out goes too
             if before is not None and before in gone:
                 gone.update(x for x in range(first, last + 1) if x not in self.code)
+        if not self.keep_comments:
+            # Every comment on lines of its own (the runtime's sources document it; a program
+            # needs none of it). Not the last line of a continued macro: the line before it would
+            # continue onto the next one.
+            for first, last, _ in self.comments:
+                lines = range(first, last + 1)
+                if not any(x in self.code for x in lines) and first - 1 not in self.continued:
+                    gone.update(lines)
         stack: list[list[int]] = []
         for line, kind, _ in self.directives:
             if kind in ("if", "ifdef", "ifndef"):
@@ -224,7 +312,8 @@ def _tokens(tu: ci.TranslationUnit, name: str, texts: dict[str, str]) -> list[ci
     return list(tu.get_tokens(extent=tu.get_extent(name, (0, size))))
 
 
-def _directives(tu: ci.TranslationUnit, name: str, units: list[_Unit], texts: dict[str, str]) -> _Lexed:
+def _directives(tu: ci.TranslationUnit, name: str, units: list[_Unit], texts: dict[str, str],
+                comments_stay: bool = True) -> _Lexed:
     """The directives, comments and code lines of the runtime header ``name`` (``_Lexed``)."""
     real = os.path.realpath(name)
     # Lines inside a macro's definition (its continuation lines): a `#` there is its body's.
@@ -235,6 +324,7 @@ def _directives(tu: ci.TranslationUnit, name: str, units: list[_Unit], texts: di
     code: set[int] = set()
     tested: set[str] = set()
     identifiers: dict[int, set[str]] = {}
+    spellings: dict[int, list[str]] = {}
     prev_line = 0
     for i, t in enumerate(tokens):
         line = t.location.line
@@ -243,6 +333,7 @@ def _directives(tu: ci.TranslationUnit, name: str, units: list[_Unit], texts: di
             comments.append((t.extent.start.line, t.extent.end.line, nxt))
             continue
         code.add(line)
+        spellings.setdefault(line, []).append(t.spelling)
         if t.kind == ci.TokenKind.IDENTIFIER:
             identifiers.setdefault(line, set()).add(t.spelling)
         first_on_line = line != prev_line
@@ -259,22 +350,39 @@ def _directives(tu: ci.TranslationUnit, name: str, units: list[_Unit], texts: di
         if kind in ("define", "undef") or kind == "ifndef" and _default_definition(directives, i, code, continued):
             continue
         tested.update(names)
-    return _Lexed(directives, comments, code, tested, continued, identifiers)
+    return _Lexed(directives, comments, code, tested, continued, identifiers, spellings, comments_stay)
 
 
 def _default_definition(directives: list[tuple[int, str, list[str]]], i: int, code: set[int],
                         continued: set[int]) -> bool:
-    """Whether directive ``i`` is ``#ifndef X`` followed by ``#define X ...`` and ``#endif`` and
-    nothing else."""
-    if i + 2 >= len(directives) or not directives[i][2]:
+    """Whether directive ``i`` is ``#ifndef X`` whose group holds nothing but definitions of ``X``
+    (``#define X ...``, also in the branches of conditionals inside it: one per compiler) up to
+    its ``#endif``."""
+    if not directives[i][2]:
         return False
-    (_, _, names), (define_line, kind, defined), (end, last, _) = directives[i], directives[i + 1], directives[i + 2]
-    if kind != "define" or last != "endif" or not defined or defined[0] != names[0]:
+    x = directives[i][2][0]
+    allowed = {directives[i][0]}
+    depth = 0
+    for line, kind, names in directives[i + 1:]:
+        allowed.add(line)
+        if kind in ("if", "ifdef", "ifndef"):
+            depth += 1
+        elif kind == "endif":
+            if depth == 0:
+                end = line
+                break
+            depth -= 1
+        elif kind == "define":
+            if not names or names[0] != x:
+                return False
+            while line in continued:
+                line += 1
+                allowed.add(line)
+        elif kind not in ("elif", "else"):
+            return False
+    else:
         return False
-    body = {define_line}
-    while max(body) in continued:
-        body.add(max(body) + 1)
-    return all(x in body for x in code if define_line <= x < end)
+    return all(y in allowed for y in code if directives[i][0] <= y <= end)
 
 
 # The runtime's units, by place and file version: the same in every program (the runtime comes

@@ -204,3 +204,22 @@ def test_threads_option_sets_the_merged_region_s_team_too(tmp_path) -> None:
     code = out.read_text()
     assert "#pragma omp parallel num_threads(3) firstprivate(a, b, steps)\n" in code
     assert "#pragma omp parallel firstprivate" not in code
+    # Every kernel here is launched in a merged loop: each launcher shares grids with a team.
+    assert code.count("if (polypy_rt_in_team())") == code.count("auto polypy_blocks = [&]") > 0
+
+
+def test_only_launchers_a_merged_loop_calls_share_grids_with_a_team(tmp_path) -> None:
+    from codegen.c.module import in_merged_loops
+    from frontend.parse import parse_file
+
+    src = tmp_path / "team.cu"
+    src.write_text("#include <cuda_runtime.h>\n"
+                   "__global__ void k(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] += 1.0f; }\n"
+                   "__global__ void j(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] *= 2.0f; }\n"
+                   "void f(float* x, int n) {\n  j<<<1, 32>>>(x, n);\n"
+                   "  for (int t = 0; t < n; t++) { k<<<1, 32>>>(x, n); }\n"
+                   "  for (int t = 0; t < n; t++) { j<<<1, 32>>>(x, n); cudaMemset(x, 0, 4); }\n}\n")
+    module = parse_file(str(src))
+    assert module.host is not None
+    assert [l.merged for l in module.host.loops] == [True, False]
+    assert in_merged_loops(module.host, {k.name: k for k in module.kernels}) == {"k"}

@@ -96,6 +96,19 @@ RT_EXPANDS(int)
 #ifndef __RT_TOOLKIT__
 #define __RT_TOOLKIT__ 1
 #endif
+#ifndef __RT_SPELLED__
+#define __RT_SPELLED__
+#endif
+#ifndef __CUDACC__
+#define __CUDACC__
+#endif
+#ifndef RT_PER_COMPILER
+#if defined(__clang__)
+#define RT_PER_COMPILER 1
+#else
+#define RT_PER_COMPILER 2
+#endif
+#endif
 #define RT_BY_USER 5
 #define RT_USED_MACRO(x) rt_used_fn(x)
 static inline int rt_used_fn(int x) { return x; }
@@ -107,11 +120,17 @@ def test_macros_comments_and_empty_groups_go_with_what_uses_them(tmp_path: pathl
     runtime = tmp_path / "rt"
     runtime.mkdir()
     (runtime / "cuda_runtime.h").write_text(MACROS)
+    # A header the program includes from elsewhere spells a toolkit macro (in a comment: any
+    # spelling keeps it).
+    system = tmp_path / "sys"
+    system.mkdir()
+    (system / "other.h").write_text("/* __RT_SPELLED__ */\nint other_header;\n")
     # The program's own conditional names RT_BY_USER: it stays defined.
-    program = ('#include "cuda_runtime.h"\n#ifdef RT_BY_USER\nint x = 1;\n#endif\n'
+    program = ('#include "cuda_runtime.h"\n#include <other.h>\n#ifdef RT_BY_USER\nint x = 1;\n#endif\n'
                "int main() { return RT_USED_MACRO(2); }\n")
     for exports in (True, False):
-        unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime, exports=exports)
+        unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime, exports=exports,
+                                      extra_dirs=(str(system),))
         assert unused is not None
         (_, spans), = unused.items()
         gone = {line for a, b in spans for line in range(a, b + 1)}
@@ -120,18 +139,69 @@ def test_macros_comments_and_empty_groups_go_with_what_uses_them(tmp_path: pathl
         # names, a macro whose expansions are all unused with its #undef, a group left empty.
         # (rt_tested's group is left empty: it goes; RT_TESTED, named by its #ifdef, stays. A
         # default definition's own #ifndef does not use it; a macro left out goes from the branch
-        # the parse did not take too. The toolkit's names (__X__) stay.)
+        # the parse did not take too, as does one defined per compiler inside its #ifndef. A
+        # toolkit name (__X__) stays where a header the program includes spells it, nvcc's
+        # predefined __CUDACC__ always.)
         for dropped in ("RT_UNUSED 7", "Used by no one", "RT_UNUSED_FN", "rt_tested(void)", "RT_UNUSED_IN_BODY 3",
                         "RT_EXPANDS", "RT_NEVER_DEFINED", "RT_EMPTY_GROUP", "#ifdef RT_TESTED", "#endif", "#else",
-                        "RT_DEFAULTED", "RT_TWICE_DEFINED"):
+                        "RT_DEFAULTED", "RT_TWICE_DEFINED", "__RT_TOOLKIT__", "RT_PER_COMPILER", "#if defined(__clang__)"):
             want |= _lines(MACROS, dropped)
-        want -= {MACROS.splitlines().index("#ifndef __RT_TOOLKIT__") + 3}  # its #endif
+        lines = MACROS.splitlines()
+        want -= {lines.index(f"#ifndef {kept}") + 3 for kept in ("__RT_SPELLED__", "__CUDACC__")}  # their #endif
         if not exports:
             want |= _lines(MACROS, "rt_exported")
         assert gone == want, (exports, sorted(gone ^ want))
         # Named by a conditional of the runtime, by the program, used by main: they stay.
-        for kept in ("#define RT_TESTED", "RT_BY_USER", "__RT_TOOLKIT__", "RT_USED_MACRO", "rt_used_fn(int"):
+        for kept in ("#define RT_TESTED", "RT_BY_USER", "__RT_SPELLED__", "__CUDACC__", "RT_USED_MACRO", "rt_used_fn(int"):
             assert not gone & _lines(MACROS, kept), kept
+
+
+LISTS = """\
+/* The codes:
+ * a list macro. */
+#define RT_CODES(X) \\
+  X(rt_ok, 0) \\
+  X(rt_bad, 1) /* used */ \\
+  X(rt_worse, 2) \\
+  X(rt_last, 9)
+#define RT_ENUMERATOR(name, value) name = value,
+typedef enum rt_code { RT_CODES(RT_ENUMERATOR) } rt_code_t;
+#define RT_NAMES(X) \\
+  X(rt_red, 0) \\
+  X(rt_green, 1)
+#define RT_COLOR(name, value) name = value,
+enum rt_color { RT_NAMES(RT_COLOR) };
+#define RT_CASE(name, value) case name: return #name;
+static inline const char* rt_color_name(int c) { switch (c) { RT_NAMES(RT_CASE) } return "?"; }
+static inline int rt_fails(void) {
+  // a comment on its own line
+  return rt_bad; /* after code: stays */
+}
+#define RT_CONTINUED(x) \\
+  (x) \\
+  /* the macro's last line */
+int rt_after = RT_CONTINUED(1);
+"""
+
+
+def test_comments_and_unused_entries_of_list_macros_go(tmp_path: pathlib.Path) -> None:
+    runtime = tmp_path / "rt"
+    runtime.mkdir()
+    (runtime / "cuda_runtime.h").write_text(LISTS)
+    program = '#include "cuda_runtime.h"\nint main() { return rt_fails() + rt_worse + (int)*rt_color_name(1) + rt_after; }\n'
+    lines = LISTS.splitlines()
+    for comments in (True, False):
+        unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime, comments=comments)
+        assert unused is not None
+        gone = {line for _, spans in unused.items() for a, b in spans for line in range(a, b + 1)}
+        # RT_CODES is used only by the enum that declares its names: the entries nothing names go
+        # (rt_ok), not the last (the enum's largest value). RT_NAMES is also used by a switch: whole.
+        want = _lines(LISTS, "X(rt_ok")
+        if not comments:
+            want |= _lines(LISTS, "The codes") | _lines(LISTS, "a list macro") | _lines(LISTS, "on its own line")
+        assert gone == want, (comments, sorted(gone ^ want))
+        for kept in ("X(rt_bad", "X(rt_worse", "X(rt_last", "X(rt_red", "X(rt_green", "after code", "last line"):
+            assert not gone & _lines(LISTS, kept), kept
 
 
 def test_jacobi_solver_gets_the_memory_functions_and_no_graphs(tmp_path: pathlib.Path) -> None:
@@ -144,7 +214,12 @@ def test_jacobi_solver_gets_the_memory_functions_and_no_graphs(tmp_path: pathlib
     for unused in ("cudaGraphInstantiate(", "cudaStreamCreate(", "cudaCreateTextureObject(", "cudaMallocPitch("):
         assert unused not in text, unused
     assert "float polypy_expf(float x) {" not in text  # the kernel prelude's exp: unused here
-    assert len(text.splitlines()) < 1100  # 5,021 lines with the whole runtime and prelude
+    assert len(text.splitlines()) < 720  # 5,021 lines with the whole runtime and prelude, 1,025 with comments
+    # No comment of the runtime's, no error code the program cannot meet, no toolkit keyword
+    # macro no header spells, no team branch in launchers no merged host loop calls.
+    assert "The last error, as CUDA keeps it" not in text and "X(cudaErrorNotReady" not in text
+    assert "X(cudaErrorMemoryAllocation" in text and "#define __launch_bounds__" not in text
+    assert "#define __CUDACC__" in text and "if (polypy_rt_in_team())" not in text
     # One file, main included: no other objects call the runtime's C entry points (or the
     # emulator's texture fetch); a file compiled with -c keeps the entry points.
     assert "POLYPY_RT_C_ENTRY(cudaError_t, cudaMalloc" not in text and "polypy_tex_value" not in text
@@ -210,6 +285,7 @@ def test_a_program_using_streams_events_and_graphs_gets_them(tmp_path: pathlib.P
     for used in ("cudaStreamCreate(", "cudaEventElapsedTime(", "cudaGraphInstantiate(", "cudaStreamBeginCapture("):
         assert used in text, used
     assert "cudaCreateTextureObject(" not in text
+    assert "X(cudaErrorNotReady" in text  # cudaGetErrorString: every error code
     assert "float polypy_expf(float x) {" in text  # the kernel's expf
     _build_and_run(tmp_path, out, "4 4 timed no error\n")
 

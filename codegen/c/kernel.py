@@ -48,12 +48,15 @@ from codegen.c.templates import render_template
 class Options:
     """How to emit: ``cpp`` (C++ rather than C), ``threads`` (OpenMP threads; 0 = runtime default),
     ``check_bounds`` (check every index), ``program`` (whole-program launcher: source signature,
-    ``static``, configuration checked like a CUDA launch)."""
+    ``static``, configuration checked like a CUDA launch), ``in_team`` (a whole program's
+    launcher may be called inside a merged host loop's parallel region, ``codegen.c.merged_loops``:
+    it then shares the grid among the team; False where no merged loop launches the kernel)."""
 
     cpp: bool = False
     threads: int = 0
     check_bounds: bool = False
     program: bool = False
+    in_team: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -453,7 +456,7 @@ class KernelEmitter:
         return render_template("c_launcher.j2", kernel=self.kernel.name, signature=decl, grid=grid, block=block,
                                prologue=prologue, num_threads=num_threads, scratch=scratch,
                                block_function=self.block_name, arguments=arguments, steps=steps, note=note,
-                               worker_sums=worker_sums, team=opts.program, alone=alone, alone_why=alone_why,
+                               worker_sums=worker_sums, team=opts.program, in_team=opts.in_team, alone=alone, alone_why=alone_why,
                                factors=list(factors))
 
     def worker_sums(self) -> list[tuple[int, int, ScalarType]]:

@@ -65,11 +65,17 @@ PRELUDE_FILE = "polypy_prelude.h"
 PRELUDE_INCLUDE = f'#include "{PRELUDE_FILE}" /* polypy kernel support */'
 
 
+# Above a runtime pasted in part: its comments (what each declaration does and why) are in its sources.
+RUNTIME_NOTE = ("/* polypy's CUDA runtime and kernel support, the declarations this program uses (documented in "
+                "polypy/runtime/cuda_runtime.h, its parts/ and codegen/templates/c_prelude.h.j2) */")
+
+
 def with_runtime(text: str, unused: Mapping[str, Sequence[tuple[int, int]]] | None) -> str:
     """A program emitted with ``RUNTIME_INCLUDE`` (and ``PRELUDE_INCLUDE``) with the runtime and
     the prelude pasted there, less ``unused``."""
     at = text.index(RUNTIME_INCLUDE)
-    text = text[:at] + _one_blank(runtime_header(unused)).rstrip("\n") + text[at + len(RUNTIME_INCLUDE):]
+    note = RUNTIME_NOTE + "\n" if unused else ""
+    text = text[:at] + note + _one_blank(runtime_header(unused)).rstrip("\n") + text[at + len(RUNTIME_INCLUDE):]
     lines = prelude().rstrip("\n").split("\n")
     path = os.path.realpath(str(resources.files("polypy.runtime").joinpath(PRELUDE_FILE)))
     gone = _left_out(lines, (unused or {}).get(path, ()))
@@ -221,7 +227,9 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
         codes = {name: emulated_launcher(k, i, options) for i, (name, k) in enumerate(kernels.items())}
     else:
         notes = barriers or {}
-        codes = {name: emit_kernel(k, options, versions=(versions or {}).get(name), barriers=notes.get(name))
+        team = in_merged_loops(host, kernels)
+        codes = {name: emit_kernel(k, dataclasses.replace(options, in_team=name in team),
+                                   versions=(versions or {}).get(name), barriers=notes.get(name))
                  for name, k in kernels.items()}
     if not emulate:
         codes = _with_child_prototypes(codes, kernels)
@@ -244,6 +252,24 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
                      for h in THRUST_CUDA_SYSTEM_INCLUDES) + "\n" if cccl else ""
     return (head + fp_contract_off() + "\n" + runtime.rstrip() + "\n\n" + support + "\n\n"
             + thrust + bridge + body + tail)
+
+
+def in_merged_loops(host: HostProgram, kernels: Mapping[str, n.Kernel]) -> set[str]:
+    """The kernels launched inside a host loop merged into one parallel region, and those they
+    launch from device code: their launchers are the only ones a team's threads call (a merged
+    loop calls nothing but this file's launchers, ``frontend.merge_loops``)."""
+    out = set()
+    for hf in host.files.values():
+        spans = [(loop.start, loop.end) for loop in hf.loops if loop.merged]
+        out |= {site.kernel for site in hf.launches if any(a <= site.start < b for a, b in spans)}
+    todo = list(out)
+    while todo:
+        k = kernels.get(todo.pop())
+        for child in ({x.kernel for x in walk(k) if isinstance(x, n.Launch)} if k is not None else ()):
+            if child not in out:
+                out.add(child)
+                todo.append(child)
+    return out
 
 
 def _with_child_prototypes(codes: dict[str, KernelCode], kernels: Mapping[str, n.Kernel]) -> dict[str, KernelCode]:

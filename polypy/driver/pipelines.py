@@ -486,7 +486,8 @@ def _unused_runtime(text: str, host) -> dict | None:
     """The declarations of the runtime and of the kernel prelude a whole program does not use
     (``frontend.runtime_slice``): the program is read where its main file is, so that its own
     includes are found. The runtime's C entry points (for the program's plain C files) stay only
-    in a file that is linked with others: one without ``main``, or compiled with ``-c``."""
+    in a file that is linked with others: one without ``main``, or compiled with ``-c``. The
+    comments of both stay in their sources (``codegen.c.module.RUNTIME_NOTE`` says where)."""
     from codegen.c.module import PRELUDE_FILE
     from codegen.c.templates import prelude
     from frontend.runtime_slice import unused_runtime_lines
@@ -494,4 +495,5 @@ def _unused_runtime(text: str, host) -> dict | None:
     main = host.main
     return unused_runtime_lines(text, os.path.join(os.path.dirname(os.path.abspath(main)), "polypy_program.cpp"),
                                 extra_dirs=(os.path.dirname(os.path.abspath(main)),),
-                                extra_files={PRELUDE_FILE: prelude()}, exports=host.part or not host.has_main)
+                                extra_files={PRELUDE_FILE: prelude()}, exports=host.part or not host.has_main,
+                                comments=False)
