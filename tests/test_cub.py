@@ -141,6 +141,13 @@ __global__ void striped_scan(const float* in, float* out) {
   cub::StoreDirectBlocked(threadIdx.x, out + blockIdx.x * 128, sums);
 }
 
+__global__ void thread_ids(int* rank3, int* lane, int* rank_x_only) {
+  int t = ((blockIdx.x * blockDim.z + threadIdx.z) * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+  rank3[t] = cub::RowMajorTid(blockDim.x, blockDim.y, blockDim.z);
+  lane[t] = (int)cub::LaneId();
+  rank_x_only[t] = cub::RowMajorTid(blockDim.x, 1, 1);  // CUB: a dimension of 1 ignores that index
+}
+
 __global__ void warp_scans(const int* x, int* inc, int* ex, int* agg) {
   typedef cub::WarpScan<int, 8> WarpScanT;
   __shared__ typename WarpScanT::TempStorage temp[8];
@@ -388,6 +395,18 @@ def test_warp_scans_of_logical_warps(way) -> None:
     running = np.maximum(np.maximum.accumulate(warps, axis=1), -100)
     np.testing.assert_array_equal(got["ex"].reshape(16, 8)[:, 1:], running[:, :-1])
     np.testing.assert_array_equal(got["ex"].reshape(16, 8)[:, 0], -100)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_row_major_tid_and_lane_id(way) -> None:
+    need_compiler()
+    n = 2 * 64
+    got = _run("thread_ids", 2, (8, 4, 2), {"rank3": np.zeros(n, np.int32), "lane": np.zeros(n, np.int32),
+                                            "rank_x_only": np.zeros(n, np.int32)}, way)
+    rank = np.tile(np.arange(64, dtype=np.int32), 2)
+    np.testing.assert_array_equal(got["rank3"], rank)
+    np.testing.assert_array_equal(got["lane"], rank % 32)
+    np.testing.assert_array_equal(got["rank_x_only"], rank % 8)
 
 
 def test_a_union_of_temp_storages_is_a_located_error(tmp_path) -> None:

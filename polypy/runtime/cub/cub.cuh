@@ -5,6 +5,7 @@
 #define POLYPY_CUB_CUH
 
 #include <cub/thread/thread_operators.cuh>
+#include <cub/util_ptx.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/block/block_radix_sort.cuh>
