@@ -2,7 +2,8 @@
 through the emulator, the LLVM JIT and the C backend, each result against NumPy: reductions in
 rank order (bit for bit against a sequential float32 sum), scans with and without an initial
 value and aggregates, logical warps with fewer valid lanes, and stable radix sorts of keys and
-pairs (negative numbers, -0.0 and +0.0 as one key, bit ranges, descending, striped output)."""
+pairs (negative numbers, -0.0 and +0.0 as one key, bit ranges, descending, striped output), block exchanges
+between arrangements and by rank, block histograms, and CUB's thread ranks (RowMajorTid, LaneId)."""
 from __future__ import annotations
 
 import subprocess
@@ -407,6 +408,79 @@ def test_row_major_tid_and_lane_id(way) -> None:
     np.testing.assert_array_equal(got["rank3"], rank)
     np.testing.assert_array_equal(got["lane"], rank % 32)
     np.testing.assert_array_equal(got["rank_x_only"], rank % 8)
+
+
+EXCHANGE_SOURCE = r"""
+#include <cub/cub.cuh>
+
+__global__ void exchanges(const int* in, int* blocked, int* striped, int* warp_striped, int* back,
+                          int* scattered, int* to_striped) {
+  typedef cub::BlockExchange<int, 32, 3, false, 2> BlockExchangeT;  // 32 x 2 threads, 3 items each
+  __shared__ typename BlockExchangeT::TempStorage temp;
+  int rank = threadIdx.y * 32 + threadIdx.x;
+  int base = blockIdx.x * 192;
+  int items[3], out[3], ws[3], ranks[3];
+  for (int k = 0; k < 3; ++k) items[k] = in[base + k * 64 + rank];  // striped
+  BlockExchangeT(temp).StripedToBlocked(items, out);
+  for (int k = 0; k < 3; ++k) blocked[base + rank * 3 + k] = out[k];
+  BlockExchangeT(temp).BlockedToStriped(out);
+  for (int k = 0; k < 3; ++k) striped[base + k * 64 + rank] = out[k];
+  for (int k = 0; k < 3; ++k) items[k] = in[base + rank * 3 + k];  // blocked
+  BlockExchangeT(temp).BlockedToWarpStriped(items, ws);
+  for (int k = 0; k < 3; ++k) warp_striped[base + (rank / 32) * 96 + k * 32 + rank % 32] = ws[k];
+  BlockExchangeT(temp).WarpStripedToBlocked(ws);
+  for (int k = 0; k < 3; ++k) back[base + rank * 3 + k] = ws[k];
+  for (int k = 0; k < 3; ++k) ranks[k] = 191 - (rank * 3 + k);
+  BlockExchangeT(temp).ScatterToBlocked(items, out, ranks);
+  for (int k = 0; k < 3; ++k) scattered[base + rank * 3 + k] = out[k];
+  BlockExchangeT(temp).ScatterToStriped(items, ranks);
+  for (int k = 0; k < 3; ++k) to_striped[base + k * 64 + rank] = items[k];
+}
+
+__global__ void histograms(const unsigned char* in, unsigned int* once, unsigned int* twice) {
+  typedef cub::BlockHistogram<unsigned char, 16, 4, 100, cub::BLOCK_HISTO_ATOMIC, 4> BlockHistogramT;
+  __shared__ typename BlockHistogramT::TempStorage temp;
+  __shared__ unsigned int hist[100];  // 100 bins for 64 threads: InitHistogram's last round is partial
+  int rank = threadIdx.y * 16 + threadIdx.x;
+  unsigned char items[4];
+  for (int k = 0; k < 4; ++k) items[k] = in[blockIdx.x * 256 + rank * 4 + k];
+  BlockHistogramT(temp).Histogram(items, hist);
+  __syncthreads();
+  for (int b = rank; b < 100; b += 64) once[blockIdx.x * 100 + b] = hist[b];
+  __syncthreads();
+  BlockHistogramT(temp).Composite(items, hist);
+  __syncthreads();
+  for (int b = rank; b < 100; b += 64) twice[blockIdx.x * 100 + b] = hist[b];
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_block_exchange_between_arrangements_and_by_rank(way) -> None:
+    need_compiler()
+    x = RNG.integers(-1000, 1000, 2 * 192).astype(np.int32)
+    names = ("blocked", "striped", "warp_striped", "back", "scattered", "to_striped")
+    got = run_way(EXCHANGE_SOURCE, "exchanges", 2, (32, 2), {"in": x, **{k: np.zeros_like(x) for k in names}}, way,
+                  name="cub_exchange.cu")
+    # Each output is stored in the arrangement it was read out in, so a right exchange gives the input back;
+    # the scatters reverse each block's tile (rank 191 - j for tile element j).
+    for k in ("blocked", "striped", "warp_striped", "back"):
+        np.testing.assert_array_equal(got[k], x, err_msg=k)
+    reversed_tiles = x.reshape(2, 192)[:, ::-1].ravel()
+    np.testing.assert_array_equal(got["scattered"], reversed_tiles)
+    np.testing.assert_array_equal(got["to_striped"], reversed_tiles)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_block_histogram_init_and_composite(way) -> None:
+    need_compiler()
+    x = RNG.integers(0, 100, 3 * 256).astype(np.uint8)
+    got = run_way(EXCHANGE_SOURCE, "histograms", 3, (16, 4), {"in": x, "once": np.zeros(300, np.uint32),
+                                                             "twice": np.zeros(300, np.uint32)}, way,
+                  name="cub_exchange.cu")
+    want = np.concatenate([np.bincount(x[b * 256:(b + 1) * 256], minlength=100) for b in range(3)]).astype(np.uint32)
+    np.testing.assert_array_equal(got["once"], want)
+    np.testing.assert_array_equal(got["twice"], 2 * want)
 
 
 def test_a_union_of_temp_storages_is_a_located_error(tmp_path) -> None:
