@@ -25,7 +25,7 @@ from polypy.errors import Loc, UserError
 CUB = ("CUB's device-wide algorithms (cub::DeviceReduce, cub::DeviceScan, cub::DeviceRadixSort...) and the CUB "
        "headers polypy does not provide are not supported: polypy's own <cub/cub.cuh> and its <cub/block/...>, "
        "<cub/warp/...>, <cub/thread/thread_operators.cuh> and <cub/util_ptx.cuh> give cub::BlockReduce, BlockScan, "
-       "BlockRadixSort, BlockLoad, BlockStore, BlockExchange, BlockHistogram, WarpReduce, WarpScan (docs/cub.md)")
+       "BlockRadixSort, BlockLoad, BlockStore, BlockExchange, BlockHistogram, BlockDiscontinuity, BlockShuffle, WarpReduce, WarpScan (docs/cub.md)")
 _SYSTEMS = {
     "thrust/system/cuda": "Thrust's CUDA system (thrust/system/cuda, thrust::cuda::par) is not supported: polypy runs "
                           "Thrust on its OpenMP device system (docs/thrust.md)",

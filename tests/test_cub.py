@@ -3,7 +3,7 @@ through the emulator, the LLVM JIT and the C backend, each result against NumPy:
 rank order (bit for bit against a sequential float32 sum), scans with and without an initial
 value and aggregates, logical warps with fewer valid lanes, and stable radix sorts of keys and
 pairs (negative numbers, -0.0 and +0.0 as one key, bit ranges, descending, striped output), block exchanges
-between arrangements and by rank, block histograms, and CUB's thread ranks (RowMajorTid, LaneId)."""
+between arrangements and by rank, block histograms, discontinuity flags, block shuffles, and CUB's thread ranks (RowMajorTid, LaneId)."""
 from __future__ import annotations
 
 import subprocess
@@ -452,6 +452,43 @@ __global__ void histograms(const unsigned char* in, unsigned int* once, unsigned
   __syncthreads();
   for (int b = rank; b < 100; b += 64) twice[blockIdx.x * 100 + b] = hist[b];
 }
+__global__ void runs(const int* in, int* heads, int* tails, int* heads_pred, int* both_h, int* both_t) {
+  typedef cub::BlockDiscontinuity<int, 16, 2> BlockDiscontinuityT;  // 16 x 2 threads, 3 items each
+  __shared__ typename BlockDiscontinuityT::TempStorage temp;
+  int rank = threadIdx.y * 16 + threadIdx.x;
+  int base = blockIdx.x * 96;
+  int items[3], h[3], t[3];
+  for (int k = 0; k < 3; ++k) items[k] = in[base + rank * 3 + k];
+  BlockDiscontinuityT(temp).FlagHeads(h, items, cub::Inequality());
+  for (int k = 0; k < 3; ++k) heads[base + rank * 3 + k] = h[k];
+  BlockDiscontinuityT(temp).FlagTails(t, items, cub::Inequality());
+  for (int k = 0; k < 3; ++k) tails[base + rank * 3 + k] = t[k];
+  int pred = blockIdx.x > 0 ? in[base - 1] : -1;
+  BlockDiscontinuityT(temp).FlagHeads(h, items, cub::Inequality(), pred);
+  for (int k = 0; k < 3; ++k) heads_pred[base + rank * 3 + k] = h[k];
+  BlockDiscontinuityT(temp).FlagHeadsAndTails(h, pred, t, in[base + 96], items, cub::Inequality());
+  for (int k = 0; k < 3; ++k) both_h[base + rank * 3 + k] = h[k];
+  for (int k = 0; k < 3; ++k) both_t[base + rank * 3 + k] = t[k];
+}
+
+__global__ void shuffles(const float* in, const float* in2, float* off, float* rot, float* up, float* down,
+                         float* suffix) {
+  typedef cub::BlockShuffle<float, 64> BlockShuffleT;
+  __shared__ typename BlockShuffleT::TempStorage temp;
+  int i = blockIdx.x * 64 + threadIdx.x;
+  float y = -1.0f, z;
+  BlockShuffleT(temp).Offset(in[i], y, -3);
+  off[i] = y;
+  BlockShuffleT(temp).Rotate(in[i], z, 5);
+  rot[i] = z;
+  float items[2], prev[2] = {-1.0f, -1.0f}, next[2] = {-1.0f, -1.0f}, s;
+  for (int k = 0; k < 2; ++k) items[k] = in2[i * 2 + k];
+  BlockShuffleT(temp).Up(items, prev, s);
+  BlockShuffleT(temp).Down(items, next);
+  for (int k = 0; k < 2; ++k) up[i * 2 + k] = prev[k];
+  for (int k = 0; k < 2; ++k) down[i * 2 + k] = next[k];
+  suffix[i] = s;
+}
 """
 
 
@@ -481,6 +518,44 @@ def test_block_histogram_init_and_composite(way) -> None:
     want = np.concatenate([np.bincount(x[b * 256:(b + 1) * 256], minlength=100) for b in range(3)]).astype(np.uint32)
     np.testing.assert_array_equal(got["once"], want)
     np.testing.assert_array_equal(got["twice"], 2 * want)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_block_discontinuity_flags_heads_and_tails_of_runs(way) -> None:
+    need_compiler()
+    x = np.repeat(RNG.integers(0, 5, 200), RNG.integers(1, 4, 200))[:193].astype(np.int32)
+    assert x.size == 193
+    names = ("heads", "tails", "heads_pred", "both_h", "both_t")
+    got = run_way(EXCHANGE_SOURCE, "runs", 2, (16, 2), {"in": x, **{k: np.zeros(192, np.int32) for k in names}}, way,
+                  name="cub_exchange.cu")
+    for b in range(2):
+        tile, base = x[b * 96:(b + 1) * 96], b * 96
+        differs = (tile[1:] != tile[:-1]).astype(np.int32)
+        pred = -1 if b == 0 else x[base - 1]
+        heads = np.concatenate([[1], differs])
+        tails = np.concatenate([differs, [1]])
+        with_pred = np.concatenate([[int(pred != tile[0])], differs])
+        with_succ = np.concatenate([differs, [int(tile[-1] != x[base + 96])]])
+        for k, want in (("heads", heads), ("tails", tails), ("heads_pred", with_pred), ("both_h", with_pred),
+                        ("both_t", with_succ)):
+            np.testing.assert_array_equal(got[k][base:base + 96], want, err_msg=f"{k} of block {b}")
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_block_shuffle_offset_rotate_up_down(way) -> None:
+    need_compiler()
+    x = RNG.standard_normal(128).astype(np.float32)
+    x2 = RNG.standard_normal(256).astype(np.float32)
+    args = {"in": x, "in2": x2, "off": np.zeros(128, np.float32), "rot": np.zeros(128, np.float32),
+            "up": np.zeros(256, np.float32), "down": np.zeros(256, np.float32), "suffix": np.zeros(128, np.float32)}
+    got = run_way(EXCHANGE_SOURCE, "shuffles", 2, 64, args, way, name="cub_exchange.cu")
+    for b in range(2):
+        t, t2 = x[b * 64:(b + 1) * 64], x2[b * 128:(b + 1) * 128]
+        np.testing.assert_array_equal(got["off"][b * 64:(b + 1) * 64], np.concatenate([[-1.0] * 3, t[:-3]]))
+        np.testing.assert_array_equal(got["rot"][b * 64:(b + 1) * 64], np.roll(t, -5))
+        np.testing.assert_array_equal(got["up"][b * 128:(b + 1) * 128], np.concatenate([[-1.0], t2[:-1]]))
+        np.testing.assert_array_equal(got["down"][b * 128:(b + 1) * 128], np.concatenate([t2[1:], [-1.0]]))
+        np.testing.assert_array_equal(got["suffix"][b * 64:(b + 1) * 64], np.full(64, t2[-1]))
 
 
 def test_a_union_of_temp_storages_is_a_located_error(tmp_path) -> None:

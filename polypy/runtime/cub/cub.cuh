@@ -13,6 +13,8 @@
 #include <cub/block/block_store.cuh>
 #include <cub/block/block_exchange.cuh>
 #include <cub/block/block_histogram.cuh>
+#include <cub/block/block_discontinuity.cuh>
+#include <cub/block/block_shuffle.cuh>
 #include <cub/warp/warp_reduce.cuh>
 #include <cub/warp/warp_scan.cuh>
 
