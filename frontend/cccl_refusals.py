@@ -23,9 +23,9 @@ from polypy.errors import Loc, UserError
 
 
 CUB = ("CUB's device-wide algorithms (cub::DeviceReduce, cub::DeviceScan, cub::DeviceRadixSort...) and the CUB "
-       "headers polypy does not provide are not supported: polypy's own <cub/cub.cuh>, <cub/block/block_reduce.cuh>, "
-       "<cub/block/block_scan.cuh>, <cub/block/block_radix_sort.cuh> and <cub/warp/warp_reduce.cuh> give "
-       "cub::BlockReduce, BlockScan, BlockRadixSort and WarpReduce (docs/cub.md)")
+       "headers polypy does not provide are not supported: polypy's own <cub/cub.cuh> and its <cub/block/...>, "
+       "<cub/warp/...>, <cub/thread/thread_operators.cuh> and <cub/util_ptx.cuh> give cub::BlockReduce, BlockScan, "
+       "BlockRadixSort, BlockLoad, BlockStore, BlockExchange, BlockHistogram, BlockDiscontinuity, BlockShuffle, WarpReduce, WarpScan (docs/cub.md)")
 _SYSTEMS = {
     "thrust/system/cuda": "Thrust's CUDA system (thrust/system/cuda, thrust::cuda::par) is not supported: polypy runs "
                           "Thrust on its OpenMP device system (docs/thrust.md)",

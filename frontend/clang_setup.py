@@ -243,7 +243,7 @@ _UNSUPPORTED_HEADERS = {
     "cuda_awbarrier.h": "asynchronous barriers (cuda_awbarrier.h)",
     "thrust": "Thrust",
     "cub": "CUB beyond its block and warp primitives (polypy's <cub/cub.cuh>: cub::BlockReduce, BlockScan, "
-           "BlockRadixSort, WarpReduce; docs/cub.md)",
+           "BlockRadixSort, BlockLoad, BlockStore, BlockExchange, BlockHistogram, BlockDiscontinuity, BlockShuffle, WarpReduce, WarpScan; docs/cub.md)",
     "cuda": "libcu++ (<cuda/...> other than <cuda/barrier> and <cuda/pipeline>: atomics, <cuda/std/...>)",
 }
 # Of those, what CCCL's headers give in host code where they are installed (polypy.cccl).

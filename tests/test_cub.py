@@ -2,7 +2,8 @@
 through the emulator, the LLVM JIT and the C backend, each result against NumPy: reductions in
 rank order (bit for bit against a sequential float32 sum), scans with and without an initial
 value and aggregates, logical warps with fewer valid lanes, and stable radix sorts of keys and
-pairs (negative numbers, -0.0 and +0.0 as one key, bit ranges, descending, striped output)."""
+pairs (negative numbers, -0.0 and +0.0 as one key, bit ranges, descending, striped output), block exchanges
+between arrangements and by rank, block histograms, discontinuity flags, block shuffles, and CUB's thread ranks (RowMajorTid, LaneId)."""
 from __future__ import annotations
 
 import subprocess
@@ -139,6 +140,13 @@ __global__ void striped_scan(const float* in, float* out) {
   float sums[2];
   BlockScanT(temp).InclusiveSum(items, sums);  // over the items in blocked order of the striped values
   cub::StoreDirectBlocked(threadIdx.x, out + blockIdx.x * 128, sums);
+}
+
+__global__ void thread_ids(int* rank3, int* lane, int* rank_x_only) {
+  int t = ((blockIdx.x * blockDim.z + threadIdx.z) * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+  rank3[t] = cub::RowMajorTid(blockDim.x, blockDim.y, blockDim.z);
+  lane[t] = (int)cub::LaneId();
+  rank_x_only[t] = cub::RowMajorTid(blockDim.x, 1, 1);  // CUB: a dimension of 1 ignores that index
 }
 
 __global__ void warp_scans(const int* x, int* inc, int* ex, int* agg) {
@@ -388,6 +396,166 @@ def test_warp_scans_of_logical_warps(way) -> None:
     running = np.maximum(np.maximum.accumulate(warps, axis=1), -100)
     np.testing.assert_array_equal(got["ex"].reshape(16, 8)[:, 1:], running[:, :-1])
     np.testing.assert_array_equal(got["ex"].reshape(16, 8)[:, 0], -100)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_row_major_tid_and_lane_id(way) -> None:
+    need_compiler()
+    n = 2 * 64
+    got = _run("thread_ids", 2, (8, 4, 2), {"rank3": np.zeros(n, np.int32), "lane": np.zeros(n, np.int32),
+                                            "rank_x_only": np.zeros(n, np.int32)}, way)
+    rank = np.tile(np.arange(64, dtype=np.int32), 2)
+    np.testing.assert_array_equal(got["rank3"], rank)
+    np.testing.assert_array_equal(got["lane"], rank % 32)
+    np.testing.assert_array_equal(got["rank_x_only"], rank % 8)
+
+
+EXCHANGE_SOURCE = r"""
+#include <cub/cub.cuh>
+
+__global__ void exchanges(const int* in, int* blocked, int* striped, int* warp_striped, int* back,
+                          int* scattered, int* to_striped) {
+  typedef cub::BlockExchange<int, 32, 3, false, 2> BlockExchangeT;  // 32 x 2 threads, 3 items each
+  __shared__ typename BlockExchangeT::TempStorage temp;
+  int rank = threadIdx.y * 32 + threadIdx.x;
+  int base = blockIdx.x * 192;
+  int items[3], out[3], ws[3], ranks[3];
+  for (int k = 0; k < 3; ++k) items[k] = in[base + k * 64 + rank];  // striped
+  BlockExchangeT(temp).StripedToBlocked(items, out);
+  for (int k = 0; k < 3; ++k) blocked[base + rank * 3 + k] = out[k];
+  BlockExchangeT(temp).BlockedToStriped(out);
+  for (int k = 0; k < 3; ++k) striped[base + k * 64 + rank] = out[k];
+  for (int k = 0; k < 3; ++k) items[k] = in[base + rank * 3 + k];  // blocked
+  BlockExchangeT(temp).BlockedToWarpStriped(items, ws);
+  for (int k = 0; k < 3; ++k) warp_striped[base + (rank / 32) * 96 + k * 32 + rank % 32] = ws[k];
+  BlockExchangeT(temp).WarpStripedToBlocked(ws);
+  for (int k = 0; k < 3; ++k) back[base + rank * 3 + k] = ws[k];
+  for (int k = 0; k < 3; ++k) ranks[k] = 191 - (rank * 3 + k);
+  BlockExchangeT(temp).ScatterToBlocked(items, out, ranks);
+  for (int k = 0; k < 3; ++k) scattered[base + rank * 3 + k] = out[k];
+  BlockExchangeT(temp).ScatterToStriped(items, ranks);
+  for (int k = 0; k < 3; ++k) to_striped[base + k * 64 + rank] = items[k];
+}
+
+__global__ void histograms(const unsigned char* in, unsigned int* once, unsigned int* twice) {
+  typedef cub::BlockHistogram<unsigned char, 16, 4, 100, cub::BLOCK_HISTO_ATOMIC, 4> BlockHistogramT;
+  __shared__ typename BlockHistogramT::TempStorage temp;
+  __shared__ unsigned int hist[100];  // 100 bins for 64 threads: InitHistogram's last round is partial
+  int rank = threadIdx.y * 16 + threadIdx.x;
+  unsigned char items[4];
+  for (int k = 0; k < 4; ++k) items[k] = in[blockIdx.x * 256 + rank * 4 + k];
+  BlockHistogramT(temp).Histogram(items, hist);
+  __syncthreads();
+  for (int b = rank; b < 100; b += 64) once[blockIdx.x * 100 + b] = hist[b];
+  __syncthreads();
+  BlockHistogramT(temp).Composite(items, hist);
+  __syncthreads();
+  for (int b = rank; b < 100; b += 64) twice[blockIdx.x * 100 + b] = hist[b];
+}
+__global__ void runs(const int* in, int* heads, int* tails, int* heads_pred, int* both_h, int* both_t) {
+  typedef cub::BlockDiscontinuity<int, 16, 2> BlockDiscontinuityT;  // 16 x 2 threads, 3 items each
+  __shared__ typename BlockDiscontinuityT::TempStorage temp;
+  int rank = threadIdx.y * 16 + threadIdx.x;
+  int base = blockIdx.x * 96;
+  int items[3], h[3], t[3];
+  for (int k = 0; k < 3; ++k) items[k] = in[base + rank * 3 + k];
+  BlockDiscontinuityT(temp).FlagHeads(h, items, cub::Inequality());
+  for (int k = 0; k < 3; ++k) heads[base + rank * 3 + k] = h[k];
+  BlockDiscontinuityT(temp).FlagTails(t, items, cub::Inequality());
+  for (int k = 0; k < 3; ++k) tails[base + rank * 3 + k] = t[k];
+  int pred = blockIdx.x > 0 ? in[base - 1] : -1;
+  BlockDiscontinuityT(temp).FlagHeads(h, items, cub::Inequality(), pred);
+  for (int k = 0; k < 3; ++k) heads_pred[base + rank * 3 + k] = h[k];
+  BlockDiscontinuityT(temp).FlagHeadsAndTails(h, pred, t, in[base + 96], items, cub::Inequality());
+  for (int k = 0; k < 3; ++k) both_h[base + rank * 3 + k] = h[k];
+  for (int k = 0; k < 3; ++k) both_t[base + rank * 3 + k] = t[k];
+}
+
+__global__ void shuffles(const float* in, const float* in2, float* off, float* rot, float* up, float* down,
+                         float* suffix) {
+  typedef cub::BlockShuffle<float, 64> BlockShuffleT;
+  __shared__ typename BlockShuffleT::TempStorage temp;
+  int i = blockIdx.x * 64 + threadIdx.x;
+  float y = -1.0f, z;
+  BlockShuffleT(temp).Offset(in[i], y, -3);
+  off[i] = y;
+  BlockShuffleT(temp).Rotate(in[i], z, 5);
+  rot[i] = z;
+  float items[2], prev[2] = {-1.0f, -1.0f}, next[2] = {-1.0f, -1.0f}, s;
+  for (int k = 0; k < 2; ++k) items[k] = in2[i * 2 + k];
+  BlockShuffleT(temp).Up(items, prev, s);
+  BlockShuffleT(temp).Down(items, next);
+  for (int k = 0; k < 2; ++k) up[i * 2 + k] = prev[k];
+  for (int k = 0; k < 2; ++k) down[i * 2 + k] = next[k];
+  suffix[i] = s;
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_block_exchange_between_arrangements_and_by_rank(way) -> None:
+    need_compiler()
+    x = RNG.integers(-1000, 1000, 2 * 192).astype(np.int32)
+    names = ("blocked", "striped", "warp_striped", "back", "scattered", "to_striped")
+    got = run_way(EXCHANGE_SOURCE, "exchanges", 2, (32, 2), {"in": x, **{k: np.zeros_like(x) for k in names}}, way,
+                  name="cub_exchange.cu")
+    # Each output is stored in the arrangement it was read out in, so a right exchange gives the input back;
+    # the scatters reverse each block's tile (rank 191 - j for tile element j).
+    for k in ("blocked", "striped", "warp_striped", "back"):
+        np.testing.assert_array_equal(got[k], x, err_msg=k)
+    reversed_tiles = x.reshape(2, 192)[:, ::-1].ravel()
+    np.testing.assert_array_equal(got["scattered"], reversed_tiles)
+    np.testing.assert_array_equal(got["to_striped"], reversed_tiles)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_block_histogram_init_and_composite(way) -> None:
+    need_compiler()
+    x = RNG.integers(0, 100, 3 * 256).astype(np.uint8)
+    got = run_way(EXCHANGE_SOURCE, "histograms", 3, (16, 4), {"in": x, "once": np.zeros(300, np.uint32),
+                                                             "twice": np.zeros(300, np.uint32)}, way,
+                  name="cub_exchange.cu")
+    want = np.concatenate([np.bincount(x[b * 256:(b + 1) * 256], minlength=100) for b in range(3)]).astype(np.uint32)
+    np.testing.assert_array_equal(got["once"], want)
+    np.testing.assert_array_equal(got["twice"], 2 * want)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_block_discontinuity_flags_heads_and_tails_of_runs(way) -> None:
+    need_compiler()
+    x = np.repeat(RNG.integers(0, 5, 200), RNG.integers(1, 4, 200))[:193].astype(np.int32)
+    assert x.size == 193
+    names = ("heads", "tails", "heads_pred", "both_h", "both_t")
+    got = run_way(EXCHANGE_SOURCE, "runs", 2, (16, 2), {"in": x, **{k: np.zeros(192, np.int32) for k in names}}, way,
+                  name="cub_exchange.cu")
+    for b in range(2):
+        tile, base = x[b * 96:(b + 1) * 96], b * 96
+        differs = (tile[1:] != tile[:-1]).astype(np.int32)
+        pred = -1 if b == 0 else x[base - 1]
+        heads = np.concatenate([[1], differs])
+        tails = np.concatenate([differs, [1]])
+        with_pred = np.concatenate([[int(pred != tile[0])], differs])
+        with_succ = np.concatenate([differs, [int(tile[-1] != x[base + 96])]])
+        for k, want in (("heads", heads), ("tails", tails), ("heads_pred", with_pred), ("both_h", with_pred),
+                        ("both_t", with_succ)):
+            np.testing.assert_array_equal(got[k][base:base + 96], want, err_msg=f"{k} of block {b}")
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_block_shuffle_offset_rotate_up_down(way) -> None:
+    need_compiler()
+    x = RNG.standard_normal(128).astype(np.float32)
+    x2 = RNG.standard_normal(256).astype(np.float32)
+    args = {"in": x, "in2": x2, "off": np.zeros(128, np.float32), "rot": np.zeros(128, np.float32),
+            "up": np.zeros(256, np.float32), "down": np.zeros(256, np.float32), "suffix": np.zeros(128, np.float32)}
+    got = run_way(EXCHANGE_SOURCE, "shuffles", 2, 64, args, way, name="cub_exchange.cu")
+    for b in range(2):
+        t, t2 = x[b * 64:(b + 1) * 64], x2[b * 128:(b + 1) * 128]
+        np.testing.assert_array_equal(got["off"][b * 64:(b + 1) * 64], np.concatenate([[-1.0] * 3, t[:-3]]))
+        np.testing.assert_array_equal(got["rot"][b * 64:(b + 1) * 64], np.roll(t, -5))
+        np.testing.assert_array_equal(got["up"][b * 128:(b + 1) * 128], np.concatenate([[-1.0], t2[:-1]]))
+        np.testing.assert_array_equal(got["down"][b * 128:(b + 1) * 128], np.concatenate([t2[1:], [-1.0]]))
+        np.testing.assert_array_equal(got["suffix"][b * 64:(b + 1) * 64], np.full(64, t2[-1]))
 
 
 def test_a_union_of_temp_storages_is_a_located_error(tmp_path) -> None:

@@ -5,11 +5,16 @@
 #define POLYPY_CUB_CUH
 
 #include <cub/thread/thread_operators.cuh>
+#include <cub/util_ptx.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_load.cuh>
 #include <cub/block/block_store.cuh>
+#include <cub/block/block_exchange.cuh>
+#include <cub/block/block_histogram.cuh>
+#include <cub/block/block_discontinuity.cuh>
+#include <cub/block/block_shuffle.cuh>
 #include <cub/warp/warp_reduce.cuh>
 #include <cub/warp/warp_scan.cuh>
 

@@ -10,6 +10,8 @@
 #ifndef POLYPY_CUB_BLOCK_LOAD_CUH
 #define POLYPY_CUB_BLOCK_LOAD_CUH
 
+#include <cub/util_ptx.cuh>
+
 namespace cub {
 
 enum BlockLoadAlgorithm {
@@ -75,7 +77,7 @@ class BlockLoad {
 
  private:
   __device__ __forceinline__ static int Rank() {
-    return ((int)threadIdx.z * BLOCK_DIM_Y + (int)threadIdx.y) * BLOCK_DIM_X + (int)threadIdx.x;
+    return RowMajorTid(BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z);
   }
   /* Where item i of this thread comes from in the tile. */
   __device__ __forceinline__ static int Slot(int i) {

@@ -11,6 +11,7 @@
 #ifndef POLYPY_CUB_BLOCK_RADIX_SORT_CUH
 #define POLYPY_CUB_BLOCK_RADIX_SORT_CUH
 
+#include <cub/util_ptx.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/thread/thread_operators.cuh>
 
@@ -62,7 +63,7 @@ class BlockRadixSort {
 
  private:
   __device__ __forceinline__ static int Rank() {
-    return ((int)threadIdx.z * BLOCK_DIM_Y + (int)threadIdx.y) * BLOCK_DIM_X + (int)threadIdx.x;
+    return RowMajorTid(BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z);
   }
 
   /* The digit of `key` at bit `shift`, `bits` wide (descending: of the inverted pattern). */
@@ -77,31 +78,45 @@ class BlockRadixSort {
     return striped ? i * BLOCK_THREADS + Rank() : Rank() * ITEMS_PER_THREAD + i;
   }
 
+  /* One stable counting-sort pass on the digit at `shift` (run by one thread): `to[i]` becomes the
+   * position of tile item i after the pass. The keys-only and the pairs sorts move their items by it. */
+  __device__ __forceinline__ static void Destinations(const KeyT* tile, unsigned int* counts, unsigned int* to,
+                                                      int shift, int bits, bool descending) {
+    for (int d = 0; d < 256; ++d) counts[d] = 0u;
+    for (int i = 0; i < TILE_ITEMS; ++i) counts[Digit(tile[i], shift, bits, descending)] += 1u;
+    unsigned int start = 0u;
+    for (int d = 0; d < 256; ++d) {
+      unsigned int c = counts[d];
+      counts[d] = start;
+      start += c;
+    }
+    for (int i = 0; i < TILE_ITEMS; ++i) {
+      unsigned int d = Digit(tile[i], shift, bits, descending);
+      to[i] = counts[d];
+      counts[d] += 1u;
+    }
+  }
+
+  /* Moves the tile's items to the positions `to` gives, through `moved`. */
+  template <typename ItemT>
+  __device__ __forceinline__ static void Permute(ItemT* items, ItemT* moved, const unsigned int* to) {
+    for (int i = 0; i < TILE_ITEMS; ++i) moved[to[i]] = items[i];
+    for (int i = 0; i < TILE_ITEMS; ++i) items[i] = moved[i];
+  }
+
   __device__ __forceinline__ void SortKeys(KeyT (&keys)[ITEMS_PER_THREAD], int begin_bit, int end_bit,
                                            bool descending, bool striped) {
     __shared__ KeyT tile[TILE_ITEMS];
     __shared__ KeyT moved[TILE_ITEMS];
     __shared__ unsigned int counts[256];
+    __shared__ unsigned int to[TILE_ITEMS];
     for (int i = 0; i < ITEMS_PER_THREAD; ++i)
       tile[Rank() * ITEMS_PER_THREAD + i] = keys[i];
     __syncthreads();
     if (Rank() == 0) {
       for (int shift = begin_bit; shift < end_bit; shift += 8) {
-        const int bits = end_bit - shift < 8 ? end_bit - shift : 8;
-        for (int d = 0; d < 256; ++d) counts[d] = 0u;
-        for (int i = 0; i < TILE_ITEMS; ++i) counts[Digit(tile[i], shift, bits, descending)] += 1u;
-        unsigned int start = 0u;
-        for (int d = 0; d < 256; ++d) {
-          unsigned int c = counts[d];
-          counts[d] = start;
-          start += c;
-        }
-        for (int i = 0; i < TILE_ITEMS; ++i) {
-          unsigned int d = Digit(tile[i], shift, bits, descending);
-          moved[counts[d]] = tile[i];
-          counts[d] += 1u;
-        }
-        for (int i = 0; i < TILE_ITEMS; ++i) tile[i] = moved[i];
+        Destinations(tile, counts, to, shift, end_bit - shift < 8 ? end_bit - shift : 8, descending);
+        Permute(tile, moved, to);
       }
     }
     __syncthreads();
@@ -117,6 +132,7 @@ class BlockRadixSort {
     __shared__ ValueT tile_values[TILE_ITEMS];
     __shared__ ValueT moved_values[TILE_ITEMS];
     __shared__ unsigned int counts[256];
+    __shared__ unsigned int to[TILE_ITEMS];
     for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
       tile[Rank() * ITEMS_PER_THREAD + i] = keys[i];
       tile_values[Rank() * ITEMS_PER_THREAD + i] = values[i];
@@ -124,25 +140,9 @@ class BlockRadixSort {
     __syncthreads();
     if (Rank() == 0) {
       for (int shift = begin_bit; shift < end_bit; shift += 8) {
-        const int bits = end_bit - shift < 8 ? end_bit - shift : 8;
-        for (int d = 0; d < 256; ++d) counts[d] = 0u;
-        for (int i = 0; i < TILE_ITEMS; ++i) counts[Digit(tile[i], shift, bits, descending)] += 1u;
-        unsigned int start = 0u;
-        for (int d = 0; d < 256; ++d) {
-          unsigned int c = counts[d];
-          counts[d] = start;
-          start += c;
-        }
-        for (int i = 0; i < TILE_ITEMS; ++i) {
-          unsigned int d = Digit(tile[i], shift, bits, descending);
-          moved[counts[d]] = tile[i];
-          moved_values[counts[d]] = tile_values[i];
-          counts[d] += 1u;
-        }
-        for (int i = 0; i < TILE_ITEMS; ++i) {
-          tile[i] = moved[i];
-          tile_values[i] = moved_values[i];
-        }
+        Destinations(tile, counts, to, shift, end_bit - shift < 8 ? end_bit - shift : 8, descending);
+        Permute(tile, moved, to);
+        Permute(tile_values, moved_values, to);
       }
     }
     __syncthreads();

@@ -11,6 +11,7 @@
 #ifndef POLYPY_CUB_BLOCK_REDUCE_CUH
 #define POLYPY_CUB_BLOCK_REDUCE_CUH
 
+#include <cub/util_ptx.cuh>
 #include <cub/thread/thread_operators.cuh>
 
 #ifdef POLYPY_DEVICE_H /* polypy's frontend reads the definitions; a translated program's C++ does not need them */
@@ -40,7 +41,7 @@ class BlockReduce {
   template <typename ReductionOp>
   __device__ __forceinline__ T Reduce(T input, ReductionOp reduction_op, int num_valid) {
     __shared__ T items[BLOCK_THREADS];
-    const int rank = ((int)threadIdx.z * BLOCK_DIM_Y + (int)threadIdx.y) * BLOCK_DIM_X + (int)threadIdx.x;
+    const int rank = RowMajorTid(BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z);
     items[rank] = input;
     __syncthreads();
     T aggregate = input;

@@ -11,6 +11,7 @@
 #ifndef POLYPY_CUB_BLOCK_SCAN_CUH
 #define POLYPY_CUB_BLOCK_SCAN_CUH
 
+#include <cub/util_ptx.cuh>
 #include <cub/thread/thread_operators.cuh>
 
 #ifdef POLYPY_DEVICE_H /* polypy's frontend reads the definitions; a translated program's C++ does not need them */
@@ -39,7 +40,7 @@ class BlockScan {
   __device__ __forceinline__ void Prefixes(T partial, ScanOp scan_op, T& prefix, T& aggregate) {
     __shared__ T items[BLOCK_THREADS];
     __shared__ T total[1];
-    const int rank = ((int)threadIdx.z * BLOCK_DIM_Y + (int)threadIdx.y) * BLOCK_DIM_X + (int)threadIdx.x;
+    const int rank = RowMajorTid(BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z);
     items[rank] = partial;
     __syncthreads();
     if (rank == 0) {
@@ -58,7 +59,7 @@ class BlockScan {
   }
 
   __device__ __forceinline__ static int Rank() {
-    return ((int)threadIdx.z * BLOCK_DIM_Y + (int)threadIdx.y) * BLOCK_DIM_X + (int)threadIdx.x;
+    return RowMajorTid(BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z);
   }
 
  public:

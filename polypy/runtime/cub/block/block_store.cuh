@@ -6,6 +6,8 @@
 #ifndef POLYPY_CUB_BLOCK_STORE_CUH
 #define POLYPY_CUB_BLOCK_STORE_CUH
 
+#include <cub/util_ptx.cuh>
+
 namespace cub {
 
 enum BlockStoreAlgorithm {
@@ -55,7 +57,7 @@ class BlockStore {
 
  private:
   __device__ __forceinline__ static int Rank() {
-    return ((int)threadIdx.z * BLOCK_DIM_Y + (int)threadIdx.y) * BLOCK_DIM_X + (int)threadIdx.x;
+    return RowMajorTid(BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z);
   }
   __device__ __forceinline__ static int Slot(int i) {
     return ALGORITHM == BLOCK_STORE_STRIPED ? i * BLOCK_THREADS + Rank() : Rank() * ITEMS_PER_THREAD + i;

@@ -9,6 +9,7 @@
 #ifndef POLYPY_CUB_WARP_REDUCE_CUH
 #define POLYPY_CUB_WARP_REDUCE_CUH
 
+#include <cub/util_ptx.cuh>
 #include <cub/thread/thread_operators.cuh>
 
 #ifdef POLYPY_DEVICE_H /* polypy's frontend reads the definitions; a translated program's C++ does not need them */
@@ -27,7 +28,7 @@ class WarpReduce {
 
   template <typename ReductionOp>
   __device__ __forceinline__ T Reduce(T input, ReductionOp reduction_op, int valid_items) {
-    const int rank = ((int)threadIdx.z * (int)blockDim.y + (int)threadIdx.y) * (int)blockDim.x + (int)threadIdx.x;
+    const int rank = RowMajorTid((int)blockDim.x, (int)blockDim.y, (int)blockDim.z);
     const int lane = rank % LOGICAL_WARP_THREADS;
     T value = input;
     for (int offset = 1; offset < LOGICAL_WARP_THREADS; offset *= 2) {
