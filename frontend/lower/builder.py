@@ -25,7 +25,7 @@ from frontend.lower.declarations import DeclarationLowering
 from frontend.lower.graph_conditional import check_handle_uses, is_condition_handle
 from frontend.lower.expressions import ExpressionLowering
 from frontend.lower.inlining import InliningLowering
-from frontend.lower.lambdas import LambdaLowering
+from frontend.lower import lambdas
 from frontend.lower.loops import AssignmentIndex, LoopLowering
 from frontend.lower.members import MemberLowering
 from frontend.lower.param_arrays import runtime_indexed_arrays
@@ -36,14 +36,14 @@ from frontend.lower.switch import SwitchLowering
 from frontend.lower.webs import split_variable_webs
 from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from frontend.values import (
-    AggLV, ArrayBinding, Binding, ChoiceVarLV, LValue, MemLV, Pointer, PointerChoice, PointerTable, PtrVarLV,
-    RecordAddress, VarLV,
+    AggLV, ArrayBinding, Binding, ChoiceVarLV, Closure, LValue, MemLV, Pointer, PointerChoice, PointerTable, PtrVarLV,
+    RecordAddress, Value, VarLV,
 )
 
 
 class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
                     PlaceLowering, CallLowering, CooperativeLowering, InliningLowering, MemberLowering,
-                    LambdaLowering, AccessorLowering):
+                    AccessorLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str,
@@ -149,6 +149,16 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         name = self.names.fresh(base)
         self.emit(n.Decl(name, ty, init, loc=self.loc(cursor) if cursor is not None else None))
         return VarLV(name, ty)
+
+    # lambdas.py
+    def lambda_expr(self, c: ci.Cursor, discard: bool) -> Value:
+        return lambdas.lambda_expr(self, c, discard)
+
+    def is_closure_type(self, t: ci.Type) -> bool:
+        return lambdas.is_closure_type(self, t)
+
+    def call_closure(self, closure: Closure, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -> Value | None:
+        return lambdas.call_closure(self, closure, args, c, discard)
 
     # ------------------------------------------------------------------ kernel entry
     def build(self) -> n.Kernel:
