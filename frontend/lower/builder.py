@@ -16,7 +16,8 @@ from frontend import ctypes_map as tm
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.traps import stop_faulted_threads
 from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
-from frontend.lower.accessors import AccessorLowering, accessor_type
+from frontend.lower import accessors
+from frontend.lower.accessors import AccessorType, accessor_type
 from frontend.lower.calls import CallLowering
 from frontend.lower.cooperative import CooperativeLowering
 from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body, \
@@ -36,14 +37,13 @@ from frontend.lower.switch import SwitchLowering
 from frontend.lower.webs import split_variable_webs
 from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from frontend.values import (
-    AggLV, ArrayBinding, Binding, ChoiceVarLV, Closure, LValue, MemLV, Pointer, PointerChoice, PointerTable, PtrVarLV,
+    Accessor, AggLV, ArrayBinding, Binding, ChoiceVarLV, Closure, LValue, MemLV, Pointer, PointerChoice, PointerTable, PtrVarLV,
     RecordAddress, Value, VarLV,
 )
 
 
 class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
-                    PlaceLowering, CallLowering, CooperativeLowering, InliningLowering, MemberLowering,
-                    AccessorLowering):
+                    PlaceLowering, CallLowering, CooperativeLowering, InliningLowering, MemberLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str,
@@ -159,6 +159,19 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
 
     def call_closure(self, closure: Closure, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -> Value | None:
         return lambdas.call_closure(self, closure, args, c, discard)
+
+    # accessors.py
+    def accessor_param(self, p: ci.Cursor, info: AccessorType, mutated: set[tuple]) -> None:
+        return accessors.accessor_param(self, p, info, mutated)
+
+    def accessor_call(self, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor], discard: bool) -> Value | None:
+        return accessors.accessor_call(self, c, fn, children, discard)
+
+    def accessor_lvalue(self, c: ci.Cursor) -> LValue | None:
+        return accessors.accessor_lvalue(self, c)
+
+    def accessor_binding(self, d: ci.Cursor, init: ci.Cursor | None, owner: ci.Cursor, what: str) -> Accessor:
+        return accessors.accessor_binding(self, d, init, owner, what)
 
     # ------------------------------------------------------------------ kernel entry
     def build(self) -> n.Kernel:
