@@ -12,6 +12,7 @@ from polypy.ir import nodes as n
 from polypy.ir.visitor import has_kind
 from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType, ScalarType
 
+from frontend import bases as cxx
 from frontend import ctypes_map as tm
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.traps import stop_faulted_threads
@@ -19,7 +20,7 @@ from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_op
 from frontend.lower import accessors
 from frontend.lower.accessors import AccessorType, accessor_type
 from frontend.lower.calls import CallLowering
-from frontend.lower.cooperative import CooperativeLowering
+from frontend.lower import cooperative
 from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body, \
     is_library_header
 from frontend.lower.declarations import DeclarationLowering
@@ -28,22 +29,22 @@ from frontend.lower.expressions import ExpressionLowering
 from frontend.lower.inlining import InliningLowering
 from frontend.lower import lambdas
 from frontend.lower.loops import AssignmentIndex, LoopLowering
-from frontend.lower.members import MemberLowering
+from frontend.lower import members
 from frontend.lower.param_arrays import runtime_indexed_arrays
 from frontend.lower.places import PlaceLowering
 from frontend.lower.pointer_choice import pointer_hint, pointer_variable
 from frontend.lower.statements import StatementLowering
-from frontend.lower.switch import SwitchLowering
+from frontend.lower import switch
 from frontend.lower.webs import split_variable_webs
 from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from frontend.values import (
-    Accessor, AggLV, ArrayBinding, Binding, ChoiceVarLV, Closure, LValue, MemLV, Pointer, PointerChoice, PointerTable, PtrVarLV,
+    Accessor, Aggregate, AggLV, ArrayBinding, Binding, ChoiceVarLV, Closure, LValue, MemLV, Pointer, PointerChoice, PointerTable, PtrVarLV,
     RecordAddress, Value, VarLV,
 )
 
 
-class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
-                    PlaceLowering, CallLowering, CooperativeLowering, InliningLowering, MemberLowering):
+class KernelBuilder(StatementLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
+                    PlaceLowering, CallLowering, InliningLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str,
@@ -172,6 +173,54 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
 
     def accessor_binding(self, d: ci.Cursor, init: ci.Cursor | None, owner: ci.Cursor, what: str) -> Accessor:
         return accessors.accessor_binding(self, d, init, owner, what)
+
+    # members.py
+    def this_place(self, c: ci.Cursor) -> LValue:
+        return members.this_place(self, c)
+
+    def this_expr(self, c: ci.Cursor, discard: bool) -> Value:
+        return members.this_expr(self, c, discard)
+
+    def method_call(self, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor], discard: bool) -> Value | None:
+        return members.method_call(self, c, fn, children, discard)
+
+    def is_user_construction(self, fn: ci.Cursor, c: ci.Cursor) -> bool:
+        return members.is_user_construction(self, fn, c)
+
+    def record_bases(self, record: ci.Cursor | None, c: ci.Cursor) -> list[cxx.Base]:
+        return members.record_bases(self, record, c)
+
+    def construct_value(self, c: ci.Cursor, fn: ci.Cursor, args: list[ci.Cursor]) -> Value:
+        return members.construct_value(self, c, fn, args)
+
+    def construct(self, target: LValue, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) -> None:
+        return members.construct(self, target, fn, args, c)
+
+    def default_constructor(self, t: ci.Type, c: ci.Cursor) -> ci.Cursor | None:
+        return members.default_constructor(self, t, c)
+
+    # cooperative.py
+    def cooperative_call(self, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor], discard: bool) -> Value | None:
+        return cooperative.cooperative_call(self, c, fn, children, discard)
+
+    def cg_group(self, a: ci.Cursor) -> Aggregate:
+        return cooperative.cg_group(self, a)
+
+    def cg_aggregate(self, size: n.Expr, meta_rank: n.Expr, meta_size: n.Expr, c: ci.Cursor) -> Aggregate:
+        return cooperative.cg_aggregate(self, size, meta_rank, meta_size, c)
+
+    def cg_linear_tid(self) -> n.Expr:
+        return cooperative.cg_linear_tid(self)
+
+    def cg_tile_mask(self, size: int) -> tuple[n.Expr, n.Expr]:
+        return cooperative.cg_tile_mask(self, size)
+
+    def cg_reduce_coalesced(self, op: str, acc: str, rt, mask: n.Expr, c: ci.Cursor) -> n.Expr:
+        return cooperative.cg_reduce_coalesced(self, op, acc, rt, mask, c)
+
+    # switch.py
+    def switch_stmt(self, c: ci.Cursor) -> None:
+        return switch.switch_stmt(self, c)
 
     # ------------------------------------------------------------------ kernel entry
     def build(self) -> n.Kernel:
