@@ -28,7 +28,8 @@ from frontend.lower.graph_conditional import check_handle_uses, is_condition_han
 from frontend.lower.expressions import ExpressionLowering
 from frontend.lower.inlining import InliningLowering
 from frontend.lower import lambdas
-from frontend.lower.loops import AssignmentIndex, LoopLowering
+from frontend.lower.loops import AssignmentIndex
+from frontend.lower import loops
 from frontend.lower import members
 from frontend.lower.param_arrays import runtime_indexed_arrays
 from frontend.lower.places import PlaceLowering
@@ -43,7 +44,7 @@ from frontend.values import (
 )
 
 
-class KernelBuilder(StatementLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
+class KernelBuilder(StatementLowering, DeclarationLowering, ExpressionLowering,
                     PlaceLowering, CallLowering, InliningLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
@@ -221,6 +222,16 @@ class KernelBuilder(StatementLowering, DeclarationLowering, LoopLowering, Expres
     # switch.py
     def switch_stmt(self, c: ci.Cursor) -> None:
         return switch.switch_stmt(self, c)
+
+    # loops.py
+    def while_stmt(self, c: ci.Cursor) -> None:
+        return loops.while_stmt(self, c)
+
+    def do_stmt(self, c: ci.Cursor) -> None:
+        return loops.do_stmt(self, c)
+
+    def for_stmt(self, c: ci.Cursor) -> None:
+        return loops.for_stmt(self, c)
 
     # ------------------------------------------------------------------ kernel entry
     def build(self) -> n.Kernel:
