@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import clang.cindex as ci
 
@@ -26,7 +26,7 @@ from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl
 from frontend.lower.declarations import DeclarationLowering
 from frontend.lower.graph_conditional import check_handle_uses, is_condition_handle
 from frontend.lower.expressions import ExpressionLowering
-from frontend.lower.inlining import InliningLowering
+from frontend.lower import inlining
 from frontend.lower import lambdas
 from frontend.lower.loops import AssignmentIndex
 from frontend.lower import loops
@@ -45,7 +45,7 @@ from frontend.values import (
 
 
 class KernelBuilder(StatementLowering, DeclarationLowering, ExpressionLowering,
-                    PlaceLowering, CallLowering, InliningLowering):
+                    PlaceLowering, CallLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str,
@@ -232,6 +232,13 @@ class KernelBuilder(StatementLowering, DeclarationLowering, ExpressionLowering,
 
     def for_stmt(self, c: ci.Cursor) -> None:
         return loops.for_stmt(self, c)
+
+    # inlining.py
+    def inline(self, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor, discard: bool, *, this: LValue | None = None, prologue: Callable[[], None] | None = None, captures: dict | None = None) -> Value | None:
+        return inlining.inline(self, fn, args, c, discard, this=this, prologue=prologue, captures=captures)
+
+    def copy_to_local(self, value: Value | None, t: ci.Type, name: str, a: ci.Cursor) -> Binding:
+        return inlining.copy_to_local(self, value, t, name, a)
 
     # ------------------------------------------------------------------ kernel entry
     def build(self) -> n.Kernel:
