@@ -23,7 +23,7 @@ from frontend.lower.calls import CallLowering
 from frontend.lower import cooperative
 from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body, \
     is_library_header
-from frontend.lower.declarations import DeclarationLowering
+from frontend.lower import declarations
 from frontend.lower.graph_conditional import check_handle_uses, is_condition_handle
 from frontend.lower.expressions import ExpressionLowering
 from frontend.lower import inlining
@@ -44,7 +44,7 @@ from frontend.values import (
 )
 
 
-class KernelBuilder(StatementLowering, DeclarationLowering, ExpressionLowering,
+class KernelBuilder(StatementLowering, ExpressionLowering,
                     PlaceLowering, CallLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
@@ -239,6 +239,19 @@ class KernelBuilder(StatementLowering, DeclarationLowering, ExpressionLowering,
 
     def copy_to_local(self, value: Value | None, t: ci.Type, name: str, a: ci.Cursor) -> Binding:
         return inlining.copy_to_local(self, value, t, name, a)
+
+    # declarations.py
+    def decl_stmt(self, c: ci.Cursor) -> None:
+        return declarations.decl_stmt(self, c)
+
+    def initializer(self, d: ci.Cursor) -> ci.Cursor | None:
+        return declarations.initializer(self, d)
+
+    def shared_array(self, d: ci.Cursor) -> ArrayBinding:
+        return declarations.shared_array(self, d)
+
+    def element_lv(self, binding: ArrayBinding, index: tuple[n.Expr, ...], where: ci.Cursor) -> LValue:
+        return declarations.element_lv(self, binding, index, where)
 
     # ------------------------------------------------------------------ kernel entry
     def build(self) -> n.Kernel:
