@@ -32,7 +32,7 @@ from frontend.lower.loops import AssignmentIndex
 from frontend.lower import loops
 from frontend.lower import members
 from frontend.lower.param_arrays import runtime_indexed_arrays
-from frontend.lower.places import PlaceLowering
+from frontend.lower import places
 from frontend.lower.pointer_choice import pointer_hint, pointer_variable
 from frontend.lower.statements import StatementLowering
 from frontend.lower import switch
@@ -40,12 +40,12 @@ from frontend.lower.webs import split_variable_webs
 from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from frontend.values import (
     Accessor, Aggregate, AggLV, ArrayBinding, Binding, ChoiceVarLV, Closure, LValue, MemLV, Pointer, PointerChoice, PointerTable, PtrVarLV,
-    RecordAddress, Value, VarLV,
+    PendingPtrLV, RecLV, RecordAddress, Value, VarLV,
 )
 
 
 class KernelBuilder(StatementLowering, ExpressionLowering,
-                    PlaceLowering, CallLowering):
+                    CallLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str,
@@ -252,6 +252,40 @@ class KernelBuilder(StatementLowering, ExpressionLowering,
 
     def element_lv(self, binding: ArrayBinding, index: tuple[n.Expr, ...], where: ci.Cursor) -> LValue:
         return declarations.element_lv(self, binding, index, where)
+
+    # places.py
+    def lvalue(self, c: ci.Cursor) -> LValue:
+        return places.lvalue(self, c)
+
+    def pointer_element(self, ptr: Pointer, j: n.Expr | None, c: ci.Cursor) -> LValue:
+        return places.pointer_element(self, ptr, j, c)
+
+    def deref(self, ptr: Value | None, c: ci.Cursor) -> LValue:
+        return places.deref(self, ptr, c)
+
+    def member_lv(self, base: LValue, member: str, c: ci.Cursor) -> LValue:
+        return places.member_lv(self, base, member, c)
+
+    def record_array(self, base: str, dims: tuple[int | None, ...], layout: tm.ElemLayout, space: str, where) -> ArrayBinding:
+        return places.record_array(self, base, dims, layout, space, where)
+
+    def expand_record(self, rec: RecLV, c: ci.Cursor) -> AggLV:
+        return places.expand_record(self, rec, c)
+
+    def record_value(self, c: ci.Cursor, t: ci.Type | None, target: AggLV | None = None) -> Aggregate:
+        return places.record_value(self, c, t, target)
+
+    def assign(self, lv: LValue, value: Value | None, c: ci.Cursor) -> None:
+        return places.assign(self, lv, value, c)
+
+    def assign_pending(self, lv: PendingPtrLV, value: Value | None, c: ci.Cursor) -> PtrVarLV:
+        return places.assign_pending(self, lv, value, c)
+
+    def store(self, lv: LValue, value: n.Expr, c: ci.Cursor) -> None:
+        return places.store(self, lv, value, c)
+
+    def check_writable(self, buffer: str, c: ci.Cursor) -> None:
+        return places.check_writable(self, buffer, c)
 
     # ------------------------------------------------------------------ kernel entry
     def build(self) -> n.Kernel:
