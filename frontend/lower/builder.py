@@ -19,7 +19,7 @@ from frontend.lower.traps import stop_faulted_threads
 from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
 from frontend.lower import accessors
 from frontend.lower.accessors import AccessorType, accessor_type
-from frontend.lower.calls import CallLowering
+from frontend.lower import calls
 from frontend.lower import cooperative
 from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body, \
     is_library_header
@@ -44,8 +44,7 @@ from frontend.values import (
 )
 
 
-class KernelBuilder(StatementLowering, ExpressionLowering,
-                    CallLowering):
+class KernelBuilder(StatementLowering, ExpressionLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str,
@@ -286,6 +285,19 @@ class KernelBuilder(StatementLowering, ExpressionLowering,
 
     def check_writable(self, buffer: str, c: ci.Cursor) -> None:
         return places.check_writable(self, buffer, c)
+
+    # calls.py
+    def call(self, c: ci.Cursor, discard: bool) -> Value | None:
+        return calls.call(self, c, discard)
+
+    def texture_fetch(self, args: list[ci.Cursor], c: ci.Cursor) -> Value:
+        return calls.texture_fetch(self, args, c)
+
+    def bit_intrinsic(self, name: str, args: list[n.Expr], c: ci.Cursor) -> n.Expr:
+        return calls.bit_intrinsic(self, name, args, c)
+
+    def arg_value(self, a: ci.Cursor, fn: ci.Cursor, i: int) -> Value | None:
+        return calls.arg_value(self, a, fn, i)
 
     # ------------------------------------------------------------------ kernel entry
     def build(self) -> n.Kernel:
