@@ -34,7 +34,7 @@ from frontend.lower import members
 from frontend.lower.param_arrays import runtime_indexed_arrays
 from frontend.lower import places
 from frontend.lower.pointer_choice import pointer_hint, pointer_variable
-from frontend.lower.statements import StatementLowering
+from frontend.lower import statements
 from frontend.lower import switch
 from frontend.lower.webs import split_variable_webs
 from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
@@ -44,7 +44,7 @@ from frontend.values import (
 )
 
 
-class KernelBuilder(StatementLowering, ExpressionLowering):
+class KernelBuilder(ExpressionLowering):
     """Lowers one kernel; see ``frontend.lower``."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str,
@@ -218,20 +218,6 @@ class KernelBuilder(StatementLowering, ExpressionLowering):
     def cg_reduce_coalesced(self, op: str, acc: str, rt, mask: n.Expr, c: ci.Cursor) -> n.Expr:
         return cooperative.cg_reduce_coalesced(self, op, acc, rt, mask, c)
 
-    # switch.py
-    def switch_stmt(self, c: ci.Cursor) -> None:
-        return switch.switch_stmt(self, c)
-
-    # loops.py
-    def while_stmt(self, c: ci.Cursor) -> None:
-        return loops.while_stmt(self, c)
-
-    def do_stmt(self, c: ci.Cursor) -> None:
-        return loops.do_stmt(self, c)
-
-    def for_stmt(self, c: ci.Cursor) -> None:
-        return loops.for_stmt(self, c)
-
     # inlining.py
     def inline(self, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor, discard: bool, *, this: LValue | None = None, prologue: Callable[[], None] | None = None, captures: dict | None = None) -> Value | None:
         return inlining.inline(self, fn, args, c, discard, this=this, prologue=prologue, captures=captures)
@@ -240,9 +226,6 @@ class KernelBuilder(StatementLowering, ExpressionLowering):
         return inlining.copy_to_local(self, value, t, name, a)
 
     # declarations.py
-    def decl_stmt(self, c: ci.Cursor) -> None:
-        return declarations.decl_stmt(self, c)
-
     def initializer(self, d: ci.Cursor) -> ci.Cursor | None:
         return declarations.initializer(self, d)
 
@@ -298,6 +281,10 @@ class KernelBuilder(StatementLowering, ExpressionLowering):
 
     def arg_value(self, a: ci.Cursor, fn: ci.Cursor, i: int) -> Value | None:
         return calls.arg_value(self, a, fn, i)
+
+    # statements.py
+    def statement(self, c: ci.Cursor) -> None:
+        return statements.statement(self, c)
 
     # ------------------------------------------------------------------ kernel entry
     def build(self) -> n.Kernel:
