@@ -25,7 +25,7 @@ from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl
     is_library_header
 from frontend.lower import declarations
 from frontend.lower.graph_conditional import check_handle_uses, is_condition_handle
-from frontend.lower.expressions import ExpressionLowering
+from frontend.lower import expressions
 from frontend.lower import inlining
 from frontend.lower import lambdas
 from frontend.lower.loops import AssignmentIndex
@@ -44,7 +44,7 @@ from frontend.values import (
 )
 
 
-class KernelBuilder(ExpressionLowering):
+class KernelBuilder:
     """Lowers one kernel; see ``frontend.lower``."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str,
@@ -152,9 +152,6 @@ class KernelBuilder(ExpressionLowering):
         return VarLV(name, ty)
 
     # lambdas.py
-    def lambda_expr(self, c: ci.Cursor, discard: bool) -> Value:
-        return lambdas.lambda_expr(self, c, discard)
-
     def is_closure_type(self, t: ci.Type) -> bool:
         return lambdas.is_closure_type(self, t)
 
@@ -177,9 +174,6 @@ class KernelBuilder(ExpressionLowering):
     # members.py
     def this_place(self, c: ci.Cursor) -> LValue:
         return members.this_place(self, c)
-
-    def this_expr(self, c: ci.Cursor, discard: bool) -> Value:
-        return members.this_expr(self, c, discard)
 
     def method_call(self, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor], discard: bool) -> Value | None:
         return members.method_call(self, c, fn, children, discard)
@@ -285,6 +279,28 @@ class KernelBuilder(ExpressionLowering):
     # statements.py
     def statement(self, c: ci.Cursor) -> None:
         return statements.statement(self, c)
+
+    # expressions.py
+    def expr(self, c: ci.Cursor, *, discard: bool = False) -> Value | None:
+        return expressions.expr(self, c, discard=discard)
+
+    def scalar(self, c: ci.Cursor) -> n.Expr:
+        return expressions.scalar(self, c)
+
+    def condition(self, c: ci.Cursor) -> n.Expr:
+        return expressions.condition(self, c)
+
+    def lookup(self, r: ci.Cursor, c: ci.Cursor) -> Binding:
+        return expressions.lookup(self, r, c)
+
+    def binding_value(self, b: Binding, c: ci.Cursor) -> Value:
+        return expressions.binding_value(self, b, c)
+
+    def read(self, lv: LValue, c: ci.Cursor) -> Value:
+        return expressions.read(self, lv, c)
+
+    def in_memory(self, c: ci.Cursor) -> bool:
+        return expressions.in_memory(self, c)
 
     # ------------------------------------------------------------------ kernel entry
     def build(self) -> n.Kernel:
