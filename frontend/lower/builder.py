@@ -29,13 +29,11 @@ from frontend.lower import expressions
 from frontend.lower import inlining
 from frontend.lower import lambdas
 from frontend.lower.loops import AssignmentIndex
-from frontend.lower import loops
 from frontend.lower import members
 from frontend.lower.param_arrays import runtime_indexed_arrays
 from frontend.lower import places
 from frontend.lower.pointer_choice import pointer_hint, pointer_variable
 from frontend.lower import statements
-from frontend.lower import switch
 from frontend.lower.webs import split_variable_webs
 from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from frontend.values import (
