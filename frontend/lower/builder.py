@@ -195,21 +195,6 @@ class KernelBuilder:
     def cooperative_call(self, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor], discard: bool) -> Value | None:
         return cooperative.cooperative_call(self, c, fn, children, discard)
 
-    def cg_group(self, a: ci.Cursor) -> Aggregate:
-        return cooperative.cg_group(self, a)
-
-    def cg_aggregate(self, size: n.Expr, meta_rank: n.Expr, meta_size: n.Expr, c: ci.Cursor) -> Aggregate:
-        return cooperative.cg_aggregate(self, size, meta_rank, meta_size, c)
-
-    def cg_linear_tid(self) -> n.Expr:
-        return cooperative.cg_linear_tid(self)
-
-    def cg_tile_mask(self, size: int) -> tuple[n.Expr, n.Expr]:
-        return cooperative.cg_tile_mask(self, size)
-
-    def cg_reduce_coalesced(self, op: str, acc: str, rt, mask: n.Expr, c: ci.Cursor) -> n.Expr:
-        return cooperative.cg_reduce_coalesced(self, op, acc, rt, mask, c)
-
     # inlining.py
     def inline(self, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor, discard: bool, *, this: LValue | None = None, prologue: Callable[[], None] | None = None, captures: dict | None = None) -> Value | None:
         return inlining.inline(self, fn, args, c, discard, this=this, prologue=prologue, captures=captures)

@@ -22,7 +22,7 @@ from frontend.lower.byte_copies import device_memcpy, device_memset
 from frontend.lower.context import CK, function_body, is_prelude_decl
 from frontend.lower.accessors import accessor_class
 from frontend.lower.c10_lowp import c10_lowp_function, c10_lowp_primitive
-from frontend.lower.cooperative import is_cooperative
+from frontend.lower.groups import is_cooperative
 from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
 from frontend.lower.printing import assert_fail, device_printf
 from frontend.lower.float_parts import FloatParts

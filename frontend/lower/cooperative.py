@@ -46,9 +46,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import functools
-import pathlib
-
 import clang.cindex as ci
 
 from polypy.ir import nodes as n
@@ -56,8 +53,12 @@ from polypy.ir.types import BOOL, I32, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
-from frontend.clang_setup import RUNTIME_DIR, evaluate
 from frontend.lower.context import CK
+from frontend.lower.groups import (
+    MASK, MAX_TILE, META_RANK, META_SIZE, SIZE, WARP, cg_aggregate, cg_block_threads, cg_group, cg_linear_tid,
+    cg_partition, cg_rank, cg_size, cg_sync_mask, cg_tile_mask, cg_typed, class_name, is_cooperative, is_tile_memory,
+    tile_size,
+)
 from frontend.lower.helpers import _strip
 from frontend.lower.partitions import dynamic_partition
 from frontend.values import Aggregate, Value
@@ -65,48 +66,10 @@ from frontend.values import Aggregate, Value
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
 
-CG_HEADER = (RUNTIME_DIR / "cooperative_groups.h").resolve()
-_SIZE, _META_RANK, _META_SIZE = ".__polypy_size", ".__polypy_meta_group_rank", ".__polypy_meta_group_size"
-_MASK = ".__polypy_mask"  # a coalesced group's lanes of the warp
 _PARTITIONS = ("binary_partition", "labeled_partition")  # groups of dynamic membership (partitions.py)
-MAX_TILE = 1024  # CUDA's largest block
-WARP = 32
 _REDUCE_OPS = {"plus": "add", "less": "min", "greater": "max", "bit_and": "band", "bit_or": "bor",
                "bit_xor": "bxor"}
 _SHUFFLES = {"shfl": "idx", "shfl_up": "up", "shfl_down": "down", "shfl_xor": "xor"}
-
-
-def is_cooperative(decl: ci.Cursor | None) -> bool:
-    """Whether ``decl`` is declared by polypy's ``<cooperative_groups.h>``."""
-    if decl is None or decl.location.file is None:
-        return False
-    return _is_cg_header(decl.location.file.name)
-
-
-@functools.lru_cache(maxsize=256)
-def _is_cg_header(path: str) -> bool:  # a cache: every call of every kernel asks
-    return pathlib.Path(path).resolve() == CG_HEADER
-
-
-def _class_name(t: ci.Type) -> str:
-    """``thread_block_tile`` for ``cooperative_groups::thread_block_tile<32, void>``."""
-    decl = tm.strip_reference(t).get_canonical().get_declaration()
-    return decl.spelling.split("<")[0]
-
-
-def _tile_size(t: ci.Type) -> int | None:
-    c = tm.strip_reference(t).get_canonical()
-    if _class_name(c) != "thread_block_tile" or c.get_num_template_arguments() < 1:
-        return None
-    decl = c.get_declaration()
-    return int(decl.get_template_argument_value(0))
-
-
-def is_tile_memory(t: ci.Type) -> bool:
-    """Whether ``t`` is polypy's ``cooperative_groups::block_tile_memory<N>`` (scratch space CUDA's
-    tiles of more than 32 threads use; polypy's need none of it: a declaration of it is dropped)."""
-    c = tm.strip_reference(t).get_canonical()
-    return _class_name(c) == "block_tile_memory" and is_cooperative(c.get_declaration())
 
 
 def cooperative_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor], discard: bool) -> Value | None:
@@ -150,111 +113,15 @@ def cooperative_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: l
         return cg_partition(kb, args, c)
     if name in _PARTITIONS:
         parent = args[0].type
-        return dynamic_partition(kb, name, args, c, mask_field=_MASK,  # type: ignore[arg-type]
-                                 parent_kind=_class_name(parent), tile_size=_tile_size(parent))
+        return dynamic_partition(kb, name, args, c, mask_field=MASK,  # type: ignore[arg-type]
+                                 parent_kind=class_name(parent), tile_size=tile_size(parent))
     if name in ("sync", "thread_rank", "group_size"):
-        return cg_typed(kb, fn, cg_member(kb, _class_name(args[0].type), {"group_size": "size"}.get(name, name),
+        return cg_typed(kb, fn, cg_member(kb, class_name(args[0].type), {"group_size": "size"}.get(name, name),
                                               args[0], [], c, discard))
     if name == "reduce":
         return cg_reduce(kb, args, c)
     raise kb.error(f"cooperative_groups::{name} is not supported", c)
 
-
-def cg_typed(kb: KernelBuilder, fn: ci.Cursor, v: Value | None) -> Value | None:
-    """``v`` in the result type the header declares (``unsigned long long`` for a thread_group's rank)."""
-    st = tm.scalar_type(fn.result_type)
-    return convert(v, st) if isinstance(v, n.Expr) and st is not None else v
-
-# ------------------------------------------------------------------ groups
-def cg_group(kb: KernelBuilder, a: ci.Cursor) -> Aggregate:
-    kind = _class_name(a.type)
-    v = kb.expr(a)
-    fields = {_SIZE, _META_RANK, _META_SIZE} | ({_MASK} if kind == "coalesced_group" else set())
-    if not isinstance(v, Aggregate) or set(v.fields) != fields:
-        raise kb.error("expected a cooperative group", a)
-    return v
-
-
-def cg_aggregate(kb: KernelBuilder, size: n.Expr, meta_rank: n.Expr, meta_size: n.Expr, c: ci.Cursor) -> Aggregate:
-    return Aggregate({_SIZE: size, _META_RANK: meta_rank, _META_SIZE: meta_size}, c.type.spelling)
-
-
-def cg_block_threads(kb: KernelBuilder) -> n.Expr:
-    bx, by, bz = (n.BlockDim(d) for d in range(3))
-    return n.Binary("mul", n.Binary("mul", bx, by), bz)
-
-
-def cg_linear_tid(kb: KernelBuilder) -> n.Expr:
-    tx, ty, tz = (n.ThreadIdx(d) for d in range(3))
-    bx, by = n.BlockDim(0), n.BlockDim(1)
-    return n.Binary("add", tx, n.Binary("mul", bx, n.Binary("add", ty, n.Binary("mul", by, tz))))
-
-
-def cg_rank(kb: KernelBuilder, kind: str, t: ci.Type, group: Aggregate) -> n.Expr:
-    """The thread's rank in the group: the linear thread index in the block, modulo a tile's size."""
-    tid = cg_linear_tid(kb)
-    if kind == "thread_block":
-        return tid
-    size = _tile_size(t)
-    if size is not None:
-        return n.Binary("band", tid, n.Const(size - 1, U32))
-    return n.Binary("rem", tid, group.fields[_SIZE])  # type: ignore[arg-type]
-
-
-def cg_size(kb: KernelBuilder, kind: str, t: ci.Type, group: Aggregate) -> n.Expr:
-    if kind == "thread_block":
-        return cg_block_threads(kb)
-    size = _tile_size(t)
-    return n.Const(size, U32) if size is not None else group.fields[_SIZE]  # type: ignore[return-value]
-
-
-def cg_sync_mask(kb: KernelBuilder, kind: str, t: ci.Type, group: Aggregate) -> n.Expr | None:
-    """The warp lanes a group's ``sync()`` waits for when it is a tile of at most 32 threads,
-    None when it is bigger (it then waits for the block). A ``thread_group`` (the block or a
-    tile) gets its mask from its size at run time, the full warp when bigger than a warp:
-    ``lower_warp_syncs`` makes that the block barrier in block-uniform control, and block
-    barriers between guarded phases under a condition, which is exact for a group of whole
-    warps whose threads all arrive (as CUDA requires)."""
-    if kind == "thread_block":
-        return None
-    size = _tile_size(t)
-    if size is not None:
-        return cg_tile_mask(kb, size)[0] if size <= 32 else None
-    gsize = group.fields[_SIZE]
-    assert isinstance(gsize, n.Expr)
-    gsize = convert(gsize, U32)
-    lane = n.Binary("band", cg_linear_tid(kb), n.Const(31, U32))
-    first = n.Binary("band", lane, n.Unary("bnot", n.Binary("sub", gsize, n.Const(1, U32))))
-    low = n.Binary("sub", n.Binary("shl", n.Const(1, U32), n.Binary("band", gsize, n.Const(31, U32))),
-                   n.Const(1, U32))
-    return n.Select(n.Binary("lt", gsize, n.Const(32, U32)), n.Binary("shl", low, first),
-                    n.Const(0xFFFFFFFF, U32))
-
-
-def cg_partition(kb: KernelBuilder, args: list[ci.Cursor], c: ci.Cursor) -> Aggregate:
-    parent_c = args[0]
-    static = _tile_size(c.type)
-    if static is not None:
-        if static < 1 or static > MAX_TILE or static & (static - 1):
-            raise kb.error(f"tiled_partition<{static}>: the size of a tile must be a power of two from 1 to "
-                           f"{MAX_TILE}", c)
-        size: n.Expr = n.Const(static, U32)
-    else:
-        if len(args) != 2:
-            raise kb.error("tiled_partition takes a group and a tile size", c)
-        k = evaluate(args[1])
-        if not isinstance(k, int) or k < 1 or k > 32 or k & (k - 1):
-            raise kb.error("tiled_partition(group, n): n must be a constant power of two from 1 to 32 "
-                           "(other tile sizes are not supported)", args[1])
-        size = n.Const(k, U32)
-    parent = cg_group(kb, parent_c)
-    kind = _class_name(parent_c.type)
-    if kind in ("grid_group", "coalesced_group"):
-        raise kb.error(f"tiled_partition of a {kind} is not supported", c)
-    rank = cg_rank(kb, kind, parent_c.type, parent)
-    psize = cg_size(kb, kind, parent_c.type, parent)
-    meta_size = n.Binary("div", n.Binary("add", psize, n.Binary("sub", size, n.Const(1, U32))), size)
-    return cg_aggregate(kb, size, n.Binary("div", rank, size), meta_size, c)
 
 # ------------------------------------------------------------------ member functions
 def cg_member(kb: KernelBuilder, kind: str, name: str, base: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor,
@@ -280,14 +147,14 @@ def cg_member(kb: KernelBuilder, kind: str, name: str, base: ci.Cursor, args: li
     if name in ("size", "num_threads"):
         return cg_size(kb, kind, t, group)
     if name == "meta_group_rank":
-        return group.fields[_META_RANK]
+        return group.fields[META_RANK]
     if name == "meta_group_size":
-        return group.fields[_META_SIZE]
+        return group.fields[META_SIZE]
     if name in ("group_index", "thread_index", "group_dim", "dim_threads"):
         make = {"group_index": n.BlockIdx, "thread_index": n.ThreadIdx}.get(name, n.BlockDim)
         vals = [make(d) for d in range(3)]
         return Aggregate({".x": vals[0], ".y": vals[1], ".z": vals[2]}, "dim3")
-    size = _tile_size(t)
+    size = tile_size(t)
     if size is None:
         raise kb.error(f"cooperative_groups::{kind}::{name} is not supported", c)
     if size > WARP and name in ("shfl", "any", "all"):
@@ -356,7 +223,7 @@ def cg_coalesced(kb: KernelBuilder, c: ci.Cursor) -> Aggregate:
     m = n.Var(mask.name, U32)
     size = kb.bit_intrinsic("__popc", [m], c)  # type: ignore[attr-defined]
     group = cg_aggregate(kb, convert(size, U32), n.Const(0, U32), n.Const(1, U32), c)
-    group.fields[_MASK] = m
+    group.fields[MASK] = m
     return group
 
 
@@ -367,7 +234,7 @@ def cg_coalesced_member(kb: KernelBuilder, name: str, group: Aggregate, args: li
     ``shfl_down`` (from the rank ``delta`` below/above; the thread's own value past the group's
     ends), ``any``/``all``, ``ballot`` (bit k: the member of rank k)."""
     loc = kb.loc(c)
-    mask = group.fields[_MASK]
+    mask = group.fields[MASK]
     assert isinstance(mask, n.Expr)
     lane = n.Binary("band", cg_linear_tid(kb), n.Const(WARP - 1, U32))
     if name == "sync":
@@ -379,11 +246,11 @@ def cg_coalesced_member(kb: KernelBuilder, name: str, group: Aggregate, args: li
         below = n.Binary("band", mask, n.Binary("sub", n.Binary("shl", n.Const(1, U32), lane), n.Const(1, U32)))
         return convert(kb.bit_intrinsic("__popc", [below], c), U32)  # type: ignore[attr-defined]
     if name in ("size", "num_threads"):
-        return group.fields[_SIZE]
+        return group.fields[SIZE]
     if name == "meta_group_rank":
-        return group.fields[_META_RANK]
+        return group.fields[META_RANK]
     if name == "meta_group_size":
-        return group.fields[_META_SIZE]
+        return group.fields[META_SIZE]
     if name in ("shfl", "shfl_up", "shfl_down"):
         value = kb.scalar(args[0])
         arg = convert(kb.scalar(args[1]), U32)
@@ -391,7 +258,7 @@ def cg_coalesced_member(kb: KernelBuilder, name: str, group: Aggregate, args: li
             return cg_coalesced_shfl(kb, value, arg, mask, c)
         # shfl_up/down: from the rank delta below/above, the thread's own value past the ends
         rank = kb.temp(U32, cg_coalesced_member(kb, "thread_rank", group, [], c, False), "rank", c)
-        rv, size = n.Var(rank.name, U32), group.fields[_SIZE]
+        rv, size = n.Var(rank.name, U32), group.fields[SIZE]
         assert isinstance(size, n.Expr)
         if name == "shfl_up":
             src = n.Select(n.Binary("ge", rv, arg), n.Binary("sub", rv, arg), rv)
@@ -461,15 +328,6 @@ def cg_big_tile_member(kb: KernelBuilder, name: str, args: list[ci.Cursor], size
     return n.Var(got.name, value.type)
 
 
-def cg_tile_mask(kb: KernelBuilder, size: int) -> tuple[n.Expr, n.Expr]:
-    """The tile's lanes as a warp mask, and its first lane in the warp."""
-    lane = n.Binary("band", cg_linear_tid(kb), n.Const(31, U32))
-    first = n.Binary("band", lane, n.Const(~(size - 1) & 0xFFFFFFFF, U32))
-    if size == 32:
-        return n.Const(0xFFFFFFFF, U32), first
-    return n.Binary("shl", n.Const((1 << size) - 1, U32), first), first
-
-
 def cg_shuffle(kb: KernelBuilder, mode: str, value: n.Expr, lane: n.Expr, size: int, c: ci.Cursor) -> n.Expr:
     mask, _ = cg_tile_mask(kb, size)
     dest = kb.temp(value.type, None, "shfl", c)
@@ -501,10 +359,10 @@ def cg_combine(kb: KernelBuilder, op: str, a: n.Expr, b: n.Expr, c: ci.Cursor) -
 
 def cg_reduce(kb: KernelBuilder, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
     group_c, value_c, op_c = args
-    size = _tile_size(group_c.type)
-    coalesced = _class_name(group_c.type) == "coalesced_group"
+    size = tile_size(group_c.type)
+    coalesced = class_name(group_c.type) == "coalesced_group"
     if size is None and not coalesced:
-        raise kb.error(f"cg::reduce over a {_class_name(group_c.type)}: only thread_block_tile and "
+        raise kb.error(f"cg::reduce over a {class_name(group_c.type)}: only thread_block_tile and "
                        "coalesced_group groups are supported", group_c)
     group = cg_group(kb, group_c)
     op_decl = tm.strip_reference(op_c.type).get_canonical().get_declaration()
@@ -529,7 +387,7 @@ def cg_reduce(kb: KernelBuilder, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
     if rt.is_float and op in ("band", "bor", "bxor"):
         raise kb.error(f"cg::reduce with cg::{op_name} of floating-point values", op_c)
     if size is None:
-        return cg_reduce_coalesced(kb, op, acc.name, rt, group.fields[_MASK], c)  # type: ignore[arg-type]
+        return cg_reduce_coalesced(kb, op, acc.name, rt, group.fields[MASK], c)  # type: ignore[arg-type]
     k = min(size, WARP) // 2
     while k >= 1:
         other = cg_shuffle(kb, "xor", n.Var(acc.name, rt), n.Const(k, U32), min(size, WARP), c)

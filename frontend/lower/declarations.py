@@ -16,7 +16,7 @@ from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, function_body, has_attr, initializer_of, string_initializer,
 )
 from frontend.lower.accessors import accessor_type
-from frontend.lower.cooperative import is_cooperative, is_tile_memory
+from frontend.lower.groups import is_cooperative, is_tile_memory
 from frontend.lower.views import element
 from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
 from frontend.lower.null_tests import is_null_pointer
