@@ -36,7 +36,7 @@ from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert
 from frontend.lower.c10_lowp import c10_lowp_type
 from frontend.lower.context import CK, decl_key
-from frontend.lower.helpers import _strip
+from frontend.lower.helpers import strip
 from frontend.values import Accessor, LValue, Pointer, Value
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ def accessor_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list
     if fn.spelling not in _MEMBERS:
         raise kb.error(f"'{fn.spelling}' of a tensor accessor is not supported in device code (size(d), "
                        "stride(d), data() and [] are)", c)
-    callee = _strip(children[0]) if children else None
+    callee = strip(children[0]) if children else None
     base = next(iter(callee.get_children()), None) if callee is not None else None
     if callee is None or callee.kind != CK.MEMBER_REF_EXPR or base is None:
         raise kb.error(f"this call of '{fn.spelling}' of a tensor accessor is not supported", c)
@@ -182,7 +182,7 @@ def accessor_value(kb: KernelBuilder, obj: ci.Cursor) -> Accessor:
 def accessor_element(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor]) -> Accessor | LValue:
     """``acc[i]``: the accessor of rank N-1 at ``data + strides[0] * i``, or (rank 1) the element."""
     operands = [ch for ch in children
-                if not (_strip(ch).kind == CK.DECL_REF_EXPR and _strip(ch).spelling == fn.spelling)]
+                if not (strip(ch).kind == CK.DECL_REF_EXPR and strip(ch).spelling == fn.spelling)]
     if len(operands) != 2:
         raise kb.error("this use of a tensor accessor's [] is not supported", c)
     acc = accessor_value(kb, operands[0])

@@ -23,7 +23,7 @@ from frontend.lower.context import CK, function_body, is_prelude_decl
 from frontend.lower.accessors import accessor_class
 from frontend.lower.c10_lowp import c10_lowp_function, c10_lowp_primitive
 from frontend.lower.groups import is_cooperative
-from frontend.lower.helpers import _ArrayRef, _DEFAULT, _strip
+from frontend.lower.helpers import ArrayRef, DEFAULT, strip
 from frontend.lower.printing import assert_fail, device_printf
 from frontend.lower.float_parts import FloatParts
 from frontend.lower.graph_conditional import set_conditional
@@ -92,7 +92,7 @@ def call(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
     c10 = c10_lowp_primitive(fn)
     if c10 == "half_neg":  # c10::Half's unary minus, as the device computes it (__hneg)
         operands = [ch for ch in children if ch.kind.is_expression() and
-                    not (_strip(ch).kind == CK.DECL_REF_EXPR and _strip(ch).spelling == fn.spelling)]
+                    not (strip(ch).kind == CK.DECL_REF_EXPR and strip(ch).spelling == fn.spelling)]
         return kb.inline(c10_lowp_function(fn, c10, kb.lowered_as_cache), operands, c, discard)
     target = lowered_as(kb, fn, c) if c10 is None else c10_lowp_function(fn, c10, kb.lowered_as_cache)
     if target is not None:
@@ -102,7 +102,7 @@ def call(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
         # converted object.
         args = [ch for ch in children if ch.kind.is_expression()]
         if fn.kind == CK.CONVERSION_FUNCTION:  # `obj.operator float()`: the object
-            member = _strip(args[0]) if args else None
+            member = strip(args[0]) if args else None
             if member is not None and member.kind == CK.MEMBER_REF_EXPR:
                 args = list(member.get_children())[:1]
             if len(args) != 1:
@@ -118,7 +118,7 @@ def call(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
     if fn.spelling.startswith("operator"):
         # An overloaded operator (clang lists the operands around the operator's name).
         operands = [ch for ch in children
-                    if not (_strip(ch).kind == CK.DECL_REF_EXPR and _strip(ch).spelling == fn.spelling)]
+                    if not (strip(ch).kind == CK.DECL_REF_EXPR and strip(ch).spelling == fn.spelling)]
         if fn.kind == CK.CXX_METHOD and fn.spelling == "operator=" and \
                 (fn.is_copy_assignment_operator_method() or fn.is_move_assignment_operator_method()):
             lv = kb.lvalue(operands[0])
@@ -132,8 +132,8 @@ def call(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
             raise kb.error(f"member function '{fn.spelling}' has no definition polypy can translate", c)
         raise kb.error("calls through function pointers are not supported", c)
     callee = children[0] if children else None
-    if callee is not None and _strip(callee).kind not in (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF) and \
-            _strip(callee).kind != CK.MEMBER_REF_EXPR:
+    if callee is not None and strip(callee).kind not in (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF) and \
+            strip(callee).kind != CK.MEMBER_REF_EXPR:
         raise kb.error("calls through function pointers are not supported", c)
     args = children[1:]
     name = fn.spelling
@@ -217,10 +217,10 @@ def intrinsic(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor]
         return warp_collective(kb, name, fn, args, c)
     if name in _CACHED_LOADS:
         ptr = kb.expr(args[0])
-        return kb.read(kb.deref(ptr if not isinstance(ptr, _ArrayRef) else ptr.decay(kb), c), c)
+        return kb.read(kb.deref(ptr if not isinstance(ptr, ArrayRef) else ptr.decay(kb), c), c)
     if name in _CACHED_STORES:
         ptr = kb.expr(args[0])
-        lv = kb.deref(ptr if not isinstance(ptr, _ArrayRef) else ptr.decay(kb), c)
+        lv = kb.deref(ptr if not isinstance(ptr, ArrayRef) else ptr.decay(kb), c)
         kb.assign(lv, kb.expr(args[1]), c)
         return None
     if name == "__syncwarp":
@@ -326,7 +326,7 @@ def float_part(kb: KernelBuilder, what: str, fn: ci.Cursor, args: list[ci.Cursor
         return parts.ldexp(x, convert(kb.scalar(args[1]), I32))
     value, second = parts.frexp(x) if what == "frexp" else parts.modf(x)
     target = kb.expr(args[1])
-    lv = kb.deref(target if not isinstance(target, _ArrayRef) else target.decay(kb), c)
+    lv = kb.deref(target if not isinstance(target, ArrayRef) else target.decay(kb), c)
     kb.assign(lv, second, c)
     return value
 
@@ -400,7 +400,7 @@ def float_constant(kb: KernelBuilder, name: str, args: list[ci.Cursor], c: ci.Cu
 
 def arg_value(kb: KernelBuilder, a: ci.Cursor, fn: ci.Cursor, i: int) -> Value | None:
     v = kb.expr(a)
-    if v is _DEFAULT:
+    if v is DEFAULT:
         params = list(fn.get_arguments())
         default = [ch for ch in params[i].get_children() if ch.kind.is_expression()]
         if not default:
@@ -414,7 +414,7 @@ def arg_value(kb: KernelBuilder, a: ci.Cursor, fn: ci.Cursor, i: int) -> Value |
 
 def atomic(kb: KernelBuilder, op: str, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -> Value | None:
     ptr = kb.expr(args[0])
-    if isinstance(ptr, _ArrayRef):
+    if isinstance(ptr, ArrayRef):
         ptr = ptr.decay(kb)
     lv = kb.deref(ptr, c)
     if isinstance(lv, ChoiceLV):  # into one of several buffers: the atomic on the one it points into

@@ -12,7 +12,7 @@ from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.lower.bitcasts import bit_view, record_pointee, record_view, views_as_itself
 from frontend.lower.context import CK
-from frontend.lower.helpers import _ArrayRef, _describe
+from frontend.lower.helpers import ArrayRef, describe
 from frontend.lower.inheritance import converted
 from frontend.lower.pointer_choice import settled
 from frontend.lower.printing import misaligned_fault
@@ -35,7 +35,7 @@ def cast(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
     if discard:
         return None
     v = converted(kb, v, operand[-1], c)  # `static_cast<Base*>(&d)`; a downcast is refused
-    if isinstance(v, _ArrayRef):
+    if isinstance(v, ArrayRef):
         v = v.decay(kb)
     st = tm.scalar_type(c.type)
     if st is not None:
@@ -43,7 +43,7 @@ def cast(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
             raise kb.error("pointer-to-number conversions are not supported in device code (the address as an "
                            "integer: alignment tests, pointers passed as integers)", c)
         if not isinstance(v, n.Expr):
-            raise kb.error(f"cannot convert a {_describe(v)} to a number", c)
+            raise kb.error(f"cannot convert a {describe(v)} to a number", c)
         return convert(v, st)
     if tm.is_pointer(c.type):
         if isinstance(v, Pointer):

@@ -59,7 +59,7 @@ from frontend.lower.groups import (
     cg_partition, cg_rank, cg_size, cg_sync_mask, cg_tile_mask, cg_typed, class_name, is_cooperative, is_tile_memory,
     tile_size,
 )
-from frontend.lower.helpers import _strip
+from frontend.lower.helpers import strip
 from frontend.lower.partitions import dynamic_partition
 from frontend.values import Aggregate, Value
 
@@ -86,7 +86,7 @@ def cooperative_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: l
         return cg_group(kb, args[0])
     if owner in _REDUCE_OPS and name == "operator()":  # cg::plus<int>()(a, b)
         operands = [ch for ch in children
-                    if not (_strip(ch).kind == CK.DECL_REF_EXPR and _strip(ch).spelling == fn.spelling)]
+                    if not (strip(ch).kind == CK.DECL_REF_EXPR and strip(ch).spelling == fn.spelling)]
         rt = tm.scalar_type(fn.result_type)
         if rt is None or len(operands) != 3:
             raise kb.error(f"this use of cooperative_groups::{owner} is not supported", c)
@@ -94,7 +94,7 @@ def cooperative_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: l
         a, b = (convert(kb.scalar(x), rt) for x in operands[1:])
         return cg_combine(kb, _REDUCE_OPS[owner], a, b, c)
     if owner is not None:  # a member function: the object is the callee's base
-        callee = _strip(children[0])
+        callee = strip(children[0])
         base = next(iter(callee.get_children()), None) if callee.kind == CK.MEMBER_REF_EXPR else None
         if base is None:
             raise kb.error(f"cooperative_groups::{owner}::{name} called without its group", c)

@@ -18,7 +18,7 @@ from frontend.lower.context import (
 from frontend.lower.accessors import accessor_type
 from frontend.lower.groups import is_cooperative, is_tile_memory
 from frontend.lower.views import element
-from frontend.lower.helpers import _ScalarArray, _is_trivial_construction, _strip, _zero_of
+from frontend.lower.helpers import ScalarArray, is_trivial_construction, strip, zero_of
 from frontend.lower.null_tests import is_null_pointer
 from frontend.lower.pointer_choice import pending_pointer, pointer_hint
 from frontend.values import (
@@ -54,7 +54,7 @@ def var_decl(kb: KernelBuilder, d: ci.Cursor) -> None:
             return
         kb.bind(d, shared_array(kb, d))
         init = initializer(kb, d)
-        body = function_body(_strip(init).referenced) if init is not None and _is_trivial_construction(init) \
+        body = function_body(strip(init).referenced) if init is not None and is_trivial_construction(init) \
             else None
         if init is not None and (body is None or any(True for _ in body.get_children())):
             # (clang shows a record's implicit default constructor as a call of an empty body)
@@ -97,7 +97,7 @@ def var_decl(kb: KernelBuilder, d: ci.Cursor) -> None:
         mutable = decl_key(d) in kb.assigned_decls(kb.frame.cursor)
         kb.bind(d, kb.pointer_binding(value, mutable, name, d, decl_key(d)))
         return
-    if init is not None and (_strip(init).kind == CK.LAMBDA_EXPR or kb.is_closure_type(t)):
+    if init is not None and (strip(init).kind == CK.LAMBDA_EXPR or kb.is_closure_type(t)):
         closure = kb.expr(init)  # `auto f = [&](float v) { ... };` (see ``lambdas``)
         if not isinstance(closure, Closure):
             raise UserError(f"local variable '{name}' holds a lambda polypy cannot follow", where)
@@ -131,18 +131,18 @@ def local_record_in_memory(kb: KernelBuilder, d: ci.Cursor, name: str, t: ci.Typ
     """``struct { float x[8]; } f;``: a local array of one record in memory, so that ``f.x[i]``
     is an element of memory at a run-time index (a record of variables has constant members only)."""
     binding = kb.record_array(name, (1,), tm.local_layout(t, where), "local", where)
-    kb.bind(d, _ScalarArray(binding))
+    kb.bind(d, ScalarArray(binding))
     initialize_record(kb, d, element_lv(kb, binding, (n.Const(0, I32),), d), t, init)
 
 
 def initialize_record(kb: KernelBuilder, d: ci.Cursor, lv, t: ci.Type, init: ci.Cursor | None) -> None:
     """A local record's initializer: ``V3 p(a, b, c);`` (or ``V3 p;``) with a user constructor is
     constructed in place; any other non-trivial initializer is assigned."""
-    ctor = _strip(init) if init is not None else None
+    ctor = strip(init) if init is not None else None
     if ctor is not None and ctor.kind == CK.CALL_EXPR and ctor.referenced is not None and \
             ctor.referenced.kind == CK.CONSTRUCTOR and kb.is_user_construction(ctor.referenced, ctor):
         kb.construct(lv, ctor.referenced, [a for a in ctor.get_children() if a.kind.is_expression()], ctor)
-    elif init is not None and not _is_trivial_construction(init):
+    elif init is not None and not is_trivial_construction(init):
         kb.assign(lv, kb.record_value(init, t), d)
 
 
@@ -157,7 +157,7 @@ def local_union(kb: KernelBuilder, name: str, t: ci.Type, init: ci.Cursor | None
         raise UserError(f"union '{t.spelling}' is not supported in device code: only local unions whose members "
                         "are all scalars of one size, or scalars and records of scalars that cover the same "
                         "bytes, are (read as one another's bits)", where)
-    if init is not None and not _is_trivial_construction(init):
+    if init is not None and not is_trivial_construction(init):
         raise UserError(f"initializing union '{name}' in its declaration is not supported in device code "
                         "(assign a member)", where)
     if slices is not None:
@@ -212,7 +212,7 @@ def shared_array(kb: KernelBuilder, d: ci.Cursor) -> ArrayBinding:
         kb.buffers[name] = n.Buffer(name, layout.scalar, shape, "shared", loc=where)
         binding = ArrayBinding(name, dims or (1,), layout)
     if not dims:  # a shared scalar or record: element 0 of a one-element array
-        scalar = _ScalarArray(binding)
+        scalar = ScalarArray(binding)
         kb.shared[key] = scalar  # type: ignore[assignment]
         return scalar  # type: ignore[return-value]
     kb.shared[key] = binding
@@ -256,7 +256,7 @@ def array_initializer(kb: KernelBuilder, binding: ArrayBinding, init: ci.Cursor,
             if isinstance(lv, RecLV):
                 lv = kb.expand_record(lv, c or d)
             if c is None:
-                kb.assign(lv, _zero_of(lv), d)
+                kb.assign(lv, zero_of(lv), d)
             elif isinstance(lv, AggLV):
                 kb.assign(lv, kb.record_value(c, None, lv), c)
             else:

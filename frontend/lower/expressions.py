@@ -24,7 +24,7 @@ from frontend.lower.pointer_choice import choice_address, pointer_arith, read_ch
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
 from frontend.lower.inheritance import converted, member_path, sub_value, subobject
 from frontend.lower.helpers import (
-    _ArrayRef, _DEFAULT, _ScalarArray, _describe, _select_member, _strip, _strip_parens,
+    ArrayRef, DEFAULT, ScalarArray, describe, select_member, strip, strip_parens,
 )
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, Binding, BitsLV, ChoiceLV, ChoiceVarLV, Closure, ConstBinding, LValue, MemLV,
@@ -71,7 +71,7 @@ def scalar(kb: KernelBuilder, c: ci.Cursor) -> n.Expr:
     """A scalar rvalue, of the IR type of ``c``'s C type."""
     v = expr(kb, c)
     if not isinstance(v, n.Expr):
-        raise kb.error(f"expected a number here, found a {_describe(v)}", c)
+        raise kb.error(f"expected a number here, found a {describe(v)}", c)
     st = tm.scalar_type(c.type)
     if st is not None:
         v = convert(v, st)
@@ -105,7 +105,7 @@ def paren(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
 def unexposed(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
     children = list(c.get_children())
     if not children:
-        return _DEFAULT  # a default argument or an implicit zero: the caller knows which
+        return DEFAULT  # a default argument or an implicit zero: the caller knows which
     if len(children) > 1:
         raise kb.error("unsupported expression", c)
     v = expr(kb, children[0], discard=discard)
@@ -119,13 +119,13 @@ def implicit_conversion(kb: KernelBuilder, v: Value | None, c: ci.Cursor) -> Val
     st = tm.scalar_type(c.type)
     if st is not None and isinstance(v, n.Expr):
         return convert(v, st)
-    if st is not None and v is _DEFAULT:
+    if st is not None and v is DEFAULT:
         return v
     if st == BOOL and isinstance(v, (Pointer, PointerChoice)):  # `if (p)`, `!p`, `p && x`: not null
         return convert(pointer_truth(kb, v, c), BOOL)
     if st is not None and isinstance(v, (Pointer, PointerChoice, VarAddress)):
         raise kb.error("pointer-to-number conversions are not supported in device code", c)
-    if tm.is_pointer(c.type) and isinstance(v, _ArrayRef):
+    if tm.is_pointer(c.type) and isinstance(v, ArrayRef):
         if tm.is_array(tm.pointee(c.type)):
             return v  # `tile` as a pointer to its rows: indexing it is indexing the array
         return v.decay(kb)
@@ -182,7 +182,7 @@ def global_binding(kb: KernelBuilder, r: ci.Cursor, c: ci.Cursor) -> Binding:
             kb.buffers.setdefault(buffer.name, buffer)
             kb.names.taken.add(buffer.name)
         if not tm.is_array(r.type):
-            return _ScalarArray(binding)
+            return ScalarArray(binding)
         return binding
     if r.type.is_const_qualified() and tm.scalar_type(r.type) is not None:
         init = kb.initializer(r)
@@ -202,8 +202,8 @@ def binding_value(kb: KernelBuilder, b: Binding, c: ci.Cursor) -> Value:
     if isinstance(b, RefBinding):
         return read(kb, b.target, c)
     if isinstance(b, ArrayBinding):
-        return _ArrayRef(b, ())
-    if isinstance(b, _ScalarArray):
+        return ArrayRef(b, ())
+    if isinstance(b, ScalarArray):
         return read(kb, kb.element_lv(b.binding, (n.Const(0, I32),), c), c)
     if isinstance(b, VarAddress):
         return b
@@ -250,7 +250,7 @@ def read(kb: KernelBuilder, lv: LValue, c: ci.Cursor) -> Value:
 # -- operators
 def array_subscript(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value:
     lv = kb.lvalue(c)
-    if isinstance(lv, _ArrayRef):
+    if isinstance(lv, ArrayRef):
         return lv
     return read(kb, lv, c)
 
@@ -282,9 +282,9 @@ def member_ref(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value:
     else:
         base = expr(kb, base_c)
     if not isinstance(base, Aggregate):
-        raise kb.error(f"'.{c.spelling}' of a {_describe(base)}", c)
+        raise kb.error(f"'.{c.spelling}' of a {describe(base)}", c)
     base = sub_value(kb, base, path, c)
-    return _select_member(base.fields, c.spelling, c, lambda fields, sp: Aggregate(fields, sp), kb)
+    return select_member(base.fields, c.spelling, c, lambda fields, sp: Aggregate(fields, sp), kb)
 
 
 def in_memory(kb: KernelBuilder, c: ci.Cursor) -> bool:
@@ -292,7 +292,7 @@ def in_memory(kb: KernelBuilder, c: ci.Cursor) -> bool:
     evaluation as ``expr`` (an element or member of memory), so that a member of it can be
     taken without reading the whole record."""
     while True:
-        c = _strip(c)
+        c = strip(c)
         if c.kind == CK.MEMBER_REF_EXPR:
             base = next(iter(c.get_children()), None)
             if base is None:  # `buffer.data[i]` inside a member function of an object in memory
@@ -313,7 +313,7 @@ def in_memory(kb: KernelBuilder, c: ci.Cursor) -> bool:
             if b is None and r.kind == CK.VAR_DECL and not is_prelude_decl(r) and tm.is_record(r.type):
                 b = lookup(kb, r, c)  # a module record (what `expr` would look up too; not a built-in)
             return isinstance(b, (RefBinding, RecLV, UnionLV)) or \
-                (isinstance(b, _ScalarArray) and b.binding.layout.record is not None)
+                (isinstance(b, ScalarArray) and b.binding.layout.record is not None)
         return False
 
 
@@ -342,14 +342,14 @@ def unary(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
 
 
 def address_of(kb: KernelBuilder, operand: ci.Cursor, c: ci.Cursor) -> Value:
-    inner = _strip_parens(operand)
+    inner = strip_parens(operand)
     if inner.kind == CK.ARRAY_SUBSCRIPT_EXPR:
         base_c, index_c = list(inner.get_children())
         if tm.scalar_type(base_c.type) is not None and not tm.is_pointer(base_c.type):
             base_c, index_c = index_c, base_c
         base = expr(kb, base_c)
         index = scalar(kb, index_c)
-        if isinstance(base, _ArrayRef):
+        if isinstance(base, ArrayRef):
             if len(base.prefix) + 1 < len(base.binding.dims):
                 return base.index(kb, index, c).decay(kb)  # address of a row
             return base.binding.pointer(base.prefix, index)
@@ -357,7 +357,7 @@ def address_of(kb: KernelBuilder, operand: ci.Cursor, c: ci.Cursor) -> Value:
             return dataclasses.replace(base, offset=add_offsets(base.offset, index))
         if isinstance(base, PointerChoice):
             return shifted(base, index)
-        raise kb.error(f"cannot take the address of an element of a {_describe(base)}", c)
+        raise kb.error(f"cannot take the address of an element of a {describe(base)}", c)
     if inner.kind == CK.UNARY_OPERATOR and unary_operator(inner) == "*":
         return expr(kb, next(iter(inner.get_children())))
     if inner.kind == CK.MEMBER_REF_EXPR:  # `&p[i].count` (atomicAdd), `&rec.x`
@@ -366,8 +366,8 @@ def address_of(kb: KernelBuilder, operand: ci.Cursor, c: ci.Cursor) -> Value:
         r = inner.referenced
         b = lookup(kb, r, inner) if r is not None else None
         if isinstance(b, ArrayBinding):
-            return _ArrayRef(b, ()).decay(kb)
-        if isinstance(b, _ScalarArray):
+            return ArrayRef(b, ()).decay(kb)
+        if isinstance(b, ScalarArray):
             return b.binding.pointer((), None)
         if isinstance(b, RefBinding):
             b = b.target
@@ -458,14 +458,14 @@ def binary(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
         return null_test(kb, op, rhs_c if is_null_pointer(lhs_c) else lhs_c, c)
     a = expr(kb, lhs_c)
     b = expr(kb, rhs_c)
-    if isinstance(a, _ArrayRef):
+    if isinstance(a, ArrayRef):
         a = a.decay(kb)
-    if isinstance(b, _ArrayRef):
+    if isinstance(b, ArrayRef):
         b = b.decay(kb)
     if isinstance(a, (Pointer, PointerChoice)) or isinstance(b, (Pointer, PointerChoice)):
         return pointer_arith(kb, op, a, b, c)
     if not isinstance(a, n.Expr) or not isinstance(b, n.Expr):
-        raise kb.error(f"operator '{op}' on a {_describe(a if not isinstance(a, n.Expr) else b)}", c)
+        raise kb.error(f"operator '{op}' on a {describe(a if not isinstance(a, n.Expr) else b)}", c)
     result = n.Binary(_BINARY[op], a, b, loc=loc)
     if result.op not in ("shl", "shr") and a.type != b.type:
         raise kb.error(f"operands of '{op}' have different types", c)

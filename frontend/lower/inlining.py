@@ -18,7 +18,7 @@ from frontend.clang_setup import unary_operator
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
 from frontend.lower.accessors import accessor_type
-from frontend.lower.helpers import _ArrayRef, _strip
+from frontend.lower.helpers import ArrayRef, strip
 from frontend.lower.pointer_choice import pending_pointer, pointer_hint
 from frontend.lower.inheritance import conversion_path, subobject
 from frontend.values import (
@@ -139,7 +139,7 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
             raise kb.error(f"parameter '{name}' of '{fn.spelling}' is a reference to an array "
                            f"('{pt.spelling}'), which is not supported: declare it as a pointer to the "
                            "elements", a)
-        inner = _strip(a)
+        inner = strip(a)
         try:
             # a derived object bound to a `Base&`: its base subobject (frontend.lower.inheritance)
             return RefBinding(subobject(kb, kb.lvalue(inner), conversion_path(kb, a, pt, a), a))
@@ -151,7 +151,7 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
     value = kb.arg_value(a, fn, i)
     if isinstance(value, Closure):  # a lambda passed to a function template
         return value
-    if isinstance(value, _ArrayRef):
+    if isinstance(value, ArrayRef):
         value = value.decay(kb, a)
     if tm.is_pointer(pt) or tm.is_array(pt):
         if isinstance(value, VarAddress):
@@ -168,7 +168,7 @@ def array_reference_binding(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: c
     arrays): the argument is an array of ``N`` elements of ``T`` (clang checks the type), so
     the callee's ``a[k]`` is the argument's element ``k``, as through a ``T*``."""
     value = kb.arg_value(a, fn, i)
-    if isinstance(value, _ArrayRef):
+    if isinstance(value, ArrayRef):
         value = value.decay(kb, a)
     if isinstance(value, VarAddress):
         return value
@@ -207,10 +207,10 @@ def _returns_only_this(fn: ci.Cursor) -> bool:
         if c is None or c.kind == CK.LAMBDA_EXPR:
             continue
         if c.kind == CK.RETURN_STMT:
-            value = [_strip(ch) for ch in c.get_children()]
+            value = [strip(ch) for ch in c.get_children()]
             if len(value) != 1 or value[0].kind != CK.UNARY_OPERATOR:
                 return False
-            operand = [_strip(ch) for ch in value[0].get_children()]
+            operand = [strip(ch) for ch in value[0].get_children()]
             if unary_operator(value[0]) != "*" or len(operand) != 1 or operand[0].kind != CK.CXX_THIS_EXPR:
                 return False
             found = True

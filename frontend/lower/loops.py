@@ -15,7 +15,7 @@ from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.clang_setup import binary_operator, preorder, unary_operator
 from frontend.lower.context import CK, decl_key
-from frontend.lower.helpers import _strip, _strip_parens
+from frontend.lower.helpers import strip, strip_parens
 from frontend.values import VarLV
 
 if TYPE_CHECKING:
@@ -121,10 +121,10 @@ def counted_loop(kb: KernelBuilder, c, init, cond_c, inc, body_c) -> n.For | Non
     if vt is None or not vt.is_int or start_c is None:
         return None
     key = decl_key(var_decl)
-    cond = _strip(cond_c)
+    cond = strip(cond_c)
     if cond.kind != CK.BINARY_OPERATOR or binary_operator(cond) not in ("<", "<=", ">", ">="):
         return None
-    lhs, rhs = (_strip(x) for x in cond.get_children())
+    lhs, rhs = (strip(x) for x in cond.get_children())
     op = binary_operator(cond)
     if _is_ref_to(lhs, key) and op in ("<", "<="):
         bound_c = list(cond.get_children())[1]
@@ -168,18 +168,18 @@ def _is_ref_to(c: ci.Cursor, key: tuple) -> bool:
 
 def _increment_of(inc: ci.Cursor, key: tuple) -> ci.Cursor | int | None:
     """The step of ``i++``, ``++i``, ``i += s``, ``i = i + s``; None for anything else."""
-    inc = _strip_parens(inc)
+    inc = strip_parens(inc)
     if inc.kind == CK.UNARY_OPERATOR and unary_operator(inc) == "++":
-        return 1 if _is_ref_to(_strip(next(iter(inc.get_children()))), key) else None
+        return 1 if _is_ref_to(strip(next(iter(inc.get_children()))), key) else None
     if inc.kind == CK.COMPOUND_ASSIGNMENT_OPERATOR and binary_operator(inc) == "+=":
         target, step = list(inc.get_children())
-        return step if _is_ref_to(_strip(target), key) else None
+        return step if _is_ref_to(strip(target), key) else None
     if inc.kind == CK.BINARY_OPERATOR and binary_operator(inc) == "=":
         target, value = list(inc.get_children())
-        value = _strip(value)
-        if _is_ref_to(_strip(target), key) and value.kind == CK.BINARY_OPERATOR and binary_operator(value) == "+":
+        value = strip(value)
+        if _is_ref_to(strip(target), key) and value.kind == CK.BINARY_OPERATOR and binary_operator(value) == "+":
             a, b = list(value.get_children())
-            if _is_ref_to(_strip(a), key):
+            if _is_ref_to(strip(a), key):
                 return b
     return None
 
@@ -238,7 +238,7 @@ def _assigned_keys(c: ci.Cursor) -> list[tuple]:
                 if a.kind == CK.DECL_REF_EXPR and a.referenced is not None]
     if target is None:
         return []
-    target = _strip(target)
+    target = strip(target)
     if target.kind == CK.DECL_REF_EXPR and target.referenced is not None:
         return [decl_key(target.referenced)]
     return []

@@ -18,7 +18,7 @@ from polypy.errors import UserError
 from frontend import bases as cxx
 from frontend import ctypes_map as tm
 from frontend.lower.context import CK, function_body
-from frontend.lower.helpers import _strip, _zero_of
+from frontend.lower.helpers import strip, zero_of
 from frontend.lower.inheritance import subobject, this_path
 from frontend.values import AggLV, Closure, LValue, Value, VarAddress
 
@@ -49,7 +49,7 @@ def method_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[c
     if fn.kind == CK.CXX_METHOD and fn.spelling.startswith("operator"):
         # Clang lists the operands around the operator's name: the object first.
         operands = [ch for ch in children
-                    if not (_strip(ch).kind == CK.DECL_REF_EXPR and _strip(ch).spelling == fn.spelling)]
+                    if not (strip(ch).kind == CK.DECL_REF_EXPR and strip(ch).spelling == fn.spelling)]
         if fn.spelling == "operator()" and kb.is_closure_type(operands[0].type):
             closure = kb.expr(operands[0])
             if not isinstance(closure, Closure):
@@ -59,7 +59,7 @@ def method_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[c
             return kb.inline(definition, operands, c, discard)
         this = subobject(kb, object_place(kb, operands[0], fn, c), this_path(kb, operands[0], fn, c), c)
         return kb.inline(definition, operands[1:], c, discard, this=this)
-    callee = _strip(children[0]) if children else None
+    callee = strip(children[0]) if children else None
     args = children[1:]
     if fn.is_static_method():
         return kb.inline(definition, args, c, discard)
@@ -84,7 +84,7 @@ def check_method(kb: KernelBuilder, fn: ci.Cursor, c: ci.Cursor) -> None:
 def object_place(kb: KernelBuilder, obj: ci.Cursor, fn: ci.Cursor, c: ci.Cursor) -> LValue:
     """Where the object of a call of member ``fn`` lives: its place, or a temporary holding
     its value (a function's or constructor's result; any object for a ``const`` member)."""
-    inner = _strip(obj)
+    inner = strip(obj)
     if tm.is_pointer(inner.type):  # `p->f()`
         return kb.deref(kb.expr(inner), c)
     if inner.kind == CK.CXX_THIS_EXPR:
@@ -219,12 +219,12 @@ def default_constructor(kb: KernelBuilder, t: ci.Type, c: ci.Cursor) -> ci.Curso
 def initialize(kb: KernelBuilder, place: LValue, t: ci.Type, init: ci.Cursor | None, c: ci.Cursor) -> None:
     """A member initialized from ``init`` (``x()``, ``x{}``: value-initialized, zero)."""
     if init is None or (init.kind in (CK.UNEXPOSED_EXPR, CK.INIT_LIST_EXPR) and not list(init.get_children())):
-        kb.assign(place, _zero_of(place), c)
+        kb.assign(place, zero_of(place), c)
         return
     if init.kind == CK.INIT_LIST_EXPR and tm.scalar_type(t) is not None and len(list(init.get_children())) == 1:
         init = next(iter(init.get_children()))  # `x{v}`
     if tm.is_record(t):
-        ctor = _strip(init)
+        ctor = strip(init)
         if ctor.kind == CK.CALL_EXPR and ctor.referenced is not None and \
                 ctor.referenced.kind == CK.CONSTRUCTOR and is_user_construction(kb, ctor.referenced, ctor):
             construct(kb, place, ctor.referenced, [a for a in ctor.get_children() if a.kind.is_expression()],

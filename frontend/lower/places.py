@@ -16,7 +16,7 @@ from frontend.lower.bitcasts import reinterpret, split_bits, with_bits
 from frontend.lower.views import element, store_part, whole_elements
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.inheritance import converted, member_path, subobject
-from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member, _strip
+from frontend.lower.helpers import ArrayRef, ScalarArray, describe, select_member, strip
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
 from frontend.lower import pointer_choice
 from frontend.lower.pointer_choice import assign_pointer, choice_element, store_choice
@@ -45,7 +45,7 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
         b = kb.lookup(r, c) if r is not None else None
         if isinstance(b, RefBinding):
             return b.target
-        if isinstance(b, _ScalarArray):
+        if isinstance(b, ScalarArray):
             return kb.element_lv(b.binding, (n.Const(0, I32),), c)
         if isinstance(b, (VarLV, MemLV, AggLV, PtrVarLV, ChoiceVarLV, RecLV, PendingPtrLV)):
             return b
@@ -54,19 +54,19 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
         base_c, index_c = list(c.get_children())
         if tm.scalar_type(base_c.type) is not None and not tm.is_pointer(base_c.type):
             base_c, index_c = index_c, base_c
-        if is_variable_member(base_c) and tm.canonical(_strip(base_c).type).kind == ci.TypeKind.CONSTANTARRAY:
-            base_lv = lvalue(kb, _strip(base_c))  # an array member of a record variable: its element's place
+        if is_variable_member(base_c) and tm.canonical(strip(base_c).type).kind == ci.TypeKind.CONSTANTARRAY:
+            base_lv = lvalue(kb, strip(base_c))  # an array member of a record variable: its element's place
             if isinstance(base_lv, AggLV):
                 index = kb.scalar(index_c)
                 element = element_lv(base_lv, index)
                 if element is not None:
                     return element
                 raise kb.error("an array member of a local record indexed at run time is not supported", c)
-        elif _strip(base_c).kind == CK.MEMBER_REF_EXPR and kb.in_memory(_strip(base_c)) and \
-                tm.canonical(_strip(base_c).type).kind == ci.TypeKind.CONSTANTARRAY:
+        elif strip(base_c).kind == CK.MEMBER_REF_EXPR and kb.in_memory(strip(base_c)) and \
+                tm.canonical(strip(base_c).type).kind == ci.TypeKind.CONSTANTARRAY:
             # `buffer.data[i]` of an object in memory: the element's place, without reading
             # the whole array member first (expressions.in_memory: lvalue evaluates as expr)
-            base_lv = lvalue(kb, _strip(base_c))
+            base_lv = lvalue(kb, strip(base_c))
             index = kb.scalar(index_c)
             element = element_lv(base_lv, index) if isinstance(base_lv, AggLV) else None
             return element if element is not None else subscript(kb, kb.read(base_lv, c), index, c)
@@ -109,8 +109,8 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
     raise kb.error("expression is not assignable here", c)
 
 
-def subscript(kb: KernelBuilder, base: Value | None, index: n.Expr, c: ci.Cursor) -> LValue | "_ArrayRef":
-    if isinstance(base, _ArrayRef):
+def subscript(kb: KernelBuilder, base: Value | None, index: n.Expr, c: ci.Cursor) -> LValue | "ArrayRef":
+    if isinstance(base, ArrayRef):
         return base.index(kb, index, c)
     if isinstance(base, PointerTable):
         return base.element(index)  # type: ignore[return-value]  # a pointer value, not assignable
@@ -126,7 +126,7 @@ def subscript(kb: KernelBuilder, base: Value | None, index: n.Expr, c: ci.Cursor
         element = element_of(base, index)  # an array member of a record parameter in memory
         if element is not None:
             return element
-    raise kb.error(f"cannot index a {_describe(base)}", c)
+    raise kb.error(f"cannot index a {describe(base)}", c)
 
 
 def pointer_element(kb: KernelBuilder, ptr: Pointer, j: n.Expr | None, c: ci.Cursor) -> LValue:
@@ -143,7 +143,7 @@ def pointer_element(kb: KernelBuilder, ptr: Pointer, j: n.Expr | None, c: ci.Cur
 
 
 def deref(kb: KernelBuilder, ptr: Value | None, c: ci.Cursor) -> LValue:
-    if isinstance(ptr, _ArrayRef):
+    if isinstance(ptr, ArrayRef):
         ptr = ptr.decay(kb)
     if isinstance(ptr, Pointer):
         return pointer_element(kb, ptr, None, c)
@@ -153,7 +153,7 @@ def deref(kb: KernelBuilder, ptr: Value | None, c: ci.Cursor) -> LValue:
         return ptr.target
     if isinstance(ptr, PointerTable):
         return ptr.element(n.Const(0, I32))  # type: ignore[return-value]  # a pointer value
-    raise kb.error(f"cannot dereference a {_describe(ptr)}", c)
+    raise kb.error(f"cannot dereference a {describe(ptr)}", c)
 
 
 def member_lv(kb: KernelBuilder, base: LValue, member: str, c: ci.Cursor) -> LValue:
@@ -161,7 +161,7 @@ def member_lv(kb: KernelBuilder, base: LValue, member: str, c: ci.Cursor) -> LVa
         return record_member(kb, base, member, c)  # type: ignore[return-value]
     if not isinstance(base, AggLV):
         raise kb.error(f"'.{member}' of something that is not a record", c)
-    return _select_member(base.fields, member, c, lambda fields, sp: AggLV(fields, sp), kb)
+    return select_member(base.fields, member, c, lambda fields, sp: AggLV(fields, sp), kb)
 
 # ------------------------------------------------------------------ records in memory
 def record_member(kb: KernelBuilder, rec: RecLV, member: str, c: ci.Cursor) -> LValue | Pointer:
@@ -253,7 +253,7 @@ def record_value(kb: KernelBuilder, c: ci.Cursor, t: ci.Type | None, target: Agg
     if isinstance(v, Closure):  # a copy of a lambda's closure (see ``lambdas``)
         return v  # type: ignore[return-value]
     if not isinstance(v, Aggregate):
-        raise kb.error(f"expected a record value, found a {_describe(v)}", c)
+        raise kb.error(f"expected a record value, found a {describe(v)}", c)
     return v
 
 # ------------------------------------------------------------------ stores
@@ -267,7 +267,7 @@ def assign(kb: KernelBuilder, lv: LValue, value: Value | None, c: ci.Cursor) -> 
                        "(assign a member)", c)
     if isinstance(lv, AggLV):
         if not isinstance(value, Aggregate):
-            raise kb.error(f"cannot assign a {_describe(value)} to a record", c)
+            raise kb.error(f"cannot assign a {describe(value)} to a record", c)
         for path in lv.fields:
             if path not in value.fields:
                 raise kb.error(f"record value has no member '{path}'", c)
@@ -277,18 +277,18 @@ def assign(kb: KernelBuilder, lv: LValue, value: Value | None, c: ci.Cursor) -> 
             assign(kb, field_lv, field_value, c)
         return
     if isinstance(lv, (PtrVarLV, ChoiceVarLV)):
-        if isinstance(value, _ArrayRef):
+        if isinstance(value, ArrayRef):
             value = value.decay(kb)
         assign_pointer(kb, lv, value, c)  # into another buffer: pointer_choice.py
         return
     if not isinstance(value, n.Expr):
-        raise kb.error(f"cannot store a {_describe(value)} here", c)
+        raise kb.error(f"cannot store a {describe(value)} here", c)
     store(kb, lv, convert(value, lv.type), c)
 
 
 def assign_pending(kb: KernelBuilder, lv: PendingPtrLV, value: Value | None, c: ci.Cursor) -> PtrVarLV:
     """The first assignment of a pointer declared without initializer fixes its buffer."""
-    if isinstance(value, _ArrayRef):
+    if isinstance(value, ArrayRef):
         value = value.decay(kb)
     return pointer_choice.assign_pending(kb, lv, value, c)
 

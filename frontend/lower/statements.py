@@ -14,7 +14,7 @@ from frontend.lower.context import CK, has_attr
 from frontend.lower.declarations import decl_stmt
 from frontend.lower.loops import do_stmt, for_stmt, while_stmt
 from frontend.lower.switch import switch_stmt
-from frontend.lower.helpers import _ArrayRef, _strip
+from frontend.lower.helpers import ArrayRef, strip
 from frontend.values import ChoiceVarLV, PendingPtrLV, PtrVarLV, RefResult
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def return_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
     if children and isinstance(frame.result, RefResult):
         # `return a[i];` of `float& at(int i)`: the place. A `const T&` result of another
         # expression (`return a < b ? b : a;`) is read now: the return is the body's last statement.
-        e = _strip(children[0])
+        e = strip(children[0])
         target_t = tm.strip_reference(frame.cursor.result_type)
         if e.kind in _PLACES or not target_t.is_const_qualified():
             local = _callee_local(e)
@@ -114,7 +114,7 @@ def return_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
         # A function returning a pointer: the first `return` fixes the buffer it points into; a
         # return into another makes the result a pointer into one of several (pointer_choice.py).
         value = kb.expr(children[0])
-        if isinstance(value, _ArrayRef):
+        if isinstance(value, ArrayRef):
             value = value.decay(kb)
         if isinstance(frame.result, PendingPtrLV):
             frame.result = kb.assign_pending(frame.result, value, children[0])
@@ -132,16 +132,16 @@ def _callee_local(e: ci.Cursor) -> str | None:
     returned from whose storage the place ``e`` lies in, or None (an element through a pointer, a
     reference, shared or namespace-scope memory, a member of ``*this``)."""
     while True:
-        e = _strip(e)
+        e = strip(e)
         children = list(e.get_children())
         if e.kind == CK.MEMBER_REF_EXPR and children and not tm.is_pointer(children[0].type):
             e = children[0]
         elif e.kind == CK.ARRAY_SUBSCRIPT_EXPR and len(children) == 2 and \
-                tm.canonical(_strip(children[0]).type).kind == ci.TypeKind.CONSTANTARRAY:
+                tm.canonical(strip(children[0]).type).kind == ci.TypeKind.CONSTANTARRAY:
             e = children[0]
-        elif e.kind == CK.UNARY_OPERATOR and len(children) == 1 and _strip(children[0]).kind == CK.UNARY_OPERATOR \
-                and unary_operator(e) == "*" and unary_operator(_strip(children[0])) == "&":
-            e = next(iter(_strip(children[0]).get_children()))
+        elif e.kind == CK.UNARY_OPERATOR and len(children) == 1 and strip(children[0]).kind == CK.UNARY_OPERATOR \
+                and unary_operator(e) == "*" and unary_operator(strip(children[0])) == "&":
+            e = next(iter(strip(children[0]).get_children()))
         else:
             break
     r = e.referenced if e.kind == CK.DECL_REF_EXPR else None
