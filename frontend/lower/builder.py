@@ -1,49 +1,44 @@
-"""``KernelBuilder``: lowers one kernel; its parts live in the sibling modules (one job each)."""
+"""``KernelBuilder``: the state of one kernel's lowering; its parts are the sibling modules (one job each)."""
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import clang.cindex as ci
 
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.visitor import has_kind
+from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType, ScalarType
 
-from frontend import bases as cxx
 from frontend import ctypes_map as tm
-from frontend.lower.cccl import refuse_in_device_code
-from frontend.lower.traps import stop_faulted_threads
 from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
-from frontend.lower import accessors
-from frontend.lower.accessors import AccessorType, accessor_type
-from frontend.lower import calls
-from frontend.lower import cooperative
+from frontend.lower import accessors, calls, declarations, expressions, places, statements
+from frontend.lower.accessors import accessor_type
+from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body, \
     is_library_header
-from frontend.lower import declarations
 from frontend.lower.graph_conditional import check_handle_uses, is_condition_handle
-from frontend.lower import expressions
-from frontend.lower import inlining
-from frontend.lower import lambdas
 from frontend.lower.loops import AssignmentIndex
-from frontend.lower import members
 from frontend.lower.param_arrays import runtime_indexed_arrays
-from frontend.lower import places
 from frontend.lower.pointer_choice import pointer_hint, pointer_variable
-from frontend.lower import statements
+from frontend.lower.traps import stop_faulted_threads
 from frontend.lower.webs import split_variable_webs
-from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from frontend.values import (
-    Accessor, Aggregate, AggLV, ArrayBinding, Binding, ChoiceVarLV, Closure, LValue, MemLV, Pointer, PointerChoice, PointerTable, PtrVarLV,
-    PendingPtrLV, RecLV, RecordAddress, Value, VarLV,
+    Aggregate, AggLV, ArrayBinding, Binding, ChoiceVarLV, LValue, MemLV, PendingPtrLV, Pointer, PointerChoice,
+    PointerTable, PtrVarLV, RecLV, RecordAddress, Value, VarLV,
 )
 
 
 class KernelBuilder:
-    """Lowers one kernel; see ``frontend.lower``."""
+    """The state of one kernel's lowering (see ``frontend.lower``): the kernel's parameters and
+    buffers, the frames of the functions being inlined, the block statements are emitted into,
+    names, caches. The parts are modules of functions taking it as their first argument ``kb``
+    (as JAX's ``backward_pass`` keeps its state in one environment); it keeps the small helpers
+    every part uses (``error``, ``loc``, ``emit``, ``sub_block``, ``temp``...), the entry points
+    below, and ``build``, which lowers the kernel's parameters and body."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str,
                  pointer_sets: dict[tuple, tuple[Pointer, ...]] | None = None):
@@ -149,83 +144,49 @@ class KernelBuilder:
         self.emit(n.Decl(name, ty, init, loc=self.loc(cursor) if cursor is not None else None))
         return VarLV(name, ty)
 
-    # lambdas.py
-    def is_closure_type(self, t: ci.Type) -> bool:
-        return lambdas.is_closure_type(self, t)
+    # ------------------------------------------------------------------ entry points
+    # The constructs any part may meet inside the one it lowers (an expression in a call's
+    # argument, a statement in an inlined body, a place in an initializer): each part reaches them
+    # through these, and imports the parts below it (lambdas, accessors, members, inlining,
+    # cooperative, ...) directly, so that no two parts import each other.
+    def statement(self, c: ci.Cursor) -> None:
+        return statements.statement(self, c)
 
-    def call_closure(self, closure: Closure, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -> Value | None:
-        return lambdas.call_closure(self, closure, args, c, discard)
+    def expr(self, c: ci.Cursor, *, discard: bool = False) -> Value | None:
+        return expressions.expr(self, c, discard=discard)
 
-    # accessors.py
-    def accessor_param(self, p: ci.Cursor, info: AccessorType, mutated: set[tuple]) -> None:
-        return accessors.accessor_param(self, p, info, mutated)
+    def scalar(self, c: ci.Cursor) -> n.Expr:
+        return expressions.scalar(self, c)
 
-    def accessor_call(self, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor], discard: bool) -> Value | None:
-        return accessors.accessor_call(self, c, fn, children, discard)
+    def condition(self, c: ci.Cursor) -> n.Expr:
+        return expressions.condition(self, c)
 
-    def accessor_lvalue(self, c: ci.Cursor) -> LValue | None:
-        return accessors.accessor_lvalue(self, c)
+    def read(self, lv: LValue, c: ci.Cursor) -> Value:
+        return expressions.read(self, lv, c)
 
-    def accessor_binding(self, d: ci.Cursor, init: ci.Cursor | None, owner: ci.Cursor, what: str) -> Accessor:
-        return accessors.accessor_binding(self, d, init, owner, what)
+    def lookup(self, r: ci.Cursor, c: ci.Cursor) -> Binding:
+        return expressions.lookup(self, r, c)
 
-    # members.py
-    def this_place(self, c: ci.Cursor) -> LValue:
-        return members.this_place(self, c)
+    def binding_value(self, b: Binding, c: ci.Cursor) -> Value:
+        return expressions.binding_value(self, b, c)
 
-    def method_call(self, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor], discard: bool) -> Value | None:
-        return members.method_call(self, c, fn, children, discard)
+    def in_memory(self, c: ci.Cursor) -> bool:
+        return expressions.in_memory(self, c)
 
-    def is_user_construction(self, fn: ci.Cursor, c: ci.Cursor) -> bool:
-        return members.is_user_construction(self, fn, c)
-
-    def record_bases(self, record: ci.Cursor | None, c: ci.Cursor) -> list[cxx.Base]:
-        return members.record_bases(self, record, c)
-
-    def construct_value(self, c: ci.Cursor, fn: ci.Cursor, args: list[ci.Cursor]) -> Value:
-        return members.construct_value(self, c, fn, args)
-
-    def construct(self, target: LValue, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) -> None:
-        return members.construct(self, target, fn, args, c)
-
-    def default_constructor(self, t: ci.Type, c: ci.Cursor) -> ci.Cursor | None:
-        return members.default_constructor(self, t, c)
-
-    # cooperative.py
-    def cooperative_call(self, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor], discard: bool) -> Value | None:
-        return cooperative.cooperative_call(self, c, fn, children, discard)
-
-    # inlining.py
-    def inline(self, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor, discard: bool, *, this: LValue | None = None, prologue: Callable[[], None] | None = None, captures: dict | None = None) -> Value | None:
-        return inlining.inline(self, fn, args, c, discard, this=this, prologue=prologue, captures=captures)
-
-    def copy_to_local(self, value: Value | None, t: ci.Type, name: str, a: ci.Cursor) -> Binding:
-        return inlining.copy_to_local(self, value, t, name, a)
-
-    # declarations.py
-    def initializer(self, d: ci.Cursor) -> ci.Cursor | None:
-        return declarations.initializer(self, d)
-
-    def shared_array(self, d: ci.Cursor) -> ArrayBinding:
-        return declarations.shared_array(self, d)
-
-    def element_lv(self, binding: ArrayBinding, index: tuple[n.Expr, ...], where: ci.Cursor) -> LValue:
-        return declarations.element_lv(self, binding, index, where)
-
-    # places.py
     def lvalue(self, c: ci.Cursor) -> LValue:
         return places.lvalue(self, c)
-
-    def pointer_element(self, ptr: Pointer, j: n.Expr | None, c: ci.Cursor) -> LValue:
-        return places.pointer_element(self, ptr, j, c)
 
     def deref(self, ptr: Value | None, c: ci.Cursor) -> LValue:
         return places.deref(self, ptr, c)
 
+    def pointer_element(self, ptr: Pointer, j: n.Expr | None, c: ci.Cursor) -> LValue:
+        return places.pointer_element(self, ptr, j, c)
+
     def member_lv(self, base: LValue, member: str, c: ci.Cursor) -> LValue:
         return places.member_lv(self, base, member, c)
 
-    def record_array(self, base: str, dims: tuple[int | None, ...], layout: tm.ElemLayout, space: str, where) -> ArrayBinding:
+    def record_array(self, base: str, dims: tuple[int | None, ...], layout: tm.ElemLayout, space: str,
+                     where) -> ArrayBinding:
         return places.record_array(self, base, dims, layout, space, where)
 
     def expand_record(self, rec: RecLV, c: ci.Cursor) -> AggLV:
@@ -246,44 +207,20 @@ class KernelBuilder:
     def check_writable(self, buffer: str, c: ci.Cursor) -> None:
         return places.check_writable(self, buffer, c)
 
-    # calls.py
+    def element_lv(self, binding: ArrayBinding, index: tuple[n.Expr, ...], where: ci.Cursor) -> LValue:
+        return declarations.element_lv(self, binding, index, where)
+
     def call(self, c: ci.Cursor, discard: bool) -> Value | None:
         return calls.call(self, c, discard)
-
-    def texture_fetch(self, args: list[ci.Cursor], c: ci.Cursor) -> Value:
-        return calls.texture_fetch(self, args, c)
-
-    def bit_intrinsic(self, name: str, args: list[n.Expr], c: ci.Cursor) -> n.Expr:
-        return calls.bit_intrinsic(self, name, args, c)
 
     def arg_value(self, a: ci.Cursor, fn: ci.Cursor, i: int) -> Value | None:
         return calls.arg_value(self, a, fn, i)
 
-    # statements.py
-    def statement(self, c: ci.Cursor) -> None:
-        return statements.statement(self, c)
+    def bit_intrinsic(self, name: str, args: list[n.Expr], c: ci.Cursor) -> n.Expr:
+        return calls.bit_intrinsic(self, name, args, c)
 
-    # expressions.py
-    def expr(self, c: ci.Cursor, *, discard: bool = False) -> Value | None:
-        return expressions.expr(self, c, discard=discard)
-
-    def scalar(self, c: ci.Cursor) -> n.Expr:
-        return expressions.scalar(self, c)
-
-    def condition(self, c: ci.Cursor) -> n.Expr:
-        return expressions.condition(self, c)
-
-    def lookup(self, r: ci.Cursor, c: ci.Cursor) -> Binding:
-        return expressions.lookup(self, r, c)
-
-    def binding_value(self, b: Binding, c: ci.Cursor) -> Value:
-        return expressions.binding_value(self, b, c)
-
-    def read(self, lv: LValue, c: ci.Cursor) -> Value:
-        return expressions.read(self, lv, c)
-
-    def in_memory(self, c: ci.Cursor) -> bool:
-        return expressions.in_memory(self, c)
+    def texture_fetch(self, args: list[ci.Cursor], c: ci.Cursor) -> Value:
+        return calls.texture_fetch(self, args, c)
 
     # ------------------------------------------------------------------ kernel entry
     def build(self) -> n.Kernel:
@@ -300,7 +237,7 @@ class KernelBuilder:
                 if e.loc is None:  # raised by a type's layout (a union, ...): the parameter's place
                     e.loc = self.loc(p)
                 raise
-        self.statement(body)
+        statements.statement(self, body)
         stmts = tuple(self.block)
         if self.clock is not None:
             stmts = (n.Decl(self.clock, I64, n.Const(0, I64), loc=self.loc(self.cursor)),) + stmts
@@ -366,7 +303,7 @@ class KernelBuilder:
             return
         accessor = accessor_type(t)
         if accessor is not None:
-            self.accessor_param(p, accessor, mutated)
+            accessors.accessor_param(self, p, accessor, mutated)
             return
         if tm.is_record(t):
             members: list[tuple[str, str]] = []

@@ -17,6 +17,7 @@ from polypy.ir.types import BOOL, F32, F64, I32, I64, U32, PointerType
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
 from frontend.clang_setup import RUNTIME_DIR, preorder
+from frontend.lower import accessors, cooperative, inlining, members
 from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call, reinterpret
 from frontend.lower.byte_copies import device_memcpy, device_memset
 from frontend.lower.context import CK, function_body, is_prelude_decl
@@ -86,14 +87,14 @@ def call(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
     if fn is None:
         raise kb.error("calls through function pointers are not supported", c)
     if is_cooperative(fn):
-        return kb.cooperative_call(c, fn, children, discard)  # type: ignore[attr-defined]
+        return cooperative.cooperative_call(kb, c, fn, children, discard)  # type: ignore[attr-defined]
     if fn.kind in (CK.CXX_METHOD, CK.CONSTRUCTOR) and accessor_class(fn.semantic_parent) is not None:
-        return kb.accessor_call(c, fn, children, discard)  # type: ignore[attr-defined]
+        return accessors.accessor_call(kb, c, fn, children, discard)  # type: ignore[attr-defined]
     c10 = c10_lowp_primitive(fn)
     if c10 == "half_neg":  # c10::Half's unary minus, as the device computes it (__hneg)
         operands = [ch for ch in children if ch.kind.is_expression() and
                     not (strip(ch).kind == CK.DECL_REF_EXPR and strip(ch).spelling == fn.spelling)]
-        return kb.inline(c10_lowp_function(fn, c10, kb.lowered_as_cache), operands, c, discard)
+        return inlining.inline(kb, c10_lowp_function(fn, c10, kb.lowered_as_cache), operands, c, discard)
     target = lowered_as(kb, fn, c) if c10 is None else c10_lowp_function(fn, c10, kb.lowered_as_cache)
     if target is not None:
         # A constructor or conversion of polypy's own headers (cuda_fp16.h) that names the
@@ -107,14 +108,14 @@ def call(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
                 args = list(member.get_children())[:1]
             if len(args) != 1:
                 raise kb.error(f"'{fn.spelling}' without an object is not supported in device code", c)
-        return kb.inline(target, args, c, discard)
+        return inlining.inline(kb, target, args, c, discard)
     if fn.kind == CK.CONSTRUCTOR:
-        if kb.is_user_construction(fn, c):
-            return kb.construct_value(c, fn, _constructor_arguments(fn, children))
+        if members.is_user_construction(kb, fn, c):
+            return members.construct_value(kb, c, fn, _constructor_arguments(fn, children))
         return constructor(kb, c, fn, children)
     if fn.kind in (CK.CXX_METHOD, CK.CONVERSION_FUNCTION) and not fn.is_default_method() and \
             function_body(fn.get_definition() or fn) is not None:
-        return kb.method_call(c, fn, children, discard)
+        return members.method_call(kb, c, fn, children, discard)
     if fn.spelling.startswith("operator"):
         # An overloaded operator (clang lists the operands around the operator's name).
         operands = [ch for ch in children
@@ -125,7 +126,7 @@ def call(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
             kb.assign(lv, kb.expr(operands[1]), c)
             return None if discard else kb.read(lv, c)
         if fn.kind == CK.FUNCTION_DECL:
-            return kb.inline(fn.get_definition() or fn, operands, c, discard)
+            return inlining.inline(kb, fn.get_definition() or fn, operands, c, discard)
         raise kb.error(f"'{fn.spelling}' as a member function is not supported in device code", c)
     if fn.kind not in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
         if fn.kind == CK.CXX_METHOD:
@@ -162,7 +163,7 @@ def call(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
     if body is None or (fn.location.is_in_system_header and base in CUDA_MATH_NAMES):
         # Declared by the prelude or the C library: a CUDA built-in, mapped by name.
         return intrinsic(kb, base, fn, args, c, discard)
-    return kb.inline(fn.get_definition() or fn, args, c, discard)
+    return inlining.inline(kb, fn.get_definition() or fn, args, c, discard)
 
 
 def lowered_as(kb: KernelBuilder, fn: ci.Cursor, c: ci.Cursor) -> ci.Cursor | None:
@@ -300,7 +301,7 @@ def intrinsic(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor]
         # from a file given with --device-sources.
         elsewhere = kb.ctx.device_definitions.get(fn.get_usr()) if kb.ctx.device_definitions else None
         if elsewhere is not None:
-            return kb.inline(elsewhere, args, c, discard)
+            return inlining.inline(kb, elsewhere, args, c, discard)
         raise kb.error(f"device function '{name}' is defined in another translation unit (separate "
                        "compilation of device code, nvcc -rdc=true): polypy inlines device functions into "
                        "kernels, so it needs the definition: pass the file that defines it with "

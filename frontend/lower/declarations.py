@@ -12,6 +12,7 @@ from polypy.ir.types import I32, I64, U8, U16, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, plus, scale
+from frontend.lower import accessors, lambdas, members
 from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, function_body, has_attr, initializer_of, string_initializer,
 )
@@ -64,7 +65,7 @@ def var_decl(kb: KernelBuilder, d: ci.Cursor) -> None:
         raise UserError(f"static local variable '{name}' is not supported", where)
     init = initializer(kb, d)
     if accessor_type(t) is not None:  # `auto row = acc[i];` (accessors.py)
-        kb.bind(d, kb.accessor_binding(d, init, kb.frame.cursor, "local variable"))
+        kb.bind(d, accessors.accessor_binding(kb, d, init, kb.frame.cursor, "local variable"))
         return
     if tm.is_reference(t):
         if init is None:
@@ -97,7 +98,7 @@ def var_decl(kb: KernelBuilder, d: ci.Cursor) -> None:
         mutable = decl_key(d) in kb.assigned_decls(kb.frame.cursor)
         kb.bind(d, kb.pointer_binding(value, mutable, name, d, decl_key(d)))
         return
-    if init is not None and (strip(init).kind == CK.LAMBDA_EXPR or kb.is_closure_type(t)):
+    if init is not None and (strip(init).kind == CK.LAMBDA_EXPR or lambdas.is_closure_type(kb, t)):
         closure = kb.expr(init)  # `auto f = [&](float v) { ... };` (see ``lambdas``)
         if not isinstance(closure, Closure):
             raise UserError(f"local variable '{name}' holds a lambda polypy cannot follow", where)
@@ -107,7 +108,7 @@ def var_decl(kb: KernelBuilder, d: ci.Cursor) -> None:
         kb.bind(d, local_union(kb, name, t, init, where))
         return
     if tm.is_record(t):
-        kb.record_bases(tm.canonical(t).get_declaration(), d)  # refuses bases polypy cannot lay out
+        members.record_bases(kb, tm.canonical(t).get_declaration(), d)  # refuses bases polypy cannot lay out
         if tm.has_array_member(t) and not any(tm.is_pointer(leaf.ctype) for leaf in tm.leaves(t)):
             local_record_in_memory(kb, d, name, t, init, where)
             return
@@ -140,8 +141,8 @@ def initialize_record(kb: KernelBuilder, d: ci.Cursor, lv, t: ci.Type, init: ci.
     constructed in place; any other non-trivial initializer is assigned."""
     ctor = strip(init) if init is not None else None
     if ctor is not None and ctor.kind == CK.CALL_EXPR and ctor.referenced is not None and \
-            ctor.referenced.kind == CK.CONSTRUCTOR and kb.is_user_construction(ctor.referenced, ctor):
-        kb.construct(lv, ctor.referenced, [a for a in ctor.get_children() if a.kind.is_expression()], ctor)
+            ctor.referenced.kind == CK.CONSTRUCTOR and members.is_user_construction(kb, ctor.referenced, ctor):
+        members.construct(kb, lv, ctor.referenced, [a for a in ctor.get_children() if a.kind.is_expression()], ctor)
     elif init is not None and not is_trivial_construction(init):
         kb.assign(lv, kb.record_value(init, t), d)
 
@@ -221,7 +222,7 @@ def shared_array(kb: KernelBuilder, d: ci.Cursor) -> ArrayBinding:
 
 def local_array(kb: KernelBuilder, d: ci.Cursor, init: ci.Cursor | None) -> ArrayBinding:
     where = kb.loc(d)
-    kb.default_constructor(d.type, d)  # arrays of records whose constructors run: refused
+    members.default_constructor(kb, d.type, d)  # arrays of records whose constructors run: refused
     dims, elem = _array_dims(d.type)
     layout = tm.local_layout(elem, where)
     shape = _buffer_shape(dims, layout, where, d.spelling)

@@ -15,7 +15,7 @@ from polypy.ir.types import BOOL, I32
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, negated_offset, promote, scale, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
-from frontend.lower import calls, casts, lambdas, members
+from frontend.lower import calls, casts, declarations, lambdas, members
 from frontend.lower.bitcasts import compose_bits, read_bits, reinterpret
 from frontend.lower.views import read_part
 from frontend.lower.null_tests import is_null_pointer, null_test, pointer_condition, pointer_truth
@@ -175,7 +175,7 @@ def lookup(kb: KernelBuilder, r: ci.Cursor, c: ci.Cursor) -> Binding:
 
 def global_binding(kb: KernelBuilder, r: ci.Cursor, c: ci.Cursor) -> Binding:
     if has_attr(r, CK.CUDASHARED_ATTR, "polypy_shared"):
-        return kb.shared_array(r)
+        return declarations.shared_array(kb, r)
     if has_attr(r, CK.CUDACONSTANT_ATTR, "polypy_constant") or has_attr(r, CK.CUDADEVICE_ATTR, "polypy_device"):
         binding = kb.ctx.global_array(r, kb.loc(r))
         for buffer in kb.ctx.global_buffers(binding):  # records of mixed types: one per view
@@ -185,7 +185,7 @@ def global_binding(kb: KernelBuilder, r: ci.Cursor, c: ci.Cursor) -> Binding:
             return ScalarArray(binding)
         return binding
     if r.type.is_const_qualified() and tm.scalar_type(r.type) is not None:
-        init = kb.initializer(r)
+        init = declarations.initializer(kb, r)
         value = evaluate(init) if init is not None else None
         if value is None:
             raise kb.error(f"'{r.spelling}' is a host variable; device code can only read constants", c)
@@ -268,7 +268,7 @@ def member_ref(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value:
     base_c = next((ch for ch in c.get_children() if ch.kind.is_expression()), None)  # not a `B::` qualifier
     path = member_path(kb, base_c, c)  # a member of a base class (frontend.lower.inheritance)
     if base_c is None:  # `x` inside a member function: `this->x`
-        return read(kb, kb.member_lv(subobject(kb, kb.this_place(c), path, c), c.spelling, c), c)
+        return read(kb, kb.member_lv(subobject(kb, members.this_place(kb, c), path, c), c.spelling, c), c)
     if tm.is_pointer(base_c.type):
         return read(kb, kb.member_lv(subobject(kb, kb.deref(expr(kb, base_c), c), path, c), c.spelling,
                                      c), c)

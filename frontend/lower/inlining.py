@@ -15,6 +15,7 @@ from polypy.passes.eliminate_returns import remove_returns
 from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.clang_setup import unary_operator
+from frontend.lower import accessors
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
 from frontend.lower.accessors import accessor_type
@@ -128,7 +129,7 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
     pt = p.type
     name = p.spelling or f"arg{i}"
     if accessor_type(pt) is not None:  # an accessor, by value or by reference (accessors.py)
-        return kb.accessor_binding(p, a, fn, "parameter")
+        return accessors.accessor_binding(kb, p, a, fn, "parameter")
     if tm.is_reference(pt):
         target_t = tm.strip_reference(pt)
         if tm.is_array(target_t) and tm.scalar_type(tm.canonical(target_t).element_type) is not None:

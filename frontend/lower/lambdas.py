@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import clang.cindex as ci
 
 from frontend import ctypes_map as tm
+from frontend.lower import inlining
 from frontend.lower.context import CK, decl_key
 from frontend.values import Closure, Value
 
@@ -66,7 +67,7 @@ def capture_copy(kb: KernelBuilder, decl: ci.Cursor, binding, c: ci.Cursor):
         return value
     if tm.is_pointer(tm.strip_reference(t)):
         return kb.pointer_binding(value, False, decl.spelling, c)
-    return kb.copy_to_local(value, tm.strip_reference(t), decl.spelling, c)
+    return inlining.copy_to_local(kb, value, tm.strip_reference(t), decl.spelling, c)
 
 
 def is_closure_type(kb: KernelBuilder, t: ci.Type) -> bool:
@@ -74,4 +75,4 @@ def is_closure_type(kb: KernelBuilder, t: ci.Type) -> bool:
 
 
 def call_closure(kb: KernelBuilder, closure: Closure, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -> Value | None:
-    return kb.inline(closure.operator, args, c, discard, captures=closure.captures)
+    return inlining.inline(kb, closure.operator, args, c, discard, captures=closure.captures)

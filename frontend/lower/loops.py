@@ -14,6 +14,7 @@ from polypy.ir.types import BOOL
 from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.clang_setup import binary_operator, preorder, unary_operator
+from frontend.lower import declarations
 from frontend.lower.context import CK, decl_key
 from frontend.lower.helpers import strip, strip_parens
 from frontend.values import VarLV
@@ -117,7 +118,7 @@ def counted_loop(kb: KernelBuilder, c, init, cond_c, inc, body_c) -> n.For | Non
         return None
     var_decl = decls[0]
     vt = tm.scalar_type(var_decl.type)
-    start_c = kb.initializer(var_decl)
+    start_c = declarations.initializer(kb, var_decl)
     if vt is None or not vt.is_int or start_c is None:
         return None
     key = decl_key(var_decl)

@@ -17,6 +17,7 @@ from polypy.errors import UserError
 
 from frontend import bases as cxx
 from frontend import ctypes_map as tm
+from frontend.lower import inlining, lambdas
 from frontend.lower.context import CK, function_body
 from frontend.lower.helpers import strip, zero_of
 from frontend.lower.inheritance import subobject, this_path
@@ -50,26 +51,26 @@ def method_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[c
         # Clang lists the operands around the operator's name: the object first.
         operands = [ch for ch in children
                     if not (strip(ch).kind == CK.DECL_REF_EXPR and strip(ch).spelling == fn.spelling)]
-        if fn.spelling == "operator()" and kb.is_closure_type(operands[0].type):
+        if fn.spelling == "operator()" and lambdas.is_closure_type(kb, operands[0].type):
             closure = kb.expr(operands[0])
             if not isinstance(closure, Closure):
                 raise kb.error("this call of a lambda is not supported in device code", c)
-            return kb.call_closure(closure, operands[1:], c, discard)
+            return lambdas.call_closure(kb, closure, operands[1:], c, discard)
         if fn.is_static_method():
-            return kb.inline(definition, operands, c, discard)
+            return inlining.inline(kb, definition, operands, c, discard)
         this = subobject(kb, object_place(kb, operands[0], fn, c), this_path(kb, operands[0], fn, c), c)
-        return kb.inline(definition, operands[1:], c, discard, this=this)
+        return inlining.inline(kb, definition, operands[1:], c, discard, this=this)
     callee = strip(children[0]) if children else None
     args = children[1:]
     if fn.is_static_method():
-        return kb.inline(definition, args, c, discard)
+        return inlining.inline(kb, definition, args, c, discard)
     if callee is None or callee.kind != CK.MEMBER_REF_EXPR:
         raise kb.error("calls through pointers to member functions are not supported", c)
     base = next((ch for ch in callee.get_children() if ch.kind.is_expression()), None)
     this = this_place(kb, c) if base is None else object_place(kb, base, fn, c)
     # a base class's member function: `this` is the object's base subobject
     this = subobject(kb, this, this_path(kb, base, fn, c), c)
-    return kb.inline(definition, args, c, discard, this=this)
+    return inlining.inline(kb, definition, args, c, discard, this=this)
 
 
 def check_method(kb: KernelBuilder, fn: ci.Cursor, c: ci.Cursor) -> None:
@@ -99,7 +100,7 @@ def object_place(kb: KernelBuilder, obj: ci.Cursor, fn: ci.Cursor, c: ci.Cursor)
         raise kb.error(f"calling the non-const member function '{fn.spelling}' on this object is not supported "
                        "in device code (name the object)", obj)
     value = kb.record_value(inner, inner.type)
-    return kb.copy_to_local(value, tm.strip_reference(inner.type), "obj", obj)  # type: ignore[return-value]
+    return inlining.copy_to_local(kb, value, tm.strip_reference(inner.type), "obj", obj)  # type: ignore[return-value]
 
 # ------------------------------------------------------------------ constructors
 def is_user_construction(kb: KernelBuilder, fn: ci.Cursor, c: ci.Cursor) -> bool:
@@ -197,7 +198,7 @@ def construct(kb: KernelBuilder, target: LValue, fn: ci.Cursor, args: list[ci.Cu
             place = kb.member_lv(this_place(kb, c), f.spelling, c)
             initialize(kb, place, f.type, init, c)
 
-    kb.inline(definition, args, c, True, this=target, prologue=prologue)
+    inlining.inline(kb, definition, args, c, True, this=target, prologue=prologue)
 
 
 def default_constructor(kb: KernelBuilder, t: ci.Type, c: ci.Cursor) -> ci.Cursor | None:

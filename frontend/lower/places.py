@@ -18,7 +18,7 @@ from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.inheritance import converted, member_path, subobject
 from frontend.lower.helpers import ArrayRef, ScalarArray, describe, select_member, strip
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
-from frontend.lower import pointer_choice
+from frontend.lower import accessors, members, pointer_choice
 from frontend.lower.pointer_choice import assign_pointer, choice_element, store_choice
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, BitsLV, ChoiceLV, PackLV, ChoiceVarLV, Closure, LValue, MemLV, PendingPtrLV, Pointer,
@@ -79,7 +79,7 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
     if kind == CK.MEMBER_REF_EXPR:
         base_c = next((ch for ch in c.get_children() if ch.kind.is_expression()), None)
         if base_c is None:  # `x` inside a member function: `this->x`
-            base_lv = kb.this_place(c)
+            base_lv = members.this_place(kb, c)
         elif tm.is_pointer(base_c.type):
             base_lv = deref(kb, kb.expr(base_c), c)
         else:
@@ -92,7 +92,7 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
         source = [ch for ch in c.get_children() if ch.kind.is_expression()][-1]
         return converted(kb, lvalue(kb, source), source, c)
     if kind == CK.CALL_EXPR:
-        place = kb.accessor_lvalue(c)  # `acc[i][j] = v` (accessors.py)
+        place = accessors.accessor_lvalue(kb, c)  # `acc[i][j] = v` (accessors.py)
         if place is not None:
             return place
         fn = c.referenced

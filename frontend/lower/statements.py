@@ -10,6 +10,7 @@ from polypy.ir import nodes as n
 
 from frontend import ctypes_map as tm
 from frontend.clang_setup import cursor_loc, unary_operator
+from frontend.lower import inlining
 from frontend.lower.context import CK, has_attr
 from frontend.lower.declarations import decl_stmt
 from frontend.lower.loops import do_stmt, for_stmt, while_stmt
@@ -109,7 +110,7 @@ def return_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
                                "variable or by-value parameter of its own, which ends with the call", e)
             frame.result.target = kb.lvalue(e)
         else:
-            frame.result.target = kb.copy_to_local(kb.expr(e), target_t, "ret", e)
+            frame.result.target = inlining.copy_to_local(kb, kb.expr(e), target_t, "ret", e)
     elif children and isinstance(frame.result, (PendingPtrLV, PtrVarLV, ChoiceVarLV)):
         # A function returning a pointer: the first `return` fixes the buffer it points into; a
         # return into another makes the result a pointer into one of several (pointer_choice.py).
