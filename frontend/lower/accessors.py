@@ -22,9 +22,8 @@ assuming ``__restrict__`` is always exact).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import dataclasses
+from typing import TYPE_CHECKING
 
 import clang.cindex as ci
 
@@ -134,8 +133,10 @@ def accessor_layout(kb: KernelBuilder, info: AccessorType, name: str, where: Loc
                         "supported in device code", where)
     return layout
 
+
 # ------------------------------------------------------------------ uses
-def accessor_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor], discard: bool) -> Value | None:
+def accessor_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor],
+                  discard: bool) -> Value | None:
     """A call of a member of an accessor: ``acc[i]``, ``acc.size(d)``, ``acc.stride(d)``,
     ``acc.data()``; a copy of an accessor (its constructors)."""
     if fn.kind == CK.CONSTRUCTOR:

@@ -2,9 +2,8 @@
 calls of device functions go to ``inlining``."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pathlib
+from typing import TYPE_CHECKING
 
 import clang.cindex as ci
 
@@ -201,7 +200,8 @@ def constructor(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[c
     raise kb.error(f"constructor of '{rt.spelling}' is not supported in device code", c)
 
 
-def intrinsic(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -> Value | None:
+def intrinsic(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor,
+              discard: bool) -> Value | None:
     loc = kb.loc(c)
     if name == "__syncthreads":
         if not discard:

@@ -72,7 +72,8 @@ _REDUCE_OPS = {"plus": "add", "less": "min", "greater": "max", "bit_and": "band"
 _SHUFFLES = {"shfl": "idx", "shfl_up": "up", "shfl_down": "down", "shfl_xor": "xor"}
 
 
-def cooperative_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor], discard: bool) -> Value | None:
+def cooperative_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor],
+                     discard: bool) -> Value | None:
     owner = fn.semantic_parent.spelling.split("<")[0] if fn.kind in (CK.CXX_METHOD, CK.CONSTRUCTOR) or \
         (fn.semantic_parent is not None and fn.semantic_parent.kind in (CK.CLASS_DECL, CK.CLASS_TEMPLATE,
                                                                         CK.STRUCT_DECL)) else None
@@ -344,6 +345,7 @@ def cg_vote(kb: KernelBuilder, mode: str, pred: n.Expr, size: int, c: ci.Cursor)
     if mode == "ballot" and size < 32:
         result = n.Binary("shr", result, first)
     return result
+
 
 # ------------------------------------------------------------------ reduce
 def cg_combine(kb: KernelBuilder, op: str, a: n.Expr, b: n.Expr, c: ci.Cursor) -> n.Expr:

@@ -128,7 +128,8 @@ def var_decl(kb: KernelBuilder, d: ci.Cursor) -> None:
     raise UserError(f"local variable '{name}' of type '{t.spelling}' is not supported", where)
 
 
-def local_record_in_memory(kb: KernelBuilder, d: ci.Cursor, name: str, t: ci.Type, init: ci.Cursor | None, where) -> None:
+def local_record_in_memory(kb: KernelBuilder, d: ci.Cursor, name: str, t: ci.Type, init: ci.Cursor | None,
+                           where) -> None:
     """``struct { float x[8]; } f;``: a local array of one record in memory, so that ``f.x[i]``
     is an element of memory at a run-time index (a record of variables has constant members only)."""
     binding = kb.record_array(name, (1,), tm.local_layout(t, where), "local", where)

@@ -2,9 +2,8 @@
 effects emits them into the current block before the statement that uses its value."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import dataclasses
+from typing import TYPE_CHECKING
 
 import clang.cindex as ci
 

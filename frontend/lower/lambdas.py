@@ -74,5 +74,6 @@ def is_closure_type(kb: KernelBuilder, t: ci.Type) -> bool:
     return decl_key(tm.canonical(tm.strip_reference(t)).get_declaration()) in kb.closure_types
 
 
-def call_closure(kb: KernelBuilder, closure: Closure, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -> Value | None:
+def call_closure(kb: KernelBuilder, closure: Closure, args: list[ci.Cursor], c: ci.Cursor,
+                 discard: bool) -> Value | None:
     return inlining.inline(kb, closure.operator, args, c, discard, captures=closure.captures)

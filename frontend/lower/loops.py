@@ -2,9 +2,8 @@
 ``start, start + step, ...`` below a fixed bound becomes an IR ``For``, any other loop a ``While``."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import bisect
+from typing import TYPE_CHECKING
 
 import clang.cindex as ci
 
@@ -62,7 +61,8 @@ def do_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
     kb.emit(n.While(n.Const(True, BOOL), tuple(body), tuple(update), loc=kb.loc(c)))
 
 
-def for_parts(kb: KernelBuilder, c: ci.Cursor) -> tuple[ci.Cursor | None, ci.Cursor | None, ci.Cursor | None, ci.Cursor]:
+def for_parts(kb: KernelBuilder, c: ci.Cursor) -> tuple[ci.Cursor | None, ci.Cursor | None, ci.Cursor | None,
+              ci.Cursor]:
     """(init, cond, inc, body) of a for statement; clang omits the absent parts, so the
     position of each child relative to the header's two semicolons tells which it is."""
     children = list(c.get_children())

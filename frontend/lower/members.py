@@ -42,8 +42,10 @@ def this_expr(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value:
     """``this``: the address of the object (usable as ``this->x`` and ``*this``)."""
     return VarAddress(this_place(kb, c))
 
+
 # ------------------------------------------------------------------ calls
-def method_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor], discard: bool) -> Value | None:
+def method_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor],
+                discard: bool) -> Value | None:
     """A call of a member function or member operator ``fn`` (``c`` is the call expression)."""
     check_method(kb, fn, c)
     definition = fn.get_definition() or fn
@@ -101,6 +103,7 @@ def object_place(kb: KernelBuilder, obj: ci.Cursor, fn: ci.Cursor, c: ci.Cursor)
                        "in device code (name the object)", obj)
     value = kb.record_value(inner, inner.type)
     return inlining.copy_to_local(kb, value, tm.strip_reference(inner.type), "obj", obj)  # type: ignore[return-value]
+
 
 # ------------------------------------------------------------------ constructors
 def is_user_construction(kb: KernelBuilder, fn: ci.Cursor, c: ci.Cursor) -> bool:

@@ -163,6 +163,7 @@ def member_lv(kb: KernelBuilder, base: LValue, member: str, c: ci.Cursor) -> LVa
         raise kb.error(f"'.{member}' of something that is not a record", c)
     return select_member(base.fields, member, c, lambda fields, sp: AggLV(fields, sp), kb)
 
+
 # ------------------------------------------------------------------ records in memory
 def record_member(kb: KernelBuilder, rec: RecLV, member: str, c: ci.Cursor) -> LValue | Pointer:
     """Member ``member`` of a record of mixed member types in memory: an element of the view
@@ -227,6 +228,7 @@ def expand_record(kb: KernelBuilder, rec: RecLV, c: ci.Cursor) -> AggLV:
         fields[path] = record_leaf(kb, rec.address.shifted(offset), st, path[1:], c)
     return AggLV(fields, rec.layout.spelling)
 
+
 # ------------------------------------------------------------------ records
 def record_value(kb: KernelBuilder, c: ci.Cursor, t: ci.Type | None, target: AggLV | None = None) -> Aggregate:
     """The value of a record-typed expression (init lists included)."""
@@ -255,6 +257,7 @@ def record_value(kb: KernelBuilder, c: ci.Cursor, t: ci.Type | None, target: Agg
     if not isinstance(v, Aggregate):
         raise kb.error(f"expected a record value, found a {describe(v)}", c)
     return v
+
 
 # ------------------------------------------------------------------ stores
 def assign(kb: KernelBuilder, lv: LValue, value: Value | None, c: ci.Cursor) -> None:

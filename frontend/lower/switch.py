@@ -24,9 +24,8 @@ as a marker ``Return``, which is exactly "leave this block")::
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import dataclasses
+from typing import TYPE_CHECKING
 
 import clang.cindex as ci
 
