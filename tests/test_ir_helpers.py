@@ -166,20 +166,31 @@ def test_the_llvm_emitter_passes_one_state_object_and_has_no_mixins():
     assert not any(issubclass(KernelFunction, c) for c in (ExpressionEmitter, StatementEmitter))
 
 
-@pytest.mark.parametrize("where", ["frontend.lower.builder:KernelBuilder"])
-def test_each_part_of_a_split_class_defines_its_own_methods(where):
-    """The frontend's KernelBuilder is assembled from one class per job (statements,
-    expressions, ...): a name defined in two parts would silently shadow the other."""
+def test_the_frontend_kernel_builder_is_one_state_object_passed_to_the_parts():
+    """The frontend's KernelBuilder is the state of one kernel's lowering, not a class assembled
+    from one mixin per job: its parts (statements, expressions, places, calls, ...) are modules of
+    functions taking it as their first argument, and the methods it has beyond its own state and
+    small helpers hand a construct to the function of the same name in its part."""
     import importlib
+    import inspect
+    import pkgutil
 
-    module, name = where.split(":")
-    cls = getattr(importlib.import_module(module), name)
-    parts = [c for c in cls.__mro__ if c.__module__.split(".")[0] in ("frontend", "codegen")]
-    assert len(parts) >= 4
-    owner: dict[str, str] = {}
-    for part in parts:
-        for attr, value in vars(part).items():
-            if attr.startswith("__") or not callable(value) and not isinstance(value, property):
-                continue  # per-class caches of the visitor machinery
-            assert attr not in owner, f"{attr} is defined in {owner[attr]} and in {part.__name__}"
-            owner[attr] = part.__name__
+    import frontend.lower
+    from frontend.lower.builder import KernelBuilder
+
+    assert KernelBuilder.__bases__ == (object,)
+    for info in pkgutil.iter_modules(frontend.lower.__path__):
+        module = importlib.import_module(f"frontend.lower.{info.name}")
+        own = [v for v in vars(module).values() if inspect.isclass(v) and v.__module__ == module.__name__]
+        assert not [c.__name__ for c in own if c.__name__.endswith("Lowering")], module.__name__
+    forwarded = 0
+    for name, fn in vars(KernelBuilder).items():
+        if not inspect.isfunction(fn):
+            continue
+        body = [line.strip() for line in inspect.getsource(fn).splitlines()[1:] if line.strip()]
+        if len(body) == 1 and body[0].startswith("return ") and f".{name}(self" in body[0]:
+            part = body[0].split()[1].split(".")[0]
+            target = getattr(importlib.import_module(f"frontend.lower.{part}"), name)
+            assert list(inspect.signature(target).parameters)[0] == "kb", name
+            forwarded += 1
+    assert forwarded >= 10

@@ -9,8 +9,11 @@ control flow (``polypy.passes.eliminate_returns.remove_returns``).
 
 Everything we cannot translate exactly is refused with a ``UserError`` at its location.
 
-One job per module; ``KernelBuilder`` (``builder``) is assembled from one part per kind of
-construct:
+One job per module. ``KernelBuilder`` (``builder``) is the state of one kernel's lowering, not a
+class assembled from mixins: each part is a module of functions taking it as their first
+argument ``kb``. A part imports the parts below it and reaches the constructs it may meet inside
+its own (``kb.statement``, ``kb.expr``, ``kb.scalar``, ``kb.read``, ``kb.lvalue``, ``kb.assign``,
+``kb.call``, ...) through the builder's entry points, so that no two parts import each other:
 
     context       the module being lowered; which cursors are kernels, device, host functions
     helpers       small values and cursor helpers shared by the parts
@@ -18,11 +21,16 @@ construct:
     declarations  locals, pointers, references, shared and per-thread arrays, initializers
     loops         while, do, for (counted loops become ``For``)
     switch        switch statements, as if/else chains or with a fallthrough flag
-    expressions   literals, names, operators, conditionals, casts
+    expressions   literals, names, operators, conditionals (dispatch by cursor kind)
+    casts         conversions to numbers, pointer views, records
     places        lvalues, records, stores
     calls         intrinsics, math functions, atomics, shuffles, votes, refused calls
     cooperative   cooperative groups (polypy's <cooperative_groups.h>) onto barriers, shuffles, votes
+    groups        a cooperative group's record, rank, size and lanes
     inlining      device functions inlined at their call sites
+    members       constructors, methods, ``this``
+    lambdas       closures and their calls
+    accessors     PyTorch's packed tensor accessors
 """
 from __future__ import annotations
 

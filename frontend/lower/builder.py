@@ -1,4 +1,4 @@
-"""``KernelBuilder``: lowers one kernel; its parts live in the sibling modules (one job each)."""
+"""``KernelBuilder``: the state of one kernel's lowering; its parts are the sibling modules (one job each)."""
 from __future__ import annotations
 
 import contextlib
@@ -10,41 +10,35 @@ import clang.cindex as ci
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.visitor import has_kind
+from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
-from frontend.lower.cccl import refuse_in_device_code
-from frontend.lower.traps import stop_faulted_threads
 from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
-from frontend.lower.accessors import AccessorLowering, accessor_type
-from frontend.lower.calls import CallLowering
-from frontend.lower.cooperative import CooperativeLowering
+from frontend.lower import accessors, calls, declarations, expressions, places, statements
+from frontend.lower.accessors import accessor_type
+from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body, \
     is_library_header
-from frontend.lower.declarations import DeclarationLowering
 from frontend.lower.graph_conditional import check_handle_uses, is_condition_handle
-from frontend.lower.expressions import ExpressionLowering
-from frontend.lower.inlining import InliningLowering
-from frontend.lower.lambdas import LambdaLowering
-from frontend.lower.loops import AssignmentIndex, LoopLowering
-from frontend.lower.members import MemberLowering
+from frontend.lower.loops import AssignmentIndex
 from frontend.lower.param_arrays import runtime_indexed_arrays
-from frontend.lower.places import PlaceLowering
 from frontend.lower.pointer_choice import pointer_hint, pointer_variable
-from frontend.lower.statements import StatementLowering
-from frontend.lower.switch import SwitchLowering
+from frontend.lower.traps import stop_faulted_threads
 from frontend.lower.webs import split_variable_webs
-from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from frontend.values import (
-    AggLV, ArrayBinding, Binding, ChoiceVarLV, LValue, MemLV, Pointer, PointerChoice, PointerTable, PtrVarLV,
-    RecordAddress, VarLV,
+    Aggregate, AggLV, ArrayBinding, Binding, ChoiceVarLV, LValue, MemLV, PendingPtrLV, Pointer, PointerChoice,
+    PointerTable, PtrVarLV, RecLV, RecordAddress, Value, VarLV,
 )
 
 
-class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, LoopLowering, ExpressionLowering,
-                    PlaceLowering, CallLowering, CooperativeLowering, InliningLowering, MemberLowering,
-                    LambdaLowering, AccessorLowering):
-    """Lowers one kernel; see ``frontend.lower``."""
+class KernelBuilder:
+    """The state of one kernel's lowering (see ``frontend.lower``): the kernel's parameters and
+    buffers, the frames of the functions being inlined, the block statements are emitted into,
+    names, caches. The parts are modules of functions taking it as their first argument ``kb``
+    (as JAX's ``backward_pass`` keeps its state in one environment); it keeps the small helpers
+    every part uses (``error``, ``loc``, ``emit``, ``sub_block``, ``temp``...), the entry points
+    below, and ``build``, which lowers the kernel's parameters and body."""
 
     def __init__(self, ctx: ModuleContext, cursor: ci.Cursor, name: str,
                  pointer_sets: dict[tuple, tuple[Pointer, ...]] | None = None):
@@ -150,6 +144,84 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         self.emit(n.Decl(name, ty, init, loc=self.loc(cursor) if cursor is not None else None))
         return VarLV(name, ty)
 
+    # ------------------------------------------------------------------ entry points
+    # The constructs any part may meet inside the one it lowers (an expression in a call's
+    # argument, a statement in an inlined body, a place in an initializer): each part reaches them
+    # through these, and imports the parts below it (lambdas, accessors, members, inlining,
+    # cooperative, ...) directly, so that no two parts import each other.
+    def statement(self, c: ci.Cursor) -> None:
+        return statements.statement(self, c)
+
+    def expr(self, c: ci.Cursor, *, discard: bool = False) -> Value | None:
+        return expressions.expr(self, c, discard=discard)
+
+    def scalar(self, c: ci.Cursor) -> n.Expr:
+        return expressions.scalar(self, c)
+
+    def condition(self, c: ci.Cursor) -> n.Expr:
+        return expressions.condition(self, c)
+
+    def read(self, lv: LValue, c: ci.Cursor) -> Value:
+        return expressions.read(self, lv, c)
+
+    def lookup(self, r: ci.Cursor, c: ci.Cursor) -> Binding:
+        return expressions.lookup(self, r, c)
+
+    def binding_value(self, b: Binding, c: ci.Cursor) -> Value:
+        return expressions.binding_value(self, b, c)
+
+    def in_memory(self, c: ci.Cursor) -> bool:
+        return expressions.in_memory(self, c)
+
+    def lvalue(self, c: ci.Cursor) -> LValue:
+        return places.lvalue(self, c)
+
+    def deref(self, ptr: Value | None, c: ci.Cursor) -> LValue:
+        return places.deref(self, ptr, c)
+
+    def pointer_element(self, ptr: Pointer, j: n.Expr | None, c: ci.Cursor) -> LValue:
+        return places.pointer_element(self, ptr, j, c)
+
+    def member_lv(self, base: LValue, member: str, c: ci.Cursor) -> LValue:
+        return places.member_lv(self, base, member, c)
+
+    def record_array(self, base: str, dims: tuple[int | None, ...], layout: tm.ElemLayout, space: str,
+                     where) -> ArrayBinding:
+        return places.record_array(self, base, dims, layout, space, where)
+
+    def expand_record(self, rec: RecLV, c: ci.Cursor) -> AggLV:
+        return places.expand_record(self, rec, c)
+
+    def record_value(self, c: ci.Cursor, t: ci.Type | None, target: AggLV | None = None) -> Aggregate:
+        return places.record_value(self, c, t, target)
+
+    def assign(self, lv: LValue, value: Value | None, c: ci.Cursor) -> None:
+        return places.assign(self, lv, value, c)
+
+    def assign_pending(self, lv: PendingPtrLV, value: Value | None, c: ci.Cursor) -> PtrVarLV:
+        return places.assign_pending(self, lv, value, c)
+
+    def store(self, lv: LValue, value: n.Expr, c: ci.Cursor) -> None:
+        return places.store(self, lv, value, c)
+
+    def check_writable(self, buffer: str, c: ci.Cursor) -> None:
+        return places.check_writable(self, buffer, c)
+
+    def element_lv(self, binding: ArrayBinding, index: tuple[n.Expr, ...], where: ci.Cursor) -> LValue:
+        return declarations.element_lv(self, binding, index, where)
+
+    def call(self, c: ci.Cursor, discard: bool) -> Value | None:
+        return calls.call(self, c, discard)
+
+    def arg_value(self, a: ci.Cursor, fn: ci.Cursor, i: int) -> Value | None:
+        return calls.arg_value(self, a, fn, i)
+
+    def bit_intrinsic(self, name: str, args: list[n.Expr], c: ci.Cursor) -> n.Expr:
+        return calls.bit_intrinsic(self, name, args, c)
+
+    def texture_fetch(self, args: list[ci.Cursor], c: ci.Cursor) -> Value:
+        return calls.texture_fetch(self, args, c)
+
     # ------------------------------------------------------------------ kernel entry
     def build(self) -> n.Kernel:
         body = function_body(self.cursor)
@@ -165,7 +237,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
                 if e.loc is None:  # raised by a type's layout (a union, ...): the parameter's place
                     e.loc = self.loc(p)
                 raise
-        self.statement(body)
+        statements.statement(self, body)
         stmts = tuple(self.block)
         if self.clock is not None:
             stmts = (n.Decl(self.clock, I64, n.Const(0, I64), loc=self.loc(self.cursor)),) + stmts
@@ -231,7 +303,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
             return
         accessor = accessor_type(t)
         if accessor is not None:
-            self.accessor_param(p, accessor, mutated)
+            accessors.accessor_param(self, p, accessor, mutated)
             return
         if tm.is_record(t):
             members: list[tuple[str, str]] = []

@@ -19,7 +19,7 @@ from polypy.ir.types import ScalarType
 
 from frontend.arith import add_offsets, convert, plus, scale
 from frontend.clang_setup import evaluate
-from frontend.lower.helpers import _ArrayRef
+from frontend.lower.helpers import ArrayRef
 from frontend.lower.views import element
 from frontend.values import AggLV, MemLV, Pointer, VarAddress, VarLV
 
@@ -44,7 +44,7 @@ def _leaves(lv) -> list | None:
 def _cells(b: KernelBuilder, arg: ci.Cursor, nbytes: int, what: str, c: ci.Cursor) -> list:
     """The scalar lvalues of the first ``nbytes`` bytes at the address ``arg``, all of one type."""
     value = b.expr(arg)
-    if isinstance(value, _ArrayRef):
+    if isinstance(value, ArrayRef):
         value = value.decay(b, c)
     cells: list | None = None
     if isinstance(value, Pointer) and value.layout.record is None:

@@ -11,7 +11,7 @@ from polypy.ir.types import I32, I64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
-from frontend.lower.helpers import _ArrayRef
+from frontend.lower.helpers import ArrayRef
 from frontend.lower.pointer_choice import choose_pointer
 from frontend.values import Aggregate, Pointer, PointerChoice, Value
 
@@ -39,9 +39,9 @@ def lower_conditional(kb: KernelBuilder, c: ci.Cursor) -> Value:
     with kb.sub_block() as b_stmts:
         b = kb.expr(b_c)
     loc = kb.loc(c)
-    if isinstance(a, _ArrayRef):
+    if isinstance(a, ArrayRef):
         a = a.decay(kb)
-    if isinstance(b, _ArrayRef):
+    if isinstance(b, ArrayRef):
         b = b.decay(kb)
     st = tm.scalar_type(c.type)
     if isinstance(a, n.Expr) and isinstance(b, n.Expr):

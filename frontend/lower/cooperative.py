@@ -44,8 +44,7 @@ with a located error naming the feature. ``block_tile_memory`` (the scratch CUDA
 """
 from __future__ import annotations
 
-import functools
-import pathlib
+from typing import TYPE_CHECKING
 
 import clang.cindex as ci
 
@@ -54,527 +53,409 @@ from polypy.ir.types import BOOL, I32, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
-from frontend.clang_setup import RUNTIME_DIR, evaluate
 from frontend.lower.context import CK
-from frontend.lower.helpers import _strip
+from frontend.lower.groups import (
+    MASK, MAX_TILE, META_RANK, META_SIZE, SIZE, WARP, cg_aggregate, cg_block_threads, cg_group, cg_linear_tid,
+    cg_partition, cg_rank, cg_size, cg_sync_mask, cg_tile_mask, cg_typed, class_name, is_cooperative, is_tile_memory,
+    tile_size,
+)
+from frontend.lower.helpers import strip
 from frontend.lower.partitions import dynamic_partition
 from frontend.values import Aggregate, Value
 
-CG_HEADER = (RUNTIME_DIR / "cooperative_groups.h").resolve()
-_SIZE, _META_RANK, _META_SIZE = ".__polypy_size", ".__polypy_meta_group_rank", ".__polypy_meta_group_size"
-_MASK = ".__polypy_mask"  # a coalesced group's lanes of the warp
+if TYPE_CHECKING:
+    from frontend.lower.builder import KernelBuilder
+
 _PARTITIONS = ("binary_partition", "labeled_partition")  # groups of dynamic membership (partitions.py)
-MAX_TILE = 1024  # CUDA's largest block
-WARP = 32
 _REDUCE_OPS = {"plus": "add", "less": "min", "greater": "max", "bit_and": "band", "bit_or": "bor",
                "bit_xor": "bxor"}
 _SHUFFLES = {"shfl": "idx", "shfl_up": "up", "shfl_down": "down", "shfl_xor": "xor"}
 
 
-def is_cooperative(decl: ci.Cursor | None) -> bool:
-    """Whether ``decl`` is declared by polypy's ``<cooperative_groups.h>``."""
-    if decl is None or decl.location.file is None:
-        return False
-    return _is_cg_header(decl.location.file.name)
+def cooperative_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor],
+                     discard: bool) -> Value | None:
+    owner = fn.semantic_parent.spelling.split("<")[0] if fn.kind in (CK.CXX_METHOD, CK.CONSTRUCTOR) or \
+        (fn.semantic_parent is not None and fn.semantic_parent.kind in (CK.CLASS_DECL, CK.CLASS_TEMPLATE,
+                                                                        CK.STRUCT_DECL)) else None
+    name = fn.spelling
+    if fn.kind == CK.CONSTRUCTOR:
+        args = [ch for ch in children if ch.kind.is_expression()]
+        if owner in _REDUCE_OPS:
+            return Aggregate({}, c.type.spelling)
+        if len(args) != 1:
+            raise kb.error(f"this constructor of cooperative_groups::{owner} is not supported", c)
+        return cg_group(kb, args[0])
+    if owner in _REDUCE_OPS and name == "operator()":  # cg::plus<int>()(a, b)
+        operands = [ch for ch in children
+                    if not (strip(ch).kind == CK.DECL_REF_EXPR and strip(ch).spelling == fn.spelling)]
+        rt = tm.scalar_type(fn.result_type)
+        if rt is None or len(operands) != 3:
+            raise kb.error(f"this use of cooperative_groups::{owner} is not supported", c)
+        kb.expr(operands[0], discard=True)
+        a, b = (convert(kb.scalar(x), rt) for x in operands[1:])
+        return cg_combine(kb, _REDUCE_OPS[owner], a, b, c)
+    if owner is not None:  # a member function: the object is the callee's base
+        callee = strip(children[0])
+        base = next(iter(callee.get_children()), None) if callee.kind == CK.MEMBER_REF_EXPR else None
+        if base is None:
+            raise kb.error(f"cooperative_groups::{owner}::{name} called without its group", c)
+        return cg_typed(kb, fn, cg_member(kb, owner, name, base, children[1:], c, discard))
+    args = children[1:]
+    if name == "this_thread_block":
+        if args and not (len(args) == 1 and is_tile_memory(args[0].type)):
+            raise kb.error("this form of cooperative_groups::this_thread_block is not supported", c)
+        nthreads = cg_block_threads(kb)
+        return cg_aggregate(kb, nthreads, n.Const(0, U32), n.Const(1, U32), c)
+    if name == "coalesced_threads":
+        return cg_coalesced(kb, c)
+    if name == "this_grid":
+        return cg_aggregate(kb, n.Const(0, U32), n.Const(0, U32), n.Const(1, U32), c)
+    if name == "tiled_partition":
+        return cg_partition(kb, args, c)
+    if name in _PARTITIONS:
+        parent = args[0].type
+        return dynamic_partition(kb, name, args, c, mask_field=MASK,  # type: ignore[arg-type]
+                                 parent_kind=class_name(parent), tile_size=tile_size(parent))
+    if name in ("sync", "thread_rank", "group_size"):
+        return cg_typed(kb, fn, cg_member(kb, class_name(args[0].type), {"group_size": "size"}.get(name, name),
+                                              args[0], [], c, discard))
+    if name == "reduce":
+        return cg_reduce(kb, args, c)
+    raise kb.error(f"cooperative_groups::{name} is not supported", c)
 
 
-@functools.lru_cache(maxsize=256)
-def _is_cg_header(path: str) -> bool:  # a cache: every call of every kernel asks
-    return pathlib.Path(path).resolve() == CG_HEADER
-
-
-def _class_name(t: ci.Type) -> str:
-    """``thread_block_tile`` for ``cooperative_groups::thread_block_tile<32, void>``."""
-    decl = tm.strip_reference(t).get_canonical().get_declaration()
-    return decl.spelling.split("<")[0]
-
-
-def _tile_size(t: ci.Type) -> int | None:
-    c = tm.strip_reference(t).get_canonical()
-    if _class_name(c) != "thread_block_tile" or c.get_num_template_arguments() < 1:
+# ------------------------------------------------------------------ member functions
+def cg_member(kb: KernelBuilder, kind: str, name: str, base: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor,
+              discard: bool) -> Value | None:
+    group = cg_group(kb, base)
+    t = base.type
+    loc = kb.loc(c)
+    if kind == "grid_group":
+        return cg_grid_member(kb, name, c, discard)
+    if kind == "coalesced_group":
+        return cg_coalesced_member(kb, name, group, args, c, discard)
+    if name == "sync":
+        if not discard:
+            raise kb.error("sync() has no value", c)
+        mask = cg_sync_mask(kb, kind, t, group)
+        # A tile of a warp or less waits like __syncwarp of its lanes (gpu2cpu.lower_warp_syncs:
+        # the block barrier in block-uniform control, guarded phases under a condition);
+        # a bigger group waits for the block.
+        kb.emit(n.WarpSync(mask, loc=loc) if mask is not None else n.Barrier(loc=loc))
         return None
-    decl = c.get_declaration()
-    return int(decl.get_template_argument_value(0))
+    if name == "thread_rank":
+        return cg_rank(kb, kind, t, group)
+    if name in ("size", "num_threads"):
+        return cg_size(kb, kind, t, group)
+    if name == "meta_group_rank":
+        return group.fields[META_RANK]
+    if name == "meta_group_size":
+        return group.fields[META_SIZE]
+    if name in ("group_index", "thread_index", "group_dim", "dim_threads"):
+        make = {"group_index": n.BlockIdx, "thread_index": n.ThreadIdx}.get(name, n.BlockDim)
+        vals = [make(d) for d in range(3)]
+        return Aggregate({".x": vals[0], ".y": vals[1], ".z": vals[2]}, "dim3")
+    size = tile_size(t)
+    if size is None:
+        raise kb.error(f"cooperative_groups::{kind}::{name} is not supported", c)
+    if size > WARP and name in ("shfl", "any", "all"):
+        return cg_big_tile_member(kb, name, args, size, c)
+    if size > WARP and (name in _SHUFFLES or name == "ballot"):
+        raise kb.error(f"thread_block_tile<{size}>::{name}: shfl_up, shfl_down, shfl_xor and ballot of a tile "
+                       f"of more than {WARP} threads are not supported", c)
+    if name in _SHUFFLES:
+        value = kb.expr(args[0])
+        lane = convert(kb.scalar(args[1]), U32 if name != "shfl" else I32)
+        if isinstance(value, Aggregate):
+            # A record (`tile.shfl_xor(v, 1)` of a uint4): cooperative groups shuffle any
+            # trivially copyable type word by word from one source lane, which is each
+            # member shuffled from that lane.
+            fields: dict[str, Value] = {}
+            for path, member in value.fields.items():
+                if not isinstance(member, n.Expr):
+                    raise kb.error(f"a shuffle of a record with a member '{path}' that is not a number "
+                                   "is not supported", c)
+                fields[path] = cg_shuffle(kb, _SHUFFLES[name], member, lane, size, c)
+            return Aggregate(fields, value.spelling)
+        if not isinstance(value, n.Expr):
+            raise kb.error(f"cooperative_groups::{kind}::{name} of this kind of value is not supported", c)
+        return cg_shuffle(kb, _SHUFFLES[name], value, lane, size, c)
+    if name in ("any", "all", "ballot"):
+        return cg_vote(kb, name, truth(kb.scalar(args[0])), size, c)
+    raise kb.error(f"cooperative_groups::{kind}::{name} is not supported", c)
 
 
-def is_tile_memory(t: ci.Type) -> bool:
-    """Whether ``t`` is polypy's ``cooperative_groups::block_tile_memory<N>`` (scratch space CUDA's
-    tiles of more than 32 threads use; polypy's need none of it: a declaration of it is dropped)."""
-    c = tm.strip_reference(t).get_canonical()
-    return _class_name(c) == "block_tile_memory" and is_cooperative(c.get_declaration())
+def cg_grid_member(kb: KernelBuilder, name: str, c: ci.Cursor, discard: bool) -> Value | None:
+    """A grid group's ranks and sizes (64-bit, as CUDA declares them); its ``sync()``, the grid
+    barrier (``Barrier`` of scope ``grid``: the kernel then needs a cooperative launch);
+    ``is_valid()`` (whether the launch was cooperative) is refused."""
+    if name == "sync":
+        if not discard:
+            raise kb.error("sync() has no value", c)
+        kb.emit(n.Barrier("grid", loc=kb.loc(c)))
+        return None
+    gx, gy, gz = (convert(n.GridDim(d), U64) for d in range(3))
+    bx, by, bz = (convert(n.BlockIdx(d), U64) for d in range(3))
+    block_rank = n.Binary("add", bx, n.Binary("mul", gx, n.Binary("add", by, n.Binary("mul", gy, bz))))
+    num_blocks = n.Binary("mul", n.Binary("mul", gx, gy), gz)
+    per_block = convert(cg_block_threads(kb), U64)
+    if name == "thread_rank":
+        return n.Binary("add", n.Binary("mul", block_rank, per_block), convert(cg_linear_tid(kb), U64))
+    if name in ("size", "num_threads"):
+        return n.Binary("mul", num_blocks, per_block)
+    if name == "block_rank":
+        return block_rank
+    if name == "num_blocks":
+        return num_blocks
+    if name in ("block_index", "dim_blocks"):
+        make = n.BlockIdx if name == "block_index" else n.GridDim
+        vals = [make(d) for d in range(3)]
+        return Aggregate({".x": vals[0], ".y": vals[1], ".z": vals[2]}, "dim3")
+    raise kb.error(f"cooperative_groups::grid_group::{name} is not supported", c)
 
 
-class CooperativeLowering:
-    """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
+def cg_coalesced(kb: KernelBuilder, c: ci.Cursor) -> Aggregate:
+    """``coalesced_threads()``: the lanes of the warp that execute the call (``__activemask()``:
+    in polypy's warps every lane that takes a branch runs it together, the fullest of the
+    convergences CUDA allows); its size is their number."""
+    loc = kb.loc(c)
+    mask = kb.temp(U32, None, "coalesced", c)
+    kb.emit(n.Vote(mask.name, "activemask", n.Const(True, BOOL), n.Const(0xFFFFFFFF, U32), loc=loc))
+    m = n.Var(mask.name, U32)
+    size = kb.bit_intrinsic("__popc", [m], c)  # type: ignore[attr-defined]
+    group = cg_aggregate(kb, convert(size, U32), n.Const(0, U32), n.Const(1, U32), c)
+    group.fields[MASK] = m
+    return group
 
-    def cooperative_call(self, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor], discard: bool) -> Value | None:
-        owner = fn.semantic_parent.spelling.split("<")[0] if fn.kind in (CK.CXX_METHOD, CK.CONSTRUCTOR) or \
-            (fn.semantic_parent is not None and fn.semantic_parent.kind in (CK.CLASS_DECL, CK.CLASS_TEMPLATE,
-                                                                            CK.STRUCT_DECL)) else None
-        name = fn.spelling
-        if fn.kind == CK.CONSTRUCTOR:
-            args = [ch for ch in children if ch.kind.is_expression()]
-            if owner in _REDUCE_OPS:
-                return Aggregate({}, c.type.spelling)
-            if len(args) != 1:
-                raise self.error(f"this constructor of cooperative_groups::{owner} is not supported", c)
-            return self.cg_group(args[0])
-        if owner in _REDUCE_OPS and name == "operator()":  # cg::plus<int>()(a, b)
-            operands = [ch for ch in children
-                        if not (_strip(ch).kind == CK.DECL_REF_EXPR and _strip(ch).spelling == fn.spelling)]
-            rt = tm.scalar_type(fn.result_type)
-            if rt is None or len(operands) != 3:
-                raise self.error(f"this use of cooperative_groups::{owner} is not supported", c)
-            self.expr(operands[0], discard=True)
-            a, b = (convert(self.scalar(x), rt) for x in operands[1:])
-            return self.cg_combine(_REDUCE_OPS[owner], a, b, c)
-        if owner is not None:  # a member function: the object is the callee's base
-            callee = _strip(children[0])
-            base = next(iter(callee.get_children()), None) if callee.kind == CK.MEMBER_REF_EXPR else None
-            if base is None:
-                raise self.error(f"cooperative_groups::{owner}::{name} called without its group", c)
-            return self.cg_typed(fn, self.cg_member(owner, name, base, children[1:], c, discard))
-        args = children[1:]
-        if name == "this_thread_block":
-            if args and not (len(args) == 1 and is_tile_memory(args[0].type)):
-                raise self.error("this form of cooperative_groups::this_thread_block is not supported", c)
-            nthreads = self.cg_block_threads()
-            return self.cg_aggregate(nthreads, n.Const(0, U32), n.Const(1, U32), c)
-        if name == "coalesced_threads":
-            return self.cg_coalesced(c)
-        if name == "this_grid":
-            return self.cg_aggregate(n.Const(0, U32), n.Const(0, U32), n.Const(1, U32), c)
-        if name == "tiled_partition":
-            return self.cg_partition(args, c)
-        if name in _PARTITIONS:
-            parent = args[0].type
-            return dynamic_partition(self, name, args, c, mask_field=_MASK,  # type: ignore[arg-type]
-                                     parent_kind=_class_name(parent), tile_size=_tile_size(parent))
-        if name in ("sync", "thread_rank", "group_size"):
-            return self.cg_typed(fn, self.cg_member(_class_name(args[0].type), {"group_size": "size"}.get(name, name),
-                                                    args[0], [], c, discard))
-        if name == "reduce":
-            return self.cg_reduce(args, c)
-        raise self.error(f"cooperative_groups::{name} is not supported", c)
 
-    def cg_typed(self, fn: ci.Cursor, v: Value | None) -> Value | None:
-        """``v`` in the result type the header declares (``unsigned long long`` for a thread_group's rank)."""
-        st = tm.scalar_type(fn.result_type)
-        return convert(v, st) if isinstance(v, n.Expr) and st is not None else v
-
-    # ------------------------------------------------------------------ groups
-    def cg_group(self, a: ci.Cursor) -> Aggregate:
-        kind = _class_name(a.type)
-        v = self.expr(a)
-        fields = {_SIZE, _META_RANK, _META_SIZE} | ({_MASK} if kind == "coalesced_group" else set())
-        if not isinstance(v, Aggregate) or set(v.fields) != fields:
-            raise self.error("expected a cooperative group", a)
-        return v
-
-    def cg_aggregate(self, size: n.Expr, meta_rank: n.Expr, meta_size: n.Expr, c: ci.Cursor) -> Aggregate:
-        return Aggregate({_SIZE: size, _META_RANK: meta_rank, _META_SIZE: meta_size}, c.type.spelling)
-
-    def cg_block_threads(self) -> n.Expr:
-        bx, by, bz = (n.BlockDim(d) for d in range(3))
-        return n.Binary("mul", n.Binary("mul", bx, by), bz)
-
-    def cg_linear_tid(self) -> n.Expr:
-        tx, ty, tz = (n.ThreadIdx(d) for d in range(3))
-        bx, by = n.BlockDim(0), n.BlockDim(1)
-        return n.Binary("add", tx, n.Binary("mul", bx, n.Binary("add", ty, n.Binary("mul", by, tz))))
-
-    def cg_rank(self, kind: str, t: ci.Type, group: Aggregate) -> n.Expr:
-        """The thread's rank in the group: the linear thread index in the block, modulo a tile's size."""
-        tid = self.cg_linear_tid()
-        if kind == "thread_block":
-            return tid
-        size = _tile_size(t)
-        if size is not None:
-            return n.Binary("band", tid, n.Const(size - 1, U32))
-        return n.Binary("rem", tid, group.fields[_SIZE])  # type: ignore[arg-type]
-
-    def cg_size(self, kind: str, t: ci.Type, group: Aggregate) -> n.Expr:
-        if kind == "thread_block":
-            return self.cg_block_threads()
-        size = _tile_size(t)
-        return n.Const(size, U32) if size is not None else group.fields[_SIZE]  # type: ignore[return-value]
-
-    def cg_sync_mask(self, kind: str, t: ci.Type, group: Aggregate) -> n.Expr | None:
-        """The warp lanes a group's ``sync()`` waits for when it is a tile of at most 32 threads,
-        None when it is bigger (it then waits for the block). A ``thread_group`` (the block or a
-        tile) gets its mask from its size at run time, the full warp when bigger than a warp:
-        ``lower_warp_syncs`` makes that the block barrier in block-uniform control, and block
-        barriers between guarded phases under a condition, which is exact for a group of whole
-        warps whose threads all arrive (as CUDA requires)."""
-        if kind == "thread_block":
-            return None
-        size = _tile_size(t)
-        if size is not None:
-            return self.cg_tile_mask(size)[0] if size <= 32 else None
-        gsize = group.fields[_SIZE]
-        assert isinstance(gsize, n.Expr)
-        gsize = convert(gsize, U32)
-        lane = n.Binary("band", self.cg_linear_tid(), n.Const(31, U32))
-        first = n.Binary("band", lane, n.Unary("bnot", n.Binary("sub", gsize, n.Const(1, U32))))
-        low = n.Binary("sub", n.Binary("shl", n.Const(1, U32), n.Binary("band", gsize, n.Const(31, U32))),
-                       n.Const(1, U32))
-        return n.Select(n.Binary("lt", gsize, n.Const(32, U32)), n.Binary("shl", low, first),
-                        n.Const(0xFFFFFFFF, U32))
-
-    def cg_partition(self, args: list[ci.Cursor], c: ci.Cursor) -> Aggregate:
-        parent_c = args[0]
-        static = _tile_size(c.type)
-        if static is not None:
-            if static < 1 or static > MAX_TILE or static & (static - 1):
-                raise self.error(f"tiled_partition<{static}>: the size of a tile must be a power of two from 1 to "
-                                 f"{MAX_TILE}", c)
-            size: n.Expr = n.Const(static, U32)
+def cg_coalesced_member(kb: KernelBuilder, name: str, group: Aggregate, args: list[ci.Cursor], c: ci.Cursor,
+                        discard: bool) -> Value | None:
+    """A coalesced group's rank (the set lanes of its mask below this one), size, ``sync()``
+    (``__syncwarp`` of its mask), ``shfl(v, rank)`` (from the lane of that rank), ``shfl_up``/
+    ``shfl_down`` (from the rank ``delta`` below/above; the thread's own value past the group's
+    ends), ``any``/``all``, ``ballot`` (bit k: the member of rank k)."""
+    loc = kb.loc(c)
+    mask = group.fields[MASK]
+    assert isinstance(mask, n.Expr)
+    lane = n.Binary("band", cg_linear_tid(kb), n.Const(WARP - 1, U32))
+    if name == "sync":
+        if not discard:
+            raise kb.error("sync() has no value", c)
+        kb.emit(n.WarpSync(mask, loc=loc))
+        return None
+    if name == "thread_rank":
+        below = n.Binary("band", mask, n.Binary("sub", n.Binary("shl", n.Const(1, U32), lane), n.Const(1, U32)))
+        return convert(kb.bit_intrinsic("__popc", [below], c), U32)  # type: ignore[attr-defined]
+    if name in ("size", "num_threads"):
+        return group.fields[SIZE]
+    if name == "meta_group_rank":
+        return group.fields[META_RANK]
+    if name == "meta_group_size":
+        return group.fields[META_SIZE]
+    if name in ("shfl", "shfl_up", "shfl_down"):
+        value = kb.scalar(args[0])
+        arg = convert(kb.scalar(args[1]), U32)
+        if name == "shfl":
+            return cg_coalesced_shfl(kb, value, arg, mask, c)
+        # shfl_up/down: from the rank delta below/above, the thread's own value past the ends
+        rank = kb.temp(U32, cg_coalesced_member(kb, "thread_rank", group, [], c, False), "rank", c)
+        rv, size = n.Var(rank.name, U32), group.fields[SIZE]
+        assert isinstance(size, n.Expr)
+        if name == "shfl_up":
+            src = n.Select(n.Binary("ge", rv, arg), n.Binary("sub", rv, arg), rv)
         else:
-            if len(args) != 2:
-                raise self.error("tiled_partition takes a group and a tile size", c)
-            k = evaluate(args[1])
-            if not isinstance(k, int) or k < 1 or k > 32 or k & (k - 1):
-                raise self.error("tiled_partition(group, n): n must be a constant power of two from 1 to 32 "
-                                 "(other tile sizes are not supported)", args[1])
-            size = n.Const(k, U32)
-        parent = self.cg_group(parent_c)
-        kind = _class_name(parent_c.type)
-        if kind in ("grid_group", "coalesced_group"):
-            raise self.error(f"tiled_partition of a {kind} is not supported", c)
-        rank = self.cg_rank(kind, parent_c.type, parent)
-        psize = self.cg_size(kind, parent_c.type, parent)
-        meta_size = n.Binary("div", n.Binary("add", psize, n.Binary("sub", size, n.Const(1, U32))), size)
-        return self.cg_aggregate(size, n.Binary("div", rank, size), meta_size, c)
-
-    # ------------------------------------------------------------------ member functions
-    def cg_member(self, kind: str, name: str, base: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor,
-                  discard: bool) -> Value | None:
-        group = self.cg_group(base)
-        t = base.type
-        loc = self.loc(c)
-        if kind == "grid_group":
-            return self.cg_grid_member(name, c, discard)
-        if kind == "coalesced_group":
-            return self.cg_coalesced_member(name, group, args, c, discard)
-        if name == "sync":
-            if not discard:
-                raise self.error("sync() has no value", c)
-            mask = self.cg_sync_mask(kind, t, group)
-            # A tile of a warp or less waits like __syncwarp of its lanes (gpu2cpu.lower_warp_syncs:
-            # the block barrier in block-uniform control, guarded phases under a condition);
-            # a bigger group waits for the block.
-            self.emit(n.WarpSync(mask, loc=loc) if mask is not None else n.Barrier(loc=loc))
-            return None
-        if name == "thread_rank":
-            return self.cg_rank(kind, t, group)
-        if name in ("size", "num_threads"):
-            return self.cg_size(kind, t, group)
-        if name == "meta_group_rank":
-            return group.fields[_META_RANK]
-        if name == "meta_group_size":
-            return group.fields[_META_SIZE]
-        if name in ("group_index", "thread_index", "group_dim", "dim_threads"):
-            make = {"group_index": n.BlockIdx, "thread_index": n.ThreadIdx}.get(name, n.BlockDim)
-            vals = [make(d) for d in range(3)]
-            return Aggregate({".x": vals[0], ".y": vals[1], ".z": vals[2]}, "dim3")
-        size = _tile_size(t)
-        if size is None:
-            raise self.error(f"cooperative_groups::{kind}::{name} is not supported", c)
-        if size > WARP and name in ("shfl", "any", "all"):
-            return self.cg_big_tile_member(name, args, size, c)
-        if size > WARP and (name in _SHUFFLES or name == "ballot"):
-            raise self.error(f"thread_block_tile<{size}>::{name}: shfl_up, shfl_down, shfl_xor and ballot of a tile "
-                             f"of more than {WARP} threads are not supported", c)
-        if name in _SHUFFLES:
-            value = self.expr(args[0])
-            lane = convert(self.scalar(args[1]), U32 if name != "shfl" else I32)
-            if isinstance(value, Aggregate):
-                # A record (`tile.shfl_xor(v, 1)` of a uint4): cooperative groups shuffle any
-                # trivially copyable type word by word from one source lane, which is each
-                # member shuffled from that lane.
-                fields: dict[str, Value] = {}
-                for path, member in value.fields.items():
-                    if not isinstance(member, n.Expr):
-                        raise self.error(f"a shuffle of a record with a member '{path}' that is not a number "
-                                         "is not supported", c)
-                    fields[path] = self.cg_shuffle(_SHUFFLES[name], member, lane, size, c)
-                return Aggregate(fields, value.spelling)
-            if not isinstance(value, n.Expr):
-                raise self.error(f"cooperative_groups::{kind}::{name} of this kind of value is not supported", c)
-            return self.cg_shuffle(_SHUFFLES[name], value, lane, size, c)
-        if name in ("any", "all", "ballot"):
-            return self.cg_vote(name, truth(self.scalar(args[0])), size, c)
-        raise self.error(f"cooperative_groups::{kind}::{name} is not supported", c)
-
-    def cg_grid_member(self, name: str, c: ci.Cursor, discard: bool) -> Value | None:
-        """A grid group's ranks and sizes (64-bit, as CUDA declares them); its ``sync()``, the grid
-        barrier (``Barrier`` of scope ``grid``: the kernel then needs a cooperative launch);
-        ``is_valid()`` (whether the launch was cooperative) is refused."""
-        if name == "sync":
-            if not discard:
-                raise self.error("sync() has no value", c)
-            self.emit(n.Barrier("grid", loc=self.loc(c)))
-            return None
-        gx, gy, gz = (convert(n.GridDim(d), U64) for d in range(3))
-        bx, by, bz = (convert(n.BlockIdx(d), U64) for d in range(3))
-        block_rank = n.Binary("add", bx, n.Binary("mul", gx, n.Binary("add", by, n.Binary("mul", gy, bz))))
-        num_blocks = n.Binary("mul", n.Binary("mul", gx, gy), gz)
-        per_block = convert(self.cg_block_threads(), U64)
-        if name == "thread_rank":
-            return n.Binary("add", n.Binary("mul", block_rank, per_block), convert(self.cg_linear_tid(), U64))
-        if name in ("size", "num_threads"):
-            return n.Binary("mul", num_blocks, per_block)
-        if name == "block_rank":
-            return block_rank
-        if name == "num_blocks":
-            return num_blocks
-        if name in ("block_index", "dim_blocks"):
-            make = n.BlockIdx if name == "block_index" else n.GridDim
-            vals = [make(d) for d in range(3)]
-            return Aggregate({".x": vals[0], ".y": vals[1], ".z": vals[2]}, "dim3")
-        raise self.error(f"cooperative_groups::grid_group::{name} is not supported", c)
-
-    def cg_coalesced(self, c: ci.Cursor) -> Aggregate:
-        """``coalesced_threads()``: the lanes of the warp that execute the call (``__activemask()``:
-        in polypy's warps every lane that takes a branch runs it together, the fullest of the
-        convergences CUDA allows); its size is their number."""
-        loc = self.loc(c)
-        mask = self.temp(U32, None, "coalesced", c)
-        self.emit(n.Vote(mask.name, "activemask", n.Const(True, BOOL), n.Const(0xFFFFFFFF, U32), loc=loc))
-        m = n.Var(mask.name, U32)
-        size = self.bit_intrinsic("__popc", [m], c)  # type: ignore[attr-defined]
-        group = self.cg_aggregate(convert(size, U32), n.Const(0, U32), n.Const(1, U32), c)
-        group.fields[_MASK] = m
-        return group
-
-    def cg_coalesced_member(self, name: str, group: Aggregate, args: list[ci.Cursor], c: ci.Cursor,
-                            discard: bool) -> Value | None:
-        """A coalesced group's rank (the set lanes of its mask below this one), size, ``sync()``
-        (``__syncwarp`` of its mask), ``shfl(v, rank)`` (from the lane of that rank), ``shfl_up``/
-        ``shfl_down`` (from the rank ``delta`` below/above; the thread's own value past the group's
-        ends), ``any``/``all``, ``ballot`` (bit k: the member of rank k)."""
-        loc = self.loc(c)
-        mask = group.fields[_MASK]
-        assert isinstance(mask, n.Expr)
-        lane = n.Binary("band", self.cg_linear_tid(), n.Const(WARP - 1, U32))
-        if name == "sync":
-            if not discard:
-                raise self.error("sync() has no value", c)
-            self.emit(n.WarpSync(mask, loc=loc))
-            return None
-        if name == "thread_rank":
-            below = n.Binary("band", mask, n.Binary("sub", n.Binary("shl", n.Const(1, U32), lane), n.Const(1, U32)))
-            return convert(self.bit_intrinsic("__popc", [below], c), U32)  # type: ignore[attr-defined]
-        if name in ("size", "num_threads"):
-            return group.fields[_SIZE]
-        if name == "meta_group_rank":
-            return group.fields[_META_RANK]
-        if name == "meta_group_size":
-            return group.fields[_META_SIZE]
-        if name in ("shfl", "shfl_up", "shfl_down"):
-            value = self.scalar(args[0])
-            arg = convert(self.scalar(args[1]), U32)
-            if name == "shfl":
-                return self.cg_coalesced_shfl(value, arg, mask, c)
-            # shfl_up/down: from the rank delta below/above, the thread's own value past the ends
-            rank = self.temp(U32, self.cg_coalesced_member("thread_rank", group, [], c, False), "rank", c)
-            rv, size = n.Var(rank.name, U32), group.fields[_SIZE]
-            assert isinstance(size, n.Expr)
-            if name == "shfl_up":
-                src = n.Select(n.Binary("ge", rv, arg), n.Binary("sub", rv, arg), rv)
-            else:
-                src = n.Select(n.Binary("lt", arg, n.Binary("sub", size, rv)), n.Binary("add", rv, arg), rv)
-            return self.cg_coalesced_shfl(value, src, mask, c)
-        if name == "ballot":
-            # bit k of the result is the group's thread of rank k: the lanes' ballot, compacted
-            lanes = self.temp(U32, None, "ballot", c)
-            self.emit(n.Vote(lanes.name, "ballot", truth(self.scalar(args[0])), mask, loc=loc))
-            out, k = self.temp(U32, n.Const(0, U32), "ballot", c), self.temp(U32, n.Const(0, U32), "rank", c)
-            j = self.names.fresh("l")
-            jv, kv, ov = n.Var(j, U32), n.Var(k.name, U32), n.Var(out.name, U32)
-            bit = n.Binary("band", n.Binary("shr", n.Var(lanes.name, U32), jv), n.Const(1, U32))
-            member = n.Binary("ne", n.Binary("band", n.Binary("shr", mask, jv), n.Const(1, U32)), n.Const(0, U32))
-            body = (n.If(member, (n.Assign(out.name, n.Binary("bor", ov, n.Binary("shl", bit, kv)), loc=loc),
-                                  n.Assign(k.name, n.Binary("add", kv, n.Const(1, U32)), loc=loc)), loc=loc),)
-            self.emit(n.For(j, U32, n.Const(0, U32), n.Const(WARP, U32), n.Const(1, U32), body, loc=loc))
-            return ov
-        if name in ("any", "all"):
-            dest = self.temp(I32, None, "vote", c)
-            self.emit(n.Vote(dest.name, name, truth(self.scalar(args[0])), mask, loc=loc))
-            return n.Var(dest.name, I32)
-        raise self.error(f"cooperative_groups::coalesced_group::{name} is not supported", c)
-
-    def cg_coalesced_shfl(self, value: n.Expr, rank: n.Expr, mask: n.Expr, c: ci.Cursor) -> n.Expr:
-        """``value`` from the member of rank ``rank`` (the mask's set bits counted from lane 0)."""
-        loc = self.loc(c)
-        src, seen = self.temp(U32, n.Const(0, U32), "src_lane", c), self.temp(U32, n.Const(0, U32), "seen", c)
-        want = self.temp(U32, rank, "src_rank", c)
-        j = self.names.fresh("l")
-        jv, sv = n.Var(j, U32), n.Var(seen.name, U32)
+            src = n.Select(n.Binary("lt", arg, n.Binary("sub", size, rv)), n.Binary("add", rv, arg), rv)
+        return cg_coalesced_shfl(kb, value, src, mask, c)
+    if name == "ballot":
+        # bit k of the result is the group's thread of rank k: the lanes' ballot, compacted
+        lanes = kb.temp(U32, None, "ballot", c)
+        kb.emit(n.Vote(lanes.name, "ballot", truth(kb.scalar(args[0])), mask, loc=loc))
+        out, k = kb.temp(U32, n.Const(0, U32), "ballot", c), kb.temp(U32, n.Const(0, U32), "rank", c)
+        j = kb.names.fresh("l")
+        jv, kv, ov = n.Var(j, U32), n.Var(k.name, U32), n.Var(out.name, U32)
+        bit = n.Binary("band", n.Binary("shr", n.Var(lanes.name, U32), jv), n.Const(1, U32))
         member = n.Binary("ne", n.Binary("band", n.Binary("shr", mask, jv), n.Const(1, U32)), n.Const(0, U32))
-        body = (n.If(member, (n.If(n.Binary("eq", sv, n.Var(want.name, U32)), (n.Assign(src.name, jv, loc=loc),),
-                                   loc=loc),
-                              n.Assign(seen.name, n.Binary("add", sv, n.Const(1, U32)), loc=loc)), loc=loc),)
-        self.emit(n.For(j, U32, n.Const(0, U32), n.Const(WARP, U32), n.Const(1, U32), body, loc=loc))
-        dest = self.temp(value.type, None, "shfl", c)
-        self.emit(n.Shuffle(dest.name, "idx", value, convert(n.Var(src.name, U32), I32), n.Const(WARP, I32), mask,
-                            loc=loc))
-        return n.Var(dest.name, dest.type)
+        body = (n.If(member, (n.Assign(out.name, n.Binary("bor", ov, n.Binary("shl", bit, kv)), loc=loc),
+                              n.Assign(k.name, n.Binary("add", kv, n.Const(1, U32)), loc=loc)), loc=loc),)
+        kb.emit(n.For(j, U32, n.Const(0, U32), n.Const(WARP, U32), n.Const(1, U32), body, loc=loc))
+        return ov
+    if name in ("any", "all"):
+        dest = kb.temp(I32, None, "vote", c)
+        kb.emit(n.Vote(dest.name, name, truth(kb.scalar(args[0])), mask, loc=loc))
+        return n.Var(dest.name, I32)
+    raise kb.error(f"cooperative_groups::coalesced_group::{name} is not supported", c)
 
-    def cg_big_tile_member(self, name: str, args: list[ci.Cursor], size: int, c: ci.Cursor) -> n.Expr:
-        """``shfl(v, r)`` and ``any``/``all`` of a tile of more than 32 threads, between block barriers
-        (every thread of the block must reach them, as the barrier rules check): ``shfl`` through
-        shared memory from the tile's thread ``r mod size``; ``any``/``all`` as each warp's vote
-        combined over the tile's warps (``cg_reduce_warps`` with ``|`` / ``&``)."""
-        loc = self.loc(c)
-        if name in ("any", "all"):
-            pred = truth(self.scalar(args[0]))
-            vote = self.temp(I32, None, "vote", c)
-            self.emit(n.Vote(vote.name, name, pred, n.Const(0xFFFFFFFF, U32), loc=loc))
-            return self.cg_reduce_warps("bor" if name == "any" else "band", vote.name, I32, size, c)
-        value = self.scalar(args[0])
-        rank = convert(self.scalar(args[1]), U32)
-        tid = self.cg_linear_tid()
-        xchg = self.names.fresh("cg_exchange")
-        self.buffers[xchg] = n.Buffer(xchg, value.type, (n.Const(MAX_TILE, I32),), "shared", loc=loc)
-        self.emit(n.Store(xchg, (tid,), value, loc=loc))
-        self.emit(n.Barrier(loc=loc))
-        first = n.Binary("band", tid, n.Const(~(size - 1) & 0xFFFFFFFF, U32))
-        source = n.Binary("add", first, n.Binary("band", rank, n.Const(size - 1, U32)))
-        got = self.temp(value.type, n.Load(xchg, (source,), value.type, loc=loc), "shfl", c)
-        self.emit(n.Barrier(loc=loc))
-        return n.Var(got.name, value.type)
 
-    def cg_tile_mask(self, size: int) -> tuple[n.Expr, n.Expr]:
-        """The tile's lanes as a warp mask, and its first lane in the warp."""
-        lane = n.Binary("band", self.cg_linear_tid(), n.Const(31, U32))
-        first = n.Binary("band", lane, n.Const(~(size - 1) & 0xFFFFFFFF, U32))
-        if size == 32:
-            return n.Const(0xFFFFFFFF, U32), first
-        return n.Binary("shl", n.Const((1 << size) - 1, U32), first), first
+def cg_coalesced_shfl(kb: KernelBuilder, value: n.Expr, rank: n.Expr, mask: n.Expr, c: ci.Cursor) -> n.Expr:
+    """``value`` from the member of rank ``rank`` (the mask's set bits counted from lane 0)."""
+    loc = kb.loc(c)
+    src, seen = kb.temp(U32, n.Const(0, U32), "src_lane", c), kb.temp(U32, n.Const(0, U32), "seen", c)
+    want = kb.temp(U32, rank, "src_rank", c)
+    j = kb.names.fresh("l")
+    jv, sv = n.Var(j, U32), n.Var(seen.name, U32)
+    member = n.Binary("ne", n.Binary("band", n.Binary("shr", mask, jv), n.Const(1, U32)), n.Const(0, U32))
+    body = (n.If(member, (n.If(n.Binary("eq", sv, n.Var(want.name, U32)), (n.Assign(src.name, jv, loc=loc),),
+                               loc=loc),
+                          n.Assign(seen.name, n.Binary("add", sv, n.Const(1, U32)), loc=loc)), loc=loc),)
+    kb.emit(n.For(j, U32, n.Const(0, U32), n.Const(WARP, U32), n.Const(1, U32), body, loc=loc))
+    dest = kb.temp(value.type, None, "shfl", c)
+    kb.emit(n.Shuffle(dest.name, "idx", value, convert(n.Var(src.name, U32), I32), n.Const(WARP, I32), mask,
+                      loc=loc))
+    return n.Var(dest.name, dest.type)
 
-    def cg_shuffle(self, mode: str, value: n.Expr, lane: n.Expr, size: int, c: ci.Cursor) -> n.Expr:
-        mask, _ = self.cg_tile_mask(size)
-        dest = self.temp(value.type, None, "shfl", c)
-        self.emit(n.Shuffle(dest.name, mode, value, lane, n.Const(size, I32), mask, loc=self.loc(c)))
-        return n.Var(dest.name, dest.type)
 
-    def cg_vote(self, mode: str, pred: n.Expr, size: int, c: ci.Cursor) -> n.Expr:
-        mask, first = self.cg_tile_mask(size)
-        dt = U32 if mode == "ballot" else I32
-        dest = self.temp(dt, None, "vote", c)
-        self.emit(n.Vote(dest.name, mode, pred, mask, loc=self.loc(c)))
-        result: n.Expr = n.Var(dest.name, dt)
-        if mode == "ballot" and size < 32:
-            result = n.Binary("shr", result, first)
-        return result
+def cg_big_tile_member(kb: KernelBuilder, name: str, args: list[ci.Cursor], size: int, c: ci.Cursor) -> n.Expr:
+    """``shfl(v, r)`` and ``any``/``all`` of a tile of more than 32 threads, between block barriers
+    (every thread of the block must reach them, as the barrier rules check): ``shfl`` through
+    shared memory from the tile's thread ``r mod size``; ``any``/``all`` as each warp's vote
+    combined over the tile's warps (``cg_reduce_warps`` with ``|`` / ``&``)."""
+    loc = kb.loc(c)
+    if name in ("any", "all"):
+        pred = truth(kb.scalar(args[0]))
+        vote = kb.temp(I32, None, "vote", c)
+        kb.emit(n.Vote(vote.name, name, pred, n.Const(0xFFFFFFFF, U32), loc=loc))
+        return cg_reduce_warps(kb, "bor" if name == "any" else "band", vote.name, I32, size, c)
+    value = kb.scalar(args[0])
+    rank = convert(kb.scalar(args[1]), U32)
+    tid = cg_linear_tid(kb)
+    xchg = kb.names.fresh("cg_exchange")
+    kb.buffers[xchg] = n.Buffer(xchg, value.type, (n.Const(MAX_TILE, I32),), "shared", loc=loc)
+    kb.emit(n.Store(xchg, (tid,), value, loc=loc))
+    kb.emit(n.Barrier(loc=loc))
+    first = n.Binary("band", tid, n.Const(~(size - 1) & 0xFFFFFFFF, U32))
+    source = n.Binary("add", first, n.Binary("band", rank, n.Const(size - 1, U32)))
+    got = kb.temp(value.type, n.Load(xchg, (source,), value.type, loc=loc), "shfl", c)
+    kb.emit(n.Barrier(loc=loc))
+    return n.Var(got.name, value.type)
 
-    # ------------------------------------------------------------------ reduce
-    def cg_combine(self, op: str, a: n.Expr, b: n.Expr, c: ci.Cursor) -> n.Expr:
-        """``op(a, b)`` of cg::plus (a + b), cg::less (a < b ? a : b), cg::greater (a < b ? b : a)
-        and the bit operators."""
-        loc = self.loc(c)
-        if op == "min":
-            return n.Select(n.Binary("lt", a, b, loc=loc), a, b, loc=loc)
-        if op == "max":
-            return n.Select(n.Binary("lt", a, b, loc=loc), b, a, loc=loc)
-        return n.Binary(op, a, b, loc=loc)
 
-    def cg_reduce(self, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
-        group_c, value_c, op_c = args
-        size = _tile_size(group_c.type)
-        coalesced = _class_name(group_c.type) == "coalesced_group"
-        if size is None and not coalesced:
-            raise self.error(f"cg::reduce over a {_class_name(group_c.type)}: only thread_block_tile and "
-                             "coalesced_group groups are supported", group_c)
-        group = self.cg_group(group_c)
-        op_decl = tm.strip_reference(op_c.type).get_canonical().get_declaration()
-        op_name = op_decl.spelling.split("<")[0]
-        if not is_cooperative(op_decl) or op_name not in _REDUCE_OPS:
-            raise self.error("cg::reduce: only the operators cg::plus, cg::less, cg::greater, cg::bit_and, "
-                             "cg::bit_or and cg::bit_xor are supported", op_c)
-        self.expr(op_c, discard=True)
-        rt = tm.scalar_type(c.type)
-        if rt is None:
-            raise self.error("cg::reduce of a value that is not a number is not supported", value_c)
-        op_type = tm.strip_reference(op_c.type).get_canonical()
-        if op_type.get_num_template_arguments() != 1 or \
-                op_type.get_template_argument_type(0).get_canonical() != tm.strip_reference(c.type).get_canonical():
-            # CUDA computes in the operator's type (reduce returns decltype(op(v, v))).
-            raise self.error(f"cg::reduce of a '{tm.strip_reference(value_c.type).spelling}' with "
-                             f"'{op_type.spelling}': an operator of another type than the value is not supported",
-                             op_c)
-        loc = self.loc(c)
-        acc = self.temp(rt, convert(self.scalar(value_c), rt), "reduce", c)
-        op = _REDUCE_OPS[op_name]
-        if rt.is_float and op in ("band", "bor", "bxor"):
-            raise self.error(f"cg::reduce with cg::{op_name} of floating-point values", op_c)
-        if size is None:
-            return self.cg_reduce_coalesced(op, acc.name, rt, group.fields[_MASK], c)  # type: ignore[arg-type]
-        k = min(size, WARP) // 2
-        while k >= 1:
-            other = self.cg_shuffle("xor", n.Var(acc.name, rt), n.Const(k, U32), min(size, WARP), c)
-            self.emit(n.Assign(acc.name, self.cg_combine(op, n.Var(acc.name, rt), other, c), loc=loc))
-            k //= 2
-        if size <= WARP:
-            return n.Var(acc.name, rt)
-        return self.cg_reduce_warps(op, acc.name, rt, size, c)
+def cg_shuffle(kb: KernelBuilder, mode: str, value: n.Expr, lane: n.Expr, size: int, c: ci.Cursor) -> n.Expr:
+    mask, _ = cg_tile_mask(kb, size)
+    dest = kb.temp(value.type, None, "shfl", c)
+    kb.emit(n.Shuffle(dest.name, mode, value, lane, n.Const(size, I32), mask, loc=kb.loc(c)))
+    return n.Var(dest.name, dest.type)
 
-    def cg_reduce_coalesced(self, op: str, acc: str, rt, mask: n.Expr, c: ci.Cursor) -> n.Expr:
-        """The reduction over the warp lanes in ``mask`` (a coalesced group's, or the run-time mask
-        of ``__reduce_*_sync``; ``mask`` is read once per lane, so it must be a variable or a
-        constant): every member takes the members' values from the
-        lowest lane up, one shuffle per lane of the warp (a lane outside the group reads its own,
-        unused), and combines them in that order (all members the same bits)::
 
-            for (l = 0; l < 32; ++l) { x = shfl(mask, v, in(l) ? l : lane);
-                                       if (in(l)) { r = started ? op(r, x) : x; started = 1; } }
-        """
-        loc = self.loc(c)
-        lane = n.Binary("band", self.cg_linear_tid(), n.Const(WARP - 1, U32))
-        result = self.temp(rt, n.Var(acc, rt), "reduce", c)  # replaced by the first member's value
-        started = self.temp(BOOL, n.Const(False, BOOL), "started", c)
-        x = self.temp(rt, None, "shfl", c)
-        j = self.names.fresh("l")
-        jv = n.Var(j, U32)
-        member = n.Binary("ne", n.Binary("band", n.Binary("shr", mask, jv), n.Const(1, U32)), n.Const(0, U32))
-        xv, rv, sv = n.Var(x.name, rt), n.Var(result.name, rt), n.Var(started.name, BOOL)
-        body = (
-            n.Shuffle(x.name, "idx", n.Var(acc, rt), convert(n.Select(member, jv, lane), I32), n.Const(WARP, I32),
-                      mask, loc=loc),
-            n.If(member, (n.Assign(result.name, n.Select(sv, self.cg_combine(op, rv, xv, c), xv), loc=loc),
-                          n.Assign(started.name, n.Const(True, BOOL), loc=loc)), loc=loc),
-        )
-        self.emit(n.For(j, U32, n.Const(0, U32), n.Const(WARP, U32), n.Const(1, U32), body, loc=loc))
-        return rv
+def cg_vote(kb: KernelBuilder, mode: str, pred: n.Expr, size: int, c: ci.Cursor) -> n.Expr:
+    mask, first = cg_tile_mask(kb, size)
+    dt = U32 if mode == "ballot" else I32
+    dest = kb.temp(dt, None, "vote", c)
+    kb.emit(n.Vote(dest.name, mode, pred, mask, loc=kb.loc(c)))
+    result: n.Expr = n.Var(dest.name, dt)
+    if mode == "ballot" and size < 32:
+        result = n.Binary("shr", result, first)
+    return result
 
-    def cg_reduce_warps(self, op: str, acc: str, rt, size: int, c: ci.Cursor) -> n.Expr:
-        """The reduction of a tile of more than 32 threads, from each warp's (every lane of a warp
-        holds it): lane 0 of each warp stores it in shared memory, and after a barrier every
-        thread combines its tile's warps in order, first to last (all threads the same bits). The
-        barriers are the block's: every thread of the block must reach the reduction, as the
-        barrier rules check. A last tile the block cuts short combines the warps it has::
 
-            if (lane == 0) partial[warp] = v;   barrier
-            r = partial[w0];  for (j = 1; j < size / 32; ++j) if (w0 + j < warps) r = op(r, partial[w0 + j]);
-            barrier                              (partial may be written again by a later reduce)
-        """
-        loc = self.loc(c)
-        tid = self.cg_linear_tid()
-        partial = self.names.fresh("cg_partial")
-        self.buffers[partial] = n.Buffer(partial, rt, (n.Const(MAX_TILE // WARP, I32),), "shared", loc=loc)
-        warp = n.Binary("shr", tid, n.Const(5, U32))
-        lane0 = n.Binary("eq", n.Binary("band", tid, n.Const(WARP - 1, U32)), n.Const(0, U32))
-        self.emit(n.If(lane0, (n.Store(partial, (warp,), n.Var(acc, rt), loc=loc),), loc=loc))
-        self.emit(n.Barrier(loc=loc))
-        first = n.Binary("shr", n.Binary("band", tid, n.Const(~(size - 1) & 0xFFFFFFFF, U32)), n.Const(5, U32))
-        result = self.temp(rt, n.Load(partial, (first,), rt, loc=loc), "reduce", c)
-        j = self.names.fresh("warp")
-        other = n.Binary("add", first, n.Var(j, U32))
-        warps = n.Binary("div", n.Binary("add", self.cg_block_threads(), n.Const(WARP - 1, U32)), n.Const(WARP, U32))
-        combine = n.Assign(result.name, self.cg_combine(op, n.Var(result.name, rt), n.Load(partial, (other,), rt, loc=loc),
-                                                        c), loc=loc)
-        self.emit(n.For(j, U32, n.Const(1, U32), n.Const(size // WARP, U32), n.Const(1, U32),
-                        (n.If(n.Binary("lt", other, warps), (combine,), loc=loc),), loc=loc))
-        self.emit(n.Barrier(loc=loc))
-        return n.Var(result.name, rt)
+# ------------------------------------------------------------------ reduce
+def cg_combine(kb: KernelBuilder, op: str, a: n.Expr, b: n.Expr, c: ci.Cursor) -> n.Expr:
+    """``op(a, b)`` of cg::plus (a + b), cg::less (a < b ? a : b), cg::greater (a < b ? b : a)
+    and the bit operators."""
+    loc = kb.loc(c)
+    if op == "min":
+        return n.Select(n.Binary("lt", a, b, loc=loc), a, b, loc=loc)
+    if op == "max":
+        return n.Select(n.Binary("lt", a, b, loc=loc), b, a, loc=loc)
+    return n.Binary(op, a, b, loc=loc)
+
+
+def cg_reduce(kb: KernelBuilder, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
+    group_c, value_c, op_c = args
+    size = tile_size(group_c.type)
+    coalesced = class_name(group_c.type) == "coalesced_group"
+    if size is None and not coalesced:
+        raise kb.error(f"cg::reduce over a {class_name(group_c.type)}: only thread_block_tile and "
+                       "coalesced_group groups are supported", group_c)
+    group = cg_group(kb, group_c)
+    op_decl = tm.strip_reference(op_c.type).get_canonical().get_declaration()
+    op_name = op_decl.spelling.split("<")[0]
+    if not is_cooperative(op_decl) or op_name not in _REDUCE_OPS:
+        raise kb.error("cg::reduce: only the operators cg::plus, cg::less, cg::greater, cg::bit_and, "
+                       "cg::bit_or and cg::bit_xor are supported", op_c)
+    kb.expr(op_c, discard=True)
+    rt = tm.scalar_type(c.type)
+    if rt is None:
+        raise kb.error("cg::reduce of a value that is not a number is not supported", value_c)
+    op_type = tm.strip_reference(op_c.type).get_canonical()
+    if op_type.get_num_template_arguments() != 1 or \
+            op_type.get_template_argument_type(0).get_canonical() != tm.strip_reference(c.type).get_canonical():
+        # CUDA computes in the operator's type (reduce returns decltype(op(v, v))).
+        raise kb.error(f"cg::reduce of a '{tm.strip_reference(value_c.type).spelling}' with "
+                       f"'{op_type.spelling}': an operator of another type than the value is not supported",
+                       op_c)
+    loc = kb.loc(c)
+    acc = kb.temp(rt, convert(kb.scalar(value_c), rt), "reduce", c)
+    op = _REDUCE_OPS[op_name]
+    if rt.is_float and op in ("band", "bor", "bxor"):
+        raise kb.error(f"cg::reduce with cg::{op_name} of floating-point values", op_c)
+    if size is None:
+        return cg_reduce_coalesced(kb, op, acc.name, rt, group.fields[MASK], c)  # type: ignore[arg-type]
+    k = min(size, WARP) // 2
+    while k >= 1:
+        other = cg_shuffle(kb, "xor", n.Var(acc.name, rt), n.Const(k, U32), min(size, WARP), c)
+        kb.emit(n.Assign(acc.name, cg_combine(kb, op, n.Var(acc.name, rt), other, c), loc=loc))
+        k //= 2
+    if size <= WARP:
+        return n.Var(acc.name, rt)
+    return cg_reduce_warps(kb, op, acc.name, rt, size, c)
+
+
+def cg_reduce_coalesced(kb: KernelBuilder, op: str, acc: str, rt, mask: n.Expr, c: ci.Cursor) -> n.Expr:
+    """The reduction over the warp lanes in ``mask`` (a coalesced group's, or the run-time mask
+    of ``__reduce_*_sync``; ``mask`` is read once per lane, so it must be a variable or a
+    constant): every member takes the members' values from the
+    lowest lane up, one shuffle per lane of the warp (a lane outside the group reads its own,
+    unused), and combines them in that order (all members the same bits)::
+
+        for (l = 0; l < 32; ++l) { x = shfl(mask, v, in(l) ? l : lane);
+                                   if (in(l)) { r = started ? op(r, x) : x; started = 1; } }
+    """
+    loc = kb.loc(c)
+    lane = n.Binary("band", cg_linear_tid(kb), n.Const(WARP - 1, U32))
+    result = kb.temp(rt, n.Var(acc, rt), "reduce", c)  # replaced by the first member's value
+    started = kb.temp(BOOL, n.Const(False, BOOL), "started", c)
+    x = kb.temp(rt, None, "shfl", c)
+    j = kb.names.fresh("l")
+    jv = n.Var(j, U32)
+    member = n.Binary("ne", n.Binary("band", n.Binary("shr", mask, jv), n.Const(1, U32)), n.Const(0, U32))
+    xv, rv, sv = n.Var(x.name, rt), n.Var(result.name, rt), n.Var(started.name, BOOL)
+    body = (
+        n.Shuffle(x.name, "idx", n.Var(acc, rt), convert(n.Select(member, jv, lane), I32), n.Const(WARP, I32),
+                  mask, loc=loc),
+        n.If(member, (n.Assign(result.name, n.Select(sv, cg_combine(kb, op, rv, xv, c), xv), loc=loc),
+                      n.Assign(started.name, n.Const(True, BOOL), loc=loc)), loc=loc),
+    )
+    kb.emit(n.For(j, U32, n.Const(0, U32), n.Const(WARP, U32), n.Const(1, U32), body, loc=loc))
+    return rv
+
+
+def cg_reduce_warps(kb: KernelBuilder, op: str, acc: str, rt, size: int, c: ci.Cursor) -> n.Expr:
+    """The reduction of a tile of more than 32 threads, from each warp's (every lane of a warp
+    holds it): lane 0 of each warp stores it in shared memory, and after a barrier every
+    thread combines its tile's warps in order, first to last (all threads the same bits). The
+    barriers are the block's: every thread of the block must reach the reduction, as the
+    barrier rules check. A last tile the block cuts short combines the warps it has::
+
+        if (lane == 0) partial[warp] = v;   barrier
+        r = partial[w0];  for (j = 1; j < size / 32; ++j) if (w0 + j < warps) r = op(r, partial[w0 + j]);
+        barrier                              (partial may be written again by a later reduce)
+    """
+    loc = kb.loc(c)
+    tid = cg_linear_tid(kb)
+    partial = kb.names.fresh("cg_partial")
+    kb.buffers[partial] = n.Buffer(partial, rt, (n.Const(MAX_TILE // WARP, I32),), "shared", loc=loc)
+    warp = n.Binary("shr", tid, n.Const(5, U32))
+    lane0 = n.Binary("eq", n.Binary("band", tid, n.Const(WARP - 1, U32)), n.Const(0, U32))
+    kb.emit(n.If(lane0, (n.Store(partial, (warp,), n.Var(acc, rt), loc=loc),), loc=loc))
+    kb.emit(n.Barrier(loc=loc))
+    first = n.Binary("shr", n.Binary("band", tid, n.Const(~(size - 1) & 0xFFFFFFFF, U32)), n.Const(5, U32))
+    result = kb.temp(rt, n.Load(partial, (first,), rt, loc=loc), "reduce", c)
+    j = kb.names.fresh("warp")
+    other = n.Binary("add", first, n.Var(j, U32))
+    warps = n.Binary("div", n.Binary("add", cg_block_threads(kb), n.Const(WARP - 1, U32)), n.Const(WARP, U32))
+    combine = n.Assign(result.name, cg_combine(kb, op, n.Var(result.name, rt), n.Load(partial, (other,), rt, loc=loc),
+                                                   c), loc=loc)
+    kb.emit(n.For(j, U32, n.Const(1, U32), n.Const(size // WARP, U32), n.Const(1, U32),
+                  (n.If(n.Binary("lt", other, warps), (combine,), loc=loc),), loc=loc))
+    kb.emit(n.Barrier(loc=loc))
+    return n.Var(result.name, rt)

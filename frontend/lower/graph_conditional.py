@@ -20,7 +20,7 @@ from polypy.ir.types import U32
 from frontend.arith import convert
 from frontend.clang_setup import cursor_loc
 from frontend.lower.context import CK
-from frontend.lower.helpers import _strip
+from frontend.lower.helpers import strip
 from frontend.values import Pointer
 
 HANDLE = "cudaGraphConditionalHandle"
@@ -41,7 +41,7 @@ def check_handle_uses(kernel: ci.Cursor, param: ci.Cursor) -> None:
             call = up[-1] if up else None
             args = list(call.get_children()) if call is not None and call.kind == CK.CALL_EXPR else []
             ok = call is not None and call.kind == CK.CALL_EXPR and call.spelling == "cudaGraphSetConditional" \
-                and len(args) == 3 and _strip(args[1]) == c
+                and len(args) == 3 and strip(args[1]) == c
             if not ok:
                 raise UserError(f"the conditional handle '{param.spelling}' is only supported as the first argument "
                                 "of cudaGraphSetConditional in the kernel (polypy's handle is the address of the "
@@ -58,7 +58,7 @@ def set_conditional(b, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -> No
     """``cudaGraphSetConditional(handle, value)``: ``*handle = (unsigned int)value``."""
     if not discard:
         raise b.error("cudaGraphSetConditional() has no value", c)
-    handle = b.expr(_strip(args[0]))
+    handle = b.expr(strip(args[0]))
     if not isinstance(handle, Pointer):
         raise b.error("cudaGraphSetConditional's handle must be a parameter of the kernel of type "
                       "cudaGraphConditionalHandle", c)

@@ -19,34 +19,34 @@ if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
 
 
-class _Default:
+class Default:
     """Placeholder for an argument clang fills in from a default (no cursor children)."""
 
     def __repr__(self) -> str:
         return "<default>"
 
 
-_DEFAULT = _Default()
+DEFAULT = Default()
 
 
 @dataclasses.dataclass(frozen=True)
-class _ScalarArray:
+class ScalarArray:
     """A scalar (or record) variable that lives in a one-element buffer (``__shared__ float s;``)."""
 
     binding: ArrayBinding
 
 
 @dataclasses.dataclass(frozen=True)
-class _ArrayRef:
+class ArrayRef:
     """A C array, possibly partly indexed (``tile`` or ``tile[ty]`` of ``float tile[16][16]``)."""
 
     binding: ArrayBinding
     prefix: tuple[n.Expr, ...]
 
-    def index(self, builder: KernelBuilder, i: n.Expr, c: ci.Cursor) -> LValue | "_ArrayRef":
+    def index(self, builder: KernelBuilder, i: n.Expr, c: ci.Cursor) -> LValue | "ArrayRef":
         prefix = self.prefix + (i,)
         if len(prefix) < len(self.binding.dims):
-            return _ArrayRef(self.binding, prefix)
+            return ArrayRef(self.binding, prefix)
         return builder.element_lv(self.binding, prefix, c)
 
     def decay(self, builder: KernelBuilder, c: ci.Cursor | None = None) -> Pointer:
@@ -61,7 +61,7 @@ class _ArrayRef:
         return self.binding.pointer(self.prefix, None)
 
 
-def _select_member(fields: dict, member: str, c: ci.Cursor, make, builder: KernelBuilder):
+def select_member(fields: dict, member: str, c: ci.Cursor, make, builder: KernelBuilder):
     key = "." + member
     if key in fields:
         return fields[key]
@@ -71,26 +71,26 @@ def _select_member(fields: dict, member: str, c: ci.Cursor, make, builder: Kerne
     return make(sub, c.type.spelling)
 
 
-def _is_trivial_construction(init: ci.Cursor) -> bool:
+def is_trivial_construction(init: ci.Cursor) -> bool:
     """``T t;`` of a record: clang shows a call of the default constructor; C leaves t unset."""
-    init = _strip(init)
+    init = strip(init)
     return init.kind == CK.CALL_EXPR and init.referenced is not None and \
         init.referenced.kind == CK.CONSTRUCTOR and not any(ch.kind.is_expression() for ch in init.get_children())
 
 
-def _zero_of(lv: LValue) -> Value:
+def zero_of(lv: LValue) -> Value:
     if isinstance(lv, AggLV):
-        return Aggregate({k: _zero_of(v) for k, v in lv.fields.items()}, lv.spelling)
+        return Aggregate({k: zero_of(v) for k, v in lv.fields.items()}, lv.spelling)
     t = getattr(lv, "type", None)  # a variable, an element of memory, a view of one
     if not isinstance(t, ScalarType):
         raise UserError("value-initializing this kind of place is not supported")
     return n.Const(0, t)
 
 
-def _describe(v: object) -> str:
+def describe(v: object) -> str:
     if isinstance(v, Aggregate):
         return "record"
-    if isinstance(v, (Pointer, PointerChoice, _ArrayRef)):
+    if isinstance(v, (Pointer, PointerChoice, ArrayRef)):
         return "pointer"
     if isinstance(v, VarAddress):
         return "address of a local variable"
@@ -99,7 +99,7 @@ def _describe(v: object) -> str:
     return "value"
 
 
-def _strip(c: ci.Cursor) -> ci.Cursor:
+def strip(c: ci.Cursor) -> ci.Cursor:
     while c.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR):
         children = list(c.get_children())
         if len(children) != 1:
@@ -108,7 +108,7 @@ def _strip(c: ci.Cursor) -> ci.Cursor:
     return c
 
 
-def _strip_parens(c: ci.Cursor) -> ci.Cursor:
+def strip_parens(c: ci.Cursor) -> ci.Cursor:
     while c.kind == CK.PAREN_EXPR:
         c = next(iter(c.get_children()))
     return c

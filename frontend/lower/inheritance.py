@@ -12,7 +12,7 @@ import clang.cindex as ci
 from frontend import bases as cxx
 from frontend import ctypes_map as tm
 from frontend.lower.context import CK
-from frontend.lower.helpers import _select_member, _strip
+from frontend.lower.helpers import select_member, strip
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -56,7 +56,7 @@ def sub_value(b: KernelBuilder, value, path: list[str], c: ci.Cursor):
     from frontend.values import Aggregate
 
     for name in path:
-        value = _select_member(value.fields, name, c, lambda fields, sp: Aggregate(fields, sp), b)
+        value = select_member(value.fields, name, c, lambda fields, sp: Aggregate(fields, sp), b)
     return value
 
 
@@ -76,7 +76,7 @@ def this_path(b: KernelBuilder, obj: ci.Cursor | None, fn: ci.Cursor, c: ci.Curs
     if parent is None or parent.kind not in _RECORDS + (CK.UNION_DECL,):
         return []
     # ``obj`` as ``object_place`` evaluates it: without its implicit conversions
-    return path_to(b, object_type(b, None if obj is None else _strip(obj)), parent.type, c)
+    return path_to(b, object_type(b, None if obj is None else strip(obj)), parent.type, c)
 
 
 def conversion_path(b: KernelBuilder, source: ci.Cursor, target: ci.Type, c: ci.Cursor) -> list[str]:
@@ -84,7 +84,7 @@ def conversion_path(b: KernelBuilder, source: ci.Cursor, target: ci.Type, c: ci.
     t = tm.strip_reference(target)
     if tm.is_pointer(t):
         t = tm.pointee(t)
-    return path_to(b, object_type(b, _strip(source)), t, c)
+    return path_to(b, object_type(b, strip(source)), t, c)
 
 
 def _record_of(t: ci.Type) -> ci.Type | None:

@@ -2,7 +2,7 @@
 and references); ``return`` becomes an assignment to a result local plus structured control flow."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import clang.cindex as ci
 
@@ -15,10 +15,11 @@ from polypy.passes.eliminate_returns import remove_returns
 from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.clang_setup import unary_operator
+from frontend.lower import accessors
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
 from frontend.lower.accessors import accessor_type
-from frontend.lower.helpers import _ArrayRef, _strip
+from frontend.lower.helpers import ArrayRef, strip
 from frontend.lower.pointer_choice import pending_pointer, pointer_hint
 from frontend.lower.inheritance import conversion_path, subobject
 from frontend.values import (
@@ -26,173 +27,176 @@ from frontend.values import (
     RefBinding, Value, VarAddress,
 )
 
+if TYPE_CHECKING:
+    from frontend.lower.builder import KernelBuilder
 
-class InliningLowering:
-    """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
 
-    # ------------------------------------------------------------------ inlining
-    def inline(self, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor, discard: bool, *,
-               this: LValue | None = None, prologue: Callable[[], None] | None = None,
-               captures: dict | None = None) -> Value | None:
-        """``fn`` inlined at call ``c``; ``this``: the object of a member function; ``prologue``
-        runs in the callee's frame before its body (a constructor's member initializers)."""
-        key = decl_key(fn)
-        # Instances of one function template share a declaration: a template that calls another
-        # instance of itself (`f<i>` calling `f<i - 1>`, ended by a specialization) is no recursion.
-        if any(f.key == key and f.cursor.get_usr() == fn.get_usr() for f in self.frames):
-            raise self.error(f"recursive call to '{fn.spelling}' is not supported", c)
-        if is_kernel_decl(fn):
-            raise self.error("kernels cannot be called from device code", c)
-        refuse_in_device_code(fn, self.error, call=c)
-        body = function_body(fn)
-        if body is None:
-            raise self.error(f"call to '{fn.spelling}', which has no definition polypy can translate", c)
-        params = list(fn.get_arguments())
-        if len(args) != len(params):
-            raise self.error(f"call to '{fn.spelling}' with {len(args)} arguments, expected {len(params)}", c)
-        mutated = self.assigned_decls(fn)
-        env: dict[tuple, Binding] = dict(captures or {})  # a lambda's captured variables
-        # Arguments are evaluated in the caller's frame, before the callee runs.
-        for i, (p, a) in enumerate(zip(params, args)):
-            env[decl_key(p)] = self.bind_argument(p, a, fn, i, mutated, c)
-        result: LValue | None = None
-        rt = fn.result_type
-        returns_this = False
-        if fn.kind == CK.CONSTRUCTOR:
-            pass
-        elif tm.is_reference(rt):
-            # `T& operator+=(...) { ...; return *this; }`: the call's value is the object itself.
-            returns_this = this is not None and _returns_only_this(fn)
-            if not returns_this and not discard:
-                if not _returns_once_at_the_end(fn):
-                    raise self.error(f"'{fn.spelling}' returns a reference ('{rt.spelling}'), which is only supported "
-                                     "when it returns *this, returns once at its end, or the result is unused", c)
-                # `float& at(int i) { return a[i]; }` used as a value: the place its one return names.
-                result = RefResult()
-        elif tm.is_pointer(rt) and not tm.is_pointer(tm.pointee(rt)):
-            # A pointer result: the first `return` fixes its buffer; a `return` into another one
-            # makes it a pointer into one of several buffers (pointer_choice.py).
-            name = sanitize(fn.spelling) + "_ret"
-            result = pending_pointer(self, ("return", name, id(c)), name, pointer_hint(self, ("return", key)), None, c)
-        elif rt.get_canonical().kind != ci.TypeKind.VOID:
-            st = tm.scalar_type(rt)
-            if st is not None:
-                result = self.temp(st, None, fn.spelling + "_ret", c)
-            elif tm.is_record(rt):
-                fields: dict[str, LValue] = {}
-                for leaf in tm.leaves(rt):
-                    if leaf.scalar is None:
-                        raise self.error(f"'{fn.spelling}' returns a record holding pointers, which is not supported", c)
-                    fields[leaf.path] = self.temp(leaf.scalar, None, fn.spelling + "_ret" + leaf.path, c)
-                result = AggLV(fields, rt.spelling)
-            else:
-                raise self.error(f"'{fn.spelling}' returns '{rt.spelling}', which is not supported", c)
-        frame = Frame(key, fn, env, result=result, this=this)
-        self.frames.append(frame)
-        self.call_sites.append(c)
-        saved_depth = self.loop_depth
-        self.loop_depth = 0
+# ------------------------------------------------------------------ inlining
+def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor, discard: bool, *,
+           this: LValue | None = None, prologue: Callable[[], None] | None = None,
+           captures: dict | None = None) -> Value | None:
+    """``fn`` inlined at call ``c``; ``this``: the object of a member function; ``prologue``
+    runs in the callee's frame before its body (a constructor's member initializers)."""
+    key = decl_key(fn)
+    # Instances of one function template share a declaration: a template that calls another
+    # instance of itself (`f<i>` calling `f<i - 1>`, ended by a specialization) is no recursion.
+    if any(f.key == key and f.cursor.get_usr() == fn.get_usr() for f in kb.frames):
+        raise kb.error(f"recursive call to '{fn.spelling}' is not supported", c)
+    if is_kernel_decl(fn):
+        raise kb.error("kernels cannot be called from device code", c)
+    refuse_in_device_code(fn, kb.error, call=c)
+    body = function_body(fn)
+    if body is None:
+        raise kb.error(f"call to '{fn.spelling}', which has no definition polypy can translate", c)
+    params = list(fn.get_arguments())
+    if len(args) != len(params):
+        raise kb.error(f"call to '{fn.spelling}' with {len(args)} arguments, expected {len(params)}", c)
+    mutated = kb.assigned_decls(fn)
+    env: dict[tuple, Binding] = dict(captures or {})  # a lambda's captured variables
+    # Arguments are evaluated in the caller's frame, before the callee runs.
+    for i, (p, a) in enumerate(zip(params, args)):
+        env[decl_key(p)] = bind_argument(kb, p, a, fn, i, mutated, c)
+    result: LValue | None = None
+    rt = fn.result_type
+    returns_this = False
+    if fn.kind == CK.CONSTRUCTOR:
+        pass
+    elif tm.is_reference(rt):
+        # `T& operator+=(...) { ...; return *this; }`: the call's value is the object itself.
+        returns_this = this is not None and _returns_only_this(fn)
+        if not returns_this and not discard:
+            if not _returns_once_at_the_end(fn):
+                raise kb.error(f"'{fn.spelling}' returns a reference ('{rt.spelling}'), which is only supported "
+                               "when it returns *this, returns once at its end, or the result is unused", c)
+            # `float& at(int i) { return a[i]; }` used as a value: the place its one return names.
+            result = RefResult()
+    elif tm.is_pointer(rt) and not tm.is_pointer(tm.pointee(rt)):
+        # A pointer result: the first `return` fixes its buffer; a `return` into another one
+        # makes it a pointer into one of several buffers (pointer_choice.py).
+        name = sanitize(fn.spelling) + "_ret"
+        result = pending_pointer(kb, ("return", name, id(c)), name, pointer_hint(kb, ("return", key)), None, c)
+    elif rt.get_canonical().kind != ci.TypeKind.VOID:
+        st = tm.scalar_type(rt)
+        if st is not None:
+            result = kb.temp(st, None, fn.spelling + "_ret", c)
+        elif tm.is_record(rt):
+            fields: dict[str, LValue] = {}
+            for leaf in tm.leaves(rt):
+                if leaf.scalar is None:
+                    raise kb.error(f"'{fn.spelling}' returns a record holding pointers, which is not supported", c)
+                fields[leaf.path] = kb.temp(leaf.scalar, None, fn.spelling + "_ret" + leaf.path, c)
+            result = AggLV(fields, rt.spelling)
+        else:
+            raise kb.error(f"'{fn.spelling}' returns '{rt.spelling}', which is not supported", c)
+    frame = Frame(key, fn, env, result=result, this=this)
+    kb.frames.append(frame)
+    kb.call_sites.append(c)
+    saved_depth = kb.loop_depth
+    kb.loop_depth = 0
+    try:
+        with kb.sub_block() as out:
+            if prologue is not None:
+                prologue()
+            kb.statement(body)
+    finally:
+        kb.loop_depth = saved_depth
+        kb.frames.pop()
+        kb.call_sites.pop()
+    for s in remove_returns(tuple(out), kb.names.fresh):
+        kb.emit(s)
+    if kb.assert_flag is not None and any(isinstance(x, n.Assign) and x.name == kb.assert_flag
+                                          for s in out for x in walk(s)):
+        # A failed assert in the callee stops the thread: the caller returns too.
+        kb.emit(n.If(n.Var(kb.assert_flag, BOOL), (n.Return(loc=kb.loc(c)),), loc=kb.loc(c)))
+    wants_place = bool(kb.place_calls) and kb.place_calls[-1] == c
+    if returns_this and not discard:
+        assert this is not None
+        return PlaceOf(this) if wants_place else kb.read(this, c)
+    if isinstance(frame.result, RefResult):
+        if frame.result.target is None:
+            raise kb.error(f"'{fn.spelling}' returns no place polypy can follow", c)
+        return PlaceOf(frame.result.target) if wants_place else kb.read(frame.result.target, c)
+    if result is None or discard:
+        return None
+    result = frame.result  # a pointer result is fixed by its first return
+    if isinstance(result, PendingPtrLV):
+        raise kb.error(f"'{fn.spelling}' returns no pointer polypy can follow", c)
+    return kb.read(result, c)
+
+
+def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, i: int, mutated: set[tuple],
+                  c: ci.Cursor) -> Binding:
+    pt = p.type
+    name = p.spelling or f"arg{i}"
+    if accessor_type(pt) is not None:  # an accessor, by value or by reference (accessors.py)
+        return accessors.accessor_binding(kb, p, a, fn, "parameter")
+    if tm.is_reference(pt):
+        target_t = tm.strip_reference(pt)
+        if tm.is_array(target_t) and tm.scalar_type(tm.canonical(target_t).element_type) is not None:
+            # `T (&a)[N]` of scalars: bound as the array's first element's address, as a
+            # `T*` parameter would be (the callee indexes it; its extent is the argument's)
+            return array_reference_binding(kb, p, a, fn, i, mutated)
+        if tm.is_array(target_t):
+            raise kb.error(f"parameter '{name}' of '{fn.spelling}' is a reference to an array "
+                           f"('{pt.spelling}'), which is not supported: declare it as a pointer to the "
+                           "elements", a)
+        inner = strip(a)
         try:
-            with self.sub_block() as out:
-                if prologue is not None:
-                    prologue()
-                self.statement(body)
-        finally:
-            self.loop_depth = saved_depth
-            self.frames.pop()
-            self.call_sites.pop()
-        for s in remove_returns(tuple(out), self.names.fresh):
-            self.emit(s)
-        if self.assert_flag is not None and any(isinstance(x, n.Assign) and x.name == self.assert_flag
-                                                for s in out for x in walk(s)):
-            # A failed assert in the callee stops the thread: the caller returns too.
-            self.emit(n.If(n.Var(self.assert_flag, BOOL), (n.Return(loc=self.loc(c)),), loc=self.loc(c)))
-        wants_place = bool(self.place_calls) and self.place_calls[-1] == c
-        if returns_this and not discard:
-            assert this is not None
-            return PlaceOf(this) if wants_place else self.read(this, c)
-        if isinstance(frame.result, RefResult):
-            if frame.result.target is None:
-                raise self.error(f"'{fn.spelling}' returns no place polypy can follow", c)
-            return PlaceOf(frame.result.target) if wants_place else self.read(frame.result.target, c)
-        if result is None or discard:
-            return None
-        result = frame.result  # a pointer result is fixed by its first return
-        if isinstance(result, PendingPtrLV):
-            raise self.error(f"'{fn.spelling}' returns no pointer polypy can follow", c)
-        return self.read(result, c)
-
-    def bind_argument(self, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, i: int, mutated: set[tuple],
-                      c: ci.Cursor) -> Binding:
-        pt = p.type
-        name = p.spelling or f"arg{i}"
-        if accessor_type(pt) is not None:  # an accessor, by value or by reference (accessors.py)
-            return self.accessor_binding(p, a, fn, "parameter")
-        if tm.is_reference(pt):
-            target_t = tm.strip_reference(pt)
-            if tm.is_array(target_t) and tm.scalar_type(tm.canonical(target_t).element_type) is not None:
-                # `T (&a)[N]` of scalars: bound as the array's first element's address, as a
-                # `T*` parameter would be (the callee indexes it; its extent is the argument's)
-                return self.array_reference_binding(p, a, fn, i, mutated)
-            if tm.is_array(target_t):
-                raise self.error(f"parameter '{name}' of '{fn.spelling}' is a reference to an array "
-                                 f"('{pt.spelling}'), which is not supported: declare it as a pointer to the "
-                                 "elements", a)
-            inner = _strip(a)
-            try:
-                # a derived object bound to a `Base&`: its base subobject (frontend.lower.inheritance)
-                return RefBinding(subobject(self, self.lvalue(inner), conversion_path(self, a, pt, a), a))
-            except UserError:
-                if not target_t.is_const_qualified():
-                    raise
-            value = self.arg_value(a, fn, i)  # const T& bound to a temporary
-            return self.copy_to_local(value, target_t, name, a)
-        value = self.arg_value(a, fn, i)
-        if isinstance(value, Closure):  # a lambda passed to a function template
-            return value
-        if isinstance(value, _ArrayRef):
-            value = value.decay(self, a)
-        if tm.is_pointer(pt) or tm.is_array(pt):
-            if isinstance(value, VarAddress):
-                return value
-            if not isinstance(value, (Pointer, PointerChoice)):
-                raise self.error(f"argument for pointer parameter '{name}' must point into a buffer", a)
-            return self.pointer_binding(value, decl_key(p) in mutated, name, a, decl_key(p))
-        return self.copy_to_local(value, pt, name, a)
-
-    def array_reference_binding(self, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, i: int,
-                                mutated: set[tuple]) -> Binding:
-        """A reference-to-array parameter of scalars, ``T (&a)[N]`` (CUB's ``ITEMS_PER_THREAD``
-        arrays): the argument is an array of ``N`` elements of ``T`` (clang checks the type), so
-        the callee's ``a[k]`` is the argument's element ``k``, as through a ``T*``."""
-        value = self.arg_value(a, fn, i)
-        if isinstance(value, _ArrayRef):
-            value = value.decay(self, a)
+            # a derived object bound to a `Base&`: its base subobject (frontend.lower.inheritance)
+            return RefBinding(subobject(kb, kb.lvalue(inner), conversion_path(kb, a, pt, a), a))
+        except UserError:
+            if not target_t.is_const_qualified():
+                raise
+        value = kb.arg_value(a, fn, i)  # const T& bound to a temporary
+        return copy_to_local(kb, value, target_t, name, a)
+    value = kb.arg_value(a, fn, i)
+    if isinstance(value, Closure):  # a lambda passed to a function template
+        return value
+    if isinstance(value, ArrayRef):
+        value = value.decay(kb, a)
+    if tm.is_pointer(pt) or tm.is_array(pt):
         if isinstance(value, VarAddress):
             return value
         if not isinstance(value, (Pointer, PointerChoice)):
-            raise self.error(f"argument for array reference parameter '{p.spelling}' must name an array", a)
-        return self.pointer_binding(value, decl_key(p) in mutated, p.spelling or f"arg{i}", a, decl_key(p))
+            raise kb.error(f"argument for pointer parameter '{name}' must point into a buffer", a)
+        return kb.pointer_binding(value, decl_key(p) in mutated, name, a, decl_key(p))
+    return copy_to_local(kb, value, pt, name, a)
 
-    def copy_to_local(self, value: Value | None, t: ci.Type, name: str, a: ci.Cursor) -> Binding:
-        st = tm.scalar_type(t)
-        if st is not None:
-            if not isinstance(value, n.Expr):
-                raise self.error(f"argument '{name}' must be a number", a)
-            return self.temp(st, convert(value, st), name, a)
-        if tm.is_record(t):
-            if not isinstance(value, Aggregate):
-                raise self.error(f"argument '{name}' must be a record", a)
-            fields: dict[str, LValue] = {}
-            for path, v in value.fields.items():
-                if isinstance(v, Pointer):
-                    fields[path] = PtrVarLV(v, None)
-                elif isinstance(v, n.Expr):
-                    fields[path] = self.temp(v.type, v, name + path, a)
-                else:
-                    raise self.error(f"unsupported member '{path}' in argument '{name}'", a)
-            return AggLV(fields, value.spelling)
-        raise self.error(f"parameter '{name}' of type '{t.spelling}' is not supported", a)
+
+def array_reference_binding(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, i: int,
+                            mutated: set[tuple]) -> Binding:
+    """A reference-to-array parameter of scalars, ``T (&a)[N]`` (CUB's ``ITEMS_PER_THREAD``
+    arrays): the argument is an array of ``N`` elements of ``T`` (clang checks the type), so
+    the callee's ``a[k]`` is the argument's element ``k``, as through a ``T*``."""
+    value = kb.arg_value(a, fn, i)
+    if isinstance(value, ArrayRef):
+        value = value.decay(kb, a)
+    if isinstance(value, VarAddress):
+        return value
+    if not isinstance(value, (Pointer, PointerChoice)):
+        raise kb.error(f"argument for array reference parameter '{p.spelling}' must name an array", a)
+    return kb.pointer_binding(value, decl_key(p) in mutated, p.spelling or f"arg{i}", a, decl_key(p))
+
+
+def copy_to_local(kb: KernelBuilder, value: Value | None, t: ci.Type, name: str, a: ci.Cursor) -> Binding:
+    st = tm.scalar_type(t)
+    if st is not None:
+        if not isinstance(value, n.Expr):
+            raise kb.error(f"argument '{name}' must be a number", a)
+        return kb.temp(st, convert(value, st), name, a)
+    if tm.is_record(t):
+        if not isinstance(value, Aggregate):
+            raise kb.error(f"argument '{name}' must be a record", a)
+        fields: dict[str, LValue] = {}
+        for path, v in value.fields.items():
+            if isinstance(v, Pointer):
+                fields[path] = PtrVarLV(v, None)
+            elif isinstance(v, n.Expr):
+                fields[path] = kb.temp(v.type, v, name + path, a)
+            else:
+                raise kb.error(f"unsupported member '{path}' in argument '{name}'", a)
+        return AggLV(fields, value.spelling)
+    raise kb.error(f"parameter '{name}' of type '{t.spelling}' is not supported", a)
 
 
 def _returns_only_this(fn: ci.Cursor) -> bool:
@@ -204,10 +208,10 @@ def _returns_only_this(fn: ci.Cursor) -> bool:
         if c is None or c.kind == CK.LAMBDA_EXPR:
             continue
         if c.kind == CK.RETURN_STMT:
-            value = [_strip(ch) for ch in c.get_children()]
+            value = [strip(ch) for ch in c.get_children()]
             if len(value) != 1 or value[0].kind != CK.UNARY_OPERATOR:
                 return False
-            operand = [_strip(ch) for ch in value[0].get_children()]
+            operand = [strip(ch) for ch in value[0].get_children()]
             if unary_operator(value[0]) != "*" or len(operand) != 1 or operand[0].kind != CK.CXX_THIS_EXPR:
                 return False
             found = True

@@ -10,63 +10,70 @@ change, so sharing one closure between copies of it is exact. Mixed captures, ``
 lambdas with copies, init-captures and ``this`` are refused."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import clang.cindex as ci
 
 from frontend import ctypes_map as tm
+from frontend.lower import inlining
 from frontend.lower.context import CK, decl_key
 from frontend.values import Closure, Value
 
+if TYPE_CHECKING:
+    from frontend.lower.builder import KernelBuilder
 
-class LambdaLowering:
-    """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
 
-    def lambda_expr(self, c: ci.Cursor, discard: bool) -> Value:
-        closure_decl = tm.canonical(c.type).get_declaration()
-        self.closure_types.add(decl_key(closure_decl))
-        operator = next((m for m in closure_decl.get_children()
-                         if m.kind in (CK.CXX_METHOD, CK.FUNCTION_TEMPLATE) and m.spelling == "operator()"), None)
-        if operator is None or operator.kind != CK.CXX_METHOD:
-            raise self.error("generic lambdas (auto parameters) are not supported in device code", c)
-        fields = list(tm.canonical(c.type).get_fields())
-        by_ref = {tm.is_reference(f.type) for f in fields}
-        if len(by_ref) > 1:
-            raise self.error("lambdas mixing captures by value and by reference are not supported in device code", c)
-        body = next((ch for ch in c.get_children() if ch.kind == CK.COMPOUND_STMT), None)
-        outer = self.frame.env
-        names: dict[tuple, ci.Cursor] = {}
-        stack = [body] if body is not None else []
-        while stack:
-            x = stack.pop()
-            if x.kind == CK.CXX_THIS_EXPR:
-                raise self.error("lambdas using 'this' are not supported in device code", x)
-            if x.kind == CK.DECL_REF_EXPR and x.referenced is not None and \
-                    x.referenced.kind in (CK.VAR_DECL, CK.PARM_DECL) and decl_key(x.referenced) in outer:
-                names.setdefault(decl_key(x.referenced), x.referenced)
-            stack.extend(x.get_children())
-        if len(names) < len(fields):
-            raise self.error("lambda init-captures are not supported in device code", c)
-        if by_ref == {True}:
-            return Closure(operator, {key: outer[key] for key in names})
-        if fields and not operator.is_const_method():
-            raise self.error("mutable lambdas capturing by value are not supported in device code", c)
-        # Copies; a name the closure has no field for is a constant (not captured: its value).
-        return Closure(operator, {key: self.capture_copy(decl, outer[key], c) for key, decl in names.items()})
+def lambda_expr(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value:
+    closure_decl = tm.canonical(c.type).get_declaration()
+    kb.closure_types.add(decl_key(closure_decl))
+    operator = next((m for m in closure_decl.get_children()
+                     if m.kind in (CK.CXX_METHOD, CK.FUNCTION_TEMPLATE) and m.spelling == "operator()"), None)
+    if operator is None or operator.kind != CK.CXX_METHOD:
+        raise kb.error("generic lambdas (auto parameters) are not supported in device code", c)
+    fields = list(tm.canonical(c.type).get_fields())
+    by_ref = {tm.is_reference(f.type) for f in fields}
+    if len(by_ref) > 1:
+        raise kb.error("lambdas mixing captures by value and by reference are not supported in device code", c)
+    body = next((ch for ch in c.get_children() if ch.kind == CK.COMPOUND_STMT), None)
+    outer = kb.frame.env
+    names: dict[tuple, ci.Cursor] = {}
+    stack = [body] if body is not None else []
+    while stack:
+        x = stack.pop()
+        if x.kind == CK.CXX_THIS_EXPR:
+            raise kb.error("lambdas using 'this' are not supported in device code", x)
+        if x.kind == CK.DECL_REF_EXPR and x.referenced is not None and \
+                x.referenced.kind in (CK.VAR_DECL, CK.PARM_DECL) and decl_key(x.referenced) in outer:
+            names.setdefault(decl_key(x.referenced), x.referenced)
+        stack.extend(x.get_children())
+    if len(names) < len(fields):
+        raise kb.error("lambda init-captures are not supported in device code", c)
+    if by_ref == {True}:
+        return Closure(operator, {key: outer[key] for key in names})
+    if fields and not operator.is_const_method():
+        raise kb.error("mutable lambdas capturing by value are not supported in device code", c)
+    # Copies; a name the closure has no field for is a constant (not captured: its value).
+    return Closure(operator, {key: capture_copy(kb, decl, outer[key], c) for key, decl in names.items()})
 
-    def capture_copy(self, decl: ci.Cursor, binding, c: ci.Cursor):
-        """A by-value capture of ``decl``: a copy of its value now."""
-        t = decl.type
-        if tm.is_array(t):
-            raise self.error(f"lambdas capturing the array '{decl.spelling}' by value are not supported in "
-                             "device code", c)
-        value = self.binding_value(binding, c)
-        if isinstance(value, Closure):
-            return value
-        if tm.is_pointer(tm.strip_reference(t)):
-            return self.pointer_binding(value, False, decl.spelling, c)
-        return self.copy_to_local(value, tm.strip_reference(t), decl.spelling, c)
 
-    def is_closure_type(self, t: ci.Type) -> bool:
-        return decl_key(tm.canonical(tm.strip_reference(t)).get_declaration()) in self.closure_types
+def capture_copy(kb: KernelBuilder, decl: ci.Cursor, binding, c: ci.Cursor):
+    """A by-value capture of ``decl``: a copy of its value now."""
+    t = decl.type
+    if tm.is_array(t):
+        raise kb.error(f"lambdas capturing the array '{decl.spelling}' by value are not supported in "
+                       "device code", c)
+    value = kb.binding_value(binding, c)
+    if isinstance(value, Closure):
+        return value
+    if tm.is_pointer(tm.strip_reference(t)):
+        return kb.pointer_binding(value, False, decl.spelling, c)
+    return inlining.copy_to_local(kb, value, tm.strip_reference(t), decl.spelling, c)
 
-    def call_closure(self, closure: Closure, args: list[ci.Cursor], c: ci.Cursor, discard: bool) -> Value | None:
-        return self.inline(closure.operator, args, c, discard, captures=closure.captures)
+
+def is_closure_type(kb: KernelBuilder, t: ci.Type) -> bool:
+    return decl_key(tm.canonical(tm.strip_reference(t)).get_declaration()) in kb.closure_types
+
+
+def call_closure(kb: KernelBuilder, closure: Closure, args: list[ci.Cursor], c: ci.Cursor,
+                 discard: bool) -> Value | None:
+    return inlining.inline(kb, closure.operator, args, c, discard, captures=closure.captures)

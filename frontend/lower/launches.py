@@ -34,7 +34,7 @@ from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.clang_setup import evaluate
 from frontend.lower.context import CK, function_body, is_kernel_decl
-from frontend.lower.helpers import _strip
+from frontend.lower.helpers import strip
 from frontend.values import Aggregate, Pointer
 
 # cudaError_t values the device runtime gives (driver_types.h of the CUDA toolkit).
@@ -106,7 +106,7 @@ def named_stream(cfg: ci.Cursor | None) -> str:
     else ``stream``."""
     if cfg is None:
         return "stream"
-    e = _strip(cfg)
+    e = strip(cfg)
     while e.kind in (CK.CSTYLE_CAST_EXPR, CK.UNEXPOSED_EXPR, CK.PAREN_EXPR, CK.CXX_STATIC_CAST_EXPR,
                      CK.CXX_REINTERPRET_CAST_EXPR) and list(e.get_children()):
         inner = list(e.get_children())[-1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+from typing import TYPE_CHECKING
 
 import clang.cindex as ci
 
@@ -12,146 +13,154 @@ from polypy.ir.types import BOOL
 from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.clang_setup import binary_operator, preorder, unary_operator
+from frontend.lower import declarations
 from frontend.lower.context import CK, decl_key
-from frontend.lower.helpers import _strip, _strip_parens
+from frontend.lower.helpers import strip, strip_parens
 from frontend.values import VarLV
 
+if TYPE_CHECKING:
+    from frontend.lower.builder import KernelBuilder
 
-class LoopLowering:
-    """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
 
-    def loop_body(self, body: ci.Cursor) -> list[n.Stmt]:
-        self.loop_depth += 1
-        try:
-            with self.sub_block() as out:
-                self.statement(body)
-        finally:
-            self.loop_depth -= 1
-        return out
+def loop_body(kb: KernelBuilder, body: ci.Cursor) -> list[n.Stmt]:
+    kb.loop_depth += 1
+    try:
+        with kb.sub_block() as out:
+            kb.statement(body)
+    finally:
+        kb.loop_depth -= 1
+    return out
 
-    def while_stmt(self, c: ci.Cursor) -> None:
-        children = list(c.get_children())
-        if children[0].kind == CK.VAR_DECL:
-            raise self.error("declarations in while conditions are not supported", children[0])
-        with self.sub_block() as cond_stmts:
-            cond = self.condition(children[0])
-        body = self.loop_body(children[1])
-        self.emit(self.make_loop(cond, tuple(cond_stmts), tuple(body), (), c))
 
-    def make_loop(self, cond: n.Expr, cond_stmts: tuple[n.Stmt, ...], body: tuple[n.Stmt, ...],
-                  update: tuple[n.Stmt, ...], c: ci.Cursor) -> n.Stmt:
-        loc = self.loc(c)
-        if not cond_stmts:
-            return n.While(cond, body, update, loc=loc)
-        # The condition needs statements: evaluate it at the top of every iteration.
-        test = cond_stmts + (n.If(n.Unary("not", cond, loc=loc), (n.Break(loc=loc),), loc=loc),)
-        return n.While(n.Const(True, BOOL), test + body, update, loc=loc)
+def while_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
+    children = list(c.get_children())
+    if children[0].kind == CK.VAR_DECL:
+        raise kb.error("declarations in while conditions are not supported", children[0])
+    with kb.sub_block() as cond_stmts:
+        cond = kb.condition(children[0])
+    body = loop_body(kb, children[1])
+    kb.emit(make_loop(kb, cond, tuple(cond_stmts), tuple(body), (), c))
 
-    def do_stmt(self, c: ci.Cursor) -> None:
-        body_c, cond_c = list(c.get_children())
-        body = self.loop_body(body_c)
-        with self.sub_block() as update:
-            cond = self.condition(cond_c)
-            self.emit(n.If(n.Unary("not", cond), (n.Break(loc=self.loc(cond_c)),), loc=self.loc(cond_c)))
-        self.emit(n.While(n.Const(True, BOOL), tuple(body), tuple(update), loc=self.loc(c)))
 
-    def for_parts(self, c: ci.Cursor) -> tuple[ci.Cursor | None, ci.Cursor | None, ci.Cursor | None, ci.Cursor]:
-        """(init, cond, inc, body) of a for statement; clang omits the absent parts, so the
-        position of each child relative to the header's two semicolons tells which it is."""
-        children = list(c.get_children())
-        body = children[-1]
-        semis: list[int] = []
-        depth = 0
-        for tok in c.get_tokens():
-            if tok.spelling == "(":
-                depth += 1
-            elif tok.spelling == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            elif tok.spelling == ";" and depth == 1:
-                semis.append(tok.extent.start.offset)
-        if len(semis) != 2:
-            raise self.error("cannot read this for statement (macro in its header?)", c)
-        init = cond = inc = None
-        for ch in children[:-1]:
-            start = ch.extent.start.offset
-            if start < semis[0]:
-                init = ch
-            elif start < semis[1]:
-                cond = ch
-            else:
-                inc = ch
-        return init, cond, inc, body
+def make_loop(kb: KernelBuilder, cond: n.Expr, cond_stmts: tuple[n.Stmt, ...], body: tuple[n.Stmt, ...],
+              update: tuple[n.Stmt, ...], c: ci.Cursor) -> n.Stmt:
+    loc = kb.loc(c)
+    if not cond_stmts:
+        return n.While(cond, body, update, loc=loc)
+    # The condition needs statements: evaluate it at the top of every iteration.
+    test = cond_stmts + (n.If(n.Unary("not", cond, loc=loc), (n.Break(loc=loc),), loc=loc),)
+    return n.While(n.Const(True, BOOL), test + body, update, loc=loc)
 
-    def for_stmt(self, c: ci.Cursor) -> None:
-        init, cond_c, inc, body_c = self.for_parts(c)
-        counted = self.counted_loop(c, init, cond_c, inc, body_c)
-        if counted is not None:
-            self.emit(counted)
-            return
-        if init is not None:
-            self.statement(init)
-        with self.sub_block() as cond_stmts:
-            cond = self.condition(cond_c) if cond_c is not None else n.Const(True, BOOL)
-        body = self.loop_body(body_c)
-        with self.sub_block() as update:
-            if inc is not None:
-                self.expr(inc, discard=True)
-        self.emit(self.make_loop(cond, tuple(cond_stmts), tuple(body), tuple(update), c))
 
-    def counted_loop(self, c, init, cond_c, inc, body_c) -> n.For | None:
-        """``for (int i = a; i < b; i += s)`` with invariant b, s and i not assigned in the body."""
-        if init is None or cond_c is None or inc is None or init.kind != CK.DECL_STMT:
-            return None
-        decls = list(init.get_children())
-        if len(decls) != 1 or decls[0].kind != CK.VAR_DECL:
-            return None
-        var_decl = decls[0]
-        vt = tm.scalar_type(var_decl.type)
-        start_c = self.initializer(var_decl)
-        if vt is None or not vt.is_int or start_c is None:
-            return None
-        key = decl_key(var_decl)
-        cond = _strip(cond_c)
-        if cond.kind != CK.BINARY_OPERATOR or binary_operator(cond) not in ("<", "<=", ">", ">="):
-            return None
-        lhs, rhs = (_strip(x) for x in cond.get_children())
-        op = binary_operator(cond)
-        if _is_ref_to(lhs, key) and op in ("<", "<="):
-            bound_c = list(cond.get_children())[1]
-        elif _is_ref_to(rhs, key) and op in (">", ">="):
-            bound_c = list(cond.get_children())[0]
-            op = {">": "<", ">=": "<="}[op]
+def do_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
+    body_c, cond_c = list(c.get_children())
+    body = loop_body(kb, body_c)
+    with kb.sub_block() as update:
+        cond = kb.condition(cond_c)
+        kb.emit(n.If(n.Unary("not", cond), (n.Break(loc=kb.loc(cond_c)),), loc=kb.loc(cond_c)))
+    kb.emit(n.While(n.Const(True, BOOL), tuple(body), tuple(update), loc=kb.loc(c)))
+
+
+def for_parts(kb: KernelBuilder, c: ci.Cursor) -> tuple[ci.Cursor | None, ci.Cursor | None, ci.Cursor | None,
+              ci.Cursor]:
+    """(init, cond, inc, body) of a for statement; clang omits the absent parts, so the
+    position of each child relative to the header's two semicolons tells which it is."""
+    children = list(c.get_children())
+    body = children[-1]
+    semis: list[int] = []
+    depth = 0
+    for tok in c.get_tokens():
+        if tok.spelling == "(":
+            depth += 1
+        elif tok.spelling == ")":
+            depth -= 1
+            if depth == 0:
+                break
+        elif tok.spelling == ";" and depth == 1:
+            semis.append(tok.extent.start.offset)
+    if len(semis) != 2:
+        raise kb.error("cannot read this for statement (macro in its header?)", c)
+    init = cond = inc = None
+    for ch in children[:-1]:
+        start = ch.extent.start.offset
+        if start < semis[0]:
+            init = ch
+        elif start < semis[1]:
+            cond = ch
         else:
-            return None
-        if op == "<=" and not vt.is_signed:
-            return None
-        step_c = _increment_of(inc, key)
-        if step_c is None:
-            return None
-        # The counter, the bound and the step must not change in the body (checked on the source,
-        # before anything is lowered, so that a refusal leaves no trace).
-        invariant = [key] + [decl_key(r.referenced) for x in (bound_c, step_c) if not isinstance(x, int)
-                             for r in preorder(x) if r.kind == CK.DECL_REF_EXPR and r.referenced is not None]
-        if any(self.assignments.assigns(body_c, k) for k in invariant):
-            return None
-        # The pieces must be pure and load-free; otherwise this is a while loop.
-        with self.sub_block() as pre:
-            bound = self.scalar(bound_c)
-            step = n.Const(1, vt) if isinstance(step_c, int) else self.scalar(step_c)
-            start = convert(self.scalar(start_c), vt)
-        if pre or bound.type != vt:
-            return None
-        if any(isinstance(x, n.Load) for e in (bound, step) for x in _walk_expr(e)):
-            return None
-        step = convert(step, vt)
-        if op == "<=":
-            bound = n.Binary("add", bound, n.Const(1, vt))
-        var = self.names.fresh(var_decl.spelling)
-        self.bind(var_decl, VarLV(var, vt))
-        body = self.loop_body(body_c)
-        return n.For(var, vt, start, bound, step, tuple(body), loc=self.loc(c))
+            inc = ch
+    return init, cond, inc, body
+
+
+def for_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
+    init, cond_c, inc, body_c = for_parts(kb, c)
+    counted = counted_loop(kb, c, init, cond_c, inc, body_c)
+    if counted is not None:
+        kb.emit(counted)
+        return
+    if init is not None:
+        kb.statement(init)
+    with kb.sub_block() as cond_stmts:
+        cond = kb.condition(cond_c) if cond_c is not None else n.Const(True, BOOL)
+    body = loop_body(kb, body_c)
+    with kb.sub_block() as update:
+        if inc is not None:
+            kb.expr(inc, discard=True)
+    kb.emit(make_loop(kb, cond, tuple(cond_stmts), tuple(body), tuple(update), c))
+
+
+def counted_loop(kb: KernelBuilder, c, init, cond_c, inc, body_c) -> n.For | None:
+    """``for (int i = a; i < b; i += s)`` with invariant b, s and i not assigned in the body."""
+    if init is None or cond_c is None or inc is None or init.kind != CK.DECL_STMT:
+        return None
+    decls = list(init.get_children())
+    if len(decls) != 1 or decls[0].kind != CK.VAR_DECL:
+        return None
+    var_decl = decls[0]
+    vt = tm.scalar_type(var_decl.type)
+    start_c = declarations.initializer(kb, var_decl)
+    if vt is None or not vt.is_int or start_c is None:
+        return None
+    key = decl_key(var_decl)
+    cond = strip(cond_c)
+    if cond.kind != CK.BINARY_OPERATOR or binary_operator(cond) not in ("<", "<=", ">", ">="):
+        return None
+    lhs, rhs = (strip(x) for x in cond.get_children())
+    op = binary_operator(cond)
+    if _is_ref_to(lhs, key) and op in ("<", "<="):
+        bound_c = list(cond.get_children())[1]
+    elif _is_ref_to(rhs, key) and op in (">", ">="):
+        bound_c = list(cond.get_children())[0]
+        op = {">": "<", ">=": "<="}[op]
+    else:
+        return None
+    if op == "<=" and not vt.is_signed:
+        return None
+    step_c = _increment_of(inc, key)
+    if step_c is None:
+        return None
+    # The counter, the bound and the step must not change in the body (checked on the source,
+    # before anything is lowered, so that a refusal leaves no trace).
+    invariant = [key] + [decl_key(r.referenced) for x in (bound_c, step_c) if not isinstance(x, int)
+                         for r in preorder(x) if r.kind == CK.DECL_REF_EXPR and r.referenced is not None]
+    if any(kb.assignments.assigns(body_c, k) for k in invariant):
+        return None
+    # The pieces must be pure and load-free; otherwise this is a while loop.
+    with kb.sub_block() as pre:
+        bound = kb.scalar(bound_c)
+        step = n.Const(1, vt) if isinstance(step_c, int) else kb.scalar(step_c)
+        start = convert(kb.scalar(start_c), vt)
+    if pre or bound.type != vt:
+        return None
+    if any(isinstance(x, n.Load) for e in (bound, step) for x in _walk_expr(e)):
+        return None
+    step = convert(step, vt)
+    if op == "<=":
+        bound = n.Binary("add", bound, n.Const(1, vt))
+    var = kb.names.fresh(var_decl.spelling)
+    kb.bind(var_decl, VarLV(var, vt))
+    body = loop_body(kb, body_c)
+    return n.For(var, vt, start, bound, step, tuple(body), loc=kb.loc(c))
 
 
 def _is_ref_to(c: ci.Cursor, key: tuple) -> bool:
@@ -160,18 +169,18 @@ def _is_ref_to(c: ci.Cursor, key: tuple) -> bool:
 
 def _increment_of(inc: ci.Cursor, key: tuple) -> ci.Cursor | int | None:
     """The step of ``i++``, ``++i``, ``i += s``, ``i = i + s``; None for anything else."""
-    inc = _strip_parens(inc)
+    inc = strip_parens(inc)
     if inc.kind == CK.UNARY_OPERATOR and unary_operator(inc) == "++":
-        return 1 if _is_ref_to(_strip(next(iter(inc.get_children()))), key) else None
+        return 1 if _is_ref_to(strip(next(iter(inc.get_children()))), key) else None
     if inc.kind == CK.COMPOUND_ASSIGNMENT_OPERATOR and binary_operator(inc) == "+=":
         target, step = list(inc.get_children())
-        return step if _is_ref_to(_strip(target), key) else None
+        return step if _is_ref_to(strip(target), key) else None
     if inc.kind == CK.BINARY_OPERATOR and binary_operator(inc) == "=":
         target, value = list(inc.get_children())
-        value = _strip(value)
-        if _is_ref_to(_strip(target), key) and value.kind == CK.BINARY_OPERATOR and binary_operator(value) == "+":
+        value = strip(value)
+        if _is_ref_to(strip(target), key) and value.kind == CK.BINARY_OPERATOR and binary_operator(value) == "+":
             a, b = list(value.get_children())
-            if _is_ref_to(_strip(a), key):
+            if _is_ref_to(strip(a), key):
                 return b
     return None
 
@@ -230,7 +239,7 @@ def _assigned_keys(c: ci.Cursor) -> list[tuple]:
                 if a.kind == CK.DECL_REF_EXPR and a.referenced is not None]
     if target is None:
         return []
-    target = _strip(target)
+    target = strip(target)
     if target.kind == CK.DECL_REF_EXPR and target.referenced is not None:
         return [decl_key(target.referenced)]
     return []

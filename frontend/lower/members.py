@@ -9,220 +9,234 @@ holding a record value): ``x`` inside it is ``this->x``, a member of that place.
 resolved overloads, so the callee is the call's referenced declaration."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import clang.cindex as ci
 
 from polypy.errors import UserError
 
 from frontend import bases as cxx
 from frontend import ctypes_map as tm
+from frontend.lower import inlining, lambdas
 from frontend.lower.context import CK, function_body
-from frontend.lower.helpers import _strip, _zero_of
+from frontend.lower.helpers import strip, zero_of
 from frontend.lower.inheritance import subobject, this_path
 from frontend.values import AggLV, Closure, LValue, Value, VarAddress
+
+if TYPE_CHECKING:
+    from frontend.lower.builder import KernelBuilder
 
 # Object expressions whose place ``lvalue`` finds (everything else is a temporary record value).
 _PLACES = (CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR, CK.ARRAY_SUBSCRIPT_EXPR, CK.UNARY_OPERATOR)
 
 
-class MemberLowering:
-    """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
+# ------------------------------------------------------------------ this
+def this_place(kb: KernelBuilder, c: ci.Cursor) -> LValue:
+    this = kb.frame.this
+    if this is None:
+        raise kb.error("'this' outside a member function", c)
+    return this
 
-    # ------------------------------------------------------------------ this
-    def this_place(self, c: ci.Cursor) -> LValue:
-        this = self.frame.this
-        if this is None:
-            raise self.error("'this' outside a member function", c)
-        return this
 
-    def this_expr(self, c: ci.Cursor, discard: bool) -> Value:
-        """``this``: the address of the object (usable as ``this->x`` and ``*this``)."""
-        return VarAddress(self.this_place(c))
+def this_expr(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value:
+    """``this``: the address of the object (usable as ``this->x`` and ``*this``)."""
+    return VarAddress(this_place(kb, c))
 
-    # ------------------------------------------------------------------ calls
-    def method_call(self, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor], discard: bool) -> Value | None:
-        """A call of a member function or member operator ``fn`` (``c`` is the call expression)."""
-        self.check_method(fn, c)
-        definition = fn.get_definition() or fn
-        if fn.kind == CK.CXX_METHOD and fn.spelling.startswith("operator"):
-            # Clang lists the operands around the operator's name: the object first.
-            operands = [ch for ch in children
-                        if not (_strip(ch).kind == CK.DECL_REF_EXPR and _strip(ch).spelling == fn.spelling)]
-            if fn.spelling == "operator()" and self.is_closure_type(operands[0].type):
-                closure = self.expr(operands[0])
-                if not isinstance(closure, Closure):
-                    raise self.error("this call of a lambda is not supported in device code", c)
-                return self.call_closure(closure, operands[1:], c, discard)
-            if fn.is_static_method():
-                return self.inline(definition, operands, c, discard)
-            this = subobject(self, self.object_place(operands[0], fn, c), this_path(self, operands[0], fn, c), c)
-            return self.inline(definition, operands[1:], c, discard, this=this)
-        callee = _strip(children[0]) if children else None
-        args = children[1:]
+
+# ------------------------------------------------------------------ calls
+def method_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor],
+                discard: bool) -> Value | None:
+    """A call of a member function or member operator ``fn`` (``c`` is the call expression)."""
+    check_method(kb, fn, c)
+    definition = fn.get_definition() or fn
+    if fn.kind == CK.CXX_METHOD and fn.spelling.startswith("operator"):
+        # Clang lists the operands around the operator's name: the object first.
+        operands = [ch for ch in children
+                    if not (strip(ch).kind == CK.DECL_REF_EXPR and strip(ch).spelling == fn.spelling)]
+        if fn.spelling == "operator()" and lambdas.is_closure_type(kb, operands[0].type):
+            closure = kb.expr(operands[0])
+            if not isinstance(closure, Closure):
+                raise kb.error("this call of a lambda is not supported in device code", c)
+            return lambdas.call_closure(kb, closure, operands[1:], c, discard)
         if fn.is_static_method():
-            return self.inline(definition, args, c, discard)
-        if callee is None or callee.kind != CK.MEMBER_REF_EXPR:
-            raise self.error("calls through pointers to member functions are not supported", c)
-        base = next((ch for ch in callee.get_children() if ch.kind.is_expression()), None)
-        this = self.this_place(c) if base is None else self.object_place(base, fn, c)
-        # a base class's member function: `this` is the object's base subobject
-        this = subobject(self, this, this_path(self, base, fn, c), c)
-        return self.inline(definition, args, c, discard, this=this)
+            return inlining.inline(kb, definition, operands, c, discard)
+        this = subobject(kb, object_place(kb, operands[0], fn, c), this_path(kb, operands[0], fn, c), c)
+        return inlining.inline(kb, definition, operands[1:], c, discard, this=this)
+    callee = strip(children[0]) if children else None
+    args = children[1:]
+    if fn.is_static_method():
+        return inlining.inline(kb, definition, args, c, discard)
+    if callee is None or callee.kind != CK.MEMBER_REF_EXPR:
+        raise kb.error("calls through pointers to member functions are not supported", c)
+    base = next((ch for ch in callee.get_children() if ch.kind.is_expression()), None)
+    this = this_place(kb, c) if base is None else object_place(kb, base, fn, c)
+    # a base class's member function: `this` is the object's base subobject
+    this = subobject(kb, this, this_path(kb, base, fn, c), c)
+    return inlining.inline(kb, definition, args, c, discard, this=this)
 
-    def check_method(self, fn: ci.Cursor, c: ci.Cursor) -> None:
-        if fn.is_virtual_method():
-            raise self.error(f"virtual member function '{fn.spelling}' is not supported in device code", c)
-        record = fn.semantic_parent
-        self.record_bases(record, c)  # refuses the bases polypy cannot lay out (frontend.bases)
-        if function_body(fn.get_definition() or fn) is None:
-            raise self.error(f"member function '{fn.spelling}' has no definition polypy can translate", c)
 
-    def object_place(self, obj: ci.Cursor, fn: ci.Cursor, c: ci.Cursor) -> LValue:
-        """Where the object of a call of member ``fn`` lives: its place, or a temporary holding
-        its value (a function's or constructor's result; any object for a ``const`` member)."""
-        inner = _strip(obj)
-        if tm.is_pointer(inner.type):  # `p->f()`
-            return self.deref(self.expr(inner), c)
-        if inner.kind == CK.CXX_THIS_EXPR:
-            return self.this_place(c)
-        if inner.kind in _PLACES:
-            return self.lvalue(inner)
-        callee = inner.referenced if inner.kind == CK.CALL_EXPR else None
-        result = inner.kind == CK.CXX_FUNCTIONAL_CAST_EXPR or \
-            (callee is not None and (callee.kind == CK.CONSTRUCTOR or not tm.is_reference(callee.result_type)))
-        if not fn.is_const_method() and not result:
-            # `(c ? a : b).inc()` changes a or b: a copy would lose the change.
-            raise self.error(f"calling the non-const member function '{fn.spelling}' on this object is not supported "
-                             "in device code (name the object)", obj)
-        value = self.record_value(inner, inner.type)
-        return self.copy_to_local(value, tm.strip_reference(inner.type), "obj", obj)  # type: ignore[return-value]
+def check_method(kb: KernelBuilder, fn: ci.Cursor, c: ci.Cursor) -> None:
+    if fn.is_virtual_method():
+        raise kb.error(f"virtual member function '{fn.spelling}' is not supported in device code", c)
+    record = fn.semantic_parent
+    record_bases(kb, record, c)  # refuses the bases polypy cannot lay out (frontend.bases)
+    if function_body(fn.get_definition() or fn) is None:
+        raise kb.error(f"member function '{fn.spelling}' has no definition polypy can translate", c)
 
-    # ------------------------------------------------------------------ constructors
-    def is_user_construction(self, fn: ci.Cursor, c: ci.Cursor) -> bool:
-        """Whether constructor ``fn`` does more than copy or leave members unset: it is user-written,
-        or its record gives members default initializers or has members whose own default
-        constructor does something. (Clang gives the implicit members it defines a body too;
-        those are "defaulted".)"""
-        if not fn.is_default_method():
-            return function_body(fn.get_definition() or fn) is not None
-        if fn.is_copy_constructor() or fn.is_move_constructor():
-            return False
-        record = fn.semantic_parent
-        return record is not None and (any(
-            f.kind == CK.FIELD_DECL and (member_initializer(f) is not None or
-                                         self.default_constructor(f.type, c) is not None)
-            for f in _fields(record)) or any(self.default_constructor(b.type, c) is not None
-                                                   for b in self.record_bases(record, c)))
 
-    def record_bases(self, record: ci.Cursor | None, c: ci.Cursor) -> list[cxx.Base]:
-        """The base subobjects of the class ``record`` (refused ones with ``c``'s location)."""
-        if record is None or record.kind == CK.UNION_DECL or record.type.get_canonical().kind != ci.TypeKind.RECORD:
-            return []
-        try:
-            return cxx.bases(record.type)
-        except UserError as e:
-            raise self.error(e.message, c) from None
+def object_place(kb: KernelBuilder, obj: ci.Cursor, fn: ci.Cursor, c: ci.Cursor) -> LValue:
+    """Where the object of a call of member ``fn`` lives: its place, or a temporary holding
+    its value (a function's or constructor's result; any object for a ``const`` member)."""
+    inner = strip(obj)
+    if tm.is_pointer(inner.type):  # `p->f()`
+        return kb.deref(kb.expr(inner), c)
+    if inner.kind == CK.CXX_THIS_EXPR:
+        return this_place(kb, c)
+    if inner.kind in _PLACES:
+        return kb.lvalue(inner)
+    callee = inner.referenced if inner.kind == CK.CALL_EXPR else None
+    result = inner.kind == CK.CXX_FUNCTIONAL_CAST_EXPR or \
+        (callee is not None and (callee.kind == CK.CONSTRUCTOR or not tm.is_reference(callee.result_type)))
+    if not fn.is_const_method() and not result:
+        # `(c ? a : b).inc()` changes a or b: a copy would lose the change.
+        raise kb.error(f"calling the non-const member function '{fn.spelling}' on this object is not supported "
+                       "in device code (name the object)", obj)
+    value = kb.record_value(inner, inner.type)
+    return inlining.copy_to_local(kb, value, tm.strip_reference(inner.type), "obj", obj)  # type: ignore[return-value]
 
-    def construct_value(self, c: ci.Cursor, fn: ci.Cursor, args: list[ci.Cursor]) -> Value:
-        """``T(a, b)`` as a value: constructed in a temporary record."""
-        rt = tm.strip_reference(c.type)
-        fields: dict[str, LValue] = {}
-        for leaf in tm.leaves(rt):
-            if leaf.scalar is None:
-                raise self.error(f"'{rt.spelling}' has a member '{leaf.path[1:]}' of type '{leaf.ctype.spelling}', "
-                                 "which is not supported in a constructed record", c)
-            fields[leaf.path] = self.temp(leaf.scalar, None, "tmp" + leaf.path.replace(".", "_"), c)
-        target = AggLV(fields, rt.spelling)
-        self.construct(target, fn, args, c)
-        return self.read(target, c)
 
-    def construct(self, target: LValue, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) -> None:
-        """Run constructor ``fn`` on ``target``: members in declaration order from the member
-        initializer list or their default initializers, then the body."""
-        definition = fn.get_definition() or fn
-        record = fn.semantic_parent
-        bases = self.record_bases(record, c)
-        inits: dict[str, ci.Cursor | None] = {}
-        pending: str | None = None
-        for ch in definition.get_children():
-            if ch.kind == CK.MEMBER_REF:
-                pending = ch.spelling
-                inits[pending] = None
-            elif pending is not None and ch.kind.is_expression():
-                inits[pending] = ch
-                pending = None
-            elif ch.kind in (CK.TYPE_REF, CK.TEMPLATE_REF) and ch.extent.start.offset > definition.location.offset:
-                # After the constructor's name (not a `T::` qualifier): `: Base(x)` (its base
-                # subobject's initializer) or a delegating `: T(x, 0)` (refused).
-                base = next((b for b in bases if ch.referenced is not None and
-                             b.type.get_declaration() == ch.referenced), None)
-                if base is None:
-                    raise self.error("delegating constructor initializers (and initializers of bases polypy cannot "
-                                     "see) are not supported in device code", c)
-                pending = base.name
-                inits[pending] = None
+# ------------------------------------------------------------------ constructors
+def is_user_construction(kb: KernelBuilder, fn: ci.Cursor, c: ci.Cursor) -> bool:
+    """Whether constructor ``fn`` does more than copy or leave members unset: it is user-written,
+    or its record gives members default initializers or has members whose own default
+    constructor does something. (Clang gives the implicit members it defines a body too;
+    those are "defaulted".)"""
+    if not fn.is_default_method():
+        return function_body(fn.get_definition() or fn) is not None
+    if fn.is_copy_constructor() or fn.is_move_constructor():
+        return False
+    record = fn.semantic_parent
+    return record is not None and (any(
+        f.kind == CK.FIELD_DECL and (member_initializer(f) is not None or
+                                     default_constructor(kb, f.type, c) is not None)
+        for f in _fields(record)) or any(default_constructor(kb, b.type, c) is not None
+                                               for b in record_bases(kb, record, c)))
 
-        def prologue() -> None:
-            for b in bases:  # base subobjects first, in declaration order
-                place = self.member_lv(self.this_place(c), b.name, c)
-                if b.name in inits:
-                    self.initialize(place, b.type, inits[b.name], c)
-                else:
-                    ctor = self.default_constructor(b.type, c)
-                    if ctor is not None:
-                        self.construct(place, ctor, [], c)
-            own_members()
 
-        fields = _fields(record)
+def record_bases(kb: KernelBuilder, record: ci.Cursor | None, c: ci.Cursor) -> list[cxx.Base]:
+    """The base subobjects of the class ``record`` (refused ones with ``c``'s location)."""
+    if record is None or record.kind == CK.UNION_DECL or record.type.get_canonical().kind != ci.TypeKind.RECORD:
+        return []
+    try:
+        return cxx.bases(record.type)
+    except UserError as e:
+        raise kb.error(e.message, c) from None
 
-        def own_members() -> None:
-            for f in fields:
-                if f.spelling in inits:
-                    init = inits[f.spelling]
-                else:
-                    default = member_initializer(f)
-                    if default is None:
-                        ctor = self.default_constructor(f.type, c)
-                        if ctor is not None:  # a member record's own default constructor
-                            self.construct(self.member_lv(self.this_place(c), f.spelling, c), ctor, [], c)
-                        continue  # otherwise left unset, as C++ leaves it
-                    init = default
-                place = self.member_lv(self.this_place(c), f.spelling, c)
-                self.initialize(place, f.type, init, c)
 
-        self.inline(definition, args, c, True, this=target, prologue=prologue)
+def construct_value(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, args: list[ci.Cursor]) -> Value:
+    """``T(a, b)`` as a value: constructed in a temporary record."""
+    rt = tm.strip_reference(c.type)
+    fields: dict[str, LValue] = {}
+    for leaf in tm.leaves(rt):
+        if leaf.scalar is None:
+            raise kb.error(f"'{rt.spelling}' has a member '{leaf.path[1:]}' of type '{leaf.ctype.spelling}', "
+                           "which is not supported in a constructed record", c)
+        fields[leaf.path] = kb.temp(leaf.scalar, None, "tmp" + leaf.path.replace(".", "_"), c)
+    target = AggLV(fields, rt.spelling)
+    construct(kb, target, fn, args, c)
+    return kb.read(target, c)
 
-    def default_constructor(self, t: ci.Type, c: ci.Cursor) -> ci.Cursor | None:
-        """The default constructor of type ``t`` when running it does something, else None."""
-        ct = tm.canonical(t)
-        if ct.kind in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY):
-            if self.default_constructor(ct.element_type, c) is not None:
-                raise self.error(f"arrays of records with constructors ('{t.spelling}') are not supported in device "
-                                 "code", c)
-            return None
-        if not tm.is_record(ct):
-            return None
-        for m in ct.get_declaration().get_children():
-            if m.kind == CK.CONSTRUCTOR and m.is_default_constructor() and self.is_user_construction(m, c):
-                return m
+
+def construct(kb: KernelBuilder, target: LValue, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) -> None:
+    """Run constructor ``fn`` on ``target``: members in declaration order from the member
+    initializer list or their default initializers, then the body."""
+    definition = fn.get_definition() or fn
+    record = fn.semantic_parent
+    bases = record_bases(kb, record, c)
+    inits: dict[str, ci.Cursor | None] = {}
+    pending: str | None = None
+    for ch in definition.get_children():
+        if ch.kind == CK.MEMBER_REF:
+            pending = ch.spelling
+            inits[pending] = None
+        elif pending is not None and ch.kind.is_expression():
+            inits[pending] = ch
+            pending = None
+        elif ch.kind in (CK.TYPE_REF, CK.TEMPLATE_REF) and ch.extent.start.offset > definition.location.offset:
+            # After the constructor's name (not a `T::` qualifier): `: Base(x)` (its base
+            # subobject's initializer) or a delegating `: T(x, 0)` (refused).
+            base = next((b for b in bases if ch.referenced is not None and
+                         b.type.get_declaration() == ch.referenced), None)
+            if base is None:
+                raise kb.error("delegating constructor initializers (and initializers of bases polypy cannot "
+                               "see) are not supported in device code", c)
+            pending = base.name
+            inits[pending] = None
+
+    def prologue() -> None:
+        for b in bases:  # base subobjects first, in declaration order
+            place = kb.member_lv(this_place(kb, c), b.name, c)
+            if b.name in inits:
+                initialize(kb, place, b.type, inits[b.name], c)
+            else:
+                ctor = default_constructor(kb, b.type, c)
+                if ctor is not None:
+                    construct(kb, place, ctor, [], c)
+        own_members()
+
+    fields = _fields(record)
+
+    def own_members() -> None:
+        for f in fields:
+            if f.spelling in inits:
+                init = inits[f.spelling]
+            else:
+                default = member_initializer(f)
+                if default is None:
+                    ctor = default_constructor(kb, f.type, c)
+                    if ctor is not None:  # a member record's own default constructor
+                        construct(kb, kb.member_lv(this_place(kb, c), f.spelling, c), ctor, [], c)
+                    continue  # otherwise left unset, as C++ leaves it
+                init = default
+            place = kb.member_lv(this_place(kb, c), f.spelling, c)
+            initialize(kb, place, f.type, init, c)
+
+    inlining.inline(kb, definition, args, c, True, this=target, prologue=prologue)
+
+
+def default_constructor(kb: KernelBuilder, t: ci.Type, c: ci.Cursor) -> ci.Cursor | None:
+    """The default constructor of type ``t`` when running it does something, else None."""
+    ct = tm.canonical(t)
+    if ct.kind in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY):
+        if default_constructor(kb, ct.element_type, c) is not None:
+            raise kb.error(f"arrays of records with constructors ('{t.spelling}') are not supported in device "
+                           "code", c)
         return None
+    if not tm.is_record(ct):
+        return None
+    for m in ct.get_declaration().get_children():
+        if m.kind == CK.CONSTRUCTOR and m.is_default_constructor() and is_user_construction(kb, m, c):
+            return m
+    return None
 
-    def initialize(self, place: LValue, t: ci.Type, init: ci.Cursor | None, c: ci.Cursor) -> None:
-        """A member initialized from ``init`` (``x()``, ``x{}``: value-initialized, zero)."""
-        if init is None or (init.kind in (CK.UNEXPOSED_EXPR, CK.INIT_LIST_EXPR) and not list(init.get_children())):
-            self.assign(place, _zero_of(place), c)
+
+def initialize(kb: KernelBuilder, place: LValue, t: ci.Type, init: ci.Cursor | None, c: ci.Cursor) -> None:
+    """A member initialized from ``init`` (``x()``, ``x{}``: value-initialized, zero)."""
+    if init is None or (init.kind in (CK.UNEXPOSED_EXPR, CK.INIT_LIST_EXPR) and not list(init.get_children())):
+        kb.assign(place, zero_of(place), c)
+        return
+    if init.kind == CK.INIT_LIST_EXPR and tm.scalar_type(t) is not None and len(list(init.get_children())) == 1:
+        init = next(iter(init.get_children()))  # `x{v}`
+    if tm.is_record(t):
+        ctor = strip(init)
+        if ctor.kind == CK.CALL_EXPR and ctor.referenced is not None and \
+                ctor.referenced.kind == CK.CONSTRUCTOR and is_user_construction(kb, ctor.referenced, ctor):
+            construct(kb, place, ctor.referenced, [a for a in ctor.get_children() if a.kind.is_expression()],
+                          ctor)
             return
-        if init.kind == CK.INIT_LIST_EXPR and tm.scalar_type(t) is not None and len(list(init.get_children())) == 1:
-            init = next(iter(init.get_children()))  # `x{v}`
-        if tm.is_record(t):
-            ctor = _strip(init)
-            if ctor.kind == CK.CALL_EXPR and ctor.referenced is not None and \
-                    ctor.referenced.kind == CK.CONSTRUCTOR and self.is_user_construction(ctor.referenced, ctor):
-                self.construct(place, ctor.referenced, [a for a in ctor.get_children() if a.kind.is_expression()],
-                               ctor)
-                return
-            self.assign(place, self.record_value(init, t), init)
-            return
-        self.assign(place, self.expr(init), init)
+        kb.assign(place, kb.record_value(init, t), init)
+        return
+    kb.assign(place, kb.expr(init), init)
 
 
 def member_initializer(field: ci.Cursor) -> ci.Cursor | None:

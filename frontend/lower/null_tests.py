@@ -15,14 +15,14 @@ from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.clang_setup import evaluate
 from frontend.lower.context import CK
-from frontend.lower.helpers import _ArrayRef, _strip
+from frontend.lower.helpers import ArrayRef, strip
 from frontend.lower.pointer_choice import choice_value
 from frontend.values import Pointer, PointerChoice
 
 
 def is_null_pointer(c: ci.Cursor) -> bool:
     """``NULL``, ``nullptr``, ``0`` or ``(T*)0`` where a pointer is expected."""
-    inner = _strip(c)
+    inner = strip(c)
     if inner.kind in (CK.CXX_NULL_PTR_LITERAL_EXPR, CK.GNU_NULL_EXPR):
         return True
     if not tm.is_pointer(c.type):
@@ -31,7 +31,7 @@ def is_null_pointer(c: ci.Cursor) -> bool:
         kids = [x for x in inner.get_children() if x.kind.is_expression()]
         if len(kids) != 1:
             return False
-        inner = _strip(kids[0])
+        inner = strip(kids[0])
     return inner.kind in (CK.CXX_NULL_PTR_LITERAL_EXPR, CK.GNU_NULL_EXPR) or \
         (inner.kind == CK.INTEGER_LITERAL and evaluate(inner) == 0)
 
@@ -41,7 +41,7 @@ def null_test(self, op: str, pointer_c: ci.Cursor, c: ci.Cursor) -> n.Expr:
     argument was null, an i32 its launcher computes (``n.NONNULL``). Any other pointer
     polypy tracks points into a buffer, so it is not null."""
     v = self.expr(pointer_c)
-    if isinstance(v, _ArrayRef):
+    if isinstance(v, ArrayRef):
         v = v.decay(self)
     if not isinstance(v, (Pointer, PointerChoice)):
         raise self.error("comparing this kind of value with a null pointer is not supported in device code", c)
@@ -53,7 +53,7 @@ def null_test(self, op: str, pointer_c: ci.Cursor, c: ci.Cursor) -> n.Expr:
 def pointer_condition(self, c: ci.Cursor) -> n.Expr:
     """A condition of pointer type (C's ``if (p)``): whether the pointer is not null."""
     v = self.expr(c)
-    if isinstance(v, _ArrayRef):
+    if isinstance(v, ArrayRef):
         v = v.decay(self)
     if not isinstance(v, (Pointer, PointerChoice)):
         raise self.error("pointer tests are not supported in device code", c)

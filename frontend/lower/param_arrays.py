@@ -19,7 +19,7 @@ from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, split_constant
 from frontend.clang_setup import evaluate, preorder
 from frontend.lower.context import CK, decl_key
-from frontend.lower.helpers import _strip
+from frontend.lower.helpers import strip
 from frontend.values import Aggregate, AggLV, LValue, MemLV
 
 
@@ -35,7 +35,7 @@ def runtime_indexed_arrays(kernel: ci.Cursor, param: ci.Cursor) -> set[str]:
         path = _member_path(base, key)
         if path is None or evaluate(index) is not None:
             continue
-        t = tm.canonical(_strip(base).type)
+        t = tm.canonical(strip(base).type)
         if t.kind == ci.TypeKind.CONSTANTARRAY and tm.scalar_type(t.element_type) is not None:
             out.add(path)
     return out
@@ -44,13 +44,13 @@ def runtime_indexed_arrays(kernel: ci.Cursor, param: ci.Cursor) -> set[str]:
 def _member_path(c: ci.Cursor, key: tuple) -> str | None:
     """``.a.b`` for ``p.a.b`` where ``p`` is the parameter of ``key`` (no pointer on the way)."""
     parts: list[str] = []
-    c = _strip(c)
+    c = strip(c)
     while c.kind == CK.MEMBER_REF_EXPR:
         children = list(c.get_children())
         if not children or tm.is_pointer(children[0].type):
             return None
         parts.append(c.spelling)
-        c = _strip(children[0])
+        c = strip(children[0])
     if c.kind != CK.DECL_REF_EXPR or c.referenced is None or decl_key(c.referenced) != key or not parts:
         return None
     return "".join("." + p for p in reversed(parts))
@@ -58,14 +58,14 @@ def _member_path(c: ci.Cursor, key: tuple) -> str | None:
 
 def is_variable_member(c: ci.Cursor) -> bool:
     """``v.a.b`` of a record variable ``v`` (no pointer on the way): a place ``lvalue`` finds."""
-    c = _strip(c)
+    c = strip(c)
     seen = False
     while c.kind == CK.MEMBER_REF_EXPR:
         children = list(c.get_children())
         if not children or tm.is_pointer(children[0].type):
             return False
         seen = True
-        c = _strip(children[0])
+        c = strip(children[0])
     return seen and c.kind == CK.DECL_REF_EXPR
 
 

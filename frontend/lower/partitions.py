@@ -30,6 +30,7 @@ from polypy.ir.types import BOOL, I32, U32
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
+from frontend.lower.groups import cg_aggregate, cg_group, cg_linear_tid, cg_tile_mask
 from frontend.values import Aggregate
 
 if TYPE_CHECKING:
@@ -45,12 +46,12 @@ def dynamic_partition(b: KernelBuilder, name: str, args: list[ci.Cursor], c: ci.
     group (``mask_field`` the member holding its lanes)."""
     parent_c, key_c = args
     loc = b.loc(c)
-    parent = b.cg_group(parent_c)
+    parent = cg_group(b, parent_c)
     if parent_kind == "coalesced_group":
         lanes = parent.fields[mask_field]
         assert isinstance(lanes, n.Expr)
     elif parent_kind == "thread_block_tile" and tile_size is not None and tile_size <= WARP:
-        lanes = b.cg_tile_mask(tile_size)[0]
+        lanes = cg_tile_mask(b, tile_size)[0]
     else:
         raise b.error(f"cooperative_groups::{name} of a {parent_kind}"
                       f"{f'<{tile_size}>' if tile_size is not None else ''}: CUDA partitions a thread_block_tile of "
@@ -77,7 +78,7 @@ def dynamic_partition(b: KernelBuilder, name: str, args: list[ci.Cursor], c: ci.
         mask = _matching_members(b, n.Var(label.name, kt), mv, c)
     m = n.Var(mask.name, U32)
     size = convert(b.bit_intrinsic("__popc", [m], c), U32)  # type: ignore[attr-defined]
-    group = b.cg_aggregate(size, n.Const(0, U32), n.Const(1, U32), c)
+    group = cg_aggregate(b, size, n.Const(0, U32), n.Const(1, U32), c)
     group.fields[mask_field] = m
     return group
 
@@ -90,7 +91,7 @@ def _matching_members(b: KernelBuilder, label: n.Expr, members: n.Var, c: ci.Cur
                                    if (in(l) && x == label) found |= 1 << l; }
     """
     loc = b.loc(c)
-    lane = n.Binary("band", b.cg_linear_tid(), n.Const(WARP - 1, U32))
+    lane = n.Binary("band", cg_linear_tid(b), n.Const(WARP - 1, U32))
     found = b.temp(U32, n.Const(0, U32), "partition", c)
     x = b.temp(label.type, None, "label_of", c)
     j = b.names.fresh("l")

@@ -1,6 +1,8 @@
 """Places: lvalues (variables, array elements, pointer targets, members), records and stores."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import clang.cindex as ci
 
 from polypy.errors import UserError
@@ -14,309 +16,323 @@ from frontend.lower.bitcasts import reinterpret, split_bits, with_bits
 from frontend.lower.views import element, store_part, whole_elements
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.inheritance import converted, member_path, subobject
-from frontend.lower.helpers import _ArrayRef, _ScalarArray, _describe, _select_member, _strip
+from frontend.lower.helpers import ArrayRef, ScalarArray, describe, select_member, strip
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
-from frontend.lower.pointer_choice import assign_pending, assign_pointer, choice_element, store_choice
+from frontend.lower import accessors, members, pointer_choice
+from frontend.lower.pointer_choice import assign_pointer, choice_element, store_choice
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, BitsLV, ChoiceLV, PackLV, ChoiceVarLV, Closure, LValue, MemLV, PendingPtrLV, Pointer,
     PointerChoice, PointerTable, PtrVarLV, RecLV, PartLV, PlaceOf, RecordAddress, RefBinding, UnionLV, Value,
     VarAddress, VarLV, ViewLV,
 )
 
+if TYPE_CHECKING:
+    from frontend.lower.builder import KernelBuilder
 
-class PlaceLowering:
-    """Part of ``KernelBuilder`` (see ``frontend.lower``)."""
 
-    # -- lvalues
-    def lvalue(self, c: ci.Cursor) -> LValue:
-        kind = c.kind
-        if kind in (CK.PAREN_EXPR, CK.UNEXPOSED_EXPR):
-            children = list(c.get_children())
-            if len(children) == 1:
-                # a derived object as its base (frontend.lower.inheritance)
-                return converted(self, self.lvalue(children[0]), children[0], c)
-        if kind == CK.DECL_REF_EXPR:
-            r = c.referenced
-            if r is not None and r.kind == CK.VAR_DECL and r.spelling in GPU_BUILTINS and is_prelude_decl(r):
-                raise self.error(f"'{r.spelling}' is read-only", c)
-            b = self.lookup(r, c) if r is not None else None
-            if isinstance(b, RefBinding):
-                return b.target
-            if isinstance(b, _ScalarArray):
-                return self.element_lv(b.binding, (n.Const(0, I32),), c)
-            if isinstance(b, (VarLV, MemLV, AggLV, PtrVarLV, ChoiceVarLV, RecLV, PendingPtrLV)):
-                return b
-            raise self.error(f"cannot assign to '{c.spelling}'", c)
-        if kind == CK.ARRAY_SUBSCRIPT_EXPR:
-            base_c, index_c = list(c.get_children())
-            if tm.scalar_type(base_c.type) is not None and not tm.is_pointer(base_c.type):
-                base_c, index_c = index_c, base_c
-            if is_variable_member(base_c) and tm.canonical(_strip(base_c).type).kind == ci.TypeKind.CONSTANTARRAY:
-                base_lv = self.lvalue(_strip(base_c))  # an array member of a record variable: its element's place
-                if isinstance(base_lv, AggLV):
-                    index = self.scalar(index_c)
-                    element = element_lv(base_lv, index)
-                    if element is not None:
-                        return element
-                    raise self.error("an array member of a local record indexed at run time is not supported", c)
-            elif _strip(base_c).kind == CK.MEMBER_REF_EXPR and self.in_memory(_strip(base_c)) and \
-                    tm.canonical(_strip(base_c).type).kind == ci.TypeKind.CONSTANTARRAY:
-                # `buffer.data[i]` of an object in memory: the element's place, without reading
-                # the whole array member first (expressions.in_memory: lvalue evaluates as expr)
-                base_lv = self.lvalue(_strip(base_c))
-                index = self.scalar(index_c)
-                element = element_lv(base_lv, index) if isinstance(base_lv, AggLV) else None
-                return element if element is not None else self.subscript(self.read(base_lv, c), index, c)
-            base = self.expr(base_c)
-            index = self.scalar(index_c)
-            return self.subscript(base, index, c)
-        if kind == CK.UNARY_OPERATOR and unary_operator(c) == "*":
-            ptr = self.expr(next(iter(c.get_children())))
-            return self.deref(ptr, c)
-        if kind == CK.MEMBER_REF_EXPR:
-            base_c = next((ch for ch in c.get_children() if ch.kind.is_expression()), None)
-            if base_c is None:  # `x` inside a member function: `this->x`
-                base_lv = self.this_place(c)
-            elif tm.is_pointer(base_c.type):
-                base_lv = self.deref(self.expr(base_c), c)
-            else:
-                base_lv = self.lvalue(base_c)
-            # a member of a base class: its subobject first (frontend.lower.inheritance)
-            return self.member_lv(subobject(self, base_lv, member_path(self, base_c, c), c), c.spelling, c)
-        if kind in (CK.CXX_STATIC_CAST_EXPR, CK.CSTYLE_CAST_EXPR) and tm.is_reference(c.type) and \
-                tm.is_record(tm.strip_reference(c.type)):
-            # `static_cast<Base&>(d)`: d's base subobject (a downcast is refused)
-            source = [ch for ch in c.get_children() if ch.kind.is_expression()][-1]
-            return converted(self, self.lvalue(source), source, c)
-        if kind == CK.CALL_EXPR:
-            place = self.accessor_lvalue(c)  # `acc[i][j] = v` (accessors.py)
-            if place is not None:
-                return place
-            fn = c.referenced
-            if fn is not None and tm.is_reference(fn.result_type):
-                # `at(p, i) = v`, `smem[i] += v` (a member `T& operator[]`): the place the inlined
-                # function's one `return` names (or `*this`), as CUDA's reference result is.
-                self.place_calls.append(c)
-                try:
-                    value = self.call(c, False)
-                finally:
-                    self.place_calls.pop()
-                if isinstance(value, PlaceOf):
-                    return value.place
-        raise self.error("expression is not assignable here", c)
-
-    def subscript(self, base: Value | None, index: n.Expr, c: ci.Cursor) -> LValue | "_ArrayRef":
-        if isinstance(base, _ArrayRef):
-            return base.index(self, index, c)
-        if isinstance(base, PointerTable):
-            return base.element(index)  # type: ignore[return-value]  # a pointer value, not assignable
-        if isinstance(base, Pointer):
-            return self.pointer_element(base, index, c)
-        if isinstance(base, PointerChoice):
-            return choice_element(self, base, index, c)
-        if isinstance(base, VarAddress):
-            if isinstance(index, n.Const) and index.value == 0:
-                return base.target
-            raise self.error("only element 0 of the address of a local variable can be accessed", c)
-        if isinstance(base, Aggregate):
-            element = element_of(base, index)  # an array member of a record parameter in memory
-            if element is not None:
-                return element
-        raise self.error(f"cannot index a {_describe(base)}", c)
-
-    def pointer_element(self, ptr: Pointer, j: n.Expr | None, c: ci.Cursor) -> LValue:
-        off = add_offsets(ptr.offset, j)
-        layout = ptr.layout
-        if layout.record is not None:
-            assert ptr.record is not None
-            return RecLV(ptr.record.plus(off, layout.record.size), layout.record)
-        if layout.is_scalar:
-            return _element(ptr, ptr.prefix + (off,))
-        base = scale(off, layout.stride)
-        fields = {path: _element(ptr, ptr.prefix + (plus(base, slot),)) for path, slot in layout.slots}
-        return AggLV(fields, layout.ctype_spelling)
-
-    def deref(self, ptr: Value | None, c: ci.Cursor) -> LValue:
-        if isinstance(ptr, _ArrayRef):
-            ptr = ptr.decay(self)
-        if isinstance(ptr, Pointer):
-            return self.pointer_element(ptr, None, c)
-        if isinstance(ptr, PointerChoice):
-            return choice_element(self, ptr, None, c)
-        if isinstance(ptr, VarAddress):
-            return ptr.target
-        if isinstance(ptr, PointerTable):
-            return ptr.element(n.Const(0, I32))  # type: ignore[return-value]  # a pointer value
-        raise self.error(f"cannot dereference a {_describe(ptr)}", c)
-
-    def member_lv(self, base: LValue, member: str, c: ci.Cursor) -> LValue:
-        if isinstance(base, RecLV):
-            return self.record_member(base, member, c)  # type: ignore[return-value]
-        if not isinstance(base, AggLV):
-            raise self.error(f"'.{member}' of something that is not a record", c)
-        return _select_member(base.fields, member, c, lambda fields, sp: AggLV(fields, sp), self)
-
-    # ------------------------------------------------------------------ records in memory
-    def record_member(self, rec: RecLV, member: str, c: ci.Cursor) -> LValue | Pointer:
-        """Member ``member`` of a record of mixed member types in memory: an element of the view
-        of its type, a nested record, or (an array member) a pointer to its first element."""
-        rt = rec.layout.ctype
-        ft = tm.member_type(rt, member)
-        if ft is None:
-            raise self.error(f"no member '{member}'", c)
-        address = rec.address.shifted(tm.member_offset(rt, member, self.loc(c)))
-        st = tm.scalar_type(ft)
-        if st is not None:
-            return self.record_leaf(address, st, member, c)
-        ct = tm.canonical(ft)
-        if tm.is_record(ft):
-            return RecLV(address, tm.RecordLayout(ft.spelling, ct.get_size(), (), ct))
-        if ct.kind == ci.TypeKind.CONSTANTARRAY:
-            et = ct.element_type
-            est = tm.scalar_type(et)
-            if est is not None:
-                view = self.record_leaf(address, est, member, c)
-                return Pointer(view.buffer, (), view.index[0], tm.ElemLayout(est, 1, (("", 0),), et.spelling))
-            if tm.is_record(et):
-                ect = tm.canonical(et)
-                record = tm.RecordLayout(et.spelling, ect.get_size(), (), ect)
-                return Pointer(address.views[0][1], (), None,
-                               tm.ElemLayout(address.views[0][0], 1, (), et.spelling, record), address)
-        raise self.error(f"member '{member}' of type '{ft.spelling}' of a record in device memory cannot be "
-                         "used in device code", c)
-
-    def record_array(self, base: str, dims: tuple[int | None, ...], layout: tm.ElemLayout, space: str,
-                     where) -> ArrayBinding:
-        """A shared or local array of records of mixed member types: one buffer per member type."""
-        assert layout.record is not None
-        count = 1
-        for d in dims:
-            count *= d or 1
-        views = []
-        for st in layout.record.scalars:
-            name = self.names.fresh(f"{base}_{st.name}")
-            length = tm.view_length(count, layout.record, st)
-            self.buffers[name] = n.Buffer(name, st, (n.Const(length, I32),), space, loc=where)
-            views.append((st, name))
-        return ArrayBinding(views[0][1], dims or (1,), layout, RecordAddress(tuple(views)))
-
-    def record_leaf(self, address: RecordAddress, st, member: str, c: ci.Cursor) -> MemLV:
-        view = address.view(st)
-        if view is None:  # pragma: no cover - the views cover every scalar member type
-            raise self.error(f"member '{member}' has no view of type {st}", c)
-        return MemLV(view, (address.index(st),), st)
-
-    def expand_record(self, rec: RecLV, c: ci.Cursor) -> AggLV:
-        """A whole record in memory as the lvalues of its leaves (for copies to and from it)."""
-        fields: dict[str, LValue] = {}
-        for path, lt, offset in tm.byte_leaves(rec.layout.ctype, self.loc(c)):
-            st = tm.scalar_type(lt)
-            if st is None:
-                raise self.error(f"'{rec.layout.spelling}' has a member '{path[1:]}' of type '{lt.spelling}': "
-                                 "records with such members in device memory can only be used member by member", c)
-            fields[path] = self.record_leaf(rec.address.shifted(offset), st, path[1:], c)
-        return AggLV(fields, rec.layout.spelling)
-
-    # ------------------------------------------------------------------ records
-    def record_value(self, c: ci.Cursor, t: ci.Type | None, target: AggLV | None = None) -> Aggregate:
-        """The value of a record-typed expression (init lists included)."""
-        if c.kind == CK.INIT_LIST_EXPR:
-            rt = t if t is not None else c.type
-            layout = tm.leaves(rt)
-            items = [ch for ch in c.get_children()]
-            values: dict[str, Value] = {}
-            flat: list[Value] = []
-            for item in items:
-                if tm.is_record(item.type):
-                    flat.extend(self.record_value(item, item.type).fields.values())
-                else:
-                    flat.append(self.scalar(item))
-            for i, leaf in enumerate(layout):
-                lst = leaf.scalar
-                if i < len(flat):
-                    v = flat[i]
-                    values[leaf.path] = convert(v, lst) if isinstance(v, n.Expr) and lst is not None else v
-                elif lst is not None:
-                    values[leaf.path] = n.Const(0, lst)
-            return Aggregate(values, rt.spelling)
-        v = self.expr(c)
-        if isinstance(v, Closure):  # a copy of a lambda's closure (see ``lambdas``)
-            return v  # type: ignore[return-value]
-        if not isinstance(v, Aggregate):
-            raise self.error(f"expected a record value, found a {_describe(v)}", c)
-        return v
-
-    # ------------------------------------------------------------------ stores
-    def assign(self, lv: LValue, value: Value | None, c: ci.Cursor) -> None:
-        if isinstance(lv, RecLV):
-            lv = self.expand_record(lv, c)
-        if isinstance(lv, PendingPtrLV):
-            lv = self.assign_pending(lv, value, c)
-        if isinstance(lv, UnionLV):
-            raise self.error(f"assigning a whole union ('{lv.spelling}') is not supported in device code "
-                             "(assign a member)", c)
-        if isinstance(lv, AggLV):
-            if not isinstance(value, Aggregate):
-                raise self.error(f"cannot assign a {_describe(value)} to a record", c)
-            for path in lv.fields:
-                if path not in value.fields:
-                    raise self.error(f"record value has no member '{path}'", c)
-            # through a narrower view (`*(int4*)doubles = v`): whole elements, bit for bit (views.py)
-            items = [(field_lv, value.fields[path]) for path, field_lv in lv.fields.items()]
-            for field_lv, field_value in whole_elements(items, self.loc(c)):
-                self.assign(field_lv, field_value, c)
-            return
-        if isinstance(lv, (PtrVarLV, ChoiceVarLV)):
-            if isinstance(value, _ArrayRef):
-                value = value.decay(self)
-            assign_pointer(self, lv, value, c)  # into another buffer: pointer_choice.py
-            return
-        if not isinstance(value, n.Expr):
-            raise self.error(f"cannot store a {_describe(value)} here", c)
-        self.store(lv, convert(value, lv.type), c)
-
-    def assign_pending(self, lv: PendingPtrLV, value: Value | None, c: ci.Cursor) -> PtrVarLV:
-        """The first assignment of a pointer declared without initializer fixes its buffer."""
-        if isinstance(value, _ArrayRef):
-            value = value.decay(self)
-        return assign_pending(self, lv, value, c)
-
-    def store(self, lv: LValue, value: n.Expr, c: ci.Cursor) -> None:
-        loc = self.loc(c)
-        if isinstance(lv, VarLV):
-            self.emit(n.Assign(lv.name, value, loc=loc))
-        elif isinstance(lv, BitsLV):  # `*(int*)&f = b`, `un.i = b`: f takes b's bits
-            self.emit(n.Assign(lv.var.name, with_bits(lv, value, loc), loc=loc))
-        elif isinstance(lv, PackLV):  # `*(uint32_t*)&rgba = w`: each member takes its bytes of w
-            if not isinstance(value, (n.Var, n.Const)):
-                value = n.Var(self.temp(lv.type, value, "bytes", c).name, lv.type, loc=loc)
-            pieces = split_bits(value, [(part.type, shift) for part, shift in lv.parts], loc)  # type: ignore[union-attr]
-            for (part, _), piece in zip(lv.parts, pieces):
-                self.store(part, piece, c)
-        elif isinstance(lv, MemLV):
-            self.check_writable(lv.buffer, c)
-            self.emit(n.Store(lv.buffer, lv.index, value, loc=loc))
-        elif isinstance(lv, ViewLV):  # `((int*)x)[i] = v` of a float buffer: x[i] takes v's bits
-            self.store(lv.mem, reinterpret(value, lv.mem.type, loc), c)
-        elif isinstance(lv, ChoiceLV):  # through a pointer into one of several buffers
-            store_choice(self, lv, value, c)
-        elif isinstance(lv, PartLV):  # `((float*)bytes)[i] = v`: the bytes of v (``views``)
-            self.check_writable(lv.buffer, c)
-            if not isinstance(value, (n.Var, n.Const)):
-                value = n.Var(self.temp(lv.type, value, "bytes", c).name, lv.type, loc=loc)
-            try:
-                stores = store_part(lv, value, loc)
-            except UserError as e:
-                raise self.error(e.message, c) from None
-            for st in stores:
-                self.emit(st)
+# -- lvalues
+def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
+    kind = c.kind
+    if kind in (CK.PAREN_EXPR, CK.UNEXPOSED_EXPR):
+        children = list(c.get_children())
+        if len(children) == 1:
+            # a derived object as its base (frontend.lower.inheritance)
+            return converted(kb, lvalue(kb, children[0]), children[0], c)
+    if kind == CK.DECL_REF_EXPR:
+        r = c.referenced
+        if r is not None and r.kind == CK.VAR_DECL and r.spelling in GPU_BUILTINS and is_prelude_decl(r):
+            raise kb.error(f"'{r.spelling}' is read-only", c)
+        b = kb.lookup(r, c) if r is not None else None
+        if isinstance(b, RefBinding):
+            return b.target
+        if isinstance(b, ScalarArray):
+            return kb.element_lv(b.binding, (n.Const(0, I32),), c)
+        if isinstance(b, (VarLV, MemLV, AggLV, PtrVarLV, ChoiceVarLV, RecLV, PendingPtrLV)):
+            return b
+        raise kb.error(f"cannot assign to '{c.spelling}'", c)
+    if kind == CK.ARRAY_SUBSCRIPT_EXPR:
+        base_c, index_c = list(c.get_children())
+        if tm.scalar_type(base_c.type) is not None and not tm.is_pointer(base_c.type):
+            base_c, index_c = index_c, base_c
+        if is_variable_member(base_c) and tm.canonical(strip(base_c).type).kind == ci.TypeKind.CONSTANTARRAY:
+            base_lv = lvalue(kb, strip(base_c))  # an array member of a record variable: its element's place
+            if isinstance(base_lv, AggLV):
+                index = kb.scalar(index_c)
+                element = element_lv(base_lv, index)
+                if element is not None:
+                    return element
+                raise kb.error("an array member of a local record indexed at run time is not supported", c)
+        elif strip(base_c).kind == CK.MEMBER_REF_EXPR and kb.in_memory(strip(base_c)) and \
+                tm.canonical(strip(base_c).type).kind == ci.TypeKind.CONSTANTARRAY:
+            # `buffer.data[i]` of an object in memory: the element's place, without reading
+            # the whole array member first (expressions.in_memory: lvalue evaluates as expr)
+            base_lv = lvalue(kb, strip(base_c))
+            index = kb.scalar(index_c)
+            element = element_lv(base_lv, index) if isinstance(base_lv, AggLV) else None
+            return element if element is not None else subscript(kb, kb.read(base_lv, c), index, c)
+        base = kb.expr(base_c)
+        index = kb.scalar(index_c)
+        return subscript(kb, base, index, c)
+    if kind == CK.UNARY_OPERATOR and unary_operator(c) == "*":
+        ptr = kb.expr(next(iter(c.get_children())))
+        return deref(kb, ptr, c)
+    if kind == CK.MEMBER_REF_EXPR:
+        base_c = next((ch for ch in c.get_children() if ch.kind.is_expression()), None)
+        if base_c is None:  # `x` inside a member function: `this->x`
+            base_lv = members.this_place(kb, c)
+        elif tm.is_pointer(base_c.type):
+            base_lv = deref(kb, kb.expr(base_c), c)
         else:
-            raise self.error("unsupported assignment", c)
+            base_lv = lvalue(kb, base_c)
+        # a member of a base class: its subobject first (frontend.lower.inheritance)
+        return member_lv(kb, subobject(kb, base_lv, member_path(kb, base_c, c), c), c.spelling, c)
+    if kind in (CK.CXX_STATIC_CAST_EXPR, CK.CSTYLE_CAST_EXPR) and tm.is_reference(c.type) and \
+            tm.is_record(tm.strip_reference(c.type)):
+        # `static_cast<Base&>(d)`: d's base subobject (a downcast is refused)
+        source = [ch for ch in c.get_children() if ch.kind.is_expression()][-1]
+        return converted(kb, lvalue(kb, source), source, c)
+    if kind == CK.CALL_EXPR:
+        place = accessors.accessor_lvalue(kb, c)  # `acc[i][j] = v` (accessors.py)
+        if place is not None:
+            return place
+        fn = c.referenced
+        if fn is not None and tm.is_reference(fn.result_type):
+            # `at(p, i) = v`, `smem[i] += v` (a member `T& operator[]`): the place the inlined
+            # function's one `return` names (or `*this`), as CUDA's reference result is.
+            kb.place_calls.append(c)
+            try:
+                value = kb.call(c, False)
+            finally:
+                kb.place_calls.pop()
+            if isinstance(value, PlaceOf):
+                return value.place
+    raise kb.error("expression is not assignable here", c)
 
-    def check_writable(self, buffer: str, c: ci.Cursor) -> None:
-        b = self.buffers.get(buffer)
-        if b is not None and b.space == "constant":
-            raise self.error(f"__constant__ memory '{buffer}' is read-only in device code", c)
+
+def subscript(kb: KernelBuilder, base: Value | None, index: n.Expr, c: ci.Cursor) -> LValue | "ArrayRef":
+    if isinstance(base, ArrayRef):
+        return base.index(kb, index, c)
+    if isinstance(base, PointerTable):
+        return base.element(index)  # type: ignore[return-value]  # a pointer value, not assignable
+    if isinstance(base, Pointer):
+        return pointer_element(kb, base, index, c)
+    if isinstance(base, PointerChoice):
+        return choice_element(kb, base, index, c)
+    if isinstance(base, VarAddress):
+        if isinstance(index, n.Const) and index.value == 0:
+            return base.target
+        raise kb.error("only element 0 of the address of a local variable can be accessed", c)
+    if isinstance(base, Aggregate):
+        element = element_of(base, index)  # an array member of a record parameter in memory
+        if element is not None:
+            return element
+    raise kb.error(f"cannot index a {describe(base)}", c)
+
+
+def pointer_element(kb: KernelBuilder, ptr: Pointer, j: n.Expr | None, c: ci.Cursor) -> LValue:
+    off = add_offsets(ptr.offset, j)
+    layout = ptr.layout
+    if layout.record is not None:
+        assert ptr.record is not None
+        return RecLV(ptr.record.plus(off, layout.record.size), layout.record)
+    if layout.is_scalar:
+        return _element(ptr, ptr.prefix + (off,))
+    base = scale(off, layout.stride)
+    fields = {path: _element(ptr, ptr.prefix + (plus(base, slot),)) for path, slot in layout.slots}
+    return AggLV(fields, layout.ctype_spelling)
+
+
+def deref(kb: KernelBuilder, ptr: Value | None, c: ci.Cursor) -> LValue:
+    if isinstance(ptr, ArrayRef):
+        ptr = ptr.decay(kb)
+    if isinstance(ptr, Pointer):
+        return pointer_element(kb, ptr, None, c)
+    if isinstance(ptr, PointerChoice):
+        return choice_element(kb, ptr, None, c)
+    if isinstance(ptr, VarAddress):
+        return ptr.target
+    if isinstance(ptr, PointerTable):
+        return ptr.element(n.Const(0, I32))  # type: ignore[return-value]  # a pointer value
+    raise kb.error(f"cannot dereference a {describe(ptr)}", c)
+
+
+def member_lv(kb: KernelBuilder, base: LValue, member: str, c: ci.Cursor) -> LValue:
+    if isinstance(base, RecLV):
+        return record_member(kb, base, member, c)  # type: ignore[return-value]
+    if not isinstance(base, AggLV):
+        raise kb.error(f"'.{member}' of something that is not a record", c)
+    return select_member(base.fields, member, c, lambda fields, sp: AggLV(fields, sp), kb)
+
+
+# ------------------------------------------------------------------ records in memory
+def record_member(kb: KernelBuilder, rec: RecLV, member: str, c: ci.Cursor) -> LValue | Pointer:
+    """Member ``member`` of a record of mixed member types in memory: an element of the view
+    of its type, a nested record, or (an array member) a pointer to its first element."""
+    rt = rec.layout.ctype
+    ft = tm.member_type(rt, member)
+    if ft is None:
+        raise kb.error(f"no member '{member}'", c)
+    address = rec.address.shifted(tm.member_offset(rt, member, kb.loc(c)))
+    st = tm.scalar_type(ft)
+    if st is not None:
+        return record_leaf(kb, address, st, member, c)
+    ct = tm.canonical(ft)
+    if tm.is_record(ft):
+        return RecLV(address, tm.RecordLayout(ft.spelling, ct.get_size(), (), ct))
+    if ct.kind == ci.TypeKind.CONSTANTARRAY:
+        et = ct.element_type
+        est = tm.scalar_type(et)
+        if est is not None:
+            view = record_leaf(kb, address, est, member, c)
+            return Pointer(view.buffer, (), view.index[0], tm.ElemLayout(est, 1, (("", 0),), et.spelling))
+        if tm.is_record(et):
+            ect = tm.canonical(et)
+            record = tm.RecordLayout(et.spelling, ect.get_size(), (), ect)
+            return Pointer(address.views[0][1], (), None,
+                           tm.ElemLayout(address.views[0][0], 1, (), et.spelling, record), address)
+    raise kb.error(f"member '{member}' of type '{ft.spelling}' of a record in device memory cannot be "
+                   "used in device code", c)
+
+
+def record_array(kb: KernelBuilder, base: str, dims: tuple[int | None, ...], layout: tm.ElemLayout, space: str,
+                 where) -> ArrayBinding:
+    """A shared or local array of records of mixed member types: one buffer per member type."""
+    assert layout.record is not None
+    count = 1
+    for d in dims:
+        count *= d or 1
+    views = []
+    for st in layout.record.scalars:
+        name = kb.names.fresh(f"{base}_{st.name}")
+        length = tm.view_length(count, layout.record, st)
+        kb.buffers[name] = n.Buffer(name, st, (n.Const(length, I32),), space, loc=where)
+        views.append((st, name))
+    return ArrayBinding(views[0][1], dims or (1,), layout, RecordAddress(tuple(views)))
+
+
+def record_leaf(kb: KernelBuilder, address: RecordAddress, st, member: str, c: ci.Cursor) -> MemLV:
+    view = address.view(st)
+    if view is None:  # pragma: no cover - the views cover every scalar member type
+        raise kb.error(f"member '{member}' has no view of type {st}", c)
+    return MemLV(view, (address.index(st),), st)
+
+
+def expand_record(kb: KernelBuilder, rec: RecLV, c: ci.Cursor) -> AggLV:
+    """A whole record in memory as the lvalues of its leaves (for copies to and from it)."""
+    fields: dict[str, LValue] = {}
+    for path, lt, offset in tm.byte_leaves(rec.layout.ctype, kb.loc(c)):
+        st = tm.scalar_type(lt)
+        if st is None:
+            raise kb.error(f"'{rec.layout.spelling}' has a member '{path[1:]}' of type '{lt.spelling}': "
+                           "records with such members in device memory can only be used member by member", c)
+        fields[path] = record_leaf(kb, rec.address.shifted(offset), st, path[1:], c)
+    return AggLV(fields, rec.layout.spelling)
+
+
+# ------------------------------------------------------------------ records
+def record_value(kb: KernelBuilder, c: ci.Cursor, t: ci.Type | None, target: AggLV | None = None) -> Aggregate:
+    """The value of a record-typed expression (init lists included)."""
+    if c.kind == CK.INIT_LIST_EXPR:
+        rt = t if t is not None else c.type
+        layout = tm.leaves(rt)
+        items = [ch for ch in c.get_children()]
+        values: dict[str, Value] = {}
+        flat: list[Value] = []
+        for item in items:
+            if tm.is_record(item.type):
+                flat.extend(record_value(kb, item, item.type).fields.values())
+            else:
+                flat.append(kb.scalar(item))
+        for i, leaf in enumerate(layout):
+            lst = leaf.scalar
+            if i < len(flat):
+                v = flat[i]
+                values[leaf.path] = convert(v, lst) if isinstance(v, n.Expr) and lst is not None else v
+            elif lst is not None:
+                values[leaf.path] = n.Const(0, lst)
+        return Aggregate(values, rt.spelling)
+    v = kb.expr(c)
+    if isinstance(v, Closure):  # a copy of a lambda's closure (see ``lambdas``)
+        return v  # type: ignore[return-value]
+    if not isinstance(v, Aggregate):
+        raise kb.error(f"expected a record value, found a {describe(v)}", c)
+    return v
+
+
+# ------------------------------------------------------------------ stores
+def assign(kb: KernelBuilder, lv: LValue, value: Value | None, c: ci.Cursor) -> None:
+    if isinstance(lv, RecLV):
+        lv = expand_record(kb, lv, c)
+    if isinstance(lv, PendingPtrLV):
+        lv = assign_pending(kb, lv, value, c)
+    if isinstance(lv, UnionLV):
+        raise kb.error(f"assigning a whole union ('{lv.spelling}') is not supported in device code "
+                       "(assign a member)", c)
+    if isinstance(lv, AggLV):
+        if not isinstance(value, Aggregate):
+            raise kb.error(f"cannot assign a {describe(value)} to a record", c)
+        for path in lv.fields:
+            if path not in value.fields:
+                raise kb.error(f"record value has no member '{path}'", c)
+        # through a narrower view (`*(int4*)doubles = v`): whole elements, bit for bit (views.py)
+        items = [(field_lv, value.fields[path]) for path, field_lv in lv.fields.items()]
+        for field_lv, field_value in whole_elements(items, kb.loc(c)):
+            assign(kb, field_lv, field_value, c)
+        return
+    if isinstance(lv, (PtrVarLV, ChoiceVarLV)):
+        if isinstance(value, ArrayRef):
+            value = value.decay(kb)
+        assign_pointer(kb, lv, value, c)  # into another buffer: pointer_choice.py
+        return
+    if not isinstance(value, n.Expr):
+        raise kb.error(f"cannot store a {describe(value)} here", c)
+    store(kb, lv, convert(value, lv.type), c)
+
+
+def assign_pending(kb: KernelBuilder, lv: PendingPtrLV, value: Value | None, c: ci.Cursor) -> PtrVarLV:
+    """The first assignment of a pointer declared without initializer fixes its buffer."""
+    if isinstance(value, ArrayRef):
+        value = value.decay(kb)
+    return pointer_choice.assign_pending(kb, lv, value, c)
+
+
+def store(kb: KernelBuilder, lv: LValue, value: n.Expr, c: ci.Cursor) -> None:
+    loc = kb.loc(c)
+    if isinstance(lv, VarLV):
+        kb.emit(n.Assign(lv.name, value, loc=loc))
+    elif isinstance(lv, BitsLV):  # `*(int*)&f = b`, `un.i = b`: f takes b's bits
+        kb.emit(n.Assign(lv.var.name, with_bits(lv, value, loc), loc=loc))
+    elif isinstance(lv, PackLV):  # `*(uint32_t*)&rgba = w`: each member takes its bytes of w
+        if not isinstance(value, (n.Var, n.Const)):
+            value = n.Var(kb.temp(lv.type, value, "bytes", c).name, lv.type, loc=loc)
+        pieces = split_bits(value, [(part.type, shift) for part, shift in lv.parts], loc)  # type: ignore[union-attr]
+        for (part, _), piece in zip(lv.parts, pieces):
+            store(kb, part, piece, c)
+    elif isinstance(lv, MemLV):
+        check_writable(kb, lv.buffer, c)
+        kb.emit(n.Store(lv.buffer, lv.index, value, loc=loc))
+    elif isinstance(lv, ViewLV):  # `((int*)x)[i] = v` of a float buffer: x[i] takes v's bits
+        store(kb, lv.mem, reinterpret(value, lv.mem.type, loc), c)
+    elif isinstance(lv, ChoiceLV):  # through a pointer into one of several buffers
+        store_choice(kb, lv, value, c)
+    elif isinstance(lv, PartLV):  # `((float*)bytes)[i] = v`: the bytes of v (``views``)
+        check_writable(kb, lv.buffer, c)
+        if not isinstance(value, (n.Var, n.Const)):
+            value = n.Var(kb.temp(lv.type, value, "bytes", c).name, lv.type, loc=loc)
+        try:
+            stores = store_part(lv, value, loc)
+        except UserError as e:
+            raise kb.error(e.message, c) from None
+        for st in stores:
+            kb.emit(st)
+    else:
+        raise kb.error("unsupported assignment", c)
+
+
+def check_writable(kb: KernelBuilder, buffer: str, c: ci.Cursor) -> None:
+    b = kb.buffers.get(buffer)
+    if b is not None and b.space == "constant":
+        raise kb.error(f"__constant__ memory '{buffer}' is read-only in device code", c)
 
 
 def _element(ptr: Pointer, index: tuple[n.Expr, ...]) -> MemLV | ViewLV | PartLV:

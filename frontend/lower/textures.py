@@ -29,7 +29,7 @@ from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.clang_setup import PRELUDE_DIR, cursor_loc, preorder
 from frontend.lower.context import CK
-from frontend.lower.helpers import _DEFAULT
+from frontend.lower.helpers import DEFAULT
 from frontend.values import Aggregate, Value
 
 # Coordinates after the object of each texture function: (float coordinates, integer layer).
@@ -169,7 +169,7 @@ def _surface(b, base: str, write: bool, fn: ci.Cursor, args: list[ci.Cursor], c:
     if source is None or not b.frames or tm.scalar_type(args[0].type) is None:
         raise b.error(f"{name} of a surface object that is not a parameter of the kernel is not supported", args[0])
     mode_v = b.expr(args[-1])
-    mode_e = n.Const(2, I32) if mode_v is _DEFAULT else b.scalar(args[-1])  # CUDA's default: trap
+    mode_e = n.Const(2, I32) if mode_v is DEFAULT else b.scalar(args[-1])  # CUDA's default: trap
     if not isinstance(mode_e, n.Const) or int(mode_e.value) not in _MODES:
         raise b.error(f"{name} with a boundary mode that is not a constant is not supported", args[-1])
     mode = _MODES[int(mode_e.value)]

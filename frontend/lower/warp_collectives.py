@@ -32,6 +32,7 @@ from polypy.ir.types import I32, I64, U32, ScalarType
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
 from frontend.clang_setup import evaluate
+from frontend.lower.cooperative import cg_reduce_coalesced
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -70,7 +71,7 @@ def warp_collective(b: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cu
         op = REDUCTIONS[name]
         acc = let(value, "red")
         if lanes is not None:  # the lanes of a run-time or partial mask, one shuffle per lane of the warp
-            return b.cg_reduce_coalesced(op, acc.name, vtype, n.Var(lanes.name, U32, loc=loc), c)
+            return cg_reduce_coalesced(b, op, acc.name, vtype, n.Var(lanes.name, U32, loc=loc), c)
         for step in (16, 8, 4, 2, 1):
             other = shuffle("xor", acc, step)
             if op == "min":
