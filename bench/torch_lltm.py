@@ -42,7 +42,7 @@ import polypy.torch as pt
 threads, lltm, build, repeat = {threads!r}, {lltm!r}, {build!r}, {repeat!r}
 torch.set_num_threads(threads)
 poly = pt.load("lltm_cuda", [lltm + "/cuda/lltm_cuda.cpp", lltm + "/cuda/lltm_cuda_kernel.cu"],
-               build_directory=build + "/polypy")
+               build_directory=build + "/poly")
 cpp = ce.load("lltm_cpp", [lltm + "/cpp/lltm.cpp"], extra_cflags=["-O3"], build_directory=build + "/cpp")
 
 def reference(x, w, b, h, c):   # the tutorial's formulas, in PyTorch operations
@@ -104,7 +104,7 @@ def parse_sizes(text: str) -> tuple[tuple[int, int, int], ...]:
 def run_threads(lltm: pathlib.Path, build: pathlib.Path, threads: int, repeat: int,
                 dtypes: list[str], sizes: tuple[tuple[int, int, int], ...]) -> list[dict]:
     """One process with ``threads`` OpenMP threads: builds (or reloads) both, checks, times."""
-    for sub in ("polypy", "cpp"):
+    for sub in ("poly", "cpp"):
         (build / sub).mkdir(parents=True, exist_ok=True)
     code = CHILD.format(root=str(ROOT), threads=threads, lltm=str(lltm), build=str(build), repeat=repeat,
                         dtypes=dtypes, sizes=sizes)
