@@ -16,9 +16,13 @@ muladd.cu`` with ``csrc/muladd.cpp``):
 
 Each build runs in its own process (both register the ``extension_cpp`` namespace). The classic
 LLTM (``cuda/lltm_cuda_kernel.cu``, in the repository's history before the package) is tried too
-when ``--lltm DIR`` names an extracted copy of it; its result is printed as it comes.
+when ``--lltm DIR`` names an extracted copy of it; its result is printed as it comes. With
+``--time`` (no package checkout needed) the LLTM is built, checked and timed against the
+tutorial's own C++ CPU version instead (``bench/torch_lltm.py``).
 
     python -m bench.torch_extensions /tmp/extcpp [--repeat 5] [--threads N] [--build DIR] [--lltm /tmp/lltm]
+    python -m bench.torch_extensions --lltm /tmp/lltm --time [--repeat 200] [--threads 1,2] [--build DIR]
+        [--dtypes float32,float64] [--sizes 16/32/128,64/256/1024]
 """
 from __future__ import annotations
 
@@ -112,13 +116,31 @@ def try_lltm(lltm: pathlib.Path, build: pathlib.Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkout", type=pathlib.Path, help="a checkout of github.com/pytorch/extension-cpp")
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=None,
-                        help="OMP_NUM_THREADS for every variant (polypy's launches, PyTorch's own operators)")
+    parser.add_argument("checkout", type=pathlib.Path, nargs="?", help="a checkout of github.com/pytorch/extension-cpp")
+    parser.add_argument("--repeat", type=int, default=None, help="timed calls (default: 5; with --time 200)")
+    parser.add_argument("--threads", type=str, default=None,
+                        help="OMP_NUM_THREADS for every variant (polypy's launches, PyTorch's own operators); "
+                             "with --time a list (default 1,2)")
     parser.add_argument("--build", type=pathlib.Path, default=None, help="build directory (default: a temporary one)")
     parser.add_argument("--lltm", type=pathlib.Path, default=None, help="an extracted revision with cuda/lltm_cuda_kernel.cu")
+    parser.add_argument("--time", action="store_true", help="time the LLTM of --lltm against its cpp/lltm.cpp")
+    parser.add_argument("--dtypes", default="float32,float64", help="with --time")
+    parser.add_argument("--sizes", default=None, help="with --time: batch/features/state,... (default 16/32/128,64/256/1024)")
     args = parser.parse_args(argv)
+    if args.time:
+        if args.lltm is None:
+            parser.error("--time needs --lltm DIR")
+        from bench.torch_lltm import DEFAULT_SIZES, parse_sizes, time_lltm
+
+        with tempfile.TemporaryDirectory(prefix="polypy-lltm-") as tmp:
+            time_lltm(args.lltm, args.build or pathlib.Path(tmp), repeat=args.repeat or 200,
+                      threads=[int(n) for n in (args.threads or "1,2").split(",")],
+                      dtypes=args.dtypes.split(","), sizes=parse_sizes(args.sizes) if args.sizes else DEFAULT_SIZES)
+        return 0
+    if args.checkout is None:
+        parser.error("the checkout of github.com/pytorch/extension-cpp is needed (or --lltm DIR --time)")
+    args.repeat = args.repeat or 5
+    args.threads = int(args.threads) if args.threads else None
     with tempfile.TemporaryDirectory(prefix="polypy-torch-ext-") as tmp:
         base = args.build or pathlib.Path(tmp)
         t = time.perf_counter()

@@ -104,9 +104,58 @@ def test_threads_option_sets_the_openmp_thread_count() -> None:
     assert "#pragma omp parallel\n" in code
     alone = re.search(r"const bool polypy_alone = \(unsigned long long\)gridDim.x \* gridDim.y \* gridDim.z <= 1ull \|\| "
                       r"\(unsigned long long\)gridDim.x \* gridDim.y \* gridDim.z \* blockDim.x \* blockDim.y \* blockDim.z "
-                      r"\* (\d+)ull < POLYPY_RT_SMALL_GRID_WORK;", code)
+                      r"\* (\d+)ull < POLYPY_RT_SMALL_GRID_WORK \|\| POLYPY_WORKERS\(\) <= 1;", code)
     assert alone is not None and int(alone.group(1)) >= 1
     assert "    if (polypy_alone) {" in code
+
+
+# Counts the parallel regions a program starts: GOMP_parallel (what GCC makes of `omp parallel`)
+# defined in the program itself, ahead of libgomp's, which it then calls.
+_COUNT_REGIONS = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+static int regions;
+void GOMP_parallel(void (*fn)(void*), void* data, unsigned threads, unsigned flags) {
+  void (*real)(void (*)(void*), void*, unsigned, unsigned) =
+      (void (*)(void (*)(void*), void*, unsigned, unsigned))dlsym(RTLD_NEXT, "GOMP_parallel");
+  regions++;
+  real(fn, data, threads, flags);
+}
+int main(void) {
+  static float x[64 * 256];
+  for (int i = 0; i < 64 * 256; i++) x[i] = (float)i;
+  for (int launch = 0; launch < 3; launch++) k_launch(64, 1, 1, 256, 1, 1, 0, x, 64 * 256);
+  printf("%d %g %g\n", regions, x[1], x[64 * 256 - 1]);
+  return 0;
+}
+"""
+
+
+def test_a_team_of_one_thread_is_not_woken(tmp_path: pathlib.Path) -> None:
+    """With one OpenMP thread (OMP_NUM_THREADS=1, torch.set_num_threads(1)) a launch makes no
+    parallel region (libgomp would make a team of one for it, a quarter of a microsecond each
+    launch); with two, each launch of a grid too large to run alone makes one."""
+    import os
+    import shutil
+
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not on this machine (the count replaces libgomp's GOMP_parallel)")
+    cpu = to_cpu(gpu_kernel("kernel k(x: f32*, n: i32) {\n  var i: u32 = blockIdx.x * blockDim.x + threadIdx.x\n"
+                            "  x[i] = x[i] * 2.0f\n}"))
+    source = tmp_path / "regions.c"
+    source.write_text(emit_kernels([cpu]) + _COUNT_REGIONS)
+    exe = tmp_path / "regions"
+    subprocess.run([gcc, "-O2", "-fopenmp", "-DPOLYPY_RT_SMALL_GRID_WORK=1", str(source), "-o", str(exe), "-ldl", "-lm"],
+                   check=True, capture_output=True, text=True)
+    counts = {}
+    for threads in ("1", "2"):
+        done = subprocess.run([str(exe)], capture_output=True, text=True, check=True, timeout=60,
+                              env={**os.environ, "OMP_NUM_THREADS": threads})
+        regions, first, last = done.stdout.split()
+        assert float(first) == 8.0 and float(last) == 8.0 * (64 * 256 - 1)
+        counts[threads] = int(regions)
+    assert counts == {"1": 0, "2": 3}
 
 
 # --------------------------------------------------------------------------- C semantics vs the emulator

@@ -432,6 +432,11 @@ class KernelEmitter:
             alone += f" || {blocks} * blockDim.x * blockDim.y * blockDim.z * {cost}ull < POLYPY_RT_SMALL_GRID_WORK"
             alone_why = (f"one block, or (a kernel without loops, {cost} operations a thread at most) fewer "
                          "threads x operations than POLYPY_RT_SMALL_GRID_WORK")
+        # Nor is a team of one made (OMP_NUM_THREADS=1, torch.set_num_threads(1)): the parallel
+        # construct alone costs a quarter of a microsecond per launch (libgomp makes the team).
+        if opts.threads == 0:
+            alone += " || POLYPY_WORKERS() <= 1"
+            alone_why += "; or a team of one thread"
         # A coarsened kernel runs for blockIdx = multiples of its factors (Kernel.coarsen).
         factors = self.kernel.coarsen
         steps = [f"++b{axis}" if f == 1 else f"b{axis} += {f}u" for axis, f in zip("xyz", factors)]

@@ -56,7 +56,7 @@ MATH: dict[str, tuple[str, str]] = {
     "fmin": ("polypy_fminf", "polypy_fmin"),
     "fmax": ("polypy_fmaxf", "polypy_fmax"),
     "exp": ("polypy_expf", "polypy_exp"),  # vectorizable (see the prelude)
-    "tanh": ("polypy_tanhf", "tanh"),  # f32 vectorizable (see the prelude); f64 libm's
+    "tanh": ("polypy_tanhf", "polypy_tanh"),  # vectorizable (see the prelude)
     "exp10": ("polypy_exp10f", "polypy_exp10"),
     "rsqrt": ("(1.0f / sqrtf({}))", "(1.0 / sqrt({}))"),
     "saturate": ("polypy_saturatef", "polypy_saturate"),

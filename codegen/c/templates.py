@@ -42,4 +42,5 @@ def prelude() -> str:
         exp_shifter=repr(m.EXP_SHIFTER), exp_inv_step=repr(m.EXP_INV_STEP), exp_step_hi=repr(m.EXP_STEP_HI),
         exp_step_lo=repr(m.EXP_STEP_LO), exp_clamp=f"0x{m.EXP_CLAMP_BITS:016x}ull",
         exp_q=[repr(c) for c in reversed(m.EXP_Q)], tanhf_clamp=f"0x{m.TANHF_CLAMP_BITS:08x}u",
-        tanhf_q=[repr(c) for c in reversed(m.TANHF_Q)])
+        tanhf_q=[repr(c) for c in reversed(m.TANHF_Q)], tanh_clamp=f"0x{m.TANH_CLAMP_BITS:016x}ull",
+        tanh_split=repr(m.TANH_SPLIT))

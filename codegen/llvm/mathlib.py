@@ -5,7 +5,7 @@ type of the first argument, and returns the result. Where an LLVM intrinsic has 
 meaning it is used (``llvm.sqrt``, ``llvm.minnum`` for ``fmin``, ``llvm.round`` for C's
 round-half-away ``round``...): the optimizer understands intrinsics (constant folding,
 vectorization of the exact ones). ``exp`` is written out inline (``_exp``) so that it
-vectorizes, and so is f32 ``tanh`` (``_tanhf``). Everything else calls libm by its C name (``sinhf``
+vectorizes, and so is ``tanh`` (``_tanhf``, ``_tanh_f64``). Everything else calls libm by its C name (``sinhf``
 for f32, ``sinh`` for f64); the JIT resolves those in the process, where libm is loaded.
 
 No fast-math flags anywhere: results are the IEEE/libm results a C compiler gives at ``-O3``
@@ -20,7 +20,7 @@ from llvmlite import ir
 from codegen.llvm.types import F32, F64, I1, I32, I64, int_type_of_width, value_type
 from polypy.ir.mathfns import (EXP_CLAMP_BITS, EXP_INV_STEP, EXP_K_OFFSET, EXP_Q, EXP_SHIFTER, EXP_STEP_HI,
                                EXP_STEP_LO, EXP_TABLE_HI, EXP_TABLE_LO, EXP_TABLE_SIZE, EXPF_CLAMP_BITS, EXPF_LN2,
-                               EXPF_LOG2E, EXPF_TAYLOR, TANHF_CLAMP_BITS, TANHF_Q)
+                               EXPF_LOG2E, EXPF_TAYLOR, TANH_CLAMP_BITS, TANH_SPLIT, TANHF_CLAMP_BITS, TANHF_Q)
 from polypy.ir.types import ScalarType
 
 
@@ -220,10 +220,71 @@ def _tanhf(cx: MathContext, x: ir.Value) -> ir.Value:
     return _or_nan(b, signed, magnitude, 0x7F800000, 0x7FC00000)
 
 
+def _tanh_f64(cx: MathContext, x: ir.Value) -> ir.Value:
+    """The C prelude's ``polypy_tanh``, operation for operation (``polypy.ir.mathfns``, ``TANH_*``)."""
+    b = cx.builder
+    rint = cx.declare("llvm.rint.f64", F64, [F64])
+    add, sub, mul = b.fadd, b.fsub, b.fmul
+
+    def c(v: float) -> ir.Constant:
+        return ir.Constant(F64, v)
+
+    def low_bits(v: ir.Value) -> ir.Value:  # the integer v (a double) in the low bits of v + 2^52 + 2^51
+        return b.bitcast(add(v, c(EXP_SHIFTER)), I64)
+
+    def product_error(v: ir.Value, w: ir.Value, p: ir.Value) -> ir.Value:  # v * w - p exactly (Dekker)
+        cv, cw = mul(c(TANH_SPLIT), v), mul(c(TANH_SPLIT), w)
+        vh, wh = sub(cv, sub(cv, v)), sub(cw, sub(cw, w))
+        vl, wl = sub(v, vh), sub(w, wh)
+        return add(add(add(sub(mul(vh, wh), p), mul(vh, wl)), mul(vl, wh)), mul(vl, wl))
+
+    bits = b.bitcast(x, I64)
+    magnitude = b.and_(bits, ir.Constant(I64, 0x7FFFFFFFFFFFFFFF))
+    u = mul(c(2.0), b.bitcast(_bits_min(b, magnitude, TANH_CLAMP_BITS), F64))
+    kd = b.call(rint, [mul(u, c(EXP_INV_STEP))])
+    ua = sub(u, mul(kd, c(EXP_STEP_HI)))
+    ub = mul(kd, c(EXP_STEP_LO))
+    r = sub(ua, ub)
+    r_lo = sub(sub(ua, r), ub)
+    coefficients = list(reversed(EXP_Q))
+    q: ir.Value = c(coefficients[0])
+    for coefficient in coefficients[1:]:
+        q = add(c(coefficient), mul(r, q))
+    em_lo = add(r_lo, mul(mul(r, r), q))
+    size = EXP_TABLE_SIZE
+    kf = b.call(rint, [sub(mul(kd, c(1.0 / size)), c(EXP_K_OFFSET))])
+    j = b.and_(low_bits(sub(kd, mul(kf, c(float(size))))), ir.Constant(I64, size - 1))
+    zero = ir.Constant(I64, 0)
+    t_hi = b.load(b.gep(_table(cx, "polypy_exp_table_hi", EXP_TABLE_HI), [zero, j], inbounds=True))
+    t_lo = b.load(b.gep(_table(cx, "polypy_exp_table_lo", EXP_TABLE_LO), [zero, j], inbounds=True))
+    s = b.bitcast(b.shl(b.add(low_bits(kf), ir.Constant(I64, 1023)), ir.Constant(I64, 52)), F64)
+    big = mul(s, t_hi)
+    high = sub(big, c(1.0))
+    high_err = sub(sub(big, high), c(1.0))
+    p = mul(t_hi, r)
+    sp = mul(s, p)
+    h = add(high, sp)
+    bb = sub(h, high)
+    low = add(sub(high, sub(h, bb)), sub(sp, bb))
+    small = add(add(product_error(t_hi, r, p), mul(t_hi, em_lo)), mul(t_lo, add(c(1.0), add(r, em_lo))))
+    low = add(low, add(high_err, mul(s, small)))
+    eh = add(h, low)
+    el = sub(low, sub(eh, h))
+    d = add(eh, c(2.0))
+    bb = sub(d, eh)
+    dl = add(add(sub(eh, sub(d, bb)), sub(c(2.0), bb)), el)
+    y0 = b.fdiv(eh, d)
+    p = mul(y0, d)
+    residual = sub(add(sub(sub(eh, p), product_error(y0, d, p)), el), mul(y0, dl))
+    y = add(y0, b.fdiv(residual, d))
+    signed = b.bitcast(b.or_(b.bitcast(y, I64), b.and_(bits, ir.Constant(I64, 0x8000000000000000))), F64)
+    return _or_nan(b, signed, magnitude, 0x7FF0000000000000, 0x7FF8000000000000)
+
+
 def _tanh(cx: MathContext, args: list[ir.Value], ty: ScalarType) -> ir.Value:
-    """f32: ``polypy_tanhf`` inline, as the C prelude writes it (it vectorizes; the same bits as
-    the C backend); f64: libm's ``tanh``."""
-    return _tanhf(cx, args[0]) if ty.name == "f32" else _libm("tanh")(cx, args, ty)
+    """``polypy_tanhf`` / ``polypy_tanh`` inline, as the C prelude writes them (they vectorize;
+    the same bits as the C backend)."""
+    return _tanhf(cx, args[0]) if ty.name == "f32" else _tanh_f64(cx, args[0])
 
 
 def _int_minmax(which: str) -> Emit:
