@@ -174,7 +174,12 @@ static inline int polypy_rt_apart(const void* a, const void* b) {
  * as CUDA does, which the C++ library's headers spell as an attribute. */
 #pragma push_macro("__noinline__")
 #undef __noinline__
+#include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <functional>
+#include <mutex>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -278,6 +283,7 @@ static __host__ __device__ inline uint3 make_uint3(unsigned int x, unsigned int 
 /* The rest of the runtime, one header per responsibility (polypy/runtime/parts/; `polypy translate`
  * pastes each where it is included). */
 #include "parts/errors.h"
+#include "parts/queues.h"
 #include "parts/memory.h"
 #include "parts/streams.h"
 #include "parts/memory_nd.h"

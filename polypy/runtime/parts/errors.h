@@ -159,12 +159,25 @@ static inline bool polypy_rt_team_leader() { return true; }
 /* Whether a launch configuration is one CUDA accepts; otherwise the launch does nothing and
  * records cudaErrorInvalidConfiguration, as on a device (in a merged loop, once: by the leader;
  * every thread sees the same configuration and returns alike). */
-static inline bool polypy_rt_launch_ok(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
-                                       unsigned int by, unsigned int bz, size_t shmem_bytes) {
+static inline bool polypy_rt_launch_shape_ok(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                             unsigned int by, unsigned int bz, size_t shmem_bytes) {
   bool ok = gx >= 1 && gy >= 1 && gz >= 1 && gy <= 65535 && gz <= 65535 && bx >= 1 && by >= 1 && bz >= 1 &&
             bx <= 1024 && by <= 1024 && bz <= 64 && (unsigned long long)bx * by * bz <= 1024;
   (void)shmem_bytes;  /* any size: host memory is plentiful */
   if (!ok && (!polypy_rt_in_team() || polypy_rt_team_leader())) polypy_rt_fail(cudaErrorInvalidConfiguration);
   return ok;
 }
+/* A launcher's check (every translated launch calls it first): on the host, a launch of the legacy
+ * default stream first waits for the blocking streams' work (parts/queues.h); a stream's worker
+ * runs its launches in its stream's order already. */
+#ifdef __cplusplus
+static inline void polypy_rt_legacy_wait(void);
+static inline bool polypy_rt_launch_ok(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                       unsigned int by, unsigned int bz, size_t shmem_bytes) {
+  polypy_rt_legacy_wait();
+  return polypy_rt_launch_shape_ok(gx, gy, gz, bx, by, bz, shmem_bytes);
+}
+#else
+#define polypy_rt_launch_ok polypy_rt_launch_shape_ok
+#endif
 
