@@ -113,8 +113,12 @@ static inline void polypy_rt_register(void* p, size_t size) {
     }
   }
   if (*n == *cap) {
-    *cap = *cap ? 2 * *cap : 64;
-    *table = (struct polypy_rt_alloc*)realloc(*table, *cap * sizeof(struct polypy_rt_alloc));
+    /* A larger table; the old one is kept, not freed: a stream's worker may be reading it
+     * (parts/queues.h), and the tables together are at most twice the last one. */
+    struct polypy_rt_alloc* grown = (struct polypy_rt_alloc*)malloc(2 * (*cap ? *cap : 32) * sizeof(struct polypy_rt_alloc));
+    if (*n) memcpy(grown, *table, *n * sizeof(struct polypy_rt_alloc));
+    *cap = 2 * (*cap ? *cap : 32);
+    *table = grown;
   }
   (*table)[*n].base = p;
   (*table)[*n].size = size;

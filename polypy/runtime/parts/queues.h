@@ -121,3 +121,13 @@ static inline void polypy_rt_legacy_wait(void) {
   if (polypy_rt_queue_count()->load(std::memory_order_relaxed) == 0 || polypy_rt_ordered_already()) return;
   polypy_rt_queues_wait(true);
 }
+/* The launcher of a kernel that polls memory only the host or another stream can write
+ * (gpu2cpu/refuse_spin_waits.py): on a stream's worker the host goes on and can release it; on
+ * the calling thread nothing could, and the program stops with an error instead of waiting. */
+static inline void polypy_rt_host_released(const char* where, const char* kernel) {
+  if (*polypy_rt_worker_flag()) return;
+  fprintf(stderr, "%s: error: kernel '%s' waits for a store by the host or another stream; polypy runs it only "
+          "on a created stream, whose work runs alongside the host (launched on the default stream it would "
+          "wait forever)\n", where, kernel);
+  exit(1);
+}
