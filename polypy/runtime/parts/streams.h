@@ -231,6 +231,7 @@ static inline cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, vo
 struct polypy_rt_event {
   double ms; unsigned int flags; int recorded; struct polypy_rt_stream_capture* capture;
   struct polypy_rt_queue* on; unsigned long long ticket;
+  unsigned long long generation;  /* records so far: a worker sets ms only for the latest record */
 };
 typedef struct polypy_rt_event* cudaEvent_t;
 /* Whether the work an event marks is done (an event never recorded marks none). */
@@ -261,9 +262,12 @@ static inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = 0) {
   polypy_rt_capture_record(e, s);
   if (polypy_rt_capturing(s)) return cudaSuccess;
   e->recorded = 1;
+  unsigned long long generation = __atomic_add_fetch(&e->generation, 1, __ATOMIC_ACQ_REL);
   if (struct polypy_rt_queue* q = polypy_rt_queue_of(s)) {
     e->on = q;
-    e->ticket = polypy_rt_queue_push(q, [e]() { e->ms = polypy_rt_now_ms(); });
+    e->ticket = polypy_rt_queue_push(q, [e, generation]() {
+      if (__atomic_load_n(&e->generation, __ATOMIC_ACQUIRE) == generation) e->ms = polypy_rt_now_ms();
+    });
     return cudaSuccess;
   }
   polypy_rt_default_stream_wait(s);
