@@ -263,7 +263,7 @@ static inline cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
 /* Waits for the work issued so far to every stream (the default stream's is complete when its call
  * returns); returns a kernel's sticky failure (parts/errors.h). */
 static inline cudaError_t cudaDeviceSynchronize(void) {
-  if (!*polypy_rt_worker_flag()) polypy_rt_queues_wait(false);
+  polypy_rt_device_wait();
   return *polypy_rt_sticky_error();
 }
 static inline cudaError_t cudaThreadSynchronize(void) { return cudaDeviceSynchronize(); }

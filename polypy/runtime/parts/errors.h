@@ -167,11 +167,23 @@ static inline bool polypy_rt_launch_shape_ok(unsigned int gx, unsigned int gy, u
   if (!ok && (!polypy_rt_in_team() || polypy_rt_team_leader())) polypy_rt_fail(cudaErrorInvalidConfiguration);
   return ok;
 }
-/* A launcher's check (every translated launch calls it first): on the host, a launch of the legacy
- * default stream first waits for the blocking streams' work (parts/queues.h); a stream's worker
- * runs its launches in its stream's order already. */
+/* Waits of the default stream's work for the created streams' (parts/queues.h): the legacy stream's
+ * wait for the blocking streams, a device-wide one (cudaDeviceSynchronize, cudaFree). The first
+ * stream a program creates sets them, so that a program without streams calls, and carries, neither. */
 #ifdef __cplusplus
-static inline void polypy_rt_legacy_wait(void);
+struct polypy_rt_wait_hooks { void (*legacy)(void); void (*device)(void); };
+POLYPY_RT_STATE struct polypy_rt_wait_hooks* polypy_rt_wait_hooks() { static struct polypy_rt_wait_hooks h = {0, 0}; return &h; }
+static inline void polypy_rt_legacy_wait(void) {
+  void (*wait)(void) = __atomic_load_n(&polypy_rt_wait_hooks()->legacy, __ATOMIC_ACQUIRE);
+  if (wait) wait();
+}
+static inline void polypy_rt_device_wait(void) {
+  void (*wait)(void) = __atomic_load_n(&polypy_rt_wait_hooks()->device, __ATOMIC_ACQUIRE);
+  if (wait) wait();
+}
+/* A launcher's check (every translated launch calls it first): on the host, a launch of the legacy
+ * default stream first waits for the blocking streams' work; a stream's worker runs its launches
+ * in its stream's order already. */
 static inline bool polypy_rt_launch_ok(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                                        unsigned int by, unsigned int bz, size_t shmem_bytes) {
   polypy_rt_legacy_wait();

@@ -105,7 +105,7 @@ static inline cudaError_t cudaFree(void* p) {
   cudaError_t graph_free = cudaSuccess;
   int (*graph)(void*, cudaError_t*) = __atomic_load_n(&polypy_rt_free_hooks()->graph_free, __ATOMIC_ACQUIRE);
   if (graph && graph(p, &graph_free)) return graph_free;  /* a graph's allocation */
-  if (!*polypy_rt_worker_flag()) polypy_rt_queues_wait(false);  /* as CUDA's: after every stream's work */
+  polypy_rt_device_wait();  /* as CUDA's: after every stream's work (parts/queues.h) */
   void (*pool)(void*) = __atomic_load_n(&polypy_rt_free_hooks()->pool_forget, __ATOMIC_ACQUIRE);
   if (pool) pool(p);
   polypy_rt_locked lock;

@@ -25,7 +25,11 @@ POLYPY_RT_STATE std::atomic<int>* polypy_rt_queue_count() { static std::atomic<i
 /* Whether this thread is a stream's worker. */
 POLYPY_RT_STATE bool* polypy_rt_worker_flag() { static thread_local bool worker = false; return &worker; }
 
+static inline void polypy_rt_queues_legacy_wait(void);
+static inline void polypy_rt_queues_device_wait(void);
 static inline polypy_rt_queue* polypy_rt_queue_new(bool blocking) {
+  __atomic_store_n(&polypy_rt_wait_hooks()->legacy, &polypy_rt_queues_legacy_wait, __ATOMIC_RELEASE);
+  __atomic_store_n(&polypy_rt_wait_hooks()->device, &polypy_rt_queues_device_wait, __ATOMIC_RELEASE);
   polypy_rt_queue* q = new polypy_rt_queue();
   q->blocking = blocking;
   std::lock_guard<std::mutex> lock(*polypy_rt_queues_mu());
@@ -116,10 +120,14 @@ static inline bool polypy_rt_ordered_already(void) {
 #endif
   return false;
 }
-/* Work of the legacy default stream: first the work issued to every blocking stream. */
-static inline void polypy_rt_legacy_wait(void) {
+/* Work of the legacy default stream: first the work issued to every blocking stream (the hooks
+ * of parts/errors.h). */
+static inline void polypy_rt_queues_legacy_wait(void) {
   if (polypy_rt_queue_count()->load(std::memory_order_relaxed) == 0 || polypy_rt_ordered_already()) return;
   polypy_rt_queues_wait(true);
+}
+static inline void polypy_rt_queues_device_wait(void) {
+  if (!*polypy_rt_worker_flag()) polypy_rt_queues_wait(false);
 }
 /* The launcher of a kernel that polls memory only the host or another stream can write
  * (gpu2cpu/refuse_spin_waits.py): on a stream's worker the host goes on and can release it; on
