@@ -23,8 +23,23 @@ only that nothing but memory can end it):
   what it waits on, and ends in one trip when no other thread interferes); atomics that change
   nothing (``atomicAdd(p, 0)``, ``atomicOr(p, 0)``, a CAS storing what it compares with) are
   reads.
+
+In a whole program (``program``), a loop that polls memory only the host or another stream's
+work can write is accepted: the kernel can be released while it runs on a created stream, whose
+work runs alongside the host (``polypy/runtime/parts/queues.h``)::
+
+    __global__ void hold(volatile unsigned* latch) { while (latch[0] < 1) ; }
+
+Accepted when every buffer its exits wait on is a pointer parameter read through ``volatile``
+(or only by atomics that change nothing), and the kernel writes no global memory at all (no
+store or atomic to a pointer parameter or a ``__device__`` array, no launch): then no thread of
+the grid can end the wait, whichever arguments alias. The kernel's ``host_polls`` names those
+parameters: the C code reads them as volatile every trip, and the launcher refuses, at run time,
+to run on the calling thread (the default stream), where nothing could store while it waits.
 """
 from __future__ import annotations
+
+import dataclasses
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
@@ -35,17 +50,50 @@ from polypy.ir.visitor import walk, walk_only
 _ZERO_IS_IDENTITY = ("add", "sub", "or", "xor")
 
 
-def refuse_spin_waits(kernel: n.Kernel) -> n.Kernel:
+def refuse_spin_waits(kernel: n.Kernel, *, program: bool = False) -> n.Kernel:
     pointers = frozenset(p.name for p in kernel.params if isinstance(p.ptype, PointerType))
+    polls: set[str] = set()
     for loop in walk_only(kernel, n.While):
-        if _spins(loop, pointers):
-            raise UserError("this loop can only end through a store by another thread or block (a spin wait): "
-                            "polypy runs a block's threads one after another and the blocks on a few cores, so "
-                            "the wait may never end; spin waits are not supported", loop.loc)
+        waited = _spin_waits(loop, pointers)
+        if waited is None:
+            continue
+        if program and _host_released(kernel, loop, waited, pointers):
+            polls |= waited
+            continue
+        raise UserError("this loop can only end through a store by another thread or block (a spin wait): "
+                        "polypy runs a block's threads one after another and the blocks on a few cores, so "
+                        "the wait may never end; spin waits are not supported", loop.loc)
+    if polls:
+        return dataclasses.replace(kernel, host_polls=tuple(sorted(polls)))
     return kernel
 
 
-def _spins(loop: n.While, pointers: frozenset[str]) -> bool:
+def _host_released(kernel: n.Kernel, loop: n.While, waited: set[str], pointers: frozenset[str]) -> bool:
+    """Whether only the host (or another stream's work) can end ``loop``'s wait on ``waited``,
+    and every poll of it is a memory read (see the module's docstring)."""
+    if not waited or not waited <= pointers:
+        return False
+    for w in waited:
+        plain = any(x.buffer == w for x in _walk_loop_only(loop, n.Load))
+        if plain and w not in kernel.volatile_params:
+            return False
+    private = {b.name for b in kernel.buffers if b.space in ("shared", "local")}
+    for x in walk_only(kernel, n.Store, n.AtomicRMW, n.Launch):
+        if isinstance(x, n.Launch):
+            return False
+        if x.buffer not in private and not (isinstance(x, n.AtomicRMW) and _reads_only(x)):
+            return False
+    return True
+
+
+def _walk_loop_only(loop: n.While, kind):
+    yield from walk_only(loop.cond, kind)
+    for block in (loop.body, loop.update):
+        yield from walk_only(block, kind)
+
+
+def _spin_waits(loop: n.While, pointers: frozenset[str]) -> set[str] | None:
+    """The buffers ``loop`` waits on when it is a spin wait, else None."""
     values: dict[str, list[n.Expr | None]] = {}  # local -> what the loop assigns it (None: not a load)
     written: set[str] = set()
     for x in _walk_loop(loop):
@@ -65,18 +113,20 @@ def _spins(loop: n.While, pointers: frozenset[str]) -> bool:
     fed = _memory_fed(values)
     exits = _exits(loop)
     if not exits:
-        return False
+        return None
     waited: set[str] = set()
     for conds in exits:
         names = {v.name for c in conds for v in walk_only(c, n.Var)}
         loads = {x.buffer for c in conds for x in walk_only(c, n.Load)}
         variant = names & values.keys()
         if variant - fed or not (variant or loads):
-            return False  # something the loop steps, or nothing the loop reads, decides this exit
+            return None  # something the loop steps, or nothing the loop reads, decides this exit
         waited |= loads
         for name in variant:
             waited |= {x.buffer for v in values[name] for x in walk_only(v, n.Load)}  # type: ignore[arg-type]
-    return not any(w == b or (w in pointers and b in pointers) for w in written for b in waited)
+    if any(w == b or (w in pointers and b in pointers) for w in written for b in waited):
+        return None
+    return waited
 
 
 def _reads_only(a: n.AtomicRMW) -> bool:

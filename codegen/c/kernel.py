@@ -26,6 +26,8 @@ signature (``Kernel.source_params``: a struct by value stays a struct), so a lau
 """
 from __future__ import annotations
 
+import json
+
 import dataclasses
 
 from typing import Sequence
@@ -356,6 +358,8 @@ class KernelEmitter:
         prologue: list[str] = []
         if opts.program:
             prologue.append(f"if (!polypy_rt_launch_ok({', '.join(grid + block)}, shmem_bytes)) return;")
+            if self.kernel.host_polls:  # a loop only the host can end: not on the calling thread
+                prologue.append(f"polypy_rt_host_released({json.dumps(str(self.kernel.loc))}, \"{self.kernel.name}\");")
             prologue += self.table_locals()
             if has_kind(self.kernel, n.Launch):
                 # Launches from device code: kept while the blocks run, run when they are done

@@ -267,6 +267,8 @@ class Renderer(CExprPrinter):
         return super().gpu_index(e)
 
     def load(self, e: n.Load) -> tuple[str, int]:
+        if e.buffer in self.kernel.host_polls:  # polled until the host stores: read every time
+            return f"*(volatile {c_type(e.etype)}*)&{self.access(e.buffer, e.index, e.loc)}", UNARY
         return self.access(e.buffer, e.index, e.loc), ATOM
 
     def cast(self, e: n.Cast) -> tuple[str, int]:

@@ -54,6 +54,7 @@ class KernelBuilder:
         self.params: list[n.Param] = []
         # pointer parameters viewed with a stricter alignment: name -> (bytes, cast), ``Kernel.aligned``
         self.aligned: dict[str, tuple[int, Any]] = {}
+        self.volatile_params: list[str] = []  # pointer parameters to volatile elements (Kernel.volatile_params)
         self.source_params: list[n.SourceParam] = []
         self.buffers: dict[str, n.Buffer] = {}
         self.shared: dict[tuple, ArrayBinding] = {}
@@ -258,6 +259,8 @@ class KernelBuilder:
                 decl = n.Decl(flag, BOOL, n.Const(False, BOOL), loc=self.loc(self.cursor))
                 stopped = dataclasses.replace(stopped, body=(decl,) + stopped.body)
             kernel = stopped
+        if self.volatile_params:
+            kernel = dataclasses.replace(kernel, volatile_params=tuple(self.volatile_params))
         if self.aligned:
             kernel = dataclasses.replace(kernel, aligned=tuple((p, a, loc) for p, (a, loc) in self.aligned.items()))
         return kernel
@@ -356,6 +359,8 @@ class KernelBuilder:
                 views.append((st, view))
             return Pointer(views[0][1], (), None, layout, RecordAddress(tuple(views)))
         self.params.append(n.Param(name, ptype, loc=where))
+        if target.is_volatile_qualified():
+            self.volatile_params.append(name)
         return Pointer(name, (), None, layout)
 
     def pointer_table(self, name: str, t: ci.Type, where: Loc | None) -> PointerTable:

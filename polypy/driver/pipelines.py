@@ -234,7 +234,7 @@ GPU_PIPELINE: tuple[Pass, ...] = passes(GPU_PASSES)
 
 
 def cpu_pipeline(*, optimize: bool = True, recompute: bool = True, report: list | None = None,
-                 wide: bool = False) -> tuple[Pass, ...]:
+                 wide: bool = False, program: bool = False) -> tuple[Pass, ...]:
     """GPU form -> CPU form: the passes ``to_cpu`` runs, in order.
 
     ``optimize``: ``CPU_OPTIMIZE`` first (barrier elimination and shared-memory forwarding, GPU
@@ -242,9 +242,13 @@ def cpu_pipeline(*, optimize: bool = True, recompute: bool = True, report: list 
     ``recompute``: recompute cheap values that cross thread loops instead of storing them;
     ``report`` receives every pass's decisions (objects with ``format()``), in order;
     ``wide``: the kernel runs in wide (coarse) blocks: ``tighten-thread-bounds`` decides
-    conditions on ranges of the threads too (its ``ranges`` option).
+    conditions on ranges of the threads too (its ``ranges`` option);
+    ``program``: the kernel is part of a whole program, whose created streams run alongside the
+    host: ``refuse-spin-waits`` accepts a loop only the host can end (its ``program`` option).
     """
-    before = passes(CPU_CHECK + (CPU_OPTIMIZE if optimize else ()), report=report)
+    before = tuple(make_pass(name, report=report, **({"program": True} if program and name == "refuse-spin-waits"
+                                                      else {}))
+                   for name in CPU_CHECK + (CPU_OPTIMIZE if optimize else ()))
     lowering = tuple(make_pass(name, report=report, **({"recompute": recompute} if name == "serialize-threads" else {}))
                      for name in CPU_LOWERING)
     schedule = tuple(make_pass(name, report=report, **({"ranges": True} if wide and name == "tighten-thread-bounds"
@@ -271,11 +275,11 @@ def optimize_module(module: n.Module, pipeline, *, timings: dict[str, float] | N
 
 
 def to_cpu(kernel: n.Kernel, *, optimize: bool = True, recompute: bool = True, report: list | None = None,
-           timings: dict[str, float] | None = None, wide: bool = False) -> n.Kernel:
+           timings: dict[str, float] | None = None, wide: bool = False, program: bool = False) -> n.Kernel:
     """A GPU-form kernel (from ``load``) in CPU form: the work of one block, threads as loops
     (``wide``: for wide blocks, see ``cpu_pipeline``)."""
-    return run_pipeline(kernel, cpu_pipeline(optimize=optimize, recompute=recompute, report=report, wide=wide),
-                        timings=timings)
+    return run_pipeline(kernel, cpu_pipeline(optimize=optimize, recompute=recompute, report=report, wide=wide,
+                                             program=program), timings=timings)
 
 
 # ---- block coarsening (polypy.driver.coarsen re-exports these) ------------------------------------
@@ -341,6 +345,8 @@ def block_coarsener(module: n.Module, *, factor: int | None = None, optimize: bo
     from polypy.coarsening import BLOCKS_PER_WORKER, CoarseVersion
 
     def coarsen(kernel: n.Kernel, block: tuple[int, int, int], fine: n.Kernel) -> CoarseVersion | None:
+        if kernel.host_polls:  # waits for the host (gpu2cpu/refuse_spin_waits.py): nothing to gain
+            return None
         try:
             gpu = module.kernel(kernel.name)
         except KeyError:
@@ -418,7 +424,11 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
         raise UserError(f"unknown target '{target}' (targets: {', '.join(TARGETS)})")
     # Each kernel's decisions, also for the C code's comments on removed barriers.
     decisions: dict[str, list] = {k.name: [] for k in module.kernels}
-    kernels = tuple(to_cpu(k, optimize=optimize, report=decisions[k.name], timings=timings) for k in module.kernels)
+    if program is None:
+        program = module.host is not None
+    whole = program and target in ("c", "cpp")  # launched through the runtime's streams
+    kernels = tuple(to_cpu(k, optimize=optimize, report=decisions[k.name], timings=timings, program=whole)
+                    for k in module.kernels)
     if report is not None:
         report.extend(d for k in module.kernels for d in decisions[k.name])
     cpu = dataclasses.replace(module, kernels=kernels)
@@ -428,8 +438,6 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
         from polypy.ir.printer import print_module
 
         return print_module(cpu)
-    if program is None:
-        program = module.host is not None
     plans: dict = {}
     if target == "llvm":
         from codegen.llvm import emit_llvm_ir

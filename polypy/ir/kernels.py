@@ -148,6 +148,13 @@ class Kernel(Node):
     # polypy checks view offsets from the start of the argument, so a launch refuses an argument
     # whose address is not a multiple of ``bytes`` (``polypy.driver.api``). A note like the above.
     aligned: tuple[tuple[str, int, Loc | None], ...] = field(default=(), compare=False, repr=False)
+    # Pointer parameters of a ``volatile`` element type in the source (the frontend): every access
+    # of them is a memory access. A note like the above.
+    volatile_params: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    # Volatile pointer parameters a loop polls that only the host or another stream's work can
+    # write (``gpu2cpu.refuse_spin_waits`` in a whole program): the C code reads them as volatile,
+    # and the launcher runs only on a stream's worker thread (docs/runtime_api.md). A note like the above.
+    host_polls: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

@@ -113,8 +113,12 @@ static inline void polypy_rt_register(void* p, size_t size) {
     }
   }
   if (*n == *cap) {
-    *cap = *cap ? 2 * *cap : 64;
-    *table = (struct polypy_rt_alloc*)realloc(*table, *cap * sizeof(struct polypy_rt_alloc));
+    /* A larger table; the old one is kept, not freed: a stream's worker may be reading it
+     * (parts/queues.h), and the tables together are at most twice the last one. */
+    struct polypy_rt_alloc* grown = (struct polypy_rt_alloc*)malloc(2 * (*cap ? *cap : 32) * sizeof(struct polypy_rt_alloc));
+    if (*n) memcpy(grown, *table, *n * sizeof(struct polypy_rt_alloc));
+    *cap = 2 * (*cap ? *cap : 32);
+    *table = grown;
   }
   (*table)[*n].base = p;
   (*table)[*n].size = size;
@@ -174,7 +178,12 @@ static inline int polypy_rt_apart(const void* a, const void* b) {
  * as CUDA does, which the C++ library's headers spell as an attribute. */
 #pragma push_macro("__noinline__")
 #undef __noinline__
+#include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <functional>
+#include <mutex>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -278,6 +287,7 @@ static __host__ __device__ inline uint3 make_uint3(unsigned int x, unsigned int 
 /* The rest of the runtime, one header per responsibility (polypy/runtime/parts/; `polypy translate`
  * pastes each where it is included). */
 #include "parts/errors.h"
+#include "parts/queues.h"
 #include "parts/memory.h"
 #include "parts/streams.h"
 #include "parts/memory_nd.h"

@@ -28,6 +28,11 @@ static inline cudaError_t polypy_rt_capture(cudaStream_t s, int node_type, std::
   c->tail.assign(1, node);
   return cudaSuccess;
 }
+/* A launcher's configuration: its first three parameters (grid, block, dynamic shared bytes). */
+template <class... PolypyRest>
+static inline bool polypy_rt_launch_shape_of(dim3 grid, dim3 block, size_t shmem, const PolypyRest&...) {
+  return polypy_rt_launch_shape_ok(grid.x, grid.y, grid.z, block.x, block.y, block.z, shmem);
+}
 /* A launch given a stream (`K<<<g, b, shmem, s>>>(args)`, translated as
  * `polypy_rt_on_stream(s, K_launch)(dim3(g), dim3(b), shmem, args)`): the launcher's parameters
  * are its own, so the arguments convert as in a direct call; in a capturing stream the launch
@@ -38,7 +43,16 @@ struct polypy_rt_stream_launch {
   void (*launcher)(PolypyArgs...);
   void operator()(PolypyArgs... args) const {
     if (!polypy_rt_capturing(stream)) {
-      launcher(args...);
+      struct polypy_rt_queue* q = polypy_rt_queue_of(stream);
+      if (!q || *polypy_rt_worker_flag()) {
+        launcher(args...);
+        return;
+      }
+      /* A created stream: the configuration is checked now, as CUDA checks it at the launch; the
+       * launch runs on the stream's worker (which reaches this launcher's check with it valid). */
+      if (!polypy_rt_launch_shape_of(args...)) return;
+      void (*f)(PolypyArgs...) = launcher;
+      polypy_rt_queue_push(q, [f, args...]() { f(args...); });
       return;
     }
     void (*f)(PolypyArgs...) = launcher;

@@ -260,9 +260,12 @@ static inline cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
   *flags = *polypy_rt_device_flags() | cudaDeviceMapHost;
   return cudaSuccess;
 }
-/* Work is complete when its call returns: synchronizing only returns a kernel's sticky failure
- * (parts/errors.h). */
-static inline cudaError_t cudaDeviceSynchronize(void) { return *polypy_rt_sticky_error(); }
+/* Waits for the work issued so far to every stream (the default stream's is complete when its call
+ * returns); returns a kernel's sticky failure (parts/errors.h). */
+static inline cudaError_t cudaDeviceSynchronize(void) {
+  polypy_rt_device_wait();
+  return *polypy_rt_sticky_error();
+}
 static inline cudaError_t cudaThreadSynchronize(void) { return cudaDeviceSynchronize(); }
 static inline cudaError_t cudaDeviceReset(void) {
   polypy_rt_release_cached();

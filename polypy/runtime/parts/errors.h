@@ -159,12 +159,37 @@ static inline bool polypy_rt_team_leader() { return true; }
 /* Whether a launch configuration is one CUDA accepts; otherwise the launch does nothing and
  * records cudaErrorInvalidConfiguration, as on a device (in a merged loop, once: by the leader;
  * every thread sees the same configuration and returns alike). */
-static inline bool polypy_rt_launch_ok(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
-                                       unsigned int by, unsigned int bz, size_t shmem_bytes) {
+static inline bool polypy_rt_launch_shape_ok(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                             unsigned int by, unsigned int bz, size_t shmem_bytes) {
   bool ok = gx >= 1 && gy >= 1 && gz >= 1 && gy <= 65535 && gz <= 65535 && bx >= 1 && by >= 1 && bz >= 1 &&
             bx <= 1024 && by <= 1024 && bz <= 64 && (unsigned long long)bx * by * bz <= 1024;
   (void)shmem_bytes;  /* any size: host memory is plentiful */
   if (!ok && (!polypy_rt_in_team() || polypy_rt_team_leader())) polypy_rt_fail(cudaErrorInvalidConfiguration);
   return ok;
 }
+/* Waits of the default stream's work for the created streams' (parts/queues.h): the legacy stream's
+ * wait for the blocking streams, a device-wide one (cudaDeviceSynchronize, cudaFree). The first
+ * stream a program creates sets them, so that a program without streams calls, and carries, neither. */
+#ifdef __cplusplus
+struct polypy_rt_wait_hooks { void (*legacy)(void); void (*device)(void); };
+POLYPY_RT_STATE struct polypy_rt_wait_hooks* polypy_rt_wait_hooks() { static struct polypy_rt_wait_hooks h = {0, 0}; return &h; }
+static inline void polypy_rt_legacy_wait(void) {
+  void (*wait)(void) = __atomic_load_n(&polypy_rt_wait_hooks()->legacy, __ATOMIC_ACQUIRE);
+  if (wait) wait();
+}
+static inline void polypy_rt_device_wait(void) {
+  void (*wait)(void) = __atomic_load_n(&polypy_rt_wait_hooks()->device, __ATOMIC_ACQUIRE);
+  if (wait) wait();
+}
+/* A launcher's check (every translated launch calls it first): on the host, a launch of the legacy
+ * default stream first waits for the blocking streams' work; a stream's worker runs its launches
+ * in its stream's order already. */
+static inline bool polypy_rt_launch_ok(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                       unsigned int by, unsigned int bz, size_t shmem_bytes) {
+  polypy_rt_legacy_wait();
+  return polypy_rt_launch_shape_ok(gx, gy, gz, bx, by, bz, shmem_bytes);
+}
+#else
+#define polypy_rt_launch_ok polypy_rt_launch_shape_ok
+#endif
 

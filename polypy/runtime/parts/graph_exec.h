@@ -63,6 +63,7 @@ static inline cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) 
     if (e == cudaSuccess) polypy_rt_stream_of(s)->capture->tail.back()->child = polypy_rt_graph_copy(exec->graph);
     return e;
   }
+  polypy_rt_stream_drain(s);  /* the graph runs on the calling thread, after the stream's work */
   cudaError_t relaunch = polypy_rt_graph_mem_relaunch(exec->graph, exec->flags & cudaGraphInstantiateFlagAutoFreeOnLaunch);
   if (relaunch != cudaSuccess) return relaunch;
   polypy_rt_conditions_reset(exec->graph);

@@ -74,9 +74,19 @@ static inline cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 blo
     if (e == cudaSuccess) polypy_rt_stream_of(stream)->capture->tail.back()->function = func;
     return e;
   }
+  struct polypy_rt_queue* q = polypy_rt_queue_of(stream);
+  if (q && !*polypy_rt_worker_flag()) { /* a created stream's worker runs a closure of the arguments' values */
+    const struct polypy_rt_kernel* bound = polypy_rt_kernel_of(func);
+    if (!bound) return polypy_rt_fail(cudaErrorInvalidDeviceFunction);
+    if (!polypy_rt_launch_shape_ok(grid.x, grid.y, grid.z, block.x, block.y, block.z, shmem))
+      return cudaErrorInvalidConfiguration;
+    std::function<cudaError_t()> run = bound->bind(func, grid, block, shmem, args);
+    polypy_rt_queue_push(q, [run]() { (void)run(); });
+    return cudaSuccess;
+  }
   if (!polypy_rt_launch_ok(grid.x, grid.y, grid.z, block.x, block.y, block.z, shmem))
     return cudaErrorInvalidConfiguration;
-  k->launch(grid, block, shmem, args); /* launches complete before they return: every stream's order holds */
+  k->launch(grid, block, shmem, args); /* the default stream's launches complete before they return */
   return cudaSuccess;
 }
 /* A cooperative launch: every block resident at once, which grid.sync() needs. The device holds one
@@ -95,6 +105,7 @@ static inline cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gri
   polypy_rt_occupancy_blocks(&per_sm, (int)(block.x * block.y * block.z), shmem);
   if ((unsigned long long)grid.x * grid.y * grid.z > (unsigned long long)per_sm * polypy_rt_cores())
     return polypy_rt_fail(cudaErrorCooperativeLaunchTooLarge);
+  polypy_rt_stream_drain(stream);  /* runs on the calling thread, after the stream's work */
   k->launch(grid, block, shmem, args);
   return cudaSuccess;
 }

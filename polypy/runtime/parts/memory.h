@@ -105,6 +105,7 @@ static inline cudaError_t cudaFree(void* p) {
   cudaError_t graph_free = cudaSuccess;
   int (*graph)(void*, cudaError_t*) = __atomic_load_n(&polypy_rt_free_hooks()->graph_free, __ATOMIC_ACQUIRE);
   if (graph && graph(p, &graph_free)) return graph_free;  /* a graph's allocation */
+  polypy_rt_device_wait();  /* as CUDA's: after every stream's work (parts/queues.h) */
   void (*pool)(void*) = __atomic_load_n(&polypy_rt_free_hooks()->pool_forget, __ATOMIC_ACQUIRE);
   if (pool) pool(p);
   polypy_rt_locked lock;
@@ -321,6 +322,7 @@ static inline void polypy_rt_fill_bytes(void* dst, const void* src, int value, s
 static inline cudaError_t polypy_rt_memcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
                                            int elem, size_t elem_size) {
   if ((int)kind < 0 || (int)kind > 4) return polypy_rt_fail(cudaErrorInvalidMemcpyDirection);
+  polypy_rt_legacy_wait();  /* a copy of the legacy default stream (parts/queues.h) */
   if (count) polypy_rt_fill_bytes(dst, src, 0, count);
   if (kind == cudaMemcpyDeviceToHost) polypy_rt_trace_copy(dst, count, elem, elem_size);
   return cudaSuccess;
@@ -336,6 +338,7 @@ static inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, e
  * Still checked here: *device must be a block cudaMalloc gave, of exactly count bytes, and host
  * no device memory; otherwise this is the copy. */
 static inline cudaError_t polypy_rt_share_copy(void** device, const void* host, size_t count) {
+  polypy_rt_legacy_wait();
   struct polypy_rt_alloc* entry = polypy_rt_entry(*device);
   void* base = 0;
   size_t size = 0;
@@ -408,6 +411,7 @@ static inline void polypy_rt_host_free(void* p) {
  * POLYPY_TRACE_COPIES trace records the values as for a copy. */
 static inline cudaError_t polypy_rt_take_copy_bytes(void** host, const void* device, size_t count, int elem,
                                                     size_t elem_size) {
+  polypy_rt_legacy_wait();
   polypy_rt_host_block* b = *host ? polypy_rt_host_find(*host) : 0;
   struct polypy_rt_alloc* entry = polypy_rt_entry(device);
   if (!b || b->size != count || b->owners != 1 || !entry || entry->size != count || entry->taken ||
@@ -439,7 +443,11 @@ static inline cudaError_t cudaMemcpy(T* dst, const void* src, size_t count, enum
                                      typename polypy_rt_enable_if<polypy_rt_elem_of<T>::value != polypy_rt_bytes>::type = 0) {
   return polypy_rt_memcpy((void*)dst, src, count, kind, polypy_rt_elem_of<T>::value, sizeof(T));
 }
-static inline cudaError_t cudaMemset(void* dst, int value, size_t count) { if (count) polypy_rt_fill_bytes(dst, 0, value, count); return cudaSuccess; }
+static inline cudaError_t cudaMemset(void* dst, int value, size_t count) {
+  polypy_rt_legacy_wait();
+  if (count) polypy_rt_fill_bytes(dst, 0, value, count);
+  return cudaSuccess;
+}
 static inline cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                                        size_t height, enum cudaMemcpyKind kind) {
   if (width > dpitch || width > spitch) return polypy_rt_fail(cudaErrorInvalidPitchValue);
@@ -450,6 +458,7 @@ static inline cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src
   return cudaSuccess;
 }
 static inline cudaError_t cudaMemset2D(void* dst, size_t pitch, int value, size_t width, size_t height) {
+  polypy_rt_legacy_wait();
   for (size_t row = 0; row < height; ++row) memset((char*)dst + row * pitch, value, width);
   return cudaSuccess;
 }
@@ -467,6 +476,7 @@ template <class T>
 static inline cudaError_t cudaMemcpyToSymbol(T& symbol, const void* src, size_t count, size_t offset = 0,
                                              enum cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
   (void)kind;
+  polypy_rt_legacy_wait();
   memcpy((char*)&symbol + offset, src, count);
   return cudaSuccess;
 }
@@ -474,6 +484,7 @@ template <class T>
 static inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, size_t count, size_t offset = 0,
                                                enum cudaMemcpyKind kind = cudaMemcpyDeviceToHost) {
   (void)kind;
+  polypy_rt_legacy_wait();
   memcpy(dst, (const char*)&symbol + offset, count);
   return cudaSuccess;
 }

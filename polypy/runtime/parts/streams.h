@@ -1,11 +1,14 @@
 /* polypy runtime: streams, events, host callbacks, stream-ordered allocation and memory pools,
  * unified-memory hints (part of cuda_runtime.h).
  *
- * Every operation completes before its call returns. That is one valid CUDA ordering of every
- * stream: work in one stream runs in issue order, an event records the time at which the work
- * issued before it had finished, and a host callback (cudaStreamAddCallback, cudaLaunchHostFunc)
- * runs when everything issued before it in its stream has completed, which is at once. Streams
- * are still real objects: each has its flags, priority and attributes, and the API checks them. */
+ * A stream the program creates runs its work (launches, asynchronous copies and fills, host
+ * functions and callbacks, event records, waits for events) in issue order on its own worker
+ * thread, while the host goes on (parts/queues.h); synchronizing waits for it, querying asks
+ * whether it is done. The default stream (0, cudaStreamLegacy, cudaStreamPerThread) runs its work
+ * before the call returns, after the work issued to blocking streams (the legacy stream's rule).
+ * An error of work run by a worker (an invalid copy direction) is recorded as the last error when
+ * it runs, not returned by the call that issued it. Streams are real objects: each has its flags,
+ * priority and attributes, and the API checks them. */
 #define CUDART_CB
 struct polypy_rt_stream;
 typedef struct polypy_rt_stream* cudaStream_t;
@@ -53,6 +56,7 @@ struct polypy_rt_stream {
   struct cudaAccessPolicyWindow window;
   enum cudaSynchronizationPolicy sync_policy;
   struct polypy_rt_stream_capture* capture;
+  struct polypy_rt_queue* queue;  /* the stream's work (parts/queues.h); none for the default stream */
 };
 enum cudaGraphNodeType {
   cudaGraphNodeTypeKernel = 0, cudaGraphNodeTypeMemcpy = 1, cudaGraphNodeTypeMemset = 2, cudaGraphNodeTypeHost = 3,
@@ -65,10 +69,31 @@ enum cudaGraphNodeType {
  * after the stream's captured work; the run of every translated launch given a stream. */
 static inline bool polypy_rt_capturing(cudaStream_t s);
 static inline cudaError_t polypy_rt_capture(cudaStream_t s, int node_type, std::function<cudaError_t()> work);
-/* The work a stream-ordered call does, run now or, while the stream captures, recorded. */
+/* The queue of a created stream, or null (the default stream's work runs on the calling thread). */
+static inline struct polypy_rt_queue* polypy_rt_queue_of(cudaStream_t s);
+/* The default stream's work runs now: after the blocking streams' work (the legacy stream), or
+ * at once (cudaStreamPerThread, which waits for no other stream). */
+static inline void polypy_rt_default_stream_wait(cudaStream_t s) {
+  if (s != cudaStreamPerThread) polypy_rt_legacy_wait();
+}
+/* Work that runs on the calling thread although s names a created stream (a cooperative launch,
+ * a graph's launch): it waits for the stream's work issued before it, then runs. */
+static inline void polypy_rt_stream_drain(cudaStream_t s) {
+  struct polypy_rt_queue* q = polypy_rt_queue_of(s);
+  if (!q) polypy_rt_default_stream_wait(s);
+  else if (!*polypy_rt_worker_flag()) polypy_rt_queue_wait(q, polypy_rt_queue_ticket(q));
+}
+/* The work a stream-ordered call does: recorded while the stream captures; issued to a created
+ * stream's queue (the call returns cudaSuccess; the work's error is recorded when it runs); on the
+ * default stream, run now. */
 #define POLYPY_RT_STREAM_WORK(s, type, ...)                                                         \
   do {                                                                                              \
     if (polypy_rt_capturing(s)) return polypy_rt_capture((s), (type), [=]() { return (__VA_ARGS__); }); \
+    if (struct polypy_rt_queue* polypy_q = polypy_rt_queue_of(s)) {                                 \
+      polypy_rt_queue_push(polypy_q, [=]() { (void)(__VA_ARGS__); });                              \
+      return cudaSuccess;                                                                           \
+    }                                                                                               \
+    polypy_rt_default_stream_wait(s);                                                               \
     return (__VA_ARGS__);                                                                           \
   } while (0)
 static inline struct polypy_rt_stream* polypy_rt_null_stream(void) {
@@ -80,6 +105,7 @@ static inline struct polypy_rt_stream* polypy_rt_null_stream(void) {
 static inline struct polypy_rt_stream* polypy_rt_stream_of(cudaStream_t s) {
   return s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread ? polypy_rt_null_stream() : s;
 }
+static inline struct polypy_rt_queue* polypy_rt_queue_of(cudaStream_t s) { return polypy_rt_stream_of(s)->queue; }
 static inline cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int flags, int priority) {
   if (!s) return polypy_rt_fail(cudaErrorInvalidValue);
   *s = 0;  /* written on every path: a launch given the stream reads it (parts/graphs.h) */
@@ -90,6 +116,7 @@ static inline cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned
   stream->priority = 0;  /* clamped to the range cudaDeviceGetStreamPriorityRange gives: [0, 0] */
   (void)priority;
   stream->sync_policy = cudaSyncPolicyAuto;
+  stream->queue = polypy_rt_queue_new(!(flags & cudaStreamNonBlocking));
   *s = stream;
   return cudaSuccess;
 }
@@ -99,6 +126,7 @@ static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned in
 static inline cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithPriority(s, cudaStreamDefault, 0); }
 static inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
   if (polypy_rt_stream_of(s) == polypy_rt_null_stream()) return polypy_rt_fail(cudaErrorInvalidResourceHandle);
+  polypy_rt_queue_close(s->queue);  /* as in CUDA, the work issued still runs; the call does not wait */
   free(s);
   return cudaSuccess;
 }
@@ -106,10 +134,14 @@ static inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
 static inline cudaError_t polypy_rt_capture_unsupported(cudaStream_t s);
 static inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   if (polypy_rt_capturing(s)) return polypy_rt_capture_unsupported(s);
+  polypy_rt_stream_drain(s);
   return *polypy_rt_sticky_error();
 }
+/* cudaErrorNotReady while work issued to the stream is not done (the default stream's is). */
 static inline cudaError_t cudaStreamQuery(cudaStream_t s) {
   if (polypy_rt_capturing(s)) return polypy_rt_capture_unsupported(s);
+  struct polypy_rt_queue* q = polypy_rt_queue_of(s);
+  if (q && !polypy_rt_queue_reached(q, polypy_rt_queue_ticket(q))) return cudaErrorNotReady;
   return *polypy_rt_sticky_error();
 }
 static inline cudaError_t cudaStreamGetFlags(cudaStream_t s, unsigned int* flags) {
@@ -170,14 +202,20 @@ static inline cudaError_t cudaStreamGetId(cudaStream_t s, unsigned long long* id
 }
 static inline cudaError_t cudaCtxResetPersistingL2Cache(void) { return cudaSuccess; }
 
-/* Host callbacks, in stream order: the work before them is done, so they run now. A callback
- * receives the stream's status: the sticky error of a failed kernel, if any. */
+/* Host callbacks, in stream order: on a created stream its worker runs them after the work issued
+ * before them; on the default stream they run now. A callback receives the stream's status: the
+ * sticky error of a failed kernel, if any. */
 typedef void (CUDART_CB* cudaStreamCallback_t)(cudaStream_t stream, cudaError_t status, void* userData);
 typedef void (CUDART_CB* cudaHostFn_t)(void* userData);
 static inline cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t callback, void* data,
                                                 unsigned int flags) {
   if (!callback || flags != 0) return polypy_rt_fail(cudaErrorInvalidValue);
   if (polypy_rt_capturing(s)) return polypy_rt_capture_unsupported(s);  /* as in CUDA */
+  if (struct polypy_rt_queue* q = polypy_rt_queue_of(s)) {
+    polypy_rt_queue_push(q, [s, callback, data]() { callback(s, *polypy_rt_sticky_error(), data); });
+    return cudaSuccess;
+  }
+  polypy_rt_default_stream_wait(s);
   callback(s, *polypy_rt_sticky_error(), data);
   return cudaSuccess;
 }
@@ -189,8 +227,15 @@ static inline cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, vo
 /* ------------------------------------------------------------------ events */
 /* An event recorded in a capturing stream marks the captured work before it (parts/graphs.h):
  * a stream that waits for it joins the capture after that work (fork and join across streams). */
-struct polypy_rt_event { double ms; unsigned int flags; int recorded; struct polypy_rt_stream_capture* capture; };
+/* An event recorded in a created stream: its queue and ticket; the worker sets ms when it gets there. */
+struct polypy_rt_event {
+  double ms; unsigned int flags; int recorded; struct polypy_rt_stream_capture* capture;
+  struct polypy_rt_queue* on; unsigned long long ticket;
+  unsigned long long generation;  /* records so far: a worker sets ms only for the latest record */
+};
 typedef struct polypy_rt_event* cudaEvent_t;
+/* Whether the work an event marks is done (an event never recorded marks none). */
+static inline bool polypy_rt_event_done(cudaEvent_t e) { return !e->on || polypy_rt_queue_reached(e->on, e->ticket); }
 static inline void polypy_rt_capture_record(cudaEvent_t e, cudaStream_t s);
 static inline cudaError_t polypy_rt_capture_wait(cudaStream_t s, cudaEvent_t e);
 static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int flags) {
@@ -205,6 +250,10 @@ static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int 
 static inline cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
 static inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
   if (!e) return polypy_rt_fail(cudaErrorInvalidResourceHandle);
+  if (e->on && !polypy_rt_event_done(e)) {  /* as in CUDA, the record still happens: freed after it */
+    polypy_rt_queue_push(e->on, [e]() { free(e); });
+    return cudaSuccess;
+  }
   free(e);
   return cudaSuccess;
 }
@@ -212,8 +261,18 @@ static inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = 0) {
   if (!e) return polypy_rt_fail(cudaErrorInvalidResourceHandle);
   polypy_rt_capture_record(e, s);
   if (polypy_rt_capturing(s)) return cudaSuccess;
-  e->ms = polypy_rt_now_ms();
   e->recorded = 1;
+  unsigned long long generation = __atomic_add_fetch(&e->generation, 1, __ATOMIC_ACQ_REL);
+  if (struct polypy_rt_queue* q = polypy_rt_queue_of(s)) {
+    e->on = q;
+    e->ticket = polypy_rt_queue_push(q, [e, generation]() {
+      if (__atomic_load_n(&e->generation, __ATOMIC_ACQUIRE) == generation) e->ms = polypy_rt_now_ms();
+    });
+    return cudaSuccess;
+  }
+  polypy_rt_default_stream_wait(s);
+  e->on = 0;
+  e->ms = polypy_rt_now_ms();
   return cudaSuccess;
 }
 static inline cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s = 0, unsigned int flags = 0) {
@@ -221,15 +280,27 @@ static inline cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s
   return cudaEventRecord(e, s);
 }
 static inline cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-  return e ? *polypy_rt_sticky_error() : polypy_rt_fail(cudaErrorInvalidResourceHandle);
+  if (!e) return polypy_rt_fail(cudaErrorInvalidResourceHandle);
+  if (e->on && !*polypy_rt_worker_flag()) polypy_rt_queue_wait(e->on, e->ticket);
+  return *polypy_rt_sticky_error();
 }
 static inline cudaError_t cudaEventQuery(cudaEvent_t e) {
-  return e ? *polypy_rt_sticky_error() : polypy_rt_fail(cudaErrorInvalidResourceHandle);
+  if (!e) return polypy_rt_fail(cudaErrorInvalidResourceHandle);
+  return polypy_rt_event_done(e) ? *polypy_rt_sticky_error() : cudaErrorNotReady;
 }
+/* The stream's later work waits for the event's work: a created stream's worker waits for it; the
+ * default stream's caller does (its work runs before the call returns). */
 static inline cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags = 0) {
   if (!e) return polypy_rt_fail(cudaErrorInvalidResourceHandle);
   if (flags != 0) return polypy_rt_fail(cudaErrorInvalidValue);
-  return polypy_rt_capture_wait(s, e);
+  if (polypy_rt_capturing(s) || e->capture) return polypy_rt_capture_wait(s, e);
+  if (!e->on) return cudaSuccess;
+  struct polypy_rt_queue *on = e->on, *q = polypy_rt_queue_of(s);
+  unsigned long long ticket = e->ticket;
+  if (q == on) return cudaSuccess;  /* the stream's own earlier work */
+  if (q) polypy_rt_queue_push(q, [on, ticket]() { polypy_rt_queue_wait(on, ticket); });
+  else if (!*polypy_rt_worker_flag()) polypy_rt_queue_wait(on, ticket);
+  return cudaSuccess;
 }
 /* CUDA's rules: both events recorded, neither made with cudaEventDisableTiming. */
 static inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
@@ -237,6 +308,7 @@ static inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cud
   if (!start || !end || (start->flags & cudaEventDisableTiming) || (end->flags & cudaEventDisableTiming))
     return polypy_rt_fail(cudaErrorInvalidResourceHandle);
   if (!start->recorded || !end->recorded) return polypy_rt_fail(cudaErrorInvalidResourceHandle);
+  if (!polypy_rt_event_done(start) || !polypy_rt_event_done(end)) return polypy_rt_fail(cudaErrorNotReady);
   *ms = (float)(end->ms - start->ms);
   return cudaSuccess;
 }

@@ -1,0 +1,118 @@
+"""Streams whose work runs while the host goes on (issue 41): a created stream's launches, copies,
+fills, host functions, callbacks and event records run in issue order on its worker thread;
+synchronizing waits, querying polls; the legacy default stream waits for blocking streams, not for
+non-blocking ones; cudaStreamWaitEvent orders two streams.
+
+The program (``tests/programs/runtime/streams.cu``, our own) holds a stream with a host function
+that waits for a gate the host opens after issuing more work, so every check below depends on the
+host going on while the stream's work waits (with work that completed at once, the queries would
+say cudaSuccess and the gate would be found closed).
+"""
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from c_support import need_compiler
+
+PROGRAM = pathlib.Path(__file__).resolve().parent / "programs" / "runtime" / "streams.cu"
+
+EXPECTED = """\
+pending cudaErrorNotReady cudaErrorNotReady cudaErrorNotReady released 1
+ordered 12 12 cudaSuccess cudaSuccess
+joined 27 27 cudaErrorNotReady
+callbacks 3 1 2 3 value 113
+legacy 1113 1113 cudaErrorNotReady 1114
+errors cudaErrorInvalidConfiguration cudaSuccess cudaSuccess 1115 wait_bad cudaErrorInvalidValue
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--emulate",)], ids=["compiled", "emulated"])
+def test_streams_run_concurrently_with_the_host_in_stream_order(mode: tuple[str, ...]) -> None:
+    """Lines: work pending behind the gate (stream and event queries and the elapsed time are
+    cudaErrorNotReady, the host function saw the gate open); the stream's fill, two kernels of 16
+    blocks and copy in order (0 + 5 + 7); a second stream's kernel after the first stream's event
+    (2 * 13 + 1, pending while the gate is shut); a host function, kernel, copy, callback and host
+    function in issue order, the callback seeing the copy (113); a synchronous copy after a
+    blocking stream's work (1113) but not after a non-blocking stream's (still 1113, that stream
+    pending, 1114 once synchronized); an invalid configuration on a stream is the launch's error,
+    a destroyed stream's work still runs (1115), a wait with flags is cudaErrorInvalidValue."""
+    need_compiler(cpp=True)
+    r = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", str(PROGRAM), *mode], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout == EXPECTED
+
+
+LATCH = pathlib.Path(__file__).resolve().parent / "programs" / "runtime" / "latch.cu"
+
+LATCH_EXPECTED = "".join(f"round {r} cudaErrorNotReady cudaErrorNotReady cudaSuccess {2 ** (r + 1) - 1:g} "
+                         f"{2047 * 2 ** r + 2 ** r - 1:g} {2047 * 2 ** r + 2 ** r - 1:g}\n" for r in (1, 2, 3))
+
+
+def _polypy(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "polypy.driver.cli", *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_a_kernel_the_host_releases_holds_its_stream_until_the_host_stores() -> None:
+    """A kernel polling a volatile latch (and one polling with atomicAdd(gate, 0) in four blocks of
+    32 threads) that only the host writes: accepted in a whole program, run by its stream's worker;
+    the work issued behind it waits (both streams are cudaErrorNotReady) until the host stores, then
+    runs in order (x -> 2x + 1 each round)."""
+    need_compiler(cpp=True)
+    r = _polypy("run", str(LATCH))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout == LATCH_EXPECTED
+
+
+HELD = r"""#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void hold(KIND unsigned int* latch, unsigned int* out) {
+  if (blockIdx.x == 1 && threadIdx.x == 0) STORE;
+  while (latch[0] < 1)
+    ;
+}
+int main() {
+  unsigned int* latch;
+  cudaMallocHost(&latch, 2 * sizeof(unsigned int));
+  *latch = 0;
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  hold<<<2, 1, 0, STREAM>>>(latch, latch + 1);
+  *latch = 1;
+  cudaStreamSynchronize(s);
+  printf("released\n");
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("case", ["grid_stores", "not_volatile"])
+def test_a_wait_the_grid_or_the_compiler_could_end_stays_refused(tmp_path: pathlib.Path, case: str) -> None:
+    """A kernel that writes global memory (another block could store the latch: out may alias it)
+    or polls through a plain pointer (the load may be hoisted) is refused at its loop, as before."""
+    kind, store = ("volatile", "out[0] = 1") if case == "grid_stores" else ("", "(void)out")
+    src = tmp_path / "held.cu"
+    src.write_text(HELD.replace("KIND", kind).replace("STORE", store).replace("STREAM", "s"))
+    out = tmp_path / "held.cpp"
+    r = _polypy("translate", str(src), "-o", str(out))
+    assert r.returncode == 1
+    assert f"{src}:5:3: error: this loop can only end through a store by another thread or block" in r.stderr
+    assert "Traceback" not in r.stderr and not out.exists()
+
+
+def test_a_kernel_the_host_releases_is_not_run_on_the_default_stream(tmp_path: pathlib.Path) -> None:
+    """On the default stream the launch would run on the host's own thread, which then could never
+    store: the program stops with the kernel's location instead of waiting forever."""
+    need_compiler(cpp=True)
+    src = tmp_path / "held.cu"
+    src.write_text(HELD.replace("KIND", "volatile").replace("STORE", "(void)out").replace("STREAM", "0"))
+    r = _polypy("run", str(src))
+    assert r.returncode == 1
+    assert (f"{src}:3:17: error: kernel 'hold' waits for a store by the host or another stream; polypy runs it "
+            "only on a created stream") in r.stderr
+    assert "released" not in r.stdout
