@@ -118,13 +118,15 @@ static inline void polypy_rt_register(void* p, size_t size) {
     struct polypy_rt_alloc* grown = (struct polypy_rt_alloc*)malloc(2 * (*cap ? *cap : 32) * sizeof(struct polypy_rt_alloc));
     if (*n) memcpy(grown, *table, *n * sizeof(struct polypy_rt_alloc));
     *cap = 2 * (*cap ? *cap : 32);
-    *table = grown;
+    __atomic_store_n(table, grown, __ATOMIC_RELEASE);
   }
   (*table)[*n].base = p;
   (*table)[*n].size = size;
   (*table)[*n].shared = 0;
   (*table)[*n].taken = 0;
-  ++*n;
+  /* Published after the entry and the table it is in: a worker that reads the new count (acquire,
+   * polypy_rt_entry) reads that table, never an older one too short for it. */
+  __atomic_store_n(n, *n + 1, __ATOMIC_RELEASE);
 }
 
 /* Forgets the allocation at p; 0 if p is not a live allocation's base. Its size goes to *size
@@ -145,8 +147,8 @@ static inline int polypy_rt_unregister(void* p, size_t* size) {
 
 /* The live allocation whose base is p, or null. */
 static inline struct polypy_rt_alloc* polypy_rt_entry(const void* p) {
-  struct polypy_rt_alloc* table = *polypy_rt_table();
-  size_t n = *polypy_rt_count();
+  size_t n = __atomic_load_n(polypy_rt_count(), __ATOMIC_ACQUIRE); /* then the table: see polypy_rt_register */
+  struct polypy_rt_alloc* table = __atomic_load_n(polypy_rt_table(), __ATOMIC_ACQUIRE);
   for (size_t i = 0; i < n; ++i)
     if (table[i].base == p) return &table[i];
   return 0;
@@ -154,8 +156,8 @@ static inline struct polypy_rt_alloc* polypy_rt_entry(const void* p) {
 
 /* The allocation containing p: its base and size; returns 0 if p is not device memory. */
 static inline int polypy_rt_find_alloc(const void* p, void** base, size_t* size) {
-  struct polypy_rt_alloc* table = *polypy_rt_table();
-  size_t n = *polypy_rt_count();
+  size_t n = __atomic_load_n(polypy_rt_count(), __ATOMIC_ACQUIRE); /* then the table: see polypy_rt_register */
+  struct polypy_rt_alloc* table = __atomic_load_n(polypy_rt_table(), __ATOMIC_ACQUIRE);
   const char* q = (const char*)p;
   for (size_t i = 0; i < n; ++i) {
     const char* b = (const char*)table[i].base;
