@@ -101,8 +101,41 @@ def _is_const_shape(shape: tuple[n.Expr, ...]) -> bool:
     return all(isinstance(d, n.Const) for d in shape)
 
 
-def _dims_suffix(shape: tuple[n.Expr, ...]) -> str:
-    return "".join(f"[{int(d.value)}]" for d in shape[1:])  # type: ignore[attr-defined]
+def _dims_suffix(shape: tuple[n.Expr, ...] | tuple[int, ...]) -> str:
+    return "".join(f"[{int(getattr(d, 'value', d))}]" for d in shape[1:])
+
+
+# A per-thread array (``[e][tz][ty][tx]``: element ``e`` of every thread of the block) whose
+# elements lie a multiple of SET_STRIDE_BYTES apart puts all of one thread's elements in the same
+# few sets of the L1 cache (4 KiB apart: one set), which a scalar loop over the threads, reading a
+# thread's elements one after the other, pays in conflict misses: a warp matrix fragment's 16 to 64
+# elements, 2 or 4 KiB apart in a block of 512 threads (tf32TensorCoreGemm 6.7x slower).
+SET_STRIDE_BYTES = 1024
+CACHE_LINE_BYTES = 64
+
+
+def scratch_dims(b: n.Buffer) -> tuple[int, ...] | None:
+    """The extents a block-private buffer of constant shape is declared with in C: its own, the
+    last one padded for a per-thread (``local``) array whose first dimension's stride is a multiple
+    of ``SET_STRIDE_BYTES``, so that the stride grows by at least a cache line and the elements
+    spread over the cache's sets. Only the declaration and the allocation change: every access
+    subscripts each dimension (``Layout`` kind ``array``), checks use the IR's extents."""
+    if b.shape is None or not _is_const_shape(b.shape):
+        return None
+    dims = tuple(int(d.value) for d in b.shape)  # type: ignore[attr-defined]
+    if b.space != "local" or len(dims) < 2:
+        return dims
+    size = b.elem.itemsize
+    stride = size
+    for d in dims[1:]:
+        stride *= d
+    if stride == 0 or stride % SET_STRIDE_BYTES:
+        return dims
+    row = size
+    for d in dims[1:-1]:
+        row *= d
+    pad = max(1, -(-CACHE_LINE_BYTES // row))
+    return dims[:-1] + (dims[-1] + pad,)
 
 
 class KernelEmitter:
@@ -180,8 +213,9 @@ class KernelEmitter:
         """The block function's parameter for a block-private buffer."""
         t = c_type(b.elem)
         name = self.cname(b.name)
-        if b.shape is not None and _is_const_shape(b.shape) and len(b.shape) > 1:
-            return f"{t} (*POLYPY_RESTRICT {name}){_dims_suffix(b.shape)}"
+        dims = scratch_dims(b)
+        if dims is not None and len(dims) > 1:
+            return f"{t} (*POLYPY_RESTRICT {name}){_dims_suffix(dims)}"
         return f"{t}* POLYPY_RESTRICT {name}"
 
     # ------------------------------------------------------------------ block function
@@ -393,9 +427,11 @@ class KernelEmitter:
                     padding = max(padding, q * b.elem.itemsize)
                 arguments.append(f"({t}*)polypy_dynamic_shared{start}")
                 continue
-            count = " * ".join(f"(size_t)({self.renderer.expr(d)})" for d in b.shape)
-            if _is_const_shape(b.shape) and len(b.shape) > 1:
-                pointer, cast = f"{t} (*{name}){_dims_suffix(b.shape)}", f"{t} (*){_dims_suffix(b.shape)}"
+            dims = scratch_dims(b)
+            count = " * ".join(f"(size_t)({self.renderer.expr(d)})" for d in b.shape) if dims is None else \
+                " * ".join(f"(size_t)({d})" for d in dims)
+            if dims is not None and len(dims) > 1:
+                pointer, cast = f"{t} (*{name}){_dims_suffix(dims)}", f"{t} (*){_dims_suffix(dims)}"
             else:
                 pointer, cast = f"{t}* {name}", f"{t}*"
             scratch.append({"pointer": pointer, "cast": cast, "alloc": alloc(f"sizeof({t}) * {count}"), "name": name})
