@@ -38,6 +38,8 @@ from polypy.ir.names import kernel_names
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import has_kind, walk_only
 
+from codegen.scratch import scratch_dims
+
 from codegen.c.readable import barrier_notes, overflow_flags, source_local_names, thread_axis
 from codegen.c.render import C_KEYWORDS, INDENT, MATH, Layout, Renderer, c_type, pointer_decl
 from codegen.c.printing import aligned_argument_lines
@@ -103,39 +105,6 @@ def _is_const_shape(shape: tuple[n.Expr, ...]) -> bool:
 
 def _dims_suffix(shape: tuple[n.Expr, ...] | tuple[int, ...]) -> str:
     return "".join(f"[{int(getattr(d, 'value', d))}]" for d in shape[1:])
-
-
-# A per-thread array (``[e][tz][ty][tx]``: element ``e`` of every thread of the block) whose
-# elements lie a multiple of SET_STRIDE_BYTES apart puts all of one thread's elements in the same
-# few sets of the L1 cache (4 KiB apart: one set), which a scalar loop over the threads, reading a
-# thread's elements one after the other, pays in conflict misses: a warp matrix fragment's 16 to 64
-# elements, 2 or 4 KiB apart in a block of 512 threads (tf32TensorCoreGemm 6.7x slower).
-SET_STRIDE_BYTES = 1024
-CACHE_LINE_BYTES = 64
-
-
-def scratch_dims(b: n.Buffer) -> tuple[int, ...] | None:
-    """The extents a block-private buffer of constant shape is declared with in C: its own, the
-    last one padded for a per-thread (``local``) array whose first dimension's stride is a multiple
-    of ``SET_STRIDE_BYTES``, so that the stride grows by at least a cache line and the elements
-    spread over the cache's sets. Only the declaration and the allocation change: every access
-    subscripts each dimension (``Layout`` kind ``array``), checks use the IR's extents."""
-    if b.shape is None or not _is_const_shape(b.shape):
-        return None
-    dims = tuple(int(d.value) for d in b.shape)  # type: ignore[attr-defined]
-    if b.space != "local" or len(dims) < 2:
-        return dims
-    size = b.elem.itemsize
-    stride = size
-    for d in dims[1:]:
-        stride *= d
-    if stride == 0 or stride % SET_STRIDE_BYTES:
-        return dims
-    row = size
-    for d in dims[1:-1]:
-        row *= d
-    pad = max(1, -(-CACHE_LINE_BYTES // row))
-    return dims[:-1] + (dims[-1] + pad,)
 
 
 class KernelEmitter:
