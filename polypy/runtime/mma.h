@@ -184,7 +184,7 @@ __device__ void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const typ
     for (int j = 0; j < place::inner; ++j) {
       int r, c;
       place::at(lane, i, j, r, c);
-      f.x[i * place::inner + j] = __polypy_layout<Layout>::column_major ? p[c * ldm + r] : p[r * ldm + c];
+      f.x[i * place::inner + j] = __polypy_layout<Layout>::column_major ? p[(unsigned long long)c * ldm + (unsigned long long)r] : p[(unsigned long long)r * ldm + (unsigned long long)c];
     }
   }
 }
@@ -197,7 +197,7 @@ __device__ void load_matrix_sync(fragment<accumulator, M, N, K, T, void>& f, con
     for (int j = 0; j < place::inner; ++j) {
       int r, c;
       place::at(lane, i, j, r, c);
-      f.x[i * place::inner + j] = layout == mem_col_major ? p[c * ldm + r] : p[r * ldm + c];
+      f.x[i * place::inner + j] = layout == mem_col_major ? p[(unsigned long long)c * ldm + (unsigned long long)r] : p[(unsigned long long)r * ldm + (unsigned long long)c];
     }
   }
 }
@@ -211,7 +211,7 @@ __device__ void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, T, 
     for (int j = 0; j < place::inner; ++j) {
       int r, c;
       place::at(lane, i, j, r, c);
-      if (layout == mem_col_major) p[c * ldm + r] = f.x[i * place::inner + j]; else p[r * ldm + c] = f.x[i * place::inner + j];
+      if (layout == mem_col_major) p[(unsigned long long)c * ldm + (unsigned long long)r] = f.x[i * place::inner + j]; else p[(unsigned long long)r * ldm + (unsigned long long)c] = f.x[i * place::inner + j];
     }
   }
 }
