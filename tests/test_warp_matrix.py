@@ -101,6 +101,8 @@ CASES = [  # (input type, shape, A layout, B layout, C layout, block)
     ("half", (8, 32, 16), "row_major", "row_major", "mem_row_major", 32),
     ("bf16", (16, 16, 16), "row_major", "col_major", "mem_row_major", 128),
     ("tf32", (16, 16, 8), "row_major", "col_major", "mem_col_major", 64),
+    # 256 threads: each per-thread fragment array's elements 1 KiB apart, padded in C (below)
+    ("tf32", (16, 16, 8), "row_major", "col_major", "mem_row_major", 256),
 ]
 
 
@@ -135,6 +137,23 @@ def test_float_accumulators_bit_for_bit(tmp_path, kind, shape, la, lb, lc, block
     grid, block = _launch(M, N, shape, block)
     for name, got in _run(tmp_path, source, args, grid, block):
         np.testing.assert_array_equal(got["d"], want, err_msg=name)
+
+
+def test_fragment_arrays_of_a_wide_block_are_padded_in_c(tmp_path) -> None:
+    """A block of 256 threads keeps each element of a float fragment in an array of 256 floats,
+    [e][tz][ty][tx]: element e of one thread 1 KiB from element e + 1, all of them in 2 of the L1
+    cache's 64 sets, which a scalar loop over the threads pays in conflict misses
+    (tf32TensorCoreGemm 6x slower). The C declaration pads the thread dimension by a cache line
+    (the results: test_float_accumulators_bit_for_bit's 256-thread case)."""
+    from polypy.driver.library import emit_kernels
+    from polypy.driver.pipelines import to_cpu
+
+    path = tmp_path / "gemm.cu"
+    path.write_text(_source("float", "float", "float", "wmma::precision::tf32", "wmma::precision::tf32", (16, 16, 8),
+                            "row_major", "col_major", "mem_row_major"))
+    cpu = to_cpu(polypy.load(str(path)).kernel("gemm"))
+    text = emit_kernels([cpu], block_shapes={"gemm": [(256, 1, 1)]})
+    assert "[1][1][272]" in text and "[1][1][256]" not in text
 
 
 def test_tf32_inputs_are_rounded_even_when_the_program_does_not(tmp_path) -> None:

@@ -40,6 +40,8 @@ from polypy.ir.names import kernel_names
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import has_kind, walk_only
 
+from codegen.scratch import scratch_dims
+
 from codegen.c.readable import barrier_notes, overflow_flags, source_local_names, thread_axis
 from codegen.c.render import C_KEYWORDS, INDENT, MATH, Layout, Renderer, c_type, pointer_decl
 from codegen.c.printing import aligned_argument_lines
@@ -106,8 +108,8 @@ def _is_const_shape(shape: tuple[n.Expr, ...]) -> bool:
     return all(isinstance(d, n.Const) for d in shape)
 
 
-def _dims_suffix(shape: tuple[n.Expr, ...]) -> str:
-    return "".join(f"[{int(d.value)}]" for d in shape[1:])  # type: ignore[attr-defined]
+def _dims_suffix(shape: tuple[n.Expr, ...] | tuple[int, ...]) -> str:
+    return "".join(f"[{int(getattr(d, 'value', d))}]" for d in shape[1:])
 
 
 class KernelEmitter:
@@ -185,8 +187,9 @@ class KernelEmitter:
         """The block function's parameter for a block-private buffer."""
         t = c_type(b.elem)
         name = self.cname(b.name)
-        if b.shape is not None and _is_const_shape(b.shape) and len(b.shape) > 1:
-            return f"{t} (*POLYPY_RESTRICT {name}){_dims_suffix(b.shape)}"
+        dims = scratch_dims(b)
+        if dims is not None and len(dims) > 1:
+            return f"{t} (*POLYPY_RESTRICT {name}){_dims_suffix(dims)}"
         return f"{t}* POLYPY_RESTRICT {name}"
 
     # ------------------------------------------------------------------ block function
@@ -400,9 +403,11 @@ class KernelEmitter:
                     padding = max(padding, q * b.elem.itemsize)
                 arguments.append(f"({t}*)polypy_dynamic_shared{start}")
                 continue
-            count = " * ".join(f"(size_t)({self.renderer.expr(d)})" for d in b.shape)
-            if _is_const_shape(b.shape) and len(b.shape) > 1:
-                pointer, cast = f"{t} (*{name}){_dims_suffix(b.shape)}", f"{t} (*){_dims_suffix(b.shape)}"
+            dims = scratch_dims(b)
+            count = " * ".join(f"(size_t)({self.renderer.expr(d)})" for d in b.shape) if dims is None else \
+                " * ".join(f"(size_t)({d})" for d in dims)
+            if dims is not None and len(dims) > 1:
+                pointer, cast = f"{t} (*{name}){_dims_suffix(dims)}", f"{t} (*){_dims_suffix(dims)}"
             else:
                 pointer, cast = f"{t}* {name}", f"{t}*"
             scratch.append({"pointer": pointer, "cast": cast, "alloc": alloc(f"sizeof({t}) * {count}"), "name": name})

@@ -23,6 +23,8 @@ from polypy.ir.types import U32 as IR_U32
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import walk
 
+from codegen.scratch import scratch_dims
+
 
 # Shared/local buffers of constant size live on the worker's stack up to this many bytes in all
 # (worker threads have the platform's default stack, 8 MiB on Linux); larger ones are malloc'ed.
@@ -378,6 +380,9 @@ class KernelFunction:
                 self.buffers[buf.name] = _BufferInfo(base, buf.elem, [count], count)
                 continue
             dims = [self.extent(d) for d in buf.shape]
+            padded = scratch_dims(buf)
+            if padded is not None and buf.name not in self.abi.checked:  # checked: against the IR's count
+                dims = [ir.Constant(I64, d) for d in padded]
             if all(isinstance(d, ir.Constant) for d in dims):
                 count = math.prod(int(d.constant) for d in dims)
                 if on_stack + count * size <= STACK_SCRATCH_LIMIT:

@@ -138,36 +138,37 @@ template <> struct __polypy_layout<col_major> { static constexpr bool column_maj
 /* Where element e of lane l's fragment is in its tile (row r, column c): the lane's block is
  * (l / (N / cols), l % (N / cols)) in the grid of blocks; matrix_a holds the block's rows (element
  * e: row e / K, column e % K), matrix_b its columns (element e: column e / K, row e % K), an
- * accumulator the block itself, row-major. */
+ * accumulator the block itself, row-major. Element e = i * inner + j: the i-th of the fragment's
+ * `outer` rows (matrix_a, accumulator) or columns (matrix_b), its j-th element along it, so that
+ * loads and stores walk one row or column at a time. */
 template <int M, int N> __device__ inline int __polypy_block_row(unsigned lane) {
   return (int)lane / (N / __polypy_block<M, N>::cols) * __polypy_block<M, N>::rows;
 }
 template <int M, int N> __device__ inline int __polypy_block_col(unsigned lane) {
   return (int)lane % (N / __polypy_block<M, N>::cols) * __polypy_block<M, N>::cols;
 }
-template <typename Use> struct __polypy_place;
-template <> struct __polypy_place<matrix_a> {
-  template <int M, int N, int K> __device__ static void at(unsigned lane, int e, int& r, int& c) {
-    r = __polypy_block_row<M, N>(lane) + e / K;
-    c = e % K;
+template <typename Use, int M, int N, int K> struct __polypy_place;
+template <int M, int N, int K> struct __polypy_place<matrix_a, M, N, K> {
+  static constexpr int outer = __polypy_block<M, N>::rows, inner = K;
+  __device__ static void at(unsigned lane, int i, int j, int& r, int& c) {
+    r = __polypy_block_row<M, N>(lane) + i;
+    c = j;
   }
 };
-template <> struct __polypy_place<matrix_b> {
-  template <int M, int N, int K> __device__ static void at(unsigned lane, int e, int& r, int& c) {
-    r = e % K;
-    c = __polypy_block_col<M, N>(lane) + e / K;
+template <int M, int N, int K> struct __polypy_place<matrix_b, M, N, K> {
+  static constexpr int outer = __polypy_block<M, N>::cols, inner = K;
+  __device__ static void at(unsigned lane, int i, int j, int& r, int& c) {
+    r = j;
+    c = __polypy_block_col<M, N>(lane) + i;
   }
 };
-template <> struct __polypy_place<accumulator> {
-  template <int M, int N, int K> __device__ static void at(unsigned lane, int e, int& r, int& c) {
-    r = __polypy_block_row<M, N>(lane) + e / __polypy_block<M, N>::cols;
-    c = __polypy_block_col<M, N>(lane) + e % __polypy_block<M, N>::cols;
+template <int M, int N, int K> struct __polypy_place<accumulator, M, N, K> {
+  static constexpr int outer = __polypy_block<M, N>::rows, inner = __polypy_block<M, N>::cols;
+  __device__ static void at(unsigned lane, int i, int j, int& r, int& c) {
+    r = __polypy_block_row<M, N>(lane) + i;
+    c = __polypy_block_col<M, N>(lane) + j;
   }
 };
-template <typename Use, int M, int N, int K>
-__device__ void __polypy_wmma_place(unsigned lane, int e, int& r, int& c) {
-  __polypy_place<Use>::template at<M, N, K>(lane, e, r, c);
-}
 
 template <typename Use, int M, int N, int K, typename T, typename Layout, typename V>
 __device__ void fill_fragment(fragment<Use, M, N, K, T, Layout>& f, const V& value) {
@@ -177,32 +178,41 @@ __device__ void fill_fragment(fragment<Use, M, N, K, T, Layout>& f, const V& val
 template <typename Use, int M, int N, int K, typename T, typename Layout>
 __device__ void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const typename __polypy_storage<T>::type* p,
                                  unsigned ldm) {
+  typedef __polypy_place<Use, M, N, K> place;
   unsigned lane = __polypy_wmma_lane();
-  for (int e = 0; e < fragment<Use, M, N, K, T, Layout>::num_elements; ++e) {
-    int r, c;
-    __polypy_wmma_place<Use, M, N, K>(lane, e, r, c);
-    f.x[e] = __polypy_layout<Layout>::column_major ? p[c * ldm + r] : p[r * ldm + c];
+  for (int i = 0; i < place::outer; ++i) {
+    for (int j = 0; j < place::inner; ++j) {
+      int r, c;
+      place::at(lane, i, j, r, c);
+      f.x[i * place::inner + j] = __polypy_layout<Layout>::column_major ? p[(unsigned long long)c * ldm + (unsigned long long)r] : p[(unsigned long long)r * ldm + (unsigned long long)c];
+    }
   }
 }
 
 template <int M, int N, int K, typename T>
 __device__ void load_matrix_sync(fragment<accumulator, M, N, K, T, void>& f, const T* p, unsigned ldm, layout_t layout) {
+  typedef __polypy_place<accumulator, M, N, K> place;
   unsigned lane = __polypy_wmma_lane();
-  for (int e = 0; e < fragment<accumulator, M, N, K, T, void>::num_elements; ++e) {
-    int r, c;
-    __polypy_wmma_place<accumulator, M, N, K>(lane, e, r, c);
-    f.x[e] = layout == mem_col_major ? p[c * ldm + r] : p[r * ldm + c];
+  for (int i = 0; i < place::outer; ++i) {
+    for (int j = 0; j < place::inner; ++j) {
+      int r, c;
+      place::at(lane, i, j, r, c);
+      f.x[i * place::inner + j] = layout == mem_col_major ? p[(unsigned long long)c * ldm + (unsigned long long)r] : p[(unsigned long long)r * ldm + (unsigned long long)c];
+    }
   }
 }
 
 template <int M, int N, int K, typename T>
 __device__ void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, T, void>& f, unsigned ldm,
                                   layout_t layout) {
+  typedef __polypy_place<accumulator, M, N, K> place;
   unsigned lane = __polypy_wmma_lane();
-  for (int e = 0; e < fragment<accumulator, M, N, K, T, void>::num_elements; ++e) {
-    int r, c;
-    __polypy_wmma_place<accumulator, M, N, K>(lane, e, r, c);
-    if (layout == mem_col_major) p[c * ldm + r] = f.x[e]; else p[r * ldm + c] = f.x[e];
+  for (int i = 0; i < place::outer; ++i) {
+    for (int j = 0; j < place::inner; ++j) {
+      int r, c;
+      place::at(lane, i, j, r, c);
+      if (layout == mem_col_major) p[(unsigned long long)c * ldm + (unsigned long long)r] = f.x[i * place::inner + j]; else p[(unsigned long long)r * ldm + (unsigned long long)c] = f.x[i * place::inner + j];
+    }
   }
 }
 
