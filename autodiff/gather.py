@@ -235,7 +235,7 @@ def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[st
     taps: list[n.Kernel] = []
     gathered: dict[str, tuple[n.Store, ...]] = {}
     kept: dict[str, str] = {}
-    swept: dict[str, tuple[list[n.Kernel], n.Expr | None, str]] = {}
+    swept: dict[str, str] = {}
     notes: dict[str, str] = {}
     sweeps: list[n.Kernel] = []
     conditions: dict[int, n.Expr | None] = {}
@@ -282,14 +282,11 @@ def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[st
             continue
         gathered[a] = tuple(updates)
         if sweep_taps and len(plain) > 1:
-            got, why = _sweep(plain, [c for _, _, c in mine], shadow, f"{grad.name}_{a}", private, simplify)
-            if got is not None:
-                swept[a] = got
-                sweeps.extend(got[0])
-                cond = got[1]
-                conditions.update({id(s): cond for s in updates})
+            mine, why = _sweeps(plain, mine, shadow, f"{grad.name}_{a}", private, simplify, sweeps, conditions, swept, a)
+            if why:
+                notes[a] = why
+            if not mine:
                 continue
-            notes[a] = why
         rounds.append([(group, c) for group, _, c in mine])
         conditions.update({id(s): c for group, _, c in mine for s in group})
     # The launches: round j runs the j-th tap of every input (different shadows, each private);
@@ -329,8 +326,42 @@ def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[st
             mapping[name] = new
         body = rename_locals(plain.body, mapping)
         rest = dataclasses.replace(rest, body=(n.If(_all(distinct), body, rest.body, loc=grad.loc),))
-    return GatherSplit(tuple(taps), rest, gathered, kept,
-                       {a: d for a, (_, _, d) in swept.items()}, notes)
+    return GatherSplit(tuple(taps), rest, gathered, kept, swept, notes)
+
+
+def _sweeps(plain: list[n.Kernel], mine: list, shadow: str, name: str, private: Private, simplify: Simplify,
+            sweeps: list[n.Kernel], conditions: dict[int, n.Expr | None], swept: dict[str, str], a: str
+            ) -> tuple[list, str]:
+    """One sweep per class of ``a``'s taps that are translations of one another (``sweeps``,
+    ``conditions`` and ``swept`` updated); the taps left for tap launches, and why they are."""
+    from autodiff.sweep import translation_classes
+
+    classes, why = translation_classes(plain, shadow)
+    if classes is None:
+        return mine, why
+    done: set[int] = set()
+    words = []
+    for k, members in enumerate(classes):
+        if len(members) < 2:
+            continue
+        got, no = _sweep([plain[i] for i in members], [mine[i][2] for i in members], shadow,
+                         name if len(classes) == 1 else f"{name}_c{k}", private, simplify)
+        if got is None:
+            why = no
+            continue
+        sweeps.extend(got[0])
+        done.update(members)
+        words.append(got[2])
+        conditions.update({id(s): got[1] for i in members for s in mine[i][0]})
+    left = [m for i, m in enumerate(mine) if i not in done]
+    if len(classes) > 1 and not why:
+        why = (f"the read relations of its loads are translations of one another in {len(classes)} classes, "
+               f"not one")
+    if words:
+        head = (f"{len(classes)} classes of loads whose read relations are translations of one another, one sweep "
+                f"per class of two or more: " if len(classes) > 1 else "")
+        swept[a] = head + "; ".join(words) + (f"; its other {len(left)} loads in tap launches" if left else "")
+    return left, why
 
 
 def _sweep(taps: list[n.Kernel], conds: list[n.Expr | None], shadow: str, name: str, private: Private,
@@ -342,6 +373,9 @@ def _sweep(taps: list[n.Kernel], conds: list[n.Expr | None], shadow: str, name: 
     got, why = build_sweep(taps, shadow, name)
     if got is None:
         return None, why
+    if got.passes() >= len(taps):  # the cost choice: passes over the grid, at a launch that covers the data
+        return None, (f"the single sweep would cost {got.passes()} passes over the grid ({got.unskipped} of its halo "
+                      f"launches not skipped by any test isl finds), the tap launches {len(taps)}")
     sweep = simplify(got.sweep)
     known = _all(list(dict.fromkeys(x for c in conds if c is not None for x in conjuncts(c))))
     # asked under the taps' own conditions (isl then looks for what the sweep needs beyond them)

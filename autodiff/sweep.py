@@ -225,16 +225,55 @@ class Sweep:
     halos: tuple[n.Kernel, ...]
     shifts: tuple[dict[int, int], ...]
     probe: n.Kernel | None = None
+    unskipped: int = 0  # halos without a grid-uniform test that skips them: full passes over the grid
+
+    def passes(self) -> int:
+        """Passes over the grid the sweep costs where the launch covers the data: itself and
+        each halo that no test skips (the cost model of the choice between the sweep and the
+        tap launches, one pass each)."""
+        return 1 + self.unskipped
 
     def describe(self) -> str:
         names = "xyz"
         shown = ", ".join("(" + ", ".join(f"{names[d]}{s:+d}" for d, s in sorted(sh.items()) if s) + ")"
                           for sh in self.shifts if any(sh.values()))
-        return (f"single sweep: one launch in which the thread that owns an element of the shadow adds the "
+        skipped = len(self.halos) - self.unskipped
+        return (f"single sweep ({self.passes()} pass{'es' if self.passes() > 1 else ''} over the grid "
+                f"where the launch covers the data, against {len(self.shifts)} tap launches): one launch in which the thread that owns an element of the shadow adds the "
                 f"contributions of all {len(self.shifts)} loads (the other loads' read relations are one load's "
                 f"shifted by {shown} threads; isl proves each element added to by one thread), and "
                 f"{len(self.halos)} launch{'es' if len(self.halos) != 1 else ''} for the elements whose owner is "
-                f"outside the launch; no atomics")
+                f"outside the launch ({skipped} of them skipped by one test where isl shows the launch covers "
+                f"those elements); no atomics")
+
+
+def translation_classes(taps: list[n.Kernel], shadow: str) -> tuple[list[list[int]] | None, str]:
+    """The taps (each ``K_grad`` sliced to the updates of ``shadow`` at one index) grouped into
+    classes whose indices are one another's translations by a few threads (3DConvolution's
+    planes ``i - 1``, ``i``, ``i + 1`` of an argument ``i``: three classes of nine), in order of
+    their first tap; or None and why no tap can be shifted."""
+    indices = []
+    for t in taps:
+        if any(b.space == "local" for b in t.buffers if any(
+                isinstance(x, (n.Load, n.Store)) and x.buffer == b.name for x in walk(t))):
+            return None, "a tap uses an array local to a thread"
+        if not only_global_indices(t):
+            return None, "a tap names threadIdx or blockIdx outside a global index blockIdx * blockDim + threadIdx"
+        stores = [x for x in walk(t) if isinstance(x, n.Store) and x.buffer == shadow]
+        if not stores or any(s.index != stores[0].index for s in stores):
+            return None, "a tap updates the shadow at more than one index"
+        indices.append(stores[0].index)
+    dims = tuple(sorted({d for t in taps for x in walk(t) if isinstance(x, n.Expr)
+                         for d in [global_dim(x)] if d is not None}))
+    classes: list[list[int]] = []
+    for i, index in enumerate(indices):
+        for c in classes:
+            if find_shift(indices[c[0]], index, dims) is not None:
+                c.append(i)
+                break
+        else:
+            classes.append([i])
+    return classes, ""
 
 
 def build_sweep(taps: list[n.Kernel], shadow: str, name: str) -> tuple[Sweep | None, str]:
@@ -269,6 +308,7 @@ def build_sweep(taps: list[n.Kernel], shadow: str, name: str) -> tuple[Sweep | N
     interior: list[n.Expr] | None = []
     taken = {p.name for p in taps[0].params}
     halos = []
+    unskipped = 0
     for i, (t, s) in enumerate(zip(taps, shifts)):
         part = _Shift(s).visit_block(rename_locals(t.body, _fresh(t, f"_s{i}", taken)))
         cond = in_launch(s)
@@ -287,6 +327,7 @@ def build_sweep(taps: list[n.Kernel], shadow: str, name: str) -> tuple[Sweep | N
             if not never:
                 # where isl finds when the halo is empty (the launch covers the elements: most
                 # launches), one grid-uniform test skips it
+                unskipped += when is None
                 halos.append(halo if when is None else dataclasses.replace(
                     halo, body=(n.If(n.Unary("not", when), halo.body, loc=t.loc),)))
     summed = _summed(tuple(inner), shadow, indices[ref], taken) if interior else None
@@ -296,7 +337,8 @@ def build_sweep(taps: list[n.Kernel], shadow: str, name: str) -> tuple[Sweep | N
         # splits the thread loop at the test's bounds
         body = [n.If(_all(list(dict.fromkeys(interior))), summed, tuple(body), loc=taps[0].loc)]
     sweep = dataclasses.replace(taps[0], body=tuple(body), name=f"{name}_sweep")
-    return Sweep(sweep, tuple(halos), tuple(shifts), _probe(taps, shifts, indices[ref], shadow, name)), ""
+    return Sweep(sweep, tuple(halos), tuple(shifts), _probe(taps, shifts, indices[ref], shadow, name),
+                 unskipped), ""
 
 
 class _Accumulate(Mutator):

@@ -87,9 +87,18 @@ def test_sweep_under_a_run_time_condition(tmp_path, grid, block, ni, nj) -> None
     assert all(len(t.gpu.body) == 1 and isinstance(t.gpu.body[0], ir.If) for t in g.taps)  # under the condition
 
 
-def test_report_says_single_sweep_or_why_not(conv, tmp_path) -> None:
-    from test_grad_gather import PLANE
+# a[i] and a[2i] (threads 2 and 1 read a[2]): no shift of the threads maps one read relation
+# onto the other
+PAIRS = r"""
+__global__ void pairs(const double* a, double* b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    b[i] = 3.0 * a[i] - a[2 * i];
+}
+"""
 
+
+def test_report_says_single_sweep_or_why_not(conv, tmp_path) -> None:
     report: list = []
     polypy.grad(conv.conv, report=report)
     forms = [d for d in report if isinstance(d, Accumulation) and d.buffer == "A"]
@@ -98,10 +107,13 @@ def test_report_says_single_sweep_or_why_not(conv, tmp_path) -> None:
     taps: list = []
     polypy.grad(conv.conv, report=taps, gather="taps")
     assert not any("single sweep" in d.reason for d in taps if isinstance(d, Accumulation))
-    plane: list = []
-    polypy.grad(_module(tmp_path, "plane", PLANE).plane, report=plane)
-    why = [d.reason for d in plane if isinstance(d, Accumulation) and d.buffer == "A"]
-    assert why and all("no single sweep" in r and "translations" in r for r in why), why
+    pairs: list = []
+    mod = _module(tmp_path, "pairs", PAIRS)
+    g = polypy.grad(mod.pairs, report=pairs)
+    why = [d.reason for d in pairs if isinstance(d, Accumulation) and d.buffer == "a"]
+    assert why and all("tap launches, no single sweep" in r and "in 2 classes, not one" in r for r in why), why
+    assert _kinds(g) == ["tap"]  # a[2i + 1]'s updates run in the rest
+    _fd_check(mod, "pairs", ((3,), (8,)), {"n": 20}, {"a": 40, "b": 20}, "b")
 
 
 def test_gather_option_is_checked(conv) -> None:

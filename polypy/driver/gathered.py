@@ -165,7 +165,8 @@ def gather_notes(module: n.Module, name: str, grad_kernel: Callable, privacy_ora
     seen: dict[str, str] = {}
     for d in report:
         if isinstance(d, Accumulation) and d.buffer not in seen and (d.strategy == "gather" or "no gather form" in d.reason):
-            seen[d.buffer] = ("gather form (tap launches, plain +=)" if d.strategy == "gather"
+            seen[d.buffer] = ("gather form (single sweep, plain +=)" if d.strategy == "gather" and "single sweep (" in d.reason
+                              else "gather form (tap launches, plain +=)" if d.strategy == "gather"
                               else "no gather form: " + d.reason.split("no gather form: ", 1)[1])
     return [GatherNote(b, f"input {b}: when polypy runs the gradient on the CPU (polypy.grad, polypy.torch): "
                           f"{why}; this output keeps one kernel K_grad with the forms above") for b, why in seen.items()]
