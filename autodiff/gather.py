@@ -43,6 +43,8 @@ from polypy.ir.queries import buffers_written, conjuncts, declared_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.visitor import Mutator, walk
 
+from autodiff.sweep import update_of
+
 # isl's answer for (kernel, buffer): every element accessed by one thread of the grid always
 # ((True, None)), where a grid-uniform condition holds ((False, condition)), or not proved
 # ((False, None))
@@ -129,21 +131,6 @@ def _events(block: tuple[n.Stmt, ...], buffer: str, looped: bool, path: tuple):
                 yield "store", looped, path
             elif isinstance(st, n.AtomicRMW) and st.buffer == buffer:
                 yield "atomic", looped, path
-
-
-def update_of(s: n.Stmt, shadow: str) -> n.Expr | None:
-    """The added value of ``shadow[i] = shadow[i] + v`` (either order) or ``shadow[i] - v``
-    (``-v``), else None."""
-    if not (isinstance(s, n.Store) and s.buffer == shadow and isinstance(s.value, n.Binary)
-            and s.value.op in ("add", "sub")):
-        return None
-    a, c = s.value.a, s.value.b
-    pairs = ((a, c), (c, a)) if s.value.op == "add" else ((a, c),)
-    for own, other in pairs:
-        if isinstance(own, n.Load) and own.buffer == shadow and own.index == s.index and not any(
-                isinstance(x, n.Load) and x.buffer == shadow for x in walk(other)):
-            return other if s.value.op == "add" else n.Unary("neg", other)
-    return None
 
 
 class _Slice(Mutator):

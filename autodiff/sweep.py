@@ -38,6 +38,21 @@ from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
 from polypy.ir.visitor import Mutator, walk
 
+def update_of(s: n.Stmt, shadow: str) -> n.Expr | None:
+    """The added value of ``shadow[i] = shadow[i] + v`` (either order) or ``shadow[i] - v``
+    (``-v``), else None."""
+    if not (isinstance(s, n.Store) and s.buffer == shadow and isinstance(s.value, n.Binary)
+            and s.value.op in ("add", "sub")):
+        return None
+    a, c = s.value.a, s.value.b
+    pairs = ((a, c), (c, a)) if s.value.op == "add" else ((a, c),)
+    for own, other in pairs:
+        if isinstance(own, n.Load) and own.buffer == shadow and own.index == s.index and not any(
+                isinstance(x, n.Load) and x.buffer == shadow for x in walk(other)):
+            return other if s.value.op == "add" else n.Unary("neg", other)
+    return None
+
+
 SHIFT_BOX = 3  # shifts searched per dimension: -3..3 (a stencil's radius)
 
 Poly = dict  # monomial (sorted tuple of atom keys) -> integer coefficient
@@ -348,8 +363,6 @@ class _Accumulate(Mutator):
         self.shadow, self.acc, self.ok = shadow, acc, True
 
     def visit_Store(self, s: n.Store):
-        from autodiff.gather import update_of
-
         if s.buffer != self.shadow:
             return s
         v = update_of(s, self.shadow)
