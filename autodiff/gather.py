@@ -39,9 +39,11 @@ import dataclasses
 from typing import Callable
 
 from polypy.ir import nodes as n
-from polypy.ir.queries import buffers_written, declared_names
+from polypy.ir.queries import buffers_written, conjuncts, declared_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.visitor import Mutator, walk
+
+from autodiff.sweep import update_of
 
 # isl's answer for (kernel, buffer): every element accessed by one thread of the grid always
 # ((True, None)), where a grid-uniform condition holds ((False, condition)), or not proved
@@ -61,6 +63,8 @@ class GatherSplit:
     rest: n.Kernel
     gathered: dict[str, tuple[n.Store, ...]]
     kept: dict[str, str]
+    swept: dict[str, str] = dataclasses.field(default_factory=dict)  # input -> the sweep's description
+    unswept: dict[str, str] = dataclasses.field(default_factory=dict)  # input -> why its taps are not one sweep
 
 
 def seed_exact(kernel: n.Kernel, buffer: str, private: tuple[bool, n.Expr | None]
@@ -127,21 +131,6 @@ def _events(block: tuple[n.Stmt, ...], buffer: str, looped: bool, path: tuple):
                 yield "store", looped, path
             elif isinstance(st, n.AtomicRMW) and st.buffer == buffer:
                 yield "atomic", looped, path
-
-
-def update_of(s: n.Stmt, shadow: str) -> n.Expr | None:
-    """The added value of ``shadow[i] = shadow[i] + v`` (either order) or ``shadow[i] - v``
-    (``-v``), else None."""
-    if not (isinstance(s, n.Store) and s.buffer == shadow and isinstance(s.value, n.Binary)
-            and s.value.op in ("add", "sub")):
-        return None
-    a, c = s.value.a, s.value.b
-    pairs = ((a, c), (c, a)) if s.value.op == "add" else ((a, c),)
-    for own, other in pairs:
-        if isinstance(own, n.Load) and own.buffer == shadow and own.index == s.index and not any(
-                isinstance(x, n.Load) and x.buffer == shadow for x in walk(other)):
-            return other if s.value.op == "add" else n.Unary("neg", other)
-    return None
 
 
 class _Slice(Mutator):
@@ -220,7 +209,7 @@ class _Rest(Mutator):
 
 def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[str, str],
                  seeds: dict[str, tuple[bool, str, n.Expr | None]], private: Private,
-                 simplify: Simplify) -> GatherSplit:
+                 simplify: Simplify, sweep_taps: bool = True) -> GatherSplit:
     """The tap launches of ``candidates`` (read-only inputs of ``K``, whose updates in ``grad``
     are plain ``+=``: built with them taken as private) and ``grad`` without those updates.
     ``seeds[B]``: ``seed_exact`` of each output; ``private(kernel, buffer)``: isl's proof that
@@ -233,6 +222,9 @@ def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[st
     taps: list[n.Kernel] = []
     gathered: dict[str, tuple[n.Store, ...]] = {}
     kept: dict[str, str] = {}
+    swept: dict[str, str] = {}
+    notes: dict[str, str] = {}
+    sweeps: list[n.Kernel] = []
     conditions: dict[int, n.Expr | None] = {}
     rounds: list[list[tuple[list[n.Store], n.Expr | None]]] = []
     for a in candidates:
@@ -244,6 +236,7 @@ def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[st
             kept[a] = f"{shadow} is written by more than the accumulations of the loads of {a}"
             continue
         mine: list[tuple[list[n.Store], n.Kernel, n.Expr | None]] = []
+        plain: list[n.Kernel] = []
         problem = None
         groups: dict[tuple[n.Expr, ...], list[n.Store]] = {}
         for s in updates:  # the loads of one element by one thread: one tap
@@ -267,15 +260,22 @@ def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[st
             if problem is not None:
                 break
             cond = _all(conds)
+            plain.append(tap)
             if cond is not None:
                 tap = dataclasses.replace(tap, body=(n.If(cond, tap.body, loc=tap.loc),))
             mine.append((group, dataclasses.replace(tap, name=f"{grad.name}_{a}_tap{len(taps) + len(mine)}"), cond))
         if problem is not None:
             kept[a] = problem
             continue
+        gathered[a] = tuple(updates)
+        if sweep_taps and len(plain) > 1:
+            mine, why = _sweeps(plain, mine, shadow, f"{grad.name}_{a}", private, simplify, sweeps, conditions, swept, a)
+            if why:
+                notes[a] = why
+            if not mine:
+                continue
         rounds.append([(group, c) for group, _, c in mine])
         conditions.update({id(s): c for group, _, c in mine for s in group})
-        gathered[a] = tuple(updates)
     # The launches: round j runs the j-th tap of every input (different shadows, each private);
     # the last round's updates stay in the rest (plain, as in their taps: one launch fewer).
     count = max((len(r) for r in rounds), default=0)
@@ -296,6 +296,7 @@ def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[st
         if cond is not None:
             tap = dataclasses.replace(tap, body=(n.If(cond, tap.body, loc=tap.loc),))
         taps.append(tap)
+    taps.extend(sweeps)
     rest = simplify(_Rest(conditions, own).visit(grad)) if gathered else grad
     distinct = [c for c in dict.fromkeys(conditions.values()) if c is not None]
     if distinct and not any(isinstance(x, n.Barrier) for x in walk(grad)):
@@ -312,4 +313,69 @@ def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[st
             mapping[name] = new
         body = rename_locals(plain.body, mapping)
         rest = dataclasses.replace(rest, body=(n.If(_all(distinct), body, rest.body, loc=grad.loc),))
-    return GatherSplit(tuple(taps), rest, gathered, kept)
+    return GatherSplit(tuple(taps), rest, gathered, kept, swept, notes)
+
+
+def _sweeps(plain: list[n.Kernel], mine: list, shadow: str, name: str, private: Private, simplify: Simplify,
+            sweeps: list[n.Kernel], conditions: dict[int, n.Expr | None], swept: dict[str, str], a: str
+            ) -> tuple[list, str]:
+    """One sweep per class of ``a``'s taps that are translations of one another (``sweeps``,
+    ``conditions`` and ``swept`` updated); the taps left for tap launches, and why they are."""
+    from autodiff.sweep import translation_classes
+
+    classes, why = translation_classes(plain, shadow)
+    if classes is None:
+        return mine, why
+    done: set[int] = set()
+    words = []
+    for k, members in enumerate(classes):
+        if len(members) < 2:
+            continue
+        got, no = _sweep([plain[i] for i in members], [mine[i][2] for i in members], shadow,
+                         name if len(classes) == 1 else f"{name}_c{k}", private, simplify)
+        if got is None:
+            why = no
+            continue
+        sweeps.extend(got[0])
+        done.update(members)
+        words.append(got[2])
+        conditions.update({id(s): got[1] for i in members for s in mine[i][0]})
+    left = [m for i, m in enumerate(mine) if i not in done]
+    if len(classes) > 1 and not why:
+        why = (f"the read relations of its loads are translations of one another in {len(classes)} classes, "
+               f"not one")
+    if words:
+        head = (f"{len(classes)} classes of loads whose read relations are translations of one another, one sweep "
+                f"per class of two or more: " if len(classes) > 1 else "")
+        swept[a] = head + "; ".join(words) + (f"; its other {len(left)} loads in tap launches" if left else "")
+    return left, why
+
+
+def _sweep(taps: list[n.Kernel], conds: list[n.Expr | None], shadow: str, name: str, private: Private,
+           simplify: Simplify) -> tuple[tuple[list[n.Kernel], n.Expr | None, str] | None, str]:
+    """(the sweep and halo launches of one input, each under the one condition where all are
+    exact, the report's words), or None and why not (``autodiff.sweep``)."""
+    from autodiff.sweep import build_sweep
+
+    got, why = build_sweep(taps, shadow, name)
+    if got is None:
+        return None, why
+    if got.passes() >= len(taps):  # the cost choice: passes over the grid, at a launch that covers the data
+        return None, (f"the single sweep would cost {got.passes()} passes over the grid ({got.unskipped} of its halo "
+                      f"launches not skipped by any test isl finds), the tap launches {len(taps)}")
+    sweep = simplify(got.sweep)
+    known = _all(list(dict.fromkeys(x for c in conds if c is not None for x in conjuncts(c))))
+    # asked under the taps' own conditions (isl then looks for what the sweep needs beyond them)
+    # about the probe (two accesses) where there is one, else the sweep itself
+    asked = got.probe if got.probe is not None else sweep
+    always, when = private(asked if known is None else dataclasses.replace(
+        asked, body=(n.If(known, asked.body, loc=asked.loc),)), shadow)
+    if not always and when is None:
+        return None, "isl does not prove that the single sweep adds to each element of the shadow from one thread"
+    every = [x for c in conds + [when] if c is not None for x in conjuncts(c)]
+    cond = _all(list(dict.fromkeys(every)))
+    launches = [sweep] + [simplify(h) for h in got.halos]
+    if cond is not None:
+        launches = [dataclasses.replace(k, body=(n.If(cond, k.body, loc=k.loc),)) for k in launches]
+    return (launches, cond, got.describe()), ""
+

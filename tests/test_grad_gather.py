@@ -122,10 +122,15 @@ def _run_grad(g, launch, ints, arrays, seeds, emulate=False):
     return args
 
 
-def _fd_check(mod, name, launch, ints, sizes, out, emulate=False):
+def _kinds(g):
+    """What each launch before the rest is: "sweep", "halo" (autodiff.sweep) or "tap"."""
+    return [t.name.rsplit("_", 1)[1].rstrip("0123456789") for t in g.taps]
+
+
+def _fd_check(mod, name, launch, ints, sizes, out, emulate=False, gather=True):
     """<d_in, v> against the central difference of <w, out after K> along v, for each input."""
     k = getattr(mod, name)
-    g = polypy.grad(k)
+    g = polypy.grad(k, gather=gather)
     assert isinstance(g, PhasedGradient), g
     rng = np.random.default_rng(sum(sizes.values()))
     arrays = _arrays(k, sizes, rng)
@@ -158,7 +163,9 @@ def _fd_check(mod, name, launch, ints, sizes, out, emulate=False):
 def test_1d_stencil_matches_finite_differences(tmp_path, grid, block, n) -> None:
     mod = _module(tmp_path, "smooth", STENCIL_1D)
     g = _fd_check(mod, "smooth", ((grid,), (block,)), {"n": n}, {"a": n, "b": n}, "b")
-    assert len(g.taps) == 2  # 3 indices of the input: the last one's updates run in the rest
+    # 3 indices of the input in one sweep; the halo of a[i - 1] (owners past the launch's end)
+    # in a launch of its own; a[i + 1]'s is empty (isl: its owners would be below i = 1)
+    assert _kinds(g) == ["sweep", "halo"]
 
 
 @pytest.mark.parametrize("grid,block,ni", [((5, 4), (8, 4), 15), ((3, 7), (16, 2), 13), ((40, 1), (1, 16), 16),
@@ -166,7 +173,7 @@ def test_1d_stencil_matches_finite_differences(tmp_path, grid, block, n) -> None
 def test_2d_stencil_matches_finite_differences_on_non_square_launches(tmp_path, grid, block, ni) -> None:
     mod = _module(tmp_path, "conv", STENCIL_2D)
     g = _fd_check(mod, "conv", (grid, block), {"ni": ni}, {"A": ni * 40, "B": ni * 40}, "B")
-    assert len(g.taps) == 5  # 6 indices of the input: the last one's updates run in the rest
+    assert _kinds(g) == ["sweep", "halo", "halo", "halo"]  # 6 indices of the input, 3 empty halos left out
 
 
 def test_2d_stencil_emulated_matches_finite_differences(tmp_path) -> None:
@@ -178,7 +185,7 @@ def test_2d_stencil_emulated_matches_finite_differences(tmp_path) -> None:
 def test_3d_stencil_matches_finite_differences(tmp_path, grid, block, ni) -> None:
     mod = _module(tmp_path, "heat", STENCIL_3D)
     g = _fd_check(mod, "heat", (grid, block), {"ni": ni}, {"A": ni * 120, "B": ni * 120}, "B")
-    assert len(g.taps) == 6  # 7 indices of the input: the last one's updates run in the rest
+    assert _kinds(g) == ["sweep"] + ["halo"] * 3  # 7 indices of the input; the halos of the 3 shifts down
 
 
 @pytest.mark.parametrize("grid,block,n", [(1, 32, 25), (5, 7, 33)])
@@ -189,7 +196,7 @@ def test_coefficient_array_and_input_dependent_partials(tmp_path, grid, block, n
     forms = {(d.buffer, d.strategy) for d in report if isinstance(d, Accumulation)}
     assert ("a", "gather") in forms and ("w", "plain") in forms, forms
     g = _fd_check(mod, "weighted", ((grid,), (block,)), {"n": n}, {"a": n, "w": n, "b": n}, "b")
-    assert len(g.taps) == 2  # 3 indices of the input (a[i + 1] read twice): the last one's updates run in the rest
+    assert _kinds(g)[0] == "sweep"  # 3 indices of the input (a[i + 1] read twice)
 
 
 @pytest.mark.parametrize("name,text,launch,ints,sizes", [
@@ -231,7 +238,7 @@ def test_bit_for_bit_against_the_one_kernel_gradient(tmp_path, name, text, launc
 def test_report_names_the_form(tmp_path) -> None:
     mod = _module(tmp_path, "conv", STENCIL_2D)
     report: list = []
-    polypy.grad(mod.conv, report=report)
+    polypy.grad(mod.conv, report=report, gather="taps")
     forms = [d for d in report if isinstance(d, Accumulation) and d.buffer == "A"]
     assert len(forms) == 6 and all(d.strategy == "gather" for d in forms), [d.format() for d in forms]
     assert "plain +=" in forms[0].format() and "injective" in forms[0].format()
@@ -327,7 +334,8 @@ __global__ void conv_n(int ni, int nj, const double* A, double* B) {
 @pytest.mark.parametrize("grid,block,ni,nj", [((2, 3), (16, 8), 20, 24), ((7, 2), (4, 8), 13, 17)])
 def test_taps_under_a_run_time_condition(tmp_path, grid, block, ni, nj) -> None:
     mod = _module(tmp_path, "conv_n", RUNTIME_BOUND)
-    g = _fd_check(mod, "conv_n", (grid, block), {"ni": ni, "nj": nj}, {"A": ni * 24, "B": ni * 24}, "B")
+    g = _fd_check(mod, "conv_n", (grid, block), {"ni": ni, "nj": nj}, {"A": ni * 24, "B": ni * 24}, "B",
+                  gather="taps")
     assert len(g.taps) == 2  # 3 indices of the input: the last one's updates run in the rest
     assert all(len(t.gpu.body) == 1 and isinstance(t.gpu.body[0], ir.If) for t in g.taps)
     atomics = [x for x in walk(g.gpu) if isinstance(x, ir.AtomicRMW)]
@@ -357,7 +365,8 @@ def test_many_taps_under_a_run_time_condition(tmp_path, grid, block, i) -> None:
     mod = _module(tmp_path, "plane", PLANE)
     ints = {"ni": 6, "nj": 9, "nk": 11, "i": i}
     g = _fd_check(mod, "plane", (grid, block), ints, {"A": 6 * 99, "B": 6 * 99}, "B")
-    assert len(g.taps) == 10  # 11 indices of the input: the last one's updates run in the rest
+    # the planes i - 1, i, i + 1 (i an argument) are three classes of translations: one sweep each
+    assert _kinds(g).count("sweep") == 3 and "tap" not in _kinds(g)
     body = g.gpu.body
     assert len(body) == 1 and isinstance(body[0], ir.If) and body[0].then and body[0].orelse  # tested once
 
@@ -409,7 +418,7 @@ def test_block_reduced_element_beside_a_gathered_input(tmp_path, grid, block, n)
     assert forms["a"].strategy == "gather"
     assert forms["s"].strategy == "block-reduction" and "no gather form: isl does not prove" in forms["s"].reason
     g = _fd_check(mod, "scaled", ((grid,), (block,)), {"n": n}, {"s": 1, "a": n, "b": n}, "b")
-    assert len(g.taps) == 1  # 2 indices of the input: the last one's updates run in the rest
+    assert _kinds(g)[0] == "sweep"  # 2 indices of the input
 
 
 def test_through_polypy_torch(tmp_path) -> None:
@@ -462,7 +471,7 @@ def test_taps_of_two_inputs_share_launches(tmp_path, grid, block, n) -> None:
     mod = _module(tmp_path, "curl", TWO_INPUTS)
     _, forms = _forms(mod, "curl")
     assert forms["ex"].strategy == "gather" and forms["ey"].strategy == "gather"
-    k, g = mod.curl, polypy.grad(mod.curl)
+    k, g = mod.curl, polypy.grad(mod.curl, gather="taps")
     assert isinstance(g, PhasedGradient) and len(g.taps) == 1  # ex[i + 1] and ey[i + 1]; the rest: ex[i], ey[i]
     rng = np.random.default_rng(n)
     arrays = {name: rng.integers(-3, 4, n).astype(np.float64) for name in ("ex", "ey", "hz")}

@@ -38,12 +38,14 @@ def _candidates(module: n.Module, name: str, wrt, const, optimize: bool, privacy
 
 
 def gather_gradient(module: n.Module, name: str, grad_kernel: Callable, privacy_oracle: Callable, *, wrt=None,
-                    const=(), report: list | None = None, **options: Any) -> tuple[tuple[n.Kernel, ...], n.Kernel]:
+                    const=(), report: list | None = None, sweep: bool = True, **options: Any) -> tuple[tuple[n.Kernel, ...], n.Kernel]:
     """(tap kernels, the rest of ``K_grad``): launched in this order with the kernel's launch and
     ``K_grad``'s arguments, they do what ``grad_kernel``'s one kernel does. No taps where no
     input qualifies (then the rest is ``grad_kernel``'s kernel). ``report`` as for
     ``grad_kernel``; the gathered inputs' loads are reported ``gather``, the others say why not.
-    ``grad_kernel`` and ``privacy_oracle``: ``polypy.driver.gradients``'s (which imports this module)."""
+    ``grad_kernel`` and ``privacy_oracle``: ``polypy.driver.gradients``'s (which imports this module).
+    ``sweep``: the taps of one input as one single-sweep launch and its halos where
+    ``autodiff.sweep`` builds them (False: one launch per tap)."""
     from autodiff.gather import seed_exact, split_gather
     from autodiff.report import Accumulation
     from autodiff.tapes import runtime_tapes
@@ -78,7 +80,7 @@ def gather_gradient(module: n.Module, name: str, grad_kernel: Callable, privacy_
             inputs = ()
             break
         shadow_of = _shadows(grad, active.pointers)
-        split = split_gather(grad, inputs, shadow_of, seeds, private, simplify)
+        split = split_gather(grad, inputs, shadow_of, seeds, private, simplify, sweep_taps=sweep)
         kept.update(split.kept)
         if not split.kept:
             break
@@ -95,8 +97,12 @@ def gather_gradient(module: n.Module, name: str, grad_kernel: Callable, privacy_
         return (), result
     if report is not None:
         for d in decisions:
-            if isinstance(d, Accumulation) and d.buffer in split.gathered:
-                d = dataclasses.replace(d, strategy="gather", reason=_GATHER_REASON)
+            if isinstance(d, Accumulation) and d.buffer in split.swept:
+                d = dataclasses.replace(d, strategy="gather", reason=split.swept[d.buffer])
+            elif isinstance(d, Accumulation) and d.buffer in split.gathered:
+                why = split.unswept.get(d.buffer)
+                d = dataclasses.replace(d, strategy="gather", reason=_GATHER_REASON + (
+                    f" (tap launches, no single sweep: {why})" if why else ""))
             report.append(d)
         report[:] = _with_reasons(report, kept)
     return tuple(_pruned(t) for t in split.taps), split.rest
@@ -159,7 +165,8 @@ def gather_notes(module: n.Module, name: str, grad_kernel: Callable, privacy_ora
     seen: dict[str, str] = {}
     for d in report:
         if isinstance(d, Accumulation) and d.buffer not in seen and (d.strategy == "gather" or "no gather form" in d.reason):
-            seen[d.buffer] = ("gather form (tap launches, plain +=)" if d.strategy == "gather"
+            seen[d.buffer] = ("gather form (single sweep, plain +=)" if d.strategy == "gather" and "single sweep (" in d.reason
+                              else "gather form (tap launches, plain +=)" if d.strategy == "gather"
                               else "no gather form: " + d.reason.split("no gather form: ", 1)[1])
     return [GatherNote(b, f"input {b}: when polypy runs the gradient on the CPU (polypy.grad, polypy.torch): "
                           f"{why}; this output keeps one kernel K_grad with the forms above") for b, why in seen.items()]

@@ -293,7 +293,8 @@ def grad(kernel: Any, *, wrt=None, const=(), mode: str = "reverse", report: list
     takes the arguments of the calling convention (a shadow after each active argument). It shares
     the module's ``__constant__``/``__device__`` arrays. ``options`` as for ``grad_kernel``, and
     ``gather`` (default True): the adjoints of read-only stencil inputs in tap launches run before
-    the rest, with plain adds instead of atomics (``polypy.driver.gathered``; ``False``: one kernel).
+    the rest, with plain adds instead of atomics (``polypy.driver.gathered``; ``False``: one kernel;
+    ``"taps"``: one launch per tap, never the single sweep of ``autodiff.sweep``).
     """
     from polypy.driver.api import CompiledKernel, CompiledModule
 
@@ -304,12 +305,14 @@ def grad(kernel: Any, *, wrt=None, const=(), mode: str = "reverse", report: list
     if source is None or kernel.gpu is None:
         raise UserError(f"kernel {kernel.name!r} was compiled from CPU-form IR only; there is nothing to differentiate")
     gather = options.pop("gather", True)
+    if gather not in (True, False, "taps", "sweep"):
+        raise UserError(f"polypy.grad: gather is True, False, 'taps' or 'sweep', got {gather!r}")
     taps: tuple[n.Kernel, ...] = ()
     if gather and mode == "reverse":  # tap launches first, on the CPU (polypy.driver.gathered)
         from polypy.driver.gathered import gather_gradient
 
         taps, gradient = gather_gradient(source, kernel.name, grad_kernel, privacy_oracle, wrt=wrt, const=const,
-                                         report=report, **options)
+                                         report=report, sweep=gather != "taps", **options)
     else:
         gradient = grad_kernel(source, kernel.name, wrt=wrt, const=const, mode=mode, report=report, **options)
     _warn_races(source, kernel.name, report)
