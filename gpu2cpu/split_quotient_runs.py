@@ -3,7 +3,8 @@ the runs of threads that share the quotient.
 
 Requires: a CPU-form kernel. Guarantees: the same values; a thread loop rewritten runs its threads
 in the same order (consecutive pieces of its range), with ``(B + tx) / d`` a scalar computed once
-per piece and ``(B + tx) % d`` affine in the counter.
+per piece and ``(B + tx) % d`` affine in the counter; where a loop changed, ``tighten_thread_bounds``
+runs again on the kernel (conditions on the remainder become ranges of the counter).
 
 Why: CUDA code turns a linear thread index into coordinates (Rodinia's srad_v1: ``row = (ei + 1) %
 Nr - 1; col = (ei + 1) / Nr``, with ``ei = blockIdx.x * 512 + threadIdx.x``). Divided per thread
@@ -43,6 +44,7 @@ import dataclasses
 from gpu2cpu.divide_in_double import divide_block_in_double
 from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_loops import ThreadLoopStep, rewrite_cpu_body
+from gpu2cpu.tighten_thread_bounds import tighten_thread_bounds
 from polypy.ir import nodes as n
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import I32, I64, U32
@@ -54,7 +56,10 @@ _INT32 = (I32, U32)
 
 def split_quotient_runs(kernel: n.Kernel, *, report: list[LoweringDecision] | None = None) -> n.Kernel:
     """Thread loops that divide their linear index by a run-time value, run per quotient; see the module docstring."""
-    return rewrite_cpu_body(kernel, _Split, what="split_quotient_runs", report=report)
+    out = rewrite_cpu_body(kernel, _Split, what="split_quotient_runs", report=report)
+    # In a run the remainder is affine in the counter: conditions on it (srad's ``(ei + 1) % Nr ==
+    # 0``, one thread of the run) are decided per range now, and loads through it become affine.
+    return out if out is kernel else tighten_thread_bounds(out, report=report)
 
 
 class _Split(ThreadLoopStep):

@@ -220,7 +220,6 @@ CPU_SCHEDULE: tuple[str, ...] = (
     "sum-uniform-atomics",  # every thread's atomic add to one element: a sum in a register
     "split-scatter-adds",  # a histogram's adds at loaded indices: spread over copies of its bins
     "split-quotient-runs",  # (B + tx) / n, % n: the threads of one quotient at a time (no gathers)
-    "tighten-thread-bounds",  # the remainder is affine in a run: conditions on it decided per range
     "divide-in-double",  # x / n, x % n in thread loops: exact in f64, which vectorizes
     "prefetch-grid-stride",  # a block's next stretches of a grid-stride loop, ahead of time
     "localize-uniform-loads",  # a filter's coefficients every thread reads: copied once per thread loop
