@@ -21,7 +21,9 @@ Passes, in the order ``polypy.driver.pipelines.cpu_pipeline`` runs them:
   and grid-stride loops, per-thread values expanded), then ``tighten_thread_bounds`` again,
   ``promote_accumulators``, ``sum_uniform_atomics``, ``split_scatter_adds`` (a histogram's adds
   at loaded indices into a shared array spread over copies of it, four threads at a time, added
-  up after the statement), and ``divide_in_double.divide_in_double``
+  up after the statement), ``split_quotient_runs.split_quotient_runs`` (a loop dividing its
+  linear index by an argument, ``(B + tx) / d``, runs per quotient: one value per run, the
+  remainder affine; then ``tighten_thread_bounds`` again), and ``divide_in_double.divide_in_double``
   (32-bit ``/`` and ``%`` by an argument in a thread loop computed exactly in f64, which
   vectorizes: x86 has no vector integer division), ``prefetch_grid_stride.prefetch_grid_stride``
   (a grid-stride loop prefetches the stretch it reads two iterations ahead: one CPU worker runs a

@@ -60,6 +60,13 @@ class _Divide(ThreadLoopStep):
         return dataclasses.replace(s, body=body)
 
 
+def divide_block_in_double(block: tuple[n.Stmt, ...], params: frozenset[str]) -> tuple[n.Stmt, ...]:
+    """``block`` (the body of an innermost thread loop) with its divisions by the arguments
+    ``params`` computed in f64: for a pass whose run-time check keeps the loop as written as its
+    fallback, which this pass does not visit (``ThreadLoopStep``)."""
+    return _Rewrite(params).visit_block(block)
+
+
 class _Rewrite(Mutator):
     def __init__(self, params: frozenset[str]) -> None:
         self.params = params

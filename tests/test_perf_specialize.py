@@ -211,6 +211,15 @@ def test_guards_on_a_counters_residue_become_the_loops_step():
     ("(i32)ty % 4 == 0 && (i32)blockIdx.x > 0", 0, 4),
     ("(ty & 5u) == 0u", 0, 1),  # not a power of two minus one: kept as a guard
     ("ty % 0u == 0u", 0, 1),  # division by zero is left to the code as written
+    # The counter plus a constant (srad_v1's tree: every i-th thread, ``(tx + 1) % i == 0``).
+    ("((i32)ty + 1) % 4 == 0", 3, 4),
+    ("(ty + 1u) % 3u == 0u", 2, 3),
+    ("(i32)(ty + 2u) % 4 == 1", 3, 4),
+    ("((ty + 3u) & 3u) == 0u", 1, 4),
+    ("(3 + (i32)ty) % 5 == 2", 4, 5),
+    ("((i32)ty - 2) % 3 == 1", 0, 1),  # negative for ty < 2: C's % is not the residue there
+    ("((i32)ty - 1) % 2 == 0", 0, 1),
+    ("tx > 0u && ((i32)ty + 1) % 2 == 0", 1, 2),
 ])
 def test_residue_guards_select_threads_exactly(guard: str, start: int, step: int):
     text = f"""

@@ -179,6 +179,7 @@ for _name, _target in (
     ("promote-accumulators", "gpu2cpu.promote_accumulators:promote_accumulators"),
     ("sum-uniform-atomics", "gpu2cpu.sum_uniform_atomics:sum_uniform_atomics"),
     ("split-scatter-adds", "gpu2cpu.split_scatter_adds:split_scatter_adds"),
+    ("split-quotient-runs", "gpu2cpu.split_quotient_runs:split_quotient_runs"),
     ("divide-in-double", "gpu2cpu.divide_in_double:divide_in_double"),
     ("prefetch-grid-stride", "gpu2cpu.prefetch_grid_stride:prefetch_grid_stride"),
     ("privatize-atomics", "gpu2cpu.privatize_atomics:privatize_atomics"),
@@ -218,6 +219,7 @@ CPU_SCHEDULE: tuple[str, ...] = (
     "promote-accumulators",  # elements updated in serial loops kept in registers
     "sum-uniform-atomics",  # every thread's atomic add to one element: a sum in a register
     "split-scatter-adds",  # a histogram's adds at loaded indices: spread over copies of its bins
+    "split-quotient-runs",  # (B + tx) / n, % n: the threads of one quotient at a time (no gathers)
     "divide-in-double",  # x / n, x % n in thread loops: exact in f64, which vectorizes
     "prefetch-grid-stride",  # a block's next stretches of a grid-stride loop, ahead of time
     "localize-uniform-loads",  # a filter's coefficients every thread reads: copied once per thread loop

@@ -40,8 +40,9 @@ by nothing but the loop itself and no ``break``/``continue`` leaves the loop.
 The copies' guards on the counter then select every ``m``-th thread. A thread loop whose body
 is one ``if`` (no ``else``) is put inside the parts of its condition that do not depend on its
 counter (a guard on ``ty`` in the loop over ``tx``), and a thread loop whose body is one ``if``
-with a conjunct ``(i32)ty % m == r`` (or ``ty & (m - 1) == r``, ``m`` a power of two) runs only over
-those threads, ``m`` apart, without it (conjuncts that do not depend on the counter, load
+with a conjunct ``(i32)ty % m == r`` (or ``ty & (m - 1) == r``, ``m`` a power of two; ``ty`` may have a
+constant added, ``((i32)ty + 1) % m == 0``, where the sum is not negative and does not wrap over the
+loop) runs only over those threads, ``m`` apart, without it (conjuncts that do not depend on the counter, load
 nothing and cannot trap are tested outside the loop, the others stay)::
 
     for threads ty = 0u to 16u {                 for threads ty = 0u to 16u step 4u {
@@ -336,8 +337,15 @@ def _strided(s: n.For, counter: n.Var, atoms: list[n.Expr], guard: n.If) -> n.Fo
         residue = _residue(atom, counter)
         if residue is None:
             continue
-        m, r = residue
-        start = int(s.start.value) + (r - int(s.start.value)) % m
+        m, r, k_off = residue
+        lo, hi = int(s.start.value), int(s.stop.value)
+        # ``(c + k) % m == r`` is ``c % m == (r - k) mod m`` where ``c + k`` is the exact sum for
+        # every counter value of the loop: no wrap in its type, and not negative (C's ``%`` of a
+        # negative number is not above 0, and an unsigned sum below 0 wraps).
+        if k_off and not (lo + k_off >= 0 and hi - 1 + k_off < 2 ** 31):
+            continue
+        r = (r - k_off) % m
+        start = lo + (r - lo) % m
         rest = atoms[:k] + atoms[k + 1:]
         body = guard.then if not rest else (n.If(conjunction(rest), guard.then, loc=guard.loc),)
         return rebuild(s, start=n.Const(min(start, int(s.stop.value)), U32), step=n.Const(m, U32), body=body)
@@ -355,15 +363,15 @@ def _pure_without(e: n.Expr, counter: n.Var) -> bool:
     return True
 
 
-def _residue(atom: n.Expr, counter: n.Var) -> tuple[int, int] | None:
-    """``(m, r)`` for ``c % m == r`` or ``c & (m - 1) == r`` (``m`` a power of two) with ``c`` the
-    counter or a cast of it to an integer type (exact: the counter is below 1024), or None."""
+def _residue(atom: n.Expr, counter: n.Var) -> tuple[int, int, int] | None:
+    """``(m, r, k)`` for ``(c + k) % m == r`` or ``(c + k) & (m - 1) == r`` (``m`` a power of two;
+    ``k`` an integer constant, 0 where there is no addition) with ``c`` the counter or a cast of
+    it to an integer type (exact: the counter is below 1024), or None. The caller checks that
+    ``c + k`` neither wraps nor goes below 0 over its loop."""
     if not (isinstance(atom, n.Binary) and atom.op == "eq" and isinstance(atom.b, n.Const)
             and isinstance(atom.a, n.Binary) and isinstance(atom.a.b, n.Const) and atom.a.op in ("rem", "band")):
         return None
-    x = atom.a.a
-    if isinstance(x, n.Cast) and x.to.is_int and x.x == counter:
-        x = x.x
+    x, k = _counter_plus_constant(atom.a.a, counter)
     if x != counter:
         return None
     m, r = int(atom.a.b.value), int(atom.b.value)
@@ -371,4 +379,25 @@ def _residue(atom: n.Expr, counter: n.Var) -> tuple[int, int] | None:
         if m < 0 or m & (m + 1):
             return None
         m += 1
-    return (m, r) if m > 0 and 0 <= r < m else None
+    return (m, r, k) if m > 0 and 0 <= r < m else None
+
+
+def _counter_plus_constant(x: n.Expr, counter: n.Var) -> tuple[n.Expr, int]:
+    """``(counter, k)`` for ``c + k`` / ``c - k`` / ``k + c`` (``c`` the counter or an integer
+    cast of it, ``k`` an integer constant, the addition in an integer type of at least 32 bits,
+    or a cast of such a sum to one), else ``(x, 0)``."""
+    def strip(e: n.Expr) -> n.Expr:
+        if isinstance(e, n.Cast) and e.to.is_int and e.to.bits >= 16 and e.x == counter:
+            return e.x
+        return e
+
+    if isinstance(x, n.Cast) and x.to.is_int and x.to.bits >= 32 and isinstance(x.x, n.Binary):
+        x = x.x
+    x = strip(x)
+    if (isinstance(x, n.Binary) and x.op in ("add", "sub") and x.type.is_int and x.type.bits >= 32):
+        a, b = strip(x.a), strip(x.b)
+        if a == counter and isinstance(b, n.Const) and isinstance(b.value, int):
+            return counter, int(b.value) if x.op == "add" else -int(b.value)
+        if x.op == "add" and b == counter and isinstance(a, n.Const) and isinstance(a.value, int):
+            return counter, int(a.value)
+    return x, 0
