@@ -15,7 +15,8 @@ from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType, ScalarType
 from frontend import ctypes_map as tm
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.traps import stop_faulted_threads
-from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
+from frontend.clang_setup import cursor_loc
+from frontend.function_scan import scan
 from frontend.lower.accessors import AccessorLowering, accessor_type
 from frontend.lower.calls import CallLowering
 from frontend.lower.cooperative import CooperativeLowering
@@ -311,19 +312,7 @@ class KernelBuilder(StatementLowering, SwitchLowering, DeclarationLowering, Loop
         cached = self.mutated_cache.get(key)
         if cached is not None:
             return cached
-        out: set[tuple] = set()
-        for c in preorder(fn):
-            target = None
-            if c.kind in (CK.BINARY_OPERATOR, CK.COMPOUND_ASSIGNMENT_OPERATOR):
-                op = binary_operator(c)
-                if op.endswith("=") and op not in ("==", "!=", "<=", ">="):
-                    target = next(iter(c.get_children()), None)
-            elif c.kind == CK.UNARY_OPERATOR and unary_operator(c) in ("++", "--"):
-                target = next(iter(c.get_children()), None)
-            while target is not None and target.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR):
-                target = next(iter(target.get_children()), None)
-            if target is not None and target.kind == CK.DECL_REF_EXPR and target.referenced is not None:
-                out.add(decl_key(target.referenced))
+        out = {decl_key(d) for d in scan(fn).assigned}  # (one walk for several questions: frontend.function_scan)
         self.mutated_cache[key] = out
         return out
 
