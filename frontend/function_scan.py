@@ -46,6 +46,11 @@ class FunctionScan:
     # For each file that declares something a reference of ``NAMING`` names: the first such
     # reference and the declaration it names (in the order of these first references).
     first_reference_into: dict[str, tuple[ci.Cursor, ci.Cursor]] = dataclasses.field(default_factory=dict)
+    # Its calls (``CALL_EXPR``), in preorder: for the host code's questions (launches, copies, symbols).
+    calls: list[ci.Cursor] = dataclasses.field(default_factory=list)
+    # Its references (``DECL_REF_EXPR``) to functions and function templates, in preorder: the
+    # kernels that host code names as values (``frontend.kernel_values``).
+    function_refs: list[ci.Cursor] = dataclasses.field(default_factory=list)
     # The declarations of the variables it assigns (``p = q``, ``p += k``, ``p++``), in preorder.
     assigned: list[ci.Cursor] = dataclasses.field(default_factory=list)
 
@@ -67,6 +72,8 @@ def _scan(fn: ci.Cursor) -> FunctionScan:
     out = FunctionScan()
     for c in preorder(fn):
         kind = c.kind
+        if kind == CK.CALL_EXPR:
+            out.calls.append(c)
         if kind in _REFERRING:
             _reference(out, c, kind)
         elif kind == CK.UNEXPOSED_EXPR:
@@ -84,10 +91,13 @@ def _reference(out: FunctionScan, c: ci.Cursor, kind: ci.CursorKind) -> None:
     ref = c.referenced
     if ref is None:
         return
-    if kind in _CALLING and ref.kind in _FUNCTIONS:
+    ref_kind = ref.kind
+    if kind in _CALLING and ref_kind in _FUNCTIONS:
         d = ref.get_definition()
         if d is not None:
             out.callees.append(d)
+    if kind == CK.DECL_REF_EXPR and (ref_kind in _FUNCTIONS or ref_kind == CK.FUNCTION_TEMPLATE):
+        out.function_refs.append(c)
     if kind in NAMING:
         where = ref.location.file
         if where is not None and where.name not in out.first_reference_into:

@@ -1171,3 +1171,39 @@ def test_a_kernel_s_cursors_are_walked_once_for_the_frontend_s_questions(tmp_pat
 
     own = call_on_big_stack(cursors)
     assert own > 20_000 and walked[0] < 1.3 * own, (walked[0], own)
+
+
+def test_a_host_function_s_cursors_are_walked_once_for_its_calls(tmp_path, monkeypatch) -> None:
+    """The host code's questions (launched kernels, kernels named as values, launches, copies in
+    both directions, symbol arguments) each walked every cursor of each host function: seven
+    preorders of a long host expression. Now they read the calls and function references that
+    one walk lists (``frontend.function_scan``). Counted: the cursors ``preorder`` yields per
+    cursor added to ``main`` (``long_host_program`` at 300 and 600 factors: 7.25 before, 1.25 now)."""
+    import frontend.clang_setup as cs
+    from frontend.clang_setup import parse_translation_unit
+
+    original = cs.preorder
+
+    def work(factors: int) -> tuple[int, int]:
+        path = tmp_path / f"host{factors}.cu"
+        path.write_text(long_host_program(factors))
+        walked = [0]
+
+        def preorder(cursor):
+            for c in original(cursor):
+                walked[0] += 1
+                yield c
+
+        with monkeypatch.context() as m:
+            for module in list(sys.modules.values()):  # every module that imported the walk
+                if getattr(module, "preorder", None) is original:
+                    m.setattr(module, "preorder", preorder)
+            assert main(["translate", str(path), "-o", str(tmp_path / f"host{factors}.cpp")]) == 0
+        tu = call_on_big_stack(parse_translation_unit, str(path), "cuda")
+        fn = next(c for c in tu.cursor.get_children() if c.spelling == "main" and c.is_definition())
+        return walked[0], sum(1 for _ in original(fn))
+
+    work(100)  # (the first translation in a process also walks what is parsed once: the prelude's)
+    (small, small_own), (large, large_own) = work(300), work(600)
+    per_cursor = (large - small) / (large_own - small_own)
+    assert large_own - small_own > 2_000 and per_cursor < 2, (per_cursor, small, large, small_own, large_own)
