@@ -28,7 +28,7 @@ import clang.cindex as ci
 
 from polypy.errors import UserError
 
-from frontend.clang_setup import preorder
+from frontend.function_scan import scan
 
 CK = ci.CursorKind
 TK = ci.TypeKind
@@ -67,13 +67,6 @@ _SEEN_BASES_CACHE: "weakref.WeakKeyDictionary[ci.TranslationUnit, dict[str, list
     weakref.WeakKeyDictionary()
 
 
-def _record_of(t: ci.Type) -> ci.Type | None:
-    c = t.get_canonical()
-    if c.kind in (TK.POINTER, TK.LVALUEREFERENCE, TK.RVALUEREFERENCE):
-        c = c.get_pointee().get_canonical()
-    return c if c.kind == TK.RECORD else None
-
-
 def learn(fn: ci.Cursor) -> None:
     """Record the derived-to-base conversions of instances of class templates in the code that
     function ``fn`` reaches (its body and the definitions of the functions it calls)."""
@@ -87,21 +80,9 @@ def learn(fn: ci.Cursor) -> None:
         if key in visited:
             continue
         visited.add(key)
-        for c in preorder(f):
-            ref = c.referenced if c.kind in (CK.CALL_EXPR, CK.MEMBER_REF_EXPR, CK.DECL_REF_EXPR) else None
-            if ref is not None and ref.kind in (CK.FUNCTION_DECL, CK.CXX_METHOD, CK.CONSTRUCTOR, CK.DESTRUCTOR,
-                                                CK.CONVERSION_FUNCTION):
-                d = ref.get_definition()
-                if d is not None:
-                    todo.append(d)
-            if c.kind != CK.UNEXPOSED_EXPR:
-                continue
-            children = list(c.get_children())
-            if len(children) != 1:
-                continue
-            to, source = _record_of(c.type), _record_of(children[0].type)
-            if to is None or source is None or to.get_declaration() == source.get_declaration():
-                continue
+        facts = scan(f)  # (one walk of f's cursors for every such question: frontend.function_scan)
+        todo.extend(facts.callees)
+        for to, source in facts.conversions:
             if _pattern(source.get_declaration()) is None:
                 continue
             found = seen.setdefault(source.get_declaration().get_usr(), [])

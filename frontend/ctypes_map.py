@@ -36,6 +36,9 @@ def canonical(t: ci.Type) -> ci.Type:
 
 def scalar_type(t: ci.Type) -> ScalarType | None:
     """The IR scalar type of ``t`` (enums are their underlying int), or None."""
+    name = _SCALAR_KINDS.get(t.kind)  # a builtin type is its own canonical type (canonicalizing is a call into libclang)
+    if name is not None:
+        return SCALAR_TYPES[name]
     c = canonical(t)
     if c.kind == TK.ENUM:
         return scalar_type(c.get_declaration().enum_type)
@@ -45,6 +48,12 @@ def scalar_type(t: ci.Type) -> ScalarType | None:
 
 def is_pointer(t: ci.Type) -> bool:
     return canonical(t).kind == TK.POINTER
+
+
+def is_builtin_scalar(t: ci.Type) -> bool:
+    """Whether ``t`` is spelled as a builtin arithmetic type (no record, pointer or reference), told
+    without asking libclang for its canonical type."""
+    return t.kind in _SCALAR_KINDS
 
 
 def is_record(t: ci.Type) -> bool:

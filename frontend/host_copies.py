@@ -68,7 +68,7 @@ import polypy.ir.nodes as n
 from polypy.ir.queries import buffers_written
 from polypy.ir.visitor import walk_block
 
-from frontend.clang_setup import preorder
+from frontend.function_scan import scan
 from frontend.host_uses import (ALLOCATORS, CALLS, LOOPS, Refused, assignment_of, call_args, check_null_init,
                                check_release, check_site, check_types, copy_kind, device_use, element_access,
                                initializer_of, is_allocation, is_test, parent_of, spelled_in_file, stripped,
@@ -110,8 +110,8 @@ def share_copies(functions: Sequence[ci.Cursor],
         facts = None
         shared: dict[tuple, object] = {}  # device variable -> the host variable it became
         for direction in ("cudaMemcpyHostToDevice", "cudaMemcpyDeviceToHost"):
-            for call in preorder(fn):
-                if call.kind != CK.CALL_EXPR or call.spelling != "cudaMemcpy" or copy_kind(call) != direction:
+            for call in scan(fn).calls:  # (frontend.function_scan)
+                if call.spelling != "cudaMemcpy" or copy_kind(call) != direction:
                     continue
                 args = call_args(call)
                 dst, src = variable_of(args[0]), variable_of(args[1])

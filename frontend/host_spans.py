@@ -11,7 +11,8 @@ import clang.cindex as ci
 from polypy.errors import UserError
 from polypy.ir.host import DeviceSpan, IncludeSpan
 
-from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, preorder, spelled_extent
+from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, spelled_extent
+from frontend.function_scan import scan
 from frontend.lower import CK, has_attr
 
 # CUDA headers whose every declaration polypy's runtime header and device prelude already hold: in
@@ -41,8 +42,8 @@ def symbol_name_spans(file_decls: list[ci.Cursor], decls: list[ci.Cursor], conv:
     for d in file_decls:
         if not is_host_function(d):
             continue
-        for call in preorder(d):
-            position = _SYMBOL_ARGUMENT.get(call.spelling) if call.kind == CK.CALL_EXPR else None
+        for call in scan(d).calls:  # (frontend.function_scan)
+            position = _SYMBOL_ARGUMENT.get(call.spelling)
             if position is None:
                 continue
             args = list(call.get_arguments())

@@ -26,7 +26,8 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.host import HostStub
 
-from frontend.clang_setup import cursor_loc, parse_translation_unit, preorder
+from frontend.clang_setup import cursor_loc, parse_translation_unit
+from frontend.function_scan import scan
 from frontend.lower import CK, function_body, is_device_decl, is_kernel_decl
 
 
@@ -87,8 +88,8 @@ def kernel_values(fn: ci.Cursor, launched: set[tuple]) -> list[ci.Cursor]:
     instance this file does not define is refused. ``launched``: the places (file, offset) of
     the launches' callees."""
     out = []
-    for ref in preorder(fn):
-        if ref.kind != CK.DECL_REF_EXPR or ref.referenced is None or not is_kernel_decl(ref.referenced):
+    for ref in scan(fn).function_refs:  # (one walk of fn for all such questions: frontend.function_scan)
+        if not is_kernel_decl(ref.referenced):
             continue
         if is_template_kernel(ref.referenced) and _where(ref) not in launched:
             definition = ref.referenced.get_definition()
@@ -113,20 +114,17 @@ def named_as_values(decls: list[ci.Cursor], launch_config) -> list[ci.Cursor]:
     as the kernel of a launch: their host stubs may run them with any shape."""
     launched: set[tuple] = set()
     refs: list[ci.Cursor] = []
-    for d in decls:  # one walk of each declaration for both (a long expression's cursors are many)
-        for c in preorder(d):
-            kind = c.kind
-            if kind == CK.CALL_EXPR and launch_config(c) is not None:
-                launched.add(_where(c))
-            elif kind == CK.DECL_REF_EXPR and c.referenced is not None and is_kernel_decl(c.referenced):
-                refs.append(c)
+    for d in decls:  # one walk of each declaration for every such question (frontend.function_scan)
+        facts = scan(d)
+        launched.update(_where(c) for c in facts.calls if launch_config(c) is not None)
+        refs += [c for c in facts.function_refs if is_kernel_decl(c.referenced)]
     return [ref.referenced for ref in refs if _where(ref) not in launched]
 
 
 def launched_callees(fn: ci.Cursor, launch_config) -> set[tuple]:
     """The places of the callees of the launches in ``fn`` (``launch_config(call)``: the
     configuration call of a launch, else None)."""
-    return {_where(c) for c in preorder(fn) if c.kind == CK.CALL_EXPR and launch_config(c) is not None}
+    return {_where(c) for c in scan(fn).calls if launch_config(c) is not None}
 
 
 def _where(c: ci.Cursor) -> tuple:

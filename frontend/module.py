@@ -23,6 +23,7 @@ from polypy.ir.host import CopySpan, DeviceSpan, HostFile, HostProgram, HostStub
 from polypy.sources import read_source
 
 from frontend.bases import learn as learn_bases
+from frontend.function_scan import scan
 from frontend.clang_setup import cursor_loc, deepest_cursor, preorder, spelled_extent, top_cursors
 from frontend.host_called_device import host_called_device_functions
 from frontend.kernel_defaults import default_argument
@@ -298,9 +299,7 @@ class ModuleBuilder:
                 visited.add(key)
                 instance = fn
             self.valued += kernel_values(fn, launched_callees(fn, self.launch_config))
-            for call in preorder(fn):
-                if call.kind != CK.CALL_EXPR:
-                    continue
+            for call in scan(fn).calls:  # (frontend.function_scan)
                 site = (call.location.file.name if call.location.file else "", spelled_extent(call)[0])
                 if self.launch_config(call) is not None:
                     target = call.referenced

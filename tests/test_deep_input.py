@@ -1136,3 +1136,74 @@ def test_long_expressions_are_walked_a_few_times_per_pass_in_all(tmp_path, monke
     work = _walked_per_term(tmp_path, monkeypatch, case, 2_000, "translate")
     assert work["walked"] < 150, work  # now under 1 (the sum and the chain)
     assert work["visited"] < 170, work  # the Mutator passes that rewrite expressions still visit every node
+
+
+def test_a_kernel_s_cursors_are_walked_once_for_the_frontend_s_questions(tmp_path, monkeypatch) -> None:
+    """``frontend.bases`` (conversions, callees), ``frontend.lower.cccl`` (names of CCCL) and
+    ``assigned_decls`` (variables assigned) each walked every cursor of the kernel: three
+    preorders of a long sum (a tenth of ``translate``). Now one walk answers all three
+    (``frontend.function_scan``). Counted: the cursors ``preorder`` yields while a 2,000-term sum
+    is loaded, against the kernel's own cursors (3 times as many before, once now)."""
+    import frontend.clang_setup as cs
+
+    path = tmp_path / "sum.cu"
+    path.write_text(long_sum(2_000))
+    original = cs.preorder
+    walked = [0]
+
+    def preorder(cursor):
+        for c in original(cursor):
+            walked[0] += 1
+            yield c
+
+    with monkeypatch.context() as m:
+        for module in list(sys.modules.values()):  # every module that imported the walk
+            if getattr(module, "preorder", None) is original:
+                m.setattr(module, "preorder", preorder)
+        kernel = call_on_big_stack(polypy.load, path).kernel("k")
+    assert kernel.name == "k"
+
+    def cursors() -> int:
+        from frontend.clang_setup import parse_translation_unit
+        tu = parse_translation_unit(str(path), "cuda")
+        k = next(c for c in tu.cursor.get_children() if c.spelling == "k")
+        return sum(1 for _ in original(k))
+
+    own = call_on_big_stack(cursors)
+    assert own > 20_000 and walked[0] < 1.3 * own, (walked[0], own)
+
+
+def test_a_host_function_s_cursors_are_walked_once_for_its_calls(tmp_path, monkeypatch) -> None:
+    """The host code's questions (launched kernels, kernels named as values, launches, copies in
+    both directions, symbol arguments) each walked every cursor of each host function: seven
+    preorders of a long host expression. Now they read the calls and function references that
+    one walk lists (``frontend.function_scan``). Counted: the cursors ``preorder`` yields per
+    cursor added to ``main`` (``long_host_program`` at 300 and 600 factors: 7.25 before, 1.25 now)."""
+    import frontend.clang_setup as cs
+    from frontend.clang_setup import parse_translation_unit
+
+    original = cs.preorder
+
+    def work(factors: int) -> tuple[int, int]:
+        path = tmp_path / f"host{factors}.cu"
+        path.write_text(long_host_program(factors))
+        walked = [0]
+
+        def preorder(cursor):
+            for c in original(cursor):
+                walked[0] += 1
+                yield c
+
+        with monkeypatch.context() as m:
+            for module in list(sys.modules.values()):  # every module that imported the walk
+                if getattr(module, "preorder", None) is original:
+                    m.setattr(module, "preorder", preorder)
+            assert main(["translate", str(path), "-o", str(tmp_path / f"host{factors}.cpp")]) == 0
+        tu = call_on_big_stack(parse_translation_unit, str(path), "cuda")
+        fn = next(c for c in tu.cursor.get_children() if c.spelling == "main" and c.is_definition())
+        return walked[0], sum(1 for _ in original(fn))
+
+    work(100)  # (the first translation in a process also walks what is parsed once: the prelude's)
+    (small, small_own), (large, large_own) = work(300), work(600)
+    per_cursor = (large - small) / (large_own - small_own)
+    assert large_own - small_own > 2_000 and per_cursor < 2, (per_cursor, small, large, small_own, large_own)

@@ -14,10 +14,11 @@ from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
-from frontend.clang_setup import binary_operator, cursor_loc, preorder, unary_operator
+from frontend.clang_setup import cursor_loc
 from frontend.lower import accessors, calls, declarations, expressions, places, statements
 from frontend.lower.accessors import accessor_type
 from frontend.lower.cccl import refuse_in_device_code
+from frontend.function_scan import scan
 from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body, \
     is_library_header
 from frontend.lower.graph_conditional import check_handle_uses, is_condition_handle
@@ -388,19 +389,7 @@ class KernelBuilder:
         cached = self.mutated_cache.get(key)
         if cached is not None:
             return cached
-        out: set[tuple] = set()
-        for c in preorder(fn):
-            target = None
-            if c.kind in (CK.BINARY_OPERATOR, CK.COMPOUND_ASSIGNMENT_OPERATOR):
-                op = binary_operator(c)
-                if op.endswith("=") and op not in ("==", "!=", "<=", ">="):
-                    target = next(iter(c.get_children()), None)
-            elif c.kind == CK.UNARY_OPERATOR and unary_operator(c) in ("++", "--"):
-                target = next(iter(c.get_children()), None)
-            while target is not None and target.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR):
-                target = next(iter(target.get_children()), None)
-            if target is not None and target.kind == CK.DECL_REF_EXPR and target.referenced is not None:
-                out.add(decl_key(target.referenced))
+        out = {decl_key(d) for d in scan(fn).assigned}  # (one walk for several questions: frontend.function_scan)
         self.mutated_cache[key] = out
         return out
 

@@ -88,6 +88,8 @@ def conversion_path(b: KernelBuilder, source: ci.Cursor, target: ci.Type, c: ci.
 
 
 def _record_of(t: ci.Type) -> ci.Type | None:
+    if tm.is_builtin_scalar(t):  # (most conversions: told without canonicalizing)
+        return None
     t = tm.strip_reference(t)
     if tm.is_pointer(t):
         t = tm.pointee(t)
