@@ -7,13 +7,14 @@ by the file that declares them (``frontend.lower.cccl``), and which variables it
 Each of these questions was a walk of its own over every cursor of the function (a preorder
 through libclang costs about 20 us a cursor: three walks were a tenth of ``translate`` on a
 long sum). ``scan(fn)`` walks once and keeps only the answers; it is kept per translation unit
-and function cursor (a cache, weak in the unit), so that a function inlined at many calls, or
-asked about by each of these modules, is walked once.
+and function cursor, for the last few units only, so that a function inlined at many calls, or
+asked about by each of these modules, is walked once. (Not a weak mapping keyed by the unit: the
+answers hold cursors, every cursor holds its unit, so no unit would ever be freed.)
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
-import weakref
 
 import clang.cindex as ci
 
@@ -57,15 +58,23 @@ class FunctionScan:
 
 def scan(fn: ci.Cursor) -> FunctionScan:
     """``fn``'s scan, made on the first question about ``fn`` in its unit."""
-    scans = _SCANS.setdefault(fn.translation_unit, {})
+    tu = fn.translation_unit
+    scans = _SCANS.get(tu)
+    if scans is None:
+        scans = _SCANS[tu] = {}
+        while len(_SCANS) > _UNITS_KEPT:
+            _SCANS.popitem(last=False)
+    else:
+        _SCANS.move_to_end(tu)
     found = scans.get(fn)
     if found is None:
         found = scans[fn] = _scan(fn)
     return found
 
 
-# Per translation unit: the scans made (a cache: weak, so that units are freed with their modules).
-_SCANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# Per translation unit, the scans made: the units used last (a bounded cache; see the module's note).
+_UNITS_KEPT = 4
+_SCANS: "collections.OrderedDict[ci.TranslationUnit, dict]" = collections.OrderedDict()
 
 
 def _scan(fn: ci.Cursor) -> FunctionScan:
