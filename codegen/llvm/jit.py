@@ -43,6 +43,7 @@ from polypy.analysis.versions import plain_when
 from polypy.errors import DeviceAssertError, InternalError, MisalignedAddressError
 from polypy.ir.printf import fault_summary
 from polypy.ir import nodes as n
+from polypy.ir.queries import runs_of_a_thread_range
 from polypy.ir.types import U32, PointerType, ScalarType
 from polypy.ir.versions import KernelVersions
 from polypy.ir.visitor import Mutator, substitute, walk
@@ -292,7 +293,8 @@ def private_copies(sizes: Mapping[str, tuple[int, int]], workers: int, launch_th
 def adds_per_thread(kernel: n.Kernel) -> dict[str, int]:
     """Per buffer, how many atomic adds one GPU thread of the CPU-form ``kernel`` makes to it, as
     far as the code tells: constant loops count their trips, other loops ``UNKNOWN_TRIPS``, an if
-    its costlier branch (the versions of a nest are alternatives), thread loops once. Loops over
+    its costlier branch (the versions of a nest are alternatives), thread loops once (and a loop
+    over the pieces of a thread range, ``runs_of_a_thread_range``, once). Loops over
     the threads one after the other add up, also where they cover different threads (a loop split
     by the range of the counter): an estimate, at most that many times too high."""
     def count(body: tuple[n.Stmt, ...]) -> dict[str, int]:
@@ -308,7 +310,8 @@ def adds_per_thread(kernel: n.Kernel) -> dict[str, int]:
                 trips = 1 if s.kind == "threads" else _trips(s)
                 inner = {k: v * trips for k, v in count(s.body).items()}
             elif isinstance(s, n.While):
-                inner = {k: v * UNKNOWN_TRIPS for k, v in count(s.body + s.update).items()}
+                trips = 1 if runs_of_a_thread_range(s) else UNKNOWN_TRIPS
+                inner = {k: v * trips for k, v in count(s.body + s.update).items()}
             for k, v in inner.items():
                 out[k] = out.get(k, 0) + v
         return out

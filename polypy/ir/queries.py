@@ -232,3 +232,18 @@ def loop_depth(stmts: tuple[n.Stmt, ...]) -> int:
         for name in node.BLOCKS:
             stack.extend((s, depth) for s in getattr(node, name))
     return deepest
+
+
+def runs_of_a_thread_range(loop: n.While) -> bool:
+    """Whether ``loop`` walks one range of threads in consecutive pieces, each thread once:
+    ``while (t < hi) { ...; for threads tx = t to e { ... }; t = e }`` with ``t`` written only by
+    the last statement (``split_quotient_runs`` writes these). A thread in the body of such a loop
+    runs it once, not once per iteration."""
+    if not (isinstance(loop.cond, n.Binary) and loop.cond.op == "lt" and isinstance(loop.cond.a, n.Var)
+            and loop.body and not loop.update):
+        return False
+    t, last = loop.cond.a.name, loop.body[-1]
+    pieces = [s for s in loop.body if isinstance(s, n.For) and s.kind == "threads"]
+    return (isinstance(last, n.Assign) and last.name == t and isinstance(last.value, n.Var) and len(pieces) == 1
+            and pieces[0].start == loop.cond.a and pieces[0].stop == last.value
+            and t not in written_names(loop.body[:-1]))
