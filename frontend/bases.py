@@ -22,13 +22,13 @@ pointer polypy does not model), and an instance's base that its code never conve
 from __future__ import annotations
 
 import dataclasses
-import collections
 
 import clang.cindex as ci
 
 from polypy.errors import UserError
 
 from frontend.function_scan import scan
+from frontend.unit_cache import PerUnit
 
 CK = ci.CursorKind
 TK = ci.TypeKind
@@ -61,30 +61,16 @@ def _pattern(decl: ci.Cursor) -> ci.Cursor | None:
     return pattern
 
 
-# Cache: per translation unit, the USR of a class template instance -> the base instances its
-# code converts it to (see ``learn``); for the last few units only (not a weak mapping keyed by the
-# unit: the types it holds hold their unit, which would then never be freed).
-_UNITS_KEPT = 16
-_SEEN_BASES_CACHE: "collections.OrderedDict[ci.TranslationUnit, dict[str, list[ci.Type]]]" = \
-    collections.OrderedDict()
-
-
-def _seen_in(tu: ci.TranslationUnit) -> dict[str, list[ci.Type]]:
-    seen = _SEEN_BASES_CACHE.get(tu)
-    if seen is None:
-        seen = _SEEN_BASES_CACHE[tu] = {}
-        while len(_SEEN_BASES_CACHE) > _UNITS_KEPT:
-            _SEEN_BASES_CACHE.popitem(last=False)
-    else:
-        _SEEN_BASES_CACHE.move_to_end(tu)
-    return seen
+# Per translation unit, the USR of a class template instance -> the base instances its code
+# converts it to (see ``learn``), for the last few units only (``frontend.unit_cache``).
+_SEEN_BASES: PerUnit = PerUnit(kept=16)
 
 
 def learn(fn: ci.Cursor) -> None:
     """Record the derived-to-base conversions of instances of class templates in the code that
     function ``fn`` reaches (its body and the definitions of the functions it calls)."""
     tu = fn.translation_unit
-    seen = _seen_in(tu)
+    seen = _SEEN_BASES.of(tu)
     visited: set[str] = set()
     todo = [fn]
     while todo:
@@ -109,7 +95,7 @@ def _seen_base(decl: ci.Cursor, spec: ci.Cursor) -> ci.Type | None:
     template = next((ch.referenced for ch in spec.get_children() if ch.kind == CK.TEMPLATE_REF), None)
     if template is None:
         return None
-    found = _seen_in(decl.translation_unit).get(decl.get_usr(), [])
+    found = _SEEN_BASES.of(decl.translation_unit).get(decl.get_usr(), [])
     matches = [t for t in found if _pattern(t.get_declaration()) == template]
     return matches[0] if len(matches) == 1 else None
 

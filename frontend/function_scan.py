@@ -13,12 +13,12 @@ answers hold cursors, every cursor holds its unit, so no unit would ever be free
 """
 from __future__ import annotations
 
-import collections
 import dataclasses
 
 import clang.cindex as ci
 
 from frontend.clang_setup import binary_operator, preorder, unary_operator
+from frontend.unit_cache import PerUnit
 
 CK = ci.CursorKind
 TK = ci.TypeKind
@@ -58,23 +58,15 @@ class FunctionScan:
 
 def scan(fn: ci.Cursor) -> FunctionScan:
     """``fn``'s scan, made on the first question about ``fn`` in its unit."""
-    tu = fn.translation_unit
-    scans = _SCANS.get(tu)
-    if scans is None:
-        scans = _SCANS[tu] = {}
-        while len(_SCANS) > _UNITS_KEPT:
-            _SCANS.popitem(last=False)
-    else:
-        _SCANS.move_to_end(tu)
+    scans = _SCANS.of(fn.translation_unit)
     found = scans.get(fn)
     if found is None:
         found = scans[fn] = _scan(fn)
     return found
 
 
-# Per translation unit, the scans made: the units used last (a bounded cache; see the module's note).
-_UNITS_KEPT = 4
-_SCANS: "collections.OrderedDict[ci.TranslationUnit, dict]" = collections.OrderedDict()
+# Per translation unit, the scans made: the units used last (``frontend.unit_cache``).
+_SCANS: PerUnit = PerUnit(kept=4)
 
 
 def _scan(fn: ci.Cursor) -> FunctionScan:

@@ -23,3 +23,16 @@ def test_loaded_modules_do_not_keep_their_translation_units() -> None:
     for i in range(30):
         polypy.load(None, text=SOURCE.format(i))
     assert _live_units() - before <= 20  # the bounded caches (frontend.function_scan, frontend.bases)
+
+
+def test_per_unit_cache_keeps_the_units_used_last() -> None:
+    from frontend.unit_cache import PerUnit
+    cache = PerUnit(kept=2)
+    a, b, c = object(), object(), object()  # stand-ins for units: any hashable key
+    cache.of(a)["x"] = 1
+    cache.of(b)["y"] = 2
+    assert cache.of(a) == {"x": 1}  # a used again: b is now the oldest
+    cache.of(c)
+    assert len(cache) == 2
+    assert cache.of(a) == {"x": 1}
+    assert cache.of(b) == {}  # b was dropped: a new, empty dict

@@ -18,6 +18,7 @@
 * No import cycle among the project's modules (``polypy``, the stages, ``bench``, ``samples``)
   at module level; ``test_function_level_cycles_are_the_known_ones`` keeps the ones through
   function-level imports from growing.
+* No source file of ``polypy`` or a stage is longer than ``MAX_SOURCE_LINES`` (600).
 """
 from __future__ import annotations
 
@@ -270,3 +271,17 @@ def test_cli_and_commands_do_not_import_each_other_both_ways():
     graph = _graph(top_level_only=False)
     assert "polypy.driver.commands" in graph["polypy.driver.cli"]
     assert "polypy.driver.cli" not in graph["polypy.driver.commands"]
+
+
+# Files are cut by responsibility before they grow past this (STYLE.md; issue 39).
+MAX_SOURCE_LINES = 600
+
+
+def test_no_source_file_is_longer_than_the_limit():
+    long = []
+    for package in ("polypy", *STAGES):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > MAX_SOURCE_LINES:
+                long.append(f"{path.relative_to(ROOT)}: {lines} lines")
+    assert not long, "source files over the limit: " + "; ".join(long)

@@ -1,4 +1,4 @@
-"""Sums per worker in the C launcher (``codegen.c.kernel.KernelEmitter.worker_sums``): a pointer
+"""Sums per worker in the C launcher (``codegen.c.launch_policy.worker_sums``): a pointer
 parameter that only receives atomic adds, always to one constant element (reduce_sum's
 ``*out += block_sum``), is summed by each OpenMP worker in a copy of its own and added to the
 array once per worker instead of once per block. Checked: which parameters qualify, the launcher
@@ -49,6 +49,21 @@ def test_only_parameters_added_to_at_one_constant_element_are_summed_per_worker(
     assert "hist:" not in text  # `hist[x[i] % 4]`: not one element
     checked = emit_kernels([to_cpu(_kernel("count"))], check_bounds=True)
     assert "Sums per worker" not in checked  # the bounds checker sees the arrays themselves
+
+
+def test_launch_policy_of_a_kernel_alone():
+    """``codegen.c.launch_policy``: the parameters summed per worker (index, element, type), and when
+    a launch runs on the calling thread (a loop-free kernel: also a small grid; a team of one only
+    where the thread count is the runtime's)."""
+    from codegen.c.launch_policy import runs_alone, worker_sums
+    count, fsum = to_cpu(_kernel("count")), to_cpu(_kernel("fsum"))
+    assert [(i, slot, t.name) for i, slot, t in worker_sums(count)] == [(1, 2, "u32")]
+    assert [(i, slot, t.name) for i, slot, t in worker_sums(fsum)] == [(1, 0, "f32")]
+    alone, why = runs_alone(fsum, 0)
+    assert "POLYPY_RT_SMALL_GRID_WORK" in alone and alone.endswith("|| POLYPY_WORKERS() <= 1")
+    assert why.startswith("one block, or (a kernel without loops") and why.endswith("a team of one thread")
+    alone, why = runs_alone(fsum, 4)
+    assert "POLYPY_WORKERS" not in alone and "team of one" not in why
 
 
 @pytest.mark.parametrize("grid,block", [(1, 64), (7, 32), (40, 128)])

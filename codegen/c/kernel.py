@@ -37,11 +37,12 @@ from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.cexpr import ATOM
 from polypy.ir.names import kernel_names
-from polypy.ir.types import PointerType, ScalarType
+from polypy.ir.types import PointerType
 from polypy.ir.visitor import has_kind, walk_only
 
 from codegen.scratch import scratch_dims
 
+from codegen.c import launch_policy
 from codegen.c.readable import barrier_notes, overflow_flags, source_local_names, thread_axis
 from codegen.c.render import C_KEYWORDS, INDENT, MATH, Layout, Renderer, c_type, pointer_decl
 from codegen.c.printing import aligned_argument_lines
@@ -378,7 +379,7 @@ class KernelEmitter:
         arguments = list(values)
         # Sums per worker (``worker_sums``): the blocks add into the worker's own slots, and the
         # worker adds its sums to the array once, after its share of the grid.
-        sums = [] if opts.check_bounds or has_grid_sync(self.kernel) else self.worker_sums()
+        sums = [] if opts.check_bounds or has_grid_sync(self.kernel) else launch_policy.worker_sums(self.kernel)
         for index, slot, elem in sums:
             arguments[index] = f"polypy_sum_{index}"
         scratch = []
@@ -429,23 +430,7 @@ class KernelEmitter:
                 ]
                 arguments += [f"polypy_lo_{name}", f"polypy_hi_{name}"]
         num_threads = f" num_threads({opts.threads})" if opts.threads > 0 else ""
-        # A grid of one block runs on the calling thread: waking the team for it costs more than
-        # the block (lud's diagonal kernel, launched once per step; with OMP_WAIT_POLICY=passive
-        # a wake-up is tens of microseconds). So does a small grid of a kernel without loops of
-        # its own (a few operations a thread: ADI's 1,024-thread steps, JACOBI1D's 4,096).
-        blocks = "(unsigned long long)gridDim.x * gridDim.y * gridDim.z"
-        alone = f"{blocks} <= 1ull"
-        alone_why = "one block"
-        if not _has_source_loops(self.kernel):
-            cost = _thread_cost(self.kernel)
-            alone += f" || {blocks} * blockDim.x * blockDim.y * blockDim.z * {cost}ull < POLYPY_RT_SMALL_GRID_WORK"
-            alone_why = (f"one block, or (a kernel without loops, {cost} operations a thread at most) fewer "
-                         "threads x operations than POLYPY_RT_SMALL_GRID_WORK")
-        # Nor is a team of one made (OMP_NUM_THREADS=1, torch.set_num_threads(1)): the parallel
-        # construct alone costs a quarter of a microsecond per launch (libgomp makes the team).
-        if opts.threads == 0:
-            alone += " || POLYPY_WORKERS() <= 1"
-            alone_why += "; or a team of one thread"
+        alone, alone_why = launch_policy.runs_alone(self.kernel, opts.threads)
         # A coarsened kernel runs for blockIdx = multiples of its factors (Kernel.coarsen).
         factors = self.kernel.coarsen
         steps = [f"++b{axis}" if f == 1 else f"b{axis} += {f}u" for axis, f in zip("xyz", factors)]
@@ -473,28 +458,6 @@ class KernelEmitter:
                                worker_sums=worker_sums, team=opts.program, in_team=opts.in_team, alone=alone, alone_why=alone_why,
                                factors=list(factors))
 
-    def worker_sums(self) -> list[tuple[int, int, ScalarType]]:
-        """(parameter index, element, element type) of each pointer parameter that the kernel only
-        adds to (``Kernel.private_atomics``: ``atomic.add`` without its old value, or a versioned
-        gradient's plain ``b[i] = b[i] + v``), always at one constant element below
-        ``MAX_SUM_SLOT`` (``*out += block_sum``: reduce_sum, a gradient's ``d_alpha[0]``). On a
-        CPU every block's atomic on that element is a compare-and-swap on a cache line all cores
-        fight for; a worker's blocks run one after the other, so they can add into a private
-        copy, added to the array once per worker. The adds are reassociated, as atomics allow."""
-        out = []
-        for name in self.kernel.private_atomics:
-            index = _param_index(self.kernel, name)
-            param = self.kernel.params[index]
-            slots = {x.index for x in walk_only(self.kernel, n.AtomicRMW, n.Load, n.Store)
-                     if x.buffer == name}
-            if len(slots) != 1:
-                continue
-            (slot,) = slots
-            if len(slot) != 1 or not isinstance(slot[0], n.Const) or not 0 <= int(slot[0].value) < MAX_SUM_SLOT:
-                continue
-            out.append((index, int(slot[0].value), param.ptype.elem))  # type: ignore[union-attr]
-        return out
-
     def emit(self) -> KernelCode:
         k = self.kernel
         where = f" ({k.loc.file}:{k.loc.line})" if k.loc is not None else ""
@@ -503,10 +466,6 @@ class KernelEmitter:
         text = "\n".join([header, self.block_function(), "", self.launcher().rstrip()])
         decl, _ = self.signature()
         return KernelCode(k.name, self.launcher_name, decl + ";", text)
-
-
-# Worker sums (``KernelEmitter.worker_sums``): the element added to is at most this index.
-MAX_SUM_SLOT = 16
 
 
 def _pointer_type(t: PointerType) -> str:
@@ -522,44 +481,10 @@ def _plain_pointer_spellings(t: PointerType) -> frozenset[str]:
     return frozenset(b + r for b in bases for r in ("", "__restrict__", "__restrict"))
 
 
-def _has_source_loops(kernel: n.Kernel) -> bool:
-    """Whether a thread of ``kernel`` runs loops of its own (not the CPU form's thread loops)."""
-    return has_kind(kernel, n.While) or any(x.kind != "threads" for x in walk_only(kernel, n.For))
-
-
-# What a math function call counts for in ``_thread_cost`` (expf, sqrt: tens of cycles).
-CALL_COST = 8
-
-
-def _thread_cost(kernel: n.Kernel) -> int:
-    """The operations a thread of a loop-free ``kernel`` runs at most, roughly: its loads, stores,
-    atomics and arithmetic (both versions of a block function count: an over-estimate), a math
-    call ``CALL_COST``: how much a small grid's launch costs, against waking the team."""
-    ops = (n.Unary, n.Binary, n.Select, n.Load, n.Store, n.AtomicRMW)
-    return sum(1 for x in walk_only(kernel, ops)) + CALL_COST * sum(
-        1 for x in walk_only(kernel, n.Call)) or 1
-
-
 def _thread_nests(stmts: tuple[n.Stmt, ...]) -> int:
     """Outermost thread loops in ``stmts``."""
-    count = 0
-    for s in stmts:
-        if isinstance(s, n.For) and s.kind == "threads":
-            count += 1
-        else:
-            for block in _child_blocks(s):
-                count += _thread_nests(block)
-    return count
-
-
-def _child_blocks(s: n.Stmt) -> tuple[tuple[n.Stmt, ...], ...]:
-    if isinstance(s, n.If):
-        return (s.then, s.orelse)
-    if isinstance(s, n.For):
-        return (s.body,)
-    if isinstance(s, n.While):
-        return (s.body, s.update)
-    return ()
+    return sum(1 if isinstance(s, n.For) and s.kind == "threads" else
+               sum(_thread_nests(getattr(s, block)) for block in s.BLOCKS) for s in stmts)
 
 
 def _param_index(kernel: n.Kernel, name: str) -> int:
