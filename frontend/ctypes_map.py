@@ -138,6 +138,36 @@ def union_slices(t: ci.Type) -> tuple[int, list[tuple[str, ScalarType, int]]] | 
     return bits, out
 
 
+def union_fields(t: ci.Type, where=None) -> list[tuple[str, ci.Type]]:
+    """The members of union ``t`` in memory, each a typed view of the union's bytes from offset 0
+    (docs/typed_views.md, unions in memory). Refused, located: bit-fields and bool members (a
+    bool's bytes other than 0 and 1 have no value, and another member may write them)."""
+    out = []
+    for f in canonical(t).get_fields():
+        if f.is_bitfield():
+            raise UserError(f"union '{t.spelling}' in device memory has a bit-field member '{f.spelling}': "
+                            "bit-fields are not supported", where)
+        if any(scalar_type(lt) is not None and scalar_type(lt).is_bool  # type: ignore[union-attr]
+               for _, lt, _ in byte_leaves(f.type, where)):
+            raise UserError(f"union '{t.spelling}' in device memory has a bool in member '{f.spelling}': "
+                            "unions with bool members are not supported (a bool's bytes other than 0 and 1, "
+                            "written through another member, have no value)", where)
+        out.append((f.spelling, f.type))
+    return out
+
+
+def has_union(t: ci.Type) -> bool:
+    """A union, or a record or array holding one (its members overlap in memory)."""
+    c = canonical(t)
+    if c.kind == TK.CONSTANTARRAY:
+        return has_union(c.element_type)
+    if c.kind != TK.RECORD:
+        return False
+    if is_union(c):
+        return True
+    return any(has_union(ft) for ft in [b.type for b in cxx_bases.bases(c)] + [f.type for f in c.get_fields()])
+
+
 def record_fields(t: ci.Type) -> list[tuple[str, ci.Type]]:
     c = canonical(t)
     if c.get_declaration().kind == ci.CursorKind.UNION_DECL:
@@ -215,7 +245,7 @@ def is_homogeneous(t: ci.Type) -> bool:
     if scalar_type(t) is not None:
         return True
     c = canonical(t)
-    if c.kind != TK.RECORD:
+    if c.kind != TK.RECORD or has_union(c):
         return False
     ls = leaves(c)
     types = {leaf.scalar for leaf in ls}
@@ -238,8 +268,16 @@ class RecordLayout:
     scalars: tuple[ScalarType, ...]  # the views' element types, in order of first appearance
     ctype: ci.Type = dataclasses.field(compare=False, repr=False)
 
+    @property
+    def overlaps(self) -> bool:
+        """Whether members share bytes (a union inside): then the views are of one storage, and a
+        member read through another type is the bit reinterpretation of the bytes written."""
+        return has_union(self.ctype)
+
 
 def member_type(record: ci.Type, name: str) -> ci.Type | None:
+    if is_union(record):  # a union in memory (``union_fields``)
+        return next((ft for fname, ft in union_fields(record) if fname == name), None)
     for fname, ft in record_fields(record):
         if fname == name:
             return ft
@@ -261,8 +299,13 @@ def member_offset(record: ci.Type, name: str, where=None) -> int:
 def byte_leaves(t: ci.Type, where=None, prefix: str = "", base: int = 0) -> list[tuple[str, ci.Type, int]]:
     """``leaves(t)`` with each leaf's byte offset: ``[(".a", int, 0), (".b[1]", float, 8), ...]``."""
     c = canonical(t)
-    if c.kind == TK.RECORD:
+    if c.kind == TK.RECORD and is_union(c):  # every member at the union's own offset: they overlap
         out: list[tuple[str, ci.Type, int]] = []
+        for name, ft in union_fields(c, where):
+            out.extend(byte_leaves(ft, where, f"{prefix}.{name}", base))
+        return out
+    if c.kind == TK.RECORD:
+        out = []
         for name, ft in record_fields(c):
             out.extend(byte_leaves(ft, where, f"{prefix}.{name}", base + member_offset(c, name, where)))
         return out
@@ -301,6 +344,8 @@ def array_layout(t: ci.Type, where=None) -> ElemLayout:
     """Layout of the elements of a C array (shared, local, ``__constant__``, ``__device__``):
     ``elem_layout``, or records of mixed member types without pointer members (``layout.record``:
     the array is one buffer per member type, see ``RecordLayout``)."""
+    if has_union(t):  # members that overlap: a byte pool (``RecordLayout.overlaps``)
+        return _union_layout(t, where)
     if is_record(t) and not is_homogeneous(t) and not any(is_pointer(leaf.ctype) for leaf in leaves(t)):
         record = record_layout(t, where)
         return ElemLayout(record.scalars[0], 1, (), t.spelling, record)
@@ -316,10 +361,20 @@ def local_layout(t: ci.Type, where=None) -> ElemLayout:
     """Layout of a local variable's or a local array's elements: ``array_layout``, except that a
     record with an array member is laid out in memory as a record (``RecordLayout``) even when its
     members have one type, so that the array member can be indexed at run time (``f.x[i]``)."""
+    if has_union(t):
+        return _union_layout(t, where)
     if has_array_member(t) and not any(is_pointer(leaf.ctype) for leaf in leaves(t)):
         record = record_layout(t, where)
         return ElemLayout(record.scalars[0], 1, (), t.spelling, record)
     return array_layout(t, where)
+
+
+def _union_layout(t: ci.Type, where=None) -> ElemLayout:
+    """The layout of memory holding unions (``union U``, a record with a union member, arrays of
+    them): clang's record layout (size and alignment as the C++ ABI gives them), its members
+    overlapping where a union's do (``RecordLayout.overlaps``)."""
+    record = record_layout(t, where)
+    return ElemLayout(record.scalars[0], 1, (), t.spelling, record)
 
 
 def view_length(count: int, record: RecordLayout, st: ScalarType) -> int:
