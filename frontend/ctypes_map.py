@@ -100,7 +100,7 @@ def union_scalars(t: ci.Type) -> list[tuple[str, ScalarType]] | None:
     out: list[tuple[str, ScalarType]] = []
     for f in canonical(t).get_fields():  # an anonymous struct member too (a field without a name)
         st = scalar_type(f.type)
-        if st is None or st.is_bool or (out and st.itemsize != out[0][1].itemsize):
+        if st is None or f.is_bitfield() or st.is_bool or (out and st.itemsize != out[0][1].itemsize):
             return None
         out.append(("." + f.spelling, st))
     return out or None
