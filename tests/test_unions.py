@@ -14,7 +14,8 @@ import pytest
 import polypy
 from c_support import copy_args, run_c
 from polypy.emulator import emulate
-from polypy.errors import UserError
+from polypy.ir import nodes as n
+from polypy.ir.visitor import walk_block
 
 WAYS = ["emulator", "llvm", "c"]
 
@@ -56,6 +57,27 @@ __global__ void shared_pun(const float* x, unsigned int* bits, int n) {
   s[t].f = i < n ? x[i] : 0.0f;
   __syncthreads();
   if (i < n) bits[i] = s[blockDim.x - 1 - t].u;
+}
+
+__global__ void shared_wide(const float* x, double* d, int* expo) {
+  __shared__ union { float f[64]; double d[32]; unsigned long long w[32]; } pool;  // 256 bytes, 8-aligned
+  int t = threadIdx.x, half = blockDim.x / 2;
+  pool.f[t] = x[blockIdx.x * blockDim.x + t];
+  __syncthreads();
+  if (t < half) {
+    d[blockIdx.x * half + t] = pool.d[t];                   // two floats' bits as one double
+    expo[blockIdx.x * half + t] = (int)((pool.w[half - 1 - t] >> 52) & 0x7ff);
+  }
+}
+
+__global__ void atomics(unsigned int* words, float* total) {
+  __shared__ FU acc;
+  if (threadIdx.x == 0) acc.f = 0.5f;
+  __syncthreads();
+  atomicAdd(&acc.f, 1.0f);                       // a float member of the pool: a float add
+  atomicAdd((float*)words + blockIdx.x, 0.25f);  // (a float view of unsigned memory: the same)
+  __syncthreads();
+  if (threadIdx.x == 0) total[blockIdx.x] = acc.f;
 }
 
 __global__ void records(Item* items, unsigned int* bits, int n) {
@@ -133,6 +155,47 @@ def test_a_shared_array_of_unions_read_as_another_member(source, way: str, shape
     want = xs[:, ::-1].reshape(-1).copy()
     want[n:] = 0
     np.testing.assert_array_equal(got["bits"], want)
+
+
+@pytest.mark.parametrize("shape", [(1, 64), (3, 32)])
+@pytest.mark.parametrize("way", WAYS)
+def test_a_shared_union_read_through_a_wider_member(source, way: str, shape) -> None:
+    grid, block = shape
+    half = block // 2
+    bits = np.random.default_rng(3).integers(0, 2**32, grid * block, dtype=np.uint64).astype(np.uint32)
+    bits[1:8:2] = [0x7ff00000, 0xfff80000, 0x80000000, 0x7ff40000]  # high words: inf, qNaN, -0.0, sNaN
+    bits[0:8:2] = [0, 0xdead, 0, 1]
+    x = bits.view(np.float32)
+    args = {"x": x, "d": np.zeros(grid * half), "expo": np.zeros(grid * half, np.int32)}
+    got = _run(source, "shared_wide", grid, block, args, way)
+    words = x.view(np.uint64)  # element t of block b: floats 2t, 2t+1 of that block, little-endian
+    np.testing.assert_array_equal(got["d"].view(np.uint64), words)
+    want_expo = ((words.reshape(grid, half)[:, ::-1] >> np.uint64(52)) & np.uint64(0x7ff)).astype(np.int32)
+    np.testing.assert_array_equal(got["expo"], want_expo.reshape(-1))
+
+
+@pytest.mark.parametrize("shape", [(1, 32), (3, 20)])
+@pytest.mark.parametrize("way", WAYS)
+def test_float_atomics_on_a_union_member_add_floats(source, way: str, shape) -> None:
+    """Both were integer additions of the float's bits before (a wrong answer)."""
+    grid, block = shape
+    words = np.full(grid, 2.0, np.float32).view(np.uint32)
+    got = _run(source, "atomics", grid, block, {"words": words, "total": np.zeros(grid, np.float32)}, way)
+    np.testing.assert_array_equal(got["total"], np.full(grid, 0.5 + block, np.float32))
+    np.testing.assert_array_equal(got["words"].view(np.float32), np.full(grid, 2.0 + 0.25 * block, np.float32))
+
+
+def test_shared_unions_keep_isl_exact(source) -> None:
+    """The pool's accesses are affine accesses to its elements (a wider member: the elements it
+    covers), so isl stays exact and the barriers the reversed reads need are kept."""
+    from polypy.poly import build_model
+
+    for kernel, pool in (("shared_pun", "s"), ("shared_wide", "pool")):
+        k = polypy.load(source).kernel(kernel)
+        shared = [a for a in build_model(k).accesses if a.space == "shared"]
+        assert {a.buffer for a in shared} == {pool}, kernel
+        assert all(a.index_exact for a in shared), [a.text for a in shared if not a.index_exact]
+        assert len([s for s in walk_block(k.body) if isinstance(s, n.Barrier)]) == 1, kernel
 
 
 @pytest.mark.parametrize("grid", [1, 3])
