@@ -4,8 +4,9 @@ hand, and each construct polypy cannot translate exactly is refused with a locat
 
 - string literals as array initializers (local, ``__constant__``, rows of 2-D arrays), and brace
   lists that leave out elements of nested rows (they used to shift the next row's values);
-- pointer punning that views bytes (``((char*)&f)[1]``, ``*(short*)&i``, a record as a scalar) and
-  unions: refused, never converted by value. Punning between a local scalar and a type of its
+- pointer punning that views bytes (``((char*)&f)[1]``, ``*(short*)&i``, a record as a scalar):
+  refused, never converted by value; unions of other sizes read their bytes (a pool,
+  docs/typed_views.md), never converted by value. Punning between a local scalar and a type of its
   size and the other kind (``*(int*)&f``) is an exact bit cast: ``test_bit_casts.py``.
 """
 from __future__ import annotations
