@@ -165,7 +165,11 @@ def has_union(t: ci.Type) -> bool:
         return False
     if is_union(c):
         return True
-    return any(has_union(ft) for ft in [b.type for b in cxx_bases.bases(c)] + [f.type for f in c.get_fields()])
+    try:
+        bases = [b.type for b in cxx_bases.bases(c)]
+    except UserError:  # bases polypy cannot lay out: refused where the record is used, at its place
+        bases = []
+    return any(has_union(ft) for ft in bases + [f.type for f in c.get_fields()])
 
 
 def record_fields(t: ci.Type) -> list[tuple[str, ci.Type]]:
