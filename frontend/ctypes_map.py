@@ -280,11 +280,14 @@ class RecordLayout:
 
 
 def member_type(record: ci.Type, name: str) -> ci.Type | None:
-    if is_union(record):  # a union in memory (``union_fields``)
-        return next((ft for fname, ft in union_fields(record) if fname == name), None)
-    for fname, ft in record_fields(record):
+    fields = union_fields(record) if is_union(record) else record_fields(record)  # a union in memory
+    for fname, ft in fields:
         if fname == name:
             return ft
+    for fname, ft in _anonymous_members(record):  # a member of an anonymous struct or union
+        found = member_type(ft, name)
+        if found is not None:
+            return found
     return None
 
 
@@ -294,10 +297,30 @@ def member_offset(record: ci.Type, name: str, where=None) -> int:
     if base is not None:
         return base
     bits = canonical(record).get_offset(name)
+    if bits < 0:  # a member of an anonymous struct or union: that member's offset plus its own
+        for fname, ft in _anonymous_members(record):
+            if member_type(ft, name) is not None:
+                return _anonymous_offset(record, fname) + member_offset(ft, name, where)
     if bits < 0 or bits % 8:
         raise UserError(f"member '{name}' of '{record.spelling}' has no byte offset (bit-fields are not supported "
                         "in device memory)", where)
     return bits // 8
+
+
+def _member_prefix(prefix: str, name: str) -> str:
+    """The path of member ``name``; an anonymous struct's or union's members are the record's own
+    (libclang spells such a field after its type, not an identifier)."""
+    return f"{prefix}.{name}" if name.isidentifier() else prefix
+
+
+def _anonymous_offset(record: ci.Type, spelling: str) -> int:
+    """The byte offset of the anonymous struct or union member spelled ``spelling``."""
+    field = next(f for f in canonical(record).get_fields() if f.spelling == spelling)
+    return field.get_field_offsetof() // 8
+
+
+def _anonymous_members(record: ci.Type) -> list[tuple[str, ci.Type]]:
+    return [(f.spelling, f.type) for f in canonical(record).get_fields() if not f.spelling.isidentifier()]
 
 
 def byte_leaves(t: ci.Type, where=None, prefix: str = "", base: int = 0) -> list[tuple[str, ci.Type, int]]:
@@ -306,12 +329,13 @@ def byte_leaves(t: ci.Type, where=None, prefix: str = "", base: int = 0) -> list
     if c.kind == TK.RECORD and is_union(c):  # every member at the union's own offset: they overlap
         out: list[tuple[str, ci.Type, int]] = []
         for name, ft in union_fields(c, where):
-            out.extend(byte_leaves(ft, where, f"{prefix}.{name}", base))
+            out.extend(byte_leaves(ft, where, _member_prefix(prefix, name), base))
         return out
     if c.kind == TK.RECORD:
         out = []
         for name, ft in record_fields(c):
-            out.extend(byte_leaves(ft, where, f"{prefix}.{name}", base + member_offset(c, name, where)))
+            offset = _anonymous_offset(c, name) if not name.isidentifier() else member_offset(c, name, where)
+            out.extend(byte_leaves(ft, where, _member_prefix(prefix, name), base + offset))
         return out
     if c.kind == TK.CONSTANTARRAY:
         size = canonical(c.element_type).get_size()

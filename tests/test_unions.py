@@ -22,7 +22,7 @@ WAYS = ["emulator", "llvm", "c"]
 SOURCE = r"""
 #include <cub/cub.cuh>
 union FU { float f; unsigned int u; };
-struct Item { int tag; union { float f; unsigned int u; } v; };
+struct Item { int tag; union { float f; unsigned int u; } v; union { int i; float g; }; };  // the last anonymous
 
 __global__ void punning(const float* x, unsigned int* bits, float* back, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -86,11 +86,12 @@ __global__ void records(Item* items, unsigned int* bits, int n) {
     bits[i] = items[i].v.u;
     if (items[i].tag) items[i].v.u = items[i].v.u ^ 0x80000000u;
     else items[i].v.f = 2.0f * items[i].v.f;
+    items[i].g = -items[i].g;                     // the sign bit of the anonymous union's int
   }
 }
 """
 
-ITEM = np.dtype([("tag", np.int32), ("v", np.uint32)])  # `struct Item` with the C layout
+ITEM = np.dtype([("tag", np.int32), ("v", np.uint32), ("i", np.int32)])  # `struct Item` with the C layout
 
 
 @pytest.fixture(scope="module")
@@ -218,6 +219,7 @@ def test_a_union_member_of_a_global_record_array(source, way: str, shape) -> Non
     items = np.zeros(grid * block, ITEM)
     items["tag"] = np.arange(grid * block) % 3 == 0
     items["v"] = _special_floats(grid * block).view(np.uint32)
+    items["i"] = np.arange(grid * block) * 1000003 + 7  # small positive: no NaN among their floats
     args = {"items": items, "bits": np.zeros(grid * block, np.uint32), "n": n}
     got = _run(source, "records", grid, block, args, way)
     want_bits = np.zeros(grid * block, np.uint32)
@@ -229,6 +231,9 @@ def test_a_union_member_of_a_global_record_array(source, way: str, shape) -> Non
     v[tagged] ^= np.uint32(0x80000000)
     v[plain] = (np.float32(2) * items["v"][plain].view(np.float32)).view(np.uint32)
     np.testing.assert_array_equal(got["items"]["tag"], items["tag"])
+    want_i = items["i"].view(np.uint32).copy()
+    want_i[:n] ^= np.uint32(0x80000000)
+    np.testing.assert_array_equal(got["items"]["i"].view(np.uint32), want_i)
     got_v = got["items"]["v"]
     quiet = plain & np.isnan(items["v"].view(np.float32))  # 2 * NaN: a NaN (its payload is the FPU's)
     np.testing.assert_array_equal(got_v[~quiet], v[~quiet])
