@@ -560,6 +560,13 @@ REFUSED = [
      "union U { float f; int i; };\n__global__ void k(int* y) {\n  U u, w;\n  u.f = 1.0f;\n  w = u;\n"
      "  y[0] = w.i;\n}\n",
      "a union ('U') used as a whole value is not supported", (5, 7)),
+    ("union-by-value",
+     "union U { float f; unsigned u; };\n__global__ void k(U v, unsigned* y) {\n  y[0] = v.u;\n}\n",
+     "unions are not supported in device code", (2, 21)),
+    ("union-extern-shared",
+     "union U { float f; unsigned u; };\n__global__ void k(unsigned* y) {\n  extern __shared__ U s[];\n"
+     "  y[0] = s[0].u;\n}\n",
+     "extern __shared__ arrays of records of mixed member types are not supported", (3, 23)),
     ("union-in-memory-copy",
      "union U { float f; unsigned u; };\n__global__ void k(U* p, U* q) {\n  p[threadIdx.x] = q[threadIdx.x];\n}\n",
      "'U' holds a union: copying or assigning it whole is not supported", (3, 20)),
