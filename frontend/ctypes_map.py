@@ -100,7 +100,7 @@ def union_scalars(t: ci.Type) -> list[tuple[str, ScalarType]] | None:
     out: list[tuple[str, ScalarType]] = []
     for f in canonical(t).get_fields():  # an anonymous struct member too (a field without a name)
         st = scalar_type(f.type)
-        if st is None or st.is_bool or (out and st.itemsize != out[0][1].itemsize):
+        if st is None or f.is_bitfield() or st.is_bool or (out and st.itemsize != out[0][1].itemsize):
             return None
         out.append(("." + f.spelling, st))
     return out or None
@@ -136,6 +136,40 @@ def union_slices(t: ci.Type) -> tuple[int, list[tuple[str, ScalarType, int]]] | 
     if len(ends) != 1 or (bits := 8 * ends.pop()) not in (8, 16, 32, 64):
         return None
     return bits, out
+
+
+def union_fields(t: ci.Type, where=None) -> list[tuple[str, ci.Type]]:
+    """The members of union ``t`` in memory, each a typed view of the union's bytes from offset 0
+    (docs/typed_views.md, unions in memory). Refused, located: bit-fields and bool members (a
+    bool's bytes other than 0 and 1 have no value, and another member may write them)."""
+    out = []
+    for f in canonical(t).get_fields():
+        if f.is_bitfield():
+            raise UserError(f"union '{t.spelling}' in device memory has a bit-field member '{f.spelling}': "
+                            "bit-fields are not supported", where)
+        if any(scalar_type(lt) is not None and scalar_type(lt).is_bool  # type: ignore[union-attr]
+               for _, lt, _ in byte_leaves(f.type, where)):
+            raise UserError(f"union '{t.spelling}' in device memory has a bool in member '{f.spelling}': "
+                            "unions with bool members are not supported (a bool's bytes other than 0 and 1, "
+                            "written through another member, have no value)", where)
+        out.append((f.spelling, f.type))
+    return out
+
+
+def has_union(t: ci.Type) -> bool:
+    """A union, or a record or array holding one (its members overlap in memory)."""
+    c = canonical(t)
+    if c.kind == TK.CONSTANTARRAY:
+        return has_union(c.element_type)
+    if c.kind != TK.RECORD:
+        return False
+    if is_union(c):
+        return True
+    try:
+        bases = [b.type for b in cxx_bases.bases(c)]
+    except UserError:  # bases polypy cannot lay out: refused where the record is used, at its place
+        bases = []
+    return any(has_union(ft) for ft in bases + [f.type for f in c.get_fields()])
 
 
 def record_fields(t: ci.Type) -> list[tuple[str, ci.Type]]:
@@ -215,7 +249,7 @@ def is_homogeneous(t: ci.Type) -> bool:
     if scalar_type(t) is not None:
         return True
     c = canonical(t)
-    if c.kind != TK.RECORD:
+    if c.kind != TK.RECORD or has_union(c):
         return False
     ls = leaves(c)
     types = {leaf.scalar for leaf in ls}
@@ -238,11 +272,22 @@ class RecordLayout:
     scalars: tuple[ScalarType, ...]  # the views' element types, in order of first appearance
     ctype: ci.Type = dataclasses.field(compare=False, repr=False)
 
+    @property
+    def overlaps(self) -> bool:
+        """Whether members share bytes (a union inside): then the views are of one storage, and a
+        member read through another type is the bit reinterpretation of the bytes written."""
+        return has_union(self.ctype)
+
 
 def member_type(record: ci.Type, name: str) -> ci.Type | None:
-    for fname, ft in record_fields(record):
+    fields = union_fields(record) if is_union(record) else record_fields(record)  # a union in memory
+    for fname, ft in fields:
         if fname == name:
             return ft
+    for fname, ft in _anonymous_members(record):  # a member of an anonymous struct or union
+        found = member_type(ft, name)
+        if found is not None:
+            return found
     return None
 
 
@@ -252,19 +297,45 @@ def member_offset(record: ci.Type, name: str, where=None) -> int:
     if base is not None:
         return base
     bits = canonical(record).get_offset(name)
+    if bits < 0:  # a member of an anonymous struct or union: that member's offset plus its own
+        for fname, ft in _anonymous_members(record):
+            if member_type(ft, name) is not None:
+                return _anonymous_offset(record, fname) + member_offset(ft, name, where)
     if bits < 0 or bits % 8:
         raise UserError(f"member '{name}' of '{record.spelling}' has no byte offset (bit-fields are not supported "
                         "in device memory)", where)
     return bits // 8
 
 
+def _member_prefix(prefix: str, name: str) -> str:
+    """The path of member ``name``; an anonymous struct's or union's members are the record's own
+    (libclang spells such a field after its type, not an identifier)."""
+    return f"{prefix}.{name}" if name.isidentifier() else prefix
+
+
+def _anonymous_offset(record: ci.Type, spelling: str) -> int:
+    """The byte offset of the anonymous struct or union member spelled ``spelling``."""
+    field = next(f for f in canonical(record).get_fields() if f.spelling == spelling)
+    return field.get_field_offsetof() // 8
+
+
+def _anonymous_members(record: ci.Type) -> list[tuple[str, ci.Type]]:
+    return [(f.spelling, f.type) for f in canonical(record).get_fields() if not f.spelling.isidentifier()]
+
+
 def byte_leaves(t: ci.Type, where=None, prefix: str = "", base: int = 0) -> list[tuple[str, ci.Type, int]]:
     """``leaves(t)`` with each leaf's byte offset: ``[(".a", int, 0), (".b[1]", float, 8), ...]``."""
     c = canonical(t)
-    if c.kind == TK.RECORD:
+    if c.kind == TK.RECORD and is_union(c):  # every member at the union's own offset: they overlap
         out: list[tuple[str, ci.Type, int]] = []
+        for name, ft in union_fields(c, where):
+            out.extend(byte_leaves(ft, where, _member_prefix(prefix, name), base))
+        return out
+    if c.kind == TK.RECORD:
+        out = []
         for name, ft in record_fields(c):
-            out.extend(byte_leaves(ft, where, f"{prefix}.{name}", base + member_offset(c, name, where)))
+            offset = _anonymous_offset(c, name) if not name.isidentifier() else member_offset(c, name, where)
+            out.extend(byte_leaves(ft, where, _member_prefix(prefix, name), base + offset))
         return out
     if c.kind == TK.CONSTANTARRAY:
         size = canonical(c.element_type).get_size()
@@ -301,6 +372,8 @@ def array_layout(t: ci.Type, where=None) -> ElemLayout:
     """Layout of the elements of a C array (shared, local, ``__constant__``, ``__device__``):
     ``elem_layout``, or records of mixed member types without pointer members (``layout.record``:
     the array is one buffer per member type, see ``RecordLayout``)."""
+    if has_union(t):  # members that overlap: a byte pool (``RecordLayout.overlaps``)
+        return _union_layout(t, where)
     if is_record(t) and not is_homogeneous(t) and not any(is_pointer(leaf.ctype) for leaf in leaves(t)):
         record = record_layout(t, where)
         return ElemLayout(record.scalars[0], 1, (), t.spelling, record)
@@ -316,10 +389,20 @@ def local_layout(t: ci.Type, where=None) -> ElemLayout:
     """Layout of a local variable's or a local array's elements: ``array_layout``, except that a
     record with an array member is laid out in memory as a record (``RecordLayout``) even when its
     members have one type, so that the array member can be indexed at run time (``f.x[i]``)."""
+    if has_union(t):
+        return _union_layout(t, where)
     if has_array_member(t) and not any(is_pointer(leaf.ctype) for leaf in leaves(t)):
         record = record_layout(t, where)
         return ElemLayout(record.scalars[0], 1, (), t.spelling, record)
     return array_layout(t, where)
+
+
+def _union_layout(t: ci.Type, where=None) -> ElemLayout:
+    """The layout of memory holding unions (``union U``, a record with a union member, arrays of
+    them): clang's record layout (size and alignment as the C++ ABI gives them), its members
+    overlapping where a union's do (``RecordLayout.overlaps``)."""
+    record = record_layout(t, where)
+    return ElemLayout(record.scalars[0], 1, (), t.spelling, record)
 
 
 def view_length(count: int, record: RecordLayout, st: ScalarType) -> int:

@@ -36,6 +36,9 @@ class RecordAddress:
     views: tuple[tuple[ScalarType, str], ...]
     terms: tuple[tuple[n.Expr, int], ...] = ()
     const: int = 0
+    # Shared or local memory holding unions: every view names one byte pool of these elements
+    # (the narrowest member type's size), each member a typed view of its bytes (``views.element``).
+    stored: ScalarType | None = None
 
     def plus(self, e: n.Expr | None, bytes_per_unit: int) -> RecordAddress:
         if e is None or (isinstance(e, n.Const) and e.value == 0):

@@ -118,7 +118,7 @@ __global__ void load_sort_store(const int* in, int* out, int n) {
   typedef cub::BlockLoad<int, 32, 4, cub::BLOCK_LOAD_WARP_TRANSPOSE> BlockLoadT;
   typedef cub::BlockRadixSort<int, 32, 4> BlockRadixSortT;
   typedef cub::BlockStore<int, 32, 4, cub::BLOCK_STORE_STRIPED> BlockStoreT;
-  __shared__ typename BlockLoadT::TempStorage load_temp;  // (a union of the three: refused, docs/cub.md)
+  __shared__ typename BlockLoadT::TempStorage load_temp;  // (one each; a union of them: test_a_union_of_temp_storages)
   __shared__ typename BlockRadixSortT::TempStorage sort_temp;
   __shared__ typename BlockStoreT::TempStorage store_temp;
   int offset = blockIdx.x * 128;
@@ -558,20 +558,24 @@ def test_block_shuffle_offset_rotate_up_down(way) -> None:
         np.testing.assert_array_equal(got["suffix"][b * 64:(b + 1) * 64], np.full(64, t2[-1]))
 
 
-def test_a_union_of_temp_storages_is_a_located_error(tmp_path) -> None:
+def test_a_union_of_temp_storages(tmp_path) -> None:
+    """CUB's examples share one storage between primitives: a ``__shared__`` union of their
+    ``TempStorage``s (a byte pool, docs/typed_views.md); BlockReduce then BlockScan through one
+    such union: tests/test_unions.py."""
     src = tmp_path / "union.cu"
     src.write_text("""#include <cub/cub.cuh>
 __global__ void k(const int* in, int* out) {
   typedef cub::BlockLoad<int, 32, 2> BlockLoadT;
-  typedef cub::BlockStore<int, 32, 2> BlockStoreT;
+  typedef cub::BlockStore<int, 32, 2, cub::BLOCK_STORE_STRIPED> BlockStoreT;
   __shared__ union { typename BlockLoadT::TempStorage load; typename BlockStoreT::TempStorage store; } temp;
   int items[2];
-  BlockLoadT(temp.load).Load(in, items);
-  BlockStoreT(temp.store).Store(out, items);
+  BlockLoadT(temp.load).Load(in + blockIdx.x * 64, items);
+  __syncthreads();
+  BlockStoreT(temp.store).Store(out + blockIdx.x * 64, items);
 }
 """)
-    result = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o",
-                             str(tmp_path / "out.cpp")], capture_output=True, text=True, cwd=tmp_path, timeout=600)
-    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
-    assert f"{src}:5:" in result.stderr and "unions are not supported in device code" in result.stderr, result.stderr
-    assert not (tmp_path / "out.cpp").exists()
+    x = np.arange(128, dtype=np.int32) * 3 - 50
+    got = run_way(src.read_text(), "k", 2, 32, {"in": x, "out": np.zeros(128, np.int32)}, "emulator",
+                  name="union.cu")
+    want = x.reshape(2, 32, 2).transpose(0, 2, 1).reshape(-1)  # blocked in, striped out
+    np.testing.assert_array_equal(got["out"], want)

@@ -4,8 +4,9 @@ hand, and each construct polypy cannot translate exactly is refused with a locat
 
 - string literals as array initializers (local, ``__constant__``, rows of 2-D arrays), and brace
   lists that leave out elements of nested rows (they used to shift the next row's values);
-- pointer punning that views bytes (``((char*)&f)[1]``, ``*(short*)&i``, a record as a scalar) and
-  unions: refused, never converted by value. Punning between a local scalar and a type of its
+- pointer punning that views bytes (``((char*)&f)[1]``, ``*(short*)&i``, a record as a scalar):
+  refused, never converted by value; unions of other sizes read their bytes (a pool,
+  docs/typed_views.md), never converted by value. Punning between a local scalar and a type of its
   size and the other kind (``*(int*)&f``) is an exact bit cast: ``test_bit_casts.py``.
 """
 from __future__ import annotations
@@ -95,18 +96,19 @@ def test_pointer_punning_is_refused_where_written(tmp_path, case):
     assert "pointer punning" in err.value.message and f"'{spelled}'" in err.value.message
 
 
-def test_union_of_other_sizes_is_refused_where_declared(tmp_path):
-    """A local union of one-size scalars reads its members as one another's bits
-    (tests/test_typed_views.py); members of different sizes are refused."""
+def test_union_of_other_sizes_reads_the_bytes_not_the_value(tmp_path):
+    """A local union of members of other sizes is a pool of its bytes (docs/typed_views.md): a
+    float member read after a double was written is the double's low 4 bytes, never a value
+    conversion."""
     src = tmp_path / "union.cu"
     src.write_text("union U { float f; double d; };\n"
-                   "__global__ void k(float* out, const float* x) {\n"
-                   "  U u; u.f = x[threadIdx.x];\n"
-                   "  out[threadIdx.x] = u.d;\n}\n")
-    with pytest.raises(UserError) as err:
-        polypy.load(str(src))
-    assert (err.value.loc.line, err.value.loc.col) == (3, 5)
-    assert "union 'U' is not supported" in err.value.message
+                   "__global__ void k(float* out, const double* x) {\n"
+                   "  U u; u.d = x[threadIdx.x];\n"
+                   "  out[threadIdx.x] = u.f;\n}\n")
+    x = np.array([1.0, -2.5, 1e-300, np.pi], np.float64)
+    want = x.view(np.uint32)[0::2].view(np.float32)
+    got = run_emulated(polypy.load(str(src)).kernel("k"), 1, 4, {"out": np.zeros(4, np.float32), "x": x})["out"]
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 def test_union_member_reads_are_the_bits_not_the_value(tmp_path):

@@ -542,24 +542,34 @@ REFUSED = [
     ("unaligned-offset",
      "__global__ void k(unsigned char* x, float* y, int off) {\n  float3 v = *(float3*)&x[off];\n  y[0] = v.x;\n}\n",
      "cannot tell that the offset is a multiple of 12 bytes", (2, 15)),
-    ("union-sizes",
-     "union U { float f; double d; };\n__global__ void k(float* y) {\n  U u;\n  u.d = 1.0;\n  y[0] = u.f;\n}\n",
-     "only local unions whose members are all scalars of one size", (3, 5)),
-    ("union-struct-gap",  # the struct's shorts leave bytes of the int uncovered
-     "union U { struct { short a; int b; } s; long long l; };\n__global__ void k(int* y) {\n  U u;\n"
-     "  u.l = 1;\n  y[0] = u.s.a;\n}\n",
-     "only local unions whose members are all scalars of one size", (3, 5)),
-    ("union-struct-shorter",  # the struct covers only half of the int's bytes
-     "union U { struct { short a; } s; int i; };\n__global__ void k(int* y) {\n  U u;\n"
-     "  u.i = 1;\n  y[0] = u.s.a;\n}\n",
-     "only local unions whose members are all scalars of one size", (3, 5)),
+    ("union-bit-field",  # its bits would be the whole word's (a wrong answer before)
+     "union U { unsigned a : 3; int i; };\n__global__ void k(int* y) {\n  U u;\n  u.i = 13;\n  y[0] = u.a;\n}\n",
+     "has a bit-field member 'a': bit-fields are not supported", (3, 5)),
+    ("union-bool",
+     "union U { float f; bool b; };\n__global__ void k(float* y) {\n  __shared__ U s[4];\n  s[0].f = 1.0f;\n"
+     "  y[0] = s[0].b;\n}\n",
+     "unions with bool members are not supported", (3, 16)),
+    ("union-module-memory",
+     "union U { float f; unsigned u; };\n__device__ U g[4];\n__global__ void k(unsigned* y) {\n  y[0] = g[1].u;\n}\n",
+     "holds a union: unions in module memory are not supported", (2, 14)),
+    ("union-pool-copy",
+     "union U { float f[2]; double d; };\n__global__ void k(double* y) {\n  U u, w;\n  u.d = 1.0;\n  w = u;\n"
+     "  y[0] = w.d;\n}\n",
+     "'U' holds a union: copying or assigning it whole is not supported", (5, 7)),
     ("union-copy",
      "union U { float f; int i; };\n__global__ void k(int* y) {\n  U u, w;\n  u.f = 1.0f;\n  w = u;\n"
      "  y[0] = w.i;\n}\n",
      "a union ('U') used as a whole value is not supported", (5, 7)),
-    ("union-in-memory",
-     "union U { float f; int i; };\n__global__ void k(U* p, int* y) {\n  y[0] = p[0].i;\n}\n",
-     "unions are not supported in device code", (2, 22)),
+    ("union-by-value",
+     "union U { float f; unsigned u; };\n__global__ void k(U v, unsigned* y) {\n  y[0] = v.u;\n}\n",
+     "unions are not supported in device code", (2, 21)),
+    ("union-extern-shared",
+     "union U { float f; unsigned u; };\n__global__ void k(unsigned* y) {\n  extern __shared__ U s[];\n"
+     "  y[0] = s[0].u;\n}\n",
+     "extern __shared__ arrays of records of mixed member types are not supported", (3, 23)),
+    ("union-in-memory-copy",
+     "union U { float f; unsigned u; };\n__global__ void k(U* p, U* q) {\n  p[threadIdx.x] = q[threadIdx.x];\n}\n",
+     "'U' holds a union: copying or assigning it whole is not supported", (3, 20)),
     ("alignment-test",
      "#include <stdint.h>\n__global__ void k(float* x, int* y) {\n  y[0] = ((uintptr_t)x & 15) == 0;\n}\n",
      "pointer-to-number conversions are not supported", (3, 11)),

@@ -354,6 +354,8 @@ class KernelBuilder:
             # Records of mixed member types: one IR pointer parameter per member scalar type, all
             # holding the same address (``frontend.values.RecordAddress``).
             views = []
+            if layout.record.overlaps:  # a union inside: the views share bytes, none is `restrict`
+                ptype = dataclasses.replace(ptype, restrict=False)
             for st in layout.record.scalars:
                 view = self.names.fresh(f"{name}_{st.name}")
                 self.params.append(n.Param(view, dataclasses.replace(ptype, elem=st), loc=where))

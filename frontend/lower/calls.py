@@ -438,10 +438,12 @@ def atomic_at(kb: KernelBuilder, op: str, lv, operands: list[n.Expr], c: ci.Curs
         # move bits (cas compares bits, see ``AtomicRMW``), and for the ones two's complement
         # computes alike for both signednesses of one width; the others would compute with
         # the stored type's meaning of the bits.
+        # A float seen in integer memory (a union's member in its pool, `(float*)ints`): its
+        # arithmetic is the float's, by compare-and-swap on the bits (never an integer add).
         signless = ("add", "sub", "and", "or", "xor")
-        if op in ("min", "max", "inc", "dec") and lv.mem.type.is_int:
+        if lv.mem.type.is_int and (op in ("min", "max", "inc", "dec") or (op in ("add", "sub") and lv.type.is_float)):
             return atomic_loop(kb, op, lv, convert(operands[0], lv.type), c, discard)
-        if not (op in ("cas", "exch") or (op in signless and lv.mem.type.is_int)):
+        if not (op in ("cas", "exch") or (op in signless and lv.mem.type.is_int and lv.type.is_int)):
             raise kb.error(f"this atomic operation through a pointer that views {lv.mem.type.c_name} memory "
                            f"as {lv.type.c_name} is not supported (only atomicCAS and atomicExch act on the "
                            "bits alone)", c)

@@ -171,6 +171,10 @@ class ModuleContext:
         """A module array of records of mixed member types: one buffer per member type, each viewing
         the source variable (``Buffer.symbol``), with its part of the initializer."""
         assert layout.record is not None
+        if layout.record.overlaps:
+            raise UserError(f"__device__ or __constant__ variable '{decl.spelling}' holds a union: unions in module "
+                            "memory are not supported (in shared, local and global memory through a pointer "
+                            "parameter they are)", where)
         key = decl_key(decl.canonical)
         if _buffer_shape(dims, layout, where, decl.spelling) is None:
             raise UserError(f"'{decl.spelling}' needs a constant size", where)

@@ -104,8 +104,14 @@ def var_decl(kb: KernelBuilder, d: ci.Cursor) -> None:
             raise UserError(f"local variable '{name}' holds a lambda polypy cannot follow", where)
         kb.bind(d, closure)
         return
-    if tm.is_union(t):
+    if tm.is_union(t) and (tm.union_scalars(t) is not None or tm.union_slices(t) is not None):
         kb.bind(d, local_union(kb, name, t, init, where))
+        return
+    if tm.has_union(t):  # any other union, or a record holding one: a local byte pool (typed_views.md)
+        if init is not None and not is_trivial_construction(init):
+            raise UserError(f"initializing '{name}', which holds a union, in its declaration is not supported in "
+                            "device code (assign a member)", where)
+        local_record_in_memory(kb, d, name, t, None, where)
         return
     if tm.is_record(t):
         members.record_bases(kb, tm.canonical(t).get_declaration(), d)  # refuses bases polypy cannot lay out

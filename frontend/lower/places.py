@@ -7,7 +7,7 @@ import clang.cindex as ci
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import I32
+from polypy.ir.types import I32, U8, U16, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, plus, scale
@@ -183,8 +183,10 @@ def record_member(kb: KernelBuilder, rec: RecLV, member: str, c: ci.Cursor) -> L
         et = ct.element_type
         est = tm.scalar_type(et)
         if est is not None:
-            view = record_leaf(kb, address, est, member, c)
-            return Pointer(view.buffer, (), view.index[0], tm.ElemLayout(est, 1, (("", 0),), et.spelling))
+            view = address.view(est)
+            assert view is not None
+            return Pointer(view, (), address.index(est), tm.ElemLayout(est, 1, (("", 0),), et.spelling),
+                           stored=None if address.stored in (None, est) else address.stored)
         if tm.is_record(et):
             ect = tm.canonical(et)
             record = tm.RecordLayout(et.spelling, ect.get_size(), (), ect)
@@ -201,6 +203,16 @@ def record_array(kb: KernelBuilder, base: str, dims: tuple[int | None, ...], lay
     count = 1
     for d in dims:
         count *= d or 1
+    if layout.record.overlaps:
+        # Unions: one pool of the record's bytes, in elements of the narrowest member type's
+        # size; each member is a typed view of it at its offset, so a member read through another
+        # type is the bit reinterpretation of the bytes written (docs/typed_views.md).
+        pool = _pool_type(layout.record, where)
+        name = kb.names.fresh(base)
+        kb.buffers[name] = n.Buffer(name, pool, (n.Const(tm.view_length(count, layout.record, pool), I32),),
+                                    space, loc=where)
+        address = RecordAddress(tuple((st, name) for st in layout.record.scalars), stored=pool)
+        return ArrayBinding(name, dims or (1,), layout, address)
     views = []
     for st in layout.record.scalars:
         name = kb.names.fresh(f"{base}_{st.name}")
@@ -210,15 +222,30 @@ def record_array(kb: KernelBuilder, base: str, dims: tuple[int | None, ...], lay
     return ArrayBinding(views[0][1], dims or (1,), layout, RecordAddress(tuple(views)))
 
 
-def record_leaf(kb: KernelBuilder, address: RecordAddress, st, member: str, c: ci.Cursor) -> MemLV:
+def _pool_type(record: tm.RecordLayout, where):
+    """The element type of the byte pool of memory holding unions: the unsigned integer of the
+    narrowest member type's size (every member's offset and size are multiples of it)."""
+    if any(st.is_bool for st in record.scalars):
+        raise UserError(f"'{record.spelling}' holds a union and a bool: records with both are not supported in "
+                        "shared or local memory (a bool's bytes other than 0 and 1 have no value)", where)
+    size = min(st.itemsize for st in record.scalars)
+    return {1: U8, 2: U16, 4: U32, 8: U64}[size]
+
+
+def record_leaf(kb: KernelBuilder, address: RecordAddress, st, member: str, c: ci.Cursor) -> LValue:
     view = address.view(st)
     if view is None:  # pragma: no cover - the views cover every scalar member type
         raise kb.error(f"member '{member}' has no view of type {st}", c)
+    if address.stored is not None:  # a union's pool: the member is a typed view of its bytes
+        return element(view, (address.index(st),), st, address.stored)
     return MemLV(view, (address.index(st),), st)
 
 
 def expand_record(kb: KernelBuilder, rec: RecLV, c: ci.Cursor) -> AggLV:
     """A whole record in memory as the lvalues of its leaves (for copies to and from it)."""
+    if rec.layout.overlaps:
+        raise kb.error(f"'{rec.layout.spelling}' holds a union: copying or assigning it whole is not supported in "
+                       "device code (its members share bytes; copy a member)", c)
     fields: dict[str, LValue] = {}
     for path, lt, offset in tm.byte_leaves(rec.layout.ctype, kb.loc(c)):
         st = tm.scalar_type(lt)
