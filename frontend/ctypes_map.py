@@ -341,13 +341,14 @@ def view_initializer(values: list, count: int, record: RecordLayout, st: ScalarT
     return tuple(out)
 
 
-def pointer_param_type(t: ci.Type, where=None) -> tuple[PointerType, ElemLayout]:
-    """IR type of a pointer parameter (``const float* __restrict__`` → ``const f32* restrict``)."""
+def pointer_param_type(t: ci.Type, where=None, layout: ElemLayout | None = None) -> tuple[PointerType, ElemLayout]:
+    """IR type of a pointer parameter (``const float* __restrict__`` → ``const f32* restrict``);
+    ``layout``: its elements' layout when known otherwise (a ``void*`` parameter's buffer)."""
     target = pointee(t)
-    if is_record(target) and not is_homogeneous(target):
+    if layout is None and is_record(target) and not is_homogeneous(target):
         record = record_layout(target, where)
         layout = ElemLayout(record.scalars[0], 1, (), target.spelling, record)
-    else:
+    elif layout is None:
         layout = elem_layout(target, where)
     restrict = canonical(t).is_restrict_qualified() or t.is_restrict_qualified()
     return PointerType(layout.scalar, const=target.is_const_qualified(), restrict=restrict), layout
