@@ -185,11 +185,16 @@ class ElemLayout:
 
 
 def elem_layout(t: ci.Type, where=None) -> ElemLayout:
-    """Layout of memory elements of type ``t``: a scalar, or a homogeneous record without padding."""
+    """Layout of memory elements of type ``t``: a scalar, or a homogeneous record without padding
+    (with unions in it whose members are the same elements: ``overlay_layout``)."""
     st = scalar_type(t)
     if st is not None:
         return ElemLayout(st, 1, (("", 0),), t.spelling)
     c = canonical(t)
+    if c.kind == TK.RECORD and has_union(c):
+        overlay = overlay_layout(c)
+        if overlay is not None:
+            return dataclasses.replace(overlay, ctype_spelling=t.spelling)
     if c.kind == TK.RECORD:
         ls = leaves(c)
         types = {leaf.scalar for leaf in ls}
@@ -217,10 +222,65 @@ def is_homogeneous(t: ci.Type) -> bool:
     c = canonical(t)
     if c.kind != TK.RECORD:
         return False
+    if has_union(c):
+        return overlay_layout(c) is not None
     ls = leaves(c)
     types = {leaf.scalar for leaf in ls}
     return len(ls) > 0 and len(types) == 1 and None not in types and \
         c.get_size() == len(ls) * next(iter(types)).itemsize  # type: ignore[union-attr]
+
+
+def has_union(t: ci.Type) -> bool:
+    """Whether record ``t`` is a union or holds one (in a member, a member's member...)."""
+    c = canonical(t)
+    if c.kind == TK.CONSTANTARRAY:
+        return has_union(c.element_type)
+    if c.kind != TK.RECORD:
+        return False
+    return c.get_declaration().kind == ci.CursorKind.UNION_DECL or any(has_union(f.type) for f in c.get_fields())
+
+
+def overlay_layout(t: ci.Type) -> ElemLayout | None:
+    """Memory of record ``t`` holding unions (mummergpu's ``union { int2 data; struct { int node;
+    int edge_match_length; }; }``) when every scalar leaf of every member has one scalar type (not
+    bool) at an offset that is a whole number of its size, and together they cover every element
+    of the record: a buffer of that scalar, each member path the element at its offset. Members of
+    a union that share bytes are then the same elements, of the same type: a read of one is the
+    value the other wrote, exactly. Else None (no base classes, bit-fields or other leaves)."""
+    c = canonical(t)
+    found: list[tuple[str, ScalarType, int]] = []
+    if not _overlay_leaves(c, "", 0, found) or not found or len({st for _, st, _ in found}) != 1:
+        return None
+    st = found[0][1]
+    size = c.get_size()
+    if st.is_bool or size % st.itemsize or any(offset % st.itemsize for _, _, offset in found) or \
+            {offset // st.itemsize for _, _, offset in found} != set(range(size // st.itemsize)):
+        return None
+    return ElemLayout(st, size // st.itemsize, tuple((path, offset // st.itemsize) for path, _, offset in found),
+                      t.spelling)
+
+
+def _overlay_leaves(t: ci.Type, prefix: str, base: int, out: list) -> bool:
+    c = canonical(t)
+    st = scalar_type(c)
+    if st is not None:
+        out.append((prefix, st, base))
+        return True
+    if c.kind == TK.CONSTANTARRAY:
+        size = canonical(c.element_type).get_size()
+        return all(_overlay_leaves(c.element_type, f"{prefix}[{i}]", base + i * size, out)
+                   for i in range(c.element_count))
+    if c.kind != TK.RECORD or cxx_bases.bases(c):
+        return False
+    for f in c.get_fields():
+        bits = f.get_field_offsetof()
+        if f.is_bitfield() or bits < 0 or bits % 8:
+            return False
+        # An anonymous struct or union member has no name (libclang spells it after its type).
+        path = f"{prefix}.{f.spelling}" if f.spelling.isidentifier() else prefix
+        if not _overlay_leaves(f.type, path, base + bits // 8, out):
+            return False
+    return True
 
 
 @dataclasses.dataclass(frozen=True)

@@ -138,6 +138,42 @@ def test_void_parameter_only_passed_on_is_bytes(way: str, grid: int, block: int)
     np.testing.assert_array_equal(out["dst"].view(np.uint32), want.view(np.uint32))
 
 
+OVERLAY = r"""
+struct __align__(8) MC { union { int2 data; struct { int node; int len; }; }; };   // mummergpu's _MatchCoord
+
+__global__ void overlay(void* mc, MC* typed, int n) {
+  __shared__ MC s[64];
+  int t = threadIdx.x;
+  int i = blockIdx.x * blockDim.x + t;
+  if (i >= n) return;
+  MC* r = (MC*)mc + i;
+  int a = r->node, b = r->len;
+  r->data = make_int2(b + 1, a * 2);      // one member written, the other read: the same elements
+  r->len += r->data.x;
+  s[t].data = typed[i].data;
+  typed[i].node = s[t].len + s[t].data.x;
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("grid,block", SHAPES[:2])
+def test_unions_whose_members_are_the_same_elements_in_memory(way: str, grid: int, block: int) -> None:
+    n = grid * block - 5
+    rng = np.random.default_rng(11 + grid)
+    mc = rng.integers(-1000, 1000, 2 * n).astype(np.int32)
+    typed = rng.integers(-1000, 1000, 2 * n).astype(np.int32)
+    out = run_way(OVERLAY, "overlay", grid, block, {"mc": mc.view(np.int64).copy(), "typed": typed.copy(), "n": n},
+                  way)
+    want = mc.copy()
+    want[0::2] = mc[1::2] + 1
+    want[1::2] = mc[0::2] * 2 + mc[1::2] + 1
+    want_typed = typed.copy()
+    want_typed[0::2] = typed[0::2] + typed[1::2]
+    np.testing.assert_array_equal(out["mc"].view(np.int32), want)
+    np.testing.assert_array_equal(out["typed"], want_typed)
+
+
 PROGRAM = r"""
 #include <cstdio>
 struct Coord { int node; int len; };
@@ -188,6 +224,12 @@ REFUSED = {
         "struct A { int a; float b; }; struct B { float a; int b; };\n"
         "  o[0] = ((A*)p)->b + ((B*)p)->a;", "untyped.cu:4:24:",
         "pointer casts to or from records of mixed member types are not supported"),
+    "a union of other types in memory": (
+        "union U { float f; int i; };\n  o[t] = ((U*)p)[t].f;", "untyped.cu:4:11:",
+        "unions are not supported in device code ('U'"),
+    "a local copy of a union record": (
+        "struct M { union { int2 d; struct { int a, b; }; }; };\n  M m = ((M*)p)[t]; o[t] = m.a;", "untyped.cu:4:3:",
+        "unions are not supported in device code"),
 }
 
 

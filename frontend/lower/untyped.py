@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import clang.cindex as ci
 
-from polypy.errors import Loc
+from polypy.errors import Loc, UserError
 from polypy.ir.types import U8
 
 from frontend import ctypes_map as tm
@@ -62,6 +62,15 @@ def buffer_layout(kernel: ci.Cursor, param: ci.Cursor) -> tm.ElemLayout:
     targets = cast_targets(kernel, param)
     if not targets:
         return BYTES
+    try:
+        return _chosen(targets)
+    except UserError as e:  # a type memory cannot hold (a union of other types): at its cast
+        if e.loc is not None:
+            raise
+        raise UserError(e.message, _loc(targets[0][1]), notes=e.notes) from None
+
+
+def _chosen(targets: list[tuple[ci.Type, ci.Cursor]]) -> tm.ElemLayout:
     records = [(t, c) for t, c in targets if tm.is_record(t) and not tm.is_homogeneous(t)]
     if records and len(records) == len(targets) and \
             len({tm.canonical(t).get_declaration().hash for t, _ in records}) == 1:
