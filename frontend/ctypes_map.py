@@ -247,17 +247,28 @@ def overlay_layout(t: ci.Type) -> ElemLayout | None:
     of the record: a buffer of that scalar, each member path the element at its offset. Members of
     a union that share bytes are then the same elements, of the same type: a read of one is the
     value the other wrote, exactly. Else None (no base classes, bit-fields or other leaves)."""
-    c = canonical(t)
-    found: list[tuple[str, ScalarType, int]] = []
-    if not _overlay_leaves(c, "", 0, found) or not found or len({st for _, st, _ in found}) != 1:
+    found = overlay_leaves(t)
+    if found is None or len({st for _, st, _ in found}) != 1:
         return None
     st = found[0][1]
-    size = c.get_size()
-    if st.is_bool or size % st.itemsize or any(offset % st.itemsize for _, _, offset in found) or \
-            {offset // st.itemsize for _, _, offset in found} != set(range(size // st.itemsize)):
+    return ElemLayout(st, canonical(t).get_size() // st.itemsize,
+                      tuple((path, offset // st.itemsize) for path, _, offset in found), t.spelling)
+
+
+def overlay_leaves(t: ci.Type) -> list[tuple[str, ScalarType, int]] | None:
+    """Every scalar leaf of record ``t`` through its unions' members, as (path, type, byte offset),
+    when none is a bool, each sits at a whole number of its size, and together they cover every
+    byte of ``t`` (no byte that one member leaves unset is read through another); else None."""
+    c = canonical(t)
+    found: list[tuple[str, ScalarType, int]] = []
+    if not _overlay_leaves(c, "", 0, found) or not found:
         return None
-    return ElemLayout(st, size // st.itemsize, tuple((path, offset // st.itemsize) for path, _, offset in found),
-                      t.spelling)
+    covered: set[int] = set()
+    for _, st, offset in found:
+        if st.is_bool or offset % st.itemsize:
+            return None
+        covered.update(range(offset, offset + st.itemsize))
+    return found if covered == set(range(c.get_size())) else None
 
 
 def _overlay_leaves(t: ci.Type, prefix: str, base: int, out: list) -> bool:

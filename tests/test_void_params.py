@@ -174,6 +174,59 @@ def test_unions_whose_members_are_the_same_elements_in_memory(way: str, grid: in
     np.testing.assert_array_equal(out["typed"], want_typed)
 
 
+LOCAL_OVERLAY = r"""
+struct PC {                                     // mummergpu's _PixelOfChildren
+  union {
+    uint4 data;
+    union {
+      struct { uchar3 a; uchar3 c; uchar3 g; uchar3 t; uchar3 d; char leafchar; };
+      struct { uchar3 leafid; unsigned char pad[12]; char leafchar0; };
+    };
+  };
+};
+__device__ unsigned int address(uchar3 v) { return v.x | (v.y << 8) | (v.z << 16); }
+
+__global__ void local_overlay(const uint4* in, int* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  PC p;
+  p.data = in[i];                               // 16 bytes written as four words
+  uchar3 next = (i & 1) ? p.c : p.t;            // read as bytes
+  out[5 * i] = address(next) + p.leafchar;
+  out[5 * i + 1] = p.pad[4] + p.leafchar0 * 1000;
+  p.g.y = 7;                                    // one byte written
+  p.leafid.x = 9;
+  PC q;
+  q = p;                                        // a whole copy
+  out[5 * i + 2] = q.data.y;                    // words read back
+  out[5 * i + 3] = q.data.x;
+  PC r = q;                                     // a copy in the declaration
+  out[5 * i + 4] = r.data.w;
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("grid,block", SHAPES[:2])
+def test_local_records_holding_unions_of_several_sizes(way: str, grid: int, block: int) -> None:
+    n = grid * block - 5
+    words = np.random.default_rng(13 + grid).integers(0, 2**32, 4 * n, dtype=np.uint64).astype(np.uint32)
+    out = run_way(LOCAL_OVERLAY, "local_overlay", grid, block, {"in": words, "out": np.zeros(5 * n, np.int32),
+                                                                 "n": n}, way)
+    b = words.view(np.uint8).reshape(n, 16).astype(np.int64)
+    signed15 = words.view(np.int8).reshape(n, 16)[:, 15].astype(np.int64)
+    i = np.arange(n)
+    at = np.where(i & 1, 3, 9)                   # .c at byte 3, .t at byte 9
+    nxt = b[i, at] | b[i, at + 1] << 8 | b[i, at + 2] << 16
+    changed = b.copy()
+    changed[:, 7] = 7
+    changed[:, 0] = 9
+    as_words = changed.astype(np.uint8).view(np.int32).reshape(n, 4)
+    want = np.stack([nxt + signed15, b[:, 7] + signed15 * 1000, as_words[:, 1], as_words[:, 0], as_words[:, 3]],
+                    axis=1).astype(np.int32).reshape(-1)
+    np.testing.assert_array_equal(out["out"], want)
+
+
 PROGRAM = r"""
 #include <cstdio>
 struct Coord { int node; int len; };
@@ -227,8 +280,11 @@ REFUSED = {
     "a union of other types in memory": (
         "union U { float f; int i; };\n  o[t] = ((U*)p)[t].f;", "untyped.cu:4:11:",
         "unions are not supported in device code ('U'"),
-    "a local copy of a union record": (
-        "struct M { union { int2 d; struct { int a, b; }; }; };\n  M m = ((M*)p)[t]; o[t] = m.a;", "untyped.cu:4:3:",
+    "a union record initialized by a list": (
+        "struct M { union { int2 d; struct { int a, b; }; }; };\n  M m = {}; o[t] = m.a;", "untyped.cu:4:5:",
+        "initializing 'm' of type 'M' (it holds a union) with a list is not supported in device code"),
+    "a union record with bytes no member covers": (
+        "struct G { union { char c; short s; }; int i; };\n  G g; g.i = t; o[t] = g.i;", "untyped.cu:4:3:",
         "unions are not supported in device code"),
 }
 
