@@ -74,6 +74,7 @@ class KernelBuilder:
         self.locations: dict[ci.Cursor, ci.SourceLocation] = {}  # of binary operators (``location``)
         self.assignments = AssignmentIndex()  # which loop bodies assign a loop's counter or bound (loops.py)
         self.switch_markers: list[dict[int, n.Return]] = []  # the breaks of the switches being lowered
+        self.goto_targets: dict[tuple, Any] = {}  # labels jumped to forward, by key: gotos.Target
         self.clock: str | None = None  # the thread's clock() counter, declared at the top once used
         self.launch_error: str | None = None  # the thread's last launch error (launches.py), likewise
         self.assert_flag: str | None = None  # set by a failed assert in a device function (printing.py)
