@@ -178,6 +178,9 @@ class ElemLayout:
     slots: tuple[tuple[str, int], ...]
     ctype_spelling: str
     record: RecordLayout | None = None  # records of mixed member types (then ``slots`` is empty)
+    # Records holding unions of members of several types (``overlay_leaves``): each member path's
+    # (path, type, byte offset), a view of the buffer of ``scalar`` (then ``slots`` is empty).
+    views: tuple[tuple[str, ScalarType, int], ...] = ()
 
     @property
     def is_scalar(self) -> bool:
@@ -195,6 +198,10 @@ def elem_layout(t: ci.Type, where=None) -> ElemLayout:
         overlay = overlay_layout(c)
         if overlay is not None:
             return dataclasses.replace(overlay, ctype_spelling=t.spelling)
+        found = overlay_leaves(c)
+        if found is not None:  # members of several types: views of a buffer of the smallest
+            small = min(found, key=lambda leaf: leaf[1].itemsize)[1]
+            return ElemLayout(small, c.get_size() // small.itemsize, (), t.spelling, views=tuple(found))
     if c.kind == TK.RECORD:
         ls = leaves(c)
         types = {leaf.scalar for leaf in ls}
@@ -223,7 +230,7 @@ def is_homogeneous(t: ci.Type) -> bool:
     if c.kind != TK.RECORD:
         return False
     if has_union(c):
-        return overlay_layout(c) is not None
+        return overlay_leaves(c) is not None
     ls = leaves(c)
     types = {leaf.scalar for leaf in ls}
     return len(ls) > 0 and len(types) == 1 and None not in types and \

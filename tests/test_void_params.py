@@ -174,6 +174,45 @@ def test_unions_whose_members_are_the_same_elements_in_memory(way: str, grid: in
     np.testing.assert_array_equal(out["typed"], want_typed)
 
 
+MIXED_OVERLAY = r"""
+struct TA { union { unsigned int data; struct { unsigned short x; unsigned short y; }; }; };   // mummergpu's
+struct MC { union { int2 data; struct { TA node; int len; }; }; };                             // MatchCoord
+union FI { float f; int i; };
+
+__global__ void mixed_overlay(MC* mc, FI* fi, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  MC* r = mc + i;
+  int a = r->node.x + 3 * r->node.y;     // halves of a word another member holds whole
+  r->node.y = r->len & 0xffff;
+  r->len = a + r->data.x;
+  fi[i].i = fi[i].i ^ 0x80000000;         // the bits of a float
+  fi[i].f = fi[i].f * 2.0f;
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("grid,block", SHAPES[:2])
+def test_unions_of_several_types_in_memory(way: str, grid: int, block: int) -> None:
+    n = grid * block - 5
+    rng = np.random.default_rng(17 + grid)
+    words = rng.integers(-2**31, 2**31, 2 * n).astype(np.int32)
+    x = _specials(n, rng)
+    out = run_way(MIXED_OVERLAY, "mixed_overlay", grid, block,
+                  {"mc": words.view(np.uint16).copy(), "fi": x.copy(), "n": n}, way)
+    halves = words.view(np.uint16).reshape(n, 4).astype(np.int64)
+    a = halves[:, 0] + 3 * halves[:, 1]
+    want = words.copy().reshape(n, 2)
+    w0 = (halves[:, 0] | ((words.reshape(n, 2)[:, 1].astype(np.int64) & 0xffff) << 16)).astype(np.uint32)
+    want[:, 0] = w0.view(np.int32)
+    want[:, 1] = (a + want[:, 0]).astype(np.int32)
+    np.testing.assert_array_equal(out["mc"].view(np.int32), want.reshape(-1))
+    flipped = (x.view(np.uint32) ^ 0x80000000).view(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.testing.assert_array_equal(out["fi"].view(np.uint32), (flipped * np.float32(2)).view(np.uint32))
+
+
 LOCAL_OVERLAY = r"""
 struct PC {                                     // mummergpu's _PixelOfChildren
   union {
@@ -277,8 +316,8 @@ REFUSED = {
         "struct A { int a; float b; }; struct B { float a; int b; };\n"
         "  o[0] = ((A*)p)->b + ((B*)p)->a;", "untyped.cu:4:24:",
         "pointer casts to or from records of mixed member types are not supported"),
-    "a union of other types in memory": (
-        "union U { float f; int i; };\n  o[t] = ((U*)p)[t].f;", "untyped.cu:4:11:",
+    "a union with a bool in memory": (
+        "union U { bool b; char c; };\n  o[t] = ((U*)p)[t].c;", "untyped.cu:4:11:",
         "unions are not supported in device code ('U'"),
     "a union record initialized by a list": (
         "struct M { union { int2 d; struct { int a, b; }; }; };\n  M m = {}; o[t] = m.a;", "untyped.cu:4:5:",

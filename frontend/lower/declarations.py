@@ -18,7 +18,7 @@ from frontend.lower.context import (
 )
 from frontend.lower.accessors import accessor_type
 from frontend.lower.groups import is_cooperative, is_tile_memory
-from frontend.lower.views import element
+from frontend.lower.views import element, overlay_element
 from frontend.lower.helpers import ScalarArray, is_trivial_construction, strip, zero_of
 from frontend.lower.null_tests import is_null_pointer
 from frontend.lower.pointer_choice import pending_pointer, pointer_hint
@@ -307,6 +307,9 @@ def element_lv(kb: KernelBuilder, binding: ArrayBinding, index: tuple[n.Expr, ..
     if layout.record is not None:
         return RecLV(binding.address(index), layout.record)
     index = binding.flat(index)
+    if layout.views:
+        fields = overlay_element(binding.buffer, index[:-1], index[-1], layout, binding.stored)
+        return AggLV(fields, layout.ctype_spelling)
     last = index[-1]
     if layout.stride > 1:
         last = scale(last, layout.stride)
