@@ -220,6 +220,7 @@ def compile_program(build: Build, root: pathlib.Path, work: pathlib.Path, tools:
         jobs += [(tools.cxx, p) for p in translated]
     else:
         jobs += [(tools.cxx, src / f) for f in build.cu]
+    own = len(jobs)
     jobs += [(tools.cc, src / f) for f in build.c] + [(tools.cxx, src / f) for f in build.cxx]
     link_flags: list[str] = []
     if build.probe is not None:
@@ -230,7 +231,9 @@ def compile_program(build: Build, root: pathlib.Path, work: pathlib.Path, tools:
     for i, (compiler, path) in enumerate(jobs):
         obj = work / f"{exe}_{i}_{path.stem}.o"
         lang = ["-x", "c++"] if compiler == tools.cxx and path.suffix == ".cu" else []
-        r = _run([compiler, *CFLAGS, *flags, "-w", *lang, "-c", str(path), "-o", str(obj)], cwd=work, timeout=300)
+        extra = list(build.own_flags) if own <= i < own + len(build.c) + len(build.cxx) else []
+        r = _run([compiler, *CFLAGS, *flags, "-w", *lang, *extra, "-c", str(path), "-o", str(obj)], cwd=work,
+                 timeout=300)
         if r.returncode != 0:
             raise StepFailed(first_error(r.stderr or r.stdout))
         objects.append(str(obj))
@@ -329,7 +332,8 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
     kind = program.check.kind
     if kind == "omp" and program.omp is None:
         kind = "emulate"
-    row.reference = {"omp": "openmp", "emulate": "emulator", "self": "self-check", "none": "none"}[kind]
+    row.reference = {"omp": "openmp", "emulate": "emulator", "own": "own CPU path", "self": "self-check",
+                     "none": "none"}[kind]
     step = "translate"
     try:
         translated = translate(program.build, root, work, tools)
@@ -354,9 +358,13 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
         ref_binary = None
         if kind == "self":
             _self_check(program.check, r.stdout)
-        elif kind in ("omp", "emulate"):
+        elif kind in ("omp", "emulate", "own"):
             step = "reference"
-            if kind == "omp":
+            if kind == "own":  # the same binary on its own CPU path (mummergpu -C)
+                ref_dir = run_directory(work / "run_own", program, inputs)
+                rr, _ = run_binary(binary, _format(program.omp_args or (), params), ref_dir, timeout=program.timeout_s,
+                                   threads=tools.thread_count, env=clock)
+            elif kind == "omp":
                 assert program.omp is not None
                 ref_binary = compile_program(program.omp, root, work, tools, translated=None, exe="omp_prog")
                 ref_dir = run_directory(work / "run_omp", program, inputs)

@@ -42,6 +42,9 @@ class Build:
     flags: tuple[str, ...] = ()
     libs: tuple[str, ...] = ("-lm",)
     probe: Probe | None = None
+    # flags for the program's own .c/.cpp files only, after the others (mummergpu's suffix-tree.cpp
+    # calls read() without <unistd.h>, and crashes when optimized: `-include unistd.h -O0`)
+    own_flags: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,8 +71,9 @@ class Output:
 class Check:
     """How a run is judged. ``kind``: ``omp`` (the reference build, ``Program.omp``, run with
     ``Program.omp_args``: ``ours`` of our run against ``theirs`` of its run), ``emulate`` (the
-    same program under the emulator: ``ours`` of both), ``self`` (``pattern`` must match our
-    stdout, with its group ``ok`` equal to ``expect``), or ``none``."""
+    same program under the emulator: ``ours`` of both), ``own`` (the program's own CPU path: our
+    binary run with ``Program.omp_args``, mummergpu's ``-C``), ``self`` (``pattern`` must match
+    our stdout, with its group ``ok`` equal to ``expect``), or ``none``."""
 
     kind: str = "emulate"
     ours: Output = Output()

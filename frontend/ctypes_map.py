@@ -212,6 +212,9 @@ class ElemLayout:
     slots: tuple[tuple[str, int], ...]
     ctype_spelling: str
     record: RecordLayout | None = None  # records of mixed member types (then ``slots`` is empty)
+    # Records holding unions of members of several types (``overlay_leaves``): each member path's
+    # (path, type, byte offset), a view of the buffer of ``scalar`` (then ``slots`` is empty).
+    views: tuple[tuple[str, ScalarType, int], ...] = ()
 
     @property
     def is_scalar(self) -> bool:
@@ -219,11 +222,20 @@ class ElemLayout:
 
 
 def elem_layout(t: ci.Type, where=None) -> ElemLayout:
-    """Layout of memory elements of type ``t``: a scalar, or a homogeneous record without padding."""
+    """Layout of memory elements of type ``t``: a scalar, or a homogeneous record without padding
+    (with unions in it whose members are the same elements: ``overlay_layout``)."""
     st = scalar_type(t)
     if st is not None:
         return ElemLayout(st, 1, (("", 0),), t.spelling)
     c = canonical(t)
+    if c.kind == TK.RECORD and has_union(c):
+        overlay = overlay_layout(c)
+        if overlay is not None:
+            return dataclasses.replace(overlay, ctype_spelling=t.spelling)
+        found = overlay_leaves(c)
+        if found is not None:  # members of several types: views of a buffer of the smallest
+            small = min(found, key=lambda leaf: leaf[1].itemsize)[1]
+            return ElemLayout(small, c.get_size() // small.itemsize, (), t.spelling, views=tuple(found))
     if c.kind == TK.RECORD:
         ls = leaves(c)
         types = {leaf.scalar for leaf in ls}
@@ -249,12 +261,68 @@ def is_homogeneous(t: ci.Type) -> bool:
     if scalar_type(t) is not None:
         return True
     c = canonical(t)
-    if c.kind != TK.RECORD or has_union(c):
+    if c.kind != TK.RECORD:
         return False
+    if has_union(c):  # unions covering every byte with elements of one buffer (``overlay_leaves``)
+        return overlay_leaves(c) is not None
     ls = leaves(c)
     types = {leaf.scalar for leaf in ls}
     return len(ls) > 0 and len(types) == 1 and None not in types and \
         c.get_size() == len(ls) * next(iter(types)).itemsize  # type: ignore[union-attr]
+
+
+def overlay_layout(t: ci.Type) -> ElemLayout | None:
+    """Memory of record ``t`` holding unions (mummergpu's ``union { int2 data; struct { int node;
+    int edge_match_length; }; }``) when every scalar leaf of every member has one scalar type (not
+    bool) at an offset that is a whole number of its size, and together they cover every element
+    of the record: a buffer of that scalar, each member path the element at its offset. Members of
+    a union that share bytes are then the same elements, of the same type: a read of one is the
+    value the other wrote, exactly. Else None (no base classes, bit-fields or other leaves)."""
+    found = overlay_leaves(t)
+    if found is None or len({st for _, st, _ in found}) != 1:
+        return None
+    st = found[0][1]
+    return ElemLayout(st, canonical(t).get_size() // st.itemsize,
+                      tuple((path, offset // st.itemsize) for path, _, offset in found), t.spelling)
+
+
+def overlay_leaves(t: ci.Type) -> list[tuple[str, ScalarType, int]] | None:
+    """Every scalar leaf of record ``t`` through its unions' members, as (path, type, byte offset),
+    when none is a bool, each sits at a whole number of its size, and together they cover every
+    byte of ``t`` (no byte that one member leaves unset is read through another); else None."""
+    c = canonical(t)
+    found: list[tuple[str, ScalarType, int]] = []
+    if not _overlay_leaves(c, "", 0, found) or not found:
+        return None
+    covered: set[int] = set()
+    for _, st, offset in found:
+        if st.is_bool or offset % st.itemsize:
+            return None
+        covered.update(range(offset, offset + st.itemsize))
+    return found if covered == set(range(c.get_size())) else None
+
+
+def _overlay_leaves(t: ci.Type, prefix: str, base: int, out: list) -> bool:
+    c = canonical(t)
+    st = scalar_type(c)
+    if st is not None:
+        out.append((prefix, st, base))
+        return True
+    if c.kind == TK.CONSTANTARRAY:
+        size = canonical(c.element_type).get_size()
+        return all(_overlay_leaves(c.element_type, f"{prefix}[{i}]", base + i * size, out)
+                   for i in range(c.element_count))
+    if c.kind != TK.RECORD or cxx_bases.bases(c):
+        return False
+    for f in c.get_fields():
+        bits = f.get_field_offsetof()
+        if f.is_bitfield() or bits < 0 or bits % 8:
+            return False
+        # An anonymous struct or union member has no name (libclang spells it after its type).
+        path = f"{prefix}.{f.spelling}" if f.spelling.isidentifier() else prefix
+        if not _overlay_leaves(f.type, path, base + bits // 8, out):
+            return False
+    return True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -297,6 +365,8 @@ def member_offset(record: ci.Type, name: str, where=None) -> int:
     if base is not None:
         return base
     bits = canonical(record).get_offset(name)
+    if bits < 0 and any(fname == name for fname, _ in _anonymous_members(record)):
+        return _anonymous_offset(record, name)  # the anonymous struct or union member itself (``r->node``'s step)
     if bits < 0:  # a member of an anonymous struct or union: that member's offset plus its own
         for fname, ft in _anonymous_members(record):
             if member_type(ft, name) is not None:
@@ -424,13 +494,14 @@ def view_initializer(values: list, count: int, record: RecordLayout, st: ScalarT
     return tuple(out)
 
 
-def pointer_param_type(t: ci.Type, where=None) -> tuple[PointerType, ElemLayout]:
-    """IR type of a pointer parameter (``const float* __restrict__`` → ``const f32* restrict``)."""
+def pointer_param_type(t: ci.Type, where=None, layout: ElemLayout | None = None) -> tuple[PointerType, ElemLayout]:
+    """IR type of a pointer parameter (``const float* __restrict__`` → ``const f32* restrict``);
+    ``layout``: its elements' layout when known otherwise (a ``void*`` parameter's buffer)."""
     target = pointee(t)
-    if is_record(target) and not is_homogeneous(target):
+    if layout is None and is_record(target) and not is_homogeneous(target):
         record = record_layout(target, where)
         layout = ElemLayout(record.scalars[0], 1, (), target.spelling, record)
-    else:
+    elif layout is None:
         layout = elem_layout(target, where)
     restrict = canonical(t).is_restrict_qualified() or t.is_restrict_qualified()
     return PointerType(layout.scalar, const=target.is_const_qualified(), restrict=restrict), layout

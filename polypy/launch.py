@@ -269,6 +269,12 @@ def _array(kernel: n.Kernel, p: n.Param, ptype: PointerType, value: Any) -> np.n
         # A pointer to records of mixed member types is one IR parameter per member type (the
         # frontend's views): each views the records' bytes (a structured array with the C layout).
         return value.reshape(-1).view(np.uint8).view(want)
+    if value.dtype != want and value.flags.c_contiguous and value.nbytes % want.itemsize == 0 and \
+            any(is_void_pointer(sp.ctype) and any(name == p.name for _, name in sp.members)
+                for sp in kernel.source_params):
+        # A `void*` parameter (its buffer typed by the kernel's casts, frontend/lower/untyped.py):
+        # the array's bytes, whatever its dtype, as cudaMemcpy would see them.
+        return value.reshape(-1).view(np.uint8).view(want)
     if value.dtype == np.float16 and want == np.uint16 and value.flags.c_contiguous and \
             any(is_half(sp.ctype) or accessor_elem(sp.ctype) == "half" for sp in kernel.source_params
                 if sp.name == p.name):
@@ -278,6 +284,14 @@ def _array(kernel: n.Kernel, p: n.Param, ptype: PointerType, value: Any) -> np.n
     if not value.flags.c_contiguous:
         raise UserError(f"{_what(kernel, p, ptype)} must be C-contiguous (pass np.ascontiguousarray(arr))", p.loc)
     return value if value.ndim == 1 else value.reshape(-1)  # a view: stores land in the caller's array
+
+
+def is_void_pointer(ctype: str) -> bool:
+    """Whether a kernel parameter's C type (``SourceParam.ctype``) is ``void*`` (the frontend
+    spells such a parameter canonically: ``void *``, ``const void *``, ``void *__restrict``)."""
+    words = ctype.replace("*", " * ").split()
+    return [w for w in words if w not in ("const", "volatile", "__restrict", "__restrict__", "restrict")] == \
+        ["void", "*"]
 
 
 def _scalar(kernel: n.Kernel, p: n.Param, ptype: ScalarType, value: Any) -> np.generic:

@@ -332,3 +332,45 @@ def test_timed_runs_take_turns_and_keep_each_versions_best(tmp_path, monkeypatch
     best = real_programs._best_interleaved(runs, program, Tools(threads=2), 3)
     assert calls == ["polypy", "omp"] * 3
     assert best == [0.3, 0.2]
+
+
+# a program with its own CPU path (`-C`, as mummergpu has) and a C file of its own that needs a flag
+OWN_CU = r"""
+#include <cstdio>
+#include <cstring>
+extern "C" float helper_scale(void);
+__global__ void scale(int n, float s, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = s * i;
+}
+int main(int argc, char** argv) {
+    int n = 100;
+    float s = helper_scale(), y[100];
+    if (argc > 1 && strcmp(argv[1], "-C") == 0) {
+        for (int i = 0; i < n; i++) y[i] = s * i + (OFF && i == 42 ? 1.0f : 0.0f);
+    } else {
+        float* d;
+        cudaMalloc(&d, n * sizeof(float));
+        scale<<<2, 64>>>(n, s, d);
+        cudaMemcpy(y, d, n * sizeof(float), cudaMemcpyDeviceToHost);
+    }
+    for (int i = 0; i < n; i++) printf("%g\n", y[i]);
+    return 0;
+}
+"""
+
+
+@needs_cxx
+def test_own_cpu_path_is_the_reference_and_own_flags_reach_only_the_programs_files(tmp_path):
+    root = tmp_path / "suite"
+    programs = []
+    for name, off in (("own_ok", "0"), ("own_off", "1")):
+        (root / name).mkdir(parents=True)
+        (root / name / "scale.cu").write_text(OWN_CU.replace("OFF", off))
+        (root / name / "helper.c").write_text("float helper_scale(void) { return SCALE; }\n")
+        build = Build(name, cu=("scale.cu",), c=("helper.c",), own_flags=("-DSCALE=3",))
+        programs.append(Program(name, build, (), None, Check("own"), omp_args=("-C",)))
+    rows = {r.name: r for r in measure_suite(programs, root, Tools(threads=2))}
+    assert (rows["own_ok"].compile, rows["own_ok"].correct, rows["own_ok"].reference) == ("ok", "yes", "own CPU path")
+    assert rows["own_off"].correct == "NO"
+    assert rows["own_off"].blocker == "correct: 1 of 100 numbers differ, first #42: 126 vs 127"

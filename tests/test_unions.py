@@ -220,8 +220,10 @@ def test_a_union_member_of_a_global_record_array(source, way: str, shape) -> Non
     items["tag"] = np.arange(grid * block) % 3 == 0
     items["v"] = _special_floats(grid * block).view(np.uint32)
     items["i"] = np.arange(grid * block) * 1000003 + 7  # small positive: no NaN among their floats
-    args = {"items": items, "bits": np.zeros(grid * block, np.uint32), "n": n}
+    # (its unions cover every byte: one buffer of 32-bit elements, each member a view of its bytes)
+    args = {"items": items.view(np.int32).copy(), "bits": np.zeros(grid * block, np.uint32), "n": n}
     got = _run(source, "records", grid, block, args, way)
+    got["items"] = got["items"].view(ITEM)
     want_bits = np.zeros(grid * block, np.uint32)
     want_bits[:n] = items["v"][:n]
     np.testing.assert_array_equal(got["bits"], want_bits)

@@ -16,6 +16,7 @@ from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType, ScalarType
 from frontend import ctypes_map as tm
 from frontend.clang_setup import cursor_loc
 from frontend.lower import accessors, calls, declarations, expressions, places, statements
+from frontend.lower import untyped as untyped_buffers
 from frontend.lower.accessors import accessor_type
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.function_scan import scan
@@ -73,6 +74,7 @@ class KernelBuilder:
         self.locations: dict[ci.Cursor, ci.SourceLocation] = {}  # of binary operators (``location``)
         self.assignments = AssignmentIndex()  # which loop bodies assign a loop's counter or bound (loops.py)
         self.switch_markers: list[dict[int, n.Return]] = []  # the breaks of the switches being lowered
+        self.goto_targets: dict[tuple, Any] = {}  # labels jumped to forward, by key: gotos.Target
         self.clock: str | None = None  # the thread's clock() counter, declared at the top once used
         self.launch_error: str | None = None  # the thread's last launch error (launches.py), likewise
         self.assert_flag: str | None = None  # set by a failed assert in a device function (printing.py)
@@ -300,9 +302,13 @@ class KernelBuilder:
             self.bind(p, table)
             return
         if tm.is_pointer(t):
-            binding = self.pointer_param(name, t, where)
+            # `void* p`: a buffer of the types the kernel casts it to (untyped.py); the host passes
+            # `void*` (its canonical spelling, which the launchers recognize).
+            untyped = untyped_buffers.buffer_layout(self.cursor, p) if untyped_buffers.is_void_pointer(t) else None
+            binding = self.pointer_param(name, t, where, untyped)
             views = binding.record.views if binding.record is not None else ((None, name),)
-            self.source_params.append(n.SourceParam(name, t.spelling, tuple(("", v) for _, v in views)))
+            spelling = tm.canonical(t).spelling if untyped is not None else t.spelling
+            self.source_params.append(n.SourceParam(name, spelling, tuple(("", v) for _, v in views)))
             self.bind(p, self.pointer_binding(binding, decl_key(p) in mutated, name, p, decl_key(p)))
             return
         accessor = accessor_type(t)
@@ -345,11 +351,13 @@ class KernelBuilder:
             return
         raise UserError(f"kernel parameter '{name}' of type '{t.spelling}' is not supported", where)
 
-    def pointer_param(self, name: str, t: ci.Type, where: Loc | None) -> Pointer:
+    def pointer_param(self, name: str, t: ci.Type, where: Loc | None, layout: tm.ElemLayout | None = None
+                      ) -> Pointer:
+        """Pointer parameter ``name`` of type ``t``; ``layout``: its elements' (a ``void*``'s buffer)."""
         target = tm.pointee(t)
         if tm.is_pointer(target):
             raise UserError(f"pointer-to-pointer parameter '{name}' is not supported", where)
-        ptype, layout = tm.pointer_param_type(t, where)
+        ptype, layout = tm.pointer_param_type(t, where, layout)
         if layout.record is not None:
             # Records of mixed member types: one IR pointer parameter per member scalar type, all
             # holding the same address (``frontend.values.RecordAddress``).

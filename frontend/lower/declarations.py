@@ -18,7 +18,7 @@ from frontend.lower.context import (
 )
 from frontend.lower.accessors import accessor_type
 from frontend.lower.groups import is_cooperative, is_tile_memory
-from frontend.lower.views import element
+from frontend.lower.views import element, overlay_element
 from frontend.lower.helpers import ScalarArray, is_trivial_construction, strip, zero_of
 from frontend.lower.null_tests import is_null_pointer
 from frontend.lower.pointer_choice import pending_pointer, pointer_hint
@@ -107,6 +107,9 @@ def var_decl(kb: KernelBuilder, d: ci.Cursor) -> None:
     if tm.is_union(t) and (tm.union_scalars(t) is not None or tm.union_slices(t) is not None):
         kb.bind(d, local_union(kb, name, t, init, where))
         return
+    if tm.is_record(t) and tm.has_union(t) and tm.overlay_leaves(t) is not None:
+        kb.bind(d, local_overlay(kb, name, t, init, where))
+        return
     if tm.has_union(t):  # any other union, or a record holding one: a local byte pool (typed_views.md)
         if init is not None and not is_trivial_construction(init):
             raise UserError(f"initializing '{name}', which holds a union, in its declaration is not supported in "
@@ -132,6 +135,31 @@ def var_decl(kb: KernelBuilder, d: ci.Cursor) -> None:
         initialize_record(kb, d, lv, t, init)
         return
     raise UserError(f"local variable '{name}' of type '{t.spelling}' is not supported", where)
+
+
+def local_overlay(kb: KernelBuilder, name: str, t: ci.Type, init: ci.Cursor | None, where) -> AggLV:
+    """A local record holding unions whose members cover its bytes (mummergpu's
+    ``struct _PixelOfChildren { union { uint4 data; struct { uchar3 a, c, g, t, d; char leafchar; }; }; }``):
+    a local array of its bytes in units of its smallest member type, each member path a typed
+    view of the bytes at its offset (``views.element``: little-endian, bit for bit), so a read of
+    one member is exactly the bytes another wrote (``tm.overlay_leaves``)."""
+    copy = init is not None and not is_trivial_construction(init)
+    if copy and strip(init).kind == CK.INIT_LIST_EXPR:  # it would set the first member of each union only
+        raise UserError(f"initializing '{name}' of type '{t.spelling}' (it holds a union) with a list is not "
+                        "supported in device code (assign its members)", where)
+    leaves = tm.overlay_leaves(t)
+    assert leaves is not None
+    smallest = min(st.itemsize for _, st, _ in leaves)
+    stored = next(st for _, st, _ in leaves if st.itemsize == smallest)
+    buffer = kb.names.fresh(name)
+    size = tm.canonical(t).get_size()
+    kb.buffers[buffer] = n.Buffer(buffer, stored, (n.Const(size // smallest, I32),), "local", loc=where)
+    lv = AggLV({path: element(buffer, (n.Const(offset // st.itemsize, I32),), st, stored)
+                for path, st, offset in leaves}, t.spelling)
+    if copy:  # `M m = r[i];`: every member copied, the bytes each covers written with the same value
+        assert init is not None
+        kb.assign(lv, kb.record_value(init, t), init)
+    return lv
 
 
 def local_record_in_memory(kb: KernelBuilder, d: ci.Cursor, name: str, t: ci.Type, init: ci.Cursor | None,
@@ -285,6 +313,9 @@ def element_lv(kb: KernelBuilder, binding: ArrayBinding, index: tuple[n.Expr, ..
     if layout.record is not None:
         return RecLV(binding.address(index), layout.record)
     index = binding.flat(index)
+    if layout.views:
+        fields = overlay_element(binding.buffer, index[:-1], index[-1], layout, binding.stored)
+        return AggLV(fields, layout.ctype_spelling)
     last = index[-1]
     if layout.stride > 1:
         last = scale(last, layout.stride)

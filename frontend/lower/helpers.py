@@ -62,6 +62,10 @@ class ArrayRef:
 
 
 def select_member(fields: dict, member: str, c: ci.Cursor, make, builder: KernelBuilder):
+    if not member.isidentifier():
+        # An anonymous struct or union member (clang's implicit step towards `r->node`): its
+        # members' paths have no part of their own (ctypes_map.byte_leaves, overlay_layout).
+        return make(fields, c.type.spelling)
     key = "." + member
     if key in fields:
         return fields[key]

@@ -13,7 +13,7 @@ from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, plus, scale
 from frontend.clang_setup import unary_operator
 from frontend.lower.bitcasts import reinterpret, split_bits, with_bits
-from frontend.lower.views import element, store_part, whole_elements
+from frontend.lower.views import element, overlay_element, store_part, whole_elements
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.inheritance import converted, member_path, subobject
 from frontend.lower.helpers import ArrayRef, ScalarArray, describe, select_member, strip
@@ -137,6 +137,8 @@ def pointer_element(kb: KernelBuilder, ptr: Pointer, j: n.Expr | None, c: ci.Cur
         return RecLV(ptr.record.plus(off, layout.record.size), layout.record)
     if layout.is_scalar:
         return _element(ptr, ptr.prefix + (off,))
+    if layout.views:
+        return AggLV(overlay_element(ptr.buffer, ptr.prefix, off, layout, ptr.stored), layout.ctype_spelling)
     base = scale(off, layout.stride)
     fields = {path: _element(ptr, ptr.prefix + (plus(base, slot),)) for path, slot in layout.slots}
     return AggLV(fields, layout.ctype_spelling)

@@ -93,7 +93,7 @@ def same_base(a: Pointer, b: Pointer) -> bool:
 
 def _same_elements(a: tm.ElemLayout, b: tm.ElemLayout) -> bool:
     return a.scalar == b.scalar and a.stride == b.stride and a.slots == b.slots and a.record is None \
-        and b.record is None
+        and b.record is None and a.views == b.views
 
 
 def _position(options: tuple[Pointer, ...], p: Pointer) -> int | None:

@@ -10,7 +10,7 @@ from polypy.ir import nodes as n
 
 from frontend import ctypes_map as tm
 from frontend.clang_setup import cursor_loc, unary_operator
-from frontend.lower import inlining
+from frontend.lower import gotos, inlining
 from frontend.lower.context import CK, has_attr
 from frontend.lower.declarations import decl_stmt
 from frontend.lower.loops import do_stmt, for_stmt, while_stmt
@@ -37,6 +37,8 @@ def _statement(kb: KernelBuilder, c: ci.Cursor) -> None:
     handler = _STMT_HANDLERS.get(kind)
     if handler is not None:
         handler(kb, c)
+        if kb.goto_targets and kind in gotos.LOOPS:
+            gotos.after_loop(kb, c)  # a goto out of it may leave the loop around it too
         return
     if kind.is_expression():
         kb.expr(c, discard=True)
@@ -48,16 +50,11 @@ def _statement(kb: KernelBuilder, c: ci.Cursor) -> None:
         if len(inner) == 1:
             statement(kb, inner[0])
             return
-    if kind in (CK.GOTO_STMT, CK.INDIRECT_GOTO_STMT, CK.LABEL_STMT):
-        raise kb.error("goto is not supported", c)
+    if kind == CK.INDIRECT_GOTO_STMT:
+        raise kb.error("computed goto is not supported", c)
     if kind in (CK.ASM_STMT, CK.MS_ASM_STMT):
         raise kb.error("inline assembly is not supported", c)
     raise kb.error(f"unsupported statement ({kind.name.lower()})", c)
-
-
-def compound(kb: KernelBuilder, c: ci.Cursor) -> None:
-    for child in c.get_children():
-        statement(kb, child)
 
 
 def null_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
@@ -161,7 +158,9 @@ def _callee_local(e: ci.Cursor) -> str | None:
 _PLACES = (CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR, CK.ARRAY_SUBSCRIPT_EXPR, CK.UNARY_OPERATOR)
 
 _STMT_HANDLERS = {
-    CK.COMPOUND_STMT: compound,
+    CK.COMPOUND_STMT: gotos.compound,
+    CK.GOTO_STMT: gotos.goto_stmt,
+    CK.LABEL_STMT: gotos.label_stmt,
     CK.DECL_STMT: decl_stmt,
     CK.IF_STMT: if_stmt,
     CK.FOR_STMT: for_stmt,

@@ -33,7 +33,7 @@ from polypy.ir import nodes as n
 from polypy.ir.types import I64, U8, U16, U32, U64, ScalarType
 
 from frontend import ctypes_map as tm
-from frontend.arith import convert, scale, split_constant
+from frontend.arith import convert, plus, scale, split_constant
 from frontend.lower.bitcasts import can_view, compose_bits, reinterpret
 from frontend.values import LValue, MemLV, PartLV, Pointer, Value, ViewLV
 
@@ -49,6 +49,19 @@ def element(buffer: str, index: tuple[n.Expr, ...], seen: ScalarType, stored: Sc
     if stored.itemsize != seen.itemsize:
         return PartLV(buffer, index[:-1], index[-1], stored, seen)
     return ViewLV(MemLV(buffer, index, stored), seen)
+
+
+def overlay_element(buffer: str, prefix: tuple[n.Expr, ...], record: n.Expr | None, layout: tm.ElemLayout,
+                    stored: ScalarType | None) -> dict[str, LValue]:
+    """The members of record ``record`` (an index in records) of a buffer of records holding
+    unions of members of several types (``layout.views``): each the typed view of its bytes."""
+    size = layout.stride * layout.scalar.itemsize
+    out: dict[str, LValue] = {}
+    for path, st, offset in layout.views:
+        index = plus(scale(record, size // st.itemsize), offset // st.itemsize) if record is not None else \
+            n.Const(offset // st.itemsize, I64)
+        out[path] = element(buffer, prefix + (index,), st, stored or layout.scalar)
+    return out
 
 
 def view_pointer(v: Pointer, target: ci.Type, spelling: str, loc: Loc | None,

@@ -10,9 +10,10 @@ typedef struct CUctx_st* CUcontext;
 typedef struct CUmod_st* CUmodule;
 typedef struct CUfunc_st* CUfunction;
 inline int* polypy_rt_driver_ready(void) { static int ready = 0; return &ready; }
-/* What every device query checks first: cuInit was called, the device is the one device. */
+/* What every device query checks first: cuInit was called (or the runtime made its context, which
+ * calls it: parts/memory.h), the device is the one device. */
 static inline CUresult polypy_rt_driver_check(CUdevice device) {
-  if (!*polypy_rt_driver_ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!*polypy_rt_driver_ready() && !*polypy_rt_context_made()) return CUDA_ERROR_NOT_INITIALIZED;
   return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 static inline CUresult cuInit(unsigned int flags) {

@@ -64,8 +64,13 @@ static inline cudaError_t polypy_rt_malloc_unlocked(void** p, size_t size) {
   *p = q;
   return cudaSuccess;
 }
+/* The runtime's first allocation makes its context, which initializes the driver API as CUDA's
+ * runtime does (cuInit): driver queries after it need no cuInit of the program's own (Rodinia
+ * mummergpu's cuMemGetInfo after cudaMalloc; parts/driver.h). */
+POLYPY_RT_STATE int* polypy_rt_context_made(void) { static int made = 0; return &made; }
 static inline cudaError_t cudaMalloc(void** p, size_t size) {
   if (!p) return polypy_rt_fail(cudaErrorInvalidValue);
+  *polypy_rt_context_made() = 1;
   polypy_rt_locked lock;
   return polypy_rt_malloc_unlocked(p, size);
 }
