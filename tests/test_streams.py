@@ -116,3 +116,49 @@ def test_a_kernel_the_host_releases_is_not_run_on_the_default_stream(tmp_path: p
     assert (f"{src}:3:17: error: kernel 'hold' waits for a store by the host or another stream; polypy runs it "
             "only on a created stream") in r.stderr
     assert "released" not in r.stdout
+
+
+WAITS_FOR_ITSELF = r"""#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void hold(volatile unsigned int* latch) {
+  while (latch[0] < 1)
+    ;
+}
+__global__ void bump(int* x) { x[0] += 1; }
+int main() {
+  unsigned int* latch;
+  int* x;
+  cudaMallocHost(&latch, sizeof(unsigned int));
+  cudaMallocManaged(&x, sizeof(int));
+  *latch = 0;
+  *x = 1;
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  hold<<<1, 1, 0, s>>>(latch);
+  printf("issued\n");
+  WAIT;
+  *latch = 1;
+  cudaDeviceSynchronize();
+  printf("released %d\n", *x);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("wait", ["bump<<<1, 1>>>(x)", "cudaStreamSynchronize(s)"], ids=["default_stream", "sync"])
+def test_the_host_waiting_for_a_kernel_that_waits_for_the_host_stops_with_an_error(tmp_path: pathlib.Path,
+                                                                                   wait: str) -> None:
+    """Work of the legacy default stream (run on the host's thread, after the blocking stream's
+    work) or a synchronization issued after a kernel that waits for a host store, before the store:
+    the host waits for itself. The program stops naming the kernel (it hung before); what it
+    printed before the wait is kept. On a GPU the synchronization deadlocks; the default stream's
+    launch would let the host go on, which polypy does not do (docs/runtime_api.md)."""
+    need_compiler(cpp=True)
+    src = tmp_path / "waits.cu"
+    src.write_text(WAITS_FOR_ITSELF.replace("WAIT", wait))
+    r = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", str(src)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 1
+    assert (f"{src}:3:17: error: kernel 'hold' waits for a store by the host, but the host waits for the stream "
+            "work it holds") in r.stderr
+    assert r.stdout == "issued\n"
