@@ -105,13 +105,28 @@ def test_a_wait_the_grid_or_the_compiler_could_end_stays_refused(tmp_path: pathl
     assert "Traceback" not in r.stderr and not out.exists()
 
 
-def test_a_kernel_the_host_releases_is_not_run_on_the_default_stream(tmp_path: pathlib.Path) -> None:
+def test_the_emulator_refuses_a_wait_the_grid_could_end_as_translation_does(tmp_path: pathlib.Path) -> None:
+    """``run --emulate`` checks spin waits as a compiled run does: the same located error, before
+    anything runs (it ran the kernel before, and on the default stream it would have hung)."""
+    need_compiler(cpp=True)
+    src = tmp_path / "held.cu"
+    src.write_text(HELD.replace("KIND", "volatile").replace("STORE", "out[0] = 1").replace("STREAM", "s"))
+    r = _polypy("run", str(src), "--emulate")
+    assert r.returncode == 1
+    assert f"{src}:5:3: error: this loop can only end through a store by another thread or block" in r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+@pytest.mark.parametrize("mode", [(), ("--emulate",)], ids=["compiled", "emulated"])
+def test_a_kernel_the_host_releases_is_not_run_on_the_default_stream(tmp_path: pathlib.Path,
+                                                                     mode: tuple[str, ...]) -> None:
     """On the default stream the launch would run on the host's own thread, which then could never
-    store: the program stops with the kernel's location instead of waiting forever."""
+    store: the program stops with the kernel's location instead of waiting forever; emulated too
+    (the emulator hung)."""
     need_compiler(cpp=True)
     src = tmp_path / "held.cu"
     src.write_text(HELD.replace("KIND", "volatile").replace("STORE", "(void)out").replace("STREAM", "0"))
-    r = _polypy("run", str(src))
+    r = _polypy("run", str(src), *mode)
     assert r.returncode == 1
     assert (f"{src}:3:17: error: kernel 'hold' waits for a store by the host or another stream; polypy runs it "
             "only on a created stream") in r.stderr
@@ -145,9 +160,11 @@ int main() {
 """
 
 
-@pytest.mark.parametrize("wait", ["bump<<<1, 1>>>(x)", "cudaStreamSynchronize(s)"], ids=["default_stream", "sync"])
-def test_the_host_waiting_for_a_kernel_that_waits_for_the_host_stops_with_an_error(tmp_path: pathlib.Path,
-                                                                                   wait: str) -> None:
+@pytest.mark.parametrize("wait, mode", [("bump<<<1, 1>>>(x)", ()), ("cudaStreamSynchronize(s)", ()),
+                                        ("bump<<<1, 1>>>(x)", ("--emulate",))],
+                         ids=["default_stream", "sync", "default_stream_emulated"])
+def test_the_host_waiting_for_a_kernel_that_waits_for_the_host_stops_with_an_error(tmp_path: pathlib.Path, wait: str,
+                                                                                   mode: tuple[str, ...]) -> None:
     """Work of the legacy default stream (run on the host's thread, after the blocking stream's
     work) or a synchronization issued after a kernel that waits for a host store, before the store:
     the host waits for itself. The program stops naming the kernel (it hung before); what it
@@ -156,8 +173,7 @@ def test_the_host_waiting_for_a_kernel_that_waits_for_the_host_stops_with_an_err
     need_compiler(cpp=True)
     src = tmp_path / "waits.cu"
     src.write_text(WAITS_FOR_ITSELF.replace("WAIT", wait))
-    r = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", str(src)], capture_output=True, text=True,
-                       timeout=300)
+    r = _polypy("run", str(src), *mode)
     assert r.returncode == 1
     assert (f"{src}:3:17: error: kernel 'hold' waits for a store by the host, but the host waits for the stream "
             "work it holds") in r.stderr
