@@ -178,3 +178,44 @@ def test_the_host_waiting_for_a_kernel_that_waits_for_the_host_stops_with_an_err
     assert (f"{src}:3:17: error: kernel 'hold' waits for a store by the host, but the host waits for the stream "
             "work it holds") in r.stderr
     assert r.stdout == "issued\n"
+
+
+PER_THREAD = r"""#include <cstdio>
+#include <thread>
+#include <cuda_runtime.h>
+__global__ void fill(int* x) { x[threadIdx.x] = 1; }
+int main() {
+  int* x;
+  cudaMalloc(&x, 64 * sizeof(int));
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  std::thread launcher([&]() {
+    fill<<<1, 2000, 0, s>>>(x);
+    printf("launcher %s\n", cudaGetErrorName(cudaPeekAtLastError()));
+  });
+  launcher.join();
+  printf("main %s\n", cudaGetErrorName(cudaGetLastError()));
+  std::thread copier([&]() {
+    cudaMemcpyAsync(x, x + 1, sizeof(int), (cudaMemcpyKind)7, s);
+    cudaStreamSynchronize(s);
+    printf("copier %s\n", cudaGetErrorName(cudaGetLastError()));
+  });
+  copier.join();
+  printf("main %s %s\n", cudaGetErrorName(cudaGetLastError()), cudaGetErrorName(cudaStreamSynchronize(s)));
+  return 0;
+}
+"""
+
+
+def test_last_errors_are_per_host_thread_and_a_streams_work_reports_to_its_issuer(tmp_path: pathlib.Path) -> None:
+    """As in CUDA, cudaGetLastError/cudaPeekAtLastError are each host thread's: a launch with an
+    invalid configuration on a stream, issued by another host thread, is that thread's error, not
+    main's (main saw it before); the failing copy a thread issued to a stream is recorded, when the
+    stream's worker runs it, as that thread's last error; neither is sticky."""
+    need_compiler(cpp=True)
+    src = tmp_path / "per_thread.cu"
+    src.write_text(PER_THREAD)
+    r = _polypy("run", str(src))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout == ("launcher cudaErrorInvalidConfiguration\nmain cudaSuccess\n"
+                        "copier cudaErrorInvalidMemcpyDirection\nmain cudaSuccess cudaSuccess\n")

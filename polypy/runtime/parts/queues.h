@@ -90,7 +90,12 @@ static inline unsigned long long polypy_rt_queue_push(polypy_rt_queue* q, std::f
     std::thread(polypy_rt_queue_worker, q).detach();
     q->started = true;
   }
-  q->work.push_back(std::move(w));
+  cudaError_t* origin = polypy_rt_last_error();  /* the issuing host thread's (parts/errors.h) */
+  q->work.push_back([origin, w]() {
+    *polypy_rt_error_redirect() = origin;
+    w();
+    *polypy_rt_error_redirect() = 0;
+  });
   unsigned long long ticket = ++q->issued;
   q->cv.notify_all();
   return ticket;
@@ -192,7 +197,7 @@ static inline void polypy_rt_host_released(const char* where, const char* kernel
  * waits for the host, or waits for another queue's work not done yet. Then only the host could
  * store, and it waits: once that has held over 50 checks (a second) with no work done meanwhile
  * (a kernel just released has had time to end), the program stops, as a GPU would hang there.
- * This assumes the host is one thread (polypy translates no host threads). */
+ * Other host threads (std::thread) are not seen: one that would store later is not waited for. */
 static inline void polypy_rt_queues_check_stall(unsigned* stalled, unsigned long long* progress) {
   unsigned long long now = polypy_rt_queues_progress()->load();
   const char* where = nullptr;
