@@ -10,6 +10,7 @@ say cudaSuccess and the gate would be found closed).
 """
 from __future__ import annotations
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -219,3 +220,14 @@ def test_last_errors_are_per_host_thread_and_a_streams_work_reports_to_its_issue
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout == ("launcher cudaErrorInvalidConfiguration\nmain cudaSuccess\n"
                         "copier cudaErrorInvalidMemcpyDirection\nmain cudaSuccess cudaSuccess\n")
+
+
+def test_the_stream_runtime_parses_with_the_bundled_headers(tmp_path: pathlib.Path) -> None:
+    """Without a system compiler polypy parses its runtime with its bundled freestanding headers:
+    they declare what the queues' deadlock check uses (a timed wait, _Exit), so a program with
+    streams translates, its runtime slice keeping the check."""
+    out = tmp_path / "latch.cpp"
+    r = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(LATCH), "-o", str(out)],
+                       capture_output=True, text=True, timeout=600, env={**os.environ, "POLYPY_HEADERS": "bundled"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "polypy_rt_queues_check_stall(&stalled, &progress)" in out.read_text()
