@@ -36,7 +36,7 @@ POLYPY_RT_STATE std::atomic<int>* polypy_rt_queue_count() { static std::atomic<i
 POLYPY_RT_STATE bool* polypy_rt_worker_flag() { static thread_local bool worker = false; return &worker; }
 /* The queue whose worker this thread is (null on the host). */
 POLYPY_RT_STATE polypy_rt_queue** polypy_rt_worker_queue() { static thread_local polypy_rt_queue* q = nullptr; return &q; }
-/* Counts the work done and the waits for the host ended, over all queues (the deadlock check). */
+/* Counts the work done over all queues (the deadlock check: nothing done while it looks). */
 POLYPY_RT_STATE std::atomic<unsigned long long>* polypy_rt_queues_progress() {
   static std::atomic<unsigned long long> n(0);
   return &n;
