@@ -10,6 +10,7 @@ say cudaSuccess and the gate would be found closed).
 """
 from __future__ import annotations
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -105,14 +106,128 @@ def test_a_wait_the_grid_or_the_compiler_could_end_stays_refused(tmp_path: pathl
     assert "Traceback" not in r.stderr and not out.exists()
 
 
-def test_a_kernel_the_host_releases_is_not_run_on_the_default_stream(tmp_path: pathlib.Path) -> None:
+def test_the_emulator_refuses_a_wait_the_grid_could_end_as_translation_does(tmp_path: pathlib.Path) -> None:
+    """``run --emulate`` checks spin waits as a compiled run does: the same located error, before
+    anything runs (it ran the kernel before, and on the default stream it would have hung)."""
+    need_compiler(cpp=True)
+    src = tmp_path / "held.cu"
+    src.write_text(HELD.replace("KIND", "volatile").replace("STORE", "out[0] = 1").replace("STREAM", "s"))
+    r = _polypy("run", str(src), "--emulate")
+    assert r.returncode == 1
+    assert f"{src}:5:3: error: this loop can only end through a store by another thread or block" in r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+@pytest.mark.parametrize("mode", [(), ("--emulate",)], ids=["compiled", "emulated"])
+def test_a_kernel_the_host_releases_is_not_run_on_the_default_stream(tmp_path: pathlib.Path,
+                                                                     mode: tuple[str, ...]) -> None:
     """On the default stream the launch would run on the host's own thread, which then could never
-    store: the program stops with the kernel's location instead of waiting forever."""
+    store: the program stops with the kernel's location instead of waiting forever; emulated too
+    (the emulator hung)."""
     need_compiler(cpp=True)
     src = tmp_path / "held.cu"
     src.write_text(HELD.replace("KIND", "volatile").replace("STORE", "(void)out").replace("STREAM", "0"))
-    r = _polypy("run", str(src))
+    r = _polypy("run", str(src), *mode)
     assert r.returncode == 1
     assert (f"{src}:3:17: error: kernel 'hold' waits for a store by the host or another stream; polypy runs it "
             "only on a created stream") in r.stderr
     assert "released" not in r.stdout
+
+
+WAITS_FOR_ITSELF = r"""#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void hold(volatile unsigned int* latch) {
+  while (latch[0] < 1)
+    ;
+}
+__global__ void bump(int* x) { x[0] += 1; }
+int main() {
+  unsigned int* latch;
+  int* x;
+  cudaMallocHost(&latch, sizeof(unsigned int));
+  cudaMallocManaged(&x, sizeof(int));
+  *latch = 0;
+  *x = 1;
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  hold<<<1, 1, 0, s>>>(latch);
+  printf("issued\n");
+  WAIT;
+  *latch = 1;
+  cudaDeviceSynchronize();
+  printf("released %d\n", *x);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("wait, mode", [("bump<<<1, 1>>>(x)", ()), ("cudaStreamSynchronize(s)", ()),
+                                        ("bump<<<1, 1>>>(x)", ("--emulate",))],
+                         ids=["default_stream", "sync", "default_stream_emulated"])
+def test_the_host_waiting_for_a_kernel_that_waits_for_the_host_stops_with_an_error(tmp_path: pathlib.Path, wait: str,
+                                                                                   mode: tuple[str, ...]) -> None:
+    """Work of the legacy default stream (run on the host's thread, after the blocking stream's
+    work) or a synchronization issued after a kernel that waits for a host store, before the store:
+    the host waits for itself. The program stops naming the kernel (it hung before); what it
+    printed before the wait is kept. On a GPU the synchronization deadlocks; the default stream's
+    launch would let the host go on, which polypy does not do (docs/runtime_api.md)."""
+    need_compiler(cpp=True)
+    src = tmp_path / "waits.cu"
+    src.write_text(WAITS_FOR_ITSELF.replace("WAIT", wait))
+    r = _polypy("run", str(src), *mode)
+    assert r.returncode == 1
+    assert (f"{src}:3:17: error: kernel 'hold' waits for a store by the host, but the host waits for the stream "
+            "work it holds") in r.stderr
+    assert r.stdout == "issued\n"
+
+
+PER_THREAD = r"""#include <cstdio>
+#include <thread>
+#include <cuda_runtime.h>
+__global__ void fill(int* x) { x[threadIdx.x] = 1; }
+int main() {
+  int* x;
+  cudaMalloc(&x, 64 * sizeof(int));
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  std::thread launcher([&]() {
+    fill<<<1, 2000, 0, s>>>(x);
+    printf("launcher %s\n", cudaGetErrorName(cudaPeekAtLastError()));
+  });
+  launcher.join();
+  printf("main %s\n", cudaGetErrorName(cudaGetLastError()));
+  std::thread copier([&]() {
+    cudaMemcpyAsync(x, x + 1, sizeof(int), (cudaMemcpyKind)7, s);
+    cudaStreamSynchronize(s);
+    printf("copier %s\n", cudaGetErrorName(cudaGetLastError()));
+  });
+  copier.join();
+  printf("main %s %s\n", cudaGetErrorName(cudaGetLastError()), cudaGetErrorName(cudaStreamSynchronize(s)));
+  return 0;
+}
+"""
+
+
+def test_last_errors_are_per_host_thread_and_a_streams_work_reports_to_its_issuer(tmp_path: pathlib.Path) -> None:
+    """As in CUDA, cudaGetLastError/cudaPeekAtLastError are each host thread's: a launch with an
+    invalid configuration on a stream, issued by another host thread, is that thread's error, not
+    main's (main saw it before); the failing copy a thread issued to a stream is recorded, when the
+    stream's worker runs it, as that thread's last error; neither is sticky."""
+    need_compiler(cpp=True)
+    src = tmp_path / "per_thread.cu"
+    src.write_text(PER_THREAD)
+    r = _polypy("run", str(src))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout == ("launcher cudaErrorInvalidConfiguration\nmain cudaSuccess\n"
+                        "copier cudaErrorInvalidMemcpyDirection\nmain cudaSuccess cudaSuccess\n")
+
+
+def test_the_stream_runtime_parses_with_the_bundled_headers(tmp_path: pathlib.Path) -> None:
+    """Without a system compiler polypy parses its runtime with its bundled freestanding headers:
+    they declare what the queues' deadlock check uses (a timed wait, _Exit), so a program with
+    streams translates, its runtime slice keeping the check."""
+    out = tmp_path / "latch.cpp"
+    r = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(LATCH), "-o", str(out)],
+                       capture_output=True, text=True, timeout=600, env={**os.environ, "POLYPY_HEADERS": "bundled"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "polypy_rt_queues_check_stall(&stalled, &progress)" in out.read_text()

@@ -516,6 +516,9 @@ def emulated_launcher(kernel: n.Kernel, index: int, options: Options) -> KernelC
         f"{INDENT}void* polypy_globals[] = {{{globals_}}};",
         # an invalid configuration runs nothing and is the launch's error, as in the compiled launcher
         f"{INDENT}if (!polypy_rt_launch_ok(grid.x, grid.y, grid.z, block.x, block.y, block.z, shmem_bytes)) return;",
+        # a loop only the host can end: not on the calling thread, as in the compiled launcher
+        *([f"{INDENT}polypy_rt_host_released({json.dumps(str(kernel.loc))}, \"{kernel.name}\");"]
+          if kernel.host_polls else []),
         f"{INDENT}polypy_emulate_launch({index}, grid, block, shmem_bytes, polypy_args, polypy_globals);",
         "}",
     ])

@@ -181,6 +181,7 @@ static inline int polypy_rt_apart(const void* a, const void* b) {
 #pragma push_macro("__noinline__")
 #undef __noinline__
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>

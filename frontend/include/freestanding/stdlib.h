@@ -13,6 +13,7 @@ void* realloc(void* ptr, size_t size);
 void* aligned_alloc(size_t alignment, size_t size);
 void free(void* ptr);
 void exit(int status);
+void _Exit(int status);
 void abort(void);
 int atexit(void (*fn)(void));
 int atoi(const char* s);

@@ -116,21 +116,37 @@ static inline const char* cudaGetErrorName(cudaError_t e) {
   return "cudaErrorUnknown";
 }
 
-/* The last error, as CUDA keeps it: an API call that fails records its error; cudaGetLastError
- * returns it and resets it, cudaPeekAtLastError only returns it. A failure inside a kernel (a
- * device-side assert) is sticky, as on a device: it is also what every later synchronization
- * returns, and cudaGetLastError cannot reset it; only cudaDeviceReset does. Launches complete
- * before they return, so a kernel's failure is known when its launch returns. */
-POLYPY_RT_STATE cudaError_t* polypy_rt_last_error() { static cudaError_t e = cudaSuccess; return &e; }
+/* The last error, as CUDA keeps it: per host thread, an API call that fails records its error;
+ * cudaGetLastError returns it and resets it, cudaPeekAtLastError only returns it. A stream's
+ * worker records the error of a piece of work in the last error of the host thread that issued
+ * it (parts/queues.h sets the redirection while the work runs). A failure inside a kernel (a
+ * device-side assert) is sticky, as on a device: it is the process's, what every later
+ * synchronization returns and every thread's last error while its own is cudaSuccess;
+ * cudaGetLastError cannot reset it, only cudaDeviceReset does. Launches complete before they
+ * return, so a kernel's failure is known when its launch returns. Each thread's own slot is on
+ * the heap, never freed: work a thread issued may fail after the thread has ended. */
+POLYPY_RT_STATE cudaError_t** polypy_rt_error_redirect() { static __thread cudaError_t* to = 0; return &to; }
+POLYPY_RT_STATE cudaError_t* polypy_rt_own_error() {
+  static __thread cudaError_t* e = 0;
+  if (!e) e = (cudaError_t*)calloc(1, sizeof(cudaError_t)); /* cudaSuccess is 0 */
+  return e;
+}
+static inline cudaError_t* polypy_rt_last_error(void) {
+  cudaError_t* to = *polypy_rt_error_redirect();
+  return to ? to : polypy_rt_own_error();
+}
 POLYPY_RT_STATE cudaError_t* polypy_rt_sticky_error() { static cudaError_t e = cudaSuccess; return &e; }
 static inline cudaError_t polypy_rt_fail(cudaError_t e) { *polypy_rt_last_error() = e; return e; }
 static inline cudaError_t polypy_rt_fail_sticky(cudaError_t e) { *polypy_rt_sticky_error() = e; return polypy_rt_fail(e); }
-static inline cudaError_t cudaGetLastError(void) {
+static inline cudaError_t cudaPeekAtLastError(void) {
   cudaError_t e = *polypy_rt_last_error();
-  *polypy_rt_last_error() = *polypy_rt_sticky_error();
+  return e != cudaSuccess ? e : *polypy_rt_sticky_error();
+}
+static inline cudaError_t cudaGetLastError(void) {
+  cudaError_t e = cudaPeekAtLastError();
+  *polypy_rt_last_error() = cudaSuccess;
   return e;
 }
-static inline cudaError_t cudaPeekAtLastError(void) { return *polypy_rt_last_error(); }
 
 /* A host loop of launches merged into one parallel region (codegen/c/merged_loops.py): every
  * thread of the team runs the loop's scalar host code, the launches share each grid's blocks

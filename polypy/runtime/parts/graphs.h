@@ -87,10 +87,11 @@ static inline void polypy_rt_push_config(dim3 grid, dim3 block, size_t shmem, cu
  * is the node's. */
 template <class PolypyRun>
 static inline cudaError_t polypy_rt_node_launch(PolypyRun launch) {
-  cudaError_t before = *polypy_rt_last_error();
+  cudaError_t before = *polypy_rt_last_error(), sticky = *polypy_rt_sticky_error();
   *polypy_rt_last_error() = cudaSuccess;
   launch();
   cudaError_t e = *polypy_rt_last_error();
+  if (e == cudaSuccess && *polypy_rt_sticky_error() != sticky) e = *polypy_rt_sticky_error(); /* a kernel's thread's */
   if (e == cudaSuccess) *polypy_rt_last_error() = before;
   return e;
 }

@@ -10,13 +10,23 @@
  * the legacy default stream does in CUDA, that work first waits for the work issued so far to
  * every blocking stream (one created without cudaStreamNonBlocking); work issued to a blocking
  * stream afterwards follows it, as it is complete by then. A worker thread (and every piece of
- * device code) never waits so: its work is already in its stream's order. */
+ * device code) never waits so: its work is already in its stream's order.
+ *
+ * A kernel that waits for a store by the host (gpu2cpu/refuse_spin_waits.py) holds its queue
+ * until the host stores. The host never waits silently for ever: while it waits, it checks that
+ * some stream's work can still go on; once every stream with work pending has been held by such
+ * a kernel, or waiting for another stream, for a while with nothing done meanwhile, the host (the
+ * only one that could store) is waiting for itself, and the program stops naming the kernel. */
 struct polypy_rt_queue {
   std::mutex mu;
   std::condition_variable cv;  /* work issued, work done, the queue closed */
   std::deque<std::function<void()>> work;
   unsigned long long issued = 0, done = 0;
   bool blocking = true, started = false, closing = false;
+  const char* held_where = nullptr;  /* the kernel running now waits for the host: its location, */
+  const char* held_kernel = nullptr;  /* and name */
+  polypy_rt_queue* waits_on = nullptr;  /* the worker waits for this queue's work up to waits_for */
+  unsigned long long waits_for = 0;
 };
 /* The queues of the live streams, for the legacy stream's waits and cudaDeviceSynchronize. */
 POLYPY_RT_STATE std::mutex* polypy_rt_queues_mu() { static std::mutex mu; return &mu; }
@@ -24,6 +34,13 @@ POLYPY_RT_STATE std::vector<polypy_rt_queue*>* polypy_rt_queues() { static std::
 POLYPY_RT_STATE std::atomic<int>* polypy_rt_queue_count() { static std::atomic<int> n(0); return &n; }
 /* Whether this thread is a stream's worker. */
 POLYPY_RT_STATE bool* polypy_rt_worker_flag() { static thread_local bool worker = false; return &worker; }
+/* The queue whose worker this thread is (null on the host). */
+POLYPY_RT_STATE polypy_rt_queue** polypy_rt_worker_queue() { static thread_local polypy_rt_queue* q = nullptr; return &q; }
+/* Counts the work done over all queues (the deadlock check: nothing done while it looks). */
+POLYPY_RT_STATE std::atomic<unsigned long long>* polypy_rt_queues_progress() {
+  static std::atomic<unsigned long long> n(0);
+  return &n;
+}
 
 static inline void polypy_rt_queues_legacy_wait(void);
 static inline void polypy_rt_queues_device_wait(void);
@@ -47,6 +64,7 @@ static inline void polypy_rt_queue_forget(polypy_rt_queue* q) {
 }
 static inline void polypy_rt_queue_worker(polypy_rt_queue* q) {
   *polypy_rt_worker_flag() = true;
+  *polypy_rt_worker_queue() = q;
   std::unique_lock<std::mutex> lock(q->mu);
   for (;;) {
     q->cv.wait(lock, [q]() { return !q->work.empty() || q->closing; });
@@ -56,7 +74,9 @@ static inline void polypy_rt_queue_worker(polypy_rt_queue* q) {
     lock.unlock();
     w();
     lock.lock();
+    q->held_where = q->held_kernel = nullptr;
     ++q->done;
+    polypy_rt_queues_progress()->fetch_add(1);
     q->cv.notify_all();
   }
   lock.unlock();
@@ -70,7 +90,12 @@ static inline unsigned long long polypy_rt_queue_push(polypy_rt_queue* q, std::f
     std::thread(polypy_rt_queue_worker, q).detach();
     q->started = true;
   }
-  q->work.push_back(std::move(w));
+  cudaError_t* origin = polypy_rt_last_error();  /* the issuing host thread's (parts/errors.h) */
+  q->work.push_back([origin, w]() {
+    *polypy_rt_error_redirect() = origin;
+    w();
+    *polypy_rt_error_redirect() = 0;
+  });
   unsigned long long ticket = ++q->issued;
   q->cv.notify_all();
   return ticket;
@@ -83,9 +108,32 @@ static inline bool polypy_rt_queue_reached(polypy_rt_queue* q, unsigned long lon
   std::lock_guard<std::mutex> lock(q->mu);
   return q->done >= ticket;
 }
+static inline void polypy_rt_queues_check_stall(unsigned* stalled, unsigned long long* progress);
+/* Waits for q's work up to ticket. A worker says what it waits for (the host's deadlock check
+ * reads it); the host wakes now and then to check that the wait can still end. */
 static inline void polypy_rt_queue_wait(polypy_rt_queue* q, unsigned long long ticket) {
-  std::unique_lock<std::mutex> lock(q->mu);
-  q->cv.wait(lock, [q, ticket]() { return q->done >= ticket; });
+  polypy_rt_queue* self = *polypy_rt_worker_queue();
+  if (self) {
+    std::lock_guard<std::mutex> lock(self->mu);
+    self->waits_on = q;
+    self->waits_for = ticket;
+  }
+  {
+    std::unique_lock<std::mutex> lock(q->mu);
+    unsigned stalled = 0;
+    unsigned long long progress = 0;
+    if (self) q->cv.wait(lock, [q, ticket]() { return q->done >= ticket; });
+    else
+      while (!q->cv.wait_for(lock, std::chrono::milliseconds(20), [q, ticket]() { return q->done >= ticket; })) {
+        lock.unlock();
+        polypy_rt_queues_check_stall(&stalled, &progress);
+        lock.lock();
+      }
+  }
+  if (self) {
+    std::lock_guard<std::mutex> lock(self->mu);
+    self->waits_on = nullptr;
+  }
 }
 /* A destroyed stream's queue: the worker finishes the work issued, leaves the live queues and
  * ends. The queue itself is kept (events recorded in it still ask it whether their work is done). */
@@ -133,9 +181,61 @@ static inline void polypy_rt_queues_device_wait(void) {
  * (gpu2cpu/refuse_spin_waits.py): on a stream's worker the host goes on and can release it; on
  * the calling thread nothing could, and the program stops with an error instead of waiting. */
 static inline void polypy_rt_host_released(const char* where, const char* kernel) {
+  if (polypy_rt_queue* q = *polypy_rt_worker_queue()) {
+    std::lock_guard<std::mutex> lock(q->mu);
+    q->held_where = where;
+    q->held_kernel = kernel;
+    return;
+  }
   if (*polypy_rt_worker_flag()) return;
   fprintf(stderr, "%s: error: kernel '%s' waits for a store by the host or another stream; polypy runs it only "
           "on a created stream, whose work runs alongside the host (launched on the default stream it would "
           "wait forever)\n", where, kernel);
   exit(1);
+}
+/* The host's check while it waits: whether every live queue with work pending runs a kernel that
+ * waits for the host, or waits for another queue's work not done yet. Then only the host could
+ * store, and it waits: once that has held over 50 checks (a second) with no work done meanwhile
+ * (a kernel just released has had time to end), the program stops, as a GPU would hang there.
+ * Other host threads (std::thread) are not seen: one that would store later is not waited for. */
+static inline void polypy_rt_queues_check_stall(unsigned* stalled, unsigned long long* progress) {
+  unsigned long long now = polypy_rt_queues_progress()->load();
+  const char* where = nullptr;
+  const char* kernel = nullptr;
+  bool stuck = true;
+  {
+    std::lock_guard<std::mutex> lock(*polypy_rt_queues_mu());
+    for (polypy_rt_queue* q : *polypy_rt_queues()) {
+      polypy_rt_queue* on;
+      unsigned long long upto;
+      {
+        std::lock_guard<std::mutex> ql(q->mu);
+        if (q->done >= q->issued) continue;
+        if (q->held_kernel) {
+          if (!kernel) where = q->held_where, kernel = q->held_kernel;
+          continue;
+        }
+        on = q->waits_on;
+        upto = q->waits_for;
+      }
+      if (!on || polypy_rt_queue_reached(on, upto)) {
+        stuck = false;
+        break;
+      }
+    }
+  }
+  if (!stuck || !kernel || (*stalled > 0 && now != *progress)) {
+    *stalled = 0;
+    *progress = now;
+    return;
+  }
+  if (*stalled == 0) *progress = now;
+  if (++*stalled < 50) return;
+  fflush(stdout);
+  fprintf(stderr, "%s: error: kernel '%s' waits for a store by the host, but the host waits for the stream work it "
+          "holds: a call that waits for a stream (a synchronization, or work of the default stream, which polypy "
+          "runs on the host's thread) after the launch and before the host's store; the program would wait for "
+          "ever\n", where, kernel);
+  fflush(stderr);
+  _Exit(1);  /* not exit: the held kernels' workers still run */
 }
