@@ -102,7 +102,7 @@ def test_arrays_apart_twins(cpu) -> None:
 def test_version_passes_are_registered_and_dumped(cpu) -> None:
     steps = version_passes(shapes=[(256, 1, 1)], default=False)
     assert [p.name for p in steps] == ["version-block-shapes", "version-coarse-blocks", "version-arrays-apart",
-                                       "version-without-default"]
+                                       "version-without-default", "version-unit-strides"]
     assert all(p.name in PASSES for p in steps)
     out = io.StringIO()
     versions = run_pipeline(KernelVersions(cpu.kernel("scale")), steps, print_after="version-block-shapes",

@@ -372,5 +372,8 @@ def _check_version_passes(cpu, block, exercised: set[str]) -> None:
         assert len(checked.versions) > len(shaped.versions)
         again = pl.make_pass("version-bounds-checks", arrays=pointers[:1], among=pointers).run(checked)
         assert again is checked  # those checked versions are made
+    assert pl.make_pass("version-unit-strides").run(shaped) is shaped  # no tensor accessors
+    _run_twice(pl.make_pass("specialize-unit-strides"), cpu, exercised)
     exercised.update(("version-block-shapes", "version-coarse-blocks", "version-arrays-apart",
-                      "version-without-default", "version-bounds-checks", "version-grid-bounds"))
+                      "version-without-default", "version-bounds-checks", "version-grid-bounds",
+                      "version-unit-strides"))

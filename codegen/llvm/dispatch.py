@@ -9,8 +9,9 @@ where there is none (a whole program's promise broken). Nothing is decided here:
 its one IR expression (``Guard.expr``), lowered by the expression emitter the kernels use
 (``codegen.llvm.expressions``), as the C backend prints it (``codegen.c.versions``) and Python
 evaluates it (``Guard.holds``). What the launch alone knows (two arguments apart, an array not
-proven in bounds: ``polypy_rt_apart(a, b)``, ``polypy_rt_unproven(a)``) comes in ``facts``, one
-byte per such call (``DispatchABI.facts``), which the caller fills from the same expressions
+proven in bounds: ``polypy_rt_apart(a, b)``, ``polypy_rt_unproven(a)``; a scalar argument's
+value, ``x_stride1 == 1`` of ``UnitStrides``) comes in ``facts``, one byte per such call or
+comparison (``DispatchABI.facts``), which the caller fills from the same expressions
 (``fact_bytes``). Version ``i`` of ``K`` is compiled as kernel ``K__<its name>`` (``K__b64x1x1_r``);
 the default keeps ``K``.
 """
@@ -27,7 +28,7 @@ from codegen.llvm.types import I8, I32, PTR
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
-from polypy.ir.versions import APART, UNPROVEN, WORKERS, Facts, KernelVersions, known
+from polypy.ir.versions import APART, UNPROVEN, WORKERS, Facts, KernelVersions, UnitStrides, known
 from polypy.ir.visitor import walk
 
 # The parameters of ``K_select``, in order.
@@ -40,13 +41,14 @@ NO_VERSION = -1
 class DispatchABI:
     """How to call ``symbol`` (``K_select``) and what its answer names: ``versions``, the kernel
     name each version is compiled under, in the value's order, then the default's (if any);
-    ``facts``: the calls whose truth the caller passes, one byte each, in order."""
+    ``facts``: the calls (and comparisons of arguments) whose truth the caller passes, one byte
+    each, in order."""
 
     kernel: str
     symbol: str
     versions: tuple[str, ...]
     has_default: bool
-    facts: tuple[n.Call, ...]
+    facts: tuple[n.Expr, ...]
 
 
 def version_kernels(versions: KernelVersions) -> tuple[n.Kernel, ...]:
@@ -57,10 +59,13 @@ def version_kernels(versions: KernelVersions) -> tuple[n.Kernel, ...]:
     return out + ((versions.default,) if versions.default is not None else ())
 
 
-def fact_calls(versions: KernelVersions) -> tuple[n.Call, ...]:
-    """The calls of the guards of ``versions`` whose value only the launch knows, each once."""
-    calls = (x for g, _ in versions.versions for x in walk(g.expr())
-             if isinstance(x, n.Call) and x.fn in (APART, UNPROVEN))
+def fact_calls(versions: KernelVersions) -> tuple[n.Expr, ...]:
+    """The calls of the guards of ``versions`` whose value only the launch knows, and the
+    comparisons of ``UnitStrides`` (of the launch's arguments), each once."""
+    calls = [x for g, _ in versions.versions for x in walk(g.expr())
+             if isinstance(x, n.Call) and x.fn in (APART, UNPROVEN)]
+    calls += [x for g, _ in versions.versions for c in g.conditions if isinstance(c, UnitStrides)
+              for x in walk(c.expr()) if isinstance(x, n.Binary) and x.op == "eq"]
     return tuple(dict.fromkeys(calls))
 
 
@@ -70,7 +75,9 @@ def fact_bytes(abi: DispatchABI, facts: Facts) -> bytes:
     for call in abi.facts:
         value = known(call, facts)
         if not isinstance(value, n.Const):
-            raise InternalError(f"kernel {abi.kernel!r}: the launch's facts do not decide {call.fn}")
+            from polypy.ir.printer import format_expr
+
+            raise InternalError(f"kernel {abi.kernel!r}: the launch's facts do not decide {format_expr(call)}")
         out.append(1 if value.value else 0)
     return bytes(out)
 
@@ -118,11 +125,13 @@ class _SelectFunction:
     def slot(self, name: str, ty: ScalarType) -> ir.Value:
         raise InternalError(f"a guard names {name!r}, which no launch gives")
 
-    def fact(self, e: n.Call) -> ir.Value:
+    def fact(self, e: n.Expr) -> ir.Value:
         """The truth of fact ``e``: its byte of the parameter ``facts``."""
         index = self.facts.get(e)
         if index is None:
-            raise InternalError(f"a guard calls {e.fn!r}, which the dispatch does not know", e.loc)
+            from polypy.ir.printer import format_expr
+
+            raise InternalError(f"a guard tests {format_expr(e)}, which the dispatch does not know", e.loc)
         b = self.builder
         byte = b.load(b.gep(self.fn.args[7], [ir.Constant(I32, index)], source_etype=I8), typ=I8)
         return b.icmp_unsigned("!=", byte, ir.Constant(I8, 0))
@@ -133,6 +142,11 @@ class _GuardExpressions(ExpressionEmitter):
 
     def visit_Call(self, e: n.Call) -> ir.Value:
         return self.fn.fact(e)
+
+    def visit_Binary(self, e: n.Binary) -> ir.Value:
+        if e in self.fn.facts:  # a comparison of the launch's arguments
+            return self.fn.fact(e)
+        return super().visit_Binary(e)
 
 
 class JitDispatch:
@@ -167,9 +181,13 @@ class JitDispatch:
             threads: int | None = None, unproven: frozenset[str] = frozenset()) -> None:
         """One launch of the version ``K_select`` chooses for it (``JitKernel.run``): the arrays
         apart where they share no memory, ``unproven``: the arrays not proven in bounds."""
+        import numpy as np
+
         from codegen.llvm.launch import default_threads
         from polypy.launch import arrays_apart
 
         workers = threads if threads is not None else default_threads()
-        facts = Facts(grid=grid, block=block, workers=workers, apart=arrays_apart(arrays), unproven=unproven)
+        ints = {name: int(v) for name, v in scalars.items() if isinstance(v, (int, np.integer))}
+        facts = Facts(grid=grid, block=block, workers=workers, apart=arrays_apart(arrays), unproven=unproven,
+                      arguments=ints)
         self.select(facts).run(grid, block, shmem, arrays, scalars, threads=threads)

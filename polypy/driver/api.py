@@ -49,6 +49,7 @@ import numpy as np
 
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
+from polypy.ir.types import ScalarType
 from polypy.ir.versions import BlockShapeIs, EnoughCoarseBlocks, Facts, Guard, KernelVersions
 from polypy.driver.launch_checks import ArrayChecks, Proof, checkable_arrays, original_name
 from polypy.launch import arrays_apart, bind_arguments, launch_config
@@ -278,7 +279,8 @@ class CompiledKernel:
         return jit.kernels[self.name]
 
     def for_launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
-                   arrays: Mapping[str, np.ndarray] | None = None, unproven: frozenset[str] = frozenset()) -> Any:
+                   arrays: Mapping[str, np.ndarray] | None = None, unproven: frozenset[str] = frozenset(),
+                   arguments: Mapping[str, int] | None = None) -> Any:
         """The machine code a launch of ``grid`` and ``block`` runs: the version of the shape's
         versions (``versions``) whose guard holds first: bounds-checking the arrays ``unproven``
         (those the launch's footprints do not prove in bounds); for coarse blocks of several
@@ -290,7 +292,8 @@ class CompiledKernel:
         shape = block if self._may_specialize(block) else None
         if shape is None and not unproven:
             return self.compiled  # the generic code
-        guard, kernel = self.select(grid, block, arrays, unproven, specialized=shape is not None)
+        guard, kernel = self.select(grid, block, arrays, unproven, specialized=shape is not None,
+                                    arguments=arguments)
         if shape is not None and (guard is None or guard == Guard((BlockShapeIs(block),))):
             return self.for_block(block)
         assert guard is not None
@@ -323,10 +326,11 @@ class CompiledKernel:
 
     def select(self, grid: tuple[int, int, int], block: tuple[int, int, int],
                arrays: Mapping[str, np.ndarray] | None = None, unproven: frozenset[str] = frozenset(), *,
-               specialized: bool = True) -> tuple[Guard | None, n.Kernel]:
+               specialized: bool = True, arguments: Mapping[str, int] | None = None) -> tuple[Guard | None, n.Kernel]:
         """The version of ``versions(block)`` (``specialized`` False: of the generic code's) a
         launch runs: the first whose guard holds for the launch's grid, block, workers, ``arrays``
-        (None: not apart) and ``unproven`` arrays. Where coarse blocks are planned for the shape
+        (None: not apart), ``unproven`` arrays and integer ``arguments`` by IR name (None: no
+        stride is known to be 1). Where coarse blocks are planned for the shape
         and the grid has enough of them (the guard the coarse version gets), the version is made
         first; so are the versions bounds-checking ``unproven``."""
         from codegen.llvm.launch import default_threads
@@ -336,7 +340,7 @@ class CompiledKernel:
         versions = self.versions(shape)
         apart = arrays_apart(arrays) if arrays is not None else False
         facts = Facts(grid=grid, block=block, workers=self.module.threads or default_threads(), apart=apart,
-                      unproven=frozenset(unproven))
+                      unproven=frozenset(unproven), arguments=self._arguments(arguments))
         if shape is not None:
             versions = self._with_coarse_blocks(block, versions, facts)
         if unproven and (shape, unproven) not in self._checks_made:
@@ -349,6 +353,13 @@ class CompiledKernel:
         guard, kernel = versions.select(facts)
         assert kernel is not None
         return guard, kernel
+
+    def _arguments(self, arguments: Mapping[str, int] | None) -> dict[str, int]:
+        """The launch's integer ``arguments`` a guard may read: every integer scalar parameter,
+        those not given 0 (no ``UnitStrides`` guard holds for them)."""
+        given = arguments or {}
+        return {p.name: int(given.get(p.name, 0)) for p in self.cpu.params
+                if isinstance(p.ptype, ScalarType) and p.ptype.is_int}
 
     def _with_coarse_blocks(self, block: tuple[int, int, int], versions: KernelVersions, facts: Facts) -> KernelVersions:
         """``versions`` with the version for coarse blocks (``version-coarse-blocks``) where they
@@ -483,7 +494,7 @@ class Launch:
         unproven = k._proof(self.grid, self.block, ints).check(self, arrays)
         if k._unbound:
             raise InternalError(f"CPU-form kernel {k.name!r} has a parameter {k._unbound[0]!r} the source does not")
-        compiled = k.for_launch(self.grid, self.block, arrays, unproven)
+        compiled = k.for_launch(self.grid, self.block, arrays, unproven, ints)
         compiled.run(self.grid, self.block, self.shmem, arrays, scalars, threads=k.module.threads)
 
     def __repr__(self) -> str:

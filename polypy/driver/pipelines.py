@@ -139,6 +139,7 @@ for _name, _target in (
     ("substitute-inductions", "polypy.passes.substitute_inductions:substitute_inductions"),
     ("specialize-block-shape", "polypy.passes.specialize:specialize_block_shape"),
     ("specialize-partial-coarse", "polypy.passes.specialize:specialize_partial_coarse"),
+    ("specialize-unit-strides", "polypy.passes.unit_strides:specialize_unit_strides"),
     # the steps of specialize-block-shape's clean-up (polypy.passes.specialize.SPECIALIZE_CLEANUP)
     ("unit-thread-loops", "polypy.passes.specialize:unit_thread_loops"),
     ("unroll-block-loops", "polypy.passes.specialize:unroll_block_loops"),
@@ -152,6 +153,7 @@ for _name, _target in (
     ("version-arrays-apart", "polypy.passes.versions:version_arrays_apart"),
     ("version-without-default", "polypy.passes.versions:version_without_default"),
     ("version-grid-bounds", "polypy.passes.versions:version_grid_bounds"),
+    ("version-unit-strides", "polypy.passes.versions:version_unit_strides"),
     ("version-bounds-checks", "polypy.passes.versions:version_bounds_checks"),
     # gpu2cpu: GPU form, exact with isl
     ("forward-shared-stores", "gpu2cpu.forward_shared:forward_shared_stores"),
@@ -403,6 +405,8 @@ _WHEN = {
                            "all have grids known at compile time",
     "version-block-shapes": "only where a launch's block shape is known: a whole program or the Python API",
     "specialize-block-shape": "only where a launch's block shape is known: a whole program or the Python API",
+    "version-unit-strides": "only for a kernel that reads tensor accessors (their last strides)",
+    "specialize-unit-strides": "only for a kernel that reads tensor accessors (their last strides)",
 }
 
 

@@ -17,10 +17,13 @@ expression (``Condition.expr``) over the launch::
     BoundsUnproven(("y",), ("x", "y"))
                                     polypy_rt_unproven(y) && !polypy_rt_unproven(x)
     GridWithin((7, 5, 1))           gridDim.x <= 7u && gridDim.y <= 5u && gridDim.z <= 1u
+    UnitStrides((("x_stride1", i32),))
+                                    x_stride1 == 1
 
 The C backend prints that expression with its C expression printer (the names of the launcher
 for ``gridDim``, ``blockDim``, the workers and the arguments); Python evaluates the same
-expression (``Guard.holds``: the launch's values substituted, then ``fold_expr``). What a
+expression (``Guard.holds``: the launch's values substituted, then ``fold_expr``; a scalar
+argument's value from ``Facts.arguments``). What a
 printer knows when it prints (``Facts``: the caller promised the arrays apart, or not) is
 substituted and folded first (``Condition.known``): a condition that folds to true is left
 out, a version whose condition folds to false is unreachable.
@@ -28,10 +31,10 @@ out, a version whose condition folds to false is unreachable.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterator, Union
+from typing import Callable, Iterator, Mapping, Union
 
 from polypy.ir import nodes as n
-from polypy.ir.types import BOOL, I32, U32, U64
+from polypy.ir.types import BOOL, I32, U32, U64, ScalarType
 
 # The launch's worker threads (OpenMP threads, the JIT's workers), a name only guards use.
 WORKERS = n.Var("polypy_workers", I32)
@@ -135,9 +138,24 @@ class GridWithin:
         return ""
 
 
-Condition = Union[BlockShapeIs, EnoughCoarseBlocks, ArraysApart, BoundsUnproven, GridWithin]
-# The order of a version's name parts (``b32x8x1_c4x1x1_r``, ``b32x8x1_kout``).
-_NAME_ORDER = (BlockShapeIs, EnoughCoarseBlocks, ArraysApart, BoundsUnproven)
+@dataclasses.dataclass(frozen=True)
+class UnitStrides:
+    """Each of ``strides`` (scalar parameters: IR name and type), a run-time stride, is 1 for
+    the launch: the last strides of tensor accessors, 1 for a tensor of contiguous rows
+    (``polypy.passes.versions.version_unit_strides``)."""
+
+    strides: tuple[tuple[str, ScalarType], ...]
+
+    def expr(self) -> n.Expr:
+        return _all([n.Binary("eq", n.Var(name, t), n.Const(1, t)) for name, t in self.strides])
+
+    def suffix(self) -> str:
+        return "_s1"
+
+
+Condition = Union[BlockShapeIs, EnoughCoarseBlocks, ArraysApart, BoundsUnproven, GridWithin, UnitStrides]
+# The order of a version's name parts (``b32x8x1_c4x1x1_r``, ``b32x8x1_kout``, ``b32x8x1_r_s1``).
+_NAME_ORDER = (BlockShapeIs, EnoughCoarseBlocks, ArraysApart, BoundsUnproven, UnitStrides)
 
 
 def _all(atoms: list[n.Expr]) -> n.Expr:
@@ -153,13 +171,15 @@ def _all(atoms: list[n.Expr]) -> n.Expr:
 class Facts:
     """What is known about a launch: each field None where unknown. ``apart``: True/False, or a
     function of two parameter names (whether those arguments lie apart). ``unproven``: the
-    arrays whose accesses the launch's footprints do not prove in bounds (empty: all proven)."""
+    arrays whose accesses the launch's footprints do not prove in bounds (empty: all proven).
+    ``arguments``: scalar arguments' values by IR parameter name (integers)."""
 
     grid: tuple[int, int, int] | None = None
     block: tuple[int, int, int] | None = None
     workers: int | None = None
     apart: bool | Callable[[str, str], bool] | None = None
     unproven: frozenset[str] | None = None
+    arguments: Mapping[str, int] | None = None
 
 
 def known(e: n.Expr, facts: Facts) -> n.Expr:
@@ -182,6 +202,12 @@ def known(e: n.Expr, facts: Facts) -> n.Expr:
     if facts.unproven is not None:
         for x in _calls(e, UNPROVEN):
             mapping[x] = n.Const(x.args[0].name in facts.unproven, BOOL)  # type: ignore[attr-defined]
+    if facts.arguments is not None:
+        from polypy.ir.visitor import walk
+
+        for x in walk(e):
+            if isinstance(x, n.Var) and x.name in facts.arguments and x != WORKERS:
+                mapping[x] = n.Const(int(facts.arguments[x.name]), x.vtype)
     return fold_expr(substitute(e, mapping) if mapping else e)
 
 

@@ -14,6 +14,9 @@ the Python API alike. Starting from a CPU-form kernel as the default::
     version-grid-bounds      each version of a shape whose launches' grids are all known (a whole
                              program without default): && grid within their largest, with what
                              that grid decides folded (polypy.passes.within_grid)
+    version-unit-strides     before each version and the default: (guard && the accessors' last
+                             strides are 1, the kernel with them 1: polypy.passes.unit_strides),
+                             for a kernel reading tensor accessors
     version-bounds-checks    before all: (guard && some of A unproven, the version checking A)
                              for each version not for arrays apart, and the default; per set A
                              of arrays the caller's launches could not prove in bounds
@@ -23,6 +26,9 @@ so that one shape's versions come in the order a launch tries them::
     S && enough && unproven A -> coarse, checks A    S && unproven A -> fine, checks A
     S && apart && enough -> coarse, restrict         S && apart -> fine, restrict
     S && enough          -> coarse                   S          -> fine
+
+each of these preceded by its unit-stride version (``S && enough && unit strides -> coarse, unit
+strides``) where the kernel reads accessors.
 
 A pass run on a value that has bounds-checked versions already leaves those in front, as they
 are (``_around_checks``): a coarse version added later gets its checked one from
@@ -39,7 +45,7 @@ from polypy.ir.host import HostProgram, needs_stub
 from polypy.ir.types import PointerType
 from polypy.ir.visitor import walk
 from polypy.ir.versions import (ArraysApart, BlockShapeIs, BoundsUnproven, EnoughCoarseBlocks, GridWithin, Guard,
-                                KernelVersions)
+                                KernelVersions, UnitStrides)
 from polypy.launch import MAX_BLOCK, MAX_THREADS_PER_BLOCK, check_block_shape
 from polypy.passes.apart_twins import apart_twin, restricted, with_restrict, written_pointers
 from polypy.passes.pipeline import Pass, run_pipeline
@@ -117,6 +123,9 @@ def _coarse_blocks(versions: KernelVersions, *, coarsen: Coarsener | None) -> Ke
                 enough = EnoughCoarseBlocks(coarse.kernel.coarsen, coarse.blocks_per_worker)  # type: ignore[attr-defined]
                 restrict = restricted(k) - restricted(fine[shape.shape])
                 coarse_kernel = coarse.kernel if not restrict else with_restrict(coarse.kernel, restrict)  # type: ignore
+                unit = guard.find(UnitStrides)
+                if unit is not None:  # the coarse kernel of a unit-stride version: its strides 1 too
+                    coarse_kernel = _unit(coarse_kernel, unit)  # type: ignore[arg-type]
                 out.append((guard.and_(enough), coarse_kernel))
                 changed = True
         out.append((guard, k))
@@ -202,6 +211,39 @@ def version_grid_bounds(versions: KernelVersions, *, grids: Mapping[BlockShape, 
     return versions.replace(versions=tuple(out)) if changed else versions
 
 
+def _unit(kernel: n.Kernel, condition: UnitStrides) -> n.Kernel:
+    from polypy.passes.unit_strides import specialize_unit_strides
+
+    step = Pass("specialize-unit-strides", functools.partial(specialize_unit_strides,
+                                                             strides=tuple(name for name, _ in condition.strides)))
+    return run_pipeline(kernel, (step,))
+
+
+def version_unit_strides(versions: KernelVersions) -> KernelVersions:
+    """Before each version and the default (the default's guard: the condition alone), its
+    kernel for launches whose accessors' last strides are all 1 (``specialize-unit-strides``),
+    guarded by ``UnitStrides``: where the kernel reads accessors (``last_strides``). Versions
+    that have their unit-stride ones already are left alone; bounds-checked ones stay in front."""
+    return _around_checks(_unit_strides, versions)
+
+
+def _unit_strides(versions: KernelVersions) -> KernelVersions:
+    from polypy.passes.unit_strides import last_strides
+
+    base = versions.default if versions.default is not None else \
+        (versions.versions[0][1] if versions.versions else None)
+    strides = last_strides(base) if base is not None else ()
+    if not strides or any(g.find(UnitStrides) is not None for g, _ in versions.versions):
+        return versions
+    unit = UnitStrides(strides)
+    out: list[tuple[Guard, n.Kernel]] = []
+    for guard, kernel in versions.versions:
+        out += [(guard.and_(unit), _unit(kernel, unit)), (guard, kernel)]
+    if versions.default is not None:
+        out.append((Guard((unit,)), _unit(versions.default, unit)))
+    return versions.replace(versions=tuple(out))
+
+
 def version_bounds_checks(versions: KernelVersions, *, arrays: Sequence[str] = (),
                           among: Sequence[str] = ()) -> KernelVersions:
     """Before all versions, for launches where some of ``arrays`` (pointer parameters, shared
@@ -266,15 +308,18 @@ def version_passes(*, shapes: Sequence[BlockShape] = (), coarsen: Coarsener | No
                    check_bounds: bool = False, apart: bool = True, default: bool = True,
                    grids: Mapping[BlockShape, BlockShape] | None = None) -> tuple[Pass, ...]:
     """The passes ``build_versions`` runs (each registered under its name in ``polypy.driver.pipelines``)."""
+    unit = (Pass("version-unit-strides", version_unit_strides),)
+    if not shapes:
+        return unit
     steps = (Pass("version-block-shapes", functools.partial(version_block_shapes, shapes=tuple(shapes))),
              Pass("version-coarse-blocks", functools.partial(version_coarse_blocks, coarsen=coarsen)))
     if apart:
         steps += (Pass("version-arrays-apart", functools.partial(version_arrays_apart, check_bounds=check_bounds)),)
     if default:
-        return steps
+        return steps + unit
     steps += (Pass("version-without-default", version_without_default),)
     return steps + ((Pass("version-grid-bounds", functools.partial(version_grid_bounds, grids=dict(grids))),)
-                    if grids else ())
+                    if grids else ()) + unit
 
 
 def build_versions(kernel: n.Kernel, *, shapes: Sequence[BlockShape] = (), coarsen: Coarsener | None = None,
@@ -283,11 +328,15 @@ def build_versions(kernel: n.Kernel, *, shapes: Sequence[BlockShape] = (), coars
     """The versions of CPU-form ``kernel``: one per block shape of ``shapes``, each with its coarse
     version (``coarsen``) and twins for arrays apart (``apart``, a backend that has them; not with
     ``check_bounds``), and ``kernel`` itself as the default unless ``default`` is False; without a
-    default, the versions of the shapes of ``grids`` for grids at most those (see the module
-    docstring)."""
+    default, the versions of the shapes of ``grids`` for grids at most those; each version (and
+    the default) preceded by its unit-stride one where the kernel reads accessors (see the
+    module docstring)."""
     start = KernelVersions(kernel)
     if not shapes:
-        return start
+        from polypy.passes.unit_strides import last_strides
+
+        if not last_strides(kernel):
+            return start
     return run_pipeline(start, version_passes(shapes=shapes, coarsen=coarsen, check_bounds=check_bounds,
                                               apart=apart, default=default, grids=grids))
 
