@@ -109,6 +109,12 @@ class Program:
     # OpenMP threads of the reference build in the correctness run (None: as many as the timed
     # runs use); for a reference whose result depends on its thread count (streamcluster)
     reference_threads: int | None = None
+    # --time for a program that times its own parts (PolyBench: its kernels and its serial CPU
+    # version): two patterns, each with a group ``s`` (seconds) matched in its stdout, the
+    # translated part's and the serial reference's; ``time_flags`` are added to the build's
+    # flags with --time (PolyBench's new tree prints its times only with -DPOLYBENCH_TIME)
+    self_times: tuple[str, str] | None = None
+    time_flags: tuple[str, ...] = ()
 
     @property
     def counted_as(self) -> str:
