@@ -30,7 +30,7 @@ two versions run in turn, and reports the geometric mean of t_omp / t_polypy ove
 correct in both. A program that times itself (``Program.self_times``: PolyBench prints the time
 of its GPU part and of its own serial CPU version) is timed by those printed times instead, each
 the best of ``--repeat`` runs on the checked build and input (the checked run counts as the
-first; its ``time_flags`` added to the build), against its serial reference: t_serial / t_polypy,
+first; built with its ``time_flags``: PolyBench's headers' default sizes), against its serial reference: t_serial / t_polypy,
 and the programs below 1 listed.
 
 Not a test: nothing here asserts anything; ``tests/test_real_programs_runner.py`` checks the
@@ -313,8 +313,8 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
     step = "translate"
     try:
         build = program.build
-        if timed and program.time_flags:
-            build = dataclasses.replace(build, flags=build.flags + program.time_flags)
+        if timed and program.time_flags is not None:
+            build = dataclasses.replace(build, flags=program.time_flags)
         translated = translate(build, root, work, tools)
         row.translate = "ok"
         step = "compile"

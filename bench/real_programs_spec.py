@@ -111,10 +111,11 @@ class Program:
     reference_threads: int | None = None
     # --time for a program that times its own parts (PolyBench: its kernels and its serial CPU
     # version): two patterns, each with a group ``s`` (seconds) matched in its stdout, the
-    # translated part's and the serial reference's; ``time_flags`` are added to the build's
-    # flags with --time (PolyBench's new tree prints its times only with -DPOLYBENCH_TIME)
+    # translated part's and the serial reference's
     self_times: tuple[str, str] | None = None
-    time_flags: tuple[str, ...] = ()
+    # the build's -D/-I flags with --time (None: ``build.flags``); PolyBench's new tree: no size
+    # flags (the headers' default sizes) and -DPOLYBENCH_TIME (without it nothing is timed)
+    time_flags: tuple[str, ...] | None = None
 
     @property
     def counted_as(self) -> str:

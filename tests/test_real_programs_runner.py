@@ -335,7 +335,7 @@ def test_timed_runs_take_turns_and_keep_each_versions_best(tmp_path, monkeypatch
 
 
 # prints its own times the way PolyBench/GPU's older tree does, only when built with
-# -DSELF_TIMED (Program.time_flags); run k (a counter file in its directory) prints the k-th of
+# -DSELF_TIMED (Program.time_flags, which replace the build's -DNOT_TIMED); run k (a counter file in its directory) prints the k-th of
 # three made-up times of each part, so that the best of the runs is known
 SELF_TIMED_CU = r"""
 #include <cstdio>
@@ -354,7 +354,7 @@ int main() {
     twice<<<1, 32>>>(d);
     cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
     const double gpu[3] = {0.5, 0.25, 0.4}, cpu[3] = {1.5, 2.0, 1.0};
-#ifdef SELF_TIMED
+#if defined(SELF_TIMED) && !defined(NOT_TIMED)
     printf("GPU Runtime: %0.6lfs\n", gpu[k % 3]);
     printf("CPU Runtime: %0.6lfs\n", cpu[k % 3]);
 #endif
@@ -384,13 +384,13 @@ def test_self_timed_program_keeps_the_best_of_each_printed_time(tmp_path):
     root = tmp_path / "suite"
     (root / "st").mkdir(parents=True)
     (root / "st" / "st.cu").write_text(SELF_TIMED_CU)
-    program = Program("st", Build("st", cu=("st.cu",)), check=Check("self", pattern=SELF_CHECK),
+    program = Program("st", Build("st", cu=("st.cu",), flags=("-DNOT_TIMED",)), check=Check("self", pattern=SELF_CHECK),
                       self_times=SELF_TIMES, time_flags=("-DSELF_TIMED",))
     [row] = measure_suite([program], root, Tools(threads=1), timed=True, repeat=3)
     assert (row.correct, row.blocker) == ("yes", "")
     assert (row.t_polypy, row.t_serial, row.t_omp) == (0.25, 1.0, None)
     assert row.ratio == 4.0
     table = format_table([row, Row("slow", "slow", "ok", "ok", "ok", "yes", t_polypy=2.0, t_serial=1.0)], timed=True)
-    assert "| st | ok | ok | ok | yes | self-check | 0.250 | 1.000 | 4.00 |" in table
+    assert "| st | ok | ok | ok | yes | self-check | 0.250000 | 1.000000 | 4.00 |" in table
     assert "geomean t_serial / t_polypy (the times each program prints) over 2 programs" in table
     assert "below 1: slow" in table
