@@ -1,7 +1,7 @@
 """Real CUDA suites end to end: translate, build, run and check every program (issues 11, 14).
 
     python -m bench.real_programs rodinia PATH [--time] [--only a,b] [--json out.json]
-    python -m bench.real_programs polybench PATH [--only GEMM,2MM] [--json out.json]
+    python -m bench.real_programs polybench PATH [--time --threads 1] [--only GEMM,2MM] [--json out.json]
 
 PATH is a checkout of yuhc/gpu-rodinia (``cuda/<name>``, ``openmp/<name>``) or of
 sgrauerg/polybenchGpu (``CUDA/<NAME>``, and the older versions of the same programs under
@@ -27,7 +27,11 @@ The table has one row per program: translate / compile / run / correct / first b
 first error line, shortened) / time polypy / time omp / ratio. ``--time`` runs both versions on
 a larger input (same input for both), best of 3 (``--repeat``) whole-program wall times, the
 two versions run in turn, and reports the geometric mean of t_omp / t_polypy over the programs
-correct in both.
+correct in both. A program that times itself (``Program.self_times``: PolyBench prints the time
+of its GPU part and of its own serial CPU version) is timed by those printed times instead, each
+the best of ``--repeat`` runs on the checked build and input (the checked run counts as the
+first; built with its ``time_flags``: PolyBench's headers' default sizes), against its serial reference: t_serial / t_polypy,
+and the programs below 1 listed.
 
 Not a test: nothing here asserts anything; ``tests/test_real_programs_runner.py`` checks the
 machinery on a tiny suite of its own.
@@ -49,35 +53,11 @@ import time
 from typing import Callable, Mapping, Sequence
 
 from bench.real_programs_spec import TIMING_LINES, Build, Check, Output, Probe, Program  # noqa: F401 (re-exported)
+from bench.real_programs_table import Row, format_table, geomean, summary  # noqa: F401 (re-exported)
 
 CFLAGS = ("-O3", "-march=native", "-fopenmp")
 CUDA_HEADERS = pathlib.Path(__file__).resolve().parents[1] / "polypy" / "runtime"  # polypy's cuda.h & co.
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b", re.IGNORECASE)
-
-
-@dataclasses.dataclass
-class Row:
-    """What happened to one program."""
-
-    name: str
-    benchmark: str
-    translate: str = "-"
-    compile: str = "-"
-    run: str = "-"
-    correct: str = "-"
-    reference: str = "-"
-    blocker: str = ""
-    t_polypy: float | None = None
-    t_omp: float | None = None
-
-    @property
-    def ratio(self) -> float | None:
-        if self.t_polypy and self.t_omp:
-            return self.t_omp / self.t_polypy
-        return None
-
-    def as_dict(self) -> dict:
-        return {**dataclasses.asdict(self), "ratio": self.ratio}
 
 
 class StepFailed(Exception):
@@ -336,10 +316,13 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
                      "none": "none"}[kind]
     step = "translate"
     try:
-        translated = translate(program.build, root, work, tools)
+        build = program.build
+        if timed and program.time_flags is not None:
+            build = dataclasses.replace(build, flags=program.time_flags)
+        translated = translate(build, root, work, tools)
         row.translate = "ok"
         step = "compile"
-        binary = compile_program(program.build, root, work, tools, translated=translated, exe="polypy_prog")
+        binary = compile_program(build, root, work, tools, translated=translated, exe="polypy_prog")
         row.compile = "ok"
         step = "run"
         # the emulator is slow: a tiny input where it is the reference
@@ -382,7 +365,11 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
             if diff is not None:
                 raise StepFailed(diff)
         row.correct = "yes" if kind != "none" else "?"
-        if timed:
+        if timed and program.self_times is not None:
+            step = "time"
+            row.t_polypy, row.t_serial = _best_self_times(r.stdout, program, (binary, args, ours_dir), tools,
+                                                          repeat, {**clock, **trace})
+        elif timed:
             step = "time"
             big = work / "inputs_time"
             params = _params(program, big, "time", tools)
@@ -441,6 +428,34 @@ def _best_interleaved(runs: Sequence[tuple[pathlib.Path, Sequence[str], pathlib.
     return [min(t) for t in times]
 
 
+def self_times(program: Program, stdout: str) -> tuple[float, float]:
+    """The two times a program prints of itself (``program.self_times``): its translated part's
+    and its serial reference's, in seconds."""
+    assert program.self_times is not None
+    found = []
+    for pattern in program.self_times:
+        m = re.search(pattern, stdout)
+        if m is None:
+            raise StepFailed(f"no time printed matching {pattern!r}")
+        found.append(float(m.group("s")))
+    return found[0], found[1]
+
+
+def _best_self_times(first: str, program: Program, run: tuple[pathlib.Path, Sequence[str], pathlib.Path],
+                     tools: Tools, repeat: int, env: Mapping[str, str] | None = None) -> tuple[float, float]:
+    """The best of ``repeat`` runs of each printed time (``self_times``); ``first`` is the
+    stdout of the checked run, which counts as the first of them. Each later run is checked
+    again: a time of a wrong run is not a time."""
+    samples = [self_times(program, first)]
+    binary, args, run_dir = run
+    for _ in range(repeat - 1):
+        r, _ = run_binary(binary, args, run_dir, timeout=program.timeout_s, threads=tools.thread_count, env=env)
+        if program.check.kind == "self":
+            _self_check(program.check, r.stdout)
+        samples.append(self_times(program, r.stdout))
+    return min(s[0] for s in samples), min(s[1] for s in samples)
+
+
 def measure_suite(programs: Sequence[Program], root: pathlib.Path, tools: Tools, *, timed: bool = False,
                   keep: pathlib.Path | None = None, progress: Callable[[str], None] | None = None,
                   repeat: int = 3) -> list[Row]:
@@ -466,61 +481,6 @@ def measure_suite(programs: Sequence[Program], root: pathlib.Path, tools: Tools,
     return rows
 
 
-# ---------------------------------------------------------------------------------------------
-# the table
-
-def geomean(values: Sequence[float]) -> float | None:
-    values = [v for v in values if v and v > 0]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
-
-
-def summary(rows: Sequence[Row]) -> dict:
-    """Counts per benchmark: a benchmark counts as correct when every program of it is."""
-    benchmarks: dict[str, list[Row]] = {}
-    for row in rows:
-        benchmarks.setdefault(row.benchmark, []).append(row)
-
-    def count(field: str) -> int:
-        good = {"translate": ("ok",), "compile": ("ok",), "run": ("ok",), "correct": ("yes",)}[field]
-        return sum(all(getattr(r, field) in good for r in rs) for rs in benchmarks.values())
-
-    return {"programs": len(rows), "benchmarks": len(benchmarks),
-            "translate": count("translate"), "compile": count("compile"), "run": count("run"),
-            "correct": count("correct"),
-            "geomean_omp_over_polypy": geomean([r.ratio for r in rows if r.ratio is not None and r.correct == "yes"]),
-            "timed": sum(r.ratio is not None and r.correct == "yes" for r in rows)}
-
-
-def format_table(rows: Sequence[Row], *, timed: bool) -> str:
-    head = ["program", "translate", "compile", "run", "correct", "reference"]
-    if timed:
-        head += ["t polypy (s)", "t omp (s)", "omp/polypy"]
-    head += ["first blocker"]
-    body = []
-    for r in rows:
-        line = [r.name, r.translate, r.compile, r.run, r.correct, r.reference]
-        if timed:
-            line += [_num(r.t_polypy), _num(r.t_omp), _num(r.ratio, "{:.2f}")]
-        line += [r.blocker.replace("|", "\\|")]
-        body.append(line)
-    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    out += ["| " + " | ".join(line) + " |" for line in body]
-    s = summary(rows)
-    out.append("")
-    out.append(f"{s['benchmarks']} benchmarks ({s['programs']} programs): translate {s['translate']}, "
-               f"compile {s['compile']}, run {s['run']}, correct {s['correct']} "
-               f"(a benchmark counts when all its programs do)")
-    if timed:
-        g = s["geomean_omp_over_polypy"]
-        out.append(f"geomean t_omp / t_polypy over {s['timed']} programs correct in both: "
-                   + ("-" if g is None else f"{g:.2f}"))
-    return "\n".join(out)
-
-
-def _num(v: float | None, fmt: str = "{:.3f}") -> str:
-    return "-" if v is None else fmt.format(v)
-
-
 def load_suite(name: str, root: pathlib.Path) -> list[Program]:
     if name == "rodinia":
         from bench.real_programs_rodinia import programs
@@ -536,11 +496,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("suite", choices=("rodinia", "polybench"))
     p.add_argument("path", type=pathlib.Path, help="checkout of yuhc/gpu-rodinia or sgrauerg/polybenchGpu")
     p.add_argument("--time", action="store_true",
-                   help="larger inputs, best of --repeat runs, polypy vs the OpenMP version (run in turn)")
+                   help="larger inputs, best of --repeat runs, polypy vs the OpenMP version (run in turn); "
+                        "PolyBench: the times each program prints of its GPU part and its serial CPU version")
     p.add_argument("--repeat", type=int, default=3, help="timed runs of each version with --time (default 3)")
     p.add_argument("--only", default="", help="comma-separated program names")
     p.add_argument("--json", type=pathlib.Path, default=None, help="write the rows and the summary as JSON")
-    p.add_argument("--threads", type=int, default=0, help="OpenMP threads for both versions (0: all usable cores)")
+    p.add_argument("--threads", type=int, default=0, help="OpenMP threads for both versions, and so polypy's threads (0: all usable cores)")
     p.add_argument("--keep", type=pathlib.Path, default=None, help="keep the work directories under this path")
     p.add_argument("--list", action="store_true", help="list the programs and exit")
     args = p.parse_args(argv)

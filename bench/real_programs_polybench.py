@@ -15,6 +15,13 @@ that count must be 0. The default sizes (up to 4096x4096, computed serially on t
 program itself) are too big for a quick table, so every program gets smaller sizes through its
 header's own switch: ``-DN=...`` turns off the header's size table (``# if !defined(N)``) and
 the other size macros are given with it. No input files.
+
+``--time`` (issue 37): each program prints how long its kernels took and how long its own serial
+CPU version took ("GPU Runtime: ...s" / "CPU Runtime: ...s" in the older tree; "GPU Time in
+seconds:" and the number on the next line in the new tree, which prints it only when built with
+-DPOLYBENCH_TIME). Timed, the new tree is built at its headers' default sizes (no size flags)
+with -DPOLYBENCH_TIME; the older tree is at its own sizes anyway. The ratio is CPU time / GPU
+time, both as the program prints them, and the self-check still has to pass.
 """
 from __future__ import annotations
 
@@ -24,6 +31,12 @@ from bench.real_programs_spec import Build, Check, Program
 
 OLD_TREE = "polybenchCodesCudaOpenClHMPPOpenAcc/CUDA"
 SELF_CHECK = r"(?:Non-Matching CPU-GPU Outputs[^:]*|Number of misses):\s*(?P<ok>\d+)"
+# what each program prints of its own times (--time): the older tree "GPU Runtime: 0.123456s" and
+# "CPU Runtime: ...s"; the new tree, built with -DPOLYBENCH_TIME, "GPU Time in seconds:" (or "CPU")
+# and polybench_timer_print's number on the next line
+_SECONDS = r"(?P<s>[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)"
+SELF_TIMES = tuple(rf"(?:{part} Runtime:\s*|{part} Time in seconds:\s*\n\s*){_SECONDS}" for part in ("GPU", "CPU"))
+TIME_FLAGS = ("-DPOLYBENCH_TIME",)  # the new tree with --time: the headers' default sizes
 
 # directory, source, small sizes (-D values; None: the program has no size switch)
 _PROGRAMS: tuple[tuple[str, str, dict[str, int] | None], ...] = (
@@ -69,6 +82,7 @@ def _old_tree(root: pathlib.Path) -> list[Program]:
             continue
         out.append(Program(name=f"old/{name}", build=Build(directory, cu=(source,)),
                            check=Check(kind="self", pattern=SELF_CHECK), timeout_s=900.0,
+                           self_times=SELF_TIMES,
                            note="the older tree's version, at the sizes hard-coded in it"))
     return out
 
@@ -85,6 +99,7 @@ def _new_tree(root: pathlib.Path) -> list[Program]:
         flags = tuple(f"-D{k}={v}" for k, v in (sizes or {}).items())
         out.append(Program(name=name, build=Build(directory, cu=(source,), flags=flags),
                            check=Check(kind="self", pattern=SELF_CHECK),
+                           self_times=SELF_TIMES, time_flags=TIME_FLAGS, timeout_s=900.0,
                            note="sizes: " + (", ".join(f"{k}={v}" for k, v in sizes.items() if k != "N" or v > 1)
                                              if sizes else "the program's own")))
     return out

@@ -113,6 +113,13 @@ class Program:
     # OpenMP threads of the reference build in the correctness run (None: as many as the timed
     # runs use); for a reference whose result depends on its thread count (streamcluster)
     reference_threads: int | None = None
+    # --time for a program that times its own parts (PolyBench: its kernels and its serial CPU
+    # version): two patterns, each with a group ``s`` (seconds) matched in its stdout, the
+    # translated part's and the serial reference's
+    self_times: tuple[str, str] | None = None
+    # the build's -D/-I flags with --time (None: ``build.flags``); PolyBench's new tree: no size
+    # flags (the headers' default sizes) and -DPOLYBENCH_TIME (without it nothing is timed)
+    time_flags: tuple[str, ...] | None = None
 
     @property
     def counted_as(self) -> str:

@@ -241,3 +241,37 @@ def test_rows_updating_memory_in_a_shared_loop_are_jammed_only_for_short_runs(wi
                 "c": rng.standard_normal(2 * 4 * width).astype(np.float32)}
         np.testing.assert_array_equal(_run_jit(k, 2, block, args, {"w": w})["c"],
                                       _run_jit(generic, 2, block, args, {"w": w})["c"])
+
+
+# Each thread walks its own row of b (ADI's forward sweep): a chain through memory, stored as
+# it goes; ROW elements a row. SUM_ONLY: a sum kept in a local, stored after the loop (ATAX).
+ROW_SWEEP = """
+    kernel sweep(a: const f32*, b: f32*, y: f32*, n: i32) stage cpu {
+      for threads tx: u32 = 0u to 64u step 1u {
+        var r: u32 = blockIdx.x * 64u + tx
+        var s: f32 = 0.0f
+        for i: i32 = 1 to n step 1 {
+          BODY
+        }
+        y[r] = s
+      }
+    }
+"""
+CHAIN = "b[r * ROWu + (u32)i] = b[r * ROWu + (u32)i] - a[r * ROWu + (u32)i] / b[r * ROWu + (u32)(i - 1)]"
+SUM_ONLY = "s = s + a[r * ROWu + (u32)i] * b[r * ROWu + (u32)i]"
+
+
+@pytest.mark.parametrize("body,row,jammed", [
+    (CHAIN, 1000, True),    # rows 4000 bytes apart: four rows' chains in flight
+    (CHAIN, 1024, False),   # rows 4 KiB apart: each load would wait on another row's store
+    (CHAIN, 512, False),    # 2 KiB: the rows two apart alias
+    (CHAIN, 1040, True),
+    (SUM_ONLY, 1024, True),  # nothing stored in the row loop: nothing to wait on
+])
+def test_threads_walking_rows_4k_apart_and_storing_are_not_jammed(body, row, jammed):
+    k = parse_kernel(ir(ROW_SWEEP.replace("BODY", body).replace("ROW", str(row))))
+    out = jam_thread_loops(k)
+    steps = [int(x.step.value) for x in walk(out) if isinstance(x, n.For) and x.kind == "threads"]
+    assert steps == ([4] if jammed else [1]), print_kernel(out)
+    if not jammed:
+        assert out is k

@@ -374,3 +374,65 @@ def test_own_cpu_path_is_the_reference_and_own_flags_reach_only_the_programs_fil
     assert (rows["own_ok"].compile, rows["own_ok"].correct, rows["own_ok"].reference) == ("ok", "yes", "own CPU path")
     assert rows["own_off"].correct == "NO"
     assert rows["own_off"].blocker == "correct: 1 of 100 numbers differ, first #42: 126 vs 127"
+
+
+# prints its own times the way PolyBench/GPU's older tree does, only when built with
+# -DSELF_TIMED (Program.time_flags, which replace the build's -DNOT_TIMED); run k (a counter file in its directory) prints the k-th of
+# three made-up times of each part, so that the best of the runs is known
+SELF_TIMED_CU = r"""
+#include <cstdio>
+__global__ void twice(float *y) { y[threadIdx.x] *= 2.0f; }
+int main() {
+    int k = 0;
+    FILE *c = fopen("count.txt", "r");
+    if (c) { fscanf(c, "%d", &k); fclose(c); }
+    c = fopen("count.txt", "w");
+    fprintf(c, "%d\n", k + 1);
+    fclose(c);
+    float h[32], *d;
+    for (int i = 0; i < 32; i++) h[i] = i;
+    cudaMalloc(&d, sizeof h);
+    cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+    twice<<<1, 32>>>(d);
+    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    const double gpu[3] = {0.5, 0.25, 0.4}, cpu[3] = {1.5, 2.0, 1.0};
+#if defined(SELF_TIMED) && !defined(NOT_TIMED)
+    printf("GPU Runtime: %0.6lfs\n", gpu[k % 3]);
+    printf("CPU Runtime: %0.6lfs\n", cpu[k % 3]);
+#endif
+    printf("Non-Matching CPU-GPU Outputs Beyond Error Threshold of 0.05 Percent: %d\n", h[31] != 62.0f);
+    return 0;
+}
+"""
+
+
+def test_polybench_self_time_patterns_read_both_trees():
+    from bench.real_programs_polybench import SELF_TIMES
+    program = Program("p", Build("d"), self_times=SELF_TIMES)
+    old = "GPU Runtime: 0.012345s\nNon-Matching ...: 0\nCPU Runtime: 1.250000s\n"
+    new = "setting device\nGPU Time in seconds:\n0.003000\nCPU Time in seconds:\n0.750000\n"
+    assert real_programs.self_times(program, old) == (0.012345, 1.25)
+    assert real_programs.self_times(program, new) == (0.003, 0.75)
+    with pytest.raises(real_programs.StepFailed, match="no time printed"):
+        real_programs.self_times(program, "GPU Runtime: 0.1s\n")
+
+
+@needs_cxx
+def test_self_timed_program_keeps_the_best_of_each_printed_time(tmp_path):
+    """--time for a program that times itself (PolyBench): the translated part's and the serial
+    reference's printed times, each the best of --repeat runs (the checked run is the first),
+    the ratio serial/polypy, and the programs below 1 listed."""
+    from bench.real_programs_polybench import SELF_CHECK, SELF_TIMES
+    root = tmp_path / "suite"
+    (root / "st").mkdir(parents=True)
+    (root / "st" / "st.cu").write_text(SELF_TIMED_CU)
+    program = Program("st", Build("st", cu=("st.cu",), flags=("-DNOT_TIMED",)), check=Check("self", pattern=SELF_CHECK),
+                      self_times=SELF_TIMES, time_flags=("-DSELF_TIMED",))
+    [row] = measure_suite([program], root, Tools(threads=1), timed=True, repeat=3)
+    assert (row.correct, row.blocker) == ("yes", "")
+    assert (row.t_polypy, row.t_serial, row.t_omp) == (0.25, 1.0, None)
+    assert row.ratio == 4.0
+    table = format_table([row, Row("slow", "slow", "ok", "ok", "ok", "yes", t_polypy=2.0, t_serial=1.0)], timed=True)
+    assert "| st | ok | ok | ok | yes | self-check | 0.250000 | 1.000000 | 4.00 |" in table
+    assert "geomean t_serial / t_polypy (the times each program prints) over 2 programs" in table
+    assert "below 1: slow" in table
