@@ -17,7 +17,7 @@ import dataclasses
 
 import clang.cindex as ci
 
-from frontend.clang_setup import binary_operator, preorder, unary_operator
+from frontend.clang_setup import binary_operator, child_cursors, file_name, preorder, unary_operator
 from frontend.unit_cache import PerUnit
 
 CK = ci.CursorKind
@@ -100,16 +100,16 @@ def _reference(out: FunctionScan, c: ci.Cursor, kind: ci.CursorKind) -> None:
     if kind == CK.DECL_REF_EXPR and (ref_kind in _FUNCTIONS or ref_kind == CK.FUNCTION_TEMPLATE):
         out.function_refs.append(c)
     if kind in NAMING:
-        where = ref.location.file
-        if where is not None and where.name not in out.first_reference_into:
-            out.first_reference_into[where.name] = (c, ref)
+        where = file_name(ref)
+        if where is not None and where not in out.first_reference_into:
+            out.first_reference_into[where] = (c, ref)
 
 
 def _conversion(out: FunctionScan, c: ci.Cursor) -> None:
     to = _record_of(c.type)  # (first: most conversions are to arithmetic types, and their operand is not asked for)
     if to is None:
         return
-    children = list(c.get_children())
+    children = child_cursors(c)
     if len(children) != 1:
         return
     source = _record_of(children[0].type)

@@ -14,7 +14,7 @@ from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
-from frontend.clang_setup import cursor_loc
+from frontend.clang_setup import child_cursors, cursor_loc, instantiation
 from frontend.lower import accessors, calls, declarations, expressions, places, statements
 from frontend.lower import untyped as untyped_buffers
 from frontend.lower.accessors import accessor_type
@@ -88,16 +88,14 @@ class KernelBuilder:
         inlined (``<cuda/barrier>``...: ``is_library_header``), the user's call that reached it:
         a barrier of ``bar.arrive_and_wait()`` or an assert of ``cuda::memcpy_async`` is reported
         at the call."""
-        location = self.location(cursor)
-        file = location.file  # (each of libclang's answers is a call: asked once)
-        if file is None:
+        name, line, column, _ = instantiation(self.location(cursor), getattr(cursor, "_tu", None))
+        if name is None:
             return None
-        name = file.name
         if is_library_header(name):
             for site in reversed(self.call_sites):
                 if site.location.file is not None and not is_library_header(site.location.file.name):
                     return cursor_loc(site)
-        return Loc(name, location.line, location.column)
+        return Loc(name, line, column)
 
     def location(self, cursor: ci.Cursor) -> ci.SourceLocation:
         """``cursor.location``. Clang places a binary operator where its left operand begins,
@@ -112,7 +110,7 @@ class KernelBuilder:
         c: ci.Cursor | None = cursor
         while c is not None and c.kind in binary and c not in self.locations:
             chain.append(c)
-            c = next(iter(c.get_children()), None)
+            c = next(iter(child_cursors(c)), None)
         if c is None:  # no operand listed: libclang's own answer
             where = chain[-1].location
             chain.pop()

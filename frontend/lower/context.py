@@ -15,7 +15,7 @@ from polypy.ir.names import NameSupply
 from polypy.ir.types import I32
 
 from frontend import ctypes_map as tm
-from frontend.clang_setup import RUNTIME_DIR, cursor_loc, evaluate, string_literal_bytes
+from frontend.clang_setup import RUNTIME_DIR, cursor_loc, evaluate, file_name, instantiation, string_literal_bytes
 from frontend.values import ArrayBinding, Binding, LValue, RecordAddress
 
 
@@ -25,10 +25,10 @@ GPU_BUILTINS = {"threadIdx": n.ThreadIdx, "blockIdx": n.BlockIdx, "blockDim": n.
 
 def is_prelude_decl(cursor: ci.Cursor) -> bool:
     """Declared by polypy's device prelude or runtime header (not by the user)."""
-    f = cursor.location.file
-    if f is None:
+    name = file_name(cursor)
+    if name is None:
         return False
-    name = f.name.replace("\\", "/")
+    name = name.replace("\\", "/")
     return name.endswith("polypy_device.h") or name.endswith("polypy/runtime/cuda_runtime.h")
 
 
@@ -76,8 +76,8 @@ _LIBRARY_DIRS = (
 
 def decl_key(cursor: ci.Cursor) -> tuple:
     """A key identifying a declaration across the cursors that refer to it."""
-    loc = cursor.location
-    return (loc.file.name if loc.file else "", loc.offset, cursor.spelling, cursor.kind.value)
+    name, _, _, offset = instantiation(cursor.location, getattr(cursor, "_tu", None))
+    return (name or "", offset, cursor.spelling, cursor.kind.value)
 
 
 def sanitize(text: str) -> str:

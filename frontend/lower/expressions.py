@@ -13,7 +13,7 @@ from polypy.ir.types import BOOL, I32
 
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, negated_offset, promote, scale, truth, usual_arithmetic
-from frontend.clang_setup import binary_operator, evaluate, is_postfix, unary_operator
+from frontend.clang_setup import binary_operator, child_cursors, evaluate, is_postfix, unary_operator
 from frontend.lower import calls, casts, declarations, lambdas, members
 from frontend.lower.bitcasts import compose_bits, read_bits, reinterpret
 from frontend.lower.views import read_part
@@ -102,7 +102,7 @@ def paren(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
 
 
 def unexposed(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
-    children = list(c.get_children())
+    children = child_cursors(c)
     if not children:
         return DEFAULT  # a default argument or an implicit zero: the caller knows which
     if len(children) > 1:
@@ -437,7 +437,7 @@ def increment(kb: KernelBuilder, lv: LValue, op: str, postfix: bool, c: ci.Curso
 
 def binary(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
     op = binary_operator(c)
-    lhs_c, rhs_c = list(c.get_children())
+    lhs_c, rhs_c = child_cursors(c)
     loc = kb.loc(c)
     if op == "=":
         lv = kb.lvalue(lhs_c)

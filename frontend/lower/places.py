@@ -11,7 +11,7 @@ from polypy.ir.types import I32, U8, U16, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, plus, scale
-from frontend.clang_setup import unary_operator
+from frontend.clang_setup import child_cursors, unary_operator
 from frontend.lower.bitcasts import reinterpret, split_bits, with_bits
 from frontend.lower.views import element, overlay_element, store_part, whole_elements
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
     kind = c.kind
     if kind in (CK.PAREN_EXPR, CK.UNEXPOSED_EXPR):
-        children = list(c.get_children())
+        children = child_cursors(c)
         if len(children) == 1:
             # a derived object as its base (frontend.lower.inheritance)
             return converted(kb, lvalue(kb, children[0]), children[0], c)
@@ -51,7 +51,7 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
             return b
         raise kb.error(f"cannot assign to '{c.spelling}'", c)
     if kind == CK.ARRAY_SUBSCRIPT_EXPR:
-        base_c, index_c = list(c.get_children())
+        base_c, index_c = child_cursors(c)
         if tm.scalar_type(base_c.type) is not None and not tm.is_pointer(base_c.type):
             base_c, index_c = index_c, base_c
         if is_variable_member(base_c) and tm.canonical(strip(base_c).type).kind == ci.TypeKind.CONSTANTARRAY:
