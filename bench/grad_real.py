@@ -236,17 +236,22 @@ def bench_one(k: RealKernel, root: pathlib.Path, *, repeat: int, check: bool, re
     return row
 
 
+def format_row(r: dict[str, Any]) -> str:
+    """One kernel's line of the table (without its report)."""
+    def cell(key: str) -> str:
+        v = r.get(key)
+        return f"{v:.2f}x" if isinstance(v, float) else ("-" if v is None else "fail")
+    note = r.get("refused") or r.get("error") or next((r[d] for d in ("float32", "float64")
+                                                        if isinstance(r.get(d), str)), "")
+    one = "".join(f" (one kernel {cell(d + '_one')})" for d in ("float32", "float64") if d + "_one" in r)
+    return (f"{r['kernel']:44s} {r['size']:>7d} {r.get('check', '-'):>6s} {cell('float32'):>8s} "
+            f"{cell('float64'):>8s}  {note}{one}")
+
+
 def format_table(rows: list[dict[str, Any]], worst: int = 10) -> str:
     lines = [f"{'kernel':44s} {'size':>7s} {'check':>6s} {'f32 g/f':>8s} {'f64 g/f':>8s}  note"]
     for r in rows:
-        def cell(key: str) -> str:
-            v = r.get(key)
-            return f"{v:.2f}x" if isinstance(v, float) else ("-" if v is None else "fail")
-        note = r.get("refused") or r.get("error") or next((r[d] for d in ("float32", "float64")
-                                                            if isinstance(r.get(d), str)), "")
-        one = "".join(f" (one kernel {cell(d + '_one')})" for d in ("float32", "float64") if d + "_one" in r)
-        lines.append(f"{r['kernel']:44s} {r['size']:>7d} {r.get('check', '-'):>6s} {cell('float32'):>8s} "
-                     f"{cell('float64'):>8s}  {note}{one}")
+        lines.append(format_row(r))
         for d in r.get("report", []):
             lines.append(f"    {d}")
     lines.extend(summary(rows, worst))
@@ -319,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{k.name} ...", file=sys.stderr, flush=True)
         rows.append(bench_one(k, root, repeat=args.repeat, check=not args.no_check, report=args.report,
                               one_kernel=args.compare_one_kernel, threads=args.threads, clock=clock))
+        print(f"  {format_row(rows[-1])}", file=sys.stderr, flush=True)  # a long run's rows as they come
     print(format_table(rows, args.worst))
     if args.json is not None or rows:
         doc = {"kind": "grad-real", "rows": rows, "clock": "cpu" if args.cpu_time else "wall",
