@@ -6,8 +6,9 @@ arguments and its launch shape as functions of one size ``s``, the launch the pr
 makes for that size (the grid and block expressions of its host code, read by hand from the
 checkout). Arrays are sized from the launch's footprint (``CompiledKernel.footprint``, isl),
 except where an index is loaded from memory (``arrays``). ``real``: the macro that switches the
-element type (PolyBench's ``DATA_TYPE``); Rodinia's kernels are written in ``float`` and are
-measured in float32 only.
+element type (PolyBench's ``DATA_TYPE``); ``source64``: the program's own double-precision
+version (Rodinia's cfd, ``euler3d_double.cu``). Rodinia's other kernels are written in ``float``
+(srad_v1's ``fp`` is defined unconditionally) and are measured in float32 only.
 
 Sizes: ``size`` is the timed size (smaller than the programs' defaults -- 4096x4096 matrices --
 so the table takes minutes on a loaded machine); ``check`` is the size of the finite-difference
@@ -16,6 +17,7 @@ check.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Callable
 
 import numpy as np
@@ -46,10 +48,28 @@ class RealKernel:
     # contents of integer arrays, and of float arrays that need a physical range:
     # name -> (rng, size, n elements) -> array
     fill: dict[str, Callable[[np.random.Generator, int, int], np.ndarray]] = dataclasses.field(default_factory=dict)
+    # the same kernel in the program's double-precision source, where it has one
+    source64: str | None = None
+    # whether the source's directory is on the include path (<...> included from there); kmeans'
+    # directory has a unistd.h of its own that must not hide the system's, as in its build
+    include_own_dir: bool = True
+    # written in double only (particlefilter's ex_particle_CUDA_float_seq.cu, despite its name)
+    double_only: bool = False
 
     @property
     def name(self) -> str:
         return f"{self.program}/{self.kernel}"
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The element types it is timed in: both where the program has a type switch or a
+        double-precision version."""
+        if self.double_only:
+            return ("float64",)
+        return ("float32", "float64") if self.real is not None or self.source64 is not None else ("float32",)
+
+    def source_for(self, dtype: str) -> str:
+        return self.source64 if dtype == "float64" and self.source64 is not None else self.source
 
 
 def _pb(program: str, source: str, kernel: str, sizes: Callable[[int], dict[str, int]],
@@ -147,9 +167,11 @@ def polybench() -> list[RealKernel]:
 
 
 def _rod(program: str, source: str, kernel: str, ints, launch, size: int, check: int, *, defines=None,
-         arrays=None, fill=None) -> RealKernel:
+         arrays=None, fill=None, source64: str | None = None, include_own_dir: bool = True,
+         double_only: bool = False) -> RealKernel:
     return RealKernel("rodinia", program, f"cuda/{source}", kernel, defines or (lambda s: {}), ints, launch, size,
-                      check, arrays=arrays, fill=fill or {})
+                      check, arrays=arrays, fill=fill or {}, source64=source64 and f"cuda/{source64}",
+                      include_own_dir=include_own_dir, double_only=double_only)
 
 
 def _neighbours(rng: np.random.Generator, s: int, count: int) -> np.ndarray:
@@ -165,11 +187,49 @@ def _cfd_variables(rng: np.random.Generator, s: int, count: int) -> np.ndarray:
     """cfd's conserved variables ``variables[i + v * nelr]``: density, momentum (x, y, z) and
     energy such that the pressure stays positive (else sqrt gives NaN, as it would on the GPU)."""
     nelr = count // 5
-    out = np.empty(count, dtype=np.float32)
+    out = np.empty(count, dtype=np.float64)
     out[:nelr] = rng.uniform(0.8, 1.2, nelr)
     out[nelr:4 * nelr] = rng.uniform(-0.2, 0.2, 3 * nelr)
     out[4 * nelr:] = rng.uniform(2.0, 3.0, count - 4 * nelr)
     return out
+
+
+def _neighbour_rows(count: int, step: int) -> np.ndarray:
+    """srad_v1's iN / iS / jW / jE: the index of the row (column) ``step`` away, clamped at the edges."""
+    return np.clip(np.arange(count) + step, 0, count - 1).astype(np.int32)
+
+
+# particlefilter (run: -x 128 -y 128 -z 10 -np N): a 128 x 128 x 10 video, a disk of radius 5
+# (69 offsets), frame k = 1; ceil(N / 512) blocks of threads_per_block (512)
+_PF_ONES, _PF_VIDEO = 69, 128 * 128 * 10
+
+
+def _pf_launch(s: int) -> tuple[Dim3, Dim3]:
+    return (cdiv(s, 512), 1, 1), (512, 1, 1)
+
+
+def _particlefilter() -> list[RealKernel]:
+    src = "particlefilter/ex_particle_CUDA_float_seq.cu"
+    arrays = lambda s: {"arrayX": s, "arrayY": s, "xj": s, "yj": s, "CDF": s, "u": s, "weights": s,  # noqa: E731
+                        "likelihood": s, "seed": s, "partial_sums": cdiv(s, 512), "ind": s * _PF_ONES,
+                        "objxy": 2 * _PF_ONES, "I": _PF_VIDEO}
+    fill = {"CDF": lambda rng, s, count: np.cumsum(rng.uniform(0.5, 1.5, count)) / (1.5 * count),  # ascending
+            "u": lambda rng, s, count: rng.uniform(0.0, 1.0, count),
+            "seed": lambda rng, s, count: rng.integers(1, 1 << 20, count),
+            "ind": lambda rng, s, count: np.zeros(count),
+            "objxy": lambda rng, s, count: rng.integers(-4, 5, count),
+            "I": lambda rng, s, count: rng.integers(0, 256, count)}
+    ints = {"find_index_kernel": lambda s: {"Nparticles": s},
+            "normalize_weights_kernel": lambda s: {"Nparticles": s},
+            "sum_kernel": lambda s: {"Nparticles": s},
+            "likelihood_kernel": lambda s: {"Nparticles": s, "countOnes": _PF_ONES, "max_size": _PF_VIDEO, "k": 1,
+                                            "IszY": 128, "Nfr": 10}}
+    # normalize_weights_kernel's thread 0 reads every block's weights[x] (cdfCalc) and writes u[0], which
+    # every block then reads: with more than one block the program races between blocks (its result
+    # depends on the blocks' order), so it is checked on one block (500 particles) and timed as launched
+    return [_rod("particlefilter", src, k, f, _pf_launch, 4096, 500 if k == "normalize_weights_kernel" else 600,
+                 arrays=arrays, fill=fill, double_only=True)
+            for k, f in ints.items()]
 
 
 def rodinia() -> list[RealKernel]:
@@ -182,13 +242,17 @@ def rodinia() -> list[RealKernel]:
     add(_rod("backprop", "backprop/backprop_cuda.cu", "bpnn_adjust_weights_cuda", lambda s: {"in": s, "hid": 16},
              bp_launch, 1 << 14, 32))
     cfd_launch = lambda s: ((s // 192, 1, 1), (192, 1, 1))  # noqa: E731  Dg(nelr / 192), Db(192)
+    cfd = {"source64": "cfd/euler3d_double.cu"}
+    add(_rod("cfd", "cfd/euler3d.cu", "cuda_initialize_variables", lambda s: {"nelr": s}, cfd_launch, 192 * 256, 192,
+             arrays=lambda s: {"variables": 5 * s}, **cfd))
     add(_rod("cfd", "cfd/euler3d.cu", "cuda_compute_step_factor", lambda s: {"nelr": s}, cfd_launch, 192 * 256, 192,
-             fill={"variables": _cfd_variables}))
+             fill={"variables": _cfd_variables}, **cfd))
     add(_rod("cfd", "cfd/euler3d.cu", "cuda_compute_flux", lambda s: {"nelr": s}, cfd_launch, 192 * 128, 192,
              arrays=lambda s: {"elements_surrounding_elements": 4 * s, "normals": 12 * s, "variables": 5 * s,
                                "fluxes": 5 * s},
-             fill={"elements_surrounding_elements": _neighbours, "variables": _cfd_variables}))
-    add(_rod("cfd", "cfd/euler3d.cu", "cuda_time_step", lambda s: {"j": 1, "nelr": s}, cfd_launch, 192 * 256, 192))
+             fill={"elements_surrounding_elements": _neighbours, "variables": _cfd_variables}, **cfd))
+    add(_rod("cfd", "cfd/euler3d.cu", "cuda_time_step", lambda s: {"j": 1, "nelr": s}, cfd_launch, 192 * 256, 192,
+             **cfd))
 
     def hotspot_launch(s: int) -> tuple[Dim3, Dim3]:
         small = 16 - 2  # BLOCK_SIZE - pyramid_height * EXPAND_RATE, pyramid height 1
@@ -199,9 +263,31 @@ def rodinia() -> list[RealKernel]:
     add(_rod("hotspot3D", "hotspot3D/3D.cu", "hotspotOpt1", lambda s: {"nx": s, "ny": s, "nz": 8},
              lambda s: ((s // 64, s // 4, 1), (64, 4, 1)), 256, 64,
              arrays=lambda s: {"p": s * s * 8, "tIn": s * s * 8, "tOut": s * s * 8}))
+    # srad_v1: main.cu includes every kernel; one launch of cdiv(Ne, 512) blocks of NUMBER_THREADS (512)
+    # for an Nr x Nc image (Ne = Nr Nc); reduce's first round (no = Ne, mul = 1) as the program runs it
+    v1_launch = lambda s: ((cdiv(s * s, 512), 1, 1), (512, 1, 1))  # noqa: E731
+    v1_arrays = lambda s: {"d_I": s * s, "d_sums": s * s, "d_sums2": s * s, "d_c": s * s,  # noqa: E731
+                           **{f"d_d{d}": s * s for d in "NSEW"}, **{f"d_{a}": s for a in ("iN", "iS", "jE", "jW")}}
+    v1_fill = {"d_iN": lambda rng, s, count: _neighbour_rows(count, -1),
+               "d_iS": lambda rng, s, count: _neighbour_rows(count, 1),
+               "d_jW": lambda rng, s, count: _neighbour_rows(count, -1),
+               "d_jE": lambda rng, s, count: _neighbour_rows(count, 1)}
+    v1_ints = {"extract": lambda s: {"d_Ne": s * s}, "prepare": lambda s: {"d_Ne": s * s},
+               "reduce": lambda s: {"d_Ne": s * s, "d_no": s * s, "d_mul": 1},
+               "srad": lambda s: {"d_Nr": s, "d_Nc": s, "d_Ne": s * s},
+               "srad2": lambda s: {"d_Nr": s, "d_Nc": s, "d_Ne": s * s}, "compress": lambda s: {"d_Ne": s * s}}
+    for k, ints in v1_ints.items():
+        add(_rod("srad_v1", "srad/srad_v1/main.cu", k, ints, v1_launch, 512, 24, arrays=v1_arrays, fill=v1_fill))
     for k in ("srad_cuda_1", "srad_cuda_2"):
         add(_rod("srad_v2", "srad/srad_v2/srad.cu", k, lambda s: {"cols": s, "rows": s},
                  lambda s: ((s // 16, s // 16, 1), (16, 16, 1)), 512, 32))
+    def kmeans_launch(s: int) -> tuple[Dim3, Dim3]:
+        per_dim = math.isqrt(cdiv(s, 256) - 1) + 1  # num_blocks_perdim: the square grid covering the points
+        return (per_dim * per_dim, 1, 1), (256, 1, 1)
+    add(_rod("kmeans", "kmeans/kmeans_cuda.cu", "invert_mapping", lambda s: {"npoints": s, "nfeatures": 34},
+             kmeans_launch, 1 << 16, 100, arrays=lambda s: {"input": 34 * s, "output": 34 * s},
+             include_own_dir=False))
+    rows.extend(_particlefilter())
     add(_rod("nn", "nn/nn_cuda.cu", "euclid", lambda s: {"numRecords": s}, lambda s: _grid1(s), 1 << 18, 100))
     add(_rod("gaussian", "gaussian/gaussian.cu", "Fan1", lambda s: {"Size": s, "t": 0},
              lambda s: ((cdiv(s, 512), 1, 1), (512, 1, 1)), 1024, 16))

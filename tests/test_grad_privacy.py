@@ -416,3 +416,45 @@ def test_step_factor_gradient_matches_finite_differences(grid: int, block: int, 
     threads = grid * block
     args = {"nelr": nelr, "v": rng.standard_normal(threads + 2 * nelr), "out": np.zeros(threads)}
     check(STEP_FACTOR, (grid,), (block,), args)
+
+
+# Rodinia's nn (issue 38): one thread per record over a 2-D grid numbered row-major,
+# blockDim.x * (gridDim.x * blockIdx.y + blockIdx.x) + threadIdx.x. The adjoints of loc were
+# atomic (versioned on a one-block grid) because that product is not affine; the blocks' row-major
+# index tells blocks apart (polypy.poly.index_shapes.linear_block_stride), so they are plain.
+NN_ID = "(i32)(blockDim.x * (gridDim.x * blockIdx.y + blockIdx.x) + threadIdx.x)"
+NN = f"""kernel euclid(loc: const f64*, dist: f64*, n: i32, lat: f64, lng: f64) {{
+  var gid: i32 = {NN_ID}
+  if (gid < n) {{
+    dist[gid] = sqrt((lat - loc[gid * 2]) * (lat - loc[gid * 2]) + (lng - loc[gid * 2 + 1]) * (lng - loc[gid * 2 + 1]))
+  }}
+}}
+"""
+
+
+def test_a_row_major_numbered_grid_makes_each_records_adjoint_plain() -> None:
+    _, g, report = grad(NN)
+    got = decisions(report, "loc")
+    assert got and {d.strategy for d in got} == {"plain"}, [d.format() for d in got]
+    assert atomics_into(g, "d_loc") == 0
+
+
+@pytest.mark.parametrize("grid,block,n", [((3, 2, 1), (8, 1, 1), 48), ((2, 3, 1), (16, 1, 1), 85),
+                                          ((1, 1, 1), (32, 1, 1), 20), ((4, 1, 1), (8, 1, 1), 30)])
+def test_a_row_major_numbered_grid_gradient_matches_finite_differences_and_atomics(grid, block, n) -> None:
+    from polypy.emulator import emulate
+    rng = np.random.default_rng(n)
+    args = {"loc": rng.standard_normal(2 * n), "dist": np.zeros(n), "n": n, "lat": 0.3, "lng": -0.7}
+    g = check(NN, grid, block, args)
+    _, g_atomic, _ = grad(NN, privacy=False)
+    assert atomics_into(g_atomic, "d_loc") > 0
+    # one contribution per element: the plain and the atomic adds give the same bits
+    results = []
+    for kernel in (g, g_atomic):
+        a = {p.name: np.zeros(1) for p in kernel.params if p.name in ("d_lat", "d_lng")}
+        a.update({"loc": args["loc"].copy(), "dist": np.zeros(n), "n": n, "lat": 0.3, "lng": -0.7,
+                  "d_loc": np.zeros(2 * n), "d_dist": np.arange(n, dtype=np.float64) - 3.0})
+        emulate(kernel, grid, block, a)
+        results.append(a)
+    for name in ("d_loc", "d_dist"):
+        assert np.array_equal(results[0][name], results[1][name]), name

@@ -146,3 +146,41 @@ def test_no_condition_that_holds_only_beyond_every_index() -> None:
     launch = dict(grid=(4, 1, 1), block=(64, 1, 1))
     assert sharing(k, "v", launch=Launch(**launch, scalars=(("nelr", 256),))).thread_private
     assert not sharing(k, "v", launch=Launch(**launch, scalars=(("nelr", 255),))).thread_private
+
+
+LINEAR = "(i32)(blockDim.x * (gridDim.x * blockIdx.y + blockIdx.x) + threadIdx.x)"
+
+
+def test_a_row_major_block_index_tells_blocks_apart() -> None:
+    # Rodinia's nn: blockDim.x * (gridDim.x * blockIdx.y + blockIdx.x) + threadIdx.x, one element
+    # per thread of a 2-D grid (issue 38: its adjoint was atomic unless the grid had one block)
+    k = prepare(f"""kernel k(n: i32, y: f32*) {{
+  if ({LINEAR} < n) {{
+    y[{LINEAR}] = y[{LINEAR}] * 2.0f
+  }}
+}}
+""")
+    s = sharing(k, "y")
+    assert s.thread_private and s.accumulation == "plain", s
+    assert sharing(k, "y", launch=Launch.of((5, 3, 1), (64, 1, 1), {})).thread_private
+
+
+def test_what_is_not_a_row_major_block_index_stays_shared() -> None:
+    # gridDim.y is not the row length of the grid's x dimension: blocks (0, 1) and (gridDim.y, 0) meet
+    wrong = "(i32)(blockDim.x * (gridDim.y * blockIdx.y + blockIdx.x) + threadIdx.x)"
+    k = prepare(f"""kernel k(n: i32, y: f32*) {{
+  if ({wrong} < n) {{
+    y[{wrong}] = y[{wrong}] * 2.0f
+  }}
+}}
+""")
+    assert not sharing(k, "y").thread_private
+    k = prepare(f"""kernel k(n: i32, y: f32*) {{
+  if ({LINEAR} < n) {{
+    y[{LINEAR}] = y[{LINEAR}] * 2.0f
+  }}
+}}
+""")
+    # blocks that differ only along z share their elements, and so do threads along y
+    assert not sharing(k, "y", launch=Launch.of((5, 3, 2), (64, 1, 1), {})).thread_private
+    assert not sharing(k, "y", launch=Launch.of((5, 3, 1), (64, 2, 1), {})).thread_private

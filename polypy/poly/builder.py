@@ -16,7 +16,8 @@ from polypy.ir.queries import tree_size, written_names
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import iter_children, walk, walk_only
 from polypy.poly.affine import Converter, _val, expression_key, int_range
-from polypy.poly.index_shapes import block_factor, block_stride, is_grid_stride, product_factors, signed_terms
+from polypy.poly.index_shapes import (block_factor, block_stride, is_grid_stride, linear_block_stride, product_factors,
+                                      signed_terms)
 from polypy.poly.instances import Access, Barrier, BlockValue, Delinearized, Loop, Model, Stride
 from polypy.poly.paths import AccessId, StmtPath, child_blocks, statement_accesses
 from polypy.poly.space import (
@@ -165,6 +166,13 @@ class _Builder:
                 dom &= self.affs[p.name].ge_set(c(lo)) & self.affs[p.name].le_set(c(hi))
         for bv in self.block_value_list:
             u = self.affs[bv.name]
+            if bv.linear is not None:
+                # c * blockDim[e] * (a block's row-major index): at least 0, and the block's last
+                # thread's index below 2**31 (the model's assumption, as for strides below)
+                _, _, e, k = bv.linear
+                step = self._extent("block", e) * _val(k)
+                dom &= u.ge_set(c(0)) & (u + step).le_set(c(INDEX_LIMIT))
+                continue
             if bv.stride is None:
                 lo, hi = int_range(bv.vtype)
                 dom &= u.ge_set(c(lo)) & u.le_set(c(hi))
@@ -286,7 +294,7 @@ class _Builder:
         if key in self.affs:
             return self.affs[key]
         block_dims = tuple(sorted({x.dim for x in walk(e) if isinstance(x, n.BlockIdx)}))
-        self.state.block_values[key] = BlockValue(key, e.type, block_dims, block_stride(e))
+        self.state.block_values[key] = BlockValue(key, e.type, block_dims, block_stride(e), linear_block_stride(e))
         self.state.block_exprs[key] = e
         raise _Restart()
 

@@ -26,6 +26,54 @@ def block_stride(e: n.Expr) -> tuple[int, int, int] | None:
     return None
 
 
+def linear_block_stride(e: n.Expr) -> tuple[int, int, int, int] | None:
+    """``(a, b, e, c)`` if ``e`` is ``c * blockDim[e] * (gridDim[a] * blockIdx[b] + blockIdx[a])``
+    (``a != b``, ``c > 0``) up to integer casts and order: ``c * blockDim[e]`` times the row-major
+    index of the block in the plane ``(a, b)`` of the grid (Rodinia's ``blockDim.x * (gridDim.x *
+    blockIdx.y + blockIdx.x)``). As ``0 <= blockIdx[a] < gridDim[a]``, that index differs between
+    two blocks that differ along ``a`` or ``b``, so the value does by ``c * blockDim[e]`` or more."""
+    e = strip_int_casts(e)
+    factors = [strip_int_casts(f) for f in _int_factors(e)]
+    dims = [f.dim for f in factors if isinstance(f, n.BlockDim)]
+    consts = [int(f.value) for f in factors if isinstance(f, n.Const)]
+    sums = [f for f in factors if not isinstance(f, (n.BlockDim, n.Const))]
+    if len(dims) != 1 or len(sums) != 1 or any(k <= 0 for k in consts):
+        return None
+    plane = _linear_block_index(sums[0])
+    if plane is None:
+        return None
+    c = 1
+    for k in consts:
+        c *= k
+    return plane[0], plane[1], dims[0], c
+
+
+def _int_factors(e: n.Expr) -> list[n.Expr]:
+    """The factors of a product of integers, through integer casts."""
+    e = strip_int_casts(e)
+    if isinstance(e, n.Binary) and e.op == "mul" and e.type.is_int:
+        return _int_factors(e.a) + _int_factors(e.b)
+    return [e]
+
+
+def _linear_block_index(e: n.Expr) -> tuple[int, int] | None:
+    """``(a, b)`` if ``e`` is ``gridDim[a] * blockIdx[b] + blockIdx[a]`` (``a != b``) up to casts and order."""
+    e = strip_int_casts(e)
+    if not (isinstance(e, n.Binary) and e.op == "add"):
+        return None
+    for x, y in ((e.a, e.b), (e.b, e.a)):
+        x, y = strip_int_casts(x), strip_int_casts(y)
+        if not isinstance(x, n.BlockIdx):
+            continue
+        factors = [strip_int_casts(f) for f in _int_factors(y)]
+        if len(factors) != 2:
+            continue
+        for g, bi in (factors, factors[::-1]):
+            if isinstance(g, n.GridDim) and isinstance(bi, n.BlockIdx) and g.dim == x.dim and bi.dim != x.dim:
+                return x.dim, bi.dim
+    return None
+
+
 def is_grid_stride(start: n.Expr, step: n.Expr) -> bool:
     """``start`` is ``blockIdx[d] * blockDim[e] + threadIdx[e]`` and ``step`` is ``blockDim[e] *
     gridDim[d]`` (up to integer casts): a grid-stride loop, ``0 <= start < step``. Both sums are

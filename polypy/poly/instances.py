@@ -18,13 +18,17 @@ class BlockValue:
     """A non-affine value that is the same for all threads of a block (a set dimension).
 
     ``stride`` is ``(d, e, c)`` when the value is ``blockIdx[d] * c * blockDim[e]`` (c > 0),
-    which lets grid-wide questions tell blocks apart.
+    which lets grid-wide questions tell blocks apart; ``linear`` is ``(a, b, e, c)`` when it is
+    ``c * blockDim[e]`` times the row-major index ``gridDim[a] * blockIdx[b] + blockIdx[a]`` of
+    the block in the plane ``(a, b)`` (two blocks that differ along ``a`` or ``b`` have values
+    at least ``c * blockDim[e]`` apart, in one direction or the other).
     """
 
     name: str
     vtype: ScalarType
     block_dims: tuple[int, ...]
     stride: tuple[int, int, int] | None
+    linear: tuple[int, int, int, int] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -177,7 +177,9 @@ class Copies:
 
         Along the dimension ``d`` where the blocks differ, a block value
         ``blockIdx[d] * c * blockDim[e]`` grows by at least ``c * blockDim[e]`` from one block
-        to the next; nothing is assumed about other block values.
+        to the next, and one that is ``c * blockDim[e]`` times the blocks' row-major index in a
+        plane of the grid containing ``d`` (``BlockValue.linear``) moves by at least that much,
+        up or down; nothing is assumed about other block values.
         """
         out = []
         for d in self.model.block_dims:
@@ -189,6 +191,11 @@ class Copies:
                         _, e, k = bv.stride
                         step = self._block_dim(e) * _val(k)
                         piece &= (self.dim(bv.name, second) - self.dim(bv.name, first)).ge_set(step)
+                    elif bv.linear is not None and d in bv.linear[:2]:
+                        _, _, e, k = bv.linear
+                        step = self._block_dim(e) * _val(k)
+                        gap = self.dim(bv.name, second) - self.dim(bv.name, first)
+                        piece &= gap.ge_set(step) | gap.le_set(-step)
                 for name, (e, factor) in self.model.block_factors.items():
                     if e == d:  # blockIdx[d] * P: P or more apart unless P < 0
                         p = self.aff(factor, first)
