@@ -126,8 +126,9 @@ def _forwards(model: Model, c: Copies, store: Access, load: Access, within: isl.
         racing = good & domain(w, "w") & c.other_thread("w", "l") & overlap
         if racing.is_empty():
             continue
-        racing -= c.separated(w.time, "w", store.time, "s", model.barriers)
-        racing -= c.separated(load.time, "l", w.time, "w", model.barriers)
+        racing = c.unseparated(racing, w.time, "w", store.time, "s", model.barriers)
+        if not racing.is_empty():
+            racing = c.unseparated(racing, load.time, "l", w.time, "w", model.barriers)
         good = good - c.eliminate(racing, "w")
     covered = c.eliminate(good, "s")
     return (domain(load, "l") - covered).is_empty()
@@ -169,7 +170,7 @@ def _dead(model: Model, c: Copies, store: Access, within: isl.Set | None = None)
         same = base & c.same_thread("s", "r") & c.lex_lt(store.time, "s", r.time, "r")
         other = base & c.other_thread("s", "r")
         if not other.is_empty():
-            other -= c.separated(r.time, "r", store.time, "s", model.barriers)
+            other = c.unseparated(other, r.time, "r", store.time, "s", model.barriers)
         observers = same | other
         for w in overwrites:
             if observers.is_empty():
@@ -183,7 +184,7 @@ def _dead(model: Model, c: Copies, store: Access, within: isl.Set | None = None)
             killed = (kill & c.same_thread("s", "r") & c.lex_lt(w.time, "w", r.time, "r"))
             other_kill = kill & c.other_thread("s", "r")
             if not other_kill.is_empty():
-                killed |= other_kill & c.separated(w.time, "w", r.time, "r", model.barriers)
+                killed |= c.separated_within(other_kill, w.time, "w", r.time, "r", model.barriers)
             observers = observers - c.eliminate(killed, "w")
         if not observers.is_empty():
             return False
