@@ -89,12 +89,16 @@ def _forwards(model: Model, c: Copies, store: Access, load: Access, within: isl.
 
     if within is not None and domain(load, "l").is_empty():
         return True  # the load does not run at these launches: nothing is known there
-    cand = c.lex_lt(store.time, "s", load.time, "l")
-    if cand.is_empty():
+    order = c.lex_lt(store.time, "s", load.time, "l")
+    if order.is_empty():
         return False
     same = c.same_element(store, "s", load, "l")
     assert same is not None
-    cand &= domain(load, "l") & domain(store, "s") & c.same_thread("s", "l") & same
+    # The domains first, the order (a union over the whole space) last.
+    cand = domain(load, "l") & domain(store, "s") & c.same_thread("s", "l") & same
+    if cand.is_empty():
+        return False
+    cand &= order
     if cand.is_empty():
         return False
     # Every load instance needs a candidate store instance (what survives below is a subset):

@@ -208,7 +208,8 @@ class Copies:
 
     # ------------------------------------------------------------------ accesses
     def domain(self, a: Access, copy: str) -> isl.Set:
-        return self.set(a.domain, copy)
+        """``a``'s domain in ``copy``. Cached: every access meets every other in the pair loops."""
+        return self._cached(("domain", a.id, copy), lambda: self.set(a.domain, copy))
 
     def congruence(self, a: Access, ca: str, b: Access, cb: str) -> isl.Set:
         """What strided loops (``Stride``) around ``a`` and ``b`` say about the pair.
