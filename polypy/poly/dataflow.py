@@ -89,16 +89,13 @@ def _forwards(model: Model, c: Copies, store: Access, load: Access, within: isl.
 
     if within is not None and domain(load, "l").is_empty():
         return True  # the load does not run at these launches: nothing is known there
-    order = c.lex_lt(store.time, "s", load.time, "l")
-    if order.is_empty():
-        return False
     same = c.same_element(store, "s", load, "l")
     assert same is not None
-    # The domains first, the order (a union over the whole space) last.
+    # The domains first, the program order built inside them last.
     cand = domain(load, "l") & domain(store, "s") & c.same_thread("s", "l") & same
     if cand.is_empty():
         return False
-    cand &= order
+    cand = c.lex_lt(store.time, "s", load.time, "l", within=cand)
     if cand.is_empty():
         return False
     # Every load instance needs a candidate store instance (what survives below is a subset):
@@ -171,7 +168,7 @@ def _dead(model: Model, c: Copies, store: Access, within: isl.Set | None = None)
             base &= within
         if base.is_empty():
             continue
-        same = base & c.same_thread("s", "r") & c.lex_lt(store.time, "s", r.time, "r")
+        same = c.lex_lt(store.time, "s", r.time, "r", within=base & c.same_thread("s", "r"))
         other = base & c.other_thread("s", "r")
         if not other.is_empty():
             other = c.unseparated(other, r.time, "r", store.time, "s", model.barriers)

@@ -111,11 +111,15 @@ class Copies:
     def coord(self, c: int | str, copy: str) -> isl.PwAff:
         return self.const(c) if isinstance(c, int) else self.dim(c, copy)
 
-    def lex_lt(self, ta: Time, ca: str, tb: Time, cb: str) -> isl.Set:
-        """Time ``ta`` of copy ``ca`` strictly before time ``tb`` of copy ``cb``."""
+    def lex_lt(self, ta: Time, ca: str, tb: Time, cb: str, *, within: isl.Set | None = None) -> isl.Set:
+        """Time ``ta`` of copy ``ca`` strictly before time ``tb`` of copy ``cb`` (``within``: only
+        its points, each piece built inside it, which is cheaper than intersecting the union
+        over the whole space with it afterwards)."""
         result = self.empty
-        prefix = self.universe
+        prefix = self.universe if within is None else within
         for x, y in zip(ta, tb):
+            if within is not None and prefix.is_empty():
+                return result
             if isinstance(x, int) and isinstance(y, int):
                 if x < y:
                     return result | prefix
@@ -348,8 +352,8 @@ class Copies:
         # ``within`` first, then each order in turn: the product of the two orders' unions is
         # what costs over the whole space.
         s = within
-        for order in (self.lex_lt(t1, c1, barrier.time, "v"), self.lex_lt(barrier.time, "v", t2, c2)):
-            s = s & order
+        for (ta, ca), (tb, cb) in (((t1, c1), (barrier.time, "v")), ((barrier.time, "v"), (t2, c2))):
+            s = self.lex_lt(ta, ca, tb, cb, within=s)
             if s.is_empty():
                 return None
         if barrier.cut is not None:
