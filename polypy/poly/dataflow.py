@@ -163,9 +163,9 @@ def _dead(model: Model, c: Copies, store: Access, within: isl.Set | None = None)
             continue
         overlap = c.overlap(store, "s", r, "r")
         assert overlap is not None
-        base = c.domain(store, "s") & c.domain(r, "r") & overlap
-        if within is not None:
-            base &= within
+        # The launch first (``within`` fixes the extents), then the rest.
+        base = c.domain(store, "s") if within is None else c.domain(store, "s") & within
+        base = base & c.domain(r, "r") & overlap
         if base.is_empty():
             continue
         same = c.lex_lt(store.time, "s", r.time, "r", within=base & c.same_thread("s", "r"))
