@@ -172,8 +172,7 @@ def may_warp_race_arrays(kernel: n.Kernel) -> frozenset[str]:
                 base = q.c.domain(a, "1") & q.c.domain(b, "2") & overlap & warp & _same_trips(q, a, b)
                 if base.is_empty():
                     continue
-                ordered = q.ordered(a, b)
-                if any(not ((base & piece) - ordered).is_empty() for piece in q.pieces):
+                if any(not q.unordered(base & piece, a, b).is_empty() for piece in q.pieces):
                     out |= {a.buffer, b.buffer}
         return frozenset(out)
     except isl.Error:  # too hard for isl: nothing is known to race

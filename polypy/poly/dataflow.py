@@ -89,12 +89,13 @@ def _forwards(model: Model, c: Copies, store: Access, load: Access, within: isl.
 
     if within is not None and domain(load, "l").is_empty():
         return True  # the load does not run at these launches: nothing is known there
-    cand = c.lex_lt(store.time, "s", load.time, "l")
-    if cand.is_empty():
-        return False
     same = c.same_element(store, "s", load, "l")
     assert same is not None
-    cand &= domain(load, "l") & domain(store, "s") & c.same_thread("s", "l") & same
+    # The domains first, the program order built inside them last.
+    cand = domain(load, "l") & domain(store, "s") & c.same_thread("s", "l") & same
+    if cand.is_empty():
+        return False
+    cand = c.lex_lt(store.time, "s", load.time, "l", within=cand)
     if cand.is_empty():
         return False
     # Every load instance needs a candidate store instance (what survives below is a subset):
@@ -126,8 +127,9 @@ def _forwards(model: Model, c: Copies, store: Access, load: Access, within: isl.
         racing = good & domain(w, "w") & c.other_thread("w", "l") & overlap
         if racing.is_empty():
             continue
-        racing -= c.separated(w.time, "w", store.time, "s", model.barriers)
-        racing -= c.separated(load.time, "l", w.time, "w", model.barriers)
+        racing = c.unseparated(racing, w.time, "w", store.time, "s", model.barriers)
+        if not racing.is_empty():
+            racing = c.unseparated(racing, load.time, "l", w.time, "w", model.barriers)
         good = good - c.eliminate(racing, "w")
     covered = c.eliminate(good, "s")
     return (domain(load, "l") - covered).is_empty()
@@ -161,15 +163,15 @@ def _dead(model: Model, c: Copies, store: Access, within: isl.Set | None = None)
             continue
         overlap = c.overlap(store, "s", r, "r")
         assert overlap is not None
-        base = c.domain(store, "s") & c.domain(r, "r") & overlap
-        if within is not None:
-            base &= within
+        # The launch first (``within`` fixes the extents), then the rest.
+        base = c.domain(store, "s") if within is None else c.domain(store, "s") & within
+        base = base & c.domain(r, "r") & overlap
         if base.is_empty():
             continue
-        same = base & c.same_thread("s", "r") & c.lex_lt(store.time, "s", r.time, "r")
+        same = c.lex_lt(store.time, "s", r.time, "r", within=base & c.same_thread("s", "r"))
         other = base & c.other_thread("s", "r")
         if not other.is_empty():
-            other -= c.separated(r.time, "r", store.time, "s", model.barriers)
+            other = c.unseparated(other, r.time, "r", store.time, "s", model.barriers)
         observers = same | other
         for w in overwrites:
             if observers.is_empty():
@@ -183,7 +185,7 @@ def _dead(model: Model, c: Copies, store: Access, within: isl.Set | None = None)
             killed = (kill & c.same_thread("s", "r") & c.lex_lt(w.time, "w", r.time, "r"))
             other_kill = kill & c.other_thread("s", "r")
             if not other_kill.is_empty():
-                killed |= other_kill & c.separated(w.time, "w", r.time, "r", model.barriers)
+                killed |= c.separated_within(other_kill, w.time, "w", r.time, "r", model.barriers)
             observers = observers - c.eliminate(killed, "w")
         if not observers.is_empty():
             return False

@@ -111,11 +111,15 @@ class Copies:
     def coord(self, c: int | str, copy: str) -> isl.PwAff:
         return self.const(c) if isinstance(c, int) else self.dim(c, copy)
 
-    def lex_lt(self, ta: Time, ca: str, tb: Time, cb: str) -> isl.Set:
-        """Time ``ta`` of copy ``ca`` strictly before time ``tb`` of copy ``cb``."""
+    def lex_lt(self, ta: Time, ca: str, tb: Time, cb: str, *, within: isl.Set | None = None) -> isl.Set:
+        """Time ``ta`` of copy ``ca`` strictly before time ``tb`` of copy ``cb`` (``within``: only
+        its points, each piece built inside it, which is cheaper than intersecting the union
+        over the whole space with it afterwards)."""
         result = self.empty
-        prefix = self.universe
+        prefix = self.universe if within is None else within
         for x, y in zip(ta, tb):
+            if within is not None and prefix.is_empty():
+                return result
             if isinstance(x, int) and isinstance(y, int):
                 if x < y:
                     return result | prefix
@@ -215,7 +219,8 @@ class Copies:
 
     # ------------------------------------------------------------------ accesses
     def domain(self, a: Access, copy: str) -> isl.Set:
-        return self.set(a.domain, copy)
+        """``a``'s domain in ``copy``. Cached: every access meets every other in the pair loops."""
+        return self._cached(("domain", a.id, copy), lambda: self.set(a.domain, copy))
 
     def congruence(self, a: Access, ca: str, b: Access, cb: str) -> isl.Set:
         """What strided loops (``Stride``) around ``a`` and ``b`` say about the pair.
@@ -343,6 +348,58 @@ class Copies:
             anyone = barrier.domain.eliminate(isl.dim_type.set, first_thread, 3)
             s &= self.set(anyone, c1, barrier=True)
         return self.eliminate(s, "v")
+
+    def between_within(self, within: isl.Set, t1: Time, c1: str, t2: Time, c2: str, barrier: Barrier) -> isl.Set | None:
+        """``within & between(t1, c1, t2, c2, barrier, must=True)``, built inside ``within`` (a set
+        that constrains no ``v`` dimension, so the intersection commutes with eliminating them):
+        a small set where ``within`` fixes most dimensions, where ``between`` alone spans the
+        whole copy space. None: no instance of ``barrier`` can lie between the two times."""
+        if barrier.cut is not None and barrier.cut[0] not in t2:
+            return None
+        # ``within`` first, then each order in turn: the product of the two orders' unions is
+        # what costs over the whole space.
+        s = within
+        for (ta, ca), (tb, cb) in (((t1, c1), (barrier.time, "v")), ((barrier.time, "v"), (t2, c2))):
+            s = self.lex_lt(ta, ca, tb, cb, within=s)
+            if s.is_empty():
+                return None
+        if barrier.cut is not None:
+            for dim in barrier.cut[1]:  # the later instance is in the same instance of the cut loop
+                s &= self.dim(dim, c2).eq_set(self.dim(dim, "v"))
+        s &= self._barrier_domain(barrier, c1) & self._barrier_domain(barrier, c2)
+        return self.eliminate(s, "v")
+
+    def _barrier_domain(self, barrier: Barrier, copy: str) -> isl.Set:
+        """``barrier``'s domain for the thread of ``copy``, its loop dimensions in the ``v`` copy."""
+        return self._cached(("barrier_domain", barrier.path, copy),
+                            lambda: self.set(barrier.domain, copy, barrier=True))
+
+    def separated_within(self, within: isl.Set, t1: Time, c1: str, t2: Time, c2: str,
+                         barriers: Iterable[Barrier]) -> isl.Set:
+        """``within & separated(t1, c1, t2, c2, barriers)``, built inside ``within`` (see
+        ``between_within``)."""
+        out = self.empty
+        for b in barriers:
+            if b.exact:
+                between = self.between_within(within, t1, c1, t2, c2, b)
+                if between is not None:
+                    out = out | between
+        return out
+
+    def unseparated(self, within: isl.Set, t1: Time, c1: str, t2: Time, c2: str,
+                    barriers: Iterable[Barrier]) -> isl.Set:
+        """``within - separated(t1, c1, t2, c2, barriers)``, asked barrier by barrier inside what
+        is left of ``within`` (see ``between_within``), stopping once nothing is."""
+        out = within
+        for b in barriers:
+            if not b.exact:
+                continue
+            between = self.between_within(out, t1, c1, t2, c2, b)
+            if between is not None:
+                out = out - between
+                if out.is_empty():
+                    return out
+        return out
 
     def separated(self, t1: Time, c1: str, t2: Time, c2: str, barriers: Iterable[Barrier]) -> isl.Set:
         """Some exact barrier instance executed by both threads lies between the two times."""

@@ -256,14 +256,29 @@ class RaceQuestion:
         base = self._domain(a, "1", at_witness) & self._domain(b, "2", at_witness) & same
         if base.is_empty():
             return None
-        # One subtraction, then the pieces of "another thread" (``(base & piece) - ordered`` for
-        # each piece is the same set, at six subtractions for a 3-D block).
-        unordered = base - self.ordered(a, b)
+        # Every piece of "another thread" lies in one block: the pairs of two blocks (an access in
+        # each of two branches on blockIdx, a kernel's versions) leave before the subtraction.
+        near = base & c.same_block("1", "2")
         race = c.empty
+        if near.is_empty():
+            return base, race
+        # One subtraction, then the pieces of "another thread" (``(near & piece) - ordered`` for
+        # each piece is the same set, at six subtractions for a 3-D block).
+        unordered = self.unordered(near, a, b)
         if not unordered.is_empty():
             for piece in self.pieces:
                 race = race | (unordered & piece)
         return base, race
+
+    def unordered(self, pairs: isl.Set, a: Access, b: Access) -> isl.Set:
+        """The instance pairs of ``pairs`` (``a`` in copy 1, ``b`` in copy 2) that no barrier of
+        both threads orders: ``pairs - ordered(a, b)``, asked barrier by barrier inside
+        ``pairs`` (``Copies.unseparated``: each barrier's "between" set is built where
+        ``pairs`` fixes the dimensions of the loops around neither access, the launch, ...,
+        not over the whole copy space, and the first barriers usually leave nothing)."""
+        barriers = self.model.barriers
+        out = self.c.unseparated(pairs, a.time, "1", b.time, "2", barriers)
+        return out if out.is_empty() else self.c.unseparated(out, b.time, "2", a.time, "1", barriers)
 
     def conflict(self, a: Access, b: Access) -> WriteConflict | None:
         model = self.model
