@@ -15,13 +15,14 @@ from polypy.ir.printer import ExprFormatter, format_expr
 from polypy.ir.queries import tree_size, written_names
 from polypy.ir.types import PointerType, ScalarType
 from polypy.ir.visitor import iter_children, walk, walk_only
-from polypy.poly.affine import Converter, _val, expression_key, int_range
+from polypy.poly.affine import Converter, _val, expression_key
+from polypy.poly.base_domain import base_domain
 from polypy.poly.index_shapes import (block_factor, block_stride, is_grid_stride, linear_block_stride, product_factors,
                                       signed_terms)
 from polypy.poly.instances import Access, Barrier, BlockValue, Delinearized, Loop, Model, Stride
 from polypy.poly.paths import AccessId, StmtPath, child_blocks, statement_accesses
 from polypy.poly.space import (
-    BLOCK_DIM, BLOCK_IDX, CTX, GRID_DIM, INDEX_LIMIT, MAX_BLOCK_DIM, MAX_GRID_DIM, THREAD_IDX, Launch,
+    BLOCK_DIM, BLOCK_IDX, CTX, GRID_DIM, THREAD_IDX, Launch,
 )
 
 EXACT, CUT, INEXACT = 2, 1, 0
@@ -146,45 +147,6 @@ class _Builder:
             return self.conv.const(self.launch.grid[d])
         return self.affs[GRID_DIM[d]] if self.block_used[d] else self.conv.const(1)
 
-    def _base_domain(self) -> isl.Set:
-        c = self.conv.const
-        dom = self.universe
-        for d in range(3):
-            b, t = self.affs[BLOCK_IDX[d]], self.affs[THREAD_IDX[d]]
-            dom &= b.ge_set(c(0)) & b.lt_set(self._extent("grid", d))
-            dom &= t.ge_set(c(0)) & t.lt_set(self._extent("block", d))
-            if self.launch is None:
-                if self.thread_used[d]:
-                    bd = self.affs[BLOCK_DIM[d]]
-                    dom &= bd.ge_set(c(1)) & bd.le_set(c(MAX_BLOCK_DIM[d]))
-                if self.block_used[d]:
-                    gd = self.affs[GRID_DIM[d]]
-                    dom &= gd.ge_set(c(1)) & gd.le_set(c(MAX_GRID_DIM[d]))
-        for p in self.kernel.params:
-            if p.name in self.affs and isinstance(p.ptype, ScalarType):
-                lo, hi = int_range(p.ptype)
-                dom &= self.affs[p.name].ge_set(c(lo)) & self.affs[p.name].le_set(c(hi))
-        for bv in self.block_value_list:
-            u = self.affs[bv.name]
-            if bv.linear is not None:
-                # c * blockDim[e] * (a block's row-major index): at least 0, and the block's last
-                # thread's index below 2**31 (the model's assumption, as for strides below)
-                _, _, e, k = bv.linear
-                step = self._extent("block", e) * _val(k)
-                dom &= u.ge_set(c(0)) & (u + step).le_set(c(INDEX_LIMIT))
-                continue
-            if bv.stride is None:
-                lo, hi = int_range(bv.vtype)
-                dom &= u.ge_set(c(lo)) & u.le_set(c(hi))
-                continue
-            # blockIdx[d] * step with step >= 1; grid-wide questions add the pairwise facts.
-            d, e, k = bv.stride
-            step = self._extent("block", e) * _val(k)
-            dom &= u.ge_set(self.affs[BLOCK_IDX[d]]) & (u + step).le_set(c(INDEX_LIMIT))
-        for dim in self.loop_dim.values():
-            dom &= self.affs[dim].eq_set(c(0))
-        return dom
-
     # ------------------------------------------------------------------ Scope protocol
     def variable(self, name: str) -> isl.PwAff | None:
         value = self.bound.get(name)
@@ -301,7 +263,7 @@ class _Builder:
     # ------------------------------------------------------------------ walk
     def build(self) -> Model:
         self._make_space()
-        dom = self._base_domain()
+        dom = base_domain(self)
         self.context = dom.params()
         self.cut: tuple[str, tuple[str, ...]] | None = None
         self.loop_stack: list[str] = []
