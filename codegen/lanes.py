@@ -26,7 +26,7 @@ def vector_loop(kernel: n.Kernel, loop: n.For) -> list[str] | None:
     the order the CPU schedule chose, that loop innermost): vectorized over the threads, GCC's
     ``omp simd`` would gather a row apart per lane at every step of that loop (PolyBench SYRK,
     its row loop a constant 1024 once specialized)."""
-    if rows_walked(loop) is not None:
+    if rows_walked(loop) is not None or _views_of_one_memory(kernel, loop):
         return None
     if loop.ordered:  # an iteration may read what an earlier one wrote, unless proved otherwise
         return [] if disjoint_iterations(kernel, loop) else None
@@ -34,6 +34,20 @@ def vector_loop(kernel: n.Kernel, loop: n.For) -> list[str] | None:
     private = local | {b.name for b in kernel.buffers if b.space == "shared"}
     sums = summed_in(loop, kernel.order_free_sums)
     return sums if independent_lanes(loop, private, sums, local) else None
+
+
+def _views_of_one_memory(kernel: n.Kernel, loop: n.For) -> bool:
+    """Whether ``loop`` stores through one of a parameter's pointers per member type (records of
+    mixed member types, unions among them: ``SourceParam``) and accesses the memory through
+    another: one lane's bytes through two pointer types. Under ``omp simd`` GCC lets a lane's
+    load of a word pass its own store to half of it (a union's 16-bit member, then the word)."""
+    accessed = {x.buffer for x in walk_only(loop.body, n.Load, n.Store)}
+    stored = {x.buffer for x in walk_only(loop.body, n.Store)}
+    for param in kernel.source_params:
+        views = {name for path, name in param.members if path == ""}
+        if len(views) > 1 and views & stored and len(views & accessed) > 1:
+            return True
+    return False
 
 
 def scatter_loop(loop: n.For) -> bool:

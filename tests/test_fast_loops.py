@@ -595,7 +595,7 @@ def test_short_copy_loops_stay_loops_not_memcpy_calls():
         module = load(sample.source)
         cpu = lower_and_emit(module, "cpu").kernel(name)
         text = emit_kernels([cpu], module.globals, source=str(sample.source), block_shapes={name: [block]})
-        assert '#pragma GCC optimize("fp-contract=off", "no-tree-loop-distribute-patterns")' in text
+        assert '#pragma GCC optimize("fp-contract=off", "no-tree-loop-distribute-patterns", "no-strict-aliasing")' in text
         with tempfile.TemporaryDirectory() as tmp:
             src = pathlib.Path(tmp) / f"{name}.c"
             src.write_text(text)

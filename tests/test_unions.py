@@ -240,3 +240,37 @@ def test_a_union_member_of_a_global_record_array(source, way: str, shape) -> Non
     quiet = plain & np.isnan(items["v"].view(np.float32))  # 2 * NaN: a NaN (its payload is the FPU's)
     np.testing.assert_array_equal(got_v[~quiet], v[~quiet])
     assert np.isnan(got_v[quiet].view(np.float32)).all()
+
+
+WORD_AND_HALVES = r"""
+struct R { union { int w; struct { unsigned short a; unsigned short b; }; }; int out; char tag; };
+__global__ void halves(R* r, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    R* p = r + i;
+    p->b = (unsigned short)(p->out & 0xffff);   // a 16-bit store into the word...
+    p->out = p->w;                              // ...then the word read whole
+}
+"""
+R_DTYPE = np.dtype({"names": ["w", "out", "tag"], "formats": ["<i4", "<i4", "i1"], "offsets": [0, 4, 8],
+                    "itemsize": 12})
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_store_to_half_a_word_then_the_word_read_whole(way: str) -> None:
+    """A global record whose union leaves bytes uncovered: its members are views of one memory
+    through pointers of several types. The C backend turns off strict aliasing (the emitted
+    file's pragma, c_fp_contract.h.j2): with it, GCC read the word before the 16-bit store."""
+    from c_support import run_way
+
+    n = 61
+    records = np.zeros(64, R_DTYPE)
+    records["w"] = np.arange(64) * 65537 + 3
+    records["out"] = np.arange(64) * 7 + 1
+    want = records.copy()
+    word = (want["w"].view(np.uint32) & 0xffff) | ((want["out"].view(np.uint32) & 0xffff) << 16)
+    want["w"][:n] = word[:n].astype(np.uint32).view(np.int32)
+    want["out"][:n] = want["w"][:n]
+    got = run_way(WORD_AND_HALVES, "halves", 2, 32, {"r": records.copy(), "n": n}, way)["r"].view(R_DTYPE)
+    np.testing.assert_array_equal(got["w"], want["w"])
+    np.testing.assert_array_equal(got["out"], want["out"])

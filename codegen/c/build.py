@@ -51,8 +51,8 @@ from polypy.passes.apart_twins import written_pointers
 from polypy.ir.versions import BlockShapeIs, KernelVersions
 from codegen.c.module import emit_kernels
 
-FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno",
-         "-falign-loops=32")
+FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-ffp-contract=off", "-fno-strict-aliasing",
+         "-fno-math-errno", "-falign-loops=32")
 # Block shapes per kernel a library specializes for on first launch; later shapes run the generic code.
 MAX_SPECIALIZATIONS = 4
 # A kernel and a block shape -> the kernel's versions for launches of that shape.
