@@ -274,3 +274,18 @@ def test_a_store_to_half_a_word_then_the_word_read_whole(way: str) -> None:
     got = run_way(WORD_AND_HALVES, "halves", 2, 32, {"r": records.copy(), "n": n}, way)["r"].view(R_DTYPE)
     np.testing.assert_array_equal(got["w"], want["w"])
     np.testing.assert_array_equal(got["out"], want["out"])
+
+
+UNION_COPY = "union U { float f; unsigned u; };\n__global__ void k(U* p, U* q) {\n  p[threadIdx.x] = q[threadIdx.x];\n}\n"
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_union_in_memory_copied_whole_keeps_its_bits(way: str) -> None:
+    """Its members cover its bytes (one buffer of 32-bit elements): an element copied whole is its
+    bytes, signalling NaNs and payloads included, through a float view as through an int one."""
+    from c_support import run_way
+
+    bits = np.array([0x7fa00001, 0xffc00123, 0x80000000, 0x3f800000, 0x7f800001, 1, 0xffffffff, 12345] * 4,
+                    dtype=np.uint32)
+    got = run_way(UNION_COPY, "k", 1, 32, {"p": np.zeros(32, np.float32), "q": bits.view(np.float32).copy()}, way)
+    np.testing.assert_array_equal(got["p"].view(np.uint32), bits)
