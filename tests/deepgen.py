@@ -130,5 +130,42 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- counting work in the tests
+def counted_calls(monkeypatch, module, name: str, run: Callable[[], None]) -> int:
+    """How often ``module.name`` (a function; for a generator, the items it yields) is called
+    while ``run()`` runs (tests/test_deep_input.py, tests/test_long_expressions.py)."""
+    import inspect
+
+    count = [0]
+    original = getattr(module, name)
+
+    def counting(*args, **kwargs):
+        count[0] += 1
+        return original(*args, **kwargs)
+
+    def counting_items(*args, **kwargs):
+        for x in original(*args, **kwargs):
+            count[0] += 1
+            yield x
+
+    with monkeypatch.context() as m:
+        m.setattr(module, name, counting_items if inspect.isgeneratorfunction(original) else counting)
+        run()
+    return count[0]
+
+
+def cli_step(tmp_path, source: str, name: str, command: str, *args: str) -> Callable[[], None]:
+    """A function that writes ``source`` to ``tmp_path/name.cu`` and runs ``polypy COMMAND`` on it
+    with ``args`` (exit status 0 asserted), its output in ``tmp_path``."""
+    from polypy.driver.cli import main as polypy_main
+
+    def run() -> None:
+        path = tmp_path / f"{name}.cu"
+        path.write_text(source)
+        assert polypy_main([command, str(path), *args, "-o", str(tmp_path / f"{name}.out")]) == 0
+
+    return run
+
+
 if __name__ == "__main__":
     sys.exit(main())

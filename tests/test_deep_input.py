@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import polypy
+from deepgen import cli_step, counted_calls
 from polypy.driver.cli import main
 from polypy.errors import UserError
 from polypy.ir.depth import MAX_BRACKETS
@@ -536,38 +537,6 @@ def test_nested_ifs_translate_in_linear_work(tmp_path, monkeypatch) -> None:
 # Kernels from tests/deepgen.py (the script there measures the command line on them).
 
 
-def _counted(monkeypatch, module, name: str, run) -> int:
-    """How often ``module.name`` (a function; for a generator, the items it yields) is called
-    while ``run()`` runs."""
-    count = [0]
-    original = getattr(module, name)
-
-    def counting(*args, **kwargs):
-        count[0] += 1
-        return original(*args, **kwargs)
-
-    def counting_items(*args, **kwargs):
-        for x in original(*args, **kwargs):
-            count[0] += 1
-            yield x
-
-    import inspect
-
-    with monkeypatch.context() as m:
-        m.setattr(module, name, counting_items if inspect.isgeneratorfunction(original) else counting)
-        run()
-    return count[0]
-
-
-def _translate(tmp_path, source: str, name: str, *args: str):
-    def run() -> None:
-        path = tmp_path / f"{name}.cu"
-        path.write_text(source)
-        assert main([*args[:1], str(path), *args[1:], "-o", str(tmp_path / f"{name}.out")]) == 0
-
-    return run
-
-
 def test_nested_for_loops_lower_in_linear_work(tmp_path, monkeypatch) -> None:
     """Whether a loop's body assigns its counter or bound was a walk of the body's source for
     every loop of a nest (1,000 nested loops: quadratic); now one indexed walk of the outermost.
@@ -576,8 +545,8 @@ def test_nested_for_loops_lower_in_linear_work(tmp_path, monkeypatch) -> None:
     import frontend.lower.loops as loops
     from deepgen import nested_fors
 
-    small, large = (_counted(monkeypatch, loops, "binary_operator",
-                             _translate(tmp_path, nested_fors(d), f"fors{d}", "translate", "--emit", "ir"))
+    small, large = (counted_calls(monkeypatch, loops, "binary_operator",
+                             cli_step(tmp_path, nested_fors(d), f"fors{d}", "translate", "--emit", "ir"))
                     for d in (50, 100))
     assert large <= 2.3 * small, (small, large)  # (both 0 when no walk is left)
 
@@ -590,7 +559,7 @@ def test_nested_for_loops_ask_what_they_write_in_linear_work(tmp_path, monkeypat
     import polypy.ir.queries as queries
     from deepgen import nested_fors
 
-    small, large = (_counted(monkeypatch, queries, "walk", _translate(tmp_path, nested_fors(d), f"fors{d}", "translate"))
+    small, large = (counted_calls(monkeypatch, queries, "walk", cli_step(tmp_path, nested_fors(d), f"fors{d}", "translate"))
                     for d in (50, 100))
     assert large <= 2.3 * small, (small, large)  # (both 0 when no walk is left)
 
@@ -643,9 +612,9 @@ def test_overwritten_after_looks_at_each_writer_once(tmp_path, monkeypatch) -> N
     assert asked > 100
 
     def grad_ifs(levels: int):
-        return _translate(tmp_path, nested_ifs(levels), f"ifs{levels}", "grad", "--kernel", "k")
+        return cli_step(tmp_path, nested_ifs(levels), f"ifs{levels}", "grad", "--kernel", "k")
 
-    assert _counted(monkeypatch, Program, "may_execute_after", grad_ifs(100)) == 0  # was 15,450 (100 levels)
+    assert counted_calls(monkeypatch, Program, "may_execute_after", grad_ifs(100)) == 0  # was 15,450 (100 levels)
 
 
 def test_nested_ifs_have_the_exact_gradient(tmp_path) -> None:
@@ -678,8 +647,8 @@ def test_a_long_select_chain_differentiates_in_linear_work(tmp_path, monkeypatch
     from deepgen import select_chain
     from polypy.poly.affine import Converter
 
-    small, large = (_counted(monkeypatch, Converter, "cond",
-                             _translate(tmp_path, select_chain(k), f"select{k}", "grad", "--kernel", "k"))
+    small, large = (counted_calls(monkeypatch, Converter, "cond",
+                             cli_step(tmp_path, select_chain(k), f"select{k}", "grad", "--kernel", "k"))
                     for k in (300, 600))
     assert large < 2.5 * small, (small, large)
 
@@ -866,9 +835,9 @@ def test_deep_loop_nests_skip_the_web_split_and_divergent_return_walks(tmp_path,
             polypy.load(path)
         return run
 
-    assert _counted(monkeypatch, webs._Flow, "loop", load(30)) > 30  # shallow nests: still split
+    assert counted_calls(monkeypatch, webs._Flow, "loop", load(30)) > 30  # shallow nests: still split
     for levels in (100, 200):
-        assert _counted(monkeypatch, webs._Flow, "loop", load(levels)) == 0  # was levels * (levels + 1) / 2
+        assert counted_calls(monkeypatch, webs._Flow, "loop", load(levels)) == 0  # was levels * (levels + 1) / 2
     # The first return of each loop, found in one walk, is the one the walk of each loop finds.
     from polypy.ir import nodes as irn
     from polypy.ir.jumps import first_escaping_jump
@@ -901,7 +870,7 @@ def test_nested_for_loops_promote_accumulators_in_linear_work(tmp_path, monkeypa
     import gpu2cpu.promote_accumulators as promote
     from deepgen import nested_fors
 
-    small, large = (_counted(monkeypatch, promote, "walk_block", _translate(tmp_path, nested_fors(d), f"fors{d}", "translate"))
+    small, large = (counted_calls(monkeypatch, promote, "walk_block", cli_step(tmp_path, nested_fors(d), f"fors{d}", "translate"))
                     for d in (100, 200))
     assert large <= 2.3 * small + 100, (small, large)
 
