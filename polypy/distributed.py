@@ -50,7 +50,7 @@ import math
 import os
 import threading
 import time
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -361,7 +361,8 @@ def _run_task(spec: TaskSpec) -> tuple[dict[str, np.ndarray], float]:
                 buf[piece[0] - lo:piece[0] - lo + piece[1].size] = piece[1]
         windows[name] = buf
         rebased[name] = _rebased(buf, lo, size)
-    compiled, ids = block_range_code(kernel, spec.grid, spec.block, spec.blocks, checked=spec.checked)
+    ints = {name: int(v) for name, v in spec.scalars.items() if isinstance(v, np.integer)}
+    compiled, ids = block_range_code(kernel, spec.grid, spec.block, spec.blocks, checked=spec.checked, arguments=ints)
     for p in compiled.abi.params:  # arrays the range never accesses: any valid address
         if isinstance(p.ptype, PointerType) and p.name not in rebased:
             rebased[p.name] = np.zeros(1, dtype=np.uint8)
@@ -393,19 +394,22 @@ def _rebased(window: np.ndarray, lo: int, size: int) -> np.ndarray:
 
 
 def block_range_code(kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], r: BlockRange, *,
-                     checked: frozenset[str] = frozenset()) -> tuple[Any, tuple[int, int]]:
+                     checked: frozenset[str] = frozenset(),
+                     arguments: Mapping[str, int] | None = None) -> tuple[Any, tuple[int, int]]:
     """The machine code for the blocks of ``r`` and the linear ids ``[first, last)`` it counts
     them by: coarse blocks where the launch's code is coarsened and ``r`` starts and ends at
     coarse-block boundaries, else the code for single blocks; with ``checked``, the code that
-    bounds-checks the accesses of those arrays (coarsened like the launch's)."""
-    compiled = kernel.for_launch(grid, block, unproven=checked) if checked else kernel.for_launch(grid, block)
+    bounds-checks the accesses of those arrays (coarsened like the launch's). ``arguments``: the
+    launch's integer arguments by IR name, which select as in a local launch (the version for
+    unit last strides of tensor accessors where they are 1)."""
+    compiled = kernel.for_launch(grid, block, unproven=checked, arguments=arguments)
     f = compiled.abi.coarsen
     d = r.dim
     if r.lo % f[d] or (r.hi % f[d] and r.hi != grid[d]):
         if checked:  # ranges are aligned to coarse blocks where there are enough of them
             raise UserError(f"kernel {kernel.name!r}: the bounds-checked code of this launch runs coarse blocks of "
                             f"{f[d]} blocks along x; the blocks with {r} split one (use fewer tasks)")
-        compiled = kernel.for_block(block)
+        compiled = kernel.for_launch(grid, block, arguments=arguments, coarse=False)
         f = compiled.abi.coarsen
     counts = [-(-g // c) for g, c in zip(grid, f)]
     inner = math.prod(counts[:d])

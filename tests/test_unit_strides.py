@@ -157,3 +157,89 @@ def test_c_launcher_takes_the_unit_stride_version_only_for_unit_strides(mod) -> 
             results.append(np.array(out))
     for r in results[1:]:
         np.testing.assert_array_equal(r, results[0])
+
+
+# ---- the gradient's launches (polypy.grad's tap launches, polypy.driver.gathered) and
+# ---- polypy.distributed's block ranges select the unit-stride version as a local launch does
+
+MIX = PRELUDE + r"""
+__global__ void mix(const double* w, const Acc64<double, 2> a, double* out, int n) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  const int r = blockIdx.y;
+  if (c < n - 1) out[r * n + c] = (w[r * n + c] - 2.0 * w[r * n + c + 1]) * a[r][c];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def mix(tmp_path_factory):
+    path = tmp_path_factory.mktemp("unit_strides_mix") / "mix.cu"
+    path.write_text(MIX)
+    return polypy.compile(path, include_dirs=(SystemIncludeDir(str(TORCH_INCLUDE)),)).mix
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_gathered_taps_take_the_unit_stride_version(mix, layout) -> None:
+    from polypy.driver.gathered import PhasedGradient
+
+    rows, n = ROWS, 150
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal(rows * n)
+    a = rng.standard_normal((rows, n)) if layout == "contiguous" else np.ascontiguousarray(
+        rng.standard_normal((n, rows))).T
+    d_out = rng.standard_normal(rows * n)
+    g = polypy.grad(mix, wrt=["w"])
+    assert isinstance(g, PhasedGradient) and len(g.taps) == 1
+    # the tap and the rest have the forward's accessor, so their versions for unit strides
+    for k in (g.taps[0], g.rest.compiled):
+        assert [s.suffix() for s, _ in k.versions(BLOCK).versions] == ["b64x1x1_s1", "b64x1x1", "_s1"]
+    d_w = np.zeros_like(w)
+    grid = ((n + BLOCK[0] - 1) // BLOCK[0], rows, 1)
+    g[grid, BLOCK](w=w, d_w=d_w, **_accessor("a", a), out=np.zeros(rows * n), d_out=d_out.copy(), n=np.int32(n))
+    unit = (BLOCK, "b64x1x1_s1")
+    assert (unit in g.taps[0].compiled_versions) == (layout == "contiguous")
+    assert (unit in g.rest.compiled.compiled_versions) == (layout == "contiguous")
+    # d out[r, c] / d w[r, c] = a[r, c], d out[r, c - 1] / d w[r, c] = -2 a[r, c - 1] (c < n - 1 written)
+    want = np.zeros((rows, n))
+    dy = d_out.reshape(rows, n)
+    want[:, :n - 1] += dy[:, :n - 1] * a[:, :n - 1]
+    want[:, 1:n] += -2.0 * dy[:, :n - 1] * a[:, :n - 1]
+    np.testing.assert_allclose(d_w.reshape(rows, n), want, rtol=1e-14, atol=1e-14)
+
+
+def test_distributed_block_ranges_take_the_unit_stride_version(tmp_path) -> None:
+    from polypy.distributed import block_range_code
+    from polypy.poly.block_footprint import BlockRange
+
+    path = tmp_path / "gate.cu"
+    path.write_text(SOURCE)
+    k = polypy.compile(path, include_dirs=(SystemIncludeDir(str(TORCH_INCLUDE)),), coarsen=4).gate
+    cols = 40 * BLOCK[0]
+    rows, grid = 2, (40, 1, 1)  # ranges along x: one row of blocks (a second row of data: strides)
+    for layout in ("contiguous", "transposed x"):
+        rng = np.random.default_rng(11)
+        x = rng.standard_normal((rows, cols)).astype(np.float32)
+        if layout != "contiguous":
+            x = np.ascontiguousarray(x.T).T
+        h = rng.standard_normal((rows, cols)).astype(np.float32)
+        out = np.zeros((rows, cols), np.float32)
+        args = _args(x, h, out)
+        ints = {name: int(v) for name, v in args.items() if isinstance(v, (int, np.integer))}
+        arrays = {name: v for name, v in args.items() if isinstance(v, np.ndarray)}
+        scalars = {name: v for name, v in args.items() if name not in arrays}
+        unit = layout == "contiguous"
+        # aligned to coarse blocks: the coarse code, for unit strides its unit-stride version
+        before = set(k.compiled_versions)
+        code, ids = block_range_code(k, grid, BLOCK, BlockRange(0, 0, 20), arguments=ints)
+        assert code.abi.coarsen == (4, 1, 1) and ids == (0, 5)
+        code.run(grid, BLOCK, 0, arrays, scalars, threads=1, blocks=ids)
+        assert set(k.compiled_versions) - before == {(BLOCK, "b64x1x1_c4x1x1_s1" if unit else "b64x1x1_c4x1x1")}
+        # a range that splits a coarse block: single blocks, for unit strides still unit-stride
+        before = set(k.compiled_versions)
+        for lo, hi in ((20, 21), (21, 40)):
+            code, ids = block_range_code(k, grid, BLOCK, BlockRange(0, lo, hi), arguments=ints)
+            assert code.abi.coarsen == (1, 1, 1) and ids == (lo, hi)
+            code.run(grid, BLOCK, 0, arrays, scalars, threads=1, blocks=ids)
+        assert set(k.compiled_versions) - before == {(BLOCK, "b64x1x1_s1" if unit else "b64x1x1")}
+        np.testing.assert_allclose(out[0], np.float32(0.75) * x[0] + np.exp(h[0]), rtol=2e-6, atol=1e-6)
+        assert not out[1].any()

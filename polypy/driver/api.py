@@ -280,7 +280,7 @@ class CompiledKernel:
 
     def for_launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
                    arrays: Mapping[str, np.ndarray] | None = None, unproven: frozenset[str] = frozenset(),
-                   arguments: Mapping[str, int] | None = None) -> Any:
+                   arguments: Mapping[str, int] | None = None, *, coarse: bool = True) -> Any:
         """The machine code a launch of ``grid`` and ``block`` runs: the version of the shape's
         versions (``versions``) whose guard holds first: bounds-checking the arrays ``unproven``
         (those the launch's footprints do not prove in bounds); for coarse blocks of several
@@ -288,12 +288,14 @@ class CompiledKernel:
         them; with the written pointers ``noalias`` where ``arrays`` (the launch's, proven in
         bounds) are apart; else the kernel's block function for the shape (``for_block``).
         Without a specialization for the shape, the generic code's versions (the kernel, and
-        bounds-checked). Machine code is compiled on the first launch that uses it."""
+        bounds-checked). ``coarse`` False: never a version for coarse blocks (code that runs
+        single blocks, ``polypy.distributed``'s ranges that split a coarse block). Machine code
+        is compiled on the first launch that uses it."""
         shape = block if self._may_specialize(block) else None
         if shape is None and not unproven:
             return self.compiled  # the generic code
         guard, kernel = self.select(grid, block, arrays, unproven, specialized=shape is not None,
-                                    arguments=arguments)
+                                    arguments=arguments, coarse=coarse)
         if shape is not None and (guard is None or guard == Guard((BlockShapeIs(block),))):
             return self.for_block(block)
         assert guard is not None
@@ -326,13 +328,15 @@ class CompiledKernel:
 
     def select(self, grid: tuple[int, int, int], block: tuple[int, int, int],
                arrays: Mapping[str, np.ndarray] | None = None, unproven: frozenset[str] = frozenset(), *,
-               specialized: bool = True, arguments: Mapping[str, int] | None = None) -> tuple[Guard | None, n.Kernel]:
+               specialized: bool = True, arguments: Mapping[str, int] | None = None,
+               coarse: bool = True) -> tuple[Guard | None, n.Kernel]:
         """The version of ``versions(block)`` (``specialized`` False: of the generic code's) a
         launch runs: the first whose guard holds for the launch's grid, block, workers, ``arrays``
         (None: not apart), ``unproven`` arrays and integer ``arguments`` by IR name (None: no
         stride is known to be 1). Where coarse blocks are planned for the shape
         and the grid has enough of them (the guard the coarse version gets), the version is made
-        first; so are the versions bounds-checking ``unproven``."""
+        first; so are the versions bounds-checking ``unproven``. ``coarse`` False: the versions
+        for coarse blocks are passed over (neither made nor selected)."""
         from codegen.llvm.launch import default_threads
         from polypy.passes.pipeline import Pass, run_pipeline
 
@@ -341,7 +345,7 @@ class CompiledKernel:
         apart = arrays_apart(arrays) if arrays is not None else False
         facts = Facts(grid=grid, block=block, workers=self.module.threads or default_threads(), apart=apart,
                       unproven=frozenset(unproven), arguments=self._arguments(arguments))
-        if shape is not None:
+        if shape is not None and coarse:
             versions = self._with_coarse_blocks(block, versions, facts)
         if unproven and (shape, unproven) not in self._checks_made:
             from polypy.passes.versions import version_bounds_checks
@@ -350,6 +354,9 @@ class CompiledKernel:
                                                                    among=self._among))
             versions = self._versions[shape] = call_on_big_stack(run_pipeline, versions, (step,))
             self._checks_made.add((shape, unproven))
+        if not coarse:
+            versions = versions.replace(versions=tuple((g, k) for g, k in versions.versions
+                                                       if g.find(EnoughCoarseBlocks) is None))
         guard, kernel = versions.select(facts)
         assert kernel is not None
         return guard, kernel

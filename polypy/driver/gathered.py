@@ -200,7 +200,8 @@ class PhasedGradient:
         """``launch(*args, **kwargs)`` to run, after the checks of every launch (arguments,
         footprints in bounds), with the choice of machine code remembered per launch shape,
         integer arguments, unproven arrays and overlapping pairs: a tap is short, and choosing
-        costs about as much."""
+        costs about as much. The integer arguments select as for any launch (the version for
+        unit last strides of accessors where they are 1)."""
         import numpy as np
 
         from polypy.driver.api import _EmptyLaunch
@@ -216,7 +217,7 @@ class PhasedGradient:
         key = (i, launch.grid, launch.block, tuple(sorted(ints.items())), unproven, tuple(arrays), overlaps)
         compiled = self._machine.get(key)
         if compiled is None:
-            compiled = self._machine[key] = k.for_launch(launch.grid, launch.block, arrays, unproven)
+            compiled = self._machine[key] = k.for_launch(launch.grid, launch.block, arrays, unproven, ints)
         return lambda: compiled.run(launch.grid, launch.block, launch.shmem, arrays, scalars,
                                     threads=k.module.threads)
 

@@ -318,6 +318,7 @@ def grad(kernel: Any, *, wrt=None, const=(), mode: str = "reverse", report: list
     _warn_races(source, kernel.name, report)
 
     def compile_kernel(k: n.Kernel):
+        k = with_accessors(k, kernel.gpu)
         compiled = CompiledModule.from_ir(dataclasses.replace(source, kernels=(k,), host=None),
                                           threads=kernel.module.threads)
         for name, storage in kernel.module.globals.items():
@@ -334,6 +335,23 @@ def grad(kernel: Any, *, wrt=None, const=(), mode: str = "reverse", report: list
 
         return PhasedGradient(tuple(compile_kernel(t) for t in taps), rest)
     return rest
+
+
+def with_accessors(gradient: n.Kernel, forward: n.Kernel) -> n.Kernel:
+    """``gradient`` (``K_grad``, or one of its tap launches) with the tensor-accessor parameters
+    of ``forward`` (``SourceParam`` with member paths ``.data()``, ``.size(d)``, ``.stride(d)``:
+    ``frontend/lower/accessors.py``) that it takes whole: the shadow ``d_x`` of an accessor ``x``
+    is indexed with ``x``'s strides, so the gradient's versions for unit last strides
+    (``version-unit-strides``, which finds the strides there) apply to it too, and a launch may
+    pass such an accessor as a dict by its C name as for ``forward``."""
+    params = {p.name for p in gradient.params}
+    taken = {sp.name for sp in gradient.source_params}
+    found = tuple(sp for sp in forward.source_params
+                  if any(path == ".data()" for path, _ in sp.members) and sp.name not in taken
+                  and all(name in params for _, name in sp.members))
+    if not found:
+        return gradient
+    return dataclasses.replace(gradient, source_params=gradient.source_params + found)
 
 
 def _warn_races(module: n.Module, name: str, report: list | None) -> None:
