@@ -12,7 +12,7 @@ from polypy.curand import TABLE as CURAND_TABLE, matrix_words as curand_matrix_w
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.names import NameSupply
-from polypy.ir.types import I32
+from polypy.ir.types import I32, U64
 
 from frontend import ctypes_map as tm
 from frontend.clang_setup import RUNTIME_DIR, cursor_loc, evaluate, file_name, instantiation, string_literal_bytes
@@ -95,6 +95,16 @@ class NameAllocator(NameSupply):
         return super().fresh("v" + base if base[0].isdigit() else base)
 
 
+@dataclasses.dataclass(frozen=True)
+class HeldPointers:
+    """A ``__constant__``/``__device__`` array of ``count`` records holding pointers (Rodinia
+    heartwall's ``params_unique d_unique[51]``), by its ``u64`` view: what a launch validates."""
+
+    symbol: str
+    record: tm.RecordLayout
+    count: int
+
+
 @dataclasses.dataclass
 class Frame:
     """One function being lowered: the kernel or an inlined device function."""
@@ -114,6 +124,7 @@ class ModuleContext:
         self.language = language
         self.globals: dict[tuple, n.Buffer] = {}
         self.global_layouts: dict[tuple, ArrayBinding] = {}
+        self.held_pointers: dict[str, HeldPointers] = {}  # u64 views of records holding pointers
         self.names = NameAllocator()
         # Per kernel, its hidden parameters (texture references, surfaces' memory) in order:
         # (parameter name, what it is, what a launch passes: C text where ``{k}`` is the text of
@@ -149,7 +160,7 @@ class ModuleContext:
             return self.global_layouts[key]
         space = "constant" if has_attr(decl, CK.CUDACONSTANT_ATTR, "polypy_constant") else "device"
         dims, elem = _array_dims(decl.type)
-        layout = tm.array_layout(elem, where)
+        layout = tm.array_layout(elem, where, pointers=True)
         if layout.record is not None:
             return self.record_global(decl, dims, layout, space, where)
         shape = _buffer_shape(dims, layout, where, decl.spelling)
@@ -187,6 +198,10 @@ class ModuleContext:
                 found = None  # `Params p;`: clang shows the implicit default construction
             else:
                 raise UserError(f"'{decl.spelling}' must be initialized with a brace list of constants", where)
+        holds_pointers = any(tm.is_pointer(leaf.ctype) for leaf in tm.leaves(layout.record.ctype))
+        if found is not None and holds_pointers:
+            raise UserError(f"'{decl.spelling}' holds pointers: an initializer of a __device__ or __constant__ record "
+                            "holding pointers is not supported (set it with cudaMemcpyToSymbol)", where)
         init = _constant_initializer(decl, layout, None) if found is not None else None
         views = []
         for st in layout.record.scalars:
@@ -196,6 +211,8 @@ class ModuleContext:
             self.globals[key + (st.name,)] = n.Buffer(name, st, (n.Const(length, I32),), space, init=values,
                                                       symbol=decl.spelling, loc=cursor_loc(decl))
             views.append((st, name))
+            if st == U64 and holds_pointers:  # its pointers: frontend.lower.held_pointers
+                self.held_pointers[name] = HeldPointers(decl.spelling, layout.record, count)
         binding = ArrayBinding(views[0][1], dims or (1,), layout, RecordAddress(tuple(views)))
         self.global_layouts[key] = binding
         return binding
