@@ -148,7 +148,9 @@ def c_name(kernel: n.Kernel, ir_name: str) -> str:
 
 
 def _by_ir_name(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
-    refuse_held_pointers(kernel)
+    if not isinstance(args, Mapping) or \
+            any(name not in args for s in kernel.held_pointers for name in (s.pool, s.base, s.extent)):
+        refuse_held_pointers(kernel)  # (a whole program's emulated launch gives them: programs.py)
     params = kernel.params
     structs = _structs(kernel)
     if not isinstance(args, Mapping):
