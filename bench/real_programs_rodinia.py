@@ -419,11 +419,14 @@ def programs(root: pathlib.Path) -> list[Program]:
                      "what the kernels return to the host (m, a, b: POLYPY_TRACE_COPIES) against the emulated run"),
         Program("heartwall", _c("heartwall", cu=("main.cu",), c=("AVI/avilib.c", "AVI/avimod.c"),
                                 flags=("-I./AVI", "-DOUTPUT")),
-                ("{avi}", "{frames}"), _heartwall, Check("omp", Output("result.txt")),
+                ("{avi}", "{frames}"), _heartwall, Check("none"),
                 omp=_o("heartwall", c=("main.c", "AVI/avilib.c", "AVI/avimod.c"), flags=("-I./AVI", "-DOUTPUT")),
                 omp_args=("{avi}", "{frames}", "{threads}"),
-                note="a generated 512x600 video of a texture moving a pixel a frame; the tracked points' "
-                     "positions in every frame (result.txt, -DOUTPUT) compared with the OpenMP version's"),
+                note="a generated 512x600 video of a texture moving a pixel a frame. Not compared: the "
+                     "kernel races (kernel.cu:761, the subtraction, and :784, the column sums that read "
+                     "other threads' results, with no __syncthreads() between), so its output depends on "
+                     "the order of the threads (docs/real_programs.md: with that barrier added, polypy's "
+                     "result.txt is the OpenMP version's, digit for digit)"),
         Program("hotspot", _c("hotspot", cu=("hotspot.cu",)),
                 ("{n}", "{pyramid}", "{iters}", "{temp}", "{power}", "output.out"), _hotspot,
                 Check("emulate", Output("output.out")),
