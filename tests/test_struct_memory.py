@@ -309,7 +309,7 @@ def test_a_constant_record_holding_pointers_needs_a_whole_program(tmp_path: path
                    "__global__ void k(float* out) { out[0] = d_change.d_frame[d_change.frame_no]; }\n")
     result = _polypy("translate", str(src), "-o", str(tmp_path / "held.cpp"))
     assert result.returncode == 1
-    assert (f"{src}:3:58: error: kernel 'k' reads pointers from __constant__ or __device__ memory ('d_change'): "
+    assert (f"{src}:3:51: error: kernel 'k' reads pointers from __constant__ or __device__ memory ('d_change'): "
             "supported in whole programs only") in result.stderr, result.stderr
 
 
