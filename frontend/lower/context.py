@@ -12,7 +12,7 @@ from polypy.curand import TABLE as CURAND_TABLE, matrix_words as curand_matrix_w
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.names import NameSupply
-from polypy.ir.types import I32, U64
+from polypy.ir.types import I32, U8, U16, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.clang_setup import RUNTIME_DIR, cursor_loc, evaluate, file_name, instantiation, string_literal_bytes
@@ -182,10 +182,6 @@ class ModuleContext:
         """A module array of records of mixed member types: one buffer per member type, each viewing
         the source variable (``Buffer.symbol``), with its part of the initializer."""
         assert layout.record is not None
-        if layout.record.overlaps:
-            raise UserError(f"__device__ or __constant__ variable '{decl.spelling}' holds a union: unions in module "
-                            "memory are not supported (in shared, local and global memory through a pointer "
-                            "parameter they are)", where)
         key = decl_key(decl.canonical)
         if _buffer_shape(dims, layout, where, decl.spelling) is None:
             raise UserError(f"'{decl.spelling}' needs a constant size", where)
@@ -193,6 +189,8 @@ class ModuleContext:
         for d in dims:
             count *= d or 1
         found = initializer_of(decl)
+        if layout.record.overlaps:
+            return self.union_global(decl, dims, layout, space, count, found, where)
         if found is not None and found.kind != CK.INIT_LIST_EXPR:
             if found.kind == CK.CALL_EXPR and not any(ch.kind.is_expression() for ch in found.get_children()):
                 found = None  # `Params p;`: clang shows the implicit default construction
@@ -215,6 +213,32 @@ class ModuleContext:
                 self.held_pointers[name] = HeldPointers(decl.spelling, layout.record, count)
         binding = ArrayBinding(views[0][1], dims or (1,), layout, RecordAddress(tuple(views)))
         self.global_layouts[key] = binding
+        return binding
+
+    def union_global(self, decl: ci.Cursor, dims: tuple[int | None, ...], layout: tm.ElemLayout, space: str,
+                     count: int, found: ci.Cursor | None, where: Loc | None) -> ArrayBinding:
+        """A module array of records holding unions: one pool of its bytes, in elements of the
+        narrowest member type's size, viewing the source variable; each member a typed view of its
+        bytes at its offset, as for shared and local memory (docs/typed_views.md)."""
+        assert layout.record is not None
+        if found is not None and not (found.kind == CK.CALL_EXPR and
+                                      not any(ch.kind.is_expression() for ch in found.get_children())):
+            raise UserError(f"'{decl.spelling}' holds a union: an initializer of a __device__ or __constant__ "
+                            "variable holding a union is not supported (it sets the first member of each union "
+                            "only)", where)
+        if any(st.is_bool for st in layout.record.scalars):
+            raise UserError(f"'{layout.record.spelling}' holds a union and a bool: records with both are not "
+                            "supported in __device__ or __constant__ memory (a bool's bytes other than 0 and 1 "
+                            "have no value)", where)
+        size = min(st.itemsize for st in layout.record.scalars)
+        pool = {1: U8, 2: U16, 4: U32, 8: U64}[size]
+        name = self.names.fresh(decl.spelling)
+        self.globals[decl_key(decl.canonical)] = n.Buffer(
+            name, pool, (n.Const(tm.view_length(count, layout.record, pool), I32),), space, symbol=decl.spelling,
+            loc=cursor_loc(decl))
+        address = RecordAddress(tuple((st, name) for st in layout.record.scalars), stored=pool)
+        binding = ArrayBinding(name, dims or (1,), layout, address)
+        self.global_layouts[decl_key(decl.canonical)] = binding
         return binding
 
     def global_buffers(self, binding: ArrayBinding) -> list[n.Buffer]:
