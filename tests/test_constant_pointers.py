@@ -6,8 +6,9 @@ launcher finds at each launch from the symbol's bytes (every pointer in a live `
 allocation, aligned; else the launch stops, located at the read). ``tests/programs/
 constant_pointers.cu`` reads and writes through two members of a ``__constant__`` record, re-sets
 it between launches (another allocation; a pointer into the middle of one), and indexes an array
-of such records by ``blockIdx`` (two records sharing an allocation): the translated program (CLI
-``translate``, C++ compiled) and ``polypy run --emulate`` print what NumPy computes.
+of such records by ``blockIdx`` (two records sharing an allocation), and reads a ``__device__``
+record: ``polypy run`` (native) and ``polypy run --emulate`` print what NumPy computes; the
+CLI's ``translate`` builds the program whose launches are refused at run time.
 """
 from __future__ import annotations
 
@@ -50,7 +51,9 @@ def _expected() -> str:
     for block, (arr, first) in enumerate([(a, 0), (b, 8), (a, 32), (c, 16)]):  # slots 0 and 2 share `a`
         arr[first:first + 16] = arr[first:first + 16] * f32(2) + f32(block)
     s = sum(float(np.sum(x.astype(np.float64) * (np.arange(x.size) + k))) for x, k in ((a, 1), (b, 2), (c, 3)))
-    return f"gather {sum1:.3f} {sum2:.3f} hits {total}\nslots {s:.1f} counts 16 16 16 16\n"
+    b[:4] = b[:4] * f32(0.5) + f32(16)  # scale_dev through the __device__ record: n = 4, every count 16
+    dev = " ".join(f"{float(v):.2f}" for v in b[:5])
+    return f"gather {sum1:.3f} {sum2:.3f} hits {total}\nslots {s:.1f} counts 16 16 16 16\ndevice {dev}\n"
 
 
 def test_constant_records_holding_pointers_run_native_and_emulated(tmp_path: pathlib.Path) -> None:

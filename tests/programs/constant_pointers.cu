@@ -18,6 +18,7 @@ struct Slot {
 
 __constant__ Pair d_pair;
 __constant__ Slot d_slots[4];
+__device__ Pair d_dev;  // the same in __device__ memory
 
 __global__ void gather(float* out) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -32,6 +33,11 @@ __global__ void per_block() {
   float* row = &d_slots[b].data[d_slots[b].first];
   row[threadIdx.x] = row[threadIdx.x] * 2.0f + (float)b;
   if (threadIdx.x == 0) atomicAdd(d_slots[b].count, (int)blockDim.x);
+}
+
+__global__ void scale_dev() {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < d_dev.n) d_dev.src[i] = d_dev.src[i] * d_dev.scale + (float)d_dev.hits[i];
 }
 
 int main() {
@@ -97,6 +103,13 @@ int main() {
   for (int i = 0; i < 32; i++) s += h_b[i] * (i + 2);
   for (int i = 0; i < 48; i++) s += h_c[i] * (i + 3);
   printf("slots %.1f counts %d %d %d %d\n", s, h_counts[0], h_counts[1], h_counts[2], h_counts[3]);
+  // a __device__ record: b's 32 floats scaled, plus the counts
+  Pair dev;
+  dev.src = b; dev.hits = counts; dev.n = 4; dev.scale = 0.5f;
+  cudaMemcpyToSymbol(d_dev, &dev, sizeof(Pair));
+  scale_dev<<<1, 32>>>();
+  cudaMemcpy(h_b, b, sizeof(h_b), cudaMemcpyDeviceToHost);
+  printf("device %.2f %.2f %.2f %.2f %.2f\n", h_b[0], h_b[1], h_b[2], h_b[3], h_b[4]);
   cudaFree(d_src); cudaFree(d_src2); cudaFree(d_out); cudaFree(d_hits);
   cudaFree(a); cudaFree(b); cudaFree(c); cudaFree(counts);
   return 0;
