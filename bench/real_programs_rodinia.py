@@ -246,6 +246,37 @@ def _leukocyte(directory: pathlib.Path, size: str) -> dict[str, str]:
     return {"avi": str(path), "frames": str(frames)}
 
 
+def _heartwall(directory: pathlib.Path, size: str) -> dict[str, str]:
+    """``test.avi`` (Rodinia's own video is not in the checkout), 8-bit grey; the program tracks 51 points
+    hard-coded at rows 252-543 and columns 155-457, each searched in a window of +-40 pixels around
+    a 51x51 template taken from frame 0. Our frames are one smooth random texture moved down and
+    right by one pixel a frame, so that each point's best match is a clear peak. (The CUDA
+    version's output is not compared: its kernel races, see the program's note.)"""
+    frames = _pick(size, 2, 3, 6)
+    path = directory / "test.avi"
+    if not path.exists():
+        _texture_video(path, 512, 600, 6, seed=36)
+    return {"avi": str(path), "frames": str(frames)}
+
+
+def _texture_video(path: pathlib.Path, width: int, height: int, count: int, seed: int) -> None:
+    """Frames of one texture (uniform noise blurred by a 9x9 box, stretched to 0-255) moved one
+    pixel down and right per frame; the same seed gives the same file."""
+    rng = random.Random(seed)
+    w, h, k = width + count, height + count, 4
+    noise = [[rng.random() for _ in range(w + 2 * k)] for _ in range(h + 2 * k)]
+    rows = [[sum(r[x:x + 2 * k + 1]) for x in range(w)] for r in noise]  # (box sums: small, slow is fine)
+    field = [[sum(rows[y + d][x] for d in range(2 * k + 1)) for x in range(w)] for y in range(h)]
+    lo = min(min(r) for r in field)
+    hi = max(max(r) for r in field)
+    scaled = [[int(255 * (v - lo) / (hi - lo)) for v in r] for r in field]
+    frames = []
+    for f in range(count):
+        top, left = count - f, count - f  # the texture moves down and right a pixel a frame
+        frames.append(bytes(scaled[top + y][left + x] for y in range(height - 1, -1, -1) for x in range(width)))
+    write_avi(path, width, height, frames)
+
+
 def _sizes(**per_size) -> Inputs:
     """Parameters only (programs that make their own data): ``name=(tiny, small, time)``."""
     def inputs(directory: pathlib.Path, size: str) -> dict[str, str]:
@@ -387,9 +418,14 @@ def programs(root: pathlib.Path) -> list[Program]:
                      "what the kernels return to the host (m, a, b: POLYPY_TRACE_COPIES) against the emulated run"),
         Program("heartwall", _c("heartwall", cu=("main.cu",), c=("AVI/avilib.c", "AVI/avimod.c"),
                                 flags=("-I./AVI", "-DOUTPUT")),
-                ("{avi}", "{frames}"), None, Check("none"),
-                omp=_o("heartwall", c=("main.c", "AVI/avilib.c", "AVI/avimod.c"), flags=("-I./AVI",)),
-                note="needs an AVI video (no generator)"),
+                ("{avi}", "{frames}"), _heartwall, Check("none"),
+                omp=_o("heartwall", c=("main.c", "AVI/avilib.c", "AVI/avimod.c"), flags=("-I./AVI", "-DOUTPUT")),
+                omp_args=("{avi}", "{frames}", "{threads}"),
+                note="a generated 512x600 video of a texture moving a pixel a frame. Not compared: the "
+                     "kernel races (kernel.cu:761, the subtraction, and :784, the column sums that read "
+                     "other threads' results, with no __syncthreads() between), so its output depends on "
+                     "the order of the threads (docs/real_programs.md: with that barrier added, polypy's "
+                     "result.txt is the OpenMP version's, digit for digit)"),
         Program("hotspot", _c("hotspot", cu=("hotspot.cu",)),
                 ("{n}", "{pyramid}", "{iters}", "{temp}", "{power}", "output.out"), _hotspot,
                 Check("emulate", Output("output.out")),

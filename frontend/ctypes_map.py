@@ -14,7 +14,7 @@ import dataclasses
 import clang.cindex as ci
 
 from polypy.errors import UserError
-from polypy.ir.types import SCALAR_TYPES, PointerType, ScalarType
+from polypy.ir.types import SCALAR_TYPES, U64, PointerType, ScalarType
 
 from frontend import bases as cxx_bases
 
@@ -416,13 +416,17 @@ def byte_leaves(t: ci.Type, where=None, prefix: str = "", base: int = 0) -> list
     return [(prefix, t, base)]
 
 
-def record_layout(t: ci.Type, where=None) -> RecordLayout:
-    """The layout of records of mixed member types in memory (see ``RecordLayout``)."""
+def record_layout(t: ci.Type, where=None, *, pointers: bool = False) -> RecordLayout:
+    """The layout of records of mixed member types in memory (see ``RecordLayout``). ``pointers``
+    (``__constant__``/``__device__`` memory): a pointer member is a ``u64`` of its address, read
+    as a pointer into device memory (``frontend.lower.held_pointers``)."""
     c = canonical(t)
     size = c.get_size()
     scalars: list[ScalarType] = []
     for path, lt, offset in byte_leaves(c, where):
         st = scalar_type(lt)
+        if st is None and pointers and is_pointer(lt) and offset % 8 == 0:
+            st = U64
         if st is None:
             if is_pointer(lt):
                 continue  # a pointer member: the record is fine, reading the member is refused
@@ -438,14 +442,16 @@ def record_layout(t: ci.Type, where=None) -> RecordLayout:
     return RecordLayout(t.spelling, size, tuple(scalars), c)
 
 
-def array_layout(t: ci.Type, where=None) -> ElemLayout:
+def array_layout(t: ci.Type, where=None, *, pointers: bool = False) -> ElemLayout:
     """Layout of the elements of a C array (shared, local, ``__constant__``, ``__device__``):
     ``elem_layout``, or records of mixed member types without pointer members (``layout.record``:
-    the array is one buffer per member type, see ``RecordLayout``)."""
+    the array is one buffer per member type, see ``RecordLayout``). ``pointers`` (module memory):
+    records may hold pointers too (a ``u64`` view of their addresses, ``record_layout``)."""
     if has_union(t):  # members that overlap: a byte pool (``RecordLayout.overlaps``)
         return _union_layout(t, where)
-    if is_record(t) and not is_homogeneous(t) and not any(is_pointer(leaf.ctype) for leaf in leaves(t)):
-        record = record_layout(t, where)
+    held = any(is_pointer(leaf.ctype) for leaf in leaves(t)) if is_record(t) else False
+    if is_record(t) and (not is_homogeneous(t) or held) and (pointers or not held):
+        record = record_layout(t, where, pointers=pointers)
         return ElemLayout(record.scalars[0], 1, (), t.spelling, record)
     return elem_layout(t, where)
 

@@ -123,6 +123,17 @@ def bind_arguments(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) ->
     return out
 
 
+def refuse_held_pointers(kernel: n.Kernel) -> None:
+    """Pointers read from ``__constant__``/``__device__`` records (``Kernel.held_pointers``) point
+    into ``cudaMalloc`` memory a whole program's runtime knows; NumPy arrays are no such memory."""
+    if kernel.held_pointers:
+        slots = kernel.held_pointers[0]
+        raise UserError(f"kernel '{kernel.name}' reads pointers from __constant__ or __device__ memory "
+                        f"('{slots.symbol}'): supported in whole programs only (polypy translate or run of a file "
+                        "with host code that sets them with cudaMemcpyToSymbol), not through the Python API",
+                        slots.loc)
+
+
 def _structs(kernel: n.Kernel) -> dict[str, n.SourceParam]:
     return {sp.name: sp for sp in kernel.source_params if sp.members != (("", sp.name),)}
 
@@ -137,6 +148,9 @@ def c_name(kernel: n.Kernel, ir_name: str) -> str:
 
 
 def _by_ir_name(kernel: n.Kernel, args: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
+    if not isinstance(args, Mapping) or \
+            any(name not in args for s in kernel.held_pointers for name in (s.pool, s.base, s.extent)):
+        refuse_held_pointers(kernel)  # (a whole program's emulated launch gives them: programs.py)
     params = kernel.params
     structs = _structs(kernel)
     if not isinstance(args, Mapping):

@@ -289,3 +289,34 @@ def test_a_union_in_memory_copied_whole_keeps_its_bits(way: str) -> None:
                     dtype=np.uint32)
     got = run_way(UNION_COPY, "k", 1, 32, {"p": np.zeros(32, np.float32), "q": bits.view(np.float32).copy()}, way)
     np.testing.assert_array_equal(got["p"].view(np.uint32), bits)
+
+
+def test_unions_in_constant_and_device_memory_through_whole_programs(tmp_path) -> None:
+    """``__constant__ FU c_fu[4]`` set with cudaMemcpyToSymbol and read through the other member;
+    ``__device__ Item d_items[64]`` whose unions (of other sizes) are written through one member
+    and read through another, then copied back with cudaMemcpyFromSymbol: the translated program
+    and the emulated one print what NumPy's ``.view`` gives."""
+    import pathlib
+    import subprocess
+    import sys
+
+    from c_support import need_compiler
+
+    need_compiler(cpp=True)
+    h = ((np.arange(64) - 20).astype(np.float32) * np.float32(0.37)).astype(np.float32)
+    fu = np.array([1.5, -0.0, 3.25e-5, -7.0], np.float32).view(np.uint32)
+    hb = fu[np.arange(64) % 4]
+    vu = h.view(np.uint32)
+    w = (h.astype(np.float64) * 0.5).view(np.uint64)
+    w0 = vu ^ (w >> np.uint64(32)).astype(np.uint32)
+    w1 = (w >> np.uint64(20)) & np.uint64(0xFFFFFFFF)
+    s = 0
+    for i in range(64):
+        s = (s * 31 + int(hb[i]) + 7 * int(w0[i]) + 13 * int(w1[i]) + i + int(vu[i]) + (int(w[i]) >> 7)) % (1 << 64)
+    want = f"{s} {hb[1]} {w0[5]} {w1[5]}\n"
+    source = pathlib.Path(__file__).resolve().parent / "programs" / "module_unions.cu"
+    for mode in ((), ("--emulate",)):
+        result = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", str(source), *mode],
+                                capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert result.returncode == 0, (mode, result.stderr)
+        assert result.stdout == want, mode

@@ -45,6 +45,7 @@ from codegen.scratch import scratch_dims
 from codegen.c import launch_policy
 from codegen.c.readable import barrier_notes, overflow_flags, source_local_names, thread_axis
 from codegen.c.render import C_KEYWORDS, INDENT, MATH, Layout, Renderer, c_type, pointer_decl
+from codegen.c.held_pointers import held_pointer_lines, held_pointer_params
 from codegen.c.printing import aligned_argument_lines
 from codegen.c.templates import render_template
 
@@ -267,13 +268,22 @@ class KernelEmitter:
         lvalues: dict[str, str] = {}  # an lvalue holding each IR parameter (the emulated launcher takes addresses)
         params: list[str] = []
         source_types = {sp.name: sp.ctype for sp in k.source_params if sp.members == (("", sp.name),)}
+        held = held_pointer_params(k)
+        for name in held:  # launcher locals (table_locals)
+            values[name] = lvalues[name] = self.cname(name)
+        if held and not opts.program:
+            slots = k.held_pointers[0]
+            raise UserError(f"pointers read from __constant__ or __device__ memory ('{slots.symbol}') are supported in "
+                            "whole programs only (a file with host code that sets them with cudaMemcpyToSymbol)",
+                            slots.loc)
         if opts.program:
             # The C signature: source parameters in source order; a struct whole, by value.
             structs = {sp.name: sp for sp in k.source_params if sp.members != (("", sp.name),)}
             member_of = {ir: sp for sp in structs.values() for _, ir in sp.members}
-            covered = {ir for sp in k.source_params for _, ir in sp.members} == {p.name for p in k.params}
+            covered = {ir for sp in k.source_params for _, ir in sp.members} == {p.name for p in k.params} - held
             order = [sp.name for sp in k.source_params] if covered else \
-                list(dict.fromkeys(member_of[p.name].name if p.name in member_of else p.name for p in k.params))
+                list(dict.fromkeys(member_of[p.name].name if p.name in member_of else p.name for p in k.params
+                                   if p.name not in held))
             for name in order:
                 sp = structs.get(name)
                 if sp is None:
@@ -348,6 +358,7 @@ class KernelEmitter:
             out.append(f"{t} {self.cname(pool)} = ({t})[&]() {{ void* polypy_p = {first}; size_t polypy_n = 0; "
                        f"polypy_rt_find_alloc(polypy_p, &polypy_p, &polypy_n); return polypy_p; }}();")
             out.append(f"unsigned long long {self.cname(base)} = (unsigned long long){self.cname(pool)};")
+        out += held_pointer_lines(self.kernel, self.cname)
         return out
 
     def launcher(self) -> str:

@@ -56,6 +56,8 @@ class KernelBuilder:
         self.params: list[n.Param] = []
         # pointer parameters viewed with a stricter alignment: name -> (bytes, cast), ``Kernel.aligned``
         self.aligned: dict[str, tuple[int, Any]] = {}
+        # pools of the pointers read from module records (held_pointers.py), ``Kernel.held_pointers``
+        self.held_pointers: dict[tuple, n.HeldPointerSlots] = {}
         self.volatile_params: list[str] = []  # pointer parameters to volatile elements (Kernel.volatile_params)
         self.source_params: list[n.SourceParam] = []
         self.buffers: dict[str, n.Buffer] = {}
@@ -264,6 +266,8 @@ class KernelBuilder:
             kernel = dataclasses.replace(kernel, volatile_params=tuple(self.volatile_params))
         if self.aligned:
             kernel = dataclasses.replace(kernel, aligned=tuple((p, a, loc) for p, (a, loc) in self.aligned.items()))
+        if self.held_pointers:
+            kernel = dataclasses.replace(kernel, held_pointers=tuple(self.held_pointers.values()))
         return kernel
 
     def kernel_param(self, p: ci.Cursor, mutated: set[tuple]) -> None:

@@ -12,7 +12,7 @@ from polypy.curand import TABLE as CURAND_TABLE, matrix_words as curand_matrix_w
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.names import NameSupply
-from polypy.ir.types import I32
+from polypy.ir.types import I32, U8, U16, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.clang_setup import RUNTIME_DIR, cursor_loc, evaluate, file_name, instantiation, string_literal_bytes
@@ -95,6 +95,16 @@ class NameAllocator(NameSupply):
         return super().fresh("v" + base if base[0].isdigit() else base)
 
 
+@dataclasses.dataclass(frozen=True)
+class HeldPointers:
+    """A ``__constant__``/``__device__`` array of ``count`` records holding pointers (Rodinia
+    heartwall's ``params_unique d_unique[51]``), by its ``u64`` view: what a launch validates."""
+
+    symbol: str
+    record: tm.RecordLayout
+    count: int
+
+
 @dataclasses.dataclass
 class Frame:
     """One function being lowered: the kernel or an inlined device function."""
@@ -114,6 +124,7 @@ class ModuleContext:
         self.language = language
         self.globals: dict[tuple, n.Buffer] = {}
         self.global_layouts: dict[tuple, ArrayBinding] = {}
+        self.held_pointers: dict[str, HeldPointers] = {}  # u64 views of records holding pointers
         self.names = NameAllocator()
         # Per kernel, its hidden parameters (texture references, surfaces' memory) in order:
         # (parameter name, what it is, what a launch passes: C text where ``{k}`` is the text of
@@ -149,7 +160,7 @@ class ModuleContext:
             return self.global_layouts[key]
         space = "constant" if has_attr(decl, CK.CUDACONSTANT_ATTR, "polypy_constant") else "device"
         dims, elem = _array_dims(decl.type)
-        layout = tm.array_layout(elem, where)
+        layout = tm.array_layout(elem, where, pointers=True)
         if layout.record is not None:
             return self.record_global(decl, dims, layout, space, where)
         shape = _buffer_shape(dims, layout, where, decl.spelling)
@@ -171,10 +182,6 @@ class ModuleContext:
         """A module array of records of mixed member types: one buffer per member type, each viewing
         the source variable (``Buffer.symbol``), with its part of the initializer."""
         assert layout.record is not None
-        if layout.record.overlaps:
-            raise UserError(f"__device__ or __constant__ variable '{decl.spelling}' holds a union: unions in module "
-                            "memory are not supported (in shared, local and global memory through a pointer "
-                            "parameter they are)", where)
         key = decl_key(decl.canonical)
         if _buffer_shape(dims, layout, where, decl.spelling) is None:
             raise UserError(f"'{decl.spelling}' needs a constant size", where)
@@ -182,11 +189,17 @@ class ModuleContext:
         for d in dims:
             count *= d or 1
         found = initializer_of(decl)
+        if layout.record.overlaps:
+            return self.union_global(decl, dims, layout, space, count, found, where)
         if found is not None and found.kind != CK.INIT_LIST_EXPR:
             if found.kind == CK.CALL_EXPR and not any(ch.kind.is_expression() for ch in found.get_children()):
                 found = None  # `Params p;`: clang shows the implicit default construction
             else:
                 raise UserError(f"'{decl.spelling}' must be initialized with a brace list of constants", where)
+        holds_pointers = any(tm.is_pointer(leaf.ctype) for leaf in tm.leaves(layout.record.ctype))
+        if found is not None and holds_pointers:
+            raise UserError(f"'{decl.spelling}' holds pointers: an initializer of a __device__ or __constant__ record "
+                            "holding pointers is not supported (set it with cudaMemcpyToSymbol)", where)
         init = _constant_initializer(decl, layout, None) if found is not None else None
         views = []
         for st in layout.record.scalars:
@@ -196,8 +209,36 @@ class ModuleContext:
             self.globals[key + (st.name,)] = n.Buffer(name, st, (n.Const(length, I32),), space, init=values,
                                                       symbol=decl.spelling, loc=cursor_loc(decl))
             views.append((st, name))
+            if st == U64 and holds_pointers:  # its pointers: frontend.lower.held_pointers
+                self.held_pointers[name] = HeldPointers(decl.spelling, layout.record, count)
         binding = ArrayBinding(views[0][1], dims or (1,), layout, RecordAddress(tuple(views)))
         self.global_layouts[key] = binding
+        return binding
+
+    def union_global(self, decl: ci.Cursor, dims: tuple[int | None, ...], layout: tm.ElemLayout, space: str,
+                     count: int, found: ci.Cursor | None, where: Loc | None) -> ArrayBinding:
+        """A module array of records holding unions: one pool of its bytes, in elements of the
+        narrowest member type's size, viewing the source variable; each member a typed view of its
+        bytes at its offset, as for shared and local memory (docs/typed_views.md)."""
+        assert layout.record is not None
+        if found is not None and not (found.kind == CK.CALL_EXPR and
+                                      not any(ch.kind.is_expression() for ch in found.get_children())):
+            raise UserError(f"'{decl.spelling}' holds a union: an initializer of a __device__ or __constant__ "
+                            "variable holding a union is not supported (it sets the first member of each union "
+                            "only)", where)
+        if any(st.is_bool for st in layout.record.scalars):
+            raise UserError(f"'{layout.record.spelling}' holds a union and a bool: records with both are not "
+                            "supported in __device__ or __constant__ memory (a bool's bytes other than 0 and 1 "
+                            "have no value)", where)
+        size = min(st.itemsize for st in layout.record.scalars)
+        pool = {1: U8, 2: U16, 4: U32, 8: U64}[size]
+        name = self.names.fresh(decl.spelling)
+        self.globals[decl_key(decl.canonical)] = n.Buffer(
+            name, pool, (n.Const(tm.view_length(count, layout.record, pool), I32),), space, symbol=decl.spelling,
+            loc=cursor_loc(decl))
+        address = RecordAddress(tuple((st, name) for st in layout.record.scalars), stored=pool)
+        binding = ArrayBinding(name, dims or (1,), layout, address)
+        self.global_layouts[decl_key(decl.canonical)] = binding
         return binding
 
     def global_buffers(self, binding: ArrayBinding) -> list[n.Buffer]:

@@ -16,6 +16,7 @@ from frontend.lower.bitcasts import reinterpret, split_bits, with_bits
 from frontend.lower.views import element, overlay_element, store_part, whole_elements
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.inheritance import converted, member_path, subobject
+from frontend.lower.held_pointers import held_pointer
 from frontend.lower.helpers import ArrayRef, ScalarArray, describe, select_member, strip
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
 from frontend.lower import accessors, members, pointer_choice
@@ -194,6 +195,10 @@ def record_member(kb: KernelBuilder, rec: RecLV, member: str, c: ci.Cursor) -> L
             record = tm.RecordLayout(et.spelling, ect.get_size(), (), ect)
             return Pointer(address.views[0][1], (), None,
                            tm.ElemLayout(address.views[0][0], 1, (), et.spelling, record), address)
+    if tm.is_pointer(ft):
+        held = held_pointer(kb, address, ft, member, c)  # in __constant__/__device__ memory
+        if held is not None:
+            return held
     raise kb.error(f"member '{member}' of type '{ft.spelling}' of a record in device memory cannot be "
                    "used in device code", c)
 

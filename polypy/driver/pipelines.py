@@ -433,6 +433,11 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
     if program is None:
         program = module.host is not None
     whole = program and target in ("c", "cpp")  # launched through the runtime's streams
+    if not whole and target != "cpu-ir":
+        from polypy.launch import refuse_held_pointers
+
+        for k in module.kernels:
+            refuse_held_pointers(k)
     kernels = tuple(to_cpu(k, optimize=optimize, report=decisions[k.name], timings=timings, program=whole)
                     for k in module.kernels)
     if report is not None:

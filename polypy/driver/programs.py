@@ -165,9 +165,17 @@ def _run_emulated(lib: ctypes.CDLL, module: n.Module, argv: Sequence[str]) -> in
 def _arguments(kernel: n.Kernel, args: Any, find_alloc: Any) -> dict[str, Any]:
     """The launch's arguments, by IR parameter: arrays view the program's device memory."""
     out: dict[str, Any] = {}
+    index = {p.name: i for i, p in enumerate(kernel.params)}
+    pools = {s.pool: s.extent for s in kernel.held_pointers}  # (the launcher found and checked them)
     for i, p in enumerate(kernel.params):
         address = args[i]
-        if isinstance(p.ptype, PointerType):
+        if p.name in pools:  # pointers read from __constant__ records: the allocations they point into
+            pointer = ctypes.c_void_p.from_address(address).value or 0
+            count = ctypes.c_ulonglong.from_address(args[index[pools[p.name]]]).value
+            dtype = p.ptype.elem.dtype  # type: ignore[union-attr]
+            out[p.name] = np.frombuffer((ctypes.c_char * (count * dtype.itemsize)).from_address(pointer), dtype=dtype) \
+                if pointer and count else np.zeros(0, dtype=dtype)
+        elif isinstance(p.ptype, PointerType):
             pointer = ctypes.c_void_p.from_address(address).value or 0
             out[p.name] = _device_array(pointer, p, kernel, find_alloc)
         else:

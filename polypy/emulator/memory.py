@@ -197,9 +197,13 @@ def pointer_memories(kernel: n.Kernel, arrays: Mapping[str, np.ndarray], track: 
     # are checked per element type.
     views = {name for sp in kernel.source_params if len(sp.members) > 1
              for path, name in sp.members if sum(1 for q, _ in sp.members if q == path) > 1}
+    # The pools of pointers read from __constant__ records (``Kernel.held_pointers``) span every
+    # allocation those pointers point into, and the gaps between them: they overlap other
+    # arguments without touching their bytes, mostly; they too are checked per element type.
+    pools = {s.pool for s in kernel.held_pointers}
     split: list[list[tuple[int, int, n.Param]]] = []
     for group in groups:
-        if len(group) > 1 and all(p.name in views for _, _, p in group):
+        if len(group) > 1 and (all(p.name in views for _, _, p in group) or any(p.name in pools for _, _, p in group)):
             for elem in dict.fromkeys(p.ptype.elem for _, _, p in group):
                 split.append([s for s in group if s[2].ptype.elem == elem])
         else:

@@ -83,6 +83,31 @@ class SourceParam(Node):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class HeldPointerSlots:
+    """A note, not IR: pointers that a kernel reads from a ``__constant__``/``__device__`` array of
+    records (Rodinia heartwall's ``d_unique[bx].d_in2``) point into device memory of ``elem``,
+    which the kernel sees as the pointer parameter ``pool`` starting at address ``base`` (a ``u64``
+    parameter), ``extent`` elements long (a ``u64`` parameter; the kernel does not read it).
+    Launchers fill the three from the symbol's bytes at each launch: ``count`` records of
+    ``size`` bytes at the C variable ``symbol``, the pointers at byte ``offsets`` of each (with
+    their member paths, ``(8, ".d_in2")``); every
+    pointer that is not null must point into a live ``cudaMalloc`` allocation at a multiple of
+    ``elem``'s size (else the launch stops, located at ``loc``, the first read); ``pool`` is the
+    lowest such allocation and the pool covers up to the end of the highest
+    (``polypy_rt_held_pointers``). No C parameter maps to them (``SourceParam``)."""
+
+    pool: str
+    base: str
+    extent: str
+    elem: ScalarType
+    symbol: str
+    size: int
+    count: int
+    offsets: tuple[tuple[int, str], ...]
+    loc: Loc | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class SourceLocal:
     """A note, not IR (no node, not visited): a local of the source that ``forward_scalars``
     substituted into its uses, with its value there, for code generators that name it again."""
@@ -155,6 +180,9 @@ class Kernel(Node):
     # write (``gpu2cpu.refuse_spin_waits`` in a whole program): the C code reads them as volatile,
     # and the launcher runs only on a stream's worker thread (docs/runtime_api.md). A note like the above.
     host_polls: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    # Pointers the kernel reads from ``__constant__``/``__device__`` records, by the pool of device
+    # memory they point into (``HeldPointerSlots``): hidden parameters launchers fill. A note like the above.
+    held_pointers: tuple[HeldPointerSlots, ...] = field(default=(), compare=False, repr=False)
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

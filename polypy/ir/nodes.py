@@ -88,6 +88,7 @@ from polypy.ir.kernels import (  # noqa: F401
     Param,
     SPACES,
     STAGES,
+    HeldPointerSlots,
     SourceLocal,
     SourceParam,
     TABLE_BASE,

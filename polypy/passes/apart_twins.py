@@ -52,8 +52,10 @@ def written_pointers(kernel: n.Kernel) -> list[str]:
 def apart_twin(kernel: n.Kernel) -> n.Kernel | None:
     """``kernel`` with the pointer parameters it writes declared ``restrict``, where that can pay
     (see the module docstring); None where it cannot, or where its pointers come from a table
-    (``T**`` parameters: the launcher finds the pool, which the dispatcher does not see)."""
-    if any(path in (n.TABLE_POOL, n.TABLE_BASE) for sp in kernel.source_params for path, _ in sp.members):
+    (``T**`` parameters, pointers in ``__constant__`` records: the launcher finds the pool, which
+    the dispatcher does not see)."""
+    if any(path in (n.TABLE_POOL, n.TABLE_BASE) for sp in kernel.source_params for path, _ in sp.members) or \
+            kernel.held_pointers:  # (the pools of pointers read from __constant__ records: likewise)
         return None
     written = set(written_pointers(kernel)) - restricted(kernel)
     if not written or not _reloads(kernel, written):

@@ -175,6 +175,41 @@ static inline int polypy_rt_apart(const void* a, const void* b) {
   return polypy_rt_find_alloc(a, &base_a, &size_a) && polypy_rt_find_alloc(b, &base_b, &size_b) && base_a != base_b;
 }
 
+/* The pointers a launch reads from a __constant__/__device__ array of records (Kernel.held_pointers,
+ * frontend/lower/held_pointers.py): `count` records of `size` bytes at `symbol`, the pointers at
+ * byte offsets[k] of each (paths[k] their member, for the message). Every one that is not null
+ * must point into a live allocation, at a multiple of `align` bytes; else the launch stops with
+ * `message`, a diagnostic whose one %s is the pointer ("d_unique[3].d_in2"). *pool: the lowest
+ * allocation they point into; *extent: `align`-byte elements from there to the end of the highest. */
+static inline void polypy_rt_held_pointers(const char* message, const char* symbol_name, const void* symbol,
+                                           size_t size, size_t count, const size_t* offsets,
+                                           const char* const* paths, size_t n, size_t align, void** pool,
+                                           unsigned long long* extent) {
+  char* lo = 0;
+  char* hi = 0;
+  for (size_t r = 0; r < count; ++r) {
+    for (size_t k = 0; k < n; ++k) {
+      void* p;
+      void* base;
+      size_t bytes;
+      memcpy(&p, (const char*)symbol + r * size + offsets[k], sizeof p);
+      if (!p) continue;
+      if (!polypy_rt_find_alloc(p, &base, &bytes) || (size_t)((char*)p - (char*)base) % align != 0) {
+        char what[512];
+        if (count > 1) snprintf(what, sizeof what, "%s[%lu]%s", symbol_name, (unsigned long)r, paths[k]);
+        else snprintf(what, sizeof what, "%s%s", symbol_name, paths[k]);
+        fflush(stdout);
+        fprintf(stderr, message, what);
+        exit(1);
+      }
+      if (!lo || (char*)base < lo) lo = (char*)base;
+      if ((char*)base + bytes > hi) hi = (char*)base + bytes;
+    }
+  }
+  *pool = lo;
+  *extent = lo ? (unsigned long long)((size_t)(hi - lo) / align) : 0u;
+}
+
 #ifdef __cplusplus
 /* The graphs' containers (parts/graphs.h); polypy's device prelude may have defined __noinline__
  * as CUDA does, which the C++ library's headers spell as an attribute. */
