@@ -57,8 +57,14 @@ def race_warnings(module: n.Module) -> list[str]:
         for (block, grid), site in shapes.items():
             try:
                 conflicts = write_conflicts(kernel, block=block, grid=grid)
-            except isl.Error:  # a question too hard for isl: a warning is never worth a failed translation
-                continue
+            except isl.Error as exc:  # a warning decides nothing: say once that it was not checked, go on
+                text = str(exc).strip().splitlines()
+                warning = format_diagnostic("warning", f"races on global memory not checked in kernel {kernel.name}: "
+                                            "the question is too hard for the polyhedral analysis (isl: "
+                                            f"{text[0] if text else 'error'})", kernel.loc)
+                conflicts = []
+                if warning not in out:
+                    out.append(warning)
             except TooDeepForModel as exc:  # said once per kernel; the translation goes on
                 out.append(format_diagnostic("warning", f"races not checked: {exc.message}", exc.loc))
                 break
