@@ -86,7 +86,7 @@ def test_unanswerable_report_questions_say_they_were_not_checked(tmp_path, monke
     src = tmp_path / "rev.cu"
     src.write_text(REVERSE)
     module = polypy.load(str(src))
-    monkeypatch.setattr(rr, "write_conflicts", _too_hard)
+    monkeypatch.setattr(rr, "race_question", _too_hard)
     monkeypatch.setattr(rr, "shared_race_warnings", lambda kernel, block=None: [])
     warnings = rr.race_warnings(module)
     assert len(warnings) == 1 and warnings[0].startswith(f"{src}:1:")
