@@ -582,3 +582,29 @@ def test_a_row_another_argument_reaches_is_refused_by_the_emulator(tmp_path: pat
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert (f"{src}:3:17: error: kernel 'scale_rows': rows of pointer table 'rows' lie in several cudaMalloc "
             "allocations and argument 'sums' reaches one of them too") in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("backend", ["llvm", "emulator"])
+def test_rows_the_kernel_would_read_as_other_elements_are_refused(backend: str, tmp_path: pathlib.Path) -> None:
+    """Through the Python API a row is read as consecutive elements from its start: a strided
+    view, or one starting inside an element of the array it views, read other elements (before,
+    silently: [0, 1, 10, 11] for rows pool[0:10:2], pool[10:20:3]); now a located error."""
+    import polypy
+    from polypy.errors import UserError
+
+    src = tmp_path / "first_two.cu"
+    src.write_text("__global__ void first_two(const float* const* rows, float* out) {\n"
+                   "  out[2 * blockIdx.x] = rows[blockIdx.x][0];\n"
+                   "  out[2 * blockIdx.x + 1] = rows[blockIdx.x][1];\n}\n")
+    kernel = polypy.compile(str(src)).first_two
+    launch = kernel if backend == "llvm" else kernel.emulate
+    pool = np.arange(20, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    launch[2, 1]([pool[3:5], pool[7:9]], out)
+    np.testing.assert_array_equal(out, [3, 4, 7, 8])
+    for rows, why in (([pool[3:5], pool[10:20:3]], "row 1 is not contiguous"),
+                      ([pool.view(np.uint8)[2:10].view(np.float32), pool[4:6]],
+                       "row 0 does not start on an element of the array it views")):
+        with pytest.raises(UserError, match=why) as err:
+            launch[2, 1](rows, out)
+        assert err.value.loc is not None and err.value.loc.file == str(src) and err.value.loc.line == 1
