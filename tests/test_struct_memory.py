@@ -507,4 +507,3 @@ def test_dereferencing_a_pointer_to_pointers(tmp_path: pathlib.Path) -> None:
         out = np.zeros(4, np.float32)
         launch[1, 4]([pool[6:10], pool[1:5]], out)
         np.testing.assert_array_equal(out, pool[6:10] + 10 * pool[1:5])
-
