@@ -221,6 +221,15 @@ def _pointer_table(kernel: n.Kernel, sp: n.SourceParam, value: Any) -> dict[str,
     if any(storage_root(a) is not pool for a in arrays) or pool.dtype != want or not pool.flags.c_contiguous:
         raise UserError(f"{what}: the arrays must all be views of one C-contiguous array of {want}", kernel.loc)
     pool = pool.reshape(-1)
+    start = pool.__array_interface__["data"][0]
+    for k, a in enumerate(arrays):
+        # The kernel reads row k as consecutive elements from its first: a strided view (every
+        # other element) or one starting inside an element would be read as other elements.
+        if not a.flags.c_contiguous:
+            raise UserError(f"{what}: row {k} is not contiguous (a strided view); the kernel reads consecutive "
+                            "elements from its start", kernel.loc)
+        if (a.__array_interface__["data"][0] - start) % want.itemsize:
+            raise UserError(f"{what}: row {k} does not start on an element of the array it views", kernel.loc)
     table = np.array([a.__array_interface__["data"][0] for a in arrays], dtype=np.uint64)
     return {names[""]: table, names[n.TABLE_POOL]: pool,
             names[n.TABLE_BASE]: np.uint64(pool.__array_interface__["data"][0])}

@@ -231,3 +231,74 @@ def test_the_stream_runtime_parses_with_the_bundled_headers(tmp_path: pathlib.Pa
                        capture_output=True, text=True, timeout=600, env={**os.environ, "POLYPY_HEADERS": "bundled"})
     assert r.returncode == 0, r.stderr[-3000:]
     assert "polypy_rt_queues_check_stall(&stalled, &progress)" in out.read_text()
+
+
+CHECKED_AT_THE_CALL = r"""#include <cstdio>
+#include <cuda_runtime.h>
+__device__ int sym[16];
+__global__ void twice(int* d) { d[threadIdx.x] *= 2; }
+#define SHOW(name, call) printf("%s %s\n", name, cudaGetErrorName(call))
+int main() {
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  int *d;
+  cudaMalloc(&d, 64 * sizeof(int));
+  static int h[1024];
+  for (int i = 0; i < 64; i++) h[i] = i;
+  SHOW("direction", cudaMemcpyAsync(d, h, 4, (cudaMemcpyKind)7, s));
+  SHOW("null", cudaMemcpyAsync(0, h, 4, cudaMemcpyHostToDevice, s));
+  SHOW("past", cudaMemcpyAsync(d, h, 1024 * sizeof(int), cudaMemcpyHostToDevice, s));
+  SHOW("past_src", cudaMemcpyAsync(h, d + 8, 512, cudaMemcpyDeviceToHost, s));
+  SHOW("empty", cudaMemcpyAsync(0, 0, 0, cudaMemcpyHostToDevice, s));
+  SHOW("fill_null", cudaMemsetAsync(0, 0, 4, s));
+  SHOW("fill_past", cudaMemsetAsync(d + 32, 0, 1024, s));
+  SHOW("to_symbol_direction", cudaMemcpyToSymbolAsync(sym, h, 4, 0, cudaMemcpyDeviceToHost, s));
+  SHOW("to_symbol_past", cudaMemcpyToSymbolAsync(sym, h, 8, 60, cudaMemcpyHostToDevice, s));
+  SHOW("from_symbol_direction", cudaMemcpyFromSymbolAsync(h, sym, 4, 0, cudaMemcpyHostToDevice, s));
+  SHOW("rows_direction", cudaMemcpy2DAsync(d, 64, h, 64, 64, 2, (cudaMemcpyKind)9, s));
+  SHOW("rows_past", cudaMemcpy2DAsync(d, 64, h, 64, 64, 8, cudaMemcpyHostToDevice, s));
+  SHOW("rows_pitch", cudaMemcpy2DAsync(d, 32, h, 64, 64, 2, cudaMemcpyHostToDevice, s));
+  cudaMemcpy3DParms p = {0};
+  p.srcPtr = make_cudaPitchedPtr(h, 64, 16, 4);
+  p.dstPtr = make_cudaPitchedPtr(d, 64, 16, 4);
+  p.extent = make_cudaExtent(64, 4, 1);
+  p.kind = (cudaMemcpyKind)7;
+  SHOW("volume_direction", cudaMemcpy3DAsync(&p, s));
+  SHOW("peer_past", cudaMemcpyPeerAsync(d, 0, d + 1, 0, 1024, s));
+  SHOW("copy", cudaMemcpyAsync(d, h, 64 * sizeof(int), cudaMemcpyHostToDevice, s));
+  SHOW("sync_past", cudaMemcpy(d, h, 1024 * sizeof(int), cudaMemcpyHostToDevice));
+  twice<<<1, 64, 0, s>>>(d);
+  SHOW("fill", cudaMemsetAsync(d, 0, 4, s));
+  SHOW("back", cudaMemcpyAsync(h, d, 64 * sizeof(int), cudaMemcpyDeviceToHost, s));
+  SHOW("stream", cudaStreamSynchronize(s));
+  SHOW("last", cudaGetLastError());
+  SHOW("last_again", cudaGetLastError());
+  printf("values %d %d %d\n", h[0], h[1], h[63]);
+  return 0;
+}
+"""
+
+
+def test_asynchronous_copies_check_their_arguments_at_the_call(tmp_path: pathlib.Path) -> None:
+    """CUDA checks a copy's or fill's arguments when it is issued and returns the error there
+    (the work is not queued): an invalid direction is cudaErrorInvalidMemcpyDirection, a null
+    pointer with bytes to touch or a range past the end of a cudaMalloc'd block (or a symbol)
+    cudaErrorInvalidValue, a 2-D width past a pitch cudaErrorInvalidPitchValue. Before, each
+    returned cudaSuccess and the worker failed (or overran the block) later. The good work
+    issued after them runs (0 doubled is 0, then filled; 1 * 2, 63 * 2); the last error is the
+    last failing call's, not sticky."""
+    need_compiler(cpp=True)
+    src = tmp_path / "checked.cu"
+    src.write_text(CHECKED_AT_THE_CALL)
+    r = _polypy("run", str(src))
+    assert r.returncode == 0, r.stderr[-3000:]
+    invalid = "cudaErrorInvalidValue"
+    assert r.stdout.splitlines() == [
+        "direction cudaErrorInvalidMemcpyDirection", f"null {invalid}", f"past {invalid}", f"past_src {invalid}",
+        "empty cudaSuccess", f"fill_null {invalid}", f"fill_past {invalid}",
+        "to_symbol_direction cudaErrorInvalidMemcpyDirection", f"to_symbol_past {invalid}",
+        "from_symbol_direction cudaErrorInvalidMemcpyDirection", "rows_direction cudaErrorInvalidMemcpyDirection",
+        f"rows_past {invalid}", "rows_pitch cudaErrorInvalidPitchValue",
+        "volume_direction cudaErrorInvalidMemcpyDirection", f"peer_past {invalid}", "copy cudaSuccess",
+        f"sync_past {invalid}", "fill cudaSuccess", "back cudaSuccess", "stream cudaSuccess", f"last {invalid}",
+        "last_again cudaSuccess", "values 0 2 126"]

@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from polypy.cccl import program_flags
+from polypy.driver.program_tables import gather_tables
 from polypy.errors import DeviceAssertError, MisalignedAddressError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType
@@ -128,10 +129,12 @@ def _run_emulated(lib: ctypes.CDLL, module: n.Module, argv: Sequence[str]) -> in
         try:
             kernel = kernels[index]
             values = _arguments(kernel, args, find_alloc)
+            write_back = gather_tables(kernel, values, find_alloc)  # T** rows in several allocations
             arrays = _globals(kernel, globals_)
             from polypy.emulator import emulate
 
             emulate(kernel, (gx, gy, gz), (bx, by, bz), values, shmem=shmem, globals=arrays, textures=fetch)
+            write_back()
             return 0
         except DeviceAssertError as exc:
             sys.stdout.flush()

@@ -21,7 +21,9 @@ The question is asked with isl as ``write_conflicts`` asks it for global stores:
 write (or atomic) to a shared array and each exact access of the same array, the pairs of
 instances of two different threads of one block touching one element with no barrier instance
 of both threads between them, non-empty for *every* launch extent and size of the generic
-range (so every refusal is a real race; ``warp_races``). "Same warp" is taken as same ``threadIdx.y``/``.z`` and
+range (so every refusal is a real race; ``warp_races``). A question isl cannot answer takes the
+safe side: ``warp_races`` refuses the kernel, ``may_warp_race_arrays`` counts the arrays as racing
+(lowering them in lockstep only costs barriers), a report warns that it could not check. "Same warp" is taken as same ``threadIdx.y``/``.z`` and
 same ``threadIdx.x / 32``, exact where ``blockDim.x`` is a multiple of 32 (a warp never spans two
 rows), and a symbolic launch must race for every ``blockDim.x`` from 32 on, multiples included.
 (With rows of, say, 48 threads two such threads may sit in neighbouring warps: ordering them in
@@ -45,6 +47,7 @@ import islpy as isl
 from polypy.errors import Loc, UserError, format_diagnostic
 from polypy.ir import nodes as n
 from polypy.ir.queries import read_names
+from polypy.ir.visitor import walk_only
 from polypy.poly.hazards import atomics_commute
 from polypy.poly.model import THREAD_IDX, Access, build_model
 from polypy.poly.paths import child_blocks, statement_at
@@ -151,32 +154,53 @@ def may_warp_race_arrays(kernel: n.Kernel) -> frozenset[str]:
         return frozenset()
     try:
         model = build_model(kernel)
-        synced = [loop for loop in model.loops
-                  if not loop.exact and any(_inside(b.path, loop.path) for b in model.barriers)]
-        shared = [a for a in model.accesses
-                  if a.space == "shared" and not any(_inside(a.id.path, loop.path) for loop in synced)]
-        writes = [a for a in shared if a.writes]
-        if not writes:
-            return frozenset()
-        q = RaceQuestion(model, None, None)
-        warp = _same_warp(q)
-        out: set[str] = set()
-        for a in writes:
-            for b in shared:
-                if (b.id.path != a.id.path and _line(b) != _line(a) and not _flows_into(kernel, b, a)) \
-                        or a.buffer in out or (a.kind == "atomic" and b.kind == "atomic") or (b is a and a.kind == "write"):
-                    continue
-                overlap = q.c.overlap(a, "1", b, "2")
-                if overlap is None:
-                    continue
-                base = q.c.domain(a, "1") & q.c.domain(b, "2") & overlap & warp & _same_trips(q, a, b)
-                if base.is_empty():
-                    continue
-                if any(not q.unordered(base & piece, a, b).is_empty() for piece in q.pieces):
-                    out |= {a.buffer, b.buffer}
-        return frozenset(out)
-    except isl.Error:  # too hard for isl: nothing is known to race
+    except isl.Error:
+        # Too hard for isl: every shared array the kernel stores to may race. Lowering an array
+        # that does not race only costs barriers (exact); missing one that does runs it wrong.
+        return _stored_shared_arrays(kernel)
+    synced = [loop for loop in model.loops
+              if not loop.exact and any(_inside(b.path, loop.path) for b in model.barriers)]
+    shared = [a for a in model.accesses
+              if a.space == "shared" and not any(_inside(a.id.path, loop.path) for loop in synced)]
+    writes = [a for a in shared if a.writes]
+    if not writes:
         return frozenset()
+    q = RaceQuestion(model, None, None)
+    try:
+        warp = _same_warp(q)
+    except isl.Error:
+        warp = None
+    out: set[str] = set()
+    for a in writes:
+        for b in shared:
+            if (b.id.path != a.id.path and _line(b) != _line(a) and not _flows_into(kernel, b, a)) \
+                    or a.buffer in out or (a.kind == "atomic" and b.kind == "atomic") or (b is a and a.kind == "write"):
+                continue
+            try:
+                if warp is not None and not _may_race(q, a, b, warp):
+                    continue
+            except isl.Error:  # too hard for isl: the pair may race (see above)
+                pass
+            out |= {a.buffer, b.buffer}
+    return frozenset(out)
+
+
+def _may_race(q: RaceQuestion, a: Access, b: Access, warp: isl.Set) -> bool:
+    """Whether two lanes of one warp may touch one element through ``a`` and ``b`` in one trip,
+    with no barrier certainly between them."""
+    overlap = q.c.overlap(a, "1", b, "2")
+    if overlap is None:
+        return False
+    base = q.c.domain(a, "1") & q.c.domain(b, "2") & overlap & warp & _same_trips(q, a, b)
+    if base.is_empty():
+        return False
+    return any(not q.unordered(base & piece, a, b).is_empty() for piece in q.pieces)
+
+
+def _stored_shared_arrays(kernel: n.Kernel) -> frozenset[str]:
+    """The shared arrays some statement of ``kernel`` stores to (or updates atomically)."""
+    shared = {b.name for b in kernel.buffers if b.space == "shared"}
+    return frozenset(s.buffer for s in walk_only(kernel.body, n.Store, n.AtomicRMW) if s.buffer in shared)
 
 
 def _flows_into(kernel: n.Kernel, read: Access, write: Access) -> bool:
@@ -254,9 +278,12 @@ def _same_warp(q: RaceQuestion) -> isl.Set:
 
 
 def warp_races(kernel: n.Kernel, *, block: Shape | None = None) -> list[BlockRace]:
-    """The races of ``block_races`` inside one warp (none where the question is too hard for isl:
-    no refusal without a proof). Cached: ``lockstep-warps`` and ``refuse-warp-synchronous`` ask
-    it of the same kernel when the first leaves it as it is."""
+    """The races of ``block_races`` inside one warp. Cached: ``lockstep-warps`` and
+    ``refuse-warp-synchronous`` ask it of the same kernel when the first leaves it as it is.
+
+    Where the question is too hard for isl, a ``UserError`` at the kernel: whether its threads
+    may run one after another (no race inside a warp) or need the lockstep order of implicit
+    warp-synchronous code is then unknown, and guessing could give another answer."""
     return list(_warp_races(kernel, block))
 
 
@@ -264,18 +291,30 @@ def warp_races(kernel: n.Kernel, *, block: Shape | None = None) -> list[BlockRac
 def _warp_races(kernel: n.Kernel, block: Shape | None) -> tuple[BlockRace, ...]:
     try:
         races = [r for r in block_races(kernel, block=block) if r.same_warp]
-        return tuple(sorted(races, key=lambda r: r.other is not None and r.loc is not None
-                            and r.other.line != r.loc.line))
-    except isl.Error:
-        return ()
+    except isl.Error as exc:
+        raise UserError(f"cannot check kernel {kernel.name} for races on shared memory inside one warp: the "
+                        f"question is too hard for the polyhedral analysis (isl: {_first_line(exc)}); polypy "
+                        "cannot tell whether the kernel relies on the lanes of a warp stepping together (implicit "
+                        "warp-synchronous code), and running its threads one after another could give another "
+                        "answer. Simplify the shared-memory indices or order the accesses with __syncthreads()",
+                        kernel.loc) from None
+    return tuple(sorted(races, key=lambda r: r.other is not None and r.loc is not None
+                        and r.other.line != r.loc.line))
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def shared_race_warnings(kernel: n.Kernel, *, block: Shape | None = None) -> list[str]:
     """``FILE:LINE:COL: warning: ...`` for races on shared memory (between warps, one legal schedule
     is what runs, and a GPU's result may differ from run to run; inside one warp, a translation
-    refuses them)."""
+    refuses them). Where the question is too hard for isl, a warning that says so."""
     try:
         races = block_races(kernel, block=block)
-    except isl.Error:  # a question too hard for isl: a warning is never worth a failed translation
-        return []
+    except isl.Error as exc:
+        return [format_diagnostic("warning", f"races on shared memory not checked in kernel {kernel.name}: the "
+                                  f"question is too hard for the polyhedral analysis (isl: {_first_line(exc)})",
+                                  kernel.loc)]
     return [format_diagnostic("warning", r.message(), r.loc, notes=r.notes()) for r in races]

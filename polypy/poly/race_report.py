@@ -1,5 +1,6 @@
 """The race diagnostics of ``translate --report`` (and of ``grad``): stores two threads of a
-launch race on (``write_conflicts``) and races on shared memory (``block_races``)."""
+launch race on (``write_conflicts``), global reads of what another block of the launch stores
+(``block_read_races``) and races on shared memory (``block_races``)."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,8 +11,9 @@ from polypy.errors import Loc, format_diagnostic
 from polypy.ir import nodes as n
 from polypy.ir.host import LaunchSite
 from polypy.poly.block_races import shared_race_warnings
+from polypy.poly.block_read_races import BlockReadRace, block_read_races
 from polypy.poly.model import TooDeepForModel
-from polypy.poly.write_conflicts import Shape, write_conflicts
+from polypy.poly.write_conflicts import Shape, WriteConflict, conflicts_in, race_question
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +38,8 @@ def kernel_race_warnings(module: n.Module, name: str) -> list[str]:
 
 def race_warnings(module: n.Module) -> list[str]:
     """``FILE:LINE:COL: warning: ...`` diagnostics for the races of the kernels of ``module``: on
-    global stores, and on shared memory (``polypy.poly.block_races``).
+    global stores, on global reads of what another block stores, and on shared memory
+    (``polypy.poly.block_races``).
 
     A whole program's kernels are judged per launch shape of their launch sites (a shape that
     is not a constant is symbolic); other kernels with a symbolic launch. Each store is reported
@@ -47,7 +50,7 @@ def race_warnings(module: n.Module) -> list[str]:
         for site in module.host.launches:
             sites.setdefault(site.kernel, []).append(site)
     out: list[str] = []
-    seen: set[tuple[str, Loc | None]] = set()
+    seen: set[tuple[str, Loc | None, type]] = set()
     for kernel in module.kernels:
         launches: list[LaunchSite | None] = list(sites.get(kernel.name, ())) or [None]
         shapes: dict[tuple[Shape | None, Shape | None], LaunchSite | None] = {}
@@ -56,21 +59,32 @@ def race_warnings(module: n.Module) -> list[str]:
             shapes.setdefault(key, site)
         for (block, grid), site in shapes.items():
             try:
-                conflicts = write_conflicts(kernel, block=block, grid=grid)
-            except isl.Error:  # a question too hard for isl: a warning is never worth a failed translation
-                continue
+                q = race_question(kernel, block, grid)
+                conflicts = [*conflicts_in(q), *block_read_races(q)]
+            except isl.Error as exc:  # a warning decides nothing: say once that it was not checked, go on
+                text = str(exc).strip().splitlines()
+                warning = format_diagnostic("warning", f"races on global memory not checked in kernel {kernel.name}: "
+                                            "the question is too hard for the polyhedral analysis (isl: "
+                                            f"{text[0] if text else 'error'})", kernel.loc)
+                conflicts = []
+                if warning not in out:
+                    out.append(warning)
             except TooDeepForModel as exc:  # said once per kernel; the translation goes on
                 out.append(format_diagnostic("warning", f"races not checked: {exc.message}", exc.loc))
                 break
             for conflict in conflicts:
-                if (kernel.name, conflict.loc) in seen:
+                if (kernel.name, conflict.loc, type(conflict)) in seen:
                     continue
-                seen.add((kernel.name, conflict.loc))
-                notes: list[tuple[str, Loc | None]] = []
-                if conflict.other is not None:
-                    notes.append(("the other store", conflict.other))
+                seen.add((kernel.name, conflict.loc, type(conflict)))
+                notes = list(_notes(conflict))
                 if site is not None and block is not None:
                     notes.append((f"launched here with block ({', '.join(map(str, block))})", site.loc))
                 out.append(format_diagnostic("warning", conflict.message(), conflict.loc, notes=tuple(notes)))
             out.extend(w for w in shared_race_warnings(kernel, block=block) if w not in out)
     return out
+
+
+def _notes(conflict: WriteConflict | BlockReadRace) -> tuple[tuple[str, Loc | None], ...]:
+    if isinstance(conflict, BlockReadRace):
+        return conflict.notes()
+    return (("the other store", conflict.other),) if conflict.other is not None else ()

@@ -82,11 +82,20 @@ def write_conflicts(kernel: n.Kernel, *, block: Shape | None = None, grid: Shape
     ``block``/``grid``: the launch shape where it is known (see the module docstring for what
     an unknown one means). At most one conflict per store, in source order.
     """
-    model = build_model(kernel, launch=race_launch(kernel, block, grid))
+    return conflicts_in(race_question(kernel, block, grid))
+
+
+def race_question(kernel: n.Kernel, block: Shape | None, grid: Shape | None) -> RaceQuestion:
+    """The race questions of ``kernel`` at the launch shape where it is known."""
+    return RaceQuestion(build_model(kernel, launch=race_launch(kernel, block, grid)), block, grid)
+
+
+def conflicts_in(q: RaceQuestion) -> list[WriteConflict]:
+    """``write_conflicts`` of ``q``'s model."""
+    model = q.model
     # Global memory: pointer parameters and the module's __device__ arrays.
     stores = [a for a in model.accesses if a.space in ("global", "device") and a.kind == "write" and a.exact]
     writes = [a for a in model.accesses if a.space in ("global", "device") and a.writes and a.exact]
-    q = RaceQuestion(model, block, grid)
     out: list[WriteConflict] = []
     reported: set[tuple] = set()  # (store, other store): each pair of statements once
     for a in stores:

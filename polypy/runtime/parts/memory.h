@@ -324,9 +324,42 @@ static inline void polypy_rt_fill_bytes(void* dst, const void* src, int value, s
   }
 }
 
+/* What CUDA checks when a copy or fill is called, before any work is done or queued (an
+ * asynchronous call returns these errors itself, parts/streams.h): the direction, a null pointer
+ * with bytes to touch (cudaErrorInvalidValue), and a range running past the end of a block the
+ * runtime knows (cudaErrorInvalidValue): a device block polypy allocated owns its size rounded up
+ * to CUDA's 256-byte alignment, host memory a device pointer became owns its exact size. Memory
+ * the registry does not know (host buffers, __device__ symbols) is not checked. */
+static inline int polypy_rt_past_block(const void* p, size_t count) {
+  void* base = 0;
+  size_t size = 0;
+  if (!count || !polypy_rt_find_alloc(p, &base, &size)) return 0;
+  struct polypy_rt_alloc* entry = polypy_rt_entry(base);
+  size_t owned = entry && (entry->shared || entry->taken) ? size : polypy_rt_rounded(size);
+  size_t at = (size_t)((const char*)p - (const char*)base);
+  return count > owned - at;
+}
+static inline cudaError_t polypy_rt_check_fill(const void* dst, size_t count) {
+  if (count && !dst) return polypy_rt_fail(cudaErrorInvalidValue);
+  if (polypy_rt_past_block(dst, count)) return polypy_rt_fail(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+static inline cudaError_t polypy_rt_check_copy(const void* dst, const void* src, size_t count,
+                                               enum cudaMemcpyKind kind) {
+  if ((int)kind < 0 || (int)kind > 4) return polypy_rt_fail(cudaErrorInvalidMemcpyDirection);
+  if (count && !src) return polypy_rt_fail(cudaErrorInvalidValue);
+  if (polypy_rt_past_block(src, count)) return polypy_rt_fail(cudaErrorInvalidValue);
+  return polypy_rt_check_fill(dst, count);
+}
+/* A 2-D copy's or fill's rows: width > pitch is cudaErrorInvalidPitchValue (checked first by the
+ * callers); the last row ends (height - 1) * pitch + width bytes after the start. */
+static inline size_t polypy_rt_rows_span(size_t pitch, size_t width, size_t height) {
+  return height && width ? (height - 1) * pitch + width : 0;
+}
 static inline cudaError_t polypy_rt_memcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
                                            int elem, size_t elem_size) {
-  if ((int)kind < 0 || (int)kind > 4) return polypy_rt_fail(cudaErrorInvalidMemcpyDirection);
+  cudaError_t bad = polypy_rt_check_copy(dst, src, count, kind);
+  if (bad != cudaSuccess) return bad;
   polypy_rt_legacy_wait();  /* a copy of the legacy default stream (parts/queues.h) */
   if (count) polypy_rt_fill_bytes(dst, src, 0, count);
   if (kind == cudaMemcpyDeviceToHost) polypy_rt_trace_copy(dst, count, elem, elem_size);
@@ -449,6 +482,8 @@ static inline cudaError_t cudaMemcpy(T* dst, const void* src, size_t count, enum
   return polypy_rt_memcpy((void*)dst, src, count, kind, polypy_rt_elem_of<T>::value, sizeof(T));
 }
 static inline cudaError_t cudaMemset(void* dst, int value, size_t count) {
+  cudaError_t bad = polypy_rt_check_fill(dst, count);
+  if (bad != cudaSuccess) return bad;
   polypy_rt_legacy_wait();
   if (count) polypy_rt_fill_bytes(dst, 0, value, count);
   return cudaSuccess;
@@ -477,10 +512,22 @@ static inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes
   return cudaSuccess;
 }
 
+/* A symbol copy: the direction to (from) a symbol is host or device to device (device to host or
+ * device), or cudaMemcpyDefault; offset + count must lie inside the symbol. */
+static inline cudaError_t polypy_rt_check_symbol(const void* other, size_t count, size_t offset, size_t size,
+                                                 enum cudaMemcpyKind kind, int to_symbol) {
+  int ok = kind == cudaMemcpyDefault || kind == (to_symbol ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost) ||
+           kind == cudaMemcpyDeviceToDevice;
+  if (!ok) return polypy_rt_fail(cudaErrorInvalidMemcpyDirection);
+  if (offset > size || count > size - offset) return polypy_rt_fail(cudaErrorInvalidValue);
+  if (count && !other) return polypy_rt_fail(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
 template <class T>
 static inline cudaError_t cudaMemcpyToSymbol(T& symbol, const void* src, size_t count, size_t offset = 0,
                                              enum cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
-  (void)kind;
+  cudaError_t bad = polypy_rt_check_symbol(src, count, offset, sizeof(T), kind, 1);
+  if (bad != cudaSuccess) return bad;
   polypy_rt_legacy_wait();
   memcpy((char*)&symbol + offset, src, count);
   return cudaSuccess;
@@ -488,7 +535,8 @@ static inline cudaError_t cudaMemcpyToSymbol(T& symbol, const void* src, size_t 
 template <class T>
 static inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, size_t count, size_t offset = 0,
                                                enum cudaMemcpyKind kind = cudaMemcpyDeviceToHost) {
-  (void)kind;
+  cudaError_t bad = polypy_rt_check_symbol(dst, count, offset, sizeof(T), kind, 0);
+  if (bad != cudaSuccess) return bad;
   polypy_rt_legacy_wait();
   memcpy(dst, (const char*)&symbol + offset, count);
   return cudaSuccess;

@@ -72,19 +72,34 @@ static inline cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms* p) {
 }
 static inline cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms* p, cudaStream_t s = 0) {
   if (!p) return polypy_rt_fail(cudaErrorInvalidValue);
+  if ((int)p->kind < 0 || (int)p->kind > 4) return polypy_rt_fail(cudaErrorInvalidMemcpyDirection);
+  if ((!p->srcArray && !p->srcPtr.ptr) || (!p->dstArray && !p->dstPtr.ptr)) return polypy_rt_fail(cudaErrorInvalidValue);
+  if ((!p->srcArray && p->srcPos.x + p->extent.width > p->srcPtr.pitch) ||
+      (!p->dstArray && p->dstPos.x + p->extent.width > p->dstPtr.pitch))
+    return polypy_rt_fail(cudaErrorInvalidPitchValue);
   struct cudaMemcpy3DParms q = *p;  /* the parameters as they are at the call */
   POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemcpy, cudaMemcpy3D(&q));
 }
 static inline cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr p, int value, struct cudaExtent extent,
                                             cudaStream_t s = 0) {
+  if (extent.width > p.pitch) return polypy_rt_fail(cudaErrorInvalidValue);
+  if (!p.ptr && extent.width && extent.height && extent.depth) return polypy_rt_fail(cudaErrorInvalidValue);
   POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemset, cudaMemset3D(p, value, extent));
 }
 static inline cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                                             size_t height, enum cudaMemcpyKind kind, cudaStream_t s = 0) {
+  if (width > dpitch || width > spitch) return polypy_rt_fail(cudaErrorInvalidPitchValue);
+  if ((int)kind < 0 || (int)kind > 4) return polypy_rt_fail(cudaErrorInvalidMemcpyDirection);
+  if (polypy_rt_rows_span(spitch, width, height) && (!src || polypy_rt_past_block(src, polypy_rt_rows_span(spitch, width, height))))
+    return polypy_rt_fail(cudaErrorInvalidValue);
+  cudaError_t bad = polypy_rt_check_fill(dst, polypy_rt_rows_span(dpitch, width, height));
+  if (bad != cudaSuccess) return bad;
   POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemcpy, cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind));
 }
 static inline cudaError_t cudaMemset2DAsync(void* dst, size_t pitch, int value, size_t width, size_t height,
                                             cudaStream_t s = 0) {
+  cudaError_t bad = polypy_rt_check_fill(dst, polypy_rt_rows_span(pitch, width, height));
+  if (bad != cudaSuccess) return bad;
   POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemset, cudaMemset2D(dst, pitch, value, width, height));
 }
 
@@ -95,6 +110,9 @@ static inline cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* 
 }
 static inline cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t count,
                                               cudaStream_t s = 0) {
+  if (dst_device != 0 || src_device != 0) return polypy_rt_fail(cudaErrorInvalidDevice);
+  cudaError_t bad = polypy_rt_check_copy(dst, src, count, cudaMemcpyDeviceToDevice);
+  if (bad != cudaSuccess) return bad;
   POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemcpy, cudaMemcpyPeer(dst, dst_device, src, src_device, count));
 }
 

@@ -6,8 +6,8 @@
  * thread, while the host goes on (parts/queues.h); synchronizing waits for it, querying asks
  * whether it is done. The default stream (0, cudaStreamLegacy, cudaStreamPerThread) runs its work
  * before the call returns, after the work issued to blocking streams (the legacy stream's rule).
- * An error of work run by a worker (an invalid copy direction) is recorded as the last error when
- * it runs, not returned by the call that issued it. Streams are real objects: each has its flags,
+ * Arguments are checked when a call issues work, as CUDA does (an invalid copy direction is the
+ * call's error); an error of work run by a worker is recorded as the last error when it runs. Streams are real objects: each has its flags,
  * priority and attributes, and the API checks them. */
 #define CUDART_CB
 struct polypy_rt_stream;
@@ -314,22 +314,33 @@ static inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cud
 }
 
 /* ------------------------------------------------------------------ asynchronous copies */
+/* As in CUDA, the arguments are checked at the call, which returns the error (direction, null
+ * pointers, ranges past a known block: polypy_rt_check_copy); only what goes wrong while the
+ * work runs is left for the worker to record. */
 static inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
                                           cudaStream_t s = 0) {
+  cudaError_t bad = polypy_rt_check_copy(dst, src, count, kind);
+  if (bad != cudaSuccess) return bad;
   POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemcpy, cudaMemcpy(dst, src, count, kind));
 }
 static inline cudaError_t cudaMemsetAsync(void* dst, int value, size_t count, cudaStream_t s = 0) {
+  cudaError_t bad = polypy_rt_check_fill(dst, count);
+  if (bad != cudaSuccess) return bad;
   POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemset, cudaMemset(dst, value, count));
 }
 template <class T>
 static inline cudaError_t cudaMemcpyToSymbolAsync(T& symbol, const void* src, size_t count, size_t offset = 0,
                                                   enum cudaMemcpyKind kind = cudaMemcpyHostToDevice, cudaStream_t s = 0) {
+  cudaError_t bad = polypy_rt_check_symbol(src, count, offset, sizeof(T), kind, 1);
+  if (bad != cudaSuccess) return bad;
   T* at = &symbol;
   POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemcpy, cudaMemcpyToSymbol(*at, src, count, offset, kind));
 }
 template <class T>
 static inline cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const T& symbol, size_t count, size_t offset = 0,
                                                     enum cudaMemcpyKind kind = cudaMemcpyDeviceToHost, cudaStream_t s = 0) {
+  cudaError_t bad = polypy_rt_check_symbol(dst, count, offset, sizeof(T), kind, 0);
+  if (bad != cudaSuccess) return bad;
   const T* at = &symbol;
   POLYPY_RT_STREAM_WORK(s, cudaGraphNodeTypeMemcpy, cudaMemcpyFromSymbol(dst, *at, count, offset, kind));
 }
