@@ -1,0 +1,108 @@
+"""Block-strided loops that carry a running value (issue 38 item 3): ``samples/softmax_rows.cu``
+keeps a running maximum ``m = fmax(m, xr[c])`` over ``for (c = tid; c < cols; c += blockDim.x)``.
+The step is a launch dimension, so the trip count (largest at thread 0) is a function the driver
+evaluates at launch: the carried register is taped in a tape sized there instead of being replayed
+from the loop entry in each reversed iteration (quadratic in ``cols / blockDim.x``). Checked:
+the report, finite differences in float64 (emulator) on several launch shapes, bit for bit
+against the replaying form (the same values in the same order), the compiled gradient against
+the emulated one, and which steps count as positive at every launch (``launch_positive``)."""
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+import polypy
+from autodiff import Caching
+from autodiff.check import check_gradients
+from autodiff.loops import launch_positive
+from polypy.driver.gradients import grad_kernel
+from polypy.emulator import emulate
+from polypy.ir import nodes as n
+from polypy.ir.types import I32, I64
+
+SOURCE = pathlib.Path(__file__).resolve().parents[1] / "samples" / "softmax_rows.cu"
+
+
+@pytest.fixture(scope="module")
+def module():
+    return polypy.load(str(SOURCE), defines={"REAL": "double"})
+
+
+@pytest.fixture(scope="module")
+def taped(module):
+    report: list = []
+    return grad_kernel(module, "softmax_rows", report=report), report
+
+
+@pytest.fixture(scope="module")
+def replayed(module):
+    report: list = []
+    return grad_kernel(module, "softmax_rows", report=report, runtime_tapes=False), report
+
+
+def test_running_maximum_of_a_block_strided_loop_is_taped(taped, replayed) -> None:
+    g, report = taped
+    caching = [d for d in report if isinstance(d, Caching)]
+    assert not any(d.strategy == "replay-loop" for d in caching), [d.format() for d in caching]
+    assert any(d.value == "m" and "instead of replaying the loop" in d.detail for d in caching), \
+        [d.format() for d in caching]
+    sized = [b for b in g.buffers if b.space == "local" and any(not isinstance(e, n.Const) for e in b.shape or ())]
+    assert len(sized) == 1 and sized[0].name.startswith("m_"), sized
+    old = [d for d in replayed[1] if isinstance(d, Caching) and d.strategy == "replay-loop"]
+    assert {d.value for d in old} == {"m"}
+
+
+def _args(rows: int, cols: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    return {"x": rng.standard_normal(rows * cols) * 3, "y": np.zeros(rows * cols), "cols": cols}
+
+
+# (rows = grid, block, cols): several trips per thread, a partial last trip, fewer columns than
+# threads (one trip or none), one column.
+@pytest.mark.parametrize("block,rows,cols", [(8, 3, 29), (4, 2, 16), (16, 2, 5), (2, 3, 9), (8, 1, 1)])
+def test_gradient_matches_finite_differences(module, taped, block, rows, cols) -> None:
+    result = check_gradients(module.kernel("softmax_rows"), taped[0], (rows,), (block,), _args(rows, cols, cols))
+    assert abs(result.finite_difference) > 1e-8 and result.error() < 1e-6, result
+    assert result.forward_effect_error < 1e-12, result
+
+
+@pytest.mark.parametrize("block,rows,cols", [(8, 3, 29), (4, 2, 6)])
+def test_taped_and_replayed_gradients_agree_bit_for_bit(taped, replayed, block, rows, cols) -> None:
+    rng = np.random.default_rng(5)
+    x, seed = rng.standard_normal(rows * cols) * 3, rng.standard_normal(rows * cols)
+    out = []
+    for g in (taped[0], replayed[0]):
+        args = {"x": x.copy(), "d_x": np.zeros_like(x), "y": np.zeros_like(x), "d_y": seed.copy(), "cols": cols}
+        emulate(g, (rows,), (block,), args)
+        out.append(args["d_x"])
+    assert np.array_equal(out[0], out[1]) and np.count_nonzero(out[0]) == rows * cols
+
+
+def test_compiled_gradient_matches_emulated_gradient() -> None:
+    mod = polypy.compile(SOURCE, defines={"REAL": "double"})
+    g = polypy.grad(mod.softmax_rows)
+    rows, cols, block = 3, 45, 8  # 6 trips for thread 0, 5 for the last threads
+    rng = np.random.default_rng(9)
+    x, seed = rng.standard_normal(rows * cols) * 3, rng.standard_normal(rows * cols)
+    out = []
+    for run in (g[rows, block], g.emulate[rows, block]):
+        d_x = np.zeros_like(x)
+        run(x.copy(), d_x, np.zeros_like(x), seed.copy(), cols)
+        out.append(d_x)
+    np.testing.assert_allclose(out[0], out[1], rtol=1e-12, atol=1e-14)
+
+
+def test_launch_positive_steps() -> None:
+    bx, gx = n.BlockDim(0), n.GridDim(0)
+    assert launch_positive(n.Cast(I32, bx), I32)
+    assert launch_positive(n.Binary("mul", n.Cast(I32, bx), n.Const(4, I32)), I32)
+    # blockDim.x * gridDim.x wraps in 32 bits at the largest grids; in 64 bits it cannot
+    wide = n.Binary("mul", n.Cast(I64, bx), n.Cast(I64, gx))
+    assert launch_positive(wide, I64)
+    assert not launch_positive(n.Cast(I32, n.Binary("mul", bx, gx)), I32)
+    assert not launch_positive(n.Cast(I32, wide), I32)
+    assert not launch_positive(n.Var("stride", I32), I32)  # an argument may be 0 or negative
+    assert not launch_positive(n.Binary("mul", n.Cast(I32, bx), n.Const(-1, I32)), I32)
+    assert not launch_positive(n.Binary("sub", n.Cast(I32, bx), n.Const(1, I32)), I32)  # 0 for one thread
