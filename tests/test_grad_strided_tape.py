@@ -2,7 +2,9 @@
 keeps a running maximum ``m = fmax(m, xr[c])`` over ``for (c = tid; c < cols; c += blockDim.x)``.
 The step is a launch dimension, so the trip count (largest at thread 0) is a function the driver
 evaluates at launch: the carried register is taped in a tape sized there instead of being replayed
-from the loop entry in each reversed iteration (quadratic in ``cols / blockDim.x``). Checked:
+from the loop entry in each reversed iteration (quadratic in ``cols / blockDim.x``), and the
+exponentials those loops need in the reverse sweep are taped too instead of evaluated again
+(``availability.dear_in_launch_sized_loop``). Checked:
 the report, finite differences in float64 (emulator) on several launch shapes, bit for bit
 against the replaying form (the same values in the same order), the compiled gradient against
 the emulated one, and which steps count as positive at every launch (``launch_positive``)."""
@@ -21,6 +23,7 @@ from polypy.driver.gradients import grad_kernel
 from polypy.emulator import emulate
 from polypy.ir import nodes as n
 from polypy.ir.types import I32, I64
+from polypy.ir.visitor import walk
 
 SOURCE = pathlib.Path(__file__).resolve().parents[1] / "samples" / "softmax_rows.cu"
 
@@ -49,9 +52,21 @@ def test_running_maximum_of_a_block_strided_loop_is_taped(taped, replayed) -> No
     assert any(d.value == "m" and "instead of replaying the loop" in d.detail for d in caching), \
         [d.format() for d in caching]
     sized = [b for b in g.buffers if b.space == "local" and any(not isinstance(e, n.Const) for e in b.shape or ())]
-    assert len(sized) == 1 and sized[0].name.startswith("m_"), sized
+    assert sorted(b.name for b in sized) == ["m_tape", "value_tape", "value_tape_1"], sized
     old = [d for d in replayed[1] if isinstance(d, Caching) and d.strategy == "replay-loop"]
     assert {d.value for d in old} == {"m"}
+
+
+def test_exponentials_of_the_launch_sized_loops_are_taped_not_evaluated_again(taped, replayed) -> None:
+    # exp(xr[c] - row_max) of the sum (line 37) and of the output (line 48): stored once by the
+    # forward sweep in the taped build; the build without tapes sized at launch evaluates them again
+    taped_exp = {d.loc.line for d in taped[1] if isinstance(d, Caching) and d.value.startswith("exp(")
+                 and d.strategy == "tape" and "sized at launch" in d.detail}
+    assert taped_exp == {37, 48}, [d.format() for d in taped[1]]
+    assert not any(isinstance(d, Caching) and d.value.startswith("exp(") for d in replayed[1])
+    g = taped[0]
+    loads = {x.buffer for x in walk(g) if isinstance(x, n.Load) and x.buffer.startswith("value_tape")}
+    assert len(loads) == 2, loads
 
 
 def _args(rows: int, cols: int, seed: int) -> dict:
