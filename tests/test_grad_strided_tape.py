@@ -129,3 +129,18 @@ def test_launch_positive_steps() -> None:
     assert not launch_positive(n.Var("stride", I32), I32)  # an argument may be 0 or negative
     assert not launch_positive(n.Binary("mul", n.Cast(I32, bx), n.Const(-1, I32)), I32)
     assert not launch_positive(n.Binary("sub", n.Cast(I32, bx), n.Const(1, I32)), I32)  # 0 for one thread
+
+
+def test_cpp_tapes_are_bounded_for_every_thread(taped) -> None:
+    """``polypy grad --emit cpp`` allocates per-thread arrays once per launch: the extent of a
+    block-strided loop's tape (a division by blockDim.x) is bounded over the threads by its value
+    at thread 0 (the division never decreases, the divisor being at least 1 and the same for all)."""
+    from autodiff.tapes import runtime_tapes, tape_extents, uniform_extents
+
+    g = taped[0]
+    bounded = uniform_extents(g)
+    assert len(runtime_tapes(bounded)) == 3
+    assert not any(isinstance(x, (n.ThreadIdx, n.BlockIdx)) for buf in runtime_tapes(bounded)
+                   for d in buf.shape for x in walk(d))
+    for block, cols in ((8, 29), (8, 32), (16, 5), (4, 0)):
+        assert tape_extents(bounded, (3,), (block,), {"cols": cols}) == tape_extents(g, (3,), (block,), {"cols": cols})
