@@ -110,7 +110,32 @@ def dear_in_launch_sized_loop(st: ReverseState, e: n.Expr, p: Point) -> bool:
         return False
     if st.opt.cache == "recompute" or not st.opt.runtime_tapes:
         return False
-    return any(trip_bound(st.prog, loop) is None for loop in st.prog.loops_around(p))
+    if not any(trip_bound(st.prog, loop) is None for loop in st.prog.loops_around(p)):
+        return False
+    # The tape's store evaluates the call before the statement: only where the statement itself
+    # always evaluates it (not in a branch of ?: or the right of && / ||, which may not run:
+    # ``c + 1 < m ? exp(x[c + 1]) : 0`` must not read x[m]).
+    s = st.prog.stmts.get(p)
+    if s is None or isinstance(s, (n.For, n.While)):  # a loop's bounds or condition: not stored once before it
+        return False
+    return any(_always_evaluates(x, e) for name in s.CHILDREN if name not in s.BLOCKS
+                                 for x in _as_tuple(getattr(s, name)) if isinstance(x, n.Expr))
+
+
+def _as_tuple(value: object) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _always_evaluates(x: n.Expr, e: n.Expr) -> bool:
+    """Whether evaluating ``x`` always evaluates ``e``."""
+    if x == e:
+        return True
+    if isinstance(x, n.Select):
+        return _always_evaluates(x.cond, e)
+    if isinstance(x, n.Binary) and x.op in ("land", "lor"):
+        return _always_evaluates(x.a, e)
+    return any(_always_evaluates(c, e) for name in x.CHILDREN for c in _as_tuple(getattr(x, name))
+               if isinstance(c, n.Expr))
 
 
 def _avail_var(st: ReverseState, e: n.Var, p: Point, tape: bool) -> n.Expr:

@@ -144,3 +144,33 @@ def test_cpp_tapes_are_bounded_for_every_thread(taped) -> None:
                    for d in buf.shape for x in walk(d))
     for block, cols in ((8, 29), (8, 32), (16, 5), (4, 0)):
         assert tape_extents(bounded, (3,), (block,), {"cols": cols}) == tape_extents(g, (3,), (block,), {"cols": cols})
+
+
+GUARDED = r"""
+__global__ void guarded(const double* x, double* y, int m)
+{
+    double acc = -1e300;
+    for (int c = threadIdx.x; c < m; c += blockDim.x) {
+        acc = fmax(acc, x[c]);
+        y[c] = (c + 1 < m) ? exp(x[c + 1] - acc) : 0.0;
+    }
+}
+"""
+
+
+def test_a_call_in_a_branch_that_may_not_run_is_not_taped(tmp_path) -> None:
+    """A tape's store evaluates the call before the statement: ``exp(x[c + 1] - acc)`` under
+    ``c + 1 < m ?`` would read x[m]; it is evaluated again in the reverse sweep instead."""
+    src = tmp_path / "guarded.cu"
+    src.write_text(GUARDED)
+    module = polypy.load(str(src))
+    report: list = []
+    g = grad_kernel(module, "guarded", report=report)
+    caching = [d for d in report if isinstance(d, Caching)]
+    assert any(d.value == "acc" and "instead of replaying" in d.detail for d in caching)
+    assert not any(d.value.startswith("exp(") for d in caching), [d.format() for d in caching]
+    for block, m in ((4, 13), (8, 8), (2, 3)):
+        rng = np.random.default_rng(m)
+        args = {"x": rng.standard_normal(m), "y": np.zeros(m), "m": m}
+        result = check_gradients(module.kernel("guarded"), g, (1,), (block,), args)
+        assert abs(result.finite_difference) > 1e-8 and result.error() < 1e-6, result
