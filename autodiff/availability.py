@@ -90,10 +90,52 @@ def _avail(st: ReverseState, e: n.Expr, p: Point, tape: bool) -> n.Expr:
             return _tape_or_fail(st, e, p, tape, why="operand of && / ||")
     if isinstance(e, n.Cast):
         return rebuild(e, x=avail(st, e.x, p, tape=tape))
+    if isinstance(e, n.Call) and dear_in_launch_sized_loop(st, e, p):
+        try:  # stored once by the forward sweep, instead of evaluated again per reversed iteration
+            return tapes.tape(st, e, p, tape=tape, what=format_expr(e))
+        except (CannotTape, NeedTape):
+            pass
     if isinstance(e, (n.Unary, n.Binary, n.Call)):
         args = tuple(avail(st, a, p, tape=tape) for a in rules.float_args(e))
         return rules.rebuild(e, args)
     raise InternalError(f"avail: unexpected {type(e).__name__}", e.loc)
+
+
+def dear_in_launch_sized_loop(st: ReverseState, e: n.Expr, p: Point) -> bool:
+    """Whether ``e`` is a call that is not cheap to evaluate (``exp``, ``log``...: tens of
+    operations) inside a loop whose tapes are sized at launch, in a gradient built with such
+    tapes: there a tape entry (one store, one load) costs less than the evaluation in the reverse
+    sweep, and the tape's extent is already paid for by the loop's other tapes."""
+    if not (isinstance(e, n.Call) and e.type.is_float and e.fn not in CHEAP_CALLS):
+        return False
+    if st.opt.cache == "recompute" or not st.opt.runtime_tapes:
+        return False
+    if not any(trip_bound(st.prog, loop) is None for loop in st.prog.loops_around(p)):
+        return False
+    # The tape's store evaluates the call before the statement: only where the statement itself
+    # always evaluates it (not in a branch of ?: or the right of && / ||, which may not run:
+    # ``c + 1 < m ? exp(x[c + 1]) : 0`` must not read x[m]).
+    s = st.prog.stmts.get(p)
+    if s is None or isinstance(s, (n.For, n.While)):  # a loop's bounds or condition: not stored once before it
+        return False
+    return any(_always_evaluates(x, e) for name in s.CHILDREN if name not in s.BLOCKS
+                                 for x in _as_tuple(getattr(s, name)) if isinstance(x, n.Expr))
+
+
+def _as_tuple(value: object) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _always_evaluates(x: n.Expr, e: n.Expr) -> bool:
+    """Whether evaluating ``x`` always evaluates ``e``."""
+    if x == e:
+        return True
+    if isinstance(x, n.Select):
+        return _always_evaluates(x.cond, e)
+    if isinstance(x, n.Binary) and x.op in ("land", "lor"):
+        return _always_evaluates(x.a, e)
+    return any(_always_evaluates(c, e) for name in x.CHILDREN for c in _as_tuple(getattr(x, name))
+               if isinstance(c, n.Expr))
 
 
 def _avail_var(st: ReverseState, e: n.Var, p: Point, tape: bool) -> n.Expr:

@@ -272,7 +272,8 @@ def runtime_trip_bound(prog: Program, loop: StmtPath) -> n.Expr | None:
     """An upper bound on the iterations of one execution of ``loop`` as an i32 expression the
     driver evaluates at launch (``launch_uniform``), for loops without a static bound:
 
-    * ``for (v = start; v < stop; v += c)``, c > 0 constant, start and stop launch-uniform:
+    * ``for (v = start; v < stop; v += c)``, c > 0 constant or a positive product of launch
+      dimensions (``launch_positive``: ``c += blockDim.x``), start and stop launch-uniform:
       exactly its trip count;
     * ``while (... && v < stop && ...)`` with ``v += c`` (c > 0) once per iteration, ``v``
       starting from a launch-uniform value and ``stop`` launch-uniform (a ``for`` with a
@@ -283,7 +284,7 @@ def runtime_trip_bound(prog: Program, loop: StmtPath) -> n.Expr | None:
     """
     s = prog.stmt(loop)
     if isinstance(s, n.For):
-        if not (isinstance(s.step, n.Const) and s.step.value > 0):
+        if not (isinstance(s.step, n.Const) and s.step.value > 0) and not launch_positive(s.step, s.vtype):
             return None
         if not (launch_uniform(prog, s.start, per_thread=True) and launch_uniform(prog, s.stop, per_thread=True)):
             return None
@@ -301,6 +302,41 @@ def runtime_trip_bound(prog: Program, loop: StmtPath) -> n.Expr | None:
             continue
         stop = term.b if term.op == "lt" else n.Binary("add", term.b, b.one(term.b.type))
         return _count_i32(start.value, stop, b.const(ind.amount, term.a.type))
+    return None
+
+
+# The largest value each launch dimension can take (CUDA's limits: 1024 threads per block,
+# 2**31 - 1 blocks along x, 65535 along y and z).
+_LAUNCH_MAX = {n.BlockDim: (1024, 1024, 64), n.GridDim: ((1 << 31) - 1, 65535, 65535)}
+
+
+def launch_positive(e: n.Expr, ty: ScalarType) -> bool:
+    """Whether the integer ``e`` is at least 1 at every launch, computed without wrapping in any
+    type it passes through and in ``ty``: a product of launch dimensions (``blockDim``,
+    ``gridDim``, each at least 1) and positive constants, through casts between integer types
+    (``(int)blockDim.x``, the step of a block-strided loop ``for (c = tid; c < n; c +=
+    blockDim.x)``). A step like that is a constant at launch, so the loop's trip count is a
+    function the driver evaluates there (``runtime_trip_bound``)."""
+    hi = _positive_bound(e)
+    return hi is not None and ty.is_int and hi < (1 << (ty.bits - 1 if ty.is_signed else ty.bits))
+
+
+def _positive_bound(e: n.Expr) -> int | None:
+    """An upper bound on ``e`` if it is a product as ``launch_positive`` describes (>= 1, no
+    wrapping in its own type), else None."""
+    if isinstance(e, (n.BlockDim, n.GridDim)):
+        return _LAUNCH_MAX[type(e)][e.dim]
+    if isinstance(e, n.Const):
+        return int(e.value) if e.type.is_int and int(e.value) >= 1 else None
+    if isinstance(e, n.Cast) and e.to.is_int and e.x.type.is_int:
+        hi = _positive_bound(e.x)
+        return hi if hi is not None and hi < (1 << (e.to.bits - 1 if e.to.is_signed else e.to.bits)) else None
+    if isinstance(e, n.Binary) and e.op == "mul" and e.type.is_int:
+        a, c = _positive_bound(e.a), _positive_bound(e.b)
+        if a is None or c is None:
+            return None
+        hi = a * c
+        return hi if hi < (1 << (e.type.bits - 1 if e.type.is_signed else e.type.bits)) else None
     return None
 
 

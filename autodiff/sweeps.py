@@ -23,7 +23,7 @@ from typing import Callable
 from autodiff import build as b
 from autodiff import rules, tapes
 from autodiff.accumulation import accumulate_load, accumulate_var, adjoint_name, take_adjoint
-from autodiff.availability import avail, carried_replay_code, hoist, shared_replay_code
+from autodiff.availability import avail, carried_replay_code, dear_in_launch_sized_loop, hoist, shared_replay_code
 from autodiff.loops import affine_value, counted_while, exact_trips, loop_base, trip_count_expr
 from autodiff.program import point_after
 from autodiff.reverse_state import CannotTape, LoopCtx, ReverseState, var_type
@@ -89,8 +89,12 @@ def propagate(st: ReverseState, e: n.Expr, ct: n.Expr, p: Point, *, result: n.Ex
         if holder.name in used:
             mapping[holder] = arg(i)
     if result_holder.name in used:
-        mapping[result_holder] = result if result is not None else \
-            rules.rebuild(e, tuple(arg(i) for i in range(len(args))))
+        if result is not None:
+            mapping[result_holder] = result
+        elif dear_in_launch_sized_loop(st, e, p):
+            mapping[result_holder] = avail(st, e, p)  # taped where that is cheaper (availability)
+        else:
+            mapping[result_holder] = rules.rebuild(e, tuple(arg(i) for i in range(len(args))))
     # Bind values used more than once (or expensive) to locals.
     counts: dict[str, int] = {}
     for _, part in needed:

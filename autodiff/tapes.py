@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from autodiff import build as b
-from autodiff.loops import loop_base, runtime_trip_bound, trip_bound
+from autodiff.loops import launch_positive, loop_base, runtime_trip_bound, trip_bound
 from autodiff.report import Caching
 from autodiff.reverse_state import CannotTape, NeedTape, ReverseState, loc_at, note
 from polypy.errors import UserError
@@ -188,6 +188,11 @@ def _interval(e: n.Expr) -> tuple[n.Expr | None, n.Expr | None]:
             and e.type.is_signed:
         lo, hi = _interval(e.a)
         return _both(e.op, lo, e.b), _both(e.op, hi, e.b)
+    if isinstance(e, n.Binary) and e.op == "div" and e.type.is_signed and launch_positive(e.b, e.type):
+        # C's division truncates toward zero: by a divisor >= 1 that is the same for every thread
+        # (a launch dimension: the trip count of a block-strided loop), it never decreases
+        lo, hi = _interval(e.a)
+        return _both("div", lo, e.b), _both("div", hi, e.b)
     if isinstance(e, n.Select):
         # the larger of both branches is an upper bound, the smaller a lower one
         (alo, ahi), (blo, bhi) = _interval(e.a), _interval(e.b)

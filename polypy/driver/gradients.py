@@ -449,6 +449,7 @@ class _SizedAtLaunch(_GradientKernel):
         self.name = gradient.name
         self.doubles_shared = doubles_shared
         self.variants: dict[tuple, Any] = {}
+        self.extents: dict[tuple, dict[str, tuple[int, ...]]] = {}  # per launch shape and scalar arguments
         self.compiled = None
 
     def _extents(self, config: Any, args: tuple, kwargs: dict) -> dict[str, tuple[int, ...]]:
@@ -460,7 +461,16 @@ class _SizedAtLaunch(_GradientKernel):
             raise UserError(f"pass the arguments of kernel {self.name!r} either all by position or all by name")
         values = bind_arguments(self.gradient, kwargs if kwargs else args)
         scalars = {k: v for k, v in values.items() if not isinstance(v, np.ndarray)}
-        return tape_extents(self.gradient, grid, block, scalars)
+        # The extents are a function of the launch shape and the scalar arguments: remembered, so
+        # that a gradient launched again (a backward pass per training step) asks isl once.
+        key = (tuple(grid), tuple(block), tuple(sorted((k, repr(v)) for k, v in scalars.items())))
+        got = self.extents.get(key)
+        if got is None:
+            got = tape_extents(self.gradient, grid, block, scalars)
+            if len(self.extents) >= 64:
+                self.extents.pop(next(iter(self.extents)))
+            self.extents[key] = got
+        return got
 
     def _variant(self, extents: dict[str, tuple[int, ...]]):
         from autodiff.tapes import capacity, size_tapes

@@ -19,6 +19,7 @@ INT_MAX as i32.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Mapping
 
 import numpy as np
@@ -31,6 +32,7 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.semantics import eval_binary, eval_cast
 from polypy.ir.types import PointerType, ScalarType
+from polypy.ir.visitor import walk
 
 GARBAGE_WORD = 0x7FFFFFFF
 
@@ -143,29 +145,53 @@ def _shape_text(shape: tuple[int, ...]) -> str:
 def static_extent(expr: n.Expr, geometry: Geometry, buffer: n.Buffer) -> int:
     """The value of a buffer extent: constants, launch dimensions, integer arguments (a tape
     sized at launch) and arithmetic, comparisons and selections on them."""
+    indices = sorted({(type(x).__name__, x.dim) for x in walk(expr) if isinstance(x, (n.ThreadIdx, n.BlockIdx))})
+    if indices:  # a per-thread extent (a tape of a loop whose trip count depends on the thread): the largest
+        return _largest_extent(expr, geometry, buffer, indices)
     value = _fold(expr, geometry)
     if value is None or isinstance(value, float) or int(value) < 0:
         raise UserError(f"extent of buffer {buffer.name!r} must be a non-negative constant", buffer.loc)
     return int(value)
 
 
-def _fold(e: n.Expr, geometry: Geometry) -> int | float | bool | None:
+MAX_EXTENT_POINTS = 1 << 16  # thread/block index combinations an emulated per-thread extent is folded at
+
+
+def _largest_extent(expr: n.Expr, geometry: Geometry, buffer: n.Buffer, indices: list[tuple[str, int]]) -> int:
+    """The largest value of ``expr`` over the thread and block indices it reads (each combination
+    folded; emulated launches are small)."""
+    ranges = [range(geometry.block[d] if kind == "ThreadIdx" else geometry.grid[d]) for kind, d in indices]
+    if int(np.prod([len(r) for r in ranges], dtype=np.int64)) > MAX_EXTENT_POINTS:
+        raise UserError(f"extent of buffer {buffer.name!r} depends on more than {MAX_EXTENT_POINTS} thread and "
+                        f"block indices of this launch: too many for the emulator", buffer.loc)
+    best = 0
+    for point in itertools.product(*ranges):
+        value = _fold(expr, geometry, dict(zip(indices, point)))
+        if value is None or isinstance(value, float) or int(value) < 0:
+            raise UserError(f"extent of buffer {buffer.name!r} must be a non-negative constant", buffer.loc)
+        best = max(best, int(value))
+    return best
+
+
+def _fold(e: n.Expr, geometry: Geometry, index: Mapping[tuple[str, int], int] | None = None) -> int | float | bool | None:
     if isinstance(e, n.Const):
         return e.value
+    if isinstance(e, (n.ThreadIdx, n.BlockIdx)):
+        return None if index is None else index.get((type(e).__name__, e.dim))
     if isinstance(e, n.Var):
         return dict(geometry.scalars).get(e.name)
     if isinstance(e, n.Select):
-        c = _fold(e.cond, geometry)
-        return None if c is None else _fold(e.a if c else e.b, geometry)
+        c = _fold(e.cond, geometry, index)
+        return None if c is None else _fold(e.a if c else e.b, geometry, index)
     if isinstance(e, n.BlockDim):
         return geometry.block[e.dim]
     if isinstance(e, n.GridDim):
         return geometry.grid[e.dim]
     if isinstance(e, n.Cast):
-        x = _fold(e.x, geometry)
+        x = _fold(e.x, geometry, index)
         return None if x is None else eval_cast(x, e.x.type, e.to)
     if isinstance(e, n.Binary):
-        a, b = _fold(e.a, geometry), _fold(e.b, geometry)
+        a, b = _fold(e.a, geometry, index), _fold(e.b, geometry, index)
         return None if a is None or b is None else eval_binary(e.op, a, b, e.a.type)
     return None
 
