@@ -31,6 +31,9 @@ def exact_indices(loop: n.For, facts: Facts, needs: list[Need], *, ranges: Range
                                available=_outside(loop), ranges=ranges, free_atoms=True, index_forms=True,
                                start=_closed(loop.start, ranges.lets))
     rewriter = _ExactIndices(analysis, facts, needs)
+    rewriter.bindings = {s.name: s.vtype for s in loop.body if isinstance(s, n.Decl) and s.name in analysis.lets}
+    rewriter.in_indices = _index_names(loop.body, analysis.lets)
+    rewriter.read = {v.name for v in walk_only(loop.body, n.Var)}
     body = rewriter.visit_block(loop.body)
     if body is loop.body:
         return loop
@@ -84,6 +87,96 @@ class _ExactIndices(Mutator):
         self.needs = needs
         self.rewritten = 0
         self.example = ""
+        # The loop body's top-level bindings the analysis looks through (name -> type), and those
+        # of them rewritten in i64 so far, in order (name -> their value's linear form).
+        self.bindings: dict[str, n.ScalarType] = {}
+        self.widened: dict[str, Linear] = {}
+        self.seen: list[str] = []  # bindings already declared where the visit is
+        self.in_indices: set[str] = set()  # the names indices read (bindings looked through)
+        self.read: set[str] = set()  # the names read anywhere in the loop
+
+    def visit_Decl(self, s: n.Decl) -> n.Stmt:
+        """A binding affine in the counter with wrapping arithmetic (``let x: i32 =
+        (i32)(blockIdx.x * 16u + tx)``) computed once in i64 (``let x: i64 = (i64)(blockIdx.x *
+        16u) + (i64)tx``) under the same needs as an index of that value; its 32-bit uses read
+        ``(i32)x`` and indices are expressed from it (``binding_form``). A 64-bit binding affine
+        in the counter (one widened by an earlier run) serves indices likewise."""
+        out = self.binding(s)
+        if s.name in self.bindings:
+            self.seen.append(s.name)
+        return out
+
+    def binding(self, s: n.Decl) -> n.Stmt:
+        if s.let and s.name not in self.read:
+            return s  # dead (a later pass removes it): no needs for it
+        if s.name not in self.bindings or s.init is None or not s.vtype.is_int \
+                or tree_size(s.init) > MAX_ANALYZED_NODES:
+            return self.generic_visit(s)
+        if s.vtype == I64:
+            found = self.exact(s.init)
+            if found is not None:
+                self.record(s.init, s.init, found[1])
+                self.widened[s.name] = found[0]
+            return self.generic_visit(s)
+        if s.vtype.bits != 32 or s.name not in self.in_indices \
+                or not _wraps_on(self.analysis.expand(s.init), self.analysis.counter):
+            return self.generic_visit(s)
+        found = self.exact(s.init)
+        if found is None:
+            return self.generic_visit(s)
+        lin, needs = found
+        init = self.record(s.init, self.binding_form(lin), needs)
+        self.widened[s.name] = lin
+        return dataclasses.replace(s, vtype=I64, init=init)
+
+    def visit_Var(self, e: n.Var) -> n.Expr:
+        if e.name in self.widened and e.type != I64:  # a 32-bit use of a widened binding
+            return n.Cast(e.type, n.Var(e.name, I64))
+        return e
+
+    def binding_form(self, lin: Linear) -> n.Expr:
+        """``lin`` (i64) from the widened binding that leaves the fewest other terms (``x - 1l``
+        for ``(i64)(blockIdx.x * 16u) - 1l + (i64)tx`` where ``x`` is ``(i64)(blockIdx.x * 16u) +
+        (i64)tx``), the other bindings in scope named in what is left; the counter form where
+        no binding removes a term."""
+        best: tuple[int, str, Linear, int] | None = None
+        for name, blin in self.widened.items():
+            if blin.coef == 0 or lin.coef % blin.coef:
+                continue
+            k = lin.coef // blin.coef
+            rest = lin.plus(blin.scale(k), -1)
+            if len(rest.terms) >= len(lin.terms) or not {a for a, _ in rest.terms} <= {a for a, _ in lin.terms}:
+                continue
+            if best is None or len(rest.terms) <= best[0]:
+                best = (len(rest.terms), name, rest, k)
+        if best is None:
+            term = self.counter_term(I64, lin.coef)
+            base = lin.base()
+            out = term if (not base.terms and base.const == 0) else n.Binary("add", linear_ir(base), term)
+            return self.named(out)
+        _, name, rest, k = best
+        var: n.Expr = n.Var(name, I64)
+        if k != 1:
+            var = n.Binary("mul", var, n.Const(k, I64))
+        plus = tuple((a, k) for a, k in rest.terms if k > 0)
+        minus = tuple((a, -k) for a, k in rest.terms if k < 0)
+        out = var if not plus else n.Binary("add", self.named(linear_ir(Linear(0, plus))), var)
+        if minus:
+            out = n.Binary("sub", out, self.named(linear_ir(Linear(0, minus))))
+        if rest.const == 0:
+            return out
+        return n.Binary("add" if rest.const > 0 else "sub", out, n.Const(abs(rest.const), I64))
+
+    def named(self, e: n.Expr) -> n.Expr:
+        """``e`` with the values of the unwidened bindings declared so far read by name (the
+        analysis substituted them: ``(i32)(blockIdx.y * 16u + ty) * nx`` is ``y * nx``)."""
+        env = {}
+        for name in self.seen:
+            if name not in self.widened:
+                value = self.analysis.lets.get(name)
+                if value is not None:
+                    env[self.analysis.expand(value)] = n.Var(name, self.bindings[name])
+        return substitute(e, env) if env else e
 
     def exact(self, e: n.Expr) -> tuple[Linear, list[Need]] | None:
         found = self.analysis.linear(e)
@@ -138,10 +231,7 @@ class _ExactIndices(Mutator):
         if found is None:
             return _Widen(self).visit(e) if tree_size(e) <= MAX_ANALYZED_NODES else e
         lin, needs = found
-        term = self.counter_term(I64, lin.coef)
-        base = lin.base()
-        out = term if (not base.terms and base.const == 0) else n.Binary("add", linear_ir(base), term)
-        out = self.record(e, out, needs)
+        out = self.record(e, self.binding_form(lin), needs)
         return e if out == e else out  # already in this form (a second run): the node itself
 
     def widen(self, e: n.Cast) -> n.Expr | None:
@@ -200,6 +290,22 @@ class _Widen(Mutator):
             if widened is not None:
                 return widened
         return self.generic_visit(e)
+
+
+def _index_names(body: tuple[n.Stmt, ...], lets: dict[str, n.Expr]) -> set[str]:
+    """The names the indices of ``body``'s memory accesses read, and those the ``lets`` among
+    them read in turn: the bindings worth computing in i64 (one no index reads stays as it is)."""
+    todo = [v.name for x in walk_only(body, n.Load, n.Store, n.AtomicRMW) for e in x.index
+            for v in walk_only(e, n.Var)]
+    out: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in out:
+            continue
+        out.add(name)
+        if name in lets:
+            todo += [v.name for v in walk_only(lets[name], n.Var)]
+    return out
 
 
 def _wraps_on(e: n.Expr, counter: str) -> bool:

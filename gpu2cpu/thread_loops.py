@@ -127,9 +127,18 @@ def independent_chunks(body: tuple[n.Stmt, ...]) -> list[tuple[n.Stmt, ...]]:
 
     Each chunk can then be its own thread loop (loop fission): no value flows between chunks
     through a per-thread local, and memory written by one thread is read back by the same thread
-    in a later loop, after all threads ran the earlier one.
+    in a later loop, after all threads ran the earlier one. A top-level ``let`` (a name for a
+    value, ``Decl.let``) joins no chunks: each chunk that reads it gets its own copy, in place
+    (what the let reads joins the chunks as a read of it would).
     """
     local = declared_names(body)
+    lets = {s.name: i for i, s in enumerate(body) if isinstance(s, n.Decl) and s.let}
+    reads: dict[str, set[str]] = {}  # a let's name -> the other locals it reads, lets looked through
+    for name, i in lets.items():
+        found: set[str] = set()
+        for x in names_in(body[i]) - {name}:
+            found |= reads.get(x, {x})
+        reads[name] = found
     owner: dict[str, int] = {}
     parent = list(range(len(body)))
 
@@ -139,19 +148,35 @@ def independent_chunks(body: tuple[n.Stmt, ...]) -> list[tuple[n.Stmt, ...]]:
             i = parent[i]
         return i
 
-    for i, s in enumerate(body):
-        for name in names_in(s) & local:
+    work = [i for i, s in enumerate(body) if not (isinstance(s, n.Decl) and s.let)]
+    if not work:
+        return [body]
+    for i in work:
+        used: set[str] = set()
+        for name in names_in(body[i]):
+            used |= reads.get(name, {name})
+        for name in used & local:
             j = owner.setdefault(name, i)
             parent[find(i)] = find(j)
     last: dict[int, int] = {}
-    for i in range(len(body)):
+    for i in work:
         last[find(i)] = i
     chunks: list[tuple[n.Stmt, ...]] = []
     start, end = 0, -1
-    for i in range(len(body)):
+    for i in work:
         end = max(end, last[find(i)])
         if i == end:
-            chunks.append(body[start:i + 1])
+            members = [k for k in work if start <= k <= i]
+            needed: set[str] = set()
+            for k in members:
+                needed |= names_in(body[k]) & lets.keys()
+            todo = list(needed)
+            while todo:  # and the lets those read
+                more = names_in(body[lets[todo.pop()]]) & lets.keys() - needed
+                needed |= more
+                todo += more
+            keep = set(members) | {lets[name] for name in needed}
+            chunks.append(tuple(body[k] for k in sorted(keep)))
             start = i + 1
     return chunks
 

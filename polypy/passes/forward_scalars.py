@@ -20,13 +20,13 @@ an indeterminate value in C, so giving it the value is allowed).
 Values that read memory or compute floats are left alone: forwarding them would repeat work
 (or read memory at a different time).
 
-The IR keeps no trace of the names, but the kernel notes them: each source-named integer local
-forwarded away that every thread declares (not under an ``if``) is recorded as a ``SourceLocal``
-(name, type, value as the later folding spells it) in ``Kernel.source_locals``, which is not
-part of the IR (equality, printing and traversals ignore it), so that the C renderer can write
-``const int row = ...;`` again where the value is used (``codegen.c.readable``). Compiler
-temporaries (``p_off``, ``old``, ``cond``) and trivial values (a constant, a plain name, a cast
-of one) are not recorded.
+Source-named locals are the exception: an integer local of the source with a value worth a
+name (``int row = blockIdx.y * 16 + ty;``; not a compiler temporary such as ``p_off``, ``old``,
+``cond``, nor a constant, a plain name or a cast of one) stays, as a binding (``let row: i32 =
+...``, ``Decl.let``), and its uses read it by name: the emitted code keeps the source's names.
+The analyses that need the expression (affine forms, bounds, isl) look the binding up
+(``polypy.ir.queries.let_values``); the passes that rewrite indices rewrite the binding itself
+(``gpu2cpu.exact_indices``: ``long long x = ...`` once, not the value in every index).
 """
 from __future__ import annotations
 
@@ -34,8 +34,7 @@ import dataclasses
 
 from polypy.ir import nodes as n
 from polypy.ir.queries import read_names, written_names
-from polypy.ir.visitor import Mutator, Visitor, walk, walk_only
-from polypy.passes.fold_constants import fold_expr
+from polypy.ir.visitor import Mutator, walk, walk_only
 
 
 def _stable(e: n.Expr, immutable: set[str]) -> bool:
@@ -58,11 +57,9 @@ def _stable(e: n.Expr, immutable: set[str]) -> bool:
 
 
 class _Forward(Mutator):
-    def __init__(self, immutable: set[str], every_thread: set[str] = frozenset()):
+    def __init__(self, immutable: set[str]):
         self.immutable = immutable
-        self.every_thread = every_thread
         self.values: dict[str, n.Expr] = {}
-        self.named: list[n.SourceLocal] = []
 
     def visit_Var(self, e: n.Var) -> n.Expr:
         return self.values.get(e.name, e)
@@ -75,11 +72,12 @@ class _Forward(Mutator):
         s = self.generic_visit(s)
         if s.init is None and s.name in self.values:  # a reset local (see the module docstring)
             return None
+        if s.let:
+            return s
         if s.init is not None and s.name in self.immutable and _stable(s.init, self.immutable):
+            if _worth_naming(source):
+                return dataclasses.replace(s, let=True)
             self.values[s.name] = s.init
-            if s.name in self.every_thread and _worth_naming(source):
-                # Folded as the simplification after this pass folds its uses.
-                self.named.append(n.SourceLocal(s.name, s.vtype, fold_expr(s.init)))
             return None
         return s
 
@@ -88,31 +86,6 @@ class _Forward(Mutator):
 # offset of a local pointer, the old value of a post-increment, a short-circuit condition).
 _TEMP_BASES = ("old", "cond")
 _TEMP_SUFFIXES = ("_off",)
-
-
-def _unconditional_decls(stmts: tuple[n.Stmt, ...]) -> set[str]:
-    """Locals declared where every thread that runs the loops around them runs the declaration:
-    at the top of the kernel or of ``for`` bodies, not under an ``if`` (returns are ``if`` s by
-    now). Only their values may be computed again ahead of their uses in emitted code."""
-    found = _UnconditionalDecls()
-    found.visit_block(stmts)
-    return found.names
-
-
-class _UnconditionalDecls(Visitor):
-    """``_unconditional_decls``: enters ``for`` bodies only (not ``if`` s, ``while`` s, expressions)."""
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Node(self, node: n.Node) -> None:
-        return None
-
-    def visit_Decl(self, s: n.Decl) -> None:
-        self.names.add(s.name)
-
-    def visit_For(self, s: n.For) -> None:
-        self.visit_block(s.body)
 
 
 def _worth_naming(s: n.Decl) -> bool:
@@ -165,15 +138,10 @@ def forward_scalars(kernel: n.Kernel) -> n.Kernel:
         elif isinstance(x, n.For):
             names.add(x.var)
     immutable = names - written
-    forward = _Forward(immutable, _unconditional_decls(kernel.body))
-    out = forward.visit(kernel)
+    out = _Forward(immutable).visit(kernel)
     reset = _reset_values(out, immutable)  # their values as the first round left them
     if reset:
         again = _Forward(immutable)
         again.values.update(reset)
         out = again.visit(out)
-    known = {x.name for x in kernel.source_locals}
-    named = tuple(x for x in forward.named if x.name not in known)
-    if not named:
-        return out
-    return dataclasses.replace(out, source_locals=out.source_locals + named)
+    return out
