@@ -160,7 +160,11 @@ class _ExactIndices(Mutator):
             var = n.Binary("mul", var, n.Const(k, I64))
         plus = tuple((a, k) for a, k in rest.terms if k > 0)
         minus = tuple((a, -k) for a, k in rest.terms if k < 0)
-        out = var if not plus else n.Binary("add", self.named(linear_ir(Linear(0, plus))), var)
+        out = var
+        if plus:  # a name and an offset: `c + (i64)nx`; a sum of terms and the name: `(i64)(y * nx) + x`
+            terms = self.named(linear_ir(Linear(0, plus)))
+            alone = len(plus) == 1 and plus[0][1] == 1 and isinstance(_uncast(plus[0][0]), n.Var)
+            out = n.Binary("add", var, terms) if alone else n.Binary("add", terms, var)
         if minus:
             out = n.Binary("sub", out, self.named(linear_ir(Linear(0, minus))))
         if rest.const == 0:
@@ -290,6 +294,12 @@ class _Widen(Mutator):
             if widened is not None:
                 return widened
         return self.generic_visit(e)
+
+
+def _uncast(e: n.Expr) -> n.Expr:
+    while isinstance(e, n.Cast):
+        e = e.x
+    return e
 
 
 def _index_names(body: tuple[n.Stmt, ...], lets: dict[str, n.Expr]) -> set[str]:

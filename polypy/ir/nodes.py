@@ -88,7 +88,6 @@ from polypy.ir.kernels import (  # noqa: F401
     Param,
     SPACES,
     STAGES,
-    SourceLocal,
     SourceParam,
     TABLE_BASE,
     TABLE_POOL,
