@@ -16,7 +16,7 @@ from gpu2cpu.thread_loops import let_definitions
 from polypy.ir import nodes as n
 from polypy.ir.depth import MAX_ANALYZED_NODES
 from polypy.ir.printer import format_expr
-from polypy.ir.queries import nodes_reading, tree_size
+from polypy.ir.queries import nodes_reading, read_names, tree_size, written_names
 from polypy.ir.types import I64, U32
 from polypy.ir.visitor import Mutator, rebuild, substitute, walk, walk_only
 
@@ -34,6 +34,7 @@ def exact_indices(loop: n.For, facts: Facts, needs: list[Need], *, ranges: Range
     rewriter.bindings = {s.name: s.vtype for s in loop.body if isinstance(s, n.Decl) and s.name in analysis.lets}
     rewriter.in_indices = _index_names(loop.body, analysis.lets)
     rewriter.read = {v.name for v in walk_only(loop.body, n.Var)}
+    rewriter.assigned = written_names(loop.body)
     body = rewriter.visit_block(loop.body)
     if body is loop.body:
         return loop
@@ -94,6 +95,7 @@ class _ExactIndices(Mutator):
         self.seen: list[str] = []  # bindings already declared where the visit is
         self.in_indices: set[str] = set()  # the names indices read (bindings looked through)
         self.read: set[str] = set()  # the names read anywhere in the loop
+        self.assigned: set[str] = set()  # the names assigned in it (a binding reading one is not named back)
 
     def visit_Decl(self, s: n.Decl) -> n.Stmt:
         """A binding affine in the counter with wrapping arithmetic (``let x: i32 =
@@ -114,8 +116,7 @@ class _ExactIndices(Mutator):
             return self.generic_visit(s)
         if s.vtype == I64:
             found = self.exact(s.init)
-            if found is not None:
-                self.record(s.init, s.init, found[1])
+            if found is not None and not found[1]:  # exact as it is: indices may read it
                 self.widened[s.name] = found[0]
             return self.generic_visit(s)
         if s.vtype.bits != 32 or s.name not in self.in_indices \
@@ -178,7 +179,7 @@ class _ExactIndices(Mutator):
         for name in self.seen:
             if name not in self.widened:
                 value = self.analysis.lets.get(name)
-                if value is not None:
+                if value is not None and not read_names(value) & self.assigned:
                     env[self.analysis.expand(value)] = n.Var(name, self.bindings[name])
         return substitute(e, env) if env else e
 

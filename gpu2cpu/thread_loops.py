@@ -19,7 +19,7 @@ from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_affine import counter_dim, is_check
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
-from polypy.ir.queries import declared_names, definition_writes
+from polypy.ir.queries import declared_names, definition_writes, let_values
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
 from polypy.ir.visitor import Mutator, rebuild, walk, walk_only
@@ -183,8 +183,9 @@ def independent_chunks(body: tuple[n.Stmt, ...]) -> list[tuple[n.Stmt, ...]]:
 
 def let_definitions(body: tuple[n.Stmt, ...], upto: int, *, writes: dict[str, int] | None = None) -> dict[str, n.Expr]:
     """Locals of ``body[:upto]`` (top level) with one definition and no other write anywhere in
-    ``body``: ``var x = e`` or ``var x`` followed by one top-level ``x = e``. ``writes``:
-    ``definition_writes(body)``, where the caller has it already."""
+    ``body``: ``var x = e`` or ``var x`` followed by one top-level ``x = e``; then the lets
+    (``Decl.let``) anywhere in ``body``, whose names mean their values wherever they are in scope.
+    ``writes``: ``definition_writes(body)``, where the caller has it already."""
     if writes is None:
         writes = definition_writes(body)
     declared_top = {s.name for s in body[:upto] if isinstance(s, n.Decl)}
@@ -194,6 +195,8 @@ def let_definitions(body: tuple[n.Stmt, ...], upto: int, *, writes: dict[str, in
             out[s.name] = s.init
         elif isinstance(s, n.Assign) and s.name in declared_top and writes.get(s.name) == 1 and s.name not in out:
             out[s.name] = s.value
+    for name, value in let_values(body).items():
+        out.setdefault(name, value)
     return out
 
 
