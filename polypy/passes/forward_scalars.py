@@ -24,7 +24,8 @@ Source-named locals are the exception: an integer local of the source with a val
 name (``int row = blockIdx.y * 16 + ty;``; not a compiler temporary such as ``p_off``, ``old``,
 ``cond``, nor a constant, a plain name or a cast of one) stays, as a binding (``let row: i32 =
 ...``, ``Decl.let``), and its uses read it by name: the emitted code keeps the source's names.
-The analyses that need the expression (affine forms, bounds, isl) look the binding up
+A local that an assignment reads is forwarded all the same (``int W = tx - 1; W = W < lo ? lo :
+W;``: the analyses of clamps and inductions match the assigned value's form). The analyses that need the expression (affine forms, bounds, isl) look the binding up
 (``polypy.ir.queries.let_values``); the passes that rewrite indices rewrite the binding itself
 (``gpu2cpu.exact_indices``: ``long long x = ...`` once, not the value in every index).
 """
@@ -57,8 +58,9 @@ def _stable(e: n.Expr, immutable: set[str]) -> bool:
 
 
 class _Forward(Mutator):
-    def __init__(self, immutable: set[str]):
+    def __init__(self, immutable: set[str], assigned_from: set[str] = frozenset()):
         self.immutable = immutable
+        self.assigned_from = assigned_from  # names read by assignments: forwarded (see the docstring)
         self.values: dict[str, n.Expr] = {}
 
     def visit_Var(self, e: n.Var) -> n.Expr:
@@ -75,7 +77,7 @@ class _Forward(Mutator):
         if s.let:
             return s
         if s.init is not None and s.name in self.immutable and _stable(s.init, self.immutable):
-            if _worth_naming(source):
+            if _worth_naming(source) and s.name not in self.assigned_from:
                 return dataclasses.replace(s, let=True)
             self.values[s.name] = s.init
             return None
@@ -128,6 +130,22 @@ def _reset_values(kernel: n.Kernel, immutable: set[str]) -> dict[str, n.Expr]:
     return out
 
 
+def _read_by_assignments(kernel: n.Kernel) -> set[str]:
+    """The names assignments read, and those the definitions of these read in turn (a value
+    forwarded into an assignment is whole: ``W = tx - 1 < lo ? lo : tx - 1`` with ``lo``'s value
+    written out)."""
+    inits = {x.name: x.init for x in walk_only(kernel, n.Decl) if x.init is not None}
+    todo = [v.name for x in walk_only(kernel, n.Assign) for v in walk_only(x.value, n.Var)]
+    out: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in out:
+            out.add(name)
+            if name in inits:
+                todo += [v.name for v in walk_only(inits[name], n.Var)]
+    return out
+
+
 def forward_scalars(kernel: n.Kernel) -> n.Kernel:
     """Forward stable single-assignment locals (see module docstring)."""
     written = written_names(kernel.body)
@@ -138,7 +156,8 @@ def forward_scalars(kernel: n.Kernel) -> n.Kernel:
         elif isinstance(x, n.For):
             names.add(x.var)
     immutable = names - written
-    out = _Forward(immutable).visit(kernel)
+    assigned_from = _read_by_assignments(kernel)
+    out = _Forward(immutable, assigned_from).visit(kernel)
     reset = _reset_values(out, immutable)  # their values as the first round left them
     if reset:
         again = _Forward(immutable)
