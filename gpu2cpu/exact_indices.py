@@ -202,7 +202,20 @@ class _ExactIndices(Mutator):
         t = n.Cast(ty, n.Var(self.analysis.counter, U32))
         return t if coef == 1 else n.Binary("mul", t, n.Const(coef, ty))
 
+    def binding_cast(self, e: n.Cast) -> n.Expr | None:
+        """``(i64)c`` of a widened binding ``c``: ``c`` itself (its value fits the 32-bit type, so
+        the conversion of its truncation is the 64-bit value), without the round trip through 32
+        bits that hides the stride from GCC (``sy1 * c``)."""
+        x = e.x
+        if isinstance(x, n.Var) and x.name in self.widened and x.type != I64 and e.to.is_int and e.to.bits == 64:
+            var = n.Var(x.name, I64)
+            return var if e.to == I64 else n.Cast(e.to, var)
+        return None
+
     def visit_Cast(self, e: n.Cast) -> n.Expr:
+        direct = self.binding_cast(e)
+        if direct is not None:
+            return direct
         x = e.x
         if not (e.to.is_int and e.to.is_signed and x.type.is_int and not x.type.is_signed) \
                 or tree_size(e) > MAX_ANALYZED_NODES or not _wraps_on(x, self.analysis.counter):
@@ -288,6 +301,9 @@ class _Widen(Mutator):
         return e
 
     def visit_Cast(self, e: n.Cast) -> n.Expr:
+        direct = self.outer.binding_cast(e)
+        if direct is not None:
+            return direct
         x = e.x
         if e.to.is_int and e.to.bits == 64 and x.type.is_int and x.type.bits == 32 \
                 and _wraps_on(x, self.outer.analysis.counter):
