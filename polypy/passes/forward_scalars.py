@@ -24,7 +24,7 @@ Source-named locals are the exception: an integer local of the source with a val
 name (``int row = blockIdx.y * 16 + ty;``; not a compiler temporary such as ``p_off``, ``old``,
 ``cond``, nor a constant, a plain name or a cast of one) stays, as a binding (``let row: i32 =
 ...``, ``Decl.let``), and its uses read it by name: the emitted code keeps the source's names.
-A local that an assignment reads is forwarded all the same (``int W = tx - 1; W = W < lo ? lo :
+A local that an assignment reads (but in a load's index) is forwarded all the same (``int W = tx - 1; W = W < lo ? lo :
 W;``: the analyses of clamps and inductions match the assigned value's form). The analyses that need the expression (affine forms, bounds, isl) look the binding up
 (``polypy.ir.queries.let_values``); the passes that rewrite indices rewrite the binding itself
 (``gpu2cpu.exact_indices``: ``long long x = ...`` once, not the value in every index).
@@ -35,7 +35,7 @@ import dataclasses
 
 from polypy.ir import nodes as n
 from polypy.ir.queries import read_names, written_names
-from polypy.ir.visitor import Mutator, walk, walk_only
+from polypy.ir.visitor import Mutator, iter_children, walk, walk_only
 
 
 def _stable(e: n.Expr, immutable: set[str]) -> bool:
@@ -135,15 +135,25 @@ def _read_by_assignments(kernel: n.Kernel) -> set[str]:
     forwarded into an assignment is whole: ``W = tx - 1 < lo ? lo : tx - 1`` with ``lo``'s value
     written out)."""
     inits = {x.name: x.init for x in walk_only(kernel, n.Decl) if x.init is not None}
-    todo = [v.name for x in walk_only(kernel, n.Assign) for v in walk_only(x.value, n.Var)]
+    todo = [name for x in walk_only(kernel, n.Assign) for name in _read_outside_indices(x.value)]
     out: set[str] = set()
     while todo:
         name = todo.pop()
         if name not in out:
             out.add(name)
             if name in inits:
-                todo += [v.name for v in walk_only(inits[name], n.Var)]
+                todo += _read_outside_indices(inits[name])
     return out
+
+
+def _read_outside_indices(e: n.Expr) -> list[str]:
+    """The names ``e`` reads, but for those only inside the index of a load (``acc + s[l + j]``
+    reads ``acc``: ``l`` names an index, which stays a let)."""
+    if isinstance(e, n.Var):
+        return [e.name]
+    if isinstance(e, n.Load):
+        return []
+    return [name for x in iter_children(e) for name in _read_outside_indices(x)]
 
 
 def forward_scalars(kernel: n.Kernel) -> n.Kernel:
