@@ -109,8 +109,8 @@ class _ExactIndices(Mutator):
         return out
 
     def binding(self, s: n.Decl) -> n.Stmt:
-        if s.let and s.name not in self.read:
-            return s  # dead (a later pass removes it): no needs for it
+        if s.let and s.name not in self.read:  # dead (a later pass removes it): no needs for it
+            return _ReadWidened(self.widened).visit(s) if self.widened else s
         if s.name not in self.bindings or s.init is None or not s.vtype.is_int \
                 or tree_size(s.init) > MAX_ANALYZED_NODES:
             return self.generic_visit(s)
@@ -285,9 +285,21 @@ class _ExactIndices(Mutator):
         return self.generic_visit(s)
 
     def visit_For(self, s: n.For) -> n.Stmt:
-        if s.kind == "threads":
-            return s  # inner thread loops were handled with their own counter
+        if s.kind == "threads":  # inner thread loops were handled with their own counter
+            return _ReadWidened(self.widened).visit(s) if self.widened else s  # but a widened binding is 64 bits
         return self.generic_visit(s)
+
+
+class _ReadWidened(Mutator):
+    """The 32-bit reads of widened bindings as ``(i32)x`` (``_ExactIndices.visit_Var``), alone."""
+
+    def __init__(self, widened: dict[str, Linear]):
+        self.widened = widened
+
+    def visit_Var(self, e: n.Var) -> n.Expr:
+        if e.name in self.widened and e.type != I64:
+            return n.Cast(e.type, n.Var(e.name, I64))
+        return e
 
 
 class _Widen(Mutator):
