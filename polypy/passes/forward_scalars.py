@@ -24,8 +24,9 @@ Source-named locals are the exception: an integer local of the source with a val
 name (``int row = blockIdx.y * 16 + ty;``; not a compiler temporary such as ``p_off``, ``old``,
 ``cond``, nor a constant, a plain name or a cast of one) stays, as a binding (``let row: i32 =
 ...``, ``Decl.let``), and its uses read it by name: the emitted code keeps the source's names.
-A local that an assignment reads (but in a load's index) is forwarded all the same (``int W = tx - 1; W = W < lo ? lo :
-W;``: the analyses of clamps and inductions match the assigned value's form). The analyses that need the expression (affine forms, bounds, isl) look the binding up
+A local that an assignment reads outside a load's index is forwarded all the same (``int W =
+tx - 1; W = W < lo ? lo : W;``: the clamp and induction analyses match the assigned value's
+form). The analyses that need the expression (affine forms, bounds, isl) look the binding up
 (``polypy.ir.queries.let_values``); the passes that rewrite indices rewrite the binding itself
 (``gpu2cpu.exact_indices``: ``long long x = ...`` once, not the value in every index).
 """
