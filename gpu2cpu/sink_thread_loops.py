@@ -220,6 +220,12 @@ class _Plan:
                   and (not self.short(c) or self.exposes_guards(c) or self.adds_atomically(c)
                        or self.reads_columns(c))
                   and self.threads_inner(c)}
+        for c in candidates.found:
+            if id(c) not in chosen and isinstance(c, n.For) and self.short(c) and \
+                    any(isinstance(x, n.AtomicRMW) and x.op == "add" for x in walk(c)):
+                self.sink.note(c, f"thread loop over {self.t}: the short loop '{c.var}' stays inside it: its atomic "
+                                  f"adds are to an element per thread (none to one element for all threads, which "
+                                  f"would become a sum), atomic either way")
         # A loop inside a loop that is not sunk stays inside that loop's part.
         sunk = _Nest(self, lambda c: id(c) in chosen)
         sunk.visit_block(self.loop.body)

@@ -1,11 +1,16 @@
-"""sink-thread-loops and short loops of atomic adds to an element per thread: a gradient whose
-adjoints are scattered through loaded indices (cfd's ``compute_flux``: ``d_variables[nb]``, ``nb``
-read from a neighbour table) keeps its short loop over the neighbours inside the loop over the
-threads. Interchanged, every value live across the loop's parts went through an array per thread
-(about 80 for cfd) and each add stayed atomic: 7.3x the forward instead of 4.6x (CPU time, one
-thread, in the code for coarse blocks that launches of many blocks run). Adds to one element the same for every thread still interchange (they become sums,
-``test_sum_uniform_atomics``). Checked: the CPU form, the gradient against finite differences in
-float64 on several launches, and bit for bit against the emulator (GPU form) where the sums are exact."""
+"""Gradients of kernels that read their neighbours through an index table (cfd's ``compute_flux``:
+``variables[nb]``, ``nb`` read from ``elements_surrounding_elements``), whose adjoints are atomic
+adds scattered through loaded indices.
+
+* sink-thread-loops keeps the short loop over the neighbours inside the loop over the threads:
+  interchanged, every value live across the loop's parts went through an array per thread (about
+  80 for cfd) and each add stayed atomic (7.3x the forward instead of 4.5x, CPU time, one thread,
+  in the code for coarse blocks that launches of many blocks run). Adds to one element the same
+  for every thread still interchange (they become sums, ``test_sum_uniform_atomics``).
+* A value several adjoint statements read gets one tape (cfd's ``velocity_nb_x`` had five copies).
+
+Checked: the CPU form, the tapes, the gradient against finite differences in float64 on several
+launches, and bit for bit against the emulator (GPU form) where the sums are exact."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,6 +20,7 @@ import polypy
 from c_support import run_c
 from polypy.driver.coarsen import coarsen_for_block
 from polypy.driver.gradients import gradient_source
+from polypy.driver.pipelines import to_cpu
 from polypy.driver.source import load
 from polypy.ir import nodes as n
 from polypy.ir.visitor import walk, walk_block
@@ -95,6 +101,27 @@ def test_the_loop_of_scattered_adds_stays_inside_the_loop_over_threads(flux):
     assert not [b.name for b in cpu.buffers if b.name.startswith("d_") and b.name.endswith("_x")]
 
 
+# Scattered adds in a short loop, next to a stride-1 read (the loop would be worth interchanging).
+SCATTER = r"""
+__global__ void scatter(const int* idx, const float* x, float* d, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int j = 0; j < 4; j++)
+        atomicAdd(&d[idx[i + j * n]], x[i + j * n]);
+}
+"""
+
+
+def test_the_report_says_why_a_short_loop_of_scattered_adds_stays_inside():
+    report: list = []
+    cpu = to_cpu(load(None, text=SCATTER).kernel("scatter"), report=report)
+    lines = [d.format() for d in report]
+    assert any("the short loop 'j' stays inside it: its atomic adds are to an element per thread" in x
+               for x in lines), lines
+    loops = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "serial"]
+    assert loops and not any(isinstance(y, n.For) and y.kind == "threads" for x in loops for y in walk_block(x.body))
+
+
 @pytest.mark.parametrize("grid,block", LAUNCHES)
 def test_the_gradient_matches_finite_differences_in_float64(flux, grid, block):
     kernel, grad, coarse = flux
@@ -139,3 +166,13 @@ def test_bit_for_bit_with_the_emulated_gradient_where_the_sums_are_exact(flux, g
     for got in runs:
         for name in ("d_w", "d_v", "out"):
             np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+def test_a_value_read_by_several_adjoints_is_taped_once(flux):
+    """``f`` is read by the adjoints of ``acc0``'s and ``acc1``'s updates (and of ``c``, ``d``):
+    one tape, stored once per iteration."""
+    _, grad, _ = flux
+    tapes = [b.name for b in grad.gpu.buffers if "_tape" in b.name]
+    assert len([t for t in tapes if t.startswith("f_tape")]) == 1, tapes
+    stores = [x for x in walk(grad.gpu) if isinstance(x, n.Store) and x.buffer in tapes]
+    assert len(stores) == len(tapes)
