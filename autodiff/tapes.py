@@ -53,6 +53,18 @@ def tape(st: ReverseState, e: n.Expr, p: Point, *, tape: bool, what: str, runtim
         size *= bound if isinstance(bound, int) else 1
     if size > st.opt.max_tape:
         raise CannotTape(loops[-1], f"a tape of {size} elements is larger than the limit of {st.opt.max_tape}")
+    # One tape per value and point: the uses of a value in several reverse statements (cfd's
+    # velocity_nb_x, read by five adjoints) read the tape of the first (not a copy each).
+    key = ("taped", e, p, tuple(st.ctx[loop].index for loop in loops))
+    found = st.memo.get(key)
+    if found is not None:
+        return found
+    st.memo[key] = taped = _new_tape(st, e, p, loops, bounds, size, what)
+    return taped
+
+
+def _new_tape(st: ReverseState, e: n.Expr, p: Point, loops, bounds: list, size: int, what: str) -> n.Expr:
+    """A new register (outside loops) or tape holding ``e`` at ``p``, and its read in reverse."""
     base = _tape_name(e)
     if not loops:
         name = st.names.fresh(base + "_saved")
