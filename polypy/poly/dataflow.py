@@ -118,6 +118,11 @@ def _forwards(model: Model, c: Copies, store: Access, load: Access, within: isl.
             continue
         kill &= domain(w, "w") & c.same_thread("w", "l") & overlap
         good = good - c.eliminate(kill, "w")
+    # Step 3 only removes instances from ``good``: if what is left does not cover every load
+    # instance now, it never will, and the other threads' writes (the costly part: each barrier
+    # asked about in the three copies' space) need not be asked about.
+    if not _covers(c, domain(load, "l"), good):
+        return False
     # 3. no write of another thread that may fall between s and l.
     for w in writes:
         if good.is_empty():
@@ -131,8 +136,12 @@ def _forwards(model: Model, c: Copies, store: Access, load: Access, within: isl.
         if not racing.is_empty():
             racing = c.unseparated(racing, load.time, "l", w.time, "w", model.barriers)
         good = good - c.eliminate(racing, "w")
-    covered = c.eliminate(good, "s")
-    return (domain(load, "l") - covered).is_empty()
+    return _covers(c, domain(load, "l"), good)
+
+
+def _covers(c: Copies, loads: isl.Set, good: isl.Set) -> bool:
+    """Whether every load instance of ``loads`` has a store instance in ``good``."""
+    return (loads - c.eliminate(good, "s")).is_empty()
 
 
 def dead_shared_stores(kernel_or_model: n.Kernel | Model) -> list[StmtPath]:
