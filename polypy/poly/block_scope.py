@@ -37,10 +37,20 @@ class BlockScopes:
         block_level = set(BLOCK_IDX) | {bv.name for bv in model.block_values}
         # positions of the dimensions projected out of the blocks' sets, last first
         self._drop = [i for i in reversed(range(len(model.dims))) if model.dims[i] not in block_level]
-        self._access_blocks = [self._blocks(a.domain) for a in model.accesses]
+        # the distinct block sets, and each access's: the versions of a kernel give a few
+        self._classes: list[isl.Set] = []
+        self._class_of = {a.id: self._class(self._blocks(a.domain)) for a in model.accesses}
+        self._access_blocks = [self._classes[self._class_of[a.id]] for a in model.accesses]
         self._barrier_blocks = [self._blocks(b.domain) for b in model.barriers]
-        self._by_access = {a.id: i for i, a in enumerate(model.accesses)}
+        self._by_classes: dict[tuple[int, ...], Model] = {}
         self._scopes: dict[tuple[tuple[int, ...], tuple[int, ...]], Model] = {}
+
+    def _class(self, blocks: isl.Set) -> int:
+        for k, other in enumerate(self._classes):
+            if other.is_equal(blocks):
+                return k
+        self._classes.append(blocks)
+        return len(self._classes) - 1
 
     def _blocks(self, domain: isl.Set) -> isl.Set:
         """The blocks (blockIdx and block values) where an instance of ``domain`` runs."""
@@ -51,11 +61,13 @@ class BlockScopes:
 
     def scope(self, *accesses: Access) -> Model:
         """The model cut to what can run in a block where every one of ``accesses`` runs."""
-        region = None
-        for a in accesses:
-            blocks = self._access_blocks[self._by_access[a.id]]
-            region = blocks if region is None else region & blocks
-        assert region is not None
+        classes = tuple(sorted({self._class_of[a.id] for a in accesses}))
+        hit = self._by_classes.get(classes)
+        if hit is not None:
+            return hit
+        region = self._classes[classes[0]]
+        for k in classes[1:]:
+            region = region & self._classes[k]
         kept_accesses = tuple(i for i, b in enumerate(self._access_blocks) if not (b & region).is_empty())
         kept_barriers = tuple(i for i, b in enumerate(self._barrier_blocks) if not (b & region).is_empty())
         key = (kept_accesses, kept_barriers)
@@ -63,6 +75,7 @@ class BlockScopes:
         if scope is None:
             scope = _cut(self.model, kept_accesses, kept_barriers)
             self._scopes[key] = scope
+        self._by_classes[classes] = scope
         return scope
 
 
