@@ -11,7 +11,7 @@ import islpy as isl
 import pytest
 
 import polypy
-from polypy.poly import dataflow, dead_shared_stores, forwardable_loads, space
+from polypy.poly import BarrierAnalysis, dataflow, dead_shared_stores, forwardable_loads, space
 from polypy.poly.block_scope import BlockScopes
 from polypy.poly.model import build_model
 from polypy.poly.relations import Copies
@@ -170,3 +170,29 @@ def test_a_forwarding_question_stops_when_the_threads_own_stores_leave_a_load_un
     monkeypatch.setattr(Copies, "unseparated", counting)
     assert forwardable_loads(module.kernel("partial")) == []
     assert calls == []
+
+
+def test_the_barrier_questions_build_no_whole_space_relation_of_another_barrier(kernel, monkeypatch) -> None:
+    # ``BarrierAnalysis``: "ordered by no other barrier" was the pair's set minus each other
+    # barrier's "between" relation over the whole copy space; now it is
+    # built inside the pair's set, in the pair's scope (its version).
+    musts: list[bool] = []
+    real = Copies.between
+
+    def counting(self, *args, must):
+        musts.append(must)
+        return real(self, *args, must=must)
+
+    monkeypatch.setattr(Copies, "between", counting)
+    analysis = BarrierAnalysis(kernel)
+    remaining = [b.path for b in analysis.barriers]
+    conflicts = [analysis.conflict(b.path, remaining) for b in analysis.barriers]
+    # (the same answers as over the whole space) the prologue's barrier is not needed: version 0's
+    # first barrier orders its store and the mirrored read too; each version's barriers order its
+    # store and mirrored read, and that read and the next iteration's store
+    assert conflicts[0] is None
+    assert analysis.removal_reason(analysis.barriers[0].path, remaining) \
+        == "no conflicting accesses between the kernel entry and the barrier at line 12"
+    assert [(c.hazard, c.first.line, c.second.line) for c in conflicts[1:]] == [
+        ("RAW", 11, 13), ("WAR", 13, 11), ("RAW", 21, 23), ("WAR", 23, 21)]
+    assert True not in musts

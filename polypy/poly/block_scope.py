@@ -42,7 +42,7 @@ class BlockScopes:
         self._class_of = {a.id: self._class(self._blocks(a.domain)) for a in model.accesses}
         self._access_blocks = [self._classes[self._class_of[a.id]] for a in model.accesses]
         self._barrier_blocks = [self._blocks(b.domain) for b in model.barriers]
-        self._by_classes: dict[tuple[int, ...], Model] = {}
+        self._by_classes: dict[tuple[int, ...], Model | None] = {}
         self._scopes: dict[tuple[tuple[int, ...], tuple[int, ...]], Model] = {}
 
     def _class(self, blocks: isl.Set) -> int:
@@ -59,15 +59,18 @@ class BlockScopes:
             out = out.project_out(isl.dim_type.set, i, 1)
         return out
 
-    def scope(self, *accesses: Access) -> Model:
-        """The model cut to what can run in a block where every one of ``accesses`` runs."""
+    def scope(self, *accesses: Access) -> Model | None:
+        """The model cut to what can run in a block where every one of ``accesses`` runs; None
+        where no block runs them all."""
         classes = tuple(sorted({self._class_of[a.id] for a in accesses}))
-        hit = self._by_classes.get(classes)
-        if hit is not None:
-            return hit
-        region = self._classes[classes[0]]
-        for k in classes[1:]:
-            region = region & self._classes[k]
+        if classes in self._by_classes:
+            return self._by_classes[classes]
+        region = self._classes[self._class_of[accesses[0].id]]
+        for a in accesses[1:]:
+            region = region & self._classes[self._class_of[a.id]]
+        if region.is_empty():
+            self._by_classes[classes] = None
+            return None
         kept_accesses = tuple(i for i, b in enumerate(self._access_blocks) if not (b & region).is_empty())
         kept_barriers = tuple(i for i, b in enumerate(self._barrier_blocks) if not (b & region).is_empty())
         key = (kept_accesses, kept_barriers)

@@ -62,7 +62,7 @@ class _Scopes:
         self.copies: dict[int, tuple[Model, Copies]] = {}
 
     def of(self, a: Access) -> tuple[Model, Copies]:
-        scope = self.scopes.scope(a)
+        scope = self.scopes.scope(a) or self.scopes.model  # None: ``a`` never runs
         hit = self.copies.get(id(scope))
         if hit is None:
             hit = self.copies[id(scope)] = (scope, Copies(scope, self.names))

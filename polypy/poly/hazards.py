@@ -117,6 +117,7 @@ class BarrierAnalysis:
         self._scoped: dict[tuple[int, int], tuple[Copies, Access, Access]] = {}
         self._copies: dict[int, Copies] = {id(self.model): self.copies}
         self._orders: dict[int, tuple[isl.Set, isl.Set]] = {}
+        self._never: set[tuple[int, int]] = set()
         # each statement's position in program order (accesses and barriers by their statement)
         self._position = {path: k for k, (path, _) in enumerate(iter_statements(self.model.kernel.body))}
 
@@ -153,6 +154,9 @@ class BarrierAnalysis:
         if hit is None:
             a, b = self.model.accesses[i], self.model.accesses[j]
             scope = self._scopes.scope(a, b)
+            if scope is None:  # never in one block: every set of the pair is empty
+                self._never.add(key)
+                scope = self.model
             c = self._copies.get(id(scope))
             if c is None:
                 c = self._copies[id(scope)] = Copies(scope, ("1", "2"))
@@ -166,15 +170,16 @@ class BarrierAnalysis:
         if cached is not None:
             return cached
         c, a, b = self._pair(i, j)
-        if elements and self._never_meet(c, a, b):
+        if (i, j) in self._never or elements and self._never_meet(c, a, b):
             self._base[key] = c.empty
             return c.empty
-        s = c.lex_lt(a.time, "1", b.time, "2")
-        if not s.is_empty():
-            s &= c.other_thread("1", "2") & c.domain(a, "1") & c.domain(b, "2")
+        # The domains (and elements) first, the program order built inside them.
+        s = c.other_thread("1", "2") & c.domain(a, "1") & c.domain(b, "2")
         if elements and not s.is_empty():
             overlap = c.overlap(a, "1", b, "2")
             s = s & overlap if overlap is not None else c.empty
+        if not s.is_empty():
+            s = c.lex_lt(a.time, "1", b.time, "2", within=s)
         self._base[key] = s
         return s
 
@@ -197,18 +202,23 @@ class BarrierAnalysis:
             barrier = c.model.barrier(barrier.path)
         except KeyError:  # the barrier never runs in the pair's block
             return c.empty
+        if (i, j) in self._never:
+            return c.empty
         return c.between(a.time, "1", b.time, "2", barrier, must=must)
 
     def _only_by(self, s: isl.Set, i: int, j: int, barrier: Barrier, others: Iterable[Barrier]) -> isl.Set:
         if s.is_empty():
             return s
         s = s & self._ordered_by(i, j, barrier, must=False)
-        for r in others:
-            if s.is_empty():
-                return s
-            if r.exact and r.path != barrier.path:
-                s = s - self._ordered_by(i, j, r, must=True)
-        return s
+        if s.is_empty():
+            return s
+        # The other barriers' "between" sets built inside what is left of ``s``, one by one until
+        # nothing is (``Copies.unseparated``), not over the whole space; those that never run in
+        # the pair's block (not in its scope) order nothing there.
+        c, a, b = self._pair(i, j)
+        scoped = {r.path: r for r in c.model.barriers}
+        rest = [scoped[r.path] for r in others if r.path != barrier.path and r.path in scoped]
+        return c.unseparated(s, a.time, "1", b.time, "2", rest)
 
     # ------------------------------------------------------------------ questions
     def conflict(self, barrier: StmtPath, remaining: Iterable[StmtPath]) -> Conflict | None:
