@@ -173,13 +173,12 @@ class BarrierAnalysis:
         if (i, j) in self._never or elements and self._never_meet(c, a, b):
             self._base[key] = c.empty
             return c.empty
-        # The domains (and elements) first, the program order built inside them.
-        s = c.other_thread("1", "2") & c.domain(a, "1") & c.domain(b, "2")
+        s = c.lex_lt(a.time, "1", b.time, "2")
+        if not s.is_empty():
+            s &= c.other_thread("1", "2") & c.domain(a, "1") & c.domain(b, "2")
         if elements and not s.is_empty():
             overlap = c.overlap(a, "1", b, "2")
             s = s & overlap if overlap is not None else c.empty
-        if not s.is_empty():
-            s = c.lex_lt(a.time, "1", b.time, "2", within=s)
         self._base[key] = s
         return s
 
