@@ -12,9 +12,11 @@ import pytest
 
 import polypy
 from polypy.poly import BarrierAnalysis, dataflow, dead_shared_stores, forwardable_loads, space
+from polypy.poly.block_races import block_races
 from polypy.poly.block_scope import BlockScopes
 from polypy.poly.model import build_model
 from polypy.poly.relations import Copies
+from polypy.poly.write_conflicts import RaceQuestion
 
 # Two versions picked per block; in each, the load of the thread's own element reads the store
 # (forwardable), the mirrored load reads another thread's; the first store of version 0 is
@@ -196,3 +198,19 @@ def test_the_barrier_questions_build_no_whole_space_relation_of_another_barrier(
     assert [(c.hazard, c.first.line, c.second.line) for c in conflicts[1:]] == [
         ("RAW", 11, 13), ("WAR", 13, 11), ("RAW", 21, 23), ("WAR", 23, 21)]
     assert True not in musts
+
+
+def test_the_race_check_asks_each_pair_within_its_version(kernel, monkeypatch) -> None:
+    # ``block_races`` (lockstep-warps): every pair was asked in the whole space; now only the
+    # prologue's store with itself is (it runs in every block), each other pair in its version's
+    # space, and pairs of two versions are not asked (before: 68 pair questions in the whole space).
+    spaces: list[int] = []
+    real = RaceQuestion.same_block_race
+
+    def recording(self, a, b, **kwargs):
+        spaces.append(len(self.model.loop_dims))
+        return real(self, a, b, **kwargs)
+
+    monkeypatch.setattr(RaceQuestion, "same_block_race", recording)
+    assert block_races(kernel) == []
+    assert spaces.count(2) <= 2 and spaces.count(1) >= 4
