@@ -10,6 +10,7 @@ booleans, integers, strings, small dataclasses). Modules:
   model holds) and ``builder`` (how it is built)
 * ``alias``     which buffers may share storage
 * ``relations`` sets over several instance copies: threads, blocks, order, separation
+* ``block_scope`` the part of a model that can run in one block (a kernel's version of its work)
 * ``hazards``   which accesses a barrier orders (``BarrierAnalysis``)
 * ``dataflow``  store->load forwarding and dead shared stores, proved per instance
 * ``footprint`` index ranges of pointer parameters for a launch

@@ -48,6 +48,7 @@ from polypy.errors import Loc, UserError, format_diagnostic
 from polypy.ir import nodes as n
 from polypy.ir.queries import read_names
 from polypy.ir.visitor import walk_only
+from polypy.poly.block_scope import BlockScopes
 from polypy.poly.hazards import atomics_commute
 from polypy.poly.model import THREAD_IDX, Access, build_model
 from polypy.poly.paths import child_blocks, statement_at
@@ -102,16 +103,28 @@ def block_races(kernel: n.Kernel, *, block: Shape | None = None) -> list[BlockRa
     writes = [a for a in shared if a.writes]
     if not writes:
         return []
-    q = RaceQuestion(model, block, None)
-    warp = _same_warp(q)
+    # Each pair asked in the part of the model that can run in its block (``block_scope``: a
+    # kernel's version of its work), with one question object per part.
+    scopes = BlockScopes(model)
+    questions: dict[int, tuple[RaceQuestion, isl.Set]] = {}
     out: list[BlockRace] = []
-    for a in writes:
+    for whole_a in writes:
         found = None
         # The other access of the same statement first (`s[t] += s[t - 1]`): the pair whose order
         # really differs between lockstep lanes and threads in turn, the clearest to report.
-        for b in sorted(shared, key=lambda b: _line(b) != _line(a)):
-            if b.buffer != a.buffer or (a.kind == "atomic" and b.kind == "atomic") or atomics_commute(a, b):
+        for whole_b in sorted(shared, key=lambda b: _line(b) != _line(whole_a)):
+            a = whole_a
+            if whole_b.buffer != a.buffer or (a.kind == "atomic" and whole_b.kind == "atomic") \
+                    or atomics_commute(a, whole_b):
                 continue
+            scope = scopes.scope(a, whole_b)
+            if scope is None:  # never in one block
+                continue
+            if id(scope) not in questions:
+                q = RaceQuestion(scope, block, None)
+                questions[id(scope)] = (q, _same_warp(q))
+            q, warp = questions[id(scope)]
+            a, b = scope.access(a.id), scope.access(whole_b.id)
             race = _race(q, a, b, warp)
             if race is None:
                 continue

@@ -27,11 +27,13 @@ memory ends with the block, so values never read are dead.
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 import islpy as isl
 
 from polypy.ir import nodes as n
 from polypy.poly.alias import alias_kind
+from polypy.poly.block_scope import BlockScopes
 from polypy.poly.model import Access, Model, build_model
 from polypy.poly.paths import AccessId, StmtPath
 from polypy.poly.relations import Copies
@@ -50,6 +52,34 @@ def _model(kernel_or_model: n.Kernel | Model) -> Model:
     return kernel_or_model if isinstance(kernel_or_model, Model) else build_model(kernel_or_model)
 
 
+class _Scopes:
+    """Each access's ``block_scope`` scope, with one ``Copies`` per scope (its caches shared by
+    the questions of one version of the kernel's work)."""
+
+    def __init__(self, model: Model, copies: tuple[str, ...]):
+        self.scopes = BlockScopes(model)
+        self.names = copies
+        self.copies: dict[int, tuple[Model, Copies]] = {}
+
+    def of(self, a: Access) -> tuple[Model, Copies]:
+        scope = self.scopes.scope(a) or self.scopes.model  # None: ``a`` never runs
+        hit = self.copies.get(id(scope))
+        if hit is None:
+            hit = self.copies[id(scope)] = (scope, Copies(scope, self.names))
+        return hit
+
+
+def _at_probes(c: Copies, question: Callable[[isl.Set], bool]) -> bool:
+    """Whether ``question`` holds at every launch probe (``Copies.launch_probes``): False as soon
+    as one says no, or runs out of isl's budget there. At fixed extents the question is a
+    restriction of the one over symbolic extents, so where it runs out the symbolic one would
+    too, most likely: it is not asked (the conservative answer, as if it had run out)."""
+    for probe in c.launch_probes():
+        if not bounded(lambda: question(probe), None):
+            return False
+    return True
+
+
 def _writes_to(model: Model, a: Access) -> list[Access]:
     return [w for w in model.accesses
             if w.writes and alias_kind(model.kernel, w.buffer, a.buffer) is not None]
@@ -57,12 +87,15 @@ def _writes_to(model: Model, a: Access) -> list[Access]:
 
 def forwardable_loads(kernel_or_model: n.Kernel | Model) -> list[Forwarding]:
     """Every shared load that can read a local instead, with the store it reads from."""
-    model = _model(kernel_or_model)
-    c = Copies(model, ("l", "s", "w"))
+    whole = _model(kernel_or_model)
+    scopes = _Scopes(whole, ("l", "s", "w"))
     out = []
-    for load in model.accesses:
+    for load in whole.accesses:
         if load.kind != "read" or load.space != "shared" or not load.index_exact:
             continue
+        # Only what can run in the load's block (``block_scope``): one version of a kernel's work.
+        model, c = scopes.of(load)
+        load = model.access(load.id)
         stores = [s for s in model.accesses
                   if s.kind == "write" and s.buffer == load.buffer and s.index_exact and s.domain_exact]
         # Try the closest store before the load first (program order), then those after it.
@@ -71,7 +104,7 @@ def forwardable_loads(kernel_or_model: n.Kernel | Model) -> list[Forwarding]:
         stores.sort(key=lambda s: (0, here - position[s.id]) if position[s.id] < here else (1, position[s.id]))
         for store in stores:
             # At one launch first (``Copies.launch_probes``): most pairs fail there, at once.
-            if any(not bounded(lambda: _forwards(model, c, store, load, probe), True) for probe in c.launch_probes()):
+            if not _at_probes(c, lambda probe: _forwards(model, c, store, load, probe)):
                 continue
             if bounded(lambda: _forwards(model, c, store, load), False):
                 out.append(Forwarding(load.id, store.id.path))
@@ -118,6 +151,11 @@ def _forwards(model: Model, c: Copies, store: Access, load: Access, within: isl.
             continue
         kill &= domain(w, "w") & c.same_thread("w", "l") & overlap
         good = good - c.eliminate(kill, "w")
+    # Step 3 only removes instances from ``good``: if what is left does not cover every load
+    # instance now, it never will, and the other threads' writes (the costly part: each barrier
+    # asked about in the three copies' space) need not be asked about.
+    if not _covers(c, domain(load, "l"), good):
+        return False
     # 3. no write of another thread that may fall between s and l.
     for w in writes:
         if good.is_empty():
@@ -131,21 +169,27 @@ def _forwards(model: Model, c: Copies, store: Access, load: Access, within: isl.
         if not racing.is_empty():
             racing = c.unseparated(racing, load.time, "l", w.time, "w", model.barriers)
         good = good - c.eliminate(racing, "w")
-    covered = c.eliminate(good, "s")
-    return (domain(load, "l") - covered).is_empty()
+    return _covers(c, domain(load, "l"), good)
+
+
+def _covers(c: Copies, loads: isl.Set, good: isl.Set) -> bool:
+    """Whether every load instance of ``loads`` has a store instance in ``good``."""
+    return (loads - c.eliminate(good, "s")).is_empty()
 
 
 def dead_shared_stores(kernel_or_model: n.Kernel | Model) -> list[StmtPath]:
     """Shared-memory stores whose values no read can observe (see module docstring)."""
-    model = _model(kernel_or_model)
-    c = Copies(model, ("s", "r", "w"))
+    whole = _model(kernel_or_model)
+    scopes = _Scopes(whole, ("s", "r", "w"))
     out = []
-    for store in model.accesses:
+    for store in whole.accesses:
         if store.kind != "write" or store.space != "shared":
             continue
+        model, c = scopes.of(store)  # only what can run in the store's block (``block_scope``)
+        store = model.access(store.id)
         # At one launch first (``Copies.launch_probes``): a read that observes the store there
         # is one, and isl finds it at once.
-        if any(not bounded(lambda: _dead(model, c, store, probe), True) for probe in c.launch_probes()):
+        if not _at_probes(c, lambda probe: _dead(model, c, store, probe)):
             continue
         if bounded(lambda: _dead(model, c, store), False):
             out.append(store.id.path)

@@ -17,6 +17,10 @@ barrier: pairs on one buffer first, then by how far the two accesses are from th
 program order. That is also the order the search takes, so a barrier that must stay is usually
 decided by its first few pairs (a gradient kernel has thousands: nbody_step's took 7 s in
 program order, 2 s this way).
+
+Each pair is asked in the part of the model that can run in its block (``block_scope``): a
+kernel that picks one version of its work per block (Rodinia's dwt2d) asks about a pair of one
+version in that version's space, without the other versions' loops and barriers.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ import islpy as isl
 
 from polypy.errors import Loc
 from polypy.poly.alias import alias_kind, describe_alias
+from polypy.poly.block_scope import BlockScopes
 from polypy.poly.model import THREAD_IDX, Access, Barrier, Model, build_model
 from polypy.poly.paths import StmtPath, format_path, iter_statements
 from polypy.poly.relations import Copies
@@ -108,6 +113,11 @@ class BarrierAnalysis:
         self.copies = Copies(self.model, ("1", "2"))
         self.pairs = self._eligible_pairs()
         self._base: dict[tuple[int, int, bool], isl.Set] = {}
+        self._scopes = BlockScopes(self.model)
+        self._scoped: dict[tuple[int, int], tuple[Copies, Access, Access]] = {}
+        self._copies: dict[int, Copies] = {id(self.model): self.copies}
+        self._orders: dict[int, tuple[isl.Set, isl.Set]] = {}
+        self._never: set[tuple[int, int]] = set()
         # each statement's position in program order (accesses and barriers by their statement)
         self._position = {path: k for k, (path, _) in enumerate(iter_statements(self.model.kernel.body))}
 
@@ -136,15 +146,31 @@ class BarrierAnalysis:
         out.sort(key=lambda ij: accesses[ij[0]].buffer != accesses[ij[1]].buffer)
         return out
 
+    def _pair(self, i: int, j: int) -> tuple[Copies, Access, Access]:
+        """The copies of the part of the model that can run in the block of access i and j
+        (``block_scope``), and the two accesses there."""
+        key = (i, j)
+        hit = self._scoped.get(key)
+        if hit is None:
+            a, b = self.model.accesses[i], self.model.accesses[j]
+            scope = self._scopes.scope(a, b)
+            if scope is None:  # never in one block: every set of the pair is empty
+                self._never.add(key)
+                scope = self.model
+            c = self._copies.get(id(scope))
+            if c is None:
+                c = self._copies[id(scope)] = Copies(scope, ("1", "2"))
+            hit = self._scoped[key] = (c, scope.access(a.id), scope.access(b.id))
+        return hit
+
     def _pair_set(self, i: int, j: int, *, elements: bool = True) -> isl.Set:
         """Instances of access i (thread 1) before access j (thread 2), other threads of one block."""
         key = (i, j, elements)
         cached = self._base.get(key)
         if cached is not None:
             return cached
-        c = self.copies
-        a, b = self.model.accesses[i], self.model.accesses[j]
-        if elements and self._never_meet(a, b):
+        c, a, b = self._pair(i, j)
+        if (i, j) in self._never or elements and self._never_meet(c, a, b):
             self._base[key] = c.empty
             return c.empty
         s = c.lex_lt(a.time, "1", b.time, "2")
@@ -156,11 +182,11 @@ class BarrierAnalysis:
         self._base[key] = s
         return s
 
-    def _never_meet(self, a: Access, b: Access) -> bool:
+    @staticmethod
+    def _never_meet(c: Copies, a: Access, b: Access) -> bool:
         """Whether two threads of a block never touch one element with ``a`` and ``b``: a cheap
         test (basic sets, no time order) that spares most pairs the full question, whose
         answer it does not change (the full set is a subset of this one)."""
-        c = self.copies
         overlap = c.overlap(a, "1", b, "2")
         if overlap is None:
             return True
@@ -170,19 +196,28 @@ class BarrierAnalysis:
         return all((probe & piece).is_empty() for piece in c.other_thread_pieces("1", "2"))
 
     def _ordered_by(self, i: int, j: int, barrier: Barrier, *, must: bool) -> isl.Set:
-        a, b = self.model.accesses[i], self.model.accesses[j]
-        return self.copies.between(a.time, "1", b.time, "2", barrier, must=must)
+        c, a, b = self._pair(i, j)
+        try:
+            barrier = c.model.barrier(barrier.path)
+        except KeyError:  # the barrier never runs in the pair's block
+            return c.empty
+        if (i, j) in self._never:
+            return c.empty
+        return c.between(a.time, "1", b.time, "2", barrier, must=must)
 
     def _only_by(self, s: isl.Set, i: int, j: int, barrier: Barrier, others: Iterable[Barrier]) -> isl.Set:
         if s.is_empty():
             return s
         s = s & self._ordered_by(i, j, barrier, must=False)
-        for r in others:
-            if s.is_empty():
-                return s
-            if r.exact and r.path != barrier.path:
-                s = s - self._ordered_by(i, j, r, must=True)
-        return s
+        if s.is_empty():
+            return s
+        # The other barriers' "between" sets built inside what is left of ``s``, one by one until
+        # nothing is (``Copies.unseparated``), not over the whole space; those that never run in
+        # the pair's block (not in its scope) order nothing there.
+        c, a, b = self._pair(i, j)
+        scoped = {r.path: r for r in c.model.barriers}
+        rest = [scoped[r.path] for r in others if r.path != barrier.path and r.path in scoped]
+        return c.unseparated(s, a.time, "1", b.time, "2", rest)
 
     # ------------------------------------------------------------------ questions
     def conflict(self, barrier: StmtPath, remaining: Iterable[StmtPath]) -> Conflict | None:
@@ -208,14 +243,6 @@ class BarrierAnalysis:
         access before the one across the barrier; ``"descending"`` when it always comes last;
         None otherwise. Commuting atomics (see ``atomics_commute``) count as no conflict."""
         b = self.model.barrier(barrier)
-        c = self.copies
-        earlier, later = c.empty, c.empty
-        prefix = c.universe
-        for d in sorted(self.model.thread_dims, reverse=True):  # z, then y, then x
-            x1, x2 = c.dim(THREAD_IDX[d], "1"), c.dim(THREAD_IDX[d], "2")
-            earlier |= prefix & x1.lt_set(x2)
-            later |= prefix & x1.gt_set(x2)
-            prefix &= x1.eq_set(x2)
         ascending = descending = True
         crossing = False
         for i, j in self.pairs:
@@ -225,6 +252,7 @@ class BarrierAnalysis:
             if s.is_empty():
                 continue
             crossing = True
+            earlier, later = self._thread_order(self._pair(i, j)[0])
             ascending = ascending and (s - earlier).is_empty()
             descending = descending and (s - later).is_empty()
             if not (ascending or descending):
@@ -232,6 +260,20 @@ class BarrierAnalysis:
         if not crossing:
             return "any"
         return "ascending" if ascending else "descending"
+
+    def _thread_order(self, c: Copies) -> tuple[isl.Set, isl.Set]:
+        """Thread 1 before thread 2 in the order ``(threadIdx.z, threadIdx.y, threadIdx.x)``, and after."""
+        hit = self._orders.get(id(c))
+        if hit is None:
+            earlier, later = c.empty, c.empty
+            prefix = c.universe
+            for d in sorted(self.model.thread_dims, reverse=True):  # z, then y, then x
+                x1, x2 = c.dim(THREAD_IDX[d], "1"), c.dim(THREAD_IDX[d], "2")
+                earlier |= prefix & x1.lt_set(x2)
+                later |= prefix & x1.gt_set(x2)
+                prefix &= x1.eq_set(x2)
+            hit = self._orders[id(c)] = (earlier, later)
+        return hit
 
     def _nearest_first(self, barrier: Barrier) -> list[tuple[int, int]]:
         """The eligible pairs, those on one buffer first, then by the distance of their two
@@ -265,7 +307,8 @@ class BarrierAnalysis:
             for j, c in enumerate(self.model.accesses):
                 if a.buffer not in atomics and atomics_commute(a, c) \
                         and alias_kind(self.model.kernel, a.buffer, c.buffer) is not None:
-                    base = self.copies.lex_lt(a.time, "1", c.time, "2") & self.copies.other_thread("1", "2")
+                    pc, pa, pb = self._pair(i, j)
+                    base = pc.lex_lt(pa.time, "1", pb.time, "2") & pc.other_thread("1", "2")
                     if not self._only_by(base, i, j, b, others).is_empty() and a.buffer not in atomics:
                         atomics.append(a.buffer)
         parts = []
@@ -288,27 +331,27 @@ class BarrierAnalysis:
         return "the kernel exit" if direction > 0 else "the kernel entry"
 
     def _describe(self, i: int, j: int, s: isl.Set, barrier: Barrier) -> Conflict:
-        a, b = self.model.accesses[i], self.model.accesses[j]
+        c, a, b = self._pair(i, j)
         alias = describe_alias(self.model.kernel, a.buffer, b.buffer) if a.buffer != b.buffer else ""
         return Conflict(_hazard(a, b), AccessRef.of(a), AccessRef.of(b), alias,
-                        self._carried_by(s, a, b, barrier), self._witness(s, a, b))
+                        self._carried_by(c, s, a, b, barrier), self._witness(c, s, a, b))
 
-    def _carried_by(self, s: isl.Set, a: Access, b: Access, barrier: Barrier) -> Loc | None:
+    def _carried_by(self, c: Copies, s: isl.Set, a: Access, b: Access, barrier: Barrier) -> Loc | None:
         """The innermost loop around the barrier whose iterations the conflict must span."""
         loops = {lp.dim: lp for lp in self.model.loops}
         for dim in reversed([t for t in barrier.time if isinstance(t, str)]):
             if dim in a.time and dim in b.time:
-                same = s & self.copies.dim(dim, "1").eq_set(self.copies.dim(dim, "2"))
+                same = s & c.dim(dim, "1").eq_set(c.dim(dim, "2"))
                 if same.is_empty():
                     return loops[dim].loc
                 return None
         return None
 
-    def _witness(self, s: isl.Set, a: Access, b: Access) -> str:
+    def _witness(self, c: Copies, s: isl.Set, a: Access, b: Access) -> str:
         point = s.sample_point()
         if point.is_void():
             return ""
-        names = self.copies.names
+        names = c.names
 
         def coord(name: str) -> int:
             return int(point.get_coordinate_val(isl.dim_type.set, names.index(name)).to_python())
