@@ -221,16 +221,14 @@ class _Parser:
             self.toks.expect("=")
             return n.Store(buffer, index, self.expr(), loc=loc)
         word = t.text
-        if word in ("var", "let") and nxt != "=":
+        if word == "var":
             self.toks.next()
             name = self.toks.ident()
             self.toks.expect(":")
             vtype = self.scalar_type()
-            if word == "let":
-                self.toks.expect("=")  # a let has a value
-            init = self.expr() if word == "let" or self.toks.accept("=") else None
+            init = self.expr() if self.toks.accept("=") else None
             self.vars[name] = vtype
-            return n.Decl(name, vtype, init, let=word == "let", loc=loc)
+            return n.Decl(name, vtype, init, loc=loc)
         if word == "barrier":
             self.toks.next()
             if self.toks.accept("."):
