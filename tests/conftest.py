@@ -53,8 +53,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         return
     total = sum(_FILE_SECONDS.values())
     terminalreporter.write_sep("=", f"test files by time ({total:.0f} s over all workers)")
-    for name, seconds in sorted(_FILE_SECONDS.items(), key=lambda item: -item[1])[:20]:
+    for name, seconds in sorted(_FILE_SECONDS.items(), key=lambda item: -item[1]):
         terminalreporter.write_line(f"{seconds:8.1f} s  {100 * seconds / total:5.1f}%  {name}")
     terminalreporter.write_sep("=", "slowest tests")
-    for name, seconds in sorted(_TEST_SECONDS.items(), key=lambda item: -item[1])[:30]:
+    for name, seconds in sorted(_TEST_SECONDS.items(), key=lambda item: -item[1])[:100]:
         terminalreporter.write_line(f"{seconds:8.1f} s  {name}")
