@@ -27,7 +27,8 @@ not a race in the kernel (``partial_sums[by * hid + bx * 16 + tx]``, written for
 reported.
 
 No false warnings: only exact accesses are judged (a store whose domain or index depends on
-data is never reported, the model over-approximates those), and two different blocks are
+data is never reported, the model over-approximates those; a pointer held in a ``__constant__``
+record is judged by the slot it is read from, ``polypy.poly.held``), and two different blocks are
 compared only where the model knows their block values exactly (blocks 0 and 1 along one
 dimension), so every warning is a real race.
 """
@@ -41,10 +42,12 @@ from polypy.errors import Loc
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
 from polypy.ir.visitor import walk
+from polypy.passes.raise_counted_loops import raise_counted_loops
 from polypy.poly.affine import int_range
 from polypy.poly.model import (
     BLOCK_DIM, BLOCK_IDX, GRID_DIM, MAX_BLOCK_DIM, MAX_GRID_DIM, THREAD_IDX, Access, Launch, Model, build_model,
 )
+from polypy.poly.held import race_accesses
 from polypy.poly.relations import Copies
 
 Shape = tuple[int, int, int]
@@ -86,16 +89,23 @@ def write_conflicts(kernel: n.Kernel, *, block: Shape | None = None, grid: Shape
 
 
 def race_question(kernel: n.Kernel, block: Shape | None, grid: Shape | None) -> RaceQuestion:
-    """The race questions of ``kernel`` at the launch shape where it is known."""
-    return RaceQuestion(build_model(kernel, launch=race_launch(kernel, block, grid)), block, grid)
+    """The race questions of ``kernel`` at the launch shape where it is known. Loads of
+    ``__constant__`` memory are one value per launch: uniform values of the model where their
+    index is (``build_model(constants=True)``), and bounds or steps of counted ``while`` loops,
+    which become ``For`` loops for the question (``raise_counted_loops(fixed=...)``: heartwall's
+    ``while (ei < d_common.in_elem) { ...; ei += NUMBER_THREADS; }``)."""
+    fixed = frozenset(b.name for b in kernel.buffers if b.space == "constant")
+    kernel = raise_counted_loops(kernel, fixed=fixed)
+    return RaceQuestion(build_model(kernel, launch=race_launch(kernel, block, grid), constants=True), block, grid)
 
 
 def conflicts_in(q: RaceQuestion) -> list[WriteConflict]:
     """``write_conflicts`` of ``q``'s model."""
     model = q.model
-    # Global memory: pointer parameters and the module's __device__ arrays.
-    stores = [a for a in model.accesses if a.space in ("global", "device") and a.kind == "write" and a.exact]
-    writes = [a for a in model.accesses if a.space in ("global", "device") and a.writes and a.exact]
+    # Global memory: pointer parameters and the module's __device__ arrays (and the pointers
+    # held in __constant__ records, by the slot they are read from: ``polypy.poly.held``).
+    writes = [a for a in race_accesses(model.accesses) if a.writes]
+    stores = [a for a in writes if a.kind == "write"]
     out: list[WriteConflict] = []
     reported: set[tuple] = set()  # (store, other store): each pair of statements once
     for a in stores:
