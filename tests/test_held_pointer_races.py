@@ -86,3 +86,54 @@ def test_different_slots_are_not_reported(tmp_path) -> None:
     text = PROGRAM.replace("BARRIER", "").replace("d_bufs[blockIdx.x].a[(t + 1) % blockDim.x]",
                                                   "d_bufs[blockIdx.x].b[(t + 1) % blockDim.x]")
     assert _warnings(tmp_path, text) == ""
+
+
+# Rodinia heartwall's shape (kernel.cu:761/784), written anew: counted ``while`` loops bounded by
+# ``__constant__`` memory, then a column sum whose start is a local assigned before it and whose
+# step is read from ``__constant__`` memory, through a held pointer.
+COLUMNS = """struct Common { int elem; int rows; float scale; };
+struct Unique { float *m; float *src; };
+__constant__ Common d_common;
+__constant__ Unique d_unique[8];
+#define THREADS 128
+__global__ void columns()
+{
+    int bx = blockIdx.x, tx = threadIdx.x, ei, pos, p;
+    float sum;
+    ei = tx;
+    while (ei < d_common.elem) {
+        d_unique[bx].m[ei] = d_unique[bx].src[ei] - d_unique[bx].m[ei];
+        ei = ei + THREADS;
+    }
+    BARRIER
+    ei = tx;
+    while (ei < d_common.rows) {
+        pos = ei;
+        sum = 0;
+        for (p = pos; p < pos + d_common.elem; p = p + d_common.rows) {
+            d_unique[bx].m[p] = d_unique[bx].m[p] + sum;
+            sum = d_unique[bx].m[p];
+        }
+        ei = ei + THREADS;
+    }
+}
+int main()
+{
+    columns<<<8, THREADS>>>();
+    return 0;
+}
+"""
+
+
+def test_heartwalls_missing_barrier_is_found(tmp_path) -> None:
+    err = _warnings(tmp_path, COLUMNS.replace("BARRIER", ""))
+    src = tmp_path / "held.cu"
+    assert f"{src}:12:9: warning: threads (tx=0, bx=0) and (tx=1, bx=0) both write" in err, err
+    assert f"{src}:21:13: note: the other store" in err
+    assert f"{src}:21:33: warning: thread (tx=0, bx=0) reads" in err  # what 12:9 of another thread stores
+
+
+def test_the_column_sum_with_its_barrier_does_not_race(tmp_path) -> None:
+    # Each thread sums its own columns (p = pos + k * rows, pos < rows): no false warning from the
+    # sum's trips, nor from a step the model could take beyond its type's range.
+    assert _warnings(tmp_path, COLUMNS.replace("BARRIER", "__syncthreads();")) == ""

@@ -27,6 +27,9 @@ from polypy.poly.space import (
 )
 
 EXACT, CUT, INEXACT = 2, 1, 0
+# ``build_model(constants=True)`` (the race warnings) models a loop of a grid-uniform step that is
+# not a constant by its first trips only (``_loop``).
+FIRST_TRIPS = 3
 
 
 class _Restart(Exception):
@@ -411,7 +414,14 @@ class _Builder:
                 self.state.abstract_fors.add(path)
                 raise _Restart()
             body_dom = free & k.ge_set(start) & k.lt_set(stop)
-            if strided:
+            if strided and self.constants:
+                # For the race warnings (they judge races that certainly happen): the first
+                # ``FIRST_TRIPS`` trips, exactly (a subset of the iterations, with exact indices).
+                trips_dom = self.empty
+                for j in range(FIRST_TRIPS):
+                    trips_dom = trips_dom | k.eq_set(start + step.scale_val(isl.Val(j)))  # type: ignore[union-attr]
+                body_dom &= trips_dom
+            elif strided:
                 # start <= k < stop only (see ``Stride``): an over-approximation of the iterations
                 self.strides.append(Stride(dim, path, start, step, expression_key(s.step),  # type: ignore[arg-type]
                                            is_grid_stride(s.start, s.step)))

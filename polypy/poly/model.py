@@ -104,10 +104,13 @@ _MODEL_CACHE_SIZE = 32
 def build_model(kernel: n.Kernel, *, launch: Launch | None = None, constants: bool = False) -> Model:
     """The polyhedral model of a GPU-form ``kernel`` (symbolic launch unless ``launch`` is given).
 
-    ``constants``: loads of ``__constant__`` memory at a uniform index are uniform values (no
-    kernel can store there, so a launch reads one value). Asked by the race warnings only (they
-    decide nothing), where heartwall's loop bounds and pointers read from ``__constant__``
-    records make its accesses exact; other users keep such loads unknown, as they were proven with.
+    ``constants`` (the race warnings only: they decide nothing, and judge races that certainly
+    happen): loads of ``__constant__`` memory at a uniform index are uniform values (no kernel
+    can store there, so a launch reads one value), and a ``for`` of a grid-uniform step that is
+    not a constant (``c += d_common.rows``) runs its first trips only, exactly: an
+    under-approximation whose accesses are exact, where the default model over-approximates and
+    leaves them inexact. Heartwall's loop bounds and pointers read from ``__constant__`` records
+    make its accesses exact so. Other users keep the default model, as they were proven with.
 
     Models are cached per kernel object (kernels are immutable).
     """

@@ -42,12 +42,12 @@ from polypy.errors import Loc
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
 from polypy.ir.visitor import walk
-from polypy.passes.raise_counted_loops import raise_counted_loops
 from polypy.poly.affine import int_range
 from polypy.poly.model import (
     BLOCK_DIM, BLOCK_IDX, GRID_DIM, MAX_BLOCK_DIM, MAX_GRID_DIM, THREAD_IDX, Access, Launch, Model, build_model,
 )
 from polypy.poly.held import race_accesses
+from polypy.poly.race_form import race_form
 from polypy.poly.relations import Copies
 
 Shape = tuple[int, int, int]
@@ -92,10 +92,9 @@ def race_question(kernel: n.Kernel, block: Shape | None, grid: Shape | None) -> 
     """The race questions of ``kernel`` at the launch shape where it is known. Loads of
     ``__constant__`` memory are one value per launch: uniform values of the model where their
     index is (``build_model(constants=True)``), and bounds or steps of counted ``while`` loops,
-    which become ``For`` loops for the question (``raise_counted_loops(fixed=...)``: heartwall's
-    ``while (ei < d_common.in_elem) { ...; ei += NUMBER_THREADS; }``)."""
-    fixed = frozenset(b.name for b in kernel.buffers if b.space == "constant")
-    kernel = raise_counted_loops(kernel, fixed=fixed)
+    which become ``For`` loops for the question (``race_form``: heartwall's ``while (ei <
+    d_common.in_elem) { ...; ei += NUMBER_THREADS; }``)."""
+    kernel = race_form(kernel)
     return RaceQuestion(build_model(kernel, launch=race_launch(kernel, block, grid), constants=True), block, grid)
 
 
@@ -180,6 +179,12 @@ class RaceQuestion:
                 least &= p.eq_set(c.const(lo))
                 least_warp &= p.eq_set(c.const(lo))
                 self.universal.add(param.name)
+        # A uniform value the model cannot read (``n * n``, a load of __constant__ memory) lies in
+        # its type's range: outside it, an index could wrap around onto another thread's.
+        for name, e in model.uniform_exprs.items():
+            if name in c.affs and e.type.is_int:
+                lo, hi = int_range(e.type)
+                self.fixed &= c.affs[name].ge_set(c.const(lo)) & c.affs[name].le_set(c.const(hi))
         self.every = every.params()
         self.every_warp = warp.params()
         self.example = example
