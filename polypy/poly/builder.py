@@ -414,9 +414,11 @@ class _Builder:
                 self.state.abstract_fors.add(path)
                 raise _Restart()
             body_dom = free & k.ge_set(start) & k.lt_set(stop)
-            if strided and self.constants:
+            if strided and self.constants and not any(isinstance(x, (n.BlockDim, n.GridDim)) for x in walk(s.step)):
                 # For the race warnings (they judge races that certainly happen): the first
                 # ``FIRST_TRIPS`` trips, exactly (a subset of the iterations, with exact indices).
+                # Not a step of launch dimensions (a grid-stride loop): isl would take their
+                # product for any value, 1 too, and find two threads' trips on one element.
                 trips_dom = self.empty
                 for j in range(FIRST_TRIPS):
                     trips_dom = trips_dom | k.eq_set(start + step.scale_val(isl.Val(j)))  # type: ignore[union-attr]

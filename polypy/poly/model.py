@@ -107,7 +107,8 @@ def build_model(kernel: n.Kernel, *, launch: Launch | None = None, constants: bo
     ``constants`` (the race warnings only: they decide nothing, and judge races that certainly
     happen): loads of ``__constant__`` memory at a uniform index are uniform values (no kernel
     can store there, so a launch reads one value), and a ``for`` of a grid-uniform step that is
-    not a constant (``c += d_common.rows``) runs its first trips only, exactly: an
+    not a constant nor reads the launch's shape (``c += d_common.rows``, not a grid stride) runs
+    its first trips only, exactly: an
     under-approximation whose accesses are exact, where the default model over-approximates and
     leaves them inexact. Heartwall's loop bounds and pointers read from ``__constant__`` records
     make its accesses exact so. Other users keep the default model, as they were proven with.
