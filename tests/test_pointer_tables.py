@@ -121,3 +121,48 @@ def test_rows_the_kernel_would_read_as_other_elements_are_refused(backend: str, 
         with pytest.raises(UserError, match=why) as err:
             launch[2, 1](rows, out)
         assert err.value.loc is not None and err.value.loc.file == str(src) and err.value.loc.line == 1
+
+
+MISALIGNED_ROW = r"""#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void pick(float** rows, float* out) {
+  out[blockIdx.x] = rows[blockIdx.x][threadIdx.x];
+}
+int main() {
+  float* buf;
+  cudaMalloc(&buf, 64 * sizeof(float));
+  float host[64];
+  for (int j = 0; j < 64; j++) host[j] = (float)j;
+  cudaMemcpy(buf, host, sizeof host, cudaMemcpyHostToDevice);
+  float* table_rows[2] = {buf + 4, (float*)((char*)buf + 8)};
+  float** table;
+  float* out;
+  cudaMalloc(&table, 2 * sizeof(float*));
+  cudaMalloc(&out, 2 * sizeof(float));
+  for (int offset = 8; offset >= 2; offset -= 6) {  /* aligned, then 2 bytes into an element */
+    table_rows[1] = (float*)((char*)buf + offset);
+    cudaMemcpy(table, table_rows, sizeof table_rows, cudaMemcpyHostToDevice);
+    pick<<<2, 1>>>(table, out);
+    float h[2];
+    cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
+    printf("%g %g\n", h[0], h[1]);
+  }
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--emulate",)], ids=["native", "emulator"])
+def test_a_misaligned_row_is_a_located_error(mode: tuple[str, ...], tmp_path: pathlib.Path) -> None:
+    """A row 2 bytes into a float array: a GPU faults (misaligned address); before, the launch read
+    element 0 of the allocation (the pool index rounded down) and printed "4 0". Both the native
+    launcher and the emulator stop there, naming the table and the row; the aligned launch before
+    it runs."""
+    need_compiler(cpp=True)
+    src = tmp_path / "misaligned.cu"
+    src.write_text(MISALIGNED_ROW)
+    r = _polypy("run", str(src), *mode)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert r.stdout == "4 2\n"
+    assert (f"{src}:3:30: error: row 1 of pointer table 'rows' in kernel pick is not aligned to its element type "
+            "(4 bytes): reading through it on a GPU is a misaligned address (cudaErrorMisalignedAddress)") in r.stderr

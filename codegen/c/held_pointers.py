@@ -5,6 +5,10 @@ Each pool is three launcher locals, computed by the runtime from the symbol's by
 launch (``polypy_rt_held_pointers`` in ``cuda_runtime.h``): the lowest allocation the pointers
 point into, its address and the pool's length. A pointer into no live allocation (freed, host
 memory) or misaligned stops the launch with a diagnostic located at the member's first read.
+
+The rows of a ``T**`` pointer table are checked likewise (``table_row_check``): a row pointer not
+aligned to ``T`` (``(float*)((char*)buf + 2)``) is a misaligned address on a GPU, while the
+pool's element index ``(row - base) / sizeof(T)`` would silently round it down.
 """
 from __future__ import annotations
 
@@ -46,3 +50,19 @@ def held_pointer_lines(kernel: n.Kernel, c_name: Callable[[str], str]) -> list[s
         out.append(f"{t}* {pool} = ({t}*)polypy_held_{i};")
         out.append(f"unsigned long long {base} = (unsigned long long)polypy_held_{i};")
     return out
+
+
+def table_row_check(kernel: n.Kernel, table: str, ir_table: str, elem_size: int) -> str:
+    """The launcher's line checking the rows of the ``T**`` parameter ``table`` (the launcher's
+    C parameter; ``ir_table`` its IR parameter): every non-null entry of the table's allocation,
+    from the table's address on, must be aligned to ``elem_size`` (``polypy_rt_table_rows`` in
+    ``cuda_runtime.h``), else the launch stops with a diagnostic naming the table and the row,
+    located at the parameter."""
+    marker = "\x01"
+    p = kernel.param(ir_table)
+    text = format_diagnostic(
+        "error", f"row {marker} of pointer table '{table}' in kernel {kernel.name} is not aligned to its element "
+        f"type ({elem_size} bytes): reading through it on a GPU is a misaligned address "
+        "(cudaErrorMisalignedAddress); polypy cannot run this launch", (p.loc if p is not None else None) or kernel.loc)
+    message = (text + "\n").replace("%", "%%").replace(marker, "%lu")
+    return f"polypy_rt_table_rows({c_string(message)}, (const void*){table}, {elem_size}u);"

@@ -45,7 +45,7 @@ from codegen.scratch import scratch_dims
 from codegen.c import launch_policy
 from codegen.c.readable import barrier_notes, overflow_flags, source_local_names, thread_axis
 from codegen.c.render import C_KEYWORDS, INDENT, MATH, Layout, Renderer, c_type, pointer_decl
-from codegen.c.held_pointers import held_pointer_lines, held_pointer_params
+from codegen.c.held_pointers import held_pointer_lines, held_pointer_params, table_row_check
 from codegen.c.printing import aligned_argument_lines
 from codegen.c.templates import render_template
 
@@ -358,6 +358,7 @@ class KernelEmitter:
             out.append(f"{t} {self.cname(pool)} = ({t})[&]() {{ void* polypy_p = {first}; size_t polypy_n = 0; "
                        f"polypy_rt_find_alloc(polypy_p, &polypy_p, &polypy_n); return polypy_p; }}();")
             out.append(f"unsigned long long {self.cname(base)} = (unsigned long long){self.cname(pool)};")
+            out.append(table_row_check(self.kernel, sp.name, paths[""], p.ptype.elem.itemsize))
         out += held_pointer_lines(self.kernel, self.cname)
         return out
 

@@ -12,7 +12,8 @@ than one allocation, those allocations are copied, one after another, into one N
 table is rewritten to point into it (the program's table in device memory is left as it is), and
 after the launch every allocation is copied back. The copy is coherent only if nothing else of the
 launch reaches those allocations: another pointer argument or another table into one of them is
-refused with a located error, as is a row pointer not aligned to its element type.
+refused with a located error. A row pointer not aligned to its element type is refused for
+every table (``_check_rows``), as the native launcher does: a GPU faults on it.
 """
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ def gather_tables(kernel: n.Kernel, values: dict[str, Any], find_alloc: Any) -> 
               if n.TABLE_POOL in dict(sp.members)]
     if not tables:
         return lambda: None
+    for t in tables:
+        _check_rows(kernel, t, values)
     owners: dict[int, str] = {}  # allocation base -> what reaches it (a parameter or a table)
     gathered: list[tuple[str, dict[str, str], dict[int, int]]] = []
     for t in tables:
@@ -68,6 +71,21 @@ def gather_tables(kernel: n.Kernel, values: dict[str, Any], find_alloc: Any) -> 
         for w in write_backs:
             w()
     return write_back
+
+
+def _check_rows(kernel: n.Kernel, t: dict[str, str], values: dict[str, Any]) -> None:
+    """Every non-null row of table ``t`` must be aligned to its element type: on a GPU reading
+    through a misaligned row is a fault (cudaErrorMisalignedAddress), while the pool's element
+    index ``(row - base) / sizeof(T)`` would round it down. The launcher checks the same
+    (``polypy_rt_table_rows``)."""
+    size = values[t[n.TABLE_POOL]].dtype.itemsize
+    for k, address in enumerate(np.asarray(values[t[""]]).reshape(-1)):
+        if int(address) % size:
+            p = kernel.param(t[""])
+            raise UserError(f"row {k} of pointer table '{t['name']}' in kernel {kernel.name} is not aligned to its "
+                            f"element type ({size} bytes): reading through it on a GPU is a misaligned address "
+                            "(cudaErrorMisalignedAddress); polypy cannot run this launch",
+                            (p.loc if p is not None else None) or kernel.loc)
 
 
 def _row_allocations(table: np.ndarray, find_alloc: Any) -> dict[int, int]:

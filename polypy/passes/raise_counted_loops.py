@@ -36,20 +36,27 @@ from polypy.ir.jumps import jumps_out
 from polypy.ir.names import NameSupply
 from polypy.ir.queries import has_load, read_counts, read_names, written_names
 from polypy.ir.rewrite import rename_locals
-from polypy.ir.visitor import Mutator, has_kind
+from polypy.ir.visitor import Mutator, has_kind, walk_only
 
 _FLIPPED = {"gt": "lt", "ge": "le"}
 
 
-def raise_counted_loops(kernel: n.Kernel) -> n.Kernel:
-    """Counted ``While`` loops as ``For`` loops; see the module docstring."""
+def raise_counted_loops(kernel: n.Kernel, *, fixed: frozenset[str] = frozenset()) -> n.Kernel:
+    """Counted ``While`` loops as ``For`` loops; see the module docstring. ``fixed``: arrays whose
+    loads a bound or step may read (``__constant__`` arrays: one value per launch); the race
+    warnings ask for them (``polypy.poly.race_report``), the pipeline does not."""
     if not has_kind(kernel, n.While):
         return kernel
-    return _Raise(kernel).visit(kernel)
+    return _Raise(kernel, fixed).visit(kernel)
+
+
+def _reads_memory(e: n.Expr, fixed: frozenset[str]) -> bool:
+    return any(x.buffer not in fixed for x in walk_only(e, n.Load)) if fixed else has_load(e)
 
 
 class _Raise(Mutator):
-    def __init__(self, kernel: n.Kernel):
+    def __init__(self, kernel: n.Kernel, fixed: frozenset[str] = frozenset()):
+        self.fixed = fixed
         self.names = NameSupply.for_kernel(kernel)
         self.reads = read_counts(kernel.body)  # of the input kernel: reads outside a loop are its own
 
@@ -92,7 +99,7 @@ class _Raise(Mutator):
         written = written_names(body) | {var}
         if var in written_names(body) or jumps_out(body, n.Break):
             return None
-        if any(has_load(e) or read_names(e) & written for e in (stop, step)):
+        if any(_reads_memory(e, self.fixed) or read_names(e) & written for e in (stop, step)):
             return None
         # The start: the value assigned right before the loop, else the counter's value on entry
         # (not written in the loop: ``v`` after the loop still holds it).

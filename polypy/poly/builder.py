@@ -13,10 +13,11 @@ from polypy.ir.depth import MAX_ANALYZED_NODES
 from polypy.ir.jumps import escape_kinds, jumps_out
 from polypy.ir.printer import ExprFormatter, format_expr
 from polypy.ir.queries import tree_size, written_names
-from polypy.ir.types import PointerType, ScalarType
+from polypy.ir.types import U64, PointerType, ScalarType
 from polypy.ir.visitor import iter_children, walk, walk_only
 from polypy.poly.affine import Converter, _val, expression_key
 from polypy.poly.base_domain import base_domain
+from polypy.poly.held import held_index, held_pools
 from polypy.poly.index_shapes import (block_factor, block_stride, is_grid_stride, linear_block_stride, product_factors,
                                       signed_terms)
 from polypy.poly.instances import Access, Barrier, BlockValue, Delinearized, Loop, Model, Stride
@@ -26,6 +27,9 @@ from polypy.poly.space import (
 )
 
 EXACT, CUT, INEXACT = 2, 1, 0
+# ``build_model(constants=True)`` (the race warnings) models a loop of a grid-uniform step that is
+# not a constant by its first trips only (``_loop``).
+FIRST_TRIPS = 3
 
 
 class _Restart(Exception):
@@ -42,8 +46,9 @@ class _State:
 
 
 class _Builder:
-    def __init__(self, kernel: n.Kernel, launch: Launch | None, state: _State):
+    def __init__(self, kernel: n.Kernel, launch: Launch | None, state: _State, constants: bool = False):
         self.kernel = kernel
+        self.constants = constants  # ``build_model(constants=True)``: see ``_fixed_load``
         self.launch = launch
         self.state = state
         self.mutable = written_names(kernel.body)
@@ -62,6 +67,8 @@ class _Builder:
         self._uniformity_memo: dict[n.Node, int] = {}
         self._var_uniformity: dict[str, int] = {}
         self.formatter = ExprFormatter()  # names of uniform values: every level of a chain is named
+        self.held = held_pools(kernel)
+        self.held_symbols = {h.symbol for h in kernel.held_pointers}
         for node in walk_only(kernel, n.Decl):
             if isinstance(node, n.Decl) and node.init is not None and node.name not in self.mutable:
                 self.local_inits[node.name] = node.init
@@ -200,13 +207,13 @@ class _Builder:
             if x in memo:
                 continue
             stack.append((x, True))
-            if not isinstance(x, (n.ThreadIdx, n.Load)):  # 0 whatever the children are
+            if not isinstance(x, (n.ThreadIdx, n.Load)) or self._fixed_load(x):  # else 0 whatever the children are
                 stack.extend((c, False) for c in iter_children(x) if c not in memo)
         return memo[e]
 
     def _own_uniformity(self, x: n.Node) -> int:
         """The level of ``x`` itself, apart from its children (``_uniformity`` without ``seen``)."""
-        if isinstance(x, (n.ThreadIdx, n.Load)):
+        if isinstance(x, n.ThreadIdx) or (isinstance(x, n.Load) and not self._fixed_load(x)):
             return 0
         if isinstance(x, n.BlockIdx):
             return 2
@@ -221,7 +228,7 @@ class _Builder:
     def _uniformity_walk(self, e: n.Expr, seen: frozenset[str]) -> int:
         level = 1
         for x in walk(e):
-            if isinstance(x, (n.ThreadIdx, n.Load)):
+            if isinstance(x, n.ThreadIdx) or (isinstance(x, n.Load) and not self._fixed_load(x)):
                 return 0
             if isinstance(x, n.BlockIdx):
                 level = 2
@@ -240,6 +247,16 @@ class _Builder:
                     return 0
                 level = max(level, inner)
         return level
+
+    def _fixed_load(self, x: n.Node) -> bool:
+        """Whether ``x`` is a load of ``__constant__`` memory that ``constants`` lets be uniform
+        where its index is (a kernel cannot store there: one value per launch)."""
+        if not (self.constants and isinstance(x, n.Load) and self.kernel.space(x.buffer) == "constant"):
+            return False
+        # Not a pointer held there (``polypy.poly.held``): as a uniform value two different slots
+        # would be two unknowns that may be equal, a race that only may happen.
+        b = self.kernel.buffer(x.buffer)
+        return not (b is not None and b.elem == U64 and b.symbol in self.held_symbols)
 
     def uniform_value(self, e: n.Expr) -> isl.PwAff | None:
         if isinstance(e, (n.Const, n.Var, n.GpuIndex)):
@@ -397,7 +414,16 @@ class _Builder:
                 self.state.abstract_fors.add(path)
                 raise _Restart()
             body_dom = free & k.ge_set(start) & k.lt_set(stop)
-            if strided:
+            if strided and self.constants and not any(isinstance(x, (n.BlockDim, n.GridDim)) for x in walk(s.step)):
+                # For the race warnings (they judge races that certainly happen): the first
+                # ``FIRST_TRIPS`` trips, exactly (a subset of the iterations, with exact indices).
+                # Not a step of launch dimensions (a grid-stride loop): isl would take their
+                # product for any value, 1 too, and find two threads' trips on one element.
+                trips_dom = self.empty
+                for j in range(FIRST_TRIPS):
+                    trips_dom = trips_dom | k.eq_set(start + step.scale_val(isl.Val(j)))  # type: ignore[union-attr]
+                body_dom &= trips_dom
+            elif strided:
                 # start <= k < stop only (see ``Stride``): an over-approximation of the iterations
                 self.strides.append(Stride(dim, path, start, step, expression_key(s.step),  # type: ignore[arg-type]
                                            is_grid_stride(s.start, s.step)))
@@ -472,13 +498,16 @@ class _Builder:
             else:
                 text = raw.buffer + "".join(f"[{format_expr(i)}]" for i in raw.indices)
             atomic_op = raw.node.op if isinstance(raw.node, n.AtomicRMW) else None
+            slots = self.held.get(raw.buffer)
+            held = held_index(slots, raw.indices[0], self.conv, adom) \
+                if slots is not None and len(raw.indices) == 1 else None
             self.accesses.append(Access(
                 id=AccessId(path, raw.index), kind=raw.kind, buffer=raw.buffer, space=space,
                 elem=self.kernel.elem_type(raw.buffer), loc=raw.node.loc if raw.node.loc is not None else s.loc,
                 text=text, elems=elems, domain=adom, time=time_of(0 if raw.kind == "read" else 1),
                 domain_exact=exact and guards_exact, atomic_op=atomic_op,
                 atomic_has_result=isinstance(raw.node, n.AtomicRMW) and raw.node.dest is not None,
-                delin=delin,
+                delin=delin, held=held,
             ))
 
     def _delinearize(self, e: n.Expr, dom: isl.Set) -> Delinearized | None:
@@ -557,12 +586,12 @@ class _Builder:
 
 
 
-def build(kernel: n.Kernel, launch: Launch | None) -> Model:
+def build(kernel: n.Kernel, launch: Launch | None, *, constants: bool = False) -> Model:
     """The model of ``kernel``, built again with a larger space until it needs no other dimension."""
     state = _State()
     for _ in range(1000):
         try:
-            return _Builder(kernel, launch, state).build()
+            return _Builder(kernel, launch, state, constants).build()
         except _Restart:
             continue
     # not reached: every restart adds a dimension or marks a loop

@@ -67,6 +67,10 @@ class Access:
     atomic_op: str | None = None
     atomic_has_result: bool = False
     delin: tuple[Delinearized | None, ...] = ()  # per index dimension whose ``elems`` is None
+    # Through a pointer held in a __constant__/__device__ record: ``(key, slot, offset)``, the
+    # pointer read from element ``slot`` of the view ``key``, plus ``offset`` (``polypy.poly.held``;
+    # for the race warnings only: ``elems`` stays unknown for every other question).
+    held: tuple[str, isl.PwAff, isl.PwAff] | None = None
 
     @property
     def index_exact(self) -> bool:

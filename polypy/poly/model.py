@@ -97,18 +97,27 @@ def _too_deep_loop(body: tuple[n.Stmt, ...]) -> tuple[n.Stmt, int] | None:
     return (first, deepest) if first is not None else None
 
 
-_MODEL_CACHE: dict[tuple[int, Launch | None], tuple[n.Kernel, Model]] = {}
+_MODEL_CACHE: dict[tuple[int, Launch | None, bool], tuple[n.Kernel, Model]] = {}
 _MODEL_CACHE_SIZE = 32
 
 
-def build_model(kernel: n.Kernel, *, launch: Launch | None = None) -> Model:
+def build_model(kernel: n.Kernel, *, launch: Launch | None = None, constants: bool = False) -> Model:
     """The polyhedral model of a GPU-form ``kernel`` (symbolic launch unless ``launch`` is given).
+
+    ``constants`` (the race warnings only: they decide nothing, and judge races that certainly
+    happen): loads of ``__constant__`` memory at a uniform index are uniform values (no kernel
+    can store there, so a launch reads one value), and a ``for`` of a grid-uniform step that is
+    not a constant nor reads the launch's shape (``c += d_common.rows``, not a grid stride) runs
+    its first trips only, exactly: an
+    under-approximation whose accesses are exact, where the default model over-approximates and
+    leaves them inexact. Heartwall's loop bounds and pointers read from ``__constant__`` records
+    make its accesses exact so. Other users keep the default model, as they were proven with.
 
     Models are cached per kernel object (kernels are immutable).
     """
     if kernel.stage != "gpu":
         raise InternalError(f"the polyhedral model needs a GPU-form kernel, {kernel.name!r} is {kernel.stage}")
-    key = (id(kernel), launch)
+    key = (id(kernel), launch, constants)
     hit = _MODEL_CACHE.get(key)
     if hit is not None and hit[0] is kernel:
         return hit[1]
@@ -117,7 +126,7 @@ def build_model(kernel: n.Kernel, *, launch: Launch | None = None) -> Model:
         loop, depth = deep
         raise TooDeepForModel(f"loops nested too deeply for the polyhedral model ({depth:,} levels; it models up to "
                               f"{MAX_MODELED_LOOP_DEPTH:,})", loop.loc or kernel.loc)
-    model = build(kernel, launch)
+    model = build(kernel, launch, constants=constants)
     if len(_MODEL_CACHE) >= _MODEL_CACHE_SIZE:
         _MODEL_CACHE.pop(next(iter(_MODEL_CACHE)))
     _MODEL_CACHE[key] = (kernel, model)

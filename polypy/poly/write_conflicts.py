@@ -27,7 +27,8 @@ not a race in the kernel (``partial_sums[by * hid + bx * 16 + tx]``, written for
 reported.
 
 No false warnings: only exact accesses are judged (a store whose domain or index depends on
-data is never reported, the model over-approximates those), and two different blocks are
+data is never reported, the model over-approximates those; a pointer held in a ``__constant__``
+record is judged by the slot it is read from, ``polypy.poly.held``), and two different blocks are
 compared only where the model knows their block values exactly (blocks 0 and 1 along one
 dimension), so every warning is a real race.
 """
@@ -45,6 +46,8 @@ from polypy.poly.affine import int_range
 from polypy.poly.model import (
     BLOCK_DIM, BLOCK_IDX, GRID_DIM, MAX_BLOCK_DIM, MAX_GRID_DIM, THREAD_IDX, Access, Launch, Model, build_model,
 )
+from polypy.poly.held import race_accesses
+from polypy.poly.race_form import race_form
 from polypy.poly.relations import Copies
 
 Shape = tuple[int, int, int]
@@ -86,16 +89,22 @@ def write_conflicts(kernel: n.Kernel, *, block: Shape | None = None, grid: Shape
 
 
 def race_question(kernel: n.Kernel, block: Shape | None, grid: Shape | None) -> RaceQuestion:
-    """The race questions of ``kernel`` at the launch shape where it is known."""
-    return RaceQuestion(build_model(kernel, launch=race_launch(kernel, block, grid)), block, grid)
+    """The race questions of ``kernel`` at the launch shape where it is known. Loads of
+    ``__constant__`` memory are one value per launch: uniform values of the model where their
+    index is (``build_model(constants=True)``), and bounds or steps of counted ``while`` loops,
+    which become ``For`` loops for the question (``race_form``: heartwall's ``while (ei <
+    d_common.in_elem) { ...; ei += NUMBER_THREADS; }``)."""
+    kernel = race_form(kernel)
+    return RaceQuestion(build_model(kernel, launch=race_launch(kernel, block, grid), constants=True), block, grid)
 
 
 def conflicts_in(q: RaceQuestion) -> list[WriteConflict]:
     """``write_conflicts`` of ``q``'s model."""
     model = q.model
-    # Global memory: pointer parameters and the module's __device__ arrays.
-    stores = [a for a in model.accesses if a.space in ("global", "device") and a.kind == "write" and a.exact]
-    writes = [a for a in model.accesses if a.space in ("global", "device") and a.writes and a.exact]
+    # Global memory: pointer parameters and the module's __device__ arrays (and the pointers
+    # held in __constant__ records, by the slot they are read from: ``polypy.poly.held``).
+    writes = [a for a in race_accesses(model.accesses) if a.writes]
+    stores = [a for a in writes if a.kind == "write"]
     out: list[WriteConflict] = []
     reported: set[tuple] = set()  # (store, other store): each pair of statements once
     for a in stores:
@@ -170,6 +179,12 @@ class RaceQuestion:
                 least &= p.eq_set(c.const(lo))
                 least_warp &= p.eq_set(c.const(lo))
                 self.universal.add(param.name)
+        # A uniform value the model cannot read (``n * n``, a load of __constant__ memory) lies in
+        # its type's range: outside it, an index could wrap around onto another thread's.
+        for name, e in model.uniform_exprs.items():
+            if name in c.affs and e.type.is_int:
+                lo, hi = int_range(e.type)
+                self.fixed &= c.affs[name].ge_set(c.const(lo)) & c.affs[name].le_set(c.const(hi))
         self.every = every.params()
         self.every_warp = warp.params()
         self.example = example

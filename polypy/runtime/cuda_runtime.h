@@ -210,6 +210,27 @@ static inline void polypy_rt_held_pointers(const char* message, const char* symb
   *extent = lo ? (unsigned long long)((size_t)(hi - lo) / align) : 0u;
 }
 
+/* The rows of a T** pointer table a launch reads (frontend: the table, its pool and the pool's
+ * address): every entry that is not null, from `table` to the end of its allocation, must be a
+ * multiple of `align` bytes (a GPU faults on a misaligned row: cudaErrorMisalignedAddress), else
+ * the launch stops with `message`, a diagnostic whose one %lu is the row. A table in no known
+ * allocation is not checked (its length is unknown). */
+static inline void polypy_rt_table_rows(const char* message, const void* table, size_t align) {
+  void* base;
+  size_t bytes;
+  if (!table || !polypy_rt_find_alloc(table, &base, &bytes)) return;
+  size_t rows = (size_t)((char*)base + bytes - (const char*)table) / sizeof(void*);
+  for (size_t r = 0; r < rows; ++r) {
+    void* p;
+    memcpy(&p, (const char*)table + r * sizeof p, sizeof p);
+    if (p && (size_t)p % align != 0) {
+      fflush(stdout);
+      fprintf(stderr, message, (unsigned long)r);
+      exit(1);
+    }
+  }
+}
+
 #ifdef __cplusplus
 /* The graphs' containers (parts/graphs.h); polypy's device prelude may have defined __noinline__
  * as CUDA does, which the C++ library's headers spell as an attribute. */
