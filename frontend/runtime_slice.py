@@ -154,31 +154,101 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
     for u in units:
         for p in u.parents:
             members.setdefault(p, []).append(u)
+    hooked = _hooked_statements(units, lexed)
     keep: set[int] = set()
     work = [u for u in units if u.root] + exported + [u for name in roots for u in by_name.get(name, ())]
+    live: set[int] = set()  # the lines of the hooked statements that stay
     while work:
-        u = work.pop()
-        if id(u) in keep:
-            continue
-        keep.add(id(u))
-        for name in u.refs | u.names | spelled.get(id(u), set()):
-            work.extend(v for v in by_name.get(name, []) + members.get(name, []) if id(v) not in keep)
+        while work:
+            u = work.pop()
+            if id(u) in keep:
+                continue
+            keep.add(id(u))
+            weak = hooked[id(u)].weak | {_HOOKED} if id(u) in hooked else set()
+            for name in (u.refs | u.names | spelled.get(id(u), set())) - weak:
+                work.extend(v for v in by_name.get(name, []) + members.get(name, []) if id(v) not in keep)
+        # A hooked statement of a unit that stays, stays where what it waits for (the hook's
+        # function) stays: then so does everything it names.
+        kept_names = {name for u in units if id(u) in keep for name in u.names}
+        for u in units:
+            for line, (installed, names) in hooked.get(id(u), _Hooked()).lines.items():
+                if id(u) in keep and line not in live and installed in kept_names:
+                    live.add(line)
+                    work.extend(v for name in names | {_HOOKED} for v in by_name.get(name, []) if id(v) not in keep)
     dropped: dict[str, set[int]] = {}
     kept: dict[str, set[int]] = {}
     for u in units:
         (kept if id(u) in keep else dropped).setdefault(u.file, set()).update(range(u.first_line, u.last_line + 1))
     defined = {name for u in units if u.macro and id(u) in keep for name in u.names}
     macros = {name for u in units if u.macro for name in u.names}
+    # (A function left out may be a macro in the branch the parse did not take: C's.)
+    unused = {name for u in units if id(u) not in keep for name in u.names} - \
+        {name for u in units if id(u) in keep for name in u.names}
     entries = _unused_entries(units, keep, roots, spelled, lexed)
+    for u in units:
+        if id(u) in keep and id(u) in hooked:
+            entries.setdefault(u.file, set()).update(set(hooked[id(u)].lines) - live)
     out = {}
     for f in set(dropped) | set(lexed):
         # A line shared with a declaration that stays, stays.
         gone = (dropped.get(f, set()) - kept.get(f, set())) | entries.get(f, set())
         if f in lexed:
-            gone = lexed[f].also_gone(gone, defined, macros)
+            gone = lexed[f].also_gone(gone, defined, macros | unused)
         if gone:
             out[f] = _spans(gone)
     return out
+
+
+# `POLYPY_RT_HOOKED(installed, statement);` (polypy/runtime/cuda_runtime.h): a statement that does
+# nothing until a part of the runtime installs the hook it reads, `installed` being that part's function.
+_HOOKED = "POLYPY_RT_HOOKED"
+
+
+@dataclasses.dataclass
+class _Hooked:
+    """A unit's hooked statements: per line (each alone on its line), the function whose
+    installation it waits for and the names it spells; ``weak``: the names the unit spells only
+    there (they are needed only where the statement stays)."""
+
+    lines: dict[int, tuple[str, set[str]]] = dataclasses.field(default_factory=dict)
+    weak: set[str] = dataclasses.field(default_factory=set)
+
+
+def _hooked_statements(units: list[_Unit], lexed: dict[str, "_Lexed"]) -> dict[int, _Hooked]:
+    """Per unit (its id) that holds hooked statements, those statements (``_Hooked``): lines whose
+    tokens are exactly one ``POLYPY_RT_HOOKED(installed, ...);``."""
+    out: dict[int, _Hooked] = {}
+    for u in units:
+        found = lexed.get(u.file)
+        if found is None or u.macro:
+            continue
+        hooked = _Hooked()
+        elsewhere: set[str] = set()
+        for line in range(u.first_line, u.last_line + 1):
+            toks = found.spellings.get(line, [])
+            ids = found.identifiers.get(line, set())
+            if _one_hooked_statement(toks):
+                hooked.lines[line] = (toks[2], ids - {_HOOKED})
+            else:
+                elsewhere |= ids
+        if hooked.lines:
+            hooked.weak = set().union(*(names for _, names in hooked.lines.values())) - elsewhere
+            out[id(u)] = hooked
+    return out
+
+
+def _one_hooked_statement(toks: list[str]) -> bool:
+    """Whether ``toks`` (a line's) are ``POLYPY_RT_HOOKED ( name , ... ) ;``: the parenthesis
+    opened after the macro's name closes just before the last token."""
+    if len(toks) < 6 or toks[:2] != [_HOOKED, "("] or toks[3] != "," or toks[-1] != ";":
+        return False
+    depth = 0
+    for i, t in enumerate(toks[1:-1], start=1):
+        depth += t in "([{" and len(t) == 1
+        depth -= t in ")]}" and len(t) == 1
+        if depth == 0:
+            return i == len(toks) - 2
+    return False
 
 
 def _spelled_in_headers(tu: ci.TranslationUnit, names: set[str], runtime: str) -> set[str]:

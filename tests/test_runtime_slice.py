@@ -156,6 +156,47 @@ def test_macros_comments_and_empty_groups_go_with_what_uses_them(tmp_path: pathl
             assert not gone & _lines(MACROS, kept), kept
 
 
+HOOKS = """\
+#define POLYPY_RT_HOOKED(installed, ...) __VA_ARGS__
+static void (*rt_hook)(void) = 0;
+static inline void rt_call_hook(void) { if (rt_hook) rt_hook(); }
+static inline void rt_waits(void) {}
+static inline int rt_copy(int x) {
+  POLYPY_RT_HOOKED(rt_waits, rt_call_hook());
+  POLYPY_RT_HOOKED(rt_waits, { if (rt_hook) return -1; });  /* a block */
+  return x;
+}
+static inline void rt_start_streams(void) { rt_hook = &rt_waits; }
+#ifdef __cplusplus
+static inline int rt_in_team(void) { return 0; }
+#else
+#define rt_in_team() 0
+#endif
+"""
+
+
+def test_a_hooked_statement_stays_only_with_what_installs_its_hook(tmp_path: pathlib.Path) -> None:
+    runtime = tmp_path / "rt"
+    runtime.mkdir()
+    (runtime / "cuda_runtime.h").write_text(HOOKS)
+    hooked = _lines(HOOKS, "  POLYPY_RT_HOOKED(")
+    for streams in (False, True):
+        program = '#include "cuda_runtime.h"\nint main() { %s return rt_copy(1); }\n' % (
+            "rt_start_streams();" if streams else "")
+        unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime)
+        assert unused is not None
+        gone = {line for _, spans in unused.items() for a, b in spans for line in range(a, b + 1)}
+        # Without what installs the hook: its statements, what only they use (the macro too),
+        # and a function left out with its C spelling (a macro in the branch not taken).
+        lost = hooked | _lines(HOOKS, "rt_call_hook(void)") | _lines(HOOKS, "#define POLYPY_RT_HOOKED")
+        assert not gone & _lines(HOOKS, "rt_copy(int"), streams
+        if streams:
+            assert not gone & lost, sorted(gone & lost)
+        else:
+            assert lost <= gone, sorted(lost - gone)
+            assert _lines(HOOKS, "rt_in_team") | _lines(HOOKS, "__cplusplus") <= gone
+
+
 LISTS = """\
 /* The codes:
  * a list macro. */
@@ -223,6 +264,11 @@ def test_jacobi_solver_gets_the_memory_functions_and_no_graphs(tmp_path: pathlib
     assert "The last error, as CUDA keeps it" not in text and "X(cudaErrorNotReady" not in text
     assert "X(cudaErrorMemoryAllocation" in text and "#define __launch_bounds__" not in text
     assert "#define __CUDACC__" in text and "if (polypy_rt_in_team())" not in text
+    # No stream, pool, graph allocation or merged host loop: none of the hooks they install
+    # (POLYPY_RT_HOOKED statements), the last error never redirected.
+    for hook in ("POLYPY_RT_HOOKED", "polypy_rt_legacy_wait", "polypy_rt_free_hooks", "polypy_rt_team_flag",
+                 "polypy_rt_error_redirect", "polypy_rt_in_team"):
+        assert hook not in text, hook
     # One file, main included: no other objects call the runtime's C entry points (or the
     # emulator's texture fetch); a file compiled with -c keeps the entry points.
     assert "POLYPY_RT_C_ENTRY(cudaError_t, cudaMalloc" not in text and "polypy_tex_value" not in text
@@ -288,6 +334,9 @@ def test_a_program_using_streams_events_and_graphs_gets_them(tmp_path: pathlib.P
     for used in ("cudaStreamCreate(", "cudaEventElapsedTime(", "cudaGraphInstantiate(", "cudaStreamBeginCapture("):
         assert used in text, used
     assert "cudaCreateTextureObject(" not in text
+    # The streams' hooks: the default stream's copies wait for them, their errors go to the issuer.
+    assert "POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());" in text
+    assert "*polypy_rt_error_redirect()" in text and "polypy_rt_pool_forgets" not in text
     assert "X(cudaErrorNotReady" in text  # cudaGetErrorString: every error code
     assert "float polypy_expf(float x) {" in text  # the kernel's expf
     _build_and_run(tmp_path, out, "4 4 timed no error\n")
