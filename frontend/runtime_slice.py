@@ -358,6 +358,7 @@ class _Lexed:
                 lines = range(first, last + 1)
                 if not any(x in self.code for x in lines) and first - 1 not in self.continued:
                     gone.update(lines)
+        gone |= self.other_language()
         stack: list[list[int]] = []
         for line, kind, _ in self.directives:
             if kind in ("if", "ifdef", "ifndef"):
@@ -371,6 +372,29 @@ class _Lexed:
                 if filled <= gone:
                     gone.update(group)
         return gone
+
+
+    def other_language(self) -> set[int]:
+        """The lines of each ``#ifdef __cplusplus`` (``#ifndef``) group but its C++ branch's: its
+        directives and its branch for C (the program is C++: ``unused_runtime_lines`` parses it so,
+        and the file is compiled so)."""
+        out: set[int] = set()
+        stack: list[list[tuple[int, str, list[str]]]] = []
+        for d in self.directives:
+            line, kind, names = d
+            if kind in ("if", "ifdef", "ifndef"):
+                stack.append([d])
+            elif kind in ("elif", "else") and stack:
+                stack[-1].append(d)
+            elif kind == "endif" and stack:
+                group = stack.pop() + [d]
+                (first, head, tested), rest = group[0], [x[1] for x in group[1:-1]]
+                if head not in ("ifdef", "ifndef") or tested[:1] != ["__cplusplus"] or rest not in ([], ["else"]):
+                    continue
+                split = group[1][0] if rest else line  # the #else (or the #endif)
+                out |= {first, split, line}
+                out |= set(range(split + 1, line) if head == "ifdef" else range(first + 1, split))
+        return out
 
 
 def _tokens(tu: ci.TranslationUnit, name: str, texts: dict[str, str]) -> list[ci.Token]:

@@ -197,6 +197,35 @@ def test_a_hooked_statement_stays_only_with_what_installs_its_hook(tmp_path: pat
             assert _lines(HOOKS, "rt_in_team") | _lines(HOOKS, "__cplusplus") <= gone
 
 
+LANGUAGES = """\
+#ifdef __cplusplus
+#define RT_STATE inline
+#else
+#define RT_STATE static inline
+#endif
+RT_STATE int rt_f(void) { return 1; }
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
+#ifdef __cplusplus
+static inline bool rt_g(void) { return true; }
+#endif
+"""
+
+
+def test_the_c_branches_of_the_runtime_go(tmp_path: pathlib.Path) -> None:
+    runtime = tmp_path / "rt"
+    runtime.mkdir()
+    (runtime / "cuda_runtime.h").write_text(LANGUAGES)
+    program = '#include "cuda_runtime.h"\nint main() { return rt_f() + rt_g(); }\n'
+    unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime)
+    assert unused is not None
+    gone = {line for _, spans in unused.items() for a, b in spans for line in range(a, b + 1)}
+    # A translated program is C++: each `#ifdef __cplusplus` group leaves its C++ branch alone.
+    assert gone == _lines(LANGUAGES, "__cplusplus") | _lines(LANGUAGES, "#else") | _lines(LANGUAGES, "#endif") | \
+        _lines(LANGUAGES, "static inline\n") | _lines(LANGUAGES, "RT_STATE static") | _lines(LANGUAGES, "stdbool")
+
+
 LISTS = """\
 /* The codes:
  * a list macro. */
@@ -258,12 +287,13 @@ def test_jacobi_solver_gets_the_memory_functions_and_no_graphs(tmp_path: pathlib
     # 5,021 lines with the whole runtime and prelude, 1,025 with comments, 705 without them; the
     # default stream's waits for created streams (parts/queues.h's hooks) and a team of one add ~35;
     # the checks of cudaMemcpy/cudaMemset's arguments at the call (an allocation's range) ~25.
-    assert len(text.splitlines()) < 790
+    # Hooks installed by no part the program uses: ~40 fewer; the C branches of `#ifdef __cplusplus`: ~15.
+    assert len(text.splitlines()) < 730
     # No comment of the runtime's, no error code the program cannot meet, no toolkit keyword
     # macro no header spells, no team branch in launchers no merged host loop calls.
     assert "The last error, as CUDA keeps it" not in text and "X(cudaErrorNotReady" not in text
     assert "X(cudaErrorMemoryAllocation" in text and "#define __launch_bounds__" not in text
-    assert "#define __CUDACC__" in text and "if (polypy_rt_in_team())" not in text
+    assert "#define __CUDACC__" in text and "if (polypy_rt_in_team())" not in text and "__cplusplus" not in text
     # No stream, pool, graph allocation or merged host loop: none of the hooks they install
     # (POLYPY_RT_HOOKED statements), the last error never redirected.
     for hook in ("POLYPY_RT_HOOKED", "polypy_rt_legacy_wait", "polypy_rt_free_hooks", "polypy_rt_team_flag",
