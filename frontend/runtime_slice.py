@@ -336,17 +336,22 @@ class _Lexed:
     identifiers: dict[int, set[str]] = dataclasses.field(default_factory=dict)  # by line
     spellings: dict[int, list[str]] = dataclasses.field(default_factory=dict)  # each line's tokens, in order
     keep_comments: bool = True
+    guard: tuple[int, int, str] | None = None  # the include guard: its #ifndef's line, its #endif's, its name
 
     def also_gone(self, gone: set[int], defined: set[str], macros: set[str]) -> set[int]:
         """``gone`` (the lines of the units left out) with what goes with them: the ``#undef`` of a
         macro no longer defined, a one-line definition of such a macro in a branch the parse did
-        not take (``macros``: the names of the runtime's macros), each comment written above
-        something left out, and each conditional group left empty."""
+        not take (``macros``: the names of the runtime's macros), the C branches of ``#ifdef
+        __cplusplus`` groups and their directives, the include guard (the runtime is pasted once),
+        each comment written above something left out, and each conditional group left empty."""
         gone = set(gone)
         for line, kind, names in self.directives:
             if kind in ("undef", "define") and names and names[0] not in defined and \
                     (kind == "undef" or names[0] in macros and line not in self.continued):
                 gone.add(line)
+        gone |= self.other_language()
+        if self.guard is not None and self.guard[2] not in defined:  # pasted once: no guard needed
+            gone |= {self.guard[0], self.guard[1]}
         for first, last, before in reversed(self.comments):  # a comment above a comment left out goes too
             if before is not None and before in gone:
                 gone.update(x for x in range(first, last + 1) if x not in self.code)
@@ -358,7 +363,6 @@ class _Lexed:
                 lines = range(first, last + 1)
                 if not any(x in self.code for x in lines) and first - 1 not in self.continued:
                     gone.update(lines)
-        gone |= self.other_language()
         stack: list[list[int]] = []
         for line, kind, _ in self.directives:
             if kind in ("if", "ifdef", "ifndef"):
@@ -439,12 +443,33 @@ def _directives(tu: ci.TranslationUnit, name: str, units: list[_Unit], texts: di
         directives.append((line, kind, names))
     text = texts[name] if name in texts else open(name, encoding="utf-8").read()
     continued = {i + 1 for i, row in enumerate(text.split("\n")) if row.rstrip().endswith("\\")}
+    guard = _include_guard(directives, code)
     for i, (line, kind, names) in enumerate(directives):
-        # `#ifndef X` around X's own default definition alone does not use X.
-        if kind in ("define", "undef") or kind == "ifndef" and _default_definition(directives, i, code, continued):
+        # `#ifndef X` around X's own default definition alone does not use X, nor an include guard's.
+        if kind in ("define", "undef") or kind == "ifndef" and (_default_definition(directives, i, code, continued)
+                                                                or guard is not None and line == guard[0]):
             continue
         tested.update(names)
-    return _Lexed(directives, comments, code, tested, continued, identifiers, spellings, comments_stay)
+    return _Lexed(directives, comments, code, tested, continued, identifiers, spellings, comments_stay, guard)
+
+
+def _include_guard(directives: list[tuple[int, str, list[str]]], code: set[int]) -> tuple[int, int, str] | None:
+    """The header's include guard: its first code is `#ifndef G` then `#define G` (alone), its last
+    `#endif`, the one that closes the `#ifndef`."""
+    if len(directives) < 3 or not code:
+        return None
+    (first, kind, names), (_, define, defined) = directives[:2]
+    last, end, _ = directives[-1]
+    if kind != "ifndef" or len(names) != 1 or define != "define" or defined != names or end != "endif" or \
+            first != min(code) or last != max(code):
+        return None
+    depth = 0
+    for line, k, _ in directives:
+        depth += k in ("if", "ifdef", "ifndef")
+        depth -= k == "endif"
+        if depth == 0:
+            return (first, last, names[0]) if line == last else None
+    return None
 
 
 def _default_definition(directives: list[tuple[int, str, list[str]]], i: int, code: set[int],

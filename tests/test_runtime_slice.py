@@ -198,6 +198,9 @@ def test_a_hooked_statement_stays_only_with_what_installs_its_hook(tmp_path: pat
 
 
 LANGUAGES = """\
+/* An include guard: the runtime is pasted once. */
+#ifndef RT_H
+#define RT_H
 #ifdef __cplusplus
 #define RT_STATE inline
 #else
@@ -210,6 +213,7 @@ RT_STATE int rt_f(void) { return 1; }
 #ifdef __cplusplus
 static inline bool rt_g(void) { return true; }
 #endif
+#endif /* RT_H */
 """
 
 
@@ -221,8 +225,9 @@ def test_the_c_branches_of_the_runtime_go(tmp_path: pathlib.Path) -> None:
     unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime)
     assert unused is not None
     gone = {line for _, spans in unused.items() for a, b in spans for line in range(a, b + 1)}
-    # A translated program is C++: each `#ifdef __cplusplus` group leaves its C++ branch alone.
-    assert gone == _lines(LANGUAGES, "__cplusplus") | _lines(LANGUAGES, "#else") | _lines(LANGUAGES, "#endif") | \
+    # A translated program is C++: each `#ifdef __cplusplus` group leaves its C++ branch alone;
+    # the runtime is pasted once: its include guard goes (with the comment above it).
+    assert gone == _lines(LANGUAGES, "RT_H") | _lines(LANGUAGES, "include guard") | _lines(LANGUAGES, "__cplusplus") | _lines(LANGUAGES, "#else") | _lines(LANGUAGES, "#endif") | \
         _lines(LANGUAGES, "static inline\n") | _lines(LANGUAGES, "RT_STATE static") | _lines(LANGUAGES, "stdbool")
 
 
