@@ -96,13 +96,19 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
         return places[f.name]
 
     units: list[_Unit] = []
+    includes: list[tuple[str, int, str]] = []  # the runtime's #include lines: file, line, file included
     roots: set[str] = set()  # names referred to from outside the runtime
     outside: list[ci.Cursor] = []
     # The runtime's C-linkage definitions (``extern "C"``: the entry points plain C files of the
     # program call by their C names, the exports other objects link against) are used by objects
     # this file cannot see: they always stay.
     exported: list[_Unit] = []
-    todo = [(c, False) for c in tu.cursor.get_children()]
+    top = list(tu.cursor.get_children())
+    todo = [(c, False) for c in top]
+    for c in top:  # (in the parse's order)
+        fname = in_runtime(c)
+        if fname is not None and c.kind == CK.INCLUSION_DIRECTIVE and c.get_included_file() is not None:
+            includes.append((fname, c.location.line, os.path.realpath(c.get_included_file().name)))
     while todo:
         c, in_c_linkage = todo.pop()
         fname = in_runtime(c)
@@ -185,6 +191,8 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
     unused = {name for u in units if id(u) not in keep for name in u.names} - \
         {name for u in units if id(u) in keep for name in u.names}
     entries = _unused_entries(units, keep, roots, spelled, lexed)
+    for f, line in _included_again(includes, lexed, {name for u in units if u.macro for name in u.names}):
+        entries.setdefault(f, set()).add(line)
     for u in units:
         if id(u) in keep and id(u) in hooked:
             entries.setdefault(u.file, set()).update(set(hooked[id(u)].lines) - live)
@@ -196,6 +204,26 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
             gone = lexed[f].also_gone(gone, defined, macros | unused)
         if gone:
             out[f] = _spans(gone)
+    return out
+
+
+def _included_again(includes: list[tuple[str, int, str]], lexed: dict[str, "_Lexed"],
+                    macros: set[str]) -> list[tuple[str, int]]:
+    """The ``#include`` lines of the runtime (``includes``, in the parse's order) of a system header
+    that a line before them included already, under the same conditions (``#ifdef X`` of names
+    the runtime does not define: the compiler's, ``_OPENMP``): the kernel prelude's, after the
+    runtime's. (Not <assert.h>: each inclusion reads ``NDEBUG`` again.)"""
+    out: list[tuple[str, int]] = []
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    for f, line, header in includes:
+        found = lexed.get(f)
+        where = found.conditions(line) if found is not None else None
+        if where is None or any(name in macros for _, name in where) or os.path.basename(header) == "assert.h" or \
+                header.startswith(os.path.realpath(RUNTIME_DIR) + os.sep):
+            continue
+        if (header, where) in seen:
+            out.append((f, line))
+        seen.add((header, where))
     return out
 
 
@@ -377,6 +405,28 @@ class _Lexed:
                     gone.update(group)
         return gone
 
+
+    def conditions(self, at: int) -> tuple[tuple[str, str], ...] | None:
+        """The conditions line ``at`` is compiled under, outermost first, as (``ifdef``/``ifndef``,
+        name), the include guard's and ``#ifdef __cplusplus``'s C++ branch left out (always true
+        here); None where one is of another form (``#if`` expressions, ``#else`` branches)."""
+        stack: list[tuple[str, str] | None] = []
+        for line, kind, names in self.directives:
+            if line >= at:
+                break
+            if kind in ("if", "ifdef", "ifndef"):
+                guard = self.guard is not None and line == self.guard[0]
+                plain = kind != "if" and len(names) == 1
+                stack.append(("", "") if guard or plain and names[0] == "__cplusplus" and kind == "ifdef"
+                             else (kind, names[0]) if plain else None)
+            elif kind in ("elif", "else") and stack:
+                top = stack[-1]
+                stack[-1] = ("", "") if top == ("ifndef", "__cplusplus") and kind == "else" else None
+            elif kind == "endif" and stack:
+                stack.pop()
+        if any(c is None for c in stack):
+            return None
+        return tuple(c for c in stack if c is not None and c != ("", ""))
 
     def other_language(self) -> set[int]:
         """The lines of each ``#ifdef __cplusplus`` (``#ifndef``) group but its C++ branch's: its

@@ -201,6 +201,8 @@ LANGUAGES = """\
 /* An include guard: the runtime is pasted once. */
 #ifndef RT_H
 #define RT_H
+#include <stddef.h>
+#include <assert.h>
 #ifdef __cplusplus
 #define RT_STATE inline
 #else
@@ -213,6 +215,8 @@ RT_STATE int rt_f(void) { return 1; }
 #ifdef __cplusplus
 static inline bool rt_g(void) { return true; }
 #endif
+#include <stddef.h> /* again */
+#include <assert.h> /* again: NDEBUG is read again */
 #endif /* RT_H */
 """
 
@@ -226,8 +230,9 @@ def test_the_c_branches_of_the_runtime_go(tmp_path: pathlib.Path) -> None:
     assert unused is not None
     gone = {line for _, spans in unused.items() for a, b in spans for line in range(a, b + 1)}
     # A translated program is C++: each `#ifdef __cplusplus` group leaves its C++ branch alone;
-    # the runtime is pasted once: its include guard goes (with the comment above it).
-    assert gone == _lines(LANGUAGES, "RT_H") | _lines(LANGUAGES, "include guard") | _lines(LANGUAGES, "__cplusplus") | _lines(LANGUAGES, "#else") | _lines(LANGUAGES, "#endif") | \
+    # the runtime is pasted once: its include guard goes (with the comment above it), and a
+    # system header's second inclusion under the same conditions (not <assert.h>'s).
+    assert gone == _lines(LANGUAGES, "stddef.h> /* again") | _lines(LANGUAGES, "RT_H") | _lines(LANGUAGES, "include guard") | _lines(LANGUAGES, "__cplusplus") | _lines(LANGUAGES, "#else") | _lines(LANGUAGES, "#endif") | \
         _lines(LANGUAGES, "static inline\n") | _lines(LANGUAGES, "RT_STATE static") | _lines(LANGUAGES, "stdbool")
 
 
