@@ -125,9 +125,11 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
         units.append(_cached_unit(c, fname))
         if exports and in_c_linkage and c.kind in (CK.FUNCTION_DECL, CK.VAR_DECL):
             exported.append(units[-1])
+    used_files: set[str] = set()  # the files of the declarations the program's code refers to
+    templates = [False]  # whether the program's code has templates (their dependent names refer to nothing yet)
     for c in outside:  # the program's own code (the system's headers use nothing of polypy's)
         if c.location.file is not None and not c.location.is_in_system_header:
-            roots |= _referred(c)
+            roots |= _referred(c, used_files, templates)
     # Every name the program's files spell, their own conditionals (#ifdef CUDART_VERSION) included.
     texts = dict(unsaved)
     for name in {path} | {c.location.file.name for c in outside
@@ -193,6 +195,16 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
     entries = _unused_entries(units, keep, roots, spelled, lexed)
     for f, line in _included_again(includes, lexed, {name for u in units if u.macro for name in u.names}):
         entries.setdefault(f, set()).add(line)
+    # The C++ library's headers the runtime includes for its own parts (streams, graphs): where
+    # nothing that stays spells `std` (nor a template of the program's, whose dependent names
+    # refer to nothing yet, where the program does), those through which nothing the program
+    # refers to came in go.
+    if not any("std" in u.refs | spelled.get(id(u), set()) for u in units if id(u) in keep) and \
+            not (templates[0] and "std" in roots):
+        needed = _included_through(tu, used_files, runtime)
+        for f, line, header in includes:
+            if "." not in os.path.basename(header) and (f, line) not in needed:
+                entries.setdefault(f, set()).add(line)
     for u in units:
         if id(u) in keep and id(u) in hooked:
             entries.setdefault(u.file, set()).update(set(hooked[id(u)].lines) - live)
@@ -204,6 +216,27 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
             gone = lexed[f].also_gone(gone, defined, macros | unused)
         if gone:
             out[f] = _spans(gone)
+    return out
+
+
+def _included_through(tu: ci.TranslationUnit, files: set[str], runtime: str) -> set[tuple[str, int]]:
+    """The ``#include`` lines of the runtime (file, line) through which each of ``files`` first came
+    into ``tu`` (directly or through other headers)."""
+    parent: dict[str, tuple[str, int]] = {}
+    for inc in tu.get_includes():
+        f = os.path.realpath(inc.include.name)
+        if f not in parent and inc.source is not None:
+            parent[f] = (os.path.realpath(inc.source.name), inc.location.line)
+    out: set[tuple[str, int]] = set()
+    for f in files:
+        seen: set[str] = set()
+        while f in parent and f not in seen:
+            seen.add(f)
+            source, line = parent[f]
+            if source.startswith(runtime + os.sep):
+                out.add((source, line))
+                break
+            f = source
     return out
 
 
@@ -596,15 +629,24 @@ def _initializes(var: ci.Cursor) -> bool:
     return any(x.kind == CK.CALL_EXPR for x in preorder(var))
 
 
-def _referred(c: ci.Cursor) -> set[str]:
+_TEMPLATES = frozenset({CK.FUNCTION_TEMPLATE, CK.CLASS_TEMPLATE, CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION})
+
+
+def _referred(c: ci.Cursor, files: set[str] | None = None, templates: list[bool] | None = None) -> set[str]:
     """The names ``c`` refers to: its identifiers as clang's lexer reads them (also inside OpenMP
     regions and macro arguments, where libclang shows no cursors) and the declarations its
-    cursors reference (a member brings its class)."""
+    cursors reference (a member brings its class). ``files``: gets the files of those
+    declarations (real paths); ``templates``: its one item set where ``c`` holds a template."""
     out = {t.spelling for t in c.get_tokens() if t.kind == ci.TokenKind.IDENTIFIER}
     for x in preorder(c):
+        if templates is not None and x.kind in _TEMPLATES:
+            templates[0] = True
         if x.kind not in _REFERENCES:
             continue
         r = x.referenced
+        if files is not None and r is not None and r.location.file is not None and r.kind != CK.NAMESPACE:
+            # (A namespace is declared in every header that adds to it: which one says nothing.)
+            files.add(os.path.realpath(r.location.file.name))
         if r is not None and r.spelling:
             out.add(r.spelling)
             top = r.semantic_parent

@@ -236,6 +236,31 @@ def test_the_c_branches_of_the_runtime_go(tmp_path: pathlib.Path) -> None:
         _lines(LANGUAGES, "static inline\n") | _lines(LANGUAGES, "RT_STATE static") | _lines(LANGUAGES, "stdbool")
 
 
+LIBRARY = """\
+#include <vector>
+#include <mutex>
+#include <stdio.h>
+static inline int rt_c(void) { return 1; }
+"""
+
+
+def test_the_cpp_library_headers_nothing_uses_go(tmp_path: pathlib.Path) -> None:
+    runtime = tmp_path / "rt"
+    runtime.mkdir()
+    (runtime / "cuda_runtime.h").write_text(LIBRARY)
+    # The program uses std::vector, brought by the runtime's <vector>; nothing uses <mutex>.
+    program = '#include "cuda_runtime.h"\nint main() { std::vector<int> v(3); return rt_c() + (int)v.size(); }\n'
+    unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime)
+    assert unused is not None
+    gone = {line for _, spans in unused.items() for a, b in spans for line in range(a, b + 1)}
+    assert gone == _lines(LIBRARY, "<mutex>")
+    # A template of the program's that spells std: its dependent names name no declaration yet.
+    program = ('#include "cuda_runtime.h"\ntemplate <class T> int n(const T& v) { return (int)std::size(v); }\n'
+               'int main() { return rt_c(); }\n')
+    unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime)
+    assert unused is not None and not unused
+
+
 LISTS = """\
 /* The codes:
  * a list macro. */
@@ -297,13 +322,15 @@ def test_jacobi_solver_gets_the_memory_functions_and_no_graphs(tmp_path: pathlib
     # 5,021 lines with the whole runtime and prelude, 1,025 with comments, 705 without them; the
     # default stream's waits for created streams (parts/queues.h's hooks) and a team of one add ~35;
     # the checks of cudaMemcpy/cudaMemset's arguments at the call (an allocation's range) ~25.
-    # Hooks installed by no part the program uses: ~40 fewer; the C branches of `#ifdef __cplusplus`: ~15.
-    assert len(text.splitlines()) < 730
+    # Hooks installed by no part the program uses: ~40 fewer; the C branches of `#ifdef __cplusplus`:
+    # ~15; include guards, repeated includes, blank lines, the C++ library's headers: ~60 (665).
+    assert len(text.splitlines()) < 670
     # No comment of the runtime's, no error code the program cannot meet, no toolkit keyword
     # macro no header spells, no team branch in launchers no merged host loop calls.
     assert "The last error, as CUDA keeps it" not in text and "X(cudaErrorNotReady" not in text
     assert "X(cudaErrorMemoryAllocation" in text and "#define __launch_bounds__" not in text
     assert "#define __CUDACC__" in text and "if (polypy_rt_in_team())" not in text and "__cplusplus" not in text
+    assert "#include <atomic>" not in text and "#include <thread>" not in text  # for streams only
     # No stream, pool, graph allocation or merged host loop: none of the hooks they install
     # (POLYPY_RT_HOOKED statements), the last error never redirected.
     for hook in ("POLYPY_RT_HOOKED", "polypy_rt_legacy_wait", "polypy_rt_free_hooks", "polypy_rt_team_flag",
