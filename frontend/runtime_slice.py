@@ -411,6 +411,7 @@ class _Lexed:
                     (kind == "undef" or names[0] in macros and line not in self.continued):
                 gone.add(line)
         gone |= self.other_language()
+        gone |= self.empty_pushes(gone)
         if self.guard is not None and self.guard[2] not in defined:  # pasted once: no guard needed
             gone |= {self.guard[0], self.guard[1]}
         for first, last, before in reversed(self.comments):  # a comment above a comment left out goes too
@@ -460,6 +461,25 @@ class _Lexed:
         if any(c is None for c in stack):
             return None
         return tuple(c for c in stack if c is not None and c != ("", ""))
+
+    def empty_pushes(self, gone: set[int]) -> set[int]:
+        """Each ``#pragma push_macro("X")`` ... ``#pragma pop_macro("X")`` with nothing left between
+        them but an ``#undef X``: the three lines."""
+        out: set[int] = set()
+        pushed: dict[str, int] = {}
+        for line, kind, _ in self.directives:
+            toks = self.spellings.get(line, [])
+            if kind != "pragma" or len(toks) != 6 or toks[3] != "(" or toks[5] != ")":
+                continue
+            if toks[2] == "push_macro":
+                pushed[toks[4]] = line
+            elif toks[2] == "pop_macro" and toks[4] in pushed:
+                first = pushed.pop(toks[4])
+                name = toks[4].strip('"')
+                left = [x for x in self.code if first < x < line and x not in gone]
+                if all(self.spellings.get(x, []) == ["#", "undef", name] for x in left):
+                    out |= {first, line, *left}
+        return out
 
     def other_language(self) -> set[int]:
         """The lines of each ``#ifdef __cplusplus`` (``#ifndef``) group but its C++ branch's: its
