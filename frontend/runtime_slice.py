@@ -163,7 +163,8 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
     for u in units:
         for p in u.parents:
             members.setdefault(p, []).append(u)
-    hooked = _hooked_statements(units, lexed)
+    # (In a file linked with others, another object may install a hook: its statements all stay.)
+    hooked = {} if exports else _hooked_statements(units, lexed)
     keep: set[int] = set()
     work = [u for u in units if u.root] + exported + [u for name in roots for u in by_name.get(name, ())]
     live: set[int] = set()  # the lines of the hooked statements that stay

@@ -183,7 +183,7 @@ def test_a_hooked_statement_stays_only_with_what_installs_its_hook(tmp_path: pat
     for streams in (False, True):
         program = '#include "cuda_runtime.h"\nint main() { %s return rt_copy(1); }\n' % (
             "rt_start_streams();" if streams else "")
-        unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime)
+        unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime, exports=False)
         assert unused is not None
         gone = {line for _, spans in unused.items() for a, b in spans for line in range(a, b + 1)}
         # Without what installs the hook: its statements, what only they use (the macro too),
@@ -195,6 +195,10 @@ def test_a_hooked_statement_stays_only_with_what_installs_its_hook(tmp_path: pat
         else:
             assert lost <= gone, sorted(lost - gone)
             assert _lines(HOOKS, "rt_in_team") | _lines(HOOKS, "__cplusplus") <= gone
+            # A file linked with others: another object may install the hook.
+            linked = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime, exports=True)
+            assert linked is not None
+            assert not {line for _, spans in linked.items() for a, b in spans for line in range(a, b + 1)} & lost
 
 
 LANGUAGES = """\
@@ -347,6 +351,8 @@ def test_jacobi_solver_gets_the_memory_functions_and_no_graphs(tmp_path: pathlib
     part = tmp_path / "jacobi_c.cpp"
     assert main(["translate", "-c", str(source), "-o", str(part)]) == 0
     assert "POLYPY_RT_C_ENTRY(cudaError_t, cudaMalloc" in part.read_text()
+    # (and the hooks: another object of the program may use streams)
+    assert "POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());" in part.read_text()
     _build_and_run(tmp_path, out, "jacobi 100x70, 200 iterations\nsum = 778.3144\n")
 
 
