@@ -87,7 +87,12 @@ def with_runtime(text: str, unused: Mapping[str, Sequence[tuple[int, int]]] | No
 
 
 def _no_blank(text: str) -> str:
-    return "\n".join(line for line in text.split("\n") if line.strip())
+    """``text`` without blank lines (but one that ends a macro's continued line)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if line.strip() or out and out[-1].rstrip().endswith("\\"):
+            out.append(line)
+    return "\n".join(out)
 
 
 def _one_blank(text: str) -> str:
