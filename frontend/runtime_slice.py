@@ -21,6 +21,7 @@ import pathlib
 import clang.cindex as ci
 
 from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, index, preorder, system_include_dirs
+from frontend.runtime_lines import Lexed, header_tokens, lex_header
 
 CK = ci.CursorKind
 
@@ -96,13 +97,19 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
         return places[f.name]
 
     units: list[_Unit] = []
+    includes: list[tuple[str, int, str]] = []  # the runtime's #include lines: file, line, file included
     roots: set[str] = set()  # names referred to from outside the runtime
     outside: list[ci.Cursor] = []
     # The runtime's C-linkage definitions (``extern "C"``: the entry points plain C files of the
     # program call by their C names, the exports other objects link against) are used by objects
     # this file cannot see: they always stay.
     exported: list[_Unit] = []
-    todo = [(c, False) for c in tu.cursor.get_children()]
+    top = list(tu.cursor.get_children())
+    todo = [(c, False) for c in top]
+    for c in top:  # (in the parse's order)
+        fname = in_runtime(c)
+        if fname is not None and c.kind == CK.INCLUSION_DIRECTIVE and c.get_included_file() is not None:
+            includes.append((fname, c.location.line, os.path.realpath(c.get_included_file().name)))
     while todo:
         c, in_c_linkage = todo.pop()
         fname = in_runtime(c)
@@ -119,16 +126,18 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
         units.append(_cached_unit(c, fname))
         if exports and in_c_linkage and c.kind in (CK.FUNCTION_DECL, CK.VAR_DECL):
             exported.append(units[-1])
+    used_files: set[str] = set()  # the files of the declarations the program's code refers to
+    templates = [False]  # whether the program's code has templates (their dependent names refer to nothing yet)
     for c in outside:  # the program's own code (the system's headers use nothing of polypy's)
         if c.location.file is not None and not c.location.is_in_system_header:
-            roots |= _referred(c)
+            roots |= _referred(c, used_files, templates)
     # Every name the program's files spell, their own conditionals (#ifdef CUDART_VERSION) included.
     texts = dict(unsaved)
     for name in {path} | {c.location.file.name for c in outside
                            if c.location.file is not None and not c.location.is_in_system_header}:
-        roots |= {t.spelling for t in _tokens(tu, name, texts) if t.kind == ci.TokenKind.IDENTIFIER}
+        roots |= {t.spelling for t in header_tokens(tu, name, texts) if t.kind == ci.TokenKind.IDENTIFIER}
     files = {real: name for name, real in places.items() if real is not None}
-    lexed = {real: _directives(tu, name, units, texts, comments) for real, name in files.items()}
+    lexed = {real: lex_header(tu, name, units, texts, comments) for real, name in files.items()}
     for d in lexed.values():  # names a runtime conditional tests (#if, #ifdef, #pragma...) stay defined
         roots |= d.tested
     # What nvcc predefines (__CUDACC__, __NVCC__) stays whatever the program spells: so that the
@@ -154,31 +163,155 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
     for u in units:
         for p in u.parents:
             members.setdefault(p, []).append(u)
+    # (In a file linked with others, another object may install a hook: its statements all stay.)
+    hooked = {} if exports else _hooked_statements(units, lexed)
     keep: set[int] = set()
     work = [u for u in units if u.root] + exported + [u for name in roots for u in by_name.get(name, ())]
+    live: set[int] = set()  # the lines of the hooked statements that stay
     while work:
-        u = work.pop()
-        if id(u) in keep:
-            continue
-        keep.add(id(u))
-        for name in u.refs | u.names | spelled.get(id(u), set()):
-            work.extend(v for v in by_name.get(name, []) + members.get(name, []) if id(v) not in keep)
+        while work:
+            u = work.pop()
+            if id(u) in keep:
+                continue
+            keep.add(id(u))
+            weak = hooked[id(u)].weak | {_HOOKED} if id(u) in hooked else set()
+            for name in (u.refs | u.names | spelled.get(id(u), set())) - weak:
+                work.extend(v for v in by_name.get(name, []) + members.get(name, []) if id(v) not in keep)
+        # A hooked statement of a unit that stays, stays where what it waits for (the hook's
+        # function) stays: then so does everything it names.
+        kept_names = {name for u in units if id(u) in keep for name in u.names}
+        for u in units:
+            for line, (installed, names) in hooked.get(id(u), _Hooked()).lines.items():
+                if id(u) in keep and line not in live and installed in kept_names:
+                    live.add(line)
+                    work.extend(v for name in names | {_HOOKED} for v in by_name.get(name, []) if id(v) not in keep)
     dropped: dict[str, set[int]] = {}
     kept: dict[str, set[int]] = {}
     for u in units:
         (kept if id(u) in keep else dropped).setdefault(u.file, set()).update(range(u.first_line, u.last_line + 1))
     defined = {name for u in units if u.macro and id(u) in keep for name in u.names}
     macros = {name for u in units if u.macro for name in u.names}
+    # (A function left out may be a macro in the branch the parse did not take: C's.)
+    unused = {name for u in units if id(u) not in keep for name in u.names} - \
+        {name for u in units if id(u) in keep for name in u.names}
     entries = _unused_entries(units, keep, roots, spelled, lexed)
+    for f, line in _included_again(includes, lexed, {name for u in units if u.macro for name in u.names}):
+        entries.setdefault(f, set()).add(line)
+    # The C++ library's headers the runtime includes for its own parts (streams, graphs): where
+    # nothing that stays spells `std` (nor a template of the program's, whose dependent names
+    # refer to nothing yet, where the program does), those through which nothing the program
+    # refers to came in go.
+    if not any("std" in u.refs | spelled.get(id(u), set()) for u in units if id(u) in keep) and \
+            not (templates[0] and "std" in roots):
+        needed = _included_through(tu, used_files, runtime)
+        for f, line, header in includes:
+            if "." not in os.path.basename(header) and (f, line) not in needed:
+                entries.setdefault(f, set()).add(line)
+    for u in units:
+        if id(u) in keep and id(u) in hooked:
+            entries.setdefault(u.file, set()).update(set(hooked[id(u)].lines) - live)
     out = {}
     for f in set(dropped) | set(lexed):
         # A line shared with a declaration that stays, stays.
         gone = (dropped.get(f, set()) - kept.get(f, set())) | entries.get(f, set())
         if f in lexed:
-            gone = lexed[f].also_gone(gone, defined, macros)
+            gone = lexed[f].also_gone(gone, defined, macros | unused)
         if gone:
             out[f] = _spans(gone)
     return out
+
+
+def _included_through(tu: ci.TranslationUnit, files: set[str], runtime: str) -> set[tuple[str, int]]:
+    """The ``#include`` lines of the runtime (file, line) through which each of ``files`` first came
+    into ``tu`` (directly or through other headers)."""
+    parent: dict[str, tuple[str, int]] = {}
+    for inc in tu.get_includes():
+        f = os.path.realpath(inc.include.name)
+        if f not in parent and inc.source is not None:
+            parent[f] = (os.path.realpath(inc.source.name), inc.location.line)
+    out: set[tuple[str, int]] = set()
+    for f in files:
+        seen: set[str] = set()
+        while f in parent and f not in seen:
+            seen.add(f)
+            source, line = parent[f]
+            if source.startswith(runtime + os.sep):
+                out.add((source, line))
+                break
+            f = source
+    return out
+
+
+def _included_again(includes: list[tuple[str, int, str]], lexed: dict[str, Lexed],
+                    macros: set[str]) -> list[tuple[str, int]]:
+    """The ``#include`` lines of the runtime (``includes``, in the parse's order) of a system header
+    that a line before them included already, under the same conditions (``#ifdef X`` of names
+    the runtime does not define: the compiler's, ``_OPENMP``): the kernel prelude's, after the
+    runtime's. (Not <assert.h>: each inclusion reads ``NDEBUG`` again.)"""
+    out: list[tuple[str, int]] = []
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    for f, line, header in includes:
+        found = lexed.get(f)
+        where = found.conditions(line) if found is not None else None
+        if where is None or any(name in macros for _, name in where) or os.path.basename(header) == "assert.h" or \
+                header.startswith(os.path.realpath(RUNTIME_DIR) + os.sep):
+            continue
+        if (header, where) in seen:
+            out.append((f, line))
+        seen.add((header, where))
+    return out
+
+
+# `POLYPY_RT_HOOKED(installed, statement);` (polypy/runtime/cuda_runtime.h): a statement that does
+# nothing until a part of the runtime installs the hook it reads, `installed` being that part's function.
+_HOOKED = "POLYPY_RT_HOOKED"
+
+
+@dataclasses.dataclass
+class _Hooked:
+    """A unit's hooked statements: per line (each alone on its line), the function whose
+    installation it waits for and the names it spells; ``weak``: the names the unit spells only
+    there (they are needed only where the statement stays)."""
+
+    lines: dict[int, tuple[str, set[str]]] = dataclasses.field(default_factory=dict)
+    weak: set[str] = dataclasses.field(default_factory=set)
+
+
+def _hooked_statements(units: list[_Unit], lexed: dict[str, Lexed]) -> dict[int, _Hooked]:
+    """Per unit (its id) that holds hooked statements, those statements (``_Hooked``): lines whose
+    tokens are exactly one ``POLYPY_RT_HOOKED(installed, ...);``."""
+    out: dict[int, _Hooked] = {}
+    for u in units:
+        found = lexed.get(u.file)
+        if found is None or u.macro:
+            continue
+        hooked = _Hooked()
+        elsewhere: set[str] = set()
+        for line in range(u.first_line, u.last_line + 1):
+            toks = found.spellings.get(line, [])
+            ids = found.identifiers.get(line, set())
+            if _one_hooked_statement(toks):
+                hooked.lines[line] = (toks[2], ids - {_HOOKED})
+            else:
+                elsewhere |= ids
+        if hooked.lines:
+            hooked.weak = set().union(*(names for _, names in hooked.lines.values())) - elsewhere
+            out[id(u)] = hooked
+    return out
+
+
+def _one_hooked_statement(toks: list[str]) -> bool:
+    """Whether ``toks`` (a line's) are ``POLYPY_RT_HOOKED ( name , ... ) ;``: the parenthesis
+    opened after the macro's name closes just before the last token."""
+    if len(toks) < 6 or toks[:2] != [_HOOKED, "("] or toks[3] != "," or toks[-1] != ";":
+        return False
+    depth = 0
+    for i, t in enumerate(toks[1:-1], start=1):
+        depth += t in "([{" and len(t) == 1
+        depth -= t in ")]}" and len(t) == 1
+        if depth == 0:
+            return i == len(toks) - 2
+    return False
 
 
 def _spelled_in_headers(tu: ci.TranslationUnit, names: set[str], runtime: str) -> set[str]:
@@ -211,7 +344,7 @@ def _header_bytes(path: str) -> bytes:
 
 
 def _unused_entries(units: list[_Unit], keep: set[int], roots: set[str], spelled: dict[int, set[str]],
-                    lexed: dict[str, "_Lexed"]) -> dict[str, set[int]]:
+                    lexed: dict[str, Lexed]) -> dict[str, set[int]]:
     """Per file, the lines of list macros that name nothing used: a function-like macro ``L(X)``
     whose every continuation line is one entry ``X(name, ...)`` (the runtime's error codes), used
     by nothing that stays but the declaration of its names (``enum { L(AS_ENUMERATOR) }``),
@@ -249,140 +382,6 @@ def _unused_entries(units: list[_Unit], keep: set[int], roots: set[str], spelled
             out.setdefault(m.file, set()).update(x for x, name in names.items()
                                                  if name not in needed and x != m.last_line)
     return out
-
-
-@dataclasses.dataclass
-class _Lexed:
-    """One runtime header as clang's lexer reads it: its preprocessor directives by line
-    (``#if``... and ``#undef``, each with the names on its line), its comments (first line,
-    last line, the line of the next token that is not a comment) and the lines holding tokens
-    other than comments."""
-
-    directives: list[tuple[int, str, list[str]]]
-    comments: list[tuple[int, int, int | None]]
-    code: set[int]
-    tested: set[str]
-    continued: set[int]  # lines that end with a backslash (a directive continues on the next line)
-    identifiers: dict[int, set[str]] = dataclasses.field(default_factory=dict)  # by line
-    spellings: dict[int, list[str]] = dataclasses.field(default_factory=dict)  # each line's tokens, in order
-    keep_comments: bool = True
-
-    def also_gone(self, gone: set[int], defined: set[str], macros: set[str]) -> set[int]:
-        """``gone`` (the lines of the units left out) with what goes with them: the ``#undef`` of a
-        macro no longer defined, a one-line definition of such a macro in a branch the parse did
-        not take (``macros``: the names of the runtime's macros), each comment written above
-        something left out, and each conditional group left empty."""
-        gone = set(gone)
-        for line, kind, names in self.directives:
-            if kind in ("undef", "define") and names and names[0] not in defined and \
-                    (kind == "undef" or names[0] in macros and line not in self.continued):
-                gone.add(line)
-        for first, last, before in reversed(self.comments):  # a comment above a comment left out goes too
-            if before is not None and before in gone:
-                gone.update(x for x in range(first, last + 1) if x not in self.code)
-        if not self.keep_comments:
-            # Every comment on lines of its own (the runtime's sources document it; a program
-            # needs none of it). Not the last line of a continued macro: the line before it would
-            # continue onto the next one.
-            for first, last, _ in self.comments:
-                lines = range(first, last + 1)
-                if not any(x in self.code for x in lines) and first - 1 not in self.continued:
-                    gone.update(lines)
-        stack: list[list[int]] = []
-        for line, kind, _ in self.directives:
-            if kind in ("if", "ifdef", "ifndef"):
-                stack.append([line])
-            elif kind in ("elif", "else") and stack:
-                stack[-1].append(line)
-            elif kind == "endif" and stack:
-                group = stack.pop() + [line]
-                inside = set(range(group[0] + 1, line)) - set(group)
-                filled = (self.code | {x for a, b, _ in self.comments for x in range(a, b + 1)}) & inside
-                if filled <= gone:
-                    gone.update(group)
-        return gone
-
-
-def _tokens(tu: ci.TranslationUnit, name: str, texts: dict[str, str]) -> list[ci.Token]:
-    """All tokens of the file ``name`` of ``tu`` (comments included), as clang's lexer reads them."""
-    if name in texts:
-        size = len(texts[name].encode("utf-8"))
-    else:
-        size = os.path.getsize(name)
-    return list(tu.get_tokens(extent=tu.get_extent(name, (0, size))))
-
-
-def _directives(tu: ci.TranslationUnit, name: str, units: list[_Unit], texts: dict[str, str],
-                comments_stay: bool = True) -> _Lexed:
-    """The directives, comments and code lines of the runtime header ``name`` (``_Lexed``)."""
-    real = os.path.realpath(name)
-    # Lines inside a macro's definition (its continuation lines): a `#` there is its body's.
-    in_macros = {x for u in units if u.macro and u.file == real for x in range(u.first_line + 1, u.last_line + 1)}
-    tokens = _tokens(tu, name, texts)
-    directives: list[tuple[int, str, list[str]]] = []
-    comments: list[tuple[int, int, int | None]] = []
-    code: set[int] = set()
-    tested: set[str] = set()
-    identifiers: dict[int, set[str]] = {}
-    spellings: dict[int, list[str]] = {}
-    prev_line = 0
-    for i, t in enumerate(tokens):
-        line = t.location.line
-        if t.kind == ci.TokenKind.COMMENT:
-            nxt = next((u.location.line for u in tokens[i + 1:] if u.kind != ci.TokenKind.COMMENT), None)
-            comments.append((t.extent.start.line, t.extent.end.line, nxt))
-            continue
-        code.add(line)
-        spellings.setdefault(line, []).append(t.spelling)
-        if t.kind == ci.TokenKind.IDENTIFIER:
-            identifiers.setdefault(line, set()).add(t.spelling)
-        first_on_line = line != prev_line
-        prev_line = line
-        if not (first_on_line and t.spelling == "#" and line not in in_macros) or i + 1 >= len(tokens):
-            continue
-        kind = tokens[i + 1].spelling
-        names = [u.spelling for u in tokens[i + 2:] if u.location.line == line and u.kind == ci.TokenKind.IDENTIFIER]
-        directives.append((line, kind, names))
-    text = texts[name] if name in texts else open(name, encoding="utf-8").read()
-    continued = {i + 1 for i, row in enumerate(text.split("\n")) if row.rstrip().endswith("\\")}
-    for i, (line, kind, names) in enumerate(directives):
-        # `#ifndef X` around X's own default definition alone does not use X.
-        if kind in ("define", "undef") or kind == "ifndef" and _default_definition(directives, i, code, continued):
-            continue
-        tested.update(names)
-    return _Lexed(directives, comments, code, tested, continued, identifiers, spellings, comments_stay)
-
-
-def _default_definition(directives: list[tuple[int, str, list[str]]], i: int, code: set[int],
-                        continued: set[int]) -> bool:
-    """Whether directive ``i`` is ``#ifndef X`` whose group holds nothing but definitions of ``X``
-    (``#define X ...``, also in the branches of conditionals inside it: one per compiler) up to
-    its ``#endif``."""
-    if not directives[i][2]:
-        return False
-    x = directives[i][2][0]
-    allowed = {directives[i][0]}
-    depth = 0
-    for line, kind, names in directives[i + 1:]:
-        allowed.add(line)
-        if kind in ("if", "ifdef", "ifndef"):
-            depth += 1
-        elif kind == "endif":
-            if depth == 0:
-                end = line
-                break
-            depth -= 1
-        elif kind == "define":
-            if not names or names[0] != x:
-                return False
-            while line in continued:
-                line += 1
-                allowed.add(line)
-        elif kind not in ("elif", "else"):
-            return False
-    else:
-        return False
-    return all(y in allowed for y in code if directives[i][0] <= y <= end)
 
 
 # The runtime's units, by place and file version: the same in every program (the runtime comes
@@ -427,15 +426,24 @@ def _initializes(var: ci.Cursor) -> bool:
     return any(x.kind == CK.CALL_EXPR for x in preorder(var))
 
 
-def _referred(c: ci.Cursor) -> set[str]:
+_TEMPLATES = frozenset({CK.FUNCTION_TEMPLATE, CK.CLASS_TEMPLATE, CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION})
+
+
+def _referred(c: ci.Cursor, files: set[str] | None = None, templates: list[bool] | None = None) -> set[str]:
     """The names ``c`` refers to: its identifiers as clang's lexer reads them (also inside OpenMP
     regions and macro arguments, where libclang shows no cursors) and the declarations its
-    cursors reference (a member brings its class)."""
+    cursors reference (a member brings its class). ``files``: gets the files of those
+    declarations (real paths); ``templates``: its one item set where ``c`` holds a template."""
     out = {t.spelling for t in c.get_tokens() if t.kind == ci.TokenKind.IDENTIFIER}
     for x in preorder(c):
+        if templates is not None and x.kind in _TEMPLATES:
+            templates[0] = True
         if x.kind not in _REFERENCES:
             continue
         r = x.referenced
+        if files is not None and r is not None and r.location.file is not None and r.kind != CK.NAMESPACE:
+            # (A namespace is declared in every header that adds to it: which one says nothing.)
+            files.add(os.path.realpath(r.location.file.name))
         if r is not None and r.spelling:
             out.add(r.spelling)
             top = r.semantic_parent

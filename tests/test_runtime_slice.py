@@ -156,6 +156,120 @@ def test_macros_comments_and_empty_groups_go_with_what_uses_them(tmp_path: pathl
             assert not gone & _lines(MACROS, kept), kept
 
 
+HOOKS = """\
+#define POLYPY_RT_HOOKED(installed, ...) __VA_ARGS__
+static void (*rt_hook)(void) = 0;
+static inline void rt_call_hook(void) { if (rt_hook) rt_hook(); }
+static inline void rt_waits(void) {}
+static inline int rt_copy(int x) {
+  POLYPY_RT_HOOKED(rt_waits, rt_call_hook());
+  POLYPY_RT_HOOKED(rt_waits, { if (rt_hook) return -1; });  /* a block */
+  return x;
+}
+static inline void rt_start_streams(void) { rt_hook = &rt_waits; }
+#ifdef __cplusplus
+static inline int rt_in_team(void) { return 0; }
+#else
+#define rt_in_team() 0
+#endif
+"""
+
+
+def test_a_hooked_statement_stays_only_with_what_installs_its_hook(tmp_path: pathlib.Path) -> None:
+    runtime = tmp_path / "rt"
+    runtime.mkdir()
+    (runtime / "cuda_runtime.h").write_text(HOOKS)
+    hooked = _lines(HOOKS, "  POLYPY_RT_HOOKED(")
+    for streams in (False, True):
+        program = '#include "cuda_runtime.h"\nint main() { %s return rt_copy(1); }\n' % (
+            "rt_start_streams();" if streams else "")
+        unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime, exports=False)
+        assert unused is not None
+        gone = {line for _, spans in unused.items() for a, b in spans for line in range(a, b + 1)}
+        # Without what installs the hook: its statements, what only they use (the macro too),
+        # and a function left out with its C spelling (a macro in the branch not taken).
+        lost = hooked | _lines(HOOKS, "rt_call_hook(void)") | _lines(HOOKS, "#define POLYPY_RT_HOOKED")
+        assert not gone & _lines(HOOKS, "rt_copy(int"), streams
+        if streams:
+            assert not gone & lost, sorted(gone & lost)
+        else:
+            assert lost <= gone, sorted(lost - gone)
+            assert _lines(HOOKS, "rt_in_team") | _lines(HOOKS, "__cplusplus") <= gone
+            # A file linked with others: another object may install the hook.
+            linked = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime, exports=True)
+            assert linked is not None
+            assert not {line for _, spans in linked.items() for a, b in spans for line in range(a, b + 1)} & lost
+
+
+LANGUAGES = """\
+/* An include guard: the runtime is pasted once. */
+#ifndef RT_H
+#define RT_H
+#include <stddef.h>
+#include <assert.h>
+#ifdef __cplusplus
+#define RT_STATE inline
+#else
+#define RT_STATE static inline
+#endif
+RT_STATE int rt_f(void) { return 1; }
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
+#ifdef __cplusplus
+static inline bool rt_g(void) { return true; }
+#endif
+#include <stddef.h> /* again */
+#include <assert.h> /* again: NDEBUG is read again */
+#endif /* RT_H */
+"""
+
+
+def test_the_c_branches_of_the_runtime_go(tmp_path: pathlib.Path) -> None:
+    runtime = tmp_path / "rt"
+    runtime.mkdir()
+    (runtime / "cuda_runtime.h").write_text(LANGUAGES)
+    program = '#include "cuda_runtime.h"\nint main() { return rt_f() + rt_g(); }\n'
+    unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime)
+    assert unused is not None
+    gone = {line for _, spans in unused.items() for a, b in spans for line in range(a, b + 1)}
+    # A translated program is C++: each `#ifdef __cplusplus` group leaves its C++ branch alone;
+    # the runtime is pasted once: its include guard goes (with the comment above it), and a
+    # system header's second inclusion under the same conditions (not <assert.h>'s).
+    assert gone == _lines(LANGUAGES, "stddef.h> /* again") | _lines(LANGUAGES, "RT_H") | _lines(LANGUAGES, "include guard") | _lines(LANGUAGES, "__cplusplus") | _lines(LANGUAGES, "#else") | _lines(LANGUAGES, "#endif") | \
+        _lines(LANGUAGES, "static inline\n") | _lines(LANGUAGES, "RT_STATE static") | _lines(LANGUAGES, "stdbool")
+
+
+LIBRARY = """\
+#include <vector>
+#pragma push_macro("RT_ATTR")
+#undef RT_ATTR
+#include <mutex>
+#pragma pop_macro("RT_ATTR")
+#include <stdio.h>
+static inline int rt_c(void) { return 1; }
+"""
+
+
+def test_the_cpp_library_headers_nothing_uses_go(tmp_path: pathlib.Path) -> None:
+    runtime = tmp_path / "rt"
+    runtime.mkdir()
+    (runtime / "cuda_runtime.h").write_text(LIBRARY)
+    # The program uses std::vector, brought by the runtime's <vector>; nothing uses <mutex>.
+    program = '#include "cuda_runtime.h"\nint main() { std::vector<int> v(3); return rt_c() + (int)v.size(); }\n'
+    unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime)
+    assert unused is not None
+    gone = {line for _, spans in unused.items() for a, b in spans for line in range(a, b + 1)}
+    assert gone == _lines(LIBRARY, "<mutex>") | _lines(LIBRARY, "RT_ATTR")  # (a push and pop of nothing)
+    # A template of the program's that spells std: its dependent names name no declaration yet.
+    program = ('#include "cuda_runtime.h"\ntemplate <class T> int n(const T& v) { return (int)std::size(v); }\n'
+               'int main() { return rt_c(); }\n')
+    unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime)
+    assert unused is not None
+    gone = {line for _, spans in unused.items() for a, b in spans for line in range(a, b + 1)}
+    assert not gone & (_lines(LIBRARY, "<vector>") | _lines(LIBRARY, "<mutex>"))
+
+
 LISTS = """\
 /* The codes:
  * a list macro. */
@@ -217,18 +331,28 @@ def test_jacobi_solver_gets_the_memory_functions_and_no_graphs(tmp_path: pathlib
     # 5,021 lines with the whole runtime and prelude, 1,025 with comments, 705 without them; the
     # default stream's waits for created streams (parts/queues.h's hooks) and a team of one add ~35;
     # the checks of cudaMemcpy/cudaMemset's arguments at the call (an allocation's range) ~25.
-    assert len(text.splitlines()) < 790
+    # Hooks installed by no part the program uses: ~40 fewer; the C branches of `#ifdef __cplusplus`:
+    # ~15; include guards, repeated includes, blank lines, the C++ library's headers: ~60 (661).
+    assert len(text.splitlines()) < 670
     # No comment of the runtime's, no error code the program cannot meet, no toolkit keyword
     # macro no header spells, no team branch in launchers no merged host loop calls.
     assert "The last error, as CUDA keeps it" not in text and "X(cudaErrorNotReady" not in text
     assert "X(cudaErrorMemoryAllocation" in text and "#define __launch_bounds__" not in text
-    assert "#define __CUDACC__" in text and "if (polypy_rt_in_team())" not in text
+    assert "#define __CUDACC__" in text and "if (polypy_rt_in_team())" not in text and "__cplusplus" not in text
+    assert "#include <atomic>" not in text and "#include <thread>" not in text  # for streams only
+    # No stream, pool, graph allocation or merged host loop: none of the hooks they install
+    # (POLYPY_RT_HOOKED statements), the last error never redirected.
+    for hook in ("POLYPY_RT_HOOKED", "polypy_rt_legacy_wait", "polypy_rt_free_hooks", "polypy_rt_team_flag",
+                 "polypy_rt_error_redirect", "polypy_rt_in_team"):
+        assert hook not in text, hook
     # One file, main included: no other objects call the runtime's C entry points (or the
     # emulator's texture fetch); a file compiled with -c keeps the entry points.
     assert "POLYPY_RT_C_ENTRY(cudaError_t, cudaMalloc" not in text and "polypy_tex_value" not in text
     part = tmp_path / "jacobi_c.cpp"
     assert main(["translate", "-c", str(source), "-o", str(part)]) == 0
     assert "POLYPY_RT_C_ENTRY(cudaError_t, cudaMalloc" in part.read_text()
+    # (and the hooks: another object of the program may use streams)
+    assert "POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());" in part.read_text()
     _build_and_run(tmp_path, out, "jacobi 100x70, 200 iterations\nsum = 778.3144\n")
 
 
@@ -288,6 +412,9 @@ def test_a_program_using_streams_events_and_graphs_gets_them(tmp_path: pathlib.P
     for used in ("cudaStreamCreate(", "cudaEventElapsedTime(", "cudaGraphInstantiate(", "cudaStreamBeginCapture("):
         assert used in text, used
     assert "cudaCreateTextureObject(" not in text
+    # The streams' hooks: the default stream's copies wait for them, their errors go to the issuer.
+    assert "POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());" in text
+    assert "*polypy_rt_error_redirect()" in text and "polypy_rt_pool_forgets" not in text
     assert "X(cudaErrorNotReady" in text  # cudaGetErrorString: every error code
     assert "float polypy_expf(float x) {" in text  # the kernel's expf
     _build_and_run(tmp_path, out, "4 4 timed no error\n")

@@ -75,13 +75,24 @@ def with_runtime(text: str, unused: Mapping[str, Sequence[tuple[int, int]]] | No
     the prelude pasted there, less ``unused``."""
     at = text.index(RUNTIME_INCLUDE)
     note = RUNTIME_NOTE + "\n" if unused else ""
-    text = text[:at] + note + _one_blank(runtime_header(unused)).rstrip("\n") + text[at + len(RUNTIME_INCLUDE):]
+    # What is left of the runtime is read in its sources (the note): no blank lines between its pieces.
+    blanks = _no_blank if unused else _one_blank
+    text = text[:at] + note + blanks(runtime_header(unused)).rstrip("\n") + text[at + len(RUNTIME_INCLUDE):]
     lines = prelude().rstrip("\n").split("\n")
     path = os.path.realpath(str(resources.files("polypy.runtime").joinpath(PRELUDE_FILE)))
     gone = _left_out(lines, (unused or {}).get(path, ()))
-    kept = _one_blank("\n".join(line for i, line in enumerate(lines) if i not in gone))
+    kept = blanks("\n".join(line for i, line in enumerate(lines) if i not in gone))
     at = text.index(PRELUDE_INCLUDE)
     return text[:at] + kept + text[at + len(PRELUDE_INCLUDE):]
+
+
+def _no_blank(text: str) -> str:
+    """``text`` without blank lines (but one that ends a macro's continued line)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if line.strip() or out and out[-1].rstrip().endswith("\\"):
+            out.append(line)
+    return "\n".join(out)
 
 
 def _one_blank(text: str) -> str:

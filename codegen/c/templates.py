@@ -23,11 +23,18 @@ def render_template(name: str, **values: object) -> str:
 
 
 def fp_contract_off() -> str:
-    """The pragma that opens every emitted file: no contraction of ``a * b + c`` into a fused
-    multiply-add, whatever the build line (``-march=native`` allows it by default), and for GCC no
-    distribution of short copy loops into memcpy calls. It comes before
-    any code so that every function of the file, headers included, is compiled the same way (GCC
-    does not inline between functions compiled with different options)."""
+    """The pragma that opens every emitted file. No contraction of ``a * b + c`` into a fused
+    multiply-add, whatever the build line (``-march=native`` allows it by default): every
+    floating-point operation is rounded separately, as polypy's IR and emulator define it and as
+    nvcc builds host code. For GCC, no distribution of loops into library calls: it would turn a
+    block's short copy loops (a tile's row from global into shared memory, 128 bytes) into calls
+    of memcpy, each costing more than the copy (transpose_tiled and prefix_scan spent a third of
+    their time in memmove). And no type-based alias analysis: typed views of one buffer (pointer
+    casts, a union's members in a global record) read and write the same bytes through pointers
+    of different types, which strict aliasing would let GCC reorder (a union member's 16-bit
+    store, then the 32-bit load of its word, read the old word). It comes before any code so that
+    every function of the file, headers included, is compiled the same way (GCC does not inline
+    between functions compiled with different options)."""
     return render_template("c_fp_contract.h.j2")
 
 

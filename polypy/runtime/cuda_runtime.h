@@ -79,6 +79,12 @@
 #define __launch_bounds__(...)
 #endif
 
+/* A statement that does something only once a part of the runtime has installed the hook it
+ * reads (parts/queues.h, pools.h, graph_memory.h set theirs when a program first uses them), the
+ * runtime function `installed` being what that part installs: a translated program that carries
+ * no `installed` carries no such statement either (frontend/runtime_slice.py leaves it out). */
+#define POLYPY_RT_HOOKED(installed, ...) __VA_ARGS__
+
 /* ------------------------------------------------------------------ allocation registry (C and C++) */
 /* A small registry of live allocations: the emulator bridge asks it how large the block behind
  * a device pointer is, and cudaFree checks that it frees what cudaMalloc gave. */

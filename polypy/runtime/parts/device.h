@@ -263,7 +263,7 @@ static inline cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
 /* Waits for the work issued so far to every stream (the default stream's is complete when its call
  * returns); returns a kernel's sticky failure (parts/errors.h). */
 static inline cudaError_t cudaDeviceSynchronize(void) {
-  polypy_rt_device_wait();
+  POLYPY_RT_HOOKED(polypy_rt_queues_device_wait, polypy_rt_device_wait());
   return *polypy_rt_sticky_error();
 }
 static inline cudaError_t cudaThreadSynchronize(void) { return cudaDeviceSynchronize(); }

@@ -132,8 +132,8 @@ POLYPY_RT_STATE cudaError_t* polypy_rt_own_error() {
   return e;
 }
 static inline cudaError_t* polypy_rt_last_error(void) {
-  cudaError_t* to = *polypy_rt_error_redirect();
-  return to ? to : polypy_rt_own_error();
+  POLYPY_RT_HOOKED(polypy_rt_queue_push, { cudaError_t* to = *polypy_rt_error_redirect(); if (to) return to; });
+  return polypy_rt_own_error();
 }
 POLYPY_RT_STATE cudaError_t* polypy_rt_sticky_error() { static cudaError_t e = cudaSuccess; return &e; }
 static inline cudaError_t polypy_rt_fail(cudaError_t e) { *polypy_rt_last_error() = e; return e; }
@@ -162,11 +162,13 @@ struct polypy_rt_team_scope {
   polypy_rt_team_scope() { *polypy_rt_team_flag() = true; *polypy_rt_team_pending() = false; }
   ~polypy_rt_team_scope() { *polypy_rt_team_flag() = false; }
 };
+static inline bool polypy_rt_team_leader() {
 #ifdef _OPENMP
-static inline bool polypy_rt_team_leader() { return omp_get_thread_num() == 0; }
+  return omp_get_thread_num() == 0;
 #else
-static inline bool polypy_rt_team_leader() { return true; }
+  return true;
 #endif
+}
 #else
 #define polypy_rt_in_team() 0
 #define polypy_rt_team_leader() 1
@@ -180,8 +182,10 @@ static inline bool polypy_rt_launch_shape_ok(unsigned int gx, unsigned int gy, u
   bool ok = gx >= 1 && gy >= 1 && gz >= 1 && gy <= 65535 && gz <= 65535 && bx >= 1 && by >= 1 && bz >= 1 &&
             bx <= 1024 && by <= 1024 && bz <= 64 && (unsigned long long)bx * by * bz <= 1024;
   (void)shmem_bytes;  /* any size: host memory is plentiful */
-  if (!ok && (!polypy_rt_in_team() || polypy_rt_team_leader())) polypy_rt_fail(cudaErrorInvalidConfiguration);
-  return ok;
+  if (ok) return true;
+  POLYPY_RT_HOOKED(polypy_rt_team_scope, if (polypy_rt_in_team() && !polypy_rt_team_leader()) return false);
+  polypy_rt_fail(cudaErrorInvalidConfiguration);
+  return false;
 }
 /* Waits of the default stream's work for the created streams' (parts/queues.h): the legacy stream's
  * wait for the blocking streams, a device-wide one (cudaDeviceSynchronize, cudaFree). The first
@@ -202,7 +206,7 @@ static inline void polypy_rt_device_wait(void) {
  * in its stream's order already. */
 static inline bool polypy_rt_launch_ok(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                                        unsigned int by, unsigned int bz, size_t shmem_bytes) {
-  polypy_rt_legacy_wait();
+  POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());
   return polypy_rt_launch_shape_ok(gx, gy, gz, bx, by, bz, shmem_bytes);
 }
 #else

@@ -105,14 +105,20 @@ struct polypy_rt_free_hooks {
   int (*graph_free)(void* p, cudaError_t* e);  /* 1 where p is a live graph allocation, then freed */
 };
 POLYPY_RT_STATE struct polypy_rt_free_hooks* polypy_rt_free_hooks(void) { static struct polypy_rt_free_hooks h = {0, 0}; return &h; }
-static inline cudaError_t cudaFree(void* p) {
-  if (!p) return cudaSuccess;
-  cudaError_t graph_free = cudaSuccess;
+/* Whether p is a live graph allocation, then freed (its error in *e). */
+static inline int polypy_rt_graph_freed(void* p, cudaError_t* e) {
   int (*graph)(void*, cudaError_t*) = __atomic_load_n(&polypy_rt_free_hooks()->graph_free, __ATOMIC_ACQUIRE);
-  if (graph && graph(p, &graph_free)) return graph_free;  /* a graph's allocation */
-  polypy_rt_device_wait();  /* as CUDA's: after every stream's work (parts/queues.h) */
+  return graph && graph(p, e);
+}
+static inline void polypy_rt_pool_forgets(void* p) {
   void (*pool)(void*) = __atomic_load_n(&polypy_rt_free_hooks()->pool_forget, __ATOMIC_ACQUIRE);
   if (pool) pool(p);
+}
+static inline cudaError_t cudaFree(void* p) {
+  if (!p) return cudaSuccess;
+  POLYPY_RT_HOOKED(polypy_rt_graph_mem_free, { cudaError_t e; if (polypy_rt_graph_freed(p, &e)) return e; });
+  POLYPY_RT_HOOKED(polypy_rt_queues_device_wait, polypy_rt_device_wait());  /* as CUDA's: after every stream's work */
+  POLYPY_RT_HOOKED(polypy_rt_pool_forget, polypy_rt_pool_forgets(p));
   polypy_rt_locked lock;
   return polypy_rt_free_unlocked(p);
 }
@@ -360,7 +366,7 @@ static inline cudaError_t polypy_rt_memcpy(void* dst, const void* src, size_t co
                                            int elem, size_t elem_size) {
   cudaError_t bad = polypy_rt_check_copy(dst, src, count, kind);
   if (bad != cudaSuccess) return bad;
-  polypy_rt_legacy_wait();  /* a copy of the legacy default stream (parts/queues.h) */
+  POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());  /* a copy of the legacy default stream */
   if (count) polypy_rt_fill_bytes(dst, src, 0, count);
   if (kind == cudaMemcpyDeviceToHost) polypy_rt_trace_copy(dst, count, elem, elem_size);
   return cudaSuccess;
@@ -376,7 +382,7 @@ static inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, e
  * Still checked here: *device must be a block cudaMalloc gave, of exactly count bytes, and host
  * no device memory; otherwise this is the copy. */
 static inline cudaError_t polypy_rt_share_copy(void** device, const void* host, size_t count) {
-  polypy_rt_legacy_wait();
+  POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());
   struct polypy_rt_alloc* entry = polypy_rt_entry(*device);
   void* base = 0;
   size_t size = 0;
@@ -449,7 +455,7 @@ static inline void polypy_rt_host_free(void* p) {
  * POLYPY_TRACE_COPIES trace records the values as for a copy. */
 static inline cudaError_t polypy_rt_take_copy_bytes(void** host, const void* device, size_t count, int elem,
                                                     size_t elem_size) {
-  polypy_rt_legacy_wait();
+  POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());
   polypy_rt_host_block* b = *host ? polypy_rt_host_find(*host) : 0;
   struct polypy_rt_alloc* entry = polypy_rt_entry(device);
   if (!b || b->size != count || b->owners != 1 || !entry || entry->size != count || entry->taken ||
@@ -484,7 +490,7 @@ static inline cudaError_t cudaMemcpy(T* dst, const void* src, size_t count, enum
 static inline cudaError_t cudaMemset(void* dst, int value, size_t count) {
   cudaError_t bad = polypy_rt_check_fill(dst, count);
   if (bad != cudaSuccess) return bad;
-  polypy_rt_legacy_wait();
+  POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());
   if (count) polypy_rt_fill_bytes(dst, 0, value, count);
   return cudaSuccess;
 }
@@ -498,7 +504,7 @@ static inline cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src
   return cudaSuccess;
 }
 static inline cudaError_t cudaMemset2D(void* dst, size_t pitch, int value, size_t width, size_t height) {
-  polypy_rt_legacy_wait();
+  POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());
   for (size_t row = 0; row < height; ++row) memset((char*)dst + row * pitch, value, width);
   return cudaSuccess;
 }
@@ -528,7 +534,7 @@ static inline cudaError_t cudaMemcpyToSymbol(T& symbol, const void* src, size_t 
                                              enum cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
   cudaError_t bad = polypy_rt_check_symbol(src, count, offset, sizeof(T), kind, 1);
   if (bad != cudaSuccess) return bad;
-  polypy_rt_legacy_wait();
+  POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());
   memcpy((char*)&symbol + offset, src, count);
   return cudaSuccess;
 }
@@ -537,7 +543,7 @@ static inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, size_
                                                enum cudaMemcpyKind kind = cudaMemcpyDeviceToHost) {
   cudaError_t bad = polypy_rt_check_symbol(dst, count, offset, sizeof(T), kind, 0);
   if (bad != cudaSuccess) return bad;
-  polypy_rt_legacy_wait();
+  POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());
   memcpy(dst, (const char*)&symbol + offset, count);
   return cudaSuccess;
 }

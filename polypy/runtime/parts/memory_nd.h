@@ -45,7 +45,7 @@ static inline cudaError_t cudaMalloc3D(struct cudaPitchedPtr* p, struct cudaExte
 }
 static inline cudaError_t cudaMemset3D(struct cudaPitchedPtr p, int value, struct cudaExtent extent) {
   if (extent.width > p.pitch) return polypy_rt_fail(cudaErrorInvalidValue);
-  polypy_rt_legacy_wait();
+  POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());
   for (size_t z = 0; z < extent.depth; ++z)
     for (size_t y = 0; y < extent.height; ++y)
       memset((char*)p.ptr + (z * p.ysize + y) * p.pitch, value, extent.width);
