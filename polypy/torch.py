@@ -33,7 +33,8 @@ for every polypy launch.
 Backward launches the reverse-mode gradient (``polypy.grad(kernel, wrt=...)``, compiled on the
 first backward) with Enzyme's duplicated convention: zero shadows for the differentiable inputs,
 the incoming gradients (copied: the kernel consumes its seeds) as the outputs' shadows, scratch
-copies of the outputs (``K_grad`` repeats the kernel's effect). It returns the gradients of
+copies of the outputs (``K_grad`` repeats the kernel's effect). Those copies are tensors kept
+per thread and reused by the next backward of the same shape (fresh ones cost page faults). It returns the gradients of
 the inputs named in ``wrt`` (default: every floating-point input) that need one. Gradients are
 first order only (``once_differentiable``).
 
