@@ -94,6 +94,8 @@ def accumulate_load(st: ReverseState, e: n.Load, ct: n.Expr, p: Point) -> list[n
 
 def _strategy(st: ReverseState, e: n.Load, p: Point | None = None) -> tuple[str, str]:
     strategy, why = _base_strategy(st, e, p)
+    if strategy == "block-reduction" and _load_key(e) in st.summed.get(e.buffer, ()):
+        return strategy, why  # the privacy of the other loads counts on it: no block window
     if strategy in ("atomic", "block-reduction"):
         privatized, reason = _window(st, e.buffer)
         if strategy == "atomic" and _private_when(st, e.buffer) is not None:
