@@ -94,6 +94,8 @@ def accumulate_load(st: ReverseState, e: n.Load, ct: n.Expr, p: Point) -> list[n
 
 def _strategy(st: ReverseState, e: n.Load, p: Point | None = None) -> tuple[str, str]:
     strategy, why = _base_strategy(st, e, p)
+    if strategy == "block-reduction" and _load_key(e) in st.summed.get(e.buffer, ()):
+        return strategy, why  # the privacy of the other loads counts on it: no block window
     if strategy in ("atomic", "block-reduction"):
         privatized, reason = _window(st, e.buffer)
         if strategy == "atomic" and _private_when(st, e.buffer) is not None:
@@ -111,6 +113,8 @@ def _base_strategy(st: ReverseState, e: n.Load, p: Point | None = None) -> tuple
     if space == "local":
         return "plain", "local array: one per thread"
     private, why = _is_private(st, e.buffer)
+    if _load_key(e) in st.summed.get(e.buffer, ()):  # left out of the privacy question: it must be summed
+        return "block-reduction", "every thread of a block reads this one element of a read-only buffer"
     if private:
         return "plain", why
     if space == "shared" and p is not None and st.intervals is not None:
@@ -167,9 +171,37 @@ def _is_private(st: ReverseState, buffer: str) -> tuple[bool, str]:
         if not st.opt.privacy:
             st.private[buffer] = (False, "privacy proofs disabled")
         else:
-            st.private[buffer] = tuple(st.privacy(buffer))  # type: ignore[assignment]
+            got = tuple(st.privacy(buffer))
+            summed = _summed_loads(st, buffer) if not got[0] else frozenset()
+            if summed:
+                # the block-uniform loads, summed per block, left out: the others may be private
+                other = tuple(st.privacy(buffer, summed, st.kernel))
+                if other[0] or len(other) > 2:
+                    st.summed[buffer] = summed
+                    got = (other[0], f"{other[1]} (leaving out the block-uniform loads, summed per block and "
+                                     f"added once after a barrier)") + other[2:]
+            st.private[buffer] = got  # type: ignore[assignment]
     got = st.private[buffer]
     return got[0], got[1]
+
+
+def _load_key(e: n.Load) -> tuple:
+    """How ``polypy.poly.sharing`` names the access of a load: its location and text."""
+    return e.loc, format_expr(e)
+
+
+def _summed_loads(st: ReverseState, buffer: str) -> frozenset[tuple]:
+    """The keys (``_load_key``) of ``buffer``'s loads that all sum their adjoints per block
+    (read-only global, block-invariant index): every load of ``st.kernel`` with such a key does."""
+    if not (st.opt.block_reductions and st.kernel.space(buffer) == "global"
+            and buffer not in st.prog.written_buffers):
+        return frozenset()
+    keys: dict[tuple, bool] = {}
+    for x in walk_only(st.kernel, n.Load):
+        if x.buffer == buffer:
+            key = _load_key(x)
+            keys[key] = keys.get(key, True) and x.loc is not None and _block_invariant(st, x.index)
+    return frozenset(k for k, ok in keys.items() if ok)
 
 
 def _private_when(st: ReverseState, buffer: str) -> n.Expr | None:

@@ -125,6 +125,8 @@ class ReverseState:
     # (its window, why or why not)
     private: dict[str, tuple] = dataclasses.field(default_factory=dict)  # buffer -> privacy's answer, cached
     versions: dict[str, str] = dataclasses.field(default_factory=dict)  # buffer -> flag of its privacy condition
+    # buffer -> keys (loc, text) of its block-uniform loads that privacy left out: summed per block
+    summed: dict[str, frozenset] = dataclasses.field(default_factory=dict)
     # ---- scopes of the reverse sweep
     ctx: dict[StmtPath, LoopCtx] = dataclasses.field(default_factory=dict)  # loops reversed (or being)
     memo: dict[tuple, n.Expr] = dataclasses.field(default_factory=dict)  # (expr, point, tape) -> available value

@@ -33,7 +33,8 @@ for every polypy launch.
 Backward launches the reverse-mode gradient (``polypy.grad(kernel, wrt=...)``, compiled on the
 first backward) with Enzyme's duplicated convention: zero shadows for the differentiable inputs,
 the incoming gradients (copied: the kernel consumes its seeds) as the outputs' shadows, scratch
-copies of the outputs (``K_grad`` repeats the kernel's effect). It returns the gradients of
+copies of the outputs (``K_grad`` repeats the kernel's effect). Those copies are tensors kept
+per thread and reused by the next backward of the same shape (fresh ones cost page faults). It returns the gradients of
 the inputs named in ``wrt`` (default: every floating-point input) that need one. Gradients are
 first order only (``once_differentiable``).
 
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -279,6 +281,7 @@ class KernelFunction:
         params = dict(params or {})
         self._grad_options = dict(grad_options or {})
         self.zero_outputs = bool(zero_outputs)
+        self._scratch_tensors = threading.local()  # the backward's scratch tensors, per thread
         c_params = [sp.name for sp in sig.source_params] or [p.name for p in sig.params]
         self._ptypes: dict[str, PointerType | ScalarType] = {}
         for name in c_params:
@@ -512,8 +515,8 @@ class KernelFunction:
                 args[name] = _array(v)
         for name in self.outputs:
             if name not in self.inouts:  # scratch: K_grad repeats the kernel's writes, nobody reads them after
-                alloc = torch.zeros if self.zero_outputs else torch.empty
-                args[name] = _array(alloc(shapes[name], dtype=_torch_dtype(self._ptypes[name].elem.dtype)))
+                t = self._scratch(("output", name), shapes[name], _torch_dtype(self._ptypes[name].elem.dtype))
+                args[name] = _array(t.zero_() if self.zero_outputs else t)
         args.update(params)
         for shadow, primal in self._shadow_of.items():
             ptype = self._ptypes[primal]
@@ -526,7 +529,10 @@ class KernelFunction:
                     if tuple(seed.shape) != shapes[primal]:
                         raise InternalError(f"gradient of output {primal!r} has shape {tuple(seed.shape)}, "
                                             f"expected {shapes[primal]}")
-                    t = seed.detach().to(dtype=dtype).clone(memory_format=torch.contiguous_format)
+                    if primal in self.inputs:  # an in/out buffer: the result is its input's gradient
+                        t = seed.detach().to(dtype=dtype).clone(memory_format=torch.contiguous_format)
+                    else:  # K_grad consumes it
+                        t = self._scratch(("seed", primal), shapes[primal], dtype).copy_(seed.detach())
             elif isinstance(ptype, PointerType):
                 t = torch.zeros(prepared[primal].shape, dtype=dtype)
             else:
@@ -536,6 +542,21 @@ class KernelFunction:
                 grads[primal] = t
         g[config](**args)
         return grads
+
+
+    def _scratch(self, key: tuple[str, str], shape: tuple[int, ...], dtype: Any) -> Any:
+        """A contiguous tensor for the backward's own use (an output ``K_grad`` rewrites, an
+        output's seed it consumes), kept per thread and reused by the next backward of the same
+        shape: a fresh tensor of many megabytes is new pages from the kernel at every call
+        (page faults and zeroing cost as much as the gradient kernel, issue 38). Its contents
+        are left from the last call: the caller overwrites or zeroes it."""
+        torch = _torch()
+        kept = self._scratch_tensors.__dict__.setdefault("tensors", {})
+        t = kept.get(key)
+        if t is None or tuple(t.shape) != tuple(shape) or t.dtype != dtype:
+            t = torch.empty(shape, dtype=dtype)
+            kept[key] = t
+        return t
 
 
 def _shadows(kernel: n.Kernel, gradient: n.Kernel) -> dict[str, str]:

@@ -171,6 +171,34 @@ def test_softmax_matches_torch_values_and_gradients(softmax) -> None:
     torch.testing.assert_close(ours, x.grad, rtol=1e-10, atol=1e-12)
 
 
+def test_repeated_backwards_reuse_scratch_and_keep_results(softmax, saxpy) -> None:
+    # the backward's scratch tensors (the output K_grad rewrites, the seed it consumes) are kept
+    # and reused (fresh ones cost page faults, issue 38); gradients already returned, the seeds
+    # given and an in/out buffer's gradient (which is the seed's copy) stay untouched
+    rng = torch.Generator().manual_seed(9)
+    x = _rand(5, 70, rng=rng)
+    y = softmax(x)
+    ref_y = torch.softmax(x, dim=-1)
+    seeds = [torch.randn(5, 70, dtype=F64, generator=rng) for _ in range(2)]
+    kept = [s.clone() for s in seeds]
+    grads = [torch.autograd.grad(y, x, grad_outputs=s, retain_graph=True)[0] for s in seeds]
+    scratch = dict(softmax._scratch_tensors.tensors)
+    assert set(scratch) == {("output", "y"), ("seed", "y")}
+    again = torch.autograd.grad(y, x, grad_outputs=seeds[0], retain_graph=True)[0]
+    assert all(softmax._scratch_tensors.tensors[k] is t for k, t in scratch.items())  # reused
+    for s, k, g in zip(seeds, kept, grads):
+        assert torch.equal(s, k)
+        ref = torch.autograd.grad(ref_y, x, grad_outputs=s, retain_graph=True)[0]
+        torch.testing.assert_close(g, ref, rtol=1e-10, atol=1e-12)
+    assert torch.equal(again, grads[0])
+    a = torch.tensor(0.5, dtype=F64, requires_grad=True)
+    u, v = _rand(40, rng=rng), _rand(40, rng=rng)
+    out = saxpy(a, u, v)
+    first = torch.autograd.grad(out, v, grad_outputs=torch.full((40,), 2.0, dtype=F64), retain_graph=True)[0]
+    torch.autograd.grad(out, v, grad_outputs=torch.full((40,), 3.0, dtype=F64))
+    assert torch.equal(first, torch.full((40,), 2.0, dtype=F64))  # the in/out gradient is its own tensor
+
+
 # --------------------------------------------------------------------------- autograd bookkeeping
 
 

@@ -63,11 +63,14 @@ def privacy_oracle(kernel: n.Kernel):
 
     With a third element, the elements are private where ``condition`` (a grid-uniform IR
     ``bool``) holds: the gradient tests it at run time (a private and an atomic version).
+    ``(buffer, reduced, kernel)``: the same of ``kernel`` (the one being differentiated), leaving
+    out the reads ``reduced`` names (``(loc, text)``), whose adjoints are summed per block
+    (``polypy.poly.sharing``).
     """
-    def private(kernel: n.Kernel, buffer: str) -> tuple:
+    def private(kernel: n.Kernel, buffer: str, reduced: frozenset = frozenset()) -> tuple:
         from polypy.poly import sharing
 
-        s = sharing(kernel, buffer)
+        s = sharing(kernel, buffer, reduced=reduced)
         if s.thread_private:
             got: tuple = (True, "isl: every element is accessed by at most one thread of the grid")
         elif s.private_when is not None:
@@ -85,7 +88,7 @@ def privacy_oracle(kernel: n.Kernel):
         return got
 
     oracle = _memoized(private, lambda exc: (False, f"no proof ({exc})"), "privacy proof")
-    return lambda buffer: oracle(kernel, buffer)
+    return lambda buffer, reduced=frozenset(), other=None: oracle(other or kernel, buffer, reduced)
 
 
 def interval_oracle():
@@ -191,7 +194,7 @@ def _taken_private(oracle, gather_inputs: tuple[str, ...]):
     ``polypy.driver.gathered`` then moves into tap launches (never run as one kernel)."""
     if not gather_inputs:
         return oracle
-    return lambda buffer: ((True, "gather form") if buffer in gather_inputs else oracle(buffer))
+    return lambda buffer, *rest: ((True, "gather form") if buffer in gather_inputs else oracle(buffer, *rest))
 
 
 def grad_module(module: n.Module, name: str, **options) -> n.Module:

@@ -120,6 +120,6 @@ def _cut(model: Model, kept_accesses: tuple[int, ...], kept_barriers: tuple[int,
 
     strides = tuple(dataclasses.replace(s, start=pull(s.start), step=pull(s.step))
                     for s in model.strides if s.dim in dims)
-    factors = {name: (d, pull(f)) for name, (d, f) in model.block_factors.items()}
+    factors = {name: (d, pull(f), None if w is None else pull_set(w)) for name, (d, f, w) in model.block_factors.items()}
     return dataclasses.replace(model, space=space, dims=dims, loops=loops, accesses=tuple(access(a) for a in accesses),
                                barriers=tuple(barrier(b) for b in barriers), strides=strides, block_factors=factors)

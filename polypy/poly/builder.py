@@ -18,7 +18,8 @@ from polypy.ir.visitor import iter_children, walk, walk_only
 from polypy.poly.affine import Converter, _val, expression_key
 from polypy.poly.base_domain import base_domain
 from polypy.poly.held import held_index, held_pools
-from polypy.poly.index_shapes import (block_factor, block_stride, is_grid_stride, linear_block_stride, product_factors,
+from polypy.poly.index_shapes import (block_factor, block_stride, is_grid_stride, last_block_product, linear_block_stride,
+                                      product_factors, wrapping_block_factor,
                                       signed_terms)
 from polypy.poly.instances import Access, Barrier, BlockValue, Delinearized, Loop, Model, Stride
 from polypy.poly.paths import AccessId, StmtPath, child_blocks, statement_accesses
@@ -56,6 +57,7 @@ class _Builder:
         self.assumptions: list[str] = []
         self.uniform_params: dict[str, str] = {}
         self.uniform_exprs: dict[str, n.Expr] = {}
+        self.guard_params: set[str] = set()  # uniform parameters a no-wrap guard of a block factor names
         self.kernel_expr = state.block_exprs
         self.strides: list[Stride] = []
         self.bound: dict[str, isl.PwAff] = {}
@@ -288,7 +290,8 @@ class _Builder:
         if self.launch is None and any(bv.stride is not None for bv in self.block_value_list):
             self.assumptions.append("fewer than 2**31 threads per grid dimension "
                                     "(blockIdx * blockDim + blockDim < 2**31)")
-        self._align_params()
+        factors = self._block_factors()  # before the alignment: it may add guard parameters
+        self._align_params(factors)
         if self.launch is None:
             thread_dims = tuple(d for d in range(3) if self.thread_used[d])
             block_dims = tuple(d for d in range(3) if self.block_used[d])
@@ -302,25 +305,39 @@ class _Builder:
             accesses=tuple(self.accesses), barriers=tuple(self.barriers), time_len=self.time_len,
             assumptions=tuple(self.assumptions), uniform_params=dict(self.uniform_params),
             strides=tuple(self.strides), uniform_exprs=dict(self.uniform_exprs),
-            block_factors=self._block_factors(),
+            block_factors=factors, guard_params=frozenset(self.guard_params),
         )
 
-    def _block_factors(self) -> dict[str, tuple[int, isl.PwAff]]:
+    def _block_factors(self) -> dict[str, tuple[int, isl.PwAff, isl.Set | None]]:
+        """``blockIdx[d] * P`` block values: ``(d, P, where)``, ``where`` None for a signed product
+        (it never wraps), else the parameter values where the unsigned product cannot wrap: the
+        last block's ``(u64)(gridDim[d] - 1) * (u64)P`` fits in its type (an isl parameter named
+        after that expression where it is not affine, listed in ``guard_params``)."""
         out = {}
-        params = self.space.params()
         for bv in self.block_value_list:
-            split = block_factor(self.kernel_expr.get(bv.name)) if bv.stride is None else None
+            e = self.kernel_expr.get(bv.name) if bv.stride is None else None
+            split, where = block_factor(e), None
+            if split is None and (split := wrapping_block_factor(e)) is not None:
+                bound = last_block_product(*split)
+                last = self.conv.int_expr(bound, self.universe) if self._uniformity(split[1]) == 1 else None
+                if last is None:
+                    continue
+                where = last.le_set(self.conv.const((1 << e.type.bits) - 1))
+                self.guard_params.update(k for k, x in self.uniform_exprs.items() if x is bound)
             if split is None:
                 continue
             d, q = split
             value = self.conv.int_expr(q, self.universe) if self._uniformity(q) == 1 else None
             if value is not None and Converter.constant_value(value) is None:
-                out[bv.name] = (d, value.align_params(params))
+                out[bv.name] = (d, value, where)
         return out
 
-    def _align_params(self) -> None:
+    def _align_params(self, factors: dict[str, tuple[int, isl.PwAff, isl.Set | None]]) -> None:
         """Give every isl object of the model the same parameters (those of any of them)."""
         space = self.space
+        for _, value, where in factors.values():
+            space = space.align_params(value.space)
+            space = space if where is None else space.align_params(where.space)
         for a in self.accesses:
             space = space.align_params(a.domain.space)
             for e in a.elems:
@@ -337,6 +354,8 @@ class _Builder:
             b.domain = b.domain.align_params(params)
         self.strides = [dataclasses.replace(st, start=st.start.align_params(params), step=st.step.align_params(params))
                         for st in self.strides]
+        for k, (d, value, where) in factors.items():
+            factors[k] = (d, value.align_params(params), None if where is None else where.align_params(params))
 
     def _time(self, prefix: tuple[tuple[int, int | str], ...], pos: int, inner: int | str = 0,
               sub: int = 0) -> tuple[int | str, ...]:

@@ -4,6 +4,7 @@ the summands and factors of sums and products of one type; all up to integer cas
 from __future__ import annotations
 
 from polypy.ir import nodes as n
+from polypy.ir.types import U32, U64
 from polypy.ir.visitor import walk
 
 
@@ -106,6 +107,25 @@ def block_factor(e: n.Expr | None) -> tuple[int, n.Expr] | None:
         if isinstance(strip_int_casts(a), n.BlockIdx) and not any(isinstance(x, n.BlockIdx) for x in walk(b)):
             return strip_int_casts(a).dim, b  # type: ignore[union-attr]
     return None
+
+
+def wrapping_block_factor(e: n.Expr | None) -> tuple[int, n.Expr] | None:
+    """``(d, P)`` if ``e`` is the unsigned product ``blockIdx[d] * P`` of at most 32 bits
+    (``blockIdx.x * (unsigned)cols``), ``P`` without ``blockIdx``: unlike a signed one it may wrap."""
+    if e is None or not (isinstance(e, n.Binary) and e.op == "mul" and e.type.is_int
+                         and not e.type.is_signed and e.type.bits <= 32):
+        return None
+    for a, b in ((e.a, e.b), (e.b, e.a)):
+        if isinstance(strip_int_casts(a), n.BlockIdx) and not any(isinstance(x, n.BlockIdx) for x in walk(b)):
+            return strip_int_casts(a).dim, b  # type: ignore[union-attr]
+    return None
+
+
+def last_block_product(d: int, p: n.Expr) -> n.Expr:
+    """``(u64)(gridDim[d] - 1) * (u64)P``: the largest ``blockIdx[d] * P`` of a launch, computed
+    without wrapping (both factors are below ``2**32``)."""
+    last = n.Binary("sub", n.GridDim(d), n.Const(1, U32))  # gridDim >= 1
+    return n.Binary("mul", n.Cast(U64, last), n.Cast(U64, p))
 
 
 def signed_terms(e: n.Expr, sign: int) -> list[tuple[int, n.Expr]]:

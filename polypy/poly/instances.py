@@ -167,9 +167,13 @@ class Model:
     block_dims: tuple[int, ...]  # blockIdx dimensions that can be non-zero
     strides: tuple[Stride, ...] = ()  # loops with a grid-uniform, non-constant step
     # block values ``blockIdx[d] * P`` with ``P`` grid-uniform and not constant (``blockIdx.x * cols``):
-    # name -> (d, P on the model's space); blocks apart along d are >= P apart when P >= 0
-    block_factors: dict[str, tuple[int, isl.PwAff]] = dataclasses.field(default_factory=dict)
+    # name -> (d, P on the model's space, where); blocks apart along d are >= P apart when P >= 0
+    # and, for an unsigned product, where it cannot wrap (``where``: parameter values; None: always)
+    block_factors: dict[str, tuple[int, isl.PwAff, isl.Set | None]] = dataclasses.field(default_factory=dict)
     uniform_exprs: dict[str, n.Expr] = dataclasses.field(default_factory=dict)  # isl parameter -> its IR
+    # uniform parameters that name a launch's largest unsigned block product (``(u64)(gridDim.x -
+    # 1u) * (u64)cols``): a run-time condition may bound them from above although they use gridDim
+    guard_params: frozenset[str] = frozenset()
 
     def access(self, aid: AccessId) -> Access:
         for a in self.accesses:

@@ -200,11 +200,12 @@ class Copies:
                         step = self._block_dim(e) * _val(k)
                         gap = self.dim(bv.name, second) - self.dim(bv.name, first)
                         piece &= gap.ge_set(step) | gap.le_set(-step)
-                for name, (e, factor) in self.model.block_factors.items():
-                    if e == d:  # blockIdx[d] * P: P or more apart unless P < 0
+                for name, (e, factor, where) in self.model.block_factors.items():
+                    if e == d:  # blockIdx[d] * P: P or more apart unless P < 0 (or it wraps)
                         p = self.aff(factor, first)
                         gap = self.dim(name, second) - self.dim(name, first)
-                        piece &= p.lt_set(self.zero) | gap.ge_set(p)
+                        apart = p.lt_set(self.zero) | gap.ge_set(p)
+                        piece &= apart if where is None else apart | (self.universe - self.set(where, first))
                 out.append(piece)
         return out
 

@@ -56,24 +56,36 @@ class Sharing:
 
 
 def sharing(kernel: n.Kernel, buffer: str, *, access: AccessId | None = None,
-            launch: Launch | None = None) -> Sharing:
-    """How the elements of ``buffer`` (or those touched by ``access``) are shared."""
+            launch: Launch | None = None, reduced: frozenset[tuple] = frozenset()) -> Sharing:
+    """How the elements of ``buffer`` (or those touched by ``access``) are shared.
+
+    ``reduced``: ``(loc, text)`` of reads whose contributions the caller sums over each block
+    and adds once per block after a barrier that every thread of the block reaches (a gradient's
+    block reduction of a block-uniform load: softmax's ``xr[0]``). Such a read, where isl finds
+    it block-uniform, leaves the thread question: ``thread_private`` and ``private_when`` then
+    say that the *other* accesses are private to a thread and that no other block touches an
+    element one of these reads (``block_uniform`` and ``block_private`` are about all accesses).
+    """
     model = build_model(kernel, launch=launch)
     accesses = [a for a in model.accesses_of(buffer) if access is None or a.id == access]
     if access is not None and not accesses:
         raise KeyError(str(access))
     c = Copies(model, ("1", "2"))
-    pairs = _Pairs(_distinct(accesses))  # symmetric questions
+    everything = _Pairs(_distinct(accesses))  # symmetric questions
     # each block has its own copy of a shared array: only threads of one block can share
     blocks = [] if kernel.space(buffer) == "shared" else c.other_block_pieces("1", "2")
     threads = c.other_thread_pieces("1", "2") + blocks
-    thread_private = all(_never_shared(c, a, b, threads) for a, b in pairs)
-    block_private = thread_private or all(_never_shared(c, a, b, blocks) for a, b in pairs)
-    block_uniform = all(_uniform(c, a, b) for a, b in pairs)
+    out = {id(a) for a in accesses if blocks and a.kind == "read" and (a.loc, a.text) in reduced and _uniform(c, a, a)}
+    summed = _distinct([a for a in accesses if id(a) in out])
+    rest = _distinct([a for a in accesses if id(a) not in out])
+    questions = [(_Pairs(rest), threads)] + ([([(u, a) for u in summed for a in rest], blocks)] if summed else [])
+    thread_private = all(_never_shared(c, a, b, pieces) for pairs, pieces in questions for a, b in pairs)
+    block_private = thread_private or all(_never_shared(c, a, b, blocks) for a, b in everything)
+    block_uniform = all(_uniform(c, a, b) for a, b in everything)
     search = _Search()
     when = None
     if not thread_private:
-        when = _private_condition(model, c, pairs, threads, search)
+        when = _private_condition(model, c, questions, search)
     return Sharing(buffer, thread_private, block_uniform, block_private, when, search.steps, search.gave_up)
 
 
@@ -157,21 +169,24 @@ class _Search:
         return True
 
 
-def _private_condition(model, c: Copies, pairs, pieces: list, search: _Search) -> n.Expr | None:
-    """A grid-uniform condition under which no two threads share an element, or None.
+def _private_condition(model, c: Copies, questions: list, search: _Search) -> n.Expr | None:
+    """A grid-uniform condition under which no two threads share an element (no pair of
+    ``questions``' ``(pairs, pieces)`` shares one within a piece), or None.
 
     The parameter values where two threads may share one (``bad``, exact up to the model's
     over-approximations) are projected out of the pairwise question; the condition is the
     complement of ``bad`` within the launch assumptions, written over the parameters that
     have an IR meaning (``blockDim``/``gridDim``, integer arguments, grid-uniform values).
     """
-    if len(pairs) * len(pieces) > MAX_CONDITION_QUESTIONS:
+    asked = sum(len(pairs) * len(pieces) for pairs, pieces in questions)
+    if asked > MAX_CONDITION_QUESTIONS:
+        pairs, pieces = questions[0]
         search.gave_up = (f"no search for a run-time condition: {len(pairs)} access pairs x {len(pieces)} "
                           f"thread pieces is more than {MAX_CONDITION_QUESTIONS} questions")
         return None
     bad = None
     context = model.context
-    for a, b in pairs:
+    for a, b, pieces in ((a, b, pieces) for pairs, pieces in questions for a, b in pairs):
         s = _shared_pairs(c, a, b)
         if s is None:
             continue
@@ -343,7 +358,7 @@ def _param_expr(model, name: str) -> n.Expr | None:
     if p is not None and isinstance(p.ptype, ScalarType) and p.ptype.is_int:
         return n.Var(name, p.ptype)
     e = model.uniform_exprs.get(name)
-    if e is None or any(isinstance(x, (n.BlockDim, n.GridDim)) for x in walk(e)):
+    if e is None or (name not in model.guard_params and any(isinstance(x, (n.BlockDim, n.GridDim)) for x in walk(e))):
         return None
     return e
 
