@@ -13,19 +13,19 @@ from polypy.ir.depth import MAX_ANALYZED_NODES
 from polypy.ir.jumps import escape_kinds, jumps_out
 from polypy.ir.printer import ExprFormatter, format_expr
 from polypy.ir.queries import tree_size, written_names
-from polypy.ir.types import U64, PointerType, ScalarType
-from polypy.ir.visitor import iter_children, walk, walk_only
+from polypy.ir.types import ScalarType
+from polypy.ir.visitor import walk, walk_only
 from polypy.poly.affine import Converter, _val, expression_key
 from polypy.poly.base_domain import base_domain
 from polypy.poly.held import held_index, held_pools
 from polypy.poly.index_shapes import (block_factor, block_stride, is_grid_stride, last_block_product, linear_block_stride,
-                                      product_factors, wrapping_block_factor,
-                                      signed_terms)
+                                      product_factors, signed_terms, wrapping_block_factor)
 from polypy.poly.instances import Access, Barrier, BlockValue, Delinearized, Loop, Model, Stride
 from polypy.poly.paths import AccessId, StmtPath, child_blocks, statement_accesses
 from polypy.poly.space import (
     BLOCK_DIM, BLOCK_IDX, CTX, GRID_DIM, THREAD_IDX, Launch,
 )
+from polypy.poly.uniformity import Uniformity
 
 EXACT, CUT, INEXACT = 2, 1, 0
 # ``build_model(constants=True)`` (the race warnings) models a loop of a grid-uniform step that is
@@ -49,7 +49,7 @@ class _State:
 class _Builder:
     def __init__(self, kernel: n.Kernel, launch: Launch | None, state: _State, constants: bool = False):
         self.kernel = kernel
-        self.constants = constants  # ``build_model(constants=True)``: see ``_fixed_load``
+        self.constants = constants  # ``build_model(constants=True)``: see ``polypy.poly.uniformity``
         self.launch = launch
         self.state = state
         self.mutable = written_names(kernel.body)
@@ -65,15 +65,12 @@ class _Builder:
         self.barriers: list[Barrier] = []
         self.loops: list[Loop] = []
         self.local_inits: dict[str, n.Expr] = {}
-        # Caches of _uniformity (valid for this builder: mutable names and inits are fixed).
-        self._uniformity_memo: dict[n.Node, int] = {}
-        self._var_uniformity: dict[str, int] = {}
         self.formatter = ExprFormatter()  # names of uniform values: every level of a chain is named
         self.held = held_pools(kernel)
-        self.held_symbols = {h.symbol for h in kernel.held_pointers}
         for node in walk_only(kernel, n.Decl):
             if isinstance(node, n.Decl) and node.init is not None and node.name not in self.mutable:
                 self.local_inits[node.name] = node.init
+        self.uniformity = Uniformity(kernel, self.mutable, self.params, self.local_inits, constants)
         self._scan_uses()
         self._scan_loops()
 
@@ -179,86 +176,8 @@ class _Builder:
         return self._extent("grid", e.dim)
 
     def _uniformity(self, e: n.Expr, seen: frozenset[str] = frozenset()) -> int:
-        """0: varies between threads or over time; 1: grid-uniform; 2: block-uniform.
-
-        The converter asks this of every level of an expression it cannot convert (``n | n | ...``),
-        so without ``seen`` the answer is computed bottom-up once per node and remembered
-        (``_uniformity_memo``): re-walking each subtree made a 1,000-term expression quadratic."""
-        if seen:
-            return self._uniformity_walk(e, seen)
-        memo = self._uniformity_memo
-        level = memo.get(e)
-        if level is not None:
-            return level
-        # Post-order without recursion: a node's level is its own, combined with its children's
-        # (0 wins, else the highest), exactly what the walk below finds.
-        stack: list[tuple[n.Node, bool]] = [(e, False)]
-        while stack:
-            x, children_done = stack.pop()
-            if children_done:
-                level = self._own_uniformity(x)
-                if level != 0:
-                    for c in iter_children(x):
-                        inner = memo[c]
-                        if inner == 0:
-                            level = 0
-                            break
-                        level = max(level, inner)
-                memo[x] = level
-                continue
-            if x in memo:
-                continue
-            stack.append((x, True))
-            if not isinstance(x, (n.ThreadIdx, n.Load)) or self._fixed_load(x):  # else 0 whatever the children are
-                stack.extend((c, False) for c in iter_children(x) if c not in memo)
-        return memo[e]
-
-    def _own_uniformity(self, x: n.Node) -> int:
-        """The level of ``x`` itself, apart from its children (``_uniformity`` without ``seen``)."""
-        if isinstance(x, n.ThreadIdx) or (isinstance(x, n.Load) and not self._fixed_load(x)):
-            return 0
-        if isinstance(x, n.BlockIdx):
-            return 2
-        if not isinstance(x, n.Var):
-            return 1
-        level = self._var_uniformity.get(x.name)
-        if level is None:
-            level = self._uniformity_walk(x, frozenset())
-            self._var_uniformity[x.name] = level
-        return level
-
-    def _uniformity_walk(self, e: n.Expr, seen: frozenset[str]) -> int:
-        level = 1
-        for x in walk(e):
-            if isinstance(x, n.ThreadIdx) or (isinstance(x, n.Load) and not self._fixed_load(x)):
-                return 0
-            if isinstance(x, n.BlockIdx):
-                level = 2
-            elif isinstance(x, n.Var):
-                if x.name in self.mutable or x.name in seen:
-                    return 0
-                if x.name in self.params:
-                    if isinstance(self.params[x.name].ptype, PointerType):
-                        return 0
-                    continue
-                init = self.local_inits.get(x.name)
-                if init is None:
-                    return 0
-                inner = self._uniformity_walk(init, seen | {x.name})
-                if inner == 0:
-                    return 0
-                level = max(level, inner)
-        return level
-
-    def _fixed_load(self, x: n.Node) -> bool:
-        """Whether ``x`` is a load of ``__constant__`` memory that ``constants`` lets be uniform
-        where its index is (a kernel cannot store there: one value per launch)."""
-        if not (self.constants and isinstance(x, n.Load) and self.kernel.space(x.buffer) == "constant"):
-            return False
-        # Not a pointer held there (``polypy.poly.held``): as a uniform value two different slots
-        # would be two unknowns that may be equal, a race that only may happen.
-        b = self.kernel.buffer(x.buffer)
-        return not (b is not None and b.elem == U64 and b.symbol in self.held_symbols)
+        """0: varies between threads or over time; 1: grid-uniform; 2: block-uniform (``polypy.poly.uniformity``)."""
+        return self.uniformity.level(e, seen)
 
     def uniform_value(self, e: n.Expr) -> isl.PwAff | None:
         if isinstance(e, (n.Const, n.Var, n.GpuIndex)):
