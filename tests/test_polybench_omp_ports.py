@@ -114,6 +114,7 @@ def test_compare_uses_percent_diff_and_the_programs_region():
     small = np.full((4, 4), 0.001, dtype=np.float32)
     assert ports.compare_outputs("GEMM", [small], [np.full(16, 0.009)]) is None  # both below 0.01
     assert "differ" in ports.compare_outputs("GEMM", [small], [np.full(16, np.nan)])
+    assert ports.compare_outputs("GEMM", [small + np.nan], [np.full(16, np.nan)]) is None  # NaN where the port has NaN
     assert "wrote 1 arrays, the program copied 2" in ports.compare_outputs("GEMM", [ref], [got, got])
 
 

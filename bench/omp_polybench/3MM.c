@@ -1,5 +1,9 @@
-/* 3MM: E = A B, F = C D, G = E F, PolyBench/GPU's serial version (three i, j, k nests, products
- * added in increasing k) parallelized over rows. Output: G. */
+/* 3MM: three matrix products, parallelized over rows, as PolyBench/GPU's program runs its serial
+ * version (three i, j, k nests, products added in increasing k). The program passes its arrays
+ * to mm3Cuda and mm3_cpu in the order A, B, C, D, E, F, G, where both functions take them as
+ * E, A, B, F, C, D, G: what runs is A := B C, then D := E F with E and F never initialized (fresh
+ * memory: zeros), then G := A D, so G is all zeros. This port computes the same, with the same
+ * arrays in the same roles (E and F zeroed, as fresh pages are). Output: G. */
 #include "port.h"
 
 #ifndef NI
@@ -34,9 +38,15 @@ static void matmul(int rows, int cols, int inner, const DATA_TYPE *a, const DATA
 int main(int argc, char **argv)
 {
     const int ni = NI, nj = NJ, nk = NK, nl = NL, nm = NM;
-    DATA_TYPE *A = port_alloc((size_t)ni * nk), *B = port_alloc((size_t)nk * nj), *C = port_alloc((size_t)nj * nm);
-    DATA_TYPE *D = port_alloc((size_t)nm * nl), *E = port_alloc((size_t)ni * nj), *F = port_alloc((size_t)nj * nl);
-    DATA_TYPE *G = port_alloc((size_t)ni * nl);
+    /* each array large enough for its own shape and for the role it takes (equal by default) */
+    int big = ni;
+    big = nj > big ? nj : big;
+    big = nk > big ? nk : big;
+    big = nl > big ? nl : big;
+    big = nm > big ? nm : big;
+    const size_t room = (size_t)big * big;
+    DATA_TYPE *A = port_alloc(room), *B = port_alloc(room), *C = port_alloc(room), *D = port_alloc(room);
+    DATA_TYPE *E = port_alloc(room), *F = port_alloc(room), *G = port_alloc(room);
     for (int i = 0; i < ni; ++i)
         for (int j = 0; j < nk; ++j)
             A[(size_t)i * nk + j] = ((DATA_TYPE)i * j) / ni;
@@ -51,9 +61,10 @@ int main(int argc, char **argv)
             D[(size_t)i * nl + j] = ((DATA_TYPE)i * (j + 2)) / nk;
 
     port_start();
-    matmul(ni, nj, nk, A, B, E);
-    matmul(nj, nl, nm, C, D, F);
-    matmul(ni, nl, nj, E, F, G);
+    /* mm3_cpu(E = A, A = B, B = C, F = D, C = E, D = F, G): E := A B, F := C D, G := E F in its names */
+    matmul(ni, nj, nk, B, C, A);
+    matmul(nj, nl, nm, E, F, D);
+    matmul(ni, nl, nj, A, D, G);
     port_stop();
 
     FILE *f = port_output(argc, argv);

@@ -1,6 +1,8 @@
 /* GRAMSCHM: modified Gram-Schmidt QR of the NI x NJ matrix A, PolyBench/GPU's serial version: for
  * each column k in turn, its norm (summed serially, in the serial order), Q's column k (parallel
- * over rows), then the projection out of every later column j (parallel over j). Output: A. */
+ * over rows), then the projection out of every later column j (parallel over j). The program's
+ * first column is all zeros (A[i][j] = i j / ni), so R[0][0] = 0 and every later column becomes
+ * NaN (0/0), in the program as here. Output: A. */
 #include "port.h"
 
 #ifndef NI
