@@ -1,7 +1,8 @@
-/* ATAX: y = A^T (A x), PolyBench/GPU's serial version. Its single i loop adds row i's share into
- * every y[j], so it is split in two parallel loops: tmp = A x over rows i (each tmp[i] summed in
- * increasing j), then y = A^T tmp over columns j (each y[j] summed in increasing i, the serial
- * version's order). Output: y. */
+/* ATAX: y = A^T (A x), PolyBench/GPU's serial version. Its single i loop computes tmp[i] (a sum
+ * along row i) and then adds row i times tmp[i] into every y[j]: here tmp = A x is one loop
+ * parallel over rows, and y keeps the serial walk along rows (i outer, each y[j] summed in
+ * increasing i) with the j loop shared out among the threads of one parallel region (a barrier
+ * per row). Output: y. */
 #include "port.h"
 
 #ifndef NX
@@ -26,18 +27,20 @@ int main(int argc, char **argv)
 
     port_start();
 #pragma omp parallel for
+    for (int j = 0; j < ny; ++j)
+        y[j] = 0;
+#pragma omp parallel for
     for (int i = 0; i < nx; ++i) {
         DATA_TYPE s = 0;
         for (int j = 0; j < ny; ++j)
             s = s + A[(size_t)i * ny + j] * x[j];
         tmp[i] = s;
     }
-#pragma omp parallel for
-    for (int j = 0; j < ny; ++j) {
-        DATA_TYPE s = 0;
-        for (int i = 0; i < nx; ++i)
-            s = s + A[(size_t)i * ny + j] * tmp[i];
-        y[j] = s;
+#pragma omp parallel
+    for (int i = 0; i < nx; ++i) {
+#pragma omp for
+        for (int j = 0; j < ny; ++j)
+            y[j] = y[j] + A[(size_t)i * ny + j] * tmp[i];
     }
     port_stop();
 

@@ -1,6 +1,7 @@
-/* BICG: s = A^T r and q = A p, PolyBench/GPU's serial version. Its single i loop adds row i's
- * share into every s[j], so it is split: q over rows i (each q[i] summed in increasing j), s over
- * columns j (each s[j] summed in increasing i, the serial order). Output: s, then q. */
+/* BICG: s = A^T r and q = A p, PolyBench/GPU's serial version. Its single i loop adds row i times
+ * r[i] into every s[j] and sums q[i] along row i: here s keeps the serial walk along rows (i
+ * outer, each s[j] summed in increasing i) with the j loop shared out among the threads of one
+ * parallel region (a barrier per row), and q is one loop parallel over rows. Output: s, then q. */
 #include "port.h"
 
 #ifndef NX
@@ -28,11 +29,13 @@ int main(int argc, char **argv)
 
     port_start();
 #pragma omp parallel for
-    for (int j = 0; j < ny; ++j) {
-        DATA_TYPE acc = 0;
-        for (int i = 0; i < nx; ++i)
-            acc = acc + r[i] * A[(size_t)i * ny + j];
-        s[j] = acc;
+    for (int j = 0; j < ny; ++j)
+        s[j] = 0;
+#pragma omp parallel
+    for (int i = 0; i < nx; ++i) {
+#pragma omp for
+        for (int j = 0; j < ny; ++j)
+            s[j] = s[j] + r[i] * A[(size_t)i * ny + j];
     }
 #pragma omp parallel for
     for (int i = 0; i < nx; ++i) {
