@@ -4,7 +4,6 @@ POLYPY_TRACE_COPIES trace are read and compared (PolyBench's percentDiff), and t
 column on a tiny self-checking program of our own (the real suite is not needed)."""
 from __future__ import annotations
 
-import pathlib
 import shutil
 import subprocess
 
