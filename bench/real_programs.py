@@ -1,7 +1,7 @@
 """Real CUDA suites end to end: translate, build, run and check every program (issues 11, 14).
 
     python -m bench.real_programs rodinia PATH [--time] [--only a,b] [--json out.json]
-    python -m bench.real_programs polybench PATH [--time --threads 1] [--only GEMM,2MM] [--json out.json]
+    python -m bench.real_programs polybench PATH [--time --threads 1] [--omp] [--only GEMM,2MM] [--json out.json]
 
 PATH is a checkout of yuhc/gpu-rodinia (``cuda/<name>``, ``openmp/<name>``) or of
 sgrauerg/polybenchGpu (``CUDA/<NAME>``, and the older versions of the same programs under
@@ -52,6 +52,7 @@ import tempfile
 import time
 from typing import Callable, Mapping, Sequence
 
+from bench import real_programs_ports as ports
 from bench.real_programs_spec import TIMING_LINES, Build, Check, Output, Probe, Program  # noqa: F401 (re-exported)
 from bench.real_programs_table import Row, format_table, geomean, summary  # noqa: F401 (re-exported)
 
@@ -305,10 +306,13 @@ def _params(program: Program, directory: pathlib.Path, size: str, tools: Tools) 
 
 
 def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Tools, *, timed: bool = False,
-            repeat: int = 3) -> Row:
+            repeat: int = 3, omp_ports: bool = False) -> Row:
     """Every step for one program; the first failure ends it and becomes the blocker. With
-    ``timed``, a correct program (and its OpenMP version) is then timed on the ``time`` input."""
+    ``timed``, a correct program (and its OpenMP version) is then timed on the ``time`` input.
+    With ``omp_ports``, a program with an ``omp_port`` also has that port checked against what it
+    copies back to the host, and timed with it."""
     row = Row(program.name, program.counted_as)
+    port_name = program.omp_port if omp_ports else None
     kind = program.check.kind
     if kind == "omp" and program.omp is None:
         kind = "emulate"
@@ -333,8 +337,9 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
         clock = fixed_time_environment(program, work, tools)
         # what the device returns to the host, written by polypy's runtime (ours and the emulated run)
         trace = {"POLYPY_TRACE_COPIES": "copies.txt"} if program.trace_copies else {}
+        traced = {"POLYPY_TRACE_COPIES": "copies.txt"} if port_name else trace
         r, _ = run_binary(binary, args, ours_dir, timeout=program.timeout_s, threads=tools.thread_count,
-                          env={**clock, **trace})
+                          env={**clock, **traced})
         row.run = "ok"
         step = "correct"
         ours = read_output(ours_dir, r, program.check.ours)
@@ -365,10 +370,15 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
             if diff is not None:
                 raise StepFailed(diff)
         row.correct = "yes" if kind != "none" else "?"
+        port = None
+        if port_name is not None:
+            step = "omp port"
+            port = _check_port(port_name, program, build, work, ours_dir, tools)
+            row.port = "yes"
         if timed and program.self_times is not None:
             step = "time"
-            row.t_polypy, row.t_serial = _best_self_times(r.stdout, program, (binary, args, ours_dir), tools,
-                                                          repeat, {**clock, **trace})
+            row.t_polypy, row.t_serial, row.t_port = _best_self_times(
+                r.stdout, program, (binary, args, ours_dir), tools, repeat, {**clock, **trace}, port)
         elif timed:
             step = "time"
             big = work / "inputs_time"
@@ -397,7 +407,33 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
             row.run = "FAIL"
         elif step in ("correct", "reference"):
             row.correct = "NO" if step == "correct" else "?"
+        elif step == "omp port":
+            row.port = "NO"
     return row
+
+
+def _check_port(name: str, program: Program, build: Build, work: pathlib.Path, run_dir: pathlib.Path,
+                tools: Tools) -> tuple[pathlib.Path, str, pathlib.Path]:
+    """Build our OpenMP port ``name`` (``bench/omp_polybench``) at the program's sizes, run it,
+    and compare what it writes with the copies the program's checked run traced
+    (``run_dir/copies.txt``). Returns the port's executable, its stdout and its run directory."""
+    exe = work / "omp_port"
+    r = _run(ports.compile_command(name, build.flags, exe, tools.cc, CFLAGS), cwd=work, timeout=300)
+    if r.returncode != 0:
+        raise StepFailed("build: " + first_error(r.stderr or r.stdout))
+    port_dir = work / "run_omp_port"
+    output, trace = port_dir / "port_output.bin", run_dir / "copies.txt"
+    rr, _ = run_binary(exe, [str(output)], port_dir, timeout=program.timeout_s, threads=tools.thread_count)
+    try:
+        diff = ports.compare_outputs(name, ports.read_port_output(output), ports.read_trace(trace))
+    except (OSError, ValueError) as exc:
+        raise StepFailed(str(exc)) from exc
+    finally:  # at the headers' sizes these are large
+        output.unlink(missing_ok=True)
+        trace.unlink(missing_ok=True)
+    if diff is not None:
+        raise StepFailed(diff)
+    return exe, rr.stdout, port_dir
 
 
 def _self_check(check: Check, stdout: str) -> None:
@@ -442,23 +478,38 @@ def self_times(program: Program, stdout: str) -> tuple[float, float]:
 
 
 def _best_self_times(first: str, program: Program, run: tuple[pathlib.Path, Sequence[str], pathlib.Path],
-                     tools: Tools, repeat: int, env: Mapping[str, str] | None = None) -> tuple[float, float]:
+                     tools: Tools, repeat: int, env: Mapping[str, str] | None = None,
+                     port: tuple[pathlib.Path, str, pathlib.Path] | None = None
+                     ) -> tuple[float, float, float | None]:
     """The best of ``repeat`` runs of each printed time (``self_times``); ``first`` is the
     stdout of the checked run, which counts as the first of them. Each later run is checked
-    again: a time of a wrong run is not a time."""
+    again: a time of a wrong run is not a time. With ``port`` (our OpenMP port's executable, the
+    stdout of its checked run, its directory), the port runs after each run of the program and
+    its best printed time is the third value (else None)."""
     samples = [self_times(program, first)]
+    port_samples = [_port_seconds(port[1])] if port is not None else []
     binary, args, run_dir = run
     for _ in range(repeat - 1):
         r, _ = run_binary(binary, args, run_dir, timeout=program.timeout_s, threads=tools.thread_count, env=env)
         if program.check.kind == "self":
             _self_check(program.check, r.stdout)
         samples.append(self_times(program, r.stdout))
-    return min(s[0] for s in samples), min(s[1] for s in samples)
+        if port is not None:
+            pr, _ = run_binary(port[0], [], port[2], timeout=program.timeout_s, threads=tools.thread_count)
+            port_samples.append(_port_seconds(pr.stdout))
+    return min(s[0] for s in samples), min(s[1] for s in samples), min(port_samples, default=None)
+
+
+def _port_seconds(stdout: str) -> float:
+    try:
+        return ports.port_seconds(stdout)
+    except ValueError as exc:
+        raise StepFailed(str(exc)) from exc
 
 
 def measure_suite(programs: Sequence[Program], root: pathlib.Path, tools: Tools, *, timed: bool = False,
                   keep: pathlib.Path | None = None, progress: Callable[[str], None] | None = None,
-                  repeat: int = 3) -> list[Row]:
+                  repeat: int = 3, omp_ports: bool = False) -> list[Row]:
     rows = []
     for i, program in enumerate(programs):
         if progress is not None:
@@ -470,7 +521,7 @@ def measure_suite(programs: Sequence[Program], root: pathlib.Path, tools: Tools,
             shutil.rmtree(work)
         work.mkdir(parents=True)
         try:
-            row = measure(program, root, work, tools, timed=timed, repeat=repeat)
+            row = measure(program, root, work, tools, timed=timed, repeat=repeat, omp_ports=omp_ports)
         finally:
             if keep is None:
                 shutil.rmtree(base, ignore_errors=True)
@@ -498,6 +549,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--time", action="store_true",
                    help="larger inputs, best of --repeat runs, polypy vs the OpenMP version (run in turn); "
                         "PolyBench: the times each program prints of its GPU part and its serial CPU version")
+    p.add_argument("--omp", action="store_true",
+                   help="PolyBench: also build our plain OpenMP port of each program's serial version "
+                        "(bench/omp_polybench), check it against the translated program, and with --time time it")
     p.add_argument("--repeat", type=int, default=3, help="timed runs of each version with --time (default 3)")
     p.add_argument("--only", default="", help="comma-separated program names")
     p.add_argument("--json", type=pathlib.Path, default=None, help="write the rows and the summary as JSON")
@@ -523,7 +577,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_start = os.getloadavg()[0]
     rows = measure_suite(programs, root, tools, timed=args.time, keep=args.keep, repeat=args.repeat,
-                         progress=lambda s: (sys.stderr.write(s), sys.stderr.flush()))
+                         omp_ports=args.omp, progress=lambda s: (sys.stderr.write(s), sys.stderr.flush()))
     print(format_table(rows, timed=args.time))
     if args.json is not None:
         doc = {"kind": "real_programs", "suite": args.suite, "timed": args.time, "date": started,

@@ -22,11 +22,18 @@ seconds:" and the number on the next line in the new tree, which prints it only 
 -DPOLYBENCH_TIME). Timed, the new tree is built at its headers' default sizes (no size flags)
 with -DPOLYBENCH_TIME; the older tree is at its own sizes anyway. The ratio is CPU time / GPU
 time, both as the program prints them, and the self-check still has to pass.
+
+``--omp``: each ``CUDA/<NAME>`` row also builds our plain OpenMP port of the program's serial
+version (``bench/omp_polybench/NAME.c``, ``bench/real_programs_ports.py``) at the same sizes,
+checks its output against what the translated program copies back to the host (the program's own
+tolerance), and with ``--time`` times it against the program's "GPU Time": t_omp / t_polypy,
+best of ``--repeat``, the two run in turn.
 """
 from __future__ import annotations
 
 import pathlib
 
+from bench.real_programs_ports import PORTS
 from bench.real_programs_spec import Build, Check, Program
 
 OLD_TREE = "polybenchCodesCudaOpenClHMPPOpenAcc/CUDA"
@@ -100,6 +107,7 @@ def _new_tree(root: pathlib.Path) -> list[Program]:
         out.append(Program(name=name, build=Build(directory, cu=(source,), flags=flags),
                            check=Check(kind="self", pattern=SELF_CHECK),
                            self_times=SELF_TIMES, time_flags=TIME_FLAGS, timeout_s=900.0,
+                           omp_port=name if name in PORTS else None,
                            note="sizes: " + (", ".join(f"{k}={v}" for k, v in sizes.items() if k != "N" or v > 1)
                                              if sizes else "the program's own")))
     return out

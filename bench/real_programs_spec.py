@@ -120,6 +120,9 @@ class Program:
     # the build's -D/-I flags with --time (None: ``build.flags``); PolyBench's new tree: no size
     # flags (the headers' default sizes) and -DPOLYBENCH_TIME (without it nothing is timed)
     time_flags: tuple[str, ...] | None = None
+    # with --omp: our plain OpenMP port of the program's serial version, bench/omp_polybench/NAME.c
+    # (bench/real_programs_ports.py), checked against what the program copies back and timed with it
+    omp_port: str | None = None
 
     @property
     def counted_as(self) -> str:

@@ -22,6 +22,8 @@ class Row:
     t_polypy: float | None = None
     t_omp: float | None = None
     t_serial: float | None = None  # the program's own serial reference, as it prints it
+    port: str = "-"  # --omp: whether our OpenMP port's output matches the program's (yes / NO / -)
+    t_port: float | None = None  # --omp --time: our OpenMP port's time, as it prints it
 
     @property
     def ratio(self) -> float | None:
@@ -30,8 +32,15 @@ class Row:
             return reference / self.t_polypy
         return None
 
+    @property
+    def port_ratio(self) -> float | None:
+        """t_omp / t_polypy against our plain OpenMP port (``--omp --time``)."""
+        if self.t_polypy and self.t_port:
+            return self.t_port / self.t_polypy
+        return None
+
     def as_dict(self) -> dict:
-        return {**dataclasses.asdict(self), "ratio": self.ratio}
+        return {**dataclasses.asdict(self), "ratio": self.ratio, "port_ratio": self.port_ratio}
 
 
 def geomean(values: Sequence[float]) -> float | None:
@@ -49,20 +58,28 @@ def summary(rows: Sequence[Row]) -> dict:
         good = {"translate": ("ok",), "compile": ("ok",), "run": ("ok",), "correct": ("yes",)}[field]
         return sum(all(getattr(r, field) in good for r in rs) for rs in benchmarks.values())
 
+    ported = [r for r in rows if r.port_ratio is not None and r.correct == "yes" and r.port == "yes"]
     return {"programs": len(rows), "benchmarks": len(benchmarks),
             "translate": count("translate"), "compile": count("compile"), "run": count("run"),
             "correct": count("correct"),
             "geomean_omp_over_polypy": geomean([r.ratio for r in rows if r.ratio is not None and r.correct == "yes"]),
             "timed": sum(r.ratio is not None and r.correct == "yes" for r in rows),
             "slower_than_reference": [r.name for r in rows
-                                      if r.ratio is not None and r.correct == "yes" and r.ratio < 1]}
+                                      if r.ratio is not None and r.correct == "yes" and r.ratio < 1],
+            "ports_checked": sum(r.port != "-" for r in rows), "ports_matching": sum(r.port == "yes" for r in rows),
+            "geomean_port_over_polypy": geomean([r.port_ratio for r in ported]),
+            "timed_against_port": len(ported),
+            "slower_than_port": [r.name for r in ported if r.port_ratio < 1]}
 
 
 def format_table(rows: Sequence[Row], *, timed: bool) -> str:
     head = ["program", "translate", "compile", "run", "correct", "reference"]
     serial = any(r.t_serial is not None for r in rows)
+    ports = any(r.port != "-" for r in rows)
     if timed:
         head += ["t polypy (s)", "t serial (s)", "serial/polypy"] if serial else ["t polypy (s)", "t omp (s)", "omp/polypy"]
+    if ports:
+        head += ["omp port"] + (["t omp port (s)", "omp port/polypy"] if timed else [])
     head += ["first blocker"]
     body = []
     for r in rows:
@@ -70,6 +87,8 @@ def format_table(rows: Sequence[Row], *, timed: bool) -> str:
         if timed:
             digits = "{:.6f}" if serial else "{:.3f}"  # what PolyBench prints; 1 ms programs
             line += [_num(r.t_polypy, digits), _num(r.t_serial if serial else r.t_omp, digits), _num(r.ratio, "{:.2f}")]
+        if ports:
+            line += [r.port] + ([_num(r.t_port, "{:.6f}"), _num(r.port_ratio, "{:.2f}")] if timed else [])
         line += [r.blocker.replace("|", "\\|")]
         body.append(line)
     out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
@@ -85,6 +104,13 @@ def format_table(rows: Sequence[Row], *, timed: bool) -> str:
         out.append(f"geomean {what} over {s['timed']} programs correct in both: "
                    + ("-" if g is None else f"{g:.2f}"))
         out.append("below 1: " + (", ".join(s["slower_than_reference"]) or "none"))
+    if ports:
+        out.append(f"OpenMP ports (bench/omp_polybench): {s['ports_matching']} of {s['ports_checked']} match the "
+                   "translated program's output")
+    if ports and timed:
+        g = s["geomean_port_over_polypy"]
+        out.append(f"geomean t_omp_port / t_polypy over {s['timed_against_port']} programs: "
+                   + ("-" if g is None else f"{g:.2f}") + "; below 1: " + (", ".join(s["slower_than_port"]) or "none"))
     return "\n".join(out)
 
 
