@@ -129,7 +129,7 @@ from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, box_range, box_version,
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
-from polypy.ir.queries import conjunction, tree_size
+from polypy.ir.queries import conjunction, read_names, substitute_lets, tree_size
 from polypy.ir.types import I64, U32
 from polypy.ir.visitor import Mutator, rebuild, substitute, walk_only
 
@@ -275,9 +275,18 @@ def first_thread(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], d
     runs the rest of the body for every thread (the first iteration does T first anyway).
     Index-set splitting would peel the first thread instead, leaving a loop of 15 threads
     where 16 made one vector."""
-    if len(loop.body) < 2 or not isinstance(loop.body[0], n.If) or loop.body[0].orelse:
+    lead = 0  # lets first (names of values) are kept in the loop when the statement does not read them
+    while lead < len(loop.body) and isinstance(loop.body[lead], n.Decl) and loop.body[lead].let:
+        lead += 1
+    if len(loop.body) - lead < 2 or not isinstance(loop.body[lead], n.If) or loop.body[lead].orelse:
         return None
-    s = loop.body[0]
+    s = loop.body[lead]
+    lets = {x.name: x for x in loop.body[:lead]}  # the values of those S reads written out in it
+    values = {name: x.init for name, x in lets.items()}  # type: ignore[union-attr]
+    read = {name: substitute_lets(n.Var(name, lets[name].vtype), values)  # type: ignore[union-attr]
+            for name in read_names(s) & lets.keys()}
+    if read:
+        s = substitute(s, {n.Var(name, lets[name].vtype): e for name, e in read.items()})  # type: ignore[union-attr]
     if not (isinstance(loop.start, n.Const) and _is_counter_eq(s.cond, loop.var, int(loop.start.value))):
         return None
     if jumps_out(s.then, n.Break, n.Continue):
@@ -287,7 +296,8 @@ def first_thread(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], d
         then = (n.If(n.Binary("lt", loop.start, loop.stop), then, loc=s.loc),)
     st.note(loop, f"thread loop over {loop.var}: the statements of thread {format_expr(loop.start)} "
                   f"alone ({format_expr(s.cond)}) run before the loop")
-    return list(then) + st.transform(dataclasses.replace(loop, body=loop.body[1:]), facts, needs, depth)
+    rest = loop.body[:lead] + loop.body[lead + 1:]
+    return list(then) + st.transform(dataclasses.replace(loop, body=rest), facts, needs, depth)
 
 
 def distribute(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], depth: int) -> list[n.Stmt] | None:
