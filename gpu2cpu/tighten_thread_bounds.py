@@ -98,7 +98,8 @@ For each thread loop, innermost first:
 A thread loop whose body holds more than ``MAX_TIGHTENED_NODES`` IR nodes (machine-generated
 expressions of thousands of terms) is left as it is: the steps copy the body (versions, the
 original under the run-time check) and walk it once per condition, which costs more than a
-vector loop gains there (a 10,000-term sum: 7 s of CPU, its code twice as long).
+vector loop gains there (a 10,000-term sum: 7 s of CPU, its code twice as long). The size counts
+each read of a binding (``let i = ...``) as its value: the analyses look through it.
 
 Counter-uniform ``if`` s that end up alone in a thread loop are hoisted out of it (unswitching),
 so a guard on ``ty`` inside the ``tx`` loop reaches the ``ty`` loop's bounds, and run-time
@@ -129,7 +130,7 @@ from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, box_range, box_version,
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
-from polypy.ir.queries import conjunction, read_names, substitute_lets, tree_size
+from polypy.ir.queries import conjunction, expanded_size, let_values, read_names, substitute_lets
 from polypy.ir.types import I64, U32
 from polypy.ir.visitor import Mutator, rebuild, substitute, walk_only
 
@@ -183,7 +184,8 @@ class _Walk(Mutator):
         loop = self.generic_visit(s)  # inner loops first
         if not (s.kind == "threads" and counter_dim(s.var) is not None):
             return loop
-        if sum(tree_size(x) for x in loop.body) > MAX_TIGHTENED_NODES:
+        # measured with the bindings written out: the steps' analyses look through them
+        if expanded_size(loop.body, let_values(loop.body)) > MAX_TIGHTENED_NODES:
             self.st.note(loop, f"thread loop over {loop.var}: left as it is (its body has over "
                                f"{MAX_TIGHTENED_NODES:,} operations)")
             return loop

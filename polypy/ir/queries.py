@@ -255,6 +255,25 @@ def let_values(node: n.Node | Iterable[n.Node]) -> dict[str, n.Expr]:
     return {x.name: x.init for x in walk_only(node, n.Decl) if x.let and x.init is not None}
 
 
+def expanded_size(roots: Iterable[n.Node], values: dict[str, n.Expr]) -> int:
+    """``tree_size`` of ``roots`` with each read of a name of ``values`` counted as the size of
+    its value, through the values too (``substitute_lets``): the size an analysis that looks
+    through the bindings meets, which the source's names no longer make small."""
+    memo: dict[str, int] = {}
+
+    def size(node: n.Node) -> int:
+        total = tree_size(node)
+        for v in walk_only(node, n.Var):
+            if v.name in values:
+                if v.name not in memo:
+                    memo[v.name] = 0  # (a value does not read its own name; guards the recursion)
+                    memo[v.name] = size(values[v.name])
+                total += memo[v.name] - 1
+        return total
+
+    return sum(size(x) for x in roots)
+
+
 def substitute_lets(e: n.Expr, values: dict[str, n.Expr]) -> n.Expr:
     """``e`` with the names of ``values`` replaced by their values, through the values too (a let
     may read earlier ones): the expression an analysis needs where the IR reads a name. Exact
