@@ -239,10 +239,12 @@ def border_version(st: Tightening, loop: n.For, facts: Facts, original: n.Stmt) 
 # ---------------------------------------------------------------------- the steps
 def unswitch(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], depth: int) -> list[n.Stmt] | None:
     """An ``if`` uniform in the counter, alone in the loop: hoisted (each branch's loop gets
-    its own run-time checks, inside it)."""
-    if len(loop.body) != 1 or not isinstance(loop.body[0], n.If):
+    its own run-time checks, inside it). Lets first (the thread's named coordinates) do not
+    count: the hoisted condition is written with their values, each branch's loop keeps them."""
+    lead = _leading_lets(loop.body)
+    if len(loop.body) != lead + 1 or not isinstance(loop.body[lead], n.If):
         return None
-    s = loop.body[0]
+    s, lets = loop.body[lead], loop.body[:lead]
     analysis = st.analysis(loop, 0)
     atoms = split_conjuncts(s.cond)
     uniform = [analysis.uniform(a) for a in atoms]
@@ -256,7 +258,7 @@ def unswitch(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], depth
         if not is_check(cond):
             st.note(loop, f"thread loop over {loop.var}: condition {format_expr(cond)} does not depend on "
                           f"{loop.var}: tested once, outside the loop")
-        new = dataclasses.replace(loop, body=inner)
+        new = dataclasses.replace(loop, body=lets + inner)
         inner_facts = facts.with_needs(facts_of_condition(cond))
         return [n.If(cond, tuple(guarded(st, new, inner_facts)), loc=s.loc)]
     if all(u is not None for u in uniform):
@@ -264,8 +266,8 @@ def unswitch(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], depth
         if not is_check(cond):
             st.note(loop, f"thread loop over {loop.var}: branch on {format_expr(cond)}, which does not depend "
                           f"on {loop.var}, moved outside the loop")
-        then_loop = dataclasses.replace(loop, body=s.then)
-        else_loop = copy_loop(loop, st.names, body=s.orelse)
+        then_loop = dataclasses.replace(loop, body=lets + s.then)
+        else_loop = copy_loop(loop, st.names, body=lets + s.orelse)
         inner_facts = facts.with_needs(facts_of_condition(cond))
         return [n.If(cond, tuple(guarded(st, then_loop, inner_facts)), tuple(guarded(st, else_loop, facts)),
                      loc=s.loc)]
@@ -277,9 +279,7 @@ def first_thread(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], d
     runs the rest of the body for every thread (the first iteration does T first anyway).
     Index-set splitting would peel the first thread instead, leaving a loop of 15 threads
     where 16 made one vector."""
-    lead = 0  # lets first (names of values) are kept in the loop when the statement does not read them
-    while lead < len(loop.body) and isinstance(loop.body[lead], n.Decl) and loop.body[lead].let:
-        lead += 1
+    lead = _leading_lets(loop.body)  # lets first (names of values) are kept in the loop when the statement does not read them
     if len(loop.body) - lead < 2 or not isinstance(loop.body[lead], n.If) or loop.body[lead].orelse:
         return None
     s = loop.body[lead]
@@ -403,12 +403,21 @@ def _range_versions(st: Tightening, loop: n.For, facts: Facts, needs: list[Need]
     return decls + [n.If(is_whole, tuple(whole), (before, *middle, after), loc=loop.loc)]
 
 
+def _leading_lets(body: tuple[n.Stmt, ...]) -> int:
+    """How many lets (``Decl.let``) ``body`` starts with."""
+    lead = 0
+    while lead < len(body) and isinstance(body[lead], n.Decl) and body[lead].let:  # type: ignore[union-attr]
+        lead += 1
+    return lead
+
+
 def _hoistable_guard(st: Tightening, loop: n.For, chunk: tuple[n.Stmt, ...]) -> bool:
-    """A chunk that is one ``if`` with a condition part that does not depend on the counter."""
-    if len(chunk) != 1 or not isinstance(chunk[0], n.If) or chunk[0].orelse:
+    """A chunk that is one ``if`` (after lets) with a condition part that does not depend on the counter."""
+    lead = _leading_lets(chunk)
+    if len(chunk) != lead + 1 or not isinstance(chunk[lead], n.If) or chunk[lead].orelse:  # type: ignore[union-attr]
         return False
     analysis = st.analysis(dataclasses.replace(loop, body=chunk), 0)
-    return any(analysis.uniform(a) is not None for a in split_conjuncts(chunk[0].cond))
+    return any(analysis.uniform(a) is not None for a in split_conjuncts(chunk[lead].cond))  # type: ignore[union-attr]
 
 
 def _is_counter_eq(cond: n.Expr, var: str, value: int) -> bool:
