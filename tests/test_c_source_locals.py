@@ -176,3 +176,13 @@ def test_names_on_the_fast_path_of_a_specialized_version() -> None:
     assert "dst[c] = 0.25f * (src[c - 1LL] + src[c + 1LL] + src[c - (long long)nx] + src[c + (long long)nx]);" in body
     assert "(int)(blockIdx.y * 16u + ty) * nx" not in body  # spelled out nowhere
     assert "blockIdx.x * 16u) + (long long)tx]" not in body
+
+
+def test_a_binding_recomputed_in_a_sunk_part_stays_a_binding() -> None:
+    """gemm's thread loop is cut around its k loop (sink-thread-loops): ``j`` and ``i`` are
+    recomputed in the part inside the loop, as bindings there too (``const``, the source's
+    name), not as mutable copies (``long long j_1 = ...``)."""
+    body = _block_function(lower_and_emit(load(SAMPLES / "gemm.cu"), "cpp"), "gemm")
+    inner = body[body.index("for (int k = 0; k < nk; ++k) {"):]
+    assert re.search(r"const long long j = \(long long\)\(blockIdx\.x \* blockDim\.x\) \+ \(long long\)tx\d*;", inner)
+    assert not re.search(r"\n\s*(long long|int) [ij]_\d+ = ", body)
