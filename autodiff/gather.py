@@ -40,7 +40,7 @@ from typing import Callable
 
 from polypy.ir import nodes as n
 from polypy.ir.queries import buffers_written, conjuncts, declared_names
-from polypy.ir.rewrite import rename_locals
+from polypy.ir.rewrite import inline_lets, rename_locals
 from polypy.ir.visitor import Mutator, walk
 
 from autodiff.sweep import update_of
@@ -216,7 +216,10 @@ def split_gather(grad: n.Kernel, candidates: tuple[str, ...], shadow_of: dict[st
     every element of ``buffer`` is accessed by one thread of ``kernel``'s grid (``Private``);
     ``simplify`` removes dead code (the driver's after-AD passes). A tap that is exact only
     under a grid-uniform run-time condition (isl's, on the launch and the integer arguments)
-    runs under it, and the rest keeps that update, atomic, where it does not hold."""
+    runs under it, and the rest keeps that update, atomic, where it does not hold. Bindings are
+    written out first: taps and sweeps compare and shift the indices as expressions of the
+    global thread index."""
+    grad = inline_lets(grad)
     written = buffers_written(grad)
     local = {b.name for b in grad.buffers if b.space == "local"}
     taps: list[n.Kernel] = []

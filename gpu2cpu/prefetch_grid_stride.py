@@ -34,10 +34,10 @@ import dataclasses
 
 from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_affine import counter_dim
-from gpu2cpu.thread_loops import ThreadLoopStep, rewrite_cpu_body
+from gpu2cpu.thread_loops import ThreadLoopStep, let_definitions, rewrite_cpu_body
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
-from polypy.ir.queries import written_names
+from polypy.ir.queries import substitute_lets, written_names
 from polypy.ir.rewrite import signed_terms
 from polypy.ir.types import I64, PointerType
 from polypy.ir.visitor import walk
@@ -64,9 +64,14 @@ class _Prefetch(ThreadLoopStep):
         for loop in s.body:
             for x in walk(loop):
                 if isinstance(x, n.For) and x.kind == "threads" and counter_dim(x.var) == 0:
+                    # the thread's bindings looked through (``var i: i64 = i_base + (i64)tx``,
+                    # indices ``x[i + (i64)shift]``); exact where the index matches: what it
+                    # then reads is assigned nowhere in the loop
+                    values = let_definitions(x.body, len(x.body))
                     for load in walk(x):
                         if isinstance(load, n.Load):
-                            offset = self._offset(load, s.var, x.var)
+                            offset = self._offset(load, substitute_lets(load.index[0], values) if load.index else None,
+                                                  s.var, x.var)
                             if offset is not None:
                                 targets.setdefault((load.buffer, format_expr(offset)), offset)
         if not targets:
@@ -86,15 +91,16 @@ class _Prefetch(ThreadLoopStep):
                      f"{DISTANCE} iterations ahead (one block reads a stretch, then jumps a grid ahead)")
         return dataclasses.replace(s, body=tuple(prefetches) + s.body)
 
-    def _offset(self, load: n.Load, base: str, counter: str) -> n.Expr | None:
+    def _offset(self, load: n.Load, index: n.Expr | None, base: str, counter: str) -> n.Expr | None:
         """``c`` where ``load`` reads ``X[base + (i64)counter + c]`` of a pointer parameter ``X``
-        with ``c`` grid-uniform (made of constants, launch dimensions and unassigned arguments)."""
+        with ``c`` grid-uniform (made of constants, launch dimensions and unassigned arguments);
+        ``index``: its index with the thread loop's bindings substituted."""
         p = self.kernel.param(load.buffer)
-        if p is None or not isinstance(p.ptype, PointerType) or len(load.index) != 1:
+        if p is None or not isinstance(p.ptype, PointerType) or len(load.index) != 1 or index is None:
             return None
-        if load.index[0].type != I64:
+        if index.type != I64:
             return None
-        terms = signed_terms(load.index[0])
+        terms = signed_terms(index)
         rest: n.Expr = n.Const(0, I64)
         seen_base = seen_counter = False
         for sign, t in terms:

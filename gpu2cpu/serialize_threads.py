@@ -414,7 +414,8 @@ class _Lowering:
         state.rename[v] = name
         decl = self.writes.get(v)
         loc = decl.decl.loc if decl is not None and decl.decl is not None else None
-        state.prologue.append(n.Decl(name, ty, init, loc=loc))
+        let = init is not None and decl is not None and decl.decl is not None and decl.decl.let  # a let's copy is one
+        state.prologue.append(n.Decl(name, ty, init, let=let, loc=loc))
         return name
 
     # ------------------------------------------------------------------ results

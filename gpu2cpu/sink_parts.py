@@ -17,7 +17,7 @@ from polypy.ir import nodes as n
 from polypy.ir.queries import declared_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
-from polypy.ir.visitor import iter_children, walk
+from polypy.ir.visitor import iter_children, walk, walk_only
 
 if TYPE_CHECKING:
     from gpu2cpu.sink_thread_loops import _Plan
@@ -309,11 +309,13 @@ class SunkNest:
             if not more:
                 break
             closure |= more
+        bound = {x.name for x in walk_only(self.plan.loop, n.Decl) if x.let}  # a let's copy is a let
         for v in self.recomputed:
             if v in closure:
                 local = names.fresh(stem_of(v))
                 mapping[v] = local
-                prologue.append(n.Decl(local, self.types[v], self.recomputed[v], loc=self.plan.loop.loc))
+                prologue.append(n.Decl(local, self.types[v], self.recomputed[v], let=v in bound,
+                                       loc=self.plan.loop.loc))
         for v in sorted(self.expanded & mentioned):
             buf, index = self.storage[v]
             ty = self.types[v]

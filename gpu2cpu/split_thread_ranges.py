@@ -87,13 +87,16 @@ def classify(st: Tightening, loop: n.For, i: int, cond: n.Expr, then: tuple[n.St
     if residual and orelse:
         return None
     body = loop.body
-    if (orelse or len(body) > 1) and st.ranges.of(
+    work = [x for x in body if not _is_let(x)]  # lets only name values: no work of their own
+    if (orelse or len(work) > 1) and st.ranges.of(
             n.Binary("sub", i64(loop.stop), i64(loop.start)))[1] <= SMALL_TRIP_COUNT:
         return None
     if residual:
         then = (n.If(conjunction(residual), then, loc=body[i].loc),)
     true_body = body[:i] + then + body[i + 1:]
     false_body = body[:i] + orelse + body[i + 1:]
+    if all(_is_let(x) for x in false_body):
+        false_body = ()  # threads failing a guard after lets: nothing to run
     if false_body and size(false_body) * 2 + size(true_body) - size(then) > MAX_COPIED_NODES:
         return None
     return Split(i, intervals, uniform, residual, needs, true_body, false_body)
@@ -145,6 +148,10 @@ def apply_split(st: Tightening, loop: n.For, split: Split, facts: Facts, needs: 
             orelse = (copy_loop(loop, st.names, body=split.false_body),)
         return [n.If(ucond, tuple(out), orelse, loc=loop.loc)]
     return out
+
+
+def _is_let(s: n.Stmt) -> bool:
+    return isinstance(s, n.Decl) and s.let
 
 
 def _select_of(s: n.Stmt) -> n.Select | None:

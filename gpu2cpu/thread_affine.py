@@ -36,7 +36,7 @@ from gpu2cpu.value_ranges import Ranges, counter_dim, type_range  # noqa: F401
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.depth import MAX_ANALYZED_NODES
-from polypy.ir.queries import nodes_reading, tree_size
+from polypy.ir.queries import nodes_reading, substitute_lets, tree_size
 from polypy.ir.rewrite import int_add as add
 from polypy.ir.rewrite import int_scale as mul
 from polypy.ir.types import BOOL, I64, U32, ScalarType
@@ -325,18 +325,7 @@ class CounterAnalysis:
     # -- questions
     def expand(self, e: n.Expr) -> n.Expr:
         """``e`` with the definitions of the stable ``lets`` substituted (recursively)."""
-        if not any(x.name in self.lets for x in walk_only(e, n.Var)):
-            return e
-        from polypy.ir.visitor import Mutator
-
-        lets = self.lets
-
-        class Expand(Mutator):
-            def visit_Var(self, v: n.Var) -> n.Expr:
-                d = lets.get(v.name)
-                return v if d is None else self.visit(d)
-
-        return Expand().visit(e)
+        return substitute_lets(e, self.lets)
 
     def mentions_counter(self, e: n.Expr) -> bool:
         return any(isinstance(x, n.Var) and x.name == self.counter for x in walk(self.expand(e)))

@@ -19,7 +19,7 @@ from gpu2cpu.report import LoweringDecision
 from gpu2cpu.thread_affine import counter_dim, is_check
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
-from polypy.ir.queries import declared_names, definition_writes
+from polypy.ir.queries import declared_names, definition_writes, let_values
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import U32
 from polypy.ir.visitor import Mutator, rebuild, walk, walk_only
@@ -127,9 +127,18 @@ def independent_chunks(body: tuple[n.Stmt, ...]) -> list[tuple[n.Stmt, ...]]:
 
     Each chunk can then be its own thread loop (loop fission): no value flows between chunks
     through a per-thread local, and memory written by one thread is read back by the same thread
-    in a later loop, after all threads ran the earlier one.
+    in a later loop, after all threads ran the earlier one. A top-level ``let`` (a name for a
+    value, ``Decl.let``) joins no chunks: each chunk that reads it gets its own copy, in place
+    (what the let reads joins the chunks as a read of it would).
     """
     local = declared_names(body)
+    lets = {s.name: i for i, s in enumerate(body) if isinstance(s, n.Decl) and s.let}
+    reads: dict[str, set[str]] = {}  # a let's name -> the other locals it reads, lets looked through
+    for name, i in lets.items():
+        found: set[str] = set()
+        for x in names_in(body[i]) - {name}:
+            found |= reads.get(x, {x})
+        reads[name] = found
     owner: dict[str, int] = {}
     parent = list(range(len(body)))
 
@@ -139,27 +148,44 @@ def independent_chunks(body: tuple[n.Stmt, ...]) -> list[tuple[n.Stmt, ...]]:
             i = parent[i]
         return i
 
-    for i, s in enumerate(body):
-        for name in names_in(s) & local:
+    work = [i for i, s in enumerate(body) if not (isinstance(s, n.Decl) and s.let)]
+    if not work:
+        return [body]
+    for i in work:
+        used: set[str] = set()
+        for name in names_in(body[i]):
+            used |= reads.get(name, {name})
+        for name in used & local:
             j = owner.setdefault(name, i)
             parent[find(i)] = find(j)
     last: dict[int, int] = {}
-    for i in range(len(body)):
+    for i in work:
         last[find(i)] = i
     chunks: list[tuple[n.Stmt, ...]] = []
     start, end = 0, -1
-    for i in range(len(body)):
+    for i in work:
         end = max(end, last[find(i)])
         if i == end:
-            chunks.append(body[start:i + 1])
+            members = [k for k in work if start <= k <= i]
+            needed: set[str] = set()
+            for k in members:
+                needed |= names_in(body[k]) & lets.keys()
+            todo = list(needed)
+            while todo:  # and the lets those read
+                more = names_in(body[lets[todo.pop()]]) & lets.keys() - needed
+                needed |= more
+                todo += more
+            keep = set(members) | {lets[name] for name in needed}
+            chunks.append(tuple(body[k] for k in sorted(keep)))
             start = i + 1
     return chunks
 
 
 def let_definitions(body: tuple[n.Stmt, ...], upto: int, *, writes: dict[str, int] | None = None) -> dict[str, n.Expr]:
     """Locals of ``body[:upto]`` (top level) with one definition and no other write anywhere in
-    ``body``: ``var x = e`` or ``var x`` followed by one top-level ``x = e``. ``writes``:
-    ``definition_writes(body)``, where the caller has it already."""
+    ``body``: ``var x = e`` or ``var x`` followed by one top-level ``x = e``; then the lets
+    (``Decl.let``) anywhere in ``body``, whose names mean their values wherever they are in scope.
+    ``writes``: ``definition_writes(body)``, where the caller has it already."""
     if writes is None:
         writes = definition_writes(body)
     declared_top = {s.name for s in body[:upto] if isinstance(s, n.Decl)}
@@ -169,6 +195,8 @@ def let_definitions(body: tuple[n.Stmt, ...], upto: int, *, writes: dict[str, in
             out[s.name] = s.init
         elif isinstance(s, n.Assign) and s.name in declared_top and writes.get(s.name) == 1 and s.name not in out:
             out[s.name] = s.value
+    for name, value in let_values(body).items():
+        out.setdefault(name, value)
     return out
 
 

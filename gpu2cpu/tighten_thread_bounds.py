@@ -98,7 +98,8 @@ For each thread loop, innermost first:
 A thread loop whose body holds more than ``MAX_TIGHTENED_NODES`` IR nodes (machine-generated
 expressions of thousands of terms) is left as it is: the steps copy the body (versions, the
 original under the run-time check) and walk it once per condition, which costs more than a
-vector loop gains there (a 10,000-term sum: 7 s of CPU, its code twice as long).
+vector loop gains there (a 10,000-term sum: 7 s of CPU, its code twice as long). The size counts
+each read of a binding (``let i = ...``) as its value: the analyses look through it.
 
 Counter-uniform ``if`` s that end up alone in a thread loop are hoisted out of it (unswitching),
 so a guard on ``ty`` inside the ``tx`` loop reaches the ``ty`` loop's bounds, and run-time
@@ -129,7 +130,7 @@ from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, box_range, box_version,
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
-from polypy.ir.queries import conjunction, tree_size
+from polypy.ir.queries import conjunction, expanded_size, let_values, read_names, substitute_lets
 from polypy.ir.types import I64, U32
 from polypy.ir.visitor import Mutator, rebuild, substitute, walk_only
 
@@ -183,7 +184,8 @@ class _Walk(Mutator):
         loop = self.generic_visit(s)  # inner loops first
         if not (s.kind == "threads" and counter_dim(s.var) is not None):
             return loop
-        if sum(tree_size(x) for x in loop.body) > MAX_TIGHTENED_NODES:
+        # measured with the bindings written out: the steps' analyses look through them
+        if expanded_size(loop.body, let_values(loop.body)) > MAX_TIGHTENED_NODES:
             self.st.note(loop, f"thread loop over {loop.var}: left as it is (its body has over "
                                f"{MAX_TIGHTENED_NODES:,} operations)")
             return loop
@@ -237,10 +239,12 @@ def border_version(st: Tightening, loop: n.For, facts: Facts, original: n.Stmt) 
 # ---------------------------------------------------------------------- the steps
 def unswitch(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], depth: int) -> list[n.Stmt] | None:
     """An ``if`` uniform in the counter, alone in the loop: hoisted (each branch's loop gets
-    its own run-time checks, inside it)."""
-    if len(loop.body) != 1 or not isinstance(loop.body[0], n.If):
+    its own run-time checks, inside it). Lets first (the thread's named coordinates) do not
+    count: the hoisted condition is written with their values, each branch's loop keeps them."""
+    lead = _leading_lets(loop.body)
+    if len(loop.body) != lead + 1 or not isinstance(loop.body[lead], n.If):
         return None
-    s = loop.body[0]
+    s, lets = loop.body[lead], loop.body[:lead]
     analysis = st.analysis(loop, 0)
     atoms = split_conjuncts(s.cond)
     uniform = [analysis.uniform(a) for a in atoms]
@@ -254,7 +258,7 @@ def unswitch(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], depth
         if not is_check(cond):
             st.note(loop, f"thread loop over {loop.var}: condition {format_expr(cond)} does not depend on "
                           f"{loop.var}: tested once, outside the loop")
-        new = dataclasses.replace(loop, body=inner)
+        new = dataclasses.replace(loop, body=lets + inner)
         inner_facts = facts.with_needs(facts_of_condition(cond))
         return [n.If(cond, tuple(guarded(st, new, inner_facts)), loc=s.loc)]
     if all(u is not None for u in uniform):
@@ -262,8 +266,8 @@ def unswitch(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], depth
         if not is_check(cond):
             st.note(loop, f"thread loop over {loop.var}: branch on {format_expr(cond)}, which does not depend "
                           f"on {loop.var}, moved outside the loop")
-        then_loop = dataclasses.replace(loop, body=s.then)
-        else_loop = copy_loop(loop, st.names, body=s.orelse)
+        then_loop = dataclasses.replace(loop, body=lets + s.then)
+        else_loop = copy_loop(loop, st.names, body=lets + s.orelse)
         inner_facts = facts.with_needs(facts_of_condition(cond))
         return [n.If(cond, tuple(guarded(st, then_loop, inner_facts)), tuple(guarded(st, else_loop, facts)),
                      loc=s.loc)]
@@ -275,9 +279,16 @@ def first_thread(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], d
     runs the rest of the body for every thread (the first iteration does T first anyway).
     Index-set splitting would peel the first thread instead, leaving a loop of 15 threads
     where 16 made one vector."""
-    if len(loop.body) < 2 or not isinstance(loop.body[0], n.If) or loop.body[0].orelse:
+    lead = _leading_lets(loop.body)  # lets first (names of values) are kept in the loop when the statement does not read them
+    if len(loop.body) - lead < 2 or not isinstance(loop.body[lead], n.If) or loop.body[lead].orelse:
         return None
-    s = loop.body[0]
+    s = loop.body[lead]
+    lets = {x.name: x for x in loop.body[:lead]}  # the values of those S reads written out in it
+    values = {name: x.init for name, x in lets.items()}  # type: ignore[union-attr]
+    read = {name: substitute_lets(n.Var(name, lets[name].vtype), values)  # type: ignore[union-attr]
+            for name in read_names(s) & lets.keys()}
+    if read:
+        s = substitute(s, {n.Var(name, lets[name].vtype): e for name, e in read.items()})  # type: ignore[union-attr]
     if not (isinstance(loop.start, n.Const) and _is_counter_eq(s.cond, loop.var, int(loop.start.value))):
         return None
     if jumps_out(s.then, n.Break, n.Continue):
@@ -287,7 +298,8 @@ def first_thread(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], d
         then = (n.If(n.Binary("lt", loop.start, loop.stop), then, loc=s.loc),)
     st.note(loop, f"thread loop over {loop.var}: the statements of thread {format_expr(loop.start)} "
                   f"alone ({format_expr(s.cond)}) run before the loop")
-    return list(then) + st.transform(dataclasses.replace(loop, body=loop.body[1:]), facts, needs, depth)
+    rest = loop.body[:lead] + loop.body[lead + 1:]
+    return list(then) + st.transform(dataclasses.replace(loop, body=rest), facts, needs, depth)
 
 
 def distribute(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], depth: int) -> list[n.Stmt] | None:
@@ -391,12 +403,21 @@ def _range_versions(st: Tightening, loop: n.For, facts: Facts, needs: list[Need]
     return decls + [n.If(is_whole, tuple(whole), (before, *middle, after), loc=loop.loc)]
 
 
+def _leading_lets(body: tuple[n.Stmt, ...]) -> int:
+    """How many lets (``Decl.let``) ``body`` starts with."""
+    lead = 0
+    while lead < len(body) and isinstance(body[lead], n.Decl) and body[lead].let:  # type: ignore[union-attr]
+        lead += 1
+    return lead
+
+
 def _hoistable_guard(st: Tightening, loop: n.For, chunk: tuple[n.Stmt, ...]) -> bool:
-    """A chunk that is one ``if`` with a condition part that does not depend on the counter."""
-    if len(chunk) != 1 or not isinstance(chunk[0], n.If) or chunk[0].orelse:
+    """A chunk that is one ``if`` (after lets) with a condition part that does not depend on the counter."""
+    lead = _leading_lets(chunk)
+    if len(chunk) != lead + 1 or not isinstance(chunk[lead], n.If) or chunk[lead].orelse:  # type: ignore[union-attr]
         return False
     analysis = st.analysis(dataclasses.replace(loop, body=chunk), 0)
-    return any(analysis.uniform(a) is not None for a in split_conjuncts(chunk[0].cond))
+    return any(analysis.uniform(a) is not None for a in split_conjuncts(chunk[lead].cond))  # type: ignore[union-attr]
 
 
 def _is_counter_eq(cond: n.Expr, var: str, value: int) -> bool:

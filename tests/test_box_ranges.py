@@ -20,6 +20,7 @@ from polypy.driver.library import build_library
 from polypy.driver.pipelines import to_cpu
 from polypy.emulator import emulate
 from polypy.ir import nodes as n
+from polypy.ir.queries import let_values, substitute_lets
 from polypy.ir.visitor import walk
 
 # A 2-D stencil with the bounds checks of a 5-wide window along x and 3 rows along y, a
@@ -143,6 +144,6 @@ def test_a_border_block_runs_its_middle_threads_without_the_conditions() -> None
     for loop in middle:
         tests = [s.cond for s in walk(loop) if isinstance(s, n.If)]
         assert tests and all(isinstance(c, n.Var) and c.name.startswith("tx_c") for c in tests)
-    for loop in edges:
-        tests = [s.cond for s in walk(loop) if isinstance(s, n.If)]
+    for loop in edges:  # (the thread's named coordinates, `let xx = ... + tx`, looked through)
+        tests = [substitute_lets(s.cond, let_values(loop)) for s in walk(loop) if isinstance(s, n.If)]
         assert any(isinstance(v, n.Var) and v.name == loop.var for c in tests for v in walk(c))

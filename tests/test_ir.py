@@ -189,6 +189,8 @@ BAD = [
     ("thread loop in gpu form", "kernel k(x: f32*) {\n  for threads tx: u32 = 0u to 4u step 1u {\n  }\n}",
      "thread loop in GPU form"),
     ("scope", "kernel k(x: f32*) {\n  if (true) {\n    var a: f32 = 1.0f\n  }\n  x[0] = a\n}", None),
+    ("assigned let", "kernel k(x: i32*) {\n  let a: i32 = 1\n  a = 2\n  x[0] = a\n}", "let 'a' is assigned"),
+    ("let of an atomic", "kernel k(x: i32*) {\n  let a: i32 = 1\n  a = atomic.add x[0], 1\n}", "let 'a' is assigned"),
 ]
 
 

@@ -278,13 +278,13 @@ def _check_no_op_mutators(k: n.Kernel) -> None:
 
 
 def _same(a: n.Kernel, b: n.Kernel) -> bool:
-    return a == b and a.source_locals == b.source_locals and a.private_atomics == b.private_atomics
+    return a == b and a.private_atomics == b.private_atomics
 
 
 def _run_twice(p, kernel: n.Kernel, exercised: set[str], *, again: bool = True) -> n.Kernel:
     """``p`` on ``kernel`` and (``again``) on its own output: whenever a run gives a kernel equal
-    to its input, it must be the input object itself. The kernel's notes (``source_locals``,
-    ``private_atomics``: no part in ``==``) count: a pass that sets a note changed the kernel."""
+    to its input, it must be the input object itself. The kernel's notes (``private_atomics``: no
+    part in ``==``) count: a pass that sets a note changed the kernel."""
     out = p.run(kernel)
     if _same(out, kernel):
         assert out is kernel, f"pass {p.name} rebuilt {kernel.name} without changing it"

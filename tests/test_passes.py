@@ -50,24 +50,33 @@ def test_fold_constants_identities_and_c_semantics():
     """)
 
 
-def test_forward_scalars_forwards_index_arithmetic_only():
+def test_forward_scalars_keeps_source_names_as_lets_and_forwards_the_rest():
+    """Source-named index arithmetic stays, as bindings read by name (``let``); a compiler
+    temporary (``p_off``) and a plain copy (``tid``) are substituted into their uses; values that
+    load or compute floats stay variables."""
     golden(forward_scalars, """
     kernel k(n: i32, x: f32*) {
       var i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
+      var tid: i32 = (i32)threadIdx.x
+      var p_off: i32 = i + 2
       var v: f32 = x[i]
       var w: f32 = exp(v)
       var j: i32 = i + 1
       var m: i32 = 0
       m = 3
       x[j] = w + v + (f32)m
+      x[p_off + tid] = 0.0f
     }
     """, """
     kernel k(n: i32, x: f32*) {
-      var v: f32 = x[(i32)(blockIdx.x * blockDim.x + threadIdx.x)]
+      let i: i32 = (i32)(blockIdx.x * blockDim.x + threadIdx.x)
+      var v: f32 = x[i]
       var w: f32 = exp(v)
+      let j: i32 = i + 1
       var m: i32 = 0
       m = 3
-      x[(i32)(blockIdx.x * blockDim.x + threadIdx.x) + 1] = w + v + (f32)m
+      x[j] = w + v + (f32)m
+      x[i + 2 + (i32)threadIdx.x] = 0.0f
     }
     """)
 

@@ -129,7 +129,9 @@ def test_scatter_loops_are_unrolled_in_both_backends():
     lines = c.splitlines()
     scatter = [i for i, line in enumerate(lines) if line.strip() == "POLYPY_SCATTER_LOOP"]
     assert scatter and all("for (" in lines[i + 1] for i in scatter)
-    assert any("local[" in lines[i + 2] and "data[" in lines[i + 2] for i in scatter)
+    # the scatter is the loop's first statement after the thread's bindings (`long long i = ...`)
+    body = [[line for line in lines[i + 2:i + 5] if not line.strip().startswith("long long ")] for i in scatter]
+    assert any("local[" in b[0] and "data[" in b[0] for b in body)
     ll = emit_llvm_ir(n.Module((cpu,)))
     assert '!"llvm.loop.unroll.count", i32 4' in ll
     # a loop that only stores at its own indices keeps the thread loops' no-unroll hint

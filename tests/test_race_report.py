@@ -60,7 +60,7 @@ def test_mvt_with_an_unused_block_dimension_is_a_race_with_a_location(tmp_path, 
     src = _program(tmp_path, "y[i] = s;")
     err = _translate_report(src, capsys)
     assert (f"{src}:10:9: warning: threads (tx=0, ty=0, bx=0) and (tx=0, ty=1, bx=0) both write "
-            f"'y[(i32)(blockIdx.x * blockDim.x + threadIdx.x)]' without an atomic in kernel mvt") in err
+            "'y[i]' without an atomic in kernel mvt")  # the source's name, an IR let in err
     assert f"{src}:20:5: note: launched here with block (32, 8, 1)" in err
     assert err.count("warning:") == 1
 
@@ -259,8 +259,7 @@ def test_a_read_of_what_another_block_writes_is_a_race_with_a_location(tmp_path,
     block reading only its own slice after a barrier gets no warning."""
     src = tmp_path / "blocks.cu"
     src.write_text(BLOCKS)
-    want = [f"{src}:4:71: warning: thread (tx=0, bx=0) reads 'y[blockIdx.x * blockDim.x + threadIdx.x + "
-            "blockDim.x]' that thread (tx=0, bx=1) of another block writes in the same launch of kernel next: blocks "
+    want = [f"{src}:4:71: warning: thread (tx=0, bx=0) reads 'y[(u32)i + blockDim.x]' that thread (tx=0, bx=1) of another block writes in the same launch of kernel next: blocks "
             "are not ordered, so the value read depends on the schedule", f"{src}:3:3: note: the store"]
 
     def diagnostics(err: str) -> list[str]:

@@ -16,10 +16,12 @@ import numpy as np
 import pytest
 
 from codegen.lanes import vector_loop
+from gpu2cpu.thread_loops import let_definitions
 from polypy.driver.pipelines import to_cpu
 from polypy.emulator import emulate
 from polypy.ir import nodes as n
 from polypy.ir import parse_kernel, print_kernel
+from polypy.ir.queries import substitute_lets
 from polypy.ir.visitor import walk, walk_block
 from polypy.passes.substitute_inductions import substitute_inductions
 from tests.c_support import cuda_source, run_c
@@ -250,8 +252,8 @@ def test_the_column_loop_reads_its_neighbours_with_vector_loads(column) -> None:
     _, kernel = column
     cpu = to_cpu(kernel)
 
-    def direct(access, counter: str) -> bool:
-        index = access.index[0]
+    def direct(access, counter: str, values) -> bool:
+        index = substitute_lets(access.index[0], values)  # the thread's named indices (`c_1`) looked through
         on_counter = [y for y in walk(index) if isinstance(y, n.Select)
                       and any(isinstance(v, n.Var) and v.name == counter for v in walk(y.cond))]
         return not on_counter and any(isinstance(v, n.Var) and v.name == counter for v in walk(index))
@@ -260,7 +262,8 @@ def test_the_column_loop_reads_its_neighbours_with_vector_loads(column) -> None:
     for layer in (x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "serial" and x.var == "k"):
         for loop in (x for x in walk(layer) if isinstance(x, n.For) and x.kind == "threads"):
             accesses = [x for x in walk(loop) if isinstance(x, (n.Load, n.Store)) and x.buffer in ("tIn", "tOut", "p")]
-            if len(accesses) >= 7 and all(direct(a, loop.var) for a in accesses):  # 5 reads of tIn, p, tOut
+            values = let_definitions(loop.body, len(loop.body))
+            if len(accesses) >= 7 and all(direct(a, loop.var, values) for a in accesses):  # 5 reads of tIn, p, tOut
                 clean.append(loop)
     assert clean, "no thread loop in the layer loop reads tIn and writes tOut at affine indices"
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pathlib
 import re
 
+import numpy as np
+
 from gpu2cpu.tighten_thread_bounds import STEPS
 
 DOC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
@@ -24,3 +26,38 @@ def test_every_step_is_a_function_of_the_state_and_the_last_always_applies():
     assert names[-1] == "version-conditions"
     for _, step in STEPS:
         assert list(step.__code__.co_varnames[:5]) == ["st", "loop", "facts", "needs", "depth"]
+
+
+# A 2-D guard on the thread's named coordinates: after serialization the tx loop's body is
+# `let j = ...; let i = ...; if (i < ni && j < nj) {...}`.
+NAMED_GUARD = """
+__global__ void scale2d(int ni, int nj, const float* a, float* c) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  int i = blockIdx.y * blockDim.y + threadIdx.y;
+  if (i < ni && j < nj) c[i * 40 + j] = 2.0f * a[i * 40 + j];
+}
+"""
+
+
+def test_unswitch_looks_past_the_lets_a_thread_loop_starts_with() -> None:
+    """``i < ni`` (uniform in tx, read through the let ``i``) is hoisted out of the tx loop and
+    becomes the ty loop's bound in every version, the 32-bit fallback included (with the lets
+    in the way, that version ran every ty and tested ``i < ni`` per thread); the values match
+    the emulator through C on blocks that straddle both borders and on blocks inside."""
+    from c_support import assert_same_as_emulator
+
+    from polypy.driver.pipelines import to_cpu
+    from polypy.driver.source import load
+    from polypy.ir import nodes as n
+    from polypy.ir.visitor import walk
+
+    kernel = load(None, text=NAMED_GUARD).kernel("scale2d")
+    cpu = to_cpu(kernel)
+    ty_loops = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "threads" and x.var.startswith("ty")]
+    assert len(ty_loops) >= 2
+    assert all(not isinstance(x.stop, n.BlockDim) for x in ty_loops), [str(x.stop) for x in ty_loops]
+    rng = np.random.default_rng(3)
+    for ni, nj, grid, block in ((13, 29, (4, 2), (8, 8)), (16, 40, (5, 2), (8, 8))):
+        args = {"ni": ni, "nj": nj, "a": rng.standard_normal(16 * 40).astype(np.float32),
+                "c": np.zeros(16 * 40, np.float32)}
+        assert_same_as_emulator(kernel, grid, block, args)

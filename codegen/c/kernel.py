@@ -43,7 +43,7 @@ from polypy.ir.visitor import has_kind, walk_only
 from codegen.scratch import scratch_dims
 
 from codegen.c import launch_policy
-from codegen.c.readable import barrier_notes, overflow_flags, source_local_names, thread_axis
+from codegen.c.readable import barrier_notes, let_names, overflow_flags, thread_axis
 from codegen.c.render import C_KEYWORDS, INDENT, MATH, Layout, Renderer, c_type, pointer_decl
 from codegen.c.held_pointers import held_pointer_lines, held_pointer_params, table_row_check
 from codegen.c.printing import aligned_argument_lines
@@ -137,10 +137,10 @@ class KernelEmitter:
                     and thread_axis(x.var) is not None}
         taken = (kernel_names(kernel) - counters) | set(self.names.values()) | set(RESERVED)
         self.flags = overflow_flags(kernel, taken)
+        self.names.update(let_names(kernel, taken))
         self.renderer = Renderer(kernel, self.layouts, check_bounds=options.check_bounds,
                                  names=self.names, flags=self.flags, barriers=barrier_notes(barriers),
-                                 taken=taken, source_locals=source_local_names(kernel, taken),
-                                 program=options.program)
+                                 taken=taken, program=options.program)
         self._layouts()
 
     def cname(self, name: str) -> str:
@@ -232,11 +232,7 @@ class KernelEmitter:
         for flag in self.flags:
             lines.append(f"{INDENT}const bool {flag.name} = {self.renderer.unnamed(flag.test)};  "
                          f"// indices fit in {flag.type_name}")
-        self.renderer.name_uniform_locals(1, lines)
-        try:
-            self.renderer.block(k.body, 1, lines)
-        finally:
-            self.renderer.forget_locals()  # declared in the block function only, not the launcher
+        self.renderer.block(k.body, 1, lines)
         self.renderer.note_barriers(None, 1, lines)
         lines.append("}")
         return "\n".join(lines)

@@ -16,15 +16,11 @@ and notes that it adds on top, without changing what the code computes:
 * **removed barriers**: a ``// __syncthreads() removed: <reason>`` comment where the barrier was,
   from the decisions of ``gpu2cpu.barriers.eliminate_barriers`` that the driver passes on
   (objects with ``loc``, ``removed`` and ``reason``; codegen does not import gpu2cpu);
-* **named source locals**: ``forward_scalars`` substitutes ``int row = blockIdx.y * 16 + ty;``
-  into every use (the polyhedral model needs the expressions) and notes ``(row, i32, value)``
-  in ``Kernel.source_locals``. The renderer names the value again: at the top of each innermost
-  thread-loop body where the value, in that nest's counters (``threadIdx.y`` -> ``ty1``), occurs,
-  ``const int row = (int)(blockIdx.y * 16u + ty1);``, and prints each occurrence as ``row``; a
-  value that no thread index enters is named once at the top of the block function. This is
-  common-subexpression naming, exact whatever the value meant: the value reads no memory, calls
-  nothing but ``min``/``max``/``abs``, divides only by nonzero constants, and reads only names
-  that the body neither declares nor writes (so it is the same at the top as where it is used).
+* **source names of bindings**: ``forward_scalars`` keeps ``int row = blockIdx.y * 16 + ty;`` as
+  an IR binding (``let row: i32 = ...``, ``Decl.let``), which the lowering copies into each
+  thread-loop nest that reads it under a fresh IR name (``row_3``). Each is printed ``const int
+  row = ...;`` under the source's name again where no other declaration of that name is in
+  scope (``let_names``): the names come from the IR's own bindings, not from the expressions.
 """
 from __future__ import annotations
 
@@ -35,8 +31,9 @@ from polypy.analysis.barrier_decision import BarrierDecision
 from polypy.errors import Loc
 from polypy.ir import nodes as n
 from polypy.ir.queries import conjuncts, written_names
-from polypy.ir.types import I64, ScalarType
-from polypy.ir.visitor import substitute, walk, walk_only
+from polypy.ir.types import I64
+from polypy.ir.names import kernel_names
+from polypy.ir.visitor import walk, walk_only
 
 INT32_MAX = 2**31 - 1
 UINT32_MAX = 2**32 - 1
@@ -137,107 +134,50 @@ class BarrierPlacer:
         return sorted(out, key=lambda b: _key(b.loc))
 
 
-@dataclasses.dataclass(frozen=True)
-class NamedLocal:
-    """A local of the source that ``forward_scalars`` substituted away: its C name (fresh in the
-    block function), type and value (GPU form: ``threadIdx``, not the counters)."""
-
-    name: str
-    type: ScalarType
-    init: n.Expr
-
-    @property
-    def per_thread(self) -> bool:
-        return any(isinstance(x, n.ThreadIdx) for x in walk(self.init))
-
-
-def source_local_names(kernel: n.Kernel, taken: set[str]) -> list[NamedLocal]:
-    """The notes of ``Kernel.source_locals`` whose values may be named again, in source order,
-    each with a fresh C name (added to ``taken``). A name that reads like a thread counter
-    (``tx``, ``ty1``) is left out rather than renamed."""
-    out = []
-    for note in kernel.source_locals:
-        if thread_axis(note.name) is not None or _counter_like(note.name) or not _pure(note.init):
+def let_names(kernel: n.Kernel, taken: set[str]) -> dict[str, str]:
+    """C names for the lets of ``kernel`` that the lowering renamed (``row_3`` -> ``row``): the
+    stem of every let of a stem, where no two declarations of the stem are in scope at once
+    (none declared in the block, or a block inside it, of another), no other name of the kernel
+    or of ``taken`` is the stem and it does not read like a thread counter. The stems used are
+    added to ``taken``."""
+    scopes: dict[str, list[tuple[tuple[int, ...], bool]]] = {}  # stem -> (enclosing blocks, let)
+    _scopes(kernel.body, (id(kernel.body),), scopes)
+    names = kernel_names(kernel)
+    out: dict[str, str] = {}
+    for stem, decls in sorted(scopes.items()):
+        if not all(let for _, let in decls) or not any(_stem(name) != name for name in _named(kernel, stem)):
             continue
-        out.append(NamedLocal(_fresh(note.name, taken), note.vtype, note.init))
+        if thread_axis(stem) is not None or _counter_like(stem) or stem in (taken | names) - set(_named(kernel, stem)):
+            continue
+        chains = [chain for chain, _ in decls]
+        if any(a[:len(b)] == b for i, a in enumerate(chains) for j, b in enumerate(chains) if i != j):
+            continue
+        for name in _named(kernel, stem):
+            if name != stem:
+                out[name] = stem
+        taken.add(stem)
     return out
 
 
-def uniform_source_locals(kernel: n.Kernel, locals_: Sequence[NamedLocal],
-                          skip: Sequence[n.Expr] = ()) -> list[NamedLocal]:
-    """Those of ``locals_`` that can be named once for the whole block function: no thread index,
-    only parameters the kernel never assigns, and used somewhere in ``kernel``'s body."""
-    params = {p.name for p in kernel.params} - written_names(kernel.body)
-    out = []
-    for local in locals_:
-        if local.per_thread:
-            continue
-        if not all(v.name in params for v in walk_only(local.init, n.Var)):
-            continue
-        if occurs(local.init, kernel.body, skip):
-            out.append(local)
-    return out
+def _named(kernel: n.Kernel, stem: str) -> list[str]:
+    return [x.name for x in walk_only(kernel.body, n.Decl) if _stem(x.name) == stem]
 
 
-def in_nest(init: n.Expr, counters: dict[int, n.Var]) -> n.Expr | None:
-    """``init`` with ``threadIdx.d`` replaced by the nest's counter for ``d`` (as
-    ``serialize_threads`` does), or None when the nest has no counter for one of them."""
-    dims = {x.dim for x in walk_only(init, n.ThreadIdx)}
-    if not dims <= counters.keys():
-        return None
-    return substitute(init, {n.ThreadIdx(d): counters[d] for d in dims})
+def _stem(name: str) -> str:
+    """``row_3`` -> ``row``, ``acc_1_2`` -> ``acc``: the source name of a renamed copy."""
+    while "_" in name and name.rsplit("_", 1)[1].isdigit() and name.rsplit("_", 1)[0]:
+        name = name.rsplit("_", 1)[0]
+    return name
 
 
-def stable_in(e: n.Expr, body: Sequence[n.Stmt]) -> bool:
-    """Whether ``e`` has the same value at the top of ``body`` as anywhere in it: ``body``
-    neither declares nor writes a name that ``e`` reads."""
-    reads = {v.name for v in walk_only(e, n.Var)}
-    if not reads:
-        return True
-    changed = written_names(body)
-    for s in body:
-        for x in walk_only(s, n.Decl, n.For):
-            if isinstance(x, n.Decl):
-                changed.add(x.name)
-            elif isinstance(x, n.For):
-                changed.add(x.var)
-    return not (reads & changed)
-
-
-def occurs(e: n.Expr, body: Sequence[n.Node], skip: Sequence[n.Expr] = ()) -> bool:
-    """Whether an expression equal to ``e`` occurs in ``body`` (not counting the inside of the
-    expressions in ``skip``, which the renderer prints by another name)."""
-    stop = set(skip)
-    todo: list[n.Node] = list(body)
-    while todo:
-        x = todo.pop()
-        if isinstance(x, n.Expr):
-            if x == e:
-                return True
-            if x in stop:
-                continue
-        for name in x.CHILDREN:
-            child = getattr(x, name)
-            if isinstance(child, tuple):
-                todo.extend(c for c in child if c is not None)
-            elif child is not None:
-                todo.append(child)
-    return False
-
-
-def _pure(e: n.Expr) -> bool:
-    """No memory, no calls but integer min/max/abs, no division by a value that may be zero:
-    safe to compute ahead of where the source used it."""
-    for x in walk(e):
-        if isinstance(x, n.Load):
-            return False
-        if isinstance(x, n.Call) and x.fn not in ("min", "max", "abs"):
-            return False
-        if isinstance(x, n.Binary) and x.op in ("div", "rem") and not (isinstance(x.b, n.Const) and x.b.value != 0):
-            return False
-        if not isinstance(x, n.Expr):
-            return False
-    return True
+def _scopes(block: tuple[n.Stmt, ...], chain: tuple[int, ...],
+            out: dict[str, list[tuple[tuple[int, ...], bool]]]) -> None:
+    for s in block:
+        if isinstance(s, n.Decl):
+            out.setdefault(_stem(s.name), []).append((chain, s.let))
+        for field in getattr(s, "BLOCKS", ()):
+            inner = getattr(s, field)
+            _scopes(inner, chain + (id(inner),), out)
 
 
 def _counter_like(name: str) -> bool:

@@ -36,8 +36,7 @@ from polypy.ir.visitor import has_kind, walk_only
 
 from codegen.lanes import scatter_loop, vector_loop
 from codegen.c.printing import assert_fail_lines, print_call
-from codegen.c.readable import (BarrierNote, BarrierPlacer, OverflowFlag, NamedLocal, in_nest, occurs, stable_in,
-                                 thread_axis, uniform_source_locals)
+from codegen.c.readable import BarrierNote, BarrierPlacer, OverflowFlag, thread_axis
 
 INDENT = "    "
 
@@ -156,7 +155,7 @@ class Renderer(CExprPrinter):
     def __init__(self, kernel: n.Kernel, layouts: dict[str, Layout], *, check_bounds: bool,
                  names: dict[str, str], comments: bool = True, flags: Sequence[OverflowFlag] = (),
                  barriers: Sequence[BarrierNote] = (), taken: set[str] | None = None,
-                 source_locals: Sequence[NamedLocal] = (), program: bool = False):
+                 program: bool = False):
         self.program = program  # a whole program: polypy's runtime (texture objects) is in the file
         self.comments = comments  # `// file:line` before block-level statements and thread loops
         self.in_threads = 0
@@ -174,12 +173,6 @@ class Renderer(CExprPrinter):
         self.taken = set(taken) if taken is not None else set()
         self.nests = 0
         self.counters: list[dict[str, str]] = []  # per enclosing thread loop: IR counter -> C name
-        # Source locals named again (readable.NamedLocal): value (in the current nest's
-        # counters) -> C name, while their declarations are in scope.
-        self.source_locals = list(source_locals)
-        self.named: dict[n.Expr, str] = {}
-        self.uniform: set[str] = set()  # those declared once at the top of the block function
-        self.thread_vars: list[n.Var] = []  # per enclosing thread loop: its counter
 
     def name(self, ir_name: str) -> str:
         for scope in reversed(self.counters):
@@ -192,46 +185,7 @@ class Renderer(CExprPrinter):
             flag = self.flags.get(e)
             if flag is not None:
                 return flag, ATOM
-        if self.named and isinstance(e, (n.Binary, n.Cast, n.Unary, n.Call, n.Select)):
-            local = self.named.get(e)
-            if local is not None:
-                return local, ATOM
         return super().render(e)
-
-    def name_uniform_locals(self, depth: int, out: list[str]) -> None:
-        """``const int base = ...;`` for the source locals that no thread index enters, once for
-        the block function (``readable.uniform_source_locals``)."""
-        for local in uniform_source_locals(self.kernel, self.source_locals, tuple(self.flags)):
-            if local.init in self.named:
-                continue
-            out.append(f"{INDENT * depth}const {c_type(local.type)} {local.name} = {self.expr(local.init)};")
-            self.named[local.init] = local.name
-            self.uniform.add(local.name)
-
-    def forget_locals(self) -> None:
-        """Spell every value out again (the block function's names are out of scope)."""
-        self.named.clear()
-        self.uniform.clear()
-
-    def name_nest_locals(self, body: tuple[n.Stmt, ...], depth: int, out: list[str]) -> list[n.Expr]:
-        """At the top of an innermost thread-loop body: ``const int row = ...;`` for each source
-        local whose value, in this nest's counters, occurs in ``body`` and is the same all
-        through it; the values named (to forget after the body)."""
-        if not self.source_locals or any(x.kind == "threads" for s in body for x in walk_only(s, n.For)):
-            return []
-        counters = {"xyz".index(axis): v for v in self.thread_vars if (axis := thread_axis(v.name)) is not None}
-        skip = tuple(self.flags)
-        added = []
-        for local in self.source_locals:
-            if local.name in self.uniform:
-                continue
-            e = in_nest(local.init, counters)
-            if e is None or e in self.named or not stable_in(e, body) or not occurs(e, body, skip):
-                continue
-            out.append(f"{INDENT * depth}const {c_type(local.type)} {local.name} = {self.expr(e)};")
-            self.named[e] = local.name
-            added.append(e)
-        return added
 
     def unnamed(self, e: n.Expr) -> str:
         """``e`` spelled out, even where it is an overflow test that has a name."""
@@ -366,7 +320,8 @@ class Renderer(CExprPrinter):
         ind = INDENT * depth
         if isinstance(s, n.Decl):
             init = self.expr(s.init) if s.init is not None else "0"
-            out.append(f"{ind}{c_type(s.vtype)} {self.name(s.name)} = {init};")
+            const = "const " if s.let else ""  # a binding: nothing assigns it again
+            out.append(f"{ind}{const}{c_type(s.vtype)} {self.name(s.name)} = {init};")
         elif isinstance(s, n.Assign):
             out.append(f"{ind}{self.name(s.name)} = {self.expr(s.value)};")
         elif isinstance(s, n.Store):
@@ -491,19 +446,14 @@ class Renderer(CExprPrinter):
             else:
                 v = self.name(s.var)
                 self.counters.append({})
-            self.thread_vars.append(n.Var(s.var, s.vtype))
         out.append(f"{ind}for ({c_type(s.vtype)} {v} = {start}; {v} < {stop}; {incr}) {{")
         self.in_threads += threads
         self.loops.append(None)
-        named = self.name_nest_locals(s.body, depth + 1, out) if threads else []
         self.block(s.body, depth + 1, out)
-        for e in named:
-            del self.named[e]
         self.loops.pop()
         self.in_threads -= threads
         if threads:
             self.counters.pop()
-            self.thread_vars.pop()
             if self.in_threads == 0:
                 self.nests += 1
         out.append(f"{ind}}}")

@@ -107,16 +107,6 @@ class HeldPointerSlots:
     loc: Loc | None = None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class SourceLocal:
-    """A note, not IR (no node, not visited): a local of the source that ``forward_scalars``
-    substituted into its uses, with its value there, for code generators that name it again."""
-
-    name: str
-    vtype: ScalarType
-    init: Expr
-
-
 STAGES = ("gpu", "cpu")
 
 
@@ -147,12 +137,9 @@ class Kernel(Node):
     # checked against their slice. Empty: nothing is checked.
     bounds_checks: tuple[str, ...] = ()
     checked_slices: tuple[str, ...] = ()
-    # The named source locals that ``forward_scalars`` substituted away, in source order, for
-    # the C renderer to name their values again (``codegen.c.readable``). A note, not IR: it
-    # takes no part in equality, printing or parsing, and traversals do not visit it.
-    source_locals: tuple[SourceLocal, ...] = field(default=(), compare=False, repr=False)
     # The pointer parameters ``gpu2cpu.privatize_atomics`` found touched only by atomic adds whose
-    # result is unused: a launcher may accumulate them per CPU worker. A note like the above.
+    # result is unused: a launcher may accumulate them per CPU worker. A note, not IR: it takes
+    # no part in equality, printing or parsing, and traversals do not visit it.
     private_atomics: tuple[str, ...] = field(default=(), compare=False, repr=False)
     # Locals that sum the atomic adds of a thread loop (``gpu2cpu.sum_uniform_atomics``): CUDA gives
     # those adds no order, so a backend may reassociate ``s = s + v`` into them. A note like the above.

@@ -89,7 +89,6 @@ from polypy.ir.kernels import (  # noqa: F401
     SPACES,
     STAGES,
     HeldPointerSlots,
-    SourceLocal,
     SourceParam,
     TABLE_BASE,
     TABLE_POOL,

@@ -221,14 +221,16 @@ class _Parser:
             self.toks.expect("=")
             return n.Store(buffer, index, self.expr(), loc=loc)
         word = t.text
-        if word == "var":
+        if word in ("var", "let") and nxt != "=":
             self.toks.next()
             name = self.toks.ident()
             self.toks.expect(":")
             vtype = self.scalar_type()
-            init = self.expr() if self.toks.accept("=") else None
+            if word == "let":
+                self.toks.expect("=")  # a let has a value
+            init = self.expr() if word == "let" or self.toks.accept("=") else None
             self.vars[name] = vtype
-            return n.Decl(name, vtype, init, loc=loc)
+            return n.Decl(name, vtype, init, let=word == "let", loc=loc)
         if word == "barrier":
             self.toks.next()
             if self.toks.accept("."):

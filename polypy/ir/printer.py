@@ -151,7 +151,7 @@ class _Printer:
     def stmt(self, s: n.Stmt, depth: int) -> None:
         if isinstance(s, n.Decl):
             init = f" = {format_expr(s.init)}" if s.init is not None else ""
-            self.emit(depth, f"var {s.name}: {s.vtype}{init}", s)
+            self.emit(depth, f"{'let' if s.let else 'var'} {s.name}: {s.vtype}{init}", s)
         elif isinstance(s, n.Assign):
             self.emit(depth, f"{s.name} = {format_expr(s.value)}", s)
         elif isinstance(s, n.Store):

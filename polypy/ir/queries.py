@@ -6,7 +6,7 @@ from typing import Iterable
 
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
-from polypy.ir.visitor import has_kind, iter_children, walk, walk_only
+from polypy.ir.visitor import Mutator, has_kind, iter_children, walk, walk_only
 
 
 def written_names(node: n.Node | Iterable[n.Node]) -> set[str]:
@@ -247,3 +247,43 @@ def runs_of_a_thread_range(loop: n.While) -> bool:
     return (isinstance(last, n.Assign) and last.name == t and isinstance(last.value, n.Var) and len(pieces) == 1
             and pieces[0].start == loop.cond.a and pieces[0].stop == last.value
             and t not in written_names(loop.body[:-1]))
+
+
+def let_values(node: n.Node | Iterable[n.Node]) -> dict[str, n.Expr]:
+    """The value of every binding (``Decl.let``) in ``node``, by name (names are unique in a
+    kernel, and a let is assigned nowhere: its name means that value wherever it is in scope)."""
+    return {x.name: x.init for x in walk_only(node, n.Decl) if x.let and x.init is not None}
+
+
+def expanded_size(roots: Iterable[n.Node], values: dict[str, n.Expr]) -> int:
+    """``tree_size`` of ``roots`` with each read of a name of ``values`` counted as the size of
+    its value, through the values too (``substitute_lets``): the size an analysis that looks
+    through the bindings meets, which the source's names no longer make small."""
+    memo: dict[str, int] = {}
+
+    def size(node: n.Node) -> int:
+        total = tree_size(node)
+        for v in walk_only(node, n.Var):
+            if v.name in values:
+                if v.name not in memo:
+                    memo[v.name] = 0  # (a value does not read its own name; guards the recursion)
+                    memo[v.name] = size(values[v.name])
+                total += memo[v.name] - 1
+        return total
+
+    return sum(size(x) for x in roots)
+
+
+def substitute_lets(e: n.Expr, values: dict[str, n.Expr]) -> n.Expr:
+    """``e`` with the names of ``values`` replaced by their values, through the values too (a let
+    may read earlier ones): the expression an analysis needs where the IR reads a name. Exact
+    where each value means the same at ``e`` as at its binding (lets: what they read is
+    assigned nowhere in between)."""
+    if not values or not any(v.name in values for v in walk_only(e, n.Var)):
+        return e
+    class _Substitute(Mutator):
+        def visit_Var(self, v: n.Var) -> n.Expr:
+            value = values.get(v.name)
+            return v if value is None else self.visit(value)
+
+    return _Substitute().visit(e)

@@ -4,7 +4,9 @@
 - ``rename_buffers``: one renaming of the buffers that loads, stores and atomics name;
 - integer expression builders that fold what is obvious (``x + 0``, ``2 + 3``, ``x + -4`` ->
   ``x - 4``, ``x * 1``) so that index and bound arithmetic built by passes stays readable;
-- ``fold_min`` / ``fold_max``: a left fold of the two-argument ``min``/``max`` calls.
+- ``fold_min`` / ``fold_max``: a left fold of the two-argument ``min``/``max`` calls;
+- ``inline_lets``: the bindings (``Decl.let``) written out at their uses, for code that matches
+  index expressions whole.
 
 Every helper returns its argument itself (``is``) when it changes nothing.
 """
@@ -14,6 +16,7 @@ import dataclasses
 from typing import Any, Mapping, Sequence
 
 from polypy.ir import nodes as n
+from polypy.ir.queries import let_values
 from polypy.ir.types import ScalarType
 from polypy.ir.visitor import Mutator
 
@@ -152,3 +155,28 @@ def _fold(fn: str, xs: Sequence[n.Expr], ty: ScalarType) -> n.Expr:
     for x in xs[1:]:
         out = n.Call(fn, (out, x), ty)
     return out
+
+
+# --------------------------------------------------------------------------- bindings
+
+
+class _InlineLets(Mutator):
+    def __init__(self, values: Mapping[str, n.Expr]):
+        self.values = values
+
+    def visit_Var(self, v: n.Var) -> n.Expr:
+        value = self.values.get(v.name)
+        return v if value is None else self.visit(value)
+
+    def visit_Decl(self, s: n.Decl) -> n.Stmt | None:
+        return None if s.let and s.name in self.values else self.generic_visit(s)
+
+
+def inline_lets(node: Any) -> Any:
+    """``node`` with each binding's value written where its name is read and the binding gone:
+    the form that code matching index expressions whole expects (``autodiff.gather``'s
+    translations of ``a[i - 1]``, ``a[i]``: of the global index, not of a name). Exact: a let is
+    assigned nowhere and its value reads only names assigned nowhere (``forward_scalars``), so it
+    means the same wherever its name is in scope."""
+    values = let_values(node)
+    return node if not values else _InlineLets(values).visit(node)

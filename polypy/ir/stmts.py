@@ -18,13 +18,19 @@ class Stmt(Node):
 
 @_node
 class Decl(Stmt):
-    """Declares the local scalar ``name`` (unique in the kernel), optionally initialized."""
+    """Declares the local scalar ``name`` (unique in the kernel), optionally initialized.
+
+    ``let`` (printed ``let x: i32 = e``): a binding, a name for the value ``init`` that nothing
+    assigns again; it holds that value wherever it is in scope (the rest of its block). A
+    source local kept by ``forward_scalars``: analyses that need the expression look the
+    definition up (``polypy.ir.queries.let_values``, ``substitute_lets``)."""
 
     CHILDREN = ("init",)
 
     name: str
     vtype: ScalarType
     init: Expr | None = None
+    let: bool = False
 
 
 @_node

@@ -24,6 +24,7 @@ class _Verifier:
         self.scopes: list[dict[str, ScalarType]] = [{}]
         self.loop_depth = 0
         self.for_vars: list[str] = []
+        self.lets: set[str] = set()  # names of lets (names are unique in a kernel)
         self.buffers: dict[str, tuple[ScalarType, int, str]] = {}
 
     def fail(self, message: str, node: n.Node | None) -> None:
@@ -106,11 +107,17 @@ class _Verifier:
         if isinstance(s, n.Decl):
             if s.init is not None:
                 self.same(self.expr(s.init), s.vtype, s, "initializer")
+            elif s.let:
+                self.fail(f"let {s.name!r} has no value", s)
             self.declare(s.name, s.vtype, s)
+            if s.let:
+                self.lets.add(s.name)
         elif isinstance(s, n.Assign):
             ty = self.lookup(s.name, s)
             if s.name in self.for_vars:
                 self.fail(f"loop variable {s.name!r} is assigned in its loop", s)
+            if s.name in self.lets:
+                self.fail(f"let {s.name!r} is assigned", s)
             self.same(self.expr(s.value), ty, s, "assigned value")
         elif isinstance(s, n.Store):
             elem = self.access(s.buffer, s.index, s)
@@ -126,6 +133,8 @@ class _Verifier:
                 self.same(self.expr(s.compare), elem, s, "compare operand")
             if s.dest is not None:
                 self.same(self.lookup(s.dest, s), elem, s, "atomic result variable")
+                if s.dest in self.lets:
+                    self.fail(f"let {s.dest!r} is assigned", s)
         elif isinstance(s, n.Barrier):
             if s.scope not in ("block", "grid"):
                 self.fail(f"unknown barrier scope {s.scope!r}", s)
@@ -169,6 +178,8 @@ class _Verifier:
             for e in (s.lane, s.width, s.mask):
                 self.integer(self.expr(e), s)
             self.same(self.lookup(s.dest, s), vt, s, "shuffle result variable")
+            if s.dest in self.lets:
+                self.fail(f"let {s.dest!r} is assigned", s)
         elif isinstance(s, n.Vote):
             if not gpu:
                 self.fail("warp vote in CPU form", s)
@@ -178,6 +189,8 @@ class _Verifier:
             self.integer(self.expr(s.mask), s)
             want = U32 if s.mode in ("ballot", "activemask") else I32
             self.same(self.lookup(s.dest, s), want, s, "vote result variable")
+            if s.dest in self.lets:
+                self.fail(f"let {s.dest!r} is assigned", s)
         elif isinstance(s, n.If):
             self.same(self.expr(s.cond), BOOL, s, "condition")
             self.scoped(s.then)

@@ -99,14 +99,19 @@ def _reloads(kernel: n.Kernel, written: set[str]) -> bool:
 
 def _varying(loop: n.For) -> set[str]:
     """The names whose value may differ between iterations of ``loop``: its counter, the locals its
-    body assigns, and the counters of inner loops whose bounds depend on those (an inner loop over
-    the same constant range in every iteration, conv2d's ``dy``, gives every iteration the same
-    values)."""
+    body assigns, the bindings it declares whose value reads a load or one of those
+    (``let c = y * nx + x``), and the counters of inner loops whose bounds depend on those (an
+    inner loop over the same constant range in every iteration, conv2d's ``dy``, gives every
+    iteration the same values)."""
     varying = {loop.var} | (written_names(loop.body) - _inner_counters(loop.body))
     changed = True
     while changed:
         changed = False
         for x in walk_block(loop.body):
+            if isinstance(x, n.Decl) and x.init is not None and x.name not in varying:
+                if any(isinstance(y, n.Load) or (isinstance(y, n.Var) and y.name in varying) for y in walk(x.init)):
+                    varying.add(x.name)
+                    changed = True
             if isinstance(x, n.For) and x.var not in varying:
                 bounds = [y for e in (x.start, x.stop, x.step) for y in walk(e)]
                 if any(isinstance(y, n.Load) or (isinstance(y, n.Var) and y.name in varying) for y in bounds):

@@ -20,13 +20,15 @@ an indeterminate value in C, so giving it the value is allowed).
 Values that read memory or compute floats are left alone: forwarding them would repeat work
 (or read memory at a different time).
 
-The IR keeps no trace of the names, but the kernel notes them: each source-named integer local
-forwarded away that every thread declares (not under an ``if``) is recorded as a ``SourceLocal``
-(name, type, value as the later folding spells it) in ``Kernel.source_locals``, which is not
-part of the IR (equality, printing and traversals ignore it), so that the C renderer can write
-``const int row = ...;`` again where the value is used (``codegen.c.readable``). Compiler
-temporaries (``p_off``, ``old``, ``cond``) and trivial values (a constant, a plain name, a cast
-of one) are not recorded.
+Source-named locals are the exception: an integer local of the source with a value worth a
+name (``int row = blockIdx.y * 16 + ty;``; not a compiler temporary such as ``p_off``, ``old``,
+``cond``, nor a constant, a plain name or a cast of one) stays, as a binding (``let row: i32 =
+...``, ``Decl.let``), and its uses read it by name: the emitted code keeps the source's names.
+A local that an assignment reads outside a load's index is forwarded all the same (``int W =
+tx - 1; W = W < lo ? lo : W;``: the clamp and induction analyses match the assigned value's
+form). The analyses that need the expression (affine forms, bounds, isl) look the binding up
+(``polypy.ir.queries.let_values``); the passes that rewrite indices rewrite the binding itself
+(``gpu2cpu.exact_indices``: ``long long x = ...`` once, not the value in every index).
 """
 from __future__ import annotations
 
@@ -34,8 +36,7 @@ import dataclasses
 
 from polypy.ir import nodes as n
 from polypy.ir.queries import read_names, written_names
-from polypy.ir.visitor import Mutator, Visitor, walk, walk_only
-from polypy.passes.fold_constants import fold_expr
+from polypy.ir.visitor import Mutator, iter_children, walk, walk_only
 
 
 def _stable(e: n.Expr, immutable: set[str]) -> bool:
@@ -58,11 +59,10 @@ def _stable(e: n.Expr, immutable: set[str]) -> bool:
 
 
 class _Forward(Mutator):
-    def __init__(self, immutable: set[str], every_thread: set[str] = frozenset()):
+    def __init__(self, immutable: set[str], assigned_from: set[str] = frozenset()):
         self.immutable = immutable
-        self.every_thread = every_thread
+        self.assigned_from = assigned_from  # names read by assignments: forwarded (see the docstring)
         self.values: dict[str, n.Expr] = {}
-        self.named: list[n.SourceLocal] = []
 
     def visit_Var(self, e: n.Var) -> n.Expr:
         return self.values.get(e.name, e)
@@ -75,11 +75,12 @@ class _Forward(Mutator):
         s = self.generic_visit(s)
         if s.init is None and s.name in self.values:  # a reset local (see the module docstring)
             return None
+        if s.let:
+            return s
         if s.init is not None and s.name in self.immutable and _stable(s.init, self.immutable):
+            if _worth_naming(source) and s.name not in self.assigned_from:
+                return dataclasses.replace(s, let=True)
             self.values[s.name] = s.init
-            if s.name in self.every_thread and _worth_naming(source):
-                # Folded as the simplification after this pass folds its uses.
-                self.named.append(n.SourceLocal(s.name, s.vtype, fold_expr(s.init)))
             return None
         return s
 
@@ -88,31 +89,6 @@ class _Forward(Mutator):
 # offset of a local pointer, the old value of a post-increment, a short-circuit condition).
 _TEMP_BASES = ("old", "cond")
 _TEMP_SUFFIXES = ("_off",)
-
-
-def _unconditional_decls(stmts: tuple[n.Stmt, ...]) -> set[str]:
-    """Locals declared where every thread that runs the loops around them runs the declaration:
-    at the top of the kernel or of ``for`` bodies, not under an ``if`` (returns are ``if`` s by
-    now). Only their values may be computed again ahead of their uses in emitted code."""
-    found = _UnconditionalDecls()
-    found.visit_block(stmts)
-    return found.names
-
-
-class _UnconditionalDecls(Visitor):
-    """``_unconditional_decls``: enters ``for`` bodies only (not ``if`` s, ``while`` s, expressions)."""
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Node(self, node: n.Node) -> None:
-        return None
-
-    def visit_Decl(self, s: n.Decl) -> None:
-        self.names.add(s.name)
-
-    def visit_For(self, s: n.For) -> None:
-        self.visit_block(s.body)
 
 
 def _worth_naming(s: n.Decl) -> bool:
@@ -155,6 +131,32 @@ def _reset_values(kernel: n.Kernel, immutable: set[str]) -> dict[str, n.Expr]:
     return out
 
 
+def _read_by_assignments(kernel: n.Kernel) -> set[str]:
+    """The names assignments read, and those the definitions of these read in turn (a value
+    forwarded into an assignment is whole: ``W = tx - 1 < lo ? lo : tx - 1`` with ``lo``'s value
+    written out)."""
+    inits = {x.name: x.init for x in walk_only(kernel, n.Decl) if x.init is not None}
+    todo = [name for x in walk_only(kernel, n.Assign) for name in _read_outside_indices(x.value)]
+    out: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in out:
+            out.add(name)
+            if name in inits:
+                todo += _read_outside_indices(inits[name])
+    return out
+
+
+def _read_outside_indices(e: n.Expr) -> list[str]:
+    """The names ``e`` reads, but for those only inside the index of a load (``acc + s[l + j]``
+    reads ``acc``: ``l`` names an index, which stays a let)."""
+    if isinstance(e, n.Var):
+        return [e.name]
+    if isinstance(e, n.Load):
+        return []
+    return [name for x in iter_children(e) for name in _read_outside_indices(x)]
+
+
 def forward_scalars(kernel: n.Kernel) -> n.Kernel:
     """Forward stable single-assignment locals (see module docstring)."""
     written = written_names(kernel.body)
@@ -165,15 +167,11 @@ def forward_scalars(kernel: n.Kernel) -> n.Kernel:
         elif isinstance(x, n.For):
             names.add(x.var)
     immutable = names - written
-    forward = _Forward(immutable, _unconditional_decls(kernel.body))
-    out = forward.visit(kernel)
+    assigned_from = _read_by_assignments(kernel)
+    out = _Forward(immutable, assigned_from).visit(kernel)
     reset = _reset_values(out, immutable)  # their values as the first round left them
     if reset:
         again = _Forward(immutable)
         again.values.update(reset)
         out = again.visit(out)
-    known = {x.name for x in kernel.source_locals}
-    named = tuple(x for x in forward.named if x.name not in known)
-    if not named:
-        return out
-    return dataclasses.replace(out, source_locals=out.source_locals + named)
+    return out

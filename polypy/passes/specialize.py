@@ -233,11 +233,7 @@ def specialize_block_shape(kernel: n.Kernel, *, block: BlockShape) -> n.Kernel:
     """``kernel`` for launches with block shape ``block`` only (see the module docstring)."""
     block = check_block_shape(block)
     mapping: dict[n.Expr, n.Expr] = {n.BlockDim(d): n.Const(block[d], U32) for d in range(3)}
-    out = _specialized(fold_constants(substitute(kernel, mapping)))  # buffer extents included
-    # The source's locals as the specialized code spells them (16u, not blockDim.y), so that the
-    # C code names them there too (codegen.c.readable).
-    notes = tuple(dataclasses.replace(x, init=fold_expr(substitute(x.init, mapping))) for x in kernel.source_locals)
-    return dataclasses.replace(out, source_locals=notes) if notes != out.source_locals else out
+    return _specialized(fold_constants(substitute(kernel, mapping)))  # buffer extents included
 
 
 def specialize_for_block(kernel: n.Kernel, block: BlockShape) -> n.Kernel:
