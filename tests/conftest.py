@@ -31,9 +31,52 @@ def pytest_unconfigure(config) -> None:
 
 
 def pytest_addoption(parser) -> None:
+    parser.addoption("--tier", choices=("default", "extended", "all"), default=None,
+                     help="which tier of the suite to run (tests/extended_tier.txt lists the extended "
+                          "tier): 'default' (the default when no test path is named), 'extended' (CI "
+                          "runs it after the default tier), 'all' (the default when paths are named)")
     parser.addoption("--random-kernels", type=int, default=None, metavar="N",
                      help="tests/test_random_kernels.py: run seeds 0..N-1 (default: its DEFAULT_KERNELS; "
                           "also POLYPY_RANDOM_KERNELS=N)")
+
+
+# The suite's two tiers. The default tier (README's test command) stays well under 15 minutes on
+# CI's 2 cores; the extended tier is the long end-to-end and exhaustive tests, listed by file or
+# by test function in tests/extended_tier.txt. CI runs both (.ci/run); naming a test path on the
+# command line runs what it names, whichever tier it is in. Deselected tests are reported as such.
+EXTENDED_LIST = ROOT / "tests" / "extended_tier.txt"
+
+
+def extended_entries() -> set[str]:
+    """The entries of tests/extended_tier.txt: ``tests/test_x.py`` or ``tests/test_x.py::test_f``."""
+    out = set()
+    for line in EXTENDED_LIST.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            out.add(line)
+    return out
+
+
+def _in_extended(item, entries: set[str]) -> bool:
+    path = item.nodeid.split("::", 1)[0]
+    function = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
+    return path in entries or f"{path}::{function}" in entries
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    tier = config.getoption("--tier")
+    if tier is None:
+        from _pytest.config import Config
+        tier = "all" if config.args_source == Config.ArgsSource.ARGS else "default"
+    if tier == "all":
+        return
+    entries = extended_entries()
+    keep, drop = [], []
+    for item in items:
+        (keep if _in_extended(item, entries) == (tier == "extended") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 # Where the suite's time goes: the seconds of each test file (setup, call and teardown of its
