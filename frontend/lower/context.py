@@ -328,10 +328,14 @@ def _empty_construction(t: ci.Type) -> bool:
 
 
 def _has_member_initializer(field: ci.Cursor) -> bool:
-    """``int d = 3;`` or ``int e{4};`` in a record: an ``=`` or ``{`` outside brackets and parentheses
-    (array sizes and bit-field widths are expression children of the field too)."""
+    """``int d = 3;`` or ``int e{4};`` in a record: an ``=`` or ``{`` after the member's name outside
+    brackets and parentheses (array sizes and bit-field widths are expression children of the
+    field too; ``union { ... } v;`` has braces before it)."""
     depth = 0
+    name = field.location.offset
     for t in field.get_tokens():
+        if t.extent.start.offset <= name:
+            continue
         if t.spelling in ("(", "["):
             depth += 1
         elif t.spelling in (")", "]"):
