@@ -1,7 +1,8 @@
 """Real CUDA suites end to end: translate, build, run and check every program (issues 11, 14).
 
     python -m bench.real_programs rodinia PATH [--time] [--only a,b] [--json out.json]
-    python -m bench.real_programs polybench PATH [--time --threads 1] [--omp] [--only GEMM,2MM] [--json out.json]
+    python -m bench.real_programs polybench PATH [--time --threads 1 [--cpu-time]] [--omp] [--only GEMM,2MM]
+        [--json out.json]
 
 PATH is a checkout of yuhc/gpu-rodinia (``cuda/<name>``, ``openmp/<name>``) or of
 sgrauerg/polybenchGpu (``CUDA/<NAME>``, and the older versions of the same programs under
@@ -31,7 +32,9 @@ correct in both. A program that times itself (``Program.self_times``: PolyBench 
 of its GPU part and of its own serial CPU version) is timed by those printed times instead, each
 the best of ``--repeat`` runs on the checked build and input (the checked run counts as the
 first; built with its ``time_flags``: PolyBench's headers' default sizes), against its serial reference: t_serial / t_polypy,
-and the programs below 1 listed.
+and the programs below 1 listed. ``--cpu-time`` (with ``--threads 1``) makes every time CPU
+seconds instead of wall seconds, far less moved by the other processes of a loaded machine
+(``bench/real_programs_clock.py``).
 
 Not a test: nothing here asserts anything; ``tests/test_real_programs_runner.py`` checks the
 machinery on a tiny suite of its own.
@@ -52,6 +55,7 @@ import tempfile
 import time
 from typing import Callable, Mapping, Sequence
 
+from bench import real_programs_clock as cpu_clock
 from bench import real_programs_ports as ports
 from bench.real_programs_spec import TIMING_LINES, Build, Check, Output, Probe, Program  # noqa: F401 (re-exported)
 from bench.real_programs_table import Row, format_table, geomean, summary  # noqa: F401 (re-exported)
@@ -145,6 +149,7 @@ class Tools:
     cxx: str = "g++"
     threads: int = 0
     translate_timeout_s: float = 300.0
+    cpu_time: bool = False  # --cpu-time: times in CPU seconds (one thread; bench/real_programs_clock.py)
 
     @property
     def thread_count(self) -> int:
@@ -246,9 +251,12 @@ def run_directory(base: pathlib.Path, program: Program, inputs: pathlib.Path) ->
     return run_dir
 
 
-FIXED_TIME_SHIM = """#include <time.h>
-time_t time(time_t *t) { if (t) *t = (time_t)%d; return (time_t)%d; }
-"""
+def shim_library(work: pathlib.Path, stem: str, source: str, tools: Tools) -> pathlib.Path:
+    """A preloadable shim of ours (bench/real_programs_clock.py) compiled into ``work``, once."""
+    try:
+        return cpu_clock.shim_library(work, stem, source, tools.cc)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        raise StepFailed(f"{stem} shim: " + first_error(str(exc))) from exc
 
 
 def fixed_time_environment(program: Program, work: pathlib.Path, tools: Tools) -> dict[str, str]:
@@ -257,21 +265,19 @@ def fixed_time_environment(program: Program, work: pathlib.Path, tools: Tools) -
     numbers in both versions; empty when the program keeps the real clock."""
     if program.fixed_time is None:
         return {}
-    source, library = work / "fixed_time.c", work / "libfixed_time.so"
-    if not library.exists():
-        source.write_text(FIXED_TIME_SHIM % (program.fixed_time, program.fixed_time))
-        r = _run([tools.cc, "-shared", "-fPIC", "-O2", str(source), "-o", str(library)], cwd=work, timeout=120)
-        if r.returncode != 0:
-            raise StepFailed("fixed-time shim: " + first_error(r.stderr or r.stdout))
-    return {"LD_PRELOAD": str(library)}
+    source = cpu_clock.FIXED_TIME_SHIM % (program.fixed_time, program.fixed_time)
+    return {"LD_PRELOAD": str(shim_library(work, "fixed_time", source, tools))}
 
 
 def run_binary(binary: pathlib.Path, args: Sequence[str], run_dir: pathlib.Path, *, timeout: float,
-               threads: int, env: Mapping[str, str] | None = None) -> tuple[subprocess.CompletedProcess, float]:
+               threads: int, env: Mapping[str, str] | None = None, cpu_time: bool = False
+               ) -> tuple[subprocess.CompletedProcess, float]:
+    """Runs ``binary``; returns its result and its wall time, or with ``cpu_time`` its CPU time."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
+    clock = cpu_clock.children_cpu_seconds if cpu_time else time.perf_counter
+    start = clock()
     r = _run([str(binary), *args], cwd=run_dir, timeout=timeout, env={**omp_environment(threads), **(env or {})})
-    elapsed = time.perf_counter() - start
+    elapsed = clock() - start
     (run_dir / ".stdout").write_text(r.stdout)  # kept with --keep, for a look at what differed
     (run_dir / ".stderr").write_text(r.stderr)
     if r.returncode != 0:
@@ -335,11 +341,13 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
         args = _format(program.args, params, program.note)
         ours_dir = run_directory(work / "run_polypy", program, inputs)
         clock = fixed_time_environment(program, work, tools)
+        timing = clock if not tools.cpu_time else cpu_clock.with_preload(
+            clock, shim_library(work, "cpu_clock", cpu_clock.CPU_CLOCK_SHIM, tools))
         # what the device returns to the host, written by polypy's runtime (ours and the emulated run)
         trace = {"POLYPY_TRACE_COPIES": "copies.txt"} if program.trace_copies else {}
         traced = {"POLYPY_TRACE_COPIES": "copies.txt"} if port_name else trace
         r, _ = run_binary(binary, args, ours_dir, timeout=program.timeout_s, threads=tools.thread_count,
-                          env={**clock, **traced})
+                          env={**timing, **traced})
         row.run = "ok"
         step = "correct"
         ours = read_output(ours_dir, r, program.check.ours)
@@ -351,7 +359,7 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
             if kind == "own":  # the same binary on its own CPU path (mummergpu -C)
                 ref_dir = run_directory(work / "run_own", program, inputs)
                 rr, _ = run_binary(binary, _format(program.omp_args or (), params), ref_dir, timeout=program.timeout_s,
-                                   threads=tools.thread_count, env=clock)
+                                   threads=tools.thread_count, env=timing)
             elif kind == "omp":
                 assert program.omp is not None
                 ref_binary = compile_program(program.omp, root, work, tools, translated=None, exe="omp_prog")
@@ -360,7 +368,7 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
                 ref_args = _format(program.omp_args if program.omp_args is not None else program.args,
                                    {**params, "threads": str(ref_threads)})
                 rr, _ = run_binary(ref_binary, ref_args, ref_dir, timeout=program.timeout_s, threads=ref_threads,
-                                   env=clock)
+                                   env=timing)
             else:
                 ref_dir = run_directory(work / "run_emulated", program, inputs)
                 rr = run_emulated(program, root, args, ref_dir, tools, env={**clock, **trace})
@@ -373,12 +381,12 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
         port = None
         if port_name is not None:
             step = "omp port"
-            port = _check_port(port_name, program, build, work, ours_dir, tools)
+            port = _check_port(port_name, program, build, work, ours_dir, tools, timing)
             row.port = "yes"
         if timed and program.self_times is not None:
             step = "time"
             row.t_polypy, row.t_serial, row.t_port = _best_self_times(
-                r.stdout, program, (binary, args, ours_dir), tools, repeat, {**clock, **trace}, port)
+                r.stdout, program, (binary, args, ours_dir), tools, repeat, {**timing, **trace}, port)
         elif timed:
             step = "time"
             big = work / "inputs_time"
@@ -390,7 +398,7 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
                     ref_binary = compile_program(program.omp, root, work, tools, translated=None, exe="omp_prog")
                 ref_args = _format(program.omp_args if program.omp_args is not None else program.args, params)
                 runs.append((ref_binary, ref_args, run_directory(work / "time_omp", program, big)))
-            best = _best_interleaved(runs, program, tools, repeat, clock)
+            best = _best_interleaved(runs, program, tools, repeat, timing)
             row.t_polypy = best[0]
             if program.omp is not None:
                 row.t_omp = best[1]
@@ -413,7 +421,7 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
 
 
 def _check_port(name: str, program: Program, build: Build, work: pathlib.Path, run_dir: pathlib.Path,
-                tools: Tools) -> tuple[pathlib.Path, str, pathlib.Path]:
+                tools: Tools, env: Mapping[str, str] | None = None) -> tuple[pathlib.Path, str, pathlib.Path]:
     """Build our OpenMP port ``name`` (``bench/omp_polybench``) at the program's sizes, run it,
     and compare what it writes with the copies the program's checked run traced
     (``run_dir/copies.txt``). Returns the port's executable, its stdout and its run directory."""
@@ -423,7 +431,7 @@ def _check_port(name: str, program: Program, build: Build, work: pathlib.Path, r
         raise StepFailed("build: " + first_error(r.stderr or r.stdout))
     port_dir = work / "run_omp_port"
     output, trace = port_dir / "port_output.bin", run_dir / "copies.txt"
-    rr, _ = run_binary(exe, [str(output)], port_dir, timeout=program.timeout_s, threads=tools.thread_count)
+    rr, _ = run_binary(exe, [str(output)], port_dir, timeout=program.timeout_s, threads=tools.thread_count, env=env)
     try:
         diff = ports.compare_outputs(name, ports.read_port_output(output), ports.read_trace(trace))
     except (OSError, ValueError) as exc:
@@ -460,7 +468,7 @@ def _best_interleaved(runs: Sequence[tuple[pathlib.Path, Sequence[str], pathlib.
     for _ in range(repeat):
         for (binary, args, run_dir), mine in zip(runs, times):
             mine.append(run_binary(binary, args, run_dir, timeout=program.timeout_s, threads=tools.thread_count,
-                                   env=env)[1])
+                                   env=env, cpu_time=tools.cpu_time)[1])
     return [min(t) for t in times]
 
 
@@ -495,7 +503,7 @@ def _best_self_times(first: str, program: Program, run: tuple[pathlib.Path, Sequ
             _self_check(program.check, r.stdout)
         samples.append(self_times(program, r.stdout))
         if port is not None:
-            pr, _ = run_binary(port[0], [], port[2], timeout=program.timeout_s, threads=tools.thread_count)
+            pr, _ = run_binary(port[0], [], port[2], timeout=program.timeout_s, threads=tools.thread_count, env=env)
             port_samples.append(_port_seconds(pr.stdout))
     return min(s[0] for s in samples), min(s[1] for s in samples), min(port_samples, default=None)
 
@@ -556,6 +564,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--only", default="", help="comma-separated program names")
     p.add_argument("--json", type=pathlib.Path, default=None, help="write the rows and the summary as JSON")
     p.add_argument("--threads", type=int, default=0, help="OpenMP threads for both versions, and so polypy's threads (0: all usable cores)")
+    p.add_argument("--cpu-time", action="store_true",
+                   help="with --time and --threads 1: CPU seconds, not wall seconds (bench/real_programs_clock.py)")
     p.add_argument("--keep", type=pathlib.Path, default=None, help="keep the work directories under this path")
     p.add_argument("--list", action="store_true", help="list the programs and exit")
     args = p.parse_args(argv)
@@ -573,15 +583,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         for q in programs:
             print(f"{q.name:24} {q.build.directory:32} {' '.join(q.args)}  [{q.check.kind}] {q.note}")
         return 0
-    tools = Tools(threads=args.threads)
+    tools = Tools(threads=args.threads, cpu_time=args.cpu_time)
+    if args.cpu_time and tools.thread_count != 1:
+        raise SystemExit("--cpu-time needs --threads 1 (the CPU time of several threads is their sum)")
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_start = os.getloadavg()[0]
     rows = measure_suite(programs, root, tools, timed=args.time, keep=args.keep, repeat=args.repeat,
                          omp_ports=args.omp, progress=lambda s: (sys.stderr.write(s), sys.stderr.flush()))
     print(format_table(rows, timed=args.time))
+    if args.time and tools.cpu_time:
+        print("times: CPU seconds of the one thread (--cpu-time), not wall seconds")
     if args.json is not None:
         doc = {"kind": "real_programs", "suite": args.suite, "timed": args.time, "date": started,
-               "threads": tools.thread_count, "cflags": list(CFLAGS), "summary": summary(rows),
+               "threads": tools.thread_count, "clock": "cpu" if tools.cpu_time else "wall",
+               "cflags": list(CFLAGS), "summary": summary(rows),
                "load_average": {"start": load_start, "end": os.getloadavg()[0]},
                "rows": [r.as_dict() for r in rows]}
         args.json.write_text(json.dumps(doc, indent=2) + "\n")

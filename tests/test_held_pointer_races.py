@@ -57,6 +57,9 @@ def test_a_read_of_another_threads_store_through_a_held_pointer_is_a_race(tmp_pa
     src = tmp_path / "held.cu"
     # The read (line 9), the store it races with (line 7), threads of one block.
     assert f"{src}:9:40: warning: thread (tx=" in err, err
+    # the pointer as the source spells it, not the hidden pool's index
+    assert "reads 'd_bufs[blockIdx.x].a[(i64)((u32)((i32)threadIdx.x + 1) % blockDim.x)]'" in err
+    assert "pool" not in err and "_u64" not in err
     assert "of the same block writes in kernel shift, with no __syncthreads() between them" in err
     assert f"{src}:7:5: note: the store" in err
     assert "launched here with block (64, 1, 1)" in err
@@ -76,7 +79,8 @@ def test_no_warning_with_the_barrier(tmp_path) -> None:
 def test_two_stores_through_one_slot_race(tmp_path) -> None:
     err = _warnings(tmp_path, PROGRAM.replace("BARRIER", "if (t == 0) d_bufs[blockIdx.x].a[1] = 0.0f;"))
     src = tmp_path / "held.cu"
-    assert f"{src}:7:5: warning: threads (tx=1, bx=0) and (tx=0, bx=0) both write" in err, err
+    assert f"{src}:7:5: warning: threads (tx=1, bx=0) and (tx=0, bx=0) both write " \
+           "'d_bufs[blockIdx.x].a[(i64)((i32)threadIdx.x)]'" in err, err
     assert f"{src}:8:17: note: the other store" in err
 
 
@@ -131,6 +135,20 @@ def test_heartwalls_missing_barrier_is_found(tmp_path) -> None:
     assert f"{src}:12:9: warning: threads (tx=0, bx=0) and (tx=1, bx=0) both write" in err, err
     assert f"{src}:21:13: note: the other store" in err
     assert f"{src}:21:33: warning: thread (tx=0, bx=0) reads" in err  # what 12:9 of another thread stores
+    assert "both write 'd_unique[bx].m[" in err and "reads 'd_unique[bx].m[" in err
+    assert "pool" not in err
+
+
+def test_the_pointer_is_spelled_as_written_unless_a_macro_hides_it(tmp_path) -> None:
+    # The pointer read is spelled as the source spaces it; where a macro hides the member access,
+    # the text stays the model's (the pool's index).
+    text = PROGRAM.replace("BARRIER", "if (t == 0) d_bufs[blockIdx.x].a[1] = 0.0f;").replace(
+        "    d_bufs[blockIdx.x].a[t] = 2.0f", "    d_bufs[ blockIdx.x ] .a[t] = 2.0f").replace(
+        "__constant__ Bufs d_bufs[4];", "__constant__ Bufs d_bufs[4];\n#define A(i) d_bufs[i].a").replace(
+        "out[blockIdx.x * blockDim.x + t] = d_bufs[blockIdx.x].a", "out[blockIdx.x * blockDim.x + t] = A(blockIdx.x)")
+    err = _warnings(tmp_path, text)
+    assert "both write 'd_bufs[ blockIdx.x ] .a[(i64)((i32)threadIdx.x)]'" in err, err
+    assert "reads 'd_bufs_f32_pool[" in err, err
 
 
 def test_the_column_sum_with_its_barrier_does_not_race(tmp_path) -> None:

@@ -318,20 +318,75 @@ def test_reference_threads_sets_the_reference_builds_thread_count_in_the_check(t
     assert rows["square_None"].correct == "NO"
 
 
-def test_timed_runs_take_turns_and_keep_each_versions_best(tmp_path, monkeypatch):
-    calls: list[str] = []
+@pytest.mark.parametrize("cpu_time", [False, True])
+def test_timed_runs_take_turns_and_keep_each_versions_best(tmp_path, monkeypatch, cpu_time):
+    calls: list[tuple[str, bool]] = []
     times = {"polypy": iter([0.5, 0.3, 0.4]), "omp": iter([0.2, 0.6, 0.25])}
 
-    def fake_run(binary, args, run_dir, *, timeout, threads, env=None):
-        calls.append(binary.name)
+    def fake_run(binary, args, run_dir, *, timeout, threads, env=None, cpu_time=False):
+        calls.append((binary.name, cpu_time))
         return "", next(times[binary.name])
 
     monkeypatch.setattr(real_programs, "run_binary", fake_run)
     program = _suite(tmp_path / "suite")[0]
     runs = [(tmp_path / "polypy", (), tmp_path), (tmp_path / "omp", (), tmp_path)]
-    best = real_programs._best_interleaved(runs, program, Tools(threads=2), 3)
-    assert calls == ["polypy", "omp"] * 3
+    best = real_programs._best_interleaved(runs, program, Tools(threads=1, cpu_time=cpu_time), 3)
+    assert calls == [("polypy", cpu_time), ("omp", cpu_time)] * 3  # --cpu-time: each run's CPU time
     assert best == [0.3, 0.2]
+
+
+# times a sleep with the three clocks a program may print its time with (PolyBench's
+# gettimeofday, an OpenMP port's omp_get_wtime) and prints time(NULL)
+SLEEPER_C = r"""
+#include <omp.h>
+#include <stdio.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+int main(void) {
+    struct timeval a, b;
+    gettimeofday(&a, NULL);
+    double w = omp_get_wtime();
+    usleep(300000);
+    w = omp_get_wtime() - w;
+    gettimeofday(&b, NULL);
+    printf("%f %f %ld\n", (b.tv_sec - a.tv_sec) + 1e-6 * (b.tv_usec - a.tv_usec), w, (long)time(NULL));
+    return 0;
+}
+"""
+
+
+@needs_cxx
+def test_cpu_time_reads_cpu_seconds_where_the_wall_clock_moves(tmp_path):
+    """--cpu-time: the preloaded shim answers gettimeofday and omp_get_wtime with the process's
+    CPU time (a 0.3 s sleep costs next to none), alongside the fixed-time shim; a whole run is
+    timed by its CPU time. Without it both clocks and the run see the sleep."""
+    import subprocess
+
+    from bench import real_programs_clock as cpu_clock
+    from bench.real_programs import fixed_time_environment, run_binary, shim_library
+
+    (tmp_path / "sleeper.c").write_text(SLEEPER_C)
+    binary = tmp_path / "sleeper"
+    subprocess.run(["gcc", "-fopenmp", str(tmp_path / "sleeper.c"), "-o", str(binary)], check=True)
+    tools = Tools(threads=1, cpu_time=True)
+    pinned = fixed_time_environment(Program("s", Build("x"), fixed_time=123456789), tmp_path, tools)
+    env = cpu_clock.with_preload(pinned, shim_library(tmp_path, "cpu_clock", cpu_clock.CPU_CLOCK_SHIM, tools))
+    assert env["LD_PRELOAD"].count(":") == 1
+    r, cpu = run_binary(binary, (), tmp_path / "run", timeout=30, threads=1, env=env, cpu_time=True)
+    timeofday, wtime, now = r.stdout.split()
+    assert float(timeofday) < 0.1 and float(wtime) < 0.1 and cpu < 0.1
+    assert now == "123456789"
+    r, wall = run_binary(binary, (), tmp_path / "run", timeout=30, threads=1)
+    timeofday, wtime, now = r.stdout.split()
+    assert float(timeofday) >= 0.29 and float(wtime) >= 0.29 and wall >= 0.29
+    assert int(now) > 1_600_000_000
+
+
+def test_cpu_time_needs_one_thread(tmp_path, monkeypatch):
+    monkeypatch.setattr("bench.real_programs.load_suite", lambda name, path: [])
+    with pytest.raises(SystemExit, match="--cpu-time needs --threads 1"):
+        main(["polybench", str(tmp_path), "--time", "--cpu-time", "--threads", "2"])
 
 
 # a program with its own CPU path (`-C`, as mummergpu has) and a C file of its own that needs a flag

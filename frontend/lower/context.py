@@ -188,14 +188,11 @@ class ModuleContext:
         count = 1
         for d in dims:
             count *= d or 1
-        found = initializer_of(decl)
+        found = module_initializer(decl)
         if layout.record.overlaps:
             return self.union_global(decl, dims, layout, space, count, found, where)
         if found is not None and found.kind != CK.INIT_LIST_EXPR:
-            if found.kind == CK.CALL_EXPR and not any(ch.kind.is_expression() for ch in found.get_children()):
-                found = None  # `Params p;`: clang shows the implicit default construction
-            else:
-                raise UserError(f"'{decl.spelling}' must be initialized with a brace list of constants", where)
+            raise UserError(f"'{decl.spelling}' must be initialized with a brace list of constants", where)
         holds_pointers = any(tm.is_pointer(leaf.ctype) for leaf in tm.leaves(layout.record.ctype))
         if found is not None and holds_pointers:
             raise UserError(f"'{decl.spelling}' holds pointers: an initializer of a __device__ or __constant__ record "
@@ -221,8 +218,7 @@ class ModuleContext:
         narrowest member type's size, viewing the source variable; each member a typed view of its
         bytes at its offset, as for shared and local memory (docs/typed_views.md)."""
         assert layout.record is not None
-        if found is not None and not (found.kind == CK.CALL_EXPR and
-                                      not any(ch.kind.is_expression() for ch in found.get_children())):
+        if found is not None:
             raise UserError(f"'{decl.spelling}' holds a union: an initializer of a __device__ or __constant__ "
                             "variable holding a union is not supported (it sets the first member of each union "
                             "only)", where)
@@ -302,8 +298,72 @@ def _is_curand_table(decl: ci.Cursor) -> bool:
             and pathlib.Path(where.name).resolve() == (RUNTIME_DIR / "curand_jump_tables.h").resolve())
 
 
-def _constant_initializer(decl: ci.Cursor, layout: tm.ElemLayout, shape) -> tuple | None:
+def is_default_construction(init: ci.Cursor) -> bool:
+    """``T v;`` of a record type: clang shows a call of its default constructor, with no arguments."""
+    return init.kind == CK.CALL_EXPR and not any(ch.kind.is_expression() for ch in init.get_children())
+
+
+def _empty_construction(t: ci.Type) -> bool:
+    """Whether default construction of a ``t`` sets nothing (so that a module variable of type
+    ``t`` keeps static storage's zeros): no default member initializers, and each default
+    constructor, of ``t``'s records and of their members and bases, defaulted or empty."""
+    c = t.get_canonical()
+    while c.kind in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY):
+        c = c.element_type.get_canonical()
+    if c.kind != ci.TypeKind.RECORD:
+        return True
+    for ch in c.get_declaration().get_children():
+        if ch.kind == CK.FIELD_DECL:
+            if _has_member_initializer(ch) or not _empty_construction(ch.type):
+                return False
+        elif ch.kind == CK.CXX_BASE_SPECIFIER:
+            if not _empty_construction(ch.type):
+                return False
+        elif ch.kind == CK.CONSTRUCTOR and ch.is_default_constructor() and not ch.is_default_method():
+            body = function_body(ch)
+            if body is None or any(True for _ in body.get_children()) or any(
+                    e.kind in (CK.MEMBER_REF, CK.TYPE_REF) or e.kind.is_expression() for e in ch.get_children()):
+                return False
+    return True
+
+
+def _has_member_initializer(field: ci.Cursor) -> bool:
+    """``int d = 3;`` or ``int e{4};`` in a record: an ``=`` or ``{`` after the member's name outside
+    brackets and parentheses (array sizes and bit-field widths are expression children of the
+    field too; ``union { ... } v;`` has braces before it)."""
+    depth = 0
+    name = field.location.offset
+    for t in field.get_tokens():
+        if t.extent.start.offset <= name:
+            continue
+        if t.spelling in ("(", "["):
+            depth += 1
+        elif t.spelling in (")", "]"):
+            depth -= 1
+        elif depth == 0 and t.spelling in ("=", "{"):
+            return True
+    return False
+
+
+def module_initializer(decl: ci.Cursor) -> ci.Cursor | None:
+    """The initializer of a ``__constant__``/``__device__`` variable; None where there is none:
+    without one (``__constant__ Params p;``) it is zero, as static storage is, when its default
+    construction sets nothing; a constructor that sets values (clang accepts ``constexpr`` ones)
+    is refused."""
     init = initializer_of(decl)
+    if init is not None and not is_default_construction(init) and init.kind != CK.INIT_LIST_EXPR:
+        return init
+    # (Arrays of records show no construction of their own; a brace list leaving members out
+    # would take their default member initializers.)
+    if not _empty_construction(decl.type):
+        raise UserError(f"'{decl.spelling}' is initialized by a constructor or default member initializers: "
+                        "not supported for __device__ or __constant__ variables (set it with cudaMemcpyToSymbol or "
+                        "in a kernel)", cursor_loc(decl))
+    return init if init is not None and init.kind == CK.INIT_LIST_EXPR else None
+
+
+def _constant_initializer(decl: ci.Cursor, layout: tm.ElemLayout, shape) -> tuple | None:
+    init = module_initializer(decl)
     if init is None:
         return None
     values: list[int | float] = []

@@ -22,6 +22,7 @@ footprints stay sound; accesses through ordinary pointers stay exact.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import clang.cindex as ci
@@ -54,6 +55,7 @@ def held_pointer(kb: KernelBuilder, address: RecordAddress, ft: ci.Type, member:
                        f"'{target.spelling}')", c)
     pool, base = _pool(kb, st, held, member, c)
     value = n.Load(view, (address.index(U64),), U64, loc=kb.loc(c))
+    _note_spelling(kb, (st, held.symbol), value.loc, member, c)
     diff = convert(n.Binary("sub", value, n.Var(base, U64), loc=value.loc), I64)
     offset = diff if st.itemsize == 1 else n.Binary("div", diff, n.Const(st.itemsize, I64), loc=value.loc)
     return Pointer(pool, (), offset, tm.ElemLayout(st, 1, (("", 0),), target.spelling))
@@ -76,6 +78,30 @@ def _pool(kb: KernelBuilder, st, held, member: str, c: ci.Cursor) -> tuple[str, 
         kb.params.append(n.Param(extent, U64, loc=where))
         slots = n.HeldPointerSlots(pool, base, extent, st, held.symbol, held.record.size, held.count, (), where)
     merged = tuple(sorted(set(slots.offsets) | set(offsets)))
-    kb.held_pointers[key] = n.HeldPointerSlots(slots.pool, slots.base, slots.extent, st, held.symbol,
-                                               held.record.size, held.count, merged, slots.loc)
+    kb.held_pointers[key] = dataclasses.replace(slots, offsets=merged)
     return slots.pool, slots.base
+
+
+def _note_spelling(kb: KernelBuilder, key, where, member: str, c: ci.Cursor) -> None:
+    """The source text of the read of ``member`` at ``c`` (``d_unique[bx].d_in2``), for the race
+    diagnostics to spell accesses through it as the source does; none where the text is not
+    that member access (a macro's name or call, ``PTR(bx)``)."""
+    slots = kb.held_pointers[key]
+    tokens = list(c.get_tokens())
+    if where is None or [t.spelling for t in tokens[-2:]] not in (['.', member], ['->', member]) \
+            or any(loc == where for loc, _ in slots.spellings):
+        return
+    kb.held_pointers[key] = dataclasses.replace(slots, spellings=slots.spellings + ((where, spaced(tokens)),))
+
+
+def spaced(tokens: list[ci.Token]) -> str:
+    """``tokens`` as the source spaces them on one line (one space where it breaks the line)."""
+    out: list[str] = []
+    last = None
+    for t in tokens:
+        start = t.extent.start
+        if last is not None and (start.line != last.line or start.column > last.column):
+            out.append(" " * (start.column - last.column if start.line == last.line else 1))
+        out.append(t.spelling)
+        last = t.extent.end
+    return "".join(out)

@@ -94,7 +94,9 @@ class HeldPointerSlots:
     pointer that is not null must point into a live ``cudaMalloc`` allocation at a multiple of
     ``elem``'s size (else the launch stops, located at ``loc``, the first read); ``pool`` is the
     lowest such allocation and the pool covers up to the end of the highest
-    (``polypy_rt_held_pointers``). No C parameter maps to them (``SourceParam``)."""
+    (``polypy_rt_held_pointers``). No C parameter maps to them (``SourceParam``). ``spellings``:
+    the source text of each read of a pointer (``d_unique[bx].d_in2``), by the location of its
+    ``n.Load``, for the race diagnostics (``polypy.poly.held.held_text``)."""
 
     pool: str
     base: str
@@ -105,6 +107,7 @@ class HeldPointerSlots:
     count: int
     offsets: tuple[tuple[int, str], ...]
     loc: Loc | None = None
+    spellings: tuple[tuple[Loc, str], ...] = ()
 
 
 STAGES = ("gpu", "cpu")

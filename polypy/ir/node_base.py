@@ -10,12 +10,31 @@ from polypy.errors import Loc
 
 
 def _node(cls: type) -> type:
-    """A frozen, slotted dataclass whose hash is computed once per node (``_memo_hash``)."""
+    """A frozen, slotted dataclass whose hash is computed once per node (``_memo_hash``),
+    pickled without its memos (``_without_memos``)."""
     cls = dataclasses.dataclass(frozen=True, slots=True)(cls)
     computed = cls.__dict__.get("__hash__")
     if computed is not None:
         cls.__hash__ = _memo_hash(computed)
+    cls.__getstate__ = _without_memos(cls)
     return cls
+
+
+def _without_memos(cls: type):
+    """``cls``'s pickled state with its memos (the fields ``init=False`` whose names start with
+    ``_``: ``_hash``, ``_kinds``, ...) left unset: some hold what only this process means
+    (``_hash`` hashes strings with this process's seed, ``_kinds`` uses the bits ``class_bit``
+    gave out in the order this process first asked), and all are recomputed when asked."""
+    getstate = cls.__getstate__  # the dataclass's: the values of all fields, in order
+    memos = [i for i, f in enumerate(dataclasses.fields(cls)) if not f.init and f.name.startswith("_")]
+
+    def __getstate__(self) -> list:
+        state = getstate(self)
+        for i in memos:
+            state[i] = None
+        return state
+
+    return __getstate__
 
 
 def _memo_hash(compute):

@@ -17,7 +17,7 @@ from polypy.ir.types import ScalarType
 from polypy.ir.visitor import walk, walk_only
 from polypy.poly.affine import Converter, _val, expression_key
 from polypy.poly.base_domain import base_domain
-from polypy.poly.held import held_index, held_pools
+from polypy.poly.held import held_index, held_pools, held_text
 from polypy.poly.index_shapes import (block_factor, block_stride, is_grid_stride, last_block_product, linear_block_stride,
                                       product_factors, signed_terms, wrapping_block_factor)
 from polypy.poly.instances import Access, Barrier, BlockValue, Delinearized, Loop, Model, Stride
@@ -439,6 +439,8 @@ class _Builder:
             slots = self.held.get(raw.buffer)
             held = held_index(slots, raw.indices[0], self.conv, adom) \
                 if slots is not None and len(raw.indices) == 1 else None
+            if held is not None:  # through a pointer held in a record: the source's spelling of it
+                text = held_text(slots, raw.indices[0]) or text  # type: ignore[arg-type]
             self.accesses.append(Access(
                 id=AccessId(path, raw.index), kind=raw.kind, buffer=raw.buffer, space=space,
                 elem=self.kernel.elem_type(raw.buffer), loc=raw.node.loc if raw.node.loc is not None else s.loc,

@@ -27,6 +27,7 @@ from typing import Protocol
 import islpy as isl
 
 from polypy.ir import nodes as n
+from polypy.ir.printer import format_expr
 from polypy.poly.index_shapes import signed_terms
 from polypy.poly.instances import Access
 
@@ -70,6 +71,29 @@ def held_index(slots: n.HeldPointerSlots, index: n.Expr, conv: _IntConverter,
     if offset is None:
         offset = conv.const(0)
     return f"{slots.pool}@{key}", slot, offset
+
+
+def held_text(slots: n.HeldPointerSlots, index: n.Expr) -> str | None:
+    """An access of ``slots.pool`` at ``index`` as the source spells its pointer, the offset as
+    the model spells indices: ``d_unique[bx].d_in2[(i64)ei]`` (not ``pool[(i64)(d_unique_u64[bx
+    * 29 + 9] - base) / 4l + (i64)ei]``). None where the index has another shape or the source
+    text of the pointer read is not known (``HeldPointerSlots.spellings``)."""
+    spelling = None
+    offset = ""
+    for sign, term in signed_terms(index, 1):
+        read = _pointer_read(slots, term)
+        if read is not None:
+            if spelling is not None or sign < 0:
+                return None
+            spelling = next((text for loc, text in slots.spellings if loc == read.loc), None)
+            if spelling is None:
+                return None
+            continue
+        text = format_expr(term)
+        offset += (" - " if sign < 0 else " + ") + text if offset else ("-" + text if sign < 0 else text)
+    if spelling is None:
+        return None
+    return f"{spelling}[{offset or '0'}]"
 
 
 def _pointer_read(slots: n.HeldPointerSlots, term: n.Expr) -> n.Load | None:
