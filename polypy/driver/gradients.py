@@ -368,7 +368,11 @@ def _warn_races(module: n.Module, name: str, report: list | None) -> None:
 
     from polypy.poly.race_report import RaceWarning, kernel_race_warnings
 
-    for text in kernel_race_warnings(module, name):
+    from polypy.stack import call_on_big_stack
+
+    # The race model's rewrites walk the kernel recursively (1,000 nested ifs): on the big stack
+    # the API's other stages run on.
+    for text in call_on_big_stack(kernel_race_warnings, module, name):
         warnings.warn(text, RuntimeWarning, stacklevel=3)
         if report is not None:
             report.append(RaceWarning(text))
