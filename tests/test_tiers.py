@@ -5,6 +5,7 @@ an entry that names nothing hides that the list no longer says what CI's log mea
 from __future__ import annotations
 
 import ast
+import os
 import pathlib
 import subprocess
 import sys
@@ -29,8 +30,9 @@ def test_every_entry_names_a_test_file_or_a_test_function_in_it():
 
 
 def _outcome(directory: pathlib.Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}  # the outer run's options are not ours
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", *args],
-                         cwd=directory, capture_output=True, text=True, timeout=300)
+                         cwd=directory, capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode == 0, run.stdout + run.stderr
     return run.stdout.strip().splitlines()[-1]
 
