@@ -495,7 +495,7 @@ def _best_self_times(first: str, program: Program, run: tuple[pathlib.Path, Sequ
     stdout of its checked run, its directory), the port runs after each run of the program and
     its best printed time is the third value (else None)."""
     samples = [self_times(program, first)]
-    port_samples = [_port_seconds(port[1])] if port is not None else []
+    port_stdouts = [port[1]] if port is not None else []
     binary, args, run_dir = run
     for _ in range(repeat - 1):
         r, _ = run_binary(binary, args, run_dir, timeout=program.timeout_s, threads=tools.thread_count, env=env)
@@ -504,15 +504,12 @@ def _best_self_times(first: str, program: Program, run: tuple[pathlib.Path, Sequ
         samples.append(self_times(program, r.stdout))
         if port is not None:
             pr, _ = run_binary(port[0], [], port[2], timeout=program.timeout_s, threads=tools.thread_count, env=env)
-            port_samples.append(_port_seconds(pr.stdout))
-    return min(s[0] for s in samples), min(s[1] for s in samples), min(port_samples, default=None)
-
-
-def _port_seconds(stdout: str) -> float:
+            port_stdouts.append(pr.stdout)
     try:
-        return ports.port_seconds(stdout)
+        port_best = min((ports.port_seconds(out) for out in port_stdouts), default=None)
     except ValueError as exc:
         raise StepFailed(str(exc)) from exc
+    return min(s[0] for s in samples), min(s[1] for s in samples), port_best
 
 
 def measure_suite(programs: Sequence[Program], root: pathlib.Path, tools: Tools, *, timed: bool = False,
