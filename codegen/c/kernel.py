@@ -117,11 +117,14 @@ def _dims_suffix(shape: tuple[n.Expr, ...] | tuple[int, ...]) -> str:
 class KernelEmitter:
     """The C code of one CPU-form kernel. ``variant`` (e.g. ``b256x1x1``, ``generic``) names a
     version of it among several (block-shape specializations): its block function and launcher
-    get the suffix and the launcher is ``static``, called by the dispatching launcher."""
+    get the suffix and the launcher is ``static``, called by the dispatching launcher.
+    ``entry``: the version is the kernel's only one (``codegen.c.versions``): its launcher is the
+    kernel's own, these lines first (the check of the version's guard)."""
 
     def __init__(self, kernel: n.Kernel, options: Options, *, variant: str = "",
-                 barriers: Sequence[object] | None = None):
+                 barriers: Sequence[object] | None = None, entry: Sequence[str] | None = None):
         self.variant = variant
+        self.entry = list(entry) if entry is not None else None
         if kernel.stage != "cpu":
             raise InternalError(f"the C backend needs CPU-form kernels; {kernel.name!r} is in {kernel.stage!r} form",
                                 kernel.loc)
@@ -202,7 +205,7 @@ class KernelEmitter:
 
     @property
     def launcher_name(self) -> str:
-        return f"{self.kernel.name}_launch" + (f"_{self.variant}" if self.variant else "")
+        return f"{self.kernel.name}_launch" + (f"_{self.variant}" if self.variant and self.entry is None else "")
 
     def block_params(self) -> list[str]:
         out = ["polypy_uint3 blockIdx", "polypy_uint3 blockDim", "polypy_uint3 gridDim", "size_t shmem_bytes"]
@@ -367,7 +370,7 @@ class KernelEmitter:
         else:
             grid = ("grid_x", "grid_y", "grid_z")
             block = ("block_x", "block_y", "block_z")
-        prologue: list[str] = []
+        prologue: list[str] = list(self.entry or ())
         if opts.program:
             prologue.append(f"if (!polypy_rt_launch_ok({', '.join(grid + block)}, shmem_bytes)) return;")
             if self.kernel.host_polls:  # a loop only the host can end: not on the calling thread
@@ -460,7 +463,11 @@ class KernelEmitter:
             return render_template("c_cooperative.j2", kernel=self.kernel.name, signature=decl, grid=grid,
                                    block=block, prologue=prologue, scratch=scratch, block_function=self.block_name,
                                    arguments=arguments)
+        # A whole program's launcher without scratch memory, sums per worker or a merged loop's
+        # team: the prelude's polypy_run_blocks does the rest (c_launcher.j2, ``runner``).
+        runner = opts.program and opts.cpp and not scratch and not worker_sums and not opts.in_team
         return render_template("c_launcher.j2", kernel=self.kernel.name, signature=decl, grid=grid, block=block,
+                               runner=runner, cost=launch_policy.small_grid_cost(self.kernel), threads=opts.threads,
                                prologue=prologue, num_threads=num_threads, scratch=scratch,
                                block_function=self.block_name, arguments=arguments, steps=steps, note=note,
                                worker_sums=worker_sums, team=opts.program, in_team=opts.in_team, alone=alone, alone_why=alone_why,

@@ -38,6 +38,13 @@ def runs_alone(kernel: n.Kernel, threads: int) -> tuple[str, str]:
     return alone, why
 
 
+def small_grid_cost(kernel: n.Kernel) -> int:
+    """What ``polypy_run_blocks`` (the prelude) weighs a thread of ``kernel`` at for ``runs_alone``'s
+    small-grid test: the operations of a thread of a kernel without loops of its own; 0 (never a
+    small grid) for a kernel with loops."""
+    return 0 if _has_source_loops(kernel) else _thread_cost(kernel)
+
+
 def worker_sums(kernel: n.Kernel) -> list[tuple[int, int, ScalarType]]:
     """(parameter index, element, element type) of each pointer parameter that the kernel only
     adds to (``Kernel.private_atomics``: ``atomic.add`` without its old value, or a versioned

@@ -9,6 +9,8 @@ order; the block functions themselves are ``codegen.c.kernel.KernelEmitter``'s.
 """
 from __future__ import annotations
 
+import functools
+
 from typing import Sequence
 
 from polypy.ir import nodes as n
@@ -131,11 +133,11 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, versions: KernelVersions 
             return lines + ["}"]
         if fallback is not None:
             return lines + [f"{INDENT}{fallback.launcher_name}({forward});", "}"]
-        what = "block shape and grid" if any(g.find(GridWithin) for g, _ in versions.versions) else "block shape"
-        return lines + [f'{INDENT}fprintf(stderr, "polypy: a launch of {kernel.name} with a {what} none of the '
-                        f'program\'s launches has\\n");', f"{INDENT}abort();", "}"]
+        return lines + [INDENT + line for line in _no_version(kernel, versions)] + ["}"]
 
     twins = any(guard.find(ArraysApart) is not None for guard, _ in versions.versions)
+    if options.program and not twins and fallback is None and len(versions.versions) == 1:
+        return _only_version(kernel, versions, options, printer, barriers)
     title = f"/* Launch {kernel.name}<<<grid, block, shmem_bytes>>>: the version compiled for the launch's block shape, if any."
     if not twins:
         lines = dispatcher(title + " */", Facts())
@@ -153,3 +155,32 @@ def emit_kernel(kernel: n.Kernel, options: Options, *, versions: KernelVersions 
                                            versions.versions[i][0].find(ArraysApart) is not None, i))
     texts = [emitters[i].emit().text for i in order] + ([fallback.emit().text] if fallback is not None else [])
     return KernelCode(kernel.name, main.launcher_name, decl + ";", "\n\n".join(texts + ["\n".join(lines)]))
+
+
+def _no_version(kernel: n.Kernel, versions: KernelVersions) -> list[str]:
+    """A launch no version's guard takes, and no default: a broken promise, said before aborting."""
+    what = "block shape and grid" if any(g.find(GridWithin) for g, _ in versions.versions) else "block shape"
+    return [f'fprintf(stderr, "polypy: a launch of {kernel.name} with a {what} none of the program\'s launches '
+            f'has\\n");', "abort();"]
+
+
+def _only_version(kernel: n.Kernel, versions: KernelVersions, options: Options, printer: _GuardPrinter,
+                  barriers: Sequence[object] | None) -> KernelCode:
+    """A whole program's kernel with one version and no default: no dispatcher, the version's
+    launcher is the kernel's own and checks the version's guard first (what the guard's facts
+    fold to true is not tested; a guard that folds to false leaves only the check)."""
+    guard, version = versions.versions[0]
+    left: list[n.Expr] = []
+    for condition in guard.conditions:
+        value = known(condition.expr(), Facts())
+        if isinstance(value, n.Const):
+            if not value.value:
+                left = [value]
+                break
+            continue
+        left.append(value)
+    entry: list[str] = []
+    if left:
+        test = printer.expr(functools.reduce(lambda a, b: n.Binary("land", a, b), left))
+        entry = [f"if (!({test})) {{", *(INDENT + line for line in _no_version(kernel, versions)), "}"]
+    return KernelEmitter(version, options, variant=guard.suffix(), barriers=barriers, entry=entry).emit()
