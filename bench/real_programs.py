@@ -36,8 +36,9 @@ and the programs below 1 listed. ``--cpu-time`` (with ``--threads 1``) makes eve
 seconds instead of wall seconds, far less moved by the other processes of a loaded machine
 (``bench/real_programs_clock.py``).
 
-Not a test: nothing here asserts anything; ``tests/test_real_programs_runner.py`` checks the
-machinery on a tiny suite of its own.
+The steps that run tools (translate, compile, run, the emulated reference) are
+``bench/real_programs_steps.py``. Not a test: nothing here asserts anything;
+``tests/test_real_programs_runner.py`` checks the machinery on a tiny suite of its own.
 """
 from __future__ import annotations
 
@@ -58,29 +59,16 @@ from typing import Callable, Mapping, Sequence
 from bench import real_programs_clock as cpu_clock
 from bench import real_programs_ports as ports
 from bench.real_programs_spec import TIMING_LINES, Build, Check, Output, Probe, Program  # noqa: F401 (re-exported)
+from bench.real_programs_steps import (CFLAGS, NoInput, StepFailed, Tools, compile_program,  # noqa: F401
+                                        first_error, fixed_time_environment, format_args, run_binary,
+                                        run_command, run_directory, run_emulated, shim_library, translate)
 from bench.real_programs_table import Row, format_table, geomean, summary  # noqa: F401 (re-exported)
 
-CFLAGS = ("-O3", "-march=native", "-fopenmp")
-CUDA_HEADERS = pathlib.Path(__file__).resolve().parents[1] / "polypy" / "runtime"  # polypy's cuda.h & co.
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b", re.IGNORECASE)
-
-
-class StepFailed(Exception):
-    """A step failed; ``str()`` is the first error line."""
 
 
 # ---------------------------------------------------------------------------------------------
 # small helpers
-
-def first_error(text: str, *, limit: int = 110) -> str:
-    """The first line of ``text`` that says ``error`` (else its first non-empty line), with the
-    temporary directory's path shortened to the file name and cut to ``limit`` characters."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    chosen = next((line for line in lines if "error" in line.lower() or "undefined reference" in line),
-                  lines[0] if lines else "")
-    chosen = re.sub(r"(/[^\s:]*/)([^/\s:]+)", r"\2", chosen)
-    return chosen if len(chosen) <= limit else chosen[: limit - 3] + "..."
-
 
 def numbers(text: str, out: Output) -> list[float]:
     """The numbers of ``text`` that ``out`` selects."""
@@ -126,183 +114,8 @@ def read_output(run_dir: pathlib.Path, run: subprocess.CompletedProcess, out: Ou
     return numbers(path.read_text(errors="replace"), out)
 
 
-class NoInput(StepFailed):
-    """The program needs an input file that no generator makes."""
-
-
-def _format(template: Sequence[str], params: Mapping[str, str], note: str = "") -> list[str]:
-    try:
-        return [a.format(**params) for a in template]
-    except KeyError as exc:
-        raise NoInput(note or f"no input generator for {exc}") from exc
-
-
 # ---------------------------------------------------------------------------------------------
 # the steps
-
-@dataclasses.dataclass(frozen=True)
-class Tools:
-    """Commands the runner calls (overridable for tests)."""
-
-    polypy: tuple[str, ...] = (sys.executable, "-m", "polypy.driver.cli")
-    cc: str = "gcc"
-    cxx: str = "g++"
-    threads: int = 0
-    translate_timeout_s: float = 300.0
-    cpu_time: bool = False  # --cpu-time: times in CPU seconds (one thread; bench/real_programs_clock.py)
-
-    @property
-    def thread_count(self) -> int:
-        return self.threads or len(os.sched_getaffinity(0))
-
-
-def _run(command: Sequence[str], *, cwd: pathlib.Path, timeout: float, env: Mapping[str, str] | None = None
-         ) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(list(command), cwd=cwd, capture_output=True, text=True, errors="replace",
-                              timeout=timeout, env=None if env is None else {**os.environ, **env})
-    except subprocess.TimeoutExpired as exc:
-        raise StepFailed(f"timed out after {timeout:g} s: {' '.join(pathlib.Path(command[0]).name.split())}") from exc
-
-
-def _flags(build: Build, root: pathlib.Path) -> list[str]:
-    src = root / build.directory
-    out = []
-    for f in build.flags:
-        if f.startswith("-I") and not os.path.isabs(f[2:]):
-            f = "-I" + str((src / f[2:]).resolve())
-        out.append(f)
-    return out
-
-
-def translate(build: Build, root: pathlib.Path, work: pathlib.Path, tools: Tools) -> list[pathlib.Path]:
-    """``polypy translate`` each .cu file into ``work``; returns the C++ files."""
-    src = root / build.directory
-    outputs = []
-    for i, cu in enumerate(build.cu):
-        out = work / f"t{i}_{pathlib.Path(cu).stem}.cpp"
-        r = _run([*tools.polypy, "translate", str(src / cu), "-o", str(out), *_flags(build, root)],
-                 cwd=work, timeout=tools.translate_timeout_s)
-        if r.returncode != 0:
-            raise StepFailed(first_error(r.stderr or r.stdout) or f"exit status {r.returncode}")
-        outputs.append(out)
-    return outputs
-
-
-def compile_program(build: Build, root: pathlib.Path, work: pathlib.Path, tools: Tools, *,
-                    translated: Sequence[pathlib.Path] | None, exe: str) -> pathlib.Path:
-    """Compile and link. ``translated``: the C++ files polypy made from ``build.cu`` (None for a
-    reference build, whose .cu files, if any, go to the C++ compiler as they are)."""
-    src = root / build.directory
-    # quoted includes of translated files are found next to their .cu source (-iquote: a
-    # program's own unistd.h, as kmeans has, must not hide the system's <unistd.h>)
-    flags = [*_flags(build, root), "-iquote", str(src.resolve())]
-    if translated is not None:
-        # the Makefiles' -I$(CUDA_DIR)/include, for host files that include <cuda.h> themselves
-        flags.append(f"-I{CUDA_HEADERS}")
-    objects = []
-    jobs: list[tuple[str, pathlib.Path]] = []
-    if translated is not None:
-        jobs += [(tools.cxx, p) for p in translated]
-    else:
-        jobs += [(tools.cxx, src / f) for f in build.cu]
-    own = len(jobs)
-    jobs += [(tools.cc, src / f) for f in build.c] + [(tools.cxx, src / f) for f in build.cxx]
-    link_flags: list[str] = []
-    if build.probe is not None:
-        probe = work / f"{exe}_probe.c"
-        probe.write_text(build.probe.source)
-        jobs.append((tools.cc, probe))
-        link_flags += [f"-Wl,--wrap={name}" for name in build.probe.wrap]
-    for i, (compiler, path) in enumerate(jobs):
-        obj = work / f"{exe}_{i}_{path.stem}.o"
-        lang = ["-x", "c++"] if compiler == tools.cxx and path.suffix == ".cu" else []
-        extra = list(build.own_flags) if own <= i < own + len(build.c) + len(build.cxx) else []
-        r = _run([compiler, *CFLAGS, *flags, "-w", *lang, *extra, "-c", str(path), "-o", str(obj)], cwd=work,
-                 timeout=300)
-        if r.returncode != 0:
-            raise StepFailed(first_error(r.stderr or r.stdout))
-        objects.append(str(obj))
-    binary = work / exe
-    r = _run([tools.cxx, *CFLAGS, *link_flags, *objects, "-o", str(binary), *build.libs], cwd=work, timeout=300)
-    if r.returncode != 0:
-        raise StepFailed(first_error(r.stderr or r.stdout))
-    return binary
-
-
-def omp_environment(threads: int) -> dict[str, str]:
-    """The same OpenMP settings for both versions. Passive waiting: on a loaded machine (more
-    busy threads than cores) spinning threads make every barrier cost milliseconds, and
-    programs that launch thousands of short kernels (cfd) take 50x longer for both."""
-    return {"OMP_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "passive"}
-
-
-def run_directory(base: pathlib.Path, program: Program, inputs: pathlib.Path) -> pathlib.Path:
-    """Where a program runs: ``base``, or for programs that open ``../../data/...`` themselves,
-    that deep below ``base`` with a copy of the generated ``data`` in ``base`` (a copy: some
-    write their output next to their input)."""
-    base.mkdir(parents=True, exist_ok=True)
-    if not program.cwd:
-        return base
-    if not (base / "data").exists() and (inputs / "data").exists():
-        shutil.copytree(inputs / "data", base / "data")
-    run_dir = base / program.cwd
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir
-
-
-def shim_library(work: pathlib.Path, stem: str, source: str, tools: Tools) -> pathlib.Path:
-    """A preloadable shim of ours (bench/real_programs_clock.py) compiled into ``work``, once."""
-    try:
-        return cpu_clock.shim_library(work, stem, source, tools.cc)
-    except (RuntimeError, subprocess.TimeoutExpired) as exc:
-        raise StepFailed(f"{stem} shim: " + first_error(str(exc))) from exc
-
-
-def fixed_time_environment(program: Program, work: pathlib.Path, tools: Tools) -> dict[str, str]:
-    """``LD_PRELOAD`` of a shim of our own whose ``time()`` returns ``program.fixed_time``
-    (compiled into ``work``), so that a program seeding rand() from the clock gets the same
-    numbers in both versions; empty when the program keeps the real clock."""
-    if program.fixed_time is None:
-        return {}
-    source = cpu_clock.FIXED_TIME_SHIM % (program.fixed_time, program.fixed_time)
-    return {"LD_PRELOAD": str(shim_library(work, "fixed_time", source, tools))}
-
-
-def run_binary(binary: pathlib.Path, args: Sequence[str], run_dir: pathlib.Path, *, timeout: float,
-               threads: int, env: Mapping[str, str] | None = None, cpu_time: bool = False
-               ) -> tuple[subprocess.CompletedProcess, float]:
-    """Runs ``binary``; returns its result and its wall time, or with ``cpu_time`` its CPU time."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    clock = cpu_clock.children_cpu_seconds if cpu_time else time.perf_counter
-    start = clock()
-    r = _run([str(binary), *args], cwd=run_dir, timeout=timeout, env={**omp_environment(threads), **(env or {})})
-    elapsed = clock() - start
-    (run_dir / ".stdout").write_text(r.stdout)  # kept with --keep, for a look at what differed
-    (run_dir / ".stderr").write_text(r.stderr)
-    if r.returncode != 0:
-        tail = [line for line in (r.stderr + r.stdout).splitlines() if line.strip()]
-        what = first_error("\n".join(tail[-3:])) if tail else ""
-        raise StepFailed(f"exit status {r.returncode}" + (f": {what}" if what else ""))
-    return r, elapsed
-
-
-def run_emulated(program: Program, root: pathlib.Path, args: Sequence[str], run_dir: pathlib.Path,
-                 tools: Tools, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
-    """The program with every launch in the reference emulator: ``polypy run --emulate FILE
-    [-D.. -I..] -- ARGS`` (single-file programs only)."""
-    build = program.build
-    if len(build.cu) != 1 or build.c or build.cxx:
-        raise StepFailed("no reference: no OpenMP version, and the emulator runs single-file programs only")
-    source = root / build.directory / build.cu[0]
-    flags = [*_flags(build, root), f"-I{(root / build.directory).resolve()}"]
-    run_dir.mkdir(parents=True, exist_ok=True)
-    r = _run([*tools.polypy, "run", "--emulate", str(source), *flags, "--", *args], cwd=run_dir,
-             timeout=max(program.timeout_s, 300), env={**omp_environment(tools.thread_count), **(env or {})})
-    if r.returncode != 0:
-        raise StepFailed("emulated reference failed: " + first_error(r.stderr or r.stdout))
-    return r
-
 
 def _params(program: Program, directory: pathlib.Path, size: str, tools: Tools) -> dict[str, str]:
     directory.mkdir(parents=True, exist_ok=True)
@@ -338,7 +151,7 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
         # the emulator is slow: a tiny input where it is the reference
         inputs = work / "inputs"
         params = _params(program, inputs, "tiny" if kind == "emulate" else "small", tools)
-        args = _format(program.args, params, program.note)
+        args = format_args(program.args, params, program.note)
         ours_dir = run_directory(work / "run_polypy", program, inputs)
         clock = fixed_time_environment(program, work, tools)
         timing = clock if not tools.cpu_time else cpu_clock.with_preload(
@@ -358,14 +171,14 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
             step = "reference"
             if kind == "own":  # the same binary on its own CPU path (mummergpu -C)
                 ref_dir = run_directory(work / "run_own", program, inputs)
-                rr, _ = run_binary(binary, _format(program.omp_args or (), params), ref_dir, timeout=program.timeout_s,
+                rr, _ = run_binary(binary, format_args(program.omp_args or (), params), ref_dir, timeout=program.timeout_s,
                                    threads=tools.thread_count, env=timing)
             elif kind == "omp":
                 assert program.omp is not None
                 ref_binary = compile_program(program.omp, root, work, tools, translated=None, exe="omp_prog")
                 ref_dir = run_directory(work / "run_omp", program, inputs)
                 ref_threads = program.reference_threads or tools.thread_count
-                ref_args = _format(program.omp_args if program.omp_args is not None else program.args,
+                ref_args = format_args(program.omp_args if program.omp_args is not None else program.args,
                                    {**params, "threads": str(ref_threads)})
                 rr, _ = run_binary(ref_binary, ref_args, ref_dir, timeout=program.timeout_s, threads=ref_threads,
                                    env=timing)
@@ -391,12 +204,12 @@ def measure(program: Program, root: pathlib.Path, work: pathlib.Path, tools: Too
             step = "time"
             big = work / "inputs_time"
             params = _params(program, big, "time", tools)
-            args = _format(program.time_args if program.time_args is not None else program.args, params, program.note)
+            args = format_args(program.time_args if program.time_args is not None else program.args, params, program.note)
             runs = [(binary, args, run_directory(work / "time_polypy", program, big))]
             if program.omp is not None:
                 if ref_binary is None:
                     ref_binary = compile_program(program.omp, root, work, tools, translated=None, exe="omp_prog")
-                ref_args = _format(program.omp_args if program.omp_args is not None else program.args, params)
+                ref_args = format_args(program.omp_args if program.omp_args is not None else program.args, params)
                 runs.append((ref_binary, ref_args, run_directory(work / "time_omp", program, big)))
             best = _best_interleaved(runs, program, tools, repeat, timing)
             row.t_polypy = best[0]
@@ -426,7 +239,7 @@ def _check_port(name: str, program: Program, build: Build, work: pathlib.Path, r
     and compare what it writes with the copies the program's checked run traced
     (``run_dir/copies.txt``). Returns the port's executable, its stdout and its run directory."""
     exe = work / "omp_port"
-    r = _run(ports.compile_command(name, build.flags, exe, tools.cc, CFLAGS), cwd=work, timeout=300)
+    r = run_command(ports.compile_command(name, build.flags, exe, tools.cc, CFLAGS), cwd=work, timeout=300)
     if r.returncode != 0:
         raise StepFailed("build: " + first_error(r.stderr or r.stdout))
     port_dir = work / "run_omp_port"

@@ -194,3 +194,28 @@ def test_the_frontend_kernel_builder_is_one_state_object_passed_to_the_parts():
             assert list(inspect.signature(target).parameters)[0] == "kb", name
             forwarded += 1
     assert forwarded >= 10
+
+
+def test_fresh_names_take_the_next_free_suffix_and_count_on():
+    """``NameSupply.fresh`` tried ``t_1``, ``t_2``, ... from the start on every call: 10,000
+    temporaries of one base (a ``?:`` nested 3,000 deep) were 50 million membership tests. Now
+    each base remembers where it stopped: names taken in between (``taken`` is public) are still
+    skipped. Counted: membership tests for 2,000 names of one base."""
+    from polypy.ir.names import NameSupply
+
+    class CountingSet(set):
+        tests = 0
+
+        def __contains__(self, item):
+            CountingSet.tests += 1
+            return super().__contains__(item)
+
+    supply = NameSupply(["t", "t_2"])
+    supply.taken = CountingSet(supply.taken)
+    assert [supply.fresh("t") for _ in range(3)] == ["t_1", "t_3", "t_4"]
+    supply.taken.add("t_5")  # taken from outside, as the frontend does
+    assert supply.fresh("t") == "t_6" and supply.fresh("u") == "u" and supply.fresh("u") == "u_1"
+    CountingSet.tests = 0
+    names = [supply.fresh("t") for _ in range(2_000)]
+    assert len(set(names)) == 2_000 and not set(names) & {"t", "t_1", "t_2", "t_3", "t_4", "t_5", "t_6"}
+    assert CountingSet.tests <= 2 * 2_000, CountingSet.tests

@@ -106,6 +106,64 @@ def test_eliminate_dead_code():
     """)
 
 
+def _dead_chain(links: int) -> str:
+    body = "\n".join(f"  var t{j}: f32 = t{j - 1} * 2.0f" for j in range(1, links))
+    return f"kernel k(x: f32*) {{\n  var t0: f32 = x[0]\n{body}\n  var keep: f32 = x[1]\n  x[2] = keep\n}}\n"
+
+
+def test_eliminate_dead_code_removes_a_chain_of_dead_locals_in_one_sweep(monkeypatch):
+    """``t0 -> t1 -> ... -> t199``, none read by anything that stays: the liveness of one sweep
+    already knows all of them are dead (each sweep removed the last link only: 200 sweeps of the
+    whole kernel, quadratic in the chain). Counted: the sweeps (``_Dce`` passes) for 100 and 200
+    links are the same few."""
+    import importlib
+
+    dce = importlib.import_module("polypy.passes.eliminate_dead_code")  # also a function's name
+    sweeps = [0]
+
+    class Counting(dce._Dce):
+        def __init__(self, live):
+            sweeps[0] += 1
+            super().__init__(live)
+
+    monkeypatch.setattr(dce, "_Dce", Counting)
+    counts = []
+    for links in (100, 200):
+        sweeps[0] = 0
+        result = dce.eliminate_dead_code(parse_kernel(_dead_chain(links)))
+        assert print_kernel(result) == "kernel k(x: f32*) {\n  var keep: f32 = x[1]\n  x[2] = keep\n}\n"
+        counts.append(sweeps[0])
+    assert counts[0] == counts[1] <= 3, counts
+
+
+def test_eliminate_dead_code_keeps_locals_that_read_each_other():
+    # a cycle nothing else reads stays (as it did when dead definitions went one sweep at a time);
+    # a definition read only by a dead one goes with it
+    golden(eliminate_dead_code, """
+    kernel k(x: f32*, n: i32) {
+      var a: f32 = x[0]
+      var b: f32 = x[1]
+      var c: f32 = x[2]
+      var d: f32 = c + 1.0f
+      for i: i32 = 0 to n step 1 {
+        a = b + 1.0f
+        b = a * 2.0f
+      }
+      x[3] = 1.0f
+    }
+    """, """
+    kernel k(x: f32*, n: i32) {
+      var a: f32 = x[0]
+      var b: f32 = x[1]
+      for i: i32 = 0 to n step 1 {
+        a = b + 1.0f
+        b = a * 2.0f
+      }
+      x[3] = 1.0f
+    }
+    """)
+
+
 def test_eliminate_dead_code_drops_assignments_overwritten_before_any_read():
     # `a = sin(sin(a))` is overwritten by `a = b` before anything reads it, and then `a = pow(..)`
     # too; an assignment before a read, or before an exit of the loop, stays.

@@ -19,7 +19,10 @@ web its own name changes nothing in what the kernel computes.
 emits them); names also written by atomics, shuffles or votes are left alone. A kernel whose
 loops nest deeper than ``MAX_LOOP_DEPTH`` keeps every variable whole (exact, only less precise
 for the uniformity questions): the reaching definitions' fixed point runs each loop's body again
-for every loop around it, which costs the square of the depth (1,000 nested loops: 30 s).
+for every loop around it, which costs the square of the depth (1,000 nested loops: 30 s). The
+same beyond ``MAX_BLOCK_DEPTH`` nested statements of any kind: each ``if`` joins the states of its
+two branches, a map of every candidate variable, and machine-made input (a ``?:`` of records
+nested 3,000 deep: an ``if`` and a temporary per level) has as many candidates as levels.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ from polypy.ir.queries import loop_depth
 from polypy.ir.visitor import Mutator, rebuild, walk, walk_only
 
 MAX_LOOP_DEPTH = 64
+MAX_BLOCK_DEPTH = 256
 
 Path = tuple
 State = dict[str, frozenset]  # name -> the definitions (paths of Decl/Assign) that may reach here
@@ -38,11 +42,17 @@ State = dict[str, frozenset]  # name -> the definitions (paths of Decl/Assign) t
 def _join(a: State | None, b: State | None) -> State | None:
     if a is None:
         return b
-    if b is None:
+    if b is None or a is b:
         return a
+    if len(a) < len(b):
+        a, b = b, a
     out = dict(a)
-    for k, v in b.items():
-        out[k] = out[k] | v if k in out else v
+    for k, v in b.items():  # the two sides of an ``if`` share most sets: no union for those
+        old = out.get(k)
+        if old is None:
+            out[k] = v
+        elif old is not v:
+            out[k] = old | v
     return out
 
 
@@ -148,7 +158,8 @@ def split_variable_webs(kernel: n.Kernel, fresh: Callable[[str], str]) -> n.Kern
         if isinstance(x, (n.Decl, n.Assign)):
             defs[x.name] = defs.get(x.name, 0) + 1
     names = {name for name in decls if name not in excluded and defs.get(name, 0) > 1}
-    if not names or loop_depth(kernel.body) > MAX_LOOP_DEPTH:
+    if (not names or loop_depth(kernel.body) > MAX_LOOP_DEPTH
+            or loop_depth(kernel.body, (n.If, n.For, n.While)) > MAX_BLOCK_DEPTH):
         return kernel
     flow = _Flow(names)
     flow.block(kernel.body, {}, ("body",))
@@ -182,6 +193,7 @@ class _Webs:
         self.find = find
         self.seen = seen  # definitions some use may see (the others are dead)
         self.web_names: dict[tuple[str, Path], str] = {}
+        self.taken: set[str] = set()  # web_names' values (asked per use: a set, not a scan)
         self.decl_webs: dict[str, Path] = {}
         self.renamed: dict[str, list[str]] = {}  # original name -> the new names of its other webs
         self.fresh: Callable[[str], str] = lambda s: s
@@ -192,11 +204,12 @@ class _Webs:
         if key not in self.web_names:
             if self.decl_webs.get(name) == root:
                 self.web_names[key] = name
-            elif self.decl_webs.get(name) is None and name not in self.web_names.values():
+            elif self.decl_webs.get(name) is None and name not in self.taken:
                 self.web_names[key] = name  # the declaration's own value is never used: first web
             else:
                 self.web_names[key] = self.fresh(name)
                 self.renamed.setdefault(name, []).append(self.web_names[key])
+            self.taken.add(self.web_names[key])
         return self.web_names[key]
 
     def block(self, stmts: tuple[n.Stmt, ...], path: Path, uses, fresh) -> tuple[n.Stmt, ...]:

@@ -219,14 +219,14 @@ def _only(node: n.Node | Iterable[n.Node], *classes: type) -> Iterable[n.Node]:
     return walk_only(node if isinstance(node, n.Node) else tuple(node), *classes)
 
 
-def loop_depth(stmts: tuple[n.Stmt, ...]) -> int:
-    """How deeply loops (``for``, ``while``) nest in ``stmts`` (0: no loop); a loop, not a
-    recursion, as deep input needs."""
+def loop_depth(stmts: tuple[n.Stmt, ...], kinds: tuple[type, ...] = (n.For, n.While)) -> int:
+    """How deeply loops (``for``, ``while``; or the statements of ``kinds``) nest in ``stmts``
+    (0: none); a loop, not a recursion, as deep input needs."""
     deepest = 0
     stack: list[tuple[n.Node, int]] = [(s, 0) for s in stmts]
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, (n.For, n.While)):
+        if isinstance(node, kinds):
             depth += 1
             deepest = max(deepest, depth)
         for name in node.BLOCKS:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import dataclasses
 
 from polypy.ir import nodes as n
+from polypy.ir.names import statement_names
 from polypy.ir.queries import read_names
-from polypy.ir.visitor import Mutator, walk
+from polypy.ir.visitor import Mutator, has_kind, walk_only
 
 _TERMINATORS = (n.Break, n.Continue, n.Return)
 
@@ -78,7 +79,11 @@ def _overwritten_assigns(items: tuple) -> set[int]:
     whose next event, reading forward from the current position, is such an assignment (a block
     of 20,000 assignments, as a gradient of a long product has, asked each one's future anew).
     While ``over`` is empty only assignments are looked at: the block of each of 1,000 nested
-    ``if``s walked the 999 inside it."""
+    ``if``s walked the 999 inside it. What a statement reads is asked of ``statement_names`` (its
+    reads, and the names it declares: more than it reads, which only keeps more assignments), and
+    whether it holds a ``break`` of ``has_kind``: both remembered in the statements, so the ``if``
+    nesting 999 more, asked again in each of its 1,000 enclosing blocks, is walked once.
+    """
     dead: set[int] = set()
     over: set[str] = set()
     for i in range(len(items) - 1, -1, -1):
@@ -87,20 +92,55 @@ def _overwritten_assigns(items: tuple) -> set[int]:
             dead.add(i)
         if not over and not isinstance(s, n.Assign):
             continue  # nothing to take back, nothing to add: not walked (an ``if`` nesting 1,000 more)
-        if not isinstance(s, n.Stmt) or any(isinstance(x, _TERMINATORS) for x in walk(s)):
+        if not isinstance(s, n.Stmt) or has_kind(s, _TERMINATORS):
             over = set()
             continue
-        reads = read_names(s)
+        reads = statement_names(s)
         over -= reads
         if isinstance(s, n.Assign) and s.name not in reads:
             over.add(s.name)
     return dead
 
 
+_DEFINITIONS = (n.Decl, n.Assign, n.Shuffle, n.Vote)  # what ``_Dce`` drops when the name is dead
+
+
+def _live_names(kernel: n.Kernel) -> set[str]:
+    """The names still read once every definition of a dead local is gone (the ``Decl``,
+    ``Assign``, ``Shuffle`` and ``Vote`` of a name nothing reads, then those that only such
+    definitions read, and so on): what removing the unread definitions again and again until
+    none is left leaves read, found in one walk by counting each name's readers. Names that
+    read each other in a cycle stay, as they did. (One removal per walk took a pass over the
+    whole kernel for each link of a chain of 1,000 temporaries.)"""
+    readers: dict[str, int] = {}
+    reads_of: dict[str, list[set[str]]] = {}  # per defined name, what each definition reads
+    for s in walk_only(kernel.body, n.Stmt):
+        reads: set[str] = set()
+        for field in s.CHILDREN:
+            if field not in s.BLOCKS:
+                value = getattr(s, field)
+                if value is not None and value != ():
+                    reads |= read_names(value)
+        for name in reads:
+            readers[name] = readers.get(name, 0) + 1
+        if isinstance(s, _DEFINITIONS):
+            reads_of.setdefault(s.dest if isinstance(s, (n.Shuffle, n.Vote)) else s.name, []).append(reads)
+    for name in read_names(kernel.buffers):
+        readers[name] = readers.get(name, 0) + 1
+    dead = [name for name in reads_of if not readers.get(name)]
+    while dead:
+        for definition in reads_of[dead.pop()]:
+            for name in definition:
+                readers[name] -= 1
+                if not readers[name] and name in reads_of:
+                    dead.append(name)
+    return {name for name, count in readers.items() if count}
+
+
 def eliminate_dead_code(kernel: n.Kernel) -> n.Kernel:
     """Remove dead locals and unreachable statements (see module docstring)."""
     while True:
-        live = read_names(kernel.body) | read_names(kernel.buffers)
+        live = _live_names(kernel)
         result = _Dce(live).visit(kernel)
         if result is kernel:
             return kernel
