@@ -36,7 +36,7 @@ def bounded_calls(program: Sequence[ci.Cursor], read: Callable[[str], str]) -> f
     """Those of ``SIZE_ARGUMENT``'s functions that ``program`` (the top-level cursors of the
     program's own code) calls only with sizes known below ``BOUND``; ``read(path)``: a file's text."""
     functions: list[ci.Cursor] = []
-    refs: dict[str, int] = dict.fromkeys(SIZE_ARGUMENT, 0)
+    refs: dict[str, list[tuple]] = {name: [] for name in SIZE_ARGUMENT}  # each reference, by its place
     calls: dict[str, list[ci.Cursor]] = {name: [] for name in SIZE_ARGUMENT}
     todo = list(program)
     while todo:
@@ -45,17 +45,28 @@ def bounded_calls(program: Sequence[ci.Cursor], read: Callable[[str], str]) -> f
         if kind in _FUNCTIONS and c.is_definition():
             functions.append(c)
         elif kind in _REFERENCES and c.spelling in refs:
-            refs[c.spelling] += 1
+            refs[c.spelling].append(_place(c))
         elif kind == CK.CALL_EXPR and c.spelling in calls:
             calls[c.spelling].append(c)
         todo.extend(c.get_children())
     shapes = LaunchShapes(functions, read)
     out = set()
     for name, sites in calls.items():
-        # (each call's callee is one reference: any more are uses other than calls)
-        if sites and refs[name] == len(sites) and all(_small(shapes, call, SIZE_ARGUMENT[name]) for call in sites):
+        left = list(refs[name])
+        for call in sites:  # each call's callee: one reference (the rest are uses other than calls)
+            callee = next(iter(call.get_children()), None)
+            ref = next((x for x in ([callee] + list(callee.walk_preorder()) if callee is not None else [])
+                        if x.kind in _REFERENCES and x.spelling == name), None)
+            if ref is not None and _place(ref) in left:
+                left.remove(_place(ref))
+        if sites and not left and all(_small(shapes, call, SIZE_ARGUMENT[name]) for call in sites):
             out.add(name)
     return frozenset(out)
+
+
+def _place(c: ci.Cursor) -> tuple:
+    f = c.location.file
+    return (f.name if f is not None else None, c.extent.start.offset, c.extent.end.offset)
 
 
 def _small(shapes: LaunchShapes, call: ci.Cursor, index: int) -> bool:

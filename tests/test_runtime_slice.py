@@ -221,7 +221,7 @@ def test_large_size_paths_stay_only_where_a_call_may_reach_them(tmp_path: pathli
     (runtime / "cuda_runtime.h").write_text(SIZED)
     large = _lines(SIZED, "  POLYPY_RT_LARGE(") | _lines(SIZED, "rt_fill_large(void*") | \
         _lines(SIZED, "#define POLYPY_RT_LARGE")
-    body = "static char a[1 << 20], b[1 << 20];\nint main(int argc, char** argv) {\n  (void)argv;\n%s\n  return 0;\n}\n"
+    body = "int main(int argc, char** argv) {\n  (void)argv;\n%s\n  return 0;\n}\n"
     cases = {
         # Every size known below the bound (frontend.copy_sizes): constants, a local's straight-line value.
         "cudaMemcpy(a, b, 100 * sizeof(float), 0);": False,
@@ -233,9 +233,14 @@ def test_large_size_paths_stay_only_where_a_call_may_reach_them(tmp_path: pathli
         "size_t n = 16; if (argc > 2) n = 1 << 20;\n  cudaMemcpy(a, b, n, 0);": True,
         "cudaMemcpy(a, b, 16, 0); cudaMemcpy2D(a, b, 16);": True,
         "int (*f)(void*, const void*, size_t, int) = cudaMemcpy; f(a, b, 16, 0);": True,
+        "#define TWO(n) cudaMemcpy(a, b, 16, 0); cudaMemcpy(a, b, n, 0)\n  TWO((size_t)argc);": True,
+        # (a host function template: the size a parameter)
+        "template <class T> void put(T* d, size_t n) { cudaMemcpy(d, b, n * sizeof(T), 0); }\n"
+        "put(a, 4);": True,
     }
     for call, stays in cases.items():
-        program = '#include "cuda_runtime.h"\n' + body % ("  " + call)
+        before, _, call = call.rpartition("\n") if call.startswith("template") else ("", "", call)
+        program = '#include "cuda_runtime.h"\nstatic char a[1 << 20], b[1 << 20];\n' + before + "\n" + body % ("  " + call)
         unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime, exports=False)
         assert unused is not None
         gone = {line for _, spans in unused.items() for a, b in spans for line in range(a, b + 1)}
