@@ -196,7 +196,16 @@ class LaunchShapes:
         why = "; ".join(dict.fromkeys(sources)) if sources else self.quote(arg)
         return ShapeOf(value, why)
 
-    def _locate(self, call: ci.Cursor) -> tuple[HostFunction | None, Pos | None]:
+    def integer(self, call: ci.Cursor, arg: ci.Cursor) -> int | None:
+        """The value of ``arg``, an integer argument of ``call`` (any call of a host function,
+        not only a launch), where it follows as a launch's shapes do; None where it does not."""
+        facts, pos = self._locate(call, any_call=True)
+        try:
+            return _Evaluator(self, facts).integer(arg, pos, 0)[0]
+        except _Unknown:
+            return None
+
+    def _locate(self, call: ci.Cursor, any_call: bool = False) -> tuple[HostFunction | None, Pos | None]:
         f = call.location.file
         offset = call.extent.start.offset
         for i, fn in enumerate(self.functions):
@@ -208,7 +217,11 @@ class LaunchShapes:
             if i not in self._facts:
                 self._facts[i] = HostFunction(fn)
             facts = self._facts[i]
-            pos = facts.launches.get((call.extent.start.offset, call.extent.end.offset))
+            where = (call.extent.start.offset, call.extent.end.offset)
+            pos = facts.launches.get(where)
+            if pos is None and any_call:
+                pos = next((i for i, c in enumerate(facts.cursors) if facts.kinds[i] == CK.CALL_EXPR and
+                            (c.extent.start.offset, c.extent.end.offset) == where), None)
             if pos is not None:
                 return facts, pos
         return None, None

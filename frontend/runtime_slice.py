@@ -20,6 +20,7 @@ import pathlib
 
 import clang.cindex as ci
 
+from frontend.copy_sizes import bounded_calls
 from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, index, preorder, system_include_dirs
 from frontend.runtime_lines import Lexed, header_tokens, lex_header
 
@@ -63,6 +64,9 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
     linked with others; a whole program in one file, ``main`` included, has no other objects).
     ``comments``: whether the comments of what stays stay (False: every comment on lines of its
     own goes too; one after code on its line stays).
+    A ``POLYPY_RT_LARGE(...);`` statement (a copy's, fill's or allocation's path for large sizes)
+    goes where only calls the program makes with sizes known below it reach its declaration
+    (``frontend.copy_sizes``).
 
     Macros are units too: one stays where a unit that stays, the program or a conditional of the
     runtime (``#if``, ``#ifdef``...) names it; an ``#undef`` goes with the definitions it undoes.
@@ -165,26 +169,43 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
             members.setdefault(p, []).append(u)
     # (In a file linked with others, another object may install a hook: its statements all stay.)
     hooked = {} if exports else _hooked_statements(units, lexed)
-    keep: set[int] = set()
-    work = [u for u in units if u.root] + exported + [u for name in roots for u in by_name.get(name, ())]
-    live: set[int] = set()  # the lines of the hooked statements that stay
-    while work:
+    start = [u for u in units if u.root] + exported
+
+    def reach(names: set[str], large: bool) -> tuple[set[int], set[int]]:
+        """The units that stay (ids) and the lines of the hooked statements that stay, from the
+        root units and those of ``names``; ``large``: whether the POLYPY_RT_LARGE statements stay."""
+        keep: set[int] = set()
+        work = start + [u for name in names for u in by_name.get(name, ())]
+        live: set[int] = set()
         while work:
-            u = work.pop()
-            if id(u) in keep:
-                continue
-            keep.add(id(u))
-            weak = hooked[id(u)].weak | {_HOOKED} if id(u) in hooked else set()
-            for name in (u.refs | u.names | spelled.get(id(u), set())) - weak:
-                work.extend(v for v in by_name.get(name, []) + members.get(name, []) if id(v) not in keep)
-        # A hooked statement of a unit that stays, stays where what it waits for (the hook's
-        # function) stays: then so does everything it names.
-        kept_names = {name for u in units if id(u) in keep for name in u.names}
-        for u in units:
-            for line, (installed, names) in hooked.get(id(u), _Hooked()).lines.items():
-                if id(u) in keep and line not in live and installed in kept_names:
-                    live.add(line)
-                    work.extend(v for name in names | {_HOOKED} for v in by_name.get(name, []) if id(v) not in keep)
+            while work:
+                u = work.pop()
+                if id(u) in keep:
+                    continue
+                keep.add(id(u))
+                weak = hooked[id(u)].weak | {_HOOKED, _LARGE} if id(u) in hooked else set()
+                for name in (u.refs | u.names | spelled.get(id(u), set())) - weak:
+                    work.extend(v for v in by_name.get(name, []) + members.get(name, []) if id(v) not in keep)
+            # A hooked statement of a unit that stays, stays where what it waits for (the hook's
+            # function) stays: then so does everything it names.
+            kept_names = {name for u in units if id(u) in keep for name in u.names}
+            for u in units:
+                for line, (installed, names_) in hooked.get(id(u), _Hooked()).lines.items():
+                    if id(u) in keep and line not in live and \
+                            (large if installed == _LARGE else installed in kept_names):
+                        live.add(line)
+                        macro = _LARGE if installed == _LARGE else _HOOKED
+                        work.extend(v for name in names_ | {macro} for v in by_name.get(name, []) if id(v) not in keep)
+        return keep, live
+
+    # The statements for sizes beyond the bound (POLYPY_RT_LARGE) stay where a unit holding one is
+    # reached from a root other than the functions the program calls only with smaller sizes.
+    bounded = bounded_calls([c for c in outside if c.location.file is not None and not c.location.is_in_system_header],
+                            lambda name: texts[name] if name in texts else open(name, encoding="utf-8").read())
+    probe, _ = reach(roots - bounded, True)
+    large = not bounded or any(id(u) in probe and installed == _LARGE
+                               for u in units for installed, _ in hooked.get(id(u), _Hooked()).lines.values())
+    keep, live = reach(roots, large)
     dropped: dict[str, set[int]] = {}
     kept: dict[str, set[int]] = {}
     for u in units:
@@ -265,6 +286,9 @@ def _included_again(includes: list[tuple[str, int, str]], lexed: dict[str, Lexed
 # `POLYPY_RT_HOOKED(installed, statement);` (polypy/runtime/cuda_runtime.h): a statement that does
 # nothing until a part of the runtime installs the hook it reads, `installed` being that part's function.
 _HOOKED = "POLYPY_RT_HOOKED"
+# `POLYPY_RT_LARGE(statement);`: a statement for sizes from the runtime's bound up (large copies,
+# fills and allocations), needed only where some call of the program's may be of such a size.
+_LARGE = "POLYPY_RT_LARGE"
 
 
 @dataclasses.dataclass
@@ -279,7 +303,8 @@ class _Hooked:
 
 def _hooked_statements(units: list[_Unit], lexed: dict[str, Lexed]) -> dict[int, _Hooked]:
     """Per unit (its id) that holds hooked statements, those statements (``_Hooked``): lines whose
-    tokens are exactly one ``POLYPY_RT_HOOKED(installed, ...);``."""
+    tokens are exactly one ``POLYPY_RT_HOOKED(installed, ...);`` or ``POLYPY_RT_LARGE(...);`` (then
+    ``_LARGE`` stands for what it waits for)."""
     out: dict[int, _Hooked] = {}
     for u in units:
         found = lexed.get(u.file)
@@ -292,6 +317,8 @@ def _hooked_statements(units: list[_Unit], lexed: dict[str, Lexed]) -> dict[int,
             ids = found.identifiers.get(line, set())
             if _one_hooked_statement(toks):
                 hooked.lines[line] = (toks[2], ids - {_HOOKED})
+            elif _one_hooked_statement(toks, _LARGE):
+                hooked.lines[line] = (_LARGE, ids - {_LARGE})
             else:
                 elsewhere |= ids
         if hooked.lines:
@@ -300,10 +327,12 @@ def _hooked_statements(units: list[_Unit], lexed: dict[str, Lexed]) -> dict[int,
     return out
 
 
-def _one_hooked_statement(toks: list[str]) -> bool:
-    """Whether ``toks`` (a line's) are ``POLYPY_RT_HOOKED ( name , ... ) ;``: the parenthesis
-    opened after the macro's name closes just before the last token."""
-    if len(toks) < 6 or toks[:2] != [_HOOKED, "("] or toks[3] != "," or toks[-1] != ";":
+def _one_hooked_statement(toks: list[str], macro: str = _HOOKED) -> bool:
+    """Whether ``toks`` (a line's) are ``POLYPY_RT_HOOKED ( name , ... ) ;`` (``POLYPY_RT_LARGE ( ... ) ;``
+    for ``macro`` ``_LARGE``): the parenthesis opened after the macro's name closes just before the
+    last token."""
+    if len(toks) < 4 or toks[:2] != [macro, "("] or toks[-1] != ";" or \
+            macro == _HOOKED and (len(toks) < 6 or toks[3] != ","):
         return False
     depth = 0
     for i, t in enumerate(toks[1:-1], start=1):

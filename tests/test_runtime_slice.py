@@ -201,6 +201,56 @@ def test_a_hooked_statement_stays_only_with_what_installs_its_hook(tmp_path: pat
             assert not {line for _, spans in linked.items() for a, b in spans for line in range(a, b + 1)} & lost
 
 
+SIZED = """\
+#include <stddef.h>
+#include <string.h>
+#define POLYPY_RT_LARGE(...) __VA_ARGS__
+static inline void rt_fill_large(void* d, const void* s, size_t n) { memcpy(d, s, n); }
+static inline void rt_fill(void* d, const void* s, size_t n) {
+  POLYPY_RT_LARGE(if (n >= 4096) return rt_fill_large(d, s, n););
+  memcpy(d, s, n);
+}
+static inline int cudaMemcpy(void* d, const void* s, size_t n, int kind) { (void)kind; rt_fill(d, s, n); return 0; }
+static inline int cudaMemcpy2D(void* d, const void* s, size_t n) { return cudaMemcpy(d, s, n, 0); }
+"""
+
+
+def test_large_size_paths_stay_only_where_a_call_may_reach_them(tmp_path: pathlib.Path) -> None:
+    runtime = tmp_path / "rt"
+    runtime.mkdir()
+    (runtime / "cuda_runtime.h").write_text(SIZED)
+    large = _lines(SIZED, "  POLYPY_RT_LARGE(") | _lines(SIZED, "rt_fill_large(void*") | \
+        _lines(SIZED, "#define POLYPY_RT_LARGE")
+    body = "int main(int argc, char** argv) {\n  (void)argv;\n%s\n  return 0;\n}\n"
+    cases = {
+        # Every size known below the bound (frontend.copy_sizes): constants, a local's straight-line value.
+        "cudaMemcpy(a, b, 100 * sizeof(float), 0);": False,
+        "const int nx = 10; size_t bytes = (size_t)nx * 7 * sizeof(float);\n  cudaMemcpy(a, b, bytes, 0);": False,
+        # A size read at run time, at the bound, written in a branch, reaching the copy another way,
+        # or the function's address taken: the large path stays.
+        "cudaMemcpy(a, b, (size_t)argc, 0);": True,
+        "cudaMemcpy(a, b, 256 << 10, 0);": True,
+        "size_t n = 16; if (argc > 2) n = 1 << 20;\n  cudaMemcpy(a, b, n, 0);": True,
+        "cudaMemcpy(a, b, 16, 0); cudaMemcpy2D(a, b, 16);": True,
+        "int (*f)(void*, const void*, size_t, int) = cudaMemcpy; f(a, b, 16, 0);": True,
+        "#define TWO(n) cudaMemcpy(a, b, 16, 0); cudaMemcpy(a, b, n, 0)\n  TWO((size_t)argc);": True,
+        # (a host function template: the size a parameter)
+        "template <class T> void put(T* d, size_t n) { cudaMemcpy(d, b, n * sizeof(T), 0); }\n"
+        "put(a, 4);": True,
+    }
+    for call, stays in cases.items():
+        before, _, call = call.rpartition("\n") if call.startswith("template") else ("", "", call)
+        program = '#include "cuda_runtime.h"\nstatic char a[1 << 20], b[1 << 20];\n' + before + "\n" + body % ("  " + call)
+        unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime, exports=False)
+        assert unused is not None
+        gone = {line for _, spans in unused.items() for a, b in spans for line in range(a, b + 1)}
+        assert not gone & _lines(SIZED, "rt_fill(void*"), call
+        if stays:
+            assert not gone & large, (call, sorted(gone & large))
+        else:
+            assert large <= gone, (call, sorted(large - gone))
+
+
 LANGUAGES = """\
 /* An include guard: the runtime is pasted once. */
 #ifndef RT_H
@@ -334,8 +384,11 @@ def test_jacobi_solver_gets_the_memory_functions_and_no_graphs(tmp_path: pathlib
     # Hooks installed by no part the program uses: ~40 fewer; the C branches of `#ifdef __cplusplus`:
     # ~15; include guards, repeated includes, blank lines, the C++ library's headers: ~60 (664).
     # The launchers' worker loop in the prelude's polypy_run_blocks, no dispatcher for a kernel's
-    # only version: ~30 fewer (635).
-    assert len(text.splitlines()) < 640
+    # only version: ~30 fewer (635). Its copies, fills and allocations all of a size known below
+    # 256 KiB: no large-size paths (POLYPY_RT_LARGE: population, all cores, huge pages), ~85 fewer (549).
+    assert len(text.splitlines()) < 555
+    for large in ("POLYPY_RT_LARGE", "polypy_rt_fill_large", "polypy_rt_huge_block", "polypy_rt_populate"):
+        assert large not in text, large
     assert text.count("polypy_run_blocks<") == 2 and "_launch_b" not in text
     # No comment of the runtime's, no error code the program cannot meet, no toolkit keyword
     # macro no header spells, no team branch in launchers no merged host loop calls.
@@ -356,6 +409,7 @@ def test_jacobi_solver_gets_the_memory_functions_and_no_graphs(tmp_path: pathlib
     assert "POLYPY_RT_C_ENTRY(cudaError_t, cudaMalloc" in part.read_text()
     # (and the hooks: another object of the program may use streams)
     assert "POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());" in part.read_text()
+    assert "polypy_rt_fill_large(void* dst" in part.read_text()  # (another object's copies: any size)
     _build_and_run(tmp_path, out, "jacobi 100x70, 200 iterations\nsum = 778.3144\n")
 
 
@@ -421,6 +475,53 @@ def test_a_program_using_streams_events_and_graphs_gets_them(tmp_path: pathlib.P
     assert "X(cudaErrorNotReady" in text  # cudaGetErrorString: every error code
     assert "float polypy_expf(float x) {" in text  # the kernel's expf
     _build_and_run(tmp_path, out, "4 4 timed no error\n")
+
+
+LARGE = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <cuda_runtime.h>
+
+__global__ void twice(float* x, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= 2.0f;
+}
+
+int main(int argc, char** argv)
+{
+    size_t n = argc > 1 ? (size_t)atol(argv[1]) : (size_t)3 << 20;  /* 12 MiB: known only at run time */
+    size_t bytes = n * sizeof(float);
+    float* h = (float*)malloc(bytes);
+    for (size_t i = 0; i < n; ++i) h[i] = (float)(i % 7);
+    float* d;
+    cudaMalloc(&d, bytes);
+    cudaMemset(d, 0, bytes);
+    cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+    twice<<<(unsigned)((n + 255) / 256), 256>>>(d, n);
+    cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost);
+    double sum = 0.0;
+    for (size_t i = 0; i < n; ++i) sum += h[i];
+    printf("%zu %.1f %g\n", n, sum, h[n - 1]);
+    cudaFree(d);
+    free(h);
+    return 0;
+}
+"""
+
+
+def test_a_program_copying_sizes_known_at_run_time_gets_the_large_copies(tmp_path: pathlib.Path) -> None:
+    need_compiler(cpp=True)
+    (tmp_path / "large.cu").write_text(LARGE)
+    out = tmp_path / "large.cpp"
+    assert main(["translate", str(tmp_path / "large.cu"), "-o", str(out)]) == 0
+    text = out.read_text()
+    for large in ("POLYPY_RT_LARGE(if (count >= POLYPY_RT_POPULATE_BYTES)", "polypy_rt_fill_large(void* dst",
+                  "POLYPY_RT_LARGE(return polypy_rt_huge_block(rounded););", "polypy_rt_populate(char* d"):
+        assert large in text, large
+    n = 3 << 20
+    want = sum(2.0 * (i % 7) for i in range(n))
+    _build_and_run(tmp_path, out, f"{n} {want:.1f} {2.0 * ((n - 1) % 7):g}\n")
 
 
 def _build_and_run(tmp_path: pathlib.Path, source: pathlib.Path, want_start: str) -> None:

@@ -84,6 +84,10 @@
  * runtime function `installed` being what that part installs: a translated program that carries
  * no `installed` carries no such statement either (frontend/runtime_slice.py leaves it out). */
 #define POLYPY_RT_HOOKED(installed, ...) __VA_ARGS__
+/* A statement for large sizes (a copy, fill or allocation from POLYPY_RT_POPULATE_BYTES up,
+ * parts/memory.h): a program whose every copy, fill and allocation polypy proved smaller carries
+ * none (frontend/copy_sizes.py, frontend/runtime_slice.py). */
+#define POLYPY_RT_LARGE(...) __VA_ARGS__
 
 /* ------------------------------------------------------------------ allocation registry (C and C++) */
 /* A small registry of live allocations: the emulator bridge asks it how large the block behind

@@ -24,8 +24,10 @@ static inline size_t polypy_rt_rounded(size_t size) {
 /* A new block of device memory. From 2 MiB up, on 2 MiB pages where the kernel has transparent
  * huge pages (as a GPU maps its memory in large pages): a program's first touch of its device
  * arrays (cudaMemcpy) then takes one page fault per 2 MiB instead of one per 4 KiB, and kernels
- * sweeping them miss the TLB far less (Rodinia nw, srad, hotspot: hundreds of MiB). */
-static inline void* polypy_rt_device_block(size_t rounded) {
+ * sweeping them miss the TLB far less (Rodinia nw, srad, hotspot: hundreds of MiB). A program
+ * whose allocations polypy proved smaller than POLYPY_RT_POPULATE_BYTES carries none of it
+ * (POLYPY_RT_LARGE, cuda_runtime.h). */
+static inline void* polypy_rt_huge_block(size_t rounded) {
 #ifdef POLYPY_RT_HUGE_PAGE
   if (rounded >= POLYPY_RT_HUGE_PAGE) {
     size_t bytes = (rounded + POLYPY_RT_HUGE_PAGE - 1) / POLYPY_RT_HUGE_PAGE * POLYPY_RT_HUGE_PAGE;
@@ -34,6 +36,10 @@ static inline void* polypy_rt_device_block(size_t rounded) {
     return q;
   }
 #endif
+  return aligned_alloc(POLYPY_RT_MALLOC_ALIGN, rounded);
+}
+static inline void* polypy_rt_device_block(size_t rounded) {
+  POLYPY_RT_LARGE(return polypy_rt_huge_block(rounded););
   return aligned_alloc(POLYPY_RT_MALLOC_ALIGN, rounded);
 }
 
@@ -280,14 +286,11 @@ static inline void polypy_rt_populate(char* d, size_t len) {
   (void)len;
 #endif
 }
-/* memcpy(dst, src, count), or memset(dst, value, count) where src is null, as described above. */
-static inline void polypy_rt_fill_bytes(void* dst, const void* src, int value, size_t count) {
+/* memcpy(dst, src, count), or memset(dst, value, count) where src is null, as described above, from
+ * POLYPY_RT_POPULATE_BYTES up (below it, both are the plain call: no population, one thread). */
+static inline void polypy_rt_fill_large(void* dst, const void* src, int value, size_t count) {
   char* d = (char*)dst;
   const char* s = (const char*)src;
-  if (s && d < s + count && s < d + count) {
-    memmove(dst, src, count);
-    return;
-  }
   int spread = 0;
 #ifdef _OPENMP
   spread = count >= POLYPY_RT_PARALLEL_BYTES && !omp_in_parallel() && omp_get_max_threads() > 1;
@@ -328,6 +331,18 @@ static inline void polypy_rt_fill_bytes(void* dst, const void* src, int value, s
 #endif
     }
   }
+}
+/* The copy or fill of every cudaMemcpy and cudaMemset: overlapping ranges are memmove's; large
+ * sizes go to polypy_rt_fill_large, which a program whose every copy and fill polypy proved
+ * smaller does not carry (POLYPY_RT_LARGE, cuda_runtime.h). */
+static inline void polypy_rt_fill_bytes(void* dst, const void* src, int value, size_t count) {
+  if (src && (char*)dst < (const char*)src + count && (const char*)src < (char*)dst + count) {
+    memmove(dst, src, count);
+    return;
+  }
+  POLYPY_RT_LARGE(if (count >= POLYPY_RT_POPULATE_BYTES) return polypy_rt_fill_large(dst, src, value, count););
+  if (src) memcpy(dst, src, count);
+  else memset(dst, value, count);
 }
 
 /* What CUDA checks when a copy or fill is called, before any work is done or queued (an
