@@ -51,7 +51,7 @@ def held_index(slots: n.HeldPointerSlots, index: n.Expr, conv: _IntConverter,
     pointer: tuple[str, isl.PwAff] | None = None
     offset = None
     for sign, term in signed_terms(index, 1):
-        read = _pointer_read(slots, term)
+        read = pointer_read(slots, term)
         if read is not None:
             if pointer is not None or sign < 0:
                 return None  # two pointers, or a pointer subtracted: not an element of one
@@ -81,7 +81,7 @@ def held_text(slots: n.HeldPointerSlots, index: n.Expr) -> str | None:
     spelling = None
     offset = ""
     for sign, term in signed_terms(index, 1):
-        read = _pointer_read(slots, term)
+        read = pointer_read(slots, term)
         if read is not None:
             if spelling is not None or sign < 0:
                 return None
@@ -96,7 +96,7 @@ def held_text(slots: n.HeldPointerSlots, index: n.Expr) -> str | None:
     return f"{spelling}[{offset or '0'}]"
 
 
-def _pointer_read(slots: n.HeldPointerSlots, term: n.Expr) -> n.Load | None:
+def pointer_read(slots: n.HeldPointerSlots, term: n.Expr) -> n.Load | None:
     """The load of the pointer in ``(i64)(view[slot] - base) / size`` (``/ size`` absent for
     1-byte elements), the frontend's shape of a held pointer's element index."""
     size = slots.elem.itemsize
