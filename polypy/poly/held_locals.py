@@ -30,6 +30,8 @@ Everywhere else the access stays a may-access, judged by nothing (no warning, an
 """
 from __future__ import annotations
 
+from typing import TypeVar
+
 from polypy.ir import nodes as n
 from polypy.ir.queries import definition_counts, read_names, substitute_lets
 from polypy.ir.visitor import Mutator, rebuild, walk
@@ -37,6 +39,7 @@ from polypy.poly.held import held_pools, pointer_read
 from polypy.poly.index_shapes import signed_terms
 
 Values = dict[str, n.Expr]
+_Access = TypeVar("_Access", n.Load, n.Store, n.AtomicRMW)
 
 # The expressions a kept value may hold besides its loads (no calls: ``clock()`` is not one value).
 _PURE = (n.Const, n.Var, n.GpuIndex, n.Unary, n.Binary, n.Select, n.Cast)
@@ -68,10 +71,7 @@ class _Forward(Mutator):
     def visit_AtomicRMW(self, s: n.AtomicRMW) -> n.Stmt:
         return self._at(self.generic_visit(s))
 
-    def visit_Prefetch(self, s: n.Prefetch) -> n.Stmt:
-        return self._at(self.generic_visit(s))
-
-    def _at(self, x):
+    def _at(self, x: _Access) -> _Access:
         """``x`` (an access) with the values known here written in its index, if of a pool."""
         if x.buffer not in self.pools or not self.values:
             return x
