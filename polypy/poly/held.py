@@ -14,10 +14,11 @@ same view of the symbol, ``bx * 29 + 9``) go through the same pointer, and touch
 exactly when their offsets from it (``ei``) are equal. ``held_index`` splits such an index into
 ``(key, slot, offset)``; ``as_held_array`` gives the race checks the access as one of a 2-D array
 ``key`` indexed ``[slot, offset]``, on which ``Copies.same_element`` ("certainly the same
-element") holds exactly where it should. Two different slots may hold the same pointer or
-overlapping ones: such pairs *may* race, and are not reported (a warning is a race that
-certainly happens, ``write_conflicts``); barrier elimination and lockstep keep treating every
-pool access as may-aliasing everything (the safe side).
+element") holds exactly where it should (a pointer copied into a local first is seen through
+where the local certainly holds one value: ``polypy.poly.held_locals``). Two different slots
+may hold the same pointer or overlapping ones: such pairs *may* race, and are not reported (a
+warning is a race that certainly happens, ``write_conflicts``); barrier elimination and
+lockstep keep treating every pool access as may-aliasing everything (the safe side).
 """
 from __future__ import annotations
 

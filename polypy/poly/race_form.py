@@ -1,6 +1,6 @@
 """The form of a kernel the race warnings ask their questions of (``write_conflicts.race_question``).
 
-The warnings decide nothing, and judge only accesses the model knows exactly; two exact rewrites
+The warnings decide nothing, and judge only accesses the model knows exactly; three exact rewrites
 make more of them exact, for the warnings only (the pipeline's passes keep their own rules):
 
 * counted ``while`` loops whose bound or step reads ``__constant__`` memory become ``For`` loops
