@@ -95,6 +95,15 @@ def test_a_local_assigned_the_same_slot_again_still_holds_it(tmp_path) -> None:
     assert "both write 'd_bufs[blockIdx.x].a[1l]'" in err
 
 
+def test_a_local_repointed_in_sequence_holds_each_pointer_in_turn(tmp_path) -> None:
+    # a[t]: each thread its own element; then b[0]: every thread the same one.
+    body = "    float *p = d_bufs[blockIdx.x].a;\n    p[t] = t;\n    p = d_bufs[blockIdx.x].b;\n    p[0] = t;"
+    err = _warnings(tmp_path, _program(body))
+    assert err.count("warning:") == 1, err
+    assert f"{tmp_path / 'local.cu'}:10:5: warning: threads (tx=0, bx=0) and (tx=1, bx=0) both write " \
+           "'d_bufs[blockIdx.x].b[0]'" in err, err
+
+
 def test_a_local_repointed_in_a_branch_is_not_judged(tmp_path) -> None:
     # Even threads write a[t / 2], odd ones b[t / 2]: no race unless the host made a and b one
     # pointer, so no warning (taking either pointer for both would be a false one).
