@@ -14,10 +14,11 @@ same view of the symbol, ``bx * 29 + 9``) go through the same pointer, and touch
 exactly when their offsets from it (``ei``) are equal. ``held_index`` splits such an index into
 ``(key, slot, offset)``; ``as_held_array`` gives the race checks the access as one of a 2-D array
 ``key`` indexed ``[slot, offset]``, on which ``Copies.same_element`` ("certainly the same
-element") holds exactly where it should. Two different slots may hold the same pointer or
-overlapping ones: such pairs *may* race, and are not reported (a warning is a race that
-certainly happens, ``write_conflicts``); barrier elimination and lockstep keep treating every
-pool access as may-aliasing everything (the safe side).
+element") holds exactly where it should (a pointer copied into a local first is seen through
+where the local certainly holds one value: ``polypy.poly.held_locals``). Two different slots
+may hold the same pointer or overlapping ones: such pairs *may* race, and are not reported (a
+warning is a race that certainly happens, ``write_conflicts``); barrier elimination and
+lockstep keep treating every pool access as may-aliasing everything (the safe side).
 """
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def held_index(slots: n.HeldPointerSlots, index: n.Expr, conv: _IntConverter,
     pointer: tuple[str, isl.PwAff] | None = None
     offset = None
     for sign, term in signed_terms(index, 1):
-        read = _pointer_read(slots, term)
+        read = pointer_read(slots, term)
         if read is not None:
             if pointer is not None or sign < 0:
                 return None  # two pointers, or a pointer subtracted: not an element of one
@@ -81,7 +82,7 @@ def held_text(slots: n.HeldPointerSlots, index: n.Expr) -> str | None:
     spelling = None
     offset = ""
     for sign, term in signed_terms(index, 1):
-        read = _pointer_read(slots, term)
+        read = pointer_read(slots, term)
         if read is not None:
             if spelling is not None or sign < 0:
                 return None
@@ -96,7 +97,7 @@ def held_text(slots: n.HeldPointerSlots, index: n.Expr) -> str | None:
     return f"{spelling}[{offset or '0'}]"
 
 
-def _pointer_read(slots: n.HeldPointerSlots, term: n.Expr) -> n.Load | None:
+def pointer_read(slots: n.HeldPointerSlots, term: n.Expr) -> n.Load | None:
     """The load of the pointer in ``(i64)(view[slot] - base) / size`` (``/ size`` absent for
     1-byte elements), the frontend's shape of a held pointer's element index."""
     size = slots.elem.itemsize

@@ -1,6 +1,6 @@
 """The form of a kernel the race warnings ask their questions of (``write_conflicts.race_question``).
 
-The warnings decide nothing, and judge only accesses the model knows exactly; two exact rewrites
+The warnings decide nothing, and judge only accesses the model knows exactly; three exact rewrites
 make more of them exact, for the warnings only (the pipeline's passes keep their own rules):
 
 * counted ``while`` loops whose bound or step reads ``__constant__`` memory become ``For`` loops
@@ -8,7 +8,10 @@ make more of them exact, for the warnings only (the pipeline's passes keep their
 * a ``For`` whose start, stop or step reads a local assigned earlier in the same statement list,
   with nothing in between writing it or what its value reads, reads that value instead (Rodinia
   heartwall's ``pos_ori = ei_new; sum = 0; for (position = pos_ori; position < pos_ori + n; ...)``,
-  the local assigned again in every section of the kernel).
+  the local assigned again in every section of the kernel);
+* the index of an access through a pointer a local holds, read from a ``__constant__``/``__device__``
+  record (``float *p = d_bufs[bx].a; p[t]``), reads the value the local certainly holds there
+  (``polypy/poly/held_locals.py``), so that the access is judged by the slot it was read from.
 """
 from __future__ import annotations
 
@@ -19,12 +22,13 @@ from polypy.ir.queries import read_names, written_names
 from polypy.ir.rewrite import rename_locals
 from polypy.ir.visitor import Mutator, walk_only
 from polypy.passes.raise_counted_loops import raise_counted_loops
+from polypy.poly.held_locals import forward_held_locals
 
 
 def race_form(kernel: n.Kernel) -> n.Kernel:
     """``kernel`` with the rewrites above (the same meaning)."""
     fixed = frozenset(b.name for b in kernel.buffers if b.space == "constant")
-    return _ForwardLoopHeaders(fixed).visit(raise_counted_loops(kernel, fixed=fixed))
+    return forward_held_locals(_ForwardLoopHeaders(fixed).visit(raise_counted_loops(kernel, fixed=fixed)))
 
 
 class _ForwardLoopHeaders(Mutator):
