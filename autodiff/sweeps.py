@@ -31,7 +31,7 @@ from autodiff.shuffles import transpose_shuffle
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import I32, I64
-from polypy.ir.visitor import Mutator, substitute, walk
+from polypy.ir.visitor import Mutator, has_kind, substitute, walk
 from polypy.poly.paths import StmtPath
 
 Point = StmtPath
@@ -106,7 +106,7 @@ def propagate(st: ReverseState, e: n.Expr, ct: n.Expr, p: Point, *, result: n.Ex
         if isinstance(value, (n.Var, n.Const, n.GpuIndex)):
             continue
         i = holders.index(holder) if holder is not result_holder else -1
-        reused = i >= 0 and active[i] and any(isinstance(x, n.Call) for x in walk(value))
+        reused = i >= 0 and active[i] and has_kind(value, n.Call)  # (remembered per node: a long product asks at every level)
         if counts.get(holder.name, 0) > 1 or reused:
             name = st.names.fresh("r" if holder is result_holder else "a")
             out.append(n.Decl(name, value.type, value))
@@ -469,13 +469,15 @@ def _increment(e: n.Expr, is_self: Callable[[n.Expr], bool]) -> tuple[n.Expr, in
 
 
 class _BarrierRuns(Mutator):
-    """Two barriers in a row are one barrier."""
+    """Two barriers in a row are one barrier. Only statement lists are looked at (``visit_block``:
+    the Mutator then skips expressions; with ``visit_tuple`` it walked every node of every
+    expression, a 20,000-factor product's adjoint once per statement list)."""
 
-    def visit_tuple(self, items):  # type: ignore[override]
-        items = super().visit_tuple(items)
-        if not any(isinstance(a, n.Barrier) and isinstance(c, n.Barrier) for a, c in zip(items, items[1:])):
-            return items
-        return tuple(_dedup_barriers(list(items)))
+    def visit_block(self, block):  # type: ignore[override]
+        block = super().visit_block(block)
+        if not any(isinstance(a, n.Barrier) and isinstance(c, n.Barrier) for a, c in zip(block, block[1:])):
+            return block
+        return tuple(_dedup_barriers(list(block)))
 
 
 def merge_barrier_runs(block: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:

@@ -1228,3 +1228,45 @@ def test_deep_if_nests_keep_variables_whole(tmp_path, monkeypatch) -> None:
 
     assert counted_calls(monkeypatch, webs._Flow, "block", load(50)) > 50
     assert counted_calls(monkeypatch, webs._Flow, "block", load(webs.MAX_BLOCK_DEPTH + 20)) == 0
+
+
+def test_a_long_product_in_a_time_loop_differentiates_in_linear_work(tmp_path, monkeypatch) -> None:
+    """The fuzz driver's mutant 6395 of seed 1 (heat_steps with ``-kk * a`` made a product of
+    20,000 ``a``s) ran past ten minutes in grad. The reverse sweep's merge of barrier runs
+    overrode ``visit_tuple``, so its Mutator walked every node of every expression, and the
+    adjoint's expressions share subtrees (each level's partial is the product below it), walked
+    once per reference. It now overrides ``visit_block`` and sees statement lists only. Counted:
+    the merge's ``generic_visit`` calls at 300 and 600 factors."""
+    import pathlib
+
+    import autodiff.sweeps as sweeps
+
+    source = (pathlib.Path(__file__).parent.parent / "samples" / "heat_steps.cu").read_text()
+    assert "-kk * a" in source
+
+    def grad(factors: int):
+        def run() -> None:
+            path = tmp_path / f"heat{factors}.cu"
+            path.write_text(source.replace("-kk * a", "-kk * (" + " * ".join(["a"] * factors) + ")", 1))
+            assert main(["grad", str(path), "--kernel", "heat_steps", "-o", str(tmp_path / f"g{factors}.cu")]) == 0
+        return run
+
+    from polypy.ir.visitor import Mutator
+
+    # Counted on the base class, for the merge's instances only (a method of its own would make the
+    # Mutator see every node: ``_wanted_mask``).
+    count = [0]
+    original = Mutator.generic_visit
+
+    def counting(self, node):
+        count[0] += type(self) is sweeps._BarrierRuns
+        return original(self, node)
+
+    monkeypatch.setattr(Mutator, "generic_visit", counting)
+    counts = []
+    for factors in (300, 600):
+        monkeypatch.setattr(sweeps._BarrierRuns, "_dispatch_cache", {})  # (methods are cached per class)
+        count[0] = 0
+        grad(factors)()
+        counts.append(count[0])
+    assert 0 < counts[0] and counts[1] <= 2.3 * counts[0], counts
