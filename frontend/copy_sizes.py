@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 
 import clang.cindex as ci
 
+from frontend.clang_setup import preorder
 from frontend.launch_shapes import LaunchShapes
 
 CK = ci.CursorKind
@@ -55,7 +56,7 @@ def bounded_calls(program: Sequence[ci.Cursor], read: Callable[[str], str]) -> f
         left = list(refs[name])
         for call in sites:  # each call's callee: one reference (the rest are uses other than calls)
             callee = next(iter(call.get_children()), None)
-            ref = next((x for x in ([callee] + list(callee.walk_preorder()) if callee is not None else [])
+            ref = next((x for x in (preorder(callee) if callee is not None else ())
                         if x.kind in _REFERENCES and x.spelling == name), None)
             if ref is not None and _place(ref) in left:
                 left.remove(_place(ref))

@@ -27,8 +27,9 @@ class _Dce(Mutator):
     def __init__(self, live: set[str]):
         self.live = live
 
-    def visit_tuple(self, items):  # type: ignore[override]
-        items = super().visit_tuple(items)
+    def visit_block(self, items):  # type: ignore[override]
+        # (statement lists only: a ``visit_tuple`` of its own made the Mutator walk every expression)
+        items = super().visit_block(items)
         for i, s in enumerate(items):
             if isinstance(s, _TERMINATORS) and i + 1 < len(items):
                 return items[: i + 1]
