@@ -460,12 +460,17 @@ int main()
 """
 
 
+def _translated(tmp_path: pathlib.Path, name: str, source: str) -> tuple[pathlib.Path, str]:
+    """``source`` written to ``tmp_path/name.cu`` and translated: the C++ file and its text."""
+    (tmp_path / f"{name}.cu").write_text(source)
+    out = tmp_path / f"{name}.cpp"
+    assert main(["translate", str(tmp_path / f"{name}.cu"), "-o", str(out)]) == 0
+    return out, out.read_text()
+
+
 def test_a_program_using_streams_events_and_graphs_gets_them(tmp_path: pathlib.Path) -> None:
     need_compiler(cpp=True)
-    (tmp_path / "graphs.cu").write_text(PROGRAM)
-    out = tmp_path / "graphs.cpp"
-    assert main(["translate", str(tmp_path / "graphs.cu"), "-o", str(out)]) == 0
-    text = out.read_text()
+    out, text = _translated(tmp_path, "graphs", PROGRAM)
     for used in ("cudaStreamCreate(", "cudaEventElapsedTime(", "cudaGraphInstantiate(", "cudaStreamBeginCapture("):
         assert used in text, used
     assert "cudaCreateTextureObject(" not in text
@@ -512,10 +517,7 @@ int main(int argc, char** argv)
 
 def test_a_program_copying_sizes_known_at_run_time_gets_the_large_copies(tmp_path: pathlib.Path) -> None:
     need_compiler(cpp=True)
-    (tmp_path / "large.cu").write_text(LARGE)
-    out = tmp_path / "large.cpp"
-    assert main(["translate", str(tmp_path / "large.cu"), "-o", str(out)]) == 0
-    text = out.read_text()
+    out, text = _translated(tmp_path, "large", LARGE)
     for large in ("POLYPY_RT_LARGE(if (count >= POLYPY_RT_POPULATE_BYTES)", "polypy_rt_fill_large(void* dst",
                   "POLYPY_RT_LARGE(return polypy_rt_huge_block(rounded););", "polypy_rt_populate(char* d"):
         assert large in text, large
