@@ -219,3 +219,41 @@ def test_fresh_names_take_the_next_free_suffix_and_count_on():
     names = [supply.fresh("t") for _ in range(2_000)]
     assert len(set(names)) == 2_000 and not set(names) & {"t", "t_1", "t_2", "t_3", "t_4", "t_5", "t_6"}
     assert CountingSet.tests <= 2 * 2_000, CountingSet.tests
+
+
+# Traversals that must see every node, and why (any other one sees only what its methods name).
+_SEES_EVERY_NODE = {
+    "polypy.ir.visitor._Substituter",  # replaces any sub-expression equal to a key
+    "codegen.llvm.expressions.ExpressionEmitter",  # emits every expression
+    "codegen.llvm.statements.StatementEmitter",
+    "codegen.llvm.dispatch._GuardExpressions",
+}
+
+
+def test_passes_see_only_the_nodes_their_methods_name():
+    """A Mutator or Visitor that overrides ``visit_tuple`` (or ``visit``/``generic_visit``) walks
+    every node of every expression, once per reference of a shared subtree: the fuzz run's
+    quadratic and worse cases (issue 35). Five passes that rewrite statement lists
+    (``race_form``, ``specialize``, ``hoist_faults``, ``raise_counted_loops``,
+    ``hoist_invariants``) did so; they override ``visit_block`` now. Every traversal of the
+    packages is checked, so a new one cannot bring the walk back unnoticed."""
+    import importlib
+    import pkgutil
+
+    from polypy.ir.visitor import Mutator, Visitor
+
+    for package in ("polypy", "frontend", "gpu2cpu", "autodiff", "codegen"):
+        root = importlib.import_module(package)
+        for info in pkgutil.walk_packages(root.__path__, package + "."):
+            if not info.name.startswith("polypy.torch"):  # (needs torch; no traversal in it)
+                importlib.import_module(info.name)
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    found = {f"{c.__module__}.{c.__qualname__}" for base in (Mutator, Visitor) for c in subclasses(base)
+             if c._wanted_mask() == -1 and c.__module__.split(".")[0] in ("polypy", "frontend", "gpu2cpu",
+                                                                          "autodiff", "codegen")}
+    assert found == _SEES_EVERY_NODE

@@ -39,8 +39,8 @@ class _DropChecks(Mutator):
     def __init__(self, conds: set[n.Expr]):
         self.conds = conds
 
-    def visit_tuple(self, items):  # type: ignore[override]
-        items = super().visit_tuple(items)
+    def visit_block(self, items):  # type: ignore[override]
+        items = super().visit_block(items)
         if not any(_is_check(s) and s.cond in self.conds for s in items):
             return items
         out: list = []
@@ -70,7 +70,7 @@ def hoist_faults(kernel: n.Kernel) -> n.Kernel:
             conds.append(s.cond)
     if not conds:
         return kernel
-    fast = _DropChecks(set(conds)).visit(kernel.body)
+    fast = _DropChecks(set(conds)).visit_block(kernel.body)
     names = NameSupply.for_kernel(kernel)
     mapping = {name: names.fresh(name) for name in sorted(declared_names(kernel.body))}
     slow = rename_locals(kernel.body, mapping)

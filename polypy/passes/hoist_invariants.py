@@ -136,8 +136,8 @@ class _MergeGuards(Mutator):
     def __init__(self, guards: set[n.If]):
         self.guards = guards
 
-    def visit_tuple(self, items):  # type: ignore[override]
-        items = super().visit_tuple(items)
+    def visit_block(self, items):  # type: ignore[override]
+        items = super().visit_block(items)
         out: list = []
         changed = False
         for s in items:

@@ -60,8 +60,8 @@ class _Raise(Mutator):
         self.names = NameSupply.for_kernel(kernel)
         self.reads = read_counts(kernel.body)  # of the input kernel: reads outside a loop are its own
 
-    def visit_tuple(self, items):  # type: ignore[override]
-        items = super().visit_tuple(items)
+    def visit_block(self, items):  # type: ignore[override]
+        items = super().visit_block(items)
         if not any(isinstance(s, n.While) for s in items):
             return items
         out: list = []

@@ -143,8 +143,8 @@ class _UnrollBlockLoops(Mutator):
             return s
         return self.copies(s.body, s.var, s.vtype, values) or s
 
-    def visit_tuple(self, items):  # type: ignore[override]
-        items = super().visit_tuple(items)
+    def visit_block(self, items):  # type: ignore[override]
+        items = super().visit_block(items)
         if self.in_threads or not any(isinstance(x, n.While) for x in items):
             return items
         out: list = []

@@ -35,8 +35,8 @@ class _ForwardLoopHeaders(Mutator):
     def __init__(self, fixed: frozenset[str]):
         self.fixed = fixed
 
-    def visit_tuple(self, items):  # type: ignore[override]
-        items = super().visit_tuple(items)
+    def visit_block(self, items):  # type: ignore[override]
+        items = super().visit_block(items)
         if not any(isinstance(s, n.For) for s in items):
             return items
         out = list(items)
