@@ -31,6 +31,7 @@ from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.host_spans import CUDA_HEADERS, OffsetMap, include_span, is_runtime_header, symbol_name_spans
 from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, kernel_values, launched_callees, \
     named_as_values, static_bytes, template_stub
+from frontend.instance_places import later_places
 from frontend.launch_shapes import LaunchShapes
 from frontend.host_templates import (in_class_members, instance_condition, instance_key, is_instance, is_pattern,
                                      template_args as _template_args)
@@ -91,6 +92,7 @@ class ModuleBuilder:
         self.dependent_sites: set[tuple[str, int]] = set()
         self.valued: list[ci.Cursor] = []  # kernel template instances host code names as values
         self.explicit: list[ci.Cursor] = []  # kernel template instances the file instantiates explicitly
+        self.later: dict[str, ci.Cursor] = {}  # kernel template instances placed after their template (instance_places)
         self.instance_stubs: dict[tuple, tuple[HostStub, ...]] = {}
         self._top_level: list[ci.Cursor] | None = None
         self._linkage_starts: dict[tuple[str, int, int], int] = {}
@@ -198,6 +200,7 @@ class ModuleBuilder:
             built.append(kernel)
             names[key] = name
         by_ir = {k.name: self.device_view.get(k.name, k) for k in built}
+        self.later = later_places(kernels.values(), decls)  # instances placed after their argument types
         self.stubs = {key: host_stub(cursor, names[key], self.texture_args(names[key]), *static_bytes(by_ir[names[key]]))
                       for key, (cursor, _) in kernels.items() if not is_template_kernel(cursor)}
         # Host stubs of kernel template instances where host code needs them: the template's
@@ -401,8 +404,10 @@ class ModuleBuilder:
             indirect = tuple(self.indirect_launch(c, conv) for c in self.indirect_by_file.get(fname, []))
             merges = tuple(loop_span(d, text, conv.char) for d in loops
                            if d.loop.location.file is not None and d.loop.location.file.name == fname)
+            placed = tuple(sorted((conv.char(self._linkage_starts.get(_extent_key(d), d.extent.start.offset)), name)
+                                  for name, d in self.later.items() if d.extent.start.file.name == fname))
             files[fname] = HostFile(fname, text, launches, spans, includes, copy_spans,  # type: ignore[arg-type]
-                                    indirect, merges)
+                                    indirect, merges, placed)
         return HostProgram(self.path, files, has_main)
 
     @staticmethod
@@ -530,7 +535,7 @@ class ModuleBuilder:
                     head = head.rstrip() + ";"
                     stubs = self.instance_stubs.get(decl_key(d)[:3], ())
                 return DeviceSpan(conv.char(start), conv.char(d.extent.end.offset), "kernel", kernels, stub, head,
-                                  stubs)
+                                  stubs, tuple(k for k in kernels if k in self.later))
             if is_device_decl(d) and not is_host_decl(d) and \
                     (d.location.file.name, d.location.offset) not in self.host_called:
                 return DeviceSpan(conv.char(d.extent.start.offset), conv.char(d.extent.end.offset), "device")

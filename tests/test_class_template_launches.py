@@ -213,3 +213,68 @@ def test_function_attributes_and_occupancy_of_a_kernel_template_instance(tmp_pat
     emulated = _polypy("run", str(cu), "--emulate")
     assert emulated.returncode == 0, emulated.stderr
     assert emulated.stdout == ATTRIBUTES_OUT
+
+
+# Kernel template instances whose template arguments are declared after the template (issue 36,
+# C++ in device code): the instance's code goes after the last of those types, not at the template.
+LATER_TYPES = r"""
+#include <cstdio>
+template <class Op> __global__ void apply(const float* x, float* y, int n, Op op) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = op(x[i], i);
+}
+template <class A, class B> struct Both {
+  A a; B b;
+  __device__ float operator()(float v, int i) const { return b(a(v, i), i); }
+};
+struct Scale { float s; __device__ float operator()(float v, int) const { return s * v; } };
+struct Shift { int k; __device__ float operator()(float v, int i) const { return v + (float)((i + k) % 4); } };
+static float run_on(const float* dx, float* dy, int n) { return 0.0f; }
+int main() {
+  const int n = 100;
+  float hx[n], hy[n];
+  for (int i = 0; i < n; ++i) hx[i] = (float)i;
+  float *dx, *dy;
+  cudaMalloc(&dx, sizeof hx); cudaMalloc(&dy, sizeof hy);
+  cudaMemcpy(dx, hx, sizeof hx, cudaMemcpyHostToDevice);
+  apply<<<(n + 31) / 32, 32>>>(dx, dy, n, Scale{3.0f});
+  cudaMemcpy(hy, dy, sizeof hy, cudaMemcpyDeviceToHost);
+  printf("%.1f %.1f\n", hy[1], hy[99]);
+  apply<<<(n + 15) / 16, 16>>>(dx, dy, n, Both<Scale, Shift>{{0.5f}, {7}});
+  cudaMemcpy(hy, dy, sizeof hy, cudaMemcpyDeviceToHost);
+  printf("%.1f %.1f %.1f\n", hy[0], hy[1], hy[98]);
+  apply<<<4, 32>>>(dx, dy, n, Shift{1});
+  cudaMemcpy(hy, dy, sizeof hy, cudaMemcpyDeviceToHost);
+  printf("%.1f %.1f\n", hy[2], hy[99]);
+  return (int)run_on(dx, dy, n);
+}
+"""
+# Scale 3: 3, 297; Both: 0.5 * i + (i + 7) % 4 at 0, 1, 98: 3, 0.5, 50; Shift 1: 2 + 3, 99 + 0
+LATER_TYPES_OUT = "3.0 297.0\n3.0 0.5 50.0\n5.0 99.0\n"
+
+
+def test_an_instance_whose_argument_types_come_later_is_placed_after_them(tmp_path: pathlib.Path) -> None:
+    # The launchers of apply<Scale>, apply<Both<Scale, Shift>> and apply<Shift> take those types:
+    # they used to stand at the template, before the types (C++ that did not compile).
+    text, printed = _translate_and_run(tmp_path, "later", LATER_TYPES)
+    assert printed == LATER_TYPES_OUT
+    scale, shift = text.index("struct Scale {"), text.index("struct Shift {")
+    assert shift > text.index("apply_Scale_launch(") > scale  # right after the last type it takes
+    assert text.index("static float run_on(") > text.index("apply_Both_Scale_Shift_launch(") > shift
+    assert text.index("static float run_on(") > text.index("apply_Shift_launch(") > shift
+    emulated = _polypy("run", str(tmp_path / "later.cu"), "--emulate")
+    assert emulated.returncode == 0, emulated.stderr
+    assert emulated.stdout == LATER_TYPES_OUT
+
+
+def test_a_local_type_as_a_kernel_template_argument_is_refused_as_nvcc_does(tmp_path: pathlib.Path) -> None:
+    cu = tmp_path / "local.cu"
+    source = LATER_TYPES.replace("int main() {", "int main() {\n  struct Local { __device__ float operator()(float v, int) "
+                                 "const { return v; } };", 1).replace("Shift{1}", "Local{}")
+    cu.write_text(source)
+    out = tmp_path / "local.cpp"
+    result = _polypy("translate", str(cu), "-o", str(out))
+    assert result.returncode == 1 and not out.exists()
+    assert f"{cu}:15:10: error: a type defined inside a function ('Local') cannot be a template argument" \
+        in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr

@@ -365,21 +365,24 @@ def _rewrite(path: str, state: _ProgramState) -> str:
                 name = os.path.basename(inc.target)
                 edits.append((inc.start, inc.end, f"/* ---- {original} ---- */\n{inner}\n/* ---- end of {name} ---- */"))
     prototypes = _prototype_sites(hf, state)
+    for at, kernel in hf.placed:  # instances placed after the types they take (frontend.instance_places)
+        edits.append((at, at, _instances_text(state, [kernel], _instance_stubs(state.host, kernel)) + "\n\n"))
     for span in hf.device_spans:
         if span.kind == "kernel":
             if span.kernels:
                 missing = [k for k in span.kernels if k not in state.codes]
                 if missing:
                     raise InternalError(f"no translated code for kernel(s) {', '.join(missing)}")
-                text = "\n\n".join(state.codes[k].text for k in span.kernels)
+                here = [k for k in span.kernels if k not in span.later]
+                text = _instances_text(state, here, span.instance_stubs)
                 if span.stub is not None and span.stub.kernel is not None and needs_stub(state.host, span.stub.kernel):
                     text += "\n\n" + stub_definition(span.stub, state.codes[span.stub.kernel].launcher_name)
+                if span.later:
+                    text += (f"\n\n/* translated after the types they take: "
+                             f"{', '.join(span.later)} */")
                 if span.template_head is not None:  # a kernel template: its instances' stubs specialize it
                     text = (f"/* The kernel template, declared: its instances' host stubs are its specializations. */\n"
                             f"{span.template_head}\n\n{text}")
-                    for stub in span.instance_stubs:
-                        if stub.kernel in span.kernels:
-                            text += "\n\n" + stub_definition(stub, state.codes[stub.kernel].launcher_name)
                 state.defined.update(span.kernels)
             else:
                 # A declaration (its `;` follows the span): the launchers it needs, declared, and
@@ -505,6 +508,19 @@ def _prototype_sites(hf: HostFile, state: _ProgramState) -> dict[int, list[str]]
         if before:
             sites.setdefault(before[-1].start, []).append(kernel)
     return sites
+
+
+def _instances_text(state: _ProgramState, kernels: list[str], stubs: tuple[HostStub, ...]) -> str:
+    """The translated code of ``kernels`` (instances of one kernel template, or one kernel), each
+    followed by the host stub that specializes the template for it, where it has one."""
+    parts = [state.codes[k].text for k in kernels]
+    parts += [stub_definition(stub, state.codes[stub.kernel].launcher_name) for stub in stubs if stub.kernel in kernels]
+    return "\n\n".join(parts)
+
+
+def _instance_stubs(host: HostProgram, kernel: str) -> tuple[HostStub, ...]:
+    return tuple(stub for f in host.files.values() for span in f.device_spans if kernel in span.later
+                 for stub in span.instance_stubs)
 
 
 def _apply(text: str, edits: list[tuple[int, int, str]], path: str) -> str:

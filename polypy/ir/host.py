@@ -54,6 +54,9 @@ class DeviceSpan:
     # host stubs), and one explicit specialization per translated instance (``storage`` "template <>").
     template_head: str | None = None
     instance_stubs: tuple["HostStub", ...] = ()
+    # Instances of a kernel template whose code goes later in the program, after a type their
+    # template arguments name (``HostFile.placed``; frontend.instance_places).
+    later: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,6 +163,9 @@ class HostFile:
     copies: tuple[CopySpan, ...] = ()
     indirect: tuple[IndirectLaunch, ...] = ()
     loops: tuple[LoopMerge, ...] = ()
+    # (offset, kernel): kernel template instances translated at this offset of this file instead of
+    # at their template (``DeviceSpan.later``), before the declaration that starts there.
+    placed: tuple[tuple[int, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
