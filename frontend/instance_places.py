@@ -74,6 +74,10 @@ def _type_declarations(t: ci.Type, depth: int) -> Iterator[ci.Cursor]:
     decl = t.get_declaration()
     if decl.kind != CK.NO_DECL_FOUND:
         parent = decl.semantic_parent
+        if parent is not None and parent.kind in _FUNCTIONS and "(lambda at " in (decl.spelling + t.spelling):
+            raise UserError("a lambda made in host code and passed to a kernel (nvcc --extended-lambda) is not "
+                            "supported: pass an object of a struct with a __device__ operator() instead",
+                            cursor_loc(decl))
         if parent is not None and parent.kind in _FUNCTIONS:
             raise UserError(f"a type defined inside a function ('{decl.spelling or t.spelling}') cannot be a template "
                             "argument of a __global__ function template (as nvcc says): declare it at namespace "

@@ -169,6 +169,15 @@ def lookup(kb: KernelBuilder, r: ci.Cursor, c: ci.Cursor) -> Binding:
     if r.kind == CK.VAR_DECL and r.storage_class == ci.StorageClass.STATIC and \
             r.type.is_const_qualified():
         return global_binding(kb, r, c)
+    owner = r.semantic_parent
+    if r.kind in (CK.VAR_DECL, CK.PARM_DECL) and owner is not None and \
+            owner.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE, CK.CXX_METHOD) and \
+            not has_attr(owner, CK.CUDADEVICE_ATTR, "polypy_device") and \
+            not has_attr(owner, CK.CUDAGLOBAL_ATTR, "polypy_global"):
+        # Device code names a host function's variable only by a lambda made in host code.
+        raise kb.error(f"'{r.spelling}' is a variable of the host function '{owner.spelling}': a lambda made in host "
+                       "code and passed to a kernel (nvcc --extended-lambda) is not supported; pass an object "
+                       "of a struct with a __device__ operator() instead", c)
     raise kb.error(f"'{r.spelling}' is not visible here (unsupported use of a variable)", c)
 
 
