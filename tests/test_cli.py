@@ -111,3 +111,61 @@ def test_the_readme_quick_start_outputs_are_ignored_by_git() -> None:
     result = subprocess.run([git, "check-ignore", "--no-index", "jacobi", "jacobi.cpp"], cwd=ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.split() == ["jacobi", "jacobi.cpp"], result.stderr
+
+
+ARCH_KERNEL = r"""
+__global__ void k(int* out) {
+#if __CUDA_ARCH__ >= 900
+  out[threadIdx.x] = 9;
+#elif __CUDA_ARCH__ >= 750
+  out[threadIdx.x] = 7;
+#else
+  out[threadIdx.x] = 6;
+#endif
+}
+"""
+
+
+def _ir_of(tmp_path, capsys, *flags: str) -> tuple[int, str, str]:
+    src = tmp_path / "k.cu"
+    src.write_text(ARCH_KERNEL)
+    out = tmp_path / "k.ir"
+    if out.exists():
+        out.unlink()
+    status = main(["translate", str(src), "--emit", "ir", "-o", str(out), *flags])
+    captured = capsys.readouterr()
+    return status, out.read_text() if out.exists() else "", captured.err
+
+
+def test_a_makefiles_nvcc_options_are_accepted(tmp_path, capsys) -> None:
+    # What a Makefile passes nvcc: accepted, the same translation (polypy.driver.nvcc_flags)
+    status, plain, _ = _ir_of(tmp_path, capsys)
+    assert status == 0 and "= 7" in plain
+    status, flagged, err = _ir_of(tmp_path, capsys, "-O3", "-std=c++14", "-Xcompiler", "-fopenmp", "-Xptxas", "-v",
+                                  "-lineinfo", "-g", "-G", "-Wno-deprecated-gpu-targets", "--expt-relaxed-constexpr",
+                                  "--extended-lambda", "-m64", "-w", "-x", "cu", "-maxrregcount", "32",
+                                  "--default-stream", "per-thread", "-lcublas", "-L/usr/lib64", "--prec-div=false",
+                                  "-isystem", str(tmp_path))
+    assert status == 0, err
+    assert flagged == plain
+
+
+@pytest.mark.parametrize("flags, expected", [((), 7), (("-arch", "sm_70"), 6),
+                                             (("-gencode", "arch=compute_75,code=sm_75"), 7),
+                                             (("-gencode", "arch=compute_60,code=sm_60", "-gencode",
+                                               "arch=compute_90,code=[sm_90,compute_90]"), 9),
+                                             (("-arch", "sm_70", "-gencode", "arch=compute_90,code=sm_90"), 6)])
+def test_gencode_names_the_architecture_unless_arch_does(tmp_path, capsys, flags, expected) -> None:
+    # sm_80 by default; with -gencode the highest architecture listed; -arch wins over -gencode
+    status, ir, err = _ir_of(tmp_path, capsys, *flags)
+    assert status == 0, err
+    assert f"= {expected}" in ir and all(f"= {v}" not in ir for v in {6, 7, 9} - {expected}), ir
+
+
+@pytest.mark.parametrize("flag", [["--use_fast_math"], ["--ftz=true"], ["-std=c++20"]])
+def test_nvcc_options_whose_meaning_is_not_implemented_are_refused(tmp_path, capsys, flag) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        _ir_of(tmp_path, capsys, *flag)
+    assert exit_.value.code == 1
+    assert not (tmp_path / "k.ir").exists()
+    assert flag[0].split("=")[0] in capsys.readouterr().err

@@ -17,6 +17,7 @@ import sys
 from typing import Sequence
 
 from polypy.driver import commands
+from polypy.driver.nvcc_flags import add_nvcc_flags, apply_nvcc_flags, joined_values
 from polypy.errors import PolypyError, UserError
 
 
@@ -40,6 +41,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="add an include directory")
     p.add_argument("-arch", "--gpu-architecture", dest="defines", action=_Arch, metavar="sm_XY",
                    help="the architecture __CUDA_ARCH__ names in device code (XY0; default sm_80)")
+    add_nvcc_flags(p)
 
 
 class _Arch(argparse.Action):
@@ -152,7 +154,9 @@ def split_program_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     own, program_args = split_program_args(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(own)
+    parser = build_parser()
+    args = parser.parse_args(joined_values(own))
+    apply_nvcc_flags(parser, args)
     args.program_args = program_args
     try:
         if args.command == "translate":
