@@ -92,7 +92,7 @@ class _ExactIndices(Mutator):
         # of them rewritten in i64 so far, in order (name -> their value's linear form).
         self.bindings: dict[str, n.ScalarType] = {}
         self.widened: dict[str, Linear] = {}
-        self.seen: list[str] = []  # bindings already declared where the visit is
+        self.seen: list[str] = []  # bindings whose value is set where the visit is
         self.in_indices: set[str] = set()  # the names indices read (bindings looked through)
         self.read: set[str] = set()  # the names read anywhere in the loop
         self.assigned: set[str] = set()  # the names assigned in it (a binding reading one is not named back)
@@ -104,7 +104,15 @@ class _ExactIndices(Mutator):
         ``(i32)x`` and indices are expressed from it (``binding_form``). A 64-bit binding affine
         in the counter (one widened by an earlier run) serves indices likewise."""
         out = self.binding(s)
-        if s.name in self.bindings:
+        if s.name in self.bindings and s.init is not None:
+            self.seen.append(s.name)
+        return out
+
+    def visit_Assign(self, s: n.Assign) -> n.Stmt:
+        """``var x; ...; x = e``: the binding holds its value from here on (not from its
+        declaration: an index between them that reads ``e``'s terms must not read ``x``)."""
+        out = self.generic_visit(s)
+        if s.name in self.bindings and s.name not in self.seen:
             self.seen.append(s.name)
         return out
 

@@ -61,3 +61,53 @@ def test_unswitch_looks_past_the_lets_a_thread_loop_starts_with() -> None:
         args = {"ni": ni, "nj": nj, "a": rng.standard_normal(16 * 40).astype(np.float32),
                 "c": np.zeros(16 * 40, np.float32)}
         assert_same_as_emulator(kernel, grid, block, args)
+
+
+# A row filter in the shape of NVIDIA's convolutionSeparable (our own code): rows of a tile loaded
+# through a pointer moved to the thread's element, `src += y0 * pitch + x0`. lockstep-warps orders
+# each store `tile[ty][...] = src[...]` as `v = src[...]; var i = ty; tile[i][...] = v`, and the
+# exact-index step used to write the load's `ty` as `i` already, before `i` was assigned (the whole
+# filter read wrong rows: 7e-2 relative error in convolutionSeparable).
+ROW_FILTER = r"""
+#define BX 16
+#define BY 4
+#define STEPS 4
+__global__ void rows(float* dst, const float* src, int w, int pitch) {
+  __shared__ float tile[BY][(STEPS + 2) * BX];
+  const int x0 = (blockIdx.x * STEPS - 1) * BX + threadIdx.x;
+  const int y0 = blockIdx.y * BY + threadIdx.y;
+  src += y0 * pitch + x0;
+  dst += y0 * pitch + x0;
+  for (int i = 1; i <= STEPS; i++) tile[threadIdx.y][threadIdx.x + i * BX] = src[i * BX];
+  tile[threadIdx.y][threadIdx.x] = x0 >= 0 ? src[0] : 0.0f;
+  tile[threadIdx.y][threadIdx.x + (STEPS + 1) * BX] = w - x0 > (STEPS + 1) * BX ? src[(STEPS + 1) * BX] : 0.0f;
+  __syncthreads();
+  for (int i = 1; i <= STEPS; i++) {
+    float s = 0;
+    for (int j = -2; j <= 2; j++) s += (j + 3) * tile[threadIdx.y][threadIdx.x + i * BX + j];
+    dst[i * BX] = s;
+  }
+}
+"""
+
+
+def test_an_index_reads_a_binding_only_after_its_assignment() -> None:
+    from c_support import assert_same_as_emulator
+
+    import polypy
+    from polypy.driver.source import load
+
+    kernel = load(None, text=ROW_FILTER).kernel("rows")
+    module = polypy.compile(None, text=ROW_FILTER)
+    rng = np.random.default_rng(5)
+    for w, h in ((128, 8), (192, 12)):
+        src = rng.standard_normal(w * h).astype(np.float32)
+        padded = np.pad(src.reshape(h, w).astype(np.float64), ((0, 0), (2, 2)))
+        want = sum((j + 3) * padded[:, 2 + j:2 + j + w] for j in range(-2, 3)).reshape(-1)
+        grid, block = (w // 64, h // 4), (16, 4)
+        got = assert_same_as_emulator(kernel, grid, block, {"dst": np.zeros(w * h, np.float32), "src": src,
+                                                            "w": w, "pitch": w})
+        np.testing.assert_allclose(got["dst"], want, rtol=1e-5, atol=1e-5)
+        dst = np.zeros(w * h, np.float32)
+        module.rows[grid, block](dst, src, w, w)  # the LLVM backend
+        np.testing.assert_array_equal(dst, got["dst"])
