@@ -27,6 +27,13 @@ import dataclasses
 import islpy as isl
 
 from polypy.poly.model import BLOCK_IDX, CTX, Access, Barrier, Model
+from polypy.poly.space import bounded
+
+
+# isl steps one equality test of two block sets may take: a set with divisions (``k / 18``,
+# ``k % 18`` of a thread's halo index) projected to its blocks can make the test take seconds;
+# past this, the set is a class of its own (classes only share work).
+CLASS_BUDGET = 20_000
 
 
 class BlockScopes:
@@ -46,8 +53,10 @@ class BlockScopes:
         self._scopes: dict[tuple[tuple[int, ...], tuple[int, ...]], Model] = {}
 
     def _class(self, blocks: isl.Set) -> int:
+        """The class of ``blocks``: an equal set's, else a new one. Classes only share work, so
+        where isl cannot tell equality within its budget the set is a class of its own."""
         for k, other in enumerate(self._classes):
-            if other.is_equal(blocks):
+            if other.plain_is_equal(blocks) or bounded(lambda: other.is_equal(blocks), False, CLASS_BUDGET):
                 return k
         self._classes.append(blocks)
         return len(self._classes) - 1
