@@ -129,16 +129,21 @@ def share_copies(functions: Sequence[ci.Cursor],
                         out.append(CopyDecision(call, device.spelling, "", args[2], False,
                                                 "the source is not a local pointer variable"))
                         continue
-                    ok, why = _Share(facts, written).decide(call, d, h)
+                    share = _Share(facts, written)
+                    ok, why = share.decide(call, d, h)
                     if ok:
                         shared[var_key(device)] = h
-                    out.append(CopyDecision(call, device.spelling, host.spelling, args[2], ok, why))
+                    out.append(CopyDecision(call, device.spelling, host.spelling, args[2], ok, why,
+                                            renames=tuple(share.renames) if ok else ()))
                 elif h is not None:
                     take = _Take(facts, call, d, h, shared.get(var_key(device)))
                     ok, why = take.decide()
                     out.append(CopyDecision(call, device.spelling, host.spelling, args[2], ok, why, "to-host",
                                             tuple(take.renames) if ok else ()))
-    return out
+    # A free of a shared buffer that a take renames too (the same polypy_rt_shared_free) is edited once.
+    taken = {r.hash for c in out if c.direction == "to-host" for r, _ in c.renames}
+    return [dataclasses.replace(c, renames=tuple((r, f) for r, f in c.renames if r.hash not in taken))
+            if c.direction == "to-device" and c.renames else c for c in out]
 
 
 class _Share:
@@ -147,6 +152,7 @@ class _Share:
     def __init__(self, facts: HostFunction, written: Callable[[ci.Cursor], Sequence[bool | None] | None]):
         self.facts = facts
         self.written = written
+        self.renames: list[tuple[ci.Cursor, str]] = []  # frees of the buffer before the cudaFree
 
     def decide(self, call: ci.Cursor, d, h) -> tuple[bool, str]:
         """Whether the copy ``call`` from ``h`` to ``d`` need not be made, and why (not)."""
@@ -192,7 +198,8 @@ class _Share:
                 continue  # the copy itself
             if use < at:
                 raise Refused(f"{name} is used before the copy otherwise than by its cudaMalloc (line {line})")
-            last = max(last, use)
+            if kind != "free":
+                last = max(last, use)
             if kind == "launch":
                 flags = self.written(parent)
                 if flags is None or position >= len(flags) or flags[position] is None:
@@ -254,8 +261,11 @@ class _Share:
                         first_read = line
                     continue
             if (kind == CK.CALL_EXPR and parent.spelling == "free" and index == 1) or kind == CK.CXX_DELETE_EXPR:
-                if after:
-                    check_release(r, name, last_d, d_freed)
+                if after and check_release(r, name, last_d, d_freed):
+                    if kind != CK.CALL_EXPR or not spelled_in_file(parent, "free"):
+                        raise Refused(f"{name} is released before the device array that became it (line {line}) "
+                                      "otherwise than by a free spelled in the file")
+                    self.renames.append((parent, "polypy_rt_shared_free"))
                 continue
             if is_test(r, level):
                 continue
@@ -373,17 +383,19 @@ class _Take:
                 continue
             _, parent, index = parent_of(r)
             if parent is not None and parent.kind == CK.CALL_EXPR and parent.spelling == "free" and index == 1:
-                self.release(r, parent, name)
+                # it may come before d's cudaFree (_Share): polypy_rt_shared_free is polypy_rt_host_free
+                # where the allocation table no longer names the memory
+                self.release(r, parent, name, "polypy_rt_shared_free")
                 continue
             raise Refused(f"{name}, the host buffer {self.d.decl.spelling} is, is used after the copy "
                            f"(line {r.cursor.location.line})")
 
-    def release(self, r, call: ci.Cursor, name: str) -> None:
+    def release(self, r, call: ci.Cursor, name: str, function: str = "polypy_rt_host_free") -> None:
         if any(anc.kind in LOOPS for anc, _ in r.ancestors):
             raise Refused(f"{name} is freed inside a loop (line {r.cursor.location.line})")
         if not spelled_in_file(call, "free"):
             raise Refused(f"{name} is freed by a macro (line {r.cursor.location.line})")
-        self.renames.append((call, "polypy_rt_host_free"))
+        self.renames.append((call, function))
 
 
 def written_arguments(kernel: n.Kernel) -> tuple[bool | None, ...]:
