@@ -280,7 +280,46 @@ long long freed_before_cudafree(int* status) {  // records of scalars, freed bef
   return s;
 }
 
+long long round_trip() {                // d is used only between the copies of each turn: d is h
+  int* h = (int*)malloc(N * sizeof(int));
+  for (int i = 0; i < N; i++) h[i] = i % 4;
+  int* d;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  long long s = 0;
+  for (int r = 0; r < 3; r++) {
+    h[r] += 10;
+    cudaMemcpy(d, h, N * sizeof(int), cudaMemcpyHostToDevice);
+    triple<<<(N + 127) / 128, 128>>>(d, N);
+    cudaDeviceSynchronize();
+    cudaMemcpy(h, d, N * sizeof(int), cudaMemcpyDeviceToHost);
+    s += h[r];
+  }
+  s += total(h);
+  free(h);
+  cudaFree(d);
+  return s;
+}
+
+long long read_between() {              // the host reads h between the copies: its old values
+  int* h = (int*)malloc(N * sizeof(int));
+  for (int i = 0; i < N; i++) h[i] = 1;
+  int* d;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  long long s = 0;
+  for (int r = 0; r < 2; r++) {
+    cudaMemcpy(d, h, N * sizeof(int), cudaMemcpyHostToDevice);
+    triple<<<(N + 127) / 128, 128>>>(d, N);
+    s += h[N - 1];
+    cudaMemcpy(h, d, N * sizeof(int), cudaMemcpyDeviceToHost);
+  }
+  cudaFree(d);
+  s += total(h);
+  free(h);
+  return s;
+}
+
 int main() {
+  printf("%lld\n%lld\n", round_trip(), read_between());
   printf("%lld\n%lld\n%lld\n%lld\n%lld\n", shared_both(), host_writes_after(), written_then_read(), alias_write(),
          in_a_loop());
   printf("%lld\n%lld\n%lld\n%lld\n%lld\n", copied_twice(), used_before(), freed_early(), passed_on(),
@@ -298,7 +337,18 @@ int main() {
 # What each case of PROGRAM must print (CUDA semantics), and its copies' decisions: (line of the
 # copy, shared, a phrase of the reason).
 N = 1000
+def _round_trip() -> int:
+    h, s = [i % 4 for i in range(N)], 0
+    for r in range(3):
+        h[r] += 10
+        h = [3 * v for v in h]
+        s += h[r]
+    return s + sum(h)
+
+
 EXPECTED = [
+    _round_trip(),
+    4 + 9 * N,
     sum(i + 6 * (i % 7) for i in range(N)) * 3 + 5,
     2 * sum(range(N)) + 1000,
     3 * sum(range(N)) + N - 1,
@@ -335,6 +385,9 @@ DECISIONS = {
                     (True, "out takes d_m's memory: after the copy, nothing uses d_m but cudaFree")],
     "take_after_a_touch": [(False, "out is used before the copy")],
     "device_used_after": [(False, "d is used after the copy")],
+    "round_trip": [(True, "d is h itself: a round trip in the loop at line")] * 2,
+    "read_between": [(False, "inside a loop, switch or lambda; not a round trip: the statement at line"),
+                     (False, "the copy is inside a loop")],
     "freed_before_cudafree": [(True, "nothing writes d_p or pairs after the copy"),
                               (True, "out takes d_m's memory: after the copy, nothing uses d_m but cudaFree")],
 }
@@ -364,12 +417,14 @@ def test_copies_the_program_cannot_tell_apart_are_not_made_and_results_are_cuda_
         for (_, why), (_, phrase) in zip(found[function], decisions):
             assert phrase in why, (function, why)
     code = (tmp_path / "copies.cpp").read_text()
-    assert code.count("polypy_rt_share_copy((void**)&") == 4 and code.count("polypy_rt_take_copy(&") == 3
+    assert code.count("polypy_rt_share_copy((void**)&") == 5 and code.count("polypy_rt_take_copy(&") == 3
+    assert code.count("polypy_rt_same_copy(h, d, ") == 1
     # The takers' blocks and frees go through the runtime: out three times; in, whose memory out
     # takes, and pairs, freed before its device array's cudaFree, as polypy_rt_shared_free.
     assert code.count("polypy_rt_host_malloc(") == 3 + 1
     frees = sorted(re.findall(r"(polypy_rt_\w+_free)\( *(\w+)\)", code.split("long long shared_both")[1]))
-    assert frees == [("polypy_rt_host_free", "out")] * 3 + [("polypy_rt_shared_free", "in"),
+    assert frees == [("polypy_rt_host_free", "out")] * 3 + [("polypy_rt_shared_free", "h"),
+                                                          ("polypy_rt_shared_free", "in"),
                                                           ("polypy_rt_shared_free", "pairs")]
     for mode in ((), ("--emulate",)):  # the emulator, the reference, makes every copy
         run = _cli("run", str(src), *mode)
@@ -461,6 +516,21 @@ int main() {
   polypy_rt_host_free(res2);                                   // the last owner: freed
   freed = (int)cudaFree(db2);
   printf(" free %d\n", freed);
+  int* rt = (int*)malloc(n * sizeof(int));                     // a round trip: its turns
+  for (size_t i = 0; i < n; i++) rt[i] = 2;
+  int* drt = 0;
+  cudaMalloc(&drt, n * sizeof(int));
+  polypy_rt_share_copy((void**)&drt, rt, n * sizeof(int));     // the first turn: shared
+  drt[0] = 6;                                                  // a kernel's write
+  polypy_rt_same_copy(rt, drt, n * sizeof(int));               // nothing to copy
+  polypy_rt_share_copy((void**)&drt, rt, n * sizeof(int));     // a later turn: drt is rt already
+  printf("trip %d %d %zu", drt == rt, rt[0], *polypy_rt_count());
+  int* away = (int*)malloc(n * sizeof(int));
+  polypy_rt_same_copy(away, drt, n * sizeof(int));             // another buffer: copied
+  printf(" copy %d %d\n", away[0], away[n - 1]);
+  cudaFree(drt);
+  free(rt);
+  free(away);
   printf("left %zu %zu\n", *polypy_rt_host_count(), *polypy_rt_count());
   free(h);
   return 0;
@@ -471,4 +541,4 @@ int main() {
 def test_the_runtime_shares_and_takes_only_whole_blocks_of_the_copy_s_size(tmp_path) -> None:
     assert run_against_runtime(tmp_path, "share", RUNTIME) == (
         "shared 1 1 4000\nfree 0\nafter 7 0\nlarger 1 0 7\ninside 1 5\ndevice 1 3\n"
-        "wide 1 7\ntaken 1 7 free 0\nowners 1 7 1\ndeferred 1 9 1 free 0 0\nheld 1 5 1 free 0\nleft 0 0\n")
+        "wide 1 7\ntaken 1 7 free 0\nowners 1 7 1\ndeferred 1 9 1 free 0 0\nheld 1 5 1 free 0\ntrip 1 6 1 copy 6 2\nleft 0 0\n")

@@ -402,6 +402,10 @@ def _rewrite(path: str, state: _ProgramState) -> str:
                                                     f"(size_t)({copy.count}))"))
                 edits += copy.renames  # frees of the buffer before the device array's cudaFree
                 continue
+            if copy.direction == "round-trip-out":  # nothing to copy where the device array became it
+                edits.append((copy.start, copy.end, f"polypy_rt_same_copy({copy.host}, {copy.device}, "
+                                                    f"(size_t)({copy.count}))"))
+                continue
             # The host pointer takes the device array's memory.
             edits.append((copy.start, copy.end, f"polypy_rt_take_copy(&{copy.host}, {copy.device}, "
                                                 f"(size_t)({copy.count}))"))

@@ -400,6 +400,7 @@ static inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, e
  * no device memory; otherwise this is the copy. */
 static inline cudaError_t polypy_rt_share_copy(void** device, const void* host, size_t count) {
   POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());
+  if (*device == host) return cudaSuccess;  /* a round trip's later turns (frontend/host_round_trips.py) */
   struct polypy_rt_alloc* entry = polypy_rt_entry(*device);
   void* base = 0;
   size_t size = 0;
@@ -410,6 +411,23 @@ static inline cudaError_t polypy_rt_share_copy(void** device, const void* host, 
   polypy_rt_entry(host)->shared = 1;
   *device = (void*)host;
   return cudaSuccess;
+}
+
+/* cudaMemcpy(host, device, count, cudaMemcpyDeviceToHost) closing a round trip whose device array
+ * became the host buffer (frontend/host_round_trips.py): nothing to copy where it did; otherwise
+ * the copy. */
+static inline cudaError_t polypy_rt_same_copy_bytes(void* host, const void* device, size_t count, int elem,
+                                                    size_t elem_size) {
+  if (host != device) return polypy_rt_memcpy(host, device, count, cudaMemcpyDeviceToHost, elem, elem_size);
+  POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());
+  polypy_rt_trace_copy(device, count, elem, elem_size);
+  return cudaSuccess;
+}
+template <class T> static inline cudaError_t polypy_rt_same_copy(T* host, const void* device, size_t count) {
+  return polypy_rt_same_copy_bytes((void*)host, device, count, polypy_rt_elem_of<T>::value, sizeof(T));
+}
+static inline cudaError_t polypy_rt_same_copy(void* host, const void* device, size_t count) {
+  return polypy_rt_same_copy_bytes(host, device, count, polypy_rt_bytes, 1);
 }
 
 /* Host blocks a device block may replace (polypy_rt_take_copy): the blocks of the host pointers
