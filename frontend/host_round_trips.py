@@ -28,13 +28,17 @@ cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)``:
 * ``d`` is a local pointer declared before the loop, without initializer or with a null one,
   given memory by exactly one ``cudaMalloc(&d, ...)`` before the loop; its other uses are
   launch arguments between ``C1`` and ``C2`` and ``cudaFree(d)`` after the loop;
-* ``h`` is a local pointer, not ``static``, with the same element type as ``d``; its every
-  definition comes before the loop, its address is not taken, and nothing between ``C1`` and
-  ``C2`` names it; a ``free(h)`` in the loop is refused; one after the loop but before
-  ``cudaFree(d)`` becomes ``polypy_rt_shared_free`` (see ``frontend/host_copies.py``).
+* ``h`` is a local pointer, not ``static``, with the same element type as ``d``, whose one
+  definition, before the loop, is ``malloc``, ``calloc`` or ``new T[n]`` (fresh memory, which
+  nothing else points to), and nothing between ``C1`` and ``C2`` names it. Its other
+  uses are element accesses (``h[i]``, ``h[i].m`` of a struct of scalars), null tests, and
+  operands of the C library's ``memset``/``memcpy``/``memmove``/``fread``/``fwrite``: the
+  runtime's table of device memory holds ``h``'s bytes from the first turn on, and a CUDA call
+  given ``h`` (or a function that could make one) would be checked against it. A ``free(h)`` in
+  the loop is refused; one after the loop but before ``cudaFree(d)`` becomes
+  ``polypy_rt_shared_free`` (see ``frontend/host_copies.py``).
 
-What ``h`` points to may be reached otherwise (its own elements, other functions, aliases) outside
-the two copies: the device array's values are not seen there. The rewrite: ``C1`` becomes
+The rewrite: ``C1`` becomes
 ``polypy_rt_share_copy`` (the first turn points ``d`` at ``h`` where ``d`` is a block
 ``cudaMalloc`` gave of exactly ``n`` bytes, otherwise copies; later turns find ``d == h``), ``C2``
 becomes ``polypy_rt_same_copy`` (nothing to do where ``d == h``, otherwise the copy).
@@ -45,8 +49,9 @@ import clang.cindex as ci
 
 from frontend.clang_setup import binary_operator, evaluate, unary_operator
 from frontend.function_scan import scan
-from frontend.host_uses import (LOOPS, Refused, assignment_of, call_args, check_null_init, check_types, copy_kind,
-                               device_use, parent_of, spelled_in_file, variable_of)
+from frontend.host_uses import (CALLS, LOOPS, Refused, assignment_of, call_args, check_null_init, check_types,
+                               copy_kind, device_use, element_access, initializer_of, is_allocation, is_test, parent_of,
+                               spelled_in_file, variable_of)
 from frontend.launch_shapes import HostFunction, var_key
 
 CK = ci.CursorKind
@@ -132,7 +137,7 @@ def _prove(facts: HostFunction, c1: ci.Cursor, d, h) -> RoundTrip:
     window = (c1.extent.end.offset, c2.extent.start.offset)
     check_types(d.decl, h.decl)
     first_free = _device_uses(facts, d, (c1, c2), (lo, hi), window)
-    frees = _host_uses(facts, h, (lo, hi), window, first_free)
+    frees = _host_uses(facts, h, (c1, c2), (lo, hi), window, first_free)
     line = facts.cursors[loop].location.line
     return RoundTrip(c1, c2, frees, f"{dn} is {hn} itself: a round trip in the loop at line {line} (the device "
                                     f"array is used only between the copies, and the host's values of {hn} "
@@ -214,28 +219,41 @@ def _device_uses(facts: HostFunction, d, copies, loop: tuple[int, int], window: 
     return first_free
 
 
-def _host_uses(facts: HostFunction, h, loop: tuple[int, int], window: tuple[int, int],
+def _host_uses(facts: HostFunction, h, copies, loop: tuple[int, int], window: tuple[int, int],
                first_free: int) -> list[ci.Cursor]:
     """Checks the uses of ``h``; returns its ``free`` calls before ``d``'s ``cudaFree``."""
     name = h.decl.spelling
     if h.decl.extent.start.offset >= loop[0]:
         raise Refused(f"{name} is declared inside the loop")
     frees: list[ci.Cursor] = []
+    init = initializer_of(h.decl)
+    definitions = [init] if init is not None else []
+    spans = [(c.extent.start.offset, c.extent.end.offset) for c in copies]
     for r in h.refs:
         use = r.cursor.extent.start.offset
         line = r.cursor.location.line
+        if any(a <= use < b for a, b in spans):
+            continue
         if window[0] <= use < window[1]:
             raise Refused(f"{name} is used between the copies (line {line})")
-        if assignment_of(facts, r, name) is not None:
+        value = assignment_of(facts, r, name)
+        if value is not None:
             if use >= loop[0]:
                 raise Refused(f"{name} is assigned in or after the loop (line {line})")
+            definitions.append(value)
             continue
-        _, parent, index = parent_of(r)
+        level, parent, index = parent_of(r)
         kind = parent.kind if parent is not None else None
-        if kind == CK.UNARY_OPERATOR and unary_operator(parent) == "&":
-            raise Refused(f"the address of {name} is taken (line {line})")
         released = (kind == CK.CALL_EXPR and parent.spelling == "free" and index == 1) or kind == CK.CXX_DELETE_EXPR
-        if not released or use < loop[0]:
+        if not released:
+            if kind == CK.ARRAY_SUBSCRIPT_EXPR and index == 0:
+                element_access(r, level, name)
+            elif not (kind == CK.CALL_EXPR and parent.spelling in CALLS and not parent.spelling.startswith("cuda")
+                      and index >= 1) and not is_test(r, level):
+                raise Refused(f"{name} is used otherwise (line {line}): the runtime's table of device "
+                              "memory, which then holds it, could see it")
+            continue
+        if use < loop[0]:
             continue
         if use < loop[1]:
             raise Refused(f"{name} is freed inside the loop (line {line})")
@@ -245,4 +263,6 @@ def _host_uses(facts: HostFunction, h, loop: tuple[int, int], window: tuple[int,
                 raise Refused(f"{name} is released before the device array's cudaFree otherwise than by a "
                               f"free spelled in the file, outside loops (line {line})")
             frees.append(parent)
+    if len(definitions) != 1 or not is_allocation(definitions[0]):
+        raise Refused(f"{name} is not fresh memory from one malloc, calloc or new[] before the loop")
     return frees

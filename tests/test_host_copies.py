@@ -294,7 +294,7 @@ long long round_trip() {                // d is used only between the copies of 
     cudaMemcpy(h, d, N * sizeof(int), cudaMemcpyDeviceToHost);
     s += h[r];
   }
-  s += total(h);
+  for (int i = 0; i < N; i++) s += h[i];
   free(h);
   cudaFree(d);
   return s;
@@ -318,8 +318,25 @@ long long read_between() {              // the host reads h between the copies: 
   return s;
 }
 
+long long trip_passed_on() {            // h goes to fill(), which could hand it to CUDA
+  int* h = (int*)malloc(N * sizeof(int));
+  fill(h, 2);
+  int* d;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  for (int r = 0; r < 2; r++) {
+    cudaMemcpy(d, h, N * sizeof(int), cudaMemcpyHostToDevice);
+    triple<<<(N + 127) / 128, 128>>>(d, N);
+    cudaMemcpy(h, d, N * sizeof(int), cudaMemcpyDeviceToHost);
+  }
+  cudaFree(d);
+  long long s = 0;
+  for (int i = 0; i < N; i++) s += h[i];
+  free(h);
+  return s;
+}
+
 int main() {
-  printf("%lld\n%lld\n", round_trip(), read_between());
+  printf("%lld\n%lld\n%lld\n", round_trip(), read_between(), trip_passed_on());
   printf("%lld\n%lld\n%lld\n%lld\n%lld\n", shared_both(), host_writes_after(), written_then_read(), alias_write(),
          in_a_loop());
   printf("%lld\n%lld\n%lld\n%lld\n%lld\n", copied_twice(), used_before(), freed_early(), passed_on(),
@@ -349,6 +366,7 @@ def _round_trip() -> int:
 EXPECTED = [
     _round_trip(),
     4 + 9 * N,
+    18 * N,
     sum(i + 6 * (i % 7) for i in range(N)) * 3 + 5,
     2 * sum(range(N)) + 1000,
     3 * sum(range(N)) + N - 1,
@@ -388,6 +406,7 @@ DECISIONS = {
     "round_trip": [(True, "d is h itself: a round trip in the loop at line")] * 2,
     "read_between": [(False, "inside a loop, switch or lambda; not a round trip: the statement at line"),
                      (False, "the copy is inside a loop")],
+    "trip_passed_on": [(False, "not a round trip: h is used otherwise"), (False, "the copy is inside a loop")],
     "freed_before_cudafree": [(True, "nothing writes d_p or pairs after the copy"),
                               (True, "out takes d_m's memory: after the copy, nothing uses d_m but cudaFree")],
 }
