@@ -386,7 +386,7 @@ def programs(root: pathlib.Path) -> list[Program]:
     return [
         Program("b+tree", _c("b+tree", cu=("kernel/kernel_gpu_cuda_wrapper.cu", "kernel/kernel_gpu_cuda_wrapper_2.cu",
                                            "util/cuda/cuda.cu"),
-                             c=("main.c", "util/timer/timer.c", "util/num/num.c")),
+                             c=("main.c", "util/timer/timer.c", "util/num/num.c"), flags=("-DRD_WG_SIZE_0=508",)),
                 ("file", "{data}", "command", "{command}"), _btree,
                 Check("omp", Output("output.txt")),
                 omp=_o("b+tree", c=("main.c", "kernel/kernel_cpu.c", "kernel/kernel_cpu_2.c", "util/timer/timer.c",

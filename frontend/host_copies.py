@@ -29,15 +29,20 @@ any way this module does not follow. It proves, in one host function ``F``:
   ``T**``, a record of mixed members) counts as unknown and the copy stays.
 * ``h`` is a local (not ``static``) pointer whose only definition is an allocation, ``malloc``,
   ``calloc`` or ``new T[n]``, before the copy: fresh memory, which nothing else points to. Its
-  uses are element accesses ``h[i]`` of a scalar element type (read by lvalue-to-rvalue
-  conversion, or written by ``=``, a compound assignment, ``++``/``--``), null tests,
+  uses are element accesses ``h[i]`` of a scalar element type, or ``h[i].m`` of a struct whose
+  members are all scalars (read by lvalue-to-rvalue conversion, or written by ``=``, a compound
+  assignment, ``++``/``--``), null tests,
   ``memset``/``memcpy``/``memmove``/``fread``/``fwrite``/``cudaMemcpy`` operands (each position
   a read or a write), and ``free(h)``/``delete[] h``. Anything else -- ``&h[i]``, ``h + 1``,
   passing ``h`` to another function, binding ``h[i]`` to a reference -- could make an alias this
   module would not see, and keeps the copy.
 * ``h`` is the source of no other host-to-device copy in ``F`` (two device arrays sharing one
   buffer would see each other's writes).
-* ``h`` is freed, if at all, outside loops, after a ``cudaFree(d)`` and after every use of ``d``.
+* ``h`` is freed, if at all, outside loops, after every use of ``d`` but its ``cudaFree``, and
+  some ``cudaFree(d)`` follows the copy. Where the ``free(h)`` comes before that ``cudaFree``
+  (Rodinia bfs frees its host arrays first), it becomes ``polypy_rt_shared_free(h)``: the memory
+  is freed by the last of its owners (the ``cudaFree``, or a host pointer that took it), so
+  that the runtime's table of allocations never names freed memory.
 * Both pointers have the same element type, aligned to at most 16 bytes (what ``malloc``
   guarantees; ``cudaMalloc``'s 256 is not needed by any translated kernel).
 
@@ -73,6 +78,7 @@ from frontend.host_uses import (ALLOCATORS, CALLS, LOOPS, Refused, assignment_of
                                check_release, check_site, check_types, copy_kind, device_use, element_access,
                                initializer_of, is_allocation, is_test, parent_of, spelled_in_file, stripped,
                                variable_of)
+from frontend.host_round_trips import round_trips
 from frontend.launch_shapes import HostFunction, var_key
 
 CK = ci.CursorKind
@@ -107,6 +113,7 @@ def share_copies(functions: Sequence[ci.Cursor],
     for fn in functions:
         if fn.kind != CK.FUNCTION_DECL and fn.kind != CK.CXX_METHOD:
             continue
+        first = len(out)
         facts = None
         shared: dict[tuple, object] = {}  # device variable -> the host variable it became
         for direction in ("cudaMemcpyHostToDevice", "cudaMemcpyDeviceToHost"):
@@ -129,15 +136,42 @@ def share_copies(functions: Sequence[ci.Cursor],
                         out.append(CopyDecision(call, device.spelling, "", args[2], False,
                                                 "the source is not a local pointer variable"))
                         continue
-                    ok, why = _Share(facts, written).decide(call, d, h)
+                    share = _Share(facts, written)
+                    ok, why = share.decide(call, d, h)
                     if ok:
                         shared[var_key(device)] = h
-                    out.append(CopyDecision(call, device.spelling, host.spelling, args[2], ok, why))
+                    out.append(CopyDecision(call, device.spelling, host.spelling, args[2], ok, why,
+                                            renames=tuple(share.renames) if ok else ()))
                 elif h is not None:
                     take = _Take(facts, call, d, h, shared.get(var_key(device)))
                     ok, why = take.decide()
                     out.append(CopyDecision(call, device.spelling, host.spelling, args[2], ok, why, "to-host",
                                             tuple(take.renames) if ok else ()))
+        if facts is not None:
+            out[first:] = _with_round_trips(fn, facts, out[first:])
+    # A free of a shared buffer that a take renames too (the same polypy_rt_shared_free) is edited once.
+    taken = {r.hash for c in out if c.direction == "to-host" for r, _ in c.renames}
+    return [dataclasses.replace(c, renames=tuple((r, f) for r, f in c.renames if r.hash not in taken))
+            if c.direction == "to-device" and c.renames else c for c in out]
+
+
+def _with_round_trips(fn: ci.Cursor, facts: HostFunction, decisions: list[CopyDecision]) -> list[CopyDecision]:
+    """``decisions`` (one function's) with the copies of its round trips in loops not made
+    (``frontend.host_round_trips``), and the other copies in loops saying why they are none."""
+    trips, refused = round_trips(fn, facts)
+    first = {(t.first.extent.start.offset, t.first.extent.end.offset): t for t in trips}
+    second = {(t.second.extent.start.offset, t.second.extent.end.offset): t for t in trips}
+    out = []
+    for c in decisions:
+        key = (c.call.extent.start.offset, c.call.extent.end.offset)
+        if key in first:
+            c = dataclasses.replace(c, shared=True, why=first[key].why,
+                                    renames=tuple((f, "polypy_rt_shared_free") for f in first[key].frees))
+        elif key in second:
+            c = dataclasses.replace(c, shared=True, why=second[key].why, direction="round-trip-out", renames=())
+        elif key in refused:
+            c = dataclasses.replace(c, why=f"{c.why}; not a round trip: {refused[key]}")
+        out.append(c)
     return out
 
 
@@ -147,6 +181,7 @@ class _Share:
     def __init__(self, facts: HostFunction, written: Callable[[ci.Cursor], Sequence[bool | None] | None]):
         self.facts = facts
         self.written = written
+        self.renames: list[tuple[ci.Cursor, str]] = []  # frees of the buffer before the cudaFree
 
     def decide(self, call: ci.Cursor, d, h) -> tuple[bool, str]:
         """Whether the copy ``call`` from ``h`` to ``d`` need not be made, and why (not)."""
@@ -192,7 +227,8 @@ class _Share:
                 continue  # the copy itself
             if use < at:
                 raise Refused(f"{name} is used before the copy otherwise than by its cudaMalloc (line {line})")
-            last = max(last, use)
+            if kind != "free":
+                last = max(last, use)
             if kind == "launch":
                 flags = self.written(parent)
                 if flags is None or position >= len(flags) or flags[position] is None:
@@ -254,8 +290,11 @@ class _Share:
                         first_read = line
                     continue
             if (kind == CK.CALL_EXPR and parent.spelling == "free" and index == 1) or kind == CK.CXX_DELETE_EXPR:
-                if after:
-                    check_release(r, name, last_d, d_freed)
+                if after and check_release(r, name, last_d, d_freed):
+                    if kind != CK.CALL_EXPR or not spelled_in_file(parent, "free"):
+                        raise Refused(f"{name} is released before the device array that became it (line {line}) "
+                                      "otherwise than by a free spelled in the file")
+                    self.renames.append((parent, "polypy_rt_shared_free"))
                 continue
             if is_test(r, level):
                 continue
@@ -373,17 +412,19 @@ class _Take:
                 continue
             _, parent, index = parent_of(r)
             if parent is not None and parent.kind == CK.CALL_EXPR and parent.spelling == "free" and index == 1:
-                self.release(r, parent, name)
+                # it may come before d's cudaFree (_Share): polypy_rt_shared_free is polypy_rt_host_free
+                # where the allocation table no longer names the memory
+                self.release(r, parent, name, "polypy_rt_shared_free")
                 continue
             raise Refused(f"{name}, the host buffer {self.d.decl.spelling} is, is used after the copy "
                            f"(line {r.cursor.location.line})")
 
-    def release(self, r, call: ci.Cursor, name: str) -> None:
+    def release(self, r, call: ci.Cursor, name: str, function: str = "polypy_rt_host_free") -> None:
         if any(anc.kind in LOOPS for anc, _ in r.ancestors):
             raise Refused(f"{name} is freed inside a loop (line {r.cursor.location.line})")
         if not spelled_in_file(call, "free"):
             raise Refused(f"{name} is freed by a macro (line {r.cursor.location.line})")
-        self.renames.append((call, "polypy_rt_host_free"))
+        self.renames.append((call, function))
 
 
 def written_arguments(kernel: n.Kernel) -> tuple[bool | None, ...]:

@@ -114,13 +114,25 @@ def check_types(d: ci.Cursor, h: ci.Cursor) -> None:
         raise Refused(f"the elements of {d.spelling} need more alignment than malloc gives")
 
 
+def scalar_record(t: ci.Type) -> bool:
+    """Whether ``t`` (canonical) is a struct or union whose members are all scalars."""
+    fields = list(t.get_fields()) if t.kind == ci.TypeKind.RECORD else []
+    return bool(fields) and all(f.type.get_canonical().kind in SCALARS for f in fields)
+
+
 def element_access(r, level: int, name: str) -> str:
     """"read", "write" or "none" (``sizeof``) for the element access ``h[i]`` at
-    ``r.ancestors[level]``."""
+    ``r.ancestors[level]``, or ``h[i].m`` where the elements are records of scalars."""
     sub = r.ancestors[level][0]
     line = r.cursor.location.line
-    if sub.type.get_canonical().kind not in SCALARS:
-        raise Refused(f"the elements of {name} are not scalars (line {line})")
+    kind = sub.type.get_canonical()
+    if kind.kind not in SCALARS:
+        member = level - 1
+        while member >= 0 and r.ancestors[member][0].kind == CK.PAREN_EXPR:
+            member -= 1
+        if not scalar_record(kind) or member < 0 or r.ancestors[member][0].kind != CK.MEMBER_REF_EXPR:
+            raise Refused(f"the elements of {name} are not scalars (line {line})")
+        level = member  # h[i].m: an access to a scalar, as h[i] is for scalar elements
     i = level - 1
     while i >= 0 and r.ancestors[i][0].kind == CK.PAREN_EXPR:
         i -= 1
@@ -142,13 +154,18 @@ def element_access(r, level: int, name: str) -> str:
     raise Refused(f"{name}[...] is used otherwise (line {line}): it could be reached through another pointer")
 
 
-def check_release(r, name: str, last_d: int, d_freed: int | None) -> None:
+def check_release(r, name: str, last_d: int, d_freed: int | None) -> bool:
+    """A release of the host buffer ``name`` a device array became: outside loops, after every
+    use of that array but its ``cudaFree`` (``last_d``: the offset of the last such use;
+    ``d_freed``: of its first ``cudaFree``, which must exist). Whether it comes before that
+    ``cudaFree`` (then the memory is freed there: ``polypy_rt_shared_free``)."""
     line = r.cursor.location.line
     if any(anc.kind in LOOPS for anc, _ in r.ancestors):
         raise Refused(f"{name} is freed inside a loop (line {line})")
     use = r.cursor.extent.start.offset
-    if d_freed is None or d_freed > use or last_d > use:
+    if d_freed is None or last_d > use:
         raise Refused(f"{name} is freed before the device array that became it (line {line})")
+    return d_freed > use
 
 
 def node_at(r, level: int) -> tuple[ci.Cursor, Pos]:

@@ -27,6 +27,11 @@ __global__ void triple(int* m, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) m[i] = 3 * m[i];
 }
+struct Pair { int start; int count; };
+__global__ void spans(const Pair* p, int* m, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) m[i] = p[i].start * p[i].count;
+}
 static long long total(const int* v) { long long s = 0; for (int i = 0; i < N; i++) s += v[i]; return s; }
 static void fill(int* v, int k) { for (int i = 0; i < N; i++) v[i] = k; }
 
@@ -251,7 +256,87 @@ long long device_used_after() {         // d is launched on after the copy: out 
   return s;
 }
 
+long long freed_before_cudafree(int* status) {  // records of scalars, freed before d_p's cudaFree
+  Pair* pairs = (Pair*)malloc(N * sizeof(Pair));
+  int* out = (int*)malloc(N * sizeof(int));
+  for (int i = 0; i < N; i++) { pairs[i].start = i % 3; pairs[i].count = 2; }
+  Pair* d_p;
+  int* d_m;
+  cudaMalloc((void**)&d_p, N * sizeof(Pair));
+  cudaMalloc((void**)&d_m, N * sizeof(int));
+  cudaMemcpy(d_p, pairs, N * sizeof(Pair), cudaMemcpyHostToDevice);
+  spans<<<(N + 127) / 128, 128>>>(d_p, d_m, N);
+  cudaMemcpy(out, d_m, N * sizeof(int), cudaMemcpyDeviceToHost);
+  long long s = pairs[4].start;
+  for (int i = 0; i < N; i++) s += out[i];
+  free(pairs);
+  int* other = (int*)malloc(N * sizeof(Pair));  // new memory, wherever it is
+  for (int i = 0; i < 2 * N; i++) other[i] = -1;
+  *status = (int)cudaFree(d_p);
+  cudaFree(d_m);
+  s += other[0];
+  free(other);
+  free(out);
+  return s;
+}
+
+long long round_trip() {                // d is used only between the copies of each turn: d is h
+  int* h = (int*)malloc(N * sizeof(int));
+  for (int i = 0; i < N; i++) h[i] = i % 4;
+  int* d;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  long long s = 0;
+  for (int r = 0; r < 3; r++) {
+    h[r] += 10;
+    cudaMemcpy(d, h, N * sizeof(int), cudaMemcpyHostToDevice);
+    triple<<<(N + 127) / 128, 128>>>(d, N);
+    cudaDeviceSynchronize();
+    cudaMemcpy(h, d, N * sizeof(int), cudaMemcpyDeviceToHost);
+    s += h[r];
+  }
+  for (int i = 0; i < N; i++) s += h[i];
+  free(h);
+  cudaFree(d);
+  return s;
+}
+
+long long read_between() {              // the host reads h between the copies: its old values
+  int* h = (int*)malloc(N * sizeof(int));
+  for (int i = 0; i < N; i++) h[i] = 1;
+  int* d;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  long long s = 0;
+  for (int r = 0; r < 2; r++) {
+    cudaMemcpy(d, h, N * sizeof(int), cudaMemcpyHostToDevice);
+    triple<<<(N + 127) / 128, 128>>>(d, N);
+    s += h[N - 1];
+    cudaMemcpy(h, d, N * sizeof(int), cudaMemcpyDeviceToHost);
+  }
+  cudaFree(d);
+  s += total(h);
+  free(h);
+  return s;
+}
+
+long long trip_passed_on() {            // h goes to fill(), which could hand it to CUDA
+  int* h = (int*)malloc(N * sizeof(int));
+  fill(h, 2);
+  int* d;
+  cudaMalloc((void**)&d, N * sizeof(int));
+  for (int r = 0; r < 2; r++) {
+    cudaMemcpy(d, h, N * sizeof(int), cudaMemcpyHostToDevice);
+    triple<<<(N + 127) / 128, 128>>>(d, N);
+    cudaMemcpy(h, d, N * sizeof(int), cudaMemcpyDeviceToHost);
+  }
+  cudaFree(d);
+  long long s = 0;
+  for (int i = 0; i < N; i++) s += h[i];
+  free(h);
+  return s;
+}
+
 int main() {
+  printf("%lld\n%lld\n%lld\n", round_trip(), read_between(), trip_passed_on());
   printf("%lld\n%lld\n%lld\n%lld\n%lld\n", shared_both(), host_writes_after(), written_then_read(), alias_write(),
          in_a_loop());
   printf("%lld\n%lld\n%lld\n%lld\n%lld\n", copied_twice(), used_before(), freed_early(), passed_on(),
@@ -259,6 +344,9 @@ int main() {
   int status = -1;
   long long taken = taken_plain(&status);
   printf("%lld\n%d\n%lld\n%lld\n", taken, status, take_after_a_touch(), device_used_after());
+  status = -1;
+  long long early = freed_before_cudafree(&status);
+  printf("%lld\n%d\n", early, status);
   return 0;
 }
 """
@@ -266,7 +354,19 @@ int main() {
 # What each case of PROGRAM must print (CUDA semantics), and its copies' decisions: (line of the
 # copy, shared, a phrase of the reason).
 N = 1000
+def _round_trip() -> int:
+    h, s = [i % 4 for i in range(N)], 0
+    for r in range(3):
+        h[r] += 10
+        h = [3 * v for v in h]
+        s += h[r]
+    return s + sum(h)
+
+
 EXPECTED = [
+    _round_trip(),
+    4 + 9 * N,
+    18 * N,
     sum(i + 6 * (i % 7) for i in range(N)) * 3 + 5,
     2 * sum(range(N)) + 1000,
     3 * sum(range(N)) + N - 1,
@@ -281,6 +381,8 @@ EXPECTED = [
     0,
     0,
     N,
+    1 + sum(2 * (i % 3) for i in range(N)) - 1,
+    0,
 ]
 TOTAL = (False, "out is used otherwise")  # passed to total(), a function of the program
 DECISIONS = {
@@ -301,6 +403,12 @@ DECISIONS = {
                     (True, "out takes d_m's memory: after the copy, nothing uses d_m but cudaFree")],
     "take_after_a_touch": [(False, "out is used before the copy")],
     "device_used_after": [(False, "d is used after the copy")],
+    "round_trip": [(True, "d is h itself: a round trip in the loop at line")] * 2,
+    "read_between": [(False, "inside a loop, switch or lambda; not a round trip: the statement at line"),
+                     (False, "the copy is inside a loop")],
+    "trip_passed_on": [(False, "not a round trip: h is used otherwise"), (False, "the copy is inside a loop")],
+    "freed_before_cudafree": [(True, "nothing writes d_p or pairs after the copy"),
+                              (True, "out takes d_m's memory: after the copy, nothing uses d_m but cudaFree")],
 }
 
 
@@ -328,9 +436,15 @@ def test_copies_the_program_cannot_tell_apart_are_not_made_and_results_are_cuda_
         for (_, why), (_, phrase) in zip(found[function], decisions):
             assert phrase in why, (function, why)
     code = (tmp_path / "copies.cpp").read_text()
-    assert code.count("polypy_rt_share_copy((void**)&") == 3 and code.count("polypy_rt_take_copy(&") == 2
-    # The takers' blocks and frees go through the runtime: out twice; in, whose memory out takes.
-    assert code.count("polypy_rt_host_malloc(") == 2 + 1 and code.count("polypy_rt_host_free(") == 3 + 1
+    assert code.count("polypy_rt_share_copy((void**)&") == 5 and code.count("polypy_rt_take_copy(&") == 3
+    assert code.count("polypy_rt_same_copy(h, d, ") == 1
+    # The takers' blocks and frees go through the runtime: out three times; in, whose memory out
+    # takes, and pairs, freed before its device array's cudaFree, as polypy_rt_shared_free.
+    assert code.count("polypy_rt_host_malloc(") == 3 + 1
+    frees = sorted(re.findall(r"(polypy_rt_\w+_free)\( *(\w+)\)", code.split("long long shared_both")[1]))
+    assert frees == [("polypy_rt_host_free", "out")] * 3 + [("polypy_rt_shared_free", "h"),
+                                                          ("polypy_rt_shared_free", "in"),
+                                                          ("polypy_rt_shared_free", "pairs")]
     for mode in ((), ("--emulate",)):  # the emulator, the reference, makes every copy
         run = _cli("run", str(src), *mode)
         assert run.returncode == 0, run.stderr
@@ -399,6 +513,43 @@ int main() {
   res[0] += 1;
   printf("owners %d %d %zu\n", res == buf, res[0] + res[n - 1], *polypy_rt_host_count());
   polypy_rt_host_free(res);
+  int* early = (int*)malloc(n * sizeof(int));                  // the host frees it before the cudaFree
+  for (size_t i = 0; i < n; i++) early[i] = 9;
+  int* de = 0;
+  cudaMalloc(&de, n * sizeof(int));
+  polypy_rt_share_copy((void**)&de, early, n * sizeof(int));
+  polypy_rt_shared_free(early);                                // left to the cudaFree: still named
+  printf("deferred %d %d %zu", de == early, de[n - 1], *polypy_rt_count());
+  int freed = (int)cudaFree(de);
+  printf(" free %d %zu\n", freed, *polypy_rt_count());
+  polypy_rt_shared_free(malloc(n));                           // no device pointer names it: freed
+  int* buf2 = (int*)malloc(n * sizeof(int));                   // shared, taken, then freed before the cudaFree
+  for (size_t i = 0; i < n; i++) buf2[i] = 5;
+  int* db2 = 0;
+  cudaMalloc(&db2, n * sizeof(int));
+  polypy_rt_share_copy((void**)&db2, buf2, n * sizeof(int));
+  int* res2 = (int*)polypy_rt_host_malloc(n * sizeof(int));
+  polypy_rt_take_copy(&res2, db2, n * sizeof(int));
+  polypy_rt_shared_free(buf2);                                 // res2 still holds the memory
+  printf("held %d %d %zu", res2 == buf2, res2[n - 1], *polypy_rt_host_count());
+  polypy_rt_host_free(res2);                                   // the last owner: freed
+  freed = (int)cudaFree(db2);
+  printf(" free %d\n", freed);
+  int* rt = (int*)malloc(n * sizeof(int));                     // a round trip: its turns
+  for (size_t i = 0; i < n; i++) rt[i] = 2;
+  int* drt = 0;
+  cudaMalloc(&drt, n * sizeof(int));
+  polypy_rt_share_copy((void**)&drt, rt, n * sizeof(int));     // the first turn: shared
+  drt[0] = 6;                                                  // a kernel's write
+  polypy_rt_same_copy(rt, drt, n * sizeof(int));               // nothing to copy
+  polypy_rt_share_copy((void**)&drt, rt, n * sizeof(int));     // a later turn: drt is rt already
+  printf("trip %d %d %zu", drt == rt, rt[0], *polypy_rt_count());
+  int* away = (int*)malloc(n * sizeof(int));
+  polypy_rt_same_copy(away, drt, n * sizeof(int));             // another buffer: copied
+  printf(" copy %d %d\n", away[0], away[n - 1]);
+  cudaFree(drt);
+  free(rt);
+  free(away);
   printf("left %zu %zu\n", *polypy_rt_host_count(), *polypy_rt_count());
   free(h);
   return 0;
@@ -409,4 +560,4 @@ int main() {
 def test_the_runtime_shares_and_takes_only_whole_blocks_of_the_copy_s_size(tmp_path) -> None:
     assert run_against_runtime(tmp_path, "share", RUNTIME) == (
         "shared 1 1 4000\nfree 0\nafter 7 0\nlarger 1 0 7\ninside 1 5\ndevice 1 3\n"
-        "wide 1 7\ntaken 1 7 free 0\nowners 1 7 1\nleft 0 0\n")
+        "wide 1 7\ntaken 1 7 free 0\nowners 1 7 1\ndeferred 1 9 1 free 0 0\nheld 1 5 1 free 0\ntrip 1 6 1 copy 6 2\nleft 0 0\n")

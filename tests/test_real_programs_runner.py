@@ -491,3 +491,14 @@ def test_self_timed_program_keeps_the_best_of_each_printed_time(tmp_path):
     assert "| st | ok | ok | ok | yes | self-check | 0.250000 | 1.000000 | 4.00 |" in table
     assert "geomean t_serial / t_polypy (the times each program prints) over 2 programs" in table
     assert "below 1: slow" in table
+
+
+def test_btree_cuda_build_makes_the_openmp_versions_tree_order():
+    """Rodinia's CUDA b+tree takes its tree order from RD_WG_SIZE_0 (its Makefile's KERNEL_DIM,
+    256 when unset); the OpenMP version's common.h fixes 508. At 256 the CUDA program's host code
+    (the same main.c) builds a tree of twice the nodes, and its quadratic queue walk in
+    transform_to_cuda took 0.5 s of CPU against 0.06 s: the comparison measured different work."""
+    from bench.real_programs_rodinia import programs
+    btree = next(p for p in programs(pathlib.Path("unused")) if p.name == "b+tree")
+    assert "-DRD_WG_SIZE_0=508" in btree.build.flags
+    assert not any(f.startswith("-DRD_WG_SIZE") for f in btree.omp.flags)

@@ -403,6 +403,11 @@ def _rewrite(path: str, state: _ProgramState) -> str:
             if copy.direction == "to-device":  # the device array becomes the host buffer
                 edits.append((copy.start, copy.end, f"polypy_rt_share_copy((void**)&{copy.device}, {copy.host}, "
                                                     f"(size_t)({copy.count}))"))
+                edits += copy.renames  # frees of the buffer before the device array's cudaFree
+                continue
+            if copy.direction == "round-trip-out":  # nothing to copy where the device array became it
+                edits.append((copy.start, copy.end, f"polypy_rt_same_copy({copy.host}, {copy.device}, "
+                                                    f"(size_t)({copy.count}))"))
                 continue
             # The host pointer takes the device array's memory.
             edits.append((copy.start, copy.end, f"polypy_rt_take_copy(&{copy.host}, {copy.device}, "

@@ -120,7 +120,7 @@ class CopySpan:
     shared: bool
     why: str
     loc: Loc | None = None
-    direction: str = "to-device"  # or "to-host"
+    direction: str = "to-device"  # or "to-host", or "round-trip-out" (frontend.host_round_trips: polypy_rt_same_copy)
     renames: tuple[tuple[int, int, str], ...] = ()
 
     def format(self) -> str:

@@ -103,8 +103,9 @@
 #endif
 /* shared: the block is a host buffer a device pointer was pointed at instead of copying it
  * (polypy_rt_share_copy); taken: a host pointer took the block instead of a copy of it
- * (polypy_rt_take_copy). cudaFree forgets either without freeing it. */
-struct polypy_rt_alloc { void* base; size_t size; int shared; int taken; };
+ * (polypy_rt_take_copy). cudaFree forgets either without freeing it, except a shared block the
+ * host already freed (freed, polypy_rt_shared_free): cudaFree frees that one. */
+struct polypy_rt_alloc { void* base; size_t size; int shared; int taken; int freed; };
 POLYPY_RT_STATE struct polypy_rt_alloc** polypy_rt_table(void) { static struct polypy_rt_alloc* t = 0; return &t; }
 POLYPY_RT_STATE size_t* polypy_rt_count(void) { static size_t n = 0; return &n; }
 POLYPY_RT_STATE size_t* polypy_rt_capacity(void) { static size_t c = 0; return &c; }
@@ -134,6 +135,7 @@ static inline void polypy_rt_register(void* p, size_t size) {
   (*table)[*n].size = size;
   (*table)[*n].shared = 0;
   (*table)[*n].taken = 0;
+  (*table)[*n].freed = 0;
   /* Published after the entry and the table it is in: a worker that reads the new count (acquire,
    * polypy_rt_entry) reads that table, never an older one too short for it. */
   __atomic_store_n(n, *n + 1, __ATOMIC_RELEASE);

@@ -89,8 +89,10 @@ template <class T> static inline cudaError_t cudaMallocHost(T** p, size_t size) 
 static inline cudaError_t polypy_rt_free_unlocked(void* p) {
   struct polypy_rt_alloc* entry = polypy_rt_entry(p);
   int host_owned = entry && (entry->shared || entry->taken);
+  int host_freed = entry && entry->shared && entry->freed;
   size_t size = 0;
   if (!polypy_rt_unregister(p, &size)) return polypy_rt_fail(cudaErrorInvalidDevicePointer);
+  if (host_freed) free(p);  /* the host's free came first and left it to this one */
   if (host_owned) return cudaSuccess;  /* the host's memory: the host frees it */
   size_t rounded = polypy_rt_rounded(size);
   size_t* n = polypy_rt_cached_count();
@@ -398,6 +400,7 @@ static inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, e
  * no device memory; otherwise this is the copy. */
 static inline cudaError_t polypy_rt_share_copy(void** device, const void* host, size_t count) {
   POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());
+  if (*device == host) return cudaSuccess;  /* a round trip's later turns (frontend/host_round_trips.py) */
   struct polypy_rt_alloc* entry = polypy_rt_entry(*device);
   void* base = 0;
   size_t size = 0;
@@ -408,6 +411,23 @@ static inline cudaError_t polypy_rt_share_copy(void** device, const void* host, 
   polypy_rt_entry(host)->shared = 1;
   *device = (void*)host;
   return cudaSuccess;
+}
+
+/* cudaMemcpy(host, device, count, cudaMemcpyDeviceToHost) closing a round trip whose device array
+ * became the host buffer (frontend/host_round_trips.py): nothing to copy where it did; otherwise
+ * the copy. */
+static inline cudaError_t polypy_rt_same_copy_bytes(void* host, const void* device, size_t count, int elem,
+                                                    size_t elem_size) {
+  if (host != device) return polypy_rt_memcpy(host, device, count, cudaMemcpyDeviceToHost, elem, elem_size);
+  POLYPY_RT_HOOKED(polypy_rt_queues_legacy_wait, polypy_rt_legacy_wait());
+  polypy_rt_trace_copy(device, count, elem, elem_size);
+  return cudaSuccess;
+}
+template <class T> static inline cudaError_t polypy_rt_same_copy(T* host, const void* device, size_t count) {
+  return polypy_rt_same_copy_bytes((void*)host, device, count, polypy_rt_elem_of<T>::value, sizeof(T));
+}
+static inline cudaError_t polypy_rt_same_copy(void* host, const void* device, size_t count) {
+  return polypy_rt_same_copy_bytes(host, device, count, polypy_rt_bytes, 1);
 }
 
 /* Host blocks a device block may replace (polypy_rt_take_copy): the blocks of the host pointers
@@ -459,6 +479,28 @@ static inline void polypy_rt_host_free(void* p) {
     polypy_rt_host_forget(b);
   }
   free(p);  /* a device pointer still naming the memory keeps its entry until its cudaFree */
+}
+/* free(p) of a host buffer a device pointer may still name (polypy_rt_share_copy) where the host
+ * frees it before that pointer's cudaFree, after every other use of the device pointer
+ * (frontend/host_copies.py). The last owner of the memory frees it: a host pointer that took it
+ * (polypy_rt_take_copy) if one still holds it, else the cudaFree, so that no entry of the
+ * allocation table names freed memory meanwhile. Otherwise polypy_rt_host_free. */
+static inline void polypy_rt_shared_free(void* p) {
+  if (p) {
+    polypy_rt_locked lock;
+    struct polypy_rt_alloc* entry = polypy_rt_entry(p);
+    if (entry && entry->shared && !entry->freed) {
+      polypy_rt_host_block* b = polypy_rt_host_find(p);
+      if (b && b->owners > 1) {
+        --b->owners;
+        return;
+      }
+      if (b) polypy_rt_host_forget(b);
+      entry->freed = 1;
+      return;
+    }
+  }
+  polypy_rt_host_free(p);
 }
 /* cudaMemcpy(*host, device, count, cudaMemcpyDeviceToHost) where polypy proved that nothing uses
  * the device array after the copy but cudaFree, and that the host block is untouched since its
