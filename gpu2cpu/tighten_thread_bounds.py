@@ -126,7 +126,7 @@ from gpu2cpu.thread_affine import Facts, Need, counter_dim, facts_of_condition, 
 from gpu2cpu.thread_loops import copy_loop, rewrite_cpu_body
 from gpu2cpu.tighten_state import Step, Tightening
 from gpu2cpu.unclamp_indices import unclamp_indices
-from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, box_range, box_version, version_loop
+from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, atomic_flags, box_range, box_version, version_loop
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
@@ -363,10 +363,17 @@ def _block_versions(st: Tightening, loop: n.For, facts: Facts, needs: list[Need 
     constant over the block are appended to ``needs`` with the no-wrap needs."""
     decls: list[n.Stmt] = []
     boxed = box_version(loop, names=st.names, ranges=st.ranges, needs=needs, decls=decls, note=st.note)
+    flags = [d.name for d in decls]  # type: ignore[union-attr]
+    # conditions the same in every thread that choose between a plain update and an atomic one
+    analysis = st.analysis(boxed, 0)
+    boxed, more, uniform = atomic_flags(boxed, analysis.uniform, st.names, limit=MAX_UNSWITCHED - len(flags))
+    if uniform:
+        st.note(loop, f"thread loop over {loop.var}: one copy per value of "
+                      f"{', '.join(format_expr(d.init) if d.init is not None else d.name for d in more) or ', '.join(uniform)}"
+                      f" (the same in every thread; the copy that takes the plain branch has no atomic)")
     if boxed is loop:
         return [exact_indices(loop, facts, needs, ranges=st.ranges)]  # type: ignore[arg-type]
-    flags = [d.name for d in decls]  # type: ignore[union-attr]
-    return decls + _flag_versions(st, boxed, flags, facts, needs, depth)
+    return decls + more + _flag_versions(st, boxed, flags + uniform, facts, needs, depth)  # type: ignore[operator]
 
 
 def _flag_versions(st: Tightening, boxed: n.For, flags: list[str], facts: Facts, needs: list,

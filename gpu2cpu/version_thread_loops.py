@@ -385,3 +385,45 @@ class _FindIfs(Visitor):
 
     def visit_While(self, s: n.While) -> None:
         self.visit_block(s.body)
+
+
+
+def atomic_flags(loop: n.For, uniform: Callable[[n.Expr], n.Expr | None], names: NameSupply,
+                 limit: int = MAX_UNSWITCHED) -> tuple[n.For, list[n.Decl], list[str]]:
+    """Block-level booleans worth one copy of ``loop`` each: the conditions of ``if`` s in its
+    body one of whose branches holds an atomic update (a gradient's ``if (x_private) plain +=
+    else atomicAdd``, ``autodiff.accumulation``) that do not depend on the counter
+    (``uniform``: the condition as it may be evaluated before the loop, or None) nor on anything
+    the loop writes. The copy where such a flag selects the plain branch has no atomic, and its
+    lanes can then be proved independent (``codegen.lanes``): a vector loop. The value is the
+    same in every thread and iteration, so deciding it once before the loop changes nothing.
+
+    Returns ``loop`` with each such condition replaced by its flag, the flags' declarations
+    (``var f: bool = <condition>``, to go before the loop; none for a condition that is a flag
+    already) and the flags' names, at most ``limit``."""
+    written = written_names(loop.body)
+    flags: dict[n.Expr, n.Var] = {}
+    decls: list[n.Decl] = []
+    for s in _ifs(loop.body):
+        if len(flags) >= limit or s.cond in flags or not any(walk_only(s.then + s.orelse, n.AtomicRMW)):
+            continue
+        u = uniform(s.cond)
+        if u is None or not u.type.is_bool or any(isinstance(x, n.Var) and x.name in written for x in walk(u)):
+            continue
+        if isinstance(s.cond, n.Var) and u == s.cond:
+            flags[s.cond] = s.cond
+            continue
+        flag = n.Decl(names.fresh(f"{stem_of(loop.var)}_atomic"), BOOL, u, loc=s.loc)
+        flags[s.cond] = n.Var(flag.name, BOOL)
+        decls.append(flag)
+    replaced = {c: v for c, v in flags.items() if c != v}
+    if replaced:
+
+        class Name(Mutator):
+            def visit_If(self, s: n.If):
+                s = self.generic_visit(s)
+                v = replaced.get(s.cond)
+                return s if v is None else dataclasses.replace(s, cond=v)
+
+        loop = dataclasses.replace(loop, body=Name().visit_block(loop.body))
+    return loop, decls, [v.name for v in flags.values()]
