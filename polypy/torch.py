@@ -359,6 +359,7 @@ class KernelFunction:
                                     "gradients", sig.loc)
         self._gradient: Any = None
         self._shadow_of: dict[str, str] = {}
+        self._untouched: set[str] = set()  # scratch outputs K_grad neither reads nor writes
 
     # ------------------------------------------------------------------ the gradient kernel
 
@@ -366,12 +367,16 @@ class KernelFunction:
     def gradient(self) -> Any:
         """The reverse-mode gradient kernel (``polypy.grad``), compiled on first use."""
         if self._gradient is None:
+            from autodiff.scratch import untouched
             from polypy.driver.gradients import grad
 
             active = list(self.wrt) + [name for name in self.inouts
                                        if name not in self.wrt and is_float(self._ptypes[name])]
-            g = grad(self.kernel, wrt=active, **self._grad_options)
+            # the outputs the wrapper allocates are scratch in the backward: K_grad need not store them
+            scratch = tuple(name for name in self.outputs if name not in self.inouts)
+            g = grad(self.kernel, wrt=active, **{"scratch_outputs": scratch, **self._grad_options})
             self._shadow_of = _shadows(self.kernel.signature, g.gpu)
+            self._untouched = {name for name in scratch if untouched(g.gpu, name)}
             self._gradient = g
         return self._gradient
 
@@ -514,9 +519,9 @@ class KernelFunction:
             else:
                 args[name] = _array(v)
         for name in self.outputs:
-            if name not in self.inouts:  # scratch: K_grad repeats the kernel's writes, nobody reads them after
+            if name not in self.inouts:  # scratch: nobody reads it after K_grad (which may not even store it)
                 t = self._scratch(("output", name), shapes[name], _torch_dtype(self._ptypes[name].elem.dtype))
-                args[name] = _array(t.zero_() if self.zero_outputs else t)
+                args[name] = _array(t.zero_() if self.zero_outputs and name not in self._untouched else t)
         args.update(params)
         for shadow, primal in self._shadow_of.items():
             ptype = self._ptypes[primal]

@@ -125,7 +125,8 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
                 report: list | None = None, optimize: bool = True, cache: str = "auto",
                 privacy: bool = True, block_reductions: bool = True, windows: bool = True,
                 max_tape: int = 1 << 16, checkpoint_budget: int | None = None,
-                runtime_tapes: bool | None = None, gather_inputs: tuple[str, ...] = ()) -> n.Kernel:
+                runtime_tapes: bool | None = None, gather_inputs: tuple[str, ...] = (),
+                scratch_outputs: tuple[str, ...] = ()) -> n.Kernel:
     """The gradient (``mode="reverse"``: ``<name>_grad``) or tangent (``"forward"``: ``<name>_fwd``)
     kernel of kernel ``name`` of a GPU-form ``module`` (as ``polypy.load`` returns it).
 
@@ -142,6 +143,10 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
     launch (True: wherever they are needed; None: only where recomputation fails; False: never).
     ``gather_inputs``: read-only inputs whose updates are built plain, for
     ``polypy.driver.gathered`` to move into tap launches (the result alone is not a gradient).
+    ``scratch_outputs``: outputs whose contents after ``K_grad`` the caller never reads (reverse
+    mode): ``K_grad`` leaves out its stores to those it does not read back itself
+    (``autodiff.scratch``), so it no longer repeats the kernel's effect on them; their shadows
+    are consumed as usual (``polypy.torch``'s backward).
 
     Assumes, like Enzyme for duplicated arguments, that distinct pointer arguments do not
     overlap. Launch the result with the same grid and block as the kernel; a kernel with
@@ -186,6 +191,15 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
                            report=report, privacy=_taken_private(privacy_oracle(kernel), gather_inputs) if privacy else None,
                            windows=window_oracle(kernel) if windows else None,
                            intervals=interval_oracle() if privacy else None)
+    if scratch_outputs and mode == "reverse":
+        from autodiff.report import Caching
+        from autodiff.scratch import drop_scratch_stores
+
+        result, dropped = drop_scratch_stores(result, scratch_outputs)
+        if report is not None:
+            for name in dropped:
+                report.append(Caching(name, kernel.loc, "scratch", "output: its stores are left out (the caller "
+                                      "does not read it after K_grad, and K_grad does not read it back)"))
     return run_pipeline(result, after_ad_pipeline())
 
 

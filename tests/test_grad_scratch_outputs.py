@@ -1,0 +1,89 @@
+"""``grad_kernel(..., scratch_outputs=...)``: a gradient without the forward's stores to outputs
+the caller discards (issue 38: ``polypy.torch``'s backward rewrote softmax's ``y``, a pass over
+memory nobody read). ``autodiff.scratch`` drops them where ``K_grad`` never reads the buffer back;
+the shadows are computed exactly as without the option (finite differences in float64, several
+launch shapes; the same bits as the full gradient in the emulator), and the output's memory is
+left alone. An output ``K_grad`` reads back keeps its stores.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autodiff import Caching
+from autodiff.check import check_gradients
+from polypy.ir import nodes as n
+from polypy.ir.visitor import walk
+
+# the output is read back: the second statement's value needs the first's
+READ_BACK = """
+__global__ void twice(const double* x, double* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        y[i] = x[i] * x[i];
+        y[i] = y[i] * y[i] + x[i];
+    }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def softmax():
+    import polypy
+    from polypy.driver.gradients import grad_kernel
+    from samples.spec import sample
+
+    module = polypy.load(sample("softmax_rows").source, defines={"REAL": "double"})
+    report: list = []
+    scratch = grad_kernel(module, "softmax_rows", scratch_outputs=("y",), report=report)
+    full = grad_kernel(module, "softmax_rows")
+    return module.kernel("softmax_rows"), scratch, full, report
+
+
+def _stores(g: n.Kernel, buffer: str) -> int:
+    return sum(1 for x in walk(g) if isinstance(x, n.Store) and x.buffer == buffer)
+
+
+def test_scratch_output_stores_are_left_out_and_reported(softmax) -> None:
+    _, scratch, full, report = softmax
+    assert _stores(full, "y") == 1 and _stores(scratch, "y") == 0
+    assert [(d.value, d.strategy) for d in report if isinstance(d, Caching) and d.strategy == "scratch"] == [("y", "scratch")]
+    assert [p.name for p in scratch.params] == [p.name for p in full.params]  # the calling convention
+
+
+@pytest.mark.parametrize("grid,block,cols", [(3, 4, 5), (2, 8, 21), (1, 16, 37), (4, 32, 16)])
+def test_scratch_gradient_matches_finite_differences_and_the_full_one(softmax, grid, block, cols) -> None:
+    from c_support import run_emulated
+
+    k, scratch, full, _ = softmax
+    rng = np.random.default_rng(grid * 100 + cols)
+    args = {"x": rng.standard_normal(grid * cols), "y": np.zeros(grid * cols), "cols": np.int32(cols)}
+    result = check_gradients(k, scratch, grid, block, args)
+    assert abs(result.finite_difference) > 1e-8 and result.error() < 1e-6, result
+    seeded = {**args, "d_x": np.zeros(grid * cols), "d_y": rng.standard_normal(grid * cols)}
+    sentinel = np.full(grid * cols, np.nan)
+    got = run_emulated(scratch, grid, block, {**seeded, "y": sentinel.copy()})
+    want = run_emulated(full, grid, block, seeded)
+    np.testing.assert_array_equal(got["d_x"], want["d_x"])
+    np.testing.assert_array_equal(got["d_y"], want["d_y"])  # the seed is consumed all the same
+    assert np.isnan(got["y"]).all()  # never written
+
+
+def test_an_output_read_back_keeps_its_stores(tmp_path) -> None:
+    import polypy
+    from polypy.driver.gradients import grad_kernel
+
+    src = tmp_path / "twice.cu"
+    src.write_text(READ_BACK)
+    module = polypy.load(str(src))
+    report: list = []
+    g = grad_kernel(module, "twice", scratch_outputs=("y",), report=report)
+    assert _stores(g, "y") == 2
+    assert not [d for d in report if isinstance(d, Caching) and d.strategy == "scratch"]
+    rng = np.random.default_rng(7)
+    for grid, block, size in ((2, 8, 13), (1, 32, 32)):
+        args = {"x": rng.standard_normal(size), "y": np.zeros(size), "n": np.int32(size)}
+        result = check_gradients(module.kernel("twice"), g, grid, block, args)
+        assert abs(result.finite_difference) > 1e-8 and result.error() < 1e-6, result
+        assert result.forward_effect_error < 1e-12, result
