@@ -33,7 +33,9 @@ for every polypy launch.
 Backward launches the reverse-mode gradient (``polypy.grad(kernel, wrt=...)``, compiled on the
 first backward) with Enzyme's duplicated convention: zero shadows for the differentiable inputs,
 the incoming gradients (copied: the kernel consumes its seeds) as the outputs' shadows, scratch
-copies of the outputs (``K_grad`` repeats the kernel's effect). Those copies are tensors kept
+tensors for the outputs the wrapper allocates. The gradient is built with those outputs as
+``scratch_outputs``: it leaves out the kernel's stores to each one it does not read back, and
+such a scratch tensor is then neither written nor zeroed. Those copies are tensors kept
 per thread and reused by the next backward of the same shape (fresh ones cost page faults). It returns the gradients of
 the inputs named in ``wrt`` (default: every floating-point input) that need one. Gradients are
 first order only (``once_differentiable``).
