@@ -55,8 +55,12 @@ def drop_scratch_stores(kernel: n.Kernel, scratch: Iterable[str]) -> tuple[n.Ker
 
 
 def untouched(kernel: n.Kernel, buffer: str) -> bool:
-    """Whether no node of ``kernel`` but its parameter list names ``buffer`` (a scratch output
-    whose stores were all dropped: its memory is neither read nor written)."""
+    """Whether ``buffer`` is a pointer parameter of ``kernel`` that no other node names (a
+    scratch output whose stores were all dropped: its memory is neither read nor written). A
+    name that is no pointer parameter (the C name of a record or accessor) is not known to be."""
+    param = kernel.param(buffer)
+    if param is None or not isinstance(param.ptype, n.PointerType):
+        return False
     for x in walk(kernel):
         if isinstance(x, n.Var) and x.name == buffer:
             return False

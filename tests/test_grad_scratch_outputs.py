@@ -87,3 +87,13 @@ def test_an_output_read_back_keeps_its_stores(tmp_path) -> None:
         result = check_gradients(module.kernel("twice"), g, grid, block, args)
         assert abs(result.finite_difference) > 1e-8 and result.error() < 1e-6, result
         assert result.forward_effect_error < 1e-12, result
+
+
+def test_only_pointer_parameters_are_known_untouched(softmax) -> None:
+    # polypy.torch skips zeroing a scratch output K_grad leaves alone; a name that is no pointer
+    # parameter of the gradient (a record's or accessor's C name) is never taken as one
+    from autodiff.scratch import untouched
+
+    _, scratch, full, _ = softmax
+    assert untouched(scratch, "y") and not untouched(full, "y")
+    assert not untouched(scratch, "cols") and not untouched(scratch, "no_such_buffer")
