@@ -68,3 +68,51 @@ def untouched(kernel: n.Kernel, buffer: str) -> bool:
                for f in dataclasses.fields(x)):
             return False
     return True
+
+
+def shadow_after(kernel: n.Kernel, primal: n.Kernel, buffer: str) -> str | None:
+    """The name of ``buffer``'s shadow in the gradient ``kernel`` (the parameter right after it,
+    in the calling convention), or None when it has none."""
+    names = [p.name for p in kernel.params]
+    if buffer not in names:
+        return None
+    at = names.index(buffer) + 1
+    if at >= len(names) or primal.param(names[at]) is not None:
+        return None
+    return names[at]
+
+
+def drop_seed_zeroing(kernel: n.Kernel, shadow: str) -> tuple[n.Kernel, bool]:
+    """``kernel`` without its stores of zero to ``shadow``, where it only ever loads the shadow
+    and stores zeros to it: the consumption of the seed of an output written once per element
+    (``polypy.poly.written_once``, which the caller proves), whose zeroing nothing in ``kernel``
+    reads back. Whether they were dropped."""
+    zero_stores = False
+    for x in walk(kernel):
+        if isinstance(x, n.Store) and x.buffer == shadow:
+            if not (isinstance(x.value, n.Const) and x.value.value == 0):
+                return kernel, False
+            zero_stores = True
+        elif isinstance(x, n.Load) and x.buffer == shadow:
+            continue
+        elif isinstance(x, n.Var) and x.name == shadow:
+            return kernel, False
+        elif any(f.name not in x.CHILDREN and f.name != "name" and getattr(x, f.name) == shadow
+                 for f in dataclasses.fields(x)):
+            return kernel, False
+    if not zero_stores:
+        return kernel, False
+    return _Drop(frozenset((shadow,))).visit(kernel), True
+
+
+def writes(kernel: n.Kernel, buffer: str) -> bool:
+    """Whether ``kernel`` may write ``buffer`` (a store, an atomic, or any other use of its name)."""
+    for x in walk(kernel):
+        if isinstance(x, n.Load) and x.buffer == buffer:
+            continue
+        if isinstance(x, n.Var) and x.name == buffer:
+            return True
+        if any(f.name not in x.CHILDREN and f.name != "name" and getattr(x, f.name) == buffer
+               for f in dataclasses.fields(x)):
+            return True
+    return False

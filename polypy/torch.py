@@ -57,7 +57,7 @@ from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType
 from polypy.lowp import accessor_elem, is_bfloat16, is_half
-from polypy.torch_autograd import autograd_function, is_float
+from polypy.torch_autograd import autograd_function, is_float, overlaps, shadow_names
 
 INSTALL_HINT = "pip install -e '.[torch]'"
 
@@ -362,6 +362,7 @@ class KernelFunction:
         self._gradient: Any = None
         self._shadow_of: dict[str, str] = {}
         self._untouched: set[str] = set()  # scratch outputs K_grad neither reads nor writes
+        self._seed_read: set[str] = set()  # outputs whose seed K_grad reads and never writes
 
     # ------------------------------------------------------------------ the gradient kernel
 
@@ -369,7 +370,7 @@ class KernelFunction:
     def gradient(self) -> Any:
         """The reverse-mode gradient kernel (``polypy.grad``), compiled on first use."""
         if self._gradient is None:
-            from autodiff.scratch import untouched
+            from autodiff.scratch import untouched, writes
             from polypy.driver.gradients import grad
 
             active = list(self.wrt) + [name for name in self.inouts
@@ -377,8 +378,12 @@ class KernelFunction:
             # the outputs the wrapper allocates are scratch in the backward: K_grad need not store them
             scratch = tuple(name for name in self.outputs if name not in self.inouts)
             g = grad(self.kernel, wrt=active, **{"scratch_outputs": scratch, **self._grad_options})
-            self._shadow_of = _shadows(self.kernel.signature, g.gpu)
+            self._shadow_of = shadow_names(self.kernel.signature, g.gpu)
             self._untouched = {name for name in scratch if untouched(g.gpu, name)}
+            # outputs whose seed K_grad only reads (autodiff.scratch.drop_seed_zeroing): passed as they are
+            kernels = [getattr(t, "gpu", None) for t in getattr(g, "taps", ())] + [g.gpu]
+            self._seed_read = {primal for shadow, primal in self._shadow_of.items()
+                               if primal in scratch and not any(k is None or writes(k, shadow) for k in kernels)}
             self._gradient = g
         return self._gradient
 
@@ -538,6 +543,9 @@ class KernelFunction:
                                             f"expected {shapes[primal]}")
                     if primal in self.inputs:  # an in/out buffer: the result is its input's gradient
                         t = seed.detach().to(dtype=dtype).clone(memory_format=torch.contiguous_format)
+                    elif primal in self._seed_read and seed.dtype == dtype and seed.is_contiguous() \
+                            and not overlaps(seed, [v for v in prepared.values() if isinstance(v, torch.Tensor)]):
+                        t = seed.detach()  # K_grad only reads it: no copy
                     else:  # K_grad consumes it
                         t = self._scratch(("seed", primal), shapes[primal], dtype).copy_(seed.detach())
             elif isinstance(ptype, PointerType):
@@ -564,22 +572,6 @@ class KernelFunction:
             t = torch.empty(shape, dtype=dtype)
             kept[key] = t
         return t
-
-
-def _shadows(kernel: n.Kernel, gradient: n.Kernel) -> dict[str, str]:
-    """Shadow parameter -> its primal (a C-level name): each shadow follows its primal."""
-    primal_names = {p.name for p in kernel.params}
-    shadows: dict[str, str] = {}
-    last = None
-    for p in gradient.params:
-        if p.name in primal_names:
-            last = p.name
-        elif last is None:
-            raise InternalError(f"gradient kernel {gradient.name!r}: parameter {p.name!r} follows no primal")
-        else:
-            shadows[p.name] = last
-    c_of = {name: sp.name for sp in kernel.source_params for _, name in sp.members}
-    return {s: c_of.get(primal, primal) for s, primal in shadows.items()}
 
 
 def __getattr__(name: str) -> Any:

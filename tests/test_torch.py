@@ -209,11 +209,15 @@ def test_backward_leaves_the_outputs_it_does_not_need_alone(softmax, layernorm) 
                              lambda x, g, b: torch.nn.functional.layer_norm(x, (40,), g, b, eps=1e-5))):
         out = fn(*inputs)
         seed = torch.randn(3, 40, dtype=F64, generator=rng)
+        given = seed.clone()
         torch.autograd.grad(out, inputs, grad_outputs=seed, retain_graph=True)
         assert fn._untouched == {"y"}
+        # layernorm's y[row * cols + c] is stored once per element (isl): K_grad only reads its
+        # seed, which is passed without a copy; softmax's unsigned row offset is not proved so
+        assert fn._seed_read == ({"y"} if fn is layernorm else set())
         kept = fn._scratch_tensors.tensors[("output", "y")].fill_(float("nan"))
         ours = torch.autograd.grad(out, inputs, grad_outputs=seed, retain_graph=True)
-        assert torch.isnan(kept).all()
+        assert torch.isnan(kept).all() and torch.equal(seed, given)
         theirs = torch.autograd.grad(ref(*inputs), inputs, grad_outputs=seed)
         for a, b in zip(ours, theirs):
             torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
