@@ -387,8 +387,6 @@ class _FindIfs(Visitor):
         self.visit_block(s.body)
 
 
-
-
 def atomic_flags(loop: n.For, uniform: Callable[[n.Expr], n.Expr | None], names: NameSupply,
                  limit: int = MAX_UNSWITCHED) -> tuple[n.For, list[n.Decl], list[str]]:
     """Block-level booleans worth one copy of ``loop`` each: the conditions of the ``if`` s of
