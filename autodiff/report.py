@@ -10,7 +10,9 @@
   is recovered: ``recompute`` (from values still available), ``closed-form`` (an induction
   variable), ``tape`` (stored in the forward sweep; size given), ``replay-shared`` (shared
   memory refilled per reverse iteration), ``replay-loop`` (loop-carried values recomputed from
-  the loop entry: quadratic in the trip count; used only when the trip count is unknown).
+  the loop entry: quadratic in the trip count; used only when the trip count is unknown);
+  and ``scratch`` for an output named in ``scratch_outputs`` whose stores are left out
+  (``autodiff.scratch``).
 """
 from __future__ import annotations
 

@@ -101,6 +101,10 @@ original under the run-time check) and walk it once per condition, which costs m
 vector loop gains there (a 10,000-term sum: 7 s of CPU, its code twice as long). The size counts
 each read of a binding (``let i = ...``) as its value: the analyses look through it.
 
+An ``if`` of the body whose condition is the same in every thread and iteration and that
+chooses between a plain update and an atomic one (a gradient's ``if (x_private) d_x[i] += ct
+else atomicAdd(...)``) gives one copy of the loop per value (``atomic_choices``,
+``version_thread_loops.atomic_flags``): the plain copy has no atomic left and vectorizes.
 Counter-uniform ``if`` s that end up alone in a thread loop are hoisted out of it (unswitching),
 so a guard on ``ty`` inside the ``tx`` loop reaches the ``ty`` loop's bounds, and run-time
 checks move out of the loop nest. A statement of the first thread alone (``if (tx == 0) S``
@@ -108,7 +112,7 @@ first in the body) runs before the loop, which then covers every thread (``first
 ``report`` receives one ``LoweringDecision`` per loop changed.
 
 Where the steps live: the walk over the kernel, the run-time check (``guarded``) and the steps
-``unswitch``, ``first_thread``, ``distribute`` and ``version_conditions`` here; index-set
+``unswitch``, ``atomic_choices``, ``first_thread``, ``distribute`` and ``version_conditions`` here; index-set
 splitting in ``gpu2cpu.split_thread_ranges``, peeling in ``gpu2cpu.peel_thread_ranges``,
 unclamping in ``gpu2cpu.unclamp_indices``, exact index arithmetic in ``gpu2cpu.exact_indices``;
 their shared state (``Tightening``) in ``gpu2cpu.tighten_state``. ``STEPS`` is the order.
@@ -126,7 +130,7 @@ from gpu2cpu.thread_affine import Facts, Need, counter_dim, facts_of_condition, 
 from gpu2cpu.thread_loops import copy_loop, rewrite_cpu_body
 from gpu2cpu.tighten_state import Step, Tightening
 from gpu2cpu.unclamp_indices import unclamp_indices
-from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, box_range, box_version, version_loop
+from gpu2cpu.version_thread_loops import MAX_UNSWITCHED, atomic_flags, box_range, box_version, flag_copies, version_loop
 from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.ir.printer import format_expr
@@ -274,6 +278,21 @@ def unswitch(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], depth
     return None
 
 
+def atomic_choices(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], depth: int) -> list[n.Stmt] | None:
+    """An ``if`` of the body on a condition the same in every thread that chooses between a
+    plain update and an atomic one (``version_thread_loops.atomic_flags``): one copy of the loop
+    per value, each going on through the steps; the plain copy has no atomic left and
+    vectorizes (a gradient's ``if (x_private) d_x[i] += ct else atomicAdd(...)``)."""
+    boxed, decls, flags = atomic_flags(loop, st.analysis(loop, 0).uniform, st.names)
+    if not flags:
+        return None
+    shown = ", ".join(format_expr(d.init) for d in decls if d.init is not None) or ", ".join(flags)
+    st.note(loop, f"thread loop over {loop.var}: one copy per value of {shown} (the same in every thread; "
+                  f"the copy that takes the plain branch has no atomic)")
+    return list(decls) + flag_copies(boxed, flags, names=st.names,
+                                     finish=lambda copy: st.transform(copy, facts, needs, depth + 1))
+
+
 def first_thread(st: Tightening, loop: n.For, facts: Facts, needs: list[Need], depth: int) -> list[n.Stmt] | None:
     """``if (tx == start) T`` first in the body: T of that thread before the loop, which then
     runs the rest of the body for every thread (the first iteration does T first anyway).
@@ -347,6 +366,7 @@ def version_conditions(st: Tightening, loop: n.For, facts: Facts, needs: list[Ne
 # the first that applies gives the loop's replacement; ``version-conditions`` always applies.
 STEPS: tuple[tuple[str, Step], ...] = (
     ("unswitch", unswitch),
+    ("atomic-choices", atomic_choices),  # gpu2cpu.version_thread_loops
     ("first-thread", first_thread),
     ("distribute", distribute),  # gpu2cpu.distribute_thread_loops
     ("split-ranges", split_ranges),  # gpu2cpu.split_thread_ranges

@@ -164,8 +164,12 @@ class Ranges:
             return self._fit(a[0] << b[0], a[1] << b[0], ty)
         if e.op == "shr" and b[0] == b[1] and 0 <= b[0] < ty.bits:
             return a[0] >> b[0], a[1] >> b[0]
-        if e.op == "div" and b[0] == b[1] and b[0] > 0:
-            return _tdiv(a[0], b[0]), _tdiv(a[1], b[0])
+        if e.op == "div" and b[0] > 0:
+            # Truncating division by a positive divisor grows with the dividend and moves toward
+            # zero as the divisor grows: the extremes are at the corners (a trip count
+            # ``(n + blockDim.x - 1) / blockDim.x``).
+            quotients = [_tdiv(x, y) for x in a for y in b]
+            return min(quotients), max(quotients)
         if e.op == "rem" and b[0] == b[1] and b[0] > 0:
             c = b[0]
             return (0, min(a[1], c - 1)) if a[0] >= 0 else (-(c - 1), c - 1)

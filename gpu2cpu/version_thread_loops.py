@@ -385,3 +385,54 @@ class _FindIfs(Visitor):
 
     def visit_While(self, s: n.While) -> None:
         self.visit_block(s.body)
+
+
+def atomic_flags(loop: n.For, uniform: Callable[[n.Expr], n.Expr | None], names: NameSupply,
+                 limit: int = MAX_UNSWITCHED) -> tuple[n.For, list[n.Decl], list[str]]:
+    """Block-level booleans worth one copy of ``loop`` each: the conditions of the ``if`` s of
+    its body (statements of the body itself, not of inner blocks) one of whose branches holds an
+    atomic update (a gradient's ``if (x_private) plain += else atomicAdd``,
+    ``autodiff.accumulation``) and that depend neither on the counter (``uniform``: the
+    condition as it may be evaluated before the loop, or None) nor on anything the loop writes.
+    The copy where such a flag selects the plain branch has no atomic, and its lanes can then be
+    proved independent (``codegen.lanes``): a vector loop. The value is the same in every thread
+    and iteration, so deciding it once before the loop changes nothing.
+
+    Returns ``loop`` with each such condition replaced by its flag, the flags' declarations
+    (``var f: bool = <condition>``, to go before the loop; none for a condition that is a flag
+    already) and the flags' names, at most ``limit``."""
+    written = written_names(loop.body)
+    flags: dict[n.Expr, n.Var] = {}
+    decls: list[n.Decl] = []
+    for s in loop.body:
+        if not isinstance(s, n.If) or len(flags) >= limit or s.cond in flags \
+                or not any(walk_only(s.then + s.orelse, n.AtomicRMW)):
+            continue
+        u = uniform(s.cond)
+        if u is None or not u.type.is_bool or any(isinstance(x, n.Var) and x.name in written for x in walk(u)):
+            continue
+        if isinstance(s.cond, n.Var) and u == s.cond:
+            flags[s.cond] = s.cond
+            continue
+        flag = n.Decl(names.fresh(f"{stem_of(loop.var)}_atomic"), BOOL, u, loc=s.loc)
+        flags[s.cond] = n.Var(flag.name, BOOL)
+        decls.append(flag)
+    replaced = {c: v for c, v in flags.items() if c != v}
+    if replaced:
+        body = tuple(dataclasses.replace(s, cond=replaced[s.cond]) if isinstance(s, n.If) and s.cond in replaced
+                     else s for s in loop.body)
+        loop = dataclasses.replace(loop, body=body)
+    return loop, decls, [v.name for v in flags.values()]
+
+
+def flag_copies(loop: n.For, flags: list[str], *, names: NameSupply,
+                finish: Callable[[n.For], list[n.Stmt]]) -> list[n.Stmt]:
+    """``version_loop`` where each copy's final form is a list of statements (``finish``)."""
+    if not flags:
+        return finish(loop)
+    flag, rest = flags[0], flags[1:]
+    copies = []
+    for value in (True, False):
+        copy = copy_loop(loop, names, body=_decide(loop.body, flag, value), fresh=not value)
+        copies.append(tuple(flag_copies(copy, rest, names=names, finish=finish)))
+    return [n.If(n.Var(flag, BOOL), copies[0], copies[1], loc=loop.loc)]

@@ -33,7 +33,9 @@ for every polypy launch.
 Backward launches the reverse-mode gradient (``polypy.grad(kernel, wrt=...)``, compiled on the
 first backward) with Enzyme's duplicated convention: zero shadows for the differentiable inputs,
 the incoming gradients (copied: the kernel consumes its seeds) as the outputs' shadows, scratch
-copies of the outputs (``K_grad`` repeats the kernel's effect). Those copies are tensors kept
+tensors for the outputs the wrapper allocates. The gradient is built with those outputs as
+``scratch_outputs``: it leaves out the kernel's stores to each one it does not read back, and
+such a scratch tensor is then neither written nor zeroed. Those copies are tensors kept
 per thread and reused by the next backward of the same shape (fresh ones cost page faults). It returns the gradients of
 the inputs named in ``wrt`` (default: every floating-point input) that need one. Gradients are
 first order only (``once_differentiable``).
@@ -55,7 +57,7 @@ from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType
 from polypy.lowp import accessor_elem, is_bfloat16, is_half
-from polypy.torch_autograd import autograd_function, is_float
+from polypy.torch_autograd import autograd_function, is_float, overlaps, shadow_names
 
 INSTALL_HINT = "pip install -e '.[torch]'"
 
@@ -359,6 +361,8 @@ class KernelFunction:
                                     "gradients", sig.loc)
         self._gradient: Any = None
         self._shadow_of: dict[str, str] = {}
+        self._untouched: set[str] = set()  # scratch outputs K_grad neither reads nor writes
+        self._seed_read: set[str] = set()  # outputs whose seed K_grad reads and never writes
 
     # ------------------------------------------------------------------ the gradient kernel
 
@@ -366,12 +370,20 @@ class KernelFunction:
     def gradient(self) -> Any:
         """The reverse-mode gradient kernel (``polypy.grad``), compiled on first use."""
         if self._gradient is None:
+            from autodiff.scratch import untouched, writes
             from polypy.driver.gradients import grad
 
             active = list(self.wrt) + [name for name in self.inouts
                                        if name not in self.wrt and is_float(self._ptypes[name])]
-            g = grad(self.kernel, wrt=active, **self._grad_options)
-            self._shadow_of = _shadows(self.kernel.signature, g.gpu)
+            # the outputs the wrapper allocates are scratch in the backward: K_grad need not store them
+            scratch = tuple(name for name in self.outputs if name not in self.inouts)
+            g = grad(self.kernel, wrt=active, **{"scratch_outputs": scratch, **self._grad_options})
+            self._shadow_of = shadow_names(self.kernel.signature, g.gpu)
+            self._untouched = {name for name in scratch if untouched(g.gpu, name)}
+            # outputs whose seed K_grad only reads (autodiff.scratch.drop_seed_zeroing): passed as they are
+            kernels = [getattr(t, "gpu", None) for t in getattr(g, "taps", ())] + [g.gpu]
+            self._seed_read = {primal for shadow, primal in self._shadow_of.items()
+                               if primal in scratch and not any(k is None or writes(k, shadow) for k in kernels)}
             self._gradient = g
         return self._gradient
 
@@ -514,9 +526,9 @@ class KernelFunction:
             else:
                 args[name] = _array(v)
         for name in self.outputs:
-            if name not in self.inouts:  # scratch: K_grad repeats the kernel's writes, nobody reads them after
+            if name not in self.inouts:  # scratch: nobody reads it after K_grad (which may not even store it)
                 t = self._scratch(("output", name), shapes[name], _torch_dtype(self._ptypes[name].elem.dtype))
-                args[name] = _array(t.zero_() if self.zero_outputs else t)
+                args[name] = _array(t.zero_() if self.zero_outputs and name not in self._untouched else t)
         args.update(params)
         for shadow, primal in self._shadow_of.items():
             ptype = self._ptypes[primal]
@@ -531,6 +543,9 @@ class KernelFunction:
                                             f"expected {shapes[primal]}")
                     if primal in self.inputs:  # an in/out buffer: the result is its input's gradient
                         t = seed.detach().to(dtype=dtype).clone(memory_format=torch.contiguous_format)
+                    elif primal in self._seed_read and seed.dtype == dtype and seed.is_contiguous() \
+                            and not overlaps(seed, [v for v in prepared.values() if isinstance(v, torch.Tensor)]):
+                        t = seed.detach()  # K_grad only reads it: no copy
                     else:  # K_grad consumes it
                         t = self._scratch(("seed", primal), shapes[primal], dtype).copy_(seed.detach())
             elif isinstance(ptype, PointerType):
@@ -557,22 +572,6 @@ class KernelFunction:
             t = torch.empty(shape, dtype=dtype)
             kept[key] = t
         return t
-
-
-def _shadows(kernel: n.Kernel, gradient: n.Kernel) -> dict[str, str]:
-    """Shadow parameter -> its primal (a C-level name): each shadow follows its primal."""
-    primal_names = {p.name for p in kernel.params}
-    shadows: dict[str, str] = {}
-    last = None
-    for p in gradient.params:
-        if p.name in primal_names:
-            last = p.name
-        elif last is None:
-            raise InternalError(f"gradient kernel {gradient.name!r}: parameter {p.name!r} follows no primal")
-        else:
-            shadows[p.name] = last
-    c_of = {name: sp.name for sp in kernel.source_params for _, name in sp.members}
-    return {s: c_of.get(primal, primal) for s, primal in shadows.items()}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,11 +1,15 @@
 """The ``torch.autograd.Function`` behind every ``polypy.torch.KernelFunction`` (part of ``polypy.torch``):
 forward runs the kernel and saves what backward needs; backward launches the synthesized gradient
-(``KernelFunction._backward``) and gives each input its gradient in the input's shape and type."""
+(``KernelFunction._backward``) and gives each input its gradient in the input's shape and type.
+Also the helpers of the backward's arguments: the gradient's shadow parameters (``shadow_names``)
+and whether a seed may be passed as it is (``overlaps``)."""
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
+from polypy.errors import InternalError
+from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,3 +66,31 @@ def autograd_function() -> type:
             return tuple(result)
 
     return PolypyKernel
+
+
+def overlaps(t: Any, others: Sequence[Any]) -> bool:
+    """Whether tensor ``t``'s bytes meet those of one of ``others`` (a launch refuses arrays
+    that overlap)."""
+    lo = t.data_ptr()
+    hi = lo + t.numel() * t.element_size()
+    for o in others:
+        a = o.data_ptr()
+        if a < hi and lo < a + o.numel() * o.element_size():
+            return True
+    return False
+
+
+def shadow_names(kernel: n.Kernel, gradient: n.Kernel) -> dict[str, str]:
+    """Shadow parameter -> its primal (a C-level name): each shadow follows its primal."""
+    primal_names = {p.name for p in kernel.params}
+    shadows: dict[str, str] = {}
+    last = None
+    for p in gradient.params:
+        if p.name in primal_names:
+            last = p.name
+        elif last is None:
+            raise InternalError(f"gradient kernel {gradient.name!r}: parameter {p.name!r} follows no primal")
+        else:
+            shadows[p.name] = last
+    c_of = {name: sp.name for sp in kernel.source_params for _, name in sp.members}
+    return {s: c_of.get(primal, primal) for s, primal in shadows.items()}

@@ -64,3 +64,24 @@ def test_a_layer_offset_is_an_atom_only_where_forms_are_rewritten_in_place():
     # two such atoms could overflow i64 when summed: refused even there
     twice = n.Binary("add", n.Binary("add", n.Cast(I64, TX), layer), n.Binary("mul", n.Cast(I64, ROW), n.Cast(I64, NX)))
     assert _analysis(free_atoms=True, index_forms=True).linear(twice) is None
+
+
+def test_a_trip_count_divided_by_the_block_size_has_a_range():
+    """``(cols + blockDim.x - 1) / blockDim.x`` (a reversed block-stride loop's trip count, issue
+    38) divides by a positive range, not a constant: the quotient lies between the corners'
+    quotients. Without a range, the guard ``(k - 1 - j) * blockDim.x + tx < cols`` of the loop
+    over ``j < k`` was no interval of ``tx`` and its thread loop kept a branch per thread."""
+    cols = n.Var("cols", I32)
+    bdx = n.Cast(I64, n.Cast(I32, n.BlockDim(0)))
+    trips = n.Binary("div", n.Binary("sub", n.Binary("add", n.Cast(I64, cols), bdx), n.Const(1, I64)), bdx)
+    assert Ranges().of(trips) == (-(1 << 31), (1 << 31) + 1022)  # quotients by 1: the extremes
+    k = n.Var("k", I64)
+    ranges = Ranges({"tx": 0}, lets={"k": trips})
+    j_loop = n.For("j", I64, n.Const(0, I64), k, n.Const(1, I64), ())
+    ranges.loops["j"] = j_loop
+    back = n.Binary("mul", n.Binary("sub", n.Binary("sub", k, n.Const(1, I64)), n.Var("j", I64)), bdx)
+    lo, hi = ranges.of(back)
+    assert -(1 << 48) < lo and hi < 1 << 48
+    analysis = CounterAnalysis("tx", 0, lets={}, available=lambda name: True, ranges=ranges)
+    guard = n.Binary("lt", n.Binary("add", back, n.Cast(I64, n.Var("tx", U32))), n.Cast(I64, cols))
+    assert analysis.interval(guard) is not None

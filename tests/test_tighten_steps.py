@@ -91,6 +91,20 @@ __global__ void rows(float* dst, const float* src, int w, int pitch) {
 """
 
 
+# A versioned update as a gradient writes it (autodiff.accumulation): plain where a condition of
+# the launch holds, atomic otherwise. The condition is the same in every thread of the block.
+ATOMIC_OR_PLAIN = """
+__global__ void accumulate(const float* a, float* out, int n, int mode) {
+  bool plain = mode > 0;
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float v = a[i] * 2.0f;
+    if (plain) out[i] = out[i] + v; else atomicAdd(&out[i], v);
+  }
+}
+"""
+
+
 def test_an_index_reads_a_binding_only_after_its_assignment() -> None:
     from c_support import assert_same_as_emulator
 
@@ -111,3 +125,32 @@ def test_an_index_reads_a_binding_only_after_its_assignment() -> None:
         dst = np.zeros(w * h, np.float32)
         module.rows[grid, block](dst, src, w, w)  # the LLVM backend
         np.testing.assert_array_equal(dst, got["dst"])
+
+
+def test_a_uniform_choice_of_an_atomic_gets_a_copy_of_the_loop_without_it(tmp_path) -> None:
+    """The thread loop runs in one copy per value of ``mode > 0`` (issue 38: a gradient's
+    ``if (x_private) plain else atomicAdd`` kept its reverse loops scalar): the copy for the plain
+    branch has no atomic and is a vector loop (``codegen.lanes``); both copies give the
+    emulator's values through C and through the LLVM JIT, on blocks inside and across ``n``."""
+    from c_support import assert_same_as_emulator, cuda_source, run_emulated
+
+    from codegen.lanes import vector_loop
+    from polypy.driver.pipelines import to_cpu
+    from polypy.ir import nodes as n
+    from polypy.ir.visitor import walk
+
+    mod, kernel = cuda_source(tmp_path, "acc.cu", ATOMIC_OR_PLAIN, "accumulate")
+    cpu = to_cpu(kernel)
+    tx_loops = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "threads" and x.var.startswith("tx")]
+    plain = [x for x in tx_loops if not any(isinstance(y, n.AtomicRMW) for y in walk(x))]
+    assert plain and all(vector_loop(cpu, x) is not None for x in plain)
+    rng = np.random.default_rng(5)
+    for mode in (1, 0):
+        for n_, grid, block in ((50, 4, 16), (64, 2, 32)):
+            args = {"a": rng.standard_normal(64).astype(np.float32), "out": rng.standard_normal(64).astype(np.float32),
+                    "n": np.int32(n_), "mode": np.int32(mode)}
+            assert_same_as_emulator(kernel, grid, block, args)
+            want = run_emulated(kernel, grid, block, args)
+            got = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+            mod.accumulate[grid, block](**got)
+            np.testing.assert_allclose(got["out"], want["out"], rtol=1e-6, atol=1e-6)

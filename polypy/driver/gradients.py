@@ -125,7 +125,8 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
                 report: list | None = None, optimize: bool = True, cache: str = "auto",
                 privacy: bool = True, block_reductions: bool = True, windows: bool = True,
                 max_tape: int = 1 << 16, checkpoint_budget: int | None = None,
-                runtime_tapes: bool | None = None, gather_inputs: tuple[str, ...] = ()) -> n.Kernel:
+                runtime_tapes: bool | None = None, gather_inputs: tuple[str, ...] = (),
+                scratch_outputs: tuple[str, ...] = ()) -> n.Kernel:
     """The gradient (``mode="reverse"``: ``<name>_grad``) or tangent (``"forward"``: ``<name>_fwd``)
     kernel of kernel ``name`` of a GPU-form ``module`` (as ``polypy.load`` returns it).
 
@@ -142,6 +143,11 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
     launch (True: wherever they are needed; None: only where recomputation fails; False: never).
     ``gather_inputs``: read-only inputs whose updates are built plain, for
     ``polypy.driver.gathered`` to move into tap launches (the result alone is not a gradient).
+    ``scratch_outputs``: outputs whose contents, and whose shadows' contents, after ``K_grad``
+    the caller never reads (reverse mode): ``K_grad`` leaves out its stores to those it does not
+    read back itself (``autodiff.scratch``), so it no longer repeats the kernel's effect on them,
+    and where isl proves every element stored once (``polypy.poly.written_once``) it only reads
+    their shadows (the seeds), never zeroes them (``polypy.torch``'s backward).
 
     Assumes, like Enzyme for duplicated arguments, that distinct pointer arguments do not
     overlap. Launch the result with the same grid and block as the kernel; a kernel with
@@ -186,7 +192,35 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
                            report=report, privacy=_taken_private(privacy_oracle(kernel), gather_inputs) if privacy else None,
                            windows=window_oracle(kernel) if windows else None,
                            intervals=interval_oracle() if privacy else None)
+    if scratch_outputs and mode == "reverse":
+        from autodiff.report import Caching
+        from autodiff.scratch import drop_scratch_stores
+
+        from autodiff.scratch import drop_seed_zeroing, shadow_after
+        from polypy.poly.written_once import written_once
+
+        result, dropped = drop_scratch_stores(result, scratch_outputs)
+        for name in dropped:
+            detail = "output: its stores are left out (the caller does not read it after K_grad, and K_grad " \
+                     "does not read it back)"
+            shadow = shadow_after(result, kernel, name)
+            if shadow is not None and _proved(written_once, kernel, name):
+                result, done = drop_seed_zeroing(result, shadow)
+                if done:
+                    detail += f"; {shadow} is only read (isl: every element of {name} is stored once, so no " \
+                              "zeroing of its seed is read back)"
+            if report is not None:
+                report.append(Caching(name, kernel.loc, "scratch", detail))
     return run_pipeline(result, after_ad_pipeline())
+
+
+def _proved(question: Callable[..., bool], *args: Any) -> bool:
+    """``question(*args)``, False where the model does not support the kernel (a ``UserError``,
+    islpy missing): the safe answer."""
+    try:
+        return question(*args)
+    except (UserError, ImportError):
+        return False
 
 
 def _taken_private(oracle, gather_inputs: tuple[str, ...]):

@@ -1,0 +1,118 @@
+"""Scratch outputs: a gradient variant without the forward's stores to outputs nobody reads.
+
+``K_grad`` repeats the kernel's effect (DESIGN.md's calling convention), so it stores every
+output the kernel stores. A caller that passes some outputs as scratch memory and never reads
+them afterwards (``polypy.torch``'s backward: the forward already returned ``y``) asks for
+``scratch_outputs=(...)``: the stores to such a buffer are dropped where nothing in ``K_grad``
+reads it back, which is then exact: a store no load, atomic or other access of the kernel
+observes changes only the buffer's final contents, which the caller discards. Whatever only
+fed those stores goes with them (``eliminate-dead-code`` after differentiation). A buffer
+that ``K_grad`` also reads, updates atomically or uses any other way (a pointer value, a copy)
+keeps its stores. Shadows are untouched: the seed is consumed as the convention says.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable
+
+from polypy.ir import nodes as n
+from polypy.ir.visitor import Mutator, walk
+
+
+def droppable(kernel: n.Kernel, buffer: str) -> bool:
+    """Whether ``kernel`` touches pointer parameter ``buffer`` through plain stores only."""
+    param = kernel.param(buffer)
+    if param is None or not isinstance(param.ptype, n.PointerType):
+        return False
+    stored = False
+    for x in walk(kernel):
+        if isinstance(x, n.Store) and x.buffer == buffer:
+            stored = True
+            continue
+        if isinstance(x, n.Var) and x.name == buffer:
+            return False  # the pointer itself as a value
+        for f in dataclasses.fields(x):  # any other node naming the buffer: a load, an atomic, a copy...
+            if f.name not in x.CHILDREN and getattr(x, f.name) == buffer and f.name != "name":
+                return False
+    return stored
+
+
+class _Drop(Mutator):
+    def __init__(self, buffers: frozenset[str]):
+        self.buffers = buffers
+
+    def visit_Store(self, s: n.Store) -> n.Stmt | tuple[n.Stmt, ...]:
+        return () if s.buffer in self.buffers else s
+
+
+def drop_scratch_stores(kernel: n.Kernel, scratch: Iterable[str]) -> tuple[n.Kernel, tuple[str, ...]]:
+    """``kernel`` without its stores to the buffers of ``scratch`` it only ever stores to, and
+    the names of those buffers (in the order of ``scratch``)."""
+    dropped = tuple(b for b in dict.fromkeys(scratch) if droppable(kernel, b))
+    if not dropped:
+        return kernel, ()
+    return _Drop(frozenset(dropped)).visit(kernel), dropped
+
+
+def untouched(kernel: n.Kernel, buffer: str) -> bool:
+    """Whether ``buffer`` is a pointer parameter of ``kernel`` that no other node names (a
+    scratch output whose stores were all dropped: its memory is neither read nor written). A
+    name that is no pointer parameter (the C name of a record or accessor) is not known to be."""
+    param = kernel.param(buffer)
+    if param is None or not isinstance(param.ptype, n.PointerType):
+        return False
+    for x in walk(kernel):
+        if isinstance(x, n.Var) and x.name == buffer:
+            return False
+        if any(f.name not in x.CHILDREN and f.name != "name" and getattr(x, f.name) == buffer
+               for f in dataclasses.fields(x)):
+            return False
+    return True
+
+
+def shadow_after(kernel: n.Kernel, primal: n.Kernel, buffer: str) -> str | None:
+    """The name of ``buffer``'s shadow in the gradient ``kernel`` (the parameter right after it,
+    in the calling convention), or None when it has none."""
+    names = [p.name for p in kernel.params]
+    if buffer not in names:
+        return None
+    at = names.index(buffer) + 1
+    if at >= len(names) or primal.param(names[at]) is not None:
+        return None
+    return names[at]
+
+
+def drop_seed_zeroing(kernel: n.Kernel, shadow: str) -> tuple[n.Kernel, bool]:
+    """``kernel`` without its stores of zero to ``shadow``, where it only ever loads the shadow
+    and stores zeros to it: the consumption of the seed of an output written once per element
+    (``polypy.poly.written_once``, which the caller proves), whose zeroing nothing in ``kernel``
+    reads back. Whether they were dropped."""
+    zero_stores = False
+    for x in walk(kernel):
+        if isinstance(x, n.Store) and x.buffer == shadow:
+            if not (isinstance(x.value, n.Const) and x.value.value == 0):
+                return kernel, False
+            zero_stores = True
+        elif isinstance(x, n.Load) and x.buffer == shadow:
+            continue
+        elif isinstance(x, n.Var) and x.name == shadow:
+            return kernel, False
+        elif any(f.name not in x.CHILDREN and f.name != "name" and getattr(x, f.name) == shadow
+                 for f in dataclasses.fields(x)):
+            return kernel, False
+    if not zero_stores:
+        return kernel, False
+    return _Drop(frozenset((shadow,))).visit(kernel), True
+
+
+def writes(kernel: n.Kernel, buffer: str) -> bool:
+    """Whether ``kernel`` may write ``buffer`` (a store, an atomic, or any other use of its name)."""
+    for x in walk(kernel):
+        if isinstance(x, n.Load) and x.buffer == buffer:
+            continue
+        if isinstance(x, n.Var) and x.name == buffer:
+            return True
+        if any(f.name not in x.CHILDREN and f.name != "name" and getattr(x, f.name) == buffer
+               for f in dataclasses.fields(x)):
+            return True
+    return False
