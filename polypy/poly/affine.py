@@ -11,6 +11,9 @@ Semantics (what "exact" means here):
   ``(i32)(blockIdx.x * blockDim.x + threadIdx.x)`` is the plain sum as soon as the model's
   launch assumptions bound it, and ``threadIdx.x - 1u`` outside ``if (threadIdx.x > 0)`` is
   exactly ``(threadIdx.x - 1) mod 2**32``.
+  An operand of a comparison that wraps so is handed to the scope (``Scope.wrapped_operand``):
+  the model's builder puts a block value in place of a block-uniform one (the comparison is
+  then one constraint instead of pieces with floor divisions by ``2**32``, see there).
 * ``/`` and ``%`` by a constant truncate toward zero (``tdiv``); ``>>`` by a constant is a floor
   division (arithmetic shift); ``&`` with a constant ``2**k - 1`` is a floor modulo.
 
@@ -70,6 +73,7 @@ class Scope(Protocol):
 
     def uniform_value(self, e: n.Expr) -> isl.PwAff | None: ...
 
+    def wrapped_operand(self, e: n.Expr, wrapped: bool) -> isl.PwAff | None: ...
 
 
 def _val(value: int) -> isl.Val:
@@ -86,6 +90,7 @@ class Converter:
         self.scope = scope
         self.universe = isl.Set.universe(scope.space)
         self.zero = isl.PwAff.zero_on_domain(isl.LocalSpace.from_space(scope.space))
+        self.wraps = 0  # how many values ``wrap`` has reduced so far (those that did not fit)
 
     # ------------------------------------------------------------------ helpers
     def const(self, value: int) -> isl.PwAff:
@@ -114,6 +119,7 @@ class Converter:
         """``pa`` reduced to the range of ``ty`` (two's complement), exactly."""
         if self.fits(pa, ty, ctx):
             return pa
+        self.wraps += 1
         modulus = 1 << ty.bits
         m = pa.mod_val(_val(modulus))
         if not ty.is_signed:
@@ -250,8 +256,8 @@ class Converter:
                 return Cond(a.true & b.true, a.false | b.false, a.exact and b.exact)
             return Cond(a.true | b.true, a.false & b.false, a.exact and b.exact)
         if isinstance(e, n.Binary) and e.op in _COMPARE and not e.a.type.is_float:
-            a = self.int_expr(e.a, ctx)
-            b = self.int_expr(e.b, ctx)
+            a = self._compared(e.a, ctx)
+            b = self._compared(e.b, ctx)
             if a is None or b is None:
                 return unknown
             true = _COMPARE[e.op](a, b)
@@ -264,6 +270,17 @@ class Converter:
             zero = self.const(0)
             return Cond(x.ne_set(zero), x.eq_set(zero), True)
         return unknown
+
+
+    def _compared(self, e: n.Expr, ctx: isl.Set) -> isl.PwAff | None:
+        """An operand of a comparison: its value, or what the scope puts in place of a value that
+        wraps (``Scope.wrapped_operand``: the builder's block value for a block-uniform one)."""
+        before = self.wraps
+        value = self.int_expr(e, ctx)
+        if value is None:
+            return None
+        other = self.scope.wrapped_operand(e, self.wraps > before)
+        return value if other is None else other
 
 
 _COMPARE: dict[str, Callable[[isl.PwAff, isl.PwAff], isl.Set]] = {

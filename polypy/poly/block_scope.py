@@ -42,8 +42,16 @@ class BlockScopes:
     def __init__(self, model: Model):
         self.model = model
         block_level = set(BLOCK_IDX) | {bv.name for bv in model.block_values}
-        # positions of the dimensions projected out of the blocks' sets, last first
-        self._drop = [i for i in reversed(range(len(model.dims))) if model.dims[i] not in block_level]
+        # runs (first, count) of the dimensions projected out of the blocks' sets, last first: the
+        # thread dimensions and the loops, two calls instead of one per dimension
+        self._drop: list[tuple[int, int]] = []
+        for i in reversed(range(len(model.dims))):
+            if model.dims[i] in block_level:
+                continue
+            if self._drop and self._drop[-1][0] == i + 1:
+                self._drop[-1] = (i, self._drop[-1][1] + 1)
+            else:
+                self._drop.append((i, 1))
         # the distinct block sets, and each access's: the versions of a kernel give a few
         self._classes: list[isl.Set] = []
         self._class_of = {a.id: self._class(self._blocks(a.domain)) for a in model.accesses}
@@ -64,8 +72,8 @@ class BlockScopes:
     def _blocks(self, domain: isl.Set) -> isl.Set:
         """The blocks (blockIdx and block values) where an instance of ``domain`` runs."""
         out = domain
-        for i in self._drop:
-            out = out.project_out(isl.dim_type.set, i, 1)
+        for first, count in self._drop:
+            out = out.project_out(isl.dim_type.set, first, count)
         return out
 
     def scope(self, *accesses: Access) -> Model | None:

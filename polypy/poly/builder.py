@@ -58,6 +58,7 @@ class _Builder:
         self.uniform_params: dict[str, str] = {}
         self.uniform_exprs: dict[str, n.Expr] = {}
         self.guard_params: set[str] = set()  # uniform parameters a no-wrap guard of a block factor names
+        self.wrapped_locals: set[str] = set()  # locals bound to a value that wraps (``wrapped_operand``)
         self.kernel_expr = state.block_exprs
         self.strides: list[Stride] = []
         self.bound: dict[str, isl.PwAff] = {}
@@ -198,6 +199,31 @@ class _Builder:
         self.state.block_exprs[key] = e
         raise _Restart()
 
+    def wrapped_operand(self, e: n.Expr, wrapped: bool) -> isl.PwAff | None:
+        """A block value for a block-uniform operand of a comparison whose value wraps (``wrapped``,
+        or it reads a local bound to such a value), else None (the converter keeps the value).
+
+        Dwt2d picks its version per block by ``(i32)((blockIdx.x + 1u) * 64u + 1u) >= sx``: over a
+        symbolic grid (``gridDim.x`` up to ``2**31 - 1``) the product wraps, and its exact value is
+        pieces with floor divisions by ``2**32`` that every question about the version's accesses
+        carries. As a block value (one unknown per block, in the operand's type, nothing else known
+        of it: no stride) the comparison is one constraint and the version's blocks one piece,
+        exactly: the same block has one value, so whatever a question asks within a block holds as
+        before; across blocks the model only forgets which blocks run the version (it may pair any
+        two), the safe side."""
+        if not wrapped and not any(isinstance(x, n.Var) and x.name in self.wrapped_locals for x in walk(e)):
+            return None
+        if self._uniformity(e) != 2:
+            return None
+        value = self.local_inits.get(e.name, e) if isinstance(e, n.Var) else e
+        key = expression_key(value, self.formatter.format(value))
+        if key in self.affs:
+            return self.affs[key]
+        block_dims = tuple(sorted({x.dim for x in walk(value) if isinstance(x, n.BlockIdx)}))
+        self.state.block_values[key] = BlockValue(key, value.type, block_dims, None, None)
+        self.state.block_exprs[key] = value
+        raise _Restart()
+
     # ------------------------------------------------------------------ walk
     def build(self) -> Model:
         self._make_space()
@@ -309,9 +335,12 @@ class _Builder:
         self._record(s, path, dom, exact == EXACT, lambda sub: self._time(tprefix, pos, 0, sub))
         if isinstance(s, n.Decl) and s.init is not None and s.name not in self.mutable:
             if s.vtype.is_int or s.vtype.is_bool:
+                before = self.conv.wraps
                 value = self.conv.int_expr(s.init, dom)
                 if value is not None:
                     self.bound[s.name] = value
+                    if self.conv.wraps > before:
+                        self.wrapped_locals.add(s.name)
         return dom, exact
 
     def _if(self, s: n.If, path: StmtPath, pos: int, dom: isl.Set, exact: int,

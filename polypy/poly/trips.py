@@ -49,6 +49,9 @@ class _LaunchScope:
     def uniform_value(self, e: n.Expr) -> isl.PwAff | None:
         return None
 
+    def wrapped_operand(self, e: n.Expr, wrapped: bool) -> isl.PwAff | None:
+        return None  # a concrete launch: the value itself, exact
+
     def domain(self) -> isl.Set:
         dom = isl.Set.universe(self.space)
         for names, extents in ((THREAD_IDX, self.block), (BLOCK_IDX, self.grid)):
