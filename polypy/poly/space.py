@@ -33,13 +33,13 @@ _QUOTA = "maximal number of operations exceeded"
 T = TypeVar("T")
 
 
-def bounded(question: Callable[[], T], default: T, budget: int = ISL_BUDGET) -> T:
-    """``question()`` with isl limited to ``budget`` operations; ``default`` (which must be
-    the conservative answer) where isl runs out. Inside another ``bounded`` call the outer
-    budget governs."""
+def bounded(question: Callable[[], T], default: T, budget: int | None = None) -> T:
+    """``question()`` with isl limited to ``budget`` operations (``ISL_BUDGET`` by default);
+    ``default`` (which must be the conservative answer) where isl runs out. Inside another
+    ``bounded`` call the outer budget governs."""
     if CTX.get_max_operations():
         return question()
-    CTX.set_max_operations(budget)
+    CTX.set_max_operations(ISL_BUDGET if budget is None else budget)
     CTX.reset_operations()
     try:
         return question()
