@@ -61,13 +61,7 @@ def untouched(kernel: n.Kernel, buffer: str) -> bool:
     param = kernel.param(buffer)
     if param is None or not isinstance(param.ptype, n.PointerType):
         return False
-    for x in walk(kernel):
-        if isinstance(x, n.Var) and x.name == buffer:
-            return False
-        if any(f.name not in x.CHILDREN and f.name != "name" and getattr(x, f.name) == buffer
-               for f in dataclasses.fields(x)):
-            return False
-    return True
+    return not any(_names(x, buffer) for x in walk(kernel))
 
 
 def shadow_after(kernel: n.Kernel, primal: n.Kernel, buffer: str) -> str | None:
@@ -95,10 +89,7 @@ def drop_seed_zeroing(kernel: n.Kernel, shadow: str) -> tuple[n.Kernel, bool]:
             zero_stores = True
         elif isinstance(x, n.Load) and x.buffer == shadow:
             continue
-        elif isinstance(x, n.Var) and x.name == shadow:
-            return kernel, False
-        elif any(f.name not in x.CHILDREN and f.name != "name" and getattr(x, f.name) == shadow
-                 for f in dataclasses.fields(x)):
+        elif _names(x, shadow):
             return kernel, False
     if not zero_stores:
         return kernel, False
@@ -110,9 +101,15 @@ def writes(kernel: n.Kernel, buffer: str) -> bool:
     for x in walk(kernel):
         if isinstance(x, n.Load) and x.buffer == buffer:
             continue
-        if isinstance(x, n.Var) and x.name == buffer:
-            return True
-        if any(f.name not in x.CHILDREN and f.name != "name" and getattr(x, f.name) == buffer
-               for f in dataclasses.fields(x)):
+        if _names(x, buffer):
             return True
     return False
+
+
+def _names(x: n.Node, buffer: str) -> bool:
+    """Whether node ``x`` names ``buffer``: a variable of that name, or a field other than its
+    children and its own ``name`` that holds it (a store's or an atomic's buffer, ...)."""
+    if isinstance(x, n.Var):
+        return x.name == buffer
+    return any(f.name not in x.CHILDREN and f.name != "name" and getattr(x, f.name) == buffer
+               for f in dataclasses.fields(x))
