@@ -558,3 +558,23 @@ def test_dereferencing_a_pointer_to_pointers(tmp_path: pathlib.Path) -> None:
         out = np.zeros(4, np.float32)
         launch[1, 4]([pool[6:10], pool[1:5]], out)
         np.testing.assert_array_equal(out, pool[6:10] + 10 * pool[1:5])
+
+
+def _enum_symbols_expected() -> str:
+    f32 = np.float32
+    i = np.arange(40)
+    table = np.array([2, 1, 0, 1, 2])[i % 5]  # Full, Half, Off, Half, Full
+    rule_m, rule_w, rule_c = np.array([1, 0, 2])[i % 3], np.array([1.5, -2.0, 4.0], f32)[i % 3], np.array([3, 5, 9])[i % 3]
+    v = np.where(table == 1, i.astype(f32) * f32(0.5), np.where(table == 0, f32(0), i.astype(f32))) + f32(1)
+    v = v + f32(5 + 9) + rule_w * np.where(rule_m == 1, f32(2), f32(1)) + rule_c.astype(f32)
+    seen = np.where(table == 2, 0, 2)
+    return "dev_mode 1\n" + "".join("%d %.2f %d\n" % (k, v[k], seen[k]) for k in range(40))
+
+
+def test_enumerations_in_module_memory_and_kernel_parameters(tmp_path: pathlib.Path) -> None:
+    # The C++ used to read `__constant__ Mode table[5]` into an int (no conversion from an
+    # `enum class`) and to take a `Mode` argument as `unsigned char`: g++ rejected both.
+    native, emulated = _translated_and_emulated("enum_symbols", tmp_path)
+    expected = _enum_symbols_expected()
+    assert native == expected
+    assert emulated == expected

@@ -297,6 +297,10 @@ class KernelEmitter:
                         # function sees the buffer of scalars the frontend flattened it into.
                         params.append(f"{source} {cname}")
                         values[p.name] = f"({_pointer_type(p.ptype)}){cname}"
+                    elif source is not None and source.startswith("enum ") and not isinstance(p.ptype, PointerType):
+                        # A launch passes the enumeration (an `enum class` is no integer to C++).
+                        params.append(f"{source} {cname}")
+                        values[p.name] = f"({c_type(p.ptype)}){cname}"
                     else:
                         params.append(pointer_decl(p, cname))
                         values[p.name] = cname

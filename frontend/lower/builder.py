@@ -288,7 +288,7 @@ class KernelBuilder:
         st = tm.scalar_type(t)
         if st is not None:
             self.params.append(n.Param(name, st, loc=where))
-            self.source_params.append(n.SourceParam(name, t.spelling, (("", name),)))
+            self.source_params.append(n.SourceParam(name, _scalar_spelling(t), (("", name),)))
             self.bind(p, VarLV(name, st))
             if decl_key(p) in mutated:
                 # Assigned in the kernel: work on a local copy so the parameter itself stays read-only.
@@ -405,3 +405,12 @@ class KernelBuilder:
         self.mutated_cache[key] = out
         return out
 
+
+def _scalar_spelling(t: ci.Type) -> str:
+    """How a whole program's launcher spells a scalar kernel parameter: ``enum E`` for a named
+    enumeration (the launch passes an ``E``, which an ``enum class`` converts to its integer type
+    only by a cast: the launcher takes the enumeration and casts), else the source spelling."""
+    canonical = t.get_canonical()
+    if canonical.kind == ci.TypeKind.ENUM and "(" not in canonical.spelling:  # not "(unnamed enum at ...)"
+        return "enum " + canonical.spelling.removeprefix("const ").removeprefix("volatile ")
+    return t.spelling

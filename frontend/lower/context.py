@@ -168,8 +168,10 @@ class ModuleContext:
         if init is None and _is_curand_table(decl):
             init = curand_matrix_words()  # computed, not carried as text (curand_jump_tables.h)
         name = self.names.fresh(decl.spelling)
-        # An array of float3 or of records is a flat buffer of scalars viewing the C variable.
-        symbol = decl.spelling if layout.stride > 1 else None
+        # An array of float3 or of records is a flat buffer of scalars viewing the C variable; so is
+        # an array of enumerations (C++ converts an ``enum class`` to its integer type only by a cast).
+        enum = elem.get_canonical().kind == ci.TypeKind.ENUM
+        symbol = decl.spelling if layout.stride > 1 or enum else None
         buffer = n.Buffer(name, layout.scalar, shape, space, init=init, symbol=symbol, loc=cursor_loc(decl))
         self.globals[key] = buffer
         binding = ArrayBinding(name, dims, layout)
