@@ -226,7 +226,8 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
             not (templates[0] and "std" in roots):
         needed = _included_through(tu, used_files, runtime)
         for f, line, header in includes:
-            if "." not in os.path.basename(header) and (f, line) not in needed:
+            if "." not in os.path.basename(header) and (f, line) not in needed and \
+                    os.path.basename(header) not in _IMPLICIT_HEADERS:
                 entries.setdefault(f, set()).add(line)
     for u in units:
         if id(u) in keep and id(u) in hooked:
@@ -240,6 +241,11 @@ def unused_runtime_lines(text: str, path: str, *, runtime_dir: pathlib.Path = RU
         if gone:
             out[f] = _spans(gone)
     return out
+
+
+# The C++ library's headers a program may need without spelling a name they declare (a range-for
+# over `{1, 2}` needs std::initializer_list, `new (p) T` the placement operator new): never dropped.
+_IMPLICIT_HEADERS = frozenset({"initializer_list", "new"})
 
 
 def _included_through(tu: ci.TranslationUnit, files: set[str], runtime: str) -> set[tuple[str, int]]:
