@@ -3,10 +3,12 @@
 A copy of ``n`` bytes (a constant) between two places made of scalars of one type (an array or a
 pointer into a buffer of such scalars, a local scalar, a local record whose members are all that
 type: ``struct { uint4 a, b; }`` from ``unsigned int r[8]``) is the copy of each scalar, in
-order. A fill of such a place with a constant byte is each scalar set to the byte repeated
-(any byte for integers, 0 for floating point). Anything else (mixed or different types, a size
-that is not a whole number of scalars, records of mixed member types in memory, a size known only
-at run time) is refused with a located error.
+order; between scalars of one size and different types (``float`` into ``unsigned int``, the
+idiom of a bit cast) each scalar's bits are read as the destination's type. A fill of such a
+place with a constant byte is each scalar set to the byte repeated (any byte for integers, 0 for
+floating point). Anything else (mixed types, types of different sizes, a size that is not a whole
+number of scalars, records of mixed member types in memory, a size known only at run time) is
+refused with a located error.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from polypy.ir.types import ScalarType
 
 from frontend.arith import add_offsets, convert, plus, scale
 from frontend.clang_setup import evaluate
+from frontend.lower.bitcasts import can_view, reinterpret
 from frontend.lower.helpers import ArrayRef
 from frontend.lower.views import element
 from frontend.values import AggLV, MemLV, Pointer, VarAddress, VarLV
@@ -78,12 +81,14 @@ def device_memcpy(b: KernelBuilder, args: list[ci.Cursor], c: ci.Cursor, discard
     nbytes = _size(b, args[2], "memcpy", c)
     dst = _cells(b, args[0], nbytes, "memcpy", c)
     src = _cells(b, args[1], nbytes, "memcpy", c)
-    if dst[0].type != src[0].type or len(dst) != len(src):
+    if len(dst) != len(src) or not can_view(src[0].type, dst[0].type):
         raise b.error(f"memcpy between {src[0].type} and {dst[0].type} is not supported in device code (a bit "
                       "cast: use __float_as_int and relatives)", c)
     values = [b.temp(cell.type, b.read(cell, c), "cp", c) for cell in src]  # all read, then written
     for cell, v in zip(dst, values):
-        b.assign(cell, n.Var(v.name, v.type), c)
+        # The bytes of scalars of one size: the same bits read as the destination's type (a
+        # float's bits as an unsigned int: std::bit_cast's idiom), never a value conversion.
+        b.assign(cell, reinterpret(n.Var(v.name, v.type), cell.type, b.loc(c)), c)
     if not discard:
         raise b.error("the value of memcpy in device code is not supported", c)
     return None
