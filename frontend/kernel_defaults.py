@@ -2,8 +2,8 @@
 
 A launch's arguments are host text (``polypy.ir.host.LaunchSite``); a default is evaluated where
 the kernel declares it, so polypy spells its value rather than its text: a number (in the
-parameter's type) or a null pointer (``NULL``, ``nullptr``, ``0``). Any other default is refused
-at the launch.
+parameter's type), a null pointer (``NULL``, ``nullptr``, ``0``) or a value-initialized object
+(``Op op = Op()``, ``S s = {}``). Any other default is refused at the launch.
 """
 from __future__ import annotations
 
@@ -39,5 +39,21 @@ def default_argument(call: ci.Cursor, index: int, loc: Loc | None) -> str:
         return f"(({ptype.spelling}){value.hex()})"
     elif isinstance(value, int):
         return f"(({ptype.spelling}){value}{'ULL' if value >= 2 ** 63 else 'LL'})"
+    elif ptype.kind == ci.TypeKind.RECORD and _value_initialized(inner):
+        # `Op op = Op()`, `Scale s = {}`, `Scale s = Scale{}`: a value-initialized object is the
+        # same wherever it is made (a function object's default; its constructor, if any, runs).
+        return f"{ptype.spelling}()" if inner.kind == ci.CursorKind.CALL_EXPR else f"{ptype.spelling}{{}}"
     raise UserError(f"the default argument of kernel parameter '{params[index].spelling}' is not a constant "
-                    "(polypy passes constant defaults only: numbers and null pointers)", loc)
+                    "(polypy passes constant defaults only: numbers, null pointers and value-initialized objects)", loc)
+
+
+def _value_initialized(expr: ci.Cursor) -> bool:
+    """Whether ``expr`` makes an object with no initializer values: ``T()`` (a constructor call
+    without arguments), ``{}`` or ``T{}``."""
+    children = [c for c in expr.get_children() if c.kind != ci.CursorKind.TYPE_REF]
+    if expr.kind == ci.CursorKind.CALL_EXPR:
+        ctor = expr.referenced
+        return not children and ctor is not None and ctor.kind == ci.CursorKind.CONSTRUCTOR
+    if expr.kind == ci.CursorKind.CXX_FUNCTIONAL_CAST_EXPR and len(children) == 1:
+        expr, children = children[0], list(children[0].get_children())
+    return expr.kind == ci.CursorKind.INIT_LIST_EXPR and not children

@@ -116,6 +116,37 @@ def test_launches_that_leave_out_default_arguments(tmp_path, mode) -> None:
                                              f"{1010 + 3 + 3 - 5} {1062 + 3 + 3 - 5} 7", f"{10 + 4 + 3 - 5}"]
 
 
+OBJECT_DEFAULTS = r"""
+#include <cstdio>
+template <typename T> struct Min { __device__ T operator()(T a, T b) const { return a < b ? a : b; } };
+struct Offset { int by; __host__ __device__ Offset() : by(7) {} };
+struct Pair { int a, b; };
+template <class Op>
+__global__ void k(int* x, const int* y, Op op = Op(), Offset o = Offset(), Pair p = {}, Pair q = Pair{}) {
+  int i = threadIdx.x;
+  x[i] = op(x[i], y[i]) + o.by + p.a + p.b + q.a + q.b;
+}
+int main() {
+  int *x, *y;
+  cudaMallocManaged(&x, 32 * sizeof(int));
+  cudaMallocManaged(&y, 32 * sizeof(int));
+  for (int i = 0; i < 32; ++i) { x[i] = i; y[i] = 31 - i; }
+  k<Min<int>><<<1, 32>>>(x, y);
+  cudaDeviceSynchronize();
+  printf("%d %d %d\n", x[0], x[20], x[31]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_value_initialized_objects_as_default_arguments(tmp_path, mode) -> None:
+    # `Op op = Op()` (a function object's default) used to be refused as "not a constant".
+    result = _run(tmp_path, OBJECT_DEFAULTS, mode)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[0] == f"{0 + 7} {11 + 7} {0 + 7}"
+
+
 def test_a_default_argument_that_is_not_a_constant_is_refused_at_the_launch(tmp_path) -> None:
     src = tmp_path / "d.cu"
     src.write_text("int g = 3;\n__global__ void k(int* x, int w = g) { x[threadIdx.x] = w; }\n"
