@@ -182,3 +182,45 @@ def test_other_masks_are_refused_at_the_mask(tmp_path, call: str) -> None:
         polypy.load(str(path))
     assert info.value.loc is not None and info.value.loc.line == 3
     assert info.value.loc.col == 20 + call.index("(") + 1  # the mask argument
+
+
+BLOCK_VOTES = r"""
+__global__ void b(const int* x, int* out, int* flags) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = x[t];
+  int* o = out + 4 * t;
+  flags[t] = v % 7;
+  o[0] = __syncthreads_count(v > 0);
+  o[1] = __syncthreads_or(v > 90) != 0;
+  o[2] = __syncthreads_and(v > -95) != 0;
+  o[3] = flags[(threadIdx.x + 1) % blockDim.x + blockIdx.x * blockDim.x];  // written before the vote
+  for (int r = 0; r < 2; ++r)  // again in a loop: the votes' shared memory is used once more
+    o[0] += __syncthreads_count(v % (r + 2) == 0) * 1000 * (r + 1);
+}
+"""
+
+
+@pytest.mark.parametrize("shape", [(3, 48), (2, 128), (1, 1)])
+@pytest.mark.parametrize("way", ["emulator", "llvm", "c"])
+def test_block_votes_count_and_combine_the_whole_block(tmp_path, way: str, shape: tuple[int, int]) -> None:
+    # __syncthreads_count/and/or were refused ("not supported").
+    path = tmp_path / "b.cu"
+    path.write_text(BLOCK_VOTES)
+    blocks, threads = shape
+    x = np.random.default_rng(threads).integers(-100, 100, blocks * threads).astype(np.int32)
+    x[threads // 2] = 99
+    args = {"x": x, "out": np.zeros(4 * x.size, np.int32), "flags": np.zeros(x.size, np.int32)}
+    if way == "llvm":
+        out = copy_args(args)
+        polypy.compile(str(path)).b[blocks, threads](*out.values())
+    else:
+        kernel = polypy.load(str(path)).kernel("b")
+        out = (run_emulated if way == "emulator" else run_c)(kernel, blocks, threads, args)
+    want = np.zeros((x.size, 4), np.int32)
+    for b0 in range(0, x.size, threads):
+        v = x[b0:b0 + threads]
+        want[b0:b0 + threads, 0] = (v > 0).sum() + 1000 * (v % 2 == 0).sum() + 2000 * (v % 3 == 0).sum()
+        want[b0:b0 + threads, 1] = (v > 90).any()
+        want[b0:b0 + threads, 2] = (v > -95).all()
+        want[b0:b0 + threads, 3] = np.roll(np.fmod(v, 7), -1)
+    np.testing.assert_array_equal(out["out"].reshape(-1, 4), want)

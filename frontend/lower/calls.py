@@ -58,9 +58,6 @@ _CACHED_STORES = ("__stcg", "__stcs", "__stwb", "__stwt")
 # What <math.h>'s INFINITY, HUGE_VAL(F) and NAN expand to (``__builtin_`` taken off), and their type.
 _FLOAT_CONSTANTS = {"inff": F32, "inf": F64, "huge_valf": F32, "huge_val": F64, "nanf": F32, "nan": F64}
 _REFUSED_CALLS = {
-    "__syncthreads_count": "__syncthreads_count is not supported",
-    "__syncthreads_and": "__syncthreads_and is not supported",
-    "__syncthreads_or": "__syncthreads_or is not supported",
     "malloc": "dynamic allocation in device code is not supported",
     "free": "dynamic allocation in device code is not supported",
 }
@@ -214,6 +211,8 @@ def intrinsic(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor]
         return shuffle(kb, _SHUFFLES[name], fn, args, c)
     if name in _VOTES:
         return vote(kb, _VOTES[name], args, c)
+    if name in cooperative.BLOCK_VOTES:
+        return cooperative.block_vote(kb, name, args, c)
     if name in WARP_COLLECTIVES:
         return warp_collective(kb, name, fn, args, c)
     if name in _CACHED_LOADS:

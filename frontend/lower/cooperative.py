@@ -38,6 +38,9 @@ Groups")::
     binary_partition(p, pred)    coalesced groups of the parent's lanes with the same predicate or
     labeled_partition(p, label)  label (frontend/lower/partitions.py)
 
+``__syncthreads_count/and/or(p)`` are ``block_vote``: each warp's vote combined over the block's
+warps, as ``cg::reduce`` over a tile of the whole block.
+
 A grid's ``sync()`` is the grid barrier (``Barrier`` of scope ``grid``). Its ``is_valid()``, multi-grid groups,
 and ``shfl_up``/``shfl_down``/``shfl_xor``/``ballot`` of tiles of more than 32 threads are refused
 with a located error naming the feature. ``block_tile_memory`` (the scratch CUDA's big tiles use) is accepted and dropped.
@@ -60,6 +63,7 @@ from frontend.lower.groups import (
     tile_size,
 )
 from frontend.lower.helpers import strip
+from frontend.lower.int_intrinsics import int_intrinsic
 from frontend.lower.partitions import dynamic_partition
 from frontend.values import Aggregate, Value
 
@@ -459,3 +463,30 @@ def cg_reduce_warps(kb: KernelBuilder, op: str, acc: str, rt, size: int, c: ci.C
                   (n.If(n.Binary("lt", other, warps), (combine,), loc=loc),), loc=loc))
     kb.emit(n.Barrier(loc=loc))
     return n.Var(result.name, rt)
+
+
+# ------------------------------------------------------------------ block votes
+BLOCK_VOTES = {"__syncthreads_count": "count", "__syncthreads_and": "and", "__syncthreads_or": "or"}
+
+
+def block_vote(kb: KernelBuilder, name: str, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
+    """``__syncthreads_count(p)``, ``__syncthreads_and(p)``, ``__syncthreads_or(p)``: a block barrier
+    that returns to every thread the number of the block's threads whose ``p`` is nonzero, or
+    whether it is for all, for any (CUDA: nonzero for true). Each warp's vote (the ballot's bits
+    counted, ``all``, ``any``) combined over the block's warps as a tile of the whole block
+    (``cg_reduce_warps``: shared memory between two block barriers, so the barrier rules apply)."""
+    mode = BLOCK_VOTES[name]
+    loc = kb.loc(c)
+    pred = truth(kb.scalar(args[0]))
+    vote = {"count": "ballot", "and": "all", "or": "any"}[mode]
+    bits = kb.temp(U32 if vote == "ballot" else I32, None, "vote", c)
+    kb.emit(n.Vote(bits.name, vote, pred, n.Const(0xFFFFFFFF, U32), loc=loc))
+    if mode != "count":
+        return cg_reduce_warps(kb, "band" if mode == "and" else "bor", bits.name, I32, MAX_TILE, c)
+
+    def let(e: n.Expr, base: str) -> n.Expr:
+        v = kb.temp(e.type, e, base, c)
+        return n.Var(v.name, v.type, loc=loc)
+
+    count = kb.temp(I32, int_intrinsic("__popc", [n.Var(bits.name, U32)], let, loc), "count", c)
+    return cg_reduce_warps(kb, "add", count.name, I32, MAX_TILE, c)
