@@ -44,6 +44,7 @@ class HostClosure:
     """A lambda made in host code whose closure type a kernel instance takes."""
 
     name: str  # the record the translated program declares for it
+    decl: ci.Cursor  # the closure class
     lam: ci.Cursor  # the LAMBDA_EXPR
     operator: ci.Cursor  # the closure type's operator() (a method, or a template for `auto` parameters)
     captures: tuple[tuple[str, ci.Cursor, ci.Type], ...]  # (name, captured variable, field type), in field order
@@ -78,9 +79,12 @@ def host_closure(decl: ci.Cursor, cache: dict) -> HostClosure:
     the class's place, shared by a translation unit's kernels (``ModuleContext.closures``)."""
     key = _key(decl)
     found = cache.get(key)
-    if found is not None:
-        return found
     where = cursor_loc(decl)
+    if found is not None:
+        if found.decl != decl:  # one lambda written in a template, a closure type per instance
+            raise UserError("a lambda passed to a kernel in a function template instantiated more than once is not "
+                            "supported (each instance has its own closure type)", where)
+        return found
     owner = decl.semantic_parent
     if owner.kind == CK.CXX_METHOD and owner.spelling == "operator()" and \
             closure_declaration(owner.semantic_parent.type) is not None:
@@ -111,8 +115,13 @@ def host_closure(decl: ci.Cursor, cache: dict) -> HostClosure:
                             cursor_loc(ref))
     inits = [c for c in lam.get_children() if c.kind not in _NOT_CAPTURES and not c.kind.is_attribute()]
     if len(inits) != len(fields):
-        raise UserError("this lambda's captures cannot be matched with its closure's fields (an init-capture or "
-                        "'this'?): not supported for a lambda passed to a kernel", cursor_loc(lam))
+        if any(c.kind == CK.CXX_THIS_EXPR or (c.kind == CK.MEMBER_REF_EXPR and not any(
+                ch.kind.is_expression() for ch in c.get_children())) for c in preorder(lam)):
+            raise UserError("a lambda capturing 'this' (naming a member of the enclosing object) is not supported "
+                            "when passed to a kernel: copy the members it uses into local variables and capture "
+                            "those", cursor_loc(lam))
+        raise UserError("this lambda's captures cannot be matched with its closure's fields: not supported for a "
+                        "lambda passed to a kernel", cursor_loc(lam))
     captures = []
     for init, field in zip(inits, fields):
         captures.append(_capture(init, field.type, lam))
@@ -126,7 +135,7 @@ def host_closure(decl: ci.Cursor, cache: dict) -> HostClosure:
     while name in taken:
         i += 1
         name = f"{base}_{i}"
-    made = HostClosure(name, lam, operator, tuple(captures), _has_attr(operator, CK.CUDAHOST_ATTR))
+    made = HostClosure(name, decl, lam, operator, tuple(captures), _has_attr(operator, CK.CUDAHOST_ATTR))
     cache[key] = made
     return made
 

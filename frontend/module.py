@@ -352,18 +352,23 @@ class ModuleBuilder:
             return None
         return definition
 
-    @staticmethod
-    def kernel_key(cursor: ci.Cursor) -> tuple:
-        args = tuple(_template_args(cursor))
-        return decl_key(cursor) + args
+    def kernel_key(self, cursor: ci.Cursor) -> tuple:
+        return decl_key(cursor) + tuple(self.template_args(cursor))
 
-    def instance_name(self, cursor: ci.Cursor, existing: dict) -> str:
+    def template_args(self, cursor: ci.Cursor) -> list[str]:
+        """A kernel instance's template arguments as text, a lambda's closure as its record's name
+        (``frontend.closures``: two instances of a function template make two closures, which
+        clang spells alike; the second is refused there)."""
         args = _template_args(cursor)
-        for i in range(len(args)):  # a lambda's closure: named after its record (frontend.closures)
+        for i in range(len(args)):
             if cursor.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE:
                 closure = closure_declaration(cursor.get_template_argument_type(i))
                 if closure is not None:
-                    args[i] = host_closure(closure, self.ctx.closures).name[len("polypy_"):]
+                    args[i] = host_closure(closure, self.ctx.closures).name
+        return args
+
+    def instance_name(self, cursor: ci.Cursor, existing: dict) -> str:
+        args = [a[len("polypy_"):] if a.startswith("polypy_lambda_") else a for a in self.template_args(cursor)]
         base = cursor.spelling if not args else cursor.spelling + "_" + "_".join(sanitize(a) for a in args)
         taken = {name for _, name in existing.values()}
         name, i = base, 0
