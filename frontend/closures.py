@@ -158,6 +158,9 @@ def _capture(init: ci.Cursor, field_type: ci.Type, lam: ci.Cursor) -> tuple[str,
     if closure_declaration(canon) is not None:
         raise UserError(f"a lambda capturing the lambda '{var.spelling}' is not supported when passed to a kernel",
                         cursor_loc(init))
+    if "(" in _spelling(field_type):  # an unnamed struct, a function pointer
+        raise UserError(f"a lambda passed to a kernel captures '{var.spelling}', of a type the translated program "
+                        f"cannot name ('{canon.spelling}'): not supported", cursor_loc(init))
     if canon.kind == TK.RECORD:
         parent = canon.get_declaration().semantic_parent
         if parent is not None and parent.kind in (CK.FUNCTION_DECL, CK.CXX_METHOD, CK.FUNCTION_TEMPLATE):
@@ -171,7 +174,9 @@ def _spelling(t: ci.Type) -> str:
     not visible at namespace scope), without top-level const (the record is a copy)."""
     canon = t.get_canonical()
     text = canon.spelling
-    if canon.is_const_qualified() and text.startswith("const "):
+    if canon.is_const_qualified() and canon.kind == TK.POINTER:  # `const float *const`
+        text = text[:text.rfind("const")].rstrip()
+    elif canon.is_const_qualified() and text.startswith("const "):
         text = text[len("const "):]
     return text
 

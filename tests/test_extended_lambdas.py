@@ -2,8 +2,8 @@
 C++ in device code): ``[=] __device__``, ``[a, k] __host__ __device__``, stored and launched,
 one generic kernel with several lambdas, captured device pointers and structs (of a type
 declared after the templates), a stored lambda launched in a host loop, a lambda without
-captures, one passed on to a device function template, a generic lambda, a lambda made inside
-one. The program
+captures, one copied in the kernel and passed on to device function templates (by value and by
+reference), a generic lambda, a lambda made inside one. The program
 (tests/programs/extended_lambdas.cu) is translated whole, compiled and run, and run on the
 emulator; each printed array is checked against NumPy. The Python API launches two of its
 kernel instances with the captures as a dict. What is not CUDA's meaning, or not supported,
@@ -96,14 +96,14 @@ def test_the_closures_are_records_made_where_the_lambdas_are_made(translated: tu
     text = translated[0]
     assert "(lambda at" not in text.split("int main()")[-1]
     # a __device__ lambda becomes the record of its captures, made from the same variables
-    assert "struct polypy_lambda_37_41 { float a; int k; };" in text
-    assert "polypy_lambda_37_41{a, k}" in text and "Params p;" in text.split("struct polypy_lambda_51_21")[1][:60]
+    assert "struct polypy_lambda_39_41 { float a; int k; };" in text
+    assert "polypy_lambda_39_41{a, k}" in text and "Params p;" in text.split("struct polypy_lambda_53_21")[1][:60]
     # a __host__ __device__ one stays (host code calls it), wrapped with its record
     assert "auto g = polypy_close([a, k] __host__ __device__ (float v)" in text
-    assert "polypy_lambda_43_12{a, k});" in text
+    assert "polypy_lambda_45_12{a, k});" in text
     # the record and the instance come before main, after the template
-    assert text.index("template <class F> __device__ float twice") < text.index("struct polypy_lambda_37_41") \
-        < text.index("apply_lambda_37_41_launch(") < text.index("int main()")
+    assert text.index("template <class F> __device__ float twice") < text.index("struct polypy_lambda_39_41") \
+        < text.index("apply_lambda_39_41_launch(") < text.index("int main()")
 
 
 def test_the_program_on_the_emulator(tmp_path: pathlib.Path) -> None:
@@ -120,10 +120,10 @@ def test_kernel_instances_taking_lambdas_through_the_python_api() -> None:
     x = (np.float32(0.5) * (np.arange(N) - 10)).astype(np.float32)
     for grid, block in ((2, 32), (5, 8)):
         y = np.zeros(N, np.float32)
-        mod.apply_lambda_37_41[grid, block](N, y, x, {"a": 2.0, "k": 3})
+        mod.apply_lambda_39_41[grid, block](N, y, x, {"a": 2.0, "k": 3})
         np.testing.assert_allclose(y, want["axpk32"], rtol=1e-6)
         z = np.zeros(N, np.float32)
-        mod.each_lambda_51_21[grid, block](N, {"z": z, "p": {"scale": 0.25, "shift": 7}})
+        mod.each_lambda_53_21[grid, block](N, {"z": z, "p": {"scale": 0.25, "shift": 7}})
         np.testing.assert_allclose(z, want["params"], rtol=1e-6)
 
 

@@ -8,10 +8,12 @@ template <class F> __global__ void apply(int n, float* y, const float* x, F f) {
 template <class F> __global__ void each(int n, F f) {   // a generic kernel: the lambda does the work
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) f(i);
 }
-template <class F> __device__ float twice(F f, float v) { return f(f(v)); }
+template <class F> __device__ float once(const F& f, float v) { return f(v); }   // by reference
+template <class F> __device__ float twice(F f, float v) { return once(f, once(f, v)); }
 template <class F> __global__ void twice_kernel(int n, float* y, const float* x, F f) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = twice(f, x[i]);
+  F g = f;                                            // a copy of the closure
+  if (i < n) y[i] = twice(g, x[i]);
 }
 __device__ float cube(float v) { return v * v * v; }
 struct Params { float scale; int shift; };   // declared after the templates that take it
