@@ -216,12 +216,31 @@ def closure_edits(closures, fname: str, start: int, end: int) -> list[tuple[int,
     return sorted(out)
 
 
-def spelled_with_closures(text: str, start: int, edits: list[tuple[int, int, str]]) -> str:
-    """``text`` (a piece of the source from character offset ``start``) with ``closure_edits``
-    (converted to character offsets) applied."""
+def argument_text(closures, a: ci.Cursor, conv) -> str:
+    """The text of launch argument ``a`` as written (``conv``: the file's ``OffsetMap``), with
+    ``closure_edits`` applied: a lambda written in a launch is made there."""
+    start, end = spelled_extent(a)
+    edits = closure_edits(closures, a.location.file.name if a.location.file else "", start, end)
+    text = conv.spelled(a)
     out, pos = [], 0
     for s, e, repl in edits:
-        out += [text[pos:s - start], repl]
-        pos = e - start
+        out += [text[pos:conv.char(s) - conv.char(start)], repl]
+        pos = conv.char(e) - conv.char(start)
     out.append(text[pos:])
     return "".join(out)
+
+
+def file_parts(closures, fname: str, inside: list[tuple[int, int]], conv, place
+               ) -> tuple[tuple[tuple[int, int, str], ...], tuple[tuple[int, str], ...]]:
+    """``HostFile.closures`` and ``HostFile.records`` of file ``fname`` (character offsets;
+    ``conv``: its ``OffsetMap``): the edits making the records where the lambdas are made, but
+    for those in the spans ``inside`` (launches, whose text has them: ``argument_text``), and
+    each record's declaration, at byte offset ``place(lambda)``."""
+    spans = []
+    for s, e, text in closure_edits(closures, fname, 0, len(conv.data)):
+        s, e = conv.char(s), conv.char(e)
+        if not any(a <= s and e <= b for a, b in inside):
+            spans.append((s, e, text))
+    records = sorted((conv.char(place(hc.lam)), hc.record_text()) for hc in closures
+                     if hc.lam.location.file is not None and hc.lam.location.file.name == fname)
+    return tuple(spans), tuple(records)

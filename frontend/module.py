@@ -31,7 +31,7 @@ from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.host_spans import CUDA_HEADERS, OffsetMap, include_span, is_runtime_header, symbol_name_spans
 from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, kernel_values, launched_callees, \
     named_as_values, static_bytes, template_stub
-from frontend.closures import closure_declaration, closure_edits, host_closure, spelled_with_closures
+from frontend.closures import argument_text, closure_declaration, file_parts, host_closure
 from frontend.instance_places import closure_home, later_places
 from frontend.launch_shapes import LaunchShapes
 from frontend.host_templates import (in_class_members, instance_condition, instance_key, is_instance, is_pattern,
@@ -462,35 +462,22 @@ class ModuleBuilder:
         return texts, args, children, cfg
 
     def spelled_argument(self, a: ci.Cursor, conv: OffsetMap) -> str:
-        """A launch argument as written, where it makes a lambda a kernel takes: with the record
+        """A launch argument as written; where it makes a lambda a kernel takes, with the record
         of its captures made there (``frontend.closures``)."""
-        start, end = spelled_extent(a)
-        edits = closure_edits(self.ctx.closures.values(), a.location.file.name if a.location.file else "", start, end)
-        if not edits:
-            return conv.spelled(a)
-        return spelled_with_closures(conv.spelled(a), conv.char(start),
-                                     [(conv.char(s), conv.char(e), t) for s, e, t in edits])
+        return argument_text(self.ctx.closures.values(), a, conv)
 
     def closure_parts(self, fname: str, decls: list[ci.Cursor], launches, indirect, conv: OffsetMap
                       ) -> tuple[tuple[tuple[int, int, str], ...], tuple[tuple[int, str], ...]]:
-        """``HostFile.closures`` and ``HostFile.records`` of file ``fname`` (``frontend.closures``):
-        the lambdas made outside launches (those in a launch's arguments are in its text), and the
-        record of each closure a kernel takes, before the top-level declaration making it."""
-        inside = [(l.start, l.end) for l in launches] + [(l.start, l.end) for l in indirect]
-        spans = tuple((conv.char(s), conv.char(e), t) for s, e, t in closure_edits(self.ctx.closures.values(), fname,
-                                                                                  0, len(conv.data))
-                      if not any(a <= conv.char(s) and conv.char(e) <= b for a, b in inside))
-        records = []
-        for hc in self.ctx.closures.values():
-            if hc.lam.location.file is None or hc.lam.location.file.name != fname:
-                continue
-            home = closure_home(hc.lam, decls)
+        """``HostFile.closures`` and ``HostFile.records`` of file ``fname`` (``frontend.closures``),
+        each record before the top-level declaration making its lambda."""
+        def place(lam: ci.Cursor) -> int:
+            home = closure_home(lam, decls)
             if home is None:
                 raise UserError("a lambda passed to a kernel must be made in a function at the file's global scope",
-                                cursor_loc(hc.lam))
-            at = conv.char(self._linkage_starts.get(_extent_key(home), home.extent.start.offset))
-            records.append((at, hc.record_text()))
-        return spans, tuple(sorted(records))
+                                cursor_loc(lam))
+            return self._linkage_starts.get(_extent_key(home), home.extent.start.offset)
+        inside = [(l.start, l.end) for l in launches] + [(l.start, l.end) for l in indirect]
+        return file_parts(self.ctx.closures.values(), fname, inside, conv, place)
 
     def indirect_launch(self, call: ci.Cursor, conv: OffsetMap) -> IndirectLaunch:
         """A launch through the host stub (``kernel_values``)."""
