@@ -20,8 +20,10 @@ call, becomes the record; a ``__host__ __device__`` lambda stays, wrapped with t
 calls it.
 
 Refused, located: captures by reference (host memory, which device code cannot reach), ``this``,
-init-captures, captured arrays and lambdas, ``mutable`` lambdas with captures, and lambdas
-without an explicit ``__device__`` (nvcc does not let device code call them).
+init-captures, captured arrays and lambdas, ``mutable`` ``__host__ __device__`` lambdas with
+captures (host code may change the copies), and lambdas without an explicit ``__device__``
+(nvcc does not let device code call them). A ``mutable`` ``__device__`` lambda changes each
+thread's own copies, as a function object's ``operator()`` changes a by-value kernel parameter.
 """
 from __future__ import annotations
 
@@ -125,9 +127,11 @@ def host_closure(decl: ci.Cursor, cache: dict) -> HostClosure:
     captures = []
     for init, field in zip(inits, fields):
         captures.append(_capture(init, field.type, lam))
-    if captures and operator.kind == CK.CXX_METHOD and not operator.is_const_method():
-        raise UserError("mutable lambdas capturing by value are not supported when passed to a kernel",
-                        cursor_loc(lam))
+    if captures and operator.kind == CK.CXX_METHOD and not operator.is_const_method() and \
+            _has_attr(operator, CK.CUDAHOST_ATTR):
+        # Host code may call it, changing the lambda's copies, which the record would not see.
+        raise UserError("mutable __host__ __device__ lambdas capturing by value are not supported when passed to a "
+                        "kernel (a __device__ one is)", cursor_loc(lam))
     loc = cursor_loc(lam)
     name = f"polypy_lambda_{loc.line}_{loc.col}"
     taken = {c.name for c in cache.values()}

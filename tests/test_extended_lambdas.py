@@ -3,7 +3,7 @@ C++ in device code): ``[=] __device__``, ``[a, k] __host__ __device__``, stored 
 one generic kernel with several lambdas, captured device pointers and structs (of a type
 declared after the templates), a stored lambda launched in a host loop, a lambda without
 captures, one copied in the kernel and passed on to device function templates (by value and by
-reference), a generic lambda, a lambda made inside one. The program
+reference), a generic lambda, a lambda made inside one, a ``mutable`` one (each thread's copies). The program
 (tests/programs/extended_lambdas.cu) is translated whole, compiled and run, and run on the
 emulator; each printed array is checked against NumPy. The Python API launches two of its
 kernel instances with the captures as a dict. What is not CUDA's meaning, or not supported,
@@ -43,6 +43,7 @@ def _reference() -> dict[str, np.ndarray]:
         "pointer": x * f(base),
         "loop": x * f(base) + f(3) * (f(base) * f(0.5)),
         "negate": -x,
+        "mutable": np.array([base + sum(range(j % 16, j + 1, 16)) for j in range(N)], f),
         "twice": f1(f1(x)),
         "generic": x * x - c,
         "nested": x * x * c + f(base),
@@ -137,9 +138,9 @@ REFUSED = [
     ("init-capture",
      "  auto f = [b = a * 2] __device__ (int i) { return b * i; };\n",
      "init-captures are not supported", (6, 13)),
-    ("mutable",
-     "  auto f = [=] __device__ (int i) mutable { a += 1.0f; return a * i; };\n",
-     "mutable lambdas capturing by value", (6, 12)),
+    ("mutable-host",  # host code could change the copies the kernel is given
+     "  auto f = [=] __host__ __device__ (int i) mutable { a += 1.0f; return a * i; };\n",
+     "mutable __host__ __device__ lambdas capturing by value", (6, 12)),
     ("host-lambda",
      "  auto f = [=] (int i) { return a * i; };\n",
      "must be declared __device__ or __host__ __device__", (6, 12)),
@@ -184,6 +185,11 @@ REFUSED_SOURCES = [
      "int main() { float* d; double* e; cudaMalloc(&d, 128); cudaMalloc(&e, 256);\n"
      "  fill(32, d, 0.5f); fill(32, e, 0.25); return 0; }\n",
      "function template instantiated more than once", (3, 69)),
+    ("mutable-copied",  # the copy would have copies of its own
+     EACH + "template <class F> __global__ void copied(float* y, F f) { F g = f; y[threadIdx.x] = g(1); }\n"
+     "int main() { float* d; cudaMalloc(&d, 128); float s = 0.5f;\n"
+     "  copied<<<1, 32>>>(d, [=] __device__ (int i) mutable { s += i; return s; }); return 0; }\n",
+     "copies of a mutable lambda in device code are not supported", (3, 66)),
 ]
 
 

@@ -157,7 +157,7 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
         return copy_to_local(kb, value, target_t, name, a)
     value = kb.arg_value(a, fn, i)
     if isinstance(value, Closure):  # a lambda passed to a function template
-        return value
+        return value.shared_copy(kb.error, a)
     if isinstance(value, ArrayRef):
         value = value.decay(kb, a)
     if tm.is_pointer(pt) or tm.is_array(pt):

@@ -98,6 +98,9 @@ def closure_param(kb: KernelBuilder, p: ci.Cursor, closure: HostClosure, mutated
         raise kb.error(f"kernel parameter '{name}' holding a lambda is assigned in the kernel: not supported", p)
     kb.names.taken.add(name)
     kb.closure_types.add(decl_key(tm.canonical(p.type).get_declaration()))
+    # A `mutable` lambda changes its copies: each thread's own, as each thread's copy of a
+    # by-value parameter (a struct whose operator() changes its members alike).
+    mutable = closure.operator.kind == CK.CXX_METHOD and not closure.operator.is_const_method()
     members: list[tuple[str, str]] = []
     captures = {}
     for cap, var, ftype in closure.captures:
@@ -106,16 +109,23 @@ def closure_param(kb: KernelBuilder, p: ci.Cursor, closure: HostClosure, mutated
             pname = kb.names.fresh(f"{name}_{cap}{leaf.path}")
             if leaf.scalar is not None:
                 kb.params.append(n.Param(pname, leaf.scalar, loc=where))
-                fields[leaf.path] = VarLV(pname, leaf.scalar)
+                fields[leaf.path] = kb.temp(leaf.scalar, n.Var(pname, leaf.scalar), f"{cap}{leaf.path}", p) \
+                    if mutable else VarLV(pname, leaf.scalar)
                 members.append((f".{cap}{leaf.path}", pname))
             elif tm.is_pointer(leaf.ctype) and not tm.is_pointer(tm.pointee(leaf.ctype)):
                 ptr = kb.pointer_param(pname, leaf.ctype, where)
                 views = ptr.record.views if ptr.record is not None else ((None, pname),)
                 members.extend((f".{cap}{leaf.path}", v) for _, v in views)
-                fields[leaf.path] = PtrVarLV(ptr, None)
+                if mutable and not leaf.path:
+                    fields[leaf.path] = kb.pointer_binding(ptr, True, cap, p, decl_key(var))
+                elif mutable:
+                    raise kb.error(f"the mutable lambda passed as kernel parameter '{name}' captures '{cap}', a "
+                                   "record holding pointers: not supported", p)
+                else:
+                    fields[leaf.path] = PtrVarLV(ptr, None)
             else:
                 raise kb.error(f"the lambda passed as kernel parameter '{name}' captures '{cap}', whose member "
                                f"'{leaf.path}' of type '{leaf.ctype.spelling}' is not supported", p)
         captures[decl_key(var)] = fields[""] if "" in fields else AggLV(fields, tm.canonical(ftype).spelling)
     kb.source_params.append(n.SourceParam(name, closure.name, tuple(members)))
-    kb.bind(p, Closure(closure.operator, captures))
+    kb.bind(p, Closure(closure.operator, captures, mutable and bool(captures)))

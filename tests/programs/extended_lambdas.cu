@@ -60,6 +60,9 @@ int main() {
   show("loop", z, n);
   apply<<<1, 64>>>(n, y, x, [] __device__ (float v) { return -v; });   // no captures
   show("negate", y, n);
+  // mutable: each thread changes its own copy, calls after calls (thread t: i = t, t + 16, t + 32)
+  each<<<2, 8>>>(n, [=] __device__ (int i) mutable { base += i; z[i] = (float)base; });
+  show("mutable", z, n);
 
   // passed on to a __device__ function template; a generic lambda; a lambda made in the lambda
   float c = 1.5f;
