@@ -22,7 +22,7 @@ static void show(const char* name, const float* d, int n) {
   float h[64];
   cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost);
   printf("%s", name);
-  for (int i = 0; i < n; ++i) printf(" %g", h[i]);
+  for (int i = 0; i < n; ++i) printf(" %.9g", h[i]);
   printf("\n");
 }
 
@@ -46,7 +46,7 @@ int main() {
   a = 100.0f; k = -1;
   apply<<<1, 64>>>(n, y, x, g);
   show("stored", y, n);
-  printf("host %g\n", g(1.0f));     // the host calls it too: 2 - 3
+  printf("host %.9g\n", g(1.0f));     // the host calls it too: 2 - 3
 
   // one generic kernel, several lambdas: a captured device pointer written, a captured struct
   Params p = {0.25f, 7};
