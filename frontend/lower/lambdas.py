@@ -7,7 +7,11 @@ one field per capture, a reference for a capture by reference: when every field 
 the lambda shares the caller's bindings (``[&]``, ``[&a, &b]``); when none is, it holds copies
 made where the lambda is evaluated (``[=]``, ``[a, b]``), which a non-``mutable`` lambda cannot
 change, so sharing one closure between copies of it is exact. Mixed captures, ``mutable``
-lambdas with copies, init-captures and ``this`` are refused."""
+lambdas with copies, init-captures and ``this`` are refused.
+
+A kernel parameter holding a lambda made in host code (``frontend.closures``) is a ``Closure``
+too (``closure_param``): its captures are the parameter's members; a ``mutable`` one's are each
+thread's copies, and copies of such a closure are refused (``Closure.shared_copy``)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
