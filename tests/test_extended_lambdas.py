@@ -3,7 +3,8 @@ C++ in device code): ``[=] __device__``, ``[a, k] __host__ __device__``, stored 
 one generic kernel with several lambdas, captured device pointers and structs (of a type
 declared after the templates), a stored lambda launched in a host loop, a lambda without
 captures, one copied in the kernel and passed on to device function templates (by value and by
-reference), a generic lambda, a lambda made inside one, a ``mutable`` one (each thread's copies). The program
+reference), a generic lambda, a lambda made inside one, a ``mutable`` one (each thread's copies),
+one using shared memory and a barrier. The program
 (tests/programs/extended_lambdas.cu) is translated whole, compiled and run, and run on the
 emulator; each printed array is checked against NumPy. The Python API launches two of its
 kernel instances with the captures as a dict. What is not CUDA's meaning, or not supported,
@@ -47,6 +48,7 @@ def _reference() -> dict[str, np.ndarray]:
         "twice": f1(f1(x)),
         "generic": x * x - c,
         "nested": x * x * c + f(base),
+        "blocks": np.array([x[:32].sum(dtype=f) * c, x[32:].sum(dtype=f) * c], f),
     }
 
 
@@ -97,14 +99,14 @@ def test_the_closures_are_records_made_where_the_lambdas_are_made(translated: tu
     text = translated[0]
     assert "(lambda at" not in text.split("int main()")[-1]
     # a __device__ lambda becomes the record of its captures, made from the same variables
-    assert "struct polypy_lambda_39_41 { float a; int k; };" in text
-    assert "polypy_lambda_39_41{a, k}" in text and "Params p;" in text.split("struct polypy_lambda_53_21")[1][:60]
+    assert "struct polypy_lambda_40_41 { float a; int k; };" in text
+    assert "polypy_lambda_40_41{a, k}" in text and "Params p;" in text.split("struct polypy_lambda_54_21")[1][:60]
     # a __host__ __device__ one stays (host code calls it), wrapped with its record
     assert "auto g = polypy_close([a, k] __host__ __device__ (float v)" in text
-    assert "polypy_lambda_45_12{a, k});" in text
+    assert "polypy_lambda_46_12{a, k});" in text
     # the records and the instances come before main, after the types the captures have
-    assert text.index("struct Params {") < text.index("struct polypy_lambda_39_41") \
-        < text.index("apply_lambda_39_41_launch(") < text.index("int main()")
+    assert text.index("struct Params {") < text.index("struct polypy_lambda_40_41") \
+        < text.index("apply_lambda_40_41_launch(") < text.index("int main()")
 
 
 def test_the_program_on_the_emulator(tmp_path: pathlib.Path) -> None:
@@ -121,10 +123,10 @@ def test_kernel_instances_taking_lambdas_through_the_python_api() -> None:
     x = (np.float32(0.5) * (np.arange(N) - 10)).astype(np.float32)
     for grid, block in ((2, 32), (5, 8)):
         y = np.zeros(N, np.float32)
-        mod.apply_lambda_39_41[grid, block](N, y, x, {"a": 2.0, "k": 3})
+        mod.apply_lambda_40_41[grid, block](N, y, x, {"a": 2.0, "k": 3})
         np.testing.assert_allclose(y, want["axpk32"], rtol=1e-6)
         z = np.zeros(N, np.float32)
-        mod.each_lambda_53_21[grid, block](N, {"z": z, "p": {"scale": 0.25, "shift": 7}})
+        mod.each_lambda_54_21[grid, block](N, {"z": z, "p": {"scale": 0.25, "shift": 7}})
         np.testing.assert_allclose(z, want["params"], rtol=1e-6)
 
 

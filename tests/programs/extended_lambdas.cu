@@ -8,6 +8,7 @@ template <class F> __global__ void apply(int n, float* y, const float* x, F f) {
 template <class F> __global__ void each(int n, F f) {   // a generic kernel: the lambda does the work
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) f(i);
 }
+template <class F> __global__ void with_shared(F f) { __shared__ float s[32]; f(s); }
 template <class F> __device__ float once(const F& f, float v) { return f(v); }   // by reference
 template <class F> __device__ float twice(F f, float v) { return once(f, once(f, v)); }
 template <class F> __global__ void twice_kernel(int n, float* y, const float* x, F f) {
@@ -75,6 +76,18 @@ int main() {
     y[i] = sq(x[i]) + (float)base;
   });
   show("nested", y, n);
+  // shared memory and a barrier in the lambda's body: per block, the sum of x over its 32 threads
+  with_shared<<<2, 32>>>([=] __device__ (float* s) {
+    int i = blockIdx.x * 32 + threadIdx.x;
+    s[threadIdx.x] = i < n ? x[i] : 0.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float t = 0.0f;
+      for (int j = 0; j < 32; ++j) t += s[j];
+      z[blockIdx.x] = t * c;
+    }
+  });
+  show("blocks", z, 2);
   cudaFree(x); cudaFree(y); cudaFree(z);
   return 0;
 }
