@@ -20,6 +20,7 @@ from __future__ import annotations
 import clang.cindex as ci
 
 from frontend.clang_setup import cursor_loc
+from frontend.closures import closure_declaration
 from frontend.lower import CK
 from polypy.errors import UserError
 
@@ -157,6 +158,10 @@ def instance_condition(call: ci.Cursor, instance: ci.Cursor | None, top_level: l
                         "specializations are not supported", cursor_loc(call))
     terms = []
     for i, (param, value) in enumerate(zip(params, values)):
+        if source.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE and \
+                closure_declaration(source.get_template_argument_type(i)) is not None:
+            raise UserError("a launch in a host function template instantiated with a lambda's type is not "
+                            "supported: launch the kernel in the function that makes the lambda", cursor_loc(call))
         if source.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE:
             terms.append(f"__is_same({param.spelling}, {value})")
         else:

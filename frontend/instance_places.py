@@ -14,6 +14,10 @@ its template arguments name: every launch of it comes later (a launch's argument
 types, so it is in a function declared after them). Only top-level places of the file's global
 scope are used; an instance that would have to move into or out of a namespace or a linkage block
 is refused, located, rather than placed where its names would mean something else.
+
+An instance taking the closure of a lambda made in host code (``frontend.closures``) goes right
+before the top-level function that makes the lambda (after the template, even where nothing
+stands between them), with the record the program declares for the closure.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ import clang.cindex as ci
 from polypy.errors import UserError
 
 from frontend.clang_setup import cursor_loc
+from frontend.closures import closure_declaration
 from frontend.kernel_values import is_template_kernel
 
 CK = ci.CursorKind
@@ -42,9 +47,21 @@ def later_places(instances: Iterable[tuple[ci.Cursor, str]], decls: list[ci.Curs
         home = _holder(cursor, decls)
         if home is None:
             continue
-        later = [i for i in (_holder(d, decls) for d in _argument_declarations(cursor)) if i is not None]
+        later, lambdas = [], False
+        for d in _argument_declarations(cursor):
+            i = _holder(d, decls)
+            if i is not None and closure_declaration(d.type) is not None:
+                # A lambda's closure: the instance and the record of its captures (frontend.closures)
+                # go right before the function making the lambda, which launches the instance.
+                lambdas = True
+                i -= 1
+            if i is not None:
+                later.append(i)
         last = max(later, default=-1)
-        if last <= home:
+        if lambdas and last < home:
+            raise UserError(f"kernel template instance '{cursor.displayname}' takes a lambda made in a function "
+                            "defined before the kernel template: define the kernel template first", cursor_loc(cursor))
+        if last <= home and not lambdas:
             continue
         if last + 1 >= len(decls) or not all(_global(decls[i]) for i in (home, last, last + 1)):
             raise UserError(f"kernel template instance '{cursor.displayname}' takes a type declared after the "
@@ -74,17 +91,20 @@ def _type_declarations(t: ci.Type, depth: int) -> Iterator[ci.Cursor]:
     decl = t.get_declaration()
     if decl.kind != CK.NO_DECL_FOUND:
         parent = decl.semantic_parent
-        if parent is not None and parent.kind in _FUNCTIONS and "(lambda at " in (decl.spelling + t.spelling):
-            raise UserError("a lambda made in host code and passed to a kernel (nvcc --extended-lambda) is not "
-                            "supported: pass an object of a struct with a __device__ operator() instead",
-                            cursor_loc(decl))
-        if parent is not None and parent.kind in _FUNCTIONS:
+        if parent is not None and parent.kind in _FUNCTIONS and closure_declaration(t) is None:
             raise UserError(f"a type defined inside a function ('{decl.spelling or t.spelling}') cannot be a template "
                             "argument of a __global__ function template (as nvcc says): declare it at namespace "
                             "scope", cursor_loc(decl))
         yield decl
     for j in range(max(t.get_num_template_arguments(), 0)):
         yield from _type_declarations(t.get_template_argument_type(j), depth + 1)
+
+
+def closure_home(lam: ci.Cursor, decls: list[ci.Cursor]) -> ci.Cursor | None:
+    """The top-level declaration (of ``decls``) making lambda ``lam``, where the record of its
+    closure and the instances taking it go; None where that is not at the file's global scope."""
+    i = _holder(lam, decls)
+    return decls[i] if i is not None and _global(decls[i]) else None
 
 
 def _holder(c: ci.Cursor, decls: list[ci.Cursor]) -> int | None:

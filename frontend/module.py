@@ -31,7 +31,8 @@ from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.host_spans import CUDA_HEADERS, OffsetMap, include_span, is_runtime_header, symbol_name_spans
 from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, kernel_values, launched_callees, \
     named_as_values, static_bytes, template_stub
-from frontend.instance_places import later_places
+from frontend.closures import argument_text, closure_declaration, file_parts, host_closure
+from frontend.instance_places import closure_home, later_places
 from frontend.launch_shapes import LaunchShapes
 from frontend.host_templates import (in_class_members, instance_condition, instance_key, is_instance, is_pattern,
                                      template_args as _template_args)
@@ -351,13 +352,23 @@ class ModuleBuilder:
             return None
         return definition
 
-    @staticmethod
-    def kernel_key(cursor: ci.Cursor) -> tuple:
-        args = tuple(_template_args(cursor))
-        return decl_key(cursor) + args
+    def kernel_key(self, cursor: ci.Cursor) -> tuple:
+        return decl_key(cursor) + tuple(self.template_args(cursor))
+
+    def template_args(self, cursor: ci.Cursor) -> list[str]:
+        """A kernel instance's template arguments as text, a lambda's closure as its record's name
+        (``frontend.closures``: two instances of a function template make two closures, which
+        clang spells alike; the second is refused there)."""
+        args = _template_args(cursor)
+        for i in range(len(args)):
+            if cursor.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE:
+                closure = closure_declaration(cursor.get_template_argument_type(i))
+                if closure is not None:
+                    args[i] = host_closure(closure, self.ctx.closures).name
+        return args
 
     def instance_name(self, cursor: ci.Cursor, existing: dict) -> str:
-        args = _template_args(cursor)
+        args = [a[len("polypy_"):] if a.startswith("polypy_lambda_") else a for a in self.template_args(cursor)]
         base = cursor.spelling if not args else cursor.spelling + "_" + "_".join(sanitize(a) for a in args)
         taken = {name for _, name in existing.values()}
         name, i = base, 0
@@ -406,8 +417,9 @@ class ModuleBuilder:
                            if d.loop.location.file is not None and d.loop.location.file.name == fname)
             placed = tuple(sorted((conv.char(self._linkage_starts.get(_extent_key(d), d.extent.start.offset)), name)
                                   for name, d in self.later.items() if d.extent.start.file.name == fname))
+            closures, records = self.closure_parts(fname, decls, launches, indirect, conv)
             files[fname] = HostFile(fname, text, launches, spans, includes, copy_spans,  # type: ignore[arg-type]
-                                    indirect, merges, placed)
+                                    indirect, merges, placed, records, closures)
         return HostProgram(self.path, files, has_main)
 
     @staticmethod
@@ -444,10 +456,28 @@ class ModuleBuilder:
         texts = [None if _is_default(arg) else conv.spelled(arg) for arg in cfg]
         args = []
         for i, a in enumerate(children[2:]):
-            args.append(default_argument(call, i, loc) if _is_default(a) else conv.spelled(a))
+            args.append(default_argument(call, i, loc) if _is_default(a) else self.spelled_argument(a, conv))
         if texts[0] is None or texts[1] is None:
             raise UserError("a launch needs a grid and a block shape", loc)
         return texts, args, children, cfg
+
+    def spelled_argument(self, a: ci.Cursor, conv: OffsetMap) -> str:
+        """A launch argument as written; where it makes a lambda a kernel takes, with the record
+        of its captures made there (``frontend.closures``)."""
+        return argument_text(self.ctx.closures.values(), a, conv)
+
+    def closure_parts(self, fname: str, decls: list[ci.Cursor], launches, indirect, conv: OffsetMap
+                      ) -> tuple[tuple[tuple[int, int, str], ...], tuple[tuple[int, str], ...]]:
+        """``HostFile.closures`` and ``HostFile.records`` of file ``fname`` (``frontend.closures``),
+        each record before the top-level declaration making its lambda."""
+        def place(lam: ci.Cursor) -> int:
+            home = closure_home(lam, decls)
+            if home is None:
+                raise UserError("a lambda passed to a kernel must be made in a function at the file's global scope",
+                                cursor_loc(lam))
+            return self._linkage_starts.get(_extent_key(home), home.extent.start.offset)
+        inside = [(l.start, l.end) for l in launches] + [(l.start, l.end) for l in indirect]
+        return file_parts(self.ctx.closures.values(), fname, inside, conv, place)
 
     def indirect_launch(self, call: ci.Cursor, conv: OffsetMap) -> IndirectLaunch:
         """A launch through the host stub (``kernel_values``)."""

@@ -391,6 +391,15 @@ class Closure:
 
     operator: Any  # the closure type's operator() (a clang cursor)
     captures: dict
+    # `mutable`, with copies of its own (a lambda made in host code, frontend.closures): a copy
+    # of it would need copies of those, which are not made; only the object itself is used.
+    mutable: bool = False
+
+    def shared_copy(self, error, c) -> "Closure":
+        """The closure a copy of this one may be (itself: its copies never change), or refused."""
+        if self.mutable:
+            raise error("copies of a mutable lambda in device code are not supported (pass it by reference)", c)
+        return self
 
 
 Binding = LValue | ArrayBinding | RefBinding | ConstBinding | VarAddress | PointerTable | Closure | Accessor

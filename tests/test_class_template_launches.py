@@ -278,17 +278,3 @@ def test_a_local_type_as_a_kernel_template_argument_is_refused_as_nvcc_does(tmp_
     assert f"{cu}:15:10: error: a type defined inside a function ('Local') cannot be a template argument" \
         in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
-
-
-@pytest.mark.parametrize("lam", ["[] __device__ (float v, int i) { return v * 2.0f; }",
-                                 "[=] __device__ (float v, int i) { return v * s; }"])
-def test_a_host_lambda_passed_to_a_kernel_is_refused_located(tmp_path: pathlib.Path, lam: str) -> None:
-    # nvcc --extended-lambda: not supported here; refused where the lambda or its capture is
-    cu = tmp_path / "lam.cu"
-    cu.write_text(LATER_TYPES.replace("int main() {", "int main() {\n  float s = 2.0f;\n  auto lam = " + lam + ";", 1)
-                  .replace("Shift{1}", "lam"))
-    out = tmp_path / "lam.cpp"
-    result = _polypy("translate", str(cu), "-o", str(out))
-    assert result.returncode == 1 and not out.exists() and "Traceback" not in result.stderr
-    assert f"{cu}:16:" in result.stderr and "a lambda made in host code and passed to a kernel" in result.stderr, \
-        result.stderr

@@ -365,8 +365,15 @@ def _rewrite(path: str, state: _ProgramState) -> str:
                 name = os.path.basename(inc.target)
                 edits.append((inc.start, inc.end, f"/* ---- {original} ---- */\n{inner}\n/* ---- end of {name} ---- */"))
     prototypes = _prototype_sites(hf, state)
-    for at, kernel in hf.placed:  # instances placed after the types they take (frontend.instance_places)
-        edits.append((at, at, _instances_text(state, [kernel], _instance_stubs(state.host, kernel)) + "\n\n"))
+    # Instances placed after the types they take (frontend.instance_places), after the records
+    # declared for the lambdas they take (frontend.closures): one text per place, in that order.
+    places: dict[int, list[str]] = {}
+    for at, record in hf.records:
+        places.setdefault(at, []).append(record)
+    for at, kernel in hf.placed:
+        places.setdefault(at, []).append(_instances_text(state, [kernel], _instance_stubs(state.host, kernel)))
+    edits += [(at, at, "\n\n".join(texts) + "\n\n") for at, texts in places.items()]
+    edits += list(hf.closures)  # where the program makes those lambdas: their records
     for span in hf.device_spans:
         if span.kind == "kernel":
             if span.kernels:

@@ -15,7 +15,8 @@ from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
 from frontend.clang_setup import child_cursors, cursor_loc, instantiation
-from frontend.lower import accessors, calls, declarations, expressions, places, statements
+from frontend.closures import closure_declaration, host_closure
+from frontend.lower import accessors, calls, declarations, expressions, lambdas, places, statements
 from frontend.lower import untyped as untyped_buffers
 from frontend.lower.accessors import accessor_type
 from frontend.lower.cccl import refuse_in_device_code
@@ -316,6 +317,10 @@ class KernelBuilder:
         accessor = accessor_type(t)
         if accessor is not None:
             accessors.accessor_param(self, p, accessor, mutated)
+            return
+        closure = closure_declaration(t)
+        if closure is not None:  # a lambda made in host code (frontend.closures)
+            lambdas.closure_param(self, p, host_closure(closure, self.ctx.closures), mutated)
             return
         if tm.is_record(t):
             members: list[tuple[str, str]] = []

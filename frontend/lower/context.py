@@ -138,6 +138,7 @@ class ModuleContext:
         # The IR name of a kernel launched from device code (its definition's cursor), given a name
         # and queued for lowering where it is not yet among the module's kernels (frontend.module).
         self.kernel_named = None
+        self.closures: dict = {}  # lambdas made in host code that kernels take (frontend.closures.host_closure)
 
     def global_array(self, decl: ci.Cursor, where: Loc | None) -> ArrayBinding:
         # One variable, however many times declared (``extern __constant__ float c[4];`` in a

@@ -174,10 +174,13 @@ def lookup(kb: KernelBuilder, r: ci.Cursor, c: ci.Cursor) -> Binding:
             owner.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE, CK.CXX_METHOD) and \
             not has_attr(owner, CK.CUDADEVICE_ATTR, "polypy_device") and \
             not has_attr(owner, CK.CUDAGLOBAL_ATTR, "polypy_global"):
-        # Device code names a host function's variable only by a lambda made in host code.
-        raise kb.error(f"'{r.spelling}' is a variable of the host function '{owner.spelling}': a lambda made in host "
-                       "code and passed to a kernel (nvcc --extended-lambda) is not supported; pass an object "
-                       "of a struct with a __device__ operator() instead", c)
+        # Device code names a host function's variable only in a lambda made there (frontend.closures):
+        # a capture is bound to its copy; what is left is a constant the lambda need not capture
+        # (`const int n = 100;`, read as its value) or a variable device code cannot read.
+        if r.kind == CK.VAR_DECL and r.type.is_const_qualified() and tm.scalar_type(r.type) is not None:
+            return global_binding(kb, r, c)
+        raise kb.error(f"'{r.spelling}' is a variable of the host function '{owner.spelling}', which device code "
+                       "cannot read (a lambda passed to a kernel reaches it only as a capture by value)", c)
     raise kb.error(f"'{r.spelling}' is not visible here (unsupported use of a variable)", c)
 
 

@@ -132,6 +132,12 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
         return accessors.accessor_binding(kb, p, a, fn, "parameter")
     if tm.is_reference(pt):
         target_t = tm.strip_reference(pt)
+        if decl_key(tm.canonical(target_t).get_declaration()) in kb.closure_types:
+            # a lambda by reference (`const F& f`): the same closure (lambdas.py: its copies are
+            # never changed, so sharing it is exact)
+            value = kb.arg_value(a, fn, i)
+            if isinstance(value, Closure):
+                return value
         if tm.is_array(target_t) and tm.scalar_type(tm.canonical(target_t).element_type) is not None:
             # `T (&a)[N]` of scalars: bound as the array's first element's address, as a
             # `T*` parameter would be (the callee indexes it; its extent is the argument's)
@@ -151,7 +157,7 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
         return copy_to_local(kb, value, target_t, name, a)
     value = kb.arg_value(a, fn, i)
     if isinstance(value, Closure):  # a lambda passed to a function template
-        return value
+        return value.shared_copy(kb.error, a)
     if isinstance(value, ArrayRef):
         value = value.decay(kb, a)
     if tm.is_pointer(pt) or tm.is_array(pt):

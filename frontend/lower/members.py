@@ -57,7 +57,7 @@ def method_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[c
             closure = kb.expr(operands[0])
             if not isinstance(closure, Closure):
                 raise kb.error("this call of a lambda is not supported in device code", c)
-            return lambdas.call_closure(kb, closure, operands[1:], c, discard)
+            return lambdas.call_closure(kb, closure, operands[1:], c, discard, definition)
         if fn.is_static_method():
             return inlining.inline(kb, definition, operands, c, discard)
         this = subobject(kb, object_place(kb, operands[0], fn, c), this_path(kb, operands[0], fn, c), c)

@@ -287,7 +287,7 @@ def record_value(kb: KernelBuilder, c: ci.Cursor, t: ci.Type | None, target: Agg
         return Aggregate(values, rt.spelling)
     v = kb.expr(c)
     if isinstance(v, Closure):  # a copy of a lambda's closure (see ``lambdas``)
-        return v  # type: ignore[return-value]
+        return v.shared_copy(kb.error, c)  # type: ignore[return-value]
     if not isinstance(v, Aggregate):
         raise kb.error(f"expected a record value, found a {describe(v)}", c)
     return v

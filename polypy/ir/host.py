@@ -166,6 +166,11 @@ class HostFile:
     # (offset, kernel): kernel template instances translated at this offset of this file instead of
     # at their template (``DeviceSpan.later``), before the declaration that starts there.
     placed: tuple[tuple[int, str], ...] = ()
+    # Lambdas made in host code and passed to kernels (frontend.closures): (offset, text) of the
+    # records declared for their closures, before what is placed at that offset, and the
+    # (start, end, text) replacements that make a record where the program makes the lambda.
+    records: tuple[tuple[int, str], ...] = ()
+    closures: tuple[tuple[int, int, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

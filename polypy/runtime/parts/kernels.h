@@ -150,4 +150,14 @@ template <class T>
 static inline cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, T* func) {
   return cudaFuncGetAttributes(attr, (const void*)func);
 }
+/* A __host__ __device__ lambda passed to a kernel (frontend.closures): the lambda, which host code
+ * calls, and the record of its captures, which the kernel's launcher takes (a base: the object
+ * converts to it). Both are made where the program makes the lambda, from the same variables. */
+template <class L, class R> struct polypy_closure : L, R {
+  polypy_closure(const L& l, const R& r) : L(l), R(r) {}
+  using L::operator();
+};
+template <class L, class R> static inline polypy_closure<L, R> polypy_close(const L& l, const R& r) {
+  return polypy_closure<L, R>(l, r);
+}
 #endif
