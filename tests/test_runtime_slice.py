@@ -353,7 +353,6 @@ def test_comments_and_unused_entries_of_list_macros_go(tmp_path: pathlib.Path) -
     runtime.mkdir()
     (runtime / "cuda_runtime.h").write_text(LISTS)
     program = '#include "cuda_runtime.h"\nint main() { return rt_fails() + rt_worse + (int)*rt_color_name(1) + rt_after; }\n'
-    lines = LISTS.splitlines()
     for comments in (True, False):
         unused = unused_runtime_lines(program, str(tmp_path / "p.cpp"), runtime_dir=runtime, comments=comments)
         assert unused is not None

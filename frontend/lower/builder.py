@@ -21,7 +21,7 @@ from frontend.lower import untyped as untyped_buffers
 from frontend.lower.accessors import accessor_type
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.function_scan import scan
-from frontend.lower.context import CK, Frame, ModuleContext, NameAllocator, decl_key, function_body, \
+from frontend.lower.context import Frame, ModuleContext, NameAllocator, decl_key, function_body, \
     is_library_header
 from frontend.lower.graph_conditional import check_handle_uses, is_condition_handle
 from frontend.lower.loops import AssignmentIndex

@@ -23,7 +23,7 @@ from frontend.lower.helpers import ScalarArray, is_trivial_construction, strip, 
 from frontend.lower.null_tests import is_null_pointer
 from frontend.lower.pointer_choice import pending_pointer, pointer_hint
 from frontend.values import (
-    AggLV, ArrayBinding, BitsLV, Closure, LValue, MemLV, Pointer, PointerChoice, RecLV, RefBinding, UnionLV,
+    AggLV, ArrayBinding, BitsLV, Closure, LValue, Pointer, PointerChoice, RecLV, RefBinding, UnionLV,
     VarAddress, VarLV,
 )
 

@@ -12,7 +12,7 @@ from polypy.ir import nodes as n
 from polypy.ir.types import BOOL, I32
 
 from frontend import ctypes_map as tm
-from frontend.arith import add_offsets, convert, negated_offset, promote, scale, truth, usual_arithmetic
+from frontend.arith import add_offsets, convert, negated_offset, promote, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, child_cursors, evaluate, is_postfix, unary_operator
 from frontend.lower import calls, casts, declarations, lambdas, members
 from frontend.lower.bitcasts import compose_bits, read_bits, reinterpret
