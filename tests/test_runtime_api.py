@@ -155,3 +155,40 @@ static bool checkCudaCapabilities(int major, int minor) {
     assert r.returncode == 2, r.stderr[-3000:]
     assert r.stdout == "user dev 0 init 40 -40 caps 1 0 sum 20\n"
 
+
+
+MANAGED = r"""
+#include <cstdio>
+__managed__ int counter;
+__device__ __managed__ float acc[4];
+__global__ void k(const float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    atomicAdd(&counter, 1);
+    atomicAdd(&acc[i % 4], x[i]);
+  }
+}
+int main() {
+  counter = 5;
+  for (int j = 0; j < 4; ++j) acc[j] = 0.5f * j;
+  float* x;
+  cudaMallocManaged(&x, 100 * sizeof(float));
+  for (int i = 0; i < 100; ++i) x[i] = (float)i;
+  k<<<4, 32>>>(x, 100);
+  cudaDeviceSynchronize();
+  printf("%d %g %g %g %g\n", counter, acc[0], acc[1], acc[2], acc[3]);
+  return 0;
+}
+"""
+
+
+def test_managed_variables_are_device_memory_the_host_uses(tmp_path: pathlib.Path) -> None:
+    # `__managed__ int counter;` was "a host variable [that] cannot be used in device code".
+    need_compiler(cpp=True)
+    src = tmp_path / "managed.cu"
+    src.write_text(MANAGED)
+    sums = [sum(range(j, 100, 4)) + 0.5 * j for j in range(4)]
+    for mode in ((), ("--emulate",)):
+        r = _polypy("run", str(src), *mode, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert r.stdout == "105 " + " ".join("%g" % s for s in sums) + "\n", mode

@@ -21,7 +21,7 @@
 #define __host__ __attribute__((host))
 #define __shared__ __attribute__((shared))
 #define __constant__ __attribute__((constant))
-#define __managed__ __attribute__((managed))
+#define __managed__ __attribute__((device)) __attribute__((managed)) /* managed memory is device memory the host uses too */
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 #define POLYPY_OVERLOAD
 #define POLYPY_DEFAULT(v) = v
@@ -32,7 +32,7 @@
 #define __host__ __attribute__((annotate("polypy_host")))
 #define __shared__ __attribute__((annotate("polypy_shared")))
 #define __constant__ __attribute__((annotate("polypy_constant")))
-#define __managed__
+#define __managed__ __attribute__((annotate("polypy_device")))
 #define __launch_bounds__(...)
 #define POLYPY_OVERLOAD __attribute__((overloadable))
 #define POLYPY_DEFAULT(v)
