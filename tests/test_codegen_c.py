@@ -12,7 +12,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from c_support import assert_same_as_emulator, gpu_kernel, need_compiler, run_c, run_emulated
+import polypy
+
+from c_support import assert_same_as_emulator, copy_args, gpu_kernel, need_compiler, run_c, run_emulated
 from codegen.c import emit_kernel, find_compiler
 from polypy.driver.library import emit_kernels
 from codegen.c.kernel import Options
@@ -445,3 +447,49 @@ def test_library_globals_are_visible_to_python() -> None:
     y = np.zeros(10, np.float32)
     lib.launch("constant_coeffs", 1, 32, {"x": x, "y": y, "n": 10})
     np.testing.assert_array_equal(y, 2 * x)
+
+
+CONVERSIONS = r"""
+__global__ void cvt(const float* x, const double* d, signed char* a, unsigned char* b, short* c, unsigned short* e,
+                    int* f, unsigned* g, long long* h, unsigned long long* k, int* fd, unsigned long long* kd, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float v = x[i];
+    a[i] = (signed char)v; b[i] = (unsigned char)v; c[i] = (short)v; e[i] = (unsigned short)v;
+    f[i] = (int)v; g[i] = (unsigned)v; h[i] = (long long)v; k[i] = (unsigned long long)v;
+    fd[i] = (int)d[i]; kd[i] = (unsigned long long)d[i];
+  }
+}
+"""
+
+
+def test_float_to_integer_conversions_saturate_as_the_gpu_does(tmp_path: pathlib.Path) -> None:
+    # NaN -> 0 and out-of-range values -> the nearest bound (PTX's cvt.rzi), as the emulator and
+    # the LLVM backend compute them; the C backend gave x86's 0x80000000 (NaN, 3e9 -> INT_MIN).
+    need_compiler()
+    path = tmp_path / "cvt.cu"
+    path.write_text(CONVERSIONS)
+    kernel = polypy.load(str(path)).kernel("cvt")
+    x = np.array([np.nan, 3e9, -3e9, -5.5, 4.5e9, np.inf, -np.inf, 1e20, 300.7, -200.2, 70000.0, -0.5, 2.0 ** 31,
+                  -2.0 ** 31, 1.8e19, 126.9], np.float32)
+    d = np.array([np.nan, 3e9, -3e9, -5.5, 4.5e9, np.inf, -np.inf, 1e20, 2.0 ** 31 - 0.5, -2.0 ** 31 - 0.5, 7e4, -0.5,
+                  2.0 ** 64, -1.0, 1.8e19, 2.0 ** 63], np.float64)
+    n = x.size
+    types = {"a": np.int8, "b": np.uint8, "c": np.int16, "e": np.uint16, "f": np.int32, "g": np.uint32, "h": np.int64,
+             "k": np.uint64, "fd": np.int32, "kd": np.uint64}
+    args = {"x": x, "d": d, **{name: np.zeros(n, t) for name, t in types.items()}, "n": np.int32(n)}
+
+    def saturated(values: np.ndarray, t) -> np.ndarray:
+        info = np.iinfo(t)
+        out = [0 if math.isnan(v) else info.min if v <= info.min else info.max if v >= info.max + 1 else int(v)
+               for v in values.astype(np.float64)]
+        return np.array(out, t)
+
+    got_c = run_c(kernel, 2, 8, args)
+    got_emu = run_emulated(kernel, 2, 8, args)
+    got_llvm = copy_args(args)
+    polypy.compile(str(path)).cvt[2, 8](*got_llvm.values())
+    for name, t in types.items():
+        want = saturated(d if name in ("fd", "kd") else x, t)
+        for got in (got_c, got_emu, got_llvm):
+            np.testing.assert_array_equal(got[name], want, err_msg=name)

@@ -228,6 +228,10 @@ class Renderer(CExprPrinter):
     def cast(self, e: n.Cast) -> tuple[str, int]:
         if e.to == e.x.type:
             return self.render(e.x)
+        if e.x.type.name in ("f32", "f64") and e.to.is_int and not e.to.is_bool:
+            # The GPU's saturating conversion (the prelude's polypy_cvt_*): NaN -> 0, out of range
+            # -> the nearest bound, as the emulator and the LLVM backend compute it.
+            return f"polypy_cvt_{e.to.name}_{e.x.type.name}({self.expr(e.x)})", ATOM
         return super().cast(e)
 
     def binary(self, e: n.Binary) -> tuple[str, int]:
