@@ -285,6 +285,41 @@ POLYPY_D float frexp(float, int*);
 POLYPY_D float ldexp(float, int);
 POLYPY_D float modf(float, float*);
 #endif
+/* More of the library (frontend/lower/more_math.py writes them in IR or refuses them by name). */
+#ifdef __cplusplus
+#define POLYPY_MATH_OVL(decl) POLYPY_D decl;
+#else
+#define POLYPY_MATH_OVL(decl)
+#endif
+#define POLYPY_MORE1(RF, RD, name) POLYPY_LIBC RF name##f(float); POLYPY_LIBC RD name(double); \
+  POLYPY_MATH_OVL(RF name(float))
+#define POLYPY_MORE2(name) POLYPY_LIBC float name##f(float, float); POLYPY_LIBC double name(double, double); \
+  POLYPY_MATH_OVL(float name(float, float))
+#define POLYPY_MORE3(name) POLYPY_LIBC float name##f(float, float, float); \
+  POLYPY_LIBC double name(double, double, double); POLYPY_MATH_OVL(float name(float, float, float))
+POLYPY_MORE2(remainder) POLYPY_MORE2(nextafter) POLYPY_MORE2(rhypot)
+POLYPY_MORE3(norm3d) POLYPY_MORE3(rnorm3d)
+POLYPY_MORE1(int, int, ilogb) POLYPY_MORE1(float, double, logb)
+POLYPY_MORE1(long, long, lrint) POLYPY_MORE1(long long, long long, llrint)
+POLYPY_MORE1(long, long, lround) POLYPY_MORE1(long long, long long, llround)
+POLYPY_MORE1(float, double, nearbyint) POLYPY_MORE1(float, double, sinpi) POLYPY_MORE1(float, double, cospi)
+POLYPY_MORE1(float, double, rcbrt) POLYPY_MORE1(float, double, normcdf)
+POLYPY_MORE1(float, double, erfinv) POLYPY_MORE1(float, double, erfcinv) POLYPY_MORE1(float, double, erfcx)
+POLYPY_MORE1(float, double, normcdfinv) POLYPY_MORE1(float, double, lgamma) POLYPY_MORE1(float, double, tgamma)
+POLYPY_MORE1(float, double, j0) POLYPY_MORE1(float, double, j1) POLYPY_MORE1(float, double, y0)
+POLYPY_MORE1(float, double, y1) POLYPY_MORE1(float, double, cyl_bessel_i0) POLYPY_MORE1(float, double, cyl_bessel_i1)
+POLYPY_LIBC float jnf(int, float); POLYPY_LIBC double jn(int, double);
+POLYPY_LIBC float ynf(int, float); POLYPY_LIBC double yn(int, double);
+POLYPY_LIBC float remquof(float, float, int*); POLYPY_LIBC double remquo(double, double, int*);
+POLYPY_LIBC float scalbnf(float, int); POLYPY_LIBC double scalbn(double, int);
+POLYPY_LIBC float scalblnf(float, long); POLYPY_LIBC double scalbln(double, long);
+POLYPY_LIBC void sincospif(float, float*, float*); POLYPY_LIBC void sincospi(double, double*, double*);
+POLYPY_MATH_OVL(float remquo(float, float, int*)) POLYPY_MATH_OVL(float scalbn(float, int))
+POLYPY_MATH_OVL(float scalbln(float, long)) POLYPY_MATH_OVL(void sincospi(float, float*, float*))
+#undef POLYPY_MORE1
+#undef POLYPY_MORE2
+#undef POLYPY_MORE3
+#undef POLYPY_MATH_OVL
 POLYPY_LIBC float fmaf(float, float, float);
 POLYPY_LIBC double fma(double, double, double);
 POLYPY_D float __saturatef(float);
