@@ -295,3 +295,96 @@ def test_unwritten_functions_are_refused_at_the_call(tmp_path, call: str, messag
     text = info.value.render()
     assert f"refused.cu:3:10: error: {message}" in text, text
     assert "^" in text
+
+
+CLASSIFY = """
+#include <cmath>
+__global__ void cls(const float* x, const double* y, int* b, float* r, long long* l, int* e, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    b[i] = (__isnanf(x[i]) != 0) + 2 * (__isinff(x[i]) != 0) + 4 * (__finitef(x[i]) != 0) + 8 * (__signbitf(x[i]) != 0)
+         + 16 * (__isnan(y[i]) != 0) + 32 * (__isinf(y[i]) != 0) + 64 * (__finite(y[i]) != 0)
+         + 128 * (__signbit(y[i]) != 0) + 256 * std::isnan(x[i]) + 512 * std::isinf(x[i]) + 1024 * std::isfinite(x[i]);
+    r[i] = std::remainder(x[i], 0.75f);
+    l[i] = std::lround(x[i]);
+    e[i] = std::ilogb(x[i]);
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("way", ["emulator", "c"])
+def test_classification_functions_and_std_forms(way: str) -> None:
+    """glibc's and CUDA's ``__isnanf``/``__finite``... (nonzero when true) and the ``std::`` forms."""
+    x = np.array([0.0, -0.0, 1.5, -2.5, np.inf, -np.inf, np.nan, 3.0, -1e-40, 7.4], np.float32)
+    y = x.astype(np.float64)[::-1].copy()
+    n = x.size
+    args = {"x": x, "y": y, "b": np.zeros(n, np.int32), "r": np.zeros(n, np.float32), "l": np.zeros(n, np.int64),
+            "e": np.zeros(n, np.int32), "n": n}
+    out = run_way(CLASSIFY, "cls", 1, 32, args, way)
+    flags = [np.isnan(x), np.isinf(x), np.isfinite(x), np.signbit(x), np.isnan(y), np.isinf(y), np.isfinite(y),
+             np.signbit(y), np.isnan(x), np.isinf(x), np.isfinite(x)]
+    want_b = sum(f.astype(np.int32) << i for i, f in enumerate(flags))
+    np.testing.assert_array_equal(out["b"], want_b)
+    remainderf = _libm("remainderf", ctypes.c_float)
+    want_r = np.array([remainderf(ctypes.c_float(v), ctypes.c_float(0.75)) for v in x.tolist()], np.float32)
+    assert not _mismatches(out["r"], want_r).any(), (out["r"], want_r)
+    ilogbf = _libm("ilogbf", ctypes.c_int)
+    lroundf = _libm("llroundf", ctypes.c_longlong)
+    # CUDA's conversion saturates an infinity and gives 0 for NaN (C leaves them unspecified).
+    want_l = [lroundf(ctypes.c_float(v)) if math.isfinite(v) else 0 if math.isnan(v) else
+              (2 ** 63 - 1 if v > 0 else -2 ** 63) for v in x.tolist()]
+    np.testing.assert_array_equal(out["l"], np.array(want_l, np.int64))
+    np.testing.assert_array_equal(out["e"], np.array([ilogbf(ctypes.c_float(v)) for v in x.tolist()], np.int32))
+
+
+GRAD = """
+__global__ void wrap(const double* x, const double* y, double* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    double r = remainder(x[i] * x[i], y[i]);
+    int q;
+    double s = remquo(x[i], 0.5 + y[i] * y[i], &q);
+    out[i] = r * sin(x[i]) + s * q + nearbyint(y[i]) * x[i] + (double)lrint(y[i]) * y[i];
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("grid,block", [((1,), (32,)), ((3,), (16,))])
+def test_gradient_of_remainder_matches_finite_differences(tmp_path, grid, block) -> None:
+    from autodiff.check import check_gradients
+    from polypy.driver.gradients import grad_kernel
+
+    path = tmp_path / "wrap.cu"
+    path.write_text(GRAD)
+    module = polypy.load(str(path))
+    k_grad = grad_kernel(module, "wrap", wrt=["x", "y"])
+    k_fwd = grad_kernel(module, "wrap", wrt=["x", "y"], mode="forward")
+    n = grid[0] * block[0] - 3
+    rng = np.random.default_rng(9)
+    # Away from the jumps (x^2 / y and x / (0.5 + y^2) not near a half integer, y not near one).
+    x = rng.uniform(0.5, 3.0, n)
+    y = rng.uniform(0.3, 2.0, n)
+    keep = (np.abs((x * x / y) % 1 - 0.5) > 0.05) & (np.abs((x / (0.5 + y * y)) % 1 - 0.5) > 0.05) & \
+           (np.abs(y % 1 - 0.5) > 0.05)
+    x, y = np.where(keep, x, 1.25), np.where(keep, y, 1.1)
+    args = {"x": x, "y": y, "out": np.zeros(n), "n": n}
+    result = check_gradients(module.kernel("wrap"), k_grad, grid, block, args, k_fwd=k_fwd)
+    assert abs(result.finite_difference) > 1e-8
+    assert result.error() < 1e-6, result
+    assert result.forward_effect_error < 1e-12, result
+
+
+def test_gradient_through_the_exponent_functions_is_refused_at_the_call(tmp_path) -> None:
+    """``logb`` and ``nextafter`` are written on the bits (``bitcast``), which has no derivative
+    rule: ``grad`` refuses with the source location, never a silent zero."""
+    from polypy.driver.gradients import grad_kernel
+
+    path = tmp_path / "bits.cu"
+    path.write_text("__global__ void k(const double* x, double* o) {\n  int i = threadIdx.x;\n"
+                    "  o[i] = nextafter(x[i], 2.0) * x[i];\n}\n")
+    module = polypy.load(str(path))
+    with pytest.raises(UserError) as info:
+        grad_kernel(module, "k", wrt=["x"])
+    assert "bits.cu:3:10: error: cannot differentiate the bit cast" in str(info.value), str(info.value)

@@ -320,6 +320,10 @@ POLYPY_MATH_OVL(float scalbln(float, long)) POLYPY_MATH_OVL(void sincospi(float,
 #undef POLYPY_MORE2
 #undef POLYPY_MORE3
 #undef POLYPY_MATH_OVL
+/* The classification functions glibc and CUDA's headers declare (nonzero when true). */
+POLYPY_LIBC int __isnanf(float); POLYPY_LIBC int __isinff(float); POLYPY_LIBC int __finitef(float);
+POLYPY_LIBC int __signbitf(float); POLYPY_LIBC int __isnan(double); POLYPY_LIBC int __isinf(double);
+POLYPY_LIBC int __finite(double); POLYPY_LIBC int __signbit(double);
 POLYPY_LIBC float fmaf(float, float, float);
 POLYPY_LIBC double fma(double, double, double);
 POLYPY_D float __saturatef(float);
