@@ -338,6 +338,32 @@ def test_classification_functions_and_std_forms(way: str) -> None:
     np.testing.assert_array_equal(out["e"], np.array([ilogbf(ctypes.c_float(v)) for v in x.tolist()], np.int32))
 
 
+MIXED = """
+#include <cmath>
+__global__ void mixed(const float* x, double* d, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) d[i] = std::remainder(x[i], 0.1) + std::nextafter(x[i], 2.0);
+}
+"""
+
+
+def test_mixed_std_overloads_compute_in_double() -> None:
+    """libstdc++'s ``std::remainder(float, double)`` (a template returning double) is computed in
+    double, as the C++ library defines it, not in the first argument's float."""
+    from frontend.clang_setup import header_mode
+
+    if header_mode() != "system":
+        pytest.skip("polypy's bundled <cmath> has no mixed-type templates (POLYPY_HEADERS=bundled)")
+    x = np.array([0.0, -0.0, 1.5, -2.55, 7.4, 1e-40, 3e38, np.inf, np.nan], np.float32)
+    args = {"x": x, "d": np.zeros(x.size), "n": x.size}
+    out = run_way(MIXED, "mixed", 1, 32, args, "emulator")
+    remainder = _libm("remainder", ctypes.c_double)
+    nextafter = _libm("nextafter", ctypes.c_double)
+    want = np.array([remainder(ctypes.c_double(v), ctypes.c_double(0.1)) +
+                     nextafter(ctypes.c_double(v), ctypes.c_double(2.0)) for v in x.tolist()])
+    assert not _mismatches(out["d"], want).any(), (out["d"], want)
+
+
 GRAD = """
 __global__ void wrap(const double* x, const double* y, double* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;

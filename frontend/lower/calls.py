@@ -342,7 +342,11 @@ def more_math(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor]
     ``remquo`` and ``sincospi`` give through pointers are stored here."""
     what, precision = MORE_MATH[name]
     params = list(fn.get_arguments())
-    ty = precision or (tm.scalar_type(tm.strip_reference(params[0].type)) if params else None)
+    rt = tm.scalar_type(tm.strip_reference(fn.result_type))
+    # The precision: the result's where it is a float (C++'s mixed `remainder(float, double)` and
+    # integer overloads compute in it), else the first parameter's (`ilogb`, `lrint`, `sincospi`).
+    ty = precision or (rt if rt is not None and rt.is_float else
+                       tm.scalar_type(tm.strip_reference(params[0].type)) if params else None)
     if ty is None or not ty.is_float:
         raise kb.error(f"'{name}' on integers is not supported", c)
     if what in FLOAT_ONLY and ty != F32:
@@ -369,7 +373,6 @@ def more_math(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor]
         store(args[2], co)
         return None
     result = lib.value(what, xs, [kb.scalar(a) for a in args[count:]])
-    rt = tm.scalar_type(tm.strip_reference(fn.result_type))
     return convert(result, rt) if rt is not None else result
 
 
