@@ -340,28 +340,42 @@ def test_classification_functions_and_std_forms(way: str) -> None:
 
 MIXED = """
 #include <cmath>
-__global__ void mixed(const float* x, double* d, int n) {
+__global__ void mixed(const float* x, double* d, double* lg, long long* lr, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) d[i] = std::remainder(x[i], 0.1) + std::nextafter(x[i], 2.0);
+  if (i < n) {
+    d[i] = std::remainder(x[i], 0.1) + std::nextafter(x[i], 2.0);
+    double w = x[i];
+    lg[i] = std::logb(w) + std::remainder(w, 0.75);
+    lr[i] = std::lrint(w);
+  }
 }
 """
 
 
-def test_mixed_std_overloads_compute_in_double() -> None:
+def test_std_double_forms_and_mixed_overloads() -> None:
     """libstdc++'s ``std::remainder(float, double)`` (a template returning double) is computed in
-    double, as the C++ library defines it, not in the first argument's float."""
+    double, as the C++ library defines it, not in the first argument's float; ``std::logb(double)``
+    and the other ``std::`` double forms find the device functions (libstdc++'s ``using ::logb``
+    sees the prelude's declaration)."""
     from frontend.clang_setup import header_mode
 
     if header_mode() != "system":
         pytest.skip("polypy's bundled <cmath> has no mixed-type templates (POLYPY_HEADERS=bundled)")
     x = np.array([0.0, -0.0, 1.5, -2.55, 7.4, 1e-40, 3e38, np.inf, np.nan], np.float32)
-    args = {"x": x, "d": np.zeros(x.size), "n": x.size}
+    x = x[np.isfinite(x) & (np.abs(x) < 1e18)]
+    args = {"x": x, "d": np.zeros(x.size), "lg": np.zeros(x.size), "lr": np.zeros(x.size, np.int64), "n": x.size}
     out = run_way(MIXED, "mixed", 1, 32, args, "emulator")
     remainder = _libm("remainder", ctypes.c_double)
     nextafter = _libm("nextafter", ctypes.c_double)
     want = np.array([remainder(ctypes.c_double(v), ctypes.c_double(0.1)) +
                      nextafter(ctypes.c_double(v), ctypes.c_double(2.0)) for v in x.tolist()])
     assert not _mismatches(out["d"], want).any(), (out["d"], want)
+    logb = _libm("logb", ctypes.c_double)
+    llrint = _libm("llrint", ctypes.c_longlong)
+    want_lg = np.array([logb(ctypes.c_double(v)) + remainder(ctypes.c_double(v), ctypes.c_double(0.75))
+                        for v in x.tolist()])
+    assert not _mismatches(out["lg"], want_lg).any(), (out["lg"], want_lg)
+    np.testing.assert_array_equal(out["lr"], [llrint(ctypes.c_double(v)) for v in x.tolist()])
 
 
 GRAD = """

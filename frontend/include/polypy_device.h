@@ -48,6 +48,33 @@
 #define __grid_constant__
 
 #ifdef __cplusplus
+/* The device overloads of the C library's double functions, declared (again below) before
+ * <cuda_runtime.h> brings <math.h>: libstdc++'s <cmath> takes them into std there (`using ::exp`),
+ * so that std::exp(double) in device code finds the device function. */
+#define POLYPY_EARLY1(name) static __device__ double name(double);
+#define POLYPY_EARLY2(name) static __device__ double name(double, double);
+POLYPY_EARLY1(exp) POLYPY_EARLY1(exp2) POLYPY_EARLY1(expm1) POLYPY_EARLY1(log) POLYPY_EARLY1(log2)
+POLYPY_EARLY1(log10) POLYPY_EARLY1(log1p) POLYPY_EARLY1(sqrt) POLYPY_EARLY1(cbrt) POLYPY_EARLY1(sin)
+POLYPY_EARLY1(cos) POLYPY_EARLY1(tan) POLYPY_EARLY1(asin) POLYPY_EARLY1(acos) POLYPY_EARLY1(atan)
+POLYPY_EARLY1(sinh) POLYPY_EARLY1(cosh) POLYPY_EARLY1(tanh) POLYPY_EARLY1(asinh) POLYPY_EARLY1(acosh)
+POLYPY_EARLY1(atanh) POLYPY_EARLY1(erf) POLYPY_EARLY1(erfc) POLYPY_EARLY1(fabs) POLYPY_EARLY1(floor)
+POLYPY_EARLY1(ceil) POLYPY_EARLY1(trunc) POLYPY_EARLY1(round) POLYPY_EARLY1(rint) POLYPY_EARLY1(logb)
+POLYPY_EARLY1(nearbyint) POLYPY_EARLY1(lgamma) POLYPY_EARLY1(tgamma)
+POLYPY_EARLY2(pow) POLYPY_EARLY2(atan2) POLYPY_EARLY2(fmin) POLYPY_EARLY2(fmax) POLYPY_EARLY2(fmod)
+POLYPY_EARLY2(hypot) POLYPY_EARLY2(copysign) POLYPY_EARLY2(fdim) POLYPY_EARLY2(remainder) POLYPY_EARLY2(nextafter)
+static __device__ double fma(double, double, double);
+static __device__ int ilogb(double);
+static __device__ long lrint(double); static __device__ long long llrint(double);
+static __device__ long lround(double); static __device__ long long llround(double);
+static __device__ double remquo(double, double, int*);
+static __device__ double scalbn(double, int); static __device__ double scalbln(double, long);
+static __device__ double frexp(double, int*); static __device__ double ldexp(double, int);
+static __device__ double modf(double, double*);
+#undef POLYPY_EARLY1
+#undef POLYPY_EARLY2
+#endif
+
+#ifdef __cplusplus
 #include <cuda_runtime.h>
 #else
 struct uint3 { unsigned int x, y, z; };
