@@ -286,6 +286,8 @@ def test_float_functions_within_cuda_bounds(approx_case, way: str) -> None:
     ("lgamma(x[i])", "'lgamma': the CUDA math function 'lgamma' is not supported"),
     ("jnf(2, x[i])", "'jnf': the CUDA math function 'jn' is not supported"),
     ("sinpi((double)x[i])", "'sinpi' in double precision is not supported"),
+    ("rnorm4df(x[i], 1.0f, 2.0f, 3.0f)", "'rnorm4df': the CUDA math function 'rnorm4d' is not supported"),
+    ("normf(3, x)", "'normf': the CUDA math function 'norm' is not supported"),
 ])
 def test_unwritten_functions_are_refused_at_the_call(tmp_path, call: str, message: str) -> None:
     src = tmp_path / "refused.cu"

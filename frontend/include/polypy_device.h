@@ -341,6 +341,10 @@ POLYPY_LIBC float remquof(float, float, int*); POLYPY_LIBC double remquo(double,
 POLYPY_LIBC float scalbnf(float, int); POLYPY_LIBC double scalbn(double, int);
 POLYPY_LIBC float scalblnf(float, long); POLYPY_LIBC double scalbln(double, long);
 POLYPY_LIBC void sincospif(float, float*, float*); POLYPY_LIBC void sincospi(double, double*, double*);
+POLYPY_LIBC float norm4df(float, float, float, float); POLYPY_LIBC double norm4d(double, double, double, double);
+POLYPY_LIBC float rnorm4df(float, float, float, float); POLYPY_LIBC double rnorm4d(double, double, double, double);
+POLYPY_MATH_OVL(float normf(int, const float*)) POLYPY_MATH_OVL(double norm(int, const double*))
+POLYPY_MATH_OVL(float rnormf(int, const float*)) POLYPY_MATH_OVL(double rnorm(int, const double*))
 POLYPY_MATH_OVL(float remquo(float, float, int*)) POLYPY_MATH_OVL(float scalbn(float, int))
 POLYPY_MATH_OVL(float scalbln(float, long)) POLYPY_MATH_OVL(void sincospi(float, float*, float*))
 #undef POLYPY_MORE1
