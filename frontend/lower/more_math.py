@@ -28,7 +28,10 @@ CUDA's bound: the double result is within a few double ulps, far below half a fl
   ``x``'s sign, of ``cospi`` is ``+0``.
 - ``rcbrtf``: ``1 / cbrt(x)``; ``rhypotf``: ``1 / hypot(x, y)``; ``norm3df``/``rnorm3df``: the
   square root of the sum of the squares (exact in double) and its reciprocal, ``+inf`` (``+0``)
-  when an argument is infinite even if another is NaN; ``normcdff``: ``erfc(-x / sqrt 2) / 2``.
+  when an argument is infinite even if another is NaN; ``normcdff``: ``erfc(-x / sqrt 2) / 2``;
+  ``erfcxf``: ``exp(x^2) erfc(x)`` (``x^2`` exact), from ``x = 25`` on (where ``erfc`` nears
+  double's underflow) the asymptotic series ``(1 - 1/(2x^2) + 3/(2x^2)^2 - 15/(2x^2)^3 + 105/(2x^2)^4)
+  / (x sqrt(pi))`` (truncation below 1e-13 relative).
 
 Their double versions, and the rest of CUDA's library that is not written here (``erfinv``,
 ``lgamma``, Bessel functions ...), are refused by name (``REFUSED``).
@@ -53,7 +56,7 @@ for _fn in ("remainder", "remquo", "ilogb", "logb", "nextafter", "lrint", "llrin
             "nearbyint", "scalbn", "scalbln"):
     MORE_MATH[_fn] = (_fn, None)
     MORE_MATH[_fn + "f"] = (_fn, F32)
-FLOAT_ONLY = ("sinpi", "cospi", "sincospi", "rcbrt", "rhypot", "norm3d", "rnorm3d", "normcdf")
+FLOAT_ONLY = ("sinpi", "cospi", "sincospi", "rcbrt", "rhypot", "norm3d", "rnorm3d", "normcdf", "erfcx")
 for _fn in FLOAT_ONLY:
     MORE_MATH[_fn + "f"] = (_fn, F32)
     MORE_MATH[_fn] = (_fn, None)  # the C++ float overload; the double one is refused at the call
@@ -63,7 +66,7 @@ FLOAT_ARGS = {"remainder": 2, "remquo": 2, "nextafter": 2, "rhypot": 2, "norm3d"
 
 # CUDA's math library functions whose exact meaning is not written: spelling -> what.
 REFUSED: dict[str, str] = {}
-for _fn in ("erfinv", "erfcinv", "erfcx", "normcdfinv", "lgamma", "tgamma", "j0", "j1", "y0", "y1", "jn", "yn",
+for _fn in ("erfinv", "erfcinv", "normcdfinv", "lgamma", "tgamma", "j0", "j1", "y0", "y1", "jn", "yn",
             "cyl_bessel_i0", "cyl_bessel_i1", "norm4d", "rnorm4d", "norm", "rnorm"):
     REFUSED[_fn] = REFUSED[_fn + "f"] = f"the CUDA math function '{_fn}'"
 
@@ -210,6 +213,18 @@ class MoreMath:
                           self.pred("isinf", ds[2]))
         return self.sel(infinite, self.c(0.0 if reciprocal else math.inf, F32), self.cast(value, F32))
 
+    def erfcx(self, x: n.Expr) -> n.Expr:
+        xd = self.let(self.wide(x), "xd")
+        direct = self.b("mul", self.call("exp", self.b("mul", xd, xd)), self.call("erfc", xd))
+        big = self.let(self.call("fmax", xd, self.c(25.0, F64)), "big")  # the series only where used
+        t = self.let(self.b("div", self.c(1.0, F64), self.b("mul", self.c(2.0, F64), self.b("mul", big, big))), "t")
+        series = self.c(105.0, F64)
+        for coefficient in (-15.0, 3.0, -1.0, 1.0):
+            series = self.b("add", self.b("mul", series, t), self.c(coefficient, F64))
+        # 1 - t + 3t^2 - 15t^3 + 105t^4, written in Horner form above with the signs folded in
+        asymptotic = self.b("div", series, self.b("mul", big, self.c(math.sqrt(math.pi), F64)))
+        return self.cast(self.sel(self.b("ge", xd, self.c(25.0, F64)), asymptotic, direct), F32)  # NaN: direct
+
     def float_in_double(self, fn: str, xs: list[n.Expr]) -> n.Expr:
         if fn == "rcbrt":
             return self.cast(self.b("div", self.c(1.0, F64), self.call("cbrt", self.wide(xs[0]))), F32)
@@ -218,6 +233,8 @@ class MoreMath:
                              F32)
         if fn in ("norm3d", "rnorm3d"):
             return self.norm3d(xs, fn == "rnorm3d")
+        if fn == "erfcx":
+            return self.erfcx(xs[0])
         if fn == "normcdf":
             z = self.b("mul", self.wide(xs[0]), self.c(-math.sqrt(0.5), F64))
             return self.cast(self.b("mul", self.call("erfc", z), self.c(0.5, F64)), F32)
