@@ -156,7 +156,8 @@ def test_exact_functions_match_the_c_library(exact_case, way: str) -> None:
 
 APPROX = """
 __global__ void approx(const float* x, const float* y, const float* z, float* sp, float* cp, float* ss, float* sc,
-                       float* rc, float* rh, float* n3, float* r3, float* nc, float* ex, int n) {
+                       float* rc, float* rh, float* n3, float* r3, float* nc, float* ex, float* ei, float* ec,
+                       float* ni, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) {
     sp[i] = sinpif(x[i]);
@@ -168,12 +169,15 @@ __global__ void approx(const float* x, const float* y, const float* z, float* sp
     r3[i] = rnorm3d(x[i], y[i], z[i]);
     nc[i] = normcdff(x[i]);
     ex[i] = erfcxf(x[i]);
+    ei[i] = erfinvf(y[i]);
+    ec[i] = erfcinvf(z[i]);
+    ni[i] = normcdfinvf(y[i] * 0.5f);
   }
 }
 """
 
 # CUDA's documented bounds (CUDA Math API, single precision), in ulps.
-_BOUNDS = {"sp": 1, "cp": 1, "ss": 1, "sc": 1, "rc": 1, "rh": 2, "n3": 2, "r3": 2, "nc": 5, "ex": 4}
+_BOUNDS = {"sp": 1, "cp": 1, "ss": 1, "sc": 1, "rc": 1, "rh": 2, "n3": 2, "r3": 2, "nc": 5, "ex": 4, "ei": 2, "ec": 4, "ni": 5}
 
 
 def _approx_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -183,8 +187,14 @@ def _approx_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                         25.5, 30.0, 1e3, 1e10, -9.0, -9.5, 26.5], np.float32)
     x = np.concatenate([special, rng.uniform(-8, 8, 400), rng.uniform(-1e5, 1e5, 200),
                         rng.standard_normal(200) * 3]).astype(np.float32)
-    y = np.roll(x, 3).astype(np.float32)
-    z = np.roll(x, 11).astype(np.float32)
+    # y, z: also erfinv's and erfcinv's domains (|y| <= 1, 0 <= z <= 2), their ends and beyond.
+    unit = np.array([1.0, -1.0, 0.5, -0.5, 1 - 2.0 ** -24, -1 + 2.0 ** -24, 1e-30, 2.0 ** -149, 0.999, 0.25],
+                    np.float32)
+    y = np.concatenate([np.roll(x, 3), unit, rng.uniform(-1, 1, 300)]).astype(np.float32)
+    ends = np.array([0.0, 2.0, 1.0, 1e-38, 2.0 ** -149, 2 - 2.0 ** -23, 1 + 2.0 ** -23, 1 - 2.0 ** -24, 0.5, 1.5,
+                     1e-5], np.float32)
+    z = np.concatenate([np.roll(x, 11), ends, rng.uniform(0, 2, 299)]).astype(np.float32)
+    x = np.concatenate([x, rng.uniform(-3, 3, 310)]).astype(np.float32)
     return x, y, z
 
 
@@ -247,14 +257,34 @@ def _mp_reference(x, y, z) -> dict[str, np.ndarray]:
             return 0.0 if a > 0 else math.inf
         return as_float(mpmath.exp(a * a) * mpmath.erfc(a))
 
+    def erfinv(a):
+        if abs(a) > 1:
+            return math.nan
+        return as_float(mpmath.erfinv(a)) if abs(a) < 1 else math.copysign(math.inf, a)
+
+    def erfcinv(a):
+        if not 0 <= a <= 2:
+            return math.nan
+        if a in (0, 2):
+            return math.inf if a == 0 else -math.inf
+        return as_float(mpmath.erfinv(1 - a)) if a >= mpmath.mpf("0.5") else \
+            as_float(mpmath.findroot(lambda t: mpmath.log(mpmath.erfc(t)) - mpmath.log(a), math.sqrt(-math.log(float(a)))))
+
+    def normcdfinv(p):
+        return as_float(-mpmath.sqrt(2) * erfcinv(2 * p)) if 0 < p < 1 else \
+            (math.nan if not 0 <= p <= 1 else math.copysign(math.inf, p - 0.5))
+
     sp = each(guard(sinpi), x)
     with np.errstate(all="ignore"):
         rc = np.where(np.isinf(x), np.copysign(0.0, x), np.where(x == 0, 1.0 / x, each(guard(rcbrt), np.where(
             np.isfinite(x) & (x != 0), x, 1.0))))  # CUDA: rcbrt(+-0) is +-inf, rcbrt(+-inf) is +-0
     sp = np.where(sp == 0, np.copysign(0.0, x), sp)  # C23's sinpi: a zero has x's sign (cospi: +0)
     cp = each(guard(cospi), x)
-    return {"sp": sp, "cp": cp, "ss": sp, "sc": cp, "rc": np.where(np.isnan(x), np.nan, rc), "rh": each(guard(rhypot), x, y),
-            "n3": each(guard(norm3), x, y, z), "r3": each(guard(rnorm3), x, y, z), "nc": each(guard(normcdf), x), "ex": each(guard(erfcx), x)}
+    ei = np.where(y == 0, y.astype(np.float64), each(guard(erfinv), y))  # erfinv(-0) is -0
+    return {"sp": sp, "cp": cp, "ss": sp, "sc": cp, "rc": np.where(np.isnan(x), np.nan, rc),
+            "rh": each(guard(rhypot), x, y), "n3": each(guard(norm3), x, y, z), "r3": each(guard(rnorm3), x, y, z),
+            "nc": each(guard(normcdf), x), "ex": each(guard(erfcx), x), "ei": ei, "ec": each(guard(erfcinv), z),
+            "ni": each(guard(normcdfinv), y * np.float32(0.5))}
 
 
 def _ulps(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
@@ -291,7 +321,8 @@ def test_float_functions_within_cuda_bounds(approx_case, way: str) -> None:
 
 
 @pytest.mark.parametrize("call, message", [
-    ("erfinvf(x[i])", "'erfinvf': the CUDA math function 'erfinv' is not supported"),
+    ("tgammaf(x[i])", "'tgammaf': the CUDA math function 'tgamma' is not supported"),
+    ("erfinv((double)x[i])", "'erfinv' in double precision is not supported"),
     ("lgamma(x[i])", "'lgamma': the CUDA math function 'lgamma' is not supported"),
     ("jnf(2, x[i])", "'jnf': the CUDA math function 'jn' is not supported"),
     ("sinpi((double)x[i])", "'sinpi' in double precision is not supported"),

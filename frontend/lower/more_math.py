@@ -32,6 +32,11 @@ CUDA's bound: the double result is within a few double ulps, far below half a fl
   ``erfcxf``: ``exp(x^2) erfc(x)`` (``x^2`` exact), from ``x = 25`` on (where ``erfc`` nears
   double's underflow) the asymptotic series ``(1 - 1/(2x^2) + 3/(2x^2)^2 - 15/(2x^2)^3 + 105/(2x^2)^4)
   / (x sqrt(pi))`` (truncation below 1e-13 relative).
+- ``erfinvf``, ``erfcinvf``, ``normcdfinvf``: the root ``y >= 0`` of ``erf(y) = e`` (where
+  ``e <= 1/2``) or ``erfc(y) = c`` (``e + c = 1``, each exact in double where it is used), from
+  Winitzki's approximation (relative error below 2e-3) by four Newton steps in double (the error
+  squares at each); the sign put back; ``normcdfinv(p) = -sqrt 2 erfcinv(2p)``. ``c = 0`` gives an
+  infinity, an argument out of the domain NaN.
 
 Their double versions, and the rest of CUDA's library that is not written here (``erfinv``,
 ``lgamma``, Bessel functions ...), are refused by name (``REFUSED``).
@@ -56,7 +61,8 @@ for _fn in ("remainder", "remquo", "ilogb", "logb", "nextafter", "lrint", "llrin
             "nearbyint", "scalbn", "scalbln"):
     MORE_MATH[_fn] = (_fn, None)
     MORE_MATH[_fn + "f"] = (_fn, F32)
-FLOAT_ONLY = ("sinpi", "cospi", "sincospi", "rcbrt", "rhypot", "norm3d", "rnorm3d", "normcdf", "erfcx")
+FLOAT_ONLY = ("sinpi", "cospi", "sincospi", "rcbrt", "rhypot", "norm3d", "rnorm3d", "normcdf", "erfcx", "erfinv",
+              "erfcinv", "normcdfinv")
 for _fn in FLOAT_ONLY:
     MORE_MATH[_fn + "f"] = (_fn, F32)
     MORE_MATH[_fn] = (_fn, None)  # the C++ float overload; the double one is refused at the call
@@ -66,7 +72,7 @@ FLOAT_ARGS = {"remainder": 2, "remquo": 2, "nextafter": 2, "rhypot": 2, "norm3d"
 
 # CUDA's math library functions whose exact meaning is not written: spelling -> what.
 REFUSED: dict[str, str] = {}
-for _fn in ("erfinv", "erfcinv", "normcdfinv", "lgamma", "tgamma", "j0", "j1", "y0", "y1", "jn", "yn",
+for _fn in ("lgamma", "tgamma", "j0", "j1", "y0", "y1", "jn", "yn",
             "cyl_bessel_i0", "cyl_bessel_i1", "norm4d", "rnorm4d", "norm", "rnorm"):
     REFUSED[_fn] = REFUSED[_fn + "f"] = f"the CUDA math function '{_fn}'"
 
@@ -225,6 +231,43 @@ class MoreMath:
         asymptotic = self.b("div", series, self.b("mul", big, self.c(math.sqrt(math.pi), F64)))
         return self.cast(self.sel(self.b("ge", xd, self.c(25.0, F64)), asymptotic, direct), F32)  # NaN: direct
 
+    def inverse_erf(self, fn: str, x: n.Expr) -> n.Expr:
+        xd = self.let(self.wide(x), "xd")
+        one, two = self.c(1.0, F64), self.c(2.0, F64)
+        if fn == "erfinv":
+            e = self.let(self.call("fabs", xd), "e")
+            c = self.let(self.b("sub", one, e), "c")
+            negative = None
+            bad = self.b("gt", e, one)
+        else:
+            arg = xd if fn == "erfcinv" else self.b("mul", xd, two)  # normcdfinv(p): erfcinv(2p), 2p exact
+            arg = self.let(arg, "arg")
+            negative = self.let(self.b("gt", arg, one), "negative")
+            c = self.let(self.sel(negative, self.b("sub", two, arg), arg), "c")  # exact for float x
+            e = self.let(self.sel(negative, self.b("sub", arg, one), self.b("sub", one, arg)), "e")
+            bad = self.b("lor", self.b("lt", arg, self.c(0.0, F64)), self.b("gt", arg, two))
+        # Winitzki: y0^2 = sqrt(t^2 - L/a) - t, t = 2/(pi a) + L/2, L = ln(1 - e^2) = ln(c (1 + e)).
+        a = 0.147
+        big_l = self.let(self.call("log", self.b("mul", c, self.b("add", one, e))), "L")
+        t = self.let(self.b("add", self.c(2.0 / (math.pi * a), F64), self.b("mul", big_l, self.c(0.5, F64))), "t")
+        y = self.let(self.call("sqrt", self.b("sub", self.call("sqrt", self.b("sub", self.b("mul", t, t),
+                                                                             self.b("div", big_l, self.c(a, F64)))),
+                                               t)), "y")
+        small = self.let(self.b("le", e, self.c(0.5, F64)), "small")
+        scale = self.c(2.0 / math.sqrt(math.pi), F64)
+        for _ in range(4):
+            slope = self.b("mul", scale, self.call("exp", self.neg(self.b("mul", y, y))))
+            residual = self.sel(small, self.b("sub", self.call("erf", y), e), self.b("sub", c, self.call("erfc", y)))
+            y = self.let(self.b("sub", y, self.b("div", residual, slope)), "y")
+        y = self.sel(self.b("eq", c, self.c(0.0, F64)), self.c(math.inf, F64), y)
+        if fn == "erfinv":
+            y = self.call("copysign", y, xd)  # erfinv(-0) is -0
+        else:
+            y = self.sel(negative, self.neg(y), y)
+        if fn == "normcdfinv":
+            y = self.b("sub", self.c(0.0, F64), self.b("mul", y, self.c(math.sqrt(2.0), F64)))  # (1/2 gives +0)
+        return self.cast(self.sel(bad, self.c(math.nan, F64), y), F32)
+
     def float_in_double(self, fn: str, xs: list[n.Expr]) -> n.Expr:
         if fn == "rcbrt":
             return self.cast(self.b("div", self.c(1.0, F64), self.call("cbrt", self.wide(xs[0]))), F32)
@@ -233,6 +276,8 @@ class MoreMath:
                              F32)
         if fn in ("norm3d", "rnorm3d"):
             return self.norm3d(xs, fn == "rnorm3d")
+        if fn in ("erfinv", "erfcinv", "normcdfinv"):
+            return self.inverse_erf(fn, xs[0])
         if fn == "erfcx":
             return self.erfcx(xs[0])
         if fn == "normcdf":
