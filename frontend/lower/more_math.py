@@ -37,6 +37,12 @@ CUDA's bound: the double result is within a few double ulps, far below half a fl
   Winitzki's approximation (relative error below 2e-3) by four Newton steps in double (the error
   squares at each); the sign put back; ``normcdfinv(p) = -sqrt 2 erfcinv(2p)``. ``c = 0`` gives an
   infinity, an argument out of the domain NaN.
+- ``lgammaf``, ``tgammaf``: for ``w > 0``, ``lgamma(w) = S(z) - log(w (w+1) ... (z-1))`` with
+  ``z = w + n >= 10`` (n <= 10 factors) and ``S`` Stirling's series to ``z^-15`` (truncation below
+  1e-17); for ``x < 0`` the reflection ``log(pi / |sinpi(x)|) - lgamma(1 - x)`` (``1 - x`` exact,
+  ``sinpi`` reduced exactly as above); ``lgamma(1) = lgamma(2) = +0``, ``+inf`` at the poles (zero
+  and the negative integers) and at infinities. ``tgamma = +-exp(lgamma)``, negative where
+  ``floor(x)`` is odd below zero; ``tgamma(+-0) = +-inf``, NaN at the negative integers and ``-inf``.
 
 Their double versions, and the rest of CUDA's library that is not written here (``erfinv``,
 ``lgamma``, Bessel functions ...), are refused by name (``REFUSED``).
@@ -62,7 +68,7 @@ for _fn in ("remainder", "remquo", "ilogb", "logb", "nextafter", "lrint", "llrin
     MORE_MATH[_fn] = (_fn, None)
     MORE_MATH[_fn + "f"] = (_fn, F32)
 FLOAT_ONLY = ("sinpi", "cospi", "sincospi", "rcbrt", "rhypot", "norm3d", "rnorm3d", "normcdf", "erfcx", "erfinv",
-              "erfcinv", "normcdfinv")
+              "erfcinv", "normcdfinv", "lgamma", "tgamma")
 for _fn in FLOAT_ONLY:
     MORE_MATH[_fn + "f"] = (_fn, F32)
     MORE_MATH[_fn] = (_fn, None)  # the C++ float overload; the double one is refused at the call
@@ -72,7 +78,7 @@ FLOAT_ARGS = {"remainder": 2, "remquo": 2, "nextafter": 2, "rhypot": 2, "norm3d"
 
 # CUDA's math library functions whose exact meaning is not written: spelling -> what.
 REFUSED: dict[str, str] = {}
-for _fn in ("lgamma", "tgamma", "j0", "j1", "y0", "y1", "jn", "yn",
+for _fn in ("j0", "j1", "y0", "y1", "jn", "yn",
             "cyl_bessel_i0", "cyl_bessel_i1", "norm4d", "rnorm4d", "norm", "rnorm"):
     REFUSED[_fn] = REFUSED[_fn + "f"] = f"the CUDA math function '{_fn}'"
 
@@ -231,6 +237,58 @@ class MoreMath:
         asymptotic = self.b("div", series, self.b("mul", big, self.c(math.sqrt(math.pi), F64)))
         return self.cast(self.sel(self.b("ge", xd, self.c(25.0, F64)), asymptotic, direct), F32)  # NaN: direct
 
+    def lgamma_positive(self, w: n.Expr) -> n.Expr:
+        """lgamma of a double ``w > 0`` (see the module's comment)."""
+        product = self.c(1.0, F64)
+        count = self.c(0.0, F64)
+        for i in range(10):
+            term = self.let(self.b("add", w, self.c(float(i), F64)), "wi")
+            below = self.let(self.b("lt", term, self.c(10.0, F64)), "below")
+            product = self.let(self.b("mul", product, self.sel(below, term, self.c(1.0, F64))), "prod")
+            count = self.b("add", count, self.sel(below, self.c(1.0, F64), self.c(0.0, F64)))
+        z = self.let(self.b("add", w, count), "z")
+        inv = self.let(self.b("div", self.c(1.0, F64), z), "inv")
+        inv2 = self.let(self.b("mul", inv, inv), "inv2")
+        series = self.c(0.0, F64)
+        # Bernoulli numbers B2k / (2k (2k - 1)), k = 8 .. 1, in Horner form in 1/z^2.
+        for num, den in ((-3617.0, 122400.0), (1.0, 156.0), (-691.0, 360360.0), (1.0, 1188.0), (-1.0, 1680.0),
+                         (1.0, 1260.0), (-1.0, 360.0), (1.0, 12.0)):
+            series = self.b("add", self.b("mul", series, inv2), self.c(num / den, F64))
+        stirling = self.b("add", self.b("sub", self.b("mul", self.b("sub", z, self.c(0.5, F64)), self.call("log", z)), z),
+                          self.b("add", self.c(0.5 * math.log(2 * math.pi), F64), self.b("mul", series, inv)))
+        return self.b("sub", stirling, self.call("log", product))
+
+    def gamma(self, fn: str, x: n.Expr) -> n.Expr:
+        xd = self.let(self.wide(x), "xd")
+        zero, one = self.c(0.0, F64), self.c(1.0, F64)
+        negative = self.let(self.b("lt", xd, zero), "negative")
+        w = self.let(self.sel(negative, self.b("sub", one, xd), xd), "w")  # 1 - x exact for a float x
+        positive = self.let(self.lgamma_positive(self.sel(self.pred("isfinite", w), w, one)), "lgp")
+        # |sinpi(x)| from the exact reduction x = k/2 + r.
+        k = self.let(self.call("rint", self.b("mul", xd, self.c(2.0, F64))), "k")
+        a = self.let(self.b("mul", self.b("sub", xd, self.b("mul", k, self.c(0.5, F64))), self.c(math.pi, F64)), "a")
+        odd = self.b("ne", self.b("sub", k, self.b("mul", self.call("floor", self.b("mul", k, self.c(0.5, F64))),
+                                                        self.c(2.0, F64))), zero)
+        sin_abs = self.call("fabs", self.sel(odd, self.call("cos", a), self.call("sin", a)))
+        reflected = self.b("sub", self.call("log", self.b("div", self.c(math.pi, F64), sin_abs)), positive)
+        value = self.let(self.sel(negative, reflected, positive), "lg")
+        pole = self.let(self.b("land", self.b("le", xd, zero), self.b("eq", self.call("floor", xd), xd)), "pole")
+        if fn == "lgamma":
+            exact_zero = self.b("lor", self.b("eq", xd, one), self.b("eq", xd, self.c(2.0, F64)))
+            value = self.sel(exact_zero, zero, value)
+            value = self.sel(self.b("lor", pole, self.pred("isinf", xd)), self.c(math.inf, F64), value)
+            return self.cast(self.sel(self.pred("isnan", xd), xd, value), F32)
+        # tgamma: the sign of Gamma below zero is that of (-1)^(floor(x)), odd floors negative.
+        floor_x = self.call("floor", xd)
+        odd_floor = self.b("ne", self.b("sub", floor_x, self.b("mul", self.call("floor", self.b("mul", floor_x, self.c(0.5, F64))),
+                                                                self.c(2.0, F64))), zero)
+        magnitude = self.let(self.call("exp", value), "mag")
+        signed = self.sel(self.b("land", negative, odd_floor), self.neg(magnitude), magnitude)
+        signed = self.sel(self.b("eq", xd, zero), self.call("copysign", self.c(math.inf, F64), xd), signed)
+        signed = self.sel(self.b("land", pole, self.b("ne", xd, zero)), self.c(math.nan, F64), signed)
+        signed = self.sel(self.b("lor", self.b("eq", xd, self.c(math.inf, F64)), self.pred("isnan", xd)), xd, signed)
+        return self.cast(signed, F32)
+
     def inverse_erf(self, fn: str, x: n.Expr) -> n.Expr:
         xd = self.let(self.wide(x), "xd")
         one, two = self.c(1.0, F64), self.c(2.0, F64)
@@ -276,6 +334,8 @@ class MoreMath:
                              F32)
         if fn in ("norm3d", "rnorm3d"):
             return self.norm3d(xs, fn == "rnorm3d")
+        if fn in ("lgamma", "tgamma"):
+            return self.gamma(fn, xs[0])
         if fn in ("erfinv", "erfcinv", "normcdfinv"):
             return self.inverse_erf(fn, xs[0])
         if fn == "erfcx":
