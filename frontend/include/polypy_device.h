@@ -48,6 +48,33 @@
 #define __grid_constant__
 
 #ifdef __cplusplus
+/* The device overloads of the C library's double functions, declared (again below) before
+ * <cuda_runtime.h> brings <math.h>: libstdc++'s <cmath> takes them into std there (`using ::exp`),
+ * so that std::exp(double) in device code finds the device function. */
+#define POLYPY_EARLY1(name) static __device__ double name(double);
+#define POLYPY_EARLY2(name) static __device__ double name(double, double);
+POLYPY_EARLY1(exp) POLYPY_EARLY1(exp2) POLYPY_EARLY1(expm1) POLYPY_EARLY1(log) POLYPY_EARLY1(log2)
+POLYPY_EARLY1(log10) POLYPY_EARLY1(log1p) POLYPY_EARLY1(sqrt) POLYPY_EARLY1(cbrt) POLYPY_EARLY1(sin)
+POLYPY_EARLY1(cos) POLYPY_EARLY1(tan) POLYPY_EARLY1(asin) POLYPY_EARLY1(acos) POLYPY_EARLY1(atan)
+POLYPY_EARLY1(sinh) POLYPY_EARLY1(cosh) POLYPY_EARLY1(tanh) POLYPY_EARLY1(asinh) POLYPY_EARLY1(acosh)
+POLYPY_EARLY1(atanh) POLYPY_EARLY1(erf) POLYPY_EARLY1(erfc) POLYPY_EARLY1(fabs) POLYPY_EARLY1(floor)
+POLYPY_EARLY1(ceil) POLYPY_EARLY1(trunc) POLYPY_EARLY1(round) POLYPY_EARLY1(rint) POLYPY_EARLY1(logb)
+POLYPY_EARLY1(nearbyint) POLYPY_EARLY1(lgamma) POLYPY_EARLY1(tgamma)
+POLYPY_EARLY2(pow) POLYPY_EARLY2(atan2) POLYPY_EARLY2(fmin) POLYPY_EARLY2(fmax) POLYPY_EARLY2(fmod)
+POLYPY_EARLY2(hypot) POLYPY_EARLY2(copysign) POLYPY_EARLY2(fdim) POLYPY_EARLY2(remainder) POLYPY_EARLY2(nextafter)
+static __device__ double fma(double, double, double);
+static __device__ int ilogb(double);
+static __device__ long lrint(double); static __device__ long long llrint(double);
+static __device__ long lround(double); static __device__ long long llround(double);
+static __device__ double remquo(double, double, int*);
+static __device__ double scalbn(double, int); static __device__ double scalbln(double, long);
+static __device__ double frexp(double, int*); static __device__ double ldexp(double, int);
+static __device__ double modf(double, double*);
+#undef POLYPY_EARLY1
+#undef POLYPY_EARLY2
+#endif
+
+#ifdef __cplusplus
 #include <cuda_runtime.h>
 #else
 struct uint3 { unsigned int x, y, z; };
@@ -285,6 +312,49 @@ POLYPY_D float frexp(float, int*);
 POLYPY_D float ldexp(float, int);
 POLYPY_D float modf(float, float*);
 #endif
+/* More of the library (frontend/lower/more_math.py writes them in IR or refuses them by name). */
+#ifdef __cplusplus
+#define POLYPY_MATH_OVL(decl) POLYPY_D decl;
+#else
+#define POLYPY_MATH_OVL(decl)
+#endif
+#define POLYPY_MORE1(RF, RD, name) POLYPY_LIBC RF name##f(float); POLYPY_LIBC RD name(double); \
+  POLYPY_MATH_OVL(RF name(float))
+#define POLYPY_MORE2(name) POLYPY_LIBC float name##f(float, float); POLYPY_LIBC double name(double, double); \
+  POLYPY_MATH_OVL(float name(float, float))
+#define POLYPY_MORE3(name) POLYPY_LIBC float name##f(float, float, float); \
+  POLYPY_LIBC double name(double, double, double); POLYPY_MATH_OVL(float name(float, float, float))
+POLYPY_MORE2(remainder) POLYPY_MORE2(nextafter) POLYPY_MORE2(rhypot)
+POLYPY_MORE3(norm3d) POLYPY_MORE3(rnorm3d)
+POLYPY_MORE1(int, int, ilogb) POLYPY_MORE1(float, double, logb)
+POLYPY_MORE1(long, long, lrint) POLYPY_MORE1(long long, long long, llrint)
+POLYPY_MORE1(long, long, lround) POLYPY_MORE1(long long, long long, llround)
+POLYPY_MORE1(float, double, nearbyint) POLYPY_MORE1(float, double, sinpi) POLYPY_MORE1(float, double, cospi)
+POLYPY_MORE1(float, double, rcbrt) POLYPY_MORE1(float, double, normcdf)
+POLYPY_MORE1(float, double, erfinv) POLYPY_MORE1(float, double, erfcinv) POLYPY_MORE1(float, double, erfcx)
+POLYPY_MORE1(float, double, normcdfinv) POLYPY_MORE1(float, double, lgamma) POLYPY_MORE1(float, double, tgamma)
+POLYPY_MORE1(float, double, j0) POLYPY_MORE1(float, double, j1) POLYPY_MORE1(float, double, y0)
+POLYPY_MORE1(float, double, y1) POLYPY_MORE1(float, double, cyl_bessel_i0) POLYPY_MORE1(float, double, cyl_bessel_i1)
+POLYPY_LIBC float jnf(int, float); POLYPY_LIBC double jn(int, double);
+POLYPY_LIBC float ynf(int, float); POLYPY_LIBC double yn(int, double);
+POLYPY_LIBC float remquof(float, float, int*); POLYPY_LIBC double remquo(double, double, int*);
+POLYPY_LIBC float scalbnf(float, int); POLYPY_LIBC double scalbn(double, int);
+POLYPY_LIBC float scalblnf(float, long); POLYPY_LIBC double scalbln(double, long);
+POLYPY_LIBC void sincospif(float, float*, float*); POLYPY_LIBC void sincospi(double, double*, double*);
+POLYPY_LIBC float norm4df(float, float, float, float); POLYPY_LIBC double norm4d(double, double, double, double);
+POLYPY_LIBC float rnorm4df(float, float, float, float); POLYPY_LIBC double rnorm4d(double, double, double, double);
+POLYPY_MATH_OVL(float normf(int, const float*)) POLYPY_MATH_OVL(double norm(int, const double*))
+POLYPY_MATH_OVL(float rnormf(int, const float*)) POLYPY_MATH_OVL(double rnorm(int, const double*))
+POLYPY_MATH_OVL(float remquo(float, float, int*)) POLYPY_MATH_OVL(float scalbn(float, int))
+POLYPY_MATH_OVL(float scalbln(float, long)) POLYPY_MATH_OVL(void sincospi(float, float*, float*))
+#undef POLYPY_MORE1
+#undef POLYPY_MORE2
+#undef POLYPY_MORE3
+#undef POLYPY_MATH_OVL
+/* The classification functions glibc and CUDA's headers declare (nonzero when true). */
+POLYPY_LIBC int __isnanf(float); POLYPY_LIBC int __isinff(float); POLYPY_LIBC int __finitef(float);
+POLYPY_LIBC int __signbitf(float); POLYPY_LIBC int __isnan(double); POLYPY_LIBC int __isinf(double);
+POLYPY_LIBC int __finite(double); POLYPY_LIBC int __signbit(double);
 POLYPY_LIBC float fmaf(float, float, float);
 POLYPY_LIBC double fma(double, double, double);
 POLYPY_D float __saturatef(float);

@@ -26,6 +26,7 @@ from frontend.lower.groups import is_cooperative
 from frontend.lower.helpers import ArrayRef, DEFAULT, strip
 from frontend.lower.printing import assert_fail, device_printf
 from frontend.lower.float_parts import FloatParts
+from frontend.lower.more_math import FLOAT_ARGS, FLOAT_ONLY, MORE_MATH, REFUSED as REFUSED_MATH, MoreMath
 from frontend.lower.graph_conditional import set_conditional
 from frontend.lower.textures import hidden_param, is_texture_call, texture_call
 from frontend.lower.launches import device_launch, device_runtime_call, is_device_runtime_call
@@ -156,7 +157,7 @@ def call(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
         # std::move(x) / std::forward<T>(x): x itself (an rvalue reference to it, read as a value).
         return kb.expr(args[0], discard=discard) if discard else kb.expr(args[0])
     body = function_body(fn.get_definition() or fn)
-    if body is None or (fn.location.is_in_system_header and base in CUDA_MATH_NAMES):
+    if body is None or (fn.location.is_in_system_header and (base in CUDA_MATH_NAMES or base in MORE_MATH)):
         # Declared by the prelude or the C library: a CUDA built-in, mapped by name.
         return intrinsic(kb, base, fn, args, c, discard)
     return inlining.inline(kb, fn.get_definition() or fn, args, c, discard)
@@ -286,6 +287,10 @@ def intrinsic(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor]
         return convert(n.Call(canonical, tuple(values), BOOL if fn_info.returns_bool else values[0].type, loc=loc), rt)  # type: ignore[union-attr,arg-type]
     if name in _FLOAT_PARTS:
         return float_part(kb, _FLOAT_PARTS[name], fn, args, c)
+    if name in MORE_MATH:
+        return more_math(kb, name, fn, args, c)
+    if name in REFUSED_MATH:
+        raise kb.error(f"'{name}': {REFUSED_MATH[name]} is not supported in device code (docs/math.md)", c)
     if name in ("sincosf", "sincos", "__sincosf"):
         x = kb.scalar(args[0])
         for target_c, fname in ((args[1], "sin"), (args[2], "cos")):
@@ -329,6 +334,45 @@ def float_part(kb: KernelBuilder, what: str, fn: ci.Cursor, args: list[ci.Cursor
     lv = kb.deref(target if not isinstance(target, ArrayRef) else target.decay(kb), c)
     kb.assign(lv, second, c)
     return value
+
+
+def more_math(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr | None:
+    """``remainder``, ``ilogb``, ``lrint``, ``sinpif``... (``frontend.lower.more_math``); the results
+    ``remquo`` and ``sincospi`` give through pointers are stored here."""
+    what, precision = MORE_MATH[name]
+    params = list(fn.get_arguments())
+    rt = tm.scalar_type(tm.strip_reference(fn.result_type))
+    # The precision: the result's where it is a float (C++'s mixed `remainder(float, double)` and
+    # integer overloads compute in it), else the first parameter's (`ilogb`, `lrint`, `sincospi`).
+    ty = precision or (rt if rt is not None and rt.is_float else
+                       tm.scalar_type(tm.strip_reference(params[0].type)) if params else None)
+    if ty is None or not ty.is_float:
+        raise kb.error(f"'{name}' on integers is not supported", c)
+    if what in FLOAT_ONLY and ty != F32:
+        raise kb.error(f"'{name}' in double precision is not supported (polypy writes '{what}' for float only)", c)
+
+    def let(e: n.Expr, base: str) -> n.Expr:
+        v = kb.temp(e.type, e, base, c)
+        return n.Var(v.name, v.type, loc=kb.loc(c))
+
+    def store(target_c: ci.Cursor, value: n.Expr) -> None:
+        target = kb.expr(target_c)
+        kb.assign(kb.deref(target if not isinstance(target, ArrayRef) else target.decay(kb), c), value, c)
+
+    lib = MoreMath(let, kb.loc(c))
+    count = FLOAT_ARGS.get(what, 1)
+    xs = [let(convert(kb.scalar(a), ty), "x") for a in args[:count]]
+    if what == "remquo":
+        value, quo = lib.remquo(xs[0], xs[1])
+        store(args[2], quo)
+        return value
+    if what == "sincospi":
+        s, co = lib.sin_cos_pi(xs[0])
+        store(args[1], s)
+        store(args[2], co)
+        return None
+    result = lib.value(what, xs, [kb.scalar(a) for a in args[count:]])
+    return convert(result, rt) if rt is not None else result
 
 
 def texture_fetch(kb: KernelBuilder, args: list[ci.Cursor], c: ci.Cursor) -> Value:

@@ -186,6 +186,9 @@ def _cuda_spellings() -> dict[str, str]:
         table[prefix + "min"] = "min"
         table[prefix + "max"] = "max"
     table["abs"] = "abs"
+    # glibc's and CUDA's classification functions (``__isnanf`` and ``__isinff`` are above).
+    table.update({"__isnan": "isnan", "__isinf": "isinf", "__finitef": "isfinite", "__finite": "isfinite",
+                  "__signbit": "signbit"})
     table["llabs"] = "abs"
     table["labs"] = "abs"
     # std:: overloads and C++ math overloads resolve to the same names (float or double by type).

@@ -21,6 +21,12 @@ POLYPY_HOST_MATH1(floor) POLYPY_HOST_MATH1(ceil) POLYPY_HOST_MATH1(trunc) POLYPY
 POLYPY_HOST_MATH1(rint)
 POLYPY_HOST_MATH2(pow) POLYPY_HOST_MATH2(atan2) POLYPY_HOST_MATH2(fmin) POLYPY_HOST_MATH2(fmax)
 POLYPY_HOST_MATH2(fmod) POLYPY_HOST_MATH2(hypot) POLYPY_HOST_MATH2(copysign) POLYPY_HOST_MATH2(fdim)
+POLYPY_HOST_MATH1(logb) POLYPY_HOST_MATH1(nearbyint) POLYPY_HOST_MATH2(remainder) POLYPY_HOST_MATH2(nextafter)
+int ilogb(double); int ilogbf(float);
+long lrint(double); long lrintf(float); long long llrint(double); long long llrintf(float);
+long lround(double); long lroundf(float); long long llround(double); long long llroundf(float);
+double remquo(double, double, int*); float remquof(float, float, int*);
+double scalbn(double, int); float scalbnf(float, int); double scalbln(double, long); float scalblnf(float, long);
 double fma(double, double, double);
 float fmaf(float, float, float);
 #ifdef __cplusplus
