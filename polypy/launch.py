@@ -27,6 +27,7 @@ A struct passed by value was split by the frontend into one IR parameter per sca
 """
 from __future__ import annotations
 
+import functools
 import numbers
 import operator
 from typing import Any, Callable, Mapping, Sequence
@@ -86,11 +87,19 @@ def holds_at_launch(cond: n.Expr, kernel: str, config: Any, args: Mapping[str, A
     """Whether the grid-uniform ``cond`` (over ``gridDim``, ``blockDim`` and integer arguments)
     holds at the launch of ``kernel`` with ``config`` and ``args`` (by IR name); False where
     they do not decide it."""
+    grid, block, _ = launch_config(kernel, config, empty_grid=True)
+    ints = tuple(sorted((name, int(v)) for name, v in args.items()
+                        if isinstance(v, (int, np.integer)) and not isinstance(v, bool)))
+    return _holds(cond, grid, block, ints)
+
+
+@functools.lru_cache(maxsize=256)
+def _holds(cond: n.Expr, grid: Dim3, block: Dim3, ints: tuple[tuple[str, int], ...]) -> bool:
+    """``holds_at_launch``, remembered (folding the condition is a walk over its IR: a backward
+    per training step asks it again with the same launch)."""
     from polypy.ir.versions import Facts, known
 
-    grid, block, _ = launch_config(kernel, config, empty_grid=True)
-    ints = {name: int(v) for name, v in args.items() if isinstance(v, (int, np.integer)) and not isinstance(v, bool)}
-    value = known(cond, Facts(grid=grid, block=block, arguments=ints))
+    value = known(cond, Facts(grid=grid, block=block, arguments=dict(ints)))
     return isinstance(value, n.Const) and bool(value.value)
 
 
