@@ -23,6 +23,7 @@ from polypy.ir.queries import conjuncts
 from polypy.ir.semantics import eval_binary
 from polypy.ir.types import I32, I64, ScalarType
 from polypy.ir.visitor import walk
+from polypy.launch import launch_positive  # noqa: F401 (autodiff's callers and tests import it from here)
 from polypy.poly.paths import StmtPath
 
 MAX_SIMULATED_TRIPS = 1 << 16
@@ -302,41 +303,6 @@ def runtime_trip_bound(prog: Program, loop: StmtPath) -> n.Expr | None:
             continue
         stop = term.b if term.op == "lt" else n.Binary("add", term.b, b.one(term.b.type))
         return _count_i32(start.value, stop, b.const(ind.amount, term.a.type))
-    return None
-
-
-# The largest value each launch dimension can take (CUDA's limits: 1024 threads per block,
-# 2**31 - 1 blocks along x, 65535 along y and z).
-_LAUNCH_MAX = {n.BlockDim: (1024, 1024, 64), n.GridDim: ((1 << 31) - 1, 65535, 65535)}
-
-
-def launch_positive(e: n.Expr, ty: ScalarType) -> bool:
-    """Whether the integer ``e`` is at least 1 at every launch, computed without wrapping in any
-    type it passes through and in ``ty``: a product of launch dimensions (``blockDim``,
-    ``gridDim``, each at least 1) and positive constants, through casts between integer types
-    (``(int)blockDim.x``, the step of a block-strided loop ``for (c = tid; c < n; c +=
-    blockDim.x)``). A step like that is a constant at launch, so the loop's trip count is a
-    function the driver evaluates there (``runtime_trip_bound``)."""
-    hi = _positive_bound(e)
-    return hi is not None and ty.is_int and hi < (1 << (ty.bits - 1 if ty.is_signed else ty.bits))
-
-
-def _positive_bound(e: n.Expr) -> int | None:
-    """An upper bound on ``e`` if it is a product as ``launch_positive`` describes (>= 1, no
-    wrapping in its own type), else None."""
-    if isinstance(e, (n.BlockDim, n.GridDim)):
-        return _LAUNCH_MAX[type(e)][e.dim]
-    if isinstance(e, n.Const):
-        return int(e.value) if e.type.is_int and int(e.value) >= 1 else None
-    if isinstance(e, n.Cast) and e.to.is_int and e.x.type.is_int:
-        hi = _positive_bound(e.x)
-        return hi if hi is not None and hi < (1 << (e.to.bits - 1 if e.to.is_signed else e.to.bits)) else None
-    if isinstance(e, n.Binary) and e.op == "mul" and e.type.is_int:
-        a, c = _positive_bound(e.a), _positive_bound(e.b)
-        if a is None or c is None:
-            return None
-        hi = a * c
-        return hi if hi < (1 << (e.type.bits - 1 if e.type.is_signed else e.type.bits)) else None
     return None
 
 

@@ -9,6 +9,12 @@ observes changes only the buffer's final contents, which the caller discards. Wh
 fed those stores goes with them (``eliminate-dead-code`` after differentiation). A buffer
 that ``K_grad`` also reads, updates atomically or uses any other way (a pointer value, a copy)
 keeps its stores. Shadows are untouched: the seed is consumed as the convention says.
+
+Where isl proves every element of such an output stored once (``polypy.poly.written_once``),
+the caller drops the zeroing of its seed (``drop_seed_zeroing``: nothing reads it back); where it
+proves that only under a condition on the launch (``written_once_when``), the zeroing runs only
+where the condition fails (``guard_seed_zeroing``), and ``seed_read_when`` tells a caller
+(``polypy.torch``) at which launches the seed is only read.
 """
 from __future__ import annotations
 
@@ -16,6 +22,8 @@ import dataclasses
 from typing import Iterable
 
 from polypy.ir import nodes as n
+from polypy.ir.names import NameSupply
+from polypy.ir.types import BOOL
 from polypy.ir.visitor import Mutator, walk
 
 
@@ -94,6 +102,68 @@ def drop_seed_zeroing(kernel: n.Kernel, shadow: str) -> tuple[n.Kernel, bool]:
     if not zero_stores:
         return kernel, False
     return _Drop(frozenset((shadow,))).visit(kernel), True
+
+
+def guard_seed_zeroing(kernel: n.Kernel, shadow: str, when: n.Expr) -> tuple[n.Kernel, bool]:
+    """``kernel`` with its stores of zero to ``shadow`` run only where the grid-uniform ``when``
+    does not hold (tested once, into a flag declared first): ``drop_seed_zeroing`` for an
+    output written once per element under a condition (``polypy.poly.written_once_when``,
+    which the caller finds). Whether they were guarded; ``seed_read_when`` gives ``when`` back."""
+    zero_stores = False
+    for x in walk(kernel):
+        if isinstance(x, n.Store) and x.buffer == shadow:
+            if not (isinstance(x.value, n.Const) and x.value.value == 0):
+                return kernel, False
+            zero_stores = True
+        elif not (isinstance(x, n.Load) and x.buffer == shadow) and _names(x, shadow):
+            return kernel, False
+    if not zero_stores:
+        return kernel, False
+    flag = NameSupply.for_kernel(kernel).fresh(shadow + "_read_only")
+    body = _Guard(shadow, _unless(flag)).visit_block(kernel.body)
+    return dataclasses.replace(kernel, body=(n.Decl(flag, BOOL, when, loc=kernel.loc),) + body), True
+
+
+def seed_read_when(kernel: n.Kernel, shadow: str) -> n.Expr | None:
+    """The condition ``guard_seed_zeroing`` put in ``kernel``, under which it only reads
+    ``shadow``; None where ``kernel`` has no such form (``writes`` says whether it writes it)."""
+    for s in kernel.body:
+        if not (isinstance(s, n.Decl) and s.vtype == BOOL and s.init is not None
+                and s.name.startswith(shadow + "_read_only")):
+            continue
+        if any(isinstance(x, n.Assign) and x.name == s.name for x in walk(kernel)):
+            continue
+        rest = dataclasses.replace(kernel, body=tuple(x for x in kernel.body if x is not s))
+        rest = _Unguard(shadow, _unless(s.name)).visit(rest)
+        if not writes(rest, shadow) and not any(isinstance(x, n.Var) and x.name == s.name for x in walk(rest)):
+            return s.init
+    return None
+
+
+def _unless(flag: str) -> n.Expr:
+    return n.Unary("not", n.Var(flag, BOOL))
+
+
+class _Guard(Mutator):
+    def __init__(self, shadow: str, cond: n.Expr):
+        self.shadow, self.cond = shadow, cond
+
+    def visit_Store(self, s: n.Store) -> n.Stmt:
+        return n.If(self.cond, (s,), loc=s.loc) if s.buffer == self.shadow else s
+
+
+class _Unguard(Mutator):
+    """Without the guarded zero stores ``_Guard`` made."""
+
+    def __init__(self, shadow: str, cond: n.Expr):
+        self.shadow, self.cond = shadow, cond
+
+    def visit_If(self, s: n.If) -> n.Stmt | tuple[n.Stmt, ...]:
+        if s.cond == self.cond and not s.orelse and s.then and all(
+                isinstance(x, n.Store) and x.buffer == self.shadow and isinstance(x.value, n.Const)
+                and x.value.value == 0 for x in s.then):
+            return ()
+        return self.generic_visit(s)
 
 
 def writes(kernel: n.Kernel, buffer: str) -> bool:

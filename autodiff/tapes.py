@@ -21,8 +21,10 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.printer import format_expr
 from polypy.ir.semantics import eval_binary, eval_cast, eval_unary
-from polypy.ir.types import I32, PointerType
-from polypy.ir.visitor import walk
+from polypy.ir.types import I32, I64, PointerType
+from polypy.ir.jumps import jumps_out
+from polypy.ir.queries import declared_names, written_names
+from polypy.ir.visitor import substitute, walk
 from polypy.poly.paths import StmtPath, format_path
 
 Point = StmtPath
@@ -59,8 +61,89 @@ def tape(st: ReverseState, e: n.Expr, p: Point, *, tape: bool, what: str, runtim
     found = st.memo.get(key)
     if found is not None:
         return found
-    st.memo[key] = taped = _new_tape(st, e, p, loops, bounds, size, what)
+    taped = _shared_tape(st, e, p, loops, what)
+    if taped is None:
+        taped = _new_tape(st, e, p, loops, bounds, size, what)
+        if _in_loop_body(p, loops) and isinstance(taped, n.Load):
+            st.memo.setdefault(_LOOP_TAPES, []).append(_LoopTape(taped.buffer, e, p, loops[0]))
+    st.memo[key] = taped
     return taped
+
+
+_LOOP_TAPES = ("loop tapes",)  # st.memo key: the _LoopTape of each tape made in a single loop
+
+
+@dataclasses.dataclass
+class _LoopTape:
+    """A tape of value ``e`` stored at ``point`` of ``loop`` (its only loop), which may also
+    serve another loop with the same iterations (``_shared_tape``)."""
+
+    name: str
+    e: n.Expr
+    point: Point
+    loop: StmtPath
+
+
+def _shared_tape(st: ReverseState, e: n.Expr, p: Point, loops: list[StmtPath], what: str) -> n.Expr | None:
+    """The read, in the reverse sweep of ``p``'s loop, of a tape another loop already keeps of
+    the same value (softmax's ``exp(x[c] - row_max)``, needed by the reverse sweeps of the sum's
+    loop and of the output's), or None.
+
+    Exact where the two loops are ``for`` loops in one block with the same start, stop, step and
+    counter type, so that their ``i``-th iterations have the same counter value; each point is a
+    statement of its loop's body that every iteration reaches (no jump leaves the body), so both
+    loops would store every index; and the two values are one expression up to the counter, whose
+    locals are written neither in the loops nor between them, which loads no memory the kernel
+    writes, and (as every ``Call``) calls only pure functions: the values are the same at each
+    index. The store is kept in the earlier of the two loops (the reverse sweep reaches the later
+    loop first): a forward loop left without stores is then dead code."""
+    if not _in_loop_body(p, loops):
+        return None
+    loop = loops[0]
+    for other in st.memo.get(_LOOP_TAPES, ()):
+        if other.loop == loop or other.loop[:-1] != loop[:-1] or other.loop[-1][0] != loop[-1][0]:
+            continue
+        a, b = st.prog.stmt(other.loop), st.prog.stmt(loop)
+        if not (isinstance(a, n.For) and isinstance(b, n.For)) or \
+                (a.start, a.stop, a.step, a.vtype) != (b.start, b.stop, b.step, b.vtype) or \
+                substitute(e, {n.Var(b.var, b.vtype): n.Var(a.var, a.vtype)}) != other.e:
+            continue
+        first, last = sorted((other.loop, loop), key=lambda path: path[-1][1])
+        span = st.prog.block(first[:-1], first[-1][0])[first[-1][1]:last[-1][1] + 1]
+        if not _same_between(st, span, (e, a.start, a.stop, a.step), {a.var, b.var}) or \
+                jumps_out(a.body) or jumps_out(b.body):
+            continue
+        if first == loop:  # store in this loop (the earlier one) instead of the later one
+            stores = st.before[other.point]
+            at = next(i for i, x in enumerate(stores) if isinstance(x, n.Store) and x.buffer == other.name)
+            store = stores.pop(at)
+            st.before.setdefault(p, []).append(dataclasses.replace(store, index=(_forward_index(st, loop),), value=e))
+            other.e, other.point, other.loop = e, p, loop
+        line = st.prog.stmt(first).loc
+        where = f"the loop at line {line.line}" if line is not None else "an earlier loop"
+        note(st, ("tape", other.name, p), Caching(what, e.loc or loc_at(st, p), "tape",
+                                                  f"the tape {other.name} of the same values, stored by {where}"))
+        return n.Load(other.name, (n.Var(st.ctx[loop].index, I32),), e.type)
+    return None
+
+
+def _in_loop_body(p: Point, loops: list[StmtPath]) -> bool:
+    """Whether ``p`` is a point of the body of its only loop, a ``for`` (not nested in a branch)."""
+    return len(loops) == 1 and p[:-1] == loops[0] and p[-1][0] == "body"
+
+
+def _same_between(st: ReverseState, span: tuple[n.Stmt, ...], exprs: tuple[n.Expr, ...], counters: set[str]) -> bool:
+    """Whether ``exprs`` have one value throughout ``span`` (the statements from the first loop
+    to the second): they read no local ``span`` writes or declares (the loops' counters aside)
+    and load only memory the kernel never writes."""
+    written = (written_names(span) | declared_names(span)) - counters
+    for e in exprs:
+        for x in walk(e):
+            if isinstance(x, n.Var) and x.name in written:
+                return False
+            if isinstance(x, n.Load) and x.buffer in st.prog.written_buffers:
+                return False
+    return True
 
 
 def _new_tape(st: ReverseState, e: n.Expr, p: Point, loops, bounds: list, size: int, what: str) -> n.Expr:
@@ -87,13 +170,42 @@ def _new_tape(st: ReverseState, e: n.Expr, p: Point, loops, bounds: list, size: 
 
 
 def _forward_index(st: ReverseState, loop: StmtPath) -> n.Expr:
-    """The iteration number inside ``loop`` in the forward sweep (i32)."""
+    """The iteration number inside ``loop`` in the forward sweep (i32).
+
+    A ``for`` loop's is a function of its variable, ``(v - start) / step``, where the reverse
+    sweep's iteration ``i`` is the one with ``v == start + i * step`` (``sweeps._rev_loop``):
+    with constant start and step, and also where ``step`` is at least 1 at every launch (a
+    positive constant or a product of launch dimensions, ``launch_positive``: ``c +=
+    blockDim.x``) and ``start`` reads nothing the loop writes and no memory, so that it has its
+    value on entry in every iteration (``c = threadIdx.x``), and the counter is signed (its
+    ``+= step`` does not wrap in a defined CUDA program, as the reverse sweep's ``start + i *
+    step`` assumes). Computed in 64 bits, the difference is exact and the quotient is ``i``.
+    Other loops count their iterations (``counter``): a counter carried from one iteration to
+    the next, which the CPU schedule keeps per thread (``m_tape[c_count - 1]``, a scatter),
+    where the closed form is a vector store."""
     s = st.prog.stmt(loop)
     if isinstance(s, n.For) and isinstance(s.start, n.Const) and isinstance(s.step, n.Const):
         e: n.Expr = b.sub(n.Var(s.var, s.vtype), s.start)
         e = b.div(e, s.step)
         return b.cast(I32, e)
+    if isinstance(s, n.For) and s.vtype.is_signed and s.vtype.bits <= 64 and _invariant_start(st, loop, s) and (
+            (isinstance(s.step, n.Const) and int(s.step.value) > 0) or launch_positive(s.step, s.vtype)):
+        diff = n.Binary("sub", b.cast(I64, n.Var(s.var, s.vtype)), b.cast(I64, s.start))
+        return b.cast(I32, n.Binary("div", diff, b.cast(I64, s.step)))
     return n.Binary("sub", n.Var(counter(st, loop), I32), b.const(1, I32))
+
+
+def _invariant_start(st: ReverseState, loop: StmtPath, s: n.For) -> bool:
+    """Whether ``s.start``, evaluated anywhere in the loop's body, has its value on entry: it
+    reads no local the loop writes or declares and no memory (and calls nothing)."""
+    written = st.prog.written_in(loop) | {s.var}
+    for x in walk(s.start):
+        if isinstance(x, (n.Load, n.Call)) or (isinstance(x, n.Var) and x.name in written):
+            return False
+        if not isinstance(x, (n.Var, n.Const, n.Cast, n.Binary, n.Unary, n.ThreadIdx, n.BlockIdx, n.BlockDim,
+                              n.GridDim)):
+            return False
+    return True
 
 
 def counter(st: ReverseState, loop: StmtPath) -> str:

@@ -138,13 +138,57 @@ def _divides_counter(loop: n.For, private: frozenset[str] | set[str]) -> bool:
     reading a shared array that a plain loop between them wrote with the first vector of lanes
     reading the values from before that loop (a random kernel in partial coarse blocks of 2 x 64,
     ``tests/test_codegen_c_fuzz.py``); without the pragma it vectorizes them exactly itself."""
+    values: dict[n.Expr, n.Expr] | None = None
     for x in walk_only(loop.body, n.Load, n.Store):
         if x.buffer in private:
             for i in x.index:
-                if any(isinstance(y, n.Binary) and y.op in ("div", "rem") and _mentions(y.a, loop.var)
-                       for y in walk(i)):
-                    return True
+                for y in walk(i):
+                    if not (isinstance(y, n.Binary) and y.op in ("div", "rem") and _mentions(y.a, loop.var)):
+                        continue
+                    if values is None:
+                        values = _declared_values(loop)
+                    # A numerator in which the counter cancels (a gradient's tape index ``(i - tx)
+                    # / D`` of a block-stride loop, ``i = b + tx``) divides no counter.
+                    if _coefficient(_expand(y.a, values), loop.var) != 0:
+                        return True
     return False
+
+
+def _declared_values(loop: n.For) -> dict[n.Expr, n.Expr]:
+    """The initial values of the locals ``loop``'s body declares once and never assigns."""
+    assigned = {x.name for x in walk_only(loop.body, n.Assign)}
+    return {n.Var(x.name, x.vtype): x.init for x in walk_only(loop.body, n.Decl)
+            if x.init is not None and x.name not in assigned}
+
+
+def _coefficient(e: n.Expr, var: str) -> int | None:
+    """``c`` where the integer ``e`` is ``c * var + rest``, ``rest`` not mentioning ``var`` (sums,
+    differences, products by constants; casts between integer types of at least 32 bits, exact on
+    a thread counter, which is below 1024, and widening ones on anything); None otherwise."""
+    if not _mentions(e, var):
+        return 0
+    if isinstance(e, n.Var):
+        return 1
+    if isinstance(e, n.Cast):
+        if not (e.to.name in _WIDE_INTS and e.x.type.name in _WIDE_INTS):
+            return None
+        widening = e.to.bits > e.x.type.bits and (e.to.is_signed or not e.x.type.is_signed)
+        if widening or e.x == n.Var(var, e.x.type) or e.to == e.x.type:
+            return _coefficient(e.x, var)
+        return None
+    if isinstance(e, n.Binary) and e.op in _AFFINE_OPS:
+        a, b = _coefficient(e.a, var), _coefficient(e.b, var)
+        if a is None or b is None:
+            return None
+        return a + b if e.op == "add" else a - b
+    if isinstance(e, n.Binary) and e.op == "mul":
+        if isinstance(e.b, n.Const) and e.b.type.is_int:
+            a = _coefficient(e.a, var)
+            return None if a is None else a * int(e.b.value)
+        if isinstance(e.a, n.Const) and e.a.type.is_int:
+            b = _coefficient(e.b, var)
+            return None if b is None else b * int(e.a.value)
+    return None
 
 
 def disjoint_iterations(kernel: n.Kernel, loop: n.For) -> bool:

@@ -8,7 +8,9 @@ The one place for what the emulator, the LLVM JIT (``polypy.driver.api``), the C
   ints as ``(x, y, z)``, checked against those limits (a grid may have no blocks where the
   caller runs such a launch as one that does nothing); ``check_block_shape``: a block shape of
   1 to 3 positive ints, without CUDA's limits (for specializations);
-* ``bind_arguments``: launch arguments bound to IR parameters, the way a CUDA launch uses them.
+* ``bind_arguments``: launch arguments bound to IR parameters, the way a CUDA launch uses them;
+* ``launch_positive``: whether an expression is at least 1 at every launch (``(int)blockDim.x``);
+  ``holds_at_launch``: whether a grid-uniform condition holds at one launch.
 
 Every launch path takes arguments as a user of numba or CuPy passes them, by position in the C
 signature or by name. Pointer parameters take C-contiguous NumPy arrays of exactly the element
@@ -25,6 +27,7 @@ A struct passed by value was split by the frontend into one IR parameter per sca
 """
 from __future__ import annotations
 
+import functools
 import numbers
 import operator
 from typing import Any, Callable, Mapping, Sequence
@@ -42,6 +45,62 @@ Dim3 = tuple[int, int, int]
 MAX_BLOCK: Dim3 = (1024, 1024, 64)
 MAX_THREADS_PER_BLOCK = 1024
 MAX_GRID: Dim3 = ((1 << 31) - 1, 65535, 65535)
+
+
+# The largest value each launch dimension can take (CUDA's limits: 1024 threads per block,
+# 2**31 - 1 blocks along x, 65535 along y and z).
+_LAUNCH_MAX = {n.BlockDim: MAX_BLOCK, n.GridDim: MAX_GRID}
+
+
+def launch_positive(e: n.Expr, ty: ScalarType) -> bool:
+    """Whether the integer ``e`` is at least 1 at every launch, computed without wrapping in any
+    type it passes through and in ``ty``: a product of launch dimensions (``blockDim``,
+    ``gridDim``, each at least 1) and positive constants, through casts between integer types
+    (``(int)blockDim.x``, the step of a block-strided loop ``for (c = tid; c < n; c +=
+    blockDim.x)``). A step like that is a constant at launch, so the loop's trip count is a
+    function the driver evaluates there (``autodiff.loops.runtime_trip_bound``), and an
+    empty loop stepped by it ends (``eliminate-dead-code``)."""
+    hi = _positive_bound(e)
+    return hi is not None and ty.is_int and hi < (1 << (ty.bits - 1 if ty.is_signed else ty.bits))
+
+
+def _positive_bound(e: n.Expr) -> int | None:
+    """An upper bound on ``e`` if it is a product as ``launch_positive`` describes (>= 1, no
+    wrapping in its own type), else None."""
+    if isinstance(e, (n.BlockDim, n.GridDim)):
+        return _LAUNCH_MAX[type(e)][e.dim]
+    if isinstance(e, n.Const):
+        return int(e.value) if e.type.is_int and int(e.value) >= 1 else None
+    if isinstance(e, n.Cast) and e.to.is_int and e.x.type.is_int:
+        hi = _positive_bound(e.x)
+        return hi if hi is not None and hi < (1 << (e.to.bits - 1 if e.to.is_signed else e.to.bits)) else None
+    if isinstance(e, n.Binary) and e.op == "mul" and e.type.is_int:
+        a, c = _positive_bound(e.a), _positive_bound(e.b)
+        if a is None or c is None:
+            return None
+        hi = a * c
+        return hi if hi < (1 << (e.type.bits - 1 if e.type.is_signed else e.type.bits)) else None
+    return None
+
+
+def holds_at_launch(cond: n.Expr, kernel: str, config: Any, args: Mapping[str, Any]) -> bool:
+    """Whether the grid-uniform ``cond`` (over ``gridDim``, ``blockDim`` and integer arguments)
+    holds at the launch of ``kernel`` with ``config`` and ``args`` (by IR name); False where
+    they do not decide it."""
+    grid, block, _ = launch_config(kernel, config, empty_grid=True)
+    ints = tuple(sorted((name, int(v)) for name, v in args.items()
+                        if isinstance(v, (int, np.integer)) and not isinstance(v, bool)))
+    return _holds(cond, grid, block, ints)
+
+
+@functools.lru_cache(maxsize=256)
+def _holds(cond: n.Expr, grid: Dim3, block: Dim3, ints: tuple[tuple[str, int], ...]) -> bool:
+    """``holds_at_launch``, remembered (folding the condition is a walk over its IR: a backward
+    per training step asks it again with the same launch)."""
+    from polypy.ir.versions import Facts, known
+
+    value = known(cond, Facts(grid=grid, block=block, arguments=dict(ints)))
+    return isinstance(value, n.Const) and bool(value.value)
 
 
 def dims(value: Any, what: str, limits: Dim3, *, lowest: int = 1) -> Dim3:

@@ -56,6 +56,7 @@ import numpy as np
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType
+from polypy.launch import holds_at_launch
 from polypy.lowp import accessor_elem, is_bfloat16, is_half
 from polypy.torch_autograd import autograd_function, is_float, overlaps, shadow_names
 
@@ -363,6 +364,7 @@ class KernelFunction:
         self._shadow_of: dict[str, str] = {}
         self._untouched: set[str] = set()  # scratch outputs K_grad neither reads nor writes
         self._seed_read: set[str] = set()  # outputs whose seed K_grad reads and never writes
+        self._seed_read_when: dict[str, n.Expr] = {}  # ... and those it only reads where a condition holds
 
     # ------------------------------------------------------------------ the gradient kernel
 
@@ -370,7 +372,7 @@ class KernelFunction:
     def gradient(self) -> Any:
         """The reverse-mode gradient kernel (``polypy.grad``), compiled on first use."""
         if self._gradient is None:
-            from autodiff.scratch import untouched, writes
+            from autodiff.scratch import seed_read_when, untouched, writes
             from polypy.driver.gradients import grad
 
             active = list(self.wrt) + [name for name in self.inouts
@@ -384,6 +386,9 @@ class KernelFunction:
             kernels = [getattr(t, "gpu", None) for t in getattr(g, "taps", ())] + [g.gpu]
             self._seed_read = {primal for shadow, primal in self._shadow_of.items()
                                if primal in scratch and not any(k is None or writes(k, shadow) for k in kernels)}
+            # ... and at the launches where a condition holds (autodiff.scratch.guard_seed_zeroing)
+            self._seed_read_when = {primal: seed_read_when(g.gpu, shadow) for shadow, primal in self._shadow_of.items()
+                                    if primal in scratch and not any(k is None or writes(k, shadow) for k in kernels[:-1])}
             self._gradient = g
         return self._gradient
 
@@ -543,7 +548,7 @@ class KernelFunction:
                                             f"expected {shapes[primal]}")
                     if primal in self.inputs:  # an in/out buffer: the result is its input's gradient
                         t = seed.detach().to(dtype=dtype).clone(memory_format=torch.contiguous_format)
-                    elif primal in self._seed_read and seed.dtype == dtype and seed.is_contiguous() \
+                    elif self._reads_seed(primal, config, args) and seed.dtype == dtype and seed.is_contiguous() \
                             and not overlaps(seed, [v for v in prepared.values() if isinstance(v, torch.Tensor)]):
                         t = seed.detach()  # K_grad only reads it: no copy
                     else:  # K_grad consumes it
@@ -558,6 +563,11 @@ class KernelFunction:
         g[config](**args)
         return grads
 
+
+    def _reads_seed(self, primal: str, config: Any, args: Mapping[str, Any]) -> bool:
+        """Whether ``K_grad``, launched with ``config`` and ``args``, only reads ``primal``'s seed."""
+        when = self._seed_read_when.get(primal)
+        return primal in self._seed_read or (when is not None and holds_at_launch(when, self.name, config, args))
 
     def _scratch(self, key: tuple[str, str], shape: tuple[int, ...], dtype: Any) -> Any:
         """A contiguous tensor for the backward's own use (an output ``K_grad`` rewrites, an

@@ -87,3 +87,29 @@ def test_refusal_points_at_the_source_line(tmp_path, capsys) -> None:
 def test_bad_parameter_names(flag, capsys) -> None:
     assert main(["grad", SAXPY, "--kernel", "saxpy", *flag]) == 1
     assert "error:" in capsys.readouterr().err
+
+
+def test_scratch_outputs_leave_out_their_stores(tmp_path, capsys) -> None:
+    softmax = str(sample("softmax_rows").source)
+    assert main(["grad", softmax, "--kernel", "softmax_rows", "--scratch-outputs", "y", "--report", "--emit", "ir"]) == 0
+    captured = capsys.readouterr()
+    assert "softmax_rows.cu:12:17: value y: scratch (output: its stores are left out" in captured.err
+    assert "d_y is only read when" in captured.err
+    grad = captured.out[captured.out.index("kernel softmax_rows_grad("):]
+    assert "\n    y[" not in grad and "  y[" not in grad
+    assert main(["grad", softmax, "--kernel", "softmax_rows", "--emit", "ir"]) == 0
+    full = capsys.readouterr().out
+    assert "  y[" in full[full.index("kernel softmax_rows_grad("):]
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--scratch-outputs", "x"], "'x' is not an output (a non-const pointer parameter) of kernel 'softmax_rows'"),
+    (["--scratch-outputs", "cols"], "'cols' is not an output"),
+    (["--scratch-outputs", "y", "--mode", "forward"], "--scratch-outputs is for reverse mode"),
+])
+def test_scratch_outputs_must_be_outputs_in_reverse_mode(tmp_path, capsys, flags, message) -> None:
+    out = tmp_path / "g.cu"
+    softmax = str(sample("softmax_rows").source)
+    assert main(["grad", softmax, "--kernel", "softmax_rows", "-o", str(out)] + flags) == 1
+    err = capsys.readouterr().err
+    assert "softmax_rows.cu:1:1: error: " in err and message in err and not out.exists()

@@ -60,14 +60,20 @@ def test_scratch_gradient_matches_finite_differences_and_the_full_one(softmax, g
     k, scratch, full, _ = softmax
     rng = np.random.default_rng(grid * 100 + cols)
     args = {"x": rng.standard_normal(grid * cols), "y": np.zeros(grid * cols), "cols": np.int32(cols)}
-    result = check_gradients(k, scratch, grid, block, args)
+    # finite differences check the full gradient (the checker also reads the seed's final contents,
+    # which a scratch output's caller never reads); the scratch one gives the same bits for d_x
+    result = check_gradients(k, full, grid, block, args)
     assert abs(result.finite_difference) > 1e-8 and result.error() < 1e-6, result
-    seeded = {**args, "d_x": np.zeros(grid * cols), "d_y": rng.standard_normal(grid * cols)}
+    seed = rng.standard_normal(grid * cols)
+    seeded = {**args, "d_x": np.zeros(grid * cols), "d_y": seed.copy()}
     sentinel = np.full(grid * cols, np.nan)
     got = run_emulated(scratch, grid, block, {**seeded, "y": sentinel.copy()})
-    want = run_emulated(full, grid, block, seeded)
+    want = run_emulated(full, grid, block, {**seeded, "d_y": seed.copy()})
     np.testing.assert_array_equal(got["d_x"], want["d_x"])
-    np.testing.assert_array_equal(got["d_y"], want["d_y"])  # the seed is consumed all the same
+    # the rows cannot meet at these sizes ((gridDim.x - 1) * cols fits in 32 bits): the seed is
+    # only read (the full gradient consumes it)
+    np.testing.assert_array_equal(got["d_y"], seed)
+    assert not want["d_y"].any()
     assert np.isnan(got["y"]).all()  # never written
 
 
@@ -171,3 +177,54 @@ def test_a_seed_stored_once_per_element_is_only_read(layernorm, grid, block, col
     for name in shadows:
         np.testing.assert_array_equal(got[name], want[name])
     np.testing.assert_array_equal(got["d_y"], seed)  # read, never written
+
+
+# rows of `stride` elements, one block each: two blocks' rows meet where stride < blockDim.x
+STRIDED_ROWS = """
+__global__ void strided_rows(const double* x, double* y, int stride) {
+  int i = blockIdx.x * stride + threadIdx.x;
+  y[i] = x[i] * x[i];
+}
+"""
+
+
+def test_a_seed_stored_once_under_a_condition_is_read_only_where_it_holds(tmp_path) -> None:
+    import polypy
+    from c_support import run_emulated
+    from polypy.driver.gradients import grad_kernel
+    from polypy.launch import holds_at_launch
+    from polypy.poly.written_once import written_once, written_once_when
+
+    from autodiff.scratch import seed_read_when
+
+    module = polypy.load(None, text=STRIDED_ROWS)
+    k = module.kernel("strided_rows")
+    assert not written_once(k, "y") and written_once_when(k, "y") is not None
+    assert written_once_when(polypy.load(None, text=ONCE).kernel("twice"), "y") is None  # never once
+    report: list = []
+    scratch = grad_kernel(module, "strided_rows", scratch_outputs=("y",), report=report)
+    full = grad_kernel(module, "strided_rows")
+    assert any(d.strategy == "scratch" and "d_y is only read when" in d.detail for d in report
+               if isinstance(d, Caching))
+    when = seed_read_when(scratch, "d_y")
+    assert when is not None and seed_read_when(full, "d_y") is None
+    # (grid, block, stride): rows apart (stride >= block: the condition found may or may not
+    # see it; where it does not, the seed is consumed), one block (it must see it). (Rows that
+    # overlap are a data race the emulator refuses.)
+    assert not holds_at_launch(when, "strided_rows_grad", (3, 4), {"stride": 2})
+    for grid, block, stride, must in ((3, 4, 4, None), (2, 4, 7, None), (1, 8, 2, True)):
+        size = (grid - 1) * stride + block
+        rng = np.random.default_rng(size)
+        args = {"x": rng.standard_normal(size), "y": np.zeros(size), "stride": np.int32(stride)}
+        apart = holds_at_launch(when, "strided_rows_grad", (grid, block), {"stride": stride})
+        assert must is None or apart == must
+        seed = rng.standard_normal(size)
+        got = run_emulated(scratch, grid, block, {**args, "d_x": np.zeros(size), "d_y": seed.copy()})
+        want = run_emulated(full, grid, block, {**args, "d_x": np.zeros(size), "d_y": seed.copy()})
+        np.testing.assert_array_equal(got["d_x"], want["d_x"])
+        if apart:
+            np.testing.assert_array_equal(got["d_y"], seed)  # only read
+        else:
+            np.testing.assert_array_equal(got["d_y"], want["d_y"])  # consumed as the convention says
+        result = check_gradients(k, full, grid, block, args)
+        assert abs(result.finite_difference) > 1e-8 and result.error() < 1e-6, result

@@ -3,7 +3,7 @@
     polypy translate FILE [-o OUT] [--emit cpp|c|llvm|ir] [--report] [--kernel NAME] [--threads N]
                           [--dump-after PASS]
     polypy grad FILE --kernel K [--wrt p,q] [--const r] [--mode reverse|forward] [--emit cuda|cpp|ir] [-o OUT]
-                     [--dump-after PASS]
+                     [--scratch-outputs p,q] [--dump-after PASS]
     polypy run FILE [--emulate] [...] [-- PROGRAM ARGS...]
 
 User errors print ``file:line:col: error: ...`` with the source line and a caret and exit with
@@ -132,6 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--checkpoint-budget", type=int, default=None, metavar="N",
                    help="binomial checkpointing of loops whose trip count is only known at run time: at most N "
                         "snapshots of their loop-carried values per thread")
+    g.add_argument("--scratch-outputs", default="", metavar="P,Q",
+                   help="comma-separated outputs whose contents and seeds the caller does not read after K_grad "
+                        "(reverse mode): K_grad leaves out its stores to them where it does not read them back, "
+                        "so it no longer repeats K's effect on them, and does not zero a seed it need not")
     _add_dump_after(g)
 
     r = sub.add_parser("run", help="run a sample or a whole program",

@@ -145,11 +145,12 @@ def _grad(args: argparse.Namespace) -> int:
     _check_kernel(module, args.kernel, args.file)
     wrt = [w.strip() for w in args.wrt.split(",") if w.strip()] or None
     const = [c.strip() for c in args.const.split(",") if c.strip()]
+    scratch = _scratch_outputs(module, args)
     report: list | None = [] if args.report else None
     gradient = grad_kernel(module, args.kernel, wrt=wrt, const=const, mode=args.mode, report=report,
                            optimize=not args.no_opt, cache=args.cache, privacy=not args.no_privacy,
                            block_reductions=not args.no_block_reductions, windows=not args.no_windows,
-                           checkpoint_budget=args.checkpoint_budget)
+                           checkpoint_budget=args.checkpoint_budget, scratch_outputs=scratch)
     if args.emit == "ir":
         text = print_module(dataclasses.replace(module, kernels=module.kernels + (gradient,)))
     elif args.emit == "cuda":
@@ -162,11 +163,28 @@ def _grad(args: argparse.Namespace) -> int:
         report.extend(gather_notes(module, args.kernel, grad_kernel, privacy_oracle, wrt=wrt, const=const, optimize=not args.no_opt,
                                    cache=args.cache, privacy=not args.no_privacy,
                                    block_reductions=not args.no_block_reductions, windows=not args.no_windows,
-                                   checkpoint_budget=args.checkpoint_budget))
+                                   checkpoint_budget=args.checkpoint_budget, scratch_outputs=scratch))
     _print_report(report)
     _warn_races(module, args.kernel)
     write_output(args.output, text, (args.file,))
     return 0
+
+
+def _scratch_outputs(module: n.Module, args: argparse.Namespace) -> tuple[str, ...]:
+    """``--scratch-outputs P,Q``: pointer parameters of the kernel, in reverse mode only (an error
+    located at the file's first line otherwise, as for ``--kernel``)."""
+    names = tuple(w.strip() for w in args.scratch_outputs.split(",") if w.strip())
+    if not names:
+        return ()
+    if args.mode != "reverse":
+        raise UserError("--scratch-outputs is for reverse mode (K_grad)", Loc(args.file, 1, 1))
+    kernel = module.kernel(args.kernel)
+    for name in names:
+        p = kernel.param(name)
+        if p is None or not isinstance(p.ptype, n.PointerType) or p.ptype.const:
+            raise UserError(f"--scratch-outputs: '{name}' is not an output (a non-const pointer parameter) of kernel "
+                            f"'{args.kernel}'", Loc(args.file, 1, 1))
+    return names
 
 
 def _warn_races(module: n.Module, kernel: str) -> None:

@@ -196,8 +196,9 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
         from autodiff.report import Caching
         from autodiff.scratch import drop_scratch_stores
 
-        from autodiff.scratch import drop_seed_zeroing, shadow_after
-        from polypy.poly.written_once import written_once
+        from autodiff.scratch import drop_seed_zeroing, guard_seed_zeroing, shadow_after
+        from polypy.ir.printer import format_expr
+        from polypy.poly.written_once import written_once, written_once_when
 
         result, dropped = drop_scratch_stores(result, scratch_outputs)
         for name in dropped:
@@ -209,6 +210,13 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
                 if done:
                     detail += f"; {shadow} is only read (isl: every element of {name} is stored once, so no " \
                               "zeroing of its seed is read back)"
+            elif shadow is not None:
+                when = _asked(written_once_when, kernel, name)
+                if when is not None:
+                    result, done = guard_seed_zeroing(result, shadow, when)
+                    if done:
+                        detail += f"; {shadow} is only read when {format_expr(when)} (isl: then every element " \
+                                  f"of {name} is stored once; tested once per launch, zeroed as consumed otherwise)"
             if report is not None:
                 report.append(Caching(name, kernel.loc, "scratch", detail))
     return run_pipeline(result, after_ad_pipeline())
@@ -221,6 +229,14 @@ def _proved(question: Callable[..., bool], *args: Any) -> bool:
         return question(*args)
     except (UserError, ImportError):
         return False
+
+
+def _asked(question: Callable[..., Any], *args: Any) -> Any:
+    """``question(*args)``, None where the model does not support the kernel (as ``_proved``)."""
+    try:
+        return question(*args)
+    except (UserError, ImportError):
+        return None
 
 
 def _taken_private(oracle, gather_inputs: tuple[str, ...]):

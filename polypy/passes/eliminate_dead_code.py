@@ -9,7 +9,9 @@ Removes, until nothing changes:
 * ``var`` declarations, assignments, warp shuffles and votes of locals that are never read
   (the destination of an atomic is dropped, the atomic itself stays);
 * assignments overwritten later in the same block before anything reads them (``_overwritten``);
-* ``if`` statements with two empty branches, and counted ``for`` loops with empty bodies.
+* ``if`` statements with two empty branches, and counted ``for`` loops with empty bodies (a
+  positive constant step, or one at least 1 at every launch: ``c += blockDim.x``,
+  ``polypy.launch.launch_positive``).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from polypy.ir import nodes as n
 from polypy.ir.names import statement_names
 from polypy.ir.queries import read_names
 from polypy.ir.visitor import Mutator, has_kind, walk_only
+from polypy.launch import launch_positive
 
 _TERMINATORS = (n.Break, n.Continue, n.Return)
 
@@ -64,7 +67,7 @@ class _Dce(Mutator):
 
     def visit_For(self, s: n.For) -> n.Stmt | None:
         s = self.generic_visit(s)
-        if not s.body and isinstance(s.step, n.Const) and s.step.value > 0:
+        if not s.body and ((isinstance(s.step, n.Const) and s.step.value > 0) or launch_positive(s.step, s.vtype)):
             return None
         return s
 
