@@ -130,10 +130,14 @@ def explicit_class_members(decls: list[ci.Cursor], path: str) -> list[str]:
     return out
 
 
-def instance_condition(call: ci.Cursor, instance: ci.Cursor | None, top_level: list[ci.Cursor]) -> str:
+def instance_condition(call: ci.Cursor, instance: ci.Cursor | None, top_level: list[ci.Cursor],
+                       record=None) -> str:
     """``__is_same(T, float) && (B) == (128)``: the template arguments of ``instance`` (an instance
     of a host function template, or a member of a class template's instance), as a test on the
-    template's parameters as the text around the launch ``call`` names them."""
+    template's parameters as the text around the launch ``call`` names them. A lambda's closure
+    type (``frontend.closures``), which C++ cannot name, is tested as the record the translated
+    program makes where the lambda is made (``record(closure class)``: its name), which the
+    template's parameter then is, or holds as a base (``polypy_is_closure``, polypy's runtime)."""
     if instance is None:
         raise UserError("this launch launches different kernels from different instances of its function, "
                         "which polypy cannot tell apart", cursor_loc(call))
@@ -158,11 +162,15 @@ def instance_condition(call: ci.Cursor, instance: ci.Cursor | None, top_level: l
                         "specializations are not supported", cursor_loc(call))
     terms = []
     for i, (param, value) in enumerate(zip(params, values)):
-        if source.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE and \
-                closure_declaration(source.get_template_argument_type(i)) is not None:
-            raise UserError("a launch in a host function template instantiated with a lambda's type is not "
-                            "supported: launch the kernel in the function that makes the lambda", cursor_loc(call))
-        if source.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE:
+        closure = closure_declaration(source.get_template_argument_type(i)) \
+            if source.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE else None
+        if closure is not None:
+            if record is None:
+                raise UserError("a launch in a host function template instantiated with a lambda's type is not "
+                                "supported here: launch the kernel in the function that makes the lambda",
+                                cursor_loc(call))
+            terms.append(f"polypy_is_closure<{param.spelling}, {record(closure)}>::value")
+        elif source.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE:
             terms.append(f"__is_same({param.spelling}, {value})")
         else:
             terms.append(f"({param.spelling}) == ({value})")

@@ -98,6 +98,7 @@ class ModuleBuilder:
         self._top_level: list[ci.Cursor] | None = None
         self._linkage_starts: dict[tuple[str, int, int], int] = {}
         self.host_called: set[tuple[str, int]] = set()  # device functions host text calls (host_program)
+        self.forwards: dict[str, list] = {}  # by file: HostFile.forwards (closure_forwards)
 
     # -- which cursors are the user's
     def is_user(self, c: ci.Cursor) -> bool:
@@ -419,7 +420,8 @@ class ModuleBuilder:
                                   for name, d in self.later.items() if d.extent.start.file.name == fname))
             closures, records = self.closure_parts(fname, decls, launches, indirect, conv)
             files[fname] = HostFile(fname, text, launches, spans, includes, copy_spans,  # type: ignore[arg-type]
-                                    indirect, merges, placed, records, closures)
+                                    indirect, merges, placed, records, closures,
+                                    tuple(sorted(set(self.forwards.pop(fname, ())))))
         return HostProgram(self.path, files, has_main)
 
     @staticmethod
@@ -465,6 +467,21 @@ class ModuleBuilder:
         """A launch argument as written; where it makes a lambda a kernel takes, with the record
         of its captures made there (``frontend.closures``)."""
         return argument_text(self.ctx.closures.values(), a, conv)
+
+    def closure_forwards(self, call: ci.Cursor, target: ci.Cursor, names, conv: OffsetMap) -> None:
+        """A launch in a host function template of a kernel instance taking a lambda's closure
+        (``frontend.closures``): the record and the launcher are declared before the template,
+        whose test and call name them (``HostFile.forwards``)."""
+        records = [a for a in self.template_args(target) if a.startswith("polypy_lambda_")]
+        if not records:
+            return
+        home = closure_home(call, self.top_level())
+        if home is None:
+            raise UserError("a launch of a kernel taking a lambda, in a host function template that is not at the "
+                            "file's global scope, is not supported", cursor_loc(call))
+        at = conv.char(self._linkage_starts.get(_extent_key(home), home.extent.start.offset))
+        self.forwards.setdefault(call.location.file.name, []).extend(
+            (at, r, names[self.kernel_key(target)]) for r in records)
 
     def closure_parts(self, fname: str, decls: list[ci.Cursor], launches, indirect, conv: OffsetMap
                       ) -> tuple[tuple[tuple[int, int, str], ...], tuple[tuple[int, str], ...]]:
@@ -516,6 +533,7 @@ class ModuleBuilder:
                     when = " || ".join(f"({self.written_condition(c, t) if i is None else self.instance_condition(c, i)})"
                                        for c, t, i in group)
                     site = dataclasses.replace(site, when=when)
+                    self.closure_forwards(call, target, names, conv)
                 out.append(site)
         return tuple(out)
 
@@ -538,7 +556,7 @@ class ModuleBuilder:
     def instance_condition(self, call: ci.Cursor, instance: ci.Cursor | None) -> str:
         """The test on the template's parameters under which ``call`` (in a template's body)
         launches what it launches in ``instance`` (``frontend.host_templates``)."""
-        return instance_condition(call, instance, self.top_level())
+        return instance_condition(call, instance, self.top_level(), lambda d: host_closure(d, self.ctx.closures).name)
 
     def launch_shapes(self, call: ci.Cursor, grid: ci.Cursor, block: ci.Cursor) -> dict:
         """``LaunchSite``'s grid_shape, block_shape, grid_from, block_from (``frontend.launch_shapes``)."""
