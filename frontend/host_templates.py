@@ -145,6 +145,11 @@ def instance_condition(call: ci.Cursor, instance: ci.Cursor | None, top_level: l
     owner = instance.semantic_parent
     if owner is not None and (owner.kind not in (CK.CLASS_DECL, CK.STRUCT_DECL) or not template_args(owner)):
         owner = None
+    if _member_template_instance(instance) and owner is None and record is not None and \
+            instance.semantic_parent is not None and instance.semantic_parent.kind in (CK.CLASS_DECL, CK.STRUCT_DECL):
+        terms = _member_closure_terms(instance, record)
+        if terms:
+            return " && ".join(terms)
     if _member_template_instance(instance) or (own and owner is not None) or \
             (owner is not None and owner.semantic_parent is not None and owner.semantic_parent.kind in _CLASSES):
         raise UserError("a launch whose kernel depends on the template parameters of a member function template "
@@ -175,6 +180,33 @@ def instance_condition(call: ci.Cursor, instance: ci.Cursor | None, top_level: l
         else:
             terms.append(f"({param.spelling}) == ({value})")
     return " && ".join(terms) or "true"
+
+
+def _member_closure_terms(instance: ci.Cursor, record) -> list[str]:
+    """The test for an instance of a member function template (of a class that is no template)
+    whose every template parameter is a lambda's closure type, deduced from a function parameter
+    declared ``F``, ``const F&`` or ``F&&`` (libclang does not list a member instance's template
+    arguments: they are read from its parameters' types); [] where that is not so."""
+    pattern = ci.conf.lib.clang_getSpecializedCursorTemplate(instance)
+    params = [p for p in pattern.get_children() if p.kind in _PARAMS]
+    declared = [p for p in pattern.get_children() if p.kind == CK.PARM_DECL]
+    given = list(instance.get_arguments())
+    if not params or len(declared) != len(given):
+        return []
+    terms = []
+    for param in params:
+        closure = None
+        for d, g in zip(declared, given):
+            t = d.type
+            while t.kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE):
+                t = t.get_pointee()
+            if param.kind == CK.TEMPLATE_TYPE_PARAMETER and t.spelling in (param.spelling, f"const {param.spelling}"):
+                closure = closure_declaration(g.type)
+                break
+        if closure is None:
+            return []
+        terms.append(f"polypy_is_closure<{param.spelling}, {record(closure)}>::value")
+    return terms
 
 
 def _pattern_scope(call: ci.Cursor, top_level: list[ci.Cursor]) -> ci.Cursor | None:

@@ -18,6 +18,13 @@ template <class F> void shaped_for(int grid, int block, int n, F&& f) {   // a f
   for_each_kernel<<<grid, block>>>(n, f);
 }
 template <class F> void by_ref_for(int n, const F& f) { shaped_for(3, 8, n, f); }   // passed on
+struct Exec {   // a member function template that launches
+  int block;
+  template <class F> void run(int n, const F& f) const {
+    for_each_kernel<<<(n + block - 1) / block, block>>>(n, f);
+  }
+};
+template <class F> void late_for(int n, F f);   // defined after main
 struct Params { float scale; int shift; };   // declared after the wrappers
 
 static void show(const char* name, const float* d, int n) {
@@ -50,6 +57,13 @@ int main() {
   show("shaped", z, n);
   by_ref_for(n, [=] __device__ (int i) { y[i] = x[i] * x[i] * a; });
   show("byref", y, n);
+  Exec e{8};
+  e.run(n, [=] __device__ (int i) { z[i] = (float)i * a; });
+  show("member", z, n);
+  late_for(n, [=] __device__ (int i) { y[i] = -x[i]; });
+  show("late", y, n);
   cudaFree(x); cudaFree(y); cudaFree(z);
   return 0;
 }
+
+template <class F> void late_for(int n, F f) { for_each_kernel<<<4, 4>>>(n, f); }
