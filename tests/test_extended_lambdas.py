@@ -288,3 +288,19 @@ def test_the_wrappers_on_the_emulator(tmp_path: pathlib.Path) -> None:
     emulated = _polypy("run", str(cu), "--emulate")
     assert emulated.returncode == 0, emulated.stderr
     _check_wrappers(emulated.stdout)
+
+
+def test_a_lambda_made_in_main_after_a_namespace(tmp_path: pathlib.Path) -> None:
+    """The instance and the record go right before main, whatever stands before it (a namespace
+    here): it was refused as a type placed outside the global scope."""
+    path = tmp_path / "after_namespace.cu"
+    path.write_text(EACH + "namespace util { inline float half(float v) { return 0.5f * v; } }\n"
+                    "int main() { float* d; cudaMalloc(&d, 128); float s = util::half(3.0f);\n"
+                    "  each<<<1, 32>>>(32, [=] __device__ (int i) { d[i] = s * i; }); return 0; }\n")
+    mod = polypy.compile(str(path))
+    for grid, block in ((1, 32), (3, 4)):
+        d = np.zeros(32, np.float32)
+        mod.each_lambda_5_23[grid, block](32, {"d": d, "s": 1.5})
+        want = np.float32(1.5) * np.arange(32, dtype=np.float32)
+        want[grid * block:] = 0.0
+        np.testing.assert_array_equal(d, want)
