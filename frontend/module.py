@@ -31,7 +31,7 @@ from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.host_spans import CUDA_HEADERS, OffsetMap, include_span, is_runtime_header, symbol_name_spans
 from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, kernel_values, launched_callees, \
     named_as_values, static_bytes, template_stub
-from frontend.closures import argument_text, closure_declaration, file_parts, host_closure
+from frontend.closures import argument_text, closure_declaration, file_parts, host_closure, launch_forwards
 from frontend.instance_places import closure_home, later_places
 from frontend.launch_shapes import LaunchShapes
 from frontend.host_templates import (in_class_members, instance_condition, instance_key, is_instance, is_pattern,
@@ -469,19 +469,11 @@ class ModuleBuilder:
         return argument_text(self.ctx.closures.values(), a, conv)
 
     def closure_forwards(self, call: ci.Cursor, target: ci.Cursor, names, conv: OffsetMap) -> None:
-        """A launch in a host function template of a kernel instance taking a lambda's closure
-        (``frontend.closures``): the record and the launcher are declared before the template,
-        whose test and call name them (``HostFile.forwards``)."""
-        records = [a for a in self.template_args(target) if a.startswith("polypy_lambda_")]
-        if not records:
-            return
+        """``HostFile.forwards`` of a launch in a host function template (``frontend.closures``)."""
         home = closure_home(call, self.top_level())
-        if home is None:
-            raise UserError("a launch of a kernel taking a lambda, in a host function template that is not at the "
-                            "file's global scope, is not supported", cursor_loc(call))
-        at = conv.char(self._linkage_starts.get(_extent_key(home), home.extent.start.offset))
+        at = None if home is None else conv.char(self._linkage_starts.get(_extent_key(home), home.extent.start.offset))
         self.forwards.setdefault(call.location.file.name, []).extend(
-            (at, r, names[self.kernel_key(target)]) for r in records)
+            launch_forwards(call, self.template_args(target), names[self.kernel_key(target)], at))
 
     def closure_parts(self, fname: str, decls: list[ci.Cursor], launches, indirect, conv: OffsetMap
                       ) -> tuple[tuple[tuple[int, int, str], ...], tuple[tuple[int, str], ...]]:
