@@ -233,7 +233,8 @@ def _wrappers_reference() -> dict[str, np.ndarray]:
     y = a * x + f(1.0)
     z = y * y
     return {"axpy": y, "square": z, "functor": z * z, "params": f(0.25) * (i + 7).astype(f), "shaped": x - a,
-            "byref": x * x * a, "member": i.astype(f) * a, "late": -x}
+            "byref": x * x * a, "member": i.astype(f) * a, "late": -x,
+            "transform": i.astype(f) * a * a - f(1.0)}
 
 
 @pytest.fixture(scope="module")
@@ -264,8 +265,9 @@ def _check_wrappers(printed: str) -> None:
 
 def test_lambdas_through_host_templates_that_launch(wrappers: tuple[str, str]) -> None:
     """parallel_for-style wrappers (by value, F&&, const F&, passed on to another wrapper, a
-    member function template, one defined after main), several lambdas and a function object
-    through one wrapper, on several launch shapes: each instance launches its closure's kernel."""
+    member function template, one defined after main, one with a second template parameter),
+    several lambdas and a function object through one wrapper, __device__ and __host__ __device__
+    lambdas, on several launch shapes: each instance launches its closure's kernel."""
     _check_wrappers(wrappers[1])
 
 
@@ -273,13 +275,14 @@ def test_the_wrappers_test_the_closures_record(wrappers: tuple[str, str]) -> Non
     text = wrappers[0]
     wrapper = text.index("template <class F> void parallel_for(int n, F f) {")
     # the record and the launcher are declared before the wrapper, whose launch tests the record
-    assert text.index("struct polypy_lambda_46_19;") < wrapper
-    assert text.index("for_each_kernel_lambda_46_19_launch(dim3 grid") < wrapper
+    assert text.index("struct polypy_lambda_53_19;") < wrapper
+    assert text.index("for_each_kernel_lambda_53_19_launch(dim3 grid") < wrapper
     body = text[wrapper:text.index("\n}", wrapper)]
-    assert "if constexpr ((polypy_is_closure<F, polypy_lambda_46_19>::value)) " \
-           "polypy_pick(for_each_kernel_lambda_46_19_launch)" in body
+    assert "if constexpr ((polypy_is_closure<F, polypy_lambda_53_19>::value)) " \
+           "polypy_pick(for_each_kernel_lambda_53_19_launch)" in body
     assert "(__is_same(F, Square))" in body
-    assert "polypy_is_closure<F, polypy_lambda_61_12>::value" in text  # Exec::run
+    assert "polypy_is_closure<F, polypy_lambda_68_12>::value" in text  # Exec::run
+    assert "__is_same(T, float) && polypy_is_closure<F, polypy_lambda_72_19>::value" in text  # transform
 
 
 def test_the_wrappers_on_the_emulator(tmp_path: pathlib.Path) -> None:

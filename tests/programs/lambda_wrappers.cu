@@ -25,6 +25,13 @@ struct Exec {   // a member function template that launches
   }
 };
 template <class F> void late_for(int n, F f);   // defined after main
+template <class T, class F> __global__ void map(int n, T* d, F f) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) d[i] = f(d[i]);
+}
+template <class T, class F> void transform(int n, T* d, F f) {   // explicit template arguments
+  map<T, F><<<(n + 7) / 8, 8>>>(n, d, f);
+}
 struct Params { float scale; int shift; };   // declared after the wrappers
 
 static void show(const char* name, const float* d, int n) {
@@ -62,6 +69,8 @@ int main() {
   show("member", z, n);
   late_for(n, [=] __device__ (int i) { y[i] = -x[i]; });
   show("late", y, n);
+  transform(n, z, [=] __host__ __device__ (float v) { return v * a - 1.0f; });   // held by polypy_close
+  show("transform", z, n);
   cudaFree(x); cudaFree(y); cudaFree(z);
   return 0;
 }
