@@ -24,6 +24,12 @@ init-captures, captured arrays and lambdas, ``mutable`` ``__host__ __device__`` 
 captures (host code may change the copies), and lambdas without an explicit ``__device__``
 (nvcc does not let device code call them). A ``mutable`` ``__device__`` lambda changes each
 thread's own copies, as a function object's ``operator()`` changes a by-value kernel parameter.
+
+A lambda passed to a host function template that launches (``parallel_for(n, [=] __device__
+(int i) {...})``) instantiates it with the record, made at the call site: the template's launch
+tests its parameter against the record (``frontend.host_templates.instance_condition``), and
+both the record and the instance's launcher are declared before the template
+(``launch_forwards``).
 """
 from __future__ import annotations
 
@@ -248,3 +254,16 @@ def file_parts(closures, fname: str, inside: list[tuple[int, int]], conv, place
     records = sorted((conv.char(place(hc.lam)), hc.record_text()) for hc in closures
                      if hc.lam.location.file is not None and hc.lam.location.file.name == fname)
     return tuple(spans), tuple(records)
+
+
+def launch_forwards(call: ci.Cursor, args: list[str], kernel: str, at: int | None) -> list[tuple[int, str, str]]:
+    """``HostFile.forwards`` of launch ``call`` in a host function template, of kernel instance
+    ``kernel`` (``args``: its template arguments as text): each record of a closure it takes,
+    declared with the instance's launcher at character offset ``at`` (the top-level declaration
+    holding the template; None: not at the file's global scope, refused), since the template's
+    test and call name them (``frontend.host_templates.instance_condition``)."""
+    records = [a for a in args if a.startswith("polypy_lambda_")]
+    if records and at is None:
+        raise UserError("a launch of a kernel taking a lambda, in a host function template that is not at the "
+                        "file's global scope, is not supported", cursor_loc(call))
+    return [(at, r, kernel) for r in records]

@@ -130,10 +130,14 @@ def explicit_class_members(decls: list[ci.Cursor], path: str) -> list[str]:
     return out
 
 
-def instance_condition(call: ci.Cursor, instance: ci.Cursor | None, top_level: list[ci.Cursor]) -> str:
+def instance_condition(call: ci.Cursor, instance: ci.Cursor | None, top_level: list[ci.Cursor],
+                       record=None) -> str:
     """``__is_same(T, float) && (B) == (128)``: the template arguments of ``instance`` (an instance
     of a host function template, or a member of a class template's instance), as a test on the
-    template's parameters as the text around the launch ``call`` names them."""
+    template's parameters as the text around the launch ``call`` names them. A lambda's closure
+    type (``frontend.closures``), which C++ cannot name, is tested as the record the translated
+    program makes where the lambda is made (``record(closure class)``: its name), which the
+    template's parameter then is, or holds as a base (``polypy_is_closure``, polypy's runtime)."""
     if instance is None:
         raise UserError("this launch launches different kernels from different instances of its function, "
                         "which polypy cannot tell apart", cursor_loc(call))
@@ -141,6 +145,11 @@ def instance_condition(call: ci.Cursor, instance: ci.Cursor | None, top_level: l
     owner = instance.semantic_parent
     if owner is not None and (owner.kind not in (CK.CLASS_DECL, CK.STRUCT_DECL) or not template_args(owner)):
         owner = None
+    if _member_template_instance(instance) and owner is None and record is not None and \
+            instance.semantic_parent is not None and instance.semantic_parent.kind in (CK.CLASS_DECL, CK.STRUCT_DECL):
+        terms = _member_closure_terms(instance, record)
+        if terms:
+            return " && ".join(terms)
     if _member_template_instance(instance) or (own and owner is not None) or \
             (owner is not None and owner.semantic_parent is not None and owner.semantic_parent.kind in _CLASSES):
         raise UserError("a launch whose kernel depends on the template parameters of a member function template "
@@ -158,15 +167,46 @@ def instance_condition(call: ci.Cursor, instance: ci.Cursor | None, top_level: l
                         "specializations are not supported", cursor_loc(call))
     terms = []
     for i, (param, value) in enumerate(zip(params, values)):
-        if source.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE and \
-                closure_declaration(source.get_template_argument_type(i)) is not None:
-            raise UserError("a launch in a host function template instantiated with a lambda's type is not "
-                            "supported: launch the kernel in the function that makes the lambda", cursor_loc(call))
-        if source.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE:
+        closure = closure_declaration(source.get_template_argument_type(i)) \
+            if source.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE else None
+        if closure is not None:
+            if record is None:
+                raise UserError("a launch in a host function template instantiated with a lambda's type is not "
+                                "supported here: launch the kernel in the function that makes the lambda",
+                                cursor_loc(call))
+            terms.append(f"polypy_is_closure<{param.spelling}, {record(closure)}>::value")
+        elif source.get_template_argument_kind(i) == ci.TemplateArgumentKind.TYPE:
             terms.append(f"__is_same({param.spelling}, {value})")
         else:
             terms.append(f"({param.spelling}) == ({value})")
     return " && ".join(terms) or "true"
+
+
+def _member_closure_terms(instance: ci.Cursor, record) -> list[str]:
+    """The test for an instance of a member function template (of a class that is no template)
+    whose every template parameter is a lambda's closure type, deduced from a function parameter
+    declared ``F``, ``const F&`` or ``F&&`` (libclang does not list a member instance's template
+    arguments: they are read from its parameters' types); [] where that is not so."""
+    pattern = ci.conf.lib.clang_getSpecializedCursorTemplate(instance)
+    params = [p for p in pattern.get_children() if p.kind in _PARAMS]
+    declared = [p for p in pattern.get_children() if p.kind == CK.PARM_DECL]
+    given = list(instance.get_arguments())
+    if not params or len(declared) != len(given):
+        return []
+    terms = []
+    for param in params:
+        closure = None
+        for d, g in zip(declared, given):
+            t = d.type
+            while t.kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE):
+                t = t.get_pointee()
+            if param.kind == CK.TEMPLATE_TYPE_PARAMETER and t.spelling in (param.spelling, f"const {param.spelling}"):
+                closure = closure_declaration(g.type)
+                break
+        if closure is None:
+            return []
+        terms.append(f"polypy_is_closure<{param.spelling}, {record(closure)}>::value")
+    return terms
 
 
 def _pattern_scope(call: ci.Cursor, top_level: list[ci.Cursor]) -> ci.Cursor | None:

@@ -47,7 +47,7 @@ def later_places(instances: Iterable[tuple[ci.Cursor, str]], decls: list[ci.Curs
         home = _holder(cursor, decls)
         if home is None:
             continue
-        later, lambdas = [], False
+        later, lambdas, types = [], False, [-1]
         for d in _argument_declarations(cursor):
             i = _holder(d, decls)
             if i is not None and closure_declaration(d.type) is not None:
@@ -55,15 +55,20 @@ def later_places(instances: Iterable[tuple[ci.Cursor, str]], decls: list[ci.Curs
                 # go right before the function making the lambda, which launches the instance.
                 lambdas = True
                 i -= 1
+            elif i is not None:
+                types.append(i)
             if i is not None:
                 later.append(i)
         last = max(later, default=-1)
+        # decls[last] is a type the instance names (then at global scope), or what stands before
+        # the function making a lambda (anything)
+        named = (home, last, last + 1) if max(types) == last else (home, last + 1)
         if lambdas and last < home:
             raise UserError(f"kernel template instance '{cursor.displayname}' takes a lambda made in a function "
                             "defined before the kernel template: define the kernel template first", cursor_loc(cursor))
         if last <= home and not lambdas:
             continue
-        if last + 1 >= len(decls) or not all(_global(decls[i]) for i in (home, last, last + 1)):
+        if last + 1 >= len(decls) or not all(_global(decls[i]) for i in named):
             raise UserError(f"kernel template instance '{cursor.displayname}' takes a type declared after the "
                             "template, and its translation cannot be placed after that type at the file's global "
                             "scope (the template, the type or what follows is in a namespace or a linkage block): "

@@ -31,7 +31,7 @@ from frontend.host_copies import CopyDecision, share_copies, written_arguments
 from frontend.host_spans import CUDA_HEADERS, OffsetMap, include_span, is_runtime_header, symbol_name_spans
 from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, kernel_values, launched_callees, \
     named_as_values, static_bytes, template_stub
-from frontend.closures import argument_text, closure_declaration, file_parts, host_closure
+from frontend.closures import argument_text, closure_declaration, file_parts, host_closure, launch_forwards
 from frontend.instance_places import closure_home, later_places
 from frontend.launch_shapes import LaunchShapes
 from frontend.host_templates import (in_class_members, instance_condition, instance_key, is_instance, is_pattern,
@@ -98,6 +98,7 @@ class ModuleBuilder:
         self._top_level: list[ci.Cursor] | None = None
         self._linkage_starts: dict[tuple[str, int, int], int] = {}
         self.host_called: set[tuple[str, int]] = set()  # device functions host text calls (host_program)
+        self.forwards: dict[str, list] = {}  # by file: HostFile.forwards (closure_forwards)
 
     # -- which cursors are the user's
     def is_user(self, c: ci.Cursor) -> bool:
@@ -419,7 +420,8 @@ class ModuleBuilder:
                                   for name, d in self.later.items() if d.extent.start.file.name == fname))
             closures, records = self.closure_parts(fname, decls, launches, indirect, conv)
             files[fname] = HostFile(fname, text, launches, spans, includes, copy_spans,  # type: ignore[arg-type]
-                                    indirect, merges, placed, records, closures)
+                                    indirect, merges, placed, records, closures,
+                                    tuple(sorted(set(self.forwards.pop(fname, ())))))
         return HostProgram(self.path, files, has_main)
 
     @staticmethod
@@ -465,6 +467,13 @@ class ModuleBuilder:
         """A launch argument as written; where it makes a lambda a kernel takes, with the record
         of its captures made there (``frontend.closures``)."""
         return argument_text(self.ctx.closures.values(), a, conv)
+
+    def closure_forwards(self, call: ci.Cursor, target: ci.Cursor, names, conv: OffsetMap) -> None:
+        """``HostFile.forwards`` of a launch in a host function template (``frontend.closures``)."""
+        home = closure_home(call, self.top_level())
+        at = None if home is None else conv.char(self._linkage_starts.get(_extent_key(home), home.extent.start.offset))
+        self.forwards.setdefault(call.location.file.name, []).extend(
+            launch_forwards(call, self.template_args(target), names[self.kernel_key(target)], at))
 
     def closure_parts(self, fname: str, decls: list[ci.Cursor], launches, indirect, conv: OffsetMap
                       ) -> tuple[tuple[tuple[int, int, str], ...], tuple[tuple[int, str], ...]]:
@@ -516,6 +525,7 @@ class ModuleBuilder:
                     when = " || ".join(f"({self.written_condition(c, t) if i is None else self.instance_condition(c, i)})"
                                        for c, t, i in group)
                     site = dataclasses.replace(site, when=when)
+                    self.closure_forwards(call, target, names, conv)
                 out.append(site)
         return tuple(out)
 
@@ -538,7 +548,7 @@ class ModuleBuilder:
     def instance_condition(self, call: ci.Cursor, instance: ci.Cursor | None) -> str:
         """The test on the template's parameters under which ``call`` (in a template's body)
         launches what it launches in ``instance`` (``frontend.host_templates``)."""
-        return instance_condition(call, instance, self.top_level())
+        return instance_condition(call, instance, self.top_level(), lambda d: host_closure(d, self.ctx.closures).name)
 
     def launch_shapes(self, call: ci.Cursor, grid: ci.Cursor, block: ci.Cursor) -> dict:
         """``LaunchSite``'s grid_shape, block_shape, grid_from, block_from (``frontend.launch_shapes``)."""

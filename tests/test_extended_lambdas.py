@@ -7,8 +7,9 @@ reference), a generic lambda, a lambda made inside one, a ``mutable`` one (each 
 one using shared memory and a barrier. The program
 (tests/programs/extended_lambdas.cu) is translated whole, compiled and run, and run on the
 emulator; each printed array is checked against NumPy. The Python API launches two of its
-kernel instances with the captures as a dict. What is not CUDA's meaning, or not supported,
-is refused, located (frontend/closures.py)."""
+kernel instances with the captures as a dict. Lambdas passed to host function templates that
+launch ("parallel_for" wrappers: tests/programs/lambda_wrappers.cu) are checked the same way.
+What is not CUDA's meaning, or not supported, is refused, located (frontend/closures.py)."""
 from __future__ import annotations
 
 import pathlib
@@ -176,11 +177,11 @@ def test_refused_with_location(name: str, lam: str, message: str, where: tuple[i
 EACH = ("template <class F> __global__ void each(int n, F f) {\n"
         "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) f(i); }\n")
 REFUSED_SOURCES = [
-    ("through-a-host-template",  # the launch would test the lambda's type, which C++ cannot spell
-     EACH + "template <class F> void launch(int n, F f) { each<<<1, 32>>>(n, f); }\n"
+    ("host-template-in-a-namespace",  # the record and launcher it names are declared at global scope
+     EACH + "namespace lib { template <class F> void launch(int n, F f) { each<<<1, 32>>>(n, f); } }\n"
      "int main() { float* d; cudaMalloc(&d, 128); float s = 0.5f;\n"
-     "  launch(32, [=] __device__ (int i) { d[i] = s * i; }); return 0; }\n",
-     "a launch in a host function template instantiated with a lambda's type", (3, 46)),
+     "  lib::launch(32, [=] __device__ (int i) { d[i] = s * i; }); return 0; }\n",
+     "in a host function template that is not at the file's global scope", (3, 62)),
     ("template-instantiated-twice",  # one lambda written, two closure types (float, double)
      EACH + "template <class T> void fill(int n, T* d, T s) { each<<<1, 32>>>(n, [=] __device__ (int i) "
      "{ d[i] = s * i; }); }\n"
@@ -218,3 +219,91 @@ def test_this_capture_is_refused_by_the_cli(tmp_path: pathlib.Path) -> None:
     assert done.returncode == 1 and not out.exists() and "Traceback" not in done.stderr, done.stderr
     assert f"{cu}:4:31: error: " in done.stderr and "'this'" in done.stderr, done.stderr
     assert "^" in done.stderr
+
+
+WRAPPERS = pathlib.Path(__file__).parent / "programs" / "lambda_wrappers.cu"
+
+
+def _wrappers_reference() -> dict[str, np.ndarray]:
+    """What CUDA prints for tests/programs/lambda_wrappers.cu (float32)."""
+    f = np.float32
+    x = (f(0.5) * (np.arange(N) - 10)).astype(f)
+    i = np.arange(N)
+    a = f(2.0)
+    y = a * x + f(1.0)
+    z = y * y
+    return {"axpy": y, "square": z, "functor": z * z, "params": f(0.25) * (i + 7).astype(f), "shaped": x - a,
+            "byref": x * x * a, "member": i.astype(f) * a, "late": -x,
+            "transform": i.astype(f) * a * a - f(1.0)}
+
+
+@pytest.fixture(scope="module")
+def wrappers(tmp_path_factory) -> tuple[str, str]:
+    """(the translated C++, what the compiled program prints) of the wrappers' program."""
+    need_compiler(cpp=True)
+    tmp = tmp_path_factory.mktemp("wrappers")
+    cu = tmp / WRAPPERS.name
+    shutil.copy(WRAPPERS, cu)
+    out = tmp / "wrappers.cpp"
+    done = _polypy("translate", str(cu), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    exe = tmp / "wrappers"
+    built = subprocess.run([find_compiler(cpp=True), "-O1", "-fopenmp", str(out), "-o", str(exe), "-lm"],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-3000:]
+    ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    return out.read_text(), ran.stdout
+
+
+def _check_wrappers(printed: str) -> None:
+    got, want = _parse(printed), _wrappers_reference()
+    assert list(got) == list(want), printed
+    for name, values in want.items():
+        np.testing.assert_allclose(got[name], values, rtol=1e-6, err_msg=name)
+
+
+def test_lambdas_through_host_templates_that_launch(wrappers: tuple[str, str]) -> None:
+    """parallel_for-style wrappers (by value, F&&, const F&, passed on to another wrapper, a
+    member function template, one defined after main, one with a second template parameter),
+    several lambdas and a function object through one wrapper, __device__ and __host__ __device__
+    lambdas, on several launch shapes: each instance launches its closure's kernel."""
+    _check_wrappers(wrappers[1])
+
+
+def test_the_wrappers_test_the_closures_record(wrappers: tuple[str, str]) -> None:
+    text = wrappers[0]
+    wrapper = text.index("template <class F> void parallel_for(int n, F f) {")
+    # the record and the launcher are declared before the wrapper, whose launch tests the record
+    assert text.index("struct polypy_lambda_53_19;") < wrapper
+    assert text.index("for_each_kernel_lambda_53_19_launch(dim3 grid") < wrapper
+    body = text[wrapper:text.index("\n}", wrapper)]
+    assert "if constexpr ((polypy_is_closure<F, polypy_lambda_53_19>::value)) " \
+           "polypy_pick(for_each_kernel_lambda_53_19_launch)" in body
+    assert "(__is_same(F, Square))" in body
+    assert "polypy_is_closure<F, polypy_lambda_68_12>::value" in text  # Exec::run
+    assert "__is_same(T, float) && polypy_is_closure<F, polypy_lambda_72_19>::value" in text  # transform
+
+
+def test_the_wrappers_on_the_emulator(tmp_path: pathlib.Path) -> None:
+    cu = tmp_path / WRAPPERS.name
+    shutil.copy(WRAPPERS, cu)
+    emulated = _polypy("run", str(cu), "--emulate")
+    assert emulated.returncode == 0, emulated.stderr
+    _check_wrappers(emulated.stdout)
+
+
+def test_a_lambda_made_in_main_after_a_namespace(tmp_path: pathlib.Path) -> None:
+    """The instance and the record go right before main, whatever stands before it (a namespace
+    here): it was refused as a type placed outside the global scope."""
+    path = tmp_path / "after_namespace.cu"
+    path.write_text(EACH + "namespace util { inline float half(float v) { return 0.5f * v; } }\n"
+                    "int main() { float* d; cudaMalloc(&d, 128); float s = util::half(3.0f);\n"
+                    "  each<<<1, 32>>>(32, [=] __device__ (int i) { d[i] = s * i; }); return 0; }\n")
+    mod = polypy.compile(str(path))
+    for grid, block in ((1, 32), (3, 4)):
+        d = np.zeros(32, np.float32)
+        mod.each_lambda_5_23[grid, block](32, {"d": d, "s": 1.5})
+        want = np.float32(1.5) * np.arange(32, dtype=np.float32)
+        want[grid * block:] = 0.0
+        np.testing.assert_array_equal(d, want)

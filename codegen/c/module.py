@@ -370,6 +370,8 @@ def _rewrite(path: str, state: _ProgramState) -> str:
     places: dict[int, list[str]] = {}
     for at, record in hf.records:
         places.setdefault(at, []).append(record)
+    for at, record, kernel in hf.forwards:  # named in a host function template before they are made
+        places.setdefault(at, []).append(f"struct {record};\n{state.codes[kernel].prototype}")
     for at, kernel in hf.placed:
         places.setdefault(at, []).append(_instances_text(state, [kernel], _instance_stubs(state.host, kernel)))
     edits += [(at, at, "\n\n".join(texts) + "\n\n") for at, texts in places.items()]
@@ -513,8 +515,10 @@ def _prototype_sites(hf: HostFile, state: _ProgramState) -> dict[int, list[str]]
     for launch in hf.launches:
         first_launch[launch.kernel] = min(first_launch.get(launch.kernel, launch.start), launch.start)
     sites: dict[int, list[str]] = {}
+    forwarded = {kernel for _, _, kernel in hf.forwards}  # declared with their records (frontend.closures)
     for kernel, at in sorted(first_launch.items()):
-        if kernel not in state.codes or kernel in state.defined or (kernel in defined_at and defined_at[kernel] < at):
+        if kernel not in state.codes or kernel in state.defined or kernel in forwarded or \
+                (kernel in defined_at and defined_at[kernel] < at):
             continue  # defined before its first launch (here or in an included file): no prototype needed
         before = [d for d in declarations if d.end <= at]
         if before:

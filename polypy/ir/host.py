@@ -171,6 +171,9 @@ class HostFile:
     # (start, end, text) replacements that make a record where the program makes the lambda.
     records: tuple[tuple[int, str], ...] = ()
     closures: tuple[tuple[int, int, str], ...] = ()
+    # (offset, record, kernel): a host function template launching a kernel instance that takes a
+    # lambda's closure names the record and the instance's launcher: both declared before it.
+    forwards: tuple[tuple[int, str, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -160,4 +160,17 @@ template <class L, class R> struct polypy_closure : L, R {
 template <class L, class R> static inline polypy_closure<L, R> polypy_close(const L& l, const R& r) {
   return polypy_closure<L, R>(l, r);
 }
+/* Whether F, a host function template's parameter, is the closure whose record is R: the record
+ * itself (a __device__ lambda), or the object holding it (a __host__ __device__ one), also as a
+ * reference (F&& f called with a stored lambda). */
+template <class T> struct polypy_plain { typedef T type; };
+template <class T> struct polypy_plain<T&> : polypy_plain<T> {};
+template <class T> struct polypy_plain<T&&> : polypy_plain<T> {};
+template <class T> struct polypy_plain<const T> : polypy_plain<T> {};
+template <class T> struct polypy_plain<volatile T> : polypy_plain<T> {};
+template <class T> struct polypy_plain<const volatile T> : polypy_plain<T> {};
+template <class F, class R> struct polypy_is_closure {
+  typedef typename polypy_plain<F>::type T;
+  static constexpr bool value = __is_same(T, R) || __is_base_of(R, T);
+};
 #endif
