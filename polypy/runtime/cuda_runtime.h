@@ -22,11 +22,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#ifdef __cplusplus
+#if defined(__cplusplus) && defined(__has_include)
 /* As nvcc's host headers do: a range-for over a braced list and a placement new need these, and
- * no name the program spells shows it (the runtime's slicer keeps them: runtime_slice.py). */
+ * no name the program spells shows it (the runtime's slicer keeps them: runtime_slice.py). Only
+ * where the C++ library has them (polypy's bundled headers, for a machine without one, do not). */
+#if __has_include(<initializer_list>)
 #include <initializer_list>
+#endif
+#if __has_include(<new>)
 #include <new>
+#endif
 #endif
 #ifdef _OPENMP
 #include <omp.h> /* large copies and fills on all cores */
