@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#if defined(__cplusplus) && defined(__has_include)
+#ifdef __cplusplus
 /* As nvcc's host headers do: a range-for over a braced list and a placement new need these, and
  * no name the program spells shows it (the runtime's slicer keeps them: runtime_slice.py). Only
  * where the C++ library has them (polypy's bundled headers, for a machine without one, do not). */
