@@ -39,7 +39,12 @@ no longer vectorizes, where the two nests' inner loops do (Rodinia srad_v2's ``s
 whose second nest reads the south and east neighbours' shared values: fused in descending order
 it took 315 perf samples, as two nests 257). What one thread of each row stages for its row
 (``if (tx == 0) node[ty] = ...``) still fuses: that statement then runs before a loop over the
-row whose iterations are disjoint, and that loop vectorizes.
+row whose iterations are disjoint, and that loop vectorizes. Nor in descending order where the
+second nest runs only for one thread of each row (each of its statements under ``tx == c``:
+Rodinia b+tree's ``if (thid == 0) currKnodeD[bid] = offsetD[bid]`` after each level's search):
+fused, every thread would run backwards, one by one, for one statement; apart, the first loop
+keeps its threads in any order and the second shrinks to that thread (findRangeK, one thread:
+18.2 -> 15.7 ms, the OpenMP loop 17.1).
 
 Where the order holds only for blocks one thread wide in the dimensions the bodies do not use
 (their threads would race otherwise) and for the integers the bodies take from around them at
@@ -160,6 +165,17 @@ class _Fuse(Mutator):
                     f"order, one by one, over more than one thread dimension, and the second reads what every "
                     f"thread of the first writes (the loops as they are vectorize along x)"))
                 return None
+        if order == "descending" and _one_x_thread(renamed, a[2].var):
+            # Fused, every thread would run backwards for the sake of one statement that runs once
+            # per row: as two loops, the first runs its threads in any order (ascending, vectorizable).
+            lines = [str(s.loc.line) for s in (first, second) if s.loc is not None]
+            where = f" at lines {' and '.join(lines)}" if len(lines) == 2 else ""
+            self.decisions.append(LoweringDecision(
+                self.kernel.name, first.loc,
+                f"thread loops{where} not fused: they could run as one only with the threads in descending "
+                f"order, and the second runs only for one thread of each row (its statements under a test "
+                f"of {a[2].var} against a constant): the first loop keeps its threads in any order"))
+            return None
         body = body1 + renamed
         counters = tuple(n.Var(a[d].var, U32) for d in range(3))  # z, y, x
         slot: tuple[n.Expr, ...] = counters
@@ -234,6 +250,26 @@ class _Fuse(Mutator):
         return order, (*(n.Binary("eq", n.BlockDim(d), n.Const(1, U32)) for d in sorted(flat)), *positive)
 
 
+def _fixes_x(cond: n.Expr, x: str) -> bool:
+    """Whether one of ``cond``'s conjuncts is ``x == c`` (casts aside) for a constant ``c``."""
+    for c in conjuncts(cond):
+        if isinstance(c, n.Binary) and c.op == "eq":
+            sides = [c.a, c.b]
+            while any(isinstance(e, n.Cast) for e in sides):
+                sides = [e.x if isinstance(e, n.Cast) else e for e in sides]
+            if any(isinstance(e, n.Var) and e.name == x for e in sides) and \
+                    any(isinstance(e, n.Const) for e in sides):
+                return True
+    return False
+
+
+def _one_x_thread(body: tuple[n.Stmt, ...], x: str) -> bool:
+    """Whether every statement of ``body`` is an ``if`` without ``else`` whose test fixes the
+    counter ``x`` to a constant: only one thread of each row runs any of it (Rodinia b+tree's
+    ``if (thid == 0) currKnodeD[bid] = offsetD[bid]``)."""
+    return bool(body) and all(isinstance(s, n.If) and not s.orelse and _fixes_x(s.cond, x) for s in body)
+
+
 def _staged_by_one_x_thread(body1: tuple[n.Stmt, ...], body2: tuple[n.Stmt, ...], x: str) -> bool:
     """Whether every store of ``body1`` to an element ``body2`` may read at another index (the
     bodies over the same counters) sits under a test ``x == c``: one thread of each row stages a
@@ -251,15 +287,7 @@ def _staged_by_one_x_thread(body1: tuple[n.Stmt, ...], body2: tuple[n.Stmt, ...]
         return any(index != st.index for index in reads.get(st.buffer, ()))
 
     def fixes_x(cond: n.Expr) -> bool:
-        for c in conjuncts(cond):
-            if isinstance(c, n.Binary) and c.op == "eq":
-                sides = [c.a, c.b]
-                while any(isinstance(e, n.Cast) for e in sides):
-                    sides = [e.x if isinstance(e, n.Cast) else e for e in sides]
-                if any(isinstance(e, n.Var) and e.name == x for e in sides) and \
-                        any(isinstance(e, n.Const) for e in sides):
-                    return True
-        return False
+        return _fixes_x(cond, x)
 
     # A recursion, not a Visitor: whether a store is guarded depends on the conditions of the
     # ifs above it, passed down as ``guarded``, and the answer stops at the first failure.

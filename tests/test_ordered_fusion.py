@@ -261,3 +261,41 @@ def test_without_restrict_a_store_may_reach_what_a_later_thread_loads_first():
     args = {"scale": rng.standard_normal(8).astype(np.float32), "x": rng.standard_normal(8 * 96).astype(np.float32),
             "y": np.zeros(8 * 96, np.float32), "width": 96}
     assert_same_as_emulator(kernel, (3, 2), (32, 4), args)
+
+
+# Rodinia b+tree's findK, written anew: each level, the thread whose interval holds the block's key
+# picks the child; after a barrier thread 0 moves the block there. Thread 0's statement must come
+# after every thread's comparison: fused, the whole loop would run backwards for one statement.
+DESCEND = r"""
+__global__ void descend(const int* keys, const int* key, long* cur, long* next, int levels, int width)
+{
+    int t = threadIdx.x, b = blockIdx.x;
+    for (int i = 0; i < levels; i++) {
+        if (keys[cur[b] * width + t] <= key[b] && keys[cur[b] * width + t + 1] > key[b])
+            next[b] = (cur[b] * width + t) % 7;
+        __syncthreads();
+        if (t == 0)
+            cur[b] = next[b];
+        __syncthreads();
+    }
+}
+"""
+
+
+def test_one_threads_statement_after_a_loop_keeps_the_loop_ascending():
+    kernel = _kernel(DESCEND, "descend")
+    cpu = to_cpu(kernel)
+    assert not _ordered(cpu)
+    assert "not fused: they could run as one only with the threads in descending order, and the second runs " \
+           "only for one thread of each row" in _report(kernel)
+    # the first loop is a plain loop over every thread, counted forwards; thread 0's alone after it
+    loops = [x for x in walk(cpu) if isinstance(x, n.For) and x.kind == "threads" and x.var.startswith("tx")]
+    assert any(x.stop == n.BlockDim(0) for x in loops) and any(x.stop == n.Const(1, n.U32) for x in loops)
+    rng = np.random.default_rng(7)
+    for block in (8, 32):
+        width = block + 1
+        keys = np.tile(np.arange(width, dtype=np.int32) * 3, 7)
+        args = {"keys": keys, "key": rng.integers(0, 3 * block, 5).astype(np.int32),
+                "cur": rng.integers(0, 7, 5).astype(np.int64), "next": np.zeros(5, np.int64), "levels": 3,
+                "width": width}
+        assert_same_as_emulator(kernel, (5,), (block,), args)

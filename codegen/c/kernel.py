@@ -223,7 +223,8 @@ class KernelEmitter:
         k = self.kernel
         lines: list[str] = []
         params = (",\n" + INDENT * 2).join(self.block_params())
-        lines.append(f"static void {self.block_name}(")
+        restrict = any(p.ptype.restrict for p in self.pointer_params())
+        lines.append(f"{'POLYPY_RESTRICT_BLOCK ' if restrict else ''}static void {self.block_name}(")
         lines.append(INDENT * 2 + params + ")")
         lines.append("{")
         lines.append(f"{INDENT}POLYPY_ASSUME(POLYPY_BLOCK_LIMITS(blockDim));")

@@ -25,7 +25,9 @@ the version is chosen at run time, launch by launch, and only then:
 * the Python API (``polypy.compile``, LLVM: the restrict pointers are ``noalias``): a launch
   whose arrays are proven in bounds and share no memory pairwise (``np.may_share_memory``).
 
-Only versions specialized for a block shape get such a twin, and only where it can pay
+Versions specialized for a block shape get such a twin, and in a whole program the default
+kernel too (the one its launches of a block shape known only at run time run: Rodinia b+tree's
+``<<<count, order>>>``, guarded by the arrays being apart alone), and only where it can pay
 (``apart_twin``): a loop over threads that loads, at an index the same for all its threads, from a
 pointer parameter that a store in that loop may alias. Elsewhere the compiler's own run-time
 overlap checks of vectorized loops already do what ``restrict`` would (PolyBench-style GEMM measured

@@ -9,7 +9,9 @@ the Python API alike. Starting from a CPU-form kernel as the default::
     version-coarse-blocks    before each: (block == S && enough coarse blocks, coarse K for S),
                              where the caller's ``coarsen`` gives one (polypy.coarsening)
     version-arrays-apart     before each shape's versions: the same with the written pointers
-                             restrict, guarded by "arrays apart" (polypy.passes.apart_twins)
+                             restrict, guarded by "arrays apart" (polypy.passes.apart_twins);
+                             in a whole program also after all versions: (apart, the default's
+                             twin), for launches of a block shape known only at run time
     version-without-default  no default: every launch has one of the shapes (a whole program)
     version-grid-bounds      each version of a shape whose launches' grids are all known (a whole
                              program without default): && grid within their largest, with what
@@ -141,11 +143,14 @@ def apart_pairs(kernel: n.Kernel) -> tuple[tuple[str, str], ...]:
                                if p != w and not (p in written and written.index(p) < written.index(w))))
 
 
-def version_arrays_apart(versions: KernelVersions, *, check_bounds: bool = False) -> KernelVersions:
+def version_arrays_apart(versions: KernelVersions, *, check_bounds: bool = False,
+                         default: bool = False) -> KernelVersions:
     """Before the versions of each block shape, their twins with the written pointers restrict
     (``apart_twin``, where that can pay), guarded by the arrays being apart; shapes that have
-    twins already are left alone. Not for bounds-checked code (whose checks the twins would not
-    keep apart from the fast ones)."""
+    twins already are left alone. With ``default`` (a whole program, whose launches of a block
+    shape known only at run time run the default kernel), the default's twin too, guarded by the
+    arrays being apart alone, after every other version. Not for bounds-checked code (whose
+    checks the twins would not keep apart from the fast ones)."""
     kernel = versions.default
     if check_bounds or kernel is None:
         return versions
@@ -153,6 +158,10 @@ def version_arrays_apart(versions: KernelVersions, *, check_bounds: bool = False
     if not pairs:
         return versions
     apart = ArraysApart(pairs)
+    if default and not any(g == Guard((apart,)) for g, _ in versions.versions):
+        twin = apart_twin(kernel)
+        if twin is not None:
+            versions = versions.replace(versions=versions.versions + ((Guard((apart,)), twin),))
     groups: dict[BlockShape, list[tuple[Guard, n.Kernel]]] = {}
     order: list[BlockShape] = []
     others: list[tuple[Guard, n.Kernel]] = []
@@ -306,15 +315,19 @@ def checked_kernel(kernel: n.Kernel, arrays: Sequence[str], fine: n.Kernel | Non
 
 def version_passes(*, shapes: Sequence[BlockShape] = (), coarsen: Coarsener | None = None,
                    check_bounds: bool = False, apart: bool = True, default: bool = True,
-                   grids: Mapping[BlockShape, BlockShape] | None = None) -> tuple[Pass, ...]:
+                   grids: Mapping[BlockShape, BlockShape] | None = None,
+                   apart_default: bool = False) -> tuple[Pass, ...]:
     """The passes ``build_versions`` runs (each registered under its name in ``polypy.driver.pipelines``)."""
     unit = (Pass("version-unit-strides", version_unit_strides),)
+    twin_default = apart and apart_default and default
+    arrays_apart = (Pass("version-arrays-apart", functools.partial(version_arrays_apart, check_bounds=check_bounds,
+                                                                   default=twin_default)),)
     if not shapes:
-        return unit
+        return (arrays_apart if twin_default else ()) + unit
     steps = (Pass("version-block-shapes", functools.partial(version_block_shapes, shapes=tuple(shapes))),
              Pass("version-coarse-blocks", functools.partial(version_coarse_blocks, coarsen=coarsen)))
     if apart:
-        steps += (Pass("version-arrays-apart", functools.partial(version_arrays_apart, check_bounds=check_bounds)),)
+        steps += arrays_apart
     if default:
         return steps + unit
     steps += (Pass("version-without-default", version_without_default),)
@@ -324,21 +337,24 @@ def version_passes(*, shapes: Sequence[BlockShape] = (), coarsen: Coarsener | No
 
 def build_versions(kernel: n.Kernel, *, shapes: Sequence[BlockShape] = (), coarsen: Coarsener | None = None,
                    check_bounds: bool = False, apart: bool = True, default: bool = True,
-                   grids: Mapping[BlockShape, BlockShape] | None = None) -> KernelVersions:
+                   grids: Mapping[BlockShape, BlockShape] | None = None,
+                   apart_default: bool = False) -> KernelVersions:
     """The versions of CPU-form ``kernel``: one per block shape of ``shapes``, each with its coarse
     version (``coarsen``) and twins for arrays apart (``apart``, a backend that has them; not with
     ``check_bounds``), and ``kernel`` itself as the default unless ``default`` is False; without a
     default, the versions of the shapes of ``grids`` for grids at most those; each version (and
     the default) preceded by its unit-stride one where the kernel reads accessors (see the
-    module docstring)."""
+    module docstring); with ``apart_default`` (a whole program), the default's twin for arrays
+    apart too."""
     start = KernelVersions(kernel)
-    if not shapes:
+    if not shapes and not (apart_default and apart and default and not check_bounds):
         from polypy.passes.unit_strides import last_strides
 
         if not last_strides(kernel):
             return start
     return run_pipeline(start, version_passes(shapes=shapes, coarsen=coarsen, check_bounds=check_bounds,
-                                              apart=apart, default=default, grids=grids))
+                                              apart=apart, default=default, grids=grids,
+                                              apart_default=apart_default))
 
 
 # ---- a whole program's versions ------------------------------------------------------------------
@@ -385,7 +401,7 @@ def program_versions(host: HostProgram, kernels: Mapping[str, n.Kernel], *, coar
     shapes = program_block_shapes(host)
     closed = closed_kernels(host, kernels, shapes)
     return {name: build_versions(k, shapes=shapes.get(name, ()), coarsen=coarsen, check_bounds=check_bounds,
-                                 default=name not in closed,
+                                 default=name not in closed, apart_default=True,
                                  grids=program_grids(host, name) if name in closed else None)
             for name, k in kernels.items()}
 
