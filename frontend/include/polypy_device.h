@@ -21,7 +21,8 @@
 #define __host__ __attribute__((host))
 #define __shared__ __attribute__((shared))
 #define __constant__ __attribute__((constant))
-#define __managed__ __attribute__((managed))
+/* A __managed__ variable is a __device__ variable the host may also use directly (as nvcc has it). */
+#define __managed__ __attribute__((managed)) __attribute__((device))
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 #define POLYPY_OVERLOAD
 #define POLYPY_DEFAULT(v) = v
@@ -32,7 +33,7 @@
 #define __host__ __attribute__((annotate("polypy_host")))
 #define __shared__ __attribute__((annotate("polypy_shared")))
 #define __constant__ __attribute__((annotate("polypy_constant")))
-#define __managed__
+#define __managed__ __attribute__((annotate("polypy_device")))
 #define __launch_bounds__(...)
 #define POLYPY_OVERLOAD __attribute__((overloadable))
 #define POLYPY_DEFAULT(v)
