@@ -53,3 +53,33 @@ def test_member_operator_index_and_parameter_packs(way: str, grid, block, n: int
     want_z = (f(1.0) + (f(2.0) + (x + f(0.0)))) + ((f(0.5) * x + f(0.5) * f(4.0)) + f(0.5) * f(8.0)) * f(10.0)
     np.testing.assert_array_equal(out["y"], want_y.astype(f))
     np.testing.assert_array_equal(out["z"], want_z.astype(f))
+
+
+CHAINS = r"""
+constexpr int cpow(int b, int e) { return e == 0 ? 1 : b * cpow(b, e - 1); }
+struct Acc {
+  float s = 0;
+  template <class T> __device__ Acc& add(T v) { s += v; return *this; }
+};
+__global__ void chain(float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  Acc a;
+  a.add(i).add(0.25f).add((short)3);
+  constexpr int p = cpow(2, 5);
+  const int q = cpow(3, 3) + p;
+  out[i] = a.s * 10.0f + p + q;
+}
+"""
+
+
+@pytest.mark.parametrize("way", ["emulator", "c"])
+def test_chained_calls_on_the_returned_this_and_constexpr_recursion(way: str) -> None:
+    """``a.add(i).add(0.25f)`` (each call returns ``*this``: the next one changes the same
+    object; it was refused as a call on a temporary) and ``constexpr int p = cpow(2, 5)`` of a
+    recursive ``constexpr`` function (clang's constant value; it was refused as recursion)."""
+    n = 13
+    out = run_way(CHAINS, "chain", (2,), (8,), {"out": np.zeros(n, np.float32), "n": np.int32(n)}, way)
+    f = np.float32
+    i = np.arange(n).astype(f)
+    np.testing.assert_array_equal(out["out"], ((i + f(0.25)) + f(3)) * f(10) + f(32) + f(59))
