@@ -101,8 +101,9 @@ def object_place(kb: KernelBuilder, obj: ci.Cursor, fn: ci.Cursor, c: ci.Cursor)
             return place
     callee = inner.referenced if inner.kind == CK.CALL_EXPR else None
     if callee is not None and callee.kind != CK.CONSTRUCTOR and tm.is_reference(callee.result_type) and \
-            not tm.is_pointer(tm.strip_reference(callee.result_type)):
-        # `a.add(x).add(y)`: a call returning a reference (`return *this;`) names a place
+            not tm.is_pointer(tm.strip_reference(callee.result_type)) and not fn.is_const_method():
+        # `a.add(x).add(y)`: a call returning a reference (`return *this;`) names the place the
+        # non-const member changes (a const one reads a copy, below)
         return kb.lvalue(inner)
     result = inner.kind == CK.CXX_FUNCTIONAL_CAST_EXPR or \
         (callee is not None and (callee.kind == CK.CONSTRUCTOR or not tm.is_reference(callee.result_type)))
