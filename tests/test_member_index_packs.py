@@ -60,12 +60,15 @@ constexpr int cpow(int b, int e) { return e == 0 ? 1 : b * cpow(b, e - 1); }
 struct Acc {
   float s = 0;
   template <class T> __device__ Acc& add(T v) { s += v; return *this; }
+  __device__ Acc& operator+=(const Acc& o) { s += o.s; return *this; }
+  __device__ void inc() { s += 1.0f; }
 };
 __global__ void chain(float* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   Acc a;
   a.add(i).add(0.25f).add((short)3);
+  (a += a).inc();
   constexpr int p = cpow(2, 5);
   const int q = cpow(3, 3) + p;
   out[i] = a.s * 10.0f + p + q;
@@ -75,11 +78,12 @@ __global__ void chain(float* out, int n) {
 
 @pytest.mark.parametrize("way", ["emulator", "c"])
 def test_chained_calls_on_the_returned_this_and_constexpr_recursion(way: str) -> None:
-    """``a.add(i).add(0.25f)`` (each call returns ``*this``: the next one changes the same
-    object; it was refused as a call on a temporary) and ``constexpr int p = cpow(2, 5)`` of a
+    """``a.add(i).add(0.25f)`` and ``(a += a).inc()`` (each call returns ``*this``: the next
+    one changes the same object; it was refused as a call on a temporary) and ``constexpr int p = cpow(2, 5)`` of a
     recursive ``constexpr`` function (clang's constant value; it was refused as recursion)."""
     n = 13
     out = run_way(CHAINS, "chain", (2,), (8,), {"out": np.zeros(n, np.float32), "n": np.int32(n)}, way)
     f = np.float32
     i = np.arange(n).astype(f)
-    np.testing.assert_array_equal(out["out"], ((i + f(0.25)) + f(3)) * f(10) + f(32) + f(59))
+    s = (i + f(0.25)) + f(3)
+    np.testing.assert_array_equal(out["out"], ((s + s) + f(1)) * f(10) + f(32) + f(59))
