@@ -234,6 +234,17 @@ class AggLV:
 
 
 @dataclasses.dataclass(frozen=True)
+class BaseLV(AggLV):
+    """A base subobject ``name`` (``__base0``) of the record at place ``whole``: known to lie
+    inside that derived object, so a downcast back to its class (CRTP's
+    ``static_cast<Derived*>(this)``) finds ``whole`` exactly (``frontend.lower.inheritance``)."""
+
+    whole: "LValue" = None  # type: ignore[assignment]
+    name: str = ""
+    whole_class: str = ""  # the USR of the class of ``whole``
+
+
+@dataclasses.dataclass(frozen=True)
 class UnionLV(AggLV):
     """A local union whose members are scalars of one size: one variable, each member a view of
     its bits (``VarLV`` or ``BitsLV``). Its members are places; the union as a whole value is

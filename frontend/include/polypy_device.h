@@ -21,7 +21,8 @@
 #define __host__ __attribute__((host))
 #define __shared__ __attribute__((shared))
 #define __constant__ __attribute__((constant))
-#define __managed__ __attribute__((device)) __attribute__((managed)) /* managed memory is device memory the host uses too */
+/* A __managed__ variable is a __device__ variable the host may also use directly (as nvcc has it). */
+#define __managed__ __attribute__((managed)) __attribute__((device))
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 #define POLYPY_OVERLOAD
 #define POLYPY_DEFAULT(v) = v

@@ -77,6 +77,10 @@ _LIBRARY_DIRS = (
 def decl_key(cursor: ci.Cursor) -> tuple:
     """A key identifying a declaration across the cursors that refer to it."""
     name, _, _, offset = instantiation(cursor.location, getattr(cursor, "_tu", None))
+    if cursor.kind == CK.PARM_DECL:
+        # The parameters a pack expands to (`Ts... xs` called with three arguments) share their
+        # name and place: each is a declaration of its own (clang's cursor hash tells them apart).
+        return (name or "", offset, cursor.spelling, cursor.kind.value, cursor.hash)
     return (name or "", offset, cursor.spelling, cursor.kind.value)
 
 

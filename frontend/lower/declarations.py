@@ -12,6 +12,7 @@ from polypy.ir.types import I32, I64, U8, U16, U32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert, plus, scale
+from frontend.clang_setup import evaluate
 from frontend.lower import accessors, lambdas, members
 from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, function_body, has_attr, initializer_of, string_initializer,
@@ -77,7 +78,13 @@ def var_decl(kb: KernelBuilder, d: ci.Cursor) -> None:
         return
     st = tm.scalar_type(t)
     if st is not None:
-        value = convert(kb.scalar(init), st) if init is not None else None
+        known = evaluate(d) if init is not None and st.is_int and t.is_const_qualified() else None
+        if isinstance(known, int):
+            # `constexpr int p = cpow(2, 5);`: clang's value of the constant initializer (a
+            # constexpr function, recursive or not, need not be translated)
+            value = n.Const(known, st, loc=where)
+        else:
+            value = convert(kb.scalar(init), st) if init is not None else None
         var = kb.names.fresh(name)
         kb.emit(n.Decl(var, st, value, loc=where))
         kb.bind(d, VarLV(var, st))

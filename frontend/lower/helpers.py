@@ -10,6 +10,7 @@ from polypy.errors import UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
 
+from frontend import bases as cxx_bases
 from frontend.lower.context import CK
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, LValue, MemLV, Pointer, PointerChoice, Value, VarAddress, VarLV,
@@ -70,6 +71,10 @@ def select_member(fields: dict, member: str, c: ci.Cursor, make, builder: Kernel
     if key in fields:
         return fields[key]
     sub = {k[len(key):]: v for k, v in fields.items() if k.startswith(key + ".") or k.startswith(key + "[")}
+    if not sub and member.startswith(cxx_bases.PREFIX):
+        # A base subobject without leaves is an empty base (a policy or CRTP base holding only
+        # member functions): a record of no members, the ``this`` of its member functions.
+        return make({}, c.type.spelling)
     if not sub:
         raise builder.error(f"no member '{member}'", c)
     return make(sub, c.type.spelling)

@@ -41,14 +41,53 @@ def path_to(b: KernelBuilder, source: ci.Type | None, target: ci.Type | None, c:
     if path is not None:
         return path
     if cxx.base_path(target, source) is not None:
-        raise b.error(f"conversion of '{source.spelling}' to its derived class '{target.spelling}' (a downcast) "
-                      "is not supported in device code", c)
+        raise _downcast_error(b, source, target, c)
     return []
 
 
-def subobject(b: KernelBuilder, place, path: list[str], c: ci.Cursor):
+def _downcast_error(b: KernelBuilder, source: ci.Type, target: ci.Type, c: ci.Cursor):
+    return b.error(f"conversion of '{source.spelling}' to its derived class '{target.spelling}' (a downcast) "
+                   "is not supported in device code here: polypy follows a downcast only of an object it knows "
+                   "to be a base subobject of a '" + target.spelling + "' (CRTP's static_cast<Derived*>(this))", c)
+
+
+def subobject(b: KernelBuilder, place, path: list[str], c: ci.Cursor, source: ci.Type | None = None):
+    """The subobject of ``place`` down base ``path``. Given the static type ``source`` of
+    ``place``, each record subobject found remembers the object it lies in and its class
+    (``BaseLV``), for a downcast back to it."""
+    from frontend.values import AggLV, BaseLV, UnionLV
+
     for name in path:
+        whole = place
         place = b.member_lv(place, name, c)
+        if source is None:
+            continue
+        if type(place) is AggLV and not isinstance(whole, UnionLV):
+            place = BaseLV(place.fields, place.spelling, whole, name, _usr(source))
+        source = next((base.type for base in cxx.bases(source) if base.name == name), None)
+    return place
+
+
+def _usr(t: ci.Type) -> str:
+    return t.get_canonical().get_declaration().get_usr()
+
+
+def downcast(b: KernelBuilder, place, source: ci.Type, target: ci.Type, c: ci.Cursor):
+    """The ``target`` object that base subobject ``place`` (of class ``source``) lies in:
+    exact only where ``place`` was reached from that object through the bases ``target``
+    derives ``source`` by; anything else is refused."""
+    from frontend.values import BaseLV
+
+    path = cxx.base_path(target, source)
+    if path is None:
+        return None
+    whole_class = ""
+    for name in reversed(path):
+        if not isinstance(place, BaseLV) or place.name != name:
+            raise _downcast_error(b, source, target, c)
+        whole_class, place = place.whole_class, place.whole
+    if whole_class != _usr(target):
+        raise _downcast_error(b, source, target, c)
     return place
 
 
@@ -76,7 +115,12 @@ def this_path(b: KernelBuilder, obj: ci.Cursor | None, fn: ci.Cursor, c: ci.Curs
     if parent is None or parent.kind not in _RECORDS + (CK.UNION_DECL,):
         return []
     # ``obj`` as ``object_place`` evaluates it: without its implicit conversions
-    return path_to(b, object_type(b, None if obj is None else strip(obj)), parent.type, c)
+    return path_to(b, this_source(b, obj), parent.type, c)
+
+
+def this_source(b: KernelBuilder, obj: ci.Cursor | None) -> ci.Type | None:
+    """The static class of the object of a member function call (``None``: the implicit ``this``)."""
+    return object_type(b, None if obj is None else strip(obj))
 
 
 def conversion_path(b: KernelBuilder, source: ci.Cursor, target: ci.Type, c: ci.Cursor) -> list[str]:
@@ -85,6 +129,15 @@ def conversion_path(b: KernelBuilder, source: ci.Cursor, target: ci.Type, c: ci.
     if tm.is_pointer(t):
         t = tm.pointee(t)
     return path_to(b, object_type(b, strip(source)), t, c)
+
+
+def bound_subobject(b: KernelBuilder, place, source: ci.Cursor, target: ci.Type, c: ci.Cursor):
+    """The place a reference to ``target`` bound to expression ``source`` (at ``place``) names."""
+    t = tm.strip_reference(target)
+    if tm.is_pointer(t):
+        t = tm.pointee(t)
+    from_type = object_type(b, strip(source))
+    return subobject(b, place, path_to(b, from_type, t, c), c, from_type)
 
 
 def _record_of(t: ci.Type) -> ci.Type | None:
@@ -107,14 +160,39 @@ def converted(b: KernelBuilder, v, source: ci.Cursor, c: ci.Cursor):
     if target is None or _record_of(source.type) is None or \
             tm.is_pointer(tm.strip_reference(c.type)) != tm.is_pointer(tm.strip_reference(source.type)):
         return v
-    path = path_to(b, _record_of(source.type), target, c)
+    from_type = _record_of(source.type)
+    if from_type is not None and not cxx.same_class(from_type, target) and \
+            cxx.base_path(target, from_type) is not None:  # a downcast
+        if isinstance(v, VarAddress):
+            return VarAddress(downcast(b, v.target, from_type, target, c))
+        if isinstance(v, AggLV):
+            return downcast(b, v, from_type, target, c)
+    path = path_to(b, from_type, target, c)
     if not path:
         return v
     if isinstance(v, Aggregate):
         return sub_value(b, v, path, c)
     if isinstance(v, VarAddress):
-        return VarAddress(subobject(b, v.target, path, c))
+        return VarAddress(subobject(b, v.target, path, c, from_type))
     if isinstance(v, (AggLV, RecLV)):
-        return subobject(b, v, path, c)
+        return subobject(b, v, path, c, from_type)
     raise b.error(f"converting this '{source.type.spelling}' to its base class '{target.spelling}' is not supported "
                   "in device code", c)
+
+
+def downcast_place(b: KernelBuilder, cast: ci.Cursor):
+    """The place named by cast expression ``cast`` when it converts an object of a base class
+    to its derived class (``static_cast<Derived&>(*this)``; clang types the expression
+    without its reference, but a record cast from a base to its derived class can only be a
+    reference downcast: a constructor call in between would show as the operand), or None."""
+    to = _record_of(cast.type)
+    operands = [ch for ch in cast.get_children() if ch.kind.is_expression()]
+    if to is None or not operands or tm.is_pointer(tm.strip_reference(cast.type)):
+        return None
+    source = operands[-1]
+    from_type = _record_of(source.type)
+    if from_type is None or tm.is_pointer(tm.strip_reference(source.type)) or cxx.same_class(from_type, to) or \
+            cxx.base_path(to, from_type) is None:
+        return None
+    return downcast(b, b.lvalue(source), from_type, to, cast)
+

@@ -21,7 +21,7 @@ from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel
 from frontend.lower.accessors import accessor_type
 from frontend.lower.helpers import ArrayRef, strip
 from frontend.lower.pointer_choice import pending_pointer, pointer_hint
-from frontend.lower.inheritance import conversion_path, subobject
+from frontend.lower.inheritance import bound_subobject
 from frontend.values import (
     Aggregate, AggLV, Binding, Closure, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer, PointerChoice, PtrVarLV,
     RefBinding, Value, VarAddress,
@@ -149,7 +149,7 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
         inner = strip(a)
         try:
             # a derived object bound to a `Base&`: its base subobject (frontend.lower.inheritance)
-            return RefBinding(subobject(kb, kb.lvalue(inner), conversion_path(kb, a, pt, a), a))
+            return RefBinding(bound_subobject(kb, kb.lvalue(inner), a, pt, a))
         except UserError:
             if not target_t.is_const_qualified():
                 raise

@@ -20,7 +20,7 @@ from frontend import ctypes_map as tm
 from frontend.lower import inlining, lambdas
 from frontend.lower.context import CK, function_body
 from frontend.lower.helpers import strip, zero_of
-from frontend.lower.inheritance import subobject, this_path
+from frontend.lower.inheritance import downcast_place, subobject, this_path, this_source
 from frontend.values import AggLV, Closure, LValue, Value, VarAddress
 
 if TYPE_CHECKING:
@@ -60,7 +60,8 @@ def method_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[c
             return lambdas.call_closure(kb, closure, operands[1:], c, discard, definition)
         if fn.is_static_method():
             return inlining.inline(kb, definition, operands, c, discard)
-        this = subobject(kb, object_place(kb, operands[0], fn, c), this_path(kb, operands[0], fn, c), c)
+        this = subobject(kb, object_place(kb, operands[0], fn, c), this_path(kb, operands[0], fn, c), c,
+                         this_source(kb, operands[0]))
         return inlining.inline(kb, definition, operands[1:], c, discard, this=this)
     callee = strip(children[0]) if children else None
     args = children[1:]
@@ -71,7 +72,7 @@ def method_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[c
     base = next((ch for ch in callee.get_children() if ch.kind.is_expression()), None)
     this = this_place(kb, c) if base is None else object_place(kb, base, fn, c)
     # a base class's member function: `this` is the object's base subobject
-    this = subobject(kb, this, this_path(kb, base, fn, c), c)
+    this = subobject(kb, this, this_path(kb, base, fn, c), c, this_source(kb, base))
     return inlining.inline(kb, definition, args, c, discard, this=this)
 
 
@@ -94,7 +95,16 @@ def object_place(kb: KernelBuilder, obj: ci.Cursor, fn: ci.Cursor, c: ci.Cursor)
         return this_place(kb, c)
     if inner.kind in _PLACES:
         return kb.lvalue(inner)
+    if inner.kind in (CK.CXX_STATIC_CAST_EXPR, CK.CSTYLE_CAST_EXPR):
+        place = downcast_place(kb, inner)  # `static_cast<Derived&>(*this).f()`: the object itself
+        if place is not None:
+            return place
     callee = inner.referenced if inner.kind == CK.CALL_EXPR else None
+    if callee is not None and callee.kind != CK.CONSTRUCTOR and tm.is_reference(callee.result_type) and \
+            not tm.is_pointer(tm.strip_reference(callee.result_type)) and not fn.is_const_method():
+        # `a.add(x).add(y)`: a call returning a reference (`return *this;`) names the place the
+        # non-const member changes (a const one reads a copy, below)
+        return kb.lvalue(inner)
     result = inner.kind == CK.CXX_FUNCTIONAL_CAST_EXPR or \
         (callee is not None and (callee.kind == CK.CONSTRUCTOR or not tm.is_reference(callee.result_type)))
     if not fn.is_const_method() and not result:

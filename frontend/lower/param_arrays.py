@@ -18,6 +18,7 @@ from polypy.ir import nodes as n
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, split_constant
 from frontend.clang_setup import evaluate, preorder
+from frontend.function_scan import scan
 from frontend.lower.context import CK, decl_key
 from frontend.lower.helpers import strip
 from frontend.values import Aggregate, AggLV, LValue, MemLV
@@ -38,6 +39,39 @@ def runtime_indexed_arrays(kernel: ci.Cursor, param: ci.Cursor) -> set[str]:
         t = tm.canonical(strip(base).type)
         if t.kind == ci.TypeKind.CONSTANTARRAY and tm.scalar_type(t.element_type) is not None:
             out.add(path)
+    record = tm.canonical(tm.strip_reference(param.type)).get_declaration().get_usr()
+    return out | _method_indexed(kernel).get(record, set())
+
+
+def _method_indexed(kernel: ci.Cursor) -> dict[str, set[str]]:
+    """For the member functions ``kernel`` reaches (``Arr<T, N>::operator[]``'s ``return v[i];``):
+    class (USR) -> its own array members of scalar elements that they index at run time
+    through ``this``. A parameter of such a class keeps those members in memory, as its own
+    run-time indices do (a member function's index is a run-time one wherever it is called)."""
+    out: dict[str, set[str]] = {}
+    seen: set[str] = set()
+    todo = [kernel]
+    while todo:
+        f = todo.pop()
+        key = f.get_usr() + "@" + str(f.hash)
+        if key in seen:
+            continue
+        seen.add(key)
+        todo.extend(scan(f).callees)
+        if f.kind != CK.CXX_METHOD or f.semantic_parent is None:
+            continue
+        owner = tm.canonical(f.semantic_parent.type).get_declaration().get_usr()
+        for x in preorder(f):
+            if x.kind != CK.ARRAY_SUBSCRIPT_EXPR:
+                continue
+            base, index = list(x.get_children())
+            member = strip(base)
+            if member.kind != CK.MEMBER_REF_EXPR or evaluate(index) is not None or \
+                    any(strip(ch).kind != CK.CXX_THIS_EXPR for ch in member.get_children() if ch.kind.is_expression()):
+                continue
+            t = tm.canonical(member.type)
+            if t.kind == ci.TypeKind.CONSTANTARRAY and tm.scalar_type(t.element_type) is not None:
+                out.setdefault(owner, set()).add("." + member.spelling)
     return out
 
 
@@ -61,8 +95,12 @@ def is_variable_member(c: ci.Cursor) -> bool:
     c = strip(c)
     seen = False
     while c.kind == CK.MEMBER_REF_EXPR:
-        children = list(c.get_children())
-        if not children or tm.is_pointer(children[0].type):
+        children = [ch for ch in c.get_children() if ch.kind.is_expression()]
+        if not children:  # `v` in a member function: `this->v`, of the object `this` is (a place)
+            return c.referenced is not None and c.referenced.kind == CK.FIELD_DECL
+        if strip(children[0]).kind == CK.CXX_THIS_EXPR:  # `this->v`
+            return True
+        if tm.is_pointer(children[0].type):
             return False
         seen = True
         c = strip(children[0])

@@ -15,7 +15,7 @@ from frontend.clang_setup import child_cursors, unary_operator
 from frontend.lower.bitcasts import reinterpret, split_bits, with_bits
 from frontend.lower.views import element, overlay_element, store_part, whole_elements
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
-from frontend.lower.inheritance import converted, member_path, subobject
+from frontend.lower.inheritance import converted, downcast_place, member_path, subobject
 from frontend.lower.held_pointers import held_pointer
 from frontend.lower.helpers import ArrayRef, ScalarArray, describe, select_member, strip
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
@@ -87,6 +87,10 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
             base_lv = lvalue(kb, base_c)
         # a member of a base class: its subobject first (frontend.lower.inheritance)
         return member_lv(kb, subobject(kb, base_lv, member_path(kb, base_c, c), c), c.spelling, c)
+    if kind in (CK.CXX_STATIC_CAST_EXPR, CK.CSTYLE_CAST_EXPR):
+        place = downcast_place(kb, c)  # `static_cast<Derived&>(*this)`
+        if place is not None:
+            return place
     if kind in (CK.CXX_STATIC_CAST_EXPR, CK.CSTYLE_CAST_EXPR) and tm.is_reference(c.type) and \
             tm.is_record(tm.strip_reference(c.type)):
         # `static_cast<Base&>(d)`: d's base subobject (a downcast is refused)
