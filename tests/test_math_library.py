@@ -134,7 +134,6 @@ def exact_case(request):
 @pytest.mark.parametrize("way", ["emulator", "c", "llvm"])
 def test_exact_functions_match_the_c_library(exact_case, way: str) -> None:
     ctype, x, y, k, want = exact_case
-    dtype = x.dtype
     n = x.size
     args = {"x": x, "y": y, "k": k}
     for name in ("rem", "rq", "quo", "ilb", "lgb", "nxt", "lri", "llri", "lro", "llro", "nbi", "scn", "scl"):
