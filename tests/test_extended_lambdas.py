@@ -73,23 +73,27 @@ def _polypy(*args: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
-@pytest.fixture(scope="module")
-def translated(tmp_path_factory) -> tuple[str, str]:
-    """(the translated C++, what the compiled program prints): one build for the file."""
+def _built(tmp_path_factory, program: pathlib.Path, name: str) -> tuple[str, str]:
+    """(the translated C++, what the compiled program prints) of ``program``: one build per file."""
     need_compiler(cpp=True)
-    tmp = tmp_path_factory.mktemp("lambdas")
-    cu = tmp / PROGRAM.name
-    shutil.copy(PROGRAM, cu)
-    out = tmp / "lambdas.cpp"
+    tmp = tmp_path_factory.mktemp(name)
+    cu = tmp / program.name
+    shutil.copy(program, cu)
+    out = tmp / f"{name}.cpp"
     done = _polypy("translate", str(cu), "-o", str(out))
     assert done.returncode == 0, done.stderr
-    exe = tmp / "lambdas"
+    exe = tmp / name
     built = subprocess.run([find_compiler(cpp=True), "-O1", "-fopenmp", str(out), "-o", str(exe), "-lm"],
                            capture_output=True, text=True)
     assert built.returncode == 0, built.stderr[-3000:]
     ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert ran.returncode == 0, ran.stderr
     return out.read_text(), ran.stdout
+
+
+@pytest.fixture(scope="module")
+def translated(tmp_path_factory) -> tuple[str, str]:
+    return _built(tmp_path_factory, PROGRAM, "lambdas")
 
 
 def test_the_compiled_program_prints_what_cuda_prints(translated: tuple[str, str]) -> None:
@@ -240,20 +244,7 @@ def _wrappers_reference() -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def wrappers(tmp_path_factory) -> tuple[str, str]:
     """(the translated C++, what the compiled program prints) of the wrappers' program."""
-    need_compiler(cpp=True)
-    tmp = tmp_path_factory.mktemp("wrappers")
-    cu = tmp / WRAPPERS.name
-    shutil.copy(WRAPPERS, cu)
-    out = tmp / "wrappers.cpp"
-    done = _polypy("translate", str(cu), "-o", str(out))
-    assert done.returncode == 0, done.stderr
-    exe = tmp / "wrappers"
-    built = subprocess.run([find_compiler(cpp=True), "-O1", "-fopenmp", str(out), "-o", str(exe), "-lm"],
-                           capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr[-3000:]
-    ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert ran.returncode == 0, ran.stderr
-    return out.read_text(), ran.stdout
+    return _built(tmp_path_factory, WRAPPERS, "wrappers")
 
 
 def _check_wrappers(printed: str) -> None:
