@@ -157,25 +157,17 @@ class _Fuse(Mutator):
             if len(used) > 1 and not _staged_by_one_x_thread(body1, renamed, a[2].var):
                 # An ordered nest runs its threads one by one: over rows of threads its inner
                 # loop would no longer vectorize, where the two nests' inner loops can.
-                lines = [str(s.loc.line) for s in (first, second) if s.loc is not None]
-                where = f" at lines {' and '.join(lines)}" if len(lines) == 2 else ""
-                self.decisions.append(LoweringDecision(
-                    self.kernel.name, first.loc,
-                    f"thread loops{where} not fused: they could run as one only with the threads in {order} "
-                    f"order, one by one, over more than one thread dimension, and the second reads what every "
-                    f"thread of the first writes (the loops as they are vectorize along x)"))
-                return None
+                return self._not_fused(first, second, f"they could run as one only with the threads in {order} "
+                                       f"order, one by one, over more than one thread dimension, and the second "
+                                       f"reads what every thread of the first writes (the loops as they are "
+                                       f"vectorize along x)")
         if order == "descending" and _one_x_thread(renamed, a[2].var):
             # Fused, every thread would run backwards for the sake of one statement that runs once
             # per row: as two loops, the first runs its threads in any order (ascending, vectorizable).
-            lines = [str(s.loc.line) for s in (first, second) if s.loc is not None]
-            where = f" at lines {' and '.join(lines)}" if len(lines) == 2 else ""
-            self.decisions.append(LoweringDecision(
-                self.kernel.name, first.loc,
-                f"thread loops{where} not fused: they could run as one only with the threads in descending "
-                f"order, and the second runs only for one thread of each row (its statements under a test "
-                f"of {a[2].var} against a constant): the first loop keeps its threads in any order"))
-            return None
+            return self._not_fused(first, second, f"they could run as one only with the threads in descending "
+                                   f"order, and the second runs only for one thread of each row (its statements "
+                                   f"under a test of {a[2].var} against a constant): the first loop keeps its "
+                                   f"threads in any order")
         body = body1 + renamed
         counters = tuple(n.Var(a[d].var, U32) for d in range(3))  # z, y, x
         slot: tuple[n.Expr, ...] = counters
@@ -211,6 +203,13 @@ class _Fuse(Mutator):
         self.decisions.append(LoweringDecision(self.kernel.name, first.loc, message))
         # The fused nest next to the loops as they were: fresh names.
         return n.If(test, freshen((fused,), self.names), (first, second), loc=first.loc)
+
+    def _not_fused(self, first: n.Stmt, second: n.Stmt, why: str) -> None:
+        """No fusion of ``first`` and ``second``, and ``why`` in the report."""
+        lines = [str(s.loc.line) for s in (first, second) if s.loc is not None]
+        where = f" at lines {' and '.join(lines)}" if len(lines) == 2 else ""
+        self.decisions.append(LoweringDecision(self.kernel.name, first.loc, f"thread loops{where} not fused: {why}"))
+        return None
 
     def crossing_order(self, a: tuple[n.For, n.For, n.For], b: tuple[n.For, n.For, n.For], *, in_order: bool = True
                        ) -> tuple[str | None, tuple[n.Expr, ...]]:
