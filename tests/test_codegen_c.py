@@ -460,6 +460,16 @@ __global__ void cvt(const float* x, const double* d, signed char* a, unsigned ch
     fd[i] = (int)d[i]; kd[i] = (unsigned long long)d[i];
   }
 }
+__global__ void cvt_serial(const float* x, const double* d, int* f, unsigned char* b, long long* h, int n, int m) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    for (int j = 0; j < m; ++j) {  // a serial loop in the thread loop: the scalar form
+      f[i * m + j] = (int)x[(i + j) % n];
+      b[i * m + j] = (unsigned char)d[(i + j) % n];
+      h[i * m + j] = (long long)d[(i + j) % n];
+    }
+  }
+}
 """
 
 
@@ -493,3 +503,17 @@ def test_float_to_integer_conversions_saturate_as_the_gpu_does(tmp_path: pathlib
         want = saturated(d if name in ("fd", "kd") else x, t)
         for got in (got_c, got_emu, got_llvm):
             np.testing.assert_array_equal(got[name], want, err_msg=name)
+    # The scalar form (outside `omp simd` loops) computes the same values as the vector form.
+    m = 2
+    serial = polypy.load(str(path)).kernel("cvt_serial")
+    args = {"x": x, "d": d, "f": np.zeros(n * m, np.int32), "b": np.zeros(n * m, np.uint8),
+            "h": np.zeros(n * m, np.int64), "n": np.int32(n), "m": np.int32(m)}
+    got_c, got_emu = run_c(serial, 2, 8, args), run_emulated(serial, 2, 8, args)
+    at = (np.arange(n)[:, None] + np.arange(m)[None, :]).reshape(-1) % n
+    for name, src, t in (("f", x, np.int32), ("b", d, np.uint8), ("h", d, np.int64)):
+        for got in (got_c, got_emu):
+            np.testing.assert_array_equal(got[name], saturated(src[at], t), err_msg=name)
+    out = tmp_path / "cvt.c"
+    assert main(["translate", str(path), "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "polypy_cvtv_i8_f32(" in text and "polypy_cvt_i32_f32(" in text and "polypy_cvt_u8_f64(" in text

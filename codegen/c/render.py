@@ -159,6 +159,7 @@ class Renderer(CExprPrinter):
         self.program = program  # a whole program: polypy's runtime (texture objects) is in the file
         self.comments = comments  # `// file:line` before block-level statements and thread loops
         self.in_threads = 0
+        self.in_simd = 0  # depth of `omp simd` loops around the statement being rendered
         self.kernel = kernel
         self.fenced = has_kind(kernel.body, n.Fence)
         self.layouts = layouts
@@ -231,7 +232,8 @@ class Renderer(CExprPrinter):
         if e.x.type.name in ("f32", "f64") and e.to.is_int and not e.to.is_bool:
             # The GPU's saturating conversion (the prelude's polypy_cvt_*): NaN -> 0, out of range
             # -> the nearest bound, as the emulator and the LLVM backend compute it.
-            return f"polypy_cvt_{e.to.name}_{e.x.type.name}({self.expr(e.x)})", ATOM
+            form = "cvtv" if self.in_simd else "cvt"  # the vectorizable form in `omp simd` loops
+            return f"polypy_{form}_{e.to.name}_{e.x.type.name}({self.expr(e.x)})", ATOM
         return super().cast(e)
 
     def binary(self, e: n.Binary) -> tuple[str, int]:
@@ -429,6 +431,7 @@ class Renderer(CExprPrinter):
         else:
             incr = f"{v} += {self.expr(step)}"
         threads = s.kind == "threads"
+        simd = False
         if threads:
             # An innermost thread loop whose iterations provably touch different elements: a
             # vector loop without the compiler's run-time alias checks (see ``codegen.lanes``).
@@ -436,6 +439,7 @@ class Renderer(CExprPrinter):
             if sums is not None:
                 reduction = f" reduction(+:{', '.join(self.name(x) for x in sums)})" if sums else ""
                 out.append(f"{ind}#pragma omp simd{reduction}")
+                simd = True
             elif scatter_loop(s):
                 out.append(f"{ind}POLYPY_SCATTER_LOOP")
             else:
@@ -452,10 +456,12 @@ class Renderer(CExprPrinter):
                 self.counters.append({})
         out.append(f"{ind}for ({c_type(s.vtype)} {v} = {start}; {v} < {stop}; {incr}) {{")
         self.in_threads += threads
+        self.in_simd += simd
         self.loops.append(None)
         self.block(s.body, depth + 1, out)
         self.loops.pop()
         self.in_threads -= threads
+        self.in_simd -= simd
         if threads:
             self.counters.pop()
             if self.in_threads == 0:
