@@ -20,6 +20,7 @@ import pytest
 
 from codegen.c import find_compiler
 from codegen.c.render import Layout, Renderer
+from codegen.c.templates import prelude
 from codegen.cuda.printer import CudaExprPrinter
 from codegen.cuda.printer import _Printer as CudaStmtPrinter
 from polypy.driver.cli import main
@@ -218,6 +219,10 @@ static long long polypy_check_index(long long i, long long lo, long long hi, con
     return i;
 }
 """ % (", ".join(map(str, TAB)), ", ".join(map(str, GRID)))
+# The emitted prelude's float -> integer conversions (saturating as the GPU's), which the C
+# printer calls for every such cast.
+_PRELUDE_TEXT = prelude()
+PRELUDE += _PRELUDE_TEXT[_PRELUDE_TEXT.index("/* Float -> integer conversions"):_PRELUDE_TEXT.index("/* C's fmin/fmax")]
 
 
 def _print_stmt(text: str, ty: ScalarType) -> str:
