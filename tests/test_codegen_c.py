@@ -517,3 +517,24 @@ def test_float_to_integer_conversions_saturate_as_the_gpu_does(tmp_path: pathlib
     assert main(["translate", str(path), "-o", str(out)]) == 0
     text = out.read_text()
     assert "polypy_cvtv_i8_f32(" in text and "polypy_cvt_i32_f32(" in text and "polypy_cvt_u8_f64(" in text
+
+
+def test_fast_division_flushes_where_cuda_documents_it(tmp_path: pathlib.Path) -> None:
+    # __fdividef(x, y) is x / y within CUDA's 2 ulp, but for 2^126 < |y| < 2^128 CUDA documents a
+    # zero (NaN for an infinite x); polypy divided exactly there.
+    need_compiler()
+    path = tmp_path / "fdiv.cu"
+    path.write_text("__global__ void k(const float* x, const float* y, float* o, int n) {\n"
+                    "  int i = threadIdx.x;\n  if (i < n) o[i] = __fdividef(x[i], y[i]);\n}\n")
+    x = np.array([1.0, -3.0, np.inf, 2.0, 1.0, 6.0, 5.0, -1.0], np.float32)
+    y = np.array([3.0, 1.5 * 2.0 ** 126, 2.0 ** 127, -(2.0 ** 127), 2.0 ** 126, -2.0, 1e-30, 3.0e38], np.float32)
+    args = {"x": x, "y": y, "o": np.zeros(8, np.float32), "n": np.int32(8)}
+    kernel = polypy.load(str(path)).kernel("k")
+    llvm = copy_args(args)
+    polypy.compile(str(path)).k[1, 8](*llvm.values())
+    huge = (np.abs(y) > 2.0 ** 126) & (np.abs(y) < 2.0 ** 128)
+    with np.errstate(all="ignore"):
+        want = np.where(huge, x * np.copysign(np.float32(0), y), x / y)
+    for got in (run_c(kernel, 1, 8, args), run_emulated(kernel, 1, 8, args), llvm):
+        np.testing.assert_array_equal(got["o"], want)
+        np.testing.assert_array_equal(np.signbit(got["o"]), np.signbit(want))

@@ -255,6 +255,8 @@ def intrinsic(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor]
         raise kb.error(f"'{name}': {REFUSED_ROUNDING[name]} is not supported", c)
     if name in BIT_CAST_CALLS:
         return bit_cast_call(name, [kb.scalar(a) for a in args], loc)
+    if name == "__fdividef":
+        return fast_divide(kb, args, c)
     if name in CUDA_ARITH_INTRINSICS:
         a, b = (kb.scalar(x) for x in args)
         return n.Binary(CUDA_ARITH_INTRINSICS[name], a, b, loc=loc)
@@ -400,6 +402,21 @@ def texture_fetch(kb: KernelBuilder, args: list[ci.Cursor], c: ci.Cursor) -> Val
                          kb.loc(decl))
     index = kb.scalar(args[1])
     return kb.read(kb.pointer_element(Pointer(pname, (), None, layout), index, c), c)
+
+
+def fast_divide(kb: KernelBuilder, args: list[ci.Cursor], c: ci.Cursor) -> n.Expr:
+    """``__fdividef(x, y)``: ``x / y`` (within CUDA's 2 ulp), except where CUDA documents another
+    value: for 2^126 < |y| < 2^128 it is ``x`` times a zero (its reciprocal flushed, with y's
+    sign): a signed zero, NaN for an infinite or NaN ``x``."""
+    loc = kb.loc(c)
+    x = kb.temp(F32, convert(kb.scalar(args[0]), F32), "fdx", c)
+    y = kb.temp(F32, convert(kb.scalar(args[1]), F32), "fdy", c)
+    xv, yv = n.Var(x.name, F32, loc=loc), n.Var(y.name, F32, loc=loc)
+    mag = n.Call("fabs", (yv,), F32, loc=loc)
+    huge = n.Binary("land", n.Binary("gt", mag, n.Const(2.0 ** 126, F32), loc=loc),
+                    n.Binary("lt", mag, n.Const(2.0 ** 128, F32), loc=loc), loc=loc)
+    flushed = n.Binary("mul", xv, n.Call("copysign", (n.Const(0.0, F32), yv), F32, loc=loc), loc=loc)
+    return n.Select(huge, flushed, n.Binary("div", xv, yv, loc=loc), loc=loc)
 
 
 def bit_intrinsic(kb: KernelBuilder, name: str, args: list[n.Expr], c: ci.Cursor, lower=int_intrinsic) -> n.Expr:
