@@ -84,22 +84,25 @@ def shadow_after(kernel: n.Kernel, primal: n.Kernel, buffer: str) -> str | None:
     return names[at]
 
 
+def _only_zero_stores(kernel: n.Kernel, shadow: str) -> bool:
+    """Whether ``kernel`` stores to ``shadow``, stores only zeros, and otherwise only loads it."""
+    zero_stores = False
+    for x in walk(kernel):
+        if isinstance(x, n.Store) and x.buffer == shadow:
+            if not (isinstance(x.value, n.Const) and x.value.value == 0):
+                return False
+            zero_stores = True
+        elif not (isinstance(x, n.Load) and x.buffer == shadow) and _names(x, shadow):
+            return False
+    return zero_stores
+
+
 def drop_seed_zeroing(kernel: n.Kernel, shadow: str) -> tuple[n.Kernel, bool]:
     """``kernel`` without its stores of zero to ``shadow``, where it only ever loads the shadow
     and stores zeros to it: the consumption of the seed of an output written once per element
     (``polypy.poly.written_once``, which the caller proves), whose zeroing nothing in ``kernel``
     reads back. Whether they were dropped."""
-    zero_stores = False
-    for x in walk(kernel):
-        if isinstance(x, n.Store) and x.buffer == shadow:
-            if not (isinstance(x.value, n.Const) and x.value.value == 0):
-                return kernel, False
-            zero_stores = True
-        elif isinstance(x, n.Load) and x.buffer == shadow:
-            continue
-        elif _names(x, shadow):
-            return kernel, False
-    if not zero_stores:
+    if not _only_zero_stores(kernel, shadow):
         return kernel, False
     return _Drop(frozenset((shadow,))).visit(kernel), True
 
@@ -109,15 +112,7 @@ def guard_seed_zeroing(kernel: n.Kernel, shadow: str, when: n.Expr) -> tuple[n.K
     does not hold (tested once, into a flag declared first): ``drop_seed_zeroing`` for an
     output written once per element under a condition (``polypy.poly.written_once_when``,
     which the caller finds). Whether they were guarded; ``seed_read_when`` gives ``when`` back."""
-    zero_stores = False
-    for x in walk(kernel):
-        if isinstance(x, n.Store) and x.buffer == shadow:
-            if not (isinstance(x.value, n.Const) and x.value.value == 0):
-                return kernel, False
-            zero_stores = True
-        elif not (isinstance(x, n.Load) and x.buffer == shadow) and _names(x, shadow):
-            return kernel, False
-    if not zero_stores:
+    if not _only_zero_stores(kernel, shadow):
         return kernel, False
     flag = NameSupply.for_kernel(kernel).fresh(shadow + "_read_only")
     body = _Guard(shadow, _unless(flag)).visit_block(kernel.body)

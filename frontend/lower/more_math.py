@@ -90,17 +90,10 @@ class MoreMath:
         self.let = let
         self.loc = loc
         self.parts = FloatParts(let, loc)
+        # The IR builders FloatParts already has (constants, binaries, calls at this location).
+        self.c, self.b, self.call = self.parts.c, self.parts.b, self.parts.call
 
     # ---------------------------------------------------------------- helpers
-    def c(self, v, ty: ScalarType) -> n.Expr:
-        return n.Const(v, ty, loc=self.loc)
-
-    def b(self, op: str, x: n.Expr, y: n.Expr) -> n.Expr:
-        return n.Binary(op, x, y, loc=self.loc)
-
-    def call(self, fn: str, *args: n.Expr, rtype: ScalarType | None = None) -> n.Expr:
-        return n.Call(fn, tuple(args), rtype or args[0].type, loc=self.loc)
-
     def pred(self, fn: str, x: n.Expr) -> n.Expr:
         return self.call(fn, x, rtype=BOOL)
 
