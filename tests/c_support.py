@@ -172,3 +172,18 @@ def run_way(source: str, kernel: str, grid, block, args: Mapping[str, Any], way:
         raise ValueError(f"unknown way {way!r}: {', '.join(WAYS)}")
     getattr(compiled(path), kernel)[grid, block, shmem](*out.values())
     return out
+
+
+def assert_load_refused(tmp_path: pathlib.Path, name: str, source: str, message: str,
+                        where: tuple[int, int]) -> None:
+    """``polypy.load`` of ``source`` raises a UserError holding ``message`` at (line, col) ``where``."""
+    import polypy
+    from polypy.errors import UserError
+
+    path = tmp_path / f"{name}.cu"
+    path.write_text(source)
+    with pytest.raises(UserError) as info:
+        polypy.load(str(path))
+    err = info.value
+    assert message in err.message, err.render()
+    assert err.loc is not None and (err.loc.line, err.loc.col) == where, err.render()

@@ -12,10 +12,8 @@ import sys
 
 import pytest
 
-import polypy
-from c_support import need_compiler
+from c_support import assert_load_refused, need_compiler
 from codegen.c import find_compiler
-from polypy.errors import UserError
 
 CLASSES = r"""
 #include <cstdio>
@@ -156,13 +154,7 @@ REFUSED = [
 @pytest.mark.parametrize("name,source,message,where", REFUSED, ids=[c[0] for c in REFUSED])
 def test_refused_with_location(name: str, source: str, message: str, where: tuple[int, int],
                                tmp_path: pathlib.Path) -> None:
-    path = tmp_path / f"{name}.cu"
-    path.write_text(source)
-    with pytest.raises(UserError) as info:
-        polypy.load(str(path))
-    err = info.value
-    assert message in err.message, err.render()
-    assert err.loc is not None and (err.loc.line, err.loc.col) == where, err.render()
+    assert_load_refused(tmp_path, name, source, message, where)
 
 
 ATTRIBUTES = r"""

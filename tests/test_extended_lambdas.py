@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import polypy
-from c_support import need_compiler
+from c_support import assert_load_refused, need_compiler
 from codegen.c import find_compiler
 from polypy.errors import UserError
 
@@ -203,13 +203,7 @@ REFUSED_SOURCES = [
 @pytest.mark.parametrize("name,source,message,where", REFUSED_SOURCES, ids=[c[0] for c in REFUSED_SOURCES])
 def test_refused_programs_with_location(name: str, source: str, message: str, where: tuple[int, int],
                                         tmp_path: pathlib.Path) -> None:
-    path = tmp_path / f"{name}.cu"
-    path.write_text(source)
-    with pytest.raises(UserError) as info:
-        polypy.load(str(path))
-    err = info.value
-    assert message in err.message, err.render()
-    assert err.loc is not None and (err.loc.line, err.loc.col) == where, err.render()
+    assert_load_refused(tmp_path, name, source, message, where)
 
 
 def test_this_capture_is_refused_by_the_cli(tmp_path: pathlib.Path) -> None:
