@@ -58,6 +58,7 @@ from polypy.ir import nodes as n
 from polypy.ir.types import PointerType, ScalarType
 from polypy.launch import holds_at_launch
 from polypy.lowp import accessor_elem, is_bfloat16, is_half
+from polypy import torch_alloc as fresh
 from polypy.torch_autograd import autograd_function, is_float, overlaps, shadow_names
 
 INSTALL_HINT = "pip install -e '.[torch]'"
@@ -478,8 +479,8 @@ class KernelFunction:
             if name in self.inouts:
                 outs[name] = prepared[name].clone(memory_format=torch.contiguous_format)
             else:
-                alloc = torch.zeros if self.zero_outputs else torch.empty
-                outs[name] = alloc(shapes[name], dtype=_torch_dtype(self._ptypes[name].elem.dtype))
+                alloc = fresh.zeros if self.zero_outputs else fresh.empty  # huge pages if large
+                outs[name] = alloc(shapes[name], _torch_dtype(self._ptypes[name].elem.dtype))
         self.kernel[config](**self._launch_args(prepared, outs, params))
         state = {"prepared": prepared, "config": config, "params": params, "shapes": shapes}
         return [outs[name] for name in self.outputs], state
@@ -554,7 +555,7 @@ class KernelFunction:
                     else:  # K_grad consumes it
                         t = self._scratch(("seed", primal), shapes[primal], dtype).copy_(seed.detach())
             elif isinstance(ptype, PointerType):
-                t = torch.zeros(prepared[primal].shape, dtype=dtype)
+                t = fresh.zeros(prepared[primal].shape, dtype)  # returned: new memory, huge pages if large
             else:
                 t = torch.zeros(1, dtype=dtype)
             args[shadow] = _array(t)
