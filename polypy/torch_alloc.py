@@ -13,7 +13,7 @@ mapping of its own, aligned to 2 MiB and advised ``MADV_HUGEPAGE``: the kernel t
 2 MiB pages (where it has them; it falls back to 4 KiB pages otherwise, with the same
 contents). An anonymous mapping reads as zeros, so ``zeros`` writes nothing. The tensor holds
 the mapping (``torch.frombuffer`` keeps a reference) and the mapping is unmapped when the
-tensor's storage is freed. Its storage cannot be resized (as a tensor from ``torch.frombuffer``
+tensor's storage is freed. Its storage cannot grow (as a tensor from ``torch.frombuffer``
 or ``torch.from_numpy``); everything else about it is an ordinary contiguous CPU tensor.
 Smaller tensors, and systems without ``madvise``/``MADV_HUGEPAGE``, get ``torch.zeros`` /
 ``torch.empty``. PyTorch's own allocator does the same for every allocation of 2 MiB or more
