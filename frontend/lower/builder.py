@@ -416,6 +416,8 @@ def _scalar_spelling(t: ci.Type) -> str:
     enumeration (the launch passes an ``E``, which an ``enum class`` converts to its integer type
     only by a cast: the launcher takes the enumeration and casts), else the source spelling."""
     canonical = t.get_canonical()
+    if tm.is_function_pointer(canonical):  # the host passes its function pointer (the launcher casts)
+        return f"decltype(({canonical.spelling})0)"
     if canonical.kind == ci.TypeKind.ENUM and "(" not in canonical.spelling:  # not "(unnamed enum at ...)"
         return "enum " + canonical.spelling.removeprefix("const ").removeprefix("volatile ")
     return t.spelling
