@@ -12,7 +12,7 @@ from polypy.errors import UserError
 from polypy.ir.host import DeviceSpan, IncludeSpan
 
 from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, spelled_extent
-from frontend.function_ids import function_id, is_function_pointer
+from frontend.function_ids import function_id, is_function_pointer, is_function_type
 from frontend.function_scan import scan
 from frontend.lower import CK, has_attr
 
@@ -88,13 +88,16 @@ def function_id_spans(file_decls: list[ci.Cursor], conv: OffsetMap) -> tuple[Dev
                 raise UserError(f"'{target.spelling}' is not a __device__ function: a device function pointer cannot "
                                 "point to it", cursor_loc(c))
             extent = c.extent
-            text = f"(({c.type.get_canonical().spelling})(intptr_t){k})"
+            text = f"((__typeof__({target.type.get_canonical().spelling})*)(intptr_t){k})"
             out.append(DeviceSpan(conv.char(extent.start.offset), conv.char(extent.end.offset), "function-id", (text,)))
     return tuple(out)
 
 
 def _named_function(c: ci.Cursor) -> ci.Cursor | None:
     """The function ``c`` converts to a pointer (``add`` decayed, ``&add``), or None."""
+    if c.kind == CK.DECL_REF_EXPR and is_function_type(c.type) and c.referenced is not None and \
+            c.referenced.kind == CK.FUNCTION_DECL:  # an element of a brace list
+        return c.referenced
     if not is_function_pointer(c.type) or c.kind not in (CK.UNEXPOSED_EXPR, CK.UNARY_OPERATOR):
         return None
     inner = [ch for ch in c.get_children() if ch.kind.is_expression()]

@@ -17,7 +17,7 @@ from polypy.ir.types import I32, U8, U16, U32, U64
 from frontend import ctypes_map as tm
 from frontend.clang_setup import RUNTIME_DIR, cursor_loc, evaluate, file_name, instantiation, string_literal_bytes, \
     unary_operator
-from frontend.function_ids import function_id
+from frontend.function_ids import function_id, is_function_type
 from frontend.values import ArrayBinding, Binding, LValue, RecordAddress
 
 
@@ -178,7 +178,8 @@ class ModuleContext:
         # An array of float3 or of records is a flat buffer of scalars viewing the C variable; so is
         # an array of enumerations (C++ converts an ``enum class`` to its integer type only by a cast).
         enum = elem.get_canonical().kind == ci.TypeKind.ENUM
-        symbol = decl.spelling if layout.stride > 1 or enum else None
+        # So is an array of device function pointers (their ids: frontend.function_ids).
+        symbol = decl.spelling if layout.stride > 1 or enum or tm.is_function_pointer(elem) else None
         buffer = n.Buffer(name, layout.scalar, shape, space, init=init, symbol=symbol, loc=cursor_loc(decl))
         self.globals[key] = buffer
         binding = ArrayBinding(name, dims, layout)
@@ -374,7 +375,7 @@ def module_initializer(decl: ci.Cursor) -> ci.Cursor | None:
 def function_constant(c: ci.Cursor) -> int | None:
     """The id of the device function a module variable's initializer names (``add``, ``&add``), 0 for
     a null function pointer, or None (frontend.function_ids)."""
-    if not tm.is_function_pointer(c.type):
+    if not (tm.is_function_pointer(c.type) or is_function_type(c.type)):
         return None
     inner = c
     while inner.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR, CK.CSTYLE_CAST_EXPR, CK.CXX_STATIC_CAST_EXPR) or \

@@ -469,7 +469,8 @@ def binary(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
         return logical(kb, op, lhs_c, rhs_c, c)
     if op not in _BINARY:
         raise kb.error(f"unsupported operator '{op}'", c)
-    if op in ("==", "!=") and (is_null_pointer(lhs_c) or is_null_pointer(rhs_c)):
+    if op in ("==", "!=") and (is_null_pointer(lhs_c) or is_null_pointer(rhs_c)) and \
+            not tm.is_function_pointer(lhs_c.type) and not tm.is_function_pointer(rhs_c.type):
         return null_test(kb, op, rhs_c if is_null_pointer(lhs_c) else lhs_c, c)
     a = expr(kb, lhs_c)
     b = expr(kb, rhs_c)
