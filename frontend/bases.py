@@ -157,7 +157,8 @@ def bases(t: ci.Type, where=None) -> list[Base]:
             # A class with a vtable is supported with its vtable pointer shared with its first base's
             # (single inheritance from a polymorphic base: that base at offset 0; docs/function_pointers.md).
             raise UserError(f"'{t.spelling}' or its base '{s.type.spelling}' has virtual member functions: "
-                            "classes with a vtable are not supported in device code", where)
+                            "classes with a vtable are supported in device code only with single inheritance from a "
+                            "polymorphic base", where)
         if _is_empty(bt):
             # An empty base takes no space (at offset 0), unless another subobject of its type
             # would share that address: then C++ moves it, which polypy does not model.
