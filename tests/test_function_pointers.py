@@ -188,6 +188,8 @@ record member: PASSED
 constant table: PASSED
 stored by a kernel: PASSED
 host call: 12
+fixed<sub>: -2 1
+fixed<add>: 2 5
 call: 3
 null call: launch failed
 """

@@ -43,6 +43,9 @@ __global__ void fill(op_t* table) {
 
 __global__ void call_one(op_t f, float* out) { out[0] = f(1.0f, 2.0f); }
 
+template <op_t F>  // one instance per function: k<add> and k<sub> are two kernels
+__global__ void fixed(float* out) { out[threadIdx.x] = F((float)threadIdx.x, 2.0f); }
+
 int main() {
   const int n = 1000;
   static float hx[n], hy[n], ho[n];
@@ -96,6 +99,12 @@ int main() {
   for (int i = 0; i < n; ++i) if (ho[i] != hx[i] - hy[i]) bad_fill++;
   printf("stored by a kernel: %s\n", bad_fill ? "FAILED" : "PASSED");
   printf("host call: %g\n", mul(3.0f, 4.0f));
+  fixed<sub><<<1, 4>>>(o);
+  cudaMemcpy(ho, o, 4 * sizeof(float), cudaMemcpyDeviceToHost);
+  printf("fixed<sub>: %g %g\n", ho[0], ho[3]);
+  fixed<add><<<1, 4>>>(o);
+  cudaMemcpy(ho, o, 4 * sizeof(float), cudaMemcpyDeviceToHost);
+  printf("fixed<add>: %g %g\n", ho[0], ho[3]);
 
   cudaFree(x); cudaFree(w); cudaFree(table);
   call_one<<<1, 1>>>(h_add, o);  // then through a null pointer: the launch fails, as on a GPU
