@@ -3,7 +3,7 @@
 A virtual call runs the final overrider of the object's dynamic class, which polypy knows for
 the objects a kernel makes: locals of concrete classes, reached directly, through ``Base&`` /
 ``Base*`` bound to them, a ``Base&`` parameter of a device function, ``this`` in a member
-function; a by-value kernel parameter (a complete object). A copy into a base local is a base
+function. A copy into a base local is a base
 object; ``b.Base::f()`` calls that very function. Checked through the emulator, the LLVM backend
 and the C backend against NumPy, differentiated against finite differences; the calls polypy
 cannot make exact are refused, located.
@@ -62,11 +62,6 @@ __global__ void shapes(const float* x, float* out, int n) {
   out[8 * i + 7] = u.twice();
 }
 
-__global__ void by_value(Circle c, const float* x, float* out, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  const Shape& s = c;
-  if (i < n) out[i] = s.scaled(x[i]);
-}
 """
 
 
@@ -81,25 +76,6 @@ def test_virtual_calls_on_objects_the_kernel_makes(grid, block, way) -> None:
                      np.full(n, u), np.full(n, 2 * u)], 1)
     out = run_way(SHAPES, "shapes", grid, block, {"x": x, "out": np.zeros(8 * n, f), "n": n}, way, name="shapes.cu")
     np.testing.assert_array_equal(out["out"].reshape(n, 8), want)
-
-
-@pytest.mark.parametrize("way", ("emulator", "llvm"))
-def test_virtual_call_on_a_by_value_kernel_parameter(way, tmp_path) -> None:
-    path = tmp_path / "shapes.cu"
-    path.write_text(SHAPES)
-    n = 20
-    x = np.arange(n, dtype=np.float32)
-    # Circle as the kernel sees it by value: s, then r2 (its vtable pointer is no parameter)
-    args = {"c.s": np.float32(2.0), "c.r2": np.float32(4.0), "x": x, "out": np.zeros(n, np.float32), "n": n}
-    kernel = polypy.load(str(path)).kernel("by_value")
-    names = [p.name for p in kernel.params]
-    assert len(names) == 5, names
-    values = dict(zip(names, args.values()))
-    if way == "emulator":
-        polypy.emulate(kernel, (1,), (32,), values)
-    else:
-        getattr(polypy.compile(str(path)), "by_value")[(1,), (32,)](*values.values())
-    np.testing.assert_array_equal(values[names[3]], x + np.float32(12.0))
 
 
 GRAD_KERNEL = r"""
@@ -147,6 +123,8 @@ _HEAD = ("struct S { float v; __device__ S(float a) : v(a) {} __device__ virtual
          "struct T : S { __device__ T(float a) : S(a) {} __device__ float f() const override { return 2 * v; } };\n")
 
 REFUSED = [
+    ("by-value-parameter", _HEAD + "__global__ void k(T t, float* y) { y[threadIdx.x] = t.f(); }\n",
+     "kernel parameter 't' is an object of a class with virtual functions", (3, 21)),
     ("in-device-memory", _HEAD + "__global__ void k(const T* objs, float* y) { y[threadIdx.x] = objs[0].f(); }\n",
      "virtual call of 'f' on an object in memory", (3, 63)),
     ("one-of-several", _HEAD + "__global__ void k(const float* x, float* y) {\n"

@@ -42,11 +42,9 @@ def virtual_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[
     if static is None:
         raise kb.error(f"virtual call of '{fn.spelling}' on an object whose class polypy does not know", c)
     place = place_of(base)
-    qualified = any(t.spelling == "::" for t in callee.get_tokens())
-    if qualified:  # `b.Base::f()`: no dispatch, that very function
-        owner, target = static, fn
+    if _qualified(callee, base):  # `b.Base::f()`: no dispatch, that very function
         this = subobject(kb, place, cxx.base_path(static, fn.semantic_parent.type) or [], c, static)
-        return _inline(kb, target, args, c, discard, this)
+        return _inline(kb, fn, args, c, discard, this)
     if any(f.cursor is not None and f.cursor.kind in (CK.CONSTRUCTOR, CK.DESTRUCTOR) for f in kb.frames):
         raise kb.error(f"virtual call of '{fn.spelling}' while a constructor or destructor runs is not supported in "
                        "device code (the object's dynamic class is then the one being built)", c)
@@ -60,6 +58,13 @@ def virtual_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[
         raise kb.error(f"virtual call of '{fn.spelling}': '{owner.spelling}' is not a base of '{dynamic.spelling}'", c)
     this = subobject(kb, whole, path, c, dynamic)
     return _inline(kb, target, args, c, discard, this)
+
+
+def _qualified(callee: ci.Cursor, base: ci.Cursor | None) -> bool:
+    """Whether member expression ``callee`` names its member with a qualifier (``b.Base::f``), told
+    by the tokens after its object expression."""
+    end = base.extent.end.offset if base is not None else -1
+    return any(t.spelling == "::" for t in callee.get_tokens() if t.extent.start.offset >= end)
 
 
 def _inline(kb: KernelBuilder, target: ci.Cursor, args, c, discard, this) -> Value | None:
