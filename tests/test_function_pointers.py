@@ -85,6 +85,23 @@ __global__ void store(op_t* table) {  // the host reads what it may pass back: o
   table[0] = add; table[1] = sub; table[2] = mul; table[3] = nullptr;
 }
 
+typedef void (*upd_t)(float&, float);
+__device__ void inc(float& v, float d) { v += d; }
+__device__ void dbl(float& v, float d) { v = 2.0f * v + d; }
+__device__ op_t pick(int k) { return k ? add : mul; }
+__global__ void more(float* out) {
+  __shared__ op_t s_ops[2];
+  int t = threadIdx.x;
+  if (t == 0) { s_ops[0] = mul; s_ops[1] = add; }
+  __syncthreads();
+  float v = (float)t;
+  upd_t u = (t & 1) ? inc : dbl;      // reference parameters
+  u(v, 1.0f);
+  out[3 * t] = v;
+  out[3 * t + 1] = pick(t & 1)((float)t, 3.0f);   // returned by a device function
+  out[3 * t + 2] = s_ops[t & 1]((float)t, 5.0f);  // a __shared__ table
+}
+
 __device__ float poly(float v) { return v * v * v - 2.0f * v; }
 __device__ float wave(float v) { return sinf(v) * v; }
 __global__ void mapped(const float* x, const int* sel, float* y, int n) {
@@ -145,6 +162,15 @@ def test_calls_through_locals_tables_members_templates(module, compiled, grid, b
     out = _run(module, compiled, "patterns", grid, block,
                {"x": x, "sel": sel, "out": np.zeros(10 * n, np.float32), "n": n}, way)
     np.testing.assert_array_equal(out["out"].reshape(n, 10), want)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_reference_parameters_returned_pointers_shared_tables(module, compiled, way) -> None:
+    t = np.arange(16, dtype=np.float32)
+    odd = (np.arange(16) & 1).astype(bool)
+    want = np.stack([np.where(odd, t + 1, 2 * t + 1), np.where(odd, t + 3, t * 3), np.where(odd, t + 5, t * 5)], 1)
+    out = _run(module, compiled, "more", (1,), (16,), {"out": np.zeros(48, np.float32)}, way)["out"]
+    np.testing.assert_array_equal(out.reshape(16, 3), want)
 
 
 @pytest.mark.parametrize("way", WAYS)
@@ -279,6 +305,10 @@ REFUSED = [
      "__global__ void other(float* y) { y[0] = 1.0f; }\n"
      "__global__ void k(float* y) { kp f = other; f(y); }\n",
      "pointers to kernels are not supported in device code", (3, 38)),
+    ("lambda",
+     "typedef float (*op)(float, float);\n"
+     "__global__ void k(float* y) { op f = [](float a, float b) { return a + b; }; y[0] = f(1.0f, 2.0f); }\n",
+     "converted to a function pointer is not supported", (2, 38)),
     ("record-result",
      "struct P { float a, b; };\n"
      "typedef P (*pp)(float);\n"

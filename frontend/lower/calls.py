@@ -81,6 +81,8 @@ def call(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
     if any(ch.kind == CK.CALL_EXPR and ch.spelling in ("__cudaPushCallConfiguration", "cudaConfigureCall")
            for ch in children):
         return device_launch(kb, c, children, discard)
+    if fn is not None and fn.kind == CK.CONVERSION_FUNCTION and tm.is_function_pointer(fn.result_type):
+        raise kb.error("an object or lambda converted to a function pointer is not supported in device code", c)
     if children and function_pointers.is_pointer_call(children[0]):  # a dispatch (function_pointers.py)
         return function_pointers.pointer_call(kb, c, children[0], children[1:], discard)
     if fn is None:
