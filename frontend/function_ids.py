@@ -103,5 +103,11 @@ def function_id(fn: ci.Cursor) -> int | None:
 
 def targets(tu: ci.TranslationUnit, function_type: ci.Type) -> list[tuple[int, ci.Cursor]]:
     """The (id, declaration) of the address-taken device functions of type ``function_type``."""
-    spelling = function_type.get_canonical().spelling
-    return [(k, fn) for k, fn in address_taken(tu).values() if fn.type.get_canonical().spelling == spelling]
+    spelling = _without_noexcept(function_type)
+    return [(k, fn) for k, fn in address_taken(tu).values() if _without_noexcept(fn.type) == spelling]
+
+
+def _without_noexcept(t: ci.Type) -> str:
+    """A function type's spelling, ``noexcept`` left out (a pointer to a function may point to a
+    ``noexcept`` one; taking in more functions than can be reached changes nothing: ids differ)."""
+    return t.get_canonical().spelling.removesuffix(" noexcept")

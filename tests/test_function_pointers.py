@@ -28,7 +28,7 @@ KERNELS = r"""
 typedef float (*op_t)(float, float);
 using unary_t = float (*)(float);
 __device__ float add(float a, float b) { return a + b; }
-__device__ float sub(float a, float b) { return a - b; }
+__device__ float sub(float a, float b) noexcept { return a - b; }  // a noexcept function too
 __device__ float mul(float a, float b) { return a * b; }
 __host__ __device__ float sq(float a) { return a * a; }
 __device__ float neg(float a) { return -a; }
