@@ -309,6 +309,12 @@ REFUSED = [
      "typedef float (*op)(float, float);\n"
      "__global__ void k(float* y) { op f = [](float a, float b) { return a + b; }; y[0] = f(1.0f, 2.0f); }\n",
      "converted to a function pointer is not supported", (2, 38)),
+    ("device-function-in-host-code",
+     "typedef float (*op)(float);\n"
+     "__device__ float twice(float v) { return 2.0f * v; }\n"
+     "__global__ void k(op f, float* y) { y[0] = f(y[0]); }\n"
+     "int main() { op h = twice; float* y; cudaMalloc(&y, 4); k<<<1, 1>>>(h, y); return 0; }\n",
+     "reference to __device__ function 'twice' in __host__ function", (4, 21)),  # clang's own error
     ("record-result",
      "struct P { float a, b; };\n"
      "typedef P (*pp)(float);\n"
