@@ -214,6 +214,7 @@ record member: PASSED
 constant table: PASSED
 stored by a kernel: PASSED
 host call: 12
+constant records: 4 2 6 6
 fixed<sub>: -2 1
 fixed<add>: 2 5
 call: 3

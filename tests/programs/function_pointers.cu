@@ -21,6 +21,13 @@ struct Job {
   int n;
 };
 
+__constant__ Job c_jobs[2] = {{add, 1.0f, 0}, {&mul, 0.5f, 0}};  // records holding pointers, initialized
+
+__global__ void by_jobs(float* out) {
+  int t = threadIdx.x;
+  out[t] = c_jobs[t & 1].scale * c_jobs[t & 1].f((float)t, 4.0f);
+}
+
 __global__ void apply(op_t f, const float* x, const float* y, float* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = f != nullptr ? f(x[i], y[i]) : -1.0f;
@@ -99,6 +106,9 @@ int main() {
   for (int i = 0; i < n; ++i) if (ho[i] != hx[i] - hy[i]) bad_fill++;
   printf("stored by a kernel: %s\n", bad_fill ? "FAILED" : "PASSED");
   printf("host call: %g\n", mul(3.0f, 4.0f));
+  by_jobs<<<1, 4>>>(o);
+  cudaMemcpy(ho, o, 4 * sizeof(float), cudaMemcpyDeviceToHost);
+  printf("constant records: %g %g %g %g\n", ho[0], ho[1], ho[2], ho[3]);
   fixed<sub><<<1, 4>>>(o);
   cudaMemcpy(ho, o, 4 * sizeof(float), cudaMemcpyDeviceToHost);
   printf("fixed<sub>: %g %g\n", ho[0], ho[3]);
