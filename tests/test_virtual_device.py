@@ -40,6 +40,19 @@ struct Unit final : Square {
   __device__ float area() const override { return 10.0f + Square::area(); }
 };
 __device__ float measure(const Shape& sh) { return sh.area(); }
+namespace geo {
+__device__ const Shape& same(const Shape& sh) { return sh; }
+}
+
+__global__ void through_calls(const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  Square q(x[i]);
+  Circle c(x[i] + 1.0f);
+  out[3 * i + 0] = geo::same(q).area();        // the object a returned reference names
+  out[3 * i + 1] = Square(x[i]).area();        // a new object
+  out[3 * i + 2] = geo::same(c).scaled(1.0f);
+}
 
 __global__ void shapes(const float* x, float* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -76,6 +89,17 @@ def test_virtual_calls_on_objects_the_kernel_makes(grid, block, way) -> None:
                      np.full(n, u), np.full(n, 2 * u)], 1)
     out = run_way(SHAPES, "shapes", grid, block, {"x": x, "out": np.zeros(8 * n, f), "n": n}, way, name="shapes.cu")
     np.testing.assert_array_equal(out["out"].reshape(n, 8), want)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_virtual_calls_on_returned_references_and_temporaries(way) -> None:
+    n = 30
+    f = np.float32
+    x = np.linspace(-2, 3, n).astype(f)
+    want = np.stack([x * x, x * x, f(1) + f(3) * ((x + f(1)) * (x + f(1)))], 1)
+    out = run_way(SHAPES, "through_calls", (1,), (32,), {"x": x, "out": np.zeros(3 * n, f), "n": n}, way,
+                  name="shapes.cu")
+    np.testing.assert_array_equal(out["out"].reshape(n, 3), want)
 
 
 GRAD_KERNEL = r"""
@@ -123,6 +147,10 @@ _HEAD = ("struct S { float v; __device__ S(float a) : v(a) {} __device__ virtual
          "struct T : S { __device__ T(float a) : S(a) {} __device__ float f() const override { return 2 * v; } };\n")
 
 REFUSED = [
+    ("chosen-reference", _HEAD + "__global__ void k(const float* x, float* y) {\n"
+     "  S a(1.0f); T b(2.0f);\n"
+     "  y[threadIdx.x] = (x[0] > 0 ? static_cast<const S&>(a) : static_cast<const S&>(b)).f();\n}\n",
+     "virtual call of 'f' on this kind of object expression", (5, 20)),
     ("by-value-parameter", _HEAD + "__global__ void k(T t, float* y) { y[threadIdx.x] = t.f(); }\n",
      "kernel parameter 't' is an object of a class with virtual functions", (3, 21)),
     ("in-device-memory", _HEAD + "__global__ void k(const T* objs, float* y) { y[threadIdx.x] = objs[0].f(); }\n",

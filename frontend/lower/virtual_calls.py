@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import clang.cindex as ci
 
 from frontend import bases as cxx
+from frontend import ctypes_map as tm
 from frontend.lower import inlining
 from frontend.lower.context import CK, function_body
 from frontend.lower.helpers import strip
@@ -41,7 +42,7 @@ def virtual_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[
     static = this_source(kb, base)
     if static is None:
         raise kb.error(f"virtual call of '{fn.spelling}' on an object whose class polypy does not know", c)
-    place = place_of(base)
+    place = _object_place(kb, base, fn, c, place_of)
     if _qualified(callee, base):  # `b.Base::f()`: no dispatch, that very function
         this = subobject(kb, place, cxx.base_path(static, fn.semantic_parent.type) or [], c, static)
         return _inline(kb, fn, args, c, discard, this)
@@ -58,6 +59,26 @@ def virtual_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[
         raise kb.error(f"virtual call of '{fn.spelling}': '{owner.spelling}' is not a base of '{dynamic.spelling}'", c)
     this = subobject(kb, whole, path, c, dynamic)
     return _inline(kb, target, args, c, discard, this)
+
+
+def _object_place(kb: KernelBuilder, base: ci.Cursor | None, fn: ci.Cursor, c: ci.Cursor, place_of):
+    """The place of a virtual call's object: never a copy of an object a reference names (a
+    copy's class is the static one: ``id(q).f()`` with ``const Shape& id(const Shape&)``)."""
+    inner = strip(base) if base is not None else None
+    if inner is None or tm.is_pointer(inner.type) or inner.kind in _PLACES:
+        return place_of(base)
+    if inner.kind == CK.CALL_EXPR:
+        called = inner.referenced
+        if called is not None and called.kind != CK.CONSTRUCTOR and tm.is_reference(called.result_type):
+            return kb.lvalue(inner)  # the place the call's reference names
+        return place_of(base)  # an object made by the call: its class is the static one
+    if inner.kind == CK.CXX_FUNCTIONAL_CAST_EXPR:  # `Square(v).f()`: a new object
+        return place_of(base)
+    raise kb.error(f"virtual call of '{fn.spelling}' on this kind of object expression is not supported in device code "
+                   "(name the object, or call through a reference or pointer to it)", c)
+
+
+_PLACES = (CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR, CK.ARRAY_SUBSCRIPT_EXPR, CK.UNARY_OPERATOR, CK.CXX_THIS_EXPR)
 
 
 def _qualified(callee: ci.Cursor, base: ci.Cursor | None) -> bool:
