@@ -147,6 +147,11 @@ _HEAD = ("struct S { float v; __device__ S(float a) : v(a) {} __device__ virtual
          "struct T : S { __device__ T(float a) : S(a) {} __device__ float f() const override { return 2 * v; } };\n")
 
 REFUSED = [
+    ("copy-bound-to-reference", _HEAD + "__device__ float g(const S& s) { return s.f(); }\n"
+     "__global__ void k(const float* x, float* y) {\n"
+     "  T a(1.0f), b(2.0f);\n"
+     "  y[threadIdx.x] = g(x[0] > 0 ? a : b);\n}\n",
+     "on an object bound to a const reference that polypy holds as a copy", (3, 41)),
     ("chosen-reference", _HEAD + "__global__ void k(const float* x, float* y) {\n"
      "  S a(1.0f); T b(2.0f);\n"
      "  y[threadIdx.x] = (x[0] > 0 ? static_cast<const S&>(a) : static_cast<const S&>(b)).f();\n}\n",

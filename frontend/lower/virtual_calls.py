@@ -24,7 +24,7 @@ from frontend.lower import inlining
 from frontend.lower.context import CK, function_body
 from frontend.lower.helpers import strip
 from frontend.lower.inheritance import class_of, subobject, this_source
-from frontend.values import AggLV, BaseLV, UnionLV, Value
+from frontend.values import AggLV, BaseLV, BoundCopyLV, UnionLV, Value
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -104,6 +104,9 @@ def _dynamic_class(kb: KernelBuilder, place, static: ci.Type, fn: ci.Cursor, c: 
         if found is None:
             raise kb.error(f"virtual call of '{fn.spelling}' on an object whose class polypy does not know", c)
         dynamic, place = found, place.whole
+    if isinstance(place, BoundCopyLV):  # its class is the reference's, maybe not the object's
+        raise kb.error(f"virtual call of '{fn.spelling}' on an object bound to a const reference that polypy holds as "
+                       "a copy is not supported in device code (pass a named object)", c)
     if type(place) is not AggLV or isinstance(place, UnionLV):
         raise kb.error(f"virtual call of '{fn.spelling}' on an object in memory is not supported in device code: "
                        "polypy knows the dynamic class only of objects the kernel makes as locals (an object "
