@@ -3,16 +3,22 @@
 polypy translates a device function pointer as a small integer: every ``__device__`` (or
 ``__host__ __device__``) function whose address the translation unit takes anywhere (``op_t f =
 add;``, ``&add``, ``{add, mul}``, a template argument, ``__device__ op_t d_add = add;``) gets an
-id, 1, 2, ... in the order of the functions' declarations; 0 is the null pointer. The world is
+id, a 62-bit hash of the function's clang USR (never 0); 0 is the null pointer. The world is
 closed: a call through a pointer can only reach one of these functions, and only one whose type
 is the pointer's (``frontend.lower.function_pointers`` dispatches over them).
 
 A reference to a function is a taking of its address unless it is the callee of a call
-(``add(a, b)``) or names an overloaded operator. The ids are one per unit, so kernels, module
-variables and the host (which only sees them through ``cudaMemcpyFromSymbol`` and kernel
-arguments, as opaque values) agree.
+(``add(a, b)``) or names an overloaded operator. Kernels, module variables and the host (which
+only sees ids through ``cudaMemcpyFromSymbol`` and kernel arguments, as opaque values) agree on
+them, and so do the files of a program built by separate compilation (``-rdc``): the id of a
+function is a function of its USR alone (an inline function or template instance of a shared
+header has one USR in every file; a ``static`` one's USR names its file), so a pointer made in one
+file and called in another reaches the same function where that file defines it, and otherwise
+matches no target of the dispatch, which fails the launch as a failed device assertion does.
 """
 from __future__ import annotations
+
+import hashlib
 
 import clang.cindex as ci
 
@@ -66,7 +72,7 @@ def _callee(call: ci.Cursor) -> ci.Cursor | None:
 
 def address_taken(tu: ci.TranslationUnit) -> dict[str, tuple[int, ci.Cursor]]:
     """USR -> (id, the function's declaration) for the device functions of ``tu`` whose address
-    is taken (ids from 1, in the order of the functions' first declarations)."""
+    is taken (``stable_id`` of the USR), in the order of the functions' first declarations."""
     answers = _CACHE.of(tu)
     found = answers.get("ids")
     if found is not None:
@@ -90,9 +96,16 @@ def address_taken(tu: ci.TranslationUnit) -> dict[str, tuple[int, ci.Cursor]]:
         below.reverse()
         stack.extend(below)
     ordered = sorted(taken.items(), key=lambda kv: (file_name(kv[1]) or "", kv[1].location.offset, kv[0]))
-    found = {usr: (k + 1, fn) for k, (usr, fn) in enumerate(ordered)}
+    found = {usr: (stable_id(usr), fn) for usr, fn in ordered}
     answers["ids"] = found
     return found
+
+
+def stable_id(usr: str) -> int:
+    """A function's id: 62 bits of a hash of its USR, never 0 (the null pointer), the same in
+    every translation unit and every run."""
+    h = int.from_bytes(hashlib.blake2b(usr.encode(), digest_size=8).digest(), "little")
+    return (h >> 2) or 1
 
 
 def function_id(fn: ci.Cursor) -> int | None:

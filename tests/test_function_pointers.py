@@ -240,6 +240,73 @@ def test_program_host_idiom_constant_table_record_member(tmp_path) -> None:
     assert emulated.stdout == PROGRAM_OUTPUT
 
 
+# ---------------------------------------------------------------------------- separate compilation
+SEPARATE_HEADER = r"""
+#pragma once
+typedef float (*op_t)(float, float);
+__device__ inline float add(float a, float b) { return a + b; }
+__global__ void apply(op_t f, const float* x, float* y, int n);
+"""
+
+SEPARATE_MAIN = r"""
+#include <cstdio>
+#include "ops.cuh"
+__device__ op_t d_add = add;
+int main() {
+  float hx[4] = {1, 2, 3, 4}, hy[4] = {0, 0, 0, 0};
+  float *x, *y;
+  cudaMalloc(&x, sizeof hx);
+  cudaMalloc(&y, sizeof hy);
+  cudaMemcpy(x, hx, sizeof hx, cudaMemcpyHostToDevice);
+  op_t h = nullptr;
+  cudaMemcpyFromSymbol(&h, d_add, sizeof(op_t));
+  apply<<<1, 4>>>(h, x, y, 4);
+  cudaError_t e = cudaDeviceSynchronize();
+  cudaMemcpy(hy, y, sizeof hy, cudaMemcpyDeviceToHost);
+  printf("%s %g %g %g %g\n", e == cudaSuccess ? "ok" : "launch failed", hy[0], hy[1], hy[2], hy[3]);
+  return 0;
+}
+"""
+
+SEPARATE_KERNEL = r"""
+#include "ops.cuh"
+__device__ float mul(float a, float b) { return a * b; }
+__device__ op_t d_mul = mul;
+__global__ void apply(op_t f, const float* x, float* y, int n) {
+  int i = threadIdx.x;
+  if (i < n) y[i] = f(x[i], 10.0f);
+}
+"""
+
+
+def test_pointer_from_another_file_never_reaches_another_function(tmp_path) -> None:
+    """``-rdc=true``: main.cu passes a pointer to ``add`` to a kernel of apply.cu, which takes the
+    address of ``mul`` only. Ids are hashes of the functions' USRs, the same in every file, so
+    the call matches no function apply.cu can reach and the launch fails; it never computes
+    ``mul`` (with ids numbered per file, ``add`` in main.cu and ``mul`` in apply.cu were both 1)."""
+    need_compiler(cpp=True)
+    compiler = find_compiler(cpp=True)
+    (tmp_path / "ops.cuh").write_text(SEPARATE_HEADER)
+    objects = []
+    for name, text in (("main.cu", SEPARATE_MAIN), ("apply.cu", SEPARATE_KERNEL)):
+        (tmp_path / name).write_text(text)
+        cpp = tmp_path / (name[:-3] + ".cpp")
+        r = _polypy("translate", str(tmp_path / name), "-o", str(cpp), "-rdc=true")
+        assert r.returncode == 0, r.stderr[-3000:]
+        obj = tmp_path / (name[:-3] + ".o")
+        r = subprocess.run([compiler, "-O1", "-fopenmp", "-w", "-c", str(cpp), "-o", str(obj)],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        objects.append(str(obj))
+    exe = tmp_path / "program"
+    r = subprocess.run([compiler, "-fopenmp", *objects, "-o", str(exe), "-lm"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert "10 20 30 40" not in run.stdout, run.stdout  # mul's answer: a wrong function reached
+    assert run.stdout.startswith("launch failed"), (run.stdout, run.stderr)
+    assert "call through a null or invalid function pointer" in run.stderr
+
+
 # ---------------------------------------------------------------------------- gradients
 GRAD_KERNEL = r"""
 typedef double (*fn_t)(double);
