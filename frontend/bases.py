@@ -16,8 +16,9 @@ member function): the base instance of each of the template's base specifiers is
 converted-to type that is an instance of the specifier's template. The layout that results is
 checked against clang's offsets of the own members and size.
 
-What is not exact is refused: virtual bases, classes with virtual member functions (a vtable
-pointer polypy does not model), and an instance's base that its code never converts to.
+What is not exact is refused: virtual bases, classes with virtual member functions other than
+single inheritance from a polymorphic base (its primary base at offset 0, sharing its vtable
+pointer: frontend.lower.virtual_calls), and an instance's base that its code never converts to.
 """
 from __future__ import annotations
 
@@ -104,6 +105,15 @@ def is_polymorphic(decl: ci.Cursor) -> bool:
     return any(ch.kind in (CK.CXX_METHOD, CK.DESTRUCTOR) and ch.is_virtual_method() for ch in decl.get_children())
 
 
+def is_dynamic(t: ci.Type) -> bool:
+    """Whether objects of record ``t`` hold a vtable pointer: it or a base has virtual functions."""
+    c = t.get_canonical()
+    if c.kind != TK.RECORD:
+        return False
+    decl = c.get_declaration()
+    return is_polymorphic(decl) or any(is_dynamic(s.type) for s in _specifiers(decl))
+
+
 def _is_empty(t: ci.Type) -> bool:
     c = t.get_canonical()
     return not any(True for _ in c.get_fields()) and all(_is_empty(b.type) for b in bases(c))
@@ -143,9 +153,12 @@ def bases(t: ci.Type, where=None) -> list[Base]:
         if bt.kind != TK.RECORD:
             raise UserError(f"base class '{s.type.spelling}' of '{t.spelling}' is not supported in device code",
                             where)
-        if is_polymorphic(decl) or is_polymorphic(bt.get_declaration()):
+        if (is_dynamic(c) or is_dynamic(bt)) and not (len(specs) == 1 and is_dynamic(bt)):
+            # A class with a vtable is supported with its vtable pointer shared with its first base's
+            # (single inheritance from a polymorphic base: that base at offset 0; docs/function_pointers.md).
             raise UserError(f"'{t.spelling}' or its base '{s.type.spelling}' has virtual member functions: "
-                            "classes with a vtable are not supported in device code", where)
+                            "classes with a vtable are supported in device code only with single inheritance from a "
+                            "polymorphic base", where)
         if _is_empty(bt):
             # An empty base takes no space (at offset 0), unless another subobject of its type
             # would share that address: then C++ moves it, which polypy does not model.
@@ -163,6 +176,10 @@ def bases(t: ci.Type, where=None) -> list[Base]:
                             "this layout is not supported in device code", where)
         out.append(Base(f"{PREFIX}{i}", bt, offset))
         end = offset + bt.get_size()
+    if out and is_dynamic(c):
+        # One polymorphic base: the primary base, at offset 0 (the Itanium C++ ABI; the own
+        # members, at clang's offsets, may lie in its tail padding).
+        return out
     # The bases' layout checked against clang's: the own members follow them (the first at the
     # first offset its alignment allows), or, without own members, the size is theirs.
     own = sorted((c.get_offset(f.spelling) // 8, f.type.get_canonical().get_align())

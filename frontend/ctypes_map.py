@@ -17,8 +17,13 @@ from polypy.errors import UserError
 from polypy.ir.types import SCALAR_TYPES, U64, PointerType, ScalarType
 
 from frontend import bases as cxx_bases
+from frontend import function_ids
+from frontend.function_ids import is_function_type
 
 TK = ci.TypeKind
+# A pointer to a device function is its id (0: null), 8 bytes as the host's function pointers are,
+# so records holding one keep their layout (docs/function_pointers.md).
+FUNCTION_POINTER = SCALAR_TYPES["i64"]
 
 _SCALAR_KINDS: dict[TK, str] = {
     TK.BOOL: "bool",
@@ -42,12 +47,20 @@ def scalar_type(t: ci.Type) -> ScalarType | None:
     c = canonical(t)
     if c.kind == TK.ENUM:
         return scalar_type(c.get_declaration().enum_type)
+    if c.kind == TK.POINTER and is_function_type(c.get_pointee()):
+        return FUNCTION_POINTER  # a device function's id (frontend.function_ids)
     name = _SCALAR_KINDS.get(c.kind)
     return SCALAR_TYPES[name] if name is not None else None
 
 
 def is_pointer(t: ci.Type) -> bool:
-    return canonical(t).kind == TK.POINTER
+    """Whether ``t`` points into memory (a function pointer is a number: ``scalar_type``)."""
+    c = canonical(t)
+    return c.kind == TK.POINTER and not is_function_type(c.get_pointee())
+
+
+def is_function_pointer(t: ci.Type) -> bool:
+    return function_ids.is_function_pointer(t)
 
 
 def is_builtin_scalar(t: ci.Type) -> bool:

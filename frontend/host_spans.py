@@ -12,6 +12,7 @@ from polypy.errors import UserError
 from polypy.ir.host import DeviceSpan, IncludeSpan
 
 from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, spelled_extent
+from frontend.function_ids import function_id, is_function_pointer, is_function_type
 from frontend.function_scan import scan
 from frontend.lower import CK, has_attr
 
@@ -63,6 +64,49 @@ def symbol_name_spans(file_decls: list[ci.Cursor], decls: list[ci.Cursor], conv:
             out.append(DeviceSpan(conv.char(literal.extent.start.offset), conv.char(literal.extent.end.offset),
                                   "symbol-name", (name,)))
     return tuple(out)
+
+
+def function_id_spans(file_decls: list[ci.Cursor], conv: OffsetMap) -> tuple[DeviceSpan, ...]:
+    """``__device__ op_t d_add = add;``, ``__constant__ op_t ops[] = {add, &mul};``: the emitted
+    program's variable holds the function's id (frontend.function_ids), which kernels read and
+    ``cudaMemcpyFromSymbol`` hands the host, so each function named there becomes its id, cast to
+    the pointer type (a ``"function-id"`` span; the device function itself is not in the program)."""
+    out: list[DeviceSpan] = []
+    for d in file_decls:
+        if d.kind != CK.VAR_DECL or not (has_attr(d, CK.CUDACONSTANT_ATTR, "polypy_constant")
+                                         or has_attr(d, CK.CUDADEVICE_ATTR, "polypy_device")):
+            continue
+        stack = [ch for ch in d.get_children() if ch.kind.is_expression()]
+        while stack:
+            c = stack.pop()
+            target = _named_function(c)
+            if target is None:
+                stack.extend(c.get_children())
+                continue
+            k = function_id(target)
+            if k is None:
+                raise UserError(f"'{target.spelling}' is not a __device__ function: a device function pointer cannot "
+                                "point to it", cursor_loc(c))
+            extent = c.extent
+            text = f"((__typeof__({target.type.get_canonical().spelling})*)(intptr_t){k})"
+            out.append(DeviceSpan(conv.char(extent.start.offset), conv.char(extent.end.offset), "function-id", (text,)))
+    return tuple(out)
+
+
+def _named_function(c: ci.Cursor) -> ci.Cursor | None:
+    """The function ``c`` converts to a pointer (``add`` decayed, ``&add``), or None."""
+    if c.kind == CK.DECL_REF_EXPR and is_function_type(c.type) and c.referenced is not None and \
+            c.referenced.kind == CK.FUNCTION_DECL:  # an element of a brace list
+        return c.referenced
+    if not is_function_pointer(c.type) or c.kind not in (CK.UNEXPOSED_EXPR, CK.UNARY_OPERATOR):
+        return None
+    inner = [ch for ch in c.get_children() if ch.kind.is_expression()]
+    while len(inner) == 1 and inner[0].kind == CK.PAREN_EXPR:
+        inner = list(inner[0].get_children())
+    if len(inner) == 1 and inner[0].kind == CK.DECL_REF_EXPR and inner[0].referenced is not None and \
+            inner[0].referenced.kind == CK.FUNCTION_DECL:
+        return inner[0].referenced
+    return None
 
 
 def include_span(c: ci.Cursor, conv: OffsetMap, tu: ci.TranslationUnit) -> IncludeSpan:

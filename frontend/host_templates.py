@@ -17,6 +17,8 @@ the launcher with a test on the template's parameters (``__is_same(Real, float)`
 """
 from __future__ import annotations
 
+import hashlib
+
 import clang.cindex as ci
 
 from frontend.clang_setup import cursor_loc
@@ -60,6 +62,10 @@ def template_args(cursor: ci.Cursor) -> list[str]:
             out.append(str(cursor.get_template_argument_value(i)))
         elif kind == ci.TemplateArgumentKind.TYPE:
             out.append(cursor.get_template_argument_type(i).spelling)
+        elif kind == ci.TemplateArgumentKind.DECLARATION:
+            # `k<add>` and `k<mul>` (a function or object's address): libclang does not name the
+            # declaration; the instances' USRs tell them apart (else they would be taken as one).
+            out.append(f"arg{i}_{hashlib.sha1(cursor.get_usr().encode()).hexdigest()[:8]}")
         else:
             out.append(f"arg{i}")
     return out

@@ -28,7 +28,9 @@ from frontend.clang_setup import cursor_loc, deepest_cursor, preorder, spelled_e
 from frontend.host_called_device import host_called_device_functions
 from frontend.kernel_defaults import default_argument
 from frontend.host_copies import CopyDecision, share_copies, written_arguments
-from frontend.host_spans import CUDA_HEADERS, OffsetMap, include_span, is_runtime_header, symbol_name_spans
+from frontend.host_spans import (
+    CUDA_HEADERS, OffsetMap, function_id_spans, include_span, is_runtime_header, symbol_name_spans,
+)
 from frontend.kernel_values import DeviceSources, host_stub, is_template_kernel, kernel_values, launched_callees, \
     named_as_values, static_bytes, template_stub
 from frontend.closures import argument_text, closure_declaration, file_parts, host_closure, launch_forwards
@@ -410,6 +412,7 @@ class ModuleBuilder:
             spans = tuple(self.device_span(d, names, conv) for d in by_file.get(fname, [])
                           if self.device_span(d, names, conv) is not None)
             spans += symbol_name_spans(by_file.get(fname, []), decls, conv, self.is_host_function)
+            spans += function_id_spans(by_file.get(fname, []), conv)
             includes = tuple(include_span(c, conv, self.tu) for c in inclusions
                              if c.location.file is not None and c.location.file.name == fname)
             copy_spans = tuple(self.copy_span(c, conv) for c in copies if c.call.location.file.name == fname)

@@ -245,6 +245,13 @@ class BaseLV(AggLV):
 
 
 @dataclasses.dataclass(frozen=True)
+class BoundCopyLV(AggLV):
+    """A local copy of the value a ``const T&`` parameter is bound to (a temporary, or an object
+    polypy found no place of): its class is ``T``, maybe not the object's, so a virtual call on
+    it is refused (``frontend.lower.virtual_calls``)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class UnionLV(AggLV):
     """A local union whose members are scalars of one size: one variable, each member a view of
     its bits (``VarLV`` or ``BitsLV``). Its members are places; the union as a whole value is

@@ -16,14 +16,13 @@ CASES = [
      "__device__ int f(int n) { return n <= 0 ? 0 : f(n - 1); }\n"
      "__global__ void k(int* x) { x[0] = f(3); }\n",
      "recursive call to 'f'", (1, 47)),
-    ("function-pointer",
+    ("function-pointer",  # no device function of its type has its address taken (docs/function_pointers.md)
      "typedef float (*op_t)(float);\n"
      "__device__ float sq(float v) { return v * v; }\n"
-     "__global__ void k(float* x) {\n"
-     "  op_t op = sq;\n"
+     "__global__ void k(float* x, op_t op) {\n"
      "  x[0] = op(x[0]);\n"
      "}\n",
-     "function pointers are not supported", (4, 13)),
+     "can reach no device function", (4, 10)),
     ("goto",
      "__global__ void k(float* x) {\n"
      "  int i = 0;\n"
@@ -118,7 +117,7 @@ CASES = [
     ("virtual-member-function",
      "struct V { float a; __device__ virtual float twice() const { return 2.0f * a; } };\n"
      "__global__ void k(V v, float* x) { x[0] = v.twice(); }\n",
-     "virtual member function 'twice' is not supported in device code", (2, 43)),
+     "kernel parameter 'v' is an object of a class with virtual functions", (2, 21)),
     ("pointer-comparison",
      "__global__ void k(const float* a, float* x, int n) {\n"
      "  float s = 0.0f;\n"

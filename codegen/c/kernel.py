@@ -37,7 +37,7 @@ from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.cexpr import ATOM
 from polypy.ir.names import kernel_names
-from polypy.ir.types import PointerType
+from polypy.ir.types import I64, PointerType
 from polypy.ir.visitor import has_kind, walk_only
 
 from codegen.scratch import scratch_dims
@@ -298,8 +298,10 @@ class KernelEmitter:
                         # function sees the buffer of scalars the frontend flattened it into.
                         params.append(f"{source} {cname}")
                         values[p.name] = f"({_pointer_type(p.ptype)}){cname}"
-                    elif source is not None and source.startswith("enum ") and not isinstance(p.ptype, PointerType):
-                        # A launch passes the enumeration (an `enum class` is no integer to C++).
+                    elif source is not None and source.startswith(("enum ", "decltype(")) and \
+                            not isinstance(p.ptype, PointerType):
+                        # A launch passes the enumeration (an `enum class` is no integer to C++), or
+                        # a device function pointer, whose value is the function's id (frontend.function_ids).
                         params.append(f"{source} {cname}")
                         values[p.name] = f"({c_type(p.ptype)}){cname}"
                     else:
@@ -326,6 +328,8 @@ class KernelEmitter:
                         if ir_param is not None and isinstance(ir_param.ptype, PointerType):
                             # A pointer member may point to vectors or records too.
                             values[ir_name] = f"({_pointer_type(ir_param.ptype)})({sp.name}{path})"
+                        elif ir_param is not None and ir_param.ptype == I64:  # maybe a function pointer member
+                            values[ir_name] = f"(long long)({sp.name}{path})"
                         else:
                             values[ir_name] = sp.name + path
         else:

@@ -403,6 +403,8 @@ def _rewrite(path: str, state: _ProgramState) -> str:
             edits.append((span.start, span.end, text))
         elif span.kind == "device":
             edits.append((span.start, span.end, "/* device function: inlined where it is called */"))
+        elif span.kind == "function-id":  # a device function named by a module variable: its id
+            edits.append((span.start, span.end, span.kernels[0]))
         elif span.kind == "symbol-name":  # cudaMemcpyToSymbol("c", ...): the variable named
             edits.append((span.start, span.end, f"{span.kernels[0]} /* {hf.text[span.start:span.end]} */"))
     if state.share:  # copies not made (frontend.host_copies)

@@ -14,6 +14,7 @@ from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType, ScalarType
 
 from frontend import ctypes_map as tm
+from frontend.bases import is_dynamic
 from frontend.clang_setup import child_cursors, cursor_loc, instantiation
 from frontend.closures import closure_declaration, host_closure
 from frontend.lower import accessors, calls, declarations, expressions, lambdas, places, statements
@@ -322,6 +323,9 @@ class KernelBuilder:
         if closure is not None:  # a lambda made in host code (frontend.closures)
             lambdas.closure_param(self, p, host_closure(closure, self.ctx.closures), mutated)
             return
+        if tm.is_record(t) and is_dynamic(t):
+            raise UserError(f"kernel parameter '{name}' is an object of a class with virtual functions ('{t.spelling}'), "
+                            "which CUDA does not allow to pass to a kernel", where)
         if tm.is_record(t):
             members: list[tuple[str, str]] = []
             fields: dict[str, LValue] = {}
@@ -416,6 +420,8 @@ def _scalar_spelling(t: ci.Type) -> str:
     enumeration (the launch passes an ``E``, which an ``enum class`` converts to its integer type
     only by a cast: the launcher takes the enumeration and casts), else the source spelling."""
     canonical = t.get_canonical()
+    if tm.is_function_pointer(canonical):  # the host passes its function pointer (the launcher casts)
+        return f"decltype(({canonical.spelling})0)"
     if canonical.kind == ci.TypeKind.ENUM and "(" not in canonical.spelling:  # not "(unnamed enum at ...)"
         return "enum " + canonical.spelling.removeprefix("const ").removeprefix("volatile ")
     return t.spelling

@@ -16,7 +16,7 @@ from polypy.ir.types import BOOL, F32, F64, I32, I64, U32, PointerType
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
 from frontend.clang_setup import RUNTIME_DIR, preorder
-from frontend.lower import accessors, cooperative, inlining, members
+from frontend.lower import accessors, cooperative, function_pointers, inlining, members
 from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call, reinterpret
 from frontend.lower.byte_copies import device_memcpy, device_memset
 from frontend.lower.context import CK, function_body, is_prelude_decl
@@ -81,6 +81,10 @@ def call(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
     if any(ch.kind == CK.CALL_EXPR and ch.spelling in ("__cudaPushCallConfiguration", "cudaConfigureCall")
            for ch in children):
         return device_launch(kb, c, children, discard)
+    if fn is not None and fn.kind == CK.CONVERSION_FUNCTION and tm.is_function_pointer(fn.result_type):
+        raise kb.error("an object or lambda converted to a function pointer is not supported in device code", c)
+    if children and function_pointers.is_pointer_call(children[0]):  # a dispatch (function_pointers.py)
+        return function_pointers.pointer_call(kb, c, children[0], children[1:], discard)
     if fn is None:
         raise kb.error("calls through function pointers are not supported", c)
     if is_cooperative(fn):

@@ -7,11 +7,14 @@ from typing import TYPE_CHECKING
 import clang.cindex as ci
 
 from polypy.ir import nodes as n
+from polypy.ir.types import BOOL
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.lower.bitcasts import bit_view, record_pointee, record_view, views_as_itself
+from frontend.function_ids import is_function_type
 from frontend.lower.context import CK
+from frontend.lower.function_pointers import is_null_constant
 from frontend.lower.helpers import ArrayRef, describe
 from frontend.lower.inheritance import converted
 from frontend.lower.pointer_choice import settled
@@ -27,10 +30,33 @@ CASTS = (CK.CSTYLE_CAST_EXPR, CK.CXX_STATIC_CAST_EXPR, CK.CXX_FUNCTIONAL_CAST_EX
           CK.CXX_REINTERPRET_CAST_EXPR)
 
 
+def function_pointer_cast(kb: KernelBuilder, c: ci.Cursor, operand: ci.Cursor, discard: bool) -> Value | None:
+    """A cast from or to a function pointer: to its own type or to bool (its id, or whether it is
+    not null), a null constant to a function pointer; anything else (the id is no address) refused."""
+    def function_type(t: ci.Type) -> str | None:
+        t = t.get_canonical()
+        if tm.is_function_pointer(t):
+            return t.get_pointee().get_canonical().spelling
+        return t.spelling if is_function_type(t) else None
+
+    src, dst = function_type(operand.type), function_type(c.type)
+    if dst is not None and src is None and is_null_constant(operand):
+        return n.Const(0, tm.FUNCTION_POINTER, loc=kb.loc(c))
+    if src is not None and (dst == src or (dst is None and tm.scalar_type(c.type) == BOOL)):
+        v = kb.expr(operand, discard=discard)
+        return None if discard else convert(v, tm.scalar_type(c.type))
+    raise kb.error(f"conversion from '{operand.type.spelling}' to '{c.type.spelling}' is not supported in device code "
+                   "(a device function pointer is polypy's id of the function, not an address: it converts only "
+                   "to its own type and to bool)", c)
+
+
 def cast(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
     operand = [ch for ch in c.get_children() if ch.kind.is_expression()]
     if not operand:
         raise kb.error("unsupported cast", c)
+    if tm.is_function_pointer(c.type) or tm.is_function_pointer(operand[-1].type) or \
+            is_function_type(operand[-1].type):
+        return function_pointer_cast(kb, c, operand[-1], discard)
     v = kb.expr(operand[-1], discard=discard)
     if discard:
         return None

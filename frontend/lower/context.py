@@ -15,7 +15,9 @@ from polypy.ir.names import NameSupply
 from polypy.ir.types import I32, U8, U16, U32, U64
 
 from frontend import ctypes_map as tm
-from frontend.clang_setup import RUNTIME_DIR, cursor_loc, evaluate, file_name, instantiation, string_literal_bytes
+from frontend.clang_setup import RUNTIME_DIR, cursor_loc, evaluate, file_name, instantiation, string_literal_bytes, \
+    unary_operator
+from frontend.function_ids import function_id, is_function_type
 from frontend.values import ArrayBinding, Binding, LValue, RecordAddress
 
 
@@ -176,7 +178,8 @@ class ModuleContext:
         # An array of float3 or of records is a flat buffer of scalars viewing the C variable; so is
         # an array of enumerations (C++ converts an ``enum class`` to its integer type only by a cast).
         enum = elem.get_canonical().kind == ci.TypeKind.ENUM
-        symbol = decl.spelling if layout.stride > 1 or enum else None
+        # So is an array of device function pointers (their ids: frontend.function_ids).
+        symbol = decl.spelling if layout.stride > 1 or enum or tm.is_function_pointer(elem) else None
         buffer = n.Buffer(name, layout.scalar, shape, space, init=init, symbol=symbol, loc=cursor_loc(decl))
         self.globals[key] = buffer
         binding = ArrayBinding(name, dims, layout)
@@ -369,6 +372,31 @@ def module_initializer(decl: ci.Cursor) -> ci.Cursor | None:
     return init if init is not None and init.kind == CK.INIT_LIST_EXPR else None
 
 
+def function_constant(c: ci.Cursor) -> int | None:
+    """The id of the device function a module variable's initializer names (``add``, ``&add``), 0 for
+    a null function pointer, or None (frontend.function_ids)."""
+    if not (tm.is_function_pointer(c.type) or is_function_type(c.type)):
+        return None
+    inner = c
+    while inner.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR, CK.CSTYLE_CAST_EXPR, CK.CXX_STATIC_CAST_EXPR) or \
+            (inner.kind == CK.UNARY_OPERATOR and unary_operator(inner) == "&"):
+        below = [ch for ch in inner.get_children() if ch.kind.is_expression()]
+        if len(below) != 1:
+            return None
+        inner = below[0]
+    if inner.kind in (CK.CXX_NULL_PTR_LITERAL_EXPR, CK.GNU_NULL_EXPR) or \
+            (inner.kind == CK.INTEGER_LITERAL and evaluate(inner) == 0):
+        return 0
+    r = inner.referenced if inner.kind == CK.DECL_REF_EXPR else None
+    if r is None or r.kind != CK.FUNCTION_DECL:
+        return None
+    k = function_id(r)
+    if k is None:
+        raise UserError(f"'{r.spelling}' is not a __device__ function: a device function pointer cannot point to it",
+                        cursor_loc(inner))
+    return k
+
+
 def _constant_initializer(decl: ci.Cursor, layout: tm.ElemLayout, shape) -> tuple | None:
     init = module_initializer(decl)
     if init is None:
@@ -388,6 +416,8 @@ def _constant_initializer(decl: ci.Cursor, layout: tm.ElemLayout, shape) -> tupl
             values.extend([0] * (start + len(tm.leaves(c.type)) - len(values)))
             return
         v = evaluate(c)
+        if v is None:
+            v = function_constant(c)  # `__device__ op_t ops[] = {add, mul}`: their ids
         if v is None:
             raise UserError("initializers of __constant__/__device__ arrays must be constants", cursor_loc(c))
         values.append(v)

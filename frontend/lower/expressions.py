@@ -14,7 +14,7 @@ from polypy.ir.types import BOOL, I32
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, negated_offset, promote, truth, usual_arithmetic
 from frontend.clang_setup import binary_operator, child_cursors, evaluate, is_postfix, unary_operator
-from frontend.lower import calls, casts, declarations, lambdas, members
+from frontend.lower import calls, casts, declarations, function_pointers, lambdas, members
 from frontend.lower.bitcasts import compose_bits, read_bits, reinterpret
 from frontend.lower.views import read_part
 from frontend.lower.null_tests import is_null_pointer, null_test, pointer_condition, pointer_truth
@@ -107,6 +107,8 @@ def unexposed(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
         return DEFAULT  # a default argument or an implicit zero: the caller knows which
     if len(children) > 1:
         raise kb.error("unsupported expression", c)
+    if tm.is_function_pointer(c.type) and function_pointers.is_null_constant(children[0]):
+        return n.Const(0, tm.FUNCTION_POINTER, loc=kb.loc(c))  # a null function pointer
     v = expr(kb, children[0], discard=discard)
     if discard:
         return v
@@ -146,8 +148,8 @@ def decl_ref(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value:
     if r.kind == CK.ENUM_CONSTANT_DECL:
         st = tm.scalar_type(c.type) or I32
         return n.Const(r.enum_value, st, loc=kb.loc(c))
-    if r.kind == CK.FUNCTION_DECL:
-        raise kb.error(f"function '{r.spelling}' used as a value (function pointers are not supported)", c)
+    if r.kind == CK.FUNCTION_DECL:  # a device function pointer: the function's id
+        return function_pointers.function_value(kb, r, c)
     if r.kind == CK.VAR_DECL and r.spelling in GPU_BUILTINS and is_prelude_decl(r):
         cls = GPU_BUILTINS[r.spelling]
         loc = kb.loc(c)
@@ -354,6 +356,8 @@ def unary(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
 
 def address_of(kb: KernelBuilder, operand: ci.Cursor, c: ci.Cursor) -> Value:
     inner = strip_parens(operand)
+    if inner.kind == CK.DECL_REF_EXPR and inner.referenced is not None and inner.referenced.kind == CK.FUNCTION_DECL:
+        return function_pointers.function_value(kb, inner.referenced, c)  # `&add`
     if inner.kind == CK.ARRAY_SUBSCRIPT_EXPR:
         base_c, index_c = list(inner.get_children())
         if tm.scalar_type(base_c.type) is not None and not tm.is_pointer(base_c.type):
@@ -465,7 +469,8 @@ def binary(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
         return logical(kb, op, lhs_c, rhs_c, c)
     if op not in _BINARY:
         raise kb.error(f"unsupported operator '{op}'", c)
-    if op in ("==", "!=") and (is_null_pointer(lhs_c) or is_null_pointer(rhs_c)):
+    if op in ("==", "!=") and (is_null_pointer(lhs_c) or is_null_pointer(rhs_c)) and \
+            not tm.is_function_pointer(lhs_c.type) and not tm.is_function_pointer(rhs_c.type):
         return null_test(kb, op, rhs_c if is_null_pointer(lhs_c) else lhs_c, c)
     a = expr(kb, lhs_c)
     b = expr(kb, rhs_c)

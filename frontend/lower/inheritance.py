@@ -13,6 +13,7 @@ from frontend import bases as cxx
 from frontend import ctypes_map as tm
 from frontend.lower.context import CK
 from frontend.lower.helpers import select_member, strip
+from frontend.unit_cache import PerUnit
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -64,8 +65,17 @@ def subobject(b: KernelBuilder, place, path: list[str], c: ci.Cursor, source: ci
             continue
         if type(place) is AggLV and not isinstance(whole, UnionLV):
             place = BaseLV(place.fields, place.spelling, whole, name, _usr(source))
+            _CLASSES.of(source.get_declaration().translation_unit)[_usr(source)] = source  # (class_of)
         source = next((base.type for base in cxx.bases(source) if base.name == name), None)
     return place
+
+
+_CLASSES = PerUnit(4)  # the classes of the objects ``BaseLV`` s lie in, by USR
+
+
+def class_of(whole_class: str, tu: ci.TranslationUnit) -> ci.Type | None:
+    """The class a ``BaseLV`` 's ``whole_class`` names (a virtual call's dynamic type: virtual_calls.py)."""
+    return _CLASSES.of(tu).get(whole_class)
 
 
 def _usr(t: ci.Type) -> str:

@@ -23,7 +23,7 @@ from frontend.lower.helpers import ArrayRef, strip
 from frontend.lower.pointer_choice import pending_pointer, pointer_hint
 from frontend.lower.inheritance import bound_subobject
 from frontend.values import (
-    Aggregate, AggLV, Binding, Closure, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer, PointerChoice, PtrVarLV,
+    Aggregate, AggLV, Binding, BoundCopyLV, Closure, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer, PointerChoice, PtrVarLV,
     RefBinding, Value, VarAddress,
 )
 
@@ -154,7 +154,8 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
             if not target_t.is_const_qualified():
                 raise
         value = kb.arg_value(a, fn, i)  # const T& bound to a temporary
-        return copy_to_local(kb, value, target_t, name, a)
+        copy = copy_to_local(kb, value, target_t, name, a)
+        return BoundCopyLV(copy.fields, copy.spelling) if type(copy) is AggLV else copy
     value = kb.arg_value(a, fn, i)
     if isinstance(value, Closure):  # a lambda passed to a function template
         return value.shared_copy(kb.error, a)

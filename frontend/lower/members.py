@@ -17,7 +17,7 @@ from polypy.errors import UserError
 
 from frontend import bases as cxx
 from frontend import ctypes_map as tm
-from frontend.lower import inlining, lambdas
+from frontend.lower import inlining, lambdas, virtual_calls
 from frontend.lower.context import CK, function_body
 from frontend.lower.helpers import strip, zero_of
 from frontend.lower.inheritance import downcast_place, subobject, this_path, this_source
@@ -47,6 +47,9 @@ def this_expr(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value:
 def method_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[ci.Cursor],
                 discard: bool) -> Value | None:
     """A call of a member function or member operator ``fn`` (``c`` is the call expression)."""
+    if fn.is_virtual_method():  # the overrider of the object's dynamic class (virtual_calls.py)
+        return virtual_calls.virtual_call(kb, c, fn, children, discard, lambda base: this_place(kb, c) if base is None
+                                          else object_place(kb, base, fn, c))
     check_method(kb, fn, c)
     definition = fn.get_definition() or fn
     if fn.kind == CK.CXX_METHOD and fn.spelling.startswith("operator"):

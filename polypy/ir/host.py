@@ -46,6 +46,7 @@ class DeviceSpan:
     start: int
     end: int
     kind: str  # "kernel" | "device" | "global-var" | "symbol-name" (a string naming a device symbol)
+    # | "function-id" (a device function named in a module variable's initializer: ``kernels[0]``, its id)
     kernels: tuple[str, ...] = ()  # the IR kernels a "kernel" span becomes; a "symbol-name": the symbol
     # A non-template kernel's host identity (``HostStub``): declared at each declaration of the
     # kernel, defined after its translated code at its definition.
