@@ -58,6 +58,7 @@ from polypy.ir.types import BOOL, F32, F64, I32, I64, U32, U64, ScalarType
 
 from frontend.lower.double_math import DoubleMath
 from frontend.lower.float_parts import FloatParts
+from frontend.lower.gamma_double import gamma_double
 from frontend.lower.rounding import rounding_intrinsic
 
 Let = Callable[[n.Expr, str], n.Expr]
@@ -73,8 +74,6 @@ for _fn in ("sinpi", "cospi", "sincospi", "rcbrt", "normcdf", "erfcx", "erfinv",
             "tgamma") + NORMS:
     MORE_MATH[_fn + "f"] = (_fn, F32)
     MORE_MATH[_fn] = (_fn, None)  # double, or the C++ float overload
-# Written for float only: the double version is refused at the call.
-FLOAT_ONLY = ("lgamma", "tgamma")
 
 # The number of float arguments where it is not one (scalbn's exponent and the pointers follow them).
 FLOAT_ARGS = {"remainder": 2, "remquo": 2, "nextafter": 2, "rhypot": 2, "norm3d": 3, "rnorm3d": 3, "norm4d": 4,
@@ -327,7 +326,7 @@ class MoreMath:
                 return DoubleMath(self).rcbrt(xs[0])
             return self.cast(self.b("div", self.c(1.0, F64), self.call("cbrt", self.wide(xs[0]))), F32)
         if fn in ("lgamma", "tgamma"):
-            return self.gamma(fn, xs[0])
+            return gamma_double(DoubleMath(self), fn, xs[0]) if xs[0].type == F64 else self.gamma(fn, xs[0])
         if fn in ("erfinv", "erfcinv", "normcdfinv"):
             return self.inverse_erf(fn, xs[0])
         if fn == "erfcx":
