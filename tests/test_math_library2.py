@@ -314,3 +314,97 @@ def test_double_gamma_functions_within_bounds(way: str) -> None:
 @pytest.mark.parametrize("way", ["emulator", "c", "llvm"])
 def test_double_gamma_functions_many_inputs(way: str) -> None:
     _check_gamma(way, 1500, 44)
+
+
+BESSEL = """
+__global__ void bes(const float* x, float* j0v, float* j1v, float* y0v, float* y1v, float* i0v, float* i1v, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    j0v[i] = j0f(x[i]);
+    j1v[i] = j1(x[i]);
+    y0v[i] = y0f(x[i]);
+    y1v[i] = y1f(x[i]);
+    i0v[i] = cyl_bessel_i0f(x[i]);
+    i1v[i] = cyl_bessel_i1f(x[i]);
+  }
+}
+"""
+# CUDA (single precision): j0f, j1f, y0f, y1f 9 ulp for |x| < 8, an absolute error of 2.2e-6 from
+# there on; cyl_bessel_i0f, cyl_bessel_i1f 6 ulp.
+BESSEL_POLYPY = {"j0v": 2, "j1v": 2, "y0v": 2, "y1v": 2, "i0v": 1, "i1v": 1}
+BESSEL_FAR_ABSOLUTE = 3e-8  # from 8 on: the rounding to float (values below 0.8) and 1e-11
+
+
+def _bessel_inputs(count: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    zeros = []
+    for nu in (0, 1):
+        for k in range(1, 6):
+            for root in (mpmath.besseljzero(nu, k), mpmath.besselyzero(nu, k)):
+                f = np.float32(float(root))
+                zeros.extend(np.nextafter(f, np.float32(np.inf)) if d > 0 else f for d in (0, 1))
+                zeros.append(np.nextafter(f, np.float32(0)))
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 1e-45, 8.0, -8.0, 7.999999, 12.0, 11.99999, 15.0,
+               14.99999, 88.7, 89.5, 90.0, -89.5, 1e10, 3e38, -3e38, 1.0, -1.0, 0.5, 2.5, -2.5]
+    x = np.concatenate([np.array(special + zeros, np.float32), rng.uniform(-20, 20, count),
+                        rng.uniform(-1, 1, count // 4), rng.uniform(-100, 100, count // 4),
+                        (10.0 ** rng.uniform(-40, 38, count // 4)) * rng.choice([-1, 1], count // 4)])
+    return x.astype(np.float32)
+
+
+def _bessel_reference(x: np.ndarray) -> dict[str, np.ndarray]:
+    mpmath.mp.prec = 120
+    out: dict[str, list] = {k: [] for k in BESSEL_POLYPY}
+    for a in x.tolist():
+        for name, fn, nu in (("j0v", mpmath.besselj, 0), ("j1v", mpmath.besselj, 1), ("y0v", mpmath.bessely, 0),
+                             ("y1v", mpmath.bessely, 1), ("i0v", mpmath.besseli, 0), ("i1v", mpmath.besseli, 1)):
+            if math.isnan(a):
+                v = math.nan
+            elif name[0] == "y" and a < 0:
+                v = math.nan
+            elif name[0] == "y" and a == 0:
+                v = -math.inf
+            elif math.isinf(a):  # j1(+-inf) is +-0 (odd)
+                v = (math.copysign(0.0, a) if name == "j1v" else 0.0) if name[0] in "jy" else \
+                    (math.inf if nu == 0 or a > 0 else -math.inf)
+            elif name[0] == "i" and abs(a) > 100:
+                v = math.copysign(math.inf, a) if nu else math.inf
+            elif name[0] in "jy" and abs(a) > 1e7:  # Hankel's leading terms, exact enough there
+                b = mpmath.mpf(abs(a))
+                chi = b - (2 * nu + 1) * mpmath.pi / 4
+                amp = mpmath.sqrt(2 / (mpmath.pi * b))
+                mu = 4 * nu * nu
+                p, q = 1 - (mu - 1) * (mu - 9) / (128 * b ** 2), (mu - 1) / (8 * b)
+                v = amp * (p * mpmath.cos(chi) - q * mpmath.sin(chi) if name[0] == "j" else
+                           p * mpmath.sin(chi) + q * mpmath.cos(chi))
+                if name == "j1v" and a < 0:
+                    v = -v
+            else:
+                v = fn(nu, mpmath.mpf(a))
+                if a == 0 and name in ("j1v", "i1v"):
+                    v = a  # odd: +-0
+            hi = float(v)
+            out[name].append((hi, float(v - hi) if math.isfinite(hi) and not isinstance(v, float) else 0.0))
+    return {k: np.array(v).T for k, v in out.items()}
+
+
+def _check_bessel(way: str, count: int, seed: int) -> None:
+    x = _bessel_inputs(count, seed)
+    want = _bessel_reference(x)
+    n = x.size
+    args = {"x": x, **{k: np.zeros(n, np.float32) for k in BESSEL_POLYPY}, "n": n}
+    out = run_way(BESSEL, "bes", (n + 127) // 128, 128, args, way, name="bes.cu")
+    for name, bound in BESSEL_POLYPY.items():
+        err = ulps(out[name], want[name])
+        if name[0] in "jy":  # from 8 on CUDA bounds the absolute error
+            with np.errstate(invalid="ignore"):
+                absolute = np.abs(out[name].astype(np.float64) - want[name][0])
+            err = np.where((np.abs(x) >= 8) & np.isfinite(x) & (absolute <= BESSEL_FAR_ABSOLUTE), 0.0, err)
+        bad = np.flatnonzero(err > bound)
+        assert bad.size == 0, (name, [(float(x[i]), float(out[name][i]), want[name][:, i].tolist(), float(err[i]))
+                                      for i in bad[:4]])
+
+
+@pytest.mark.parametrize("way", ["emulator", "c", "llvm"])
+def test_float_bessel_functions_within_bounds(way: str) -> None:
+    _check_bessel(way, 300, 45)

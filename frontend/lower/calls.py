@@ -26,7 +26,7 @@ from frontend.lower.groups import is_cooperative
 from frontend.lower.helpers import ArrayRef, DEFAULT, strip
 from frontend.lower.printing import assert_fail, device_printf
 from frontend.lower.float_parts import FloatParts
-from frontend.lower.more_math import FLOAT_ARGS, MORE_MATH, REFUSED as REFUSED_MATH, MoreMath
+from frontend.lower.more_math import FLOAT_ARGS, FLOAT_ONLY, MORE_MATH, REFUSED as REFUSED_MATH, MoreMath
 from frontend.lower.graph_conditional import set_conditional
 from frontend.lower.textures import hidden_param, is_texture_call, texture_call
 from frontend.lower.launches import device_launch, device_runtime_call, is_device_runtime_call
@@ -350,6 +350,9 @@ def more_math(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor]
                        tm.scalar_type(tm.strip_reference(params[0].type)) if params else None)
     if ty is None or not ty.is_float:
         raise kb.error(f"'{name}' on integers is not supported", c)
+
+    if what in FLOAT_ONLY and ty != F32:
+        raise kb.error(f"'{name}' in double precision is not supported (polypy writes '{what}' for float only)", c)
 
     def let(e: n.Expr, base: str) -> n.Expr:
         v = kb.temp(e.type, e, base, c)

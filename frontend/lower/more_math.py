@@ -56,6 +56,7 @@ from polypy.errors import Loc
 from polypy.ir import nodes as n
 from polypy.ir.types import BOOL, F32, F64, I32, I64, U32, U64, ScalarType
 
+from frontend.lower.bessel import BESSEL, Bessel
 from frontend.lower.double_math import DoubleMath
 from frontend.lower.float_parts import FloatParts
 from frontend.lower.gamma_double import gamma_double
@@ -79,10 +80,15 @@ for _fn in ("sinpi", "cospi", "sincospi", "rcbrt", "normcdf", "erfcx", "erfinv",
 FLOAT_ARGS = {"remainder": 2, "remquo": 2, "nextafter": 2, "rhypot": 2, "norm3d": 3, "rnorm3d": 3, "norm4d": 4,
               "rnorm4d": 4}
 
+# Written for float only (frontend.lower.bessel): the double version is refused at the call.
+FLOAT_ONLY = BESSEL
+for _fn in BESSEL:
+    MORE_MATH[_fn + "f"] = (_fn, F32)
+    MORE_MATH[_fn] = (_fn, None)
+
 # CUDA's math library functions whose exact meaning is not written: spelling -> what.
 REFUSED: dict[str, str] = {}
-for _fn in ("j0", "j1", "y0", "y1", "jn", "yn",
-            "cyl_bessel_i0", "cyl_bessel_i1", "norm", "rnorm"):
+for _fn in ("jn", "yn", "norm", "rnorm"):
     REFUSED[_fn] = REFUSED[_fn + "f"] = f"the CUDA math function '{_fn}'"
 
 
@@ -325,6 +331,8 @@ class MoreMath:
             if xs[0].type == F64:
                 return DoubleMath(self).rcbrt(xs[0])
             return self.cast(self.b("div", self.c(1.0, F64), self.call("cbrt", self.wide(xs[0]))), F32)
+        if fn in BESSEL:
+            return Bessel(DoubleMath(self)).value(fn, xs[0])
         if fn in ("lgamma", "tgamma"):
             return gamma_double(DoubleMath(self), fn, xs[0]) if xs[0].type == F64 else self.gamma(fn, xs[0])
         if fn in ("erfinv", "erfcinv", "normcdfinv"):
