@@ -408,3 +408,46 @@ def _check_bessel(way: str, count: int, seed: int) -> None:
 @pytest.mark.parametrize("way", ["emulator", "c", "llvm"])
 def test_float_bessel_functions_within_bounds(way: str) -> None:
     _check_bessel(way, 300, 45)
+
+
+BESSEL_I = """
+__global__ void besi(const double* x, double* i0v, double* i1v, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    i0v[i] = cyl_bessel_i0(x[i]);
+    i1v[i] = cyl_bessel_i1(x[i]);
+  }
+}
+"""
+# CUDA: cyl_bessel_i0, cyl_bessel_i1 (double) 6 ulp.
+BESSEL_I_POLYPY = 4
+
+
+@pytest.mark.parametrize("way", ["emulator", "c", "llvm"])
+def test_double_bessel_i_within_bounds(way: str) -> None:
+    rng = np.random.default_rng(46)
+    x = np.concatenate([[0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -1e-310, 1e-20, 21.99999999, 22.0, 700.0, 713.0,
+                         713.9, 714.0, -713.5, 1e300], rng.uniform(-30, 30, 300), rng.uniform(-1, 1, 50),
+                        rng.uniform(-720, 720, 100)])
+    mpmath.mp.prec = 200
+    want = {}
+    for name, nu in (("i0v", 0), ("i1v", 1)):
+        pairs = []
+        for a in x.tolist():
+            if math.isnan(a):
+                v = math.nan
+            elif abs(a) > 720:
+                v = math.copysign(math.inf, a) if nu else math.inf
+            else:
+                v = mpmath.besseli(nu, mpmath.mpf(a)) if not (nu and a == 0) else a
+            hi = float(v)
+            pairs.append((hi, float(v - hi) if math.isfinite(hi) and not isinstance(v, float) else 0.0))
+        want[name] = np.array(pairs).T
+    n = x.size
+    out = run_way(BESSEL_I, "besi", (n + 127) // 128, 128, {"x": x, "i0v": np.zeros(n), "i1v": np.zeros(n), "n": n},
+                  way, name="besi.cu")
+    for name in want:
+        err = ulps(out[name], want[name])
+        bad = np.flatnonzero(err > BESSEL_I_POLYPY)
+        assert bad.size == 0, (name, [(float(x[i]), float(out[name][i]), want[name][:, i].tolist(), float(err[i]))
+                                      for i in bad[:4]])

@@ -1,5 +1,5 @@
 """The float Bessel functions ``j0f``, ``j1f``, ``y0f``, ``y1f``, ``cyl_bessel_i0f``,
-``cyl_bessel_i1f`` in device code, written in IR and computed in double (a few double ulps of
+``cyl_bessel_i1f`` (and the double ``cyl_bessel_i0``, ``cyl_bessel_i1``) in device code, written in IR and computed in double (a few double ulps of
 absolute error, far below CUDA's float bounds), rounded once to float.
 
 - ``|x| < 12``: the power series (Abramowitz and Stegun 9.1.10, 9.1.11) in ``q = x^2 / 4``:
@@ -13,9 +13,11 @@ absolute error, far below CUDA's float bounds), rounded once to float.
   2.2e-6 from 8 on).
 - ``J_0`` is even, ``J_1`` odd; ``Y_n`` of a negative ``x`` is NaN, of zero ``-inf``; ``J_n`` and
   ``Y_n`` of an infinity are 0, of NaN NaN.
-- ``I_0``, ``I_1``: the power series ``(x/2)^n sum q^k / (k! (n+k)!)`` (positive terms) below 15,
-  ``e^x / sqrt(2 pi x)`` times the asymptotic series (A&S 9.7.1) from 15 on (``e^x`` overflows
-  float's range past 89); ``I_0`` even, ``I_1`` odd.
+- ``I_0``, ``I_1`` (float, and double too): the power series ``(x/2)^n sum q^k / (k! (n+k)!)``
+  (positive terms; in double ``q`` in double-double and Horner's rule compensated) below 15
+  (double: 22), ``e^(x/2) e^(x/2) / sqrt(2 pi x)`` times the asymptotic
+  series (A&S 9.7.1) from there on, truncated near its smallest term (about ``e^(-2x)``);
+  ``I_0`` even, ``I_1`` odd, ``I_1(+-0) = +-0``.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ SERIES_END = 12.0  # the power series below (its absolute error about 1e-12 at 1
 SERIES_TERMS = 35  # q^k / (k!)^2 below 1e-25 at q = 36
 HANKEL_TERMS = 10  # of P and of Q: about the smallest term at 12 (relative error below 1e-11)
 BESSEL = ("j0", "j1", "y0", "y1", "cyl_bessel_i0", "cyl_bessel_i1")
+FLOAT_ONLY = ("j0", "j1", "y0", "y1")  # their double versions are refused
 
 
 def _hankel(nu: int, count: int) -> list[float]:
@@ -117,28 +120,44 @@ class Bessel:
         return self.m.cast(value, F32)
 
     def bessel_i(self, fn: str, x: n.Expr) -> n.Expr:
+        """I_0, I_1 of a float (in double) or of a double: the series below ``end``, the
+        asymptotic series from there on (truncated near its smallest term, about e^(-2 end))."""
         dm = self.dm
+        ty = x.type
+        end, terms, tail_terms = (15.0, 40, 24) if ty == F32 else (22.0, 52, 42)
         nu = 1 if fn == "cyl_bessel_i1" else 0
         xd = self.let(self.m.cast(x, F64), "xd")
         ax = self.let(self.call("fabs", xd), "ax")
-        near = self.let(self.call("fmin", ax, self.d(15.0)), "near")
-        q = self.let(dm.mul(dm.mul(near, near), self.d(0.25)), "q")
-        small = self.series(q, [1.0 / (math.factorial(k) * math.factorial(k + nu)) for k in range(40)])
+        near = self.let(self.call("fmin", ax, self.d(end)), "near")
+        coefficients = [1.0 / (math.factorial(k) * math.factorial(k + nu)) for k in range(terms)]
+        if ty == F32:
+            q = self.let(dm.mul(dm.mul(near, near), self.d(0.25)), "q")
+            small = self.series(q, coefficients)
+        else:  # q in double-double and Horner's rule compensated (each step's errors carried)
+            qh, ql = dm.two_prod(near, dm.mul(near, self.d(0.5)))
+            qh, ql = self.let(dm.mul(qh, self.d(0.5)), "qh"), self.let(dm.mul(ql, self.d(0.5)), "ql")
+            p, err = self.d(coefficients[-1]), self.d(0.0)
+            for c in reversed(coefficients[:-1]):
+                t, te = dm.two_prod(p, qh)
+                new_p, se = dm.two_sum(t, self.d(c))
+                err = self.let(dm.fma(err, qh, dm.add(dm.add(te, se), dm.mul(p, ql))), "herr")
+                p = new_p
+            small = dm.add(p, err)
         if nu:
             small = dm.mul(small, dm.mul(near, self.d(0.5)))
-        far = self.let(self.sel(self.m.pred("isfinite", ax), self.call("fmax", ax, self.d(15.0)), self.d(15.0)), "far")
+        far = self.let(self.sel(self.m.pred("isfinite", ax), self.call("fmax", ax, self.d(end)), self.d(end)), "far")
         inv = self.b("div", self.d(1.0), far)
-        a = _hankel(nu, 24)
-        tail = self.series(inv, [(-1) ** k * a[k] for k in range(24)])
-        # e^x / sqrt(2 pi x): e^(x/2) twice so that the double stays finite past float's range
+        a = _hankel(nu, tail_terms)
+        tail = self.series(inv, [(-1) ** k * a[k] for k in range(tail_terms)])
+        # e^x / sqrt(2 pi x): e^(x/2) twice so that no factor overflows before the result
         half = self.let(self.call("exp", dm.mul(far, self.d(0.5))), "half")
         large = dm.mul(dm.mul(half, self.b("div", tail, self.call("sqrt", dm.mul(far, self.d(2 * math.pi))))), half)
-        value = self.sel(self.b("lt", ax, self.d(15.0)), small, large)
+        value = self.sel(self.b("lt", ax, self.d(end)), small, large)
         value = self.sel(self.m.pred("isinf", ax), self.d(math.inf), value)
         if nu:
             value = self.call("copysign", value, xd)
         value = self.sel(self.m.pred("isnan", xd), xd, value)
-        return self.m.cast(value, F32)
+        return self.m.cast(value, ty)
 
     def value(self, fn: str, x: n.Expr) -> n.Expr:
         if fn.startswith("cyl_bessel_i"):

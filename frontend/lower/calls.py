@@ -26,7 +26,8 @@ from frontend.lower.groups import is_cooperative
 from frontend.lower.helpers import ArrayRef, DEFAULT, strip
 from frontend.lower.printing import assert_fail, device_printf
 from frontend.lower.float_parts import FloatParts
-from frontend.lower.more_math import FLOAT_ARGS, FLOAT_ONLY, MORE_MATH, REFUSED as REFUSED_MATH, MoreMath
+from frontend.lower.bessel import FLOAT_ONLY
+from frontend.lower.more_math import FLOAT_ARGS, MORE_MATH, REFUSED as REFUSED_MATH, MoreMath
 from frontend.lower.graph_conditional import set_conditional
 from frontend.lower.textures import hidden_param, is_texture_call, texture_call
 from frontend.lower.launches import device_launch, device_runtime_call, is_device_runtime_call

@@ -80,8 +80,6 @@ for _fn in ("sinpi", "cospi", "sincospi", "rcbrt", "normcdf", "erfcx", "erfinv",
 FLOAT_ARGS = {"remainder": 2, "remquo": 2, "nextafter": 2, "rhypot": 2, "norm3d": 3, "rnorm3d": 3, "norm4d": 4,
               "rnorm4d": 4}
 
-# Written for float only (frontend.lower.bessel): the double version is refused at the call.
-FLOAT_ONLY = BESSEL
 for _fn in BESSEL:
     MORE_MATH[_fn + "f"] = (_fn, F32)
     MORE_MATH[_fn] = (_fn, None)
