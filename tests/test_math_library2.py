@@ -451,3 +451,78 @@ def test_double_bessel_i_within_bounds(way: str) -> None:
         bad = np.flatnonzero(err > BESSEL_I_POLYPY)
         assert bad.size == 0, (name, [(float(x[i]), float(out[name][i]), want[name][:, i].tolist(), float(err[i]))
                                       for i in bad[:4]])
+
+
+GRAD_DOUBLE = """
+__global__ void smooth(const double* x, const double* y, double* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    double s, c;
+    sincospi(x[i], &s, &c);
+    out[i] = sinpi(x[i]) * cospi(y[i]) + s * c + erfinv(y[i] * 0.9) + erfcinv(y[i] + 0.5) + normcdf(x[i]) * erfcx(y[i])
+           + lgamma(x[i] + 3.0) + tgamma(y[i] + 2.0) + normcdfinv(0.5 * y[i] + 0.25) + cyl_bessel_i0(x[i])
+           + cyl_bessel_i1(y[i] * 9.0) + lgamma(-x[i] - 0.5);
+  }
+}
+"""
+
+GRAD_FLOAT = """
+__global__ void bes(const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    out[i] = j0f(x[i]) + j1f(x[i]) * 2.0f + y0f(x[i]) * 3.0f + y1f(x[i]) * 4.0f;
+  }
+}
+"""
+
+
+def test_gradients_through_the_functions_match_finite_differences(tmp_path) -> None:
+    """``grad`` differentiates the IR these functions are written in: the reverse and forward
+    derivatives agree with central differences (sinpi' = pi cospi, erfinv' = sqrt(pi)/2
+    exp(erfinv^2), lgamma' = digamma, j0' = -j1 ... to the accuracy of the functions)."""
+    from autodiff.check import check_gradients
+    from polypy.driver.gradients import grad_kernel
+
+    import polypy
+
+    path = tmp_path / "smooth.cu"
+    path.write_text(GRAD_DOUBLE)
+    module = polypy.load(str(path))
+    rng = np.random.default_rng(47)
+    n = 40
+    x = rng.uniform(0.05, 0.45, n)  # lgamma(-x - 0.5): between the poles -1 and -0.5
+    y = rng.uniform(0.05, 0.9, n)
+    args = {"x": x, "y": y, "out": np.zeros(n), "n": n}
+    k_grad = grad_kernel(module, "smooth", wrt=["x", "y"])
+    k_fwd = grad_kernel(module, "smooth", wrt=["x", "y"], mode="forward")
+    result = check_gradients(module.kernel("smooth"), k_grad, (1,), (64,), args, k_fwd=k_fwd)
+    assert abs(result.finite_difference) > 1e-3
+    assert result.error() < 1e-7, result
+    assert result.forward_effect_error < 1e-12, result
+
+    path = tmp_path / "bes.cu"
+    path.write_text(GRAD_FLOAT)
+    module = polypy.load(str(path))
+    x = rng.uniform(0.5, 20.0, n).astype(np.float32)
+    k_grad = grad_kernel(module, "bes", wrt=["x"])
+    result = check_gradients(module.kernel("bes"), k_grad, (1,), (64,), {"x": x, "out": np.zeros(n, np.float32),
+                                                                         "n": n}, h=1e-3)
+    assert abs(result.finite_difference) > 1e-2
+    assert result.error() < 1e-3, result
+
+
+def test_gradient_through_the_rescaled_norms_is_refused_at_the_call(tmp_path) -> None:
+    """``rcbrt``, ``rhypot``, ``norm3d``... (double) scale by powers of two on the bits
+    (``frexp``/``ldexp``): ``grad`` refuses with the call's location, never a silent zero."""
+    from polypy.driver.gradients import grad_kernel
+    from polypy.errors import UserError
+
+    import polypy
+
+    path = tmp_path / "norms.cu"
+    path.write_text("__global__ void k(const double* x, double* o) {\n  int i = threadIdx.x;\n"
+                    "  o[i] = rnorm3d(x[i], 1.0, 2.0);\n}\n")
+    module = polypy.load(str(path))
+    with pytest.raises(UserError) as info:
+        grad_kernel(module, "k", wrt=["x"])
+    assert "norms.cu:3:10: error: cannot differentiate the bit cast" in str(info.value), str(info.value)
