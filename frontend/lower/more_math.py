@@ -44,8 +44,9 @@ CUDA's bound: the double result is within a few double ulps, far below half a fl
   and the negative integers) and at infinities. ``tgamma = +-exp(lgamma)``, negative where
   ``floor(x)`` is odd below zero; ``tgamma(+-0) = +-inf``, NaN at the negative integers and ``-inf``.
 
-Their double versions, and the rest of CUDA's library that is not written here (``erfinv``,
-``lgamma``, Bessel functions ...), are refused by name (``REFUSED``).
+Their double versions are ``frontend.lower.double_math`` and ``frontend.lower.gamma_double``; the
+Bessel functions ``frontend.lower.bessel``. ``jn``, ``yn``, ``norm`` and ``rnorm`` are refused by
+name (``REFUSED``), the double ``j0``, ``j1``, ``y0``, ``y1`` at the call (``bessel.FLOAT_ONLY``).
 """
 from __future__ import annotations
 
