@@ -167,7 +167,15 @@ class DoubleMath:
             p, pe = self.two_prod(v, v)
             hi, se = self.two_sum(hi, p)
             lo = self.let(self.add(lo, self.add(se, pe)), "lo")
-        hi, lo = self.let(hi, "sh"), self.let(lo, "sl")
+        value = self.root_of_sum(self.let(hi, "sh"), self.let(lo, "sl"), e, reciprocal)
+        zero = self.b("eq", big, self.d(0.0))
+        value = self.sel(zero, self.d(math.inf if reciprocal else 0.0), value)
+        return self.special_norm(xs, value, reciprocal)
+
+    def root_of_sum(self, hi: n.Expr, lo: n.Expr, e: n.Expr, reciprocal: bool) -> n.Expr:
+        """``sqrt(hi + lo) 2^e`` (or its reciprocal ``2^-e / sqrt(hi + lo)``) rounded nearly once,
+        ``hi + lo`` a double-double in [1/4, n] (the scaled sum of squares)."""
+        minus_e = self.b("sub", self.c(0, I32), e)
         root = self.let(self.call("sqrt", hi), "root")
         if not reciprocal:
             # sqrt(h + l) = s + (h - s^2 + l) / (2 s)
@@ -182,9 +190,7 @@ class DoubleMath:
             err = self.sub(self.sub(self.d(1.0), p), plo)
             value = self.fma(r, self.mul(err, self.d(0.5)), r)
             value = self.m.parts.ldexp(self.let(value, "nv"), minus_e)
-        zero = self.b("eq", big, self.d(0.0))
-        value = self.sel(zero, self.d(math.inf if reciprocal else 0.0), value)
-        return self.special_norm(xs, value, reciprocal)
+        return value
 
     def special_norm(self, xs: list[n.Expr], value: n.Expr, reciprocal: bool) -> n.Expr:
         ty = value.type

@@ -87,7 +87,7 @@ for _fn in BESSEL:
 
 # CUDA's math library functions whose exact meaning is not written: spelling -> what.
 REFUSED: dict[str, str] = {}
-for _fn in ("jn", "yn", "norm", "rnorm"):
+for _fn in ("jn", "yn"):
     REFUSED[_fn] = REFUSED[_fn + "f"] = f"the CUDA math function '{_fn}'"
 
 
