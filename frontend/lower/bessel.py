@@ -101,7 +101,11 @@ class Bessel:
         return dm.mul(amplitude, body)
 
     def bessel_jy(self, fn: str, x: n.Expr) -> n.Expr:
-        xd = self.let(self.m.cast(x, F64), "xd")
+        return self.m.cast(self.bessel_jy_double(fn, self.m.cast(x, F64)), F32)
+
+    def bessel_jy_double(self, fn: str, x: n.Expr) -> n.Expr:
+        """J/Y of the double ``x`` (a float's value), in double."""
+        xd = self.let(x, "xd")
         ax = self.let(self.call("fabs", xd), "ax")
         finite = self.m.pred("isfinite", ax)
         near = self.let(self.call("fmin", self.call("fmax", ax, self.d(1e-300)), self.d(SERIES_END)), "near")
@@ -116,8 +120,7 @@ class Bessel:
         else:
             value = self.sel(self.b("eq", xd, self.d(0.0)), self.d(-math.inf), value)
             value = self.sel(self.b("lt", xd, self.d(0.0)), self.d(math.nan), value)
-        value = self.sel(self.m.pred("isnan", xd), xd, value)
-        return self.m.cast(value, F32)
+        return self.sel(self.m.pred("isnan", xd), xd, value)
 
     def bessel_i(self, fn: str, x: n.Expr) -> n.Expr:
         """I_0, I_1 of a float (in double) or of a double: the series below ``end``, the

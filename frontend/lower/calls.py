@@ -29,6 +29,7 @@ from frontend.lower.float_parts import FloatParts
 from frontend.lower.bessel import FLOAT_ONLY
 from frontend.lower.more_math import FLOAT_ARGS, MORE_MATH, REFUSED as REFUSED_MATH, MoreMath
 from frontend.lower.norm_array import NORM_ARRAY, norm_array
+from frontend.lower.bessel_n import BESSEL_N, bessel_n
 from frontend.lower.graph_conditional import set_conditional
 from frontend.lower.textures import hidden_param, is_texture_call, texture_call
 from frontend.lower.launches import device_launch, device_runtime_call, is_device_runtime_call
@@ -295,6 +296,8 @@ def intrinsic(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor]
         return more_math(kb, name, fn, args, c)
     if name in NORM_ARRAY:
         return norm_array(kb, name, fn, args, c)
+    if name in BESSEL_N:
+        return bessel_n(kb, name, fn, args, c)
     if name in REFUSED_MATH:
         raise kb.error(f"'{name}': {REFUSED_MATH[name]} is not supported in device code (docs/math.md)", c)
     if name in ("sincosf", "sincos", "__sincosf"):

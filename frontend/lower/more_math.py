@@ -45,8 +45,9 @@ CUDA's bound: the double result is within a few double ulps, far below half a fl
   ``floor(x)`` is odd below zero; ``tgamma(+-0) = +-inf``, NaN at the negative integers and ``-inf``.
 
 Their double versions are ``frontend.lower.double_math`` and ``frontend.lower.gamma_double``; the
-Bessel functions ``frontend.lower.bessel``. ``jn``, ``yn``, ``norm`` and ``rnorm`` are refused by
-name (``REFUSED``), the double ``j0``, ``j1``, ``y0``, ``y1`` at the call (``bessel.FLOAT_ONLY``).
+Bessel functions ``frontend.lower.bessel`` and ``frontend.lower.bessel_n`` (``jnf``, ``ynf``),
+``norm``/``rnorm`` ``frontend.lower.norm_array``. The double ``j0``, ``j1``, ``y0``, ``y1``, ``jn``,
+``yn`` are refused at the call (``bessel.FLOAT_ONLY``, ``bessel_n``).
 """
 from __future__ import annotations
 
@@ -87,8 +88,6 @@ for _fn in BESSEL:
 
 # CUDA's math library functions whose exact meaning is not written: spelling -> what.
 REFUSED: dict[str, str] = {}
-for _fn in ("jn", "yn"):
-    REFUSED[_fn] = REFUSED[_fn + "f"] = f"the CUDA math function '{_fn}'"
 
 
 class MoreMath:
