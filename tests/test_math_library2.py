@@ -49,7 +49,7 @@ CUDA_BOUNDS = {"sp": 2, "cp": 2, "ss": 2, "sc": 2, "rc": 1, "rh": 1, "n3": 2, "r
                "ex": 4, "ei": 5, "ec": 6, "ni": 8, "f4": 3, "g4": 2}
 # What polypy reaches on these inputs (measured on all three ways; docs/math.md): asserted.
 POLYPY_BOUNDS = {"sp": 1, "cp": 1, "ss": 1, "sc": 1, "rc": 0.501, "rh": 0.501, "n3": 0.501, "r3": 0.501,
-                 "n4": 0.501, "r4": 0.501, "nc": 2.5, "ex": 3.5, "ei": 1.5, "ec": 1.5, "ni": 2, "f4": 0.501,
+                 "n4": 0.501, "r4": 0.501, "nc": 3.5, "ex": 4, "ei": 1.5, "ec": 1.5, "ni": 2, "f4": 0.501,
                  "g4": 0.501}
 
 

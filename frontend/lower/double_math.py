@@ -22,7 +22,8 @@ each within about an ulp on every backend) to first order:
   even with a NaN, NaN when one is NaN, ``+0`` (``+inf``) when all are zero.
 - ``normcdf``: ``erfc(z) / 2``, ``z = -x / sqrt 2 = z + z'`` in double-double, ``erfc(z + z') =
   erfc(z) - 2/sqrt(pi) exp(-z^2) z'``.
-- ``erfcx``: ``exp(x^2) erfc(x)`` with ``x^2 = h + h'`` (``exp(h) (1 + h')``) below 26; from 26 on
+- ``erfcx``: ``exp(x^2) erfc(x)`` with ``x^2 = h + h'`` (``exp(h) erfc(x) (1 + h')``, the product in
+  double-double, rounded once) below 26; from 26 on
   (``erfc`` nears double's underflow) the asymptotic series ``sum (2k-1)!! / (-2x^2)^k``, k <= 8,
   over ``x sqrt pi`` (truncation below 2e-19 relative).
 - ``erfinv``, ``erfcinv``, ``normcdfinv``: the float algorithm (Winitzki's start, four Newton
@@ -225,7 +226,10 @@ class DoubleMath:
         x = self.let(x, "x")
         xc = self.let(self.call("fmin", self.call("fmax", x, self.d(-27.0)), self.d(26.0)), "xc")  # exp(729) = inf
         h, he = self.two_prod(xc, xc)
-        direct = self.mul(self.mul(self.call("exp", h), self.add(self.d(1.0), he)), self.call("erfc", xc))
+        # exp(h + h') erfc(x) = p + (p' + p h'), p + p' = exp(h) erfc(x) exactly: one rounding
+        # besides the two functions'
+        p, pe = self.two_prod(self.let(self.call("exp", h), "eh"), self.let(self.call("erfc", xc), "ec"))
+        direct = self.add(p, self.fma(p, he, pe))
         big = self.let(self.call("fmax", x, self.d(26.0)), "big")
         value = self.sel(self.b("ge", x, self.d(26.0)), self.erfcx_series(big), direct)
         return self.sel(self.m.pred("isnan", x), x, value)
