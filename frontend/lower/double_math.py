@@ -229,7 +229,7 @@ class DoubleMath:
         # exp(h + h') erfc(x) = p + (p' + p h'), p + p' = exp(h) erfc(x) exactly: one rounding
         # besides the two functions'
         p, pe = self.two_prod(self.let(self.call("exp", h), "eh"), self.let(self.call("erfc", xc), "ec"))
-        direct = self.add(p, self.fma(p, he, pe))
+        direct = self.sel(self.m.pred("isinf", p), p, self.add(p, self.fma(p, he, pe)))  # exp(729): +inf
         big = self.let(self.call("fmax", x, self.d(26.0)), "big")
         value = self.sel(self.b("ge", x, self.d(26.0)), self.erfcx_series(big), direct)
         return self.sel(self.m.pred("isnan", x), x, value)
