@@ -344,7 +344,6 @@ def test_float_functions_within_cuda_bounds(approx_case, way: str) -> None:
 
 @pytest.mark.parametrize("call, message", [
     ("y1((double)x[i])", "'y1' in double precision is not supported"),
-    ("j0((double)x[i])", "'j0' in double precision is not supported"),
     ("jn(2, (double)x[i])", "'jn' in double precision is not supported"),
     ("yn(2, (double)x[i])", "'yn' in double precision is not supported"),
     ("y0((double)x[i])", "'y0' in double precision is not supported"),

@@ -685,3 +685,64 @@ def test_fma_whose_exact_result_overflows(way: str) -> None:
     z = np.array([-1.0, 1.0, -1.7976931348623157e308, 1.0])
     out = run_way(FMA_EDGES, "f", 1, 32, {"x": x, "y": y, "z": z, "o": np.zeros(4), "n": 4}, way, name="fma.cu")
     np.testing.assert_array_equal(out["o"], [np.inf, -np.inf, 1.7976931348623157e308, -np.inf])
+
+
+BESSEL_J = """
+__global__ void bj(const double* x, double* j0v, double* j1v, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    j0v[i] = j0(x[i]);
+    j1v[i] = j1(x[i]);
+  }
+}
+"""
+# CUDA (double): j0, j1 7 ulp for |x| < 8, otherwise an absolute error of 5e-12.
+BESSEL_J_POLYPY = 2
+BESSEL_J_FAR_ABSOLUTE = 1e-15
+
+
+def _check_bessel_j(way: str) -> dict[str, float]:
+    rng = np.random.default_rng(50)
+    zeros = []
+    for nu in (0, 1):
+        for k in range(1, 8):
+            root = float(mpmath.besseljzero(nu, k))
+            zeros.extend([root, np.nextafter(root, 0.0), np.nextafter(root, 99.0), -root])
+    x = np.concatenate([[0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -1e-310, 1e-20, 7.999999999, 8.0,
+                         15.999999999, 16.0, 1e5, 1e22, -1e300], zeros, rng.uniform(-30, 30, 300),
+                        rng.uniform(-8, 8, 200)])
+    mpmath.mp.prec = 200
+    want = {}
+    for name, nu in (("j0v", 0), ("j1v", 1)):
+        pairs = []
+        for a in x.tolist():
+            if math.isnan(a):
+                v = math.nan
+            elif math.isinf(a):
+                v = math.copysign(0.0, a) if nu else 0.0
+            elif a == 0:
+                v = a if nu else 1.0
+            else:
+                v = mpmath.besselj(nu, mpmath.mpf(a))
+            pairs.append(exact_pair(v))
+        want[name] = np.array(pairs).T
+    n = x.size
+    out = run_way(BESSEL_J, "bj", (n + 127) // 128, 128, {"x": x, "j0v": np.zeros(n), "j1v": np.zeros(n), "n": n},
+                  way, name="bj.cu")
+    worst = {}
+    for name in want:
+        err = ulps(out[name], want[name])
+        with np.errstate(invalid="ignore"):
+            absolute = np.abs(out[name] - want[name][0])
+        far = (np.abs(x) >= 8) & np.isfinite(x)
+        worst[name] = (float(np.max(np.where(far, 0, err))), float(np.nanmax(np.where(far, absolute, 0))))
+        err = np.where(far & (absolute <= BESSEL_J_FAR_ABSOLUTE), 0.0, err)
+        bad = np.flatnonzero(err > BESSEL_J_POLYPY)
+        assert bad.size == 0, (name, [(float(x[i]), float(out[name][i]), want[name][:, i].tolist(), float(err[i]))
+                                      for i in bad[:4]])
+    return worst
+
+
+@pytest.mark.parametrize("way", ["emulator", "c", "llvm"])
+def test_double_bessel_j_within_bounds(way: str) -> None:
+    _check_bessel_j(way)

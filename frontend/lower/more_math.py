@@ -46,8 +46,8 @@ CUDA's bound: the double result is within a few double ulps, far below half a fl
 
 Their double versions are ``frontend.lower.double_math`` and ``frontend.lower.gamma_double``; the
 Bessel functions ``frontend.lower.bessel`` and ``frontend.lower.bessel_n`` (``jnf``, ``ynf``),
-``norm``/``rnorm`` ``frontend.lower.norm_array``. The double ``j0``, ``j1``, ``y0``, ``y1``, ``jn``,
-``yn`` are refused at the call (``bessel.FLOAT_ONLY``, ``bessel_n``).
+``norm``/``rnorm`` ``frontend.lower.norm_array``. The double ``y0``, ``y1``, ``jn``, ``yn`` are refused
+at the call (``bessel.FLOAT_ONLY``, ``bessel_n``).
 """
 from __future__ import annotations
 
