@@ -1,11 +1,16 @@
-"""The double versions of CUDA's ``sinpi``, ``cospi``, ``sincospi``, ``rcbrt``, ``rhypot``,
-``norm3d``, ``rnorm3d``, ``norm4d``, ``rnorm4d``, ``normcdf``, ``erfcx``, ``erfinv``, ``erfcinv``,
-``normcdfinv`` and the float ``norm4df``/``rnorm4df`` (issue 36; frontend/lower/double_math.py)
-against an mpmath reference (200 bits) within CUDA's documented ulp bounds, on the emulator, the
-C and the LLVM backend: zeros, infinities, NaN, subnormals, the largest values, half integers,
-the hard regions (``erfcx`` and ``normcdf`` far out, ``erfcinv`` of subnormals) and random inputs.
-The default tier runs a few hundred inputs per function; ``test_double_functions_many_inputs``
-(extended tier) thousands."""
+"""CUDA's math library in device code, beyond tests/test_math_library.py (issue 36;
+frontend/lower/double_math.py, gamma_double.py, bessel.py, bessel_n.py, norm_array.py): the double
+``sinpi``, ``cospi``, ``sincospi``, ``rcbrt``, ``rhypot``, ``norm3d``, ``rnorm3d``, ``norm4d``,
+``rnorm4d``, ``normcdf``, ``erfcx``, ``erfinv``, ``erfcinv``, ``normcdfinv``, ``lgamma``, ``tgamma``,
+``j0``, ``j1``, ``cyl_bessel_i0``, ``cyl_bessel_i1``; the float ``norm4df``, ``rnorm4df``, ``j0f``,
+``j1f``, ``y0f``, ``y1f``, ``jnf``, ``ynf``, ``cyl_bessel_i0f``, ``cyl_bessel_i1f``; ``norm``/``rnorm``
+of arrays. Each against an mpmath reference (the exact value kept as a double and its relative
+rest, so sub-ulp errors are measured) within the bound polypy measured (asserted; CUDA's documented
+bound beside it), on the emulator, the C and the LLVM backend: zeros, infinities, NaN, subnormals,
+the largest values, half integers, the hard regions (``erfcx``/``normcdf`` far out, ``erfcinv`` of
+subnormals, the doubles and floats next to Bessel zeros, ``lgamma`` near the negative integers,
+the overflow thresholds) and random inputs. ``grad`` through them against finite differences.
+The ``many_inputs`` tests and the double ``cyl_bessel_i`` on the backends are in the extended tier."""
 from __future__ import annotations
 
 import math
