@@ -26,7 +26,10 @@ from frontend.lower.groups import is_cooperative
 from frontend.lower.helpers import ArrayRef, DEFAULT, strip
 from frontend.lower.printing import assert_fail, device_printf
 from frontend.lower.float_parts import FloatParts
-from frontend.lower.more_math import FLOAT_ARGS, FLOAT_ONLY, MORE_MATH, REFUSED as REFUSED_MATH, MoreMath
+from frontend.lower.bessel import FLOAT_ONLY
+from frontend.lower.more_math import FLOAT_ARGS, MORE_MATH, REFUSED as REFUSED_MATH, MoreMath
+from frontend.lower.norm_array import NORM_ARRAY, norm_array
+from frontend.lower.bessel_n import BESSEL_N, bessel_n
 from frontend.lower.graph_conditional import set_conditional
 from frontend.lower.textures import hidden_param, is_texture_call, texture_call
 from frontend.lower.launches import device_launch, device_runtime_call, is_device_runtime_call
@@ -295,6 +298,10 @@ def intrinsic(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor]
         return float_part(kb, _FLOAT_PARTS[name], fn, args, c)
     if name in MORE_MATH:
         return more_math(kb, name, fn, args, c)
+    if name in NORM_ARRAY:
+        return norm_array(kb, name, fn, args, c)
+    if name in BESSEL_N:
+        return bessel_n(kb, name, fn, args, c)
     if name in REFUSED_MATH:
         raise kb.error(f"'{name}': {REFUSED_MATH[name]} is not supported in device code (docs/math.md)", c)
     if name in ("sincosf", "sincos", "__sincosf"):
@@ -354,6 +361,7 @@ def more_math(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor]
                        tm.scalar_type(tm.strip_reference(params[0].type)) if params else None)
     if ty is None or not ty.is_float:
         raise kb.error(f"'{name}' on integers is not supported", c)
+
     if what in FLOAT_ONLY and ty != F32:
         raise kb.error(f"'{name}' in double precision is not supported (polypy writes '{what}' for float only)", c)
 

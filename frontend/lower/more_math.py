@@ -44,8 +44,10 @@ CUDA's bound: the double result is within a few double ulps, far below half a fl
   and the negative integers) and at infinities. ``tgamma = +-exp(lgamma)``, negative where
   ``floor(x)`` is odd below zero; ``tgamma(+-0) = +-inf``, NaN at the negative integers and ``-inf``.
 
-Their double versions, and the rest of CUDA's library that is not written here (``erfinv``,
-``lgamma``, Bessel functions ...), are refused by name (``REFUSED``).
+Their double versions are ``frontend.lower.double_math`` and ``frontend.lower.gamma_double``; the
+Bessel functions ``frontend.lower.bessel`` and ``frontend.lower.bessel_n`` (``jnf``, ``ynf``),
+``norm``/``rnorm`` ``frontend.lower.norm_array``. The double ``y0``, ``y1``, ``jn``, ``yn`` are refused
+at the call (``bessel.FLOAT_ONLY``, ``bessel_n``).
 """
 from __future__ import annotations
 
@@ -56,7 +58,10 @@ from polypy.errors import Loc
 from polypy.ir import nodes as n
 from polypy.ir.types import BOOL, F32, F64, I32, I64, U32, U64, ScalarType
 
+from frontend.lower.bessel import BESSEL, Bessel
+from frontend.lower.double_math import DoubleMath
 from frontend.lower.float_parts import FloatParts
+from frontend.lower.gamma_double import gamma_double
 from frontend.lower.rounding import rounding_intrinsic
 
 Let = Callable[[n.Expr, str], n.Expr]
@@ -67,20 +72,22 @@ for _fn in ("remainder", "remquo", "ilogb", "logb", "nextafter", "lrint", "llrin
             "nearbyint", "scalbn", "scalbln"):
     MORE_MATH[_fn] = (_fn, None)
     MORE_MATH[_fn + "f"] = (_fn, F32)
-FLOAT_ONLY = ("sinpi", "cospi", "sincospi", "rcbrt", "rhypot", "norm3d", "rnorm3d", "normcdf", "erfcx", "erfinv",
-              "erfcinv", "normcdfinv", "lgamma", "tgamma")
-for _fn in FLOAT_ONLY:
+NORMS = ("rhypot", "norm3d", "rnorm3d", "norm4d", "rnorm4d")
+for _fn in ("sinpi", "cospi", "sincospi", "rcbrt", "normcdf", "erfcx", "erfinv", "erfcinv", "normcdfinv", "lgamma",
+            "tgamma") + NORMS:
     MORE_MATH[_fn + "f"] = (_fn, F32)
-    MORE_MATH[_fn] = (_fn, None)  # the C++ float overload; the double one is refused at the call
+    MORE_MATH[_fn] = (_fn, None)  # double, or the C++ float overload
 
 # The number of float arguments where it is not one (scalbn's exponent and the pointers follow them).
-FLOAT_ARGS = {"remainder": 2, "remquo": 2, "nextafter": 2, "rhypot": 2, "norm3d": 3, "rnorm3d": 3}
+FLOAT_ARGS = {"remainder": 2, "remquo": 2, "nextafter": 2, "rhypot": 2, "norm3d": 3, "rnorm3d": 3, "norm4d": 4,
+              "rnorm4d": 4}
+
+for _fn in BESSEL:
+    MORE_MATH[_fn + "f"] = (_fn, F32)
+    MORE_MATH[_fn] = (_fn, None)
 
 # CUDA's math library functions whose exact meaning is not written: spelling -> what.
 REFUSED: dict[str, str] = {}
-for _fn in ("j0", "j1", "y0", "y1", "jn", "yn",
-            "cyl_bessel_i0", "cyl_bessel_i1", "norm4d", "rnorm4d", "norm", "rnorm"):
-    REFUSED[_fn] = REFUSED[_fn + "f"] = f"the CUDA math function '{_fn}'"
 
 
 class MoreMath:
@@ -185,7 +192,9 @@ class MoreMath:
         return self.cast(x, F64)
 
     def sin_cos_pi(self, x: n.Expr) -> tuple[n.Expr, n.Expr]:
-        """(sinpi(x), cospi(x)) of a float, each a float."""
+        """(sinpi(x), cospi(x)), each of x's type."""
+        if x.type == F64:
+            return DoubleMath(self).sin_cos_pi(x)
         x = self.let(x, "x")
         xd = self.let(self.wide(x), "xd")
         k = self.let(self.call("rint", self.b("mul", xd, self.c(2.0, F64))), "k")
@@ -207,16 +216,6 @@ class MoreMath:
         sin_v = self.sel(self.b("eq", sin_v, zero), self.call("copysign", zero, x), sin_v)
         cos_v = self.sel(self.b("eq", cos_v, zero), zero, cos_v)
         return sin_v, cos_v
-
-    def norm3d(self, xs: list[n.Expr], reciprocal: bool) -> n.Expr:
-        ds = [self.let(self.wide(v), "v") for v in xs]
-        total = self.b("add", self.b("add", self.b("mul", ds[0], ds[0]), self.b("mul", ds[1], ds[1])),
-                       self.b("mul", ds[2], ds[2]))
-        root = self.call("sqrt", total)
-        value = self.b("div", self.c(1.0, F64), root) if reciprocal else root
-        infinite = self.b("lor", self.b("lor", self.pred("isinf", ds[0]), self.pred("isinf", ds[1])),
-                          self.pred("isinf", ds[2]))
-        return self.sel(infinite, self.c(0.0 if reciprocal else math.inf, F32), self.cast(value, F32))
 
     def erfcx(self, x: n.Expr) -> n.Expr:
         xd = self.let(self.wide(x), "xd")
@@ -310,6 +309,8 @@ class MoreMath:
             slope = self.b("mul", scale, self.call("exp", self.neg(self.b("mul", y, y))))
             residual = self.sel(small, self.b("sub", self.call("erf", y), e), self.b("sub", c, self.call("erfc", y)))
             y = self.let(self.b("sub", y, self.b("div", residual, slope)), "y")
+        if x.type == F64:  # far out: Newton on log erfc
+            y = self.sel(self.b("lt", c, self.c(1e-10, F64)), DoubleMath(self).log_erfcinv(y, c), y)
         y = self.sel(self.b("eq", c, self.c(0.0, F64)), self.c(math.inf, F64), y)
         if fn == "erfinv":
             y = self.call("copysign", y, xd)  # erfinv(-0) is -0
@@ -317,23 +318,28 @@ class MoreMath:
             y = self.sel(negative, self.neg(y), y)
         if fn == "normcdfinv":
             y = self.b("sub", self.c(0.0, F64), self.b("mul", y, self.c(math.sqrt(2.0), F64)))  # (1/2 gives +0)
-        return self.cast(self.sel(bad, self.c(math.nan, F64), y), F32)
+        return self.cast(self.sel(bad, self.c(math.nan, F64), y), x.type)
 
     def float_in_double(self, fn: str, xs: list[n.Expr]) -> n.Expr:
+        if fn in ("erfinv", "erfcinv", "normcdfinv"):
+            return self.inverse_erf(fn, xs[0])  # either precision
+        if fn in NORMS:
+            return DoubleMath(self).norm(xs, fn.startswith("r"))  # either precision
         if fn == "rcbrt":
+            if xs[0].type == F64:
+                return DoubleMath(self).rcbrt(xs[0])
             return self.cast(self.b("div", self.c(1.0, F64), self.call("cbrt", self.wide(xs[0]))), F32)
-        if fn == "rhypot":
-            return self.cast(self.b("div", self.c(1.0, F64), self.call("hypot", self.wide(xs[0]), self.wide(xs[1]))),
-                             F32)
-        if fn in ("norm3d", "rnorm3d"):
-            return self.norm3d(xs, fn == "rnorm3d")
+        if fn in BESSEL:
+            return Bessel(DoubleMath(self)).value(fn, xs[0])
         if fn in ("lgamma", "tgamma"):
-            return self.gamma(fn, xs[0])
+            return gamma_double(DoubleMath(self), fn, xs[0]) if xs[0].type == F64 else self.gamma(fn, xs[0])
         if fn in ("erfinv", "erfcinv", "normcdfinv"):
             return self.inverse_erf(fn, xs[0])
         if fn == "erfcx":
-            return self.erfcx(xs[0])
+            return DoubleMath(self).erfcx(xs[0]) if xs[0].type == F64 else self.erfcx(xs[0])
         if fn == "normcdf":
+            if xs[0].type == F64:
+                return DoubleMath(self).normcdf(xs[0])
             z = self.b("mul", self.wide(xs[0]), self.c(-math.sqrt(0.5), F64))
             return self.cast(self.b("mul", self.call("erfc", z), self.c(0.5, F64)), F32)
         s, co = self.sin_cos_pi(xs[0])

@@ -155,7 +155,7 @@ def _fma_exact(a: float, b: float, c: float, plain: float) -> float:
     try:
         return q.numerator / q.denominator
     except OverflowError:
-        return math.copysign(math.inf, q)
+        return math.inf if q > 0 else -math.inf  # (float(q) itself would overflow)
 
 
 def _bitcast(x: Value, dtype: np.dtype) -> Value:
