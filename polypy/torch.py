@@ -35,10 +35,9 @@ first backward) with Enzyme's duplicated convention: zero shadows for the differ
 the incoming gradients (copied: the kernel consumes its seeds) as the outputs' shadows, scratch
 tensors for the outputs the wrapper allocates. The gradient is built with those outputs as
 ``scratch_outputs``: it leaves out the kernel's stores to each one it does not read back, and
-such a scratch tensor is then neither written nor zeroed. Those copies are kept per thread for
-the next backward of the same shape; large new tensors come from ``polypy.torch_alloc``. It returns
-the gradients of the inputs in ``wrt`` (default: every floating-point input) that need one, first
-order only (``once_differentiable``).
+such a scratch tensor is then neither written nor zeroed (kept per thread for the next backward
+of the same shape; large new tensors: ``polypy.torch_alloc``). It returns the first-order
+gradients of the inputs in ``wrt`` (default: every floating-point one) that need one.
 
 PyTorch is imported when first needed; without it these functions raise ``TorchMissingError``
 (``pip install -e '.[torch]'``). This module is driver level: it imports stages only inside
