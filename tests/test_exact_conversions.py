@@ -190,3 +190,41 @@ def test_locals_are_the_union_of_their_definitions() -> None:
     # A variable written by a loop header or a parameter is unknown.
     loop = (n.For("k", F32, _c(0.0), _c(4.0), _c(1.0), ()),)
     assert FloatRanges(loop).of(_v("k")) == TOP
+
+
+def test_llvm_writes_plain_conversions_only_where_proven(tmp_path: pathlib.Path) -> None:
+    from codegen.llvm import emit_llvm_ir
+    from polypy.driver.pipelines import lower_and_emit
+    path = tmp_path / "conv.cu"
+    path.write_text(r"""
+__global__ void proven(const float* x, const int* m, int* o, unsigned char* p, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float v = x[i];
+    o[i] = (int)((float)m[i] * 0.5f);
+    p[i] = (unsigned char)fminf(fmaxf(v, 0.0f), 255.0f);
+    if (v >= -1000.0f && v < 1000.0f) o[n + i] = (int)(v * 3.0f);
+  }
+}
+__global__ void kept(const float* x, int* o, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { float v = x[i]; o[i] = v < 100.0f ? (int)v : 0; o[n + i] = (int)v; }
+}
+""")
+    text = emit_llvm_ir(lower_and_emit(polypy.load(str(path)), "cpu"), optimize=False)
+    proven = text[text.index('define i32 @"proven_worker"'):text.index('define i32 @"kept_blocks"')]
+    kept = text[text.index('define i32 @"kept_worker"'):]
+    assert ".sat." not in proven and "fptosi float" in proven and "fptoui float" in proven
+    assert "llvm.fptosi.sat.i32.f32" in kept and "fptosi float" not in kept
+
+
+def test_a_comparison_of_memory_bounds_nothing() -> None:
+    # Memory may change between the comparison and the conversion (another thread's store): only
+    # expressions without loads are bounded by a condition.
+    load = n.Load("x", (_v("i", I32),), F32)
+    ranges = FloatRanges((), ("x", "i"))
+    cond = n.Binary("land", n.Binary("ge", load, _c(0.0)), n.Binary("lt", load, _c(100.0)))
+    assert not ranges.exact_conversion(n.Cast(I32, n.Select(cond, load, _c(0.0))))
+    x = _v("x")
+    cond = n.Binary("land", n.Binary("ge", x, _c(0.0)), n.Binary("lt", x, _c(100.0)))
+    assert ranges.exact_conversion(n.Cast(I32, n.Select(cond, x, _c(0.0))))

@@ -24,10 +24,10 @@ known (every other expression: anything, NaN included):
   no initializer, and every assignment), a flow-insensitive bound that needs no order; a
   variable also written by an atomic, a shuffle, a vote or a loop header, or a parameter, is
   unknown;
-- ``c ? a : b`` and an ``if``: a comparison with a constant (``x < 255.0f``, ``&&`` of such)
-  bounds ``x`` where it is true (and says it is not NaN: every ordered comparison with NaN is
-  false) and where it is false; inside an ``if`` only for variables not assigned in that branch
-  (``assuming``).
+- ``c ? a : b`` and an ``if``: a comparison of an expression without loads with a constant
+  (``x < 255.0f``, ``&&`` of such) bounds that expression where it is true (and says it is not
+  NaN: every ordered comparison with NaN is false) and where it is false; inside an ``if`` only
+  for variables not assigned in that branch (``assuming``).
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from collections.abc import Iterator
 
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
-from polypy.ir.visitor import walk_only
+from polypy.ir.visitor import walk, walk_only
 
 INF = math.inf
 _MAX = {"f32": float.fromhex("0x1.fffffep127"), "f64": 1.7976931348623157e308}
@@ -160,6 +160,8 @@ class FloatRanges:
         if not ty.is_float:
             lo, hi = self.int_range(e)
             return Interval(float(lo), float(hi), False)
+        if ty.name not in _MAX:  # half precision: not analysed
+            return TOP
         if isinstance(e, n.Const):
             v = float(e.value)
             return Interval(v, v, math.isnan(v))
@@ -276,8 +278,8 @@ class FloatRanges:
         op, x, c = cond.op, cond.a, cond.b
         if isinstance(x, n.Const) and not isinstance(c, n.Const):
             op, x, c = _MIRROR[op], c, x
-        if not isinstance(c, n.Const) or math.isnan(float(c.value)):
-            return {}
+        if not isinstance(c, n.Const) or math.isnan(float(c.value)) or any(isinstance(y, n.Load) for y in walk(x)):
+            return {}  # (memory may change between the comparison and the use: a Load is not bounded)
         v = float(c.value)
         if not truth:  # false: the opposite comparison holds, or x is NaN
             op = _FLIP[op]
