@@ -228,3 +228,40 @@ def test_a_comparison_of_memory_bounds_nothing() -> None:
     x = _v("x")
     cond = n.Binary("land", n.Binary("ge", x, _c(0.0)), n.Binary("lt", x, _c(100.0)))
     assert ranges.exact_conversion(n.Cast(I32, n.Select(cond, x, _c(0.0))))
+
+
+SERIAL = r"""
+__global__ void serial(const float* x, const double* d, int* a, int* b, long long* c, long long* e, int n, int m) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    for (int j = 0; j < m; ++j) {  // a serial loop in the thread loop: the scalar forms
+      int k = (i + j) % n;
+      a[i * m + j] = (int)x[k]; b[i * m + j] = (int)d[k]; c[i * m + j] = (long long)x[k]; e[i * m + j] = (long long)d[k];
+    }
+  }
+}
+"""
+
+
+def test_scalar_forms_at_the_edges_of_the_range(tmp_path: pathlib.Path) -> None:
+    # The scalar i32/i64 forms on x86-64 test the converted value for the type's minimum (x86's
+    # answer for NaN and out-of-range operands): operands that truncate to the minimum themselves
+    # must still give it, those just outside must saturate.
+    need_compiler()
+    path = tmp_path / "serial.cu"
+    path.write_text(SERIAL)
+    x = np.array([-2.0 ** 31, -2.0 ** 31 - 256, 2.0 ** 31, 2.0 ** 31 - 128, -2.0 ** 63, -2.0 ** 63 * 1.0000001, 2.0 ** 63,
+                  np.nan, -np.inf, np.inf, -0.9, 0.9, -1.5, 1e30, -1e30, 7.0], np.float32)
+    d = np.array([-2.0 ** 31, -2.0 ** 31 - 0.5, -2.0 ** 31 - 1.0, 2.0 ** 31 - 0.5, 2.0 ** 31, -2.0 ** 63,
+                  -2.0 ** 63 - 2048.0, 2.0 ** 63, 2.0 ** 63 - 1024.0, np.nan, -np.inf, np.inf, -0.999, 1e300, -1e300,
+                  -7.5], np.float64)
+    n, m = x.size, 2
+    args = {"x": x, "d": d, "a": np.zeros(n * m, np.int32), "b": np.zeros(n * m, np.int32),
+            "c": np.zeros(n * m, np.int64), "e": np.zeros(n * m, np.int64), "n": np.int32(n), "m": np.int32(m)}
+    kernel = polypy.load(str(path)).kernel("serial")
+    at = (np.arange(n)[:, None] + np.arange(m)[None, :]).reshape(-1) % n
+    want = {"a": _gpu(x[at], np.int32), "b": _gpu(d[at], np.int32), "c": _gpu(x[at], np.int64),
+            "e": _gpu(d[at], np.int64)}
+    for way, got in (("c", run_c(kernel, 2, 8, args)), ("emulator", run_emulated(kernel, 2, 8, args))):
+        for name, value in want.items():
+            np.testing.assert_array_equal(got[name], value, err_msg=f"{way}: {name}")
