@@ -265,3 +265,12 @@ def test_scalar_forms_at_the_edges_of_the_range(tmp_path: pathlib.Path) -> None:
     for way, got in (("c", run_c(kernel, 2, 8, args)), ("emulator", run_emulated(kernel, 2, 8, args))):
         for name, value in want.items():
             np.testing.assert_array_equal(got[name], value, err_msg=f"{way}: {name}")
+
+
+def test_a_single_precision_constant_is_taken_as_rounded() -> None:
+    # 2147483647.0 written as a float is 2^31 (out of i32's range): the constant's interval holds
+    # its rounding, so the conversion keeps its check.
+    ranges = FloatRanges(())
+    assert not ranges.exact_conversion(n.Cast(I32, _c(2147483647.0)))
+    assert ranges.exact_conversion(n.Cast(I32, _c(2147483647.0, F64)))
+    assert ranges.exact_conversion(n.Cast(I32, _c(-2147483520.0)))

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import struct
 from collections.abc import Iterator
 
 from polypy.ir import nodes as n
@@ -91,6 +92,14 @@ def _rounded(lo: float, hi: float, nan: bool, ty: ScalarType) -> Interval:
         hi = hi + abs(hi) * slack + tiny
         hi = INF if hi > big else hi
     return Interval(lo, hi, nan)
+
+
+def _single(v: float) -> float:
+    """``v`` rounded to f32 as C rounds a literal (to nearest, ties to even; infinite past the range)."""
+    try:
+        return struct.unpack("f", struct.pack("f", v))[0]
+    except OverflowError:
+        return math.copysign(INF, v)
 
 
 def _mul(x: float, y: float) -> float:
@@ -164,7 +173,10 @@ class FloatRanges:
             return TOP
         if isinstance(e, n.Const):
             v = float(e.value)
-            return Interval(v, v, math.isnan(v))
+            if math.isnan(v):
+                return TOP
+            v = v if ty.name == "f64" else _single(v)  # the IR may hold more digits than the f32 literal
+            return Interval(v, v, False)
         if isinstance(e, n.Var):
             return self._var(e.name)
         if isinstance(e, n.Cast):
