@@ -21,18 +21,20 @@ With ``check_bounds`` every index goes through ``polypy_check_index`` (see the p
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
 from typing import Sequence
 
+from polypy.analysis.float_ranges import FloatRanges
 from polypy.errors import InternalError, Loc, UserError
 from polypy.ir import nodes as n
 from polypy.ir.cexpr import ADDITIVE, ATOM, MULTIPLICATIVE, UNARY, CExprPrinter, parenthesize, right_operand
 from polypy.ir.printer import format_const
 from polypy.ir.textures import TEXTURE
 from polypy.ir.types import PointerType, ScalarType
-from polypy.ir.visitor import has_kind, walk_only
+from polypy.ir.visitor import has_kind
 
 from codegen.lanes import scatter_loop, vector_loop
 from codegen.c.printing import assert_fail_lines, print_call
@@ -161,6 +163,8 @@ class Renderer(CExprPrinter):
         self.in_threads = 0
         self.in_simd = 0  # depth of `omp simd` loops around the statement being rendered
         self.kernel = kernel
+        # Which float -> integer conversions cannot saturate: those are written as C casts.
+        self.float_ranges = FloatRanges(kernel.body, tuple(p.name for p in kernel.params))
         self.fenced = has_kind(kernel.body, n.Fence)
         self.layouts = layouts
         self.check_bounds = check_bounds
@@ -229,9 +233,11 @@ class Renderer(CExprPrinter):
     def cast(self, e: n.Cast) -> tuple[str, int]:
         if e.to == e.x.type:
             return self.render(e.x)
-        if e.x.type.name in ("f32", "f64") and e.to.is_int and not e.to.is_bool:
+        if (e.x.type.name in ("f32", "f64") and e.to.is_int and not e.to.is_bool
+                and not self.float_ranges.exact_conversion(e)):
             # The GPU's saturating conversion (the prelude's polypy_cvt_*): NaN -> 0, out of range
-            # -> the nearest bound, as the emulator and the LLVM backend compute it.
+            # -> the nearest bound, as the emulator and the LLVM backend compute it; C's cast
+            # where the operand is provably not NaN and in range (polypy.analysis.float_ranges).
             form = "cvtv" if self.in_simd else "cvt"  # the vectorizable form in `omp simd` loops
             return f"polypy_{form}_{e.to.name}_{e.x.type.name}({self.expr(e.x)})", ATOM
         return super().cast(e)
@@ -409,17 +415,23 @@ class Renderer(CExprPrinter):
 
     def if_chain(self, s: n.If, depth: int, out: list[str]) -> None:
         ind = INDENT * depth
-        out.append(f"{ind}if ({self.expr(s.cond)}) {{")
-        self.block(s.then, depth + 1, out)
-        orelse = s.orelse
-        while len(orelse) == 1 and isinstance(orelse[0], n.If):
-            inner = orelse[0]
-            out.append(f"{ind}}} else if ({self.expr(inner.cond)}) {{")
-            self.block(inner.then, depth + 1, out)
-            orelse = inner.orelse
-        if orelse:
-            out.append(f"{ind}}} else {{")
-            self.block(orelse, depth + 1, out)
+        ranges = self.float_ranges  # what each condition says holds in its branches
+        with contextlib.ExitStack() as elses:
+            out.append(f"{ind}if ({self.expr(s.cond)}) {{")
+            with ranges.assuming(s.cond, True, s.then):
+                self.block(s.then, depth + 1, out)
+            elses.enter_context(ranges.assuming(s.cond, False, s.orelse))
+            orelse = s.orelse
+            while len(orelse) == 1 and isinstance(orelse[0], n.If):
+                inner = orelse[0]
+                out.append(f"{ind}}} else if ({self.expr(inner.cond)}) {{")
+                with ranges.assuming(inner.cond, True, inner.then):
+                    self.block(inner.then, depth + 1, out)
+                elses.enter_context(ranges.assuming(inner.cond, False, inner.orelse))
+                orelse = inner.orelse
+            if orelse:
+                out.append(f"{ind}}} else {{")
+                self.block(orelse, depth + 1, out)
         out.append(f"{ind}}}")
 
     def for_loop(self, s: n.For, depth: int, out: list[str]) -> None:

@@ -7,6 +7,7 @@ from llvmlite import ir
 from codegen.llvm.mathlib import MATH_EMITTERS
 from codegen.llvm.types import I1, memory_type, value_type
 
+from polypy.analysis.float_ranges import FloatRanges
 from polypy.errors import InternalError, UserError
 from polypy.ir import nodes as n
 from polypy.ir.types import ScalarType
@@ -29,6 +30,10 @@ class ExpressionEmitter(Visitor):
     def __init__(self, fn):
         self.fn = fn
         self.risky_cache: dict[int, bool] = {}
+        # The float -> integer conversions that cannot saturate (C's plain fptosi/fptoui).
+        kernel = getattr(fn, "kernel", None)
+        self.float_ranges = FloatRanges(kernel.body if kernel is not None else (),
+                                        tuple(p.name for p in kernel.params) if kernel is not None else ())
 
     # -- expressions
     def expr(self, e: n.Expr) -> ir.Value:
@@ -220,6 +225,10 @@ class ExpressionEmitter(Visitor):
 
     def visit_Cast(self, e: n.Cast) -> ir.Value:
         x = self.expr(e.x)
+        if self.float_ranges.exact_conversion(e):  # provably in range, not NaN: no saturation
+            t = value_type(e.to)
+            b = self.fn.builder
+            return b.fptosi(x, t) if e.to.is_signed else b.fptoui(x, t)
         return self.convert(x, e.x.type, e.to)
 
     def convert(self, x: ir.Value, src: ScalarType, dst: ScalarType) -> ir.Value:

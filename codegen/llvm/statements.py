@@ -175,11 +175,14 @@ class StatementEmitter(Visitor):
         else_bb = self.fn.new_block("else") if s.orelse else merge
         b.cbranch(cond, then_bb, else_bb)
         b.position_at_end(then_bb)
-        self.block(s.then)
+        ranges = self.exprs.float_ranges  # what the condition says holds in each branch
+        with ranges.assuming(s.cond, True, s.then):
+            self.block(s.then)
         b.branch(merge)
         if s.orelse:
             b.position_at_end(else_bb)
-            self.block(s.orelse)
+            with ranges.assuming(s.cond, False, s.orelse):
+                self.block(s.orelse)
             b.branch(merge)
         b.position_at_end(merge)
 
