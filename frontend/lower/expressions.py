@@ -107,6 +107,9 @@ def unexposed(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
         return DEFAULT  # a default argument or an implicit zero: the caller knows which
     if len(children) > 1:
         raise kb.error("unsupported expression", c)
+    if tm.scalar_type(c.type) == BOOL and strip(children[0]).kind == CK.STRING_LITERAL:
+        # `assert(ok && "message")`, `assert(!"unreachable")`: a string literal's address is never null
+        return n.Const(True, BOOL, loc=kb.loc(c))
     v = expr(kb, children[0], discard=discard)
     if discard:
         return v
