@@ -2,6 +2,10 @@
 that polypy refused, crashed on or answered wrongly, checked on the emulator and the LLVM backend."""
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -41,3 +45,46 @@ def test_assert_with_a_message_string(tmp_path, capfd, backend):
     with pytest.raises(DeviceAssertError, match='unreachable'):
         kernel[1, 4](x, y, 3)
     assert "thread: [1,0,0] Assertion `!\"unreachable: x > 100\"` failed." in capfd.readouterr().err
+
+
+RECORD_ARRAYS = r"""
+#include <cstdio>
+struct Inner { int lut[5]; };
+struct Conf { float coef[4]; Inner in; const float *src; int n; double scale; };
+__global__ void k(const Conf c, float *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < c.n) out[i] = (float)(c.coef[i % 4] * c.src[i] * c.scale) + c.in.lut[(i * 7) % 5];
+}
+int main() {
+  const int n = 90;
+  Conf c = {{1.5f, -2.0f, 0.25f, 3.0f}, {{-4, -3, 0, 5, 12}}, 0, n, 0.5};
+  float src[n], out[n];
+  for (int i = 0; i < n; ++i) src[i] = i * 0.25f;
+  float *ds, *dout;
+  cudaMalloc(&ds, sizeof src); cudaMalloc(&dout, sizeof out);
+  cudaMemcpy(ds, src, sizeof src, cudaMemcpyHostToDevice);
+  c.src = ds;
+  k<<<3, 32>>>(c, dout);
+  cudaMemcpy(out, dout, sizeof out, cudaMemcpyDeviceToHost);
+  for (int i = 0; i < n; i += 7) printf("%d %.4f\n", i, out[i]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None,
+                    reason="no C++ compiler: polypy run cannot build the host program")
+@pytest.mark.parametrize("emulate", [True, False])
+def test_struct_by_value_with_array_members_in_a_whole_program(tmp_path, emulate):
+    # A struct passed by value whose array members the kernel indexes at run time: `polypy run
+    # --emulate` refused the launch ("argument 'c_coef' of kernel 'k' does not point into memory
+    # from cudaMalloc": it read the array's first bytes as a pointer).
+    src = tmp_path / "p.cu"
+    src.write_text(RECORD_ARRAYS)
+    command = [sys.executable, "-m", "polypy.driver.cli", "run", *(["--emulate"] if emulate else []), str(src)]
+    run = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    coef, lut = [1.5, -2.0, 0.25, 3.0], [-4, -3, 0, 5, 12]
+    expected = [f"{i} {float(np.float32(np.float32(coef[i % 4]) * np.float32(i * 0.25)) * 0.5) + lut[i * 7 % 5]:.4f}"
+                for i in range(0, 90, 7)]
+    assert run.stdout.splitlines() == expected

@@ -330,6 +330,10 @@ __attribute__((visibility("default"))) double polypy_tex_value_export(unsigned l
   return polypy_tex_value(h, op, ix, x, y, z, layer, c);
 }
 }
+/* The bytes of an array member of a struct passed by value (registered as an allocation for the
+ * launch, so that the emulator views it in place); 0 for a pointer member. */
+template <typename T, size_t N> static inline size_t polypy_member_array_bytes(T (&)[N]) { return sizeof(T) * N; }
+template <typename T> static inline size_t polypy_member_array_bytes(T* const&) { return 0; }
 static void polypy_emulate_launch(int kernel, dim3 grid, dim3 block, size_t shmem, void** args, void** globals) {
   fflush(stdout);
   int status = polypy_emulate_hook ? polypy_emulate_hook(kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
