@@ -88,3 +88,25 @@ def test_struct_by_value_with_array_members_in_a_whole_program(tmp_path, emulate
     expected = [f"{i} {float(np.float32(np.float32(coef[i % 4]) * np.float32(i * 0.25)) * 0.5) + lut[i * 7 % 5]:.4f}"
                 for i in range(0, 90, 7)]
     assert run.stdout.splitlines() == expected
+
+
+CHARS = r"""
+#include <cstdio>
+__global__ void k(const signed char *c, const unsigned char *u) {
+  int t = threadIdx.x;
+  printf("%d: [%hhd] [%4hhu] [%02hhx] [%hhi]\n", t, c[t], u[t], u[t], c[t] * 3);
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["emulate", "llvm"])
+def test_printf_hh_length_modifier(tmp_path, capfd, backend):
+    # `%hhd`/`%hhu`/`%hhx`: the int argument printed as a char (was refused).
+    (tmp_path / "c.cu").write_text(CHARS)
+    mod = polypy.compile(str(tmp_path / "c.cu"))
+    kernel = mod.k.emulate if backend == "emulate" else mod.k
+    c = np.array([-5, 100, -128], dtype=np.int8)
+    u = np.array([7, 200, 255], dtype=np.uint8)
+    kernel[1, 3](c, u)
+    want = ["0: [-5] [   7] [07] [-15]", "1: [100] [ 200] [c8] [44]", "2: [-128] [ 255] [ff] [-128]"]
+    assert sorted(capfd.readouterr().out.splitlines()) == sorted(want)
