@@ -110,3 +110,20 @@ def test_printf_hh_length_modifier(tmp_path, capfd, backend):
     kernel[1, 3](c, u)
     want = ["0: [-5] [   7] [07] [-15]", "1: [100] [ 200] [c8] [44]", "2: [-128] [ 255] [ff] [-128]"]
     assert sorted(capfd.readouterr().out.splitlines()) == sorted(want)
+
+
+@pytest.mark.parametrize("kernel, col", [
+    # a local record: each member was a variable of its own type, so `b.a = 9` read back 9, not 1
+    ("__global__ void k(int *o) {\n  Bits b; b.a = o[0]; b.c = o[1]; o[2] = b.a + b.c;\n}\n", 3),
+    ("__global__ void k(Bits p, int *o) {\n  o[threadIdx.x] = p.a;\n}\n", 24),
+    ("__global__ void k(const Bits *p, int *o) {\n  o[threadIdx.x] = p[threadIdx.x].c;\n}\n", 31),
+])
+def test_bit_fields_are_refused_where_used(tmp_path, capsys, kernel, col):
+    from polypy.driver.cli import main
+    src = tmp_path / "bits.cu"
+    src.write_text("struct Bits { unsigned a : 3; int c : 6; };\n" + kernel)
+    assert main(["translate", str(src), "-o", str(tmp_path / "bits.cpp")]) == 1
+    err = capsys.readouterr().err
+    line = 3 if "Bits b;" in kernel else 2
+    assert f"bits.cu:{line}:{col}: error: bit-field member " in err and "is not supported in device code" in err, err
+    assert "Traceback" not in err and not (tmp_path / "bits.cpp").exists()
