@@ -127,3 +127,33 @@ def test_bit_fields_are_refused_where_used(tmp_path, capsys, kernel, col):
     line = 3 if "Bits b;" in kernel else 2
     assert f"bits.cu:{line}:{col}: error: bit-field member " in err and "is not supported in device code" in err, err
     assert "Traceback" not in err and not (tmp_path / "bits.cpp").exists()
+
+
+CONTINUE_PAST_LOCALS = r"""
+struct Acc { float s; int c; };
+__device__ Acc add(Acc a, float v) { Acc r; r.s = a.s + v; r.c = a.c + 1; return r; }
+__global__ void k(const float *a, float *out, int *count, int m) {
+  const float *p = a + threadIdx.x * m, *end = p + m;
+  Acc acc = {0.0f, 0};
+  for (; p < end; ++p) {
+    if (*p == 0.0f) continue;
+    float v = *p * 2.0f;
+    acc = add(acc, v);
+  }
+  out[threadIdx.x] = acc.s;
+  count[threadIdx.x] = acc.c;
+}
+"""
+
+
+@pytest.mark.parametrize("cpp", [False, True])
+def test_continue_in_a_loop_with_an_update_before_local_declarations(tmp_path, cpp):
+    # The C backend's `goto` to the loop's update (a `continue`) jumped across the initialized
+    # locals of the body, which C++ refuses: whole programs failed to compile.
+    from tests.c_support import assert_same_as_emulator, cuda_source
+    _, kernel = cuda_source(tmp_path, "c.cu", CONTINUE_PAST_LOCALS, "k")
+    a = np.array([[1, 0, -2, 0, 3], [0, 0, 0, 0, 0], [4, 4, 0, 4, 1]], dtype=np.float32)
+    got = assert_same_as_emulator(kernel, 1, 3, {"a": a.ravel(), "out": np.zeros(3, np.float32),
+                                                 "count": np.zeros(3, np.int32), "m": np.int32(5)}, cpp=cpp)
+    np.testing.assert_array_equal(got["out"], [4.0, 0.0, 26.0])
+    np.testing.assert_array_equal(got["count"], [3, 0, 4])
