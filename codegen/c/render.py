@@ -32,7 +32,7 @@ from polypy.ir.cexpr import ADDITIVE, ATOM, MULTIPLICATIVE, UNARY, CExprPrinter,
 from polypy.ir.printer import format_const
 from polypy.ir.textures import TEXTURE
 from polypy.ir.types import PointerType, ScalarType
-from polypy.ir.visitor import has_kind, walk_only
+from polypy.ir.visitor import has_kind
 
 from codegen.lanes import scatter_loop, vector_loop
 from codegen.c.printing import assert_fail_lines, print_call
