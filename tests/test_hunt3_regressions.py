@@ -151,9 +151,13 @@ def test_continue_in_a_loop_with_an_update_before_local_declarations(tmp_path, c
     # The C backend's `goto` to the loop's update (a `continue`) jumped across the initialized
     # locals of the body, which C++ refuses: whole programs failed to compile.
     from tests.c_support import assert_same_as_emulator, cuda_source
-    _, kernel = cuda_source(tmp_path, "c.cu", CONTINUE_PAST_LOCALS, "k")
+    mod, kernel = cuda_source(tmp_path, "c.cu", CONTINUE_PAST_LOCALS, "k")
     a = np.array([[1, 0, -2, 0, 3], [0, 0, 0, 0, 0], [4, 4, 0, 4, 1]], dtype=np.float32)
     got = assert_same_as_emulator(kernel, 1, 3, {"a": a.ravel(), "out": np.zeros(3, np.float32),
                                                  "count": np.zeros(3, np.int32), "m": np.int32(5)}, cpp=cpp)
     np.testing.assert_array_equal(got["out"], [4.0, 0.0, 26.0])
     np.testing.assert_array_equal(got["count"], [3, 0, 4])
+    out, count = np.zeros(3, np.float32), np.zeros(3, np.int32)
+    mod.k[1, 3](a.ravel(), out, count, 5)  # the LLVM backend
+    np.testing.assert_array_equal(out, [4.0, 0.0, 26.0])
+    np.testing.assert_array_equal(count, [3, 0, 4])
