@@ -161,3 +161,37 @@ def test_continue_in_a_loop_with_an_update_before_local_declarations(tmp_path, c
     mod.k[1, 3](a.ravel(), out, count, 5)  # the LLVM backend
     np.testing.assert_array_equal(out, [4.0, 0.0, 26.0])
     np.testing.assert_array_equal(count, [3, 0, 4])
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed: whole programs cannot be compiled")
+def test_pasted_headers_with_pragma_once_compile_without_warnings(tmp_path):
+    # The inlined text of a user header kept its `#pragma once`, in what is then the main file:
+    # "warning: #pragma once in main file" from g++.
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "util.cuh").write_text(
+        "#pragma once\n#include \"plain.h\"\n"
+        "template <typename T> __device__ T clampv(T v, T lo, T hi) { return v < lo ? lo : (v > hi ? hi : v); }\n")
+    (tmp_path / "inc" / "plain.h").write_text("  #  pragma   once\ninline int div_up(int a, int b) { return (a + b - 1) / b; }\n")
+    src = tmp_path / "p.cu"
+    src.write_text(r"""#include <cstdio>
+#include "inc/util.cuh"
+#include "inc/plain.h"
+__global__ void k(int *o, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) o[i] = clampv(i, 3, 10); }
+int main() {
+  int *d, h[20];
+  cudaMalloc(&d, sizeof h);
+  k<<<div_up(20, 8), 8>>>(d, 20);
+  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+  for (int i = 0; i < 20; ++i) printf("%d ", h[i]);
+  printf("\n");
+  return 0;
+}
+""")
+    out = tmp_path / "p.cpp"
+    subprocess.run([sys.executable, "-m", "polypy.driver.cli", "translate", str(src), "-o", str(out)],
+                   check=True, cwd=tmp_path)
+    build = subprocess.run(["g++", "-O1", "-fopenmp", "-Wall", str(out), "-o", str(tmp_path / "p"), "-lm"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert build.returncode == 0 and "warning" not in build.stderr, build.stderr
+    run = subprocess.run([str(tmp_path / "p")], capture_output=True, text=True, cwd=tmp_path)
+    assert run.stdout.split() == [str(min(max(i, 3), 10)) for i in range(20)]

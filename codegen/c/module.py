@@ -351,11 +351,14 @@ static void polypy_emulate_launch(int kernel, dim3 grid, dim3 block, size_t shme
 """
 
 
-def _rewrite(path: str, state: _ProgramState) -> str:
+def _rewrite(path: str, state: _ProgramState, once: tuple[tuple[int, int], ...] = ()) -> str:
+    """The text of ``path`` for the program, its user headers inlined; ``once``: the spans of its
+    ``#pragma once`` directives, dropped (``IncludeSpan.once``)."""
+    dropped = [(start, end, "/* #pragma once: this header is inlined once */") for start, end in once]
     hf = state.host.files.get(path)
     if hf is None:
-        return read_source(path)
-    edits: list[tuple[int, int, str]] = []
+        return _apply(read_source(path), dropped, path) if dropped else read_source(path)
+    edits: list[tuple[int, int, str]] = list(dropped)
     for inc in hf.includes:
         if inc.kind == "cuda":
             edits.append((inc.start, inc.end, f"/* {hf.text[inc.start:inc.end]}: polypy's runtime, above */"))
@@ -365,7 +368,7 @@ def _rewrite(path: str, state: _ProgramState) -> str:
                 edits.append((inc.start, inc.end, f"/* {original}: already included above */"))
             else:
                 state.included.add(inc.target)
-                inner = _rewrite(inc.target, state).rstrip("\n")
+                inner = _rewrite(inc.target, state, inc.once).rstrip("\n")
                 name = os.path.basename(inc.target)
                 edits.append((inc.start, inc.end, f"/* ---- {original} ---- */\n{inner}\n/* ---- end of {name} ---- */"))
     prototypes = _prototype_sites(hf, state)
