@@ -195,3 +195,40 @@ int main() {
     assert build.returncode == 0 and "warning" not in build.stderr, build.stderr
     run = subprocess.run([str(tmp_path / "p")], capture_output=True, text=True, cwd=tmp_path)
     assert run.stdout.split() == [str(min(max(i, 3), 10)) for i in range(20)]
+
+
+DP4A = r"""
+__global__ void k(const int *a, const int *b, int *s, unsigned *u, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    s[i] = __dp4a(a[i], b[i], a[i] ^ b[i]);
+    u[i] = __dp4a((unsigned)a[i], (unsigned)b[i], 0xFFFFFF00u + i);
+  }
+}
+"""
+
+
+def _dp4a(a, b, c, signed):
+    dt = np.int8 if signed else np.uint8
+    x, y = a.view(np.uint32).view(dt).reshape(-1, 4), b.view(np.uint32).view(dt).reshape(-1, 4)
+    return ((x.astype(np.int64) * y.astype(np.int64)).sum(axis=1) + c.astype(np.int64)) % 2 ** 32
+
+
+@pytest.mark.parametrize("way", ["emulate", "llvm", "c"])
+def test_dp4a_both_overloads(tmp_path, way):
+    # `__dp4a` (int8/uint8 dot products, quantized kernels) was an undeclared identifier.
+    from tests.c_support import cuda_source, run_c
+    mod, kernel = cuda_source(tmp_path, "d.cu", DP4A, "k")
+    rng = np.random.default_rng(3)
+    a = rng.integers(-2 ** 31, 2 ** 31, 70, dtype=np.int64).astype(np.int32)
+    b = rng.integers(-2 ** 31, 2 ** 31, 70, dtype=np.int64).astype(np.int32)
+    a[:4] = [-2 ** 31, -1, 0x7F7F7F7F, -0x7F7F7F80]
+    b[:4] = [-2 ** 31, -1, 0x7F7F7F7F, -0x7F7F7F80]
+    s, u = np.zeros(70, np.int32), np.zeros(70, np.uint32)
+    if way == "c":
+        out = run_c(kernel, 3, 32, {"a": a, "b": b, "s": s, "u": u, "n": np.int32(70)})
+        s, u = out["s"], out["u"]
+    else:
+        (mod.k.emulate if way == "emulate" else mod.k)[3, 32](a, b, s, u, 70)
+    np.testing.assert_array_equal(s.view(np.uint32), _dp4a(a, b, (a ^ b).view(np.uint32), True))
+    np.testing.assert_array_equal(u, _dp4a(a, b, np.uint32(0xFFFFFF00) + np.arange(70, dtype=np.uint32), False))
