@@ -192,8 +192,14 @@ def record_fields(t: ci.Type) -> list[tuple[str, ci.Type]]:
         # which needs a byte-addressed memory model; apart members would give another answer.
         raise UserError(f"unions are not supported in device code ('{t.spelling}': its members share bytes, "
                         "and reading one member as another reinterprets them)")
+    fields = list(c.get_fields())
+    for f in fields:
+        if f.is_bitfield():
+            # A member of its own would hold values its width cannot (`b.a = 9` of `unsigned a : 3`
+            # reads back 1 in CUDA): refused, not widened.
+            raise UserError(f"bit-field member '{f.spelling}' of '{t.spelling}' is not supported in device code")
     # Base subobjects first (as members named ``__base0``... see ``frontend.bases``), then own members.
-    return [(b.name, b.type) for b in cxx_bases.bases(c)] + [(f.spelling, f.type) for f in c.get_fields()]
+    return [(b.name, b.type) for b in cxx_bases.bases(c)] + [(f.spelling, f.type) for f in fields]
 
 
 def leaves(t: ci.Type, prefix: str = "") -> list[Leaf]:

@@ -10,6 +10,7 @@ import clang.cindex as ci
 
 from polypy.errors import UserError
 from polypy.ir.host import DeviceSpan, IncludeSpan
+from polypy.sources import read_source
 
 from frontend.clang_setup import PRELUDE_DIR, RUNTIME_DIR, cursor_loc, spelled_extent
 from frontend.function_ids import function_id, is_function_pointer, is_function_type
@@ -130,7 +131,23 @@ def include_span(c: ci.Cursor, conv: OffsetMap, tu: ci.TranslationUnit) -> Inclu
     else:
         kind = "system"
     start = conv.char(c.extent.start.offset)
-    return IncludeSpan(start, conv.char(c.extent.end.offset), target, kind)
+    once = pragma_once_spans(tu, included) if kind == "user" and included is not None else ()
+    return IncludeSpan(start, conv.char(c.extent.end.offset), target, kind, once)
+
+
+def pragma_once_spans(tu: ci.TranslationUnit, included: ci.File) -> tuple[tuple[int, int], ...]:
+    """The character spans of the ``#pragma once`` directives of an included file (clang's tokens)."""
+    data = pathlib.Path(included.name).read_bytes()
+    whole = ci.SourceRange.from_locations(ci.SourceLocation.from_offset(tu, included, 0),
+                                          ci.SourceLocation.from_offset(tu, included, len(data)))
+    tokens = list(tu.get_tokens(extent=whole))
+    conv = OffsetMap(read_source(included.name), data)
+    out = []
+    for hash_, pragma, once in zip(tokens, tokens[1:], tokens[2:]):
+        if (hash_.spelling, pragma.spelling, once.spelling) == ("#", "pragma", "once") and \
+                hash_.location.line == pragma.location.line == once.location.line:
+            out.append((conv.char(hash_.extent.start.offset), conv.char(once.extent.end.offset)))
+    return tuple(out)
 
 def in_system_directory(tu: ci.TranslationUnit, included: ci.File) -> bool:
     """Whether clang found the file in a system include directory (``-isystem``)."""

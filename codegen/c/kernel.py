@@ -529,13 +529,27 @@ def emulated_launcher(kernel: n.Kernel, index: int, options: Options) -> KernelC
                                          buffers=tuple(b for b in kernel.buffers if b.space in ("constant", "device")))
     emitter = KernelEmitter(signature_only, options)
     decl, _ = emitter.signature()
-    args = ", ".join(f"(void*)&{v}" for v in emitter.addressable()) or "0"
+    # A pointer member of a struct passed by value goes out through a local pointer, and an array
+    # member (`float coef[4]`, indexed at run time) is registered as an allocation for the launch:
+    # the emulator views the launcher's copy of the struct in place, as it views cudaMalloc memory.
+    members = [(i, v) for i, (p, v) in enumerate(zip(kernel.params, emitter.addressable()))
+               if isinstance(p.ptype, PointerType) and "." in v]
+    slots = [f"(void*)&polypy_member_{i}" if any(i == j for j, _ in members) else f"(void*)&{v}"
+             for i, v in enumerate(emitter.addressable())]
+    args = ", ".join(slots) or "0"
+    declared = [line for i, v in members for line in (
+        f"void* polypy_member_{i} = (void*)({v});",
+        f"size_t polypy_member_bytes_{i} = polypy_member_array_bytes({v});")]
+    before = [f"if (polypy_member_bytes_{i}) polypy_rt_register(polypy_member_{i}, polypy_member_bytes_{i});"
+              for i, _ in members]
+    after = [f"if (polypy_member_bytes_{i}) polypy_rt_unregister(polypy_member_{i}, 0);" for i, _ in members]
     globals_ = ", ".join(f"(void*)&{b.symbol or b.name}" for b in signature_only.buffers) or "0"
     text = "\n".join([
         f"/* ---- kernel {kernel.name}: run by polypy's reference emulator ---- */",
         decl,
         "{",
         *(INDENT + line for line in emitter.table_locals()),
+        *(INDENT + line for line in declared),
         f"{INDENT}void* polypy_args[] = {{{args}}};",
         f"{INDENT}void* polypy_globals[] = {{{globals_}}};",
         # an invalid configuration runs nothing and is the launch's error, as in the compiled launcher
@@ -543,7 +557,9 @@ def emulated_launcher(kernel: n.Kernel, index: int, options: Options) -> KernelC
         # a loop only the host can end: not on the calling thread, as in the compiled launcher
         *([f"{INDENT}polypy_rt_host_released({json.dumps(str(kernel.loc))}, \"{kernel.name}\");"]
           if kernel.host_polls else []),
+        *(INDENT + line for line in before),
         f"{INDENT}polypy_emulate_launch({index}, grid, block, shmem_bytes, polypy_args, polypy_globals);",
+        *(INDENT + line for line in after),
         "}",
     ])
     return KernelCode(kernel.name, emitter.launcher_name, decl + ";", text)

@@ -330,6 +330,10 @@ __attribute__((visibility("default"))) double polypy_tex_value_export(unsigned l
   return polypy_tex_value(h, op, ix, x, y, z, layer, c);
 }
 }
+/* The bytes of an array member of a struct passed by value (registered as an allocation for the
+ * launch, so that the emulator views it in place); 0 for a pointer member. */
+template <typename T, size_t N> static inline size_t polypy_member_array_bytes(T (&)[N]) { return sizeof(T) * N; }
+template <typename T> static inline size_t polypy_member_array_bytes(T* const&) { return 0; }
 static void polypy_emulate_launch(int kernel, dim3 grid, dim3 block, size_t shmem, void** args, void** globals) {
   fflush(stdout);
   int status = polypy_emulate_hook ? polypy_emulate_hook(kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
@@ -347,11 +351,14 @@ static void polypy_emulate_launch(int kernel, dim3 grid, dim3 block, size_t shme
 """
 
 
-def _rewrite(path: str, state: _ProgramState) -> str:
+def _rewrite(path: str, state: _ProgramState, once: tuple[tuple[int, int], ...] = ()) -> str:
+    """The text of ``path`` for the program, its user headers inlined; ``once``: the spans of its
+    ``#pragma once`` directives, dropped (``IncludeSpan.once``)."""
+    dropped = [(start, end, "/* #pragma once: this header is inlined once */") for start, end in once]
     hf = state.host.files.get(path)
     if hf is None:
-        return read_source(path)
-    edits: list[tuple[int, int, str]] = []
+        return _apply(read_source(path), dropped, path) if dropped else read_source(path)
+    edits: list[tuple[int, int, str]] = list(dropped)
     for inc in hf.includes:
         if inc.kind == "cuda":
             edits.append((inc.start, inc.end, f"/* {hf.text[inc.start:inc.end]}: polypy's runtime, above */"))
@@ -361,7 +368,7 @@ def _rewrite(path: str, state: _ProgramState) -> str:
                 edits.append((inc.start, inc.end, f"/* {original}: already included above */"))
             else:
                 state.included.add(inc.target)
-                inner = _rewrite(inc.target, state).rstrip("\n")
+                inner = _rewrite(inc.target, state, inc.once).rstrip("\n")
                 name = os.path.basename(inc.target)
                 edits.append((inc.start, inc.end, f"/* ---- {original} ---- */\n{inner}\n/* ---- end of {name} ---- */"))
     prototypes = _prototype_sites(hf, state)

@@ -501,7 +501,14 @@ class Renderer(CExprPrinter):
             label = f"polypy_next_{self.label_count}"
         out.append(f"{ind}while ({self.expr(s.cond)}) {{")
         self.loops.append(label)
-        self.block(s.body, depth + 1, out)
+        if label is not None:
+            # The body in a block of its own: its `goto` to the update leaves the scope of the
+            # body's declarations (C++ refuses a jump across an initialization in one scope).
+            out.append(f"{ind}{INDENT}{{")
+            self.block(s.body, depth + 2, out)
+            out.append(f"{ind}{INDENT}}}")
+        else:
+            self.block(s.body, depth + 1, out)
         self.loops.pop()
         if label is not None:
             out.append(f"{ind}{label}:;")

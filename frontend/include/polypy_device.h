@@ -254,6 +254,8 @@ POLYPY_D int __hadd(int, int);
 POLYPY_D int __rhadd(int, int);
 POLYPY_D unsigned int __uhadd(unsigned int, unsigned int);
 POLYPY_D unsigned int __urhadd(unsigned int, unsigned int);
+POLYPY_D int __dp4a(int srcA, int srcB, int c);
+POLYPY_D unsigned int __dp4a(unsigned int srcA, unsigned int srcB, unsigned int c);
 /* clock() counts the calls of clock()/clock64() the thread has made (see frontend/lower/calls.py). */
 POLYPY_D long clock(void);
 POLYPY_D long long clock64(void);

@@ -253,6 +253,8 @@ def intrinsic(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor]
         return None
     if name in _FLOAT_CONSTANTS:
         return float_constant(kb, name, args, c)
+    if name == "__dp4a" and tm.scalar_type(c.type) == U32:
+        name = "__dp4a_u"  # the unsigned overload
     if name in INT_INTRINSICS:
         return bit_intrinsic(kb, name, [kb.scalar(a) for a in args], c)
     if name in ROUNDING_INTRINSICS:

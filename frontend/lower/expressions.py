@@ -109,6 +109,9 @@ def unexposed(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
         raise kb.error("unsupported expression", c)
     if tm.is_function_pointer(c.type) and function_pointers.is_null_constant(children[0]):
         return n.Const(0, tm.FUNCTION_POINTER, loc=kb.loc(c))  # a null function pointer
+    if tm.scalar_type(c.type) == BOOL and strip(children[0]).kind == CK.STRING_LITERAL:
+        # `assert(ok && "message")`, `assert(!"unreachable")`: a string literal's address is never null
+        return n.Const(True, BOOL, loc=kb.loc(c))
     v = expr(kb, children[0], discard=discard)
     if discard:
         return v

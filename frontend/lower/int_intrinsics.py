@@ -15,7 +15,10 @@ they stand for), so every backend and the emulator compute it without a function
   (sign-extended for ``__mul24``);
 - ``__sad(x, y, z)``, ``__usad``: ``|x - y| + z`` (the difference exact, the sum modulo 2^32);
 - ``__hadd``, ``__uhadd``: ``(x + y) >> 1`` and ``__rhadd``, ``__urhadd``: ``(x + y + 1) >> 1``,
-  the sum taken without overflow (signed: rounded toward minus infinity by the shift).
+  the sum taken without overflow (signed: rounded toward minus infinity by the shift);
+- ``__dp4a(a, b, c)``: ``c`` plus the products of the four byte pairs of ``a`` and ``b`` (signed
+  bytes for the ``int`` overload, unsigned for the ``unsigned int`` one, ``__dp4a_u`` here),
+  modulo 2^32 (summed in ``u32``: two's complement wraps exactly, with no signed overflow in C).
 
 Every shift amount here is a constant below the operand's width or masked into it, so no
 backend meets C's undefined shifts.
@@ -45,6 +48,7 @@ INT_INTRINSICS: dict[str, tuple[tuple[ScalarType, ...], ScalarType]] = {
     "__sad": ((I32, I32, U32), U32), "__usad": ((U32, U32, U32), U32),
     "__hadd": ((I32, I32), I32), "__rhadd": ((I32, I32), I32),
     "__uhadd": ((U32, U32), U32), "__urhadd": ((U32, U32), U32),
+    "__dp4a": ((I32, I32, I32), I32), "__dp4a_u": ((U32, U32, U32), U32),
 }
 
 Let = Callable[[n.Expr, str], n.Expr]
@@ -108,6 +112,16 @@ def int_intrinsic(name: str, args: list[n.Expr], let: Let, loc: Loc | None) -> n
         ux, uy = convert(x, U32), convert(y, U32)
         diff = n.Select(b("gt", x, y), b("sub", ux, uy), b("sub", uy, ux), loc=loc)
         return b("add", diff, values[2])
+    if name in ("__dp4a", "__dp4a_u"):
+        x, y = let(convert(values[0], U32), "dpa"), let(convert(values[1], U32), "dpb")
+        total = convert(values[2], U32)
+        for k in range(4):
+            if name == "__dp4a":  # byte k sign-extended: to the top, then an arithmetic shift down
+                xk, yk = (convert(b("shr", convert(b("shl", v, 24 - 8 * k), I32), 24), U32) for v in (x, y))
+            else:
+                xk, yk = (b("band", b("shr", v, 8 * k), 0xFF) for v in (x, y))
+            total = b("add", total, b("mul", xk, yk))
+        return convert(total, result)
     if name in ("__hadd", "__rhadd", "__uhadd", "__urhadd"):
         wide = I64 if name in ("__hadd", "__rhadd") else U64
         total = b("add", convert(values[0], wide), convert(values[1], wide))

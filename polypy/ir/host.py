@@ -101,6 +101,9 @@ class IncludeSpan:
     end: int
     target: str | None  # resolved path of the included file
     kind: str  # "cuda" (a CUDA header: replaced by polypy's runtime) | "user" (inlined) | "system" (kept)
+    # (start, end) character spans of the ``#pragma once`` directives of a "user" header: the
+    # inlined text drops them (it is included once; in the main file GCC warns about them).
+    once: tuple[tuple[int, int], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

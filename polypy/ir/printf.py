@@ -4,12 +4,12 @@ library's printf with the same format).
 
 Supported, as CUDA's device printf: ``%d %i %u %x %X %o %c %f %F %e %E %g %G %a %A %%`` with the
 flags ``- + space # 0``, a width (digits, or ``*``: an ``int`` argument before the value, negative
-for left-justified), a precision (digits), and the length modifiers ``h`` (the int argument
-printed as a short), ``l``/``ll`` (64-bit integers; no effect on floating-point conversions).
+for left-justified), a precision (digits), and the length modifiers ``h``/``hh`` (the int
+argument printed as a short / a char), ``l``/``ll`` (64-bit integers; no effect on floating-point conversions).
 ``%s`` takes a string literal, which the frontend folds into the format (``fold_string``), or a
 character array of known length, whose bytes are its arguments (``Print.strings``: printed up to
 the first 0 byte; ``string_bytes``).
-``%p``, ``%n``, a ``*`` precision, ``hh``/``L``/``z``/``j``/``t`` are refused.
+``%p``, ``%n``, a ``*`` precision, ``L``/``z``/``j``/``t`` are refused.
 
 The format is a printf mini-language, not C source: reading it here is not parsing C.
 """
@@ -89,8 +89,8 @@ def parse_format(fmt: str, *, allow_strings: bool = False) -> list[Spec]:
             raise FormatError(f"printf conversion {text!r} is not a conversion of device printf")
         if conv == "s" and not allow_strings:
             raise FormatError("printf '%s' takes a string literal only")
-        if length not in ("", "h", "l", "ll") or (conv in "cs" and length) or \
-                (conv in FLOAT_CONVERSIONS and length in ("h", "ll")):
+        if length not in ("", "hh", "h", "l", "ll") or (conv in "cs" and length) or \
+                (conv in FLOAT_CONVERSIONS and length in ("hh", "h", "ll")):
             raise FormatError(f"printf conversion {text!r}: the length modifier '{length}' is not supported")
         prec = m.group("prec")
         specs.append(Spec(i, text, m.group("flags"), int(m.group("width")) if m.group("width") and not star else None,
@@ -132,7 +132,7 @@ def format_one(spec: Spec, value: int | float) -> str:
 
 
 def _format_int(spec: Spec, value: int, left: bool) -> str:
-    bits = {"h": 16, "l": 64, "ll": 64}.get(spec.length, 32)
+    bits = {"hh": 8, "h": 16, "l": 64, "ll": 64}.get(spec.length, 32)
     if spec.conv in "di":
         value = (value + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
     else:
