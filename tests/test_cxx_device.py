@@ -511,12 +511,6 @@ REFUSED = [
      "  __device__ float& at(int i) { if (i == 0) return x; return y; } };\n"
      "__global__ void k(float* y) { V v = {1.0f, 2.0f}; y[threadIdx.x] = v.at(threadIdx.x & 1); }\n",
      "returns a reference ('float &')", (3, 68)),
-    ("delegating-constructor",
-     "struct V { float x, y;\n"
-     "  __device__ V(float a, float b) : x(a), y(b) {}\n"
-     "  __device__ V(float a) : V(a, a) {} };\n"
-     "__global__ void k(float* y) { V v(y[0]); y[threadIdx.x] = v.x + v.y; }\n",
-     "delegating constructor", (4, 33)),
 ]
 
 

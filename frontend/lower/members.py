@@ -163,6 +163,14 @@ def construct(kb: KernelBuilder, target: LValue, fn: ci.Cursor, args: list[ci.Cu
     definition = fn.get_definition() or fn
     record = fn.semantic_parent
     bases = record_bases(kb, record, c)
+    delegate = _delegated_construction(definition, record)
+    if delegate is not None:
+        # `V() : V(0, 0, 0) {}`: the target constructor runs whole (its members, its body),
+        # with arguments evaluated in this constructor's frame; then this body.
+        ctor, ctor_args = delegate
+        inlining.inline(kb, definition, args, c, True, this=target,
+                        prologue=lambda: initialize_by(kb, this_place(kb, c), record.type, ctor, ctor_args, c))
+        return
     inits: dict[str, ci.Cursor | None] = {}
     pending: str | None = None
     for ch in definition.get_children():
@@ -212,6 +220,36 @@ def construct(kb: KernelBuilder, target: LValue, fn: ci.Cursor, args: list[ci.Cu
             initialize(kb, place, f.type, init, c)
 
     inlining.inline(kb, definition, args, c, True, this=target, prologue=prologue)
+
+
+def _delegated_construction(definition: ci.Cursor, record: ci.Cursor | None) -> tuple[ci.Cursor, list] | None:
+    """The constructor a delegating constructor (``V(float a) : V(a, a, a) {}``) names, and the
+    arguments of that call, or None. Clang lists the class's own name after the constructor's
+    name, then the call of the target constructor."""
+    if record is None:
+        return None
+    children = list(definition.get_children())
+    for i, ch in enumerate(children):
+        if ch.kind in (CK.TYPE_REF, CK.TEMPLATE_REF) and ch.extent.start.offset > definition.location.offset and \
+                ch.referenced is not None and tm.canonical(ch.referenced.type) == tm.canonical(record.type):
+            call = strip(children[i + 1]) if i + 1 < len(children) else None
+            if call is not None and call.referenced is not None and call.referenced.kind == CK.CONSTRUCTOR:
+                return call.referenced, [a for a in call.get_children() if a.kind.is_expression()]
+    return None
+
+
+def initialize_by(kb: KernelBuilder, place: LValue, t: ci.Type, ctor: ci.Cursor, args: list[ci.Cursor],
+                  c: ci.Cursor) -> None:
+    """``place`` initialized by constructor ``ctor`` called with ``args``: a user construction
+    runs; an implicit copy or move copies its argument's value."""
+    if is_user_construction(kb, ctor, c):
+        construct(kb, place, ctor, args, c)
+    elif len(args) == 1:
+        kb.assign(place, kb.record_value(args[0], t), c)
+    elif not args:  # `: V()` value-initializes: an implicit default constructor zeroes
+        kb.assign(place, zero_of(place), c)
+    else:
+        raise kb.error(f"constructing '{t.spelling}' this way is not supported in device code", c)
 
 
 def default_constructor(kb: KernelBuilder, t: ci.Type, c: ci.Cursor) -> ci.Cursor | None:
