@@ -39,6 +39,65 @@ __global__ void delegating(const float* x, float* out, int n) {
   out[3 * i + 1] = w.x + w.y + w.z;
   out[3 * i + 2] = t.x + t.y + t.z + (float)t.tag;
 }
+
+// ------------------------------------------------------------ lambdas made in device code
+template <typename F, typename T>
+__device__ T apply(F f, T x) { return f(x); }
+template <typename F>
+__device__ float apply_ref(F& f, float x) { return f(x); }
+
+struct Scaler {
+  float w, b;
+  __device__ float run(float v) {
+    auto f = [this](float u) { return w * u + b; };  // explicit `this`
+    auto g = [=](float u) { return u * w; };         // implicit `this`
+    auto h = [&](float u) { b += u; return b; };     // changes the object's member
+    float r = f(v) + g(v);
+    h(1.0f);
+    return r + f(0.0f);
+  }
+};
+
+__global__ void lambdas3(const float* x, float* out, int n, int k) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float v = x[i];
+  float s = 2.0f;
+  int c = 0;
+  auto mul = [](auto a, auto b) { return a * b; };                    // generic
+  out[10 * i] = mul(v, 3.0f) + (float)mul(i, 2);
+  auto f = [n2 = 2 * k, s, &c](float u) { c++; return u * n2 + s; };  // init-capture, mixed
+  s = 100.0f;
+  float a = f(v);
+  float b = f(1.0f);
+  out[10 * i + 1] = a + b + c;
+  auto g = [=, &c](float u) { c += 10; return u * s; };
+  float gv = g(v);
+  out[10 * i + 2] = gv + c;
+  auto h = [&, s](float u) { c += 100; return u + s; };
+  s = 5.0f;
+  float hv = h(v);
+  out[10 * i + 3] = hv + c + s;
+  float t = 1.0f;
+  auto acc = [t](float u) mutable { t += u; return t; };               // mutable
+  acc(v);
+  auto acc2 = acc;                                                     // a copy of its state
+  acc(1.0f);
+  float a0 = acc(0.0f);
+  float a2 = acc2(2.0f);
+  out[10 * i + 4] = a0 + 10.0f * a2 + 100.0f * t;
+  auto sq = [](auto u) { return u * u; };
+  out[10 * i + 5] = apply([s](float u) { return u - s; }, v) + apply(sq, v) + apply(sq, i);
+  int iv = [&]() { c += 1000; return c; }();                           // immediately invoked
+  out[10 * i + 6] = iv + s + [](int m) { return m + 1; }(4);
+  float r1 = apply_ref(acc, 1.0f);                                     // by reference: changes acc
+  float r2 = apply(acc, 5.0f);                                         // by value: a copy
+  out[10 * i + 7] = r1 + r2 + 10.0f * acc(0.0f);
+  Scaler sc = {v, 1.0f};
+  float run = sc.run(2.0f);
+  out[10 * i + 8] = run + 100.0f * sc.b;
+  out[10 * i + 9] = c;
+}
 """
 
 
@@ -89,3 +148,39 @@ def test_delegating_constructors(loaded, compiled, grid, block) -> None:
     for got in run_all(loaded, compiled, "delegating", grid, block,
                        {"x": x, "out": np.zeros(3 * n, np.float32), "n": n}):
         np.testing.assert_allclose(got["out"].reshape(n, 3), expected, rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_lambdas_made_in_device_code(loaded, compiled, grid, block) -> None:
+    n = grid[0] * block[0] - 3
+    k = 3
+    v = np.random.default_rng(2).standard_normal(n).astype(np.float32).astype(np.float64)
+    i = np.arange(n, dtype=np.float64)
+    e = np.zeros((n, 10))
+    e[:, 0] = 3 * v + 2 * i
+    e[:, 1] = (2 * k * v + 2) + (2 * k + 2) + 2
+    e[:, 2] = 100 * v + 12
+    e[:, 3] = (v + 100) + 112 + 5
+    e[:, 4] = (2 + v) + 10 * (3 + v) + 100
+    e[:, 5] = (v - 5) + v * v + i * i
+    e[:, 6] = 1112 + 5 + 5
+    e[:, 7] = (3 + v) + (8 + v) + 10 * (3 + v)
+    e[:, 8] = (4 * v + 3) + 200
+    e[:, 9] = 1112
+    args = {"x": v.astype(np.float32), "out": np.zeros(10 * n, np.float32), "n": n, "k": k}
+    for got in run_all(loaded, compiled, "lambdas3", grid, block, args):
+        np.testing.assert_allclose(got["out"].reshape(n, 10), e, rtol=1e-5, atol=1e-4)
+
+
+REFUSED = [
+    ("lambda-copy-of-this",
+     "struct A { float w;\n"
+     "  __device__ float run(float v) { auto f = [*this](float u) { return w * u; }; return f(v); } };\n"
+     "__global__ void k(float* y) { A a{2.0f}; y[threadIdx.x] = a.run(y[threadIdx.x]); }\n",
+     "lambdas capturing '*this' by copy", (2, 44)),
+]
+
+
+@pytest.mark.parametrize("name,text,message,where", REFUSED, ids=[r[0] for r in REFUSED])
+def test_still_refused_with_location(name, text, message, where, tmp_path: pathlib.Path) -> None:
+    assert_load_refused(tmp_path, name, text, message, where)

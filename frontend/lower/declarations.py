@@ -109,7 +109,9 @@ def var_decl(kb: KernelBuilder, d: ci.Cursor) -> None:
         closure = kb.expr(init)  # `auto f = [&](float v) { ... };` (see ``lambdas``)
         if not isinstance(closure, Closure):
             raise UserError(f"local variable '{name}' holds a lambda polypy cannot follow", where)
-        kb.bind(d, closure.shared_copy(kb.error, init))
+        # (made here, it is this variable; `auto g = f;` calls the copy constructor, whose
+        # value is already a copy: places.record_value)
+        kb.bind(d, closure)
         return
     if tm.is_union(t) and (tm.union_scalars(t) is not None or tm.union_slices(t) is not None):
         kb.bind(d, local_union(kb, name, t, init, where))

@@ -2,6 +2,7 @@
 and references); ``return`` becomes an assignment to a result local plus structured control flow."""
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Callable
 
 import clang.cindex as ci
@@ -23,7 +24,7 @@ from frontend.lower.helpers import ArrayRef, strip
 from frontend.lower.pointer_choice import pending_pointer, pointer_hint
 from frontend.lower.inheritance import bound_subobject
 from frontend.values import (
-    Aggregate, AggLV, Binding, Closure, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer, PointerChoice, PtrVarLV,
+    Aggregate, AggLV, Binding, ChoiceVarLV, Closure, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer, PointerChoice, PtrVarLV,
     RefBinding, Value, VarAddress,
 )
 
@@ -157,7 +158,7 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
         return copy_to_local(kb, value, target_t, name, a)
     value = kb.arg_value(a, fn, i)
     if isinstance(value, Closure):  # a lambda passed to a function template
-        return value.shared_copy(kb.error, a)
+        return closure_copy(kb, value, a)
     if isinstance(value, ArrayRef):
         value = value.decay(kb, a)
     if tm.is_pointer(pt) or tm.is_array(pt):
@@ -167,6 +168,25 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
             raise kb.error(f"argument for pointer parameter '{name}' must point into a buffer", a)
         return kb.pointer_binding(value, decl_key(p) in mutated, name, a, decl_key(p))
     return copy_to_local(kb, value, pt, name, a)
+
+
+def closure_copy(kb: KernelBuilder, closure: Closure, c: ci.Cursor) -> Closure:
+    """A copy of a lambda's closure object: the closure itself when its copies never change;
+    for a ``mutable`` lambda made in device code, fresh copies of the captures it owns (a
+    call of the copy changes those, not the original's; by-reference captures stay shared)."""
+    if not closure.owned:
+        return closure.shared_copy(kb.error, c)
+    captures = dict(closure.captures)
+    for key in closure.owned:
+        b = captures[key]
+        if isinstance(b, Closure):
+            captures[key] = closure_copy(kb, b, c)
+        elif isinstance(b, (PtrVarLV, ChoiceVarLV)):
+            captures[key] = kb.pointer_binding(kb.binding_value(b, c), True, "capture", c, key)
+        else:
+            value = kb.binding_value(b, c)
+            captures[key] = copy_to_local(kb, value, None, "capture", c)
+    return dataclasses.replace(closure, captures=captures)
 
 
 def array_reference_binding(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, i: int,
@@ -184,13 +204,14 @@ def array_reference_binding(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: c
     return kb.pointer_binding(value, decl_key(p) in mutated, p.spelling or f"arg{i}", a, decl_key(p))
 
 
-def copy_to_local(kb: KernelBuilder, value: Value | None, t: ci.Type, name: str, a: ci.Cursor) -> Binding:
-    st = tm.scalar_type(t)
+def copy_to_local(kb: KernelBuilder, value: Value | None, t: ci.Type | None, name: str, a: ci.Cursor) -> Binding:
+    """A fresh local holding ``value`` (of C type ``t``; None: the value's own type)."""
+    st = tm.scalar_type(t) if t is not None else (value.type if isinstance(value, n.Expr) else None)
     if st is not None:
         if not isinstance(value, n.Expr):
             raise kb.error(f"argument '{name}' must be a number", a)
         return kb.temp(st, convert(value, st), name, a)
-    if tm.is_record(t):
+    if t is None or tm.is_record(t):
         if not isinstance(value, Aggregate):
             raise kb.error(f"argument '{name}' must be a record", a)
         fields: dict[str, LValue] = {}
@@ -202,7 +223,7 @@ def copy_to_local(kb: KernelBuilder, value: Value | None, t: ci.Type, name: str,
             else:
                 raise kb.error(f"unsupported member '{path}' in argument '{name}'", a)
         return AggLV(fields, value.spelling)
-    raise kb.error(f"parameter '{name}' of type '{t.spelling}' is not supported", a)
+    raise kb.error(f"parameter '{name}' of type '{t.spelling if t is not None else '?'}' is not supported", a)
 
 
 def _returns_only_this(fn: ci.Cursor) -> bool:

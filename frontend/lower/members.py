@@ -53,7 +53,8 @@ def method_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[c
         # Clang lists the operands around the operator's name: the object first.
         operands = [ch for ch in children
                     if not (strip(ch).kind == CK.DECL_REF_EXPR and strip(ch).spelling == fn.spelling)]
-        if fn.spelling == "operator()" and lambdas.is_closure_type(kb, operands[0].type):
+        if fn.spelling == "operator()" and (lambdas.is_closure_type(kb, operands[0].type) or
+                                            strip(operands[0]).kind == CK.LAMBDA_EXPR):  # `[&] { ... }()`
             closure = kb.expr(operands[0])
             if not isinstance(closure, Closure):
                 raise kb.error("this call of a lambda is not supported in device code", c)

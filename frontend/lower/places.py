@@ -19,7 +19,7 @@ from frontend.lower.inheritance import converted, downcast_place, member_path, s
 from frontend.lower.held_pointers import held_pointer
 from frontend.lower.helpers import ArrayRef, ScalarArray, describe, select_member, strip
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
-from frontend.lower import accessors, members, pointer_choice
+from frontend.lower import accessors, inlining, members, pointer_choice
 from frontend.lower.pointer_choice import assign_pointer, choice_element, store_choice
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, BitsLV, ChoiceLV, PackLV, ChoiceVarLV, Closure, LValue, MemLV, PendingPtrLV, Pointer,
@@ -291,7 +291,7 @@ def record_value(kb: KernelBuilder, c: ci.Cursor, t: ci.Type | None, target: Agg
         return Aggregate(values, rt.spelling)
     v = kb.expr(c)
     if isinstance(v, Closure):  # a copy of a lambda's closure (see ``lambdas``)
-        return v.shared_copy(kb.error, c)  # type: ignore[return-value]
+        return inlining.closure_copy(kb, v, c)  # type: ignore[return-value]
     if not isinstance(v, Aggregate):
         raise kb.error(f"expected a record value, found a {describe(v)}", c)
     return v
