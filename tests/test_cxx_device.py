@@ -474,10 +474,6 @@ REFUSED = [
      "struct V { float a; __device__ void inc() { a += 1.0f; } };\n"
      "__global__ void k(V v, float* x, bool c) { V w = v; (c ? v : w).inc(); x[0] = v.a + w.a; }\n",
      "non-const member function 'inc' on this object", (2, 53)),
-    ("array-of-constructed-records",
-     "struct V { float a; __device__ V() : a(1.0f) {} };\n"
-     "__global__ void k(float* x) { V v[4]; x[threadIdx.x] = v[threadIdx.x & 3].a; }\n",
-     "arrays of records with constructors ('V[4]')", (2, 33)),
     ("virtual",
      "struct B { __device__ virtual float f(float v) const { return v; } };\n"
      "__global__ void k(float* y) { B b; y[threadIdx.x] = b.f(y[threadIdx.x]); }\n",

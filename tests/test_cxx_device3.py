@@ -98,6 +98,43 @@ __global__ void lambdas3(const float* x, float* out, int n, int k) {
   out[10 * i + 8] = run + 100.0f * sc.b;
   out[10 * i + 9] = c;
 }
+// ------------------------------------------------------------ local arrays of constructed records
+struct Acc {
+  float sum = 0.0f;
+  int count;
+  float w;
+  __device__ Acc() : count(0), w(1.0f) {}
+  __device__ void add(float v) { sum += w * v; count++; }
+};
+struct P3 {
+  float x, y, z;
+  __device__ P3() : P3(-1.0f, -2.0f, -3.0f) {}
+  __device__ P3(float a, float b, float c) : x(a), y(b), z(c) {}
+  __device__ float sum() const { return x + y + z; }
+};
+struct Plain { float a; int b; };
+
+__global__ void record_arrays(const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  Acc acc[8];
+  for (int j = 0; j < 8; j++) acc[j].w = (float)(j + 1);
+  for (int r = 0; r < 16; r++) acc[r & 7].add(x[i] + r);
+  float s = 0.0f;
+  int cnt = 0;
+  for (int j = 0; j < 8; j++) { s += acc[j].sum; cnt += acc[j].count; }
+  out[6 * i] = s;
+  out[6 * i + 1] = cnt;
+  P3 pts[2][3];
+  pts[1][2] = P3(x[i], 0.0f, 1.0f);
+  out[6 * i + 2] = pts[0][0].sum() + 10.0f * pts[1][2].sum() + pts[i & 1][1].y;
+  P3 v[3] = {{1.0f, 2.0f, 3.0f}, {x[i], x[i], x[i]}};
+  P3 w[2] = {P3(4.0f, 5.0f, 6.0f), P3()};
+  out[6 * i + 3] = v[0].sum() + v[1].sum() * 10.0f + v[2].sum() * 100.0f;
+  out[6 * i + 4] = w[0].x + w[1].z + w[i & 1].y;
+  Plain q[3] = {{1.5f, 2}, {x[i], 3}};
+  out[6 * i + 5] = q[0].a + q[1].a * q[1].b + q[2].a + q[2].b;
+}
 """
 
 
@@ -172,7 +209,34 @@ def test_lambdas_made_in_device_code(loaded, compiled, grid, block) -> None:
         np.testing.assert_allclose(got["out"].reshape(n, 10), e, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_local_arrays_of_constructed_records(loaded, compiled, grid, block) -> None:
+    n = grid[0] * block[0] - 3
+    x = np.random.default_rng(3).standard_normal(n).astype(np.float32).astype(np.float64)
+    i = np.arange(n)
+    e = np.zeros((n, 6))
+    e[:, 0] = sum(((r & 7) + 1) * (x + r) for r in range(16))
+    e[:, 1] = 16
+    e[:, 2] = -6 + 10 * (x + 1) - 2
+    e[:, 3] = 6 + 30 * x - 600
+    e[:, 4] = 4 - 3 + np.where(i & 1, -2, 5)
+    e[:, 5] = 1.5 + 3 * x
+    args = {"x": x.astype(np.float32), "out": np.zeros(6 * n, np.float32), "n": n}
+    for got in run_all(loaded, compiled, "record_arrays", grid, block, args):
+        np.testing.assert_allclose(got["out"].reshape(n, 6), e, rtol=1e-5, atol=1e-4)
+
+
 REFUSED = [
+    ("list-of-an-ambiguous-constructor",
+     "struct V { float a, b; __device__ V(float x, float y) : a(x), b(y) {}\n"
+     "  __device__ V(int x, int y) : a(x), b(-y) {} };\n"
+     "__global__ void k(float* y) { V v[1] = {{1, 2}}; y[threadIdx.x] = v[0].a + v[0].b; }\n",
+     "by a constructor polypy cannot tell", (3, 41)),
+    ("array-member-of-constructed-records",
+     "struct V { float a; __device__ V() : a(1.0f) {} };\n"
+     "struct W { V v[2]; };\n"
+     "__global__ void k(float* y) { W w; y[threadIdx.x] = w.v[1].a; }\n",
+     "arrays of records with constructors ('V[2]')", (3, 33)),
     ("lambda-copy-of-this",
      "struct A { float w;\n"
      "  __device__ float run(float v) { auto f = [*this](float u) { return w * u; }; return f(v); } };\n"

@@ -13,7 +13,7 @@ from polypy.ir.types import I32, I64, U8, U16, U32, U64
 from frontend import ctypes_map as tm
 from frontend.arith import convert, plus, scale
 from frontend.clang_setup import evaluate
-from frontend.lower import accessors, lambdas, members
+from frontend.lower import accessors, lambdas, members, record_arrays
 from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, function_body, has_attr, initializer_of, string_initializer,
 )
@@ -266,7 +266,6 @@ def shared_array(kb: KernelBuilder, d: ci.Cursor) -> ArrayBinding:
 
 def local_array(kb: KernelBuilder, d: ci.Cursor, init: ci.Cursor | None) -> ArrayBinding:
     where = kb.loc(d)
-    members.default_constructor(kb, d.type, d)  # arrays of records whose constructors run: refused
     dims, elem = _array_dims(d.type)
     layout = tm.local_layout(elem, where)
     shape = _buffer_shape(dims, layout, where, d.spelling)
@@ -278,8 +277,11 @@ def local_array(kb: KernelBuilder, d: ci.Cursor, init: ci.Cursor | None) -> Arra
         name = kb.names.fresh(d.spelling)
         kb.buffers[name] = n.Buffer(name, layout.scalar, shape, "local", loc=where)
         binding = ArrayBinding(name, dims, layout)
+    ctor = record_arrays.element_constructor(kb, elem, d)
     if init is not None:
         array_initializer(kb, binding, init, d)
+    elif ctor is not None:  # `V3 pts[4];`: each element default-constructed (record_arrays.py)
+        record_arrays.construct_all(kb, binding, dims, ctor, element_lv, d)
     return binding
 
 
@@ -287,6 +289,7 @@ def array_initializer(kb: KernelBuilder, binding: ArrayBinding, init: ci.Cursor,
     if init.kind not in (CK.INIT_LIST_EXPR, CK.STRING_LITERAL):
         raise kb.error("array initializers must be brace lists or string literals", init)
     dims = binding.dims
+    elem = _array_dims(d.type)[1]
 
     def fill(c: ci.Cursor | None, prefix: tuple[int, ...]) -> None:
         depth = len(prefix)
@@ -300,6 +303,8 @@ def array_initializer(kb: KernelBuilder, binding: ArrayBinding, init: ci.Cursor,
             lv = element_lv(kb, binding, tuple(n.Const(i, I32) for i in prefix), c or d)
             if isinstance(lv, RecLV):
                 lv = kb.expand_record(lv, c or d)
+            if isinstance(lv, AggLV) and record_arrays.initialize_element(kb, lv, elem, c, d):
+                return
             if c is None:
                 kb.assign(lv, zero_of(lv), d)
             elif isinstance(lv, AggLV):
