@@ -385,6 +385,10 @@ class RefResult:
     """Where ``return e`` of an inlined function returning a reference puts the place ``e`` names."""
 
     target: "LValue | None" = None
+    # Several `return`s (frontend.lower.place_choice): the places they name, and the selector
+    # variable the one taken sets.
+    choices: "list | None" = None
+    sel: "VarLV | None" = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

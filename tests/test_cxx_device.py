@@ -6,8 +6,8 @@ arguments.
 Each kernel runs through the emulator, the LLVM backend (``polypy.compile``) and the C backend
 against a NumPy reference over several launch shapes; a kernel with member operators is
 differentiated and checked against central finite differences in float64; what is still refused
-(lambdas, virtual functions, virtual base classes, references returned other than ``*this``) is refused
-with a located message naming the feature.
+(lambdas capturing arrays, virtual functions, virtual base classes) is refused with a located message
+naming the feature (tests/test_cxx_device3.py: what later rounds enabled).
 """
 from __future__ import annotations
 
@@ -483,11 +483,6 @@ REFUSED = [
      "struct C : virtual B { };\n"
      "__global__ void k(float* y) { C c; c.w = 2.0f; y[threadIdx.x] = c.f(y[threadIdx.x]); }\n",
      "virtual base class 'B' of 'C'", (3, 33)),
-    ("reference-to-member",
-     "struct V { float x, y;\n"
-     "  __device__ float& at(int i) { if (i == 0) return x; return y; } };\n"
-     "__global__ void k(float* y) { V v = {1.0f, 2.0f}; y[threadIdx.x] = v.at(threadIdx.x & 1); }\n",
-     "returns a reference ('float &')", (3, 68)),
 ]
 
 

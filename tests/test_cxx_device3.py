@@ -135,6 +135,35 @@ __global__ void record_arrays(const float* x, float* out, int n) {
   Plain q[3] = {{1.5f, 2}, {x[i], 3}};
   out[6 * i + 5] = q[0].a + q[1].a * q[1].b + q[2].a + q[2].b;
 }
+// ------------------------------------------------------------ references chosen at run time
+struct V3r {
+  float x, y, z;
+  __device__ float& operator[](int k) {
+    switch (k) { case 0: return x; case 1: return y; default: return z; }
+  }
+  __device__ const float& operator[](int k) const { return k == 0 ? x : (k == 1 ? y : z); }
+};
+__device__ float& pick(float& a, float& b, bool first) { return first ? a : b; }
+__device__ float& larger(float& a, float& b) { if (a < b) return b; return a; }
+
+__global__ void ref_choice(V3r* ps, const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  V3r v = {x[3 * i], x[3 * i + 1], x[3 * i + 2]};
+  for (int k = 0; k < 3; k++) v[k] *= 2.0f;
+  v[i % 3] += 1.0f;
+  const V3r& cv = v;
+  float a = 1.0f, b = 2.0f;
+  pick(a, b, i & 1) = 10.0f;
+  larger(a, b) += 100.0f;
+  ((i & 2) ? a : b) -= 0.5f;
+  ps[i][(i + 1) % 3] = cv[0] + cv[2];
+  out[5 * i] = v.x;
+  out[5 * i + 1] = v.y;
+  out[5 * i + 2] = v.z;
+  out[5 * i + 3] = a;
+  out[5 * i + 4] = b + ps[i][i % 3];
+}
 """
 
 
@@ -226,7 +255,41 @@ def test_local_arrays_of_constructed_records(loaded, compiled, grid, block) -> N
         np.testing.assert_allclose(got["out"].reshape(n, 6), e, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_references_chosen_at_run_time(loaded, compiled, grid, block) -> None:
+    n = grid[0] * block[0] - 3
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(3 * n).astype(np.float32)
+    ps = rng.standard_normal(3 * n).astype(np.float32)
+    i = np.arange(n)
+    v = 2.0 * x.reshape(n, 3).astype(np.float64)
+    v[i, i % 3] += 1.0
+    odd = (i & 1) == 1
+    a = np.where(odd, 10.0, 1.0)
+    b = np.where(odd, 2.0, 10.0)
+    a = np.where(odd, a + 100.0, a)
+    b = np.where(odd, b, b + 100.0)
+    twos = (i & 2) != 0
+    a = np.where(twos, a - 0.5, a)
+    b = np.where(twos, b, b - 0.5)
+    p = ps.reshape(n, 3).astype(np.float64).copy()
+    p[i, (i + 1) % 3] = v[:, 0] + v[:, 2]
+    e = np.stack([v[:, 0], v[:, 1], v[:, 2], a, b + p[i, i % 3]], axis=1)
+    args = {"ps": ps, "x": x, "out": np.zeros(5 * n, np.float32), "n": n}
+    for got in run_all(loaded, compiled, "ref_choice", grid, block, args):
+        np.testing.assert_allclose(got["out"].reshape(n, 5), e, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got["ps"].reshape(n, 3), p, rtol=1e-6, atol=1e-6)
+
+
 REFUSED = [
+    ("reference-to-a-place-indexed-by-a-callee-local",
+     "__device__ float& at(float* p, int i) { if (i < 0) return p[0]; int j = i * 2; return p[j]; }\n"
+     "__global__ void k(float* y) { at(y, threadIdx.x) = 1.0f; }\n",
+     "returns a reference to a place indexed by its own local 'j'", (2, 31)),
+    ("conditional-place-with-statements",
+     "__device__ int g(int i) { int r = i; if (r > 3) r = 3; return r; }\n"
+     "__global__ void k(float* x, float* y) { int i = threadIdx.x; (i ? x[g(i)] : y[0]) = 1.0f; }\n",
+     "a side of this conditional place computes more than the place", (2, 63)),
     ("list-of-an-ambiguous-constructor",
      "struct V { float a, b; __device__ V(float x, float y) : a(x), b(y) {}\n"
      "  __device__ V(int x, int y) : a(x), b(-y) {} };\n"

@@ -9,14 +9,14 @@ import clang.cindex as ci
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import BOOL
+from polypy.ir.types import BOOL, I32
 from polypy.ir.visitor import walk
 from polypy.passes.eliminate_returns import remove_returns
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.clang_setup import unary_operator
-from frontend.lower import accessors
+from frontend.lower import accessors, place_choice
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
 from frontend.lower.accessors import accessor_type
@@ -67,10 +67,11 @@ def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
         returns_this = this is not None and _returns_only_this(fn)
         if not returns_this and not discard:
             if not _returns_once_at_the_end(fn):
-                raise kb.error(f"'{fn.spelling}' returns a reference ('{rt.spelling}'), which is only supported "
-                               "when it returns *this, returns once at its end, or the result is unused", c)
-            # `float& at(int i) { return a[i]; }` used as a value: the place its one return names.
-            result = RefResult()
+                # several returns: the place is one of those they name (place_choice.py)
+                result = RefResult(choices=[], sel=kb.temp(I32, n.Const(0, I32), sanitize(fn.spelling) + "_which", c))
+            else:
+                # `float& at(int i) { return a[i]; }` used as a value: the place its one return names.
+                result = RefResult()
     elif tm.is_pointer(rt) and not tm.is_pointer(tm.pointee(rt)):
         # A pointer result: the first `return` fixes its buffer; a `return` into another one
         # makes it a pointer into one of several buffers (pointer_choice.py).
@@ -113,6 +114,8 @@ def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
     if returns_this and not discard:
         assert this is not None
         return PlaceOf(this) if wants_place else kb.read(this, c)
+    if isinstance(frame.result, RefResult) and frame.result.choices is not None:
+        frame.result.target = place_choice.chosen_place(kb, frame.result, out, fn, c)
     if isinstance(frame.result, RefResult):
         if frame.result.target is None:
             raise kb.error(f"'{fn.spelling}' returns no place polypy can follow", c)

@@ -19,7 +19,7 @@ from frontend.lower.inheritance import converted, downcast_place, member_path, s
 from frontend.lower.held_pointers import held_pointer
 from frontend.lower.helpers import ArrayRef, ScalarArray, describe, select_member, strip
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
-from frontend.lower import accessors, inlining, members, pointer_choice
+from frontend.lower import accessors, inlining, members, place_choice, pointer_choice
 from frontend.lower.pointer_choice import assign_pointer, choice_element, store_choice
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, BitsLV, ChoiceLV, PackLV, ChoiceVarLV, Closure, LValue, MemLV, PendingPtrLV, Pointer,
@@ -96,6 +96,8 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
         # `static_cast<Base&>(d)`: d's base subobject (a downcast is refused)
         source = [ch for ch in c.get_children() if ch.kind.is_expression()][-1]
         return converted(kb, lvalue(kb, source), source, c)
+    if kind == CK.CONDITIONAL_OPERATOR:  # `(c ? a : b) = v`: one of two places (place_choice.py)
+        return place_choice.conditional_place(kb, c)
     if kind == CK.CALL_EXPR:
         place = accessors.accessor_lvalue(kb, c)  # `acc[i][j] = v` (accessors.py)
         if place is not None:
