@@ -311,3 +311,54 @@ REFUSED = [
 @pytest.mark.parametrize("name,text,message,where", REFUSED, ids=[r[0] for r in REFUSED])
 def test_still_refused_with_location(name, text, message, where, tmp_path: pathlib.Path) -> None:
     assert_load_refused(tmp_path, name, text, message, where)
+
+
+# ---------------------------------------------------------------------------- gradients
+GRAD_KERNEL = r"""
+struct G3 {
+  double x, y, z;
+  __device__ G3() : G3(0.0, 0.0, 0.0) {}
+  __device__ G3(double a, double b, double c) : x(a), y(b), z(c) {}
+  __device__ double& operator[](int k) { switch (k) { case 0: return x; case 1: return y; default: return z; } }
+};
+
+__global__ void mixed(const double* p, double* e, double k, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  G3 g[2];
+  g[0] = G3(p[3 * i], p[3 * i + 1], p[3 * i + 2]);
+  g[1][i % 3] = k;
+  double s = 0.5;
+  auto f = [&, s](auto v) { return v * v * s + k; };
+  auto acc = [t = 0.0](double v) mutable { t += v; return t; };
+  for (int j = 0; j < 3; j++) acc(f(g[0][j]) + g[1][j]);
+  e[i] = acc(0.0) * sin(g[0][i % 3]);
+}
+"""
+
+
+@pytest.mark.parametrize("grid,block", [((1,), (32,)), ((3,), (16,))])
+def test_gradient_through_choices_lambdas_and_record_arrays(tmp_path, grid, block) -> None:
+    from autodiff.check import check_gradients
+    from polypy.driver.gradients import grad_kernel
+
+    path = tmp_path / "mixed.cu"
+    path.write_text(GRAD_KERNEL)
+    module = polypy.load(str(path))
+    k_grad = grad_kernel(module, "mixed", wrt=["p", "k"])
+    k_fwd = grad_kernel(module, "mixed", wrt=["p", "k"], mode="forward")
+    n = grid[0] * block[0] - 3
+    rng = np.random.default_rng(5)
+    p = rng.standard_normal(3 * n)
+    args = {"p": p, "e": np.zeros(n), "k": 0.7, "n": n}
+    result = check_gradients(module.kernel("mixed"), k_grad, grid, block, args, k_fwd=k_fwd)
+    assert abs(result.finite_difference) > 1e-8
+    assert result.error() < 1e-6, result
+    assert result.forward_effect_error < 1e-12, result
+    # the forward effect itself, against NumPy
+    e = dict(args, e=np.zeros(n))
+    polypy.emulate(module.kernel("mixed"), grid, block, e)
+    q = p.reshape(n, 3)
+    i = np.arange(n)
+    total = (q * q * 0.5 + 0.7).sum(axis=1) + 0.7
+    np.testing.assert_allclose(e["e"], total * np.sin(q[i, i % 3]), rtol=1e-12)
