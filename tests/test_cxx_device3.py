@@ -164,6 +164,30 @@ __global__ void ref_choice(V3r* ps, const float* x, float* out, int n) {
   out[5 * i + 3] = a;
   out[5 * i + 4] = b + ps[i][i % 3];
 }
+// ------------------------------------------------------------ structured bindings
+struct MaxAt { float value; int index; };
+__device__ MaxAt argmax3(float a, float b, float c) {
+  MaxAt m{a, 0};
+  if (b > m.value) m = {b, 1};
+  if (c > m.value) m = {c, 2};
+  return m;
+}
+
+__global__ void bindings(const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  auto [v, at] = argmax3(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
+  MaxAt s{x[3 * i], 7};
+  auto& [sv, si] = s;      // names of s's members
+  sv *= 2.0f;
+  si += 1;
+  auto [cv, ci] = s;       // names of a copy's
+  cv = 0.0f;
+  out[4 * i] = v;
+  out[4 * i + 1] = at;
+  out[4 * i + 2] = s.value + si;
+  out[4 * i + 3] = ci + cv;
+}
 """
 
 
@@ -281,6 +305,17 @@ def test_references_chosen_at_run_time(loaded, compiled, grid, block) -> None:
         np.testing.assert_allclose(got["ps"].reshape(n, 3), p, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_structured_bindings(loaded, compiled, grid, block) -> None:
+    n = grid[0] * block[0] - 3
+    x = np.random.default_rng(6).standard_normal(3 * n).astype(np.float32)
+    q = x.reshape(n, 3).astype(np.float64)
+    e = np.stack([q.max(axis=1), q.argmax(axis=1), 2 * q[:, 0] + 8, np.full(n, 8.0)], axis=1)
+    args = {"x": x, "out": np.zeros(4 * n, np.float32), "n": n}
+    for got in run_all(loaded, compiled, "bindings", grid, block, args):
+        np.testing.assert_allclose(got["out"].reshape(n, 4), e, rtol=1e-6, atol=1e-6)
+
+
 REFUSED = [
     ("reference-to-a-place-indexed-by-a-callee-local",
      "__device__ float& at(float* p, int i) { if (i < 0) return p[0]; int j = i * 2; return p[j]; }\n"
@@ -300,6 +335,15 @@ REFUSED = [
      "struct W { V v[2]; };\n"
      "__global__ void k(float* y) { W w; y[threadIdx.x] = w.v[1].a; }\n",
      "arrays of records with constructors ('V[2]')", (3, 33)),
+    ("structured-bindings-through-a-tuple-protocol",
+     "#include <utility>\n"
+     "struct S { float a; int b; };\n"
+     "namespace std { template <> struct tuple_size<S> { static constexpr size_t value = 2; };\n"
+     "  template <> struct tuple_element<0, S> { using type = int; };\n"
+     "  template <> struct tuple_element<1, S> { using type = float; }; }\n"
+     "template <size_t I> __device__ auto get(const S& s) { if constexpr (I == 0) return s.b; else return s.a; }\n"
+     "__global__ void k(float* y) { S s{y[threadIdx.x], 2}; auto [p, q] = s; y[threadIdx.x] = p + 10 * q; }\n",
+     "structured bindings of 'S' (through its tuple protocol", (7, 60)),
     ("lambda-copy-of-this",
      "struct A { float w;\n"
      "  __device__ float run(float v) { auto f = [*this](float u) { return w * u; }; return f(v); } };\n"

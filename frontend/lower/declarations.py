@@ -36,11 +36,72 @@ def decl_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
     for d in c.get_children():
         if d.kind == CK.VAR_DECL:
             var_decl(kb, d)
+        elif d.kind == CK.UNEXPOSED_DECL and _bindings(d):  # `auto [a, b] = f();`
+            decomposition(kb, d)
         elif d.kind in (CK.TYPEDEF_DECL, CK.TYPE_ALIAS_DECL, CK.STRUCT_DECL, CK.UNION_DECL, CK.CLASS_DECL,
                         CK.ENUM_DECL, CK.STATIC_ASSERT):  # type definitions (`__shared__ union {...} temp;`)
             continue
         else:
             raise kb.error(f"unsupported declaration ({d.kind.name.lower()})", d)
+
+
+def _bindings(d: ci.Cursor) -> list[ci.Cursor]:
+    """The names a structured binding declaration introduces (libclang shows the declaration
+    and each binding as unexposed declarations), or []."""
+    return [ch for ch in d.get_children() if ch.kind == CK.UNEXPOSED_DECL]
+
+
+def decomposition(kb: KernelBuilder, d: ci.Cursor) -> None:
+    """``auto [v, i] = f();`` (``auto& [a, b] = s;``): a hidden variable (or reference) holding
+    the initializer, each name its member of the same position (the data members in declaration
+    order, as C++ binds a record without a tuple protocol: ``std::pair`` alike, ``first`` then
+    ``second``)."""
+    names = _bindings(d)
+    init = next((ch for ch in d.get_children() if ch.kind.is_expression()), None)
+    t = d.type
+    record = tm.strip_reference(t)
+    if init is None or not tm.is_record(record):
+        raise kb.error(f"structured bindings of a '{t.spelling}' are not supported in device code (only of "
+                       "records)", d)
+    spelling = tm.canonical(record).spelling
+    if (spelling.startswith("std::") and not spelling.startswith("std::pair<")) or _tuple_protocol(d, record):
+        raise kb.error(f"structured bindings of '{record.spelling}' (through its tuple protocol: std::get) are not "
+                       "supported in device code", d)
+    fields = list(tm.canonical(record).get_fields())
+    if len(fields) != len(names) or any(not f.spelling for f in fields):
+        raise kb.error(f"structured bindings of '{record.spelling}' are not supported in device code (a member "
+                       "polypy cannot name)", d)
+    if tm.is_reference(t):
+        place = kb.lvalue(init)
+    else:
+        where = kb.loc(d)
+        values: dict[str, LValue] = {}
+        for leaf in tm.leaves(record):
+            if leaf.scalar is None:
+                raise UserError(f"structured bindings of '{record.spelling}', which has a member of type "
+                                f"'{leaf.ctype.spelling}', are not supported in device code", where)
+            var = kb.names.fresh("bound" + leaf.path.replace(".", "_"))
+            kb.emit(n.Decl(var, leaf.scalar, None, loc=where))
+            values[leaf.path] = VarLV(var, leaf.scalar)
+        place = AggLV(values, record.spelling)
+        initialize_record(kb, d, place, record, init)
+    for name, f in zip(names, fields):
+        kb.bind(name, kb.member_lv(place, f.spelling, name))
+
+
+def _tuple_protocol(d: ci.Cursor, record: ci.Type) -> bool:
+    """Whether the program specializes ``std::tuple_size`` for ``record`` (then C++ binds the
+    names through ``get<i>``, not the members)."""
+    want = tm.canonical(record).spelling
+    for top in d.translation_unit.cursor.get_children():
+        if top.kind != CK.NAMESPACE or top.spelling != "std":
+            continue
+        for ch in top.get_children():
+            if ch.spelling == "tuple_size" and ch.kind in (CK.STRUCT_DECL, CK.CLASS_DECL) and \
+                    ch.type.get_num_template_arguments() == 1 and \
+                    tm.canonical(ch.type.get_template_argument_type(0)).spelling == want:
+                return True
+    return False
 
 
 def initializer(kb: KernelBuilder, d: ci.Cursor) -> ci.Cursor | None:
