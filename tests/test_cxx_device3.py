@@ -188,6 +188,31 @@ __global__ void bindings(const float* x, float* out, int n) {
   out[4 * i + 2] = s.value + si;
   out[4 * i + 3] = ci + cv;
 }
+// ------------------------------------------------------------ forwarding references, `template` disambiguators
+template <int N, typename F>
+__device__ void unroll(F&& f) { for (int j = 0; j < N; j++) f(j); }
+struct Pw {
+  template <int N> __device__ static float pw(float v) { float r = 1.0f; for (int j = 0; j < N; j++) r *= v; return r; }
+};
+template <typename T> struct Holder {
+  T v;
+  template <int N> __device__ T pow() const { return Pw::template pw<N>(v); }
+  __device__ T square() const { return this->template pow<2>(); }
+};
+template <typename H> __device__ float cube(const H& h) { return h.template pow<3>(); }
+
+__global__ void forwarding(const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float acc = 0.0f;
+  unroll<4>([&](int j) { acc += x[(i + j) % n]; });
+  float sh[4];
+  unroll<4>([&sh, x, i](int j) { sh[j] = x[i] * j; });
+  Holder<float> h{x[i]};
+  out[3 * i] = acc;
+  out[3 * i + 1] = sh[i % 4] + sh[3];
+  out[3 * i + 2] = h.square() + cube(h);
+}
 """
 
 
@@ -314,6 +339,19 @@ def test_structured_bindings(loaded, compiled, grid, block) -> None:
     args = {"x": x, "out": np.zeros(4 * n, np.float32), "n": n}
     for got in run_all(loaded, compiled, "bindings", grid, block, args):
         np.testing.assert_allclose(got["out"].reshape(n, 4), e, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_lambdas_to_forwarding_references_and_template_disambiguators(loaded, compiled, grid, block) -> None:
+    n = grid[0] * block[0] - 3
+    x = np.random.default_rng(7).standard_normal(n).astype(np.float32)
+    v = x.astype(np.float64)
+    i = np.arange(n)
+    acc = sum(v[(i + j) % n] for j in range(4))
+    e = np.stack([acc, v * (i % 4) + 3 * v, v ** 2 + v ** 3], axis=1)
+    args = {"x": x, "out": np.zeros(3 * n, np.float32), "n": n}
+    for got in run_all(loaded, compiled, "forwarding", grid, block, args):
+        np.testing.assert_allclose(got["out"].reshape(n, 3), e, rtol=1e-5, atol=1e-5)
 
 
 REFUSED = [

@@ -136,7 +136,8 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
         return accessors.accessor_binding(kb, p, a, fn, "parameter")
     if tm.is_reference(pt):
         target_t = tm.strip_reference(pt)
-        if decl_key(tm.canonical(target_t).get_declaration()) in kb.closure_types:
+        if decl_key(tm.canonical(target_t).get_declaration()) in kb.closure_types or \
+                strip(a).kind == CK.LAMBDA_EXPR:  # (`unroll<4>([&](int i) { ... })` to an `F&&`)
             # a lambda by reference (`const F& f`): the same closure (lambdas.py: its copies are
             # never changed, so sharing it is exact)
             value = kb.arg_value(a, fn, i)
