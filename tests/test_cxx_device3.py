@@ -382,6 +382,11 @@ REFUSED = [
      "template <size_t I> __device__ auto get(const S& s) { if constexpr (I == 0) return s.b; else return s.a; }\n"
      "__global__ void k(float* y) { S s{y[threadIdx.x], 2}; auto [p, q] = s; y[threadIdx.x] = p + 10 * q; }\n",
      "structured bindings of 'S' (through its tuple protocol", (7, 60)),
+    ("function-returning-a-lambda",
+     "__global__ void k(const float* x, float* out) { float s = 2.0f;\n"
+     "  auto make = [](float k) { return [k](float v) { return k * v; }; };\n"
+     "  auto f = make(s); out[threadIdx.x] = f(x[threadIdx.x]); }\n",
+     "returns a lambda", (3, 12)),
     ("lambda-copy-of-this",
      "struct A { float w;\n"
      "  __device__ float run(float v) { auto f = [*this](float u) { return w * u; }; return f(v); } };\n"

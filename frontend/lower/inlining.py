@@ -15,6 +15,7 @@ from polypy.passes.eliminate_returns import remove_returns
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
+from frontend.closures import closure_declaration
 from frontend.clang_setup import unary_operator
 from frontend.lower import accessors, place_choice
 from frontend.lower.cccl import refuse_in_device_code
@@ -82,6 +83,8 @@ def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
         if st is not None:
             result = kb.temp(st, None, fn.spelling + "_ret", c)
         elif tm.is_record(rt):
+            if closure_declaration(rt) is not None:
+                raise kb.error(f"'{fn.spelling}' returns a lambda, which is not supported in device code", c)
             fields: dict[str, LValue] = {}
             for leaf in tm.leaves(rt):
                 if leaf.scalar is None:
