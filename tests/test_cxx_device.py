@@ -470,10 +470,6 @@ REFUSED = [
      "  y[threadIdx.x] = f(y[threadIdx.x]);\n"
      "}\n",
      "lambdas capturing the array 'a' by value", (3, 12)),
-    ("non-const-member-of-a-conditional",
-     "struct V { float a; __device__ void inc() { a += 1.0f; } };\n"
-     "__global__ void k(V v, float* x, bool c) { V w = v; (c ? v : w).inc(); x[0] = v.a + w.a; }\n",
-     "non-const member function 'inc' on this object", (2, 53)),
     ("virtual",
      "struct B { __device__ virtual float f(float v) const { return v; } };\n"
      "__global__ void k(float* y) { B b; y[threadIdx.x] = b.f(y[threadIdx.x]); }\n",

@@ -213,6 +213,24 @@ __global__ void forwarding(const float* x, float* out, int n) {
   out[3 * i + 1] = sh[i % 4] + sh[3];
   out[3 * i + 2] = h.square() + cube(h);
 }
+// a non-const member function called on a conditional's object: one of two places
+struct Counter {
+  float a;
+  int hits;
+  __device__ void bump(float d) { a += d; hits++; }
+  __device__ float get() const { return a; }
+};
+__global__ void cond_object(const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  Counter v{x[i], 0};
+  Counter w{100.0f, 0};
+  bool c = i & 1;
+  (c ? v : w).bump(5.0f);
+  (i % 3 == 0 ? w : v).bump(1.0f);
+  out[2 * i] = v.a + 10.0f * w.a + (c ? v : w).get();
+  out[2 * i + 1] = v.hits + 10 * w.hits;
+}
 """
 
 
@@ -352,6 +370,23 @@ def test_lambdas_to_forwarding_references_and_template_disambiguators(loaded, co
     args = {"x": x, "out": np.zeros(3 * n, np.float32), "n": n}
     for got in run_all(loaded, compiled, "forwarding", grid, block, args):
         np.testing.assert_allclose(got["out"].reshape(n, 3), e, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_non_const_member_of_a_conditional_object(loaded, compiled, grid, block) -> None:
+    n = grid[0] * block[0] - 3
+    x = np.random.default_rng(8).standard_normal(n).astype(np.float32)
+    i = np.arange(n)
+    c = (i & 1) == 1
+    third = i % 3 == 0
+    v = x.astype(np.float64) + np.where(c, 5.0, 0.0) + np.where(third, 0.0, 1.0)
+    w = 100.0 + np.where(c, 0.0, 5.0) + np.where(third, 1.0, 0.0)
+    vh = c.astype(int) + (~third).astype(int)
+    wh = (~c).astype(int) + third.astype(int)
+    e = np.stack([v + 10 * w + np.where(c, v, w), vh + 10 * wh], axis=1)
+    args = {"x": x, "out": np.zeros(2 * n, np.float32), "n": n}
+    for got in run_all(loaded, compiled, "cond_object", grid, block, args):
+        np.testing.assert_allclose(got["out"].reshape(n, 2), e, rtol=1e-5, atol=1e-4)
 
 
 REFUSED = [

@@ -108,8 +108,10 @@ def object_place(kb: KernelBuilder, obj: ci.Cursor, fn: ci.Cursor, c: ci.Cursor)
         return kb.lvalue(inner)
     result = inner.kind == CK.CXX_FUNCTIONAL_CAST_EXPR or \
         (callee is not None and (callee.kind == CK.CONSTRUCTOR or not tm.is_reference(callee.result_type)))
+    if not fn.is_const_method() and inner.kind == CK.CONDITIONAL_OPERATOR:
+        return kb.lvalue(inner)  # `(c ? a : b).inc()` changes a or b: one of two places (place_choice.py)
     if not fn.is_const_method() and not result:
-        # `(c ? a : b).inc()` changes a or b: a copy would lose the change.
+        # a copy would lose the change
         raise kb.error(f"calling the non-const member function '{fn.spelling}' on this object is not supported "
                        "in device code (name the object)", obj)
     value = kb.record_value(inner, inner.type)
