@@ -422,6 +422,11 @@ REFUSED = [
      "  auto make = [](float k) { return [k](float v) { return k * v; }; };\n"
      "  auto f = make(s); out[threadIdx.x] = f(x[threadIdx.x]); }\n",
      "returns a lambda", (3, 12)),
+    ("record-holding-a-lambda",  # an internal error (AttributeError) before
+     "template <class F> struct Mapper { F f; __device__ float operator()(float x) const { return f(x) + 1.0f; } };\n"
+     "__global__ void k(const float* x, float* out) { float s = 3.0f;\n"
+     "  auto l = [s](float v) { return v * s; }; Mapper<decltype(l)> m{l}; out[threadIdx.x] = m(x[threadIdx.x]); }\n",
+     "a record holding a lambda ('Mapper<decltype(l)>')", (3, 66)),
     ("lambda-copy-of-this",
      "struct A { float w;\n"
      "  __device__ float run(float v) { auto f = [*this](float u) { return w * u; }; return f(v); } };\n"

@@ -280,7 +280,11 @@ def record_value(kb: KernelBuilder, c: ci.Cursor, t: ci.Type | None, target: Agg
         flat: list[Value] = []
         for item in items:
             if tm.is_record(item.type):
-                flat.extend(record_value(kb, item, item.type).fields.values())
+                member = record_value(kb, item, item.type)
+                if isinstance(member, Closure):  # (frontend/lower/lambdas.py: not a record of variables)
+                    raise kb.error(f"a record holding a lambda ('{tm.strip_reference(rt).spelling}') is not supported "
+                                   "in device code", item)
+                flat.extend(member.fields.values())
             else:
                 flat.append(kb.scalar(item))
         for i, leaf in enumerate(layout):
