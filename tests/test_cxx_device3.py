@@ -254,8 +254,9 @@ __global__ void instances(const float* x, float* out, int n) {
   TDerived<float> b;
   Defaults<float> loc;
   Defaults<double> arr[2];
+  TBase<float> tb[2];  // the instance's user default constructor (clang's call of it, shown on the array)
   out[3 * i] = a.sum();
-  out[3 * i + 1] = b.sum();
+  out[3 * i + 1] = b.sum() + 10.0f * tb[1].w - 100.0f * tb[0].id;
   out[3 * i + 2] = loc.s + 10 * loc.n + 100 * (float)arr[1].s + loc.t;
 }
 """
@@ -424,7 +425,7 @@ def test_class_template_instances_constructed(loaded, compiled, grid, block) -> 
     n = grid[0] * block[0] - 3
     x = np.random.default_rng(9).standard_normal(n).astype(np.float32)
     v = x.astype(np.float64)
-    e = np.stack([3 * v + 15, np.full(n, 8.0), np.full(n, 535.0)], axis=1)
+    e = np.stack([3 * v + 15, np.full(n, 118.0), np.full(n, 535.0)], axis=1)
     args = {"x": x, "out": np.zeros(3 * n, np.float32), "n": n}
     for got in run_all(loaded, compiled, "instances", grid, block, args):
         np.testing.assert_allclose(got["out"].reshape(n, 3), e, rtol=1e-5, atol=1e-5)

@@ -32,9 +32,15 @@ if TYPE_CHECKING:
 
 
 def element_constructor(kb: KernelBuilder, elem: ci.Type, c: ci.Cursor) -> ci.Cursor | None:
-    """The default constructor of record type ``elem`` when it does something, else None."""
+    """The default constructor of record type ``elem`` when it does something, else None. For
+    a declaration ``c`` without initializer, clang's call of the elements' constructor (libclang
+    shows it as a child; the one way to reach a class template instance's constructor)."""
     if not tm.is_record(tm.canonical(elem)):
         return None
+    call = next((strip(ch) for ch in c.get_children() if strip(ch).kind == CK.CALL_EXPR), None)
+    if call is not None and call.referenced is not None and call.referenced.kind == CK.CONSTRUCTOR and \
+            tm.canonical(call.referenced.semantic_parent.type).spelling == tm.canonical(elem).spelling:
+        return call.referenced if members.is_user_construction(kb, call.referenced, c) else None
     return members.default_constructor(kb, elem, c)
 
 
