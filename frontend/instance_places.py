@@ -107,7 +107,8 @@ def _type_declarations(t: ci.Type, depth: int) -> Iterator[ci.Cursor]:
 
 def closure_home(lam: ci.Cursor, decls: list[ci.Cursor]) -> ci.Cursor | None:
     """The top-level declaration (of ``decls``) making lambda ``lam``, where the record of its
-    closure and the instances taking it go; None where that is not at the file's global scope."""
+    closure and the instances taking it go (for a declaration in namespaces, the outermost
+    namespace: the records and launchers are global); None inside a class or a linkage block."""
     i = _holder(lam, decls)
     if i is None:
         return None
