@@ -107,9 +107,22 @@ def _type_declarations(t: ci.Type, depth: int) -> Iterator[ci.Cursor]:
 
 def closure_home(lam: ci.Cursor, decls: list[ci.Cursor]) -> ci.Cursor | None:
     """The top-level declaration (of ``decls``) making lambda ``lam``, where the record of its
-    closure and the instances taking it go; None where that is not at the file's global scope."""
+    closure and the instances taking it go (for a declaration in namespaces, the outermost
+    namespace: the records and launchers are global); None inside a class or a linkage block."""
     i = _holder(lam, decls)
-    return decls[i] if i is not None and _global(decls[i]) else None
+    if i is None:
+        return None
+    return decls[i] if _global(decls[i]) else _outer_namespace(decls[i])
+
+
+def _outer_namespace(d: ci.Cursor) -> ci.Cursor | None:
+    """The namespace at the file's global scope that holds ``d`` through namespaces only (the
+    records and launchers go before it, at global scope), or None."""
+    outer = None
+    parent = d.lexical_parent
+    while parent is not None and parent.kind == CK.NAMESPACE:
+        outer, parent = parent, parent.lexical_parent
+    return outer if parent is not None and parent.kind == CK.TRANSLATION_UNIT else None
 
 
 def _holder(c: ci.Cursor, decls: list[ci.Cursor]) -> int | None:

@@ -86,6 +86,8 @@ def explicit_instantiations(tu: ci.TranslationUnit, path: str, text: str | None 
         if t.spelling != "template" or i + 1 >= len(tokens) or tokens[i + 1].spelling in ("<", "class", "struct",
                                                                                            "union"):
             continue
+        if i > 0 and tokens[i - 1].spelling in ("::", ".", "->"):
+            continue  # `this->template get<N>()`, `T::template f<N>`: the disambiguator, no instantiation
         j = i + 1
         while j + 1 < len(tokens) and not (tokens[j].kind == ci.TokenKind.IDENTIFIER and tokens[j + 1].spelling == "<"):
             if tokens[j].spelling in (";", "{"):

@@ -392,6 +392,10 @@ class RefResult:
     """Where ``return e`` of an inlined function returning a reference puts the place ``e`` names."""
 
     target: "LValue | None" = None
+    # Several `return`s (frontend.lower.place_choice): the places they name, and the selector
+    # variable the one taken sets.
+    choices: "list | None" = None
+    sel: "VarLV | None" = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -412,10 +416,15 @@ class Closure:
     # `mutable`, with copies of its own (a lambda made in host code, frontend.closures): a copy
     # of it would need copies of those, which are not made; only the object itself is used.
     mutable: bool = False
+    # The object `this` names in the body (a lambda capturing `this` in a member function).
+    this: Any = None
+    # The captures a `mutable` lambda made in device code holds by value (its own copies, which
+    # its calls change): a copy of the closure copies them (``inlining.closure_copy``).
+    owned: tuple = ()
 
     def shared_copy(self, error, c) -> "Closure":
         """The closure a copy of this one may be (itself: its copies never change), or refused."""
-        if self.mutable:
+        if self.mutable or self.owned:
             raise error("copies of a mutable lambda in device code are not supported (pass it by reference)", c)
         return self
 

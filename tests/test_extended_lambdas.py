@@ -181,11 +181,6 @@ def test_refused_with_location(name: str, lam: str, message: str, where: tuple[i
 EACH = ("template <class F> __global__ void each(int n, F f) {\n"
         "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) f(i); }\n")
 REFUSED_SOURCES = [
-    ("host-template-in-a-namespace",  # the record and launcher it names are declared at global scope
-     EACH + "namespace lib { template <class F> void launch(int n, F f) { each<<<1, 32>>>(n, f); } }\n"
-     "int main() { float* d; cudaMalloc(&d, 128); float s = 0.5f;\n"
-     "  lib::launch(32, [=] __device__ (int i) { d[i] = s * i; }); return 0; }\n",
-     "in a host function template that is not at the file's global scope", (3, 62)),
     ("template-instantiated-twice",  # one lambda written, two closure types (float, double)
      EACH + "template <class T> void fill(int n, T* d, T s) { each<<<1, 32>>>(n, [=] __device__ (int i) "
      "{ d[i] = s * i; }); }\n"

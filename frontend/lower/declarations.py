@@ -13,7 +13,7 @@ from polypy.ir.types import I32, I64, U8, U16, U32, U64
 from frontend import ctypes_map as tm
 from frontend.arith import convert, plus, scale
 from frontend.clang_setup import evaluate
-from frontend.lower import accessors, lambdas, members
+from frontend.lower import accessors, lambdas, members, record_arrays
 from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, function_body, has_attr, initializer_of, string_initializer,
 )
@@ -36,11 +36,72 @@ def decl_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
     for d in c.get_children():
         if d.kind == CK.VAR_DECL:
             var_decl(kb, d)
+        elif d.kind == CK.UNEXPOSED_DECL and _bindings(d):  # `auto [a, b] = f();`
+            decomposition(kb, d)
         elif d.kind in (CK.TYPEDEF_DECL, CK.TYPE_ALIAS_DECL, CK.STRUCT_DECL, CK.UNION_DECL, CK.CLASS_DECL,
                         CK.ENUM_DECL, CK.STATIC_ASSERT):  # type definitions (`__shared__ union {...} temp;`)
             continue
         else:
             raise kb.error(f"unsupported declaration ({d.kind.name.lower()})", d)
+
+
+def _bindings(d: ci.Cursor) -> list[ci.Cursor]:
+    """The names a structured binding declaration introduces (libclang shows the declaration
+    and each binding as unexposed declarations), or []."""
+    return [ch for ch in d.get_children() if ch.kind == CK.UNEXPOSED_DECL]
+
+
+def decomposition(kb: KernelBuilder, d: ci.Cursor) -> None:
+    """``auto [v, i] = f();`` (``auto& [a, b] = s;``): a hidden variable (or reference) holding
+    the initializer, each name its member of the same position (the data members in declaration
+    order, as C++ binds a record without a tuple protocol: ``std::pair`` alike, ``first`` then
+    ``second``)."""
+    names = _bindings(d)
+    init = next((ch for ch in d.get_children() if ch.kind.is_expression()), None)
+    t = d.type
+    record = tm.strip_reference(t)
+    if init is None or not tm.is_record(record):
+        raise kb.error(f"structured bindings of a '{t.spelling}' are not supported in device code (only of "
+                       "records)", d)
+    spelling = tm.canonical(record).spelling
+    if (spelling.startswith("std::") and not spelling.startswith("std::pair<")) or _tuple_protocol(d, record):
+        raise kb.error(f"structured bindings of '{record.spelling}' (through its tuple protocol: std::get) are not "
+                       "supported in device code", d)
+    fields = list(tm.canonical(record).get_fields())
+    if len(fields) != len(names) or any(not f.spelling for f in fields):
+        raise kb.error(f"structured bindings of '{record.spelling}' are not supported in device code (a member "
+                       "polypy cannot name)", d)
+    if tm.is_reference(t):
+        place = kb.lvalue(init)
+    else:
+        where = kb.loc(d)
+        values: dict[str, LValue] = {}
+        for leaf in tm.leaves(record):
+            if leaf.scalar is None:
+                raise UserError(f"structured bindings of '{record.spelling}', which has a member of type "
+                                f"'{leaf.ctype.spelling}', are not supported in device code", where)
+            var = kb.names.fresh("bound" + leaf.path.replace(".", "_"))
+            kb.emit(n.Decl(var, leaf.scalar, None, loc=where))
+            values[leaf.path] = VarLV(var, leaf.scalar)
+        place = AggLV(values, record.spelling)
+        initialize_record(kb, d, place, record, init)
+    for name, f in zip(names, fields):
+        kb.bind(name, kb.member_lv(place, f.spelling, name))
+
+
+def _tuple_protocol(d: ci.Cursor, record: ci.Type) -> bool:
+    """Whether the program specializes ``std::tuple_size`` for ``record`` (then C++ binds the
+    names through ``get<i>``, not the members)."""
+    want = tm.canonical(record).spelling
+    for top in d.translation_unit.cursor.get_children():
+        if top.kind != CK.NAMESPACE or top.spelling != "std":
+            continue
+        for ch in top.get_children():
+            if ch.spelling == "tuple_size" and ch.kind in (CK.STRUCT_DECL, CK.CLASS_DECL) and \
+                    ch.type.get_num_template_arguments() == 1 and \
+                    tm.canonical(ch.type.get_template_argument_type(0)).spelling == want:
+                return True
+    return False
 
 
 def initializer(kb: KernelBuilder, d: ci.Cursor) -> ci.Cursor | None:
@@ -109,7 +170,9 @@ def var_decl(kb: KernelBuilder, d: ci.Cursor) -> None:
         closure = kb.expr(init)  # `auto f = [&](float v) { ... };` (see ``lambdas``)
         if not isinstance(closure, Closure):
             raise UserError(f"local variable '{name}' holds a lambda polypy cannot follow", where)
-        kb.bind(d, closure.shared_copy(kb.error, init))
+        # (made here, it is this variable; `auto g = f;` calls the copy constructor, whose
+        # value is already a copy: places.record_value)
+        kb.bind(d, closure)
         return
     if tm.is_union(t) and (tm.union_scalars(t) is not None or tm.union_slices(t) is not None):
         kb.bind(d, local_union(kb, name, t, init, where))
@@ -264,7 +327,6 @@ def shared_array(kb: KernelBuilder, d: ci.Cursor) -> ArrayBinding:
 
 def local_array(kb: KernelBuilder, d: ci.Cursor, init: ci.Cursor | None) -> ArrayBinding:
     where = kb.loc(d)
-    members.default_constructor(kb, d.type, d)  # arrays of records whose constructors run: refused
     dims, elem = _array_dims(d.type)
     layout = tm.local_layout(elem, where)
     shape = _buffer_shape(dims, layout, where, d.spelling)
@@ -276,8 +338,11 @@ def local_array(kb: KernelBuilder, d: ci.Cursor, init: ci.Cursor | None) -> Arra
         name = kb.names.fresh(d.spelling)
         kb.buffers[name] = n.Buffer(name, layout.scalar, shape, "local", loc=where)
         binding = ArrayBinding(name, dims, layout)
+    ctor = record_arrays.element_constructor(kb, elem, d)
     if init is not None:
         array_initializer(kb, binding, init, d)
+    elif ctor is not None:  # `V3 pts[4];`: each element default-constructed (record_arrays.py)
+        record_arrays.construct_all(kb, binding, dims, ctor, element_lv, d)
     return binding
 
 
@@ -285,6 +350,7 @@ def array_initializer(kb: KernelBuilder, binding: ArrayBinding, init: ci.Cursor,
     if init.kind not in (CK.INIT_LIST_EXPR, CK.STRING_LITERAL):
         raise kb.error("array initializers must be brace lists or string literals", init)
     dims = binding.dims
+    elem = _array_dims(d.type)[1]
 
     def fill(c: ci.Cursor | None, prefix: tuple[int, ...]) -> None:
         depth = len(prefix)
@@ -298,6 +364,8 @@ def array_initializer(kb: KernelBuilder, binding: ArrayBinding, init: ci.Cursor,
             lv = element_lv(kb, binding, tuple(n.Const(i, I32) for i in prefix), c or d)
             if isinstance(lv, RecLV):
                 lv = kb.expand_record(lv, c or d)
+            if isinstance(lv, AggLV) and record_arrays.initialize_element(kb, lv, elem, c, d):
+                return
             if c is None:
                 kb.assign(lv, zero_of(lv), d)
             elif isinstance(lv, AggLV):

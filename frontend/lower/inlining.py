@@ -2,20 +2,22 @@
 and references); ``return`` becomes an assignment to a result local plus structured control flow."""
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Callable
 
 import clang.cindex as ci
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import BOOL
+from polypy.ir.types import BOOL, I32
 from polypy.ir.visitor import walk
 from polypy.passes.eliminate_returns import remove_returns
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
+from frontend.closures import closure_declaration
 from frontend.clang_setup import unary_operator
-from frontend.lower import accessors
+from frontend.lower import accessors, place_choice
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
 from frontend.lower.accessors import accessor_type
@@ -23,7 +25,8 @@ from frontend.lower.helpers import ArrayRef, strip
 from frontend.lower.pointer_choice import pending_pointer, pointer_hint
 from frontend.lower.inheritance import bound_subobject
 from frontend.values import (
-    Aggregate, AggLV, Binding, BoundCopyLV, Closure, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer, PointerChoice, PtrVarLV,
+    Aggregate, AggLV, Binding, BoundCopyLV, ChoiceVarLV, Closure, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer,
+    PointerChoice, PtrVarLV,
     RefBinding, Value, VarAddress,
 )
 
@@ -66,10 +69,11 @@ def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
         returns_this = this is not None and _returns_only_this(fn)
         if not returns_this and not discard:
             if not _returns_once_at_the_end(fn):
-                raise kb.error(f"'{fn.spelling}' returns a reference ('{rt.spelling}'), which is only supported "
-                               "when it returns *this, returns once at its end, or the result is unused", c)
-            # `float& at(int i) { return a[i]; }` used as a value: the place its one return names.
-            result = RefResult()
+                # several returns: the place is one of those they name (place_choice.py)
+                result = RefResult(choices=[], sel=kb.temp(I32, n.Const(0, I32), sanitize(fn.spelling) + "_which", c))
+            else:
+                # `float& at(int i) { return a[i]; }` used as a value: the place its one return names.
+                result = RefResult()
     elif tm.is_pointer(rt) and not tm.is_pointer(tm.pointee(rt)):
         # A pointer result: the first `return` fixes its buffer; a `return` into another one
         # makes it a pointer into one of several buffers (pointer_choice.py).
@@ -80,6 +84,8 @@ def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
         if st is not None:
             result = kb.temp(st, None, fn.spelling + "_ret", c)
         elif tm.is_record(rt):
+            if closure_declaration(rt) is not None:
+                raise kb.error(f"'{fn.spelling}' returns a lambda, which is not supported in device code", c)
             fields: dict[str, LValue] = {}
             for leaf in tm.leaves(rt):
                 if leaf.scalar is None:
@@ -112,6 +118,8 @@ def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
     if returns_this and not discard:
         assert this is not None
         return PlaceOf(this) if wants_place else kb.read(this, c)
+    if isinstance(frame.result, RefResult) and frame.result.choices is not None:
+        frame.result.target = place_choice.chosen_place(kb, frame.result, out, fn, c)
     if isinstance(frame.result, RefResult):
         if frame.result.target is None:
             raise kb.error(f"'{fn.spelling}' returns no place polypy can follow", c)
@@ -132,7 +140,8 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
         return accessors.accessor_binding(kb, p, a, fn, "parameter")
     if tm.is_reference(pt):
         target_t = tm.strip_reference(pt)
-        if decl_key(tm.canonical(target_t).get_declaration()) in kb.closure_types:
+        if decl_key(tm.canonical(target_t).get_declaration()) in kb.closure_types or \
+                strip(a).kind == CK.LAMBDA_EXPR:  # (`unroll<4>([&](int i) { ... })` to an `F&&`)
             # a lambda by reference (`const F& f`): the same closure (lambdas.py: its copies are
             # never changed, so sharing it is exact)
             value = kb.arg_value(a, fn, i)
@@ -158,7 +167,7 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
         return BoundCopyLV(copy.fields, copy.spelling) if type(copy) is AggLV else copy
     value = kb.arg_value(a, fn, i)
     if isinstance(value, Closure):  # a lambda passed to a function template
-        return value.shared_copy(kb.error, a)
+        return closure_copy(kb, value, a)
     if isinstance(value, ArrayRef):
         value = value.decay(kb, a)
     if tm.is_pointer(pt) or tm.is_array(pt):
@@ -168,6 +177,25 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
             raise kb.error(f"argument for pointer parameter '{name}' must point into a buffer", a)
         return kb.pointer_binding(value, decl_key(p) in mutated, name, a, decl_key(p))
     return copy_to_local(kb, value, pt, name, a)
+
+
+def closure_copy(kb: KernelBuilder, closure: Closure, c: ci.Cursor) -> Closure:
+    """A copy of a lambda's closure object: the closure itself when its copies never change;
+    for a ``mutable`` lambda made in device code, fresh copies of the captures it owns (a
+    call of the copy changes those, not the original's; by-reference captures stay shared)."""
+    if not closure.owned:
+        return closure.shared_copy(kb.error, c)
+    captures = dict(closure.captures)
+    for key in closure.owned:
+        b = captures[key]
+        if isinstance(b, Closure):
+            captures[key] = closure_copy(kb, b, c)
+        elif isinstance(b, (PtrVarLV, ChoiceVarLV)):
+            captures[key] = kb.pointer_binding(kb.binding_value(b, c), True, "capture", c, key)
+        else:
+            value = kb.binding_value(b, c)
+            captures[key] = copy_to_local(kb, value, None, "capture", c)
+    return dataclasses.replace(closure, captures=captures)
 
 
 def array_reference_binding(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, i: int,
@@ -185,13 +213,14 @@ def array_reference_binding(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: c
     return kb.pointer_binding(value, decl_key(p) in mutated, p.spelling or f"arg{i}", a, decl_key(p))
 
 
-def copy_to_local(kb: KernelBuilder, value: Value | None, t: ci.Type, name: str, a: ci.Cursor) -> Binding:
-    st = tm.scalar_type(t)
+def copy_to_local(kb: KernelBuilder, value: Value | None, t: ci.Type | None, name: str, a: ci.Cursor) -> Binding:
+    """A fresh local holding ``value`` (of C type ``t``; None: the value's own type)."""
+    st = tm.scalar_type(t) if t is not None else (value.type if isinstance(value, n.Expr) else None)
     if st is not None:
         if not isinstance(value, n.Expr):
             raise kb.error(f"argument '{name}' must be a number", a)
         return kb.temp(st, convert(value, st), name, a)
-    if tm.is_record(t):
+    if t is None or tm.is_record(t):
         if not isinstance(value, Aggregate):
             raise kb.error(f"argument '{name}' must be a record", a)
         fields: dict[str, LValue] = {}
@@ -203,7 +232,7 @@ def copy_to_local(kb: KernelBuilder, value: Value | None, t: ci.Type, name: str,
             else:
                 raise kb.error(f"unsupported member '{path}' in argument '{name}'", a)
         return AggLV(fields, value.spelling)
-    raise kb.error(f"parameter '{name}' of type '{t.spelling}' is not supported", a)
+    raise kb.error(f"parameter '{name}' of type '{t.spelling if t is not None else '?'}' is not supported", a)
 
 
 def _returns_only_this(fn: ci.Cursor) -> bool:

@@ -2,12 +2,14 @@
 bindings of what it captured); calling it inlines the call operator with those bindings, and
 passing it to a function template binds the parameter to the same closure.
 
-Captures are the enclosing function's variables that the body names. Clang's closure type has
-one field per capture, a reference for a capture by reference: when every field is a reference
-the lambda shares the caller's bindings (``[&]``, ``[&a, &b]``); when none is, it holds copies
-made where the lambda is evaluated (``[=]``, ``[a, b]``), which a non-``mutable`` lambda cannot
-change, so sharing one closure between copies of it is exact. Mixed captures, ``mutable``
-lambdas with copies, init-captures and ``this`` are refused.
+Captures are the enclosing function's variables that the body names, init-captures
+(``[n = 2 * k]``) and ``this``. Clang's closure type has one field per capture, a reference for
+a capture by reference: those share the caller's bindings; the others are copies made where
+the lambda is evaluated (``lambda_expr``), which a non-``mutable`` lambda cannot change, so
+sharing one closure between copies of it is exact. A ``mutable`` lambda's copies are its own
+state (``Closure.owned``): its calls change them, and a copy of the closure (``auto g = f;``,
+passing it by value) copies them (``inlining.closure_copy``). A generic lambda's operator is a
+template: each call inlines the instance clang chose. ``[*this]`` is refused.
 
 A kernel parameter holding a lambda made in host code (``frontend.closures``) is a ``Closure``
 too (``closure_param``): its captures are the parameter's members; a ``mutable`` one's are each
@@ -24,43 +26,141 @@ from frontend import ctypes_map as tm
 from frontend.closures import HostClosure
 from frontend.lower import inlining
 from frontend.lower.context import CK, decl_key
-from frontend.values import AggLV, Closure, LValue, PtrVarLV, Value, VarLV
+from frontend.values import AggLV, Closure, LValue, PtrVarLV, RefBinding, Value, VarLV
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
 
 
 def lambda_expr(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value:
+    """The closure of lambda expression ``c``, made where it is evaluated.
+
+    Clang gives the closure type one field per capture, in capture order: the explicit captures
+    as written (libclang lists each but ``this`` as a ``VariableRef``, an init-capture's naming
+    its own variable), then the implicit ones. A field of reference type is a capture by
+    reference (the caller's own binding), any other a copy made now; the implicit captures all
+    have the capture default's kind. ``this`` (explicit, or implicit through ``[=]``/``[&]``)
+    binds the enclosing member function's object."""
     closure_decl = tm.canonical(c.type).get_declaration()
     kb.closure_types.add(decl_key(closure_decl))
+    # (a generic lambda's operator is a template: each call inlines the instance clang chose)
     operator = next((m for m in closure_decl.get_children()
                      if m.kind in (CK.CXX_METHOD, CK.FUNCTION_TEMPLATE) and m.spelling == "operator()"), None)
-    if operator is None or operator.kind != CK.CXX_METHOD:
-        raise kb.error("generic lambdas (auto parameters) are not supported in device code", c)
+    if operator is None:
+        raise kb.error("this lambda has no call operator polypy can find", c)
     fields = list(tm.canonical(c.type).get_fields())
-    by_ref = {tm.is_reference(f.type) for f in fields}
-    if len(by_ref) > 1:
-        raise kb.error("lambdas mixing captures by value and by reference are not supported in device code", c)
-    body = next((ch for ch in c.get_children() if ch.kind == CK.COMPOUND_STMT), None)
+    explicit = [ch.referenced for ch in c.get_children() if ch.kind == CK.VARIABLE_REF]
     outer = kb.frame.env
-    names: dict[tuple, ci.Cursor] = {}
+    body = next((ch for ch in c.get_children() if ch.kind == CK.COMPOUND_STMT), None)
+    used: dict[tuple, ci.Cursor] = {}
+    uses_this = False
     stack = [body] if body is not None else []
     while stack:
         x = stack.pop()
-        if x.kind == CK.CXX_THIS_EXPR:
-            raise kb.error("lambdas using 'this' are not supported in device code", x)
+        if x.kind == CK.CXX_THIS_EXPR or (x.kind == CK.MEMBER_REF_EXPR and _implicit_this(x)):
+            uses_this = True
         if x.kind == CK.DECL_REF_EXPR and x.referenced is not None and \
                 x.referenced.kind in (CK.VAR_DECL, CK.PARM_DECL) and decl_key(x.referenced) in outer:
-            names.setdefault(decl_key(x.referenced), x.referenced)
+            used.setdefault(decl_key(x.referenced), x.referenced)
         stack.extend(x.get_children())
-    if len(names) < len(fields):
-        raise kb.error("lambda init-captures are not supported in device code", c)
-    if by_ref == {True}:
-        return Closure(operator, {key: outer[key] for key in names})
-    if fields and not operator.is_const_method():
-        raise kb.error("mutable lambdas capturing by value are not supported in device code", c)
-    # Copies; a name the closure has no field for is a constant (not captured: its value).
-    return Closure(operator, {key: capture_copy(kb, decl, outer[key], c) for key, decl in names.items()})
+    this_type = _this_pointer_type(kb, closure_decl)
+    mutable = not operator.is_const_method()
+    captures: dict[tuple, object] = {}
+    owned: list[tuple] = []
+    rest = list(fields)
+    for decl in explicit:
+        if decl is None:
+            raise kb.error("a capture polypy cannot follow", c)
+        while rest and this_type is not None and _same(rest[0].type, this_type) and \
+                tm.canonical(rest[0].type).spelling != tm.canonical(decl.type).spelling:
+            rest.pop(0)  # the explicit `this` (no VariableRef names it)
+        if not rest:
+            raise kb.error("a capture polypy cannot follow", c)
+        field = rest.pop(0)
+        key = decl_key(decl)
+        if key in outer:  # `[a, &b]`
+            if tm.is_reference(field.type):
+                captures[key] = outer[key]
+            else:
+                captures[key] = capture_copy(kb, decl, outer[key], c)
+                owned.append(key)
+        else:  # an init-capture `[n = 2 * k]`, `[&r = a[i]]`: its own variable
+            captures[key] = init_capture(kb, decl, field, c)
+            owned.append(key) if not tm.is_reference(field.type) else None
+    if this_type is not None and uses_this:  # the `this` field, explicit or implicit
+        rest = [f for f in rest if not _same(f.type, this_type)]
+    if this_type is not None and any(tm.canonical(f.type).spelling == this_type[1] for f in rest):
+        raise kb.error("lambdas capturing '*this' by copy are not supported in device code", c)
+    by_reference = any(tm.is_reference(f.type) for f in rest)
+    for key, decl in used.items():
+        if key in captures:
+            continue
+        if by_reference:  # `[&]`: the caller's own variables
+            captures[key] = outer[key]
+        else:  # `[=]` (or a constant the lambda does not capture: its value)
+            captures[key] = capture_copy(kb, decl, outer[key], c)
+            owned.append(key)
+    this = None
+    if uses_this:
+        this = kb.frame.this
+        if this is None:
+            raise kb.error("'this' in a lambda outside a member function", c)
+    return Closure(operator, captures, this=this, owned=tuple(owned) if mutable else ())
+
+
+def _implicit_this(x: ci.Cursor) -> bool:
+    """A member named without an object (``w`` for ``this->w`` inside a member function)."""
+    return not any(ch.kind.is_expression() for ch in x.get_children()) and x.referenced is not None and \
+        x.referenced.kind in (CK.FIELD_DECL, CK.CXX_METHOD) and not x.referenced.is_static_method()
+
+
+def _this_pointer_type(kb: KernelBuilder, closure_decl: ci.Cursor):
+    """The type of ``this`` where the lambda is written (``_pointer_to`` the member function's
+    class, through lambdas made in lambdas), or None outside member functions."""
+    fn = closure_decl.semantic_parent
+    while fn is not None and fn.kind in _FUNCTIONS:
+        parent = fn.semantic_parent
+        if parent is None or parent.kind not in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE,
+                                                  CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION):
+            return None
+        if decl_key(parent) not in kb.closure_types:
+            return _pointer_to(parent)
+        fn = parent.semantic_parent  # a lambda made in a lambda's body
+    return None
+
+
+_FUNCTIONS = (CK.CXX_METHOD, CK.CONSTRUCTOR, CK.DESTRUCTOR, CK.CONVERSION_FUNCTION, CK.FUNCTION_TEMPLATE)
+
+
+def _pointer_to(record: ci.Cursor):
+    return ("pointer", tm.canonical(record.type).spelling)
+
+
+def _same(t: ci.Type, this_type: tuple) -> bool:
+    """Whether field type ``t`` is the type of ``this`` (``this_type``: ``_pointer_to``)."""
+    ct = tm.canonical(t)
+    return ct.kind == ci.TypeKind.POINTER and tm.canonical(ct.get_pointee()).spelling == this_type[1]
+
+
+def init_capture(kb: KernelBuilder, decl: ci.Cursor, field: ci.Cursor, c: ci.Cursor):
+    """The binding of init-capture ``decl`` (``[n = 2 * k]``: a copy of the value now;
+    ``[&r = a[i]]``: the place)."""
+    init = next((ch for ch in decl.get_children() if ch.kind.is_expression()), None)
+    if init is None:
+        raise kb.error(f"init-capture '{decl.spelling}' without an initializer", c)
+    if tm.is_reference(field.type):
+        return RefBinding(kb.lvalue(init))
+    t = tm.strip_reference(decl.type)
+    if tm.is_array(t):
+        raise kb.error(f"lambdas capturing the array '{decl.spelling}' by value are not supported in device code", c)
+    if tm.is_record(t):
+        return inlining.copy_to_local(kb, kb.record_value(init, t), t, decl.spelling, c)
+    value = kb.expr(init)
+    if isinstance(value, Closure):
+        return inlining.closure_copy(kb, value, c)
+    if tm.is_pointer(t):
+        return kb.pointer_binding(value, True, decl.spelling, c, decl_key(decl))
+    return inlining.copy_to_local(kb, value, t, decl.spelling, c)
 
 
 def capture_copy(kb: KernelBuilder, decl: ci.Cursor, binding, c: ci.Cursor):
@@ -71,9 +171,9 @@ def capture_copy(kb: KernelBuilder, decl: ci.Cursor, binding, c: ci.Cursor):
                        "device code", c)
     value = kb.binding_value(binding, c)
     if isinstance(value, Closure):
-        return value
+        return inlining.closure_copy(kb, value, c)
     if tm.is_pointer(tm.strip_reference(t)):
-        return kb.pointer_binding(value, False, decl.spelling, c)
+        return kb.pointer_binding(value, True, decl.spelling, c, decl_key(decl))
     return inlining.copy_to_local(kb, value, tm.strip_reference(t), decl.spelling, c)
 
 
@@ -88,7 +188,7 @@ def call_closure(kb: KernelBuilder, closure: Closure, args: list[ci.Cursor], c: 
     operator = closure.operator
     if operator.kind == CK.FUNCTION_TEMPLATE and callee is not None:
         operator = callee
-    return inlining.inline(kb, operator, args, c, discard, captures=closure.captures)
+    return inlining.inline(kb, operator, args, c, discard, captures=closure.captures, this=closure.this)
 
 
 def closure_param(kb: KernelBuilder, p: ci.Cursor, closure: HostClosure, mutated: set[tuple]) -> None:

@@ -56,7 +56,8 @@ def method_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: list[c
         # Clang lists the operands around the operator's name: the object first.
         operands = [ch for ch in children
                     if not (strip(ch).kind == CK.DECL_REF_EXPR and strip(ch).spelling == fn.spelling)]
-        if fn.spelling == "operator()" and lambdas.is_closure_type(kb, operands[0].type):
+        if fn.spelling == "operator()" and (lambdas.is_closure_type(kb, operands[0].type) or
+                                            strip(operands[0]).kind == CK.LAMBDA_EXPR):  # `[&] { ... }()`
             closure = kb.expr(operands[0])
             if not isinstance(closure, Closure):
                 raise kb.error("this call of a lambda is not supported in device code", c)
@@ -110,8 +111,10 @@ def object_place(kb: KernelBuilder, obj: ci.Cursor, fn: ci.Cursor, c: ci.Cursor)
         return kb.lvalue(inner)
     result = inner.kind == CK.CXX_FUNCTIONAL_CAST_EXPR or \
         (callee is not None and (callee.kind == CK.CONSTRUCTOR or not tm.is_reference(callee.result_type)))
+    if not fn.is_const_method() and inner.kind == CK.CONDITIONAL_OPERATOR:
+        return kb.lvalue(inner)  # `(c ? a : b).inc()` changes a or b: one of two places (place_choice.py)
     if not fn.is_const_method() and not result:
-        # `(c ? a : b).inc()` changes a or b: a copy would lose the change.
+        # a copy would lose the change
         raise kb.error(f"calling the non-const member function '{fn.spelling}' on this object is not supported "
                        "in device code (name the object)", obj)
     value = kb.record_value(inner, inner.type)
@@ -163,12 +166,21 @@ def construct_value(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, args: list[c
 def construct(kb: KernelBuilder, target: LValue, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) -> None:
     """Run constructor ``fn`` on ``target``: members in declaration order from the member
     initializer list or their default initializers, then the body."""
-    definition = fn.get_definition() or fn
-    record = fn.semantic_parent
+    implicit = isinstance(fn, ImplicitDefault)
+    definition = None if implicit else fn.get_definition() or fn
+    record = fn.record if implicit else fn.semantic_parent
     bases = record_bases(kb, record, c)
+    delegate = None if definition is None else _delegated_construction(definition, record)
+    if delegate is not None:
+        # `V() : V(0, 0, 0) {}`: the target constructor runs whole (its members, its body),
+        # with arguments evaluated in this constructor's frame; then this body.
+        ctor, ctor_args = delegate
+        inlining.inline(kb, definition, args, c, True, this=target,
+                        prologue=lambda: initialize_by(kb, this_place(kb, c), record.type, ctor, ctor_args, c))
+        return
     inits: dict[str, ci.Cursor | None] = {}
     pending: str | None = None
-    for ch in definition.get_children():
+    for ch in definition.get_children() if definition is not None else ():
         if ch.kind == CK.MEMBER_REF:
             pending = ch.spelling
             inits[pending] = None
@@ -179,16 +191,19 @@ def construct(kb: KernelBuilder, target: LValue, fn: ci.Cursor, args: list[ci.Cu
             # After the constructor's name (not a `T::` qualifier): `: Base(x)` (its base
             # subobject's initializer) or a delegating `: T(x, 0)` (refused).
             base = next((b for b in bases if ch.referenced is not None and
-                         b.type.get_declaration() == ch.referenced), None)
+                         _names_base(b.type.get_declaration(), ch.referenced)), None)
             if base is None:
                 raise kb.error("delegating constructor initializers (and initializers of bases polypy cannot "
                                "see) are not supported in device code", c)
             pending = base.name
             inits[pending] = None
 
+    def here() -> LValue:
+        return target if implicit else this_place(kb, c)
+
     def prologue() -> None:
         for b in bases:  # base subobjects first, in declaration order
-            place = kb.member_lv(this_place(kb, c), b.name, c)
+            place = kb.member_lv(here(), b.name, c)
             if b.name in inits:
                 initialize(kb, place, b.type, inits[b.name], c)
             else:
@@ -208,13 +223,64 @@ def construct(kb: KernelBuilder, target: LValue, fn: ci.Cursor, args: list[ci.Cu
                 if default is None:
                     ctor = default_constructor(kb, f.type, c)
                     if ctor is not None:  # a member record's own default constructor
-                        construct(kb, kb.member_lv(this_place(kb, c), f.spelling, c), ctor, [], c)
+                        construct(kb, kb.member_lv(here(), f.spelling, c), ctor, [], c)
                     continue  # otherwise left unset, as C++ leaves it
                 init = default
-            place = kb.member_lv(this_place(kb, c), f.spelling, c)
+            place = kb.member_lv(here(), f.spelling, c)
             initialize(kb, place, f.type, init, c)
 
+    if definition is None:  # an instance's implicit default constructor: its members, no body
+        prologue()
+        return
     inlining.inline(kb, definition, args, c, True, this=target, prologue=prologue)
+
+
+class ImplicitDefault:
+    """The implicit default constructor of a class template instance, which libclang does not
+    list (it lists no member of an implicit instance): ``construct`` runs its bases' and members'
+    initialization on the object."""
+
+    def __init__(self, record: ci.Cursor):
+        self.record = record
+
+
+def _names_base(decl: ci.Cursor, referenced: ci.Cursor) -> bool:
+    """Whether a constructor's initializer naming ``referenced`` (a class, or a class template:
+    ``: Base<T>(a, 7)``) names the base class ``decl``."""
+    if decl == referenced:
+        return True
+    pattern = ci.conf.lib.clang_getSpecializedCursorTemplate(decl)
+    return pattern is not None and pattern == referenced
+
+
+def _delegated_construction(definition: ci.Cursor, record: ci.Cursor | None) -> tuple[ci.Cursor, list] | None:
+    """The constructor a delegating constructor (``V(float a) : V(a, a, a) {}``) names, and the
+    arguments of that call, or None. Clang lists the class's own name after the constructor's
+    name, then the call of the target constructor."""
+    if record is None:
+        return None
+    children = list(definition.get_children())
+    for i, ch in enumerate(children):
+        if ch.kind in (CK.TYPE_REF, CK.TEMPLATE_REF) and ch.extent.start.offset > definition.location.offset and \
+                ch.referenced is not None and tm.canonical(ch.referenced.type) == tm.canonical(record.type):
+            call = strip(children[i + 1]) if i + 1 < len(children) else None
+            if call is not None and call.referenced is not None and call.referenced.kind == CK.CONSTRUCTOR:
+                return call.referenced, [a for a in call.get_children() if a.kind.is_expression()]
+    return None
+
+
+def initialize_by(kb: KernelBuilder, place: LValue, t: ci.Type, ctor: ci.Cursor, args: list[ci.Cursor],
+                  c: ci.Cursor) -> None:
+    """``place`` initialized by constructor ``ctor`` called with ``args``: a user construction
+    runs; an implicit copy or move copies its argument's value."""
+    if is_user_construction(kb, ctor, c):
+        construct(kb, place, ctor, args, c)
+    elif len(args) == 1:
+        kb.assign(place, kb.record_value(args[0], t), c)
+    elif not args:  # `: V()` value-initializes: an implicit default constructor zeroes
+        kb.assign(place, zero_of(place), c)
+    else:
+        raise kb.error(f"constructing '{t.spelling}' this way is not supported in device code", c)
 
 
 def default_constructor(kb: KernelBuilder, t: ci.Type, c: ci.Cursor) -> ci.Cursor | None:
@@ -227,10 +293,32 @@ def default_constructor(kb: KernelBuilder, t: ci.Type, c: ci.Cursor) -> ci.Curso
         return None
     if not tm.is_record(ct):
         return None
-    for m in ct.get_declaration().get_children():
+    decl = ct.get_declaration()
+    for m in decl.get_children():
         if m.kind == CK.CONSTRUCTOR and m.is_default_constructor() and is_user_construction(kb, m, c):
             return m
-    return None
+    pattern = _pattern(decl)
+    if pattern is None:
+        return None
+    # An implicit instance of a class template: libclang lists none of its members.
+    if any(m.kind == CK.CONSTRUCTOR and m.is_default_constructor() for m in pattern.get_children()):
+        raise kb.error(f"the default constructor of '{t.spelling}' (an instance of a class template) is run here, "
+                       "which polypy cannot follow: construct it explicitly (`: Base<T>()`, `T x = T();`)", c)
+    does = any(member_initializer(f) is not None or default_constructor(kb, f.type, c) is not None
+               for f in _fields(decl)) or any(default_constructor(kb, b.type, c) is not None
+                                               for b in record_bases(kb, decl, c))
+    return ImplicitDefault(decl) if does else None  # type: ignore[return-value]
+
+
+def _pattern(decl: ci.Cursor) -> ci.Cursor | None:
+    """The class template of which ``decl`` is an implicit instance (libclang lists no children
+    for those), or None."""
+    if any(True for _ in decl.get_children()):
+        return None
+    pattern = ci.conf.lib.clang_getSpecializedCursorTemplate(decl)
+    if pattern is None or pattern.kind not in (CK.CLASS_TEMPLATE, CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION):
+        return None
+    return pattern
 
 
 def initialize(kb: KernelBuilder, place: LValue, t: ci.Type, init: ci.Cursor | None, c: ci.Cursor) -> None:
@@ -253,8 +341,9 @@ def initialize(kb: KernelBuilder, place: LValue, t: ci.Type, init: ci.Cursor | N
 
 
 def member_initializer(field: ci.Cursor) -> ci.Cursor | None:
-    """The default member initializer of ``field`` (``int n = 3;``), or None. An array member's
-    children start with its size (``float x[8]``: the literal 8), which initializes nothing."""
+    """The default member initializer of ``field`` (``int n = 3;``), or None (of a class template
+    instance's member, the instantiated one, which libclang shows). An array member's children
+    start with its size (``float x[8]``: the literal 8), which initializes nothing."""
     # (After the member's name: not a template argument of its type, `Loader<int, CHECKED> l;`.)
     exprs = [ch for ch in field.get_children() if ch.kind.is_expression()
              and ch.extent.start.offset > field.location.offset]

@@ -19,7 +19,7 @@ from frontend.lower.inheritance import converted, downcast_place, member_path, s
 from frontend.lower.held_pointers import held_pointer
 from frontend.lower.helpers import ArrayRef, ScalarArray, describe, select_member, strip
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
-from frontend.lower import accessors, members, pointer_choice
+from frontend.lower import accessors, inlining, members, place_choice, pointer_choice
 from frontend.lower.pointer_choice import assign_pointer, choice_element, store_choice
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, BitsLV, ChoiceLV, PackLV, ChoiceVarLV, Closure, LValue, MemLV, PendingPtrLV, Pointer,
@@ -96,6 +96,8 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
         # `static_cast<Base&>(d)`: d's base subobject (a downcast is refused)
         source = [ch for ch in c.get_children() if ch.kind.is_expression()][-1]
         return converted(kb, lvalue(kb, source), source, c)
+    if kind == CK.CONDITIONAL_OPERATOR:  # `(c ? a : b) = v`: one of two places (place_choice.py)
+        return place_choice.conditional_place(kb, c)
     if kind == CK.CALL_EXPR:
         place = accessors.accessor_lvalue(kb, c)  # `acc[i][j] = v` (accessors.py)
         if place is not None:
@@ -278,7 +280,11 @@ def record_value(kb: KernelBuilder, c: ci.Cursor, t: ci.Type | None, target: Agg
         flat: list[Value] = []
         for item in items:
             if tm.is_record(item.type):
-                flat.extend(record_value(kb, item, item.type).fields.values())
+                member = record_value(kb, item, item.type)
+                if isinstance(member, Closure):  # (frontend/lower/lambdas.py: not a record of variables)
+                    raise kb.error(f"a record holding a lambda ('{tm.strip_reference(rt).spelling}') is not supported "
+                                   "in device code", item)
+                flat.extend(member.fields.values())
             else:
                 flat.append(kb.scalar(item))
         for i, leaf in enumerate(layout):
@@ -291,7 +297,7 @@ def record_value(kb: KernelBuilder, c: ci.Cursor, t: ci.Type | None, target: Agg
         return Aggregate(values, rt.spelling)
     v = kb.expr(c)
     if isinstance(v, Closure):  # a copy of a lambda's closure (see ``lambdas``)
-        return v.shared_copy(kb.error, c)  # type: ignore[return-value]
+        return inlining.closure_copy(kb, v, c)  # type: ignore[return-value]
     if not isinstance(v, Aggregate):
         raise kb.error(f"expected a record value, found a {describe(v)}", c)
     return v

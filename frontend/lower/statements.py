@@ -10,7 +10,7 @@ from polypy.ir import nodes as n
 
 from frontend import ctypes_map as tm
 from frontend.clang_setup import cursor_loc, unary_operator
-from frontend.lower import gotos, inlining
+from frontend.lower import gotos, inlining, place_choice
 from frontend.lower.context import CK, has_attr
 from frontend.lower.declarations import decl_stmt
 from frontend.lower.loops import do_stmt, for_stmt, while_stmt
@@ -105,7 +105,13 @@ def return_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
                 # CUDA's reference would outlive the object it names (undefined behaviour).
                 raise kb.error(f"'{frame.cursor.spelling}' returns a reference to '{local}', a local "
                                "variable or by-value parameter of its own, which ends with the call", e)
-            frame.result.target = kb.lvalue(e)
+            if frame.result.choices is not None:  # one of several returns (place_choice.py)
+                place_choice.returned_place(kb, frame.result, kb.lvalue(e), e)
+            else:
+                frame.result.target = kb.lvalue(e)
+        elif frame.result.choices is not None:
+            raise kb.error(f"'{frame.cursor.spelling}' returns a const reference to a value from one of several "
+                           "returns, which is not supported", e)
         else:
             frame.result.target = inlining.copy_to_local(kb, kb.expr(e), target_t, "ret", e)
     elif children and isinstance(frame.result, (PendingPtrLV, PtrVarLV, ChoiceVarLV)):
