@@ -15,8 +15,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
-
 from c_support import need_compiler
 
 PROGRAM = pathlib.Path(__file__).parent / "programs" / "runtime" / "cucomplex.cu"
@@ -75,14 +73,19 @@ def _expected() -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.parametrize("way", ["compiled", "emulated"])
-def test_cucomplex_header_in_kernels_and_host(tmp_path: pathlib.Path, way: str) -> None:
-    if way == "compiled":
-        need_compiler(cpp=True)
+def _run(tmp_path: pathlib.Path, *flags: str) -> None:
     cu = tmp_path / PROGRAM.name
     shutil.copy(PROGRAM, cu)
-    done = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", str(cu),
-                           *(("--emulate",) if way == "emulated" else ())],
+    done = subprocess.run([sys.executable, "-m", "polypy.driver.cli", "run", str(cu), *flags],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout == _expected()
+
+
+def test_cucomplex_header_emulated(tmp_path: pathlib.Path) -> None:
+    _run(tmp_path, "--emulate")
+
+
+def test_cucomplex_header_compiled(tmp_path: pathlib.Path) -> None:
+    need_compiler(cpp=True)
+    _run(tmp_path)
