@@ -179,8 +179,8 @@ static inline bool polypy_rt_team_leader() {
  * every thread sees the same configuration and returns alike). */
 static inline bool polypy_rt_launch_shape_ok(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                                              unsigned int by, unsigned int bz, size_t shmem_bytes) {
-  bool ok = gx >= 1 && gy >= 1 && gz >= 1 && gy <= 65535 && gz <= 65535 && bx >= 1 && by >= 1 && bz >= 1 &&
-            bx <= 1024 && by <= 1024 && bz <= 64 && (unsigned long long)bx * by * bz <= 1024;
+  bool ok = gx >= 1 && gy >= 1 && gz >= 1 && gx <= 2147483647u && gy <= 65535 && gz <= 65535 && bx >= 1 &&
+            by >= 1 && bz >= 1 && bx <= 1024 && by <= 1024 && bz <= 64 && (unsigned long long)bx * by * bz <= 1024;
   (void)shmem_bytes;  /* any size: host memory is plentiful */
   if (ok) return true;
   POLYPY_RT_HOOKED(polypy_rt_team_scope, if (polypy_rt_in_team() && !polypy_rt_team_leader()) return false);
