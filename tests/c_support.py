@@ -90,6 +90,23 @@ def run_emulated(kernel: Kernel, grid, block, args: Mapping[str, Any], *, shmem:
     return out
 
 
+def run_emulator_and_llvm(loaded, compiled, name: str, grid, block, args: Mapping[str, Any], *,
+                          shmem: int = 0) -> list[dict[str, Any]]:
+    """Kernel ``name`` of one source run on copies of ``args`` by the emulator (``loaded``:
+    ``polypy.load``) and by the LLVM backend (``compiled``: ``polypy.compile``): both copies."""
+    out = [run_emulated(loaded.kernel(name), grid, block, args, shmem=shmem)]
+    a = copy_args(args)
+    getattr(compiled, name)[grid, block, shmem](*a.values())
+    return out + [a]
+
+
+def run_three_ways(loaded, compiled, name: str, grid, block, args: Mapping[str, Any], *,
+                   shmem: int = 0) -> list[dict[str, Any]]:
+    """``run_emulator_and_llvm``, then the C backend: three copies."""
+    return run_emulator_and_llvm(loaded, compiled, name, grid, block, args, shmem=shmem) + \
+        [run_c(loaded.kernel(name), grid, block, args, shmem=shmem)]
+
+
 def assert_same_as_emulator(kernel: Kernel, grid, block, args: Mapping[str, Any], *, shmem: int = 0,
                             rtol: float = 0.0, atol: float = 0.0, **options: Any) -> dict[str, Any]:
     """Run ``kernel`` in the emulator and through the C backend; every array must agree."""

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import polypy
-from c_support import run_c
+from c_support import run_three_ways
 from polypy.errors import UserError
 
 KERNELS = r"""
@@ -236,16 +236,7 @@ def compiled(source):
 
 def run_all(loaded, compiled, name: str, grid, block, args: dict, shmem: int = 0) -> list[dict]:
     """``args`` copied and run by the emulator, the LLVM backend and the C backend."""
-    out = []
-    for how in ("emulator", "llvm"):
-        a = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
-        if how == "emulator":
-            polypy.emulate(loaded.kernel(name), grid, block, a, shmem=shmem)
-        else:
-            getattr(compiled, name)[grid, block, shmem](*a.values())
-        out.append(a)
-    out.append(run_c(loaded.kernel(name), grid, block, args, shmem=shmem))
-    return out
+    return run_three_ways(loaded, compiled, name, grid, block, args, shmem=shmem)
 
 
 SHAPES = [((1,), (32,)), ((3,), (16,)), ((2,), (64,))]

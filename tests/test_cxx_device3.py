@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import polypy
-from c_support import assert_load_refused, run_c
+from c_support import assert_load_refused, run_three_ways
 
 KERNELS = r"""
 // ------------------------------------------------------------ delegating constructors
@@ -283,16 +283,7 @@ def compiled(source):
 
 def run_all(loaded, compiled, name: str, grid, block, args: dict) -> list[dict]:
     """``args`` copied and run by the emulator, the LLVM backend and the C backend."""
-    out = []
-    for how in ("emulator", "llvm"):
-        a = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
-        if how == "emulator":
-            polypy.emulate(loaded.kernel(name), grid, block, a)
-        else:
-            getattr(compiled, name)[grid, block](*a.values())
-        out.append(a)
-    out.append(run_c(loaded.kernel(name), grid, block, args))
-    return out
+    return run_three_ways(loaded, compiled, name, grid, block, args)
 
 
 SHAPES = [((1,), (32,)), ((3,), (16,))]

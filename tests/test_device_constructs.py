@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import polypy
-from c_support import assert_load_refused, need_compiler
+from c_support import assert_load_refused, need_compiler, run_emulator_and_llvm
 from codegen.c import find_compiler
 from test_programs import outputs_match
 
@@ -174,15 +174,7 @@ def loaded(source):
 
 def run_both(loaded, compiled, name: str, grid, block, args: dict) -> list[dict]:
     """``args`` copied and run by the emulator and by the LLVM backend: both results."""
-    out = []
-    for how in ("emulator", "llvm"):
-        a = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
-        if how == "emulator":
-            polypy.emulate(loaded.kernel(name), grid, block, a)
-        else:
-            getattr(compiled, name)[grid, block](*a.values())
-        out.append(a)
-    return out
+    return run_emulator_and_llvm(loaded, compiled, name, grid, block, args)
 
 
 # ---------------------------------------------------------------------------- references
