@@ -36,9 +36,7 @@ def bessel_n(kb, name: str, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor) 
     if rt != F32:
         raise kb.error(f"'{name}' in double precision is not supported (polypy writes '{what}' for float only)", c)
 
-    def let(e: n.Expr, base: str) -> n.Expr:
-        v = kb.temp(e.type, e, base, c)
-        return n.Var(v.name, v.type, loc=loc)
+    let = kb.binder(c)
 
     def var(init: n.Expr, base: str) -> tuple[str, n.Expr]:
         v = kb.temp(init.type, init, base, c)

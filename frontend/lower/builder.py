@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import clang.cindex as ci
 
@@ -149,6 +149,16 @@ class KernelBuilder:
         name = self.names.fresh(base)
         self.emit(n.Decl(name, ty, init, loc=self.loc(cursor) if cursor is not None else None))
         return VarLV(name, ty)
+
+    def binder(self, cursor: ci.Cursor) -> Callable[[n.Expr, str], n.Expr]:
+        """``let(e, base)``: ``e`` held in a fresh local (named after ``base``, declared at
+        ``cursor``) and read back; what IR builders such as ``FloatParts`` and ``MoreMath`` take."""
+        loc = self.loc(cursor)
+
+        def let(e: n.Expr, base: str) -> n.Expr:
+            v = self.temp(e.type, e, base, cursor)
+            return n.Var(v.name, v.type, loc=loc)
+        return let
 
     # ------------------------------------------------------------------ entry points
     # The constructs any part may meet inside the one it lowers (an expression in a call's

@@ -359,9 +359,7 @@ def bit_intrinsic(kb: KernelBuilder, name: str, args: list[n.Expr], c: ci.Cursor
     (``frontend.lower.rounding``), written in IR by ``lower``, temporaries declared here."""
     loc = kb.loc(c)
 
-    def let(e: n.Expr, base: str) -> n.Expr:
-        v = kb.temp(e.type, e, base, c)
-        return n.Var(v.name, v.type, loc=loc)
+    let = kb.binder(c)
 
     return lower(name, args, let, loc)
 

@@ -484,9 +484,7 @@ def block_vote(kb: KernelBuilder, name: str, args: list[ci.Cursor], c: ci.Cursor
     if mode != "count":
         return cg_reduce_warps(kb, "band" if mode == "and" else "bor", bits.name, I32, MAX_TILE, c)
 
-    def let(e: n.Expr, base: str) -> n.Expr:
-        v = kb.temp(e.type, e, base, c)
-        return n.Var(v.name, v.type, loc=loc)
+    let = kb.binder(c)
 
     count = kb.temp(I32, int_intrinsic("__popc", [n.Var(bits.name, U32)], let, loc), "count", c)
     return cg_reduce_warps(kb, "add", count.name, I32, MAX_TILE, c)

@@ -29,9 +29,7 @@ def float_part(kb: KernelBuilder, what: str, fn: ci.Cursor, args: list[ci.Cursor
     if rt is None or not rt.is_float:
         raise kb.error(f"unsupported use of '{fn.spelling}'", c)
 
-    def let(e: n.Expr, base: str) -> n.Expr:
-        v = kb.temp(e.type, e, base, c)
-        return n.Var(v.name, v.type, loc=loc)
+    let = kb.binder(c)
 
     parts = FloatParts(let, loc)
     x = let(convert(kb.scalar(args[0]), rt), "x")
@@ -60,9 +58,7 @@ def more_math(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor]
     if what in FLOAT_ONLY and ty != F32:
         raise kb.error(f"'{name}' in double precision is not supported (polypy writes '{what}' for float only)", c)
 
-    def let(e: n.Expr, base: str) -> n.Expr:
-        v = kb.temp(e.type, e, base, c)
-        return n.Var(v.name, v.type, loc=kb.loc(c))
+    let = kb.binder(c)
 
     def store(target_c: ci.Cursor, value: n.Expr) -> None:
         target = kb.expr(target_c)

@@ -35,9 +35,7 @@ def norm_array(kb, name: str, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
         raise kb.error(f"unsupported use of '{name}'", c)
     reciprocal = name.startswith("r")
 
-    def let(e: n.Expr, base: str) -> n.Expr:
-        v = kb.temp(e.type, e, base, c)
-        return n.Var(v.name, v.type, loc=loc)
+    let = kb.binder(c)
 
     def var(init: n.Expr, base: str) -> tuple[str, n.Expr]:
         v = kb.temp(init.type, init, base, c)

@@ -63,9 +63,7 @@ def warp_collective(b: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cu
         b.emit(n.Shuffle(dest.name, mode, v, n.Const(lane, I32), n.Const(32, I32), full, loc=loc))
         return n.Var(dest.name, v.type, loc=loc)
 
-    def let(e: n.Expr, base: str) -> n.Expr:
-        v = b.temp(e.type, e, base, c)
-        return n.Var(v.name, v.type, loc=loc)
+    let = b.binder(c)
 
     if name in REDUCTIONS:
         op = REDUCTIONS[name]
