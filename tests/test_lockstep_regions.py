@@ -117,6 +117,19 @@ __global__ void divergent(const int* g_idata, int* g_odata, unsigned int n) {
 }
 """
 
+# The grid-stride loop's store and the last warp's reads with no barrier between: the loop's
+# statement itself may race with another lane (thread 16's s[16], thread 0's s[tid + 16]).
+UNSYNCED = r"""
+__global__ void unsynced(const int* g, int* out, unsigned int n) {
+  __shared__ int s[64];
+  unsigned int tid = threadIdx.x;
+  s[tid] = 0;
+  for (unsigned int i = blockIdx.x * 64 + tid; i < n; i += 64 * gridDim.x) s[tid] += g[i];
+  if (tid < 32) { s[tid] += s[tid + 32]; s[tid] += s[tid + 16]; }
+  if (tid == 0) out[blockIdx.x] = s[0];
+}
+"""
+
 CASES = [(1, 1), (1, 255), (1, 512), (2, 1000), (3, 4097)]  # (blocks, n): odd n, n under one block
 
 
@@ -181,18 +194,19 @@ def test_tree_loop_and_unrolled_warp_loop(tmp_path, ctype) -> None:
         _check(path, "reduce_loops", ctype, block, block, cases, shmem_per_elem=elem)
 
 
-def test_racing_accesses_in_divergent_loop_stay_refused(tmp_path, capsys) -> None:
+@pytest.mark.parametrize("text,line", [(DIVERGENT, 11), (UNSYNCED, 8)], ids=["divergent", "unsynced"])
+def test_racing_accesses_in_divergent_loop_stay_refused(tmp_path, capsys, text, line) -> None:
     from polypy.driver.cli import main
     from polypy.errors import UserError
 
-    path = _source(tmp_path, "divergent", DIVERGENT, "int")
+    path = _source(tmp_path, "divergent", text, "int")
     with pytest.raises(UserError) as err:
         polypy.compile(str(path))
-    assert err.value.loc.line == 11 and "of one warp race on shared" in err.value.message
+    assert err.value.loc.line == line and "of one warp race on shared" in err.value.message
     out = tmp_path / "out.cpp"
     assert main(["translate", str(path), "-o", str(out)]) == 1
     text = capsys.readouterr().err
-    assert f"{path}:11:" in text and "error:" in text and "lockstep" in text and "Traceback" not in text
+    assert f"{path}:{line}:" in text and "error:" in text and "lockstep" in text and "Traceback" not in text
     assert not out.exists()
 
 
