@@ -31,6 +31,17 @@ Lowered only where it is exact (else left to the refusal):
   its update (``for (int k = 16; k > 0; k >>= 1)``);
 * no ``break``/``continue`` leaves a lowered ``if`` or loop, no barrier sits under a lowered
   ``if``'s condition unless between its phases, and a loop condition reads no racing array.
+
+Where that fails, the statements lowered are only those whose own accesses may race with an
+access of another thread of the block (``polypy.poly.block_races.racing_statements``: isl, at
+every launch; an index it cannot read races with everything). The others touch the arrays only
+where a barrier of both threads orders every other thread's access of the element against
+theirs (or both read), so where they run among the lanes changes nothing they read or leave;
+they stay as written, in each thread's order, barriers included. Harris's reduction #5/#6: the
+grid-stride ``while (i < n) sdata[tid] += ...`` (its trips differ between threads) runs before a
+``__syncthreads()``, and only the unrolled last warp is lowered. Racing statements inside such a
+loop still leave the kernel to the refusal. (Tried second: the first try lowers every statement
+touching the arrays and asks isl nothing more.)
 """
 from __future__ import annotations
 
@@ -40,7 +51,8 @@ from polypy.ir import nodes as n
 from polypy.ir.queries import definition_counts, read_counts
 from polypy.ir.types import BOOL
 from polypy.ir.visitor import rebuild, walk
-from polypy.poly.block_races import may_warp_race_arrays, warp_races
+from polypy.poly.block_races import may_warp_race_arrays, racing_statements, warp_races
+from polypy.poly.paths import iter_statements
 
 from gpu2cpu.names import NameSupply
 from gpu2cpu.report import LoweringDecision
@@ -59,11 +71,17 @@ def lockstep_warps(kernel: n.Kernel, *, report: list[LoweringDecision] | None = 
     racing = sorted({r.buffer for r in races} | may_warp_race_arrays(kernel))
     if not racing:
         return kernel
-    lowering = _Lowering(kernel, frozenset(racing))
     try:
-        body = lowering.region(kernel.body)
+        body = _Lowering(kernel, frozenset(racing)).region(kernel.body)
     except _Unsupported:
-        return kernel
+        # Only the statements that may race, then (the isl questions cost: asked only here).
+        hot = _hot_statements(kernel, frozenset(racing))
+        if hot is None:
+            return kernel
+        try:
+            body = _Lowering(kernel, frozenset(racing), hot=hot).region(kernel.body)
+        except _Unsupported:
+            return kernel
     if report is not None:
         where = races[0].loc if races else kernel.loc
         report.append(LoweringDecision(kernel.name, where, f"threads of one warp {'race' if races else 'may race'} on shared "
@@ -74,8 +92,10 @@ def lockstep_warps(kernel: n.Kernel, *, report: list[LoweringDecision] | None = 
 
 
 class _Lowering:
-    def __init__(self, kernel: n.Kernel, racing: frozenset[str], *, syncs: bool = False):
+    def __init__(self, kernel: n.Kernel, racing: frozenset[str], *, syncs: bool = False,
+                 hot: frozenset[int] | None = None):
         self.racing = racing
+        self.hot = hot  # ids of the statements that may race (None: every one touching ``racing``)
         self.syncs = syncs  # lower_warp_syncs: every __syncwarp is a phase break too
         self.names = NameSupply(kernel)
         self.params = frozenset(p.name for p in kernel.params)
@@ -188,6 +208,8 @@ class _Lowering:
 
     # ------------------------------------------------------------------ questions
     def touches(self, s: n.Stmt) -> bool:
+        if self.hot is not None:
+            return any(id(x) in self.hot for x in walk(s))
         return any((isinstance(x, (n.Load, n.Store, n.AtomicRMW)) and x.buffer in self.racing) or
                    (self.syncs and isinstance(x, n.WarpSync)) for x in walk(s))
 
@@ -222,6 +244,15 @@ class _Lowering:
             self.unguarded.add(decl.name)  # tentatively, so that `k = k >> 1` reads a uniform k
             if not (self.uniform(decl.init) and all(self.uniform(u.value) for u in updates)):
                 self.unguarded.discard(decl.name)
+
+
+def _hot_statements(kernel: n.Kernel, racing: frozenset[str]) -> frozenset[int] | None:
+    """The ids of the statements whose own accesses to ``racing`` may race with another thread's
+    (``racing_statements``); None: every statement touching those arrays counts."""
+    paths = racing_statements(kernel, racing)
+    if paths is None:
+        return None
+    return frozenset(id(stmt) for path, stmt in iter_statements(kernel.body) if path in paths)
 
 
 def _mentions(stmts) -> Counter[str]:

@@ -51,7 +51,7 @@ from polypy.ir.visitor import walk_only
 from polypy.poly.block_scope import BlockScopes
 from polypy.poly.hazards import atomics_commute
 from polypy.poly.model import THREAD_IDX, Access, build_model
-from polypy.poly.paths import child_blocks, statement_at
+from polypy.poly.paths import StmtPath, child_blocks, iter_statements, statement_accesses, statement_at
 from polypy.poly.write_conflicts import RaceQuestion, Shape, race_launch, thread_values
 
 WARP = 32
@@ -196,6 +196,51 @@ def may_warp_race_arrays(kernel: n.Kernel) -> frozenset[str]:
                 pass
             out |= {a.buffer, b.buffer}
     return frozenset(out)
+
+
+def racing_statements(kernel: n.Kernel, arrays: frozenset[str]) -> frozenset[StmtPath] | None:
+    """The paths of the statements whose own accesses to ``arrays`` may race with an access of
+    another thread of the block (any warp): the two may touch one element (``overlap``, where an
+    index the model cannot read touches anything), one writes, and no barrier of both threads
+    certainly orders them, at some launch. The others touch those arrays only where every other
+    thread's accesses are ordered against theirs by barriers, or are reads alike (``s[t] = 0;
+    while (...) s[t] += g[i];`` before a ``__syncthreads()``): the order of the lanes does not
+    change what they read or leave. None where isl cannot answer (every statement may race)."""
+    try:
+        model = build_model(kernel)
+        q = RaceQuestion(model, None, None)
+        shared = [a for a in model.accesses if a.buffer in arrays]
+        out: set[StmtPath] = set()
+        for k, a in enumerate(shared):
+            for b in shared[k:]:  # the question is symmetric
+                if not (a.writes or b.writes) or (a.kind == "atomic" and b.kind == "atomic") \
+                        or {a.id.path, b.id.path} <= out:
+                    continue
+                if _may_race_in_block(q, a, b):
+                    out |= {a.id.path, b.id.path}
+    except isl.Error:
+        return None
+    # A statement the model leaves out (or counts fewer accesses of) is not known race-free.
+    counted: dict[StmtPath, int] = {}
+    for a in shared:
+        counted[a.id.path] = counted.get(a.id.path, 0) + 1
+    for path, stmt in iter_statements(kernel.body):
+        own = sum(1 for r in statement_accesses(stmt) if r.buffer in arrays)
+        if own and counted.get(path, 0) != own:
+            out.add(path)
+    return frozenset(out)
+
+
+def _may_race_in_block(q: RaceQuestion, a: Access, b: Access) -> bool:
+    """Whether two threads of one block may touch one element through ``a`` and ``b`` with no
+    barrier certainly between them, at some launch."""
+    overlap = q.c.overlap(a, "1", b, "2")
+    if overlap is None:
+        return False
+    base = q.c.domain(a, "1") & q.c.domain(b, "2") & overlap & q.c.same_block("1", "2")
+    if base.is_empty():
+        return False
+    return any(not q.unordered(base & piece, a, b).is_empty() for piece in q.pieces)
 
 
 def _may_race(q: RaceQuestion, a: Access, b: Access, warp: isl.Set) -> bool:
