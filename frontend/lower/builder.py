@@ -19,6 +19,7 @@ from frontend.clang_setup import child_cursors, cursor_loc, instantiation
 from frontend.closures import closure_declaration, host_closure
 from frontend.lower import accessors, calls, declarations, expressions, lambdas, places, statements
 from frontend.lower import untyped as untyped_buffers
+from frontend.lower.held_pointers import refuse_stores
 from frontend.lower.accessors import accessor_type
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.function_scan import scan
@@ -262,6 +263,7 @@ class KernelBuilder:
         if self.assert_flag is not None:
             stmts = (n.Decl(self.assert_flag, BOOL, n.Const(False, BOOL), loc=self.loc(self.cursor)),) + stmts
         self.frames.pop()
+        refuse_stores(self, stmts)  # to module pointer variables (held_pointers.py)
         buffers = tuple(self.buffers.values())
         kernel = n.Kernel(self.kernel_name, tuple(self.params), buffers, stmts, stage="gpu",
                           source_params=tuple(self.source_params), loc=self.loc(self.cursor))

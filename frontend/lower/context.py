@@ -104,11 +104,16 @@ class NameAllocator(NameSupply):
 @dataclasses.dataclass(frozen=True)
 class HeldPointers:
     """A ``__constant__``/``__device__`` array of ``count`` records holding pointers (Rodinia
-    heartwall's ``params_unique d_unique[51]``), by its ``u64`` view: what a launch validates."""
+    heartwall's ``params_unique d_unique[51]``), or of ``count`` pointers (``__device__ float*
+    d_scratch;``, ``__device__ int* table[4];``: ``ctype`` is the pointer type, ``dims`` the C
+    dimensions), by its ``u64`` view: what a launch validates."""
 
     symbol: str
-    record: tm.RecordLayout
+    ctype: ci.Type  # the record's type, or the pointer's
+    size: int  # bytes of one record (8 for a pointer)
     count: int
+    dims: tuple[int, ...] | None = None  # a pointer variable (``()``) or array of pointers
+    layout: tm.ElemLayout | None = None  # (a pointer variable's elements, as its binding sees them)
 
 
 @dataclasses.dataclass
@@ -167,6 +172,8 @@ class ModuleContext:
             return self.global_layouts[key]
         space = "constant" if has_attr(decl, CK.CUDACONSTANT_ATTR, "polypy_constant") else "device"
         dims, elem = _array_dims(decl.type)
+        if tm.is_pointer(elem):
+            return self.pointer_global(decl, dims, elem, space, where)
         layout = tm.array_layout(elem, where, pointers=True)
         if layout.record is not None:
             return self.record_global(decl, dims, layout, space, where)
@@ -217,8 +224,31 @@ class ModuleContext:
                                                       symbol=decl.spelling, loc=cursor_loc(decl))
             views.append((st, name))
             if st == U64 and holds_pointers:  # its pointers: frontend.lower.held_pointers
-                self.held_pointers[name] = HeldPointers(decl.spelling, layout.record, count)
+                self.held_pointers[name] = HeldPointers(decl.spelling, layout.record.ctype, layout.record.size, count)
         binding = ArrayBinding(views[0][1], dims or (1,), layout, RecordAddress(tuple(views)))
+        self.global_layouts[key] = binding
+        return binding
+
+    def pointer_global(self, decl: ci.Cursor, dims: tuple[int | None, ...], elem: ci.Type, space: str,
+                       where: Loc | None) -> ArrayBinding:
+        """A module pointer variable or array of pointers (``__device__ float* d_scratch;``): a
+        ``u64`` view of the C variable's bytes, each element the address the host stored, read in
+        kernels as a pointer into a pool (``frontend.lower.held_pointers``)."""
+        key = decl_key(decl.canonical)
+        if any(d is None or d <= 0 for d in dims):
+            raise UserError(f"'{decl.spelling}' needs a constant size", where)
+        if module_initializer(decl) is not None:
+            raise UserError(f"'{decl.spelling}' holds pointers: an initializer of a __device__ or __constant__ pointer "
+                            "variable is not supported (set it with cudaMemcpyToSymbol)", where)
+        count = 1
+        for d in dims:
+            count *= d
+        name = self.names.fresh(f"{decl.spelling}_u64")
+        self.globals[key] = n.Buffer(name, U64, (n.Const(count, I32),), space, symbol=decl.spelling,
+                                     loc=cursor_loc(decl))
+        layout = tm.ElemLayout(U64, 1, (("", 0),), elem.spelling)
+        self.held_pointers[name] = HeldPointers(decl.spelling, elem, 8, count, tuple(d or 1 for d in dims), layout)
+        binding = ArrayBinding(name, dims or (1,), layout)
         self.global_layouts[key] = binding
         return binding
 

@@ -20,6 +20,7 @@ from frontend.lower.context import (
 from frontend.lower.accessors import accessor_type
 from frontend.lower.groups import is_cooperative, is_tile_memory
 from frontend.lower.views import element, overlay_element
+from frontend.lower.held_pointers import held_variable, is_held_variable
 from frontend.lower.helpers import ScalarArray, is_trivial_construction, strip, zero_of
 from frontend.lower.null_tests import is_null_pointer
 from frontend.lower.pointer_choice import pending_pointer, pointer_hint
@@ -384,6 +385,8 @@ def array_initializer(kb: KernelBuilder, binding: ArrayBinding, init: ci.Cursor,
 
 def element_lv(kb: KernelBuilder, binding: ArrayBinding, index: tuple[n.Expr, ...], where: ci.Cursor) -> LValue:
     """The lvalue of element ``index`` (one index per C dimension) of an array."""
+    if is_held_variable(kb, binding.buffer):  # a module pointer variable: the pointer it holds
+        return held_variable(kb, binding.buffer, index, where)
     layout = binding.layout
     if layout.record is not None:
         return RecLV(binding.address(index), layout.record)

@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING
 
 import clang.cindex as ci
 
+from polypy.errors import UserError
 from polypy.ir import nodes as n
+from polypy.ir.visitor import walk_only
 from polypy.ir.types import I64, U64, PointerType
 
 from frontend import ctypes_map as tm
@@ -47,14 +49,63 @@ def held_pointer(kb: KernelBuilder, address: RecordAddress, ft: ci.Type, member:
     held = kb.ctx.held_pointers.get(view) if view is not None else None
     if held is None:
         return None
+    return _through_pool(kb, held, view, address.index(U64), ft, member, f"member '{member}' of type "
+                         f"'{ft.spelling}' of '{held.symbol}'", c)
+
+
+def held_variable(kb: KernelBuilder, buffer: str, index: tuple[n.Expr, ...], c: ci.Cursor) -> Pointer:
+    """Element ``index`` (one index per C dimension) of a module pointer variable or array of
+    pointers (``__device__ float* d_scratch;``, ``__device__ int* table[4];``, its ``u64`` view
+    ``buffer``): a pointer into the pool of its pointee type. Only read: a kernel storing to such
+    a variable is refused (``refuse_stores``)."""
+    held = kb.ctx.held_pointers[buffer]
+    assert held.dims is not None
+    if len(index) != max(len(held.dims), 1):
+        raise kb.error(f"'{held.symbol}' (an array of pointers in __constant__ or __device__ memory) used here as "
+                       "a pointer to its rows is not supported", c)
+    flat: n.Expr | None = None
+    for m, i in enumerate(index):
+        row = 1
+        for d in held.dims[m + 1:]:
+            row *= d
+        term = i if row == 1 else n.Binary("mul", i, n.Const(row, i.type), loc=i.loc)
+        flat = term if flat is None else n.Binary("add", convert(flat, I64), convert(term, I64), loc=i.loc)
+    assert flat is not None
+    return _through_pool(kb, held, buffer, flat, held.ctype, "",
+                         f"'{held.symbol}' of type '{held.ctype.spelling}'", c)
+
+
+def is_held_variable(kb: KernelBuilder, buffer: str, layout: tm.ElemLayout | None = None) -> bool:
+    """Whether ``buffer`` is the ``u64`` view of a module pointer variable or array of pointers
+    (``held_variable``), seen through ``layout`` (where given) as its pointers, not through a cast
+    as numbers (``*(unsigned long long*)&d_scratch``: that is its ``u64`` element)."""
+    held = kb.ctx.held_pointers.get(buffer)
+    return held is not None and held.dims is not None and (layout is None or layout == held.layout)
+
+
+def refuse_stores(kb: KernelBuilder, body: tuple[n.Stmt, ...]) -> None:
+    """A kernel storing to a module pointer variable (``d_scratch = p;``, also through a view or an
+    atomic) is refused at the store: the launch checks and pools the pointers the symbol holds
+    when it starts, and a pointer set during the launch is in no pool."""
+    for x in walk_only(body, n.Store, n.AtomicRMW):
+        held = kb.ctx.held_pointers.get(x.buffer)  # type: ignore[attr-defined]
+        if held is not None and held.dims is not None:
+            raise UserError(f"'{held.symbol}' holds device pointers in __constant__ or __device__ memory: a kernel "
+                            "storing to it is not supported (set it from the host with cudaMemcpyToSymbol)",
+                            x.loc)
+
+
+def _through_pool(kb: KernelBuilder, held, view: str, slot: n.Expr, ft: ci.Type, member: str, what: str,
+                  c: ci.Cursor) -> Pointer:
+    """The pointer of type ``ft`` read from element ``slot`` of the ``u64`` view ``view`` of
+    ``held``'s symbol: an offset into the pool of its pointee type."""
     target = tm.pointee(ft)
     st = tm.scalar_type(target)
     if st is None or tm.is_pointer(target):
-        raise kb.error(f"member '{member}' of type '{ft.spelling}' of '{held.symbol}': a pointer read from "
-                       "__constant__ or __device__ memory is supported to scalars only (not to "
-                       f"'{target.spelling}')", c)
+        raise kb.error(f"{what}: a pointer read from __constant__ or __device__ memory is supported to scalars only "
+                       f"(not to '{target.spelling}')", c)
     pool, base = _pool(kb, st, held, member, c)
-    value = n.Load(view, (address.index(U64),), U64, loc=kb.loc(c))
+    value = n.Load(view, (slot,), U64, loc=kb.loc(c))
     _note_spelling(kb, (st, held.symbol), value.loc, member, c)
     diff = convert(n.Binary("sub", value, n.Var(base, U64), loc=value.loc), I64)
     offset = diff if st.itemsize == 1 else n.Binary("div", diff, n.Const(st.itemsize, I64), loc=value.loc)
@@ -64,7 +115,7 @@ def held_pointer(kb: KernelBuilder, address: RecordAddress, ft: ci.Type, member:
 def _pool(kb: KernelBuilder, st, held, member: str, c: ci.Cursor) -> tuple[str, str]:
     """The pool of ``st`` for the pointers of ``held`` named ``member`` (made at the first read),
     with those pointers' byte offsets noted for the launch's check."""
-    offsets = tuple((offset, path) for path, lt, offset in tm.byte_leaves(held.record.ctype)
+    offsets = tuple((offset, path) for path, lt, offset in tm.byte_leaves(held.ctype)
                     if tm.is_pointer(lt) and path.rsplit(".", 1)[-1] == member)
     key = (st, held.symbol)
     slots = kb.held_pointers.get(key)
@@ -76,7 +127,7 @@ def _pool(kb: KernelBuilder, st, held, member: str, c: ci.Cursor) -> tuple[str, 
         kb.params.append(n.Param(pool, PointerType(st), loc=where))
         kb.params.append(n.Param(base, U64, loc=where))
         kb.params.append(n.Param(extent, U64, loc=where))
-        slots = n.HeldPointerSlots(pool, base, extent, st, held.symbol, held.record.size, held.count, (), where)
+        slots = n.HeldPointerSlots(pool, base, extent, st, held.symbol, held.size, held.count, (), where)
     merged = tuple(sorted(set(slots.offsets) | set(offsets)))
     kb.held_pointers[key] = dataclasses.replace(slots, offsets=merged)
     return slots.pool, slots.base
@@ -88,7 +139,8 @@ def _note_spelling(kb: KernelBuilder, key, where, member: str, c: ci.Cursor) -> 
     that member access (a macro's name or call, ``PTR(bx)``)."""
     slots = kb.held_pointers[key]
     tokens = list(c.get_tokens())
-    if where is None or [t.spelling for t in tokens[-2:]] not in (['.', member], ['->', member]) \
+    whole = not member and c.kind in (ci.CursorKind.DECL_REF_EXPR, ci.CursorKind.ARRAY_SUBSCRIPT_EXPR)
+    if where is None or (not whole and [t.spelling for t in tokens[-2:]] not in (['.', member], ['->', member])) \
             or any(loc == where for loc, _ in slots.spellings):
         return
     kb.held_pointers[key] = dataclasses.replace(slots, spellings=slots.spellings + ((where, spaced(tokens)),))

@@ -16,7 +16,7 @@ from frontend.lower.bitcasts import reinterpret, split_bits, with_bits
 from frontend.lower.views import element, overlay_element, store_part, whole_elements
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.inheritance import converted, downcast_place, member_path, subobject
-from frontend.lower.held_pointers import held_pointer
+from frontend.lower.held_pointers import held_pointer, held_variable, is_held_variable
 from frontend.lower.helpers import ArrayRef, ScalarArray, describe, select_member, strip
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
 from frontend.lower import accessors, inlining, members, place_choice, pointer_choice
@@ -138,6 +138,8 @@ def subscript(kb: KernelBuilder, base: Value | None, index: n.Expr, c: ci.Cursor
 
 def pointer_element(kb: KernelBuilder, ptr: Pointer, j: n.Expr | None, c: ci.Cursor) -> LValue:
     off = add_offsets(ptr.offset, j)
+    if is_held_variable(kb, ptr.buffer, ptr.layout):  # into a module array of pointers: the pointer held there
+        return held_variable(kb, ptr.buffer, ptr.prefix + (off if off is not None else n.Const(0, I32),), c)
     layout = ptr.layout
     if layout.record is not None:
         assert ptr.record is not None
