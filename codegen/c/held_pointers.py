@@ -26,6 +26,14 @@ def held_pointer_params(kernel: n.Kernel) -> set[str]:
     return {name for s in kernel.held_pointers for name in (s.pool, s.base, s.extent)}
 
 
+def launcher_symbol(kernel: n.Kernel, symbol: str) -> str:
+    """The module variable ``symbol`` as a launcher of ``kernel`` names it: from the global scope
+    where a launcher's parameter has its name too (``__device__ float* grid[4];`` and the
+    launcher's ``dim3 grid``, a kernel parameter)."""
+    shadowed = {"grid", "block", "shmem_bytes"} | {sp.name for sp in kernel.source_params}
+    return f"::{symbol}" if symbol in shadowed else symbol
+
+
 def held_pointer_lines(kernel: n.Kernel, c_name: Callable[[str], str]) -> list[str]:
     """The launcher's lines computing each pool, its address and its length."""
     out: list[str] = []
@@ -40,11 +48,12 @@ def held_pointer_lines(kernel: n.Kernel, c_name: Callable[[str], str]) -> list[s
         paths = ", ".join(c_string(path) for _, path in s.offsets)
         t = c_type(s.elem)
         pool, base, extent = c_name(s.pool), c_name(s.base), c_name(s.extent)
+        symbol = launcher_symbol(kernel, s.symbol)
         out.append(f"static const size_t polypy_held_offsets_{i}[] = {{{offsets}}};")
         out.append(f"static const char* const polypy_held_paths_{i}[] = {{{paths}}};")
         out.append(f"void* polypy_held_{i} = 0;")
         out.append(f"unsigned long long {extent} = 0u;")
-        out.append(f"polypy_rt_held_pointers({c_string(message)}, {c_string(s.symbol)}, (const void*)&{s.symbol}, "
+        out.append(f"polypy_rt_held_pointers({c_string(message)}, {c_string(s.symbol)}, (const void*)&{symbol}, "
                    f"{s.size}u, {s.count}u, polypy_held_offsets_{i}, polypy_held_paths_{i}, {len(s.offsets)}u, "
                    f"{s.elem.itemsize}u, &polypy_held_{i}, &{extent});")
         out.append(f"{t}* {pool} = ({t}*)polypy_held_{i};")

@@ -45,7 +45,7 @@ from codegen.scratch import scratch_dims
 from codegen.c import launch_policy
 from codegen.c.readable import barrier_notes, let_names, overflow_flags, thread_axis
 from codegen.c.render import C_KEYWORDS, INDENT, MATH, Layout, Renderer, c_type, pointer_decl
-from codegen.c.held_pointers import held_pointer_lines, held_pointer_params, table_row_check
+from codegen.c.held_pointers import held_pointer_lines, held_pointer_params, launcher_symbol, table_row_check
 from codegen.c.printing import aligned_argument_lines
 from codegen.c.templates import render_template
 
@@ -543,7 +543,7 @@ def emulated_launcher(kernel: n.Kernel, index: int, options: Options) -> KernelC
     before = [f"if (polypy_member_bytes_{i}) polypy_rt_register(polypy_member_{i}, polypy_member_bytes_{i});"
               for i, _ in members]
     after = [f"if (polypy_member_bytes_{i}) polypy_rt_unregister(polypy_member_{i}, 0);" for i, _ in members]
-    globals_ = ", ".join(f"(void*)&{b.symbol or b.name}" for b in signature_only.buffers) or "0"
+    globals_ = ", ".join(f"(void*)&{launcher_symbol(kernel, b.symbol or b.name)}" for b in signature_only.buffers) or "0"
     text = "\n".join([
         f"/* ---- kernel {kernel.name}: run by polypy's reference emulator ---- */",
         decl,
