@@ -145,19 +145,26 @@ def _expected() -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.parametrize("mode", [(), ("--emulate",)], ids=["native", "emulated"])
-def test_pointer_variables_and_arrays_of_pointers_in_module_memory(mode: tuple[str, ...],
-                                                                   tmp_path: pathlib.Path) -> None:
-    """Read in kernels (indexed, copied into a local, moved, a 2-D array of pointers, a pointer to
-    bytes), re-set between launches three ways (cudaGetSymbolAddress + cudaMemcpy, cudaMemcpyToSymbol
-    whole and of one element at an offset), read back with cudaMemcpyFromSymbol. The 2-D array is
-    named ``grid``, as the launchers' own parameter is."""
+def _run_program(tmp_path: pathlib.Path, *mode: str) -> None:
+    """PROGRAM's pointers read in kernels (indexed, copied into a local, moved, a 2-D array of
+    pointers, a pointer to bytes), re-set between launches three ways (cudaGetSymbolAddress +
+    cudaMemcpy, cudaMemcpyToSymbol whole and of one element at an offset), read back with
+    cudaMemcpyFromSymbol. The 2-D array is named ``grid``, as the launchers' own parameter is."""
     need_compiler(cpp=True)
     src = tmp_path / "prog.cu"
     src.write_text(PROGRAM)
     result = _polypy("run", str(src), *mode, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == _expected()
+
+
+def test_pointer_variables_in_module_memory_emulated(tmp_path: pathlib.Path) -> None:
+    _run_program(tmp_path, "--emulate")
+
+
+def test_pointer_variables_in_module_memory_native(tmp_path: pathlib.Path) -> None:
+    """Through the C backend (extended tier: a C++ compile)."""
+    _run_program(tmp_path)
 
 
 def test_a_module_variable_named_grid_under_the_emulator(tmp_path: pathlib.Path) -> None:

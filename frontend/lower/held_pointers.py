@@ -16,6 +16,11 @@ allocation, aligned to its type; a pointer to freed memory, a host pointer or a 
 stops the launch, located at the member's first read. ``__constant__`` memory cannot change
 during a launch, and a kernel cannot store a pointer member (refused where it tries).
 
+Plain pointer variables and arrays of pointers in module memory (``__device__ float* d_scratch;``,
+``__device__ int* table[4];``, set with ``cudaMemcpyToSymbol``) are the same: a ``u64`` view of the
+variable (``ModuleContext.pointer_global``), each element read through the pools
+(``held_variable``); a kernel storing to one is refused (``refuse_stores``).
+
 For isl an access through such a pointer is an access of the pool at an index read from memory:
 a may-access of a pointer parameter that may alias every other one, so barriers, races and
 footprints stay sound; accesses through ordinary pointers stay exact.
