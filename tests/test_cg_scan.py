@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from c_support import assert_load_refused
+from c_support import assert_load_refused, run_way
 from test_cooperative_groups import _backends
 
 PRELUDE = ("#include <cooperative_groups.h>\n#include <cooperative_groups/scan.h>\n"
@@ -213,6 +213,9 @@ def test_16_bit_atomic_cas(tmp_path, grid, block) -> None:
      "cg::inclusive_scan with a mutable lambda", (8, 35)),
     ("o[i] = cg::inclusive_scan(t, v, cg::plus<long long>());",
      "an operator of another type than the value is not supported", (7, 35)),
+    ("struct Add { __device__ int operator()(int a, int b) const { return a + b; } };\n"
+     "  o[i] = cg::inclusive_scan(t, v, Add());",
+     "cg::inclusive_scan with an operator of type 'Add'", (8, 35)),
 ])
 def test_scans_that_stay_refused_are_located(tmp_path, body, message, where) -> None:
     source = PRELUDE + (
@@ -221,3 +224,36 @@ def test_scans_that_stay_refused_are_located(tmp_path, body, message, where) -> 
         "  int i = threadIdx.x, v = in[i];\n"
         f"  {body}\n}}\n")
     assert_load_refused(tmp_path, "refused", source, message, where)
+
+
+# A grid-stride loop whose trips differ between threads (n not a multiple of the launch's
+# threads), a coalesced group's exclusive scan in it: at the last trip the group is the lanes
+# still in the loop (gpu2cpu/uniform_warp_loops.py). The LLVM backend refuses such a loop around
+# warp operations (located), as it does for cg::reduce there.
+LOOP = PRELUDE + r"""
+__global__ void loop_scan(const int* in, int* o, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    cg::coalesced_group g = cg::coalesced_threads();
+    o[i] = cg::exclusive_scan(g, in[i]) + 1000 * (int)g.size();
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("block,n", [(32, 100), (48, 150)])
+def test_coalesced_scan_in_a_loop_whose_trips_differ(block, n) -> None:
+    grid = 2
+    values = np.random.default_rng(n).integers(-9, 9, n).astype(np.int32)
+    want = np.zeros(n, np.int64)
+    stride = grid * block
+    for start in range(0, n, stride):  # each trip: the warps of each block, the lanes still in the loop
+        for b in range(grid):
+            for w0 in range(0, block, 32):
+                lanes = [start + b * block + t for t in range(w0, min(w0 + 32, block)) if start + b * block + t < n]
+                run = 0
+                for i in lanes:
+                    want[i] = run + 1000 * len(lanes)
+                    run += values[i]
+    for way in ("emulator", "c"):
+        got = run_way(LOOP, "loop_scan", grid, block, {"in": values, "o": np.zeros(n, np.int32), "n": n}, way)
+        np.testing.assert_array_equal(got["o"], want, err_msg=way)

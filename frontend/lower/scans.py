@@ -101,10 +101,13 @@ def cg_scan(kb: KernelBuilder, name: str, args: list[ci.Cursor], c: ci.Cursor) -
             member = n.Binary("ne", n.Binary("band", n.Binary("shr", mask, jv), n.Const(1, U32)), n.Const(0, U32))
             taken = n.Binary("land", member, n.Binary(cmp, jv, lane))
             rank, width, trips = lane, WARP, WARP
-        held = kb.temp(U32, convert(mask, U32), "scan_lanes", c)  # read once per lane: held
+        if size is None and not isinstance(mask, (n.Var, n.Const)):  # a coalesced group's: read once
+            mask = n.Var(kb.temp(U32, convert(mask, U32), "scan_lanes", c).name, U32)
+        # (a tile's mask stays the expression the tile's shuffles have: a constant one, the full
+        # warp, keeps such a scan refused in a loop whose trips differ between threads)
         fetch = [n.Decl(x, rt, None, loc=loc),
                  n.Shuffle(x, "idx", n.Var(value.name, rt), convert(n.Select(taken, jv, rank), I32),
-                           n.Const(width, I32), n.Var(held.name, U32), loc=loc)]
+                           n.Const(width, I32), mask, loc=loc)]
         read = []
     rv, fv = n.Var(result.name, rt), n.Var(first.name, BOOL)
     with kb.sub_block() as combined:
