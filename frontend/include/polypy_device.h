@@ -150,6 +150,8 @@ POLYPY_ATOMIC_ARITH(atomicDec, unsigned int)
 POLYPY_ATOMIC_CAS_SCOPES(int)
 POLYPY_ATOMIC_CAS_SCOPES(unsigned int)
 POLYPY_ATOMIC_CAS_SCOPES(unsigned long long)
+/* The 16-bit compare-and-swap (sm_70 and later; CUDA declares no scoped forms of it). */
+POLYPY_ATOMIC_CAS(atomicCAS, unsigned short int)
 
 /* Warp intrinsics (32 lanes). */
 #define POLYPY_SHFL(T) \

@@ -37,6 +37,8 @@ Groups")::
                                  per lane, members combined from the lowest lane up
     binary_partition(p, pred)    coalesced groups of the parent's lanes with the same predicate or
     labeled_partition(p, label)  label (frontend/lower/partitions.py)
+    inclusive_scan(g, v[, op])   the values of ranks 0..r (exclusive: 0..r-1) combined in rank
+    exclusive_scan(g, v[, op])   order (frontend/lower/scans.py)
 
 ``__syncthreads_count/and/or(p)`` are ``block_vote``: each warp's vote combined over the block's
 warps, as ``cg::reduce`` over a tile of the whole block.
@@ -65,6 +67,7 @@ from frontend.lower.groups import (
 from frontend.lower.helpers import strip
 from frontend.lower.int_intrinsics import int_intrinsic
 from frontend.lower.partitions import dynamic_partition
+from frontend.lower.scans import SCANS, cg_scan
 from frontend.values import Aggregate, Value
 
 if TYPE_CHECKING:
@@ -125,6 +128,8 @@ def cooperative_call(kb: KernelBuilder, c: ci.Cursor, fn: ci.Cursor, children: l
                                               args[0], [], c, discard))
     if name == "reduce":
         return cg_reduce(kb, args, c)
+    if name in SCANS:
+        return cg_scan(kb, name, args, c)
     raise kb.error(f"cooperative_groups::{name} is not supported", c)
 
 

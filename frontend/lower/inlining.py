@@ -37,9 +37,11 @@ if TYPE_CHECKING:
 # ------------------------------------------------------------------ inlining
 def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor, discard: bool, *,
            this: LValue | None = None, prologue: Callable[[], None] | None = None,
-           captures: dict | None = None) -> Value | None:
+           captures: dict | None = None, bound: list[Binding] | None = None) -> Value | None:
     """``fn`` inlined at call ``c``; ``this``: the object of a member function; ``prologue``
-    runs in the callee's frame before its body (a constructor's member initializers)."""
+    runs in the callee's frame before its body (a constructor's member initializers);
+    ``bound``: the parameters' bindings, made by the caller (a call polypy makes itself, with
+    values it computed: ``args`` is then empty)."""
     key = decl_key(fn)
     # Instances of one function template share a declaration: a template that calls another
     # instance of itself (`f<i>` calling `f<i - 1>`, ended by a specialization) is no recursion.
@@ -52,10 +54,13 @@ def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
     if body is None:
         raise kb.error(f"call to '{fn.spelling}', which has no definition polypy can translate", c)
     params = list(fn.get_arguments())
-    if len(args) != len(params):
-        raise kb.error(f"call to '{fn.spelling}' with {len(args)} arguments, expected {len(params)}", c)
+    given = len(bound) if bound is not None else len(args)
+    if given != len(params):
+        raise kb.error(f"call to '{fn.spelling}' with {given} arguments, expected {len(params)}", c)
     mutated = kb.assigned_decls(fn)
     env: dict[tuple, Binding] = dict(captures or {})  # a lambda's captured variables
+    for p, binding in zip(params, bound or ()):
+        env[decl_key(p)] = binding
     # Arguments are evaluated in the caller's frame, before the callee runs.
     for i, (p, a) in enumerate(zip(params, args)):
         env[decl_key(p)] = bind_argument(kb, p, a, fn, i, mutated, c)

@@ -5,7 +5,8 @@
  * a group's sync() -> the block barrier (a tile of up to 32 threads: __syncwarp of its lanes),
  * thread_rank() and size() -> arithmetic on the linear
  * thread index, a tile's shfl* -> warp shuffles of the tile's width, any/all/ballot -> warp
- * votes over the tile's lanes, cg::reduce -> a butterfly of shuffles (docs/cooperative_groups.md).
+ * votes over the tile's lanes, cg::reduce -> a butterfly of shuffles, cg::inclusive_scan and
+ * cg::exclusive_scan -> the lanes' values combined in rank order (docs/cooperative_groups.md).
  *
  * A group object holds what CUDA keeps at run time: its size and the size of the group it was
  * partitioned from (meta_group_rank/meta_group_size); a coalesced group also its warp lanes. A
@@ -144,6 +145,20 @@ template <typename T> struct bit_xor { __device__ T operator()(const T& a, const
 
 template <typename GroupT, typename T, typename OpT>
 __device__ T reduce(const GroupT& group, T value, OpT op);
+
+/* <cooperative_groups/scan.h>: the scans of a tile or a coalesced group (frontend/lower/scans.py).
+ * The forms taking an operator have an empty body only so that clang accepts a lambda (a type
+ * without linkage) as the operator; the frontend translates the call, never this body. */
+template <typename GroupT, typename T> __device__ T inclusive_scan(const GroupT& group, T value);
+template <typename GroupT, typename T, typename OpT>
+__device__ auto inclusive_scan(const GroupT& group, T value, OpT op) -> decltype(op(value, value)) {
+  __builtin_unreachable();
+}
+template <typename GroupT, typename T> __device__ T exclusive_scan(const GroupT& group, T value);
+template <typename GroupT, typename T, typename OpT>
+__device__ auto exclusive_scan(const GroupT& group, T value, OpT op) -> decltype(op(value, value)) {
+  __builtin_unreachable();
+}
 
 }  // namespace cooperative_groups
 
