@@ -25,12 +25,15 @@ of a loop around a ``__syncwarp``.
 
 Rewritten only where that is exact: a ``for`` or ``while`` with no ``break``/``continue`` out of
 its body and no barrier in it, at block-uniform control, whose shuffles and votes take their
-lanes from a computed mask (a coalesced group's or a partition's: the lanes that make the call;
-a constant mask names lanes that may have left the loop, undefined in CUDA); other loops are
-left to the refusals downstream (``gpu2cpu.regions``, ``lower-warp-syncs``). A ``__syncwarp``
-of a constant mask inside (a tile's ``sync()``) is preceded by a check that every lane of its
-mask in the block arrives (``__ballot_sync(mask, 1)``): a lane whose loop has ended does not,
-which CUDA leaves undefined, and the launch then stops with an error naming the ``__syncwarp``.
+lanes from a computed mask (a constant mask names lanes that may have left the loop, undefined
+in CUDA); other loops are left to the refusals downstream (``gpu2cpu.regions``,
+``lower-warp-syncs``). A mask computed from ``__activemask()`` (a coalesced group's or a
+partition's) is the lanes that make the call. A ``__syncwarp`` of a constant mask inside (a
+tile's ``sync()``), and a shuffle or vote whose mask is computed otherwise (a tile smaller than a
+warp: its lanes from the thread index), are preceded by a check that every lane of the mask in
+the block arrives (``__ballot_sync(mask, 1)``): a lane whose loop has ended does not, which CUDA
+leaves undefined, and the launch then stops with an error naming the operation (before, such a
+tile's ``cg::reduce`` combined the lanes still in the loop).
 """
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ from polypy.ir import nodes as n
 from polypy.ir.jumps import jumps_out
 from polypy.passes.guard_early_returns import block_any, linear_tid
 from polypy.ir.types import BOOL, I32, U32
-from polypy.ir.visitor import has_kind, rebuild, walk_block
+from polypy.ir.visitor import has_kind, rebuild, walk, walk_block
 
 from gpu2cpu.names import NameSupply
 from gpu2cpu.report import LoweringDecision
@@ -70,6 +73,14 @@ class _Rewrite:
         self.names = NameSupply(kernel)
         self.buffers: list[n.Buffer] = []
         self.rewritten: list = []
+        self.active = _active_names(kernel.body)
+
+    def from_active(self, mask: n.Expr) -> bool:
+        """Whether ``mask`` is computed from an ``__activemask()`` (a coalesced group's or a
+        partition's lanes: those that make the call). A tile's mask is computed too, from the
+        thread index, but it names every lane of the tile, some of which may have left the loop."""
+        reads = {v.name for v in walk(mask) if isinstance(v, n.Var)}
+        return bool(reads & self.active)
 
     def uniform(self, e: n.Expr) -> bool:
         return thread_uniform(e, self.divergent, self.local)
@@ -110,12 +121,15 @@ class _Rewrite:
                 and not any(isinstance(x, n.Barrier) for x in inside) and not jumps_out(s.body, n.Break, n.Continue))
 
     def checked(self, stmts: tuple[n.Stmt, ...]) -> tuple[n.Stmt, ...]:
-        """``stmts`` with each ``__syncwarp`` of a constant mask (a tile's ``sync()``) preceded by
-        a check that every lane of its mask in the block arrives: a lane whose loop has ended does
-        not, which CUDA leaves undefined; the launch then stops with an error naming it."""
+        """``stmts`` with each ``__syncwarp`` of a constant mask (a tile's ``sync()``), and each
+        shuffle or vote over a tile's lanes (a mask computed from the thread index, not from
+        ``__activemask()``: ``cg::reduce`` of a ``thread_block_tile<16>``), preceded by a check
+        that every lane of its mask in the block arrives: a lane whose loop has ended does not,
+        which CUDA leaves undefined; the launch then stops with an error naming it."""
         out: list[n.Stmt] = []
         for s in stmts:
-            if isinstance(s, n.WarpSync) and isinstance(s.mask, n.Const):
+            if isinstance(s, n.WarpSync) and isinstance(s.mask, n.Const) or \
+                    isinstance(s, (n.Shuffle, n.Vote)) and s.mode != "activemask" and not self.from_active(s.mask):
                 out.extend(self.arrival_check(s))
             elif isinstance(s, n.If):
                 out.append(rebuild(s, then=self.checked(s.then), orelse=self.checked(s.orelse)))
@@ -127,7 +141,7 @@ class _Rewrite:
                 out.append(s)
         return tuple(out)
 
-    def arrival_check(self, s: n.WarpSync) -> tuple[n.Stmt, ...]:
+    def arrival_check(self, s: n.WarpSync | n.Shuffle | n.Vote) -> tuple[n.Stmt, ...]:
         loc = s.loc
         arrived = self.names.fresh("arrived")
         base = n.Binary("band", linear_tid(), n.Const(~31 & 0xFFFFFFFF, U32))
@@ -136,7 +150,8 @@ class _Rewrite:
                             n.Binary("sub", n.Binary("shl", n.Const(1, U32), left), n.Const(1, U32)))
         expected = n.Binary("band", s.mask, existing)
         where = tuple(n.BlockIdx(d) for d in range(3)) + tuple(n.ThreadIdx(d) for d in range(3))
-        stop = n.AssertFail("every lane of this __syncwarp's mask reaches it (in a loop whose trips differ between "
+        what = "__syncwarp" if isinstance(s, n.WarpSync) else "warp operation"
+        stop = n.AssertFail(f"every lane of this {what}'s mask reaches it (in a loop whose trips differ between "
                             "threads; undefined in CUDA otherwise)", loc.file if loc else "", loc.line if loc else 0,
                             self.kernel_name, where, loc=loc)
         return (n.Decl(arrived, U32, None, loc=loc),
@@ -166,3 +181,32 @@ class _Rewrite:
         return enter + (n.Decl(live, BOOL, cond, loc=loc), n.Decl(go, BOOL, None, loc=loc)) + \
             block_any(go, lv, anyone, loc) + \
             (n.While(n.Var(go, BOOL, loc=loc), (trip,) + block_any(go, lv, anyone, loc), loc=loc),)
+
+
+def _active_names(body: tuple[n.Stmt, ...]) -> set[str]:
+    """The locals computed from an ``__activemask()``: its results, and (to a fixed point) the
+    locals assigned from them and the results of warp operations over lanes named by them (a
+    partition's ``__ballot_sync(active, ...)``)."""
+    active: set[str] = set()
+
+    def reads_active(*es: n.Expr) -> bool:
+        return any(isinstance(v, n.Var) and v.name in active for e in es for v in walk(e))
+
+    stmts = list(walk_block(body))
+    grown = True
+    while grown:
+        grown = False
+        for x in stmts:
+            name = None
+            if isinstance(x, n.Vote) and (x.mode == "activemask" or reads_active(x.mask)):
+                name = x.dest
+            elif isinstance(x, n.Shuffle) and reads_active(x.mask):
+                name = x.dest
+            elif isinstance(x, n.Decl) and x.init is not None and reads_active(x.init):
+                name = x.name
+            elif isinstance(x, n.Assign) and reads_active(x.value):
+                name = x.name
+            if name is not None and name not in active:
+                active.add(name)
+                grown = True
+    return active
