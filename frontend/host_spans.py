@@ -136,18 +136,23 @@ def include_span(c: ci.Cursor, conv: OffsetMap, tu: ci.TranslationUnit) -> Inclu
 
 
 def pragma_once_spans(tu: ci.TranslationUnit, included: ci.File) -> tuple[tuple[int, int], ...]:
-    """The character spans of the ``#pragma once`` directives of an included file (clang's tokens)."""
+    """The character spans of the ``#pragma once`` directives of an included file (clang's tokens,
+    read as the file's bytes: libclang's spellings are UTF-8, a Latin-1 comment's are not)."""
     data = pathlib.Path(included.name).read_bytes()
     whole = ci.SourceRange.from_locations(ci.SourceLocation.from_offset(tu, included, 0),
                                           ci.SourceLocation.from_offset(tu, included, len(data)))
     tokens = list(tu.get_tokens(extent=whole))
     conv = OffsetMap(read_source(included.name), data)
     out = []
+    def spelled(t: ci.Token) -> bytes:
+        return data[t.extent.start.offset:t.extent.end.offset]
+
     for hash_, pragma, once in zip(tokens, tokens[1:], tokens[2:]):
-        if (hash_.spelling, pragma.spelling, once.spelling) == ("#", "pragma", "once") and \
+        if (spelled(hash_), spelled(pragma), spelled(once)) == (b"#", b"pragma", b"once") and \
                 hash_.location.line == pragma.location.line == once.location.line:
             out.append((conv.char(hash_.extent.start.offset), conv.char(once.extent.end.offset)))
     return tuple(out)
+
 
 def in_system_directory(tu: ci.TranslationUnit, included: ci.File) -> bool:
     """Whether clang found the file in a system include directory (``-isystem``)."""

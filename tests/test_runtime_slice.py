@@ -386,7 +386,9 @@ def test_jacobi_solver_gets_the_memory_functions_and_no_graphs(tmp_path: pathlib
     # only version: ~30 fewer (635). Its copies, fills and allocations all of a size known below
     # 256 KiB: no large-size paths (POLYPY_RT_LARGE: population, all cores, huge pages), ~85 fewer (549).
     # <initializer_list> and <new>, which nvcc's headers bring, where the C++ library has them: 6 more.
-    assert len(text.splitlines()) < 561
+    # The x86-64 branch of the prelude's saturating conversions (an `#if`/`#else` the slicer keeps
+    # when no conversion is used) and the launch check's grid x limit: 7 more (565).
+    assert len(text.splitlines()) < 568
     for large in ("POLYPY_RT_LARGE", "polypy_rt_fill_large", "polypy_rt_huge_block", "polypy_rt_populate"):
         assert large not in text, large
     assert text.count("polypy_run_blocks<") == 2 and "_launch_b" not in text
