@@ -6,6 +6,8 @@ import functools
 import hashlib
 import pathlib
 import shutil
+import subprocess
+import sys
 import tempfile
 from typing import Any, Mapping
 
@@ -25,6 +27,53 @@ def need_compiler(cpp: bool = False) -> None:
     """Skip the calling test (with the reason) when the machine has no C/C++ compiler."""
     if find_compiler(cpp) is None:
         pytest.skip(f"no {'C++ compiler (c++/g++/clang++)' if cpp else 'C compiler (cc/gcc/clang)'} on this machine")
+
+
+def polypy_cli(*args: str, cwd: pathlib.Path | None = None) -> subprocess.CompletedProcess:
+    """``python -m polypy.driver.cli ARGS`` (what the ``polypy`` command runs), output captured."""
+    return subprocess.run([sys.executable, "-m", "polypy.driver.cli", *args], capture_output=True, text=True,
+                          timeout=600, cwd=cwd)
+
+
+def translate_and_compile(src: pathlib.Path, *flags: str) -> pathlib.Path:
+    """Whole program ``src`` through ``polypy translate`` and ``c++ -O2 -fopenmp``, beside it: the binary."""
+    need_compiler(cpp=True)
+    cpp = src.with_suffix(".cpp")
+    translated = polypy_cli("translate", str(src), "-o", str(cpp), *flags)
+    assert translated.returncode == 0, translated.stderr
+    exe = src.with_suffix("")
+    built = subprocess.run([find_compiler(cpp=True), "-O2", "-fopenmp", str(cpp), "-o", str(exe), "-lm"],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-3000:]
+    return exe
+
+
+def build_from_parts(tmp: pathlib.Path, files: dict[str, str], flags: tuple[str, ...] = ("-c",),
+                     extra: dict[str, tuple[str, ...]] | None = None) -> pathlib.Path:
+    """A program of several files, as a Makefile builds it: every file written into ``tmp``; each
+    ``.cu`` translated on its own (with ``flags`` and its ``extra`` options, ``TMP`` standing for
+    ``tmp``), compiled to an object; the objects linked. Returns the program."""
+    for name, text in files.items():
+        (tmp / name).write_text(text)
+    compiler = find_compiler(True)
+    objects = []
+    for name in files:
+        if not name.endswith(".cu"):
+            continue
+        out = tmp / (name[:-3] + ".cpp")
+        more = tuple(a.replace("TMP", str(tmp)) for a in (extra or {}).get(name, ()))
+        r = polypy_cli("translate", str(tmp / name), "-o", str(out), *flags, *more)
+        assert r.returncode == 0, r.stderr[-3000:]
+        obj = tmp / (name[:-3] + ".o")
+        r = subprocess.run([compiler, "-O1", "-fopenmp", "-w", "-c", str(out), "-o", str(obj)],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        objects.append(str(obj))
+    program = tmp / "program"
+    r = subprocess.run([compiler, "-fopenmp", *objects, "-o", str(program), "-lm"], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return program
 
 
 def gpu_kernel(text: str) -> Kernel:

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import polypy
-from c_support import WAYS, assert_load_refused, emulate, need_compiler, run_c, source_file
+from c_support import WAYS, assert_load_refused, build_from_parts, emulate, need_compiler, run_c, source_file
 from codegen.c import find_compiler
 from polypy.errors import DeviceAssertError
 
@@ -285,22 +285,8 @@ def test_pointer_from_another_file_never_reaches_another_function(tmp_path) -> N
     the call matches no function apply.cu can reach and the launch fails; it never computes
     ``mul`` (with ids numbered per file, ``add`` in main.cu and ``mul`` in apply.cu were both 1)."""
     need_compiler(cpp=True)
-    compiler = find_compiler(cpp=True)
-    (tmp_path / "ops.cuh").write_text(SEPARATE_HEADER)
-    objects = []
-    for name, text in (("main.cu", SEPARATE_MAIN), ("apply.cu", SEPARATE_KERNEL)):
-        (tmp_path / name).write_text(text)
-        cpp = tmp_path / (name[:-3] + ".cpp")
-        r = _polypy("translate", str(tmp_path / name), "-o", str(cpp), "-rdc=true")
-        assert r.returncode == 0, r.stderr[-3000:]
-        obj = tmp_path / (name[:-3] + ".o")
-        r = subprocess.run([compiler, "-O1", "-fopenmp", "-w", "-c", str(cpp), "-o", str(obj)],
-                           capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, r.stderr[-3000:]
-        objects.append(str(obj))
-    exe = tmp_path / "program"
-    r = subprocess.run([compiler, "-fopenmp", *objects, "-o", str(exe), "-lm"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-3000:]
+    exe = build_from_parts(tmp_path, {"ops.cuh": SEPARATE_HEADER, "main.cu": SEPARATE_MAIN, "apply.cu": SEPARATE_KERNEL},
+                           ("-rdc=true",))
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert "10 20 30 40" not in run.stdout, run.stdout  # mul's answer: a wrong function reached
     assert run.stdout.startswith("launch failed"), (run.stdout, run.stderr)

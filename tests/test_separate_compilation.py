@@ -12,41 +12,8 @@ from __future__ import annotations
 
 import pathlib
 import subprocess
-import sys
 
-from c_support import find_compiler, need_compiler
-
-
-def _polypy(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "polypy.driver.cli", *args], capture_output=True, text=True,
-                          timeout=600)
-
-
-def _build(tmp: pathlib.Path, files: dict[str, str], flags: tuple[str, ...] = ("-c",),
-           extra: dict[str, tuple[str, ...]] | None = None) -> pathlib.Path:
-    """Every file written into ``tmp``; each ``.cu`` translated on its own (with ``flags`` and its
-    ``extra`` options), compiled to an object; the objects linked. Returns the program."""
-    for name, text in files.items():
-        (tmp / name).write_text(text)
-    compiler = find_compiler(True)
-    objects = []
-    for name in files:
-        if not name.endswith(".cu"):
-            continue
-        out = tmp / (name[:-3] + ".cpp")
-        more = tuple(a.replace("TMP", str(tmp)) for a in (extra or {}).get(name, ()))
-        r = _polypy("translate", str(tmp / name), "-o", str(out), *flags, *more)
-        assert r.returncode == 0, r.stderr[-3000:]
-        obj = tmp / (name[:-3] + ".o")
-        r = subprocess.run([compiler, "-O1", "-fopenmp", "-w", "-c", str(out), "-o", str(obj)],
-                           capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, r.stderr[-3000:]
-        objects.append(str(obj))
-    program = tmp / "program"
-    r = subprocess.run([compiler, "-fopenmp", *objects, "-o", str(program), "-lm"], capture_output=True, text=True,
-                       timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return program
+from c_support import build_from_parts, need_compiler, polypy_cli as _polypy
 
 
 def _run(program: pathlib.Path) -> str:
@@ -140,7 +107,7 @@ def test_kernel_launched_in_one_file_and_defined_in_another(tmp_path: pathlib.Pa
     double overload, by its address, again through cudaLaunchKernel: g[i] = (0.5 i - 1) 0.5 - 1;
     the float one's attributes: the 16 bytes of coef it reads."""
     need_compiler(cpp=True)
-    program = _build(tmp_path, {"k.h": HEADER, "kernels.cu": KERNELS, "host.cu": HOST, "main.cu": MAIN})
+    program = build_from_parts(tmp_path, {"k.h": HEADER, "kernels.cu": KERNELS, "host.cu": HOST, "main.cu": MAIN})
     assert _run(program) == ("config cudaErrorInvalidConfiguration\ncudaLaunchKernel cudaSuccess\n"
                              "attributes cudaSuccess 16\n3 12 606 -1.5 23.25 2 4\n")
 
@@ -231,7 +198,7 @@ def test_kernels_as_values(tmp_path: pathlib.Path) -> None:
     a kernel pointer called without a configuration launches nothing. Compiled, and run by the
     reference emulator."""
     need_compiler(cpp=True)
-    program = _build(tmp_path, {"values.cu": VALUES}, flags=())
+    program = build_from_parts(tmp_path, {"values.cu": VALUES}, flags=())
     assert _run(program) == VALUES_EXPECTED
     r = _polypy("run", str(tmp_path / "values.cu"), "--emulate")
     assert r.returncode == 0, r.stderr[-3000:]
@@ -277,7 +244,7 @@ def test_kernel_only_file_is_a_part_with_dash_c(tmp_path: pathlib.Path) -> None:
     need_compiler(cpp=True)
     files = {"k.h": HEADER, "kernels.cu": KERNELS, "host.cu": HOST, "main.cu": MAIN}
     for flags in (("-dc",), ("-rdc=true",)):
-        program = _build(tmp_path, files, flags)
+        program = build_from_parts(tmp_path, files, flags)
         assert _run(program).endswith("3 12 606 -1.5 23.25 2 4\n")
     library = tmp_path / "lib.cpp"
     assert _polypy("translate", str(tmp_path / "kernels.cu"), "-o", str(library)).returncode == 0
@@ -327,7 +294,7 @@ def test_device_function_of_another_file(tmp_path: pathlib.Path) -> None:
     located error."""
     need_compiler(cpp=True)
     files = {"dev.h": DEVICE_HEADER, "use.cu": DEVICE_USER, "def.cu": DEVICE_DEFINER}
-    program = _build(tmp_path, files, ("-rdc=true",), {"use.cu": ("--device-sources", "TMP/def.cu")})
+    program = build_from_parts(tmp_path, files, ("-rdc=true",), {"use.cu": ("--device-sources", "TMP/def.cu")})
     assert _run(program) == "10 22 34\n"
     r = _polypy("translate", str(tmp_path / "use.cu"), "-o", str(tmp_path / "no.cpp"), "-rdc=true")
     assert r.returncode == 1 and "use.cu:6:21: error: device function 'twice_plus' is defined in another " \

@@ -11,17 +11,10 @@ from __future__ import annotations
 
 import pathlib
 import subprocess
-import sys
 
 import pytest
 
-from c_support import need_compiler
-from codegen.c import find_compiler
-
-
-def _polypy(*args: str, cwd: pathlib.Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "polypy.driver.cli", *args], capture_output=True, text=True,
-                          timeout=600, cwd=cwd)
+from c_support import need_compiler, polypy_cli as _polypy, translate_and_compile
 
 
 PROGRAM = r"""
@@ -209,17 +202,9 @@ int main(int argc, char** argv) {
 @pytest.fixture(scope="module")
 def bad_program(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, pathlib.Path]:
     """BAD_POINTERS through the CLI's ``translate`` and the C++ compiler, once: (source, binary)."""
-    need_compiler(cpp=True)
-    directory = tmp_path_factory.mktemp("bad_symbol_pointers")
-    src = directory / "bad.cu"
+    src = tmp_path_factory.mktemp("bad_symbol_pointers") / "bad.cu"
     src.write_text(BAD_POINTERS)
-    translated = _polypy("translate", str(src), "-o", str(directory / "bad.cpp"))
-    assert translated.returncode == 0, translated.stderr
-    exe = directory / "bad"
-    built = subprocess.run([find_compiler(cpp=True), "-O2", "-fopenmp", str(directory / "bad.cpp"), "-o", str(exe),
-                            "-lm"], capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr[-3000:]
-    return src, exe
+    return src, translate_and_compile(src)
 
 
 @pytest.mark.parametrize("mode, what", [
