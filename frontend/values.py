@@ -155,7 +155,16 @@ class VarAddress:
     target: "LValue"
 
 
-Value = n.Expr | Aggregate | Pointer | PointerChoice | VarAddress | PointerTable | Accessor
+@dataclasses.dataclass(frozen=True)
+class HeapBlock:
+    """What device ``malloc`` gives (a ``void*``): the block's address, a ``u64`` (0: a null
+    pointer), until a cast to a pointer type makes it a pointer into the heap's pool of that type
+    (``frontend/lower/heap.py``)."""
+
+    address: n.Expr
+
+
+Value = n.Expr | Aggregate | Pointer | PointerChoice | VarAddress | PointerTable | Accessor | HeapBlock
 
 # --------------------------------------------------------------------------- lvalues
 

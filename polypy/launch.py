@@ -187,10 +187,8 @@ def refuse_held_pointers(kernel: n.Kernel) -> None:
     into ``cudaMalloc`` memory a whole program's runtime knows; NumPy arrays are no such memory."""
     if kernel.held_pointers:
         slots = kernel.held_pointers[0]
-        raise UserError(f"kernel '{kernel.name}' reads pointers from __constant__ or __device__ memory "
-                        f"('{slots.symbol}'): supported in whole programs only (polypy translate or run of a file "
-                        "with host code that sets them with cudaMemcpyToSymbol), not through the Python API",
-                        slots.loc)
+        raise UserError(f"kernel '{kernel.name}' {slots.what()}: supported in whole programs only (polypy "
+                        "translate or run of a file with host code), not through the Python API", slots.loc)
 
 
 def _structs(kernel: n.Kernel) -> dict[str, n.SourceParam]:

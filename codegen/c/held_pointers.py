@@ -38,6 +38,14 @@ def held_pointer_lines(kernel: n.Kernel, c_name: Callable[[str], str]) -> list[s
     """The launcher's lines computing each pool, its address and its length."""
     out: list[str] = []
     for i, s in enumerate(kernel.held_pointers):
+        if s.symbol == n.HEAP:  # the device heap, made at the first launch that uses it (parts/heap.h)
+            t = c_type(s.elem)
+            out.append(f"void* polypy_held_{i} = 0;")
+            out.append(f"unsigned long long {c_name(s.extent)} = 0u;")
+            out.append(f"polypy_rt_heap_pool(&polypy_held_{i}, &{c_name(s.extent)}, {s.elem.itemsize}u);")
+            out.append(f"{t}* {c_name(s.pool)} = ({t}*)polypy_held_{i};")
+            out.append(f"unsigned long long {c_name(s.base)} = (unsigned long long)polypy_held_{i};")
+            continue
         marker = "\x01"
         text = format_diagnostic(
             "error", f"pointer '{marker}' read from {s.symbol} here does not point into memory from cudaMalloc "

@@ -273,9 +273,8 @@ class KernelEmitter:
             values[name] = lvalues[name] = self.cname(name)
         if held and not opts.program:
             slots = k.held_pointers[0]
-            raise UserError(f"pointers read from __constant__ or __device__ memory ('{slots.symbol}') are supported in "
-                            "whole programs only (a file with host code that sets them with cudaMemcpyToSymbol)",
-                            slots.loc)
+            raise UserError(f"kernel '{k.name}' {slots.what()}: supported in whole programs only (a file with "
+                            "host code)", slots.loc)
         if opts.program:
             # The C signature: source parameters in source order; a struct whole, by value.
             structs = {sp.name: sp for sp in k.source_params if sp.members != (("", sp.name),)}

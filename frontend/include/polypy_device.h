@@ -467,6 +467,15 @@ template <class T> static __device__ void surf2DLayeredwrite(T v, cudaSurfaceObj
  * are host-only): the frontend maps calls of these to the IR's print and assertion statements. */
 #ifdef __cplusplus
 extern "C" __device__ int printf(const char* format, ...);
+/* The device heap (frontend/lower/heap.py, docs/device_heap.md). */
+extern "C" __device__ void* malloc(size_t);
+extern "C" __device__ void free(void*);
+__device__ void* operator new(size_t);
+__device__ void* operator new[](size_t);
+__device__ void operator delete(void*) noexcept;
+__device__ void operator delete[](void*) noexcept;
+__device__ void operator delete(void*, size_t) noexcept;
+__device__ void operator delete[](void*, size_t) noexcept;
 extern "C" __device__ __attribute__((noreturn)) void __assert_fail(const char* expr, const char* file,
                                                                     unsigned int line, const char* function);
 #endif

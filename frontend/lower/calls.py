@@ -16,7 +16,7 @@ from polypy.ir.types import BOOL, F32, F64, I32, I64, U32, PointerType
 from frontend import ctypes_map as tm
 from frontend.arith import convert, truth
 from frontend.clang_setup import RUNTIME_DIR, preorder
-from frontend.lower import accessors, cooperative, function_pointers, inlining, members
+from frontend.lower import accessors, cooperative, function_pointers, heap, inlining, members
 from frontend.lower.bitcasts import BIT_CAST_CALLS, bit_cast_call, reinterpret
 from frontend.lower.byte_copies import device_memcpy, device_memset
 from frontend.lower.context import CK, function_body, is_prelude_decl
@@ -28,6 +28,7 @@ from frontend.lower.printing import assert_fail, device_printf
 from frontend.lower.math_calls import fast_divide, float_part, more_math
 from frontend.lower.more_math import MORE_MATH, REFUSED as REFUSED_MATH
 from frontend.lower.norm_array import NORM_ARRAY, norm_array
+from frontend.lower.null_tests import is_null_pointer
 from frontend.lower.bessel_n import BESSEL_N, bessel_n
 from frontend.lower.graph_conditional import set_conditional
 from frontend.lower.textures import hidden_param, is_texture_call, texture_call
@@ -60,10 +61,7 @@ _CACHED_LOADS = ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv")
 _CACHED_STORES = ("__stcg", "__stcs", "__stwb", "__stwt")
 # What <math.h>'s INFINITY, HUGE_VAL(F) and NAN expand to (``__builtin_`` taken off), and their type.
 _FLOAT_CONSTANTS = {"inff": F32, "inf": F64, "huge_valf": F32, "huge_val": F64, "nanf": F32, "nan": F64}
-_REFUSED_CALLS = {
-    "malloc": "dynamic allocation in device code is not supported",
-    "free": "dynamic allocation in device code is not supported",
-}
+_REFUSED_CALLS: dict[str, str] = {}
 
 
 def _in_std(fn: ci.Cursor) -> bool:
@@ -149,6 +147,8 @@ def call(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
     if base in ("memcpy", "memset") and fn.location.is_in_system_header is False and \
             function_body(fn.get_definition() or fn) is None:
         return (device_memcpy if base == "memcpy" else device_memset)(kb, args, c, discard)
+    if base in ("malloc", "free") and function_body(fn.get_definition() or fn) is None and len(args) == 1:
+        return heap_call(kb, base, args[0], c)  # the device heap (heap.py)
     if base in _REFUSED_CALLS:
         raise kb.error(_REFUSED_CALLS[base], c)
     if base == "cudaGraphSetConditional" and is_prelude_decl(fn):
@@ -167,6 +167,17 @@ def call(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
         # Declared by the prelude or the C library: a CUDA built-in, mapped by name.
         return intrinsic(kb, base, fn, args, c, discard)
     return inlining.inline(kb, fn.get_definition() or fn, args, c, discard)
+
+
+def heap_call(kb: KernelBuilder, name: str, arg: ci.Cursor, c: ci.Cursor) -> Value | None:
+    """Device ``malloc(size)`` (a block of the heap, as a ``HeapBlock`` until a cast types it) or
+    ``free(p)``."""
+    if name == "malloc":
+        return heap.device_malloc(kb, kb.scalar(arg), c)
+    if is_null_pointer(arg):
+        return None  # free(NULL) does nothing
+    heap.device_free(kb, heap.address_of(kb, kb.expr(arg), arg), c)
+    return None
 
 
 def lowered_as(kb: KernelBuilder, fn: ci.Cursor, c: ci.Cursor) -> ci.Cursor | None:

@@ -20,7 +20,8 @@ from frontend.lower.inheritance import converted
 from frontend.lower.pointer_choice import settled
 from frontend.lower.printing import misaligned_fault
 from frontend.lower.views import view_pointer
-from frontend.values import Aggregate, BitsLV, PackLV, Pointer, PointerChoice, Value, VarAddress
+from frontend.lower.heap import at_address
+from frontend.values import Aggregate, BitsLV, HeapBlock, PackLV, Pointer, PointerChoice, Value, VarAddress
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -71,6 +72,12 @@ def cast(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
         if not isinstance(v, n.Expr):
             raise kb.error(f"cannot convert a {describe(v)} to a number", c)
         return convert(v, st)
+    if isinstance(v, HeapBlock):  # `(float*)malloc(n)`: a pointer into the heap's pool of floats (heap.py)
+        if tm.is_pointer(c.type) and tm.pointee(c.type).get_canonical().kind == ci.TypeKind.VOID:
+            return v
+        if tm.is_pointer(c.type):
+            return at_address(kb, v.address, tm.pointee(c.type), c)
+        raise kb.error(f"conversion of device malloc's result to '{c.type.spelling}' is not supported", c)
     if tm.is_pointer(c.type):
         if isinstance(v, Pointer):
             return pointer_cast(kb, v, c, True)

@@ -9,12 +9,13 @@ import dataclasses
 import clang.cindex as ci
 
 from polypy.ir import nodes as n
-from polypy.ir.types import I32
+from polypy.ir.types import I32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.clang_setup import evaluate
 from frontend.lower.context import CK
+from frontend.lower.heap import is_pool_pointer, pool_address
 from frontend.lower.helpers import ArrayRef, strip
 from frontend.lower.pointer_choice import choice_value
 from frontend.values import Pointer, PointerChoice
@@ -74,6 +75,8 @@ def _nonnull(self, v: Pointer | PointerChoice, c: ci.Cursor) -> n.Expr:
     several buffers, that of the one it points into."""
     if isinstance(v, PointerChoice):
         return choice_value(v.sel, [_nonnull(self, o, c) for o in v.options], self.loc(c))
+    if is_pool_pointer(self, v):  # into the heap, or read from memory: its address is not 0 (heap.py)
+        return convert(n.Binary("ne", pool_address(self, v, c), n.Const(0, U64), loc=self.loc(c)), I32)
     if v.record is None and any(p.name == v.buffer for p in self.params):
         return nonnull_param(self, v.buffer, c)
     if v.record is not None or not any(b == v.buffer for b in self.buffers):

@@ -210,17 +210,18 @@ def assert_fail(builder, args: list[ci.Cursor], c: ci.Cursor) -> None:
     return None
 
 
-def misaligned_fault(builder, misaligned: n.Expr, text: str, c: ci.Cursor) -> None:
+def misaligned_fault(builder, misaligned: n.Expr, text: str, c: ci.Cursor, fault: str = "misaligned") -> None:
     """``if (misaligned) { fault; return }``: an access at an address that is not a multiple of
     its size stops the thread, and the launch fails with cudaErrorMisalignedAddress, as on the
     GPU (``n.AssertFail`` with ``fault`` "misaligned"; the stop goes through the callers as for
-    a failed assert)."""
+    a failed assert). ``fault`` "assert": a failed device assertion named by ``text`` instead
+    (cudaErrorAssert; the device heap's ``free`` of no block, ``frontend/lower/heap.py``)."""
     loc = builder.loc(c)
     fn = builder.frame.cursor
     where = tuple(k(d, loc=loc) for k in (n.BlockIdx, n.ThreadIdx) for d in range(3))
     file = c.location.file.name if c.location.file is not None else ""
     stop: list[n.Stmt] = [n.AssertFail(text, file, c.location.line, f"{fn.result_type.spelling} {fn.displayname}",
-                                       where, fault="misaligned", col=c.location.column, loc=loc)]
+                                       where, fault=fault, col=c.location.column, loc=loc)]
     if not builder.frame.is_kernel:
         if builder.assert_flag is None:
             builder.assert_flag = builder.names.fresh("assert_failed")

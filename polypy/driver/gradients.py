@@ -165,8 +165,9 @@ def grad_kernel(module: n.Module, name: str, *, wrt=None, const=(), mode: str = 
         raise UserError(f"unknown mode '{mode}': use reverse or forward")
     if kernel.held_pointers:  # their pools are no source parameters a shadow could follow
         slots = kernel.held_pointers[0]
-        raise UserError(f"gradients of kernels that read pointers from __constant__ or __device__ memory "
-                        f"('{slots.symbol}') are not supported", slots.loc)
+        what = "use the device heap (malloc, free, new, delete in device code)" if slots.symbol == n.HEAP else \
+            f"read pointers from __constant__ or __device__ memory ('{slots.symbol}')"
+        raise UserError(f"gradients of kernels that {what} are not supported", slots.loc)
     if cache not in ("auto", "recompute", "store"):
         raise UserError(f"unknown caching strategy '{cache}': use auto, recompute or store")
     if checkpoint_budget is not None and (isinstance(checkpoint_budget, bool) or not isinstance(checkpoint_budget, int)

@@ -18,6 +18,9 @@ from typing import Callable
 
 import numpy as np
 
+from polypy.emulator.heap import heap_rmw
+from polypy.ir.stmts import HEAP_OPS
+
 Value = np.ndarray | np.generic
 
 _UFUNCS: dict[str, np.ufunc] = {
@@ -56,6 +59,8 @@ def atomic_rmw(op: str, storage: np.ndarray, flat: np.ndarray, value: Value, com
     """Apply ``op`` at ``storage[flat[k]]`` for each lane ``k`` in order; the old values if wanted."""
     count = len(flat)
     value = np.broadcast_to(np.asarray(value, dtype=storage.dtype), (count,))
+    if op in HEAP_OPS:  # the device heap's allocator on the heap's words (heap.py)
+        return heap_rmw(op, storage, value)
     if compare is not None:
         compare = np.broadcast_to(np.asarray(compare, dtype=storage.dtype), (count,))
     if count == 0:

@@ -64,6 +64,8 @@ TABLE_BASE = ".polypy_base"
 # Member path of the i32 that says whether a pointer parameter is not null (1) or null (0), for
 # a kernel that compares the pointer with a null pointer (``p != NULL``): launchers compute it.
 NONNULL = ".polypy_nonnull"
+# ``HeldPointerSlots.symbol`` of the device heap's pools (no C identifier: never a symbol's name).
+HEAP = "<device heap>"
 
 
 @_node
@@ -108,6 +110,12 @@ class HeldPointerSlots:
     offsets: tuple[tuple[int, str], ...]
     loc: Loc | None = None
     spellings: tuple[tuple[Loc, str], ...] = ()
+
+    def what(self) -> str:
+        """What the kernel does that needs these pools, for refusals: ``reads pointers from ...``."""
+        if self.symbol == HEAP:
+            return "uses the device heap (malloc, free, new, delete in device code)"
+        return f"reads pointers from __constant__ or __device__ memory ('{self.symbol}')"
 
 
 STAGES = ("gpu", "cpu")

@@ -54,6 +54,7 @@ from polypy.ir.exprs import (  # noqa: F401
 )
 from polypy.ir.stmts import (  # noqa: F401
     ATOMIC_OPS,
+    HEAP_OPS,
     AssertFail,
     Assign,
     AtomicRMW,
@@ -85,6 +86,7 @@ from polypy.ir.kernels import (  # noqa: F401
     Kernel,
     Module,
     NONNULL,
+    HEAP,
     Param,
     SPACES,
     STAGES,

@@ -50,7 +50,10 @@ class Store(Stmt):
     value: Expr
 
 
-ATOMIC_OPS = ("add", "sub", "max", "min", "exch", "cas", "and", "or", "xor", "inc", "dec")
+ATOMIC_OPS = ("add", "sub", "max", "min", "exch", "cas", "and", "or", "xor", "inc", "dec", "malloc", "free")
+# The device heap's allocator (docs/device_heap.md): atomic read-modify-writes of the heap's
+# bookkeeping, on its ``u64`` pool at index 0 (``HeldPointerSlots`` of symbol ``HEAP``).
+HEAP_OPS = ("malloc", "free")
 
 
 @_node

@@ -380,6 +380,7 @@ static __host__ __device__ inline uint3 make_uint3(unsigned int x, unsigned int 
 #include "parts/graph_conditional.h"
 #include "parts/graph_exec.h"
 #include "parts/device.h"
+#include "parts/heap.h"
 #include "parts/execution.h"
 #include "parts/kernels.h"
 #include "parts/dynamic.h"

@@ -286,8 +286,11 @@ static inline cudaError_t cudaRuntimeGetVersion(int* v) {
   return cudaSuccess;
 }
 
-/* Limits: the ones CUDA lets a program set are kept and read back; none constrains anything here
- * (stacks are the host threads', device malloc and printf are not translated). */
+/* Limits: the ones CUDA lets a program set are kept and read back. cudaLimitMallocHeapSize sizes
+ * the device heap (parts/heap.h), which is made at the first launch of a kernel that uses it: from
+ * then on setting it fails with cudaErrorInvalidValue, as in CUDA. The others constrain nothing
+ * here (stacks are the host threads', printf has no buffer to fill). */
+POLYPY_RT_STATE int* polypy_rt_heap_made(void) { static int made = 0; return &made; }
 enum cudaLimit {
   cudaLimitStackSize = 0, cudaLimitPrintfFifoSize = 1, cudaLimitMallocHeapSize = 2, cudaLimitDevRuntimeSyncDepth = 3,
   cudaLimitDevRuntimePendingLaunchCount = 4, cudaLimitMaxL2FetchGranularity = 5, cudaLimitPersistingL2CacheSize = 6
@@ -299,6 +302,7 @@ inline size_t* polypy_rt_limits(void) {
 static inline cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
   if ((int)limit < 0 || (int)limit > 6) return polypy_rt_fail(cudaErrorUnsupportedLimit);
   if (limit == cudaLimitPersistingL2CacheSize && value != 0) return polypy_rt_fail(cudaErrorInvalidValue);
+  if (limit == cudaLimitMallocHeapSize && *polypy_rt_heap_made()) return polypy_rt_fail(cudaErrorInvalidValue);
   polypy_rt_limits()[limit] = value;
   return cudaSuccess;
 }
