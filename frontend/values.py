@@ -156,6 +156,16 @@ class VarAddress:
 
 
 @dataclasses.dataclass(frozen=True)
+class HeldPointer(Pointer):
+    """A pointer read from a module pointer variable or array of pointers (``__device__ float*
+    d_keep[4];``, ``frontend/lower/held_pointers.py``) that remembers where: element ``slot`` of
+    the variable's ``u64`` view ``view``, so that an assignment can store a new address there."""
+
+    view: str = ""
+    slot: n.Expr | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class HeapBlock:
     """What device ``malloc`` gives (a ``void*``): the block's address, a ``u64`` (0: a null
     pointer), until a cast to a pointer type makes it a pointer into the heap's pool of that type

@@ -9,7 +9,7 @@ import clang.cindex as ci
 
 from polypy.errors import UserError
 from polypy.ir import nodes as n
-from polypy.ir.types import BOOL, I32
+from polypy.ir.types import BOOL, I32, U64
 
 from frontend import ctypes_map as tm
 from frontend.arith import add_offsets, convert, negated_offset, promote, truth, usual_arithmetic
@@ -18,6 +18,7 @@ from frontend.lower import calls, casts, declarations, function_pointers, lambda
 from frontend.lower.bitcasts import compose_bits, read_bits, reinterpret
 from frontend.lower.views import read_part
 from frontend.lower.null_tests import is_null_pointer, null_test, pointer_condition, pointer_truth
+from frontend.lower.heap import is_pool_pointer, null_in
 from frontend.lower.conditionals import lower_conditional
 from frontend.lower.pointer_choice import choice_address, pointer_arith, read_choice, read_pointer_var, shifted
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
@@ -26,7 +27,7 @@ from frontend.lower.helpers import (
     ArrayRef, DEFAULT, ScalarArray, describe, select_member, strip, strip_parens,
 )
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, Binding, BitsLV, ChoiceLV, ChoiceVarLV, Closure, ConstBinding, LValue, MemLV,
+    Aggregate, AggLV, ArrayBinding, Binding, BitsLV, ChoiceLV, ChoiceVarLV, Closure, ConstBinding, HeldPointer, LValue, MemLV,
     PackLV, PendingPtrLV, Pointer, PointerChoice, Accessor, PartLV, PointerTable, PtrVarLV, RecLV, RefBinding, UnionLV, Value,
     VarAddress, VarLV, ViewLV,
 )
@@ -460,7 +461,12 @@ def binary(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
     loc = kb.loc(c)
     if op == "=":
         lv = kb.lvalue(lhs_c)
-        value = expr(kb, rhs_c)
+        if is_null_pointer(rhs_c) and (isinstance(lv, HeldPointer) or
+                                       (isinstance(lv, PtrVarLV) and is_pool_pointer(kb, lv.base))):
+            # `d_keep[i] = nullptr`, `node = NULL` of a pointer into the heap or a pool (heap.py)
+            value = n.Const(0, U64) if isinstance(lv, HeldPointer) else null_in(kb, lv.base, c)  # type: ignore
+        else:
+            value = expr(kb, rhs_c)
         kb.assign(lv, value, c)
         return None if discard else read(kb, lv, c)
     if op.endswith("=") and op not in ("==", "!=", "<=", ">="):

@@ -39,7 +39,7 @@ from polypy.ir.types import I64, U64, PointerType
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
-from frontend.values import Pointer, RecordAddress
+from frontend.values import HeldPointer, Pointer, RecordAddress
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -76,8 +76,17 @@ def held_variable(kb: KernelBuilder, buffer: str, index: tuple[n.Expr, ...], c: 
         term = i if row == 1 else n.Binary("mul", i, n.Const(row, i.type), loc=i.loc)
         flat = term if flat is None else n.Binary("add", convert(flat, I64), convert(term, I64), loc=i.loc)
     assert flat is not None
-    return _through_pool(kb, held, buffer, flat, held.ctype, "",
-                         f"'{held.symbol}' of type '{held.ctype.spelling}'", c)
+    pointer = _through_pool(kb, held, buffer, flat, held.ctype, "", f"'{held.symbol}' of type '{held.ctype.spelling}'", c)
+    return HeldPointer(**{f.name: getattr(pointer, f.name) for f in dataclasses.fields(pointer)}, view=buffer,
+                       slot=flat)
+
+
+def store_held(kb: KernelBuilder, lv: HeldPointer, address: n.Expr, c: ci.Cursor) -> None:
+    """``d_keep[i] = p``: the address ``p`` holds (a heap block's, a pointer read from memory, or 0)
+    stored into the variable's ``u64`` view. A kernel that also reads the variable is refused
+    (``refuse_stores``): its pool is found when the launch starts."""
+    assert lv.slot is not None
+    kb.emit(n.Store(lv.view, (lv.slot,), convert(address, U64), loc=kb.loc(c)))
 
 
 def is_held_variable(kb: KernelBuilder, buffer: str, layout: tm.ElemLayout | None = None) -> bool:
@@ -89,12 +98,16 @@ def is_held_variable(kb: KernelBuilder, buffer: str, layout: tm.ElemLayout | Non
 
 
 def refuse_stores(kb: KernelBuilder, body: tuple[n.Stmt, ...]) -> None:
-    """A kernel storing to a module pointer variable (``d_scratch = p;``, also through a view or an
-    atomic) is refused at the store: the launch checks and pools the pointers the symbol holds
-    when it starts, and a pointer set during the launch is in no pool."""
+    """A kernel storing to a module pointer variable that it also reads (``d_scratch = p;`` then
+    ``d_scratch[i]``; also a store through a view or an atomic) is refused at the store: the launch
+    checks and pools the pointers the symbol holds when it starts, and a pointer set during the
+    launch is in no pool. A kernel that only stores there (``d_keep[i] = (float*)malloc(n)``, a
+    setup kernel of the device heap, ``store_held``) leaves the pointers to later launches, whose
+    pools find them."""
+    read = {x.buffer for x in walk_only(body, n.Load)}  # type: ignore[attr-defined]
     for x in walk_only(body, n.Store, n.AtomicRMW):
         held = kb.ctx.held_pointers.get(x.buffer)  # type: ignore[attr-defined]
-        if held is not None and held.dims is not None:
+        if held is not None and held.dims is not None and (x.buffer in read or not isinstance(x, n.Store)):
             raise UserError(f"'{held.symbol}' holds device pointers in __constant__ or __device__ memory: a kernel "
                             "storing to it is not supported (set it from the host with cudaMemcpyToSymbol)",
                             x.loc)

@@ -16,13 +16,14 @@ from frontend.lower.bitcasts import reinterpret, split_bits, with_bits
 from frontend.lower.views import element, overlay_element, store_part, whole_elements
 from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.inheritance import converted, downcast_place, member_path, subobject
-from frontend.lower.held_pointers import held_pointer, held_variable, is_held_variable
+from frontend.lower.heap import address_of
+from frontend.lower.held_pointers import held_pointer, held_variable, is_held_variable, store_held
 from frontend.lower.helpers import ArrayRef, ScalarArray, describe, select_member, strip
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
 from frontend.lower import accessors, inlining, members, place_choice, pointer_choice
 from frontend.lower.pointer_choice import assign_pointer, choice_element, store_choice
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, BitsLV, ChoiceLV, PackLV, ChoiceVarLV, Closure, LValue, MemLV, PendingPtrLV, Pointer,
+    Aggregate, AggLV, ArrayBinding, BitsLV, ChoiceLV, PackLV, ChoiceVarLV, Closure, HeldPointer, LValue, MemLV, PendingPtrLV, Pointer,
     PointerChoice, PointerTable, PtrVarLV, RecLV, PartLV, PlaceOf, RecordAddress, RefBinding, UnionLV, Value,
     VarAddress, VarLV, ViewLV,
 )
@@ -329,6 +330,10 @@ def assign(kb: KernelBuilder, lv: LValue, value: Value | None, c: ci.Cursor) -> 
         if isinstance(value, ArrayRef):
             value = value.decay(kb)
         assign_pointer(kb, lv, value, c)  # into another buffer: pointer_choice.py
+        return
+    if isinstance(lv, HeldPointer):  # `d_keep[i] = p` of a module pointer variable: p's address
+        null = isinstance(value, n.Const) and value.value == 0
+        store_held(kb, lv, n.Const(0, U64) if null else address_of(kb, value, c), c)
         return
     if not isinstance(value, n.Expr):
         raise kb.error(f"cannot store a {describe(value)} here", c)
