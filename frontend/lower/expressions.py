@@ -18,7 +18,7 @@ from frontend.lower import calls, casts, declarations, function_pointers, lambda
 from frontend.lower.bitcasts import compose_bits, read_bits, reinterpret
 from frontend.lower.views import read_part
 from frontend.lower.null_tests import is_null_pointer, null_test, pointer_condition, pointer_truth
-from frontend.lower.heap import is_pool_pointer, null_in
+from frontend.lower.heap import delete_expr, is_pool_pointer, new_expr, null_in
 from frontend.lower.conditionals import lower_conditional
 from frontend.lower.pointer_choice import choice_address, pointer_arith, read_choice, read_pointer_var, shifted
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
@@ -572,5 +572,7 @@ _EXPR_HANDLERS = {
     CK.CALL_EXPR: calls.call,
     CK.CXX_UNARY_EXPR: sizeof,
     CK.INIT_LIST_EXPR: init_list,
+    CK.CXX_NEW_EXPR: new_expr,
+    CK.CXX_DELETE_EXPR: delete_expr,
     **{k: casts.cast for k in casts.CASTS},
 }

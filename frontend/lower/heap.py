@@ -127,3 +127,54 @@ def address_of(kb: KernelBuilder, v: object, c: ci.Cursor) -> n.Expr:
         return pool_address(kb, v, c)
     raise kb.error("this pointer is not one polypy can pass to free or store to memory in device code (pointers "
                    "from device malloc or new, or read from __device__ variables, are supported)", c)
+
+
+def new_expr(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Pointer | None:
+    """``new T(v)``, ``new T``, ``new T[n]`` of a number type ``T``: a block of the heap (null when
+    it has no room, as device ``new`` gives) and, for ``new T(v)``, ``v`` stored in it. Objects of
+    classes, placement new, brace initializers and ``new T[n]()`` are refused."""
+    target = tm.pointee(c.type)
+    st = tm.scalar_type(target)
+    if st is None or tm.is_pointer(target):
+        raise kb.error(f"'new' of '{target.spelling}' in device code is not supported (the device heap holds numbers "
+                       "only: objects, their constructors and virtual functions on the heap are not modelled)", c)
+    tokens = [t.spelling for t in c.get_tokens()]
+    at = tokens.index("new") + 1 if "new" in tokens else len(tokens)
+    if at < len(tokens) and tokens[at] == "(":
+        raise kb.error("placement new in device code is not supported", c)
+    opener = next((t for t in tokens[at:] if t in ("[", "(", "{")), None)
+    args = [x for x in c.get_children() if x.kind.is_expression()]
+    loc = kb.loc(c)
+    if opener == "[":
+        if tokens[-1] in (")", "}"):
+            raise kb.error("'new T[n]' with an initializer in device code is not supported", c)
+        count = convert(kb.scalar(args[0]), U64)
+        size = n.Binary("mul", count, n.Const(st.itemsize, U64), loc=loc)
+        return at_address(kb, device_malloc(kb, size, c).address, target, c)
+    if opener == "{" or len(args) > 1:
+        raise kb.error("'new T{...}' in device code is not supported (write new T(v))", c)
+    block = device_malloc(kb, n.Const(st.itemsize, U64), c)
+    pointer = at_address(kb, block.address, target, c)
+    if args:  # new T(v): v stored where the block is
+        value = convert(kb.scalar(args[0]), st)
+        with kb.sub_block() as stmts:
+            kb.emit(n.Store(pointer.buffer, (pointer.offset,), value, loc=loc))  # type: ignore[arg-type]
+        kb.emit(n.If(n.Binary("ne", block.address, n.Const(0, U64), loc=loc), tuple(stmts), (), loc=loc))
+    return None if discard else pointer
+
+
+def delete_expr(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> None:
+    """``delete p`` / ``delete[] p`` of a pointer to numbers: ``free`` (no destructor to run)."""
+    args = [x for x in c.get_children() if x.kind.is_expression()]
+    if len(args) != 1:
+        raise kb.error("unsupported delete expression", c)
+    target = tm.pointee(args[0].type)
+    if tm.scalar_type(target) is None or tm.is_pointer(target):
+        raise kb.error(f"'delete' of '{target.spelling}' in device code is not supported (the device heap holds "
+                       "numbers only)", c)
+    from frontend.lower.null_tests import is_null_pointer  # (null_tests imports this module)
+
+    if is_null_pointer(args[0]):
+        return None
+    device_free(kb, address_of(kb, kb.expr(args[0]), args[0]), c)
+    return None
