@@ -1,0 +1,226 @@
+"""The device heap (docs/device_heap.md): ``malloc``/``free``, ``new``/``delete`` of numbers in
+device code, ``cudaLimitMallocHeapSize``, heap pointers kept in ``__device__`` pointer variables
+across launches, null tests of them. Each program is written into ``tmp_path``, run with ``polypy
+run`` (the C backend) and ``polypy run --emulate``, and its output compared with values computed
+by hand in the test."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from c_support import need_compiler, polypy_cli as _polypy
+
+
+PROGRAM = r"""
+#include <cstdio>
+#include <cstdlib>
+__device__ int* d_rows[4];
+__device__ float* d_acc;
+
+// per-thread scratch: malloc, use, free in one launch
+__global__ void scratch(float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float* buf = (float*)malloc(n * sizeof(float));
+  if (buf == NULL) { out[i] = -1.0f; return; }
+  for (int k = 0; k < n; ++k) buf[k] = i + k;
+  float s = 0;
+  for (int k = 0; k < n; ++k) s += buf[k];
+  free(buf);
+  out[i] = s;
+}
+
+// blocks made by one launch, kept in __device__ pointers, used and freed by later ones
+__global__ void setup(int n) {
+  int t = threadIdx.x;
+  d_rows[t] = (int*)malloc(n * sizeof(int));
+  if (t == 0) d_acc = (float*)malloc(sizeof(float));
+}
+__global__ void fill(int n) {
+  int t = threadIdx.x;
+  int* row = d_rows[t];
+  if (!row) return;
+  for (int k = 0; k < n; ++k) row[k] = 10 * t + k;
+  if (t == 0) *d_acc = 0.5f;
+}
+__global__ void sum(int n, int* out, float* acc) {
+  int t = threadIdx.x;
+  int s = 0;
+  for (int k = 0; k < n; ++k) s += d_rows[t][k];
+  out[t] = s;
+  if (t == 0) acc[0] = d_acc ? *d_acc : -1.0f;
+}
+__global__ void release() {
+  int t = threadIdx.x;
+  free(d_rows[t]);
+  if (t == 0) free(d_acc);
+}
+__global__ void forget() { d_rows[threadIdx.x] = nullptr; }
+__global__ void count_null(int* out) {
+  int t = threadIdx.x;
+  out[t] = d_rows[t] == nullptr ? 7 : 8;
+}
+
+// new and delete of numbers
+__global__ void news(double* out, int n) {
+  int t = threadIdx.x;
+  double* v = new double[n];
+  int* one = new int(7 + t);
+  for (int i = 0; i < n; ++i) v[i] = 0.5 * i + t;
+  double s = 0;
+  for (int i = 0; i < n; ++i) s += v[i];
+  out[t] = s + *one;
+  delete[] v;
+  delete one;
+}
+
+// a heap of 4096 bytes: two blocks of 2100 do not fit, a freed one is reused, neighbours merge
+__global__ void exhaust(int* out) {
+  char* a = (char*)malloc(2100);
+  char* b = (char*)malloc(2100);
+  out[0] = (a != NULL) + 2 * (b != NULL);
+  free(a);
+  char* c = (char*)malloc(1900);
+  out[1] = c ? 1 : 0;
+  free(b);
+  free(c);
+  char* d = (char*)malloc(4060);
+  out[2] = !d ? 0 : 1;
+  char* e = (char*)malloc(1);
+  out[3] = e == 0;
+  free(d);
+  free(e);
+}
+
+int main() {
+  float* out;
+  cudaMalloc(&out, 64 * sizeof(float));
+  size_t lim = 0;
+  cudaDeviceGetLimit(&lim, cudaLimitMallocHeapSize);
+  printf("default %zu\n", lim);
+  printf("set %d\n", (int)cudaDeviceSetLimit(cudaLimitMallocHeapSize, 4096));
+  scratch<<<2, 32>>>(out, 10);
+  float h[64];
+  cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
+  printf("scratch %g %g %g\n", h[0], h[17], h[63]);
+  int* iout; float* acc;
+  cudaMalloc(&iout, 4 * sizeof(int));
+  cudaMalloc(&acc, sizeof(float));
+  setup<<<1, 4>>>(5);
+  fill<<<1, 4>>>(5);
+  sum<<<1, 4>>>(5, iout, acc);
+  int r[4]; float a;
+  cudaMemcpy(r, iout, sizeof r, cudaMemcpyDeviceToHost);
+  cudaMemcpy(&a, acc, sizeof a, cudaMemcpyDeviceToHost);
+  printf("rows %d %d %d %d %g\n", r[0], r[1], r[2], r[3], a);
+  release<<<1, 4>>>();
+  forget<<<1, 4>>>();
+  count_null<<<1, 4>>>(iout);
+  cudaMemcpy(r, iout, sizeof r, cudaMemcpyDeviceToHost);
+  printf("null %d %d\n", r[0], r[3]);
+  double* dout;
+  cudaMalloc(&dout, 4 * sizeof(double));
+  news<<<1, 4>>>(dout, 6);
+  double dd[4];
+  cudaMemcpy(dd, dout, sizeof dd, cudaMemcpyDeviceToHost);
+  printf("new %g %g %g %g\n", dd[0], dd[1], dd[2], dd[3]);
+  exhaust<<<1, 1>>>(iout);
+  cudaMemcpy(r, iout, sizeof r, cudaMemcpyDeviceToHost);
+  printf("exhaust %d %d %d %d\n", r[0], r[1], r[2], r[3]);
+  printf("late set %d\n", (int)cudaDeviceSetLimit(cudaLimitMallocHeapSize, 1 << 20));
+  cudaDeviceGetLimit(&lim, cudaLimitMallocHeapSize);
+  printf("limit %zu %d\n", lim, (int)cudaDeviceSynchronize());
+  return 0;
+}
+"""
+
+
+def _expected() -> str:
+    scratch = [sum(i + k for k in range(10)) for i in (0, 17, 63)]
+    rows = [sum(10 * t + k for k in range(5)) for t in range(4)]
+    news = [sum(0.5 * i + t for i in range(6)) + 7 + t for t in range(4)]
+    # a 4096-byte heap (blocks: a 16-byte header, the size rounded up to 16): 64 scratch blocks of 64
+    # bytes fill it exactly (all at once on a GPU, whatever the schedule); a (2128 bytes) fits, b then
+    # does not (1968 left); c (1936) fits where a was; after frees the neighbours merge, so d (4080)
+    # fits; its 16 bytes left are no block, so e (32) does not
+    lines = ["default 8388608", "set 0", "scratch " + " ".join(f"{v:g}" for v in scratch),
+             "rows " + " ".join(str(v) for v in rows) + " 0.5", "null 7 7",
+             "new " + " ".join(f"{v:g}" for v in news), "exhaust 1 1 1 1",
+             "late set 1",  # cudaErrorInvalidValue: the heap was made by the first launch using it
+             "limit 4096 0"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("mode", ["--emulate", None])
+def test_the_device_heap_runs_as_cuda_runs_it(mode: str | None, tmp_path: pathlib.Path) -> None:
+    need_compiler(cpp=True)
+    src = tmp_path / "heap.cu"
+    src.write_text(PROGRAM)
+    result = _polypy("run", str(src), *([mode] if mode else []), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == _expected()
+
+
+TWICE = r"""
+#include <cstdio>
+__global__ void twice() {
+  int* p = (int*)malloc(8);
+  free(p);
+  free(p);
+}
+int main() {
+  twice<<<1, 1>>>();
+  printf("status %d\n", (int)cudaDeviceSynchronize());
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["--emulate", None])
+def test_freeing_a_block_twice_fails_the_launch_located(mode: str | None, tmp_path: pathlib.Path) -> None:
+    need_compiler(cpp=True)
+    src = tmp_path / "twice.cu"
+    src.write_text(TWICE)
+    result = _polypy("run", str(src), *([mode] if mode else []), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "status 710\n"  # cudaErrorAssert
+    assert f"{src}:6: void twice(): block: [0,0,0], thread: [0,0,0] Assertion `free() of a pointer that is no " \
+        "block of the device heap in use` failed." in result.stderr, result.stderr
+
+
+REFUSED = ("struct Node {{ int v; Node* next; }};\n__device__ Node* d_head;\n__device__ float* d_p;\n"
+           "__global__ void k(float* out) {{ {} }}\n"
+           "int main() {{ float* o; cudaMalloc((void**)&o, 64); k<<<1, 1>>>(o); return 0; }}\n")
+
+
+@pytest.mark.parametrize("body, message, column", [
+    ("Node* n = new Node; out[0] = 1;", "'new' of 'Node' in device code is not supported", 43),
+    ("Node* n = (Node*)malloc(16); out[0] = 1;", "device heap memory seen as 'Node' is not supported", 43),
+    ("float* p = new float[2]{1, 2}; out[0] = p[0];", "'new T[n]' with an initializer in device code is not "
+     "supported", 44),
+    ("free(out);", "this pointer is not one polypy can pass to free", 38),
+    ("d_p = (float*)malloc(8); out[0] = d_p[0];", "'d_p' holds device pointers in __constant__ or __device__ "
+     "memory: a kernel storing to it is not supported", 33),
+])
+def test_what_is_not_supported_is_refused_located(body: str, message: str, column: int,
+                                                  tmp_path: pathlib.Path) -> None:
+    src = tmp_path / "refused.cu"
+    src.write_text(REFUSED.format(body))
+    result = _polypy("translate", str(src), "-o", str(tmp_path / "refused.cpp"))
+    assert result.returncode == 1, result.stdout
+    assert f"{src}:4:{column}: error: {message}" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "refused.cpp").exists()
+
+
+def test_the_python_api_and_grad_refuse_the_heap_located(tmp_path: pathlib.Path) -> None:
+    src = tmp_path / "lib.cu"
+    src.write_text("__global__ void k(float* out) { float* p = (float*)malloc(4); p[0] = 1.f; out[0] = p[0]; "
+                   "free(p); }\n")
+    result = _polypy("translate", str(src), "-o", str(tmp_path / "lib.c"))
+    assert result.returncode == 1
+    assert f"{src}:1:52: error: kernel 'k' uses the device heap (malloc, free, new, delete in device code): " \
+        "supported in whole programs only" in result.stderr, result.stderr
+    result = _polypy("grad", str(src), "--kernel", "k", "-o", str(tmp_path / "g.cu"))
+    assert result.returncode == 1
+    assert f"{src}:1:52: error: gradients of kernels that use the device heap" in result.stderr, result.stderr
