@@ -15,8 +15,8 @@ from c_support import need_compiler, polypy_cli as _polypy
 PROGRAM = r"""
 #include <cstdio>
 #include <cstdlib>
-__device__ int* d_rows[4];
-__device__ float* d_acc;
+__device__ int* d_rows[4] = {nullptr, 0};
+__device__ float* d_acc = NULL;
 
 // per-thread scratch: malloc, use, free in one launch
 __global__ void scratch(float* out, int n) {
@@ -95,6 +95,13 @@ __global__ void exhaust(int* out) {
 int main() {
   float* out;
   cudaMalloc(&out, 64 * sizeof(float));
+  int* iout; float* acc;
+  cudaMalloc(&iout, 4 * sizeof(int));
+  cudaMalloc(&acc, sizeof(float));
+  sum<<<1, 4>>>(0, iout, acc);  // before setup: null pointers, as initialized
+  float a;
+  cudaMemcpy(&a, acc, sizeof a, cudaMemcpyDeviceToHost);
+  printf("initial %g\n", a);
   size_t lim = 0;
   cudaDeviceGetLimit(&lim, cudaLimitMallocHeapSize);
   printf("default %zu\n", lim);
@@ -103,13 +110,10 @@ int main() {
   float h[64];
   cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
   printf("scratch %g %g %g\n", h[0], h[17], h[63]);
-  int* iout; float* acc;
-  cudaMalloc(&iout, 4 * sizeof(int));
-  cudaMalloc(&acc, sizeof(float));
   setup<<<1, 4>>>(5);
   fill<<<1, 4>>>(5);
   sum<<<1, 4>>>(5, iout, acc);
-  int r[4]; float a;
+  int r[4];
   cudaMemcpy(r, iout, sizeof r, cudaMemcpyDeviceToHost);
   cudaMemcpy(&a, acc, sizeof a, cudaMemcpyDeviceToHost);
   printf("rows %d %d %d %d %g\n", r[0], r[1], r[2], r[3], a);
@@ -143,7 +147,7 @@ def _expected() -> str:
     # bytes fill it exactly (all at once on a GPU, whatever the schedule); a (2128 bytes) fits, b then
     # does not (1968 left); c (1936) fits where a was; after frees the neighbours merge, so d (4080)
     # fits; its 16 bytes left are no block, so e (32) does not
-    lines = ["default 8388608", "set 0", "scratch " + " ".join(f"{v:g}" for v in scratch),
+    lines = ["initial -1", "default 8388608", "set 0", "scratch " + " ".join(f"{v:g}" for v in scratch),
              "rows " + " ".join(str(v) for v in rows) + " 0.5", "null 7 7",
              "new " + " ".join(f"{v:g}" for v in news), "exhaust 1 1 1 1",
              "late set 1",  # cudaErrorInvalidValue: the heap was made by the first launch using it

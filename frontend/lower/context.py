@@ -237,9 +237,11 @@ class ModuleContext:
         key = decl_key(decl.canonical)
         if any(d is None or d <= 0 for d in dims):
             raise UserError(f"'{decl.spelling}' needs a constant size", where)
-        if module_initializer(decl) is not None:
+        init = module_initializer(decl)
+        if init is not None and not _all_null(init):  # `= 0`, `= nullptr`, `{}`: zero, as static storage is
             raise UserError(f"'{decl.spelling}' holds pointers: an initializer of a __device__ or __constant__ pointer "
-                            "variable is not supported (set it with cudaMemcpyToSymbol)", where)
+                            "variable other than null pointers is not supported (set it with cudaMemcpyToSymbol or "
+                            "in a kernel)", where)
         count = 1
         for d in dims:
             count *= d
@@ -383,6 +385,21 @@ def _has_member_initializer(field: ci.Cursor) -> bool:
         elif depth == 0 and t.spelling in ("=", "{"):
             return True
     return False
+
+
+def _all_null(c: ci.Cursor) -> bool:
+    """Whether an initializer holds null pointers only (``0``, ``NULL``, ``nullptr``, ``(T*)0``, brace
+    lists of them)."""
+    if c.kind == CK.INIT_LIST_EXPR:
+        return all(_all_null(x) for x in c.get_children())
+    while c.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR, CK.CSTYLE_CAST_EXPR, CK.CXX_STATIC_CAST_EXPR):
+        kids = [x for x in c.get_children() if x.kind.is_expression()]
+        if len(kids) != 1:
+            return False
+        c = kids[0]
+    if c.kind in (CK.CXX_NULL_PTR_LITERAL_EXPR, CK.GNU_NULL_EXPR):
+        return True
+    return c.kind == CK.INTEGER_LITERAL and evaluate(c) == 0
 
 
 def module_initializer(decl: ci.Cursor) -> ci.Cursor | None:
