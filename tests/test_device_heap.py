@@ -165,6 +165,67 @@ def test_the_device_heap_runs_as_cuda_runs_it(mode: str | None, tmp_path: pathli
     assert result.stdout == _expected()
 
 
+STRESS = r"""
+#include <cstdio>
+__device__ float dot3(const float* a, int n) { float s = 0; for (int i = 0; i < n; ++i) s += a[i]; return s; }
+__global__ void stress(float* out, int rounds) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc = 0;
+  for (int r = 0; r < rounds; ++r) {
+    int n = 1 + (t + r) % 7;
+    float* p = (float*)malloc(n * sizeof(float));
+    if (!p) { acc = -1e9f; break; }
+    for (int i = 0; i < n; ++i) p[i] = (float)(i + r);
+    acc += dot3(p, n);
+    free(p);
+  }
+  out[t] = acc;
+}
+__global__ void barrier(float* out) {
+  int t = threadIdx.x;
+  float* p = (float*)malloc(2 * sizeof(float));
+  p[0] = t; p[1] = 2 * t;
+  __syncthreads();
+  out[t] = p[0] + p[1];
+  free(p);
+}
+int main() {
+  const int B = 16, T = 64, R = 5;
+  float* out;
+  cudaMalloc(&out, B * T * sizeof(float));
+  stress<<<B, T>>>(out, R);
+  static float h[B * T];
+  cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
+  int bad = 0;
+  for (int t = 0; t < B * T; ++t) {
+    float e = 0;
+    for (int r = 0; r < R; ++r) { int n = 1 + (t + r) % 7; for (int i = 0; i < n; ++i) e += i + r; }
+    if (h[t] != e) ++bad;
+  }
+  printf("stress bad %d\n", bad);
+  barrier<<<1, 64>>>(out);
+  cudaMemcpy(h, out, 64 * sizeof(float), cudaMemcpyDeviceToHost);
+  bad = 0;
+  for (int t = 0; t < 64; ++t) if (h[t] != 3 * t) ++bad;
+  printf("barrier bad %d\n", bad);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["--emulate", None])
+def test_blocks_allocate_and_free_concurrently(mode: str | None, tmp_path: pathlib.Path) -> None:
+    """1024 threads in 16 blocks (run on several CPU threads by the C backend) each malloc, fill,
+    read through a device function and free a block five times; a block kept across a barrier.
+    The program checks every thread's sum against the host's."""
+    need_compiler(cpp=True)
+    src = tmp_path / "stress.cu"
+    src.write_text(STRESS)
+    result = _polypy("run", str(src), *([mode] if mode else []), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "stress bad 0\nbarrier bad 0\n"
+
+
 TWICE = r"""
 #include <cstdio>
 __global__ void twice() {
