@@ -17,6 +17,11 @@ PROGRAM = r"""
 #include <cstdlib>
 __device__ int* d_rows[4] = {nullptr, 0};
 __device__ float* d_acc = NULL;
+struct Pair { float* src; int n; };
+__constant__ Pair d_pair;
+
+// a null test of a pointer member of a __constant__ record (set by the host, or left null)
+__global__ void pair_test(float* out) { out[0] = d_pair.src ? d_pair.src[1] : -2.0f; }
 
 // per-thread scratch: malloc, use, free in one launch
 __global__ void scratch(float* out, int n) {
@@ -61,6 +66,16 @@ __global__ void count_null(int* out) {
   out[t] = d_rows[t] == nullptr ? 7 : 8;
 }
 
+// pointer arithmetic and comparisons in a block; a null test of malloc's result itself
+__global__ void compare(float* out) {
+  float* f = (float*)malloc(2 * sizeof(float));
+  float* g = f + 1;
+  *g = 2.5f;
+  out[0] = (f == g - 1 && g != f) ? f[1] : -1.0f;
+  out[1] = malloc(1 << 20) == NULL ? 3.0f : 4.0f;  // larger than the heap
+  free(f);
+}
+
 // new and delete of numbers
 __global__ void news(double* out, int n) {
   int t = threadIdx.x;
@@ -102,6 +117,18 @@ int main() {
   float a;
   cudaMemcpy(&a, acc, sizeof a, cudaMemcpyDeviceToHost);
   printf("initial %g\n", a);
+  pair_test<<<1, 1>>>(acc);
+  cudaMemcpy(&a, acc, sizeof a, cudaMemcpyDeviceToHost);
+  float two[2] = {5.0f, 6.0f};
+  float* src;
+  cudaMalloc(&src, sizeof two);
+  cudaMemcpy(src, two, sizeof two, cudaMemcpyHostToDevice);
+  Pair pr = {src, 2};
+  cudaMemcpyToSymbol(d_pair, &pr, sizeof pr);
+  pair_test<<<1, 1>>>(acc);
+  float b;
+  cudaMemcpy(&b, acc, sizeof b, cudaMemcpyDeviceToHost);
+  printf("pair %g %g\n", a, b);
   size_t lim = 0;
   cudaDeviceGetLimit(&lim, cudaLimitMallocHeapSize);
   printf("default %zu\n", lim);
@@ -110,6 +137,9 @@ int main() {
   float h[64];
   cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
   printf("scratch %g %g %g\n", h[0], h[17], h[63]);
+  compare<<<1, 1>>>(out);
+  cudaMemcpy(h, out, 2 * sizeof(float), cudaMemcpyDeviceToHost);
+  printf("compare %g %g\n", h[0], h[1]);
   setup<<<1, 4>>>(5);
   fill<<<1, 4>>>(5);
   sum<<<1, 4>>>(5, iout, acc);
@@ -147,7 +177,7 @@ def _expected() -> str:
     # bytes fill it exactly (all at once on a GPU, whatever the schedule); a (2128 bytes) fits, b then
     # does not (1968 left); c (1936) fits where a was; after frees the neighbours merge, so d (4080)
     # fits; its 16 bytes left are no block, so e (32) does not
-    lines = ["initial -1", "default 8388608", "set 0", "scratch " + " ".join(f"{v:g}" for v in scratch),
+    lines = ["initial -1", "pair -2 6", "default 8388608", "set 0", "scratch " + " ".join(f"{v:g}" for v in scratch), "compare 2.5 3",
              "rows " + " ".join(str(v) for v in rows) + " 0.5", "null 7 7",
              "new " + " ".join(f"{v:g}" for v in news), "exhaust 1 1 1 1",
              "late set 1",  # cudaErrorInvalidValue: the heap was made by the first launch using it
@@ -253,7 +283,7 @@ def test_freeing_a_block_twice_fails_the_launch_located(mode: str | None, tmp_pa
         "block of the device heap in use` failed." in result.stderr, result.stderr
 
 
-REFUSED = ("struct Node {{ int v; Node* next; }};\n__device__ Node* d_head;\n__device__ float* d_p;\n"
+REFUSED = ("struct Node {{ int v; Node* next; }};\n__constant__ float* c_p;\n__device__ float* d_p;\n"
            "__global__ void k(float* out) {{ {} }}\n"
            "int main() {{ float* o; cudaMalloc((void**)&o, 64); k<<<1, 1>>>(o); return 0; }}\n")
 
@@ -264,6 +294,7 @@ REFUSED = ("struct Node {{ int v; Node* next; }};\n__device__ Node* d_head;\n__d
     ("float* p = new float[2]{1, 2}; out[0] = p[0];", "'new T[n]' with an initializer in device code is not "
      "supported", 44),
     ("free(out);", "this pointer is not one polypy can pass to free", 38),
+    ("c_p = (float*)malloc(8);", "'c_p' is in __constant__ memory: device code cannot write it", 33),
     ("d_p = (float*)malloc(8); out[0] = d_p[0];", "'d_p' holds device pointers in __constant__ or __device__ "
      "memory: a kernel storing to it is not supported", 33),
 ])

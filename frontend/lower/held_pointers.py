@@ -86,6 +86,10 @@ def store_held(kb: KernelBuilder, lv: HeldPointer, address: n.Expr, c: ci.Cursor
     stored into the variable's ``u64`` view. A kernel that also reads the variable is refused
     (``refuse_stores``): its pool is found when the launch starts."""
     assert lv.slot is not None
+    buffer = next((b for b in kb.ctx.globals.values() if b.name == lv.view), None)
+    if buffer is not None and buffer.space == "constant":
+        raise kb.error(f"'{kb.ctx.held_pointers[lv.view].symbol}' is in __constant__ memory: device code cannot write "
+                       "it", c)
     kb.emit(n.Store(lv.view, (lv.slot,), convert(address, U64), loc=kb.loc(c)))
 
 

@@ -18,7 +18,7 @@ from frontend.lower.context import CK
 from frontend.lower.heap import is_pool_pointer, pool_address
 from frontend.lower.helpers import ArrayRef, strip
 from frontend.lower.pointer_choice import choice_value
-from frontend.values import Pointer, PointerChoice
+from frontend.values import HeapBlock, Pointer, PointerChoice
 
 
 def is_null_pointer(c: ci.Cursor) -> bool:
@@ -44,6 +44,11 @@ def null_test(self, op: str, pointer_c: ci.Cursor, c: ci.Cursor) -> n.Expr:
     v = self.expr(pointer_c)
     if isinstance(v, ArrayRef):
         v = v.decay(self)
+    if isinstance(v, HeapBlock):  # `malloc(n) == NULL`: the block's address (heap.py)
+        v = n.Binary("ne", v.address, n.Const(0, U64), loc=self.loc(c))
+        result = v if op == "!=" else n.Unary("not", v, loc=self.loc(c))
+        st = tm.scalar_type(c.type)
+        return convert(result, st) if st is not None else result
     if not isinstance(v, (Pointer, PointerChoice)):
         raise self.error("comparing this kind of value with a null pointer is not supported in device code", c)
     result = n.Binary("ne" if op == "!=" else "eq", _nonnull(self, v, c), n.Const(0, I32), loc=self.loc(c))
