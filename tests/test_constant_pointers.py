@@ -129,7 +129,7 @@ REFUSED = "struct Pair { float* src; float4* v; int n; };\n__constant__ Pair d_p
 
 
 @pytest.mark.parametrize("body, message, column", [
-    ("d_pair.src = out;", "cannot store a pointer here", 33),
+    ("d_pair.src = out;", "this pointer is not one polypy can pass to free or store to memory in device code", 33),
     ("out[0] = d_pair.v[0].x;", "member 'v' of type 'float4 *' of 'd_pair': a pointer read from __constant__ or "
      "__device__ memory is supported to scalars only (not to 'float4')", 49),
     ("Pair p = d_pair; out[0] = p.src[0];", "local variable 'p' has a member of type 'float *'", 38),

@@ -20,6 +20,18 @@ __device__ float* d_acc = NULL;
 struct Pair { float* src; int n; };
 __constant__ Pair d_pair;
 
+// a block kept in a pointer member of a __device__ record, set by one launch, used by later ones
+struct Vec { int* items; int n; };
+__device__ Vec d_vec;
+__global__ void vec_setup(int n) { d_vec.items = new int[n]; d_vec.n = n; }
+__global__ void vec_fill() { for (int i = 0; i < d_vec.n; ++i) d_vec.items[i] = i * i; }
+__global__ void vec_sum(int* out) {
+  int s = 0;
+  for (int i = 0; i < d_vec.n; ++i) s += d_vec.items[i];
+  out[0] = s;
+  delete[] d_vec.items;
+}
+
 // a null test of a pointer member of a __constant__ record (set by the host, or left null)
 __global__ void pair_test(float* out) { out[0] = d_pair.src ? d_pair.src[1] : -2.0f; }
 
@@ -158,6 +170,11 @@ int main() {
   double dd[4];
   cudaMemcpy(dd, dout, sizeof dd, cudaMemcpyDeviceToHost);
   printf("new %g %g %g %g\n", dd[0], dd[1], dd[2], dd[3]);
+  vec_setup<<<1, 1>>>(6);
+  vec_fill<<<1, 1>>>();
+  vec_sum<<<1, 1>>>(iout);
+  cudaMemcpy(r, iout, sizeof(int), cudaMemcpyDeviceToHost);
+  printf("vec %d\n", r[0]);
   exhaust<<<1, 1>>>(iout);
   cudaMemcpy(r, iout, sizeof r, cudaMemcpyDeviceToHost);
   printf("exhaust %d %d %d %d\n", r[0], r[1], r[2], r[3]);
@@ -179,7 +196,8 @@ def _expected() -> str:
     # fits; its 16 bytes left are no block, so e (32) does not
     lines = ["initial -1", "pair -2 6", "default 8388608", "set 0", "scratch " + " ".join(f"{v:g}" for v in scratch), "compare 2.5 3",
              "rows " + " ".join(str(v) for v in rows) + " 0.5", "null 7 7",
-             "new " + " ".join(f"{v:g}" for v in news), "exhaust 1 1 1 1",
+             "new " + " ".join(f"{v:g}" for v in news), f"vec {sum(i * i for i in range(6))}",
+             "exhaust 1 1 1 1",
              "late set 1",  # cudaErrorInvalidValue: the heap was made by the first launch using it
              "limit 4096 0"]
     return "\n".join(lines) + "\n"
@@ -283,7 +301,8 @@ def test_freeing_a_block_twice_fails_the_launch_located(mode: str | None, tmp_pa
         "block of the device heap in use` failed." in result.stderr, result.stderr
 
 
-REFUSED = ("struct Node {{ int v; Node* next; }};\n__constant__ float* c_p;\n__device__ float* d_p;\n"
+REFUSED = ("struct Node {{ int v; Node* next; }};\n__constant__ float* c_p;\n__device__ float* d_p; "
+           "struct V {{ float* a; }}; __device__ V d_v;\n"
            "__global__ void k(float* out) {{ {} }}\n"
            "int main() {{ float* o; cudaMalloc((void**)&o, 64); k<<<1, 1>>>(o); return 0; }}\n")
 
@@ -295,6 +314,8 @@ REFUSED = ("struct Node {{ int v; Node* next; }};\n__constant__ float* c_p;\n__d
      "supported", 44),
     ("free(out);", "this pointer is not one polypy can pass to free", 38),
     ("c_p = (float*)malloc(8);", "'c_p' is in __constant__ memory: device code cannot write it", 33),
+    ("d_v.a = (float*)malloc(8); out[0] = d_v.a[0];", "'d_v' holds device pointers in __constant__ or __device__ "
+     "memory: a kernel storing a pointer to it and reading it is not supported", 33),
     ("d_p = (float*)malloc(8); out[0] = d_p[0];", "'d_p' holds device pointers in __constant__ or __device__ "
      "memory: a kernel storing to it is not supported", 33),
 ])

@@ -61,6 +61,7 @@ class KernelBuilder:
         self.aligned: dict[str, tuple[int, Any]] = {}
         # pools of the pointers read from module records (held_pointers.py), ``Kernel.held_pointers``
         self.held_pointers: dict[tuple, n.HeldPointerSlots] = {}
+        self.pointer_stores: list[tuple[str, Loc | None]] = []  # (u64 view, where): held_pointers.store_held
         self.volatile_params: list[str] = []  # pointer parameters to volatile elements (Kernel.volatile_params)
         self.source_params: list[n.SourceParam] = []
         self.buffers: dict[str, n.Buffer] = {}

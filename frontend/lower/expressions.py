@@ -573,6 +573,6 @@ _EXPR_HANDLERS = {
     CK.CXX_UNARY_EXPR: sizeof,
     CK.INIT_LIST_EXPR: init_list,
     CK.CXX_NEW_EXPR: new_expr,
-    CK.CXX_DELETE_EXPR: delete_expr,
+    CK.CXX_DELETE_EXPR: lambda kb, c, discard: delete_expr(kb, c, is_null_pointer),
     **{k: casts.cast for k in casts.CASTS},
 }

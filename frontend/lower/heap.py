@@ -20,7 +20,7 @@ address 0 (``pool_address``): its offset is ``-base / size``, which no block has
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import clang.cindex as ci
 
@@ -163,8 +163,9 @@ def new_expr(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Pointer | None:
     return None if discard else pointer
 
 
-def delete_expr(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> None:
-    """``delete p`` / ``delete[] p`` of a pointer to numbers: ``free`` (no destructor to run)."""
+def delete_expr(kb: KernelBuilder, c: ci.Cursor, null: Callable[[ci.Cursor], bool]) -> None:
+    """``delete p`` / ``delete[] p`` of a pointer to numbers: ``free`` (no destructor to run);
+    ``null`` says whether the operand is a null pointer constant (``null_tests.is_null_pointer``)."""
     args = [x for x in c.get_children() if x.kind.is_expression()]
     if len(args) != 1:
         raise kb.error("unsupported delete expression", c)
@@ -172,9 +173,7 @@ def delete_expr(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> None:
     if tm.scalar_type(target) is None or tm.is_pointer(target):
         raise kb.error(f"'delete' of '{target.spelling}' in device code is not supported (the device heap holds "
                        "numbers only)", c)
-    from frontend.lower.null_tests import is_null_pointer  # (null_tests imports this module)
-
-    if is_null_pointer(args[0]):
+    if null(args[0]):  # `delete nullptr`: nothing
         return None
     device_free(kb, address_of(kb, kb.expr(args[0]), args[0]), c)
     return None

@@ -54,8 +54,10 @@ def held_pointer(kb: KernelBuilder, address: RecordAddress, ft: ci.Type, member:
     held = kb.ctx.held_pointers.get(view) if view is not None else None
     if held is None:
         return None
-    return _through_pool(kb, held, view, address.index(U64), ft, member, f"member '{member}' of type "
-                         f"'{ft.spelling}' of '{held.symbol}'", c)
+    slot = address.index(U64)
+    pointer = _through_pool(kb, held, view, slot, ft, member, f"member '{member}' of type '{ft.spelling}' of "
+                            f"'{held.symbol}'", c)
+    return HeldPointer(**{f.name: getattr(pointer, f.name) for f in dataclasses.fields(pointer)}, view=view, slot=slot)
 
 
 def held_variable(kb: KernelBuilder, buffer: str, index: tuple[n.Expr, ...], c: ci.Cursor) -> Pointer:
@@ -91,6 +93,7 @@ def store_held(kb: KernelBuilder, lv: HeldPointer, address: n.Expr, c: ci.Cursor
         raise kb.error(f"'{kb.ctx.held_pointers[lv.view].symbol}' is in __constant__ memory: device code cannot write "
                        "it", c)
     kb.emit(n.Store(lv.view, (lv.slot,), convert(address, U64), loc=kb.loc(c)))
+    kb.pointer_stores.append((lv.view, kb.loc(c)))
 
 
 def is_held_variable(kb: KernelBuilder, buffer: str, layout: tm.ElemLayout | None = None) -> bool:
@@ -115,6 +118,12 @@ def refuse_stores(kb: KernelBuilder, body: tuple[n.Stmt, ...]) -> None:
             raise UserError(f"'{held.symbol}' holds device pointers in __constant__ or __device__ memory: a kernel "
                             "storing to it is not supported (set it from the host with cudaMemcpyToSymbol)",
                             x.loc)
+    for view, where in kb.pointer_stores:  # pointer members of records (`d_vec.data = p`) too
+        held = kb.ctx.held_pointers[view]
+        if view in read:
+            raise UserError(f"'{held.symbol}' holds device pointers in __constant__ or __device__ memory: a kernel "
+                            "storing a pointer to it and reading it is not supported (the launch finds the pools "
+                            "of the pointers it reads when it starts)", where)
 
 
 def _through_pool(kb: KernelBuilder, held, view: str, slot: n.Expr, ft: ci.Type, member: str, what: str,
