@@ -274,6 +274,45 @@ def test_blocks_allocate_and_free_concurrently(mode: str | None, tmp_path: pathl
     assert result.stdout == "stress bad 0\nbarrier bad 0\n"
 
 
+REUSE = r"""
+#include <cstdio>
+__global__ void k(int* out) {
+  int t = threadIdx.x, s = 0;
+  for (int r = 0; r < 3; ++r) {
+    int* p = (int*)malloc(16);
+    if (!p) { s = -1000; break; }
+    p[0] = t + r; p[3] = 2;
+    s += p[0] * p[3];
+    free(p);
+  }
+  out[t] = s;
+}
+int main() {
+  int* o; cudaMalloc(&o, 32 * 4);
+  cudaDeviceSetLimit(cudaLimitMallocHeapSize, 1024);
+  k<<<1, 32>>>(o);
+  int h[32]; cudaMemcpy(h, o, sizeof h, cudaMemcpyDeviceToHost);
+  int bad = 0; for (int t = 0; t < 32; ++t) if (h[t] != 2 * (3 * t + 3)) ++bad;
+  printf("bad %d status %d\n", bad, (int)cudaDeviceSynchronize());
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["--emulate", None])
+def test_a_full_heap_reuses_blocks_other_threads_freed(mode: str | None, tmp_path: pathlib.Path) -> None:
+    """32 threads fill a 1024-byte heap exactly (32 blocks of 32 bytes) when they run in lockstep
+    (the emulator: every thread's malloc before any free), so the later rounds can only reuse freed
+    blocks; compiled, the threads run one after the other and next fit hands each one the blocks
+    the earlier threads freed. No race is reported and every sum is right."""
+    need_compiler(cpp=True)
+    src = tmp_path / "reuse.cu"
+    src.write_text(REUSE)
+    result = _polypy("run", str(src), *([mode] if mode else []), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "bad 0 status 0\n"
+
+
 TWICE = r"""
 #include <cstdio>
 __global__ void twice() {
