@@ -83,6 +83,7 @@ class KernelBuilder:
         self.clock: str | None = None  # the thread's clock() counter, declared at the top once used
         self.launch_error: str | None = None  # the thread's last launch error (launches.py), likewise
         self.assert_flag: str | None = None  # set by a failed assert in a device function (printing.py)
+        self.recursion = None  # the recursive group being lowered (recursion.Group), if any
 
     # ------------------------------------------------------------------ utilities
     def error(self, message: str, cursor: ci.Cursor | None) -> UserError:

@@ -1,0 +1,533 @@
+"""Recursive device functions (docs/cxx_device.md, "Recursion").
+
+Device functions are inlined; a function that calls itself again while it is being inlined
+(directly or through others) cannot be. ``inline`` notices the repeated call (the function is
+already among the frames being lowered) and raises ``RecursionFound``; the inlining of the
+function's outermost call catches it and lowers the call as a *call machine* instead:
+
+- each function of the recursive group (the ones whose calls recurred: a ``member``) is lowered
+  once, its parameters fresh locals, its pointer parameters offsets into the buffer its first
+  call passed (every call must pass a pointer into that buffer), its result a local. Functions
+  it calls that do not recur are inlined into it, as anywhere;
+- a call of a member inside a member is a marker (``marker = <call id>``) after the arguments
+  are computed into locals; ``return`` stays ``Return``;
+- the bodies are cut into basic blocks at the markers and returns (``_Flattener``): the
+  statements without a call or jump in them stay as they are, ``if``/loops around a call become
+  blocks that set the next block's number ``pc``. The machine is one loop
+  ``while (pc >= 0) { if (pc == 0) {...} if (pc == 1) {...} ... }``;
+- a call saves the caller's locals (and its local arrays) in per-thread stacks indexed by the
+  depth ``sp``, with the number of the block to resume in; a return pops them (``sp == 0``: the
+  outermost call returns: ``pc = -1``). A call with ``sp`` at ``DEPTH_LIMIT`` is a stack overflow:
+  the launch fails with a device fault located at the call (as an assert failure does), never a
+  host crash.
+
+The machine is ordinary IR (loops, ifs, local buffers): the emulator, both backends and the
+polyhedral passes treat it as they treat any per-thread loop; nothing moves across it that would
+not move across a loop reading and writing the same memory. A collective operation (barrier,
+shuffle, vote, ``__syncwarp``) or a launch inside a recursive function is refused, located.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import clang.cindex as ci
+
+from polypy.errors import UserError
+from polypy.ir import nodes as n
+from polypy.ir.jumps import jumps_out
+from polypy.ir.types import BOOL, I32, I64, ScalarType
+from polypy.ir.visitor import walk
+
+from frontend import ctypes_map as tm
+from frontend.arith import convert
+from frontend.lower.context import Frame, decl_key, function_body, sanitize
+from frontend.lower.helpers import ArrayRef
+from frontend.lower.pointer_choice import pointer_hint
+from frontend.values import LValue, Pointer, PtrVarLV, Value, VarLV
+
+if TYPE_CHECKING:
+    from frontend.lower.builder import KernelBuilder
+
+# Frames a recursive call may stack in one thread. CUDA's default stack (``cudaLimitStackSize``,
+# 1 KiB per thread) holds fewer frames of most functions; polypy bounds the depth, not the bytes.
+DEPTH_LIMIT = 1024
+_COLLECTIVES = (n.Barrier, n.WarpSync, n.Shuffle, n.Vote, n.Launch)
+
+
+class RecursionFound(Exception):
+    """A call of the function of ``kb.frames[index]`` while it is being inlined."""
+
+    def __init__(self, index: int, cursor: ci.Cursor):
+        super().__init__(index)
+        self.index = index
+        self.cursor = cursor
+
+
+def same_function(frame: Frame, key: tuple, fn: ci.Cursor) -> bool:
+    # Instances of one function template share a declaration: a template that calls another
+    # instance of itself (`f<i>` calling `f<i - 1>`, ended by a specialization) is no recursion.
+    return frame.key == key and frame.cursor.get_usr() == fn.get_usr()
+
+
+@dataclasses.dataclass
+class _Member:
+    fn: ci.Cursor
+    params: list[tuple[str, ScalarType | None, Pointer | None]]  # (var, scalar type | None, pointer base)
+    result: VarLV | None
+    body: tuple[n.Stmt, ...] = ()
+    entry: int = -1
+    saved: list[tuple[str, ScalarType]] = dataclasses.field(default_factory=list)
+    arrays: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class _Call:
+    caller: str  # the calling member's USR
+    callee: str
+    assigns: list[tuple[str, n.Expr]]
+    loc: object
+
+
+class Group:
+    """The recursive group being lowered: its members (by USR) and its calls."""
+
+    def __init__(self, kb: KernelBuilder, usrs: set[str], this: LValue | None, marker: str):
+        self.kb = kb
+        self.usrs = usrs
+        self.this = this
+        self.marker = marker
+        self.members: dict[str, _Member] = {}
+        self.calls: list[_Call] = []
+        self.lowering: list[str] = []  # the members whose bodies are being lowered (innermost last)
+        self.before = set(kb.buffers)
+
+    def has(self, fn: ci.Cursor) -> bool:
+        return fn.get_usr() in self.usrs
+
+    # -------------------------------------------------------------- members
+    def member(self, fn: ci.Cursor, pointers: dict[int, Pointer], c: ci.Cursor) -> _Member:
+        usr = fn.get_usr()
+        found = self.members.get(usr)
+        if found is not None:
+            return found
+        kb = self.kb
+        body = function_body(fn)
+        if body is None:
+            raise kb.error(f"call to '{fn.spelling}', which has no definition polypy can translate", c)
+        mutated = kb.assigned_decls(fn)
+        env: dict = {}
+        params: list[tuple[str, ScalarType | None, Pointer | None]] = []
+        for i, p in enumerate(fn.get_arguments()):
+            name = kb.names.fresh(sanitize(p.spelling or f"arg{i}"))
+            if i in pointers:
+                base = dataclasses.replace(pointers[i], offset=None)
+                hint = pointer_hint(kb, decl_key(p)) if decl_key(p) in mutated else None
+                env[decl_key(p)] = PtrVarLV(base, VarLV(name, I64), hint)
+                params.append((name, I64, base))
+            else:
+                st = tm.scalar_type(p.type)
+                assert st is not None  # (checked by the caller)
+                env[decl_key(p)] = VarLV(name, st)
+                params.append((name, st, None))
+        rt = fn.result_type
+        result = None
+        if rt.get_canonical().kind != ci.TypeKind.VOID:
+            st = tm.scalar_type(rt)
+            if st is None:
+                raise kb.error(f"recursive function '{fn.spelling}' returns '{rt.spelling}': only numbers "
+                               "and void are supported as results of recursive functions", c)
+            result = VarLV(kb.names.fresh(sanitize(fn.spelling) + "_ret"), st)
+        member = _Member(fn, params, result)
+        self.members[usr] = member
+        frame = Frame(decl_key(fn), fn, env, result=result, this=self.this)
+        kb.frames.append(frame)
+        kb.call_sites.append(c)
+        self.lowering.append(usr)
+        saved_depth = kb.loop_depth
+        kb.loop_depth = 0
+        try:
+            with kb.sub_block() as out:
+                kb.statement(body)
+        finally:
+            kb.loop_depth = saved_depth
+            kb.frames.pop()
+            kb.call_sites.pop()
+            self.lowering.pop()
+        member.body = tuple(out)
+        for s in member.body:
+            for x in walk(s):
+                if isinstance(x, _COLLECTIVES):
+                    what = "a launch" if isinstance(x, n.Launch) else "a collective operation (barrier, shuffle, vote)"
+                    raise UserError(f"{what} inside the recursive function '{fn.spelling}' is not supported",
+                                    x.loc or kb.loc(c))
+        return member
+
+    def own_arrays(self, body: tuple[n.Stmt, ...]) -> list[str]:
+        """The local arrays made while lowering the group that ``body`` uses."""
+        names: list[str] = []
+        for s in body:
+            for x in walk(s):
+                buf = getattr(x, "buffer", None) if isinstance(x, (n.Load, n.Store, n.AtomicRMW)) else None
+                if buf is not None and buf not in self.before and buf not in names and \
+                        self.kb.buffers[buf].space == "local":
+                    names.append(buf)
+        return names
+
+    # -------------------------------------------------------------- calls
+    def call(self, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor, discard: bool,
+             this: LValue | None) -> Value | None:
+        """A call of member ``fn`` inside the group: the arguments into locals, the marker, the result."""
+        kb = self.kb
+        if this != self.this:
+            raise kb.error(f"recursive call of '{fn.spelling}' on another object than the outermost call's is not "
+                           "supported", c)
+        params = list(fn.get_arguments())
+        if len(args) != len(params):
+            raise kb.error(f"call to '{fn.spelling}' with {len(args)} arguments, expected {len(params)}", c)
+        values: list[n.Expr] = []
+        pointers: dict[int, Pointer] = {}
+        for i, (p, a) in enumerate(zip(params, args)):
+            pt = p.type
+            name = p.spelling or f"arg{i}"
+            if tm.is_reference(pt):
+                raise kb.error(f"parameter '{name}' of the recursive function '{fn.spelling}' is a reference, which "
+                               "is not supported: pass a pointer or a value", a)
+            value = kb.arg_value(a, fn, i)
+            if isinstance(value, ArrayRef):
+                value = value.decay(kb, a)
+            if tm.is_pointer(pt) or tm.is_array(pt):
+                ptr = self._pointer(fn, name, value, a)
+                pointers[i] = ptr
+                offset = ptr.offset if ptr.offset is not None else n.Const(0, I64)
+                values.append(kb.temp(I64, convert(offset, I64), sanitize(name) + "_arg", a))
+                continue
+            st = tm.scalar_type(pt)
+            if st is None:
+                raise kb.error(f"parameter '{name}' of the recursive function '{fn.spelling}' has type "
+                               f"'{pt.spelling}': only numbers and pointers are supported", a)
+            if not isinstance(value, n.Expr):
+                raise kb.error(f"argument '{name}' must be a number", a)
+            values.append(kb.temp(st, convert(value, st), sanitize(name) + "_arg", a))
+        callee = self.member(fn, pointers, c)
+        for i, ptr in pointers.items():
+            base = callee.params[i][2]
+            if base is None or dataclasses.replace(ptr, offset=None) != base:
+                raise kb.error(f"argument '{params[i].spelling}' of the recursive function '{fn.spelling}' points "
+                               "into another array than the outermost call's, which is not supported", args[i])
+        assigns = [(var, n.Var(v.name, v.type)) for (var, _, _), v in zip(callee.params, values)]
+        caller = self.lowering[-1] if self.lowering else fn.get_usr()
+        self.calls.append(_Call(caller, fn.get_usr(), assigns, kb.loc(c)))
+        kb.emit(n.Assign(self.marker, n.Const(len(self.calls) - 1, I32), loc=kb.loc(c)))
+        if callee.result is None or discard:
+            return None
+        got = kb.temp(callee.result.type, n.Var(callee.result.name, callee.result.type), sanitize(fn.spelling), c)
+        return n.Var(got.name, got.type)
+
+    def _pointer(self, fn: ci.Cursor, name: str, value: Value | None, a: ci.Cursor) -> Pointer:
+        kb = self.kb
+        if not isinstance(value, Pointer) or value.prefix or value.record is not None:
+            raise kb.error(f"argument '{name}' of the recursive function '{fn.spelling}' must point into one "
+                           "array (a pointer chosen among several, into a row or into records is not supported)", a)
+        if value.buffer not in self.before and kb.buffers.get(value.buffer) is not None and \
+                kb.buffers[value.buffer].space == "local":
+            raise kb.error(f"argument '{name}' of the recursive function '{fn.spelling}' points into a local array "
+                           "of a recursive call, which is not supported", a)
+        return value
+
+
+# ------------------------------------------------------------------ entry
+def lower_group(kb: KernelBuilder, fn: ci.Cursor, env: dict, this: LValue | None, c: ci.Cursor,
+                discard: bool) -> Value | None:
+    """The outermost call of recursive ``fn`` (its arguments already bound in ``env``) as a call
+    machine (module docstring), emitted here; its value."""
+    usrs = {fn.get_usr()}
+    while True:
+        attempt = len(kb.frames)
+        group = Group(kb, set(usrs), this, kb.names.fresh("rcall"))
+        saved = kb.recursion
+        kb.recursion = group
+        try:
+            with kb.sub_block() as prelude:
+                entry = _entry(kb, group, fn, env, c)
+            break
+        except RecursionFound as e:
+            # another function recurs inside the group (it is inlined into a member and calls
+            # itself again): it joins the group, and the group is lowered again
+            if e.index < attempt:
+                raise
+            usrs.add(e.cursor.get_usr())
+        finally:
+            kb.recursion = saved
+    for s in prelude:
+        kb.emit(s)
+    for s in _machine(kb, group, entry, c):
+        kb.emit(s)
+    if kb.assert_flag is not None:
+        kb.emit(n.If(n.Var(kb.assert_flag, BOOL), (n.Return(loc=kb.loc(c)),), loc=kb.loc(c)))
+    result = entry.result
+    if result is None or discard:
+        return None
+    return n.Var(result.name, result.type)
+
+
+def _entry(kb: KernelBuilder, group: Group, fn: ci.Cursor, env: dict, c: ci.Cursor) -> _Member:
+    """Lowers the group from the outermost call; emits the assignments of its parameters."""
+    pointers: dict[int, Pointer] = {}
+    values: list[n.Expr] = []
+    for i, p in enumerate(fn.get_arguments()):
+        b = env.get(decl_key(p))
+        name = p.spelling or f"arg{i}"
+        if tm.is_reference(p.type):
+            raise kb.error(f"parameter '{name}' of the recursive function '{fn.spelling}' is a reference, which is "
+                           "not supported: pass a pointer or a value", c)
+        value = kb.binding_value(b, c) if b is not None else None
+        if tm.is_pointer(p.type) or tm.is_array(p.type):
+            ptr = group._pointer(fn, name, value, c)
+            pointers[i] = ptr
+            values.append(convert(ptr.offset if ptr.offset is not None else n.Const(0, I64), I64))
+        elif tm.scalar_type(p.type) is None or not isinstance(value, n.Expr):
+            raise kb.error(f"parameter '{name}' of the recursive function '{fn.spelling}' has type "
+                           f"'{p.type.spelling}': only numbers and pointers are supported", c)
+        else:
+            values.append(convert(value, tm.scalar_type(p.type)))
+    member = group.member(fn, pointers, c)
+    for (var, st, _), v in zip(member.params, values):
+        kb.emit(n.Decl(var, st, v, loc=kb.loc(c)))
+    return member
+
+
+# ------------------------------------------------------------------ the machine
+def _zero(t: ScalarType) -> n.Const:
+    return n.Const(0.0 if t.name.startswith("f") else (False if t == BOOL else 0), t)
+
+
+def _machine(kb: KernelBuilder, group: Group, entry: _Member, c: ci.Cursor) -> list[n.Stmt]:
+    loc = kb.loc(c)
+    if kb.assert_flag is None:  # set by a stack overflow (or an assert): the thread stops
+        kb.assert_flag = kb.names.fresh("assert_failed")
+    pc = kb.names.fresh("rpc")
+    sp = kb.names.fresh("rsp")
+    flat = _Flattener(kb, group, pc, sp, loc)
+    order = [entry] + [m for m in group.members.values() if m is not entry]
+    for m in order:
+        m.entry = flat.new()
+    for m in order:
+        flat.member = m
+        m.arrays = group.own_arrays(m.body)
+        end = flat.block(m.body, m.entry, None)
+        if end is not None:
+            flat.ret(end)
+    flat.finish()
+    out: list[n.Stmt] = []
+    for m in order:
+        for var, st, _ in m.params:
+            if m is not entry:
+                out.append(n.Decl(var, st, _zero(st), loc=loc))
+        if m.result is not None:
+            out.append(n.Decl(m.result.name, m.result.type, _zero(m.result.type), loc=loc))
+    for name, t in flat.hoisted:
+        out.append(n.Decl(name, t, _zero(t), loc=loc))
+    out.append(n.Decl(group.marker, I32, n.Const(0, I32), loc=loc))
+    out.append(n.Decl(pc, I32, n.Const(entry.entry, I32), loc=loc))
+    out.append(n.Decl(sp, I32, n.Const(0, I32), loc=loc))
+    body = tuple(n.If(n.Binary("eq", n.Var(pc, I32), n.Const(k, I32)), tuple(b), loc=loc)
+                 for k, b in enumerate(flat.blocks) if b)
+    out.append(n.While(n.Binary("ge", n.Var(pc, I32), n.Const(0, I32)), body, loc=loc))
+    return out
+
+
+@dataclasses.dataclass
+class _Loop:
+    exit: int
+    again: int
+
+
+class _Flattener:
+    """Member bodies cut into numbered blocks (module docstring)."""
+
+    def __init__(self, kb: KernelBuilder, group: Group, pc: str, sp: str, loc):
+        self.kb = kb
+        self.group = group
+        self.pc = pc
+        self.sp = sp
+        self.loc = loc
+        self.blocks: list[list[n.Stmt]] = []
+        self.hoisted: list[tuple[str, ScalarType]] = []
+        self.stacks: dict[str, str] = {}  # variable or local array -> its stack buffer
+        self.ret_stack = kb.names.fresh("rret")
+        kb.buffers[self.ret_stack] = n.Buffer(self.ret_stack, I32, (n.Const(DEPTH_LIMIT, I32),), "local", loc=loc)
+        self.member: _Member | None = None
+        self.pending: list[tuple[int, int, _Call, int]] = []  # (block, position, call, resume block)
+
+    def new(self) -> int:
+        self.blocks.append([])
+        return len(self.blocks) - 1
+
+    def goto(self, block: int, target: int) -> None:
+        self.blocks[block].append(n.Assign(self.pc, n.Const(target, I32), loc=self.loc))
+
+    def _hoist(self, name: str, t: ScalarType) -> None:
+        assert self.member is not None
+        self.hoisted.append((name, t))
+        self.member.saved.append((name, t))
+
+    def _special(self, s: n.Stmt) -> bool:
+        """Whether ``s`` holds a call of the group or a jump out of itself (it is cut into blocks)."""
+        if jumps_out(s):
+            return True
+        return any(isinstance(x, n.Assign) and x.name == self.group.marker for x in walk(s))
+
+    def block(self, stmts: tuple[n.Stmt, ...], cur: int | None, loop: _Loop | None) -> int | None:
+        for s in stmts:
+            if cur is None:
+                cur = self.new()  # after a jump: reached by no block
+            cur = self.stmt(s, cur, loop)
+        return cur
+
+    def stmt(self, s: n.Stmt, cur: int, loop: _Loop | None) -> int | None:
+        B = self.blocks
+        if isinstance(s, n.Decl):
+            self._hoist(s.name, s.vtype)
+            if s.init is not None:
+                B[cur].append(n.Assign(s.name, s.init, loc=s.loc))
+            return cur
+        if isinstance(s, n.Assign) and s.name == self.group.marker:
+            return self.call(self.group.calls[int(s.value.value)], cur)  # type: ignore[attr-defined]
+        if not self._special(s):
+            B[cur].append(s)
+            return cur
+        if isinstance(s, n.Return):
+            self.ret(cur)
+            return None
+        if isinstance(s, (n.Break, n.Continue)):
+            assert loop is not None
+            self.goto(cur, loop.exit if isinstance(s, n.Break) else loop.again)
+            return None
+        if isinstance(s, n.If):
+            then, join = self.new(), self.new()
+            other = self.new() if s.orelse else join
+            B[cur].append(n.If(s.cond, (self._jump(then),), (self._jump(other),), loc=s.loc))
+            for start, stmts in ((then, s.then), (other, s.orelse)):
+                if stmts:
+                    end = self.block(stmts, start, loop)
+                    if end is not None:
+                        self.goto(end, join)
+            return join
+        if isinstance(s, n.While):
+            head, body, again, leave = self.new(), self.new(), self.new(), self.new()
+            self.goto(cur, head)
+            B[head].append(n.If(s.cond, (self._jump(body),), (self._jump(leave),), loc=s.loc))
+            end = self.block(s.body, body, _Loop(leave, again))
+            if end is not None:
+                self.goto(end, again)
+            end = self.block(s.update, again, _Loop(leave, again))
+            if end is not None:
+                self.goto(end, head)
+            return leave
+        if isinstance(s, n.For) and s.kind == "serial":
+            self._hoist(s.var, s.vtype)
+            B[cur].append(n.Assign(s.var, s.start, loc=s.loc))
+            head, body, again, leave = self.new(), self.new(), self.new(), self.new()
+            self.goto(cur, head)
+            var = n.Var(s.var, s.vtype)
+            B[head].append(n.If(n.Binary("lt", var, s.stop), (self._jump(body),), (self._jump(leave),), loc=s.loc))
+            end = self.block(s.body, body, _Loop(leave, again))
+            if end is not None:
+                self.goto(end, again)
+            B[again].append(n.Assign(s.var, n.Binary("add", var, s.step), loc=s.loc))
+            self.goto(again, head)
+            return leave
+        raise self.kb.error("a recursive call inside this statement is not supported", None)
+
+    def _jump(self, target: int) -> n.Stmt:
+        return n.Assign(self.pc, n.Const(target, I32), loc=self.loc)
+
+    # -------------------------------------------------------------- calls and returns
+    def _stack(self, name: str, t: ScalarType, shape: tuple[n.Expr, ...]) -> str:
+        found = self.stacks.get(name)
+        if found is None:
+            found = self.kb.names.fresh(name + "_stk")
+            self.kb.buffers[found] = n.Buffer(found, t, (n.Const(DEPTH_LIMIT, I32),) + shape, "local", loc=self.loc)
+            self.stacks[name] = found
+        return found
+
+    def _array_copies(self, m: _Member, save: bool) -> list[n.Stmt]:
+        out: list[n.Stmt] = []
+        spv = n.Var(self.sp, I32)
+        for name in m.arrays:
+            buf = self.kb.buffers[name]
+            if not all(isinstance(d, n.Const) for d in buf.shape):
+                raise self.kb.error(f"a local array of variable size in the recursive function "
+                                    f"'{m.fn.spelling}' is not supported", None)
+            stack = self._stack(name, buf.dtype, buf.shape)
+            counters = [self.kb.names.fresh("rk") for _ in buf.shape]
+            index = tuple(n.Var(k, I32) for k in counters)
+            if save:
+                inner: n.Stmt = n.Store(stack, (spv,) + index, n.Load(name, index, buf.dtype), loc=self.loc)
+            else:
+                inner = n.Store(name, index, n.Load(stack, (spv,) + index, buf.dtype), loc=self.loc)
+            for k, d in reversed(list(zip(counters, buf.shape))):
+                inner = n.For(k, I32, n.Const(0, I32), convert(d, I32), n.Const(1, I32), (inner,), loc=self.loc)
+            out.append(inner)
+        return out
+
+    def call(self, call: _Call, cur: int) -> int:
+        """A call: its statements are made by ``finish``, once every member's locals are known."""
+        resume = self.new()
+        self.pending.append((cur, len(self.blocks[cur]), call, resume))
+        self.blocks[cur].append(n.Break())  # (a placeholder, replaced by ``finish``)
+        return resume
+
+    def finish(self) -> None:
+        """The saves, jumps and restores of the calls."""
+        group, loc = self.group, self.loc
+        spv = n.Var(self.sp, I32)
+        restores: list[tuple[int, list[n.Stmt]]] = []
+        for cur, at, call, resume in self.pending:
+            m = group.members[call.caller]
+            callee = group.members[call.callee]
+            save: list[n.Stmt] = []
+            for name, t in self._saved(m):
+                save.append(n.Store(self._stack(name, t, ()), (spv,), n.Var(name, t), loc=loc))
+            save += self._array_copies(m, True)
+            save.append(n.Store(self.ret_stack, (spv,), n.Const(resume, I32), loc=loc))
+            save.append(n.Assign(self.sp, n.Binary("add", spv, n.Const(1, I32)), loc=loc))
+            save += [n.Assign(var, value, loc=loc) for var, value in call.assigns]
+            save.append(self._jump(callee.entry))
+            self.blocks[cur][at] = n.If(n.Binary("ge", spv, n.Const(DEPTH_LIMIT, I32)),
+                                        tuple(self._overflow(callee, call)), tuple(save), loc=call.loc)
+            restore = [n.Assign(name, n.Load(self._stack(name, t, ()), (spv,), t), loc=loc)
+                       for name, t in self._saved(m)]
+            restore += self._array_copies(m, False)
+            restores.append((resume, restore))
+        for resume, restore in restores:  # (after the placeholders: they are found by position)
+            self.blocks[resume][:0] = restore
+
+    def _saved(self, m: _Member) -> list[tuple[str, ScalarType]]:
+        return [(var, st) for var, st, _ in m.params] + m.saved  # type: ignore[misc]
+
+    def _overflow(self, callee: _Member, call: _Call) -> list[n.Stmt]:
+        kb, loc = self.kb, call.loc
+        if kb.assert_flag is None:
+            kb.assert_flag = kb.names.fresh("assert_failed")
+        fn = callee.fn
+        where = tuple(k(d, loc=loc) for k in (n.BlockIdx, n.ThreadIdx) for d in range(3))
+        text = f"stack overflow: recursion deeper than {DEPTH_LIMIT} calls of '{fn.spelling}'"
+        file = loc.file if loc is not None else ""
+        line = loc.line if loc is not None else 0
+        return [n.AssertFail(text, file, line, f"{fn.result_type.spelling} {fn.displayname}", where, loc=loc),
+                n.Assign(kb.assert_flag, n.Const(True, BOOL), loc=loc),
+                self._jump(-1)]
+
+    def ret(self, cur: int) -> None:
+        spv = n.Var(self.sp, I32)
+        pop = (n.Assign(self.pc, n.Load(self.ret_stack, (n.Binary("sub", spv, n.Const(1, I32)),), I32), loc=self.loc),
+               n.Assign(self.sp, n.Binary("sub", spv, n.Const(1, I32)), loc=self.loc))
+        stop = n.Binary("le", spv, n.Const(0, I32))
+        if self.kb.assert_flag is not None:  # a failed assert stops the thread: no caller goes on
+            stop = n.Binary("lor", n.Var(self.kb.assert_flag, BOOL), stop)
+        self.blocks[cur].append(n.If(stop, (self._jump(-1),), pop, loc=self.loc))
+
+
+__all__ = ["DEPTH_LIMIT", "Group", "RecursionFound", "lower_group", "same_function"]
