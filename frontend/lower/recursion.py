@@ -169,8 +169,8 @@ class Group:
         for s in body:
             for x in walk(s):
                 buf = getattr(x, "buffer", None) if isinstance(x, (n.Load, n.Store, n.AtomicRMW)) else None
-                if buf is not None and buf not in self.before and buf not in names and \
-                        self.kb.buffers[buf].space == "local":
+                found = self.kb.buffers.get(buf) if buf is not None else None
+                if found is not None and buf not in self.before and buf not in names and found.space == "local":
                     names.append(buf)
         return names
 
@@ -460,13 +460,13 @@ class _Flattener:
             if not all(isinstance(d, n.Const) for d in buf.shape):
                 raise self.kb.error(f"a local array of variable size in the recursive function "
                                     f"'{m.fn.spelling}' is not supported", None)
-            stack = self._stack(name, buf.dtype, buf.shape)
+            stack = self._stack(name, buf.elem, buf.shape)
             counters = [self.kb.names.fresh("rk") for _ in buf.shape]
             index = tuple(n.Var(k, I32) for k in counters)
             if save:
-                inner: n.Stmt = n.Store(stack, (spv,) + index, n.Load(name, index, buf.dtype), loc=self.loc)
+                inner: n.Stmt = n.Store(stack, (spv,) + index, n.Load(name, index, buf.elem), loc=self.loc)
             else:
-                inner = n.Store(name, index, n.Load(stack, (spv,) + index, buf.dtype), loc=self.loc)
+                inner = n.Store(name, index, n.Load(stack, (spv,) + index, buf.elem), loc=self.loc)
             for k, d in reversed(list(zip(counters, buf.shape))):
                 inner = n.For(k, I32, n.Const(0, I32), convert(d, I32), n.Const(1, I32), (inner,), loc=self.loc)
             out.append(inner)
