@@ -49,9 +49,11 @@ from frontend.values import LValue, Pointer, PtrVarLV, Value, VarLV
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
 
-# Frames a recursive call may stack in one thread. CUDA's default stack (``cudaLimitStackSize``,
-# 1 KiB per thread) holds fewer frames of most functions; polypy bounds the depth, not the bytes.
-DEPTH_LIMIT = 1024
+# The bytes of the stack of one call machine in one thread: its frames (the locals a call saves,
+# the caller's local arrays, 4 bytes of return block) fit. CUDA's default stack
+# (``cudaLimitStackSize``) is 1 KiB per thread, frames of registers spilled by the compiler;
+# polypy's frames are not those, so its budget is larger: what runs on a GPU runs here.
+STACK_BYTES = 8192
 _COLLECTIVES = (n.Barrier, n.WarpSync, n.Shuffle, n.Vote, n.Launch)
 
 
@@ -356,9 +358,10 @@ class _Flattener:
         self.hoisted: list[tuple[str, ScalarType]] = []
         self.stacks: dict[str, str] = {}  # variable or local array -> its stack buffer
         self.ret_stack = kb.names.fresh("rret")
-        kb.buffers[self.ret_stack] = n.Buffer(self.ret_stack, I32, (n.Const(DEPTH_LIMIT, I32),), "local", loc=loc)
         self.member: _Member | None = None
         self.pending: list[tuple[int, int, _Call, int]] = []  # (block, position, call, resume block)
+        self.depth = 0  # the frames the stacks hold (``finish``)
+        self._live_in: list[set[str]] | None = None  # per block: the names live where it starts
 
     def new(self) -> int:
         self.blocks.append([])
@@ -448,7 +451,7 @@ class _Flattener:
         found = self.stacks.get(name)
         if found is None:
             found = self.kb.names.fresh(name + "_stk")
-            self.kb.buffers[found] = n.Buffer(found, t, (n.Const(DEPTH_LIMIT, I32),) + shape, "local", loc=self.loc)
+            self.kb.buffers[found] = n.Buffer(found, t, (n.Const(self.depth, I32),) + shape, "local", loc=self.loc)
             self.stacks[name] = found
         return found
 
@@ -480,29 +483,89 @@ class _Flattener:
         return resume
 
     def finish(self) -> None:
-        """The saves, jumps and restores of the calls."""
+        """The saves, jumps and restores of the calls. A call saves the caller's locals that a
+        block reachable from its return reads; the stacks hold ``depth`` frames, as many as fit
+        ``STACK_BYTES``."""
         group, loc = self.group, self.loc
+        live = [self._live(m, resume) for m, resume in
+                ((group.members[call.caller], resume) for _, _, call, resume in self.pending)]
+        distinct = {name: t for kept in live for name, t in kept}
+        arrays = {name for m in group.members.values() for name in m.arrays}
+        frame = 4 + sum(t.itemsize for t in distinct.values()) + \
+            sum(self._array_bytes(self.kb.buffers[name]) for name in arrays)
+        self.depth = max(1, STACK_BYTES // frame)
+        self.kb.buffers[self.ret_stack] = n.Buffer(self.ret_stack, I32, (n.Const(self.depth, I32),), "local",
+                                                   loc=loc)
         spv = n.Var(self.sp, I32)
         restores: list[tuple[int, list[n.Stmt]]] = []
-        for cur, at, call, resume in self.pending:
+        for (cur, at, call, resume), kept in zip(self.pending, live):
             m = group.members[call.caller]
             callee = group.members[call.callee]
             save: list[n.Stmt] = []
-            for name, t in self._saved(m):
+            for name, t in kept:
                 save.append(n.Store(self._stack(name, t, ()), (spv,), n.Var(name, t), loc=loc))
             save += self._array_copies(m, True)
             save.append(n.Store(self.ret_stack, (spv,), n.Const(resume, I32), loc=loc))
             save.append(n.Assign(self.sp, n.Binary("add", spv, n.Const(1, I32)), loc=loc))
             save += [n.Assign(var, value, loc=loc) for var, value in call.assigns]
             save.append(self._jump(callee.entry))
-            self.blocks[cur][at] = n.If(n.Binary("ge", spv, n.Const(DEPTH_LIMIT, I32)),
+            self.blocks[cur][at] = n.If(n.Binary("ge", spv, n.Const(self.depth, I32)),
                                         tuple(self._overflow(callee, call)), tuple(save), loc=call.loc)
-            restore = [n.Assign(name, n.Load(self._stack(name, t, ()), (spv,), t), loc=loc)
-                       for name, t in self._saved(m)]
+            restore = [n.Assign(name, n.Load(self._stack(name, t, ()), (spv,), t), loc=loc) for name, t in kept]
             restore += self._array_copies(m, False)
             restores.append((resume, restore))
         for resume, restore in restores:  # (after the placeholders: they are found by position)
             self.blocks[resume][:0] = restore
+
+    def _array_bytes(self, buf: n.Buffer) -> int:
+        size = buf.elem.itemsize
+        for d in buf.shape or ():
+            if not isinstance(d, n.Const):
+                raise self.kb.error("a local array of variable size in a recursive function is not supported", None)
+            size *= int(d.value)
+        return size
+
+    def _live(self, m: _Member, resume: int) -> list[tuple[str, ScalarType]]:
+        """The locals of ``m`` live where block ``resume`` starts: read before they are assigned
+        along some path of jumps (and returns of calls, not calls into other functions)."""
+        if self._live_in is None:
+            self._live_in = self._liveness()
+        live = self._live_in[resume]
+        return [(name, t) for name, t in self._saved(m) if name in live]
+
+    def _liveness(self) -> list[set[str]]:
+        marks = {cur: (call, resume) for cur, _, call, resume in self.pending}
+        gen: list[set[str]] = []
+        kill: list[set[str]] = []
+        nxt: list[set[int]] = []
+        for k, b in enumerate(self.blocks):
+            g: set[str] = set()
+            assigned: set[str] = set()
+            for s in b:
+                reads = {x.name for x in walk(s) if isinstance(x, n.Var)}
+                g |= reads - assigned
+                if isinstance(s, n.Assign):  # (a write inside a nested statement may not happen)
+                    assigned.add(s.name)
+            targets = {int(x.value.value) for s in b for x in walk(s)
+                       if isinstance(x, n.Assign) and x.name == self.pc and isinstance(x.value, n.Const)}
+            if k in marks:
+                call, after = marks[k]
+                g |= {x.name for _, e in call.assigns for x in walk(e) if isinstance(x, n.Var)} - assigned
+                targets.add(after)
+            gen.append(g)
+            kill.append(assigned)
+            nxt.append(targets - {-1})
+        live_in = [set(g) for g in gen]
+        changed = True
+        while changed:
+            changed = False
+            for k in reversed(range(len(self.blocks))):
+                out = set().union(*(live_in[t] for t in nxt[k])) if nxt[k] else set()
+                new = gen[k] | (out - kill[k])
+                if new != live_in[k]:
+                    live_in[k] = new
+                    changed = True
+        return live_in
 
     def _saved(self, m: _Member) -> list[tuple[str, ScalarType]]:
         return [(var, st) for var, st, _ in m.params] + m.saved  # type: ignore[misc]
@@ -513,7 +576,7 @@ class _Flattener:
             kb.assert_flag = kb.names.fresh("assert_failed")
         fn = callee.fn
         where = tuple(k(d, loc=loc) for k in (n.BlockIdx, n.ThreadIdx) for d in range(3))
-        text = f"stack overflow: recursion deeper than {DEPTH_LIMIT} calls of '{fn.spelling}'"
+        text = f"stack overflow: more than {self.depth} nested recursive calls of '{fn.spelling}'"
         file = loc.file if loc is not None else ""
         line = loc.line if loc is not None else 0
         return [n.AssertFail(text, file, line, f"{fn.result_type.spelling} {fn.displayname}", where, loc=loc),
@@ -530,4 +593,4 @@ class _Flattener:
         self.blocks[cur].append(n.If(stop, (self._jump(-1),), pop, loc=self.loc))
 
 
-__all__ = ["DEPTH_LIMIT", "Group", "RecursionFound", "lower_group", "same_function"]
+__all__ = ["STACK_BYTES", "Group", "RecursionFound", "lower_group", "same_function"]
