@@ -195,6 +195,128 @@ def test_recursive_functions_match_python(module, compiled, grid, block, way) ->
     assert ints[:, 5].tolist() == [_f(int(v) % 9) for v in u]
 
 
+EDGES = r"""
+#include <cstdio>
+#include <cassert>
+__device__ int sw(int n) {
+  switch (n % 3) {
+    case 0: if (n == 0) return 0; return 1 + sw(n - 1);
+    case 1: { int r = sw(n - 1); return r * 2; }
+    default: break;
+  }
+  int acc = 0;
+  do { acc += sw(n - 1); n -= 2; } while (n > 2);
+  return acc + 3;
+}
+__device__ int loops(int n) {
+  if (n <= 0) return 1;
+  int s = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (i == 1) continue;
+    s += loops(n - 1 - i);
+    if (s > 50) return s;   // a return from inside a loop
+  }
+  return s;
+}
+__device__ double dsum(const double* a, int n) { return n == 0 ? 0.0 : a[0] + dsum(a + 1, n - 1); }
+__device__ float walkp(const float* p, int n) {
+  float s = 0.0f;
+  while (n > 0) { s += *p++; if (n % 4 == 0) return s + walkp(p, n - 1) * 0.5f; n--; }
+  return s;
+}
+struct Counter {
+  int calls;
+  __device__ int f(int n) { calls++; return n ? f(n - 1) + 1 : 0; }
+};
+__device__ int checked(int n, int* hits) {
+  atomicAdd(hits, 1);
+  assert(n < 100);
+  if (n == 3) printf("at three %d\n", n);
+  return n <= 0 ? 0 : checked(n - 1, hits) + n;
+}
+__device__ int twice(int v) { auto sq = [](int x) { return x * x; }; return v <= 0 ? 0 : sq(v) + twice(v - 1); }
+__global__ void k(const int* x, int* out, const double* d, const float* p, int* hits) {
+  int i = threadIdx.x;
+  int v = x[i];
+  out[10 * i] = sw(v);
+  out[10 * i + 1] = loops(v);
+  int t = 0;
+  for (int j = 0; j < 3; ++j) t += loops(j + v % 3);   // a machine in a loop
+  out[10 * i + 2] = t;
+  out[10 * i + 3] = (int)(dsum(d + i, 5) * 10.0);
+  out[10 * i + 4] = (int)(walkp(p + i, 6) * 100.0f);
+  Counter c{0};
+  out[10 * i + 5] = c.f(v % 7);
+  out[10 * i + 6] = c.calls;
+  out[10 * i + 7] = checked(v > 1000 ? v : v % 5, hits);
+  out[10 * i + 8] = twice(v % 6);
+}
+"""
+
+
+def _sw(n: int) -> int:
+    if n % 3 == 0:
+        return 0 if n == 0 else 1 + _sw(n - 1)
+    if n % 3 == 1:
+        return _sw(n - 1) * 2
+    acc = 0
+    while True:  # do ... while
+        acc += _sw(n - 1)
+        n -= 2
+        if n <= 2:
+            return acc + 3
+
+
+def _loops(n: int) -> int:
+    if n <= 0:
+        return 1
+    s = 0
+    for i in (0, 2):
+        s += _loops(n - 1 - i)
+        if s > 50:
+            return s
+    return s
+
+
+def _walkp(p, k: int, n: int) -> np.float32:
+    s = np.float32(0)
+    while n > 0:
+        s = np.float32(s + p[k])
+        k += 1
+        if n % 4 == 0:
+            return np.float32(s + np.float32(_walkp(p, k, n - 1) * np.float32(0.5)))
+        n -= 1
+    return s
+
+
+def _dsum(d, k: int, n: int) -> float:
+    return 0.0 if n == 0 else float(d[k]) + _dsum(d, k + 1, n - 1)  # (right to left, as the recursion adds)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_switch_loops_returns_in_loops_asserts_printf_atomics_lambdas(tmp_path, way, capfd) -> None:
+    path = source_file(EDGES, "edges.cu")
+    n = 8
+    x = np.array([0, 1, 2, 5, 7, 9, 11, 4], np.int32)
+    d = np.linspace(0.1, 2, 16)
+    p = np.linspace(-1, 1, 16).astype(np.float32)
+    args = {"x": x, "out": np.zeros(10 * n, np.int32), "d": d, "p": p, "hits": np.zeros(1, np.int32)}
+    out = _run(polypy.load(str(path)), polypy.compile(str(path)) if way == "llvm" else None, "k", (1,), (n,), args,
+               way)
+    want = np.zeros((n, 10), np.int64)
+    for i, v in enumerate(x.tolist()):
+        want[i, :9] = [_sw(v), _loops(v), sum(_loops(j + v % 3) for j in range(3)), int(_dsum(d, i, 5) * 10.0),
+                       int(np.float32(_walkp(p, i, 6) * np.float32(100))), v % 7, v % 7 + 1,
+                       sum(range(v % 5 + 1)), sum(k * k for k in range(v % 6 + 1))]
+    np.testing.assert_array_equal(out["out"].reshape(n, 10), want)
+    assert out["hits"].tolist() == [sum(v % 5 + 1 for v in x.tolist())]
+    assert capfd.readouterr().out.count("at three 3\n") == 2
+    if way != "c":  # (a file of kernels built by the C backend does not report device faults to Python)
+        with pytest.raises(DeviceAssertError, match="n < 100"):
+            _run(polypy.load(str(path)), polypy.compile(str(path)) if way == "llvm" else None, "k", (1,), (n,),
+                 dict(args, x=np.where(x == 9, 2000, x).astype(np.int32)), way)
+
+
 @pytest.mark.parametrize("way", WAYS)
 def test_barrier_after_the_recursion(module, compiled, way) -> None:
     x = (np.arange(64, dtype=np.int32) * 7) % 19

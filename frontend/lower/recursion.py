@@ -408,7 +408,8 @@ class _Flattener:
             self.goto(cur, loop.exit if isinstance(s, n.Break) else loop.again)
             return None
         if isinstance(s, n.If):
-            then, join = self.new(), self.new()
+            join = self.new()
+            then = self.new() if s.then else join
             other = self.new() if s.orelse else join
             B[cur].append(n.If(s.cond, (self._jump(then),), (self._jump(other),), loc=s.loc))
             for start, stmts in ((then, s.then), (other, s.orelse)):
