@@ -248,7 +248,7 @@ __global__ void k(const int* x, int* out, const double* d, const float* p, int* 
   Counter c{0};
   out[10 * i + 5] = c.f(v % 7);
   out[10 * i + 6] = c.calls;
-  out[10 * i + 7] = checked(v > 1000 ? v : v % 5, hits);
+  out[10 * i + 7] = checked(p[i] > 5.0f ? 200 : v % 5, hits);
   out[10 * i + 8] = twice(v % 6);
 }
 """
@@ -314,7 +314,7 @@ def test_switch_loops_returns_in_loops_asserts_printf_atomics_lambdas(tmp_path, 
     if way != "c":  # (a file of kernels built by the C backend does not report device faults to Python)
         with pytest.raises(DeviceAssertError, match="n < 100"):
             _run(polypy.load(str(path)), polypy.compile(str(path)) if way == "llvm" else None, "k", (1,), (n,),
-                 dict(args, x=np.where(x == 9, 2000, x).astype(np.int32)), way)
+                 dict(args, p=np.where(np.arange(16) == 5, 10.0, p).astype(np.float32)), way)
 
 
 @pytest.mark.parametrize("way", WAYS)
