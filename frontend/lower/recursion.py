@@ -17,9 +17,9 @@ function's outermost call catches it and lowers the call as a *call machine* ins
   ``while (pc >= 0) { if (pc == 0) {...} if (pc == 1) {...} ... }``;
 - a call saves the caller's locals (and its local arrays) in per-thread stacks indexed by the
   depth ``sp``, with the number of the block to resume in; a return pops them (``sp == 0``: the
-  outermost call returns: ``pc = -1``). A call with ``sp`` at ``DEPTH_LIMIT`` is a stack overflow:
-  the launch fails with a device fault located at the call (as an assert failure does), never a
-  host crash.
+  outermost call returns: ``pc = -1``). A call saves only the locals live where it returns; the
+  stacks hold the frames ``STACK_BYTES`` fit. A call past them is a stack overflow: the launch
+  fails with a device fault located at the call (as an assert failure does), never a host crash.
 
 The machine is ordinary IR (loops, ifs, local buffers): the emulator, both backends and the
 polyhedral passes treat it as they treat any per-thread loop; nothing moves across it that would
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 # The bytes of the stack of one call machine in one thread: its frames (the locals a call saves,
 # the caller's local arrays, 4 bytes of return block) fit. CUDA's default stack
 # (``cudaLimitStackSize``) is 1 KiB per thread, frames of registers spilled by the compiler;
-# polypy's frames are not those, so its budget is larger: what runs on a GPU runs here.
+# polypy's frames are not those (docs/cxx_device.md, "Recursion"); its budget is larger.
 STACK_BYTES = 8192
 _COLLECTIVES = (n.Barrier, n.WarpSync, n.Shuffle, n.Vote, n.Launch)
 
