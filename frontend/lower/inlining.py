@@ -106,6 +106,7 @@ def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
             raise kb.error(f"'{fn.spelling}' returns '{rt.spelling}', which is not supported", c)
     frame = Frame(key, fn, env, result=result, this=this)
     depth = len(kb.frames)
+    buffers_before = set(kb.buffers)
     kb.frames.append(frame)
     kb.call_sites.append(c)
     saved_depth = kb.loop_depth
@@ -125,6 +126,8 @@ def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
         kb.frames.pop()
         kb.call_sites.pop()
     if recurs:
+        # the local arrays of the lowering given up: dropped at the end if nothing reads them
+        kb.abandoned_locals |= {b for b in kb.buffers if b not in buffers_before and kb.buffers[b].space == "local"}
         if captures or prologue is not None or bound is not None or kb.place_calls and kb.place_calls[-1] == c:
             raise kb.error(f"this call of the recursive function '{fn.spelling}' is not supported", c)
         return recursion.lower_group(kb, fn, env, this, c, discard)
