@@ -113,7 +113,7 @@ CASES = [
      "__device__ int f(const int& n) { return n <= 0 ? 0 : g(n - 1); }\n"
      "__device__ int g(const int& n) { return f(n); }\n"
      "__global__ void k(int* x) { int v = x[0]; x[0] = f(v); }\n",
-     "parameter 'n' of the recursive function 'f' is a reference", (4, 50)),
+     "argument 'n' of the recursive function 'f' is not the place the outermost call's reference names", (3, 43)),
     ("virtual-member-function",
      "struct V { float a; __device__ virtual float twice() const { return 2.0f * a; } };\n"
      "__global__ void k(V v, float* x) { x[0] = v.twice(); }\n",

@@ -317,6 +317,43 @@ def test_switch_loops_returns_in_loops_asserts_printf_atomics_lambdas(tmp_path, 
                  dict(args, p=np.where(np.arange(16) == 5, 10.0, p).astype(np.float32)), way)
 
 
+REFERENCES = r"""
+struct Stats { int count; float sum; };
+__device__ void visit(const int* next, int node, int& count, float& sum, const float* w) {
+  if (node < 0) return;
+  count++;
+  sum += w[node];
+  visit(next, next[node], count, sum, w);
+}
+__device__ void gather(Stats& s, int n) { if (n > 0) { s.count += n; s.sum += 0.5f * n; gather(s, n - 1); } }
+__global__ void k(const int* next, const float* w, int* c, float* s) {
+  int i = threadIdx.x;
+  int count = 0; float sum = 0.0f;
+  visit(next, i, count, sum, w);
+  Stats st = {0, 0.0f};
+  gather(st, i);
+  c[2 * i] = count; s[2 * i] = sum;
+  c[2 * i + 1] = st.count; s[2 * i + 1] = st.sum;
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_reference_parameters_passed_along_name_the_outermost_call_s_places(way) -> None:
+    path = source_file(REFERENCES, "references.cu")
+    nxt = np.array([3, 5, -1, 2, 0, -1, 1, 4], np.int32)
+    w = np.linspace(1, 2, 8).astype(np.float32)
+    args = {"next": nxt, "w": w, "c": np.zeros(16, np.int32), "s": np.zeros(16, np.float32)}
+    out = _run(polypy.load(str(path)), polypy.compile(str(path)) if way == "llvm" else None, "k", (1,), (8,), args,
+               way)
+    for i in range(8):
+        count, total, node = 0, np.float32(0), i
+        while node >= 0:  # (the walks of this table end)
+            count, total, node = count + 1, np.float32(total + w[node]), int(nxt[node])
+        assert (out["c"][2 * i], out["s"][2 * i]) == (count, total)
+        assert (out["c"][2 * i + 1], out["s"][2 * i + 1]) == (i * (i + 1) // 2, np.float32(0.25 * i * (i + 1)))
+
+
 @pytest.mark.parametrize("way", WAYS)
 def test_barrier_after_the_recursion(module, compiled, way) -> None:
     x = (np.arange(64, dtype=np.int32) * 7) % 19
@@ -445,10 +482,14 @@ REFUSED = [
      "  return n <= 0 ? v : f(n - 1, __shfl_down_sync(0xffffffffu, v, 1));\n}\n"
      "__global__ void k(int* x) { x[threadIdx.x] = f(3, threadIdx.x); }\n",
      "a collective operation (barrier, shuffle, vote) inside the recursive function 'f'", (2, 32)),
-    ("reference-parameter",
-     "__device__ void f(int& n) { if (n > 0) { n--; f(n); } }\n"
-     "__global__ void k(int* x) { int v = x[0]; f(v); x[0] = v; }\n",
-     "parameter 'n' of the recursive function 'f' is a reference", (2, 43)),
+    ("reference-to-another-place",
+     "__device__ void f(int& a, int& b, int n) { if (n > 0) { a += n; f(b, a, n - 1); } }\n"
+     "__global__ void k(int* x) { int u = 0, v = 0; f(u, v, x[0]); x[0] = u; x[1] = v; }\n",
+     "argument 'a' of the recursive function 'f' is not the place the outermost call's reference names", (1, 67)),
+    ("reference-to-a-temporary",
+     "__device__ int f(const int& n) { return n <= 0 ? 0 : f(n - 1); }\n"
+     "__global__ void k(int* x) { x[0] = f(x[0] + 1); }\n",
+     "reference parameter 'n' of the recursive function 'f' bound to a temporary", (2, 36)),
     ("record-result",
      "struct P { int a, b; };\n"
      "__device__ P f(int n) { if (n <= 0) { P p = {1, 2}; return p; } return f(n - 1); }\n"

@@ -42,9 +42,9 @@ from polypy.ir.visitor import walk
 from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.lower.context import Frame, decl_key, function_body, sanitize
-from frontend.lower.helpers import ArrayRef
+from frontend.lower.helpers import ArrayRef, strip
 from frontend.lower.pointer_choice import pointer_hint
-from frontend.values import LValue, Pointer, PtrVarLV, Value, VarLV
+from frontend.values import LValue, Pointer, PtrVarLV, RefBinding, Value, VarLV
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -75,7 +75,9 @@ def same_function(frame: Frame, key: tuple, fn: ci.Cursor) -> bool:
 @dataclasses.dataclass
 class _Member:
     fn: ci.Cursor
-    params: list[tuple[str, ScalarType | None, Pointer | None]]  # (var, scalar type | None, pointer base)
+    # per parameter: (its local, its type, the pointer's array), None for a reference
+    params: list[tuple[str, ScalarType, Pointer | None] | None]
+    refs: dict[int, LValue]  # the places reference parameters name (the outermost call's)
     result: VarLV | None
     body: tuple[n.Stmt, ...] = ()
     entry: int = -1
@@ -108,7 +110,7 @@ class Group:
         return fn.get_usr() in self.usrs
 
     # -------------------------------------------------------------- members
-    def member(self, fn: ci.Cursor, pointers: dict[int, Pointer], c: ci.Cursor) -> _Member:
+    def member(self, fn: ci.Cursor, pointers: dict[int, Pointer], refs: dict[int, LValue], c: ci.Cursor) -> _Member:
         usr = fn.get_usr()
         found = self.members.get(usr)
         if found is not None:
@@ -119,8 +121,12 @@ class Group:
             raise kb.error(f"call to '{fn.spelling}', which has no definition polypy can translate", c)
         mutated = kb.assigned_decls(fn)
         env: dict = {}
-        params: list[tuple[str, ScalarType | None, Pointer | None]] = []
+        params: list[tuple[str, ScalarType, Pointer | None] | None] = []
         for i, p in enumerate(fn.get_arguments()):
+            if i in refs:  # every call passes the same place (``call``)
+                env[decl_key(p)] = RefBinding(refs[i])
+                params.append(None)
+                continue
             name = kb.names.fresh(sanitize(p.spelling or f"arg{i}"))
             if i in pointers:
                 base = dataclasses.replace(pointers[i], offset=None)
@@ -140,7 +146,7 @@ class Group:
                 raise kb.error(f"recursive function '{fn.spelling}' returns '{rt.spelling}': only numbers "
                                "and void are supported as results of recursive functions", c)
             result = VarLV(kb.names.fresh(sanitize(fn.spelling) + "_ret"), st)
-        member = _Member(fn, params, result)
+        member = _Member(fn, params, dict(refs), result)
         self.members[usr] = member
         frame = Frame(decl_key(fn), fn, env, result=result, this=self.this)
         kb.frames.append(frame)
@@ -187,14 +193,20 @@ class Group:
         params = list(fn.get_arguments())
         if len(args) != len(params):
             raise kb.error(f"call to '{fn.spelling}' with {len(args)} arguments, expected {len(params)}", c)
-        values: list[n.Expr] = []
+        values: list[VarLV | None] = []
         pointers: dict[int, Pointer] = {}
+        refs: dict[int, LValue] = {}
         for i, (p, a) in enumerate(zip(params, args)):
             pt = p.type
             name = p.spelling or f"arg{i}"
             if tm.is_reference(pt):
-                raise kb.error(f"parameter '{name}' of the recursive function '{fn.spelling}' is a reference, which "
-                               "is not supported: pass a pointer or a value", a)
+                try:
+                    refs[i] = kb.lvalue(strip(a))
+                except UserError:
+                    raise kb.error(f"argument '{name}' of the recursive function '{fn.spelling}' is not the place the "
+                                   "outermost call's reference names, which is not supported", a) from None
+                values.append(None)
+                continue
             value = kb.arg_value(a, fn, i)
             if isinstance(value, ArrayRef):
                 value = value.decay(kb, a)
@@ -211,13 +223,18 @@ class Group:
             if not isinstance(value, n.Expr):
                 raise kb.error(f"argument '{name}' must be a number", a)
             values.append(kb.temp(st, convert(value, st), sanitize(name) + "_arg", a))
-        callee = self.member(fn, pointers, c)
+        callee = self.member(fn, pointers, refs, c)
+        for i, lv in refs.items():
+            if callee.refs.get(i) != lv:
+                raise kb.error(f"argument '{params[i].spelling}' of the recursive function '{fn.spelling}' is not the "
+                               "place the outermost call's reference names, which is not supported", args[i])
         for i, ptr in pointers.items():
-            base = callee.params[i][2]
-            if base is None or dataclasses.replace(ptr, offset=None) != base:
+            param = callee.params[i]
+            if param is None or param[2] is None or dataclasses.replace(ptr, offset=None) != param[2]:
                 raise kb.error(f"argument '{params[i].spelling}' of the recursive function '{fn.spelling}' points "
                                "into another array than the outermost call's, which is not supported", args[i])
-        assigns = [(var, n.Var(v.name, v.type)) for (var, _, _), v in zip(callee.params, values)]
+        assigns = [(param[0], n.Var(v.name, v.type)) for param, v in zip(callee.params, values)
+                   if param is not None and v is not None]
         caller = self.lowering[-1] if self.lowering else fn.get_usr()
         self.calls.append(_Call(caller, fn.get_usr(), assigns, kb.loc(c)))
         kb.emit(n.Assign(self.marker, n.Const(len(self.calls) - 1, I32), loc=kb.loc(c)))
@@ -276,13 +293,18 @@ def lower_group(kb: KernelBuilder, fn: ci.Cursor, env: dict, this: LValue | None
 def _entry(kb: KernelBuilder, group: Group, fn: ci.Cursor, env: dict, c: ci.Cursor) -> _Member:
     """Lowers the group from the outermost call; emits the assignments of its parameters."""
     pointers: dict[int, Pointer] = {}
-    values: list[n.Expr] = []
+    refs: dict[int, LValue] = {}
+    values: list[n.Expr | None] = []
     for i, p in enumerate(fn.get_arguments()):
         b = env.get(decl_key(p))
         name = p.spelling or f"arg{i}"
         if tm.is_reference(p.type):
-            raise kb.error(f"parameter '{name}' of the recursive function '{fn.spelling}' is a reference, which is "
-                           "not supported: pass a pointer or a value", c)
+            if not isinstance(b, RefBinding):
+                raise kb.error(f"reference parameter '{name}' of the recursive function '{fn.spelling}' bound to a "
+                               "temporary or a lambda is not supported", c)
+            refs[i] = b.target
+            values.append(None)
+            continue
         value = kb.binding_value(b, c) if b is not None else None
         if tm.is_pointer(p.type) or tm.is_array(p.type):
             ptr = group._pointer(fn, name, value, c)
@@ -293,9 +315,10 @@ def _entry(kb: KernelBuilder, group: Group, fn: ci.Cursor, env: dict, c: ci.Curs
                            f"'{p.type.spelling}': only numbers and pointers are supported", c)
         else:
             values.append(convert(value, tm.scalar_type(p.type)))
-    member = group.member(fn, pointers, c)
-    for (var, st, _), v in zip(member.params, values):
-        kb.emit(n.Decl(var, st, v, loc=kb.loc(c)))
+    member = group.member(fn, pointers, refs, c)
+    for param, v in zip(member.params, values):
+        if param is not None and v is not None:
+            kb.emit(n.Decl(param[0], param[1], v, loc=kb.loc(c)))
     return member
 
 
@@ -323,7 +346,7 @@ def _machine(kb: KernelBuilder, group: Group, entry: _Member, c: ci.Cursor) -> l
     flat.finish()
     out: list[n.Stmt] = []
     for m in order:
-        for var, st, _ in m.params:
+        for var, st, _ in (p for p in m.params if p is not None):
             if m is not entry:
                 out.append(n.Decl(var, st, _zero(st), loc=loc))
         if m.result is not None:
@@ -569,7 +592,7 @@ class _Flattener:
         return live_in
 
     def _saved(self, m: _Member) -> list[tuple[str, ScalarType]]:
-        return [(var, st) for var, st, _ in m.params] + m.saved  # type: ignore[misc]
+        return [(p[0], p[1]) for p in m.params if p is not None] + m.saved
 
     def _overflow(self, callee: _Member, call: _Call) -> list[n.Stmt]:
         kb, loc = self.kb, call.loc
