@@ -354,6 +354,42 @@ def test_reference_parameters_passed_along_name_the_outermost_call_s_places(way)
         assert (out["c"][2 * i + 1], out["s"][2 * i + 1]) == (i * (i + 1) // 2, np.float32(0.25 * i * (i + 1)))
 
 
+MIXED = r"""
+struct Tree {
+  const int* first; const int* count;
+  __device__ int size(int node) const;
+};
+__device__ int size_of(const Tree& t, int node) {
+  int s = 1;
+  for (int c = 0; c < t.count[node]; ++c) s += t.size(t.first[node] + c);
+  return s;
+}
+__device__ int Tree::size(int node) const { return size_of(*this, node); }
+__device__ int twice(const Tree& t, int node, int d);
+__device__ int depth(const Tree& t, int node, int d) { return t.count[node] == 0 ? d : twice(t, t.first[node], d + 1); }
+__device__ int twice(const Tree& t, int node, int d) { return depth(t, node, d); }
+__global__ void k(Tree t, int* out) {
+  out[2 * threadIdx.x] = t.size(threadIdx.x);
+  out[2 * threadIdx.x + 1] = depth(t, threadIdx.x, 0);
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_member_function_and_free_functions_through_references_to_the_object(way) -> None:
+    path = source_file(MIXED, "mixed.cu")
+    out = _run(polypy.load(str(path)), polypy.compile(str(path)) if way == "llvm" else None, "k", (1,), (7,),
+               {"t": {"first": FIRST, "count": COUNT}, "out": np.zeros(14, np.int32)}, way)
+
+    def size(node: int) -> int:
+        return 1 + sum(size(int(FIRST[node]) + c) for c in range(COUNT[node]))
+
+    def depth(node: int, d: int) -> int:
+        return d if COUNT[node] == 0 else depth(int(FIRST[node]), d + 1)
+
+    assert out["out"].tolist() == [v for i in range(7) for v in (size(i), depth(i, 0))]
+
+
 @pytest.mark.parametrize("way", WAYS)
 def test_barrier_after_the_recursion(module, compiled, way) -> None:
     x = (np.arange(64, dtype=np.int32) * 7) % 19

@@ -41,6 +41,7 @@ class Member:
     params: list[tuple[str, ScalarType, Pointer | None] | None]
     refs: dict[int, LValue]  # the places reference parameters name (the outermost call's)
     result: VarLV | None
+    this: LValue | None  # the object of a member function (every call's)
     body: tuple[n.Stmt, ...] = ()
     entry: int = -1
     saved: list[tuple[str, ScalarType]] = dataclasses.field(default_factory=list)

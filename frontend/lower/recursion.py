@@ -70,10 +70,9 @@ def same_function(frame: Frame, key: tuple, fn: ci.Cursor) -> bool:
 class Group:
     """The recursive group being lowered: its members (by USR) and its calls."""
 
-    def __init__(self, kb: KernelBuilder, usrs: set[str], this: LValue | None, marker: str):
+    def __init__(self, kb: KernelBuilder, usrs: set[str], marker: str):
         self.kb = kb
         self.usrs = usrs
-        self.this = this
         self.marker = marker
         self.members: dict[str, Member] = {}
         self.calls: list[Call] = []
@@ -84,7 +83,8 @@ class Group:
         return fn.get_usr() in self.usrs
 
     # -------------------------------------------------------------- members
-    def member(self, fn: ci.Cursor, pointers: dict[int, Pointer], refs: dict[int, LValue], c: ci.Cursor) -> Member:
+    def member(self, fn: ci.Cursor, pointers: dict[int, Pointer], refs: dict[int, LValue], this: LValue | None,
+               c: ci.Cursor) -> Member:
         usr = fn.get_usr()
         found = self.members.get(usr)
         if found is not None:
@@ -120,9 +120,9 @@ class Group:
                 raise kb.error(f"recursive function '{fn.spelling}' returns '{rt.spelling}': only numbers "
                                "and void are supported as results of recursive functions", c)
             result = VarLV(kb.names.fresh(sanitize(fn.spelling) + "_ret"), st)
-        member = Member(fn, params, dict(refs), result)
+        member = Member(fn, params, dict(refs), result, this)
         self.members[usr] = member
-        frame = Frame(decl_key(fn), fn, env, result=result, this=self.this)
+        frame = Frame(decl_key(fn), fn, env, result=result, this=this)
         kb.frames.append(frame)
         kb.call_sites.append(c)
         self.lowering.append(usr)
@@ -161,9 +161,6 @@ class Group:
              this: LValue | None) -> Value | None:
         """A call of member ``fn`` inside the group: the arguments into locals, the marker, the result."""
         kb = self.kb
-        if this != self.this:
-            raise kb.error(f"recursive call of '{fn.spelling}' on another object than the outermost call's is not "
-                           "supported", c)
         params = list(fn.get_arguments())
         if len(args) != len(params):
             raise kb.error(f"call to '{fn.spelling}' with {len(args)} arguments, expected {len(params)}", c)
@@ -197,7 +194,10 @@ class Group:
             if not isinstance(value, n.Expr):
                 raise kb.error(f"argument '{name}' must be a number", a)
             values.append(kb.temp(st, convert(value, st), sanitize(name) + "_arg", a))
-        callee = self.member(fn, pointers, refs, c)
+        callee = self.member(fn, pointers, refs, this, c)
+        if this != callee.this:
+            raise kb.error(f"recursive call of '{fn.spelling}' on another object than the outermost call's is not "
+                           "supported", c)
         for i, lv in refs.items():
             if callee.refs.get(i) != lv:
                 raise kb.error(f"argument '{params[i].spelling}' of the recursive function '{fn.spelling}' is not the "
@@ -237,12 +237,12 @@ def lower_group(kb: KernelBuilder, fn: ci.Cursor, env: dict, this: LValue | None
     usrs = {fn.get_usr()}
     while True:
         attempt = len(kb.frames)
-        group = Group(kb, set(usrs), this, kb.names.fresh("rcall"))
+        group = Group(kb, set(usrs), kb.names.fresh("rcall"))
         saved = kb.recursion
         kb.recursion = group
         try:
             with kb.sub_block() as prelude:
-                entry = _entry(kb, group, fn, env, c)
+                entry = _entry(kb, group, fn, env, this, c)
             break
         except RecursionFound as e:
             # another function recurs inside the group (it is inlined into a member and calls
@@ -264,7 +264,7 @@ def lower_group(kb: KernelBuilder, fn: ci.Cursor, env: dict, this: LValue | None
     return n.Var(result.name, result.type)
 
 
-def _entry(kb: KernelBuilder, group: Group, fn: ci.Cursor, env: dict, c: ci.Cursor) -> Member:
+def _entry(kb: KernelBuilder, group: Group, fn: ci.Cursor, env: dict, this: LValue | None, c: ci.Cursor) -> Member:
     """Lowers the group from the outermost call; emits the assignments of its parameters."""
     pointers: dict[int, Pointer] = {}
     refs: dict[int, LValue] = {}
@@ -289,7 +289,7 @@ def _entry(kb: KernelBuilder, group: Group, fn: ci.Cursor, env: dict, c: ci.Curs
                            f"'{p.type.spelling}': only numbers and pointers are supported", c)
         else:
             values.append(convert(value, tm.scalar_type(p.type)))
-    member = group.member(fn, pointers, refs, c)
+    member = group.member(fn, pointers, refs, this, c)
     for param, v in zip(member.params, values):
         if param is not None and v is not None:
             kb.emit(n.Decl(param[0], param[1], v, loc=kb.loc(c)))
