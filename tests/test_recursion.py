@@ -390,6 +390,33 @@ def test_member_function_and_free_functions_through_references_to_the_object(way
     assert out["out"].tolist() == [v for i in range(7) for v in (size(i), depth(i, 0))]
 
 
+RECORDS = r"""
+struct P { int lo; float v; };
+__device__ P best(P a, const float* x, int n) {
+  if (n < 0) return a;
+  P here = {n, x[n]};
+  P rest = best(x[n] > a.v ? here : a, x, n - 1);
+  return rest;
+}
+__global__ void k(const float* x, int* at, float* val, int n) {
+  P start = {-1, -1e30f};
+  P r = best(start, x + threadIdx.x * n, n - 1);
+  at[threadIdx.x] = r.lo; val[threadIdx.x] = r.v;
+}
+"""
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_records_by_value_as_parameters_and_results(way) -> None:
+    path = source_file(RECORDS, "records.cu")
+    x = np.random.default_rng(3).standard_normal(4 * 9).astype(np.float32)
+    out = _run(polypy.load(str(path)), polypy.compile(str(path)) if way == "llvm" else None, "k", (1,), (4,),
+               {"x": x, "at": np.zeros(4, np.int32), "val": np.zeros(4, np.float32), "n": 9}, way)
+    rows = x.reshape(4, 9)
+    assert out["at"].tolist() == rows.argmax(axis=1).tolist()  # (the first of equal maxima, as the recursion keeps)
+    np.testing.assert_array_equal(out["val"], rows.max(axis=1))
+
+
 @pytest.mark.parametrize("way", WAYS)
 def test_barrier_after_the_recursion(module, compiled, way) -> None:
     x = (np.arange(64, dtype=np.int32) * 7) % 19
@@ -526,11 +553,11 @@ REFUSED = [
      "__device__ int f(const int& n) { return n <= 0 ? 0 : f(n - 1); }\n"
      "__global__ void k(int* x) { x[0] = f(x[0] + 1); }\n",
      "reference parameter 'n' of the recursive function 'f' bound to a temporary", (2, 36)),
-    ("record-result",
-     "struct P { int a, b; };\n"
-     "__device__ P f(int n) { if (n <= 0) { P p = {1, 2}; return p; } return f(n - 1); }\n"
-     "__global__ void k(int* x) { x[0] = f(3).a; }\n",
-     "recursive function 'f' returns 'P'", (3, 36)),
+    ("record-holding-a-pointer",
+     "struct P { int* a; int b; };\n"
+     "__device__ int f(P p, int n) { return n <= 0 ? p.b : f(p, n - 1); }\n"
+     "__global__ void k(P p, int* x) { x[0] = f(p, 3); }\n",
+     "is a record holding pointers, which is not supported", (3, 41)),
     ("another-array",
      "__device__ void f(float* a, float* b, int n) { if (n > 0) { a[n] = b[n]; f(b, a, n - 1); } }\n"
      "__global__ void k(float* x, float* y) { f(x, y, 3); }\n",

@@ -20,7 +20,7 @@ from polypy.ir.types import BOOL, I32, ScalarType
 from polypy.ir.visitor import walk
 
 from frontend.arith import convert
-from frontend.values import LValue, Pointer, VarLV
+from frontend.values import AggLV, LValue, Pointer, VarLV
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -37,10 +37,11 @@ class Member:
     """A function of the recursive group, lowered once (``recursion.Group.member``)."""
 
     fn: ci.Cursor
-    # per parameter: (its local, its type, the pointer's array), None for a reference
-    params: list[tuple[str, ScalarType, Pointer | None] | None]
+    # per parameter: its locals (one per member of a record), their types, the pointer's array;
+    # None for a reference
+    params: list[list[tuple[str, ScalarType, Pointer | None]] | None]
     refs: dict[int, LValue]  # the places reference parameters name (the outermost call's)
-    result: VarLV | None
+    result: VarLV | AggLV | None
     this: LValue | None  # the object of a member function (every call's)
     body: tuple[n.Stmt, ...] = ()
     entry: int = -1
@@ -81,11 +82,12 @@ def machine(kb: KernelBuilder, group: Any, entry: Member, c: ci.Cursor) -> list[
     flat.finish()
     out: list[n.Stmt] = []
     for m in order:
-        for var, st, _ in (p for p in m.params if p is not None):
+        for var, st, _ in (v for p in m.params if p is not None for v in p):
             if m is not entry:
                 out.append(n.Decl(var, st, _zero(st), loc=loc))
-        if m.result is not None:
-            out.append(n.Decl(m.result.name, m.result.type, _zero(m.result.type), loc=loc))
+        results = m.result.fields.values() if isinstance(m.result, AggLV) else [m.result] if m.result else []
+        for v in results:
+            out.append(n.Decl(v.name, v.type, _zero(v.type), loc=loc))
     for name, t in flat.hoisted:
         out.append(n.Decl(name, t, _zero(t), loc=loc))
     out.append(n.Decl(group.marker, I32, n.Const(0, I32), loc=loc))
@@ -327,7 +329,7 @@ class _Flattener:
         return live_in
 
     def _saved(self, m: Member) -> list[tuple[str, ScalarType]]:
-        return [(p[0], p[1]) for p in m.params if p is not None] + m.saved
+        return [(var, st) for p in m.params if p is not None for var, st, _ in p] + m.saved
 
     def _overflow(self, callee: Member, call: Call) -> list[n.Stmt]:
         kb, loc = self.kb, call.loc

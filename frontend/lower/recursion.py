@@ -44,7 +44,8 @@ from frontend.lower.context import Frame, decl_key, function_body, sanitize
 from frontend.lower.call_machine import Call, Member, machine
 from frontend.lower.helpers import ArrayRef, strip
 from frontend.lower.pointer_choice import pointer_hint
-from frontend.values import LValue, Pointer, PtrVarLV, RefBinding, Value, VarLV
+from frontend.closures import closure_declaration
+from frontend.values import AggLV, Aggregate, LValue, Pointer, PtrVarLV, RefBinding, Value, VarLV
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -95,7 +96,7 @@ class Group:
             raise kb.error(f"call to '{fn.spelling}', which has no definition polypy can translate", c)
         mutated = kb.assigned_decls(fn)
         env: dict = {}
-        params: list[tuple[str, ScalarType, Pointer | None] | None] = []
+        params: list[list[tuple[str, ScalarType, Pointer | None]] | None] = []
         for i, p in enumerate(fn.get_arguments()):
             if i in refs:  # every call passes the same place (``call``)
                 env[decl_key(p)] = RefBinding(refs[i])
@@ -106,20 +107,28 @@ class Group:
                 base = dataclasses.replace(pointers[i], offset=None)
                 hint = pointer_hint(kb, decl_key(p)) if decl_key(p) in mutated else None
                 env[decl_key(p)] = PtrVarLV(base, VarLV(name, I64), hint)
-                params.append((name, I64, base))
-            else:
+                params.append([(name, I64, base)])
+            elif tm.scalar_type(p.type) is not None:
                 st = tm.scalar_type(p.type)
-                assert st is not None  # (checked by the caller)
                 env[decl_key(p)] = VarLV(name, st)
-                params.append((name, st, None))
+                params.append([(name, st, None)])
+            else:  # a record of numbers (checked by the caller): a local per member
+                fields = {path: VarLV(kb.names.fresh(sanitize(name + path)), st)
+                          for path, st in record_leaves(kb, p.type, fn, p.spelling, c)}
+                env[decl_key(p)] = AggLV(fields, p.type.spelling)
+                params.append([(v.name, v.type, None) for v in fields.values()])
         rt = fn.result_type
-        result = None
+        result: VarLV | AggLV | None = None
         if rt.get_canonical().kind != ci.TypeKind.VOID:
             st = tm.scalar_type(rt)
-            if st is None:
-                raise kb.error(f"recursive function '{fn.spelling}' returns '{rt.spelling}': only numbers "
-                               "and void are supported as results of recursive functions", c)
-            result = VarLV(kb.names.fresh(sanitize(fn.spelling) + "_ret"), st)
+            if st is not None:
+                result = VarLV(kb.names.fresh(sanitize(fn.spelling) + "_ret"), st)
+            elif tm.is_record(rt) and not tm.is_reference(rt):
+                result = AggLV({path: VarLV(kb.names.fresh(sanitize(fn.spelling + "_ret" + path)), st)
+                                for path, st in record_leaves(kb, rt, fn, None, c)}, rt.spelling)
+            else:
+                raise kb.error(f"recursive function '{fn.spelling}' returns '{rt.spelling}': only numbers, records "
+                               "of numbers and void are supported as results of recursive functions", c)
         member = Member(fn, params, dict(refs), result, this)
         self.members[usr] = member
         frame = Frame(decl_key(fn), fn, env, result=result, this=this)
@@ -164,7 +173,7 @@ class Group:
         params = list(fn.get_arguments())
         if len(args) != len(params):
             raise kb.error(f"call to '{fn.spelling}' with {len(args)} arguments, expected {len(params)}", c)
-        values: list[VarLV | None] = []
+        values: list[list[VarLV] | None] = []
         pointers: dict[int, Pointer] = {}
         refs: dict[int, LValue] = {}
         for i, (p, a) in enumerate(zip(params, args)):
@@ -185,15 +194,10 @@ class Group:
                 ptr = self._pointer(fn, name, value, a)
                 pointers[i] = ptr
                 offset = ptr.offset if ptr.offset is not None else n.Const(0, I64)
-                values.append(kb.temp(I64, convert(offset, I64), sanitize(name) + "_arg", a))
+                values.append([kb.temp(I64, convert(offset, I64), sanitize(name) + "_arg", a)])
                 continue
-            st = tm.scalar_type(pt)
-            if st is None:
-                raise kb.error(f"parameter '{name}' of the recursive function '{fn.spelling}' has type "
-                               f"'{pt.spelling}': only numbers and pointers are supported", a)
-            if not isinstance(value, n.Expr):
-                raise kb.error(f"argument '{name}' must be a number", a)
-            values.append(kb.temp(st, convert(value, st), sanitize(name) + "_arg", a))
+            values.append([kb.temp(st, e, sanitize(name + path) + "_arg", a)
+                           for path, st, e in _parts(kb, fn, p, value, a)])
         callee = self.member(fn, pointers, refs, this, c)
         if this != callee.this:
             raise kb.error(f"recursive call of '{fn.spelling}' on another object than the outermost call's is not "
@@ -204,17 +208,21 @@ class Group:
                                "place the outermost call's reference names, which is not supported", args[i])
         for i, ptr in pointers.items():
             param = callee.params[i]
-            if param is None or param[2] is None or dataclasses.replace(ptr, offset=None) != param[2]:
+            if param is None or param[0][2] is None or dataclasses.replace(ptr, offset=None) != param[0][2]:
                 raise kb.error(f"argument '{params[i].spelling}' of the recursive function '{fn.spelling}' points "
                                "into another array than the outermost call's, which is not supported", args[i])
-        assigns = [(param[0], n.Var(v.name, v.type)) for param, v in zip(callee.params, values)
-                   if param is not None and v is not None]
+        assigns = [(var, n.Var(v.name, v.type)) for param, vs in zip(callee.params, values)
+                   if param is not None and vs is not None for (var, _, _), v in zip(param, vs)]
         caller = self.lowering[-1] if self.lowering else fn.get_usr()
         self.calls.append(Call(caller, fn.get_usr(), assigns, kb.loc(c)))
         kb.emit(n.Assign(self.marker, n.Const(len(self.calls) - 1, I32), loc=kb.loc(c)))
-        if callee.result is None or discard:
+        result = callee.result
+        if result is None or discard:
             return None
-        got = kb.temp(callee.result.type, n.Var(callee.result.name, callee.result.type), sanitize(fn.spelling), c)
+        if isinstance(result, AggLV):  # copied now: the next call of the function overwrites it
+            return kb.read(AggLV({path: kb.temp(v.type, n.Var(v.name, v.type), sanitize(fn.spelling + path), c)
+                                  for path, v in result.fields.items()}, result.spelling), c)
+        got = kb.temp(result.type, n.Var(result.name, result.type), sanitize(fn.spelling), c)
         return n.Var(got.name, got.type)
 
     def _pointer(self, fn: ci.Cursor, name: str, value: Value | None, a: ci.Cursor) -> Pointer:
@@ -261,6 +269,8 @@ def lower_group(kb: KernelBuilder, fn: ci.Cursor, env: dict, this: LValue | None
     result = entry.result
     if result is None or discard:
         return None
+    if isinstance(result, AggLV):
+        return kb.read(result, c)
     return n.Var(result.name, result.type)
 
 
@@ -268,7 +278,7 @@ def _entry(kb: KernelBuilder, group: Group, fn: ci.Cursor, env: dict, this: LVal
     """Lowers the group from the outermost call; emits the assignments of its parameters."""
     pointers: dict[int, Pointer] = {}
     refs: dict[int, LValue] = {}
-    values: list[n.Expr | None] = []
+    values: list[list[n.Expr] | None] = []
     for i, p in enumerate(fn.get_arguments()):
         b = env.get(decl_key(p))
         name = p.spelling or f"arg{i}"
@@ -283,17 +293,49 @@ def _entry(kb: KernelBuilder, group: Group, fn: ci.Cursor, env: dict, this: LVal
         if tm.is_pointer(p.type) or tm.is_array(p.type):
             ptr = group._pointer(fn, name, value, c)
             pointers[i] = ptr
-            values.append(convert(ptr.offset if ptr.offset is not None else n.Const(0, I64), I64))
-        elif tm.scalar_type(p.type) is None or not isinstance(value, n.Expr):
-            raise kb.error(f"parameter '{name}' of the recursive function '{fn.spelling}' has type "
-                           f"'{p.type.spelling}': only numbers and pointers are supported", c)
+            values.append([convert(ptr.offset if ptr.offset is not None else n.Const(0, I64), I64)])
         else:
-            values.append(convert(value, tm.scalar_type(p.type)))
+            values.append([e for _, _, e in _parts(kb, fn, p, value, c)])
     member = group.member(fn, pointers, refs, this, c)
-    for param, v in zip(member.params, values):
-        if param is not None and v is not None:
-            kb.emit(n.Decl(param[0], param[1], v, loc=kb.loc(c)))
+    for param, vs in zip(member.params, values):
+        if param is not None and vs is not None:
+            for (var, st, _), v in zip(param, vs):
+                kb.emit(n.Decl(var, st, v, loc=kb.loc(c)))
     return member
+
+
+def record_leaves(kb: KernelBuilder, t: ci.Type, fn: ci.Cursor, name: str | None,
+                  c: ci.Cursor) -> list[tuple[str, ScalarType]]:
+    """The members of record type ``t`` (a parameter ``name`` of ``fn``, or its result), all numbers."""
+    what = f"parameter '{name}'" if name is not None else "the result"
+    if not tm.is_record(t) or closure_declaration(t) is not None:
+        raise kb.error(f"{what} of the recursive function '{fn.spelling}' has type '{t.spelling}': only numbers, "
+                       "pointers and records of numbers are supported", c)
+    out = []
+    for leaf in tm.leaves(t):
+        if leaf.scalar is None:
+            raise kb.error(f"{what} of the recursive function '{fn.spelling}' is a record holding pointers, which "
+                           "is not supported", c)
+        out.append((leaf.path, leaf.scalar))
+    return out
+
+
+def _parts(kb: KernelBuilder, fn: ci.Cursor, p: ci.Cursor, value: Value | None,
+           a: ci.Cursor) -> list[tuple[str, ScalarType, n.Expr]]:
+    """The argument ``value`` for parameter ``p`` (a number or a record of numbers), by member."""
+    st = tm.scalar_type(p.type)
+    name = p.spelling or "argument"
+    if st is not None:
+        if not isinstance(value, n.Expr):
+            raise kb.error(f"argument '{name}' must be a number", a)
+        return [("", st, convert(value, st))]
+    out = []
+    for path, st in record_leaves(kb, p.type, fn, name, a):
+        part = value.fields.get(path) if isinstance(value, Aggregate) else None
+        if not isinstance(part, n.Expr):
+            raise kb.error(f"argument '{name}' must be a record of numbers", a)
+        out.append((path, st, convert(part, st)))
+    return out
 
 
 __all__ = ["Group", "RecursionFound", "lower_group", "same_function"]
