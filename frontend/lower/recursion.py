@@ -5,21 +5,17 @@ Device functions are inlined; a function that calls itself again while it is bei
 already among the frames being lowered) and raises ``RecursionFound``; the inlining of the
 function's outermost call catches it and lowers the call as a *call machine* instead:
 
-- each function of the recursive group (the ones whose calls recurred: a ``member``) is lowered
-  once, its parameters fresh locals, its pointer parameters offsets into the buffer its first
-  call passed (every call must pass a pointer into that buffer), its result a local. Functions
-  it calls that do not recur are inlined into it, as anywhere;
+- each function of the recursive group (the ones whose calls recurred: a ``Member``) is lowered
+  once: its parameters fresh locals (one per member of a record), its pointer parameters offsets
+  into the array its first call passed (every call must pass a pointer into that array), its
+  reference parameters the places its first call named (every call must name the same), its
+  result a local. Functions it calls that do not recur are inlined into it, as anywhere;
 - a call of a member inside a member is a marker (``marker = <call id>``) after the arguments
   are computed into locals; ``return`` stays ``Return``;
-- the bodies are cut into basic blocks at the markers and returns (``_Flattener``): the
-  statements without a call or jump in them stay as they are, ``if``/loops around a call become
-  blocks that set the next block's number ``pc``. The machine is one loop
-  ``while (pc >= 0) { if (pc == 0) {...} if (pc == 1) {...} ... }``;
-- a call saves the caller's locals (and its local arrays) in per-thread stacks indexed by the
-  depth ``sp``, with the number of the block to resume in; a return pops them (``sp == 0``: the
-  outermost call returns: ``pc = -1``). A call saves only the locals live where it returns; the
-  stacks hold the frames ``STACK_BYTES`` fit. A call past them is a stack overflow: the launch
-  fails with a device fault located at the call (as an assert failure does), never a host crash.
+- ``call_machine`` cuts the bodies into blocks at the markers and returns and makes the
+  machine: per-thread stacks of the callers' live locals and local arrays, bounded in bytes
+  (``STACK_BYTES``); a call past them is a stack overflow: the launch fails with a device fault
+  located at the call (as an assert failure does), never a host crash.
 
 The machine is ordinary IR (loops, ifs, local buffers): the emulator, both backends and the
 polyhedral passes treat it as they treat any per-thread loop; nothing moves across it that would
