@@ -12,10 +12,10 @@ from polypy.errors import UserError
 
 # (name, source, expected message fragment, (line, col) of the diagnostic)
 CASES = [
-    ("recursion",
-     "__device__ int f(int n) { return n <= 0 ? 0 : f(n - 1); }\n"
+    ("recursion-with-barrier",  # recursion itself is supported since issue 36 (tests/test_recursion.py)
+     "__device__ int f(int n) { return n <= 0 ? 0 : f(n - 1) + (__syncthreads(), 1); }\n"
      "__global__ void k(int* x) { x[0] = f(3); }\n",
-     "recursive call to 'f'", (1, 47)),
+     "a collective operation (barrier, shuffle, vote) inside the recursive function 'f'", (1, 59)),
     ("function-pointer",  # no device function of its type has its address taken (docs/function_pointers.md)
      "typedef float (*op_t)(float);\n"
      "__device__ float sq(float v) { return v * v; }\n"
@@ -108,12 +108,12 @@ CASES = [
     ("nan-payload",  # __threadfence is supported since issue 36 (tests/test_fences.py)
      "__global__ void k(float* x) { x[0] = __builtin_nanf(\"1\"); }\n",
      "'nanf' with a NaN payload is not supported", (1, 38)),
-    ("recursion-through-two",
-     "__device__ int g(int n);\n"
-     "__device__ int f(int n) { return n <= 0 ? 0 : g(n - 1); }\n"
-     "__device__ int g(int n) { return f(n); }\n"
-     "__global__ void k(int* x) { x[0] = f(3); }\n",
-     "recursive call to 'f'", (3, 34)),
+    ("recursion-through-two-by-reference",
+     "__device__ int g(const int& n);\n"
+     "__device__ int f(const int& n) { return n <= 0 ? 0 : g(n - 1); }\n"
+     "__device__ int g(const int& n) { return f(n); }\n"
+     "__global__ void k(int* x) { int v = x[0]; x[0] = f(v); }\n",
+     "argument 'n' of the recursive function 'f' is not the place the outermost call's reference names", (3, 43)),
     ("virtual-member-function",
      "struct V { float a; __device__ virtual float twice() const { return 2.0f * a; } };\n"
      "__global__ void k(V v, float* x) { x[0] = v.twice(); }\n",
@@ -157,5 +157,6 @@ def test_cli_reports_error_without_traceback_or_output(tmp_path: pathlib.Path) -
                           capture_output=True, text=True)
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.startswith(f"{src}:1:47: error: recursive call to 'f'")
+    assert proc.stderr.startswith(f"{src}:1:59: error: a collective operation (barrier, shuffle, vote) inside the "
+                                  "recursive function 'f'")
     assert not out.exists()

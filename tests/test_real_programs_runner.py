@@ -62,9 +62,9 @@ int main(int argc, char **argv) {
 }
 """
 
-# a kernel polypy must refuse (recursion in device code), with a located error
+# a kernel polypy must refuse (a barrier in a recursive device function), with a located error
 BAD_CU = r"""
-__device__ int fact(int n) { return n <= 1 ? 1 : n * fact(n - 1); }
+__device__ int fact(int n) { __syncthreads(); return n <= 1 ? 1 : n * fact(n - 1); }
 __global__ void k(int *y) { y[threadIdx.x] = fact(threadIdx.x); }
 int main() {
     int *d;

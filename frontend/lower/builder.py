@@ -9,7 +9,7 @@ import clang.cindex as ci
 
 from polypy.errors import Loc, UserError
 from polypy.ir import nodes as n
-from polypy.ir.visitor import has_kind
+from polypy.ir.visitor import has_kind, walk
 from polypy.ir.nodes import TABLE_BASE, TABLE_POOL
 from polypy.ir.types import BOOL, I32, I64, U32, U64, PointerType, ScalarType
 
@@ -84,6 +84,8 @@ class KernelBuilder:
         self.clock: str | None = None  # the thread's clock() counter, declared at the top once used
         self.launch_error: str | None = None  # the thread's last launch error (launches.py), likewise
         self.assert_flag: str | None = None  # set by a failed assert in a device function (printing.py)
+        self.recursion = None  # the recursive group being lowered (recursion.Group), if any
+        self.abandoned_locals: set[str] = set()  # local arrays of a lowering given up for a call machine
 
     # ------------------------------------------------------------------ utilities
     def error(self, message: str, cursor: ci.Cursor | None) -> UserError:
@@ -265,7 +267,11 @@ class KernelBuilder:
             stmts = (n.Decl(self.assert_flag, BOOL, n.Const(False, BOOL), loc=self.loc(self.cursor)),) + stmts
         self.frames.pop()
         refuse_stores(self, stmts)  # to module pointer variables (held_pointers.py)
-        buffers = tuple(self.buffers.values())
+        if self.abandoned_locals:
+            used = {x.buffer for s in stmts for x in walk(s) if isinstance(x, (n.Load, n.Store, n.AtomicRMW))}
+            buffers = tuple(b for b in self.buffers.values() if b.name in used or b.name not in self.abandoned_locals)
+        else:
+            buffers = tuple(self.buffers.values())
         kernel = n.Kernel(self.kernel_name, tuple(self.params), buffers, stmts, stage="gpu",
                           source_params=tuple(self.source_params), loc=self.loc(self.cursor))
         kernel = split_variable_webs(kernel, self.names.fresh)

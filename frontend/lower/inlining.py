@@ -17,7 +17,7 @@ from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.closures import closure_declaration
 from frontend.clang_setup import unary_operator
-from frontend.lower import accessors, place_choice
+from frontend.lower import accessors, place_choice, recursion
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
 from frontend.lower.accessors import accessor_type
@@ -43,10 +43,15 @@ def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
     ``bound``: the parameters' bindings, made by the caller (a call polypy makes itself, with
     values it computed: ``args`` is then empty)."""
     key = decl_key(fn)
-    # Instances of one function template share a declaration: a template that calls another
-    # instance of itself (`f<i>` calling `f<i - 1>`, ended by a specialization) is no recursion.
-    if any(f.key == key and f.cursor.get_usr() == fn.get_usr() for f in kb.frames):
-        raise kb.error(f"recursive call to '{fn.spelling}' is not supported", c)
+    if kb.recursion is not None and kb.recursion.has(fn):  # a call inside a recursive group (recursion.py)
+        if captures or bound is not None or prologue is not None:
+            raise kb.error(f"this recursive call of '{fn.spelling}' is not supported", c)
+        return kb.recursion.call(fn, args, c, discard, this)
+    again = next((i for i, f in enumerate(kb.frames) if recursion.same_function(f, key, fn)), None)
+    if again is not None:  # a recursive call: its outermost call becomes a call machine (recursion.py)
+        if captures or bound is not None or prologue is not None or kb.frames[again].is_kernel:
+            raise kb.error(f"recursive call to '{fn.spelling}' is not supported", c)
+        raise recursion.RecursionFound(again, kb.frames[again].cursor)
     if is_kernel_decl(fn):
         raise kb.error("kernels cannot be called from device code", c)
     refuse_in_device_code(fn, kb.error, call=c)
@@ -100,19 +105,32 @@ def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
         else:
             raise kb.error(f"'{fn.spelling}' returns '{rt.spelling}', which is not supported", c)
     frame = Frame(key, fn, env, result=result, this=this)
+    depth = len(kb.frames)
+    buffers_before = set(kb.buffers)
     kb.frames.append(frame)
     kb.call_sites.append(c)
     saved_depth = kb.loop_depth
     kb.loop_depth = 0
+    recurs = False
     try:
         with kb.sub_block() as out:
             if prologue is not None:
                 prologue()
             kb.statement(body)
+    except recursion.RecursionFound as e:
+        if e.index != depth or kb.recursion is not None:
+            raise
+        recurs = True
     finally:
         kb.loop_depth = saved_depth
         kb.frames.pop()
         kb.call_sites.pop()
+    if recurs:
+        # the local arrays of the lowering given up: dropped at the end if nothing reads them
+        kb.abandoned_locals |= {b for b in kb.buffers if b not in buffers_before and kb.buffers[b].space == "local"}
+        if captures or prologue is not None or bound is not None or kb.place_calls and kb.place_calls[-1] == c:
+            raise kb.error(f"this call of the recursive function '{fn.spelling}' is not supported", c)
+        return recursion.lower_group(kb, fn, env, this, c, discard)
     for s in remove_returns(tuple(out), kb.names.fresh):
         kb.emit(s)
     if kb.assert_flag is not None and any(isinstance(x, n.Assign) and x.name == kb.assert_flag
