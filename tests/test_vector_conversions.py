@@ -174,3 +174,20 @@ def test_the_thread_loop_calls_the_vector_forms(tmp_path: pathlib.Path) -> None:
     # The forms test NaN and too-large operands with one comparison (no `x == x` NaN test).
     forms = text[text.index("#define POLYPY_CVTV_CLAMP"):text.index("POLYPY_CVTS(float, f32)")]
     assert "x == x" not in forms and forms.count("x < (F)(UPPER) ? x : (F)0;") == 2
+
+
+def test_llvm_vectorizes_the_saturating_conversions(tmp_path: pathlib.Path) -> None:
+    # The LLVM backend writes the conversion as selects around an fptosi/fptoui of an operand in
+    # range (codegen.llvm.expressions.saturating): LLVM's vectorizer makes vector conversions of
+    # them. llvm.fptosi.sat, which it used before, is converted one lane at a time on x86.
+    from codegen.llvm import emit_llvm_ir
+    from codegen.llvm.target import optimized_ir
+    from polypy.driver.pipelines import lower_and_emit
+    path = tmp_path / "conv.cu"
+    path.write_text(KERNEL)
+    text = optimized_ir(emit_llvm_ir(lower_and_emit(polypy.load(str(path)), "cpu"), optimize=False))
+    assert ".sat." not in text
+    vector = set(re.findall(r"(fpto[su]i) <\d+ x (float|double)> %[\w.]+ to <\d+ x (i\d+)>", text))
+    assert {("fptosi", "float", "i32"), ("fptoui", "float", "i32"), ("fptosi", "double", "i64"),
+            ("fptoui", "float", "i8"), ("fptosi", "double", "i32"), ("fptoui", "double", "i64"),
+            ("fptosi", "double", "i16")} <= vector, vector
