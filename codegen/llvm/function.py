@@ -94,6 +94,10 @@ class KernelFunction:
         # Access groups of the enclosing thread loops proved free of cross-lane dependences
         # (``StatementEmitter.parallel_group``): every load and store in them is tagged.
         self.access_groups: list[ir.Value] = []
+        # Per enclosing loop, innermost last: whether the code in it is meant to be vectorized (a
+        # thread loop, or a short loop fully unrolled in a vectorized one; not a serial loop):
+        # the form of the float -> integer conversions (``ExpressionEmitter.convert``).
+        self.vector_context: list[bool] = []
         self.expr: Callable[[n.Expr], ir.Value] = _unset
         self.var_types = _variable_types(kernel)
         self.block_idx: list[ir.Value] = []

@@ -37,7 +37,8 @@ C semantics, exactly (the emulator and ``polypy.ir.semantics`` are the reference
   divides by 1 instead (x86 would raise SIGFPE and kill the process), ``INT_MIN / -1`` wraps as on
   GPUs, a shift count outside [0, width) is clamped to the width as the GPU's ``shl``/``shr``
   do (0, or the sign fill of a signed ``>>``), float->int conversions saturate (NaN -> 0) as
-  CUDA's ``cvt.rzi`` does (``llvm.fptosi.sat``);
+  CUDA's ``cvt.rzi`` does (selects around an ``fptosi`` of an operand in range, which vectorize:
+  ``ExpressionEmitter.saturating``);
 * ``Select``/``land``/``lor`` evaluate only the operand they need: an operand that loads or
   divides is emitted in its own basic block (a phi joins them); cheap pure operands use ``select``;
 * float compares are ordered except ``!=`` (C: NaN != x is true); ``bool`` is ``i1`` in registers

@@ -206,7 +206,10 @@ class StatementEmitter(Visitor):
         group = self.parallel_group(s) if s.kind == "threads" else None
         if group is not None:
             self.fn.access_groups.append(group)
+        unrolled = bool(self.fn.access_groups) and _short(s) and self.fn.vector_context[-1:] == [True]
+        self.fn.vector_context.append(s.kind == "threads" or unrolled)
         self.block(s.body)
+        self.fn.vector_context.pop()
         if group is not None:
             self.fn.access_groups.pop()
         self.fn.loops.pop()
@@ -294,7 +297,9 @@ class StatementEmitter(Visitor):
         b.cbranch(self.exprs.expr(s.cond), body, exit_bb)
         b.position_at_end(body)
         self.fn.loops.append(_Loop(exit_bb, update))
+        self.fn.vector_context.append(False)
         self.block(s.body)
+        self.fn.vector_context.pop()
         self.fn.loops.pop()
         b.branch(update)
         b.position_at_end(update)
