@@ -24,8 +24,9 @@ from frontend.lower.accessors import accessor_type
 from frontend.lower.helpers import ArrayRef, strip
 from frontend.lower.pointer_choice import pending_pointer, pointer_hint
 from frontend.lower.inheritance import bound_subobject
+from frontend.lower.array_copies import copy_array
 from frontend.values import (
-    Aggregate, AggLV, Binding, BoundCopyLV, ChoiceVarLV, Closure, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer,
+    Aggregate, AggLV, ArrayBinding, Binding, BoundCopyLV, ChoiceVarLV, Closure, ClosureResult, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer,
     PointerChoice, PtrVarLV,
     RefBinding, Value, VarAddress,
 )
@@ -88,9 +89,14 @@ def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
         st = tm.scalar_type(rt)
         if st is not None:
             result = kb.temp(st, None, fn.spelling + "_ret", c)
+        elif tm.is_record(rt) and closure_declaration(rt) is not None:
+            # `auto make_scale(float s) { return [s](float x) { ... }; }`: the closure its one
+            # return makes (statements.return_stmt)
+            if not _returns_once_at_the_end(fn):
+                raise kb.error(f"'{fn.spelling}' returns a lambda from several returns, which is not supported "
+                               "in device code", c)
+            result = ClosureResult()
         elif tm.is_record(rt):
-            if closure_declaration(rt) is not None:
-                raise kb.error(f"'{fn.spelling}' returns a lambda, which is not supported in device code", c)
             fields: dict[str, LValue] = {}
             for leaf in tm.leaves(rt):
                 if leaf.scalar is None:
@@ -129,6 +135,10 @@ def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
         if frame.result.target is None:
             raise kb.error(f"'{fn.spelling}' returns no place polypy can follow", c)
         return PlaceOf(frame.result.target) if wants_place else kb.read(frame.result.target, c)
+    if isinstance(frame.result, ClosureResult):
+        if frame.result.closure is None:
+            raise kb.error(f"'{fn.spelling}' returns no lambda polypy can follow", c)
+        return None if discard else frame.result.closure
     if result is None or discard:
         return None
     result = frame.result  # a pointer result is fixed by its first return
@@ -188,19 +198,24 @@ def closure_copy(kb: KernelBuilder, closure: Closure, c: ci.Cursor) -> Closure:
     """A copy of a lambda's closure object: the closure itself when its copies never change;
     for a ``mutable`` lambda made in device code, fresh copies of the captures it owns (a
     call of the copy changes those, not the original's; by-reference captures stay shared)."""
-    if not closure.owned:
+    if not closure.owned and not closure.owns_this:
         return closure.shared_copy(kb.error, c)
     captures = dict(closure.captures)
     for key in closure.owned:
         b = captures[key]
-        if isinstance(b, Closure):
+        if isinstance(b, ArrayBinding):  # an array captured by value
+            captures[key] = copy_array(kb, b, "capture", c)
+        elif isinstance(b, Closure):
             captures[key] = closure_copy(kb, b, c)
         elif isinstance(b, (PtrVarLV, ChoiceVarLV)):
             captures[key] = kb.pointer_binding(kb.binding_value(b, c), True, "capture", c, key)
         else:
             value = kb.binding_value(b, c)
             captures[key] = copy_to_local(kb, value, None, "capture", c)
-    return dataclasses.replace(closure, captures=captures)
+    this = closure.this
+    if closure.owns_this:  # a `mutable` `[*this]` lambda's own object
+        this = copy_to_local(kb, kb.read(this, c), None, "this_copy", c)
+    return dataclasses.replace(closure, captures=captures, this=this)
 
 
 def array_reference_binding(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, i: int,

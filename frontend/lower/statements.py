@@ -16,7 +16,7 @@ from frontend.lower.declarations import decl_stmt
 from frontend.lower.loops import do_stmt, for_stmt, while_stmt
 from frontend.lower.switch import switch_stmt
 from frontend.lower.helpers import ArrayRef, strip
-from frontend.values import ChoiceVarLV, PendingPtrLV, PtrVarLV, RefResult
+from frontend.values import ChoiceVarLV, Closure, ClosureResult, PendingPtrLV, PtrVarLV, RefResult
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -123,12 +123,31 @@ def return_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
         if isinstance(frame.result, PendingPtrLV):
             frame.result = kb.assign_pending(frame.result, value, children[0])
         kb.assign(frame.result, value, children[0])
+    elif children and isinstance(frame.result, ClosureResult):
+        frame.result.closure = returned_closure(kb, kb.expr(children[0]), children[0])
     elif children and frame.result is not None:
         value = kb.expr(children[0])
         kb.assign(frame.result, value, children[0])
     elif children:
         kb.expr(children[0], discard=True)
     kb.emit(n.Return(loc=kb.loc(c)))
+
+
+def returned_closure(kb: KernelBuilder, value, e: ci.Cursor) -> Closure:
+    """The closure ``return [s](float x) { ... };`` gives the caller; a capture by reference of
+    the returning function's own local or by-value parameter would dangle (refused)."""
+    if not isinstance(value, Closure):
+        raise kb.error(f"'{kb.frame.cursor.spelling}' returns a lambda polypy cannot follow", e)
+    fn = kb.frame.cursor
+    for decl in value.by_reference:
+        if decl is None:
+            raise kb.error(f"'{fn.spelling}' returns a lambda with a reference init-capture, which is not "
+                           "supported in device code", e)
+        parent = decl.semantic_parent
+        if not tm.is_reference(decl.type) and parent is not None and parent.get_usr() == fn.get_usr():
+            raise kb.error(f"'{fn.spelling}' returns a lambda capturing '{decl.spelling}', its own local or "
+                           "by-value parameter, by reference: it would dangle after the call", e)
+    return value
 
 
 def _callee_local(e: ci.Cursor) -> str | None:
