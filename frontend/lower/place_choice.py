@@ -28,6 +28,8 @@ def conditional_place(kb: KernelBuilder, c: ci.Cursor) -> LValue:
     """``cond ? a : b`` where both sides are places of one type (a C++ lvalue conditional)."""
     cond_c, a_c, b_c = list(c.get_children())
     cond = kb.condition(cond_c)
+    if isinstance(cond, n.Const):  # `_Nm ? *(end() - 1) : *end()` (std::array's back()): one side only
+        return kb.lvalue(a_c if cond.value else b_c)
     with kb.sub_block() as a_stmts:
         a = kb.lvalue(a_c)
     with kb.sub_block() as b_stmts:

@@ -96,6 +96,10 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
         # `static_cast<Base&>(d)`: d's base subobject (a downcast is refused)
         source = [ch for ch in c.get_children() if ch.kind.is_expression()][-1]
         return converted(kb, lvalue(kb, source), source, c)
+    if kind == CK.CXX_CONST_CAST_EXPR and not tm.is_pointer(c.type):
+        # `const_cast<T&>(x)` (std::array's operator[]; a const_cast to anything but a pointer
+        # casts to a reference): the same place, writable
+        return lvalue(kb, [ch for ch in c.get_children() if ch.kind.is_expression()][-1])
     if kind == CK.CONDITIONAL_OPERATOR:  # `(c ? a : b) = v`: one of two places (place_choice.py)
         return place_choice.conditional_place(kb, c)
     if kind == CK.CALL_EXPR:
@@ -279,9 +283,18 @@ def record_value(kb: KernelBuilder, c: ci.Cursor, t: ci.Type | None, target: Agg
         layout = tm.leaves(rt)
         items = [ch for ch in c.get_children()]
         values: dict[str, Value] = {}
-        flat: list[Value] = []
-        for item in items:
-            if tm.is_record(item.type):
+        flat: list[Value | None] = []
+
+        def add(item: ci.Cursor) -> None:
+            it = tm.canonical(item.type)
+            if it.kind == ci.TypeKind.CONSTANTARRAY and item.kind == CK.INIT_LIST_EXPR:
+                # `{{1, 2, 3}, n}` of `struct { float d[3]; int n; }`: the array's items, in
+                # order, those the list leaves out zero (value-initialized)
+                given = list(item.get_children())
+                for ch in given:
+                    add(ch)
+                flat.extend([None] * ((it.element_count - len(given)) * len(tm.leaves(it.element_type))))
+            elif tm.is_record(item.type):
                 member = record_value(kb, item, item.type)
                 if isinstance(member, Closure):  # (frontend/lower/lambdas.py: not a record of variables)
                     raise kb.error(f"a record holding a lambda ('{tm.strip_reference(rt).spelling}') is not supported "
@@ -289,9 +302,12 @@ def record_value(kb: KernelBuilder, c: ci.Cursor, t: ci.Type | None, target: Agg
                 flat.extend(member.fields.values())
             else:
                 flat.append(kb.scalar(item))
+
+        for item in items:
+            add(item)
         for i, leaf in enumerate(layout):
             lst = leaf.scalar
-            if i < len(flat):
+            if i < len(flat) and flat[i] is not None:
                 v = flat[i]
                 values[leaf.path] = convert(v, lst) if isinstance(v, n.Expr) and lst is not None else v
             elif lst is not None:

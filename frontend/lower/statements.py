@@ -14,6 +14,7 @@ from frontend.lower import gotos, inlining, place_choice
 from frontend.lower.context import CK, has_attr
 from frontend.lower.declarations import decl_stmt
 from frontend.lower.loops import do_stmt, for_stmt, while_stmt
+from frontend.lower.range_for import range_for
 from frontend.lower.switch import switch_stmt
 from frontend.lower.helpers import ArrayRef, strip
 from frontend.values import ChoiceVarLV, Closure, ClosureResult, PendingPtrLV, PtrVarLV, RefResult
@@ -189,6 +190,7 @@ _STMT_HANDLERS = {
     CK.DECL_STMT: decl_stmt,
     CK.IF_STMT: if_stmt,
     CK.FOR_STMT: for_stmt,
+    CK.CXX_FOR_RANGE_STMT: range_for,
     CK.WHILE_STMT: while_stmt,
     CK.DO_STMT: do_stmt,
     CK.BREAK_STMT: break_stmt,
