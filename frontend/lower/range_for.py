@@ -37,7 +37,7 @@ def range_for(kb: KernelBuilder, c: ci.Cursor) -> None:
         raise kb.error("a range-based for statement polypy cannot read", c)
     var, range_c, body_c = children
     hidden = _hidden(var, "__begin")
-    if hidden is None:
+    if hidden is None or not tm.is_pointer(hidden.type):
         raise kb.error("a range-based for statement over iterators of class type is not supported in device code "
                        "(begin() and end() must return pointers)", range_c)
     begin_decl = hidden

@@ -67,6 +67,11 @@ def if_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
     if children and children[0].kind in (CK.DECL_STMT, CK.VAR_DECL):
         raise kb.error("declarations in if conditions are not supported", children[0])
     cond = kb.condition(children[0])
+    if _never(cond) and len(children) == 2 and \
+            not any(x.kind == CK.LABEL_STMT for x in children[1].walk_preorder()):
+        # `if (false && ...) __builtin_unreachable();` (libstdc++'s constant-evaluation checks in
+        # std::clamp...): a branch never taken, no label in it; nothing to lower
+        return
     with kb.sub_block() as then:
         statement(kb, children[1])
     orelse: list[n.Stmt] = []
@@ -74,6 +79,13 @@ def if_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
         with kb.sub_block() as orelse:
             statement(kb, children[2])
     kb.emit(n.If(cond, tuple(then), tuple(orelse), loc=kb.loc(c)))
+
+
+def _never(cond: n.Expr) -> bool:
+    """Whether ``cond`` is false whatever the values (``false``, ``false && x``)."""
+    if isinstance(cond, n.Const):
+        return not cond.value
+    return isinstance(cond, n.Binary) and cond.op == "land" and (_never(cond.a) or _never(cond.b))
 
 
 def break_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
