@@ -41,11 +41,13 @@ __global__ void this_copy(const float* x, float* out, int n) {
 
 // ------------------------------------------------------------ arrays captured by value
 template <class F> __device__ float call_at(F f, int j) { return f(j); }
+struct Q { float a; int b; };
 
 __global__ void array_capture(const float* x, float* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  float a[3] = {x[i], 2.0f, 3.0f};
+  float v = x[i];
+  float a[3] = {v, 2.0f, 3.0f};
   int m[2][2] = {{1, 2}, {3, i}};
   auto f = [=](int j) { return a[j] + m[1][1]; };     // copies of a and m
   auto g = [a](int j) { return a[j] * 2.0f; };
@@ -59,6 +61,13 @@ __global__ void array_capture(const float* x, float* out, int n) {
   out[4 * i + 1] = g(0) + call_at(g, 2);
   out[4 * i + 2] = acc(0.0f) + 100.0f * acc2(0.5f);
   out[4 * i + 3] = a[0] + (float)m[1][1];
+  Q q[2] = {{v, 1}, {2.0f, i}};                       // records of mixed member types
+  float2 f2[2] = {{1.0f, 2.0f}, {v, 4.0f}};
+  auto r = [q, f2](int j) { return q[j].a + 10.0f * q[j].b + 100.0f * f2[j].x; };
+  q[0].a = 50.0f;
+  q[1].b = 9;
+  f2[1].x = 0.0f;
+  out[4 * n + i] = r(0) + 1000.0f * r(1);
 }
 
 // ------------------------------------------------------------ functions returning lambdas
@@ -148,9 +157,11 @@ def test_arrays_captured_by_value(loaded, compiled, grid, block) -> None:
     e[:, 1] = 2 * v + 6
     e[:, 2] = (v + 11) + 100 * (v + 1.5)
     e[:, 3] = 107
-    args = {"x": x, "out": np.zeros(4 * n, np.float32), "n": n}
+    records = (v + 10 + 100) + 1000 * (2 + 10 * i + 100 * v)
+    args = {"x": x, "out": np.zeros(5 * n, np.float32), "n": n}
     for got in run_three_ways(loaded, compiled, "array_capture", grid, block, args):
-        np.testing.assert_allclose(got["out"].reshape(n, 4), e, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(got["out"][:4 * n].reshape(n, 4), e, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(got["out"][4 * n:], records, rtol=1e-5, atol=1e-2)
 
 
 @pytest.mark.parametrize("grid,block", SHAPES)

@@ -15,7 +15,7 @@ import clang.cindex as ci
 from polypy.ir import nodes as n
 from polypy.ir.types import I32
 
-from frontend.values import ArrayBinding
+from frontend.values import ArrayBinding, RecLV
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -24,18 +24,24 @@ if TYPE_CHECKING:
 def copy_array(kb: KernelBuilder, binding: ArrayBinding, name: str, c: ci.Cursor) -> ArrayBinding:
     """A fresh local array holding a copy of every element of local array ``binding``."""
     source = kb.buffers.get(binding.buffer)
-    if source is None or source.space != "local" or binding.layout.record is not None or \
-            binding.stored is not None or any(d is None for d in binding.dims):
-        raise kb.error(f"a copy of the array '{name}' (an array of records, or not a local array) is not "
-                       "supported in device code", c)
-    copy_name = kb.names.fresh(name + "_copy")
-    kb.buffers[copy_name] = dataclasses.replace(source, name=copy_name, loc=kb.loc(c))
-    copy = dataclasses.replace(binding, buffer=copy_name)
     where = kb.loc(c)
+    if source is None or source.space != "local" or binding.stored is not None or \
+            any(d is None for d in binding.dims) or binding.layout.record is not None and binding.layout.record.overlaps:
+        raise kb.error(f"a copy of the array '{name}' (not a local array, or of records holding unions) is not "
+                       "supported in device code", c)
+    if binding.layout.record is not None:  # records of mixed member types: one buffer per type
+        copy = kb.record_array(name + "_copy", binding.dims, binding.layout, "local", where)
+    else:
+        copy_name = kb.names.fresh(name + "_copy")
+        kb.buffers[copy_name] = dataclasses.replace(source, name=copy_name, loc=where)
+        copy = dataclasses.replace(binding, buffer=copy_name)
     counters = [kb.names.fresh(f"{name}_k{m}") for m in range(len(binding.dims))]
     index = tuple(n.Var(v, I32) for v in counters)
     with kb.sub_block() as body:
-        kb.assign(kb.element_lv(copy, index, c), kb.read(kb.element_lv(binding, index, c), c), c)
+        target = kb.element_lv(copy, index, c)
+        if isinstance(target, RecLV):
+            target = kb.expand_record(target, c)
+        kb.assign(target, kb.read(kb.element_lv(binding, index, c), c), c)
     stmts: tuple[n.Stmt, ...] = tuple(body)
     for var, extent in reversed(list(zip(counters, binding.dims))):
         stmts = (n.For(var, I32, n.Const(0, I32), n.Const(int(extent), I32), n.Const(1, I32), stmts, loc=where),)
