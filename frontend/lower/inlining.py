@@ -21,13 +21,13 @@ from frontend.lower import accessors, place_choice
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
 from frontend.lower.accessors import accessor_type
-from frontend.lower.helpers import ArrayRef, strip
+from frontend.lower.helpers import ArrayRef, ScalarArray, strip
 from frontend.lower.pointer_choice import pending_pointer, pointer_hint
 from frontend.lower.inheritance import bound_subobject
 from frontend.lower.array_copies import copy_array
 from frontend.values import (
     Aggregate, AggLV, ArrayBinding, Binding, BoundCopyLV, ChoiceVarLV, Closure, ClosureResult, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer,
-    PointerChoice, PtrVarLV,
+    PointerChoice, PtrVarLV, RecLV,
     RefBinding, Value, VarAddress,
 )
 
@@ -191,7 +191,20 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
         if not isinstance(value, (Pointer, PointerChoice)):
             raise kb.error(f"argument for pointer parameter '{name}' must point into a buffer", a)
         return kb.pointer_binding(value, decl_key(p) in mutated, name, a, decl_key(p))
+    if tm.is_record(pt) and tm.has_array_member(pt) and isinstance(value, Aggregate) and \
+            not any(tm.is_pointer(leaf.ctype) for leaf in tm.leaves(pt)):
+        # `float det(M m)` of `struct M { float a[3][3]; }`: a copy in memory, as a local of the
+        # record is, so that `m.a[r][s]` is an element at run-time indices (member_rows.py)
+        return record_copy_in_memory(kb, value, pt, name, a)
     return copy_to_local(kb, value, pt, name, a)
+
+
+def record_copy_in_memory(kb: KernelBuilder, value: Aggregate, t: ci.Type, name: str, a: ci.Cursor) -> ScalarArray:
+    """A local record in memory (a one-element array of it) holding a copy of ``value``."""
+    binding = kb.record_array(name, (1,), tm.local_layout(t, kb.loc(a)), "local", kb.loc(a))
+    place = kb.element_lv(binding, (n.Const(0, I32),), a)
+    kb.assign(kb.expand_record(place, a) if isinstance(place, RecLV) else place, value, a)
+    return ScalarArray(binding)
 
 
 def closure_copy(kb: KernelBuilder, closure: Closure, c: ci.Cursor) -> Closure:

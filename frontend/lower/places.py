@@ -18,6 +18,7 @@ from frontend.lower.context import CK, GPU_BUILTINS, is_prelude_decl
 from frontend.lower.inheritance import converted, downcast_place, member_path, subobject
 from frontend.lower.held_pointers import held_pointer, held_variable, is_held_variable
 from frontend.lower.helpers import ArrayRef, ScalarArray, describe, select_member, strip
+from frontend.lower.member_rows import RowsRef, member_rows, row_pointer
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
 from frontend.lower import accessors, inlining, members, place_choice, pointer_choice
 from frontend.lower.pointer_choice import assign_pointer, choice_element, store_choice
@@ -121,8 +122,8 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
 
 
 def subscript(kb: KernelBuilder, base: Value | None, index: n.Expr, c: ci.Cursor) -> LValue | "ArrayRef":
-    if isinstance(base, ArrayRef):
-        return base.index(kb, index, c)
+    if isinstance(base, (ArrayRef, RowsRef)):
+        return base.index(kb, index, c)  # type: ignore[return-value]
     if isinstance(base, PointerTable):
         return base.element(index)  # type: ignore[return-value]  # a pointer value, not assignable
     if isinstance(base, Pointer):
@@ -198,10 +199,10 @@ def record_member(kb: KernelBuilder, rec: RecLV, member: str, c: ci.Cursor) -> L
         et = ct.element_type
         est = tm.scalar_type(et)
         if est is not None:
-            view = address.view(est)
-            assert view is not None
-            return Pointer(view, (), address.index(est), tm.ElemLayout(est, 1, (("", 0),), et.spelling),
-                           stored=None if address.stored in (None, est) else address.stored)
+            return row_pointer(address, et)
+        rows = member_rows(address, ft)  # `float a[3][3]`: rows (member_rows.py)
+        if rows is not None:
+            return rows  # type: ignore[return-value]
         if tm.is_record(et):
             ect = tm.canonical(et)
             record = tm.RecordLayout(et.spelling, ect.get_size(), (), ect)

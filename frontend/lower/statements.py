@@ -112,8 +112,10 @@ def return_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
         # expression (`return a < b ? b : a;`) is read now: the return is the body's last statement.
         e = strip(children[0])
         target_t = tm.strip_reference(frame.cursor.result_type)
-        if e.kind in _PLACES or not target_t.is_const_qualified():
-            local = _callee_local(e)
+        if e.kind in _PLACES or not target_t.is_const_qualified() or _conditional_place(e):
+            # (`return b < a ? b : a;` of `const T& lo(const T& a, const T& b)`: one of the two
+            # places, which a `const T&` bound to the result sees change)
+            local = next(filter(None, map(_callee_local, _sides(e))), None)
             if local is not None:
                 # CUDA's reference would outlive the object it names (undefined behaviour).
                 raise kb.error(f"'{frame.cursor.spelling}' returns a reference to '{local}', a local "
@@ -161,6 +163,19 @@ def returned_closure(kb: KernelBuilder, value, e: ci.Cursor) -> Closure:
             raise kb.error(f"'{fn.spelling}' returns a lambda capturing '{decl.spelling}', its own local or "
                            "by-value parameter, by reference: it would dangle after the call", e)
     return value
+
+
+def _conditional_place(e: ci.Cursor) -> bool:
+    """Whether ``e`` is a conditional whose sides are places (``c ? a : b``, nested too)."""
+    return e.kind == CK.CONDITIONAL_OPERATOR and all(
+        side.kind in _PLACES or _conditional_place(side) for side in (strip(x) for x in list(e.get_children())[1:]))
+
+
+def _sides(e: ci.Cursor) -> list[ci.Cursor]:
+    """The places a conditional place may name (``e`` itself for any other place)."""
+    if e.kind != CK.CONDITIONAL_OPERATOR:
+        return [e]
+    return [x for side in list(e.get_children())[1:] for x in _sides(strip(side))]
 
 
 def _callee_local(e: ci.Cursor) -> str | None:
