@@ -1,7 +1,8 @@
 """C++ in device code, issue 36's fourth round (docs/cxx_device.md, "Fourth round"): range-based
 ``for`` (over local arrays, array members, arrays of records, brace lists, classes whose
 ``begin()``/``end()`` return pointers, ``std::array``), ``std::array``'s members, ``std::min`` /
-``std::max`` of records and with comparators, ``std::clamp``, nested brace lists of array
+``std::max`` of records and with comparators, ``std::clamp``, ``std::pair`` (``make_pair``,
+constructors, comparisons, structured bindings), nested brace lists of array
 members; a gradient through a range-for, a returned lambda and an array captured by value.
 
 Each kernel runs through the emulator, the LLVM backend (``polypy.compile``) and the C backend
@@ -63,12 +64,33 @@ __global__ void ranges(const float* x, float* out, int n) {
 STD_KERNELS = r"""
 #include <algorithm>
 #include <array>
+#include <utility>
 struct Pt {
   float v;
   int id;
   __device__ bool operator<(const Pt& o) const { return v < o.v; }
 };
 struct ByAbs { __device__ bool operator()(float a, float b) const { return fabsf(a) < fabsf(b); } };
+
+__device__ std::pair<float, int> argmin2(float a, float b) {
+  return a <= b ? std::make_pair(a, 0) : std::make_pair(b, 1);
+}
+
+__global__ void std_pairs(const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  std::pair<float, int> p = argmin2(x[i], 0.0f);      // make_pair, returned from a function
+  p.first *= 2.0f;
+  p.second += 10;
+  std::pair<float, int> q{1.0f, i};
+  bool lt = p < q;
+  std::pair<float, int> m = std::max(p, q);           // pair's operator<
+  auto [v, k] = p;                                    // structured bindings
+  std::pair<int, int> z;                              // value-initialized
+  out[3 * i] = p.first + 100.0f * p.second + 1000.0f * lt;
+  out[3 * i + 1] = m.first + 10.0f * m.second;
+  out[3 * i + 2] = v + k + z.first + z.second;
+}
 
 __global__ void std_arrays(const float* x, float* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -157,6 +179,23 @@ def test_std_array(std, grid, block) -> None:
     args = {"x": x, "out": np.zeros(3 * n, np.float32), "n": n}
     for got in run_three_ways(*std, "std_arrays", grid, block, args):
         np.testing.assert_allclose(got["out"].reshape(n, 3), e, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_std_pair(std, grid, block) -> None:
+    n = grid[0] * block[0] - 3
+    x = np.random.default_rng(25).standard_normal(n).astype(np.float32)
+    v = x.astype(np.float64)
+    i = np.arange(n)
+    first = np.where(v <= 0, v, 0.0) * 2
+    second = np.where(v <= 0, 0, 1) + 10
+    lt = (first < 1.0) | ((first == 1.0) & (second < i))
+    m_first = np.where(lt, 1.0, first)
+    m_second = np.where(lt, i, second)
+    e = np.stack([first + 100 * second + 1000 * lt, m_first + 10 * m_second, first + second], axis=1)
+    args = {"x": x, "out": np.zeros(3 * n, np.float32), "n": n}
+    for got in run_three_ways(*std, "std_pairs", grid, block, args):
+        np.testing.assert_allclose(got["out"].reshape(n, 3), e, rtol=1e-6, atol=1e-5)
 
 
 @pytest.mark.parametrize("grid,block", SHAPES)

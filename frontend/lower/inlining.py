@@ -16,7 +16,7 @@ from polypy.passes.eliminate_returns import remove_returns
 from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.closures import closure_declaration
-from frontend.clang_setup import unary_operator
+from frontend.clang_setup import binary_operator, unary_operator
 from frontend.lower import accessors, place_choice
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
@@ -175,9 +175,9 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
             # a derived object bound to a `Base&`: its base subobject (frontend.lower.inheritance)
             return RefBinding(bound_subobject(kb, kb.lvalue(inner), a, pt, a))
         except UserError:
-            if not target_t.is_const_qualified():
+            if not target_t.is_const_qualified() and not (pt.kind == ci.TypeKind.RVALUEREFERENCE and _prvalue(a)):
                 raise
-        value = kb.arg_value(a, fn, i)  # const T& bound to a temporary
+        value = kb.arg_value(a, fn, i)  # const T& or T&& bound to a temporary (its own copy)
         copy = copy_to_local(kb, value, target_t, name, a)
         return BoundCopyLV(copy.fields, copy.spelling) if type(copy) is AggLV else copy
     value = kb.arg_value(a, fn, i)
@@ -205,6 +205,23 @@ def record_copy_in_memory(kb: KernelBuilder, value: Aggregate, t: ci.Type, name:
     place = kb.element_lv(binding, (n.Const(0, I32),), a)
     kb.assign(kb.expand_record(place, a) if isinstance(place, RecLV) else place, value, a)
     return ScalarArray(binding)
+
+
+def _prvalue(a: ci.Cursor) -> bool:
+    """Whether argument ``a`` is certainly a prvalue (a literal, arithmetic, a call returning a
+    value: ``make_pair(v * 2, 3)``), whose ``T&&`` parameter binds a temporary of its own; not
+    ``std::move(x)``, which names ``x``."""
+    e = strip(a)
+    if e.kind in (CK.INTEGER_LITERAL, CK.FLOATING_LITERAL, CK.CXX_BOOL_LITERAL_EXPR, CK.CHARACTER_LITERAL,
+                  CK.CXX_FUNCTIONAL_CAST_EXPR):
+        return True
+    if e.kind == CK.BINARY_OPERATOR:
+        return binary_operator(e) not in ("=", ",")
+    if e.kind == CK.UNARY_OPERATOR:
+        return unary_operator(e) in ("-", "+", "!", "~")
+    if e.kind == CK.CALL_EXPR and e.referenced is not None and e.referenced.kind == CK.FUNCTION_DECL:
+        return not tm.is_reference(e.referenced.result_type)
+    return False
 
 
 def closure_copy(kb: KernelBuilder, closure: Closure, c: ci.Cursor) -> Closure:

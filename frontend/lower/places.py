@@ -108,6 +108,9 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
         if place is not None:
             return place
         fn = c.referenced
+        args = [ch for ch in c.get_children() if ch.kind.is_expression()][1:]
+        if fn is not None and fn.spelling in ("move", "forward") and len(args) == 1 and _in_std(fn):
+            return lvalue(kb, args[0])  # std::move(x), std::forward<T>(x): the place x names
         if fn is not None and tm.is_reference(fn.result_type):
             # `at(p, i) = v`, `smem[i] += v` (a member `T& operator[]`): the place the inlined
             # function's one `return` names (or `*this`), as CUDA's reference result is.
@@ -119,6 +122,16 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
             if isinstance(value, PlaceOf):
                 return value.place
     raise kb.error("expression is not assignable here", c)
+
+
+def _in_std(fn: ci.Cursor) -> bool:
+    """Whether ``fn`` is declared in namespace std (or an inline namespace of it)."""
+    parent = fn.semantic_parent
+    while parent is not None and parent.kind == CK.NAMESPACE:
+        if parent.spelling == "std":
+            return True
+        parent = parent.semantic_parent
+    return False
 
 
 def subscript(kb: KernelBuilder, base: Value | None, index: n.Expr, c: ci.Cursor) -> LValue | "ArrayRef":
