@@ -452,11 +452,6 @@ REFUSED = [
      "template <size_t I> __device__ auto get(const S& s) { if constexpr (I == 0) return s.b; else return s.a; }\n"
      "__global__ void k(float* y) { S s{y[threadIdx.x], 2}; auto [p, q] = s; y[threadIdx.x] = p + 10 * q; }\n",
      "structured bindings of 'S' (through its tuple protocol", (7, 60)),
-    ("record-holding-a-lambda",  # an internal error (AttributeError) before
-     "template <class F> struct Mapper { F f; __device__ float operator()(float x) const { return f(x) + 1.0f; } };\n"
-     "__global__ void k(const float* x, float* out) { float s = 3.0f;\n"
-     "  auto l = [s](float v) { return v * s; }; Mapper<decltype(l)> m{l}; out[threadIdx.x] = m(x[threadIdx.x]); }\n",
-     "a record holding a lambda ('Mapper<decltype(l)>')", (3, 66)),
     ("implicit-default-constructor-of-an-instance",
      "template <typename T> struct B { T w; __device__ B() : w(T(1)) {} };\n"
      "template <typename T> struct D : B<T> { T e; __device__ D() : e(0) {} };\n"

@@ -1,6 +1,6 @@
 """C++ in device code, issue 36's fourth round (docs/cxx_device.md, "Fourth round"): lambdas
 capturing ``*this`` by copy and local arrays by value, functions (plain, templates, lambdas and
-member functions) returning lambdas.
+member functions) returning lambdas, records holding lambdas.
 
 Each kernel runs through the emulator, the LLVM backend (``polypy.compile``) and the C backend
 against hand-computed values over two launch shapes."""
@@ -107,6 +107,37 @@ __global__ void returned_lambdas(const float* x, float* out, int n) {
   out[6 * i + 4] = e(2.0f);
   out[6 * i + 5] = s(2.0f);
 }
+
+// ------------------------------------------------------------ records holding lambdas
+template <class F> struct Mapper {
+  F f;
+  float bias;
+  __device__ float operator()(float x) const { return f(x) + bias; }
+};
+template <class M> __device__ float apply_map(M m, float v) { return m(v); }
+template <class F> struct Counter {
+  F f;
+  int calls;
+  __device__ float step(float x) { calls++; return f(x); }
+};
+
+__global__ void held_lambdas(const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float s = 3.0f;
+  auto l = [s](float v) { return v * s; };
+  Mapper<decltype(l)> m{l, 1.0f};
+  auto acc = [t = 0.0f](float v) mutable { t += v; return t; };
+  Counter<decltype(acc)> c{acc, 0};                  // its own copy of acc's state
+  c.step(x[i]);
+  float r = c.step(1.0f);
+  Counter<decltype(acc)> d = c;                     // a copy: copies the state too
+  d.step(10.0f);
+  float a0 = acc(0.0f);                             // acc itself: unchanged
+  out[3 * i] = m(x[i]) + 10.0f * apply_map(m, 2.0f);
+  out[3 * i + 1] = r + 100.0f * c.calls + 1000.0f * d.calls;
+  out[3 * i + 2] = a0 + c.step(0.0f) + 100.0f * d.step(0.0f);
+}
 """
 
 
@@ -182,6 +213,20 @@ def test_functions_returning_lambdas(loaded, compiled, grid, block) -> None:
         np.testing.assert_allclose(got["out"].reshape(n, 6), e, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_records_holding_lambdas(loaded, compiled, grid, block) -> None:
+    n = grid[0] * block[0] - 3
+    x = np.random.default_rng(14).standard_normal(n).astype(np.float32)
+    v = x.astype(np.float64)
+    e = np.zeros((n, 3))
+    e[:, 0] = (3 * v + 1) + 10 * 7
+    e[:, 1] = (v + 1) + 100 * 2 + 1000 * 3
+    e[:, 2] = 0 + (v + 1) + 100 * (v + 11)
+    args = {"x": x, "out": np.zeros(3 * n, np.float32), "n": n}
+    for got in run_three_ways(loaded, compiled, "held_lambdas", grid, block, args):
+        np.testing.assert_allclose(got["out"].reshape(n, 3), e, rtol=1e-5, atol=1e-3)
+
+
 REFUSED = [
     ("returned-lambda-capturing-a-parameter-by-reference",
      "__device__ auto bad(float s) { return [&s](float x) { return s * x; }; }\n"
@@ -192,6 +237,11 @@ REFUSED = [
      "  if (s > 0) return l; return l; }\n"
      "__global__ void k(const float* x, float* out) { auto f = pick(3.0f); out[threadIdx.x] = f(x[threadIdx.x]); }\n",
      "returns a lambda from several returns", (3, 58)),
+    ("record-holding-a-lambda-made-by-its-constructor",
+     "template <class F> struct W { F f; __device__ W(F g) : f(g) {} };\n"
+     "__global__ void k(const float* x, float* out) { float s = 3.0f; auto l = [s](float v) { return v * s; };\n"
+     "  W<decltype(l)> w(l); out[threadIdx.x] = w.f(x[threadIdx.x]); }\n",
+     "when a brace list makes it", (3, 18)),
     ("copy-of-this-with-a-user-copy-constructor",
      "struct A { float w; __device__ A(float v) : w(v) {} __device__ A(const A& o) : w(o.w + 1) {}\n"
      "  __device__ float run(float v) { auto f = [*this](float u) { return w * u; }; return f(v); } };\n"

@@ -14,6 +14,7 @@ from frontend import ctypes_map as tm
 from frontend.arith import convert, plus, scale
 from frontend.clang_setup import evaluate
 from frontend.closures import closure_declaration
+from frontend.lower.closure_records import closure_record, holds_closure
 from frontend.lower import accessors, lambdas, members, record_arrays
 from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, function_body, has_attr, initializer_of, string_initializer,
@@ -188,6 +189,9 @@ def var_decl(kb: KernelBuilder, d: ci.Cursor) -> None:
             raise UserError(f"initializing '{name}', which holds a union, in its declaration is not supported in "
                             "device code (assign a member)", where)
         local_record_in_memory(kb, d, name, t, None, where)
+        return
+    if holds_closure(t):  # `Mapper<decltype(l)> m{l};` (closure_records.py)
+        kb.bind(d, closure_record(kb, t, init, name, d))
         return
     if tm.is_record(t):
         members.record_bases(kb, tm.canonical(t).get_declaration(), d)  # refuses bases polypy cannot lay out

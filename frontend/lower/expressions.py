@@ -249,6 +249,8 @@ def read(kb: KernelBuilder, lv: LValue, c: ci.Cursor) -> Value:
                           for k, v in lv.fields.items()}, lv.spelling)
     if isinstance(lv, RecLV):
         return read(kb, kb.expand_record(lv, c), c)
+    if isinstance(lv, Closure):  # a lambda held by a record (closure_records.py)
+        return lv
     if isinstance(lv, (Pointer, PointerTable, Accessor, RowsRef)):  # an array member of a record in memory
         return lv                                           # (member_rows.py); a T** parameter; a tensor accessor
     if isinstance(lv, PendingPtrLV):

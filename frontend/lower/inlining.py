@@ -277,6 +277,8 @@ def copy_to_local(kb: KernelBuilder, value: Value | None, t: ci.Type | None, nam
         for path, v in value.fields.items():
             if isinstance(v, Pointer):
                 fields[path] = PtrVarLV(v, None)
+            elif isinstance(v, Closure):  # a lambda held by a record (closure_records.py)
+                fields[path] = closure_copy(kb, v, a)  # type: ignore[assignment]
             elif isinstance(v, n.Expr):
                 fields[path] = kb.temp(v.type, v, name + path, a)
             else:
