@@ -191,7 +191,7 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
         if not isinstance(value, (Pointer, PointerChoice)):
             raise kb.error(f"argument for pointer parameter '{name}' must point into a buffer", a)
         return kb.pointer_binding(value, decl_key(p) in mutated, name, a, decl_key(p))
-    if tm.is_record(pt) and tm.has_array_member(pt) and isinstance(value, Aggregate) and \
+    if tm.is_record(pt) and tm.has_array_member(pt) and not tm.has_union(pt) and isinstance(value, Aggregate) and \
             not any(tm.is_pointer(leaf.ctype) for leaf in tm.leaves(pt)):
         # `float det(M m)` of `struct M { float a[3][3]; }`: a copy in memory, as a local of the
         # record is, so that `m.a[r][s]` is an element at run-time indices (member_rows.py)
