@@ -1,5 +1,5 @@
 """C++ in device code, issue 36's fourth round (docs/cxx_device.md, "Fourth round"): range-based
-``for`` (over local arrays, array members, arrays of records, brace lists, classes whose
+``for`` (over local arrays, array members, arrays of records, rows, brace lists, classes whose
 ``begin()``/``end()`` return pointers, ``std::array``), ``std::array``'s members, ``std::min`` /
 ``std::max`` of records and with comparators, ``std::clamp``, ``std::pair`` (``make_pair``,
 constructors, comparisons, structured bindings), nested brace lists of array
@@ -58,6 +58,22 @@ __global__ void ranges(const float* x, float* out, int n) {
   float z = 0.0f;
   for (float e : r.d) z = 10.0f * z + e;
   out[5 * i + 4] = z + r.tag;
+}
+
+struct Mat { float a[3][3]; };
+__global__ void row_ranges(const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float m[2][3] = {{1.0f, 2.0f, 3.0f}, {x[i], 5.0f, 6.0f}};
+  float s = 0.0f;
+  for (auto& row : m) {                            // rows of a local array
+    for (float v : row) s += v;
+    row[1] *= 10.0f;
+  }
+  Mat q = {{{1.0f, 2.0f, 3.0f}, {4.0f, 5.0f, 6.0f}, {7.0f, 8.0f, x[i]}}};
+  for (auto& row : q.a) for (float& v : row) v += 1.0f;   // rows of a matrix member
+  for (const auto& row : q.a) s += 100.0f * row[2];
+  out[i] = s + m[0][1] + m[1][1];
 }
 """
 
@@ -168,6 +184,17 @@ def test_range_based_for(plain, grid, block) -> None:
 
 
 @pytest.mark.parametrize("grid,block", SHAPES)
+def test_range_based_for_over_rows(plain, grid, block) -> None:
+    n = grid[0] * block[0] - 3
+    x = np.random.default_rng(26).standard_normal(n).astype(np.float32)
+    v = x.astype(np.float64)
+    e = (6 + v + 11) + 100 * (4 + 7 + v + 1) + 20 + 50
+    args = {"x": x, "out": np.zeros(n, np.float32), "n": n}
+    for got in run_three_ways(*plain, "row_ranges", grid, block, args):
+        np.testing.assert_allclose(got["out"], e, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("grid,block", SHAPES)
 def test_std_array(std, grid, block) -> None:
     n = grid[0] * block[0] - 3
     x = np.random.default_rng(22).standard_normal(n).astype(np.float32)
@@ -262,6 +289,10 @@ def test_gradient_through_ranges_and_returned_lambdas(tmp_path, grid, block) -> 
 
 
 REFUSED = [
+    ("range-over-rows-by-value",
+     "__global__ void k(float* y) { float m[2][2] = {{1, 2}, {3, 4}}; float s = 0;\n"
+     "  for (auto row : m) s += row[0]; y[threadIdx.x] = s; }\n",
+     "over the rows of an array with a loop variable that is not a reference", (2, 13)),
     ("range-over-iterators-of-class-type",
      "struct It { float* p; __device__ float& operator*() { return *p; } __device__ It& operator++() { ++p; return *this; }\n"
      "  __device__ bool operator!=(const It& o) const { return p != o.p; } };\n"

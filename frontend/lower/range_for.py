@@ -25,6 +25,7 @@ from frontend.arith import convert
 from frontend.lower import declarations, inlining
 from frontend.lower.context import CK, function_body, initializer_of
 from frontend.lower.helpers import ArrayRef, strip
+from frontend.lower.member_rows import RowsRef
 from frontend.values import ArrayBinding, Pointer, PtrVarLV, RefBinding, VarLV
 
 if TYPE_CHECKING:
@@ -42,6 +43,9 @@ def range_for(kb: KernelBuilder, c: ci.Cursor) -> None:
                        "(begin() and end() must return pointers)", range_c)
     begin_decl = hidden
     rt = tm.canonical(tm.strip_reference(range_c.type))
+    if rt.kind == ci.TypeKind.CONSTANTARRAY and tm.canonical(rt.element_type).kind == ci.TypeKind.CONSTANTARRAY:
+        _rows(kb, c, var, range_c, body_c, int(rt.element_count))
+        return
     items = _initializer_list_items(range_c)
     if items is not None:  # `for (float v : {a, b, c})`: the list's array of its items, made now
         begin = _list_array(kb, items, range_c)
@@ -88,6 +92,27 @@ def range_for(kb: KernelBuilder, c: ci.Cursor) -> None:
     finally:
         kb.loop_depth -= 1
     kb.emit(n.For(k, ty, n.Var(first.name, ty), n.Var(last.name, ty), n.Const(1, ty), tuple(body), loc=kb.loc(c)))
+
+
+def _rows(kb: KernelBuilder, c: ci.Cursor, var: ci.Cursor, range_c: ci.Cursor, body_c: ci.Cursor, count: int) -> None:
+    """``for (auto& row : m)`` of an array of arrays: ``row`` names row ``k`` (a reference; a
+    copy of a row would decay to a pointer, refused)."""
+    if not tm.is_reference(var.type):
+        raise kb.error("a range-based for statement over the rows of an array with a loop variable that is not a "
+                       "reference is not supported in device code (write auto& row)", var)
+    rows = kb.expr(range_c)
+    if not isinstance(rows, (ArrayRef, RowsRef)):
+        raise kb.error("a range-based for statement over rows polypy cannot place is not supported in device code",
+                       range_c)
+    k = kb.names.fresh("range_row")
+    kb.loop_depth += 1
+    try:
+        with kb.sub_block() as body:
+            kb.bind(var, RefBinding(rows.index(kb, n.Var(k, I32), range_c)))  # type: ignore[arg-type]
+            kb.statement(body_c)
+    finally:
+        kb.loop_depth -= 1
+    kb.emit(n.For(k, I32, n.Const(0, I32), n.Const(count, I32), n.Const(1, I32), tuple(body), loc=kb.loc(c)))
 
 
 def _hidden(c: ci.Cursor, prefix: str) -> ci.Cursor | None:
