@@ -75,6 +75,16 @@ __global__ void row_ranges(const float* x, float* out, int n) {
   for (const auto& row : q.a) s += 100.0f * row[2];
   out[i] = s + m[0][1] + m[1][1];
 }
+
+struct Coef { float d[3]; int n; };
+__device__ float coef_sum(Coef c) { float t = 0.0f; for (float v : c.d) t += v; return t; }
+__global__ void param_ranges(Coef c, const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float p = 0.0f;
+  for (float v : c.d) p = p * x[i] + v;           // an array member of a by-value kernel parameter
+  out[i] = p + 10.0f * coef_sum(c) + c.n;
+}
 """
 
 STD_KERNELS = r"""
@@ -192,6 +202,18 @@ def test_range_based_for_over_rows(plain, grid, block) -> None:
     args = {"x": x, "out": np.zeros(n, np.float32), "n": n}
     for got in run_three_ways(*plain, "row_ranges", grid, block, args):
         np.testing.assert_allclose(got["out"], e, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_range_based_for_over_a_parameter_member(plain, grid, block) -> None:
+    n = grid[0] * block[0] - 3
+    x = np.random.default_rng(27).standard_normal(n).astype(np.float32)
+    v = x.astype(np.float64)
+    d = np.array([1.5, -2.0, 4.0], np.float32)
+    e = (d[0] * v + d[1]) * v + d[2] + 10 * d.sum() + 3
+    args = {"c": {"d": d, "n": 3}, "x": x, "out": np.zeros(n, np.float32), "n": n}
+    for got in run_three_ways(*plain, "param_ranges", grid, block, args):
+        np.testing.assert_allclose(got["out"], e, rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("grid,block", SHAPES)

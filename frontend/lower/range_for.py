@@ -26,7 +26,8 @@ from frontend.lower import declarations, inlining
 from frontend.lower.context import CK, function_body, initializer_of
 from frontend.lower.helpers import ArrayRef, strip
 from frontend.lower.member_rows import RowsRef
-from frontend.values import ArrayBinding, Pointer, PtrVarLV, RefBinding, VarLV
+from frontend.lower.param_arrays import element_of
+from frontend.values import Aggregate, ArrayBinding, Pointer, PtrVarLV, RefBinding, VarLV
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -127,6 +128,13 @@ def _hidden(c: ci.Cursor, prefix: str) -> ci.Cursor | None:
 def _pointer(kb: KernelBuilder, value, c: ci.Cursor) -> Pointer:
     if isinstance(value, ArrayRef):
         value = value.decay(kb, c)
+    if isinstance(value, Aggregate):  # an array member of a record parameter held in memory (param_arrays.py)
+        first = element_of(value, n.Const(0, I32))
+        if first is not None:
+            elem = tm.canonical(tm.strip_reference(c.type))
+            spelling = elem.element_type.spelling if elem.kind == ci.TypeKind.CONSTANTARRAY else first.type.name
+            value = Pointer(first.buffer, first.index[:-1], first.index[-1],
+                            tm.ElemLayout(first.type, 1, (("", 0),), spelling))
     if not isinstance(value, Pointer):
         raise kb.error("a range-based for statement whose begin() or end() polypy cannot place in a buffer is not "
                        "supported in device code", c)
