@@ -25,8 +25,9 @@ def copy_array(kb: KernelBuilder, binding: ArrayBinding, name: str, c: ci.Cursor
     """A fresh local array holding a copy of every element of local array ``binding``."""
     source = kb.buffers.get(binding.buffer)
     where = kb.loc(c)
+    record = binding.layout.record
     if source is None or source.space != "local" or binding.stored is not None or \
-            any(d is None for d in binding.dims) or binding.layout.record is not None and binding.layout.record.overlaps:
+            any(d is None for d in binding.dims) or record is not None and record.overlaps:
         raise kb.error(f"a copy of the array '{name}' (not a local array, or of records holding unions) is not "
                        "supported in device code", c)
     if binding.layout.record is not None:  # records of mixed member types: one buffer per type

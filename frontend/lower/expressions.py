@@ -251,8 +251,10 @@ def read(kb: KernelBuilder, lv: LValue, c: ci.Cursor) -> Value:
         return read(kb, kb.expand_record(lv, c), c)
     if isinstance(lv, Closure):  # a lambda held by a record (closure_records.py)
         return lv
-    if isinstance(lv, (Pointer, PointerTable, Accessor, RowsRef, ArrayRef)):  # (a row: range_for.py)  # an array member of a record in memory
-        return lv                                           # (member_rows.py); a T** parameter; a tensor accessor
+    if isinstance(lv, (Pointer, PointerTable, Accessor, RowsRef, ArrayRef)):
+        # an array member of a record in memory (member_rows.py), a row (range_for.py), a T**
+        # parameter, a tensor accessor
+        return lv
     if isinstance(lv, PendingPtrLV):
         raise kb.error(f"pointer '{lv.name}' is used before it is assigned", c)
     if isinstance(lv, PtrVarLV):

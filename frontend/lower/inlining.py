@@ -26,7 +26,8 @@ from frontend.lower.pointer_choice import pending_pointer, pointer_hint
 from frontend.lower.inheritance import bound_subobject
 from frontend.lower.array_copies import copy_array
 from frontend.values import (
-    Aggregate, AggLV, ArrayBinding, Binding, BoundCopyLV, ChoiceVarLV, Closure, ClosureResult, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer,
+    Aggregate, AggLV, ArrayBinding, Binding, BoundCopyLV, ChoiceVarLV, Closure, ClosureResult, PendingPtrLV, PlaceOf,
+    RefResult, LValue, Pointer,
     PointerChoice, PtrVarLV, RecLV,
     RefBinding, Value, VarAddress,
 )

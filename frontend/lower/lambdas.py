@@ -76,8 +76,9 @@ def lambda_expr(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value:
     for decl in explicit:
         if decl is None:
             raise kb.error("a capture polypy cannot follow", c)
-        while rest and this_type is not None and (_same(rest[0].type, this_type) or _is_this_class(rest[0].type, this_type)) \
-                and tm.canonical(rest[0].type).spelling != tm.canonical(tm.strip_reference(decl.type)).spelling:
+        while rest and this_type is not None and \
+                (_same(rest[0].type, this_type) or _is_this_class(rest[0].type, this_type)) and \
+                tm.canonical(rest[0].type).spelling != tm.canonical(tm.strip_reference(decl.type)).spelling:
             # the explicit `this` or `*this` (no VariableRef names them)
             copies_this = copies_this or _is_this_class(rest.pop(0).type, this_type)
         if not rest:

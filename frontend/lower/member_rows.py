@@ -57,6 +57,7 @@ def member_rows(address: RecordAddress, t: ci.Type) -> RowsRef | None:
     while ct.kind == ci.TypeKind.CONSTANTARRAY:
         dims.append(int(ct.element_count))
         ct = tm.canonical(ct.element_type)
-    if len(dims) < 2 or tm.scalar_type(ct) is None or address.view(tm.scalar_type(ct)) is None:  # type: ignore[arg-type]
+    st = tm.scalar_type(ct)
+    if len(dims) < 2 or st is None or address.view(st) is None:
         return None
     return RowsRef(address, tuple(dims), ct)
