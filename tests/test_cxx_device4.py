@@ -1,6 +1,7 @@
 """C++ in device code, issue 36's fourth round (docs/cxx_device.md, "Fourth round"): lambdas
 capturing ``*this`` by copy and local arrays by value, functions (plain, templates, lambdas and
-member functions) returning lambdas, records holding lambdas.
+member functions) returning lambdas, records holding lambdas; a gradient through a ``[*this]``
+lambda held by a record.
 
 Each kernel runs through the emulator, the LLVM backend (``polypy.compile``) and the C backend
 against hand-computed values over two launch shapes."""
@@ -253,3 +254,54 @@ REFUSED = [
 @pytest.mark.parametrize("name,text,message,where", REFUSED, ids=[r[0] for r in REFUSED])
 def test_refused_with_location(name, text, message, where, tmp_path: pathlib.Path) -> None:
     assert_load_refused(tmp_path, name, text, message, where)
+
+
+GRAD_KERNEL = r"""
+struct Spring {
+  double k, rest;
+  __device__ auto energy() const { return [*this](double d) { return 0.5 * k * (d - rest) * (d - rest); }; }
+};
+template <class F> struct Summed {
+  F f;
+  double w;
+  __device__ double operator()(const double* v, int m) const {
+    double s = 0.0;
+    for (int j = 0; j < m; j++) s += w * f(v[j]);
+    return s;
+  }
+};
+
+__global__ void springs(const double* p, double* e, double k, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  Spring sp{k, p[3 * i]};
+  auto f = sp.energy();
+  sp.k = 100.0;                                   // not seen by f's copy
+  Summed<decltype(f)> total{f, 2.0};
+  e[i] = total(p + 3 * i + 1, 2);
+}
+"""
+
+
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_gradient_through_a_copy_of_this_and_a_record_holding_a_lambda(tmp_path, grid, block) -> None:
+    from autodiff.check import check_gradients
+    from polypy.driver.gradients import grad_kernel
+
+    path = tmp_path / "springs.cu"
+    path.write_text(GRAD_KERNEL)
+    module = polypy.load(str(path))
+    k_grad = grad_kernel(module, "springs", wrt=["p", "k"])
+    k_fwd = grad_kernel(module, "springs", wrt=["p", "k"], mode="forward")
+    n = grid[0] * block[0] - 3
+    p = np.random.default_rng(15).standard_normal(3 * n)
+    args = {"p": p, "e": np.zeros(n), "k": 0.7, "n": n}
+    result = check_gradients(module.kernel("springs"), k_grad, grid, block, args, k_fwd=k_fwd)
+    assert abs(result.finite_difference) > 1e-8
+    assert result.error() < 1e-6, result
+    assert result.forward_effect_error < 1e-12, result
+    got = dict(args, e=np.zeros(n))
+    polypy.emulate(module.kernel("springs"), grid, block, got)
+    q = p.reshape(n, 3)
+    want = 2.0 * 0.5 * 0.7 * ((q[:, 1] - q[:, 0]) ** 2 + (q[:, 2] - q[:, 0]) ** 2)
+    np.testing.assert_allclose(got["e"], want, rtol=1e-12)
