@@ -1,7 +1,8 @@
 """C++ in device code, issue 36's fourth round (docs/cxx_device.md, "Fourth round"): range-based
 ``for`` (over local arrays, array members, arrays of records, rows, brace lists, classes whose
 ``begin()``/``end()`` return pointers, ``std::array``), ``std::array``'s members, ``std::min`` /
-``std::max`` of records and with comparators, ``std::clamp``, ``std::pair`` (``make_pair``,
+``std::max`` of records, with comparators and of brace lists, ``std::clamp``,
+``std::initializer_list`` parameters, ``std::pair`` (``make_pair``,
 constructors, comparisons, structured bindings), nested brace lists of array
 members; a gradient through a range-for, a returned lambda and an array captured by value.
 
@@ -90,6 +91,7 @@ __global__ void param_ranges(Coef c, const float* x, float* out, int n) {
 STD_KERNELS = r"""
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <utility>
 struct Pt {
   float v;
@@ -116,6 +118,20 @@ __global__ void std_pairs(const float* x, float* out, int n) {
   out[3 * i] = p.first + 100.0f * p.second + 1000.0f * lt;
   out[3 * i + 1] = m.first + 10.0f * m.second;
   out[3 * i + 2] = v + k + z.first + z.second;
+}
+
+__device__ float total(std::initializer_list<float> l) {
+  float s = 0.0f;
+  for (float v : l) s += v;
+  return s + 100.0f * l.size();
+}
+
+__global__ void init_lists(const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  out[3 * i] = std::max({x[i], 0.1f, -x[i]});
+  out[3 * i + 1] = std::min({x[i], 0.5f, 2.0f * x[i]});
+  out[3 * i + 2] = total({x[i], 2.0f, 3.0f}) + 1000.0f * total({1.0f});
 }
 
 __global__ void std_arrays(const float* x, float* out, int n) {
@@ -228,6 +244,18 @@ def test_std_array(std, grid, block) -> None:
     args = {"x": x, "out": np.zeros(3 * n, np.float32), "n": n}
     for got in run_three_ways(*std, "std_arrays", grid, block, args):
         np.testing.assert_allclose(got["out"].reshape(n, 3), e, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("grid,block", SHAPES)
+def test_initializer_lists(std, grid, block) -> None:
+    n = grid[0] * block[0] - 3
+    x = np.random.default_rng(28).standard_normal(n).astype(np.float32)
+    v = x.astype(np.float64)
+    e = np.stack([np.maximum(np.maximum(v, 0.1), -v), np.minimum(np.minimum(v, 0.5), 2 * v),
+                  v + 5 + 300 + 1000 * 101], axis=1)
+    args = {"x": x, "out": np.zeros(3 * n, np.float32), "n": n}
+    for got in run_three_ways(*std, "init_lists", grid, block, args):
+        np.testing.assert_allclose(got["out"].reshape(n, 3), e, rtol=1e-6, atol=1e-5)
 
 
 @pytest.mark.parametrize("grid,block", SHAPES)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import clang.cindex as ci
 
 from polypy.ir import nodes as n
-from polypy.ir.types import I32
+from polypy.ir.types import I32, I64
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
@@ -56,7 +56,7 @@ def range_for(kb: KernelBuilder, c: ci.Cursor) -> None:
         begin = _pointer(kb, kb.expr(range_c), range_c)
         start = begin.offset if begin.offset is not None else n.Const(0, I32)
         end_offset = n.Binary("add", start, n.Const(rt.element_count, start.type))
-    elif tm.is_record(rt) and not _is_initializer_list(rt):
+    elif tm.is_record(rt) and (not _is_initializer_list(rt) or strip(range_c).kind == CK.DECL_REF_EXPR):
         # `auto&& __range = range; auto __begin = __range.begin(), __end = __range.end();`
         begin_init = initializer_of(begin_decl)
         range_decl = None if begin_init is None else _hidden(begin_init, "__range")
@@ -69,6 +69,11 @@ def range_for(kb: KernelBuilder, c: ci.Cursor) -> None:
         size = _std_array_size(rt)
         if size is not None:  # std::array<T, N> (an implicit instance: libclang lists no end()): begin() + N
             end_offset = n.Binary("add", start, n.Const(size, start.type))
+        elif _is_initializer_list(rt):  # a std::initializer_list parameter: begin() + its length member
+            length = kb.read(kb.member_lv(obj, list(rt.get_fields())[1].spelling, range_c), range_c)
+            if not isinstance(length, n.Expr):
+                raise kb.error("a std::initializer_list polypy cannot read", range_c)
+            end_offset = n.Binary("add", convert(start, I64), convert(length, I64))
         else:
             end_method = _end_method(strip(begin_init).referenced)
             if end_method is None:
@@ -197,6 +202,23 @@ def _list_array(kb: KernelBuilder, items: ci.Cursor, c: ci.Cursor) -> Pointer:
     for i, item in enumerate(values):
         kb.assign(kb.element_lv(binding, (n.Const(i, I32),), item), convert(kb.scalar(item), st), item)
     return binding.pointer((), None)
+
+
+def initializer_list_value(kb: KernelBuilder, a: ci.Cursor, t: ci.Type) -> Aggregate | None:
+    """A ``std::initializer_list<T>`` parameter's argument made from a brace list
+    (``std::max({a, b, c})``): the list object, a pointer to a local array of the items and their
+    count (its two members, in declaration order); None for any other argument."""
+    if not _is_initializer_list(t):
+        return None
+    items = _initializer_list_items(a)
+    fields = list(tm.canonical(tm.strip_reference(t)).get_fields())
+    if items is None or len(fields) != 2 or not tm.is_pointer(fields[0].type) or \
+            tm.scalar_type(fields[1].type) is None:
+        return None
+    count = len(list(items.get_children()))
+    length = tm.scalar_type(fields[1].type)
+    return Aggregate({"." + fields[0].spelling: _list_array(kb, items, a),
+                      "." + fields[1].spelling: n.Const(count, length)}, tm.canonical(tm.strip_reference(t)).spelling)
 
 
 def _is_initializer_list(t: ci.Type) -> bool:
