@@ -21,6 +21,7 @@ from c_support import assert_load_refused, run_three_ways
 from frontend.clang_setup import header_mode
 
 KERNELS = r"""
+#include <initializer_list>
 struct P { float a, b; };
 struct Buf {  // begin() and end() return pointers: a range
   float d[4];
