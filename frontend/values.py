@@ -417,6 +417,14 @@ class RefResult:
     sel: "VarLV | None" = None
 
 
+@dataclasses.dataclass(eq=False)
+class ClosureResult:
+    """Where ``return [s](float x) { ... };`` of an inlined function returning a lambda puts the
+    closure it makes."""
+
+    closure: "Closure | None" = None
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class PlaceOf:
     """What an inlined call returning a reference gives ``lvalue`` (which asked for it): the place."""
@@ -440,10 +448,16 @@ class Closure:
     # The captures a `mutable` lambda made in device code holds by value (its own copies, which
     # its calls change): a copy of the closure copies them (``inlining.closure_copy``).
     owned: tuple = ()
+    # A `mutable` `[*this]` lambda: ``this`` is its own copy of the object, which a copy of the
+    # closure copies too.
+    owns_this: bool = False
+    # The declarations it captured by reference (cursors; None for a reference init-capture):
+    # a function returning the lambda must not let them end with its call.
+    by_reference: tuple = ()
 
     def shared_copy(self, error, c) -> "Closure":
         """The closure a copy of this one may be (itself: its copies never change), or refused."""
-        if self.mutable or self.owned:
+        if self.mutable or self.owned or self.owns_this:
             raise error("copies of a mutable lambda in device code are not supported (pass it by reference)", c)
         return self
 

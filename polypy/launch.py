@@ -328,6 +328,14 @@ def _member(kernel: n.Kernel, sp: n.SourceParam, value: Any, path: str) -> Any:
         else:
             found = hasattr(current, field)
             current = getattr(current, field, None)
+        if not found and "[" in field:  # `a[1][2]` of an array member given as an array: its element
+            current = _member(kernel, sp, value, path[:path.index(field)] + field[:field.index("[")])
+            try:
+                for k in field[field.index("["):].strip("[]").split("]["):
+                    current = current[int(k)]
+                found = True
+            except (TypeError, IndexError, KeyError, ValueError):
+                found = False
         if not found:
             raise UserError(f"argument {sp.name!r} of kernel {kernel.name!r} ({sp.ctype}) has no field "
                             f"{sp.name + path!r}", kernel.loc)

@@ -452,26 +452,11 @@ REFUSED = [
      "template <size_t I> __device__ auto get(const S& s) { if constexpr (I == 0) return s.b; else return s.a; }\n"
      "__global__ void k(float* y) { S s{y[threadIdx.x], 2}; auto [p, q] = s; y[threadIdx.x] = p + 10 * q; }\n",
      "structured bindings of 'S' (through its tuple protocol", (7, 60)),
-    ("function-returning-a-lambda",
-     "__global__ void k(const float* x, float* out) { float s = 2.0f;\n"
-     "  auto make = [](float k) { return [k](float v) { return k * v; }; };\n"
-     "  auto f = make(s); out[threadIdx.x] = f(x[threadIdx.x]); }\n",
-     "returns a lambda", (3, 12)),
-    ("record-holding-a-lambda",  # an internal error (AttributeError) before
-     "template <class F> struct Mapper { F f; __device__ float operator()(float x) const { return f(x) + 1.0f; } };\n"
-     "__global__ void k(const float* x, float* out) { float s = 3.0f;\n"
-     "  auto l = [s](float v) { return v * s; }; Mapper<decltype(l)> m{l}; out[threadIdx.x] = m(x[threadIdx.x]); }\n",
-     "a record holding a lambda ('Mapper<decltype(l)>')", (3, 66)),
     ("implicit-default-constructor-of-an-instance",
      "template <typename T> struct B { T w; __device__ B() : w(T(1)) {} };\n"
      "template <typename T> struct D : B<T> { T e; __device__ D() : e(0) {} };\n"
      "__global__ void k(float* out) { D<float> d; out[threadIdx.x] = d.w + d.e; }\n",
      "the default constructor of 'B<float>' (an instance of a class template)", (3, 42)),
-    ("lambda-copy-of-this",
-     "struct A { float w;\n"
-     "  __device__ float run(float v) { auto f = [*this](float u) { return w * u; }; return f(v); } };\n"
-     "__global__ void k(float* y) { A a{2.0f}; y[threadIdx.x] = a.run(y[threadIdx.x]); }\n",
-     "lambdas capturing '*this' by copy", (2, 44)),
 ]
 
 

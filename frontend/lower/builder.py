@@ -17,7 +17,7 @@ from frontend import ctypes_map as tm
 from frontend.bases import is_dynamic
 from frontend.clang_setup import child_cursors, cursor_loc, instantiation
 from frontend.closures import closure_declaration, host_closure
-from frontend.lower import accessors, calls, declarations, expressions, lambdas, places, statements
+from frontend.lower import accessors, calls, declarations, expressions, inlining, lambdas, places, statements
 from frontend.lower import untyped as untyped_buffers
 from frontend.lower.held_pointers import refuse_stores
 from frontend.lower.accessors import accessor_type
@@ -378,6 +378,11 @@ class KernelBuilder:
                                     f"'{name}' is not supported", where)
             self.source_params.append(n.SourceParam(name, t.spelling, tuple(members)))
             self.bind(p, AggLV(fields, t.spelling))
+            if any("][" in leaf.path for leaf in tm.leaves(t)) and \
+                    not any(tm.is_pointer(leaf.ctype) for leaf in tm.leaves(t)):
+                # `struct M { float a[3][3]; }`: each thread's copy in memory, so that `m.a[r][s]`
+                # is an element at run-time indices (member_rows.py)
+                self.bind(p, inlining.record_copy_in_memory(self, self.read(AggLV(fields, t.spelling), p), t, name, p))
             return
         raise UserError(f"kernel parameter '{name}' of type '{t.spelling}' is not supported", where)
 

@@ -162,7 +162,18 @@ def call(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value | None:
     if base in ("move", "forward") and len(args) == 1 and _in_std(fn):
         # std::move(x) / std::forward<T>(x): x itself (an rvalue reference to it, read as a value).
         return kb.expr(args[0], discard=discard) if discard else kb.expr(args[0])
+    if base == "is_constant_evaluated" and name != base or \
+            base in ("is_constant_evaluated", "__is_constant_evaluated") and _in_std(fn):
+        # `__builtin_is_constant_evaluated()` (libstdc++'s assertions in std::clamp...): what
+        # polypy translates runs on the device, never in a constant evaluation (a constant
+        # initializer takes clang's value)
+        return None if discard else n.Const(False, BOOL, loc=kb.loc(c))
     body = function_body(fn.get_definition() or fn)
+    if body is not None and base in ("min", "max") and _in_std(fn) and \
+            (len(args) != 2 or tm.scalar_type(tm.strip_reference(fn.result_type)) is None):
+        # std::min/max of records (their operator<) or with a comparator: the library's own
+        # definition, inlined as written
+        return inlining.inline(kb, fn.get_definition() or fn, args, c, discard)
     if body is None or (fn.location.is_in_system_header and (base in CUDA_MATH_NAMES or base in MORE_MATH)):
         # Declared by the prelude or the C library: a CUDA built-in, mapped by name.
         return intrinsic(kb, base, fn, args, c, discard)

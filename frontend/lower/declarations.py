@@ -13,6 +13,8 @@ from polypy.ir.types import I32, I64, U8, U16, U32, U64
 from frontend import ctypes_map as tm
 from frontend.arith import convert, plus, scale
 from frontend.clang_setup import evaluate
+from frontend.closures import closure_declaration
+from frontend.lower.closure_records import closure_record, holds_closure
 from frontend.lower import accessors, lambdas, members, record_arrays
 from frontend.lower.context import (
     CK, _array_dims, _buffer_shape, decl_key, function_body, has_attr, initializer_of, string_initializer,
@@ -167,7 +169,8 @@ def var_decl(kb: KernelBuilder, d: ci.Cursor) -> None:
         mutable = decl_key(d) in kb.assigned_decls(kb.frame.cursor)
         kb.bind(d, kb.pointer_binding(value, mutable, name, d, decl_key(d)))
         return
-    if init is not None and (strip(init).kind == CK.LAMBDA_EXPR or lambdas.is_closure_type(kb, t)):
+    if init is not None and (strip(init).kind == CK.LAMBDA_EXPR or lambdas.is_closure_type(kb, t) or
+                             closure_declaration(t) is not None):  # (`auto f = make_scale(2.0f);` too)
         closure = kb.expr(init)  # `auto f = [&](float v) { ... };` (see ``lambdas``)
         if not isinstance(closure, Closure):
             raise UserError(f"local variable '{name}' holds a lambda polypy cannot follow", where)
@@ -186,6 +189,9 @@ def var_decl(kb: KernelBuilder, d: ci.Cursor) -> None:
             raise UserError(f"initializing '{name}', which holds a union, in its declaration is not supported in "
                             "device code (assign a member)", where)
         local_record_in_memory(kb, d, name, t, None, where)
+        return
+    if holds_closure(t):  # `Mapper<decltype(l)> m{l};` (closure_records.py)
+        kb.bind(d, closure_record(kb, t, init, name, d))
         return
     if tm.is_record(t):
         members.record_bases(kb, tm.canonical(t).get_declaration(), d)  # refuses bases polypy cannot lay out

@@ -23,6 +23,7 @@ from frontend.lower.conditionals import lower_conditional
 from frontend.lower.pointer_choice import choice_address, pointer_arith, read_choice, read_pointer_var, shifted
 from frontend.lower.context import CK, GPU_BUILTINS, decl_key, has_attr, is_prelude_decl
 from frontend.lower.inheritance import converted, member_path, sub_value, subobject
+from frontend.lower.member_rows import RowsRef
 from frontend.lower.helpers import (
     ArrayRef, DEFAULT, ScalarArray, describe, select_member, strip, strip_parens,
 )
@@ -249,8 +250,12 @@ def read(kb: KernelBuilder, lv: LValue, c: ci.Cursor) -> Value:
                           for k, v in lv.fields.items()}, lv.spelling)
     if isinstance(lv, RecLV):
         return read(kb, kb.expand_record(lv, c), c)
-    if isinstance(lv, (Pointer, PointerTable, Accessor)):  # an array member of a record in memory; a T**
-        return lv                                           # parameter; a tensor accessor
+    if isinstance(lv, Closure):  # a lambda held by a record (closure_records.py)
+        return lv
+    if isinstance(lv, (Pointer, PointerTable, Accessor, RowsRef, ArrayRef)):
+        # an array member of a record in memory (member_rows.py), a row (range_for.py), a T**
+        # parameter, a tensor accessor
+        return lv
     if isinstance(lv, PendingPtrLV):
         raise kb.error(f"pointer '{lv.name}' is used before it is assigned", c)
     if isinstance(lv, PtrVarLV):

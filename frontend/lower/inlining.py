@@ -16,17 +16,19 @@ from polypy.passes.eliminate_returns import remove_returns
 from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.closures import closure_declaration
-from frontend.clang_setup import unary_operator
-from frontend.lower import accessors, place_choice, recursion
+from frontend.clang_setup import binary_operator, unary_operator
+from frontend.lower import accessors, place_choice, range_for, recursion
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
 from frontend.lower.accessors import accessor_type
-from frontend.lower.helpers import ArrayRef, strip
+from frontend.lower.helpers import ArrayRef, ScalarArray, strip
 from frontend.lower.pointer_choice import pending_pointer, pointer_hint
 from frontend.lower.inheritance import bound_subobject
+from frontend.lower.array_copies import copy_array
 from frontend.values import (
-    Aggregate, AggLV, Binding, BoundCopyLV, ChoiceVarLV, Closure, PendingPtrLV, PlaceOf, RefResult, LValue, Pointer,
-    PointerChoice, PtrVarLV,
+    Aggregate, AggLV, ArrayBinding, Binding, BoundCopyLV, ChoiceVarLV, Closure, ClosureResult, PendingPtrLV, PlaceOf,
+    RefResult, LValue, Pointer,
+    PointerChoice, PtrVarLV, RecLV,
     RefBinding, Value, VarAddress,
 )
 
@@ -93,9 +95,14 @@ def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
         st = tm.scalar_type(rt)
         if st is not None:
             result = kb.temp(st, None, fn.spelling + "_ret", c)
+        elif tm.is_record(rt) and closure_declaration(rt) is not None:
+            # `auto make_scale(float s) { return [s](float x) { ... }; }`: the closure its one
+            # return makes (statements.return_stmt)
+            if not _returns_once_at_the_end(fn):
+                raise kb.error(f"'{fn.spelling}' returns a lambda from several returns, which is not supported "
+                               "in device code", c)
+            result = ClosureResult()
         elif tm.is_record(rt):
-            if closure_declaration(rt) is not None:
-                raise kb.error(f"'{fn.spelling}' returns a lambda, which is not supported in device code", c)
             fields: dict[str, LValue] = {}
             for leaf in tm.leaves(rt):
                 if leaf.scalar is None:
@@ -147,6 +154,10 @@ def inline(kb: KernelBuilder, fn: ci.Cursor, args: list[ci.Cursor], c: ci.Cursor
         if frame.result.target is None:
             raise kb.error(f"'{fn.spelling}' returns no place polypy can follow", c)
         return PlaceOf(frame.result.target) if wants_place else kb.read(frame.result.target, c)
+    if isinstance(frame.result, ClosureResult):
+        if frame.result.closure is None:
+            raise kb.error(f"'{fn.spelling}' returns no lambda polypy can follow", c)
+        return None if discard else frame.result.closure
     if result is None or discard:
         return None
     result = frame.result  # a pointer result is fixed by its first return
@@ -183,12 +194,12 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
             # a derived object bound to a `Base&`: its base subobject (frontend.lower.inheritance)
             return RefBinding(bound_subobject(kb, kb.lvalue(inner), a, pt, a))
         except UserError:
-            if not target_t.is_const_qualified():
+            if not target_t.is_const_qualified() and not (pt.kind == ci.TypeKind.RVALUEREFERENCE and _prvalue(a)):
                 raise
-        value = kb.arg_value(a, fn, i)  # const T& bound to a temporary
+        value = kb.arg_value(a, fn, i)  # const T& or T&& bound to a temporary (its own copy)
         copy = copy_to_local(kb, value, target_t, name, a)
         return BoundCopyLV(copy.fields, copy.spelling) if type(copy) is AggLV else copy
-    value = kb.arg_value(a, fn, i)
+    value = range_for.initializer_list_value(kb, a, pt) or kb.arg_value(a, fn, i)  # (`std::max({a, b, c})`)
     if isinstance(value, Closure):  # a lambda passed to a function template
         return closure_copy(kb, value, a)
     if isinstance(value, ArrayRef):
@@ -199,26 +210,61 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
         if not isinstance(value, (Pointer, PointerChoice)):
             raise kb.error(f"argument for pointer parameter '{name}' must point into a buffer", a)
         return kb.pointer_binding(value, decl_key(p) in mutated, name, a, decl_key(p))
+    if tm.is_record(pt) and tm.has_array_member(pt) and not tm.has_union(pt) and isinstance(value, Aggregate) and \
+            not any(tm.is_pointer(leaf.ctype) for leaf in tm.leaves(pt)):
+        # `float det(M m)` of `struct M { float a[3][3]; }`: a copy in memory, as a local of the
+        # record is, so that `m.a[r][s]` is an element at run-time indices (member_rows.py)
+        return record_copy_in_memory(kb, value, pt, name, a)
     return copy_to_local(kb, value, pt, name, a)
+
+
+def record_copy_in_memory(kb: KernelBuilder, value: Aggregate, t: ci.Type, name: str, a: ci.Cursor) -> ScalarArray:
+    """A local record in memory (a one-element array of it) holding a copy of ``value``."""
+    binding = kb.record_array(name, (1,), tm.local_layout(t, kb.loc(a)), "local", kb.loc(a))
+    place = kb.element_lv(binding, (n.Const(0, I32),), a)
+    kb.assign(kb.expand_record(place, a) if isinstance(place, RecLV) else place, value, a)
+    return ScalarArray(binding)
+
+
+def _prvalue(a: ci.Cursor) -> bool:
+    """Whether argument ``a`` is certainly a prvalue (a literal, arithmetic, a call returning a
+    value: ``make_pair(v * 2, 3)``), whose ``T&&`` parameter binds a temporary of its own; not
+    ``std::move(x)``, which names ``x``."""
+    e = strip(a)
+    if e.kind in (CK.INTEGER_LITERAL, CK.FLOATING_LITERAL, CK.CXX_BOOL_LITERAL_EXPR, CK.CHARACTER_LITERAL,
+                  CK.CXX_FUNCTIONAL_CAST_EXPR):
+        return True
+    if e.kind == CK.BINARY_OPERATOR:
+        return binary_operator(e) not in ("=", ",")
+    if e.kind == CK.UNARY_OPERATOR:
+        return unary_operator(e) in ("-", "+", "!", "~")
+    if e.kind == CK.CALL_EXPR and e.referenced is not None and e.referenced.kind == CK.FUNCTION_DECL:
+        return not tm.is_reference(e.referenced.result_type)
+    return False
 
 
 def closure_copy(kb: KernelBuilder, closure: Closure, c: ci.Cursor) -> Closure:
     """A copy of a lambda's closure object: the closure itself when its copies never change;
     for a ``mutable`` lambda made in device code, fresh copies of the captures it owns (a
     call of the copy changes those, not the original's; by-reference captures stay shared)."""
-    if not closure.owned:
+    if not closure.owned and not closure.owns_this:
         return closure.shared_copy(kb.error, c)
     captures = dict(closure.captures)
     for key in closure.owned:
         b = captures[key]
-        if isinstance(b, Closure):
+        if isinstance(b, ArrayBinding):  # an array captured by value
+            captures[key] = copy_array(kb, b, "capture", c)
+        elif isinstance(b, Closure):
             captures[key] = closure_copy(kb, b, c)
         elif isinstance(b, (PtrVarLV, ChoiceVarLV)):
             captures[key] = kb.pointer_binding(kb.binding_value(b, c), True, "capture", c, key)
         else:
             value = kb.binding_value(b, c)
             captures[key] = copy_to_local(kb, value, None, "capture", c)
-    return dataclasses.replace(closure, captures=captures)
+    this = closure.this
+    if closure.owns_this:  # a `mutable` `[*this]` lambda's own object
+        this = copy_to_local(kb, kb.read(this, c), None, "this_copy", c)
+    return dataclasses.replace(closure, captures=captures, this=this)
 
 
 def array_reference_binding(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, i: int,
@@ -250,6 +296,8 @@ def copy_to_local(kb: KernelBuilder, value: Value | None, t: ci.Type | None, nam
         for path, v in value.fields.items():
             if isinstance(v, Pointer):
                 fields[path] = PtrVarLV(v, None)
+            elif isinstance(v, Closure):  # a lambda held by a record (closure_records.py)
+                fields[path] = closure_copy(kb, v, a)  # type: ignore[assignment]
             elif isinstance(v, n.Expr):
                 fields[path] = kb.temp(v.type, v, name + path, a)
             else:

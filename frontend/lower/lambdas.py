@@ -9,7 +9,9 @@ the lambda is evaluated (``lambda_expr``), which a non-``mutable`` lambda cannot
 sharing one closure between copies of it is exact. A ``mutable`` lambda's copies are its own
 state (``Closure.owned``): its calls change them, and a copy of the closure (``auto g = f;``,
 passing it by value) copies them (``inlining.closure_copy``). A generic lambda's operator is a
-template: each call inlines the instance clang chose. ``[*this]`` is refused.
+template: each call inlines the instance clang chose. ``[*this]`` holds a copy of the object
+(``this_copy``), made where the lambda is evaluated; a local array captured by value is a copy
+of its elements (``array_copies``).
 
 A kernel parameter holding a lambda made in host code (``frontend.closures``) is a ``Closure``
 too (``closure_param``): its captures are the parameter's members; a ``mutable`` one's are each
@@ -26,7 +28,8 @@ from frontend import ctypes_map as tm
 from frontend.closures import HostClosure
 from frontend.lower import inlining
 from frontend.lower.context import CK, decl_key
-from frontend.values import AggLV, Closure, LValue, PtrVarLV, RefBinding, Value, VarLV
+from frontend.lower.array_copies import copy_array
+from frontend.values import AggLV, ArrayBinding, Closure, LValue, PtrVarLV, RecLV, RefBinding, Value, VarLV
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -67,13 +70,17 @@ def lambda_expr(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value:
     mutable = not operator.is_const_method()
     captures: dict[tuple, object] = {}
     owned: list[tuple] = []
+    shared: list = []
     rest = list(fields)
+    copies_this = False
     for decl in explicit:
         if decl is None:
             raise kb.error("a capture polypy cannot follow", c)
-        while rest and this_type is not None and _same(rest[0].type, this_type) and \
-                tm.canonical(rest[0].type).spelling != tm.canonical(decl.type).spelling:
-            rest.pop(0)  # the explicit `this` (no VariableRef names it)
+        while rest and this_type is not None and \
+                (_same(rest[0].type, this_type) or _is_this_class(rest[0].type, this_type)) and \
+                tm.canonical(rest[0].type).spelling != tm.canonical(tm.strip_reference(decl.type)).spelling:
+            # the explicit `this` or `*this` (no VariableRef names them)
+            copies_this = copies_this or _is_this_class(rest.pop(0).type, this_type)
         if not rest:
             raise kb.error("a capture polypy cannot follow", c)
         field = rest.pop(0)
@@ -81,31 +88,56 @@ def lambda_expr(kb: KernelBuilder, c: ci.Cursor, discard: bool) -> Value:
         if key in outer:  # `[a, &b]`
             if tm.is_reference(field.type):
                 captures[key] = outer[key]
+                shared.append(decl)
             else:
                 captures[key] = capture_copy(kb, decl, outer[key], c)
                 owned.append(key)
         else:  # an init-capture `[n = 2 * k]`, `[&r = a[i]]`: its own variable
             captures[key] = init_capture(kb, decl, field, c)
-            owned.append(key) if not tm.is_reference(field.type) else None
+            owned.append(key) if not tm.is_reference(field.type) else shared.append(None)
     if this_type is not None and uses_this:  # the `this` field, explicit or implicit
         rest = [f for f in rest if not _same(f.type, this_type)]
-    if this_type is not None and any(tm.canonical(f.type).spelling == this_type[1] for f in rest):
-        raise kb.error("lambdas capturing '*this' by copy are not supported in device code", c)
+    if this_type is not None and not copies_this:
+        # `[*this]` after the explicit captures, or none: one field of the class itself more than
+        # the implicit captures of variables of that class
+        implicit = sum(1 for key, decl in used.items() if key not in captures and
+                       _is_this_class(tm.strip_reference(decl.type), this_type))
+        copies_this = sum(1 for f in rest if _is_this_class(f.type, this_type)) > implicit
     by_reference = any(tm.is_reference(f.type) for f in rest)
     for key, decl in used.items():
         if key in captures:
             continue
         if by_reference:  # `[&]`: the caller's own variables
             captures[key] = outer[key]
+            shared.append(decl)
         else:  # `[=]` (or a constant the lambda does not capture: its value)
             captures[key] = capture_copy(kb, decl, outer[key], c)
             owned.append(key)
     this = None
-    if uses_this:
+    if uses_this or copies_this:
         this = kb.frame.this
         if this is None:
             raise kb.error("'this' in a lambda outside a member function", c)
-    return Closure(operator, captures, this=this, owned=tuple(owned) if mutable else ())
+    if copies_this:  # `[*this]`: a copy of the object, made now; `this` in the body is the copy
+        this = this_copy(kb, this, _this_class(kb, closure_decl), c)
+    return Closure(operator, captures, this=this, owned=tuple(owned) if mutable else (),
+                   owns_this=copies_this and mutable, by_reference=tuple(shared))
+
+
+def this_copy(kb: KernelBuilder, this, record: ci.Cursor, c: ci.Cursor):
+    """A copy of the object ``this`` (of class ``record``) a ``[*this]`` lambda holds: member by
+    member, as the implicit copy constructor copies; a user-written one is refused."""
+    if any(m.kind == CK.CONSTRUCTOR and m.is_copy_constructor() and not m.is_default_method()
+           for m in record.get_children()):
+        raise kb.error(f"'[*this]' copies '{record.spelling}' with its user-written copy constructor, which is "
+                       "not supported in device code", c)
+    if isinstance(this, RecLV):
+        this = kb.expand_record(this, c)
+    value = kb.read(this, c)
+    copy = inlining.copy_to_local(kb, value, None, "this_copy", c)
+    if not isinstance(copy, AggLV):
+        raise kb.error("a copy of '*this' polypy cannot make", c)
+    return copy
 
 
 def _implicit_this(x: ci.Cursor) -> bool:
@@ -117,6 +149,13 @@ def _implicit_this(x: ci.Cursor) -> bool:
 def _this_pointer_type(kb: KernelBuilder, closure_decl: ci.Cursor):
     """The type of ``this`` where the lambda is written (``_pointer_to`` the member function's
     class, through lambdas made in lambdas), or None outside member functions."""
+    record = _this_class(kb, closure_decl)
+    return _pointer_to(record) if record is not None else None
+
+
+def _this_class(kb: KernelBuilder, closure_decl: ci.Cursor) -> ci.Cursor | None:
+    """The class of the member function the lambda is written in (through lambdas made in
+    lambdas), or None."""
     fn = closure_decl.semantic_parent
     while fn is not None and fn.kind in _FUNCTIONS:
         parent = fn.semantic_parent
@@ -124,7 +163,7 @@ def _this_pointer_type(kb: KernelBuilder, closure_decl: ci.Cursor):
                                                   CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION):
             return None
         if decl_key(parent) not in kb.closure_types:
-            return _pointer_to(parent)
+            return parent
         fn = parent.semantic_parent  # a lambda made in a lambda's body
     return None
 
@@ -134,6 +173,13 @@ _FUNCTIONS = (CK.CXX_METHOD, CK.CONSTRUCTOR, CK.DESTRUCTOR, CK.CONVERSION_FUNCTI
 
 def _pointer_to(record: ci.Cursor):
     return ("pointer", tm.canonical(record.type).spelling)
+
+
+def _is_this_class(t: ci.Type, this_type: tuple) -> bool:
+    """Whether field type ``t`` is the class of ``this`` itself (a ``[*this]`` copy; ``const`` in a
+    ``const`` member function)."""
+    ct = tm.canonical(t)
+    return ct.kind == ci.TypeKind.RECORD and tm.canonical(ct.get_declaration().type).spelling == this_type[1]
 
 
 def _same(t: ci.Type, this_type: tuple) -> bool:
@@ -166,9 +212,11 @@ def init_capture(kb: KernelBuilder, decl: ci.Cursor, field: ci.Cursor, c: ci.Cur
 def capture_copy(kb: KernelBuilder, decl: ci.Cursor, binding, c: ci.Cursor):
     """A by-value capture of ``decl``: a copy of its value now."""
     t = decl.type
-    if tm.is_array(t):
-        raise kb.error(f"lambdas capturing the array '{decl.spelling}' by value are not supported in "
-                       "device code", c)
+    if tm.is_array(t):  # `[a]`, `[=]` naming a local array: a copy of each element, made now
+        if not isinstance(binding, ArrayBinding):
+            raise kb.error(f"lambdas capturing the array '{decl.spelling}' by value are not supported in "
+                           "device code", c)
+        return copy_array(kb, binding, decl.spelling, c)
     value = kb.binding_value(binding, c)
     if isinstance(value, Closure):
         return inlining.closure_copy(kb, value, c)

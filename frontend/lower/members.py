@@ -347,8 +347,10 @@ def member_initializer(field: ci.Cursor) -> ci.Cursor | None:
     # (After the member's name: not a template argument of its type, `Loader<int, CHECKED> l;`.)
     exprs = [ch for ch in field.get_children() if ch.kind.is_expression()
              and ch.extent.start.offset > field.location.offset]
-    if exprs and field.type.get_canonical().kind in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.DEPENDENTSIZEDARRAY):
-        exprs = exprs[1:]
+    t = field.type.get_canonical()
+    while exprs and t.kind in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.DEPENDENTSIZEDARRAY):
+        exprs = exprs[1:]  # one size per dimension (`float a[3][3]`: two)
+        t = t.element_type.get_canonical()
     return exprs[-1] if exprs else None
 
 

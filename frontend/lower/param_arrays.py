@@ -30,11 +30,17 @@ def runtime_indexed_arrays(kernel: ci.Cursor, param: ci.Cursor) -> set[str]:
     key = decl_key(param)
     out: set[str] = set()
     for x in preorder(kernel):
-        if x.kind != CK.ARRAY_SUBSCRIPT_EXPR:
+        if x.kind == CK.CXX_FOR_RANGE_STMT:  # `for (float v : p.w)`: a loop over its elements
+            children = list(x.get_children())
+            base, path = (children[1], _member_path(children[1], key)) if len(children) == 3 else (x, None)
+        elif x.kind != CK.ARRAY_SUBSCRIPT_EXPR:
             continue
-        base, index = list(x.get_children())
-        path = _member_path(base, key)
-        if path is None or evaluate(index) is not None:
+        else:
+            base, index = list(x.get_children())
+            path = _member_path(base, key)
+            if evaluate(index) is not None:
+                continue
+        if path is None:
             continue
         t = tm.canonical(strip(base).type)
         if t.kind == ci.TypeKind.CONSTANTARRAY and tm.scalar_type(t.element_type) is not None:

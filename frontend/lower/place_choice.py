@@ -18,6 +18,7 @@ from polypy.ir import nodes as n
 from polypy.ir.types import I32
 from polypy.ir.visitor import walk
 
+from frontend.lower.context import CK
 from frontend.values import AggLV, ChoiceLV, LValue, RecLV, RefResult, VarLV
 
 if TYPE_CHECKING:
@@ -28,15 +29,32 @@ def conditional_place(kb: KernelBuilder, c: ci.Cursor) -> LValue:
     """``cond ? a : b`` where both sides are places of one type (a C++ lvalue conditional)."""
     cond_c, a_c, b_c = list(c.get_children())
     cond = kb.condition(cond_c)
+    if isinstance(cond, n.Const):  # `_Nm ? *(end() - 1) : *end()` (std::array's back()): one side only
+        return kb.lvalue(a_c if cond.value else b_c)
     with kb.sub_block() as a_stmts:
         a = kb.lvalue(a_c)
     with kb.sub_block() as b_stmts:
         b = kb.lvalue(b_c)
-    if a_stmts or b_stmts:
+    if not (_selectors(a_stmts, a_c) and _selectors(b_stmts, b_c)):
         raise kb.error("a side of this conditional place computes more than the place (name the place first: "
                        "a reference variable)", c)
+    for stmt in a_stmts + b_stmts:  # a nested conditional's selector: computed either way
+        kb.emit(stmt)
     sel = kb.temp(I32, n.Select(cond, n.Const(0, I32), n.Const(1, I32), loc=kb.loc(c)), "which", c)
     return choose(kb, n.Var(sel.name, I32), [a, b], c)
+
+
+def _selectors(stmts: list[n.Stmt], side: ci.Cursor) -> bool:
+    """Whether a side's statements are only the selector of a nested conditional place
+    (``k == 0 ? x : (k == 1 ? y : z)``) reading no memory: computing it when the other side is
+    taken changes nothing and cannot fault."""
+    if not stmts:
+        return True
+    inner = side
+    while inner.kind in (CK.PAREN_EXPR, CK.UNEXPOSED_EXPR) and len(list(inner.get_children())) == 1:
+        inner = next(iter(inner.get_children()))
+    return inner.kind == CK.CONDITIONAL_OPERATOR and all(
+        isinstance(s, n.Decl) and not any(isinstance(x, (n.Load, n.Call)) for x in walk(s)) for s in stmts)
 
 
 def choose(kb: KernelBuilder, sel: n.Expr, places: list[LValue], c: ci.Cursor) -> LValue:

@@ -19,6 +19,7 @@ from frontend.lower.inheritance import converted, downcast_place, member_path, s
 from frontend.lower.heap import address_of
 from frontend.lower.held_pointers import held_pointer, held_variable, is_held_variable, store_held
 from frontend.lower.helpers import ArrayRef, ScalarArray, describe, select_member, strip
+from frontend.lower.member_rows import RowsRef, member_rows, row_pointer
 from frontend.lower.param_arrays import element_lv, element_of, is_variable_member
 from frontend.lower import accessors, inlining, members, place_choice, pointer_choice
 from frontend.lower.pointer_choice import assign_pointer, choice_element, store_choice
@@ -97,6 +98,10 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
         # `static_cast<Base&>(d)`: d's base subobject (a downcast is refused)
         source = [ch for ch in c.get_children() if ch.kind.is_expression()][-1]
         return converted(kb, lvalue(kb, source), source, c)
+    if kind == CK.CXX_CONST_CAST_EXPR and not tm.is_pointer(c.type):
+        # `const_cast<T&>(x)` (std::array's operator[]; a const_cast to anything but a pointer
+        # casts to a reference): the same place, writable
+        return lvalue(kb, [ch for ch in c.get_children() if ch.kind.is_expression()][-1])
     if kind == CK.CONDITIONAL_OPERATOR:  # `(c ? a : b) = v`: one of two places (place_choice.py)
         return place_choice.conditional_place(kb, c)
     if kind == CK.CALL_EXPR:
@@ -104,6 +109,9 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
         if place is not None:
             return place
         fn = c.referenced
+        args = [ch for ch in c.get_children() if ch.kind.is_expression()][1:]
+        if fn is not None and fn.spelling in ("move", "forward") and len(args) == 1 and _in_std(fn):
+            return lvalue(kb, args[0])  # std::move(x), std::forward<T>(x): the place x names
         if fn is not None and tm.is_reference(fn.result_type):
             # `at(p, i) = v`, `smem[i] += v` (a member `T& operator[]`): the place the inlined
             # function's one `return` names (or `*this`), as CUDA's reference result is.
@@ -117,9 +125,19 @@ def lvalue(kb: KernelBuilder, c: ci.Cursor) -> LValue:
     raise kb.error("expression is not assignable here", c)
 
 
+def _in_std(fn: ci.Cursor) -> bool:
+    """Whether ``fn`` is declared in namespace std (or an inline namespace of it)."""
+    parent = fn.semantic_parent
+    while parent is not None and parent.kind == CK.NAMESPACE:
+        if parent.spelling == "std":
+            return True
+        parent = parent.semantic_parent
+    return False
+
+
 def subscript(kb: KernelBuilder, base: Value | None, index: n.Expr, c: ci.Cursor) -> LValue | "ArrayRef":
-    if isinstance(base, ArrayRef):
-        return base.index(kb, index, c)
+    if isinstance(base, (ArrayRef, RowsRef)):
+        return base.index(kb, index, c)  # type: ignore[return-value]
     if isinstance(base, PointerTable):
         return base.element(index)  # type: ignore[return-value]  # a pointer value, not assignable
     if isinstance(base, Pointer):
@@ -195,10 +213,10 @@ def record_member(kb: KernelBuilder, rec: RecLV, member: str, c: ci.Cursor) -> L
         et = ct.element_type
         est = tm.scalar_type(et)
         if est is not None:
-            view = address.view(est)
-            assert view is not None
-            return Pointer(view, (), address.index(est), tm.ElemLayout(est, 1, (("", 0),), et.spelling),
-                           stored=None if address.stored in (None, est) else address.stored)
+            return row_pointer(address, et)
+        rows = member_rows(address, ft)  # `float a[3][3]`: rows (member_rows.py)
+        if rows is not None:
+            return rows  # type: ignore[return-value]
         if tm.is_record(et):
             ect = tm.canonical(et)
             record = tm.RecordLayout(et.spelling, ect.get_size(), (), ect)
@@ -280,9 +298,18 @@ def record_value(kb: KernelBuilder, c: ci.Cursor, t: ci.Type | None, target: Agg
         layout = tm.leaves(rt)
         items = [ch for ch in c.get_children()]
         values: dict[str, Value] = {}
-        flat: list[Value] = []
-        for item in items:
-            if tm.is_record(item.type):
+        flat: list[Value | None] = []
+
+        def add(item: ci.Cursor) -> None:
+            it = tm.canonical(item.type)
+            if it.kind == ci.TypeKind.CONSTANTARRAY and item.kind == CK.INIT_LIST_EXPR:
+                # `{{1, 2, 3}, n}` of `struct { float d[3]; int n; }`: the array's items, in
+                # order, those the list leaves out zero (value-initialized)
+                given = list(item.get_children())
+                for ch in given:
+                    add(ch)
+                flat.extend([None] * ((it.element_count - len(given)) * len(tm.leaves(it.element_type))))
+            elif tm.is_record(item.type):
                 member = record_value(kb, item, item.type)
                 if isinstance(member, Closure):  # (frontend/lower/lambdas.py: not a record of variables)
                     raise kb.error(f"a record holding a lambda ('{tm.strip_reference(rt).spelling}') is not supported "
@@ -290,9 +317,12 @@ def record_value(kb: KernelBuilder, c: ci.Cursor, t: ci.Type | None, target: Agg
                 flat.extend(member.fields.values())
             else:
                 flat.append(kb.scalar(item))
+
+        for item in items:
+            add(item)
         for i, leaf in enumerate(layout):
             lst = leaf.scalar
-            if i < len(flat):
+            if i < len(flat) and flat[i] is not None:
                 v = flat[i]
                 values[leaf.path] = convert(v, lst) if isinstance(v, n.Expr) and lst is not None else v
             elif lst is not None:

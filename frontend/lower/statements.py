@@ -14,9 +14,10 @@ from frontend.lower import gotos, inlining, place_choice
 from frontend.lower.context import CK, has_attr
 from frontend.lower.declarations import decl_stmt
 from frontend.lower.loops import do_stmt, for_stmt, while_stmt
+from frontend.lower.range_for import range_for
 from frontend.lower.switch import switch_stmt
 from frontend.lower.helpers import ArrayRef, strip
-from frontend.values import ChoiceVarLV, PendingPtrLV, PtrVarLV, RefResult
+from frontend.values import ChoiceVarLV, Closure, ClosureResult, PendingPtrLV, PtrVarLV, RefResult
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -66,6 +67,11 @@ def if_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
     if children and children[0].kind in (CK.DECL_STMT, CK.VAR_DECL):
         raise kb.error("declarations in if conditions are not supported", children[0])
     cond = kb.condition(children[0])
+    if _never(cond) and len(children) == 2 and \
+            not any(x.kind == CK.LABEL_STMT for x in children[1].walk_preorder()):
+        # `if (false && ...) __builtin_unreachable();` (libstdc++'s constant-evaluation checks in
+        # std::clamp...): a branch never taken, no label in it; nothing to lower
+        return
     with kb.sub_block() as then:
         statement(kb, children[1])
     orelse: list[n.Stmt] = []
@@ -73,6 +79,13 @@ def if_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
         with kb.sub_block() as orelse:
             statement(kb, children[2])
     kb.emit(n.If(cond, tuple(then), tuple(orelse), loc=kb.loc(c)))
+
+
+def _never(cond: n.Expr) -> bool:
+    """Whether ``cond`` is false whatever the values (``false``, ``false && x``)."""
+    if isinstance(cond, n.Const):
+        return not cond.value
+    return isinstance(cond, n.Binary) and cond.op == "land" and (_never(cond.a) or _never(cond.b))
 
 
 def break_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
@@ -99,8 +112,10 @@ def return_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
         # expression (`return a < b ? b : a;`) is read now: the return is the body's last statement.
         e = strip(children[0])
         target_t = tm.strip_reference(frame.cursor.result_type)
-        if e.kind in _PLACES or not target_t.is_const_qualified():
-            local = _callee_local(e)
+        if e.kind in _PLACES or not target_t.is_const_qualified() or _conditional_place(e):
+            # (`return b < a ? b : a;` of `const T& lo(const T& a, const T& b)`: one of the two
+            # places, which a `const T&` bound to the result sees change)
+            local = next(filter(None, map(_callee_local, _sides(e))), None)
             if local is not None:
                 # CUDA's reference would outlive the object it names (undefined behaviour).
                 raise kb.error(f"'{frame.cursor.spelling}' returns a reference to '{local}', a local "
@@ -123,12 +138,44 @@ def return_stmt(kb: KernelBuilder, c: ci.Cursor) -> None:
         if isinstance(frame.result, PendingPtrLV):
             frame.result = kb.assign_pending(frame.result, value, children[0])
         kb.assign(frame.result, value, children[0])
+    elif children and isinstance(frame.result, ClosureResult):
+        frame.result.closure = returned_closure(kb, kb.expr(children[0]), children[0])
     elif children and frame.result is not None:
         value = kb.expr(children[0])
         kb.assign(frame.result, value, children[0])
     elif children:
         kb.expr(children[0], discard=True)
     kb.emit(n.Return(loc=kb.loc(c)))
+
+
+def returned_closure(kb: KernelBuilder, value, e: ci.Cursor) -> Closure:
+    """The closure ``return [s](float x) { ... };`` gives the caller; a capture by reference of
+    the returning function's own local or by-value parameter would dangle (refused)."""
+    if not isinstance(value, Closure):
+        raise kb.error(f"'{kb.frame.cursor.spelling}' returns a lambda polypy cannot follow", e)
+    fn = kb.frame.cursor
+    for decl in value.by_reference:
+        if decl is None:
+            raise kb.error(f"'{fn.spelling}' returns a lambda with a reference init-capture, which is not "
+                           "supported in device code", e)
+        parent = decl.semantic_parent
+        if not tm.is_reference(decl.type) and parent is not None and parent.get_usr() == fn.get_usr():
+            raise kb.error(f"'{fn.spelling}' returns a lambda capturing '{decl.spelling}', its own local or "
+                           "by-value parameter, by reference: it would dangle after the call", e)
+    return value
+
+
+def _conditional_place(e: ci.Cursor) -> bool:
+    """Whether ``e`` is a conditional whose sides are places (``c ? a : b``, nested too)."""
+    return e.kind == CK.CONDITIONAL_OPERATOR and all(
+        side.kind in _PLACES or _conditional_place(side) for side in (strip(x) for x in list(e.get_children())[1:]))
+
+
+def _sides(e: ci.Cursor) -> list[ci.Cursor]:
+    """The places a conditional place may name (``e`` itself for any other place)."""
+    if e.kind != CK.CONDITIONAL_OPERATOR:
+        return [e]
+    return [x for side in list(e.get_children())[1:] for x in _sides(strip(side))]
 
 
 def _callee_local(e: ci.Cursor) -> str | None:
@@ -170,6 +217,7 @@ _STMT_HANDLERS = {
     CK.DECL_STMT: decl_stmt,
     CK.IF_STMT: if_stmt,
     CK.FOR_STMT: for_stmt,
+    CK.CXX_FOR_RANGE_STMT: range_for,
     CK.WHILE_STMT: while_stmt,
     CK.DO_STMT: do_stmt,
     CK.BREAK_STMT: break_stmt,
