@@ -17,7 +17,8 @@ from frontend import ctypes_map as tm
 from frontend.arith import convert
 from frontend.closures import closure_declaration
 from frontend.clang_setup import binary_operator, unary_operator
-from frontend.lower import accessors, place_choice, range_for, recursion
+from frontend.lower import accessors, place_choice, recursion
+from frontend.lower.initializer_lists import initializer_list_value
 from frontend.lower.cccl import refuse_in_device_code
 from frontend.lower.context import CK, Frame, decl_key, function_body, is_kernel_decl, sanitize
 from frontend.lower.accessors import accessor_type
@@ -199,7 +200,7 @@ def bind_argument(kb: KernelBuilder, p: ci.Cursor, a: ci.Cursor, fn: ci.Cursor, 
         value = kb.arg_value(a, fn, i)  # const T& or T&& bound to a temporary (its own copy)
         copy = copy_to_local(kb, value, target_t, name, a)
         return BoundCopyLV(copy.fields, copy.spelling) if type(copy) is AggLV else copy
-    value = range_for.initializer_list_value(kb, a, pt) or kb.arg_value(a, fn, i)  # (`std::max({a, b, c})`)
+    value = initializer_list_value(kb, a, pt) or kb.arg_value(a, fn, i)  # (`std::max({a, b, c})`)
     if isinstance(value, Closure):  # a lambda passed to a function template
         return closure_copy(kb, value, a)
     if isinstance(value, ArrayRef):

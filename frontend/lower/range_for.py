@@ -25,9 +25,10 @@ from frontend.arith import convert
 from frontend.lower import declarations, inlining
 from frontend.lower.context import CK, function_body, initializer_of
 from frontend.lower.helpers import ArrayRef, strip
+from frontend.lower.initializer_lists import is_initializer_list, list_array, list_items
 from frontend.lower.member_rows import RowsRef
 from frontend.lower.param_arrays import element_of
-from frontend.values import Aggregate, ArrayBinding, Pointer, PtrVarLV, RefBinding, VarLV
+from frontend.values import Aggregate, Pointer, PtrVarLV, RefBinding, VarLV
 
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
@@ -47,16 +48,16 @@ def range_for(kb: KernelBuilder, c: ci.Cursor) -> None:
     if rt.kind == ci.TypeKind.CONSTANTARRAY and tm.canonical(rt.element_type).kind == ci.TypeKind.CONSTANTARRAY:
         _rows(kb, c, var, range_c, body_c, int(rt.element_count))
         return
-    items = _initializer_list_items(range_c)
+    items = list_items(range_c)
     if items is not None:  # `for (float v : {a, b, c})`: the list's array of its items, made now
-        begin = _list_array(kb, items, range_c)
+        begin = list_array(kb, items, range_c)
         start = n.Const(0, I32)
         end_offset: n.Expr = n.Const(len(list(items.get_children())), I32)
     elif rt.kind == ci.TypeKind.CONSTANTARRAY:  # `__begin = __range`: the array's first element
         begin = _pointer(kb, kb.expr(range_c), range_c)
         start = begin.offset if begin.offset is not None else n.Const(0, I32)
         end_offset = n.Binary("add", start, n.Const(rt.element_count, start.type))
-    elif tm.is_record(rt) and (not _is_initializer_list(rt) or strip(range_c).kind == CK.DECL_REF_EXPR):
+    elif tm.is_record(rt) and (not is_initializer_list(rt) or strip(range_c).kind == CK.DECL_REF_EXPR):
         # `auto&& __range = range; auto __begin = __range.begin(), __end = __range.end();`
         begin_init = initializer_of(begin_decl)
         range_decl = None if begin_init is None else _hidden(begin_init, "__range")
@@ -69,7 +70,7 @@ def range_for(kb: KernelBuilder, c: ci.Cursor) -> None:
         size = _std_array_size(rt)
         if size is not None:  # std::array<T, N> (an implicit instance: libclang lists no end()): begin() + N
             end_offset = n.Binary("add", start, n.Const(size, start.type))
-        elif _is_initializer_list(rt):  # a std::initializer_list parameter: begin() + its length member
+        elif is_initializer_list(rt):  # a std::initializer_list parameter: begin() + its length member
             length = kb.read(kb.member_lv(obj, list(rt.get_fields())[1].spelling, range_c), range_c)
             if not isinstance(length, n.Expr):
                 raise kb.error("a std::initializer_list polypy cannot read", range_c)
@@ -172,54 +173,3 @@ def _std_array_size(t: ci.Type) -> int | None:
     if len(arrays) != 1 or arrays[0].kind != ci.TypeKind.CONSTANTARRAY:
         return None
     return int(arrays[0].element_count)  # its one member, T[N]
-
-
-def _initializer_list_items(range_c: ci.Cursor) -> ci.Cursor | None:
-    """The brace list (its array, ``const T[N]``) a ``std::initializer_list`` range is made of."""
-    if not _is_initializer_list(tm.strip_reference(range_c.type)):
-        return None
-    x = range_c
-    while x.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR) and len(list(x.get_children())) == 1:
-        x = next(iter(x.get_children()))
-    if x.kind == CK.INIT_LIST_EXPR and tm.canonical(x.type).kind == ci.TypeKind.CONSTANTARRAY:
-        return x
-    return None
-
-
-def _list_array(kb: KernelBuilder, items: ci.Cursor, c: ci.Cursor) -> Pointer:
-    """A local array holding the items of brace list ``items`` (of scalars), converted to its
-    element type: a pointer to its first element."""
-    elem = tm.canonical(items.type).element_type
-    st = tm.scalar_type(elem)
-    if st is None:
-        raise kb.error(f"a range-based for statement over a list of '{elem.spelling}' is not supported in device "
-                       "code", c)
-    values = list(items.get_children())
-    where = kb.loc(c)
-    name = kb.names.fresh("init_list")
-    kb.buffers[name] = n.Buffer(name, st, (n.Const(len(values), I32),), "local", loc=where)
-    binding = ArrayBinding(name, (len(values),), tm.local_layout(elem, where))
-    for i, item in enumerate(values):
-        kb.assign(kb.element_lv(binding, (n.Const(i, I32),), item), convert(kb.scalar(item), st), item)
-    return binding.pointer((), None)
-
-
-def initializer_list_value(kb: KernelBuilder, a: ci.Cursor, t: ci.Type) -> Aggregate | None:
-    """A ``std::initializer_list<T>`` parameter's argument made from a brace list
-    (``std::max({a, b, c})``): the list object, a pointer to a local array of the items and their
-    count (its two members, in declaration order); None for any other argument."""
-    if not _is_initializer_list(t):
-        return None
-    items = _initializer_list_items(a)
-    fields = list(tm.canonical(tm.strip_reference(t)).get_fields())
-    if items is None or len(fields) != 2 or not tm.is_pointer(fields[0].type) or \
-            tm.scalar_type(fields[1].type) is None:
-        return None
-    count = len(list(items.get_children()))
-    length = tm.scalar_type(fields[1].type)
-    return Aggregate({"." + fields[0].spelling: _list_array(kb, items, a),
-                      "." + fields[1].spelling: n.Const(count, length)}, tm.canonical(tm.strip_reference(t)).spelling)
-
-
-def _is_initializer_list(t: ci.Type) -> bool:
-    return tm.canonical(t).spelling.startswith("std::initializer_list<")
