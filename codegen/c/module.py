@@ -219,7 +219,8 @@ class _ProgramState:
 def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads: int = 0,
                  check_bounds: bool = False, emulate: bool = False,
                  barriers: Mapping[str, Sequence[object]] | None = None,
-                 versions: Mapping[str, KernelVersions] | None = None, runtime: str | None = None) -> str:
+                 versions: Mapping[str, KernelVersions] | None = None, runtime: str | None = None,
+                 static_shared: Mapping[str, int] | None = None) -> str:
     """The whole program as one C++ file (see the module docstring); ``kernels`` are CPU form.
     ``runtime``: the text that stands for polypy's runtime at the top (default: all of it,
     ``runtime_header()``; ``RUNTIME_INCLUDE`` to find what the program uses, ``runtime_slice``:
@@ -232,16 +233,24 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
     ``emulate``: ``kernels`` are GPU form and every launch goes to polypy's reference emulator
     through ``polypy_emulate_hook`` (the file is then built as a shared library whose ``main`` the
     Python side calls; see ``polypy.driver.programs``).
+
+    ``static_shared``: per kernel name, the bytes of its static ``__shared__`` arrays (GPU form):
+    its launches may ask for 48 KiB less those of dynamic shared memory, or what
+    ``cudaFuncSetAttribute`` sets for a kernel with a host stub (``_shared_limits``).
     """
     options = Options(cpp=True, threads=threads, check_bounds=check_bounds, program=True)
+    limits, variables = _shared_limits(host, kernels, static_shared or {})
     if emulate:
-        codes = {name: emulated_launcher(k, i, options) for i, (name, k) in enumerate(kernels.items())}
+        codes = {name: emulated_launcher(k, i, dataclasses.replace(options, max_dynamic=limits[name]))
+                 for i, (name, k) in enumerate(kernels.items())}
     else:
         notes = barriers or {}
         team = in_merged_loops(host, kernels)
-        codes = {name: emit_kernel(k, dataclasses.replace(options, in_team=name in team),
+        codes = {name: emit_kernel(k, dataclasses.replace(options, in_team=name in team, max_dynamic=limits[name]),
                                    versions=(versions or {}).get(name), barriers=notes.get(name))
                  for name, k in kernels.items()}
+    codes = {name: dataclasses.replace(code, text=variables[name] + code.text) if name in variables else code
+             for name, code in codes.items()}
     if not emulate:
         codes = _with_child_prototypes(codes, kernels)
     # Copies are kept where the run checks device pointers (the emulator, --check-bounds).
@@ -263,6 +272,48 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
                      for h in THRUST_CUDA_SYSTEM_INCLUDES) + "\n" if cccl else ""
     return (head + fp_contract_off() + "\n" + runtime.rstrip() + "\n\n" + support + "\n\n"
             + thrust + bridge + body + tail)
+
+
+def _shared_limits(host: HostProgram, kernels: Mapping[str, n.Kernel],
+                   static_shared: Mapping[str, int]) -> tuple[dict[str, str], dict[str, str]]:
+    """Per kernel, the C expression of the most dynamic shared memory its launches may ask for
+    (``polypy_rt_shared_ok``; empty where every launch of a kernel without a host stub asks for a
+    literal amount within it), and for a kernel with a host stub the definition of the variable
+    holding it, which the stub's registration hands to ``cudaFuncSetAttribute`` (parts/kernels.h)."""
+    limits: dict[str, str] = {}
+    variables: dict[str, str] = {}
+    # (a kernel's own stub is emitted where the program needs it, an instance's always: _rewrite)
+    stubbed = {name for name in kernels if needs_stub(host, name)}
+    stubbed |= {stub.kernel for f in host.files.values() for span in f.device_spans for stub in span.instance_stubs}
+    asked: dict[str, list[int | None]] = {}
+    for launch in host.launches:
+        asked.setdefault(launch.kernel, []).append(_literal_bytes(launch.shmem))
+    for name in kernels:
+        default = max(48 * 1024 - static_shared.get(name, 0), 0)
+        if name not in stubbed and all(b is not None and b <= default for b in asked.get(name, [])):
+            limits[name] = ""  # every launch asks for a literal amount within the limit: no test
+        elif name in stubbed:
+            limits[name] = max_dynamic_variable(name)
+            variables[name] = (f"/* The dynamic shared memory a launch of {name} may ask for: 48 KiB less its static "
+                               f"arrays,\n * or what cudaFuncSetAttribute sets (its host stub's registration). */\n"
+                               f"static size_t {limits[name]} = {default};\n")
+        else:
+            limits[name] = str(default)
+    return limits, variables
+
+
+def _literal_bytes(shmem: str | None) -> int | None:
+    """The dynamic shared memory a launch asks for when its text is an integer literal (none: 0)."""
+    if shmem is None:
+        return 0
+    try:
+        return int(shmem.strip().rstrip("uUlL"), 0)
+    except ValueError:
+        return None
+
+
+def max_dynamic_variable(kernel: str) -> str:
+    return f"{kernel}_max_dynamic"
 
 
 def in_merged_loops(host: HostProgram, kernels: Mapping[str, n.Kernel]) -> set[str]:
@@ -505,7 +556,7 @@ def stub_definition(stub: HostStub, launcher: str) -> str:
         f"{_INDENT}{launcher}({', '.join(['grid', 'block', 'shmem'] + unpacked)});",
         "}",
         f"static polypy_rt_kernel_entry polypy_rt_entry_{ir}((const void*)static_cast<void (*)({signature})>(&{stub.name}), "
-        f"&{ir}_launch_args, \"{stub.name}\", {stub.shared_bytes}, {stub.const_bytes});",
+        f"&{ir}_launch_args, \"{stub.name}\", {stub.shared_bytes}, {stub.const_bytes}, &{max_dynamic_variable(ir)});",
         # Graph kernel nodes made by hand bind a kernelParams array to the stub (parts/graphs.h).
         f"static polypy_rt_kernel_binder polypy_rt_binder_{ir}((const void*)static_cast<void (*)({signature})>(&{stub.name}), "
         f"&polypy_rt_bind<{signature}>);",
