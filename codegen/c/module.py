@@ -38,6 +38,7 @@ from polypy.stack import on_big_stack
 
 from codegen.c.kernel import KernelCode, Options, emulated_launcher
 from codegen.c.merged_loops import merged_loop_edits
+from codegen.c.shared_limits import max_dynamic_variable, shared_limits
 from codegen.c.render import c_type, literal
 from codegen.c.templates import fp_contract_off, prelude, render_template
 from polypy.ir.versions import KernelVersions
@@ -236,10 +237,10 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
 
     ``static_shared``: per kernel name, the bytes of its static ``__shared__`` arrays (GPU form):
     its launches may ask for 48 KiB less those of dynamic shared memory, or what
-    ``cudaFuncSetAttribute`` sets for a kernel with a host stub (``_shared_limits``).
+    ``cudaFuncSetAttribute`` sets for a kernel with a host stub (``codegen.c.shared_limits``).
     """
     options = Options(cpp=True, threads=threads, check_bounds=check_bounds, program=True)
-    limits, variables = _shared_limits(host, kernels, static_shared or {})
+    limits, variables = shared_limits(host, kernels, static_shared or {})
     if emulate:
         codes = {name: emulated_launcher(k, i, dataclasses.replace(options, max_dynamic=limits[name]))
                  for i, (name, k) in enumerate(kernels.items())}
@@ -272,48 +273,6 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
                      for h in THRUST_CUDA_SYSTEM_INCLUDES) + "\n" if cccl else ""
     return (head + fp_contract_off() + "\n" + runtime.rstrip() + "\n\n" + support + "\n\n"
             + thrust + bridge + body + tail)
-
-
-def _shared_limits(host: HostProgram, kernels: Mapping[str, n.Kernel],
-                   static_shared: Mapping[str, int]) -> tuple[dict[str, str], dict[str, str]]:
-    """Per kernel, the C expression of the most dynamic shared memory its launches may ask for
-    (``polypy_rt_shared_ok``; empty where every launch of a kernel without a host stub asks for a
-    literal amount within it), and for a kernel with a host stub the definition of the variable
-    holding it, which the stub's registration hands to ``cudaFuncSetAttribute`` (parts/kernels.h)."""
-    limits: dict[str, str] = {}
-    variables: dict[str, str] = {}
-    # (a kernel's own stub is emitted where the program needs it, an instance's always: _rewrite)
-    stubbed = {name for name in kernels if needs_stub(host, name)}
-    stubbed |= {stub.kernel for f in host.files.values() for span in f.device_spans for stub in span.instance_stubs}
-    asked: dict[str, list[int | None]] = {}
-    for launch in host.launches:
-        asked.setdefault(launch.kernel, []).append(_literal_bytes(launch.shmem))
-    for name in kernels:
-        default = max(48 * 1024 - static_shared.get(name, 0), 0)
-        if name not in stubbed and all(b is not None and b <= default for b in asked.get(name, [])):
-            limits[name] = ""  # every launch asks for a literal amount within the limit: no test
-        elif name in stubbed:
-            limits[name] = max_dynamic_variable(name)
-            variables[name] = (f"/* The dynamic shared memory a launch of {name} may ask for: 48 KiB less its static "
-                               f"arrays,\n * or what cudaFuncSetAttribute sets (its host stub's registration). */\n"
-                               f"static size_t {limits[name]} = {default};\n")
-        else:
-            limits[name] = str(default)
-    return limits, variables
-
-
-def _literal_bytes(shmem: str | None) -> int | None:
-    """The dynamic shared memory a launch asks for when its text is an integer literal (none: 0)."""
-    if shmem is None:
-        return 0
-    try:
-        return int(shmem.strip().rstrip("uUlL"), 0)
-    except ValueError:
-        return None
-
-
-def max_dynamic_variable(kernel: str) -> str:
-    return f"{kernel}_max_dynamic"
 
 
 def in_merged_loops(host: HostProgram, kernels: Mapping[str, n.Kernel]) -> set[str]:
