@@ -63,6 +63,9 @@ class Options:
     check_bounds: bool = False
     program: bool = False
     in_team: bool = True
+    # A whole program's launcher: the C expression of the most dynamic shared memory a launch may
+    # ask for (``polypy_rt_shared_ok``; a constant, or the variable cudaFuncSetAttribute sets).
+    max_dynamic: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -380,7 +383,7 @@ class KernelEmitter:
             block = ("block_x", "block_y", "block_z")
         prologue: list[str] = list(self.entry or ())
         if opts.program:
-            prologue.append(f"if (!polypy_rt_launch_ok({', '.join(grid + block)}, shmem_bytes)) return;")
+            prologue.append(f"if (!polypy_rt_launch_ok({', '.join(grid + block)}, shmem_bytes){shared_check(opts)}) return;")
             if self.kernel.host_polls:  # a loop only the host can end: not on the calling thread
                 prologue.append(f"polypy_rt_host_released({json.dumps(str(self.kernel.loc))}, \"{self.kernel.name}\");")
             prologue += self.table_locals()
@@ -517,6 +520,12 @@ def _param_index(kernel: n.Kernel, name: str) -> int:
     raise KeyError(name)
 
 
+def shared_check(options: Options) -> str:
+    """The launcher's test of its dynamic shared memory against its kernel's limit (after the
+    shape's, in the same condition), where ``options`` give one."""
+    return f" || !polypy_rt_shared_ok(shmem_bytes, {options.max_dynamic})" if options.max_dynamic else ""
+
+
 def emulated_launcher(kernel: n.Kernel, index: int, options: Options) -> KernelCode:
     """A whole-program launcher that hands the launch to polypy's reference emulator.
 
@@ -552,7 +561,8 @@ def emulated_launcher(kernel: n.Kernel, index: int, options: Options) -> KernelC
         f"{INDENT}void* polypy_args[] = {{{args}}};",
         f"{INDENT}void* polypy_globals[] = {{{globals_}}};",
         # an invalid configuration runs nothing and is the launch's error, as in the compiled launcher
-        f"{INDENT}if (!polypy_rt_launch_ok(grid.x, grid.y, grid.z, block.x, block.y, block.z, shmem_bytes)) return;",
+        f"{INDENT}if (!polypy_rt_launch_ok(grid.x, grid.y, grid.z, block.x, block.y, block.z, shmem_bytes)"
+        f"{shared_check(options)}) return;",
         # a loop only the host can end: not on the calling thread, as in the compiled launcher
         *([f"{INDENT}polypy_rt_host_released({json.dumps(str(kernel.loc))}, \"{kernel.name}\");"]
           if kernel.host_polls else []),

@@ -38,6 +38,7 @@ from polypy.stack import on_big_stack
 
 from codegen.c.kernel import KernelCode, Options, emulated_launcher
 from codegen.c.merged_loops import merged_loop_edits
+from codegen.c.shared_limits import max_dynamic_variable, shared_limits
 from codegen.c.render import c_type, literal
 from codegen.c.templates import fp_contract_off, prelude, render_template
 from polypy.ir.versions import KernelVersions
@@ -219,7 +220,8 @@ class _ProgramState:
 def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads: int = 0,
                  check_bounds: bool = False, emulate: bool = False,
                  barriers: Mapping[str, Sequence[object]] | None = None,
-                 versions: Mapping[str, KernelVersions] | None = None, runtime: str | None = None) -> str:
+                 versions: Mapping[str, KernelVersions] | None = None, runtime: str | None = None,
+                 static_shared: Mapping[str, int] | None = None) -> str:
     """The whole program as one C++ file (see the module docstring); ``kernels`` are CPU form.
     ``runtime``: the text that stands for polypy's runtime at the top (default: all of it,
     ``runtime_header()``; ``RUNTIME_INCLUDE`` to find what the program uses, ``runtime_slice``:
@@ -232,16 +234,24 @@ def emit_program(host: HostProgram, kernels: Mapping[str, n.Kernel], *, threads:
     ``emulate``: ``kernels`` are GPU form and every launch goes to polypy's reference emulator
     through ``polypy_emulate_hook`` (the file is then built as a shared library whose ``main`` the
     Python side calls; see ``polypy.driver.programs``).
+
+    ``static_shared``: per kernel name, the bytes of its static ``__shared__`` arrays (GPU form):
+    its launches may ask for 48 KiB less those of dynamic shared memory, or what
+    ``cudaFuncSetAttribute`` sets for a kernel with a host stub (``codegen.c.shared_limits``).
     """
     options = Options(cpp=True, threads=threads, check_bounds=check_bounds, program=True)
+    limits, variables = shared_limits(host, kernels, static_shared or {})
     if emulate:
-        codes = {name: emulated_launcher(k, i, options) for i, (name, k) in enumerate(kernels.items())}
+        codes = {name: emulated_launcher(k, i, dataclasses.replace(options, max_dynamic=limits[name]))
+                 for i, (name, k) in enumerate(kernels.items())}
     else:
         notes = barriers or {}
         team = in_merged_loops(host, kernels)
-        codes = {name: emit_kernel(k, dataclasses.replace(options, in_team=name in team),
+        codes = {name: emit_kernel(k, dataclasses.replace(options, in_team=name in team, max_dynamic=limits[name]),
                                    versions=(versions or {}).get(name), barriers=notes.get(name))
                  for name, k in kernels.items()}
+    codes = {name: dataclasses.replace(code, text=variables[name] + code.text) if name in variables else code
+             for name, code in codes.items()}
     if not emulate:
         codes = _with_child_prototypes(codes, kernels)
     # Copies are kept where the run checks device pointers (the emulator, --check-bounds).
@@ -505,7 +515,7 @@ def stub_definition(stub: HostStub, launcher: str) -> str:
         f"{_INDENT}{launcher}({', '.join(['grid', 'block', 'shmem'] + unpacked)});",
         "}",
         f"static polypy_rt_kernel_entry polypy_rt_entry_{ir}((const void*)static_cast<void (*)({signature})>(&{stub.name}), "
-        f"&{ir}_launch_args, \"{stub.name}\", {stub.shared_bytes}, {stub.const_bytes});",
+        f"&{ir}_launch_args, \"{stub.name}\", {stub.shared_bytes}, {stub.const_bytes}, &{max_dynamic_variable(ir)});",
         # Graph kernel nodes made by hand bind a kernelParams array to the stub (parts/graphs.h).
         f"static polypy_rt_kernel_binder polypy_rt_binder_{ir}((const void*)static_cast<void (*)({signature})>(&{stub.name}), "
         f"&polypy_rt_bind<{signature}>);",

@@ -34,6 +34,7 @@ from frontend.lower.graph_conditional import set_conditional
 from frontend.lower.textures import hidden_param, is_texture_call, texture_call
 from frontend.lower.launches import device_launch, device_runtime_call, is_device_runtime_call
 from frontend.lower.int_intrinsics import INT_INTRINSICS, int_intrinsic
+from frontend.lower.simd_intrinsics import SIMD_INTRINSICS, simd_intrinsic
 from frontend.lower.rounding import REFUSED as REFUSED_ROUNDING, ROUNDING_INTRINSICS, rounding_intrinsic
 from frontend.lower.warp_collectives import WARP_COLLECTIVES, warp_collective
 from frontend.lower.pointer_choice import atomic_choice
@@ -281,6 +282,8 @@ def intrinsic(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor]
         return bit_intrinsic(kb, name, [kb.scalar(a) for a in args], c)
     if name in ROUNDING_INTRINSICS:
         return bit_intrinsic(kb, name, [kb.scalar(a) for a in args], c, rounding_intrinsic)
+    if name in SIMD_INTRINSICS:
+        return bit_intrinsic(kb, name, [kb.scalar(a) for a in args], c, simd_intrinsic)
     if name in REFUSED_ROUNDING:
         raise kb.error(f"'{name}': {REFUSED_ROUNDING[name]} is not supported", c)
     if name in BIT_CAST_CALLS:

@@ -466,7 +466,7 @@ def lower_and_emit(module: n.Module, target: str, *, optimize: bool = True, repo
         by_name = {k.name: k for k in kernels}
         versions = whole_program_versions(module, kernels, optimize=optimize, check_bounds=check_bounds, plans=plans)
         text = emit_program(module.host, by_name, threads=threads, check_bounds=check_bounds, barriers=decisions,
-                            versions=versions, runtime=RUNTIME_INCLUDE)
+                            versions=versions, runtime=RUNTIME_INCLUDE, static_shared=static_shared(module))
         # A program using CCCL (Thrust) keeps the whole runtime: CCCL's headers use its names
         # (libcu++'s tuple interface of char1, float4...), and the slice reads only the program's uses.
         unused = None if program_flags(module.host) else _unused_runtime(text, module.host)
@@ -516,3 +516,11 @@ def _unused_runtime(text: str, host) -> dict | None:
                                 extra_dirs=(os.path.dirname(os.path.abspath(main)),),
                                 extra_files={PRELUDE_FILE: prelude()}, exports=host.part or not host.has_main,
                                 comments=False)
+
+
+def static_shared(module) -> dict[str, int]:
+    """Per kernel of a GPU-form module, the bytes of its static ``__shared__`` arrays (the
+    dynamic shared memory its launches may ask for is 48 KiB less these: ``codegen.c.emit_program``)."""
+    from frontend.kernel_values import static_bytes
+
+    return {k.name: static_bytes(k)[0] for k in module.kernels}

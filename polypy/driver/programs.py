@@ -97,6 +97,7 @@ def run_program(module: n.Module, *, emulate: bool = False, threads: int = 0, op
             sys.stdout.flush()
             return subprocess.run([str(exe), *argv]).returncode
         from gpu2cpu.refuse_spin_waits import refuse_spin_waits
+        from polypy.driver.pipelines import static_shared
         from polypy.emulator.launch import refuse_device_launches
 
         for kernel in module.kernels:  # before building: the refusal is located, and nothing runs
@@ -104,7 +105,7 @@ def run_program(module: n.Module, *, emulate: bool = False, threads: int = 0, op
         # Spin waits as in a compiled run: a loop only another thread's store can end is refused at
         # translation; one only the host can end (``host_polls``) runs only on a created stream.
         kernels = {k.name: refuse_spin_waits(k, program=True) for k in module.kernels}
-        source = emit_program(module.host, kernels, emulate=True)
+        source = emit_program(module.host, kernels, emulate=True, static_shared=static_shared(module))
         # The program's entry point (``polypy_program_main``) calls its ``main`` through the name
         # ``polypy_main_impl``; ``main`` keeps its own name, so a ``main`` that ends without
         # ``return`` still returns 0, as C++ says (a renamed one would run off its end).

@@ -71,7 +71,10 @@ static inline cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* p, int 
   strcpy(p->name, "polypy CPU");
   memcpy(p->uuid.bytes, "polypy-cpu-dev-0", 16);
   p->totalGlobalMem = POLYPY_RT_TOTAL_MEM;
-  p->sharedMemPerBlock = p->sharedMemPerBlockOptin = p->sharedMemPerMultiprocessor = 48 * 1024;
+  /* compute capability 8.0: 48 KiB per block, 163 KiB with cudaFuncSetAttribute (parts/kernels.h) */
+  p->sharedMemPerBlock = 48 * 1024;
+  p->sharedMemPerBlockOptin = 163 * 1024;
+  p->sharedMemPerMultiprocessor = 164 * 1024;
   p->regsPerBlock = p->regsPerMultiprocessor = 65536;
   p->warpSize = 32;
   p->memPitch = (size_t)1 << 31;

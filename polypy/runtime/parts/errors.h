@@ -187,6 +187,16 @@ static inline bool polypy_rt_launch_shape_ok(unsigned int gx, unsigned int gy, u
   polypy_rt_fail(cudaErrorInvalidConfiguration);
   return false;
 }
+/* Shared memory per block of compute capability 8.0: 48 KiB, up to 163 KiB through cudaFuncSetAttribute
+ * (parts/kernels.h). A launch asking for more dynamic shared memory than its kernel's limit
+ * (max_dynamic) runs nothing and records cudaErrorInvalidValue, as on a device. */
+#define POLYPY_RT_SHARED_PER_BLOCK ((size_t)48 * 1024)
+#define POLYPY_RT_SHARED_PER_BLOCK_OPTIN ((size_t)163 * 1024)
+static inline bool polypy_rt_shared_ok(size_t shmem_bytes, size_t max_dynamic) {
+  if (shmem_bytes <= max_dynamic) return true;
+  POLYPY_RT_HOOKED(polypy_rt_team_scope, if (polypy_rt_in_team() && !polypy_rt_team_leader()) return false);
+  return polypy_rt_fail(cudaErrorInvalidValue), false;
+}
 /* Waits of the default stream's work for the created streams' (parts/queues.h): the legacy stream's
  * wait for the blocking streams, a device-wide one (cudaDeviceSynchronize, cudaFree). The first
  * stream a program creates sets them, so that a program without streams calls, and carries, neither. */

@@ -32,9 +32,7 @@ enum cudaFuncAttribute {
 #define cudaSharedmemCarveoutMaxL1 0
 #define cudaFuncSetCacheConfig(func, config) ((void)(config), cudaSuccess)
 #define cudaFuncSetSharedMemConfig(func, config) ((void)(config), cudaSuccess)
-/* A launch takes any amount of dynamic shared memory (parts/errors.h), so raising the limit
- * changes nothing. */
-#define cudaFuncSetAttribute(func, attribute, value) ((void)(attribute), (void)(value), cudaSuccess)
+/* cudaFuncSetAttribute takes the kernel's host stub (parts/kernels.h). */
 static inline cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache c) { (void)c; return cudaSuccess; }
 static inline cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache* c) {
   if (!c) return polypy_rt_fail(cudaErrorInvalidValue);

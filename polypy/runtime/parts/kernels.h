@@ -51,9 +51,12 @@ struct polypy_rt_kernel_entry {
   polypy_rt_args_launcher launch;
   const char* name;
   size_t shared_bytes, const_bytes;
+  size_t* max_dynamic; /* the kernel's launchers' limit on dynamic shared memory (cudaFuncSetAttribute) */
   polypy_rt_kernel_entry* next;
-  polypy_rt_kernel_entry(const void* s, polypy_rt_args_launcher l, const char* n, size_t shared, size_t constant)
-      : stub(s), launch(l), name(n), shared_bytes(shared), const_bytes(constant), next(*polypy_rt_kernel_list()) {
+  polypy_rt_kernel_entry(const void* s, polypy_rt_args_launcher l, const char* n, size_t shared, size_t constant,
+                         size_t* dynamic = 0)
+      : stub(s), launch(l), name(n), shared_bytes(shared), const_bytes(constant), max_dynamic(dynamic),
+        next(*polypy_rt_kernel_list()) {
     *polypy_rt_kernel_list() = this;
   }
 };
@@ -61,6 +64,32 @@ static inline const polypy_rt_kernel_entry* polypy_rt_find_kernel(const void* st
   for (const polypy_rt_kernel_entry* e = *polypy_rt_kernel_list(); e; e = e->next)
     if (e->stub == stub) return e;
   return 0;
+}
+static inline size_t polypy_rt_default_dynamic(size_t shared_bytes) {
+  return shared_bytes < POLYPY_RT_SHARED_PER_BLOCK ? POLYPY_RT_SHARED_PER_BLOCK - shared_bytes : 0;
+}
+/* A kernel's attributes. cudaFuncAttributeMaxDynamicSharedMemorySize sets the dynamic shared
+ * memory its launches may ask for (parts/errors.h: polypy_rt_shared_ok), at most 163 KiB with its
+ * static __shared__ arrays (else cudaErrorInvalidValue, as on a compute capability 8.0 device);
+ * the carve-out is a percentage (or -1) that changes nothing on a CPU; the cluster attributes
+ * change nothing either (no launch here has clusters). */
+static inline cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value) {
+  const polypy_rt_kernel_entry* k = polypy_rt_find_kernel(func);
+  if (!k) return polypy_rt_fail(cudaErrorInvalidDeviceFunction);
+  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+    if (value < 0 || (size_t)value + k->shared_bytes > POLYPY_RT_SHARED_PER_BLOCK_OPTIN)
+      return polypy_rt_fail(cudaErrorInvalidValue);
+    if (k->max_dynamic) *k->max_dynamic = (size_t)value;
+  } else if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) {
+    if (value < -1 || value > 100) return polypy_rt_fail(cudaErrorInvalidValue);
+  } else if (attr < cudaFuncAttributeMaxDynamicSharedMemorySize || attr > cudaFuncAttributeClusterSchedulingPolicyPreference) {
+    return polypy_rt_fail(cudaErrorInvalidValue);
+  }
+  return cudaSuccess;
+}
+template <class T>
+static inline cudaError_t cudaFuncSetAttribute(T* func, enum cudaFuncAttribute attr, int value) {
+  return cudaFuncSetAttribute((const void*)func, attr, value);
 }
 
 static inline cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t shmem = 0,
@@ -122,7 +151,7 @@ static inline cudaError_t cudaLaunchKernel(T* func, dim3 grid, dim3 block, void*
 
 /* What the CPU device runs a kernel with (parts/device.h): any block of up to 1024 threads, the
  * kernel's own __shared__ and __constant__ arrays, the rest of 48 KiB of shared memory for a
- * launch's dynamic part. Registers and local memory are the compiler's business on a GPU; on the
+ * launch's dynamic part (or what cudaFuncSetAttribute set). Registers and local memory are the compiler's business on a GPU; on the
  * CPU a thread's values live in the block function's frame: 0. The versions are the device's
  * compute capability (8.0). */
 struct cudaFuncAttributes {
@@ -142,7 +171,7 @@ static inline cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr,
   attr->numRegs = 0;
   attr->ptxVersion = attr->binaryVersion = 80;
   attr->cacheModeCA = 0;
-  attr->maxDynamicSharedSizeBytes = k->shared_bytes < 48 * 1024 ? (int)(48 * 1024 - k->shared_bytes) : 0;
+  attr->maxDynamicSharedSizeBytes = (int)(k->max_dynamic ? *k->max_dynamic : polypy_rt_default_dynamic(k->shared_bytes));
   attr->preferredShmemCarveout = -1;
   return cudaSuccess;
 }
