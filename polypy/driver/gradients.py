@@ -262,6 +262,7 @@ def gradient_source(module: n.Module, gradient: n.Kernel, *, defines: dict[str, 
     so the result can be ``#include``d by a host program without a second ``main``.
     """
     from codegen.cuda import print_cuda_kernel, print_cuda_module
+    from polypy.driver.cuda_function_pointers import refuse_function_pointers
     from polypy.sources import read_source
 
     origin = module.source or "<input>"
@@ -274,7 +275,7 @@ def gradient_source(module: n.Module, gradient: n.Kernel, *, defines: dict[str, 
             original = read_source(module.source)  # as the frontend read it (a bad byte is U+FFFD)
         except OSError:
             original = None
-    _refuse_function_pointers(module, gradient)
+    refuse_function_pointers(module, gradient)
     gradient, capacities, checks = _fixed_capacities(gradient)
     head += capacities
     parts = ["\n".join(head), ""]
@@ -287,34 +288,6 @@ def gradient_source(module: n.Module, gradient: n.Kernel, *, defines: dict[str, 
         parts += ["", print_cuda_module(module, kernels=module.kernels + (gradient,),
                                         capacities={gradient.name: checks})]
     return "\n".join(parts)
-
-
-def _refuse_function_pointers(module: n.Module, gradient: n.Kernel) -> None:
-    """A device function pointer is, in polypy's IR, the id polypy gives the function
-    (``frontend.function_ids``), and a call through one a dispatch over those ids: written back
-    as CUDA, the kernel would compare the real pointers a CUDA program passes (or keeps in
-    ``__device__`` tables) with those ids and always fault, and a pointer parameter would be a
-    ``long long`` that a launch passing a pointer does not compile against. Refused, located at
-    the parameter or at the call."""
-    from frontend.lower.function_pointers import DISPATCH_FAULT
-
-    for k in module.kernels:
-        if gradient.name not in (f"{k.name}_grad", f"{k.name}_fwd"):
-            continue
-        # frontend.lower.builder spells a function-pointer parameter `decltype((T (*)(A))0)`
-        params = {p.name: p for p in k.params}
-        for sp in k.source_params:
-            if sp.ctype.startswith("decltype(("):
-                where = params[sp.members[0][1]].loc if sp.members and sp.members[0][1] in params else None
-                raise UserError(f"the device function pointer parameter '{sp.name}' of kernel '{k.name}' cannot be "
-                                "written back as CUDA source (polypy grad --emit cuda: polypy numbers device "
-                                "functions with ids of its own, which the pointers of a CUDA program are not); "
-                                "--emit cpp translates it", where or k.loc)
-    for s in walk_only(gradient, n.AssertFail):
-        if s.text == DISPATCH_FAULT:
-            raise UserError("a call through a device function pointer cannot be written back as CUDA source "
-                            "(polypy grad --emit cuda: polypy numbers device functions with ids of its own, "
-                            "which the pointers of a CUDA program are not); --emit cpp translates it", s.loc)
 
 
 CUDA_TAPE_CAPACITY = 1024  # default extent, in CUDA, of a tape dimension sized at launch elsewhere
