@@ -10,6 +10,10 @@ in/out buffer through shared memory over several iterations, a ``while`` on a sh
 one ``extern __shared__`` buffer carved into two arrays, operators and member functions of a
 vector type with scattered atomics, a warp scan with ``__shfl_up_sync``, and
 ``__syncthreads_count``/``__syncthreads_or`` of active comparisons.
+
+Online-softmax attention with ``cache="recompute"`` (``polypy grad --cache recompute``) was an
+internal error: the dot product ``s``, recomputed by replaying its loop inside the reversed loop
+over ``acc``, was then memoized and read after that loop, where its copy is undeclared.
 """
 from __future__ import annotations
 
@@ -139,6 +143,31 @@ __global__ void cnt(const double* x, double* y) {
 }
 '''
 
+ATTENTION = r'''
+__global__ void attn(const double* Q, const double* K, const double* V, double* O, int L, int D) {
+  int q = blockIdx.x * blockDim.x + threadIdx.x;
+  if (q >= L) return;
+  double m = -1e300, l = 0.0, acc[8];
+  for (int d = 0; d < D; ++d) acc[d] = 0.0;
+  for (int k = 0; k < L; ++k) {
+    double s = 0.0;
+    for (int d = 0; d < D; ++d) s += Q[q * D + d] * K[k * D + d];
+    double mn = fmax(m, s), c = exp(m - mn), p = exp(s - mn);
+    l = l * c + p;
+    for (int d = 0; d < D; ++d) acc[d] = acc[d] * c + p * V[k * D + d];
+    m = mn;
+  }
+  for (int d = 0; d < D; ++d) O[q * D + d] = acc[d] / l;
+}
+'''
+
+
+def _attention(rng):
+    L, D = 11, 4
+    return {"Q": rng.standard_normal(L * D), "K": rng.standard_normal(L * D), "V": rng.standard_normal(L * D),
+            "O": np.zeros(L * D), "L": np.int32(L), "D": np.int32(D)}
+
+
 CASES = {
     "springs": (SPRINGS, (3,), (32,), 0, _springs),
     "compact": (COMPACT, (2,), (32,), 0, lambda rng: {
@@ -153,7 +182,9 @@ CASES = {
     "wscan": (WARP_SCAN, (2,), (64,), 0, lambda rng: {
         "x": rng.standard_normal(100), "y": np.zeros(100), "n": np.int32(100)}),
     "cnt": (SYNC_COUNT, (2,), (32,), 0, lambda rng: {"x": rng.standard_normal(64), "y": np.zeros(64)}),
+    "attn": (ATTENTION, (2,), (8,), 0, _attention),
 }
+OPTIONS = {"attn": {"cache": "recompute"}}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -163,8 +194,9 @@ def test_reverse_and_forward_match_finite_differences(tmp_path, name: str) -> No
     path.write_text(source)
     module = polypy.load(str(path))
     kernel = module.kernel(name)
-    k_grad = grad_kernel(module, name)
-    k_fwd = grad_kernel(module, name, mode="forward")
+    options = OPTIONS.get(name, {})
+    k_grad = grad_kernel(module, name, **options)
+    k_fwd = grad_kernel(module, name, mode="forward", **options)
     dynamic = any(b.space == "shared" and b.shape is None for b in kernel.buffers)
     args = make(np.random.default_rng(100))
     result = check_gradients(kernel, k_grad, grid, block, args, k_fwd=k_fwd, shmem=shmem,
