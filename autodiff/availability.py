@@ -48,9 +48,11 @@ def avail(st: ReverseState, e: n.Expr, p: Point, *, tape: bool = True) -> n.Expr
     key = (e, p, tape)
     got = st.memo.get(key)
     if got is None:
-        emitted = len(st.pending)
+        emitted, reused = len(st.pending), st.replay_uses
         got = _avail(st, e, p, tape)
-        if len(st.pending) == emitted:  # results that need statements are scoped: not reused
+        # Results that need statements are scoped: not reused. So are those that read a copy a
+        # replay made in the current scope (``st.replays``): outside it, the copy is undeclared.
+        if len(st.pending) == emitted and st.replay_uses == reused:
             st.memo[key] = got
     return got
 
@@ -209,6 +211,7 @@ def _replay_statement(st: ReverseState, e: n.Var, path: StmtPath, p: Point, tape
     for scope in reversed(st.replays):
         known = scope.get((e.name, path))
         if known is not None:
+            st.replay_uses += 1
             return n.Var(known, e.vtype)
     written = st.prog.written_in(path)
     inside = declared_names(s)

@@ -133,6 +133,7 @@ class ReverseState:
     pending: list[n.Stmt] = dataclasses.field(default_factory=list)  # recomputations to put before
     replays: list[dict[tuple[str, StmtPath], str]] = dataclasses.field(default_factory=list)  # per reverse
     # block: (variable, statement) -> the copy of the variable the replayed statement assigned
+    replay_uses: int = 0  # lookups that found such a copy (``avail`` memoizes none of their results)
     # ---- the report
     report: list[Decision] | None = None
     reported: set[tuple] = dataclasses.field(default_factory=set)

@@ -8,6 +8,7 @@ precision-specific CUDA name (``expf`` / ``exp``).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Mapping, Sequence
 
@@ -17,7 +18,9 @@ from polypy.ir.cexpr import ATOM, UNARY, CExprPrinter, right_operand
 from polypy.ir.mathfns import bit_cast_spelling
 from polypy.ir.printer import format_const as ir_format_const
 from polypy.ir.printf import c_library_format, c_string
+from polypy.ir.rewrite import rename_locals
 from polypy.ir.types import PointerType, ScalarType
+from polypy.ir.visitor import walk_only
 from polypy.stack import on_big_stack
 
 _ATOMICS = {
@@ -317,8 +320,38 @@ def print_cuda_kernel(kernel: n.Kernel, *, capacities: Sequence[tuple[n.Expr, st
     (an expression of the arguments and thread indices) that a fixed capacity ``MACRO`` stands
     for; each thread checks ``need <= MACRO`` on entry (see ``_Printer.capacity_checks``)."""
     p = _Printer()
-    p.kernel(kernel, capacities)
+    p.kernel(_unshadowed(kernel), capacities)
     return "\n".join(p.lines) + "\n"
+
+
+def _called(kernel: n.Kernel) -> set[str]:
+    """The functions the printed kernel calls by name (its math, and those the printer spells)."""
+    names = {"fmod", "fmin", "fmax", "__saturatef"}
+    for e in walk_only(kernel, n.Call):
+        names.add(call_name(e) if e.args else e.fn)
+    return names
+
+
+def _unshadowed(kernel: n.Kernel) -> n.Kernel:
+    """``kernel`` with each local named like a function it calls renamed (``erfc_``): the
+    expansions of the frontend name their temporaries after what they compute (``normcdf``
+    holds ``erfc = erfc(z)``), and C++ looks a call's name up among the locals first, so the
+    local would hide the function (nvcc: "expression preceding parentheses of apparent call
+    must have (pointer-to-) function type")."""
+    called = _called(kernel)
+    params = {p.name for p in kernel.params}
+    locals_ = {x.name if isinstance(x, n.Decl) else x.var for x in walk_only(kernel, n.Decl, n.For)}
+    taken = params | locals_ | called | {b.name for b in kernel.buffers}
+    mapping: dict[str, str] = {}
+    for name in sorted((locals_ - params) & called):
+        new = name + "_"
+        while new in taken:
+            new += "_"
+        taken.add(new)
+        mapping[name] = new
+    if not mapping:
+        return kernel
+    return dataclasses.replace(kernel, body=rename_locals(kernel.body, mapping))
 
 
 @on_big_stack

@@ -33,6 +33,10 @@ from frontend.values import Value
 if TYPE_CHECKING:
     from frontend.lower.builder import KernelBuilder
 
+# The text of the fault that ends every dispatch (``_fault``): how later stages (``polypy grad
+# --emit cuda``, which cannot write a dispatch over polypy's function ids back as CUDA) find one.
+DISPATCH_FAULT = "call through a null or invalid function pointer"
+
 
 def function_value(kb: KernelBuilder, fn: ci.Cursor, c: ci.Cursor) -> n.Expr:
     """The value of ``add`` / ``&add`` in device code: the function's id."""
@@ -123,7 +127,7 @@ def _fault(kb: KernelBuilder, c: ci.Cursor) -> tuple[n.Stmt, ...]:
     fn = kb.frame.cursor
     where = tuple(k(d, loc=loc) for k in (n.BlockIdx, n.ThreadIdx) for d in range(3))
     file = c.location.file.name if c.location.file is not None else ""
-    stop: list[n.Stmt] = [n.AssertFail("call through a null or invalid function pointer", file, c.location.line,
+    stop: list[n.Stmt] = [n.AssertFail(DISPATCH_FAULT, file, c.location.line,
                                        f"{fn.result_type.spelling} {fn.displayname}", where, loc=loc)]
     if not kb.frame.is_kernel:
         if kb.assert_flag is None:

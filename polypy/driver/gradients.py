@@ -263,6 +263,7 @@ def gradient_source(module: n.Module, gradient: n.Kernel, *, defines: dict[str, 
     so the result can be ``#include``d by a host program without a second ``main``.
     """
     from codegen.cuda import print_cuda_kernel, print_cuda_module
+    from polypy.driver.cuda_function_pointers import refuse_function_pointers
     from polypy.sources import read_source
 
     origin = module.source or "<input>"
@@ -275,6 +276,7 @@ def gradient_source(module: n.Module, gradient: n.Kernel, *, defines: dict[str, 
             original = read_source(module.source)  # as the frontend read it (a bad byte is U+FFFD)
         except OSError:
             original = None
+    refuse_function_pointers(module, gradient)
     gradient, capacities, checks = _fixed_capacities(gradient)
     head += capacities
     parts = ["\n".join(head), ""]
