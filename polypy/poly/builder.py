@@ -12,7 +12,7 @@ from polypy.ir import nodes as n
 from polypy.ir.depth import MAX_ANALYZED_NODES
 from polypy.ir.jumps import escape_kinds, jumps_out
 from polypy.ir.printer import ExprFormatter, format_expr
-from polypy.ir.queries import tree_size, written_names
+from polypy.ir.queries import substitute_lets, tree_size, written_names
 from polypy.ir.types import ScalarType
 from polypy.ir.visitor import walk, walk_only
 from polypy.poly.affine import Converter, _val, expression_key
@@ -31,6 +31,8 @@ EXACT, CUT, INEXACT = 2, 1, 0
 # ``build_model(constants=True)`` (the race warnings) models a loop of a grid-uniform step that is
 # not a constant by its first trips only (``_loop``).
 FIRST_TRIPS = 3
+# multiples of a delinearization's factor moved from its inner part to its outer part, tried in order
+DELIN_SHIFTS = (0, 1, -1, 2, -2)
 
 
 class _Restart(Exception):
@@ -68,7 +70,9 @@ class _Builder:
         self.local_inits: dict[str, n.Expr] = {}
         self.formatter = ExprFormatter()  # names of uniform values: every level of a chain is named
         self.held = held_pools(kernel)
+        self.decl_count: dict[str, int] = {}
         for node in walk_only(kernel, n.Decl):
+            self.decl_count[node.name] = self.decl_count.get(node.name, 0) + 1
             if isinstance(node, n.Decl) and node.init is not None and node.name not in self.mutable:
                 self.local_inits[node.name] = node.init
         self.uniformity = Uniformity(kernel, self.mutable, self.params, self.local_inits, constants)
@@ -484,17 +488,61 @@ class _Builder:
         for an index larger than ``MAX_ANALYZED_NODES`` (whose every term would go through isl)."""
         if not (e.type.is_int and e.type.is_signed) or tree_size(e) > MAX_ANALYZED_NODES:
             return None
+        e = substitute_lets(e, self._pure_lets(e))
+        first = self._delinearized(e, dom, products_first=False)
+        if first is not None and first.valid is None:
+            return first
+        # a product the model keeps as a block value (backprop's ``(hid + 1) * 16 * blockIdx.y``,
+        # opaque to isl) is still a multiple of ``P``: split every product that names ``P`` instead
+        second = self._delinearized(e, dom, products_first=True)
+        return second if second is not None and (first is None or second.valid is None) else first
+
+    def _pure_lets(self, e: n.Expr) -> dict[str, n.Expr]:
+        """The locals ``e`` names (through one another) that isl knows no value of but whose one
+        binding reads no memory and nothing assigned (launch indices, constants, unassigned
+        parameters, other such locals): their values where ``e`` reads them, to split as one sum
+        (backprop's ``w[index]`` with ``let index = (hid + 1) * 16 * by + ...``)."""
+        out: dict[str, n.Expr] = {}
+        todo = [v.name for v in walk_only(e, n.Var)]
+        while todo:
+            name = todo.pop()
+            init = self.local_inits.get(name)
+            if name in out or init is None or self.bound.get(name) is not None or self.decl_count.get(name) != 1:
+                continue
+            if any(not isinstance(x, (n.Var, n.Const, n.GpuIndex, n.Cast, n.Unary, n.Binary)) for x in walk(init)):
+                continue
+            names = [v.name for v in walk_only(init, n.Var)]
+            if any(x in self.mutable or (x not in self.params and x not in self.local_inits) for x in names):
+                continue
+            out[name] = init
+            todo.extend(names)
+        # a local whose binding names one left out stays a name
+        while True:
+            bad = [k for k, v in out.items() if any(x.name not in out and x.name not in self.params
+                                                    for x in walk_only(v, n.Var))]
+            if not bad:
+                return out
+            for k in bad:
+                del out[k]
+
+    def _delinearized(self, e: n.Expr, dom: isl.Set, *, products_first: bool) -> Delinearized | None:
+        pieces = []
+        for sign, term in signed_terms(e, 1):
+            value = self.conv.int_expr(term, dom)
+            split = self._product(term, dom) if value is None or products_first else None
+            if value is None and split is None:
+                return None
+            pieces.append((sign, value, split))
+        # the factors of the products isl cannot express; with ``products_first``, also every
+        # other product by one of them
+        needed = {expression_key(split[0]) for _, value, split in pieces if value is None}
         outer: dict[str, isl.PwAff] = {}
         factors: dict[str, n.Expr] = {}
         inner = self.conv.const(0)
-        for sign, term in signed_terms(e, 1):
-            value = self.conv.int_expr(term, dom)
-            if value is not None:
+        for sign, value, split in pieces:
+            if split is None or (value is not None and expression_key(split[0]) not in needed):
                 inner = inner + value if sign > 0 else inner - value
                 continue
-            split = self._product(term, dom)
-            if split is None:
-                return None
             factor, scaled = split
             key = expression_key(factor)
             factors[key] = factor
@@ -506,14 +554,22 @@ class _Builder:
         p = self.conv.int_expr(factors[key], dom)
         if p is None:
             return None
-        outside = (inner.lt_set(self.conv.const(0)) | inner.ge_set(p)) & dom
-        if outside.is_empty():
-            return Delinearized(key, outer_value, inner)
-        # valid for the parameter values where no instance has its inner part out of range
-        valid = self.universe.intersect_params(outside.params().complement())
-        if (valid & dom).is_empty():
-            return None
-        return Delinearized(key, outer_value, inner, valid.coalesce())
+        # ``outer * P + inner == (outer + c) * P + (inner - c * P)``: a term that is itself a
+        # multiple of ``P`` but written out (backprop's ``... + tx + 1 + (hid + 1)`` with ``P =
+        # hid + 1``) lands in ``inner``; the first ``c`` that keeps ``inner`` in ``[0, P)``
+        # everywhere, else the first under which it is for some parameter values
+        partial = None
+        for c in DELIN_SHIFTS:
+            shifted_inner = inner - p * _val(c) if c else inner
+            shifted_outer = outer_value + self.conv.const(c) if c else outer_value
+            outside = (shifted_inner.lt_set(self.conv.const(0)) | shifted_inner.ge_set(p)) & dom
+            if outside.is_empty():
+                return Delinearized(key, shifted_outer, shifted_inner, size=p)
+            # valid for the parameter values where no instance has its inner part out of range
+            valid = self.universe.intersect_params(outside.params().complement())
+            if partial is None and not (valid & dom).is_empty():
+                partial = Delinearized(key, shifted_outer, shifted_inner, valid.coalesce(), p)
+        return partial
 
     def _product(self, term: n.Expr, dom: isl.Set) -> tuple[n.Expr, isl.PwAff] | None:
         """``term`` as ``X * P`` with ``P`` grid-uniform and not constant, ``X`` quasi-affine."""
