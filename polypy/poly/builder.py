@@ -9,18 +9,18 @@ import islpy as isl
 
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
-from polypy.ir.depth import MAX_ANALYZED_NODES
 from polypy.ir.jumps import escape_kinds, jumps_out
 from polypy.ir.printer import ExprFormatter, format_expr
-from polypy.ir.queries import substitute_lets, tree_size, written_names
+from polypy.ir.queries import written_names
 from polypy.ir.types import ScalarType
 from polypy.ir.visitor import walk, walk_only
 from polypy.poly.affine import Converter, _val, expression_key
+from polypy.poly.delinearize import delinearize
 from polypy.poly.base_domain import base_domain
 from polypy.poly.held import held_index, held_pools, held_text
 from polypy.poly.index_shapes import (block_factor, block_stride, is_grid_stride, last_block_product, linear_block_stride,
-                                      product_factors, signed_terms, wrapping_block_factor)
-from polypy.poly.instances import Access, Barrier, BlockValue, Delinearized, Loop, Model, Stride
+                                      wrapping_block_factor)
+from polypy.poly.instances import Access, Barrier, BlockValue, Loop, Model, Stride
 from polypy.poly.paths import AccessId, StmtPath, child_blocks, statement_accesses
 from polypy.poly.space import (
     BLOCK_DIM, BLOCK_IDX, CTX, GRID_DIM, THREAD_IDX, Launch,
@@ -31,8 +31,6 @@ EXACT, CUT, INEXACT = 2, 1, 0
 # ``build_model(constants=True)`` (the race warnings) models a loop of a grid-uniform step that is
 # not a constant by its first trips only (``_loop``).
 FIRST_TRIPS = 3
-# multiples of a delinearization's factor moved from its inner part to its outer part, tried in order
-DELIN_SHIFTS = (0, 1, -1, 2, -2)
 
 
 class _Restart(Exception):
@@ -463,7 +461,7 @@ class _Builder:
                 guards_exact = guards_exact and cond.exact
             elems = tuple(self.conv.int_expr(i, gdom) for i in raw.indices)
             adom = gdom & self._in_bounds(raw.buffer, elems)
-            delin = tuple(self._delinearize(i, adom) if e is None else None for i, e in zip(raw.indices, elems))
+            delin = tuple(delinearize(self, i, adom) if e is None else None for i, e in zip(raw.indices, elems))
             if isinstance(raw.node, n.Load):
                 text = format_expr(raw.node)
             else:
@@ -482,117 +480,6 @@ class _Builder:
                 atomic_has_result=isinstance(raw.node, n.AtomicRMW) and raw.node.dest is not None,
                 delin=delin, held=held,
             ))
-
-    def _delinearize(self, e: n.Expr, dom: isl.Set) -> Delinearized | None:
-        """``e`` as ``outer * P + inner`` (see ``Delinearized``), for signed index arithmetic; not
-        for an index larger than ``MAX_ANALYZED_NODES`` (whose every term would go through isl)."""
-        if not (e.type.is_int and e.type.is_signed) or tree_size(e) > MAX_ANALYZED_NODES:
-            return None
-        e = substitute_lets(e, self._pure_lets(e))
-        first = self._delinearized(e, dom, products_first=False)
-        if first is not None and first.valid is None:
-            return first
-        # a product the model keeps as a block value (backprop's ``(hid + 1) * 16 * blockIdx.y``,
-        # opaque to isl) is still a multiple of ``P``: split every product that names ``P`` instead
-        second = self._delinearized(e, dom, products_first=True)
-        return second if second is not None and (first is None or second.valid is None) else first
-
-    def _pure_lets(self, e: n.Expr) -> dict[str, n.Expr]:
-        """The locals ``e`` names (through one another) that isl knows no value of but whose one
-        binding reads no memory and nothing assigned (launch indices, constants, unassigned
-        parameters, other such locals): their values where ``e`` reads them, to split as one sum
-        (backprop's ``w[index]`` with ``let index = (hid + 1) * 16 * by + ...``)."""
-        out: dict[str, n.Expr] = {}
-        todo = [v.name for v in walk_only(e, n.Var)]
-        while todo:
-            name = todo.pop()
-            init = self.local_inits.get(name)
-            if name in out or init is None or self.bound.get(name) is not None or self.decl_count.get(name) != 1:
-                continue
-            if any(not isinstance(x, (n.Var, n.Const, n.GpuIndex, n.Cast, n.Unary, n.Binary)) for x in walk(init)):
-                continue
-            names = [v.name for v in walk_only(init, n.Var)]
-            if any(x in self.mutable or (x not in self.params and x not in self.local_inits) for x in names):
-                continue
-            out[name] = init
-            todo.extend(names)
-        # a local whose binding names one left out stays a name
-        while True:
-            bad = [k for k, v in out.items() if any(x.name not in out and x.name not in self.params
-                                                    for x in walk_only(v, n.Var))]
-            if not bad:
-                return out
-            for k in bad:
-                del out[k]
-
-    def _delinearized(self, e: n.Expr, dom: isl.Set, *, products_first: bool) -> Delinearized | None:
-        pieces = []
-        for sign, term in signed_terms(e, 1):
-            value = self.conv.int_expr(term, dom)
-            split = self._product(term, dom) if value is None or products_first else None
-            if value is None and split is None:
-                return None
-            pieces.append((sign, value, split))
-        # the factors of the products isl cannot express; with ``products_first``, also every
-        # other product by one of them
-        needed = {expression_key(split[0]) for _, value, split in pieces if value is None}
-        outer: dict[str, isl.PwAff] = {}
-        factors: dict[str, n.Expr] = {}
-        inner = self.conv.const(0)
-        for sign, value, split in pieces:
-            if split is None or (value is not None and expression_key(split[0]) not in needed):
-                inner = inner + value if sign > 0 else inner - value
-                continue
-            factor, scaled = split
-            key = expression_key(factor)
-            factors[key] = factor
-            scaled = scaled if sign > 0 else -scaled
-            outer[key] = outer[key] + scaled if key in outer else scaled
-        if len(outer) != 1:
-            return None
-        (key, outer_value), = outer.items()
-        p = self.conv.int_expr(factors[key], dom)
-        if p is None:
-            return None
-        # ``outer * P + inner == (outer + c) * P + (inner - c * P)``: a term that is itself a
-        # multiple of ``P`` but written out (backprop's ``... + tx + 1 + (hid + 1)`` with ``P =
-        # hid + 1``) lands in ``inner``; the first ``c`` that keeps ``inner`` in ``[0, P)``
-        # everywhere, else the first under which it is for some parameter values
-        partial = None
-        for c in DELIN_SHIFTS:
-            shifted_inner = inner - p * _val(c) if c else inner
-            shifted_outer = outer_value + self.conv.const(c) if c else outer_value
-            outside = (shifted_inner.lt_set(self.conv.const(0)) | shifted_inner.ge_set(p)) & dom
-            if outside.is_empty():
-                return Delinearized(key, shifted_outer, shifted_inner, size=p)
-            # valid for the parameter values where no instance has its inner part out of range
-            valid = self.universe.intersect_params(outside.params().complement())
-            if partial is None and not (valid & dom).is_empty():
-                partial = Delinearized(key, shifted_outer, shifted_inner, valid.coalesce(), p)
-        return partial
-
-    def _product(self, term: n.Expr, dom: isl.Set) -> tuple[n.Expr, isl.PwAff] | None:
-        """``term`` as ``X * P`` with ``P`` grid-uniform and not constant, ``X`` quasi-affine."""
-        parts = product_factors(term)
-        uniform = [f for f in parts if self._uniformity(f) == 1
-                   and Converter.constant_value(self.conv.int_expr(f, dom) or self.conv.const(0)) is None]
-        if len(uniform) != 1:
-            return None
-        rest = self.conv.const(1)
-        for f in parts:
-            if f is uniform[0]:
-                continue
-            value = self.conv.int_expr(f, dom)
-            if value is None:
-                return None
-            c = Converter.constant_value(value)
-            if c is not None:
-                rest = rest * _val(c)
-            elif Converter.constant_value(rest) is not None:
-                rest = value * _val(Converter.constant_value(rest))
-            else:
-                return None
-        return uniform[0], rest
 
     def _in_bounds(self, buffer: str, elems: tuple[isl.PwAff | None, ...]) -> isl.Set:
         """Indices a well-defined kernel can use: within a fixed-size array, >= 0 in shared memory."""
