@@ -323,6 +323,9 @@ class Copies:
         key = (a.id, d, like.factor)
         if key not in self._rows:
             e = a.elems[d]
+            if not a.domain.is_subset(like.size.domain()):  # P known where the other access runs only
+                self._rows[key] = None
+                return None
             zero = isl.PwAff.zero_on_domain(isl.LocalSpace.from_space(self.model.space))
             outside = (e.lt_set(zero) | e.ge_set(like.size)) & a.domain
             row: Delinearized | None = Delinearized(like.factor, zero, e, None, like.size)
