@@ -111,6 +111,27 @@ def test_the_model_splits_a_let_bound_index_with_a_block_value_and_the_factor_wr
             assert term in text, text
 
 
+# ``at`` reads ``off``, which changes before the store: looked through, the index would be read
+# with the new ``off`` (the next row); it must stay unknown. And a let bound once to launch
+# indices and an unassigned parameter is looked through (the same index, ``off`` never assigned).
+MOVED = """kernel moved(cols: i32, a: f32*) {
+  var off: i32 = (i32)blockIdx.y
+  let at: i32 = off * cols + (i32)threadIdx.y * cols + (i32)threadIdx.x
+  off = off + 1
+  a[at] = 1.0f
+}
+"""
+
+
+def test_a_let_reading_an_assigned_local_is_not_looked_through():
+    from polypy.ir import parse_kernel
+
+    (a,) = build_model(parse_kernel(MOVED)).accesses_of("a")
+    assert a.elems[0] is None and not any(d is not None for d in a.delin)
+    (a,) = build_model(parse_kernel(MOVED.replace("  off = off + 1\n", ""))).accesses_of("a")
+    assert a.delin and a.delin[0] is not None and a.delin[0].factor == "(cols)"
+
+
 def test_the_adjoints_of_the_updated_arrays_are_versioned_not_atomic(update):
     _, grad, report = update
     got = [d for d in report if isinstance(d, Accumulation) and d.buffer in ("p", "m")]
