@@ -127,7 +127,8 @@ def _cut(model: Model, kept_accesses: tuple[int, ...], kept_barriers: tuple[int,
 
     def access(a: Access) -> Access:
         delin = tuple(None if d is None else dataclasses.replace(
-            d, outer=pull(d.outer), inner=pull(d.inner), valid=None if d.valid is None else pull_set(d.valid))
+            d, outer=pull(d.outer), inner=pull(d.inner), valid=None if d.valid is None else pull_set(d.valid),
+            size=None if d.size is None else pull(d.size))
             for d in a.delin)
         return dataclasses.replace(a, domain=pull_set(a.domain), delin=delin,
                                    elems=tuple(None if e is None else pull(e) for e in a.elems))

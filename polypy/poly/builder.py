@@ -9,18 +9,18 @@ import islpy as isl
 
 from polypy.errors import InternalError
 from polypy.ir import nodes as n
-from polypy.ir.depth import MAX_ANALYZED_NODES
 from polypy.ir.jumps import escape_kinds, jumps_out
 from polypy.ir.printer import ExprFormatter, format_expr
-from polypy.ir.queries import tree_size, written_names
+from polypy.ir.queries import written_names
 from polypy.ir.types import ScalarType
 from polypy.ir.visitor import walk, walk_only
 from polypy.poly.affine import Converter, _val, expression_key
+from polypy.poly.delinearize import delinearize
 from polypy.poly.base_domain import base_domain
 from polypy.poly.held import held_index, held_pools, held_text
 from polypy.poly.index_shapes import (block_factor, block_stride, is_grid_stride, last_block_product, linear_block_stride,
-                                      product_factors, signed_terms, wrapping_block_factor)
-from polypy.poly.instances import Access, Barrier, BlockValue, Delinearized, Loop, Model, Stride
+                                      wrapping_block_factor)
+from polypy.poly.instances import Access, Barrier, BlockValue, Loop, Model, Stride
 from polypy.poly.paths import AccessId, StmtPath, child_blocks, statement_accesses
 from polypy.poly.space import (
     BLOCK_DIM, BLOCK_IDX, CTX, GRID_DIM, THREAD_IDX, Launch,
@@ -68,7 +68,9 @@ class _Builder:
         self.local_inits: dict[str, n.Expr] = {}
         self.formatter = ExprFormatter()  # names of uniform values: every level of a chain is named
         self.held = held_pools(kernel)
+        self.decl_count: dict[str, int] = {}
         for node in walk_only(kernel, n.Decl):
+            self.decl_count[node.name] = self.decl_count.get(node.name, 0) + 1
             if isinstance(node, n.Decl) and node.init is not None and node.name not in self.mutable:
                 self.local_inits[node.name] = node.init
         self.uniformity = Uniformity(kernel, self.mutable, self.params, self.local_inits, constants)
@@ -459,7 +461,7 @@ class _Builder:
                 guards_exact = guards_exact and cond.exact
             elems = tuple(self.conv.int_expr(i, gdom) for i in raw.indices)
             adom = gdom & self._in_bounds(raw.buffer, elems)
-            delin = tuple(self._delinearize(i, adom) if e is None else None for i, e in zip(raw.indices, elems))
+            delin = tuple(delinearize(self, i, adom) if e is None else None for i, e in zip(raw.indices, elems))
             if isinstance(raw.node, n.Load):
                 text = format_expr(raw.node)
             else:
@@ -478,65 +480,6 @@ class _Builder:
                 atomic_has_result=isinstance(raw.node, n.AtomicRMW) and raw.node.dest is not None,
                 delin=delin, held=held,
             ))
-
-    def _delinearize(self, e: n.Expr, dom: isl.Set) -> Delinearized | None:
-        """``e`` as ``outer * P + inner`` (see ``Delinearized``), for signed index arithmetic; not
-        for an index larger than ``MAX_ANALYZED_NODES`` (whose every term would go through isl)."""
-        if not (e.type.is_int and e.type.is_signed) or tree_size(e) > MAX_ANALYZED_NODES:
-            return None
-        outer: dict[str, isl.PwAff] = {}
-        factors: dict[str, n.Expr] = {}
-        inner = self.conv.const(0)
-        for sign, term in signed_terms(e, 1):
-            value = self.conv.int_expr(term, dom)
-            if value is not None:
-                inner = inner + value if sign > 0 else inner - value
-                continue
-            split = self._product(term, dom)
-            if split is None:
-                return None
-            factor, scaled = split
-            key = expression_key(factor)
-            factors[key] = factor
-            scaled = scaled if sign > 0 else -scaled
-            outer[key] = outer[key] + scaled if key in outer else scaled
-        if len(outer) != 1:
-            return None
-        (key, outer_value), = outer.items()
-        p = self.conv.int_expr(factors[key], dom)
-        if p is None:
-            return None
-        outside = (inner.lt_set(self.conv.const(0)) | inner.ge_set(p)) & dom
-        if outside.is_empty():
-            return Delinearized(key, outer_value, inner)
-        # valid for the parameter values where no instance has its inner part out of range
-        valid = self.universe.intersect_params(outside.params().complement())
-        if (valid & dom).is_empty():
-            return None
-        return Delinearized(key, outer_value, inner, valid.coalesce())
-
-    def _product(self, term: n.Expr, dom: isl.Set) -> tuple[n.Expr, isl.PwAff] | None:
-        """``term`` as ``X * P`` with ``P`` grid-uniform and not constant, ``X`` quasi-affine."""
-        parts = product_factors(term)
-        uniform = [f for f in parts if self._uniformity(f) == 1
-                   and Converter.constant_value(self.conv.int_expr(f, dom) or self.conv.const(0)) is None]
-        if len(uniform) != 1:
-            return None
-        rest = self.conv.const(1)
-        for f in parts:
-            if f is uniform[0]:
-                continue
-            value = self.conv.int_expr(f, dom)
-            if value is None:
-                return None
-            c = Converter.constant_value(value)
-            if c is not None:
-                rest = rest * _val(c)
-            elif Converter.constant_value(rest) is not None:
-                rest = value * _val(Converter.constant_value(rest))
-            else:
-                return None
-        return uniform[0], rest
 
     def _in_bounds(self, buffer: str, elems: tuple[isl.PwAff | None, ...]) -> isl.Set:
         """Indices a well-defined kernel can use: within a fixed-size array, >= 0 in shared memory."""

@@ -49,6 +49,9 @@ class Delinearized:
     outer: isl.PwAff
     inner: isl.PwAff
     valid: isl.Set | None = None
+    # ``P`` itself (a parameter of the model): lets an affine index of the same buffer be read
+    # as ``0 * P + e`` where ``0 <= e < P`` (``relations``), None where unknown
+    size: isl.PwAff | None = None
 
 
 @dataclasses.dataclass

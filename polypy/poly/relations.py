@@ -16,13 +16,15 @@ thread has reached it (or exited). Only barriers with exact domains are used thi
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterable
 
 import islpy as isl
 
 from polypy.poly.affine import _val
 from polypy.poly.alias import alias_kind
-from polypy.poly.model import BLOCK_DIM, BLOCK_IDX, CTX, GRID_DIM, MAX_BLOCK_DIM, THREAD_IDX, Access, Barrier, Model
+from polypy.poly.model import (BLOCK_DIM, BLOCK_IDX, CTX, GRID_DIM, MAX_BLOCK_DIM, THREAD_IDX, Access, Barrier,
+                               Delinearized, Model)
 
 Time = tuple[int | str, ...]
 
@@ -43,6 +45,7 @@ class Copies:
         self.zero = isl.PwAff.zero_on_domain(isl.LocalSpace.from_space(self.space))
         self._pull: dict[tuple[str, bool], isl.MultiAff] = {}
         self._relations: dict[tuple, isl.Set] = {}
+        self._rows: dict[tuple, Delinearized | None] = {}  # ``_as_row``
         self._probes: tuple[isl.Set, ...] | None = None
         self.v_positions = (len(self.copies) * len(model.dims), len(model.loop_dims))
         self.block_level = {d for d in model.dims if d in BLOCK_IDX} | {bv.name for bv in model.block_values}
@@ -294,6 +297,10 @@ class Copies:
             return self.aff(ea, ca).eq_set(self.aff(eb, cb))
         da = a.delin[d] if a.delin else None
         db = b.delin[d] if b.delin else None
+        if da is None and ea is not None and db is not None:
+            da = self._as_row(a, d, db)
+        elif db is None and eb is not None and da is not None:
+            db = self._as_row(b, d, da)
         if da is not None and db is not None and da.factor == db.factor:
             equal = self.aff(da.outer, ca).eq_set(self.aff(db.outer, cb)) \
                 & self.aff(da.inner, ca).eq_set(self.aff(db.inner, cb))
@@ -305,6 +312,28 @@ class Copies:
                     valid &= self.set(x.valid, copy)
             return (equal & valid) | (self.universe - valid) if may else equal & valid
         return None
+
+    def _as_row(self, a: Access, d: int, like: Delinearized) -> Delinearized | None:
+        """The affine index ``d`` of ``a`` as ``0 * P + e`` in the terms of ``like`` (``P`` its
+        factor), valid where ``0 <= e < P`` on ``a``'s domain (backprop's ``w[tx + 1]`` beside
+        ``w[(hid + 1) * row + tx + 1]``: apart while ``tx + 1 <= hid``); None without ``P`` or
+        where that never holds."""
+        if like.size is None:
+            return None
+        key = (a.id, d, like.factor)
+        if key not in self._rows:
+            e = a.elems[d]
+            if not a.domain.is_subset(like.size.domain()):  # P known where the other access runs only
+                self._rows[key] = None
+                return None
+            zero = isl.PwAff.zero_on_domain(isl.LocalSpace.from_space(self.model.space))
+            outside = (e.lt_set(zero) | e.ge_set(like.size)) & a.domain
+            row: Delinearized | None = Delinearized(like.factor, zero, e, None, like.size)
+            if not outside.is_empty():
+                valid = isl.Set.universe(self.model.space).intersect_params(outside.params().complement())
+                row = None if (valid & a.domain).is_empty() else dataclasses.replace(row, valid=valid.coalesce())
+            self._rows[key] = row
+        return self._rows[key]
 
     def differ(self, a: Access, ca: str, b: Access, cb: str) -> isl.Set:
         """Where ``a`` and ``b`` may touch different elements of the same buffer."""
