@@ -1,7 +1,8 @@
 """The float Bessel functions ``j0f``, ``j1f``, ``y0f``, ``y1f``, ``cyl_bessel_i0f``,
 ``cyl_bessel_i1f`` (and the double ``j0``, ``j1``, ``cyl_bessel_i0``, ``cyl_bessel_i1``: see
-``bessel_j_double``, ``bessel_i``; the double ``y0``, ``y1``: ``frontend.lower.bessel_y_double``) in device code, written in IR and computed in double (a few double ulps of
-absolute error, far below CUDA's float bounds), rounded once to float.
+``bessel_j_double``, ``bessel_i``; the double ``y0``, ``y1``: ``frontend.lower.bessel_y_double``) in
+device code, written in IR and computed in double (a few double ulps of absolute error, far below
+CUDA's float bounds), rounded once to float.
 
 - ``|x| < 12``: the power series (Abramowitz and Stegun 9.1.10, 9.1.11) in ``q = x^2 / 4``:
   ``J_n = (x/2)^n sum (-q)^k / (k! (n+k)!)``, ``Y_0 = (2/pi) (log(x/2) + gamma) J_0 + (2/pi) sum
