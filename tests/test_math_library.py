@@ -342,22 +342,6 @@ def test_float_functions_within_cuda_bounds(approx_case, way: str) -> None:
                                       for i in bad[:4]])
 
 
-@pytest.mark.parametrize("call, message", [
-    ("y1((double)x[i])", "'y1' in double precision is not supported"),
-    ("jn(2, (double)x[i])", "'jn' in double precision is not supported"),
-    ("yn(2, (double)x[i])", "'yn' in double precision is not supported"),
-    ("y0((double)x[i])", "'y0' in double precision is not supported"),
-])
-def test_unwritten_functions_are_refused_at_the_call(tmp_path, call: str, message: str) -> None:
-    src = tmp_path / "refused.cu"
-    src.write_text("__global__ void k(float* x) {\n  int i = threadIdx.x;\n  x[i] = " + call + ";\n}\n")
-    with pytest.raises(UserError) as info:
-        polypy.load(str(src)).kernel("k")
-    text = info.value.render()
-    assert f"refused.cu:3:10: error: {message}" in text, text
-    assert "^" in text
-
-
 CLASSIFY = """
 #include <cmath>
 __global__ void cls(const float* x, const double* y, int* b, float* r, long long* l, int* e, int n) {

@@ -1,7 +1,8 @@
 """The float Bessel functions ``j0f``, ``j1f``, ``y0f``, ``y1f``, ``cyl_bessel_i0f``,
 ``cyl_bessel_i1f`` (and the double ``j0``, ``j1``, ``cyl_bessel_i0``, ``cyl_bessel_i1``: see
-``bessel_j_double``, ``bessel_i``) in device code, written in IR and computed in double (a few double ulps of
-absolute error, far below CUDA's float bounds), rounded once to float.
+``bessel_j_double``, ``bessel_i``; the double ``y0``, ``y1``: ``frontend.lower.bessel_y_double``) in
+device code, written in IR and computed in double (a few double ulps of absolute error, far below
+CUDA's float bounds), rounded once to float.
 
 - ``|x| < 12``: the power series (Abramowitz and Stegun 9.1.10, 9.1.11) in ``q = x^2 / 4``:
   ``J_n = (x/2)^n sum (-q)^k / (k! (n+k)!)``, ``Y_0 = (2/pi) (log(x/2) + gamma) J_0 + (2/pi) sum
@@ -53,7 +54,6 @@ J_ZEROS = {
 }
 ZERO_WINDOW = 0.01
 BESSEL = ("j0", "j1", "y0", "y1", "cyl_bessel_i0", "cyl_bessel_i1")
-FLOAT_ONLY = ("y0", "y1")  # their double versions are refused
 
 
 def _hankel(nu: int, count: int) -> list[float]:
@@ -159,16 +159,7 @@ class Bessel:
         qh, ql = dm.two_prod(near, near)
         qh, ql = self.let(dm.mul(qh, self.d(0.25)), "qh"), self.let(dm.mul(ql, self.d(0.25)), "ql")
         coefficients = [Fraction((-1) ** k, math.factorial(k) * math.factorial(k + nu)) for k in range(DOUBLE_TERMS)]
-        ph, pl = self.d(float(coefficients[-1])), self.d(0.0)
-        for c in reversed(coefficients[:-1]):
-            ch = float(c)
-            cl = float(c - Fraction(ch))
-            m, me = dm.two_prod(ph, qh)
-            me = dm.fma(ph, ql, dm.fma(pl, qh, me))
-            s, se = dm.two_sum(m, self.d(ch))
-            low = self.let(dm.add(dm.add(se, me), self.d(cl)), "low")
-            ph = self.let(dm.add(s, low), "ph")
-            pl = self.let(dm.sub(low, dm.sub(ph, s)), "pl")
+        ph, pl = self.dd_horner(qh, ql, coefficients)
         if nu:  # (x/2) (ph + pl)
             half = dm.mul(near, self.d(0.5))
             m, me = dm.two_prod(ph, half)
@@ -187,6 +178,22 @@ class Bessel:
         if nu:
             value = self.sel(self.m.pred("signbit", x), self.m.neg(value), value)  # odd: j1(-0) = -0
         return self.sel(self.m.pred("isnan", x), x, value)
+
+    def dd_horner(self, qh: n.Expr, ql: n.Expr, coefficients: list[Fraction]) -> tuple[n.Expr, n.Expr]:
+        """sum c_k q^k by Horner's rule in double-double: ``q = qh + ql``, the exact rational
+        coefficients as two doubles each; the sum as (high, low)."""
+        dm = self.dm
+        ph, pl = self.d(float(coefficients[-1])), self.d(0.0)
+        for c in reversed(coefficients[:-1]):
+            ch = float(c)
+            cl = float(c - Fraction(ch))
+            m, me = dm.two_prod(ph, qh)
+            me = dm.fma(ph, ql, dm.fma(pl, qh, me))
+            s, se = dm.two_sum(m, self.d(ch))
+            low = self.let(dm.add(dm.add(se, me), self.d(cl)), "low")
+            ph = self.let(dm.add(s, low), "ph")
+            pl = self.let(dm.sub(low, dm.sub(ph, s)), "pl")
+        return ph, pl
 
     def bessel_i(self, fn: str, x: n.Expr) -> n.Expr:
         """I_0, I_1 of a float (in double) or of a double: the series below ``end``, the

@@ -12,7 +12,6 @@ from polypy.ir.types import F32, I32
 
 from frontend import ctypes_map as tm
 from frontend.arith import convert
-from frontend.lower.bessel import FLOAT_ONLY
 from frontend.lower.float_parts import FloatParts
 from frontend.lower.helpers import ArrayRef
 from frontend.lower.more_math import FLOAT_ARGS, MORE_MATH, MoreMath
@@ -54,9 +53,6 @@ def more_math(kb: KernelBuilder, name: str, fn: ci.Cursor, args: list[ci.Cursor]
                        tm.scalar_type(tm.strip_reference(params[0].type)) if params else None)
     if ty is None or not ty.is_float:
         raise kb.error(f"'{name}' on integers is not supported", c)
-
-    if what in FLOAT_ONLY and ty != F32:
-        raise kb.error(f"'{name}' in double precision is not supported (polypy writes '{what}' for float only)", c)
 
     let = kb.binder(c)
 

@@ -45,9 +45,9 @@ CUDA's bound: the double result is within a few double ulps, far below half a fl
   ``floor(x)`` is odd below zero; ``tgamma(+-0) = +-inf``, NaN at the negative integers and ``-inf``.
 
 Their double versions are ``frontend.lower.double_math`` and ``frontend.lower.gamma_double``; the
-Bessel functions ``frontend.lower.bessel`` and ``frontend.lower.bessel_n`` (``jnf``, ``ynf``),
-``norm``/``rnorm`` ``frontend.lower.norm_array``. The double ``y0``, ``y1``, ``jn``, ``yn`` are refused
-at the call (``bessel.FLOAT_ONLY``, ``bessel_n``).
+Bessel functions ``frontend.lower.bessel`` (the double ``y0``, ``y1``: ``bessel_y_double``) and
+``frontend.lower.bessel_n`` (``jn``, ``yn``, ``jnf``, ``ynf``), ``norm``/``rnorm``
+``frontend.lower.norm_array``.
 """
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ from polypy.ir import nodes as n
 from polypy.ir.types import BOOL, F32, F64, I32, I64, U32, U64, ScalarType
 
 from frontend.lower.bessel import BESSEL, Bessel
+from frontend.lower.bessel_y_double import BesselYDouble
 from frontend.lower.double_math import DoubleMath
 from frontend.lower.float_parts import FloatParts
 from frontend.lower.gamma_double import gamma_double
@@ -330,6 +331,8 @@ class MoreMath:
                 return DoubleMath(self).rcbrt(xs[0])
             return self.cast(self.b("div", self.c(1.0, F64), self.call("cbrt", self.wide(xs[0]))), F32)
         if fn in BESSEL:
+            if fn in ("y0", "y1") and xs[0].type == F64:
+                return BesselYDouble(Bessel(DoubleMath(self))).value(fn, xs[0])
             return Bessel(DoubleMath(self)).value(fn, xs[0])
         if fn in ("lgamma", "tgamma"):
             return gamma_double(DoubleMath(self), fn, xs[0]) if xs[0].type == F64 else self.gamma(fn, xs[0])

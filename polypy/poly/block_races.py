@@ -266,8 +266,8 @@ def _flows_into(kernel: n.Kernel, read: Access, write: Access) -> bool:
     statement defines a local (``float v = s[t ^ 1]``) that ``write``'s statement, later in the
     same block, reads directly or through locals defined in between from it."""
     if read.kind != "read" or len(read.id.path) != len(write.id.path) or not read.id.path \
-            or read.id.path[:-1] != write.id.path[:-1]:
-        return False
+            or read.id.path[:-1] != write.id.path[:-1] or read.id.path[-1][0] != write.id.path[-1][0]:
+        return False  # not two statements of one list (a `then` and an `else` share a parent)
     (field, first), (_, last) = read.id.path[-1], write.id.path[-1]
     if first >= last:
         return False
