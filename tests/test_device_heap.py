@@ -9,6 +9,9 @@ import pathlib
 
 import pytest
 
+import polypy
+from polypy.errors import UserError
+
 from c_support import need_compiler, polypy_cli as _polypy
 
 
@@ -377,6 +380,10 @@ def test_the_python_api_and_grad_refuse_the_heap_located(tmp_path: pathlib.Path)
     assert result.returncode == 1
     assert f"{src}:1:52: error: kernel 'k' uses the device heap (malloc, free, new, delete in device code): " \
         "supported in whole programs only" in result.stderr, result.stderr
+    with pytest.raises(UserError) as info:  # the Python API: polypy.load reads it, compile refuses it
+        polypy.compile(src)
+    assert (info.value.loc.line, info.value.loc.col) == (1, 52), info.value.render()
+    assert "uses the device heap" in info.value.message
     result = _polypy("grad", str(src), "--kernel", "k", "-o", str(tmp_path / "g.cu"))
     assert result.returncode == 1
     assert f"{src}:1:52: error: gradients of kernels that use the device heap" in result.stderr, result.stderr

@@ -125,10 +125,6 @@ CASES = [
      "  x[0] = s;\n"
      "}\n",
      "comparing pointers into different buffers (or rows, or views) with '<' is not supported", (3, 28)),
-    ("device-malloc",
-     "#include <cstdlib>\n"
-     "__global__ void k(float* x) { float* p = (float*)malloc(4); x[0] = p[0]; }\n",
-     "dynamic allocation in device code is not supported", (2, 50)),
 ]
 
 
