@@ -253,3 +253,14 @@ def assert_load_refused(tmp_path: pathlib.Path, name: str, source: str, message:
     err = info.value
     assert message in err.message, err.render()
     assert err.loc is not None and (err.loc.line, err.loc.col) == where, err.render()
+
+
+def assert_translate_refused(src: pathlib.Path, where: str, message: str) -> None:
+    """``polypy translate src`` exits 1 with ``{where}: error: {message}`` (``where`` is
+    ``file:line:col`` or ``file:line``), no traceback, and writes no output file."""
+    out = src.with_suffix(".refused.cpp")
+    result = polypy_cli("translate", str(src), "-o", str(out))
+    assert result.returncode == 1, result.stdout
+    assert where in result.stderr and f"error: {message}" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert not out.exists()

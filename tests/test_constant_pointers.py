@@ -18,7 +18,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from c_support import need_compiler, polypy_cli as _polypy, translate_and_compile
+from c_support import assert_translate_refused, need_compiler, polypy_cli as _polypy, translate_and_compile
 from polypy.errors import UserError
 
 PROGRAMS = pathlib.Path(__file__).resolve().parent / "programs"
@@ -139,11 +139,7 @@ def test_what_is_not_supported_is_refused_located(body: str, message: str, colum
                                                   tmp_path: pathlib.Path) -> None:
     src = tmp_path / "refused.cu"
     src.write_text(REFUSED + f"__global__ void k(float* out) {{ {body} }}\n")
-    result = _polypy("translate", str(src), "-o", str(tmp_path / "refused.cpp"))
-    assert result.returncode == 1, result.stdout
-    where = f"{src}:3:{column}: " if column else f"{src}:3:"
-    assert where in result.stderr and f"error: {message}" in result.stderr, result.stderr
-    assert not (tmp_path / "refused.cpp").exists()
+    assert_translate_refused(src, f"{src}:3:{column}" if column else f"{src}:3:", message)
 
 
 def test_an_initializer_of_a_constant_record_holding_pointers_is_refused(tmp_path: pathlib.Path) -> None:

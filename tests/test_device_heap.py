@@ -12,7 +12,7 @@ import pytest
 import polypy
 from polypy.errors import UserError
 
-from c_support import need_compiler, polypy_cli as _polypy
+from c_support import assert_translate_refused, need_compiler, polypy_cli as _polypy
 
 
 PROGRAM = r"""
@@ -365,11 +365,7 @@ def test_what_is_not_supported_is_refused_located(body: str, message: str, colum
                                                   tmp_path: pathlib.Path) -> None:
     src = tmp_path / "refused.cu"
     src.write_text(REFUSED.format(body))
-    result = _polypy("translate", str(src), "-o", str(tmp_path / "refused.cpp"))
-    assert result.returncode == 1, result.stdout
-    assert f"{src}:4:{column}: error: {message}" in result.stderr, result.stderr
-    assert "Traceback" not in result.stderr
-    assert not (tmp_path / "refused.cpp").exists()
+    assert_translate_refused(src, f"{src}:4:{column}", message)
 
 
 def test_the_python_api_and_grad_refuse_the_heap_located(tmp_path: pathlib.Path) -> None:
