@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import math
 import re
-import pathlib
 
 import numpy as np
 import pytest
 
 import polypy
-from c_support import WAYS, assert_load_refused, emulate, need_compiler, polypy_cli, run_c, source_file
+from c_support import WAYS, assert_load_refused, need_compiler, polypy_cli, run_way
 from polypy.errors import DeviceAssertError, UserError
 
 KERNELS = r"""
@@ -148,42 +147,16 @@ def _f(n: int) -> int:
     return 1 if n <= 0 else _f(n - 1) + _g(n)
 
 
-@pytest.fixture(scope="module")
-def path() -> pathlib.Path:
-    return source_file(KERNELS, "recursion.cu")
-
-
-@pytest.fixture(scope="module")
-def module(path):
-    return polypy.load(str(path))
-
-
-@pytest.fixture(scope="module")
-def compiled(path):
-    return polypy.compile(str(path))
-
-
-def _run(module, compiled, kernel: str, grid, block, args: dict, way: str) -> dict:
-    out = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
-    if way == "emulator":
-        emulate(module.kernel(kernel), grid, block, out)
-        return out
-    if way == "c":
-        return run_c(module.kernel(kernel), grid, block, args)
-    getattr(compiled, kernel)[grid, block](*out.values())
-    return out
-
-
 @pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("grid,block", SHAPES)
-def test_recursive_functions_match_python(module, compiled, grid, block, way) -> None:
+def test_recursive_functions_match_python(grid, block, way) -> None:
     rng = np.random.default_rng(5)
     u = rng.integers(0, 60, N).astype(np.uint32)
     data = rng.standard_normal(N * SEG).astype(np.float32)
     nxt = rng.integers(-1, N, N).astype(np.int32)
     args = {"u": u, "ints": np.full(6 * N, -1, np.int32), "facts": np.zeros(N, np.int64), "data": data,
             "seg": SEG, "first": FIRST, "count": COUNT, "val": VAL, "w": {"next": nxt, "limit": 20}, "n": N}
-    out = _run(module, compiled, "k", grid, block, args, way)
+    out = run_way(KERNELS, "k", grid, block, args, way, name="recursion.cu")
     ints = out["ints"].reshape(N, 6)
     assert ints[:, 0].tolist() == [_fib(int(v) % 16) for v in u]
     assert out["facts"].tolist() == [math.factorial(int(v) % 21) for v in u]
@@ -295,14 +268,12 @@ def _dsum(d, k: int, n: int) -> float:
 
 @pytest.mark.parametrize("way", WAYS)
 def test_switch_loops_returns_in_loops_asserts_printf_atomics_lambdas(tmp_path, way, capfd) -> None:
-    path = source_file(EDGES, "edges.cu")
     n = 8
     x = np.array([0, 1, 2, 5, 7, 9, 11, 4], np.int32)
     d = np.linspace(0.1, 2, 16)
     p = np.linspace(-1, 1, 16).astype(np.float32)
     args = {"x": x, "out": np.zeros(10 * n, np.int32), "d": d, "p": p, "hits": np.zeros(1, np.int32)}
-    out = _run(polypy.load(str(path)), polypy.compile(str(path)) if way == "llvm" else None, "k", (1,), (n,), args,
-               way)
+    out = run_way(EDGES, "k", (1,), (n,), args, way, name="edges.cu")
     want = np.zeros((n, 10), np.int64)
     for i, v in enumerate(x.tolist()):
         want[i, :9] = [_sw(v), _loops(v), sum(_loops(j + v % 3) for j in range(3)), int(_dsum(d, i, 5) * 10.0),
@@ -313,8 +284,8 @@ def test_switch_loops_returns_in_loops_asserts_printf_atomics_lambdas(tmp_path, 
     assert capfd.readouterr().out.count("at three 3\n") == 2
     if way != "c":  # (a file of kernels built by the C backend does not report device faults to Python)
         with pytest.raises(DeviceAssertError, match="n < 100"):
-            _run(polypy.load(str(path)), polypy.compile(str(path)) if way == "llvm" else None, "k", (1,), (n,),
-                 dict(args, p=np.where(np.arange(16) == 5, 10.0, p).astype(np.float32)), way)
+            run_way(EDGES, "k", (1,), (n,), dict(args, p=np.where(np.arange(16) == 5, 10.0, p).astype(np.float32)),
+                    way, name="edges.cu")
 
 
 REFERENCES = r"""
@@ -340,12 +311,10 @@ __global__ void k(const int* next, const float* w, int* c, float* s) {
 
 @pytest.mark.parametrize("way", WAYS)
 def test_reference_parameters_passed_along_name_the_outermost_call_s_places(way) -> None:
-    path = source_file(REFERENCES, "references.cu")
     nxt = np.array([3, 5, -1, 2, 0, -1, 1, 4], np.int32)
     w = np.linspace(1, 2, 8).astype(np.float32)
     args = {"next": nxt, "w": w, "c": np.zeros(16, np.int32), "s": np.zeros(16, np.float32)}
-    out = _run(polypy.load(str(path)), polypy.compile(str(path)) if way == "llvm" else None, "k", (1,), (8,), args,
-               way)
+    out = run_way(REFERENCES, "k", (1,), (8,), args, way, name="references.cu")
     for i in range(8):
         count, total, node = 0, np.float32(0), i
         while node >= 0:  # (the walks of this table end)
@@ -377,9 +346,8 @@ __global__ void k(Tree t, int* out) {
 
 @pytest.mark.parametrize("way", WAYS)
 def test_member_function_and_free_functions_through_references_to_the_object(way) -> None:
-    path = source_file(MIXED, "mixed.cu")
-    out = _run(polypy.load(str(path)), polypy.compile(str(path)) if way == "llvm" else None, "k", (1,), (7,),
-               {"t": {"first": FIRST, "count": COUNT}, "out": np.zeros(14, np.int32)}, way)
+    out = run_way(MIXED, "k", (1,), (7,),
+                  {"t": {"first": FIRST, "count": COUNT}, "out": np.zeros(14, np.int32)}, way, name="mixed.cu")
 
     def size(node: int) -> int:
         return 1 + sum(size(int(FIRST[node]) + c) for c in range(COUNT[node]))
@@ -408,27 +376,26 @@ __global__ void k(const float* x, int* at, float* val, int n) {
 
 @pytest.mark.parametrize("way", WAYS)
 def test_records_by_value_as_parameters_and_results(way) -> None:
-    path = source_file(RECORDS, "records.cu")
     x = np.random.default_rng(3).standard_normal(4 * 9).astype(np.float32)
-    out = _run(polypy.load(str(path)), polypy.compile(str(path)) if way == "llvm" else None, "k", (1,), (4,),
-               {"x": x, "at": np.zeros(4, np.int32), "val": np.zeros(4, np.float32), "n": 9}, way)
+    out = run_way(RECORDS, "k", (1,), (4,),
+                  {"x": x, "at": np.zeros(4, np.int32), "val": np.zeros(4, np.float32), "n": 9}, way, name="records.cu")
     rows = x.reshape(4, 9)
     assert out["at"].tolist() == rows.argmax(axis=1).tolist()  # (the first of equal maxima, as the recursion keeps)
     np.testing.assert_array_equal(out["val"], rows.max(axis=1))
 
 
 @pytest.mark.parametrize("way", WAYS)
-def test_barrier_after_the_recursion(module, compiled, way) -> None:
+def test_barrier_after_the_recursion(way) -> None:
     x = (np.arange(64, dtype=np.int32) * 7) % 19
-    out = _run(module, compiled, "reduce", (2,), (32,), {"x": x, "out": np.zeros(2, np.int32)}, way)
+    out = run_way(KERNELS, "reduce", (2,), (32,), {"x": x, "out": np.zeros(2, np.int32)}, way, name="recursion.cu")
     assert out["out"].tolist() == [sum(_fib(int(v)) for v in x[:32])] * 2
 
 
 @pytest.mark.parametrize("way", ("emulator", "llvm"))
-def test_depth_bound_is_a_located_device_fault(module, compiled, way, capfd) -> None:
+def test_depth_bound_is_a_located_device_fault(way, capfd) -> None:
     def deep(x):
-        return _run(module, compiled, "deep", (1,), (4,), {"x": np.array(x, np.int32), "y": np.zeros(4, np.int32)},
-                    way)["y"].tolist()
+        return run_way(KERNELS, "deep", (1,), (4,), {"x": np.array(x, np.int32), "y": np.zeros(4, np.int32)}, way,
+                       name="recursion.cu")["y"].tolist()
 
     with pytest.raises(DeviceAssertError) as info:
         deep([5, 100000, 7, 0])
